@@ -1,0 +1,3 @@
+from urbandp.cli import main
+
+main()

@@ -1,0 +1,39 @@
+"""The ``urbandp`` command line: one Typer app, one sub-command group per wing.
+
+Every command turns unusable input into one line on stderr and exit code 2 (:func:`urbandp.errors.cli_guard`).
+Heavy imports happen inside commands so that ``urbandp --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from urbandp.audit.cli import app as audit_app
+from urbandp.experiments.cli import app as experiment_app
+from urbandp.fleet_cli import register as register_fleet
+from urbandp.releases.counts_cli import app as counts_app
+from urbandp.sensing.cli import app as sensing_app
+from urbandp.synth.cli import app as synth_app
+
+app = typer.Typer(
+    name="urbandp",
+    help="Differentially private release of urban mobility and sensor data.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+register_fleet(app)
+app.add_typer(synth_app, name="synth", help="Generate realistic synthetic inputs (fleet GPS, ...).")
+app.add_typer(experiment_app, name="experiment", help="Utility experiments (Monte Carlo, not releases).")
+app.add_typer(counts_app, name="counts", help="Count tables (smart-card taps) released with DP.")
+app.add_typer(audit_app, name="audit", help="Attacks on published tables (what an adversary learns).")
+app.add_typer(sensing_app, name="sensing", help="Sensor fleets: GP interpolation, DP maps, aggregate queries.")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

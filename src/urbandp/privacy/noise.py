@@ -1,0 +1,154 @@
+"""Noise sources for releases.
+
+DESIGN.md privacy rule 1: every number that leaves the system is perturbed by a floating-point-safe sampler.
+:class:`OpenDPNoise` is the only source a release uses by default; it calls OpenDP's measurements
+(``make_laplace`` samples continuous Laplace through the discrete Laplace, so it is immune to the
+Mironov 2012 least-significant-bit attack on naive floating-point Laplace).
+
+:class:`ExactNoiseForTesting` adds no noise. It exists so that system tests can check the exact answers of a
+release (Tumult-style "infinite budget"); it cannot be built without an explicit acknowledgement and the CLI
+offers no way to select it. Monte Carlo simulation noise (numpy) lives in :mod:`urbandp.experiments` and is never
+imported by a release.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import opendp.prelude as dp
+
+dp.enable_features("contrib")
+
+ArrayLike = np.ndarray
+
+
+@runtime_checkable
+class NoiseSource(Protocol):
+    """Adds zero-mean noise of a given scale to every element of an array."""
+
+    is_private: bool
+
+    def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        """Continuous Laplace noise with scale ``b`` (variance ``2 b^2``) added to float values."""
+        ...
+
+    def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        """Discrete Laplace (two-sided geometric) noise with scale ``b`` added to integer values."""
+        ...
+
+    def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        """Gaussian noise with standard deviation ``scale`` added to float values."""
+        ...
+
+    def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        """Discrete Gaussian noise with scale ``sigma`` added to integer values."""
+        ...
+
+
+def _check_scale(scale: float) -> float:
+    scale = float(scale)
+    if not np.isfinite(scale) or scale < 0:
+        raise ValueError(f"noise scale must be finite and >= 0, got {scale}")
+    return scale
+
+
+def _per_scale(values: np.ndarray, scale: float | np.ndarray, one: callable) -> np.ndarray:  # type: ignore[valid-type]
+    """Apply ``one(values_subset, scale)`` for every distinct scale (OpenDP measurements take one scale)."""
+    values = np.asarray(values)
+    scales = np.broadcast_to(np.asarray(scale, dtype=float), values.shape)
+    if values.size == 0:
+        return values.copy()
+    distinct = np.unique(scales)
+    if distinct.size == 1:
+        return one(values.ravel(), _check_scale(distinct[0])).reshape(values.shape)
+    out = np.empty(values.shape, dtype=np.result_type(values.dtype, np.float64) if values.dtype.kind == "f" else values.dtype)
+    for s in distinct:
+        mask = scales == s
+        out[mask] = one(values[mask], _check_scale(s))
+    return out
+
+
+class OpenDPNoise:
+    """Floating-point-safe noise from OpenDP 0.16 measurements (the default and only CLI noise source)."""
+
+    is_private = True
+
+    @staticmethod
+    def _float_laplace(v: np.ndarray, scale: float) -> np.ndarray:
+        m = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float), scale)
+        return np.asarray(m(v.astype(float).tolist()), dtype=float)
+
+    @staticmethod
+    def _int_laplace(v: np.ndarray, scale: float) -> np.ndarray:
+        m = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64"), scale)
+        return np.asarray(m(v.astype(np.int64).tolist()), dtype=np.int64)
+
+    @staticmethod
+    def _float_gaussian(v: np.ndarray, scale: float) -> np.ndarray:
+        m = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), scale)
+        return np.asarray(m(v.astype(float).tolist()), dtype=float)
+
+    @staticmethod
+    def _int_gaussian(v: np.ndarray, scale: float) -> np.ndarray:
+        m = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), scale)
+        return np.asarray(m(v.astype(np.int64).tolist()), dtype=np.int64)
+
+    def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return _per_scale(np.asarray(values, dtype=float), scale, self._float_laplace)
+
+    def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return _per_scale(np.asarray(values, dtype=np.int64), scale, self._int_laplace)
+
+    def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return _per_scale(np.asarray(values, dtype=float), scale, self._float_gaussian)
+
+    def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return _per_scale(np.asarray(values, dtype=np.int64), scale, self._int_gaussian)
+
+
+class ExactNoiseForTesting:
+    """Adds no noise at all: NOT differentially private. For system tests that check exact answers.
+
+    Construct with ``ExactNoiseForTesting(acknowledge_not_private=True)``; anything else raises.
+    """
+
+    is_private = False
+
+    def __init__(self, *, acknowledge_not_private: bool = False) -> None:
+        if acknowledge_not_private is not True:
+            raise ValueError("ExactNoiseForTesting releases true values; pass acknowledge_not_private=True")
+
+    def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return np.asarray(values, dtype=float).copy()
+
+    def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64).copy()
+
+    def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return np.asarray(values, dtype=float).copy()
+
+    def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64).copy()
+
+
+def laplace_epsilon(sensitivity: float, scale: float) -> float:
+    """Epsilon of the Laplace mechanism, from OpenDP's privacy map: ``sensitivity / scale`` (rounded up).
+
+    Dwork, McSherry, Nissim, Smith 2006; ITMS report section III D (``epsilon = sensitivity / B``).
+    """
+    if scale <= 0:
+        return float("inf")
+    m = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), float(scale))
+    return float(m.map(float(sensitivity)))
+
+
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
+    """Smallest Laplace scale ``b`` whose OpenDP privacy map gives at most ``epsilon`` at ``sensitivity``."""
+    if epsilon <= 0 or not np.isfinite(epsilon):
+        raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
+    b = float(sensitivity) / float(epsilon)
+    # OpenDP rounds the map outward; nudge up until the map is within budget.
+    while laplace_epsilon(sensitivity, b) > epsilon:
+        b = np.nextafter(b, np.inf)
+    return b

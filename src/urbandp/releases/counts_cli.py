@@ -1,0 +1,7 @@
+"""CLI group `urbandp counts` (commands are added by the wing's owner)."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)
