@@ -1,7 +1,76 @@
-"""CLI group `urbandp synth` (commands are added by the wing's owner)."""
+"""CLI group ``urbandp synth``: synthetic inputs for the demo, the tests and the benchmarks."""
 
 from __future__ import annotations
 
+import datetime as dt
+from pathlib import Path
+
 import typer
 
+from urbandp.errors import InputError, cli_guard
+
 app = typer.Typer(no_args_is_help=True)
+
+
+@app.command()
+@cli_guard
+def fleet(
+    vehicles: int = typer.Option(..., "--vehicles", help="Number of vehicles (buses) in the fleet."),
+    days: int = typer.Option(..., "--days", help="Number of consecutive days."),
+    out: Path = typer.Option(..., "--out", help="Output file: .csv, .jsonl, .json or .parquet."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same file."),
+    start: str = typer.Option("2021-11-15", "--start", help="First day (YYYY-MM-DD), local time."),
+    records_per_vehicle_day: float = typer.Option(
+        1300.0, "--records-per-vehicle-day", help="Mean records per vehicle per day (varies by vehicle and day)."
+    ),
+    dirty_fraction: float = typer.Option(
+        0.002, "--dirty-fraction", help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates)."
+    ),
+    routes: int = typer.Option(28, "--routes", help="Number of fixed bus routes through the city."),
+) -> None:
+    """Generate synthetic bus GPS records in the IUDX ITMS shape (Surat-like city, fixed routes).
+
+    Example: urbandp synth fleet --vehicles 500 --days 30 --out out/fleet.parquet --seed 7
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from urbandp.synth.fleet import FleetSpec, fleet_format, write_fleet_days
+
+    try:
+        first_day = dt.date.fromisoformat(start)
+    except ValueError:
+        raise InputError(f"--start must be a date like 2021-11-15, got {start!r}") from None
+    fleet_format(out)
+    spec = FleetSpec(
+        vehicles=vehicles,
+        days=days,
+        seed=seed,
+        start=first_day,
+        records_per_vehicle_day=records_per_vehicle_day,
+        dirty_fraction=dirty_fraction,
+        routes=routes,
+    )
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("generating days"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[records]:,} records"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("days", total=days, records=0)
+        count = 0
+
+        def advance(records: int) -> None:
+            nonlocal count
+            count += records
+            bar.update(task, advance=1, records=count)
+
+        try:
+            path, written = write_fleet_days(spec, out, progress=advance)
+        except OSError as err:
+            raise InputError(f"cannot write {out}: {err.strerror or err}") from None
+    typer.echo(f"wrote {written:,} records ({vehicles} vehicles x {days} days) to {path}")

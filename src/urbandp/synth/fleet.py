@@ -1,0 +1,504 @@
+"""Synthetic bus-fleet GPS records in the IUDX ITMS shape (the data of the ITMS report, section II A).
+
+The generator drives the demo, the tests and the benchmarks. It is built to look like the data the report
+describes (section V): buses on fixed routes through a city, a high variation in the number of records reported
+by different vehicles and by the same vehicle on different days, many more vehicles in the centre than in the
+suburbs, slower traffic at peak hours, a few speeders, and a small share of dirty rows.
+
+Everything is vectorised with numpy over all the vehicles of one day; a day is generated from its own random
+stream (``SeedSequence(seed, spawn_key=(day + 1,))``), so the output is deterministic by seed and the first days
+of a long fleet equal a shorter fleet with the same seed and vehicles.
+
+Columns (exactly these, in this order)::
+
+    id                   str   city feed id, e.g. "surat-itms-live-eta"
+    license_plate        str   the vehicle id, e.g. "GJ05BX1234"
+    trip_id              str
+    route_id             str
+    trip_direction       str   "UP" / "DN"
+    observationDateTime  str   ISO 8601 local time with offset, e.g. "2021-11-15T09:15:03+05:30"
+    location             struct{type: str = "Point", coordinates: list[f64] = [longitude, latitude]}
+    speed                f64   km/h
+
+Dirty rows (Bernoulli per row with probability ``dirty_fraction``, kind drawn uniformly from
+:data:`DIRTY_KINDS`): unparseable timestamps, missing coordinates (``coordinates`` null), out-of-range
+coordinates, negative / NaN / absurd (> 200 km/h) speeds, and exact duplicates of the previous row of the same
+vehicle (same ``license_plate`` and ``observationDateTime``, every column equal).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from urbandp.errors import InputError
+
+#: Column order of the ITMS shape.
+ITMS_COLUMNS: tuple[str, ...] = (
+    "id",
+    "license_plate",
+    "trip_id",
+    "route_id",
+    "trip_direction",
+    "observationDateTime",
+    "location",
+    "speed",
+)
+
+#: Kinds of dirty rows, drawn uniformly for each dirty row.
+DIRTY_KINDS: tuple[str, ...] = (
+    "unparseable_timestamp",
+    "missing_coordinates",
+    "out_of_range_coordinates",
+    "negative_speed",
+    "nan_speed",
+    "absurd_speed",
+    "duplicate",
+)
+
+#: Timestamps that no ISO 8601 parser accepts (month 13, 31 November, free text).
+BAD_TIMESTAMPS: tuple[str, ...] = (
+    "not-a-timestamp",
+    "2021-13-45T25:61:00+05:30",
+    "2021-11-31T09:00:00+05:30",
+    "??:??:??",
+)
+
+#: Supported output formats, by file extension.
+FLEET_FORMATS: tuple[str, ...] = (".csv", ".jsonl", ".json", ".parquet")
+
+KM_PER_DEGREE_LAT = 111.32
+SECONDS_PER_DAY = 86_400
+#: Non-speeding vehicles never report more than this (km/h); speeders reach 60-85 km/h off-peak.
+NORMAL_SPEED_CAP = 55.0
+PEAK_HOURS: tuple[tuple[int, int], ...] = ((8, 10), (17, 20))
+PEAK_SPEED_FACTOR = 0.6
+
+
+@dataclass(frozen=True)
+class City:
+    """Where the fleet runs: centre, radius of the suburbs, local UTC offset and the feed's identifiers."""
+
+    name: str = "surat"
+    feed_id: str = "surat-itms-live-eta"
+    centre_lat: float = 21.17
+    centre_lon: float = 72.83
+    radius_km: float = 7.5
+    utc_offset: str = "+05:30"
+    plate_prefix: str = "GJ05"
+
+
+SURAT = City()
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """Parameters of a synthetic fleet; validated on construction (bad values raise :class:`InputError`)."""
+
+    vehicles: int
+    days: int
+    seed: int
+    start: dt.date = dt.date(2021, 11, 15)
+    records_per_vehicle_day: float = 1300.0
+    dirty_fraction: float = 0.002
+    routes: int = 28
+    speeder_fraction: float = 0.03
+    day_off_probability: float = 0.05
+    city: City = field(default_factory=lambda: SURAT)
+
+    def __post_init__(self) -> None:
+        if self.vehicles < 1:
+            raise InputError(f"--vehicles must be at least 1, got {self.vehicles}")
+        if self.days < 1:
+            raise InputError(f"--days must be at least 1, got {self.days}")
+        if self.seed < 0:
+            raise InputError(f"--seed must be non-negative, got {self.seed}")
+        if not 2 <= self.records_per_vehicle_day <= 20_000:
+            raise InputError(
+                f"--records-per-vehicle-day must be between 2 and 20000, got {self.records_per_vehicle_day}"
+            )
+        if not 0.0 <= self.dirty_fraction <= 0.5:
+            raise InputError(f"--dirty-fraction must be between 0 and 0.5, got {self.dirty_fraction}")
+        if not 1 <= self.routes <= 200:
+            raise InputError(f"routes must be between 1 and 200, got {self.routes}")
+        if not 0.0 <= self.speeder_fraction <= 1.0:
+            raise InputError(f"speeder_fraction must be between 0 and 1, got {self.speeder_fraction}")
+
+
+@dataclass(frozen=True)
+class _Fleet:
+    """The fixed part of a fleet: routes (polylines in km around the centre) and vehicles."""
+
+    route_ids: list[str]
+    route_length_km: np.ndarray  # (routes,)
+    route_base_km: np.ndarray  # (routes,) offset of each route on one concatenated distance axis
+    axis_km: np.ndarray  # concatenated cumulative distance of all route vertices
+    axis_x_km: np.ndarray  # east offset of each vertex from the centre
+    axis_y_km: np.ndarray  # north offset of each vertex from the centre
+    plates: list[str]
+    vehicle_route: np.ndarray  # (vehicles,) route index
+    cruise_kmh: np.ndarray  # (vehicles,) free-flow speed
+    rate_weight: np.ndarray  # (vehicles,) records-per-day multiplier, mean 1 (lognormal)
+    speeder: np.ndarray  # (vehicles,) bool
+
+
+def _route_polyline(rng: np.random.Generator, radius_km: float) -> np.ndarray:
+    """One route: suburb -> near the centre -> suburb on the other side, with wiggles. Returns (k, 2) km."""
+    theta = rng.uniform(0.0, 2.0 * np.pi)
+    r_a, r_b = rng.uniform(0.55 * radius_km, radius_km, size=2)
+    end_a = r_a * np.array([np.cos(theta), np.sin(theta)])
+    theta_b = theta + np.pi + rng.normal(0.0, 0.5)
+    end_b = r_b * np.array([np.cos(theta_b), np.sin(theta_b)])
+    hub = rng.normal(0.0, 0.7, size=2)  # every route passes within ~1-2 km of the centre
+    n_half = 6
+    legs = []
+    for a, b in ((end_a, hub), (hub, end_b)):
+        f = np.linspace(0.0, 1.0, n_half + 1)[:, None]
+        pts = a + f * (b - a)
+        direction = (b - a) / max(np.linalg.norm(b - a), 1e-9)
+        normal = np.array([-direction[1], direction[0]])
+        wiggle = rng.normal(0.0, 0.35, size=n_half + 1)
+        wiggle[0] = wiggle[-1] = 0.0
+        legs.append(pts + wiggle[:, None] * normal)
+    return np.vstack([legs[0], legs[1][1:]])
+
+
+def _build_fleet(spec: FleetSpec) -> _Fleet:
+    rng = np.random.default_rng(np.random.SeedSequence(spec.seed, spawn_key=(0,)))
+    axis, xs, ys, bases, lengths = [], [], [], [], []
+    base = 0.0
+    for _ in range(spec.routes):
+        poly = _route_polyline(rng, spec.city.radius_km)
+        seg = np.hypot(np.diff(poly[:, 0]), np.diff(poly[:, 1]))
+        cum = np.concatenate([[0.0], np.cumsum(seg)])
+        axis.append(base + cum)
+        xs.append(poly[:, 0])
+        ys.append(poly[:, 1])
+        bases.append(base)
+        lengths.append(cum[-1])
+        base += cum[-1] + 100.0  # a gap so that no interpolation ever crosses two routes
+    v = spec.vehicles
+    codes = rng.choice(26 * 26 * 10_000, size=v, replace=False)
+    letters = codes // 10_000
+    plates = [
+        f"{spec.city.plate_prefix}{chr(65 + l // 26)}{chr(65 + l % 26)}{c % 10_000:04d}"
+        for l, c in zip(letters.tolist(), codes.tolist(), strict=True)
+    ]
+    # Uneven reporting rates: lognormal per vehicle, normalised to mean 1 (report section V).
+    rate = rng.lognormal(0.0, 0.45, size=v)
+    rate = rate / rate.mean()
+    n_speeders = min(v, max(1, round(spec.speeder_fraction * v))) if spec.speeder_fraction > 0 else 0
+    speeder = np.zeros(v, dtype=bool)
+    speeder[rng.choice(v, size=n_speeders, replace=False)] = True
+    return _Fleet(
+        route_ids=[f"R{r + 101:03d}" for r in range(spec.routes)],
+        route_length_km=np.array(lengths),
+        route_base_km=np.array(bases),
+        axis_km=np.concatenate(axis),
+        axis_x_km=np.concatenate(xs),
+        axis_y_km=np.concatenate(ys),
+        plates=plates,
+        vehicle_route=rng.integers(0, spec.routes, size=v),
+        cruise_kmh=np.clip(rng.normal(30.0, 4.0, size=v), 18.0, 42.0),
+        rate_weight=rate,
+        speeder=speeder,
+    )
+
+
+def _group_cumsum(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Cumulative sum restarting at each group (groups are contiguous, given by start index and size)."""
+    total = np.cumsum(values)
+    before = np.concatenate([[0.0], total])[starts]
+    return total - np.repeat(before, counts)
+
+
+def _in_peak(hour: np.ndarray) -> np.ndarray:
+    peak = np.zeros(hour.shape, dtype=bool)
+    for lo, hi in PEAK_HOURS:
+        peak |= (hour >= lo) & (hour < hi)
+    return peak
+
+
+def _generate_day(spec: FleetSpec, fleet: _Fleet, day: int) -> pl.DataFrame:
+    """All the records of one day, every vehicle at once."""
+    rng = np.random.default_rng(np.random.SeedSequence(spec.seed, spawn_key=(day + 1,)))
+    n_veh = spec.vehicles
+    working = np.flatnonzero(rng.random(n_veh) >= spec.day_off_probability)
+    if working.size == 0:
+        working = np.array([int(rng.integers(n_veh))])
+    m = working.size
+
+    # Shift: roughly 06:00-22:00 local with two breaks (seconds after local midnight).
+    shift_start = 6 * 3600 + rng.uniform(0, 5400, m)
+    shift_end = 22 * 3600 - rng.uniform(0, 5400, m)
+    gap1 = rng.uniform(900, 3600, m)
+    gap2 = rng.uniform(900, 3600, m)
+    active = shift_end - shift_start - gap1 - gap2
+    brk1 = active * rng.uniform(0.2, 0.45, m)
+    brk2 = active * rng.uniform(0.55, 0.8, m)
+
+    # Records per vehicle-day: vehicle rate x day factor (both lognormal, mean 1); at least 5 s apart on average.
+    day_factor = rng.lognormal(-0.5 * 0.25**2, 0.25, m)
+    target = spec.records_per_vehicle_day * fleet.rate_weight[working] * day_factor
+    counts = np.clip(np.rint(target), 2, np.floor(active / 5.0))
+    counts = counts.astype(np.int64)
+    n = int(counts.sum())
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    owner = np.repeat(np.arange(m), counts)
+    veh = working[owner]
+
+    # Active time of each record: jittered intervals, rescaled so each vehicle-day fills its active time.
+    jitter = rng.lognormal(0.0, 0.2, n)
+    cum = _group_cumsum(jitter, starts, counts)
+    total = cum[starts + counts - 1]
+    t_active = cum / np.repeat(total, counts) * np.repeat(active, counts)
+    t_active -= 0.5 * np.repeat(active / counts, counts)  # first fix half an interval after the shift starts
+    clock = (
+        np.repeat(shift_start, counts)
+        + t_active
+        + np.repeat(gap1, counts) * (t_active > np.repeat(brk1, counts))
+        + np.repeat(gap2, counts) * (t_active > np.repeat(brk2, counts))
+    )
+    seconds = np.floor(clock).astype(np.int64)
+
+    # Speed: free-flow cruise x peak slow-down x noise; stops at 0; speeders sometimes 60-85 km/h off-peak.
+    hour = clock / 3600.0
+    peak = _in_peak(hour)
+    speed = fleet.cruise_kmh[veh] * np.where(peak, PEAK_SPEED_FACTOR, 1.0) * rng.lognormal(0.0, 0.25, n)
+    speed = np.minimum(speed, NORMAL_SPEED_CAP)
+    speed[rng.random(n) < np.where(peak, 0.2, 0.1)] = 0.0
+    speeding = fleet.speeder[veh] & ~peak & (rng.random(n) < 0.15)
+    speed[speeding] = rng.uniform(60.0, 85.0, int(speeding.sum()))
+
+    # Position: distance driven along the route (back and forth), from the speed over the active time.
+    dt_active = np.diff(t_active, prepend=0.0)
+    dt_active[starts] = 0.0
+    driven = _group_cumsum(speed / 3600.0 * dt_active, starts, counts)
+    route = fleet.vehicle_route[veh]
+    length = fleet.route_length_km[route]
+    along = np.repeat(rng.uniform(0.0, 2.0, m), counts) * length + driven
+    leg = np.floor(along / length).astype(np.int64)
+    frac = along - leg * length
+    up = leg % 2 == 0
+    pos = np.where(up, frac, length - frac) + fleet.route_base_km[route]
+    x = np.interp(pos, fleet.axis_km, fleet.axis_x_km) + rng.normal(0.0, 0.008, n)
+    y = np.interp(pos, fleet.axis_km, fleet.axis_y_km) + rng.normal(0.0, 0.008, n)
+    city = spec.city
+    lat = city.centre_lat + y / KM_PER_DEGREE_LAT
+    lon = city.centre_lon + x / (KM_PER_DEGREE_LAT * np.cos(np.radians(city.centre_lat)))
+
+    # Dirty rows.
+    dirty = np.flatnonzero(rng.random(n) < spec.dirty_fraction)
+    kind = rng.integers(0, len(DIRTY_KINDS), dirty.size)
+    is_dirty = np.zeros(n, dtype=bool)
+    is_dirty[dirty] = True
+    dup_kind = DIRTY_KINDS.index("duplicate")
+    dup = dirty[kind == dup_kind]
+    # A duplicate copies the previous row of the same vehicle-day; where that row is itself dirty or belongs to
+    # another vehicle-day, the row gets an absurd speed instead.
+    ok = (dup > 0) & (owner[np.maximum(dup - 1, 0)] == owner[dup]) & ~is_dirty[np.maximum(dup - 1, 0)]
+    kind[(kind == dup_kind)] = np.where(ok, dup_kind, DIRTY_KINDS.index("absurd_speed"))
+    dup = dup[ok]
+    for arr in (seconds, speed, lon, lat, leg, up):
+        arr[dup] = arr[dup - 1]
+
+    def rows(name: str) -> np.ndarray:
+        return dirty[kind == DIRTY_KINDS.index(name)]
+
+    has_coords = np.ones(n, dtype=bool)
+    has_coords[rows("missing_coordinates")] = False
+    far = rows("out_of_range_coordinates")
+    which = rng.integers(0, 3, far.size)
+    lat[far[which != 1]] = rng.uniform(90.5, 120.0, int((which != 1).sum())) * rng.choice([-1, 1], (which != 1).sum())
+    lon[far[which != 0]] = rng.uniform(180.5, 360.0, int((which != 0).sum())) * rng.choice([-1, 1], (which != 0).sum())
+    neg = rows("negative_speed")
+    speed[neg] = -rng.uniform(0.5, 60.0, neg.size)
+    speed[rows("nan_speed")] = np.nan
+    absurd = rows("absurd_speed")
+    speed[absurd] = rng.uniform(200.5, 999.0, absurd.size)
+    bad_ts = rows("unparseable_timestamp")
+    bad_text = pl.Series("bad", [None] * n, dtype=pl.String).scatter(
+        bad_ts, [BAD_TIMESTAMPS[i] for i in rng.integers(0, len(BAD_TIMESTAMPS), bad_ts.size).tolist()]
+    )
+
+    date = spec.start + dt.timedelta(days=day)
+    midnight = int(dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC).timestamp())
+    plates = pl.Series("plates", fleet.plates, dtype=pl.String)
+    route_names = pl.Series("routes", fleet.route_ids, dtype=pl.String)
+    frame = pl.DataFrame(
+        {
+            "veh": veh.astype(np.uint32),
+            "route": route.astype(np.uint32),
+            "leg": leg.astype(np.uint32),
+            "up": up,
+            "sec": seconds + midnight,
+            "lon": np.round(lon, 6),
+            "lat": np.round(lat, 6),
+            "has_coords": has_coords,
+            "speed": np.round(speed, 2),
+            "bad": bad_text,
+        }
+    )
+    stamp = pl.from_epoch("sec", time_unit="s").dt.strftime("%Y-%m-%dT%H:%M:%S") + pl.lit(city.utc_offset)
+    return frame.select(
+        pl.lit(city.feed_id).alias("id"),
+        _gather(plates, "veh").alias("license_plate"),
+        pl.concat_str(
+            _gather(route_names, "route"),
+            pl.lit(f"-{date:%Y%m%d}-"),
+            pl.col("veh").cast(pl.String),
+            pl.lit("-"),
+            pl.col("leg").cast(pl.String),
+        ).alias("trip_id"),
+        _gather(route_names, "route").alias("route_id"),
+        pl.when(pl.col("up")).then(pl.lit("UP")).otherwise(pl.lit("DN")).alias("trip_direction"),
+        pl.coalesce(pl.col("bad"), stamp).alias("observationDateTime"),
+        pl.struct(
+            type=pl.lit("Point"),
+            coordinates=pl.when(pl.col("has_coords")).then(pl.concat_list("lon", "lat")),
+        ).alias("location"),
+        pl.col("speed"),
+    )
+
+
+def _gather(values: pl.Series, index_col: str) -> pl.Expr:
+    """Look up ``values[index]`` for an integer index column (a tiny table, so a replace is fast)."""
+    return pl.col(index_col).replace_strict(
+        pl.Series(range(values.len()), dtype=pl.UInt32), values, return_dtype=pl.String
+    )
+
+
+def iter_fleet_days(spec: FleetSpec) -> Iterator[pl.DataFrame]:
+    """Yield the records of each day in turn (day-major, then vehicle, then time)."""
+    fleet = _build_fleet(spec)
+    for day in range(spec.days):
+        yield _generate_day(spec, fleet, day)
+
+
+def generate_fleet(
+    vehicles: int,
+    days: int,
+    seed: int,
+    *,
+    start: dt.date = dt.date(2021, 11, 15),
+    records_per_vehicle_day: float = 1300.0,
+    dirty_fraction: float = 0.002,
+    routes: int = 28,
+    speeder_fraction: float = 0.03,
+    progress: Callable[[int], None] | None = None,
+) -> pl.DataFrame:
+    """Generate a synthetic bus fleet in the ITMS shape (see the module docstring for the columns).
+
+    ``progress`` (optional) is called with the number of records after each generated day.
+
+    >>> df = generate_fleet(vehicles=5, days=1, seed=1, records_per_vehicle_day=50)
+    >>> df.columns[:3]
+    ['id', 'license_plate', 'trip_id']
+    """
+    spec = FleetSpec(
+        vehicles=vehicles,
+        days=days,
+        seed=seed,
+        start=start,
+        records_per_vehicle_day=records_per_vehicle_day,
+        dirty_fraction=dirty_fraction,
+        routes=routes,
+        speeder_fraction=speeder_fraction,
+    )
+    frames = []
+    for frame in iter_fleet_days(spec):
+        frames.append(frame)
+        if progress is not None:
+            progress(frame.height)
+    return pl.concat(frames, rechunk=False)
+
+
+def fleet_format(path: Path) -> str:
+    """The output format for ``path`` by its extension, or :class:`InputError`."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FLEET_FORMATS:
+        raise InputError(f"cannot tell the format of {path}: use one of {', '.join(FLEET_FORMATS)}")
+    return suffix
+
+
+def flatten_for_csv(df: pl.DataFrame) -> pl.DataFrame:
+    """Replace the nested ``location`` by a ``location.coordinates`` text column "[lon, lat]" (null if missing)."""
+    coords = pl.col("location").struct.field("coordinates")
+    text = pl.format("[{}, {}]", coords.list.get(0), coords.list.get(1))
+    return df.with_columns(text.alias("location")).rename({"location": "location.coordinates"})
+
+
+def write_fleet(df: pl.DataFrame, path: Path | str) -> Path:
+    """Write ``df`` (the ITMS shape) to ``path`` in the format given by its extension.
+
+    ``.csv`` flattens the location to a ``location.coordinates`` column "[lon, lat]"; ``.jsonl`` and ``.json``
+    keep the nested ``location`` object (JSON has no NaN: NaN speeds are written as null); ``.parquet`` keeps
+    ``location`` as a struct{type, coordinates: list<f64>}. Returns the path written.
+    """
+    path = Path(path)
+    suffix = fleet_format(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".parquet":
+        df.write_parquet(path)
+    elif suffix == ".csv":
+        flatten_for_csv(df).write_csv(path)
+    elif suffix == ".jsonl":
+        df.write_ndjson(path)
+    else:
+        df.write_json(path)
+    return path
+
+
+def write_fleet_days(
+    spec: FleetSpec, path: Path | str, *, progress: Callable[[int], None] | None = None
+) -> tuple[Path, int]:
+    """Generate ``spec`` day by day and stream it to ``path`` (format by extension); keeps one day in memory.
+
+    The file holds the same rows as ``write_fleet(generate_fleet(...), path)``. ``progress`` is called with the
+    number of records after each day. Returns the path and the number of records written.
+    """
+    path = Path(path)
+    suffix = fleet_format(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        writer: pq.ParquetWriter | None = None
+        try:
+            for frame in iter_fleet_days(spec):
+                table = frame.to_arrow()
+                if writer is None:
+                    writer = pq.ParquetWriter(path, table.schema, compression="zstd")
+                writer.write_table(table)
+                written += frame.height
+                if progress is not None:
+                    progress(frame.height)
+        finally:
+            if writer is not None:
+                writer.close()
+        return path, written
+    with path.open("wb") as out:
+        if suffix == ".json":
+            out.write(b"[")
+        for day, frame in enumerate(iter_fleet_days(spec)):
+            if suffix == ".csv":
+                flatten_for_csv(frame).write_csv(out, include_header=day == 0)
+            elif suffix == ".jsonl":
+                frame.write_ndjson(out)
+            else:
+                text = frame.write_json().strip()
+                body = text[1:-1]  # drop the enclosing [ ]
+                if body:
+                    out.write((b"," if written else b"") + body.encode())
+            written += frame.height
+            if progress is not None:
+                progress(frame.height)
+        if suffix == ".json":
+            out.write(b"]\n")
+    return path, written
