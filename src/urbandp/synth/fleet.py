@@ -192,6 +192,9 @@ def _build_fleet(spec: FleetSpec) -> _Fleet:
     # Uneven reporting rates: lognormal per vehicle, normalised to mean 1 (report section V).
     rate = rng.lognormal(0.0, 0.45, size=v)
     rate = rate / rate.mean()
+    # Some routes get many buses, others few (lognormal popularity): the suburbs of quiet routes stay sparse.
+    popularity = rng.lognormal(0.0, 0.8, size=spec.routes)
+    popularity = popularity / popularity.sum()
     n_speeders = min(v, max(1, round(spec.speeder_fraction * v))) if spec.speeder_fraction > 0 else 0
     speeder = np.zeros(v, dtype=bool)
     speeder[rng.choice(v, size=n_speeders, replace=False)] = True
@@ -203,7 +206,7 @@ def _build_fleet(spec: FleetSpec) -> _Fleet:
         axis_x_km=np.concatenate(xs),
         axis_y_km=np.concatenate(ys),
         plates=plates,
-        vehicle_route=rng.integers(0, spec.routes, size=v),
+        vehicle_route=rng.choice(spec.routes, size=v, p=popularity),
         cruise_kmh=np.clip(rng.normal(30.0, 4.0, size=v), 18.0, 42.0),
         rate_weight=rate,
         speeder=speeder,
