@@ -1,0 +1,103 @@
+"""Noise scales from epsilon (and delta), and epsilons read back from OpenDP's privacy maps.
+
+* Discrete Laplace over an integer vector with L1 sensitivity ``Delta_1``: OpenDP ``make_laplace`` on
+  ``vector_domain(atom_domain(i64)), l1_distance(i64)``; its map gives ``epsilon = Delta_1 / b`` (pure DP).
+* Discrete Gaussian with L2 sensitivity ``Delta_2``: OpenDP ``make_gaussian`` (zCDP, ``rho = Delta_2^2 / (2
+  sigma^2)``, Canonne, Kamath, Steinke 2020), converted to (epsilon, delta) by ``make_zCDP_to_approxDP`` +
+  ``make_fix_delta``. When ``Delta_2`` is not an integer the map is read from OpenDP's float-vector Gaussian
+  (same rho formula, rounded outward), because the integer metric only takes integer distances.
+
+Calibration (epsilon -> scale) is OpenDP's ``binary_search_param`` over these same measurements, so the
+reported epsilon is exactly what the map says for the scale used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import opendp.prelude as dp
+
+from urbandp.errors import InputError
+from urbandp.releases.counts.units import PrivacyUnit
+
+dp.enable_features("contrib")
+
+
+def _int_vector() -> tuple[object, object]:
+    return dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
+
+
+def discrete_laplace_measurement(scale: float) -> dp.Measurement:
+    dom, met = _int_vector()
+    return dp.m.make_laplace(dom, met, float(scale))
+
+
+def _gaussian_approx(scale: float, delta: float, l2: float) -> tuple[dp.Measurement, object]:
+    if float(l2).is_integer():
+        meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), float(scale))
+        d_in: object = int(l2)
+    else:
+        meas = dp.m.make_gaussian(
+            dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), float(scale)
+        )
+        d_in = float(l2)
+    return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(meas), float(delta)), d_in
+
+
+@dataclass(frozen=True)
+class NoisePlan:
+    """What a release costs before it runs (OpenDP-style ``summarize()``): mechanism, scale, epsilon, delta."""
+
+    mechanism: str  # "discrete_laplace" or "discrete_gaussian"
+    noise_scale: float
+    epsilon: float
+    delta: float
+    rho: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "mechanism": self.mechanism,
+            "noise_scale": self.noise_scale,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "rho_zcdp": self.rho,
+        }
+
+
+def laplace_plan(unit: PrivacyUnit, *, epsilon: float | None = None, scale: float | None = None) -> NoisePlan:
+    """Discrete Laplace: give ``epsilon`` (scale is calibrated) or ``scale`` (epsilon is computed)."""
+    if (epsilon is None) == (scale is None):
+        raise InputError("give exactly one of --epsilon and --noise-scale")
+    if scale is None:
+        if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
+            raise InputError(f"epsilon must be finite and > 0, got {epsilon}")
+        scale = float(dp.binary_search_param(discrete_laplace_measurement, d_in=unit.l1, d_out=float(epsilon)))
+    if not (scale > 0 and math.isfinite(scale)):
+        raise InputError(f"noise scale must be finite and > 0, got {scale}")
+    eps = float(discrete_laplace_measurement(scale).map(unit.l1))
+    return NoisePlan("discrete_laplace", float(scale), eps, 0.0)
+
+
+def gaussian_plan(
+    unit: PrivacyUnit, *, delta: float, epsilon: float | None = None, scale: float | None = None
+) -> NoisePlan:
+    """Discrete Gaussian under zCDP converted to (epsilon, delta) at the given ``delta``."""
+    if not (0 < delta < 1):
+        raise InputError(f"the Gaussian mechanism needs 0 < delta < 1, got {delta}")
+    if (epsilon is None) == (scale is None):
+        raise InputError("give exactly one of --epsilon and --noise-scale")
+    if scale is None:
+        if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
+            raise InputError(f"epsilon must be finite and > 0, got {epsilon}")
+        scale = float(
+            dp.binary_search_param(
+                lambda s: _gaussian_approx(s, delta, unit.l2)[0],
+                d_in=_gaussian_approx(1.0, delta, unit.l2)[1],
+                d_out=(float(epsilon), float(delta)),
+            )
+        )
+    meas, d_in = _gaussian_approx(scale, delta, unit.l2)
+    eps, dlt = meas.map(d_in)
+    rho = unit.l2_squared / (2.0 * scale * scale)
+    return NoisePlan("discrete_gaussian", float(scale), float(eps), float(dlt), rho)
