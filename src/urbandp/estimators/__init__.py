@@ -1,0 +1,42 @@
+"""User-level private mean estimators (Gupta et al., *Mean Estimation with User-Level Privacy for
+Spatio-Temporal IoT Datasets*): BASELINE, ARRAY-AVERAGING, LEVY, QUANTILE.
+
+>>> from urbandp.estimators import ArrayAveraging
+>>> from urbandp.privacy.noise import OpenDPNoise
+>>> est = ArrayAveraging(upper=65.0, grouping="bestfit", m_ub="median")
+>>> result = est.estimate(values_per_unit, epsilon=1.0, noise=OpenDPNoise())  # doctest: +SKIP
+
+Guarantee: the paper's Def. II.1 (replace one unit's values; units and counts fixed and public). See
+:mod:`urbandp.estimators.core` and docs/estimators.md. The Monte Carlo simulation lives in
+:mod:`urbandp.experiments` and is never imported from here.
+"""
+
+from urbandp.estimators.bounds import choose_m_ub, eq1_argmax, paper_median
+from urbandp.estimators.core import (
+    NEIGHBOURING,
+    ArrayAveraging,
+    Baseline,
+    Levy,
+    MeanEstimate,
+    PrivacyCost,
+    PrivacyStep,
+    Quantile,
+)
+from urbandp.estimators.grouping import GroupingPlan, bestfit, wraparound
+
+__all__ = [
+    "NEIGHBOURING",
+    "ArrayAveraging",
+    "Baseline",
+    "GroupingPlan",
+    "Levy",
+    "MeanEstimate",
+    "PrivacyCost",
+    "PrivacyStep",
+    "Quantile",
+    "bestfit",
+    "choose_m_ub",
+    "eq1_argmax",
+    "paper_median",
+    "wraparound",
+]

@@ -1,7 +1,132 @@
-"""CLI group `urbandp experiments` (commands are added by the wing's owner)."""
+"""CLI group `urbandp experiment`: utility experiments (Monte Carlo, not releases)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
+from urbandp.errors import InputError, cli_guard
+
 app = typer.Typer(no_args_is_help=True)
+
+SYNTHETIC_CHOICES = ("itms-like", "sample-scaling", "user-scaling")
+
+
+@app.command("mean")
+@cli_guard
+def mean(
+    out: Annotated[Path, typer.Option("--out", help="Output folder (mae.csv, mae.png).")],
+    input_file: Annotated[Path | None, typer.Option("--input", help="One HAT's records (CSV or Parquet).")] = None,
+    vehicle_col: Annotated[str, typer.Option("--vehicle-col", help="Column with the privacy unit (vehicle).")] = "vehicle_id",
+    value_col: Annotated[str, typer.Option("--value-col", help="Column with the values (speed).")] = "speed",
+    synthetic: Annotated[str | None, typer.Option("--synthetic", help="itms-like | sample-scaling | user-scaling.")] = None,
+    runs: Annotated[int, typer.Option("--runs", help="Monte Carlo runs per algorithm and epsilon.")] = 10000,
+    epsilons: Annotated[str, typer.Option("--epsilons", help="Comma-separated epsilons.")] = "0.5,1,1.5,2",
+    upper: Annotated[float, typer.Option("--upper", help="Upper clipping bound U of the values.")] = 65.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic data and of the simulation noise.")] = 0,
+    array_m_ub: Annotated[
+        str | None,
+        typer.Option("--array-m-ub", help="m_UB rule of ARRAY-AVERAGING: median | eq1 (default: as the paper)."),
+    ] = None,
+) -> None:
+    """MAE of BASELINE, ARRAY-AVERAGING, LEVY, FIXEDQUANTILE, EPS-DEPENDENTQUANTILE against epsilon.
+
+    A utility experiment with simulated (numpy) noise: nothing here is a private release.
+
+    Example: urbandp experiment mean --synthetic sample-scaling --runs 10000 --out out/mean
+
+    Example: urbandp experiment mean --input hat.csv --vehicle-col vehicle_id --value-col speed --out out/hat
+    """
+    import time
+
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from urbandp.experiments.mean_experiment import load_hat, parse_epsilons, plot_mae, write_csv
+    from urbandp.experiments.mean_simulation import paper_algorithms, run_mae
+    from urbandp.experiments.synthetic_mean import synthetic_dataset
+
+    console = Console()
+    eps = parse_epsilons(epsilons)
+    if runs < 1:
+        raise InputError(f"--runs must be >= 1, got {runs}")
+    if not (upper > 0):
+        raise InputError(f"--upper must be > 0, got {upper}")
+    if input_file is not None and synthetic is not None:
+        raise InputError("give either --input or --synthetic, not both")
+    if synthetic is not None and synthetic not in SYNTHETIC_CHOICES:
+        raise InputError(f"--synthetic must be one of {', '.join(SYNTHETIC_CHOICES)}, got {synthetic!r}")
+    if array_m_ub is not None and array_m_ub not in ("median", "eq1"):
+        raise InputError(f"--array-m-ub must be median or eq1, got {array_m_ub!r}")
+    out.mkdir(parents=True, exist_ok=True)
+    if input_file is not None:
+        hat = load_hat(input_file, vehicle_col, value_col, upper, out / "quarantine.csv")
+        values = hat.values
+        source = f"{input_file.name}"
+        console.print(
+            f"read {hat.n_rows} rows: {hat.n_rows - hat.n_quarantined} used, {hat.n_quarantined} quarantined"
+            + (f" (see {out / 'quarantine.csv'})" if hat.n_quarantined else "")
+            + f", {hat.n_clipped} values clipped to {upper:g}; {len(values)} vehicles"
+        )
+        setting = "input"
+    else:
+        setting = synthetic or "itms-like"
+        values = synthetic_dataset(setting, upper=upper, seed=seed)
+        source = f"synthetic {setting}"
+    rule = array_m_ub or ("eq1" if setting == "user-scaling" else "median")
+    algorithms = paper_algorithms(upper, array_m_ub=rule)
+    try:
+        algorithms[1].estimator.prepare(values)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    started = time.perf_counter()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("Monte Carlo", total=len(algorithms) * len(eps))
+        try:
+            rows = run_mae(algorithms, values, eps, runs, seed, progress=lambda: progress.advance(task))
+        except ValueError as err:
+            raise InputError(str(err)) from None
+    elapsed = time.perf_counter() - started
+    write_csv(rows, out / "mae.csv")
+    n_units = len(values)
+    n_samples = sum(v.size for v in values)
+    plot_mae(rows, out / "mae.png", f"{source}: {n_units} units, {n_samples} samples, U={upper:g}, {runs} runs")
+    table = Table(title=f"MAE ({source}, {runs} runs, {elapsed:.1f} s)")
+    table.add_column("algorithm")
+    for e in eps:
+        table.add_column(f"eps={e:g}", justify="right")
+    for label in dict.fromkeys(r.algorithm for r in rows):
+        table.add_row(label, *[f"{r.mae:.4f}" for r in rows if r.algorithm == label])
+    console.print(table)
+    console.print(f"wrote {out / 'mae.csv'} and {out / 'mae.png'}")
+
+
+@app.command("busiest-hat")
+@cli_guard
+def busiest_hat(
+    inputs: Annotated[list[Path], typer.Argument(help="AVL CSV files (vehicle_id, timestamp, speed, latitude, longitude).")],
+    out: Annotated[Path, typer.Option("--out", help="CSV of the busiest HAT's records.")],
+    resolution: Annotated[int, typer.Option("--resolution", help="H3 resolution.")] = 7,
+    hours: Annotated[str, typer.Option("--hours", help="Local hours kept, start-end (end exclusive).")] = "9-21",
+) -> None:
+    """Extract the records of the busiest HAT (H3 cell x 1-hour slot, most records) from AVL files.
+
+    Example: urbandp experiment busiest-hat ../shared/data/austin-avl/2015-03-*.csv --out hat.csv
+    """
+    from rich.console import Console
+
+    from urbandp.experiments.busiest_hat import extract_busiest_hat
+
+    try:
+        start, end = (int(h) for h in hours.split("-"))
+    except ValueError:
+        raise InputError(f"--hours must look like 9-21, got {hours!r}") from None
+    summary = extract_busiest_hat(inputs, out, resolution=resolution, hours=(start, end))
+    Console().print(
+        f"busiest HAT: cell {summary.h3_cell}, slot {summary.slot}: {summary.n_records} records from "
+        f"{summary.n_vehicles} vehicles over {summary.n_days} day(s) (of {summary.n_candidate_records} records "
+        f"in {summary.n_hats} HATs); wrote {out}"
+    )

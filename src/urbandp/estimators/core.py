@@ -1,0 +1,391 @@
+"""User-level private mean estimators: BASELINE, ARRAY-AVERAGING, LEVY and QUANTILE.
+
+Gupta, Rameshwar, Tandon, Chakraborty, *Mean Estimation with User-Level Privacy for Spatio-Temporal IoT
+Datasets* (sections II-III). scikit-learn style: parameters go to the (frozen, validated) constructor, the work
+is one call, :meth:`estimate`, and :meth:`privacy_cost` says what a call will cost before it runs.
+
+Privacy unit and neighbouring relation
+--------------------------------------
+One *unit* is one "user" of the paper (a vehicle, or a vehicle-day in a release). The guarantee is the paper's
+Def. II.1: **replace-one unit's values, with the set of units and every count m_l fixed**. The paper states that
+``L`` and ``{m_l}`` are known to the client (section II-C). Everything that picks ``m_UB`` (median of the ``m_l``,
+Lemma III.2, or eq. (1)), the grouping plan, ``K``/``K-bar``, ``tau`` and every sensitivity is a function of the
+counts only, so under that relation it costs nothing -- and it is *not* protected: the counts (who is in the
+HAT and with how many records) are treated as public. Every :class:`MeanEstimate` says so
+(``counts_public=True``). Under add/remove-one-unit or replace-one-unit-with-its-count these mechanisms are not
+differentially private as written (BASELINE's ``U m^* / sum m`` already depends on the counts).
+
+Values are clipped to ``[0, upper]`` first (a per-sample map that needs no privacy).
+
+Noise: the final Laplace step draws from the :class:`~urbandp.privacy.noise.NoiseSource` passed in
+(:class:`~urbandp.privacy.noise.OpenDPNoise` for releases); the selection steps (LEVY's interval, QUANTILE's
+quantiles) call OpenDP directly. With a non-private noise source (tests only) the selections are exact too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from urbandp.estimators.bounds import choose_m_ub
+from urbandp.estimators.grouping import GROUPINGS, GroupingPlan, make_plan
+from urbandp.estimators.selection import (
+    noisy_max_scale,
+    private_argmax,
+    private_quantile,
+    quantile_scale,
+)
+from urbandp.privacy.noise import NoiseSource, laplace_epsilon, laplace_scale
+
+NEIGHBOURING = "replace-one-unit-values (paper Def. II.1: units and their counts m_l fixed and public)"
+
+
+@dataclass(frozen=True)
+class PrivacyStep:
+    """One mechanism inside an estimator.
+
+    ``epsilon_budget`` is the share of epsilon the paper assigns to the step; ``epsilon`` is what OpenDP's map
+    says the calibrated step costs (``None`` in a dry run, before the counts are known), ``d_in`` the distance fed
+    to the map (a sensitivity for Laplace), ``scale`` the calibrated noise scale.
+    """
+
+    name: str
+    mechanism: str
+    epsilon_budget: float
+    epsilon: float | None = None
+    d_in: float | None = None
+    scale: float | None = None
+
+
+@dataclass(frozen=True)
+class PrivacyCost:
+    """What an estimator costs for a requested epsilon (sequential composition of its steps)."""
+
+    estimator: str
+    epsilon: float
+    steps: tuple[PrivacyStep, ...]
+    neighbouring: str = NEIGHBOURING
+    counts_public: bool = True
+
+    @property
+    def epsilon_budgeted(self) -> float:
+        return math.fsum(s.epsilon_budget for s in self.steps)
+
+
+@dataclass(frozen=True)
+class MeanEstimate:
+    """The released mean and everything that was done to get it."""
+
+    estimator: str
+    estimate: float
+    epsilon: float
+    epsilon_spent: float
+    noise_scale: float
+    sensitivity: float
+    n_units: int
+    n_samples: int
+    n_clipped: int
+    m_ub: int | None
+    n_arrays: int | None
+    grouping: str | None
+    interval: tuple[float, float]
+    steps: tuple[PrivacyStep, ...]
+    is_private: bool
+    counts_public: bool = True
+    neighbouring: str = NEIGHBOURING
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The deterministic, noise-free part of an estimator on one dataset (shared with the Monte Carlo code)."""
+
+    values: tuple[np.ndarray, ...]
+    counts: np.ndarray
+    n_clipped: int
+    true_mean: float
+    plan: GroupingPlan | None = None
+    array_means: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def _check_epsilon(epsilon: float) -> float:
+    eps = float(epsilon)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
+    return eps
+
+
+def _clipped_values(values_per_unit: Sequence[np.ndarray], upper: float) -> tuple[tuple[np.ndarray, ...], int]:
+    out: list[np.ndarray] = []
+    n_clipped = 0
+    for v in values_per_unit:
+        a = np.asarray(v, dtype=float).ravel()
+        if a.size == 0:
+            continue  # a unit with no samples is not in the HAT
+        if not np.all(np.isfinite(a)):
+            raise ValueError("values must be finite")
+        c = np.clip(a, 0.0, upper)
+        n_clipped += int(np.count_nonzero(c != a))
+        out.append(c)
+    if not out:
+        raise ValueError("no unit has any sample")
+    return tuple(out), n_clipped
+
+
+@dataclass(frozen=True)
+class _Estimator:
+    """Shared validation and preparation."""
+
+    upper: float
+    name: ClassVar[str] = "?"
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.upper) and self.upper > 0):
+            raise ValueError(f"upper must be finite and > 0, got {self.upper}")
+
+    def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
+        values, n_clipped = _clipped_values(values_per_unit, self.upper)
+        counts = np.array([v.size for v in values], dtype=np.int64)
+        total = math.fsum(float(v.sum()) for v in values)
+        return Prepared(values=values, counts=counts, n_clipped=n_clipped, true_mean=total / int(counts.sum()))
+
+    def privacy_cost(self, epsilon: float) -> PrivacyCost:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:  # pragma: no cover
+        raise NotImplementedError
+
+    def _laplace_step(
+        self, name: str, value: float, sensitivity: float, epsilon: float, noise: NoiseSource
+    ) -> tuple[float, PrivacyStep]:
+        scale = laplace_scale(sensitivity, epsilon) if sensitivity > 0 else 0.0
+        spent = laplace_epsilon(sensitivity, scale) if sensitivity > 0 else 0.0
+        out = float(noise.laplace(np.array([value]), scale)[0]) if scale > 0 else float(value)
+        return out, PrivacyStep(name, "opendp.make_laplace", epsilon, spent, sensitivity, scale)
+
+
+@dataclass(frozen=True)
+class Baseline(_Estimator):
+    """BASELINE (section III-B): ``f(D) + Lap(Delta_f / epsilon)``, ``Delta_f = U m^* / sum_l m_l``."""
+
+    name: ClassVar[str] = "BASELINE"
+
+    def privacy_cost(self, epsilon: float) -> PrivacyCost:
+        eps = _check_epsilon(epsilon)
+        return PrivacyCost(self.name, eps, (PrivacyStep("mean", "opendp.make_laplace", eps),))
+
+    def sensitivity(self, counts: np.ndarray) -> float:
+        return float(self.upper) * int(np.max(counts)) / int(np.sum(counts))
+
+    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+        eps = _check_epsilon(epsilon)
+        prep = self.prepare(values_per_unit)
+        delta = self.sensitivity(prep.counts)
+        out, step = self._laplace_step("mean", prep.true_mean, delta, eps, noise)
+        return MeanEstimate(
+            self.name, out, eps, float(step.epsilon or 0.0), float(step.scale or 0.0), delta,
+            int(prep.counts.size), int(prep.counts.sum()), prep.n_clipped, None, None, None,
+            (0.0, float(self.upper)), (step,), bool(noise.is_private),
+        )
+
+
+@dataclass(frozen=True)
+class _Grouped(_Estimator):
+    grouping: Literal["wraparound", "bestfit"] = "bestfit"
+    m_ub: str | int = "median"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.grouping not in GROUPINGS:
+            raise ValueError(f"grouping must be one of {GROUPINGS}, got {self.grouping!r}")
+        if not (self.m_ub in ("median", "eq1") or (isinstance(self.m_ub, int) and not isinstance(self.m_ub, bool) and self.m_ub >= 1)):
+            raise ValueError(f"m_ub must be 'median', 'eq1' or a positive int, got {self.m_ub!r}")
+
+    def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
+        base = super().prepare(values_per_unit)
+        m_ub = choose_m_ub(self.m_ub, base.counts)
+        plan = make_plan(self.grouping, base.counts, m_ub)
+        if plan.n_arrays == 0:
+            raise ValueError(
+                f"no full array of length m_UB={m_ub} (total samples {int(base.counts.sum())}); use BESTFIT or a smaller m_ub"
+            )
+        return Prepared(base.values, base.counts, base.n_clipped, base.true_mean, plan, plan.array_means(base.values))
+
+    def _result(self, prep: Prepared, eps: float, estimate: float, final: PrivacyStep, steps: tuple[PrivacyStep, ...],
+                interval: tuple[float, float], noise: NoiseSource) -> MeanEstimate:
+        assert prep.plan is not None
+        return MeanEstimate(
+            self.name, estimate, eps, math.fsum(float(s.epsilon or 0.0) for s in steps), float(final.scale or 0.0),
+            float(final.d_in or 0.0), int(prep.counts.size), int(prep.counts.sum()), prep.n_clipped,
+            prep.plan.m_ub, prep.plan.n_arrays, prep.plan.strategy, interval, steps, bool(noise.is_private),
+        )
+
+
+@dataclass(frozen=True)
+class ArrayAveraging(_Grouped):
+    """ARRAY-AVERAGING (section III-C): mean of the array means plus ``Lap(Delta / epsilon)``.
+
+    ``Delta = 2U/K`` with WRAPAROUND (a unit touches two arrays), ``U/K-bar`` with BESTFIT. ``m_ub="median"``
+    (Lemma III.2, the paper's choice for this algorithm) or ``"eq1"`` (eq. (1)) or a public integer.
+    """
+
+    name: ClassVar[str] = "ARRAY-AVERAGING"
+
+    def privacy_cost(self, epsilon: float) -> PrivacyCost:
+        eps = _check_epsilon(epsilon)
+        return PrivacyCost(self.name, eps, (PrivacyStep("mean of array means", "opendp.make_laplace", eps),))
+
+    def sensitivity(self, plan: GroupingPlan) -> float:
+        return plan.influence * float(self.upper) / plan.n_arrays
+
+    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+        eps = _check_epsilon(epsilon)
+        prep = self.prepare(values_per_unit)
+        assert prep.plan is not None
+        out, step = self._laplace_step(
+            "mean of array means", float(np.mean(prep.array_means)), self.sensitivity(prep.plan), eps, noise
+        )
+        return self._result(prep, eps, out, step, (step,), (0.0, float(self.upper)), noise)
+
+
+def clipped_mean(array_means: np.ndarray, low: float, high: float) -> float:
+    """``(1/n) sum_i Pi_[low, high](A-bar_i)`` (sections III-D and III-E)."""
+    return float(np.mean(np.clip(array_means, low, high)))
+
+
+@dataclass(frozen=True)
+class Levy(_Grouped):
+    """LEVY (section III-D): private interval ``[a, b]`` with ``epsilon/2``, projection, ``Lap(2 Delta/epsilon)``.
+
+    ``tau = U sqrt(log(2K/gamma) / (2 m_UB))`` (Hoeffding heuristic, ``K`` = number of arrays); ``(0, U]`` is cut
+    into ``ceil(U/tau)`` bins of width ``tau``; OpenDP's noisy max picks the most populated bin of the array means
+    (our reading of Levy et al.'s Algorithm 6: the winning bin holds the median w.h.p. when the means are
+    ``(tau, gamma)``-concentrated); ``mu-hat`` is its centre and ``[a, b] = [mu-hat - 3 tau/2, mu-hat + 3 tau/2]``
+    intersected with ``[0, U]`` (the array means lie there anyway, so the intersection only shrinks the
+    sensitivity). ``Delta = influence (b - a) / n_arrays``. ``m_ub`` defaults to eq. (1) as in the paper.
+    """
+
+    name: ClassVar[str] = "LEVY"
+    m_ub: str | int = "eq1"
+    gamma: float = 0.2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not (0 < self.gamma < 1):
+            raise ValueError(f"gamma must be in (0, 1), got {self.gamma}")
+
+    def privacy_cost(self, epsilon: float) -> PrivacyCost:
+        eps = _check_epsilon(epsilon)
+        return PrivacyCost(self.name, eps, (
+            PrivacyStep("interval: noisy max over tau-bins", "opendp.make_noisy_max", eps / 2),
+            PrivacyStep("clipped mean of array means", "opendp.make_laplace", eps / 2),
+        ))
+
+    def tau(self, plan: GroupingPlan) -> float:
+        return float(self.upper) * math.sqrt(math.log(2 * plan.n_arrays / self.gamma) / (2 * plan.m_ub))
+
+    def bins(self, plan: GroupingPlan) -> tuple[float, int]:
+        """``(tau, number of bins)``."""
+        tau = self.tau(plan)
+        return tau, max(1, math.ceil(float(self.upper) / tau))
+
+    def bin_counts(self, array_means: np.ndarray, tau: float, n_bins: int) -> np.ndarray:
+        """Histogram of the array means over the bins ``(i tau, (i+1) tau]`` (0 goes to the first bin)."""
+        idx = np.clip(np.ceil(array_means / tau).astype(np.int64) - 1, 0, n_bins - 1)
+        return np.bincount(idx, minlength=n_bins)
+
+    def interval(self, bin_index: int, tau: float) -> tuple[float, float]:
+        centre = (bin_index + 0.5) * tau
+        return max(0.0, centre - 1.5 * tau), min(float(self.upper), centre + 1.5 * tau)
+
+    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+        eps = _check_epsilon(epsilon)
+        prep = self.prepare(values_per_unit)
+        plan = prep.plan
+        assert plan is not None
+        tau, n_bins = self.bins(plan)
+        counts = self.bin_counts(prep.array_means, tau, n_bins)
+        sel_scale, sel_eps = noisy_max_scale(plan.influence, eps / 2)
+        chosen = private_argmax(counts, sel_scale, private=bool(noise.is_private))
+        sel = PrivacyStep("interval: noisy max over tau-bins", "opendp.make_noisy_max", eps / 2, sel_eps,
+                          float(plan.influence), sel_scale)
+        a, b = self.interval(chosen, tau)
+        delta = plan.influence * (b - a) / plan.n_arrays
+        out, lap = self._laplace_step("clipped mean of array means", clipped_mean(prep.array_means, a, b), delta,
+                                      eps / 2, noise)
+        return self._result(prep, eps, out, lap, (sel, lap), (a, b), noise)
+
+
+@dataclass(frozen=True)
+class Quantile(_Grouped):
+    """QUANTILE (section III-E): private ``[a', b']`` from two private quantiles (``epsilon/4`` each, OpenDP's
+    ``make_private_quantile`` over ``n_candidates`` equally spaced public candidates in ``[0, U]``), projection of
+    the array means, and ``Lap(2 Delta/epsilon)`` with ``Delta = influence (b' - a') / n_arrays``.
+
+    ``rule="fixed"``: FIXEDQUANTILE, the (0.1, 0.9) inter-quantile interval. ``rule="eps-dependent"``:
+    eps-DEPENDENTQUANTILE, levels ``q = ceil(2/epsilon) / n_arrays`` and ``1 - q`` (Amin et al. 2019's argument);
+    ``q`` is capped at 0.5 when there are fewer than ``2 ceil(2/epsilon)`` arrays. If the two draws come out in
+    the wrong order they are swapped (post-processing).
+    """
+
+    name: ClassVar[str] = "QUANTILE"
+    m_ub: str | int = "eq1"
+    rule: Literal["fixed", "eps-dependent"] = "fixed"
+    levels: tuple[float, float] = (0.1, 0.9)
+    n_candidates: int = 1001
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.rule not in ("fixed", "eps-dependent"):
+            raise ValueError(f"rule must be 'fixed' or 'eps-dependent', got {self.rule!r}")
+        lo, hi = self.levels
+        if not (0 <= lo < hi <= 1):
+            raise ValueError(f"levels must satisfy 0 <= low < high <= 1, got {self.levels}")
+        if self.n_candidates < 2:
+            raise ValueError("n_candidates must be >= 2")
+
+    @property
+    def label(self) -> str:
+        return "FIXEDQUANTILE" if self.rule == "fixed" else "EPS-DEPENDENTQUANTILE"
+
+    def privacy_cost(self, epsilon: float) -> PrivacyCost:
+        eps = _check_epsilon(epsilon)
+        return PrivacyCost(self.label, eps, (
+            PrivacyStep("lower quantile", "opendp.make_private_quantile", eps / 4),
+            PrivacyStep("upper quantile", "opendp.make_private_quantile", eps / 4),
+            PrivacyStep("clipped mean of array means", "opendp.make_laplace", eps / 2),
+        ))
+
+    def candidates(self) -> np.ndarray:
+        return np.linspace(0.0, float(self.upper), int(self.n_candidates))
+
+    def quantile_levels(self, epsilon: float, n_arrays: int) -> tuple[float, float]:
+        if self.rule == "fixed":
+            return self.levels
+        q = min(0.5, math.ceil(2.0 / epsilon) / n_arrays)
+        return q, 1.0 - q
+
+    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+        eps = _check_epsilon(epsilon)
+        prep = self.prepare(values_per_unit)
+        plan = prep.plan
+        assert plan is not None
+        cands = self.candidates()
+        d_in = 2 * plan.influence
+        steps: list[PrivacyStep] = []
+        ends: list[float] = []
+        for name, alpha in zip(("lower quantile", "upper quantile"), self.quantile_levels(eps, plan.n_arrays), strict=True):
+            scale, spent = quantile_scale(plan.n_arrays, cands, alpha, d_in, eps / 4)
+            ends.append(private_quantile(prep.array_means, cands, alpha, scale, private=bool(noise.is_private)))
+            steps.append(PrivacyStep(f"{name} (alpha={alpha:.6g})", "opendp.make_private_quantile", eps / 4, spent,
+                                     float(d_in), scale))
+        a, b = min(ends), max(ends)
+        delta = plan.influence * (b - a) / plan.n_arrays
+        out, lap = self._laplace_step("clipped mean of array means", clipped_mean(prep.array_means, a, b), delta,
+                                      eps / 2, noise)
+        steps.append(lap)
+        res = self._result(prep, eps, out, lap, tuple(steps), (a, b), noise)
+        return MeanEstimate(**{**res.__dict__, "estimator": self.label})
