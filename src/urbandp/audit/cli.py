@@ -1,7 +1,182 @@
-"""CLI group `urbandp audit` (commands are added by the wing's owner)."""
+"""CLI group `urbandp audit`: attacks on published count tables (what an adversary learns).
+
+Each attack prints exactly one JSON object on stdout; ``--report DIR`` also writes Markdown + PNG plots.
+"""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from typing import Optional
+
 import typer
 
+from urbandp.errors import InputError, cli_guard
+
 app = typer.Typer(no_args_is_help=True)
+
+
+def _clean(obj: object) -> object:
+    """Strict JSON: non-finite floats become strings ("inf")."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def _emit(result: dict[str, object]) -> None:
+    import json
+
+    typer.echo(json.dumps(_clean(result), allow_nan=False, default=str))
+
+
+def _scale_from(scale: Optional[float], privacy: Optional[dict]) -> Optional[float]:  # type: ignore[type-arg]
+    if scale is not None:
+        if not scale > 0:
+            raise InputError(f"--scale must be > 0, got {scale}")
+        return scale
+    if privacy and isinstance(privacy.get("noise_scale"), (int, float)):
+        return float(privacy["noise_scale"])  # type: ignore[arg-type]
+    return None
+
+
+@app.command("noise-scale")
+@cli_guard
+def noise_scale(
+    pairs: Path = typer.Option(..., "--pairs", help="CSV with columns a,b: published counts equal in raw data."),
+    model: str = typer.Option("continuous", "--model", help="continuous (Laplace, Opal) | discrete (discrete Laplace, urbandp)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level of the interval."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write noise-scale.md and a PNG here."),
+) -> None:
+    """Estimate the noise scale from pairs of published counts that are equal in the raw data (MLE + CI).
+
+    Example:
+
+        urbandp audit pairs --table rel/joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf" --out p.csv
+        urbandp audit noise-scale --pairs p.csv --model discrete --report audit/
+    """
+    from urbandp.audit.noise_scale import noise_scale_attack, plot_differences, read_pairs
+    from urbandp.audit.report import write_report
+
+    u, dropped, groups = read_pairs(pairs)
+    result = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
+    result["rows_dropped_non_numeric"] = dropped
+    if report is not None:
+        write_report(report, "noise-scale", "Noise scale read off the published table", result,
+                     "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
+                     "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
+                     {"noise-scale.png": lambda p: plot_differences(u, result, p)})
+    _emit(result)
+
+
+@app.command("zero-skipping")
+@cli_guard
+def zero_skipping(
+    table: Path = typer.Option(..., "--table", help="Published table (CSV/Parquet) with a count column."),
+    threshold: float = typer.Option(18.0, "--threshold", help="Suppression threshold t of the release."),
+    method: str = typer.Option("auto", "--method", help="auto (privacy.json next to the table) | data61-2016 | urbandp | unknown."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Noise scale p (default: privacy.json's noise_scale)."),
+    privacy: Optional[Path] = typer.Option(None, "--privacy", help="privacy.json of the release (default: next to the table)."),
+    group_sizes: str = typer.Option("1,5,12", "--group-sizes", help="Comma-separated group sizes g."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write zero-skipping.md and a PNG here."),
+) -> None:
+    """Decide whether zeros could have been skipped; report Theorem 1's delta bound and detection probabilities.
+
+    Example:
+
+        urbandp audit zero-skipping --table opal/location_20160808-14.csv --threshold 18 --method data61-2016 --scale 1.4
+    """
+    from urbandp.audit.report import write_report
+    from urbandp.audit.tables import read_published_table, sibling_privacy
+    from urbandp.audit.zero_skipping import plot_detection, zero_skipping_attack
+
+    if method not in ("auto", "data61-2016", "urbandp", "unknown"):
+        raise InputError(f"--method must be auto, data61-2016, urbandp or unknown, got {method!r}")
+    try:
+        gs = tuple(int(g) for g in group_sizes.split(",") if g.strip())
+    except ValueError:
+        raise InputError(f"--group-sizes must be integers like 1,5,12, got {group_sizes!r}") from None
+    if not gs or min(gs) < 1:
+        raise InputError("--group-sizes must be positive integers")
+    pub = read_published_table(table)
+    priv = sibling_privacy(table, privacy) if method in ("auto", "urbandp") or privacy else None
+    result = zero_skipping_attack(pub.table["count"].to_numpy(), threshold=threshold, method=method,
+                                  scale=_scale_from(scale, priv), privacy=priv, group_sizes=gs)
+    result["quarantined_rows"] = pub.quarantine.height
+    result["quarantine_reasons"] = sorted(set(pub.quarantine["reason"].to_list()))
+    if report is not None:
+        pub.quarantine.write_csv(report / "quarantine.csv") if report.mkdir(parents=True, exist_ok=True) is None else None
+        write_report(report, "zero-skipping", "Were zeros skipped? (Theorem 1)", result,
+                     "Whether the table could come from a method that leaves zero cells unperturbed, and the "
+                     "probability that a suspected individual or group is detected with certainty "
+                     "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
+                     {"zero-skipping.png": lambda p: plot_detection(result, p)})
+    _emit(result)
+
+
+@app.command("differencing")
+@cli_guard
+def differencing(
+    joint: Path = typer.Option(..., "--joint", help="Published joint table (e.g. time x location); null/absent = suppressed."),
+    marginal: Path = typer.Option(..., "--marginal", help="Published marginal table (a subset of the joint's key columns)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Noise scale of the joint cells (default: privacy.json)."),
+    marginal_scale: Optional[float] = typer.Option(None, "--marginal-scale", help="Noise scale of the marginal (default: --scale)."),
+    privacy: Optional[Path] = typer.Option(None, "--privacy", help="privacy.json (default: next to the joint table)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
+    max_cells: int = typer.Option(1000, "--max-cells", help="List at most this many cells in the JSON."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write differencing.md and a PNG here."),
+) -> None:
+    """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms.
+
+    Example:
+
+        urbandp audit differencing --joint rel/joint.csv --marginal rel/time.csv --report audit/
+    """
+    from urbandp.audit.differencing import differencing_attack, plot_cells
+    from urbandp.audit.report import write_report
+    from urbandp.audit.tables import read_published_table, sibling_privacy
+
+    j = read_published_table(joint)
+    m = read_published_table(marginal)
+    priv = sibling_privacy(joint, privacy)
+    s = _scale_from(scale, priv)
+    if s is None:
+        raise InputError("noise scale unknown: pass --scale (estimate it with `urbandp audit noise-scale`)")
+    derived = bool(priv and priv.get("marginals") == "derived_from_noisy_joint")
+    result = differencing_attack(j, m, scale=s, marginal_scale=marginal_scale, alpha=alpha,
+                                 marginals_derived=derived, max_cells=max_cells)
+    result["quarantined_rows"] = j.quarantine.height + m.quarantine.height
+    if report is not None:
+        write_report(report, "differencing", "Suppressed cells recovered by differencing", result,
+                     "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
+                     "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
+                     {"differencing.png": lambda p: plot_cells(result, p)})
+    _emit(result)
+
+
+@app.command("pairs")
+@cli_guard
+def pairs(
+    table: Path = typer.Option(..., "--table", help="Published table with mode, day, tap, location[, bin], count."),
+    route: list[str] = typer.Option(..., "--route", help="mode:FROM>TO (repeatable)."),
+    lag_minutes: int = typer.Option(30, "--lag-minutes", help="Travel time FROM -> TO (ignored for daily tables)."),
+    out: Path = typer.Option(..., "--out", help="Output CSV with columns route, day[, bin], a, b."),
+) -> None:
+    """Build a,b pairs (counts equal in raw data) for `audit noise-scale` from a published table.
+
+    Example:
+
+        urbandp audit pairs --table joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf"
+        --route "ferry:Circular Quay No. 3 Wharf>Manly Wharf" --out pairs.csv
+    """
+    from urbandp.audit.pairs import route_pairs
+    from urbandp.audit.tables import read_published_table
+
+    pub = read_published_table(table)
+    df = route_pairs(pub.table, list(route), lag_minutes)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df.write_csv(out)
+    _emit({"pairs": df.height, "out": str(out), "quarantined_rows": pub.quarantine.height})

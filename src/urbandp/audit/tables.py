@@ -1,0 +1,96 @@
+"""Read published tables for auditing: tolerant of junk lines (quarantined with a reason, never a crash).
+
+The Opal daily file ends with two XML lines (``<?xml ...?>`` and ``<result>...</result>``): real-world parse
+hazards. Rows with the wrong number of fields or a count that is not a number are quarantined; an empty count is
+read as a suppressed cell (null). Opal column names are mapped to urbandp's: ``loc`` -> ``location``,
+``date`` -> ``day``, ``time`` -> ``bin``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from urbandp.errors import InputError
+
+ALIASES = {"loc": "location", "date": "day", "time": "bin"}
+
+
+@dataclass
+class PublishedTable:
+    table: pl.DataFrame  # string key columns + Float64 ``count`` (null = suppressed)
+    quarantine: pl.DataFrame  # line, raw, reason
+    path: Path
+
+    @property
+    def keys(self) -> list[str]:
+        return [c for c in self.table.columns if c != "count"]
+
+
+def read_published_table(path: Path, *, value_column: str = "count") -> PublishedTable:
+    """Read a CSV (or Parquet) table with a count column; junk rows go to quarantine."""
+    if not path.is_file():
+        raise InputError(f"table not found: {path}")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        try:
+            df = pl.read_parquet(path)
+        except Exception as err:
+            raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+        df = df.rename({c: ALIASES.get(c, c) for c in df.columns if ALIASES.get(c, c) not in df.columns or c == ALIASES.get(c, c)})
+        if value_column not in df.columns:
+            raise InputError(f"{path} has no '{value_column}' column")
+        keys = [c for c in df.columns if c != value_column and c != ""]
+        table = df.select([pl.col(k).cast(pl.String) for k in keys] + [pl.col(value_column).cast(pl.Float64).alias("count")])
+        return PublishedTable(table, pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}), path)
+    text = path.read_text(errors="replace")
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise InputError(f"table {path} is empty") from None
+    header = [ALIASES.get(h.strip(), h.strip()) for h in header]
+    if value_column not in header:
+        raise InputError(f"{path} has no '{value_column}' column (columns: {', '.join(header)})")
+    ci = header.index(value_column)
+    keep = [i for i, h in enumerate(header) if h and i != ci and h not in ("lat", "lon", "latlon")]
+    rows: list[list[object]] = []
+    bad: list[tuple[int, str, str]] = []
+    for lineno, rec in enumerate(reader, start=2):
+        raw = ",".join(rec)
+        if len(rec) != len(header):
+            bad.append((lineno, raw, f"expected {len(header)} fields, found {len(rec)} (not a data row)"))
+            continue
+        cell = rec[ci].strip()
+        if cell in ("", "NA", "null"):
+            value: float | None = None
+        else:
+            try:
+                value = float(cell)
+            except ValueError:
+                bad.append((lineno, raw, f"count {cell!r} is not a number"))
+                continue
+        rows.append([rec[i] for i in keep] + [value])
+    if not rows:
+        raise InputError(f"table {path} has no usable rows")
+    names = [header[i] for i in keep] + ["count"]
+    table = pl.DataFrame(rows, schema={**{n: pl.String for n in names[:-1]}, "count": pl.Float64}, orient="row")
+    quarantine = pl.DataFrame(bad, schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}, orient="row")
+    return PublishedTable(table, quarantine, path)
+
+
+def sibling_privacy(path: Path, explicit: Path | None = None) -> dict[str, object] | None:
+    """``privacy.json`` given explicitly or lying next to the table (urbandp releases write one)."""
+    candidate = explicit or path.parent / "privacy.json"
+    if explicit is not None and not explicit.is_file():
+        raise InputError(f"privacy file not found: {explicit}")
+    if candidate.is_file():
+        try:
+            return json.loads(candidate.read_text())
+        except json.JSONDecodeError as err:
+            raise InputError(f"{candidate} is not valid JSON: {err}") from None
+    return None

@@ -1,0 +1,135 @@
+"""Attack 2: were zeros skipped? (Culnane et al. 2017, section 3, Theorem 1 and Appendix C.)
+
+If a release skips zero cells and suppresses noisy values ``<= t``, any published value ``> t`` proves the raw cell
+was non-zero: a suspected individual alone at a quiet stop is detected *with certainty* with probability
+``P(1 + L > t)``. Theorem 1: no epsilon works and ``delta >= exp(-(t-1)/p) / (2p)``. That expression is the
+Laplace *density* at ``t - 1``; the exact probability of the distinguishing event is ``exp(-(t-1)/p) / 2``
+(it is larger than the report's bound when ``p > 1`` and smaller when ``p < 1``, so for ``p < 1`` the printed
+bound overstates what the proof shows). Both are reported. For a group of ``g`` travellers the detection
+probability is ``P(g + L > t) = exp(-(t-g)/p)/2`` for ``g <= t``; the report's figures (2e-6, 4e-5, 0.005 for
+g = 1, 5, 12 at p = 1.4) follow the density convention ``exp(-(t-g)/p)/(2p)``.
+
+From a table alone one can only tell whether it is *consistent* with skipping zeros (no published value in
+``(-inf, t]`` other than 0); the declared method (``privacy.json`` or ``--method``) settles it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from urbandp.errors import InputError
+
+
+def detection_probability(g: int, t: float, p: float) -> float:
+    """``P(g + L > t)`` for ``L ~ Laplace(0, p)``: a group of ``g`` pushes a skipped-zero cell above ``t``."""
+    if g > t:
+        return 1.0 - 0.5 * math.exp(-(g - t) / p)
+    return 0.5 * math.exp(-(t - g) / p)
+
+
+def paper_detection_figure(g: int, t: float, p: float) -> float:
+    """The report's convention ``exp(-(t-g)/p) / (2p)`` (Theorem 1 with ``g = 1``)."""
+    return math.exp(-(t - g) / p) / (2 * p)
+
+
+def zero_skipping_attack(
+    counts: np.ndarray,
+    *,
+    threshold: float,
+    method: str,
+    scale: float | None,
+    privacy: dict[str, object] | None = None,
+    group_sizes: tuple[int, ...] = (1, 5, 12),
+) -> dict[str, object]:
+    """Decide whether zeros could have been skipped and what that exposes."""
+    if threshold < 0:
+        raise InputError(f"--threshold must be >= 0, got {threshold}")
+    values = counts[np.isfinite(counts)]
+    n_missing = int(counts.size - values.size)
+    nonzero = values[values != 0]
+    small = int(np.sum((nonzero <= threshold)))
+    negative = int(np.sum(nonzero < 0))
+    consistent = small == 0
+    declared = method
+    if privacy is not None and method == "auto":
+        declared = str(privacy.get("method", "unknown"))
+    if method == "auto" and privacy is None:
+        declared = "unknown"
+    zeros_perturbed = privacy.get("zeros_perturbed") if privacy else None
+    if declared == "data61-2016" or zeros_perturbed is False:
+        may_skip, basis = True, "declared method skips zeros (Data61 2016 Second Algorithm)"
+    elif zeros_perturbed is True or declared == "urbandp":
+        may_skip, basis = False, "declared: every cell of a public domain, zeros included, gets OpenDP noise"
+    else:
+        may_skip = consistent
+        basis = (
+            "undeclared method; the table has no published value in (-inf, t] other than 0, so skipped zeros "
+            "cannot be ruled out" if consistent else
+            f"undeclared method; {small} published values lie in (-inf, t] (noise reached small cells), "
+            "which the Second Algorithm with this threshold cannot output"
+        )
+    out: dict[str, object] = {
+        "attack": "zero-skipping",
+        "threshold": threshold,
+        "declared_method": declared,
+        "cells_published": int(values.size),
+        "cells_missing_or_suppressed": n_missing + int(np.sum(values == 0)),
+        "published_values_at_or_below_threshold": small,
+        "negative_values": negative,
+        "consistent_with_second_algorithm": consistent,
+        "zeros_may_be_skipped": may_skip,
+        "basis": basis,
+        "scale": scale,
+        "vulnerable": bool(may_skip),
+    }
+    eps = privacy.get("epsilon") if privacy else None
+    if not may_skip:
+        out["delta_lower_bound_theorem1"] = 0.0
+        out["delta_lower_bound_exact"] = 0.0
+        out["certain_detection_probability"] = [{"group_size": g, "probability": 0.0} for g in group_sizes]
+        if isinstance(eps, (int, float)):
+            out["max_likelihood_ratio_per_unit"] = math.exp(float(eps))
+        out["finding"] = "nothing: no output rules out a neighbouring dataset (zeros are perturbed)"
+        return out
+    if scale is None or scale <= 0:
+        out["finding"] = "zeros may be skipped; noise scale unknown (run `urbandp audit noise-scale` or pass --scale)"
+        out["delta_lower_bound_theorem1"] = None
+        return out
+    out["delta_lower_bound_theorem1"] = math.exp(-(threshold - 1) / scale) / (2 * scale)
+    out["delta_lower_bound_exact"] = 0.5 * math.exp(-(threshold - 1) / scale)
+    out["certain_detection_probability"] = [
+        {"group_size": g, "probability": detection_probability(g, threshold, scale),
+         "paper_convention": paper_detection_figure(g, threshold, scale)}
+        for g in group_sizes
+    ]
+    out["max_likelihood_ratio_per_unit"] = math.inf
+    out["finding"] = (
+        f"not epsilon-DP for any epsilon: a published value > {threshold:g} proves a non-zero raw count; "
+        f"an individual alone in a cell is detected with certainty with probability "
+        f"{detection_probability(1, threshold, scale):.3g}"
+    )
+    return out
+
+
+def plot_detection(result: dict[str, object], path: object) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t, p = float(result["threshold"]), result.get("scale")  # type: ignore[arg-type]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    if result.get("zeros_may_be_skipped") and p:
+        gs = np.arange(1, int(t) + 4)
+        ax.semilogy(gs, [detection_probability(int(g), t, float(p)) for g in gs], "o-", label="P(g + L > t)")
+        ax.semilogy(gs, [paper_detection_figure(int(g), t, float(p)) for g in gs], "x--", label="report convention")
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, "zeros perturbed: no certain detection", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("group size g")
+    ax.set_ylabel("probability of certain detection")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
