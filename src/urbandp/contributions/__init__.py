@@ -1,0 +1,15 @@
+"""The record-level stage: one row per (cell, slot, day, vehicle), the only stage that touches every record."""
+
+from urbandp.contributions.base import ContributionBackend, ContributionSpec
+from urbandp.contributions.polars_backend import PolarsBackend
+
+__all__ = ["ContributionBackend", "ContributionSpec", "PolarsBackend", "get_backend"]
+
+
+def get_backend(name: str = "polars") -> ContributionBackend:
+    """The named backend. Only ``polars`` exists today; a Spark backend plugs in behind the same protocol."""
+    if name == "polars":
+        return PolarsBackend()
+    from urbandp.errors import InputError
+
+    raise InputError(f"unknown contributions backend '{name}' (available: polars)")

@@ -1,0 +1,162 @@
+"""The fleet pipeline end to end: records -> validation/quarantine -> contributions -> HAT release -> outputs.
+
+Python entry points mirror the CLI: :func:`load_records`, :func:`release_fleet` and :func:`write_release`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from urbandp.contributions import ContributionSpec, get_backend
+from urbandp.errors import InputError
+from urbandp.grid.slots import SlotSpec
+from urbandp.privacy.noise import NoiseSource, OpenDPNoise
+from urbandp.records.readers import scan_records
+from urbandp.records.validation import (
+    ValidationOptions,
+    mark_duplicates,
+    quarantine_frame,
+    reason_counts,
+    validate,
+)
+from urbandp.releases.hat import HatRelease, release_hats
+from urbandp.releases.hat_config import HatReleaseConfig
+
+Step = Callable[[str], None]
+
+
+@dataclass
+class LoadedRecords:
+    """Valid records (canonical columns) and the quarantined rows with their reasons."""
+
+    clean: pl.DataFrame
+    quarantine: pl.DataFrame
+    records_in: int
+    reasons: dict[str, int]
+    files: list[Path]
+
+
+def load_records(
+    paths: list[Path], columns: dict[str, str] | None = None, options: ValidationOptions | None = None
+) -> LoadedRecords:
+    """Read and validate every input file. Raises :class:`InputError` for unusable input (incl. empty input)."""
+    raw, _mapping, files = scan_records(list(paths), columns)
+    try:
+        validated = validate(raw, options or ValidationOptions()).collect()
+    except pl.exceptions.PolarsError as err:
+        raise InputError(f"cannot read input: {str(err).splitlines()[0]}") from None
+    if validated.height == 0:
+        raise InputError("input holds no records")
+    validated = mark_duplicates(validated)
+    names = [f.name for f in files]
+    quarantine = quarantine_frame(validated).with_columns(
+        pl.col("source").replace_strict(list(range(len(names))), names, return_dtype=pl.String)
+    )
+    clean = validated.filter(pl.col("reason").is_null()).select("vehicle", "timestamp", "latitude", "longitude", "speed")
+    return LoadedRecords(clean, quarantine, validated.height, reason_counts(quarantine), files)
+
+
+def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame) -> tuple[dt.date, dt.date, bool]:
+    """(start, end, derived_from_data). Without --start/--end the window spans the data's first to last day."""
+    start, end = cfg.start, cfg.end
+    derived = start is None or end is None
+    if derived and clean.height:
+        days = clean.select(pl.col("timestamp").dt.date().min().alias("a"), pl.col("timestamp").dt.date().max().alias("b"))
+        start = start or days["a"][0]
+        end = end or days["b"][0]
+    if start is None or end is None:
+        raise InputError("no valid records to derive the date window from; give --start and --end")
+    if start > end:
+        raise InputError(f"--start {start} is after --end {end}")
+    return start, end, derived
+
+
+def release_fleet(
+    paths: list[Path],
+    cfg: HatReleaseConfig,
+    *,
+    columns: dict[str, str] | None = None,
+    options: ValidationOptions | None = None,
+    noise: NoiseSource | None = None,
+    step: Step | None = None,
+) -> tuple[HatRelease, LoadedRecords]:
+    """Run the whole release. ``noise`` defaults to OpenDP; ``step`` is told the name of each stage."""
+    say = step or (lambda _name: None)
+    say("reading and validating records")
+    loaded = load_records(paths, columns, options)
+    start, end, derived = date_window(cfg, loaded.clean)
+    slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=cfg.speed_estimator != "report")
+    say("aggregating per vehicle, HAT and day")
+    contributions = get_backend("polars").contributions(loaded.clean, spec)
+    if contributions.height == 0:
+        raise InputError(f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}")
+    days = (end - start).days + 1
+    say("selecting HATs and adding noise")
+    release = release_hats(contributions, cfg, days, noise or OpenDPNoise(), slots=slots)
+    release.privacy.update(
+        {
+            "records_in": loaded.records_in,
+            "records_quarantined": loaded.quarantine.height,
+            "quarantine_reasons": loaded.reasons,
+            "records_in_window": int(contributions["n_records"].sum()),
+            "window": {
+                "start": start.isoformat(),
+                "end": end.isoformat(),
+                "derived_from_data": derived,
+                "hours": list(cfg.hours),
+                "slot_minutes": cfg.slot_minutes,
+                "resolution": cfg.resolution,
+            },
+            "disclosure_note": (
+                "records_in, records_quarantined, quarantine_reasons and records_in_window are exact operational "
+                "counts for the data owner; they are not protected by the DP guarantee."
+                + (" The date window was derived from the data (give --start/--end to make it public)." if derived else "")
+            ),
+        }
+    )
+    return release, loaded
+
+
+def write_release(out_dir: Path, release: HatRelease, loaded: LoadedRecords, *, with_map: bool = True) -> dict[str, Path]:
+    """Write hat_speed.csv, hat_speeding.csv, privacy.json, quarantine.csv and map.html into ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "speed": out_dir / "hat_speed.csv",
+        "speeding": out_dir / "hat_speeding.csv",
+        "privacy": out_dir / "privacy.json",
+        "quarantine": out_dir / "quarantine.csv",
+    }
+    release.speed.write_csv(paths["speed"])
+    release.speeding.write_csv(paths["speeding"])
+    loaded.quarantine.write_csv(paths["quarantine"])
+    paths["privacy"].write_text(json.dumps(release.privacy, indent=2, default=str) + "\n")
+    if with_map:
+        from urbandp.reports.map import write_hat_map
+
+        p = release.privacy
+        eps = p["epsilon_per_day"]  # type: ignore[index]
+        subtitle = (
+            f"Differentially private ({p['neighbouring']}, unit vehicle-day): cumulative epsilon per day "
+            f"{p['cumulative_epsilon_per_day']:.4g} (speed {eps['speed']:.4g}, speeding {eps['speeding']:.4g}, "
+            f"selection {eps['selection']:.4g}); noise scale B = {p['noise_scale']['speed']:.4g}"  # type: ignore[index]
+            if p["differentially_private"]
+            else "NOT differentially private: " + "; ".join(p["not_dp_reasons"])  # type: ignore[arg-type]
+        )
+        paths["map"] = out_dir / "map.html"
+        write_hat_map(
+            release.speed.select("h3_cell", "slot", "mean_speed"),
+            paths["map"],
+            value_col="mean_speed",
+            title="urbandp: released average bus speed per hexagon and time slot",
+            legend="mean speed (km/h)",
+            subtitle=subtitle,
+        )
+    return paths

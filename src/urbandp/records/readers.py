@@ -1,0 +1,126 @@
+"""Readers for CSV, JSON (array), JSON Lines and Parquet into one canonical lazy frame.
+
+Every input becomes a Polars ``LazyFrame`` with the raw canonical columns ``source`` (index into the file list), ``row`` (1-based data row in
+its file), ``vehicle`` (str), ``timestamp_raw`` (str, or an already typed datetime), ``latitude``, ``longitude`` and
+``speed_raw`` (float, in the input's unit; null where absent or unparseable). Parsing and unit conversion happen in
+:mod:`urbandp.records.validation`, so a bad value becomes a quarantined row with a reason, never a crash.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from urbandp.errors import InputError
+from urbandp.records.schema import ColumnMapping
+
+SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def expand_inputs(paths: list[Path]) -> list[Path]:
+    """Files named directly, plus the supported files inside any directory named (sorted)."""
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if not p.exists():
+            raise InputError(f"input not found: {p}")
+        if p.is_dir():
+            inner = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in SUFFIXES)
+            if not inner:
+                raise InputError(f"no CSV/JSON/JSON Lines/Parquet files in directory: {p}")
+            files.extend(inner)
+        else:
+            if p.suffix.lower() not in SUFFIXES:
+                raise InputError(f"unsupported input format '{p.suffix}' for {p} (use .csv, .json, .jsonl, .parquet)")
+            files.append(p)
+    return files
+
+
+def _scan_one(path: Path) -> pl.LazyFrame:
+    kind = SUFFIXES[path.suffix.lower()]
+    try:
+        if kind == "csv":
+            return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
+        if kind == "parquet":
+            return pl.scan_parquet(path)
+        if kind == "jsonl":
+            return pl.scan_ndjson(path, infer_schema_length=None, ignore_errors=True)
+        return pl.read_json(path, infer_schema_length=None).lazy()
+    except (pl.exceptions.PolarsError, OSError, ValueError) as err:
+        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+
+
+def _schema(lf: pl.LazyFrame, path: Path) -> pl.Schema:
+    try:
+        return lf.collect_schema()
+    except (pl.exceptions.PolarsError, OSError, ValueError) as err:
+        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+
+
+def _as_float(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    if dtype == pl.String:
+        return expr.str.strip_chars().cast(pl.Float64, strict=False)
+    if dtype.is_numeric():
+        return expr.cast(pl.Float64)
+    return pl.lit(None, dtype=pl.Float64)
+
+
+def _coordinate_pair(expr: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
+    """(longitude, latitude) from a [lon, lat] pair: nested struct, list, or text like "[72.83, 21.17]"."""
+    if isinstance(dtype, pl.Struct):
+        fields = {f.name: f.dtype for f in dtype.fields}
+        if "coordinates" not in fields:
+            return pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)
+        return _coordinate_pair(expr.struct.field("coordinates"), fields["coordinates"])
+    if isinstance(dtype, (pl.List, pl.Array)):
+        lst = expr.cast(pl.List(pl.Float64), strict=False) if isinstance(dtype, pl.List) else expr.arr.to_list()
+        return lst.list.get(0, null_on_oob=True).cast(pl.Float64), lst.list.get(1, null_on_oob=True).cast(pl.Float64)
+    if dtype == pl.String:
+        parts = expr.str.strip_chars(" []").str.split(",")
+        lon = parts.list.get(0, null_on_oob=True).str.strip_chars().cast(pl.Float64, strict=False)
+        lat = parts.list.get(1, null_on_oob=True).str.strip_chars().cast(pl.Float64, strict=False)
+        return lon, lat
+    return pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)
+
+
+def scan_records(
+    paths: list[Path], columns: dict[str, str] | None = None
+) -> tuple[pl.LazyFrame, ColumnMapping, list[Path]]:
+    """Scan every input file into the raw canonical frame; all files must map to the same columns.
+
+    Raises :class:`InputError` for a missing file, an unreadable file or a missing required column.
+    """
+    files = expand_inputs(paths)
+    frames: list[pl.LazyFrame] = []
+    mapping: ColumnMapping | None = None
+    for index, path in enumerate(files):
+        lf = _scan_one(path)
+        schema = _schema(lf, path)
+        m = ColumnMapping.resolve(list(schema.names()), columns)
+        mapping = mapping or m
+        if m.coordinates:
+            lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
+        else:
+            lat = _as_float(pl.col(m.latitude), schema[m.latitude])  # type: ignore[index]
+            lon = _as_float(pl.col(m.longitude), schema[m.longitude])  # type: ignore[index]
+        ts_dtype = schema[m.timestamp]
+        ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
+        frames.append(
+            lf.with_row_index("row", offset=1).select(
+                pl.lit(index, dtype=pl.UInt16).alias("source"),
+                pl.col("row").cast(pl.UInt32),
+                pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
+                ts.alias("timestamp_raw"),
+                lat.alias("latitude"),
+                lon.alias("longitude"),
+                _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+            )
+        )
+    assert mapping is not None
+    if len(frames) == 1:
+        return frames[0], mapping, files
+    dtypes = {str(f.collect_schema()["timestamp_raw"]) for f in frames}
+    if len(dtypes) > 1:
+        frames = [f.with_columns(pl.col("timestamp_raw").cast(pl.String)) for f in frames]
+    return pl.concat(frames, how="vertical_relaxed"), mapping, files
