@@ -45,6 +45,7 @@ def project_rows_to_simplex(rows: np.ndarray, totals: np.ndarray) -> np.ndarray:
     css = np.cumsum(u, axis=1) - totals[:, None]
     ks = np.arange(1, n + 1, dtype=np.float64)
     cond = u - css / ks > 0
+    cond[:, 0] = True  # exact arithmetic: u_1 - (u_1 - total) = total > 0; guards rounding for tiny totals
     rho = n - 1 - np.argmax(cond[:, ::-1], axis=1)  # last index where cond holds (always >= 0 when total > 0)
     theta = css[np.arange(rows.shape[0]), rho] / (rho + 1.0)
     out = np.maximum(rows - theta[:, None], 0.0)

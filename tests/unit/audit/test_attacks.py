@@ -1,0 +1,69 @@
+"""Zero-skipping and differencing attacks: paper numbers, decisions, and the Opal ferry example."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from urbandp.audit.differencing import differencing_attack
+from urbandp.audit.laplace_math import LaplaceSum, theorem5_halfwidth
+from urbandp.audit.tables import read_published_table
+from urbandp.audit.zero_skipping import detection_probability, paper_detection_figure, zero_skipping_attack
+
+
+def test_theorem1_numbers_from_the_report() -> None:
+    """Section 3: p ~ 1.4, t = 18: 'about 0.000002' (individual), '0.005' (group of 12)."""
+    assert paper_detection_figure(1, 18, 1.4) == math.exp(-17 / 1.4) / 2.8
+    assert round(paper_detection_figure(1, 18, 1.4), 6) == 0.000002
+    assert round(paper_detection_figure(12, 18, 1.4), 3) == 0.005
+    # exact probability of the distinguishing event; the report's '0.00004' for g = 5 matches this one
+    assert detection_probability(5, 18, 1.4) == pytest.approx(4.64e-5, rel=1e-2)
+    assert detection_probability(1, 18, 1.4) == 0.5 * math.exp(-17 / 1.4)
+
+
+def test_zero_skipping_decisions() -> None:
+    opal_like = np.array([34.0, 120.0, 19.0, 5000.0])
+    d61 = zero_skipping_attack(opal_like, threshold=18, method="data61-2016", scale=1.4)
+    assert d61["vulnerable"] is True
+    assert d61["delta_lower_bound_theorem1"] == math.exp(-17 / 1.4) / 2.8
+    unknown = zero_skipping_attack(opal_like, threshold=18, method="unknown", scale=None)
+    assert unknown["zeros_may_be_skipped"] is True and unknown["delta_lower_bound_theorem1"] is None
+    noisy_small = np.array([-3.0, 2.0, 40.0, np.nan])
+    assert zero_skipping_attack(noisy_small, threshold=18, method="unknown", scale=2.0)["zeros_may_be_skipped"] is False
+    ours = zero_skipping_attack(opal_like, threshold=18, method="auto", scale=2.0,
+                                privacy={"method": "urbandp", "zeros_perturbed": True, "epsilon": 0.5})
+    assert ours["vulnerable"] is False and ours["delta_lower_bound_exact"] == 0.0
+    assert ours["max_likelihood_ratio_per_unit"] == math.exp(0.5)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_opal_secret_ferry_example(tmp_path: Path) -> None:
+    """Section 4.1 / Appendix E: Manly 91 + Circular Quay 41 in the joint, 150 in the time-only table."""
+    joint = read_published_table(_write(tmp_path / "j.csv",
+        "mode,date,tap,time,loc,count\nferry,20160812,off,00:00,Manly Wharf,91\n"
+        "ferry,20160812,off,00:00,Circular Quay No. 3 Wharf,41\n"))
+    marginal = read_published_table(_write(tmp_path / "m.csv", "mode,date,tap,time,count\nferry,20160812,off,00:00,150\n"))
+    res = differencing_attack(joint, marginal, scale=1.4, alpha=0.05)
+    (cell,) = res["cells"]
+    assert cell["estimate"] == 18.0 and cell["n_noise_terms"] == 3
+    a = LaplaceSum([1.4] * 3).central_halfwidth(0.05)
+    assert (cell["low"], cell["high"]) == (18.0 - a, 18.0 + a)
+    assert a == pytest.approx(6.956, abs=1e-3)  # vs Theorem 5's 1.4 ln 5 = 2.25
+    assert res["theorem5_halfwidth_three_terms"] == theorem5_halfwidth(1.4, 0.05)
+    assert res["gain_beyond_noise"] is True
+
+
+def test_junk_lines_are_quarantined(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.csv", 'mode,date,tap,loc,count\nbus,20160814,on,2095,3317\nbus,20160814,on,2094,x\n'
+                  '<?xml version="1.0" encoding="utf-8"?>\n<result>Downloaded</result>\n')
+    pub = read_published_table(path)
+    assert pub.table.height == 1 and pub.table.columns == ["mode", "day", "tap", "location", "count"]
+    assert pub.quarantine["line"].to_list() == [3, 4, 5]
+    assert "not a number" in pub.quarantine["reason"][0]
