@@ -316,9 +316,10 @@ def _generate_day(spec: FleetSpec, fleet: _Fleet, day: int) -> pl.DataFrame:
     has_coords = np.ones(n, dtype=bool)
     has_coords[rows("missing_coordinates")] = False
     far = rows("out_of_range_coordinates")
-    which = rng.integers(0, 3, far.size)
-    lat[far[which != 1]] = rng.uniform(90.5, 120.0, int((which != 1).sum())) * rng.choice([-1, 1], (which != 1).sum())
-    lon[far[which != 0]] = rng.uniform(180.5, 360.0, int((which != 0).sum())) * rng.choice([-1, 1], (which != 0).sum())
+    which = rng.integers(0, 3, far.size)  # 0: latitude, 1: longitude, 2: both out of range
+    bad_lat, bad_lon = far[which != 1], far[which != 0]
+    lat[bad_lat] = rng.uniform(90.5, 120.0, bad_lat.size) * rng.choice([-1.0, 1.0], bad_lat.size)
+    lon[bad_lon] = rng.uniform(180.5, 360.0, bad_lon.size) * rng.choice([-1.0, 1.0], bad_lon.size)
     neg = rows("negative_speed")
     speed[neg] = -rng.uniform(0.5, 60.0, neg.size)
     speed[rows("nan_speed")] = np.nan

@@ -137,7 +137,8 @@ def test_dirty_fraction_within_binomial_tolerance() -> None:
     kinds = [bad_ts, bad_coords, negative, nan, absurd, duplicate]
     for kind in kinds:
         assert kind.sum() > 0
-    flagged = pl.DataFrame([k.alias(f"k{i}") for i, k in enumerate(kinds)]).select(pl.any_horizontal(pl.all())).to_series()
+    table = pl.DataFrame([k.alias(f"k{i}") for i, k in enumerate(kinds)])
+    flagged = table.select(pl.any_horizontal(pl.all())).to_series()
     # Each dirty row carries exactly one detectable defect and clean rows carry none, so the number of flagged
     # rows is Binomial(n, p): accept within 4 standard deviations (two-sided miss probability ~6e-5).
     sd = math.sqrt(n * p * (1 - p))
@@ -152,10 +153,11 @@ def test_records_per_vehicle_day_uneven(fleet: pl.DataFrame) -> None:
         .len()
     )
     counts = per["len"].to_numpy()
-    # Mean ~ records_per_vehicle_day (300): vehicle rate lognormal(0.45) and day factor lognormal(0.25), both
-    # mean 1, so the mean is 300 up to sampling error (sd of the mean ~ 300*0.52/sqrt(300 vehicle-days) ~ 9).
+    # Records per vehicle-day = 300 x vehicle rate (lognormal sigma 0.45, rescaled to mean exactly 1 over the
+    # fleet) x day factor (lognormal sigma 0.25, mean 1). Over ~300 vehicle-days the mean is 300 up to the day
+    # factor's sampling error (300 x 0.25 / sqrt(300) ~ 4.4) plus the unequal weights of days off: 45 is > 5 sd.
     assert abs(counts.mean() - 300) < 45
-    # Coefficient of variation ~ sqrt((1+0.45^2... ) -> about 0.5; demand clearly uneven.
+    # Coefficient of variation of the product: sqrt(exp(0.45^2) exp(0.25^2) - 1) ~ 0.55; require clearly > 0.3.
     assert counts.std() / counts.mean() > 0.3
     by_vehicle = per.group_by("license_plate").agg(pl.col("len").mean())["len"]
     assert by_vehicle.max() / by_vehicle.min() > 2.0
