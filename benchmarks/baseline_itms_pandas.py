@@ -67,7 +67,9 @@ def preprocess(
     df = df.assign(slot=df["observationDateTime"].dt.hour)
     df = df[(df["slot"] >= hours[0]) & (df["slot"] < hours[1])]
     # The original's hot spot: one H3 call per row through DataFrame.apply.
-    df = df.assign(h3index=df.apply(lambda row: h3.latlng_to_cell(row["lat"], row["lng"], resolution), axis=1))
+    df = df.assign(
+        h3index=df[["lat", "lng"]].apply(lambda row: h3.latlng_to_cell(row["lat"], row["lng"], resolution), axis=1)
+    )
     df = df.assign(
         date=df["observationDateTime"].dt.date,
         HAT=df["slot"].astype(str) + " " + df["h3index"],
