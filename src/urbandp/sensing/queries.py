@@ -1,0 +1,206 @@
+"""Aggregate queries over grid cells with error propagation (paper section VII-C, Table III) and DP (VII-D).
+
+This plaintext module is the reference the secure two-party version must match: every function is pure, takes
+numpy arrays and returns a :class:`QueryResult`. Inputs, as in the circuit of section VII-B:
+
+* ``mu``, ``sigma2``: the server's posterior mean and variance of the ``n`` cells of the obfuscation rectangle;
+* ``v``: the client's 0/1 selection vector (eq. 11-12); the threshold bit ``beta = [sum v >= alpha]`` (eq. 10)
+  zeroes every output when the selection is too small (``answered=False``, value and error 0).
+
+Propagated error (eq. 13): ``E = sqrt(sum_i (df/dy_i)^2 sigma_i^2)``.
+
+* AVERAGE, eq. (14)-(16): ``f = sum y_i / n``, ``E = sqrt(sum sigma_i^2) / n``. (Table III prints
+  ``sqrt(sum sigma_i^2 / n)``, which does not follow from eq. (13); we implement eq. (16).)
+* MIN / MAX, eq. (17)-(19): LogSumExp ``f = y* + log(sum exp(rho (y_i - y*))) / rho`` (rho > 0 max, rho < 0 min;
+  we shift by ``y* = max(rho y)/rho`` so exp never overflows), weights ``softmax(rho y)``. The exact variants
+  return the true min/max and the error of the arg-min/arg-max cell (the derivative of min is an indicator).
+* COUNT above theta, eq. (20)-(22): ``f = sum S(y_i, theta)``, ``S = 1 / (1 + exp(-k (y - theta)))``,
+  ``df/dy = k S (1 - S)``. (Table III's ``exp(-1/(y - theta))`` is a typo for eq. (20); ``k = 1`` is the paper's.)
+* RANGE theta1..theta2: ``f = sum S(y, theta1) - S(y, theta2)``, ``df/dy = k (S1 (1 - S1) - S2 (1 - S2))``.
+
+DP (section VII-D): Laplace noise is added to the squared propagated error ``E^2`` and the result clamped to
+``[sigma2_min, sigma2_max]`` (clamping after noise is post-processing). Privacy unit: one cell's ``sigma_i^2``,
+replaced by any value in ``[sigma2_min, sigma2_max]`` (the paper's database row, section VI-A). The sensitivity
+of ``E^2 = sum w_i^2 sigma_i^2`` is ``w_max^2 (sigma2_max - sigma2_min)`` with the data-independent bound
+``w_max`` on ``|df/dy_i|``: ``1/n`` for AVERAGE (the paper's ``(sigma2_max - sigma2_min)/n^2``), 1 for MIN/MAX,
+``k/4`` for COUNT and RANGE. ``sigma2_min`` and ``sigma2_max`` must be public (the paper reads them from the
+GP output, which is data-dependent and not DP). The value ``f`` itself is not perturbed (as in the paper).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from urbandp.privacy.noise import NoiseSource, laplace_epsilon, laplace_scale
+
+QUERY_TYPES = ("average", "min", "max", "min-exact", "max-exact", "count", "range")
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Value ``f``, propagated error ``E`` (a standard deviation) and whether the threshold alpha was met."""
+
+    value: float
+    error: float
+    n_selected: int
+    answered: bool
+    noisy_error2: float | None = None
+    epsilon: float | None = None
+
+    @property
+    def error2(self) -> float:
+        return self.error**2
+
+
+def _selected(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, alpha: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    mu = np.asarray(mu, dtype=float)
+    sigma2 = np.asarray(sigma2, dtype=float)
+    v = np.asarray(v).astype(bool)
+    if not (mu.shape == sigma2.shape == v.shape) or mu.ndim != 1:
+        raise ValueError("mu, sigma2 and v must be 1-D arrays of the same length")
+    if np.any(sigma2 < 0):
+        raise ValueError("sigma2 must be >= 0")
+    beta = int(v.sum()) >= max(int(alpha), 1)  # eq. (10)
+    return mu[v], sigma2[v], beta
+
+
+def _refused(n: int) -> QueryResult:
+    return QueryResult(0.0, 0.0, n, False)
+
+
+def average(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, alpha: int = 1) -> QueryResult:
+    """Eq. (14) and (16)."""
+    y, s2, beta = _selected(mu, sigma2, v, alpha)
+    if not beta:
+        return _refused(len(y))
+    n = len(y)
+    return QueryResult(float(y.sum() / n), float(np.sqrt(s2.sum()) / n), n, True)
+
+
+def logsumexp_extreme(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, rho: float, alpha: int = 1) -> QueryResult:
+    """Eq. (17)-(19): smooth max (rho > 0) or min (rho < 0)."""
+    if rho == 0:
+        raise ValueError("rho must be non-zero (> 0 for max, < 0 for min)")
+    y, s2, beta = _selected(mu, sigma2, v, alpha)
+    if not beta:
+        return _refused(len(y))
+    z = rho * y
+    z_star = float(z.max())
+    e = np.exp(z - z_star)
+    total = float(e.sum())
+    value = (z_star + np.log(total)) / rho
+    w = e / total  # eq. (18)
+    return QueryResult(float(value), float(np.sqrt(np.sum(w**2 * s2))), len(y), True)
+
+
+def exact_extreme(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, kind: str, alpha: int = 1) -> QueryResult:
+    """Exact min or max; the error is that of the arg-extreme cell (first one on ties)."""
+    y, s2, beta = _selected(mu, sigma2, v, alpha)
+    if not beta:
+        return _refused(len(y))
+    i = int(np.argmin(y) if kind == "min" else np.argmax(y))
+    return QueryResult(float(y[i]), float(np.sqrt(s2[i])), len(y), True)
+
+
+def sigmoid(y: np.ndarray, theta: float, steepness: float = 1.0) -> np.ndarray:
+    """S(y, theta) = 1 / (1 + exp(-k (y - theta))) (eq. 20), computed without overflow."""
+    t = steepness * (np.asarray(y, dtype=float) - theta)
+    return 0.5 * (1.0 + np.tanh(0.5 * t))
+
+
+def count_above(
+    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, theta: float, alpha: int = 1, steepness: float = 1.0
+) -> QueryResult:
+    """Eq. (20)-(22): smooth count of selected cells with ``mu > theta``."""
+    y, s2, beta = _selected(mu, sigma2, v, alpha)
+    if not beta:
+        return _refused(len(y))
+    s = sigmoid(y, theta, steepness)
+    w = steepness * s * (1.0 - s)
+    return QueryResult(float(s.sum()), float(np.sqrt(np.sum(w**2 * s2))), len(y), True)
+
+
+def count_range(
+    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, theta1: float, theta2: float, alpha: int = 1,
+    steepness: float = 1.0,
+) -> QueryResult:
+    """Table III RANGE: smooth count of selected cells with ``theta1 < mu < theta2``."""
+    if not theta1 < theta2:
+        raise ValueError("need theta1 < theta2")
+    y, s2, beta = _selected(mu, sigma2, v, alpha)
+    if not beta:
+        return _refused(len(y))
+    s1 = sigmoid(y, theta1, steepness)
+    s2_ = sigmoid(y, theta2, steepness)
+    w = steepness * (s1 * (1.0 - s1) - s2_ * (1.0 - s2_))
+    return QueryResult(float(np.sum(s1 - s2_)), float(np.sqrt(np.sum(w**2 * s2))), len(y), True)
+
+
+def run_query(
+    query: str, mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, alpha: int = 1, rho: float = 1.0,
+    theta: float | None = None, theta2: float | None = None, steepness: float = 1.0,
+) -> QueryResult:
+    """Dispatch by name (one of :data:`QUERY_TYPES`); ``rho`` is used with its sign set by min/max."""
+    if query == "average":
+        return average(mu, sigma2, v, alpha)
+    if query in ("min", "max"):
+        r = abs(rho) if query == "max" else -abs(rho)
+        return logsumexp_extreme(mu, sigma2, v, r, alpha)
+    if query in ("min-exact", "max-exact"):
+        return exact_extreme(mu, sigma2, v, query.split("-")[0], alpha)
+    if query == "count":
+        if theta is None:
+            raise ValueError("count needs theta")
+        return count_above(mu, sigma2, v, theta, alpha, steepness)
+    if query == "range":
+        if theta is None or theta2 is None:
+            raise ValueError("range needs theta and theta2")
+        return count_range(mu, sigma2, v, theta, theta2, alpha, steepness)
+    raise ValueError(f"unknown query {query!r}; choose one of {', '.join(QUERY_TYPES)}")
+
+
+def max_weight(query: str, n_selected: int, steepness: float = 1.0) -> float:
+    """Data-independent bound on ``|df/dy_i|`` (section VII-D sensitivity)."""
+    if query == "average":
+        return 1.0 / n_selected
+    if query in ("min", "max", "min-exact", "max-exact"):
+        return 1.0
+    if query in ("count", "range"):
+        return steepness / 4.0  # max of k S (1 - S); |S1(1-S1) - S2(1-S2)| <= 1/4 too
+    raise ValueError(f"unknown query {query!r}")
+
+
+def error2_sensitivity(query: str, n_selected: int, sigma2_min: float, sigma2_max: float,
+                       steepness: float = 1.0) -> float:
+    """L1 sensitivity of ``E^2`` when one cell's sigma^2 moves within ``[sigma2_min, sigma2_max]``."""
+    if not (0 <= sigma2_min < sigma2_max):
+        raise ValueError("need 0 <= sigma2_min < sigma2_max")
+    return max_weight(query, n_selected, steepness) ** 2 * (sigma2_max - sigma2_min)
+
+
+def privatize_error(
+    result: QueryResult, query: str, epsilon: float, sigma2_min: float, sigma2_max: float, noise: NoiseSource,
+    steepness: float = 1.0,
+) -> QueryResult:
+    """Section VII-D: ``E^2 + Lap(Delta / epsilon)`` clamped to ``[sigma2_min, sigma2_max]``.
+
+    The cells' sigma^2 must already lie in ``[sigma2_min, sigma2_max]`` (the caller clamps them with
+    :func:`clamp_sigma2` before the query) for the sensitivity to hold. The scale comes from OpenDP's privacy map
+    (:func:`urbandp.privacy.noise.laplace_scale`) and the epsilon reported is recomputed from it.
+    A refused query (threshold not met) releases nothing and costs nothing.
+    """
+    if not result.answered:
+        return result
+    delta = error2_sensitivity(query, result.n_selected, sigma2_min, sigma2_max, steepness)
+    scale = laplace_scale(delta, epsilon)
+    noisy = float(noise.laplace(np.array([result.error2]), scale)[0])
+    return replace(
+        result, noisy_error2=float(np.clip(noisy, sigma2_min, sigma2_max)), epsilon=laplace_epsilon(delta, scale)
+    )
+
+
+def clamp_sigma2(sigma2: np.ndarray, sigma2_min: float, sigma2_max: float) -> np.ndarray:
+    """Clamp per-cell variances into the public domain (needed for the VII-D sensitivity to hold)."""
+    return np.clip(np.asarray(sigma2, dtype=float), sigma2_min, sigma2_max)

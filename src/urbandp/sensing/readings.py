@@ -1,0 +1,149 @@
+"""Read sensor readings (lat, lon, time, value) and quarantine bad rows with a reason.
+
+Accepted column names (case-insensitive): latitude ``lat|latitude``, longitude ``lon|long|lng|longitude``,
+time ``time|timestamp|datetime|observationdatetime``, value ``value|pm|pm25|pm2_5`` (or ``value_column``).
+The Kolkata mobile files (``../shared/data/kolkata-pm25/Mobile_*.csv``: ``lat,long,time,pm``) use times like
+``9/15/2023 5:00`` (month/day/year, no zero padding, no seconds) and coordinates rounded to 0.01 degree
+(about 1.1 km), so several readings share one location; they carry no vehicle id.
+Times with a UTC offset are converted to UTC; naive times are kept as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from urbandp.errors import InputError
+
+LAT_NAMES = ("lat", "latitude")
+LON_NAMES = ("lon", "long", "lng", "longitude")
+TIME_NAMES = ("time", "timestamp", "datetime", "observationdatetime")
+VALUE_NAMES = ("value", "pm", "pm25", "pm2_5", "pm2.5")
+NAIVE_FORMATS = (
+    "%m/%d/%Y %H:%M",
+    "%m/%d/%Y %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S%.f",
+    "%Y-%m-%d %H:%M:%S%.f",
+    "%Y-%m-%dT%H:%M",
+    "%Y-%m-%d %H:%M",
+)
+AWARE_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M:%S%.f%z", "%Y-%m-%dT%H:%M:%S%z")
+
+
+@dataclass(frozen=True)
+class Readings:
+    """Validated readings as numpy arrays (``time`` as datetime64[us], naive or UTC)."""
+
+    lat: np.ndarray
+    lon: np.ndarray
+    time: np.ndarray
+    value: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.value.shape[0])
+
+    def subset(self, mask: np.ndarray) -> Readings:
+        return Readings(self.lat[mask], self.lon[mask], self.time[mask], self.value[mask])
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    rows_read: int
+    rows_kept: int
+    rows_quarantined: int
+    reasons: dict[str, int]
+
+
+def _pick(columns: list[str], names: tuple[str, ...], what: str, path: Path) -> str:
+    lower = {c.strip().lower(): c for c in columns}
+    for n in names:
+        if n in lower:
+            return lower[n]
+    raise InputError(f"{path}: no {what} column (looked for {', '.join(names)}; found {', '.join(columns)})")
+
+
+def _parse_time(col: pl.Expr) -> pl.Expr:
+    s = col.str.strip_chars()
+    naive = [s.str.to_datetime(f, strict=False, time_unit="us") for f in NAIVE_FORMATS]
+    aware = [
+        s.str.to_datetime(f, strict=False, time_unit="us")
+        .dt.convert_time_zone("UTC")
+        .dt.replace_time_zone(None)
+        for f in AWARE_FORMATS
+    ]
+    return pl.coalesce(*aware, *naive)
+
+
+def read_readings(
+    path: Path | str,
+    value_column: str | None = None,
+    quarantine_path: Path | str | None = None,
+    bbox: tuple[float, float, float, float] | None = None,
+) -> tuple[Readings, LoadReport]:
+    """Read a CSV of readings; bad rows go to ``quarantine_path`` (CSV with ``line`` and ``reason``).
+
+    ``bbox = (lat_min, lon_min, lat_max, lon_max)`` quarantines readings outside a public box.
+    Raises :class:`InputError` for a missing file, a missing column or no usable row.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"input file not found: {path}")
+    try:
+        raw = pl.read_csv(path, infer_schema=False, truncate_ragged_lines=True)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as err:
+        raise InputError(f"{path}: cannot read as CSV ({str(err).splitlines()[0]})") from None
+    if raw.height == 0:
+        raise InputError(f"{path}: no rows")
+    cols = raw.columns
+    c_lat = _pick(cols, LAT_NAMES, "latitude", path)
+    c_lon = _pick(cols, LON_NAMES, "longitude", path)
+    c_time = _pick(cols, TIME_NAMES, "time", path)
+    c_val = _pick(cols, (value_column.lower(),) if value_column else VALUE_NAMES, "value", path)
+    df = raw.with_row_index("line", offset=2).with_columns(
+        pl.col(c_lat).str.strip_chars().cast(pl.Float64, strict=False).alias("_lat"),
+        pl.col(c_lon).str.strip_chars().cast(pl.Float64, strict=False).alias("_lon"),
+        _parse_time(pl.col(c_time)).alias("_time"),
+        pl.col(c_val).str.strip_chars().cast(pl.Float64, strict=False).alias("_value"),
+    )
+    reason = (
+        pl.when(pl.col("_lat").is_null() | pl.col("_lat").is_nan()).then(pl.lit("latitude not a number"))
+        .when(pl.col("_lon").is_null() | pl.col("_lon").is_nan()).then(pl.lit("longitude not a number"))
+        .when((pl.col("_lat") < -90) | (pl.col("_lat") > 90)).then(pl.lit("latitude outside [-90, 90]"))
+        .when((pl.col("_lon") < -180) | (pl.col("_lon") > 180)).then(pl.lit("longitude outside [-180, 180]"))
+        .when(pl.col("_time").is_null()).then(pl.lit("time not parseable"))
+        .when(pl.col("_value").is_null() | ~pl.col("_value").is_finite()).then(pl.lit("value not a finite number"))
+    )
+    if bbox is not None:
+        la0, lo0, la1, lo1 = bbox
+        outside = (pl.col("_lat") < la0) | (pl.col("_lat") > la1) | (pl.col("_lon") < lo0) | (pl.col("_lon") > lo1)
+        reason = reason.when(outside).then(pl.lit("outside the bounding box"))
+    df = df.with_columns(reason.otherwise(pl.lit(None, dtype=pl.String)).alias("reason"))
+    bad = df.filter(pl.col("reason").is_not_null())
+    good = df.filter(pl.col("reason").is_null())
+    if quarantine_path is not None:
+        Path(quarantine_path).parent.mkdir(parents=True, exist_ok=True)
+        bad.select(["line", *cols, "reason"]).write_csv(quarantine_path)
+    counts = dict(bad.group_by("reason").len().sort("reason").iter_rows()) if bad.height else {}
+    report = LoadReport(raw.height, good.height, bad.height, {str(k): int(v) for k, v in counts.items()})
+    if good.height == 0:
+        raise InputError(f"{path}: no usable rows ({bad.height} quarantined: {report.reasons})")
+    readings = Readings(
+        good["_lat"].to_numpy(),
+        good["_lon"].to_numpy(),
+        good["_time"].to_numpy().astype("datetime64[us]"),
+        good["_value"].to_numpy(),
+    )
+    return readings, report
+
+
+def window_starts(time: np.ndarray, minutes: int) -> np.ndarray:
+    """Start of the ``minutes``-long window each time falls in (windows aligned to the Unix epoch / midnight)."""
+    if minutes <= 0:
+        raise ValueError("window length must be > 0 minutes")
+    step = np.timedelta64(int(minutes), "m")
+    t = time.astype("datetime64[m]")
+    epoch = np.datetime64(0, "m")
+    return epoch + ((t - epoch) // step) * step
