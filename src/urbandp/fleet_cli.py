@@ -99,6 +99,7 @@ def release(
     delta: float | None = typer.Option(None, help="Target delta per vehicle-day of DP selection [1e-6]."),
     min_vehicles_per_day: float | None = typer.Option(None, help="Threshold: vehicles per day per HAT [10]."),
     max_hats_per_vehicle_day: str | None = typer.Option(None, help="K, public bound enforced by truncation [96], or 'observed' (report, not DP)."),
+    speed_share: float | None = typer.Option(None, help="Share of the query budget for Query 1 (default: report's shared B under replace-one, 0.5 under add-remove)."),
     neighbouring: str | None = typer.Option(None, help="add-remove (default; N protected) or replace-one (report; N public)."),
     speed_estimator: str | None = typer.Option(None, help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile."),
     precision: int | None = typer.Option(None, help="Decimal places of released values [2]."),
@@ -133,7 +134,7 @@ def release(
         "speed_limit": speed_limit, "noise_scale": noise_scale, "epsilon_per_day": epsilon_per_day,
         "budget_per_day": budget_per_day, "selection": selection, "domain_bbox": _bbox(domain_bbox),
         "selection_epsilon": selection_epsilon, "delta": delta, "min_vehicles_per_day": min_vehicles_per_day,
-        "max_hats_per_vehicle_day": k, "neighbouring": neighbouring, "speed_estimator": speed_estimator,
+        "max_hats_per_vehicle_day": k, "neighbouring": neighbouring, "speed_share": speed_share, "speed_estimator": speed_estimator,
         "precision": precision,
     }
     cfg = build_config(config, overrides)
@@ -165,7 +166,7 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
         ("records in / quarantined", f"{p['records_in']:,} / {p['records_quarantined']:,}"),
         ("quarantine reasons", ", ".join(f"{k}={v}" for k, v in p["quarantine_reasons"].items() if v) or "none"),
         ("HATs released", f"{p['hats_released']:,} (selection: {p['selection']['method']})"),
-        ("noise scale B", f"{p['noise_scale']['speed']:.6g}"),
+        ("noise scale", f"speed {p['noise_scale']['speed']:.6g}, speeding {p['noise_scale']['speeding']:.6g}"),
         ("K (max HATs per vehicle-day)", f"{p['max_hats_per_vehicle_day']} ({p['max_hats_per_vehicle_day_source']})"),
         ("epsilon per day", f"speed {eps['speed']:.6g}, speeding {eps['speeding']:.6g}, selection {eps['selection']:.6g}"),
         ("cumulative epsilon per day", f"{p['cumulative_epsilon_per_day']:.6g} (delta {p['delta_per_day']:.3g})"),

@@ -83,6 +83,9 @@ def release(
         suppress_below=suppress_below, precision=precision, consistent=consistent, top_k=top_k,
         top_k_epsilon=top_k_epsilon, data61_threshold=threshold,
     )
+    plan = config.plan()
+    if plan is not None:  # refuse an overspend before any work (DESIGN.md rule 5)
+        ledger.check(plan.epsilon, plan.delta)
     console = Console(stderr=True)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("adding OpenDP noise", total=dom.n_cells)

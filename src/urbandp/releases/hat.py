@@ -15,6 +15,7 @@ The result holds the released tables and the full privacy accounting; :mod:`urba
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -93,30 +94,33 @@ def per_hat_aggregates(contributions: pl.DataFrame, speed_limit: float) -> pl.Da
     )
 
 
-def _derive_noise_scale(
-    cfg: HatReleaseConfig, n: np.ndarray, k_eff: int, days: int, eps_for_queries: float
-) -> float:
-    """B such that the two queries' epsilon per day sums to ``eps_for_queries`` (III E-F solved for B)."""
-    u = cfg.speed_max
-    if cfg.neighbouring == "replace-one":
-        c = top_k_sum(u / n, k_eff) + k_eff / days
-    else:
-        c = k_eff * u + k_eff / days
-    b = c / eps_for_queries
-    # OpenDP's map rounds outward; grow B by ulps until the computed total fits the budget.
-    for _ in range(64):
-        if _query_epsilons(cfg, n, b, k_eff, days)[2] <= eps_for_queries:
+def _grow_until(b: float, fits: Callable[[float], bool]) -> float:
+    """OpenDP's maps round outward: grow a scale by a few ulps until its computed epsilon fits the budget."""
+    for _ in range(200):
+        if fits(b):
             return b
-        b = float(np.nextafter(b, np.inf)) * (1 + 1e-15)
-    return b
+        b = float(np.nextafter(b, np.inf)) * (1 + 4e-16)
+    raise RuntimeError("could not calibrate the noise scale within the budget")
 
 
-def _query_epsilons(cfg: HatReleaseConfig, n: np.ndarray, b: float, k_eff: int, days: int) -> tuple[float, float, float]:
-    eps_speed_hat = _speed_epsilons(cfg, n, b)
-    eps_speeding_hat = laplace_epsilon(1.0 / days, b)
-    speed_day = top_k_sum(eps_speed_hat, k_eff)
-    speeding_day = top_k_sum(np.full(len(n), eps_speeding_hat), k_eff)
-    return speed_day, speeding_day, speed_day + speeding_day
+def _shared_scale(cfg: HatReleaseConfig, n: np.ndarray, k_eff: int, days: int, eps: float) -> float:
+    """The report's rule: one B for both queries so their epsilons per day sum to ``eps`` (III E-F solved for B)."""
+    c = top_k_sum(cfg.speed_max / n, k_eff) + k_eff / days
+    return _grow_until(
+        c / eps,
+        lambda b: top_k_sum(_speed_epsilons(cfg, n, b), k_eff) + top_k_sum(np.full(len(n), laplace_epsilon(1 / days, b)), k_eff) <= eps,
+    )
+
+
+def _speed_scale(cfg: HatReleaseConfig, n: np.ndarray, k_eff: int, eps: float) -> float:
+    """Scale for Query 1 so that the sum of the K largest per-HAT epsilons equals ``eps``."""
+    c = top_k_sum(cfg.speed_max / n, k_eff) if cfg.neighbouring == "replace-one" else k_eff * cfg.speed_max
+    return _grow_until(c / eps, lambda b: top_k_sum(_speed_epsilons(cfg, n, b), k_eff) <= eps)
+
+
+def _speeding_scale(k_eff: int, days: int, eps: float) -> float:
+    """Scale for Query 2: K HATs each at sensitivity 1/D."""
+    return _grow_until(k_eff / (days * eps), lambda b: k_eff * laplace_epsilon(1 / days, b) <= eps)
 
 
 def _speed_epsilons(cfg: HatReleaseConfig, n: np.ndarray, b: float) -> np.ndarray:
@@ -191,34 +195,39 @@ def release_hats(
             count_eps_day = laplace_epsilon(float(k), count_scale)
     eps_selection_day = selection.epsilon_per_day + count_eps_day
 
-    # --- noise scale B ---------------------------------------------------------------------------------------------
+    # --- noise scales ------------------------------------------------------------------------------------------------
     if cfg.noise_scale is not None:
-        b = cfg.noise_scale
+        b_speed = b_speeding = cfg.noise_scale
     elif h == 0:
-        b = math.inf
+        b_speed = b_speeding = math.inf
     else:
         assert cfg.epsilon_per_day is not None
         selection_share = eps_selection_day if cfg.selection == "dp" or cfg.neighbouring == "add-remove" else 0.0
         remaining = cfg.epsilon_per_day - selection_share
         if remaining <= 0:
             raise InputError("epsilon_per_day leaves nothing for the queries after selection")
-        b = _derive_noise_scale(cfg, n, k_eff, days, remaining)
+        if cfg.neighbouring == "replace-one" and cfg.speed_share is None:
+            b_speed = b_speeding = _shared_scale(cfg, n, k_eff, days, remaining)
+        else:
+            share = 0.5 if cfg.speed_share is None else cfg.speed_share
+            b_speed = _speed_scale(cfg, n, k_eff, share * remaining)
+            b_speeding = _speeding_scale(k_eff, days, (1 - share) * remaining)
 
     # --- Query 1: average speed ------------------------------------------------------------------------------------
     if h:
-        eps_speed_hat = _speed_epsilons(cfg, n, b)
+        eps_speed_hat = _speed_epsilons(cfg, n, b_speed)
         s = released["sum_mean_speed"].to_numpy().astype(float)
         if cfg.neighbouring == "replace-one":
-            mean_speed = noise.laplace(s / n, b)
+            mean_speed = noise.laplace(s / n, b_speed)
         else:
-            noisy_sum = noise.laplace(s, b)
+            noisy_sum = noise.laplace(s, b_speed)
             mean_speed = np.clip(noisy_sum / np.maximum(noisy_n, 1.0), 0.0, cfg.speed_max)
-        eps_speeding_hat = laplace_epsilon(1.0 / days, b)
+        eps_speeding_hat = laplace_epsilon(1.0 / days, b_speeding)
         m = released["n_over_limit"].to_numpy().astype(float)
-        over_per_day = noise.laplace(m / days, b)
+        over_per_day = noise.laplace(m / days, b_speeding)
     else:
         eps_speed_hat = np.zeros(0)
-        eps_speeding_hat = laplace_epsilon(1.0 / days, b) if math.isfinite(b) else 0.0
+        eps_speeding_hat = laplace_epsilon(1.0 / days, b_speeding) if math.isfinite(b_speeding) else 0.0
         mean_speed = over_per_day = np.zeros(0)
     eps_speed_day = top_k_sum(eps_speed_hat, k_eff)
     eps_speeding_day = top_k_sum(np.full(h, eps_speeding_hat), k_eff)
@@ -242,7 +251,7 @@ def release_hats(
             "h3_cell": cells,
             "slot": labels["slot"],
             "mean_speed": round_to_precision(mean_speed, cfg.precision),
-            "noise_scale": np.full(h, b),
+            "noise_scale": np.full(h, b_speed),
             "epsilon_hat_day": eps_speed_hat,
         }
     )
@@ -251,7 +260,7 @@ def release_hats(
             "h3_cell": cells,
             "slot": labels["slot"],
             "vehicles_over_limit_per_day": round_to_precision(over_per_day, cfg.precision),
-            "noise_scale": np.full(h, b),
+            "noise_scale": np.full(h, b_speeding),
             "epsilon_hat_day": np.full(h, eps_speeding_hat),
         }
     )
@@ -261,7 +270,7 @@ def release_hats(
         "neighbouring": cfg.neighbouring,
         "neighbouring_explanation": NEIGHBOURING_TEXT[cfg.neighbouring],
         "privacy_unit": "vehicle-day",
-        "noise_scale": {"speed": b, "speeding": b, "selection": selection.scale, "count": count_scale},
+        "noise_scale": {"speed": b_speed, "speeding": b_speeding, "selection": selection.scale, "count": count_scale},
         "sensitivity": {
             "speed": (f"{cfg.speed_max}/N per HAT" if cfg.neighbouring == "replace-one" else cfg.speed_max),
             "speeding": 1.0 / days,

@@ -38,6 +38,9 @@ class HatReleaseConfig(BaseModel):
     speed_limit: float = Field(35.0, gt=0, description="Query 2 threshold (km/h)")
     noise_scale: float | None = Field(None, gt=0, description="Laplace scale B shared by both queries")
     epsilon_per_day: float | None = Field(None, gt=0, description="cumulative epsilon per vehicle-day to spend")
+    speed_share: float | None = Field(
+        None, gt=0, lt=1, description="share of the query budget for Query 1; default: report's shared B under replace-one, 0.5 under add-remove"
+    )
     budget_per_day: float | None = Field(None, gt=0, description="refuse a release whose cumulative epsilon per day exceeds this")
     selection: Selection = "dp"
     selection_epsilon: float = Field(1.0, gt=0, description="epsilon per day for DP selection when B is given")

@@ -128,6 +128,16 @@ def discrete_laplace_epsilon(sensitivity: int, scale: float) -> float:
     return float(m.map(int(sensitivity)))
 
 
+def false_positive_threshold(scale: float, domain_size: int, at_least: float) -> float:
+    """Threshold keeping the expected number of released EMPTY HATs at or below one.
+
+    An empty HAT's noisy count passes ``t`` with probability about ``exp(-t / scale) / 2`` (Laplace tail), so over a
+    domain of ``m`` HATs ``t = scale * ln(m / 2)`` lets through at most one in expectation. The threshold depends
+    only on public quantities (scale, domain size), so it costs nothing.
+    """
+    return float(max(at_least, math.ceil(scale * math.log(max(domain_size, 2) / 2.0))))
+
+
 def dp_public_domain(
     per_hat: pl.DataFrame,
     cells: pl.Series,
@@ -142,7 +152,8 @@ def dp_public_domain(
 
     The domain (cells of a public bounding box x slots) does not depend on the data, so no delta is needed. A
     vehicle-day changes at most K counts by 1 each: L1 sensitivity K, discrete Laplace of scale K / epsilon.
-    Thresholding the noisy counts is post-processing (DESIGN.md rule 4: zeros perturbed, suppression after noise).
+    Thresholding the noisy counts is post-processing (DESIGN.md rule 4: zeros perturbed, suppression after noise);
+    the threshold is at least :func:`false_positive_threshold`, so empty HATs are rarely released.
     """
     scale = k / epsilon_per_day
     while discrete_laplace_epsilon(k, scale) > epsilon_per_day:
@@ -154,7 +165,7 @@ def dp_public_domain(
         pl.col("n").fill_null(0)
     )
     noisy = noise.discrete_laplace(counts["n"].to_numpy(), scale)
-    threshold = min_per_day * days
+    threshold = false_positive_threshold(scale, counts.height, min_per_day * days)
     hats = counts.select("cell", "slot").with_columns(pl.Series("noisy_n", noisy, dtype=pl.Int64))
     hats = hats.filter(pl.col("noisy_n") >= threshold)
     return SelectionResult(

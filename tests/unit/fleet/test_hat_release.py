@@ -1,0 +1,178 @@
+"""HAT release: exact privacy numbers against hand computation (ITMS report III E-F), calibration, truncation,
+selection and the budget refusal. Values use ExactNoiseForTesting (no noise) so released numbers are the truth."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from urbandp.errors import BudgetExceededError
+from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp.releases.hat import release_hats, truncate_vehicle_days
+from urbandp.releases.hat_accounting import top_k_sum, window_delta
+from urbandp.releases.hat_config import HatReleaseConfig
+from urbandp.releases.hat_selection import smallest_threshold, _threshold_measurement
+
+EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
+D0 = dt.date(2021, 11, 15)
+CELL_A, CELL_B = 0x8742D9D69FFFFFF, 0x8742D9D6BFFFFFF
+
+
+def contributions(rows: list[tuple[int, int, int, str, float, float]]) -> pl.DataFrame:
+    """rows of (cell, slot, day offset, vehicle, mean_speed, max_speed); n_records = 1."""
+    return pl.DataFrame(
+        {
+            "cell": pl.Series([r[0] for r in rows], dtype=pl.UInt64),
+            "slot": pl.Series([r[1] for r in rows], dtype=pl.Int16),
+            "day": [D0 + dt.timedelta(days=r[2]) for r in rows],
+            "vehicle": [r[3] for r in rows],
+            "n_records": pl.Series([1] * len(rows), dtype=pl.UInt32),
+            "mean_speed": [r[4] for r in rows],
+            "max_speed": [r[5] for r in rows],
+        }
+    )
+
+
+# Two cells x one slot (9) over D = 2 days. Cell A: 3 vehicle-days, cell B: 2 vehicle-days.
+SMALL = contributions(
+    [
+        (CELL_A, 9, 0, "v1", 20.0, 40.0),
+        (CELL_A, 9, 0, "v2", 30.0, 30.0),
+        (CELL_A, 9, 1, "v1", 10.0, 36.0),
+        (CELL_B, 9, 0, "v1", 50.0, 60.0),
+        (CELL_B, 9, 1, "v3", 40.0, 20.0),
+    ]
+)
+
+
+def cfg(**kw: object) -> HatReleaseConfig:
+    base: dict[str, object] = dict(hours=(9, 10), min_vehicles_per_day=1, max_hats_per_vehicle_day=2, precision=6)
+    base.update(kw)
+    return HatReleaseConfig(**base)  # type: ignore[arg-type]
+
+
+def test_replace_one_public_threshold_matches_hand_computation() -> None:
+    """Report III E: eps_HAT_day = (U/N)/B; eps_day = sum of the K largest; Query 2: (1/D)/B each."""
+    r = release_hats(SMALL, cfg(noise_scale=2.0, neighbouring="replace-one", selection="public-threshold"), 2, EXACT)
+    speed = r.speed.sort("h3_cell")
+    assert speed["h3_cell"].to_list() == ["8742d9d69ffffff", "8742d9d6bffffff"]
+    assert speed["mean_speed"].to_list() == [20.0, 45.0]  # (20+30+10)/3, (50+40)/2
+    assert speed["epsilon_hat_day"].to_list() == pytest.approx([65 / 3 / 2, 65 / 2 / 2], rel=1e-12)
+    assert r.speeding.sort("h3_cell")["vehicles_over_limit_per_day"].to_list() == [1.0, 0.5]  # >35: (v1 d0, v1 d1)/2, v1/2
+    p = r.privacy
+    assert p["epsilon_per_day"]["speed"] == pytest.approx(65 / 3 / 2 + 65 / 2 / 2, rel=1e-12)  # K = 2 largest
+    assert p["epsilon_per_day"]["speeding"] == pytest.approx(2 * (1 / 2) / 2, rel=1e-12)
+    assert p["epsilon_per_day"]["selection"] == 0.0
+    assert p["cumulative_epsilon_per_day"] == pytest.approx(65 / 6 + 65 / 4 + 0.5, rel=1e-12)
+    assert p["epsilon_per_window"] == pytest.approx(2 * (65 / 6 + 65 / 4 + 0.5), rel=1e-12)
+    assert p["max_hats_per_vehicle_day"] == 2
+    assert p["differentially_private"] is True  # N is public under replace-one
+    assert p["neighbouring"] == "replace-one"
+
+
+def test_k_limits_the_per_day_sum() -> None:
+    r = release_hats(SMALL, cfg(noise_scale=2.0, neighbouring="replace-one", selection="public-threshold",
+                                max_hats_per_vehicle_day=1), 2, EXACT)
+    # Truncation to K = 1 drops v1's day-0 visit to B (tie broken by the lower cell), so B has N = 1 < 1 x D and
+    # only A (N = 3) is released: the per-day sum is the single HAT's epsilon.
+    assert r.privacy["hats_released"] == 1
+    assert r.privacy["vehicle_hat_days_truncated"] == 1
+    assert r.privacy["epsilon_per_day"]["speed"] == pytest.approx(65 / 3 / 2, rel=1e-12)
+    assert r.privacy["epsilon_per_day"]["speeding"] == pytest.approx(0.25, rel=1e-12)
+
+
+def test_report_golden_query2_epsilon_per_day() -> None:
+    """Report III E/F (B = 1, K = 89, D = 31): Query 2 epsilon per day = 89/31 = 2.871."""
+    assert top_k_sum(np.full(120, 1 / 31), 89) == pytest.approx(2.871, abs=5e-4)
+
+
+def test_add_remove_uses_noisy_sum_over_count_and_charges_u_over_b() -> None:
+    c = cfg(noise_scale=5.0, neighbouring="add-remove", selection="public-threshold", selection_epsilon=0.5)
+    r = release_hats(SMALL, c, 2, EXACT)
+    assert r.speed.sort("h3_cell")["mean_speed"].to_list() == [20.0, 45.0]
+    assert r.speed["epsilon_hat_day"].to_list() == pytest.approx([65 / 5] * 2, rel=1e-12)
+    p = r.privacy
+    assert p["epsilon_per_day"]["speed"] == pytest.approx(2 * 65 / 5, rel=1e-12)
+    assert p["noise_scale"]["count"] == pytest.approx(2 / 0.5)  # K / epsilon for the denominator
+    assert p["epsilon_per_day"]["selection"] == pytest.approx(0.5, rel=1e-12)
+    assert p["differentially_private"] is False  # public-threshold selection read true counts
+    assert any("public-threshold" in why for why in p["not_dp_reasons"])
+
+
+def test_public_domain_dp_selection_is_pure_and_priced_by_k() -> None:
+    c = cfg(epsilon_per_day=4.0, neighbouring="add-remove", selection="dp", domain_bbox=(21.0, 72.6, 21.4, 73.0),
+            resolution=7)
+    contrib = SMALL.with_columns(pl.lit(0x8742D9D69FFFFFF, dtype=pl.UInt64).alias("cell"))
+    r = release_hats(contrib, c, 2, EXACT)
+    p = r.privacy
+    assert p["selection"]["method"] == "dp-public-domain"
+    assert p["delta_per_day"] == 0.0
+    assert p["noise_scale"]["selection"] == pytest.approx(2 / 0.4, rel=1e-9)  # K / (0.1 * 4)
+    assert p["epsilon_per_day"]["selection"] == pytest.approx(0.4, rel=1e-12)
+    # The domain has m HATs; the threshold keeps expected false releases <= 1: t >= scale * ln(m / 2) > 5 vehicle-days,
+    # so nothing is released and the queries spend nothing.
+    assert p["selection"]["threshold_vehicle_days"] >= 5 * math.log(10 / 2)
+    assert p["hats_released"] == 0
+    assert p["cumulative_epsilon_per_day"] == pytest.approx(0.4, rel=1e-12)
+
+
+@pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove"])
+def test_epsilon_per_day_calibration_spends_exactly_the_budget(neighbouring: str) -> None:
+    c = cfg(epsilon_per_day=3.0, neighbouring=neighbouring, selection="public-threshold")
+    p = release_hats(SMALL, c, 2, EXACT).privacy
+    assert p["cumulative_epsilon_per_day"] <= 3.0
+    assert p["cumulative_epsilon_per_day"] == pytest.approx(3.0, rel=1e-9)
+    if neighbouring == "replace-one":  # report rule: one B for both queries: B = (sum top-K U/N + K/D) / eps
+        assert p["noise_scale"]["speed"] == p["noise_scale"]["speeding"]
+        assert p["noise_scale"]["speed"] == pytest.approx((65 / 3 + 65 / 2 + 2 / 2) / 3.0, rel=1e-9)
+    else:  # 10 % selection, the rest split evenly: B_speed = K U / 1.35, B_speeding = K / (D 1.35)
+        assert p["noise_scale"]["speed"] == pytest.approx(2 * 65 / 1.35, rel=1e-9)
+        assert p["noise_scale"]["speeding"] == pytest.approx(2 / (2 * 1.35), rel=1e-9)
+
+
+def test_budget_is_enforced() -> None:
+    c = cfg(noise_scale=1.0, budget_per_day=5.0, neighbouring="replace-one", selection="public-threshold")
+    with pytest.raises(BudgetExceededError, match="release refused: privacy budget exceeded"):
+        release_hats(SMALL, c, 2, EXACT)
+
+
+def test_truncation_keeps_the_k_busiest_hats_of_each_vehicle_day() -> None:
+    c = contributions([(CELL_A, s, 0, "v1", 10.0, 10.0) for s in (9, 10, 11)]).with_columns(
+        pl.Series("n_records", [5, 9, 7], dtype=pl.UInt32)
+    )
+    kept, dropped = truncate_vehicle_days(c, 2)
+    assert dropped == 1
+    assert sorted(kept["slot"].to_list()) == [10, 11]
+
+
+def test_observed_k_is_flagged_not_dp() -> None:
+    r = release_hats(SMALL, cfg(noise_scale=2.0, neighbouring="replace-one", selection="public-threshold",
+                                max_hats_per_vehicle_day="observed"), 2, EXACT)
+    assert r.privacy["max_hats_per_vehicle_day"] == 2  # v1 visits A and B on day 0
+    assert r.privacy["differentially_private"] is False
+
+
+def test_threshold_selection_delta_meets_target_and_threshold_is_minimal() -> None:
+    scale, k, delta = 20.0, 10, 1e-6
+    t = smallest_threshold(scale, k, delta, at_least=1)
+    assert _threshold_measurement(scale, t).map((k, k, 1))[1] <= delta
+    assert _threshold_measurement(scale, t - 1).map((k, k, 1))[1] > delta
+    # Laplace tail: delta ~= k * exp(-(t - 1) / scale) / 2, so t ~= 1 + scale * ln(k / (2 delta)).
+    assert abs(t - (1 + scale * math.log(k / (2 * delta)))) <= 2
+
+
+def test_threshold_selection_through_the_release() -> None:
+    c = cfg(noise_scale=2.0, neighbouring="add-remove", selection="dp", selection_epsilon=1.0, delta=1e-6)
+    p = release_hats(SMALL, c, 2, EXACT).privacy
+    assert p["delta_per_day"] <= 1e-6
+    assert p["hats_released"] == 0  # 3 vehicle-days is far below a threshold that keeps delta <= 1e-6
+    assert p["epsilon_per_day"]["selection"] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_group_privacy_delta() -> None:
+    assert window_delta(0.5, 1e-9, 3) == pytest.approx(3 * math.exp(1.0) * 1e-9, rel=1e-12)
+    assert window_delta(10.0, 1e-6, 30) == 1.0
