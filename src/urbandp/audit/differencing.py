@@ -31,7 +31,14 @@ def differencing_attack(
     alpha: float = 0.05,
     marginals_derived: bool = False,
     max_cells: int = 1000,
+    include_all: bool = False,
 ) -> dict[str, object]:
+    """Difference every marginal row against its published joint rows (see module docstring).
+
+    Rounding: when every published value is an integer and the marginal is independent, each of the ``n`` terms
+    carries a rounding error of at most 1/2, so the interval is widened by ``n/2`` -- coverage stays at least
+    ``1 - alpha`` whatever the rounding did. ``include_all`` lists groups whose interval contains 0 too.
+    """
     if not 0 < alpha < 1:
         raise InputError(f"--alpha must be in (0, 1), got {alpha}")
     if not scale > 0:
@@ -54,6 +61,8 @@ def differencing_attack(
         pl.col("visible_sum").fill_null(0.0), pl.col("n_visible").fill_null(0), pl.col("n_suppressed").fill_null(0)
     )
     merged = merged.with_columns(gap=pl.col("count") - pl.col("visible_sum"))
+    values = pl.concat([joint.table["count"].drop_nulls(), marginal.table["count"].drop_nulls()])
+    rounded = bool((values.round(0) == values).all()) and not marginals_derived
     cache: dict[tuple[int, int], float] = {}
     cells: list[dict[str, object]] = []
     n_recoverable = 0
@@ -69,11 +78,11 @@ def differencing_attack(
             terms = [m_scale] + [scale] * n_vis
         if key not in cache:
             cache[key] = LaplaceSum(terms).central_halfwidth(alpha)
-        a = cache[key]
+        a = cache[key] + (0.5 * len(terms) if rounded else 0.0)
         gap = float(row["gap"])
         low, high = gap - a, gap + a
         recoverable = low > 0
-        if not recoverable and not marginals_derived:
+        if not recoverable and not marginals_derived and not include_all:
             continue
         n_recoverable += int(recoverable)
         if len(cells) < max_cells:
@@ -91,7 +100,8 @@ def differencing_attack(
         "marginals": "derived from the noisy joint" if marginals_derived else "released independently",
         "groups_checked": merged.height,
         "groups_with_recoverable_hidden_count": n_recoverable,
-        "interval": "exact quantile of a sum of independent Laplace terms",
+        "interval": "exact quantile of a sum of independent Laplace terms"
+        + (" + 1/2 per rounded term" if rounded else ""),
         "cells": cells,
         "cells_truncated": max(0, n_recoverable - len(cells)) if not marginals_derived else None,
         "gain_beyond_noise": not marginals_derived,

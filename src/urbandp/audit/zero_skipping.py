@@ -6,11 +6,13 @@ was non-zero: a suspected individual alone at a quiet stop is detected *with cer
 Laplace *density* at ``t - 1``; the exact probability of the distinguishing event is ``exp(-(t-1)/p) / 2``
 (it is larger than the report's bound when ``p > 1`` and smaller when ``p < 1``, so for ``p < 1`` the printed
 bound overstates what the proof shows). Both are reported. For a group of ``g`` travellers the detection
-probability is ``P(g + L > t) = exp(-(t-g)/p)/2`` for ``g <= t``; the report's figures (2e-6, 4e-5, 0.005 for
-g = 1, 5, 12 at p = 1.4) follow the density convention ``exp(-(t-g)/p)/(2p)``.
+probability is ``P(g + L > t) = exp(-(t-g)/p)/2`` for ``g <= t``. The report's figures at p = 1.4 (2e-6 and
+0.005 for g = 1 and 12) follow the density convention ``exp(-(t-g)/p)/(2p)``; its 4e-5 for g = 5 matches the exact
+probability (4.6e-5) rather than the density (3.3e-5).
 
 From a table alone one can only tell whether it is *consistent* with skipping zeros (no published value in
-``(-inf, t]`` other than 0); the declared method (``privacy.json`` or ``--method``) settles it.
+``(-inf, t)`` other than 0; exactly ``t`` can appear after rounding); the declared method (``privacy.json`` or
+``--method``) settles it.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def zero_skipping_attack(
     values = counts[np.isfinite(counts)]
     n_missing = int(counts.size - values.size)
     nonzero = values[values != 0]
-    small = int(np.sum((nonzero <= threshold)))
+    small = int(np.sum(nonzero < threshold))  # released iff noisy > t, then rounded: t itself can appear
     negative = int(np.sum(nonzero < 0))
     consistent = small == 0
     declared = method
@@ -65,9 +67,9 @@ def zero_skipping_attack(
     else:
         may_skip = consistent
         basis = (
-            "undeclared method; the table has no published value in (-inf, t] other than 0, so skipped zeros "
+            "undeclared method; the table has no published value in (-inf, t) other than 0, so skipped zeros "
             "cannot be ruled out" if consistent else
-            f"undeclared method; {small} published values lie in (-inf, t] (noise reached small cells), "
+            f"undeclared method; {small} published values lie in (-inf, t) (noise reached small cells), "
             "which the Second Algorithm with this threshold cannot output"
         )
     out: dict[str, object] = {
@@ -76,7 +78,7 @@ def zero_skipping_attack(
         "declared_method": declared,
         "cells_published": int(values.size),
         "cells_missing_or_suppressed": n_missing + int(np.sum(values == 0)),
-        "published_values_at_or_below_threshold": small,
+        "published_values_below_threshold": small,
         "negative_values": negative,
         "consistent_with_second_algorithm": consistent,
         "zeros_may_be_skipped": may_skip,

@@ -1,0 +1,133 @@
+"""`urbandp counts synth` + `urbandp counts release` driven like a user, on generated data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from urbandp.cli import app
+
+pytestmark = pytest.mark.system
+RUN = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = RUN.invoke(app, list(args))
+    return res.exit_code, res.output
+
+
+@pytest.fixture(scope="module")
+def taps(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("taps")
+    code, text = run("counts", "synth", "--out", str(out), "--days", "2", "--trips-per-day", "3000",
+                     "--ferry-trips-per-day", "800", "--seed", "7")
+    assert code == 0, text
+    assert json.loads(text)["rows"] > 7000
+    return out
+
+
+def test_release_card_day_laplace(taps: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rel"
+    code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
+                     "--unit", "card-day", "--max-events", "4", "--epsilon", "1", "--out", str(out))
+    assert code == 0, text
+    priv = json.loads((out / "privacy.json").read_text())
+    assert priv["epsilon"] == 1.0 and priv["noise_scale"] == 4.0 and priv["delta"] == 0.0
+    assert priv["unit"] == "card-day (at most 4 events)"
+    assert priv["neighbouring"] == "add/remove one card-day (at most 4 events)"
+    assert priv["sensitivity"]["l1"] == 4 and priv["sensitivity"]["l2"] == 2.0
+    assert priv["zeros_perturbed"] is True and priv["mechanism"] == "discrete_laplace"
+    joint = pl.read_csv(out / "joint.csv")
+    domain = json.loads((taps / "domain.json").read_text())
+    n_places = sum(len(v) for v in domain["places"].values())
+    assert joint.height == 2 * 2 * 96 * n_places  # every cell of the public domain, zeros included
+    # time-only marginal == sums of the published joint, exactly
+    time = pl.read_csv(out / "time.csv")
+    sums = joint.group_by(["mode", "day", "tap", "bin"]).agg(pl.col("count").sum().alias("s"))
+    merged = time.join(sums, on=["mode", "day", "tap", "bin"])
+    assert merged.height == time.height and (merged["count"] == merged["s"]).all()
+    assert (out / "quarantine.csv").is_file()
+
+
+def test_release_options_parquet_consistent_topk_gaussian(taps: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rel"
+    code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
+                     "--epsilon", "1", "--consistent", "--top-k", "3", "--top-k-epsilon", "0.5",
+                     "--suppress-below", "5", "--format", "parquet", "--out", str(out))
+    assert code == 0, text
+    priv = json.loads((out / "privacy.json").read_text())
+    assert priv["total_epsilon"] == 1.5 and len(priv["ledger"]["entries"]) == 2
+    joint = pl.read_parquet(out / "joint.parquet")
+    assert joint["count"].drop_nulls().min() >= 5 and joint["count"].null_count() > 0
+    assert pl.read_parquet(out / "top_k.parquet").height == 3
+    out2 = tmp_path / "gauss"
+    code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
+                     "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-6", "--out", str(out2))
+    assert code == 0, text
+    g = json.loads((out2 / "privacy.json").read_text())
+    assert g["mechanism"] == "discrete_gaussian" and g["delta"] == 1e-6 and g["epsilon"] <= 1.0
+
+
+def test_data61_method_is_labelled_and_skips_zeros(taps: Path, tmp_path: Path) -> None:
+    out = tmp_path / "d61"
+    code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
+                     "--method", "data61-2016", "--noise-scale", "1.4", "--out", str(out))
+    assert code == 0, text
+    priv = json.loads((out / "privacy.json").read_text())
+    assert priv["differentially_private"] is False and "not differentially private" in priv["label"]
+    joint = pl.read_csv(out / "joint.csv")
+    assert (joint["count"] >= 18).all()  # released iff noisy > 18, then rounded
+    truth = np.load(taps / "truth_joint.npy")
+    assert joint.height <= int(np.count_nonzero(truth))  # only raw non-zero cells can ever appear
+
+
+def test_partition_selection_reports_delta(taps: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ps"
+    code, text = run("counts", "release", str(taps / "events.csv"), "--select-partitions", "--delta", "1e-6",
+                     "--epsilon", "1", "--out", str(out))
+    assert code == 0, text
+    priv = json.loads((out / "privacy.json").read_text())
+    assert priv["threshold"] == 14 and 0 < priv["delta"] <= 1e-6 and priv["epsilon"] == 1.0
+
+
+def test_pre_aggregated_counts_input(taps: Path, tmp_path: Path) -> None:
+    counts = tmp_path / "counts.csv"
+    pl.DataFrame({"mode": ["ferry", "ferry", "ferry"], "day": ["2016-08-08"] * 3, "tap": ["on", "off", "on"],
+                  "bin": ["08:00", "08:30", "08:15"], "location": ["Manly Wharf"] * 3, "count": ["12", "x", "3"]}).write_csv(counts)
+    code, text = run("counts", "release", str(counts), "--input-kind", "counts", "--domain", str(taps / "domain.json"),
+                     "--epsilon", "1", "--out", str(tmp_path / "o"))
+    assert code == 0, text
+    q = pl.read_csv(tmp_path / "o" / "quarantine.csv")
+    assert q["reason"].to_list() == ["count is not a non-negative integer"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["counts", "release", "/nonexistent.csv", "--epsilon", "1", "--out", "x"], "input file not found"),
+        (["counts", "release", "EVENTS", "--epsilon", "1", "--out", "x"], "no public domain"),
+        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--out", "x"], "give --epsilon or --noise-scale"),
+        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--unit", "person", "--out", "x"], "unit must be"),
+        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "2", "--budget-epsilon", "1", "--out", "x"], "budget exceeded"),
+        (["counts", "release", "EVENTS", "--domain", "BADDOMAIN", "--epsilon", "1", "--out", "x"], "not valid JSON"),
+        (["counts", "release", "NOTAP", "--domain", "DOMAIN", "--epsilon", "1", "--out", "x"], "missing column(s) tap"),
+        (["counts", "release", "EMPTY", "--domain", "DOMAIN", "--epsilon", "1", "--out", "x"], "no rows"),
+        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--method", "data61-2016", "--epsilon", "1", "--out", "x"], "needs --noise-scale"),
+    ],
+)
+def test_bad_input_one_line_exit_2(taps: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "notap.csv").write_text("mode,timestamp,location\nbus,2016-08-08 08:00,2000\n")
+    (tmp_path / "empty.csv").write_text("mode,timestamp,tap,location\n")
+    subst = {"EVENTS": str(taps / "events.csv"), "DOMAIN": str(taps / "domain.json"), "BADDOMAIN": str(tmp_path / "bad.json"),
+             "NOTAP": str(tmp_path / "notap.csv"), "EMPTY": str(tmp_path / "empty.csv")}
+    args = [subst.get(a, a) for a in args]
+    args[args.index("--out") + 1] = str(tmp_path / "out")
+    code, text = run(*args)
+    assert code == 2
+    assert text.count("\n") == 1 and text.startswith("urbandp: error:") and message in text
