@@ -54,7 +54,8 @@ def test_opal_secret_ferry_example(tmp_path: Path) -> None:
     (cell,) = res["cells"]
     assert cell["estimate"] == 18.0 and cell["n_noise_terms"] == 3
     a = LaplaceSum([1.4] * 3).central_halfwidth(0.05)
-    assert (cell["low"], cell["high"]) == (18.0 - a, 18.0 + a)
+    # published counts are rounded integers: each of the 3 terms may be off by 1/2
+    assert (cell["low"], cell["high"]) == (18.0 - a - 1.5, 18.0 + a + 1.5)
     assert a == pytest.approx(6.956, abs=1e-3)  # vs Theorem 5's 1.4 ln 5 = 2.25
     assert res["theorem5_halfwidth_three_terms"] == theorem5_halfwidth(1.4, 0.05)
     assert res["gain_beyond_noise"] is True
