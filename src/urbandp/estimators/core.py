@@ -14,6 +14,7 @@ counts only, so under that relation it costs nothing -- and it is *not* protecte
 HAT and with how many records) are treated as public. Every :class:`MeanEstimate` says so
 (``counts_public=True``). Under add/remove-one-unit or replace-one-unit-with-its-count these mechanisms are not
 differentially private as written (BASELINE's ``U m^* / sum m`` already depends on the counts).
+:class:`ClippedMean` (not in the paper) is the alternative that is DP under add/remove-one-unit.
 
 Values are clipped to ``[0, upper]`` first (a per-sample map that needs no privacy).
 
@@ -33,11 +34,15 @@ import numpy as np
 
 from urbandp.estimators.bounds import choose_m_ub
 from urbandp.estimators.grouping import GROUPINGS, GroupingPlan, make_plan
+import opendp.prelude as dp
+
 from urbandp.estimators.selection import (
+    calibrate_scale,
     noisy_max_scale,
     private_argmax,
     private_quantile,
     quantile_scale,
+    quantile_scores,
 )
 from urbandp.privacy.noise import NoiseSource, laplace_epsilon, laplace_scale
 
@@ -389,3 +394,107 @@ class Quantile(_Grouped):
         steps.append(lap)
         res = self._result(prep, eps, out, lap, tuple(steps), (a, b), noise)
         return MeanEstimate(**{**res.__dict__, "estimator": self.label})
+
+
+ADD_REMOVE = "add/remove-one-unit (all of a unit's samples; its presence and count are protected)"
+
+
+@dataclass(frozen=True)
+class ClippedMean(_Estimator):
+    """CLIPPED-MEAN: the counts-private alternative (not in the paper; our corrected default for strict releases).
+
+    Differentially private under **add/remove-one-unit** (a unit's presence, count and values are all protected;
+    ``counts_public=False``), where the paper's estimators are not (their ``m_UB``, grouping and sensitivities move
+    with one unit's count). Steps, composed sequentially:
+
+    1. ``m_UB``: with ``m_ub="dp-median"``, OpenDP's ``make_private_quantile`` (alpha = 0.5, the median the paper
+       recommends in Lemma III.2) over the public candidates ``1..m_cap`` of the counts, ``epsilon/4``
+       (symmetric distance 1 per added/removed unit). A public integer ``m_ub`` skips this step.
+    2. Every unit keeps its first ``min(m_l, m_UB)`` samples. Centred sum ``sum (s - U/2)``: Laplace with
+       sensitivity ``(U/2) m_UB``, ``epsilon/2`` (``2 epsilon/3`` with a public ``m_ub``).
+    3. Kept count ``sum min(m_l, m_UB)``: Laplace with sensitivity ``m_UB``, ``epsilon/4`` (``epsilon/3``).
+
+    Release ``U/2 + noisy sum / max(noisy count, 1)`` clipped to ``[0, U]`` (post-processing). Also works on an
+    empty HAT (no units), so a public HAT domain can be released without revealing which HATs were visited.
+    """
+
+    name: ClassVar[str] = "CLIPPED-MEAN"
+    m_ub: str | int = "dp-median"
+    m_cap: int = 1000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not (self.m_ub == "dp-median" or (isinstance(self.m_ub, int) and not isinstance(self.m_ub, bool) and self.m_ub >= 1)):
+            raise ValueError(f"m_ub must be 'dp-median' or a positive int, got {self.m_ub!r}")
+        if self.m_cap < 1:
+            raise ValueError("m_cap must be >= 1")
+
+    def shares(self) -> tuple[float, float, float]:
+        """Fractions of epsilon for (m_UB, centred sum, count)."""
+        return (0.25, 0.5, 0.25) if self.m_ub == "dp-median" else (0.0, 2.0 / 3.0, 1.0 / 3.0)
+
+    def privacy_cost(self, epsilon: float) -> PrivacyCost:
+        eps = _check_epsilon(epsilon)
+        f_m, f_s, f_c = self.shares()
+        steps = [
+            PrivacyStep("centred clipped sum", "opendp.make_laplace", eps * f_s),
+            PrivacyStep("clipped count", "opendp.make_laplace", eps * f_c),
+        ]
+        if f_m:
+            steps.insert(0, PrivacyStep("m_UB: private median of counts", "opendp.make_private_quantile", eps * f_m))
+        return PrivacyCost(self.name, eps, tuple(steps), neighbouring=ADD_REMOVE, counts_public=False)
+
+    def candidates(self) -> list[int]:
+        return list(range(1, int(self.m_cap) + 1))
+
+    def count_bound_scale(self, epsilon: float) -> tuple[float, float]:
+        """Scale and mapped epsilon of the private median of counts (unknown size, symmetric distance 1)."""
+        cands = self.candidates()
+
+        def at(scale: float) -> float:
+            meas = dp.m.make_private_quantile(
+                dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance(), dp.max_divergence(), cands, 0.5, scale
+            )
+            return float(meas.map(1))
+
+        return calibrate_scale(at, epsilon * self.shares()[0], 1.0 / (epsilon * self.shares()[0]))
+
+    def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
+        try:
+            return super().prepare(values_per_unit)
+        except ValueError as err:
+            if "no unit" not in str(err):
+                raise
+            return Prepared(values=(), counts=np.zeros(0, dtype=np.int64), n_clipped=0, true_mean=float("nan"))
+
+    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+        eps = _check_epsilon(epsilon)
+        prep = self.prepare(values_per_unit)
+        _, f_s, f_c = self.shares()
+        steps: list[PrivacyStep] = []
+        if self.m_ub == "dp-median":
+            scale, spent = self.count_bound_scale(eps)
+            cands = self.candidates()
+            if noise.is_private:
+                meas = dp.m.make_private_quantile(
+                    dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance(), dp.max_divergence(), cands, 0.5, scale
+                )
+                m_ub = int(meas([int(c) for c in prep.counts]))
+            else:
+                m_ub = int(cands[int(np.argmin(quantile_scores(prep.counts, np.asarray(cands, dtype=float), 0.5)))])
+            steps.append(PrivacyStep("m_UB: private median of counts", "opendp.make_private_quantile", eps / 4, spent, 1.0, scale))
+        else:
+            m_ub = int(self.m_ub)
+        half = float(self.upper) / 2
+        centred = math.fsum(float(np.sum(v[:m_ub] - half)) for v in prep.values)
+        kept = int(np.minimum(prep.counts, m_ub).sum())
+        noisy_sum, s_step = self._laplace_step("centred clipped sum", centred, half * m_ub, eps * f_s, noise)
+        noisy_count, c_step = self._laplace_step("clipped count", float(kept), float(m_ub), eps * f_c, noise)
+        steps += [s_step, c_step]
+        value = float(np.clip(half + noisy_sum / max(noisy_count, 1.0), 0.0, float(self.upper)))
+        return MeanEstimate(
+            self.name, value, eps, math.fsum(float(s.epsilon or 0.0) for s in steps), float(s_step.scale or 0.0),
+            float(s_step.d_in or 0.0), int(prep.counts.size), int(prep.counts.sum()), prep.n_clipped, m_ub, None,
+            None, (0.0, float(self.upper)), tuple(steps), bool(noise.is_private), counts_public=False,
+            neighbouring=ADD_REMOVE,
+        )

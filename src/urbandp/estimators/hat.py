@@ -4,11 +4,12 @@
 frame that holds, per privacy unit, the unit's speed samples in that HAT. The lead's ``urbandp release
 --speed-estimator ...`` calls it and charges ``epsilon_hat`` per HAT to the ledger.
 
-Privacy (see docs/estimators.md): within one HAT the estimate is ``epsilon_hat``-DP under the paper's relation
-(replace one unit's values; the units present and their counts are public). A unit that appears in several HATs
-pays ``epsilon_hat`` in each of them (sequential composition is the caller's job). The HATs in the output are the
-HATs present in ``frame``: which HATs exist, and with how many units and samples, is public under this assumption
-(``counts_public`` column); a release whose HAT domain must stay private has to add its own DP partition selection.
+Privacy (see docs/estimators.md): within one HAT the paper's four estimators are ``epsilon_hat``-DP under the
+paper's relation (replace one unit's values; the units present and their counts are public, ``counts_public``
+true). ``clipped-mean`` is ``epsilon_hat``-DP under add/remove-one-unit (counts private, ``counts_public`` false);
+with it, pass the public HAT domain as ``hats`` so that empty HATs are released too and the set of output rows does
+not reveal which HATs were visited. A unit that appears in several HATs pays ``epsilon_hat`` in each of them
+(sequential composition is the caller's job).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import InputError
-from urbandp.estimators.core import ArrayAveraging, Baseline, Levy, MeanEstimate, Quantile, _Estimator
+from urbandp.estimators.core import ArrayAveraging, Baseline, ClippedMean, Levy, MeanEstimate, Quantile, _Estimator
 from urbandp.privacy.noise import NoiseSource
 
-ESTIMATORS: tuple[str, ...] = ("baseline", "array-averaging", "levy", "quantile")
+ESTIMATORS: tuple[str, ...] = ("baseline", "array-averaging", "levy", "quantile", "clipped-mean")
 REQUIRED_COLUMNS: tuple[str, ...] = ("h3_cell", "slot", "unit", "speeds")
 
 OUTPUT_SCHEMA: dict[str, Any] = {
@@ -55,24 +56,37 @@ def build_estimator(estimator: str, upper: float, **params: Any) -> _Estimator:
             return Levy(upper=upper, **params)
         if estimator == "quantile":
             return Quantile(upper=upper, **params)
+        if estimator == "clipped-mean":
+            return ClippedMean(upper=upper, **params)
     except (TypeError, ValueError) as err:
         raise InputError(f"bad parameters for estimator {estimator!r}: {err}") from None
     raise InputError(f"unknown estimator {estimator!r}; choose one of {', '.join(ESTIMATORS)}")
 
 
 def estimate_hat_means(
-    frame: pl.DataFrame, estimator: str, epsilon: float, upper: float, noise: NoiseSource, **params: Any
+    frame: pl.DataFrame,
+    estimator: str,
+    epsilon: float,
+    upper: float,
+    noise: NoiseSource,
+    *,
+    hats: pl.DataFrame | None = None,
+    **params: Any,
 ) -> pl.DataFrame:
     """One private mean speed per (h3_cell, slot).
 
     ``frame``: columns ``h3_cell`` (str), ``slot`` (str), ``unit`` (str, the privacy unit = the paper's user),
     ``speeds`` (list[f64], the unit's samples in the HAT, in [0, upper]). Several rows of the same unit in the same
-    HAT are concatenated. ``estimator``: ``baseline``, ``array-averaging``, ``levy`` or ``quantile``; ``params`` go
-    to its constructor (``grouping``, ``m_ub``, ``gamma``, ``rule``, ``n_candidates``).
+    HAT are concatenated. ``estimator``: ``baseline``, ``array-averaging``, ``levy``, ``quantile`` or
+    ``clipped-mean``; ``params`` go to its constructor (``grouping``, ``m_ub``, ``gamma``, ``rule``,
+    ``n_candidates``, ``m_cap``). ``hats``: optional public domain (columns ``h3_cell``, ``slot``); every HAT in it
+    gets a row (only ``clipped-mean`` can estimate an empty HAT; the others refuse one) and HATs of ``frame``
+    outside it are dropped.
 
     Returns one row per HAT (sorted by h3_cell, slot) with ``mean_speed``, ``noise_scale`` (of the final Laplace
-    step), ``epsilon_hat`` (OpenDP-mapped epsilon of all sub-steps of that HAT, summed), ``n_units``, ``m_ub`` and
-    ``n_arrays`` (null for baseline), ``sensitivity``, the clipping interval, the estimator label and
+    step), ``epsilon_hat`` (OpenDP-mapped epsilon of all sub-steps of that HAT, summed), ``n_units`` (null for
+    ``clipped-mean``: the true number of units is not private there), ``m_ub`` (privately chosen for
+    ``clipped-mean``) and ``n_arrays`` (null for baseline and clipped-mean), ``sensitivity``, the clipping interval, the estimator label and
     ``counts_public`` (always true: the assumption under which the guarantee holds).
     """
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
@@ -92,16 +106,30 @@ def estimate_hat_means(
         .agg(pl.col("speeds"))
         .sort("h3_cell", "slot", "unit")
     )
+    by_hat = {
+        (cell, slot): [np.asarray(v, dtype=float) for v in part["speeds"].to_list()]
+        for (cell, slot), part in grouped.group_by("h3_cell", "slot", maintain_order=True)
+    }
+    if hats is None:
+        keys = list(by_hat)
+    else:
+        missing_dom = [c for c in ("h3_cell", "slot") if c not in hats.columns]
+        if missing_dom:
+            raise InputError(f"estimate_hat_means: hats is missing column(s) {', '.join(missing_dom)}")
+        dom = hats.select(pl.col("h3_cell").cast(pl.String), pl.col("slot").cast(pl.String)).unique().sort("h3_cell", "slot")
+        keys = list(dom.iter_rows())
     rows: list[dict[str, Any]] = []
-    for (cell, slot), part in grouped.group_by("h3_cell", "slot", maintain_order=True):
-        values = [np.asarray(v, dtype=float) for v in part["speeds"].to_list()]
+    for cell, slot in keys:
+        values = by_hat.get((cell, slot), [])
         try:
             res: MeanEstimate = est.estimate(values, epsilon, noise)
         except ValueError as err:
             raise InputError(f"HAT ({cell}, {slot}): {err}") from None
         rows.append({
             "h3_cell": cell, "slot": slot, "mean_speed": res.estimate, "noise_scale": res.noise_scale,
-            "epsilon_hat": res.epsilon_spent, "n_units": res.n_units, "m_ub": res.m_ub, "n_arrays": res.n_arrays,
+            "epsilon_hat": res.epsilon_spent,
+            "n_units": res.n_units if res.counts_public else None,  # the true count is not DP under add/remove
+            "m_ub": res.m_ub, "n_arrays": res.n_arrays,
             "sensitivity": res.sensitivity, "interval_low": res.interval[0], "interval_high": res.interval[1],
             "estimator": res.estimator, "counts_public": res.counts_public,
         })

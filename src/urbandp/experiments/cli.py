@@ -33,7 +33,8 @@ def mean(
 ) -> None:
     """MAE of BASELINE, ARRAY-AVERAGING, LEVY, FIXEDQUANTILE, EPS-DEPENDENTQUANTILE against epsilon.
 
-    A utility experiment with simulated (numpy) noise: nothing here is a private release.
+    Plus ARRAY-AVERAGING with WRAPAROUND and CLIPPED-MEAN (counts private). A utility experiment with simulated
+    (numpy) noise: nothing here is a private release.
 
     Example: urbandp experiment mean --synthetic sample-scaling --runs 10000 --out out/mean
 
@@ -46,7 +47,7 @@ def mean(
     from rich.table import Table
 
     from urbandp.experiments.mean_experiment import load_hat, parse_epsilons, plot_mae, write_csv
-    from urbandp.experiments.mean_simulation import paper_algorithms, run_mae
+    from urbandp.experiments.mean_simulation import all_algorithms, run_mae
     from urbandp.experiments.synthetic_mean import synthetic_dataset
 
     console = Console()
@@ -77,7 +78,7 @@ def mean(
         values = synthetic_dataset(setting, upper=upper, seed=seed)
         source = f"synthetic {setting}"
     rule = array_m_ub or ("eq1" if setting == "user-scaling" else "median")
-    algorithms = paper_algorithms(upper, array_m_ub=rule)
+    algorithms = all_algorithms(upper, array_m_ub=rule)
     try:
         algorithms[1].estimator.prepare(values)
     except ValueError as err:

@@ -24,7 +24,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from urbandp.estimators.core import ArrayAveraging, Baseline, Levy, Prepared, Quantile, _Estimator, clipped_mean
+from urbandp.estimators.core import (
+    ArrayAveraging,
+    Baseline,
+    ClippedMean,
+    Levy,
+    Prepared,
+    Quantile,
+    _Estimator,
+    clipped_mean,
+)
 from urbandp.estimators.selection import noisy_max_scale, quantile_scale, quantile_scores
 
 CHUNK = 2048  # runs per block of selection noise (bounds memory to CHUNK x candidates floats)
@@ -64,6 +73,8 @@ def simulate_errors(
     if isinstance(algorithm, Baseline):
         scale = algorithm.sensitivity(prep.counts) / epsilon
         return np.abs(rng.laplace(0.0, scale, runs))
+    if isinstance(algorithm, ClippedMean):
+        return _clipped_mean_errors(algorithm, prep, epsilon, runs, rng)
     plan = prep.plan
     assert plan is not None
     x = prep.array_means
@@ -94,6 +105,32 @@ def simulate_errors(
     raise TypeError(f"no simulation for {type(algorithm).__name__}")
 
 
+def _clipped_mean_errors(
+    algorithm: ClippedMean, prep: Prepared, epsilon: float, runs: int, rng: np.random.Generator
+) -> np.ndarray:
+    """CLIPPED-MEAN: private median of the counts per run, then noisy centred sum / noisy count."""
+    half = float(algorithm.upper) / 2
+    counts = prep.counts
+    m_max = int(max(int(counts.max()), algorithm.m_cap))
+    # per position j: sum over units with m_l > j of (s_lj - U/2); S(m) = cumulative sum up to m
+    positions = np.concatenate([np.arange(c) for c in counts])
+    flat = np.concatenate(prep.values) - half
+    per_pos = np.bincount(positions, weights=flat, minlength=m_max)
+    sums = np.concatenate([[0.0], np.cumsum(per_pos)])
+    kept = np.concatenate([[0], np.cumsum(np.bincount(positions, minlength=m_max))]).astype(float)
+    _, f_s, f_c = algorithm.shares()
+    if algorithm.m_ub == "dp-median":
+        cands = np.asarray(algorithm.candidates(), dtype=float)
+        scale, _ = algorithm.count_bound_scale(epsilon)
+        m = cands[_noisy_argmax(rng, -quantile_scores(counts, cands, 0.5), scale, runs)].astype(np.int64)
+    else:
+        m = np.full(runs, int(algorithm.m_ub), dtype=np.int64)
+    noisy_sum = sums[m] + rng.laplace(0.0, 1.0, runs) * (half * m / (epsilon * f_s))
+    noisy_count = kept[m] + rng.laplace(0.0, 1.0, runs) * (m / (epsilon * f_c))
+    est = np.clip(half + noisy_sum / np.maximum(noisy_count, 1.0), 0.0, float(algorithm.upper))
+    return np.abs(est - prep.true_mean)
+
+
 def paper_algorithms(upper: float, array_m_ub: str = "median", n_candidates: int = 1001) -> list[Algorithm]:
     """The algorithms of the paper's figures, BESTFIT grouping throughout (section IV-B), plus ARRAY-AVERAGING
     with WRAPAROUND (the comparison the paper omits for space)."""
@@ -105,6 +142,12 @@ def paper_algorithms(upper: float, array_m_ub: str = "median", n_candidates: int
         Algorithm("FIXEDQUANTILE", Quantile(upper=upper, m_ub="eq1", rule="fixed", n_candidates=n_candidates)),
         Algorithm("EPS-DEPENDENTQUANTILE", Quantile(upper=upper, m_ub="eq1", rule="eps-dependent", n_candidates=n_candidates)),
     ]
+
+
+def all_algorithms(upper: float, array_m_ub: str = "median", n_candidates: int = 1001) -> list[Algorithm]:
+    """The paper's algorithms plus CLIPPED-MEAN (counts private, add/remove-one-unit): the price of the stronger
+    guarantee, side by side."""
+    return [*paper_algorithms(upper, array_m_ub, n_candidates), Algorithm("CLIPPED-MEAN", ClippedMean(upper=upper))]
 
 
 @dataclass(frozen=True)

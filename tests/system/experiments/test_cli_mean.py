@@ -28,9 +28,9 @@ def test_synthetic_run_writes_table_csv_and_png(tmp_path: Path) -> None:
     assert "FIXEDQUANTILE" in proc.stdout and "EPS-DEPENDENTQUANTILE" in proc.stdout
     mae = pl.read_csv(tmp_path / "mae.csv")
     assert mae.columns == ["algorithm", "epsilon", "mae", "runs"]
-    assert mae.height == 6 * 2 and set(mae["runs"].to_list()) == {300}
+    assert mae.height == 7 * 2 and set(mae["runs"].to_list()) == {300}
     assert set(mae["algorithm"].to_list()) == {"BASELINE", "ARRAY-AVERAGING", "ARRAY-AVERAGING-WRAPAROUND", "LEVY",
-                                               "FIXEDQUANTILE", "EPS-DEPENDENTQUANTILE"}
+                                               "FIXEDQUANTILE", "EPS-DEPENDENTQUANTILE", "CLIPPED-MEAN"}
     assert (tmp_path / "mae.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
-from urbandp.estimators import Levy, Quantile
+from urbandp.estimators import ClippedMean, Levy, Quantile
 from urbandp.estimators.selection import private_argmax, quantile_scores
 from urbandp.experiments.mean_simulation import _noisy_argmax, simulate_errors
 from urbandp.experiments.synthetic_mean import draw_samples
@@ -40,8 +40,10 @@ def test_quantile_scores_are_opendps_up_to_a_constant(alpha: float) -> None:
     np.testing.assert_array_equal(theirs == 0, ours == 0)
 
 
-@pytest.mark.parametrize("estimator", [Levy(upper=65.0), Quantile(upper=65.0, rule="fixed", n_candidates=131)])
-def test_release_and_simulation_have_the_same_mae(estimator: Levy | Quantile) -> None:
+@pytest.mark.parametrize(
+    "estimator", [Levy(upper=65.0), Quantile(upper=65.0, rule="fixed", n_candidates=131), ClippedMean(upper=65.0, m_cap=80)]
+)
+def test_release_and_simulation_have_the_same_mae(estimator: Levy | Quantile | ClippedMean) -> None:
     # Small HAT: 40 units with 5..60 samples. The release path (OpenDP) is run n_real times; the simulation
     # n_sim times. Both MAEs estimate the same number; their difference has standard error
     # sqrt(sd_real^2 / n_real + sd_sim^2 / n_sim): we allow 4 of them.

@@ -136,3 +136,27 @@ def test_release_code_cannot_reach_the_simulation() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_clipped_mean_accounting_and_exact_answer() -> None:
+    from urbandp.estimators import ADD_REMOVE, ClippedMean
+
+    est = ClippedMean(upper=60.0, m_cap=10)
+    assert [s.epsilon_budget for s in est.privacy_cost(2.0).steps] == [0.5, 1.0, 0.5]
+    assert [s.epsilon_budget for s in ClippedMean(upper=60.0, m_ub=3).privacy_cost(1.5).steps] == [1.0, 0.5]
+    values = [np.array([10.0, 20.0, 30.0, 40.0]), np.array([50.0]), np.array([5.0, 5.0, 5.0])]
+    exact = est.estimate(values, 1.0, EXACT)
+    # median of counts [4, 1, 3] over candidates 1..10 is 3 -> keep 3 + 1 + 3 samples
+    assert exact.m_ub == 3
+    assert exact.estimate == pytest.approx((10 + 20 + 30 + 50 + 5 + 5 + 5) / 7)
+    assert exact.sensitivity == pytest.approx(30.0 * 3)  # centred sum: (U/2) m_UB
+    res = est.estimate(values, 1.0, OpenDPNoise())
+    m_step, s_step, c_step = res.steps
+    assert m_step.d_in == 1.0 and m_step.scale == pytest.approx(4.0, rel=1e-9)  # map: d_in / scale = 0.25
+    assert s_step.scale == pytest.approx(30.0 * res.m_ub / 0.5, rel=1e-9)
+    assert c_step.scale == pytest.approx(res.m_ub / 0.25, rel=1e-9)
+    assert res.epsilon_spent <= 1.0 and res.epsilon_spent == pytest.approx(1.0, rel=1e-9)
+    assert not res.counts_public and res.neighbouring == ADD_REMOVE
+    assert 0.0 <= res.estimate <= 60.0
+    empty = est.estimate([], 1.0, OpenDPNoise())  # an empty HAT of a public domain is released too
+    assert empty.n_units == 0 and 0.0 <= empty.estimate <= 60.0 and empty.epsilon_spent == pytest.approx(1.0)

@@ -54,3 +54,15 @@ def test_params_reach_the_estimator_and_bad_input_is_refused() -> None:
         estimate_hat_means(_frame().drop("unit"), "baseline", 1.0, 65.0, EXACT)
     with pytest.raises(InputError, match="bad parameters"):
         estimate_hat_means(_frame(), "levy", 1.0, 65.0, EXACT, gamma=2.0)
+
+
+def test_clipped_mean_releases_the_public_domain_and_hides_unit_counts() -> None:
+    hats = pl.DataFrame({"h3_cell": ["a", "b", "c"], "slot": ["09", "10", "11"]})
+    out = estimate_hat_means(_frame(), "clipped-mean", 1.0, 65.0, OpenDPNoise(), hats=hats, m_cap=20)
+    assert out["h3_cell"].to_list() == ["a", "b", "c"]  # c has no data and is released anyway
+    assert out["n_units"].null_count() == 3 and not any(out["counts_public"].to_list())
+    assert all(e <= 1.0 and e == pytest.approx(1.0, rel=1e-9) for e in out["epsilon_hat"].to_list())
+    exact = estimate_hat_means(_frame(), "clipped-mean", 1.0, 65.0, EXACT, m_ub=1)
+    assert exact.row(0, named=True)["mean_speed"] == pytest.approx((10 + 40 + 5) / 3)
+    with pytest.raises(InputError, match="HAT \\(c, 11\\)"):
+        estimate_hat_means(_frame(), "baseline", 1.0, 65.0, EXACT, hats=hats)
