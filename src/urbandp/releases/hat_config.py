@@ -100,4 +100,6 @@ def build_config(file: Path | None, overrides: dict[str, object]) -> HatReleaseC
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "config"
+        if first.get("type") == "extra_forbidden":
+            raise InputError(f"unknown config key '{where}'") from None
         raise InputError(f"bad config value for {where}: {first['msg']}") from None
