@@ -326,55 +326,56 @@ def _generate_day(spec: FleetSpec, fleet: _Fleet, day: int) -> pl.DataFrame:
     absurd = rows("absurd_speed")
     speed[absurd] = rng.uniform(200.5, 999.0, absurd.size)
     bad_ts = rows("unparseable_timestamp")
-    bad_text = pl.Series("bad", [None] * n, dtype=pl.String).scatter(
-        bad_ts, [BAD_TIMESTAMPS[i] for i in rng.integers(0, len(BAD_TIMESTAMPS), bad_ts.size).tolist()]
-    )
-
     date = spec.start + dt.timedelta(days=day)
-    midnight = int(dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC).timestamp())
-    plates = pl.Series("plates", fleet.plates, dtype=pl.String)
-    route_names = pl.Series("routes", fleet.route_ids, dtype=pl.String)
+    observation = _day_stamps(date, city.utc_offset).gather(seconds)
+    if bad_ts.size:
+        observation = observation.scatter(
+            bad_ts, [BAD_TIMESTAMPS[i] for i in rng.integers(0, len(BAD_TIMESTAMPS), bad_ts.size).tolist()]
+        )
+    # An (n, 2) array becomes a fixed-size list column and is cast to list<f64> (much faster than concat_list).
+    coordinates = pl.Series("coordinates", np.column_stack([np.round(lon, 6), np.round(lat, 6)]))
     frame = pl.DataFrame(
         {
+            "license_plate": pl.Series(fleet.plates, dtype=pl.String).gather(veh),
+            "route_id": pl.Series(fleet.route_ids, dtype=pl.String).gather(route),
             "veh": veh.astype(np.uint32),
-            "route": route.astype(np.uint32),
             "leg": leg.astype(np.uint32),
             "up": up,
-            "sec": seconds + midnight,
-            "lon": np.round(lon, 6),
-            "lat": np.round(lat, 6),
+            "observationDateTime": observation,
+            "coordinates": coordinates.cast(pl.List(pl.Float64)),
             "has_coords": has_coords,
             "speed": np.round(speed, 2),
-            "bad": bad_text,
         }
     )
-    stamp = pl.from_epoch("sec", time_unit="s").dt.strftime("%Y-%m-%dT%H:%M:%S") + pl.lit(city.utc_offset)
     return frame.select(
         pl.lit(city.feed_id).alias("id"),
-        _gather(plates, "veh").alias("license_plate"),
+        pl.col("license_plate"),
         pl.concat_str(
-            _gather(route_names, "route"),
+            pl.col("route_id"),
             pl.lit(f"-{date:%Y%m%d}-"),
             pl.col("veh").cast(pl.String),
             pl.lit("-"),
             pl.col("leg").cast(pl.String),
         ).alias("trip_id"),
-        _gather(route_names, "route").alias("route_id"),
+        pl.col("route_id"),
         pl.when(pl.col("up")).then(pl.lit("UP")).otherwise(pl.lit("DN")).alias("trip_direction"),
-        pl.coalesce(pl.col("bad"), stamp).alias("observationDateTime"),
+        pl.col("observationDateTime"),
         pl.struct(
             type=pl.lit("Point"),
-            coordinates=pl.when(pl.col("has_coords")).then(pl.concat_list("lon", "lat")),
+            coordinates=pl.when(pl.col("has_coords")).then(pl.col("coordinates")),
         ).alias("location"),
         pl.col("speed"),
     )
 
 
-def _gather(values: pl.Series, index_col: str) -> pl.Expr:
-    """Look up ``values[index]`` for an integer index column (a tiny table, so a replace is fast)."""
-    return pl.col(index_col).replace_strict(
-        pl.Series(range(values.len()), dtype=pl.UInt32), values, return_dtype=pl.String
-    )
+def _day_stamps(date: dt.date, utc_offset: str) -> pl.Series:
+    """The 86,400 local timestamps of one day as ISO 8601 text with offset, indexed by second of the day."""
+    midnight = int(dt.datetime(date.year, date.month, date.day, tzinfo=dt.UTC).timestamp())
+    return pl.select(
+        pl.from_epoch(pl.int_range(midnight, midnight + SECONDS_PER_DAY), time_unit="s").dt.strftime(
+            f"%Y-%m-%dT%H:%M:%S{utc_offset}"
+        )
+    ).to_series()
 
 
 def iter_fleet_days(spec: FleetSpec) -> Iterator[pl.DataFrame]:
