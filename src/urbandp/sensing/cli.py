@@ -271,7 +271,7 @@ def dp_map(
     privacy["rows"] = load.__dict__
     privacy["leakage_mean"] = summary
     if eps_list and fitted:
-        rows = rmse_vs_epsilon(fitted, eps_list, noise, sensitivity, upper, calibration)
+        rows = rmse_vs_epsilon(fitted, eps_list, sensitivity, upper, calibration)
         pl.DataFrame(rows).write_csv(out / "rmse_vs_epsilon.csv")
         rmse_cdf(rows, out / "rmse_vs_epsilon.png", f"RMSE of DP sigma_p^2 over {len(fitted)} windows ({calibration})")
         privacy["utility_experiment"] = "rmse_vs_epsilon.csv: utility only, computed from true values, not a release"

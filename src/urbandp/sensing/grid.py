@@ -6,8 +6,9 @@ the paper's cell id of a point is
 
     i = floor((x - x_0) / z) + floor((y - y_0) / z) * (l / z)
 
-where ``l / z`` is the number of columns; we use ``n_cols = ceil(l / z)`` so that a width that is not a multiple
-of ``z`` still gets whole cells (points on the east/north edge fall in the last column/row).
+where ``l / z`` is the number of columns; we use ``n_cols = ceil(l / z)`` (and ``n_rows = ceil(b / z)``) so that a
+width that is not a multiple of ``z`` still gets whole cells: the grid extends the box east and north to whole
+cells, and points on its east/north edge fall in the last column/row. Points outside get id -1.
 
 Coordinates are projected with an equirectangular projection around the box's south-west corner
 (``x = R cos(lat_0) (lon - lon_0)``, ``y = R (lat - lat_0)``, R = 6,371,008.8 m), accurate to well below a
@@ -96,9 +97,12 @@ class SquareGrid:
         return self.n_cols * self.n_rows
 
     def contains(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        lat = np.asarray(lat, dtype=float)
-        lon = np.asarray(lon, dtype=float)
-        return (lat >= self.lat_min) & (lat <= self.lat_max) & (lon >= self.lon_min) & (lon <= self.lon_max)
+        """Inside the grid: the box extended east and north to whole cells (``n_cols z`` by ``n_rows z``)."""
+        xy = self.to_metres(lat, lon)
+        return (
+            (xy[:, 0] >= 0) & (xy[:, 1] >= 0)
+            & (xy[:, 0] <= self.n_cols * self.cell_metres) & (xy[:, 1] <= self.n_rows * self.cell_metres)
+        )
 
     def cell_id(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
         """Paper section IV: ``floor((x - x_0)/z) + floor((y - y_0)/z) * n_cols``; -1 outside the box."""

@@ -1,0 +1,117 @@
+"""Bounded Laplace (Holohan et al. 2018): calibrated scales pinned, the paper's scale shown not epsilon-DP."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.sensing.bounded_laplace import (
+    BoundedLaplace, actual_epsilon, expected_squared_error, holohan_scale, inside_mass,
+)
+
+
+def density(y: np.ndarray, x: float, b: float, lo: float, hi: float) -> np.ndarray:
+    """Output density of the rejection sampler, normalised by numerical integration (independent of C_x)."""
+    mass, _ = integrate.quad(lambda t: math.exp(-abs(t - x) / b), lo, hi, points=[x], epsabs=1e-14, epsrel=1e-13)
+    return np.exp(-np.abs(y - x) / b) / mass
+
+
+def exact_log_ratio(b: float, delta: float, lo: float, hi: float, n: int = 201) -> float:
+    """sup over neighbouring inputs |x - x'| <= delta and outputs y of log f_x(y) / f_x'(y), on fine grids."""
+    xs = np.linspace(lo, hi, n)
+    ys = np.linspace(lo, hi, 401)
+    dens = {float(x): np.log(density(ys, float(x), b, lo, hi)) for x in xs}
+    worst = -math.inf
+    for x in xs:
+        for x2 in xs[np.abs(xs - x) <= delta + 1e-12]:
+            worst = max(worst, float(np.max(dens[float(x)] - dens[float(x2)])))
+    return worst
+
+
+# Pinned values: solutions of Delta/b + log(C_{l+Delta}(b)/C_l(b)) = epsilon by bisection (rel. tol 1e-12).
+PINNED = [
+    (0.5, 1.0, 0.0, 2.0, 2.9146436486535094),
+    (1.0, 1.0, 0.0, 2.0, 1.413342697738699),
+    (10.0, 1.0, 0.0, 2.0, 0.10744665942265783),
+]
+
+
+@pytest.mark.parametrize(("eps", "delta", "lo", "hi", "scale"), PINNED)
+def test_calibrated_scale_is_pinned(eps: float, delta: float, lo: float, hi: float, scale: float) -> None:
+    assert holohan_scale(eps, delta, lo, hi) == pytest.approx(scale, rel=1e-10)
+    assert actual_epsilon(scale, delta, lo, hi) == pytest.approx(eps, rel=1e-10)
+    assert actual_epsilon(scale, delta, lo, hi) <= eps * (1 + 1e-12)
+
+
+def test_calibrated_scale_is_epsilon_dp_by_exact_density_ratio() -> None:
+    mech = BoundedLaplace(1.0, 1.0, 0.0, 2.0)
+    # grid sup approaches the true sup from below; the true sup is attained at grid points x=0, x'=1, y=0
+    assert exact_log_ratio(mech.scale, 1.0, 0.0, 2.0) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_paper_scale_violates_epsilon() -> None:
+    paper = BoundedLaplace(1.0, 1.0, 0.0, 2.0, calibration="paper")
+    assert paper.scale == 1.0
+    ratio = exact_log_ratio(paper.scale, 1.0, 0.0, 2.0)
+    # exact: 1 + log(C_1(1) / C_0(1)) = 1 + log((1 - e^-1) / (1 - (1 + e^-2)/2))
+    expected = 1.0 + math.log((1 - math.exp(-1)) / (0.5 - 0.5 * math.exp(-2)))
+    assert ratio == pytest.approx(expected, abs=1e-9)
+    assert ratio > 1.3
+    assert paper.epsilon_actual == pytest.approx(expected, rel=1e-12)
+    assert not paper.summarize()["differentially_private_at_epsilon"]
+
+
+def test_full_range_sensitivity_needs_no_correction() -> None:
+    # Delta = u - l: C_l = C_u by symmetry, so Holohan's factor is 1 and b = Delta / epsilon exactly
+    for eps in (0.5, 1.0, 10.0):
+        assert holohan_scale(eps, 1.0, 0.0, 1.0) == 1.0 / eps
+        assert actual_epsilon(1.0 / eps, 1.0, 0.0, 1.0) == pytest.approx(eps, rel=1e-12)
+    assert exact_log_ratio(1.0, 1.0, 0.0, 1.0, n=101) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_inside_mass_matches_integral() -> None:
+    for x in (0.0, 0.3, 1.0):
+        num, _ = integrate.quad(lambda t: math.exp(-abs(t - x) / 0.7) / 1.4, 0.0, 1.0, points=[x])
+        assert float(inside_mass(x, 0.7, 0.0, 1.0)) == pytest.approx(num, rel=1e-10)
+
+
+def test_expected_squared_error_matches_integral() -> None:
+    for x in (0.0, 0.25, 0.9):
+        b = 0.6
+        m2, _ = integrate.quad(lambda t: (t - x) ** 2 * math.exp(-abs(t - x) / b), 0, 1, points=[x])
+        m0, _ = integrate.quad(lambda t: math.exp(-abs(t - x) / b), 0, 1, points=[x])
+        assert float(expected_squared_error(np.array([x]), b, 0.0, 1.0)[0]) == pytest.approx(m2 / m0, rel=1e-9)
+
+
+def test_release_stays_in_bounds_and_follows_the_truncated_laplace() -> None:
+    mech = BoundedLaplace(1.0, 1.0, 0.0, 2.0)
+    out = mech.release(np.full(4000, 0.5), OpenDPNoise())
+    assert out.min() >= 0.0 and out.max() <= 2.0
+    b = mech.scale
+    c = float(inside_mass(0.5, b, 0.0, 2.0))
+
+    def cdf(y: np.ndarray) -> np.ndarray:
+        lap = stats.laplace(loc=0.5, scale=b)
+        return (lap.cdf(y) - lap.cdf(0.0)) / c
+
+    # OpenDP draws cannot be seeded: KS at n = 4000 rejects a correct sampler with probability 1e-6 at p < 1e-6
+    assert stats.kstest(out, cdf).pvalue > 1e-6
+
+
+def test_release_clamps_inputs_and_exact_noise_is_identity() -> None:
+    mech = BoundedLaplace(1.0, 1.0, 0.0, 1.0)
+    out = mech.release(np.array([-3.0, 0.4, 7.0]), ExactNoiseForTesting(acknowledge_not_private=True))
+    np.testing.assert_array_equal(out, [0.0, 0.4, 1.0])
+
+
+def test_invalid_parameters() -> None:
+    with pytest.raises(ValueError):
+        BoundedLaplace(0.0, 1.0, 0.0, 1.0)
+    with pytest.raises(ValueError):
+        BoundedLaplace(1.0, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError):
+        BoundedLaplace(1.0, 1.0, 0.0, 1.0, calibration="other")
