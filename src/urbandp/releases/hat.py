@@ -27,7 +27,7 @@ from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 from urbandp.privacy.rounding import round_to_precision
 from urbandp.releases.hat_accounting import top_k_sum, window_delta, window_epsilon
-from urbandp.releases.hat_config import HatReleaseConfig
+from urbandp.releases.hat_config import PAPER_ESTIMATORS, HatReleaseConfig
 from urbandp.releases.hat_selection import (
     SelectionResult,
     domain_cells,
@@ -195,6 +195,9 @@ def release_hats(
             count_eps_day = laplace_epsilon(float(k), count_scale)
     eps_selection_day = selection.epsilon_per_day + count_eps_day
 
+    if cfg.neighbouring == "add-remove" and cfg.speed_estimator in PAPER_ESTIMATORS:
+        not_dp.append(f"estimator {cfg.speed_estimator} assumes unit counts are public (replace-one); use clipped-mean")
+
     # --- noise scales ------------------------------------------------------------------------------------------------
     if cfg.noise_scale is not None:
         b_speed = b_speeding = cfg.noise_scale
@@ -206,22 +209,29 @@ def release_hats(
         remaining = cfg.epsilon_per_day - selection_share
         if remaining <= 0:
             raise InputError("epsilon_per_day leaves nothing for the queries after selection")
-        if cfg.neighbouring == "replace-one" and cfg.speed_share is None:
+        if cfg.neighbouring == "replace-one" and cfg.speed_share is None and cfg.speed_estimator == "report":
             b_speed = b_speeding = _shared_scale(cfg, n, k_eff, days, remaining)
         else:
             share = 0.5 if cfg.speed_share is None else cfg.speed_share
-            b_speed = _speed_scale(cfg, n, k_eff, share * remaining)
+            eps_speed_budget = share * remaining
+            b_speed = _speed_scale(cfg, n, k_eff, eps_speed_budget) if cfg.speed_estimator == "report" else math.nan
             b_speeding = _speeding_scale(k_eff, days, (1 - share) * remaining)
 
     # --- Query 1: average speed ------------------------------------------------------------------------------------
+    speed_scales = np.full(h, b_speed)
+    if h and cfg.speed_estimator != "report":
+        mean_speed, eps_speed_hat, speed_scales = _user_level_means(
+            contributions, released, cfg, eps_speed_budget / k_eff, noise, slots
+        )
     if h:
-        eps_speed_hat = _speed_epsilons(cfg, n, b_speed)
-        s = released["sum_mean_speed"].to_numpy().astype(float)
-        if cfg.neighbouring == "replace-one":
-            mean_speed = noise.laplace(s / n, b_speed)
-        else:
-            noisy_sum = noise.laplace(s, b_speed)
-            mean_speed = np.clip(noisy_sum / np.maximum(noisy_n, 1.0), 0.0, cfg.speed_max)
+        if cfg.speed_estimator == "report":
+            eps_speed_hat = _speed_epsilons(cfg, n, b_speed)
+            s = released["sum_mean_speed"].to_numpy().astype(float)
+            if cfg.neighbouring == "replace-one":
+                mean_speed = noise.laplace(s / n, b_speed)
+            else:
+                noisy_sum = noise.laplace(s, b_speed)
+                mean_speed = np.clip(noisy_sum / np.maximum(noisy_n, 1.0), 0.0, cfg.speed_max)
         eps_speeding_hat = laplace_epsilon(1.0 / days, b_speeding)
         m = released["n_over_limit"].to_numpy().astype(float)
         over_per_day = noise.laplace(m / days, b_speeding)
@@ -251,7 +261,7 @@ def release_hats(
             "h3_cell": cells,
             "slot": labels["slot"],
             "mean_speed": round_to_precision(mean_speed, cfg.precision),
-            "noise_scale": np.full(h, b_speed),
+            "noise_scale": speed_scales,
             "epsilon_hat_day": eps_speed_hat,
         }
     )
@@ -270,7 +280,7 @@ def release_hats(
         "neighbouring": cfg.neighbouring,
         "neighbouring_explanation": NEIGHBOURING_TEXT[cfg.neighbouring],
         "privacy_unit": "vehicle-day",
-        "noise_scale": {"speed": b_speed, "speeding": b_speeding, "selection": selection.scale, "count": count_scale},
+        "noise_scale": {"speed": float(np.nanmax(speed_scales)) if h else b_speed, "speeding": b_speeding, "selection": selection.scale, "count": count_scale},
         "sensitivity": {
             "speed": (f"{cfg.speed_max}/N per HAT" if cfg.neighbouring == "replace-one" else cfg.speed_max),
             "speeding": 1.0 / days,
@@ -307,6 +317,49 @@ def release_hats(
         "ledger": ledger.to_dict(),
     }
     return HatRelease(speed=speed, speeding=speeding, privacy=privacy, ledger=ledger)
+
+
+def _user_level_means(
+    contributions: pl.DataFrame,
+    released: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    epsilon_hat: float,
+    noise: NoiseSource,
+    slots: SlotSpec,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Query 1 by a user-level mean estimator (issue 3): one "user" = one vehicle-day in the HAT.
+
+    Each released HAT gets ``epsilon_hat``; a vehicle-day is in at most K of them, so the per-day cost is the sum
+    of the K largest (basic composition), as for the report's estimator.
+    """
+    from urbandp.estimators.hat import estimate_hat_means
+
+    if "speeds" not in contributions.columns:
+        raise InputError("the user-level estimators need contributions computed with keep_speeds=True")
+    keys = released.select("cell", "slot")
+    frame = contributions.join(keys, on=["cell", "slot"], how="semi").select(
+        _cell_expr().alias("h3_cell"),
+        slots.label_expr(pl.col("slot")).alias("slot"),
+        pl.format("{}|{}", pl.col("vehicle"), pl.col("day")).alias("unit"),
+        pl.col("speeds"),
+    )
+    hats = keys.select(_cell_expr().alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot"))
+    est = estimate_hat_means(
+        frame, cfg.speed_estimator, epsilon_hat, cfg.speed_max, noise,
+        hats=hats if cfg.speed_estimator == "clipped-mean" else None,
+    )
+    aligned = hats.join(est, on=["h3_cell", "slot"], how="left", maintain_order="left")
+    return (
+        aligned["mean_speed"].to_numpy().astype(float),
+        aligned["epsilon_hat"].to_numpy().astype(float),
+        aligned["noise_scale"].to_numpy().astype(float),
+    )
+
+
+def _cell_expr() -> pl.Expr:
+    from urbandp.grid.h3cells import cell_to_string
+
+    return cell_to_string(pl.col("cell"))
 
 
 def _cell_strings(cells: pl.Series) -> pl.Series:

@@ -21,7 +21,7 @@ from urbandp.errors import InputError
 
 Selection = Literal["dp", "public-threshold"]
 Neighbouring = Literal["add-remove", "replace-one"]
-SpeedEstimator = Literal["report", "baseline", "array-averaging", "levy", "quantile"]
+SpeedEstimator = Literal["report", "baseline", "array-averaging", "levy", "quantile", "clipped-mean"]
 
 
 class HatReleaseConfig(BaseModel):
@@ -61,6 +61,8 @@ class HatReleaseConfig(BaseModel):
     def _one_of_scale_or_epsilon(self) -> HatReleaseConfig:
         if (self.noise_scale is None) == (self.epsilon_per_day is None):
             raise ValueError("give exactly one of noise_scale (--noise-scale) or epsilon_per_day (--epsilon-per-day)")
+        if self.speed_estimator != "report" and self.epsilon_per_day is None:
+            raise ValueError("--speed-estimator other than 'report' needs --epsilon-per-day (it is calibrated by epsilon)")
         if isinstance(self.max_hats_per_vehicle_day, int) and self.max_hats_per_vehicle_day < 1:
             raise ValueError("max_hats_per_vehicle_day must be >= 1 or 'observed'")
         return self
@@ -72,7 +74,13 @@ class HatReleaseConfig(BaseModel):
             return False
         if self.selection == "public-threshold" and self.neighbouring == "add-remove":
             return False
+        if self.neighbouring == "add-remove" and self.speed_estimator in PAPER_ESTIMATORS:
+            return False
         return True
+
+
+# The user-level mean estimators of the paper assume the units present and their record counts are public.
+PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
 
 
 def build_config(file: Path | None, overrides: dict[str, object]) -> HatReleaseConfig:

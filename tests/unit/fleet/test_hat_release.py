@@ -176,3 +176,37 @@ def test_threshold_selection_through_the_release() -> None:
 def test_group_privacy_delta() -> None:
     assert window_delta(0.5, 1e-9, 3) == pytest.approx(3 * math.exp(1.0) * 1e-9, rel=1e-12)
     assert window_delta(10.0, 1e-6, 30) == 1.0
+
+
+def _with_speeds(frame: pl.DataFrame) -> pl.DataFrame:
+    """Three samples per vehicle-day around its mean, as keep_speeds=True would give."""
+    return frame.with_columns(
+        pl.concat_list(pl.col("mean_speed") - 1, pl.col("mean_speed"), pl.col("mean_speed") + 1).alias("speeds")
+    )
+
+
+@pytest.mark.parametrize(
+    ("estimator", "neighbouring", "is_dp"),
+    [("array-averaging", "replace-one", True), ("array-averaging", "add-remove", False),
+     ("clipped-mean", "add-remove", True), ("levy", "replace-one", True)],
+)
+def test_user_level_estimators_are_wired_and_accounted(estimator: str, neighbouring: str, is_dp: bool) -> None:
+    """Issue 3 wiring: each HAT gets (speed share of the budget) / K; the per-day sum of the K largest fits it."""
+    c = cfg(epsilon_per_day=4.0, neighbouring=neighbouring, selection="public-threshold", speed_estimator=estimator)
+    r = release_hats(_with_speeds(SMALL), c, 2, EXACT)
+    p = r.privacy
+    budget_speed = 0.5 * (4.0 - (0.4 if neighbouring == "add-remove" else 0.0))
+    assert r.speed["epsilon_hat_day"].max() <= budget_speed / 2 + 1e-12
+    assert p["epsilon_per_day"]["speed"] <= budget_speed + 1e-12
+    assert p["epsilon_per_day"]["speed"] == pytest.approx(budget_speed, rel=1e-6)
+    assert p["cumulative_epsilon_per_day"] <= 4.0 + 1e-12
+    estimator_flagged = any("assumes unit counts are public" in why for why in p["not_dp_reasons"])
+    assert estimator_flagged is (not is_dp)
+    if neighbouring == "replace-one":
+        assert p["not_dp_reasons"] == [] and p["differentially_private"] is True
+    assert p["speed_estimator"] == estimator
+
+
+def test_user_level_estimator_needs_epsilon_not_scale() -> None:
+    with pytest.raises(ValueError, match="needs --epsilon-per-day"):
+        cfg(noise_scale=1.0, speed_estimator="levy")
