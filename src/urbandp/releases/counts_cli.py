@@ -47,7 +47,6 @@ def release(
     """
     import json
 
-    import polars as pl
     from rich.console import Console
     from rich.progress import Progress
 
@@ -104,7 +103,6 @@ def release(
     summary = {k: rel.privacy.get(k) for k in ("method", "differentially_private", "unit", "mechanism", "epsilon", "delta", "noise_scale", "total_epsilon")}
     summary["out"] = str(out)
     typer.echo(json.dumps(summary))
-    _ = pl
 
 
 def _release_selected(df, out: Path, punit, epsilon, noise_scale, delta, input_kind, ledger) -> None:  # type: ignore[no-untyped-def]

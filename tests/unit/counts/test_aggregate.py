@@ -46,3 +46,11 @@ def test_pre_aggregated_counts() -> None:
     assert j.counts[0, 0, 32, 0] == 5 and j.counts[0, 1, 34, 1] == 7
     assert j.quarantine["reason"].to_list() == ["time bin not in the public domain"]
     assert int(np.sum(j.counts)) == 12
+
+
+def test_utc_offsets_are_read_as_local_wall_clock_time() -> None:
+    df = pl.DataFrame({"mode": ["ferry"] * 3, "tap": ["on"] * 3, "location": ["A"] * 3,
+                       "timestamp": ["2016-08-08T08:00:00+10:00", "2016-08-08 08:20:00Z", "2016-08-08 08:20"]})
+    j = joint_from_events(df, DOMAIN, PrivacyUnit("event"))
+    assert j.quarantine.height == 0
+    assert j.counts[0, 0, 32, 0] == 1 and j.counts[0, 0, 33, 0] == 2

@@ -101,10 +101,14 @@ def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) 
     original = [c for c in df.columns]
     ts = pl.col("timestamp")
     if df.schema["timestamp"] == pl.String:
-        ts = ts.str.to_datetime(strict=False, time_unit="us")
-    df = df.with_row_index("_row").with_columns(_ts=ts)
-    if df.schema["_ts"] != pl.Datetime("us"):
-        df = df.with_columns(pl.col("_ts").dt.replace_time_zone(None).cast(pl.Datetime("us")))
+        # local wall-clock time decides the day and the bin: a trailing UTC offset ("+10:00", "Z") is dropped
+        ts = ts.str.strip_chars().str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "").str.to_datetime(strict=False, time_unit="us")
+    try:
+        df = df.with_row_index("_row").with_columns(_ts=ts)
+        if df.schema["_ts"] != pl.Datetime("us"):
+            df = df.with_columns(pl.col("_ts").dt.replace_time_zone(None).cast(pl.Datetime("us")))
+    except pl.exceptions.PolarsError as err:
+        raise InputError(f"timestamp column is not a date-time: {str(err).splitlines()[0]}") from None
     minutes = pl.col("_ts").dt.hour().cast(pl.Int64) * 60 + pl.col("_ts").dt.minute().cast(pl.Int64)
     df = df.with_columns(
         day=pl.col("_ts").dt.date().cast(pl.String),
