@@ -108,7 +108,8 @@ def zero_skipping(
     result["quarantined_rows"] = pub.quarantine.height
     result["quarantine_reasons"] = sorted(set(pub.quarantine["reason"].to_list()))
     if report is not None:
-        pub.quarantine.write_csv(report / "quarantine.csv") if report.mkdir(parents=True, exist_ok=True) is None else None
+        report.mkdir(parents=True, exist_ok=True)
+        pub.quarantine.write_csv(report / "quarantine.csv")
         write_report(report, "zero-skipping", "Were zeros skipped? (Theorem 1)", result,
                      "Whether the table could come from a method that leaves zero cells unperturbed, and the "
                      "probability that a suspected individual or group is detected with certainty "
@@ -176,7 +177,14 @@ def pairs(
     from urbandp.audit.tables import read_published_table
 
     pub = read_published_table(table)
-    df = route_pairs(pub.table, list(route), lag_minutes)
+    df, incomplete = route_pairs(pub.table, list(route), lag_minutes)
     out.parent.mkdir(parents=True, exist_ok=True)
     df.write_csv(out)
-    _emit({"pairs": df.height, "out": str(out), "quarantined_rows": pub.quarantine.height})
+    result: dict[str, object] = {"pairs": df.height, "pairs_with_a_missing_side": incomplete, "out": str(out),
+                                 "quarantined_rows": pub.quarantine.height}
+    if incomplete:
+        result["warning"] = (
+            "pairs with a suppressed or missing side were dropped; if the table was thresholded, the kept pairs "
+            "are selected on their noise and the scale estimate is biased (low) for small counts"
+        )
+    _emit(result)

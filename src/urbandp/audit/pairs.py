@@ -21,30 +21,42 @@ def parse_route(route: str) -> tuple[str, str, str]:
     return mode.strip(), origin.strip(), dest.strip()
 
 
-def _shift_bin(col: pl.Expr, minutes: int) -> pl.Expr:
+def _minutes(col: pl.Expr) -> pl.Expr:
     t = col.str.strptime(pl.Time, "%H:%M", strict=False)
-    total = t.dt.hour().cast(pl.Int64) * 60 + t.dt.minute().cast(pl.Int64) + minutes
+    return t.dt.hour().cast(pl.Int64) * 60 + t.dt.minute().cast(pl.Int64)
+
+
+def _shift_bin(col: pl.Expr, minutes: int) -> pl.Expr:
+    total = _minutes(col) + minutes
     return pl.format("{}:{}", (total // 60).cast(pl.String).str.zfill(2), (total % 60).cast(pl.String).str.zfill(2))
 
 
-def route_pairs(table: pl.DataFrame, routes: list[str], lag_minutes: int = 30) -> pl.DataFrame:
-    """Return ``route, day[, bin], a, b`` with ``a`` = tap-on count at origin and ``b`` = tap-off at destination."""
+def route_pairs(table: pl.DataFrame, routes: list[str], lag_minutes: int = 30) -> tuple[pl.DataFrame, int]:
+    """Return (``route, day[, bin], a, b`` with ``a`` = tap-on count at origin, ``b`` = tap-off at destination,
+    the number of pairs dropped because one side is suppressed/missing)."""
     need = {"mode", "day", "tap", "location", "count"}
     if not need <= set(table.columns):
         raise InputError(f"table needs columns {', '.join(sorted(need))}")
     has_bin = "bin" in table.columns
     frames = []
+    incomplete = 0
     for r in routes:
         mode, origin, dest = parse_route(r)
         on = table.filter((pl.col("mode") == mode) & (pl.col("tap") == "on") & (pl.col("location") == origin))
         off = table.filter((pl.col("mode") == mode) & (pl.col("tap") == "off") & (pl.col("location") == dest))
         keys = ["day"]
         if has_bin:
+            # bins whose partner falls outside the day are not pairs at all (not "missing sides")
+            on = on.filter(_minutes(pl.col("bin")) + lag_minutes < 24 * 60)
+            off = off.filter(_minutes(pl.col("bin")) >= lag_minutes)
             on = on.with_columns(bin=_shift_bin(pl.col("bin"), lag_minutes))
             keys.append("bin")
-        joined = on.select(*keys, a=pl.col("count")).join(off.select(*keys, b=pl.col("count")), on=keys, how="inner")
-        frames.append(joined.with_columns(route=pl.lit(r)).drop_nulls(["a", "b"]))
+        joined = on.select(*keys, a=pl.col("count")).join(off.select(*keys, b=pl.col("count")), on=keys, how="full",
+                                                           coalesce=True)
+        complete = joined.drop_nulls(["a", "b"])
+        incomplete += joined.height - complete.height
+        frames.append(complete.with_columns(route=pl.lit(r)))
     out = pl.concat(frames) if frames else pl.DataFrame()
     if out.height == 0:
         raise InputError("no pairs found for the given route(s)")
-    return out.select("route", *[c for c in out.columns if c not in ("route", "a", "b")], "a", "b")
+    return out.select("route", *[c for c in out.columns if c not in ("route", "a", "b")], "a", "b"), incomplete

@@ -34,6 +34,7 @@ def release(
     consistent: bool = typer.Option(False, "--consistent", help="Consistent non-negative least-squares projection (post-processing)."),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Also release the k busiest places (OpenDP noisy top-k)."),
     top_k_epsilon: Optional[float] = typer.Option(None, "--top-k-epsilon", help="Epsilon charged for --top-k."),
+    top_k_tap: Optional[str] = typer.Option(None, "--top-k-tap", help="Rank places by this tap only (e.g. off = destinations)."),
     fmt: str = typer.Option("csv", "--format", help="csv | parquet."),
     budget_epsilon: Optional[float] = typer.Option(None, "--budget-epsilon", help="Refuse releases that spend more epsilon."),
     budget_delta: float = typer.Option(1e-5, "--budget-delta", help="Refuse releases that spend more delta."),
@@ -67,6 +68,8 @@ def release(
         raise InputError(str(err)) from None
     if epsilon is None and noise_scale is None:
         raise InputError("give --epsilon or --noise-scale")
+    if epsilon is not None and noise_scale is not None:
+        raise InputError("give only one of --epsilon and --noise-scale (the other is computed)")
     df = read_table(input)
     if domain is None:
         if not select_partitions:
@@ -80,8 +83,12 @@ def release(
     config = CountReleaseConfig(
         method=method, mechanism=mechanism, epsilon=epsilon, delta=delta, noise_scale=noise_scale, unit=punit,
         suppress_below=suppress_below, precision=precision, consistent=consistent, top_k=top_k,
-        top_k_epsilon=top_k_epsilon, data61_threshold=threshold,
+        top_k_epsilon=top_k_epsilon, top_k_tap=top_k_tap, data61_threshold=threshold,
     )
+    if top_k_tap is not None and top_k_tap not in dom.taps:
+        raise InputError(f"--top-k-tap {top_k_tap!r} is not a tap of the domain ({', '.join(dom.taps)})")
+    if top_k is not None and not 1 <= top_k <= len(dom.places):
+        raise InputError(f"--top-k must be between 1 and the number of places ({len(dom.places)}), got {top_k}")
     plan = config.plan()
     if plan is not None:  # refuse an overspend before any work (DESIGN.md rule 5)
         ledger.check(plan.epsilon, plan.delta)

@@ -75,7 +75,7 @@ def test_noise_scale_within_ten_percent_from_500_pairs(world: tuple[CountDomain,
     pairs = tmp_path / "pairs.csv"
     out = cli("audit", "pairs", "--table", str(tmp_path / "rel" / "joint.csv"), "--route", ROUTES[0], "--route", ROUTES[1],
               "--out", str(pairs))
-    assert out["pairs"] >= 500
+    assert out["pairs"] >= 500 and out["pairs_with_a_missing_side"] == 0
     pl.read_csv(pairs).head(500).write_csv(pairs)
     res = cli("audit", "noise-scale", "--pairs", str(pairs), "--model", "discrete", "--report", str(tmp_path / "audit"))
     assert res["n_pairs"] == 500
@@ -91,6 +91,8 @@ def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarr
     rel = release_counts(raw, domain, config)  # OpenDP noise, as the CLI does
     write_release(rel, domain, tmp_path / "rel")
     joint = str(tmp_path / "rel" / "joint.csv")
+    pairs = cli("audit", "pairs", "--table", joint, "--route", ROUTES[0], "--out", str(tmp_path / "p.csv"))
+    assert pairs["pairs_with_a_missing_side"] > 0 and "biased" in pairs["warning"]  # suppression selects pairs
     zs = cli("audit", "zero-skipping", "--table", joint, "--threshold", "10", "--report", str(tmp_path / "a"))
     assert zs["vulnerable"] is False and zs["zeros_may_be_skipped"] is False
     assert zs["delta_lower_bound_exact"] == 0.0

@@ -65,6 +65,7 @@ def test_release_options_parquet_consistent_topk_gaussian(taps: Path, tmp_path: 
     joint = pl.read_parquet(out / "joint.parquet")
     assert joint["count"].drop_nulls().min() >= 5 and joint["count"].null_count() > 0
     assert pl.read_parquet(out / "top_k.parquet").height == 3
+    assert priv["top_k"]["tap"] == "all" and priv["top_k"]["epsilon"] == pytest.approx(0.5, abs=1e-9)
     out2 = tmp_path / "gauss"
     code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
                      "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-6", "--out", str(out2))
@@ -118,6 +119,9 @@ def test_pre_aggregated_counts_input(taps: Path, tmp_path: Path) -> None:
         (["counts", "release", "NOTAP", "--domain", "DOMAIN", "--epsilon", "1", "--out", "x"], "missing column(s) tap"),
         (["counts", "release", "EMPTY", "--domain", "DOMAIN", "--epsilon", "1", "--out", "x"], "no rows"),
         (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--method", "data61-2016", "--epsilon", "1", "--out", "x"], "needs --noise-scale"),
+        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--noise-scale", "2", "--out", "x"], "only one of"),
+        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--top-k", "2", "--top-k-epsilon", "1",
+          "--top-k-tap", "sideways", "--out", "x"], "not a tap of the domain"),
     ],
 )
 def test_bad_input_one_line_exit_2(taps: Path, tmp_path: Path, args: list[str], message: str) -> None:

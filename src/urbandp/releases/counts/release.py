@@ -46,6 +46,7 @@ class CountReleaseConfig:
     consistent: bool = False
     top_k: int | None = None
     top_k_epsilon: float | None = None
+    top_k_tap: str | None = None  # rank by one tap only, e.g. "off" for destinations
     data61_threshold: float = 18.0
 
     def __post_init__(self) -> None:
@@ -134,7 +135,10 @@ def release_counts(
     topk_info: dict[str, object] | None = None
     if config.top_k is not None:
         assert config.top_k_epsilon is not None
-        res = noisy_top_k(raw.sum(axis=(0, 1, 2)), config.top_k, config.top_k_epsilon, config.unit)
+        if config.top_k_tap is not None and config.top_k_tap not in domain.taps:
+            raise InputError(f"--top-k-tap {config.top_k_tap!r} is not a tap of the domain ({', '.join(domain.taps)})")
+        ranked = raw if config.top_k_tap is None else raw[:, [domain.taps.index(config.top_k_tap)]]
+        res = noisy_top_k(ranked.sum(axis=(0, 1, 2)), config.top_k, config.top_k_epsilon, config.unit)
         ledger.charge(
             LedgerEntry(
                 name=f"top-{config.top_k} places",
@@ -146,7 +150,8 @@ def release_counts(
             )
         )
         top = res.indices
-        topk_info = {"k": config.top_k, "epsilon": res.epsilon, "noise_scale": res.noise_scale}
+        topk_info = {"k": config.top_k, "tap": config.top_k_tap or "all", "epsilon": res.epsilon,
+                     "noise_scale": res.noise_scale, "mechanism": "opendp make_noisy_top_k (monotonic Linf, d_in = k)"}
     privacy: dict[str, object] = {
         "method": "urbandp",
         "differentially_private": True,
