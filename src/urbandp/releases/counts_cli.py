@@ -38,6 +38,7 @@ def release(
     fmt: str = typer.Option("csv", "--format", help="csv | parquet."),
     budget_epsilon: Optional[float] = typer.Option(None, "--budget-epsilon", help="Refuse releases that spend more epsilon."),
     budget_delta: float = typer.Option(1e-5, "--budget-delta", help="Refuse releases that spend more delta."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."),
 ) -> None:
     """Release a joint tap-count table (and marginals derived from it) with OpenDP noise on every cell.
 
@@ -70,6 +71,15 @@ def release(
         raise InputError("give --epsilon or --noise-scale")
     if epsilon is not None and noise_scale is not None:
         raise InputError("give only one of --epsilon and --noise-scale (the other is computed)")
+    if dry_run:
+        if method == "data61-2016":
+            raise InputError("--dry-run: the data61-2016 method is not DP and has no privacy cost to show")
+        plan = CountReleaseConfig(method=method, mechanism=mechanism, epsilon=epsilon, delta=delta,
+                                  noise_scale=noise_scale, unit=punit).plan()
+        assert plan is not None
+        typer.echo(json.dumps({"dry_run": True, **punit.to_json(), **plan.to_json(),
+                               "top_k_epsilon": top_k_epsilon if top_k else None}))
+        return
     df = read_table(input)
     if domain is None:
         if not select_partitions:

@@ -135,3 +135,12 @@ def test_bad_input_one_line_exit_2(taps: Path, tmp_path: Path, args: list[str], 
     code, text = run(*args)
     assert code == 2
     assert text.count("\n") == 1 and text.startswith("urbandp: error:") and message in text
+
+
+def test_dry_run_states_the_cost_without_reading_data(tmp_path: Path) -> None:
+    code, text = run("counts", "release", str(tmp_path / "not-read.csv"), "--out", str(tmp_path / "o"),
+                     "--unit", "card-day", "--max-events", "4", "--epsilon", "1", "--dry-run")
+    assert code == 0, text
+    plan = json.loads(text)
+    assert plan["noise_scale"] == 4.0 and plan["epsilon"] == 1.0 and plan["sensitivity"]["l1"] == 4
+    assert not (tmp_path / "o").exists()
