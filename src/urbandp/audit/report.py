@@ -12,6 +12,8 @@ def write_report(directory: Path, name: str, title: str, result: dict[str, objec
     lines = [f"# {title}", "", intro, ""]
     if "finding" in result:
         lines += [f"**Finding:** {result['finding']}", ""]
+    if "warning" in result:
+        lines += [f"**Warning:** {result['warning']}", ""]
     for fname, draw in plots.items():
         draw(directory / fname)  # type: ignore[operator]
         lines += [f"![{fname}]({fname})", ""]

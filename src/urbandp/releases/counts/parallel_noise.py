@@ -9,6 +9,7 @@ still gets independent noise from the same OpenDP measurement, so the privacy ma
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -52,7 +53,10 @@ def add_noise(
         return out.reshape(values.shape)
     chunks = [(kind, flat[s : s + CHUNK], scale) for s in range(0, n, CHUNK)]
     parts: list[np.ndarray] = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # "fork" where available: callers' scripts need no __main__ guard (spawn would re-import them); children only
+    # run OpenDP on numpy chunks, never Polars, so the parent's Polars thread pool is not touched after the fork
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method)) as pool:
         for part in pool.map(_noise_chunk, chunks):
             parts.append(part)
             if progress:
