@@ -52,6 +52,7 @@ def release(
     from rich.console import Console
     from rich.progress import Progress
 
+    from urbandp.privacy.ledger import PrivacyLedger
     from urbandp.releases.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
     from urbandp.releases.counts.aggregate import joint_from_counts, joint_from_events, read_table
     from urbandp.releases.counts.output import write_release
@@ -60,8 +61,6 @@ def release(
         raise InputError(f"--input-kind must be events or counts, got {input_kind!r}")
     if fmt not in ("csv", "parquet"):
         raise InputError(f"--format must be csv or parquet, got {fmt!r}")
-    from urbandp.privacy.ledger import PrivacyLedger
-
     punit = PrivacyUnit(unit, max_events, max_per_cell)
     try:
         ledger = PrivacyLedger(budget_epsilon=budget_epsilon, budget_delta=budget_delta)
@@ -100,8 +99,8 @@ def release(
     if top_k is not None and not 1 <= top_k <= len(dom.places):
         raise InputError(f"--top-k must be between 1 and the number of places ({len(dom.places)}), got {top_k}")
     plan = config.plan()
-    if plan is not None:  # refuse an overspend before any work (DESIGN.md rule 5)
-        ledger.check(plan.epsilon, plan.delta)
+    if plan is not None:  # refuse an overspend before any work (DESIGN.md rule 5), top-k included
+        ledger.check(plan.epsilon + (top_k_epsilon if top_k is not None and top_k_epsilon else 0.0), plan.delta)
     console = Console(stderr=True)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("adding OpenDP noise", total=dom.n_cells)

@@ -120,6 +120,8 @@ def test_pre_aggregated_counts_input(taps: Path, tmp_path: Path) -> None:
         (["counts", "release", "EMPTY", "--domain", "DOMAIN", "--epsilon", "1", "--out", "x"], "no rows"),
         (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--method", "data61-2016", "--epsilon", "1", "--out", "x"], "needs --noise-scale"),
         (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--noise-scale", "2", "--out", "x"], "only one of"),
+        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--top-k", "2", "--top-k-epsilon", "0.5",
+          "--budget-epsilon", "1.2", "--out", "x"], "budget exceeded"),
         (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--top-k", "2", "--top-k-epsilon", "1",
           "--top-k-tap", "sideways", "--out", "x"], "not a tap of the domain"),
     ],
