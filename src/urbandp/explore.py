@@ -95,3 +95,15 @@ def write_histograms(result: ExploreResult, out_dir: Path) -> list[Path]:
     plt.close(fig)
     paths.append(p)
     return paths
+
+
+def comparison_table(table: pl.DataFrame) -> object:
+    """The resolution comparison as a Rich table (for the CLI and the demo)."""
+    from rich.table import Table
+
+    out = Table(title="H3 resolution comparison (report III A) - " + OWNER_ONLY)
+    for col in table.columns:
+        out.add_column(col.replace("_", " "))
+    for row in table.iter_rows():
+        out.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
+    return out

@@ -193,9 +193,8 @@ def explore(
     Example: urbandp explore fleet.parquet --out out/explore
     """
     from rich.console import Console
-    from rich.table import Table
 
-    from urbandp.explore import OWNER_ONLY, explore as run_explore, write_histograms
+    from urbandp.explore import OWNER_ONLY, comparison_table, explore as run_explore, write_histograms
     from urbandp.grid.slots import SlotSpec, parse_hours
     from urbandp.pipeline import load_records
 
@@ -208,12 +207,7 @@ def explore(
     pngs = write_histograms(result, out)
     console = Console()
     console.print(f"[bold red]{OWNER_ONLY}[/]")
-    table = Table(title="H3 resolution comparison (report III A)")
-    for col in result.table.columns:
-        table.add_column(col)
-    for row in result.table.iter_rows():
-        table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
-    console.print(table)
+    console.print(comparison_table(result.table))
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))
 
 

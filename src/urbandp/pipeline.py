@@ -18,11 +18,13 @@ from urbandp.errors import InputError
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.records.readers import scan_records
+from urbandp.contributions.polars_backend import window_filter
 from urbandp.records.validation import (
+    QUARANTINE_COLUMNS,
     ValidationOptions,
-    mark_duplicates,
     quarantine_frame,
     reason_counts,
+    split_duplicates,
     validate,
 )
 from urbandp.releases.hat import HatRelease, release_hats
@@ -40,26 +42,45 @@ class LoadedRecords:
     records_in: int
     reasons: dict[str, int]
     files: list[Path]
+    records_outside_window: int = 0
 
 
 def load_records(
-    paths: list[Path], columns: dict[str, str] | None = None, options: ValidationOptions | None = None
+    paths: list[Path],
+    columns: dict[str, str] | None = None,
+    options: ValidationOptions | None = None,
+    window: ContributionSpec | None = None,
 ) -> LoadedRecords:
-    """Read and validate every input file. Raises :class:`InputError` for unusable input (incl. empty input)."""
+    """Read and validate every input file in one streaming pass; raises :class:`InputError` for unusable input.
+
+    With ``window`` only the valid records inside its date and hour window are kept (and checked for duplicates);
+    the others are counted in ``records_outside_window``.
+    """
     raw, _mapping, files = scan_records(list(paths), columns)
+    lf = validate(raw, options or ValidationOptions())
+    ok = pl.col("reason").is_null()
+    inside = window_filter(window) if window is not None else pl.lit(True)
+    keep_q = lf.filter(ok & inside).select(
+        pl.col("vehicle").cast(pl.Categorical), "timestamp", "latitude", "longitude", "speed", "source", "row"
+    )
+    bad_q = lf.filter(~ok).select(QUARANTINE_COLUMNS)
+    count_q = lf.select(pl.len().alias("n"), (ok & ~inside).sum().alias("outside"))
     try:
-        validated = validate(raw, options or ValidationOptions()).collect()
+        kept, rejected, counts = pl.collect_all([keep_q, bad_q, count_q], engine="streaming")
     except pl.exceptions.PolarsError as err:
         raise InputError(f"cannot read input: {str(err).splitlines()[0]}") from None
-    if validated.height == 0:
+    records_in = int(counts["n"][0])
+    if records_in == 0:
         raise InputError("input holds no records")
-    validated = mark_duplicates(validated)
+    clean, duplicates = split_duplicates(kept)
     names = [f.name for f in files]
-    quarantine = quarantine_frame(validated).with_columns(
+    quarantine = quarantine_frame(rejected, duplicates).with_columns(
         pl.col("source").replace_strict(list(range(len(names))), names, return_dtype=pl.String)
     )
-    clean = validated.filter(pl.col("reason").is_null()).select("vehicle", "timestamp", "latitude", "longitude", "speed")
-    return LoadedRecords(clean, quarantine, validated.height, reason_counts(quarantine), files)
+    clean = clean.select("vehicle", "timestamp", "latitude", "longitude", "speed")
+    return LoadedRecords(
+        clean, quarantine, records_in, reason_counts(quarantine), files, int(counts["outside"][0] or 0)
+    )
 
 
 def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame) -> tuple[dt.date, dt.date, bool]:
@@ -89,10 +110,12 @@ def release_fleet(
     """Run the whole release. ``noise`` defaults to OpenDP; ``step`` is told the name of each stage."""
     say = step or (lambda _name: None)
     say("reading and validating records")
-    loaded = load_records(paths, columns, options)
-    start, end, derived = date_window(cfg, loaded.clean)
     slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
-    spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=cfg.speed_estimator != "report")
+    keep_speeds = cfg.speed_estimator != "report"
+    window = ContributionSpec(cfg.resolution, slots, cfg.start, cfg.end, cfg.speed_max, keep_speeds=keep_speeds)
+    loaded = load_records(paths, columns, options, window=window)
+    start, end, derived = date_window(cfg, loaded.clean)
+    spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds)
     say("aggregating per vehicle, HAT and day")
     contributions = get_backend("polars").contributions(loaded.clean, spec)
     if contributions.height == 0:
@@ -106,6 +129,7 @@ def release_fleet(
             "records_quarantined": loaded.quarantine.height,
             "quarantine_reasons": loaded.reasons,
             "records_in_window": int(contributions["n_records"].sum()),
+            "records_outside_window": loaded.records_outside_window,
             "window": {
                 "start": start.isoformat(),
                 "end": end.isoformat(),

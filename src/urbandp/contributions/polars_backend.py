@@ -43,6 +43,7 @@ class PolarsBackend:
             )
             .group_by("cell", "slot", "day", "vehicle")
             .agg(aggs)
+            .with_columns(pl.col("vehicle").cast(pl.String))
             .sort("cell", "slot", "day", "vehicle")
-            .collect()
+            .collect(engine="streaming")
         )

@@ -194,8 +194,13 @@ def test_release_on_real_austin_avl(shared_data: Path, tmp_path: Path) -> None:
     p = json.loads((out / "privacy.json").read_text())
     raw_rows = sum(sum(1 for _ in f.open()) - 1 for f in austin.glob("*.csv"))
     assert p["records_in"] == raw_rows
-    assert p["quarantine_reasons"]["duplicate"] > 0  # the feed repeats (vehicle, timestamp) rows
     assert p["records_quarantined"] == sum(p["quarantine_reasons"].values())
+    assert p["records_outside_window"] > 0  # the other 15 days
+    assert p["records_in"] == p["records_quarantined"] + p["records_outside_window"] + p["records_in_window"]
+    # the feed repeats (vehicle, timestamp) rows, e.g. 12,244 times on 2016-03-22
+    everything = load_records([austin])
+    assert everything.reasons["duplicate"] == 16579
+    assert everything.quarantine.filter(pl.col("source") == "2016-03-22.csv")["reason"].to_list().count("duplicate") == 12244
     assert p["hats_released"] > 0 and p["days"] == 4
     assert p["cumulative_epsilon_per_day"] == pytest.approx(10.0, rel=1e-9)
     # unit handling: a 2016 value of 7.15264 m/s (16 mph) becomes 25.749504 km/h
