@@ -96,7 +96,7 @@ def interpolate(
     cell_metres: Annotated[float, typer.Option(help="Grid cell side z in metres.")] = 500.0,
     window_minutes: Annotated[int, typer.Option(help="Window length in minutes.")] = 60,
     kernel: Annotated[str, typer.Option(help="matern32 | matern52 | rbf.")] = "matern32",
-    exact_max: Annotated[int, typer.Option(help="Exact GP up to this many readings per window; SGPR beyond.")] = 3000,
+    exact_max: Annotated[int, typer.Option(help="Exact GP up to this many readings per window; SGPR beyond.")] = 2000,
     inducing: Annotated[int, typer.Option(help="Inducing points of the sparse GP.")] = 500,
     min_readings: Annotated[int, typer.Option(help="Skip windows with fewer readings.")] = 3,
     cv_folds: Annotated[int, typer.Option(help="K-fold cross-validation against IDW (0 = off).")] = 5,
@@ -115,6 +115,7 @@ def interpolate(
     import numpy as np
     import polars as pl
 
+    from urbandp.sensing.gp import blas_threads_limit
     from urbandp.sensing.interpolate import cross_validate, interpolate_windows
     from urbandp.sensing.plots import contour_panels
 
@@ -123,7 +124,7 @@ def interpolate(
         raise InputError("need --exact-max >= 2, --inducing >= 2, --min-readings >= 2, --cv-folds 0 or >= 2")
     readings, load, grid = _load(input_path, out, value_column, _bbox(bbox), cell_metres)
     t0 = time.perf_counter()
-    with _progress() as bar:
+    with blas_threads_limit(), _progress() as bar:
         task = bar.add_task("GP per window", total=None)
         results, counts = interpolate_windows(
             readings, grid, window_minutes, kernel, exact_max, inducing, min_readings=min_readings,
@@ -163,7 +164,7 @@ def interpolate(
         "windows": counts, "methods": sorted({r.method for r in results}), "seconds_fit_predict": round(t_fit, 3),
     }
     if cv_folds:
-        with _progress() as bar:
+        with blas_threads_limit(), _progress() as bar:
             task = bar.add_task("cross-validation", total=None)
             cv = cross_validate(readings, grid, window_minutes, cv_folds, kernel, exact_max, inducing,
                                 max_windows=cv_max_windows or None,
@@ -214,6 +215,7 @@ def dp_map(
     from urbandp.privacy.rounding import round_to_precision
     from urbandp.sensing.bounded_laplace import CALIBRATIONS
     from urbandp.sensing.dp_map import fit_for_release, release_dp_map, rmse_vs_epsilon
+    from urbandp.sensing.gp import blas_threads_limit
     from urbandp.sensing.plots import contour_panels, rmse_cdf
 
     _check_common(cell_metres, window_minutes, kernel)
@@ -234,7 +236,7 @@ def dp_map(
         raise InputError("--utility-epsilons must all be > 0")
     readings, load, grid = _load(input_path, out, value_column, box, cell_metres)
     noise = OpenDPNoise()
-    with _progress() as bar:
+    with blas_threads_limit(), _progress() as bar:
         task = bar.add_task("GP per window", total=None)
         fitted = fit_for_release(readings, grid, sensitivity, calibration, window_minutes, kernel, min_readings,
                                  progress=lambda i, n: bar.update(task, completed=i, total=n))

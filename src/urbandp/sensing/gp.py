@@ -13,7 +13,7 @@ Two models share one interface (``fit`` then ``predict``):
   (Rasmussen & Williams 2006, eq. 5.8) with its analytic gradient (eq. 5.9) by L-BFGS-B over log-parameters,
   started from the best few of a small grid of initial length-scales ("restarts").
 * :class:`SparseGP` -- Titsias (2009) variational sparse GP (SGPR) with ``M`` inducing points chosen by k-means.
-  Its hyper-parameters are those of an :class:`ExactGP` fitted on a random subsample (default 2,000 readings);
+  Its hyper-parameters are those of an :class:`ExactGP` fitted on a random subsample (default 1,000 readings);
   the posterior then uses all readings through the optimal variational distribution q(u). The collapsed
   evidence lower bound (Titsias 2009, eq. 9) is reported.
 
@@ -301,7 +301,7 @@ class SparseGP:
 
     kernel: str = "matern32"
     n_inducing: int = 500
-    subsample: int = 2000
+    subsample: int = 1000
     restarts: int = 2
     bounds: Bounds = field(default_factory=Bounds)
     hyperparameters: Hyperparameters | None = None
@@ -377,7 +377,7 @@ class SparseGP:
 def make_gp(
     n_readings: int,
     kernel: str = "matern32",
-    exact_max: int = 3000,
+    exact_max: int = 2000,
     n_inducing: int = 500,
     bounds: Bounds | None = None,
     restarts: int = 2,
@@ -387,6 +387,24 @@ def make_gp(
     if n_readings <= exact_max:
         return ExactGP(kernel=kernel, bounds=bounds, restarts=restarts)
     return SparseGP(kernel=kernel, n_inducing=n_inducing, bounds=bounds, restarts=restarts)
+
+
+def blas_threads_limit(default: int = 1):  # type: ignore[no-untyped-def]
+    """Context manager limiting BLAS threads (env ``URBANDP_BLAS_THREADS``, default 1; 0 = library default).
+
+    Measured on the shared 2-core machine (docs/sensing.md): fitting 1,400 readings took 3.1 s with one BLAS
+    thread and 11.7 s with OpenBLAS's default two under load from other processes (spinning worker threads).
+    Uses threadpoolctl when installed (it comes with scikit-learn); otherwise does nothing.
+    """
+    import contextlib
+    import os
+
+    n = int(os.environ.get("URBANDP_BLAS_THREADS", default))
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas") if n > 0 else contextlib.nullcontext()
 
 
 def method_name(model: ExactGP | SparseGP) -> str:
