@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from urbandp.errors import InputError, cli_guard
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from urbandp.privacy.ledger import PrivacyLedger
+    from urbandp.releases.counts import PrivacyUnit
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -121,7 +127,16 @@ def release(
     typer.echo(json.dumps(summary))
 
 
-def _release_selected(df, out: Path, punit, epsilon, noise_scale, delta, input_kind, ledger) -> None:  # type: ignore[no-untyped-def]
+def _release_selected(
+    df: "pl.DataFrame",
+    out: Path,
+    punit: "PrivacyUnit",
+    epsilon: Optional[float],
+    noise_scale: Optional[float],
+    delta: float,
+    input_kind: str,
+    ledger: "PrivacyLedger",
+) -> None:
     """Partition selection path: no public domain, observed cells released only above a DP threshold."""
     import json
 

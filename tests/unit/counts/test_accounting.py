@@ -78,3 +78,14 @@ def test_top_k_epsilon_and_selection() -> None:
     with pytest.raises(InputError):
         noisy_top_k(totals, 6, 1.0, PrivacyUnit("event"))
     assert math.isfinite(res.noise_scale)
+
+
+def test_partition_selection_card_day_uses_l0_l1_linf() -> None:
+    from urbandp.releases.counts.partitions import select_partitions
+
+    unit = PrivacyUnit("card-day", 3, 1)
+    sel = select_partitions({"a": 500, "b": 1}, unit, scale=3.0, delta=1e-6)
+    meas = threshold_measurement(3.0, sel.threshold)
+    assert (sel.epsilon, sel.delta) == meas.map((3, 3, 1))
+    assert sel.epsilon == pytest.approx(1.0, rel=1e-12) and sel.delta <= 1e-6
+    assert "a" in sel.released and "b" not in sel.released  # 1 never clears a threshold this high

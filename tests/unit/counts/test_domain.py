@@ -1,0 +1,41 @@
+"""The public domain file: layout and validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from urbandp.errors import InputError
+from urbandp.releases.counts import CountDomain
+
+
+def test_domain_layout_and_round_trip() -> None:
+    d = CountDomain.from_json({"days": {"start": "2016-08-08", "end": "2016-08-14"}, "bin_minutes": 15,
+                               "places": {"ferry": ["A", "B"], "bus": ["2000"]}})
+    assert d.shape == (7, 2, 96, 3) and d.n_cells == 4032
+    assert d.bins[:2] == ("00:00", "00:15") and d.modes == ("ferry", "bus")
+    assert list(d.place_mode_index()) == [0, 0, 1]
+    assert CountDomain.from_json(d.to_json()) == d
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        [],
+        {"places": {"bus": ["1"]}},
+        {"days": ["2016-08-08"], "places": {"bus": "1"}},
+        {"days": ["2016-08-08"], "bin_minutes": 7, "places": {"bus": ["1"]}},
+        {"days": ["2016-08-08", "2016-08-08"], "places": {"bus": ["1"]}},
+        {"days": {"start": "yesterday", "end": "2016-08-08"}, "places": {"bus": ["1"]}},
+        {"days": [], "places": {"bus": ["1"]}},
+    ],
+)
+def test_bad_domains_raise_input_error(obj: object) -> None:
+    with pytest.raises(InputError):
+        CountDomain.from_json(obj)
+
+
+def test_missing_domain_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="not found"):
+        CountDomain.from_file(tmp_path / "nope.json")
