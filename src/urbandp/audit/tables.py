@@ -41,7 +41,7 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
             df = pl.read_parquet(path)
         except Exception as err:
             raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
-        df = df.rename({c: ALIASES.get(c, c) for c in df.columns if ALIASES.get(c, c) not in df.columns or c == ALIASES.get(c, c)})
+        df = df.rename({c: ALIASES[c] for c in df.columns if c in ALIASES and ALIASES[c] not in df.columns})
         if value_column not in df.columns:
             raise InputError(f"{path} has no '{value_column}' column")
         keys = [c for c in df.columns if c != value_column and c != ""]

@@ -68,3 +68,13 @@ def test_junk_lines_are_quarantined(tmp_path: Path) -> None:
     assert pub.table.height == 1 and pub.table.columns == ["mode", "day", "tap", "location", "count"]
     assert pub.quarantine["line"].to_list() == [3, 4, 5]
     assert "not a number" in pub.quarantine["reason"][0]
+
+
+def test_parquet_tables_are_read_with_aliases(tmp_path: Path) -> None:
+    import polars as pl
+
+    path = tmp_path / "t.parquet"
+    pl.DataFrame({"mode": ["bus"], "date": [20160814], "tap": ["on"], "loc": ["2095"], "count": [3317]}).write_parquet(path)
+    pub = read_published_table(path)
+    assert pub.table.columns == ["mode", "day", "tap", "location", "count"]
+    assert pub.table["count"].to_list() == [3317.0] and pub.quarantine.height == 0
