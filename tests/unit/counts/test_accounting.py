@@ -89,3 +89,25 @@ def test_partition_selection_card_day_uses_l0_l1_linf() -> None:
     assert (sel.epsilon, sel.delta) == meas.map((3, 3, 1))
     assert sel.epsilon == pytest.approx(1.0, rel=1e-12) and sel.delta <= 1e-6
     assert "a" in sel.released and "b" not in sel.released  # 1 never clears a threshold this high
+
+
+def _max_sum_of_squares(k: int, m: int) -> int:
+    """Brute force: the largest sum of squares over ways to spread k events on cells with at most m per cell."""
+    best = 0
+
+    def go(left: int, cap: int, acc: int) -> None:
+        nonlocal best
+        if left == 0:
+            best = max(best, acc)
+            return
+        for c in range(min(cap, left), 0, -1):
+            go(left - c, c, acc + c * c)
+
+    go(k, m, 0)
+    return best
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_l2_formula_matches_brute_force(k: int) -> None:
+    for m in range(1, k + 1):
+        assert PrivacyUnit("card-day", k, m).l2_squared == _max_sum_of_squares(k, m)
