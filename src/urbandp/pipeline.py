@@ -20,10 +20,10 @@ from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.records.readers import scan_records
 from urbandp.contributions.polars_backend import window_filter
 from urbandp.records.validation import (
-    QUARANTINE_COLUMNS,
     ValidationOptions,
     quarantine_frame,
     reason_counts,
+    rejected_rows,
     split_duplicates,
     validate,
 )
@@ -58,12 +58,12 @@ def load_records(
     """
     raw, _mapping, files = scan_records(list(paths), columns)
     lf = validate(raw, options or ValidationOptions())
-    ok = pl.col("reason").is_null()
+    ok = pl.col("reason_code") == 0
     inside = window_filter(window) if window is not None else pl.lit(True)
     keep_q = lf.filter(ok & inside).select(
         pl.col("vehicle").cast(pl.Categorical), "timestamp", "latitude", "longitude", "speed", "source", "row"
     )
-    bad_q = lf.filter(~ok).select(QUARANTINE_COLUMNS)
+    bad_q = rejected_rows(lf)
     count_q = lf.select(pl.len().alias("n"), (ok & ~inside).sum().alias("outside"))
     try:
         kept, rejected, counts = pl.collect_all([keep_q, bad_q, count_q], engine="streaming")
