@@ -15,6 +15,7 @@ import polars as pl
 
 from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.errors import InputError
+from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.records.readers import scan_records
@@ -54,14 +55,16 @@ def load_records(
     """Read and validate every input file in one streaming pass; raises :class:`InputError` for unusable input.
 
     With ``window`` only the valid records inside its date and hour window are kept (and checked for duplicates);
-    the others are counted in ``records_outside_window``.
+    the others are counted in ``records_outside_window``; the H3 ``cell`` at the window's resolution is computed in
+    the same streaming pass (the costliest per-record step runs in parallel with reading and parsing).
     """
     raw, _mapping, files = scan_records(list(paths), columns)
     lf = validate(raw, options or ValidationOptions())
     ok = pl.col("reason_code") == 0
     inside = window_filter(window) if window is not None else pl.lit(True)
+    extra = [cell_expr(window.resolution).alias("cell")] if window is not None else []
     keep_q = lf.filter(ok & inside).select(
-        pl.col("vehicle").cast(pl.Categorical), "timestamp", "latitude", "longitude", "speed", "source", "row"
+        pl.col("vehicle").cast(pl.Categorical), "timestamp", "latitude", "longitude", "speed", "source", "row", *extra
     )
     bad_q = rejected_rows(lf)
     count_q = lf.select(pl.len().alias("n"), (ok & ~inside).sum().alias("outside"))
@@ -77,7 +80,7 @@ def load_records(
     quarantine = quarantine_frame(rejected, duplicates).with_columns(
         pl.col("source").replace_strict(list(range(len(names))), names, return_dtype=pl.String)
     )
-    clean = clean.select("vehicle", "timestamp", "latitude", "longitude", "speed")
+    clean = clean.drop("source", "row")
     return LoadedRecords(
         clean, quarantine, records_in, reason_counts(quarantine), files, int(counts["outside"][0] or 0)
     )

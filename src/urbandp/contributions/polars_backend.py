@@ -31,11 +31,13 @@ class PolarsBackend:
         ]
         if spec.keep_speeds:
             aggs.append(clipped.alias("speeds"))
+        lf = records.lazy()
+        # A cell column computed upstream (pipeline.load_records, same resolution) is reused.
+        has_cell = "cell" in lf.collect_schema().names()
         return (
-            records.lazy()
-            .filter(window_filter(spec))
+            lf.filter(window_filter(spec))
             .select(
-                cell_expr(spec.resolution).alias("cell"),
+                (pl.col("cell") if has_cell else cell_expr(spec.resolution)).alias("cell"),
                 spec.slots.slot_expr(pl.col("timestamp")).alias("slot"),
                 pl.col("timestamp").dt.date().alias("day"),
                 pl.col("vehicle"),

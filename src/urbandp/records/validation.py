@@ -64,14 +64,36 @@ class ValidationOptions:
             raise InputError("speed_reject_above must be > 0")
 
 
-def _parse_timestamp(raw: pl.Expr, dtype: pl.DataType, timezone: str | None) -> pl.Expr:
+@dataclass(frozen=True)
+class TimestampLayout:
+    """How ISO 8601 text timestamps are written in one input: the date-time separator and stray whitespace."""
+
+    separator: str = "T"
+    padded: bool = False
+
+    @classmethod
+    def detect(cls, sample: pl.Series) -> TimestampLayout:
+        """Read the layout off a sample of values (the first non-empty ones). Parsing with one fixed format is
+        several times faster than trying formats per row; a row written differently is quarantined as
+        ``unparseable_timestamp`` and counted, never silently dropped."""
+        values = [v for v in sample.drop_nulls().to_list() if isinstance(v, str) and v.strip()]
+        if not values:
+            return cls()
+        padded = any(v != v.strip() for v in values)
+        with_t = sum(len(v.strip()) > 10 and v.strip()[10] == "T" for v in values)
+        return cls("T" if with_t * 2 >= len(values) else " ", padded)
+
+
+def _parse_timestamp(
+    raw: pl.Expr, dtype: pl.DataType, timezone: str | None, layout: TimestampLayout = TimestampLayout()
+) -> pl.Expr:
     if isinstance(dtype, pl.Datetime):
         if dtype.time_zone is not None and timezone:
             return raw.dt.convert_time_zone(timezone).dt.replace_time_zone(None).cast(pl.Datetime("us"))
         return raw.dt.replace_time_zone(None).cast(pl.Datetime("us")) if dtype.time_zone else raw.cast(pl.Datetime("us"))
-    text = raw.str.strip_chars()
-    wall = text.str.slice(0, 19).str.replace("T", " ", literal=True).str.strptime(
-        pl.Datetime("us"), "%Y-%m-%d %H:%M:%S", strict=False
+    text = raw.str.strip_chars() if layout.padded else raw
+    wall = text.str.slice(0, 19).str.strptime(
+        pl.Datetime("us"), f"%Y-%m-%d{layout.separator}%H:%M:%S", strict=False
     )
     if timezone is None:
         return wall
@@ -95,7 +117,10 @@ def _speed_factor(day: pl.Expr, options: ValidationOptions) -> pl.Expr:
 def validate(raw: pl.LazyFrame, options: ValidationOptions) -> pl.LazyFrame:
     """Add parsed ``timestamp``, ``speed`` (km/h) and ``reason_code`` (0 for a valid row) to the raw frame."""
     ts_dtype = raw.collect_schema()["timestamp_raw"]
-    timestamp = _parse_timestamp(pl.col("timestamp_raw"), ts_dtype, options.timezone)
+    layout = TimestampLayout()
+    if ts_dtype == pl.String:
+        layout = TimestampLayout.detect(raw.select("timestamp_raw").head(1000).collect()["timestamp_raw"])
+    timestamp = _parse_timestamp(pl.col("timestamp_raw"), ts_dtype, options.timezone, layout)
     lat, lon, speed = pl.col("latitude"), pl.col("longitude"), pl.col("speed_raw")
     frame = raw.with_columns(timestamp.alias("timestamp")).with_columns(
         (speed * _speed_factor(pl.col("timestamp").dt.date(), options)).alias("speed")
@@ -125,6 +150,8 @@ def reason_name(code: pl.Expr) -> pl.Expr:
 def split_duplicates(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split valid rows into (kept, duplicates): a duplicate repeats an earlier row's (vehicle, timestamp).
 
+    ``frame`` needs ``vehicle``, ``timestamp``, ``source`` and ``row``.
+
     "Earlier" is input order (file, then row). Sort-based, not hash-based: the rows are packed into one int64 key
     (vehicle code x 2^40 + seconds since the first timestamp), the key column is sorted (fast, multi-threaded) and
     neighbours compared; only the few rows whose key repeats are then examined. On 15 M rows this takes about a
@@ -147,11 +174,10 @@ def split_duplicates(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     later = (
         candidates.sort("source", "row")
         .filter(~pl.struct("vehicle", "timestamp").is_first_distinct())
-        .select("source", "row")
-    )
-    kept = frame.join(later, on=["source", "row"], how="anti")
-    dups = frame.join(later, on=["source", "row"], how="semi")
-    return kept, dups
+        .select((pl.col("source").cast(pl.Int64) * 2**32 + pl.col("row").cast(pl.Int64)).alias("id"))
+    )["id"]
+    is_later = (pl.col("source").cast(pl.Int64) * 2**32 + pl.col("row").cast(pl.Int64)).is_in(later.implode())
+    return frame.filter(~is_later), frame.filter(is_later)
 
 
 QUARANTINE_COLUMNS = ("source", "row", "reason", "vehicle", "timestamp_raw", "latitude", "longitude", "speed_raw")

@@ -37,7 +37,8 @@ def fleet_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel"
-    res = runner.invoke(app, ["release", str(fleet_file), "--out", str(out), "--epsilon-per-day", "10",
+    res = runner.invoke(app, ["release", str(fleet_file), "--out", str(out), "--epsilon-per-day", "20",
+                              "--max-hats-per-vehicle-day", "48",
                               "--domain-bbox", "21.09,72.75,21.25,72.91", "--min-vehicles-per-day", "5"])
     assert res.exit_code == 0, res.output
     for name in ("hat_speed.csv", "hat_speeding.csv", "privacy.json", "quarantine.csv", "map.html"):
@@ -56,7 +57,7 @@ def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: 
     assert q.height > 0 and q["reason"].null_count() == 0
     parts = p["epsilon_per_day"]
     assert p["cumulative_epsilon_per_day"] == pytest.approx(parts["speed"] + parts["speeding"] + parts["selection"])
-    assert p["cumulative_epsilon_per_day"] <= 10.0 + 1e-12
+    assert p["cumulative_epsilon_per_day"] <= 20.0 + 1e-12
     assert p["hats_released"] == speed.height == speeding.height
     assert speed.height > 0
     # per-day epsilon is the sum of the K largest per-HAT epsilons (report III E)
