@@ -182,6 +182,8 @@ class ExactGP:
 
     ``restarts`` L-BFGS-B runs start from the best of ``n_initial`` log-spaced initial length-scales between
     5% and 100% of the input extent (a deterministic multi-start; no randomness, so results are reproducible).
+    A restart that comes within 0.01 (in log-parameters) of an optimum already found stops there: it is in the
+    same basin and would only repeat that optimum.
     ``hyperparameters`` fixes them and skips the optimisation.
     """
 
@@ -247,18 +249,27 @@ class ExactGP:
                 return 1e25, np.zeros(2)
             return -lml, -grad
 
+        optima: list[np.ndarray] = []
+
+        def same_basin(intermediate_result: object) -> None:
+            # a restart whose iterate reaches an optimum already found is in the same basin: stop it early
+            x_now = np.asarray(intermediate_result.x)  # type: ignore[attr-defined]
+            if any(np.max(np.abs(x_now - o)) < 1e-2 for o in optima):
+                raise StopIteration
+
         for _, theta0 in starts[: max(1, self.restarts)]:
             res = minimize(
                 objective, theta0, jac=True, method="L-BFGS-B", bounds=log_bounds,
-                options={"maxiter": self.max_iter, "ftol": 1e-9},
+                options={"maxiter": self.max_iter, "ftol": 1e-9}, callback=same_basin,
             )
+            optima.append(np.asarray(res.x))
             if np.isfinite(res.fun) and -res.fun > best_lml:
                 best_lml, best_theta = -float(res.fun), np.asarray(res.x)
         lml, _, sf2 = profiled(best_theta, False)
         ell, g = np.exp(best_theta)
         return Hyperparameters(sf2, float(ell), float(g) * sf2), lml
 
-    def predict_standardised(self, x_new: np.ndarray, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    def predict_standardised(self, x_new: np.ndarray, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and latent variance in standardised units (eqs. (4) and (5))."""
         hp = self.hyperparameters_
         x_new = np.asarray(x_new, dtype=float)
@@ -353,7 +364,7 @@ class SparseGP:
         self.inducing_points_ = z
         return self
 
-    def predict_standardised(self, x_new: np.ndarray, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    def predict_standardised(self, x_new: np.ndarray, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
         hp = self.hyperparameters_
         x_new = np.asarray(x_new, dtype=float)
         mean = np.empty(len(x_new))

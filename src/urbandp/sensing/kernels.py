@@ -45,17 +45,34 @@ def kernel_value(name: str, r: np.ndarray, variance: float, lengthscale: float) 
 def value_and_dlog_lengthscale(
     name: str, r: np.ndarray, variance: float, lengthscale: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """k(r) and its derivative with respect to log(lengthscale)."""
+    """k(r) and its derivative with respect to log(lengthscale) (in-place arithmetic: this is the hot loop)."""
     if name == "rbf":
-        s = (r / lengthscale) ** 2
-        k = variance * np.exp(-0.5 * s)
-        return k, k * s
-    if name == "matern32":
-        a = np.sqrt(3.0) * r / lengthscale
-        e = variance * np.exp(-a)
-        return (1.0 + a) * e, a * a * e
-    if name == "matern52":
-        a = np.sqrt(5.0) * r / lengthscale
-        e = variance * np.exp(-a)
-        return (1.0 + a + a * a / 3.0) * e, (a * a / 3.0) * (1.0 + a) * e
+        s = r * (1.0 / lengthscale)
+        s *= s
+        k = np.multiply(s, -0.5)
+        np.exp(k, out=k)
+        k *= variance
+        s *= k
+        return k, s
+    if name in ("matern32", "matern52"):
+        c = np.sqrt(3.0) if name == "matern32" else np.sqrt(5.0)
+        a = r * (c / lengthscale)
+        e = np.negative(a)
+        np.exp(e, out=e)
+        e *= variance
+        if name == "matern32":
+            k = a + 1.0
+            k *= e
+            a *= a
+            a *= e  # dk/dlog l = sigma_f^2 a^2 exp(-a)
+            return k, a
+        a2 = a * a
+        k = a + 1.0
+        k += a2 * (1.0 / 3.0)
+        k *= e
+        a += 1.0
+        a *= a2
+        a *= e
+        a *= 1.0 / 3.0  # dk/dlog l = sigma_f^2 (a^2 / 3)(1 + a) exp(-a)
+        return k, a
     raise ValueError(f"unknown kernel {name!r}")
