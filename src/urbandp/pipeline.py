@@ -25,7 +25,7 @@ from urbandp.records.validation import (
     quarantine_frame,
     reason_counts,
     rejected_rows,
-    split_duplicates,
+    later_duplicates,
     validate,
 )
 from urbandp.releases.hat import HatRelease, release_hats
@@ -36,14 +36,25 @@ Step = Callable[[str], None]
 
 @dataclass
 class LoadedRecords:
-    """Valid records (canonical columns) and the quarantined rows with their reasons."""
+    """Valid records (canonical columns) and the quarantined rows with their reasons.
 
-    clean: pl.DataFrame
+    ``clean_lazy`` is the valid records as a lazy frame (the duplicate filter not yet applied, so the next query
+    fuses it); ``clean`` materialises it once.
+    """
+
+    clean_lazy: pl.LazyFrame
     quarantine: pl.DataFrame
     records_in: int
     reasons: dict[str, int]
     files: list[Path]
     records_outside_window: int = 0
+    _clean: pl.DataFrame | None = None
+
+    @property
+    def clean(self) -> pl.DataFrame:
+        if self._clean is None:
+            self._clean = self.clean_lazy.collect()
+        return self._clean
 
 
 def load_records(
@@ -75,23 +86,26 @@ def load_records(
     records_in = int(counts["n"][0])
     if records_in == 0:
         raise InputError("input holds no records")
-    clean, duplicates = split_duplicates(kept)
+    later = later_duplicates(kept)
+    duplicates = kept.filter(later) if later is not None else kept.clear()
     names = [f.name for f in files]
     quarantine = quarantine_frame(rejected, duplicates).with_columns(
         pl.col("source").replace_strict(list(range(len(names))), names, return_dtype=pl.String)
     )
-    clean = clean.drop("source", "row")
+    clean = (kept.lazy().filter(~later) if later is not None else kept.lazy()).drop("source", "row")
     return LoadedRecords(
         clean, quarantine, records_in, reason_counts(quarantine), files, int(counts["outside"][0] or 0)
     )
 
 
-def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame) -> tuple[dt.date, dt.date, bool]:
+def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tuple[dt.date, dt.date, bool]:
     """(start, end, derived_from_data). Without --start/--end the window spans the data's first to last day."""
     start, end = cfg.start, cfg.end
     derived = start is None or end is None
-    if derived and clean.height:
-        days = clean.select(pl.col("timestamp").dt.date().min().alias("a"), pl.col("timestamp").dt.date().max().alias("b"))
+    if derived:
+        days = clean.lazy().select(
+            pl.col("timestamp").dt.date().min().alias("a"), pl.col("timestamp").dt.date().max().alias("b")
+        ).collect()
         start = start or days["a"][0]
         end = end or days["b"][0]
     if start is None or end is None:
@@ -117,10 +131,10 @@ def release_fleet(
     keep_speeds = cfg.speed_estimator != "report"
     window = ContributionSpec(cfg.resolution, slots, cfg.start, cfg.end, cfg.speed_max, keep_speeds=keep_speeds)
     loaded = load_records(paths, columns, options, window=window)
-    start, end, derived = date_window(cfg, loaded.clean)
+    start, end, derived = date_window(cfg, loaded.clean_lazy)
     spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds)
     say("aggregating per vehicle, HAT and day")
-    contributions = get_backend("polars").contributions(loaded.clean, spec)
+    contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
     if contributions.height == 0:
         raise InputError(f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}")
     days = (end - start).days + 1

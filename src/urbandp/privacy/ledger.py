@@ -34,10 +34,10 @@ class LedgerEntry:
 class PrivacyLedger:
     """Tracks (epsilon, delta) spent under basic composition against an optional budget.
 
-    ``budget_epsilon=None`` means unlimited (the spend is still recorded and reported).
+    ``budget_epsilon=None`` / ``budget_delta=None`` mean unlimited (the spend is still recorded and reported).
     """
 
-    def __init__(self, budget_epsilon: float | None = None, budget_delta: float = 0.0) -> None:
+    def __init__(self, budget_epsilon: float | None = None, budget_delta: float | None = None) -> None:
         if budget_epsilon is not None and budget_epsilon <= 0:
             raise ValueError("budget_epsilon must be > 0")
         self.budget_epsilon = budget_epsilon
@@ -54,7 +54,8 @@ class PrivacyLedger:
 
     def remaining(self) -> tuple[float, float]:
         eps_left = math.inf if self.budget_epsilon is None else self.budget_epsilon - self.epsilon_spent
-        return eps_left, self.budget_delta - self.delta_spent
+        delta_left = math.inf if self.budget_delta is None else self.budget_delta - self.delta_spent
+        return eps_left, delta_left
 
     def check(self, epsilon: float, delta: float = 0.0) -> None:
         """Raise :class:`BudgetExceededError` if charging (epsilon, delta) would overspend."""
