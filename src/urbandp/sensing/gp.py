@@ -182,7 +182,7 @@ class ExactGP:
 
     ``restarts`` L-BFGS-B runs start from the best of ``n_initial`` log-spaced initial length-scales between
     5% and 100% of the input extent (a deterministic multi-start; no randomness, so results are reproducible).
-    A restart that comes within 0.01 (in log-parameters) of an optimum already found stops there: it is in the
+    A restart that comes within 0.05 (in log-parameters) of an optimum already found stops there: it is in the
     same basin and would only repeat that optimum.
     ``hyperparameters`` fixes them and skips the optimisation.
     """
@@ -254,7 +254,7 @@ class ExactGP:
         def same_basin(intermediate_result: object) -> None:
             # a restart whose iterate reaches an optimum already found is in the same basin: stop it early
             x_now = np.asarray(intermediate_result.x)  # type: ignore[attr-defined]
-            if any(np.max(np.abs(x_now - o)) < 1e-2 for o in optima):
+            if any(np.max(np.abs(x_now - o)) < 5e-2 for o in optima):
                 raise StopIteration
 
         for _, theta0 in starts[: max(1, self.restarts)]:
