@@ -1,0 +1,72 @@
+"""DP variance maps: the kernel-variance cap, the calibrated scale and the accounting are computed, not typed in."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from urbandp.errors import BudgetExceededError
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.sensing.bounded_laplace import actual_epsilon, holohan_scale
+from urbandp.sensing.dp_map import fit_for_release, release_dp_map, rmse_vs_epsilon
+from urbandp.sensing.grid import SquareGrid
+from urbandp.sensing.readings import Readings
+
+EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
+
+
+def _readings() -> Readings:
+    rng = np.random.default_rng(7)
+    n = 80
+    lat = 22.50 + rng.uniform(0, 0.03, n)
+    lon = 88.33 + rng.uniform(0, 0.03, n)
+    # two readings in the 10:00 window (fewer than min_readings), none at 09:00, 78 at 08:00
+    time = np.array(["2024-01-01T08:10"] * 78 + ["2024-01-01T10:05"] * 2, dtype="datetime64[us]")
+    value = 50 + 30 * np.sin(40 * lat) + rng.normal(0, 1, n)
+    return Readings(lat, lon, time, value)
+
+
+GRID = SquareGrid(22.49, 88.32, 22.54, 88.37, 1000.0)
+
+
+def test_capped_variance_keeps_sigma2_in_the_domain() -> None:
+    fitted = fit_for_release(_readings(), GRID, 0.5, "holohan", 60, "matern32", 3)
+    assert len(fitted) == 1
+    assert fitted[0].hyperparameters.variance <= 0.5 + 1e-12
+    assert fitted[0].sigma2_std.max() <= 0.5 + 1e-12
+
+
+def test_release_accounting_and_empty_windows() -> None:
+    rel = release_dp_map(_readings(), GRID, 1.0, EXACT, sensitivity=1.0, upper=2.0)
+    g = GRID.n_cells
+    assert [str(w.window) for w in rel.windows] == ["2024-01-01T08:00", "2024-01-01T09:00", "2024-01-01T10:00"]
+    # windows without a fit (0 or 2 readings) release the prior variance Delta in every cell
+    np.testing.assert_array_equal(rel.windows[1].sigma2_dp, np.full(g, 1.0))
+    b = holohan_scale(1.0, 1.0, 0.0, 2.0)
+    assert b == pytest.approx(1.413342697738699, rel=1e-10)
+    eps_cell = actual_epsilon(b, 1.0, 0.0, 2.0)
+    assert all(w.scale == b for w in rel.windows)
+    assert rel.privacy["epsilon_per_window_map"] == g * eps_cell
+    assert rel.ledger.epsilon_spent == pytest.approx(3 * g * eps_cell, rel=1e-12)
+    assert rel.ledger.epsilon_spent <= 3 * g
+    assert rel.privacy["differentially_private"] is True
+
+
+def test_paper_version_is_labelled_and_uses_data_bounds() -> None:
+    rel = release_dp_map(_readings(), GRID, 1.0, OpenDPNoise(), calibration="paper")
+    assert rel.privacy["differentially_private"] is False and rel.ledger.entries == []
+    w = rel.windows[0]
+    assert w.scale == 1.0 and w.upper == pytest.approx(float(w.sigma2_std.max()))
+    assert np.all((w.sigma2_dp >= 0) & (w.sigma2_dp <= w.upper))
+
+
+def test_budget_is_enforced() -> None:
+    with pytest.raises(BudgetExceededError):
+        release_dp_map(_readings(), GRID, 1.0, EXACT, budget_epsilon=GRID.n_cells * 1.5)
+
+
+def test_rmse_falls_with_epsilon() -> None:
+    fitted = fit_for_release(_readings(), GRID, 1.0, "holohan", 60, "matern32", 3)
+    rows = rmse_vs_epsilon(fitted, [0.5, 1.0, 10.0])
+    rmse = [r["rmse_std"] for r in rows]
+    assert rmse[0] > rmse[1] > rmse[2] > 0
