@@ -9,7 +9,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 
 from urbandp.sensing.gp import (
     Bounds, ExactGP, Hyperparameters, SparseGP, log_marginal_likelihood, make_gp, method_name,
-    profiled_log_marginal_likelihood,
+    profiled_log_marginal_likelihood, sgpr_bound,
 )
 from urbandp.sensing.kernels import distances
 
@@ -116,3 +116,28 @@ def test_make_gp_switches_to_sparse() -> None:
     x, y = _data(400, seed=6)
     sp = make_gp(400, exact_max=300, n_inducing=50).fit(x, y)
     assert method_name(sp) == "sgpr(m=50)"
+
+
+@pytest.mark.parametrize("kernel", ["matern32", "matern52", "rbf"])
+def test_sgpr_bound_gradient_and_full_inducing_limit(kernel: str) -> None:
+    x, y = _data(150, seed=7)
+    ys = (y - y.mean()) / y.std()
+    z = x[np.random.default_rng(0).choice(150, 25, replace=False)]
+    r_uf, r_uu = distances(z, x), distances(z, z)
+    theta = np.log([0.9, 1.2, 0.05])
+    _, grad = sgpr_bound(kernel, r_uf, r_uu, ys, theta)
+    h = 1e-5
+    fd = [(sgpr_bound(kernel, r_uf, r_uu, ys, theta + h * e, False)[0]
+           - sgpr_bound(kernel, r_uf, r_uu, ys, theta - h * e, False)[0]) / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5)
+    # with every reading as an inducing point the bound is the exact log marginal likelihood (up to the jitter)
+    full, _ = sgpr_bound(kernel, distances(x, x), distances(x, x), ys, theta, False)
+    exact, _ = log_marginal_likelihood(kernel, distances(x, x), ys, theta, False)
+    assert full == pytest.approx(exact, abs=5e-3)
+    assert full <= exact + 1e-9
+
+
+def test_sgpr_bound_optimisation_improves_the_bound() -> None:
+    x, y = _data(1200, seed=8)
+    sp = SparseGP(n_inducing=100, opt_inducing=60, subsample=300).fit(x, y)
+    assert sp.bound_optimised_ >= sp.bound_start_
