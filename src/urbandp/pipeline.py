@@ -71,31 +71,35 @@ def load_records(
     """
     raw, _mapping, files = scan_records(list(paths), columns)
     lf = validate(raw, options or ValidationOptions())
-    ok = pl.col("reason_code") == 0
+    bad = pl.col("reason_code") > 0
     inside = window_filter(window) if window is not None else pl.lit(True)
     extra = [cell_expr(window.resolution).alias("cell")] if window is not None else []
-    keep_q = lf.filter(ok & inside).select(
-        pl.col("vehicle").cast(pl.Categorical), "timestamp", "latitude", "longitude", "speed", "source", "row", *extra
+    # One streaming pass keeps the valid rows inside the window AND the rejected rows (few), carrying the raw text
+    # only for the latter; a second pass for the quarantine would cost as much as the first.
+    one_pass = lf.filter(bad | inside).select(
+        pl.col("vehicle").cast(pl.Categorical), "timestamp", "latitude", "longitude", "speed", "source", "row",
+        "reason_code", pl.when(bad).then(pl.col("timestamp_raw").cast(pl.String)).alias("timestamp_raw"),
+        pl.when(bad).then(pl.col("speed_raw")).alias("speed_raw"), *extra,
     )
-    bad_q = rejected_rows(lf)
-    count_q = lf.select(pl.len().alias("n"), (ok & ~inside).sum().alias("outside"))
     try:
-        kept, rejected, counts = pl.collect_all([keep_q, bad_q, count_q], engine="streaming")
+        records_in = int(raw.select(pl.len()).collect().item())  # Parquet: from metadata
+        frame = one_pass.collect(engine="streaming")
     except pl.exceptions.PolarsError as err:
         raise InputError(f"cannot read input: {str(err).splitlines()[0]}") from None
-    records_in = int(counts["n"][0])
     if records_in == 0:
         raise InputError("input holds no records")
-    later = later_duplicates(kept)
-    duplicates = kept.filter(later) if later is not None else kept.clear()
+    valid = frame["reason_code"] == 0
+    later = later_duplicates(frame, valid)
+    keep = valid if later is None else valid & ~later
+    rejected = rejected_rows(frame.lazy().filter(bad)).collect()
+    duplicates = frame.filter(later) if later is not None else frame.clear()
     names = [f.name for f in files]
     quarantine = quarantine_frame(rejected, duplicates).with_columns(
         pl.col("source").replace_strict(list(range(len(names))), names, return_dtype=pl.String)
     )
-    clean = (kept.lazy().filter(~later) if later is not None else kept.lazy()).drop("source", "row")
-    return LoadedRecords(
-        clean, quarantine, records_in, reason_counts(quarantine), files, int(counts["outside"][0] or 0)
-    )
+    clean = frame.lazy().filter(keep).drop("source", "row", "reason_code", "timestamp_raw", "speed_raw")
+    outside = records_in - frame.height
+    return LoadedRecords(clean, quarantine, records_in, reason_counts(quarantine), files, outside)
 
 
 def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tuple[dt.date, dt.date, bool]:
