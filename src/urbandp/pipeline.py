@@ -191,7 +191,9 @@ def write_release(out_dir: Path, release: HatRelease, loaded: LoadedRecords, *, 
         subtitle = (
             f"Differentially private ({p['neighbouring']}, unit vehicle-day): cumulative epsilon per day "
             f"{p['cumulative_epsilon_per_day']:.4g} (speed {eps['speed']:.4g}, speeding {eps['speeding']:.4g}, "
-            f"selection {eps['selection']:.4g}); noise scale B = {p['noise_scale']['speed']:.4g}"  # type: ignore[index]
+            f"selection {eps['selection']:.4g}); Laplace scale: speed {p['noise_scale']['speed']:.4g}"  # type: ignore[index]
+            + (" (on the sum of vehicle-day means)" if p["neighbouring"] == "add-remove" else "")
+            + f", speeding {p['noise_scale']['speeding']:.4g}"  # type: ignore[index]
             if p["differentially_private"]
             else "NOT differentially private: " + "; ".join(p["not_dp_reasons"])  # type: ignore[arg-type]
         )

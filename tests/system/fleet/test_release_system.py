@@ -213,3 +213,33 @@ def test_release_on_real_austin_avl(shared_data: Path, tmp_path: Path) -> None:
     conv = load_records([austin / "2016-11-25.csv"],
                         options=ValidationOptions(speed_unit="mph", speed_unit_since=((dt.date(2016, 1, 1), "m/s"),)))
     assert conv.clean.filter(pl.col("vehicle") == "8940")["speed"][0] == pytest.approx(7.15264 * 3.6)
+
+
+def test_toml_config_sets_release_input_and_columns(tmp_path: Path) -> None:
+    """A non-ITMS shape released through a TOML config; a flag overrides the file's epsilon/scale choice."""
+    src = tmp_path / "bus.csv"
+    rows = ["bus,t,y,x,v_mph"]
+    for day in (1, 2):
+        for v in range(12):
+            for minute in range(0, 60, 10):
+                rows.append(f"B{v},2021-03-0{day} 10:{minute:02d}:00,21.17,72.83,{20 + v}")
+    src.write_text("\n".join(rows) + "\n")
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(
+        '[release]\nnoise_scale = 0.5\nneighbouring = "replace-one"\nselection = "public-threshold"\n'
+        "hours = [10, 11]\nmin_vehicles_per_day = 10\nmax_hats_per_vehicle_day = 4\nprecision = 3\n"
+        '[input]\nspeed_unit = "mph"\n'
+        '[columns]\nvehicle = "bus"\ntimestamp = "t"\nlatitude = "y"\nlongitude = "x"\nspeed = "v_mph"\n'
+    )
+    out = tmp_path / "o"
+    res = runner.invoke(app, ["release", str(src), "--out", str(out), "--config", str(cfg), "--no-map"])
+    assert res.exit_code == 0, res.output
+    p = json.loads((out / "privacy.json").read_text())
+    assert p["noise_scale"]["speed"] == 0.5 and p["hats_released"] == 1 and p["precision"] == 3
+    # replace-one, N = 24 vehicle-days, U = 65: epsilon per HAT per day = (65 / 24) / 0.5
+    assert p["epsilon_per_hat_per_day"]["speed"] == pytest.approx(65 / 24 / 0.5, rel=1e-12)
+    assert p["epsilon_per_hat_per_day"]["speeding"] == pytest.approx(1 / 2 / 0.5, rel=1e-12)
+    res = runner.invoke(app, ["release", str(src), "--out", str(out), "--config", str(cfg), "--no-map",
+                              "--epsilon-per-day", "3"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "privacy.json").read_text())["cumulative_epsilon_per_day"] == pytest.approx(3.0, rel=1e-9)
