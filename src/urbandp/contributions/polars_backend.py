@@ -46,6 +46,5 @@ class PolarsBackend:
             .group_by("cell", "slot", "day", "vehicle")
             .agg(aggs)
             .with_columns(pl.col("vehicle").cast(pl.String))
-            .sort("cell", "slot", "day", "vehicle")
             .collect(engine="streaming")
         )

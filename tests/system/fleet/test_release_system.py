@@ -72,8 +72,8 @@ def test_exact_answers_match_an_independent_pandas_h3_computation(fleet_file: Pa
     """With no noise (test-only source), Query 1 and 2 equal a row-wise pandas + h3-py recomputation."""
     cfg = HatReleaseConfig(noise_scale=1.0, neighbouring="replace-one", selection="public-threshold",
                            min_vehicles_per_day=0, max_hats_per_vehicle_day=10_000, precision=9)
-    release, loaded = release_fleet([fleet_file], cfg, noise=ExactNoiseForTesting(acknowledge_not_private=True))
-    df = loaded.clean.to_pandas()
+    release, _ = release_fleet([fleet_file], cfg, noise=ExactNoiseForTesting(acknowledge_not_private=True))
+    df = load_records([fleet_file]).clean.to_pandas()  # every valid record, with coordinates
     df = df[(df.timestamp.dt.hour >= 9) & (df.timestamp.dt.hour < 21)].copy()
     df["cell"] = [h3.latlng_to_cell(a, b, 7) for a, b in zip(df.latitude, df.longitude, strict=True)]
     df["slot"] = df.timestamp.dt.strftime("%H:00-") + (df.timestamp.dt.hour + 1).map("{:02d}:00".format)
