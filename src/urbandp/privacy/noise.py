@@ -13,6 +13,7 @@ imported by a release.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -53,7 +54,7 @@ def _check_scale(scale: float) -> float:
     return scale
 
 
-def _per_scale(values: np.ndarray, scale: float | np.ndarray, one: callable) -> np.ndarray:  # type: ignore[valid-type]
+def _per_scale(values: np.ndarray, scale: float | np.ndarray, one: Callable[[np.ndarray, float], np.ndarray]) -> np.ndarray:
     """Apply ``one(values_subset, scale)`` for every distinct scale (OpenDP measurements take one scale)."""
     values = np.asarray(values)
     scales = np.broadcast_to(np.asarray(scale, dtype=float), values.shape)
@@ -75,36 +76,30 @@ class OpenDPNoise:
     is_private = True
 
     @staticmethod
-    def _float_laplace(v: np.ndarray, scale: float) -> np.ndarray:
-        m = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float), scale)
-        return np.asarray(m(v.astype(float).tolist()), dtype=float)
+    def _sampler(gaussian: bool, integer: bool) -> Callable[[np.ndarray, float], np.ndarray]:
+        """One OpenDP vector measurement (Laplace over L1 or Gaussian over L2; float or i64) applied to ``v``."""
+        atom = dp.atom_domain(T="i64") if integer else dp.atom_domain(T=float, nan=False)
+        dtype = np.int64 if integer else float
+        metric = (dp.l2_distance if gaussian else dp.l1_distance)(T="i64" if integer else float)
+        make = dp.m.make_gaussian if gaussian else dp.m.make_laplace
 
-    @staticmethod
-    def _int_laplace(v: np.ndarray, scale: float) -> np.ndarray:
-        m = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64"), scale)
-        return np.asarray(m(v.astype(np.int64).tolist()), dtype=np.int64)
+        def sample(v: np.ndarray, scale: float) -> np.ndarray:
+            m = make(dp.vector_domain(atom), metric, scale)
+            return np.asarray(m(v.astype(dtype).tolist()), dtype=dtype)
 
-    @staticmethod
-    def _float_gaussian(v: np.ndarray, scale: float) -> np.ndarray:
-        m = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), scale)
-        return np.asarray(m(v.astype(float).tolist()), dtype=float)
-
-    @staticmethod
-    def _int_gaussian(v: np.ndarray, scale: float) -> np.ndarray:
-        m = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), scale)
-        return np.asarray(m(v.astype(np.int64).tolist()), dtype=np.int64)
+        return sample
 
     def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(np.asarray(values, dtype=float), scale, self._float_laplace)
+        return _per_scale(np.asarray(values, dtype=float), scale, self._sampler(gaussian=False, integer=False))
 
     def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(np.asarray(values, dtype=np.int64), scale, self._int_laplace)
+        return _per_scale(np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=False, integer=True))
 
     def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(np.asarray(values, dtype=float), scale, self._float_gaussian)
+        return _per_scale(np.asarray(values, dtype=float), scale, self._sampler(gaussian=True, integer=False))
 
     def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(np.asarray(values, dtype=np.int64), scale, self._int_gaussian)
+        return _per_scale(np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=True, integer=True))
 
 
 class ExactNoiseForTesting:
