@@ -188,7 +188,7 @@ class ExactGP:
     """
 
     kernel: str = "matern32"
-    restarts: int = 2
+    restarts: int = 1
     n_initial: int = 5
     bounds: Bounds = field(default_factory=Bounds)
     hyperparameters: Hyperparameters | None = None
@@ -368,7 +368,7 @@ class SparseGP:
     kernel: str = "matern32"
     n_inducing: int = 500
     subsample: int = 1000
-    restarts: int = 2
+    restarts: int = 1
     bounds: Bounds = field(default_factory=Bounds)
     hyperparameters: Hyperparameters | None = None
     seed: int = 0
@@ -471,7 +471,7 @@ def make_gp(
     exact_max: int = 2000,
     n_inducing: int = 500,
     bounds: Bounds | None = None,
-    restarts: int = 2,
+    restarts: int = 1,
 ) -> ExactGP | SparseGP:
     """Exact GP up to ``exact_max`` readings, SGPR beyond (the choice is reported as ``method``)."""
     bounds = bounds or Bounds()

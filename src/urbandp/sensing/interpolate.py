@@ -46,7 +46,7 @@ def fit_window(
     exact_max: int = 2000,
     n_inducing: int = 500,
     bounds: Bounds | None = None,
-    restarts: int = 2,
+    restarts: int = 1,
 ) -> ExactGP | SparseGP:
     """Fit the GP chosen by size: exact up to ``exact_max`` readings, SGPR beyond (paper App. B's O(n^3))."""
     model = make_gp(len(values), kernel=kernel, exact_max=exact_max, n_inducing=n_inducing, bounds=bounds,
@@ -63,7 +63,7 @@ def interpolate_windows(
     n_inducing: int = 500,
     bounds: Bounds | None = None,
     min_readings: int = 3,
-    restarts: int = 2,
+    restarts: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[WindowResult], dict[str, int]]:
     """GP per window; windows with fewer than ``min_readings`` readings are skipped (counted in the report)."""
