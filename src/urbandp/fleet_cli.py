@@ -199,13 +199,14 @@ def explore(
     from urbandp.pipeline import load_records
 
     options = _validation_options({}, speed_unit, None, None, None)
-    loaded = load_records(inputs, _parse_columns(column, {}), options)
-    result = run_explore(loaded.clean, slots=SlotSpec(slot_minutes, *parse_hours(hours)),
-                         min_vehicles_per_day=min_vehicles_per_day)
+    console = Console()
+    with console.status("reading, validating and aggregating at resolutions 6, 7, 8"):
+        loaded = load_records(inputs, _parse_columns(column, {}), options)
+        result = run_explore(loaded.clean, slots=SlotSpec(slot_minutes, *parse_hours(hours)),
+                             min_vehicles_per_day=min_vehicles_per_day)
     out.mkdir(parents=True, exist_ok=True)
     result.table.write_csv(out / "resolution_comparison.csv")
     pngs = write_histograms(result, out)
-    console = Console()
     console.print(f"[bold red]{OWNER_ONLY}[/]")
     console.print(comparison_table(result.table))
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))
