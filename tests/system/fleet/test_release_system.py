@@ -243,3 +243,15 @@ def test_toml_config_sets_release_input_and_columns(tmp_path: Path) -> None:
                               "--epsilon-per-day", "3"])
     assert res.exit_code == 0, res.output
     assert json.loads((out / "privacy.json").read_text())["cumulative_epsilon_per_day"] == pytest.approx(3.0, rel=1e-9)
+
+
+def test_a_cli_release_never_loads_the_numpy_simulation(fleet_file: Path, tmp_path: Path) -> None:
+    """DESIGN.md rule 1: numpy noise lives in urbandp.experiments' simulation, which a release never imports."""
+    code = (
+        "import sys; from typer.testing import CliRunner; from urbandp.cli import app; "
+        f"r = CliRunner().invoke(app, ['release', {str(fleet_file)!r}, '--out', {str(tmp_path / 'o')!r}, "
+        "'--noise-scale', '1', '--no-map']); assert r.exit_code == 0, r.output; "
+        "print(sorted(m for m in sys.modules if m.startswith('urbandp.experiments')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "['urbandp.experiments', 'urbandp.experiments.cli']"
