@@ -1,6 +1,7 @@
 """Readers for CSV, JSON (array), JSON Lines and Parquet into one canonical lazy frame.
 
-Every input becomes a Polars ``LazyFrame`` with the raw canonical columns ``source`` (index into the file list), ``row`` (1-based data row in
+Every input becomes a Polars ``LazyFrame`` with the raw canonical columns ``source`` (index into the file list), ``record_ok`` (false for a line that could not be
+parsed at all), ``row`` (1-based data row in
 its file), ``vehicle`` (str), ``timestamp_raw`` (str, or an already typed datetime), ``latitude``, ``longitude`` and
 ``speed_raw`` (float, in the input's unit; null where absent or unparseable). Parsing and unit conversion happen in
 :mod:`urbandp.records.validation`, so a bad value becomes a quarantined row with a reason, never a crash.
@@ -8,6 +9,7 @@ its file), ``vehicle`` (str), ``timestamp_raw`` (str, or an already typed dateti
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -37,6 +39,46 @@ def expand_inputs(paths: list[Path]) -> list[Path]:
     return files
 
 
+def _flatten_record(obj: dict[str, object]) -> dict[str, str | None]:
+    """One JSON object as text fields; a nested object's fields become ``parent.child`` (ITMS ``location.coordinates``)."""
+    flat: dict[str, str | None] = {}
+    for key, value in obj.items():
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for child, v in items:
+            name = key if child is None else f"{key}.{child}"
+            flat[name] = None if v is None else json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+    return flat
+
+
+def tolerant_json_lines(path: Path) -> pl.LazyFrame:
+    """JSON Lines read line by line: a line that is not a JSON object is kept as a failed record, not lost.
+
+    Used when Polars' fast reader rejects the file (one malformed line fails it whole). All fields arrive as text
+    (``__line`` = line number, ``__record_ok`` = the line parsed); validation turns a failed line into a quarantined
+    row with reason ``unparseable_record`` and bad values into their own reasons.
+    """
+    records: list[dict[str, str | None]] = []
+    lines: list[int] = []
+    ok: list[bool] = []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                obj = None
+            good = isinstance(obj, dict)
+            records.append(_flatten_record(obj) if good else {})  # type: ignore[arg-type]
+            lines.append(number)
+            ok.append(good)
+    names = sorted({k for r in records for k in r})
+    frame = pl.DataFrame({n: [r.get(n) for r in records] for n in names}, schema={n: pl.String for n in names})
+    return frame.with_columns(
+        pl.Series("__line", lines, dtype=pl.UInt32), pl.Series("__record_ok", ok, dtype=pl.Boolean)
+    ).lazy()
+
+
 def _scan_one(path: Path) -> pl.LazyFrame:
     kind = SUFFIXES[path.suffix.lower()]
     try:
@@ -45,7 +87,12 @@ def _scan_one(path: Path) -> pl.LazyFrame:
         if kind == "parquet":
             return pl.scan_parquet(path)
         if kind == "jsonl":
-            return pl.scan_ndjson(path, infer_schema_length=None, ignore_errors=True)
+            lf = pl.scan_ndjson(path, infer_schema_length=None, ignore_errors=True)
+            try:
+                lf.collect_schema()
+            except pl.exceptions.PolarsError:
+                return tolerant_json_lines(path)
+            return lf
         return pl.read_json(path, infer_schema_length=None).lazy()
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
         raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
@@ -106,10 +153,13 @@ def scan_records(
             lon = _as_float(pl.col(m.longitude), schema[m.longitude])  # type: ignore[index]
         ts_dtype = schema[m.timestamp]
         ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
+        tolerant = "__line" in schema
+        numbered = lf if tolerant else lf.with_row_index("__line", offset=1)
         frames.append(
-            lf.with_row_index("row", offset=1).select(
+            numbered.select(
                 pl.lit(index, dtype=pl.UInt16).alias("source"),
-                pl.col("row").cast(pl.UInt32),
+                pl.col("__line").cast(pl.UInt32).alias("row"),
+                (pl.col("__record_ok") if tolerant else pl.lit(True)).alias("record_ok"),
                 pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
                 ts.alias("timestamp_raw"),
                 lat.alias("latitude"),

@@ -2,6 +2,7 @@
 
 Rules (issue 2, DESIGN.md "nothing vanishes"), applied in this order, first failure wins:
 
+``unparseable_record`` - a JSON Lines line that is not a JSON object (read by the tolerant reader);
 ``unparseable_timestamp`` - the timestamp is missing or not ISO 8601 ``YYYY-MM-DD[T ]HH:MM:SS...``;
 ``missing_vehicle``; ``missing_coordinates``; ``coordinates_out_of_range`` (|lat| > 90, |lon| > 180, or (0, 0));
 ``missing_speed`` (absent, unparseable or NaN); ``negative_speed``; ``speed_above_maximum`` (above the plausibility
@@ -32,6 +33,7 @@ from urbandp.errors import InputError
 SPEED_FACTORS_TO_KMH = {"km/h": 1.0, "kmh": 1.0, "kph": 1.0, "mph": 1.609344, "m/s": 3.6, "mps": 3.6}
 
 REASONS = (
+    "unparseable_record",
     "unparseable_timestamp",
     "missing_vehicle",
     "missing_coordinates",
@@ -129,6 +131,7 @@ def validate(raw: pl.LazyFrame, options: ValidationOptions) -> pl.LazyFrame:
     # Integer reason codes (0 = valid): a numeric when/then chain is several times cheaper than one that builds
     # strings for every row; codes become reason names only for the few rejected rows (quarantine_frame).
     checks = [
+        ~pl.col("record_ok"),
         pl.col("timestamp").is_null(),
         pl.col("vehicle").is_null() | (pl.col("vehicle").str.len_bytes() == 0),
         lat.is_null() | lon.is_null() | lat.is_nan() | lon.is_nan(),

@@ -43,6 +43,7 @@ def test_every_reason_is_detected_and_counted(tmp_path: Path) -> None:
     assert loaded.clean.height == 1
     assert loaded.clean["speed"][0] == 20.0  # the first of the duplicates is kept
     assert loaded.reasons == {
+        "unparseable_record": 0,
         "unparseable_timestamp": 1,
         "missing_vehicle": 1,
         "missing_coordinates": 1,
@@ -76,6 +77,23 @@ def test_itms_shape_in_every_format_reads_the_same(tmp_path: Path) -> None:
     assert frames[0]["latitude"].to_list() == [21.17, 21.18]
     assert frames[0]["longitude"].to_list() == [72.83, 72.84]
     assert frames[0]["timestamp"][0] == dt.datetime(2021, 11, 15, 9, 15, 3)  # wall-clock time as written
+
+
+def test_a_malformed_json_line_is_quarantined_not_fatal(tmp_path: Path) -> None:
+    """One junk line makes Polars' JSON Lines reader reject the whole file; the tolerant reader keeps the rest."""
+    good = {"license_plate": "A", "observationDateTime": "2021-11-15T09:00:00+05:30", "speed": 20,
+            "location": {"type": "Point", "coordinates": [72.83, 21.17]}}
+    lines = [json.dumps(good), "not json at all", json.dumps({**good, "speed": "fast", "license_plate": "B"}),
+             json.dumps([1, 2]), json.dumps({**good, "license_plate": "C", "location": None})]
+    p = tmp_path / "mixed.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    loaded = load_records([p])
+    assert loaded.records_in == 5 and loaded.clean.height == 1
+    q = loaded.quarantine.sort("row")
+    assert list(zip(q["row"].to_list(), q["reason"].to_list(), strict=True)) == [
+        (2, "unparseable_record"), (3, "missing_speed"), (4, "unparseable_record"), (5, "missing_coordinates")
+    ]
+    assert loaded.clean.row(0) == ("A", dt.datetime(2021, 11, 15, 9), 21.17, 72.83, 20.0)
 
 
 def test_column_mapping_and_missing_column(tmp_path: Path) -> None:
