@@ -50,6 +50,13 @@ NEIGHBOURING_TEXT = {
 }
 
 
+SELECTION_MECHANISM = {
+    "dp": "OpenDP make_laplace_threshold (unknown domain)",
+    "dp-public-domain": "OpenDP discrete Laplace on every HAT of the public domain",
+    "public-threshold": "none: true counts (report III C)",
+}
+
+
 @dataclass
 class HatRelease:
     """Released tables and the privacy accounting of one run."""
@@ -243,11 +250,11 @@ def release_hats(
     eps_speeding_day = top_k_sum(np.full(h, eps_speeding_hat), k_eff)
     cumulative = eps_speed_day + eps_speeding_day + eps_selection_day
 
-    ledger = PrivacyLedger(budget_epsilon=cfg.budget_per_day or cfg.epsilon_per_day, budget_delta=1.0)
+    ledger = PrivacyLedger(budget_epsilon=cfg.budget_per_day or cfg.epsilon_per_day)
     try:
         ledger.charge(
             LedgerEntry("selection", eps_selection_day, selection.delta_per_day, "vehicle-day", cfg.neighbouring,
-                        "laplace-threshold" if cfg.selection == "dp" else "none (public threshold)")
+                        SELECTION_MECHANISM[selection.method] + (" + laplace count" if count_scale else ""))
         )
         ledger.charge(LedgerEntry("speed", eps_speed_day, 0.0, "vehicle-day", cfg.neighbouring, "laplace"))
         ledger.charge(LedgerEntry("speeding", eps_speeding_day, 0.0, "vehicle-day", cfg.neighbouring, "laplace"))
