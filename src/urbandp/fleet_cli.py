@@ -137,7 +137,7 @@ def release(
         "max_hats_per_vehicle_day": k, "neighbouring": neighbouring, "speed_share": speed_share, "speed_estimator": speed_estimator,
         "precision": precision,
     }
-    cfg = build_config(config, overrides)
+    cfg = build_config(toml, overrides)
     options = _validation_options(toml, speed_unit, speed_unit_since, timezone, speed_reject_above)
     columns = _parse_columns(column, toml)
     console = Console(stderr=True)

@@ -262,7 +262,7 @@ def release_hats(
         raise BudgetExceededError(f"release refused: {err}") from None
 
     labels = released.select(slots.label_expr(pl.col("slot")).alias("slot"))
-    cells = _cell_strings(released["cell"])
+    cells = released.select(_cell_expr()).to_series()
     speed = pl.DataFrame(
         {
             "h3_cell": cells,
@@ -367,9 +367,3 @@ def _cell_expr() -> pl.Expr:
     from urbandp.grid.h3cells import cell_to_string
 
     return cell_to_string(pl.col("cell"))
-
-
-def _cell_strings(cells: pl.Series) -> pl.Series:
-    from urbandp.grid.h3cells import cell_to_string
-
-    return pl.DataFrame({"c": cells}).select(cell_to_string(pl.col("c"))).to_series()

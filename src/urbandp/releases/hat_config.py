@@ -11,8 +11,6 @@ protected; Query 1 releases a noisy sum (sensitivity U - L) divided by a noisy c
 from __future__ import annotations
 
 import datetime as dt
-import tomllib
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -83,20 +81,15 @@ class HatReleaseConfig(BaseModel):
 PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
 
 
-def build_config(file: Path | None, overrides: dict[str, object]) -> HatReleaseConfig:
-    """Load ``[release]`` (or top-level keys) from a TOML file, apply non-None overrides, validate.
+def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatReleaseConfig:
+    """``[release]`` (or top-level keys) of a parsed TOML config, non-None overrides applied, validated.
 
-    Any problem (missing file, bad TOML, unknown key, bad value) raises :class:`InputError`.
+    Any problem (unknown key, bad value) raises :class:`InputError`.
     """
-    values: dict[str, object] = {}
-    if file is not None:
-        if not Path(file).is_file():
-            raise InputError(f"config file not found: {file}")
-        try:
-            data = tomllib.loads(Path(file).read_text())
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-            raise InputError(f"bad config {file}: {err}") from None
-        values.update(data.get("release", {k: v for k, v in data.items() if not isinstance(v, dict)}))
+    section = toml.get("release")
+    values: dict[str, object] = dict(section) if isinstance(section, dict) else {
+        k: v for k, v in toml.items() if not isinstance(v, dict)
+    }
     given = {k: v for k, v in overrides.items() if v is not None}
     # A flag for one of the pair (B, epsilon per day) replaces the other one coming from the file.
     for one, other in (("noise_scale", "epsilon_per_day"), ("epsilon_per_day", "noise_scale")):
