@@ -176,8 +176,23 @@ class _Standardiser:
         return cls(float(np.mean(y)), sd if sd > 0 else 1.0)
 
 
+class _OriginalUnits:
+    """``predict`` in the original units of ``y``, shared by both GP engines (they fit on standardised values)."""
+
+    standardiser_: _Standardiser
+
+    def predict_standardised(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def predict(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and latent variance sigma_p^2 in the original units of ``y``."""
+        m, v = self.predict_standardised(x_new)
+        st = self.standardiser_
+        return m * st.sd + st.mean, v * st.sd**2
+
+
 @dataclass
-class ExactGP:
+class ExactGP(_OriginalUnits):
     """Exact GP regression with hyper-parameters optimised on standardised values (paper section V).
 
     ``restarts`` L-BFGS-B runs start from the best of ``n_initial`` log-spaced initial length-scales between
@@ -282,11 +297,6 @@ class ExactGP:
             var[s : s + chunk] = hp.variance - np.einsum("ij,ij->j", v, v)
         return mean, np.maximum(var, 0.0)
 
-    def predict(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and latent variance sigma_p^2 in the original units of ``y``."""
-        m, v = self.predict_standardised(x_new)
-        st = self.standardiser_
-        return m * st.sd + st.mean, v * st.sd**2
 
 
 def choose_inducing_points(x: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
@@ -354,7 +364,7 @@ def sgpr_bound(
 
 
 @dataclass
-class SparseGP:
+class SparseGP(_OriginalUnits):
     """Titsias (2009) variational sparse GP regression (SGPR) with k-means inducing points.
 
     Hyper-parameters: an :class:`ExactGP` fitted on ``subsample`` random readings (``seed``) gives the start;
@@ -459,10 +469,6 @@ class SparseGP:
             var[s : s + chunk] = hp.variance - np.einsum("ij,ij->j", t1, t1) + np.einsum("ij,ij->j", t2, t2)
         return mean, np.clip(var, 0.0, hp.variance)
 
-    def predict(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        m, v = self.predict_standardised(x_new)
-        st = self.standardiser_
-        return m * st.sd + st.mean, v * st.sd**2
 
 
 def make_gp(
