@@ -104,16 +104,21 @@ def _plan(strategy: str, m_ub: int, influence: int, segs: list[tuple[int, int, i
     )
 
 
+def _heavy_users_first(c: np.ndarray, m_ub: int) -> tuple[list[tuple[int, int, int, int]], list[int], list[int]]:
+    """Both strategies of section III-A start alike: users in descending count order; each user with
+    ``m_l >= m_UB`` fills an array of its own with its first ``m_UB`` samples. Returns (segments, heavy, light)."""
+    order = _descending_order(c)
+    heavy = [int(u) for u in order if c[u] >= m_ub]
+    segs = [(i, u, 0, m_ub) for i, u in enumerate(heavy)]
+    light = [int(u) for u in order if c[u] < m_ub]
+    return segs, heavy, light
+
+
 def wraparound(counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
     """WRAPAROUND grouping (section III-A 1): ``K = floor(sum_l min(m_l, m_UB) / m_UB)`` full arrays."""
     c = _check_counts(counts, m_ub)
     m_ub = int(m_ub)
-    order = _descending_order(c)
-    segs: list[tuple[int, int, int, int]] = []
-    heavy = [int(u) for u in order if c[u] >= m_ub]
-    for i, u in enumerate(heavy):
-        segs.append((i, u, 0, m_ub))
-    light = [int(u) for u in order if c[u] < m_ub]
+    segs, heavy, light = _heavy_users_first(c, m_ub)
     total_light = int(sum(int(c[u]) for u in light))
     k_light = total_light // m_ub
     n_arrays = len(heavy) + k_light
@@ -136,12 +141,7 @@ def bestfit(counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
     """BESTFIT grouping (section III-A 2): best-fit bin packing; ``K-bar`` non-empty arrays, ``K-bar >= K``."""
     c = _check_counts(counts, m_ub)
     m_ub = int(m_ub)
-    order = _descending_order(c)
-    segs: list[tuple[int, int, int, int]] = []
-    heavy = [int(u) for u in order if c[u] >= m_ub]
-    for i, u in enumerate(heavy):
-        segs.append((i, u, 0, m_ub))
-    light = [int(u) for u in order if c[u] < m_ub]
+    segs, heavy, light = _heavy_users_first(c, m_ub)
     fills = np.zeros(len(light), dtype=np.int64)  # arrays A_{l*}, ..., opened in index order
     n_open = 0
     for u in light:
