@@ -78,23 +78,24 @@ def write_histograms(result: ExploreResult, out_dir: Path) -> list[Path]:
         ax.set_xlabel("unique vehicles per HAT per day")
         ax.set_ylabel("HAT-days")
     fig.suptitle(OWNER_ONLY, fontsize=8, color="#a00")
-    fig.tight_layout()
-    p = out_dir / "vehicles_per_hat_per_day.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(_save(fig, out_dir / "vehicles_per_hat_per_day.png"))
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     k = result.hats_per_vehicle_day.to_numpy()
     ax.hist(k, bins=30, color="#a5673b")
     ax.set_xlabel("HATs visited by one vehicle in a day (K of report III E)")
     ax.set_ylabel("vehicle-days")
     ax.set_title(OWNER_ONLY, fontsize=7, color="#a00")
-    fig.tight_layout()
-    p = out_dir / "hats_per_vehicle_day.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(_save(fig, out_dir / "hats_per_vehicle_day.png"))
     return paths
+
+
+def _save(fig: object, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()  # type: ignore[attr-defined]
+    fig.savefig(path, dpi=110)  # type: ignore[attr-defined]
+    plt.close(fig)  # type: ignore[arg-type]
+    return path
 
 
 def comparison_table(table: pl.DataFrame) -> object:
