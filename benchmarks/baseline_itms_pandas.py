@@ -52,9 +52,7 @@ def read_itms_parquet(parquet_path: str | Path) -> pd.DataFrame:
     return frame
 
 
-def preprocess(
-    df: pd.DataFrame, resolution: int, hours: tuple[int, int], speed_max: float
-) -> pd.DataFrame:
+def preprocess(df: pd.DataFrame, resolution: int, hours: tuple[int, int], speed_max: float) -> pd.DataFrame:
     """Report section II B / IV A: clean, parse time, keep the hour window, H3 per row, slot, HAT, date."""
     # Drop unusable rows (missing / out-of-range coordinates, speeds outside [0, speed_max]).
     df = df.dropna(subset=["lng", "lat", "speed"])
@@ -68,7 +66,9 @@ def preprocess(
     df = df[(df["slot"] >= hours[0]) & (df["slot"] < hours[1])]
     # The original's hot spot: one H3 call per row through DataFrame.apply.
     df = df.assign(
-        h3index=df[["lat", "lng"]].apply(lambda row: h3.latlng_to_cell(row["lat"], row["lng"], resolution), axis=1)
+        h3index=df[["lat", "lng"]].apply(
+            lambda row: h3.latlng_to_cell(row["lat"], row["lng"], resolution), axis=1
+        )
     )
     df = df.assign(
         date=df["observationDateTime"].dt.date,
@@ -114,14 +114,14 @@ def baseline_release(
     """
     df = preprocess(read_itms_parquet(parquet_path), resolution, hours, speed_max)
     days = int(df["date"].nunique())
-    unique_vehicles = df.groupby(["h3index", "slot", "date"])["license_plate"].nunique().reset_index(name="vehicles")
+    unique_vehicles = (
+        df.groupby(["h3index", "slot", "date"])["license_plate"].nunique().reset_index(name="vehicles")
+    )
     cells = select_cells(df, hours, min_vehicles_per_day, days) if days else []
     df = df[df["h3index"].isin(cells)]
 
     per_vehicle_day = (
-        df.groupby(["h3index", "slot", "date", "license_plate"])["speed"]
-        .agg(["mean", "max"])
-        .reset_index()
+        df.groupby(["h3index", "slot", "date", "license_plate"])["speed"].agg(["mean", "max"]).reset_index()
     )
     rng = np.random.default_rng(seed)
 
@@ -133,7 +133,15 @@ def baseline_release(
     q1["epsilon_hat_day"] = (speed_max - 0.0) / q1["count"] / noise_scale
     q1["mean_speed"] = q1["true_mean_speed"] + rng.laplace(0.0, noise_scale, len(q1))
     hat_speed = q1.rename(columns={"h3index": "h3_cell"})[
-        ["h3_cell", "slot", "mean_speed", "true_mean_speed", "n_vehicle_days", "noise_scale", "epsilon_hat_day"]
+        [
+            "h3_cell",
+            "slot",
+            "mean_speed",
+            "true_mean_speed",
+            "n_vehicle_days",
+            "noise_scale",
+            "epsilon_hat_day",
+        ]
     ]
 
     # Query 2: vehicles per day whose max speed in the HAT exceeds the limit, averaged over the D days.

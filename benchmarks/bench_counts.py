@@ -72,11 +72,19 @@ def main() -> None:
     t0 = time.perf_counter()
     _ = [meas(c) for c in cells]
     t_loop = (time.perf_counter() - t0) * n / len(cells)
-    d, t, b, p = domain.shape
+    _d, _t, _b, _p = domain.shape
     idx = np.indices(domain.shape).reshape(4, -1)
     mode_of_place = domain.place_mode_index()
-    long = pd.DataFrame({"day": idx[0], "tap": idx[1], "bin": idx[2], "place": idx[3],
-                         "mode": mode_of_place[idx[3]], "count": rel.joint.ravel()})
+    long = pd.DataFrame(
+        {
+            "day": idx[0],
+            "tap": idx[1],
+            "bin": idx[2],
+            "place": idx[3],
+            "mode": mode_of_place[idx[3]],
+            "count": rel.joint.ravel(),
+        }
+    )
     t0 = time.perf_counter()
     long.groupby(["day", "tap", "bin", "mode"], sort=False)["count"].sum()
     long.groupby(["day", "tap", "place"], sort=False)["count"].sum()
@@ -93,11 +101,15 @@ def main() -> None:
     print(f"\n{'step':42s} {'urbandp s':>10s} {'naive s':>10s} {'ratio':>8s}")
     for name, ours, base in rows:
         print(f"{name:42s} {ours:10.2f} {base:10.2f} {base / ours:8.1f}x")
-    print(f"\n1-core OpenDP vector measurement, extrapolated: {t_vec_1core:.1f} s "
-          f"({t_vec_1core / n * 1e6:.2f} us/cell); consistent projection: {t_consistent:.2f} s")
+    print(
+        f"\n1-core OpenDP vector measurement, extrapolated: {t_vec_1core:.1f} s "
+        f"({t_vec_1core / n * 1e6:.2f} us/cell); consistent projection: {t_consistent:.2f} s"
+    )
     target = 10.0
-    print(f"target < {target:.0f} s for release + marginalise: {'MET' if ours_total < target else 'NOT MET'} "
-          f"({ours_total:.1f} s on {os.cpu_count()} cores; OpenDP sampling dominates)")
+    print(
+        f"target < {target:.0f} s for release + marginalise: {'MET' if ours_total < target else 'NOT MET'} "
+        f"({ours_total:.1f} s on {os.cpu_count()} cores; OpenDP sampling dominates)"
+    )
     result = {
         "cells": n,
         "cores": os.cpu_count(),

@@ -28,7 +28,9 @@ SUBSET_RUNS = 10  # per (algorithm, epsilon) for the naive loops
 
 def main() -> None:
     values = synthetic_dataset("itms-like")
-    algorithms = [a for a in paper_algorithms(65.0) if a.label != "ARRAY-AVERAGING-WRAPAROUND"]  # the paper's 5
+    algorithms = [
+        a for a in paper_algorithms(65.0) if a.label != "ARRAY-AVERAGING-WRAPAROUND"
+    ]  # the paper's 5
     total_runs = RUNS * len(algorithms) * len(EPSILONS)
     load_before = os.getloadavg()
 
@@ -69,10 +71,14 @@ def main() -> None:
     }
     print(f"{'approach':40s} {'seconds':>10s} {'ratio':>8s}")
     print(f"{'vectorised Monte Carlo (ours)':40s} {vectorised:10.2f} {1.0:8.1f}")
-    print(f"{'naive loop, release estimators (OpenDP)':40s} {release_total:10.1f} {release_total / vectorised:8.1f}")
+    print(
+        f"{'naive loop, release estimators (OpenDP)':40s} {release_total:10.1f} {release_total / vectorised:8.1f}"
+    )
     print(f"{'naive loop, numpy per run':40s} {numpy_total:10.1f} {numpy_total / vectorised:8.1f}")
-    print(f"(naive loops: {SUBSET_RUNS} runs per algorithm and epsilon, extrapolated to {total_runs} runs; "
-          f"load average before: {result['load_average_before']})")
+    print(
+        f"(naive loops: {SUBSET_RUNS} runs per algorithm and epsilon, extrapolated to {total_runs} runs; "
+        f"load average before: {result['load_average_before']})"
+    )
     out = Path(__file__).resolve().parent / "results" / "estimators.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

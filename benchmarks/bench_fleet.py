@@ -41,12 +41,18 @@ def run_ours(path: Path, mode: str) -> dict[str, float]:
     release, loaded = release_fleet([path], cfg)
     write_release(HERE / "results" / f"out-{mode}", release, loaded, with_map=False)
     seconds = time.perf_counter() - t
-    return {"seconds": seconds, "records": loaded.records_in, "peak_gb": _peak_gb(), "hats": release.privacy["hats_released"]}
+    return {
+        "seconds": seconds,
+        "records": loaded.records_in,
+        "peak_gb": _peak_gb(),
+        "hats": release.privacy["hats_released"],
+    }
 
 
 def run_baseline(path: Path) -> dict[str, float]:
     sys.path.insert(0, str(HERE))
     import pyarrow.parquet as pq
+
     from baseline_itms_pandas import baseline_release
 
     records = pq.ParquetFile(path).metadata.num_rows
@@ -90,7 +96,9 @@ def main() -> None:
     ap.add_argument("file", nargs="?", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--vehicles", type=int, default=540)
     ap.add_argument("--days", type=int, default=30)
-    ap.add_argument("--baseline-records", type=int, default=0, help="run the baseline on the first N rows only")
+    ap.add_argument(
+        "--baseline-records", type=int, default=0, help="run the baseline on the first N rows only"
+    )
     a = ap.parse_args()
     if a.run == "ours":
         print(json.dumps(run_ours(a.file, a.mode)))
@@ -101,22 +109,37 @@ def main() -> None:
 
     path = _ensure_file(a.vehicles, a.days)
     results = {
-        "urbandp (report method: replace-one, public threshold)": _child(["--run", "ours", "--mode", "report-method", str(path)]),
-        "urbandp (default: add/remove, DP selection)": _child(["--run", "ours", "--mode", "default", str(path)]),
+        "urbandp (report method: replace-one, public threshold)": _child(
+            ["--run", "ours", "--mode", "report-method", str(path)]
+        ),
+        "urbandp (default: add/remove, DP selection)": _child(
+            ["--run", "ours", "--mode", "default", str(path)]
+        ),
     }
     base_path = _subset(path, a.baseline_records) if a.baseline_records else path
     results["baseline: pandas + h3 row-wise (ITMS scripts)"] = _child(["--run", "baseline", str(base_path)])
-    base_rate = results["baseline: pandas + h3 row-wise (ITMS scripts)"]["records"] / results[
-        "baseline: pandas + h3 row-wise (ITMS scripts)"]["seconds"]
-    print(f"\n{'run':56s} {'records':>12s} {'seconds':>9s} {'records/s':>12s} {'peak GB':>8s} {'vs baseline':>11s}")
+    base_rate = (
+        results["baseline: pandas + h3 row-wise (ITMS scripts)"]["records"]
+        / results["baseline: pandas + h3 row-wise (ITMS scripts)"]["seconds"]
+    )
+    print(
+        f"\n{'run':56s} {'records':>12s} {'seconds':>9s} {'records/s':>12s} {'peak GB':>8s} {'vs baseline':>11s}"
+    )
     for name, r in results.items():
         rate = r["records"] / r["seconds"]
         r["records_per_s"] = rate
         r["ratio_vs_baseline"] = rate / base_rate
-        print(f"{name:56s} {r['records']:12,d} {r['seconds']:9.2f} {rate:12,.0f} {r['peak_gb']:8.2f} {rate / base_rate:10.1f}x")
-    meta = {"machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores", "load_avg_before": __import__("os").getloadavg()}
+        print(
+            f"{name:56s} {r['records']:12,d} {r['seconds']:9.2f} {rate:12,.0f} {r['peak_gb']:8.2f} {rate / base_rate:10.1f}x"
+        )
+    meta = {
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
+        "load_avg_before": __import__("os").getloadavg(),
+    }
     (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "fleet.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
+    (HERE / "results" / "fleet.json").write_text(
+        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
+    )
 
 
 if __name__ == "__main__":

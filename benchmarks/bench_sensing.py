@@ -49,12 +49,16 @@ def _xy(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, SquareGrid]:
     df = synth_readings(n, vehicles=max(10, n // 140), hours=1, seed=seed)
     lat, lon = df["lat"].to_numpy(), df["lon"].to_numpy()
     m = EARTH_RADIUS_M * math.pi / 180.0
-    grid = SquareGrid(22.50, 88.33, 22.50 + 9_999.0 / m, 88.33 + 9_999.0 / (m * math.cos(math.radians(22.50))), 100.0)
+    grid = SquareGrid(
+        22.50, 88.33, 22.50 + 9_999.0 / m, 88.33 + 9_999.0 / (m * math.cos(math.radians(22.50))), 100.0
+    )
     return grid.to_metres(lat, lon) / KM, df["value"].to_numpy(), grid
 
 
 def _sk_kernel():  # type: ignore[no-untyped-def]
-    return ConstantKernel(1.0, (1e-2, 1e2)) * Matern(1.0, (1e-3, 1e3), nu=1.5) + WhiteKernel(0.1, (1e-6, 10.0))
+    return ConstantKernel(1.0, (1e-2, 1e2)) * Matern(1.0, (1e-3, 1e3), nu=1.5) + WhiteKernel(
+        0.1, (1e-6, 10.0)
+    )
 
 
 def _timed(fn):  # type: ignore[no-untyped-def]
@@ -74,32 +78,62 @@ def main() -> None:
     # 1. fit 1,400 with optimisation
     x, y, grid = _xy(n_fit, seed=1)
     ys = (y - y.mean()) / y.std()
-    ours, t_ours = _timed(lambda: ExactGP(kernel="matern32").fit(x, y))  # default: best of 5 grid starts + 1 run
-    sk, t_sk = _timed(lambda: GaussianProcessRegressor(_sk_kernel(), n_restarts_optimizer=2, random_state=0).fit(x, ys))
-    rows.append({"case": f"fit {n_fit} (Matern 3/2, optimised; ours default 1 run, sklearn 3 runs)", "ours_s": t_ours, "sklearn_s": t_sk,
-                 "ours_lml": ours.log_marginal_likelihood_, "sklearn_lml": sk.log_marginal_likelihood_value_,
-                 "load": os.getloadavg()[0]})
+    ours, t_ours = _timed(
+        lambda: ExactGP(kernel="matern32").fit(x, y)
+    )  # default: best of 5 grid starts + 1 run
+    sk, t_sk = _timed(
+        lambda: GaussianProcessRegressor(_sk_kernel(), n_restarts_optimizer=2, random_state=0).fit(x, ys)
+    )
+    rows.append(
+        {
+            "case": f"fit {n_fit} (Matern 3/2, optimised; ours default 1 run, sklearn 3 runs)",
+            "ours_s": t_ours,
+            "sklearn_s": t_sk,
+            "ours_lml": ours.log_marginal_likelihood_,
+            "sklearn_lml": sk.log_marginal_likelihood_value_,
+            "load": os.getloadavg()[0],
+        }
+    )
 
     # 2. predict 100 x 100 grid (mean + variance)
     cells = grid.centroids_metres() / KM
-    (m, v), t_ours = _timed(lambda: ours.predict_standardised(cells))
-    (sm, ss), t_sk = _timed(lambda: sk.predict(cells, return_std=True))
+    (m, _v), t_ours = _timed(lambda: ours.predict_standardised(cells))
+    (sm, _ss), t_sk = _timed(lambda: sk.predict(cells, return_std=True))
     truth = (pollution_field(cells[:, 0], cells[:, 1], 0.5, 1) - y.mean()) / y.std()
-    rows.append({"case": f"predict {len(cells)} cells (mean + variance) from {n_fit}", "ours_s": t_ours,
-                 "sklearn_s": t_sk, "ours_rmse_vs_field_std": float(np.sqrt(np.mean((m - truth) ** 2))),
-                 "sklearn_rmse_vs_field_std": float(np.sqrt(np.mean((sm - truth) ** 2))),
-                 "load": os.getloadavg()[0]})
+    rows.append(
+        {
+            "case": f"predict {len(cells)} cells (mean + variance) from {n_fit}",
+            "ours_s": t_ours,
+            "sklearn_s": t_sk,
+            "ours_rmse_vs_field_std": float(np.sqrt(np.mean((m - truth) ** 2))),
+            "sklearn_rmse_vs_field_std": float(np.sqrt(np.mean((sm - truth) ** 2))),
+            "load": os.getloadavg()[0],
+        }
+    )
 
     # 3. 20,000 end to end through the CLI (read CSV, sparse GP, 100 x 100 grid, write grid.csv + PNG)
     with tempfile.TemporaryDirectory() as tmp:
         csv = Path(tmp) / "big.csv"
         synth_readings(n_big, vehicles=max(10, n_big // 1400), hours=1, seed=2).write_csv(csv)
-        cmd = [sys.executable, "-m", "urbandp", "sensing", "interpolate", str(csv), "--out", str(Path(tmp) / "o"),
-               "--cell-metres", "100", "--cv-folds", "0", "--bbox",
-               f"{grid.lat_min},{grid.lon_min},{grid.lat_max},{grid.lon_max}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "urbandp",
+            "sensing",
+            "interpolate",
+            str(csv),
+            "--out",
+            str(Path(tmp) / "o"),
+            "--cell-metres",
+            "100",
+            "--cv-folds",
+            "0",
+            "--bbox",
+            f"{grid.lat_min},{grid.lon_min},{grid.lat_max},{grid.lon_max}",
+        ]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         t_cli = time.perf_counter() - t
         if proc.returncode != 0:
             raise SystemExit(proc.stderr)
@@ -111,25 +145,45 @@ def main() -> None:
     rng = np.random.default_rng(0)
     sub = rng.choice(n_big, n_sk_sub, replace=False)
     ysub = (yb[sub] - yb[sub].mean()) / yb[sub].std()
-    sk_b, t_sk_b = _timed(lambda: GaussianProcessRegressor(_sk_kernel(), n_restarts_optimizer=2, random_state=0)
-                          .fit(xb[sub], ysub))
+    sk_b, t_sk_b = _timed(
+        lambda: GaussianProcessRegressor(_sk_kernel(), n_restarts_optimizer=2, random_state=0).fit(
+            xb[sub], ysub
+        )
+    )
     smb, t_sk_b_pred = _timed(lambda: sk_b.predict(cells))
     smb = smb * yb[sub].std() + yb[sub].mean()
-    rows.append({"case": f"{n_big} readings end to end (CLI: read, fit, 100x100 grid, write)", "ours_s": t_cli,
-                 "sklearn_s": None, "sklearn_note": f"not feasible at {n_big} (O(n^2) memory, O(n^3) time); "
-                 f"fit on a {n_sk_sub} subsample took {t_sk_b:.1f} s + predict {t_sk_b_pred:.1f} s",
-                 "sklearn_subsample_s": t_sk_b + t_sk_b_pred, "method": report["methods"],
-                 "ours_fit_s_in_process": t_sp, "ours_predict_s_in_process": t_sp_pred,
-                 "ours_rmse_vs_field": float(np.sqrt(np.mean((mb - truth_b) ** 2))),
-                 "sklearn_subsample_rmse_vs_field": float(np.sqrt(np.mean((smb - truth_b) ** 2))),
-                 "load": os.getloadavg()[0]})
+    rows.append(
+        {
+            "case": f"{n_big} readings end to end (CLI: read, fit, 100x100 grid, write)",
+            "ours_s": t_cli,
+            "sklearn_s": None,
+            "sklearn_note": f"not feasible at {n_big} (O(n^2) memory, O(n^3) time); "
+            f"fit on a {n_sk_sub} subsample took {t_sk_b:.1f} s + predict {t_sk_b_pred:.1f} s",
+            "sklearn_subsample_s": t_sk_b + t_sk_b_pred,
+            "method": report["methods"],
+            "ours_fit_s_in_process": t_sp,
+            "ours_predict_s_in_process": t_sp_pred,
+            "ours_rmse_vs_field": float(np.sqrt(np.mean((mb - truth_b) ** 2))),
+            "sklearn_subsample_rmse_vs_field": float(np.sqrt(np.mean((smb - truth_b) ** 2))),
+            "load": os.getloadavg()[0],
+        }
+    )
     one.restore_original_limits()
 
     # 4. case 1 again with the BLAS library's default thread count, for both
     ours2, t_ours2 = _timed(lambda: ExactGP(kernel="matern32").fit(x, y))
-    _, t_sk2 = _timed(lambda: GaussianProcessRegressor(_sk_kernel(), n_restarts_optimizer=2, random_state=0).fit(x, ys))
-    rows.append({"case": f"fit {n_fit} again, default BLAS threads (both)", "ours_s": t_ours2, "sklearn_s": t_sk2,
-                 "ours_lml": ours2.log_marginal_likelihood_, "load": os.getloadavg()[0]})
+    _, t_sk2 = _timed(
+        lambda: GaussianProcessRegressor(_sk_kernel(), n_restarts_optimizer=2, random_state=0).fit(x, ys)
+    )
+    rows.append(
+        {
+            "case": f"fit {n_fit} again, default BLAS threads (both)",
+            "ours_s": t_ours2,
+            "sklearn_s": t_sk2,
+            "ours_lml": ours2.log_marginal_likelihood_,
+            "load": os.getloadavg()[0],
+        }
+    )
 
     print(f"{'case':62} {'ours s':>8} {'sklearn s':>10} {'ratio':>7}")
     for r in rows:
@@ -142,9 +196,14 @@ def main() -> None:
         extra = {k: v for k, v in r.items() if k not in ("case", "ours_s", "sklearn_s", "speedup_vs_sklearn")}
         print(f"  {r['case']}: {json.dumps(extra, default=float)}")
     out = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "note": "shared CPU (other agents running): timings are noisy; load = 1-min load average at the end of each case",
-        "quick": args.quick, "results": rows,
+        "quick": args.quick,
+        "results": rows,
     }
     if not args.quick:
         dest = ROOT / "benchmarks" / "results" / "sensing.json"

@@ -27,7 +27,9 @@ app.add_typer(synth_app, name="synth", help="Generate realistic synthetic inputs
 app.add_typer(experiment_app, name="experiment", help="Utility experiments (Monte Carlo, not releases).")
 app.add_typer(counts_app, name="counts", help="Count tables (smart-card taps) released with DP.")
 app.add_typer(audit_app, name="audit", help="Attacks on published tables (what an adversary learns).")
-app.add_typer(sensing_app, name="sensing", help="Sensor fleets: GP interpolation, DP maps, aggregate queries.")
+app.add_typer(
+    sensing_app, name="sensing", help="Sensor fleets: GP interpolation, DP maps, aggregate queries."
+)
 
 
 def main() -> None:

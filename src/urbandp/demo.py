@@ -51,7 +51,7 @@ def main(out_dir: Path) -> None:
     for step, (name, cfg) in enumerate(runs.items(), start=3):
         with console.status(f"releasing ({name})"):
             release, loaded = release_fleet([fleet], cfg)
-            paths = write_release(out_dir / name, release, loaded)
+            write_release(out_dir / name, release, loaded)
         p = release.privacy
         console.print(
             f"[bold]{step}. {name}[/] ({p['neighbouring']}, selection {p['selection']['method']}): "

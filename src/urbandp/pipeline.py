@@ -14,18 +14,18 @@ from pathlib import Path
 import polars as pl
 
 from urbandp.contributions import ContributionSpec, get_backend
+from urbandp.contributions.polars_backend import window_filter
 from urbandp.errors import InputError
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.records.readers import scan_records
-from urbandp.contributions.polars_backend import window_filter
 from urbandp.records.validation import (
     ValidationOptions,
+    later_duplicates,
     quarantine_frame,
     reason_counts,
     rejected_rows,
-    later_duplicates,
     validate,
 )
 from urbandp.releases.hat import HatRelease, release_hats
@@ -104,9 +104,13 @@ def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tu
     start, end = cfg.start, cfg.end
     derived = start is None or end is None
     if derived:
-        days = clean.lazy().select(
-            pl.col("timestamp").dt.date().min().alias("a"), pl.col("timestamp").dt.date().max().alias("b")
-        ).collect()
+        days = (
+            clean.lazy()
+            .select(
+                pl.col("timestamp").dt.date().min().alias("a"), pl.col("timestamp").dt.date().max().alias("b")
+            )
+            .collect()
+        )
         start = start or days["a"][0]
         end = end or days["b"][0]
     if start is None or end is None:
@@ -130,14 +134,18 @@ def release_fleet(
     say("reading and validating records")
     slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
     keep_speeds = cfg.speed_estimator != "report"
-    window = ContributionSpec(cfg.resolution, slots, cfg.start, cfg.end, cfg.speed_max, keep_speeds=keep_speeds)
+    window = ContributionSpec(
+        cfg.resolution, slots, cfg.start, cfg.end, cfg.speed_max, keep_speeds=keep_speeds
+    )
     loaded = load_records(paths, columns, options, window=window)
     start, end, derived = date_window(cfg, loaded.clean_lazy)
     spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds)
     say("aggregating per vehicle, HAT and day")
     contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
     if contributions.height == 0:
-        raise InputError(f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}")
+        raise InputError(
+            f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}"
+        )
     days = (end - start).days + 1
     say("selecting HATs and adding noise")
     release = release_hats(contributions, cfg, days, noise or OpenDPNoise(), slots=slots)
@@ -159,14 +167,20 @@ def release_fleet(
             "disclosure_note": (
                 "records_in, records_quarantined, quarantine_reasons and records_in_window are exact operational "
                 "counts for the data owner; they are not protected by the DP guarantee."
-                + (" The date window was derived from the data (give --start/--end to make it public)." if derived else "")
+                + (
+                    " The date window was derived from the data (give --start/--end to make it public)."
+                    if derived
+                    else ""
+                )
             ),
         }
     )
     return release, loaded
 
 
-def write_release(out_dir: Path, release: HatRelease, loaded: LoadedRecords, *, with_map: bool = True) -> dict[str, Path]:
+def write_release(
+    out_dir: Path, release: HatRelease, loaded: LoadedRecords, *, with_map: bool = True
+) -> dict[str, Path]:
     """Write hat_speed.csv, hat_speeding.csv, privacy.json, quarantine.csv and map.html into ``out_dir``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -33,7 +32,7 @@ def _emit(result: dict[str, object]) -> None:
     typer.echo(json.dumps(_clean(result), allow_nan=False, default=str))
 
 
-def _scale_from(scale: Optional[float], privacy: Optional[dict]) -> Optional[float]:  # type: ignore[type-arg]
+def _scale_from(scale: float | None, privacy: dict | None) -> float | None:  # type: ignore[type-arg]
     if scale is not None:
         if not scale > 0:
             raise InputError(f"--scale must be > 0, got {scale}")
@@ -46,10 +45,14 @@ def _scale_from(scale: Optional[float], privacy: Optional[dict]) -> Optional[flo
 @app.command("noise-scale")
 @cli_guard
 def noise_scale(
-    pairs: Path = typer.Option(..., "--pairs", help="CSV with columns a,b: published counts equal in raw data."),
-    model: str = typer.Option("continuous", "--model", help="continuous (Laplace, Opal) | discrete (discrete Laplace, urbandp)."),
+    pairs: Path = typer.Option(
+        ..., "--pairs", help="CSV with columns a,b: published counts equal in raw data."
+    ),
+    model: str = typer.Option(
+        "continuous", "--model", help="continuous (Laplace, Opal) | discrete (discrete Laplace, urbandp)."
+    ),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level of the interval."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write noise-scale.md and a PNG here."),
+    report: Path | None = typer.Option(None, "--report", help="Write noise-scale.md and a PNG here."),
 ) -> None:
     """Estimate the noise scale from pairs of published counts that are equal in the raw data (MLE + CI).
 
@@ -65,10 +68,15 @@ def noise_scale(
     result = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
     result["rows_dropped_non_numeric"] = dropped
     if report is not None:
-        write_report(report, "noise-scale", "Noise scale read off the published table", result,
-                     "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
-                     "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
-                     {"noise-scale.png": lambda p: plot_differences(u, result, p)})
+        write_report(
+            report,
+            "noise-scale",
+            "Noise scale read off the published table",
+            result,
+            "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
+            "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
+            {"noise-scale.png": lambda p: plot_differences(u, result, p)},
+        )
     _emit(result)
 
 
@@ -77,11 +85,17 @@ def noise_scale(
 def zero_skipping(
     table: Path = typer.Option(..., "--table", help="Published table (CSV/Parquet) with a count column."),
     threshold: float = typer.Option(18.0, "--threshold", help="Suppression threshold t of the release."),
-    method: str = typer.Option("auto", "--method", help="auto (privacy.json next to the table) | data61-2016 | urbandp | unknown."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="Noise scale p (default: privacy.json's noise_scale)."),
-    privacy: Optional[Path] = typer.Option(None, "--privacy", help="privacy.json of the release (default: next to the table)."),
+    method: str = typer.Option(
+        "auto", "--method", help="auto (privacy.json next to the table) | data61-2016 | urbandp | unknown."
+    ),
+    scale: float | None = typer.Option(
+        None, "--scale", help="Noise scale p (default: privacy.json's noise_scale)."
+    ),
+    privacy: Path | None = typer.Option(
+        None, "--privacy", help="privacy.json of the release (default: next to the table)."
+    ),
     group_sizes: str = typer.Option("1,5,12", "--group-sizes", help="Comma-separated group sizes g."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write zero-skipping.md and a PNG here."),
+    report: Path | None = typer.Option(None, "--report", help="Write zero-skipping.md and a PNG here."),
 ) -> None:
     """Decide whether zeros could have been skipped; report Theorem 1's delta bound and detection probabilities.
 
@@ -103,32 +117,53 @@ def zero_skipping(
         raise InputError("--group-sizes must be positive integers")
     pub = read_published_table(table)
     priv = sibling_privacy(table, privacy) if method in ("auto", "urbandp") or privacy else None
-    result = zero_skipping_attack(pub.table["count"].to_numpy(), threshold=threshold, method=method,
-                                  scale=_scale_from(scale, priv), privacy=priv, group_sizes=gs)
+    result = zero_skipping_attack(
+        pub.table["count"].to_numpy(),
+        threshold=threshold,
+        method=method,
+        scale=_scale_from(scale, priv),
+        privacy=priv,
+        group_sizes=gs,
+    )
     result["quarantined_rows"] = pub.quarantine.height
     result["quarantine_reasons"] = sorted(set(pub.quarantine["reason"].to_list()))
     if report is not None:
         report.mkdir(parents=True, exist_ok=True)
         pub.quarantine.write_csv(report / "quarantine.csv")
-        write_report(report, "zero-skipping", "Were zeros skipped? (Theorem 1)", result,
-                     "Whether the table could come from a method that leaves zero cells unperturbed, and the "
-                     "probability that a suspected individual or group is detected with certainty "
-                     "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
-                     {"zero-skipping.png": lambda p: plot_detection(result, p)})
+        write_report(
+            report,
+            "zero-skipping",
+            "Were zeros skipped? (Theorem 1)",
+            result,
+            "Whether the table could come from a method that leaves zero cells unperturbed, and the "
+            "probability that a suspected individual or group is detected with certainty "
+            "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
+            {"zero-skipping.png": lambda p: plot_detection(result, p)},
+        )
     _emit(result)
 
 
 @app.command("differencing")
 @cli_guard
 def differencing(
-    joint: Path = typer.Option(..., "--joint", help="Published joint table (e.g. time x location); null/absent = suppressed."),
-    marginal: Path = typer.Option(..., "--marginal", help="Published marginal table (a subset of the joint's key columns)."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="Noise scale of the joint cells (default: privacy.json)."),
-    marginal_scale: Optional[float] = typer.Option(None, "--marginal-scale", help="Noise scale of the marginal (default: --scale)."),
-    privacy: Optional[Path] = typer.Option(None, "--privacy", help="privacy.json (default: next to the joint table)."),
+    joint: Path = typer.Option(
+        ..., "--joint", help="Published joint table (e.g. time x location); null/absent = suppressed."
+    ),
+    marginal: Path = typer.Option(
+        ..., "--marginal", help="Published marginal table (a subset of the joint's key columns)."
+    ),
+    scale: float | None = typer.Option(
+        None, "--scale", help="Noise scale of the joint cells (default: privacy.json)."
+    ),
+    marginal_scale: float | None = typer.Option(
+        None, "--marginal-scale", help="Noise scale of the marginal (default: --scale)."
+    ),
+    privacy: Path | None = typer.Option(
+        None, "--privacy", help="privacy.json (default: next to the joint table)."
+    ),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
     max_cells: int = typer.Option(1000, "--max-cells", help="List at most this many cells in the JSON."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write differencing.md and a PNG here."),
+    report: Path | None = typer.Option(None, "--report", help="Write differencing.md and a PNG here."),
 ) -> None:
     """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms.
 
@@ -147,23 +182,39 @@ def differencing(
     if s is None:
         raise InputError("noise scale unknown: pass --scale (estimate it with `urbandp audit noise-scale`)")
     derived = bool(priv and priv.get("marginals") == "derived_from_noisy_joint")
-    result = differencing_attack(j, m, scale=s, marginal_scale=marginal_scale, alpha=alpha,
-                                 marginals_derived=derived, max_cells=max_cells)
+    result = differencing_attack(
+        j,
+        m,
+        scale=s,
+        marginal_scale=marginal_scale,
+        alpha=alpha,
+        marginals_derived=derived,
+        max_cells=max_cells,
+    )
     result["quarantined_rows"] = j.quarantine.height + m.quarantine.height
     if report is not None:
-        write_report(report, "differencing", "Suppressed cells recovered by differencing", result,
-                     "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
-                     "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
-                     {"differencing.png": lambda p: plot_cells(result, p)})
+        write_report(
+            report,
+            "differencing",
+            "Suppressed cells recovered by differencing",
+            result,
+            "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
+            "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
+            {"differencing.png": lambda p: plot_cells(result, p)},
+        )
     _emit(result)
 
 
 @app.command("pairs")
 @cli_guard
 def pairs(
-    table: Path = typer.Option(..., "--table", help="Published table with mode, day, tap, location[, bin], count."),
+    table: Path = typer.Option(
+        ..., "--table", help="Published table with mode, day, tap, location[, bin], count."
+    ),
     route: list[str] = typer.Option(..., "--route", help="mode:FROM>TO (repeatable)."),
-    lag_minutes: int = typer.Option(30, "--lag-minutes", help="Travel time FROM -> TO (ignored for daily tables)."),
+    lag_minutes: int = typer.Option(
+        30, "--lag-minutes", help="Travel time FROM -> TO (ignored for daily tables)."
+    ),
     out: Path = typer.Option(..., "--out", help="Output CSV with columns route, day[, bin], a, b."),
 ) -> None:
     """Build a,b pairs (counts equal in raw data) for `audit noise-scale` from a published table.
@@ -180,8 +231,12 @@ def pairs(
     df, incomplete = route_pairs(pub.table, list(route), lag_minutes)
     out.parent.mkdir(parents=True, exist_ok=True)
     df.write_csv(out)
-    result: dict[str, object] = {"pairs": df.height, "pairs_with_a_missing_side": incomplete, "out": str(out),
-                                 "quarantined_rows": pub.quarantine.height}
+    result: dict[str, object] = {
+        "pairs": df.height,
+        "pairs_with_a_missing_side": incomplete,
+        "out": str(out),
+        "quarantined_rows": pub.quarantine.height,
+    }
     if incomplete:
         result["warning"] = (
             "pairs with a suppressed or missing side were dropped; if the table was thresholded, the kept pairs "

@@ -46,7 +46,9 @@ def differencing_attack(
     group = [k for k in marginal.keys]
     missing = [k for k in group if k not in joint.keys]
     if missing:
-        raise InputError(f"marginal columns {', '.join(missing)} are not in the joint table ({', '.join(joint.keys)})")
+        raise InputError(
+            f"marginal columns {', '.join(missing)} are not in the joint table ({', '.join(joint.keys)})"
+        )
     extra = [k for k in joint.keys if k not in group]
     if not extra:
         raise InputError("the joint table has no column beyond the marginal's: nothing to difference")
@@ -55,10 +57,18 @@ def differencing_attack(
         visible_sum=pl.col("count").sum(),
         n_visible=pl.col("count").is_not_null().sum(),
         n_suppressed=pl.col("count").is_null().sum(),
-        suppressed_cells=pl.concat_str([pl.col(c) for c in extra], separator="/").filter(pl.col("count").is_null()),
+        suppressed_cells=pl.concat_str([pl.col(c) for c in extra], separator="/").filter(
+            pl.col("count").is_null()
+        ),
     )
-    merged = marginal.table.drop_nulls("count").join(agg, on=group, how="left").with_columns(
-        pl.col("visible_sum").fill_null(0.0), pl.col("n_visible").fill_null(0), pl.col("n_suppressed").fill_null(0)
+    merged = (
+        marginal.table.drop_nulls("count")
+        .join(agg, on=group, how="left")
+        .with_columns(
+            pl.col("visible_sum").fill_null(0.0),
+            pl.col("n_visible").fill_null(0),
+            pl.col("n_suppressed").fill_null(0),
+        )
     )
     merged = merged.with_columns(gap=pl.col("count") - pl.col("visible_sum"))
     values = pl.concat([joint.table["count"].drop_nulls(), marginal.table["count"].drop_nulls()])
@@ -90,12 +100,17 @@ def differencing_attack(
             continue
         n_recoverable += int(recoverable)
         if len(cells) < max_cells:
-            cells.append({
-                **{k: row[k] for k in group},
-                "hidden_cells": row["suppressed_cells"] or "unknown (rows absent from the joint table)",
-                "estimate": gap, "low": low, "high": high, "n_noise_terms": len(terms),
-                "recoverable": recoverable,
-            })
+            cells.append(
+                {
+                    **{k: row[k] for k in group},
+                    "hidden_cells": row["suppressed_cells"] or "unknown (rows absent from the joint table)",
+                    "estimate": gap,
+                    "low": low,
+                    "high": high,
+                    "n_noise_terms": len(terms),
+                    "recoverable": recoverable,
+                }
+            )
     out: dict[str, object] = {
         "attack": "differencing",
         "alpha": alpha,
@@ -117,9 +132,13 @@ def differencing_attack(
             "the suppressed cells (suppression after noise is post-processing)"
         )
     else:
-        out["finding"] = f"{n_recoverable} marginal groups expose a positive hidden count at level {1 - alpha:g}"
+        out["finding"] = (
+            f"{n_recoverable} marginal groups expose a positive hidden count at level {1 - alpha:g}"
+        )
         if merged.height and no_joint == merged.height:
-            out["finding"] = "the joint table covers none of the marginal's groups (different days or places?)"
+            out["finding"] = (
+                "the joint table covers none of the marginal's groups (different days or places?)"
+            )
         out["theorem5_halfwidth_three_terms"] = theorem5_halfwidth(scale, alpha)
         out["exact_halfwidth_three_terms"] = LaplaceSum([scale] * 3).central_halfwidth(alpha)
     return out
@@ -134,7 +153,13 @@ def plot_cells(result: dict[str, object], path: object, limit: int = 40) -> None
     cells = list(result.get("cells", []))[:limit]  # type: ignore[arg-type]
     fig, ax = plt.subplots(figsize=(7, 0.3 * max(len(cells), 4) + 1.2))
     for i, c in enumerate(cells):
-        ax.errorbar(c["estimate"], i, xerr=[[c["estimate"] - c["low"]], [c["high"] - c["estimate"]]], fmt="o", color="C3")
+        ax.errorbar(
+            c["estimate"],
+            i,
+            xerr=[[c["estimate"] - c["low"]], [c["high"] - c["estimate"]]],
+            fmt="o",
+            color="C3",
+        )
     ax.axvline(0, color="#999", lw=0.8)
     ax.set_yticks(range(len(cells)))
     ax.set_yticklabels([str(c.get("hidden_cells"))[:40] for c in cells], fontsize=7)

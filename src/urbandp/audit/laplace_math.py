@@ -68,7 +68,9 @@ def fit_difference_scale(u: np.ndarray, *, model: str = "continuous", alpha: flo
 
     spread = max(float(np.mean(np.abs(u))), 1e-3)
     lo_b = 1e-3 if model == "continuous" else 0.05
-    res = optimize.minimize_scalar(nll, bounds=(math.log(lo_b), math.log(spread * 20 + 1)), method="bounded", options={"xatol": 1e-10})
+    res = optimize.minimize_scalar(
+        nll, bounds=(math.log(lo_b), math.log(spread * 20 + 1)), method="bounded", options={"xatol": 1e-10}
+    )
     b_hat = math.exp(res.x)
     best = nll(res.x)
     cut = stats.chi2.ppf(1 - alpha, 1) / 2.0

@@ -28,7 +28,9 @@ def read_pairs(path: Path) -> tuple[np.ndarray, int, np.ndarray | None]:
     for col in ("a", "b"):
         if col not in df.columns:
             raise InputError(f"pairs file {path} needs columns a,b (has {', '.join(df.columns)})")
-    df = df.with_columns(pl.col("a").cast(pl.Float64, strict=False), pl.col("b").cast(pl.Float64, strict=False))
+    df = df.with_columns(
+        pl.col("a").cast(pl.Float64, strict=False), pl.col("b").cast(pl.Float64, strict=False)
+    )
     good = df.drop_nulls(["a", "b"])
     if good.height < 2:
         raise InputError(f"pairs file {path} needs at least two numeric pairs")
@@ -63,14 +65,21 @@ def noise_scale_attack(
     if not 0 < alpha < 1:
         raise InputError(f"--alpha must be in (0, 1), got {alpha}")
     if np.all(u == 0):
-        return {"attack": "noise-scale", "scale": 0.0, "low": 0.0, "high": 0.0, "n_pairs": int(u.size),
-                "note": "every difference is 0: no noise is visible (or the pairs are copies)"}
+        return {
+            "attack": "noise-scale",
+            "scale": 0.0,
+            "low": 0.0,
+            "high": 0.0,
+            "n_pairs": int(u.size),
+            "note": "every difference is 0: no noise is visible (or the pairs are copies)",
+        }
     fit = fit_difference_scale(u, model=model, alpha=alpha)
     out: dict[str, object] = {"attack": "noise-scale", **asdict(fit)}
     out["ci"] = "profile likelihood (Wilks, chi2_1)"
     out["density"] = (
         "(b + |u|) exp(-|u|/b) / (4 b^2) on the real line (Appendix D, signed difference)"
-        if model == "continuous" else "difference of two discrete Laplace(b): exact pmf"
+        if model == "continuous"
+        else "difference of two discrete Laplace(b): exact pmf"
     )
     out["implied_epsilon_per_event"] = 1.0 / fit.scale
     out["mean_abs_difference"] = float(np.mean(np.abs(u)))
@@ -100,7 +109,11 @@ def plot_differences(u: np.ndarray, result: dict[str, object], path: Path) -> No
     if b > 0:
         xs = np.linspace(edges[0], edges[-1], 400)
         width = edges[1] - edges[0]
-        dens = np.exp(difference_logpdf(xs, b)) if result.get("model") == "continuous" else np.exp(discrete_difference_logpmf(xs, b))
+        dens = (
+            np.exp(difference_logpdf(xs, b))
+            if result.get("model") == "continuous"
+            else np.exp(discrete_difference_logpmf(xs, b))
+        )
         ax.plot(xs, dens * u.size * width, color="C0", label=f"fitted, b = {b:.3g}")
     ax.set_xlabel("a - b (published counts equal in raw data)")
     ax.set_ylabel("pairs")

@@ -17,7 +17,9 @@ def parse_route(route: str) -> tuple[str, str, str]:
         mode, rest = route.split(":", 1)
         origin, dest = rest.split(">", 1)
     except ValueError:
-        raise InputError(f"route must look like 'ferry:Manly Wharf>Circular Quay No. 3 Wharf', got {route!r}") from None
+        raise InputError(
+            f"route must look like 'ferry:Manly Wharf>Circular Quay No. 3 Wharf', got {route!r}"
+        ) from None
     return mode.strip(), origin.strip(), dest.strip()
 
 
@@ -28,7 +30,9 @@ def _minutes(col: pl.Expr) -> pl.Expr:
 
 def _shift_bin(col: pl.Expr, minutes: int) -> pl.Expr:
     total = _minutes(col) + minutes
-    return pl.format("{}:{}", (total // 60).cast(pl.String).str.zfill(2), (total % 60).cast(pl.String).str.zfill(2))
+    return pl.format(
+        "{}:{}", (total // 60).cast(pl.String).str.zfill(2), (total % 60).cast(pl.String).str.zfill(2)
+    )
 
 
 def route_pairs(table: pl.DataFrame, routes: list[str], lag_minutes: int = 30) -> tuple[pl.DataFrame, int]:
@@ -51,12 +55,15 @@ def route_pairs(table: pl.DataFrame, routes: list[str], lag_minutes: int = 30) -
             off = off.filter(_minutes(pl.col("bin")) >= lag_minutes)
             on = on.with_columns(bin=_shift_bin(pl.col("bin"), lag_minutes))
             keys.append("bin")
-        joined = on.select(*keys, a=pl.col("count")).join(off.select(*keys, b=pl.col("count")), on=keys, how="full",
-                                                           coalesce=True)
+        joined = on.select(*keys, a=pl.col("count")).join(
+            off.select(*keys, b=pl.col("count")), on=keys, how="full", coalesce=True
+        )
         complete = joined.drop_nulls(["a", "b"])
         incomplete += joined.height - complete.height
         frames.append(complete.with_columns(route=pl.lit(r)))
     out = pl.concat(frames) if frames else pl.DataFrame()
     if out.height == 0:
         raise InputError("no pairs found for the given route(s)")
-    return out.select("route", *[c for c in out.columns if c not in ("route", "a", "b")], "a", "b"), incomplete
+    return out.select(
+        "route", *[c for c in out.columns if c not in ("route", "a", "b")], "a", "b"
+    ), incomplete

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 
-def write_report(directory: Path, name: str, title: str, result: dict[str, object], intro: str, plots: dict[str, object]) -> Path:
+def write_report(
+    directory: Path, name: str, title: str, result: dict[str, object], intro: str, plots: dict[str, object]
+) -> Path:
     """Write ``DIR/<name>.md`` with the result and call each ``plots[file](result, path)`` to draw PNGs."""
     directory.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", "", intro, ""]
@@ -24,7 +26,11 @@ def write_report(directory: Path, name: str, title: str, result: dict[str, objec
         keys = list(cells[0].keys())
         lines += ["## Cells", "", "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
         for c in cells[:200]:
-            lines.append("| " + " | ".join(f"{c[k]:.3f}" if isinstance(c[k], float) else str(c[k]) for k in keys) + " |")
+            lines.append(
+                "| "
+                + " | ".join(f"{c[k]:.3f}" if isinstance(c[k], float) else str(c[k]) for k in keys)
+                + " |"
+            )
         lines.append("")
     path = directory / f"{name}.md"
     path.write_text("\n".join(lines))

@@ -45,8 +45,12 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
         if value_column not in df.columns:
             raise InputError(f"{path} has no '{value_column}' column")
         keys = [c for c in df.columns if c != value_column and c != ""]
-        table = df.select([pl.col(k).cast(pl.String) for k in keys] + [pl.col(value_column).cast(pl.Float64).alias("count")])
-        return PublishedTable(table, pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}), path)
+        table = df.select(
+            [pl.col(k).cast(pl.String) for k in keys] + [pl.col(value_column).cast(pl.Float64).alias("count")]
+        )
+        return PublishedTable(
+            table, pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}), path
+        )
     text = path.read_text(errors="replace")
     reader = csv.reader(io.StringIO(text))
     try:
@@ -78,8 +82,12 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
     if not rows:
         raise InputError(f"table {path} has no usable rows")
     names = [header[i] for i in keep] + ["count"]
-    table = pl.DataFrame(rows, schema={**{n: pl.String for n in names[:-1]}, "count": pl.Float64}, orient="row")
-    quarantine = pl.DataFrame(bad, schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}, orient="row")
+    table = pl.DataFrame(
+        rows, schema={**{n: pl.String for n in names[:-1]}, "count": pl.Float64}, orient="row"
+    )
+    quarantine = pl.DataFrame(
+        bad, schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}, orient="row"
+    )
     return PublishedTable(table, quarantine, path)
 
 

@@ -68,8 +68,9 @@ def zero_skipping_attack(
         may_skip = consistent
         basis = (
             "undeclared method; the table has no published value in (-inf, t) other than 0, so skipped zeros "
-            "cannot be ruled out" if consistent else
-            f"undeclared method; {small} published values lie in (-inf, t) (noise reached small cells), "
+            "cannot be ruled out"
+            if consistent
+            else f"undeclared method; {small} published values lie in (-inf, t) (noise reached small cells), "
             "which the Second Algorithm with this threshold cannot output"
         )
     out: dict[str, object] = {
@@ -96,14 +97,19 @@ def zero_skipping_attack(
         out["finding"] = "nothing: no output rules out a neighbouring dataset (zeros are perturbed)"
         return out
     if scale is None or scale <= 0:
-        out["finding"] = "zeros may be skipped; noise scale unknown (run `urbandp audit noise-scale` or pass --scale)"
+        out["finding"] = (
+            "zeros may be skipped; noise scale unknown (run `urbandp audit noise-scale` or pass --scale)"
+        )
         out["delta_lower_bound_theorem1"] = None
         return out
     out["delta_lower_bound_theorem1"] = math.exp(-(threshold - 1) / scale) / (2 * scale)
     out["delta_lower_bound_exact"] = 0.5 * math.exp(-(threshold - 1) / scale)
     out["certain_detection_probability"] = [
-        {"group_size": g, "probability": detection_probability(g, threshold, scale),
-         "paper_convention": paper_detection_figure(g, threshold, scale)}
+        {
+            "group_size": g,
+            "probability": detection_probability(g, threshold, scale),
+            "paper_convention": paper_detection_figure(g, threshold, scale),
+        }
         for g in group_sizes
     ]
     out["max_likelihood_ratio_per_unit"] = math.inf
@@ -126,7 +132,9 @@ def plot_detection(result: dict[str, object], path: object) -> None:
     if result.get("zeros_may_be_skipped") and p:
         gs = np.arange(1, int(t) + 4)
         ax.semilogy(gs, [detection_probability(int(g), t, float(p)) for g in gs], "o-", label="P(g + L > t)")
-        ax.semilogy(gs, [paper_detection_figure(int(g), t, float(p)) for g in gs], "x--", label="report convention")
+        ax.semilogy(
+            gs, [paper_detection_figure(int(g), t, float(p)) for g in gs], "x--", label="report convention"
+        )
         ax.legend()
     else:
         ax.text(0.5, 0.5, "zeros perturbed: no certain detection", ha="center", transform=ax.transAxes)

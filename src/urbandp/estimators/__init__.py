@@ -15,8 +15,8 @@ CLIPPED-MEAN: add/remove-one-unit. See
 
 from urbandp.estimators.bounds import choose_m_ub, eq1_argmax, paper_median
 from urbandp.estimators.core import (
-    NEIGHBOURING,
     ADD_REMOVE,
+    NEIGHBOURING,
     ArrayAveraging,
     Baseline,
     ClippedMean,

@@ -31,11 +31,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import numpy as np
+import opendp.prelude as dp
 
 from urbandp.estimators.bounds import choose_m_ub
 from urbandp.estimators.grouping import GROUPINGS, GroupingPlan, make_plan
-import opendp.prelude as dp
-
 from urbandp.estimators.selection import (
     calibrate_scale,
     noisy_max_scale,
@@ -123,7 +122,9 @@ def _check_epsilon(epsilon: float) -> float:
     return eps
 
 
-def _clipped_values(values_per_unit: Sequence[np.ndarray], upper: float) -> tuple[tuple[np.ndarray, ...], int]:
+def _clipped_values(
+    values_per_unit: Sequence[np.ndarray], upper: float
+) -> tuple[tuple[np.ndarray, ...], int]:
     out: list[np.ndarray] = []
     n_clipped = 0
     for v in values_per_unit:
@@ -155,12 +156,16 @@ class _Estimator:
         values, n_clipped = _clipped_values(values_per_unit, self.upper)
         counts = np.array([v.size for v in values], dtype=np.int64)
         total = math.fsum(float(v.sum()) for v in values)
-        return Prepared(values=values, counts=counts, n_clipped=n_clipped, true_mean=total / int(counts.sum()))
+        return Prepared(
+            values=values, counts=counts, n_clipped=n_clipped, true_mean=total / int(counts.sum())
+        )
 
     def privacy_cost(self, epsilon: float) -> PrivacyCost:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:  # pragma: no cover
+    def estimate(
+        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
+    ) -> MeanEstimate:  # pragma: no cover
         raise NotImplementedError
 
     def _laplace_step(
@@ -185,15 +190,29 @@ class Baseline(_Estimator):
     def sensitivity(self, counts: np.ndarray) -> float:
         return float(self.upper) * int(np.max(counts)) / int(np.sum(counts))
 
-    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+    def estimate(
+        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
+    ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
         delta = self.sensitivity(prep.counts)
         out, step = self._laplace_step("mean", prep.true_mean, delta, eps, noise)
         return MeanEstimate(
-            self.name, out, eps, float(step.epsilon or 0.0), float(step.scale or 0.0), delta,
-            int(prep.counts.size), int(prep.counts.sum()), prep.n_clipped, None, None, None,
-            (0.0, float(self.upper)), (step,), bool(noise.is_private),
+            self.name,
+            out,
+            eps,
+            float(step.epsilon or 0.0),
+            float(step.scale or 0.0),
+            delta,
+            int(prep.counts.size),
+            int(prep.counts.sum()),
+            prep.n_clipped,
+            None,
+            None,
+            None,
+            (0.0, float(self.upper)),
+            (step,),
+            bool(noise.is_private),
         )
 
 
@@ -206,7 +225,10 @@ class _Grouped(_Estimator):
         super().__post_init__()
         if self.grouping not in GROUPINGS:
             raise ValueError(f"grouping must be one of {GROUPINGS}, got {self.grouping!r}")
-        if not (self.m_ub in ("median", "eq1") or (isinstance(self.m_ub, int) and not isinstance(self.m_ub, bool) and self.m_ub >= 1)):
+        if not (
+            self.m_ub in ("median", "eq1")
+            or (isinstance(self.m_ub, int) and not isinstance(self.m_ub, bool) and self.m_ub >= 1)
+        ):
             raise ValueError(f"m_ub must be 'median', 'eq1' or a positive int, got {self.m_ub!r}")
 
     def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
@@ -217,15 +239,37 @@ class _Grouped(_Estimator):
             raise ValueError(
                 f"no full array of length m_UB={m_ub} (total samples {int(base.counts.sum())}); use BESTFIT or a smaller m_ub"
             )
-        return Prepared(base.values, base.counts, base.n_clipped, base.true_mean, plan, plan.array_means(base.values))
+        return Prepared(
+            base.values, base.counts, base.n_clipped, base.true_mean, plan, plan.array_means(base.values)
+        )
 
-    def _result(self, prep: Prepared, eps: float, estimate: float, final: PrivacyStep, steps: tuple[PrivacyStep, ...],
-                interval: tuple[float, float], noise: NoiseSource) -> MeanEstimate:
+    def _result(
+        self,
+        prep: Prepared,
+        eps: float,
+        estimate: float,
+        final: PrivacyStep,
+        steps: tuple[PrivacyStep, ...],
+        interval: tuple[float, float],
+        noise: NoiseSource,
+    ) -> MeanEstimate:
         assert prep.plan is not None
         return MeanEstimate(
-            self.name, estimate, eps, math.fsum(float(s.epsilon or 0.0) for s in steps), float(final.scale or 0.0),
-            float(final.d_in or 0.0), int(prep.counts.size), int(prep.counts.sum()), prep.n_clipped,
-            prep.plan.m_ub, prep.plan.n_arrays, prep.plan.strategy, interval, steps, bool(noise.is_private),
+            self.name,
+            estimate,
+            eps,
+            math.fsum(float(s.epsilon or 0.0) for s in steps),
+            float(final.scale or 0.0),
+            float(final.d_in or 0.0),
+            int(prep.counts.size),
+            int(prep.counts.sum()),
+            prep.n_clipped,
+            prep.plan.m_ub,
+            prep.plan.n_arrays,
+            prep.plan.strategy,
+            interval,
+            steps,
+            bool(noise.is_private),
         )
 
 
@@ -246,7 +290,9 @@ class ArrayAveraging(_Grouped):
     def sensitivity(self, plan: GroupingPlan) -> float:
         return plan.influence * float(self.upper) / plan.n_arrays
 
-    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+    def estimate(
+        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
+    ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
         assert prep.plan is not None
@@ -284,10 +330,14 @@ class Levy(_Grouped):
 
     def privacy_cost(self, epsilon: float) -> PrivacyCost:
         eps = _check_epsilon(epsilon)
-        return PrivacyCost(self.name, eps, (
-            PrivacyStep("interval: noisy max over tau-bins", "opendp.make_noisy_max", eps / 2),
-            PrivacyStep("clipped mean of array means", "opendp.make_laplace", eps / 2),
-        ))
+        return PrivacyCost(
+            self.name,
+            eps,
+            (
+                PrivacyStep("interval: noisy max over tau-bins", "opendp.make_noisy_max", eps / 2),
+                PrivacyStep("clipped mean of array means", "opendp.make_laplace", eps / 2),
+            ),
+        )
 
     def tau(self, plan: GroupingPlan) -> float:
         return float(self.upper) * math.sqrt(math.log(2 * plan.n_arrays / self.gamma) / (2 * plan.m_ub))
@@ -306,7 +356,9 @@ class Levy(_Grouped):
         centre = (bin_index + 0.5) * tau
         return max(0.0, centre - 1.5 * tau), min(float(self.upper), centre + 1.5 * tau)
 
-    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+    def estimate(
+        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
+    ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
         plan = prep.plan
@@ -315,12 +367,19 @@ class Levy(_Grouped):
         counts = self.bin_counts(prep.array_means, tau, n_bins)
         sel_scale, sel_eps = noisy_max_scale(plan.influence, eps / 2)
         chosen = private_argmax(counts, sel_scale, private=bool(noise.is_private))
-        sel = PrivacyStep("interval: noisy max over tau-bins", "opendp.make_noisy_max", eps / 2, sel_eps,
-                          float(plan.influence), sel_scale)
+        sel = PrivacyStep(
+            "interval: noisy max over tau-bins",
+            "opendp.make_noisy_max",
+            eps / 2,
+            sel_eps,
+            float(plan.influence),
+            sel_scale,
+        )
         a, b = self.interval(chosen, tau)
         delta = plan.influence * (b - a) / plan.n_arrays
-        out, lap = self._laplace_step("clipped mean of array means", clipped_mean(prep.array_means, a, b), delta,
-                                      eps / 2, noise)
+        out, lap = self._laplace_step(
+            "clipped mean of array means", clipped_mean(prep.array_means, a, b), delta, eps / 2, noise
+        )
         return self._result(prep, eps, out, lap, (sel, lap), (a, b), noise)
 
 
@@ -358,11 +417,15 @@ class Quantile(_Grouped):
 
     def privacy_cost(self, epsilon: float) -> PrivacyCost:
         eps = _check_epsilon(epsilon)
-        return PrivacyCost(self.label, eps, (
-            PrivacyStep("lower quantile", "opendp.make_private_quantile", eps / 4),
-            PrivacyStep("upper quantile", "opendp.make_private_quantile", eps / 4),
-            PrivacyStep("clipped mean of array means", "opendp.make_laplace", eps / 2),
-        ))
+        return PrivacyCost(
+            self.label,
+            eps,
+            (
+                PrivacyStep("lower quantile", "opendp.make_private_quantile", eps / 4),
+                PrivacyStep("upper quantile", "opendp.make_private_quantile", eps / 4),
+                PrivacyStep("clipped mean of array means", "opendp.make_laplace", eps / 2),
+            ),
+        )
 
     def candidates(self) -> np.ndarray:
         return np.linspace(0.0, float(self.upper), int(self.n_candidates))
@@ -373,7 +436,9 @@ class Quantile(_Grouped):
         q = min(0.5, math.ceil(2.0 / epsilon) / n_arrays)
         return q, 1.0 - q
 
-    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+    def estimate(
+        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
+    ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
         plan = prep.plan
@@ -382,15 +447,28 @@ class Quantile(_Grouped):
         d_in = 2 * plan.influence
         steps: list[PrivacyStep] = []
         ends: list[float] = []
-        for name, alpha in zip(("lower quantile", "upper quantile"), self.quantile_levels(eps, plan.n_arrays), strict=True):
+        for name, alpha in zip(
+            ("lower quantile", "upper quantile"), self.quantile_levels(eps, plan.n_arrays), strict=True
+        ):
             scale, spent = quantile_scale(plan.n_arrays, cands, alpha, d_in, eps / 4)
-            ends.append(private_quantile(prep.array_means, cands, alpha, scale, private=bool(noise.is_private)))
-            steps.append(PrivacyStep(f"{name} (alpha={alpha:.6g})", "opendp.make_private_quantile", eps / 4, spent,
-                                     float(d_in), scale))
+            ends.append(
+                private_quantile(prep.array_means, cands, alpha, scale, private=bool(noise.is_private))
+            )
+            steps.append(
+                PrivacyStep(
+                    f"{name} (alpha={alpha:.6g})",
+                    "opendp.make_private_quantile",
+                    eps / 4,
+                    spent,
+                    float(d_in),
+                    scale,
+                )
+            )
         a, b = min(ends), max(ends)
         delta = plan.influence * (b - a) / plan.n_arrays
-        out, lap = self._laplace_step("clipped mean of array means", clipped_mean(prep.array_means, a, b), delta,
-                                      eps / 2, noise)
+        out, lap = self._laplace_step(
+            "clipped mean of array means", clipped_mean(prep.array_means, a, b), delta, eps / 2, noise
+        )
         steps.append(lap)
         res = self._result(prep, eps, out, lap, tuple(steps), (a, b), noise)
         return MeanEstimate(**{**res.__dict__, "estimator": self.label})
@@ -424,7 +502,10 @@ class ClippedMean(_Estimator):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not (self.m_ub == "dp-median" or (isinstance(self.m_ub, int) and not isinstance(self.m_ub, bool) and self.m_ub >= 1)):
+        if not (
+            self.m_ub == "dp-median"
+            or (isinstance(self.m_ub, int) and not isinstance(self.m_ub, bool) and self.m_ub >= 1)
+        ):
             raise ValueError(f"m_ub must be 'dp-median' or a positive int, got {self.m_ub!r}")
         if self.m_cap < 1:
             raise ValueError("m_cap must be >= 1")
@@ -441,7 +522,9 @@ class ClippedMean(_Estimator):
             PrivacyStep("clipped count", "opendp.make_laplace", eps * f_c),
         ]
         if f_m:
-            steps.insert(0, PrivacyStep("m_UB: private median of counts", "opendp.make_private_quantile", eps * f_m))
+            steps.insert(
+                0, PrivacyStep("m_UB: private median of counts", "opendp.make_private_quantile", eps * f_m)
+            )
         return PrivacyCost(self.name, eps, tuple(steps), neighbouring=ADD_REMOVE, counts_public=False)
 
     def candidates(self) -> list[int]:
@@ -453,7 +536,12 @@ class ClippedMean(_Estimator):
 
         def at(scale: float) -> float:
             meas = dp.m.make_private_quantile(
-                dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance(), dp.max_divergence(), cands, 0.5, scale
+                dp.vector_domain(dp.atom_domain(T=int)),
+                dp.symmetric_distance(),
+                dp.max_divergence(),
+                cands,
+                0.5,
+                scale,
             )
             return float(meas.map(1))
 
@@ -465,9 +553,13 @@ class ClippedMean(_Estimator):
         except ValueError as err:
             if "no unit" not in str(err):
                 raise
-            return Prepared(values=(), counts=np.zeros(0, dtype=np.int64), n_clipped=0, true_mean=float("nan"))
+            return Prepared(
+                values=(), counts=np.zeros(0, dtype=np.int64), n_clipped=0, true_mean=float("nan")
+            )
 
-    def estimate(self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource) -> MeanEstimate:
+    def estimate(
+        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
+    ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
         _, f_s, f_c = self.shares()
@@ -477,12 +569,28 @@ class ClippedMean(_Estimator):
             cands = self.candidates()
             if noise.is_private:
                 meas = dp.m.make_private_quantile(
-                    dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance(), dp.max_divergence(), cands, 0.5, scale
+                    dp.vector_domain(dp.atom_domain(T=int)),
+                    dp.symmetric_distance(),
+                    dp.max_divergence(),
+                    cands,
+                    0.5,
+                    scale,
                 )
                 m_ub = int(meas([int(c) for c in prep.counts]))
             else:
-                m_ub = int(cands[int(np.argmin(quantile_scores(prep.counts, np.asarray(cands, dtype=float), 0.5)))])
-            steps.append(PrivacyStep("m_UB: private median of counts", "opendp.make_private_quantile", eps / 4, spent, 1.0, scale))
+                m_ub = int(
+                    cands[int(np.argmin(quantile_scores(prep.counts, np.asarray(cands, dtype=float), 0.5)))]
+                )
+            steps.append(
+                PrivacyStep(
+                    "m_UB: private median of counts",
+                    "opendp.make_private_quantile",
+                    eps / 4,
+                    spent,
+                    1.0,
+                    scale,
+                )
+            )
         else:
             m_ub = int(self.m_ub)
         half = float(self.upper) / 2
@@ -493,8 +601,21 @@ class ClippedMean(_Estimator):
         steps += [s_step, c_step]
         value = float(np.clip(half + noisy_sum / max(noisy_count, 1.0), 0.0, float(self.upper)))
         return MeanEstimate(
-            self.name, value, eps, math.fsum(float(s.epsilon or 0.0) for s in steps), float(s_step.scale or 0.0),
-            float(s_step.d_in or 0.0), int(prep.counts.size), int(prep.counts.sum()), prep.n_clipped, m_ub, None,
-            None, (0.0, float(self.upper)), tuple(steps), bool(noise.is_private), counts_public=False,
+            self.name,
+            value,
+            eps,
+            math.fsum(float(s.epsilon or 0.0) for s in steps),
+            float(s_step.scale or 0.0),
+            float(s_step.d_in or 0.0),
+            int(prep.counts.size),
+            int(prep.counts.sum()),
+            prep.n_clipped,
+            m_ub,
+            None,
+            None,
+            (0.0, float(self.upper)),
+            tuple(steps),
+            bool(noise.is_private),
+            counts_public=False,
             neighbouring=ADD_REMOVE,
         )

@@ -88,7 +88,9 @@ def _check_counts(counts: Sequence[int] | np.ndarray, m_ub: int) -> np.ndarray:
     return c
 
 
-def _plan(strategy: str, m_ub: int, influence: int, segs: list[tuple[int, int, int, int]], n_arrays: int) -> GroupingPlan:
+def _plan(
+    strategy: str, m_ub: int, influence: int, segs: list[tuple[int, int, int, int]], n_arrays: int
+) -> GroupingPlan:
     arr = np.array(segs, dtype=np.int64).reshape(-1, 4)
     fill = np.bincount(arr[:, 0], weights=arr[:, 3] - arr[:, 2], minlength=n_arrays).astype(np.int64)
     return GroupingPlan(
@@ -104,7 +106,9 @@ def _plan(strategy: str, m_ub: int, influence: int, segs: list[tuple[int, int, i
     )
 
 
-def _heavy_users_first(c: np.ndarray, m_ub: int) -> tuple[list[tuple[int, int, int, int]], list[int], list[int]]:
+def _heavy_users_first(
+    c: np.ndarray, m_ub: int
+) -> tuple[list[tuple[int, int, int, int]], list[int], list[int]]:
     """Both strategies of section III-A start alike: users in descending count order; each user with
     ``m_l >= m_UB`` fills an array of its own with its first ``m_UB`` samples. Returns (segments, heavy, light)."""
     order = _descending_order(c)

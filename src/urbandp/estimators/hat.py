@@ -20,7 +20,15 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import InputError
-from urbandp.estimators.core import ArrayAveraging, Baseline, ClippedMean, Levy, MeanEstimate, Quantile, _Estimator
+from urbandp.estimators.core import (
+    ArrayAveraging,
+    Baseline,
+    ClippedMean,
+    Levy,
+    MeanEstimate,
+    Quantile,
+    _Estimator,
+)
 from urbandp.privacy.noise import NoiseSource
 
 ESTIMATORS: tuple[str, ...] = ("baseline", "array-averaging", "levy", "quantile", "clipped-mean")
@@ -97,7 +105,9 @@ def estimate_hat_means(
     est = build_estimator(estimator, float(upper), **params)
     grouped = (
         frame.select(
-            pl.col("h3_cell").cast(pl.String), pl.col("slot").cast(pl.String), pl.col("unit").cast(pl.String),
+            pl.col("h3_cell").cast(pl.String),
+            pl.col("slot").cast(pl.String),
+            pl.col("unit").cast(pl.String),
             pl.col("speeds").cast(pl.List(pl.Float64)),
         )
         .explode("speeds")
@@ -116,7 +126,11 @@ def estimate_hat_means(
         missing_dom = [c for c in ("h3_cell", "slot") if c not in hats.columns]
         if missing_dom:
             raise InputError(f"estimate_hat_means: hats is missing column(s) {', '.join(missing_dom)}")
-        dom = hats.select(pl.col("h3_cell").cast(pl.String), pl.col("slot").cast(pl.String)).unique().sort("h3_cell", "slot")
+        dom = (
+            hats.select(pl.col("h3_cell").cast(pl.String), pl.col("slot").cast(pl.String))
+            .unique()
+            .sort("h3_cell", "slot")
+        )
         keys = list(dom.iter_rows())
     rows: list[dict[str, Any]] = []
     for cell, slot in keys:
@@ -125,12 +139,23 @@ def estimate_hat_means(
             res: MeanEstimate = est.estimate(values, epsilon, noise)
         except ValueError as err:
             raise InputError(f"HAT ({cell}, {slot}): {err}") from None
-        rows.append({
-            "h3_cell": cell, "slot": slot, "mean_speed": res.estimate, "noise_scale": res.noise_scale,
-            "epsilon_hat": res.epsilon_spent,
-            "n_units": res.n_units if res.counts_public else None,  # the true count is not DP under add/remove
-            "m_ub": res.m_ub, "n_arrays": res.n_arrays,
-            "sensitivity": res.sensitivity, "interval_low": res.interval[0], "interval_high": res.interval[1],
-            "estimator": res.estimator, "counts_public": res.counts_public,
-        })
+        rows.append(
+            {
+                "h3_cell": cell,
+                "slot": slot,
+                "mean_speed": res.estimate,
+                "noise_scale": res.noise_scale,
+                "epsilon_hat": res.epsilon_spent,
+                "n_units": res.n_units
+                if res.counts_public
+                else None,  # the true count is not DP under add/remove
+                "m_ub": res.m_ub,
+                "n_arrays": res.n_arrays,
+                "sensitivity": res.sensitivity,
+                "interval_low": res.interval[0],
+                "interval_high": res.interval[1],
+                "estimator": res.estimator,
+                "counts_public": res.counts_public,
+            }
+        )
     return pl.DataFrame(rows, schema=OUTPUT_SCHEMA)

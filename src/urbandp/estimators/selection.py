@@ -25,7 +25,9 @@ import opendp.prelude as dp
 dp.enable_features("contrib")
 
 
-def calibrate_scale(map_at_scale: Callable[[float], float], epsilon: float, scale: float) -> tuple[float, float]:
+def calibrate_scale(
+    map_at_scale: Callable[[float], float], epsilon: float, scale: float
+) -> tuple[float, float]:
     """Smallest scale at or above ``scale`` (by relative steps of 1e-12) whose mapped epsilon is ``<= epsilon``."""
     if not (epsilon > 0 and np.isfinite(epsilon)):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
@@ -41,11 +43,18 @@ def calibrate_scale(map_at_scale: Callable[[float], float], epsilon: float, scal
 def _quantile_measurement(n: int, candidates: Sequence[float], alpha: float, scale: float) -> dp.Measurement:
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=int(n))
     return dp.m.make_private_quantile(
-        domain, dp.symmetric_distance(), dp.max_divergence(), [float(c) for c in candidates], float(alpha), float(scale)
+        domain,
+        dp.symmetric_distance(),
+        dp.max_divergence(),
+        [float(c) for c in candidates],
+        float(alpha),
+        float(scale),
     )
 
 
-def quantile_scale(n: int, candidates: Sequence[float], alpha: float, d_in: int, epsilon: float) -> tuple[float, float]:
+def quantile_scale(
+    n: int, candidates: Sequence[float], alpha: float, d_in: int, epsilon: float
+) -> tuple[float, float]:
     """Scale of ``make_private_quantile`` on ``n`` known-size values so that ``map(d_in) <= epsilon``.
 
     For a known size OpenDP's map is ``epsilon = d_in / scale`` (a replacement moves every score by at most 1 and
@@ -81,7 +90,10 @@ def private_quantile(
 
 def _noisy_max_measurement(scale: float) -> dp.Measurement:
     return dp.m.make_noisy_max(
-        dp.vector_domain(dp.atom_domain(T=int)), dp.linf_distance(T=int), dp.max_divergence(), scale=float(scale)
+        dp.vector_domain(dp.atom_domain(T=int)),
+        dp.linf_distance(T=int),
+        dp.max_divergence(),
+        scale=float(scale),
     )
 
 

@@ -36,7 +36,7 @@ def _read(path: Path) -> pl.DataFrame:
         raise InputError(f"input file not found: {path}")
     try:
         df = pl.read_csv(path, infer_schema_length=0)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
@@ -67,21 +67,36 @@ def extract_busiest_hat(
         .filter((pl.col("hour") >= start) & (pl.col("hour") < end))
         .with_columns(
             plh3.latlng_to_cell("latitude", "longitude", resolution, return_dtype=pl.String).alias("h3_cell"),
-            pl.format("{}:00-{}:00", pl.col("hour").cast(pl.String).str.zfill(2),
-                      (pl.col("hour") + 1).cast(pl.String).str.zfill(2)).alias("slot"),
+            pl.format(
+                "{}:00-{}:00",
+                pl.col("hour").cast(pl.String).str.zfill(2),
+                (pl.col("hour") + 1).cast(pl.String).str.zfill(2),
+            ).alias("slot"),
         )
     )
     if recs.height == 0:
         raise InputError("no usable records in the given hours")
     hats = (
         recs.group_by("h3_cell", "slot")
-        .agg(pl.len().alias("n_records"), pl.col("vehicle_id").n_unique().alias("n_vehicles"),
-             pl.col("day").n_unique().alias("n_days"))
+        .agg(
+            pl.len().alias("n_records"),
+            pl.col("vehicle_id").n_unique().alias("n_vehicles"),
+            pl.col("day").n_unique().alias("n_days"),
+        )
         .sort(["n_records", "n_vehicles", "h3_cell", "slot"], descending=[True, True, False, False])
     )
     top = hats.row(0, named=True)
     chosen = recs.filter((pl.col("h3_cell") == top["h3_cell"]) & (pl.col("slot") == top["slot"]))
     out.parent.mkdir(parents=True, exist_ok=True)
-    chosen.select("vehicle_id", "timestamp", "day", "slot", "h3_cell", "speed", "latitude", "longitude").write_csv(out)
-    return BusiestHat(top["h3_cell"], top["slot"], int(top["n_records"]), int(top["n_vehicles"]), int(top["n_days"]),
-                      hats.height, recs.height)
+    chosen.select(
+        "vehicle_id", "timestamp", "day", "slot", "h3_cell", "speed", "latitude", "longitude"
+    ).write_csv(out)
+    return BusiestHat(
+        top["h3_cell"],
+        top["slot"],
+        int(top["n_records"]),
+        int(top["n_vehicles"]),
+        int(top["n_days"]),
+        hats.height,
+        recs.height,
+    )

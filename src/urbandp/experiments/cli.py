@@ -18,17 +18,27 @@ SYNTHETIC_CHOICES = ("itms-like", "sample-scaling", "user-scaling")
 @cli_guard
 def mean(
     out: Annotated[Path, typer.Option("--out", help="Output folder (mae.csv, mae.png).")],
-    input_file: Annotated[Path | None, typer.Option("--input", help="One HAT's records (CSV or Parquet).")] = None,
-    vehicle_col: Annotated[str, typer.Option("--vehicle-col", help="Column with the privacy unit (vehicle).")] = "vehicle_id",
+    input_file: Annotated[
+        Path | None, typer.Option("--input", help="One HAT's records (CSV or Parquet).")
+    ] = None,
+    vehicle_col: Annotated[
+        str, typer.Option("--vehicle-col", help="Column with the privacy unit (vehicle).")
+    ] = "vehicle_id",
     value_col: Annotated[str, typer.Option("--value-col", help="Column with the values (speed).")] = "speed",
-    synthetic: Annotated[str | None, typer.Option("--synthetic", help="itms-like | sample-scaling | user-scaling.")] = None,
+    synthetic: Annotated[
+        str | None, typer.Option("--synthetic", help="itms-like | sample-scaling | user-scaling.")
+    ] = None,
     runs: Annotated[int, typer.Option("--runs", help="Monte Carlo runs per algorithm and epsilon.")] = 10000,
     epsilons: Annotated[str, typer.Option("--epsilons", help="Comma-separated epsilons.")] = "0.5,1,1.5,2",
     upper: Annotated[float, typer.Option("--upper", help="Upper clipping bound U of the values.")] = 65.0,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic data and of the simulation noise.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the synthetic data and of the simulation noise.")
+    ] = 0,
     array_m_ub: Annotated[
         str | None,
-        typer.Option("--array-m-ub", help="m_UB rule of ARRAY-AVERAGING: median | eq1 (default: as the paper)."),
+        typer.Option(
+            "--array-m-ub", help="m_UB rule of ARRAY-AVERAGING: median | eq1 (default: as the paper)."
+        ),
     ] = None,
 ) -> None:
     """MAE of BASELINE, ARRAY-AVERAGING, LEVY, FIXEDQUANTILE, EPS-DEPENDENTQUANTILE against epsilon.
@@ -94,7 +104,9 @@ def mean(
     write_csv(rows, out / "mae.csv")
     n_units = len(values)
     n_samples = sum(v.size for v in values)
-    plot_mae(rows, out / "mae.png", f"{source}: {n_units} units, {n_samples} samples, U={upper:g}, {runs} runs")
+    plot_mae(
+        rows, out / "mae.png", f"{source}: {n_units} units, {n_samples} samples, U={upper:g}, {runs} runs"
+    )
     table = Table(title=f"MAE ({source}, {runs} runs, {elapsed:.1f} s)")
     table.add_column("algorithm")
     for e in eps:
@@ -108,10 +120,14 @@ def mean(
 @app.command("busiest-hat")
 @cli_guard
 def busiest_hat(
-    inputs: Annotated[list[Path], typer.Argument(help="AVL CSV files (vehicle_id, timestamp, speed, latitude, longitude).")],
+    inputs: Annotated[
+        list[Path], typer.Argument(help="AVL CSV files (vehicle_id, timestamp, speed, latitude, longitude).")
+    ],
     out: Annotated[Path, typer.Option("--out", help="CSV of the busiest HAT's records.")],
     resolution: Annotated[int, typer.Option("--resolution", help="H3 resolution.")] = 7,
-    hours: Annotated[str, typer.Option("--hours", help="Local hours kept, start-end (end exclusive).")] = "9-21",
+    hours: Annotated[
+        str, typer.Option("--hours", help="Local hours kept, start-end (end exclusive).")
+    ] = "9-21",
 ) -> None:
     """Extract the records of the busiest HAT (H3 cell x 1-hour slot, most records) from AVL files.
 

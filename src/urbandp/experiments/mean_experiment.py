@@ -44,7 +44,7 @@ def read_records(path: Path) -> pl.DataFrame:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pl.read_parquet(path)
         return pl.read_csv(path, infer_schema_length=0)  # all strings: validation below decides per row
-    except Exception as err:  # noqa: BLE001 - any reader failure is unusable input
+    except Exception as err:
         raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
 
 
@@ -61,10 +61,14 @@ def load_hat(path: Path, vehicle_col: str, value_col: str, upper: float, quarant
     )
     df = df.with_columns(pl.col("raw_value").str.strip_chars().cast(pl.Float64, strict=False).alias("value"))
     reason = (
-        pl.when(pl.col("vehicle").is_null() | (pl.col("vehicle").str.strip_chars() == "")).then(pl.lit("missing vehicle"))
-        .when(pl.col("value").is_null()).then(pl.lit("missing or non-numeric value"))
-        .when(~pl.col("value").is_finite()).then(pl.lit("non-finite value"))
-        .when(pl.col("value") < 0).then(pl.lit("negative value"))
+        pl.when(pl.col("vehicle").is_null() | (pl.col("vehicle").str.strip_chars() == ""))
+        .then(pl.lit("missing vehicle"))
+        .when(pl.col("value").is_null())
+        .then(pl.lit("missing or non-numeric value"))
+        .when(~pl.col("value").is_finite())
+        .then(pl.lit("non-finite value"))
+        .when(pl.col("value") < 0)
+        .then(pl.lit("negative value"))
         .otherwise(pl.lit(None, dtype=pl.String))
     )
     df = df.with_columns(reason.alias("reason"))

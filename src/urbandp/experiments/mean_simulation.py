@@ -57,7 +57,9 @@ def _noisy_argmax(rng: np.random.Generator, scores: np.ndarray, scale: float, ru
     return out
 
 
-def _clipped_means(sorted_means: np.ndarray, prefix: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+def _clipped_means(
+    sorted_means: np.ndarray, prefix: np.ndarray, low: np.ndarray, high: np.ndarray
+) -> np.ndarray:
     """``mean(clip(x, low_r, high_r))`` for every run ``r`` in O(log n) via prefix sums."""
     n = sorted_means.size
     n_low = np.searchsorted(sorted_means, low, side="left")
@@ -137,17 +139,27 @@ def paper_algorithms(upper: float, array_m_ub: str = "median", n_candidates: int
     return [
         Algorithm("BASELINE", Baseline(upper=upper)),
         Algorithm("ARRAY-AVERAGING", ArrayAveraging(upper=upper, grouping="bestfit", m_ub=array_m_ub)),
-        Algorithm("ARRAY-AVERAGING-WRAPAROUND", ArrayAveraging(upper=upper, grouping="wraparound", m_ub=array_m_ub)),
+        Algorithm(
+            "ARRAY-AVERAGING-WRAPAROUND", ArrayAveraging(upper=upper, grouping="wraparound", m_ub=array_m_ub)
+        ),
         Algorithm("LEVY", Levy(upper=upper, grouping="bestfit", m_ub="eq1")),
-        Algorithm("FIXEDQUANTILE", Quantile(upper=upper, m_ub="eq1", rule="fixed", n_candidates=n_candidates)),
-        Algorithm("EPS-DEPENDENTQUANTILE", Quantile(upper=upper, m_ub="eq1", rule="eps-dependent", n_candidates=n_candidates)),
+        Algorithm(
+            "FIXEDQUANTILE", Quantile(upper=upper, m_ub="eq1", rule="fixed", n_candidates=n_candidates)
+        ),
+        Algorithm(
+            "EPS-DEPENDENTQUANTILE",
+            Quantile(upper=upper, m_ub="eq1", rule="eps-dependent", n_candidates=n_candidates),
+        ),
     ]
 
 
 def all_algorithms(upper: float, array_m_ub: str = "median", n_candidates: int = 1001) -> list[Algorithm]:
     """The paper's algorithms plus CLIPPED-MEAN (counts private, add/remove-one-unit): the price of the stronger
     guarantee, side by side."""
-    return [*paper_algorithms(upper, array_m_ub, n_candidates), Algorithm("CLIPPED-MEAN", ClippedMean(upper=upper))]
+    return [
+        *paper_algorithms(upper, array_m_ub, n_candidates),
+        Algorithm("CLIPPED-MEAN", ClippedMean(upper=upper)),
+    ]
 
 
 @dataclass(frozen=True)
@@ -176,7 +188,15 @@ def run_mae(
         for eps in epsilons:
             err = simulate_errors(alg.estimator, prep, float(eps), runs, np.random.default_rng(seeds[k]))
             k += 1
-            rows.append(MaeRow(alg.label, float(eps), float(err.mean()), int(runs), float(err.std(ddof=1) / np.sqrt(runs))))
+            rows.append(
+                MaeRow(
+                    alg.label,
+                    float(eps),
+                    float(err.mean()),
+                    int(runs),
+                    float(err.std(ddof=1) / np.sqrt(runs)),
+                )
+            )
             if progress is not None:
                 progress()
     return rows

@@ -43,7 +43,9 @@ def itms_like_counts(n_units: int = 248, sigma: float = 0.7, stretch: float = 0.
         if diff == 0:
             break
         upper = m[1:med].astype(float)
-        m[1:med] = np.clip(np.round(upper * (1 + diff / upper.sum())), ITMS_MEDIAN, ITMS_M_MAX).astype(np.int64)
+        m[1:med] = np.clip(np.round(upper * (1 + diff / upper.sum())), ITMS_MEDIAN, ITMS_M_MAX).astype(
+            np.int64
+        )
         rest = ITMS_SUM - int(m.sum())
         for k in 1 + np.arange(abs(rest)) % (med - 1):
             m[k] += int(np.sign(rest))
@@ -65,7 +67,11 @@ def setting_counts(setting: str) -> np.ndarray:
 
 
 def draw_samples(
-    counts: Sequence[int] | np.ndarray, upper: float, seed: int, mean: float = ITMS_MEAN, variance: float = ITMS_VARIANCE
+    counts: Sequence[int] | np.ndarray,
+    upper: float,
+    seed: int,
+    mean: float = ITMS_MEAN,
+    variance: float = ITMS_VARIANCE,
 ) -> list[np.ndarray]:
     """iid ``Pi_[0, upper](N(mean, variance))`` samples, ``counts[l]`` for unit ``l`` (section IV-C)."""
     rng = np.random.default_rng(seed)

@@ -19,9 +19,13 @@ class SlotSpec:
 
     def __post_init__(self) -> None:
         if self.slot_minutes <= 0 or 1440 % self.slot_minutes:
-            raise InputError(f"slot length must divide a day (e.g. 15, 30, 60, 120 minutes), got {self.slot_minutes}")
+            raise InputError(
+                f"slot length must divide a day (e.g. 15, 30, 60, 120 minutes), got {self.slot_minutes}"
+            )
         if not (0 <= self.start_hour < self.end_hour <= 24):
-            raise InputError(f"hour window must satisfy 0 <= start < end <= 24, got {self.start_hour}-{self.end_hour}")
+            raise InputError(
+                f"hour window must satisfy 0 <= start < end <= 24, got {self.start_hour}-{self.end_hour}"
+            )
         if (self.start_hour * 60) % self.slot_minutes or (self.end_hour * 60) % self.slot_minutes:
             raise InputError("the hour window must start and end on slot boundaries")
 

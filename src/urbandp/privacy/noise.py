@@ -54,7 +54,9 @@ def _check_scale(scale: float) -> float:
     return scale
 
 
-def _per_scale(values: np.ndarray, scale: float | np.ndarray, one: Callable[[np.ndarray, float], np.ndarray]) -> np.ndarray:
+def _per_scale(
+    values: np.ndarray, scale: float | np.ndarray, one: Callable[[np.ndarray, float], np.ndarray]
+) -> np.ndarray:
     """Apply ``one(values_subset, scale)`` for every distinct scale (OpenDP measurements take one scale)."""
     values = np.asarray(values)
     scales = np.broadcast_to(np.asarray(scale, dtype=float), values.shape)
@@ -63,7 +65,10 @@ def _per_scale(values: np.ndarray, scale: float | np.ndarray, one: Callable[[np.
     distinct = np.unique(scales)
     if distinct.size == 1:
         return one(values.ravel(), _check_scale(distinct[0])).reshape(values.shape)
-    out = np.empty(values.shape, dtype=np.result_type(values.dtype, np.float64) if values.dtype.kind == "f" else values.dtype)
+    out = np.empty(
+        values.shape,
+        dtype=np.result_type(values.dtype, np.float64) if values.dtype.kind == "f" else values.dtype,
+    )
     for s in distinct:
         mask = scales == s
         out[mask] = one(values[mask], _check_scale(s))
@@ -90,16 +95,22 @@ class OpenDPNoise:
         return sample
 
     def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(np.asarray(values, dtype=float), scale, self._sampler(gaussian=False, integer=False))
+        return _per_scale(
+            np.asarray(values, dtype=float), scale, self._sampler(gaussian=False, integer=False)
+        )
 
     def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=False, integer=True))
+        return _per_scale(
+            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=False, integer=True)
+        )
 
     def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
         return _per_scale(np.asarray(values, dtype=float), scale, self._sampler(gaussian=True, integer=False))
 
     def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=True, integer=True))
+        return _per_scale(
+            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=True, integer=True)
+        )
 
 
 class ExactNoiseForTesting:

@@ -17,7 +17,14 @@ import polars as pl
 from urbandp.errors import InputError
 from urbandp.records.schema import ColumnMapping
 
-SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
+SUFFIXES = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 
 
 def expand_inputs(paths: list[Path]) -> list[Path]:
@@ -34,7 +41,9 @@ def expand_inputs(paths: list[Path]) -> list[Path]:
             files.extend(inner)
         else:
             if p.suffix.lower() not in SUFFIXES:
-                raise InputError(f"unsupported input format '{p.suffix}' for {p} (use .csv, .json, .jsonl, .parquet)")
+                raise InputError(
+                    f"unsupported input format '{p.suffix}' for {p} (use .csv, .json, .jsonl, .parquet)"
+                )
             files.append(p)
     return files
 
@@ -73,7 +82,9 @@ def tolerant_json_lines(path: Path) -> pl.LazyFrame:
             lines.append(number)
             ok.append(good)
     names = sorted({k for r in records for k in r})
-    frame = pl.DataFrame({n: [r.get(n) for r in records] for n in names}, schema={n: pl.String for n in names})
+    frame = pl.DataFrame(
+        {n: [r.get(n) for r in records] for n in names}, schema={n: pl.String for n in names}
+    )
     return frame.with_columns(
         pl.Series("__line", lines, dtype=pl.UInt32), pl.Series("__record_ok", ok, dtype=pl.Boolean)
     ).lazy()
@@ -121,8 +132,12 @@ def _coordinate_pair(expr: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Exp
             return pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)
         return _coordinate_pair(expr.struct.field("coordinates"), fields["coordinates"])
     if isinstance(dtype, (pl.List, pl.Array)):
-        lst = expr.cast(pl.List(pl.Float64), strict=False) if isinstance(dtype, pl.List) else expr.arr.to_list()
-        return lst.list.get(0, null_on_oob=True).cast(pl.Float64), lst.list.get(1, null_on_oob=True).cast(pl.Float64)
+        lst = (
+            expr.cast(pl.List(pl.Float64), strict=False) if isinstance(dtype, pl.List) else expr.arr.to_list()
+        )
+        return lst.list.get(0, null_on_oob=True).cast(pl.Float64), lst.list.get(1, null_on_oob=True).cast(
+            pl.Float64
+        )
     if dtype == pl.String:
         parts = expr.str.strip_chars(" []").str.split(",")
         lon = parts.list.get(0, null_on_oob=True).str.strip_chars().cast(pl.Float64, strict=False)

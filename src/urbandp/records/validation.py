@@ -61,7 +61,7 @@ class ValidationOptions:
         if self.timezone is not None:
             try:
                 pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(self.timezone)
-            except Exception:  # noqa: BLE001 - polars raises several types for a bad zone
+            except Exception:
                 raise InputError(f"unknown time zone '{self.timezone}'") from None
         if not self.speed_reject_above_kmh > 0:
             raise InputError("speed_reject_above must be > 0")
@@ -93,7 +93,11 @@ def _parse_timestamp(
     if isinstance(dtype, pl.Datetime):
         if dtype.time_zone is not None and timezone:
             return raw.dt.convert_time_zone(timezone).dt.replace_time_zone(None).cast(pl.Datetime("us"))
-        return raw.dt.replace_time_zone(None).cast(pl.Datetime("us")) if dtype.time_zone else raw.cast(pl.Datetime("us"))
+        return (
+            raw.dt.replace_time_zone(None).cast(pl.Datetime("us"))
+            if dtype.time_zone
+            else raw.cast(pl.Datetime("us"))
+        )
     text = raw.str.strip_chars() if layout.padded else raw
     wall = text.str.slice(0, 19).str.strptime(
         pl.Datetime("us"), f"%Y-%m-%d{layout.separator}%H:%M:%S", strict=False
@@ -113,7 +117,11 @@ def _parse_timestamp(
 def _speed_factor(day: pl.Expr, options: ValidationOptions) -> pl.Expr:
     factor: pl.Expr = pl.lit(SPEED_FACTORS_TO_KMH[options.speed_unit.lower()])
     for first_day, unit in sorted(options.speed_unit_since):
-        factor = pl.when(day >= pl.lit(first_day)).then(pl.lit(SPEED_FACTORS_TO_KMH[unit.lower()])).otherwise(factor)
+        factor = (
+            pl.when(day >= pl.lit(first_day))
+            .then(pl.lit(SPEED_FACTORS_TO_KMH[unit.lower()]))
+            .otherwise(factor)
+        )
     return factor
 
 
@@ -175,7 +183,11 @@ def later_duplicates(frame: pl.DataFrame) -> pl.Series | None:
     if (int(code.max()) + 1) * span < 2**62:  # type: ignore[arg-type]
         key = code * span + (micros - t0)
     else:  # astronomically wide windows: a hash of the pair (collisions only widen the candidate set)
-        key = pl.DataFrame({"c": code, "t": micros}).select(pl.struct("c", "t").hash().cast(pl.Int64)).to_series()
+        key = (
+            pl.DataFrame({"c": code, "t": micros})
+            .select(pl.struct("c", "t").hash().cast(pl.Int64))
+            .to_series()
+        )
     sorted_key = key.sort().to_numpy()
     repeated = np.unique(sorted_key[1:][sorted_key[1:] == sorted_key[:-1]])
     if repeated.size == 0:
@@ -197,14 +209,25 @@ def later_duplicates(frame: pl.DataFrame) -> pl.Series | None:
     return pl.Series("later_duplicate", mask)
 
 
-QUARANTINE_COLUMNS = ("source", "row", "reason", "vehicle", "timestamp_raw", "latitude", "longitude", "speed_raw")
+QUARANTINE_COLUMNS = (
+    "source",
+    "row",
+    "reason",
+    "vehicle",
+    "timestamp_raw",
+    "latitude",
+    "longitude",
+    "speed_raw",
+)
 
 
 def rejected_rows(validated: pl.LazyFrame) -> pl.LazyFrame:
     """The rows that failed a check, with their reason name, in the quarantine columns."""
-    return validated.filter(pl.col("reason_code") > 0).with_columns(
-        reason_name(pl.col("reason_code")).alias("reason")
-    ).select(QUARANTINE_COLUMNS)
+    return (
+        validated.filter(pl.col("reason_code") > 0)
+        .with_columns(reason_name(pl.col("reason_code")).alias("reason"))
+        .select(QUARANTINE_COLUMNS)
+    )
 
 
 def quarantine_frame(rejected: pl.DataFrame, duplicates: pl.DataFrame) -> pl.DataFrame:

@@ -71,7 +71,9 @@ def truncate_vehicle_days(contributions: pl.DataFrame, k: int) -> tuple[pl.DataF
     """Keep each vehicle-day's K HATs with the most records (ties: lowest cell, slot); return rows dropped."""
     ranked = contributions.with_columns(
         pl.struct(
-            (-pl.col("n_records").cast(pl.Int64)).alias("a"), pl.col("cell").alias("b"), pl.col("slot").alias("c")
+            (-pl.col("n_records").cast(pl.Int64)).alias("a"),
+            pl.col("cell").alias("b"),
+            pl.col("slot").alias("c"),
         )
         .rank("ordinal")
         .over("vehicle", "day")
@@ -115,7 +117,11 @@ def _shared_scale(cfg: HatReleaseConfig, n: np.ndarray, k_eff: int, days: int, e
     c = top_k_sum(cfg.speed_max / n, k_eff) + k_eff / days
     return _grow_until(
         c / eps,
-        lambda b: top_k_sum(_speed_epsilons(cfg, n, b), k_eff) + top_k_sum(np.full(len(n), laplace_epsilon(1 / days, b)), k_eff) <= eps,
+        lambda b: (
+            top_k_sum(_speed_epsilons(cfg, n, b), k_eff)
+            + top_k_sum(np.full(len(n), laplace_epsilon(1 / days, b)), k_eff)
+            <= eps
+        ),
     )
 
 
@@ -163,7 +169,9 @@ def release_hats(
     per_hat = per_hat_aggregates(contributions, cfg.speed_limit)
 
     # --- selection -------------------------------------------------------------------------------------------
-    eps_sel_day = cfg.selection_fraction * cfg.epsilon_per_day if cfg.epsilon_per_day else cfg.selection_epsilon
+    eps_sel_day = (
+        cfg.selection_fraction * cfg.epsilon_per_day if cfg.epsilon_per_day else cfg.selection_epsilon
+    )
     selection: SelectionResult
     if cfg.selection == "dp" and cfg.domain_bbox is not None:
         cells = domain_cells(cfg.domain_bbox, cfg.resolution)
@@ -180,7 +188,11 @@ def release_hats(
             not_dp.append("public-threshold selection reads true vehicle counts (report III C)")
     released = (
         selection.hats.join(per_hat, on=["cell", "slot"], how="left")
-        .with_columns(pl.col("n").fill_null(0), pl.col("sum_mean_speed").fill_null(0.0), pl.col("n_over_limit").fill_null(0))
+        .with_columns(
+            pl.col("n").fill_null(0),
+            pl.col("sum_mean_speed").fill_null(0.0),
+            pl.col("n_over_limit").fill_null(0),
+        )
         .sort("cell", "slot")
     )
     if cfg.neighbouring == "replace-one":
@@ -203,7 +215,9 @@ def release_hats(
     eps_selection_day = selection.epsilon_per_day + count_eps_day
 
     if cfg.neighbouring == "add-remove" and cfg.speed_estimator in PAPER_ESTIMATORS:
-        not_dp.append(f"estimator {cfg.speed_estimator} assumes unit counts are public (replace-one); use clipped-mean")
+        not_dp.append(
+            f"estimator {cfg.speed_estimator} assumes unit counts are public (replace-one); use clipped-mean"
+        )
 
     # --- noise scales ------------------------------------------------------------------------------------------------
     if cfg.noise_scale is not None:
@@ -212,7 +226,9 @@ def release_hats(
         b_speed = b_speeding = math.inf
     else:
         assert cfg.epsilon_per_day is not None
-        selection_share = eps_selection_day if cfg.selection == "dp" or cfg.neighbouring == "add-remove" else 0.0
+        selection_share = (
+            eps_selection_day if cfg.selection == "dp" or cfg.neighbouring == "add-remove" else 0.0
+        )
         remaining = cfg.epsilon_per_day - selection_share
         if remaining <= 0:
             raise InputError("epsilon_per_day leaves nothing for the queries after selection")
@@ -221,7 +237,9 @@ def release_hats(
         else:
             share = 0.5 if cfg.speed_share is None else cfg.speed_share
             eps_speed_budget = share * remaining
-            b_speed = _speed_scale(cfg, n, k_eff, eps_speed_budget) if cfg.speed_estimator == "report" else math.nan
+            b_speed = (
+                _speed_scale(cfg, n, k_eff, eps_speed_budget) if cfg.speed_estimator == "report" else math.nan
+            )
             b_speeding = _speeding_scale(k_eff, days, (1 - share) * remaining)
 
     # --- Query 1: average speed ------------------------------------------------------------------------------------
@@ -253,11 +271,19 @@ def release_hats(
     ledger = PrivacyLedger(budget_epsilon=cfg.budget_per_day or cfg.epsilon_per_day)
     try:
         ledger.charge(
-            LedgerEntry("selection", eps_selection_day, selection.delta_per_day, "vehicle-day", cfg.neighbouring,
-                        SELECTION_MECHANISM[selection.method] + (" + laplace count" if count_scale else ""))
+            LedgerEntry(
+                "selection",
+                eps_selection_day,
+                selection.delta_per_day,
+                "vehicle-day",
+                cfg.neighbouring,
+                SELECTION_MECHANISM[selection.method] + (" + laplace count" if count_scale else ""),
+            )
         )
         ledger.charge(LedgerEntry("speed", eps_speed_day, 0.0, "vehicle-day", cfg.neighbouring, "laplace"))
-        ledger.charge(LedgerEntry("speeding", eps_speeding_day, 0.0, "vehicle-day", cfg.neighbouring, "laplace"))
+        ledger.charge(
+            LedgerEntry("speeding", eps_speeding_day, 0.0, "vehicle-day", cfg.neighbouring, "laplace")
+        )
     except BudgetExceededError as err:
         raise BudgetExceededError(f"release refused: {err}") from None
 
@@ -287,7 +313,12 @@ def release_hats(
         "neighbouring": cfg.neighbouring,
         "neighbouring_explanation": NEIGHBOURING_TEXT[cfg.neighbouring],
         "privacy_unit": "vehicle-day",
-        "noise_scale": {"speed": float(np.nanmax(speed_scales)) if h else b_speed, "speeding": b_speeding, "selection": selection.scale, "count": count_scale},
+        "noise_scale": {
+            "speed": float(np.nanmax(speed_scales)) if h else b_speed,
+            "speeding": b_speeding,
+            "selection": selection.scale,
+            "count": count_scale,
+        },
         "sensitivity": {
             "speed": (f"{cfg.speed_max}/N per HAT" if cfg.neighbouring == "replace-one" else cfg.speed_max),
             "speeding": 1.0 / days,
@@ -297,7 +328,11 @@ def release_hats(
             "speeding": float(eps_speeding_hat) if h else 0.0,
             "selection": selection.epsilon_per_hat_per_day,
         },
-        "epsilon_per_day": {"speed": eps_speed_day, "speeding": eps_speeding_day, "selection": eps_selection_day},
+        "epsilon_per_day": {
+            "speed": eps_speed_day,
+            "speeding": eps_speeding_day,
+            "selection": eps_selection_day,
+        },
         "delta_per_day": selection.delta_per_day,
         "cumulative_epsilon_per_day": cumulative,
         "days": days,
@@ -305,7 +340,9 @@ def release_hats(
         "delta_per_window": window_delta(cumulative, selection.delta_per_day, days),
         "max_hats_per_vehicle_day": k,
         "max_hats_per_vehicle_day_source": (
-            "observed in the data (not DP)" if cfg.max_hats_per_vehicle_day == "observed" else "public bound, enforced by truncation"
+            "observed in the data (not DP)"
+            if cfg.max_hats_per_vehicle_day == "observed"
+            else "public bound, enforced by truncation"
         ),
         "hats_released": h,
         "selection": {
@@ -352,7 +389,11 @@ def _user_level_means(
     )
     hats = keys.select(_cell_expr().alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot"))
     est = estimate_hat_means(
-        frame, cfg.speed_estimator, epsilon_hat, cfg.speed_max, noise,
+        frame,
+        cfg.speed_estimator,
+        epsilon_hat,
+        cfg.speed_max,
+        noise,
         hats=hats if cfg.speed_estimator == "clipped-mean" else None,
     )
     aligned = hats.join(est, on=["h3_cell", "slot"], how="left", maintain_order="left")

@@ -42,14 +42,19 @@ class SelectionResult:
     delta_per_day: float = 0.0
 
 
-def public_threshold(per_hat: pl.DataFrame, slots: list[int], min_per_day: float, days: int) -> SelectionResult:
+def public_threshold(
+    per_hat: pl.DataFrame, slots: list[int], min_per_day: float, days: int
+) -> SelectionResult:
     """The report's rule: cells with ``sum_days unique vehicles >= min_per_day * days`` in every slot (IV B)."""
     need = min_per_day * days
     passing = per_hat.filter(pl.col("n") >= need).group_by("cell").agg(pl.col("slot").n_unique().alias("k"))
     cells = passing.filter(pl.col("k") == len(slots)).select("cell")
     hats = cells.join(pl.DataFrame({"slot": pl.Series(slots, dtype=pl.Int16)}), how="cross")
     return SelectionResult(
-        hats=hats.sort("cell", "slot"), method="public-threshold", differentially_private=False, threshold=need
+        hats=hats.sort("cell", "slot"),
+        method="public-threshold",
+        differentially_private=False,
+        threshold=need,
     )
 
 
@@ -118,7 +123,11 @@ def domain_cells(bbox: tuple[float, float, float, float], resolution: int) -> pl
     """H3 cells whose centroid lies in the public bounding box (min_lat, min_lon, max_lat, max_lon)."""
     a, b, c, d = bbox
     wkt = f"POLYGON(({b} {a}, {d} {a}, {d} {c}, {b} {c}, {b} {a}))"
-    cells = pl.DataFrame({"g": [wkt]}).select(plh3.polygon_to_cells("g", resolution).alias("cell")).explode("cell")
+    cells = (
+        pl.DataFrame({"g": [wkt]})
+        .select(plh3.polygon_to_cells("g", resolution).alias("cell"))
+        .explode("cell")
+    )
     return cells["cell"].drop_nulls().unique().sort()
 
 

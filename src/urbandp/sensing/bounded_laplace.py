@@ -63,7 +63,9 @@ def actual_epsilon(scale: float, sensitivity: float, lower: float, upper: float)
     return d / scale + math.log(ratio)
 
 
-def holohan_scale(epsilon: float, sensitivity: float, lower: float, upper: float, rel_tol: float = 1e-12) -> float:
+def holohan_scale(
+    epsilon: float, sensitivity: float, lower: float, upper: float, rel_tol: float = 1e-12
+) -> float:
     """Smallest scale ``b`` with ``actual_epsilon(b) <= epsilon`` (bisection; returns the feasible end)."""
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
@@ -121,8 +123,10 @@ class BoundedLaplace:
     def summarize(self) -> dict[str, object]:
         """What the mechanism costs, before it runs (OpenDP-style map)."""
         return {
-            **asdict(self), "mechanism": "bounded-laplace (rejection sampling, OpenDP Laplace draws)",
-            "scale": self.scale, "epsilon_actual": self.epsilon_actual,
+            **asdict(self),
+            "mechanism": "bounded-laplace (rejection sampling, OpenDP Laplace draws)",
+            "scale": self.scale,
+            "epsilon_actual": self.epsilon_actual,
             "differentially_private_at_epsilon": self.epsilon_actual <= self.epsilon * (1 + 1e-9),
         }
 
@@ -141,4 +145,6 @@ class BoundedLaplace:
             ok = (draw >= self.lower) & (draw <= self.upper)
             res[pending[ok]] = draw[ok]
             pending = pending[~ok]
-        raise RuntimeError(f"bounded Laplace: {pending.size} values still out of bounds after {max_rounds} rounds")
+        raise RuntimeError(
+            f"bounded Laplace: {pending.size} values still out of bounds after {max_rounds} rounds"
+        )

@@ -35,8 +35,13 @@ def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
 def _progress():  # type: ignore[no-untyped-def]
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+    )
 
 
 def _check_common(cell_metres: float, window_minutes: int, kernel: str) -> None:
@@ -50,8 +55,13 @@ def _check_common(cell_metres: float, window_minutes: int, kernel: str) -> None:
         raise InputError(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
 
 
-def _load(input_path: Path, out: Path, value_column: str | None, bbox: tuple[float, float, float, float] | None,
-          cell_metres: float):  # type: ignore[no-untyped-def]
+def _load(
+    input_path: Path,
+    out: Path,
+    value_column: str | None,
+    bbox: tuple[float, float, float, float] | None,
+    cell_metres: float,
+):  # type: ignore[no-untyped-def]
     from urbandp.sensing.grid import SquareGrid
     from urbandp.sensing.readings import read_readings
 
@@ -91,16 +101,22 @@ def synth(
 @app.command()
 @cli_guard
 def interpolate(
-    input_path: Annotated[Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")],
+    input_path: Annotated[
+        Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Output directory.")],
     cell_metres: Annotated[float, typer.Option(help="Grid cell side z in metres.")] = 500.0,
     window_minutes: Annotated[int, typer.Option(help="Window length in minutes.")] = 60,
     kernel: Annotated[str, typer.Option(help="matern32 | matern52 | rbf.")] = "matern32",
-    exact_max: Annotated[int, typer.Option(help="Exact GP up to this many readings per window; SGPR beyond.")] = 2000,
+    exact_max: Annotated[
+        int, typer.Option(help="Exact GP up to this many readings per window; SGPR beyond.")
+    ] = 2000,
     inducing: Annotated[int, typer.Option(help="Inducing points of the sparse GP.")] = 500,
     min_readings: Annotated[int, typer.Option(help="Skip windows with fewer readings.")] = 3,
     cv_folds: Annotated[int, typer.Option(help="K-fold cross-validation against IDW (0 = off).")] = 5,
-    cv_max_windows: Annotated[int, typer.Option(help="Cross-validate at most this many windows (0 = all).")] = 0,
+    cv_max_windows: Annotated[
+        int, typer.Option(help="Cross-validate at most this many windows (0 = all).")
+    ] = 0,
     bbox: Annotated[str | None, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max.")] = None,
     value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
 ) -> None:
@@ -127,7 +143,13 @@ def interpolate(
     with blas_threads_limit(), _progress() as bar:
         task = bar.add_task("GP per window", total=None)
         results, counts = interpolate_windows(
-            readings, grid, window_minutes, kernel, exact_max, inducing, min_readings=min_readings,
+            readings,
+            grid,
+            window_minutes,
+            kernel,
+            exact_max,
+            inducing,
+            min_readings=min_readings,
             progress=lambda i, n: bar.update(task, completed=i, total=n),
         )
     t_fit = time.perf_counter() - t0
@@ -136,67 +158,130 @@ def interpolate(
     ids, lat, lon = grid.centroids()
     frames = []
     for r in results:
-        frames.append(pl.DataFrame({
-            "cell_id": ids, "lat": np.round(lat, 6), "lon": np.round(lon, 6),
-            "window": [str(r.window.astype("datetime64[m]"))] * len(ids), "mu": r.mu, "sigma2": r.sigma2,
-        }))
+        frames.append(
+            pl.DataFrame(
+                {
+                    "cell_id": ids,
+                    "lat": np.round(lat, 6),
+                    "lon": np.round(lon, 6),
+                    "window": [str(r.window.astype("datetime64[m]"))] * len(ids),
+                    "mu": r.mu,
+                    "sigma2": r.sigma2,
+                }
+            )
+        )
     pl.concat(frames).write_csv(out / "grid.csv")
-    models = pl.DataFrame([{
-        "window": str(r.window.astype("datetime64[m]")), "n_readings": r.n_readings, "method": r.method,
-        "kernel": kernel, "variance": r.hyperparameters.variance, "lengthscale_km": r.hyperparameters.lengthscale,
-        "noise": r.hyperparameters.noise, "log_marginal_likelihood": r.log_marginal_likelihood,
-        "value_mean": r.value_mean, "value_sd": r.value_sd,
-    } for r in results])
+    models = pl.DataFrame(
+        [
+            {
+                "window": str(r.window.astype("datetime64[m]")),
+                "n_readings": r.n_readings,
+                "method": r.method,
+                "kernel": kernel,
+                "variance": r.hyperparameters.variance,
+                "lengthscale_km": r.hyperparameters.lengthscale,
+                "noise": r.hyperparameters.noise,
+                "log_marginal_likelihood": r.log_marginal_likelihood,
+                "value_mean": r.value_mean,
+                "value_sd": r.value_sd,
+            }
+            for r in results
+        ]
+    )
     models.write_csv(out / "models.csv")
     busiest = max(results, key=lambda r: r.n_readings)
-    contour_panels(grid, [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
-                   out / "map_mu_sigma2.png", f"window {busiest.window} ({busiest.n_readings} readings)",
-                   busiest.reading_xy_km)
+    contour_panels(
+        grid,
+        [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
+        out / "map_mu_sigma2.png",
+        f"window {busiest.window} ({busiest.n_readings} readings)",
+        busiest.reading_xy_km,
+    )
     report: dict[str, Any] = {
         "differentially_private": False,
         "note": "server-side interpolation (the paper's private input); release with `dp-map` or `query`",
-        "input": str(input_path), "rows": load.__dict__, "grid": {
-            "cell_metres": cell_metres, "n_cols": grid.n_cols, "n_rows": grid.n_rows, "cells": grid.n_cells,
+        "input": str(input_path),
+        "rows": load.__dict__,
+        "grid": {
+            "cell_metres": cell_metres,
+            "n_cols": grid.n_cols,
+            "n_rows": grid.n_rows,
+            "cells": grid.n_cells,
             "bbox": [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max],
             "bbox_source": "--bbox" if bbox else "from the readings",
             "cell_id": "floor((x - x0)/z) + floor((y - y0)/z) * n_cols",
         },
-        "windows": counts, "methods": sorted({r.method for r in results}), "seconds_fit_predict": round(t_fit, 3),
+        "windows": counts,
+        "methods": sorted({r.method for r in results}),
+        "seconds_fit_predict": round(t_fit, 3),
     }
     if cv_folds:
         with blas_threads_limit(), _progress() as bar:
             task = bar.add_task("cross-validation", total=None)
-            cv = cross_validate(readings, grid, window_minutes, cv_folds, kernel, exact_max, inducing,
-                                max_windows=cv_max_windows or None,
-                                progress=lambda i, n: bar.update(task, completed=i, total=n))
+            cv = cross_validate(
+                readings,
+                grid,
+                window_minutes,
+                cv_folds,
+                kernel,
+                exact_max,
+                inducing,
+                max_windows=cv_max_windows or None,
+                progress=lambda i, n: bar.update(task, completed=i, total=n),
+            )
         report["cross_validation"] = {k: v for k, v in cv.__dict__.items() if k != "per_window"}
         pl.DataFrame(cv.per_window).write_csv(out / "cv_windows.csv") if cv.per_window else None
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
     cvtxt = ""
     if "cross_validation" in report:
         c = report["cross_validation"]
-        cvtxt = f"; CV RMSE GP {c['rmse_gp']:.3f} vs IDW {c['rmse_idw']:.3f} ({c['held_out']} held-out readings)"
-    print(f"{len(results)} windows ({', '.join(report['methods'])}), {grid.n_cells} cells, "
-          f"{load.rows_quarantined} rows quarantined{cvtxt} -> {out}")
+        cvtxt = (
+            f"; CV RMSE GP {c['rmse_gp']:.3f} vs IDW {c['rmse_idw']:.3f} ({c['held_out']} held-out readings)"
+        )
+    print(
+        f"{len(results)} windows ({', '.join(report['methods'])}), {grid.n_cells} cells, "
+        f"{load.rows_quarantined} rows quarantined{cvtxt} -> {out}"
+    )
 
 
 @app.command("dp-map")
 @cli_guard
 def dp_map(
-    input_path: Annotated[Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")],
+    input_path: Annotated[
+        Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Output directory.")],
-    epsilon: Annotated[float, typer.Option(help="Epsilon per cell (the paper's epsilon); the map costs cells x it.")] = 1.0,
-    bbox: Annotated[str | None, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (required unless the flag below).")] = None,
-    bbox_from_data_not_private: Annotated[bool, typer.Option(help="Take the box from the readings (NOT DP).")] = False,
+    epsilon: Annotated[
+        float, typer.Option(help="Epsilon per cell (the paper's epsilon); the map costs cells x it.")
+    ] = 1.0,
+    bbox: Annotated[
+        str | None,
+        typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (required unless the flag below)."),
+    ] = None,
+    bbox_from_data_not_private: Annotated[
+        bool, typer.Option(help="Take the box from the readings (NOT DP).")
+    ] = False,
     cell_metres: Annotated[float, typer.Option(help="Grid cell side z in metres.")] = 500.0,
     window_minutes: Annotated[int, typer.Option(help="Window length in minutes.")] = 60,
     kernel: Annotated[str, typer.Option(help="matern32 | matern52 | rbf.")] = "matern32",
-    sensitivity: Annotated[float, typer.Option(help="Cap on the kernel variance = per-cell sensitivity (VI-A).")] = 1.0,
-    upper: Annotated[float | None, typer.Option(help="Upper bound of the released domain (>= sensitivity).")] = None,
-    calibration: Annotated[str, typer.Option(help="holohan (DP, default) | paper (NOT DP, for comparison).")] = "holohan",
-    utility_epsilons: Annotated[str, typer.Option(help="Epsilons for the Fig. 6 RMSE CDF ('' = off).")] = "0.5,1,10",
-    min_readings: Annotated[int, typer.Option(help="Windows with fewer readings get the prior variance.")] = 3,
-    budget: Annotated[float | None, typer.Option(help="Refuse to spend more than this epsilon in total.")] = None,
+    sensitivity: Annotated[
+        float, typer.Option(help="Cap on the kernel variance = per-cell sensitivity (VI-A).")
+    ] = 1.0,
+    upper: Annotated[
+        float | None, typer.Option(help="Upper bound of the released domain (>= sensitivity).")
+    ] = None,
+    calibration: Annotated[
+        str, typer.Option(help="holohan (DP, default) | paper (NOT DP, for comparison).")
+    ] = "holohan",
+    utility_epsilons: Annotated[
+        str, typer.Option(help="Epsilons for the Fig. 6 RMSE CDF ('' = off).")
+    ] = "0.5,1,10",
+    min_readings: Annotated[
+        int, typer.Option(help="Windows with fewer readings get the prior variance.")
+    ] = 3,
+    budget: Annotated[
+        float | None, typer.Option(help="Refuse to spend more than this epsilon in total.")
+    ] = None,
     precision: Annotated[int, typer.Option(help="Decimal places of released values.")] = 4,
     value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
 ) -> None:
@@ -231,35 +316,73 @@ def dp_map(
     try:
         eps_list = [float(e) for e in utility_epsilons.split(",") if e.strip()]
     except ValueError:
-        raise InputError(f"--utility-epsilons must be comma-separated numbers, got {utility_epsilons!r}") from None
+        raise InputError(
+            f"--utility-epsilons must be comma-separated numbers, got {utility_epsilons!r}"
+        ) from None
     if any(e <= 0 for e in eps_list):
         raise InputError("--utility-epsilons must all be > 0")
     readings, load, grid = _load(input_path, out, value_column, box, cell_metres)
     noise = OpenDPNoise()
     with blas_threads_limit(), _progress() as bar:
         task = bar.add_task("GP per window", total=None)
-        fitted = fit_for_release(readings, grid, sensitivity, calibration, window_minutes, kernel, min_readings,
-                                 progress=lambda i, n: bar.update(task, completed=i, total=n))
+        fitted = fit_for_release(
+            readings,
+            grid,
+            sensitivity,
+            calibration,
+            window_minutes,
+            kernel,
+            min_readings,
+            progress=lambda i, n: bar.update(task, completed=i, total=n),
+        )
         task2 = bar.add_task("bounded Laplace", total=None)
         try:
-            rel = release_dp_map(readings, grid, epsilon, noise, sensitivity, upper, calibration, window_minutes,
-                                 kernel, min_readings, budget, fitted=fitted,
-                                 progress=lambda i, n: bar.update(task2, completed=i, total=n))
+            rel = release_dp_map(
+                readings,
+                grid,
+                epsilon,
+                noise,
+                sensitivity,
+                upper,
+                calibration,
+                window_minutes,
+                kernel,
+                min_readings,
+                budget,
+                fitted=fitted,
+                progress=lambda i, n: bar.update(task2, completed=i, total=n),
+            )
         except BudgetExceededError:
             raise
     ids, lat, lon = grid.centroids()
-    pl.concat([pl.DataFrame({
-        "cell_id": ids, "lat": np.round(lat, 6), "lon": np.round(lon, 6),
-        "window": [str(w.window.astype("datetime64[m]"))] * len(ids),
-        "sigma2_dp": round_to_precision(w.sigma2_dp, precision),
-    }) for w in rel.windows]).write_csv(out / "dp_grid.csv")
-    leak_rows = [{
-        "window": str(w.window.astype("datetime64[m]")), "n_readings": w.n_readings,
-        "visited_cells": w.leak_before.visited_cells,
-        "spearman_before": w.leak_before.spearman_distance, "spearman_after": w.leak_after.spearman_distance,
-        "recall_before": w.leak_before.visited_recall, "recall_after": w.leak_after.visited_recall,
-        "recall_chance": w.leak_before.visited_recall_chance,
-    } for w in rel.windows if w.leak_before is not None and w.leak_after is not None]
+    pl.concat(
+        [
+            pl.DataFrame(
+                {
+                    "cell_id": ids,
+                    "lat": np.round(lat, 6),
+                    "lon": np.round(lon, 6),
+                    "window": [str(w.window.astype("datetime64[m]"))] * len(ids),
+                    "sigma2_dp": round_to_precision(w.sigma2_dp, precision),
+                }
+            )
+            for w in rel.windows
+        ]
+    ).write_csv(out / "dp_grid.csv")
+    leak_rows = [
+        {
+            "window": str(w.window.astype("datetime64[m]")),
+            "n_readings": w.n_readings,
+            "visited_cells": w.leak_before.visited_cells,
+            "spearman_before": w.leak_before.spearman_distance,
+            "spearman_after": w.leak_after.spearman_distance,
+            "recall_before": w.leak_before.visited_recall,
+            "recall_after": w.leak_after.visited_recall,
+            "recall_chance": w.leak_before.visited_recall_chance,
+        }
+        for w in rel.windows
+        if w.leak_before is not None and w.leak_after is not None
+    ]
     summary: dict[str, Any] = {}
     if leak_rows:
         lk = pl.DataFrame(leak_rows)
@@ -275,21 +398,36 @@ def dp_map(
     if eps_list and fitted:
         rows = rmse_vs_epsilon(fitted, eps_list, sensitivity, upper, calibration)
         pl.DataFrame(rows).write_csv(out / "rmse_vs_epsilon.csv")
-        rmse_cdf(rows, out / "rmse_vs_epsilon.png", f"RMSE of DP sigma_p^2 over {len(fitted)} windows ({calibration})")
-        privacy["utility_experiment"] = "rmse_vs_epsilon.csv: utility only, computed from true values, not a release"
+        rmse_cdf(
+            rows,
+            out / "rmse_vs_epsilon.png",
+            f"RMSE of DP sigma_p^2 over {len(fitted)} windows ({calibration})",
+        )
+        privacy["utility_experiment"] = (
+            "rmse_vs_epsilon.csv: utility only, computed from true values, not a release"
+        )
     (out / "privacy.json").write_text(json.dumps(privacy, indent=2, default=str))
     with_leak = [w for w in rel.windows if w.leak_before is not None]
     if with_leak:
         w = max(with_leak, key=lambda w: w.n_readings)
-        contour_panels(grid, [("sigma_p^2 (standardised)", w.sigma2_std), (f"DP sigma_p^2, eps/cell={epsilon:g}",
-                              w.sigma2_dp)], out / "dp_sigma2.png", f"window {w.window}", w.fitted.reading_xy_km
-                       if w.fitted is not None else None)
+        contour_panels(
+            grid,
+            [
+                ("sigma_p^2 (standardised)", w.sigma2_std),
+                (f"DP sigma_p^2, eps/cell={epsilon:g}", w.sigma2_dp),
+            ],
+            out / "dp_sigma2.png",
+            f"window {w.window}",
+            w.fitted.reading_xy_km if w.fitted is not None else None,
+        )
     eps_total = privacy.get("epsilon_vehicle_upper_bound")
-    print(f"{len(rel.windows)} windows x {grid.n_cells} cells; epsilon per cell {epsilon:g} "
-          f"(per window map {privacy['epsilon_per_window_map']:.6g}; ledger total {eps_total}); "
-          f"mean recall of visited cells {summary.get('recall_before', float('nan')):.3f} -> "
-          f"{summary.get('recall_after', float('nan')):.3f} (chance {summary.get('recall_chance', float('nan')):.3f})"
-          f"{'' if calibration != 'paper' else '  [paper calibration: NOT differentially private]'} -> {out}")
+    print(
+        f"{len(rel.windows)} windows x {grid.n_cells} cells; epsilon per cell {epsilon:g} "
+        f"(per window map {privacy['epsilon_per_window_map']:.6g}; ledger total {eps_total}); "
+        f"mean recall of visited cells {summary.get('recall_before', float('nan')):.3f} -> "
+        f"{summary.get('recall_after', float('nan')):.3f} (chance {summary.get('recall_chance', float('nan')):.3f})"
+        f"{'' if calibration != 'paper' else '  [paper calibration: NOT differentially private]'} -> {out}"
+    )
 
 
 @app.command()
@@ -297,12 +435,20 @@ def dp_map(
 def query(
     grid_csv: Annotated[Path, typer.Argument(metavar="GRID", help="grid.csv written by `interpolate`.")],
     rect: Annotated[str, typer.Option(help="Obfuscation rectangle lat1,lon1,lat2,lon2 (diagonal vertices).")],
-    query_type: Annotated[str, typer.Option("--type", help="average|min|max|min-exact|max-exact|count|range.")] = "average",
-    window: Annotated[str | None, typer.Option(help="Window start as in grid.csv (default: the first).")] = None,
-    select: Annotated[str | None, typer.Option(help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).")] = None,
+    query_type: Annotated[
+        str, typer.Option("--type", help="average|min|max|min-exact|max-exact|count|range.")
+    ] = "average",
+    window: Annotated[
+        str | None, typer.Option(help="Window start as in grid.csv (default: the first).")
+    ] = None,
+    select: Annotated[
+        str | None, typer.Option(help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).")
+    ] = None,
     alpha: Annotated[int, typer.Option(help="Server threshold: answer only over >= alpha cells.")] = 5,
     rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max.")] = 1.0,
-    theta: Annotated[float | None, typer.Option(help="Threshold for count (and lower bound for range).")] = None,
+    theta: Annotated[
+        float | None, typer.Option(help="Threshold for count (and lower bound for range).")
+    ] = None,
     theta2: Annotated[float | None, typer.Option(help="Upper bound for range.")] = None,
     steepness: Annotated[float, typer.Option(help="Sigmoid steepness k (paper: 1).")] = 1.0,
     epsilon: Annotated[float, typer.Option(help="Epsilon for the noisy squared error (VII-D).")] = 1.0,
@@ -352,7 +498,9 @@ def query(
     def inside(box: tuple[float, ...]) -> np.ndarray:
         la1, lo1, la2, lo2 = box
         lat, lon = gw["lat"].to_numpy(), gw["lon"].to_numpy()
-        return ((lat >= min(la1, la2)) & (lat <= max(la1, la2)) & (lon >= min(lo1, lo2)) & (lon <= max(lo1, lo2)))
+        return (
+            (lat >= min(la1, la2)) & (lat <= max(la1, la2)) & (lon >= min(lo1, lo2)) & (lon <= max(lo1, lo2))
+        )
 
     in_rect = inside(r)  # type: ignore[arg-type]
     if not in_rect.any():
@@ -363,12 +511,18 @@ def query(
     res = run_query(query_type, mu, s2, v, alpha, rho, theta, theta2, steepness)
     res = privatize_error(res, query_type, epsilon, sigma2_min, sigma2_max, OpenDPNoise(), steepness)
     answer: dict[str, Any] = {
-        "query": query_type, "window": w, "cells_in_rectangle": int(in_rect.sum()), "cells_selected": int(v.sum()),
-        "alpha": alpha, "answered": res.answered,
+        "query": query_type,
+        "window": w,
+        "cells_in_rectangle": int(in_rect.sum()),
+        "cells_selected": int(v.sum()),
+        "alpha": alpha,
+        "answered": res.answered,
         "value": res.value if res.answered else None,
         "value_note": "not differentially private (the paper perturbs only the error, section VII-D)",
-        "noisy_error2": res.noisy_error2, "noisy_error": None if res.noisy_error2 is None else res.noisy_error2**0.5,
-        "epsilon": res.epsilon, "privacy_unit": "one cell's sigma^2 within [sigma2_min, sigma2_max]",
+        "noisy_error2": res.noisy_error2,
+        "noisy_error": None if res.noisy_error2 is None else res.noisy_error2**0.5,
+        "epsilon": res.epsilon,
+        "privacy_unit": "one cell's sigma^2 within [sigma2_min, sigma2_max]",
     }
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -376,5 +530,7 @@ def query(
     if not res.answered:
         print(f"refused: {int(v.sum())} cells selected < alpha = {alpha} (nothing released)")
     else:
-        print(f"{query_type} over {res.n_selected} cells: value {res.value:.4f} (not DP), "
-              f"DP squared error {res.noisy_error2:.4f} (epsilon {res.epsilon:.6g})")
+        print(
+            f"{query_type} over {res.n_selected} cells: value {res.value:.4f} (not DP), "
+            f"DP squared error {res.noisy_error2:.4f} (epsilon {res.epsilon:.6g})"
+        )

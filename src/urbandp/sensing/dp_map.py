@@ -67,28 +67,48 @@ def all_windows(readings: Readings, window_minutes: int) -> np.ndarray:
 
 
 def fit_for_release(
-    readings: Readings, grid: SquareGrid, sensitivity: float, calibration: str, window_minutes: int,
-    kernel: str, min_readings: int, progress: Callable[[int, int], None] | None = None,
+    readings: Readings,
+    grid: SquareGrid,
+    sensitivity: float,
+    calibration: str,
+    window_minutes: int,
+    kernel: str,
+    min_readings: int,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[WindowResult]:
     """GP per window; the kernel variance is capped at ``sensitivity`` unless the paper's version is asked for."""
-    bounds = Bounds() if calibration == "paper" else Bounds(variance=(min(1e-2, sensitivity / 10), sensitivity))
-    results, _ = interpolate_windows(readings, grid, window_minutes, kernel, bounds=bounds,
-                                     min_readings=min_readings, progress=progress)
+    bounds = (
+        Bounds() if calibration == "paper" else Bounds(variance=(min(1e-2, sensitivity / 10), sensitivity))
+    )
+    results, _ = interpolate_windows(
+        readings, grid, window_minutes, kernel, bounds=bounds, min_readings=min_readings, progress=progress
+    )
     return results
 
 
 def release_dp_map(
-    readings: Readings, grid: SquareGrid, epsilon_cell: float, noise: NoiseSource, sensitivity: float = 1.0,
-    upper: float | None = None, calibration: str = "holohan", window_minutes: int = 60, kernel: str = "matern32",
-    min_readings: int = 3, budget_epsilon: float | None = None,
-    fitted: list[WindowResult] | None = None, progress: Callable[[int, int], None] | None = None,
+    readings: Readings,
+    grid: SquareGrid,
+    epsilon_cell: float,
+    noise: NoiseSource,
+    sensitivity: float = 1.0,
+    upper: float | None = None,
+    calibration: str = "holohan",
+    window_minutes: int = 60,
+    kernel: str = "matern32",
+    min_readings: int = 3,
+    budget_epsilon: float | None = None,
+    fitted: list[WindowResult] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> DpMapRelease:
     """Release one noisy sigma_p^2 map per window (see the module docstring for the accounting)."""
     upper = sensitivity if upper is None else float(upper)
     if upper < sensitivity:
         raise ValueError("upper must be >= sensitivity (the capped kernel variance)")
     if fitted is None:
-        fitted = fit_for_release(readings, grid, sensitivity, calibration, window_minutes, kernel, min_readings)
+        fitted = fit_for_release(
+            readings, grid, sensitivity, calibration, window_minutes, kernel, min_readings
+        )
     by_window = {r.window: r for r in fitted}
     windows = all_windows(readings, window_minutes) if calibration != "paper" else np.array(sorted(by_window))
     n_cells = grid.n_cells
@@ -114,12 +134,22 @@ def release_dp_map(
         eps_actual = actual_epsilon(scale, sensitivity, 0.0, hi)
         noisy = mech.release(s2, noise)
         if calibration != "paper":
-            ledger.charge(LedgerEntry(
-                name=f"dp-map sigma2 window {w}", epsilon=n_cells * eps_actual, unit="reading",
-                neighbouring="any (add/remove or replace-one reading)", mechanism="bounded-laplace (Holohan)",
-                detail={"cells": n_cells, "epsilon_cell": eps_actual, "scale": scale, "sensitivity": sensitivity,
-                        "bounds": [0.0, hi]},
-            ))
+            ledger.charge(
+                LedgerEntry(
+                    name=f"dp-map sigma2 window {w}",
+                    epsilon=n_cells * eps_actual,
+                    unit="reading",
+                    neighbouring="any (add/remove or replace-one reading)",
+                    mechanism="bounded-laplace (Holohan)",
+                    detail={
+                        "cells": n_cells,
+                        "epsilon_cell": eps_actual,
+                        "scale": scale,
+                        "sensitivity": sensitivity,
+                        "bounds": [0.0, hi],
+                    },
+                )
+            )
         dw = DpWindow(w, n, s2, noisy, hi, scale, eps_actual, res)
         if res is not None and n > 0:
             mask = starts == w
@@ -133,7 +163,8 @@ def release_dp_map(
     eps_window = max((w.epsilon_cell_actual * n_cells for w in out), default=0.0)
     privacy: dict[str, object] = {
         "mechanism": "bounded Laplace on standardised sigma_p^2 per cell (Holohan et al. 2018), OpenDP draws"
-        if calibration != "paper" else "paper's bounded Laplace (b = Delta/epsilon, data-dependent bounds)",
+        if calibration != "paper"
+        else "paper's bounded Laplace (b = Delta/epsilon, data-dependent bounds)",
         "calibration": calibration,
         "differentially_private": calibration != "paper",
         "unit": "reading",
@@ -161,8 +192,11 @@ def release_dp_map(
 
 
 def rmse_vs_epsilon(
-    fitted: list[WindowResult], epsilons: list[float], sensitivity: float = 1.0,
-    upper: float | None = None, calibration: str = "holohan",
+    fitted: list[WindowResult],
+    epsilons: list[float],
+    sensitivity: float = 1.0,
+    upper: float | None = None,
+    calibration: str = "holohan",
 ) -> list[dict[str, object]]:
     """Fig. 6: per window and epsilon, RMSE between noisy and true sigma_p^2 over the grid, and max sigma_p^2.
 
@@ -179,9 +213,16 @@ def rmse_vs_epsilon(
         for eps in epsilons:
             mech = BoundedLaplace(eps, sensitivity, 0.0, hi, calibration=calibration)
             rmse = float(np.sqrt(np.mean(expected_squared_error(s2, mech.scale, 0.0, hi))))
-            rows.append({
-                "window": str(res.window), "n_readings": res.n_readings, "epsilon": eps, "scale": mech.scale,
-                "rmse_std": rmse, "rmse_original": rmse * res.value_sd**2,
-                "max_sigma2_std": float(s2.max()), "max_sigma2_original": float(s2.max()) * res.value_sd**2,
-            })
+            rows.append(
+                {
+                    "window": str(res.window),
+                    "n_readings": res.n_readings,
+                    "epsilon": eps,
+                    "scale": mech.scale,
+                    "rmse_std": rmse,
+                    "rmse_original": rmse * res.value_sd**2,
+                    "max_sigma2_std": float(s2.max()),
+                    "max_sigma2_original": float(s2.max()) * res.value_sd**2,
+                }
+            )
     return rows

@@ -274,8 +274,13 @@ class ExactGP(_OriginalUnits):
 
         for _, theta0 in starts[: max(1, self.restarts)]:
             res = minimize(
-                objective, theta0, jac=True, method="L-BFGS-B", bounds=log_bounds,
-                options={"maxiter": self.max_iter, "ftol": 1e-9}, callback=same_basin,
+                objective,
+                theta0,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=log_bounds,
+                options={"maxiter": self.max_iter, "ftol": 1e-9},
+                callback=same_basin,
             )
             optima.append(np.asarray(res.x))
             if np.isfinite(res.fun) and -res.fun > best_lml:
@@ -291,12 +296,13 @@ class ExactGP(_OriginalUnits):
         mean = np.empty(len(x_new))
         var = np.empty(len(x_new))
         for s in range(0, len(x_new), chunk):
-            ks = kernel_value(self.kernel, distances(x_new[s : s + chunk], self.x_train_), hp.variance, hp.lengthscale)
+            ks = kernel_value(
+                self.kernel, distances(x_new[s : s + chunk], self.x_train_), hp.variance, hp.lengthscale
+            )
             mean[s : s + chunk] = ks @ self.alpha_
             v = sla.solve_triangular(self.chol_, ks.T, lower=True, check_finite=False)
             var[s : s + chunk] = hp.variance - np.einsum("ij,ij->j", v, v)
         return mean, np.maximum(var, 0.0)
-
 
 
 def choose_inducing_points(x: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
@@ -312,7 +318,12 @@ def choose_inducing_points(x: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
 
 
 def sgpr_bound(
-    kernel: str, r_uf: np.ndarray, r_uu: np.ndarray, y: np.ndarray, theta: np.ndarray, with_gradient: bool = True
+    kernel: str,
+    r_uf: np.ndarray,
+    r_uu: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    with_gradient: bool = True,
 ) -> tuple[float, np.ndarray]:
     """Titsias (2009) collapsed bound (eq. 9) and its analytic gradient in (log sigma_f^2, log l, log sigma_n^2).
 
@@ -338,8 +349,15 @@ def sgpr_bound(
     ay = a @ y
     c = sla.solve_triangular(chol_b, ay, lower=True, check_finite=False) / sigma
     tr_aat = float(np.trace(aat))
-    bound = (-0.5 * n * LOG_2PI - float(np.sum(np.log(np.diag(chol_b)))) - 0.5 * n * math.log(s2)
-             - 0.5 * float(y @ y) / s2 + 0.5 * float(c @ c) - 0.5 * n * sf2 / s2 + 0.5 * tr_aat)
+    bound = (
+        -0.5 * n * LOG_2PI
+        - float(np.sum(np.log(np.diag(chol_b))))
+        - 0.5 * n * math.log(s2)
+        - 0.5 * float(y @ y) / s2
+        + 0.5 * float(c @ c)
+        - 0.5 * n * sf2 / s2
+        + 0.5 * tr_aat
+    )
     if not with_gradient:
         return bound, np.zeros(3)
     b_inv = sla.cho_solve((chol_b, True), np.eye(m), check_finite=False)
@@ -355,11 +373,13 @@ def sgpr_bound(
     php = s2 * sla.solve_triangular(chol, w.T, lower=True, trans="T", check_finite=False).T
     tr_g = 0.5 * (float(alpha @ alpha) - (n - m + float(np.trace(b_inv))) / s2)
     d_s2 = tr_g + (n * sf2 - s2 * tr_aat) / (2.0 * s2 * s2)
-    grad = np.array([
-        2.0 * float(np.sum(ph * kuf)) - float(np.sum(php * kuu)) - 0.5 * n * sf2 / s2,
-        2.0 * float(np.sum(ph * dkuf)) - float(np.sum(php * dkuu)),
-        d_s2 * s2,
-    ])
+    grad = np.array(
+        [
+            2.0 * float(np.sum(ph * kuf)) - float(np.sum(php * kuu)) - 0.5 * n * sf2 / s2,
+            2.0 * float(np.sum(ph * dkuf)) - float(np.sum(php * dkuu)),
+            d_s2 * s2,
+        ]
+    )
     return bound, grad
 
 
@@ -395,12 +415,16 @@ class SparseGP(_OriginalUnits):
         ys = (y - self.standardiser_.mean) / self.standardiser_.sd
         if self.hyperparameters is None:
             idx = rng.choice(len(x), min(self.subsample, len(x)), replace=False)
-            exact = ExactGP(kernel=self.kernel, restarts=self.restarts, bounds=self.bounds).fit(x[idx], y[idx])
+            exact = ExactGP(kernel=self.kernel, restarts=self.restarts, bounds=self.bounds).fit(
+                x[idx], y[idx]
+            )
             # the subsample was standardised with its own mean/sd; rescale variances to the full-data sd
             ratio = (exact.standardiser_.sd / self.standardiser_.sd) ** 2
             hp = exact.hyperparameters_
             lo_v, hi_v = self.bounds.variance
-            start = Hyperparameters(float(np.clip(hp.variance * ratio, lo_v, hi_v)), hp.lengthscale, hp.noise * ratio)
+            start = Hyperparameters(
+                float(np.clip(hp.variance * ratio, lo_v, hi_v)), hp.lengthscale, hp.noise * ratio
+            )
             self.hyperparameters_ = self._optimise_bound(x, ys, start) if self.optimise_bound else start
         else:
             self.hyperparameters_ = self.hyperparameters
@@ -413,7 +437,9 @@ class SparseGP(_OriginalUnits):
         a = np.empty((len(z), len(x)))
         for s in range(0, len(x), 8192):
             kmn = kernel_value(self.kernel, distances(z, x[s : s + 8192]), hp.variance, hp.lengthscale)
-            a[:, s : s + 8192] = sla.solve_triangular(self.chol_mm_, kmn, lower=True, check_finite=False) / sigma
+            a[:, s : s + 8192] = (
+                sla.solve_triangular(self.chol_mm_, kmn, lower=True, check_finite=False) / sigma
+            )
         b = a @ a.T
         b[np.diag_indices(len(z))] += 1.0
         self.chol_b_ = _chol(b)
@@ -437,8 +463,11 @@ class SparseGP(_OriginalUnits):
         r_uf = distances(z, x)
         r_uu = distances(z, z)
         vb, lb, gb = self.bounds.variance, self.bounds.lengthscale, self.bounds.noise_ratio
-        log_bounds = [(math.log(vb[0]), math.log(vb[1])), (math.log(lb[0]), math.log(lb[1])),
-                      (math.log(gb[0] * vb[0]), math.log(gb[1] * vb[1]))]
+        log_bounds = [
+            (math.log(vb[0]), math.log(vb[1])),
+            (math.log(lb[0]), math.log(lb[1])),
+            (math.log(gb[0] * vb[0]), math.log(gb[1] * vb[1])),
+        ]
         theta0 = np.clip(start.as_log(), [b[0] for b in log_bounds], [b[1] for b in log_bounds])
 
         def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
@@ -449,8 +478,14 @@ class SparseGP(_OriginalUnits):
             return -f, -g
 
         f0, _ = objective(theta0)
-        res = minimize(objective, theta0, jac=True, method="L-BFGS-B", bounds=log_bounds,
-                       options={"maxiter": self.opt_iter, "ftol": 1e-9})
+        res = minimize(
+            objective,
+            theta0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=log_bounds,
+            options={"maxiter": self.opt_iter, "ftol": 1e-9},
+        )
         self.bound_start_, self.bound_optimised_ = -f0, -float(res.fun)
         return Hyperparameters.from_log(res.x) if res.fun <= f0 else start
 
@@ -461,14 +496,16 @@ class SparseGP(_OriginalUnits):
         var = np.empty(len(x_new))
         for s in range(0, len(x_new), chunk):
             kms = kernel_value(
-                self.kernel, distances(self.inducing_points_, x_new[s : s + chunk]), hp.variance, hp.lengthscale
+                self.kernel,
+                distances(self.inducing_points_, x_new[s : s + chunk]),
+                hp.variance,
+                hp.lengthscale,
             )
             t1 = sla.solve_triangular(self.chol_mm_, kms, lower=True, check_finite=False)
             t2 = sla.solve_triangular(self.chol_b_, t1, lower=True, check_finite=False)
             mean[s : s + chunk] = t2.T @ self.c_
             var[s : s + chunk] = hp.variance - np.einsum("ij,ij->j", t1, t1) + np.einsum("ij,ij->j", t2, t2)
         return mean, np.clip(var, 0.0, hp.variance)
-
 
 
 def make_gp(

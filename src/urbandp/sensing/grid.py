@@ -42,7 +42,9 @@ class SquareGrid:
             raise ValueError("bounding box must have lat_max >= lat_min and lon_max >= lon_min")
 
     @classmethod
-    def covering(cls, lat: np.ndarray, lon: np.ndarray, cell_metres: float, margin_cells: float = 0.5) -> SquareGrid:
+    def covering(
+        cls, lat: np.ndarray, lon: np.ndarray, cell_metres: float, margin_cells: float = 0.5
+    ) -> SquareGrid:
         """Smallest box around the points, padded by ``margin_cells`` cell sides on each side.
 
         The box is computed from the readings (like the paper's Appendix B); pass an explicit public box with
@@ -54,8 +56,11 @@ class SquareGrid:
         mid = math.radians(float(np.mean(lat)))
         pad_lon = pad_lat / max(math.cos(mid), 1e-6)
         return cls(
-            float(lat.min() - pad_lat), float(lon.min() - pad_lon),
-            float(lat.max() + pad_lat), float(lon.max() + pad_lon), float(cell_metres),
+            float(lat.min() - pad_lat),
+            float(lon.min() - pad_lon),
+            float(lat.max() + pad_lat),
+            float(lon.max() + pad_lon),
+            float(cell_metres),
         )
 
     @property
@@ -100,8 +105,10 @@ class SquareGrid:
         """Inside the grid: the box extended east and north to whole cells (``n_cols z`` by ``n_rows z``)."""
         xy = self.to_metres(lat, lon)
         return (
-            (xy[:, 0] >= 0) & (xy[:, 1] >= 0)
-            & (xy[:, 0] <= self.n_cols * self.cell_metres) & (xy[:, 1] <= self.n_rows * self.cell_metres)
+            (xy[:, 0] >= 0)
+            & (xy[:, 1] >= 0)
+            & (xy[:, 0] <= self.n_cols * self.cell_metres)
+            & (xy[:, 1] <= self.n_rows * self.cell_metres)
         )
 
     def cell_id(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:

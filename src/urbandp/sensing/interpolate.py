@@ -49,8 +49,14 @@ def fit_window(
     restarts: int = 1,
 ) -> ExactGP | SparseGP:
     """Fit the GP chosen by size: exact up to ``exact_max`` readings, SGPR beyond (paper App. B's O(n^3))."""
-    model = make_gp(len(values), kernel=kernel, exact_max=exact_max, n_inducing=n_inducing, bounds=bounds,
-                    restarts=restarts)
+    model = make_gp(
+        len(values),
+        kernel=kernel,
+        exact_max=exact_max,
+        n_inducing=n_inducing,
+        bounds=bounds,
+        restarts=restarts,
+    )
     return model.fit(xy_km, values)
 
 
@@ -78,24 +84,35 @@ def interpolate_windows(
         if int(mask.sum()) < min_readings:
             skipped += 1
         else:
-            model = fit_window(xy_all[mask], readings.value[mask], kernel, exact_max, n_inducing, bounds, restarts)
+            model = fit_window(
+                xy_all[mask], readings.value[mask], kernel, exact_max, n_inducing, bounds, restarts
+            )
             m_std, v_std = model.predict_standardised(centroids)
             st = model.standardiser_
             lml = model.elbo_ if isinstance(model, SparseGP) else model.log_marginal_likelihood_
             results.append(
                 WindowResult(
-                    window=w, n_readings=int(mask.sum()), method=method_name(model),
-                    hyperparameters=model.hyperparameters_, log_marginal_likelihood=float(lml),
-                    value_mean=st.mean, value_sd=st.sd, mu=m_std * st.sd + st.mean, sigma2=v_std * st.sd**2,
-                    sigma2_std=v_std, reading_xy_km=xy_all[mask],
+                    window=w,
+                    n_readings=int(mask.sum()),
+                    method=method_name(model),
+                    hyperparameters=model.hyperparameters_,
+                    log_marginal_likelihood=float(lml),
+                    value_mean=st.mean,
+                    value_sd=st.sd,
+                    mu=m_std * st.sd + st.mean,
+                    sigma2=v_std * st.sd**2,
+                    sigma2_std=v_std,
+                    reading_xy_km=xy_all[mask],
                 )
             )
         if progress is not None:
             progress(i + 1, len(windows))
-    return results, {"windows": int(len(windows)), "windows_fitted": len(results), "windows_skipped": skipped}
+    return results, {"windows": len(windows), "windows_fitted": len(results), "windows_skipped": skipped}
 
 
-def idw_predict(x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0) -> np.ndarray:
+def idw_predict(
+    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0
+) -> np.ndarray:
     """Inverse-distance weighting (Shepard 1968); a point at distance 0 takes the mean of the coincident readings."""
     d = cdist(x_new, x_train)
     zero = d <= 1e-12
@@ -154,15 +171,25 @@ def cross_validate(
             e_idw[test] = idw_predict(x[~test], y[~test], x[test]) - y[test]
         se_gp.append(e_gp**2)
         se_idw.append(e_idw**2)
-        per_window.append({
-            "window": str(w), "n": int(len(y)),
-            "rmse_gp": float(np.sqrt(np.mean(e_gp**2))), "rmse_idw": float(np.sqrt(np.mean(e_idw**2))),
-        })
+        per_window.append(
+            {
+                "window": str(w),
+                "n": len(y),
+                "rmse_gp": float(np.sqrt(np.mean(e_gp**2))),
+                "rmse_idw": float(np.sqrt(np.mean(e_idw**2))),
+            }
+        )
         if progress is not None:
             progress(i + 1, len(windows))
     if not windows:
         return CvReport(folds, 0, 0, float("nan"), float("nan"), [])
     all_gp = np.concatenate(se_gp)
     all_idw = np.concatenate(se_idw)
-    return CvReport(folds, len(windows), int(all_gp.size), float(np.sqrt(all_gp.mean())),
-                    float(np.sqrt(all_idw.mean())), per_window)
+    return CvReport(
+        folds,
+        len(windows),
+        int(all_gp.size),
+        float(np.sqrt(all_gp.mean())),
+        float(np.sqrt(all_idw.mean())),
+        per_window,
+    )

@@ -35,12 +35,16 @@ def nearest_reading_distance(centroids: np.ndarray, readings_xy: np.ndarray) -> 
     return np.asarray(d, dtype=float)
 
 
-def leakage(sigma2: np.ndarray, centroids: np.ndarray, readings_xy: np.ndarray, visited: np.ndarray) -> Leakage:
+def leakage(
+    sigma2: np.ndarray, centroids: np.ndarray, readings_xy: np.ndarray, visited: np.ndarray
+) -> Leakage:
     """Both measures for one window's map; ``visited`` is a boolean mask of cells holding at least one reading."""
     sigma2 = np.asarray(sigma2, dtype=float)
     visited = np.asarray(visited, dtype=bool)
     dist = nearest_reading_distance(centroids, readings_xy)
-    rho = float(spearmanr(sigma2, dist).statistic) if np.ptp(sigma2) > 0 and np.ptp(dist) > 0 else float("nan")
+    rho = (
+        float(spearmanr(sigma2, dist).statistic) if np.ptp(sigma2) > 0 and np.ptp(dist) > 0 else float("nan")
+    )
     k = int(visited.sum())
     if k == 0:
         recall = float("nan")
@@ -48,4 +52,4 @@ def leakage(sigma2: np.ndarray, centroids: np.ndarray, readings_xy: np.ndarray, 
         # rank with a stable sort; ties are broken by cell id, never by the truth
         lowest = np.argsort(sigma2, kind="stable")[:k]
         recall = float(visited[lowest].mean())
-    return Leakage(rho, recall, k / len(sigma2), k, int(len(sigma2)))
+    return Leakage(rho, recall, k / len(sigma2), k, len(sigma2))

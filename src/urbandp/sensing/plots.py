@@ -25,7 +25,10 @@ def _field(grid: SquareGrid, values: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def contour_panels(
-    grid: SquareGrid, panels: list[tuple[str, np.ndarray]], path: Path, title: str,
+    grid: SquareGrid,
+    panels: list[tuple[str, np.ndarray]],
+    path: Path,
+    title: str,
     readings_xy_km: np.ndarray | None = None,
 ) -> Path:
     """Side-by-side filled contours over the grid (km from the south-west corner), readings as dots."""

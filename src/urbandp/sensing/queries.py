@@ -54,7 +54,9 @@ class QueryResult:
         return self.error**2
 
 
-def _selected(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, alpha: int) -> tuple[np.ndarray, np.ndarray, bool]:
+def _selected(
+    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, alpha: int
+) -> tuple[np.ndarray, np.ndarray, bool]:
     mu = np.asarray(mu, dtype=float)
     sigma2 = np.asarray(sigma2, dtype=float)
     v = np.asarray(v).astype(bool)
@@ -79,7 +81,9 @@ def average(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, alpha: int = 1) -
     return QueryResult(float(y.sum() / n), float(np.sqrt(s2.sum()) / n), n, True)
 
 
-def logsumexp_extreme(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, rho: float, alpha: int = 1) -> QueryResult:
+def logsumexp_extreme(
+    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, rho: float, alpha: int = 1
+) -> QueryResult:
     """Eq. (17)-(19): smooth max (rho > 0) or min (rho < 0)."""
     if rho == 0:
         raise ValueError("rho must be non-zero (> 0 for max, < 0 for min)")
@@ -95,7 +99,9 @@ def logsumexp_extreme(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, rho: fl
     return QueryResult(float(value), float(np.sqrt(np.sum(w**2 * s2))), len(y), True)
 
 
-def exact_extreme(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, kind: str, alpha: int = 1) -> QueryResult:
+def exact_extreme(
+    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, kind: str, alpha: int = 1
+) -> QueryResult:
     """Exact min or max; the error is that of the arg-extreme cell (first one on ties)."""
     y, s2, beta = _selected(mu, sigma2, v, alpha)
     if not beta:
@@ -123,7 +129,12 @@ def count_above(
 
 
 def count_range(
-    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, theta1: float, theta2: float, alpha: int = 1,
+    mu: np.ndarray,
+    sigma2: np.ndarray,
+    v: np.ndarray,
+    theta1: float,
+    theta2: float,
+    alpha: int = 1,
     steepness: float = 1.0,
 ) -> QueryResult:
     """Table III RANGE: smooth count of selected cells with ``theta1 < mu < theta2``."""
@@ -139,8 +150,15 @@ def count_range(
 
 
 def run_query(
-    query: str, mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, alpha: int = 1, rho: float = 1.0,
-    theta: float | None = None, theta2: float | None = None, steepness: float = 1.0,
+    query: str,
+    mu: np.ndarray,
+    sigma2: np.ndarray,
+    v: np.ndarray,
+    alpha: int = 1,
+    rho: float = 1.0,
+    theta: float | None = None,
+    theta2: float | None = None,
+    steepness: float = 1.0,
 ) -> QueryResult:
     """Dispatch by name (one of :data:`QUERY_TYPES`); ``rho`` is used with its sign set by min/max."""
     if query == "average":
@@ -172,8 +190,9 @@ def max_weight(query: str, n_selected: int, steepness: float = 1.0) -> float:
     raise ValueError(f"unknown query {query!r}")
 
 
-def error2_sensitivity(query: str, n_selected: int, sigma2_min: float, sigma2_max: float,
-                       steepness: float = 1.0) -> float:
+def error2_sensitivity(
+    query: str, n_selected: int, sigma2_min: float, sigma2_max: float, steepness: float = 1.0
+) -> float:
     """L1 sensitivity of ``E^2`` when one cell's sigma^2 moves within ``[sigma2_min, sigma2_max]``."""
     if not (0 <= sigma2_min < sigma2_max):
         raise ValueError("need 0 <= sigma2_min < sigma2_max")
@@ -181,7 +200,12 @@ def error2_sensitivity(query: str, n_selected: int, sigma2_min: float, sigma2_ma
 
 
 def privatize_error(
-    result: QueryResult, query: str, epsilon: float, sigma2_min: float, sigma2_max: float, noise: NoiseSource,
+    result: QueryResult,
+    query: str,
+    epsilon: float,
+    sigma2_min: float,
+    sigma2_max: float,
+    noise: NoiseSource,
     steepness: float = 1.0,
 ) -> QueryResult:
     """Section VII-D: ``E^2 + Lap(Delta / epsilon)`` clamped to ``[sigma2_min, sigma2_max]``.
@@ -197,7 +221,9 @@ def privatize_error(
     scale = laplace_scale(delta, epsilon)
     noisy = float(noise.laplace(np.array([result.error2]), scale)[0])
     return replace(
-        result, noisy_error2=float(np.clip(noisy, sigma2_min, sigma2_max)), epsilon=laplace_epsilon(delta, scale)
+        result,
+        noisy_error2=float(np.clip(noisy, sigma2_min, sigma2_max)),
+        epsilon=laplace_epsilon(delta, scale),
     )
 
 

@@ -109,16 +109,24 @@ def read_readings(
         pl.col(c_val).str.strip_chars().cast(pl.Float64, strict=False).alias("_value"),
     )
     reason = (
-        pl.when(pl.col("_lat").is_null() | pl.col("_lat").is_nan()).then(pl.lit("latitude not a number"))
-        .when(pl.col("_lon").is_null() | pl.col("_lon").is_nan()).then(pl.lit("longitude not a number"))
-        .when((pl.col("_lat") < -90) | (pl.col("_lat") > 90)).then(pl.lit("latitude outside [-90, 90]"))
-        .when((pl.col("_lon") < -180) | (pl.col("_lon") > 180)).then(pl.lit("longitude outside [-180, 180]"))
-        .when(pl.col("_time").is_null()).then(pl.lit("time not parseable"))
-        .when(pl.col("_value").is_null() | ~pl.col("_value").is_finite()).then(pl.lit("value not a finite number"))
+        pl.when(pl.col("_lat").is_null() | pl.col("_lat").is_nan())
+        .then(pl.lit("latitude not a number"))
+        .when(pl.col("_lon").is_null() | pl.col("_lon").is_nan())
+        .then(pl.lit("longitude not a number"))
+        .when((pl.col("_lat") < -90) | (pl.col("_lat") > 90))
+        .then(pl.lit("latitude outside [-90, 90]"))
+        .when((pl.col("_lon") < -180) | (pl.col("_lon") > 180))
+        .then(pl.lit("longitude outside [-180, 180]"))
+        .when(pl.col("_time").is_null())
+        .then(pl.lit("time not parseable"))
+        .when(pl.col("_value").is_null() | ~pl.col("_value").is_finite())
+        .then(pl.lit("value not a finite number"))
     )
     if bbox is not None:
         la0, lo0, la1, lo1 = bbox
-        outside = (pl.col("_lat") < la0) | (pl.col("_lat") > la1) | (pl.col("_lon") < lo0) | (pl.col("_lon") > lo1)
+        outside = (
+            (pl.col("_lat") < la0) | (pl.col("_lat") > la1) | (pl.col("_lon") < lo0) | (pl.col("_lon") > lo1)
+        )
         reason = reason.when(outside).then(pl.lit("outside the bounding box"))
     df = df.with_columns(reason.otherwise(pl.lit(None, dtype=pl.String)).alias("reason"))
     bad = df.filter(pl.col("reason").is_not_null())

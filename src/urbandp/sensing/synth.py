@@ -29,8 +29,14 @@ def pollution_field(x_km: np.ndarray, y_km: np.ndarray, hour: float, seed: int =
 
 
 def synth_readings(
-    n_readings: int, vehicles: int = 10, hours: int = 1, seed: int = 0, noise_sd: float = 3.0,
-    lat0: float = 22.50, lon0: float = 88.33, block_km: float = 0.5,
+    n_readings: int,
+    vehicles: int = 10,
+    hours: int = 1,
+    seed: int = 0,
+    noise_sd: float = 3.0,
+    lat0: float = 22.50,
+    lon0: float = 88.33,
+    block_km: float = 0.5,
 ) -> pl.DataFrame:
     """``n_readings`` readings spread over ``hours`` one-hour windows; columns lat, lon, time, value."""
     rng = np.random.default_rng(seed)
@@ -61,7 +67,11 @@ def synth_readings(
     value = pollution_field(x, y, hour, seed) + rng.normal(0, noise_sd, n_readings)
     lat = lat0 + y * 1000.0 / M_PER_DEG
     lon = lon0 + x * 1000.0 / (M_PER_DEG * math.cos(math.radians(lat0)))
-    return pl.DataFrame({
-        "lat": np.round(lat, 6), "lon": np.round(lon, 6),
-        "time": [tt.strftime("%Y-%m-%dT%H:%M:%S") for tt in t], "value": np.round(value, 3),
-    })
+    return pl.DataFrame(
+        {
+            "lat": np.round(lat, 6),
+            "lon": np.round(lon, 6),
+            "time": [tt.strftime("%Y-%m-%dT%H:%M:%S") for tt in t],
+            "value": np.round(value, 3),
+        }
+    )

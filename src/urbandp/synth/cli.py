@@ -21,10 +21,14 @@ def fleet(
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same file."),
     start: str = typer.Option("2021-11-15", "--start", help="First day (YYYY-MM-DD), local time."),
     records_per_vehicle_day: float = typer.Option(
-        1300.0, "--records-per-vehicle-day", help="Mean records per vehicle per day (varies by vehicle and day)."
+        1300.0,
+        "--records-per-vehicle-day",
+        help="Mean records per vehicle per day (varies by vehicle and day).",
     ),
     dirty_fraction: float = typer.Option(
-        0.002, "--dirty-fraction", help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates)."
+        0.002,
+        "--dirty-fraction",
+        help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates).",
     ),
     routes: int = typer.Option(28, "--routes", help="Number of fixed bus routes through the city."),
 ) -> None:

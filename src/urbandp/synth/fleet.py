@@ -186,8 +186,8 @@ def _build_fleet(spec: FleetSpec) -> _Fleet:
     codes = rng.choice(26 * 26 * 10_000, size=v, replace=False)
     letters = codes // 10_000
     plates = [
-        f"{spec.city.plate_prefix}{chr(65 + l // 26)}{chr(65 + l % 26)}{c % 10_000:04d}"
-        for l, c in zip(letters.tolist(), codes.tolist(), strict=True)
+        f"{spec.city.plate_prefix}{chr(65 + ab // 26)}{chr(65 + ab % 26)}{c % 10_000:04d}"
+        for ab, c in zip(letters.tolist(), codes.tolist(), strict=True)
     ]
     # Uneven reporting rates: lognormal per vehicle, normalised to mean 1 (report section V).
     rate = rng.lognormal(0.0, 0.45, size=v)

@@ -43,7 +43,9 @@ def default_places(n_bus: int = 20, n_train: int = 15, n_lightrail: int = 5) -> 
 def _daily_profile(n_bins: int) -> np.ndarray:
     """Relative trip intensity per 15-minute bin: nothing before 05:00, two commuter peaks."""
     hours = np.arange(n_bins) * 24.0 / n_bins
-    profile = 0.2 + np.exp(-0.5 * ((hours - 8.0) / 1.2) ** 2) + 0.8 * np.exp(-0.5 * ((hours - 17.5) / 1.5) ** 2)
+    profile = (
+        0.2 + np.exp(-0.5 * ((hours - 8.0) / 1.2) ** 2) + 0.8 * np.exp(-0.5 * ((hours - 17.5) / 1.5) ** 2)
+    )
     profile[hours < 5.0] = 0.0
     profile[hours >= 23.0] = 0.0  # last departures before 23:00 so no trip crosses midnight
     return profile / profile.sum()
@@ -109,8 +111,12 @@ def generate_taps(
         ts_on = base + (m_on * 60_000).astype("timedelta64[ms]")
         ts_off = base + (np.minimum(m_off, 24 * 60 - 1) * 60_000).astype("timedelta64[ms]")
         trips = pl.DataFrame({"mode": all_modes, "card_id": [f"card{c:06d}" for c in cards]})
-        frames.append(trips.with_columns(timestamp=pl.Series(ts_on), tap=pl.lit("on"), location=pl.Series(on_loc)))
-        frames.append(trips.with_columns(timestamp=pl.Series(ts_off), tap=pl.lit("off"), location=pl.Series(off_loc)))
+        frames.append(
+            trips.with_columns(timestamp=pl.Series(ts_on), tap=pl.lit("on"), location=pl.Series(on_loc))
+        )
+        frames.append(
+            trips.with_columns(timestamp=pl.Series(ts_off), tap=pl.lit("off"), location=pl.Series(off_loc))
+        )
     events = pl.concat(frames).select("mode", "timestamp", "tap", "location", "card_id").sort("timestamp")
     domain = {
         "days": [(start + dt.timedelta(days=d)).isoformat() for d in range(days)],

@@ -22,8 +22,14 @@ pytestmark = pytest.mark.system
         (["audit", "zero-skipping", "--table", "TABLE", "--group-sizes", "a,b"], "--group-sizes"),
         (["audit", "zero-skipping", "--table", "NOCOUNT"], "no 'count' column"),
         (["audit", "differencing", "--joint", "TABLE", "--marginal", "TABLE"], "noise scale unknown"),
-        (["audit", "differencing", "--joint", "TABLE", "--marginal", "WIDER", "--scale", "1"], "not in the joint table"),
-        (["audit", "pairs", "--table", "TABLE", "--route", "nonsense", "--out", "OUT"], "route must look like"),
+        (
+            ["audit", "differencing", "--joint", "TABLE", "--marginal", "WIDER", "--scale", "1"],
+            "not in the joint table",
+        ),
+        (
+            ["audit", "pairs", "--table", "TABLE", "--route", "nonsense", "--out", "OUT"],
+            "route must look like",
+        ),
     ],
 )
 def test_bad_input(tmp_path: Path, args: list[str], message: str) -> None:

@@ -45,7 +45,9 @@ class SeededNoiseForSimulation:
     def discrete_laplace(self, values: np.ndarray, scale: float) -> np.ndarray:
         a = math.exp(-1.0 / scale)  # two-sided geometric = difference of two geometrics
         shape = np.shape(values)
-        return np.asarray(values, np.int64) + self.rng.geometric(1 - a, shape) - self.rng.geometric(1 - a, shape)
+        return (
+            np.asarray(values, np.int64) + self.rng.geometric(1 - a, shape) - self.rng.geometric(1 - a, shape)
+        )
 
     def gaussian(self, values: np.ndarray, scale: float) -> np.ndarray:  # pragma: no cover - unused
         raise NotImplementedError
@@ -67,22 +69,45 @@ def world() -> tuple[CountDomain, np.ndarray]:
     return domain, joint_from_events(s.events, domain, PrivacyUnit("event")).counts
 
 
-def test_noise_scale_within_ten_percent_from_500_pairs(world: tuple[CountDomain, np.ndarray], tmp_path: Path) -> None:
+def test_noise_scale_within_ten_percent_from_500_pairs(
+    world: tuple[CountDomain, np.ndarray], tmp_path: Path
+) -> None:
     """Seeded discrete-Laplace(3) release; MLE sd ~ 0.034 b for 500 pairs, so 10% is ~3 sd (and seeded)."""
     domain, raw = world
     rel = release_counts(raw, domain, CountReleaseConfig(noise_scale=3.0), noise=SeededNoiseForSimulation(1))
     write_release(rel, domain, tmp_path / "rel")
     pairs = tmp_path / "pairs.csv"
-    out = cli("audit", "pairs", "--table", str(tmp_path / "rel" / "joint.csv"), "--route", ROUTES[0], "--route", ROUTES[1],
-              "--out", str(pairs))
+    out = cli(
+        "audit",
+        "pairs",
+        "--table",
+        str(tmp_path / "rel" / "joint.csv"),
+        "--route",
+        ROUTES[0],
+        "--route",
+        ROUTES[1],
+        "--out",
+        str(pairs),
+    )
     assert out["pairs"] >= 500 and out["pairs_with_a_missing_side"] == 0
     pl.read_csv(pairs).head(500).write_csv(pairs)
-    res = cli("audit", "noise-scale", "--pairs", str(pairs), "--model", "discrete", "--report", str(tmp_path / "audit"))
+    res = cli(
+        "audit",
+        "noise-scale",
+        "--pairs",
+        str(pairs),
+        "--model",
+        "discrete",
+        "--report",
+        str(tmp_path / "audit"),
+    )
     assert res["n_pairs"] == 500
     assert abs(float(res["scale"]) - 3.0) <= 0.3
     assert float(res["low"]) <= 3.0 <= float(res["high"])
     assert res["raw_equality_plausible"] is True
-    assert (tmp_path / "audit" / "noise-scale.md").is_file() and (tmp_path / "audit" / "noise-scale.png").is_file()
+    assert (tmp_path / "audit" / "noise-scale.md").is_file() and (
+        tmp_path / "audit" / "noise-scale.png"
+    ).is_file()
 
 
 def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarray], tmp_path: Path) -> None:
@@ -92,13 +117,25 @@ def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarr
     write_release(rel, domain, tmp_path / "rel")
     joint = str(tmp_path / "rel" / "joint.csv")
     pairs = cli("audit", "pairs", "--table", joint, "--route", ROUTES[0], "--out", str(tmp_path / "p.csv"))
-    assert pairs["pairs_with_a_missing_side"] > 0 and "biased" in pairs["warning"]  # suppression selects pairs
+    assert (
+        pairs["pairs_with_a_missing_side"] > 0 and "biased" in pairs["warning"]
+    )  # suppression selects pairs
     zs = cli("audit", "zero-skipping", "--table", joint, "--threshold", "10", "--report", str(tmp_path / "a"))
     assert zs["vulnerable"] is False and zs["zeros_may_be_skipped"] is False
     assert zs["delta_lower_bound_exact"] == 0.0
     assert zs["max_likelihood_ratio_per_unit"] == pytest.approx(math.exp(1 / 3))
-    diff = cli("audit", "differencing", "--joint", joint, "--marginal", str(tmp_path / "rel" / "time.csv"),
-               "--max-cells", "100000", "--report", str(tmp_path / "a"))
+    diff = cli(
+        "audit",
+        "differencing",
+        "--joint",
+        joint,
+        "--marginal",
+        str(tmp_path / "rel" / "time.csv"),
+        "--max-cells",
+        "100000",
+        "--report",
+        str(tmp_path / "a"),
+    )
     assert diff["gain_beyond_noise"] is False
     # each estimate is exactly the sum of the noisy values the DP joint already held for the hidden cells
     hidden = time_marginal(np.where(rel.suppressed, rel.joint, 0.0), domain)
@@ -106,7 +143,9 @@ def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarr
     cells = diff["cells"]
     assert len(cells) > 100
     for c in cells:
-        expect = hidden[days.index(c["day"]), taps.index(c["tap"]), bins.index(c["bin"]), modes.index(c["mode"])]
+        expect = hidden[
+            days.index(c["day"]), taps.index(c["tap"]), bins.index(c["bin"]), modes.index(c["mode"])
+        ]
         assert c["estimate"] == expect
     for name in ("zero-skipping.md", "zero-skipping.png", "differencing.md", "differencing.png"):
         assert (tmp_path / "a" / name).is_file()
@@ -124,7 +163,9 @@ def test_every_attack_against_data61_release(world: tuple[CountDomain, np.ndarra
     assert diff["gain_beyond_noise"] is True and diff["groups_with_recoverable_hidden_count"] > 0
 
 
-def test_differencing_interval_coverage_over_simulated_data61_releases(world: tuple[CountDomain, np.ndarray]) -> None:
+def test_differencing_interval_coverage_over_simulated_data61_releases(
+    world: tuple[CountDomain, np.ndarray],
+) -> None:
     """20 seeded Data61 releases; true hidden total of each (mode, day, tap, bin) group is known.
 
     Groups whose published joint cells all have raw counts >= t + 10 p are used (for them the chance that noise
@@ -136,14 +177,23 @@ def test_differencing_interval_coverage_over_simulated_data61_releases(world: tu
     truth_time = time_marginal(raw, domain)
     hits = total = 0
     for seed in range(20):
-        rel = release_counts(raw, domain, CountReleaseConfig(method="data61-2016", noise_scale=p),
-                             noise=SeededNoiseForSimulation(100 + seed))
+        rel = release_counts(
+            raw,
+            domain,
+            CountReleaseConfig(method="data61-2016", noise_scale=p),
+            noise=SeededNoiseForSimulation(100 + seed),
+        )
         tables = release_tables(rel, domain)
         with tempfile.TemporaryDirectory() as d:
             tables["joint"].write_csv(Path(d) / "j.csv")
             tables["time"].write_csv(Path(d) / "t.csv")
-            res = differencing_attack(read_published_table(Path(d) / "j.csv"), read_published_table(Path(d) / "t.csv"),
-                                      scale=p, include_all=True, max_cells=10**6)
+            res = differencing_attack(
+                read_published_table(Path(d) / "j.csv"),
+                read_published_table(Path(d) / "t.csv"),
+                scale=p,
+                include_all=True,
+                max_cells=10**6,
+            )
         visible = rel.joint > 0
         vis_raw_sum = time_marginal(np.where(visible, raw, 0), domain)
         for c in res["cells"]:

@@ -34,8 +34,20 @@ def cli(*args: str) -> dict[str, object]:
 
 
 def test_junk_xml_lines_are_quarantined_not_fatal(tmp_path: Path) -> None:
-    res = cli("audit", "zero-skipping", "--table", str(DAILY), "--threshold", "18", "--method", "data61-2016",
-              "--scale", "1.4", "--report", str(tmp_path))
+    res = cli(
+        "audit",
+        "zero-skipping",
+        "--table",
+        str(DAILY),
+        "--threshold",
+        "18",
+        "--method",
+        "data61-2016",
+        "--scale",
+        "1.4",
+        "--report",
+        str(tmp_path),
+    )
     assert res["quarantined_rows"] == 2 and res["cells_published"] == 8605
     q = pl.read_csv(tmp_path / "quarantine.csv")
     assert q["line"].to_list() == [8607, 8608] and q["raw"][0].startswith("<?xml")
@@ -44,13 +56,27 @@ def test_junk_xml_lines_are_quarantined_not_fatal(tmp_path: Path) -> None:
 def test_zero_skipping_on_daily_data(tmp_path: Path) -> None:
     """No published daily count is below 18 (the smallest is 34): consistent with skipping zeros. The scale
     cannot be read off daily data (see the pairs test), so p = 1.4 is the report's 15-minute estimate."""
-    res = cli("audit", "zero-skipping", "--table", str(DAILY), "--threshold", "18", "--method", "data61-2016",
-              "--scale", "1.4", "--report", str(tmp_path))
+    res = cli(
+        "audit",
+        "zero-skipping",
+        "--table",
+        str(DAILY),
+        "--threshold",
+        "18",
+        "--method",
+        "data61-2016",
+        "--scale",
+        "1.4",
+        "--report",
+        str(tmp_path),
+    )
     assert res["consistent_with_second_algorithm"] is True and res["vulnerable"] is True
     assert res["delta_lower_bound_theorem1"] == math.exp(-17 / 1.4) / 2.8
     probs = {d["group_size"]: d for d in res["certain_detection_probability"]}
     assert round(probs[12]["paper_convention"], 3) == 0.005
-    undeclared = cli("audit", "zero-skipping", "--table", str(DAILY), "--threshold", "18", "--method", "unknown")
+    undeclared = cli(
+        "audit", "zero-skipping", "--table", str(DAILY), "--threshold", "18", "--method", "unknown"
+    )
     assert undeclared["zeros_may_be_skipped"] is True and undeclared["delta_lower_bound_theorem1"] is None
     assert (tmp_path / "zero-skipping.md").is_file() and (tmp_path / "zero-skipping.png").is_file()
 
@@ -60,8 +86,18 @@ def test_noise_scale_cannot_be_estimated_from_daily_data(tmp_path: Path) -> None
     direction: the daily raw counts are not equal, so the fitted 'scale' (~80) measures real differences, not
     the ~1.4 noise the report found in 15-minute data. The auditor must say so."""
     pairs = tmp_path / "pairs.csv"
-    out = cli("audit", "pairs", "--table", str(DAILY), "--route", MANLY_ROUTES[0], "--route", MANLY_ROUTES[1],
-              "--out", str(pairs))
+    out = cli(
+        "audit",
+        "pairs",
+        "--table",
+        str(DAILY),
+        "--route",
+        MANLY_ROUTES[0],
+        "--route",
+        MANLY_ROUTES[1],
+        "--out",
+        str(pairs),
+    )
     assert out["pairs"] == 14 and out["quarantined_rows"] == 2
     res = cli("audit", "noise-scale", "--pairs", str(pairs), "--report", str(tmp_path))
     assert res["raw_equality_plausible"] is False and "not an estimate of the noise scale" in res["warning"]
@@ -72,7 +108,15 @@ def test_noise_scale_cannot_be_estimated_from_daily_data(tmp_path: Path) -> None
 
 def test_differencing_needs_tables_of_the_same_week(tmp_path: Path) -> None:
     """The 15-minute extract is from 25-31 July, the daily table from 8-14 August: no group can be differenced."""
-    res = cli("audit", "differencing", "--joint", str(OPAL / "derived_test_data_time-loc_20160725-31_subset.csv"),
-              "--marginal", str(DAILY), "--scale", "1.4")
+    res = cli(
+        "audit",
+        "differencing",
+        "--joint",
+        str(OPAL / "derived_test_data_time-loc_20160725-31_subset.csv"),
+        "--marginal",
+        str(DAILY),
+        "--scale",
+        "1.4",
+    )
     assert res["groups_without_joint_rows"] == res["groups_checked"] == 8605
     assert res["cells"] == [] and "covers none" in res["finding"]

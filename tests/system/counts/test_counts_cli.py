@@ -24,8 +24,20 @@ def run(*args: str) -> tuple[int, str]:
 @pytest.fixture(scope="module")
 def taps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("taps")
-    code, text = run("counts", "synth", "--out", str(out), "--days", "2", "--trips-per-day", "3000",
-                     "--ferry-trips-per-day", "800", "--seed", "7")
+    code, text = run(
+        "counts",
+        "synth",
+        "--out",
+        str(out),
+        "--days",
+        "2",
+        "--trips-per-day",
+        "3000",
+        "--ferry-trips-per-day",
+        "800",
+        "--seed",
+        "7",
+    )
     assert code == 0, text
     assert json.loads(text)["rows"] > 7000
     return out
@@ -33,8 +45,21 @@ def taps(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_release_card_day_laplace(taps: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel"
-    code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
-                     "--unit", "card-day", "--max-events", "4", "--epsilon", "1", "--out", str(out))
+    code, text = run(
+        "counts",
+        "release",
+        str(taps / "events.csv"),
+        "--domain",
+        str(taps / "domain.json"),
+        "--unit",
+        "card-day",
+        "--max-events",
+        "4",
+        "--epsilon",
+        "1",
+        "--out",
+        str(out),
+    )
     assert code == 0, text
     priv = json.loads((out / "privacy.json").read_text())
     assert priv["epsilon"] == 1.0 and priv["noise_scale"] == 4.0 and priv["delta"] == 0.0
@@ -56,9 +81,26 @@ def test_release_card_day_laplace(taps: Path, tmp_path: Path) -> None:
 
 def test_release_options_parquet_consistent_topk_gaussian(taps: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel"
-    code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
-                     "--epsilon", "1", "--consistent", "--top-k", "3", "--top-k-epsilon", "0.5",
-                     "--suppress-below", "5", "--format", "parquet", "--out", str(out))
+    code, text = run(
+        "counts",
+        "release",
+        str(taps / "events.csv"),
+        "--domain",
+        str(taps / "domain.json"),
+        "--epsilon",
+        "1",
+        "--consistent",
+        "--top-k",
+        "3",
+        "--top-k-epsilon",
+        "0.5",
+        "--suppress-below",
+        "5",
+        "--format",
+        "parquet",
+        "--out",
+        str(out),
+    )
     assert code == 0, text
     priv = json.loads((out / "privacy.json").read_text())
     assert priv["total_epsilon"] == 1.5 and len(priv["ledger"]["entries"]) == 2
@@ -67,8 +109,21 @@ def test_release_options_parquet_consistent_topk_gaussian(taps: Path, tmp_path: 
     assert pl.read_parquet(out / "top_k.parquet").height == 3
     assert priv["top_k"]["tap"] == "all" and priv["top_k"]["epsilon"] == pytest.approx(0.5, abs=1e-9)
     out2 = tmp_path / "gauss"
-    code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
-                     "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-6", "--out", str(out2))
+    code, text = run(
+        "counts",
+        "release",
+        str(taps / "events.csv"),
+        "--domain",
+        str(taps / "domain.json"),
+        "--mechanism",
+        "gaussian",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--out",
+        str(out2),
+    )
     assert code == 0, text
     g = json.loads((out2 / "privacy.json").read_text())
     assert g["mechanism"] == "discrete_gaussian" and g["delta"] == 1e-6 and g["epsilon"] <= 1.0
@@ -76,8 +131,19 @@ def test_release_options_parquet_consistent_topk_gaussian(taps: Path, tmp_path: 
 
 def test_data61_method_is_labelled_and_skips_zeros(taps: Path, tmp_path: Path) -> None:
     out = tmp_path / "d61"
-    code, text = run("counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"),
-                     "--method", "data61-2016", "--noise-scale", "1.4", "--out", str(out))
+    code, text = run(
+        "counts",
+        "release",
+        str(taps / "events.csv"),
+        "--domain",
+        str(taps / "domain.json"),
+        "--method",
+        "data61-2016",
+        "--noise-scale",
+        "1.4",
+        "--out",
+        str(out),
+    )
     assert code == 0, text
     priv = json.loads((out / "privacy.json").read_text())
     assert priv["differentially_private"] is False and "not differentially private" in priv["label"]
@@ -89,8 +155,18 @@ def test_data61_method_is_labelled_and_skips_zeros(taps: Path, tmp_path: Path) -
 
 def test_partition_selection_reports_delta(taps: Path, tmp_path: Path) -> None:
     out = tmp_path / "ps"
-    code, text = run("counts", "release", str(taps / "events.csv"), "--select-partitions", "--delta", "1e-6",
-                     "--epsilon", "1", "--out", str(out))
+    code, text = run(
+        "counts",
+        "release",
+        str(taps / "events.csv"),
+        "--select-partitions",
+        "--delta",
+        "1e-6",
+        "--epsilon",
+        "1",
+        "--out",
+        str(out),
+    )
     assert code == 0, text
     priv = json.loads((out / "privacy.json").read_text())
     assert priv["threshold"] == 14 and 0 < priv["delta"] <= 1e-6 and priv["epsilon"] == 1.0
@@ -98,10 +174,29 @@ def test_partition_selection_reports_delta(taps: Path, tmp_path: Path) -> None:
 
 def test_pre_aggregated_counts_input(taps: Path, tmp_path: Path) -> None:
     counts = tmp_path / "counts.csv"
-    pl.DataFrame({"mode": ["ferry", "ferry", "ferry"], "day": ["2016-08-08"] * 3, "tap": ["on", "off", "on"],
-                  "bin": ["08:00", "08:30", "08:15"], "location": ["Manly Wharf"] * 3, "count": ["12", "x", "3"]}).write_csv(counts)
-    code, text = run("counts", "release", str(counts), "--input-kind", "counts", "--domain", str(taps / "domain.json"),
-                     "--epsilon", "1", "--out", str(tmp_path / "o"))
+    pl.DataFrame(
+        {
+            "mode": ["ferry", "ferry", "ferry"],
+            "day": ["2016-08-08"] * 3,
+            "tap": ["on", "off", "on"],
+            "bin": ["08:00", "08:30", "08:15"],
+            "location": ["Manly Wharf"] * 3,
+            "count": ["12", "x", "3"],
+        }
+    ).write_csv(counts)
+    code, text = run(
+        "counts",
+        "release",
+        str(counts),
+        "--input-kind",
+        "counts",
+        "--domain",
+        str(taps / "domain.json"),
+        "--epsilon",
+        "1",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert code == 0, text
     q = pl.read_csv(tmp_path / "o" / "quarantine.csv")
     assert q["reason"].to_list() == ["count is not a non-negative integer"]
@@ -112,26 +207,136 @@ def test_pre_aggregated_counts_input(taps: Path, tmp_path: Path) -> None:
     [
         (["counts", "release", "/nonexistent.csv", "--epsilon", "1", "--out", "x"], "input file not found"),
         (["counts", "release", "EVENTS", "--epsilon", "1", "--out", "x"], "no public domain"),
-        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--out", "x"], "give --epsilon or --noise-scale"),
-        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--unit", "person", "--out", "x"], "unit must be"),
-        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "2", "--budget-epsilon", "1", "--out", "x"], "budget exceeded"),
-        (["counts", "release", "EVENTS", "--domain", "BADDOMAIN", "--epsilon", "1", "--out", "x"], "not valid JSON"),
-        (["counts", "release", "NOTAP", "--domain", "DOMAIN", "--epsilon", "1", "--out", "x"], "missing column(s) tap"),
+        (
+            ["counts", "release", "EVENTS", "--domain", "DOMAIN", "--out", "x"],
+            "give --epsilon or --noise-scale",
+        ),
+        (
+            [
+                "counts",
+                "release",
+                "EVENTS",
+                "--domain",
+                "DOMAIN",
+                "--epsilon",
+                "1",
+                "--unit",
+                "person",
+                "--out",
+                "x",
+            ],
+            "unit must be",
+        ),
+        (
+            [
+                "counts",
+                "release",
+                "EVENTS",
+                "--domain",
+                "DOMAIN",
+                "--epsilon",
+                "2",
+                "--budget-epsilon",
+                "1",
+                "--out",
+                "x",
+            ],
+            "budget exceeded",
+        ),
+        (
+            ["counts", "release", "EVENTS", "--domain", "BADDOMAIN", "--epsilon", "1", "--out", "x"],
+            "not valid JSON",
+        ),
+        (
+            ["counts", "release", "NOTAP", "--domain", "DOMAIN", "--epsilon", "1", "--out", "x"],
+            "missing column(s) tap",
+        ),
         (["counts", "release", "EMPTY", "--domain", "DOMAIN", "--epsilon", "1", "--out", "x"], "no rows"),
-        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--method", "data61-2016", "--epsilon", "1", "--out", "x"], "needs --noise-scale"),
-        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--noise-scale", "2", "--out", "x"], "only one of"),
-        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--top-k", "2", "--top-k-epsilon", "0.5",
-          "--budget-epsilon", "1.2", "--out", "x"], "budget exceeded"),
-        (["counts", "release", "EVENTS", "--domain", "DOMAIN", "--epsilon", "1", "--top-k", "2", "--top-k-epsilon", "1",
-          "--top-k-tap", "sideways", "--out", "x"], "not a tap of the domain"),
+        (
+            [
+                "counts",
+                "release",
+                "EVENTS",
+                "--domain",
+                "DOMAIN",
+                "--method",
+                "data61-2016",
+                "--epsilon",
+                "1",
+                "--out",
+                "x",
+            ],
+            "needs --noise-scale",
+        ),
+        (
+            [
+                "counts",
+                "release",
+                "EVENTS",
+                "--domain",
+                "DOMAIN",
+                "--epsilon",
+                "1",
+                "--noise-scale",
+                "2",
+                "--out",
+                "x",
+            ],
+            "only one of",
+        ),
+        (
+            [
+                "counts",
+                "release",
+                "EVENTS",
+                "--domain",
+                "DOMAIN",
+                "--epsilon",
+                "1",
+                "--top-k",
+                "2",
+                "--top-k-epsilon",
+                "0.5",
+                "--budget-epsilon",
+                "1.2",
+                "--out",
+                "x",
+            ],
+            "budget exceeded",
+        ),
+        (
+            [
+                "counts",
+                "release",
+                "EVENTS",
+                "--domain",
+                "DOMAIN",
+                "--epsilon",
+                "1",
+                "--top-k",
+                "2",
+                "--top-k-epsilon",
+                "1",
+                "--top-k-tap",
+                "sideways",
+                "--out",
+                "x",
+            ],
+            "not a tap of the domain",
+        ),
     ],
 )
 def test_bad_input_one_line_exit_2(taps: Path, tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "notap.csv").write_text("mode,timestamp,location\nbus,2016-08-08 08:00,2000\n")
     (tmp_path / "empty.csv").write_text("mode,timestamp,tap,location\n")
-    subst = {"EVENTS": str(taps / "events.csv"), "DOMAIN": str(taps / "domain.json"), "BADDOMAIN": str(tmp_path / "bad.json"),
-             "NOTAP": str(tmp_path / "notap.csv"), "EMPTY": str(tmp_path / "empty.csv")}
+    subst = {
+        "EVENTS": str(taps / "events.csv"),
+        "DOMAIN": str(taps / "domain.json"),
+        "BADDOMAIN": str(tmp_path / "bad.json"),
+        "NOTAP": str(tmp_path / "notap.csv"),
+        "EMPTY": str(tmp_path / "empty.csv"),
+    }
     args = [subst.get(a, a) for a in args]
     args[args.index("--out") + 1] = str(tmp_path / "out")
     code, text = run(*args)
@@ -140,8 +345,20 @@ def test_bad_input_one_line_exit_2(taps: Path, tmp_path: Path, args: list[str], 
 
 
 def test_dry_run_states_the_cost_without_reading_data(tmp_path: Path) -> None:
-    code, text = run("counts", "release", str(tmp_path / "not-read.csv"), "--out", str(tmp_path / "o"),
-                     "--unit", "card-day", "--max-events", "4", "--epsilon", "1", "--dry-run")
+    code, text = run(
+        "counts",
+        "release",
+        str(tmp_path / "not-read.csv"),
+        "--out",
+        str(tmp_path / "o"),
+        "--unit",
+        "card-day",
+        "--max-events",
+        "4",
+        "--epsilon",
+        "1",
+        "--dry-run",
+    )
     assert code == 0, text
     plan = json.loads(text)
     assert plan["noise_scale"] == 4.0 and plan["epsilon"] == 1.0 and plan["sensitivity"]["l1"] == 4

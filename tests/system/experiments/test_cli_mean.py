@@ -18,32 +18,73 @@ runner = CliRunner()
 
 
 def _urbandp(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, check=False
+    )
 
 
 def test_synthetic_run_writes_table_csv_and_png(tmp_path: Path) -> None:
-    proc = _urbandp("experiment", "mean", "--synthetic", "user-scaling", "--runs", "300", "--epsilons", "0.5,2",
-                    "--out", str(tmp_path))
+    proc = _urbandp(
+        "experiment",
+        "mean",
+        "--synthetic",
+        "user-scaling",
+        "--runs",
+        "300",
+        "--epsilons",
+        "0.5,2",
+        "--out",
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "FIXEDQUANTILE" in proc.stdout and "EPS-DEPENDENTQUANTILE" in proc.stdout
     mae = pl.read_csv(tmp_path / "mae.csv")
     assert mae.columns == ["algorithm", "epsilon", "mae", "runs"]
     assert mae.height == 7 * 2 and set(mae["runs"].to_list()) == {300}
-    assert set(mae["algorithm"].to_list()) == {"BASELINE", "ARRAY-AVERAGING", "ARRAY-AVERAGING-WRAPAROUND", "LEVY",
-                                               "FIXEDQUANTILE", "EPS-DEPENDENTQUANTILE", "CLIPPED-MEAN"}
+    assert set(mae["algorithm"].to_list()) == {
+        "BASELINE",
+        "ARRAY-AVERAGING",
+        "ARRAY-AVERAGING-WRAPAROUND",
+        "LEVY",
+        "FIXEDQUANTILE",
+        "EPS-DEPENDENTQUANTILE",
+        "CLIPPED-MEAN",
+    }
     assert (tmp_path / "mae.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_input_file_with_bad_rows_is_quarantined(tmp_path: Path) -> None:
-    rows = ["bus,speed"] + [f"b{i % 12},{10 + (i % 7)}" for i in range(240)] + [",12", "b1,abc", "b2,-3", "b3,99"]
+    rows = (
+        ["bus,speed"]
+        + [f"b{i % 12},{10 + (i % 7)}" for i in range(240)]
+        + [",12", "b1,abc", "b2,-3", "b3,99"]
+    )
     path = tmp_path / "hat.csv"
     path.write_text("\n".join(rows) + "\n")
-    res = runner.invoke(app, ["mean", "--input", str(path), "--vehicle-col", "bus", "--value-col", "speed",
-                              "--runs", "200", "--out", str(tmp_path / "out")])
+    res = runner.invoke(
+        app,
+        [
+            "mean",
+            "--input",
+            str(path),
+            "--vehicle-col",
+            "bus",
+            "--value-col",
+            "speed",
+            "--runs",
+            "200",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "3 quarantined" in res.output and "1 values clipped" in res.output
     q = pl.read_csv(tmp_path / "out" / "quarantine.csv")
-    assert sorted(q["reason"].to_list()) == ["missing or non-numeric value", "missing vehicle", "negative value"]
+    assert sorted(q["reason"].to_list()) == [
+        "missing or non-numeric value",
+        "missing vehicle",
+        "negative value",
+    ]
     mae = pl.read_csv(tmp_path / "out" / "mae.csv")
     base = mae.filter((pl.col("algorithm") == "BASELINE") & (pl.col("epsilon") == 1.0))["mae"][0]
     # 12 vehicles, 241 usable values, m* = 21 (b3 has 20 + the clipped 99): Delta_f = 65 * 21 / 241; 200 runs -> 4 SE = 28 %
@@ -62,7 +103,9 @@ def test_input_file_with_bad_rows_is_quarantined(tmp_path: Path) -> None:
 def test_unusable_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
     proc = _urbandp("experiment", "mean", *args, "--out", str(tmp_path))
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("urbandp: error:") and needle in proc.stderr
+    assert (
+        proc.stderr.count("\n") == 1 and proc.stderr.startswith("urbandp: error:") and needle in proc.stderr
+    )
 
 
 def test_missing_column_and_both_sources(tmp_path: Path) -> None:
@@ -70,7 +113,9 @@ def test_missing_column_and_both_sources(tmp_path: Path) -> None:
     path.write_text("bus,speed\nb1,10\n")
     res = runner.invoke(app, ["mean", "--input", str(path), "--out", str(tmp_path)])
     assert res.exit_code == 2 and "missing column(s) vehicle_id" in res.output
-    res = runner.invoke(app, ["mean", "--input", str(path), "--synthetic", "itms-like", "--out", str(tmp_path)])
+    res = runner.invoke(
+        app, ["mean", "--input", str(path), "--synthetic", "itms-like", "--out", str(tmp_path)]
+    )
     assert res.exit_code == 2 and "not both" in res.output
 
 

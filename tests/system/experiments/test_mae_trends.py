@@ -21,7 +21,9 @@ EPSILONS = (0.5, 1.0, 1.5, 2.0)
 
 def _table(setting: str) -> dict[tuple[str, float], MaeRow]:
     rule = "eq1" if setting == "user-scaling" else "median"  # the paper's choices (section IV-C)
-    rows = run_mae(paper_algorithms(65.0, array_m_ub=rule), synthetic_dataset(setting), EPSILONS, RUNS, seed=7)
+    rows = run_mae(
+        paper_algorithms(65.0, array_m_ub=rule), synthetic_dataset(setting), EPSILONS, RUNS, seed=7
+    )
     return {(r.algorithm, r.epsilon): r for r in rows}
 
 
@@ -43,7 +45,10 @@ def test_clipping_beats_baseline_by_a_large_factor(tables: dict) -> None:
     for setting, table in tables.items():
         for eps in EPSILONS:
             base = table[("BASELINE", eps)].mae
-            best = min(table[(a, eps)].mae for a in ("ARRAY-AVERAGING", "LEVY", "FIXEDQUANTILE", "EPS-DEPENDENTQUANTILE"))
+            best = min(
+                table[(a, eps)].mae
+                for a in ("ARRAY-AVERAGING", "LEVY", "FIXEDQUANTILE", "EPS-DEPENDENTQUANTILE")
+            )
             assert base / best >= 3.5, (setting, eps)
             assert base / table[("ARRAY-AVERAGING", eps)].mae >= 3.0, (setting, eps)
 

@@ -34,14 +34,24 @@ def test_quantile_scores_are_opendps_up_to_a_constant(alpha: float) -> None:
     cands = np.linspace(0, 65, 66)
     ours = quantile_scores(x, cands, alpha)
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=x.size)
-    theirs = np.array(dp.t.make_quantile_score_candidates(domain, dp.symmetric_distance(), cands.tolist(), alpha)(x.tolist()), dtype=float)
+    theirs = np.array(
+        dp.t.make_quantile_score_candidates(domain, dp.symmetric_distance(), cands.tolist(), alpha)(
+            x.tolist()
+        ),
+        dtype=float,
+    )
     ratio = theirs[ours > 0] / ours[ours > 0]
     np.testing.assert_allclose(ratio, ratio[0], rtol=1e-6)
     np.testing.assert_array_equal(theirs == 0, ours == 0)
 
 
 @pytest.mark.parametrize(
-    "estimator", [Levy(upper=65.0), Quantile(upper=65.0, rule="fixed", n_candidates=131), ClippedMean(upper=65.0, m_cap=80)]
+    "estimator",
+    [
+        Levy(upper=65.0),
+        Quantile(upper=65.0, rule="fixed", n_candidates=131),
+        ClippedMean(upper=65.0, m_cap=80),
+    ],
 )
 def test_release_and_simulation_have_the_same_mae(estimator: Levy | Quantile | ClippedMean) -> None:
     # Small HAT: 40 units with 5..60 samples. The release path (OpenDP) is run n_real times; the simulation
@@ -53,6 +63,8 @@ def test_release_and_simulation_have_the_same_mae(estimator: Levy | Quantile | C
     prep = estimator.prepare(values)
     sim = simulate_errors(estimator, prep, eps, n_sim, np.random.default_rng(5))
     noise = OpenDPNoise()
-    real = np.array([abs(estimator.estimate(values, eps, noise).estimate - prep.true_mean) for _ in range(n_real)])
+    real = np.array(
+        [abs(estimator.estimate(values, eps, noise).estimate - prep.true_mean) for _ in range(n_real)]
+    )
     se = math.sqrt(real.var(ddof=1) / n_real + sim.var(ddof=1) / n_sim)
     assert abs(real.mean() - sim.mean()) <= 4 * se

@@ -45,23 +45,65 @@ def test_interpolate_then_query(synthetic: Path, tmp_path: Path) -> None:
     assert (out / "map_mu_sigma2.png").stat().st_size > 10_000
     lat0, lon0 = grid["lat"].min(), grid["lon"].min()
     rect = f"{lat0},{lon0},{lat0 + 0.05},{lon0 + 0.05}"
-    for qtype, extra in [("average", []), ("max", ["--rho", "0.5"]), ("min-exact", []),
-                         ("count", ["--theta", "60"]), ("range", ["--theta", "50", "--theta2", "70"])]:
+    for qtype, extra in [
+        ("average", []),
+        ("max", ["--rho", "0.5"]),
+        ("min-exact", []),
+        ("count", ["--theta", "60"]),
+        ("range", ["--theta", "50", "--theta2", "70"]),
+    ]:
         js = tmp_path / f"{qtype}.json"
-        res = _run("query", str(out / "grid.csv"), "--rect", rect, "--type", qtype, "--alpha", "3",
-                   "--sigma2-min", "0", "--sigma2-max", "400", "--out", str(js), *extra)
+        res = _run(
+            "query",
+            str(out / "grid.csv"),
+            "--rect",
+            rect,
+            "--type",
+            qtype,
+            "--alpha",
+            "3",
+            "--sigma2-min",
+            "0",
+            "--sigma2-max",
+            "400",
+            "--out",
+            str(js),
+            *extra,
+        )
         assert res.exit_code == 0, res.output
         ans = json.loads(js.read_text())
         assert ans["answered"] and 0 <= ans["noisy_error2"] <= 400 and 0 < ans["epsilon"] <= 1.0
-    res = _run("query", str(out / "grid.csv"), "--rect", rect, "--alpha", "100000", "--sigma2-min", "0",
-               "--sigma2-max", "400")
+    res = _run(
+        "query",
+        str(out / "grid.csv"),
+        "--rect",
+        rect,
+        "--alpha",
+        "100000",
+        "--sigma2-min",
+        "0",
+        "--sigma2-max",
+        "400",
+    )
     assert res.exit_code == 0 and "refused" in res.output
 
 
 def test_dp_map_on_synthetic(synthetic: Path, tmp_path: Path) -> None:
     out = tmp_path / "dp"
-    res = _run("dp-map", str(synthetic), "--out", str(out), "--bbox", "22.49,88.32,22.60,88.44",
-               "--cell-metres", "1000", "--epsilon", "1", "--utility-epsilons", "0.5,10")
+    res = _run(
+        "dp-map",
+        str(synthetic),
+        "--out",
+        str(out),
+        "--bbox",
+        "22.49,88.32,22.60,88.44",
+        "--cell-metres",
+        "1000",
+        "--epsilon",
+        "1",
+        "--utility-epsilons",
+        "0.5,10",
+    )
     assert res.exit_code == 0, res.output
     dp = pl.read_csv(out / "dp_grid.csv")
     assert dp.columns == ["cell_id", "lat", "lon", "window", "sigma2_dp"]
@@ -77,19 +119,45 @@ def test_dp_map_on_synthetic(synthetic: Path, tmp_path: Path) -> None:
     assert (lk["recall_before"] > lk["recall_after"]).all()
     rm = pl.read_csv(out / "rmse_vs_epsilon.csv")
     assert rm.height == 4
-    assert (rm.filter(pl.col("epsilon") == 10)["rmse_std"] < rm.filter(pl.col("epsilon") == 0.5)["rmse_std"]).all()
+    assert (
+        rm.filter(pl.col("epsilon") == 10)["rmse_std"] < rm.filter(pl.col("epsilon") == 0.5)["rmse_std"]
+    ).all()
     assert (out / "rmse_vs_epsilon.png").exists() and (out / "dp_sigma2.png").exists()
     # the paper's version runs, and says it is not DP
-    res = _run("dp-map", str(synthetic), "--out", str(tmp_path / "paper"), "--bbox", "22.49,88.32,22.60,88.44",
-               "--cell-metres", "1000", "--calibration", "paper", "--utility-epsilons", "")
+    res = _run(
+        "dp-map",
+        str(synthetic),
+        "--out",
+        str(tmp_path / "paper"),
+        "--bbox",
+        "22.49,88.32,22.60,88.44",
+        "--cell-metres",
+        "1000",
+        "--calibration",
+        "paper",
+        "--utility-epsilons",
+        "",
+    )
     assert res.exit_code == 0, res.output
     assert "NOT differentially private" in res.output
     assert json.loads((tmp_path / "paper" / "privacy.json").read_text())["differentially_private"] is False
 
 
 def test_budget_refusal(synthetic: Path, tmp_path: Path) -> None:
-    res = _run("dp-map", str(synthetic), "--out", str(tmp_path / "b"), "--bbox", "22.49,88.32,22.60,88.44",
-               "--cell-metres", "1000", "--budget", "5", "--utility-epsilons", "")
+    res = _run(
+        "dp-map",
+        str(synthetic),
+        "--out",
+        str(tmp_path / "b"),
+        "--bbox",
+        "22.49,88.32,22.60,88.44",
+        "--cell-metres",
+        "1000",
+        "--budget",
+        "5",
+        "--utility-epsilons",
+        "",
+    )
     assert res.exit_code == 2
     assert "privacy budget exceeded" in res.output
 
@@ -112,8 +180,10 @@ def test_budget_refusal(synthetic: Path, tmp_path: Path) -> None:
 def test_unusable_input_exits_2_with_one_line(args: list[str], synthetic: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("lat,lon,value\n1,2,3\n")
-    args = [str(synthetic) if a == "SYN" else str(bad) if a == "BAD" else str(tmp_path / "o") if a == "OUT" else a
-            for a in args]
+    args = [
+        str(synthetic) if a == "SYN" else str(bad) if a == "BAD" else str(tmp_path / "o") if a == "OUT" else a
+        for a in args
+    ]
     res = _run(*args)
     assert res.exit_code == 2, res.output
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
@@ -125,7 +195,9 @@ def test_unusable_input_exits_2_with_one_line(args: list[str], synthetic: Path, 
 def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
     src = tmp_path / "mobile.csv"
     # the real file plus three bad rows that must be quarantined, not crash the run
-    src.write_text(KOLKATA.read_text() + "22.50,88.33,not a time,40\n22.50,,4/25/2023 5:00,40\nx,88.3,4/25/2023 5:00,1\n")
+    src.write_text(
+        KOLKATA.read_text() + "22.50,88.33,not a time,40\n22.50,,4/25/2023 5:00,40\nx,88.3,4/25/2023 5:00,1\n"
+    )
     out = tmp_path / "k"
     res = _run("interpolate", str(src), "--out", str(out), "--cell-metres", "1500", "--cv-max-windows", "5")
     assert res.exit_code == 0, res.output
@@ -133,11 +205,25 @@ def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
     assert report["rows"]["rows_read"] == 525 and report["rows"]["rows_quarantined"] == 3
     assert report["windows"]["windows_fitted"] == 37  # hours with >= 3 readings in Mobile_Spring.csv
     q = pl.read_csv(out / "quarantine.csv")
-    assert sorted(q["reason"].to_list()) == ["latitude not a number", "longitude not a number", "time not parseable"]
+    assert sorted(q["reason"].to_list()) == [
+        "latitude not a number",
+        "longitude not a number",
+        "time not parseable",
+    ]
     grid = pl.read_csv(out / "grid.csv")
     assert grid["window"][0] == "2023-04-25T05:00"
-    res = _run("dp-map", str(KOLKATA), "--out", str(tmp_path / "d"), "--bbox", "22.45,88.30,22.60,88.47",
-               "--cell-metres", "1500", "--utility-epsilons", "1")
+    res = _run(
+        "dp-map",
+        str(KOLKATA),
+        "--out",
+        str(tmp_path / "d"),
+        "--bbox",
+        "22.45,88.30,22.60,88.47",
+        "--cell-metres",
+        "1500",
+        "--utility-epsilons",
+        "1",
+    )
     assert res.exit_code == 0, res.output
     lk = pl.read_csv(tmp_path / "d" / "leakage.csv")
     assert lk["recall_before"].mean() > 0.5 > lk["recall_after"].mean()

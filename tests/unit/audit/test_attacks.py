@@ -32,9 +32,17 @@ def test_zero_skipping_decisions() -> None:
     unknown = zero_skipping_attack(opal_like, threshold=18, method="unknown", scale=None)
     assert unknown["zeros_may_be_skipped"] is True and unknown["delta_lower_bound_theorem1"] is None
     noisy_small = np.array([-3.0, 2.0, 40.0, np.nan])
-    assert zero_skipping_attack(noisy_small, threshold=18, method="unknown", scale=2.0)["zeros_may_be_skipped"] is False
-    ours = zero_skipping_attack(opal_like, threshold=18, method="auto", scale=2.0,
-                                privacy={"method": "urbandp", "zeros_perturbed": True, "epsilon": 0.5})
+    assert (
+        zero_skipping_attack(noisy_small, threshold=18, method="unknown", scale=2.0)["zeros_may_be_skipped"]
+        is False
+    )
+    ours = zero_skipping_attack(
+        opal_like,
+        threshold=18,
+        method="auto",
+        scale=2.0,
+        privacy={"method": "urbandp", "zeros_perturbed": True, "epsilon": 0.5},
+    )
     assert ours["vulnerable"] is False and ours["delta_lower_bound_exact"] == 0.0
     assert ours["max_likelihood_ratio_per_unit"] == math.exp(0.5)
 
@@ -46,10 +54,16 @@ def _write(path: Path, text: str) -> Path:
 
 def test_opal_secret_ferry_example(tmp_path: Path) -> None:
     """Section 4.1 / Appendix E: Manly 91 + Circular Quay 41 in the joint, 150 in the time-only table."""
-    joint = read_published_table(_write(tmp_path / "j.csv",
-        "mode,date,tap,time,loc,count\nferry,20160812,off,00:00,Manly Wharf,91\n"
-        "ferry,20160812,off,00:00,Circular Quay No. 3 Wharf,41\n"))
-    marginal = read_published_table(_write(tmp_path / "m.csv", "mode,date,tap,time,count\nferry,20160812,off,00:00,150\n"))
+    joint = read_published_table(
+        _write(
+            tmp_path / "j.csv",
+            "mode,date,tap,time,loc,count\nferry,20160812,off,00:00,Manly Wharf,91\n"
+            "ferry,20160812,off,00:00,Circular Quay No. 3 Wharf,41\n",
+        )
+    )
+    marginal = read_published_table(
+        _write(tmp_path / "m.csv", "mode,date,tap,time,count\nferry,20160812,off,00:00,150\n")
+    )
     res = differencing_attack(joint, marginal, scale=1.4, alpha=0.05)
     (cell,) = res["cells"]
     assert cell["estimate"] == 18.0 and cell["n_noise_terms"] == 3
@@ -62,8 +76,11 @@ def test_opal_secret_ferry_example(tmp_path: Path) -> None:
 
 
 def test_junk_lines_are_quarantined(tmp_path: Path) -> None:
-    path = _write(tmp_path / "t.csv", 'mode,date,tap,loc,count\nbus,20160814,on,2095,3317\nbus,20160814,on,2094,x\n'
-                  '<?xml version="1.0" encoding="utf-8"?>\n<result>Downloaded</result>\n')
+    path = _write(
+        tmp_path / "t.csv",
+        "mode,date,tap,loc,count\nbus,20160814,on,2095,3317\nbus,20160814,on,2094,x\n"
+        '<?xml version="1.0" encoding="utf-8"?>\n<result>Downloaded</result>\n',
+    )
     pub = read_published_table(path)
     assert pub.table.height == 1 and pub.table.columns == ["mode", "day", "tap", "location", "count"]
     assert pub.quarantine["line"].to_list() == [3, 4, 5]
@@ -74,7 +91,9 @@ def test_parquet_tables_are_read_with_aliases(tmp_path: Path) -> None:
     import polars as pl
 
     path = tmp_path / "t.parquet"
-    pl.DataFrame({"mode": ["bus"], "date": [20160814], "tap": ["on"], "loc": ["2095"], "count": [3317]}).write_parquet(path)
+    pl.DataFrame(
+        {"mode": ["bus"], "date": [20160814], "tap": ["on"], "loc": ["2095"], "count": [3317]}
+    ).write_parquet(path)
     pub = read_published_table(path)
     assert pub.table.columns == ["mode", "day", "tap", "location", "count"]
     assert pub.table["count"].to_list() == [3317.0] and pub.quarantine.height == 0

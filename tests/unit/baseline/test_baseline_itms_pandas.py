@@ -40,7 +40,9 @@ def itms(rows: list[tuple[str, str, tuple[float, float] | None, float]]) -> pl.D
             "route_id": ["R1"] * len(rows),
             "trip_direction": ["UP"] * len(rows),
             "observationDateTime": [r[1] for r in rows],
-            "location": [{"type": "Point", "coordinates": None if r[2] is None else list(r[2])} for r in rows],
+            "location": [
+                {"type": "Point", "coordinates": None if r[2] is None else list(r[2])} for r in rows
+            ],
             "speed": [r[3] for r in rows],
         },
         schema_overrides={"location": pl.Struct({"type": pl.String, "coordinates": pl.List(pl.Float64)})},
@@ -108,9 +110,9 @@ def test_matches_independent_polars_computation(baseline: ModuleType, tmp_path: 
             lon=coords.list.get(0, null_on_oob=True),
             lat=coords.list.get(1, null_on_oob=True),
             ts=pl.col("observationDateTime").str.strptime(pl.Datetime, "%Y-%m-%dT%H:%M:%S%:z", strict=False),
-            local=pl.col("observationDateTime").str.slice(0, 19).str.strptime(
-                pl.Datetime, "%Y-%m-%dT%H:%M:%S", strict=False
-            ),
+            local=pl.col("observationDateTime")
+            .str.slice(0, 19)
+            .str.strptime(pl.Datetime, "%Y-%m-%dT%H:%M:%S", strict=False),
         )
         .filter(
             pl.col("ts").is_not_null(),
@@ -132,9 +134,11 @@ def test_matches_independent_polars_computation(baseline: ModuleType, tmp_path: 
         .group_by("cell", "slot", "date", "license_plate")
         .agg(m=pl.col("speed").mean(), x=pl.col("speed").max())
     )
-    expected = vd.group_by("cell", "slot").agg(
-        q1=pl.col("m").mean(), n=pl.len(), q2=(pl.col("x") > 35).sum() / days
-    ).sort("cell", "slot")
+    expected = (
+        vd.group_by("cell", "slot")
+        .agg(q1=pl.col("m").mean(), n=pl.len(), q2=(pl.col("x") > 35).sum() / days)
+        .sort("cell", "slot")
+    )
     assert expected.height >= 12  # the centre is selected
 
     got_speed = pl.from_pandas(out["hat_speed"]).sort("h3_cell", "slot")

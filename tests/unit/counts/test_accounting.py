@@ -48,7 +48,9 @@ def test_gaussian_plan_matches_zcdp_conversion() -> None:
     plan = gaussian_plan(unit, delta=1e-6, scale=3.0)
     assert plan.rho == pytest.approx(4 / (2 * 9.0), rel=1e-15)
     meas = dp.c.make_fix_delta(
-        dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), 3.0)),
+        dp.c.make_zCDP_to_approxDP(
+            dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), 3.0)
+        ),
         1e-6,
     )
     assert (plan.epsilon, plan.delta) == meas.map(2)
@@ -66,7 +68,11 @@ def test_partition_threshold_is_smallest_within_delta() -> None:
     unit = PrivacyUnit("event")
     t = calibrate_threshold(unit, 1.0, 1e-6)
     assert t == 14
-    assert threshold_measurement(1.0, t).map((1, 1, 1))[1] <= 1e-6 < threshold_measurement(1.0, t - 1).map((1, 1, 1))[1]
+    assert (
+        threshold_measurement(1.0, t).map((1, 1, 1))[1]
+        <= 1e-6
+        < threshold_measurement(1.0, t - 1).map((1, 1, 1))[1]
+    )
 
 
 def test_top_k_epsilon_and_selection() -> None:

@@ -11,8 +11,13 @@ from urbandp.releases.counts import CountDomain
 
 
 def test_domain_layout_and_round_trip() -> None:
-    d = CountDomain.from_json({"days": {"start": "2016-08-08", "end": "2016-08-14"}, "bin_minutes": 15,
-                               "places": {"ferry": ["A", "B"], "bus": ["2000"]}})
+    d = CountDomain.from_json(
+        {
+            "days": {"start": "2016-08-08", "end": "2016-08-14"},
+            "bin_minutes": 15,
+            "places": {"ferry": ["A", "B"], "bus": ["2000"]},
+        }
+    )
     assert d.shape == (7, 2, 96, 3) and d.n_cells == 4032
     assert d.bins[:2] == ("00:00", "00:15") and d.modes == ("ferry", "bus")
     assert list(d.place_mode_index()) == [0, 0, 1]

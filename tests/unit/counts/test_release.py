@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.releases.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
-from urbandp.releases.counts import data61
+from urbandp.releases.counts import CountDomain, CountReleaseConfig, data61, release_counts
 from urbandp.releases.counts.marginals import consistent_nonnegative, project_rows_to_simplex
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
@@ -17,7 +16,9 @@ EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 
 def small_domain(n_places: int = 6, days: int = 2) -> CountDomain:
     places = {"bus": [f"b{i}" for i in range(n_places - 2)], "ferry": ["A", "B"]}
-    return CountDomain.from_json({"days": {"start": "2016-08-08", "end": f"2016-08-{7 + days:02d}"}, "places": places})
+    return CountDomain.from_json(
+        {"days": {"start": "2016-08-08", "end": f"2016-08-{7 + days:02d}"}, "places": places}
+    )
 
 
 def raw_counts(domain: CountDomain, seed: int = 0) -> np.ndarray:

@@ -9,7 +9,16 @@ import sys
 import numpy as np
 import pytest
 
-from urbandp.estimators import ArrayAveraging, Baseline, Levy, Quantile, bestfit, eq1_argmax, paper_median, wraparound
+from urbandp.estimators import (
+    ArrayAveraging,
+    Baseline,
+    Levy,
+    Quantile,
+    bestfit,
+    eq1_argmax,
+    paper_median,
+    wraparound,
+)
 from urbandp.estimators.selection import noisy_max_scale, quantile_scale
 from urbandp.experiments.synthetic_mean import itms_like_counts, synthetic_dataset
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
@@ -61,7 +70,9 @@ def test_levy_spends_exactly_epsilon_per_opendp_maps(epsilon: float) -> None:
     assert [s.epsilon_budget for s in cost.steps] == [epsilon / 2, epsilon / 2]
     res = est.estimate(values, epsilon, OpenDPNoise())
     sel, lap = res.steps
-    assert sel.d_in == 1.0 and sel.scale == pytest.approx(2 * 1 / (epsilon / 2), rel=1e-9)  # map: 2 d_in / scale
+    assert sel.d_in == 1.0 and sel.scale == pytest.approx(
+        2 * 1 / (epsilon / 2), rel=1e-9
+    )  # map: 2 d_in / scale
     assert sel.epsilon <= epsilon / 2 and sel.epsilon == pytest.approx(epsilon / 2, rel=1e-9)
     assert lap.epsilon <= epsilon / 2 and lap.epsilon == pytest.approx(epsilon / 2, rel=1e-9)
     assert res.epsilon_spent <= epsilon and res.epsilon_spent == pytest.approx(epsilon, rel=1e-9)

@@ -13,12 +13,20 @@ EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 
 
 def _frame() -> pl.DataFrame:
-    return pl.DataFrame({
-        "h3_cell": ["a", "a", "a", "b", "a"],
-        "slot": ["09", "09", "09", "10", "09"],
-        "unit": ["v1|d1", "v2|d1", "v3|d1", "v1|d1", "v3|d1"],
-        "speeds": [[10.0, 20.0, 30.0], [40.0], [5.0], [7.0], [5.0]],  # v3 has two rows in HAT a: concatenated
-    })
+    return pl.DataFrame(
+        {
+            "h3_cell": ["a", "a", "a", "b", "a"],
+            "slot": ["09", "09", "09", "10", "09"],
+            "unit": ["v1|d1", "v2|d1", "v3|d1", "v1|d1", "v3|d1"],
+            "speeds": [
+                [10.0, 20.0, 30.0],
+                [40.0],
+                [5.0],
+                [7.0],
+                [5.0],
+            ],  # v3 has two rows in HAT a: concatenated
+        }
+    )
 
 
 def test_baseline_and_array_averaging_exact() -> None:
@@ -42,12 +50,23 @@ def test_two_step_estimators_sum_their_epsilons(estimator: str) -> None:
     assert out.height == 2
     for eps in out["epsilon_hat"].to_list():
         assert eps <= 2.0 and eps == pytest.approx(2.0, rel=1e-9)
-    assert set(out.columns) >= {"h3_cell", "slot", "mean_speed", "noise_scale", "epsilon_hat", "n_units", "m_ub", "n_arrays"}
+    assert set(out.columns) >= {
+        "h3_cell",
+        "slot",
+        "mean_speed",
+        "noise_scale",
+        "epsilon_hat",
+        "n_units",
+        "m_ub",
+        "n_arrays",
+    }
 
 
 def test_params_reach_the_estimator_and_bad_input_is_refused() -> None:
     out = estimate_hat_means(_frame(), "array-averaging", 1.0, 65.0, EXACT, grouping="wraparound", m_ub=1)
-    assert out.row(0, named=True)["n_arrays"] == 3 and out.row(0, named=True)["sensitivity"] == pytest.approx(130 / 3)
+    assert out.row(0, named=True)["n_arrays"] == 3 and out.row(0, named=True)["sensitivity"] == pytest.approx(
+        130 / 3
+    )
     with pytest.raises(InputError, match="unknown estimator"):
         estimate_hat_means(_frame(), "median", 1.0, 65.0, EXACT)
     with pytest.raises(InputError, match="missing column"):

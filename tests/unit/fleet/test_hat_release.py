@@ -15,7 +15,7 @@ from urbandp.privacy.noise import ExactNoiseForTesting
 from urbandp.releases.hat import release_hats, truncate_vehicle_days
 from urbandp.releases.hat_accounting import top_k_sum, window_delta
 from urbandp.releases.hat_config import HatReleaseConfig
-from urbandp.releases.hat_selection import smallest_threshold, _threshold_measurement
+from urbandp.releases.hat_selection import _threshold_measurement, smallest_threshold
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 D0 = dt.date(2021, 11, 15)
@@ -50,19 +50,26 @@ SMALL = contributions(
 
 
 def cfg(**kw: object) -> HatReleaseConfig:
-    base: dict[str, object] = dict(hours=(9, 10), min_vehicles_per_day=1, max_hats_per_vehicle_day=2, precision=6)
+    base: dict[str, object] = dict(
+        hours=(9, 10), min_vehicles_per_day=1, max_hats_per_vehicle_day=2, precision=6
+    )
     base.update(kw)
     return HatReleaseConfig(**base)  # type: ignore[arg-type]
 
 
 def test_replace_one_public_threshold_matches_hand_computation() -> None:
     """Report III E: eps_HAT_day = (U/N)/B; eps_day = sum of the K largest; Query 2: (1/D)/B each."""
-    r = release_hats(SMALL, cfg(noise_scale=2.0, neighbouring="replace-one", selection="public-threshold"), 2, EXACT)
+    r = release_hats(
+        SMALL, cfg(noise_scale=2.0, neighbouring="replace-one", selection="public-threshold"), 2, EXACT
+    )
     speed = r.speed.sort("h3_cell")
     assert speed["h3_cell"].to_list() == ["8742d9d69ffffff", "8742d9d6bffffff"]
     assert speed["mean_speed"].to_list() == [20.0, 45.0]  # (20+30+10)/3, (50+40)/2
     assert speed["epsilon_hat_day"].to_list() == pytest.approx([65 / 3 / 2, 65 / 2 / 2], rel=1e-12)
-    assert r.speeding.sort("h3_cell")["vehicles_over_limit_per_day"].to_list() == [1.0, 0.5]  # >35: (v1 d0, v1 d1)/2, v1/2
+    assert r.speeding.sort("h3_cell")["vehicles_over_limit_per_day"].to_list() == [
+        1.0,
+        0.5,
+    ]  # >35: (v1 d0, v1 d1)/2, v1/2
     p = r.privacy
     assert p["epsilon_per_day"]["speed"] == pytest.approx(65 / 3 / 2 + 65 / 2 / 2, rel=1e-12)  # K = 2 largest
     assert p["epsilon_per_day"]["speeding"] == pytest.approx(2 * (1 / 2) / 2, rel=1e-12)
@@ -75,8 +82,17 @@ def test_replace_one_public_threshold_matches_hand_computation() -> None:
 
 
 def test_k_limits_the_per_day_sum() -> None:
-    r = release_hats(SMALL, cfg(noise_scale=2.0, neighbouring="replace-one", selection="public-threshold",
-                                max_hats_per_vehicle_day=1), 2, EXACT)
+    r = release_hats(
+        SMALL,
+        cfg(
+            noise_scale=2.0,
+            neighbouring="replace-one",
+            selection="public-threshold",
+            max_hats_per_vehicle_day=1,
+        ),
+        2,
+        EXACT,
+    )
     # Truncation to K = 1 drops v1's day-0 visit to B (tie broken by the lower cell), so B has N = 1 < 1 x D and
     # only A (N = 3) is released: the per-day sum is the single HAT's epsilon.
     assert r.privacy["hats_released"] == 1
@@ -104,8 +120,13 @@ def test_add_remove_uses_noisy_sum_over_count_and_charges_u_over_b() -> None:
 
 
 def test_public_domain_dp_selection_is_pure_and_priced_by_k() -> None:
-    c = cfg(epsilon_per_day=4.0, neighbouring="add-remove", selection="dp", domain_bbox=(21.0, 72.6, 21.4, 73.0),
-            resolution=7)
+    c = cfg(
+        epsilon_per_day=4.0,
+        neighbouring="add-remove",
+        selection="dp",
+        domain_bbox=(21.0, 72.6, 21.4, 73.0),
+        resolution=7,
+    )
     contrib = SMALL.with_columns(pl.lit(0x8742D9D69FFFFFF, dtype=pl.UInt64).alias("cell"))
     r = release_hats(contrib, c, 2, EXACT)
     p = r.privacy
@@ -150,8 +171,17 @@ def test_truncation_keeps_the_k_busiest_hats_of_each_vehicle_day() -> None:
 
 
 def test_observed_k_is_flagged_not_dp() -> None:
-    r = release_hats(SMALL, cfg(noise_scale=2.0, neighbouring="replace-one", selection="public-threshold",
-                                max_hats_per_vehicle_day="observed"), 2, EXACT)
+    r = release_hats(
+        SMALL,
+        cfg(
+            noise_scale=2.0,
+            neighbouring="replace-one",
+            selection="public-threshold",
+            max_hats_per_vehicle_day="observed",
+        ),
+        2,
+        EXACT,
+    )
     assert r.privacy["max_hats_per_vehicle_day"] == 2  # v1 visits A and B on day 0
     assert r.privacy["differentially_private"] is False
 
@@ -181,18 +211,31 @@ def test_group_privacy_delta() -> None:
 def _with_speeds(frame: pl.DataFrame) -> pl.DataFrame:
     """Three samples per vehicle-day around its mean, as keep_speeds=True would give."""
     return frame.with_columns(
-        pl.concat_list(pl.col("mean_speed") - 1, pl.col("mean_speed"), pl.col("mean_speed") + 1).alias("speeds")
+        pl.concat_list(pl.col("mean_speed") - 1, pl.col("mean_speed"), pl.col("mean_speed") + 1).alias(
+            "speeds"
+        )
     )
 
 
 @pytest.mark.parametrize(
     ("estimator", "neighbouring", "is_dp"),
-    [("array-averaging", "replace-one", True), ("array-averaging", "add-remove", False),
-     ("clipped-mean", "add-remove", True), ("levy", "replace-one", True)],
+    [
+        ("array-averaging", "replace-one", True),
+        ("array-averaging", "add-remove", False),
+        ("clipped-mean", "add-remove", True),
+        ("levy", "replace-one", True),
+    ],
 )
-def test_user_level_estimators_are_wired_and_accounted(estimator: str, neighbouring: str, is_dp: bool) -> None:
+def test_user_level_estimators_are_wired_and_accounted(
+    estimator: str, neighbouring: str, is_dp: bool
+) -> None:
     """Issue 3 wiring: each HAT gets (speed share of the budget) / K; the per-day sum of the K largest fits it."""
-    c = cfg(epsilon_per_day=4.0, neighbouring=neighbouring, selection="public-threshold", speed_estimator=estimator)
+    c = cfg(
+        epsilon_per_day=4.0,
+        neighbouring=neighbouring,
+        selection="public-threshold",
+        speed_estimator=estimator,
+    )
     r = release_hats(_with_speeds(SMALL), c, 2, EXACT)
     p = r.privacy
     budget_speed = 0.5 * (4.0 - (0.4 if neighbouring == "add-remove" else 0.0))

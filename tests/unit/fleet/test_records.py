@@ -29,7 +29,7 @@ def test_every_reason_is_detected_and_counted(tmp_path: Path) -> None:
         'A,2021-11-15T09:00:00+05:30,"[72.83, 21.17]",20',  # valid
         'A,not-a-time,"[72.83, 21.17]",20',  # unparseable_timestamp
         ',2021-11-15T09:00:01+05:30,"[72.83, 21.17]",20',  # missing_vehicle
-        'A,2021-11-15T09:00:02+05:30,,20',  # missing_coordinates
+        "A,2021-11-15T09:00:02+05:30,,20",  # missing_coordinates
         'A,2021-11-15T09:00:03+05:30,"[272.83, 21.17]",20',  # coordinates_out_of_range
         'A,2021-11-15T09:00:04+05:30,"[72.83, 21.17]",',  # missing_speed
         'A,2021-11-15T09:00:05+05:30,"[72.83, 21.17]",NaN',  # missing_speed (NaN)
@@ -61,16 +61,32 @@ def test_every_reason_is_detected_and_counted(tmp_path: Path) -> None:
 
 def test_itms_shape_in_every_format_reads_the_same(tmp_path: Path) -> None:
     recs = [
-        {"license_plate": "V1", "observationDateTime": "2021-11-15T09:15:03+05:30", "speed": 30.5,
-         "location": {"type": "Point", "coordinates": [72.83, 21.17]}, "trip_id": "t1"},
-        {"license_plate": "V2", "observationDateTime": "2021-11-15T10:00:00+05:30", "speed": 0.0,
-         "location": {"type": "Point", "coordinates": [72.84, 21.18]}, "trip_id": "t2"},
+        {
+            "license_plate": "V1",
+            "observationDateTime": "2021-11-15T09:15:03+05:30",
+            "speed": 30.5,
+            "location": {"type": "Point", "coordinates": [72.83, 21.17]},
+            "trip_id": "t1",
+        },
+        {
+            "license_plate": "V2",
+            "observationDateTime": "2021-11-15T10:00:00+05:30",
+            "speed": 0.0,
+            "location": {"type": "Point", "coordinates": [72.84, 21.18]},
+            "trip_id": "t2",
+        },
     ]
     (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     (tmp_path / "a.json").write_text(json.dumps(recs))
     pl.DataFrame(recs).write_parquet(tmp_path / "a.parquet")
-    _csv(tmp_path, ['V1,2021-11-15T09:15:03+05:30,"[72.83, 21.17]",30.5',
-                    'V2,2021-11-15T10:00:00+05:30,"[72.84, 21.18]",0.0'], "a.csv")
+    _csv(
+        tmp_path,
+        [
+            'V1,2021-11-15T09:15:03+05:30,"[72.83, 21.17]",30.5',
+            'V2,2021-11-15T10:00:00+05:30,"[72.84, 21.18]",0.0',
+        ],
+        "a.csv",
+    )
     frames = [load_records([tmp_path / f"a.{ext}"]).clean for ext in ("jsonl", "json", "parquet", "csv")]
     for f in frames[1:]:
         assert f.equals(frames[0])
@@ -81,17 +97,29 @@ def test_itms_shape_in_every_format_reads_the_same(tmp_path: Path) -> None:
 
 def test_a_malformed_json_line_is_quarantined_not_fatal(tmp_path: Path) -> None:
     """One junk line makes Polars' JSON Lines reader reject the whole file; the tolerant reader keeps the rest."""
-    good = {"license_plate": "A", "observationDateTime": "2021-11-15T09:00:00+05:30", "speed": 20,
-            "location": {"type": "Point", "coordinates": [72.83, 21.17]}}
-    lines = [json.dumps(good), "not json at all", json.dumps({**good, "speed": "fast", "license_plate": "B"}),
-             json.dumps([1, 2]), json.dumps({**good, "license_plate": "C", "location": None})]
+    good = {
+        "license_plate": "A",
+        "observationDateTime": "2021-11-15T09:00:00+05:30",
+        "speed": 20,
+        "location": {"type": "Point", "coordinates": [72.83, 21.17]},
+    }
+    lines = [
+        json.dumps(good),
+        "not json at all",
+        json.dumps({**good, "speed": "fast", "license_plate": "B"}),
+        json.dumps([1, 2]),
+        json.dumps({**good, "license_plate": "C", "location": None}),
+    ]
     p = tmp_path / "mixed.jsonl"
     p.write_text("\n".join(lines) + "\n")
     loaded = load_records([p])
     assert loaded.records_in == 5 and loaded.clean.height == 1
     q = loaded.quarantine.sort("row")
     assert list(zip(q["row"].to_list(), q["reason"].to_list(), strict=True)) == [
-        (2, "unparseable_record"), (3, "missing_speed"), (4, "unparseable_record"), (5, "missing_coordinates")
+        (2, "unparseable_record"),
+        (3, "missing_speed"),
+        (4, "unparseable_record"),
+        (5, "missing_coordinates"),
     ]
     assert loaded.clean.row(0) == ("A", dt.datetime(2021, 11, 15, 9), 21.17, 72.83, 20.0)
 
@@ -99,7 +127,9 @@ def test_a_malformed_json_line_is_quarantined_not_fatal(tmp_path: Path) -> None:
 def test_column_mapping_and_missing_column(tmp_path: Path) -> None:
     p = tmp_path / "other.csv"
     p.write_text("bus,t,y,x,v\nB7,2021-01-01 10:00:00,21.1,72.8,12\n")
-    loaded = load_records([p], {"vehicle": "bus", "timestamp": "t", "latitude": "y", "longitude": "x", "speed": "v"})
+    loaded = load_records(
+        [p], {"vehicle": "bus", "timestamp": "t", "latitude": "y", "longitude": "x", "speed": "v"}
+    )
     assert loaded.clean.row(0) == ("B7", dt.datetime(2021, 1, 1, 10), 21.1, 72.8, 12.0)
     with pytest.raises(InputError, match="missing required column"):
         load_records([p])
@@ -148,16 +178,33 @@ def test_timezone_conversion_uses_the_written_offset(tmp_path: Path) -> None:
         ValidationOptions(timezone="Mars/Olympus")
 
 
-text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters='"\r\n,'), max_size=12)
+text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters='"\r\n,'), max_size=12
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(text, text, st.one_of(text, st.floats(allow_nan=True).map(str)),
-                          st.floats(-100, 100).map(str), st.floats(-200, 200).map(str)), min_size=1, max_size=8))
-def test_validation_never_crashes_and_loses_no_row(tmp_path_factory: pytest.TempPathFactory, rows: list) -> None:
+@given(
+    st.lists(
+        st.tuples(
+            text,
+            text,
+            st.one_of(text, st.floats(allow_nan=True).map(str)),
+            st.floats(-100, 100).map(str),
+            st.floats(-200, 200).map(str),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_validation_never_crashes_and_loses_no_row(
+    tmp_path_factory: pytest.TempPathFactory, rows: list
+) -> None:
     """Property: whatever the cell contents, every row is either clean or quarantined with a known reason."""
     p = tmp_path_factory.mktemp("h") / "h.csv"
-    p.write_text("vehicle_id,timestamp,speed,latitude,longitude\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    p.write_text(
+        "vehicle_id,timestamp,speed,latitude,longitude\n" + "\n".join(",".join(r) for r in rows) + "\n"
+    )
     loaded = load_records([p])
     assert loaded.clean.height + loaded.quarantine.height == loaded.records_in == len(rows)
     assert set(loaded.quarantine["reason"].to_list()) <= set(REASONS)

@@ -47,7 +47,9 @@ def test_self_contained_with_every_cell_and_slot(tmp_path: Path) -> None:
     cells = cells_around(3)
     frame = release_frame(cells)
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="Average speed", legend="mean speed (km/h)", subtitle="epsilon per day 15.23")
+    write_hat_map(
+        frame, out, title="Average speed", legend="mean speed (km/h)", subtitle="epsilon per day 15.23"
+    )
     page = out.read_text(encoding="utf-8")
     # Nothing is loaded from anywhere: no URLs at all, no external scripts, styles, images or fonts.
     assert re.search(r"https?://", page) is None
@@ -103,7 +105,10 @@ def test_bad_frames_raise_input_error(tmp_path: Path) -> None:
         write_hat_map(pl.DataFrame({"h3_cell": [CENTRE], "slot": ["a"]}), out, title="t", legend="l")
     with pytest.raises(InputError, match="not H3 cells"):
         write_hat_map(
-            pl.DataFrame({"h3_cell": ["nonsense"], "slot": ["a"], "mean_speed": [1.0]}), out, title="t", legend="l"
+            pl.DataFrame({"h3_cell": ["nonsense"], "slot": ["a"], "mean_speed": [1.0]}),
+            out,
+            title="t",
+            legend="l",
         )
     with pytest.raises(InputError, match="more than one row"):
         write_hat_map(

@@ -10,13 +10,19 @@ from scipy import integrate, stats
 
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.sensing.bounded_laplace import (
-    BoundedLaplace, actual_epsilon, expected_squared_error, holohan_scale, inside_mass,
+    BoundedLaplace,
+    actual_epsilon,
+    expected_squared_error,
+    holohan_scale,
+    inside_mass,
 )
 
 
 def density(y: np.ndarray, x: float, b: float, lo: float, hi: float) -> np.ndarray:
     """Output density of the rejection sampler, normalised by numerical integration (independent of C_x)."""
-    mass, _ = integrate.quad(lambda t: math.exp(-abs(t - x) / b), lo, hi, points=[x], epsabs=1e-14, epsrel=1e-13)
+    mass, _ = integrate.quad(
+        lambda t: math.exp(-abs(t - x) / b), lo, hi, points=[x], epsabs=1e-14, epsrel=1e-13
+    )
     return np.exp(-np.abs(y - x) / b) / mass
 
 
@@ -75,16 +81,18 @@ def test_full_range_sensitivity_needs_no_correction() -> None:
 
 def test_inside_mass_matches_integral() -> None:
     for x in (0.0, 0.3, 1.0):
-        num, _ = integrate.quad(lambda t: math.exp(-abs(t - x) / 0.7) / 1.4, 0.0, 1.0, points=[x])
+        num, _ = integrate.quad(lambda t, x=x: math.exp(-abs(t - x) / 0.7) / 1.4, 0.0, 1.0, points=[x])
         assert float(inside_mass(x, 0.7, 0.0, 1.0)) == pytest.approx(num, rel=1e-10)
 
 
 def test_expected_squared_error_matches_integral() -> None:
     for x in (0.0, 0.25, 0.9):
         b = 0.6
-        m2, _ = integrate.quad(lambda t: (t - x) ** 2 * math.exp(-abs(t - x) / b), 0, 1, points=[x])
-        m0, _ = integrate.quad(lambda t: math.exp(-abs(t - x) / b), 0, 1, points=[x])
-        assert float(expected_squared_error(np.array([x]), b, 0.0, 1.0)[0]) == pytest.approx(m2 / m0, rel=1e-9)
+        m2, _ = integrate.quad(lambda t, x=x, b=b: (t - x) ** 2 * math.exp(-abs(t - x) / b), 0, 1, points=[x])
+        m0, _ = integrate.quad(lambda t, x=x, b=b: math.exp(-abs(t - x) / b), 0, 1, points=[x])
+        assert float(expected_squared_error(np.array([x]), b, 0.0, 1.0)[0]) == pytest.approx(
+            m2 / m0, rel=1e-9
+        )
 
 
 def test_release_stays_in_bounds_and_follows_the_truncated_laplace() -> None:

@@ -39,7 +39,11 @@ def test_capped_variance_keeps_sigma2_in_the_domain() -> None:
 def test_release_accounting_and_empty_windows() -> None:
     rel = release_dp_map(_readings(), GRID, 1.0, EXACT, sensitivity=1.0, upper=2.0)
     g = GRID.n_cells
-    assert [str(w.window) for w in rel.windows] == ["2024-01-01T08:00", "2024-01-01T09:00", "2024-01-01T10:00"]
+    assert [str(w.window) for w in rel.windows] == [
+        "2024-01-01T08:00",
+        "2024-01-01T09:00",
+        "2024-01-01T10:00",
+    ]
     # windows without a fit (0 or 2 readings) release the prior variance Delta in every cell
     np.testing.assert_array_equal(rel.windows[1].sigma2_dp, np.full(g, 1.0))
     b = holohan_scale(1.0, 1.0, 0.0, 2.0)

@@ -8,8 +8,15 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
 from urbandp.sensing.gp import (
-    Bounds, ExactGP, Hyperparameters, SparseGP, log_marginal_likelihood, make_gp, method_name,
-    profiled_log_marginal_likelihood, sgpr_bound,
+    Bounds,
+    ExactGP,
+    Hyperparameters,
+    SparseGP,
+    log_marginal_likelihood,
+    make_gp,
+    method_name,
+    profiled_log_marginal_likelihood,
+    sgpr_bound,
 )
 from urbandp.sensing.kernels import distances
 
@@ -22,8 +29,11 @@ def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sk_kernel(kernel: str, hp: Hyperparameters):  # type: ignore[no-untyped-def]
-    base = {"rbf": RBF(hp.lengthscale), "matern32": Matern(hp.lengthscale, nu=1.5),
-            "matern52": Matern(hp.lengthscale, nu=2.5)}[kernel]
+    base = {
+        "rbf": RBF(hp.lengthscale),
+        "matern32": Matern(hp.lengthscale, nu=1.5),
+        "matern52": Matern(hp.lengthscale, nu=2.5),
+    }[kernel]
     return ConstantKernel(hp.variance) * base
 
 
@@ -35,15 +45,26 @@ def test_gradients_match_finite_differences(kernel: str) -> None:
     theta = np.log([0.8, 1.3, 0.05])
     _, grad = log_marginal_likelihood(kernel, r, ys, theta)
     h = 1e-6
-    fd = [(log_marginal_likelihood(kernel, r, ys, theta + h * e, False)[0]
-           - log_marginal_likelihood(kernel, r, ys, theta - h * e, False)[0]) / (2 * h) for e in np.eye(3)]
+    fd = [
+        (
+            log_marginal_likelihood(kernel, r, ys, theta + h * e, False)[0]
+            - log_marginal_likelihood(kernel, r, ys, theta - h * e, False)[0]
+        )
+        / (2 * h)
+        for e in np.eye(3)
+    ]
     # central differences are accurate to O(h^2) ~ 1e-12 plus rounding ~ 1e-16 * |lml| / h ~ 1e-8
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
     th2 = np.log([1.3, 0.05])
     _, g2, _ = profiled_log_marginal_likelihood(kernel, r, ys, th2, (1e-2, 1e2))
-    fd2 = [(profiled_log_marginal_likelihood(kernel, r, ys, th2 + h * e, (1e-2, 1e2), False)[0]
-            - profiled_log_marginal_likelihood(kernel, r, ys, th2 - h * e, (1e-2, 1e2), False)[0]) / (2 * h)
-           for e in np.eye(2)]
+    fd2 = [
+        (
+            profiled_log_marginal_likelihood(kernel, r, ys, th2 + h * e, (1e-2, 1e2), False)[0]
+            - profiled_log_marginal_likelihood(kernel, r, ys, th2 - h * e, (1e-2, 1e2), False)[0]
+        )
+        / (2 * h)
+        for e in np.eye(2)
+    ]
     np.testing.assert_allclose(g2, fd2, rtol=1e-5, atol=1e-6)
 
 
@@ -53,7 +74,9 @@ def test_fixed_hyperparameters_agree_with_sklearn(kernel: str) -> None:
     hp = Hyperparameters(variance=0.9, lengthscale=1.1, noise=0.02)
     ours = ExactGP(kernel=kernel, hyperparameters=hp).fit(x, y)
     ys = (y - y.mean()) / y.std()
-    sk = GaussianProcessRegressor(_sk_kernel(kernel, hp), alpha=hp.noise, optimizer=None, normalize_y=False).fit(x, ys)
+    sk = GaussianProcessRegressor(
+        _sk_kernel(kernel, hp), alpha=hp.noise, optimizer=None, normalize_y=False
+    ).fit(x, ys)
     grid = np.stack(np.meshgrid(np.linspace(-0.5, 5.5, 25), np.linspace(-0.5, 5.5, 25)), -1).reshape(-1, 2)
     m, v = ours.predict_standardised(grid)
     sm, ss = sk.predict(grid, return_std=True)
@@ -66,7 +89,9 @@ def test_optimised_likelihood_at_least_sklearns() -> None:
     x, y = _data(150, seed=2)
     ys = (y - y.mean()) / y.std()
     ours = ExactGP(kernel="matern32").fit(x, y)
-    kernel = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(1.0, (1e-3, 1e3), nu=1.5) + WhiteKernel(0.1, (1e-6, 10.0))
+    kernel = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(1.0, (1e-3, 1e3), nu=1.5) + WhiteKernel(
+        0.1, (1e-6, 10.0)
+    )
     sk = GaussianProcessRegressor(kernel, n_restarts_optimizer=1, random_state=0).fit(x, ys)
     assert ours.log_marginal_likelihood_ >= sk.log_marginal_likelihood_value_ - 1e-6
     # the reported optimum is the likelihood of the returned hyper-parameters
@@ -127,8 +152,14 @@ def test_sgpr_bound_gradient_and_full_inducing_limit(kernel: str) -> None:
     theta = np.log([0.9, 1.2, 0.05])
     _, grad = sgpr_bound(kernel, r_uf, r_uu, ys, theta)
     h = 1e-5
-    fd = [(sgpr_bound(kernel, r_uf, r_uu, ys, theta + h * e, False)[0]
-           - sgpr_bound(kernel, r_uf, r_uu, ys, theta - h * e, False)[0]) / (2 * h) for e in np.eye(3)]
+    fd = [
+        (
+            sgpr_bound(kernel, r_uf, r_uu, ys, theta + h * e, False)[0]
+            - sgpr_bound(kernel, r_uf, r_uu, ys, theta - h * e, False)[0]
+        )
+        / (2 * h)
+        for e in np.eye(3)
+    ]
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5)
     # with every reading as an inducing point the bound is the exact log marginal likelihood (up to the jitter)
     full, _ = sgpr_bound(kernel, distances(x, x), distances(x, x), ys, theta, False)

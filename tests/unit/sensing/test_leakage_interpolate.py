@@ -35,8 +35,12 @@ def test_sigma2_reveals_route_and_noise_hides_it() -> None:
     assert lk.visited_recall > 0.8 > 5 * lk.visited_recall_chance
     # a map of pure noise recovers visited cells only at about the chance rate
     rng = np.random.default_rng(1)
-    recalls = [leakage(rng.uniform(size=grid.n_cells), grid.centroids_metres() / KM, w.reading_xy_km,
-                       visited).visited_recall for _ in range(200)]
+    recalls = [
+        leakage(
+            rng.uniform(size=grid.n_cells), grid.centroids_metres() / KM, w.reading_xy_km, visited
+        ).visited_recall
+        for _ in range(200)
+    ]
     # mean of a hypergeometric share = k / n_cells; 200 repetitions put the average within a few SE of it
     assert np.mean(recalls) == pytest.approx(lk.visited_recall_chance, abs=0.05)
 

@@ -7,8 +7,16 @@ import pytest
 
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon, laplace_scale
 from urbandp.sensing.queries import (
-    average, clamp_sigma2, count_above, count_range, error2_sensitivity, exact_extreme, logsumexp_extreme,
-    privatize_error, run_query, sigmoid,
+    average,
+    clamp_sigma2,
+    count_above,
+    count_range,
+    error2_sensitivity,
+    exact_extreme,
+    logsumexp_extreme,
+    privatize_error,
+    run_query,
+    sigmoid,
 )
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
@@ -62,8 +70,15 @@ def test_count_and_range_formulas() -> None:
 
 @pytest.mark.parametrize(
     ("query", "kwargs"),
-    [("average", {}), ("max", {"rho": 1.0}), ("min", {"rho": 1.0}), ("count", {"theta": 5.0}),
-     ("range", {"theta": 4.0, "theta2": 6.0}), ("max-exact", {}), ("min-exact", {})],
+    [
+        ("average", {}),
+        ("max", {"rho": 1.0}),
+        ("min", {"rho": 1.0}),
+        ("count", {"theta": 5.0}),
+        ("range", {"theta": 4.0, "theta2": 6.0}),
+        ("max-exact", {}),
+        ("min-exact", {}),
+    ],
 )
 def test_error_propagation_matches_monte_carlo(query: str, kwargs: dict[str, float]) -> None:
     """E of eq. (13) is the first-order (delta-method) standard deviation of f(y), y_i ~ N(mu_i, sigma_i^2).
@@ -88,8 +103,12 @@ def test_sensitivity_of_squared_error() -> None:
     assert error2_sensitivity("count", 10, 0.0, 1.0, steepness=2.0) == pytest.approx(0.25)
     # brute force: moving one sigma_i^2 across [min, max] changes E^2 by at most the bound
     rng = np.random.default_rng(0)
-    for q, kw in [("average", {}), ("max", {"rho": 2.0}), ("count", {"theta": 5.0}),
-                  ("range", {"theta": 4.0, "theta2": 6.0})]:
+    for q, kw in [
+        ("average", {}),
+        ("max", {"rho": 2.0}),
+        ("count", {"theta": 5.0}),
+        ("range", {"theta": 4.0, "theta2": 6.0}),
+    ]:
         bound = error2_sensitivity(q, 6, 0.0, 1.0)
         for _ in range(200):
             s2 = rng.uniform(0, 1, 8)

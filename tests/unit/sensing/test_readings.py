@@ -26,8 +26,12 @@ def test_kolkata_format_and_quarantine(tmp_path: Path) -> None:
     q = tmp_path / "q.csv"
     r, rep = read_readings(src, quarantine_path=q)
     assert (rep.rows_read, rep.rows_kept, rep.rows_quarantined) == (7, 3, 4)
-    assert rep.reasons == {"latitude not a number": 1, "latitude outside [-90, 90]": 1,
-                           "time not parseable": 1, "value not a finite number": 1}
+    assert rep.reasons == {
+        "latitude not a number": 1,
+        "latitude outside [-90, 90]": 1,
+        "time not parseable": 1,
+        "value not a finite number": 1,
+    }
     assert r.time[0] == np.datetime64("2023-09-15T05:00")
     assert r.time[2] == np.datetime64("2023-09-15T09:00")  # +05:30 converted to UTC
     lines = q.read_text().splitlines()
@@ -59,5 +63,9 @@ def test_unusable_inputs(tmp_path: Path) -> None:
 
 def test_window_starts() -> None:
     t = np.array(["2023-09-15T05:59", "2023-09-15T06:00", "2023-09-15T06:31"], dtype="datetime64[us]")
-    assert window_starts(t, 60).astype(str).tolist() == ["2023-09-15T05:00", "2023-09-15T06:00", "2023-09-15T06:00"]
+    assert window_starts(t, 60).astype(str).tolist() == [
+        "2023-09-15T05:00",
+        "2023-09-15T06:00",
+        "2023-09-15T06:00",
+    ]
     assert window_starts(t, 30).astype(str).tolist()[2] == "2023-09-15T06:30"

@@ -6,7 +6,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 import typer
@@ -45,9 +44,9 @@ def with_parsed(df: pl.DataFrame) -> pl.DataFrame:
     coords = pl.col("location").struct.field("coordinates")
     return df.with_columns(
         ts=pl.col("observationDateTime").str.strptime(pl.Datetime, "%Y-%m-%dT%H:%M:%S%:z", strict=False),
-        local=pl.col("observationDateTime").str.slice(0, 19).str.strptime(
-            pl.Datetime, "%Y-%m-%dT%H:%M:%S", strict=False
-        ),
+        local=pl.col("observationDateTime")
+        .str.slice(0, 19)
+        .str.strptime(pl.Datetime, "%Y-%m-%dT%H:%M:%S", strict=False),
         lon=coords.list.get(0, null_on_oob=True),
         lat=coords.list.get(1, null_on_oob=True),
     )
@@ -125,9 +124,7 @@ def test_dirty_fraction_within_binomial_tolerance() -> None:
     df = with_parsed(generate_fleet(40, 3, 9, records_per_vehicle_day=400, dirty_fraction=p))
     n = df.height
     bad_ts = df["ts"].is_null()
-    bad_coords = (
-        df["lon"].is_null() | df["lat"].is_null() | (df["lat"].abs() > 90) | (df["lon"].abs() > 180)
-    )
+    bad_coords = df["lon"].is_null() | df["lat"].is_null() | (df["lat"].abs() > 90) | (df["lon"].abs() > 180)
     speed = df["speed"]
     negative = speed < 0
     nan = speed.is_nan()
@@ -147,11 +144,7 @@ def test_dirty_fraction_within_binomial_tolerance() -> None:
 
 
 def test_records_per_vehicle_day_uneven(fleet: pl.DataFrame) -> None:
-    per = (
-        with_parsed(fleet)
-        .group_by("license_plate", pl.col("local").dt.date().alias("day"))
-        .len()
-    )
+    per = with_parsed(fleet).group_by("license_plate", pl.col("local").dt.date().alias("day")).len()
     counts = per["len"].to_numpy()
     # Records per vehicle-day = 300 x vehicle rate (lognormal sigma 0.45, rescaled to mean exactly 1 over the
     # fleet) x day factor (lognormal sigma 0.25, mean 1). Over ~300 vehicle-days the mean is 300 up to the day
@@ -209,12 +202,27 @@ def test_cli_writes_file_and_rejects_bad_input(tmp_path: Path) -> None:
     root.add_typer(app, name="synth")
     out = tmp_path / "f.parquet"
     res = runner.invoke(
-        root, ["synth", "fleet", "--vehicles", "5", "--days", "1", "--out", str(out), "--seed", "1",
-              "--records-per-vehicle-day", "30"]
+        root,
+        [
+            "synth",
+            "fleet",
+            "--vehicles",
+            "5",
+            "--days",
+            "1",
+            "--out",
+            str(out),
+            "--seed",
+            "1",
+            "--records-per-vehicle-day",
+            "30",
+        ],
     )
     assert res.exit_code == 0, res.output
     assert pl.read_parquet(out).equals(generate_fleet(5, 1, 1, records_per_vehicle_day=30))
-    res = runner.invoke(root, ["synth", "fleet", "--vehicles", "5", "--days", "1", "--out", str(tmp_path / "f.xlsx")])
+    res = runner.invoke(
+        root, ["synth", "fleet", "--vehicles", "5", "--days", "1", "--out", str(tmp_path / "f.xlsx")]
+    )
     assert res.exit_code == 2
     assert "urbandp: error:" in res.output
     res = runner.invoke(

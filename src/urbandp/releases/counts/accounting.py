@@ -35,7 +35,9 @@ def discrete_laplace_measurement(scale: float) -> dp.Measurement:
 
 def _gaussian_approx(scale: float, delta: float, l2: float) -> tuple[dp.Measurement, object]:
     if float(l2).is_integer():
-        meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), float(scale))
+        meas = dp.m.make_gaussian(
+            dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T="i64"), float(scale)
+        )
         d_in: object = int(l2)
     else:
         meas = dp.m.make_gaussian(
@@ -72,7 +74,9 @@ def laplace_plan(unit: PrivacyUnit, *, epsilon: float | None = None, scale: floa
     if scale is None:
         if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
             raise InputError(f"epsilon must be finite and > 0, got {epsilon}")
-        scale = float(dp.binary_search_param(discrete_laplace_measurement, d_in=unit.l1, d_out=float(epsilon)))
+        scale = float(
+            dp.binary_search_param(discrete_laplace_measurement, d_in=unit.l1, d_out=float(epsilon))
+        )
     if not (scale > 0 and math.isfinite(scale)):
         raise InputError(f"noise scale must be finite and > 0, got {scale}")
     eps = float(discrete_laplace_measurement(scale).map(unit.l1))

@@ -102,7 +102,11 @@ def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) 
     ts = pl.col("timestamp")
     if df.schema["timestamp"] == pl.String:
         # local wall-clock time decides the day and the bin: a trailing UTC offset ("+10:00", "Z") is dropped
-        ts = ts.str.strip_chars().str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "").str.to_datetime(strict=False, time_unit="us")
+        ts = (
+            ts.str.strip_chars()
+            .str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "")
+            .str.to_datetime(strict=False, time_unit="us")
+        )
     try:
         df = df.with_row_index("_row").with_columns(_ts=ts)
         if df.schema["_ts"] != pl.Datetime("us"):

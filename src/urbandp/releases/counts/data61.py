@@ -19,7 +19,9 @@ import numpy as np
 from urbandp.privacy.noise import NoiseSource
 from urbandp.privacy.rounding import round_to_precision
 
-NOT_DP_LABEL = "not differentially private (Data61 2016 Second Algorithm: zeros skipped, see Culnane et al. 2017 Thm 1)"
+NOT_DP_LABEL = (
+    "not differentially private (Data61 2016 Second Algorithm: zeros skipped, see Culnane et al. 2017 Thm 1)"
+)
 
 
 def second_algorithm(raw: np.ndarray, p: float, threshold: float, noise: NoiseSource) -> np.ndarray:

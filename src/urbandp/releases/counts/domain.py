@@ -63,7 +63,12 @@ class CountDomain:
         places: dict[str, list[str]] = {}
         for m, loc in self.places:
             places.setdefault(m, []).append(loc)
-        return {"days": list(self.days), "taps": list(self.taps), "bin_minutes": self.bin_minutes, "places": places}
+        return {
+            "days": list(self.days),
+            "taps": list(self.taps),
+            "bin_minutes": self.bin_minutes,
+            "places": places,
+        }
 
     @classmethod
     def from_json(cls, obj: object) -> CountDomain:

@@ -16,7 +16,12 @@ def _grid(names: list[str], cats: list[list[str]]) -> pl.DataFrame:
     """Cartesian product of categories in C order (the first name varies slowest)."""
     sizes = [len(c) for c in cats]
     idx = np.indices(sizes).reshape(len(sizes), -1)
-    return pl.DataFrame({n: pl.Series(n, c, dtype=pl.String).gather(idx[i]) for i, (n, c) in enumerate(zip(names, cats))})
+    return pl.DataFrame(
+        {
+            n: pl.Series(n, c, dtype=pl.String).gather(idx[i])
+            for i, (n, c) in enumerate(zip(names, cats, strict=False))
+        }
+    )
 
 
 def _with_counts(frame: pl.DataFrame, values: np.ndarray, suppressed: np.ndarray | None) -> pl.DataFrame:
@@ -40,22 +45,38 @@ def release_tables(release: CountRelease, domain: CountDomain) -> dict[str, pl.D
 
     def places(frame: pl.DataFrame) -> pl.DataFrame:
         i = frame["place"].cast(pl.Int64)
-        return frame.with_columns(
-            mode=pl.Series(modes).gather(i), location=pl.Series(locs).gather(i)
-        ).drop("place")
+        return frame.with_columns(mode=pl.Series(modes).gather(i), location=pl.Series(locs).gather(i)).drop(
+            "place"
+        )
 
-    joint = places(_grid(["day", "tap", "bin", "place"], [list(domain.days), list(domain.taps), list(domain.bins), place_idx]))
-    joint = _with_counts(joint.select("mode", "day", "tap", "bin", "location"), release.joint, release.suppressed)
-    time = _grid(["day", "tap", "bin", "mode"], [list(domain.days), list(domain.taps), list(domain.bins), list(domain.modes)])
+    joint = places(
+        _grid(
+            ["day", "tap", "bin", "place"],
+            [list(domain.days), list(domain.taps), list(domain.bins), place_idx],
+        )
+    )
+    joint = _with_counts(
+        joint.select("mode", "day", "tap", "bin", "location"), release.joint, release.suppressed
+    )
+    time = _grid(
+        ["day", "tap", "bin", "mode"],
+        [list(domain.days), list(domain.taps), list(domain.bins), list(domain.modes)],
+    )
     time = _with_counts(time.select("mode", "day", "tap", "bin"), release.time, release.time_suppressed)
     loc = places(_grid(["day", "tap", "place"], [list(domain.days), list(domain.taps), place_idx]))
-    loc = _with_counts(loc.select("mode", "day", "tap", "location"), release.location, release.location_suppressed)
+    loc = _with_counts(
+        loc.select("mode", "day", "tap", "location"), release.location, release.location_suppressed
+    )
     tables = {"joint": joint, "time": time, "location": loc}
     if release.privacy.get("method") == "data61-2016":
         tables = {k: v.filter(pl.col("count").is_not_null()) for k, v in tables.items()}
     if release.top_k is not None:
         tables["top_k"] = pl.DataFrame(
-            {"rank": list(range(1, len(release.top_k) + 1)), "mode": [modes[i] for i in release.top_k], "location": [locs[i] for i in release.top_k]}
+            {
+                "rank": list(range(1, len(release.top_k) + 1)),
+                "mode": [modes[i] for i in release.top_k],
+                "location": [locs[i] for i in release.top_k],
+            }
         )
     return tables
 

@@ -58,7 +58,9 @@ def calibrate_threshold(unit: PrivacyUnit, scale: float, delta: float) -> int:
     return hi
 
 
-def select_partitions(counts: dict[str, int], unit: PrivacyUnit, scale: float, delta: float) -> PartitionSelection:
+def select_partitions(
+    counts: dict[str, int], unit: PrivacyUnit, scale: float, delta: float
+) -> PartitionSelection:
     """Release noisy counts of the observed cells that pass the calibrated threshold."""
     threshold = calibrate_threshold(unit, scale, delta)
     meas = threshold_measurement(scale, threshold)

@@ -118,13 +118,17 @@ def release_counts(
         )
     )
     kind = "discrete_laplace" if plan.mechanism == "discrete_laplace" else "discrete_gaussian"
-    noisy = add_noise(raw.astype(np.int64), plan.noise_scale, kind, noise, progress=progress).astype(np.float64)
+    noisy = add_noise(raw.astype(np.int64), plan.noise_scale, kind, noise, progress=progress).astype(
+        np.float64
+    )
     post: list[str] = []
     if config.consistent:
         noisy = consistent_nonnegative(noisy)
         post.append("consistent non-negative projection per (day, tap, place) onto its clipped noisy total")
     noisy = round_to_precision(noisy, config.precision)
-    post.append(f"rounded to {config.precision} decimal places" if config.precision is not None else "no rounding")
+    post.append(
+        f"rounded to {config.precision} decimal places" if config.precision is not None else "no rounding"
+    )
     time = time_marginal(noisy, domain)
     loc = location_marginal(noisy)
     post.append("marginals = sums of the noisy joint table (before suppression)")
@@ -136,7 +140,9 @@ def release_counts(
     if config.top_k is not None:
         assert config.top_k_epsilon is not None
         if config.top_k_tap is not None and config.top_k_tap not in domain.taps:
-            raise InputError(f"--top-k-tap {config.top_k_tap!r} is not a tap of the domain ({', '.join(domain.taps)})")
+            raise InputError(
+                f"--top-k-tap {config.top_k_tap!r} is not a tap of the domain ({', '.join(domain.taps)})"
+            )
         ranked = raw if config.top_k_tap is None else raw[:, [domain.taps.index(config.top_k_tap)]]
         res = noisy_top_k(ranked.sum(axis=(0, 1, 2)), config.top_k, config.top_k_epsilon, config.unit)
         ledger.charge(
@@ -150,15 +156,24 @@ def release_counts(
             )
         )
         top = res.indices
-        topk_info = {"k": config.top_k, "tap": config.top_k_tap or "all", "epsilon": res.epsilon,
-                     "noise_scale": res.noise_scale, "mechanism": "opendp make_noisy_top_k (monotonic Linf, d_in = k)"}
+        topk_info = {
+            "k": config.top_k,
+            "tap": config.top_k_tap or "all",
+            "epsilon": res.epsilon,
+            "noise_scale": res.noise_scale,
+            "mechanism": "opendp make_noisy_top_k (monotonic Linf, d_in = k)",
+        }
     privacy: dict[str, object] = {
         "method": "urbandp",
         "differentially_private": True,
         **config.unit.to_json(),
         **plan.to_json(),
         "zeros_perturbed": True,
-        "domain": {"source": "public", "shape": dict(zip(("day", "tap", "bin", "place"), domain.shape)), "n_cells": domain.n_cells},
+        "domain": {
+            "source": "public",
+            "shape": dict(zip(("day", "tap", "bin", "place"), domain.shape, strict=False)),
+            "n_cells": domain.n_cells,
+        },
         "marginals": "derived_from_noisy_joint",
         "suppress_below": config.suppress_below,
         "precision": config.precision,
@@ -172,7 +187,9 @@ def release_counts(
     return CountRelease(noisy, suppressed, time, loc, privacy, top)
 
 
-def _release_data61(raw: np.ndarray, domain: CountDomain, config: CountReleaseConfig, noise: NoiseSource) -> CountRelease:
+def _release_data61(
+    raw: np.ndarray, domain: CountDomain, config: CountReleaseConfig, noise: NoiseSource
+) -> CountRelease:
     p = float(config.noise_scale)  # type: ignore[arg-type]
     t = config.data61_threshold
     joint = data61.second_algorithm(raw, p, t, noise)

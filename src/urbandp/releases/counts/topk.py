@@ -24,7 +24,9 @@ dp.enable_features("contrib")
 
 def top_k_measurement(n: int, k: int, scale: float) -> dp.Measurement:
     dom = dp.vector_domain(dp.atom_domain(T="i64"), size=n)
-    return dp.m.make_noisy_top_k(dom, dp.linf_distance(T="i64", monotonic=True), dp.max_divergence(), k=k, scale=scale)
+    return dp.m.make_noisy_top_k(
+        dom, dp.linf_distance(T="i64", monotonic=True), dp.max_divergence(), k=k, scale=scale
+    )
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,9 @@ def noisy_top_k(totals: np.ndarray, k: int, epsilon: float, unit: PrivacyUnit) -
         raise InputError(f"top-k needs 1 <= k <= number of places ({n}), got {k}")
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise InputError(f"top-k epsilon must be finite and > 0, got {epsilon}")
-    scale = float(dp.binary_search_param(lambda s: top_k_measurement(n, k, s), d_in=unit.l1, d_out=float(epsilon)))
+    scale = float(
+        dp.binary_search_param(lambda s: top_k_measurement(n, k, s), d_in=unit.l1, d_out=float(epsilon))
+    )
     meas = top_k_measurement(n, k, scale)
     chosen = [int(i) for i in meas(np.asarray(totals, dtype=np.int64).tolist())]
     return TopKResult(chosen, float(meas.map(unit.l1)), scale)
