@@ -30,8 +30,8 @@ def _peak_gb() -> float:
 
 
 def run_ours(path: Path, mode: str) -> dict[str, float]:
-    from urbandp.pipeline import release_fleet, write_release
-    from urbandp.releases.hat_config import HatReleaseConfig
+    from urbandp.fleet.config import HatReleaseConfig
+    from urbandp.fleet.pipeline import release_fleet, write_release
 
     if mode == "report-method":
         cfg = HatReleaseConfig(noise_scale=1.0, neighbouring="replace-one", selection="public-threshold")

@@ -16,10 +16,10 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from urbandp.cli import app
-from urbandp.pipeline import load_records, release_fleet
+from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.pipeline import load_records, release_fleet
+from urbandp.fleet.release import release_hats
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.releases.hat import release_hats
-from urbandp.releases.hat_config import HatReleaseConfig
 from urbandp.synth.fleet import generate_fleet, write_fleet
 
 runner = CliRunner()

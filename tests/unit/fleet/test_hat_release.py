@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 from urbandp.errors import BudgetExceededError
+from urbandp.fleet.accounting import top_k_sum, window_delta
+from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.release import release_hats, truncate_vehicle_days
+from urbandp.fleet.selection import _threshold_measurement, smallest_threshold
 from urbandp.privacy.noise import ExactNoiseForTesting
-from urbandp.releases.hat import release_hats, truncate_vehicle_days
-from urbandp.releases.hat_accounting import top_k_sum, window_delta
-from urbandp.releases.hat_config import HatReleaseConfig
-from urbandp.releases.hat_selection import _threshold_measurement, smallest_threshold
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 D0 = dt.date(2021, 11, 15)

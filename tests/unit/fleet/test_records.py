@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urbandp.errors import InputError
-from urbandp.pipeline import load_records
+from urbandp.fleet.pipeline import load_records
 from urbandp.records.validation import REASONS, ValidationOptions
 
 HEADER = "license_plate,observationDateTime,location.coordinates,speed\n"

@@ -160,9 +160,9 @@ def release(
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from urbandp.fleet.config import build_config
+    from urbandp.fleet.pipeline import release_fleet, write_release
     from urbandp.grid.slots import parse_hours
-    from urbandp.pipeline import release_fleet, write_release
-    from urbandp.releases.hat_config import build_config
 
     toml = _read_toml(config)
     k: int | str | None = max_hats_per_vehicle_day
@@ -276,10 +276,10 @@ def explore(
     """
     from rich.console import Console
 
-    from urbandp.explore import OWNER_ONLY, comparison_table, write_histograms
-    from urbandp.explore import explore as run_explore
+    from urbandp.fleet.explore import OWNER_ONLY, comparison_table, write_histograms
+    from urbandp.fleet.explore import explore as run_explore
+    from urbandp.fleet.pipeline import load_records
     from urbandp.grid.slots import SlotSpec, parse_hours
-    from urbandp.pipeline import load_records
 
     options = _validation_options({}, speed_unit, None, None, None)
     console = Console()

@@ -9,7 +9,7 @@ ITMS report sections II D, III D-F and IV C-D, with the corrections DESIGN.md re
 * the neighbouring relation is explicit: ``replace-one`` reproduces the report (N public, Query 1 sensitivity
   U/N); ``add-remove`` protects N too (noisy sum over noisy count).
 
-The result holds the released tables and the full privacy accounting; :mod:`urbandp.releases.hat_outputs` writes it.
+The result holds the released tables and the full privacy accounting; :mod:`urbandp.fleet.pipeline` writes it.
 """
 
 from __future__ import annotations
@@ -22,19 +22,19 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import BudgetExceededError, InputError
-from urbandp.grid.slots import SlotSpec
-from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
-from urbandp.privacy.noise import NoiseSource, laplace_epsilon
-from urbandp.privacy.rounding import round_to_precision
-from urbandp.releases.hat_accounting import top_k_sum, window_delta, window_epsilon
-from urbandp.releases.hat_config import PAPER_ESTIMATORS, HatReleaseConfig
-from urbandp.releases.hat_selection import (
+from urbandp.fleet.accounting import top_k_sum, window_delta, window_epsilon
+from urbandp.fleet.config import PAPER_ESTIMATORS, HatReleaseConfig
+from urbandp.fleet.selection import (
     SelectionResult,
     domain_cells,
     dp_public_domain,
     dp_threshold,
     public_threshold,
 )
+from urbandp.grid.slots import SlotSpec
+from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
+from urbandp.privacy.noise import NoiseSource, laplace_epsilon
+from urbandp.privacy.rounding import round_to_precision
 
 NEIGHBOURING_TEXT = {
     "replace-one": (

@@ -16,6 +16,8 @@ import polars as pl
 from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.contributions.polars_backend import window_filter
 from urbandp.errors import InputError
+from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.release import HatRelease, release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
@@ -28,8 +30,6 @@ from urbandp.records.validation import (
     rejected_rows,
     validate,
 )
-from urbandp.releases.hat import HatRelease, release_hats
-from urbandp.releases.hat_config import HatReleaseConfig
 
 Step = Callable[[str], None]
 
