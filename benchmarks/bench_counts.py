@@ -1,6 +1,6 @@
 """Benchmark: release and marginalise a joint count table of 10 million cells (issue 4).
 
-Ours: ``urbandp.releases.counts.release_counts`` -- OpenDP discrete-Laplace noise on every cell (chunked vector
+Ours: ``urbandp.counts.release_counts`` -- OpenDP discrete-Laplace noise on every cell (chunked vector
 measurements on all cores), marginals as numpy sums of the noisy joint, optional consistent projection.
 Baseline, measured in the same run: the naive pipeline -- one OpenDP scalar measurement call per cell (a Python
 loop, timed on a subset and extrapolated linearly) and a pandas ``groupby`` marginalisation of the long table
@@ -33,9 +33,9 @@ def main() -> None:
     import opendp.prelude as dp
     import pandas as pd
 
+    from urbandp.counts import CountDomain, CountReleaseConfig, release_counts
+    from urbandp.counts.marginals import consistent_nonnegative, location_marginal, time_marginal
     from urbandp.privacy.noise import OpenDPNoise
-    from urbandp.releases.counts import CountDomain, CountReleaseConfig, release_counts
-    from urbandp.releases.counts.marginals import consistent_nonnegative, location_marginal, time_marginal
 
     dp.enable_features("contrib")
     days, taps, bins = 7, 2, 96

@@ -9,9 +9,9 @@ from __future__ import annotations
 import typer
 
 from urbandp.audit.cli import app as audit_app
+from urbandp.counts.cli import app as counts_app
 from urbandp.experiments.cli import app as experiment_app
 from urbandp.fleet.cli import register as register_fleet
-from urbandp.releases.counts_cli import app as counts_app
 from urbandp.sensing.cli import app as sensing_app
 from urbandp.synth.cli import app as synth_app
 

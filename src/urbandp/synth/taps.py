@@ -27,7 +27,7 @@ class SyntheticTaps:
     """Events plus the public domain that describes them."""
 
     events: pl.DataFrame  # mode, timestamp, tap, location, card_id
-    domain: dict[str, object]  # JSON-able public domain (see urbandp.releases.counts.domain)
+    domain: dict[str, object]  # JSON-able public domain (see urbandp.counts.domain)
 
 
 def default_places(n_bus: int = 20, n_train: int = 15, n_lightrail: int = 5) -> dict[str, list[str]]:

@@ -1,6 +1,6 @@
 """Every attack run against urbandp's own count release and against the Data61 2016 method, on synthetic taps.
 
-Releases here go through :func:`urbandp.releases.counts.release_counts`; where a test needs a *seeded* release
+Releases here go through :func:`urbandp.counts.release_counts`; where a test needs a *seeded* release
 (to make a statistical check reproducible) it injects a numpy noise source defined in this test file -- simulation
 only, unreachable from the CLI.
 """
@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 from urbandp.audit.differencing import differencing_attack
 from urbandp.audit.tables import read_published_table
 from urbandp.cli import app
-from urbandp.releases.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
-from urbandp.releases.counts.aggregate import joint_from_events
-from urbandp.releases.counts.marginals import time_marginal
-from urbandp.releases.counts.output import release_tables, write_release
+from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
+from urbandp.counts.aggregate import joint_from_events
+from urbandp.counts.marginals import time_marginal
+from urbandp.counts.output import release_tables, write_release
 from urbandp.synth.taps import CIRCULAR_QUAY_3, MANLY, generate_taps
 
 pytestmark = pytest.mark.system

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from urbandp.releases.counts import CountDomain, PrivacyUnit
-from urbandp.releases.counts.aggregate import joint_from_counts, joint_from_events
+from urbandp.counts import CountDomain, PrivacyUnit
+from urbandp.counts.aggregate import joint_from_counts, joint_from_events
 
 DOMAIN = CountDomain.from_json({"days": ["2016-08-08"], "places": {"ferry": ["A", "B"]}})
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from urbandp.counts import CountDomain
 from urbandp.errors import InputError
-from urbandp.releases.counts import CountDomain
 
 
 def test_domain_layout_and_round_trip() -> None:

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from urbandp.counts import CountDomain, CountReleaseConfig, data61, release_counts
+from urbandp.counts.marginals import consistent_nonnegative, project_rows_to_simplex
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.releases.counts import CountDomain, CountReleaseConfig, data61, release_counts
-from urbandp.releases.counts.marginals import consistent_nonnegative, project_rows_to_simplex
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 

@@ -4,7 +4,7 @@ OpenDP's exact samplers cost about 6.7 microseconds per discrete-Laplace draw on
 ``benchmarks/bench_counts.py``), so 10 million cells take about a minute on one core. The vector is split into
 chunks and each chunk goes through :class:`urbandp.privacy.noise.OpenDPNoise` in a worker process. Every cell
 still gets independent noise from the same OpenDP measurement, so the privacy map of the whole-vector measurement
-(computed once in :mod:`urbandp.releases.counts.accounting`) is unchanged. No numpy noise is ever used.
+(computed once in :mod:`urbandp.counts.accounting`) is unchanged. No numpy noise is ever used.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbandp.releases.counts.domain import CountDomain
-from urbandp.releases.counts.release import CountRelease
+from urbandp.counts.domain import CountDomain
+from urbandp.counts.release import CountRelease
 
 
 def _grid(names: list[str], cats: list[list[str]]) -> pl.DataFrame:

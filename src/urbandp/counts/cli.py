@@ -12,8 +12,8 @@ from urbandp.errors import InputError, cli_guard
 if TYPE_CHECKING:
     import polars as pl
 
+    from urbandp.counts import PrivacyUnit
     from urbandp.privacy.ledger import PrivacyLedger
-    from urbandp.releases.counts import PrivacyUnit
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -94,10 +94,10 @@ def release(
     from rich.console import Console
     from rich.progress import Progress
 
+    from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
+    from urbandp.counts.aggregate import joint_from_counts, joint_from_events, read_table
+    from urbandp.counts.output import write_release
     from urbandp.privacy.ledger import PrivacyLedger
-    from urbandp.releases.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
-    from urbandp.releases.counts.aggregate import joint_from_counts, joint_from_events, read_table
-    from urbandp.releases.counts.output import write_release
 
     if input_kind not in ("events", "counts"):
         raise InputError(f"--input-kind must be events or counts, got {input_kind!r}")
@@ -220,10 +220,10 @@ def _release_selected(
 
     import polars as pl
 
+    from urbandp.counts.accounting import laplace_plan
+    from urbandp.counts.aggregate import EVENT_COLUMNS
+    from urbandp.counts.partitions import select_partitions
     from urbandp.privacy.ledger import LedgerEntry
-    from urbandp.releases.counts.accounting import laplace_plan
-    from urbandp.releases.counts.aggregate import EVENT_COLUMNS
-    from urbandp.releases.counts.partitions import select_partitions
 
     if input_kind != "events":
         raise InputError("--select-partitions works on event input")
@@ -345,8 +345,8 @@ def synth(
 
     import numpy as np
 
-    from urbandp.releases.counts import CountDomain, PrivacyUnit
-    from urbandp.releases.counts.aggregate import joint_from_events
+    from urbandp.counts import CountDomain, PrivacyUnit
+    from urbandp.counts.aggregate import joint_from_events
     from urbandp.synth.taps import generate_taps
 
     if days < 1 or trips_per_day < 0 or ferry_trips_per_day < 0:

@@ -5,7 +5,7 @@ Order of operations (DESIGN.md rules 3, 4, 6):
 2. OpenDP noise on every cell (discrete Laplace, or discrete Gaussian under zCDP -> (epsilon, delta));
 3. post-processing only: optional consistent non-negative projection, rounding, marginals (sums of the
    noisy joint), suppression of cells whose *noisy* value is below a threshold.
-``method="data61-2016"`` runs the Second Algorithm instead (:mod:`urbandp.releases.counts.data61`), labelled not DP.
+``method="data61-2016"`` runs the Second Algorithm instead (:mod:`urbandp.counts.data61`), labelled not DP.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from urbandp.counts import data61
+from urbandp.counts.accounting import NoisePlan, gaussian_plan, laplace_plan
+from urbandp.counts.domain import CountDomain
+from urbandp.counts.marginals import consistent_nonnegative, location_marginal, time_marginal
+from urbandp.counts.parallel_noise import add_noise
+from urbandp.counts.topk import noisy_top_k
+from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputError
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.privacy.rounding import round_to_precision
-from urbandp.releases.counts import data61
-from urbandp.releases.counts.accounting import NoisePlan, gaussian_plan, laplace_plan
-from urbandp.releases.counts.domain import CountDomain
-from urbandp.releases.counts.marginals import consistent_nonnegative, location_marginal, time_marginal
-from urbandp.releases.counts.parallel_noise import add_noise
-from urbandp.releases.counts.topk import noisy_top_k
-from urbandp.releases.counts.units import PrivacyUnit
 
 METHODS = ("urbandp", "data61-2016")
 

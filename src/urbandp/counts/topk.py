@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import opendp.prelude as dp
 
+from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputError
-from urbandp.releases.counts.units import PrivacyUnit
 
 dp.enable_features("contrib")
 

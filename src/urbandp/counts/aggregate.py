@@ -3,7 +3,7 @@
 DESIGN.md: the record-level stage is the only one that touches every row (Polars). Rows outside the public domain
 are quarantined with a reason, one per row (dropping them is a per-row rule, not a data-dependent choice).
 Card-day bounding (truncation to a card's first ``k`` taps of a day and at most ``m`` taps per cell) is a stable
-transformation, so the sensitivities in :mod:`urbandp.releases.counts.units` hold.
+transformation, so the sensitivities in :mod:`urbandp.counts.units` hold.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from urbandp.counts.domain import CountDomain
+from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputError
-from urbandp.releases.counts.domain import CountDomain
-from urbandp.releases.counts.units import PrivacyUnit
 
 EVENT_COLUMNS = ("mode", "timestamp", "tap", "location")
 COUNT_COLUMNS = ("mode", "day", "tap", "bin", "location", "count")

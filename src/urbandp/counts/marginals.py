@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from urbandp.releases.counts.domain import CountDomain
+from urbandp.counts.domain import CountDomain
 
 
 def time_marginal(joint: np.ndarray, domain: CountDomain) -> np.ndarray:
