@@ -24,7 +24,7 @@ from urbandp.errors import InputError
 dp.enable_features("contrib")
 
 
-def _int_vector() -> tuple[object, object]:
+def _int_vector() -> tuple[dp.Domain, dp.Metric]:
     return dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
 
 

@@ -61,3 +61,21 @@ def consistent_nonnegative(joint: np.ndarray) -> np.ndarray:
     totals = np.maximum(rows.sum(axis=1), 0.0)
     projected = project_rows_to_simplex(rows, totals).reshape(shape)
     return np.moveaxis(projected, 3, 2)
+
+
+def time_marginal_sparse(index: np.ndarray, values: np.ndarray, domain: CountDomain) -> np.ndarray:
+    """Time-only table ``(day, tap, bin, mode)`` from flat joint indices and their values (others count 0)."""
+    d, t, b, p = domain.shape
+    n_modes = len(domain.modes)
+    mode = domain.place_mode_index()[index % p]
+    group = (index // p) * n_modes + mode
+    out = np.bincount(group, weights=np.asarray(values, dtype=np.float64), minlength=d * t * b * n_modes)
+    return out.reshape(d, t, b, n_modes)
+
+
+def location_marginal_sparse(index: np.ndarray, values: np.ndarray, domain: CountDomain) -> np.ndarray:
+    """Location-only table ``(day, tap, place)`` from flat joint indices and their values (others count 0)."""
+    d, t, b, p = domain.shape
+    group = (index // (b * p)) * p + index % p
+    out = np.bincount(group, weights=np.asarray(values, dtype=np.float64), minlength=d * t * p)
+    return out.reshape(d, t, p)

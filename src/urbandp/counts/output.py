@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +9,7 @@ import polars as pl
 
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.release import CountRelease
+from urbandp.reports.outputs import write_json
 
 
 def _grid(names: list[str], cats: list[list[str]]) -> pl.DataFrame:
@@ -37,6 +37,21 @@ def _with_counts(frame: pl.DataFrame, values: np.ndarray, suppressed: np.ndarray
     return frame
 
 
+def _published_rows(index: np.ndarray, values: np.ndarray, domain: CountDomain) -> pl.DataFrame:
+    """Long rows of the published cells only (sparse sampling: every cell not listed is suppressed)."""
+    day, tap, bin_, place = np.unravel_index(index, domain.shape)
+    frame = pl.DataFrame(
+        {
+            "mode": pl.Series([m for m, _ in domain.places], dtype=pl.String).gather(place),
+            "day": pl.Series(list(domain.days), dtype=pl.String).gather(day),
+            "tap": pl.Series(list(domain.taps), dtype=pl.String).gather(tap),
+            "bin": pl.Series(list(domain.bins), dtype=pl.String).gather(bin_),
+            "location": pl.Series([loc for _, loc in domain.places], dtype=pl.String).gather(place),
+        }
+    )
+    return _with_counts(frame, values, None)
+
+
 def release_tables(release: CountRelease, domain: CountDomain) -> dict[str, pl.DataFrame]:
     """``joint``, ``time`` and ``location`` tables; the non-DP Data61 method omits suppressed rows (as Opal did)."""
     place_idx = np.arange(len(domain.places)).astype(str).tolist()
@@ -49,15 +64,19 @@ def release_tables(release: CountRelease, domain: CountDomain) -> dict[str, pl.D
             "place"
         )
 
-    joint = places(
-        _grid(
-            ["day", "tap", "bin", "place"],
-            [list(domain.days), list(domain.taps), list(domain.bins), place_idx],
+    if release.cells is not None:
+        joint = _published_rows(release.cells.index, release.cells.values, domain)
+    else:
+        assert release.joint is not None
+        joint = places(
+            _grid(
+                ["day", "tap", "bin", "place"],
+                [list(domain.days), list(domain.taps), list(domain.bins), place_idx],
+            )
         )
-    )
-    joint = _with_counts(
-        joint.select("mode", "day", "tap", "bin", "location"), release.joint, release.suppressed
-    )
+        joint = _with_counts(
+            joint.select("mode", "day", "tap", "bin", "location"), release.joint, release.suppressed
+        )
     time = _grid(
         ["day", "tap", "bin", "mode"],
         [list(domain.days), list(domain.taps), list(domain.bins), list(domain.modes)],
@@ -82,6 +101,7 @@ def release_tables(release: CountRelease, domain: CountDomain) -> dict[str, pl.D
 
 
 def write_release(release: CountRelease, domain: CountDomain, out: Path, fmt: str = "csv") -> dict[str, Path]:
+    """Write the tables, ``privacy.json`` and ``domain.json`` (strict JSON) into the directory ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     for name, table in release_tables(release, domain).items():
@@ -91,7 +111,7 @@ def write_release(release: CountRelease, domain: CountDomain, out: Path, fmt: st
         else:
             table.write_csv(path)
         written[name] = path
-    (out / "privacy.json").write_text(json.dumps(release.privacy, indent=2, default=str))
-    (out / "domain.json").write_text(json.dumps(domain.to_json(), indent=2))
+    write_json(out / "privacy.json", release.privacy)
+    write_json(out / "domain.json", domain.to_json())
     written["privacy"] = out / "privacy.json"
     return written

@@ -6,6 +6,14 @@ Order of operations (DESIGN.md rules 3, 4, 6):
 3. post-processing only: optional consistent non-negative projection, rounding, marginals (sums of the
    noisy joint), suppression of cells whose *noisy* value is below a threshold.
 ``method="data61-2016"`` runs the Second Algorithm instead (:mod:`urbandp.counts.data61`), labelled not DP.
+
+Sampling (``sampling``): ``dense`` draws OpenDP noise for every cell (step 2 as written). ``sparse`` (the default
+``auto`` picks it when a suppression threshold is set) draws OpenDP noise only for the non-zero cells and samples
+the published zero cells exactly (:mod:`urbandp.counts.sparse`, Cormode et al. ICDT 2012): the published table
+has the same law as dense-then-suppress. Marginals (``marginals``): ``noisy-joint`` (dense only: sums of every
+noisy cell, suppressed ones included; free), ``published-joint`` (sums of the published cells: free
+post-processing, biased low by the suppressed mass), or ``charged`` (their own OpenDP noise, charged to the
+ledger).
 """
 
 from __future__ import annotations
@@ -19,16 +27,27 @@ import numpy as np
 from urbandp.counts import data61
 from urbandp.counts.accounting import NoisePlan, gaussian_plan, laplace_plan
 from urbandp.counts.domain import CountDomain
-from urbandp.counts.marginals import consistent_nonnegative, location_marginal, time_marginal
+from urbandp.counts.marginals import (
+    consistent_nonnegative,
+    location_marginal,
+    location_marginal_sparse,
+    time_marginal,
+    time_marginal_sparse,
+)
 from urbandp.counts.parallel_noise import add_noise
+from urbandp.counts.sparse import PublishedCells, SparseJoint, integer_threshold, sparse_release
+from urbandp.counts.tails import IntegerNoise
 from urbandp.counts.topk import noisy_top_k
 from urbandp.counts.units import PrivacyUnit
+from urbandp.counts.window import per_card_window
 from urbandp.errors import InputError
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.privacy.rounding import round_to_precision
 
 METHODS = ("urbandp", "data61-2016")
+SAMPLINGS = ("auto", "sparse", "dense")
+MARGINALS = ("auto", "noisy-joint", "published-joint", "charged")
 
 
 @dataclass(frozen=True)
@@ -48,8 +67,42 @@ class CountReleaseConfig:
     top_k_epsilon: float | None = None
     top_k_tap: str | None = None  # rank by one tap only, e.g. "off" for destinations
     data61_threshold: float = 18.0
+    sampling: str = "dense"  # the CLI's default is "auto" (sparse when --suppress-below is set)
+    marginals: str = "auto"
+    marginal_epsilon: float | None = None
+    marginal_scale: float | None = None
 
     def __post_init__(self) -> None:
+        if self.sampling not in SAMPLINGS:
+            raise InputError(f"--sampling must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}")
+        if self.marginals not in MARGINALS:
+            raise InputError(f"--marginals must be one of {', '.join(MARGINALS)}, got {self.marginals!r}")
+        for name, value in (
+            ("--suppress-below", self.suppress_below),
+            ("--threshold", self.data61_threshold),
+            ("--marginal-epsilon", self.marginal_epsilon),
+            ("--marginal-scale", self.marginal_scale),
+            ("--epsilon", self.epsilon),
+            ("--noise-scale", self.noise_scale),
+            ("--top-k-epsilon", self.top_k_epsilon),
+        ):
+            if value is not None and not math.isfinite(value):
+                raise InputError(f"{name} must be a finite number, got {value}")
+        for name, value in (
+            ("--marginal-epsilon", self.marginal_epsilon),
+            ("--marginal-scale", self.marginal_scale),
+        ):
+            if value is not None and value <= 0:
+                raise InputError(f"{name} must be > 0, got {value}")
+        if self.marginal_epsilon is not None and self.marginal_scale is not None:
+            raise InputError("give only one of --marginal-epsilon and --marginal-scale")
+        if self.marginals == "charged" and self.marginal_epsilon is None and self.marginal_scale is None:
+            raise InputError("--marginals charged needs --marginal-epsilon or --marginal-scale")
+        if self.sampling == "sparse":
+            if self.suppress_below is None:
+                raise InputError("--sampling sparse needs --suppress-below (without a threshold use dense)")
+            if self.consistent:
+                raise InputError("--consistent mixes every cell of a row: use --sampling dense with it")
         if self.method not in METHODS:
             raise InputError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.mechanism not in ("laplace", "gaussian"):
@@ -58,6 +111,49 @@ class CountReleaseConfig:
             raise InputError("--method data61-2016 needs --noise-scale (the report's p)")
         if self.top_k is not None and self.top_k_epsilon is None:
             raise InputError("--top-k needs --top-k-epsilon (it is charged separately)")
+
+    @property
+    def resolved_sampling(self) -> str:
+        """``sparse`` or ``dense``; ``auto`` is sparse when a threshold above 0 (in noise units) is set."""
+        if self.method != "urbandp":
+            return "dense"
+        if self.sampling == "sparse":
+            if integer_threshold(float(self.suppress_below), self.precision) < 1:  # type: ignore[arg-type]
+                raise InputError(
+                    f"--sampling sparse needs --suppress-below above 0, got {self.suppress_below} "
+                    "(most zero cells would be published: use dense sampling)"
+                )
+            return "sparse"
+        if self.sampling == "auto" and self.suppress_below is not None and not self.consistent:
+            return "sparse" if integer_threshold(self.suppress_below, self.precision) >= 1 else "dense"
+        return "dense"
+
+    @property
+    def resolved_marginals(self) -> str:
+        if self.marginals == "auto":
+            if self.marginal_epsilon is not None or self.marginal_scale is not None:
+                return "charged"
+            return "noisy-joint" if self.resolved_sampling == "dense" else "published-joint"
+        if self.marginals == "noisy-joint" and self.resolved_sampling == "sparse":
+            raise InputError(
+                "--marginals noisy-joint needs every noisy cell: use --sampling dense, or --marginals "
+                "charged / published-joint with sparse sampling"
+            )
+        return self.marginals
+
+    def marginal_unit(self) -> PrivacyUnit:
+        """A unit's k events may all fall into one marginal cell (same place, other bins): m = k there."""
+        return PrivacyUnit(self.unit.kind, self.unit.max_events, self.unit.max_events)
+
+    def marginal_plan(self) -> NoisePlan | None:
+        """What each charged marginal table costs (None unless marginals are charged)."""
+        if self.resolved_marginals != "charged":
+            return None
+        unit = self.marginal_unit()
+        eps = None if self.marginal_scale is not None else self.marginal_epsilon
+        if self.mechanism == "laplace":
+            return laplace_plan(unit, epsilon=eps, scale=self.marginal_scale)
+        return gaussian_plan(unit, delta=self.delta, epsilon=eps, scale=self.marginal_scale)
 
     def plan(self) -> NoisePlan | None:
         """What the joint table costs (None for the non-DP Data61 method)."""
@@ -71,14 +167,26 @@ class CountReleaseConfig:
 
 @dataclass
 class CountRelease:
-    joint: np.ndarray  # released values (float64), shape domain.shape
-    suppressed: np.ndarray  # bool mask, True = published as missing
+    """A released table. Dense sampling fills ``joint``/``suppressed``; sparse sampling fills ``cells`` only."""
+
+    joint: np.ndarray | None  # released values (float64), shape domain.shape (dense sampling)
+    suppressed: np.ndarray | None  # bool mask, True = published as missing (dense sampling)
     time: np.ndarray  # (day, tap, bin, mode)
     location: np.ndarray  # (day, tap, place)
     privacy: dict[str, object]
     top_k: list[int] | None = None
     time_suppressed: np.ndarray | None = None
     location_suppressed: np.ndarray | None = None
+    cells: PublishedCells | None = None  # published cells only (sparse sampling)
+
+    def published(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flat indices and values of the published joint cells (either sampling)."""
+        if self.cells is not None:
+            return self.cells.index, self.cells.values
+        assert self.joint is not None and self.suppressed is not None
+        flat = self.joint.ravel()
+        idx = np.flatnonzero(~self.suppressed.ravel())
+        return idx, flat[idx]
 
 
 def _suppress(values: np.ndarray, below: float | None) -> np.ndarray:
@@ -87,8 +195,80 @@ def _suppress(values: np.ndarray, below: float | None) -> np.ndarray:
     return values < below
 
 
+def _raw_place_totals(raw: SparseJoint, domain: CountDomain, tap: str | None) -> np.ndarray:
+    _d, n_taps, n_bins, n_places = domain.shape
+    idx, w = raw.index, raw.counts
+    if tap is not None:
+        keep = (idx // (n_bins * n_places)) % n_taps == domain.taps.index(tap)
+        idx, w = idx[keep], w[keep]
+    return np.bincount(idx % n_places, weights=w, minlength=n_places).astype(np.int64)
+
+
+def _charge_top_k(
+    raw: SparseJoint, domain: CountDomain, config: CountReleaseConfig, ledger: PrivacyLedger
+) -> tuple[list[int], dict[str, object]]:
+    assert config.top_k is not None and config.top_k_epsilon is not None
+    if config.top_k_tap is not None and config.top_k_tap not in domain.taps:
+        raise InputError(
+            f"--top-k-tap {config.top_k_tap!r} is not a tap of the domain ({', '.join(domain.taps)})"
+        )
+    totals = _raw_place_totals(raw, domain, config.top_k_tap)
+    res = noisy_top_k(totals, config.top_k, config.top_k_epsilon, config.unit)
+    ledger.charge(
+        LedgerEntry(
+            name=f"top-{config.top_k} places",
+            epsilon=res.epsilon,
+            unit=config.unit.name,
+            neighbouring=config.unit.neighbouring,
+            mechanism="opendp make_noisy_top_k (one-shot, Gumbel)",
+            detail={"noise_scale": res.noise_scale, "k": config.top_k},
+        )
+    )
+    info: dict[str, object] = {
+        "k": config.top_k,
+        "tap": config.top_k_tap or "all",
+        "epsilon": res.epsilon,
+        "noise_scale": res.noise_scale,
+        "mechanism": "opendp make_noisy_top_k (monotonic Linf, d_in = k)",
+    }
+    return res.indices, info
+
+
+def _charged_marginals(
+    raw: SparseJoint,
+    domain: CountDomain,
+    config: CountReleaseConfig,
+    noise: NoiseSource,
+    ledger: PrivacyLedger,
+) -> tuple[np.ndarray, np.ndarray, NoisePlan]:
+    """Time-only and location-only tables with their own OpenDP noise, each charged (sequential composition)."""
+    plan = config.marginal_plan()
+    assert plan is not None
+    unit = config.marginal_unit()
+    kind = plan.mechanism
+    tables = []
+    for name, true in (
+        ("time-only marginal", time_marginal_sparse(raw.index, raw.counts, domain)),
+        ("location-only marginal", location_marginal_sparse(raw.index, raw.counts, domain)),
+    ):
+        ledger.charge(
+            LedgerEntry(
+                name=name,
+                epsilon=plan.epsilon,
+                delta=plan.delta,
+                unit=unit.name,
+                neighbouring=unit.neighbouring,
+                mechanism=plan.mechanism,
+                detail={"noise_scale": plan.noise_scale, "cells": int(true.size), "max_per_cell": unit.linf},
+            )
+        )
+        noisy = add_noise(true.astype(np.int64), plan.noise_scale, kind, noise).astype(np.float64)
+        tables.append(round_to_precision(noisy, config.precision))
+    return tables[0], tables[1], plan
+
+
 def release_counts(
-    raw: np.ndarray,
+    raw: np.ndarray | SparseJoint,
     domain: CountDomain,
     config: CountReleaseConfig,
     *,
@@ -96,16 +276,23 @@ def release_counts(
     ledger: PrivacyLedger | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> CountRelease:
-    """Release the raw dense joint ``raw`` (int, ``domain.shape``) under ``config``."""
+    """Release the raw joint ``raw`` (dense int array of ``domain.shape``, or :class:`SparseJoint`) under ``config``."""
     noise = noise or OpenDPNoise()
     # An unbounded ledger: PrivacyLedger() alone has budget_delta=0 and would refuse any delta > 0.
     ledger = ledger or PrivacyLedger(budget_epsilon=None, budget_delta=1.0)
-    if raw.shape != domain.shape:
-        raise InputError(f"joint table shape {raw.shape} does not match the domain {domain.shape}")
+    sparse_raw = raw if isinstance(raw, SparseJoint) else None
+    if tuple(raw.shape) != domain.shape:
+        raise InputError(f"joint table shape {tuple(raw.shape)} does not match the domain {domain.shape}")
     if config.method == "data61-2016":
-        return _release_data61(raw, domain, config, noise)
+        dense = raw.to_dense() if isinstance(raw, SparseJoint) else raw
+        return _release_data61(dense, domain, config, noise)
     plan = config.plan()
     assert plan is not None
+    sampling = config.resolved_sampling
+    marginals = config.resolved_marginals
+    if sparse_raw is None:
+        assert isinstance(raw, np.ndarray)
+        sparse_raw = SparseJoint.from_dense(raw)
     ledger.charge(
         LedgerEntry(
             name="joint count table",
@@ -114,67 +301,91 @@ def release_counts(
             unit=config.unit.name,
             neighbouring=config.unit.neighbouring,
             mechanism=plan.mechanism,
-            detail={"noise_scale": plan.noise_scale, "cells": domain.n_cells},
+            detail={"noise_scale": plan.noise_scale, "cells": domain.n_cells, "sampling": sampling},
         )
     )
-    kind = "discrete_laplace" if plan.mechanism == "discrete_laplace" else "discrete_gaussian"
-    noisy = add_noise(raw.astype(np.int64), plan.noise_scale, kind, noise, progress=progress).astype(
-        np.float64
-    )
+    kind = plan.mechanism
     post: list[str] = []
-    if config.consistent:
-        noisy = consistent_nonnegative(noisy)
-        post.append("consistent non-negative projection per (day, tap, place) onto its clipped noisy total")
-    noisy = round_to_precision(noisy, config.precision)
-    post.append(
-        f"rounded to {config.precision} decimal places" if config.precision is not None else "no rounding"
-    )
-    time = time_marginal(noisy, domain)
-    loc = location_marginal(noisy)
-    post.append("marginals = sums of the noisy joint table (before suppression)")
-    suppressed = _suppress(noisy, config.suppress_below)
+    joint: np.ndarray | None = None
+    suppressed: np.ndarray | None = None
+    cells: PublishedCells | None = None
+    time: np.ndarray | None = None
+    loc: np.ndarray | None = None
+    if sampling == "dense":
+        dense = raw if isinstance(raw, np.ndarray) else sparse_raw.to_dense()
+        noisy = add_noise(dense.astype(np.int64), plan.noise_scale, kind, noise, progress=progress).astype(
+            np.float64
+        )
+        if config.consistent:
+            noisy = consistent_nonnegative(noisy)
+            post.append(
+                "consistent non-negative projection per (day, tap, place) onto its clipped noisy total"
+            )
+        noisy = round_to_precision(noisy, config.precision)
+        post.append(
+            f"rounded to {config.precision} decimal places" if config.precision is not None else "no rounding"
+        )
+        if marginals == "noisy-joint":
+            time = time_marginal(noisy, domain)
+            loc = location_marginal(noisy)
+            post.append("marginals = sums of the noisy joint table (before suppression)")
+        suppressed = _suppress(noisy, config.suppress_below)
+        joint = noisy
+    else:
+        assert config.suppress_below is not None
+        cells = sparse_release(
+            sparse_raw,
+            IntegerNoise(kind, plan.noise_scale),
+            config.suppress_below,
+            config.precision,
+            noise,
+            progress=progress,
+        )
+        post.append(
+            "sparse sampling (Cormode et al. ICDT 2012): OpenDP noise on the non-zero cells; the published zero "
+            "cells sampled exactly (Binomial count, uniform positions, values from the noise tail): the same law "
+            "as noise on every cell then suppression"
+        )
+        post.append(
+            f"rounded to {config.precision} decimal places" if config.precision is not None else "no rounding"
+        )
     if config.suppress_below is not None:
         post.append(f"joint cells with noisy value < {config.suppress_below} suppressed (after noise)")
+    if marginals == "published-joint":
+        idx, vals = cells_or_dense_published(joint, suppressed, cells)
+        time = time_marginal_sparse(idx, vals, domain)
+        loc = location_marginal_sparse(idx, vals, domain)
+        post.append(
+            "marginals = sums of the PUBLISHED joint cells (suppressed cells count 0): free post-processing, "
+            "biased low by the true counts of suppressed cells (see docs/counts.md)"
+        )
+    marginal_plan: NoisePlan | None = None
+    if marginals == "charged":
+        time, loc, marginal_plan = _charged_marginals(sparse_raw, domain, config, noise, ledger)
+        post.append("marginals = their own OpenDP noise on the true marginal counts (charged, see ledger)")
+    assert time is not None and loc is not None
     top = None
     topk_info: dict[str, object] | None = None
     if config.top_k is not None:
-        assert config.top_k_epsilon is not None
-        if config.top_k_tap is not None and config.top_k_tap not in domain.taps:
-            raise InputError(
-                f"--top-k-tap {config.top_k_tap!r} is not a tap of the domain ({', '.join(domain.taps)})"
-            )
-        ranked = raw if config.top_k_tap is None else raw[:, [domain.taps.index(config.top_k_tap)]]
-        res = noisy_top_k(ranked.sum(axis=(0, 1, 2)), config.top_k, config.top_k_epsilon, config.unit)
-        ledger.charge(
-            LedgerEntry(
-                name=f"top-{config.top_k} places",
-                epsilon=res.epsilon,
-                unit=config.unit.name,
-                neighbouring=config.unit.neighbouring,
-                mechanism="opendp make_noisy_top_k (one-shot, Gumbel)",
-                detail={"noise_scale": res.noise_scale, "k": config.top_k},
-            )
-        )
-        top = res.indices
-        topk_info = {
-            "k": config.top_k,
-            "tap": config.top_k_tap or "all",
-            "epsilon": res.epsilon,
-            "noise_scale": res.noise_scale,
-            "mechanism": "opendp make_noisy_top_k (monotonic Linf, d_in = k)",
-        }
+        top, topk_info = _charge_top_k(sparse_raw, domain, config, ledger)
     privacy: dict[str, object] = {
         "method": "urbandp",
         "differentially_private": True,
         **config.unit.to_json(),
         **plan.to_json(),
         "zeros_perturbed": True,
+        "sampling": sampling,
         "domain": {
             "source": "public",
             "shape": dict(zip(("day", "tap", "bin", "place"), domain.shape, strict=False)),
             "n_cells": domain.n_cells,
         },
-        "marginals": "derived_from_noisy_joint",
+        "marginals": {
+            "noisy-joint": "derived_from_noisy_joint",
+            "published-joint": "derived_from_published_joint",
+            "charged": "charged_noisy_marginals",
+        }[marginals],
+        "marginal_noise": None if marginal_plan is None else marginal_plan.to_json(),
         "suppress_below": config.suppress_below,
         "precision": config.precision,
         "post_processing": post,
@@ -184,7 +395,27 @@ def release_counts(
         "total_delta": ledger.delta_spent,
         "ledger": ledger.to_dict(),
     }
-    return CountRelease(noisy, suppressed, time, loc, privacy, top)
+    if cells is not None:
+        privacy["sparse"] = {
+            "zero_cells_published": cells.n_zero_published,
+            "zero_cell_publish_probability": cells.zero_publish_probability,
+            "note": "the published zero cells are a DP output (drawn from the noise law); counts of raw zero "
+            "cells are not published",
+        }
+    privacy["per_card_window"] = per_card_window(
+        config, plan, marginal_plan, topk_info, len(domain.days), (ledger.epsilon_spent, ledger.delta_spent)
+    )
+    return CountRelease(joint, suppressed, time, loc, privacy, top, cells=cells)
+
+
+def cells_or_dense_published(
+    joint: np.ndarray | None, suppressed: np.ndarray | None, cells: PublishedCells | None
+) -> tuple[np.ndarray, np.ndarray]:
+    if cells is not None:
+        return cells.index, cells.values
+    assert joint is not None and suppressed is not None
+    idx = np.flatnonzero(~suppressed.ravel())
+    return idx, joint.ravel()[idx]
 
 
 def _release_data61(

@@ -48,7 +48,9 @@ def test_every_zero_cell_gets_noise() -> None:
 
 def test_marginals_derived_from_noisy_joint_exactly() -> None:
     d = small_domain()
-    rel = release_counts(raw_counts(d), d, CountReleaseConfig(epsilon=1.0, suppress_below=3))
+    rel = release_counts(
+        raw_counts(d), d, CountReleaseConfig(epsilon=1.0, suppress_below=3, sampling="dense")
+    )
     assert np.array_equal(rel.location, rel.joint.sum(axis=2))
     assert np.array_equal(rel.time.sum(axis=3), rel.joint.sum(axis=3))
     assert np.array_equal(rel.suppressed, rel.joint < 3)  # suppression of the *noisy* value
