@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from urbandp.counts.domain import CountDomain
+from urbandp.counts.sparse import SparseJoint
 from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputError
 
@@ -22,15 +23,39 @@ EVENT_COLUMNS = ("mode", "timestamp", "tap", "location")
 COUNT_COLUMNS = ("mode", "day", "tap", "bin", "location", "count")
 
 
+#: a count above this is quarantined: (10^12 taps in one row), and int64 sums of many such rows could overflow
+MAX_COUNT = 2**40
+
+
 @dataclass
 class JointCounts:
-    """Dense raw joint counts in the domain's layout, plus what was quarantined or truncated."""
+    """Raw joint counts (sparse: non-zero cells only) in the domain's layout, plus what was quarantined."""
 
-    counts: np.ndarray  # int64, shape = domain.shape
+    sparse: SparseJoint
     quarantine: pl.DataFrame  # original columns + reason
     n_input_rows: int
     n_truncated: int = 0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """The dense joint (int64, ``domain.shape``); allocates one int64 per cell of the domain."""
+        return self.sparse.to_dense()
+
+    @property
+    def total(self) -> int:
+        return self.sparse.total()
+
+
+def _sparse_from_cells(cells: np.ndarray, weights: np.ndarray | None, domain: CountDomain) -> SparseJoint:
+    """Sum ``weights`` (default 1) per flat cell index into a :class:`SparseJoint` (no dense allocation)."""
+    if cells.size == 0:
+        return SparseJoint(domain.shape, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    frame = pl.DataFrame(
+        {"cell": cells.astype(np.int64), "w": np.ones(cells.size, np.int64) if weights is None else weights}
+    )
+    grouped = frame.group_by("cell").agg(pl.col("w").sum()).filter(pl.col("w") > 0).sort("cell")
+    return SparseJoint(domain.shape, grouped["cell"].to_numpy(), grouped["w"].to_numpy().astype(np.int64))
 
 
 def read_table(path: Path) -> pl.DataFrame:
@@ -136,9 +161,9 @@ def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) 
         good = good.filter(rank_day < unit.max_events)
         good = good.filter(pl.int_range(pl.len()).over(["card_id", "day", "cell"]) < unit.max_per_cell)
         n_truncated = n_input - bad.height - good.height
-    counts = np.bincount(good["cell"].to_numpy(), minlength=domain.n_cells).astype(np.int64)
+    sparse = _sparse_from_cells(good["cell"].to_numpy(), None, domain)
     quarantine = bad.select([*(c for c in original), "reason"]).with_columns(pl.all().cast(pl.String))
-    return JointCounts(counts.reshape(domain.shape), quarantine, n_input, n_truncated)
+    return JointCounts(sparse, quarantine, n_input, n_truncated)
 
 
 def joint_from_counts(df: pl.DataFrame, domain: CountDomain) -> JointCounts:
@@ -147,14 +172,18 @@ def joint_from_counts(df: pl.DataFrame, domain: CountDomain) -> JointCounts:
     original = list(df.columns)
     bins = _lookup("bin", domain.bins)
     df = df.with_columns(pl.col(c).cast(pl.String) for c in COUNT_COLUMNS).with_row_index("_row")
-    df = df.join(bins, on="bin", how="left").with_columns(_n=pl.col("count").cast(pl.Int64, strict=False))
+    # counts are read as text: "12" is a count; "-2.8e19", "1e30", "3.5" or an int64 overflow become null -> quarantine
+    n = pl.col("count").str.strip_chars().cast(pl.Int64, strict=False)
+    df = df.join(bins, on="bin", how="left").with_columns(_n=n)
     df = df.with_columns(
         _bad=pl.when(pl.any_horizontal([pl.col(c).is_null() for c in COUNT_COLUMNS]))
         .then(pl.lit("missing value"))
         .when(pl.col("_n").is_null() | (pl.col("_n") < 0))
         .then(pl.lit("count is not a non-negative integer"))
+        .when(pl.col("_n") > MAX_COUNT)
+        .then(pl.lit(f"count above {MAX_COUNT} (not a plausible tap count)"))
     )
     good, bad = _index_rows(df, domain)
-    counts = np.bincount(good["cell"].to_numpy(), weights=good["_n"].to_numpy(), minlength=domain.n_cells)
+    sparse = _sparse_from_cells(good["cell"].to_numpy(), good["_n"].to_numpy().astype(np.int64), domain)
     quarantine = bad.select([*original, "reason"]).with_columns(pl.all().cast(pl.String))
-    return JointCounts(counts.astype(np.int64).reshape(domain.shape), quarantine, df.height)
+    return JointCounts(sparse, quarantine, df.height)

@@ -74,6 +74,24 @@ def release(
         None, "--top-k-tap", help="Rank places by this tap only (e.g. off = destinations)."
     ),
     fmt: str = typer.Option("csv", "--format", help="csv | parquet."),
+    sampling: str = typer.Option(
+        "auto",
+        "--sampling",
+        help="auto (sparse when --suppress-below > 0 is set) | sparse (exact sparse sampler of the zero "
+        "cells, Cormode et al. 2012) | dense (noise on every cell).",
+    ),
+    marginals: str = typer.Option(
+        "auto",
+        "--marginals",
+        help="auto (noisy-joint with dense sampling, published-joint with sparse, charged when "
+        "--marginal-epsilon/--marginal-scale is given) | noisy-joint | published-joint | charged.",
+    ),
+    marginal_epsilon: float | None = typer.Option(
+        None, "--marginal-epsilon", help="Charged marginals: epsilon of each marginal table."
+    ),
+    marginal_scale: float | None = typer.Option(
+        None, "--marginal-scale", help="Charged marginals: noise scale instead of --marginal-epsilon."
+    ),
     budget_epsilon: float | None = typer.Option(
         None, "--budget-epsilon", help="Refuse releases that spend more epsilon."
     ),
@@ -82,15 +100,17 @@ def release(
         False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
     ),
 ) -> None:
-    """Release a joint tap-count table (and marginals derived from it) with OpenDP noise on every cell.
+    """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
+
+    With --suppress-below the default sparse sampler draws OpenDP noise for the non-zero cells and samples the
+    published zero cells exactly (same output law as noise on every cell then suppression); without it every
+    cell gets an OpenDP draw.
 
     Example:
 
         urbandp counts synth --out taps/ && urbandp counts release taps/events.csv --domain taps/domain.json
         --unit card-day --max-events 4 --epsilon 1 --suppress-below 18 --out rel/
     """
-    import json
-
     from rich.console import Console
     from rich.progress import Progress
 
@@ -98,6 +118,7 @@ def release(
     from urbandp.counts.aggregate import joint_from_counts, joint_from_events, read_table
     from urbandp.counts.output import write_release
     from urbandp.privacy.ledger import PrivacyLedger
+    from urbandp.reports.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
 
     if input_kind not in ("events", "counts"):
         raise InputError(f"--input-kind must be events or counts, got {input_kind!r}")
@@ -112,39 +133,6 @@ def release(
         raise InputError("give --epsilon or --noise-scale")
     if epsilon is not None and noise_scale is not None:
         raise InputError("give only one of --epsilon and --noise-scale (the other is computed)")
-    if dry_run:
-        if method == "data61-2016":
-            raise InputError("--dry-run: the data61-2016 method is not DP and has no privacy cost to show")
-        plan = CountReleaseConfig(
-            method=method,
-            mechanism=mechanism,
-            epsilon=epsilon,
-            delta=delta,
-            noise_scale=noise_scale,
-            unit=punit,
-        ).plan()
-        assert plan is not None
-        typer.echo(
-            json.dumps(
-                {
-                    "dry_run": True,
-                    **punit.to_json(),
-                    **plan.to_json(),
-                    "top_k_epsilon": top_k_epsilon if top_k else None,
-                }
-            )
-        )
-        return
-    df = read_table(input)
-    if domain is None:
-        if not select_partitions:
-            raise InputError("no public domain: pass --domain FILE, or --select-partitions with --delta")
-        _release_selected(df, out, punit, epsilon, noise_scale, delta, input_kind, ledger)
-        return
-    dom = CountDomain.from_file(domain)
-    joint = joint_from_events(df, dom, punit) if input_kind == "events" else joint_from_counts(df, dom)
-    if int(joint.counts.sum()) == 0 and joint.quarantine.height == joint.n_input_rows:
-        raise InputError("no input row lies in the public domain (all quarantined)")
     config = CountReleaseConfig(
         method=method,
         mechanism=mechanism,
@@ -159,7 +147,48 @@ def release(
         top_k_epsilon=top_k_epsilon,
         top_k_tap=top_k_tap,
         data61_threshold=threshold,
+        sampling=sampling,
+        marginals=marginals,
+        marginal_epsilon=marginal_epsilon,
+        marginal_scale=marginal_scale,
     )
+    if dry_run:
+        if method == "data61-2016":
+            raise InputError("--dry-run: the data61-2016 method is not DP and has no privacy cost to show")
+        plan = config.plan()
+        assert plan is not None
+        m_plan = config.marginal_plan()
+        typer.echo(
+            dumps_strict(
+                {
+                    "dry_run": True,
+                    **punit.to_json(),
+                    **plan.to_json(),
+                    "sampling": config.resolved_sampling,
+                    "marginals": config.resolved_marginals,
+                    "marginal_noise": None if m_plan is None else m_plan.to_json(),
+                    "top_k_epsilon": top_k_epsilon if top_k else None,
+                },
+                indent=None,
+            )
+        )
+        return
+    check_output_path(out)
+    df = read_table(input)
+    if domain is None:
+        if not select_partitions:
+            raise InputError("no public domain: pass --domain FILE, or --select-partitions with --delta")
+        _release_selected(df, out, punit, epsilon, noise_scale, delta, input_kind, ledger)
+        return
+    dom = CountDomain.from_file(domain)
+    dom.check_fits(dense=config.resolved_sampling == "dense")
+    joint = joint_from_events(df, dom, punit) if input_kind == "events" else joint_from_counts(df, dom)
+    if joint.total == 0 and joint.quarantine.height == joint.n_input_rows:
+        reasons = joint.quarantine["reason"].value_counts(sort=True).head(3)
+        top = "; ".join(f"{r} ({n})" for r, n in reasons.iter_rows())
+        raise InputError(
+            f"no input row lies in the public domain: all {joint.n_input_rows} quarantined: {top}"
+        )
     if top_k_tap is not None and top_k_tap not in dom.taps:
         raise InputError(f"--top-k-tap {top_k_tap!r} is not a tap of the domain ({', '.join(dom.taps)})")
     if top_k is not None and not 1 <= top_k <= len(dom.places):
@@ -167,27 +196,41 @@ def release(
             f"--top-k must be between 1 and the number of places ({len(dom.places)}), got {top_k}"
         )
     plan = config.plan()
-    if plan is not None:  # refuse an overspend before any work (DESIGN.md rule 5), top-k included
+    if (
+        plan is not None
+    ):  # refuse an overspend before any work (DESIGN.md rule 5), top-k and marginals included
+        m_plan = config.marginal_plan()
         ledger.check(
-            plan.epsilon + (top_k_epsilon if top_k is not None and top_k_epsilon else 0.0), plan.delta
+            plan.epsilon
+            + (top_k_epsilon if top_k is not None and top_k_epsilon else 0.0)
+            + (2 * m_plan.epsilon if m_plan is not None else 0.0),
+            plan.delta + (2 * m_plan.delta if m_plan is not None else 0.0),
         )
     console = Console(stderr=True)
     with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("adding OpenDP noise", total=dom.n_cells)
+        n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
+        task = progress.add_task("adding OpenDP noise", total=n_noised)
         rel = release_counts(
-            joint.counts, dom, config, ledger=ledger, progress=lambda n: progress.advance(task, n)
+            joint.sparse, dom, config, ledger=ledger, progress=lambda n: progress.advance(task, n)
         )
-    rel.privacy["input_report_not_private"] = {
+    input_report = {
         "note": "raw-data statistics for the data owner; not differentially private, do not publish",
         "input_rows": joint.n_input_rows,
         "quarantined_rows": joint.quarantine.height,
+        "quarantine_reasons": dict(joint.quarantine["reason"].value_counts().iter_rows()),
         "truncated_events": joint.n_truncated,
+        "non_zero_cells": int(joint.sparse.index.size),
         "input_kind": input_kind,
         "bounding": "truncation in urbandp" if input_kind == "events" else "declared upstream (not verified)",
     }
-    write_release(rel, dom, out, fmt)
-    out.mkdir(parents=True, exist_ok=True)
-    joint.quarantine.write_csv(out / "quarantine.csv")
+    with atomic_output_dir(out) as d:
+        joint.quarantine.write_csv(d.owner_path("quarantine.csv"))
+        write_json(d.owner_path("input_report.json"), input_report)
+        rel.privacy["not_dp_outputs"] = {
+            "../owner_only/" + out.name + "/quarantine.csv": "raw rejected input rows with their reason",
+            "../owner_only/" + out.name + "/input_report.json": "row counts of the raw input",
+        }
+        write_release(rel, dom, d.release, fmt)
     summary = {
         k: rel.privacy.get(k)
         for k in (
@@ -195,14 +238,19 @@ def release(
             "differentially_private",
             "unit",
             "mechanism",
+            "sampling",
+            "marginals",
             "epsilon",
             "delta",
             "noise_scale",
             "total_epsilon",
         )
     }
+    window = rel.privacy.get("per_card_window")
+    if isinstance(window, dict):
+        summary["per_card_window_epsilon"] = window.get("epsilon")
     summary["out"] = str(out)
-    typer.echo(json.dumps(summary))
+    typer.echo(dumps_strict(summary, indent=None))
 
 
 def _release_selected(
@@ -216,14 +264,13 @@ def _release_selected(
     ledger: PrivacyLedger,
 ) -> None:
     """Partition selection path: no public domain, observed cells released only above a DP threshold."""
-    import json
-
     import polars as pl
 
     from urbandp.counts.accounting import laplace_plan
     from urbandp.counts.aggregate import EVENT_COLUMNS
     from urbandp.counts.partitions import select_partitions
     from urbandp.privacy.ledger import LedgerEntry
+    from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
     if input_kind != "events":
         raise InputError("--select-partitions works on event input")
@@ -285,11 +332,6 @@ def _release_selected(
     )
     rows = [[*k.split("|"), v] for k, v in sel.released.items()]
     table = pl.DataFrame(rows, schema=["mode", "day", "tap", "bin", "location", "count"], orient="row")
-    out.mkdir(parents=True, exist_ok=True)
-    table.sort(["mode", "day", "tap", "bin", "location"]).write_csv(out / "joint.csv")
-    bad.drop("_ts").with_columns(
-        pl.all().cast(pl.String), reason=pl.lit("missing value or unparsable timestamp")
-    ).write_csv(out / "quarantine.csv")
     privacy = {
         "method": "urbandp",
         "differentially_private": True,
@@ -305,18 +347,31 @@ def _release_selected(
         "total_epsilon": ledger.epsilon_spent,
         "total_delta": ledger.delta_spent,
         "ledger": ledger.to_dict(),
-        "input_report_not_private": {"input_rows": df.height, "quarantined_rows": bad.height},
+        "not_dp_outputs": {
+            "../owner_only/" + out.name + "/quarantine.csv": "raw rejected input rows with their reason",
+            "../owner_only/" + out.name + "/input_report.json": "row counts of the raw input",
+        },
     }
-    (out / "privacy.json").write_text(json.dumps(privacy, indent=2))
+    with atomic_output_dir(out) as d:
+        table.sort(["mode", "day", "tap", "bin", "location"]).write_csv(d.release / "joint.csv")
+        bad.drop("_ts").with_columns(
+            pl.all().cast(pl.String), reason=pl.lit("missing value or unparsable timestamp")
+        ).write_csv(d.owner_path("quarantine.csv"))
+        write_json(
+            d.owner_path("input_report.json"),
+            {"note": "not differentially private", "input_rows": df.height, "quarantined_rows": bad.height},
+        )
+        write_json(d.release / "privacy.json", privacy)
     typer.echo(
-        json.dumps(
+        dumps_strict(
             {
                 "method": "urbandp",
                 "epsilon": sel.epsilon,
                 "delta": sel.delta,
                 "threshold": sel.threshold,
                 "out": str(out),
-            }
+            },
+            indent=None,
         )
     )
 
@@ -341,30 +396,47 @@ def synth(
 
         urbandp counts synth --out taps/ --days 7 --trips-per-day 20000
     """
-    import json
-
     import numpy as np
 
     from urbandp.counts import CountDomain, PrivacyUnit
     from urbandp.counts.aggregate import joint_from_events
-    from urbandp.synth.taps import generate_taps
+    from urbandp.reports.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
+    from urbandp.synth.taps import MAX_SYNTH_DAYS, MAX_SYNTH_EVENTS, generate_taps
 
     if days < 1 or trips_per_day < 0 or ferry_trips_per_day < 0:
         raise InputError("--days must be >= 1 and trip counts >= 0")
+    if days > MAX_SYNTH_DAYS:
+        raise InputError(f"--days {days} is above the synthetic generator's limit of {MAX_SYNTH_DAYS} days")
+    n_events = 2 * (trips_per_day + ferry_trips_per_day) * days
+    if n_events > MAX_SYNTH_EVENTS:
+        raise InputError(
+            f"{n_events:,} synthetic taps requested (2 x (trips + ferry trips) x days); at most "
+            f"{MAX_SYNTH_EVENTS:,}: lower --days or --trips-per-day"
+        )
+    if not 0 <= seed < 2**63:
+        raise InputError(f"--seed must be between 0 and 2^63 - 1, got {seed}")
     if fmt not in ("csv", "parquet"):
         raise InputError(f"--format must be csv or parquet, got {fmt!r}")
+    check_output_path(out)
     s = generate_taps(
         trips_per_day=trips_per_day, ferry_trips_per_day=ferry_trips_per_day, days=days, seed=seed
     )
-    out.mkdir(parents=True, exist_ok=True)
-    events_path = out / f"events.{fmt}"
-    if fmt == "csv":
-        s.events.write_csv(events_path)
-    else:
-        s.events.write_parquet(events_path)
-    (out / "domain.json").write_text(json.dumps(s.domain, indent=2))
     truth = joint_from_events(s.events, CountDomain.from_json(s.domain), PrivacyUnit("event"))
-    np.save(out / "truth_joint.npy", truth.counts)
+    with atomic_output_dir(out) as d:
+        events_path = d.release / f"events.{fmt}"
+        if fmt == "csv":
+            s.events.write_csv(events_path)
+        else:
+            s.events.write_parquet(events_path)
+        write_json(d.release / "domain.json", s.domain)
+        np.save(d.release / "truth_joint.npy", truth.counts)
     typer.echo(
-        json.dumps({"events": str(events_path), "rows": s.events.height, "domain": str(out / "domain.json")})
+        dumps_strict(
+            {
+                "events": str(out / f"events.{fmt}"),
+                "rows": s.events.height,
+                "domain": str(out / "domain.json"),
+            },
+            indent=None,
+        )
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,21 @@ import numpy as np
 from urbandp.errors import InputError
 
 AXES = ("day", "tap", "bin", "place")
+#: at most this many days (a century) in a domain
+MAX_DAYS = 36_600
+#: bytes per cell the dense path holds at once (raw int64, noise int64, released float64, mask, marginal temporaries)
+DENSE_BYTES_PER_CELL = 40
+
+
+def available_memory_bytes() -> int:
+    """MemAvailable from /proc/meminfo (Linux), else total physical memory."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,27 @@ class CountDomain:
     def n_cells(self) -> int:
         return int(np.prod(self.shape))
 
+    def check_fits(self, dense: bool, available: int | None = None) -> None:
+        """Refuse, before any allocation, a domain whose arrays do not fit in memory (one line: cells, bytes)."""
+        available = available_memory_bytes() if available is None else available
+        d, t, b, p = self.shape
+        cells = self.n_cells
+        need = 8 * 4 * (d * t * p + d * t * b * len(self.modes))  # the two marginals (+ temporaries)
+        if dense:
+            need += DENSE_BYTES_PER_CELL * cells
+        if cells >= 2**62 or need > available:
+            what = "the dense release" if dense else "the marginal tables"
+            raise InputError(
+                f"domain too large: {cells:,} cells ({d} days x {t} taps x {b} bins x {p} places); "
+                f"{what} would need about {need / 2**30:,.1f} GiB ({need:,} bytes), "
+                f"{available / 2**30:,.1f} GiB available"
+                + (
+                    "; with --suppress-below, sparse sampling needs memory only for non-zero cells"
+                    if dense
+                    else ""
+                )
+            )
+
     def place_mode_index(self) -> np.ndarray:
         """For each place, the index of its mode in :attr:`modes`."""
         modes = {m: i for i, m in enumerate(self.modes)}
@@ -81,20 +118,55 @@ class CountDomain:
         for key in ("days", "places"):
             if key not in obj:
                 raise InputError(f"domain is missing '{key}'")
+        unknown = sorted(set(obj) - {"days", "taps", "bin_minutes", "places"})
+        if unknown:
+            raise InputError(
+                f"domain has unknown key(s) {', '.join(unknown)} (known: days, taps, bin_minutes, places)"
+            )
         days = obj["days"]
         if isinstance(days, dict):
             try:
                 start, end = dt.date.fromisoformat(days["start"]), dt.date.fromisoformat(days["end"])
             except (KeyError, ValueError, TypeError) as err:
-                raise InputError(f"domain days range is unusable: {err}") from None
-            days = [(start + dt.timedelta(d)).isoformat() for d in range((end - start).days + 1)]
+                raise InputError(
+                    f'domain days range is unusable ({err}); example: {{"start": "2016-08-08", "end": "2016-08-14"}}'
+                ) from None
+            n_days = (end - start).days + 1
+            if n_days < 1:
+                raise InputError(f"domain days range ends ({end}) before it starts ({start})")
+            if n_days > MAX_DAYS:
+                raise InputError(f"domain days range has {n_days:,} days; at most {MAX_DAYS:,} are supported")
+            days = [(start + dt.timedelta(d)).isoformat() for d in range(n_days)]
+        if not isinstance(days, list) or not all(isinstance(d, str) for d in days):
+            raise InputError(
+                'domain "days" must be a list of dates or {"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}, '
+                f"got {type(days).__name__}"
+            )
+        taps = obj.get("taps", ["on", "off"])
+        if not isinstance(taps, list) or not all(isinstance(t, str) for t in taps):
+            raise InputError(f'domain "taps" must be a list of strings such as ["on", "off"], got {taps!r}')
+        bin_minutes = obj.get("bin_minutes", 15)
+        if isinstance(bin_minutes, bool) or not isinstance(bin_minutes, int):
+            raise InputError(
+                f'domain "bin_minutes" must be an integer number of minutes such as 15, got {bin_minutes!r}'
+            )
         places = obj["places"]
-        if not isinstance(places, dict) or not all(isinstance(v, list) for v in places.values()):
-            raise InputError("domain 'places' must map each mode to a list of locations")
+        if (
+            not isinstance(places, dict)
+            or not all(isinstance(v, list) for v in places.values())
+            or not all(
+                isinstance(loc, (str, int)) and not isinstance(loc, bool)
+                for v in places.values()
+                for loc in v
+            )
+        ):
+            raise InputError(
+                'domain "places" must map each mode to a list of locations, e.g. {"bus": ["2000"]}'
+            )
         return cls(
-            days=tuple(str(d) for d in days),
-            taps=tuple(str(t) for t in obj.get("taps", ["on", "off"])),
-            bin_minutes=int(obj.get("bin_minutes", 15)),
+            days=tuple(days),
+            taps=tuple(taps),
+            bin_minutes=bin_minutes,
             places=tuple((str(m), str(loc)) for m, locs in places.items() for loc in locs),
         )
 

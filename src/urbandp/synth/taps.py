@@ -20,6 +20,9 @@ import polars as pl
 MANLY = "Manly Wharf"
 CIRCULAR_QUAY_3 = "Circular Quay No. 3 Wharf"
 FERRY_LAG_BINS = 2  # 30-minute crossing = two 15-minute bins
+#: bounds of ``urbandp counts synth`` (a bounded run: about 10 years, 50 million taps)
+MAX_SYNTH_DAYS = 3_660
+MAX_SYNTH_EVENTS = 50_000_000
 
 
 @dataclass(frozen=True)
