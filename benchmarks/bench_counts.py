@@ -30,13 +30,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results" / "counts.json"
 
 
-def make_world(cells: int, nonzero_share: float, seed: int = 0):  # type: ignore[no-untyped-def]
+def make_world(cells: int, nonzero_share: float, seed: int = 0) -> Any:
     from urbandp.counts import CountDomain
     from urbandp.counts.sparse import SparseJoint
 
@@ -53,15 +54,15 @@ def make_world(cells: int, nonzero_share: float, seed: int = 0):  # type: ignore
     return domain, SparseJoint(domain.shape, index, counts)
 
 
-def config(sampling: str, **kw: object):  # type: ignore[no-untyped-def]
+def config(sampling: str, **kw: Any) -> Any:
     from urbandp.counts import CountReleaseConfig, PrivacyUnit
 
     return CountReleaseConfig(
         epsilon=1.0, unit=PrivacyUnit("card-day", 4), suppress_below=18.0, sampling=sampling, **kw
-    )  # type: ignore[arg-type]
+    )
 
 
-def timed_release(raw, domain, cfg):  # type: ignore[no-untyped-def]
+def timed_release(raw: Any, domain: Any, cfg: Any) -> tuple[Any, float]:
     from urbandp.counts import release_counts
 
     t0 = time.perf_counter()
@@ -69,7 +70,7 @@ def timed_release(raw, domain, cfg):  # type: ignore[no-untyped-def]
     return rel, time.perf_counter() - t0
 
 
-def marginal_errors(rel, truth_time: np.ndarray, truth_loc: np.ndarray) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def marginal_errors(rel: Any, truth_time: np.ndarray, truth_loc: np.ndarray) -> dict[str, float]:
     out = {}
     for name, est, true in (("time", rel.time, truth_time), ("location", rel.location, truth_loc)):
         err = np.asarray(est, dtype=np.float64) - true
@@ -114,7 +115,9 @@ def main() -> None:
     domain, raw = make_world(args.cells, 0.05)
     truth_time = time_marginal_sparse(raw.index, raw.counts.astype(np.float64), domain)
     truth_loc = location_marginal_sparse(raw.index, raw.counts.astype(np.float64), domain)
-    print(f"A: {domain.n_cells:,} cells, {raw.index.size:,} non-zero (5%), {os.cpu_count()} cores, load {load_before}")
+    print(
+        f"A: {domain.n_cells:,} cells, {raw.index.size:,} non-zero (5%), {os.cpu_count()} cores, load {load_before}"
+    )
 
     sparse, t_sparse = timed_release(raw, domain, config("sparse"))
     charged, t_charged = timed_release(raw, domain, config("sparse", marginal_epsilon=1.0))
@@ -150,7 +153,11 @@ def main() -> None:
         result["A_speedup_dense_over_sparse"] = t_dense / t_sparse
         print(f"  dense  release + marginals: {t_dense:.2f} s  -> sparse is {t_dense / t_sparse:.1f}x faster")
         del dense
-    for key in ("A_marginals_dense_noisy_joint", "A_marginals_sparse_published_joint", "A_marginals_sparse_charged_eps1_each"):
+    for key in (
+        "A_marginals_dense_noisy_joint",
+        "A_marginals_sparse_published_joint",
+        "A_marginals_sparse_charged_eps1_each",
+    ):
         if key in result:
             m = result[key]
             assert isinstance(m, dict)
@@ -178,8 +185,10 @@ def main() -> None:
         f"{big['sparse_release_and_marginals_s']:.2f} s, peak RSS {big['peak_rss_gib']:.2f} GiB "
         f"(noise workers {big['peak_rss_noise_workers_gib']:.2f} GiB)"
     )
-    print(f"targets: A < 10 s {'MET' if result['target_A_met'] else 'NOT MET'}; B < 60 s and < 4 GiB "
-          f"{'MET' if result['target_B_met'] else 'NOT MET'}; load {load_before:.2f} -> {result['load_1min_after']:.2f}")
+    print(
+        f"targets: A < 10 s {'MET' if result['target_A_met'] else 'NOT MET'}; B < 60 s and < 4 GiB "
+        f"{'MET' if result['target_B_met'] else 'NOT MET'}; load {load_before:.2f} -> {result['load_1min_after']:.2f}"
+    )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {RESULTS}")

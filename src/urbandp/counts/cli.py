@@ -220,6 +220,7 @@ def release(
         "quarantine_reasons": dict(joint.quarantine["reason"].value_counts().iter_rows()),
         "truncated_events": joint.n_truncated,
         "non_zero_cells": int(joint.sparse.index.size),
+        "published_cells_with_raw_zero": None if rel.cells is None else rel.cells.n_zero_published,
         "input_kind": input_kind,
         "bounding": "truncation in urbandp" if input_kind == "events" else "declared upstream (not verified)",
     }
@@ -246,6 +247,9 @@ def release(
             "total_epsilon",
         )
     }
+    suppression = rel.privacy.get("suppression")
+    if isinstance(suppression, dict) and "warning" in suppression:
+        typer.echo(f"urbandp: warning: {suppression['warning']}", err=True)
     window = rel.privacy.get("per_card_window")
     if isinstance(window, dict):
         summary["per_card_window_epsilon"] = window.get("epsilon")

@@ -395,17 +395,46 @@ def release_counts(
         "total_delta": ledger.delta_spent,
         "ledger": ledger.to_dict(),
     }
-    if cells is not None:
-        privacy["sparse"] = {
-            "zero_cells_published": cells.n_zero_published,
-            "zero_cell_publish_probability": cells.zero_publish_probability,
-            "note": "the published zero cells are a DP output (drawn from the noise law); counts of raw zero "
-            "cells are not published",
-        }
+    if config.suppress_below is not None:
+        privacy["suppression"] = suppression_report(
+            IntegerNoise(kind, plan.noise_scale), config.suppress_below, config.precision, domain.n_cells
+        )
     privacy["per_card_window"] = per_card_window(
         config, plan, marginal_plan, topk_info, len(domain.days), (ledger.epsilon_spent, ledger.delta_spent)
     )
     return CountRelease(joint, suppressed, time, loc, privacy, top, cells=cells)
+
+
+def suppression_report(
+    law: IntegerNoise, suppress_below: float, precision: int | None, n_cells: int
+) -> dict[str, object]:
+    """What a threshold means for cells whose raw count is 0, from public quantities only (scale, domain size).
+
+    The number of published raw-zero cells is NOT reported: it would tell which published cells are true zeros.
+    """
+    t = integer_threshold(suppress_below, precision)
+    if t < 1:
+        return {
+            "noise_only_publish_probability": None,
+            "note": "threshold <= 0: most zero cells are published",
+        }
+    p = law.tail_float(t)
+    suggested = t
+    while n_cells * law.tail_float(suggested) > 1.0:
+        suggested += 1
+    report: dict[str, object] = {
+        "noise_only_publish_probability": p,
+        "expected_noise_only_cells_at_most": n_cells * p,
+        "threshold_for_at_most_one_noise_only_cell": suggested,
+        "note": "a cell whose raw count is 0 is published with this probability (its value is pure noise); "
+        "the bound multiplies by every cell of the public domain",
+    }
+    if n_cells * p > 1.0:
+        report["warning"] = (
+            f"up to {n_cells * p:,.0f} published cells may be pure noise on a raw zero (P = {p:.3g} per cell over "
+            f"{n_cells:,} cells); --suppress-below {suggested} keeps that below one"
+        )
+    return report
 
 
 def cells_or_dense_published(

@@ -242,6 +242,14 @@ def test_sparse_input_and_marginals() -> None:
     # published-joint marginals are sums of the published cells
     assert rel.location.sum() == pytest.approx(vals.sum())
     assert rel.privacy["epsilon"] == 1.0 and rel.privacy["total_epsilon"] == 1.0
+    # how many published cells are raw zeros would say which ones are noise only: never in privacy.json
+    assert "zero_cells_published" not in str(rel.privacy)
+    sup = rel.privacy["suppression"]
+    p = math.exp(-3) / (1 + math.exp(-1))  # discrete Laplace(1): P(X >= 3) = a^3 / (1 + a)
+    assert sup["noise_only_publish_probability"] == pytest.approx(p, rel=1e-12)
+    assert sup["expected_noise_only_cells_at_most"] == pytest.approx(12 * p, rel=1e-12)
+    # smallest t with 12 P(X >= t) <= 1: 12 e^-t / (1 + e^-1) <= 1  ->  t >= ln(12 / 1.3679) = 2.17 -> 3
+    assert sup["threshold_for_at_most_one_noise_only_cell"] == 3 and "warning" not in sup
 
 
 def test_charged_marginals_are_charged_and_unbiased_in_exact_mode() -> None:
