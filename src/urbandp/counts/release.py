@@ -183,12 +183,18 @@ class CountRelease:
 
     def published(self) -> tuple[np.ndarray, np.ndarray]:
         """Flat indices and values of the published joint cells (either sampling)."""
-        if self.cells is not None:
-            return self.cells.index, self.cells.values
-        assert self.joint is not None and self.suppressed is not None
-        flat = self.joint.ravel()
-        idx = np.flatnonzero(~self.suppressed.ravel())
-        return idx, flat[idx]
+        return _published(self.joint, self.suppressed, self.cells)
+
+
+def _published(
+    joint: np.ndarray | None, suppressed: np.ndarray | None, cells: PublishedCells | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices and values of the published joint cells, from either sampling."""
+    if cells is not None:
+        return cells.index, cells.values
+    assert joint is not None and suppressed is not None
+    idx = np.flatnonzero(~suppressed.ravel())
+    return idx, joint.ravel()[idx]
 
 
 def _suppress(values: np.ndarray, below: float | None) -> np.ndarray:
@@ -354,7 +360,7 @@ def release_counts(
     if config.suppress_below is not None:
         post.append(f"joint cells with noisy value < {config.suppress_below} suppressed (after noise)")
     if marginals == "published-joint":
-        idx, vals = cells_or_dense_published(joint, suppressed, cells)
+        idx, vals = _published(joint, suppressed, cells)
         time = time_marginal_sparse(idx, vals, domain)
         loc = location_marginal_sparse(idx, vals, domain)
         post.append(
@@ -437,16 +443,6 @@ def suppression_report(
             f"{n_cells:,} cells); --suppress-below {suggested} keeps that below one"
         )
     return report
-
-
-def cells_or_dense_published(
-    joint: np.ndarray | None, suppressed: np.ndarray | None, cells: PublishedCells | None
-) -> tuple[np.ndarray, np.ndarray]:
-    if cells is not None:
-        return cells.index, cells.values
-    assert joint is not None and suppressed is not None
-    idx = np.flatnonzero(~suppressed.ravel())
-    return idx, joint.ravel()[idx]
 
 
 def _release_data61(

@@ -311,3 +311,14 @@ def test_per_card_window_is_days_times_epsilon() -> None:
     gw = release_counts(raw, d, g).privacy["per_card_window"]
     # zCDP adds over days: rho_card = 7 rho; its epsilon at the same delta is below 7 x the per-day epsilon
     assert gw["per_card_day_epsilon"] < gw["epsilon"] < 7 * gw["per_card_day_epsilon"]
+
+
+def test_top_k_with_sparse_sampling_ranks_raw_place_totals_exactly_in_law() -> None:
+    d = tiny_domain()
+    rel = release_counts(
+        RAW.reshape(d.shape),
+        d,
+        CountReleaseConfig(noise_scale=1.0, suppress_below=3, sampling="sparse", top_k=1, top_k_epsilon=50.0),
+    )
+    # place totals: a = 0, b = 4 + 9 = 13, c = 1 -> at epsilon 50 the noisy top-1 is b
+    assert rel.top_k == [1] and rel.privacy["total_epsilon"] == pytest.approx(51.0)
