@@ -101,6 +101,8 @@ class CountReleaseConfig:
         if self.marginals == "charged" and self.marginal_epsilon is None and self.marginal_scale is None:
             raise InputError("--marginals charged needs --marginal-epsilon or --marginal-scale")
         if self.sampling == "sparse":
+            if self.method != "urbandp":
+                raise InputError("--sampling sparse applies to the DP method only (data61-2016 is dense)")
             if self.suppress_below is None:
                 raise InputError("--sampling sparse needs --suppress-below (without a threshold use dense)")
             if self.consistent:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from urbandp.counts import CountDomain
 from urbandp.errors import InputError
@@ -44,3 +46,31 @@ def test_bad_domains_raise_input_error(obj: object) -> None:
 def test_missing_domain_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not found"):
         CountDomain.from_file(tmp_path / "nope.json")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-5, 100) | st.floats(allow_nan=True) | st.text(max_size=12),
+        lambda children: (
+            st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+        ),
+        max_leaves=12,
+    ),
+    st.sampled_from(["days", "taps", "bin_minutes", "places"]),
+)
+def test_any_json_value_gives_a_domain_or_one_input_error(value: object, key: str) -> None:
+    """Fuzz: replacing one key of a valid domain by any JSON value never raises anything but InputError."""
+    obj: dict[str, object] = {
+        "days": ["2016-08-08"],
+        "taps": ["on", "off"],
+        "bin_minutes": 15,
+        "places": {"bus": ["2000"]},
+    }
+    obj[key] = value
+    try:
+        d = CountDomain.from_json(obj)
+    except InputError as err:
+        assert "\n" not in str(err)
+    else:
+        assert d.n_cells >= 1

@@ -275,6 +275,8 @@ def test_sampling_choice_and_refusals() -> None:
     )
     with pytest.raises(InputError, match="needs --suppress-below"):
         CountReleaseConfig(sampling="sparse")
+    with pytest.raises(InputError, match="DP method only"):
+        CountReleaseConfig(method="data61-2016", noise_scale=1.4, sampling="sparse", suppress_below=18)
     with pytest.raises(InputError, match="above 0"):
         _ = CountReleaseConfig(sampling="sparse", suppress_below=0).resolved_sampling
     with pytest.raises(InputError, match="noisy-joint"):
