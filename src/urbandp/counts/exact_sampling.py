@@ -41,6 +41,8 @@ IntervalAt = Callable[[int], Any]
 _LN_2_64 = 64.0 * math.log(2.0)
 _MARGIN = 2.0**-36
 _BASE_PREC = 128
+#: draws per vectorised batch (bounds the temporaries to a few hundred MB whatever the threshold)
+BATCH = 1 << 22
 
 
 @contextlib.contextmanager
@@ -94,6 +96,10 @@ def floor_log_uniform(n: int, log_rate: IntervalAt, cap: int) -> np.ndarray:
     """
     if n <= 0:
         return np.zeros(0, dtype=np.int64)
+    if n > BATCH:
+        return np.concatenate(
+            [floor_log_uniform(min(BATCH, n - s), log_rate, cap) for s in range(0, n, BATCH)]
+        )
     with iv_precision(_BASE_PREC):
         rate = log_rate(_BASE_PREC)
         rate_f = float(rate.mid)
@@ -172,7 +178,7 @@ def bernoulli_process(n_trials: int, log_fail: IntervalAt, expected_successes: f
     positions: list[np.ndarray] = []
     start = 0  # index of the next trial
     while start < n_trials:
-        batch = int(expected_successes + 6.0 * math.sqrt(expected_successes) + 16)
+        batch = min(BATCH, int(expected_successes + 6.0 * math.sqrt(expected_successes) + 16))
         gaps = floor_log_uniform(batch, log_fail, cap=n_trials)
         pos = start + np.cumsum(gaps + 1) - 1  # each success sits after its gap of failures
         inside = pos < n_trials

@@ -137,7 +137,7 @@ class IntegerNoise:
         out: list[np.ndarray] = []
         need = n
         while need > 0:
-            batch = max(16, int(need * 2.5))
+            batch = min(1 << 22, max(16, int(need * 2.5)))
             j = floor_log_uniform(batch, neg_lambda, cap=2**62)
             gamma_f = (j.astype(np.float64) - c) ** 2 / (2.0 * float(s2))
 
