@@ -88,6 +88,8 @@ class CountReleaseConfig:
         ):
             if value is not None and not math.isfinite(value):
                 raise InputError(f"{name} must be a finite number, got {value}")
+        if self.precision is not None and not -9 <= self.precision <= 15:
+            raise InputError(f"--precision must be between -9 and 15 decimal places, got {self.precision}")
         if not 0 <= self.delta < 1:
             raise InputError(f"--delta must be in [0, 1), got {self.delta}")
         for name, value in (

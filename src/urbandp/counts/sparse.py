@@ -84,12 +84,17 @@ def integer_threshold(tau: float, precision: int | None) -> int:
     def published(k: int) -> bool:
         return bool(round_to_precision(np.array([float(k)]), precision)[0] >= tau)
 
-    k = math.ceil(tau)
-    while published(k - 1):
-        k -= 1
-    while not published(k):
-        k += 1
-    return k
+    # rounding moves a value by at most half a step: below ceil(tau) - 2 steps nothing is published, above
+    # ceil(tau) + 2 steps everything is; bisection between them (published(k) is monotone in k)
+    step = 1 if precision is None or precision >= 0 else 10 ** (-precision)
+    lo, hi = math.ceil(tau) - 2 * step, math.ceil(tau) + 2 * step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if published(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def zero_cell_positions(ranks: np.ndarray, nonzero_index: np.ndarray) -> np.ndarray:

@@ -76,6 +76,9 @@ def test_integer_threshold_follows_rounding() -> None:
     assert integer_threshold(-2.0, 0) == -2
     # rounding to tens (half to even): round(15, -1) = 20 >= 18 but round(14, -1) = 10
     assert integer_threshold(18.0, -1) == 15
+    assert integer_threshold(1e6 + 0.5, -9) > 1e8  # rounding to 1e9: only values from 5e8 up reach it
+    with pytest.raises(InputError, match="--precision"):
+        CountReleaseConfig(precision=-400)
 
 
 @settings(max_examples=60, deadline=None)
