@@ -158,6 +158,19 @@ def release(
         plan = config.plan()
         assert plan is not None
         m_plan = config.marginal_plan()
+        total_eps = (
+            plan.epsilon + (2 * m_plan.epsilon if m_plan else 0.0) + (top_k_epsilon or 0.0 if top_k else 0.0)
+        )
+        total_delta = plan.delta + (2 * m_plan.delta if m_plan else 0.0)
+        window: dict[str, object] | None = None
+        if domain is not None:  # the domain is public: its number of days sets the per-card figure
+            from urbandp.counts.window import per_card_window
+
+            days = len(CountDomain.from_file(domain).days)
+            topk_info: dict[str, object] | None = (
+                {"epsilon": top_k_epsilon} if top_k and top_k_epsilon else None
+            )
+            window = per_card_window(config, plan, m_plan, topk_info, days, (total_eps, total_delta))
         typer.echo(
             dumps_strict(
                 {
@@ -168,6 +181,9 @@ def release(
                     "marginals": config.resolved_marginals,
                     "marginal_noise": None if m_plan is None else m_plan.to_json(),
                     "top_k_epsilon": top_k_epsilon if top_k else None,
+                    "total_epsilon": total_eps,
+                    "total_delta": total_delta,
+                    "per_card_window": window,
                 },
                 indent=None,
             )
@@ -250,9 +266,9 @@ def release(
     suppression = rel.privacy.get("suppression")
     if isinstance(suppression, dict) and "warning" in suppression:
         typer.echo(f"urbandp: warning: {suppression['warning']}", err=True)
-    window = rel.privacy.get("per_card_window")
-    if isinstance(window, dict):
-        summary["per_card_window_epsilon"] = window.get("epsilon")
+    card = rel.privacy.get("per_card_window")
+    if isinstance(card, dict):
+        summary["per_card_window_epsilon"] = card.get("epsilon")
     summary["out"] = str(out)
     typer.echo(dumps_strict(summary, indent=None))
 

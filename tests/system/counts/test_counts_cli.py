@@ -580,3 +580,31 @@ def test_synth_bounds(tmp_path: Path, extra: list[str], message: str) -> None:
     code, text = run("counts", "synth", "--out", str(tmp_path / "s"), *extra)
     assert code == 2 and text.count("\n") == 1 and message in text
     assert not (tmp_path / "s").exists()
+
+
+def test_dry_run_with_domain_gives_the_per_card_figure(taps: Path, tmp_path: Path) -> None:
+    code, text = run(
+        "counts",
+        "release",
+        str(tmp_path / "not-read.csv"),
+        "--domain",
+        str(taps / "domain.json"),
+        "--unit",
+        "card-day",
+        "--max-events",
+        "4",
+        "--epsilon",
+        "1",
+        "--suppress-below",
+        "18",
+        "--marginal-epsilon",
+        "0.5",
+        "--dry-run",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert code == 0, text
+    plan = json.loads(text)
+    assert plan["sampling"] == "sparse" and plan["marginals"] == "charged" and plan["total_epsilon"] == 2.0
+    assert plan["per_card_window"]["days"] == 2 and plan["per_card_window"]["epsilon"] == 4.0
+    assert not (tmp_path / "o").exists()
