@@ -34,15 +34,52 @@ def _parse_unit_switches(items: list[str] | None, config: dict[str, Any]) -> tup
     return tuple(out)
 
 
+SECTIONS = ("release", "input", "columns")
+INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since")
+
+
 def _read_toml(path: Path | None) -> dict[str, Any]:
+    """Parse a TOML config; unknown sections or [input] keys are refused naming the closest valid one."""
+    import difflib
+
     if path is None:
         return {}
     if not path.is_file():
         raise InputError(f"config file not found: {path}")
     try:
-        return tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise InputError(f"bad config {path}: {err}") from None
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in SECTIONS:
+            close = difflib.get_close_matches(key, SECTIONS, n=1)
+            raise InputError(
+                f"unknown config section [{key}]" + (f" (did you mean [{close[0]}]?)" if close else "")
+            )
+    for name in ("input", "columns"):
+        if name in data and not isinstance(data[name], dict):
+            raise InputError(f'config: [{name}] must be a table, e.g. [{name}] speed_unit = "mph"')
+    for key, value in data.get("input", {}).items():
+        if key not in INPUT_KEYS:
+            close = difflib.get_close_matches(key, INPUT_KEYS, n=1)
+            raise InputError(
+                f"unknown config key 'input.{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+            )
+        if key == "speed_unit_since":
+            if not isinstance(value, dict):
+                raise InputError(
+                    'config: [input.speed_unit_since] must be a table, e.g. "2016-01-01" = "m/s"'
+                )
+        elif key == "speed_reject_above":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError("bad config value for input.speed_reject_above: a number of km/h, e.g. 150")
+        elif not isinstance(value, str):
+            example = '"mph"' if key == "speed_unit" else '"Asia/Kolkata"'
+            raise InputError(f"bad config value for input.{key}: a string, e.g. {key} = {example}")
+    for key, value in data.get("columns", {}).items():
+        if not isinstance(value, str):
+            raise InputError(f'bad config value for columns.{key}: a column name, e.g. {key} = "bus_id"')
+    return data
 
 
 def _validation_options(
@@ -52,14 +89,19 @@ def _validation_options(
     timezone: str | None,
     reject_above: float | None,
 ):
+    import math
+
     from urbandp.records.validation import ValidationOptions
 
     section = config.get("input", {})
+    limit = float(section.get("speed_reject_above", 150.0)) if reject_above is None else reject_above
+    if not (math.isfinite(limit) and limit > 0):
+        raise InputError(f"--speed-reject-above must be a finite number of km/h above 0, got {limit:g}")
     return ValidationOptions(
         speed_unit=speed_unit or section.get("speed_unit", "km/h"),
         speed_unit_since=_parse_unit_switches(unit_since, section),
         timezone=timezone or section.get("timezone"),
-        speed_reject_above_kmh=reject_above or float(section.get("speed_reject_above", 150.0)),
+        speed_reject_above_kmh=limit,
     )
 
 
@@ -73,12 +115,18 @@ def _date(text: str | None, flag: str) -> dt.date | None:
 
 
 def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
+    import math
+
+    from urbandp.fleet.config import parse_bbox
+
     if text is None:
         return None
     try:
-        a, b, c, d = (float(x) for x in text.split(","))
-    except ValueError:
-        raise InputError(f"--domain-bbox must be min_lat,min_lon,max_lat,max_lon, got '{text}'") from None
+        a, b, c, d = parse_bbox(text)
+    except ValueError as err:
+        raise InputError(f"--domain-bbox {err}") from None
+    if not all(math.isfinite(x) for x in (a, b, c, d)):
+        raise InputError(f"--domain-bbox must hold four finite numbers, got '{text}'")
     if not (a < c and b < d):
         raise InputError("--domain-bbox needs min_lat < max_lat and min_lon < max_lon")
     return a, b, c, d
@@ -131,10 +179,16 @@ def release(
         help="Share of the query budget for Query 1 (default: report's shared B under replace-one, 0.5 under add-remove).",
     ),
     neighbouring: str | None = typer.Option(
-        None, help="add-remove (default; N protected) or replace-one (report; N public)."
+        None,
+        help="add-remove (default; presence protected) or presence-public (the report's replace-one: DP for speeds, presence public).",
+    ),
+    mechanism: str | None = typer.Option(
+        None,
+        help="Noise: gaussian (zCDP, default with --epsilon-per-day) or laplace (pure DP; default with --noise-scale).",
     ),
     speed_estimator: str | None = typer.Option(
-        None, help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile."
+        None,
+        help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile, clipped-mean.",
     ),
     precision: int | None = typer.Option(None, help="Decimal places of released values [2]."),
     speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
@@ -152,6 +206,14 @@ def release(
         help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates.",
     ),
     no_map: bool = typer.Option(False, "--no-map", help="Skip map.html."),
+    gtfs: Path | None = typer.Option(
+        None, "--gtfs", help="GTFS directory (shapes.txt / stops.txt) drawn on the map."
+    ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
+    ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -161,6 +223,7 @@ def release(
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from urbandp.fleet.config import build_config
+    from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
     from urbandp.grid.slots import parse_hours
 
@@ -189,6 +252,7 @@ def release(
         "min_vehicles_per_day": min_vehicles_per_day,
         "max_hats_per_vehicle_day": k,
         "neighbouring": neighbouring,
+        "mechanism": mechanism,
         "speed_share": speed_share,
         "speed_estimator": speed_estimator,
         "precision": precision,
@@ -212,9 +276,42 @@ def release(
             options=options,
             step=lambda name: progress.update(task, description=name),
         )
+        useless = release_warnings(release_result, cfg)
+        p = release_result.privacy
+        p["warnings"] = [*p["warnings"], *useless]  # type: ignore[misc]
+        p["useless_release"] = bool(useless)
+        for text in p["warnings"]:  # type: ignore[attr-defined]
+            console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False)
+        empty_days = release_result.owner_notes.get("days_without_records") or []
+        if empty_days:
+            console.print(
+                f"[bold yellow]urbandp: warning:[/] {len(empty_days)} day(s) of the window hold no record "  # type: ignore[arg-type]
+                f"(D stays {p['days']}, which dilutes the per-day counts); the list is in owner_only/",
+                highlight=False,
+            )
         progress.update(task, description="writing outputs")
-        paths = write_release(out, release_result, loaded, with_map=not no_map)
+        map_options = {
+            "gtfs_dir": gtfs,
+            "speed_max": cfg.speed_max,
+            "interval_threshold": cfg.speed_max / 2,
+            "domain_cells": _domain_cell_strings(cfg),
+        }
+        paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
     _print_summary(release_result.privacy, paths)
+    if strict and useless:
+        raise typer.Exit(EXIT_USELESS)
+
+
+def _domain_cell_strings(cfg: Any) -> list[str] | None:
+    if cfg.domain_bbox is None:
+        return None
+    import polars as pl
+
+    from urbandp.fleet.selection import domain_cells
+    from urbandp.grid.h3cells import cell_to_string
+
+    cells = domain_cells(cfg.domain_bbox, cfg.resolution)
+    return pl.DataFrame({"c": cells}).select(cell_to_string(pl.col("c")))["c"].to_list()
 
 
 def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
@@ -224,21 +321,31 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
     console = Console()
     table = Table(title="urbandp release", show_header=False)
     eps = p["epsilon_per_day"]
+    scales = p["noise_scale"]
+
+    def num(value: Any) -> str:
+        return "none" if value is None else f"{value:.6g}"
+
     rows = [
         (
-            "differentially private",
-            "yes" if p["differentially_private"] else "NO: " + "; ".join(p["not_dp_reasons"]),
+            "privacy",
+            p["dp_label"] + ("" if p["differentially_private"] else ": " + "; ".join(p["not_dp_reasons"])),
         ),
-        ("neighbouring / unit", f"{p['neighbouring']} / {p['privacy_unit']}"),
+        ("neighbouring / unit / noise", f"{p['neighbouring']} / {p['privacy_unit']} / {p['mechanism']}"),
         ("records in / quarantined", f"{p['records_in']:,} / {p['records_quarantined']:,}"),
         (
             "quarantine reasons",
             ", ".join(f"{k}={v}" for k, v in p["quarantine_reasons"].items() if v) or "none",
         ),
-        ("HATs released", f"{p['hats_released']:,} (selection: {p['selection']['method']})"),
         (
-            "noise scale",
-            f"speed {p['noise_scale']['speed']:.6g}, speeding {p['noise_scale']['speeding']:.6g}",
+            "HATs released",
+            f"{p['hats_released']:,} (selection: {p['selection']['method']}, threshold "
+            f"{num(p['selection']['threshold_vehicle_days'])} vehicle-days)",
+        ),
+        (
+            f"noise scale ({p['noise_scale_kind']})",
+            f"speed {num(scales['speed'])}, speeding {num(scales['speeding'])}"
+            + ("" if p["hats_released"] else " (no HAT passed: no query noise drawn)"),
         ),
         (
             "K (max HATs per vehicle-day)",
@@ -246,13 +353,16 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
         ),
         (
             "epsilon per day",
-            f"speed {eps['speed']:.6g}, speeding {eps['speeding']:.6g}, selection {eps['selection']:.6g}",
+            f"speed {num(eps['speed'])}, speeding {num(eps['speeding'])}, selection {num(eps['selection'])}",
         ),
         (
             "cumulative epsilon per day",
-            f"{p['cumulative_epsilon_per_day']:.6g} (delta {p['delta_per_day']:.3g})",
+            f"{num(p['cumulative_epsilon_per_day'])} (delta {p['delta_per_day']:.3g})",
         ),
-        ("epsilon per window", f"{p['epsilon_per_window']:.6g} over {p['days']} days"),
+        (
+            "epsilon per window",
+            f"{num(p['epsilon_per_window'])} (delta {p['delta_per_window']:.3g}) over {p['days']} days",
+        ),
     ]
     for k, v in rows:
         table.add_row(k, v)

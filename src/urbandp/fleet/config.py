@@ -11,11 +11,9 @@ protected; Query 1 releases a noisy sum (sensitivity U - L) divided by a noisy c
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
-
 import difflib
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -137,7 +135,9 @@ class HatReleaseConfig(BaseModel):
                 "--speed-estimator other than 'report' needs --epsilon-per-day (it is calibrated by epsilon)"
             )
         if self.speed_estimator != "report" and self.mechanism == "gaussian":
-            raise ValueError("--speed-estimator other than 'report' is calibrated for Laplace; use --mechanism laplace")
+            raise ValueError(
+                "--speed-estimator other than 'report' is calibrated for Laplace; use --mechanism laplace"
+            )
         if self.speed_estimator == "clipped-mean" and self.neighbouring == "presence-public":
             raise ValueError(
                 "clipped-mean is calibrated for add-remove; under presence-public it would spend 4/3 to 1.5 times "
@@ -168,7 +168,9 @@ def parse_bbox(text: str) -> tuple[float, float, float, float]:
     try:
         a, b, c, d = (float(x) for x in str(text).split(","))
     except ValueError:
-        raise ValueError(f"must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got '{text}'") from None
+        raise ValueError(
+            f"must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got '{text}'"
+        ) from None
     return a, b, c, d
 
 

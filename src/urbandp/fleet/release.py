@@ -63,7 +63,10 @@ NEIGHBOURING_TEXT = {
     ),
 }
 
-DP_LABEL = {"presence-public": "DP for speeds; presence public", "add-remove": "DP (add/remove a vehicle-day)"}
+DP_LABEL = {
+    "presence-public": "DP for speeds; presence public",
+    "add-remove": "DP (add/remove a vehicle-day)",
+}
 
 CI_LABEL = (
     "ci95_low/ci95_high: 95% interval from the known noise distribution only (Laplace or Gaussian quantiles; for "
@@ -85,6 +88,7 @@ class HatRelease:
     speeding: pl.DataFrame
     privacy: dict[str, object]
     ledger: PrivacyLedger = field(default_factory=PrivacyLedger)
+    owner_notes: dict[str, object] = field(default_factory=dict)  # true-data notes for owner_only/, not DP
 
 
 # --- 1. plan ---------------------------------------------------------------------------------------------------
@@ -183,7 +187,12 @@ def per_hat_aggregates(contributions: pl.DataFrame, speed_limit: float) -> pl.Da
 
 
 def select_hats(
-    per_hat: pl.DataFrame, cfg: HatReleaseConfig, plan: ReleasePlan, k: int, noise: NoiseSource, slots: SlotSpec
+    per_hat: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    k: int,
+    noise: NoiseSource,
+    slots: SlotSpec,
 ) -> SelectionResult:
     """The selection stage: calibrated from the plan (public), measured once."""
     if cfg.selection == "public-threshold":
@@ -275,7 +284,9 @@ def calibrate_queries(
         shared = _scale_for(plan, [speed_s, speeding_s], k_eff, remaining)  # the report's one B (III E-F)
         return QueryScales(shared, shared, count, math.nan)
     share = 0.5 if cfg.speed_share is None else cfg.speed_share
-    speed = _scale_for(plan, [speed_s], k_eff, share * remaining) if cfg.speed_estimator == "report" else math.nan
+    speed = (
+        _scale_for(plan, [speed_s], k_eff, share * remaining) if cfg.speed_estimator == "report" else math.nan
+    )
     speeding = _scale_for(plan, [speeding_s], k_eff, (1 - share) * remaining)
     return QueryScales(speed, speeding, count, share * remaining)
 
@@ -351,7 +362,9 @@ def measure_queries(
         costs = _costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
         s = released["sum_mean_speed"].to_numpy().astype(float)
         noisy_sum = _draw(plan, noise, s, scales.speed) if h else np.zeros(0)
-        count_scale = scales.count if scales.count is not None else (released_selection_scale(released) or 0.0)
+        count_scale = (
+            scales.count if scales.count is not None else (released_selection_scale(released) or 0.0)
+        )
         sd_n = _sd(plan, count_scale) if count_scale else 0.0
         sd_s = _sd(plan, scales.speed) if h else 0.0
         # The ratio is biased towards 0 (or blows up) when the noisy denominator is small next to its noise:
@@ -382,7 +395,11 @@ def measure_queries(
 
 
 def released_selection_scale(released: pl.DataFrame) -> float | None:
-    value = released["_selection_scale"][0] if "_selection_scale" in released.columns and released.height else None
+    value = (
+        released["_selection_scale"][0]
+        if "_selection_scale" in released.columns and released.height
+        else None
+    )
     return None if value is None else float(value)
 
 
@@ -471,7 +488,10 @@ def account(
         conversion_delta=plan.conversion_delta,
     )
     sel_mech = selection.mechanism + (f" + {plan.mechanism} count" if scales.count else "")
-    entries = [("selection", sel_day, selection.delta_per_day, sel_mech), ("speed", speed_day, 0.0, plan.mechanism)]
+    entries = [
+        ("selection", sel_day, selection.delta_per_day, sel_mech),
+        ("speed", speed_day, 0.0, plan.mechanism),
+    ]
     entries.append(("speeding", speeding_day, 0.0, plan.mechanism))
     try:
         for name, cost, delta, mech in entries:
@@ -604,15 +624,15 @@ def account(
         "selection": {
             "method": selection.method,
             "mechanism": selection.mechanism,
-            "differentially_private": selection.differentially_private or cfg.neighbouring == "presence-public",
+            "differentially_private": selection.differentially_private
+            or cfg.neighbouring == "presence-public",
             "threshold_vehicle_days": selection.threshold,
             "noise_scale": selection.scale,
             "epsilon_per_day": selection.epsilon_per_day,
             "rho_per_day": selection.rho_per_day,
             "delta_per_day": selection.delta_per_day,
-            "max_noisy_count": (
-                float(released["noisy_n"].max()) if h and "noisy_n" in released.columns else None  # type: ignore[arg-type]
-            ),
+            "max_noisy_count": selection.max_noisy_count,
+            "domain_hats": selection.domain_hats,
         },
         "speed_max": cfg.speed_max,
         "speed_limit": cfg.speed_limit,

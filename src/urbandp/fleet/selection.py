@@ -53,6 +53,8 @@ class SelectionResult:
     mechanism: str = "none"
     # cost over the window of D days (OpenDP map at the window's distance): (epsilon or rho, delta)
     window_cost: tuple[float, float] = (0.0, 0.0)
+    domain_hats: int | None = None
+    max_noisy_count: float | None = None  # over every HAT that got a noisy count (post-processing)
 
 
 def public_threshold(
@@ -127,7 +129,9 @@ def discrete_laplace_epsilon(sensitivity: int, scale: float) -> float:
     return float(m.map(int(sensitivity)))
 
 
-def false_positive_threshold(scale: float, domain_size: int, at_least: float, gaussian: bool = False) -> float:
+def false_positive_threshold(
+    scale: float, domain_size: int, at_least: float, gaussian: bool = False
+) -> float:
     """Threshold keeping the expected number of released EMPTY HATs at or below one.
 
     Laplace: an empty HAT's noisy count passes ``t`` with probability about ``exp(-t / scale) / 2``, so over a
@@ -226,8 +230,12 @@ def measure_selection(
             noisy = noise.gaussian(counts["n"].to_numpy().astype(float), cal.scale)
             column = pl.Series("noisy_n", noisy, dtype=pl.Float64)
         else:
-            column = pl.Series("noisy_n", noise.discrete_laplace(counts["n"].to_numpy(), cal.scale), dtype=pl.Int64)
-        hats = counts.select("cell", "slot").with_columns(column).filter(pl.col("noisy_n") >= cal.threshold)
+            column = pl.Series(
+                "noisy_n", noise.discrete_laplace(counts["n"].to_numpy(), cal.scale), dtype=pl.Int64
+            )
+        hats = counts.select("cell", "slot").with_columns(column)
+        largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
+        hats = hats.filter(pl.col("noisy_n") >= cal.threshold)
     else:
         meas = _threshold_measurement(cal.scale, int(cal.threshold), cal.gaussian)
         keys = [f"{c}|{s}" for c, s in zip(per_hat["cell"].to_list(), per_hat["slot"].to_list(), strict=True)]
@@ -240,6 +248,7 @@ def measure_selection(
         hats = pl.DataFrame(
             rows, schema={"cell": pl.UInt64, "slot": pl.Int16, "noisy_n": pl.Float64}, orient="row"
         )
+        largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
     mechanism = ("gaussian" if cal.gaussian else "laplace") + (
         " threshold (OpenDP, unknown domain)" if cal.method == "dp" else " counts over the public domain"
     )
@@ -256,4 +265,6 @@ def measure_selection(
         rho_per_day=cal.cost_day if cal.gaussian else 0.0,
         mechanism=mechanism,
         window_cost=cal.window_cost,
+        domain_hats=None if grid is None else grid.height,
+        max_noisy_count=largest,
     )

@@ -177,7 +177,9 @@ def test_mean_is_withheld_when_the_noisy_count_is_small_next_to_its_noise() -> N
 
 def test_truncation_reads_presence_only() -> None:
     """Same presence (vehicle, day, cell, slot), different record counts and speeds: same kept HATs and same N."""
-    base = contributions([(CELL_A, s, 0, "v1", 10.0, 10.0) for s in (9, 10, 11, 12)] + [(CELL_B, 9, 0, "v2", 5.0, 5.0)])
+    base = contributions(
+        [(CELL_A, s, 0, "v1", 10.0, 10.0) for s in (9, 10, 11, 12)] + [(CELL_B, 9, 0, "v2", 5.0, 5.0)]
+    )
     other = base.with_columns(
         pl.Series("n_records", [50, 1, 7, 3, 9], dtype=pl.UInt32),
         pl.Series("mean_speed", [60.0, 1.0, 33.0, 12.0, 40.0]),
@@ -187,8 +189,14 @@ def test_truncation_reads_presence_only() -> None:
     assert dropped_a == dropped_b == 2
     key = ["vehicle", "day", "cell", "slot"]
     assert kept_a.select(key).sort(key).equals(kept_b.select(key).sort(key))
-    c = cfg(noise_scale=2.0, neighbouring="presence-public", selection="public-threshold", max_hats_per_vehicle_day=2,
-            min_vehicles_per_day=0, hours=(9, 13))
+    c = cfg(
+        noise_scale=2.0,
+        neighbouring="presence-public",
+        selection="public-threshold",
+        max_hats_per_vehicle_day=2,
+        min_vehicles_per_day=0,
+        hours=(9, 13),
+    )
     ra, rb = release_hats(base, c, 1, EXACT), release_hats(other, c, 1, EXACT)
     assert ra.speed.select("h3_cell", "slot").equals(rb.speed.select("h3_cell", "slot"))
     assert ra.speed["epsilon_hat_day"].to_list() == rb.speed["epsilon_hat_day"].to_list()  # same N
