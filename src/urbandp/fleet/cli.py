@@ -234,7 +234,7 @@ def release(
             k = int(k)
         except ValueError:
             raise InputError("--max-hats-per-vehicle-day must be a whole number or 'observed'") from None
-    overrides = {
+    overrides: dict[str, object] = {
         "resolution": resolution,
         "slot_minutes": slot_minutes,
         "hours": parse_hours(hours) if hours else None,
@@ -290,7 +290,7 @@ def release(
                 highlight=False,
             )
         progress.update(task, description="writing outputs")
-        map_options = {
+        map_options: dict[str, object] = {
             "gtfs_dir": gtfs,
             "speed_max": cfg.speed_max,
             "interval_threshold": cfg.speed_max / 2,
@@ -324,7 +324,7 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
     scales = p["noise_scale"]
 
     def num(value: Any) -> str:
-        return "none" if value is None else f"{value:.6g}"
+        return "none" if value is None or value == float("inf") else f"{value:.6g}"
 
     rows = [
         (

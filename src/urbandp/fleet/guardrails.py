@@ -7,6 +7,7 @@ Everything here reads only the released (DP) tables, privacy.json's public param
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.release import HatRelease, plan_release
@@ -75,9 +76,9 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
     p = release.privacy
     days = int(p["days"])  # type: ignore[call-overload]
     h = int(p["hats_released"])  # type: ignore[call-overload]
-    sel = p["selection"]
-    threshold = sel.get("threshold_vehicle_days")  # type: ignore[union-attr]
-    domain_size = sel.get("domain_hats")  # type: ignore[union-attr]
+    sel: dict[str, Any] = p["selection"]  # type: ignore[assignment]
+    threshold = sel.get("threshold_vehicle_days")
+    domain_size = sel.get("domain_hats")
     problem = None
     if h == 0:
         problem = "the release holds no HAT"
@@ -87,7 +88,7 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
             problem = f"every released HAT's 95% interval is wider than U/2 = {cfg.speed_max / 2:g} km/h"
     if problem is None:
         return []
-    largest = sel.get("max_noisy_count")  # type: ignore[union-attr]
+    largest = sel.get("max_noisy_count")
     parts = [problem]
     if threshold is not None:
         parts.append(f"selection threshold {threshold:,.0f} vehicle-days over the {days}-day window")

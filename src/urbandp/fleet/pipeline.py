@@ -285,5 +285,5 @@ def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> N
         title="urbandp: released average bus speed per hexagon and time slot",
         legend="mean speed (km/h)",
         subtitle=map_subtitle(p),
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )

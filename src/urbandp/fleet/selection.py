@@ -202,7 +202,7 @@ def calibrate_selection(
         meas = _threshold_measurement(scale, threshold, gaussian)
     cost_day, delta_day = meas.map(d_day)
     cost_hat = meas.map((1, 1, 1))[0]
-    window = tuple(float(x) for x in meas.map(threshold_distance(k, days, gaussian)))
+    w_eps, w_delta = meas.map(threshold_distance(k, days, gaussian))
     return SelectionCalibration(
         "dp",
         gaussian,
@@ -213,7 +213,7 @@ def calibrate_selection(
         float(cost_hat),
         float(cost_day),
         float(delta_day),
-        (window[0], window[1]),
+        (float(w_eps), float(w_delta)),
     )
 
 
@@ -239,11 +239,11 @@ def measure_selection(
     else:
         meas = _threshold_measurement(cal.scale, int(cal.threshold), cal.gaussian)
         keys = [f"{c}|{s}" for c, s in zip(per_hat["cell"].to_list(), per_hat["slot"].to_list(), strict=True)]
-        counts = dict(zip(keys, (int(n) for n in per_hat["n"].to_list()), strict=True))
+        true_counts = dict(zip(keys, (int(n) for n in per_hat["n"].to_list()), strict=True))
         if noise.is_private:
-            released = meas(counts)
+            released = meas(true_counts)
         else:  # exact test mode: the same rule on true counts
-            released = {key: n for key, n in counts.items() if n >= cal.threshold}
+            released = {key: n for key, n in true_counts.items() if n >= cal.threshold}
         rows = [(int(key.split("|")[0]), int(key.split("|")[1]), float(v)) for key, v in released.items()]
         hats = pl.DataFrame(
             rows, schema={"cell": pl.UInt64, "slot": pl.Int16, "noisy_n": pl.Float64}, orient="row"
