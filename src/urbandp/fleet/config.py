@@ -64,7 +64,12 @@ class HatReleaseConfig(BaseModel):
         description="public extent (min_lat, min_lon, max_lat, max_lon): DP selection over all its HATs, no delta",
     )
     delta: float = Field(1e-6, gt=0, lt=1, description="target delta per vehicle-day of DP selection")
-    min_vehicles_per_day: float = Field(10.0, ge=0)
+    min_vehicles_per_day: float | None = Field(
+        None,
+        ge=0,
+        description="threshold per day of the window on vehicle-days per HAT; default 10 for public-threshold "
+        "(the report), 3 for DP selection (whose noise-based threshold already keeps empty HATs out)",
+    )
     max_hats_per_vehicle_day: int | Literal["observed"] = Field(
         96,
         description="K: public bound enforced by truncation; 'observed' reads K from the data (report, not DP)",
@@ -114,6 +119,13 @@ class HatReleaseConfig(BaseModel):
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number (an exact, noise-free release is not offered)")
         return value
+
+    @property
+    def min_per_day(self) -> float:
+        """The threshold per day actually used (see ``min_vehicles_per_day``)."""
+        if self.min_vehicles_per_day is not None:
+            return self.min_vehicles_per_day
+        return 10.0 if self.selection == "public-threshold" else 3.0
 
     @property
     def resolved_mechanism(self) -> Mechanism:

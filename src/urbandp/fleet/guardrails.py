@@ -26,7 +26,7 @@ def _threshold(cfg: HatReleaseConfig, days: int, domain_size: int | None) -> flo
         days=days,
         budget=plan.selection_budget,
         delta=plan.threshold_delta,
-        min_per_day=cfg.min_vehicles_per_day,
+        min_per_day=cfg.min_per_day,
         domain_size=domain_size,
     )
     return cal.threshold
@@ -38,7 +38,7 @@ def options_that_help(cfg: HatReleaseConfig, days: int, domain_size: int | None)
     out: list[tuple[float, str]] = []
     if base is None:
         if cfg.selection == "public-threshold":
-            out.append((0.0, f"--min-vehicles-per-day below {cfg.min_vehicles_per_day:g} (threshold x D)"))
+            out.append((0.0, f"--min-vehicles-per-day below {cfg.min_per_day:g} (threshold x D)"))
         out.append((1.0, f"--resolution {max(cfg.resolution - 1, 0)} (cells about 7x larger)"))
         out.append((2.0, f"--slot-minutes {cfg.slot_minutes * 2} (slots twice as long)"))
         return [text for _, text in out[:3]]
@@ -46,8 +46,8 @@ def options_that_help(cfg: HatReleaseConfig, days: int, domain_size: int | None)
     candidates: list[tuple[str, dict[str, object]]] = [
         (f"--max-hats-per-vehicle-day {max(1, k // 4)}", {"max_hats_per_vehicle_day": max(1, k // 4)}),
         (
-            f"--min-vehicles-per-day {cfg.min_vehicles_per_day / 4:g}",
-            {"min_vehicles_per_day": cfg.min_vehicles_per_day / 4},
+            f"--min-vehicles-per-day {cfg.min_per_day / 4:g}",
+            {"min_vehicles_per_day": cfg.min_per_day / 4},
         ),
     ]
     if cfg.epsilon_per_day is not None:

@@ -196,7 +196,7 @@ def select_hats(
 ) -> SelectionResult:
     """The selection stage: calibrated from the plan (public), measured once."""
     if cfg.selection == "public-threshold":
-        return public_threshold(per_hat, slots.slots, cfg.min_vehicles_per_day, plan.days)
+        return public_threshold(per_hat, slots.slots, cfg.min_per_day, plan.days)
     grid = None
     if cfg.domain_bbox is not None:
         cells = domain_cells(cfg.domain_bbox, cfg.resolution)
@@ -211,7 +211,7 @@ def select_hats(
         days=plan.days,
         budget=plan.selection_budget,
         delta=plan.threshold_delta,
-        min_per_day=cfg.min_vehicles_per_day,
+        min_per_day=cfg.min_per_day,
         domain_size=None if grid is None else grid.height,
     )
     return measure_selection(cal, per_hat, noise, grid)
