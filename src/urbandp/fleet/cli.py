@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -132,6 +134,53 @@ def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
     return a, b, c, d
 
 
+def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
+    """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan."""
+    from urbandp.fleet.config import build_config
+    from urbandp.grid.slots import parse_hours
+
+    toml = _read_toml(a["config"])
+    k: int | str | None = a["max_hats_per_vehicle_day"]
+    if k is not None and k != "observed":
+        try:
+            k = int(k)
+        except ValueError:
+            raise InputError("--max-hats-per-vehicle-day must be a whole number or 'observed'") from None
+    names = [
+        "resolution",
+        "slot_minutes",
+        "speed_max",
+        "speed_limit",
+        "noise_scale",
+        "epsilon_per_day",
+        "budget_per_day",
+        "selection",
+        "selection_epsilon",
+        "delta",
+        "min_vehicles_per_day",
+        "neighbouring",
+        "mechanism",
+        "speed_share",
+        "speed_estimator",
+        "precision",
+    ]
+    overrides: dict[str, object] = {name: a[name] for name in names}
+    overrides.update(
+        {
+            "hours": parse_hours(a["hours"]) if a["hours"] else None,
+            "start": _date(a["start"], "--start"),
+            "end": _date(a["end"], "--end"),
+            "domain_bbox": _bbox(a["domain_bbox"]),
+            "max_hats_per_vehicle_day": k,
+        }
+    )
+    cfg = build_config(toml, overrides)
+    options = _validation_options(
+        toml, a["speed_unit"], a["speed_unit_since"], a["timezone"], a["speed_reject_above"]
+    )
+    return cfg, options, _parse_columns(a["column"], toml)
+
+
 def release(
     inputs: list[Path] = typer.Argument(
         ..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."
@@ -222,44 +271,10 @@ def release(
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from urbandp.fleet.config import build_config
     from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
-    from urbandp.grid.slots import parse_hours
 
-    toml = _read_toml(config)
-    k: int | str | None = max_hats_per_vehicle_day
-    if k is not None and k != "observed":
-        try:
-            k = int(k)
-        except ValueError:
-            raise InputError("--max-hats-per-vehicle-day must be a whole number or 'observed'") from None
-    overrides: dict[str, object] = {
-        "resolution": resolution,
-        "slot_minutes": slot_minutes,
-        "hours": parse_hours(hours) if hours else None,
-        "start": _date(start, "--start"),
-        "end": _date(end, "--end"),
-        "speed_max": speed_max,
-        "speed_limit": speed_limit,
-        "noise_scale": noise_scale,
-        "epsilon_per_day": epsilon_per_day,
-        "budget_per_day": budget_per_day,
-        "selection": selection,
-        "domain_bbox": _bbox(domain_bbox),
-        "selection_epsilon": selection_epsilon,
-        "delta": delta,
-        "min_vehicles_per_day": min_vehicles_per_day,
-        "max_hats_per_vehicle_day": k,
-        "neighbouring": neighbouring,
-        "mechanism": mechanism,
-        "speed_share": speed_share,
-        "speed_estimator": speed_estimator,
-        "precision": precision,
-    }
-    cfg = build_config(toml, overrides)
-    options = _validation_options(toml, speed_unit, speed_unit_since, timezone, speed_reject_above)
-    columns = _parse_columns(column, toml)
+    cfg, options, columns = _configure(locals())
     console = Console(stderr=True)
     with Progress(
         SpinnerColumn(),
@@ -408,7 +423,82 @@ def explore(
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))
 
 
+def plan(**a: Any) -> None:
+    """Plan a release before spending budget: expected noise per HAT, selection, what reaches a target error.
+
+    Takes the options of `urbandp release`. Spends nothing and reads only public parameters unless
+    --histogram-epsilon is given (then a DP histogram of vehicle-days per HAT, charged and reported).
+
+    Example: urbandp plan fleet.parquet --out out/plan --epsilon-per-day 10 --start 2021-11-15 --end 2021-12-15
+    --domain-bbox 21.09,72.75,21.25,72.91 --target-error 2
+    """
+    import datetime as dt
+
+    from rich.console import Console
+
+    from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
+    from urbandp.privacy.noise import OpenDPNoise
+    from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
+
+    cfg, options, columns = _configure(a)
+    if cfg.start is None or cfg.end is None:
+        raise InputError("plan needs the public window: give --start and --end (D sets the noise)")
+    days = (cfg.end - cfg.start).days + 1
+    histogram = None
+    spent = 0.0
+    if a["histogram_epsilon"] is not None:
+        eps_h = float(a["histogram_epsilon"])
+        if not (math.isfinite(eps_h) and eps_h > 0):
+            raise InputError("--histogram-epsilon must be a finite number above 0")
+        from urbandp.contributions import ContributionSpec, get_backend
+        from urbandp.fleet.pipeline import load_records
+        from urbandp.grid.slots import SlotSpec
+
+        spec = ContributionSpec(
+            cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+        )
+        loaded = load_records(a["inputs"], columns, options, window=spec)
+        contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+        k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+        histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
+    result = make_plan(
+        cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
+    )
+    result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
+    result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    with atomic_output_dir(a["out"]) as d:
+        write_json(d.release / "plan.json", result)
+    Console().print(dumps_strict(result))
+    Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}")
+
+
+def _plan_signature() -> None:
+    """``plan`` takes release's options (minus the output-only ones) plus its own."""
+    import inspect
+
+    skip = {"no_map", "gtfs", "strict"}
+    params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
+    extra = {
+        "target_error": typer.Option(None, "--target-error", help="Target sd of a released mean (km/h)."),
+        "histogram_epsilon": typer.Option(
+            None,
+            "--histogram-epsilon",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (off: spends nothing).",
+        ),
+    }
+    for name, default in extra.items():
+        params.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=float | None)
+        )
+    plan.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    plan.__annotations__ = {p.name: p.annotation for p in params}
+
+
+_plan_signature()
+
+
 def register(app: typer.Typer) -> None:
     """Add the fleet commands to the main app."""
     app.command("release")(cli_guard(release))
+    app.command("plan")(cli_guard(plan))
     app.command("explore")(cli_guard(explore))

@@ -132,7 +132,9 @@ def discrete_laplace_epsilon(sensitivity: int, scale: float) -> float:
 EXPECTED_FALSE_POSITIVES = 0.05
 
 
-def false_positive_threshold(scale: float, domain_size: int, at_least: float, gaussian: bool = False) -> float:
+def false_positive_threshold(
+    scale: float, domain_size: int, at_least: float, gaussian: bool = False
+) -> float:
     """Threshold keeping the expected number of released EMPTY HATs at or below 0.05 per release.
 
     Laplace: an empty HAT's noisy count passes ``t`` with probability ``exp(-t / scale) / 2``, so over a domain of

@@ -161,3 +161,18 @@ def test_released_means_and_intervals_stay_in_the_physical_range(fleet_file: Pat
         assert speed[col].min() >= 0 and speed[col].max() <= 65  # type: ignore[operator]
     assert set(speed["resolution"].to_list()) == {7}
     assert math.isclose(speed["noise_scale"][0], 30.0)
+
+
+def test_plan_spends_nothing_by_default_and_charges_its_histogram(fleet_file: Path, tmp_path: Path) -> None:
+    args = ["plan", str(fleet_file), "--epsilon-per-day", "10", "--domain-bbox", BBOX,
+            "--start", "2021-11-15", "--end", "2021-11-16", "--target-error", "2"]  # fmt: skip
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "p")])
+    assert res.exit_code == 0, res.output
+    plan = _strict_json(tmp_path / "p" / "plan.json")
+    assert plan["spends"]["epsilon"] == 0.0 and plan["reads_data"] is False
+    assert plan["noise_sd"]["noisy_sum"] > 0 and plan["target_error"]["km_h"] == 2.0
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "q"), "--histogram-epsilon", "1"])
+    assert res.exit_code == 0, res.output
+    plan = _strict_json(tmp_path / "q" / "plan.json")
+    assert plan["spends"]["epsilon"] == pytest.approx(1.0) and plan["reads_data"] is True
+    assert plan["expected_hats_passing"] is not None
