@@ -51,7 +51,7 @@ AUSTIN = HERE.parent.parent / "shared" / "data" / "austin-avl"
 SURAT_BBOX = (21.09, 72.75, 21.25, 72.91)
 AUSTIN_BBOX = (30.15, -97.95, 30.55, -97.6)
 EPSILONS = (1.0, 5.0, 15.0)
-AUSTIN_DAYS = ("2016-03-22", "2016-05-19", "2016-09-01")  # weekdays (the weekend files hold few buses)
+AUSTIN_DAYS = ("2016-03-22", "2016-11-25", "2016-12-16")  # ~30k records each (others hold a few hundred)
 REPEATS = (
     3  # independent noise draws per figure; the figures are their means (and min/max of the median error)
 )

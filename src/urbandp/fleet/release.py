@@ -429,6 +429,13 @@ def release_hats(
     selection = select_hats(per_hat, cfg, plan, k, noise, slots)
     if cfg.selection == "public-threshold" and cfg.neighbouring == "add-remove":
         not_dp.append("public-threshold selection reads true vehicle counts (report III C)")
+    if cfg.neighbouring == "presence-public" and cfg.speed_estimator in PAPER_ESTIMATORS:
+        presence_note = (
+            f"estimator {cfg.speed_estimator} reads each vehicle-day's record count: under presence-public the "
+            "record counts are treated as public too (only speed values are protected)"
+        )
+    else:
+        presence_note = None
     if cfg.neighbouring == "add-remove" and cfg.speed_estimator in PAPER_ESTIMATORS:
         not_dp.append(
             f"estimator {cfg.speed_estimator} assumes unit counts are public (presence-public); use clipped-mean"
@@ -452,7 +459,10 @@ def release_hats(
     selection_cost = selection.rho_per_day if plan.gaussian else selection.epsilon_per_day
     scales = calibrate_queries(cfg, plan, n, k_eff, selection_cost)
     measured = measure_queries(cfg, plan, released, scales, noise, contributions, slots, k_eff)
-    return account(cfg, plan, selection, scales, measured, released, slots, k, k_eff, truncated, not_dp)
+    result = account(cfg, plan, selection, scales, measured, released, slots, k, k_eff, truncated, not_dp)
+    if presence_note:
+        result.privacy["public_by_assumption"] = presence_note
+    return result
 
 
 # --- 6. account ----------------------------------------------------------------------------------------------------

@@ -363,3 +363,21 @@ def test_nonfinite_or_nonpositive_parameters_are_refused() -> None:
 def test_clipped_mean_under_presence_public_is_refused() -> None:
     with pytest.raises(ValueError, match="calibrated for add-remove"):
         cfg(epsilon_per_day=1.0, neighbouring="replace-one", speed_estimator="clipped-mean")
+
+
+def test_threshold_selection_window_delta_comes_from_the_map_at_the_window_distance() -> None:
+    """Issue 9 item 6: the window's (epsilon, delta) of the unknown-domain selection is OpenDP's map at
+    (D K, D K, D) (Laplace), not group privacy's D e^((D-1) eps) delta, which is 1 for realistic D."""
+    from urbandp.fleet.selection import calibrate_selection
+
+    d, k = 30, 2
+    cal = calibrate_selection(
+        gaussian=False, k=k, days=d, budget=1.0, delta=1e-6, min_per_day=1, domain_size=None
+    )
+    meas = _threshold_measurement(cal.scale, int(cal.threshold))
+    assert cal.window_cost == tuple(float(x) for x in meas.map((d * k, d * k, d)))
+    assert cal.window_cost[1] < window_delta(cal.cost_day, cal.delta_day, d) == 1.0
+    c = cfg(epsilon_per_day=2.0, neighbouring="add-remove", selection="dp", mechanism="laplace")
+    p = release_hats(SMALL, c, 30, EXACT).privacy
+    assert p["delta_per_window"] > 1e-5  # a tiny fleet over 30 days: not small, and the release says so
+    assert any("delta per window" in w for w in p["warnings"])
