@@ -59,6 +59,12 @@ class HatReleaseConfig(BaseModel):
     selection_fraction: float = Field(
         0.1, gt=0, lt=1, description="share of epsilon_per_day for DP selection"
     )
+    count_fraction: float = Field(
+        0.15,
+        gt=0,
+        lt=1,
+        description="share of epsilon_per_day for the fresh noisy count that is Query 1's add/remove denominator",
+    )
     domain_bbox: tuple[float, float, float, float] | None = Field(
         None,
         description="public extent (min_lat, min_lon, max_lat, max_lon): DP selection over all its HATs, no delta",

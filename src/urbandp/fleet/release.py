@@ -103,7 +103,8 @@ class ReleasePlan:
     days: int
     speed_max: float
     budget: float | None  # per vehicle-day: epsilon (laplace) or rho (gaussian); None with --noise-scale
-    selection_budget: float  # epsilon or rho for DP selection / the add-remove count
+    selection_budget: float  # epsilon or rho for DP selection
+    count_budget: float  # epsilon or rho for the fresh noisy count (the add-remove denominator)
     conversion_delta: float | None  # gaussian: delta of the zCDP -> (epsilon, delta) conversion
     threshold_delta: float  # target delta of an unknown-domain threshold selection
 
@@ -131,10 +132,14 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
     if cfg.epsilon_per_day is not None:
         budget = rho_for_epsilon(cfg.epsilon_per_day, conv) if conv else cfg.epsilon_per_day
         selection_budget = cfg.selection_fraction * budget
+        count_budget = cfg.count_fraction * budget
     else:
         budget = None
         selection_budget = rho_for_epsilon(cfg.selection_epsilon, conv) if conv else cfg.selection_epsilon
-    return ReleasePlan(mech, k, days, cfg.speed_max, budget, selection_budget, conv, threshold_delta)
+        count_budget = selection_budget
+    return ReleasePlan(
+        mech, k, days, cfg.speed_max, budget, selection_budget, count_budget, conv, threshold_delta
+    )
 
 
 # --- 2. bound ----------------------------------------------------------------------------------------------------
@@ -266,17 +271,18 @@ def calibrate_queries(
     h = len(n)
     speeding_s = np.full(h, 1.0 / plan.days)
     count: float | None = None
-    if cfg.neighbouring == "add-remove" and cfg.selection == "public-threshold":
-        k = plan.k or k_eff
-        count = _scale_for(plan, [np.ones(max(h, 1))], k, plan.selection_budget)
-        selection_cost_day = plan.selection_budget
+    count_cost = 0.0
+    if cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report" and h:
+        # A fresh noisy count of the released HATs is the denominator: the selection's own noisy counts passed a
+        # threshold, so near it they are biased upwards (winner's curse) and would pull the means towards 0.
+        count = _scale_for(plan, [np.ones(h)], k_eff, plan.count_budget)
+        count_cost = plan.count_budget
     if cfg.noise_scale is not None:
         return QueryScales(cfg.noise_scale, cfg.noise_scale, count, math.nan)
     if h == 0:
         return QueryScales(math.inf, math.inf, count, 0.0)
     assert plan.budget is not None
-    charged_selection = cfg.selection == "dp" or cfg.neighbouring == "add-remove"
-    remaining = plan.budget - (selection_cost_day if charged_selection else 0.0)
+    remaining = plan.budget - (selection_cost_day if cfg.selection == "dp" else 0.0) - count_cost
     if remaining <= 0:
         raise InputError("epsilon_per_day leaves nothing for the queries after selection")
     speed_s = speed_sensitivities(cfg, n)
@@ -339,7 +345,7 @@ def measure_queries(
     u = cfg.speed_max
     n = released["n"].to_numpy().astype(float)
     nan = np.full(h, np.nan)
-    noisy_n = released["noisy_n"].to_numpy().astype(float) if "noisy_n" in released.columns else nan.copy()
+    noisy_n = nan.copy()
     if scales.count is not None and h:
         noisy_n = _draw(plan, noise, n, scales.count)
     noisy_sum = nan.copy()
@@ -362,10 +368,7 @@ def measure_queries(
         costs = _costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
         s = released["sum_mean_speed"].to_numpy().astype(float)
         noisy_sum = _draw(plan, noise, s, scales.speed) if h else np.zeros(0)
-        count_scale = (
-            scales.count if scales.count is not None else (released_selection_scale(released) or 0.0)
-        )
-        sd_n = _sd(plan, count_scale) if count_scale else 0.0
+        sd_n = _sd(plan, scales.count) if scales.count is not None else 0.0
         sd_s = _sd(plan, scales.speed) if h else 0.0
         # The ratio is biased towards 0 (or blows up) when the noisy denominator is small next to its noise:
         # the mean is withheld (null) unless the noisy count is at least max(1, 2 sd of its noise).
@@ -392,15 +395,6 @@ def measure_queries(
         np.maximum(raw_over + half_over, 0.0),
         withheld,
     )
-
-
-def released_selection_scale(released: pl.DataFrame) -> float | None:
-    value = (
-        released["_selection_scale"][0]
-        if "_selection_scale" in released.columns and released.height
-        else None
-    )
-    return None if value is None else float(value)
 
 
 # --- the release ----------------------------------------------------------------------------------------------------
@@ -446,7 +440,6 @@ def release_hats(
             pl.col("n").fill_null(0),
             pl.col("sum_mean_speed").fill_null(0.0),
             pl.col("n_over_limit").fill_null(0),
-            pl.lit(selection.scale, dtype=pl.Float64).alias("_selection_scale"),
         )
         .sort("cell", "slot")
     )
@@ -490,7 +483,7 @@ def account(
     count_hat = count_day = 0.0
     if scales.count is not None:
         count_hat = plan.cost(1.0, scales.count)
-        count_day = plan.cost(math.sqrt(k), scales.count) if gauss else top_k_sum(np.full(h, count_hat), k)
+        count_day = top_k_sum(np.full(h, count_hat), k_eff)
     sel_day = (selection.rho_per_day if gauss else selection.epsilon_per_day) + count_day
     ledger = PrivacyLedger(
         budget_epsilon=cfg.budget_per_day or cfg.epsilon_per_day,
