@@ -54,7 +54,9 @@ def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: 
             "--epsilon-per-day",
             "20",
             "--max-hats-per-vehicle-day",
-            "48",
+            "16",
+            "--hours",
+            "9-11",  # 2 slots: threshold 57 vehicle-days; the busiest HATs hold ~270 (about 23 pass)
             "--domain-bbox",
             "21.09,72.75,21.25,72.91",
             "--min-vehicles-per-day",
