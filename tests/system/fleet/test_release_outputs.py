@@ -176,3 +176,30 @@ def test_plan_spends_nothing_by_default_and_charges_its_histogram(fleet_file: Pa
     plan = _strict_json(tmp_path / "q" / "plan.json")
     assert plan["spends"]["epsilon"] == pytest.approx(1.0) and plan["reads_data"] is True
     assert plan["expected_hats_passing"] is not None
+
+
+def test_days_without_records_are_warned_and_listed_owner_only(fleet_file: Path, tmp_path: Path) -> None:
+    res = _release(
+        fleet_file, tmp_path / "a", "--noise-scale", "1", "--neighbouring", "presence-public",
+        "--selection", "public-threshold", "--start", "2021-11-15", "--end", "2021-11-17", "--no-map",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "1 day(s) of the window hold no record" in res.output
+    notes = _strict_json(tmp_path / "owner_only" / "a" / "owner_notes.json")
+    assert notes["days_without_records"] == ["2021-11-17"]
+    assert "2021-11-17" not in (tmp_path / "a" / "privacy.json").read_text().replace(
+        '"end": "2021-11-17"', ""
+    )
+
+
+def test_presence_public_gaussian_with_dp_selection_runs_and_stays_in_budget(
+    fleet_file: Path, tmp_path: Path
+) -> None:
+    res = _release(
+        fleet_file, tmp_path / "a", "--epsilon-per-day", "10", "--neighbouring", "presence-public",
+        "--domain-bbox", BBOX, "--start", "2021-11-15", "--end", "2021-11-16", "--no-map",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    p = _strict_json(tmp_path / "a" / "privacy.json")
+    assert p["mechanism"] == "gaussian" and p["cumulative_epsilon_per_day"] <= 10 + 1e-9
+    assert p["dp_label"] == "DP for speeds; presence public"
