@@ -415,9 +415,15 @@ def explore(
             slots=SlotSpec(slot_minutes, *parse_hours(hours)),
             min_vehicles_per_day=min_vehicles_per_day,
         )
-    out.mkdir(parents=True, exist_ok=True)
-    result.table.write_csv(out / "resolution_comparison.csv")
-    pngs = write_histograms(result, out)
+    from urbandp.reports.outputs import OWNER_README, atomic_output_dir
+
+    # The whole exploration is data-owner material (true data): the directory says so in its README.txt. It is
+    # written atomically like every output, so a rerun never leaves stale files.
+    with atomic_output_dir(out) as d:
+        (d.release / "README.txt").write_text(OWNER_README)
+        result.table.write_csv(d.release / "resolution_comparison.csv")
+        names = [p.name for p in write_histograms(result, d.release)]
+    pngs = [out / name for name in names]
     console.print(f"[bold red]{OWNER_ONLY}[/]")
     console.print(comparison_table(result.table))
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))

@@ -191,14 +191,16 @@ def test_other_formats_give_the_same_records(fleet_file: Path, tmp_path: Path) -
 
 
 def test_explore_writes_the_resolution_table_and_histograms(fleet_file: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["explore", str(fleet_file), "--out", str(tmp_path)])
+    out = tmp_path / "explore"
+    res = runner.invoke(app, ["explore", str(fleet_file), "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "DATA OWNER ONLY" in res.output
-    table = pl.read_csv(tmp_path / "resolution_comparison.csv")
+    table = pl.read_csv(out / "resolution_comparison.csv")
     assert table["resolution"].to_list() == [6, 7, 8]
     assert table["cells"].to_list() == sorted(table["cells"].to_list())  # finer grid, more cells
-    assert (tmp_path / "vehicles_per_hat_per_day.png").stat().st_size > 5000
-    assert (tmp_path / "hats_per_vehicle_day.png").stat().st_size > 5000
+    assert (out / "vehicles_per_hat_per_day.png").stat().st_size > 5000
+    assert (out / "hats_per_vehicle_day.png").stat().st_size > 5000
+    assert "NOT differentially private" in (out / "README.txt").read_text()
 
 
 # --- bad input: one line on stderr, exit code 2 (run as a real process) ------------------------------------------
