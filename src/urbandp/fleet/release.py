@@ -600,10 +600,15 @@ def account(
             "speeding": 1.0 / d,
         },
         "epsilon_per_hat_per_day": {
-            "speed": 0.0 if gauss else (float(measured.speed_costs.max()) if h else 0.0),
-            "speeding": 0.0 if gauss else (float(speeding_hat) if h else 0.0),
-            "selection": selection.epsilon_per_hat_per_day,
+            "speed": None if gauss else (float(measured.speed_costs.max()) if h else 0.0),
+            "speeding": None if gauss else (float(speeding_hat) if h else 0.0),
+            "selection": None if gauss else selection.epsilon_per_hat_per_day,
         },
+        "epsilon_per_hat_per_day_reason": (
+            "Gaussian noise is accounted in rho per HAT (rho_per_hat_per_day), composed and converted once"
+            if gauss
+            else None
+        ),
         "epsilon_per_day": per_query,
         "epsilon_per_day_note": (
             "each query alone, converted from its rho at conversion_delta; the cumulative figure converts the "
@@ -647,6 +652,11 @@ def account(
         "ledger": ledger.to_dict(),
     }
     if gauss:
+        privacy["rho_per_hat_per_day"] = {
+            "speed": float(measured.speed_costs.max()) if h else 0.0,
+            "speeding": float(speeding_hat) if h else 0.0,
+            "selection": selection.rho_per_hat_per_day,
+        }
         privacy["rho_per_day"] = {"speed": speed_day, "speeding": speeding_day, "selection": sel_day}
         privacy["rho_per_window"] = rho_window
         privacy["conversion_delta"] = plan.conversion_delta
