@@ -39,7 +39,10 @@ def run_ours(path: Path, mode: str) -> dict[str, float]:
         cfg = HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=(21.0, 72.6, 21.35, 73.05))
     t = time.perf_counter()
     release, loaded = release_fleet([path], cfg)
-    write_release(HERE / "results" / f"out-{mode}", release, loaded, with_map=False)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # the release and its owner_only/ sibling, discarded
+        write_release(Path(tmp) / f"out-{mode}", release, loaded, with_map=False)
     seconds = time.perf_counter() - t
     return {
         "seconds": seconds,

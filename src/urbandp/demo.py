@@ -9,6 +9,7 @@ and prints where the outputs and the map are.
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from pathlib import Path
 
@@ -42,10 +43,12 @@ def main(out_dir: Path) -> None:
     console.print(f"[bold]2. exploration[/] (owner only, not private): {out_dir / 'explore'}")
     console.print(comparison_table(result.table))
 
+    # The public window: the calendar days the synthetic fleet covers (not read from the data).
+    window = {"start": spec.start, "end": spec.start + dt.timedelta(days=spec.days - 1)}
     runs = {
-        "release": HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=CITY_BBOX),
+        "release": HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=CITY_BBOX, **window),
         "report-method": HatReleaseConfig(
-            epsilon_per_day=10.0, neighbouring="replace-one", selection="public-threshold"
+            epsilon_per_day=10.0, neighbouring="presence-public", selection="public-threshold", **window
         ),
     }
     for step, (name, cfg) in enumerate(runs.items(), start=3):
@@ -56,7 +59,7 @@ def main(out_dir: Path) -> None:
         console.print(
             f"[bold]{step}. {name}[/] ({p['neighbouring']}, selection {p['selection']['method']}): "
             f"{p['hats_released']} HATs, cumulative epsilon per day {p['cumulative_epsilon_per_day']:.4g}, "
-            f"{p['records_quarantined']:,} rows quarantined; DP: {p['differentially_private']}"
+            f"{p['records_quarantined']:,} rows quarantined (owner_only/); {p['dp_label']}"
         )
         console.print(f"   tables and privacy.json in {out_dir / name}")
     console.print(f"\n[bold green]Map:[/] {(out_dir / 'release' / 'map.html').resolve()}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -34,15 +36,52 @@ def _parse_unit_switches(items: list[str] | None, config: dict[str, Any]) -> tup
     return tuple(out)
 
 
+SECTIONS = ("release", "input", "columns")
+INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since")
+
+
 def _read_toml(path: Path | None) -> dict[str, Any]:
+    """Parse a TOML config; unknown sections or [input] keys are refused naming the closest valid one."""
+    import difflib
+
     if path is None:
         return {}
     if not path.is_file():
         raise InputError(f"config file not found: {path}")
     try:
-        return tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise InputError(f"bad config {path}: {err}") from None
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in SECTIONS:
+            close = difflib.get_close_matches(key, SECTIONS, n=1)
+            raise InputError(
+                f"unknown config section [{key}]" + (f" (did you mean [{close[0]}]?)" if close else "")
+            )
+    for name in ("input", "columns"):
+        if name in data and not isinstance(data[name], dict):
+            raise InputError(f'config: [{name}] must be a table, e.g. [{name}] speed_unit = "mph"')
+    for key, value in data.get("input", {}).items():
+        if key not in INPUT_KEYS:
+            close = difflib.get_close_matches(key, INPUT_KEYS, n=1)
+            raise InputError(
+                f"unknown config key 'input.{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+            )
+        if key == "speed_unit_since":
+            if not isinstance(value, dict):
+                raise InputError(
+                    'config: [input.speed_unit_since] must be a table, e.g. "2016-01-01" = "m/s"'
+                )
+        elif key == "speed_reject_above":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError("bad config value for input.speed_reject_above: a number of km/h, e.g. 150")
+        elif not isinstance(value, str):
+            example = '"mph"' if key == "speed_unit" else '"Asia/Kolkata"'
+            raise InputError(f"bad config value for input.{key}: a string, e.g. {key} = {example}")
+    for key, value in data.get("columns", {}).items():
+        if not isinstance(value, str):
+            raise InputError(f'bad config value for columns.{key}: a column name, e.g. {key} = "bus_id"')
+    return data
 
 
 def _validation_options(
@@ -52,14 +91,19 @@ def _validation_options(
     timezone: str | None,
     reject_above: float | None,
 ):
+    import math
+
     from urbandp.records.validation import ValidationOptions
 
     section = config.get("input", {})
+    limit = float(section.get("speed_reject_above", 150.0)) if reject_above is None else reject_above
+    if not (math.isfinite(limit) and limit > 0):
+        raise InputError(f"--speed-reject-above must be a finite number of km/h above 0, got {limit:g}")
     return ValidationOptions(
         speed_unit=speed_unit or section.get("speed_unit", "km/h"),
         speed_unit_since=_parse_unit_switches(unit_since, section),
         timezone=timezone or section.get("timezone"),
-        speed_reject_above_kmh=reject_above or float(section.get("speed_reject_above", 150.0)),
+        speed_reject_above_kmh=limit,
     )
 
 
@@ -73,15 +117,68 @@ def _date(text: str | None, flag: str) -> dt.date | None:
 
 
 def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
+    import math
+
+    from urbandp.fleet.config import parse_bbox
+
     if text is None:
         return None
     try:
-        a, b, c, d = (float(x) for x in text.split(","))
-    except ValueError:
-        raise InputError(f"--domain-bbox must be min_lat,min_lon,max_lat,max_lon, got '{text}'") from None
+        a, b, c, d = parse_bbox(text)
+    except ValueError as err:
+        raise InputError(f"--domain-bbox {err}") from None
+    if not all(math.isfinite(x) for x in (a, b, c, d)):
+        raise InputError(f"--domain-bbox must hold four finite numbers, got '{text}'")
     if not (a < c and b < d):
         raise InputError("--domain-bbox needs min_lat < max_lat and min_lon < max_lon")
     return a, b, c, d
+
+
+def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
+    """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan."""
+    from urbandp.fleet.config import build_config
+    from urbandp.grid.slots import parse_hours
+
+    toml = _read_toml(a["config"])
+    k: int | str | None = a["max_hats_per_vehicle_day"]
+    if k is not None and k != "observed":
+        try:
+            k = int(k)
+        except ValueError:
+            raise InputError("--max-hats-per-vehicle-day must be a whole number or 'observed'") from None
+    names = [
+        "resolution",
+        "slot_minutes",
+        "speed_max",
+        "speed_limit",
+        "noise_scale",
+        "epsilon_per_day",
+        "budget_per_day",
+        "selection",
+        "selection_epsilon",
+        "delta",
+        "min_vehicles_per_day",
+        "neighbouring",
+        "mechanism",
+        "speed_share",
+        "speed_estimator",
+        "precision",
+    ]
+    overrides: dict[str, object] = {name: a[name] for name in names}
+    overrides.update(
+        {
+            "hours": parse_hours(a["hours"]) if a["hours"] else None,
+            "start": _date(a["start"], "--start"),
+            "end": _date(a["end"], "--end"),
+            "domain_bbox": _bbox(a["domain_bbox"]),
+            "max_hats_per_vehicle_day": k,
+        }
+    )
+    cfg = build_config(toml, overrides)
+    options = _validation_options(
+        toml, a["speed_unit"], a["speed_unit_since"], a["timezone"], a["speed_reject_above"]
+    )
+    return cfg, options, _parse_columns(a["column"], toml)
 
 
 def release(
@@ -131,10 +228,16 @@ def release(
         help="Share of the query budget for Query 1 (default: report's shared B under replace-one, 0.5 under add-remove).",
     ),
     neighbouring: str | None = typer.Option(
-        None, help="add-remove (default; N protected) or replace-one (report; N public)."
+        None,
+        help="add-remove (default; presence protected) or presence-public (the report's replace-one: DP for speeds, presence public).",
+    ),
+    mechanism: str | None = typer.Option(
+        None,
+        help="Noise: gaussian (zCDP, default with --epsilon-per-day) or laplace (pure DP; default with --noise-scale).",
     ),
     speed_estimator: str | None = typer.Option(
-        None, help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile."
+        None,
+        help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile, clipped-mean.",
     ),
     precision: int | None = typer.Option(None, help="Decimal places of released values [2]."),
     speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
@@ -152,6 +255,14 @@ def release(
         help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates.",
     ),
     no_map: bool = typer.Option(False, "--no-map", help="Skip map.html."),
+    gtfs: Path | None = typer.Option(
+        None, "--gtfs", help="GTFS directory (shapes.txt / stops.txt) drawn on the map."
+    ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
+    ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -160,42 +271,10 @@ def release(
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from urbandp.fleet.config import build_config
+    from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
-    from urbandp.grid.slots import parse_hours
 
-    toml = _read_toml(config)
-    k: int | str | None = max_hats_per_vehicle_day
-    if k is not None and k != "observed":
-        try:
-            k = int(k)
-        except ValueError:
-            raise InputError("--max-hats-per-vehicle-day must be a whole number or 'observed'") from None
-    overrides = {
-        "resolution": resolution,
-        "slot_minutes": slot_minutes,
-        "hours": parse_hours(hours) if hours else None,
-        "start": _date(start, "--start"),
-        "end": _date(end, "--end"),
-        "speed_max": speed_max,
-        "speed_limit": speed_limit,
-        "noise_scale": noise_scale,
-        "epsilon_per_day": epsilon_per_day,
-        "budget_per_day": budget_per_day,
-        "selection": selection,
-        "domain_bbox": _bbox(domain_bbox),
-        "selection_epsilon": selection_epsilon,
-        "delta": delta,
-        "min_vehicles_per_day": min_vehicles_per_day,
-        "max_hats_per_vehicle_day": k,
-        "neighbouring": neighbouring,
-        "speed_share": speed_share,
-        "speed_estimator": speed_estimator,
-        "precision": precision,
-    }
-    cfg = build_config(toml, overrides)
-    options = _validation_options(toml, speed_unit, speed_unit_since, timezone, speed_reject_above)
-    columns = _parse_columns(column, toml)
+    cfg, options, columns = _configure(locals())
     console = Console(stderr=True)
     with Progress(
         SpinnerColumn(),
@@ -212,9 +291,42 @@ def release(
             options=options,
             step=lambda name: progress.update(task, description=name),
         )
+        useless = release_warnings(release_result, cfg)
+        p = release_result.privacy
+        p["warnings"] = [*p["warnings"], *useless]  # type: ignore[misc]
+        p["useless_release"] = bool(useless)
+        for text in p["warnings"]:  # type: ignore[attr-defined]
+            console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False)
+        empty_days = release_result.owner_notes.get("days_without_records") or []
+        if empty_days:
+            console.print(
+                f"[bold yellow]urbandp: warning:[/] {len(empty_days)} day(s) of the window hold no record "  # type: ignore[arg-type]
+                f"(D stays {p['days']}, which dilutes the per-day counts); the list is in owner_only/",
+                highlight=False,
+            )
         progress.update(task, description="writing outputs")
-        paths = write_release(out, release_result, loaded, with_map=not no_map)
+        map_options: dict[str, object] = {
+            "gtfs_dir": gtfs,
+            "speed_max": cfg.speed_max,
+            "interval_threshold": cfg.speed_max / 2,
+            "domain_cells": _domain_cell_strings(cfg),
+        }
+        paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
     _print_summary(release_result.privacy, paths)
+    if strict and useless:
+        raise typer.Exit(EXIT_USELESS)
+
+
+def _domain_cell_strings(cfg: Any) -> list[str] | None:
+    if cfg.domain_bbox is None:
+        return None
+    import polars as pl
+
+    from urbandp.fleet.selection import domain_cells
+    from urbandp.grid.h3cells import cell_to_string
+
+    cells = domain_cells(cfg.domain_bbox, cfg.resolution)
+    return pl.DataFrame({"c": cells}).select(cell_to_string(pl.col("c")))["c"].to_list()
 
 
 def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
@@ -224,21 +336,31 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
     console = Console()
     table = Table(title="urbandp release", show_header=False)
     eps = p["epsilon_per_day"]
+    scales = p["noise_scale"]
+
+    def num(value: Any) -> str:
+        return "none" if value is None or value == float("inf") else f"{value:.6g}"
+
     rows = [
         (
-            "differentially private",
-            "yes" if p["differentially_private"] else "NO: " + "; ".join(p["not_dp_reasons"]),
+            "privacy",
+            p["dp_label"] + ("" if p["differentially_private"] else ": " + "; ".join(p["not_dp_reasons"])),
         ),
-        ("neighbouring / unit", f"{p['neighbouring']} / {p['privacy_unit']}"),
+        ("neighbouring / unit / noise", f"{p['neighbouring']} / {p['privacy_unit']} / {p['mechanism']}"),
         ("records in / quarantined", f"{p['records_in']:,} / {p['records_quarantined']:,}"),
         (
             "quarantine reasons",
             ", ".join(f"{k}={v}" for k, v in p["quarantine_reasons"].items() if v) or "none",
         ),
-        ("HATs released", f"{p['hats_released']:,} (selection: {p['selection']['method']})"),
         (
-            "noise scale",
-            f"speed {p['noise_scale']['speed']:.6g}, speeding {p['noise_scale']['speeding']:.6g}",
+            "HATs released",
+            f"{p['hats_released']:,} (selection: {p['selection']['method']}, threshold "
+            f"{num(p['selection']['threshold_vehicle_days'])} vehicle-days)",
+        ),
+        (
+            f"noise scale ({p['noise_scale_kind']})",
+            f"speed {num(scales['speed'])}, speeding {num(scales['speeding'])}"
+            + ("" if p["hats_released"] else " (no HAT passed: no query noise drawn)"),
         ),
         (
             "K (max HATs per vehicle-day)",
@@ -246,13 +368,16 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
         ),
         (
             "epsilon per day",
-            f"speed {eps['speed']:.6g}, speeding {eps['speeding']:.6g}, selection {eps['selection']:.6g}",
+            f"speed {num(eps['speed'])}, speeding {num(eps['speeding'])}, selection {num(eps['selection'])}",
         ),
         (
             "cumulative epsilon per day",
-            f"{p['cumulative_epsilon_per_day']:.6g} (delta {p['delta_per_day']:.3g})",
+            f"{num(p['cumulative_epsilon_per_day'])} (delta {p['delta_per_day']:.3g})",
         ),
-        ("epsilon per window", f"{p['epsilon_per_window']:.6g} over {p['days']} days"),
+        (
+            "epsilon per window",
+            f"{num(p['epsilon_per_window'])} (delta {p['delta_per_window']:.3g}) over {p['days']} days",
+        ),
     ]
     for k, v in rows:
         table.add_row(k, v)
@@ -290,15 +415,96 @@ def explore(
             slots=SlotSpec(slot_minutes, *parse_hours(hours)),
             min_vehicles_per_day=min_vehicles_per_day,
         )
-    out.mkdir(parents=True, exist_ok=True)
-    result.table.write_csv(out / "resolution_comparison.csv")
-    pngs = write_histograms(result, out)
+    from urbandp.reports.outputs import OWNER_README, atomic_output_dir
+
+    # The whole exploration is data-owner material (true data): the directory says so in its README.txt. It is
+    # written atomically like every output, so a rerun never leaves stale files.
+    with atomic_output_dir(out) as d:
+        (d.release / "README.txt").write_text(OWNER_README)
+        result.table.write_csv(d.release / "resolution_comparison.csv")
+        names = [p.name for p in write_histograms(result, d.release)]
+    pngs = [out / name for name in names]
     console.print(f"[bold red]{OWNER_ONLY}[/]")
     console.print(comparison_table(result.table))
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))
 
 
+def plan(**a: Any) -> None:
+    """Plan a release before spending budget: expected noise per HAT, selection, what reaches a target error.
+
+    Takes the options of `urbandp release`. Spends nothing and reads only public parameters unless
+    --histogram-epsilon is given (then a DP histogram of vehicle-days per HAT, charged and reported).
+
+    Example: urbandp plan fleet.parquet --out out/plan --epsilon-per-day 10 --start 2021-11-15 --end 2021-12-15
+    --domain-bbox 21.09,72.75,21.25,72.91 --target-error 2
+    """
+    import datetime as dt
+
+    from rich.console import Console
+
+    from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
+    from urbandp.privacy.noise import OpenDPNoise
+    from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
+
+    cfg, options, columns = _configure(a)
+    if cfg.start is None or cfg.end is None:
+        raise InputError("plan needs the public window: give --start and --end (D sets the noise)")
+    days = (cfg.end - cfg.start).days + 1
+    histogram = None
+    spent = 0.0
+    if a["histogram_epsilon"] is not None:
+        eps_h = float(a["histogram_epsilon"])
+        if not (math.isfinite(eps_h) and eps_h > 0):
+            raise InputError("--histogram-epsilon must be a finite number above 0")
+        from urbandp.contributions import ContributionSpec, get_backend
+        from urbandp.fleet.pipeline import load_records
+        from urbandp.grid.slots import SlotSpec
+
+        spec = ContributionSpec(
+            cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+        )
+        loaded = load_records(a["inputs"], columns, options, window=spec)
+        contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+        k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+        histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
+    result = make_plan(
+        cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
+    )
+    result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
+    result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    with atomic_output_dir(a["out"]) as d:
+        write_json(d.release / "plan.json", result)
+    Console().print(dumps_strict(result))
+    Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}")
+
+
+def _plan_signature() -> None:
+    """``plan`` takes release's options (minus the output-only ones) plus its own."""
+    import inspect
+
+    skip = {"no_map", "gtfs", "strict"}
+    params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
+    extra = {
+        "target_error": typer.Option(None, "--target-error", help="Target sd of a released mean (km/h)."),
+        "histogram_epsilon": typer.Option(
+            None,
+            "--histogram-epsilon",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (off: spends nothing).",
+        ),
+    }
+    for name, default in extra.items():
+        params.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=float | None)
+        )
+    plan.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    plan.__annotations__ = {p.name: p.annotation for p in params}
+
+
+_plan_signature()
+
+
 def register(app: typer.Typer) -> None:
     """Add the fleet commands to the main app."""
     app.command("release")(cli_guard(release))
+    app.command("plan")(cli_guard(plan))
     app.command("explore")(cli_guard(explore))

@@ -11,14 +11,19 @@ protected; Query 1 releases a noisy sum (sensitivity U - L) divided by a noisy c
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+import difflib
+import math
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from urbandp.errors import InputError
 
 Selection = Literal["dp", "public-threshold"]
-Neighbouring = Literal["add-remove", "replace-one"]
+Neighbouring = Literal["add-remove", "presence-public"]
+Mechanism = Literal["gaussian", "laplace"]
+# The report's name for the presence-public relation (III E); accepted as an alias.
+NEIGHBOURING_ALIASES = {"replace-one": "presence-public"}
 SpeedEstimator = Literal["report", "baseline", "array-averaging", "levy", "quantile", "clipped-mean"]
 
 
@@ -54,19 +59,88 @@ class HatReleaseConfig(BaseModel):
     selection_fraction: float = Field(
         0.1, gt=0, lt=1, description="share of epsilon_per_day for DP selection"
     )
+    count_fraction: float = Field(
+        0.15,
+        gt=0,
+        lt=1,
+        description="share of epsilon_per_day for the fresh noisy count that is Query 1's add/remove denominator",
+    )
     domain_bbox: tuple[float, float, float, float] | None = Field(
         None,
         description="public extent (min_lat, min_lon, max_lat, max_lon): DP selection over all its HATs, no delta",
     )
     delta: float = Field(1e-6, gt=0, lt=1, description="target delta per vehicle-day of DP selection")
-    min_vehicles_per_day: float = Field(10.0, ge=0)
+    min_vehicles_per_day: float | None = Field(
+        None,
+        ge=0,
+        description="threshold per day of the window on vehicle-days per HAT; default 10 for public-threshold "
+        "(the report), 3 for DP selection (whose noise-based threshold already keeps empty HATs out)",
+    )
     max_hats_per_vehicle_day: int | Literal["observed"] = Field(
         96,
         description="K: public bound enforced by truncation; 'observed' reads K from the data (report, not DP)",
     )
     neighbouring: Neighbouring = "add-remove"
+    mechanism: Mechanism | None = Field(
+        None,
+        description="gaussian (zCDP, default with --epsilon-per-day) or laplace (pure DP; default with --noise-scale)",
+    )
     speed_estimator: SpeedEstimator = "report"
     precision: int = Field(2, ge=0, le=10)
+
+    @field_validator("neighbouring", mode="before")
+    @classmethod
+    def _alias(cls, value: object) -> object:
+        return NEIGHBOURING_ALIASES.get(value, value) if isinstance(value, str) else value
+
+    @field_validator("hours", mode="before")
+    @classmethod
+    def _hours_text(cls, value: object) -> object:
+        if isinstance(value, str):
+            from urbandp.grid.slots import parse_hours
+
+            try:
+                return parse_hours(value)
+            except InputError:
+                raise ValueError(f"must look like START-END hours, got '{value}'") from None
+        return value
+
+    @field_validator("domain_bbox", mode="before")
+    @classmethod
+    def _bbox_text(cls, value: object) -> object:
+        return parse_bbox(value) if isinstance(value, str) else value
+
+    @field_validator(
+        "speed_max",
+        "speed_limit",
+        "noise_scale",
+        "epsilon_per_day",
+        "budget_per_day",
+        "selection_epsilon",
+        "min_vehicles_per_day",
+        "delta",
+    )
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number (an exact, noise-free release is not offered)")
+        return value
+
+    @property
+    def min_per_day(self) -> float:
+        """The threshold per day actually used (see ``min_vehicles_per_day``)."""
+        if self.min_vehicles_per_day is not None:
+            return self.min_vehicles_per_day
+        return 10.0 if self.selection == "public-threshold" else 3.0
+
+    @property
+    def resolved_mechanism(self) -> Mechanism:
+        """gaussian unless asked otherwise; laplace for --noise-scale B (the report's) and the paper estimators."""
+        if self.mechanism is not None:
+            return self.mechanism
+        if self.noise_scale is not None or self.speed_estimator != "report":
+            return "laplace"
+        return "gaussian"
 
     @model_validator(mode="after")
     def _one_of_scale_or_epsilon(self) -> HatReleaseConfig:
@@ -78,6 +152,21 @@ class HatReleaseConfig(BaseModel):
             raise ValueError(
                 "--speed-estimator other than 'report' needs --epsilon-per-day (it is calibrated by epsilon)"
             )
+        if self.speed_estimator != "report" and self.mechanism == "gaussian":
+            raise ValueError(
+                "--speed-estimator other than 'report' is calibrated for Laplace; use --mechanism laplace"
+            )
+        if self.speed_estimator == "clipped-mean" and self.neighbouring == "presence-public":
+            raise ValueError(
+                "clipped-mean is calibrated for add-remove; under presence-public it would spend 4/3 to 1.5 times "
+                "its epsilon (the centred sum moves by U*m_UB and the counts by distance 2): use add-remove"
+            )
+        if self.domain_bbox is not None:
+            a, b, c, d = self.domain_bbox
+            if not all(math.isfinite(x) for x in self.domain_bbox) or not (
+                -90 <= a < c <= 90 and -180 <= b < d <= 180
+            ):
+                raise ValueError("domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max")
         if isinstance(self.max_hats_per_vehicle_day, int) and self.max_hats_per_vehicle_day < 1:
             raise ValueError("max_hats_per_vehicle_day must be >= 1 or 'observed'")
         return self
@@ -90,6 +179,30 @@ class HatReleaseConfig(BaseModel):
         if self.selection == "public-threshold" and self.neighbouring == "add-remove":
             return False
         return not (self.neighbouring == "add-remove" and self.speed_estimator in PAPER_ESTIMATORS)
+
+
+def parse_bbox(text: str) -> tuple[float, float, float, float]:
+    """``min_lat,min_lon,max_lat,max_lon`` (the CLI and TOML form) to four finite floats."""
+    try:
+        a, b, c, d = (float(x) for x in str(text).split(","))
+    except ValueError:
+        raise ValueError(
+            f"must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got '{text}'"
+        ) from None
+    return a, b, c, d
+
+
+EXAMPLES = {
+    "hours": '"9-21"',
+    "domain_bbox": '"30.2,-97.8,30.4,-97.6"',
+    "start": "2016-11-24",
+    "end": "2016-11-27",
+    "max_hats_per_vehicle_day": '96 or "observed"',
+    "neighbouring": '"add-remove" or "presence-public"',
+    "mechanism": '"gaussian" or "laplace"',
+    "selection": '"dp" or "public-threshold"',
+    "speed_estimator": '"report"',
+}
 
 
 # The user-level mean estimators of the paper assume the units present and their record counts are public.
@@ -116,8 +229,20 @@ def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatRe
     try:
         return HatReleaseConfig(**values)  # type: ignore[arg-type]
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "config"
-        if first.get("type") == "extra_forbidden":
-            raise InputError(f"unknown config key '{where}'") from None
-        raise InputError(f"bad config value for {where}: {first['msg']}") from None
+        raise InputError(_one_line(err)) from None
+
+
+def _one_line(err: ValidationError) -> str:
+    """The first validation problem as one line naming the key, with an example or the closest valid key."""
+    first: dict[str, Any] = dict(err.errors()[0])
+    loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
+    where = loc[0] if loc else ""
+    if first.get("type") == "extra_forbidden":
+        close = difflib.get_close_matches(where, list(HatReleaseConfig.model_fields), n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown config key '{where}'{hint}"
+    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    if not where:
+        return f"bad release config: {msg}"
+    example = EXAMPLES.get(where)
+    return f"bad config value for {where}: {msg}" + (f" (example: {where} = {example})" if example else "")

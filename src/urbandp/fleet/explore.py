@@ -50,7 +50,7 @@ def explore(
                 "resolution": res,
                 "cells": n_cells,
                 "hats": per_hat.height,
-                "avg_unique_vehicles_per_hat_per_day": float(per_hat_day["len"].mean() or 0.0),
+                "avg_unique_vehicles_per_hat_per_day": float(per_hat_day["len"].mean() or 0.0),  # type: ignore[arg-type]
                 "share_cells_meeting_threshold_every_slot": full / n_cells if n_cells else 0.0,
             }
         )

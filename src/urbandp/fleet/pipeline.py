@@ -6,9 +6,9 @@ Python entry points mirror the CLI: :func:`load_records`, :func:`release_fleet` 
 from __future__ import annotations
 
 import datetime as dt
-import json
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -49,6 +49,7 @@ class LoadedRecords:
     files: list[Path]
     records_outside_window: int = 0
     _clean: pl.DataFrame | None = None
+    mapping: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def clean(self) -> pl.DataFrame:
@@ -69,7 +70,7 @@ def load_records(
     the others are counted in ``records_outside_window``; the H3 ``cell`` at the window's resolution is computed in
     the same streaming pass (the costliest per-record step runs in parallel with reading and parsing).
     """
-    raw, _mapping, files = scan_records(list(paths), columns)
+    raw, mapping, files = scan_records(list(paths), columns)
     lf = validate(raw, options or ValidationOptions())
     inside = window_filter(window) if window is not None else pl.lit(True)
     extra = [cell_expr(window.resolution).alias("cell")] if window is not None else []
@@ -96,7 +97,9 @@ def load_records(
     )
     clean = (kept.lazy().filter(~later) if later is not None else kept.lazy()).drop("source", "row")
     outside = records_in - kept.height - rejected.height
-    return LoadedRecords(clean, quarantine, records_in, reason_counts(quarantine), files, outside)
+    return LoadedRecords(
+        clean, quarantine, records_in, reason_counts(quarantine), files, outside, mapping=asdict(mapping)
+    )
 
 
 def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tuple[dt.date, dt.date, bool]:
@@ -128,6 +131,7 @@ def release_fleet(
     options: ValidationOptions | None = None,
     noise: NoiseSource | None = None,
     step: Step | None = None,
+    command_line: str | None = None,
 ) -> tuple[HatRelease, LoadedRecords]:
     """Run the whole release. ``noise`` defaults to OpenDP; ``step`` is told the name of each stage."""
     say = step or (lambda _name: None)
@@ -149,7 +153,23 @@ def release_fleet(
     days = (end - start).days + 1
     say("selecting HATs and adding noise")
     release = release_hats(contributions, cfg, days, noise or OpenDPNoise(), slots=slots)
-    release.privacy.update(
+    p = release.privacy
+    if derived:
+        reason = (
+            "the date window (hence D, which sets the speeding sensitivity, the threshold and the group size) was "
+            "derived from the data's first and last day; give --start and --end to make it public"
+        )
+        p["not_dp_reasons"] = [*p["not_dp_reasons"], reason]  # type: ignore[misc]
+        p["differentially_private"] = False
+        p["dp_label"] = "NOT differentially private"
+    seen = {d for d in contributions["day"].unique().to_list()}
+    empty_days = [
+        (start + dt.timedelta(days=i)).isoformat()
+        for i in range(days)
+        if start + dt.timedelta(days=i) not in seen
+    ]
+    opts = options or ValidationOptions()
+    p.update(
         {
             "records_in": loaded.records_in,
             "records_quarantined": loaded.quarantine.height,
@@ -164,57 +184,106 @@ def release_fleet(
                 "slot_minutes": cfg.slot_minutes,
                 "resolution": cfg.resolution,
             },
+            "input": {
+                "speed_unit": opts.speed_unit,
+                "speed_unit_since": {d.isoformat(): u for d, u in opts.speed_unit_since},
+                "timezone": opts.timezone,
+                "timezone_note": None if opts.timezone else "wall-clock time as written in the timestamps",
+                "speed_reject_above_kmh": opts.speed_reject_above_kmh,
+                "column_mapping": loaded.mapping,
+                "files": [f.name for f in loaded.files],
+            },
+            "command_line": " ".join(["urbandp", *sys.argv[1:]]) if command_line is None else command_line,
             "disclosure_note": (
-                "records_in, records_quarantined, quarantine_reasons and records_in_window are exact operational "
-                "counts for the data owner; they are not protected by the DP guarantee."
-                + (
-                    " The date window was derived from the data (give --start/--end to make it public)."
-                    if derived
-                    else ""
-                )
+                "records_in, records_quarantined, quarantine_reasons, records_in_window, records_outside_window and "
+                "vehicle_hat_days_truncated are exact operational counts for the data owner; they are not protected "
+                "by the DP guarantee."
             ),
         }
     )
+    release.owner_notes["days_without_records"] = empty_days
     return release, loaded
 
 
 def write_release(
-    out_dir: Path, release: HatRelease, loaded: LoadedRecords, *, with_map: bool = True
+    out_dir: Path,
+    release: HatRelease,
+    loaded: LoadedRecords,
+    *,
+    with_map: bool = True,
+    map_options: dict[str, object] | None = None,
 ) -> dict[str, Path]:
-    """Write hat_speed.csv, hat_speeding.csv, privacy.json, quarantine.csv and map.html into ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "speed": out_dir / "hat_speed.csv",
-        "speeding": out_dir / "hat_speeding.csv",
-        "privacy": out_dir / "privacy.json",
-        "quarantine": out_dir / "quarantine.csv",
-    }
-    release.speed.write_csv(paths["speed"])
-    release.speeding.write_csv(paths["speeding"])
-    loaded.quarantine.write_csv(paths["quarantine"])
-    paths["privacy"].write_text(json.dumps(release.privacy, indent=2, default=str) + "\n")
-    if with_map:
-        from urbandp.reports.map import write_hat_map
+    """Write the release atomically: hat_speed.csv, hat_speeding.csv, privacy.json, map.html in ``out_dir`` (all
+    publishable) and quarantine.csv (raw rejected rows) in ``owner_only/<name>/`` beside it (not DP)."""
+    from urbandp.reports.outputs import atomic_output_dir, owner_dir_for, write_json
 
-        p = release.privacy
-        eps = p["epsilon_per_day"]  # type: ignore[index]
-        subtitle = (
-            f"Differentially private ({p['neighbouring']}, unit vehicle-day): cumulative epsilon per day "
-            f"{p['cumulative_epsilon_per_day']:.4g} (speed {eps['speed']:.4g}, speeding {eps['speeding']:.4g}, "
-            f"selection {eps['selection']:.4g}); Laplace scale: speed {p['noise_scale']['speed']:.4g}"  # type: ignore[index]
-            + (" (on the sum of vehicle-day means)" if p["neighbouring"] == "add-remove" else "")
-            + f", speeding {p['noise_scale']['speeding']:.4g}"  # type: ignore[index]
-            if p["differentially_private"]
-            else "NOT differentially private: " + "; ".join(p["not_dp_reasons"])  # type: ignore[arg-type]
+    out_dir = Path(out_dir)
+    paths: dict[str, Path] = {}
+    p = release.privacy
+    owner_files = ["quarantine.csv", "owner_notes.json"]
+    p["not_dp_outputs"] = {
+        str(owner_dir_for(out_dir) / name): why
+        for name, why in zip(
+            owner_files,
+            (
+                "raw rejected rows with their reasons",
+                "days of the window without any record (read from true data)",
+            ),
+            strict=True,
         )
+    }
+    with atomic_output_dir(out_dir) as d:
+        release.speed.write_csv(d.release / "hat_speed.csv")
+        release.speeding.write_csv(d.release / "hat_speeding.csv")
+        loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
+        write_json(d.owner_path("owner_notes.json"), release.owner_notes)
+        write_json(d.release / "privacy.json", p)
+        if with_map:
+            _write_map(d.release / "map.html", release, map_options or {})
+    for name, file in (
+        ("speed", "hat_speed.csv"),
+        ("speeding", "hat_speeding.csv"),
+        ("privacy", "privacy.json"),
+    ):
+        paths[name] = out_dir / file
+    if with_map:
         paths["map"] = out_dir / "map.html"
-        write_hat_map(
-            release.speed.select("h3_cell", "slot", "mean_speed"),
-            paths["map"],
-            value_col="mean_speed",
-            title="urbandp: released average bus speed per hexagon and time slot",
-            legend="mean speed (km/h)",
-            subtitle=subtitle,
-        )
+    paths["quarantine"] = owner_dir_for(out_dir) / "quarantine.csv"
     return paths
+
+
+def map_subtitle(p: dict[str, object]) -> str:
+    """The privacy statement shown on the map: never a bare "DP"; presence-public says so."""
+    if not p["differentially_private"]:
+        return "NOT differentially private: " + "; ".join(p["not_dp_reasons"])  # type: ignore[arg-type]
+    scales = p["noise_scale"]
+    return (
+        f"{p['dp_label']} (unit vehicle-day, {p['mechanism']} noise): epsilon per day "
+        f"{p['cumulative_epsilon_per_day']:.4g} (delta {p['delta_per_day']:.2g}); {p['noise_scale_kind']}: speed "
+        f"{scales['speed']:.4g}"  # type: ignore[index]
+        + (" (on the sum of vehicle-day means)" if p["neighbouring"] == "add-remove" else "")
+        + f", speeding {scales['speeding']:.4g}"  # type: ignore[index]
+    )
+
+
+def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> None:
+    from urbandp.reports.map import write_hat_map
+
+    p = release.privacy
+    wanted = ("h3_cell", "slot", "mean_speed", "ci95_low", "ci95_high", "resolution")
+    frame = release.speed.select([c for c in wanted if c in release.speed.columns])
+    # TODO(map helper, merge): write_hat_map gains domain_cells / gtfs_dir / speed_max / interval_threshold
+    # (issue 8 "Map"); ``options`` carries them and only the ones the installed map accepts are passed.
+    import inspect
+
+    accepted = set(inspect.signature(write_hat_map).parameters)
+    extra = {k: v for k, v in options.items() if k in accepted and v is not None}
+    write_hat_map(
+        frame,
+        path,
+        value_col="mean_speed",
+        title="urbandp: released average bus speed per hexagon and time slot",
+        legend="mean speed (km/h)",
+        subtitle=map_subtitle(p),
+        **extra,
+    )

@@ -1,60 +1,83 @@
 """Differentially private release of average speed (Query 1) and speeding counts (Query 2) per HAT.
 
-ITMS report sections II D, III D-F and IV C-D, with the corrections DESIGN.md requires:
+ITMS report sections II D, III D-F and IV C-D, with the corrections DESIGN.md requires. The budget goes one way:
 
-* contribution bounding: a vehicle-day keeps at most K HATs (its K busiest, a per-vehicle-day choice, so the
-  truncation is stable); K is a public bound, not the observed maximum the report reads from the data;
-* speeds are clipped to [0, U] before Query 1, so (U - 0) really bounds a vehicle-day's mean;
-* all noise from OpenDP; outputs rounded to a declared precision (Mironov 2012);
-* the neighbouring relation is explicit: ``replace-one`` reproduces the report (N public, Query 1 sensitivity
-  U/N); ``add-remove`` protects N too (noisy sum over noisy count).
+1. **plan** (:func:`plan_release`): public parameters only: mechanism, K, D, U, the budget per day and its split
+   between selection and the queries (for Gaussian noise the budget is a rho, from OpenDP's zCDP -> (epsilon,
+   delta) conversion at the target delta);
+2. **bound** (:func:`truncate_vehicle_days`): a vehicle-day keeps at most K HATs, chosen from its presence only;
+3. **select** (:mod:`urbandp.fleet.selection`): calibrated from the plan, measured once;
+4. **calibrate** (:func:`calibrate_queries`): the scales of Query 1 and Query 2 from the plan and the released
+   HATs (public after selection), checked against OpenDP's maps;
+5. **measure** (:func:`measure_queries`): the noise is drawn once;
+6. **account** (:func:`account`): per-HAT costs from OpenDP's maps, per day the sum of the K largest (a
+   vehicle-day touches at most K HATs; III E step 3), composed in epsilon (Laplace) or rho (Gaussian, converted
+   once to (epsilon, delta) by OpenDP), per window from the maps at the window's distance.
 
-The result holds the released tables and the full privacy accounting; :mod:`urbandp.fleet.pipeline` writes it.
+Neighbouring relations: ``presence-public`` (the report's relation, alias ``replace-one``): which vehicles are in
+which HAT on which day is public (a scheduled bus's timetable); only speeds are protected, so N is public and
+Query 1's sensitivity is U/N. ``add-remove`` (default): a whole vehicle-day may be present or absent; Query 1 is a
+noisy sum (sensitivity U) over the selection's noisy count.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from urbandp.errors import BudgetExceededError, InputError
-from urbandp.fleet.accounting import top_k_sum, window_delta, window_epsilon
+from urbandp.fleet.accounting import top_k_sum, window_epsilon
 from urbandp.fleet.config import PAPER_ESTIMATORS, HatReleaseConfig
 from urbandp.fleet.selection import (
     SelectionResult,
+    calibrate_selection,
     domain_cells,
-    dp_public_domain,
-    dp_threshold,
+    measure_selection,
     public_threshold,
 )
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
-from urbandp.privacy.noise import NoiseSource, laplace_epsilon
+from urbandp.privacy.noise import (
+    NoiseSource,
+    gaussian_rho,
+    laplace_epsilon,
+    rho_for_epsilon,
+    zcdp_epsilon,
+)
 from urbandp.privacy.rounding import round_to_precision
 
 NEIGHBOURING_TEXT = {
-    "replace-one": (
-        "replace-one (ITMS report): neighbouring datasets differ in the records of one vehicle in one HAT on one day; "
-        "which vehicles are present in each HAT on each day (hence N) is treated as public. Query 1 sensitivity = "
-        "(speed_max - 0) / N, Query 2 sensitivity = 1 / D."
+    "presence-public": (
+        "presence-public (the ITMS report's replace-one relation, III E): neighbouring datasets differ in the speed "
+        "records of one vehicle-day; which vehicles are present in which HAT on which day (hence N) is treated as "
+        "public, as in a published timetable. DP for speeds; presence public. Query 1 sensitivity = speed_max / N "
+        "per HAT, Query 2 sensitivity = 1 / D."
     ),
     "add-remove": (
         "add-remove: neighbouring datasets differ by adding or removing all records of one vehicle on one day, so "
-        "N (vehicle-days per HAT) is protected too. Query 1 = noisy sum of per-vehicle-day mean speeds "
-        "(sensitivity speed_max) / noisy N; Query 2 sensitivity = 1 / D."
+        "N (vehicle-days per HAT) and presence are protected too. Query 1 = noisy sum of per-vehicle-day mean "
+        "speeds (sensitivity speed_max per HAT) / noisy N; Query 2 sensitivity = 1 / D."
     ),
 }
 
-
-SELECTION_MECHANISM = {
-    "dp": "OpenDP make_laplace_threshold (unknown domain)",
-    "dp-public-domain": "OpenDP discrete Laplace on every HAT of the public domain",
-    "public-threshold": "none: true counts (report III C)",
+DP_LABEL = {
+    "presence-public": "DP for speeds; presence public",
+    "add-remove": "DP (add/remove a vehicle-day)",
 }
+
+CI_LABEL = (
+    "ci95_low/ci95_high: 95% interval from the known noise distribution only (Laplace or Gaussian quantiles; for "
+    "noisy_sum / noisy_vehicle_days a normal approximation of the ratio), clipped to [0, speed_max]; sampling "
+    "variation of the vehicles is not included"
+)
+
+# Truncation key: a fixed public seed; the hash reads only (vehicle, day, cell, slot), i.e. presence.
+TRUNCATION_SEED = 20211115
+Z95 = 1.959963984540054
+LAPLACE_Q95 = math.log(20.0)  # P(|Laplace(b)| > b ln 20) = 0.05
 
 
 @dataclass
@@ -65,16 +88,78 @@ class HatRelease:
     speeding: pl.DataFrame
     privacy: dict[str, object]
     ledger: PrivacyLedger = field(default_factory=PrivacyLedger)
+    owner_notes: dict[str, object] = field(default_factory=dict)  # true-data notes for owner_only/, not DP
+
+
+# --- 1. plan ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Public parameters of a release and the budget split, fixed before any data is read."""
+
+    mechanism: str  # "gaussian" | "laplace"
+    k: int | None  # None: 'observed' (read from data, not DP)
+    days: int
+    speed_max: float
+    budget: float | None  # per vehicle-day: epsilon (laplace) or rho (gaussian); None with --noise-scale
+    selection_budget: float  # epsilon or rho for DP selection
+    count_budget: float  # epsilon or rho for the fresh noisy count (the add-remove denominator)
+    conversion_delta: float | None  # gaussian: delta of the zCDP -> (epsilon, delta) conversion
+    threshold_delta: float  # target delta of an unknown-domain threshold selection
+
+    @property
+    def gaussian(self) -> bool:
+        return self.mechanism == "gaussian"
+
+    def cost(self, sensitivity: float, scale: float) -> float:
+        """Per-HAT cost from OpenDP's map: epsilon (Laplace) or rho (Gaussian)."""
+        return gaussian_rho(sensitivity, scale) if self.gaussian else laplace_epsilon(sensitivity, scale)
+
+
+def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
+    """Plan a release from public parameters (cfg and the public window's D)."""
+    if days < 1:
+        raise InputError("the date window holds no day")
+    mech = cfg.resolved_mechanism
+    k = None if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+    threshold_select = cfg.selection == "dp" and cfg.domain_bbox is None
+    if mech == "gaussian":
+        conv = cfg.delta / 2 if threshold_select else cfg.delta
+        threshold_delta = cfg.delta / 2
+    else:
+        conv, threshold_delta = None, cfg.delta
+    if cfg.epsilon_per_day is not None:
+        budget = rho_for_epsilon(cfg.epsilon_per_day, conv) if conv else cfg.epsilon_per_day
+        selection_budget = cfg.selection_fraction * budget
+        count_budget = cfg.count_fraction * budget
+    else:
+        budget = None
+        selection_budget = rho_for_epsilon(cfg.selection_epsilon, conv) if conv else cfg.selection_epsilon
+        count_budget = selection_budget
+    return ReleasePlan(
+        mech, k, days, cfg.speed_max, budget, selection_budget, count_budget, conv, threshold_delta
+    )
+
+
+# --- 2. bound ----------------------------------------------------------------------------------------------------
 
 
 def truncate_vehicle_days(contributions: pl.DataFrame, k: int) -> tuple[pl.DataFrame, int]:
-    """Keep each vehicle-day's K HATs with the most records (ties: lowest cell, slot); return rows dropped."""
+    """Keep K HATs per vehicle-day chosen from presence only; return the rows dropped.
+
+    The rank is a hash of (vehicle, day, cell, slot) with a fixed public seed (ties: lowest cell, slot): it reads
+    no record count and no speed, so two datasets with the same presence keep the same HATs and the same N
+    (needed under presence-public, where N is public), and a vehicle-day's choice never depends on others.
+    """
+    key = pl.struct(
+        pl.col("vehicle").cast(pl.String),
+        pl.col("day").cast(pl.String),
+        pl.col("cell").cast(pl.UInt64),
+        pl.col("slot").cast(pl.Int64),
+    ).hash(seed=TRUNCATION_SEED)
     ranked = contributions.with_columns(
-        pl.struct(
-            (-pl.col("n_records").cast(pl.Int64)).alias("a"),
-            pl.col("cell").alias("b"),
-            pl.col("slot").alias("c"),
-        )
+        pl.struct(key.alias("a"), pl.col("cell").alias("b"), pl.col("slot").alias("c"))
         .rank("ordinal")
         .over("vehicle", "day")
         .alias("_rank")
@@ -103,44 +188,216 @@ def per_hat_aggregates(contributions: pl.DataFrame, speed_limit: float) -> pl.Da
     )
 
 
-def _grow_until(b: float, fits: Callable[[float], bool]) -> float:
-    """OpenDP's maps round outward: grow a scale by a few ulps until its computed epsilon fits the budget."""
-    for _ in range(200):
-        if fits(b):
-            return b
-        b = float(np.nextafter(b, np.inf)) * (1 + 4e-16)
+# --- 3. select -----------------------------------------------------------------------------------------------------
+
+
+def select_hats(
+    per_hat: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    k: int,
+    noise: NoiseSource,
+    slots: SlotSpec,
+) -> SelectionResult:
+    """The selection stage: calibrated from the plan (public), measured once."""
+    if cfg.selection == "public-threshold":
+        return public_threshold(per_hat, slots.slots, cfg.min_per_day, plan.days)
+    grid = None
+    if cfg.domain_bbox is not None:
+        cells = domain_cells(cfg.domain_bbox, cfg.resolution)
+        if cells.len() == 0:
+            raise InputError("domain_bbox holds no H3 cell centroid at this resolution")
+        grid = pl.DataFrame({"cell": cells.cast(pl.UInt64)}).join(
+            pl.DataFrame({"slot": pl.Series(slots.slots, dtype=pl.Int16)}), how="cross"
+        )
+    cal = calibrate_selection(
+        gaussian=plan.gaussian,
+        k=k,
+        days=plan.days,
+        budget=plan.selection_budget,
+        delta=plan.threshold_delta,
+        min_per_day=cfg.min_per_day,
+        domain_size=None if grid is None else grid.height,
+    )
+    return measure_selection(cal, per_hat, noise, grid)
+
+
+# --- 4. calibrate ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryScales:
+    speed: float  # Laplace b or Gaussian sigma; nan for the user-level estimators (their own scales)
+    speeding: float
+    count: float | None  # the add-remove denominator when selection did not give one
+    speed_budget: float  # epsilon or rho for Query 1 per day (used by the user-level estimators)
+
+
+def _scale_for(plan: ReleasePlan, sensitivities: list[np.ndarray], k: int, budget: float) -> float:
+    """One scale so that the sum over queries of the top-K per-HAT costs equals ``budget`` (III E-F solved).
+
+    Laplace: b = sum_q topK(s) / budget. Gaussian: sigma = sqrt(sum_q topK(s^2) / (2 budget)). OpenDP rounds its
+    maps outward, so the scale is then raised by ulps until the mapped cost fits.
+    """
+    if budget <= 0:
+        raise InputError("the budget leaves nothing for the queries after selection")
+    if plan.gaussian:
+        scale = math.sqrt(sum(top_k_sum(s**2, k) for s in sensitivities) / (2.0 * budget))
+    else:
+        scale = sum(top_k_sum(s, k) for s in sensitivities) / budget
+    for _ in range(64):
+        if sum(top_k_sum(_costs(plan, s, scale), k) for s in sensitivities) <= budget:
+            return scale
+        scale = float(np.nextafter(scale, np.inf)) * (1 + 4e-16)
     raise RuntimeError("could not calibrate the noise scale within the budget")
 
 
-def _shared_scale(cfg: HatReleaseConfig, n: np.ndarray, k_eff: int, days: int, eps: float) -> float:
-    """The report's rule: one B for both queries so their epsilons per day sum to ``eps`` (III E-F solved for B)."""
-    c = top_k_sum(cfg.speed_max / n, k_eff) + k_eff / days
-    return _grow_until(
-        c / eps,
-        lambda b: (
-            top_k_sum(_speed_epsilons(cfg, n, b), k_eff)
-            + top_k_sum(np.full(len(n), laplace_epsilon(1 / days, b)), k_eff)
-            <= eps
-        ),
+def _costs(plan: ReleasePlan, sensitivities: np.ndarray, scale: float) -> np.ndarray:
+    distinct = {float(s): plan.cost(float(s), scale) for s in np.unique(sensitivities)}
+    return np.array([distinct[float(s)] for s in sensitivities], dtype=float)
+
+
+def speed_sensitivities(cfg: HatReleaseConfig, n: np.ndarray) -> np.ndarray:
+    """Per-HAT sensitivity of Query 1 to one vehicle-day: U/N (presence-public, on the mean) or U (on the sum)."""
+    if cfg.neighbouring == "presence-public":
+        return cfg.speed_max / n
+    return np.full(len(n), cfg.speed_max)
+
+
+def calibrate_queries(
+    cfg: HatReleaseConfig, plan: ReleasePlan, n: np.ndarray, k_eff: int, selection_cost_day: float
+) -> QueryScales:
+    """Scales of Query 1, Query 2 (and the add-remove count) from the plan and the released HATs' public N."""
+    h = len(n)
+    speeding_s = np.full(h, 1.0 / plan.days)
+    count: float | None = None
+    count_cost = 0.0
+    if cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report" and h:
+        # A fresh noisy count of the released HATs is the denominator: the selection's own noisy counts passed a
+        # threshold, so near it they are biased upwards (winner's curse) and would pull the means towards 0.
+        count = _scale_for(plan, [np.ones(h)], k_eff, plan.count_budget)
+        count_cost = plan.count_budget
+    if cfg.noise_scale is not None:
+        return QueryScales(cfg.noise_scale, cfg.noise_scale, count, math.nan)
+    if h == 0:
+        return QueryScales(math.inf, math.inf, count, 0.0)
+    assert plan.budget is not None
+    remaining = plan.budget - (selection_cost_day if cfg.selection == "dp" else 0.0) - count_cost
+    if remaining <= 0:
+        raise InputError("epsilon_per_day leaves nothing for the queries after selection")
+    speed_s = speed_sensitivities(cfg, n)
+    if cfg.neighbouring == "presence-public" and cfg.speed_share is None and cfg.speed_estimator == "report":
+        shared = _scale_for(plan, [speed_s, speeding_s], k_eff, remaining)  # the report's one B (III E-F)
+        return QueryScales(shared, shared, count, math.nan)
+    share = 0.5 if cfg.speed_share is None else cfg.speed_share
+    speed = (
+        _scale_for(plan, [speed_s], k_eff, share * remaining) if cfg.speed_estimator == "report" else math.nan
+    )
+    speeding = _scale_for(plan, [speeding_s], k_eff, (1 - share) * remaining)
+    return QueryScales(speed, speeding, count, share * remaining)
+
+
+# --- 5. measure ----------------------------------------------------------------------------------------------------
+
+
+def _draw(plan: ReleasePlan, noise: NoiseSource, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+    if plan.gaussian:
+        return noise.gaussian(values, scale)
+    return noise.laplace(values, scale)
+
+
+def _half_width(plan: ReleasePlan, scale: float | np.ndarray) -> np.ndarray:
+    """Half-width of the central 95% interval of one noise draw."""
+    return np.asarray(scale, dtype=float) * (Z95 if plan.gaussian else LAPLACE_Q95)
+
+
+def _sd(plan: ReleasePlan, scale: float) -> float:
+    return scale if plan.gaussian else math.sqrt(2.0) * scale
+
+
+@dataclass
+class Measured:
+    mean_speed: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    noisy_sum: np.ndarray
+    noisy_n: np.ndarray
+    speed_scales: np.ndarray
+    speed_costs: np.ndarray  # per HAT per day (epsilon or rho)
+    over_per_day: np.ndarray
+    over_low: np.ndarray
+    over_high: np.ndarray
+    withheld: int = 0
+
+
+def measure_queries(
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    released: pl.DataFrame,
+    scales: QueryScales,
+    noise: NoiseSource,
+    contributions: pl.DataFrame,
+    slots: SlotSpec,
+    k_eff: int,
+) -> Measured:
+    """Draw the noise of Query 1 and Query 2 once, then post-process (clip to [0, U], intervals)."""
+    h = released.height
+    u = cfg.speed_max
+    n = released["n"].to_numpy().astype(float)
+    nan = np.full(h, np.nan)
+    noisy_n = nan.copy()
+    if scales.count is not None and h:
+        noisy_n = _draw(plan, noise, n, scales.count)
+    noisy_sum = nan.copy()
+    withheld = 0
+    if cfg.speed_estimator != "report":
+        mean, costs, speed_scales = _user_level_means(
+            contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots
+        )
+        mean = np.clip(mean, 0.0, u)
+        low, high = nan.copy(), nan.copy()
+    elif cfg.neighbouring == "presence-public":
+        speed_scales = np.full(h, scales.speed)
+        costs = _costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
+        s = released["sum_mean_speed"].to_numpy().astype(float)
+        raw = _draw(plan, noise, s / np.maximum(n, 1.0), scales.speed) if h else np.zeros(0)
+        half = _half_width(plan, scales.speed) if h else 0.0
+        mean, low, high = np.clip(raw, 0, u), np.clip(raw - half, 0, u), np.clip(raw + half, 0, u)
+    else:
+        speed_scales = np.full(h, scales.speed)
+        costs = _costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
+        s = released["sum_mean_speed"].to_numpy().astype(float)
+        noisy_sum = _draw(plan, noise, s, scales.speed) if h else np.zeros(0)
+        sd_n = _sd(plan, scales.count) if scales.count is not None else 0.0
+        sd_s = _sd(plan, scales.speed) if h else 0.0
+        # The ratio is biased towards 0 (or blows up) when the noisy denominator is small next to its noise:
+        # the mean is withheld (null) unless the noisy count is at least max(1, 2 sd of its noise).
+        ok = noisy_n >= max(1.0, 2.0 * sd_n)
+        withheld = int((~ok).sum())
+        denom = np.where(ok, noisy_n, np.nan)
+        raw = noisy_sum / denom
+        mean = np.clip(raw, 0.0, u)
+        sd_mean = np.sqrt(sd_s**2 + mean**2 * sd_n**2) / denom
+        low, high = np.clip(raw - Z95 * sd_mean, 0, u), np.clip(raw + Z95 * sd_mean, 0, u)
+    m = released["n_over_limit"].to_numpy().astype(float)
+    raw_over = _draw(plan, noise, m / plan.days, scales.speeding) if h else np.zeros(0)
+    half_over = _half_width(plan, scales.speeding) if h else 0.0
+    return Measured(
+        mean,
+        low,
+        high,
+        noisy_sum,
+        noisy_n,
+        speed_scales,
+        costs,
+        np.maximum(raw_over, 0.0),
+        np.maximum(raw_over - half_over, 0.0),
+        np.maximum(raw_over + half_over, 0.0),
+        withheld,
     )
 
 
-def _speed_scale(cfg: HatReleaseConfig, n: np.ndarray, k_eff: int, eps: float) -> float:
-    """Scale for Query 1 so that the sum of the K largest per-HAT epsilons equals ``eps``."""
-    c = top_k_sum(cfg.speed_max / n, k_eff) if cfg.neighbouring == "replace-one" else k_eff * cfg.speed_max
-    return _grow_until(c / eps, lambda b: top_k_sum(_speed_epsilons(cfg, n, b), k_eff) <= eps)
-
-
-def _speeding_scale(k_eff: int, days: int, eps: float) -> float:
-    """Scale for Query 2: K HATs each at sensitivity 1/D."""
-    return _grow_until(k_eff / (days * eps), lambda b: k_eff * laplace_epsilon(1 / days, b) <= eps)
-
-
-def _speed_epsilons(cfg: HatReleaseConfig, n: np.ndarray, b: float) -> np.ndarray:
-    if cfg.neighbouring == "replace-one":
-        distinct = {int(v): laplace_epsilon(cfg.speed_max / int(v), b) for v in np.unique(n)}
-        return np.array([distinct[int(v)] for v in n], dtype=float)
-    return np.full(len(n), laplace_epsilon(cfg.speed_max, b))
+# --- the release ----------------------------------------------------------------------------------------------------
 
 
 def release_hats(
@@ -151,41 +408,32 @@ def release_hats(
     *,
     slots: SlotSpec | None = None,
 ) -> HatRelease:
-    """Run selection, Query 1 and Query 2 over a contributions table; return tables and accounting.
-
-    ``days`` is D, the number of calendar days in the (public) date window.
-    """
-    if days < 1:
-        raise InputError("the date window holds no day")
+    """Plan, bound, select, calibrate, measure, account. ``days`` is D, the calendar days of the public window."""
+    plan = plan_release(cfg, days)
     slots = slots or SlotSpec(cfg.slot_minutes, *cfg.hours)
     not_dp: list[str] = []
-    if cfg.max_hats_per_vehicle_day == "observed":
+    if plan.k is None:
         k = max(1, observed_max_hats(contributions))
         not_dp.append("K (max HATs per vehicle-day) read from the data (report III E)")
         truncated = 0
     else:
-        k = int(cfg.max_hats_per_vehicle_day)
+        k = plan.k
         contributions, truncated = truncate_vehicle_days(contributions, k)
     per_hat = per_hat_aggregates(contributions, cfg.speed_limit)
-
-    # --- selection -------------------------------------------------------------------------------------------
-    eps_sel_day = (
-        cfg.selection_fraction * cfg.epsilon_per_day if cfg.epsilon_per_day else cfg.selection_epsilon
-    )
-    selection: SelectionResult
-    if cfg.selection == "dp" and cfg.domain_bbox is not None:
-        cells = domain_cells(cfg.domain_bbox, cfg.resolution)
-        if cells.len() == 0:
-            raise InputError("domain_bbox holds no H3 cell centroid at this resolution")
-        selection = dp_public_domain(
-            per_hat, cells, slots.slots, k, eps_sel_day, cfg.min_vehicles_per_day, days, noise
+    selection = select_hats(per_hat, cfg, plan, k, noise, slots)
+    if cfg.selection == "public-threshold" and cfg.neighbouring == "add-remove":
+        not_dp.append("public-threshold selection reads true vehicle counts (report III C)")
+    if cfg.neighbouring == "presence-public" and cfg.speed_estimator in PAPER_ESTIMATORS:
+        presence_note = (
+            f"estimator {cfg.speed_estimator} reads each vehicle-day's record count: under presence-public the "
+            "record counts are treated as public too (only speed values are protected)"
         )
-    elif cfg.selection == "dp":
-        selection = dp_threshold(per_hat, k, eps_sel_day, cfg.delta, cfg.min_vehicles_per_day, days, noise)
     else:
-        selection = public_threshold(per_hat, slots.slots, cfg.min_vehicles_per_day, days)
-        if cfg.neighbouring == "add-remove":
-            not_dp.append("public-threshold selection reads true vehicle counts (report III C)")
+        presence_note = None
+    if cfg.neighbouring == "add-remove" and cfg.speed_estimator in PAPER_ESTIMATORS:
+        not_dp.append(
+            f"estimator {cfg.speed_estimator} assumes unit counts are public (presence-public); use clipped-mean"
+        )
     released = (
         selection.hats.join(per_hat, on=["cell", "slot"], how="left")
         .with_columns(
@@ -195,171 +443,223 @@ def release_hats(
         )
         .sort("cell", "slot")
     )
-    if cfg.neighbouring == "replace-one":
-        # N is public under replace-one, so HATs nobody visited are dropped without cost (Query 1 needs N > 0).
+    if cfg.neighbouring == "presence-public":
+        # N is public under presence-public, so HATs nobody visited are dropped without cost (Query 1 needs N > 0).
         released = released.filter(pl.col("n") > 0)
     h = released.height
     k_eff = min(k, h)
     n = released["n"].to_numpy().astype(float)
+    selection_cost = selection.rho_per_day if plan.gaussian else selection.epsilon_per_day
+    scales = calibrate_queries(cfg, plan, n, k_eff, selection_cost)
+    measured = measure_queries(cfg, plan, released, scales, noise, contributions, slots, k_eff)
+    result = account(cfg, plan, selection, scales, measured, released, slots, k, k_eff, truncated, not_dp)
+    if presence_note:
+        result.privacy["public_by_assumption"] = presence_note
+    return result
 
-    # --- count for the add/remove denominator --------------------------------------------------------------------
-    count_eps_day = 0.0
-    count_scale: float | None = None
-    if cfg.neighbouring == "add-remove" and h:
-        if "noisy_n" in released.columns:
-            noisy_n = released["noisy_n"].to_numpy().astype(float)
-        else:  # public-threshold under add/remove: release a noisy count, charged
-            count_scale = k / eps_sel_day
-            noisy_n = noise.laplace(n, count_scale)
-            count_eps_day = laplace_epsilon(float(k), count_scale)
-    eps_selection_day = selection.epsilon_per_day + count_eps_day
 
-    if cfg.neighbouring == "add-remove" and cfg.speed_estimator in PAPER_ESTIMATORS:
-        not_dp.append(
-            f"estimator {cfg.speed_estimator} assumes unit counts are public (replace-one); use clipped-mean"
-        )
+# --- 6. account ----------------------------------------------------------------------------------------------------
 
-    # --- noise scales ------------------------------------------------------------------------------------------------
-    if cfg.noise_scale is not None:
-        b_speed = b_speeding = cfg.noise_scale
-    elif h == 0:
-        b_speed = b_speeding = math.inf
-    else:
-        assert cfg.epsilon_per_day is not None
-        selection_share = (
-            eps_selection_day if cfg.selection == "dp" or cfg.neighbouring == "add-remove" else 0.0
-        )
-        remaining = cfg.epsilon_per_day - selection_share
-        if remaining <= 0:
-            raise InputError("epsilon_per_day leaves nothing for the queries after selection")
-        if cfg.neighbouring == "replace-one" and cfg.speed_share is None and cfg.speed_estimator == "report":
-            b_speed = b_speeding = _shared_scale(cfg, n, k_eff, days, remaining)
-        else:
-            share = 0.5 if cfg.speed_share is None else cfg.speed_share
-            eps_speed_budget = share * remaining
-            b_speed = (
-                _speed_scale(cfg, n, k_eff, eps_speed_budget) if cfg.speed_estimator == "report" else math.nan
-            )
-            b_speeding = _speeding_scale(k_eff, days, (1 - share) * remaining)
 
-    # --- Query 1: average speed ------------------------------------------------------------------------------------
-    speed_scales = np.full(h, b_speed)
-    if h and cfg.speed_estimator != "report":
-        mean_speed, eps_speed_hat, speed_scales = _user_level_means(
-            contributions, released, cfg, eps_speed_budget / k_eff, noise, slots
-        )
-    if h:
-        if cfg.speed_estimator == "report":
-            eps_speed_hat = _speed_epsilons(cfg, n, b_speed)
-            s = released["sum_mean_speed"].to_numpy().astype(float)
-            if cfg.neighbouring == "replace-one":
-                mean_speed = noise.laplace(s / n, b_speed)
-            else:
-                noisy_sum = noise.laplace(s, b_speed)
-                mean_speed = np.clip(noisy_sum / np.maximum(noisy_n, 1.0), 0.0, cfg.speed_max)
-        eps_speeding_hat = laplace_epsilon(1.0 / days, b_speeding)
-        m = released["n_over_limit"].to_numpy().astype(float)
-        over_per_day = noise.laplace(m / days, b_speeding)
-    else:
-        eps_speed_hat = np.zeros(0)
-        eps_speeding_hat = laplace_epsilon(1.0 / days, b_speeding) if math.isfinite(b_speeding) else 0.0
-        mean_speed = over_per_day = np.zeros(0)
-    eps_speed_day = top_k_sum(eps_speed_hat, k_eff)
-    eps_speeding_day = top_k_sum(np.full(h, eps_speeding_hat), k_eff)
-    cumulative = eps_speed_day + eps_speeding_day + eps_selection_day
-
-    ledger = PrivacyLedger(budget_epsilon=cfg.budget_per_day or cfg.epsilon_per_day)
+def account(
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    selection: SelectionResult,
+    scales: QueryScales,
+    measured: Measured,
+    released: pl.DataFrame,
+    slots: SlotSpec,
+    k: int,
+    k_eff: int,
+    truncated: int,
+    not_dp: list[str],
+) -> HatRelease:
+    """Charge the ledger from OpenDP's maps and build the tables and privacy.json's content."""
+    h = released.height
+    gauss = plan.gaussian
+    speed_day = top_k_sum(measured.speed_costs, k_eff)
+    speeding_hat = plan.cost(1.0 / plan.days, scales.speeding) if math.isfinite(scales.speeding) else 0.0
+    speeding_day = top_k_sum(np.full(h, speeding_hat), k_eff)
+    count_hat = count_day = 0.0
+    if scales.count is not None:
+        count_hat = plan.cost(1.0, scales.count)
+        count_day = top_k_sum(np.full(h, count_hat), k_eff)
+    sel_day = (selection.rho_per_day if gauss else selection.epsilon_per_day) + count_day
+    ledger = PrivacyLedger(
+        budget_epsilon=cfg.budget_per_day or cfg.epsilon_per_day,
+        budget_delta=None,
+        conversion_delta=plan.conversion_delta,
+    )
+    sel_mech = selection.mechanism + (f" + {plan.mechanism} count" if scales.count else "")
+    entries = [
+        ("selection", sel_day, selection.delta_per_day, sel_mech),
+        ("speed", speed_day, 0.0, plan.mechanism),
+    ]
+    entries.append(("speeding", speeding_day, 0.0, plan.mechanism))
     try:
-        ledger.charge(
-            LedgerEntry(
-                "selection",
-                eps_selection_day,
-                selection.delta_per_day,
-                "vehicle-day",
-                cfg.neighbouring,
-                SELECTION_MECHANISM[selection.method] + (" + laplace count" if count_scale else ""),
+        for name, cost, delta, mech in entries:
+            ledger.charge(
+                LedgerEntry(
+                    name,
+                    0.0 if gauss else cost,
+                    delta,
+                    "vehicle-day",
+                    cfg.neighbouring,
+                    mech,
+                    rho=cost if gauss else 0.0,
+                )
             )
-        )
-        ledger.charge(LedgerEntry("speed", eps_speed_day, 0.0, "vehicle-day", cfg.neighbouring, "laplace"))
-        ledger.charge(
-            LedgerEntry("speeding", eps_speeding_day, 0.0, "vehicle-day", cfg.neighbouring, "laplace")
-        )
     except BudgetExceededError as err:
         raise BudgetExceededError(f"release refused: {err}") from None
+    cumulative = ledger.epsilon_spent
+    delta_day = ledger.delta_spent
+    d = plan.days
+    warnings: list[str] = []
+    if gauss:
+        assert plan.conversion_delta is not None
+        rho_window = d**2 * (speed_day + speeding_day + count_day) + selection.window_cost[0]
+        eps_window = zcdp_epsilon(rho_window, plan.conversion_delta)
+        delta_window = plan.conversion_delta + selection.window_cost[1]
+        per_query = {
+            "speed": zcdp_epsilon(speed_day, plan.conversion_delta),
+            "speeding": zcdp_epsilon(speeding_day, plan.conversion_delta),
+            "selection": zcdp_epsilon(sel_day, plan.conversion_delta),
+        }
+    else:
+        rho_window = None
+        eps_window = window_epsilon(speed_day + speeding_day + count_day, d) + (
+            selection.window_cost[0] if selection.method != "public-threshold" else 0.0
+        )
+        delta_window = selection.window_cost[1]
+        per_query = {"speed": speed_day, "speeding": speeding_day, "selection": sel_day}
+    if delta_window > 1e-5:
+        warnings.append(
+            f"delta per window is {delta_window:.3g}, not small: a vehicle's presence over the {d}-day window is "
+            "weakly protected; give --domain-bbox (no delta for selection) or a shorter window"
+        )
 
-    labels = released.select(slots.label_expr(pl.col("slot")).alias("slot"))
+    labels = released.select(slots.label_expr(pl.col("slot")).alias("slot"))["slot"]
     cells = released.select(_cell_expr()).to_series()
+    prec = cfg.precision
+    cost_col = "rho_hat_day" if gauss else "epsilon_hat_day"
     speed = pl.DataFrame(
         {
             "h3_cell": cells,
-            "slot": labels["slot"],
-            "mean_speed": round_to_precision(mean_speed, cfg.precision),
-            "noise_scale": speed_scales,
-            "epsilon_hat_day": eps_speed_hat,
-        }
+            "resolution": np.full(h, cfg.resolution, dtype=np.int64),
+            "slot": labels,
+            "mean_speed": round_to_precision(measured.mean_speed, prec),
+            "ci95_low": round_to_precision(measured.ci_low, prec),
+            "ci95_high": round_to_precision(measured.ci_high, prec),
+            "noisy_sum": round_to_precision(measured.noisy_sum, prec),
+            "noisy_vehicle_days": round_to_precision(measured.noisy_n, prec),
+            "noise_scale": measured.speed_scales,
+            cost_col: measured.speed_costs,
+        },
+        nan_to_null=True,
     )
     speeding = pl.DataFrame(
         {
             "h3_cell": cells,
-            "slot": labels["slot"],
-            "vehicles_over_limit_per_day": round_to_precision(over_per_day, cfg.precision),
-            "noise_scale": np.full(h, b_speeding),
-            "epsilon_hat_day": np.full(h, eps_speeding_hat),
-        }
+            "resolution": np.full(h, cfg.resolution, dtype=np.int64),
+            "slot": labels,
+            "vehicles_over_limit_per_day": round_to_precision(measured.over_per_day, prec),
+            "ci95_low": round_to_precision(measured.over_low, prec),
+            "ci95_high": round_to_precision(measured.over_high, prec),
+            "noise_scale": np.full(h, scales.speeding),
+            cost_col: np.full(h, speeding_hat),
+        },
+        nan_to_null=True,
     )
+    if cfg.neighbouring == "presence-public":
+        speed = speed.drop("noisy_sum")
+    if speed["noisy_vehicle_days"].null_count() == h:
+        speed = speed.drop("noisy_vehicle_days")
+    scale_name = "gaussian sigma" if gauss else "laplace b"
     privacy: dict[str, object] = {
         "differentially_private": not not_dp,
+        "dp_label": DP_LABEL[cfg.neighbouring] if not not_dp else "NOT differentially private",
         "not_dp_reasons": not_dp,
+        "warnings": warnings,
+        "mechanism": plan.mechanism,
         "neighbouring": cfg.neighbouring,
         "neighbouring_explanation": NEIGHBOURING_TEXT[cfg.neighbouring],
         "privacy_unit": "vehicle-day",
+        "noise_scale_kind": scale_name,
         "noise_scale": {
-            "speed": float(np.nanmax(speed_scales)) if h else b_speed,
-            "speeding": b_speeding,
+            "speed": float(np.nanmax(measured.speed_scales)) if h else scales.speed,
+            "speeding": scales.speeding,
             "selection": selection.scale,
-            "count": count_scale,
+            "count": scales.count,
         },
+        "noise_scale_reason": None if h else "no HAT passed selection: the queries drew no noise",
         "sensitivity": {
-            "speed": (f"{cfg.speed_max}/N per HAT" if cfg.neighbouring == "replace-one" else cfg.speed_max),
-            "speeding": 1.0 / days,
+            "speed": (
+                f"{cfg.speed_max}/N per HAT" if cfg.neighbouring == "presence-public" else cfg.speed_max
+            ),
+            "speed_norm": ("L2 over the K HATs of a vehicle-day" if gauss else "L1 over the K HATs"),
+            "speeding": 1.0 / d,
         },
         "epsilon_per_hat_per_day": {
-            "speed": float(eps_speed_hat.max()) if h else 0.0,
-            "speeding": float(eps_speeding_hat) if h else 0.0,
-            "selection": selection.epsilon_per_hat_per_day,
+            "speed": None if gauss else (float(measured.speed_costs.max()) if h else 0.0),
+            "speeding": None if gauss else (float(speeding_hat) if h else 0.0),
+            "selection": None if gauss else selection.epsilon_per_hat_per_day,
         },
-        "epsilon_per_day": {
-            "speed": eps_speed_day,
-            "speeding": eps_speeding_day,
-            "selection": eps_selection_day,
-        },
-        "delta_per_day": selection.delta_per_day,
+        "epsilon_per_hat_per_day_reason": (
+            "Gaussian noise is accounted in rho per HAT (rho_per_hat_per_day), composed and converted once"
+            if gauss
+            else None
+        ),
+        "epsilon_per_day": per_query,
+        "epsilon_per_day_note": (
+            "each query alone, converted from its rho at conversion_delta; the cumulative figure converts the "
+            "summed rho once (tighter than the sum)"
+            if gauss
+            else "basic composition: the cumulative figure is the sum"
+        ),
+        "delta_per_day": delta_day,
         "cumulative_epsilon_per_day": cumulative,
-        "days": days,
-        "epsilon_per_window": window_epsilon(cumulative, days),
-        "delta_per_window": window_delta(cumulative, selection.delta_per_day, days),
+        "days": d,
+        "epsilon_per_window": eps_window,
+        "delta_per_window": delta_window,
         "max_hats_per_vehicle_day": k,
         "max_hats_per_vehicle_day_source": (
             "observed in the data (not DP)"
             if cfg.max_hats_per_vehicle_day == "observed"
-            else "public bound, enforced by truncation"
+            else "public bound, enforced by truncation on presence (keyed hash of vehicle, day, cell, slot)"
         ),
         "hats_released": h,
+        "means_withheld_small_noisy_count": measured.withheld,
         "selection": {
             "method": selection.method,
-            "differentially_private": selection.differentially_private or cfg.neighbouring == "replace-one",
+            "mechanism": selection.mechanism,
+            "differentially_private": selection.differentially_private
+            or cfg.neighbouring == "presence-public",
             "threshold_vehicle_days": selection.threshold,
             "noise_scale": selection.scale,
             "epsilon_per_day": selection.epsilon_per_day,
+            "rho_per_day": selection.rho_per_day,
             "delta_per_day": selection.delta_per_day,
+            "max_noisy_count": selection.max_noisy_count,
+            "domain_hats": selection.domain_hats,
         },
         "speed_max": cfg.speed_max,
         "speed_limit": cfg.speed_limit,
         "precision": cfg.precision,
         "speed_estimator": cfg.speed_estimator,
+        "intervals": CI_LABEL,
+        "resolution": cfg.resolution,
         "vehicle_hat_days_truncated": truncated,
         "ledger": ledger.to_dict(),
     }
+    if gauss:
+        privacy["rho_per_hat_per_day"] = {
+            "speed": float(measured.speed_costs.max()) if h else 0.0,
+            "speeding": float(speeding_hat) if h else 0.0,
+            "selection": selection.rho_per_hat_per_day,
+        }
+        privacy["rho_per_day"] = {"speed": speed_day, "speeding": speeding_day, "selection": sel_day}
+        privacy["rho_per_window"] = rho_window
+        privacy["conversion_delta"] = plan.conversion_delta
     return HatRelease(speed=speed, speeding=speeding, privacy=privacy, ledger=ledger)
 
 

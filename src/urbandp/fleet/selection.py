@@ -1,31 +1,39 @@
 """Which HATs are released (ITMS report section III C and IV B, and its DP replacement).
 
 ``public-threshold`` is the report's rule: keep a cell when, in every slot, the number of unique vehicles summed
-over the D days reaches ``min_vehicles_per_day x D``. It reads true counts. Under the report's replace-one relation
+over the D days reaches ``min_vehicles_per_day x D``. It reads true counts. Under the presence-public relation
 those counts are public by assumption, so it costs nothing there; under add/remove it is NOT differentially private
 and is labelled so.
 
-``dp`` (default) releases the HATs whose noisy vehicle-day count passes a threshold with OpenDP's
-``make_laplace_threshold`` (Rogers 2023: unknown-domain release, (epsilon, delta)-DP). A vehicle-day touches at most
-K HATs, each count by at most 1, so the input distance is (l0, l1, linf) = (K, K, 1); the threshold is raised until
-OpenDP's privacy map gives at most the target delta. The noisy counts are kept: under add/remove they are the
-denominator of Query 1 at no further cost (post-processing).
+``dp`` releases the HATs whose noisy vehicle-day count passes a threshold. Two steps, in this order:
 
-``dp`` with a public domain (``domain_bbox``: the city's extent, chosen without looking at the data) perturbs the
-count of every HAT in the domain, zeros included, and needs no delta (:func:`dp_public_domain`).
+1. :func:`calibrate_selection` reads public parameters only (K, D, the budget, the target delta, the size of the
+   public domain) and fixes the noise scale and the threshold from OpenDP's privacy maps;
+2. :func:`measure_selection` draws the noisy counts once.
+
+Without a public domain, OpenDP's unknown-domain threshold mechanisms are used (Rogers 2023):
+``make_laplace_threshold`` (pure-DP noise, distance (l0, l1, linf) = (K, K, 1)) or ``make_gaussian_threshold``
+(zCDP noise, distance (l0, l2, linf) = (K, ceil(sqrt K), 1); OpenDP bounds l2^2 by min(l2^2, l0 linf^2) = K).
+Over a window of D days one vehicle is D vehicle-days: the window's cost is the same map at (D K, D K, D), resp.
+(D K, ceil(D sqrt K), D), which is tighter than group privacy.
+
+With a public domain (``domain_bbox``: the city's extent, chosen without looking at the data) every HAT of the
+domain gets a noisy count, zeros included, and no delta is needed for the selection itself. The noisy counts are
+kept: under add/remove they are the denominator of Query 1 at no further cost (post-processing).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import opendp.prelude as dp
 import polars as pl
 import polars_h3 as plh3
 
-from urbandp.privacy.noise import NoiseSource
+from urbandp.privacy.noise import NoiseSource, gaussian_rho
 
 dp.enable_features("contrib")
 
@@ -40,6 +48,13 @@ class SelectionResult:
     epsilon_per_hat_per_day: float = 0.0
     epsilon_per_day: float = 0.0
     delta_per_day: float = 0.0
+    rho_per_hat_per_day: float = 0.0
+    rho_per_day: float = 0.0
+    mechanism: str = "none"
+    # cost over the window of D days (OpenDP map at the window's distance): (epsilon or rho, delta)
+    window_cost: tuple[float, float] = (0.0, 0.0)
+    domain_hats: int | None = None
+    max_noisy_count: float | None = None  # over every HAT that got a noisy count (post-processing)
 
 
 def public_threshold(
@@ -58,65 +73,42 @@ def public_threshold(
     )
 
 
-def _threshold_measurement(scale: float, threshold: int) -> dp.Measurement:
+def _threshold_measurement(scale: float, threshold: int, gaussian: bool = False) -> dp.Measurement:
     domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=int))
+    if gaussian:
+        metric = dp.l02inf_distance(dp.absolute_distance(T=int))
+        return dp.m.make_gaussian_threshold(domain, metric, scale=scale, threshold=threshold)
     metric = dp.l01inf_distance(dp.absolute_distance(T=int))
     return dp.m.make_laplace_threshold(domain, metric, scale=scale, threshold=threshold)
 
 
-def smallest_threshold(scale: float, k: int, delta: float, at_least: float) -> int:
-    """Smallest integer threshold >= ``at_least`` whose privacy map gives delta <= target at (K, K, 1)."""
+def threshold_distance(k: int, days: int = 1, gaussian: bool = False) -> tuple[int, int, int]:
+    """Input distance of one vehicle over ``days`` days: (l0, l1, linf) or (l0, ceil(l2), linf)."""
+    if gaussian:
+        return (days * k, math.ceil(days * math.sqrt(k)), days)
+    return (days * k, days * k, days)
+
+
+def smallest_threshold(scale: float, k: int, delta: float, at_least: float, gaussian: bool = False) -> int:
+    """Smallest integer threshold >= ``at_least`` whose privacy map gives delta <= target at one vehicle-day."""
+    d_in = threshold_distance(k, 1, gaussian)
+
+    def ok(t: int) -> bool:
+        return bool(_threshold_measurement(scale, t, gaussian).map(d_in)[1] <= delta)
+
     lo = max(1, math.ceil(at_least))
-    if _threshold_measurement(scale, lo).map((k, k, 1))[1] <= delta:
+    if ok(lo):
         return lo
     hi = lo * 2
-    while _threshold_measurement(scale, hi).map((k, k, 1))[1] > delta:
+    while not ok(hi):
         hi *= 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _threshold_measurement(scale, mid).map((k, k, 1))[1] <= delta:
+        if ok(mid):
             hi = mid
         else:
             lo = mid
     return hi
-
-
-def dp_threshold(
-    per_hat: pl.DataFrame,
-    k: int,
-    epsilon_per_day: float,
-    delta: float,
-    min_per_day: float,
-    days: int,
-    noise: NoiseSource,
-) -> SelectionResult:
-    """DP selection by noisy counts over a threshold (OpenDP ``make_laplace_threshold``)."""
-    scale = k / epsilon_per_day
-    threshold = smallest_threshold(scale, k, delta, min_per_day * days)
-    meas = _threshold_measurement(scale, threshold)
-    while meas.map((k, k, 1))[0] > epsilon_per_day:  # OpenDP rounds its map outward: stay within budget
-        scale = float(np.nextafter(scale, np.inf))
-        meas = _threshold_measurement(scale, threshold)
-    eps_day, delta_day = meas.map((k, k, 1))
-    eps_hat = meas.map((1, 1, 1))[0]
-    keys = [f"{c}|{s}" for c, s in zip(per_hat["cell"].to_list(), per_hat["slot"].to_list(), strict=True)]
-    counts = dict(zip(keys, (int(n) for n in per_hat["n"].to_list()), strict=True))
-    if noise.is_private:
-        released = meas(counts)
-    else:  # exact test mode: the same rule on true counts
-        released = {key: n for key, n in counts.items() if n >= threshold}
-    rows = [(int(key.split("|")[0]), int(key.split("|")[1]), int(v)) for key, v in released.items()]
-    hats = pl.DataFrame(rows, schema={"cell": pl.UInt64, "slot": pl.Int16, "noisy_n": pl.Int64}, orient="row")
-    return SelectionResult(
-        hats=hats.sort("cell", "slot"),
-        method="dp",
-        differentially_private=True,
-        scale=scale,
-        threshold=float(threshold),
-        epsilon_per_hat_per_day=float(eps_hat),
-        epsilon_per_day=float(eps_day),
-        delta_per_day=float(delta_day),
-    )
 
 
 def domain_cells(bbox: tuple[float, float, float, float], resolution: int) -> pl.Series:
@@ -137,53 +129,144 @@ def discrete_laplace_epsilon(sensitivity: int, scale: float) -> float:
     return float(m.map(int(sensitivity)))
 
 
-def false_positive_threshold(scale: float, domain_size: int, at_least: float) -> float:
-    """Threshold keeping the expected number of released EMPTY HATs at or below one.
+EXPECTED_FALSE_POSITIVES = 0.05
 
-    An empty HAT's noisy count passes ``t`` with probability about ``exp(-t / scale) / 2`` (Laplace tail), so over a
-    domain of ``m`` HATs ``t = scale * ln(m / 2)`` lets through at most one in expectation. The threshold depends
-    only on public quantities (scale, domain size), so it costs nothing.
+
+def false_positive_threshold(
+    scale: float, domain_size: int, at_least: float, gaussian: bool = False
+) -> float:
+    """Threshold keeping the expected number of released EMPTY HATs at or below 0.05 per release.
+
+    Laplace: an empty HAT's noisy count passes ``t`` with probability ``exp(-t / scale) / 2``, so over a domain of
+    ``m`` HATs ``t = scale * ln(m / (2 * 0.05))``. Gaussian: ``t = sigma * Phi^-1(1 - 0.05 / m)``. The threshold
+    depends only on public quantities (scale, domain size), so it costs nothing. (At an expected 1 per release,
+    the first version's level, empty HATs showed up in most real-data releases with a mean of noise over noise.)
     """
-    return float(max(at_least, math.ceil(scale * math.log(max(domain_size, 2) / 2.0))))
+    m = max(domain_size, 1)
+    f = EXPECTED_FALSE_POSITIVES
+    t = scale * NormalDist().inv_cdf(1.0 - f / m) if gaussian else scale * math.log(m / (2.0 * f))
+    return float(max(at_least, math.ceil(t)))
 
 
-def dp_public_domain(
-    per_hat: pl.DataFrame,
-    cells: pl.Series,
-    slots: list[int],
+@dataclass(frozen=True)
+class SelectionCalibration:
+    """Everything the selection will do, fixed from public parameters before any count is read."""
+
+    method: str  # "dp" (unknown domain) or "dp-public-domain"
+    gaussian: bool
+    k: int
+    days: int
+    scale: float
+    threshold: float
+    cost_hat: float  # epsilon (laplace) or rho (gaussian) per HAT per day
+    cost_day: float  # ... per vehicle-day (K HATs)
+    delta_day: float
+    window_cost: tuple[float, float]
+
+
+def calibrate_selection(
+    *,
+    gaussian: bool,
     k: int,
-    epsilon_per_day: float,
-    min_per_day: float,
     days: int,
-    noise: NoiseSource,
-) -> SelectionResult:
-    """Pure-DP selection over a public HAT domain: a noisy count for EVERY HAT (zeros included), then a threshold.
-
-    The domain (cells of a public bounding box x slots) does not depend on the data, so no delta is needed. A
-    vehicle-day changes at most K counts by 1 each: L1 sensitivity K, discrete Laplace of scale K / epsilon.
-    Thresholding the noisy counts is post-processing (DESIGN.md rule 4: zeros perturbed, suppression after noise);
-    the threshold is at least :func:`false_positive_threshold`, so empty HATs are rarely released.
-    """
-    scale = k / epsilon_per_day
-    while discrete_laplace_epsilon(k, scale) > epsilon_per_day:
+    budget: float,
+    delta: float,
+    min_per_day: float,
+    domain_size: int | None,
+) -> SelectionCalibration:
+    """Scale and threshold from the budget (epsilon for Laplace, rho for Gaussian), from OpenDP maps, once."""
+    if domain_size is not None:
+        if gaussian:
+            scale = math.sqrt(k / (2.0 * budget))
+            while gaussian_rho(math.sqrt(k), scale) > budget:
+                scale = float(np.nextafter(scale, np.inf))
+            cost_hat = gaussian_rho(1.0, scale)
+            cost_day = gaussian_rho(math.sqrt(k), scale)
+            window = (gaussian_rho(days * math.sqrt(k), scale), 0.0)
+        else:
+            scale = k / budget
+            while discrete_laplace_epsilon(k, scale) > budget:
+                scale = float(np.nextafter(scale, np.inf))
+            cost_hat = discrete_laplace_epsilon(1, scale)
+            cost_day = discrete_laplace_epsilon(k, scale)
+            window = (discrete_laplace_epsilon(days * k, scale), 0.0)
+        threshold = false_positive_threshold(scale, domain_size, min_per_day * days, gaussian)
+        return SelectionCalibration(
+            "dp-public-domain", gaussian, k, days, scale, threshold, cost_hat, cost_day, 0.0, window
+        )
+    d_day = threshold_distance(k, 1, gaussian)
+    l_norm = d_day[1]
+    scale = l_norm / math.sqrt(2.0 * budget) if gaussian else k / budget
+    threshold = smallest_threshold(scale, k, delta, min_per_day * days, gaussian)
+    meas = _threshold_measurement(scale, threshold, gaussian)
+    while meas.map(d_day)[0] > budget:  # OpenDP rounds its map outward: stay within budget
         scale = float(np.nextafter(scale, np.inf))
-    grid = pl.DataFrame({"cell": cells.cast(pl.UInt64)}).join(
-        pl.DataFrame({"slot": pl.Series(slots, dtype=pl.Int16)}), how="cross"
+        meas = _threshold_measurement(scale, threshold, gaussian)
+    cost_day, delta_day = meas.map(d_day)
+    cost_hat = meas.map((1, 1, 1))[0]
+    w_eps, w_delta = meas.map(threshold_distance(k, days, gaussian))
+    return SelectionCalibration(
+        "dp",
+        gaussian,
+        k,
+        days,
+        scale,
+        float(threshold),
+        float(cost_hat),
+        float(cost_day),
+        float(delta_day),
+        (float(w_eps), float(w_delta)),
     )
-    counts = grid.join(per_hat.select("cell", "slot", "n"), on=["cell", "slot"], how="left").with_columns(
-        pl.col("n").fill_null(0)
+
+
+def measure_selection(
+    cal: SelectionCalibration, per_hat: pl.DataFrame, noise: NoiseSource, grid: pl.DataFrame | None = None
+) -> SelectionResult:
+    """Draw the noisy counts (once) and keep the HATs over the calibrated threshold."""
+    if cal.method == "dp-public-domain":
+        assert grid is not None
+        counts = grid.join(per_hat.select("cell", "slot", "n"), on=["cell", "slot"], how="left").with_columns(
+            pl.col("n").fill_null(0)
+        )
+        if cal.gaussian:
+            noisy = noise.gaussian(counts["n"].to_numpy().astype(float), cal.scale)
+            column = pl.Series("noisy_n", noisy, dtype=pl.Float64)
+        else:
+            column = pl.Series(
+                "noisy_n", noise.discrete_laplace(counts["n"].to_numpy(), cal.scale), dtype=pl.Int64
+            )
+        hats = counts.select("cell", "slot").with_columns(column)
+        largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
+        hats = hats.filter(pl.col("noisy_n") >= cal.threshold)
+    else:
+        meas = _threshold_measurement(cal.scale, int(cal.threshold), cal.gaussian)
+        keys = [f"{c}|{s}" for c, s in zip(per_hat["cell"].to_list(), per_hat["slot"].to_list(), strict=True)]
+        true_counts = dict(zip(keys, (int(n) for n in per_hat["n"].to_list()), strict=True))
+        if noise.is_private:
+            released = meas(true_counts)
+        else:  # exact test mode: the same rule on true counts
+            released = {key: n for key, n in true_counts.items() if n >= cal.threshold}
+        rows = [(int(key.split("|")[0]), int(key.split("|")[1]), float(v)) for key, v in released.items()]
+        hats = pl.DataFrame(
+            rows, schema={"cell": pl.UInt64, "slot": pl.Int16, "noisy_n": pl.Float64}, orient="row"
+        )
+        largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
+    mechanism = ("gaussian" if cal.gaussian else "laplace") + (
+        " threshold (OpenDP, unknown domain)" if cal.method == "dp" else " counts over the public domain"
     )
-    noisy = noise.discrete_laplace(counts["n"].to_numpy(), scale)
-    threshold = false_positive_threshold(scale, counts.height, min_per_day * days)
-    hats = counts.select("cell", "slot").with_columns(pl.Series("noisy_n", noisy, dtype=pl.Int64))
-    hats = hats.filter(pl.col("noisy_n") >= threshold)
     return SelectionResult(
         hats=hats.sort("cell", "slot"),
-        method="dp-public-domain",
+        method=cal.method,
         differentially_private=True,
-        scale=scale,
-        threshold=float(threshold),
-        epsilon_per_hat_per_day=discrete_laplace_epsilon(1, scale),
-        epsilon_per_day=discrete_laplace_epsilon(k, scale),
-        delta_per_day=0.0,
+        scale=cal.scale,
+        threshold=cal.threshold,
+        epsilon_per_hat_per_day=0.0 if cal.gaussian else cal.cost_hat,
+        epsilon_per_day=0.0 if cal.gaussian else cal.cost_day,
+        delta_per_day=cal.delta_day,
+        rho_per_hat_per_day=cal.cost_hat if cal.gaussian else 0.0,
+        rho_per_day=cal.cost_day if cal.gaussian else 0.0,
+        mechanism=mechanism,
+        window_cost=cal.window_cost,
+        domain_hats=None if grid is None else grid.height,
+        max_noisy_count=largest,
     )

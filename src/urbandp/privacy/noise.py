@@ -13,6 +13,7 @@ imported by a release.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
@@ -158,3 +159,47 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
     while laplace_epsilon(sensitivity, b) > epsilon:
         b = np.nextafter(b, np.inf)
     return b
+
+
+def gaussian_rho(sensitivity: float, scale: float) -> float:
+    """rho (zero-concentrated DP) of the Gaussian mechanism at an L2 sensitivity, from OpenDP's privacy map.
+
+    ``rho = sensitivity^2 / (2 sigma^2)`` (Bun and Steinke 2016, Prop. 1.6), rounded outward by OpenDP.
+    """
+    if scale <= 0:
+        return float("inf")
+    m = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), float(scale))
+    return float(m.map(float(sensitivity)))
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """Epsilon of a rho-zCDP release at ``delta``, from OpenDP's ``make_zCDP_to_approxDP`` privacy profile.
+
+    The conversion is applied to a unit-scale Gaussian measurement whose map at ``sqrt(2 rho)`` is ``rho``
+    (OpenDP offers the conversion on measurements only); it is tighter than ``rho + 2 sqrt(rho ln(1/delta))``.
+    """
+    if rho <= 0:
+        return 0.0
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    m = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), 1.0)
+    d_in = float(np.nextafter(np.sqrt(2.0 * rho), np.inf))
+    return float(dp.c.make_zCDP_to_approxDP(m).map(d_in).epsilon(float(delta)))
+
+
+@functools.lru_cache(maxsize=256)
+def rho_for_epsilon(epsilon: float, delta: float) -> float:
+    """Largest rho whose OpenDP conversion gives at most ``epsilon`` at ``delta`` (bisection on the map).
+
+    The result is within a relative 1e-13 of the exact inverse, and always on the safe side.
+    """
+    if epsilon <= 0 or not np.isfinite(epsilon):
+        raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
+    lo, hi = 0.0, float(epsilon)  # rho <= epsilon always suffices as an upper bracket
+    while hi - lo > 1e-13 * hi:
+        mid = (lo + hi) / 2
+        if zcdp_epsilon(mid, delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -54,16 +54,22 @@ def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: 
             "--epsilon-per-day",
             "20",
             "--max-hats-per-vehicle-day",
-            "48",
+            "16",
+            "--hours",
+            "9-11",  # 2 slots: threshold 57 vehicle-days; the busiest HATs hold ~270 (about 23 pass)
             "--domain-bbox",
             "21.09,72.75,21.25,72.91",
             "--min-vehicles-per-day",
             "5",
+            "--mechanism",
+            "laplace",
         ],
     )
     assert res.exit_code == 0, res.output
-    for name in ("hat_speed.csv", "hat_speeding.csv", "privacy.json", "quarantine.csv", "map.html"):
+    for name in ("hat_speed.csv", "hat_speeding.csv", "privacy.json", "map.html"):
         assert (out / name).is_file(), name
+    assert not (out / "quarantine.csv").exists()  # raw rejected rows are data-owner material (issue 9 item 2)
+    owner = tmp_path / "owner_only" / "rel"
     speed = pl.read_csv(out / "hat_speed.csv")
     speeding = pl.read_csv(out / "hat_speeding.csv")
     assert {"h3_cell", "slot", "mean_speed", "noise_scale", "epsilon_hat_day"} <= set(speed.columns)
@@ -75,7 +81,8 @@ def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: 
     for key in ("noise_scale", "epsilon_per_hat_per_day", "epsilon_per_day"):
         assert {"speed", "speeding"} <= set(p[key])
     assert p["records_in"] == pl.read_parquet(fleet_file).height
-    q = pl.read_csv(out / "quarantine.csv")
+    q = pl.read_csv(owner / "quarantine.csv")
+    assert str(owner / "quarantine.csv") in p["not_dp_outputs"]
     assert p["records_quarantined"] == q.height == sum(p["quarantine_reasons"].values())
     assert q.height > 0 and q["reason"].null_count() == 0
     parts = p["epsilon_per_day"]
@@ -163,8 +170,14 @@ def test_release_noise_is_laplace_with_the_stated_scale() -> None:
     assert z.size == n_hats
     assert stats.kstest(z / 2.0, stats.laplace.cdf).pvalue > 1e-4
     assert 8 - 5 * 0.33 < z.var() < 8 + 5 * 0.33
-    w = r.speeding["vehicles_over_limit_per_day"].to_numpy()  # true value 0
-    assert stats.kstest(w / 2.0, stats.laplace.cdf).pvalue > 1e-4
+    w = r.speeding["vehicles_over_limit_per_day"].to_numpy()  # true value 0, noisy value clipped at 0
+    # max(Laplace, 0): half are 0 (binomial sd sqrt(0.25 / 3000) = 0.0091, 5 sd tolerance), the rest Exp(b = 2)
+    assert abs((w == 0).mean() - 0.5) < 5 * 0.0091
+    assert stats.kstest(w[w > 0] / 2.0, stats.expon.cdf).pvalue > 1e-4
+    # The Gaussian mechanism with sigma = 2: (released - true) / sigma is N(0, 1) (same KS level).
+    g = release_hats(contrib, cfg.model_copy(update={"mechanism": "gaussian"}), 1, OpenDPNoise())
+    zg = g.speed["mean_speed"].to_numpy() - 30.0
+    assert stats.kstest(zg / 2.0, stats.norm.cdf).pvalue > 1e-4
 
 
 def test_other_formats_give_the_same_records(fleet_file: Path, tmp_path: Path) -> None:
@@ -178,14 +191,16 @@ def test_other_formats_give_the_same_records(fleet_file: Path, tmp_path: Path) -
 
 
 def test_explore_writes_the_resolution_table_and_histograms(fleet_file: Path, tmp_path: Path) -> None:
-    res = runner.invoke(app, ["explore", str(fleet_file), "--out", str(tmp_path)])
+    out = tmp_path / "explore"
+    res = runner.invoke(app, ["explore", str(fleet_file), "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "DATA OWNER ONLY" in res.output
-    table = pl.read_csv(tmp_path / "resolution_comparison.csv")
+    table = pl.read_csv(out / "resolution_comparison.csv")
     assert table["resolution"].to_list() == [6, 7, 8]
     assert table["cells"].to_list() == sorted(table["cells"].to_list())  # finer grid, more cells
-    assert (tmp_path / "vehicles_per_hat_per_day.png").stat().st_size > 5000
-    assert (tmp_path / "hats_per_vehicle_day.png").stat().st_size > 5000
+    assert (out / "vehicles_per_hat_per_day.png").stat().st_size > 5000
+    assert (out / "hats_per_vehicle_day.png").stat().st_size > 5000
+    assert "NOT differentially private" in (out / "README.txt").read_text()
 
 
 # --- bad input: one line on stderr, exit code 2 (run as a real process) ------------------------------------------

@@ -1,0 +1,255 @@
+"""Plan a fleet release before spending budget (issue 8, "Planner and guardrails").
+
+:func:`plan_from_public` reads public parameters only (the release config and D, the public window's days) and
+predicts from the same calibration the release uses (:func:`urbandp.fleet.release.plan_release`,
+:func:`urbandp.fleet.selection.calibrate_selection`, OpenDP's maps):
+
+* the noise of every released column: the sd of the noisy sum, of the noisy count, of Query 2, and of the mean at
+  a HAT holding ``n`` vehicle-days, ``sd(mean) ~ sqrt(sd_sum^2 + mean^2 sd_count^2) / n`` (delta method);
+* the selection threshold and the probability that a HAT with ``n`` vehicle-days passes it;
+* what reaches ``target_error`` (the sd of the mean at ``n`` vehicle-days): the epsilon per day, the largest K, and
+  how many vehicle-days per HAT are needed (coarser resolution or longer slots bring more: about 7x per H3 level).
+
+Under add/remove the speed noise does not depend on the data at all; under presence-public it depends on the
+public N of the released HATs, which the planner takes as ``n`` for all K HATs of a vehicle-day (worst case).
+
+The expected number of HATs passing selection needs the distribution of vehicle-days per HAT. That is data: the
+planner gets it only through :func:`dp_histogram` (a Laplace histogram of HAT counts in fixed bins, L1 sensitivity
+2K under add/remove: each of a vehicle-day's K HATs moves one bin; charged to the plan's ledger).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+import polars as pl
+
+from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.release import (
+    QueryScales,
+    ReleasePlan,
+    _scale_for,
+    plan_release,
+    speed_sensitivities,
+)
+from urbandp.fleet.selection import calibrate_selection, domain_cells
+from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
+from urbandp.privacy.noise import NoiseSource, laplace_epsilon
+
+HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+TYPICAL_SPEED = 25.0  # km/h, only for the delta-method term of the mean's sd (stated in the output)
+
+
+@dataclass(frozen=True)
+class NoisePrediction:
+    sd_sum: float | None  # add/remove: sd of noisy_sum
+    sd_count: float | None  # sd of noisy_vehicle_days (selection or count)
+    sd_speeding: float
+    threshold: float | None
+    selection_sd: float | None
+
+
+def _sd(plan: ReleasePlan, scale: float) -> float:
+    return scale if plan.gaussian else math.sqrt(2.0) * scale
+
+
+def predict_noise(cfg: HatReleaseConfig, days: int, n: float) -> NoisePrediction:
+    """The noise sds the release will use, assuming at least K HATs are released (the usual case)."""
+    plan = plan_release(cfg, days)
+    k = plan.k or 96
+    domain = None
+    if cfg.domain_bbox is not None:
+        from urbandp.grid.slots import SlotSpec
+
+        slots = SlotSpec(cfg.slot_minutes, *cfg.hours).slots
+        domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(slots)
+    selection_cost = 0.0
+    threshold = selection_sd = None
+    if cfg.selection == "dp":
+        cal = calibrate_selection(
+            gaussian=plan.gaussian,
+            k=k,
+            days=days,
+            budget=plan.selection_budget,
+            delta=plan.threshold_delta,
+            min_per_day=cfg.min_per_day,
+            domain_size=domain,
+        )
+        selection_cost, threshold, selection_sd = cal.cost_day, cal.threshold, _sd(plan, cal.scale)
+    from urbandp.fleet.release import calibrate_queries
+
+    ns = np.full(k, float(n))
+    scales: QueryScales = calibrate_queries(cfg, plan, ns, k, selection_cost)
+    sd_count = selection_sd
+    if scales.count is not None:
+        sd_count = _sd(plan, scales.count)
+    sd_sum = _sd(plan, scales.speed) if cfg.neighbouring == "add-remove" else None
+    return NoisePrediction(sd_sum, sd_count, _sd(plan, scales.speeding), threshold, selection_sd)
+
+
+def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float) -> float:
+    """Predicted sd of the released mean at a HAT with ``n`` vehicle-days (delta method under add/remove)."""
+    if cfg.neighbouring == "presence-public":
+        plan = plan_release(cfg, days)
+        k = plan.k or 96
+        scales = _presence_scale(cfg, plan, n, k)
+        return _sd(plan, scales)
+    assert pred.sd_sum is not None
+    sd_n = pred.sd_count or 0.0
+    return math.sqrt(pred.sd_sum**2 + TYPICAL_SPEED**2 * sd_n**2) / n
+
+
+def _presence_scale(cfg: HatReleaseConfig, plan: ReleasePlan, n: float, k: int) -> float:
+    from urbandp.fleet.release import calibrate_queries
+
+    return calibrate_queries(cfg, plan, np.full(k, float(n)), k, 0.0).speed
+
+
+def pass_probability(pred: NoisePrediction, n: float) -> float:
+    """Probability that a HAT with ``n`` true vehicle-days passes the selection threshold."""
+    if pred.threshold is None or pred.selection_sd is None:
+        return 1.0 if pred.threshold is None else float(n >= pred.threshold)
+    return 1.0 - NormalDist(n, pred.selection_sd).cdf(pred.threshold - 0.5)
+
+
+def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float) -> float | None:
+    """Epsilon per day whose predicted sd of the mean at ``n`` vehicle-days equals ``target``.
+
+    Every scale of the release is proportional to 1 / budget (Laplace, budget epsilon) or 1 / sqrt(budget)
+    (Gaussian, budget rho), and so is the sd of the mean; so the budget is solved in closed form from one
+    prediction and converted back to epsilon by OpenDP's map.
+    """
+    from urbandp.privacy.noise import zcdp_epsilon
+
+    eps0 = cfg.epsilon_per_day or 10.0
+    c = cfg.model_copy(update={"epsilon_per_day": eps0, "noise_scale": None})
+    sd0 = sd_of_mean(predict_noise(c, days, n), c, days, n)
+    plan = plan_release(c, days)
+    if not plan.gaussian:
+        return eps0 * sd0 / target
+    assert plan.budget is not None and plan.conversion_delta is not None
+    return zcdp_epsilon(plan.budget * (sd0 / target) ** 2, plan.conversion_delta)
+
+
+def dp_histogram(
+    per_hat_counts: np.ndarray, k: int, epsilon: float, noise: NoiseSource
+) -> tuple[list[dict[str, float]], float]:
+    """Laplace histogram of vehicle-days per HAT in :data:`HISTOGRAM_EDGES` bins; returns (bins, epsilon spent).
+
+    Add/remove one vehicle-day moves each of its <= K HATs by one vehicle-day, so at most 2K bin counts change by
+    1 (L1 sensitivity 2K); noise scale 2K / epsilon (OpenDP's Laplace; epsilon from its map).
+    """
+    edges = np.array([*HISTOGRAM_EDGES, np.inf])
+    counts = np.histogram(per_hat_counts, bins=edges)[0].astype(float)
+    scale = 2.0 * k / epsilon
+    while laplace_epsilon(2.0 * k, scale) > epsilon:
+        scale = float(np.nextafter(scale, np.inf))
+    noisy = np.maximum(noise.laplace(counts, scale), 0.0)
+    bins = [
+        {"from": float(a), "to": float(b), "noisy_hats": float(v)}
+        for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
+    ]
+    return bins, laplace_epsilon(2.0 * k, scale)
+
+
+def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> float:
+    """Expected HATs passing selection from a (noisy) histogram: bin count x pass probability at the bin centre."""
+    total = 0.0
+    for b in bins:
+        hi = b["to"] if math.isfinite(b["to"]) else 2 * b["from"]
+        total += b["noisy_hats"] * pass_probability(pred, math.sqrt(b["from"] * hi))
+    return total
+
+
+def make_plan(
+    cfg: HatReleaseConfig,
+    days: int,
+    *,
+    target_error: float | None = None,
+    histogram: list[dict[str, float]] | None = None,
+    histogram_epsilon: float = 0.0,
+) -> dict[str, object]:
+    """The planner's report (also written as JSON)."""
+    pred = predict_noise(cfg, days, 1.0)
+    base_t = pred.threshold or cfg.min_per_day * days
+    ns = sorted({max(1.0, round(base_t * f)) for f in (0.5, 1, 2, 4, 10)})
+    rows = []
+    for n in ns:
+        rows.append(
+            {
+                "vehicle_days": n,
+                "sd_mean_speed": sd_of_mean(predict_noise(cfg, days, n), cfg, days, n),
+                "pass_probability": pass_probability(pred, n),
+            }
+        )
+    out: dict[str, object] = {
+        "spends": {
+            "epsilon": histogram_epsilon,
+            "what": "DP histogram of vehicle-days per HAT" if histogram else None,
+        },
+        "reads_data": bool(histogram),
+        "mechanism": cfg.resolved_mechanism,
+        "neighbouring": cfg.neighbouring,
+        "days": days,
+        "max_hats_per_vehicle_day": cfg.max_hats_per_vehicle_day,
+        "noise_sd": {
+            "noisy_sum": pred.sd_sum,
+            "noisy_vehicle_days": pred.sd_count,
+            "vehicles_over_limit_per_day": pred.sd_speeding,
+        },
+        "selection_threshold_vehicle_days": pred.threshold,
+        "per_vehicle_days": rows,
+        "note": (
+            f"sd of the mean by the delta method at a mean speed of {TYPICAL_SPEED:g} km/h; intervals: 1.96 sd. "
+            "Coarser H3 resolution (one level) gathers about 7x the vehicle-days per HAT, slots twice as long 2x."
+        ),
+    }
+    if histogram is not None:
+        out["histogram"] = histogram
+        out["expected_hats_passing"] = expected_passing(pred, histogram)
+    else:
+        out["expected_hats_passing"] = None
+        out["expected_hats_passing_reason"] = (
+            "needs the distribution of vehicle-days per HAT: --histogram-epsilon"
+        )
+    if target_error is not None:
+        reach = []
+        for n in ns:
+            eps = epsilon_for_target(cfg, days, n, target_error)
+            reach.append({"vehicle_days": n, "epsilon_per_day": eps})
+        k_now = int(cfg.max_hats_per_vehicle_day) if cfg.max_hats_per_vehicle_day != "observed" else 96
+        k_ok = None
+        if cfg.epsilon_per_day is not None:
+            for k in range(k_now, 0, -1):
+                c = cfg.model_copy(update={"max_hats_per_vehicle_day": k})
+                n = ns[len(ns) // 2]
+                if sd_of_mean(predict_noise(c, days, n), c, days, n) <= target_error:
+                    k_ok = k
+                    break
+        out["target_error"] = {
+            "km_h": target_error,
+            "epsilon_per_day_needed": reach,
+            "largest_k_at_this_epsilon": k_ok,
+            "at_vehicle_days": ns[len(ns) // 2],
+        }
+    return out
+
+
+def per_hat_counts(contributions: pl.DataFrame, k: int) -> np.ndarray:
+    """True vehicle-days per HAT after truncation (input of :func:`dp_histogram` only)."""
+    from urbandp.fleet.release import truncate_vehicle_days
+
+    kept, _ = truncate_vehicle_days(contributions, k)
+    return kept.group_by("cell", "slot").len()["len"].to_numpy()
+
+
+def charge_histogram(epsilon: float, neighbouring: str) -> PrivacyLedger:
+    ledger = PrivacyLedger()
+    ledger.charge(LedgerEntry("planner histogram", epsilon, 0.0, "vehicle-day", neighbouring, "laplace"))
+    return ledger
+
+
+__all__ = ["_scale_for", "dp_histogram", "make_plan", "predict_noise", "sd_of_mean", "speed_sensitivities"]
