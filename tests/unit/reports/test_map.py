@@ -1,18 +1,25 @@
-"""The HAT map: one self-contained HTML file, every cell and slot present, data embedded as valid JSON."""
+"""The HAT map: one self-contained HTML file, every cell and slot present, data embedded as strict JSON.
+
+The last tests render the page in headless Chromium and check the screenshot's pixels; `.ci/run` installs
+Debian's ``chromium`` where it is missing, and without it those tests skip and say why.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import polars_h3 as plh3
 import pytest
+from PIL import Image
 
 from urbandp.errors import InputError
-from urbandp.reports.map import domain_cells_for_bbox, gtfs_overlay, write_hat_map
+from urbandp.reports.map import VIRIDIS, domain_cells_for_bbox, gtfs_overlay, write_hat_map
 
 SLOTS = [f"{h:02d}:00-{h + 1:02d}:00" for h in range(9, 21)]
 CENTRE = "8742d9d69ffffff"  # Surat, resolution 7
@@ -305,3 +312,128 @@ def test_map_draws_gtfs_routes_and_stops(tmp_path: Path) -> None:
     assert "gtfs-surat-mini" in page and "routes (GTFS shapes)" in page
     with pytest.raises(InputError, match="gtfs"):
         write_hat_map(frame, out, title="t", legend="l", gtfs_dir=tmp_path / "nope")
+
+
+# --- in a real browser --------------------------------------------------------------------------------
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+browser_only = pytest.mark.skipif(
+    BROWSER is None, reason="no headless Chromium on this machine (.ci/run installs Debian's chromium)"
+)
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
+HATCH = (0x8D, 0x97, 0xA3)  # the hatch stripes' colour in the template
+
+
+def browser(*args: str) -> str:
+    assert BROWSER is not None
+    done = subprocess.run([BROWSER, *FLAGS, *args], capture_output=True, text=True, timeout=90, check=True)
+    return done.stdout
+
+
+def screenshot(page: Path, fragment: str, tmp_path: Path) -> np.ndarray:
+    """RGB pixels of ``page#fragment`` rendered in a 1200 x 900 window."""
+    png = tmp_path / f"shot-{re.sub(r'[^0-9a-z]', '_', fragment)}.png"
+    browser("--window-size=1200,900", f"--screenshot={png}", f"{page.as_uri()}#{fragment}")
+    return np.asarray(Image.open(png).convert("RGB"), dtype=np.int16)
+
+
+def viridis_lut() -> np.ndarray:
+    """256 colours of the template's ramp (linear between the VIRIDIS stops)."""
+    stops = np.array(VIRIDIS, dtype=float)
+    t = np.linspace(0, len(stops) - 1, 256)
+    i = np.minimum(t.astype(int), len(stops) - 2)
+    f = (t - i)[:, None]
+    return stops[i] * (1 - f) + stops[i + 1] * f
+
+
+def longest_ramp(pixels: np.ndarray) -> int:
+    """Length in pixels of the longest horizontal run that walks the whole colour ramp from dark to yellow.
+
+    A run is a sequence of pixels each within 20 (RGB distance) of a ramp colour, the ramp position never going
+    back by more than a few steps, starting in the first 8% of the ramp and ending in the last 8%. Hexagons are
+    too small and separated by strokes to form one; only the legend bar does.
+    """
+    lut = viridis_lut()
+    dark = np.linalg.norm(pixels - lut[0], axis=2) < 25
+    best = 0
+    for y in np.unique(np.nonzero(dark)[0]):
+        row = pixels[y].astype(float)
+        dist = np.linalg.norm(row[:, None, :] - lut[None, :, :], axis=2)
+        pos, ok = dist.argmin(axis=1), dist.min(axis=1) < 20
+        start = None
+        for x in range(len(row) + 1):
+            good = x < len(row) and ok[x] and (start is None or pos[x] >= pos[x - 1] - 6)
+            if good and start is None and pos[x] < 20:
+                start = x
+            elif not good and start is not None:
+                if pos[x - 1] > 235:
+                    best = max(best, x - start)
+                start = None
+    return best
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    """One page (values, wide intervals, domain outline, GTFS) rendered at two slots."""
+    tmp = tmp_path_factory.mktemp("browser")
+    frame = with_intervals(release_frame(cells_around(3), seed=5), [4.0, 6.0, 50.0])
+    page = tmp / "map.html"
+    write_hat_map(
+        frame,
+        page,
+        title="Average bus speed",
+        legend="mean speed (km/h)",
+        subtitle="test release",
+        speed_max=65.0,
+        domain_cells=cells_around(5),
+        gtfs_dir=GTFS,
+    )
+    return {"slot0": screenshot(page, "slot=0", tmp), "slot5": screenshot(page, f"slot={SLOTS[5]}", tmp)}
+
+
+@browser_only
+def test_page_is_not_blank(rendered: dict[str, np.ndarray]) -> None:
+    shot = rendered["slot0"]
+    assert shot.shape == (900, 1200, 3)
+    background = (np.abs(shot - shot[0, 0]).sum(axis=2) < 8).mean()
+    assert background < 0.95
+    # Coloured hexagons: many pixels close to the ramp, in several distinct ramp colours.
+    lut = viridis_lut()
+    sample = shot[::6, ::6].reshape(-1, 3).astype(float)
+    dist = np.linalg.norm(sample[:, None, :] - lut[None, :, :], axis=2)
+    on_ramp = dist.min(axis=1) < 6
+    assert on_ramp.sum() > 900
+    assert len(np.unique(dist.argmin(axis=1)[on_ramp] // 16)) >= 5
+
+
+@browser_only
+def test_legend_ramp_is_drawn(rendered: dict[str, np.ndarray]) -> None:
+    # The legend bar is 270 CSS pixels wide at this window size; hexagons never form a full ramp.
+    assert longest_ramp(rendered["slot0"]) > 200
+
+
+@browser_only
+def test_wide_intervals_are_hatched(rendered: dict[str, np.ndarray]) -> None:
+    stripes = (np.abs(rendered["slot0"] - np.array(HATCH)).sum(axis=2) < 12).sum()
+    assert stripes > 500
+
+
+@browser_only
+def test_slot_switching_changes_the_map(rendered: dict[str, np.ndarray]) -> None:
+    changed = (np.abs(rendered["slot0"] - rendered["slot5"]).sum(axis=2) > 30).mean()
+    assert changed > 0.02
+
+
+@browser_only
+def test_script_counts_released_hexagons(tmp_path: Path) -> None:
+    frame = release_frame(cells_around(2))
+    out = tmp_path / "map.html"
+    write_hat_map(frame, out, title="t", legend="l", speed_max=65.0)
+    slot = SLOTS[4]
+    dom = browser("--dump-dom", f"{out.as_uri()}#slot={slot}")
+    released = frame.filter((pl.col("slot") == slot) & pl.col("mean_speed").is_not_null()).height
+    total = frame["h3_cell"].n_unique()
+    # The script ran: it chose the slot from the link, coloured the released hexagons and counted them.
+    assert f"{released} of {total} hexagons released in this slot" in dom
+    assert len(re.findall(r'class="hex"[^>]*style="fill: rgb\(', dom)) == released
+    assert len(re.findall(r'class="hex off"', dom)) == total - released
