@@ -437,3 +437,19 @@ def test_script_counts_released_hexagons(tmp_path: Path) -> None:
     assert f"{released} of {total} hexagons released in this slot" in dom
     assert len(re.findall(r'class="hex"[^>]*style="fill: rgb\(', dom)) == released
     assert len(re.findall(r'class="hex off"', dom)) == total - released
+
+
+def test_a_large_domain_is_outlined_from_its_compacted_cover(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import urbandp.reports.map as map_module
+
+    parent = pl.DataFrame({"c": [CENTRE]}).select(plh3.cell_to_parent("c", 6))["c"][0]
+    children = pl.DataFrame({"c": [parent]}).select(plh3.cell_to_children("c", 7)).explode("c")["c"].to_list()
+    far = cells_around(8)[0]
+    frame = pl.DataFrame({"h3_cell": [far], "slot": "a", "mean_speed": 1.0})
+    monkeypatch.setattr(map_module, "MAX_DOMAIN_CELLS", 5)
+    out = tmp_path / "map.html"
+    write_hat_map(frame, out, title="t", legend="l", domain_cells=children)
+    outline = re.search(r'<path class="domain" d="([^"]+)"/>', out.read_text())
+    assert outline is not None and outline.group(1).count("M") == 1  # the 7 children drawn as their parent
