@@ -386,6 +386,17 @@ def write_hat_map(
     cells = sorted(data["h3_cell"].unique().to_list())
     slots = sorted(data["slot"].unique().to_list())
     rings, resolutions = _cell_geometry(cells)
+    if "resolution" in frame.columns:
+        stated = frame.select(
+            pl.col("h3_cell").cast(pl.String), pl.col("resolution").cast(pl.Int64, strict=False)
+        )
+        actual = pl.DataFrame(
+            {"h3_cell": cells, "actual": resolutions}, schema={"h3_cell": pl.String, "actual": pl.Int64}
+        )
+        wrong = stated.join(actual, on="h3_cell").filter(pl.col("resolution").ne_missing(pl.col("actual")))
+        if wrong.height:
+            cell, res, act = wrong.row(0)
+            raise InputError(f"map: cell {cell} is at H3 resolution {act}, but its row says resolution {res}")
     # H3 indexes as 64-bit integers (what polygon-to-cells gives) are accepted too.
     given = {c if isinstance(c, str) else format(int(c), "x") for c in (domain_cells or ())}
     domain = sorted(given - set(cells))

@@ -453,3 +453,35 @@ def test_a_large_domain_is_outlined_from_its_compacted_cover(
     write_hat_map(frame, out, title="t", legend="l", domain_cells=children)
     outline = re.search(r'<path class="domain" d="([^"]+)"/>', out.read_text())
     assert outline is not None and outline.group(1).count("M") == 1  # the 7 children drawn as their parent
+
+
+def test_a_stated_resolution_must_match_the_cell(tmp_path: Path) -> None:
+    frame = pl.DataFrame({"h3_cell": [CENTRE], "slot": ["a"], "mean_speed": [1.0], "resolution": [8]})
+    with pytest.raises(InputError, match="resolution 7, but its row says resolution 8"):
+        write_hat_map(frame, tmp_path / "map.html", title="t", legend="l")
+
+
+@browser_only
+def test_a_link_pins_a_cells_tooltip_with_value_interval_and_resolution(tmp_path: Path) -> None:
+    cells = cells_around(1)
+    frame = pl.DataFrame(
+        {
+            "h3_cell": cells,
+            "slot": "09:00-10:00",
+            "mean_speed": [12.5 + i for i in range(len(cells))],
+            "ci95_low": [2.25 + i for i in range(len(cells))],
+            "ci95_high": [60.0] * len(cells),
+            "noisy_vehicle_days": [17.0] * len(cells),
+        }
+    )
+    out = tmp_path / "map.html"
+    write_hat_map(frame, out, title="t", legend="mean speed (km/h)", speed_max=65.0)
+    cell = cells[2]
+    dom = browser("--dump-dom", f"{out.as_uri()}#slot=0&cell={cell}")
+    tip = re.search(r'<div id="tooltip" style="[^"]*display: block[^"]*">(.*?)</div>', dom, re.S)
+    assert tip is not None
+    text = " ".join(re.sub(r"<[^>]+>", " ", tip.group(1)).split())
+    assert "mean speed (km/h) 14.50" in text
+    assert "95% interval 4.25 .. 60.00 km/h (too wide to colour)" in text
+    assert f"noisy vehicle-days 17 H3 cell {cell} (resolution 7)" in text
+    assert len(re.findall(r'class="hex wide', dom)) == len(cells)  # every interval is wider than 32.5
