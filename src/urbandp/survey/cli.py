@@ -559,6 +559,7 @@ def perturb_trajectories(
     out: Path = typer.Option(..., "--out", help="Output directory (trajectories.csv + privacy.json)."),
 ) -> None:
     """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/."""
+    import numpy as np
     import polars as pl
 
     from urbandp.reports.outputs import atomic_output_dir, write_json
@@ -587,29 +588,47 @@ def perturb_trajectories(
         trips = trips[:max_trips]
     pieces = []
     plots = []
+    skipped: list[pl.DataFrame] = []
     worst = 0.0
     for tid in trips:
-        t = f.filter(pl.col(trip) == tid).gather_every(every)
+        whole = f.filter(pl.col(trip) == tid)
+        t = whole.gather_every(every)
         la = t.get_column("__lat").to_numpy()
         lo = t.get_column("__lon").to_numpy()
         xy = ssd.to_metres(la, lo, float(la[0]), float(lo[0]))
+        steps = np.hypot(*np.diff(xy, axis=0).T)
+        why = (
+            "too_few_points"
+            if len(la) < 3
+            else "step_exceeds_max_step"
+            if steps.max() > max_step_metres
+            else ""
+        )
+        if why:
+            skipped.append(whole.drop("__lat", "__lon").with_columns(pl.lit(why).alias("reason")))
+            continue
         pert = ssd.perturb_trip(xy, epsilon, max_step_metres)
         nla, nlo = ssd.to_degrees(pert, float(la[0]), float(lo[0]))
         worst = max(worst, ssd.ssd_epsilon(epsilon, max(len(la) - 2, 0))["per_trip"])
         pieces.append(t.drop("row", "__lat", "__lon").with_columns(pl.Series(lat, nla), pl.Series(lon, nlo)))
         plots.append((la, lo, nla, nlo))
     if not pieces:
-        raise InputError(f"no trajectory with usable coordinates in {input}")
+        raise InputError(
+            f"no trajectory of {input} is usable: each needs >= 3 points and every step <= --max-step-metres"
+        )
     costs = ssd.ssd_epsilon(epsilon, 1)
     released = pl.concat(pieces, how="vertical_relaxed")
     with atomic_output_dir(out) as d:
         write_frame(released, d.release / "trajectories.csv")
         owner = ["original_vs_perturbed.png"]
         _plot_trajectories(plots, d.owner_path("original_vs_perturbed.png"), epsilon, max_step_metres)
-        if bad.height:
-            bad.drop("__lat", "__lon").with_columns(pl.lit("bad_coordinate").alias("reason")).write_csv(
-                d.owner_path("quarantine.csv")
-            )
+        quarantine = skipped + (
+            [bad.drop("__lat", "__lon").with_columns(pl.lit("bad_coordinate").alias("reason"))]
+            if bad.height
+            else []
+        )
+        if quarantine:
+            pl.concat(quarantine, how="diagonal_relaxed").write_csv(d.owner_path("quarantine.csv"))
             owner.append("quarantine.csv")
         write_json(
             d.release / "privacy.json",
@@ -631,39 +650,42 @@ def perturb_trajectories(
                     "start and end points of every trip are published unchanged (report eq. 16): NOT DP",
                     "the reachability loop depends on the true end point (leakage not accounted)",
                     "columns other than --lat/--lon are copied unchanged (including --trip and --order)",
+                    "with --every k only every k-th point of a trip is released (the others are dropped by design)",
+                    "trips with a step longer than --max-step-metres or fewer than 3 points are quarantined (owner only)",
                 ],
             },
         )
     typer.echo(
-        f"perturbed {len(pieces)} trips, {released.height:,} points (epsilon per point "
+        f"quarantined {len(skipped)} trips; perturbed {len(pieces)} trips, {released.height:,} points (epsilon per point "
         f"{costs['per_point']:.4g}, largest trip {worst:.4g}) -> {out}"
     )
 
 
 def _plot_trajectories(plots: list[tuple], path: Path, epsilon: float, m: float) -> None:
     import matplotlib
+    import numpy as np
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 6))
-    for k, (la, lo, nla, nlo) in enumerate(plots):
-        ax.plot(lo, la, "-", color="black", lw=1.2, label="original" if k == 0 else None)
-        ax.plot(nlo, nla, "-", color="tab:red", lw=0.8, alpha=0.8, label="SSD perturbed" if k == 0 else None)
-        ax.plot(
-            [lo[0], lo[-1]],
-            [la[0], la[-1]],
-            "o",
-            color="tab:blue",
-            ms=4,
-            label="start/end (published exactly)" if k == 0 else None,
-        )
-    ax.set_xlabel("longitude")
-    ax.set_ylabel("latitude")
-    ax.set_title(
-        f"SSD trajectory perturbation, epsilon={epsilon:g}, M={m:g} m (owner only: shows true trips)"
+    shown = plots[:6]
+    cols = min(3, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False)
+    for ax in axes.ravel()[len(shown) :]:
+        ax.axis("off")
+    for k, (ax, (la, lo, nla, nlo)) in enumerate(zip(axes.ravel(), shown, strict=False)):
+        ax.plot(lo, la, "-", color="black", lw=1.4, label="original")
+        ax.plot(nlo, nla, "-", color="tab:red", lw=0.9, alpha=0.85, label="SSD perturbed")
+        ax.plot([lo[0], lo[-1]], [la[0], la[-1]], "o", color="tab:blue", ms=5, label="start/end (exact)")
+        ax.set_title(f"trip {k + 1}: {len(la)} points", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.set_aspect(1.0 / np.cos(np.radians(float(np.mean(la)))))
+        if k == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle(
+        f"SSD (report eq. 16), epsilon={epsilon:g}, M={m:g} m. Owner only: shows the true trips.", fontsize=10
     )
-    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
