@@ -95,29 +95,47 @@ def validate(
         .sort("rows", descending=True)
     )
     group_names = list(declared.lists)
+    declared_rows = pl.DataFrame(
+        {
+            "__g": [g for g in group_names for _ in declared.lists[g]],
+            "__v": [c for g in group_names for c in declared.lists[g]],
+            "__code": [j for g in group_names for j in range(len(declared.lists[g]))],
+            "__gi": [i for i, g in enumerate(group_names) for _ in declared.lists[g]],
+        },
+        schema={"__g": pl.String, "__v": pl.String, "__code": pl.Int64, "__gi": pl.Int64},
+    )
     gcol = (
         frame.get_column(within).cast(pl.String).str.strip_chars()
         if within
-        else pl.Series([""] * frame.height)
+        else pl.Series([""] * frame.height, dtype=pl.String)
     )
-    group_idx = {g: i for i, g in enumerate(group_names)}
-    cat_idx = {g: {c: j for j, c in enumerate(cats)} for g, cats in declared.lists.items()}
-    codes = np.full(frame.height, -1, dtype=np.int64)
-    groups = np.full(frame.height, -1, dtype=np.int64)
-    reasons: list[str | None] = []
-    for r, (v, g) in enumerate(zip(mapped.to_list(), gcol.to_list(), strict=True)):
-        if v is None or v == "":
-            reasons.append("missing_value")
-        elif g not in group_idx:
-            reasons.append("group_not_declared")
-        elif v not in cat_idx[g]:
-            reasons.append("not_in_declared_list")
-        else:
-            codes[r] = cat_idx[g][v]
-            groups[r] = group_idx[g]
-            reasons.append(None)
-    reason = pl.Series("reason", reasons, dtype=pl.String)
-    ok = reason.is_null().to_numpy()
-    with_row = frame.with_row_index("row", offset=1)
-    quarantine = with_row.filter(~pl.Series(ok)).with_columns(reason.filter(~pl.Series(ok)))
-    return Validated(frame.filter(pl.Series(ok)), codes[ok], groups[ok], quarantine, alias_report)
+    keyed = pl.DataFrame({"__g": gcol, "__v": mapped}).join(
+        declared_rows, on=["__g", "__v"], how="left", maintain_order="left"
+    )
+    known_group = gcol.is_in(group_names)
+    reason = keyed.select(
+        pl.when(pl.col("__v").is_null() | (pl.col("__v") == ""))
+        .then(pl.lit("missing_value"))
+        .when(~pl.lit(known_group))
+        .then(pl.lit("group_not_declared"))
+        .when(pl.col("__code").is_null())
+        .then(pl.lit("not_in_declared_list"))
+        .otherwise(pl.lit(None, dtype=pl.String))
+        .alias("reason")
+    ).to_series()
+    ok_series = reason.is_null()
+    ok = ok_series.to_numpy()
+    codes = keyed.get_column("__code").fill_null(-1).to_numpy()
+    groups = keyed.get_column("__gi").fill_null(-1).to_numpy()
+    quarantine = (
+        frame.with_row_index("row", offset=1).filter(~ok_series).with_columns(reason.filter(~ok_series))
+    )
+    return Validated(frame.filter(ok_series), codes[ok], groups[ok], quarantine, alias_report)
+
+
+def decode(declared: Declared, groups: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Category names for (group index, code) pairs, vectorised through one flat lookup table."""
+    names = list(declared.lists)
+    flat = np.array([c for g in names for c in declared.lists[g]], dtype=object)
+    offsets = np.cumsum([0] + [len(declared.lists[g]) for g in names])[:-1]
+    return flat[offsets[groups] + codes]

@@ -76,7 +76,7 @@ def randomize(
 
     from urbandp.reports.outputs import atomic_output_dir, write_json
     from urbandp.survey import randomized_response as rr
-    from urbandp.survey.categorical import declared_categories, read_aliases, validate
+    from urbandp.survey.categorical import declared_categories, decode, read_aliases, validate
     from urbandp.survey.io import command_line, read_table, require_columns, write_frame
     from urbandp.survey.sampling import bit_source
 
@@ -138,9 +138,8 @@ def randomize(
             )
     else:
         raise InputError(f"--method must be 'krr' or 'report-replacement', got {method!r}")
-    group_lists = [declared.lists[names[g]] for g in checked.groups]
-    values = [lst[c] for lst, c in zip(group_lists, new.tolist(), strict=True)]
-    released = checked.good.with_columns(pl.Series(column, values, dtype=pl.String))
+    values = decode(declared, checked.groups, new)
+    released = checked.good.with_columns(pl.Series(column, values.tolist(), dtype=pl.String))
     with atomic_output_dir(out) as d:
         write_frame(released, d.release / "randomized.csv")
         owner: list[str] = []
