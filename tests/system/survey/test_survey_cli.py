@@ -270,3 +270,44 @@ def test_geolife_trajectories_and_points(shared_data: Path, tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     moved = pl.read_csv(tmp_path / "gp" / "points.csv", separator=",")
     assert moved.height == 5908
+
+
+def test_escape_polygons_geojson(survey_dir: Path, tmp_path: Path) -> None:
+    """Arbitrary blocks from GeoJSON (report Fig. 21): four quadrants around the metro centre."""
+    lat0, lon0 = 44.97, -93.22
+    quads = []
+    for dlat in (0, 1):
+        for dlon in (0, 1):
+            la, lo = lat0 - 1 + dlat, lon0 - 1 + dlon
+            ring = [[lo, la], [lo + 1, la], [lo + 1, la + 1], [lo, la + 1], [lo, la]]
+            quads.append(
+                {"type": "Feature", "properties": {}, "geometry": {"type": "Polygon", "coordinates": [ring]}}
+            )
+    gj = tmp_path / "blocks.geojson"
+    gj.write_text(json.dumps({"type": "FeatureCollection", "features": quads}))
+    res = _run(
+        "escape",
+        str(survey_dir / "homes.csv"),
+        "--lat",
+        "lat",
+        "--lon",
+        "lon",
+        "--grid",
+        "10",
+        "--bn",
+        "1",
+        "--polygons",
+        str(gj),
+        "--scale-degrees",
+        "0.001,0.1",
+        "--runs",
+        "2",
+        "--out",
+        str(tmp_path / "e"),
+    )
+    assert res.exit_code == 0, res.output
+    table = pl.read_csv(tmp_path / "owner_only" / "e" / "escape.csv").filter(pl.col("layout") == "polygons")
+    small, large = table.sort("scale")["escape_share"].to_list()
+    assert small < 0.02 < 0.2 < large
+    priv = json.loads((tmp_path / "e" / "privacy.json").read_text())
+    assert priv["epsilon"] is None and priv["epsilon_reason"]
