@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from urbandp.survey.categorical import Declared, decode, validate
 
@@ -33,3 +35,14 @@ def test_validate_reasons_and_aliases() -> None:
         "Nissan Leaf",
         "Chevrolet Malibu",
     ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 40), st.floats(0.05, 0.95), st.lists(st.integers(0, 1000), min_size=1, max_size=200))
+def test_randomize_codes_stays_in_declared_range(k: int, prob: float, raw: list[int]) -> None:
+    from urbandp.survey.randomized_response import randomize_codes
+    from urbandp.survey.sampling import OSRandomBits
+
+    codes = np.array(raw) % k
+    out = randomize_codes(codes, k, prob, OSRandomBits())
+    assert out.shape == codes.shape and out.min() >= 0 and out.max() < k
