@@ -220,14 +220,14 @@ def estimate(
         sub = frame.filter(pl.col(within) == g) if within else frame
         if sub.height == 0:
             continue
-        vals = sub.get_column(column).to_list()
-        bad = sorted({v for v in vals if v not in set(cats)})
+        col = sub.get_column(column).cast(pl.String)
+        bad = sorted(col.filter(~col.is_in(cats) | col.is_null()).unique().fill_null("<missing>").to_list())
         if bad:
             raise InputError(
                 f"{perturbed}: value(s) outside the declared list: {', '.join(map(str, bad[:5]))}"
             )
-        idx = {c: i for i, c in enumerate(cats)}
-        counts = np.bincount([idx[v] for v in vals], minlength=len(cats))
+        codes = col.replace_strict(cats, list(range(len(cats))), return_dtype=pl.Int64).to_numpy()
+        counts = np.bincount(codes, minlength=len(cats))
         prob = (1.0 + theta) / 2.0 if theta is not None else rr.krr_prob(len(cats), float(epsilon))  # type: ignore[arg-type]
         share = sub.height / total
         for e in rr.estimates_table(cats, counts, prob):
