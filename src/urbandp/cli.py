@@ -13,6 +13,7 @@ from urbandp.counts.cli import app as counts_app
 from urbandp.experiments.cli import app as experiment_app
 from urbandp.fleet.cli import register as register_fleet
 from urbandp.sensing.cli import app as sensing_app
+from urbandp.survey.cli import app as survey_app
 from urbandp.synth.cli import app as synth_app
 
 app = typer.Typer(
@@ -30,6 +31,7 @@ app.add_typer(audit_app, name="audit", help="Attacks on published tables (what a
 app.add_typer(
     sensing_app, name="sensing", help="Sensor fleets: GP interpolation, DP maps, aggregate queries."
 )
+app.add_typer(survey_app, name="survey", help="Travel surveys: randomized response, locations, trips.")
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from rich.progress import Progress
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.explore import comparison_table, explore, write_histograms
 from urbandp.fleet.pipeline import load_records, release_fleet, write_release
+from urbandp.survey import demo as survey_demo
 from urbandp.synth.fleet import SURAT, FleetSpec, write_fleet_days
 
 # The synthetic city's public extent (centre 21.17N 72.83E, ~7.5 km radius): chosen without reading the data.
@@ -63,6 +64,7 @@ def main(out_dir: Path) -> None:
         )
         console.print(f"   tables and privacy.json in {out_dir / name}")
     console.print(f"\n[bold green]Map:[/] {(out_dir / 'release' / 'map.html').resolve()}")
+    survey_demo.run(out_dir / "survey", console)
 
 
 if __name__ == "__main__":

@@ -78,3 +78,22 @@ def fleet(
         except OSError as err:
             raise InputError(f"cannot write {out}: {err.strerror or err}") from None
     typer.echo(f"wrote {written:,} records ({vehicles} vehicles x {days} days) to {path}")
+
+
+@app.command()
+@cli_guard
+def survey(
+    households: int = typer.Option(2000, "--households", help="Number of households."),
+    out: Path = typer.Option(..., "--out", help="Output directory for the survey CSV files."),
+    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same files."),
+) -> None:
+    """Generate a synthetic household travel survey (vehicles, homes, OD trips, trajectories).
+
+    Example: urbandp synth survey --households 2000 --out out/survey
+    """
+    from urbandp.survey.synth import write_survey
+
+    if households < 1:
+        raise InputError("--households must be >= 1")
+    counts = write_survey(out, households, seed)
+    typer.echo(f"wrote synthetic survey to {out}: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()))

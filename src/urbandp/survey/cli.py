@@ -1,0 +1,690 @@
+"""CLI group ``urbandp survey``: randomized response, location and trajectory perturbation, OD trips.
+
+Every release command writes ``--out DIR`` atomically with ``privacy.json`` (unit, neighbouring relation, exact
+epsilon computed from the mechanism) and puts quarantine rows and anything computed from true data in
+``owner_only/<DIR>/`` beside it. ``--budget-epsilon`` refuses a release that would overspend.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import typer
+
+from urbandp.errors import InputError, cli_guard
+
+app = typer.Typer(no_args_is_help=True)
+
+SAMPLER_HELP = (
+    "Random source: 'opendp' (OpenDP bit-vector RR, default) or 'os' (OS CSPRNG, integer-exact, faster)."
+)
+
+
+def _ledger(budget: float | None, name: str, epsilon: float, unit: str, mechanism: str) -> dict[str, object]:
+    from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
+
+    ledger = PrivacyLedger(budget_epsilon=budget)
+    ledger.charge(
+        LedgerEntry(name=name, epsilon=epsilon, unit=unit, neighbouring="replace-one", mechanism=mechanism)
+    )
+    return ledger.to_dict()
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise InputError(f"{name} must be a finite number > 0, got {value}")
+
+
+@app.command()
+@cli_guard
+def randomize(
+    input: Path = typer.Argument(..., help="CSV or Parquet file, one respondent answer per row."),
+    column: str = typer.Option(..., "--column", help="Column to randomize."),
+    categories: str | None = typer.Option(None, "--categories", help="Declared list: A,B,C."),
+    categories_file: Path | None = typer.Option(
+        None, "--categories-file", help="One category per line, or 'group,category' lines with --within."
+    ),
+    within: str | None = typer.Option(
+        None, "--within", help="Sub-category column (e.g. fuel type), kept as is."
+    ),
+    epsilon: float | None = typer.Option(None, "--epsilon", help="Epsilon per respondent (k-RR)."),
+    theta: float | None = typer.Option(
+        None, "--theta", help="Binary RR truth probability (2 categories only)."
+    ),
+    aliases: Path | None = typer.Option(None, "--aliases", help="Alias table: 'alias,canonical' lines."),
+    method: str = typer.Option(
+        "krr",
+        "--method",
+        help="'krr' (default) or 'report-replacement' (report eqs. 8-12, NOT DP; needs --p).",
+    ),
+    p: float | None = typer.Option(None, "--p", help="Keep probability for --method report-replacement."),
+    sampler: str = typer.Option("opendp", "--sampler", help=SAMPLER_HELP),
+    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    budget_epsilon: float | None = typer.Option(
+        None, "--budget-epsilon", help="Refuse to spend more than this."
+    ),
+    out: Path = typer.Option(..., "--out", help="Output directory (randomized.csv + privacy.json)."),
+) -> None:
+    """Randomize one categorical column with randomized response (report sections 3.3, 4.1).
+
+    Example: urbandp survey randomize vehicles.csv --column model --categories-file models.csv --within fuel
+    --epsilon 2 --out out/vehicles-rr
+    """
+    import numpy as np
+    import polars as pl
+
+    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.survey import randomized_response as rr
+    from urbandp.survey.categorical import declared_categories, decode, read_aliases, validate
+    from urbandp.survey.io import command_line, read_table, require_columns, write_frame
+    from urbandp.survey.sampling import bit_source
+
+    _positive("--epsilon", epsilon)
+    source = bit_source(sampler)
+    declared = declared_categories(categories, categories_file, within)
+    frame = read_table(input, separator)
+    require_columns(frame, input, column, *([within] if within else []))
+    checked = validate(frame, column, declared, within, read_aliases(aliases))
+    if checked.good.height == 0:
+        raise InputError(
+            f"no row of {input} has a value in the declared list (all {frame.height} quarantined)"
+        )
+    names = list(declared.lists)
+    lists = {i: len(declared.lists[g]) for i, g in enumerate(names)}
+    not_dp = [
+        "columns other than --column are copied unchanged and are not protected",
+        "rows whose value is missing or outside the declared list are quarantined (owner only), not released",
+    ]
+    if method == "report-replacement":
+        if p is None or not 0 <= p < 1:
+            raise InputError("--method report-replacement needs --p in [0, 1)")
+        new = rr.report_replacement(checked.codes, checked.groups, p, source)
+        eps_by_group = {
+            names[g]: rr.report_replacement_epsilon(
+                p, np.bincount(checked.codes[checked.groups == g]).tolist()
+            )
+            for g in np.unique(checked.groups)
+        }
+        eps = max(eps_by_group.values())
+        mechanism = "report random replacement within sub-category (eqs. 8-12)"
+        not_dp.append(
+            "report-replacement is NOT differentially private: the replacement distribution is built from the true "
+            "answers and its epsilon (eq. 12) depends on the data (n = count of the rarest model)"
+        )
+        detail: dict[str, object] = {"p": p, "report_epsilon_by_group_data_dependent": eps_by_group}
+    elif method == "krr":
+        if (epsilon is None) == (theta is None):
+            raise InputError("give exactly one of --epsilon or --theta")
+        if theta is not None:
+            if declared.grouped or lists[0] != 2:
+                raise InputError("--theta (binary RR) needs exactly 2 declared categories and no --within")
+            if not 0 < theta < 1:
+                raise InputError(f"--theta must be in (0, 1), got {theta}")
+            prob = (1.0 + theta) / 2.0
+            new = rr.randomize_codes(checked.codes, 2, prob, source)
+            eps = rr.binary_epsilon(theta)
+            probs = {names[0]: prob}
+        else:
+            assert epsilon is not None
+            new, gp = rr.randomize_within(checked.codes, checked.groups, lists, epsilon, source)
+            probs = {names[g]: v for g, v in gp.items()}
+            eps = max(rr.krr_epsilon(lists[g], v) for g, v in gp.items() if v < 1.0)
+        mechanism = "k-ary randomized response (OpenDP make_randomized_response semantics)"
+        detail = {"truth_probability_by_group": probs, "theta": theta}
+        if declared.grouped:
+            not_dp.append(
+                f"the sub-category column {within!r} is released unchanged (fuel-type shares exact)"
+            )
+    else:
+        raise InputError(f"--method must be 'krr' or 'report-replacement', got {method!r}")
+    values = decode(declared, checked.groups, new)
+    released = checked.good.with_columns(pl.Series(column, values.tolist(), dtype=pl.String))
+    with atomic_output_dir(out) as d:
+        write_frame(released, d.release / "randomized.csv")
+        owner: list[str] = []
+        if checked.quarantine.height:
+            checked.quarantine.write_csv(d.owner_path("quarantine.csv"))
+            owner.append("quarantine.csv")
+        if checked.alias_report.height:
+            checked.alias_report.write_csv(d.owner_path("alias_report.csv"))
+            owner.append("alias_report.csv")
+        write_json(
+            d.release / "privacy.json",
+            {
+                "command": command_line(),
+                "unit": "respondent",
+                "neighbouring": "replace-one (one respondent's answer)",
+                "column": column,
+                "within": within,
+                "declared_categories": declared.lists,
+                "mechanism": mechanism,
+                "epsilon": eps,
+                "epsilon_is_dp": method == "krr",
+                "sampler": source.name,
+                "detail": detail,
+                "rows_released": released.height,
+                "ledger": _ledger(
+                    budget_epsilon,
+                    f"randomize {column}",
+                    eps if math.isfinite(eps) else 1e308,
+                    "respondent",
+                    mechanism,
+                ),
+                "not_dp_outputs": [f"owner_only/{out.name}/{f}" for f in owner],
+                "not_dp_reasons": not_dp,
+            },
+        )
+    typer.echo(
+        f"randomized {released.height:,} rows (epsilon {eps:.6g}, {mechanism}); "
+        f"quarantined {checked.quarantine.height:,} -> {out}"
+    )
+
+
+@app.command()
+@cli_guard
+def estimate(
+    perturbed: Path = typer.Argument(..., help="Randomized file (randomized.csv from 'survey randomize')."),
+    column: str = typer.Option(..., "--column", help="Randomized column."),
+    categories: str | None = typer.Option(None, "--categories", help="Declared list: A,B,C."),
+    categories_file: Path | None = typer.Option(None, "--categories-file", help="As for 'randomize'."),
+    within: str | None = typer.Option(None, "--within", help="Sub-category column used by 'randomize'."),
+    epsilon: float | None = typer.Option(None, "--epsilon", help="Epsilon used by 'randomize'."),
+    theta: float | None = typer.Option(None, "--theta", help="Binary RR theta used by 'randomize'."),
+    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    out: Path = typer.Option(..., "--out", help="Output CSV: category, estimate, ci_low, ci_high."),
+) -> None:
+    """De-biased frequencies with 95 % CIs from randomized answers (report eq. 6; post-processing, no budget).
+
+    With --within the estimate is the share of all respondents (the sub-category share times the de-biased share
+    inside it).
+    """
+    import os
+
+    import numpy as np
+    import polars as pl
+
+    from urbandp.survey import randomized_response as rr
+    from urbandp.survey.categorical import declared_categories
+    from urbandp.survey.io import read_table, require_columns
+
+    _positive("--epsilon", epsilon)
+    if (epsilon is None) == (theta is None):
+        raise InputError("give exactly one of --epsilon or --theta")
+    declared = declared_categories(categories, categories_file, within)
+    frame = read_table(perturbed, separator)
+    require_columns(frame, perturbed, column, *([within] if within else []))
+    rows = []
+    total = frame.height
+    for g, cats in declared.lists.items():
+        sub = frame.filter(pl.col(within) == g) if within else frame
+        if sub.height == 0:
+            continue
+        col = sub.get_column(column).cast(pl.String)
+        bad = sorted(col.filter(~col.is_in(cats) | col.is_null()).unique().fill_null("<missing>").to_list())
+        if bad:
+            raise InputError(
+                f"{perturbed}: value(s) outside the declared list: {', '.join(map(str, bad[:5]))}"
+            )
+        codes = col.replace_strict(cats, list(range(len(cats))), return_dtype=pl.Int64).to_numpy()
+        counts = np.bincount(codes, minlength=len(cats))
+        prob = (1.0 + theta) / 2.0 if theta is not None else rr.krr_prob(len(cats), float(epsilon))  # type: ignore[arg-type]
+        share = sub.height / total
+        for e in rr.estimates_table(cats, counts, prob):
+            rows.append(
+                {
+                    "group": g,
+                    "category": e.category,
+                    "estimate": e.estimate * share,
+                    "ci_low": e.ci_low * share,
+                    "ci_high": e.ci_high * share,
+                }
+            )
+    table = pl.DataFrame(rows)
+    if not within:
+        table = table.drop("group")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    table.write_csv(tmp)
+    os.replace(tmp, out)
+    with pl.Config(tbl_rows=200, float_precision=4):
+        typer.echo(str(table))
+
+
+@app.command("perturb-points")
+@cli_guard
+def perturb_points(
+    input: Path = typer.Argument(..., help="CSV or Parquet, one location per row (e.g. home locations)."),
+    lat: str = typer.Option(..., "--lat", help="Latitude column (degrees)."),
+    lon: str = typer.Option(..., "--lon", help="Longitude column (degrees)."),
+    epsilon_per_metre: float | None = typer.Option(None, "--epsilon-per-metre", help="Planar Laplace."),
+    scale_metres: float | None = typer.Option(
+        None, "--scale-metres", help="Per-axis Laplace scale b (metres)."
+    ),
+    bbox: str | None = typer.Option(None, "--bbox", help="Outlier box min_lat,max_lat,min_lon,max_lon."),
+    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    budget_epsilon: float | None = typer.Option(
+        None, "--budget-epsilon", help="Refuse if epsilon per metre x --budget-metres exceeds this."
+    ),
+    budget_metres: float = typer.Option(
+        1000.0, "--budget-metres", help="Distance at which the budget applies."
+    ),
+    out: Path = typer.Option(..., "--out", help="Output directory (points.csv + privacy.json)."),
+) -> None:
+    """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5)."""
+    import numpy as np
+    import polars as pl
+
+    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.survey import locations as loc
+    from urbandp.survey.io import command_line, float_column, read_table, require_columns, write_frame
+
+    if (epsilon_per_metre is None) == (scale_metres is None):
+        raise InputError("give exactly one of --epsilon-per-metre or --scale-metres")
+    _positive("--epsilon-per-metre", epsilon_per_metre)
+    _positive("--scale-metres", scale_metres)
+    try:
+        box = loc.BoundingBox.parse(bbox) if bbox else None
+    except ValueError as err:
+        raise InputError(f"--bbox: {err}") from None
+    frame = read_table(input, separator)
+    require_columns(frame, input, lat, lon)
+    la, lo = float_column(frame, lat), float_column(frame, lon)
+    reason = np.full(la.size, "", dtype=object)
+    bad = ~np.isfinite(la) | ~np.isfinite(lo) | (np.abs(la) > 90) | (np.abs(lo) > 180)
+    reason[bad] = "bad_coordinate"
+    if box is not None:
+        reason[~bad & ~box.contains(la, lo)] = "outside_bbox"
+    ok = reason == ""
+    if not ok.any():
+        raise InputError(f"no usable location in {input} (all {la.size} quarantined)")
+    n = int(ok.sum())
+    if epsilon_per_metre is not None:
+        east, north = loc.planar_laplace_offsets(n, epsilon_per_metre)
+    else:
+        assert scale_metres is not None
+        east, north = loc.axis_laplace_offsets(n, scale_metres, scale_metres)
+    new_lat, new_lon = loc.shift_degrees(la[ok], lo[ok], east, north)
+    cost = loc.perturbation_epsilon(epsilon_per_metre, scale_metres)
+    eps_budget = float(cost["epsilon_per_metre"]) * budget_metres  # type: ignore[arg-type]
+    released = frame.filter(pl.Series(ok)).with_columns(pl.Series(lat, new_lat), pl.Series(lon, new_lon))
+    with atomic_output_dir(out) as d:
+        write_frame(released, d.release / "points.csv")
+        owner = []
+        if (~ok).any():
+            q = frame.with_row_index("row", offset=1).filter(pl.Series(~ok))
+            q.with_columns(pl.Series("reason", reason[~ok].astype(str))).write_csv(
+                d.owner_path("quarantine.csv")
+            )
+            owner.append("quarantine.csv")
+        write_json(
+            d.release / "privacy.json",
+            {
+                "command": command_line(),
+                "unit": "respondent (one location per row)",
+                "neighbouring": "replace one location by another at distance d: privacy loss epsilon_per_metre * d",
+                **cost,
+                "ledger": _ledger(
+                    budget_epsilon,
+                    f"perturb {lat},{lon} at {budget_metres} m",
+                    eps_budget,
+                    "respondent",
+                    str(cost["mechanism"]),
+                ),
+                "rounding_degrees": 10.0**-loc.ROUND_DEGREES,
+                "not_dp_outputs": [f"owner_only/{out.name}/{f}" for f in owner],
+                "not_dp_reasons": [
+                    "columns other than --lat/--lon are copied unchanged and are not protected",
+                    "rows with bad coordinates or outside --bbox are quarantined (owner only), not released",
+                ],
+            },
+        )
+    typer.echo(
+        f"perturbed {n:,} points ({cost['mechanism']}, epsilon {eps_budget:.4g} at {budget_metres:g} m); "
+        f"quarantined {int((~ok).sum()):,} -> {out}"
+    )
+
+
+@app.command()
+@cli_guard
+def escape(
+    input: Path = typer.Argument(..., help="CSV or Parquet of true point locations."),
+    lat: str = typer.Option(..., "--lat", help="Latitude column."),
+    lon: str = typer.Option(..., "--lon", help="Longitude column."),
+    grid: str = typer.Option("10,25,50,100", "--grid", help="Grid sizes N (comma list) for N x N blocks."),
+    bn: str = typer.Option(
+        "0.01,0.03,0.1,0.3,1,3,10,30,100", "--bn", help="Lumped parameters b*N (Laplace scale / spacing)."
+    ),
+    polygons: Path | None = typer.Option(None, "--polygons", help="GeoJSON blocks (lon/lat polygons)."),
+    scale_degrees: str = typer.Option(
+        "0.001,0.003,0.01,0.03", "--scale-degrees", help="Scales for --polygons."
+    ),
+    runs: int = typer.Option(10, "--runs", help="Monte Carlo runs per point of the curve."),
+    seed: int = typer.Option(0, "--seed", help="Simulation seed."),
+    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    out: Path = typer.Option(..., "--out", help="Output directory (escape.csv + escape.png, owner only)."),
+) -> None:
+    """Escape analysis (report section 5): share of points leaving their block vs b*N, uniform/Gaussian grids.
+
+    A simulation on the TRUE locations: the CSV and the plot go to owner_only/ (not DP).
+    """
+    import numpy as np
+    import polars as pl
+
+    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.survey import escape as esc
+    from urbandp.survey.io import command_line, float_column, read_table, require_columns
+
+    try:
+        grids = [int(g) for g in grid.split(",")]
+        bns = [float(b) for b in bn.split(",")]
+        scales = [float(s) for s in scale_degrees.split(",")]
+    except ValueError:
+        raise InputError("--grid, --bn and --scale-degrees take comma-separated numbers") from None
+    if any(g < 1 for g in grids) or any(b <= 0 for b in bns) or runs < 1:
+        raise InputError("--grid values must be >= 1, --bn values > 0, --runs >= 1")
+    frame = read_table(input, separator)
+    require_columns(frame, input, lat, lon)
+    la, lo = float_column(frame, lat), float_column(frame, lon)
+    ok = np.isfinite(la) & np.isfinite(lo)
+    x, y = esc.normalise(lo[ok], la[ok])
+    results = esc.sweep(x, y, grids, bns, runs=runs, seed=seed)
+    if polygons is not None:
+        polys = esc.load_polygons(polygons)
+        results += [esc.polygon_escape(lo[ok], la[ok], polys, s, runs, seed) for s in scales]
+    table = pl.DataFrame([r.__dict__ for r in results]).with_columns(
+        (pl.col("scale") * pl.col("n")).alias("bn")
+    )
+    with atomic_output_dir(out) as d:
+        table.write_csv(d.owner_path("escape.csv"))
+        esc.plot_collapse(results, d.owner_path("escape.png"))
+        write_json(
+            d.release / "privacy.json",
+            {
+                "command": command_line(),
+                "epsilon": None,
+                "epsilon_reason": "simulation on true locations; nothing in this run is a DP release",
+                "not_dp_outputs": [f"owner_only/{out.name}/escape.csv", f"owner_only/{out.name}/escape.png"],
+                "not_dp_reasons": [
+                    "escape shares are computed from the true locations with simulated (numpy) noise"
+                ],
+            },
+        )
+    with pl.Config(tbl_rows=60, float_precision=3):
+        typer.echo(str(table))
+
+
+@app.command("od-randomize")
+@cli_guard
+def od_randomize(
+    input: Path = typer.Argument(..., help="CSV or Parquet of trips, one origin-destination pair per row."),
+    origin: str = typer.Option(..., "--from", help="Origin block column."),
+    dest: str = typer.Option(..., "--to", help="Destination block column."),
+    blocks_file: Path | None = typer.Option(None, "--blocks-file", help="Declared block ids, one per line."),
+    blocks: int | None = typer.Option(None, "--blocks", help="Declared blocks are 1..N."),
+    p: float | None = typer.Option(None, "--keep-probability", help="Report eq. 13 keep probability p."),
+    epsilon: float | None = typer.Option(None, "--epsilon", help="Target epsilon per trip instead of p."),
+    method: str = typer.Option(
+        "rr", "--method", help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP)."
+    ),
+    sampler: str = typer.Option("opendp", "--sampler", help=SAMPLER_HELP),
+    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    budget_epsilon: float | None = typer.Option(
+        None, "--budget-epsilon", help="Refuse to spend more than this."
+    ),
+    out: Path = typer.Option(..., "--out", help="Output directory (trips.csv + privacy.json)."),
+) -> None:
+    """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3)."""
+    import numpy as np
+    import polars as pl
+
+    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.survey import randomized_response as rr
+    from urbandp.survey import trips as tr
+    from urbandp.survey.io import command_line, read_list, read_table, require_columns, write_frame
+    from urbandp.survey.sampling import bit_source
+
+    source = bit_source(sampler)
+    if (blocks_file is None) == (blocks is None):
+        raise InputError("give exactly one of --blocks-file or --blocks")
+    ids = read_list(blocks_file) if blocks_file is not None else [str(i) for i in range(1, int(blocks) + 1)]  # type: ignore[arg-type]
+    if len(ids) < 2 or len(set(ids)) != len(ids):
+        raise InputError("the declared block list needs at least 2 distinct ids")
+    nb = len(ids)
+    t = nb * nb
+    if (p is None) == (epsilon is None):
+        raise InputError("give exactly one of --keep-probability or --epsilon")
+    if epsilon is not None:
+        _positive("--epsilon", epsilon)
+        prob = rr.krr_prob(t, epsilon)
+        p = (prob * t - 1.0) / (t - 1.0)
+    assert p is not None
+    if not 0 <= p < 1:
+        raise InputError(f"--keep-probability must be in [0, 1), got {p}")
+    frame = read_table(input, separator)
+    require_columns(frame, input, origin, dest)
+    index = pl.DataFrame({"__id": ids, "__i": np.arange(nb)})
+    f = frame.with_row_index("row", offset=1).with_columns(
+        pl.col(origin).cast(pl.String).str.strip_chars().alias("__o"),
+        pl.col(dest).cast(pl.String).str.strip_chars().alias("__d"),
+    )
+    f = f.join(index.rename({"__id": "__o", "__i": "__oi"}), on="__o", how="left", maintain_order="left")
+    f = f.join(index.rename({"__id": "__d", "__i": "__di"}), on="__d", how="left", maintain_order="left")
+    bad = f.filter(pl.col("__oi").is_null() | pl.col("__di").is_null())
+    good = f.filter(pl.col("__oi").is_not_null() & pl.col("__di").is_not_null())
+    if good.height == 0:
+        raise InputError(f"no trip in {input} has both blocks in the declared list")
+    o = good.get_column("__oi").to_numpy().astype(np.int64)
+    de = good.get_column("__di").to_numpy().astype(np.int64)
+    if method == "rr":
+        ro, rd = tr.od_randomize(o, de, nb, p, source)
+        eps: float | None = tr.od_epsilon(nb, p)
+    elif method in ("histogram", "histogram-joint"):
+        ro, rd = tr.histogram_block_reporting(o, de, p, joint=method == "histogram-joint", source=source)
+        eps = None
+    else:
+        raise InputError(f"--method must be rr, histogram or histogram-joint, got {method!r}")
+    arr = np.array(ids, dtype=object)
+    released = good.drop("row", "__o", "__d", "__oi", "__di").with_columns(
+        pl.Series(origin, arr[ro].astype(str)), pl.Series(dest, arr[rd].astype(str))
+    )
+    with atomic_output_dir(out) as d:
+        write_frame(released, d.release / "trips.csv")
+        owner = ["utility.json"]
+        write_json(d.owner_path("utility.json"), tr.utility(o, de, ro, rd, nb))
+        if bad.height:
+            bad.drop("__o", "__d", "__oi", "__di").with_columns(
+                pl.lit("block_not_declared").alias("reason")
+            ).write_csv(d.owner_path("quarantine.csv"))
+            owner.append("quarantine.csv")
+        reasons = [
+            "columns other than --from/--to are copied unchanged and are not protected",
+            "trips with an undeclared block are quarantined (owner only)",
+        ]
+        if eps is None:
+            reasons.append(
+                "section 6.3 histogram-preserving reporting draws replacements from the TRUE histogram: "
+                "NOT differentially private"
+            )
+        write_json(
+            d.release / "privacy.json",
+            {
+                "command": command_line(),
+                "unit": "trip",
+                "neighbouring": "replace-one (one trip's origin-destination pair)",
+                "mechanism": "OD randomized response (report eq. 13)"
+                if eps is not None
+                else f"report section 6.3 ({method})",
+                "blocks": nb,
+                "od_pairs": t,
+                "keep_probability": p,
+                "epsilon": eps,
+                **(
+                    {"epsilon_reason": "not DP: replacement drawn from the true histogram"}
+                    if eps is None
+                    else {}
+                ),
+                "ledger": _ledger(
+                    budget_epsilon, "od-randomize", eps if eps is not None else 1e308, "trip", method
+                )
+                if eps is not None
+                else None,
+                "not_dp_outputs": [f"owner_only/{out.name}/{x}" for x in owner],
+                "not_dp_reasons": reasons,
+            },
+        )
+    typer.echo(
+        f"randomized {released.height:,} trips over {nb} blocks ({method}, epsilon "
+        f"{'not DP' if eps is None else f'{eps:.4g}'}); quarantined {bad.height:,} -> {out}"
+    )
+
+
+@app.command("perturb-trajectories")
+@cli_guard
+def perturb_trajectories(
+    input: Path = typer.Argument(..., help="CSV or Parquet of GPS points."),
+    lat: str = typer.Option(..., "--lat", help="Latitude column."),
+    lon: str = typer.Option(..., "--lon", help="Longitude column."),
+    trip: str = typer.Option(..., "--trip", help="Trip (trajectory) id column."),
+    order: str | None = typer.Option(None, "--order", help="Column giving the point order (e.g. time)."),
+    epsilon: float = typer.Option(..., "--epsilon", help="SSD parameter epsilon (per step, report eq. 16)."),
+    max_step_metres: float = typer.Option(..., "--max-step-metres", help="Declared maximum step M (metres)."),
+    every: int = typer.Option(
+        1, "--every", help="Keep every k-th point of each trip (fewer steps, less epsilon)."
+    ),
+    max_trips: int | None = typer.Option(None, "--max-trips", help="Process only the first K trips."),
+    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    budget_epsilon: float | None = typer.Option(None, "--budget-epsilon", help="Refuse trips costing more."),
+    out: Path = typer.Option(..., "--out", help="Output directory (trajectories.csv + privacy.json)."),
+) -> None:
+    """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/."""
+    import numpy as np
+    import polars as pl
+
+    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.survey import ssd
+    from urbandp.survey.io import command_line, read_table, require_columns, write_frame
+
+    _positive("--epsilon", epsilon)
+    _positive("--max-step-metres", max_step_metres)
+    if every < 1:
+        raise InputError("--every must be >= 1")
+    frame = read_table(input, separator)
+    require_columns(frame, input, lat, lon, trip, *([order] if order else []))
+    f = frame.with_row_index("row", offset=1).with_columns(
+        pl.col(lat).cast(pl.Float64, strict=False).alias("__lat"),
+        pl.col(lon).cast(pl.Float64, strict=False).alias("__lon"),
+    )
+    badmask = f.get_column("__lat").is_null() | f.get_column("__lon").is_null()
+    bad = f.filter(badmask)
+    f = f.filter(~badmask)
+    if order:
+        numeric = f.get_column(order).cast(pl.Float64, strict=False)
+        key = numeric if numeric.null_count() == 0 else f.get_column(order).cast(pl.String)
+        f = f.with_columns(key.alias("__order")).sort(trip, "__order", maintain_order=True).drop("__order")
+    trips = f.get_column(trip).unique(maintain_order=True).to_list()
+    if max_trips is not None:
+        trips = trips[:max_trips]
+    pieces = []
+    plots = []
+    skipped: list[pl.DataFrame] = []
+    worst = 0.0
+    for tid in trips:
+        whole = f.filter(pl.col(trip) == tid)
+        t = whole.gather_every(every)
+        la = t.get_column("__lat").to_numpy()
+        lo = t.get_column("__lon").to_numpy()
+        xy = ssd.to_metres(la, lo, float(la[0]), float(lo[0]))
+        steps = np.hypot(*np.diff(xy, axis=0).T)
+        why = (
+            "too_few_points"
+            if len(la) < 3
+            else "step_exceeds_max_step"
+            if steps.max() > max_step_metres
+            else ""
+        )
+        if why:
+            skipped.append(whole.drop("__lat", "__lon").with_columns(pl.lit(why).alias("reason")))
+            continue
+        pert = ssd.perturb_trip(xy, epsilon, max_step_metres)
+        nla, nlo = ssd.to_degrees(pert, float(la[0]), float(lo[0]))
+        worst = max(worst, ssd.ssd_epsilon(epsilon, max(len(la) - 2, 0))["per_trip"])
+        pieces.append(t.drop("row", "__lat", "__lon").with_columns(pl.Series(lat, nla), pl.Series(lon, nlo)))
+        plots.append((la, lo, nla, nlo))
+    if not pieces:
+        raise InputError(
+            f"no trajectory of {input} is usable: each needs >= 3 points and every step <= --max-step-metres"
+        )
+    costs = ssd.ssd_epsilon(epsilon, 1)
+    released = pl.concat(pieces, how="vertical_relaxed")
+    with atomic_output_dir(out) as d:
+        write_frame(released, d.release / "trajectories.csv")
+        owner = ["original_vs_perturbed.png"]
+        _plot_trajectories(plots, d.owner_path("original_vs_perturbed.png"), epsilon, max_step_metres)
+        quarantine = skipped + (
+            [bad.drop("__lat", "__lon").with_columns(pl.lit("bad_coordinate").alias("reason"))]
+            if bad.height
+            else []
+        )
+        if quarantine:
+            pl.concat(quarantine, how="diagonal_relaxed").write_csv(d.owner_path("quarantine.csv"))
+            owner.append("quarantine.csv")
+        write_json(
+            d.release / "privacy.json",
+            {
+                "command": command_line(),
+                "unit": "trip",
+                "neighbouring": "replace-one (one trip)",
+                "mechanism": "SSD (Jiang et al. 2013) as in report section 6.1 eq. 16",
+                "ssd_parameter_epsilon": epsilon,
+                "max_step_metres": max_step_metres,
+                "epsilon_per_point": costs["per_point"],
+                "epsilon_per_trip_max": worst,
+                "ledger": _ledger(
+                    budget_epsilon, "perturb-trajectories (largest trip)", worst, "trip", "SSD"
+                ),
+                "trips": len(pieces),
+                "not_dp_outputs": [f"owner_only/{out.name}/{x}" for x in owner],
+                "not_dp_reasons": [
+                    "start and end points of every trip are published unchanged (report eq. 16): NOT DP",
+                    "the reachability loop depends on the true end point (leakage not accounted)",
+                    "columns other than --lat/--lon are copied unchanged (including --trip and --order)",
+                    "with --every k only every k-th point of a trip is released (the others are dropped by design)",
+                    "trips with a step longer than --max-step-metres or fewer than 3 points are quarantined (owner only)",
+                ],
+            },
+        )
+    typer.echo(
+        f"quarantined {len(skipped)} trips; perturbed {len(pieces)} trips, {released.height:,} points (epsilon per point "
+        f"{costs['per_point']:.4g}, largest trip {worst:.4g}) -> {out}"
+    )
+
+
+def _plot_trajectories(plots: list[tuple], path: Path, epsilon: float, m: float) -> None:
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = plots[:6]
+    cols = min(3, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False)
+    for ax in axes.ravel()[len(shown) :]:
+        ax.axis("off")
+    for k, (ax, (la, lo, nla, nlo)) in enumerate(zip(axes.ravel(), shown, strict=False)):
+        ax.plot(lo, la, "-", color="black", lw=1.4, label="original")
+        ax.plot(nlo, nla, "-", color="tab:red", lw=0.9, alpha=0.85, label="SSD perturbed")
+        ax.plot([lo[0], lo[-1]], [la[0], la[-1]], "o", color="tab:blue", ms=5, label="start/end (exact)")
+        ax.set_title(f"trip {k + 1}: {len(la)} points", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.set_aspect(1.0 / np.cos(np.radians(float(np.mean(la)))))
+        if k == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle(
+        f"SSD (report eq. 16), epsilon={epsilon:g}, M={m:g} m. Owner only: shows the true trips.", fontsize=10
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

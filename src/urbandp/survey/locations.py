@@ -1,0 +1,117 @@
+"""Perturbation of point locations (travel-survey report sections 2.2 and 5; Andres et al. 2013).
+
+* Per-axis Laplace (report eq. 14): independent Laplace noise with scales b_x, b_y (metres) on the two axes. For
+  two locations that differ by (dx, dy) metres the privacy loss is |dx| / b_x + |dy| / b_y, i.e. epsilon per metre
+  of L1 distance 1 / b when b_x = b_y = b (geo-indistinguishability in the L1 metric).
+* Planar Laplace (geo-indistinguishability, Andres, Bordenabe, Chatzikokolakis, Palamidessi 2013): density
+  proportional to exp(-epsilon * d(z, x)) in the plane; its radius is Gamma(2, 1/epsilon) and its direction
+  uniform. Privacy loss epsilon * d for two locations d metres apart (Euclidean).
+
+Draws: the radius is |L1| + |L2| with L1, L2 OpenDP continuous Laplace(1/epsilon) draws (|Laplace(b)| is
+Exponential(b) and the sum of two independent Exponential(b) is Gamma(2, b)); the direction is 2 pi (U + 1/2) / 2^32
+with U an exact uniform 32-bit integer from :class:`urbandp.survey.sampling.OpenDPBits` (OpenDP's bit-vector
+randomized response as a source of fair bits). The angle grid (1.5e-9 rad, 1.5 micrometres at 1 km) does not
+depend on the true location, and the output is snapped to 1e-6 degrees afterwards. (An earlier version used
+atan2 of two OpenDP Gaussian draws, which is also exactly uniform in law but 3x slower.) Per-axis noise is OpenDP Laplace directly. Outputs are rounded to 1e-6
+degrees (about 0.1 m; DESIGN.md rule 6). Metres become degrees with the local equirectangular approximation
+(111,320 m per degree of latitude), adequate at city scale.
+
+Privacy unit: the respondent's (household's) location; one point per respondent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import opendp.prelude as dp
+
+from urbandp.survey.sampling import OpenDPBits
+
+dp.enable_features("contrib")
+
+METRES_PER_DEGREE = 111_320.0
+ROUND_DEGREES = 6
+
+
+def _opendp_vector(kind: str, n: int, scale: float) -> np.ndarray:
+    if n == 0:
+        return np.zeros(0)
+    make = dp.m.make_laplace if kind == "laplace" else dp.m.make_gaussian
+    metric = dp.l1_distance(T=float) if kind == "laplace" else dp.l2_distance(T=float)
+    m = make(dp.vector_domain(dp.atom_domain(T=float, nan=False)), metric, float(scale))
+    return np.asarray(m([0.0] * n), dtype=float)
+
+
+def planar_laplace_offsets(n: int, epsilon_per_metre: float) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` planar Laplace displacements (east, north) in metres (see module docstring for the draws)."""
+    if epsilon_per_metre <= 0 or not math.isfinite(epsilon_per_metre):
+        raise ValueError("epsilon per metre must be finite and > 0")
+    b = 1.0 / epsilon_per_metre
+    radius = np.abs(_opendp_vector("laplace", n, b)) + np.abs(_opendp_vector("laplace", n, b))
+    u = OpenDPBits().uniform_int(n, 1 << 32).astype(float)
+    angle = 2.0 * math.pi * (u + 0.5) / 2.0**32
+    return radius * np.cos(angle), radius * np.sin(angle)
+
+
+def axis_laplace_offsets(n: int, b_x: float, b_y: float) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` per-axis Laplace displacements (east, north) in metres with scales b_x, b_y (report eq. 14)."""
+    return _opendp_vector("laplace", n, b_x), _opendp_vector("laplace", n, b_y)
+
+
+def shift_degrees(
+    lat: np.ndarray, lon: np.ndarray, east_m: np.ndarray, north_m: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Apply metre displacements to latitude/longitude (equirectangular), rounded to 1e-6 degrees."""
+    new_lat = lat + north_m / METRES_PER_DEGREE
+    new_lon = lon + east_m / (METRES_PER_DEGREE * np.cos(np.radians(lat)))
+    return np.round(new_lat, ROUND_DEGREES), np.round(new_lon, ROUND_DEGREES)
+
+
+@dataclass(frozen=True)
+class BoundingBox:
+    """Geographic bounding box for outlier removal (report section 2.2: N44.1-N46.1, W91-W94.3 for the Twin Cities)."""
+
+    min_lat: float
+    max_lat: float
+    min_lon: float
+    max_lon: float
+
+    def __post_init__(self) -> None:
+        if not (-90 <= self.min_lat < self.max_lat <= 90 and -180 <= self.min_lon < self.max_lon <= 180):
+            raise ValueError("bounding box must be min_lat,max_lat,min_lon,max_lon with min < max")
+
+    @classmethod
+    def parse(cls, text: str) -> BoundingBox:
+        parts = [float(x) for x in text.split(",")]
+        if len(parts) != 4:
+            raise ValueError("bounding box needs four numbers: min_lat,max_lat,min_lon,max_lon")
+        return cls(*parts)
+
+    def contains(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+        return (lat >= self.min_lat) & (lat <= self.max_lat) & (lon >= self.min_lon) & (lon <= self.max_lon)
+
+
+def perturbation_epsilon(epsilon_per_metre: float | None, scale_metres: float | None) -> dict[str, object]:
+    """What a point perturbation costs: epsilon per metre and the metric it is measured in."""
+    if epsilon_per_metre is not None:
+        return {
+            "mechanism": "planar Laplace (geo-indistinguishability, Andres et al. 2013)",
+            "epsilon_per_metre": epsilon_per_metre,
+            "metric": "euclidean metres",
+            "epsilon_at_1km": epsilon_per_metre * 1000.0,
+        }
+    assert scale_metres is not None
+    eps = float(
+        dp.m.make_laplace(
+            dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale_metres
+        ).map(1.0)
+    )
+    return {
+        "mechanism": "per-axis Laplace (report section 5, eq. 14), b_x = b_y",
+        "scale_metres": scale_metres,
+        "epsilon_per_metre": eps,
+        "metric": "L1 metres (|dx| + |dy|)",
+        "epsilon_at_1km": eps * 1000.0,
+    }

@@ -1,0 +1,104 @@
+"""Origin-destination trips over blocks (travel-survey report sections 4.2 and 6.3).
+
+* OD randomized response (report eq. 13): each trip (i, j) over B blocks is kept with probability ``p`` and
+  otherwise replaced by one of the t = B^2 pairs drawn uniformly (the truth included). That is k-RR with truth
+  probability p + (1 - p) / t, so epsilon = ln((t p + 1 - p) / (1 - p)) exactly (~16 for 2,500 blocks, ~6 for 19
+  counties at p = 1/2). Privacy unit: the trip (one OD pair per row), replace-one.
+* Histogram-preserving random block reporting (section 6.3.1 independent from/to, 6.3.2 joint from-to): keep the
+  true block with probability ``p``, otherwise draw it from the TRUE histogram. NOT DP: the replacement
+  distribution is the true data (a block with one trip reveals that trip's block whenever it is drawn; a block
+  with no trip is never reported). Implemented for comparison, labelled not DP, never the default. Note 3 of
+  section 6.3.1 (updating the histogram after every draw) is not implemented: draws are with replacement.
+* Utility metrics: total variation distance between the true and the reported histograms (from, to, joint) and
+  the share of trips whose (from, to) pair is reported unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from urbandp.survey.randomized_response import krr_epsilon, randomize_codes
+from urbandp.survey.sampling import BitSource, OpenDPBits
+
+
+def od_epsilon(blocks: int, p: float) -> float:
+    """Report eq. (13) for OD pairs over ``blocks`` blocks: t = blocks^2 (exact; see module docstring)."""
+    t = blocks * blocks
+    return krr_epsilon(t, p + (1.0 - p) / t)
+
+
+def od_randomize(
+    origin: np.ndarray, dest: np.ndarray, blocks: int, p: float, source: BitSource | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """OD randomized response (eq. 13) on block indices in [0, blocks)."""
+    t = blocks * blocks
+    pair = np.asarray(origin, dtype=np.int64) * blocks + np.asarray(dest, dtype=np.int64)
+    out = randomize_codes(pair, t, p + (1.0 - p) / t, source)
+    return out // blocks, out % blocks
+
+
+def _draw_within(
+    groups_sorted_start: np.ndarray, counts: np.ndarray, which: np.ndarray, source: BitSource
+) -> np.ndarray:
+    """For each requested group, a uniformly random position inside that group's run of the sorted rows."""
+    pos = np.empty(which.size, dtype=np.int64)
+    need = counts[which]
+    for c in np.unique(need):
+        rows = np.flatnonzero(need == c)
+        pos[rows] = groups_sorted_start[which[rows]] + source.uniform_int(rows.size, int(c))
+    return pos
+
+
+def histogram_block_reporting(
+    origin: np.ndarray,
+    dest: np.ndarray,
+    p: float,
+    joint: bool = False,
+    source: BitSource | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Report section 6.3 (NOT DP): keep each block with probability p, else draw it from the true histogram.
+
+    ``joint=False`` (6.3.1): from and to are drawn independently from ht_from and ht_to. ``joint=True`` (6.3.2): the
+    reported from block s comes as in 6.3.1 and the to block, when replaced, is drawn from ht_from-to(s, .) (eq.
+    24), so the joint histogram (and the trip-length histogram) is preserved in expectation.
+    """
+    source = source or OpenDPBits()
+    origin = np.asarray(origin, dtype=np.int64)
+    dest = np.asarray(dest, dtype=np.int64)
+    n = origin.size
+    keep_from = source.bernoulli(n, p)
+    keep_to = source.bernoulli(n, p)
+    rep_from = origin.copy()
+    swap = np.flatnonzero(~keep_from)
+    rep_from[swap] = origin[source.uniform_int(swap.size, n)]
+    rep_to = dest.copy()
+    swap = np.flatnonzero(~keep_to)
+    if not joint:
+        rep_to[swap] = dest[source.uniform_int(swap.size, n)]
+        return rep_from, rep_to
+    order = np.argsort(origin, kind="stable")
+    blocks = int(max(origin.max(), rep_from.max())) + 1
+    counts = np.bincount(origin, minlength=blocks)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    s = rep_from[swap]  # always a block with trips: drawn from or equal to a true origin
+    rep_to[swap] = dest[order[_draw_within(start, counts, s, source)]]
+    return rep_from, rep_to
+
+
+def total_variation(a: np.ndarray, b: np.ndarray, size: int) -> float:
+    """Total variation distance between the histograms of two integer arrays over [0, size)."""
+    ha = np.bincount(a, minlength=size) / max(a.size, 1)
+    hb = np.bincount(b, minlength=size) / max(b.size, 1)
+    return float(0.5 * np.abs(ha - hb).sum())
+
+
+def utility(
+    origin: np.ndarray, dest: np.ndarray, rep_origin: np.ndarray, rep_dest: np.ndarray, blocks: int
+) -> dict[str, float]:
+    """Utility of a reported OD table against the truth (owner material: computed from true trips)."""
+    return {
+        "tv_from": total_variation(origin, rep_origin, blocks),
+        "tv_to": total_variation(dest, rep_dest, blocks),
+        "tv_joint": total_variation(origin * blocks + dest, rep_origin * blocks + rep_dest, blocks * blocks),
+        "share_trips_kept": float(np.mean((origin == rep_origin) & (dest == rep_dest))),
+    }
