@@ -11,6 +11,7 @@ import typer
 from urbandp.audit.cli import app as audit_app
 from urbandp.experiments.cli import app as experiment_app
 from urbandp.fleet.cli import register as register_fleet
+from urbandp.mpc.cli import app as mpc_app
 from urbandp.releases.counts_cli import app as counts_app
 from urbandp.sensing.cli import app as sensing_app
 from urbandp.synth.cli import app as synth_app
@@ -30,6 +31,7 @@ app.add_typer(audit_app, name="audit", help="Attacks on published tables (what a
 app.add_typer(
     sensing_app, name="sensing", help="Sensor fleets: GP interpolation, DP maps, aggregate queries."
 )
+app.add_typer(mpc_app, name="mpc", help="Secure two-party queries over sensor maps (SPU, optional extra).")
 
 
 def main() -> None:
