@@ -151,6 +151,7 @@ class Client:
         route: np.ndarray | None = None,
         theta: float | None = None,
         theta2: float | None = None,
+        vector: np.ndarray | None = None,
     ) -> dict[str, Any]:
         """One private query; returns the answer JSON (``function, value, error, beta, n_cells, seconds``)
         plus ``epsilon``, ``epsilon_left`` and ``n_rect``."""
@@ -162,13 +163,18 @@ class Client:
             raise InputError(f"{function} needs --theta")
         if function == "range" and (theta2 is None or not theta < theta2):  # type: ignore[operator]
             raise InputError("range needs --theta T1,T2 with T1 < T2")
-        if (cells is None) == (route is None):
+        if sum(x is not None for x in (cells, route, vector)) != 1:
             raise InputError("give exactly one of --cells and --route")
         t0 = time.perf_counter()
         wire.send_json(self.sock, {"type": "query", "function": function, "rect": [float(x) for x in rect]})
         acc = wire.recv_json(self.sock, "accept")
         ids = np.asarray(acc["cell_id"], dtype=np.int64)
-        if cells is not None:
+        if vector is not None:  # a raw input vector (tests): forced to {0, 1} inside the computation
+            v = np.asarray(vector, dtype=np.float64)
+            if v.shape != ids.shape:
+                wire.send_json(self.sock, {"type": "error", "message": "bad vector length"})
+                raise InputError(f"vector has {v.size} entries, the rectangle {ids.size} cells")
+        elif cells is not None:
             v = np.isin(ids, np.asarray(cells, dtype=np.int64))
         else:
             v = cells_on_route(route, np.asarray(acc["lat"]), np.asarray(acc["lon"]))  # type: ignore[arg-type]
@@ -183,14 +189,14 @@ class Client:
         out = self.party.run(
             spec,
             {
-                "v": v.astype(np.float64),
+                "v": np.asarray(v, dtype=np.float64),
                 "theta": np.asarray(theta if theta is not None else 0.0, dtype=np.float64),
                 "theta2": np.asarray(theta2 if theta2 is not None else 0.0, dtype=np.float64),
             },
         )
         assert out is not None
         value, e2, beta = (float(np.asarray(x).reshape(-1)[0]) for x in out)
-        ans = answer_json(function, value, e2, beta > 0.5, int(v.sum()), time.perf_counter() - t0)
+        ans = answer_json(function, value, e2, beta > 0.5, int((v > 0.5).sum()), time.perf_counter() - t0)
         ans.update(
             {"epsilon": acc["epsilon"], "epsilon_left": acc["epsilon_left"], "n_rect": int(acc["n_rect"])}
         )

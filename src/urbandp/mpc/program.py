@@ -27,20 +27,33 @@ BIG = 1.0e6  # masks unselected cells out of the max (|rho mu| stays far below i
 def build(spec: QuerySpec) -> Callable[..., Any]:
     """The function ``(mu, sigma2, noise, v, theta, theta2) -> (value, noisy_e2, beta)`` for ``spec``."""
     import jax.numpy as jnp
-    from jax.nn import sigmoid
 
     q = spec.function
     alpha, k, smin, smax = float(spec.alpha), spec.steepness, spec.sigma2_min, spec.sigma2_max
+
+    def div(a: Any, b: Any) -> Any:
+        """``a / b`` with one Newton correction: SPU's Goldschmidt division leaves ~1e-3 relative error."""
+        q = a / b
+        return q + (a - b * q) / b
+
+    def logistic(t: Any) -> tuple[Any, Any]:
+        """``S = 1/(1+e^-t)`` and ``S(1-S)`` from ``u = exp(-|t|)`` (one exp, one division): both tails keep
+        their relative accuracy, where ``1 - S`` computed from ``S`` would lose it in fixed point."""
+        t = jnp.clip(t, -SIGMOID_CLIP, SIGMOID_CLIP)
+        pos = t >= 0.0
+        u = jnp.exp(jnp.where(pos, -t, t))
+        r = div(1.0, 1.0 + u)
+        return jnp.where(pos, r, u * r), u * r * r
 
     def program(mu: Any, s2: Any, noise: Any, v: Any, theta: Any, theta2: Any) -> Any:
         vb = jnp.where(v > 0.5, 1.0, 0.0)  # forced to {0, 1}
         n = jnp.sum(vb)
         beta = jnp.where(n > alpha - 0.5, 1.0, 0.0)  # eq. (10)
-        inv = 1.0 / (n + (1.0 - beta))  # n >= alpha >= 1 whenever beta = 1; never 1/0
-        if q == "average":  # eq. (14), (16)
-            value = jnp.sum(vb * mu) * inv
-            e2 = jnp.sum(vb * s2) * inv * inv
-            lo, hi = smin * inv, smax * inv
+        nd = n + (1.0 - beta)  # n >= alpha >= 1 whenever beta = 1; never 1/0
+        if q == "average":  # eq. (14), (16); nd^2 < 2^18 (MAX_CELLS), so dividing by it is safe
+            value = div(jnp.sum(vb * mu), nd)
+            e2 = div(jnp.sum(vb * s2), nd * nd)
+            lo, hi = div(smin, nd), div(smax, nd)
         elif q in ("min", "max", "min-exact", "max-exact"):
             r = spec.rho if q.startswith("max") else -spec.rho
             z = r * mu
@@ -49,24 +62,24 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
                 e = vb * jnp.exp(jnp.clip(z - zstar, -SIGMOID_CLIP, 0.0))
                 total = jnp.sum(e) + (1.0 - beta)  # in [1, n]
                 value = (zstar + jnp.log(total)) / r
-                w = e * (1.0 / total)
-                e2 = jnp.sum(w * w * s2)
-                lo, hi = smin * inv, smax
-            else:  # exact: the error of the arg-extreme cell (average over exact ties)
-                ind = vb * jnp.where(z >= zstar, 1.0, 0.0)
+                e2 = div(jnp.sum((e * s2) * e), total * total)  # (e s2) e: no product of two small numbers
+                lo, hi = div(smin, nd), smax
+            else:  # exact: the error of the arg-extreme cell (the first one on ties, as the reference)
+                first = jnp.argmax(jnp.where(vb > 0.5, z, -BIG))
+                onehot = jnp.where(jnp.arange(z.shape[0]) == first, 1.0, 0.0)
                 value = zstar / r
-                e2 = jnp.sum(ind * s2) / (jnp.sum(ind) + (1.0 - beta))
+                e2 = jnp.sum(onehot * s2)
                 lo, hi = smin, smax
         else:  # count (eq. 20-22) or range (Table III)
-            s1 = sigmoid(jnp.clip(k * (mu - theta), -SIGMOID_CLIP, SIGMOID_CLIP))
+            s1, p1 = logistic(k * (mu - theta))
             if q == "count":
                 value = jnp.sum(vb * s1)
-                w = k * s1 * (1.0 - s1)
+                w = p1  # df/dy = k S (1 - S); k^2 applied last
             else:
-                s2_ = sigmoid(jnp.clip(k * (mu - theta2), -SIGMOID_CLIP, SIGMOID_CLIP))
+                s2_, p2 = logistic(k * (mu - theta2))
                 value = jnp.sum(vb * (s1 - s2_))
-                w = k * (s1 * (1.0 - s1) - s2_ * (1.0 - s2_))
-            e2 = jnp.sum(vb * w * w * s2)
+                w = p1 - p2
+            e2 = (k * k) * jnp.sum(vb * ((w * s2) * w))  # (w s2) w: no product of two small numbers
             lo, hi = 0.0, n * (k * k * smax / 16.0)
         e2 = jnp.clip(e2, lo, hi)  # the sensitivity holds for the computed value
         noisy = jnp.clip(e2 + noise, lo, hi)  # section VII-D clamp (post-processing)
