@@ -30,7 +30,7 @@ def _rect(text: str) -> tuple[float, float, float, float]:
         ) from None
     if len(vals) != 4:
         raise InputError(f"--rect needs 4 comma-separated numbers LAT1,LON1,LAT2,LON2, got {text!r}")
-    return vals  # type: ignore[return-value]
+    return vals[0], vals[1], vals[2], vals[3]
 
 
 @app.command()

@@ -169,6 +169,7 @@ class Client:
         wire.send_json(self.sock, {"type": "query", "function": function, "rect": [float(x) for x in rect]})
         acc = wire.recv_json(self.sock, "accept")
         ids = np.asarray(acc["cell_id"], dtype=np.int64)
+        v: np.ndarray
         if vector is not None:  # a raw input vector (tests): forced to {0, 1} inside the computation
             v = np.asarray(vector, dtype=np.float64)
             if v.shape != ids.shape:

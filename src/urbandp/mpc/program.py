@@ -51,9 +51,11 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
         beta = jnp.where(n > alpha - 0.5, 1.0, 0.0)  # eq. (10)
         nd = n + (1.0 - beta)  # n >= alpha >= 1 whenever beta = 1; never 1/0
         if q == "average":  # eq. (14), (16); nd^2 < 2^18 (MAX_CELLS), so dividing by it is safe
-            value = div(jnp.sum(vb * mu), nd)
-            e2 = div(jnp.sum(vb * s2), nd * nd)
-            lo, hi = div(smin, nd), div(smax, nd)
+            # one vectorised division for the four quotients (a division costs rounds, not elements)
+            num = jnp.stack([jnp.sum(vb * mu), jnp.sum(vb * s2), smin + 0.0 * nd, smax + 0.0 * nd])
+            den = jnp.stack([nd, nd * nd, nd, nd])
+            quot = div(num, den)
+            value, e2, lo, hi = quot[0], quot[1], quot[2], quot[3]
         elif q in ("min", "max", "min-exact", "max-exact"):
             r = spec.rho if q.startswith("max") else -spec.rho
             z = r * mu
@@ -62,8 +64,9 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
                 e = vb * jnp.exp(jnp.clip(z - zstar, -SIGMOID_CLIP, 0.0))
                 total = jnp.sum(e) + (1.0 - beta)  # in [1, n]
                 value = (zstar + jnp.log(total)) / r
-                e2 = div(jnp.sum((e * s2) * e), total * total)  # (e s2) e: no product of two small numbers
-                lo, hi = div(smin, nd), smax
+                # (e s2) e: no product of two small numbers; one vectorised division for E^2 and its lower bound
+                quot = div(jnp.stack([jnp.sum((e * s2) * e), smin + 0.0 * nd]), jnp.stack([total * total, nd]))
+                e2, lo, hi = quot[0], quot[1], smax
             else:  # exact: the error of the arg-extreme cell (the first one on ties, as the reference)
                 first = jnp.argmax(jnp.where(vb > 0.5, z, -BIG))
                 onehot = jnp.where(jnp.arange(z.shape[0]) == first, 1.0, 0.0)

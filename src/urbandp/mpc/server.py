@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,7 @@ class Server:
         self.noise = noise if noise is not None else OpenDPNoise()
         self.budget = Budget(config.epsilon_budget)
         self.sigma2 = clamp_sigma2(grid.sigma2, config.sigma2_min, config.sigma2_max)
-        self.log = print
+        self.log: Callable[[str], None] = print
 
     def spec(self, function: str, n_rect: int) -> QuerySpec:
         c = self.config
