@@ -193,7 +193,7 @@ def routes(
         )
         for a, pp in zip(answers, pts, strict=True):
             label = (
-                f"{a['route']}: {a['value']:.1f} ± {a['error']:.1f} ug/m3 ({a['n_cells']} cells)"
+                f"{a['route']}: {a['value']:.1f} ug/m3, DP error {a['error']:.2f} ({a['n_cells']} cells)"
                 if a["beta"]
                 else f"{a['route']}: refused (fewer than alpha cells)"
             )
@@ -201,7 +201,9 @@ def routes(
         ax.set_xlabel("longitude")
         ax.set_ylabel("latitude")
         ax.set_title(
-            "Average PM2.5 along each route, computed privately (Prac2PC on SPU)\n(dashed: obfuscation rectangle sent to the server)",
+            "Average PM2.5 along each route, computed privately (Prac2PC on SPU)\n"
+            "(dashed: obfuscation rectangle sent to the server; the error is noisy, DP per reading, "
+            "clamped to its range)",
             fontsize=9,
         )
         ax.legend(fontsize=8, loc="best")
