@@ -32,9 +32,11 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
     alpha, k, smin, smax = float(spec.alpha), spec.steepness, spec.sigma2_min, spec.sigma2_max
 
     def div(a: Any, b: Any) -> Any:
-        """``a / b`` with one Newton correction: SPU's Goldschmidt division leaves ~1e-3 relative error."""
-        q = a / b
-        return q + (a - b * q) / b
+        """``a / b`` from one secure reciprocal ``r`` and a Newton correction ``q + (a - b q) r``: if ``r`` is off
+        by a factor ``1 + d`` (SPU's Goldschmidt reciprocal, the 2^-18 lattice) the result is off by ``d^2``."""
+        r = 1.0 / b
+        q = a * r
+        return q + (a - b * q) * r
 
     def logistic(t: Any) -> tuple[Any, Any]:
         """``S = 1/(1+e^-t)`` and ``S(1-S)`` from ``u = exp(-|t|)`` (one exp, one division): both tails keep
