@@ -67,7 +67,9 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
                 total = jnp.sum(e) + (1.0 - beta)  # in [1, n]
                 value = (zstar + jnp.log(total)) / r
                 # (e s2) e: no product of two small numbers; one vectorised division for E^2 and its lower bound
-                quot = div(jnp.stack([jnp.sum((e * s2) * e), smin + 0.0 * nd]), jnp.stack([total * total, nd]))
+                quot = div(
+                    jnp.stack([jnp.sum((e * s2) * e), smin + 0.0 * nd]), jnp.stack([total * total, nd])
+                )
                 e2, lo, hi = quot[0], quot[1], smax
             else:  # exact: the error of the arg-extreme cell (the first one on ties, as the reference)
                 first = jnp.argmax(jnp.where(vb > 0.5, z, -BIG))
