@@ -52,6 +52,11 @@ def test_serve_query_budget_and_plaintext_keys(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         wait_for_port(port, server)  # type: ignore[arg-type]
+        # a misbehaving peer (garbage instead of a hello) is dropped; the server goes on serving
+        import socket
+
+        with socket.create_connection(("127.0.0.1", port)) as junk:
+            junk.sendall(b"\xff\xff\xff\xffnot a urbandp client")
         cells = tmp_path / "cells.txt"
         cells.write_text("# my route\n0\n1\n2\n21\n22\n")
         rect = "22.4999,88.2999,22.5136,88.3148"  # 4 x 4 cells: ids 0-3, 20-23, 40-43, 60-63
@@ -81,4 +86,5 @@ def test_serve_query_budget_and_plaintext_keys(tmp_path: Path) -> None:
         assert json.loads(other.stdout)["function"] == "count"
     finally:
         server.terminate()
-        server.wait(10)
+        _, log = server.communicate(timeout=10)
+    assert "announced a frame of 4294967295 bytes" in log  # the junk peer, reported in one line
