@@ -14,7 +14,7 @@ from urbandp.mpc import spu_missing_reason
 sys.path.insert(0, str(Path(__file__).parent))
 from mpc_helpers import free_port, random_grid, wait_for_port
 
-REASON = spu_missing_reason()
+REASON = spu_missing_reason(in_process=False)
 HERE = Path(__file__).parent
 
 
