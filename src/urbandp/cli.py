@@ -12,6 +12,7 @@ from urbandp.audit.cli import app as audit_app
 from urbandp.counts.cli import app as counts_app
 from urbandp.experiments.cli import app as experiment_app
 from urbandp.fleet.cli import register as register_fleet
+from urbandp.mpc.cli import app as mpc_app
 from urbandp.sensing.cli import app as sensing_app
 from urbandp.survey.cli import app as survey_app
 from urbandp.synth.cli import app as synth_app
@@ -32,6 +33,7 @@ app.add_typer(
     sensing_app, name="sensing", help="Sensor fleets: GP interpolation, DP maps, aggregate queries."
 )
 app.add_typer(survey_app, name="survey", help="Travel surveys: randomized response, locations, trips.")
+app.add_typer(mpc_app, name="mpc", help="Secure two-party queries over sensor maps (SPU, optional extra).")
 
 
 def main() -> None:

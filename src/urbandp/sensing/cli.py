@@ -444,6 +444,9 @@ def query(
     select: Annotated[
         str | None, typer.Option(help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).")
     ] = None,
+    cells: Annotated[
+        Path | None, typer.Option(help="File of cells of interest, one cell_id per line (as `mpc query`).")
+    ] = None,
     alpha: Annotated[int, typer.Option(help="Server threshold: answer only over >= alpha cells.")] = 5,
     rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max.")] = 1.0,
     theta: Annotated[
@@ -460,11 +463,21 @@ def query(
 
     Example: urbandp sensing query out/kolkata/grid.csv --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
+    import sys
+    import time
+
     import numpy as np
     import polars as pl
 
     from urbandp.privacy.noise import OpenDPNoise
-    from urbandp.sensing.queries import QUERY_TYPES, clamp_sigma2, privatize_error, run_query
+    from urbandp.sensing.queries import (
+        QUERY_TYPES,
+        answer_json,
+        clamp_sigma2,
+        privatize_error,
+        read_cells_file,
+        run_query,
+    )
 
     if query_type not in QUERY_TYPES:
         raise InputError(f"--type must be one of {', '.join(QUERY_TYPES)}, got {query_type!r}")
@@ -507,30 +520,45 @@ def query(
         raise InputError("--rect contains no cell centroid")
     mu = gw["mu"].to_numpy()[in_rect]
     s2 = clamp_sigma2(gw["sigma2"].to_numpy()[in_rect], sigma2_min, sigma2_max)
-    v = inside(sel)[in_rect] if sel is not None else np.ones(int(in_rect.sum()), dtype=bool)
+    if cells is not None and sel is not None:
+        raise InputError("give at most one of --select and --cells")
+    if cells is not None:
+        wanted = set(read_cells_file(cells))
+        v = np.isin(gw["cell_id"].to_numpy()[in_rect], sorted(wanted))
+        outside = len(wanted) - int(v.sum())
+        if outside:
+            print(f"note: {outside} cell(s) of {cells} lie outside --rect and are ignored", file=sys.stderr)
+    else:
+        v = inside(sel)[in_rect] if sel is not None else np.ones(int(in_rect.sum()), dtype=bool)
+    started = time.perf_counter()
     res = run_query(query_type, mu, s2, v, alpha, rho, theta, theta2, steepness)
     res = privatize_error(res, query_type, epsilon, sigma2_min, sigma2_max, OpenDPNoise(), steepness)
+    printed = answer_json(
+        query_type, res.value, res.noisy_error2, res.answered, int(v.sum()), time.perf_counter() - started
+    )
     answer: dict[str, Any] = {
+        **printed,
         "query": query_type,
         "window": w,
         "cells_in_rectangle": int(in_rect.sum()),
         "cells_selected": int(v.sum()),
         "alpha": alpha,
         "answered": res.answered,
-        "value": res.value if res.answered else None,
         "value_note": "not differentially private (the paper perturbs only the error, section VII-D)",
         "noisy_error2": res.noisy_error2,
         "noisy_error": None if res.noisy_error2 is None else res.noisy_error2**0.5,
         "epsilon": res.epsilon,
-        "privacy_unit": "one cell's sigma^2 within [sigma2_min, sigma2_max]",
+        "privacy_unit": "one reading (it moves every cell's sigma^2); cell variances within [sigma2_min, sigma2_max]",
     }
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(answer, indent=2))
+    print(json.dumps(printed))
     if not res.answered:
-        print(f"refused: {int(v.sum())} cells selected < alpha = {alpha} (nothing released)")
+        print(f"refused: {int(v.sum())} cells selected < alpha = {alpha} (nothing released)", file=sys.stderr)
     else:
         print(
             f"{query_type} over {res.n_selected} cells: value {res.value:.4f} (not DP), "
-            f"DP squared error {res.noisy_error2:.4f} (epsilon {res.epsilon:.6g})"
+            f"DP squared error {res.noisy_error2:.4f} (epsilon {res.epsilon:.6g}, per reading)",
+            file=sys.stderr,
         )

@@ -18,18 +18,30 @@ Propagated error (eq. 13): ``E = sqrt(sum_i (df/dy_i)^2 sigma_i^2)``.
   ``df/dy = k S (1 - S)``. (Table III's ``exp(-1/(y - theta))`` is a typo for eq. (20); ``k = 1`` is the paper's.)
 * RANGE theta1..theta2: ``f = sum S(y, theta1) - S(y, theta2)``, ``df/dy = k (S1 (1 - S1) - S2 (1 - S2))``.
 
-DP (section VII-D): Laplace noise is added to the squared propagated error ``E^2`` and the result clamped to
-``[sigma2_min, sigma2_max]`` (clamping after noise is post-processing). Privacy unit: one cell's ``sigma_i^2``,
-replaced by any value in ``[sigma2_min, sigma2_max]`` (the paper's database row, section VI-A). The sensitivity
-of ``E^2 = sum w_i^2 sigma_i^2`` is ``w_max^2 (sigma2_max - sigma2_min)`` with the data-independent bound
-``w_max`` on ``|df/dy_i|``: ``1/n`` for AVERAGE (the paper's ``(sigma2_max - sigma2_min)/n^2``), 1 for MIN/MAX,
-``k/4`` for COUNT and RANGE. ``sigma2_min`` and ``sigma2_max`` must be public (the paper reads them from the
-GP output, which is data-dependent and not DP). The value ``f`` itself is not perturbed (as in the paper).
+DP (section VII-D): Laplace noise is added to the squared propagated error ``E^2``. Privacy unit: ONE READING
+(add or remove one vehicle reading). The paper's database row is one cell's ``sigma_i^2`` (section VI-A), but a GP
+posterior variance depends on every reading, so one reading can move the ``sigma_i^2`` (and ``mu_i``) of every
+cell at once: a per-cell sensitivity understates epsilon by up to ``n`` times. The sensitivity used here is the
+width of the range of ``E^2`` over the public domain (cell variances in ``[sigma2_min, sigma2_max]``, any means)
+for the ``n`` selected cells, which bounds the change caused by any change of the readings (:func:`error2_range`):
+
+* AVERAGE: ``E^2 = sum sigma_i^2 / n^2`` lies in ``[sigma2_min / n, sigma2_max / n]``: sensitivity
+  ``(sigma2_max - sigma2_min) / n`` (the paper's ``/ n^2`` is the per-cell figure);
+* MIN / MAX (LogSumExp): softmax weights, ``sum w^2`` in ``[1/n, 1]``: ``[sigma2_min / n, sigma2_max]``;
+* exact MIN / MAX: one cell's variance: ``[sigma2_min, sigma2_max]``;
+* COUNT / RANGE: ``|w_i| <= k/4``: ``[0, n k^2 sigma2_max / 16]``.
+
+The noisy ``E^2`` is clamped to that same range (post-processing; the paper clamps to ``[sigma2_min,
+sigma2_max]``, which for AVERAGE pushes every answer up to at least ``sigma2_min``). ``sigma2_min`` and
+``sigma2_max`` must be public (the paper reads them from the GP output, which is data-dependent and not DP); cell
+variances are clamped into them first (:func:`clamp_sigma2`). The value ``f`` itself is not perturbed (as in the
+paper) and is not differentially private.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -179,24 +191,40 @@ def run_query(
     raise ValueError(f"unknown query {query!r}; choose one of {', '.join(QUERY_TYPES)}")
 
 
-def max_weight(query: str, n_selected: int, steepness: float = 1.0) -> float:
-    """Data-independent bound on ``|df/dy_i|`` (section VII-D sensitivity)."""
+def error2_range(
+    query: str, n_selected: int, sigma2_min: float, sigma2_max: float, steepness: float = 1.0
+) -> tuple[float, float]:
+    """Range ``[lo, hi]`` of ``E^2`` over the public domain for ``n_selected`` cells (module docstring).
+
+    Any change of the readings (one reading moves every cell's ``mu`` and ``sigma^2``) keeps ``E^2`` inside it,
+    so ``hi - lo`` is a per-reading sensitivity, and the noisy ``E^2`` is clamped to it.
+    """
+    if not (0 <= sigma2_min < sigma2_max):
+        raise ValueError("need 0 <= sigma2_min < sigma2_max")
+    if n_selected < 1:
+        raise ValueError("need at least one selected cell")
+    n = float(n_selected)
     if query == "average":
-        return 1.0 / n_selected
-    if query in ("min", "max", "min-exact", "max-exact"):
-        return 1.0
+        return sigma2_min / n, sigma2_max / n
+    if query in ("min", "max"):
+        return sigma2_min / n, sigma2_max
+    if query in ("min-exact", "max-exact"):
+        return sigma2_min, sigma2_max
     if query in ("count", "range"):
-        return steepness / 4.0  # max of k S (1 - S); |S1(1-S1) - S2(1-S2)| <= 1/4 too
+        # |df/dy_i| = k S (1 - S) <= k/4; for RANGE |S1(1-S1) - S2(1-S2)| <= 1/4 too
+        return 0.0, n * steepness**2 * sigma2_max / 16.0
     raise ValueError(f"unknown query {query!r}")
 
 
 def error2_sensitivity(
     query: str, n_selected: int, sigma2_min: float, sigma2_max: float, steepness: float = 1.0
 ) -> float:
-    """L1 sensitivity of ``E^2`` when one cell's sigma^2 moves within ``[sigma2_min, sigma2_max]``."""
-    if not (0 <= sigma2_min < sigma2_max):
-        raise ValueError("need 0 <= sigma2_min < sigma2_max")
-    return max_weight(query, n_selected, steepness) ** 2 * (sigma2_max - sigma2_min)
+    """Per-reading L1 sensitivity of ``E^2``: the width of :func:`error2_range`.
+
+    AVERAGE: ``(sigma2_max - sigma2_min) / n`` (not the paper's per-cell ``/ n^2``).
+    """
+    lo, hi = error2_range(query, n_selected, sigma2_min, sigma2_max, steepness)
+    return hi - lo
 
 
 def privatize_error(
@@ -208,25 +236,78 @@ def privatize_error(
     noise: NoiseSource,
     steepness: float = 1.0,
 ) -> QueryResult:
-    """Section VII-D: ``E^2 + Lap(Delta / epsilon)`` clamped to ``[sigma2_min, sigma2_max]``.
+    """Section VII-D: ``E^2 + Lap(Delta / epsilon)`` clamped to :func:`error2_range`; privacy unit one reading.
 
     The cells' sigma^2 must already lie in ``[sigma2_min, sigma2_max]`` (the caller clamps them with
-    :func:`clamp_sigma2` before the query) for the sensitivity to hold. The scale comes from OpenDP's privacy map
+    :func:`clamp_sigma2` before the query) for the range to hold. The scale comes from OpenDP's privacy map
     (:func:`urbandp.privacy.noise.laplace_scale`) and the epsilon reported is recomputed from it.
     A refused query (threshold not met) releases nothing and costs nothing.
     """
     if not result.answered:
         return result
-    delta = error2_sensitivity(query, result.n_selected, sigma2_min, sigma2_max, steepness)
-    scale = laplace_scale(delta, epsilon)
+    lo, hi = error2_range(query, result.n_selected, sigma2_min, sigma2_max, steepness)
+    scale = laplace_scale(hi - lo, epsilon)
     noisy = float(noise.laplace(np.array([result.error2]), scale)[0])
     return replace(
         result,
-        noisy_error2=float(np.clip(noisy, sigma2_min, sigma2_max)),
-        epsilon=laplace_epsilon(delta, scale),
+        noisy_error2=float(np.clip(noisy, lo, hi)),
+        epsilon=laplace_epsilon(hi - lo, scale),
     )
 
 
 def clamp_sigma2(sigma2: np.ndarray, sigma2_min: float, sigma2_max: float) -> np.ndarray:
     """Clamp per-cell variances into the public domain (needed for the VII-D sensitivity to hold)."""
     return np.clip(np.asarray(sigma2, dtype=float), sigma2_min, sigma2_max)
+
+
+ANSWER_KEYS = ("function", "value", "error", "beta", "n_cells", "seconds")
+
+
+def answer_json(
+    function: str, value: float, noisy_error2: float | None, beta: bool, n_cells: int, seconds: float
+) -> dict[str, object]:
+    """The answer printed by ``urbandp sensing query`` and ``urbandp mpc query`` (same keys, comparable).
+
+    ``error`` is the square root of the noisy, clamped squared propagated error (section VII-D); a refused query
+    (``beta`` false: fewer than alpha cells) has ``value`` and ``error`` null.
+    """
+    return {
+        "function": function,
+        "value": float(value) if beta else None,
+        "error": float(np.sqrt(max(noisy_error2, 0.0))) if beta and noisy_error2 is not None else None,
+        "beta": bool(beta),
+        "n_cells": int(n_cells),
+        "seconds": round(float(seconds), 6),
+    }
+
+
+def read_cells_file(path: str | Path) -> list[int]:
+    """Cell ids of interest, one integer per line (blank lines and ``#`` comments ignored).
+
+    Raises :class:`urbandp.errors.InputError` with the line number on anything else.
+    """
+    from urbandp.errors import InputError
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"cells file not found: {p}")
+    ids: list[int] = []
+    for k, line in enumerate(p.read_text().splitlines(), start=1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        try:
+            ids.append(int(text))
+        except ValueError:
+            raise InputError(f"{p}:{k}: expected one integer cell_id per line, got {text!r}") from None
+    if not ids:
+        raise InputError(f"{p}: no cell ids")
+    return ids
+
+
+def rectangle_mask(lat: np.ndarray, lon: np.ndarray, rect: tuple[float, ...]) -> np.ndarray:
+    """Cells of the obfuscation rectangle (paper VII-A step 3): centroid inside the two diagonal vertices."""
+    la1, lo1, la2, lo2 = rect
+    lat = np.asarray(lat, dtype=float)
+    lon = np.asarray(lon, dtype=float)
+    return (lat >= min(la1, la2)) & (lat <= max(la1, la2)) & (lon >= min(lo1, lo2)) & (lon <= max(lo1, lo2))

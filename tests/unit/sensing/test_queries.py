@@ -11,6 +11,7 @@ from urbandp.sensing.queries import (
     clamp_sigma2,
     count_above,
     count_range,
+    error2_range,
     error2_sensitivity,
     exact_extreme,
     logsumexp_extreme,
@@ -97,37 +98,46 @@ def test_error_propagation_matches_monte_carlo(query: str, kwargs: dict[str, flo
     assert values.mean() == pytest.approx(res.value, abs=0.05)
 
 
-def test_sensitivity_of_squared_error() -> None:
-    assert error2_sensitivity("average", 10, 0.0, 2.0) == pytest.approx(2.0 / 100)  # paper: (max - min) / n^2
-    assert error2_sensitivity("min", 10, 0.5, 2.0) == 1.5
-    assert error2_sensitivity("count", 10, 0.0, 1.0, steepness=2.0) == pytest.approx(0.25)
-    # brute force: moving one sigma_i^2 across [min, max] changes E^2 by at most the bound
+def test_sensitivity_of_squared_error_is_per_reading() -> None:
+    # one reading moves every cell's sigma^2: AVERAGE is (max - min) / n, not the paper's per-cell / n^2
+    assert error2_sensitivity("average", 10, 0.0, 2.0) == pytest.approx(2.0 / 10)
+    assert error2_sensitivity("min", 10, 0.5, 2.0) == pytest.approx(2.0 - 0.05)
+    assert error2_sensitivity("max-exact", 10, 0.5, 2.0) == 1.5
+    assert error2_sensitivity("count", 10, 0.0, 1.0, steepness=2.0) == pytest.approx(10 * 4 / 16)
+    assert error2_range("average", 4, 1.0, 3.0) == (0.25, 0.75)
+    # brute force: moving EVERY sigma_i^2 (and every mu_i) at once keeps E^2 inside the range
     rng = np.random.default_rng(0)
     for q, kw in [
         ("average", {}),
         ("max", {"rho": 2.0}),
+        ("min-exact", {}),
         ("count", {"theta": 5.0}),
         ("range", {"theta": 4.0, "theta2": 6.0}),
     ]:
-        bound = error2_sensitivity(q, 6, 0.0, 1.0)
-        for _ in range(200):
-            s2 = rng.uniform(0, 1, 8)
-            s2b = s2.copy()
-            s2b[rng.integers(0, 8)] = rng.uniform(0, 1)
-            d = abs(run_query(q, MU, s2, V, **kw).error2 - run_query(q, MU, s2b, V, **kw).error2)
-            assert d <= bound + 1e-12
+        lo, hi = error2_range(q, 6, 0.2, 1.0)
+        worst = 0.0
+        for _ in range(300):
+            a = run_query(q, MU, rng.uniform(0.2, 1, 8), V, **kw).error2
+            b = run_query(q, MU + rng.normal(0, 2, 8), rng.uniform(0.2, 1, 8), V, **kw).error2
+            assert lo - 1e-12 <= a <= hi + 1e-12
+            worst = max(worst, abs(a - b))
+        assert worst <= hi - lo + 1e-12
+    # the per-cell bound of the paper is exceeded by one reading that lowers every cell's variance
+    s2_all_max, s2_all_min = np.full(8, 1.0), np.full(8, 0.2)
+    d = average(MU, s2_all_max, V).error2 - average(MU, s2_all_min, V).error2
+    assert d == pytest.approx(0.8 / 6) and d > 0.8 / 36
 
 
 def test_privatize_error_epsilon_is_from_opendp_map() -> None:
     r = average(MU, S2, V, alpha=3)
     out = privatize_error(r, "average", 0.5, 0.0, 0.05, EXACT)
-    delta = 0.05 / 36
+    delta = 0.05 / 6
     scale = laplace_scale(delta, 0.5)
     assert out.epsilon == laplace_epsilon(delta, scale)
     assert out.epsilon <= 0.5
-    assert out.noisy_error2 == pytest.approx(np.clip(r.error2, 0.0, 0.05))
+    assert out.noisy_error2 == pytest.approx(np.clip(r.error2, 0.0, 0.05 / 6))
     noisy = privatize_error(r, "average", 0.5, 0.0, 0.05, OpenDPNoise())
-    assert 0.0 <= noisy.noisy_error2 <= 0.05
+    assert 0.0 <= noisy.noisy_error2 <= 0.05 / 6
 
 
 def test_clamp_and_validation() -> None:

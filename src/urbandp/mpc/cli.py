@@ -1,0 +1,215 @@
+"""CLI group ``urbandp mpc``: secure two-party queries over sensor maps (Prac2PC on SPU CHEETAH)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from urbandp.errors import InputError, cli_guard
+
+app = typer.Typer(no_args_is_help=True)
+
+
+def _need_spu() -> None:
+    from urbandp.mpc import spu_missing_reason
+
+    reason = spu_missing_reason()
+    if reason is not None:
+        raise InputError(reason)
+
+
+def _rect(text: str) -> tuple[float, float, float, float]:
+    try:
+        vals = tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise InputError(
+            f"--rect needs 4 comma-separated numbers LAT1,LON1,LAT2,LON2, got {text!r}"
+        ) from None
+    if len(vals) != 4:
+        raise InputError(f"--rect needs 4 comma-separated numbers LAT1,LON1,LAT2,LON2, got {text!r}")
+    return vals[0], vals[1], vals[2], vals[3]
+
+
+@app.command()
+@cli_guard
+def serve(
+    grid: Annotated[Path, typer.Option(help="grid.csv written by `urbandp sensing interpolate`.")],
+    sigma2_max: Annotated[float, typer.Option(help="Public upper bound of cell variances (sigma2 clamped).")],
+    listen: Annotated[str, typer.Option(help="HOST:PORT for clients.")] = "127.0.0.1:7700",
+    window: Annotated[
+        str | None, typer.Option(help="Window start as in grid.csv (default: the first).")
+    ] = None,
+    alpha: Annotated[int, typer.Option(help="Answer only queries over >= alpha cells (eq. 10).")] = 5,
+    epsilon: Annotated[float, typer.Option(help="Epsilon per query for the noisy squared error.")] = 0.5,
+    epsilon_budget: Annotated[
+        float, typer.Option(help="Total epsilon per client; queries beyond are refused.")
+    ] = 5.0,
+    sigma2_min: Annotated[float, typer.Option(help="Public lower bound of cell variances.")] = 0.0,
+    rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max (public).")] = 1.0,
+    steepness: Annotated[float, typer.Option(help="Sigmoid steepness k for count/range (public).")] = 1.0,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the client during a query.")] = 60.0,
+    max_clients: Annotated[int | None, typer.Option(help="Stop after this many connections (tests).")] = None,
+) -> None:
+    """Serve private queries over one window of an interpolated grid (privacy unit: one reading).
+
+    Example: urbandp mpc serve --grid out/ka/grid.csv --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
+    """
+    _need_spu()
+    from urbandp.mpc.client import parse_hostport
+    from urbandp.mpc.server import Server, ServerConfig, ServerGrid
+
+    host, port = parse_hostport(listen)
+    if alpha < 1 or not epsilon > 0 or not epsilon_budget >= epsilon or not rho > 0 or not steepness > 0:
+        raise InputError(
+            "need --alpha >= 1, --epsilon > 0, --epsilon-budget >= --epsilon, --rho > 0, --steepness > 0"
+        )
+    if not 0 <= sigma2_min < sigma2_max:
+        raise InputError("need 0 <= --sigma2-min < --sigma2-max")
+    g = ServerGrid.read(grid, window)
+    cfg = ServerConfig(alpha, epsilon, epsilon_budget, sigma2_min, sigma2_max, rho, steepness, timeout)
+    server = Server(g, cfg, host, port)
+    server.log = lambda msg: typer.echo(msg, err=True)
+    server.serve_forever(max_clients=max_clients)
+
+
+@app.command()
+@cli_guard
+def query(
+    rect: Annotated[str, typer.Option(help="Obfuscation rectangle LAT1,LON1,LAT2,LON2 (sent in the clear).")],
+    server: Annotated[str, typer.Option(help="HOST:PORT of `urbandp mpc serve`.")] = "127.0.0.1:7700",
+    cells: Annotated[Path | None, typer.Option(help="Cells of interest: one cell_id per line.")] = None,
+    route: Annotated[
+        Path | None, typer.Option(help="Cells of interest: the cells a GeoJSON route crosses.")
+    ] = None,
+    function: Annotated[
+        str, typer.Option(help="average|min|max|min-exact|max-exact|count|range.")
+    ] = "average",
+    theta: Annotated[str | None, typer.Option(help="count: T; range: T1,T2 (secret inputs).")] = None,
+    client_id: Annotated[
+        str | None, typer.Option(help="Name the server keys the budget on (default: your IP).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 60.0,
+) -> None:
+    """One private query; prints one JSON object: function, value, error, beta, n_cells, seconds.
+
+    Example: urbandp mpc query --server 127.0.0.1:7700 --route home.geojson --rect 22.50,88.32,22.56,88.37
+    """
+    _need_spu()
+    from urbandp.mpc import wire
+    from urbandp.mpc.client import Client, route_points
+    from urbandp.sensing.queries import read_cells_file
+
+    r = _rect(rect)
+    if (cells is None) == (route is None):
+        raise InputError("give exactly one of --cells FILE and --route GEOJSON")
+    t1 = t2 = None
+    if theta is not None:
+        try:
+            ts = [float(t) for t in theta.split(",")]
+        except ValueError:
+            raise InputError(f"--theta needs numbers, got {theta!r}") from None
+        t1, t2 = ts[0], (ts[1] if len(ts) > 1 else None)
+    ids = read_cells_file(cells) if cells is not None else None
+    pts = route_points(route) if route is not None else None
+    try:
+        c = Client(server, client_id, timeout)
+        try:
+            ans = c.query(function, r, cells=ids, route=pts, theta=t1, theta2=t2)
+        finally:
+            c.close()
+    except wire.PeerError as err:
+        raise InputError(str(err)) from None
+    typer.echo(json.dumps({k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")}))
+    typer.echo(
+        f"epsilon {ans['epsilon']:.6g} spent on the noisy error, {ans['epsilon_left']:.6g} left; "
+        f"{ans['n_cells']} of {ans['n_rect']} cells of the rectangle selected",
+        err=True,
+    )
+
+
+@app.command()
+@cli_guard
+def routes(
+    route: Annotated[
+        list[Path], typer.Option(help="A GeoJSON route; give it twice or more to compare routes.")
+    ],
+    rect: Annotated[str, typer.Option(help="Obfuscation rectangle LAT1,LON1,LAT2,LON2 holding every route.")],
+    server: Annotated[str, typer.Option(help="HOST:PORT of `urbandp mpc serve`.")] = "127.0.0.1:7700",
+    png: Annotated[Path | None, typer.Option(help="Draw the routes with their private answers here.")] = None,
+    client_id: Annotated[str | None, typer.Option(help="Name the server keys the budget on.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 60.0,
+) -> None:
+    """The paper's app: private average (and noisy error) along alternative routes, over one connection.
+
+    Prints one JSON object per route (the `mpc query` keys plus `route`). Only the rectangle and the function
+    reach the server; the PNG shows what the client knows: its routes and answers, not the server's map.
+    """
+    _need_spu()
+    from urbandp.mpc import wire
+    from urbandp.mpc.client import Client, route_points
+
+    if len(route) < 1:
+        raise InputError("give at least one --route")
+    r = _rect(rect)
+    pts = [route_points(p) for p in route]
+    answers = []
+    try:
+        c = Client(server, client_id, timeout)
+        try:
+            for p, pp in zip(route, pts, strict=True):
+                ans = c.query("average", r, route=pp)
+                answers.append(
+                    {
+                        "route": p.name,
+                        **{k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")},
+                    }
+                )
+                typer.echo(json.dumps(answers[-1]))
+        finally:
+            c.close()
+    except wire.PeerError as err:
+        raise InputError(str(err)) from None
+    if png is not None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6.5, 5.5))
+        la1, lo1, la2, lo2 = r
+        ax.add_patch(
+            plt.Rectangle(
+                (min(lo1, lo2), min(la1, la2)),
+                abs(lo2 - lo1),
+                abs(la2 - la1),
+                fill=False,
+                ls="--",
+                color="grey",
+            )
+        )
+        for a, pp in zip(answers, pts, strict=True):
+            label = (
+                f"{a['route']}: {a['value']:.1f} ug/m3, DP error {a['error']:.2f} ({a['n_cells']} cells)"
+                if a["beta"]
+                else f"{a['route']}: refused (fewer than alpha cells)"
+            )
+            ax.plot(pp[:, 1], pp[:, 0], lw=2.5, label=label)
+        ax.set_xlabel("longitude")
+        ax.set_ylabel("latitude")
+        ax.set_title(
+            "Average PM2.5 along each route, computed privately (Prac2PC on SPU)\n"
+            "(dashed: obfuscation rectangle sent to the server; the error is noisy, DP per reading, "
+            "clamped to its range)",
+            fontsize=9,
+        )
+        ax.legend(fontsize=8, loc="best")
+        ax.set_aspect(1 / np.cos(np.radians((la1 + la2) / 2)))
+        png.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(png, dpi=120)
+        plt.close(fig)
+        typer.echo(f"-> {png}", err=True)

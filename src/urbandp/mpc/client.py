@@ -1,0 +1,214 @@
+"""``urbandp mpc query``: the client's side of Prac2PC (paper VII-A steps 1, 2, 5, 6).
+
+The client turns its cells of interest (a file of cell ids, or a GeoJSON route) into the bit vector ``v`` over
+the cells of its obfuscation rectangle; only the rectangle and the function go to the server in the clear. The
+thresholds ``theta`` of COUNT/RANGE are secret inputs too. One connection serves many queries; the first (dummy)
+query absorbs the OT set-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urbandp.errors import InputError
+from urbandp.mpc import wire
+from urbandp.mpc.spec import FUNCTIONS, QuerySpec
+from urbandp.sensing.queries import answer_json
+
+
+def parse_hostport(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def route_points(path: Path) -> np.ndarray:
+    """(lat, lon) vertices of every LineString / MultiLineString / Point in a GeoJSON file, segments densified
+    to ~20 m so that every cell the route crosses gets a point."""
+    if not path.is_file():
+        raise InputError(f"route file not found: {path}")
+    try:
+        doc = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InputError(f"{path}: not GeoJSON (cannot parse JSON)") from None
+    lines: list[list[list[float]]] = []
+
+    def walk(g: Any) -> None:
+        if not isinstance(g, dict):
+            return
+        t = g.get("type")
+        if t == "FeatureCollection":
+            for f in g.get("features", []):
+                walk(f)
+        elif t == "Feature":
+            walk(g.get("geometry"))
+        elif t == "GeometryCollection":
+            for h in g.get("geometries", []):
+                walk(h)
+        elif t == "LineString":
+            lines.append(g["coordinates"])
+        elif t == "MultiLineString":
+            lines.extend(g["coordinates"])
+        elif t == "Point":
+            lines.append([g["coordinates"]])
+
+    walk(doc)
+    pts: list[tuple[float, float]] = []
+    for line in lines:
+        coords = [(float(c[1]), float(c[0])) for c in line]  # GeoJSON is lon, lat
+        for (a_lat, a_lon), (b_lat, b_lon) in itertools.pairwise(coords):
+            metres = np.hypot(
+                (b_lat - a_lat) * 111_195.0, (b_lon - a_lon) * 111_195.0 * np.cos(np.radians(a_lat))
+            )
+            k = max(int(metres / 20.0), 1)
+            for t in np.linspace(0.0, 1.0, k, endpoint=False):
+                pts.append((a_lat + t * (b_lat - a_lat), a_lon + t * (b_lon - a_lon)))
+        if coords:
+            pts.append(coords[-1])
+    if not pts:
+        raise InputError(f"{path}: no LineString or Point geometry")
+    return np.array(pts)
+
+
+def cells_on_route(points: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+    """0/1 over the rectangle's cells: a cell is selected when a route point is nearer to its centroid than
+    to any other centroid and lies within one cell spacing of it (points outside the rectangle select nothing)."""
+    v = np.zeros(len(lat), dtype=bool)
+    if len(lat) == 0:
+        return v
+    scale = np.cos(np.radians(float(np.mean(lat))))
+    xy = np.column_stack([lat, lon * scale])
+    d_cells = np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1)) if len(lat) > 1 else np.array([[0.0]])
+    spacing = float(np.min(d_cells + np.eye(len(lat)) * 1e9)) if len(lat) > 1 else np.inf
+    pxy = np.column_stack([points[:, 0], points[:, 1] * scale])
+    for p in pxy:
+        d = np.sqrt(((xy - p) ** 2).sum(-1))
+        i = int(np.argmin(d))
+        if d[i] <= spacing * 0.7072:  # inside the square (half diagonal)
+            v[i] = True
+    return v
+
+
+class Client:
+    """A connection to ``urbandp mpc serve``; :meth:`query` may be called many times."""
+
+    def __init__(self, server: str, client_id: str | None = None, timeout: float = 60.0) -> None:
+        from urbandp.mpc.party import CLIENT, Party, free_port
+
+        host, port = parse_hostport(server)
+        self.timeout = timeout
+        t0 = time.perf_counter()
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as err:
+            raise wire.PeerError(
+                f"cannot reach the server at {host}:{port} ({err.strerror or err})"
+            ) from None
+        self.sock.settimeout(timeout)
+        link_host = self.sock.getsockname()[0]
+        client_link = f"{link_host}:{free_port(link_host)}"
+        hello: dict[str, Any] = {"type": "hello", "protocol": wire.PROTOCOL, "link": client_link}
+        if client_id:
+            hello["client_id"] = client_id
+        wire.send_json(self.sock, hello)
+        welcome = wire.recv_json(self.sock, "welcome")
+        self.params = welcome["params"]
+        self.window = welcome.get("window")
+        self.party = Party(CLIENT, welcome["session"], welcome["link"], client_link, self.sock, timeout)
+        z = np.zeros(4)
+        from urbandp.mpc.server import DUMMY
+
+        self.party.run(self._spec(DUMMY, 4), {"v": z, "theta": np.zeros(()), "theta2": np.zeros(())})
+        self.connect_seconds = time.perf_counter() - t0
+
+    def _spec(self, function: str, n: int) -> QuerySpec:
+        p = self.params
+        return QuerySpec(
+            function,
+            n,
+            int(p["alpha"]),
+            float(p["rho"]),
+            float(p["steepness"]),
+            float(p["sigma2_min"]),
+            float(p["sigma2_max"]),
+        )
+
+    def query(
+        self,
+        function: str,
+        rect: tuple[float, float, float, float],
+        cells: list[int] | None = None,
+        route: np.ndarray | None = None,
+        theta: float | None = None,
+        theta2: float | None = None,
+        vector: np.ndarray | None = None,
+    ) -> dict[str, Any]:
+        """One private query; returns the answer JSON (``function, value, error, beta, n_cells, seconds``)
+        plus ``epsilon``, ``epsilon_left`` and ``n_rect``."""
+        from urbandp.mpc.party import compile_spec, executable_digest
+
+        if function not in FUNCTIONS:
+            raise InputError(f"--function must be one of {', '.join(FUNCTIONS)}, got {function!r}")
+        if function in ("count", "range") and theta is None:
+            raise InputError(f"{function} needs --theta")
+        if function == "range" and (theta2 is None or not theta < theta2):  # type: ignore[operator]
+            raise InputError("range needs --theta T1,T2 with T1 < T2")
+        if sum(x is not None for x in (cells, route, vector)) != 1:
+            raise InputError("give exactly one of --cells and --route")
+        t0 = time.perf_counter()
+        wire.send_json(self.sock, {"type": "query", "function": function, "rect": [float(x) for x in rect]})
+        acc = wire.recv_json(self.sock, "accept")
+        ids = np.asarray(acc["cell_id"], dtype=np.int64)
+        v: np.ndarray
+        if vector is not None:  # a raw input vector (tests): forced to {0, 1} inside the computation
+            v = np.asarray(vector, dtype=np.float64)
+            if v.shape != ids.shape:
+                wire.send_json(self.sock, {"type": "error", "message": "bad vector length"})
+                raise InputError(f"vector has {v.size} entries, the rectangle {ids.size} cells")
+        elif cells is not None:
+            v = np.isin(ids, np.asarray(cells, dtype=np.int64))
+        else:
+            v = cells_on_route(route, np.asarray(acc["lat"]), np.asarray(acc["lon"]))  # type: ignore[arg-type]
+        spec = self._spec(function, int(acc["n_rect"]))
+        digest = executable_digest(compile_spec(spec))
+        if digest != acc.get("digest"):
+            wire.send_json(
+                self.sock, {"type": "error", "message": "compiled programs differ (urbandp versions?)"}
+            )
+            raise wire.PeerError("the server compiled a different program (urbandp versions differ?)")
+        wire.send_json(self.sock, {"type": "go"})
+        out = self.party.run(
+            spec,
+            {
+                "v": np.asarray(v, dtype=np.float64),
+                "theta": np.asarray(theta if theta is not None else 0.0, dtype=np.float64),
+                "theta2": np.asarray(theta2 if theta2 is not None else 0.0, dtype=np.float64),
+            },
+        )
+        assert out is not None
+        value, e2, beta = (float(np.asarray(x).reshape(-1)[0]) for x in out)
+        ans = answer_json(function, value, e2, beta > 0.5, int((v > 0.5).sum()), time.perf_counter() - t0)
+        ans.update(
+            {"epsilon": acc["epsilon"], "epsilon_left": acc["epsilon_left"], "n_rect": int(acc["n_rect"])}
+        )
+        return ans
+
+    def close(self) -> None:
+        with contextlib.suppress(wire.PeerError):
+            wire.send_json(self.sock, {"type": "bye"})
+        self.party.close()
+        self.sock.close()
+
+
+def new_client_id() -> str:
+    return uuid.uuid4().hex[:8]

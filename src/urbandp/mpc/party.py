@@ -1,0 +1,177 @@
+"""One party's SPU session: the brpc link to the peer, the CHEETAH runtime, compiled programs, and the exchange
+of input/output shares over the control socket (length-prefixed plain bytes, :mod:`urbandp.mpc.wire`).
+
+SPU 0.9.5 has no ``spu.utils.distributed`` usable here, so we drive ``spu.libspu.link`` + ``spu.Runtime`` +
+``spu.Io`` directly (``../shared/notes/measured-options.md``). Rank 0 is the server, rank 1 the client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import socket
+import threading
+from typing import Any
+
+import numpy as np
+
+from urbandp.mpc import wire
+from urbandp.mpc.program import build
+from urbandp.mpc.spec import FXP_FRACTION_BITS, QuerySpec
+
+SERVER, CLIENT = 0, 1
+INPUTS = ("mu", "sigma2", "noise", "v", "theta", "theta2")
+OWNER = {"mu": SERVER, "sigma2": SERVER, "noise": SERVER, "v": CLIENT, "theta": CLIENT, "theta2": CLIENT}
+
+_compile_lock = threading.Lock()
+_logging_set = False
+_compiled: dict[str, Any] = {}
+
+
+def _libspu() -> Any:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # the server's noise must reach SPU exactly (float64 lattice)
+    import spu.libspu as libspu
+
+    global _logging_set
+    if not _logging_set:  # SPU logs INFO lines on stdout; the CLI's stdout is one JSON object
+        opts = libspu.logging.LogOptions()
+        opts.log_level = libspu.logging.LogLevel.WARN
+        opts.system_log_path = os.devnull
+        libspu.logging.setup_logging(opts)
+        _logging_set = True
+    return libspu
+
+
+def runtime_config() -> Any:
+    """CHEETAH over the 64-bit ring, 18 fraction bits, real sigmoid and Pade exp (notes: the default sigmoid
+    is a straight line)."""
+    libspu = _libspu()
+    cfg = libspu.RuntimeConfig(
+        protocol=libspu.ProtocolKind.CHEETAH, field=libspu.FieldType.FM64, fxp_fraction_bits=FXP_FRACTION_BITS
+    )
+    cfg.sigmoid_mode = libspu.RuntimeConfig.SigmoidMode.SIGMOID_REAL
+    cfg.fxp_exp_mode = libspu.RuntimeConfig.ExpMode.EXP_PADE
+    cfg.fxp_div_goldschmidt_iters = 3  # the default 2 leaves ~1e-3 relative error on a division
+    return cfg
+
+
+def example_inputs(n: int) -> list[np.ndarray]:
+    z = np.zeros(n, dtype=np.float64)
+    s = np.zeros((), dtype=np.float64)
+    return [z, z, s, z, s, s]
+
+
+def compile_spec(spec: QuerySpec) -> Any:
+    """Compile (once per process and spec) the program to an SPU executable; identical on both sides."""
+    libspu = _libspu()
+    from spu.utils import frontend
+
+    with _compile_lock:
+        if spec.key() not in _compiled:
+            ex, _ = frontend.compile(
+                frontend.Kind.JAX,
+                build(spec),
+                example_inputs(spec.n_rect),
+                {},
+                list(INPUTS),
+                [libspu.Visibility.VIS_SECRET] * len(INPUTS),
+                lambda outs: [f"out{i}" for i in range(len(outs))],
+            )
+            _compiled[spec.key()] = ex
+        return _compiled[spec.key()]
+
+
+def executable_digest(ex: Any) -> str:
+    return hashlib.sha256(bytes(ex.code)).hexdigest()[:16]
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class Party:
+    """The SPU side of one connection: a brpc link to the peer and a runtime, reused by every query."""
+
+    def __init__(
+        self, rank: int, session: str, server_link: str, client_link: str, ctrl: socket.socket, timeout: float
+    ) -> None:
+        libspu = _libspu()
+        from spu import api as spu_api
+
+        desc = libspu.link.Desc()
+        desc.id = session
+        desc.recv_timeout_ms = int(timeout * 1000)
+        desc.http_timeout_ms = int(timeout * 1000)
+        desc.connect_retry_times = max(1, int(timeout / 0.2))
+        desc.connect_retry_interval_ms = 200
+        desc.throttle_window_size = 0
+        desc.add_party("server", server_link)
+        desc.add_party("client", client_link)
+        self.rank = rank
+        self.ctrl = ctrl
+        self.config = runtime_config()
+        try:
+            self.link = libspu.link.create_brpc(desc, rank)
+        except Exception as err:
+            raise wire.PeerError(
+                f"cannot open the SPU link to the peer ({str(err).splitlines()[0]})"
+            ) from None
+        self.runtime = spu_api.Runtime(self.link, self.config)
+        self.io = spu_api.Io(2, self.config)
+        self.bytes_sent = 0
+
+    def _share_out(self, name: str, x: np.ndarray) -> None:
+        """Secret-share one of my inputs: keep my share, send the peer's over the control socket."""
+        libspu = _libspu()
+        shares = self.io.make_shares(np.asarray(x, dtype=np.float64), libspu.Visibility.VIS_SECRET)
+        self.runtime.set_var(name, shares[self.rank])
+        peer = shares[1 - self.rank]
+        wire.send_share(self.ctrl, bytes(peer.meta), [bytes(c) for c in peer.share_chunks])
+
+    def _share_in(self, name: str) -> None:
+        libspu = _libspu()
+        meta, chunks = wire.recv_share(self.ctrl)
+        share = libspu.Share()
+        share.meta = meta
+        share.share_chunks = chunks
+        self.runtime.set_var(name, share)
+
+    def run(self, spec: QuerySpec, mine: dict[str, np.ndarray]) -> list[np.ndarray] | None:
+        """Run one query. The server passes mu/sigma2/noise, the client v/theta/theta2; the server sends its
+        output shares to the client, so only the client gets the result (``None`` on the server)."""
+        libspu = _libspu()
+        ex = compile_spec(spec)
+        order = [n for n in INPUTS if OWNER[n] == SERVER] + [n for n in INPUTS if OWNER[n] == CLIENT]
+        for name in order:
+            if OWNER[name] == self.rank:
+                self._share_out(name, mine[name])
+            else:
+                self._share_in(name)
+        try:
+            self.runtime.run(ex)
+        except Exception as err:
+            raise wire.PeerError(f"the secure computation failed ({str(err).splitlines()[0]})") from None
+        out = [self.runtime.get_var(o) for o in ex.output_names]
+        for name in (*INPUTS, *ex.output_names):
+            self.runtime.del_var(name)
+        if self.rank == SERVER:
+            for s in out:
+                wire.send_share(self.ctrl, bytes(s.meta), [bytes(c) for c in s.share_chunks])
+            return None
+        result = []
+        for s in out:
+            meta, chunks = wire.recv_share(self.ctrl)
+            theirs = libspu.Share()
+            theirs.meta = meta
+            theirs.share_chunks = chunks
+            result.append(np.asarray(self.io.reconstruct([theirs, s])))
+        return result
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # the link may already be gone
+            self.link.stop_link()

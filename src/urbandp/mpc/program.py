@@ -1,0 +1,96 @@
+"""The Prac2PC circuit (paper section VII-B/C/D) as a JAX function that SPU compiles and runs under CHEETAH.
+
+Inputs (all secret): the server's ``mu``, ``sigma2`` (clamped to the public bounds) and its noise; the client's
+``v`` and thresholds ``theta``, ``theta2``. Steps, each inside the secure computation:
+
+1. ``v`` is forced to {0, 1} (``v_i > 1/2``), so a client cannot weight cells to extract one value;
+2. ``beta = [sum v >= alpha]`` (eq. 10); private set selection by multiplying with ``v`` (eq. 11-12);
+3. the function and its propagated error (Table III, eq. 13-22; the same formulas as
+   :mod:`urbandp.sensing.queries`), MIN/MAX either as LogSumExp (eq. 17) normalised by the exact extreme of
+   the selected cells (so ``exp`` never overflows) or exactly by comparisons;
+4. ``E^2`` is clamped to its public range (so the sensitivity holds whatever the fixed-point error), the
+   server's noise is added and the result clamped again (section VII-D);
+5. everything is multiplied by ``beta``. Outputs: ``value``, noisy ``E^2``, ``beta``; only the client
+   reconstructs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from urbandp.mpc.spec import SIGMOID_CLIP, QuerySpec
+
+BIG = 1.0e6  # masks unselected cells out of the max (|rho mu| stays far below it)
+
+
+def build(spec: QuerySpec) -> Callable[..., Any]:
+    """The function ``(mu, sigma2, noise, v, theta, theta2) -> (value, noisy_e2, beta)`` for ``spec``."""
+    import jax.numpy as jnp
+
+    q = spec.function
+    alpha, k, smin, smax = float(spec.alpha), spec.steepness, spec.sigma2_min, spec.sigma2_max
+
+    def div(a: Any, b: Any) -> Any:
+        """``a / b`` from one secure reciprocal ``r`` and a Newton correction ``q + (a - b q) r``: if ``r`` is off
+        by a factor ``1 + d`` (SPU's Goldschmidt reciprocal, the 2^-18 lattice) the result is off by ``d^2``."""
+        r = 1.0 / b
+        q = a * r
+        return q + (a - b * q) * r
+
+    def logistic(t: Any) -> tuple[Any, Any]:
+        """``S = 1/(1+e^-t)`` and ``S(1-S)`` from ``u = exp(-|t|)`` (one exp, one division): both tails keep
+        their relative accuracy, where ``1 - S`` computed from ``S`` would lose it in fixed point."""
+        t = jnp.clip(t, -SIGMOID_CLIP, SIGMOID_CLIP)
+        pos = t >= 0.0
+        u = jnp.exp(jnp.where(pos, -t, t))
+        r = div(1.0, 1.0 + u)
+        return jnp.where(pos, r, u * r), u * r * r
+
+    def program(mu: Any, s2: Any, noise: Any, v: Any, theta: Any, theta2: Any) -> Any:
+        vb = jnp.where(v > 0.5, 1.0, 0.0)  # forced to {0, 1}
+        n = jnp.sum(vb)
+        beta = jnp.where(n > alpha - 0.5, 1.0, 0.0)  # eq. (10)
+        nd = n + (1.0 - beta)  # n >= alpha >= 1 whenever beta = 1; never 1/0
+        if q == "average":  # eq. (14), (16); nd^2 < 2^18 (MAX_CELLS), so dividing by it is safe
+            # one vectorised division for the four quotients (a division costs rounds, not elements)
+            num = jnp.stack([jnp.sum(vb * mu), jnp.sum(vb * s2), smin + 0.0 * nd, smax + 0.0 * nd])
+            den = jnp.stack([nd, nd * nd, nd, nd])
+            quot = div(num, den)
+            value, e2, lo, hi = quot[0], quot[1], quot[2], quot[3]
+        elif q in ("min", "max", "min-exact", "max-exact"):
+            r = spec.rho if q.startswith("max") else -spec.rho
+            z = r * mu
+            zstar = jnp.max(jnp.where(vb > 0.5, z, -BIG))  # exact extreme of rho*y over the selected cells
+            if q in ("min", "max"):  # eq. (17)-(19)
+                e = vb * jnp.exp(jnp.clip(z - zstar, -SIGMOID_CLIP, 0.0))
+                total = jnp.sum(e) + (1.0 - beta)  # in [1, n]
+                value = (zstar + jnp.log(total)) / r
+                # (e s2) e: no product of two small numbers; one vectorised division for E^2 and its lower bound
+                quot = div(
+                    jnp.stack([jnp.sum((e * s2) * e), smin + 0.0 * nd]), jnp.stack([total * total, nd])
+                )
+                e2, lo, hi = quot[0], quot[1], smax
+            else:  # exact: the error of the arg-extreme cell (the first one on ties, as the reference)
+                first = jnp.argmax(jnp.where(vb > 0.5, z, -BIG))
+                onehot = jnp.where(jnp.arange(z.shape[0]) == first, 1.0, 0.0)
+                value = zstar / r
+                e2 = jnp.sum(onehot * s2)
+                lo, hi = smin, smax
+        else:  # count (eq. 20-22) or range (Table III)
+            s1, p1 = logistic(k * (mu - theta))
+            if q == "count":
+                value = jnp.sum(vb * s1)
+                w = p1  # df/dy = k S (1 - S); k^2 applied last
+            else:
+                s2_, p2 = logistic(k * (mu - theta2))
+                value = jnp.sum(vb * (s1 - s2_))
+                w = p1 - p2
+            e2 = (k * k) * jnp.sum(vb * ((w * s2) * w))  # (w s2) w: no product of two small numbers
+            lo, hi = 0.0, n * (k * k * smax / 16.0)
+        e2 = jnp.clip(e2, lo, hi)  # the sensitivity holds for the computed value
+        noisy = jnp.clip(e2 + noise, lo, hi)  # section VII-D clamp (post-processing)
+        return value * beta, noisy * beta, beta
+
+    program.__name__ = "prac2pc_" + q.replace("-", "_")
+    return program

@@ -1,0 +1,81 @@
+"""What both parties agree on in the clear: the query function, the rectangle size and the server's public
+parameters (paper VII-A step 2: only the function and the rectangle travel in the clear), and the noise the
+server must draw for it (section VII-D, per reading).
+
+No SPU import here: the sensitivities are plain arithmetic shared with :mod:`urbandp.sensing.queries`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from urbandp.privacy.noise import NoiseSource, laplace_epsilon, laplace_scale
+from urbandp.sensing.queries import error2_range
+
+FUNCTIONS = ("average", "min", "max", "min-exact", "max-exact", "count", "range")
+FXP_FRACTION_BITS = 18  # SPU FM64 fixed point: the lattice of every secret value is 2^-18
+MAX_CELLS = 500  # n^2 must stay below 2^18: SPU silently returns 0 when dividing by a larger secret
+SIGMOID_CLIP = 12.0  # exp/sigmoid inputs are clipped to +-12 (SPU's approximations hold there)
+# The computed E^2 is clamped to its public range BEFORE noise; the lattice sensitivity adds a slack for the
+# fixed-point evaluation of that range (a division by the secret n): relative 2^-10 plus 8 lattice steps.
+SLACK_RELATIVE = 2.0**-10
+SLACK_UNITS = 8
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """One query's public description; both parties compile the same SPU program from it."""
+
+    function: str
+    n_rect: int
+    alpha: int
+    rho: float
+    steepness: float
+    sigma2_min: float
+    sigma2_max: float
+
+    def __post_init__(self) -> None:
+        if self.function not in FUNCTIONS:
+            raise ValueError(f"function must be one of {', '.join(FUNCTIONS)}, got {self.function!r}")
+        if not 1 <= self.n_rect <= MAX_CELLS:
+            raise ValueError(f"the rectangle must hold 1..{MAX_CELLS} cells, it holds {self.n_rect}")
+        if self.alpha < 1 or not self.rho > 0 or not self.steepness > 0:
+            raise ValueError("need alpha >= 1, rho > 0 and steepness > 0")
+        if not 0 <= self.sigma2_min < self.sigma2_max:
+            raise ValueError("need 0 <= sigma2_min < sigma2_max")
+
+    def key(self) -> str:
+        return (
+            f"{self.function}|{self.n_rect}|{self.alpha}|{self.rho!r}|{self.steepness!r}|"
+            f"{self.sigma2_min!r}|{self.sigma2_max!r}"
+        )
+
+    def worst_sensitivity(self) -> float:
+        """Per-reading sensitivity of ``E^2`` for any client selection: the server does not know ``n = sum v``,
+        so it takes the worst case over ``alpha <= n <= n_rect`` (queries below alpha release only zeros)."""
+        widths = []
+        for n in {min(self.alpha, self.n_rect), self.n_rect}:
+            lo, hi = error2_range(self.function, n, self.sigma2_min, self.sigma2_max, self.steepness)
+            widths.append(hi - lo)
+        return max(widths)
+
+    def lattice_sensitivity(self) -> int:
+        """The sensitivity in lattice units (2^-18) of the clamped fixed-point ``E^2``."""
+        return math.ceil(self.worst_sensitivity() * 2**FXP_FRACTION_BITS * (1 + SLACK_RELATIVE)) + SLACK_UNITS
+
+
+def draw_noise(spec: QuerySpec, epsilon: float, noise: NoiseSource) -> tuple[float, float]:
+    """Discrete Laplace on the fixed-point lattice (OpenDP, floating-point safe): ``(noise value, epsilon)``.
+
+    The noisy ``E^2`` is ``E^2 + noise`` computed exactly on the lattice, i.e. the discrete Laplace mechanism on
+    the integer representation; the epsilon reported comes from OpenDP's privacy map.
+    """
+    d = spec.lattice_sensitivity()
+    scale = laplace_scale(float(d), epsilon)
+    units = int(noise.discrete_laplace(np.array([0], dtype=np.int64), scale)[0])
+    if abs(units) >= 2**52:
+        units = int(math.copysign(2**52 - 1, units))  # far beyond the clamp anyway (post-processing)
+    return units * 2.0**-FXP_FRACTION_BITS, laplace_epsilon(float(d), scale)

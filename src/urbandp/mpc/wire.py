@@ -1,0 +1,88 @@
+"""Length-prefixed plain bytes between the two parties (never pickle).
+
+A frame is a 4-byte big-endian length and that many bytes. Control messages are one frame of UTF-8 JSON;
+SPU shares travel as a frame of ``meta`` followed by one frame per chunk, preceded by a JSON header that gives
+the chunk count. Every receive has a time-out; a closed connection, an oversized or malformed frame raises
+:class:`PeerError` with one clear line.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from typing import Any
+
+MAX_FRAME = 256 * 1024 * 1024  # 256 MiB: far above any share of a 500-cell query
+PROTOCOL = "urbandp-prac2pc/1"
+
+
+class PeerError(Exception):
+    """The other party is missing, timed out, closed the connection or sent something malformed."""
+
+
+def send_frame(sock: socket.socket, data: bytes) -> None:
+    if len(data) > MAX_FRAME:
+        raise PeerError(f"refusing to send a frame of {len(data)} bytes (max {MAX_FRAME})")
+    try:
+        sock.sendall(struct.pack(">I", len(data)) + data)
+    except OSError as err:
+        raise PeerError(f"connection to the peer lost while sending ({err})") from None
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        try:
+            chunk = sock.recv(min(n - len(buf), 1 << 20))
+        except TimeoutError:
+            raise PeerError(f"the peer sent nothing for {sock.gettimeout():g} s (time-out)") from None
+        except OSError as err:
+            raise PeerError(f"connection to the peer lost ({err})") from None
+        if not chunk:
+            raise PeerError("the peer closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+def recv_frame(sock: socket.socket) -> bytes:
+    (n,) = struct.unpack(">I", _recv_exact(sock, 4))
+    if n > MAX_FRAME:
+        raise PeerError(f"the peer announced a frame of {n} bytes (max {MAX_FRAME}); not a urbandp party?")
+    return _recv_exact(sock, n)
+
+
+def send_json(sock: socket.socket, obj: dict[str, Any]) -> None:
+    send_frame(sock, json.dumps(obj, allow_nan=False).encode("utf-8"))
+
+
+def recv_json(sock: socket.socket, expect: str | None = None) -> dict[str, Any]:
+    """One JSON object; ``{"type": "error"}`` from the peer is raised as :class:`PeerError` with its message."""
+    raw = recv_frame(sock)
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise PeerError("the peer sent a malformed message (not UTF-8 JSON)") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise PeerError("the peer sent a malformed message (no 'type')")
+    if obj["type"] == "error":
+        raise PeerError(f"the peer refused: {obj.get('message', '(no message)')}")
+    if expect is not None and obj["type"] != expect:
+        raise PeerError(f"protocol error: expected a {expect!r} message, got {obj['type']!r}")
+    return obj
+
+
+def send_share(sock: socket.socket, meta: bytes, chunks: list[bytes]) -> None:
+    send_json(sock, {"type": "share", "chunks": len(chunks)})
+    send_frame(sock, meta)
+    for c in chunks:
+        send_frame(sock, c)
+
+
+def recv_share(sock: socket.socket, max_chunks: int = 4096) -> tuple[bytes, list[bytes]]:
+    head = recv_json(sock, "share")
+    n = head.get("chunks")
+    if not isinstance(n, int) or not 0 < n <= max_chunks:
+        raise PeerError(f"protocol error: bad chunk count {n!r}")
+    meta = recv_frame(sock)
+    return meta, [recv_frame(sock) for _ in range(n)]

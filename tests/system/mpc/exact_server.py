@@ -1,0 +1,26 @@
+"""Test-only server WITHOUT noise (Tumult-style infinite budget): NOT differentially private.
+
+Run as ``python exact_server.py GRID PORT ALPHA SIGMA2_MIN SIGMA2_MAX RHO STEEPNESS`` by the system tests, so
+that the secure answers can be compared with the plaintext reference exactly. The CLI offers no such mode.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from urbandp.mpc.server import Server, ServerConfig, ServerGrid
+from urbandp.privacy.noise import ExactNoiseForTesting
+
+
+def main() -> None:
+    grid, port, alpha, smin, smax, rho, k = sys.argv[1:8]
+    cfg = ServerConfig(int(alpha), 1.0, 1e9, float(smin), float(smax), float(rho), float(k), timeout=60.0)
+    noise = ExactNoiseForTesting(acknowledge_not_private=True)
+    server = Server(ServerGrid.read(Path(grid), None), cfg, "127.0.0.1", int(port), noise=noise)
+    server.log = lambda msg: print(msg, file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Wire format, public query description, per-reading sensitivities, budget, route-to-cells (no SPU needed)."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import struct
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from urbandp.errors import InputError
+from urbandp.mpc import wire
+from urbandp.mpc.client import cells_on_route, parse_hostport, route_points
+from urbandp.mpc.server import Budget
+from urbandp.mpc.spec import FXP_FRACTION_BITS, SLACK_RELATIVE, SLACK_UNITS, QuerySpec, draw_noise
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon, laplace_scale
+
+
+def test_frames_roundtrip_and_share_layout() -> None:
+    a, b = socket.socketpair()
+    with a, b:
+        wire.send_json(a, {"type": "query", "function": "average"})
+        wire.send_share(a, b"meta", [b"x" * 10, b""])
+        assert wire.recv_json(b, "query")["function"] == "average"
+        assert wire.recv_share(b) == (b"meta", [b"x" * 10, b""])
+        # plain bytes, no pickle: the first frame is a 4-byte length and UTF-8 JSON
+        wire.send_json(a, {"type": "bye"})
+        raw = b.recv(4)
+        (n,) = struct.unpack(">I", raw)
+        assert json.loads(b.recv(n)) == {"type": "bye"}
+
+
+def test_peer_errors_are_clear() -> None:
+    a, b = socket.socketpair()
+    with a, b:
+        wire.send_json(a, {"type": "error", "message": "privacy budget exhausted"})
+        with pytest.raises(wire.PeerError, match="refused: privacy budget exhausted"):
+            wire.recv_json(b)
+        wire.send_json(a, {"type": "welcome"})
+        with pytest.raises(wire.PeerError, match="expected a 'accept' message, got 'welcome'"):
+            wire.recv_json(b, "accept")
+        a.sendall(struct.pack(">I", 3) + b"\x80\x81\x82")
+        with pytest.raises(wire.PeerError, match="malformed"):
+            wire.recv_json(b)
+        a.sendall(struct.pack(">I", wire.MAX_FRAME + 1))
+        with pytest.raises(wire.PeerError, match="announced a frame"):
+            wire.recv_frame(b)
+        b.settimeout(0.2)
+        with pytest.raises(wire.PeerError, match="time-out"):
+            wire.recv_frame(b)
+    c, d = socket.socketpair()
+    c.close()
+    with d, pytest.raises(wire.PeerError, match="closed the connection"):
+        wire.recv_frame(d)
+
+
+def test_spec_validation_and_worst_case_sensitivity() -> None:
+    s = QuerySpec("average", 100, 5, 1.0, 1.0, 0.0, 400.0)
+    # the server does not know n = sum v >= alpha: worst case n = alpha for AVERAGE, per reading
+    assert s.worst_sensitivity() == pytest.approx(400.0 / 5)
+    assert QuerySpec("min", 100, 5, 1.0, 1.0, 10.0, 400.0).worst_sensitivity() == pytest.approx(
+        400 - 10 / 100
+    )
+    assert QuerySpec("max-exact", 100, 5, 1.0, 1.0, 10.0, 400.0).worst_sensitivity() == 390.0
+    assert QuerySpec("count", 100, 5, 1.0, 2.0, 0.0, 400.0).worst_sensitivity() == pytest.approx(
+        100 * 4 * 400 / 16
+    )
+    assert (
+        s.lattice_sensitivity() == math.ceil(80 * 2**FXP_FRACTION_BITS * (1 + SLACK_RELATIVE)) + SLACK_UNITS
+    )
+    for bad in [
+        ("median", 10, 5, 1.0, 1.0, 0.0, 1.0),
+        ("average", 0, 5, 1.0, 1.0, 0.0, 1.0),
+        ("average", 501, 5, 1.0, 1.0, 0.0, 1.0),
+        ("average", 10, 0, 1.0, 1.0, 0.0, 1.0),
+        ("average", 10, 5, 1.0, 1.0, 2.0, 1.0),
+    ]:
+        with pytest.raises(ValueError):
+            QuerySpec(*bad)  # type: ignore[arg-type]
+
+
+def test_noise_is_on_the_lattice_and_epsilon_from_opendp() -> None:
+    s = QuerySpec("average", 50, 5, 1.0, 1.0, 0.0, 400.0)
+    value, eps = draw_noise(s, 0.5, OpenDPNoise())
+    assert (value * 2**FXP_FRACTION_BITS).is_integer()
+    d = float(s.lattice_sensitivity())
+    assert eps == laplace_epsilon(d, laplace_scale(d, 0.5)) and eps <= 0.5
+    assert draw_noise(s, 0.5, ExactNoiseForTesting(acknowledge_not_private=True))[0] == 0.0
+    # scale in value units ~ sensitivity / epsilon = 160: a draw beyond 40 scales has probability e^-40
+    assert abs(value) < 40 * 160
+
+
+def test_budget_refuses_beyond_total() -> None:
+    b = Budget(1.0)
+    assert b.charge("a", 0.4) == pytest.approx(0.6)
+    assert b.charge("a", 0.4) == pytest.approx(0.2)
+    with pytest.raises(InputError, match=r"asks epsilon 0.4, 0.8 of 1 already spent \(0.2 left\)"):
+        b.charge("a", 0.4)
+    assert b.charge("b", 1.0) == 0.0  # per client
+
+
+def test_route_to_cells(tmp_path: Path) -> None:
+    lat, lon = np.meshgrid(np.arange(5) * 0.01 + 22.5, np.arange(5) * 0.01 + 88.3, indexing="ij")
+    lat, lon = lat.ravel(), lon.ravel()
+    route = {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "geometry": {"type": "LineString", "coordinates": [[88.30, 22.50], [88.34, 22.50]]},
+            }
+        ],
+    }
+    p = tmp_path / "r.geojson"
+    p.write_text(json.dumps(route))
+    v = cells_on_route(route_points(p), lat, lon)
+    assert np.flatnonzero(v).tolist() == [0, 1, 2, 3, 4]  # the southern row (lat index 0), west to east
+    p.write_text("{not json")
+    with pytest.raises(InputError, match="not GeoJSON"):
+        route_points(p)
+    p.write_text(json.dumps({"type": "Polygon", "coordinates": []}))
+    with pytest.raises(InputError, match="no LineString"):
+        route_points(p)
+
+
+def test_hostport() -> None:
+    assert parse_hostport("127.0.0.1:7700") == ("127.0.0.1", 7700)
+    for bad in ["7700", "host:", ":80", "h:99999", "h:x"]:
+        with pytest.raises(InputError):
+            parse_hostport(bad)
+
+
+def test_wire_between_threads_many_messages() -> None:
+    a, b = socket.socketpair()
+    got: list[int] = []
+
+    def reader() -> None:
+        for _ in range(50):
+            got.append(len(wire.recv_share(b)[1][0]))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    for i in range(50):
+        wire.send_share(a, b"m", [bytes(1000 * i)])
+    t.join()
+    a.close()
+    b.close()
+    assert got == [1000 * i for i in range(50)]
