@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from urbandp.audit.cli import app as audit_app
+from urbandp.budget.cli import app as budget_app
 from urbandp.experiments.cli import app as experiment_app
 from urbandp.fleet.cli import register as register_fleet
 from urbandp.releases.counts_cli import app as counts_app
@@ -30,6 +31,7 @@ app.add_typer(audit_app, name="audit", help="Attacks on published tables (what a
 app.add_typer(
     sensing_app, name="sensing", help="Sensor fleets: GP interpolation, DP maps, aggregate queries."
 )
+app.add_typer(budget_app, name="budget", help="Privacy budget store across releases (init, show, history).")
 
 
 def main() -> None:
