@@ -51,7 +51,7 @@ def test_per_day_cap_refuses_with_asked_and_left(tmp_path: Path) -> None:
 def test_total_cap(tmp_path: Path) -> None:
     url = _store(tmp_path, per_day=1.0, total=2.0)
     _charge(url, 0.5, days_of_window(D0, D0 + dt.timedelta(days=3)))  # 2.0 in total
-    with pytest.raises(BudgetExceededError, match="total privacy budget .* left 0 of 2"):
+    with pytest.raises(BudgetExceededError, match=r"total privacy budget .* left 0 of 2"):
         _charge(url, 0.1, [D0 + dt.timedelta(days=10)])
 
 
@@ -83,7 +83,7 @@ def test_bad_input(tmp_path: Path) -> None:
         _charge_ds(url, "bus", "card-day")
     _charge(url, 0.8, [D0])
     s = BudgetStore(url)
-    with pytest.raises(InputError, match="cannot lower epsilon per day .* 0.8 already spent on 2024-03-04"):
+    with pytest.raises(InputError, match=r"cannot lower epsilon per day .* 0\.8 already spent on 2024-03-04"):
         s.init_dataset(DatasetCaps("bus", "vehicle-day", 0.5))
     assert s.caps("bus").epsilon_per_day == 1.0
     s.init_dataset(DatasetCaps("bus", "vehicle-day", 2.0))  # raising is fine
