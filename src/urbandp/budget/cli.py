@@ -74,6 +74,7 @@ def _write_show(
     import datetime as dt
 
     import matplotlib
+    import matplotlib.dates as mdates
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -84,10 +85,11 @@ def _write_show(
         lines = ["day,epsilon,epsilon_left,rho"] + [f"{a},{b:.12g},{c},{e:.12g}" for a, b, c, e in rows]
         (d.release / "spend.csv").write_text("\n".join(lines) + "\n")
         fig, ax = plt.subplots(figsize=(9, 3.5))
-        days = [dt.date.fromisoformat(r[0]) for r in rows]
+        days = [float(mdates.date2num(dt.date.fromisoformat(r[0]))) for r in rows]
         ax.bar(days, [r[1] for r in rows], width=0.8, label="epsilon spent")
         if cap is not None:
             ax.axhline(cap, color="red", linestyle="--", label=f"cap per day ({cap:g})")
+        ax.xaxis_date()
         ax.set_ylabel("epsilon per unit-day")
         ax.set_title(f"Privacy budget spent on {dataset}, by calendar day")
         ax.legend(loc="upper right")
