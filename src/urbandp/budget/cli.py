@@ -90,6 +90,7 @@ def _write_show(
         if cap is not None:
             ax.axhline(cap, color="red", linestyle="--", label=f"cap per day ({cap:g})")
         ax.xaxis_date()
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
         ax.set_ylabel("epsilon per unit-day")
         ax.set_title(f"Privacy budget spent on {dataset}, by calendar day")
         ax.legend(loc="upper right")

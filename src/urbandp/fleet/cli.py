@@ -152,6 +152,10 @@ def release(
         help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates.",
     ),
     no_map: bool = typer.Option(False, "--no-map", help="Skip map.html."),
+    dataset: str | None = typer.Option(
+        None, help="Charge this dataset in the budget store (urbandp budget)."
+    ),
+    budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -163,6 +167,7 @@ def release(
     from urbandp.fleet.config import build_config
     from urbandp.fleet.pipeline import release_fleet, write_release
     from urbandp.grid.slots import parse_hours
+    from urbandp.privacy.budget_store import release_budget
 
     toml = _read_toml(config)
     k: int | str | None = max_hats_per_vehicle_day
@@ -213,7 +218,14 @@ def release(
             step=lambda name: progress.update(task, description=name),
         )
         progress.update(task, description="writing outputs")
-        paths = write_release(out, release_result, loaded, with_map=not no_map)
+        pw = release_result.privacy
+        with release_budget(
+            dataset, budget_store, "vehicle-day", pw["window"]["start"], pw["window"]["end"],  # type: ignore[index]
+            float(pw["cumulative_epsilon_per_day"]), "fleet-hat", {"epsilon_per_day": pw["epsilon_per_day"]},  # type: ignore[arg-type]
+        ) as budget:  # fmt: skip
+            paths = write_release(out, release_result, loaded, with_map=not no_map)
+            if budget is not None:
+                budget.set_output(out)
     _print_summary(release_result.privacy, paths)
 
 

@@ -449,3 +449,29 @@ def days_of_window(first: dt.date, last: dt.date) -> list[dt.date]:
     if last < first:
         raise InputError(f"window ends ({last}) before it starts ({first})")
     return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+@contextlib.contextmanager
+def release_budget(
+    dataset: str | None,
+    store_url: str | None,
+    unit: str,
+    first_day: dt.date | str,
+    last_day: dt.date | str,
+    epsilon_per_day: float,
+    mechanism: str,
+    params: Mapping[str, Any] | None = None,
+) -> Iterator[Reservation | None]:
+    """What a release command wraps around its charged part: no-op without ``--dataset``.
+
+    Charges ``epsilon_per_day`` on every calendar day of ``first_day..last_day`` (the release's window): under
+    a per-day unit (vehicle-day, card-day) that is the epsilon each unit-day receives.
+    """
+    if dataset is None:
+        yield None
+        return
+    d0 = dt.date.fromisoformat(str(first_day)[:10])
+    d1 = dt.date.fromisoformat(str(last_day)[:10])
+    charges = dict.fromkeys(days_of_window(d0, d1), float(epsilon_per_day))
+    with budget_reservation(store_url, dataset, unit, charges, mechanism, params or {}) as r:
+        yield r
