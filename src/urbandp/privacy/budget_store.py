@@ -40,7 +40,7 @@ from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
 ENV_STORE = "URBANDP_BUDGET_STORE"
 ENV_TEST_PAUSE = "URBANDP_BUDGET_TEST_PAUSE"  # "<stage>:<flag file>": touch the file, then sleep (tests only)
 DEFAULT_STORE = "urbandp-budget.sqlite"
-UNITS = ("vehicle-day", "card-day", "reading", "respondent")
+UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent")
 TOL = 1e-9
 
 STATUS_RESERVED = "reserved"

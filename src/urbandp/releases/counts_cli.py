@@ -78,6 +78,10 @@ def release(
         None, "--budget-epsilon", help="Refuse releases that spend more epsilon."
     ),
     budget_delta: float = typer.Option(1e-5, "--budget-delta", help="Refuse releases that spend more delta."),
+    dataset: str | None = typer.Option(
+        None, help="Charge this dataset in the budget store (urbandp budget)."
+    ),
+    budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
     ),
@@ -94,6 +98,7 @@ def release(
     from rich.console import Console
     from rich.progress import Progress
 
+    from urbandp.privacy.budget_store import release_budget
     from urbandp.privacy.ledger import PrivacyLedger
     from urbandp.releases.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
     from urbandp.releases.counts.aggregate import joint_from_counts, joint_from_events, read_table
@@ -172,22 +177,34 @@ def release(
             plan.epsilon + (top_k_epsilon if top_k is not None and top_k_epsilon else 0.0), plan.delta
         )
     console = Console(stderr=True)
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("adding OpenDP noise", total=dom.n_cells)
-        rel = release_counts(
-            joint.counts, dom, config, ledger=ledger, progress=lambda n: progress.advance(task, n)
-        )
-    rel.privacy["input_report_not_private"] = {
-        "note": "raw-data statistics for the data owner; not differentially private, do not publish",
-        "input_rows": joint.n_input_rows,
-        "quarantined_rows": joint.quarantine.height,
-        "truncated_events": joint.n_truncated,
-        "input_kind": input_kind,
-        "bounding": "truncation in urbandp" if input_kind == "events" else "declared upstream (not verified)",
-    }
-    write_release(rel, dom, out, fmt)
-    out.mkdir(parents=True, exist_ok=True)
-    joint.quarantine.write_csv(out / "quarantine.csv")
+    eps_day = (plan.epsilon if plan else 0.0) + (
+        top_k_epsilon if top_k is not None and top_k_epsilon else 0.0
+    )
+    if dataset is not None and plan is None:
+        raise InputError("--dataset: this method is not DP and cannot be charged to a budget")
+    with release_budget(
+        dataset, budget_store, unit, min(dom.days), max(dom.days), eps_day, f"counts-{mechanism}"
+    ) as budget:  # reserved before any noise; committed after writing, released on failure
+        with Progress(console=console, transient=True) as progress:
+            task = progress.add_task("adding OpenDP noise", total=dom.n_cells)
+            rel = release_counts(
+                joint.counts, dom, config, ledger=ledger, progress=lambda n: progress.advance(task, n)
+            )
+        rel.privacy["input_report_not_private"] = {
+            "note": "raw-data statistics for the data owner; not differentially private, do not publish",
+            "input_rows": joint.n_input_rows,
+            "quarantined_rows": joint.quarantine.height,
+            "truncated_events": joint.n_truncated,
+            "input_kind": input_kind,
+            "bounding": "truncation in urbandp"
+            if input_kind == "events"
+            else "declared upstream (not verified)",
+        }
+        write_release(rel, dom, out, fmt)
+        out.mkdir(parents=True, exist_ok=True)
+        joint.quarantine.write_csv(out / "quarantine.csv")
+        if budget is not None:
+            budget.set_output(out)
     summary = {
         k: rel.privacy.get(k)
         for k in (

@@ -62,3 +62,40 @@ def test_corrupted_store_one_line_exit_2(tmp_path: Path) -> None:
     assert r.exit_code == 2
     assert "not a usable database" in r.output
     assert bad.read_bytes() == b"garbage" * 500
+
+
+def test_counts_release_charges_card_days(tmp_path: Path) -> None:
+    store = str(tmp_path / "budget.sqlite")
+    taps = tmp_path / "taps"
+    r = runner.invoke(
+        app, ["counts", "synth", "--out", str(taps), "--days", "2", "--trips-per-day", "300", "--seed", "3"]
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        app,
+        ["budget", "init", "opal", "--unit", "card-day", "--epsilon-per-day", "1.5", "--budget-store", store],
+    )
+    assert r.exit_code == 0, r.output
+    args = ["counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json")]
+    args += [
+        "--unit",
+        "card-day",
+        "--max-events",
+        "4",
+        "--epsilon",
+        "1",
+        "--dataset",
+        "opal",
+        "--budget-store",
+        store,
+    ]
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel1")])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel2")])
+    assert r.exit_code == 2
+    assert "asked epsilon=1 per card-day, left 0.5 of 1.5" in r.output
+    assert not (tmp_path / "rel2").exists()
+    unit_at = args.index("card-day")
+    r = runner.invoke(app, [*args[:unit_at], "event", *args[unit_at + 1 :], "--out", str(tmp_path / "rel3")])
+    assert r.exit_code == 2
+    assert "declared in unit card-day; this release charges event" in r.output
