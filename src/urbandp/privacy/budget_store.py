@@ -29,7 +29,7 @@ import sqlite3
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -475,3 +475,41 @@ def release_budget(
     charges = dict.fromkeys(days_of_window(d0, d1), float(epsilon_per_day))
     with budget_reservation(store_url, dataset, unit, charges, mechanism, params or {}) as r:
         yield r
+
+
+def reserve_release(
+    dataset: str | None,
+    store_url: str | None,
+    unit: str,
+    days: Iterable[dt.date | str],
+    epsilon_per_day: float,
+    mechanism: str,
+    params: Mapping[str, Any] | None = None,
+) -> Reservation | None:
+    """Two-call form for call sites that cannot wrap a block: reserve now, :func:`commit_release` later.
+
+    Without the ``with`` form a failure between the two calls is NOT given back: the reservation stays charged
+    and shows as ``crashed/unconfirmed`` (conservative: the store is never under-charged).
+    """
+    if dataset is None:
+        return None
+    charges = {dt.date.fromisoformat(str(d)[:10]): float(epsilon_per_day) for d in days}
+    store = open_store(store_url)
+    try:
+        rid = store.reserve(dataset, unit, charges, mechanism, params or {}, " ".join(sys.argv))
+    finally:
+        store.close()
+    return Reservation(rid, dataset, charges, extra={"store_url": store_url})
+
+
+def commit_release(reservation: Reservation | None, output_dir: Path) -> None:
+    """Commit a reservation from :func:`reserve_release` with the content hash of ``output_dir``."""
+    if reservation is None:
+        return
+    reservation.set_output(output_dir)
+    reservation.content_hash = content_hash(Path(output_dir))
+    store = open_store(reservation.extra.get("store_url"))
+    try:
+        store.commit(reservation.id, reservation.content_hash)
+    finally:
+        store.close()

@@ -99,3 +99,47 @@ def test_counts_release_charges_card_days(tmp_path: Path) -> None:
     r = runner.invoke(app, [*args[:unit_at], "event", *args[unit_at + 1 :], "--out", str(tmp_path / "rel3")])
     assert r.exit_code == 2
     assert "declared in unit card-day; this release charges event" in r.output
+
+
+def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
+    store = str(tmp_path / "budget.sqlite")
+    readings = tmp_path / "readings.csv"
+    r = runner.invoke(
+        app,
+        [
+            "sensing",
+            "synth",
+            str(readings),
+            "--readings",
+            "300",
+            "--vehicles",
+            "4",
+            "--hours",
+            "2",
+            "--seed",
+            "3",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        app,
+        ["budget", "init", "pm25", "--unit", "reading", "--epsilon-per-day", "20", "--budget-store", store],
+    )
+    assert r.exit_code == 0, r.output
+    args = ["sensing", "dp-map", str(readings), "--bbox", "22.49,88.32,22.60,88.44", "--cell-metres", "1000"]
+    args += ["--epsilon", "0.1", "--utility-epsilons", "", "--dataset", "pm25", "--budget-store", store]
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "map1")])
+    assert r.exit_code == 0, r.output
+    priv = json.loads((tmp_path / "map1" / "privacy.json").read_text())
+    per_reading = priv["epsilon_per_reading"]
+    s = runner.invoke(app, ["budget", "show", "pm25", "--budget-store", store])
+    assert s.output.splitlines()[2].split() == [
+        "2024-01-15",
+        f"{per_reading:.6g}",
+        f"{20 - per_reading:.6g}",
+        "0",
+    ]
+    assert per_reading > 10  # the map costs cells x epsilon per cell; a second one does not fit under 20
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "map2")])
+    assert r.exit_code == 2
+    assert "exceeded on 2024-01-15" in r.output
