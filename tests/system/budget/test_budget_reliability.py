@@ -37,9 +37,22 @@ def _spawn(url: str, eps: float, out: Path, env: dict[str, str] | None = None) -
     )
 
 
-def test_concurrent_releases_never_pass_the_cap(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "b.sqlite")
+    url: str = request.getfixturevalue("postgres_url")
+    # a fresh schema per test: drop what an earlier test left
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS charges, releases, datasets, schema_version")
+    return url
+
+
+def test_concurrent_releases_never_pass_the_cap(tmp_path: Path, store_url: str) -> None:
     """8 processes each ask 0.3 of a 1.0 cap on the same 3 days: exactly 3 succeed, 5 are refused."""
-    url = str(tmp_path / "b.sqlite")
+    url = store_url
     _init(url, per_day=1.0)
     procs = [_spawn(url, 0.3, tmp_path / f"out{i}") for i in range(8)]
     codes = [p.wait(timeout=60) for p in procs]
