@@ -51,13 +51,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def test_concurrent_releases_never_pass_the_cap(tmp_path: Path, store_url: str) -> None:
-    """8 processes each ask 0.3 of a 1.0 cap on the same 3 days: exactly 3 succeed, 5 are refused."""
+    """6 processes each ask 0.3 of a 1.0 cap on the same 3 days: exactly 3 succeed, 3 are refused."""
     url = store_url
     _init(url, per_day=1.0)
-    procs = [_spawn(url, 0.3, tmp_path / f"out{i}") for i in range(8)]
+    procs = [_spawn(url, 0.3, tmp_path / f"out{i}") for i in range(6)]
     codes = [p.wait(timeout=60) for p in procs]
     errs = [p.stderr.read().decode() for p in procs if p.stderr is not None]
-    assert sorted(codes) == [0, 0, 0, 3, 3, 3, 3, 3], errs
+    assert sorted(codes) == [0, 0, 0, 3, 3, 3], errs
     s = BudgetStore(url)
     spend = s.spend_per_day("bus")
     assert set(spend) == {"2024-03-04", "2024-03-05", "2024-03-06"}
