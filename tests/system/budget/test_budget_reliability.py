@@ -70,7 +70,18 @@ def test_concurrent_releases_never_pass_the_cap(tmp_path: Path, store_url: str) 
 
 @pytest.mark.parametrize("stage", ["before-noise", "after-noise", "during-writing", "before-commit"])
 def test_kill_9_at_each_stage_stays_charged(tmp_path: Path, stage: str) -> None:
-    url = str(tmp_path / "b.sqlite")
+    _kill_9_at(str(tmp_path / "b.sqlite"), tmp_path, stage)
+
+
+def test_kill_9_while_writing_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS charges, releases, datasets, schema_version")
+    _kill_9_at(postgres_url, tmp_path, "during-writing")
+
+
+def _kill_9_at(url: str, tmp_path: Path, stage: str) -> None:
     _init(url, per_day=1.0)
     flag = tmp_path / "paused"
     out = tmp_path / "release"

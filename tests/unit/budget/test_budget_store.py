@@ -98,3 +98,18 @@ def test_bad_input(tmp_path: Path) -> None:
 def _charge_ds(url: str, ds: str, unit: str) -> None:
     with budget_reservation(url, ds, unit, {D0: 0.1}, "laplace", {}, "c"):
         pass
+
+
+def test_schema_is_versioned_and_a_newer_store_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+
+    from urbandp.privacy.budget_migrations import LATEST_VERSION
+
+    url = _store(tmp_path)
+    con = sqlite3.connect(url)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(LATEST_VERSION,)]
+    con.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION + 1,))
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match=f"schema version {LATEST_VERSION + 1} is newer"):
+        BudgetStore(url)
