@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from urbandp.audit.cli import app as audit_app
+from urbandp.budget.cli import app as budget_app
 from urbandp.counts.cli import app as counts_app
 from urbandp.experiments.cli import app as experiment_app
 from urbandp.fleet.cli import register as register_fleet
@@ -34,6 +35,7 @@ app.add_typer(
 )
 app.add_typer(survey_app, name="survey", help="Travel surveys: randomized response, locations, trips.")
 app.add_typer(mpc_app, name="mpc", help="Secure two-party queries over sensor maps (SPU, optional extra).")
+app.add_typer(budget_app, name="budget", help="Privacy budget store across releases (init, show, history).")
 
 
 def main() -> None:

@@ -96,6 +96,10 @@ def release(
         None, "--budget-epsilon", help="Refuse releases that spend more epsilon."
     ),
     budget_delta: float = typer.Option(1e-5, "--budget-delta", help="Refuse releases that spend more delta."),
+    dataset: str | None = typer.Option(
+        None, help="Charge this dataset in the budget store (urbandp budget)."
+    ),
+    budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
     ),
@@ -117,6 +121,7 @@ def release(
     from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
     from urbandp.counts.aggregate import joint_from_counts, joint_from_events, read_table
     from urbandp.counts.output import write_release
+    from urbandp.privacy.budget_store import release_budget
     from urbandp.privacy.ledger import PrivacyLedger
     from urbandp.reports.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
 
@@ -223,31 +228,45 @@ def release(
             plan.delta + (2 * m_plan.delta if m_plan is not None else 0.0),
         )
     console = Console(stderr=True)
-    with Progress(console=console, transient=True) as progress:
-        n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
-        task = progress.add_task("adding OpenDP noise", total=n_noised)
-        rel = release_counts(
-            joint.sparse, dom, config, ledger=ledger, progress=lambda n: progress.advance(task, n)
-        )
-    input_report = {
-        "note": "raw-data statistics for the data owner; not differentially private, do not publish",
-        "input_rows": joint.n_input_rows,
-        "quarantined_rows": joint.quarantine.height,
-        "quarantine_reasons": dict(joint.quarantine["reason"].value_counts().iter_rows()),
-        "truncated_events": joint.n_truncated,
-        "non_zero_cells": int(joint.sparse.index.size),
-        "published_cells_with_raw_zero": None if rel.cells is None else rel.cells.n_zero_published,
-        "input_kind": input_kind,
-        "bounding": "truncation in urbandp" if input_kind == "events" else "declared upstream (not verified)",
-    }
-    with atomic_output_dir(out) as d:
-        joint.quarantine.write_csv(d.owner_path("quarantine.csv"))
-        write_json(d.owner_path("input_report.json"), input_report)
-        rel.privacy["not_dp_outputs"] = {
-            "../owner_only/" + out.name + "/quarantine.csv": "raw rejected input rows with their reason",
-            "../owner_only/" + out.name + "/input_report.json": "row counts of the raw input",
+    eps_day = (
+        (plan.epsilon if plan else 0.0)
+        + (top_k_epsilon if top_k is not None and top_k_epsilon else 0.0)
+        + (2 * m_plan.epsilon if plan is not None and m_plan is not None else 0.0)
+    )
+    if dataset is not None and plan is None:
+        raise InputError("--dataset: this method is not DP and cannot be charged to a budget")
+    with release_budget(
+        dataset, budget_store, unit, min(dom.days), max(dom.days), eps_day, f"counts-{mechanism}"
+    ) as budget:  # reserved before any noise; committed after writing, released on failure
+        with Progress(console=console, transient=True) as progress:
+            n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
+            task = progress.add_task("adding OpenDP noise", total=n_noised)
+            rel = release_counts(
+                joint.sparse, dom, config, ledger=ledger, progress=lambda n: progress.advance(task, n)
+            )
+        input_report = {
+            "note": "raw-data statistics for the data owner; not differentially private, do not publish",
+            "input_rows": joint.n_input_rows,
+            "quarantined_rows": joint.quarantine.height,
+            "quarantine_reasons": dict(joint.quarantine["reason"].value_counts().iter_rows()),
+            "truncated_events": joint.n_truncated,
+            "non_zero_cells": int(joint.sparse.index.size),
+            "published_cells_with_raw_zero": None if rel.cells is None else rel.cells.n_zero_published,
+            "input_kind": input_kind,
+            "bounding": "truncation in urbandp"
+            if input_kind == "events"
+            else "declared upstream (not verified)",
         }
-        write_release(rel, dom, d.release, fmt)
+        with atomic_output_dir(out) as d:
+            joint.quarantine.write_csv(d.owner_path("quarantine.csv"))
+            write_json(d.owner_path("input_report.json"), input_report)
+            rel.privacy["not_dp_outputs"] = {
+                "../owner_only/" + out.name + "/quarantine.csv": "raw rejected input rows with their reason",
+                "../owner_only/" + out.name + "/input_report.json": "row counts of the raw input",
+            }
+            write_release(rel, dom, d.release, fmt)
+        if budget is not None:
+            budget.set_output(out)
     summary = {
         k: rel.privacy.get(k)
         for k in (

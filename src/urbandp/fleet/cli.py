@@ -263,6 +263,10 @@ def release(
         "--strict",
         help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
     ),
+    dataset: str | None = typer.Option(
+        None, help="Charge this dataset in the budget store (urbandp budget)."
+    ),
+    budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -273,6 +277,7 @@ def release(
 
     from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
+    from urbandp.privacy.budget_store import release_budget
 
     cfg, options, columns = _configure(locals())
     console = Console(stderr=True)
@@ -311,7 +316,14 @@ def release(
             "interval_threshold": cfg.speed_max / 2,
             "domain_cells": _domain_cell_strings(cfg),
         }
-        paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
+        pw = release_result.privacy
+        with release_budget(
+            dataset, budget_store, "vehicle-day", pw["window"]["start"], pw["window"]["end"],  # type: ignore[index]
+            float(pw["cumulative_epsilon_per_day"]), "fleet-hat", {"epsilon_per_day": pw["epsilon_per_day"]},  # type: ignore[arg-type]
+        ) as budget:  # fmt: skip
+            paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
+            if budget is not None:
+                budget.set_output(out)
     _print_summary(release_result.privacy, paths)
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)

@@ -284,6 +284,8 @@ def dp_map(
     ] = None,
     precision: Annotated[int, typer.Option(help="Decimal places of released values.")] = 4,
     value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
+    dataset: Annotated[str | None, typer.Option(help="Charge this dataset in the budget store.")] = None,
+    budget_store: Annotated[str | None, typer.Option(help="Budget store path or postgresql:// URL.")] = None,
 ) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
@@ -296,6 +298,7 @@ def dp_map(
     import polars as pl
 
     from urbandp.errors import BudgetExceededError
+    from urbandp.privacy.budget_store import commit_release, reserve_release
     from urbandp.privacy.noise import OpenDPNoise
     from urbandp.privacy.rounding import round_to_precision
     from urbandp.sensing.bounded_laplace import CALIBRATIONS
@@ -354,6 +357,10 @@ def dp_map(
             )
         except BudgetExceededError:
             raise
+    charge = reserve_release(
+        dataset, budget_store, "reading", sorted({str(w.window)[:10] for w in rel.windows}),
+        float(rel.privacy["epsilon_per_reading"]), "sensing-dp-map", {"epsilon_cell": epsilon},  # type: ignore[arg-type]
+    )  # fmt: skip
     ids, lat, lon = grid.centroids()
     pl.concat(
         [
@@ -420,6 +427,7 @@ def dp_map(
             f"window {w.window}",
             w.fitted.reading_xy_km if w.fitted is not None else None,
         )
+    commit_release(charge, out)
     eps_total = privacy.get("epsilon_vehicle_upper_bound")
     print(
         f"{len(rel.windows)} windows x {grid.n_cells} cells; epsilon per cell {epsilon:g} "

@@ -1,0 +1,124 @@
+"""``urbandp budget init|show|history``: declare a dataset's caps and look at what has been spent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from urbandp.errors import cli_guard
+
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
+
+STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+
+
+@app.command("init")
+@cli_guard
+def init(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    unit: str = typer.Option(..., help="Privacy unit: vehicle-day, card-day, reading or respondent."),
+    epsilon_per_day: float | None = typer.Option(None, help="Cap on epsilon per unit and calendar day."),
+    epsilon_total: float | None = typer.Option(None, help="Cap on epsilon summed over all days."),
+    rho_per_day: float | None = typer.Option(None, help="Cap on zCDP rho per calendar day."),
+    budget_store: str | None = typer.Option(None, help=STORE_HELP),
+) -> None:
+    """Declare DATASET with its caps (or change them; never below what is already spent)."""
+    from urbandp.privacy.budget_store import DatasetCaps, open_store
+
+    caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day)
+    store = open_store(budget_store)
+    try:
+        store.init_dataset(caps)
+    finally:
+        store.close()
+    typer.echo(
+        f"{dataset}: unit {unit}, epsilon per day {epsilon_per_day}, total {epsilon_total}, rho per day {rho_per_day}"
+    )
+
+
+@app.command("show")
+@cli_guard
+def show(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    out: Path | None = typer.Option(None, help="Directory for spend.csv and spend.png (written atomically)."),
+    budget_store: str | None = typer.Option(None, help=STORE_HELP),
+) -> None:
+    """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out)."""
+    from urbandp.privacy.budget_store import open_store
+
+    store = open_store(budget_store)
+    try:
+        caps = store.caps(dataset)
+        spend = store.spend_per_day(dataset)
+    finally:
+        store.close()
+    cap = caps.epsilon_per_day
+    typer.echo(f"dataset {dataset} (unit {caps.unit}); cap per day {cap}, total cap {caps.epsilon_total}")
+    typer.echo(f"{'day':<12} {'epsilon':>10} {'left':>10} {'rho':>10}")
+    rows = []
+    for day in sorted(spend):
+        eps, rho = spend[day]
+        left = "" if cap is None else f"{max(cap - eps, 0.0):.6g}"
+        typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g}")
+        rows.append((day, eps, left, rho))
+    total = sum(v[0] for v in spend.values())
+    typer.echo(f"total epsilon spent {total:.6g} over {len(spend)} days")
+    if out is not None:
+        _write_show(out, dataset, caps.epsilon_per_day, rows)
+
+
+def _write_show(
+    out: Path, dataset: str, cap: float | None, rows: list[tuple[str, float, str, float]]
+) -> None:
+    import datetime as dt
+
+    import matplotlib
+    import matplotlib.dates as mdates
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from urbandp.reports.outputs import atomic_output_dir
+
+    with atomic_output_dir(out) as d:
+        lines = ["day,epsilon,epsilon_left,rho"] + [f"{a},{b:.12g},{c},{e:.12g}" for a, b, c, e in rows]
+        (d.release / "spend.csv").write_text("\n".join(lines) + "\n")
+        fig, ax = plt.subplots(figsize=(9, 3.5))
+        days = [float(mdates.date2num(dt.date.fromisoformat(r[0]))) for r in rows]
+        ax.bar(days, [r[1] for r in rows], width=0.8, label="epsilon spent")
+        if cap is not None:
+            ax.axhline(cap, color="red", linestyle="--", label=f"cap per day ({cap:g})")
+        ax.xaxis_date()
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
+        ax.set_ylabel("epsilon per unit-day")
+        ax.set_title(f"Privacy budget spent on {dataset}, by calendar day")
+        ax.legend(loc="upper right")
+        fig.autofmt_xdate()
+        fig.tight_layout()
+        fig.savefig(d.release / "spend.png", dpi=110)
+        plt.close(fig)
+
+
+@app.command("history")
+@cli_guard
+def history(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    budget_store: str | None = typer.Option(None, help=STORE_HELP),
+) -> None:
+    """Every release charged to DATASET: status, days, epsilon, mechanism, content hash, command line."""
+    from urbandp.privacy.budget_store import open_store
+
+    store = open_store(budget_store)
+    try:
+        rows = store.history(dataset)
+    finally:
+        store.close()
+    for r in rows:
+        typer.echo(
+            f"{r['reserved_at'][:19]}  {r['status']:<20} {r['first_day']}..{r['last_day']} "
+            f"({r['days']} days, epsilon {r['epsilon_sum']:.6g})  {r['mechanism']}  "
+            f"sha256={(r['content_hash'] or '-')[:16]}  {r['command_line']}"
+        )
+    if not rows:
+        typer.echo(f"no releases charged to {dataset} yet")

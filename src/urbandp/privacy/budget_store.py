@@ -1,0 +1,515 @@
+"""A privacy budget that lasts across releases, processes and people (DESIGN.md privacy rule 5).
+
+The store records, per dataset and privacy unit, the declared caps and every release's charge per calendar
+day. A release reserves its charges in ONE transaction before any noise is drawn (refused with what was asked
+and what is left when any day would pass a cap), commits them with the output's content hash after the outputs
+are written, releases them if the run fails with an exception, and leaves them charged if the process dies
+(kill -9): such a reservation shows as ``crashed/unconfirmed`` because its noise may have been seen.
+
+Composition: basic sequential composition per calendar day (Dwork and Roth 2014, Thm 3.16): the epsilons of all
+releases that touch day d add up, and must stay <= ``epsilon_per_day``. Over all days, a unit that is present on
+k days is protected at the sum of its k days' charges (group privacy over the window, Dwork and Roth 2014,
+Thm 2.2), bounded by ``epsilon_total``. Under zCDP (Bun and Steinke 2016, Lemma 2.3) rho adds the same way.
+
+Backends: SQLite (stdlib ``sqlite3``, ``BEGIN IMMEDIATE`` takes the write lock before reading the spend, so
+concurrent reservations are serialised) and PostgreSQL (``psycopg``, extra ``budget-pg``; the dataset row is
+locked with ``SELECT ... FOR UPDATE``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import socket
+import sqlite3
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from urbandp.errors import BudgetExceededError, InputError
+from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
+
+ENV_STORE = "URBANDP_BUDGET_STORE"
+ENV_TEST_PAUSE = "URBANDP_BUDGET_TEST_PAUSE"  # "<stage>:<flag file>": touch the file, then sleep (tests only)
+DEFAULT_STORE = "urbandp-budget.sqlite"
+UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent")
+TOL = 1e-9
+
+STATUS_RESERVED = "reserved"
+STATUS_COMMITTED = "committed"
+STATUS_CRASHED = "crashed/unconfirmed"
+
+
+def resolve_store_url(option: str | None = None, config: str | None = None) -> str:
+    """The store to use: ``--budget-store``, then ``$URBANDP_BUDGET_STORE``, then the config, then the default."""
+    return option or os.environ.get(ENV_STORE) or config or DEFAULT_STORE
+
+
+def checkpoint(stage: str) -> None:
+    """Test hook: pause at ``stage`` when ``$URBANDP_BUDGET_TEST_PAUSE`` names it (so a test can kill -9 here)."""
+    spec = os.environ.get(ENV_TEST_PAUSE)
+    if not spec:
+        return
+    want, _, flag = spec.partition(":")
+    if want == stage:
+        Path(flag).write_text(str(os.getpid()))
+        time.sleep(600)
+
+
+def content_hash(directory: Path) -> str:
+    """sha256 over the release directory: each file's relative path and bytes, in sorted path order."""
+    h = hashlib.sha256()
+    root = Path(directory)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class DatasetCaps:
+    """Declared caps of one dataset; None means no cap of that kind."""
+
+    name: str
+    unit: str
+    epsilon_per_day: float | None
+    epsilon_total: float | None = None
+    rho_per_day: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.unit not in UNITS:
+            raise InputError(f"unknown privacy unit {self.unit!r}; expected one of {', '.join(UNITS)}")
+        for label, v in (
+            ("epsilon per day", self.epsilon_per_day),
+            ("epsilon total", self.epsilon_total),
+            ("rho per day", self.rho_per_day),
+        ):
+            if v is not None and not (v > 0 and math.isfinite(v)):
+                raise InputError(f"{label} must be a positive finite number, got {v}")
+        if self.epsilon_per_day is None and self.rho_per_day is None and self.epsilon_total is None:
+            raise InputError("declare at least one cap (--epsilon-per-day, --epsilon-total or --rho-per-day)")
+
+
+@dataclass
+class Reservation:
+    """A reservation held by a running release (see :func:`budget_reservation`)."""
+
+    id: str
+    dataset: str
+    charges: dict[dt.date, float]
+    content_hash: str | None = None
+    output_dir: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def set_output(self, directory: Path) -> None:
+        """Name the final release directory; its content hash is recorded when the reservation commits."""
+        self.output_dir = Path(directory)
+
+
+class BudgetStore:
+    """One connection to a budget store (a SQLite path or a ``postgresql://`` URL)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = str(url)
+        self.is_pg = self.url.startswith(("postgresql://", "postgres://"))
+        self._conn: Any
+        if self.is_pg:
+            try:
+                import psycopg
+            except ImportError as err:  # pragma: no cover - depends on the extra
+                raise InputError(
+                    "PostgreSQL budget store needs psycopg: pip install 'urbandp[budget-pg]'"
+                ) from err
+            try:
+                self._conn = psycopg.connect(self.url, autocommit=True)
+            except psycopg.Error as err:
+                raise InputError(
+                    f"cannot connect to budget store {self.url}: {err}".splitlines()[0]
+                ) from None
+        else:
+            path = Path(self.url.removeprefix("sqlite:///"))
+            if path.parent and not path.parent.exists():
+                raise InputError(f"budget store directory does not exist: {path.parent}")
+            self._conn = sqlite3.connect(path, timeout=60, isolation_level=None)
+        try:
+            self._migrate()
+        except (sqlite3.DatabaseError, ValueError) as err:
+            raise InputError(
+                f"budget store {self.url} is not a usable database ({err}); nothing was changed"
+            ) from None
+
+    # -- plumbing -------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self._conn.close()
+
+    def _q(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.is_pg else sql
+
+    def _exec(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        cur = self._conn.execute(self._q(sql), params)
+        try:
+            return list(cur.fetchall())
+        except Exception:  # statements without rows (psycopg raises on fetchall)
+            return []
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        """One write transaction; SQLite takes the write lock up front (BEGIN IMMEDIATE)."""
+        self._exec("BEGIN" if self.is_pg else "BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._exec("ROLLBACK")
+            raise
+        self._exec("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._tx():
+            self._exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            rows = self._exec("SELECT version FROM schema_version")
+            version = int(rows[0][0]) if rows else 0
+            if version > LATEST_VERSION:
+                raise ValueError(f"schema version {version} is newer than this urbandp ({LATEST_VERSION})")
+            for stmts in MIGRATIONS[version:]:
+                for stmt in stmts:
+                    self._exec(stmt)
+            if version < LATEST_VERSION:
+                self._exec("DELETE FROM schema_version")
+                self._exec("INSERT INTO schema_version (version) VALUES (?)", (LATEST_VERSION,))
+
+    # -- datasets -------------------------------------------------------------------------------------------
+    def init_dataset(self, caps: DatasetCaps) -> None:
+        """Declare a dataset, or change its caps (never below what is already spent on any day)."""
+        with self._tx():
+            existing = self._caps(caps.name)
+            if existing is None:
+                self._exec(
+                    "INSERT INTO datasets (name, unit, epsilon_per_day, epsilon_total, rho_per_day, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        caps.name,
+                        caps.unit,
+                        caps.epsilon_per_day,
+                        caps.epsilon_total,
+                        caps.rho_per_day,
+                        _now(),
+                    ),
+                )
+                return
+            if existing.unit != caps.unit:
+                raise InputError(
+                    f"dataset {caps.name!r} is declared in unit {existing.unit}, not {caps.unit}; a unit cannot change"
+                )
+            per_day = self._spend_per_day(caps.name)
+            if caps.epsilon_per_day is not None and per_day:
+                day, most = max(per_day.items(), key=lambda kv: kv[1][0])
+                if most[0] > caps.epsilon_per_day + TOL:
+                    raise InputError(
+                        f"cannot lower epsilon per day of {caps.name!r} to {caps.epsilon_per_day:g}: "
+                        f"{most[0]:.6g} already spent on {day}"
+                    )
+            total = math.fsum(v[0] for v in per_day.values())
+            if caps.epsilon_total is not None and total > caps.epsilon_total + TOL:
+                raise InputError(
+                    f"cannot lower epsilon total of {caps.name!r} to {caps.epsilon_total:g}: {total:.6g} already spent"
+                )
+            self._exec(
+                "UPDATE datasets SET epsilon_per_day = ?, epsilon_total = ?, rho_per_day = ? WHERE name = ?",
+                (caps.epsilon_per_day, caps.epsilon_total, caps.rho_per_day, caps.name),
+            )
+
+    def _caps(self, name: str) -> DatasetCaps | None:
+        rows = self._exec(
+            "SELECT name, unit, epsilon_per_day, epsilon_total, rho_per_day FROM datasets WHERE name = ?"
+            + (" FOR UPDATE" if self.is_pg else ""),
+            (name,),
+        )
+        if not rows:
+            return None
+        n, u, e, t, r = rows[0]
+        return DatasetCaps(n, u, e, t, r)
+
+    def caps(self, name: str) -> DatasetCaps:
+        """The declared caps of ``name`` (InputError if it was never declared)."""
+        caps = self._caps(name)
+        if caps is None:
+            known = [r[0] for r in self._exec("SELECT name FROM datasets ORDER BY name")]
+            raise InputError(
+                f"unknown dataset {name!r} in budget store {self.url} "
+                f"(known: {', '.join(known) or 'none'}); declare it with `urbandp budget init`"
+            )
+        return caps
+
+    def _spend_per_day(self, name: str) -> dict[str, tuple[float, float]]:
+        rows = self._exec(
+            "SELECT c.day, SUM(c.epsilon), SUM(COALESCE(c.rho, 0)) FROM charges c "
+            "JOIN releases r ON r.id = c.release_id WHERE r.dataset = ? GROUP BY c.day",
+            (name,),
+        )
+        return {str(d): (float(e), float(r)) for d, e, r in rows}
+
+    def spend_per_day(self, name: str) -> dict[str, tuple[float, float]]:
+        """``{day: (epsilon, rho)}`` charged so far (reserved, committed and crashed releases all count)."""
+        self.caps(name)
+        return self._spend_per_day(name)
+
+    # -- reservations ---------------------------------------------------------------------------------------
+    def reserve(
+        self,
+        dataset: str,
+        unit: str,
+        charges_per_day: Mapping[dt.date, float],
+        mechanism: str,
+        params: Mapping[str, Any],
+        command_line: str,
+        rho_per_day: Mapping[dt.date, float] | None = None,
+    ) -> str:
+        """Reserve the charges in one transaction, or raise :class:`BudgetExceededError`; returns the id."""
+        if not charges_per_day:
+            raise InputError("a release must charge at least one day")
+        for day, eps in charges_per_day.items():
+            if not (eps >= 0 and math.isfinite(eps)):
+                raise InputError(f"charge on {day} must be a finite epsilon >= 0, got {eps}")
+        rid = uuid.uuid4().hex
+        with self._tx():
+            caps = self.caps(dataset)
+            if caps.unit != unit:
+                raise InputError(
+                    f"dataset {dataset!r} is declared in unit {caps.unit}; this release charges {unit}"
+                )
+            spent = self._spend_per_day(dataset)
+            for day in sorted(charges_per_day):
+                key = day.isoformat()
+                asked = charges_per_day[day]
+                have_eps, have_rho = spent.get(key, (0.0, 0.0))
+                if caps.epsilon_per_day is not None and have_eps + asked > caps.epsilon_per_day + TOL:
+                    raise BudgetExceededError(
+                        f"privacy budget of {dataset!r} exceeded on {key}: asked epsilon={asked:.6g} per {unit}, "
+                        f"left {max(caps.epsilon_per_day - have_eps, 0.0):.6g} of {caps.epsilon_per_day:g}"
+                    )
+                asked_rho = (rho_per_day or {}).get(day, 0.0)
+                if caps.rho_per_day is not None and have_rho + asked_rho > caps.rho_per_day + TOL:
+                    raise BudgetExceededError(
+                        f"zCDP budget of {dataset!r} exceeded on {key}: asked rho={asked_rho:.6g}, "
+                        f"left {max(caps.rho_per_day - have_rho, 0.0):.6g} of {caps.rho_per_day:g}"
+                    )
+            if caps.epsilon_total is not None:
+                total = math.fsum(v[0] for v in spent.values())
+                asked_total = math.fsum(charges_per_day.values())
+                if total + asked_total > caps.epsilon_total + TOL:
+                    raise BudgetExceededError(
+                        f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked_total:.6g} over "
+                        f"{len(charges_per_day)} days, left {max(caps.epsilon_total - total, 0.0):.6g} "
+                        f"of {caps.epsilon_total:g}"
+                    )
+            self._exec(
+                "INSERT INTO releases (id, dataset, status, mechanism, params, command_line, host, pid, "
+                "reserved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    rid,
+                    dataset,
+                    STATUS_RESERVED,
+                    mechanism,
+                    json.dumps(dict(params), sort_keys=True, default=str),
+                    command_line,
+                    socket.gethostname(),
+                    os.getpid(),
+                    _now(),
+                ),
+            )
+            for day in sorted(charges_per_day):
+                self._exec(
+                    "INSERT INTO charges (release_id, day, epsilon, rho) VALUES (?, ?, ?, ?)",
+                    (rid, day.isoformat(), float(charges_per_day[day]), (rho_per_day or {}).get(day)),
+                )
+        return rid
+
+    def commit(self, release_id: str, content_hash: str | None) -> None:
+        """Mark the reservation as a published release with the output's content hash."""
+        with self._tx():
+            self._exec(
+                "UPDATE releases SET status = ?, content_hash = ?, committed_at = ? WHERE id = ?",
+                (STATUS_COMMITTED, content_hash, _now(), release_id),
+            )
+
+    def cancel(self, release_id: str) -> None:
+        """Give back a reservation whose run failed before anything was published."""
+        with self._tx():
+            self._exec("DELETE FROM charges WHERE release_id = ?", (release_id,))
+            self._exec("DELETE FROM releases WHERE id = ? AND status = ?", (release_id, STATUS_RESERVED))
+
+    def history(self, dataset: str) -> list[dict[str, Any]]:
+        """Every release of ``dataset``, oldest first, with its days, charge and status."""
+        self.caps(dataset)
+        rows = self._exec(
+            "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
+            "r.reserved_at, r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon) "
+            "FROM releases r LEFT JOIN charges c ON c.release_id = r.id WHERE r.dataset = ? "
+            "GROUP BY r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
+            "r.reserved_at, r.committed_at ORDER BY r.reserved_at, r.id",
+            (dataset,),
+        )
+        out = []
+        for rid, status, mech, params, cmd, chash, host, pid, res_at, com_at, d0, d1, nd, eps in rows:
+            if status == STATUS_RESERVED and _is_dead(str(host), int(pid)):
+                status = STATUS_CRASHED
+            out.append(
+                {
+                    "id": rid,
+                    "status": status,
+                    "mechanism": mech,
+                    "params": json.loads(params),
+                    "command_line": cmd,
+                    "content_hash": chash,
+                    "reserved_at": res_at,
+                    "committed_at": com_at,
+                    "first_day": d0,
+                    "last_day": d1,
+                    "days": int(nd),
+                    "epsilon_sum": float(eps or 0.0),
+                }
+            )
+        return out
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def _is_dead(host: str, pid: int) -> bool:
+    """A reservation's process is known dead only on this host (elsewhere it may still be running)."""
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def open_store(url: str | None) -> BudgetStore:
+    """Open the store named by ``url`` (or the environment / default)."""
+    return BudgetStore(resolve_store_url(url))
+
+
+@contextlib.contextmanager
+def budget_reservation(
+    store_url: str | None,
+    dataset: str,
+    unit: str,
+    charges_per_day: Mapping[dt.date, float],
+    mechanism: str,
+    params: Mapping[str, Any],
+    command_line: str | None = None,
+    rho_per_day: Mapping[dt.date, float] | None = None,
+) -> Iterator[Reservation]:
+    """Reserve before noise, commit after the outputs are written, release on failure.
+
+    Use it around the whole release, call ``r.set_output(out)`` with the final directory (its content hash
+    is computed at commit time). A process killed inside the block leaves the reservation charged; the store
+    shows it as ``crashed/unconfirmed``.
+    """
+    store = open_store(store_url)
+    try:
+        rid = store.reserve(
+            dataset,
+            unit,
+            charges_per_day,
+            mechanism,
+            params,
+            command_line if command_line is not None else " ".join(sys.argv),
+            rho_per_day,
+        )
+        r = Reservation(rid, dataset, dict(charges_per_day))
+        checkpoint("before-noise")
+        try:
+            yield r
+        except BaseException:
+            store.cancel(rid)
+            raise
+        checkpoint("before-commit")
+        r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
+        store.commit(rid, r.content_hash)
+    finally:
+        store.close()
+
+
+def days_of_window(first: dt.date, last: dt.date) -> list[dt.date]:
+    """Every calendar day from ``first`` to ``last`` inclusive."""
+    if last < first:
+        raise InputError(f"window ends ({last}) before it starts ({first})")
+    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+@contextlib.contextmanager
+def release_budget(
+    dataset: str | None,
+    store_url: str | None,
+    unit: str,
+    first_day: dt.date | str,
+    last_day: dt.date | str,
+    epsilon_per_day: float,
+    mechanism: str,
+    params: Mapping[str, Any] | None = None,
+) -> Iterator[Reservation | None]:
+    """What a release command wraps around its charged part: no-op without ``--dataset``.
+
+    Charges ``epsilon_per_day`` on every calendar day of ``first_day..last_day`` (the release's window): under
+    a per-day unit (vehicle-day, card-day) that is the epsilon each unit-day receives.
+    """
+    if dataset is None:
+        yield None
+        return
+    d0 = dt.date.fromisoformat(str(first_day)[:10])
+    d1 = dt.date.fromisoformat(str(last_day)[:10])
+    charges = dict.fromkeys(days_of_window(d0, d1), float(epsilon_per_day))
+    with budget_reservation(store_url, dataset, unit, charges, mechanism, params or {}) as r:
+        yield r
+
+
+def reserve_release(
+    dataset: str | None,
+    store_url: str | None,
+    unit: str,
+    days: Iterable[dt.date | str],
+    epsilon_per_day: float,
+    mechanism: str,
+    params: Mapping[str, Any] | None = None,
+) -> Reservation | None:
+    """Two-call form for call sites that cannot wrap a block: reserve now, :func:`commit_release` later.
+
+    Without the ``with`` form a failure between the two calls is NOT given back: the reservation stays charged
+    and shows as ``crashed/unconfirmed`` (conservative: the store is never under-charged).
+    """
+    if dataset is None:
+        return None
+    charges = {dt.date.fromisoformat(str(d)[:10]): float(epsilon_per_day) for d in days}
+    store = open_store(store_url)
+    try:
+        rid = store.reserve(dataset, unit, charges, mechanism, params or {}, " ".join(sys.argv))
+    finally:
+        store.close()
+    return Reservation(rid, dataset, charges, extra={"store_url": store_url})
+
+
+def commit_release(reservation: Reservation | None, output_dir: Path) -> None:
+    """Commit a reservation from :func:`reserve_release` with the content hash of ``output_dir``."""
+    if reservation is None:
+        return
+    reservation.set_output(output_dir)
+    reservation.content_hash = content_hash(Path(output_dir))
+    store = open_store(reservation.extra.get("store_url"))
+    try:
+        store.commit(reservation.id, reservation.content_hash)
+    finally:
+        store.close()

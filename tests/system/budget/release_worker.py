@@ -1,0 +1,36 @@
+"""A minimal release run as its own process (used by the concurrency and kill -9 tests).
+
+usage: python release_worker.py STORE EPSILON OUT_DIR ; exit 0 released, 3 refused (budget), 2 other refusal.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+
+from urbandp.errors import BudgetExceededError, InputError
+from urbandp.privacy.budget_store import budget_reservation, checkpoint
+from urbandp.reports.outputs import atomic_output_dir
+
+
+def main() -> int:
+    store, eps, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+    days = {dt.date(2024, 3, 4) + dt.timedelta(days=i): eps for i in range(3)}
+    try:
+        with budget_reservation(store, "bus", "vehicle-day", days, "laplace", {"eps": eps}, "worker") as r:
+            checkpoint("after-noise")
+            with atomic_output_dir(out) as d:
+                (d.release / "part1.csv").write_text("cell,count\na,1\n")
+                checkpoint("during-writing")
+                (d.release / "part2.csv").write_text("cell,count\nb,2\n")
+            r.set_output(out)
+    except BudgetExceededError:
+        return 3
+    except InputError:
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Budget store: caps per day and in total, reservation life cycle, bad input (one clear line, nothing lost)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from urbandp.errors import BudgetExceededError, InputError
+from urbandp.privacy.budget_store import (
+    STATUS_COMMITTED,
+    BudgetStore,
+    DatasetCaps,
+    budget_reservation,
+    days_of_window,
+)
+
+D0 = dt.date(2024, 3, 4)
+
+
+def _store(tmp_path: Path, per_day: float = 1.0, total: float | None = None) -> str:
+    url = str(tmp_path / "b.sqlite")
+    s = BudgetStore(url)
+    s.init_dataset(DatasetCaps("bus", "vehicle-day", per_day, total))
+    s.close()
+    return url
+
+
+def _charge(url: str, eps: float, days: list[dt.date]) -> None:
+    with budget_reservation(url, "bus", "vehicle-day", dict.fromkeys(days, eps), "laplace", {"b": 1}, "cmd"):
+        pass
+
+
+def test_per_day_cap_refuses_with_asked_and_left(tmp_path: Path) -> None:
+    url = _store(tmp_path, per_day=1.0)
+    _charge(url, 0.6, days_of_window(D0, D0 + dt.timedelta(days=6)))
+    with pytest.raises(
+        BudgetExceededError, match=r"2024-03-04: asked epsilon=0.5 per vehicle-day, left 0.4 of 1"
+    ):
+        _charge(url, 0.5, [D0])
+    _charge(url, 0.4, [D0])  # exactly fits
+    _charge(url, 1.0, [D0 + dt.timedelta(days=7)])  # another day is untouched
+    s = BudgetStore(url)
+    spend = s.spend_per_day("bus")
+    assert spend["2024-03-04"][0] == pytest.approx(1.0)
+    assert spend["2024-03-05"][0] == pytest.approx(0.6)
+    assert len(s.history("bus")) == 3  # the refused release left nothing
+
+
+def test_total_cap(tmp_path: Path) -> None:
+    url = _store(tmp_path, per_day=1.0, total=2.0)
+    _charge(url, 0.5, days_of_window(D0, D0 + dt.timedelta(days=3)))  # 2.0 in total
+    with pytest.raises(BudgetExceededError, match=r"total privacy budget .* left 0 of 2"):
+        _charge(url, 0.1, [D0 + dt.timedelta(days=10)])
+
+
+def test_failed_run_releases_and_success_records_hash(tmp_path: Path) -> None:
+    url = _store(tmp_path)
+    with (
+        pytest.raises(RuntimeError),
+        budget_reservation(url, "bus", "vehicle-day", {D0: 1.0}, "laplace", {}, "c"),
+    ):
+        raise RuntimeError("boom")
+    out = tmp_path / "rel"
+    out.mkdir()
+    (out / "a.csv").write_text("x\n1\n")
+    with budget_reservation(
+        url, "bus", "vehicle-day", {D0: 1.0}, "laplace", {"b": 2.0}, "urbandp release"
+    ) as r:
+        r.set_output(out)
+    (h,) = BudgetStore(url).history("bus")
+    assert h["status"] == STATUS_COMMITTED
+    assert h["params"] == {"b": 2.0}
+    assert h["content_hash"] is not None and len(h["content_hash"]) == 64
+
+
+def test_bad_input(tmp_path: Path) -> None:
+    url = _store(tmp_path, per_day=1.0)
+    with pytest.raises(InputError, match="unknown dataset 'tram'"):
+        _charge_ds(url, "tram", "vehicle-day")
+    with pytest.raises(InputError, match="declared in unit vehicle-day; this release charges card-day"):
+        _charge_ds(url, "bus", "card-day")
+    _charge(url, 0.8, [D0])
+    s = BudgetStore(url)
+    with pytest.raises(InputError, match=r"cannot lower epsilon per day .* 0\.8 already spent on 2024-03-04"):
+        s.init_dataset(DatasetCaps("bus", "vehicle-day", 0.5))
+    assert s.caps("bus").epsilon_per_day == 1.0
+    s.init_dataset(DatasetCaps("bus", "vehicle-day", 2.0))  # raising is fine
+    assert s.spend_per_day("bus")["2024-03-04"][0] == pytest.approx(0.8)
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(InputError, match="not a usable database"):
+        BudgetStore(str(bad))
+    assert bad.read_bytes() == b"this is not a database" * 100
+
+
+def _charge_ds(url: str, ds: str, unit: str) -> None:
+    with budget_reservation(url, ds, unit, {D0: 0.1}, "laplace", {}, "c"):
+        pass
+
+
+def test_schema_is_versioned_and_a_newer_store_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+
+    from urbandp.privacy.budget_migrations import LATEST_VERSION
+
+    url = _store(tmp_path)
+    con = sqlite3.connect(url)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(LATEST_VERSION,)]
+    con.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION + 1,))
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match=f"schema version {LATEST_VERSION + 1} is newer"):
+        BudgetStore(url)
