@@ -18,6 +18,8 @@ demo: $(STAMP)
 	$(PY) -m urbandp.demo out/demo
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -270,14 +270,9 @@ def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> N
     from urbandp.reports.map import write_hat_map
 
     p = release.privacy
-    wanted = ("h3_cell", "slot", "mean_speed", "ci95_low", "ci95_high", "resolution")
+    wanted = ("h3_cell", "slot", "mean_speed", "ci95_low", "ci95_high", "resolution", "noisy_vehicle_days")
     frame = release.speed.select([c for c in wanted if c in release.speed.columns])
-    # TODO(map helper, merge): write_hat_map gains domain_cells / gtfs_dir / speed_max / interval_threshold
-    # (issue 8 "Map"); ``options`` carries them and only the ones the installed map accepts are passed.
-    import inspect
-
-    accepted = set(inspect.signature(write_hat_map).parameters)
-    extra = {k: v for k, v in options.items() if k in accepted and v is not None}
+    extra = {k: v for k, v in options.items() if v is not None}
     write_hat_map(
         frame,
         path,
