@@ -181,7 +181,9 @@ def differencing(
     s = _scale_from(scale, priv)
     if s is None:
         raise InputError("noise scale unknown: pass --scale (estimate it with `urbandp audit noise-scale`)")
-    derived = bool(priv and priv.get("marginals") == "derived_from_noisy_joint")
+    derived = bool(
+        priv and priv.get("marginals") in ("derived_from_noisy_joint", "derived_from_published_joint")
+    )
     result = differencing_attack(
         j,
         m,
