@@ -4,7 +4,7 @@ Rules (issue 2, DESIGN.md "nothing vanishes"), applied in this order, first fail
 
 ``unparseable_record`` - a JSON Lines line that is not a JSON object (read by the tolerant reader);
 ``unparseable_timestamp`` - the timestamp is missing or not ISO 8601 ``YYYY-MM-DD[T ]HH:MM:SS...``;
-``missing_vehicle``; ``missing_coordinates``; ``coordinates_out_of_range`` (|lat| > 90, |lon| > 180, or (0, 0));
+``missing_vehicle``; ``missing_coordinates``; ``null_island`` (exactly (0, 0): a GPS unit's default fix, not a place); ``coordinates_out_of_range`` (|lat| > 90 or |lon| > 180);
 ``missing_speed`` (absent, unparseable or NaN); ``negative_speed``; ``speed_above_maximum`` (above the plausibility
 limit, default 150 km/h: a sensor fault, not a fast bus); ``duplicate`` (a second record with the same vehicle
 and timestamp; the first is kept). In a release, duplicates are looked for among the valid rows inside the date and
@@ -37,6 +37,7 @@ REASONS = (
     "unparseable_timestamp",
     "missing_vehicle",
     "missing_coordinates",
+    "null_island",
     "coordinates_out_of_range",
     "missing_speed",
     "negative_speed",
@@ -143,7 +144,8 @@ def validate(raw: pl.LazyFrame, options: ValidationOptions) -> pl.LazyFrame:
         pl.col("timestamp").is_null(),
         pl.col("vehicle").is_null() | (pl.col("vehicle").str.len_bytes() == 0),
         lat.is_null() | lon.is_null() | lat.is_nan() | lon.is_nan(),
-        (lat.abs() > 90) | (lon.abs() > 180) | ((lat == 0) & (lon == 0)),
+        (lat == 0) & (lon == 0),
+        (lat.abs() > 90) | (lon.abs() > 180),
         speed.is_null() | speed.is_nan(),
         pl.col("speed") < 0,
         pl.col("speed") > options.speed_reject_above_kmh,

@@ -36,7 +36,7 @@ def test_every_reason_is_detected_and_counted(tmp_path: Path) -> None:
         'A,2021-11-15T09:00:06+05:30,"[72.83, 21.17]",-1',  # negative_speed
         'A,2021-11-15T09:00:07+05:30,"[72.83, 21.17]",400',  # speed_above_maximum
         'A,2021-11-15T09:00:00+05:30,"[72.83, 21.17]",25',  # duplicate of row 1
-        'B,2021-11-15T09:00:00+05:30,"[0, 0]",25',  # coordinates_out_of_range (null island)
+        'B,2021-11-15T09:00:00+05:30,"[0, 0]",25',  # null_island (issue 9 item 11)
     ]
     loaded = load_records([_csv(tmp_path, rows)])
     assert loaded.records_in == 11
@@ -47,7 +47,8 @@ def test_every_reason_is_detected_and_counted(tmp_path: Path) -> None:
         "unparseable_timestamp": 1,
         "missing_vehicle": 1,
         "missing_coordinates": 1,
-        "coordinates_out_of_range": 2,
+        "null_island": 1,
+        "coordinates_out_of_range": 1,
         "missing_speed": 2,
         "negative_speed": 1,
         "speed_above_maximum": 1,
