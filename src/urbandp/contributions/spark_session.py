@@ -65,7 +65,10 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50000")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+        .config("spark.ui.showConsoleProgress", "false")
     )
+    if (master or DEFAULT_MASTER).startswith("local"):  # 200 shuffle partitions are for clusters
+        builder = builder.config("spark.sql.shuffle.partitions", "8")
     try:
         spark = builder.getOrCreate()
     except Exception as err:  # py4j / Java start-up failures come in many types

@@ -267,6 +267,12 @@ def release(
         None, help="Charge this dataset in the budget store (urbandp budget)."
     ),
     budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
+    engine: str = typer.Option(
+        "polars", "--engine", help="Record-level stage: polars (in-process) or spark (docs/scale-out.md)."
+    ),
+    spark_master: str | None = typer.Option(
+        None, "--spark-master", help="With --engine spark: master URL [local[*]], e.g. spark://host:7077."
+    ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -295,6 +301,8 @@ def release(
             columns=columns,
             options=options,
             step=lambda name: progress.update(task, description=name),
+            engine=_engine(engine, spark_master),
+            spark_master=spark_master,
         )
         useless = release_warnings(release_result, cfg)
         p = release_result.privacy
@@ -327,6 +335,14 @@ def release(
     _print_summary(release_result.privacy, paths)
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
+
+
+def _engine(engine: str, spark_master: str | None) -> str:
+    if engine not in ("polars", "spark"):
+        raise InputError(f"--engine must be polars or spark, got '{engine}'")
+    if spark_master is not None and engine != "spark":
+        raise InputError("--spark-master needs --engine spark")
+    return engine
 
 
 def _domain_cell_strings(cfg: Any) -> list[str] | None:
