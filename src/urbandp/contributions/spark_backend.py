@@ -66,6 +66,7 @@ MARKED = pa.schema(
         ("source", pa.int32()),
         ("block", pa.int64()),
         ("ordinal", pa.int64()),
+        ("okey", pa.int64()),
         ("reason", pa.int16()),
         ("n", pa.int64()),
         ("vehicle", pa.string()),
@@ -81,7 +82,7 @@ MARKED = pa.schema(
     ]
 )
 MARKED_DDL = (
-    "kind tinyint, source int, block bigint, ordinal bigint, reason smallint, n bigint, vehicle string, "
+    "kind tinyint, source int, block bigint, ordinal bigint, okey bigint, reason smallint, n bigint, vehicle string, "
     "timestamp timestamp_ntz, cell bigint, slot smallint, day date, speed double, timestamp_raw string, "
     "latitude double, longitude double, speed_raw double"
 )
@@ -148,6 +149,7 @@ class RecordKeyer:
             pl.col("source"),
             pl.col("block"),
             pl.col("ordinal"),
+            pl.col("okey"),
             ok.alias("record_ok"),
             pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
             ts.alias("timestamp_raw"),
@@ -164,6 +166,11 @@ class RecordKeyer:
             pl.col("__file").replace_strict(names, return_dtype=pl.Int32).alias("source"),
             pl.col("__block").cast(pl.Int64).alias("block"),
         )
+        if "__row" in frame.columns:  # Parquet: Spark knows each row's index in its file
+            frame = frame.with_columns(
+                pl.lit(0, pl.Int64).alias("block"), pl.col("__row").cast(pl.Int64).alias("ordinal")
+            )
+            return self.checked(frame, pl.col("ordinal"))
         # position inside the split: rows of one split arrive in file order, split after split
         keys = frame.group_by("source", "block", maintain_order=True).len()
         base = pl.DataFrame(
@@ -181,6 +188,16 @@ class RecordKeyer:
         frame = frame.join(base, on=["source", "block"], how="left").with_columns(
             (pl.col("_base") + pl.col("_pos")).alias("ordinal")
         )
+        # text: a row takes at least one byte, so split start + position grows with the row inside a file
+        return self.checked(frame, pl.col("block") + pl.col("ordinal"))
+
+    def checked(self, frame: pl.DataFrame, position: pl.Expr) -> pl.DataFrame:
+        """Validate, window and key one batch that carries ``source``, ``block`` and ``ordinal``.
+
+        ``okey`` (file index x 2^44 + ``position``) orders records as (file, row) does, in one integer: the
+        duplicate rule's "first copy" is then a fixed-width ``min_by``, which Spark aggregates by hashing.
+        """
+        frame = frame.with_columns(((pl.col("source").cast(pl.Int64) * (1 << 44)) + position).alias("okey"))
         checked = validate(self.canonical(frame).lazy(), self.options)
         inside = window_filter(self.window).fill_null(False)
         reason = (
@@ -196,6 +213,7 @@ class RecordKeyer:
             "source",
             "block",
             "ordinal",
+            "okey",
             "reason",
             "vehicle",
             "timestamp",
@@ -209,6 +227,7 @@ class RecordKeyer:
             "source",
             "block",
             "ordinal",
+            "okey",
             "reason",
             "vehicle",
             "timestamp",
@@ -274,6 +293,18 @@ def _read(spark: SparkSession, kind: str, paths: list[str]) -> SparkFrame:
             mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT, multiLine=kind == "json"
         ).json(paths)
     return reader.parquet(*paths)
+
+
+def _narrow(sdf: SparkFrame, name: str) -> Any:
+    """Column ``name``; of a nested ITMS location only its ``coordinates`` list (what the validation reads)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    column = F.col(f"`{name}`")
+    dtype = sdf.schema[name].dataType
+    if isinstance(dtype, StructType) and "coordinates" in dtype.fieldNames():
+        return column.getField("coordinates")
+    return column
 
 
 def _to_polars(frame: SparkFrame) -> pl.DataFrame:
@@ -406,19 +437,30 @@ class SparkBackend:
                 names = [c for c in sdf.columns if c != CORRUPT]
                 mapping = ColumnMapping.resolve(names, columns)
                 first_mapping = first_mapping or mapping
-                keyer = RecordKeyer(
-                    resolved,
-                    mapping,
-                    options,
-                    window,
-                    CORRUPT if CORRUPT in sdf.columns else None,
-                    tuple(sdf.columns),
-                )
+                corrupt = CORRUPT if CORRUPT in sdf.columns else None
+                # only the mapped columns cross from the JVM to Python (the transfer is the costliest step)
+                used = [
+                    c
+                    for c in dict.fromkeys(
+                        [
+                            mapping.vehicle,
+                            mapping.timestamp,
+                            mapping.speed,
+                            mapping.latitude,
+                            mapping.longitude,
+                            mapping.coordinates,
+                            corrupt,
+                        ]
+                    )
+                    if c is not None
+                ]
+                keyer = RecordKeyer(resolved, mapping, options, window, corrupt, tuple(used))
                 # columns by position (names such as "location.coordinates" would be read as struct paths)
                 meta = sdf.select(
-                    *[F.col(f"`{c}`").alias(f"__c{i}") for i, c in enumerate(sdf.columns)],
+                    *[_narrow(sdf, c).alias(f"__c{i}") for i, c in enumerate(used)],
                     F.col("_metadata.file_path").alias("__file"),
                     F.col("_metadata.file_block_start").alias("__block"),
+                    *([F.col("_metadata.row_index").alias("__row")] if kind == "parquet" else []),
                 )
                 parts.append(meta.mapInArrow(keyer, MARKED_DDL))
         except errors as err:
@@ -436,36 +478,41 @@ class SparkBackend:
     def _finish(
         self, marked: SparkFrame, files: list[Path], mapping: ColumnMapping, window: ContributionSpec
     ) -> SparkLoad:
+        """One collect (counts, contributions, the first copy of each duplicated record), then the quarantine."""
         from pyspark.sql import functions as F
 
-        stats = _to_polars(
+        valid = marked.filter((F.col("kind") == 0) & (F.col("reason") == 0))
+        okey = F.col("okey")
+        copies = valid.groupBy("vehicle", "timestamp").agg(
+            F.count(F.lit(1)).alias("copies"),
+            F.min(okey).alias("o"),
+            *(F.min_by(c, okey).alias(c) for c in ("cell", "slot", "day", "speed")),
+        )
+        kept = copies.select(
+            "vehicle", (F.col("copies") - 1).alias("dups"), "cell", "slot", "day", "speed", "o"
+        )
+        stats_part = (
             marked.filter(F.col("kind") == 1).groupBy("source", "block", "reason").agg(F.sum("n").alias("n"))
         )
+        firsts_part = copies.filter(F.col("copies") > 1).select(
+            "vehicle", "timestamp", F.col("o").alias("first")
+        )
+        # three small results in one job: the aggregation of `copies` is shared (Spark reuses the exchange)
+        parts = [_aggregate(kept, window), stats_part, firsts_part]
+        tagged = [p.withColumn("_part", F.lit(i)) for i, p in enumerate(parts)]
+        got = _to_polars(reduce(lambda x, y: x.unionByName(y, allowMissingColumns=True), tagged))
+        collected = got.filter(pl.col("_part") == 0)
+        stats = got.filter(pl.col("_part") == 1).select("source", "block", "reason", "n")
+        firsts = got.filter(pl.col("_part") == 2).select("vehicle", "timestamp", "first")
         records_in = int(stats["n"].sum()) if stats.height else 0
         if records_in == 0:
             raise InputError("input holds no records")
         by_reason = dict(stats.group_by("reason").agg(pl.col("n").sum()).iter_rows())
-        valid = marked.filter((F.col("kind") == 0) & (F.col("reason") == 0))
-        order = F.struct("source", "block", "ordinal")
-        copies = valid.groupBy("vehicle", "timestamp").agg(
-            F.count(F.lit(1)).alias("copies"),
-            F.min_by(F.struct("cell", "slot", "day", "speed", order.alias("o")), order).alias("k"),
-        )
-        kept = copies.select(
-            "vehicle",
-            (F.col("copies") - 1).alias("dups"),
-            F.col("k.cell").alias("cell"),
-            F.col("k.slot").alias("slot"),
-            F.col("k.day").alias("day"),
-            F.col("k.speed").alias("speed"),
-            F.col("k.o").alias("o"),
-        )
-        collected = _to_polars(_aggregate(kept, window))
         duplicates = int(collected["dups"].sum()) if collected.height else 0
         contributions = _typed(collected, window.keep_speeds)
         reasons = {r: int(by_reason.get(code, 0)) for code, r in enumerate(REASONS, start=1)}
         reasons["duplicate"] = duplicates
-        path = self._write_quarantine(marked, valid, copies, stats, files)
+        path = self._write_quarantine(marked, valid, firsts, stats, files)
         return SparkLoad(
             contributions=contributions,
             records_in=records_in,
@@ -480,32 +527,46 @@ class SparkBackend:
         self,
         marked: SparkFrame,
         valid: SparkFrame,
-        copies: SparkFrame,
+        firsts: pl.DataFrame,
         stats: pl.DataFrame,
         files: list[Path],
     ) -> Path:
-        """Rejected rows and later duplicates, with their reason and 1-based row in their file, as Parquet."""
+        """Rejected rows and later duplicates, with their reason and 1-based row in their file, as Parquet.
+
+        ``firsts`` (collected: one row per duplicated (vehicle, timestamp)) is broadcast to find the later copies
+        among the cached valid records without a shuffle.
+        """
         from pyspark.sql import functions as F
 
-        firsts = copies.filter(F.col("copies") > 1).select(
-            "vehicle", "timestamp", F.col("k.o.source").alias("fs"), F.col("k.o.block").alias("fb"),
-            F.col("k.o.ordinal").alias("fo"),
-        )  # fmt: skip
-        s, b, o = F.col("source"), F.col("block"), F.col("ordinal")
-        later = (s > F.col("fs")) | (
-            (s == F.col("fs")) & ((b > F.col("fb")) | ((b == F.col("fb")) & (o > F.col("fo"))))
+        spark = self.spark
+        rejected = marked.filter((F.col("kind") == 0) & (F.col("reason") > 0)).select(
+            "source",
+            "block",
+            "ordinal",
+            "okey",
+            "reason",
+            "vehicle",
+            "timestamp_raw",
+            "latitude",
+            "longitude",
+            "speed_raw",
         )
-        dups = (
-            valid.join(firsts, ["vehicle", "timestamp"])
-            .filter(later)
-            .select(
-                "source", "block", "ordinal", F.lit(DUPLICATE).cast("smallint").alias("reason"), "vehicle",
-                F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss").alias("timestamp_raw"),
-                F.lit(None).cast("double").alias("latitude"), F.lit(None).cast("double").alias("longitude"),
-                F.col("speed").alias("speed_raw"),
+        if firsts.height:
+            firsts_sdf = spark.createDataFrame(
+                firsts.to_pandas(), "vehicle string, timestamp timestamp_ntz, first bigint"
             )
-        )  # fmt: skip
-        rejected = marked.filter((F.col("kind") == 0) & (F.col("reason") > 0)).select(dups.columns)
+            later = F.col("okey") > F.col("first")
+            dups = (
+                valid.join(F.broadcast(firsts_sdf), ["vehicle", "timestamp"])
+                .filter(later)
+                .select(
+                    "source", "block", "ordinal", "okey", F.lit(DUPLICATE).cast("smallint").alias("reason"), "vehicle",
+                    F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss").alias("timestamp_raw"),
+                    F.lit(None).cast("double").alias("latitude"), F.lit(None).cast("double").alias("longitude"),
+                    F.col("speed").alias("speed_raw"),
+                )
+            )  # fmt: skip
+            rejected = rejected.unionByName(dups)
         # rows before each split: the splits of a file in byte order, their sizes from the per-batch counts
         sizes = stats.group_by("source", "block").agg(pl.col("n").sum()).sort("source", "block")
         offsets = sizes.with_columns(
@@ -513,13 +574,11 @@ class SparkBackend:
         ).select(
             pl.col("source").cast(pl.Int32), pl.col("block").cast(pl.Int64), pl.col("offset").cast(pl.Int64)
         )
-        spark = self.spark
         offsets_sdf = spark.createDataFrame(offsets.to_pandas(), "source int, block bigint, offset bigint")
         names = F.array(*[F.lit(f.name) for f in files])
         reason_names = F.array(*[F.lit(r) for r in REASONS])
         quarantine = (
-            rejected.unionByName(dups)
-            .join(F.broadcast(offsets_sdf), ["source", "block"])
+            rejected.join(F.broadcast(offsets_sdf), ["source", "block"])
             .select(
                 F.col("source").alias("_s"),
                 F.element_at(names, F.col("source") + 1).alias("source"),
@@ -527,7 +586,9 @@ class SparkBackend:
                 F.element_at(reason_names, F.col("reason").cast("int")).alias("reason"),
                 *QUARANTINE_COLUMNS[3:],
             )
-            .orderBy("_s", "row")
+            .sortWithinPartitions(
+                "_s", "row"
+            )  # no global sort (a sampling job): readers sort if they need to
             .drop("_s")
         )
         root = self.scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
