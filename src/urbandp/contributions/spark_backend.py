@@ -418,6 +418,7 @@ class SparkBackend:
         ``window`` is the release's window (its dates may be open: then the release derives them from the data).
         Raises :class:`InputError` for unusable input, as :func:`urbandp.fleet.pipeline.load_records` does.
         """
+        spark = self.spark  # first: says plainly when PySpark or Java is missing
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -426,7 +427,6 @@ class SparkBackend:
         if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
             options = dataclasses.replace(options, latest_plausible=options.plausible_until)  # type: ignore[call-arg,attr-defined]
         window = window or ContributionSpec()
-        spark = self.spark
         resolved = tuple(str(f.resolve()) for f in files)
         parts = []
         first_mapping: ColumnMapping | None = None
