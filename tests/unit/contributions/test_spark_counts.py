@@ -46,7 +46,7 @@ def test_spark_per_event_stage_equals_polars(taps: tuple[Path, CountDomain], uni
 
     path, domain = taps
     ours = joint_from_events(read_table(path), domain, unit)
-    theirs = joint_from_events_spark(path, domain, unit)
+    theirs = joint_from_events_spark(path, domain, unit, scratch=path.parent)
     assert theirs.n_input_rows == ours.n_input_rows
     np.testing.assert_array_equal(theirs.sparse.index, ours.sparse.index)
     np.testing.assert_array_equal(theirs.sparse.counts, ours.sparse.counts)

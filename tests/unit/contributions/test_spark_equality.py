@@ -79,7 +79,9 @@ def dirty(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 def _spark_load(paths: list[Path], spec: ContributionSpec, options: ValidationOptions | None = None):  # type: ignore[no-untyped-def]
     from urbandp.contributions.spark_backend import SparkBackend
 
-    return SparkBackend().load(paths, None, options, spec)
+    return SparkBackend(scratch=paths[0].parent).load(
+        paths, None, options, spec
+    )  # quarantine beside the input
 
 
 def _compare_contributions(polars: pl.DataFrame, spark: pl.DataFrame) -> None:
