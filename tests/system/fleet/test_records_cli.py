@@ -140,3 +140,29 @@ def test_latin1_input_gives_one_line(tmp_path: Path, command: str) -> None:
     extra = ["--epsilon-per-day", "1"] if command == "release" else []
     line = _one_error_line(_run(command, str(src), "--out", str(tmp_path / "o"), *extra))
     assert "not UTF-8" in line
+
+
+def test_busiest_hat_quarantines_bad_rows_with_counts(tmp_path: Path) -> None:
+    src = _fleet(tmp_path / "a.csv", lambda t: t.isoformat(), n=300)
+    with src.open("a") as f:
+        f.write(
+            ",2016-11-24T09:00:00+00:00,10,30.2,-97.7\nb1,noon,10,30.2,-97.7\nb2,2016-11-24T09:00:00,x,30.2,-97.7\n"
+        )
+    hat = tmp_path / "hat.csv"
+    proc = _run("experiment", "busiest-hat", str(src), "--out", str(hat), "--hours", "9-10")
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "records in 303: quarantined 3 (unparseable_timestamp 1, missing_vehicle 1, missing_speed 1)"
+        in proc.stdout
+    )
+    q = (tmp_path / "owner_only" / "hat" / "quarantine.csv").read_text().splitlines()
+    assert q[0] == "source,row,reason,vehicle,timestamp_raw,latitude,longitude,speed_raw"
+    assert q[1:] == [
+        "a.csv,301,missing_vehicle,,2016-11-24T09:00:00+00:00,30.2,-97.7,10",
+        "a.csv,302,unparseable_timestamp,b1,noon,30.2,-97.7,10",
+        "a.csv,303,missing_speed,b2,2016-11-24T09:00:00,30.2,-97.7,x",
+    ]
+    line = _one_error_line(
+        _run("experiment", "busiest-hat", str(src), "--out", str(hat), "--resolution", "16")
+    )
+    assert "resolution" in line
