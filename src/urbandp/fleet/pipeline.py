@@ -21,7 +21,7 @@ from urbandp.fleet.release import HatRelease, release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
-from urbandp.records.readers import scan_records, timestamp_samples
+from urbandp.records.readers import read_error_line, scan_records, timestamp_samples
 from urbandp.records.validation import (
     FAST_SHARE,
     ValidationOptions,
@@ -132,16 +132,6 @@ def load_records(
         warnings=warnings,
         timestamp_formats={name: classify_timestamps(v) for name, v in samples.items()},
     )
-
-
-def read_error_line(err: Exception) -> str:
-    """One line for a reading error, without Polars internals (column names such as ``__line``, hints)."""
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    if "utf-8" in text.lower() or "utf8" in text.lower():
-        return "the file is not UTF-8 text; convert it first (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)"
-    if "__" in text or "broadcast" in text:
-        return "malformed content (rows of different shapes)"
-    return text
 
 
 def top_reasons(reasons: dict[str, int], n: int = 3) -> str:

@@ -52,6 +52,16 @@ def expand_inputs(paths: list[Path]) -> list[Path]:
     return files
 
 
+def read_error_line(err: Exception) -> str:
+    """One line for a reading error, without Polars internals (column names such as ``__line``, hints)."""
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if "utf-8" in text.lower() or "utf8" in text.lower():
+        return "the file is not UTF-8 text; convert it first (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)"
+    if "__" in text or "broadcast" in text:
+        return "malformed content (rows of different shapes)"
+    return text
+
+
 def check_readable(path: Path) -> None:
     """Refuse what is not a readable regular file (a FIFO would block for ever, a device never ends)."""
     try:
@@ -145,14 +155,14 @@ def _scan_one(path: Path) -> pl.LazyFrame:
             return lf
         return pl.read_json(path, infer_schema_length=None).lazy()
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+        raise InputError(f"cannot read {path}: {read_error_line(err)}") from None
 
 
 def _schema(lf: pl.LazyFrame, path: Path) -> pl.Schema:
     try:
         return lf.collect_schema()
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+        raise InputError(f"cannot read {path}: {read_error_line(err)}") from None
 
 
 def _as_float(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from urbandp.errors import InputError
-from urbandp.fleet.pipeline import NoValidRecords, load_records, read_error_line
+from urbandp.fleet.pipeline import NoValidRecords, load_records
+from urbandp.records.readers import read_error_line
 
 HEADER = "vehicle_id,timestamp,speed,latitude,longitude\n"
 
