@@ -553,6 +553,7 @@ def plan(**a: Any) -> None:
             cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
         )
         loaded = load_records(a["inputs"], columns, options, window=spec)
+        _quarantine_on_failure(a["out"], loaded.require_valid)
         contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
         k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
         histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())

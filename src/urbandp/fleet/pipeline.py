@@ -152,6 +152,13 @@ class NoValidRecords(InputError):
                 f"; timestamps{example} are not ISO 8601 or epoch seconds/milliseconds: declare their layout with "
                 '--timestamp-format (e.g. "%d/%m/%Y %H:%M")'
             )
+        elif reasons.get("implausible_timestamp", 0) * 2 > records_in:
+            first = quarantine.filter(pl.col("reason") == "implausible_timestamp")["timestamp_raw"].head(1)
+            example = f" such as '{first[0]}'" if first.len() and first[0] is not None else ""
+            hint = (
+                f"; timestamps{example} lie before 1990 or in the future: check --timestamp-format (epoch-s or "
+                "epoch-ms?) and the units' clocks"
+            )
         super().__init__(
             f"all {records_in:,} records were quarantined ({top_reasons(reasons)}){hint}; nothing is left to use"
         )

@@ -166,3 +166,19 @@ def test_busiest_hat_quarantines_bad_rows_with_counts(tmp_path: Path) -> None:
         _run("experiment", "busiest-hat", str(src), "--out", str(hat), "--resolution", "16")
     )
     assert "resolution" in line
+
+
+def test_plan_reads_with_the_declared_format_and_refuses_a_wrong_one(tmp_path: Path) -> None:
+    src = _fleet(tmp_path / "s.csv", lambda t: int(t.timestamp()), n=400)
+    base = ["plan", str(src), "--epsilon-per-day", "10", "--start", "2016-11-24", "--end", "2016-11-24"]
+    ok = _run(
+        *base, "--out", str(tmp_path / "p1"), "--histogram-epsilon", "1", "--timestamp-format", "epoch-s"
+    )
+    assert ok.returncode == 0, ok.stderr
+    line = _one_error_line(
+        _run(
+            *base, "--out", str(tmp_path / "p2"), "--histogram-epsilon", "1", "--timestamp-format", "epoch-ms"
+        )
+    )
+    assert "all 400 records were quarantined (implausible_timestamp 400)" in line and "'1479978000'" in line
+    assert (tmp_path / "owner_only" / "p2" / "quarantine.csv").is_file()
