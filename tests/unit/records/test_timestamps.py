@@ -183,3 +183,14 @@ def test_classify_timestamps_names_each_layout() -> None:
     assert classify_timestamps(sample) == "iso (T, UTC offset) + iso (space) + epoch-s"
     assert classify_timestamps(pl.Series([1479978000000])) == "epoch-ms"
     assert classify_timestamps(pl.Series([None], dtype=pl.String)) == "none readable"
+
+
+def test_kmh_read_as_ms_is_warned_about(tmp_path: Path) -> None:
+    rows = [
+        f"v{i % 30},{_iso_t(T0 + dt.timedelta(minutes=i))},{20 + i % 40},30.26,-97.74" for i in range(300)
+    ]
+    path = _csv(tmp_path / "k.csv", rows)
+    loaded = load_records([path], options=ValidationOptions(speed_unit="m/s"))
+    assert loaded.reasons["speed_above_maximum"] == 126  # 42..59 m/s (18 of each 40 rows) exceed 150 km/h
+    assert any("km/h read as m/s" in w for w in loaded.warnings)
+    assert load_records([path]).warnings == []
