@@ -195,6 +195,14 @@ def _coordinate_pair(expr: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Exp
     return pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)
 
 
+def _timestamp_text(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A typed timestamp as ISO 8601 text that keeps its instant: a zone-aware one with its UTC offset."""
+    if isinstance(dtype, pl.Datetime):
+        fmt = "%Y-%m-%dT%H:%M:%S%.f" + ("%:z" if dtype.time_zone else "")
+        return expr.dt.strftime(fmt)
+    return expr.cast(pl.String)
+
+
 def scan_records(
     paths: list[Path], columns: dict[str, str] | None = None
 ) -> tuple[pl.LazyFrame, ColumnMapping, list[Path]]:
@@ -234,7 +242,10 @@ def scan_records(
     assert mapping is not None
     if len(frames) == 1:
         return frames[0], mapping, files
-    dtypes = {str(f.collect_schema()["timestamp_raw"]) for f in frames}
-    if len(dtypes) > 1:
-        frames = [f.with_columns(pl.col("timestamp_raw").cast(pl.String)) for f in frames]
+    dtypes = [f.collect_schema()["timestamp_raw"] for f in frames]
+    if len({str(d) for d in dtypes}) > 1:  # files differ: text for all, each read per row by validation
+        frames = [
+            f.with_columns(_timestamp_text(pl.col("timestamp_raw"), d))
+            for f, d in zip(frames, dtypes, strict=True)
+        ]
     return pl.concat(frames, how="vertical_relaxed"), mapping, files

@@ -194,3 +194,20 @@ def test_kmh_read_as_ms_is_warned_about(tmp_path: Path) -> None:
     assert loaded.reasons["speed_above_maximum"] == 126  # 42..59 m/s (18 of each 40 rows) exceed 150 km/h
     assert any("km/h read as m/s" in w for w in loaded.warnings)
     assert load_records([path]).warnings == []
+
+
+def test_a_zone_aware_parquet_beside_a_csv_keeps_its_instant(tmp_path: Path) -> None:
+    csv = _csv(tmp_path / "a.csv", ["c0,2016-11-24T03:00:00-06:00,20,30.26,-97.74"])
+    pq = tmp_path / "b.parquet"
+    pl.DataFrame(
+        {
+            "vehicle_id": ["p0"],
+            "timestamp": pl.Series([T0]).dt.convert_time_zone("UTC"),  # 09:00 UTC = 03:00 in Austin
+            "speed": [20.0],
+            "latitude": [30.26],
+            "longitude": [-97.74],
+        }
+    ).write_parquet(pq)
+    for zone, hour in ((None, {3, 9}), ("America/Chicago", {3})):
+        clean = load_records([csv, pq], options=ValidationOptions(timezone=zone)).clean
+        assert set(clean["timestamp"].dt.hour().to_list()) == hour
