@@ -432,7 +432,7 @@ def explore(
     config: Path | None = typer.Option(
         None,
         "--config",
-        help="TOML config; its [input] and [columns] tables (and start, end, hours) are used.",
+        help="TOML config: its input and columns tables (and start, end, hours) are used.",
     ),
     hours: str | None = typer.Option(None, help="Daily hour window START-END (default: 9-21)."),
     start: str | None = typer.Option(None, help="First day YYYY-MM-DD (default: first day in data)."),
