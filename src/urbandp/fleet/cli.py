@@ -186,7 +186,11 @@ def release(
         ..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory."),
-    config: Path | None = typer.Option(None, "--config", help="TOML config ([release], [input], [columns])."),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
+    ),
     resolution: int | None = typer.Option(None, help="H3 resolution [default: 7]."),
     slot_minutes: int | None = typer.Option(None, help="Time-slot length in minutes [default: 60]."),
     hours: str | None = typer.Option(None, help="Daily hour window START-END [default: 9-21]."),
@@ -201,27 +205,34 @@ def release(
     ),
     speed_limit: float | None = typer.Option(None, help="Query 2 threshold in km/h [default: 35]."),
     noise_scale: float | None = typer.Option(
-        None, help="Laplace scale B for both queries (or --epsilon-per-day)."
+        None, help="Laplace scale B for both queries (default: none; give this or --epsilon-per-day)."
     ),
     epsilon_per_day: float | None = typer.Option(
-        None, help="Cumulative epsilon per vehicle-day; B is derived."
+        None,
+        help="Cumulative epsilon per vehicle-day; the noise is calibrated from it (default: none; give this or --noise-scale).",
     ),
     budget_per_day: float | None = typer.Option(
-        None, help="Refuse the release if epsilon per day would exceed this."
+        None, help="Refuse the release if epsilon per day would exceed this (default: no cap)."
     ),
     selection: str | None = typer.Option(
         None, help="HAT selection: dp (default) or public-threshold (not DP)."
     ),
     domain_bbox: str | None = typer.Option(
-        None, help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection."
+        None,
+        help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection (default: no extent; approximate-DP selection).",
     ),
     selection_epsilon: float | None = typer.Option(
-        None, help="Epsilon per day for DP selection when B is given [1.0]."
+        None, help="Epsilon per day for DP selection when B is given (default: 1.0)."
     ),
-    delta: float | None = typer.Option(None, help="Target delta per vehicle-day of DP selection [1e-6]."),
-    min_vehicles_per_day: float | None = typer.Option(None, help="Threshold: vehicles per day per HAT [10]."),
+    delta: float | None = typer.Option(
+        None, help="Target delta per vehicle-day of DP selection (default: 1e-6)."
+    ),
+    min_vehicles_per_day: float | None = typer.Option(
+        None, help="Threshold: vehicles per day per HAT (default: 10)."
+    ),
     max_hats_per_vehicle_day: str | None = typer.Option(
-        None, help="K, public bound enforced by truncation [96], or 'observed' (report, not DP)."
+        None,
+        help="K, public bound enforced by truncation, or 'observed' as in the report, not DP (default: 96).",
     ),
     speed_share: float | None = typer.Option(
         None,
@@ -239,24 +250,24 @@ def release(
         None,
         help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile, clipped-mean.",
     ),
-    precision: int | None = typer.Option(None, help="Decimal places of released values [2]."),
+    precision: int | None = typer.Option(None, help="Decimal places of released values (default: 2)."),
     speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
     speed_unit_since: list[str] | None = typer.Option(
-        None, help="Unit switch on a date, e.g. 2016-01-01=m/s (repeatable)."
+        None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
     ),
     timezone: str | None = typer.Option(
         None, help="Convert timestamps to this zone (default: wall-clock time as written)."
     ),
     speed_reject_above: float | None = typer.Option(
-        None, help="Quarantine speeds above this many km/h [150]."
+        None, help="Quarantine speeds above this many km/h (default: 150)."
     ),
     column: list[str] | None = typer.Option(
         None,
-        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates.",
+        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: the ITMS names).",
     ),
     no_map: bool = typer.Option(False, "--no-map", help="Skip map.html."),
     gtfs: Path | None = typer.Option(
-        None, "--gtfs", help="GTFS directory (shapes.txt / stops.txt) drawn on the map."
+        None, "--gtfs", help="GTFS directory with shapes.txt / stops.txt drawn on the map (default: none)."
     ),
     strict: bool = typer.Option(
         False,
@@ -264,9 +275,13 @@ def release(
         help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
     ),
     dataset: str | None = typer.Option(
-        None, help="Charge this dataset in the budget store (urbandp budget)."
+        None,
+        help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
     ),
-    budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
+    budget_store: str | None = typer.Option(
+        None,
+        help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
+    ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -404,8 +419,12 @@ def explore(
     hours: str = typer.Option("9-21", help="Daily hour window START-END."),
     slot_minutes: int = typer.Option(60, help="Time-slot length in minutes."),
     min_vehicles_per_day: float = typer.Option(10.0, help="Threshold used for the share-of-cells column."),
-    speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h, mph or m/s."),
-    column: list[str] | None = typer.Option(None, help="Column mapping NAME=SOURCE (repeatable)."),
+    speed_unit: str | None = typer.Option(
+        None, help="Speed unit of the input: km/h, mph or m/s (default: km/h, or the config's)."
+    ),
+    column: list[str] | None = typer.Option(
+        None, help="Column mapping NAME=SOURCE, repeatable (default: the ITMS names)."
+    ),
 ) -> None:
     """Explore TRUE data to choose parameters (report III A-C). FOR THE DATA OWNER ONLY: not private.
 
@@ -497,11 +516,15 @@ def _plan_signature() -> None:
     skip = {"no_map", "gtfs", "strict"}
     params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
     extra = {
-        "target_error": typer.Option(None, "--target-error", help="Target sd of a released mean (km/h)."),
+        "target_error": typer.Option(
+            None,
+            "--target-error",
+            help="Target sd of a released mean in km/h (default: none; no search for settings).",
+        ),
         "histogram_epsilon": typer.Option(
             None,
             "--histogram-epsilon",
-            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (off: spends nothing).",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (default: off, spends nothing).",
         ),
     }
     for name, default in extra.items():
