@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -272,7 +273,7 @@ def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> N
     p = release.privacy
     wanted = ("h3_cell", "slot", "mean_speed", "ci95_low", "ci95_high", "resolution", "noisy_vehicle_days")
     frame = release.speed.select([c for c in wanted if c in release.speed.columns])
-    extra = {k: v for k, v in options.items() if v is not None}
+    extra: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     write_hat_map(
         frame,
         path,
