@@ -154,3 +154,10 @@ def busiest_hat(
         f"{summary.n_vehicles} vehicles over {summary.n_days} day(s) (of {summary.n_candidate_records} records "
         f"in {summary.n_hats} HATs); wrote {out}"
     )
+    top = ", ".join(f"{k} {v:,}" for k, v in summary.quarantine_reasons.items() if v) or "none"
+    Console().print(
+        f"records in {summary.records_in:,}: quarantined {summary.records_quarantined:,} ({top}), outside the "
+        f"hours {summary.records_outside_hours:,}"
+        + (f"; quarantine: {summary.quarantine_path}" if summary.quarantine_path else ""),
+        highlight=False,
+    )

@@ -37,7 +37,7 @@ def _parse_unit_switches(items: list[str] | None, config: dict[str, Any]) -> tup
 
 
 SECTIONS = ("release", "input", "columns")
-INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since")
+INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since", "timestamp_format")
 
 
 def _read_toml(path: Path | None) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def _read_toml(path: Path | None) -> dict[str, Any]:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InputError("bad config value for input.speed_reject_above: a number of km/h, e.g. 150")
         elif not isinstance(value, str):
-            example = '"mph"' if key == "speed_unit" else '"Asia/Kolkata"'
+            example = {"speed_unit": '"mph"', "timestamp_format": '"epoch-s"'}.get(key, '"Asia/Kolkata"')
             raise InputError(f"bad config value for input.{key}: a string, e.g. {key} = {example}")
     for key, value in data.get("columns", {}).items():
         if not isinstance(value, str):
@@ -90,6 +90,7 @@ def _validation_options(
     unit_since: list[str] | None,
     timezone: str | None,
     reject_above: float | None,
+    timestamp_format: str | None = None,
 ):
     import math
 
@@ -104,6 +105,7 @@ def _validation_options(
         speed_unit_since=_parse_unit_switches(unit_since, section),
         timezone=timezone or section.get("timezone"),
         speed_reject_above_kmh=limit,
+        timestamp_format=timestamp_format or section.get("timestamp_format", "auto"),
     )
 
 
@@ -176,9 +178,31 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     )
     cfg = build_config(toml, overrides)
     options = _validation_options(
-        toml, a["speed_unit"], a["speed_unit_since"], a["timezone"], a["speed_reject_above"]
+        toml,
+        a["speed_unit"],
+        a["speed_unit_since"],
+        a["timezone"],
+        a["speed_reject_above"],
+        a.get("timestamp_format"),
     )
     return cfg, options, _parse_columns(a["column"], toml)
+
+
+TIMESTAMP_FORMAT_HELP = (
+    "Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
+    'strftime pattern such as "%d/%m/%Y %H:%M" (default: auto).'
+)
+
+
+def _quarantine_on_failure(out: Path, run: Any) -> Any:
+    """Run ``run()``; when every record was quarantined, write quarantine.csv to owner_only/ and say where."""
+    from urbandp.fleet.pipeline import NoValidRecords, write_owner_quarantine
+
+    try:
+        return run()
+    except NoValidRecords as err:
+        path = write_owner_quarantine(out, err.quarantine)
+        raise InputError(f"{err}; the rows and their reasons are in {path}") from None
 
 
 def release(
@@ -261,6 +285,7 @@ def release(
     speed_reject_above: float | None = typer.Option(
         None, help="Quarantine speeds above this many km/h (default: 150)."
     ),
+    timestamp_format: str | None = typer.Option(None, help=TIMESTAMP_FORMAT_HELP),
     column: list[str] | None = typer.Option(
         None,
         help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: the ITMS names).",
@@ -304,12 +329,15 @@ def release(
         transient=True,
     ) as progress:
         task = progress.add_task("starting", total=None)
-        release_result, loaded = release_fleet(
-            inputs,
-            cfg,
-            columns=columns,
-            options=options,
-            step=lambda name: progress.update(task, description=name),
+        release_result, loaded = _quarantine_on_failure(
+            out,
+            lambda: release_fleet(
+                inputs,
+                cfg,
+                columns=columns,
+                options=options,
+                step=lambda name: progress.update(task, description=name),
+            ),
         )
         useless = release_warnings(release_result, cfg)
         p = release_result.privacy
@@ -416,37 +444,71 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
 def explore(
     inputs: list[Path] = typer.Argument(..., help="Input files or directories."),
     out: Path = typer.Option(Path("out/explore"), "--out", help="Output directory for the table and PNGs."),
-    hours: str = typer.Option("9-21", help="Daily hour window START-END."),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="TOML config; its [input] and [columns] tables (and start, end, hours) are used (default: none).",
+    ),
+    hours: str | None = typer.Option(None, help="Daily hour window START-END (default: 9-21)."),
+    start: str | None = typer.Option(None, help="First day YYYY-MM-DD (default: first day in data)."),
+    end: str | None = typer.Option(None, help="Last day YYYY-MM-DD (default: last day in data)."),
     slot_minutes: int = typer.Option(60, help="Time-slot length in minutes."),
     min_vehicles_per_day: float = typer.Option(10.0, help="Threshold used for the share-of-cells column."),
-    speed_unit: str | None = typer.Option(
-        None, help="Speed unit of the input: km/h, mph or m/s (default: km/h, or the config's)."
+    speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
+    speed_unit_since: list[str] | None = typer.Option(
+        None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
     ),
+    timezone: str | None = typer.Option(
+        None, help="Convert timestamps to this zone (default: wall-clock time as written)."
+    ),
+    speed_reject_above: float | None = typer.Option(
+        None, help="Quarantine speeds above this many km/h (default: 150)."
+    ),
+    timestamp_format: str | None = typer.Option(None, help=TIMESTAMP_FORMAT_HELP),
     column: list[str] | None = typer.Option(
         None, help="Column mapping NAME=SOURCE, repeatable (default: the ITMS names)."
     ),
 ) -> None:
     """Explore TRUE data to choose parameters (report III A-C). FOR THE DATA OWNER ONLY: not private.
 
-    Example: urbandp explore fleet.parquet --out out/explore
+    Reads records like `urbandp release` (same input options); rejected rows go to owner_only/<name>/quarantine.csv.
+
+    Example: urbandp explore fleet.parquet --out out/explore --start 2016-11-24 --end 2016-11-27
     """
     from rich.console import Console
 
-    from urbandp.fleet.explore import OWNER_ONLY, comparison_table, write_histograms
+    from urbandp.fleet.explore import OWNER_ONLY, comparison_table, in_window, write_histograms
     from urbandp.fleet.explore import explore as run_explore
-    from urbandp.fleet.pipeline import load_records
+    from urbandp.fleet.pipeline import load_records, top_reasons, write_owner_quarantine
     from urbandp.grid.slots import SlotSpec, parse_hours
 
-    options = _validation_options({}, speed_unit, None, None, None)
+    toml = _read_toml(config)
+    section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
+    hours_text = hours or section.get("hours")
+    window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text or (9, 21))
+    first = _date(start, "--start") or _date(_toml_date(section.get("start")), "start")
+    last = _date(end, "--end") or _date(_toml_date(section.get("end")), "end")
+    if first and last and first > last:
+        raise InputError(f"--start {first} is after --end {last}")
+    options = _validation_options(
+        toml, speed_unit, speed_unit_since, timezone, speed_reject_above, timestamp_format
+    )
+    slots = SlotSpec(slot_minutes, *window_hours)
     console = Console()
+    err = Console(stderr=True)
     with console.status("reading, validating and aggregating at resolutions 6, 7, 8"):
-        loaded = load_records(inputs, _parse_columns(column, {}), options)
-        result = run_explore(
-            loaded.clean,
-            slots=SlotSpec(slot_minutes, *parse_hours(hours)),
-            min_vehicles_per_day=min_vehicles_per_day,
-        )
-    from urbandp.reports.outputs import OWNER_README, atomic_output_dir
+        loaded = load_records(inputs, _parse_columns(column, toml), options)
+        _quarantine_on_failure(out, loaded.require_valid)
+        clean, outside = in_window(loaded.clean, slots, first, last)
+        if clean.height == 0:
+            where = write_owner_quarantine(out, loaded.quarantine)
+            raise InputError(
+                f"none of the {outside:,} valid records lies inside the window {first or 'first day'}.."
+                f"{last or 'last day'}, hours {window_hours[0]}-{window_hours[1]} ({loaded.quarantine.height:,} other "
+                f"records quarantined: {top_reasons(loaded.reasons)}, in {where}); widen --start/--end or --hours"
+            )
+        result = run_explore(clean, slots=slots, min_vehicles_per_day=min_vehicles_per_day)
+    from urbandp.reports.outputs import OWNER_README, atomic_output_dir, owner_dir_for
 
     # The whole exploration is data-owner material (true data): the directory says so in its README.txt. It is
     # written atomically like every output, so a rerun never leaves stale files.
@@ -454,10 +516,23 @@ def explore(
         (d.release / "README.txt").write_text(OWNER_README)
         result.table.write_csv(d.release / "resolution_comparison.csv")
         names = [p.name for p in write_histograms(result, d.release)]
+        loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
     pngs = [out / name for name in names]
+    for text in loaded.warnings:
+        err.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False)
     console.print(f"[bold red]{OWNER_ONLY}[/]")
+    console.print(
+        f"records in {loaded.records_in:,}: used {clean.height:,}, quarantined {loaded.quarantine.height:,} "
+        f"({top_reasons(loaded.reasons, 10)}), valid but outside the window {outside:,}",
+        highlight=False,
+    )
     console.print(comparison_table(result.table))
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))
+    console.print(f"quarantine: {owner_dir_for(out) / 'quarantine.csv'}")
+
+
+def _toml_date(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def plan(**a: Any) -> None:
