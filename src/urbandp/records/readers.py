@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import mmap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,7 +59,8 @@ malformed line costs a bisection of its own block only."""
 JSON_SAMPLE_RECORDS = 1000
 """Records (JSON objects) sampled from the start of a file to choose the reading schema."""
 _BOM = b"\xef\xbb\xbf"
-_BISECT_LEAF = 16
+JSON_RUN_LINES = 256
+"""A block the bulk parse rejects is re-parsed in runs of this many lines; a failing run is checked line by line."""
 
 
 def _json_dtype(values: list[object]) -> pl.DataType:
@@ -124,44 +126,60 @@ def _numbered(frame: pl.DataFrame, lines: np.ndarray | range, ok: bool = True) -
     )
 
 
-def _parse_lines(
-    numbered: list[tuple[int, bytes]],
-    schema: dict[str, pl.DataType],
-    out: list[pl.DataFrame],
-    known_bad: bool = False,
-) -> bool:
-    """Parse (line number, line) pairs; a segment the parser rejects is bisected until its bad lines are isolated.
+def _failed(schema: dict[str, pl.DataType], lines: list[int]) -> pl.DataFrame:
+    return _numbered(pl.DataFrame(schema=schema).clear(len(lines)), lines, ok=False)
 
-    A bad line (not one JSON object: invalid JSON, trailing text, two objects on a line) becomes a failed record
-    (``__record_ok`` false, validation reason ``unparseable_record``); every other line in the segment is parsed
-    by Polars in bulk. ``known_bad`` skips the attempt on a segment already known to fail (when the first half of a
-    failing segment parses, the second half must hold the bad line). Cost: about one extra parse of the block per
-    bad line, not a line-by-line read. Returns whether every line parsed.
-    """
-    if not numbered:
-        return True
-    frame: pl.DataFrame | None = None
-    if not known_bad:
+
+def _bulk(data: bytes, schema: dict[str, pl.DataType]) -> pl.DataFrame | None:
+    """One Polars parse of whole lines with the fixed schema; None when the parser rejects the bytes."""
+    try:
+        return pl.read_ndjson(io.BytesIO(data), schema=schema, ignore_errors=True)
+    except pl.exceptions.PolarsError:
+        return None
+
+
+def _trusted(frame: pl.DataFrame | None, n_lines: int) -> bool:
+    """A bulk result is trusted when it parsed, has one row per line (no blank line shifted the numbering) and no
+    all-null row (Polars reads a line holding a JSON array, number, string or null as an all-null record)."""
+    if frame is None or frame.height != n_lines:
+        return False
+    return not frame.select(pl.all_horizontal(pl.all().is_null()).any()).item()
+
+
+def _parse_line_by_line(
+    lines: list[bytes], first_line: int, schema: dict[str, pl.DataType]
+) -> list[pl.DataFrame]:
+    """A small run of lines the bulk parse rejected: each line checked by Python's ``json``; the objects then parsed
+    by Polars in one call (line by line only if even that fails). Blank lines are skipped."""
+    good: list[bytes] = []
+    good_at: list[int] = []
+    failed: list[int] = []
+    for number, line in enumerate(lines, start=first_line):
+        if not line.strip():
+            continue
         try:
-            frame = pl.read_ndjson(
-                io.BytesIO(b"\n".join(line for _, line in numbered)), schema=schema, ignore_errors=True
-            )
-        except pl.exceptions.PolarsError:
-            frame = None
-    if frame is not None and frame.height == len(numbered):
-        out.append(_numbered(frame, [n for n, _ in numbered]))
-        return True
-    if len(numbered) == 1:
-        out.append(_numbered(pl.DataFrame(schema=schema).clear(1), [numbered[0][0]], ok=False))
-        return False
-    if len(numbered) <= _BISECT_LEAF:
-        for pair in numbered:
-            _parse_lines([pair], schema, out)
-        return False
-    half = len(numbered) // 2
-    first_ok = _parse_lines(numbered[:half], schema, out)
-    _parse_lines(numbered[half:], schema, out, known_bad=first_ok)
-    return False
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            good.append(line)
+            good_at.append(number)
+        else:
+            failed.append(number)
+    out: list[pl.DataFrame] = []
+    frame = _bulk(b"\n".join(good), schema) if good else None
+    if frame is not None and frame.height == len(good):
+        out.append(_numbered(frame, good_at))
+    else:
+        for number, line in zip(good_at, good, strict=True):
+            single = _bulk(line, schema)
+            if single is not None and single.height == 1:
+                out.append(_numbered(single, [number]))
+            else:
+                failed.append(number)
+    if failed:
+        out.append(_failed(schema, failed))
+    return out
 
 
 def _parse_block(
@@ -169,61 +187,52 @@ def _parse_block(
 ) -> list[pl.DataFrame]:
     """One block of whole lines starting at line ``first_line``: one bulk parse when it is clean.
 
-    The bulk result is trusted when it parsed without error, has one row per line (no blank line shifted the
-    numbering) and no all-null row (Polars reads a line holding a JSON array, number or string as an all-null
-    record). Otherwise the block is split into lines: blank lines are skipped, lines that do not start with ``{``
-    are failed records, and the rest go through :func:`_parse_lines`.
+    Otherwise the block is cut into runs of :data:`JSON_RUN_LINES` lines, each parsed in bulk again; only a run that
+    still fails is checked line by line (:func:`_parse_line_by_line`). A malformed line therefore costs one re-parse
+    of its block and a Python check of its run, never a line-by-line read of the file; it becomes a failed record
+    (``__record_ok`` false, validation reason ``unparseable_record``) with its line number.
     """
-    try:
-        frame = pl.read_ndjson(io.BytesIO(block), schema=schema, ignore_errors=True)
-    except pl.exceptions.PolarsError:
-        frame = None
-    if frame is not None and frame.height == n_lines:
-        all_null = pl.all_horizontal(pl.all().is_null())
-        if not frame.select(all_null.any()).item():
-            return [_numbered(frame, np.arange(first_line, first_line + n_lines))]
-    known_bad = frame is None
+    frame = _bulk(block, schema)
+    if _trusted(frame, n_lines):
+        return [_numbered(frame, np.arange(first_line, first_line + n_lines))]  # type: ignore[arg-type]
+    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10) + 1
+    if len(ends) < n_lines:
+        ends = np.append(ends, len(block))
+    starts = np.concatenate([[0], ends[:-1]])
     out: list[pl.DataFrame] = []
-    objects: list[tuple[int, bytes]] = []
-    failed: list[int] = []
-    for number, line in enumerate(block.split(b"\n"), start=first_line):
-        text = line.strip()
-        if not text:
-            continue
-        if text[:1] == b"{":
-            objects.append((number, line))
+    for lo in range(0, n_lines, JSON_RUN_LINES):
+        hi = min(lo + JSON_RUN_LINES, n_lines)
+        run = block[int(starts[lo]) : int(ends[hi - 1])]
+        part = _bulk(run, schema)
+        if _trusted(part, hi - lo):
+            out.append(_numbered(part, np.arange(first_line + lo, first_line + hi)))  # type: ignore[arg-type]
         else:
-            failed.append(number)
-    _parse_lines(objects, schema, out, known_bad=known_bad and not failed)
-    if failed:
-        out.append(_numbered(pl.DataFrame(schema=schema).clear(len(failed)), failed, ok=False))
+            out.extend(_parse_line_by_line(run.split(b"\n")[: hi - lo], first_line + lo, schema))
     return [pl.concat(out, how="vertical").sort("__line")] if out else []
 
 
 def _line_blocks(path: Path) -> Iterator[tuple[bytes, int, int]]:
-    """(block, number of its first line, number of lines in it); blocks end at a line end, the BOM is dropped."""
-    first = 1
-    carry = b""
-    with path.open("rb") as handle:
-        head = True
-        while True:
-            chunk = handle.read(JSON_BLOCK_BYTES)
-            if head:
-                chunk = chunk.removeprefix(_BOM)
-                head = False
-            if not chunk:
-                break
-            data = carry + chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                carry = data
-                continue
-            block, carry = data[: cut + 1], data[cut + 1 :]
-            n = block.count(b"\n")
-            yield block, first, n
+    """(block, number of its first line, number of lines in it); blocks end at a line end, the BOM is dropped.
+
+    The file is memory-mapped, so a block is one copy of its bytes (no re-joining of partial reads).
+    """
+    if path.stat().st_size == 0:
+        return
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        size = len(mm)
+        pos = len(_BOM) if mm[: len(_BOM)] == _BOM else 0
+        first = 1
+        while pos < size:
+            cut = mm.rfind(b"\n", pos, min(pos + JSON_BLOCK_BYTES, size))
+            if cut < 0:  # a line longer than a block: extend the block to its end
+                cut = mm.find(b"\n", pos)
+            end = size if cut < 0 else cut + 1
+            block = mm[pos:end]
+            n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            if block.strip():
+                yield block, first, n
             first += n
-    if carry.strip():
-        yield carry, first, 1
+            pos = end
 
 
 def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.DataFrame:
@@ -266,20 +275,12 @@ def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
         [r for r in data if isinstance(r, dict)][:JSON_SAMPLE_RECORDS], columns, path
     )
     wanted = list(schema)
-    numbered = [
-        (i, json.dumps({k: r.get(k) for k in wanted}).encode())
-        for i, r in enumerate(data, start=1)
-        if isinstance(r, dict)
-    ]
-    failed = [i for i, r in enumerate(data, start=1) if not isinstance(r, dict)]
-    frames: list[pl.DataFrame] = []
-    _parse_lines(numbered, schema, frames)
-    if failed:
-        frames.append(_numbered(pl.DataFrame(schema=schema).clear(len(failed)), failed, ok=False))
-    frames = [f for f in frames if f.height]
+    lines = [json.dumps({k: r.get(k) for k in wanted}) if isinstance(r, dict) else "null" for r in data]
+    blob = "\n".join(lines).encode()
+    frames = [f for f in _parse_block(blob, 1, len(lines), schema) if f.height] if lines else []
     if not frames:
         return _numbered(pl.DataFrame(schema=schema), [])
-    return pl.concat(frames, how="vertical").sort("__line")
+    return pl.concat(frames, how="vertical")
 
 
 def _scan_one(path: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame:

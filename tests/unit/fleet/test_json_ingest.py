@@ -105,28 +105,37 @@ def test_malformed_lines_across_blocks_keep_their_line_numbers(
     assert raw.filter(pl.col("__line") == 200)["speed"].item() == _record(199)["speed"]
 
 
-def test_a_bad_line_costs_a_bisection_not_a_line_by_line_read(
+def test_a_bad_line_costs_one_reparse_not_a_line_by_line_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One bad line among 4,000: the parser is called O(log n) times, each good line parsed in bulk."""
+    """One bad line among 4,000: the block is re-parsed in runs of 256 lines, and only the bad line's run is
+    checked line by line (a line-by-line fallback for the file would check all 4,000)."""
     lines = [json.dumps(_record(i)) for i in range(4000)]
     lines[2500] = "{broken"
     path = _write_lines(tmp_path / "one_bad.jsonl", lines)
     calls: list[int] = []
-    real = pl.read_ndjson
+    checked: list[int] = []
+    real_parse, real_lines = pl.read_ndjson, readers._parse_line_by_line
 
     def counting(source, *args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(len(source.getvalue()))
-        return real(source, *args, **kwargs)
+        return real_parse(source, *args, **kwargs)
+
+    def by_line(run, first, schema):  # type: ignore[no-untyped-def]
+        checked.append(len(run))
+        return real_lines(run, first, schema)
 
     monkeypatch.setattr(readers.pl, "read_ndjson", counting)
+    monkeypatch.setattr(readers, "_parse_line_by_line", by_line)
     raw = readers.read_json_lines(path)
     assert raw.height == 4000
     assert raw.filter(~pl.col("__record_ok"))["__line"].to_list() == [2501]
-    assert len(calls) < 2 * 12 + 20  # bisection depth log2(4000) ~ 12, plus the leaf's lines
+    assert raw["__line"].to_list() == list(range(1, 4001))
+    assert checked == [readers.JSON_RUN_LINES]
     assert (
-        sum(calls) < 3 * path.stat().st_size
-    )  # the block, then halves of halves (line by line: 4,000 calls)
+        len(calls) == 1 + -(-4000 // readers.JSON_RUN_LINES) + 1
+    )  # block, its runs, the bad run's good lines
+    assert sum(calls) < 2.1 * path.stat().st_size
 
 
 def test_only_the_needed_columns_are_read_and_mapping_is_honoured(tmp_path: Path) -> None:
