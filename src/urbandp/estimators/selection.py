@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import opendp.prelude as dp
+
+import urbandp.privacy.dp_prelude as dp
 
 dp.enable_features("contrib")
 
