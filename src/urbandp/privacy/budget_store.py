@@ -40,7 +40,10 @@ from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
 ENV_STORE = "URBANDP_BUDGET_STORE"
 ENV_TEST_PAUSE = "URBANDP_BUDGET_TEST_PAUSE"  # "<stage>:<flag file>": touch the file, then sleep (tests only)
 DEFAULT_STORE = "urbandp-budget.sqlite"
-UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent")
+UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent", "trip")
+# Units present in every release of their dataset (a survey's respondent or trip has no per-day structure): their
+# dataset must declare --epsilon-total, the cap that composes all its releases whatever day they are booked on.
+WHOLE_DATASET_UNITS = ("respondent", "trip")
 TOL = 1e-9
 
 STATUS_RESERVED = "reserved"
@@ -96,6 +99,11 @@ class DatasetCaps:
                 raise InputError(f"{label} must be a positive finite number, got {v}")
         if self.epsilon_per_day is None and self.rho_per_day is None and self.epsilon_total is None:
             raise InputError("declare at least one cap (--epsilon-per-day, --epsilon-total or --rho-per-day)")
+        if self.unit in WHOLE_DATASET_UNITS and self.epsilon_total is None:
+            raise InputError(
+                f"a {self.unit} is in every release of the survey, whatever day it is booked on: "
+                "declare --epsilon-total (the cap that composes all of them)"
+            )
 
 
 @dataclass
@@ -475,6 +483,97 @@ def release_budget(
     charges = dict.fromkeys(days_of_window(d0, d1), float(epsilon_per_day))
     with budget_reservation(store_url, dataset, unit, charges, mechanism, params or {}) as r:
         yield r
+
+
+class PendingRelease:
+    """The budget of one release whose charge is known only part-way through it, but always before any noise.
+
+    Made by :func:`pending_release`. The release calls :meth:`reserve` (or :meth:`reserve_window`) once the charge
+    is known, from public parameters and the window, and before any noise is drawn; without ``--dataset``
+    (``dataset`` None) that call does nothing. :meth:`set_output` names the written directory.
+    """
+
+    def __init__(self, store_url: str | None, dataset: str | None) -> None:
+        self.store_url = store_url
+        self.dataset = dataset
+        self.reservation: Reservation | None = None
+        self._store: BudgetStore | None = None
+
+    def reserve(
+        self,
+        unit: str,
+        charges_per_day: Mapping[dt.date, float],
+        mechanism: str,
+        params: Mapping[str, Any],
+        rho_per_day: Mapping[dt.date, float] | None = None,
+    ) -> Reservation | None:
+        """Reserve the charges in one transaction (BudgetExceededError when a cap would be passed)."""
+        if self.dataset is None:
+            return None
+        if self.reservation is not None:
+            raise RuntimeError("a release reserves its budget once")
+        self._store = open_store(self.store_url)
+        rid = self._store.reserve(
+            self.dataset, unit, charges_per_day, mechanism, params, " ".join(sys.argv), rho_per_day
+        )
+        self.reservation = Reservation(rid, self.dataset, dict(charges_per_day))
+        checkpoint("before-noise")
+        return self.reservation
+
+    def reserve_window(
+        self,
+        unit: str,
+        first_day: dt.date | str,
+        last_day: dt.date | str,
+        epsilon_per_day: float,
+        mechanism: str,
+        params: Mapping[str, Any],
+        rho_per_day: float | None = None,
+    ) -> Reservation | None:
+        """Charge ``epsilon_per_day`` (and ``rho_per_day``) on every calendar day of ``first_day..last_day``."""
+        if self.dataset is None:
+            return None
+        d0 = dt.date.fromisoformat(str(first_day)[:10])
+        d1 = dt.date.fromisoformat(str(last_day)[:10])
+        days = days_of_window(d0, d1)
+        rho = None if rho_per_day is None else dict.fromkeys(days, float(rho_per_day))
+        return self.reserve(unit, dict.fromkeys(days, float(epsilon_per_day)), mechanism, params, rho)
+
+    def set_output(self, directory: Path) -> None:
+        """Name the final release directory; its content hash is recorded when the reservation commits."""
+        if self.reservation is not None:
+            self.reservation.set_output(directory)
+
+    def _finish(self, ok: bool) -> None:
+        store, r = self._store, self.reservation
+        if store is None or r is None:
+            return
+        try:
+            if ok:
+                checkpoint("before-commit")
+                r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
+                store.commit(r.id, r.content_hash)
+            else:
+                store.cancel(r.id)
+        finally:
+            store.close()
+
+
+@contextlib.contextmanager
+def pending_release(store_url: str | None, dataset: str | None) -> Iterator[PendingRelease]:
+    """Wrap a whole release whose charge becomes known inside it (e.g. a window derived from the data).
+
+    Inside the block the release calls ``budget.reserve...`` before any noise is drawn. On a normal exit a held
+    reservation is committed with the output's content hash; on an exception it is given back (nothing was
+    published); a process killed inside the block leaves it charged (``crashed/unconfirmed``).
+    """
+    budget = PendingRelease(store_url, dataset)
+    try:
+        yield budget
+    except BaseException:
+        budget._finish(ok=False)
+        raise
+    budget._finish(ok=True)
 
 
 def reserve_release(

@@ -5,64 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from urbandp.cli import app
 
 runner = CliRunner()
-
-
-def test_weekly_fleet_releases_stop_at_the_cap(tmp_path: Path) -> None:
-    store = str(tmp_path / "budget.sqlite")
-    fleet = tmp_path / "fleet.parquet"
-    r = runner.invoke(
-        app,
-        ["synth", "fleet", "--vehicles", "20", "--days", "2", "--start", "2024-03-04", "--out", str(fleet)],
-    )
-    assert r.exit_code == 0, r.output
-    r = runner.invoke(
-        app,
-        [
-            "budget",
-            "init",
-            "surat",
-            "--unit",
-            "vehicle-day",
-            "--epsilon-per-day",
-            "6",
-            "--budget-store",
-            store,
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    args = ["release", str(fleet), "--epsilon-per-day", "10", "--no-map", "--dataset", "surat"]
-    for i in (1, 2):
-        r = runner.invoke(app, [*args, "--out", str(tmp_path / f"rel{i}"), "--budget-store", store])
-        assert r.exit_code == 0, r.output
-    charged = json.loads((tmp_path / "rel1" / "privacy.json").read_text())["cumulative_epsilon_per_day"]
-    # Empty selection (20 vehicles are too few): only the DP selection's share of the budget is spent; the
-    # store charges exactly privacy.json's cumulative epsilon per day, so two releases fit under 6, three do not.
-    assert 2 * charged <= 6.0 < 3 * charged
-    r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel3"), "--budget-store", store])
-    assert r.exit_code == 2
-    assert (
-        f"exceeded on 2024-03-04: asked epsilon={charged:g} per vehicle-day, left {6 - 2 * charged:g} of 6"
-        in r.output
-    )
-    assert not (tmp_path / "rel3").exists()
-    r = runner.invoke(app, ["budget", "history", "surat", "--budget-store", store])
-    assert r.output.count("committed") == 2
-    r = runner.invoke(
-        app, ["budget", "show", "surat", "--budget-store", store, "--out", str(tmp_path / "show")]
-    )
-    assert r.exit_code == 0, r.output
-    assert (tmp_path / "show" / "spend.png").stat().st_size > 1000
-    day, spent, left, reserved = (tmp_path / "show" / "spend.csv").read_text().splitlines()[1].split(",")
-    assert day == "2024-03-04" and reserved == "0"
-    assert float(spent) == pytest.approx(2 * charged) and float(left) == pytest.approx(
-        6 - 2 * charged, abs=1e-5
-    )
 
 
 def test_corrupted_store_one_line_exit_2(tmp_path: Path) -> None:
