@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+import urbandp
 from urbandp.cli import app
+from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
 
 runner = CliRunner()
 
@@ -100,3 +107,84 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "map2")])
     assert r.exit_code == 2
     assert "exceeded on 2024-01-15" in r.output
+
+
+def _urbandp(*args: str) -> subprocess.CompletedProcess[str]:
+    src = str(Path(urbandp.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(
+        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def _snapshot(url: str) -> tuple[object, ...]:
+    s = BudgetStore(url)
+    try:
+        return s.caps("bus"), s.spend_per_day("bus"), s.history("bus")
+    finally:
+        s.close()
+
+
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from urbandp.survey.synth import write_survey
+
+    out = tmp_path_factory.mktemp("survey") / "data"
+    write_survey(out, households=200, seed=1)
+    return out / "homes.csv"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["budget", "show", "tram"], "unknown dataset 'tram' in budget store"),
+        (["budget", "history", "tram"], "(known: bus); declare it with `urbandp budget init`"),
+        (["budget", "init", "bus", "--unit", "card-day", "--epsilon-per-day", "2"],
+         "dataset 'bus' is declared in unit vehicle-day, not card-day; a unit cannot change"),
+        (["budget", "init", "bus", "--unit", "vehicle-day", "--epsilon-per-day", "0.5"],
+         "cannot lower epsilon per day of 'bus' to 0.5: 0.8 already spent on 2024-03-04"),
+        (["budget", "init", "bus", "--unit", "vehicle-day", "--epsilon-per-day", "1", "--epsilon-total", "1"],
+         "cannot lower epsilon total of 'bus' to 1: 1.6 already spent"),
+        (["survey", "perturb-points", "HOMES", "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+          "--dataset", "tram", "--survey-date", "2024-03-04", "--out", "OUT"], "unknown dataset 'tram'"),
+        (["survey", "perturb-points", "HOMES", "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+          "--dataset", "bus", "--survey-date", "2024-03-04", "--out", "OUT"],
+         "dataset 'bus' is declared in unit vehicle-day; this release charges respondent"),
+    ],
+)  # fmt: skip
+def test_bad_input_to_the_store_is_one_line_exit_2_and_loses_nothing(
+    tmp_path: Path, homes: Path, args: list[str], message: str
+) -> None:
+    url = str(tmp_path / "b.sqlite")
+    s = BudgetStore(url)
+    s.init_dataset(DatasetCaps("bus", "vehicle-day", 1.0, 10.0))
+    for day in ("2024-03-04", "2024-03-05"):
+        s.reserve("bus", "vehicle-day", {dt.date.fromisoformat(day): 0.8}, "laplace", {}, "earlier release")
+    s.close()
+    before = _snapshot(url)
+    out = tmp_path / "rel"
+    args = [str(homes) if a == "HOMES" else str(out) if a == "OUT" else a for a in args]
+    p = _urbandp(*args, "--budget-store", url)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("urbandp: error: "), p.stderr
+    assert message in p.stderr
+    assert _snapshot(url) == before  # nothing lost, nothing added
+    assert not out.exists()
+
+
+def test_corrupted_store_refuses_a_release_and_is_left_as_it_was(tmp_path: Path, homes: Path) -> None:
+    bad = tmp_path / "b.sqlite"
+    bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # a torn header: looks like SQLite, is not
+    out = tmp_path / "rel"
+    p = _urbandp(
+        "survey", "perturb-points", str(homes), "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+        "--dataset", "nhts", "--survey-date", "2024-03-04", "--budget-store", str(bad), "--out", str(out),
+    )  # fmt: skip
+    assert p.returncode == 2
+    assert (
+        p.stderr.count("\n") == 1
+        and "is not a usable database" in p.stderr
+        and "nothing was changed" in p.stderr
+    )
+    assert bad.read_bytes() == b"SQLite format 3\x00" + b"\xff" * 4000
+    assert not out.exists()
