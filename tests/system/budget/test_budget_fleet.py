@@ -165,6 +165,8 @@ def test_gaussian_release_charges_rho_against_a_rho_cap(tmp_path: Path, fleet: P
     rho_1 = rho_for_epsilon(1.0, 5e-7)
     url = _store(tmp_path, per_day=None, rho=1.5 * rho_1)
     assert _release(fleet, tmp_path / "a", url, "--epsilon-per-day", "1").exit_code == 0
+    # over the 2-day window a vehicle present on both days is a group of 2: 2**2 x rho (rho_total's measure)
+    assert BudgetStore(url).group_rho_spent("surat") == pytest.approx(4 * rho_1, rel=1e-12)
     r = _release(fleet, tmp_path / "b", url, "--epsilon-per-day", "1")
     assert r.exit_code == 2
     assert f"zCDP budget of 'surat' exceeded on 2024-03-04: asked rho={rho_1:.6g}" in r.output
