@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from urbandp.counts import PrivacyUnit
+    from urbandp.privacy.budget_store import PendingRelease
     from urbandp.privacy.ledger import PrivacyLedger
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -217,7 +218,10 @@ def release(
     if domain is None:
         if not select_partitions:
             raise InputError("no public domain: pass --domain FILE, or --select-partitions with --delta")
-        _release_selected(df, out, punit, epsilon, noise_scale, delta, input_kind, ledger)
+        from urbandp.privacy.budget_store import pending_release
+
+        with pending_release(budget_store, dataset) as budget:  # reserved before the selection's noise
+            _release_selected(df, out, punit, epsilon, noise_scale, delta, input_kind, ledger, budget)
         return
     dom = CountDomain.from_file(domain)
     dom.check_fits(dense=config.resolved_sampling == "dense")
@@ -319,8 +323,13 @@ def _release_selected(
     delta: float,
     input_kind: str,
     ledger: PrivacyLedger,
+    budget: PendingRelease,
 ) -> None:
-    """Partition selection path: no public domain, observed cells released only above a DP threshold."""
+    """Partition selection path: no public domain, observed cells released only above a DP threshold.
+
+    With --dataset the selection's epsilon (from OpenDP's map of the threshold measurement, before it is invoked)
+    is reserved on each day that holds a valid event: a unit-day on another day is in no cell.
+    """
     import polars as pl
 
     from urbandp.counts.accounting import laplace_plan
@@ -370,6 +379,14 @@ def _release_selected(
             .group_by("key")
             .len()
         )
+    if budget.dataset is not None:
+        from urbandp.counts.partitions import calibrate_threshold, threshold_measurement
+
+        meas = threshold_measurement(plan.noise_scale, calibrate_threshold(punit, plan.noise_scale, delta))
+        eps_sel, delta_sel = meas.map((punit.l0, punit.l1, punit.linf))
+        days = sorted(set(good["_ts"].dt.date().to_list()))
+        params = {"epsilon": eps_sel, "delta": delta_sel, "noise_scale": plan.noise_scale}
+        budget.reserve(punit.kind, dict.fromkeys(days, float(eps_sel)), "counts-partition-selection", params)
     sel = select_partitions(
         dict(zip(grouped["key"].to_list(), grouped["len"].to_list(), strict=False)),
         punit,
@@ -419,6 +436,7 @@ def _release_selected(
             {"note": "not differentially private", "input_rows": df.height, "quarantined_rows": bad.height},
         )
         write_json(d.release / "privacy.json", privacy)
+    budget.set_output(out)
     typer.echo(
         dumps_strict(
             {

@@ -317,17 +317,21 @@ def release(
 
     from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
-    from urbandp.privacy.budget_store import release_budget
+    from urbandp.privacy.budget_store import checkpoint, pending_release
 
     cfg, options, columns = _configure(locals())
+    _check_chargeable(dataset, cfg)
     console = Console(stderr=True)
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with (
+        Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress,
+        pending_release(budget_store, dataset) as budget,  # reserved before noise, committed after writing
+    ):
         task = progress.add_task("starting", total=None)
         release_result, loaded = _quarantine_on_failure(
             out,
@@ -337,6 +341,7 @@ def release(
                 columns=columns,
                 options=options,
                 step=lambda name: progress.update(task, description=name),
+                before_noise=lambda charge: _reserve_fleet(budget, charge),
             ),
         )
         useless = release_warnings(release_result, cfg)
@@ -359,17 +364,39 @@ def release(
             "interval_threshold": cfg.speed_max / 2,
             "domain_cells": _domain_cell_strings(cfg),
         }
-        pw = release_result.privacy
-        with release_budget(
-            dataset, budget_store, "vehicle-day", pw["window"]["start"], pw["window"]["end"],  # type: ignore[index]
-            float(pw["cumulative_epsilon_per_day"]), "fleet-hat", {"epsilon_per_day": pw["epsilon_per_day"]},  # type: ignore[arg-type]
-        ) as budget:  # fmt: skip
-            paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
-            if budget is not None:
-                budget.set_output(out)
+        checkpoint("after-noise")
+        paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
+        budget.set_output(out)
     _print_summary(release_result.privacy, paths)
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
+
+
+def _check_chargeable(dataset: str | None, cfg: Any) -> None:
+    """With --dataset the charge must be known before any noise: from --epsilon-per-day or --budget-per-day."""
+    if dataset is not None and cfg.epsilon_per_day is None and cfg.budget_per_day is None:
+        raise InputError(
+            "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
+        )
+
+
+def _reserve_fleet(budget: Any, charge: Any) -> None:
+    """release_fleet's before_noise hook: reserve the planned epsilon (and rho) on each day of the window."""
+    params = {
+        "epsilon_per_day": charge.epsilon_per_day,
+        "rho_per_day": charge.rho_per_day,
+        "conversion_delta": charge.conversion_delta,
+        "window_derived_from_data": charge.derived_window,
+    }
+    budget.reserve_window(
+        "vehicle-day",
+        charge.first_day,
+        charge.last_day,
+        charge.epsilon_per_day,
+        f"fleet-hat-{charge.mechanism}",
+        params,
+        rho_per_day=charge.rho_per_day,
+    )
 
 
 def _domain_cell_strings(cfg: Any) -> list[str] | None:
@@ -549,6 +576,7 @@ def plan(**a: Any) -> None:
     from rich.console import Console
 
     from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
+    from urbandp.privacy.budget_store import pending_release
     from urbandp.privacy.noise import OpenDPNoise
     from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
@@ -558,28 +586,41 @@ def plan(**a: Any) -> None:
     days = (cfg.end - cfg.start).days + 1
     histogram = None
     spent = 0.0
-    if a["histogram_epsilon"] is not None:
-        eps_h = float(a["histogram_epsilon"])
-        if not (math.isfinite(eps_h) and eps_h > 0):
-            raise InputError("--histogram-epsilon must be a finite number above 0")
-        from urbandp.contributions import ContributionSpec, get_backend
-        from urbandp.fleet.pipeline import load_records
-        from urbandp.grid.slots import SlotSpec
+    # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
+    # data spends budget, so only that is charged (with --dataset), reserved before its noise.
+    charged = a["dataset"] if a["histogram_epsilon"] is not None else None
+    with pending_release(a["budget_store"], charged) as budget:
+        if a["histogram_epsilon"] is not None:
+            eps_h = float(a["histogram_epsilon"])
+            if not (math.isfinite(eps_h) and eps_h > 0):
+                raise InputError("--histogram-epsilon must be a finite number above 0")
+            from urbandp.contributions import ContributionSpec, get_backend
+            from urbandp.fleet.pipeline import load_records
+            from urbandp.grid.slots import SlotSpec
 
-        spec = ContributionSpec(
-            cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+            spec = ContributionSpec(
+                cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+            )
+            loaded = load_records(a["inputs"], columns, options, window=spec)
+            contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+            k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+            budget.reserve_window(
+                "vehicle-day",
+                cfg.start,
+                cfg.end,
+                eps_h,
+                "fleet-plan-histogram-laplace",
+                {"epsilon": eps_h, "k": k},
+            )
+            histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
+        result = make_plan(
+            cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
         )
-        loaded = load_records(a["inputs"], columns, options, window=spec)
-        contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
-        k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
-        histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
-    result = make_plan(
-        cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
-    )
-    result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
-    result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    with atomic_output_dir(a["out"]) as d:
-        write_json(d.release / "plan.json", result)
+        result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
+        result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        with atomic_output_dir(a["out"]) as d:
+            write_json(d.release / "plan.json", result)
+        budget.set_output(a["out"])
     Console().print(dumps_strict(result))
     Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}")
 

@@ -3,12 +3,19 @@
 Every release command writes ``--out DIR`` atomically with ``privacy.json`` (unit, neighbouring relation, exact
 epsilon computed from the mechanism) and puts quarantine rows and anything computed from true data in
 ``owner_only/<DIR>/`` beside it. ``--budget-epsilon`` refuses a release that would overspend.
+With ``--dataset NAME --survey-date DAY`` the release is charged to the budget store (``urbandp budget``,
+docs/budget.md): reserved before any noise is drawn, committed after the outputs are written.
 """
 
 from __future__ import annotations
 
+import contextvars
+import datetime as dt
+import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import typer
 
@@ -31,6 +38,68 @@ def _ledger(budget: float | None, name: str, epsilon: float, unit: str, mechanis
     return ledger.to_dict()
 
 
+# --- budget store (--dataset): one reservation per command, see docs/budget.md ----------------------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+_BUDGET: contextvars.ContextVar[tuple[Any, dt.date | None]] = contextvars.ContextVar("survey_budget")
+DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget; needs --survey-date (default: no store is charged)."
+STORE_HELP = "Budget store path or postgresql:// URL (default $URBANDP_BUDGET_STORE)."
+SURVEY_DATE_HELP = (
+    "Day the answers were collected (YYYY-MM-DD): the store books this release's charge on it (a survey has no "
+    "per-day structure; its dataset's --epsilon-total composes all its releases). Default: none; required with --dataset."
+)
+
+
+def _charged(fn: F) -> F:
+    """Run the command inside the budget store's reservation life cycle (no-op without ``--dataset``).
+
+    The command calls :func:`_reserve` once its epsilon is known and before any noise, and :func:`_published`
+    after writing. Normal exit commits the reservation with the output's hash; an exception gives it back.
+    """
+    from urbandp.privacy.budget_store import pending_release
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        dataset, day_text = kwargs.get("dataset"), kwargs.get("survey_date")
+        day = None
+        if dataset is not None:
+            if day_text is None:
+                raise InputError(
+                    "--dataset needs --survey-date YYYY-MM-DD (the day the answers were collected)"
+                )
+            try:
+                day = dt.date.fromisoformat(day_text)
+            except ValueError:
+                raise InputError(f"--survey-date must be a date YYYY-MM-DD, got '{day_text}'") from None
+        with pending_release(kwargs.get("budget_store"), dataset) as budget:
+            token = _BUDGET.set((budget, day))
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _BUDGET.reset(token)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _reserve(unit: str, epsilon: float, mechanism: str, params: dict[str, object]) -> None:
+    """Reserve ``epsilon`` per ``unit`` on --survey-date (refused when a cap would pass); before any noise."""
+    budget, day = _BUDGET.get()
+    if budget.dataset is not None:
+        budget.reserve(unit, {day: float(epsilon)}, mechanism, params)
+
+
+def _not_chargeable(why: str) -> None:
+    """Refuse --dataset for a release whose privacy loss is not bounded (not DP): a budget cannot hold it."""
+    budget, _ = _BUDGET.get()
+    if budget.dataset is not None:
+        raise InputError(f"--dataset: {why}; it is not DP and cannot be charged to a budget")
+
+
+def _published(out: Path) -> None:
+    """The outputs are written: their content hash is recorded when the reservation commits."""
+    _BUDGET.get()[0].set_output(out)
+
+
 def _positive(name: str, value: float | None) -> None:
     if value is not None and (not math.isfinite(value) or value <= 0):
         raise InputError(f"{name} must be a finite number > 0, got {value}")
@@ -38,6 +107,7 @@ def _positive(name: str, value: float | None) -> None:
 
 @app.command()
 @cli_guard
+@_charged
 def randomize(
     input: Path = typer.Argument(..., help="CSV or Parquet file, one respondent answer per row."),
     column: str = typer.Option(..., "--column", help="Column to randomize."),
@@ -77,6 +147,9 @@ def randomize(
         None, "--budget-epsilon", help="Refuse to spend more than this (default: no cap)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (randomized.csv + privacy.json)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
+    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
 ) -> None:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1).
 
@@ -111,6 +184,7 @@ def randomize(
     if method == "report-replacement":
         if p is None or not 0 <= p < 1:
             raise InputError("--method report-replacement needs --p in [0, 1)")
+        _not_chargeable("report-replacement builds its replacements from the true answers")
         new = rr.report_replacement(checked.codes, checked.groups, p, source)
         eps_by_group = {
             names[g]: rr.report_replacement_epsilon(
@@ -134,11 +208,17 @@ def randomize(
             if not 0 < theta < 1:
                 raise InputError(f"--theta must be in (0, 1), got {theta}")
             prob = (1.0 + theta) / 2.0
+            _reserve(
+                "respondent", rr.binary_epsilon(theta), "survey-binary-rr", {"theta": theta, "column": column}
+            )
             new = rr.randomize_codes(checked.codes, 2, prob, source)
             eps = rr.binary_epsilon(theta)
             probs = {names[0]: prob}
         else:
             assert epsilon is not None
+            _reserve(
+                "respondent", epsilon, "survey-krr", {"epsilon": epsilon, "column": column, "within": within}
+            )
             new, gp = rr.randomize_within(checked.codes, checked.groups, lists, epsilon, source)
             probs = {names[g]: v for g, v in gp.items()}
             eps = max(rr.krr_epsilon(lists[g], v) for g, v in gp.items() if v < 1.0)
@@ -187,6 +267,7 @@ def randomize(
                 "not_dp_reasons": not_dp,
             },
         )
+    _published(out)
     typer.echo(
         f"randomized {released.height:,} rows (epsilon {eps:.6g}, {mechanism}); "
         f"quarantined {checked.quarantine.height:,} -> {out}"
@@ -277,6 +358,7 @@ def estimate(
 
 @app.command("perturb-points")
 @cli_guard
+@_charged
 def perturb_points(
     input: Path = typer.Argument(..., help="CSV or Parquet, one location per row (e.g. home locations)."),
     lat: str = typer.Option(..., "--lat", help="Latitude column (degrees)."),
@@ -304,6 +386,9 @@ def perturb_points(
         1000.0, "--budget-metres", help="Distance at which the budget applies."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (points.csv + privacy.json)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
+    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
 ) -> None:
     """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5).
 
@@ -336,6 +421,13 @@ def perturb_points(
     if not ok.any():
         raise InputError(f"no usable location in {input} (all {la.size} quarantined)")
     n = int(ok.sum())
+    planned = loc.perturbation_epsilon(epsilon_per_metre, scale_metres)
+    _reserve(
+        "respondent",
+        float(planned["epsilon_per_metre"]) * budget_metres,  # type: ignore[arg-type]
+        "survey-planar-laplace" if epsilon_per_metre is not None else "survey-axis-laplace",
+        {"epsilon_per_metre": planned["epsilon_per_metre"], "charged_at_metres": budget_metres},
+    )
     if epsilon_per_metre is not None:
         east, north = loc.planar_laplace_offsets(n, epsilon_per_metre)
     else:
@@ -376,6 +468,7 @@ def perturb_points(
                 ],
             },
         )
+    _published(out)
     typer.echo(
         f"perturbed {n:,} points ({cost['mechanism']}, epsilon {eps_budget:.4g} at {budget_metres:g} m); "
         f"quarantined {int((~ok).sum()):,} -> {out}"
@@ -457,6 +550,7 @@ def escape(
 
 @app.command("od-randomize")
 @cli_guard
+@_charged
 def od_randomize(
     input: Path = typer.Argument(..., help="CSV or Parquet of trips, one origin-destination pair per row."),
     origin: str = typer.Option(..., "--from", help="Origin block column."),
@@ -486,6 +580,9 @@ def od_randomize(
         None, "--budget-epsilon", help="Refuse to spend more than this (default: no cap)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (trips.csv + privacy.json)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
+    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
 ) -> None:
     """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3).
 
@@ -533,9 +630,11 @@ def od_randomize(
     o = good.get_column("__oi").to_numpy().astype(np.int64)
     de = good.get_column("__di").to_numpy().astype(np.int64)
     if method == "rr":
+        _reserve("trip", tr.od_epsilon(nb, p), "survey-od-rr", {"blocks": nb, "keep_probability": p})
         ro, rd = tr.od_randomize(o, de, nb, p, source)
         eps: float | None = tr.od_epsilon(nb, p)
     elif method in ("histogram", "histogram-joint"):
+        _not_chargeable(f"--method {method} draws replacements from the true histogram")
         ro, rd = tr.histogram_block_reporting(o, de, p, joint=method == "histogram-joint", source=source)
         eps = None
     else:
@@ -589,6 +688,7 @@ def od_randomize(
                 "not_dp_reasons": reasons,
             },
         )
+    _published(out)
     typer.echo(
         f"randomized {released.height:,} trips over {nb} blocks ({method}, epsilon "
         f"{'not DP' if eps is None else f'{eps:.4g}'}); quarantined {bad.height:,} -> {out}"
@@ -597,6 +697,7 @@ def od_randomize(
 
 @app.command("perturb-trajectories")
 @cli_guard
+@_charged
 def perturb_trajectories(
     input: Path = typer.Argument(..., help="CSV or Parquet of GPS points."),
     lat: str = typer.Option(..., "--lat", help="Latitude column."),
@@ -618,6 +719,9 @@ def perturb_trajectories(
         None, "--budget-epsilon", help="Refuse trips costing more (default: no cap)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (trajectories.csv + privacy.json)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
+    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
 ) -> None:
     """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/.
 
@@ -632,6 +736,7 @@ def perturb_trajectories(
 
     _positive("--epsilon", epsilon)
     _positive("--max-step-metres", max_step_metres)
+    _not_chargeable("perturb-trajectories publishes every trip's start and end point unchanged")
     if every < 1:
         raise InputError("--every must be >= 1")
     frame = read_table(input, separator)
