@@ -210,7 +210,11 @@ def release(
         ..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory."),
-    config: Path | None = typer.Option(None, "--config", help="TOML config ([release], [input], [columns])."),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
+    ),
     resolution: int | None = typer.Option(None, help="H3 resolution [default: 7]."),
     slot_minutes: int | None = typer.Option(None, help="Time-slot length in minutes [default: 60]."),
     hours: str | None = typer.Option(None, help="Daily hour window START-END [default: 9-21]."),
@@ -225,27 +229,34 @@ def release(
     ),
     speed_limit: float | None = typer.Option(None, help="Query 2 threshold in km/h [default: 35]."),
     noise_scale: float | None = typer.Option(
-        None, help="Laplace scale B for both queries (or --epsilon-per-day)."
+        None, help="Laplace scale B for both queries (default: none; give this or --epsilon-per-day)."
     ),
     epsilon_per_day: float | None = typer.Option(
-        None, help="Cumulative epsilon per vehicle-day; B is derived."
+        None,
+        help="Cumulative epsilon per vehicle-day; the noise is calibrated from it (default: none; give this or --noise-scale).",
     ),
     budget_per_day: float | None = typer.Option(
-        None, help="Refuse the release if epsilon per day would exceed this."
+        None, help="Refuse the release if epsilon per day would exceed this (default: no cap)."
     ),
     selection: str | None = typer.Option(
         None, help="HAT selection: dp (default) or public-threshold (not DP)."
     ),
     domain_bbox: str | None = typer.Option(
-        None, help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection."
+        None,
+        help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection (default: no extent; approximate-DP selection).",
     ),
     selection_epsilon: float | None = typer.Option(
-        None, help="Epsilon per day for DP selection when B is given [1.0]."
+        None, help="Epsilon per day for DP selection when B is given (default: 1.0)."
     ),
-    delta: float | None = typer.Option(None, help="Target delta per vehicle-day of DP selection [1e-6]."),
-    min_vehicles_per_day: float | None = typer.Option(None, help="Threshold: vehicles per day per HAT [10]."),
+    delta: float | None = typer.Option(
+        None, help="Target delta per vehicle-day of DP selection (default: 1e-6)."
+    ),
+    min_vehicles_per_day: float | None = typer.Option(
+        None, help="Threshold: vehicles per day per HAT (default: 10)."
+    ),
     max_hats_per_vehicle_day: str | None = typer.Option(
-        None, help="K, public bound enforced by truncation [96], or 'observed' (report, not DP)."
+        None,
+        help="K, public bound enforced by truncation, or 'observed' as in the report, not DP (default: 96).",
     ),
     speed_share: float | None = typer.Option(
         None,
@@ -263,25 +274,25 @@ def release(
         None,
         help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile, clipped-mean.",
     ),
-    precision: int | None = typer.Option(None, help="Decimal places of released values [2]."),
+    precision: int | None = typer.Option(None, help="Decimal places of released values (default: 2)."),
     speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
     speed_unit_since: list[str] | None = typer.Option(
-        None, help="Unit switch on a date, e.g. 2016-01-01=m/s (repeatable)."
+        None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
     ),
     timezone: str | None = typer.Option(
         None, help="Convert timestamps to this zone (default: wall-clock time as written)."
     ),
     speed_reject_above: float | None = typer.Option(
-        None, help="Quarantine speeds above this many km/h [150]."
+        None, help="Quarantine speeds above this many km/h (default: 150)."
     ),
     timestamp_format: str | None = typer.Option(None, help=TIMESTAMP_FORMAT_HELP),
     column: list[str] | None = typer.Option(
         None,
-        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates.",
+        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: the ITMS names).",
     ),
     no_map: bool = typer.Option(False, "--no-map", help="Skip map.html."),
     gtfs: Path | None = typer.Option(
-        None, "--gtfs", help="GTFS directory (shapes.txt / stops.txt) drawn on the map."
+        None, "--gtfs", help="GTFS directory with shapes.txt / stops.txt drawn on the map (default: none)."
     ),
     strict: bool = typer.Option(
         False,
@@ -289,9 +300,13 @@ def release(
         help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
     ),
     dataset: str | None = typer.Option(
-        None, help="Charge this dataset in the budget store (urbandp budget)."
+        None,
+        help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
     ),
-    budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
+    budget_store: str | None = typer.Option(
+        None,
+        help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
+    ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -302,17 +317,21 @@ def release(
 
     from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
-    from urbandp.privacy.budget_store import release_budget
+    from urbandp.privacy.budget_store import checkpoint, pending_release
 
     cfg, options, columns = _configure(locals())
+    _check_chargeable(dataset, cfg)
     console = Console(stderr=True)
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with (
+        Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress,
+        pending_release(budget_store, dataset) as budget,  # reserved before noise, committed after writing
+    ):
         task = progress.add_task("starting", total=None)
         release_result, loaded = _quarantine_on_failure(
             out,
@@ -322,6 +341,7 @@ def release(
                 columns=columns,
                 options=options,
                 step=lambda name: progress.update(task, description=name),
+                before_noise=lambda charge: _reserve_fleet(budget, charge),
             ),
         )
         useless = release_warnings(release_result, cfg)
@@ -344,17 +364,39 @@ def release(
             "interval_threshold": cfg.speed_max / 2,
             "domain_cells": _domain_cell_strings(cfg),
         }
-        pw = release_result.privacy
-        with release_budget(
-            dataset, budget_store, "vehicle-day", pw["window"]["start"], pw["window"]["end"],  # type: ignore[index]
-            float(pw["cumulative_epsilon_per_day"]), "fleet-hat", {"epsilon_per_day": pw["epsilon_per_day"]},  # type: ignore[arg-type]
-        ) as budget:  # fmt: skip
-            paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
-            if budget is not None:
-                budget.set_output(out)
+        checkpoint("after-noise")
+        paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
+        budget.set_output(out)
     _print_summary(release_result.privacy, paths)
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
+
+
+def _check_chargeable(dataset: str | None, cfg: Any) -> None:
+    """With --dataset the charge must be known before any noise: from --epsilon-per-day or --budget-per-day."""
+    if dataset is not None and cfg.epsilon_per_day is None and cfg.budget_per_day is None:
+        raise InputError(
+            "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
+        )
+
+
+def _reserve_fleet(budget: Any, charge: Any) -> None:
+    """release_fleet's before_noise hook: reserve the planned epsilon (and rho) on each day of the window."""
+    params = {
+        "epsilon_per_day": charge.epsilon_per_day,
+        "rho_per_day": charge.rho_per_day,
+        "conversion_delta": charge.conversion_delta,
+        "window_derived_from_data": charge.derived_window,
+    }
+    budget.reserve_window(
+        "vehicle-day",
+        charge.first_day,
+        charge.last_day,
+        charge.epsilon_per_day,
+        f"fleet-hat-{charge.mechanism}",
+        params,
+        rho_per_day=charge.rho_per_day,
+    )
 
 
 def _domain_cell_strings(cfg: Any) -> list[str] | None:
@@ -432,7 +474,7 @@ def explore(
     config: Path | None = typer.Option(
         None,
         "--config",
-        help="TOML config: its input and columns tables (and start, end, hours) are used.",
+        help="TOML config: its input and columns tables (and start, end, hours) are used (default: none).",
     ),
     hours: str | None = typer.Option(None, help="Daily hour window START-END (default: 9-21)."),
     start: str | None = typer.Option(None, help="First day YYYY-MM-DD (default: first day in data)."),
@@ -441,7 +483,7 @@ def explore(
     min_vehicles_per_day: float = typer.Option(10.0, help="Threshold used for the share-of-cells column."),
     speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
     speed_unit_since: list[str] | None = typer.Option(
-        None, help="Unit switch on a date, e.g. 2016-01-01=m/s (repeatable)."
+        None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
     ),
     timezone: str | None = typer.Option(
         None, help="Convert timestamps to this zone (default: wall-clock time as written)."
@@ -450,7 +492,9 @@ def explore(
         None, help="Quarantine speeds above this many km/h (default: 150)."
     ),
     timestamp_format: str | None = typer.Option(None, help=TIMESTAMP_FORMAT_HELP),
-    column: list[str] | None = typer.Option(None, help="Column mapping NAME=SOURCE (repeatable)."),
+    column: list[str] | None = typer.Option(
+        None, help="Column mapping NAME=SOURCE, repeatable (default: the ITMS names)."
+    ),
 ) -> None:
     """Explore TRUE data to choose parameters (report III A-C). FOR THE DATA OWNER ONLY: not private.
 
@@ -532,6 +576,7 @@ def plan(**a: Any) -> None:
     from rich.console import Console
 
     from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
+    from urbandp.privacy.budget_store import pending_release
     from urbandp.privacy.noise import OpenDPNoise
     from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
@@ -541,29 +586,42 @@ def plan(**a: Any) -> None:
     days = (cfg.end - cfg.start).days + 1
     histogram = None
     spent = 0.0
-    if a["histogram_epsilon"] is not None:
-        eps_h = float(a["histogram_epsilon"])
-        if not (math.isfinite(eps_h) and eps_h > 0):
-            raise InputError("--histogram-epsilon must be a finite number above 0")
-        from urbandp.contributions import ContributionSpec, get_backend
-        from urbandp.fleet.pipeline import load_records
-        from urbandp.grid.slots import SlotSpec
+    # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
+    # data spends budget, so only that is charged (with --dataset), reserved before its noise.
+    charged = a["dataset"] if a["histogram_epsilon"] is not None else None
+    with pending_release(a["budget_store"], charged) as budget:
+        if a["histogram_epsilon"] is not None:
+            eps_h = float(a["histogram_epsilon"])
+            if not (math.isfinite(eps_h) and eps_h > 0):
+                raise InputError("--histogram-epsilon must be a finite number above 0")
+            from urbandp.contributions import ContributionSpec, get_backend
+            from urbandp.fleet.pipeline import load_records
+            from urbandp.grid.slots import SlotSpec
 
-        spec = ContributionSpec(
-            cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+            spec = ContributionSpec(
+                cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+            )
+            loaded = load_records(a["inputs"], columns, options, window=spec)
+            _quarantine_on_failure(a["out"], loaded.require_valid)
+            contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+            k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+            budget.reserve_window(
+                "vehicle-day",
+                cfg.start,
+                cfg.end,
+                eps_h,
+                "fleet-plan-histogram-laplace",
+                {"epsilon": eps_h, "k": k},
+            )
+            histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
+        result = make_plan(
+            cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
         )
-        loaded = load_records(a["inputs"], columns, options, window=spec)
-        _quarantine_on_failure(a["out"], loaded.require_valid)
-        contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
-        k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
-        histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
-    result = make_plan(
-        cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
-    )
-    result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
-    result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    with atomic_output_dir(a["out"]) as d:
-        write_json(d.release / "plan.json", result)
+        result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
+        result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        with atomic_output_dir(a["out"]) as d:
+            write_json(d.release / "plan.json", result)
+        budget.set_output(a["out"])
     Console().print(dumps_strict(result))
     Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}")
 
@@ -575,11 +633,15 @@ def _plan_signature() -> None:
     skip = {"no_map", "gtfs", "strict"}
     params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
     extra = {
-        "target_error": typer.Option(None, "--target-error", help="Target sd of a released mean (km/h)."),
+        "target_error": typer.Option(
+            None,
+            "--target-error",
+            help="Target sd of a released mean in km/h (default: none; no search for settings).",
+        ),
         "histogram_epsilon": typer.Option(
             None,
             "--histogram-epsilon",
-            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (off: spends nothing).",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (default: off, spends nothing).",
         ),
     }
     for name, default in extra.items():

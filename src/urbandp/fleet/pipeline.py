@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -17,10 +18,10 @@ from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.contributions.polars_backend import window_filter
 from urbandp.errors import InputError
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.release import HatRelease, release_hats
+from urbandp.fleet.release import HatRelease, plan_release, release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
-from urbandp.privacy.noise import NoiseSource, OpenDPNoise
+from urbandp.privacy.noise import NoiseSource, OpenDPNoise, rho_for_epsilon
 from urbandp.records.readers import read_error_line, scan_records, timestamp_samples
 from urbandp.records.validation import (
     FAST_SHARE,
@@ -36,6 +37,36 @@ from urbandp.records.validation import (
 )
 
 Step = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PlannedCharge:
+    """What a release will spend per vehicle-day, fixed before any noise: public parameters and the window.
+
+    ``epsilon_per_day`` bounds privacy.json's ``cumulative_epsilon_per_day`` (the ledger refuses the release
+    otherwise): ``--epsilon-per-day``, or ``--budget-per-day`` if smaller or alone; None with only
+    ``--noise-scale`` (the cost then depends on the selected HATs). ``rho_per_day`` is the zCDP budget of a
+    Gaussian release (the rho whose conversion at ``conversion_delta`` is ``epsilon_per_day``), else None.
+    """
+
+    first_day: dt.date
+    last_day: dt.date
+    epsilon_per_day: float | None
+    rho_per_day: float | None
+    mechanism: str
+    conversion_delta: float | None
+    derived_window: bool
+
+
+def planned_charge(cfg: HatReleaseConfig, start: dt.date, end: dt.date, derived: bool) -> PlannedCharge:
+    """The charge of a release over ``start..end`` from its public parameters (see :class:`PlannedCharge`)."""
+    plan = plan_release(cfg, (end - start).days + 1)
+    bounds = [b for b in (cfg.epsilon_per_day, cfg.budget_per_day) if b is not None]
+    eps = min(bounds) if bounds else None
+    rho = None
+    if plan.gaussian and eps is not None and plan.conversion_delta is not None:
+        rho = rho_for_epsilon(eps, plan.conversion_delta)
+    return PlannedCharge(start, end, eps, rho, plan.mechanism, plan.conversion_delta, derived)
 
 
 @dataclass
@@ -220,8 +251,13 @@ def release_fleet(
     noise: NoiseSource | None = None,
     step: Step | None = None,
     command_line: str | None = None,
+    before_noise: Callable[[PlannedCharge], None] | None = None,
 ) -> tuple[HatRelease, LoadedRecords]:
-    """Run the whole release. ``noise`` defaults to OpenDP; ``step`` is told the name of each stage."""
+    """Run the whole release. ``noise`` defaults to OpenDP; ``step`` is told the name of each stage.
+
+    ``before_noise`` is called once with the :class:`PlannedCharge` after reading, validation and planning and
+    before any noise is drawn (the budget store reserves there; an exception from it stops the release).
+    """
     say = step or (lambda _name: None)
     say("reading and validating records")
     slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
@@ -247,6 +283,8 @@ def release_fleet(
             f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}"
         )
     days = (end - start).days + 1
+    if before_noise is not None:
+        before_noise(planned_charge(cfg, start, end, derived))
     say("selecting HATs and adding noise")
     release = release_hats(contributions, cfg, days, noise or OpenDPNoise(), slots=slots)
     p = release.privacy
@@ -377,7 +415,7 @@ def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> N
     p = release.privacy
     wanted = ("h3_cell", "slot", "mean_speed", "ci95_low", "ci95_high", "resolution", "noisy_vehicle_days")
     frame = release.speed.select([c for c in wanted if c in release.speed.columns])
-    extra = {k: v for k, v in options.items() if v is not None}
+    extra: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     write_hat_map(
         frame,
         path,
