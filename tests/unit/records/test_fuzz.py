@@ -42,7 +42,9 @@ def _check(loaded: object) -> None:
 
 @FUZZ
 @given(
-    body=st.binary(max_size=400), header=st.booleans(), suffix=st.sampled_from([".csv", ".jsonl", ".json"])
+    body=st.binary(max_size=400),
+    header=st.booleans(),
+    suffix=st.sampled_from([".csv", ".jsonl", ".json", ".parquet"]),
 )
 def test_any_bytes_give_records_or_one_input_error(
     tmp_path: Path, body: bytes, header: bool, suffix: str
@@ -149,3 +151,25 @@ def test_the_cli_gives_a_release_or_exit_2(tmp_path: Path, body: bytes, rows: li
         assert (
             p["records_in"] == p["records_in_window"] + p["records_quarantined"] + p["records_outside_window"]
         )
+
+
+@FUZZ
+@given(
+    stamps=st.lists(st.one_of(st.integers(-(2**62), 2**62), st.none()), min_size=1, max_size=30),
+    speeds=st.floats(allow_nan=True, allow_infinity=True),
+)
+def test_parquet_epoch_integers_of_any_size(tmp_path: Path, stamps: list[int | None], speeds: float) -> None:
+    path = tmp_path / "p.parquet"
+    n = len(stamps)
+    pl.DataFrame(
+        {
+            "vehicle_id": [f"v{i % 3}" for i in range(n)],
+            "timestamp": pl.Series(stamps, dtype=pl.Int64),
+            "speed": [speeds] * n,
+            "latitude": [30.26] * n,
+            "longitude": [-97.74] * n,
+        }
+    ).write_parquet(path)
+    loaded = load_records([path], window=WINDOW)
+    assert loaded.records_in == n
+    _check(loaded)
