@@ -182,3 +182,22 @@ def test_plan_reads_with_the_declared_format_and_refuses_a_wrong_one(tmp_path: P
     )
     assert "all 400 records were quarantined (implausible_timestamp 400)" in line and "'1479978000'" in line
     assert (tmp_path / "owner_only" / "p2" / "quarantine.csv").is_file()
+
+
+def test_release_warns_about_ms_read_as_kmh_in_privacy_json(tmp_path: Path) -> None:
+    rows = [f"b{i % 40},{(T0 + dt.timedelta(seconds=7 * i)).isoformat()},{(i % 30) / 2:.1f},30.2672,-97.7431"
+            for i in range(1500)]  # fmt: skip
+    src = tmp_path / "ms.csv"
+    src.write_text(HEADER + "\n".join(rows) + "\n")
+    out = tmp_path / "rel"
+    proc = _run("release", str(src), "--out", str(out), "--epsilon-per-day", "10", "--no-map")
+    assert proc.returncode == 0, proc.stderr
+    assert "look like m/s" in proc.stderr
+    p = json.loads((out / "privacy.json").read_text())
+    assert any("read as km/h, look like m/s" in w for w in p["warnings"])
+    assert p["input"]["speed_unit"] == "km/h" and p["input"]["timezone"] is None
+    assert p["input"]["column_mapping"]["vehicle"] == "vehicle_id"
+    ok = _run(
+        "release", str(src), "--out", str(out), "--epsilon-per-day", "10", "--no-map", "--speed-unit", "m/s"
+    )
+    assert ok.returncode == 0 and "look like m/s" not in ok.stderr
