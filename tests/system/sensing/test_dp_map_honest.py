@@ -32,7 +32,8 @@ def _strict(text: str) -> Any:
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("synth") / "readings.csv"
     res = runner.invoke(
-        app, ["sensing", "synth", str(out), "--readings", "300", "--vehicles", "4", "--hours", "2", "--seed", "3"]
+        app,
+        ["sensing", "synth", str(out), "--readings", "300", "--vehicles", "4", "--hours", "2", "--seed", "3"],
     )
     assert res.exit_code == 0, res.output
     return out
@@ -69,7 +70,13 @@ def test_release_folder_holds_only_dp_material(synthetic: Path, tmp_path: Path) 
     assert sorted(p.name for p in out.iterdir()) == ["dp_grid.csv", "privacy.json"]
     owner = tmp_path / "owner_only" / "rel"
     names = {p.name for p in owner.iterdir()}
-    assert {"dp_sigma2.png", "leakage.csv", "leakage_summary.json", "quarantine.csv", "rmse_vs_epsilon.csv"} <= names
+    assert {
+        "dp_sigma2.png",
+        "leakage.csv",
+        "leakage_summary.json",
+        "quarantine.csv",
+        "rmse_vs_epsilon.csv",
+    } <= names
     priv = _strict((out / "privacy.json").read_text())
     assert "leakage_mean" not in priv and "rows" not in priv
     listed = {Path(k).name for k in priv["not_dp_outputs"]}
@@ -122,7 +129,9 @@ def test_reservation_exists_before_any_noise(
         return real(self, values, noise, max_rounds)
 
     monkeypatch.setattr(bounded_laplace.BoundedLaplace, "release", spy)
-    res = _dp_map(synthetic, tmp_path / "m", *WINDOW, "--epsilon", "0.05", "--dataset", "pm", "--budget-store", url)
+    res = _dp_map(
+        synthetic, tmp_path / "m", *WINDOW, "--epsilon", "0.05", "--dataset", "pm", "--budget-store", url
+    )
     assert res.exit_code == 0, res.output
     assert seen and all(statuses == ["reserved"] for statuses in seen)  # reserved while every draw is made
     s = BudgetStore(url)
@@ -138,7 +147,9 @@ def test_refused_reservation_draws_no_noise(
     url = _store(tmp_path, 1.0)  # the map costs 169 x 0.05 = 8.45 per day: refused
     calls: list[int] = []
     monkeypatch.setattr(bounded_laplace.BoundedLaplace, "release", lambda *a, **k: calls.append(1))
-    res = _dp_map(synthetic, tmp_path / "m", *WINDOW, "--epsilon", "0.05", "--dataset", "pm", "--budget-store", url)
+    res = _dp_map(
+        synthetic, tmp_path / "m", *WINDOW, "--epsilon", "0.05", "--dataset", "pm", "--budget-store", url
+    )
     assert res.exit_code == 2, res.output
     assert calls == []
     assert not (tmp_path / "m").exists() and not (tmp_path / "owner_only").exists()
@@ -160,8 +171,21 @@ def test_failing_run_leaves_old_output_and_releases_reservation(
     with pytest.raises(OSError):
         runner.invoke(
             app,
-            ["sensing", "dp-map", str(synthetic), "--out", str(out), *BOX, *WINDOW, "--epsilon", "0.05"]
-            + ["--dataset", "pm", "--budget-store", url],
+            [
+                "sensing",
+                "dp-map",
+                str(synthetic),
+                "--out",
+                str(out),
+                *BOX,
+                *WINDOW,
+                "--epsilon",
+                "0.05",
+                "--dataset",
+                "pm",
+                "--budget-store",
+                url,
+            ],
             catch_exceptions=False,
         )
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
@@ -228,8 +252,19 @@ def test_single_reading(tmp_path: Path, calibration: str) -> None:
     one.write_text("lat,lon,time,value\n22.5,88.35,2024-01-15 08:00,3\n")
     res = runner.invoke(
         app,
-        ["sensing", "dp-map", str(one), "--out", str(tmp_path / "o"), *BOX, *WINDOW]
-        + ["--calibration", calibration, "--epsilon", "0.01"],
+        [
+            "sensing",
+            "dp-map",
+            str(one),
+            "--out",
+            str(tmp_path / "o"),
+            *BOX,
+            *WINDOW,
+            "--calibration",
+            calibration,
+            "--epsilon",
+            "0.01",
+        ],
     )
     if calibration == "paper":  # it releases only fitted windows: none
         assert res.exit_code == 2 and res.stderr.startswith("urbandp: error: "), res.output
