@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from urbandp.errors import InputError, cli_guard
-from urbandp.reports.outputs import check_output_path
+from urbandp.reports.outputs import check_output_file, check_output_path
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -249,9 +249,7 @@ def pairs(
 
     if not 0 <= lag_minutes < 24 * 60:
         raise InputError(f"--lag-minutes must be between 0 and 1439, got {lag_minutes}")
-    if out.is_dir():
-        raise InputError(f"--out {out} is a directory; give a CSV file path")
-    check_output_path(out.parent)
+    check_output_file(out)
     pub = read_published_table(table)
     df, incomplete = route_pairs(pub.table, list(route), lag_minutes)
     with staged_files(out.parent) as stage:

@@ -89,12 +89,26 @@ def synth(
 
     Example: urbandp sensing synth out/readings.csv --readings 1400 --vehicles 10
     """
+    import os
+    import uuid
+
+    from urbandp.reports.outputs import check_output_file
     from urbandp.sensing.synth import synth_readings
 
     if readings < 2 or vehicles < 1 or hours < 1:
         raise InputError("need --readings >= 2, --vehicles >= 1 and --hours >= 1")
+    if readings > 10_000_000 or hours > 24 * 366:
+        raise InputError("need --readings <= 10000000 and --hours <= 8784 (one year)")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
+    check_output_file(out, "OUT")
     out.parent.mkdir(parents=True, exist_ok=True)
-    synth_readings(readings, vehicles, hours, seed).write_csv(out)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:  # temporary file renamed into place: no partial CSV on failure
+        synth_readings(readings, vehicles, hours, seed).write_csv(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     print(f"wrote {readings} readings to {out}")
 
 

@@ -162,7 +162,10 @@ def test_report_dir_keeps_other_reports_and_replaces_its_own(tmp_path: Path) -> 
         (["noise-scale", "--pairs", "PAIRS", "--report", "FILE"], "existing file"),
         (["noise-scale", "--pairs", "PAIRS", "--alpha", "0"], "--alpha"),
         (["noise-scale", "--pairs", "BINARY"], "cannot read"),
-        (["pairs", "--table", "JOINT", "--route", "bus:A>B", "--out", "FILE/sub.csv"], "is an existing file"),
+        (
+            ["pairs", "--table", "JOINT", "--route", "bus:A>B", "--out", "FILE/sub.csv"],
+            "is a file, not a directory",
+        ),
         (["pairs", "--table", "JOINT", "--route", "bus:A>B", "--out", "DIR"], "is a directory"),
     ],
 )
