@@ -32,6 +32,9 @@ MEAN = ["experiment", "mean", "--synthetic", "itms-like", "--runs", "5"]
         (["experiment", "busiest-hat", "AVL", "--resolution", "-1", "--out", "OUT/h.csv"], "--resolution"),
         (["experiment", "busiest-hat", "AVL", "--out", "FILE/h.csv"], "is a file"),
         (["experiment", "busiest-hat", "AVL", "--out", "DIR"], "is a directory"),
+        (["experiment", "mean", "--input", "FIFO", "--out", "OUT"], "not a regular file"),
+        (["experiment", "busiest-hat", "FIFO", "--out", "OUT/h.csv"], "not a regular file"),
+        (["experiment", "mean", "--input", "DIR", "--out", "OUT"], "not a regular file"),
         (["sensing", "synth", "FILE/r.csv"], "is a file"),
         (["sensing", "synth", "DIR"], "is a directory"),
         (["sensing", "synth", "OUT/r.csv", "--seed", "-1"], "--seed"),
@@ -43,7 +46,9 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, args: list[str], message: str
     avl.write_text(
         "vehicle_id,timestamp,speed,latitude,longitude\n1,2015-03-07T10:00:00-06:00,30,30.27,-97.74\n"
     )
+    os.mkfifo(tmp_path / "fifo")
     subst = {
+        "FIFO": str(tmp_path / "fifo"),
         "OUT": str(tmp_path / "o"),
         "FILE": str(tmp_path / "FILE"),
         "DIR": str(tmp_path),
