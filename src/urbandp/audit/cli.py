@@ -33,7 +33,7 @@ def _alpha(alpha: float) -> None:
         raise InputError(f"--alpha must be in (0, 1), got {alpha}")
 
 
-def _scale_from(scale: float | None, privacy: dict | None) -> float | None:  # type: ignore[type-arg]
+def _scale_from(scale: float | None, privacy: dict[str, object] | None) -> float | None:
     if scale is not None:
         _positive_finite(scale, "--scale")
         return scale

@@ -16,6 +16,8 @@ published (``J_1..J_n``), ``gap = M - sum J_i`` estimates the total of the group
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -153,13 +155,14 @@ def differencing_attack(
     return out
 
 
-def plot_cells(result: dict[str, object], path: object, limit: int = 40) -> None:
+def plot_cells(result: dict[str, object], path: str | Path, limit: int = 40) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cells = list(result.get("cells", []))[:limit]  # type: ignore[arg-type]
+    raw = result.get("cells")
+    cells: list[dict[str, Any]] = list(raw)[:limit] if isinstance(raw, list) else []
     fig, ax = plt.subplots(figsize=(7, 0.3 * max(len(cells), 4) + 1.2))
     for i, c in enumerate(cells):
         ax.errorbar(

@@ -117,7 +117,7 @@ def plot_differences(u: np.ndarray, result: dict[str, object], path: Path) -> No
     fig, ax = plt.subplots(figsize=(6, 4))
     lim = max(1.0, float(np.percentile(np.abs(u), 99)) * 1.2)
     edges = np.arange(-np.ceil(lim) - 0.5, np.ceil(lim) + 1.5, max(1.0, np.ceil(lim / 30)))
-    ax.hist(u, bins=edges, color="#888", label=f"observed differences (n={u.size})")
+    ax.hist(u, bins=edges.tolist(), color="#888", label=f"observed differences (n={u.size})")
     b = float(result["scale"])  # type: ignore[arg-type]
     if b > 0:
         xs = np.linspace(edges[0], edges[-1], 400)

@@ -18,6 +18,8 @@ From a table alone one can only tell whether it is *consistent* with skipping ze
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -161,13 +163,13 @@ def zero_skipping_attack(
     return out
 
 
-def plot_detection(result: dict[str, object], path: object) -> None:
+def plot_detection(result: dict[str, object], path: str | Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t, p = float(result["threshold"]), result.get("scale")  # type: ignore[arg-type]
+    t, p = float(cast(float, result["threshold"])), cast("float | None", result.get("scale"))
     fig, ax = plt.subplots(figsize=(6, 4))
     if result.get("zeros_may_be_skipped") and p:
         for (label, (gs, ys)), style in zip(

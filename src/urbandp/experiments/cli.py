@@ -82,7 +82,7 @@ def mean(
 
 def _mean_into(
     d, out, input_file, vehicle_col, value_col, synthetic, runs, eps, upper, seed, array_m_ub, console
-):  # type: ignore[no-untyped-def]
+):
     """Body of `experiment mean`, writing into the temporary directories ``d`` (renamed into ``out`` at the end)."""
     import time
 

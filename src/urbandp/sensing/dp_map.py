@@ -88,7 +88,8 @@ def public_windows(start: np.datetime64, end: np.datetime64, window_minutes: int
         raise InputError(f"--end ({end}) must be after --start ({start})")
     step = np.timedelta64(int(window_minutes), "m")
     first = window_starts(np.array([start], dtype="datetime64[us]"), window_minutes)[0]
-    return np.arange(first, np.datetime64(end, "m"), step)
+    stop: np.datetime64 = end.astype("datetime64[m]")
+    return np.arange(first, stop, step)
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,7 @@ _OWNER_FILES = {
 }
 
 
-def _write(o, d, rel, grid, fitted, rows, not_dp, plan, round_to_precision, pl):  # type: ignore[no-untyped-def]
+def _write(o, d, rel, grid, fitted, rows, not_dp, plan, round_to_precision, pl):
     """Write the release (d.release) and the owner material (d.owner); returns privacy.json's content."""
     from urbandp.reports.outputs import write_json
     from urbandp.sensing.dp_map import SANE_EPSILON, rmse_vs_epsilon
