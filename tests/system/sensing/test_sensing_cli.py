@@ -236,3 +236,12 @@ def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     lk = pl.read_csv(tmp_path / "owner_only" / "d" / "leakage.csv")
     assert lk["recall_before"].mean() > 0.5 > lk["recall_after"].mean()
+    priv = json.loads((tmp_path / "d" / "privacy.json").read_text())
+    # the window came from the data: labelled, and the (huge) total is warned about and explained
+    assert priv["differentially_private"] is False and priv["not_dp_reasons"]
+    windows, cells = priv["windows_released"], priv["cells_per_window"]
+    assert priv["epsilon_vehicle_upper_bound"] == windows * cells
+    assert (
+        f"{windows * cells:.6g}" in priv["warnings"][0]
+        and "urbandp: warning: epsilon far above" in res.stderr
+    )
