@@ -89,12 +89,26 @@ def synth(
 
     Example: urbandp sensing synth out/readings.csv --readings 1400 --vehicles 10
     """
+    import os
+    import uuid
+
+    from urbandp.reports.outputs import check_output_file
     from urbandp.sensing.synth import synth_readings
 
     if readings < 2 or vehicles < 1 or hours < 1:
         raise InputError("need --readings >= 2, --vehicles >= 1 and --hours >= 1")
+    if readings > 10_000_000 or hours > 24 * 366:
+        raise InputError("need --readings <= 10000000 and --hours <= 8784 (one year)")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
+    check_output_file(out, "OUT")
     out.parent.mkdir(parents=True, exist_ok=True)
-    synth_readings(readings, vehicles, hours, seed).write_csv(out)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:  # temporary file renamed into place: no partial CSV on failure
+        synth_readings(readings, vehicles, hours, seed).write_csv(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     print(f"wrote {readings} readings to {out}")
 
 
@@ -310,155 +324,65 @@ def dp_map(
             help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
         ),
     ] = None,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            help="Public start of the time window, ISO date or date-time (default: the first reading, not DP)."
+        ),
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(
+            help="Public end of the window, exclusive; a date includes that day (default: the last reading, not DP)."
+        ),
+    ] = None,
 ) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
-    Writes DIR/dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units), DIR/privacy.json,
-    DIR/leakage.csv, DIR/rmse_vs_epsilon.csv + .png (paper Fig. 6) and DIR/dp_sigma2.png.
+    Publishable (DIR/): dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units) and
+    privacy.json. Data-owner material, NOT DP (owner_only/<name>/ beside DIR): quarantine.csv, input_report.json,
+    leakage.csv + leakage_summary.json, dp_sigma2.png (true map and reading locations), rmse_vs_epsilon.csv +
+    .png (paper Fig. 6). Without --start/--end the window comes from the data and the release is NOT DP.
 
-    Example: urbandp sensing dp-map ../shared/data/kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --epsilon 1 --out out/dpmap
+    Example: urbandp sensing dp-map ../shared/data/kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
-    import numpy as np
-    import polars as pl
-
-    from urbandp.errors import BudgetExceededError
-    from urbandp.privacy.budget_store import commit_release, reserve_release
-    from urbandp.privacy.noise import OpenDPNoise
-    from urbandp.privacy.rounding import round_to_precision
-    from urbandp.sensing.bounded_laplace import CALIBRATIONS
-    from urbandp.sensing.dp_map import fit_for_release, release_dp_map, rmse_vs_epsilon
-    from urbandp.sensing.gp import blas_threads_limit
-    from urbandp.sensing.plots import contour_panels, rmse_cdf
+    from urbandp.sensing.dp_map_command import DpMapOptions, parse_utility_epsilons, run_dp_map
 
     _check_common(cell_metres, window_minutes, kernel)
-    if calibration not in CALIBRATIONS:
-        raise InputError(f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
-    if not (epsilon > 0 and sensitivity > 0):
-        raise InputError("--epsilon and --sensitivity must be > 0")
-    if upper is not None and upper < sensitivity:
-        raise InputError("--upper must be >= --sensitivity")
-    box = _bbox(bbox)
-    if box is None and not bbox_from_data_not_private:
-        raise InputError("give a public --bbox (or --bbox-from-data-not-private, which is not DP)")
-    try:
-        eps_list = [float(e) for e in utility_epsilons.split(",") if e.strip()]
-    except ValueError:
-        raise InputError(
-            f"--utility-epsilons must be comma-separated numbers, got {utility_epsilons!r}"
-        ) from None
-    if any(e <= 0 for e in eps_list):
-        raise InputError("--utility-epsilons must all be > 0")
-    readings, load, grid = _load(input_path, out, value_column, box, cell_metres)
-    noise = OpenDPNoise()
-    with blas_threads_limit(), _progress() as bar:
-        task = bar.add_task("GP per window", total=None)
-        fitted = fit_for_release(
-            readings,
-            grid,
-            sensitivity,
-            calibration,
-            window_minutes,
-            kernel,
-            min_readings,
-            progress=lambda i, n: bar.update(task, completed=i, total=n),
+    opts = DpMapOptions(
+        input_path=input_path,
+        out=out,
+        epsilon=epsilon,
+        bbox=_bbox(bbox),
+        bbox_from_data_not_private=bbox_from_data_not_private,
+        cell_metres=cell_metres,
+        window_minutes=window_minutes,
+        kernel=kernel,
+        sensitivity=sensitivity,
+        upper=upper,
+        calibration=calibration,
+        utility_epsilons=parse_utility_epsilons(utility_epsilons),
+        min_readings=min_readings,
+        budget=budget,
+        precision=precision,
+        value_column=value_column,
+        dataset=dataset,
+        budget_store=budget_store,
+        start=start,
+        end=end,
+    )
+    privacy = run_dp_map(opts)
+    if opts.calibration == "paper":
+        cost = "epsilon: none (paper calibration: NOT differentially private)"
+    else:
+        cost = (
+            f"epsilon per cell {epsilon:g} (per reading / window map {privacy['epsilon_per_window_map']:.6g}; "
+            f"vehicle in every window {privacy['epsilon_vehicle_upper_bound']:.6g})"
         )
-        task2 = bar.add_task("bounded Laplace", total=None)
-        try:
-            rel = release_dp_map(
-                readings,
-                grid,
-                epsilon,
-                noise,
-                sensitivity,
-                upper,
-                calibration,
-                window_minutes,
-                kernel,
-                min_readings,
-                budget,
-                fitted=fitted,
-                progress=lambda i, n: bar.update(task2, completed=i, total=n),
-            )
-        except BudgetExceededError:
-            raise
-    charge = reserve_release(
-        dataset, budget_store, "reading", sorted({str(w.window)[:10] for w in rel.windows}),
-        float(rel.privacy["epsilon_per_reading"]), "sensing-dp-map", {"epsilon_cell": epsilon},  # type: ignore[arg-type]
-    )  # fmt: skip
-    ids, lat, lon = grid.centroids()
-    pl.concat(
-        [
-            pl.DataFrame(
-                {
-                    "cell_id": ids,
-                    "lat": np.round(lat, 6),
-                    "lon": np.round(lon, 6),
-                    "window": [str(w.window.astype("datetime64[m]"))] * len(ids),
-                    "sigma2_dp": round_to_precision(w.sigma2_dp, precision),
-                }
-            )
-            for w in rel.windows
-        ]
-    ).write_csv(out / "dp_grid.csv")
-    leak_rows = [
-        {
-            "window": str(w.window.astype("datetime64[m]")),
-            "n_readings": w.n_readings,
-            "visited_cells": w.leak_before.visited_cells,
-            "spearman_before": w.leak_before.spearman_distance,
-            "spearman_after": w.leak_after.spearman_distance,
-            "recall_before": w.leak_before.visited_recall,
-            "recall_after": w.leak_after.visited_recall,
-            "recall_chance": w.leak_before.visited_recall_chance,
-        }
-        for w in rel.windows
-        if w.leak_before is not None and w.leak_after is not None
-    ]
-    summary: dict[str, Any] = {}
-    if leak_rows:
-        lk = pl.DataFrame(leak_rows)
-        lk.write_csv(out / "leakage.csv")
-        summary = {c: float(lk[c].drop_nans().mean()) for c in lk.columns if c not in ("window",)}
-    privacy = dict(rel.privacy)
-    privacy["bbox"] = [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max]
-    privacy["bbox_source"] = "--bbox (public)" if box else "from the readings: NOT differentially private"
-    privacy["windows_source"] = "every window from the first to the last reading (time range from the data)"
-    privacy["released_unit"] = "standardised sigma_p^2 (fraction of the window's value variance)"
-    privacy["rows"] = load.__dict__
-    privacy["leakage_mean"] = summary
-    if eps_list and fitted:
-        rows = rmse_vs_epsilon(fitted, eps_list, sensitivity, upper, calibration)
-        pl.DataFrame(rows).write_csv(out / "rmse_vs_epsilon.csv")
-        rmse_cdf(
-            rows,
-            out / "rmse_vs_epsilon.png",
-            f"RMSE of DP sigma_p^2 over {len(fitted)} windows ({calibration})",
-        )
-        privacy["utility_experiment"] = (
-            "rmse_vs_epsilon.csv: utility only, computed from true values, not a release"
-        )
-    (out / "privacy.json").write_text(json.dumps(privacy, indent=2, default=str))
-    with_leak = [w for w in rel.windows if w.leak_before is not None]
-    if with_leak:
-        w = max(with_leak, key=lambda w: w.n_readings)
-        contour_panels(
-            grid,
-            [
-                ("sigma_p^2 (standardised)", w.sigma2_std),
-                (f"DP sigma_p^2, eps/cell={epsilon:g}", w.sigma2_dp),
-            ],
-            out / "dp_sigma2.png",
-            f"window {w.window}",
-            w.fitted.reading_xy_km if w.fitted is not None else None,
-        )
-    commit_release(charge, out)
-    eps_total = privacy.get("epsilon_vehicle_upper_bound")
+    label = privacy["dp_label"]
     print(
-        f"{len(rel.windows)} windows x {grid.n_cells} cells; epsilon per cell {epsilon:g} "
-        f"(per window map {privacy['epsilon_per_window_map']:.6g}; ledger total {eps_total}); "
-        f"mean recall of visited cells {summary.get('recall_before', float('nan')):.3f} -> "
-        f"{summary.get('recall_after', float('nan')):.3f} (chance {summary.get('recall_chance', float('nan')):.3f})"
-        f"{'' if calibration != 'paper' else '  [paper calibration: NOT differentially private]'} -> {out}"
+        f"{privacy['windows_released']} windows x {privacy['cells_per_window']} cells; {cost}; {label} -> {out} "
+        f"(owner-only material, not DP: {out.parent / 'owner_only' / out.name})"
     )
 
 
