@@ -18,7 +18,8 @@ Speeds are converted to km/h. The unit may change on a date (real feeds change f
 in 2015 and m/s from 2016), so a list of ``(first_day, unit)`` switches is accepted.
 
 Time: by default the wall-clock time written in the timestamp is used (its own UTC offset, which is what a transit
-agency means by "9 am"); with ``timezone`` the instant is converted to that zone.
+agency means by "9 am"; an epoch number, which has no wall clock, is UTC); with ``timezone`` the instant is
+converted to that zone. Formats, detection and reasons with examples: docs/records.md.
 
 Clipping to the query bound (``--speed-max``) is NOT validation: it is contribution bounding and happens in the
 release, so valid fast records still count as speeding in Query 2.
