@@ -93,8 +93,14 @@ def _write_quarantine(out: Path, bad: pl.DataFrame) -> Path:
 
 
 def extract_busiest_hat(
-    inputs: Sequence[Path], out: Path, resolution: int = 7, hours: tuple[int, int] = (9, 21)
+    inputs: Sequence[Path],
+    out: Path,
+    resolution: int = 7,
+    hours: tuple[int, int] = (9, 21),
+    quarantine_for: Path | None = None,
 ) -> BusiestHat:
+    """Write the busiest HAT's records to ``out``; the quarantine goes beside ``quarantine_for`` (default ``out``:
+    the CLI writes ``out`` under a temporary name and passes the final one here)."""
     import polars_h3 as plh3
 
     if not inputs:
@@ -120,7 +126,7 @@ def extract_busiest_hat(
     quarantine_path = None
     if bad.height:
         quarantine_path = _write_quarantine(
-            out,
+            Path(quarantine_for or out),
             bad.select(
                 "source",
                 "row",
