@@ -130,8 +130,9 @@ def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float
     plan = plan_release(c, days)
     if not plan.gaussian:
         return eps0 * sd0 / target
-    assert plan.budget is not None and plan.conversion_delta is not None
-    return zcdp_epsilon(plan.budget * (sd0 / target) ** 2, plan.conversion_delta)
+    assert plan.total_budget is not None and plan.conversion_delta is not None
+    # every share (clip bound, levels, selection, queries) scales with the total rho
+    return zcdp_epsilon(plan.total_budget * (sd0 / target) ** 2, plan.conversion_delta)
 
 
 def dp_histogram(
@@ -207,6 +208,16 @@ def make_plan(
             "Coarser H3 resolution (one level) gathers about 7x the vehicle-days per HAT, slots twice as long 2x."
         ),
     }
+    if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
+        plan = plan_release(cfg, days)
+        out["budget_split"] = {
+            "total": plan.total_budget,
+            "clip_bound": plan.clip_budget,
+            "levels": list(plan.level_budgets),
+            "unit": "rho" if plan.gaussian else "epsilon",
+            "note": "the noise above is the finest level's, at its share of the budget; with clip_bound "
+            "dp-quantile it assumes U (the DP bound U' <= U is only known after the release)",
+        }
     if histogram is not None:
         out["histogram"] = histogram
         out["expected_hats_passing"] = expected_passing(pred, histogram)
