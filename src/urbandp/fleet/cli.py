@@ -168,6 +168,7 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         "clip_share",
         "coarsen",
         "coarsen_share",
+        "coarsen_rule",
     ]
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(
@@ -288,6 +289,10 @@ def release(
     ),
     coarsen_share: float | None = typer.Option(
         None, help="Share of the budget for the coarser level(s) [0.3]."
+    ),
+    coarsen_rule: str | None = typer.Option(
+        None,
+        help="exclusive (default: a coarser HAT only where no finer one inside it was released) or fill (unless all of it is).",
     ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).

@@ -27,6 +27,7 @@ NEIGHBOURING_ALIASES = {"replace-one": "presence-public"}
 SpeedEstimator = Literal["report", "baseline", "array-averaging", "levy", "quantile", "clipped-mean"]
 ClipBound = Literal["public", "dp-quantile"]
 Coarsen = Literal["none", "parent1", "parent2", "slot2", "auto"]
+CoarsenRule = Literal["exclusive", "fill"]
 
 
 class HatReleaseConfig(BaseModel):
@@ -104,6 +105,11 @@ class HatReleaseConfig(BaseModel):
         "none",
         description="also release a coarser level where the finest HAT did not pass: H3 parent one (parent1) or "
         "two (parent2) levels up, a merged pair of slots (slot2), or parent1 then parent2 (auto)",
+    )
+    coarsen_rule: CoarsenRule = Field(
+        "exclusive",
+        description="exclusive: a coarser HAT only where no finer HAT inside it was released; fill: unless finer "
+        "released HATs cover all of it",
     )
     coarsen_share: float = Field(
         0.3, gt=0, lt=1, description="share of the per-day budget for the coarser level(s), split evenly"
@@ -235,6 +241,7 @@ EXAMPLES = {
     "speed_estimator": '"report"',
     "clip_bound": '"public" or "dp-quantile"',
     "coarsen": '"none", "parent1", "parent2", "slot2" or "auto"',
+    "coarsen_rule": '"exclusive" or "fill"',
 }
 
 

@@ -491,7 +491,18 @@ def release_hats(
             level_cfg = base_cfg.model_copy(update={"resolution": cfg.resolution - up})
             level_slots = MergedSlotSpec(slots.slot_minutes, slots.start_hour, slots.end_hour, merge)
         level_contrib = coarse_contributions(contributions, cfg.resolution - up, up, level_slots)
-        covered = covered_keys(published, cfg.resolution - up, level_slots) if published else None
+        covered = (
+            covered_keys(
+                published,
+                cfg.resolution - up,
+                level_slots,
+                rule=cfg.coarsen_rule,
+                fine_resolution=cfg.resolution,
+                base_slots=slots.slots,
+            )
+            if published
+            else None
+        )
         result = _release_level(
             level_contrib,
             level_cfg,
@@ -684,29 +695,70 @@ def coarse_contributions(
     )
 
 
-def covered_keys(published: list[tuple[pl.DataFrame, int]], resolution: int, slots: SlotSpec) -> pl.DataFrame:
-    """The (cell, slot) keys at this level that hold a HAT released at a finer level (same slot or merged slot).
+def covered_keys(
+    published: list[tuple[pl.DataFrame, int]],
+    resolution: int,
+    slots: SlotSpec,
+    *,
+    rule: str = "exclusive",
+    fine_resolution: int | None = None,
+    base_slots: list[int] | None = None,
+) -> pl.DataFrame:
+    """The (cell, slot) keys at this level that a finer level's released HATs rule out.
 
-    Rule: a coarser HAT is published only where no finer HAT inside it was released, so no place and time shows
-    two values (a parent never overlaps a released child on the map).
+    ``exclusive``: every coarser HAT holding a released finer HAT (same slot or merged slot), so no place and time
+    shows two values. ``fill``: only coarser HATs *entirely* covered by released finer HATs (all ``7^up`` H3
+    descendants at the finest resolution, in every base slot of the group); a coarser HAT with some finer HAT
+    released is published too, as the value for the part not released (the map draws finer cells on top).
+    Both read only released keys (DP outputs) and public H3 / slot structure.
     """
-    frames = []
-    for keys, _merge in published:
-        cell = plh3.cell_to_parent("cell", resolution)
-        slot = slots.group(pl.col("slot")) if isinstance(slots, MergedSlotSpec) else pl.col("slot")
-        frames.append(keys.select(cell.alias("cell"), slot.alias("slot")))
-    return pl.concat(frames).unique()
+    group = slots.group(pl.col("slot")) if isinstance(slots, MergedSlotSpec) else pl.col("slot")
+    if rule == "exclusive":
+        frames = [
+            keys.select(plh3.cell_to_parent("cell", resolution).alias("cell"), group.alias("slot"))
+            for keys, _merge in published
+        ]
+        return pl.concat(frames).unique()
+    assert fine_resolution is not None and base_slots is not None
+    base = pl.DataFrame({"slot": pl.Series(base_slots, dtype=pl.Int16)})
+    units = []
+    for keys, merge in published:
+        expanded = (
+            keys.with_columns(
+                plh3.cell_to_children("cell", fine_resolution).alias("cell"),
+                pl.int_ranges(pl.col("slot"), pl.col("slot") + merge, dtype=pl.Int16).alias("slot"),
+            )
+            .explode("cell")
+            .explode("slot")
+        )
+        units.append(expanded.join(base, on="slot", how="semi"))
+    fine_units = pl.concat(units).unique()
+    per_group = base.select(group.alias("slot")).group_by("slot").len().rename({"len": "slots_in_group"})
+    need = 7 ** (fine_resolution - resolution)
+    return (
+        fine_units.select(plh3.cell_to_parent("cell", resolution).alias("cell"), group.alias("slot"))
+        .group_by("cell", "slot")
+        .len()
+        .join(per_group, on="slot")
+        .filter(pl.col("len") >= pl.col("slots_in_group") * need)
+        .select("cell", "slot")
+    )
 
 
 LEVEL_NAMES = {(0, 1): "finest", (1, 1): "parent1", (2, 1): "parent2", (0, 2): "slot2"}
 
-COARSEN_RULE = (
-    "a coarser HAT (H3 parent or merged slot) is published only where no finer HAT inside it passed selection at a "
-    "finer level; so no place and time shows two values. The decision reads only the finer levels' DP selection "
-    "(post-processing); each level is a release of its own on the same vehicle-days (a vehicle-day touches at "
-    "most K HATs at every level), and the costs add: per day sum over levels (rho for Gaussian noise, converted "
-    "once; epsilon for Laplace)"
+COARSEN_ACCOUNTING = (
+    "each level is a release of its own on the same vehicle-days (a vehicle-day touches at most K HATs at every "
+    "level: its coarse HATs are images of its at most K finest HATs); the costs add: per day the sum over levels "
+    "(rho for Gaussian noise, converted once; epsilon for Laplace). Which coarser HATs are published reads only the "
+    "finer levels' DP selection (post-processing)"
 )
+COARSEN_RULES = {
+    "exclusive": "a coarser HAT (H3 parent or merged slot) is published only where no finer HAT inside it was "
+    "released: no place and time shows two values",
+    "fill": "a coarser HAT is published unless finer released HATs cover all of it; where some finer HATs inside "
+    "it are released, its value covers the rest (the whole coarser HAT's mean, including the released parts)",
+}
 
 
 def combine_levels(
@@ -787,7 +839,9 @@ def combine_levels(
         p["coarsen"] = {
             "mode": cfg.coarsen,
             "share": cfg.coarsen_share,
-            "rule": COARSEN_RULE,
+            "rule": cfg.coarsen_rule,
+            "rule_explanation": COARSEN_RULES[cfg.coarsen_rule],
+            "accounting": COARSEN_ACCOUNTING,
             "levels": [
                 _level_summary(name, lv, r, cfg, plan.for_level(i), gauss)
                 for i, (name, lv, r) in enumerate(zip(names, levels, results, strict=True))

@@ -433,3 +433,48 @@ def test_merged_slot_level_requires_nothing_of_the_hour_window() -> None:
     assert spec.slots == [9, 11, 13, 15, 17, 19]
     with pytest.raises(InputError):
         SlotSpec(120, 9, 21)
+
+
+def test_fill_rule_publishes_a_parent_unless_released_children_cover_all_of_it() -> None:
+    c = cfg(
+        epsilon_per_day=4.0,
+        mechanism="laplace",
+        neighbouring="presence-public",
+        selection="public-threshold",
+        min_vehicles_per_day=3,
+        coarsen="parent1",
+        coarsen_rule="fill",
+    )
+    r = release_hats(SPARSE, c, 1, EXACT)
+    coarse = r.speed.filter(pl.col("level") == "parent1").sort("mean_speed")
+    hexes = pl.DataFrame({"c": pl.Series([P1, P2], dtype=pl.UInt64)}).select(plh3.int_to_str("c"))["c"]
+    # P1 holds the released X and the unreleased P1_OTHER: published with its whole mean (20+30+10+50)/4
+    assert coarse["h3_cell"].to_list() == hexes.to_list()
+    assert coarse["mean_speed"].to_list() == pytest.approx([27.5, 95 / 3], abs=1e-6)
+    assert r.privacy["coarsen"]["rule"] == "fill"
+    # entirely covered: all 7 children released (in every base slot of the group) rules the parent out
+    kids = _children(P1)
+    all_kids = pl.DataFrame(
+        {"cell": pl.Series(kids, dtype=pl.UInt64), "slot": pl.Series([9] * 7, dtype=pl.Int16)}
+    )
+    spec = SlotSpec(60, 9, 10)
+    args = {"rule": "fill", "fine_resolution": 7, "base_slots": [9]}
+    assert covered_keys([(all_kids, 1)], 6, spec, **args).rows() == [(P1, 9)]  # type: ignore[arg-type]
+    assert covered_keys([(all_kids.head(6), 1)], 6, spec, **args).height == 0  # type: ignore[arg-type]
+    # a parent2 is covered by released parent1 cells (7 of them = 49 finest cells)
+    p1s = pl.DataFrame({"c": pl.Series([P1], dtype=pl.UInt64)}).select(plh3.cell_to_parent("c", 5))["c"][0]
+    sibs = pl.DataFrame({"p": pl.Series([p1s], dtype=pl.UInt64)}).select(plh3.cell_to_children("p", 6))["p"][
+        0
+    ]
+    parents = pl.DataFrame(
+        {"cell": pl.Series(list(sibs), dtype=pl.UInt64), "slot": pl.Series([9] * 7, dtype=pl.Int16)}
+    )
+    assert covered_keys([(parents, 1)], 5, spec, **args).rows() == [(p1s, 9)]  # type: ignore[arg-type]
+    # merged slots: X released at 9 and 10 covers the merged 09:00-11:00 of X; at 9 alone it does not
+    merged = MergedSlotSpec(60, 9, 11, 2)
+    both = pl.DataFrame(
+        {"cell": pl.Series([X, X], dtype=pl.UInt64), "slot": pl.Series([9, 10], dtype=pl.Int16)}
+    )
+    margs = {"rule": "fill", "fine_resolution": 7, "base_slots": [9, 10]}
+    assert covered_keys([(both, 1)], 7, merged, **margs).rows() == [(X, 9)]  # type: ignore[arg-type]
+    assert covered_keys([(both.head(1), 1)], 7, merged, **margs).height == 0  # type: ignore[arg-type]
