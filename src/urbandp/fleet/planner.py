@@ -27,7 +27,7 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 
-from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
 from urbandp.fleet.release import (
     QueryScales,
     ReleasePlan,
@@ -35,7 +35,7 @@ from urbandp.fleet.release import (
     plan_release,
     speed_sensitivities,
 )
-from urbandp.fleet.selection import calibrate_selection, domain_cells
+from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, calibrate_selection, domain_cells
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 
@@ -77,6 +77,7 @@ def predict_noise(cfg: HatReleaseConfig, days: int, n: float) -> NoisePrediction
             delta=plan.threshold_delta,
             min_per_day=cfg.min_per_day,
             domain_size=domain,
+            false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
         )
         selection_cost, threshold, selection_sd = cal.cost_day, cal.threshold, _sd(plan, cal.scale)
     from urbandp.fleet.release import calibrate_queries

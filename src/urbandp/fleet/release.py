@@ -33,6 +33,7 @@ from urbandp.errors import BudgetExceededError, InputError
 from urbandp.fleet.accounting import top_k_sum, window_epsilon
 from urbandp.fleet.config import COARSEN_LEVELS, PAPER_ESTIMATORS, HatReleaseConfig
 from urbandp.fleet.selection import (
+    EXPECTED_FALSE_POSITIVES,
     SelectionResult,
     calibrate_selection,
     domain_cells,
@@ -269,6 +270,8 @@ def select_hats(
         delta=plan.threshold_delta,
         min_per_day=cfg.min_per_day,
         domain_size=None if grid is None else grid.height,
+        # with coarser levels the expected number of released empty HATs (0.05 per release) is shared by the levels
+        false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
     )
     return measure_selection(cal, per_hat, noise, grid)
 
