@@ -16,8 +16,9 @@ Methods (same contributions, same public window, same U = 65 km/h, K = 96):
   plan`` and the guardrail suggest for one-day windows of 16 hourly slots);
 * ``new-default-dp-clip``: the new default with ``--clip-bound dp-quantile`` (5% of the budget on OpenDP's
   private 0.9-quantile of the vehicle-days' largest HAT mean speed; that U' <= U is Query 1's sensitivity);
-* ``new-default-coarsen-*``: the new default with ``--coarsen parent1`` (exclusive rule), and with the ``fill``
-  rule ``parent1``, ``auto`` (parent1 then parent2) and ``slot2``; 30% of the budget for the coarser level(s).
+* ``new-default-coarsen-*``: the new default with ``--coarsen parent1``, ``auto`` (parent1 then parent2) and
+  ``slot2`` (rule ``fill``: a coarser HAT stands for the part no finer level released, scored against that
+  remainder's true mean), and ``parent1`` with the ``exclusive`` rule; 30% of the budget for the coarser level(s).
 
 Epsilon per day: 1, 5, 15. Figures: HATs released, released HATs that are truly empty, median and 90th-percentile
 absolute error of the released mean speed against the true HAT mean (mean of vehicle-day means, all vehicle-days,
@@ -45,7 +46,7 @@ import polars_h3 as plh3
 from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.pipeline import load_records
-from urbandp.fleet.release import MergedSlotSpec, coarse_contributions, release_hats
+from urbandp.fleet.release import MergedSlotSpec, coarse_contributions, release_hats, released_units
 from urbandp.grid.h3cells import cell_to_string
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import OpenDPNoise
@@ -78,23 +79,13 @@ def methods(eps: float, bbox: tuple[float, float, float, float]) -> dict[str, di
         "new-default-k32": {"epsilon_per_day": eps, "domain_bbox": bbox, "max_hats_per_vehicle_day": 32},
         "new-default-dp-clip": {"epsilon_per_day": eps, "domain_bbox": bbox, "clip_bound": "dp-quantile"},
         "new-default-coarsen-parent1": {"epsilon_per_day": eps, "domain_bbox": bbox, "coarsen": "parent1"},
-        "new-default-coarsen-parent1-fill": {
+        "new-default-coarsen-auto": {"epsilon_per_day": eps, "domain_bbox": bbox, "coarsen": "auto"},
+        "new-default-coarsen-slot2": {"epsilon_per_day": eps, "domain_bbox": bbox, "coarsen": "slot2"},
+        "new-default-coarsen-parent1-exclusive": {
             "epsilon_per_day": eps,
             "domain_bbox": bbox,
             "coarsen": "parent1",
-            "coarsen_rule": "fill",
-        },
-        "new-default-coarsen-auto-fill": {
-            "epsilon_per_day": eps,
-            "domain_bbox": bbox,
-            "coarsen": "auto",
-            "coarsen_rule": "fill",
-        },
-        "new-default-coarsen-slot2-fill": {
-            "epsilon_per_day": eps,
-            "domain_bbox": bbox,
-            "coarsen": "slot2",
-            "coarsen_rule": "fill",
+            "coarsen_rule": "exclusive",
         },
     }
 
@@ -138,8 +129,60 @@ def truth(contributions: pl.DataFrame, slots: SlotSpec) -> tuple[pl.DataFrame, p
     return pl.concat(tables).unique(["h3_cell", "slot"]), fine
 
 
-def score(release_speed: pl.DataFrame, truth_tables: tuple[pl.DataFrame, pl.DataFrame]) -> dict[str, object]:
+LEVEL_SHAPE = {"parent1": (1, 1), "parent2": (2, 1), "slot2": (0, 2)}
+
+
+def remainder_truth(contributions: pl.DataFrame, speed: pl.DataFrame, slots: SlotSpec) -> pl.DataFrame:
+    """Under ``--coarsen-rule fill`` a coarser HAT stands for the part of it no finer level released: its true
+    mean is over the vehicle-days there only. Rebuilt from the release's own keys, level by level."""
+    published: list[tuple[pl.DataFrame, int]] = []
+    tables = []
+    start = pl.col("slot").str.slice(0, 2).cast(pl.Int16) * 60 + pl.col("slot").str.slice(3, 2).cast(pl.Int16)
+    for level in ["finest", *[lv for lv in LEVEL_SHAPE if lv in set(speed["level"].to_list())]]:
+        rows = speed.filter(pl.col("level") == level)
+        up, merge = LEVEL_SHAPE.get(level, (0, 1))
+        spec = slots if merge == 1 else MergedSlotSpec(60, slots.start_hour, slots.end_hour, merge)
+        if level != "finest":
+            done = released_units(published, 7, slots.slots) if published else None
+            rest = (
+                contributions.join(done, on=["cell", "slot"], how="anti")
+                if done is not None
+                else contributions
+            )
+            c = coarse_contributions(rest, 7 - up, up, spec)
+            tables.append(
+                c.group_by("cell", "slot")
+                .agg(pl.len().alias("true_n"), pl.col("mean_speed").mean().alias("true_mean"))
+                .select(
+                    cell_to_string(pl.col("cell")).alias("h3_cell"),
+                    spec.label_expr(pl.col("slot")).alias("slot"),
+                    "true_n",
+                    "true_mean",
+                )
+            )
+        keys = rows.select(
+            plh3.str_to_int("h3_cell").alias("cell"),
+            (start // slots.slot_minutes).cast(pl.Int16).alias("slot"),
+        )
+        published.append((keys, merge))
+    if not tables:
+        return pl.DataFrame(
+            schema={"h3_cell": pl.String, "slot": pl.String, "true_n": pl.UInt32, "true_mean": pl.Float64}
+        )
+    return pl.concat(tables)
+
+
+def score(
+    release_speed: pl.DataFrame,
+    truth_tables: tuple[pl.DataFrame, pl.DataFrame],
+    remainder: pl.DataFrame | None = None,
+) -> dict[str, object]:
     true, fine = truth_tables
+    if remainder is not None and remainder.height:
+        # coarser HATs of the fill rule are scored against their remainder's truth
+        true = pl.concat(
+            [remainder, true.join(remainder, on=["h3_cell", "slot"], how="anti")], how="vertical_relaxed"
+        )
     valued = release_speed.filter(pl.col("mean_speed").is_not_null())
     joined = release_speed.select("h3_cell", "slot", "mean_speed").join(
         true, on=["h3_cell", "slot"], how="left"
@@ -209,7 +252,10 @@ def run_dataset(
             draws = []
             for _ in range(REPEATS):
                 r = release_hats(contributions, cfg, days, OpenDPNoise(), slots=slots)
-                draws.append(score(r.speed, true))
+                rest = None
+                if cfg.coarsen != "none" and cfg.coarsen_rule == "fill" and "level" in r.speed.columns:
+                    rest = remainder_truth(contributions, r.speed, slots)
+                draws.append(score(r.speed, true, rest))
             row = {
                 "data": name,
                 "method": method,

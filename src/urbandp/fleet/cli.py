@@ -292,7 +292,7 @@ def release(
     ),
     coarsen_rule: str | None = typer.Option(
         None,
-        help="exclusive (default: a coarser HAT only where no finer one inside it was released) or fill (unless all of it is).",
+        help="fill (default: a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released).",
     ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).

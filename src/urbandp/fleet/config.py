@@ -107,9 +107,9 @@ class HatReleaseConfig(BaseModel):
         "two (parent2) levels up, a merged pair of slots (slot2), or parent1 then parent2 (auto)",
     )
     coarsen_rule: CoarsenRule = Field(
-        "exclusive",
-        description="exclusive: a coarser HAT only where no finer HAT inside it was released; fill: unless finer "
-        "released HATs cover all of it",
+        "fill",
+        description="fill: a coarser HAT stands for the part of it no finer level released (its remainder); "
+        "exclusive: a coarser HAT only where no finer HAT inside it was released",
     )
     coarsen_share: float = Field(
         0.3, gt=0, lt=1, description="share of the per-day budget for the coarser level(s), split evenly"

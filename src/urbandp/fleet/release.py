@@ -493,7 +493,13 @@ def release_hats(
         if (up, merge) != (0, 1):
             level_cfg = base_cfg.model_copy(update={"resolution": cfg.resolution - up})
             level_slots = MergedSlotSpec(slots.slot_minutes, slots.start_hour, slots.end_hour, merge)
-        level_contrib = coarse_contributions(contributions, cfg.resolution - up, up, level_slots)
+        remainder = contributions
+        if published and cfg.coarsen_rule == "fill":
+            # a coarser HAT stands for its part that finer levels did not release: their rows are left out (the
+            # choice reads released keys only: post-processing; each row still lies in one HAT per level)
+            done = released_units(published, cfg.resolution, slots.slots)
+            remainder = contributions.join(done, on=["cell", "slot"], how="anti")
+        level_contrib = coarse_contributions(remainder, cfg.resolution - up, up, level_slots)
         covered = (
             covered_keys(
                 published,
@@ -698,31 +704,10 @@ def coarse_contributions(
     )
 
 
-def covered_keys(
-    published: list[tuple[pl.DataFrame, int]],
-    resolution: int,
-    slots: SlotSpec,
-    *,
-    rule: str = "exclusive",
-    fine_resolution: int | None = None,
-    base_slots: list[int] | None = None,
+def released_units(
+    published: list[tuple[pl.DataFrame, int]], fine_resolution: int, base_slots: list[int]
 ) -> pl.DataFrame:
-    """The (cell, slot) keys at this level that a finer level's released HATs rule out.
-
-    ``exclusive``: every coarser HAT holding a released finer HAT (same slot or merged slot), so no place and time
-    shows two values. ``fill``: only coarser HATs *entirely* covered by released finer HATs (all ``7^up`` H3
-    descendants at the finest resolution, in every base slot of the group); a coarser HAT with some finer HAT
-    released is published too, as the value for the part not released (the map draws finer cells on top).
-    Both read only released keys (DP outputs) and public H3 / slot structure.
-    """
-    group = slots.group(pl.col("slot")) if isinstance(slots, MergedSlotSpec) else pl.col("slot")
-    if rule == "exclusive":
-        frames = [
-            keys.select(plh3.cell_to_parent("cell", resolution).alias("cell"), group.alias("slot"))
-            for keys, _merge in published
-        ]
-        return pl.concat(frames).unique()
-    assert fine_resolution is not None and base_slots is not None
+    """The finest (cell, base slot) units covered by released HATs of any level (H3 descendants x merged slots)."""
     base = pl.DataFrame({"slot": pl.Series(base_slots, dtype=pl.Int16)})
     units = []
     for keys, merge in published:
@@ -735,7 +720,36 @@ def covered_keys(
             .explode("slot")
         )
         units.append(expanded.join(base, on="slot", how="semi"))
-    fine_units = pl.concat(units).unique()
+    return pl.concat(units).unique()
+
+
+def covered_keys(
+    published: list[tuple[pl.DataFrame, int]],
+    resolution: int,
+    slots: SlotSpec,
+    *,
+    rule: str = "exclusive",
+    fine_resolution: int | None = None,
+    base_slots: list[int] | None = None,
+) -> pl.DataFrame:
+    """The (cell, slot) keys at this level that a finer level's released HATs rule out.
+
+    ``exclusive``: every coarser HAT holding a released finer HAT (same slot or merged slot). ``fill``: only
+    coarser HATs *entirely* covered by released finer HATs (all ``7^up`` H3 descendants at the finest resolution,
+    in every base slot of the group); the others are released over their remainder (see :func:`release_hats`).
+    Either way no place and time gets two values. Both read only released keys (DP outputs) and public H3 / slot
+    structure.
+    """
+    group = slots.group(pl.col("slot")) if isinstance(slots, MergedSlotSpec) else pl.col("slot")
+    if rule == "exclusive":
+        frames = [
+            keys.select(plh3.cell_to_parent("cell", resolution).alias("cell"), group.alias("slot"))
+            for keys, _merge in published
+        ]
+        return pl.concat(frames).unique()
+    assert fine_resolution is not None and base_slots is not None
+    base = pl.DataFrame({"slot": pl.Series(base_slots, dtype=pl.Int16)})
+    fine_units = released_units(published, fine_resolution, base_slots)
     per_group = base.select(group.alias("slot")).group_by("slot").len().rename({"len": "slots_in_group"})
     need = 7 ** (fine_resolution - resolution)
     return (
@@ -759,8 +773,9 @@ COARSEN_ACCOUNTING = (
 COARSEN_RULES = {
     "exclusive": "a coarser HAT (H3 parent or merged slot) is published only where no finer HAT inside it was "
     "released: no place and time shows two values",
-    "fill": "a coarser HAT is published unless finer released HATs cover all of it; where some finer HATs inside "
-    "it are released, its value covers the rest (the whole coarser HAT's mean, including the released parts)",
+    "fill": "a coarser HAT stands for its remainder: the part of it (finest cells x slots) that no finer level "
+    "released; its selection, counts and means read only the vehicle-days there, and it is published unless "
+    "that remainder is empty. Every place and time gets at most one value (the map draws finer cells on top)",
 }
 
 

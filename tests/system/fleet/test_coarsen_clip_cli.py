@@ -41,6 +41,7 @@ def test_coarsen_and_clip_bound_through_the_cli(fleet_file: Path, tmp_path: Path
             "release", str(fleet_file), "--out", str(out), "--epsilon-per-day", "15", "--domain-bbox", BBOX,
             *WINDOW, "--max-hats-per-vehicle-day", "16", "--coarsen", "auto", "--clip-bound", "dp-quantile",
             "--min-vehicles-per-day", "20",  # fine threshold 40 vehicle-days: 9-10 cells pass, 4-7 parents more
+            "--coarsen-rule", "exclusive",
         ],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
@@ -118,3 +119,22 @@ def test_coarsen_options_are_validated_and_planned(fleet_file: Path, tmp_path: P
     assert split["unit"] == "rho"
     assert split["clip_bound"] + sum(split["levels"]) == pytest.approx(split["total"], rel=1e-14)
     assert split["levels"][1] == pytest.approx(0.3 * 0.95 * split["total"], rel=1e-14)
+
+
+def test_fill_is_the_default_rule_and_each_level_is_listed(fleet_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fill"
+    res = runner.invoke(
+        app,
+        [
+            "release", str(fleet_file), "--out", str(out), "--epsilon-per-day", "15", "--domain-bbox", BBOX,
+            *WINDOW, "--max-hats-per-vehicle-day", "16", "--coarsen", "parent1", "--min-vehicles-per-day", "20",
+            "--no-map",
+        ],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    p = _strict_json(out / "privacy.json")
+    assert p["coarsen"]["rule"] == "fill" and "remainder" in p["coarsen"]["rule_explanation"]
+    speed = pl.read_csv(out / "hat_speed.csv")
+    levels = {lv["level"]: lv["hats_released"] for lv in p["coarsen"]["levels"] if lv["hats_released"]}
+    assert speed.group_by("level").len().sort("level").rows() == sorted(levels.items())
+    assert p["cumulative_epsilon_per_day"] <= 15.0

@@ -123,6 +123,7 @@ def test_parent_is_released_only_where_no_child_passed_and_its_value_is_the_pare
         selection="public-threshold",
         min_vehicles_per_day=3,
         coarsen="parent1",
+        coarsen_rule="exclusive",
     )
     r = release_hats(SPARSE, c, 1, EXACT)
     speed = r.speed.sort("resolution")
@@ -187,7 +188,9 @@ def test_multi_level_gaussian_composes_in_rho_and_splits_the_threshold_delta() -
     """Unknown-domain Gaussian thresholds (fine 24, coarse 36 vehicle-days at epsilon 10, K = 2): the levels'
     rho add up to the total rho of epsilon 10 at delta/2; each level's threshold gets delta/4."""
     e, delta = 10.0, 1e-6
-    c = cfg(epsilon_per_day=e, delta=delta, min_vehicles_per_day=3, coarsen="parent1")
+    c = cfg(
+        epsilon_per_day=e, delta=delta, min_vehicles_per_day=3, coarsen="parent1", coarsen_rule="exclusive"
+    )
     r = release_hats(BUSY, c, 1, EXACT)
     p = r.privacy
     total = rho_for_epsilon(e, delta / 2)
@@ -435,7 +438,7 @@ def test_merged_slot_level_requires_nothing_of_the_hour_window() -> None:
         SlotSpec(120, 9, 21)
 
 
-def test_fill_rule_publishes_a_parent_unless_released_children_cover_all_of_it() -> None:
+def test_fill_rule_releases_a_parent_over_the_part_its_released_children_leave() -> None:
     c = cfg(
         epsilon_per_day=4.0,
         mechanism="laplace",
@@ -445,13 +448,19 @@ def test_fill_rule_publishes_a_parent_unless_released_children_cover_all_of_it()
         coarsen="parent1",
         coarsen_rule="fill",
     )
-    r = release_hats(SPARSE, c, 1, EXACT)
+    other2 = next(k for k in _children(P1) if k not in (X, P1_OTHER))
+    extra = frame([(other2, 9, 0, "h", 40.0, 40.0, 1), (other2, 9, 0, "i", 30.0, 30.0, 1)])
+    r = release_hats(pl.concat([SPARSE, extra]), c, 1, EXACT)
     coarse = r.speed.filter(pl.col("level") == "parent1").sort("mean_speed")
-    hexes = pl.DataFrame({"c": pl.Series([P1, P2], dtype=pl.UInt64)}).select(plh3.int_to_str("c"))["c"]
-    # P1 holds the released X and the unreleased P1_OTHER: published with its whole mean (20+30+10+50)/4
+    hexes = pl.DataFrame({"c": pl.Series([P2, P1], dtype=pl.UInt64)}).select(plh3.int_to_str("c"))["c"]
+    # P1 holds the released X and three vehicle-days elsewhere: published over that remainder, (50+40+30)/3;
+    # X's vehicle-days are left out (no value counted twice, none shown twice)
     assert coarse["h3_cell"].to_list() == hexes.to_list()
-    assert coarse["mean_speed"].to_list() == pytest.approx([27.5, 95 / 3], abs=1e-6)
+    assert coarse["mean_speed"].to_list() == pytest.approx([95 / 3, 40.0], abs=1e-6)
     assert r.privacy["coarsen"]["rule"] == "fill"
+    # with SPARSE alone P1's remainder holds one vehicle-day: below the threshold, nothing for P1
+    r = release_hats(SPARSE, c, 1, EXACT)
+    assert r.speed.filter(pl.col("level") == "parent1")["h3_cell"].to_list() == hexes.to_list()[:1]
     # entirely covered: all 7 children released (in every base slot of the group) rules the parent out
     kids = _children(P1)
     all_kids = pl.DataFrame(
