@@ -165,6 +165,12 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         "speed_share",
         "speed_estimator",
         "precision",
+        "clip_bound",
+        "clip_quantile",
+        "clip_share",
+        "coarsen",
+        "coarsen_share",
+        "coarsen_rule",
     ]
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(
@@ -306,6 +312,27 @@ def release(
     budget_store: str | None = typer.Option(
         None,
         help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
+    ),
+    clip_bound: str | None = typer.Option(
+        None,
+        help="Clip bound of HAT mean speeds: public (--speed-max U, default) or dp-quantile (a DP quantile U' <= U).",
+    ),
+    clip_quantile: float | None = typer.Option(
+        None, help="Quantile of the vehicle-days' largest HAT mean speed for dp-quantile (default: 0.9)."
+    ),
+    clip_share: float | None = typer.Option(
+        None, help="Share of the budget for the dp-quantile bound (default: 0.05)."
+    ),
+    coarsen: str | None = typer.Option(
+        None,
+        help="Where the finest HAT does not pass, release a coarser one: none (default), parent1, parent2, slot2, auto.",
+    ),
+    coarsen_share: float | None = typer.Option(
+        None, help="Share of the budget for the coarser level(s) (default: 0.3)."
+    ),
+    coarsen_rule: str | None = typer.Option(
+        None,
+        help="fill (default: a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released).",
     ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
