@@ -12,7 +12,7 @@ import typer
 
 from urbandp.errors import InputError, cli_guard
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _clean(obj: object) -> object:
@@ -52,7 +52,9 @@ def noise_scale(
         "continuous", "--model", help="continuous (Laplace, Opal) | discrete (discrete Laplace, urbandp)."
     ),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level of the interval."),
-    report: Path | None = typer.Option(None, "--report", help="Write noise-scale.md and a PNG here."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write noise-scale.md and a PNG here (default: not written)."
+    ),
 ) -> None:
     """Estimate the noise scale from pairs of published counts that are equal in the raw data (MLE + CI).
 
@@ -95,7 +97,9 @@ def zero_skipping(
         None, "--privacy", help="privacy.json of the release (default: next to the table)."
     ),
     group_sizes: str = typer.Option("1,5,12", "--group-sizes", help="Comma-separated group sizes g."),
-    report: Path | None = typer.Option(None, "--report", help="Write zero-skipping.md and a PNG here."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write zero-skipping.md and a PNG here (default: not written)."
+    ),
 ) -> None:
     """Decide whether zeros could have been skipped; report Theorem 1's delta bound and detection probabilities.
 
@@ -163,7 +167,9 @@ def differencing(
     ),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
     max_cells: int = typer.Option(1000, "--max-cells", help="List at most this many cells in the JSON."),
-    report: Path | None = typer.Option(None, "--report", help="Write differencing.md and a PNG here."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write differencing.md and a PNG here (default: not written)."
+    ),
 ) -> None:
     """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms.
 

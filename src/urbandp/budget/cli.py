@@ -8,7 +8,7 @@ import typer
 
 from urbandp.errors import cli_guard
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
 
 STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
 
@@ -20,16 +20,24 @@ def init(
     unit: str = typer.Option(
         ..., help="Privacy unit: vehicle-day, card-day, event, reading, respondent or trip."
     ),
-    epsilon_per_day: float | None = typer.Option(None, help="Cap on epsilon per unit and calendar day."),
-    epsilon_total: float | None = typer.Option(None, help="Cap on epsilon summed over all days."),
-    rho_per_day: float | None = typer.Option(None, help="Cap on zCDP rho per calendar day."),
+    epsilon_per_day: float | None = typer.Option(
+        None, help="Cap on epsilon per unit and calendar day (default: no per-day cap)."
+    ),
+    epsilon_total: float | None = typer.Option(
+        None, help="Cap on epsilon summed over all days (default: no total cap)."
+    ),
+    rho_per_day: float | None = typer.Option(
+        None, help="Cap on zCDP rho per calendar day (default: no rho cap)."
+    ),
     rho_total: float | None = typer.Option(
         None,
-        help="Cap on zCDP rho over all days: each release costs D^2 x its rho per day (group of D days).",
+        help="Cap on zCDP rho over all days: each release costs D^2 x its rho per day, a group of D days (default: no cap).",
     ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
-    """Declare DATASET with its caps (or change them; never below what is already spent)."""
+    """Declare DATASET with its caps (or change them; never below what is already spent).
+
+    Example: urbandp budget init surat --unit vehicle-day --epsilon-per-day 12 --epsilon-total 400"""
     from urbandp.privacy.budget_store import DatasetCaps, open_store
 
     caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total)
@@ -48,10 +56,15 @@ def init(
 @cli_guard
 def show(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    out: Path | None = typer.Option(None, help="Directory for spend.csv and spend.png (written atomically)."),
+    out: Path | None = typer.Option(
+        None,
+        help="Directory for spend.csv and spend.png, written atomically (default: table on stdout only).",
+    ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
-    """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out)."""
+    """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out).
+
+    Example: urbandp budget show surat --out out/budget"""
     from urbandp.privacy.budget_store import open_store
 
     store = open_store(budget_store)
@@ -128,7 +141,9 @@ def history(
     dataset: str = typer.Argument(..., help="Dataset name."),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
-    """Every release charged to DATASET: status, days, epsilon, mechanism, content hash, command line."""
+    """Every release charged to DATASET: status, days, epsilon, mechanism, content hash, command line.
+
+    Example: urbandp budget history surat"""
     from urbandp.privacy.budget_store import open_store
 
     store = open_store(budget_store)

@@ -9,7 +9,7 @@ import typer
 
 from urbandp.errors import InputError, cli_guard
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 SYNTHETIC_CHOICES = ("itms-like", "sample-scaling", "user-scaling")
 
@@ -19,14 +19,21 @@ SYNTHETIC_CHOICES = ("itms-like", "sample-scaling", "user-scaling")
 def mean(
     out: Annotated[Path, typer.Option("--out", help="Output folder (mae.csv, mae.png).")],
     input_file: Annotated[
-        Path | None, typer.Option("--input", help="One HAT's records (CSV or Parquet).")
+        Path | None,
+        typer.Option(
+            "--input", help="One HAT's records, CSV or Parquet (default: none; give this or --synthetic)."
+        ),
     ] = None,
     vehicle_col: Annotated[
         str, typer.Option("--vehicle-col", help="Column with the privacy unit (vehicle).")
     ] = "vehicle_id",
     value_col: Annotated[str, typer.Option("--value-col", help="Column with the values (speed).")] = "speed",
     synthetic: Annotated[
-        str | None, typer.Option("--synthetic", help="itms-like | sample-scaling | user-scaling.")
+        str | None,
+        typer.Option(
+            "--synthetic",
+            help="itms-like | sample-scaling | user-scaling (default: none; give this or --input).",
+        ),
     ] = None,
     runs: Annotated[int, typer.Option("--runs", help="Monte Carlo runs per algorithm and epsilon.")] = 10000,
     epsilons: Annotated[str, typer.Option("--epsilons", help="Comma-separated epsilons.")] = "0.5,1,1.5,2",
@@ -146,4 +153,11 @@ def busiest_hat(
         f"busiest HAT: cell {summary.h3_cell}, slot {summary.slot}: {summary.n_records} records from "
         f"{summary.n_vehicles} vehicles over {summary.n_days} day(s) (of {summary.n_candidate_records} records "
         f"in {summary.n_hats} HATs); wrote {out}"
+    )
+    top = ", ".join(f"{k} {v:,}" for k, v in summary.quarantine_reasons.items() if v) or "none"
+    Console().print(
+        f"records in {summary.records_in:,}: quarantined {summary.records_quarantined:,} ({top}), outside the "
+        f"hours {summary.records_outside_hours:,}"
+        + (f"; quarantine: {summary.quarantine_path}" if summary.quarantine_path else ""),
+        highlight=False,
     )

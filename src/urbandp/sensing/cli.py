@@ -10,7 +10,7 @@ import typer
 
 from urbandp.errors import InputError, cli_guard
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _floats(text: str | None, n: int, option: str) -> tuple[float, ...] | None:
@@ -117,8 +117,16 @@ def interpolate(
     cv_max_windows: Annotated[
         int, typer.Option(help="Cross-validate at most this many windows (0 = all).")
     ] = 0,
-    bbox: Annotated[str | None, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max.")] = None,
-    value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
+    bbox: Annotated[
+        str | None,
+        typer.Option(
+            help="Public box lat_min,lon_min,lat_max,lon_max (default: the readings' extent, not DP)."
+        ),
+    ] = None,
+    value_column: Annotated[
+        str | None,
+        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
+    ] = None,
 ) -> None:
     """GP interpolation per window onto a square grid: DIR/grid.csv (cell_id, lat, lon, window, mu, sigma2).
 
@@ -256,7 +264,9 @@ def dp_map(
     ] = 1.0,
     bbox: Annotated[
         str | None,
-        typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (required unless the flag below)."),
+        typer.Option(
+            help="Public box lat_min,lon_min,lat_max,lon_max (default: none; required unless the flag below)."
+        ),
     ] = None,
     bbox_from_data_not_private: Annotated[
         bool, typer.Option(help="Take the box from the readings (NOT DP).")
@@ -268,7 +278,10 @@ def dp_map(
         float, typer.Option(help="Cap on the kernel variance = per-cell sensitivity (VI-A).")
     ] = 1.0,
     upper: Annotated[
-        float | None, typer.Option(help="Upper bound of the released domain (>= sensitivity).")
+        float | None,
+        typer.Option(
+            help="Upper bound of the released domain, at least the sensitivity (default: the sensitivity)."
+        ),
     ] = None,
     calibration: Annotated[
         str, typer.Option(help="holohan (DP, default) | paper (NOT DP, for comparison).")
@@ -280,12 +293,23 @@ def dp_map(
         int, typer.Option(help="Windows with fewer readings get the prior variance.")
     ] = 3,
     budget: Annotated[
-        float | None, typer.Option(help="Refuse to spend more than this epsilon in total.")
+        float | None, typer.Option(help="Refuse to spend more than this epsilon in total (default: no cap).")
     ] = None,
     precision: Annotated[int, typer.Option(help="Decimal places of released values.")] = 4,
-    value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
-    dataset: Annotated[str | None, typer.Option(help="Charge this dataset in the budget store.")] = None,
-    budget_store: Annotated[str | None, typer.Option(help="Budget store path or postgresql:// URL.")] = None,
+    value_column: Annotated[
+        str | None,
+        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="Charge this dataset in the budget store (default: no store is charged)."),
+    ] = None,
+    budget_store: Annotated[
+        str | None,
+        typer.Option(
+            help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+        ),
+    ] = None,
 ) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
@@ -453,19 +477,33 @@ def query(
         str | None, typer.Option(help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).")
     ] = None,
     cells: Annotated[
-        Path | None, typer.Option(help="File of cells of interest, one cell_id per line (as `mpc query`).")
+        Path | None,
+        typer.Option(
+            help="File of cells of interest, one cell_id per line as for mpc query (default: every cell of --rect)."
+        ),
     ] = None,
     alpha: Annotated[int, typer.Option(help="Server threshold: answer only over >= alpha cells.")] = 5,
     rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max.")] = 1.0,
     theta: Annotated[
-        float | None, typer.Option(help="Threshold for count (and lower bound for range).")
+        float | None,
+        typer.Option(
+            help="Threshold for count and lower bound for range (default: none; required for count and range)."
+        ),
     ] = None,
-    theta2: Annotated[float | None, typer.Option(help="Upper bound for range.")] = None,
+    theta2: Annotated[
+        float | None, typer.Option(help="Upper bound for range (default: none; required for range).")
+    ] = None,
     steepness: Annotated[float, typer.Option(help="Sigmoid steepness k (paper: 1).")] = 1.0,
     epsilon: Annotated[float, typer.Option(help="Epsilon for the noisy squared error (VII-D).")] = 1.0,
-    sigma2_min: Annotated[float | None, typer.Option(help="Public lower bound of cell variances.")] = None,
-    sigma2_max: Annotated[float | None, typer.Option(help="Public upper bound of cell variances.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Also write the answer as JSON here.")] = None,
+    sigma2_min: Annotated[
+        float | None, typer.Option(help="Public lower bound of cell variances (default: none; required).")
+    ] = None,
+    sigma2_max: Annotated[
+        float | None, typer.Option(help="Public upper bound of cell variances (default: none; required).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Also write the answer as JSON here (default: stdout only).")
+    ] = None,
 ) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 
