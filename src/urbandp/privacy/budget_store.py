@@ -447,6 +447,11 @@ def group_rho(days: list[tuple[float, float | None]]) -> float:
     return (d * max(e for e, _ in days)) ** 2 / 2.0
 
 
+def _published(r: Reservation) -> bool:
+    """Whether the release's outputs were written (``set_output`` called and the directory exists)."""
+    return r.output_dir is not None and Path(r.output_dir).exists()
+
+
 def _days(n: int) -> str:
     return f"{n} day" if n == 1 else f"{n} days"
 
@@ -514,7 +519,11 @@ def budget_reservation(
         try:
             yield r
         except BaseException:
-            store.cancel(rid)
+            if _published(r):  # the outputs are out: the charge stays, committed
+                r.content_hash = content_hash(r.output_dir)  # type: ignore[arg-type]
+                store.commit(rid, r.content_hash)
+            else:
+                store.cancel(rid)
             raise
         checkpoint("before-commit")
         r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
@@ -620,8 +629,9 @@ class PendingRelease:
         if store is None or r is None:
             return
         try:
-            if ok:
-                checkpoint("before-commit")
+            if ok or _published(r):  # a failure after the outputs were written still commits: they are out
+                if ok:
+                    checkpoint("before-commit")
                 r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
                 store.commit(r.id, r.content_hash)
             else:
