@@ -97,10 +97,11 @@ def extract_busiest_hat(
     out: Path,
     resolution: int = 7,
     hours: tuple[int, int] = (9, 21),
-    quarantine_for: Path | None = None,
+    *,
+    final_out: Path | None = None,
 ) -> BusiestHat:
-    """Write the busiest HAT's records to ``out``; the quarantine goes beside ``quarantine_for`` (default ``out``:
-    the CLI writes ``out`` under a temporary name and passes the final one here)."""
+    """Write the busiest HAT's records to ``out``; the quarantine goes beside ``final_out`` (default ``out``: the
+    CLI writes ``out`` as a temporary file and renames it to ``final_out``)."""
     import polars_h3 as plh3
 
     if not inputs:
@@ -126,7 +127,7 @@ def extract_busiest_hat(
     quarantine_path = None
     if bad.height:
         quarantine_path = _write_quarantine(
-            Path(quarantine_for or out),
+            final_out or out,
             bad.select(
                 "source",
                 "row",
@@ -140,9 +141,9 @@ def extract_busiest_hat(
         )
     usable = checked.filter(pl.col("reason").is_null())
     if usable.height == 0:
-        worst = ", ".join(f"{k} {v:,}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]) if v)
+        top = ", ".join(f"{k} {v:,}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]) if v)
         raise InputError(
-            f"all {frame.height:,} records were quarantined ({worst}); the rows are in {quarantine_path}"
+            f"all {frame.height:,} records were quarantined ({top}); the rows are in {quarantine_path}"
         )
     recs = (
         usable.drop("speed_raw", "reason", "source", "row")

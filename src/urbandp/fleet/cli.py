@@ -165,6 +165,12 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         "speed_share",
         "speed_estimator",
         "precision",
+        "clip_bound",
+        "clip_quantile",
+        "clip_share",
+        "coarsen",
+        "coarsen_share",
+        "coarsen_rule",
     ]
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(
@@ -307,6 +313,37 @@ def release(
         None,
         help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
     ),
+    clip_bound: str | None = typer.Option(
+        None,
+        help="Clip bound of HAT mean speeds: public (--speed-max U, default) or dp-quantile (a DP quantile U' <= U).",
+    ),
+    clip_quantile: float | None = typer.Option(
+        None, help="Quantile of the vehicle-days' largest HAT mean speed for dp-quantile (default: 0.9)."
+    ),
+    clip_share: float | None = typer.Option(
+        None, help="Share of the budget for the dp-quantile bound (default: 0.05)."
+    ),
+    coarsen: str | None = typer.Option(
+        None,
+        help="Where the finest HAT does not pass, release a coarser one: none (default), parent1, parent2, slot2, auto.",
+    ),
+    coarsen_share: float | None = typer.Option(
+        None, help="Share of the budget for the coarser level(s) (default: 0.3)."
+    ),
+    coarsen_rule: str | None = typer.Option(
+        None,
+        help="fill (default: a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released).",
+    ),
+    engine: str = typer.Option(
+        "polars",
+        "--engine",
+        help="Record-level stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
+    ),
+    spark_master: str | None = typer.Option(
+        None,
+        "--spark-master",
+        help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
+    ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -342,6 +379,8 @@ def release(
                 options=options,
                 step=lambda name: progress.update(task, description=name),
                 before_noise=lambda charge: _reserve_fleet(budget, charge),
+                engine=_engine(engine, spark_master),
+                spark_master=spark_master,
             ),
         )
         useless = release_warnings(release_result, cfg)
@@ -397,6 +436,14 @@ def _reserve_fleet(budget: Any, charge: Any) -> None:
         params,
         rho_per_day=charge.rho_per_day,
     )
+
+
+def _engine(engine: str, spark_master: str | None) -> str:
+    if engine not in ("polars", "spark"):
+        raise InputError(f"--engine must be polars or spark, got '{engine}'")
+    if spark_master is not None and engine != "spark":
+        raise InputError("--spark-master needs --engine spark")
+    return engine
 
 
 def _domain_cell_strings(cfg: Any) -> list[str] | None:
