@@ -418,6 +418,13 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
             f"{num(p['epsilon_per_window'])} (delta {p['delta_per_window']:.3g}) over {p['days']} days",
         ),
     ]
+    if "coarsen" in p:  # --coarsen: HATs per level
+        levels = ", ".join(f"{lv['level']} {lv['hats_released']}" for lv in p["coarsen"]["levels"])
+        rows.append(("HATs per level", f"{levels} (rule {p['coarsen']['rule']})"))
+    if "clip_bound" in p:  # --clip-bound dp-quantile
+        rows.append(
+            ("speed clip bound (DP)", f"{num(p['clip_bound']['bound'])} km/h (U = {num(p['speed_max'])})")
+        )
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
