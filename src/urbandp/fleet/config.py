@@ -276,7 +276,7 @@ def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatRe
             values.pop(other, None)
     values.update(given)
     try:
-        return HatReleaseConfig(**values)  # type: ignore[arg-type]
+        return HatReleaseConfig(**values)
     except ValidationError as err:
         raise InputError(_one_line(err)) from None
 

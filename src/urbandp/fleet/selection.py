@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
-import opendp.prelude as dp
 import polars as pl
 import polars_h3 as plh3
 
+import urbandp.privacy.dp_prelude as dp
 from urbandp.privacy.noise import NoiseSource, gaussian_rho
 
 dp.enable_features("contrib")
