@@ -95,7 +95,8 @@ def show(
         if caps.rho_total is None
         else f" (left {max(caps.rho_total - group, 0.0):.6g} of {caps.rho_total:g})"
     )
-    typer.echo(f"group rho over all days {group:.6g}{rho_left}")
+    if caps.rho_total is not None or caps.rho_per_day is not None or any(v[1] > 0 for v in spend.values()):
+        typer.echo(f"group rho over all days {group:.6g}{rho_left}")
     if out is not None:
         _write_show(out, dataset, caps.epsilon_per_day, rows)
 
@@ -121,6 +122,8 @@ def _write_show(
         ax.bar(days, [r[1] for r in rows], width=0.8, label="epsilon spent")
         if cap is not None:
             ax.axhline(cap, color="red", linestyle="--", label=f"cap per day ({cap:g})")
+        top = max([r[1] for r in rows] + ([cap] if cap is not None else []) + [1e-9])
+        ax.set_ylim(0, top * 1.3)  # room for the legend above the bars
         ax.xaxis_date()
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
         ax.set_ylabel("epsilon per unit-day")

@@ -122,6 +122,16 @@ def release(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
     ),
+    engine: str = typer.Option(
+        "polars",
+        "--engine",
+        help="Per-event stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
+    ),
+    spark_master: str | None = typer.Option(
+        None,
+        "--spark-master",
+        help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
+    ),
 ) -> None:
     """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
 
@@ -214,8 +224,15 @@ def release(
         )
         return
     check_output_path(out)
-    df = read_table(input)
+    if engine not in ("polars", "spark"):
+        raise InputError(f"--engine must be polars or spark, got {engine!r}")
+    if spark_master is not None and engine != "spark":
+        raise InputError("--spark-master needs --engine spark")
+    if engine == "spark" and (domain is None or input_kind != "events"):
+        raise InputError("--engine spark runs the per-event stage: it needs --input-kind events and --domain")
+    df = read_table(input) if engine == "polars" else None
     if domain is None:
+        assert df is not None
         if not select_partitions:
             raise InputError("no public domain: pass --domain FILE, or --select-partitions with --delta")
         from urbandp.privacy.budget_store import pending_release
@@ -225,10 +242,15 @@ def release(
         return
     dom = CountDomain.from_file(domain)
     dom.check_fits(dense=config.resolved_sampling == "dense")
-    joint = joint_from_events(df, dom, punit) if input_kind == "events" else joint_from_counts(df, dom)
-    if joint.total == 0 and joint.quarantine.height == joint.n_input_rows:
-        reasons = joint.quarantine["reason"].value_counts(sort=True).head(3)
-        top = "; ".join(f"{r} ({n})" for r, n in reasons.iter_rows())
+    if df is None:  # --engine spark: the per-event stage on Spark, the quarantine written there as Parquet
+        from urbandp.contributions.spark_counts import joint_from_events_spark
+
+        joint = joint_from_events_spark(input, dom, punit, spark_master)
+    else:
+        joint = joint_from_events(df, dom, punit) if input_kind == "events" else joint_from_counts(df, dom)
+    q_rows, q_reasons = _quarantine_counts(joint)
+    if joint.total == 0 and q_rows == joint.n_input_rows:
+        top = "; ".join(f"{r} ({n})" for r, n in sorted(q_reasons.items(), key=lambda x: -x[1])[:3])
         raise InputError(
             f"no input row lies in the public domain: all {joint.n_input_rows} quarantined: {top}"
         )
@@ -269,8 +291,8 @@ def release(
         input_report = {
             "note": "raw-data statistics for the data owner; not differentially private, do not publish",
             "input_rows": joint.n_input_rows,
-            "quarantined_rows": joint.quarantine.height,
-            "quarantine_reasons": dict(joint.quarantine["reason"].value_counts().iter_rows()),
+            "quarantined_rows": q_rows,
+            "quarantine_reasons": q_reasons,
             "truncated_events": joint.n_truncated,
             "non_zero_cells": int(joint.sparse.index.size),
             "published_cells_with_raw_zero": None if rel.cells is None else rel.cells.n_zero_published,
@@ -279,11 +301,18 @@ def release(
             if input_kind == "events"
             else "declared upstream (not verified)",
         }
+        q_parquet = getattr(joint, "quarantine_parquet", None)
+        q_name = "quarantine.csv" if q_parquet is None else "quarantine.parquet"
         with atomic_output_dir(out) as d:
-            joint.quarantine.write_csv(d.owner_path("quarantine.csv"))
+            if q_parquet is None:
+                joint.quarantine.write_csv(d.owner_path(q_name))
+            else:  # written by Spark: a directory of part files, moved in whole
+                import shutil
+
+                shutil.move(str(q_parquet), d.owner_path(q_name))
             write_json(d.owner_path("input_report.json"), input_report)
             rel.privacy["not_dp_outputs"] = {
-                "../owner_only/" + out.name + "/quarantine.csv": "raw rejected input rows with their reason",
+                "../owner_only/" + out.name + "/" + q_name: "raw rejected input rows with their reason",
                 "../owner_only/" + out.name + "/input_report.json": "row counts of the raw input",
             }
             write_release(rel, dom, d.release, fmt)
@@ -312,6 +341,15 @@ def release(
         summary["per_card_window_epsilon"] = card.get("epsilon")
     summary["out"] = str(out)
     typer.echo(dumps_strict(summary, indent=None))
+
+
+def _quarantine_counts(joint: object) -> tuple[int, dict[str, int]]:
+    """(rows, rows per reason) of a joint's quarantine, whether held here (Polars) or written by Spark."""
+    reasons = getattr(joint, "reasons", None)
+    if reasons is not None:
+        return sum(reasons.values()), dict(reasons)
+    quarantine = joint.quarantine  # type: ignore[attr-defined]
+    return quarantine.height, dict(quarantine["reason"].value_counts().iter_rows())
 
 
 def _release_selected(

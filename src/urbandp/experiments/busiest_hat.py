@@ -93,8 +93,15 @@ def _write_quarantine(out: Path, bad: pl.DataFrame) -> Path:
 
 
 def extract_busiest_hat(
-    inputs: Sequence[Path], out: Path, resolution: int = 7, hours: tuple[int, int] = (9, 21)
+    inputs: Sequence[Path],
+    out: Path,
+    resolution: int = 7,
+    hours: tuple[int, int] = (9, 21),
+    *,
+    final_out: Path | None = None,
 ) -> BusiestHat:
+    """Write the busiest HAT's records to ``out``; the quarantine goes beside ``final_out`` (default ``out``: the
+    CLI writes ``out`` as a temporary file and renames it to ``final_out``)."""
     import polars_h3 as plh3
 
     if not inputs:
@@ -120,7 +127,7 @@ def extract_busiest_hat(
     quarantine_path = None
     if bad.height:
         quarantine_path = _write_quarantine(
-            out,
+            final_out or out,
             bad.select(
                 "source",
                 "row",

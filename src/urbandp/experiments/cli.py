@@ -188,7 +188,7 @@ def busiest_hat(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:  # written to a temporary file and renamed: a failing run leaves no partial CSV
-        summary = extract_busiest_hat(inputs, tmp, resolution=resolution, hours=(start, end))
+        summary = extract_busiest_hat(inputs, tmp, resolution=resolution, hours=(start, end), final_out=out)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)

@@ -334,6 +334,16 @@ def release(
         None,
         help="fill (a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released) (default: fill).",
     ),
+    engine: str = typer.Option(
+        "polars",
+        "--engine",
+        help="Record-level stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
+    ),
+    spark_master: str | None = typer.Option(
+        None,
+        "--spark-master",
+        help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
+    ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -369,6 +379,8 @@ def release(
                 options=options,
                 step=lambda name: progress.update(task, description=name),
                 before_noise=lambda charge: _reserve_fleet(budget, charge),
+                engine=_engine(engine, spark_master),
+                spark_master=spark_master,
             ),
         )
         useless = release_warnings(release_result, cfg)
@@ -424,6 +436,14 @@ def _reserve_fleet(budget: Any, charge: Any) -> None:
         params,
         rho_per_day=charge.rho_per_day,
     )
+
+
+def _engine(engine: str, spark_master: str | None) -> str:
+    if engine not in ("polars", "spark"):
+        raise InputError(f"--engine must be polars or spark, got '{engine}'")
+    if spark_master is not None and engine != "spark":
+        raise InputError("--spark-master needs --engine spark")
+    return engine
 
 
 def _domain_cell_strings(cfg: Any) -> list[str] | None:

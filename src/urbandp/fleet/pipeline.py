@@ -88,6 +88,8 @@ class LoadedRecords:
     records_valid: int = -1  # valid, non-duplicate rows kept (inside the window when one was given)
     warnings: list[str] = field(default_factory=list)
     timestamp_formats: dict[str, str] = field(default_factory=dict)
+    #: --engine spark: the quarantine as written by Spark (Parquet directory); ``quarantine`` is then empty
+    quarantine_parquet: Path | None = None
 
     def require_valid(self) -> None:
         """Raise :class:`NoValidRecords` (top reasons, the quarantine attached) when every row was quarantined."""
@@ -245,6 +247,32 @@ def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tu
     return start, end, derived
 
 
+def _spark_stage(
+    paths: list[Path],
+    columns: dict[str, str] | None,
+    options: ValidationOptions | None,
+    window: ContributionSpec,
+    master: str | None,
+) -> tuple[LoadedRecords, pl.DataFrame]:
+    """The record-level stage on Spark: counts and the contributions come back, the quarantine stays Parquet."""
+    from urbandp.contributions.spark_backend import SparkBackend
+    from urbandp.records.validation import QUARANTINE_COLUMNS
+
+    done = SparkBackend(master).load(list(paths), columns, options, window)
+    days = done.contributions.select(pl.col("day").cast(pl.Datetime("us")).alias("timestamp")).lazy()
+    loaded = LoadedRecords(
+        days,
+        pl.DataFrame(schema={c: pl.String for c in QUARANTINE_COLUMNS}),
+        done.records_in,
+        done.reasons,
+        done.files,
+        done.records_outside_window,
+        mapping=asdict(done.mapping),
+        quarantine_parquet=done.quarantine_parquet,
+    )
+    return loaded, done.contributions
+
+
 def release_fleet(
     paths: list[Path],
     cfg: HatReleaseConfig,
@@ -255,11 +283,15 @@ def release_fleet(
     step: Step | None = None,
     command_line: str | None = None,
     before_noise: Callable[[PlannedCharge], None] | None = None,
+    engine: str = "polars",
+    spark_master: str | None = None,
 ) -> tuple[HatRelease, LoadedRecords]:
     """Run the whole release. ``noise`` defaults to OpenDP; ``step`` is told the name of each stage.
 
     ``before_noise`` is called once with the :class:`PlannedCharge` after reading, validation and planning and
     before any noise is drawn (the budget store reserves there; an exception from it stops the release).
+    ``engine``: ``polars`` (in-process, default) or ``spark`` (the record-level stage on Apache Spark at
+    ``spark_master``, default ``local[*]``; see docs/scale-out.md).
     """
     say = step or (lambda _name: None)
     say("reading and validating records")
@@ -268,19 +300,27 @@ def release_fleet(
     window = ContributionSpec(
         cfg.resolution, slots, cfg.start, cfg.end, cfg.speed_max, keep_speeds=keep_speeds
     )
-    loaded = load_records(paths, columns, options, window=window)
-    loaded.require_valid()
-    if loaded.records_valid == 0:
-        raise InputError(
-            f"none of the {loaded.records_outside_window:,} valid records lies inside the window "
-            f"{cfg.start or 'first day'}..{cfg.end or 'last day'}, hours {cfg.hours[0]}-{cfg.hours[1]} "
-            f"({loaded.quarantine.height:,} other records quarantined: {top_reasons(loaded.reasons)}); "
-            "widen --start/--end or --hours"
-        )
-    start, end, derived = date_window(cfg, loaded.clean_lazy)
-    spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds)
-    say("aggregating per vehicle, HAT and day")
-    contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+    if engine == "spark":
+        loaded, contributions = _spark_stage(paths, columns, options, window, spark_master)
+        start, end, derived = date_window(cfg, loaded.clean_lazy)
+        say("aggregating per vehicle, HAT and day")
+        contributions = contributions.filter(pl.col("day").is_between(start, end))
+    elif engine != "polars":
+        raise InputError(f"unknown engine '{engine}' (use polars or spark)")
+    else:
+        loaded = load_records(paths, columns, options, window=window)
+        loaded.require_valid()
+        if loaded.records_valid == 0:
+            raise InputError(
+                f"none of the {loaded.records_outside_window:,} valid records lies inside the window "
+                f"{cfg.start or 'first day'}..{cfg.end or 'last day'}, hours {cfg.hours[0]}-{cfg.hours[1]} "
+                f"({loaded.quarantine.height:,} other records quarantined: {top_reasons(loaded.reasons)}); "
+                "widen --start/--end or --hours"
+            )
+        start, end, derived = date_window(cfg, loaded.clean_lazy)
+        spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds)
+        say("aggregating per vehicle, HAT and day")
+        contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
     if contributions.height == 0:
         raise InputError(
             f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}"
@@ -309,7 +349,7 @@ def release_fleet(
     p.update(
         {
             "records_in": loaded.records_in,
-            "records_quarantined": loaded.quarantine.height,
+            "records_quarantined": sum(loaded.reasons.values()),
             "quarantine_reasons": loaded.reasons,
             "records_in_window": int(contributions["n_records"].sum()),
             "records_outside_window": loaded.records_outside_window,
@@ -366,7 +406,8 @@ def write_release(
     out_dir = Path(out_dir)
     paths: dict[str, Path] = {}
     p = release.privacy
-    owner_files = ["quarantine.csv", "owner_notes.json"]
+    q_name = "quarantine.csv" if loaded.quarantine_parquet is None else "quarantine.parquet"
+    owner_files = [q_name, "owner_notes.json"]
     p["not_dp_outputs"] = {
         str(owner_dir_for(out_dir) / name): why
         for name, why in zip(
@@ -381,7 +422,12 @@ def write_release(
     with atomic_output_dir(out_dir) as d:
         release.speed.write_csv(d.release / "hat_speed.csv")
         release.speeding.write_csv(d.release / "hat_speeding.csv")
-        loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
+        if loaded.quarantine_parquet is None:
+            loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
+        else:  # written by Spark: moved in whole (a directory of part files)
+            import shutil
+
+            shutil.move(str(loaded.quarantine_parquet), d.owner_path(q_name))
         write_json(d.owner_path("owner_notes.json"), release.owner_notes)
         write_json(d.release / "privacy.json", p)
         if with_map:
@@ -394,7 +440,7 @@ def write_release(
         paths[name] = out_dir / file
     if with_map:
         paths["map"] = out_dir / "map.html"
-    paths["quarantine"] = owner_dir_for(out_dir) / "quarantine.csv"
+    paths["quarantine"] = owner_dir_for(out_dir) / q_name
     return paths
 
 

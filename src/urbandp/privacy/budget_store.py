@@ -348,7 +348,7 @@ class BudgetStore:
                 if have + asked_group > caps.rho_total + TOL:
                     raise BudgetExceededError(
                         f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked_group:.6g} over "
-                        f"{len(charges_per_day)} days, left {max(caps.rho_total - have, 0.0):.6g} "
+                        f"{_days(len(charges_per_day))}, left {max(caps.rho_total - have, 0.0):.6g} "
                         f"of {caps.rho_total:g}"
                     )
             if caps.epsilon_total is not None:
@@ -357,7 +357,7 @@ class BudgetStore:
                 if total + asked_total > caps.epsilon_total + TOL:
                     raise BudgetExceededError(
                         f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked_total:.6g} over "
-                        f"{len(charges_per_day)} days, left {max(caps.epsilon_total - total, 0.0):.6g} "
+                        f"{_days(len(charges_per_day))}, left {max(caps.epsilon_total - total, 0.0):.6g} "
                         f"of {caps.epsilon_total:g}"
                     )
             self._exec(
@@ -447,6 +447,23 @@ def group_rho(days: list[tuple[float, float | None]]) -> float:
     return (d * max(e for e, _ in days)) ** 2 / 2.0
 
 
+def _published(r: Reservation) -> bool:
+    """Whether the release's outputs were written (``set_output`` called and the directory exists)."""
+    return r.output_dir is not None and Path(r.output_dir).exists()
+
+
+def _days(n: int) -> str:
+    return f"{n} day" if n == 1 else f"{n} days"
+
+
+def _command_line() -> str:
+    """The command as the user typed it: ``urbandp ...`` for the console script and ``python -m urbandp``."""
+    head = Path(sys.argv[0]).name if sys.argv else ""
+    if head in ("urbandp", "__main__.py"):
+        return " ".join(["urbandp", *sys.argv[1:]])
+    return " ".join(sys.argv)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
@@ -494,7 +511,7 @@ def budget_reservation(
             charges_per_day,
             mechanism,
             params,
-            command_line if command_line is not None else " ".join(sys.argv),
+            command_line if command_line is not None else _command_line(),
             rho_per_day,
         )
         r = Reservation(rid, dataset, dict(charges_per_day))
@@ -502,7 +519,11 @@ def budget_reservation(
         try:
             yield r
         except BaseException:
-            store.cancel(rid)
+            if _published(r):  # the outputs are out: the charge stays, committed
+                r.content_hash = content_hash(r.output_dir)  # type: ignore[arg-type]
+                store.commit(rid, r.content_hash)
+            else:
+                store.cancel(rid)
             raise
         checkpoint("before-commit")
         r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
@@ -573,7 +594,7 @@ class PendingRelease:
             raise RuntimeError("a release reserves its budget once")
         self._store = open_store(self.store_url)
         rid = self._store.reserve(
-            self.dataset, unit, charges_per_day, mechanism, params, " ".join(sys.argv), rho_per_day
+            self.dataset, unit, charges_per_day, mechanism, params, _command_line(), rho_per_day
         )
         self.reservation = Reservation(rid, self.dataset, dict(charges_per_day))
         checkpoint("before-noise")
@@ -608,8 +629,9 @@ class PendingRelease:
         if store is None or r is None:
             return
         try:
-            if ok:
-                checkpoint("before-commit")
+            if ok or _published(r):  # a failure after the outputs were written still commits: they are out
+                if ok:
+                    checkpoint("before-commit")
                 r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
                 store.commit(r.id, r.content_hash)
             else:
@@ -654,7 +676,7 @@ def reserve_release(
     charges = {dt.date.fromisoformat(str(d)[:10]): float(epsilon_per_day) for d in days}
     store = open_store(store_url)
     try:
-        rid = store.reserve(dataset, unit, charges, mechanism, params or {}, " ".join(sys.argv))
+        rid = store.reserve(dataset, unit, charges, mechanism, params or {}, _command_line())
     finally:
         store.close()
     return Reservation(rid, dataset, charges, extra={"store_url": store_url})

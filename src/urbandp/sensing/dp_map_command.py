@@ -114,6 +114,21 @@ def parse_window(start: str, end: str) -> tuple[np.datetime64, np.datetime64]:
     return s, e
 
 
+def _progress() -> Any:
+    """A transient progress bar on stderr (nothing is drawn when stderr is not a terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+
+
 def _warn(message: str) -> None:
     print(f"urbandp: warning: {message}", file=sys.stderr)
 
@@ -207,10 +222,19 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
         ):
             shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
             noise = OpenDPNoise()
-            with blas_threads_limit():
+            with blas_threads_limit(), _progress() as bar:
+                fit_task = bar.add_task("GP per window", total=None)
                 fitted = fit_for_release(
-                    readings, grid, o.sensitivity, o.calibration, o.window_minutes, o.kernel, o.min_readings
+                    readings,
+                    grid,
+                    o.sensitivity,
+                    o.calibration,
+                    o.window_minutes,
+                    o.kernel,
+                    o.min_readings,
+                    progress=lambda i, n: bar.update(fit_task, completed=i, total=n),
                 )
+                noise_task = bar.add_task("bounded Laplace (OpenDP)", total=None)
                 if o.calibration == "paper" and not fitted:
                     raise InputError(f"no window has at least {o.min_readings} readings")
                 rel = release_dp_map(
@@ -226,6 +250,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
                     o.min_readings,
                     o.budget,
                     fitted=fitted,
+                    progress=lambda i, n: bar.update(noise_task, completed=i, total=n),
                     windows=windows if o.calibration != "paper" else None,
                 )
             privacy = _write(o, d, rel, grid, fitted, rows, not_dp, plan, round_to_precision, pl)

@@ -215,7 +215,7 @@ def test_plan_charges_only_its_dp_histogram(tmp_path: Path, fleet: Path) -> None
 
 
 def test_weekly_fleet_releases_stop_at_the_total_cap(tmp_path: Path) -> None:
-    """The README workflow: four weekly releases spend the month's total, the fifth is refused."""
+    """The README workflow: four weekly Gaussian releases fit under the zCDP total, the fifth is refused."""
     store = str(tmp_path / "budget.sqlite")
     fleet = tmp_path / "fleet.parquet"
     r = runner.invoke(
@@ -236,6 +236,8 @@ def test_weekly_fleet_releases_stop_at_the_total_cap(tmp_path: Path) -> None:
         ],
     )
     assert r.exit_code == 0, r.output
+    week_rho = 7**2 * rho_for_epsilon(2.0, 5e-7)  # a bus in service all week: a group of 7 vehicle-days
+    cap = 4.1 * week_rho
     init = [
         "budget",
         "init",
@@ -244,8 +246,8 @@ def test_weekly_fleet_releases_stop_at_the_total_cap(tmp_path: Path) -> None:
         "vehicle-day",
         "--epsilon-per-day",
         "2",
-        "--epsilon-total",
-        "56",
+        "--rho-total",
+        str(cap),
     ]
     assert runner.invoke(app, [*init, "--budget-store", store]).exit_code == 0
     weeks = [days_of_window(days[0], days[-1]) for days in _weeks("2024-03-04", 5)]
@@ -273,7 +275,10 @@ def test_weekly_fleet_releases_stop_at_the_total_cap(tmp_path: Path) -> None:
         )
         codes.append(r.exit_code)
     assert codes == [0, 0, 0, 0, 2]
-    assert "total privacy budget of 'surat' exceeded: asked epsilon=14 over 7 days, left 0 of 56" in r.output
+    assert (
+        f"total zCDP budget of 'surat' exceeded: asked group rho={week_rho:.6g} over 7 days, "
+        f"left {cap - 4 * week_rho:.6g} of {cap:g}" in r.output
+    )
     assert not (tmp_path / "w5").exists()
     r = runner.invoke(app, ["budget", "history", "surat", "--budget-store", store])
     assert r.output.count("committed") == 4
@@ -282,6 +287,9 @@ def test_weekly_fleet_releases_stop_at_the_total_cap(tmp_path: Path) -> None:
     )
     assert r.exit_code == 0, r.output
     assert "total epsilon spent 56 over 28 days" in r.output
+    assert (
+        f"group rho over all days {4 * week_rho:.6g} (left {cap - 4 * week_rho:.6g} of {cap:g})" in r.output
+    )
     assert (tmp_path / "show" / "spend.png").stat().st_size > 1000
     rows = (tmp_path / "show" / "spend.csv").read_text().splitlines()[1:]
     assert len(rows) == 28 and all(row.split(",")[1:3] == ["2", "0"] for row in rows)

@@ -78,7 +78,7 @@ def test_randomize_reserves_before_noise_and_stops_at_the_total(
     assert seen == [[STATUS_RESERVED], [STATUS_COMMITTED, STATUS_RESERVED]]
     r = _randomize(survey, tmp_path / "rr3", url, *charged)
     assert r.exit_code == 2
-    assert "total privacy budget of 'nhts' exceeded: asked epsilon=1.5 over 1 days, left 0 of 3" in r.output
+    assert "total privacy budget of 'nhts' exceeded: asked epsilon=1.5 over 1 day, left 0 of 3" in r.output
     assert len(seen) == 2  # the refused release drew no noise
     assert not (tmp_path / "rr3").exists()
     hist = _history(url, "nhts")
@@ -123,9 +123,7 @@ def test_points_are_charged_at_the_budget_distance(
     }  # 0.002 / m x 1000 m (--budget-metres)
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "p2"), "--budget-metres", "500"])
     assert r.exit_code == 2
-    assert (
-        "total privacy budget of 'homes' exceeded: asked epsilon=1 over 1 days, left 0.5 of 2.5" in r.output
-    )
+    assert "total privacy budget of 'homes' exceeded: asked epsilon=1 over 1 day, left 0.5 of 2.5" in r.output
     assert len(seen) == 1 and not (tmp_path / "p2").exists()
 
 

@@ -168,3 +168,33 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
     assert s.spend_per_day("bus") == {"2024-03-04": (0.25, 0.0)}
     con = sqlite3.connect(url)
     assert con.execute("SELECT version FROM schema_version").fetchall() == [(LATEST_VERSION,)]
+
+
+def test_a_failure_after_the_outputs_are_written_still_commits(tmp_path: Path) -> None:
+    """Given back only when nothing was published: once set_output names a written directory, an error (a broken
+    pipe while printing the summary) commits the charge instead of releasing it."""
+    from urbandp.privacy.budget_store import pending_release
+
+    url = _store(tmp_path)
+    out = tmp_path / "rel"
+    out.mkdir()
+    (out / "a.csv").write_text("x\n1\n")
+    for form in ("pending", "reservation"):
+        with pytest.raises(BrokenPipeError):
+            if form == "pending":
+                with pending_release(url, "bus") as budget:
+                    budget.reserve("vehicle-day", {D0: 0.25}, "laplace", {})
+                    budget.set_output(out)
+                    raise BrokenPipeError
+            else:
+                with budget_reservation(url, "bus", "vehicle-day", {D0: 0.25}, "laplace", {}, "c") as r:
+                    r.set_output(out)
+                    raise BrokenPipeError
+    with pytest.raises(RuntimeError), pending_release(url, "bus") as budget:
+        budget.reserve("vehicle-day", {D0: 0.25}, "laplace", {})
+        budget.set_output(tmp_path / "never-written")
+        raise RuntimeError("failed before the rename")
+    s = BudgetStore(url)
+    assert [h["status"] for h in s.history("bus")] == [STATUS_COMMITTED, STATUS_COMMITTED]
+    assert all(h["content_hash"] and len(h["content_hash"]) == 64 for h in s.history("bus"))
+    assert s.spend_per_day("bus")["2024-03-04"][0] == pytest.approx(0.5)
