@@ -315,7 +315,7 @@ def release(
     ),
     clip_bound: str | None = typer.Option(
         None,
-        help="Clip bound of HAT mean speeds: public (--speed-max U, default) or dp-quantile (a DP quantile U' <= U).",
+        help="Clip bound of HAT mean speeds: public (--speed-max U) or dp-quantile (a DP quantile U' <= U) (default: public).",
     ),
     clip_quantile: float | None = typer.Option(
         None, help="Quantile of the vehicle-days' largest HAT mean speed for dp-quantile (default: 0.9)."
@@ -325,14 +325,14 @@ def release(
     ),
     coarsen: str | None = typer.Option(
         None,
-        help="Where the finest HAT does not pass, release a coarser one: none (default), parent1, parent2, slot2, auto.",
+        help="Where the finest HAT does not pass, release a coarser one: none, parent1, parent2, slot2, auto (default: none).",
     ),
     coarsen_share: float | None = typer.Option(
         None, help="Share of the budget for the coarser level(s) (default: 0.3)."
     ),
     coarsen_rule: str | None = typer.Option(
         None,
-        help="fill (default: a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released).",
+        help="fill (a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released) (default: fill).",
     ),
     engine: str = typer.Option(
         "polars",
@@ -508,6 +508,13 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
             f"{num(p['epsilon_per_window'])} (delta {p['delta_per_window']:.3g}) over {p['days']} days",
         ),
     ]
+    if "coarsen" in p:  # --coarsen: HATs per level
+        levels = ", ".join(f"{lv['level']} {lv['hats_released']}" for lv in p["coarsen"]["levels"])
+        rows.append(("HATs per level", f"{levels} (rule {p['coarsen']['rule']})"))
+    if "clip_bound" in p:  # --clip-bound dp-quantile
+        rows.append(
+            ("speed clip bound (DP)", f"{num(p['clip_bound']['bound'])} km/h (U = {num(p['speed_max'])})")
+        )
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)

@@ -14,6 +14,11 @@ ITMS report sections II D, III D-F and IV C-D, with the corrections DESIGN.md re
    vehicle-day touches at most K HATs; III E step 3), composed in epsilon (Laplace) or rho (Gaussian, converted
    once to (epsilon, delta) by OpenDP), per window from the maps at the window's distance.
 
+Options (issue 8): ``clip_bound="dp-quantile"`` spends a share of the budget on a DP clip bound U' <= U
+(:func:`choose_clip_bound`, after step 2); ``coarsen`` repeats steps 3-6 at coarser levels (H3 parents, merged
+slots) on what the finer levels did not release (:func:`coarse_contributions`, :func:`covered_keys`) and
+:func:`combine_levels` composes the levels' costs (docs/fleet.md, "Coarser where sparse").
+
 Neighbouring relations: ``presence-public`` (the report's relation, alias ``replace-one``): which vehicles are in
 which HAT on which day is public (a scheduled bus's timetable); only speeds are protected, so N is public and
 Query 1's sensitivity is U/N. ``add-remove`` (default): a whole vehicle-day may be present or absent; Query 1 is a
