@@ -140,8 +140,9 @@ class RecordKeyer:
         if m.coordinates:
             lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
         else:
-            lat = _as_float(pl.col(m.latitude), schema[m.latitude])  # type: ignore[index]
-            lon = _as_float(pl.col(m.longitude), schema[m.longitude])  # type: ignore[index]
+            assert m.latitude is not None and m.longitude is not None
+            lat = _as_float(pl.col(m.latitude), schema[m.latitude])
+            lon = _as_float(pl.col(m.longitude), schema[m.longitude])
         ts_dtype = schema[m.timestamp]
         ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
         ok = pl.col(self.corrupt).is_null() if self.corrupt else pl.lit(True)
@@ -205,10 +206,10 @@ class RecordKeyer:
             .then(pl.lit(OUTSIDE, pl.Int16))
             .otherwise(pl.col("reason_code").cast(pl.Int16))
         )
-        checked = checked.with_columns(reason.alias("reason")).collect()
-        counts = checked.group_by("source", "block", "reason").agg(pl.len().cast(pl.Int64).alias("n"))
+        rows = checked.with_columns(reason.alias("reason")).collect()
+        counts = rows.group_by("source", "block", "reason").agg(pl.len().cast(pl.Int64).alias("n"))
         ts = pl.col("timestamp")
-        valid = checked.filter(pl.col("reason") == 0).select(
+        valid = rows.filter(pl.col("reason") == 0).select(
             pl.lit(0, pl.Int8).alias("kind"),
             "source",
             "block",
@@ -222,7 +223,7 @@ class RecordKeyer:
             ts.dt.date().alias("day"),
             "speed",
         )
-        rejected = checked.filter((pl.col("reason") > 0) & (pl.col("reason") != OUTSIDE)).select(
+        rejected = rows.filter((pl.col("reason") > 0) & (pl.col("reason") != OUTSIDE)).select(
             pl.lit(0, pl.Int8).alias("kind"),
             "source",
             "block",
@@ -239,10 +240,7 @@ class RecordKeyer:
         summary = counts.with_columns(pl.lit(1, pl.Int8).alias("kind"))
         out = pl.concat([valid, rejected, summary], how="diagonal_relaxed")
         return out.select(
-            [
-                out[name] if name in out.columns else pl.lit(None).alias(name)
-                for name in MARKED.names  # type: ignore[misc]
-            ]
+            [out[name] if name in out.columns else pl.lit(None).alias(name) for name in MARKED.names]
         )
 
 
@@ -385,7 +383,7 @@ class SparkBackend:
         """
         from pyspark.sql import functions as F
 
-        frame = records
+        frame: Any = records
         if isinstance(records, (pl.DataFrame, pl.LazyFrame)):
             cols = records.lazy().select("vehicle", "timestamp", "latitude", "longitude", "speed").collect()
             table = cols.to_arrow().cast(
@@ -418,6 +416,7 @@ class SparkBackend:
         ``window`` is the release's window (its dates may be open: then the release derives them from the data).
         Raises :class:`InputError` for unusable input, as :func:`urbandp.fleet.pipeline.load_records` does.
         """
+        spark = self.spark  # first: says plainly when PySpark or Java is missing
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -426,7 +425,6 @@ class SparkBackend:
         if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
             options = dataclasses.replace(options, latest_plausible=options.plausible_until)  # type: ignore[call-arg,attr-defined]
         window = window or ContributionSpec()
-        spark = self.spark
         resolved = tuple(str(f.resolve()) for f in files)
         parts = []
         first_mapping: ColumnMapping | None = None

@@ -149,12 +149,12 @@ def joint_from_events_spark(
     path: Path, domain: CountDomain, unit: PrivacyUnit, master: str | None = None, scratch: Path | None = None
 ) -> SparkJointCounts:
     """Events ``mode, timestamp, tap, location[, card_id]`` (CSV or Parquet) -> sparse joint counts, on Spark."""
+    if not path.is_file():
+        raise InputError(f"input file not found: {path}")
+    spark = get_spark(master)  # first: says plainly when PySpark or Java is missing
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    if not path.is_file():
-        raise InputError(f"input file not found: {path}")
-    spark = get_spark(master)
     errors = _spark_errors()
     try:
         if path.suffix.lower() in (".parquet", ".pq"):

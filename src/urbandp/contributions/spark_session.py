@@ -57,6 +57,9 @@ def get_spark(master: str | None = None) -> SparkSession:
         return active
     if active is not None:
         active.stop()
+    if master is None and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        # launched by spark-submit: its master, memory and --conf settings win
+        return SparkSession.builder.appName("urbandp").getOrCreate()
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .appName("urbandp")

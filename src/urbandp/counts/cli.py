@@ -148,7 +148,7 @@ def release(
     from rich.progress import Progress
 
     from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
-    from urbandp.counts.aggregate import joint_from_counts, joint_from_events, read_table
+    from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
     from urbandp.counts.output import write_release
     from urbandp.privacy.budget_store import release_budget
     from urbandp.privacy.ledger import PrivacyLedger
@@ -242,6 +242,7 @@ def release(
         return
     dom = CountDomain.from_file(domain)
     dom.check_fits(dense=config.resolved_sampling == "dense")
+    joint: JointCounts
     if df is None:  # --engine spark: the per-event stage on Spark, the quarantine written there as Parquet
         from urbandp.contributions.spark_counts import joint_from_events_spark
 
