@@ -129,7 +129,9 @@ def interpolate(
         ),
     ] = False,
     grid_format: Annotated[str, typer.Option(help="parquet | csv (file DIR/grid.<format>).")] = "parquet",
-    plot: Annotated[bool, typer.Option("--plot/--no-plot", help="Write map_mu_sigma2.png.")] = True,
+    plot: Annotated[
+        bool, typer.Option("--plot/--no-plot", help="Also write map_mu_sigma2.png (matplotlib adds ~1 s).")
+    ] = False,
     bbox: Annotated[str | None, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max.")] = None,
     value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
 ) -> None:

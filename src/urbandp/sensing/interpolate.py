@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 from urbandp.sensing.gp import Bounds, ExactGP, Hyperparameters, SparseGP, make_gp, method_name
 from urbandp.sensing.grid import SquareGrid
@@ -119,6 +118,10 @@ def idw_predict(
     x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0
 ) -> np.ndarray:
     """Inverse-distance weighting (Shepard 1968); a point at distance 0 takes the mean of the coincident readings."""
+    from scipy.spatial.distance import (
+        cdist,
+    )  # only cross-validation needs it (scipy.spatial costs ~0.4 s to import)
+
     d = cdist(x_new, x_train)
     zero = d <= 1e-12
     with np.errstate(divide="ignore"):

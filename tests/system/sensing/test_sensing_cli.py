@@ -34,7 +34,9 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_interpolate_then_query(synthetic: Path, tmp_path: Path) -> None:
     out = tmp_path / "interp"
-    res = _run("interpolate", str(synthetic), "--out", str(out), "--cell-metres", "1000", "--cv-folds", "3")
+    res = _run(
+        "interpolate", str(synthetic), "--out", str(out), "--cell-metres", "1000", "--cv-folds", "3", "--plot"
+    )
     assert res.exit_code == 0, res.output
     grid = pl.read_parquet(out / "grid.parquet")
     assert grid.columns == ["cell_id", "lat", "lon", "window", "mu", "sigma2"]

@@ -38,14 +38,14 @@ def readings_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def interpolated(readings_csv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("interp")
-    res = _run("interpolate", str(readings_csv), "--out", str(out), "--cell-metres", "1000", "--no-plot")
+    res = _run("interpolate", str(readings_csv), "--out", str(out), "--cell-metres", "1000")
     assert res.exit_code == 0, res.output
     return out
 
 
 def test_default_writes_parquet_one_row_group_per_window_and_no_cv(interpolated: Path) -> None:
     report = json.loads((interpolated / "report.json").read_text())
-    assert "cross_validation" not in report  # opt-in now
+    assert "cross_validation" not in report  # opt-in now, as the plot
     assert not (interpolated / "grid.csv").exists() and not (interpolated / "map_mu_sigma2.png").exists()
     meta = pq.ParquetFile(interpolated / "grid.parquet").metadata
     cells = report["grid"]["cells"]
@@ -67,6 +67,7 @@ def test_csv_on_request_holds_the_same_grid(readings_csv: Path, interpolated: Pa
         "1000",
         "--grid-format",
         "csv",
+        "--plot",
     )
     assert res.exit_code == 0, res.output
     a = pl.read_parquet(interpolated / "grid.parquet")
