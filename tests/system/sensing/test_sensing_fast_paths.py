@@ -168,3 +168,16 @@ def test_cli_cv_flag_and_refit(readings_csv: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     cv = json.loads((tmp_path / "b" / "report.json").read_text())["cross_validation"]
     assert cv["folds"] == 3 and "re-optimised" in cv["hyperparameters"]
+
+
+def test_mpc_server_reads_the_parquet_grid_like_the_csv(interpolated: Path, tmp_path: Path) -> None:
+    from urbandp.mpc.server import ServerGrid
+
+    full = pl.read_parquet(interpolated / "grid.parquet")
+    full.write_csv(tmp_path / "grid.csv")
+    second = full["window"].unique(maintain_order=True)[1]
+    a = ServerGrid.read(interpolated / "grid.parquet", second)
+    b = ServerGrid.read(tmp_path / "grid.csv", second)
+    assert a.window == b.window == second and len(a.cell_id) == full.height // 3
+    np.testing.assert_array_equal(a.cell_id, b.cell_id)
+    np.testing.assert_allclose(a.sigma2, b.sigma2, rtol=1e-12)
