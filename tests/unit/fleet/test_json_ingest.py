@@ -183,3 +183,12 @@ def test_location_read_as_text_then_decoded_falls_back_on_odd_values(tmp_path: P
     assert raw.filter(pl.col("__line") == 300)["location"].item() == {
         "coordinates": [72.8 + 299e-5, 21.1 + 299e-5]
     }
+
+
+def test_crlf_line_ends_read_like_lf(tmp_path: Path) -> None:
+    lines = [json.dumps(_record(i)) for i in range(50)]
+    lf = _write_lines(tmp_path / "lf.jsonl", lines)
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    a, b = load_records([lf]), load_records([crlf])
+    assert a.clean.equals(b.clean) and b.quarantine.height == 0 and b.records_in == 50
