@@ -7,9 +7,13 @@ __all__ = ["ContributionBackend", "ContributionSpec", "PolarsBackend", "get_back
 
 
 def get_backend(name: str = "polars") -> ContributionBackend:
-    """The named backend. Only ``polars`` exists today; a Spark backend plugs in behind the same protocol."""
+    """The named backend: ``polars`` (in-process) or ``spark`` (Apache Spark, the ``spark`` extra)."""
     if name == "polars":
         return PolarsBackend()
+    if name == "spark":
+        from urbandp.contributions.spark_backend import SparkBackend
+
+        return SparkBackend()
     from urbandp.errors import InputError
 
-    raise InputError(f"unknown contributions backend '{name}' (available: polars)")
+    raise InputError(f"unknown contributions backend '{name}' (available: polars, spark)")

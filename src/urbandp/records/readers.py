@@ -13,6 +13,8 @@ import io
 import itertools
 import json
 import mmap
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,7 +52,44 @@ def expand_inputs(paths: list[Path]) -> list[Path]:
                     f"unsupported input format '{p.suffix}' for {p} (use .csv, .json, .jsonl, .parquet)"
                 )
             files.append(p)
+    for f in files:
+        check_readable(f)
     return files
+
+
+def check_readable(path: Path) -> None:
+    """Refuse what is not a readable regular file (a FIFO would block for ever, a device never ends)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror or err}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(
+            f"cannot read {path}: not a regular file (a pipe, device or socket); save it to a file"
+        )
+    if not os.access(path, os.R_OK):
+        raise InputError(f"cannot read {path}: permission denied")
+
+
+def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str, pl.Series]:
+    """The first ``n`` raw values of the timestamp column of each CSV, Parquet or JSON Lines file (for reporting
+    which layout each file uses; validation itself reads every row's own layout). Unreadable samples are skipped."""
+    out: dict[str, pl.Series] = {}
+    for path in files:
+        kind = SUFFIXES[path.suffix.lower()]
+        try:
+            if kind == "csv":
+                lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
+            elif kind == "parquet":
+                lf = pl.scan_parquet(path)
+            elif kind == "jsonl":
+                lf = pl.scan_ndjson(path, infer_schema_length=None, ignore_errors=True)
+            else:
+                continue
+            out[path.name] = lf.select(pl.col(column)).head(n).collect().to_series()
+        except Exception:  # a sample is only for the report; validation reports every row
+            continue
+    return out
 
 
 JSON_BLOCK_BYTES = 16 << 20

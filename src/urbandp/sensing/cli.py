@@ -10,7 +10,7 @@ import typer
 
 from urbandp.errors import InputError, cli_guard
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _floats(text: str | None, n: int, option: str) -> tuple[float, ...] | None:
@@ -89,12 +89,26 @@ def synth(
 
     Example: urbandp sensing synth out/readings.csv --readings 1400 --vehicles 10
     """
+    import os
+    import uuid
+
+    from urbandp.reports.outputs import check_output_file
     from urbandp.sensing.synth import synth_readings
 
     if readings < 2 or vehicles < 1 or hours < 1:
         raise InputError("need --readings >= 2, --vehicles >= 1 and --hours >= 1")
+    if readings > 10_000_000 or hours > 24 * 366:
+        raise InputError("need --readings <= 10000000 and --hours <= 8784 (one year)")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
+    check_output_file(out, "OUT")
     out.parent.mkdir(parents=True, exist_ok=True)
-    synth_readings(readings, vehicles, hours, seed).write_csv(out)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:  # temporary file renamed into place: no partial CSV on failure
+        synth_readings(readings, vehicles, hours, seed).write_csv(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     print(f"wrote {readings} readings to {out}")
 
 
@@ -132,8 +146,16 @@ def interpolate(
     plot: Annotated[
         bool, typer.Option("--plot/--no-plot", help="Also write map_mu_sigma2.png (matplotlib adds ~1 s).")
     ] = False,
-    bbox: Annotated[str | None, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max.")] = None,
-    value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
+    bbox: Annotated[
+        str | None,
+        typer.Option(
+            help="Public box lat_min,lon_min,lat_max,lon_max (default: the readings' extent, not DP)."
+        ),
+    ] = None,
+    value_column: Annotated[
+        str | None,
+        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
+    ] = None,
 ) -> None:
     """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
 
@@ -275,7 +297,9 @@ def dp_map(
     ] = 1.0,
     bbox: Annotated[
         str | None,
-        typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (required unless the flag below)."),
+        typer.Option(
+            help="Public box lat_min,lon_min,lat_max,lon_max (default: none; required unless the flag below)."
+        ),
     ] = None,
     bbox_from_data_not_private: Annotated[
         bool, typer.Option(help="Take the box from the readings (NOT DP).")
@@ -287,7 +311,10 @@ def dp_map(
         float, typer.Option(help="Cap on the kernel variance = per-cell sensitivity (VI-A).")
     ] = 1.0,
     upper: Annotated[
-        float | None, typer.Option(help="Upper bound of the released domain (>= sensitivity).")
+        float | None,
+        typer.Option(
+            help="Upper bound of the released domain, at least the sensitivity (default: the sensitivity)."
+        ),
     ] = None,
     calibration: Annotated[
         str, typer.Option(help="holohan (DP, default) | paper (NOT DP, for comparison).")
@@ -299,161 +326,82 @@ def dp_map(
         int, typer.Option(help="Windows with fewer readings get the prior variance.")
     ] = 3,
     budget: Annotated[
-        float | None, typer.Option(help="Refuse to spend more than this epsilon in total.")
+        float | None, typer.Option(help="Refuse to spend more than this epsilon in total (default: no cap).")
     ] = None,
     precision: Annotated[int, typer.Option(help="Decimal places of released values.")] = 4,
-    value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
-    dataset: Annotated[str | None, typer.Option(help="Charge this dataset in the budget store.")] = None,
-    budget_store: Annotated[str | None, typer.Option(help="Budget store path or postgresql:// URL.")] = None,
+    value_column: Annotated[
+        str | None,
+        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="Charge this dataset in the budget store (default: no store is charged)."),
+    ] = None,
+    budget_store: Annotated[
+        str | None,
+        typer.Option(
+            help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+        ),
+    ] = None,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            help="Public start of the time window, ISO date or date-time (default: the first reading, not DP)."
+        ),
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(
+            help="Public end of the window, exclusive; a date includes that day (default: the last reading, not DP)."
+        ),
+    ] = None,
 ) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
-    Writes DIR/dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units), DIR/privacy.json,
-    DIR/leakage.csv, DIR/rmse_vs_epsilon.csv + .png (paper Fig. 6) and DIR/dp_sigma2.png.
+    Publishable (DIR/): dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units) and
+    privacy.json. Data-owner material, NOT DP (owner_only/<name>/ beside DIR): quarantine.csv, input_report.json,
+    leakage.csv + leakage_summary.json, dp_sigma2.png (true map and reading locations), rmse_vs_epsilon.csv +
+    .png (paper Fig. 6). Without --start/--end the window comes from the data and the release is NOT DP.
 
-    Example: urbandp sensing dp-map ../shared/data/kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --epsilon 1 --out out/dpmap
+    Example: urbandp sensing dp-map ../shared/data/kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
-    import numpy as np
-    import polars as pl
-
-    from urbandp.errors import BudgetExceededError
-    from urbandp.privacy.budget_store import commit_release, reserve_release
-    from urbandp.privacy.noise import OpenDPNoise
-    from urbandp.privacy.rounding import round_to_precision
-    from urbandp.sensing.bounded_laplace import CALIBRATIONS
-    from urbandp.sensing.dp_map import fit_for_release, release_dp_map, rmse_vs_epsilon
-    from urbandp.sensing.gp import blas_threads_limit
-    from urbandp.sensing.plots import contour_panels, rmse_cdf
+    from urbandp.sensing.dp_map_command import DpMapOptions, parse_utility_epsilons, run_dp_map
 
     _check_common(cell_metres, window_minutes, kernel)
-    if calibration not in CALIBRATIONS:
-        raise InputError(f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
-    if not (epsilon > 0 and sensitivity > 0):
-        raise InputError("--epsilon and --sensitivity must be > 0")
-    if upper is not None and upper < sensitivity:
-        raise InputError("--upper must be >= --sensitivity")
-    box = _bbox(bbox)
-    if box is None and not bbox_from_data_not_private:
-        raise InputError("give a public --bbox (or --bbox-from-data-not-private, which is not DP)")
-    try:
-        eps_list = [float(e) for e in utility_epsilons.split(",") if e.strip()]
-    except ValueError:
-        raise InputError(
-            f"--utility-epsilons must be comma-separated numbers, got {utility_epsilons!r}"
-        ) from None
-    if any(e <= 0 for e in eps_list):
-        raise InputError("--utility-epsilons must all be > 0")
-    readings, load, grid = _load(input_path, out, value_column, box, cell_metres)
-    noise = OpenDPNoise()
-    with blas_threads_limit(), _progress() as bar:
-        task = bar.add_task("GP per window", total=None)
-        fitted = fit_for_release(
-            readings,
-            grid,
-            sensitivity,
-            calibration,
-            window_minutes,
-            kernel,
-            min_readings,
-            progress=lambda i, n: bar.update(task, completed=i, total=n),
+    opts = DpMapOptions(
+        input_path=input_path,
+        out=out,
+        epsilon=epsilon,
+        bbox=_bbox(bbox),
+        bbox_from_data_not_private=bbox_from_data_not_private,
+        cell_metres=cell_metres,
+        window_minutes=window_minutes,
+        kernel=kernel,
+        sensitivity=sensitivity,
+        upper=upper,
+        calibration=calibration,
+        utility_epsilons=parse_utility_epsilons(utility_epsilons),
+        min_readings=min_readings,
+        budget=budget,
+        precision=precision,
+        value_column=value_column,
+        dataset=dataset,
+        budget_store=budget_store,
+        start=start,
+        end=end,
+    )
+    privacy = run_dp_map(opts)
+    if opts.calibration == "paper":
+        cost = "epsilon: none (paper calibration: NOT differentially private)"
+    else:
+        cost = (
+            f"epsilon per cell {epsilon:g} (per reading / window map {privacy['epsilon_per_window_map']:.6g}; "
+            f"vehicle in every window {privacy['epsilon_vehicle_upper_bound']:.6g})"
         )
-        task2 = bar.add_task("bounded Laplace", total=None)
-        try:
-            rel = release_dp_map(
-                readings,
-                grid,
-                epsilon,
-                noise,
-                sensitivity,
-                upper,
-                calibration,
-                window_minutes,
-                kernel,
-                min_readings,
-                budget,
-                fitted=fitted,
-                progress=lambda i, n: bar.update(task2, completed=i, total=n),
-            )
-        except BudgetExceededError:
-            raise
-    charge = reserve_release(
-        dataset, budget_store, "reading", sorted({str(w.window)[:10] for w in rel.windows}),
-        float(rel.privacy["epsilon_per_reading"]), "sensing-dp-map", {"epsilon_cell": epsilon},  # type: ignore[arg-type]
-    )  # fmt: skip
-    ids, lat, lon = grid.centroids()
-    pl.concat(
-        [
-            pl.DataFrame(
-                {
-                    "cell_id": ids,
-                    "lat": np.round(lat, 6),
-                    "lon": np.round(lon, 6),
-                    "window": [str(w.window.astype("datetime64[m]"))] * len(ids),
-                    "sigma2_dp": round_to_precision(w.sigma2_dp, precision),
-                }
-            )
-            for w in rel.windows
-        ]
-    ).write_csv(out / "dp_grid.csv")
-    leak_rows = [
-        {
-            "window": str(w.window.astype("datetime64[m]")),
-            "n_readings": w.n_readings,
-            "visited_cells": w.leak_before.visited_cells,
-            "spearman_before": w.leak_before.spearman_distance,
-            "spearman_after": w.leak_after.spearman_distance,
-            "recall_before": w.leak_before.visited_recall,
-            "recall_after": w.leak_after.visited_recall,
-            "recall_chance": w.leak_before.visited_recall_chance,
-        }
-        for w in rel.windows
-        if w.leak_before is not None and w.leak_after is not None
-    ]
-    summary: dict[str, Any] = {}
-    if leak_rows:
-        lk = pl.DataFrame(leak_rows)
-        lk.write_csv(out / "leakage.csv")
-        summary = {c: float(lk[c].drop_nans().mean()) for c in lk.columns if c not in ("window",)}
-    privacy = dict(rel.privacy)
-    privacy["bbox"] = [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max]
-    privacy["bbox_source"] = "--bbox (public)" if box else "from the readings: NOT differentially private"
-    privacy["windows_source"] = "every window from the first to the last reading (time range from the data)"
-    privacy["released_unit"] = "standardised sigma_p^2 (fraction of the window's value variance)"
-    privacy["rows"] = load.__dict__
-    privacy["leakage_mean"] = summary
-    if eps_list and fitted:
-        rows = rmse_vs_epsilon(fitted, eps_list, sensitivity, upper, calibration)
-        pl.DataFrame(rows).write_csv(out / "rmse_vs_epsilon.csv")
-        rmse_cdf(
-            rows,
-            out / "rmse_vs_epsilon.png",
-            f"RMSE of DP sigma_p^2 over {len(fitted)} windows ({calibration})",
-        )
-        privacy["utility_experiment"] = (
-            "rmse_vs_epsilon.csv: utility only, computed from true values, not a release"
-        )
-    (out / "privacy.json").write_text(json.dumps(privacy, indent=2, default=str))
-    with_leak = [w for w in rel.windows if w.leak_before is not None]
-    if with_leak:
-        w = max(with_leak, key=lambda w: w.n_readings)
-        contour_panels(
-            grid,
-            [
-                ("sigma_p^2 (standardised)", w.sigma2_std),
-                (f"DP sigma_p^2, eps/cell={epsilon:g}", w.sigma2_dp),
-            ],
-            out / "dp_sigma2.png",
-            f"window {w.window}",
-            w.fitted.reading_xy_km if w.fitted is not None else None,
-        )
-    commit_release(charge, out)
-    eps_total = privacy.get("epsilon_vehicle_upper_bound")
+    label = privacy["dp_label"]
     print(
-        f"{len(rel.windows)} windows x {grid.n_cells} cells; epsilon per cell {epsilon:g} "
-        f"(per window map {privacy['epsilon_per_window_map']:.6g}; ledger total {eps_total}); "
-        f"mean recall of visited cells {summary.get('recall_before', float('nan')):.3f} -> "
-        f"{summary.get('recall_after', float('nan')):.3f} (chance {summary.get('recall_chance', float('nan')):.3f})"
-        f"{'' if calibration != 'paper' else '  [paper calibration: NOT differentially private]'} -> {out}"
+        f"{privacy['windows_released']} windows x {privacy['cells_per_window']} cells; {cost}; {label} -> {out} "
+        f"(owner-only material, not DP: {out.parent / 'owner_only' / out.name})"
     )
 
 
@@ -474,19 +422,33 @@ def query(
         str | None, typer.Option(help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).")
     ] = None,
     cells: Annotated[
-        Path | None, typer.Option(help="File of cells of interest, one cell_id per line (as `mpc query`).")
+        Path | None,
+        typer.Option(
+            help="File of cells of interest, one cell_id per line as for mpc query (default: every cell of --rect)."
+        ),
     ] = None,
     alpha: Annotated[int, typer.Option(help="Server threshold: answer only over >= alpha cells.")] = 5,
     rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max.")] = 1.0,
     theta: Annotated[
-        float | None, typer.Option(help="Threshold for count (and lower bound for range).")
+        float | None,
+        typer.Option(
+            help="Threshold for count and lower bound for range (default: none; required for count and range)."
+        ),
     ] = None,
-    theta2: Annotated[float | None, typer.Option(help="Upper bound for range.")] = None,
+    theta2: Annotated[
+        float | None, typer.Option(help="Upper bound for range (default: none; required for range).")
+    ] = None,
     steepness: Annotated[float, typer.Option(help="Sigmoid steepness k (paper: 1).")] = 1.0,
     epsilon: Annotated[float, typer.Option(help="Epsilon for the noisy squared error (VII-D).")] = 1.0,
-    sigma2_min: Annotated[float | None, typer.Option(help="Public lower bound of cell variances.")] = None,
-    sigma2_max: Annotated[float | None, typer.Option(help="Public upper bound of cell variances.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Also write the answer as JSON here.")] = None,
+    sigma2_min: Annotated[
+        float | None, typer.Option(help="Public lower bound of cell variances (default: none; required).")
+    ] = None,
+    sigma2_max: Annotated[
+        float | None, typer.Option(help="Public upper bound of cell variances (default: none; required).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Also write the answer as JSON here (default: stdout only).")
+    ] = None,
 ) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 

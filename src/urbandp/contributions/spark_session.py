@@ -1,0 +1,77 @@
+"""A SparkSession for urbandp, and a plain reason when Spark cannot run here.
+
+PySpark is an optional extra (``pip install 'urbandp[spark]'``) and needs a Java runtime (17 or newer for PySpark
+4). Nothing outside :mod:`urbandp.contributions.spark_backend` and this module imports it.
+Pitfalls measured before the project started (notes/measured-options.md): workers must run the same Python as the
+driver (``PYSPARK_PYTHON``, otherwise they fail to unpickle the batch functions), and a session takes 10-15 s to
+start, so Spark is the scale-out engine, never the default.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING
+
+from urbandp.errors import InputError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+
+def spark_missing_reason() -> str | None:
+    """``None`` when Spark can run here; otherwise why not (PySpark not installed, or no Java runtime)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "PySpark is not installed (pip install 'urbandp[spark]')"
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and os.path.exists(os.path.join(java_home, "bin", "java"))) and not shutil.which(
+        "java"
+    ):
+        return (
+            "no Java runtime: install one (Debian: apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+    return None
+
+
+def get_spark(master: str | None = None) -> SparkSession:
+    """The active session, or a new one on ``master`` (default ``local[*]``; ``spark://host:7077`` for a cluster).
+
+    Session settings that the engine relies on: the SQL session time zone is UTC (typed Parquet timestamps then
+    reach the validation as the same instants Polars reads), Arrow batches of 50,000 rows (fewer Python calls).
+    Raises :class:`InputError` naming what is missing when Spark cannot start.
+    """
+    reason = spark_missing_reason()
+    if reason is not None:
+        raise InputError(f"--engine spark: {reason}")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and (master is None or active.sparkContext.master == master):
+        return active
+    if active is not None:
+        active.stop()
+    builder = (
+        SparkSession.builder.master(master or DEFAULT_MASTER)
+        .appName("urbandp")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "50000")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    if (master or DEFAULT_MASTER).startswith("local"):  # 200 shuffle partitions are for clusters
+        builder = builder.config("spark.sql.shuffle.partitions", "8")
+    try:
+        spark = builder.getOrCreate()
+    except Exception as err:  # py4j / Java start-up failures come in many types
+        raise InputError(f"--engine spark: cannot start Spark on {master or DEFAULT_MASTER}: {err}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
