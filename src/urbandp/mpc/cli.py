@@ -61,7 +61,7 @@ def serve(
 ) -> None:
     """Serve private queries over one window of an interpolated grid (privacy unit: one reading).
 
-    Example: urbandp mpc serve --grid out/ka/grid.csv --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
+    Example: urbandp mpc serve --grid out/ka/grid.parquet --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
     """
     _need_spu()
     from urbandp.mpc.client import parse_hostport

@@ -46,7 +46,7 @@ class ServerGrid:
         if not path.is_file():
             raise InputError(f"grid file not found: {path}")
         try:
-            g = pl.read_csv(path)
+            g = pl.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pl.read_csv(path)
         except Exception as err:
             raise InputError(f"{path}: cannot read ({str(err).splitlines()[0]})") from None
         missing = {"cell_id", "lat", "lon", "window", "mu", "sigma2"} - set(g.columns)

@@ -115,7 +115,7 @@ JSON_RUN_LINES = 256
 def _json_dtype(values: list[object]) -> pl.DataType:
     """Reading type of one JSON field from sampled values: an object anywhere makes it a struct (a record whose value
     is not an object, such as ``"location": "unknown"``, then reads as null for that record only); all numbers
-    make it Float64, all lists of numbers List(Float64); anything else is read as text (JSON text for nested)."""
+    make it Float64, any list of numbers List(Float64); anything else is read as text (JSON text for nested)."""
     present = [v for v in values if v is not None]
     objects = [v for v in present if isinstance(v, dict)]
     if objects:
@@ -127,8 +127,8 @@ def _json_dtype(values: list[object]) -> pl.DataType:
 
     if present and all(number(v) for v in present):
         return pl.Float64
-    if present and all(isinstance(v, list) and all(number(e) for e in v) for v in present):
-        return pl.List(pl.Float64)
+    if any(isinstance(v, list) and v and all(number(e) for e in v) for v in present):
+        return pl.List(pl.Float64)  # a list that is not all numbers then reads as null for its record only
     return pl.String
 
 
@@ -180,7 +180,28 @@ def _failed(schema: dict[str, pl.DataType], lines: list[int]) -> pl.DataFrame:
 
 
 def _bulk(data: bytes, schema: dict[str, pl.DataType]) -> pl.DataFrame | None:
-    """One Polars parse of whole lines with the fixed schema; None when the parser rejects the bytes."""
+    """One Polars parse of whole lines with the fixed schema; None when the parser rejects the bytes.
+
+    A struct column (the ITMS ``location``) is read as its JSON text and decoded afterwards with
+    ``str.json_decode``: measured on 155 k ITMS records, 0.49 s + 0.17 s against 0.83 s for the nested parse. A value
+    that is not an object (``"unknown"``) decodes to null; if decoding fails (a coordinate that is not a number),
+    the block is parsed again with the nested schema, where such a value is null for its record only.
+    """
+    nested = {k: v for k, v in schema.items() if isinstance(v, pl.Struct)}
+    try:
+        if not nested:
+            return pl.read_ndjson(io.BytesIO(data), schema=schema, ignore_errors=True)
+        as_text = {k: pl.String if k in nested else v for k, v in schema.items()}
+        frame = pl.read_ndjson(io.BytesIO(data), schema=as_text, ignore_errors=True)
+    except pl.exceptions.PolarsError:
+        return None
+    try:
+        return frame.with_columns(
+            pl.when(pl.col(k).str.starts_with("{")).then(pl.col(k)).str.json_decode(dtype).alias(k)
+            for k, dtype in nested.items()
+        )
+    except pl.exceptions.PolarsError:
+        pass
     try:
         return pl.read_ndjson(io.BytesIO(data), schema=schema, ignore_errors=True)
     except pl.exceptions.PolarsError:

@@ -127,10 +127,25 @@ def interpolate(
     ] = 2000,
     inducing: Annotated[int, typer.Option(help="Inducing points of the sparse GP.")] = 500,
     min_readings: Annotated[int, typer.Option(help="Skip windows with fewer readings.")] = 3,
-    cv_folds: Annotated[int, typer.Option(help="K-fold cross-validation against IDW (0 = off).")] = 5,
+    cv: Annotated[
+        bool, typer.Option("--cv", help="Cross-validate against IDW (5 folds unless --cv-folds is given).")
+    ] = False,
+    cv_folds: Annotated[
+        int, typer.Option(help="K-fold cross-validation against IDW (0 = off unless --cv, which means 5).")
+    ] = 0,
     cv_max_windows: Annotated[
         int, typer.Option(help="Cross-validate at most this many windows (0 = all).")
     ] = 0,
+    cv_refit: Annotated[
+        bool,
+        typer.Option(
+            "--cv-refit", help="Re-optimise hyper-parameters in every fold (default: reuse the window's fit)."
+        ),
+    ] = False,
+    grid_format: Annotated[str, typer.Option(help="parquet | csv (file DIR/grid.<format>).")] = "parquet",
+    plot: Annotated[
+        bool, typer.Option("--plot/--no-plot", help="Also write map_mu_sigma2.png (matplotlib adds ~1 s).")
+    ] = False,
     bbox: Annotated[
         str | None,
         typer.Option(
@@ -142,24 +157,27 @@ def interpolate(
         typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
     ] = None,
 ) -> None:
-    """GP interpolation per window onto a square grid: DIR/grid.csv (cell_id, lat, lon, window, mu, sigma2).
+    """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
 
     The grid is the server's private input (NOT differentially private); see `dp-map` and `query` for releases.
+    Parquet holds one row group per window, so `query` reads one window; `--grid-format csv` writes grid.csv.
 
     Example: urbandp sensing interpolate ../shared/data/kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
     """
     import time
 
-    import numpy as np
     import polars as pl
 
     from urbandp.sensing.gp import blas_threads_limit
+    from urbandp.sensing.grid import GRID_FORMATS, write_grid_table
     from urbandp.sensing.interpolate import cross_validate, interpolate_windows
-    from urbandp.sensing.plots import contour_panels
 
     _check_common(cell_metres, window_minutes, kernel)
     if exact_max < 2 or inducing < 2 or min_readings < 2 or cv_folds < 0 or cv_folds == 1:
         raise InputError("need --exact-max >= 2, --inducing >= 2, --min-readings >= 2, --cv-folds 0 or >= 2")
+    if grid_format not in GRID_FORMATS:
+        raise InputError(f"--grid-format must be one of {', '.join(GRID_FORMATS)}, got {grid_format!r}")
+    cv_folds = cv_folds or (5 if cv else 0)
     readings, load, grid = _load(input_path, out, value_column, _bbox(bbox), cell_metres)
     t0 = time.perf_counter()
     with blas_threads_limit(), _progress() as bar:
@@ -177,22 +195,14 @@ def interpolate(
     t_fit = time.perf_counter() - t0
     if not results:
         raise InputError(f"no window has at least {min_readings} readings")
-    ids, lat, lon = grid.centroids()
-    frames = []
-    for r in results:
-        frames.append(
-            pl.DataFrame(
-                {
-                    "cell_id": ids,
-                    "lat": np.round(lat, 6),
-                    "lon": np.round(lon, 6),
-                    "window": [str(r.window.astype("datetime64[m]"))] * len(ids),
-                    "mu": r.mu,
-                    "sigma2": r.sigma2,
-                }
-            )
-        )
-    pl.concat(frames).write_csv(out / "grid.csv")
+    window_names = [str(r.window.astype("datetime64[m]")) for r in results]
+    write_grid_table(
+        grid,
+        window_names,
+        {"mu": [r.mu for r in results], "sigma2": [r.sigma2 for r in results]},
+        out / f"grid.{grid_format}",
+        grid_format,
+    )
     models = pl.DataFrame(
         [
             {
@@ -211,14 +221,17 @@ def interpolate(
         ]
     )
     models.write_csv(out / "models.csv")
-    busiest = max(results, key=lambda r: r.n_readings)
-    contour_panels(
-        grid,
-        [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
-        out / "map_mu_sigma2.png",
-        f"window {busiest.window} ({busiest.n_readings} readings)",
-        busiest.reading_xy_km,
-    )
+    if plot:
+        from urbandp.sensing.plots import contour_panels
+
+        busiest = max(results, key=lambda r: r.n_readings)
+        contour_panels(
+            grid,
+            [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
+            out / "map_mu_sigma2.png",
+            f"window {busiest.window} ({busiest.n_readings} readings)",
+            busiest.reading_xy_km,
+        )
     report: dict[str, Any] = {
         "differentially_private": False,
         "note": "server-side interpolation (the paper's private input); release with `dp-map` or `query`",
@@ -250,8 +263,14 @@ def interpolate(
                 inducing,
                 max_windows=cv_max_windows or None,
                 progress=lambda i, n: bar.update(task, completed=i, total=n),
+                fitted=None if cv_refit else {r.window: r.hyperparameters for r in results},
             )
         report["cross_validation"] = {k: v for k, v in cv.__dict__.items() if k != "per_window"}
+        report["cross_validation"]["hyperparameters"] = (
+            "re-optimised in every fold (--cv-refit)"
+            if cv_refit
+            else "the window's fit on all its readings, reused in every fold (optimistic; --cv-refit refits)"
+        )
         pl.DataFrame(cv.per_window).write_csv(out / "cv_windows.csv") if cv.per_window else None
     (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
     cvtxt = ""
@@ -389,13 +408,15 @@ def dp_map(
 @app.command()
 @cli_guard
 def query(
-    grid_csv: Annotated[Path, typer.Argument(metavar="GRID", help="grid.csv written by `interpolate`.")],
+    grid_csv: Annotated[
+        Path, typer.Argument(metavar="GRID", help="grid.parquet (or grid.csv) written by `interpolate`.")
+    ],
     rect: Annotated[str, typer.Option(help="Obfuscation rectangle lat1,lon1,lat2,lon2 (diagonal vertices).")],
     query_type: Annotated[
         str, typer.Option("--type", help="average|min|max|min-exact|max-exact|count|range.")
     ] = "average",
     window: Annotated[
-        str | None, typer.Option(help="Window start as in grid.csv (default: the first).")
+        str | None, typer.Option(help="Window start as in the grid file (default: the first).")
     ] = None,
     select: Annotated[
         str | None, typer.Option(help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).")
@@ -431,13 +452,12 @@ def query(
 ) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 
-    Example: urbandp sensing query out/kolkata/grid.csv --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
+    Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
     import sys
     import time
 
     import numpy as np
-    import polars as pl
 
     from urbandp.privacy.noise import OpenDPNoise
     from urbandp.sensing.queries import (
@@ -446,6 +466,8 @@ def query(
         clamp_sigma2,
         privatize_error,
         read_cells_file,
+        read_grid_window,
+        rectangle_mask,
         run_query,
     )
 
@@ -461,45 +483,22 @@ def query(
         raise InputError("--type range needs --theta2 > --theta")
     r = _floats(rect, 4, "--rect")
     sel = _floats(select, 4, "--select")
-    if not grid_csv.is_file():
-        raise InputError(f"grid file not found: {grid_csv}")
-    try:
-        g = pl.read_csv(grid_csv)
-    except Exception as err:  # polars raises several types for unreadable CSV
-        raise InputError(f"{grid_csv}: cannot read ({str(err).splitlines()[0]})") from None
-    missing = {"cell_id", "lat", "lon", "window", "mu", "sigma2"} - set(g.columns)
-    if missing:
-        raise InputError(f"{grid_csv}: missing columns {', '.join(sorted(missing))}")
-    if g.height == 0:
-        raise InputError(f"{grid_csv}: no rows")
-    windows = g["window"].unique(maintain_order=True).to_list()
-    w = window or windows[0]
-    if w not in windows:
-        raise InputError(f"window {w!r} not in {grid_csv} (first: {windows[0]})")
-    gw = g.filter(pl.col("window") == w).sort("cell_id")
-
-    def inside(box: tuple[float, ...]) -> np.ndarray:
-        la1, lo1, la2, lo2 = box
-        lat, lon = gw["lat"].to_numpy(), gw["lon"].to_numpy()
-        return (
-            (lat >= min(la1, la2)) & (lat <= max(la1, la2)) & (lon >= min(lo1, lo2)) & (lon <= max(lo1, lo2))
-        )
-
-    in_rect = inside(r)  # type: ignore[arg-type]
-    if not in_rect.any():
-        raise InputError("--rect contains no cell centroid")
-    mu = gw["mu"].to_numpy()[in_rect]
-    s2 = clamp_sigma2(gw["sigma2"].to_numpy()[in_rect], sigma2_min, sigma2_max)
     if cells is not None and sel is not None:
         raise InputError("give at most one of --select and --cells")
+    # only the window's cells inside --rect are read (Parquet: one row group; see queries.read_grid_window)
+    w, cell_ids, lat, lon, mu, s2_raw = read_grid_window(grid_csv, window, r)  # type: ignore[arg-type]
+    if cell_ids.size == 0:
+        raise InputError("--rect contains no cell centroid")
+    s2 = clamp_sigma2(s2_raw, sigma2_min, sigma2_max)
+    n_rect = int(cell_ids.size)
     if cells is not None:
         wanted = set(read_cells_file(cells))
-        v = np.isin(gw["cell_id"].to_numpy()[in_rect], sorted(wanted))
+        v = np.isin(cell_ids, sorted(wanted))
         outside = len(wanted) - int(v.sum())
         if outside:
             print(f"note: {outside} cell(s) of {cells} lie outside --rect and are ignored", file=sys.stderr)
     else:
-        v = inside(sel)[in_rect] if sel is not None else np.ones(int(in_rect.sum()), dtype=bool)
+        v = rectangle_mask(lat, lon, sel) if sel is not None else np.ones(n_rect, dtype=bool)
     started = time.perf_counter()
     res = run_query(query_type, mu, s2, v, alpha, rho, theta, theta2, steepness)
     res = privatize_error(res, query_type, epsilon, sigma2_min, sigma2_max, OpenDPNoise(), steepness)
@@ -510,7 +509,7 @@ def query(
         **printed,
         "query": query_type,
         "window": w,
-        "cells_in_rectangle": int(in_rect.sum()),
+        "cells_in_rectangle": n_rect,
         "cells_selected": int(v.sum()),
         "alpha": alpha,
         "answered": res.answered,

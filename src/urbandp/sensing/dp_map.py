@@ -214,13 +214,21 @@ def release_dp_map(
     cell_of = grid.cell_id(readings.lat, readings.lon)
     ledger = PrivacyLedger(budget_epsilon)
     out: list[DpWindow] = []
+    true_maps = [
+        by_window[w].sigma2_std if w in by_window else np.full(n_cells, float(sensitivity)) for w in windows
+    ]
+    batched: np.ndarray | None = None
+    if calibration != "paper" and true_maps and budget_epsilon is None:
+        # One mechanism for every window (same epsilon, sensitivity and bounds): its rejection sampling runs over all
+        # windows' cells at once, a few OpenDP calls in all instead of ~17 per window. Each cell still gets its own
+        # independent draws, so the output distribution is unchanged. With a local budget the windows are drawn one by
+        # one, so that a refused window draws nothing.
+        shared = BoundedLaplace(epsilon_cell, sensitivity, 0.0, upper, calibration="holohan")
+        batched = shared.release(np.stack(true_maps), noise)
     for i, w in enumerate(windows):
         res = by_window.get(w)
         n = int((starts == w).sum())
-        if res is None:
-            s2 = np.full(n_cells, sensitivity)
-        else:
-            s2 = res.sigma2_std
+        s2 = true_maps[i]
         if calibration == "paper":
             hi = float(max(s2.max(), 1e-12))  # data-dependent bound, as the paper
             mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="paper")
@@ -229,7 +237,7 @@ def release_dp_map(
             mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="holohan")
         scale = mech.scale
         eps_actual = actual_epsilon(scale, sensitivity, 0.0, hi)
-        noisy = mech.release(s2, noise)
+        noisy = batched[i] if batched is not None else mech.release(s2, noise)
         if calibration != "paper":
             ledger.charge(
                 LedgerEntry(

@@ -34,9 +34,11 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_interpolate_then_query(synthetic: Path, tmp_path: Path) -> None:
     out = tmp_path / "interp"
-    res = _run("interpolate", str(synthetic), "--out", str(out), "--cell-metres", "1000", "--cv-folds", "3")
+    res = _run(
+        "interpolate", str(synthetic), "--out", str(out), "--cell-metres", "1000", "--cv-folds", "3", "--plot"
+    )
     assert res.exit_code == 0, res.output
-    grid = pl.read_csv(out / "grid.csv")
+    grid = pl.read_parquet(out / "grid.parquet")
     assert grid.columns == ["cell_id", "lat", "lon", "window", "mu", "sigma2"]
     assert grid["window"].unique().sort().to_list() == ["2024-01-15T08:00", "2024-01-15T09:00"]
     assert (grid["sigma2"] >= 0).all()
@@ -56,7 +58,7 @@ def test_interpolate_then_query(synthetic: Path, tmp_path: Path) -> None:
         js = tmp_path / f"{qtype}.json"
         res = _run(
             "query",
-            str(out / "grid.csv"),
+            str(out / "grid.parquet"),
             "--rect",
             rect,
             "--type",
@@ -79,7 +81,7 @@ def test_interpolate_then_query(synthetic: Path, tmp_path: Path) -> None:
         assert ans["answered"] and lo <= ans["noisy_error2"] <= hi and 0 < ans["epsilon"] <= 1.0
     res = _run(
         "query",
-        str(out / "grid.csv"),
+        str(out / "grid.parquet"),
         "--rect",
         rect,
         "--alpha",
@@ -219,7 +221,7 @@ def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
         "longitude not a number",
         "time not parseable",
     ]
-    grid = pl.read_csv(out / "grid.csv")
+    grid = pl.read_parquet(out / "grid.parquet")
     assert grid["window"][0] == "2023-04-25T05:00"
     res = _run(
         "dp-map",

@@ -161,3 +161,34 @@ def test_empty_and_objectless_files_are_clear_errors(tmp_path: Path) -> None:
     junk = _write_lines(tmp_path / "junk.jsonl", ["[1]", "nope"])
     with pytest.raises(InputError, match="no JSON object"):
         readers.read_json_lines(junk)
+
+
+def test_location_read_as_text_then_decoded_falls_back_on_odd_values(tmp_path: Path) -> None:
+    """The nested location is decoded from its JSON text; a value the decoder rejects sends its block to the nested
+    parser, where only that record loses its coordinates."""
+    recs = [_record(i) for i in range(300)]
+    recs[5] = _record(5, location={"type": "Point", "coordinates": ["x", 21.1]})
+    recs[6] = _record(6, location="{not an object")
+    recs[7] = _record(7, location={"type": "Point", "coordinates": [72.9]})
+    path = _write_lines(tmp_path / "odd.jsonl", [json.dumps(r) for r in recs])
+    loaded = load_records([path])
+    assert _reasons(loaded) == [
+        (6, "missing_coordinates"),
+        (7, "missing_coordinates"),
+        (8, "missing_coordinates"),
+    ]
+    assert loaded.clean.height == 297
+    raw = readers.read_json_lines(path)
+    assert raw.schema["location"] == pl.Struct({"coordinates": pl.List(pl.Float64)})
+    assert raw.filter(pl.col("__line") == 300)["location"].item() == {
+        "coordinates": [72.8 + 299e-5, 21.1 + 299e-5]
+    }
+
+
+def test_crlf_line_ends_read_like_lf(tmp_path: Path) -> None:
+    lines = [json.dumps(_record(i)) for i in range(50)]
+    lf = _write_lines(tmp_path / "lf.jsonl", lines)
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    a, b = load_records([lf]), load_records([crlf])
+    assert a.clean.equals(b.clean) and b.quarantine.height == 0 and b.records_in == 50
