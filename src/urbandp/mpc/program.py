@@ -24,6 +24,25 @@ from urbandp.mpc.spec import SIGMOID_CLIP, QuerySpec
 BIG = 1.0e6  # masks unselected cells out of the max (|rho mu| stays far below it)
 
 
+def clamp_noisy(xp: Any, e2: Any, noise: Any, lo: Any, hi: Any) -> Any:
+    """``clip(clip(e2, lo, hi) + noise, lo, hi)`` (section VII-D) from ONE batched comparison: ``xp.clip``
+    twice is four sequential secure comparisons (each a few OT rounds); here the eight signs that decide
+    every case are compared as one 8-vector, then the result is selected. Bit-identical on the lattice
+    (additions are exact), so the discrete Laplace mechanism on the clamped ``E^2`` is unchanged. ``xp`` is
+    ``jax.numpy`` inside SPU, ``numpy`` in the tests."""
+    w = hi - lo
+    d = xp.stack([e2 - lo, hi - e2, noise, w - noise, noise + w, -noise, e2 + noise - lo, hi - e2 - noise])
+    b = d < 0.0
+    # b: e2 < lo, e2 > hi | for lo+noise: < lo, > hi | for hi+noise: < lo, > hi | for e2+noise: < lo, > hi
+    cand = xp.stack([lo + noise, hi + noise, e2 + noise])
+    lo3 = xp.stack([lo, lo, lo])  # not lo + 0 * cand: a secret product costs a truncation round
+    hi3 = xp.stack([hi, hi, hi])
+    below = xp.stack([b[2], b[4], b[6]])
+    above = xp.stack([b[3], b[5], b[7]])
+    clipped = xp.where(below, lo3, xp.where(above, hi3, cand))
+    return xp.where(b[0], clipped[0], xp.where(b[1], clipped[1], clipped[2]))
+
+
 def build(spec: QuerySpec) -> Callable[..., Any]:
     """The function ``(mu, sigma2, noise, v, theta, theta2) -> (value, noisy_e2, beta)`` for ``spec``."""
     import jax.numpy as jnp
@@ -54,7 +73,7 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
         nd = n + (1.0 - beta)  # n >= alpha >= 1 whenever beta = 1; never 1/0
         if q == "average":  # eq. (14), (16); nd^2 < 2^18 (MAX_CELLS), so dividing by it is safe
             # one vectorised division for the four quotients (a division costs rounds, not elements)
-            num = jnp.stack([jnp.sum(vb * mu), jnp.sum(vb * s2), smin + 0.0 * nd, smax + 0.0 * nd])
+            num = jnp.stack([jnp.sum(vb * mu), jnp.sum(vb * s2), jnp.asarray(smin), jnp.asarray(smax)])
             den = jnp.stack([nd, nd * nd, nd, nd])
             quot = div(num, den)
             value, e2, lo, hi = quot[0], quot[1], quot[2], quot[3]
@@ -68,7 +87,7 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
                 value = (zstar + jnp.log(total)) / r
                 # (e s2) e: no product of two small numbers; one vectorised division for E^2 and its lower bound
                 quot = div(
-                    jnp.stack([jnp.sum((e * s2) * e), smin + 0.0 * nd]), jnp.stack([total * total, nd])
+                    jnp.stack([jnp.sum((e * s2) * e), jnp.asarray(smin)]), jnp.stack([total * total, nd])
                 )
                 e2, lo, hi = quot[0], quot[1], smax
             else:  # exact: the error of the arg-extreme cell (the first one on ties, as the reference)
@@ -88,9 +107,10 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
                 w = p1 - p2
             e2 = (k * k) * jnp.sum(vb * ((w * s2) * w))  # (w s2) w: no product of two small numbers
             lo, hi = 0.0, n * (k * k * smax / 16.0)
-        e2 = jnp.clip(e2, lo, hi)  # the sensitivity holds for the computed value
-        noisy = jnp.clip(e2 + noise, lo, hi)  # section VII-D clamp (post-processing)
-        return value * beta, noisy * beta, beta
+        # E^2 clamped to its public range (the sensitivity holds for the computed value), noise added, clamped
+        # again (post-processing); one multiplication by beta for both outputs
+        out = jnp.stack([value, clamp_noisy(jnp, e2, noise, lo, hi)]) * beta
+        return out[0], out[1], beta
 
     program.__name__ = "prac2pc_" + q.replace("-", "_")
     return program
