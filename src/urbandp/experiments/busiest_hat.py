@@ -141,9 +141,9 @@ def extract_busiest_hat(
         )
     usable = checked.filter(pl.col("reason").is_null())
     if usable.height == 0:
-        top = ", ".join(f"{k} {v:,}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]) if v)
+        top_reasons = ", ".join(f"{k} {v:,}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]) if v)
         raise InputError(
-            f"all {frame.height:,} records were quarantined ({top}); the rows are in {quarantine_path}"
+            f"all {frame.height:,} records were quarantined ({top_reasons}); the rows are in {quarantine_path}"
         )
     recs = (
         usable.drop("speed_raw", "reason", "source", "row")

@@ -385,14 +385,14 @@ def release(
         )
         useless = release_warnings(release_result, cfg)
         p = release_result.privacy
-        p["warnings"] = [*p["warnings"], *useless]  # type: ignore[misc]
+        p["warnings"] = [*p["warnings"], *useless]
         p["useless_release"] = bool(useless)
-        for text in p["warnings"]:  # type: ignore[attr-defined]
+        for text in p["warnings"]:
             console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False)
         empty_days = release_result.owner_notes.get("days_without_records") or []
         if empty_days:
             console.print(
-                f"[bold yellow]urbandp: warning:[/] {len(empty_days)} day(s) of the window hold no record "  # type: ignore[arg-type]
+                f"[bold yellow]urbandp: warning:[/] {len(empty_days)} day(s) of the window hold no record "
                 f"(D stays {p['days']}, which dilutes the per-day counts); the list is in owner_only/",
                 highlight=False,
             )

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -845,8 +846,8 @@ def combine_levels(
     else:
         p["epsilon_per_day"] = per_query
         p["epsilon_per_window"] = (
-            math.fsum(float(r.privacy["epsilon_per_window"]) for r in results) + clip_window
-        )  # type: ignore[arg-type]
+            math.fsum(float(cast(float, r.privacy["epsilon_per_window"])) for r in results) + clip_window
+        )
         p["delta_per_window"] = sel_delta_window
     p["cumulative_epsilon_per_day"] = ledger.epsilon_spent
     p["delta_per_day"] = ledger.delta_spent

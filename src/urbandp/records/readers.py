@@ -20,9 +20,13 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from urbandp.errors import InputError
 from urbandp.records.schema import ColumnMapping
+
+DType = pl.DataType | DataTypeClass
+"""A Polars data type as an instance (``pl.List(pl.Float64)``) or a class (``pl.Float64``)."""
 
 SUFFIXES = {
     ".csv": "csv",
@@ -112,7 +116,7 @@ JSON_RUN_LINES = 256
 """A block the bulk parse rejects is re-parsed in runs of this many lines; a failing run is checked line by line."""
 
 
-def _json_dtype(values: list[object]) -> pl.DataType:
+def _json_dtype(values: list[object]) -> DType:
     """Reading type of one JSON field from sampled values: an object anywhere makes it a struct (a record whose value
     is not an object, such as ``"location": "unknown"``, then reads as null for that record only); all numbers
     make it Float64, any list of numbers List(Float64); anything else is read as text (JSON text for nested)."""
@@ -134,7 +138,7 @@ def _json_dtype(values: list[object]) -> pl.DataType:
 
 def _json_reading_schema(
     sample: list[dict[str, object]], columns: dict[str, str] | None, path: Path
-) -> dict[str, pl.DataType]:
+) -> dict[str, DType]:
     """Schema of the columns the release needs (projection: other fields are skipped by the parser).
 
     The vehicle and timestamp are read as text whatever their JSON type (an epoch number arrives as its digits).
@@ -143,12 +147,12 @@ def _json_reading_schema(
         raise InputError(f"cannot read {path}: no JSON object in its first records")
     names = list(dict.fromkeys(k for rec in sample for k in rec))
     m = ColumnMapping.resolve(names, columns)
-    schema: dict[str, pl.DataType] = {}
+    schema: dict[str, DType] = {}
     for name in (m.vehicle, m.timestamp):
         schema[name] = pl.String
-    for name in (m.coordinates, m.latitude, m.longitude, m.speed):
-        if name is not None and name not in schema:
-            schema[name] = _json_dtype([rec.get(name) for rec in sample])
+    for optional in (m.coordinates, m.latitude, m.longitude, m.speed):
+        if optional is not None and optional not in schema:
+            schema[optional] = _json_dtype([rec.get(optional) for rec in sample])
     pair = schema.get(m.coordinates) if m.coordinates else None
     if isinstance(pair, pl.Struct) and "coordinates" in {f.name for f in pair.fields}:
         schema[m.coordinates] = pl.Struct({"coordinates": pair.to_schema()["coordinates"]})  # type: ignore[index]
@@ -169,17 +173,17 @@ def _sample_records(lines: list[bytes]) -> list[dict[str, object]]:
     return sample
 
 
-def _numbered(frame: pl.DataFrame, lines: np.ndarray | range, ok: bool = True) -> pl.DataFrame:
+def _numbered(frame: pl.DataFrame, lines: np.ndarray | range | list[int], ok: bool = True) -> pl.DataFrame:
     return frame.with_columns(
         pl.Series("__line", lines, dtype=pl.UInt32), pl.lit(ok, dtype=pl.Boolean).alias("__record_ok")
     )
 
 
-def _failed(schema: dict[str, pl.DataType], lines: list[int]) -> pl.DataFrame:
+def _failed(schema: dict[str, DType], lines: list[int]) -> pl.DataFrame:
     return _numbered(pl.DataFrame(schema=schema).clear(len(lines)), lines, ok=False)
 
 
-def _bulk(data: bytes, schema: dict[str, pl.DataType]) -> pl.DataFrame | None:
+def _bulk(data: bytes, schema: dict[str, DType]) -> pl.DataFrame | None:
     """One Polars parse of whole lines with the fixed schema; None when the parser rejects the bytes.
 
     A struct column (the ITMS ``location``) is read as its JSON text and decoded afterwards with
@@ -216,9 +220,7 @@ def _trusted(frame: pl.DataFrame | None, n_lines: int) -> bool:
     return not frame.select(pl.all_horizontal(pl.all().is_null()).any()).item()
 
 
-def _parse_line_by_line(
-    lines: list[bytes], first_line: int, schema: dict[str, pl.DataType]
-) -> list[pl.DataFrame]:
+def _parse_line_by_line(lines: list[bytes], first_line: int, schema: dict[str, DType]) -> list[pl.DataFrame]:
     """A small run of lines the bulk parse rejected: each line checked by Python's ``json``; the objects then parsed
     by Polars in one call (line by line only if even that fails). Blank lines are skipped."""
     good: list[bytes] = []
@@ -252,9 +254,7 @@ def _parse_line_by_line(
     return out
 
 
-def _parse_block(
-    block: bytes, first_line: int, n_lines: int, schema: dict[str, pl.DataType]
-) -> list[pl.DataFrame]:
+def _parse_block(block: bytes, first_line: int, n_lines: int, schema: dict[str, DType]) -> list[pl.DataFrame]:
     """One block of whole lines starting at line ``first_line``: one bulk parse when it is clean.
 
     Otherwise the block is cut into runs of :data:`JSON_RUN_LINES` lines, each parsed in bulk again; only a run that
@@ -382,7 +382,7 @@ def _as_float(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     return pl.lit(None, dtype=pl.Float64)
 
 
-def _coordinate_pair(expr: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
+def _coordinate_pair(expr: pl.Expr, dtype: DType) -> tuple[pl.Expr, pl.Expr]:
     """(longitude, latitude) from a [lon, lat] pair: nested struct, list, or text like "[72.83, 21.17]"."""
     if isinstance(dtype, pl.Struct):
         fields = {f.name: f.dtype for f in dtype.fields}
@@ -430,8 +430,9 @@ def scan_records(
         if m.coordinates:
             lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
         else:
-            lat = _as_float(pl.col(m.latitude), schema[m.latitude])  # type: ignore[index]
-            lon = _as_float(pl.col(m.longitude), schema[m.longitude])  # type: ignore[index]
+            assert m.latitude is not None and m.longitude is not None  # ColumnMapping.resolve: pair or both
+            lat = _as_float(pl.col(m.latitude), schema[m.latitude])
+            lon = _as_float(pl.col(m.longitude), schema[m.longitude])
         ts_dtype = schema[m.timestamp]
         ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
         tolerant = "__line" in schema

@@ -29,10 +29,10 @@ def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
     box = _floats(text, 4, "--bbox")
     if box is not None and not (box[0] < box[2] and box[1] < box[3]):
         raise InputError("--bbox must be lat_min,lon_min,lat_max,lon_max with min < max")
-    return box  # type: ignore[return-value]
+    return None if box is None else (box[0], box[1], box[2], box[3])
 
 
-def _progress():  # type: ignore[no-untyped-def]
+def _progress():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
@@ -61,7 +61,7 @@ def _load(
     value_column: str | None,
     bbox: tuple[float, float, float, float] | None,
     cell_metres: float,
-):  # type: ignore[no-untyped-def]
+):
     from urbandp.sensing.grid import SquareGrid
     from urbandp.sensing.readings import read_readings
 
@@ -178,101 +178,110 @@ def interpolate(
     if grid_format not in GRID_FORMATS:
         raise InputError(f"--grid-format must be one of {', '.join(GRID_FORMATS)}, got {grid_format!r}")
     cv_folds = cv_folds or (5 if cv else 0)
-    readings, load, grid = _load(input_path, out, value_column, _bbox(bbox), cell_metres)
-    t0 = time.perf_counter()
-    with blas_threads_limit(), _progress() as bar:
-        task = bar.add_task("GP per window", total=None)
-        results, counts = interpolate_windows(
-            readings,
-            grid,
-            window_minutes,
-            kernel,
-            exact_max,
-            inducing,
-            min_readings=min_readings,
-            progress=lambda i, n: bar.update(task, completed=i, total=n),
-        )
-    t_fit = time.perf_counter() - t0
-    if not results:
-        raise InputError(f"no window has at least {min_readings} readings")
-    window_names = [str(r.window.astype("datetime64[m]")) for r in results]
-    write_grid_table(
-        grid,
-        window_names,
-        {"mu": [r.mu for r in results], "sigma2": [r.sigma2 for r in results]},
-        out / f"grid.{grid_format}",
-        grid_format,
-    )
-    models = pl.DataFrame(
-        [
-            {
-                "window": str(r.window.astype("datetime64[m]")),
-                "n_readings": r.n_readings,
-                "method": r.method,
-                "kernel": kernel,
-                "variance": r.hyperparameters.variance,
-                "lengthscale_km": r.hyperparameters.lengthscale,
-                "noise": r.hyperparameters.noise,
-                "log_marginal_likelihood": r.log_marginal_likelihood,
-                "value_mean": r.value_mean,
-                "value_sd": r.value_sd,
-            }
-            for r in results
-        ]
-    )
-    models.write_csv(out / "models.csv")
-    if plot:
-        from urbandp.sensing.plots import contour_panels
+    from urbandp.reports.outputs import atomic_output_dir, write_json
 
-        busiest = max(results, key=lambda r: r.n_readings)
-        contour_panels(
-            grid,
-            [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
-            out / "map_mu_sigma2.png",
-            f"window {busiest.window} ({busiest.n_readings} readings)",
-            busiest.reading_xy_km,
-        )
-    report: dict[str, Any] = {
-        "differentially_private": False,
-        "note": "server-side interpolation (the paper's private input); release with `dp-map` or `query`",
-        "input": str(input_path),
-        "rows": load.__dict__,
-        "grid": {
-            "cell_metres": cell_metres,
-            "n_cols": grid.n_cols,
-            "n_rows": grid.n_rows,
-            "cells": grid.n_cells,
-            "bbox": [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max],
-            "bbox_source": "--bbox" if bbox else "from the readings",
-            "cell_id": "floor((x - x0)/z) + floor((y - y0)/z) * n_cols",
-        },
-        "windows": counts,
-        "methods": sorted({r.method for r in results}),
-        "seconds_fit_predict": round(t_fit, 3),
-    }
-    if cv_folds:
+    final_out = out
+    with atomic_output_dir(
+        final_out
+    ) as dirs:  # a failing run leaves no partial folder, a new one no stale files
+        out = dirs.release
+        readings, load, grid = _load(input_path, out, value_column, _bbox(bbox), cell_metres)
+        t0 = time.perf_counter()
         with blas_threads_limit(), _progress() as bar:
-            task = bar.add_task("cross-validation", total=None)
-            cv = cross_validate(
+            task = bar.add_task("GP per window", total=None)
+            results, counts = interpolate_windows(
                 readings,
                 grid,
                 window_minutes,
-                cv_folds,
                 kernel,
                 exact_max,
                 inducing,
-                max_windows=cv_max_windows or None,
+                min_readings=min_readings,
                 progress=lambda i, n: bar.update(task, completed=i, total=n),
-                fitted=None if cv_refit else {r.window: r.hyperparameters for r in results},
             )
-        report["cross_validation"] = {k: v for k, v in cv.__dict__.items() if k != "per_window"}
-        report["cross_validation"]["hyperparameters"] = (
-            "re-optimised in every fold (--cv-refit)"
-            if cv_refit
-            else "the window's fit on all its readings, reused in every fold (optimistic; --cv-refit refits)"
+        t_fit = time.perf_counter() - t0
+        if not results:
+            raise InputError(f"no window has at least {min_readings} readings")
+        window_names = [str(r.window.astype("datetime64[m]")) for r in results]
+        write_grid_table(
+            grid,
+            window_names,
+            {"mu": [r.mu for r in results], "sigma2": [r.sigma2 for r in results]},
+            out / f"grid.{grid_format}",
+            grid_format,
         )
-        pl.DataFrame(cv.per_window).write_csv(out / "cv_windows.csv") if cv.per_window else None
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
+        models = pl.DataFrame(
+            [
+                {
+                    "window": str(r.window.astype("datetime64[m]")),
+                    "n_readings": r.n_readings,
+                    "method": r.method,
+                    "kernel": kernel,
+                    "variance": r.hyperparameters.variance,
+                    "lengthscale_km": r.hyperparameters.lengthscale,
+                    "noise": r.hyperparameters.noise,
+                    "log_marginal_likelihood": r.log_marginal_likelihood,
+                    "value_mean": r.value_mean,
+                    "value_sd": r.value_sd,
+                }
+                for r in results
+            ]
+        )
+        models.write_csv(out / "models.csv")
+        if plot:
+            from urbandp.sensing.plots import contour_panels
+
+            busiest = max(results, key=lambda r: r.n_readings)
+            contour_panels(
+                grid,
+                [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
+                out / "map_mu_sigma2.png",
+                f"window {busiest.window} ({busiest.n_readings} readings)",
+                busiest.reading_xy_km,
+            )
+        report: dict[str, Any] = {
+            "differentially_private": False,
+            "note": "server-side interpolation (the paper's private input); release with `dp-map` or `query`",
+            "input": str(input_path),
+            "rows": load.__dict__,
+            "grid": {
+                "cell_metres": cell_metres,
+                "n_cols": grid.n_cols,
+                "n_rows": grid.n_rows,
+                "cells": grid.n_cells,
+                "bbox": [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max],
+                "bbox_source": "--bbox" if bbox else "from the readings",
+                "cell_id": "floor((x - x0)/z) + floor((y - y0)/z) * n_cols",
+            },
+            "windows": counts,
+            "methods": sorted({r.method for r in results}),
+            "seconds_fit_predict": round(t_fit, 3),
+        }
+        if cv_folds:
+            with blas_threads_limit(), _progress() as bar:
+                task = bar.add_task("cross-validation", total=None)
+                cv_report = cross_validate(
+                    readings,
+                    grid,
+                    window_minutes,
+                    cv_folds,
+                    kernel,
+                    exact_max,
+                    inducing,
+                    max_windows=cv_max_windows or None,
+                    progress=lambda i, n: bar.update(task, completed=i, total=n),
+                    fitted=None if cv_refit else {r.window: r.hyperparameters for r in results},
+                )
+            report["cross_validation"] = {k: v for k, v in cv_report.__dict__.items() if k != "per_window"}
+            report["cross_validation"]["hyperparameters"] = (
+                "re-optimised in every fold (--cv-refit)"
+                if cv_refit
+                else "the window's fit on all its readings, reused in every fold (optimistic; --cv-refit refits)"
+            )
+            pl.DataFrame(cv_report.per_window).write_csv(
+                out / "cv_windows.csv"
+            ) if cv_report.per_window else None
+        write_json(out / "report.json", report)
     cvtxt = ""
     if "cross_validation" in report:
         c = report["cross_validation"]
@@ -281,7 +290,7 @@ def interpolate(
         )
     print(
         f"{len(results)} windows ({', '.join(report['methods'])}), {grid.n_cells} cells, "
-        f"{load.rows_quarantined} rows quarantined{cvtxt} -> {out}"
+        f"{load.rows_quarantined} rows quarantined{cvtxt} -> {final_out}"
     )
 
 

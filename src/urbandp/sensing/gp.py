@@ -524,7 +524,7 @@ def make_gp(
     return SparseGP(kernel=kernel, n_inducing=n_inducing, bounds=bounds, restarts=restarts)
 
 
-def blas_threads_limit(default: int = 1):  # type: ignore[no-untyped-def]
+def blas_threads_limit(default: int = 1):
     """Context manager limiting BLAS threads (env ``URBANDP_BLAS_THREADS``, default 1; 0 = library default).
 
     Measured on the shared 2-core machine (docs/sensing.md): fitting 1,400 readings took 3.1 s with one BLAS
