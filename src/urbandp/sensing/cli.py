@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -528,10 +527,12 @@ def query(
         "epsilon": res.epsilon,
         "privacy_unit": "one reading (it moves every cell's sigma^2); cell variances within [sigma2_min, sigma2_max]",
     }
+    from urbandp.reports.outputs import dumps_strict, write_json
+
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(answer, indent=2))
-    print(json.dumps(printed))
+        write_json(out, answer)
+    print(dumps_strict(printed, indent=None))
     if not res.answered:
         print(f"refused: {int(v.sum())} cells selected < alpha = {alpha} (nothing released)", file=sys.stderr)
     else:
