@@ -81,10 +81,10 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
             # one secure reciprocal r = 1/n for the four quotients (a division costs rounds, not elements);
             # E^2 = (sum s2 / n) / n: never divide by n^2 (near 2^18 SPU's reciprocal underflows to 0)
             sums = jnp.sum(vb * jnp.stack([mu, s2]), axis=1)
-            r = 1.0 / nd
-            quot = corrected(jnp.stack([sums[0], sums[1], jnp.asarray(smin), jnp.asarray(smax)]), nd, r)
+            rn = 1.0 / nd
+            quot = corrected(jnp.stack([sums[0], sums[1], jnp.asarray(smin), jnp.asarray(smax)]), nd, rn)
             value, lo, hi = quot[0], quot[2], quot[3]
-            e2 = corrected(quot[1], nd, r)
+            e2 = corrected(quot[1], nd, rn)
         elif q in ("min", "max", "min-exact", "max-exact"):
             r = spec.rho if q.startswith("max") else -spec.rho
             z = r * mu
