@@ -54,9 +54,10 @@ def runtime_config() -> Any:
     )
     cfg.sigmoid_mode = libspu.RuntimeConfig.SigmoidMode.SIGMOID_REAL
     cfg.fxp_exp_mode = libspu.RuntimeConfig.ExpMode.EXP_PADE
-    # 2 Goldschmidt iterations leave ~1e-3 relative error on SPU's reciprocal; program.div's Newton correction
-    # squares it (~1e-6), so a third iteration (more rounds per query) is not needed (the 1e-3 tests pass)
-    cfg.fxp_div_goldschmidt_iters = 2
+    # ONE Goldschmidt iteration (~7e-3 relative error on SPU's reciprocal): each further one is a secure square
+    # (HE under CHEETAH: ~55 ms and 0.6 MB per query, measured); program.corrected's Newton step squares the
+    # error (<= ~5e-5 measured over n = 1..500), well inside the 1e-3 property tests
+    cfg.fxp_div_goldschmidt_iters = 1
     return cfg
 
 
