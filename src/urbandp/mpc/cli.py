@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import numpy as np
 import typer
 
 from urbandp.errors import InputError, cli_guard
+from urbandp.reports.outputs import dumps_strict
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -139,7 +139,11 @@ def query(
             c.close()
     except wire.PeerError as err:
         raise InputError(str(err)) from None
-    typer.echo(json.dumps({k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")}))
+    typer.echo(
+        dumps_strict(
+            {k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")}, indent=None
+        )
+    )
     typer.echo(
         f"epsilon {ans['epsilon']:.6g} spent on the noisy error, {ans['epsilon_left']:.6g} left; "
         f"{ans['n_cells']} of {ans['n_rect']} cells of the rectangle selected",
@@ -191,7 +195,7 @@ def routes(
                         **{k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")},
                     }
                 )
-                typer.echo(json.dumps(answers[-1]))
+                typer.echo(dumps_strict(answers[-1], indent=None))
         finally:
             c.close()
     except wire.PeerError as err:
