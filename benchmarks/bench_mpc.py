@@ -10,12 +10,20 @@ cells; the paper's figures (EMP garbled circuits, laptop client) are printed bes
     .venv/bin/python benchmarks/bench_mpc.py [--repeat 3] [--sizes 10,50,100,200,400]
 
 Writes benchmarks/results/mpc.json.
+
+A/B mode (the machine is shared and loaded, so an older version is compared IN THE SAME RUN): a server and a
+client process per version (``--ab OLD_SRC``: the ``src`` folder of the other checkout, e.g. a ``git worktree``
+of main), the warm queries alternating between the two versions (which goes first alternates too):
+
+    .venv/bin/python benchmarks/bench_mpc.py --ab /path/to/main/src --repeat 9 --sizes 10,400 \
+        --functions average,min,range --out benchmarks/results/mpc_ab.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import socket
 import statistics
@@ -42,15 +50,168 @@ def io_bytes(pid: int) -> int:
     return int(fields["rchar"]) + int(fields["wchar"])
 
 
+# One client process of the A/B mode: connects, then answers one JSON query per stdin line with its seconds.
+WORKER = """
+import json, sys, time
+import numpy as np
+from urbandp.mpc.client import Client
+t = time.perf_counter()
+c = Client(sys.argv[1], client_id="ab")
+print(json.dumps({"connect_s": time.perf_counter() - t}), flush=True)
+for line in sys.stdin:
+    q = json.loads(line)
+    t = time.perf_counter()
+    a = c.query(q["function"], tuple(q["rect"]), vector=np.asarray(q["vector"]), theta=q["theta"],
+                theta2=q["theta2"])
+    print(json.dumps({"seconds": time.perf_counter() - t, "value": a["value"]}), flush=True)
+c.close()
+"""
+
+
+def write_grid(tmp: Path) -> tuple[Path, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    n_all = SIDE * SIDE
+    rows, cols = np.divmod(np.arange(n_all), SIDE)
+    lat, lon = 22.5 + rows * 0.0045, 88.3 + cols * 0.0049
+    mu, s2 = rng.uniform(10, 200, n_all), rng.uniform(1, 120, n_all)
+    grid = tmp / "grid.csv"
+    grid.write_text(
+        "cell_id,lat,lon,window,mu,sigma2\n"
+        + "".join(
+            f"{i},{lat[i]:.6f},{lon[i]:.6f},2024-01-01T08:00,{float(mu[i])!r},{float(s2[i])!r}\n"
+            for i in range(n_all)
+        )
+    )
+    return grid, lat, lon, mu, s2
+
+
+def rect_of(n: int) -> tuple[float, float, float, float]:
+    h, w = {10: (1, 10), 50: (5, 10), 100: (5, 20), 200: (10, 20), 400: (20, 20)}[n]
+    return (22.5 - 1e-4, 88.3 - 1e-4, 22.5 + (h - 1) * 0.0045 + 1e-4, 88.3 + (w - 1) * 0.0049 + 1e-4)
+
+
+def start_server(src: Path, grid: Path) -> tuple[subprocess.Popen[bytes], int]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "urbandp", "mpc", "serve", "--grid", str(grid), "--listen", f"127.0.0.1:{port}",
+         "--sigma2-max", "120", "--alpha", "5", "--epsilon", "0.01", "--epsilon-budget", "100000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    for _ in range(600):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    time.sleep(0.5)
+    return server, port
+
+
+def ab(args: argparse.Namespace) -> None:
+    """Old (``--ab SRC``) against this checkout, alternating warm queries in the same run."""
+    tmp = Path(tempfile.mkdtemp())
+    grid, *_ = write_grid(tmp)
+    versions = {"baseline": Path(args.ab).resolve(), "this": (HERE.parent / "src").resolve()}
+    procs: dict[str, tuple[subprocess.Popen[bytes], subprocess.Popen[str]]] = {}
+    load_before = os.getloadavg()
+    try:
+        connect = {}
+        for tag, src in versions.items():
+            server, port = start_server(src, grid)
+            worker = subprocess.Popen(
+                [sys.executable, "-c", WORKER, f"127.0.0.1:{port}"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                env={**os.environ, "PYTHONPATH": str(src)},
+            )  # fmt: skip
+            procs[tag] = (server, worker)
+            assert worker.stdout is not None
+            connect[tag] = json.loads(worker.stdout.readline())["connect_s"]
+
+        def ask(tag: str, q: dict[str, object]) -> dict[str, float]:
+            worker = procs[tag][1]
+            assert worker.stdin is not None and worker.stdout is not None
+            worker.stdin.write(json.dumps(q) + "\n")
+            worker.stdin.flush()
+            line = worker.stdout.readline()
+            if not line:
+                sys.exit(f"bench_mpc: the {tag} client died")
+            return json.loads(line)  # type: ignore[no-any-return]
+
+        rng = np.random.default_rng(2)
+        rows_out = []
+        for n in [int(s) for s in args.sizes.split(",")]:
+            v = (rng.random(n) < 0.6).astype(float)
+            v[:5] = 1.0
+            for f in args.functions.split(","):
+                theta, theta2 = (80.0, 140.0) if f in ("count", "range") else (None, None)
+                q = {"function": f, "rect": list(rect_of(n)), "vector": v.tolist(), "theta": theta,
+                     "theta2": theta2 if f == "range" else None}  # fmt: skip
+                for tag in versions:  # cold (compiles), not counted
+                    ask(tag, q)
+                warm: dict[str, list[float]] = {tag: [] for tag in versions}
+                values: dict[str, float] = {}
+                for i in range(args.repeat):
+                    order = list(versions) if i % 2 == 0 else list(reversed(versions))
+                    for tag in order:
+                        r = ask(tag, q)
+                        warm[tag].append(r["seconds"])
+                        values[tag] = r["value"]
+                med = {tag: statistics.median(w) for tag, w in warm.items()}
+                row = {
+                    "n": n,
+                    "function": f,
+                    "baseline_warm_median_s": round(med["baseline"], 4),
+                    "this_warm_median_s": round(med["this"], 4),
+                    "ratio_this_vs_baseline": round(med["this"] / med["baseline"], 3),
+                    "baseline_warm_all_s": [round(x, 4) for x in warm["baseline"]],
+                    "this_warm_all_s": [round(x, 4) for x in warm["this"]],
+                    "value_rel_diff": abs(values["this"] - values["baseline"]) / max(abs(values["baseline"]), 1e-9),
+                }  # fmt: skip
+                rows_out.append(row)
+                print(
+                    f"n={n:4d} {f:10s} warm median: baseline {med['baseline']:.3f} s, this {med['this']:.3f} s, "
+                    f"ratio {row['ratio_this_vs_baseline']:.2f} ({args.repeat} each, alternating)",
+                    flush=True,
+                )
+    finally:
+        for server, worker in procs.values():
+            if worker.stdin is not None:
+                worker.stdin.close()
+            worker.wait(30)
+            server.terminate()
+            server.wait(10)
+    result = {
+        "mode": "A/B in the same run, warm queries alternating between the two versions",
+        "baseline_src": str(versions["baseline"]),
+        "cpus": os.cpu_count(),
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "connect_s": {k: round(x, 3) for k, x in connect.items()},
+        "repeat": args.repeat,
+        "rows": rows_out,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"load average before {result['loadavg_before']}, after {result['loadavg_after']} -> {args.out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default="10,50,100,200,400")
+    ap.add_argument("--functions", default=",".join(FUNCTIONS), help="A/B mode only")
+    ap.add_argument("--ab", default=None, help="src folder of the version to compare against (A/B mode)")
     ap.add_argument("--out", default=str(HERE / "results" / "mpc.json"))
     args = ap.parse_args()
     reason = spu_missing_reason()
     if reason:
         sys.exit(f"bench_mpc: {reason}")
+    if args.ab:
+        ab(args)
+        return
     from urbandp.mpc.client import Client
 
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -20,6 +20,7 @@ from urbandp.synth.cli import app as synth_app
 
 app = typer.Typer(
     name="urbandp",
+    rich_markup_mode=None,
     help="Differentially private release of urban mobility and sensor data.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
@@ -45,18 +46,22 @@ def main(out_dir: Path) -> None:
     console.print(comparison_table(result.table))
 
     # The public window: the calendar days the synthetic fleet covers (not read from the data).
-    window = {"start": spec.start, "end": spec.start + dt.timedelta(days=spec.days - 1)}
+    first, last = spec.start, spec.start + dt.timedelta(days=spec.days - 1)
     runs = {
-        "release": HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=CITY_BBOX, **window),
+        "release": HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=CITY_BBOX, start=first, end=last),
         "report-method": HatReleaseConfig(
-            epsilon_per_day=10.0, neighbouring="presence-public", selection="public-threshold", **window
+            epsilon_per_day=10.0,
+            neighbouring="presence-public",
+            selection="public-threshold",
+            start=first,
+            end=last,
         ),
     }
     for step, (name, cfg) in enumerate(runs.items(), start=3):
         with console.status(f"releasing ({name})"):
             release, loaded = release_fleet([fleet], cfg)
             write_release(out_dir / name, release, loaded)
-        p = release.privacy
+        p: dict[str, Any] = dict(release.privacy)
         console.print(
             f"[bold]{step}. {name}[/] ({p['neighbouring']}, selection {p['selection']['method']}): "
             f"{p['hats_released']} HATs, cumulative epsilon per day {p['cumulative_epsilon_per_day']:.4g}, "

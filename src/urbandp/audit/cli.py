@@ -11,34 +11,36 @@ from pathlib import Path
 import typer
 
 from urbandp.errors import InputError, cli_guard
+from urbandp.reports.outputs import check_output_file, check_output_path
 
-app = typer.Typer(no_args_is_help=True)
-
-
-def _clean(obj: object) -> object:
-    """Strict JSON: non-finite floats become strings ("inf")."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _emit(result: dict[str, object]) -> None:
-    import json
+    """One line of strict JSON on stdout: a non-finite number is written as null (with a ``*_reason`` key)."""
+    from urbandp.reports.outputs import dumps_strict
 
-    typer.echo(json.dumps(_clean(result), allow_nan=False, default=str))
+    typer.echo(dumps_strict(result, indent=None))
 
 
-def _scale_from(scale: float | None, privacy: dict | None) -> float | None:  # type: ignore[type-arg]
+def _positive_finite(value: float | None, option: str) -> None:
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise InputError(f"{option} must be a positive finite number, got {value}")
+
+
+def _alpha(alpha: float) -> None:
+    if not 0 < alpha < 1:
+        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+
+
+def _scale_from(scale: float | None, privacy: dict[str, object] | None) -> float | None:
     if scale is not None:
-        if not scale > 0:
-            raise InputError(f"--scale must be > 0, got {scale}")
+        _positive_finite(scale, "--scale")
         return scale
-    if privacy and isinstance(privacy.get("noise_scale"), (int, float)):
-        return float(privacy["noise_scale"])  # type: ignore[arg-type]
+    value = privacy.get("noise_scale") if privacy else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _positive_finite(float(value), "privacy.json noise_scale")
+        return float(value)
     return None
 
 
@@ -52,7 +54,9 @@ def noise_scale(
         "continuous", "--model", help="continuous (Laplace, Opal) | discrete (discrete Laplace, urbandp)."
     ),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level of the interval."),
-    report: Path | None = typer.Option(None, "--report", help="Write noise-scale.md and a PNG here."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write noise-scale.md and a PNG here (default: not written)."
+    ),
 ) -> None:
     """Estimate the noise scale from pairs of published counts that are equal in the raw data (MLE + CI).
 
@@ -62,21 +66,25 @@ def noise_scale(
         urbandp audit noise-scale --pairs p.csv --model discrete --report audit/
     """
     from urbandp.audit.noise_scale import noise_scale_attack, plot_differences, read_pairs
-    from urbandp.audit.report import write_report
+    from urbandp.audit.report import staged_files, write_report
 
+    _alpha(alpha)
+    if report is not None:
+        check_output_path(report)
     u, dropped, groups = read_pairs(pairs)
     result = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
     result["rows_dropped_non_numeric"] = dropped
     if report is not None:
-        write_report(
-            report,
-            "noise-scale",
-            "Noise scale read off the published table",
-            result,
-            "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
-            "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
-            {"noise-scale.png": lambda p: plot_differences(u, result, p)},
-        )
+        with staged_files(report) as stage:
+            write_report(
+                stage,
+                "noise-scale",
+                "Noise scale read off the published table",
+                result,
+                "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
+                "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
+                {"noise-scale.png": lambda p: plot_differences(u, result, p)},
+            )
     _emit(result)
 
 
@@ -95,7 +103,9 @@ def zero_skipping(
         None, "--privacy", help="privacy.json of the release (default: next to the table)."
     ),
     group_sizes: str = typer.Option("1,5,12", "--group-sizes", help="Comma-separated group sizes g."),
-    report: Path | None = typer.Option(None, "--report", help="Write zero-skipping.md and a PNG here."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write zero-skipping.md and a PNG here (default: not written)."
+    ),
 ) -> None:
     """Decide whether zeros could have been skipped; report Theorem 1's delta bound and detection probabilities.
 
@@ -103,7 +113,7 @@ def zero_skipping(
 
         urbandp audit zero-skipping --table opal/location_20160808-14.csv --threshold 18 --method data61-2016 --scale 1.4
     """
-    from urbandp.audit.report import write_report
+    from urbandp.audit.report import staged_files, write_report
     from urbandp.audit.tables import read_published_table, sibling_privacy
     from urbandp.audit.zero_skipping import plot_detection, zero_skipping_attack
 
@@ -115,6 +125,10 @@ def zero_skipping(
         raise InputError(f"--group-sizes must be integers like 1,5,12, got {group_sizes!r}") from None
     if not gs or min(gs) < 1:
         raise InputError("--group-sizes must be positive integers")
+    if not (math.isfinite(threshold) and threshold >= 0):
+        raise InputError(f"--threshold must be a finite number >= 0, got {threshold}")
+    if report is not None:
+        check_output_path(report)
     pub = read_published_table(table)
     priv = sibling_privacy(table, privacy) if method in ("auto", "urbandp") or privacy else None
     result = zero_skipping_attack(
@@ -128,18 +142,18 @@ def zero_skipping(
     result["quarantined_rows"] = pub.quarantine.height
     result["quarantine_reasons"] = sorted(set(pub.quarantine["reason"].to_list()))
     if report is not None:
-        report.mkdir(parents=True, exist_ok=True)
-        pub.quarantine.write_csv(report / "quarantine.csv")
-        write_report(
-            report,
-            "zero-skipping",
-            "Were zeros skipped? (Theorem 1)",
-            result,
-            "Whether the table could come from a method that leaves zero cells unperturbed, and the "
-            "probability that a suspected individual or group is detected with certainty "
-            "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
-            {"zero-skipping.png": lambda p: plot_detection(result, p)},
-        )
+        with staged_files(report) as stage:
+            pub.quarantine.write_csv(stage / "quarantine.csv")
+            write_report(
+                stage,
+                "zero-skipping",
+                "Were zeros skipped? (Theorem 1)",
+                result,
+                "Whether the table could come from a method that leaves zero cells unperturbed, and the "
+                "probability that a suspected individual or group is detected with certainty "
+                "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
+                {"zero-skipping.png": lambda p: plot_detection(result, p)},
+            )
     _emit(result)
 
 
@@ -163,7 +177,9 @@ def differencing(
     ),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
     max_cells: int = typer.Option(1000, "--max-cells", help="List at most this many cells in the JSON."),
-    report: Path | None = typer.Option(None, "--report", help="Write differencing.md and a PNG here."),
+    report: Path | None = typer.Option(
+        None, "--report", help="Write differencing.md and a PNG here (default: not written)."
+    ),
 ) -> None:
     """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms.
 
@@ -172,9 +188,15 @@ def differencing(
         urbandp audit differencing --joint rel/joint.csv --marginal rel/time.csv --report audit/
     """
     from urbandp.audit.differencing import differencing_attack, plot_cells
-    from urbandp.audit.report import write_report
+    from urbandp.audit.report import staged_files, write_report
     from urbandp.audit.tables import read_published_table, sibling_privacy
 
+    _alpha(alpha)
+    _positive_finite(marginal_scale, "--marginal-scale")
+    if max_cells < 0:
+        raise InputError(f"--max-cells must be >= 0, got {max_cells}")
+    if report is not None:
+        check_output_path(report)
     j = read_published_table(joint)
     m = read_published_table(marginal)
     priv = sibling_privacy(joint, privacy)
@@ -195,15 +217,16 @@ def differencing(
     )
     result["quarantined_rows"] = j.quarantine.height + m.quarantine.height
     if report is not None:
-        write_report(
-            report,
-            "differencing",
-            "Suppressed cells recovered by differencing",
-            result,
-            "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
-            "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
-            {"differencing.png": lambda p: plot_cells(result, p)},
-        )
+        with staged_files(report) as stage:
+            write_report(
+                stage,
+                "differencing",
+                "Suppressed cells recovered by differencing",
+                result,
+                "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
+                "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
+                {"differencing.png": lambda p: plot_cells(result, p)},
+            )
     _emit(result)
 
 
@@ -227,12 +250,16 @@ def pairs(
         --route "ferry:Circular Quay No. 3 Wharf>Manly Wharf" --out pairs.csv
     """
     from urbandp.audit.pairs import route_pairs
+    from urbandp.audit.report import staged_files
     from urbandp.audit.tables import read_published_table
 
+    if not 0 <= lag_minutes < 24 * 60:
+        raise InputError(f"--lag-minutes must be between 0 and 1439, got {lag_minutes}")
+    check_output_file(out)
     pub = read_published_table(table)
     df, incomplete = route_pairs(pub.table, list(route), lag_minutes)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    df.write_csv(out)
+    with staged_files(out.parent) as stage:
+        df.write_csv(stage / out.name)
     result: dict[str, object] = {
         "pairs": df.height,
         "pairs_with_a_missing_side": incomplete,

@@ -15,6 +15,10 @@ published (``J_1..J_n``), ``gap = M - sum J_i`` estimates the total of the group
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from typing import Any
+
 import polars as pl
 
 from urbandp.audit.laplace_math import LaplaceSum, theorem5_halfwidth
@@ -41,8 +45,10 @@ def differencing_attack(
     """
     if not 0 < alpha < 1:
         raise InputError(f"--alpha must be in (0, 1), got {alpha}")
-    if not scale > 0:
-        raise InputError("--scale must be > 0 (or come from privacy.json)")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise InputError(f"--scale must be a positive finite number (or come from privacy.json), got {scale}")
+    if marginal_scale is not None and not (marginal_scale > 0 and math.isfinite(marginal_scale)):
+        raise InputError(f"--marginal-scale must be a positive finite number, got {marginal_scale}")
     group = [k for k in marginal.keys]
     missing = [k for k in group if k not in joint.keys]
     if missing:
@@ -124,8 +130,13 @@ def differencing_attack(
         + (" + 1/2 per rounded term" if rounded else ""),
         "cells": cells,
         "cells_truncated": max(0, n_recoverable - len(cells)) if not marginals_derived else None,
-        "gain_beyond_noise": not marginals_derived,
+        "groups_differenced": merged.height - no_joint,
+        "gain_beyond_noise": None
+        if merged.height == no_joint
+        else (not marginals_derived and n_recoverable > 0),
     }
+    if merged.height == no_joint:
+        out["gain_beyond_noise_reason"] = "nothing was differenced: the joint table covers none of the groups"
     if marginals_derived:
         out["finding"] = (
             "nothing beyond the noise: each estimate equals the noisy value the DP joint table already holds for "
@@ -144,13 +155,14 @@ def differencing_attack(
     return out
 
 
-def plot_cells(result: dict[str, object], path: object, limit: int = 40) -> None:
+def plot_cells(result: dict[str, object], path: str | Path, limit: int = 40) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cells = list(result.get("cells", []))[:limit]  # type: ignore[arg-type]
+    raw = result.get("cells")
+    cells: list[dict[str, Any]] = list(raw)[:limit] if isinstance(raw, list) else []
     fig, ax = plt.subplots(figsize=(7, 0.3 * max(len(cells), 4) + 1.2))
     for i, c in enumerate(cells):
         ax.errorbar(

@@ -31,7 +31,8 @@ def read_pairs(path: Path) -> tuple[np.ndarray, int, np.ndarray | None]:
     df = df.with_columns(
         pl.col("a").cast(pl.Float64, strict=False), pl.col("b").cast(pl.Float64, strict=False)
     )
-    good = df.drop_nulls(["a", "b"])
+    # missing, non-numeric, NaN and +-inf values all count as dropped (a NaN/inf count is not a count)
+    good = df.drop_nulls(["a", "b"]).filter(pl.col("a").is_finite() & pl.col("b").is_finite())
     if good.height < 2:
         raise InputError(f"pairs file {path} needs at least two numeric pairs")
     groups = good["route"].to_numpy() if "route" in good.columns else None
@@ -81,18 +82,30 @@ def noise_scale_attack(
         if model == "continuous"
         else "difference of two discrete Laplace(b): exact pmf"
     )
-    out["implied_epsilon_per_event"] = 1.0 / fit.scale
     out["mean_abs_difference"] = float(np.mean(np.abs(u)))
     sym = symmetry_check(u, groups)
     out["symmetry"] = sym
     # 5% level, Bonferroni-corrected over routes
     out["raw_equality_plausible"] = all(float(v["sign_test_p"]) >= 0.05 / len(sym) for v in sym.values())  # type: ignore[index]
-    if not out["raw_equality_plausible"]:
+    if out["raw_equality_plausible"]:
+        out["implied_epsilon_per_event"] = 1.0 / fit.scale
+    else:
+        out["implied_epsilon_per_event"] = None
+        out["implied_epsilon_per_event_reason"] = (
+            "not computed: the pairs are not equal in the raw data, so 'scale' is not a noise scale"
+        )
         out["warning"] = (
             "differences are not symmetric about 0 (sign test, 5% level Bonferroni-corrected over routes): the pairs are not equal in the raw data, "
             "so 'scale' mixes real differences with noise and is not an estimate of the noise scale"
         )
     return out
+
+
+def difference_axis_label(result: dict[str, object]) -> str:
+    """The plot's x label: it claims raw equality only when the sign test does not reject it."""
+    if result.get("raw_equality_plausible") is False:
+        return "a - b (pairs NOT equal in raw data: sign test rejects symmetry)"
+    return "a - b (pairs assumed equal in raw data)"
 
 
 def plot_differences(u: np.ndarray, result: dict[str, object], path: Path) -> None:
@@ -104,7 +117,7 @@ def plot_differences(u: np.ndarray, result: dict[str, object], path: Path) -> No
     fig, ax = plt.subplots(figsize=(6, 4))
     lim = max(1.0, float(np.percentile(np.abs(u), 99)) * 1.2)
     edges = np.arange(-np.ceil(lim) - 0.5, np.ceil(lim) + 1.5, max(1.0, np.ceil(lim / 30)))
-    ax.hist(u, bins=edges, color="#888", label=f"observed differences (n={u.size})")
+    ax.hist(u, bins=edges.tolist(), color="#888", label=f"observed differences (n={u.size})")
     b = float(result["scale"])  # type: ignore[arg-type]
     if b > 0:
         xs = np.linspace(edges[0], edges[-1], 400)
@@ -114,8 +127,9 @@ def plot_differences(u: np.ndarray, result: dict[str, object], path: Path) -> No
             if result.get("model") == "continuous"
             else np.exp(discrete_difference_logpmf(xs, b))
         )
-        ax.plot(xs, dens * u.size * width, color="C0", label=f"fitted, b = {b:.3g}")
-    ax.set_xlabel("a - b (published counts equal in raw data)")
+        name = "fitted noise scale" if result.get("raw_equality_plausible") is not False else "fitted spread"
+        ax.plot(xs, dens * u.size * width, color="C0", label=f"{name}, b = {b:.3g}")
+    ax.set_xlabel(difference_axis_label(result))
     ax.set_ylabel("pairs")
     ax.legend()
     fig.tight_layout()

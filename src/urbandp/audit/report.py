@@ -1,15 +1,43 @@
-"""Readable audit reports: one Markdown file plus PNG plots per attack (``--report DIR``)."""
+"""Readable audit reports: one Markdown file plus PNG plots per attack (``--report DIR``), written atomically.
+
+A report directory may hold the reports of several attacks (``noise-scale.md`` beside ``differencing.md``), so
+it is not replaced whole: each attack's files are written into a temporary sibling directory and then moved
+into place one by one with ``os.replace`` (atomic per file). A failing run leaves no partial file, and the
+files an attack writes always replace its own older ones.
+"""
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+
+from urbandp.reports.outputs import check_output_path, dumps_strict
+
+
+@contextlib.contextmanager
+def staged_files(directory: Path) -> Iterator[Path]:
+    """Yield a temporary directory; on success move every file in it into ``directory`` (atomic per file)."""
+    directory = check_output_path(Path(directory))
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    stage = directory.parent / f".{directory.name}.stage-{uuid.uuid4().hex[:8]}"
+    stage.mkdir()
+    try:
+        yield stage
+        directory.mkdir(exist_ok=True)
+        for f in sorted(stage.iterdir()):
+            os.replace(f, directory / f.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def write_report(
     directory: Path, name: str, title: str, result: dict[str, object], intro: str, plots: dict[str, object]
 ) -> Path:
-    """Write ``DIR/<name>.md`` with the result and call each ``plots[file](result, path)`` to draw PNGs."""
+    """Write ``DIR/<name>.md`` with the result and call each ``plots[file](path)`` to draw PNGs."""
     directory.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", "", intro, ""]
     if "finding" in result:
@@ -20,7 +48,7 @@ def write_report(
         draw(directory / fname)  # type: ignore[operator]
         lines += [f"![{fname}]({fname})", ""]
     summary = {k: v for k, v in result.items() if k != "cells"}
-    lines += ["## Result", "", "```json", json.dumps(summary, indent=2, default=str), "```", ""]
+    lines += ["## Result", "", "```json", dumps_strict(summary), "```", ""]
     cells = result.get("cells")
     if isinstance(cells, list) and cells:
         keys = list(cells[0].keys())

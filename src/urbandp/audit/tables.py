@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,12 +52,19 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
         return PublishedTable(
             table, pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}), path
         )
-    text = path.read_text(errors="replace")
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror or err}") from None
+    if "\x00" in text:
+        raise InputError(f"{path} is not a text table (it contains NUL bytes: a binary file?)")
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
     except StopIteration:
         raise InputError(f"table {path} is empty") from None
+    except csv.Error as err:
+        raise InputError(f"{path}: not a CSV table ({err})") from None
     header = [ALIASES.get(h.strip(), h.strip()) for h in header]
     if value_column not in header:
         raise InputError(f"{path} has no '{value_column}' column (columns: {', '.join(header)})")
@@ -64,7 +72,8 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
     keep = [i for i, h in enumerate(header) if h and i != ci and h not in ("lat", "lon", "latlon")]
     rows: list[list[object]] = []
     bad: list[tuple[int, str, str]] = []
-    for lineno, rec in enumerate(reader, start=2):
+    records = _records(reader, path)
+    for lineno, rec in enumerate(records, start=2):
         raw = ",".join(rec)
         if len(rec) != len(header):
             bad.append((lineno, raw, f"expected {len(header)} fields, found {len(rec)} (not a data row)"))
@@ -91,6 +100,13 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
     return PublishedTable(table, quarantine, path)
 
 
+def _records(reader: Iterator[list[str]], path: Path) -> list[list[str]]:
+    try:
+        return list(reader)
+    except csv.Error as err:
+        raise InputError(f"{path}: not a CSV table ({err})") from None
+
+
 def sibling_privacy(path: Path, explicit: Path | None = None) -> dict[str, object] | None:
     """``privacy.json`` given explicitly or lying next to the table (urbandp releases write one)."""
     candidate = explicit or path.parent / "privacy.json"
@@ -98,7 +114,14 @@ def sibling_privacy(path: Path, explicit: Path | None = None) -> dict[str, objec
         raise InputError(f"privacy file not found: {explicit}")
     if candidate.is_file():
         try:
-            return json.loads(candidate.read_text())
+            value = json.loads(candidate.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError:
+            raise InputError(f"{candidate} is not UTF-8 text (a binary file?)") from None
         except json.JSONDecodeError as err:
             raise InputError(f"{candidate} is not valid JSON: {err}") from None
+        except OSError as err:
+            raise InputError(f"cannot read {candidate}: {err.strerror or err}") from None
+        if not isinstance(value, dict):
+            raise InputError(f"{candidate} is not a privacy.json object")
+        return value
     return None

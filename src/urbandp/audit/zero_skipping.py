@@ -18,6 +18,8 @@ From a table alone one can only tell whether it is *consistent* with skipping ze
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -32,8 +34,28 @@ def detection_probability(g: int, t: float, p: float) -> float:
 
 
 def paper_detection_figure(g: int, t: float, p: float) -> float:
-    """The report's convention ``exp(-(t-g)/p) / (2p)`` (Theorem 1 with ``g = 1``)."""
+    """The report's convention ``exp(-(t-g)/p) / (2p)`` (Theorem 1 with ``g = 1``).
+
+    It is the Laplace *density* at ``t - g``, not a probability: it exceeds 1 when ``p < 1/2`` and ``g`` is
+    close to ``t``, and for ``g > t`` the formula means nothing. :func:`detection_curves` plots it only where it
+    is a sensible figure (``g <= t`` and at most 1) and labels it as a density.
+    """
     return math.exp(-(t - g) / p) / (2 * p)
+
+
+def detection_curves(t: float, p: float, max_group: int) -> dict[str, tuple[list[int], list[float]]]:
+    """The plotted curves: the exact probability ``P(g + L > t)`` for ``g = 1..max_group``, and the report's
+    density convention for the ``g <= t`` where it is ``<= 1`` (a value above 1 cannot sit on a probability axis)."""
+    gs = list(range(1, max_group + 1))
+    exact = [detection_probability(g, t, p) for g in gs]
+    keep = [g for g in gs if g <= t and paper_detection_figure(g, t, p) <= 1.0]
+    return {
+        "P(g + L > t) (exact probability)": (gs, exact),
+        "report's figure exp(-(t-g)/p)/(2p) (a density; shown where <= 1, g <= t)": (
+            keep,
+            [paper_detection_figure(g, t, p) for g in keep],
+        ),
+    }
 
 
 def zero_skipping_attack(
@@ -60,12 +82,21 @@ def zero_skipping_attack(
     if method == "auto" and privacy is None:
         declared = "unknown"
     zeros_perturbed = privacy.get("zeros_perturbed") if privacy else None
+    vulnerable: bool | None
     if declared == "data61-2016" or zeros_perturbed is False:
         may_skip, basis = True, "declared method skips zeros (Data61 2016 Second Algorithm)"
+        vulnerable, verdict = True, "vulnerable (declared method skips zeros)"
     elif zeros_perturbed is True or declared == "urbandp":
         may_skip, basis = False, "declared: every cell of a public domain, zeros included, gets OpenDP noise"
+        vulnerable, verdict = False, "not vulnerable (declared: zeros are perturbed)"
     else:
         may_skip = consistent
+        vulnerable = None if consistent else False
+        verdict = (
+            "cannot be ruled out (no declared method; the table is consistent with skipped zeros)"
+            if consistent
+            else "not the Second Algorithm with this threshold (values below t are published)"
+        )
         basis = (
             "undeclared method; the table has no published value in (-inf, t) other than 0, so skipped zeros "
             "cannot be ruled out"
@@ -85,7 +116,8 @@ def zero_skipping_attack(
         "zeros_may_be_skipped": may_skip,
         "basis": basis,
         "scale": scale,
-        "vulnerable": bool(may_skip),
+        "vulnerable": vulnerable,
+        "verdict": verdict,
     }
     eps = privacy.get("epsilon") if privacy else None
     if not may_skip:
@@ -112,30 +144,43 @@ def zero_skipping_attack(
         }
         for g in group_sizes
     ]
-    out["max_likelihood_ratio_per_unit"] = math.inf
-    out["finding"] = (
+    out["max_likelihood_ratio_per_unit"] = None
+    out["max_likelihood_ratio_per_unit_reason"] = (
+        "unbounded (infinite) if zeros are skipped: a published value > t is impossible from a zero cell"
+    )
+    finding = (
         f"not epsilon-DP for any epsilon: a published value > {threshold:g} proves a non-zero raw count; "
         f"an individual alone in a cell is detected with certainty with probability "
         f"{detection_probability(1, threshold, scale):.3g}"
     )
+    if vulnerable is None:
+        finding = (
+            "skipped zeros cannot be ruled out (no declared method). IF zeros were skipped, the release is "
+            + finding
+        )
+        out["note"] = "the delta bound and detection probabilities below hold only if zeros were skipped"
+    out["finding"] = finding
     return out
 
 
-def plot_detection(result: dict[str, object], path: object) -> None:
+def plot_detection(result: dict[str, object], path: str | Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t, p = float(result["threshold"]), result.get("scale")  # type: ignore[arg-type]
+    t, p = float(cast(float, result["threshold"])), cast("float | None", result.get("scale"))
     fig, ax = plt.subplots(figsize=(6, 4))
     if result.get("zeros_may_be_skipped") and p:
-        gs = np.arange(1, int(t) + 4)
-        ax.semilogy(gs, [detection_probability(int(g), t, float(p)) for g in gs], "o-", label="P(g + L > t)")
-        ax.semilogy(
-            gs, [paper_detection_figure(int(g), t, float(p)) for g in gs], "x--", label="report convention"
-        )
-        ax.legend()
+        for (label, (gs, ys)), style in zip(
+            detection_curves(t, float(p), int(t) + 3).items(), ("o-", "x--"), strict=True
+        ):
+            if gs:
+                ax.semilogy(gs, ys, style, label=label)
+        ax.set_ylim(top=1.0)
+        ax.legend(fontsize=7)
+        if result.get("vulnerable") is None:
+            ax.set_title("IF zeros were skipped (cannot be ruled out)", fontsize=9)
     else:
         ax.text(0.5, 0.5, "zeros perturbed: no certain detection", ha="center", transform=ax.transAxes)
     ax.set_xlabel("group size g")

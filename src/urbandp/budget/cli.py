@@ -8,7 +8,7 @@ import typer
 
 from urbandp.errors import cli_guard
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
 
 STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
 
@@ -17,16 +17,30 @@ STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_B
 @cli_guard
 def init(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    unit: str = typer.Option(..., help="Privacy unit: vehicle-day, card-day, reading or respondent."),
-    epsilon_per_day: float | None = typer.Option(None, help="Cap on epsilon per unit and calendar day."),
-    epsilon_total: float | None = typer.Option(None, help="Cap on epsilon summed over all days."),
-    rho_per_day: float | None = typer.Option(None, help="Cap on zCDP rho per calendar day."),
+    unit: str = typer.Option(
+        ..., help="Privacy unit: vehicle-day, card-day, event, reading, respondent or trip."
+    ),
+    epsilon_per_day: float | None = typer.Option(
+        None, help="Cap on epsilon per unit and calendar day (default: no per-day cap)."
+    ),
+    epsilon_total: float | None = typer.Option(
+        None, help="Cap on epsilon summed over all days (default: no total cap)."
+    ),
+    rho_per_day: float | None = typer.Option(
+        None, help="Cap on zCDP rho per calendar day (default: no rho cap)."
+    ),
+    rho_total: float | None = typer.Option(
+        None,
+        help="Cap on zCDP rho over all days: each release costs D^2 x its rho per day, a group of D days (default: no cap).",
+    ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
-    """Declare DATASET with its caps (or change them; never below what is already spent)."""
+    """Declare DATASET with its caps (or change them; never below what is already spent).
+
+    Example: urbandp budget init surat --unit vehicle-day --epsilon-per-day 12 --epsilon-total 400"""
     from urbandp.privacy.budget_store import DatasetCaps, open_store
 
-    caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day)
+    caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total)
     store = open_store(budget_store)
     try:
         store.init_dataset(caps)
@@ -34,6 +48,7 @@ def init(
         store.close()
     typer.echo(
         f"{dataset}: unit {unit}, epsilon per day {epsilon_per_day}, total {epsilon_total}, rho per day {rho_per_day}"
+        + ("" if rho_total is None else f", rho total {rho_total}")
     )
 
 
@@ -41,16 +56,22 @@ def init(
 @cli_guard
 def show(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    out: Path | None = typer.Option(None, help="Directory for spend.csv and spend.png (written atomically)."),
+    out: Path | None = typer.Option(
+        None,
+        help="Directory for spend.csv and spend.png, written atomically (default: table on stdout only).",
+    ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
-    """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out)."""
+    """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out).
+
+    Example: urbandp budget show surat --out out/budget"""
     from urbandp.privacy.budget_store import open_store
 
     store = open_store(budget_store)
     try:
         caps = store.caps(dataset)
         spend = store.spend_per_day(dataset)
+        group = store.group_rho_spent(dataset)
     finally:
         store.close()
     cap = caps.epsilon_per_day
@@ -63,7 +84,19 @@ def show(
         typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g}")
         rows.append((day, eps, left, rho))
     total = sum(v[0] for v in spend.values())
-    typer.echo(f"total epsilon spent {total:.6g} over {len(spend)} days")
+    left = (
+        ""
+        if caps.epsilon_total is None
+        else f" (left {max(caps.epsilon_total - total, 0.0):.6g} of {caps.epsilon_total:g})"
+    )
+    typer.echo(f"total epsilon spent {total:.6g} over {len(spend)} days{left}")
+    rho_left = (
+        ""
+        if caps.rho_total is None
+        else f" (left {max(caps.rho_total - group, 0.0):.6g} of {caps.rho_total:g})"
+    )
+    if caps.rho_total is not None or caps.rho_per_day is not None or any(v[1] > 0 for v in spend.values()):
+        typer.echo(f"group rho over all days {group:.6g}{rho_left}")
     if out is not None:
         _write_show(out, dataset, caps.epsilon_per_day, rows)
 
@@ -89,6 +122,8 @@ def _write_show(
         ax.bar(days, [r[1] for r in rows], width=0.8, label="epsilon spent")
         if cap is not None:
             ax.axhline(cap, color="red", linestyle="--", label=f"cap per day ({cap:g})")
+        top = max([r[1] for r in rows] + ([cap] if cap is not None else []) + [1e-9])
+        ax.set_ylim(0, top * 1.3)  # room for the legend above the bars
         ax.xaxis_date()
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
         ax.set_ylabel("epsilon per unit-day")
@@ -106,7 +141,9 @@ def history(
     dataset: str = typer.Argument(..., help="Dataset name."),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
-    """Every release charged to DATASET: status, days, epsilon, mechanism, content hash, command line."""
+    """Every release charged to DATASET: status, days, epsilon, mechanism, content hash, command line.
+
+    Example: urbandp budget history surat"""
     from urbandp.privacy.budget_store import open_store
 
     store = open_store(budget_store)

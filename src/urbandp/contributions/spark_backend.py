@@ -423,7 +423,7 @@ class SparkBackend:
         files = expand_inputs(list(paths))
         options = options or ValidationOptions()
         if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
-            options = dataclasses.replace(options, latest_plausible=options.plausible_until)  # type: ignore[call-arg,attr-defined]
+            options = dataclasses.replace(options, latest_plausible=options.plausible_until)
         window = window or ContributionSpec()
         resolved = tuple(str(f.resolve()) for f in files)
         parts = []

@@ -13,9 +13,10 @@ if TYPE_CHECKING:
     import polars as pl
 
     from urbandp.counts import PrivacyUnit
+    from urbandp.privacy.budget_store import PendingRelease
     from urbandp.privacy.ledger import PrivacyLedger
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 @app.command()
@@ -26,7 +27,9 @@ def release(
     ),
     out: Path = typer.Option(..., "--out", help="Output folder."),
     domain: Path | None = typer.Option(
-        None, "--domain", help="Public domain JSON (days, taps, bin_minutes, places)."
+        None,
+        "--domain",
+        help="Public domain JSON: days, taps, bin_minutes, places (default: none; then --select-partitions is required).",
     ),
     select_partitions: bool = typer.Option(
         False, "--select-partitions", help="No public domain: DP partition selection (needs --delta)."
@@ -50,14 +53,20 @@ def release(
         help="laplace (discrete, pure DP) | gaussian (discrete, zCDP -> (eps, delta)).",
     ),
     epsilon: float | None = typer.Option(
-        None, "--epsilon", help="Epsilon for the joint table (scale calibrated by OpenDP)."
+        None,
+        "--epsilon",
+        help="Epsilon for the joint table, scale calibrated by OpenDP (default: none; give this or --noise-scale).",
     ),
     delta: float = typer.Option(0.0, "--delta", help="Delta (Gaussian mechanism or partition selection)."),
     noise_scale: float | None = typer.Option(
-        None, "--noise-scale", help="Noise scale instead of epsilon (epsilon is then computed)."
+        None,
+        "--noise-scale",
+        help="Noise scale instead of epsilon, which is then computed (default: none; give this or --epsilon).",
     ),
     suppress_below: float | None = typer.Option(
-        None, "--suppress-below", help="Hide joint cells whose NOISY value is below this."
+        None,
+        "--suppress-below",
+        help="Hide joint cells whose NOISY value is below this (default: publish every cell).",
     ),
     threshold: float = typer.Option(
         18.0, "--threshold", help="data61-2016 only: release if noisy > threshold."
@@ -67,11 +76,13 @@ def release(
         False, "--consistent", help="Consistent non-negative least-squares projection (post-processing)."
     ),
     top_k: int | None = typer.Option(
-        None, "--top-k", help="Also release the k busiest places (OpenDP noisy top-k)."
+        None, "--top-k", help="Also release the k busiest places with OpenDP noisy top-k (default: off)."
     ),
-    top_k_epsilon: float | None = typer.Option(None, "--top-k-epsilon", help="Epsilon charged for --top-k."),
+    top_k_epsilon: float | None = typer.Option(
+        None, "--top-k-epsilon", help="Epsilon charged for --top-k (default: none; required with --top-k)."
+    ),
     top_k_tap: str | None = typer.Option(
-        None, "--top-k-tap", help="Rank places by this tap only (e.g. off = destinations)."
+        None, "--top-k-tap", help="Rank places by this tap only, e.g. off = destinations (default: all taps)."
     ),
     fmt: str = typer.Option("csv", "--format", help="csv | parquet."),
     sampling: str = typer.Option(
@@ -87,27 +98,39 @@ def release(
         "--marginal-epsilon/--marginal-scale is given) | noisy-joint | published-joint | charged.",
     ),
     marginal_epsilon: float | None = typer.Option(
-        None, "--marginal-epsilon", help="Charged marginals: epsilon of each marginal table."
+        None,
+        "--marginal-epsilon",
+        help="Charged marginals: epsilon of each marginal table (default: none; needed with --marginals charged).",
     ),
     marginal_scale: float | None = typer.Option(
-        None, "--marginal-scale", help="Charged marginals: noise scale instead of --marginal-epsilon."
+        None,
+        "--marginal-scale",
+        help="Charged marginals: noise scale instead of --marginal-epsilon (default: none).",
     ),
     budget_epsilon: float | None = typer.Option(
-        None, "--budget-epsilon", help="Refuse releases that spend more epsilon."
+        None, "--budget-epsilon", help="Refuse releases that spend more epsilon (default: no cap)."
     ),
     budget_delta: float = typer.Option(1e-5, "--budget-delta", help="Refuse releases that spend more delta."),
     dataset: str | None = typer.Option(
-        None, help="Charge this dataset in the budget store (urbandp budget)."
+        None,
+        help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
     ),
-    budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
+    budget_store: str | None = typer.Option(
+        None,
+        help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
+    ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
     ),
     engine: str = typer.Option(
-        "polars", "--engine", help="Per-event stage: polars (in-process) or spark (docs/scale-out.md)."
+        "polars",
+        "--engine",
+        help="Per-event stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
     ),
     spark_master: str | None = typer.Option(
-        None, "--spark-master", help="With --engine spark: master URL [local[*]], e.g. spark://host:7077."
+        None,
+        "--spark-master",
+        help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
     ),
 ) -> None:
     """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
@@ -212,7 +235,10 @@ def release(
         assert df is not None
         if not select_partitions:
             raise InputError("no public domain: pass --domain FILE, or --select-partitions with --delta")
-        _release_selected(df, out, punit, epsilon, noise_scale, delta, input_kind, ledger)
+        from urbandp.privacy.budget_store import pending_release
+
+        with pending_release(budget_store, dataset) as budget:  # reserved before the selection's noise
+            _release_selected(df, out, punit, epsilon, noise_scale, delta, input_kind, ledger, budget)
         return
     dom = CountDomain.from_file(domain)
     dom.check_fits(dense=config.resolved_sampling == "dense")
@@ -336,8 +362,13 @@ def _release_selected(
     delta: float,
     input_kind: str,
     ledger: PrivacyLedger,
+    budget: PendingRelease,
 ) -> None:
-    """Partition selection path: no public domain, observed cells released only above a DP threshold."""
+    """Partition selection path: no public domain, observed cells released only above a DP threshold.
+
+    With --dataset the selection's epsilon (from OpenDP's map of the threshold measurement, before it is invoked)
+    is reserved on each day that holds a valid event: a unit-day on another day is in no cell.
+    """
     import polars as pl
 
     from urbandp.counts.accounting import laplace_plan
@@ -387,6 +418,14 @@ def _release_selected(
             .group_by("key")
             .len()
         )
+    if budget.dataset is not None:
+        from urbandp.counts.partitions import calibrate_threshold, threshold_measurement
+
+        meas = threshold_measurement(plan.noise_scale, calibrate_threshold(punit, plan.noise_scale, delta))
+        eps_sel, delta_sel = meas.map((punit.l0, punit.l1, punit.linf))
+        days = sorted(set(good["_ts"].dt.date().to_list()))
+        params = {"epsilon": eps_sel, "delta": delta_sel, "noise_scale": plan.noise_scale}
+        budget.reserve(punit.kind, dict.fromkeys(days, float(eps_sel)), "counts-partition-selection", params)
     sel = select_partitions(
         dict(zip(grouped["key"].to_list(), grouped["len"].to_list(), strict=False)),
         punit,
@@ -436,6 +475,7 @@ def _release_selected(
             {"note": "not differentially private", "input_rows": df.height, "quarantined_rows": bad.height},
         )
         write_json(d.release / "privacy.json", privacy)
+    budget.set_output(out)
     typer.echo(
         dumps_strict(
             {

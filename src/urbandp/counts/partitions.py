@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import opendp.prelude as dp
-
+import urbandp.privacy.dp_prelude as dp
 from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputError
 

@@ -103,7 +103,7 @@ def zero_cell_positions(ranks: np.ndarray, nonzero_index: np.ndarray) -> np.ndar
     The ``r``-th zero cell is ``r + #{nonzero cells at or before it}``; with ``q_i = nz_i - i`` (non-decreasing)
     that count is ``searchsorted(q, r, 'right')``.
     """
-    q = nonzero_index - np.arange(nonzero_index.size, dtype=np.int64)
+    q: np.ndarray = nonzero_index - np.arange(nonzero_index.size, dtype=np.int64)
     return ranks + np.searchsorted(q, ranks, side="right").astype(np.int64)
 
 

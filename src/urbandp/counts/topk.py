@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import opendp.prelude as dp
 
+import urbandp.privacy.dp_prelude as dp
 from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputError
 

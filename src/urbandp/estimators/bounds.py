@@ -4,6 +4,10 @@ Both rules are functions of the counts ``m_l`` only. The paper assumes ``L`` and
 client* (section II-C) and its neighbouring relation keeps them fixed (Def. II.1), so under that relation the
 choice costs no privacy. If the counts were private, both rules would be data-dependent choices that leak: we do
 not pretend otherwise; every estimate carries ``counts_public=True`` and the docs (docs/estimators.md) say so.
+
+The second half is a DP-chosen *value* bound (the QUANTILE estimator's idea, section III-E, applied to the fleet
+release's clip bound U'): OpenDP's private quantile on an unknown-size dataset, so that it is DP under add/remove
+of a value as well as under replacement; its cost is read from OpenDP's map (epsilon or rho).
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import opendp.prelude as dp
+
+dp.enable_features("contrib")
 
 
 def paper_median(counts: Sequence[int] | np.ndarray) -> int:
@@ -58,3 +65,65 @@ def choose_m_ub(rule: str | int, counts: Sequence[int] | np.ndarray) -> int:
     if rule == "eq1":
         return eq1_argmax(counts)
     raise ValueError(f"m_ub must be 'median', 'eq1' or a positive int, got {rule!r}")
+
+
+# --- DP-chosen clipping bound (issue 8: "clip speeds at a DP-chosen bound") -----------------------------------
+
+
+def quantile_bound_measurement(
+    candidates: Sequence[float], alpha: float, scale: float, *, gaussian: bool
+) -> dp.Measurement:
+    """OpenDP ``make_private_quantile`` over an unknown-size vector (add/remove of values, symmetric distance).
+
+    The QUANTILE estimator's private quantile (paper section III-E, Smith 2011's scores over public candidates),
+    here on a dataset whose size is itself private. ``gaussian=True`` asks OpenDP for its zero-concentrated
+    divergence (a rho, composed with the Gaussian release in rho); otherwise pure epsilon (max divergence).
+    """
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    measure = dp.zero_concentrated_divergence() if gaussian else dp.max_divergence()
+    return dp.m.make_private_quantile(
+        domain, dp.symmetric_distance(), measure, [float(c) for c in candidates], float(alpha), float(scale)
+    )
+
+
+def quantile_bound_scale(
+    candidates: Sequence[float], alpha: float, budget: float, d_in: int, *, gaussian: bool
+) -> tuple[float, float]:
+    """Smallest scale (from the analytic start, moved up) whose OpenDP map at ``d_in`` is ``<= budget``.
+
+    Analytic start: OpenDP's score sensitivity is ``max(alpha, 1 - alpha)`` per added or removed value; the
+    pure-DP map is ``2 d_in max(alpha, 1 - alpha) / scale`` and the zCDP map ``(d_in max(alpha, 1-alpha) /
+    scale)^2 / 2``. Returns ``(scale, cost)``, the cost read from the map.
+    """
+    from urbandp.estimators.selection import calibrate_scale
+
+    s = float(d_in) * max(alpha, 1.0 - alpha)
+    start = s / math.sqrt(2.0 * budget) if gaussian else 2.0 * s / budget
+
+    def at(scale: float) -> float:
+        return float(quantile_bound_measurement(candidates, alpha, scale, gaussian=gaussian).map(int(d_in)))
+
+    return calibrate_scale(at, budget, start)
+
+
+def private_upper_bound(
+    values: np.ndarray,
+    candidates: Sequence[float],
+    alpha: float,
+    scale: float,
+    *,
+    gaussian: bool,
+    private: bool = True,
+) -> float:
+    """One draw of the DP ``alpha``-quantile of ``values`` among ``candidates`` (OpenDP).
+
+    ``private=False`` (exact-answer tests only; not DP) returns the best-scoring candidate.
+    """
+    from urbandp.estimators.selection import quantile_scores
+
+    vals = np.asarray(values, dtype=float)
+    cands = np.asarray(candidates, dtype=float)
+    if not private:
+        return float(cands[int(np.argmin(quantile_scores(vals, cands, alpha)))])
+    meas = quantile_bound_measurement(cands.tolist(), alpha, scale, gaussian=gaussian)
+    return float(meas(vals.tolist()))

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import numpy as np
-import opendp.prelude as dp
 
+import urbandp.privacy.dp_prelude as dp
 from urbandp.estimators.bounds import choose_m_ub
 from urbandp.estimators.grouping import GROUPINGS, GroupingPlan, make_plan
 from urbandp.estimators.selection import (

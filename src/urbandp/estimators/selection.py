@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import opendp.prelude as dp
+
+import urbandp.privacy.dp_prelude as dp
 
 dp.enable_features("contrib")
 
@@ -40,7 +41,9 @@ def calibrate_scale(
     return float(scale), float(eps)
 
 
-def _quantile_measurement(n: int, candidates: Sequence[float], alpha: float, scale: float) -> dp.Measurement:
+def _quantile_measurement(
+    n: int, candidates: Sequence[float] | np.ndarray, alpha: float, scale: float
+) -> dp.Measurement:
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=int(n))
     return dp.m.make_private_quantile(
         domain,
@@ -53,7 +56,7 @@ def _quantile_measurement(n: int, candidates: Sequence[float], alpha: float, sca
 
 
 def quantile_scale(
-    n: int, candidates: Sequence[float], alpha: float, d_in: int, epsilon: float
+    n: int, candidates: Sequence[float] | np.ndarray, alpha: float, d_in: int, epsilon: float
 ) -> tuple[float, float]:
     """Scale of ``make_private_quantile`` on ``n`` known-size values so that ``map(d_in) <= epsilon``.
 
@@ -76,7 +79,12 @@ def quantile_scores(values: np.ndarray, candidates: np.ndarray, alpha: float) ->
 
 
 def private_quantile(
-    values: np.ndarray, candidates: Sequence[float], alpha: float, scale: float, *, private: bool = True
+    values: np.ndarray,
+    candidates: Sequence[float] | np.ndarray,
+    alpha: float,
+    scale: float,
+    *,
+    private: bool = True,
 ) -> float:
     """One draw of OpenDP's private ``alpha``-quantile. ``private=False`` returns the best-scoring candidate
     (exact-answer tests only; not differentially private)."""

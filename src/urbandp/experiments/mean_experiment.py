@@ -18,6 +18,8 @@ import polars as pl
 
 from urbandp.errors import InputError
 
+MIN_EPSILON = 1e-6  # below this the noise scale U / (n epsilon) is astronomically large (or infinite)
+
 
 @dataclass(frozen=True)
 class LoadedHat:
@@ -34,12 +36,19 @@ def parse_epsilons(text: str) -> list[float]:
         raise InputError(f"--epsilons must be comma-separated numbers, got {text!r}") from None
     if not eps or any(not (e > 0 and math.isfinite(e)) for e in eps):
         raise InputError(f"--epsilons must be positive finite numbers, got {text!r}")
+    if min(eps) < MIN_EPSILON:
+        raise InputError(
+            f"--epsilons must be >= {MIN_EPSILON:g} (got {min(eps):g}): the noise scale U/epsilon would overflow "
+            "and every estimate would be noise"
+        )
     return eps
 
 
 def read_records(path: Path) -> pl.DataFrame:
     if not path.exists():
         raise InputError(f"input file not found: {path}")
+    if not path.is_file():  # a directory, a FIFO (would block for ever) or a device
+        raise InputError(f"input {path} is not a regular file")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pl.read_parquet(path)

@@ -37,7 +37,7 @@ def _parse_unit_switches(items: list[str] | None, config: dict[str, Any]) -> tup
 
 
 SECTIONS = ("release", "input", "columns")
-INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since")
+INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since", "timestamp_format")
 
 
 def _read_toml(path: Path | None) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def _read_toml(path: Path | None) -> dict[str, Any]:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InputError("bad config value for input.speed_reject_above: a number of km/h, e.g. 150")
         elif not isinstance(value, str):
-            example = '"mph"' if key == "speed_unit" else '"Asia/Kolkata"'
+            example = {"speed_unit": '"mph"', "timestamp_format": '"epoch-s"'}.get(key, '"Asia/Kolkata"')
             raise InputError(f"bad config value for input.{key}: a string, e.g. {key} = {example}")
     for key, value in data.get("columns", {}).items():
         if not isinstance(value, str):
@@ -90,6 +90,7 @@ def _validation_options(
     unit_since: list[str] | None,
     timezone: str | None,
     reject_above: float | None,
+    timestamp_format: str | None = None,
 ):
     import math
 
@@ -104,6 +105,7 @@ def _validation_options(
         speed_unit_since=_parse_unit_switches(unit_since, section),
         timezone=timezone or section.get("timezone"),
         speed_reject_above_kmh=limit,
+        timestamp_format=timestamp_format or section.get("timestamp_format", "auto"),
     )
 
 
@@ -163,6 +165,12 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         "speed_share",
         "speed_estimator",
         "precision",
+        "clip_bound",
+        "clip_quantile",
+        "clip_share",
+        "coarsen",
+        "coarsen_share",
+        "coarsen_rule",
     ]
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(
@@ -176,9 +184,31 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     )
     cfg = build_config(toml, overrides)
     options = _validation_options(
-        toml, a["speed_unit"], a["speed_unit_since"], a["timezone"], a["speed_reject_above"]
+        toml,
+        a["speed_unit"],
+        a["speed_unit_since"],
+        a["timezone"],
+        a["speed_reject_above"],
+        a.get("timestamp_format"),
     )
     return cfg, options, _parse_columns(a["column"], toml)
+
+
+TIMESTAMP_FORMAT_HELP = (
+    "Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
+    'strftime pattern such as "%d/%m/%Y %H:%M" (default: auto).'
+)
+
+
+def _quarantine_on_failure(out: Path, run: Any) -> Any:
+    """Run ``run()``; when every record was quarantined, write quarantine.csv to owner_only/ and say where."""
+    from urbandp.fleet.pipeline import NoValidRecords, write_owner_quarantine
+
+    try:
+        return run()
+    except NoValidRecords as err:
+        path = write_owner_quarantine(out, err.quarantine)
+        raise InputError(f"{err}; the rows and their reasons are in {path}") from None
 
 
 def release(
@@ -186,7 +216,11 @@ def release(
         ..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory."),
-    config: Path | None = typer.Option(None, "--config", help="TOML config ([release], [input], [columns])."),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
+    ),
     resolution: int | None = typer.Option(None, help="H3 resolution [default: 7]."),
     slot_minutes: int | None = typer.Option(None, help="Time-slot length in minutes [default: 60]."),
     hours: str | None = typer.Option(None, help="Daily hour window START-END [default: 9-21]."),
@@ -201,27 +235,34 @@ def release(
     ),
     speed_limit: float | None = typer.Option(None, help="Query 2 threshold in km/h [default: 35]."),
     noise_scale: float | None = typer.Option(
-        None, help="Laplace scale B for both queries (or --epsilon-per-day)."
+        None, help="Laplace scale B for both queries (default: none; give this or --epsilon-per-day)."
     ),
     epsilon_per_day: float | None = typer.Option(
-        None, help="Cumulative epsilon per vehicle-day; B is derived."
+        None,
+        help="Cumulative epsilon per vehicle-day; the noise is calibrated from it (default: none; give this or --noise-scale).",
     ),
     budget_per_day: float | None = typer.Option(
-        None, help="Refuse the release if epsilon per day would exceed this."
+        None, help="Refuse the release if epsilon per day would exceed this (default: no cap)."
     ),
     selection: str | None = typer.Option(
         None, help="HAT selection: dp (default) or public-threshold (not DP)."
     ),
     domain_bbox: str | None = typer.Option(
-        None, help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection."
+        None,
+        help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection (default: no extent; approximate-DP selection).",
     ),
     selection_epsilon: float | None = typer.Option(
-        None, help="Epsilon per day for DP selection when B is given [1.0]."
+        None, help="Epsilon per day for DP selection when B is given (default: 1.0)."
     ),
-    delta: float | None = typer.Option(None, help="Target delta per vehicle-day of DP selection [1e-6]."),
-    min_vehicles_per_day: float | None = typer.Option(None, help="Threshold: vehicles per day per HAT [10]."),
+    delta: float | None = typer.Option(
+        None, help="Target delta per vehicle-day of DP selection (default: 1e-6)."
+    ),
+    min_vehicles_per_day: float | None = typer.Option(
+        None, help="Threshold: vehicles per day per HAT (default: 10)."
+    ),
     max_hats_per_vehicle_day: str | None = typer.Option(
-        None, help="K, public bound enforced by truncation [96], or 'observed' (report, not DP)."
+        None,
+        help="K, public bound enforced by truncation, or 'observed' as in the report, not DP (default: 96).",
     ),
     speed_share: float | None = typer.Option(
         None,
@@ -239,24 +280,25 @@ def release(
         None,
         help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile, clipped-mean.",
     ),
-    precision: int | None = typer.Option(None, help="Decimal places of released values [2]."),
+    precision: int | None = typer.Option(None, help="Decimal places of released values (default: 2)."),
     speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
     speed_unit_since: list[str] | None = typer.Option(
-        None, help="Unit switch on a date, e.g. 2016-01-01=m/s (repeatable)."
+        None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
     ),
     timezone: str | None = typer.Option(
         None, help="Convert timestamps to this zone (default: wall-clock time as written)."
     ),
     speed_reject_above: float | None = typer.Option(
-        None, help="Quarantine speeds above this many km/h [150]."
+        None, help="Quarantine speeds above this many km/h (default: 150)."
     ),
+    timestamp_format: str | None = typer.Option(None, help=TIMESTAMP_FORMAT_HELP),
     column: list[str] | None = typer.Option(
         None,
-        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates.",
+        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: the ITMS names).",
     ),
     no_map: bool = typer.Option(False, "--no-map", help="Skip map.html."),
     gtfs: Path | None = typer.Option(
-        None, "--gtfs", help="GTFS directory (shapes.txt / stops.txt) drawn on the map."
+        None, "--gtfs", help="GTFS directory with shapes.txt / stops.txt drawn on the map (default: none)."
     ),
     strict: bool = typer.Option(
         False,
@@ -264,14 +306,43 @@ def release(
         help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
     ),
     dataset: str | None = typer.Option(
-        None, help="Charge this dataset in the budget store (urbandp budget)."
+        None,
+        help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
     ),
-    budget_store: str | None = typer.Option(None, help="Budget store path or postgresql:// URL."),
+    budget_store: str | None = typer.Option(
+        None,
+        help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
+    ),
+    clip_bound: str | None = typer.Option(
+        None,
+        help="Clip bound of HAT mean speeds: public (--speed-max U) or dp-quantile (a DP quantile U' <= U) (default: public).",
+    ),
+    clip_quantile: float | None = typer.Option(
+        None, help="Quantile of the vehicle-days' largest HAT mean speed for dp-quantile (default: 0.9)."
+    ),
+    clip_share: float | None = typer.Option(
+        None, help="Share of the budget for the dp-quantile bound (default: 0.05)."
+    ),
+    coarsen: str | None = typer.Option(
+        None,
+        help="Where the finest HAT does not pass, release a coarser one: none, parent1, parent2, slot2, auto (default: none).",
+    ),
+    coarsen_share: float | None = typer.Option(
+        None, help="Share of the budget for the coarser level(s) (default: 0.3)."
+    ),
+    coarsen_rule: str | None = typer.Option(
+        None,
+        help="fill (a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released) (default: fill).",
+    ),
     engine: str = typer.Option(
-        "polars", "--engine", help="Record-level stage: polars (in-process) or spark (docs/scale-out.md)."
+        "polars",
+        "--engine",
+        help="Record-level stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
     ),
     spark_master: str | None = typer.Option(
-        None, "--spark-master", help="With --engine spark: master URL [local[*]], e.g. spark://host:7077."
+        None,
+        "--spark-master",
+        help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
     ),
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
@@ -283,37 +354,45 @@ def release(
 
     from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
-    from urbandp.privacy.budget_store import release_budget
+    from urbandp.privacy.budget_store import checkpoint, pending_release
 
     cfg, options, columns = _configure(locals())
+    _check_chargeable(dataset, cfg)
     console = Console(stderr=True)
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with (
+        Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress,
+        pending_release(budget_store, dataset) as budget,  # reserved before noise, committed after writing
+    ):
         task = progress.add_task("starting", total=None)
-        release_result, loaded = release_fleet(
-            inputs,
-            cfg,
-            columns=columns,
-            options=options,
-            step=lambda name: progress.update(task, description=name),
-            engine=_engine(engine, spark_master),
-            spark_master=spark_master,
+        release_result, loaded = _quarantine_on_failure(
+            out,
+            lambda: release_fleet(
+                inputs,
+                cfg,
+                columns=columns,
+                options=options,
+                step=lambda name: progress.update(task, description=name),
+                before_noise=lambda charge: _reserve_fleet(budget, charge),
+                engine=_engine(engine, spark_master),
+                spark_master=spark_master,
+            ),
         )
         useless = release_warnings(release_result, cfg)
         p = release_result.privacy
-        p["warnings"] = [*p["warnings"], *useless]  # type: ignore[misc]
+        p["warnings"] = [*p["warnings"], *useless]
         p["useless_release"] = bool(useless)
-        for text in p["warnings"]:  # type: ignore[attr-defined]
+        for text in p["warnings"]:
             console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False)
         empty_days = release_result.owner_notes.get("days_without_records") or []
         if empty_days:
             console.print(
-                f"[bold yellow]urbandp: warning:[/] {len(empty_days)} day(s) of the window hold no record "  # type: ignore[arg-type]
+                f"[bold yellow]urbandp: warning:[/] {len(empty_days)} day(s) of the window hold no record "
                 f"(D stays {p['days']}, which dilutes the per-day counts); the list is in owner_only/",
                 highlight=False,
             )
@@ -324,17 +403,39 @@ def release(
             "interval_threshold": cfg.speed_max / 2,
             "domain_cells": _domain_cell_strings(cfg),
         }
-        pw = release_result.privacy
-        with release_budget(
-            dataset, budget_store, "vehicle-day", pw["window"]["start"], pw["window"]["end"],  # type: ignore[index]
-            float(pw["cumulative_epsilon_per_day"]), "fleet-hat", {"epsilon_per_day": pw["epsilon_per_day"]},  # type: ignore[arg-type]
-        ) as budget:  # fmt: skip
-            paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
-            if budget is not None:
-                budget.set_output(out)
+        checkpoint("after-noise")
+        paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
+        budget.set_output(out)
     _print_summary(release_result.privacy, paths)
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
+
+
+def _check_chargeable(dataset: str | None, cfg: Any) -> None:
+    """With --dataset the charge must be known before any noise: from --epsilon-per-day or --budget-per-day."""
+    if dataset is not None and cfg.epsilon_per_day is None and cfg.budget_per_day is None:
+        raise InputError(
+            "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
+        )
+
+
+def _reserve_fleet(budget: Any, charge: Any) -> None:
+    """release_fleet's before_noise hook: reserve the planned epsilon (and rho) on each day of the window."""
+    params = {
+        "epsilon_per_day": charge.epsilon_per_day,
+        "rho_per_day": charge.rho_per_day,
+        "conversion_delta": charge.conversion_delta,
+        "window_derived_from_data": charge.derived_window,
+    }
+    budget.reserve_window(
+        "vehicle-day",
+        charge.first_day,
+        charge.last_day,
+        charge.epsilon_per_day,
+        f"fleet-hat-{charge.mechanism}",
+        params,
+        rho_per_day=charge.rho_per_day,
+    )
 
 
 def _engine(engine: str, spark_master: str | None) -> str:
@@ -407,6 +508,13 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
             f"{num(p['epsilon_per_window'])} (delta {p['delta_per_window']:.3g}) over {p['days']} days",
         ),
     ]
+    if "coarsen" in p:  # --coarsen: HATs per level
+        levels = ", ".join(f"{lv['level']} {lv['hats_released']}" for lv in p["coarsen"]["levels"])
+        rows.append(("HATs per level", f"{levels} (rule {p['coarsen']['rule']})"))
+    if "clip_bound" in p:  # --clip-bound dp-quantile
+        rows.append(
+            ("speed clip bound (DP)", f"{num(p['clip_bound']['bound'])} km/h (U = {num(p['speed_max'])})")
+        )
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
@@ -417,33 +525,71 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
 def explore(
     inputs: list[Path] = typer.Argument(..., help="Input files or directories."),
     out: Path = typer.Option(Path("out/explore"), "--out", help="Output directory for the table and PNGs."),
-    hours: str = typer.Option("9-21", help="Daily hour window START-END."),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="TOML config: its input and columns tables (and start, end, hours) are used (default: none).",
+    ),
+    hours: str | None = typer.Option(None, help="Daily hour window START-END (default: 9-21)."),
+    start: str | None = typer.Option(None, help="First day YYYY-MM-DD (default: first day in data)."),
+    end: str | None = typer.Option(None, help="Last day YYYY-MM-DD (default: last day in data)."),
     slot_minutes: int = typer.Option(60, help="Time-slot length in minutes."),
     min_vehicles_per_day: float = typer.Option(10.0, help="Threshold used for the share-of-cells column."),
-    speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h, mph or m/s."),
-    column: list[str] | None = typer.Option(None, help="Column mapping NAME=SOURCE (repeatable)."),
+    speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
+    speed_unit_since: list[str] | None = typer.Option(
+        None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
+    ),
+    timezone: str | None = typer.Option(
+        None, help="Convert timestamps to this zone (default: wall-clock time as written)."
+    ),
+    speed_reject_above: float | None = typer.Option(
+        None, help="Quarantine speeds above this many km/h (default: 150)."
+    ),
+    timestamp_format: str | None = typer.Option(None, help=TIMESTAMP_FORMAT_HELP),
+    column: list[str] | None = typer.Option(
+        None, help="Column mapping NAME=SOURCE, repeatable (default: the ITMS names)."
+    ),
 ) -> None:
     """Explore TRUE data to choose parameters (report III A-C). FOR THE DATA OWNER ONLY: not private.
 
-    Example: urbandp explore fleet.parquet --out out/explore
+    Reads records like `urbandp release` (same input options); rejected rows go to owner_only/<name>/quarantine.csv.
+
+    Example: urbandp explore fleet.parquet --out out/explore --start 2016-11-24 --end 2016-11-27
     """
     from rich.console import Console
 
-    from urbandp.fleet.explore import OWNER_ONLY, comparison_table, write_histograms
+    from urbandp.fleet.explore import OWNER_ONLY, comparison_table, in_window, write_histograms
     from urbandp.fleet.explore import explore as run_explore
-    from urbandp.fleet.pipeline import load_records
+    from urbandp.fleet.pipeline import load_records, top_reasons, write_owner_quarantine
     from urbandp.grid.slots import SlotSpec, parse_hours
 
-    options = _validation_options({}, speed_unit, None, None, None)
+    toml = _read_toml(config)
+    section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
+    hours_text = hours or section.get("hours")
+    window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text or (9, 21))
+    first = _date(start, "--start") or _date(_toml_date(section.get("start")), "start")
+    last = _date(end, "--end") or _date(_toml_date(section.get("end")), "end")
+    if first and last and first > last:
+        raise InputError(f"--start {first} is after --end {last}")
+    options = _validation_options(
+        toml, speed_unit, speed_unit_since, timezone, speed_reject_above, timestamp_format
+    )
+    slots = SlotSpec(slot_minutes, *window_hours)
     console = Console()
+    err = Console(stderr=True)
     with console.status("reading, validating and aggregating at resolutions 6, 7, 8"):
-        loaded = load_records(inputs, _parse_columns(column, {}), options)
-        result = run_explore(
-            loaded.clean,
-            slots=SlotSpec(slot_minutes, *parse_hours(hours)),
-            min_vehicles_per_day=min_vehicles_per_day,
-        )
-    from urbandp.reports.outputs import OWNER_README, atomic_output_dir
+        loaded = load_records(inputs, _parse_columns(column, toml), options)
+        _quarantine_on_failure(out, loaded.require_valid)
+        clean, outside = in_window(loaded.clean, slots, first, last)
+        if clean.height == 0:
+            where = write_owner_quarantine(out, loaded.quarantine)
+            raise InputError(
+                f"none of the {outside:,} valid records lies inside the window {first or 'first day'}.."
+                f"{last or 'last day'}, hours {window_hours[0]}-{window_hours[1]} ({loaded.quarantine.height:,} other "
+                f"records quarantined: {top_reasons(loaded.reasons)}, in {where}); widen --start/--end or --hours"
+            )
+        result = run_explore(clean, slots=slots, min_vehicles_per_day=min_vehicles_per_day)
+    from urbandp.reports.outputs import OWNER_README, atomic_output_dir, owner_dir_for
 
     # The whole exploration is data-owner material (true data): the directory says so in its README.txt. It is
     # written atomically like every output, so a rerun never leaves stale files.
@@ -451,10 +597,23 @@ def explore(
         (d.release / "README.txt").write_text(OWNER_README)
         result.table.write_csv(d.release / "resolution_comparison.csv")
         names = [p.name for p in write_histograms(result, d.release)]
+        loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
     pngs = [out / name for name in names]
+    for text in loaded.warnings:
+        err.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False)
     console.print(f"[bold red]{OWNER_ONLY}[/]")
+    console.print(
+        f"records in {loaded.records_in:,}: used {clean.height:,}, quarantined {loaded.quarantine.height:,} "
+        f"({top_reasons(loaded.reasons, 10)}), valid but outside the window {outside:,}",
+        highlight=False,
+    )
     console.print(comparison_table(result.table))
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))
+    console.print(f"quarantine: {owner_dir_for(out) / 'quarantine.csv'}")
+
+
+def _toml_date(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def plan(**a: Any) -> None:
@@ -471,6 +630,7 @@ def plan(**a: Any) -> None:
     from rich.console import Console
 
     from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
+    from urbandp.privacy.budget_store import pending_release
     from urbandp.privacy.noise import OpenDPNoise
     from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
@@ -480,28 +640,42 @@ def plan(**a: Any) -> None:
     days = (cfg.end - cfg.start).days + 1
     histogram = None
     spent = 0.0
-    if a["histogram_epsilon"] is not None:
-        eps_h = float(a["histogram_epsilon"])
-        if not (math.isfinite(eps_h) and eps_h > 0):
-            raise InputError("--histogram-epsilon must be a finite number above 0")
-        from urbandp.contributions import ContributionSpec, get_backend
-        from urbandp.fleet.pipeline import load_records
-        from urbandp.grid.slots import SlotSpec
+    # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
+    # data spends budget, so only that is charged (with --dataset), reserved before its noise.
+    charged = a["dataset"] if a["histogram_epsilon"] is not None else None
+    with pending_release(a["budget_store"], charged) as budget:
+        if a["histogram_epsilon"] is not None:
+            eps_h = float(a["histogram_epsilon"])
+            if not (math.isfinite(eps_h) and eps_h > 0):
+                raise InputError("--histogram-epsilon must be a finite number above 0")
+            from urbandp.contributions import ContributionSpec, get_backend
+            from urbandp.fleet.pipeline import load_records
+            from urbandp.grid.slots import SlotSpec
 
-        spec = ContributionSpec(
-            cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+            spec = ContributionSpec(
+                cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+            )
+            loaded = load_records(a["inputs"], columns, options, window=spec)
+            _quarantine_on_failure(a["out"], loaded.require_valid)
+            contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+            k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+            budget.reserve_window(
+                "vehicle-day",
+                cfg.start,
+                cfg.end,
+                eps_h,
+                "fleet-plan-histogram-laplace",
+                {"epsilon": eps_h, "k": k},
+            )
+            histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
+        result = make_plan(
+            cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
         )
-        loaded = load_records(a["inputs"], columns, options, window=spec)
-        contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
-        k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
-        histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
-    result = make_plan(
-        cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
-    )
-    result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
-    result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    with atomic_output_dir(a["out"]) as d:
-        write_json(d.release / "plan.json", result)
+        result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
+        result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        with atomic_output_dir(a["out"]) as d:
+            write_json(d.release / "plan.json", result)
+        budget.set_output(a["out"])
     Console().print(dumps_strict(result))
     Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}")
 
@@ -513,11 +687,15 @@ def _plan_signature() -> None:
     skip = {"no_map", "gtfs", "strict"}
     params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
     extra = {
-        "target_error": typer.Option(None, "--target-error", help="Target sd of a released mean (km/h)."),
+        "target_error": typer.Option(
+            None,
+            "--target-error",
+            help="Target sd of a released mean in km/h (default: none; no search for settings).",
+        ),
         "histogram_epsilon": typer.Option(
             None,
             "--histogram-epsilon",
-            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (off: spends nothing).",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (default: off, spends nothing).",
         ),
     }
     for name, default in extra.items():

@@ -25,6 +25,9 @@ Mechanism = Literal["gaussian", "laplace"]
 # The report's name for the presence-public relation (III E); accepted as an alias.
 NEIGHBOURING_ALIASES = {"replace-one": "presence-public"}
 SpeedEstimator = Literal["report", "baseline", "array-averaging", "levy", "quantile", "clipped-mean"]
+ClipBound = Literal["public", "dp-quantile"]
+Coarsen = Literal["none", "parent1", "parent2", "slot2", "auto"]
+CoarsenRule = Literal["exclusive", "fill"]
 
 
 class HatReleaseConfig(BaseModel):
@@ -87,6 +90,30 @@ class HatReleaseConfig(BaseModel):
     )
     speed_estimator: SpeedEstimator = "report"
     precision: int = Field(2, ge=0, le=10)
+    clip_bound: ClipBound = Field(
+        "public",
+        description="public: clip vehicle-day mean speeds at speed_max U; dp-quantile: at a DP quantile U' <= U "
+        "of the vehicle-days' largest HAT mean speed (costs clip_share of the budget)",
+    )
+    clip_quantile: float = Field(
+        0.9, gt=0, lt=1, description="level alpha of the DP quantile (dp-quantile clip bound)"
+    )
+    clip_share: float = Field(
+        0.05, gt=0, lt=0.5, description="share of the per-day budget spent on the DP clip bound"
+    )
+    coarsen: Coarsen = Field(
+        "none",
+        description="also release a coarser level where the finest HAT did not pass: H3 parent one (parent1) or "
+        "two (parent2) levels up, a merged pair of slots (slot2), or parent1 then parent2 (auto)",
+    )
+    coarsen_rule: CoarsenRule = Field(
+        "fill",
+        description="fill: a coarser HAT stands for the part of it no finer level released (its remainder); "
+        "exclusive: a coarser HAT only where no finer HAT inside it was released",
+    )
+    coarsen_share: float = Field(
+        0.3, gt=0, lt=1, description="share of the per-day budget for the coarser level(s), split evenly"
+    )
 
     @field_validator("neighbouring", mode="before")
     @classmethod
@@ -161,6 +188,16 @@ class HatReleaseConfig(BaseModel):
                 "clipped-mean is calibrated for add-remove; under presence-public it would spend 4/3 to 1.5 times "
                 "its epsilon (the centred sum moves by U*m_UB and the counts by distance 2): use add-remove"
             )
+        for name, on in (("clip_bound", self.clip_bound != "public"), ("coarsen", self.coarsen != "none")):
+            if on and (self.epsilon_per_day is None or self.speed_estimator != "report"):
+                raise ValueError(
+                    f"{name} splits an epsilon budget between release steps: it needs --epsilon-per-day and the "
+                    "report speed estimator"
+                )
+        if self.coarsen != "none" and self.resolution < COARSEN_LEVELS[self.coarsen][-1][0]:
+            raise ValueError(
+                f"coarsen {self.coarsen} needs a resolution of at least {COARSEN_LEVELS[self.coarsen][-1][0]}"
+            )
         if self.domain_bbox is not None:
             a, b, c, d = self.domain_bbox
             if not all(math.isfinite(x) for x in self.domain_bbox) or not (
@@ -202,8 +239,20 @@ EXAMPLES = {
     "mechanism": '"gaussian" or "laplace"',
     "selection": '"dp" or "public-threshold"',
     "speed_estimator": '"report"',
+    "clip_bound": '"public" or "dp-quantile"',
+    "coarsen": '"none", "parent1", "parent2", "slot2" or "auto"',
+    "coarsen_rule": '"exclusive" or "fill"',
 }
 
+
+# Coarser levels released where the finest HAT did not pass: (H3 levels up, slots merged) per level, finest first.
+COARSEN_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
+    "none": (),
+    "parent1": ((1, 1),),
+    "parent2": ((2, 1),),
+    "slot2": ((0, 2),),
+    "auto": ((1, 1), (2, 1)),
+}
 
 # The user-level mean estimators of the paper assume the units present and their record counts are public.
 PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
@@ -227,7 +276,7 @@ def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatRe
             values.pop(other, None)
     values.update(given)
     try:
-        return HatReleaseConfig(**values)  # type: ignore[arg-type]
+        return HatReleaseConfig(**values)
     except ValidationError as err:
         raise InputError(_one_line(err)) from None
 

@@ -7,6 +7,7 @@ meeting the threshold in every slot) and histograms of unique vehicles per HAT p
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,21 @@ class ExploreResult:
     table: pl.DataFrame
     vehicles_per_hat_day: dict[int, pl.Series]
     hats_per_vehicle_day: pl.Series
+
+
+def in_window(
+    clean: pl.DataFrame, slots: SlotSpec, start: dt.date | None = None, end: dt.date | None = None
+) -> tuple[pl.DataFrame, int]:
+    """The valid records inside the date window and the daily hours of ``slots``, and how many were outside.
+
+    The same rule as a release (:func:`urbandp.contributions.polars_backend.window_filter`), so that explore and
+    release count the same records.
+    """
+    from urbandp.contributions.polars_backend import window_filter
+
+    spec = ContributionSpec(resolution=7, slots=slots, start=start, end=end)
+    inside = clean.filter(window_filter(spec))
+    return inside, clean.height - inside.height
 
 
 def explore(

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -17,21 +18,55 @@ from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.contributions.polars_backend import window_filter
 from urbandp.errors import InputError
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.release import HatRelease, release_hats
+from urbandp.fleet.release import HatRelease, plan_release, release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
-from urbandp.privacy.noise import NoiseSource, OpenDPNoise
-from urbandp.records.readers import scan_records
+from urbandp.privacy.noise import NoiseSource, OpenDPNoise, rho_for_epsilon
+from urbandp.records.readers import read_error_line, scan_records, timestamp_samples
 from urbandp.records.validation import (
+    FAST_SHARE,
     ValidationOptions,
+    classify_timestamps,
     later_duplicates,
     quarantine_frame,
+    raw_rows,
     reason_counts,
     rejected_rows,
+    speed_unit_warnings,
     validate,
 )
 
 Step = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PlannedCharge:
+    """What a release will spend per vehicle-day, fixed before any noise: public parameters and the window.
+
+    ``epsilon_per_day`` bounds privacy.json's ``cumulative_epsilon_per_day`` (the ledger refuses the release
+    otherwise): ``--epsilon-per-day``, or ``--budget-per-day`` if smaller or alone; None with only
+    ``--noise-scale`` (the cost then depends on the selected HATs). ``rho_per_day`` is the zCDP budget of a
+    Gaussian release (the rho whose conversion at ``conversion_delta`` is ``epsilon_per_day``), else None.
+    """
+
+    first_day: dt.date
+    last_day: dt.date
+    epsilon_per_day: float | None
+    rho_per_day: float | None
+    mechanism: str
+    conversion_delta: float | None
+    derived_window: bool
+
+
+def planned_charge(cfg: HatReleaseConfig, start: dt.date, end: dt.date, derived: bool) -> PlannedCharge:
+    """The charge of a release over ``start..end`` from its public parameters (see :class:`PlannedCharge`)."""
+    plan = plan_release(cfg, (end - start).days + 1)
+    bounds = [b for b in (cfg.epsilon_per_day, cfg.budget_per_day) if b is not None]
+    eps = min(bounds) if bounds else None
+    rho = None
+    if plan.gaussian and eps is not None and plan.conversion_delta is not None:
+        rho = rho_for_epsilon(eps, plan.conversion_delta)
+    return PlannedCharge(start, end, eps, rho, plan.mechanism, plan.conversion_delta, derived)
 
 
 @dataclass
@@ -50,8 +85,16 @@ class LoadedRecords:
     records_outside_window: int = 0
     _clean: pl.DataFrame | None = None
     mapping: dict[str, str | None] = field(default_factory=dict)
+    records_valid: int = -1  # valid, non-duplicate rows kept (inside the window when one was given)
+    warnings: list[str] = field(default_factory=list)
+    timestamp_formats: dict[str, str] = field(default_factory=dict)
     #: --engine spark: the quarantine as written by Spark (Parquet directory); ``quarantine`` is then empty
     quarantine_parquet: Path | None = None
+
+    def require_valid(self) -> None:
+        """Raise :class:`NoValidRecords` (top reasons, the quarantine attached) when every row was quarantined."""
+        if self.quarantine.height >= self.records_in:
+            raise NoValidRecords(self.records_in, self.reasons, self.quarantine)
 
     @property
     def clean(self) -> pl.DataFrame:
@@ -73,7 +116,8 @@ def load_records(
     the same streaming pass (the costliest per-record step runs in parallel with reading and parsing).
     """
     raw, mapping, files = scan_records(list(paths), columns)
-    lf = validate(raw, options or ValidationOptions())
+    options = options or ValidationOptions()
+    lf = validate(raw, options)
     inside = window_filter(window) if window is not None else pl.lit(True)
     extra = [cell_expr(window.resolution).alias("cell")] if window is not None else []
     # Two streaming queries: the valid rows inside the window (with the H3 cell, the costliest per-record step, in
@@ -88,20 +132,95 @@ def load_records(
         records_in = int(raw.select(pl.len()).collect().item())  # Parquet: from the metadata
         kept, rejected = pl.collect_all([keep_q, rejected_rows(lf)], engine="streaming")
     except pl.exceptions.PolarsError as err:
-        raise InputError(f"cannot read input: {str(err).splitlines()[0]}") from None
+        raise InputError(f"cannot read input: {read_error_line(err)}") from None
     if records_in == 0:
         raise InputError("input holds no records")
     later = later_duplicates(kept)
     duplicates = kept.filter(later) if later is not None else kept.clear()
+    if duplicates.height:  # the quarantine shows what the input said, not the parsed values
+        duplicates = raw_rows(raw, duplicates.select("source", "row"))
     names = [f.name for f in files]
     quarantine = quarantine_frame(rejected, duplicates).with_columns(
         pl.col("source").replace_strict(list(range(len(names))), names, return_dtype=pl.String)
     )
+    reasons = reason_counts(quarantine)
     clean = (kept.lazy().filter(~later) if later is not None else kept.lazy()).drop("source", "row")
     outside = records_in - kept.height - rejected.height
+    warnings = speed_unit_warnings(kept, options)
+    if reasons["speed_above_maximum"] > FAST_SHARE * records_in:
+        warnings.append(
+            f"{reasons['speed_above_maximum']:,} of {records_in:,} records are above {options.speed_reject_above_kmh:g} "
+            f"km/h after reading them as {options.speed_unit}: is the speed unit right (km/h read as m/s)?"
+        )
+    samples = timestamp_samples(files, mapping.timestamp)
     return LoadedRecords(
-        clean, quarantine, records_in, reason_counts(quarantine), files, outside, mapping=asdict(mapping)
+        clean,
+        quarantine,
+        records_in,
+        reasons,
+        files,
+        outside,
+        mapping=asdict(mapping),
+        records_valid=kept.height - duplicates.height,
+        warnings=warnings,
+        timestamp_formats={name: classify_timestamps(v) for name, v in samples.items()},
     )
+
+
+def top_reasons(reasons: dict[str, int], n: int = 3) -> str:
+    """``unparseable_timestamp 1,998, missing_speed 2`` (the largest non-zero counts)."""
+    top = sorted(((v, k) for k, v in reasons.items() if v), reverse=True)[:n]
+    return ", ".join(f"{k} {v:,}" for v, k in top) or "none"
+
+
+class NoValidRecords(InputError):
+    """Every input row was quarantined: the message gives the top reasons; ``quarantine`` holds the rows."""
+
+    def __init__(self, records_in: int, reasons: dict[str, int], quarantine: pl.DataFrame) -> None:
+        hint = ""
+        if reasons.get("unparseable_timestamp", 0) * 2 > records_in:
+            first = quarantine.filter(pl.col("reason") == "unparseable_timestamp")["timestamp_raw"].head(1)
+            example = f" such as '{first[0]}'" if first.len() and first[0] is not None else ""
+            hint = (
+                f"; timestamps{example} are not ISO 8601 or epoch seconds/milliseconds: declare their layout with "
+                '--timestamp-format (e.g. "%d/%m/%Y %H:%M")'
+            )
+        elif reasons.get("implausible_timestamp", 0) * 2 > records_in:
+            first = quarantine.filter(pl.col("reason") == "implausible_timestamp")["timestamp_raw"].head(1)
+            example = f" such as '{first[0]}'" if first.len() and first[0] is not None else ""
+            hint = (
+                f"; timestamps{example} lie before 1990 or in the future: check --timestamp-format (epoch-s or "
+                "epoch-ms?) and the units' clocks"
+            )
+        super().__init__(
+            f"all {records_in:,} records were quarantined ({top_reasons(reasons)}){hint}; nothing is left to use"
+        )
+        self.quarantine = quarantine
+
+
+def write_owner_quarantine(out: Path, quarantine: pl.DataFrame) -> Path:
+    """Write ``quarantine.csv`` alone to ``owner_only/<name>/`` beside ``out`` (a run that released nothing).
+
+    Written atomically through :func:`urbandp.reports.outputs.atomic_output_dir` on a scratch release directory
+    that is then removed, so an older release in ``out`` is left as it was.
+    """
+    import shutil
+    import uuid
+
+    from urbandp.reports.outputs import atomic_output_dir, check_output_path, owner_dir_for
+
+    out = check_output_path(Path(out))
+    scratch = out.parent / f".{out.name}.quarantine-{uuid.uuid4().hex[:8]}"
+    final = owner_dir_for(out) / "quarantine.csv"
+    with atomic_output_dir(scratch) as d:
+        quarantine.write_csv(d.owner_path("quarantine.csv"))
+    made = owner_dir_for(scratch)
+    target = owner_dir_for(out)
+    if target.exists():
+        shutil.rmtree(target)
+    made.rename(target)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return final
 
 
 def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tuple[dt.date, dt.date, bool]:
@@ -160,13 +279,17 @@ def release_fleet(
     noise: NoiseSource | None = None,
     step: Step | None = None,
     command_line: str | None = None,
+    before_noise: Callable[[PlannedCharge], None] | None = None,
     engine: str = "polars",
     spark_master: str | None = None,
 ) -> tuple[HatRelease, LoadedRecords]:
     """Run the whole release. ``noise`` defaults to OpenDP; ``step`` is told the name of each stage.
 
+    ``before_noise`` is called once with the :class:`PlannedCharge` after reading, validation and planning and
+    before any noise is drawn (the budget store reserves there; an exception from it stops the release).
     ``engine``: ``polars`` (in-process, default) or ``spark`` (the record-level stage on Apache Spark at
-    ``spark_master``, default ``local[*]``; see docs/scale-out.md)."""
+    ``spark_master``, default ``local[*]``; see docs/scale-out.md).
+    """
     say = step or (lambda _name: None)
     say("reading and validating records")
     slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
@@ -183,6 +306,14 @@ def release_fleet(
         raise InputError(f"unknown engine '{engine}' (use polars or spark)")
     else:
         loaded = load_records(paths, columns, options, window=window)
+        loaded.require_valid()
+        if loaded.records_valid == 0:
+            raise InputError(
+                f"none of the {loaded.records_outside_window:,} valid records lies inside the window "
+                f"{cfg.start or 'first day'}..{cfg.end or 'last day'}, hours {cfg.hours[0]}-{cfg.hours[1]} "
+                f"({loaded.quarantine.height:,} other records quarantined: {top_reasons(loaded.reasons)}); "
+                "widen --start/--end or --hours"
+            )
         start, end, derived = date_window(cfg, loaded.clean_lazy)
         spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds)
         say("aggregating per vehicle, HAT and day")
@@ -192,6 +323,8 @@ def release_fleet(
             f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}"
         )
     days = (end - start).days + 1
+    if before_noise is not None:
+        before_noise(planned_charge(cfg, start, end, derived))
     say("selecting HATs and adding noise")
     release = release_hats(contributions, cfg, days, noise or OpenDPNoise(), slots=slots)
     p = release.privacy
@@ -233,6 +366,14 @@ def release_fleet(
                 "speed_reject_above_kmh": opts.speed_reject_above_kmh,
                 "column_mapping": loaded.mapping,
                 "files": [f.name for f in loaded.files],
+                "timestamp_format": opts.timestamp_format,
+                "timestamp_formats_seen": loaded.timestamp_formats,
+                "timestamp_note": (
+                    "auto: each row read as ISO 8601 (T or space) or epoch seconds/milliseconds (UTC instants)"
+                    if opts.timestamp_format == "auto"
+                    else f"declared: {opts.timestamp_format}"
+                ),
+                "plausible_timestamps": "from 1990-01-01 to two days after the run; others quarantined",
             },
             "command_line": " ".join(["urbandp", *sys.argv[1:]]) if command_line is None else command_line,
             "disclosure_note": (
@@ -242,6 +383,7 @@ def release_fleet(
             ),
         }
     )
+    p["warnings"] = [*p["warnings"], *loaded.warnings]  # type: ignore[misc]
     release.owner_notes["days_without_records"] = empty_days
     return release, loaded
 
@@ -319,7 +461,7 @@ def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> N
     p = release.privacy
     wanted = ("h3_cell", "slot", "mean_speed", "ci95_low", "ci95_high", "resolution", "noisy_vehicle_days")
     frame = release.speed.select([c for c in wanted if c in release.speed.columns])
-    extra = {k: v for k, v in options.items() if v is not None}
+    extra: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     write_hat_map(
         frame,
         path,

@@ -27,7 +27,7 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 
-from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
 from urbandp.fleet.release import (
     QueryScales,
     ReleasePlan,
@@ -35,7 +35,7 @@ from urbandp.fleet.release import (
     plan_release,
     speed_sensitivities,
 )
-from urbandp.fleet.selection import calibrate_selection, domain_cells
+from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, calibrate_selection, domain_cells
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 
@@ -77,6 +77,7 @@ def predict_noise(cfg: HatReleaseConfig, days: int, n: float) -> NoisePrediction
             delta=plan.threshold_delta,
             min_per_day=cfg.min_per_day,
             domain_size=domain,
+            false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
         )
         selection_cost, threshold, selection_sd = cal.cost_day, cal.threshold, _sd(plan, cal.scale)
     from urbandp.fleet.release import calibrate_queries
@@ -130,8 +131,9 @@ def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float
     plan = plan_release(c, days)
     if not plan.gaussian:
         return eps0 * sd0 / target
-    assert plan.budget is not None and plan.conversion_delta is not None
-    return zcdp_epsilon(plan.budget * (sd0 / target) ** 2, plan.conversion_delta)
+    assert plan.total_budget is not None and plan.conversion_delta is not None
+    # every share (clip bound, levels, selection, queries) scales with the total rho
+    return zcdp_epsilon(plan.total_budget * (sd0 / target) ** 2, plan.conversion_delta)
 
 
 def dp_histogram(
@@ -207,6 +209,16 @@ def make_plan(
             "Coarser H3 resolution (one level) gathers about 7x the vehicle-days per HAT, slots twice as long 2x."
         ),
     }
+    if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
+        plan = plan_release(cfg, days)
+        out["budget_split"] = {
+            "total": plan.total_budget,
+            "clip_bound": plan.clip_budget,
+            "levels": list(plan.level_budgets),
+            "unit": "rho" if plan.gaussian else "epsilon",
+            "note": "the noise above is the finest level's, at its share of the budget; with clip_bound "
+            "dp-quantile it assumes U (the DP bound U' <= U is only known after the release)",
+        }
     if histogram is not None:
         out["histogram"] = histogram
         out["expected_hats_passing"] = expected_passing(pred, histogram)

@@ -14,6 +14,11 @@ ITMS report sections II D, III D-F and IV C-D, with the corrections DESIGN.md re
    vehicle-day touches at most K HATs; III E step 3), composed in epsilon (Laplace) or rho (Gaussian, converted
    once to (epsilon, delta) by OpenDP), per window from the maps at the window's distance.
 
+Options (issue 8): ``clip_bound="dp-quantile"`` spends a share of the budget on a DP clip bound U' <= U
+(:func:`choose_clip_bound`, after step 2); ``coarsen`` repeats steps 3-6 at coarser levels (H3 parents, merged
+slots) on what the finer levels did not release (:func:`coarse_contributions`, :func:`covered_keys`) and
+:func:`combine_levels` composes the levels' costs (docs/fleet.md, "Coarser where sparse").
+
 Neighbouring relations: ``presence-public`` (the report's relation, alias ``replace-one``): which vehicles are in
 which HAT on which day is public (a scheduled bus's timetable); only speeds are protected, so N is public and
 Query 1's sensitivity is U/N. ``add-remove`` (default): a whole vehicle-day may be present or absent; Query 1 is a
@@ -23,15 +28,18 @@ noisy sum (sensitivity U) over the selection's noisy count.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import polars as pl
+import polars_h3 as plh3
 
 from urbandp.errors import BudgetExceededError, InputError
 from urbandp.fleet.accounting import top_k_sum, window_epsilon
-from urbandp.fleet.config import PAPER_ESTIMATORS, HatReleaseConfig
+from urbandp.fleet.config import COARSEN_LEVELS, PAPER_ESTIMATORS, HatReleaseConfig
 from urbandp.fleet.selection import (
+    EXPECTED_FALSE_POSITIVES,
     SelectionResult,
     calibrate_selection,
     domain_cells,
@@ -89,6 +97,7 @@ class HatRelease:
     privacy: dict[str, object]
     ledger: PrivacyLedger = field(default_factory=PrivacyLedger)
     owner_notes: dict[str, object] = field(default_factory=dict)  # true-data notes for owner_only/, not DP
+    keys: pl.DataFrame = field(default_factory=pl.DataFrame)  # released (cell, slot), for coarser levels
 
 
 # --- 1. plan ---------------------------------------------------------------------------------------------------
@@ -96,7 +105,13 @@ class HatRelease:
 
 @dataclass(frozen=True)
 class ReleasePlan:
-    """Public parameters of a release and the budget split, fixed before any data is read."""
+    """Public parameters of a release and the budget split, fixed before any data is read.
+
+    ``budget``, ``selection_budget`` and ``count_budget`` are those of the finest level. With a DP clip bound
+    (``clip_budget``) and coarser levels (``level_budgets``, finest first) the total per vehicle-day is
+    ``clip_budget + sum(level_budgets) = total_budget`` (epsilon, or rho for Gaussian noise: both compose by
+    addition); :meth:`for_level` gives the plan of one level.
+    """
 
     mechanism: str  # "gaussian" | "laplace"
     k: int | None  # None: 'observed' (read from data, not DP)
@@ -106,7 +121,10 @@ class ReleasePlan:
     selection_budget: float  # epsilon or rho for DP selection
     count_budget: float  # epsilon or rho for the fresh noisy count (the add-remove denominator)
     conversion_delta: float | None  # gaussian: delta of the zCDP -> (epsilon, delta) conversion
-    threshold_delta: float  # target delta of an unknown-domain threshold selection
+    threshold_delta: float  # target delta of an unknown-domain threshold selection (per level)
+    total_budget: float | None = None  # the whole per-day budget (epsilon or rho)
+    clip_budget: float = 0.0  # epsilon or rho for the DP clip bound (clip_bound = dp-quantile)
+    level_budgets: tuple[float, ...] = ()  # per release level, finest first
 
     @property
     def gaussian(self) -> bool:
@@ -116,29 +134,69 @@ class ReleasePlan:
         """Per-HAT cost from OpenDP's map: epsilon (Laplace) or rho (Gaussian)."""
         return gaussian_rho(sensitivity, scale) if self.gaussian else laplace_epsilon(sensitivity, scale)
 
+    def for_level(self, i: int) -> ReleasePlan:
+        """The plan of release level ``i`` (0 = finest): its budget, selection and count shares scaled alike."""
+        if i == 0 or not self.level_budgets:
+            return self
+        assert self.budget is not None
+        ratio = self.level_budgets[i] / self.budget
+        return replace(
+            self,
+            budget=self.level_budgets[i],
+            selection_budget=self.selection_budget * ratio,
+            count_budget=self.count_budget * ratio,
+        )
+
 
 def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
-    """Plan a release from public parameters (cfg and the public window's D)."""
+    """Plan a release from public parameters (cfg and the public window's D).
+
+    Budget split (epsilon for Laplace, rho for Gaussian): ``clip_share`` of the total for a DP clip bound, then
+    of the rest ``1 - coarsen_share`` for the finest level and ``coarsen_share / L`` for each of the L coarser
+    levels; inside a level, ``selection_fraction`` and ``count_fraction`` of the level's budget as before. With
+    unknown-domain threshold selection each level's threshold gets ``delta_sel / (L + 1)``.
+    """
     if days < 1:
         raise InputError("the date window holds no day")
     mech = cfg.resolved_mechanism
     k = None if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
     threshold_select = cfg.selection == "dp" and cfg.domain_bbox is None
+    n_levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
     if mech == "gaussian":
         conv = cfg.delta / 2 if threshold_select else cfg.delta
-        threshold_delta = cfg.delta / 2
+        threshold_delta = cfg.delta / 2 / n_levels
     else:
-        conv, threshold_delta = None, cfg.delta
+        conv, threshold_delta = None, cfg.delta / n_levels
+    total: float | None = None
+    clip_budget = 0.0
+    levels: tuple[float, ...] = ()
     if cfg.epsilon_per_day is not None:
-        budget = rho_for_epsilon(cfg.epsilon_per_day, conv) if conv else cfg.epsilon_per_day
-        selection_budget = cfg.selection_fraction * budget
-        count_budget = cfg.count_fraction * budget
+        total = rho_for_epsilon(cfg.epsilon_per_day, conv) if conv else cfg.epsilon_per_day
+        clip_budget = cfg.clip_share * total if cfg.clip_bound == "dp-quantile" else 0.0
+        rest = total - clip_budget
+        coarse = n_levels - 1
+        shares = [1.0] if not coarse else [1.0 - cfg.coarsen_share] + [cfg.coarsen_share / coarse] * coarse
+        levels = tuple(share * rest for share in shares)
+        budget: float | None = levels[0]
+        selection_budget = cfg.selection_fraction * levels[0]
+        count_budget = cfg.count_fraction * levels[0]
     else:
         budget = None
         selection_budget = rho_for_epsilon(cfg.selection_epsilon, conv) if conv else cfg.selection_epsilon
         count_budget = selection_budget
     return ReleasePlan(
-        mech, k, days, cfg.speed_max, budget, selection_budget, count_budget, conv, threshold_delta
+        mech,
+        k,
+        days,
+        cfg.speed_max,
+        budget,
+        selection_budget,
+        count_budget,
+        conv,
+        threshold_delta,
+        total,
+        clip_budget,
+        levels,
     )
 
 
@@ -218,6 +276,8 @@ def select_hats(
         delta=plan.threshold_delta,
         min_per_day=cfg.min_per_day,
         domain_size=None if grid is None else grid.height,
+        # with coarser levels the expected number of released empty HATs (0.05 per release) is shared by the levels
+        false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
     )
     return measure_selection(cal, per_hat, noise, grid)
 
@@ -408,7 +468,12 @@ def release_hats(
     *,
     slots: SlotSpec | None = None,
 ) -> HatRelease:
-    """Plan, bound, select, calibrate, measure, account. ``days`` is D, the calendar days of the public window."""
+    """Plan, bound, (clip bound), then per level select, calibrate, measure, account; combine the levels.
+
+    ``days`` is D, the calendar days of the public window. Without ``clip_bound`` and ``coarsen`` this is the
+    single-level release; otherwise see :func:`choose_clip_bound`, :func:`coarse_contributions` and
+    :func:`combine_levels`.
+    """
     plan = plan_release(cfg, days)
     slots = slots or SlotSpec(cfg.slot_minutes, *cfg.hours)
     not_dp: list[str] = []
@@ -419,6 +484,75 @@ def release_hats(
     else:
         k = plan.k
         contributions, truncated = truncate_vehicle_days(contributions, k)
+    clip: ClipChoice | None = None
+    base_cfg = cfg
+    if cfg.clip_bound == "dp-quantile":
+        clip = choose_clip_bound(contributions, cfg, plan, noise)
+        contributions = contributions.with_columns(pl.col("mean_speed").clip(0.0, clip.bound))
+        base_cfg = cfg.model_copy(update={"speed_max": clip.bound})
+    levels = ((0, 1), *COARSEN_LEVELS[cfg.coarsen])
+    results: list[HatRelease] = []
+    published: list[tuple[pl.DataFrame, int]] = []  # released (cell, slot) keys of each level and its merge
+    for i, (up, merge) in enumerate(levels):
+        level_cfg = base_cfg
+        level_slots: SlotSpec = slots
+        if (up, merge) != (0, 1):
+            level_cfg = base_cfg.model_copy(update={"resolution": cfg.resolution - up})
+            level_slots = MergedSlotSpec(slots.slot_minutes, slots.start_hour, slots.end_hour, merge)
+        remainder = contributions
+        if published and cfg.coarsen_rule == "fill":
+            # a coarser HAT stands for its part that finer levels did not release: their rows are left out (the
+            # choice reads released keys only: post-processing; each row still lies in one HAT per level)
+            done = released_units(published, cfg.resolution, slots.slots)
+            remainder = contributions.join(done, on=["cell", "slot"], how="anti")
+        level_contrib = coarse_contributions(remainder, cfg.resolution - up, up, level_slots)
+        covered = (
+            covered_keys(
+                published,
+                cfg.resolution - up,
+                level_slots,
+                rule=cfg.coarsen_rule,
+                fine_resolution=cfg.resolution,
+                base_slots=slots.slots,
+            )
+            if published
+            else None
+        )
+        result = _release_level(
+            level_contrib,
+            level_cfg,
+            plan.for_level(i),
+            k,
+            truncated,
+            list(not_dp),
+            noise,
+            level_slots,
+            covered,
+        )
+        published.append((result.keys, merge))
+        results.append(result)
+    if len(results) == 1 and clip is None:
+        return results[0]
+    return combine_levels(cfg, plan, results, levels, clip)
+
+
+def _release_level(
+    contributions: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    k: int,
+    truncated: int,
+    not_dp: list[str],
+    noise: NoiseSource,
+    slots: SlotSpec,
+    covered: pl.DataFrame | None = None,
+) -> HatRelease:
+    """One level: select, drop the HATs ``covered`` by a finer level's released HATs, calibrate, measure, account.
+
+    Dropping covered HATs reads only the finer levels' released keys (a DP output), so it is post-processing;
+    the queries are then calibrated on the HATs left (adaptive composition: their scales depend only on earlier
+    DP outputs).
+    """
     per_hat = per_hat_aggregates(contributions, cfg.speed_limit)
     selection = select_hats(per_hat, cfg, plan, k, noise, slots)
     if cfg.selection == "public-threshold" and cfg.neighbouring == "add-remove":
@@ -443,6 +577,9 @@ def release_hats(
         )
         .sort("cell", "slot")
     )
+    passed = released.height
+    if covered is not None:
+        released = released.join(covered, on=["cell", "slot"], how="anti").sort("cell", "slot")
     if cfg.neighbouring == "presence-public":
         # N is public under presence-public, so HATs nobody visited are dropped without cost (Query 1 needs N > 0).
         released = released.filter(pl.col("n") > 0)
@@ -453,9 +590,354 @@ def release_hats(
     scales = calibrate_queries(cfg, plan, n, k_eff, selection_cost)
     measured = measure_queries(cfg, plan, released, scales, noise, contributions, slots, k_eff)
     result = account(cfg, plan, selection, scales, measured, released, slots, k, k_eff, truncated, not_dp)
+    result.keys = released.select("cell", "slot")
+    result.privacy["hats_passing_selection"] = passed
+    result.privacy["hats_covered_by_finer_level"] = passed - released.height if covered is not None else 0
     if presence_note:
         result.privacy["public_by_assumption"] = presence_note
     return result
+
+
+# --- clip bound (issue 8: the user-level mean paper's quantile idea, section III-E) --------------------------------
+
+CLIP_CANDIDATES = 130  # public candidates U/130, 2U/130, ..., U (0.5 km/h apart at U = 65)
+
+
+@dataclass(frozen=True)
+class ClipChoice:
+    """The DP clip bound U' and what it cost (OpenDP's map, per vehicle-day and over the window)."""
+
+    bound: float
+    alpha: float
+    scale: float
+    cost_day: float  # epsilon (laplace) or rho (gaussian)
+    cost_window: float
+    d_in: int  # symmetric distance of one vehicle-day on the vector of values
+    candidates: int
+
+
+def clip_statistic(contributions: pl.DataFrame) -> np.ndarray:
+    """One value per vehicle-day: its largest HAT mean speed (after truncation to K, clipped to [0, U]).
+
+    Clipping every HAT mean at U' leaves a vehicle-day untouched exactly when this value is <= U', so the
+    alpha-quantile of it bounds the share of vehicle-days that lose anything to the clip by 1 - alpha.
+    """
+    if contributions.height == 0:
+        return np.zeros(0)
+    return contributions.group_by("vehicle", "day").agg(pl.col("mean_speed").max())["mean_speed"].to_numpy()
+
+
+def choose_clip_bound(
+    contributions: pl.DataFrame, cfg: HatReleaseConfig, plan: ReleasePlan, noise: NoiseSource
+) -> ClipChoice:
+    """U' <= U: OpenDP's private ``clip_quantile``-quantile of :func:`clip_statistic` over public candidates.
+
+    One vehicle-day adds or removes one value (symmetric distance 1 under add/remove) or changes one (distance 2
+    under presence-public); over the window one vehicle moves D (resp. 2D) values. The scale is calibrated so that
+    OpenDP's map at that distance spends at most ``plan.clip_budget`` (rho under Gaussian noise, where OpenDP's
+    zCDP quantile composes with the rest in rho; epsilon under Laplace).
+    """
+    from urbandp.estimators.bounds import (
+        private_upper_bound,
+        quantile_bound_measurement,
+        quantile_bound_scale,
+    )
+
+    u = cfg.speed_max
+    cands = [u * (i + 1) / CLIP_CANDIDATES for i in range(CLIP_CANDIDATES)]
+    d_in = 1 if cfg.neighbouring == "add-remove" else 2
+    alpha = cfg.clip_quantile
+    scale, cost = quantile_bound_scale(cands, alpha, plan.clip_budget, d_in, gaussian=plan.gaussian)
+    meas = quantile_bound_measurement(cands, alpha, scale, gaussian=plan.gaussian)
+    window = float(meas.map(d_in * plan.days))
+    values = clip_statistic(contributions)
+    bound = private_upper_bound(
+        values, cands, alpha, scale, gaussian=plan.gaussian, private=bool(noise.is_private)
+    )
+    return ClipChoice(min(bound, u), alpha, scale, cost, window, d_in, len(cands))
+
+
+# --- coarser levels (issue 8: "coarser where sparse") -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MergedSlotSpec(SlotSpec):
+    """Slots of ``merge`` consecutive base slots, counted from the window's start; a merged slot is indexed by its
+    first base slot (so keys of different levels compare), the last one may be shorter."""
+
+    merge: int = 1
+
+    @property
+    def slots(self) -> list[int]:
+        base = super().slots
+        return base[:: self.merge]
+
+    def group(self, slot: pl.Expr) -> pl.Expr:
+        """Index of the merged slot holding base (or merged) slot ``slot``."""
+        first = super().slots[0]
+        return (first + (slot.cast(pl.Int32) - first) // self.merge * self.merge).cast(pl.Int16)
+
+    def label(self, slot: int) -> str:
+        last = min(slot + self.merge - 1, super().slots[-1])
+        a, b = super().label(slot), super().label(last)
+        return f"{a.split('-')[0]}-{b.split('-')[1]}"
+
+
+def coarse_contributions(
+    contributions: pl.DataFrame, resolution: int, up: int, slots: SlotSpec
+) -> pl.DataFrame:
+    """Contributions at a coarser level: the H3 parent ``up`` levels up and/or merged slots.
+
+    Built from the truncated contributions, so a vehicle-day still touches at most K HATs at this level. Its mean
+    speed in a coarse HAT is the record-weighted mean of its fine HAT means (the mean of its records there), in
+    [0, U] (or [0, U'] after a DP clip); its max speed is the max (Query 2).
+    """
+    merge = slots.merge if isinstance(slots, MergedSlotSpec) else 1
+    if up == 0 and merge == 1:
+        return contributions
+    cell = plh3.cell_to_parent("cell", resolution) if up else pl.col("cell")
+    slot = slots.group(pl.col("slot")) if isinstance(slots, MergedSlotSpec) else pl.col("slot")
+    weight = pl.col("n_records").cast(pl.Float64)
+    return (
+        contributions.with_columns(cell.alias("cell"), slot.alias("slot"))
+        .group_by("cell", "slot", "day", "vehicle")
+        .agg(
+            pl.col("n_records").sum(),
+            ((pl.col("mean_speed") * weight).sum() / weight.sum()).alias("mean_speed"),
+            pl.col("max_speed").max(),
+        )
+        .sort("cell", "slot", "day", "vehicle")
+    )
+
+
+def released_units(
+    published: list[tuple[pl.DataFrame, int]], fine_resolution: int, base_slots: list[int]
+) -> pl.DataFrame:
+    """The finest (cell, base slot) units covered by released HATs of any level (H3 descendants x merged slots)."""
+    base = pl.DataFrame({"slot": pl.Series(base_slots, dtype=pl.Int16)})
+    units = []
+    for keys, merge in published:
+        expanded = (
+            keys.with_columns(
+                plh3.cell_to_children("cell", fine_resolution).alias("cell"),
+                pl.int_ranges(pl.col("slot"), pl.col("slot") + merge, dtype=pl.Int16).alias("slot"),
+            )
+            .explode("cell")
+            .explode("slot")
+        )
+        units.append(expanded.join(base, on="slot", how="semi"))
+    return pl.concat(units).unique()
+
+
+def covered_keys(
+    published: list[tuple[pl.DataFrame, int]],
+    resolution: int,
+    slots: SlotSpec,
+    *,
+    rule: str = "exclusive",
+    fine_resolution: int | None = None,
+    base_slots: list[int] | None = None,
+) -> pl.DataFrame:
+    """The (cell, slot) keys at this level that a finer level's released HATs rule out.
+
+    ``exclusive``: every coarser HAT holding a released finer HAT (same slot or merged slot). ``fill``: only
+    coarser HATs *entirely* covered by released finer HATs (all ``7^up`` H3 descendants at the finest resolution,
+    in every base slot of the group); the others are released over their remainder (see :func:`release_hats`).
+    Either way no place and time gets two values. Both read only released keys (DP outputs) and public H3 / slot
+    structure.
+    """
+    group = slots.group(pl.col("slot")) if isinstance(slots, MergedSlotSpec) else pl.col("slot")
+    if rule == "exclusive":
+        frames = [
+            keys.select(plh3.cell_to_parent("cell", resolution).alias("cell"), group.alias("slot"))
+            for keys, _merge in published
+        ]
+        return pl.concat(frames).unique()
+    assert fine_resolution is not None and base_slots is not None
+    base = pl.DataFrame({"slot": pl.Series(base_slots, dtype=pl.Int16)})
+    fine_units = released_units(published, fine_resolution, base_slots)
+    per_group = base.select(group.alias("slot")).group_by("slot").len().rename({"len": "slots_in_group"})
+    need = 7 ** (fine_resolution - resolution)
+    return (
+        fine_units.select(plh3.cell_to_parent("cell", resolution).alias("cell"), group.alias("slot"))
+        .group_by("cell", "slot")
+        .len()
+        .join(per_group, on="slot")
+        .filter(pl.col("len") >= pl.col("slots_in_group") * need)
+        .select("cell", "slot")
+    )
+
+
+LEVEL_NAMES = {(0, 1): "finest", (1, 1): "parent1", (2, 1): "parent2", (0, 2): "slot2"}
+
+COARSEN_ACCOUNTING = (
+    "each level is a release of its own on the same vehicle-days (a vehicle-day touches at most K HATs at every "
+    "level: its coarse HATs are images of its at most K finest HATs); the costs add: per day the sum over levels "
+    "(rho for Gaussian noise, converted once; epsilon for Laplace). Which coarser HATs are published reads only the "
+    "finer levels' DP selection (post-processing)"
+)
+COARSEN_RULES = {
+    "exclusive": "a coarser HAT (H3 parent or merged slot) is published only where no finer HAT inside it was "
+    "released: no place and time shows two values",
+    "fill": "a coarser HAT stands for its remainder: the part of it (finest cells x slots) that no finer level "
+    "released; its selection, counts and means read only the vehicle-days there, and it is published unless "
+    "that remainder is empty. Every place and time gets at most one value (the map draws finer cells on top)",
+}
+
+
+def combine_levels(
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    results: list[HatRelease],
+    levels: tuple[tuple[int, int], ...],
+    clip: ClipChoice | None,
+) -> HatRelease:
+    """One release from the levels (and the clip bound): tables stacked, ledger and privacy.json composed.
+
+    Per vehicle-day: ``cost = cost_clip + sum_levels (selection + count + speed + speeding)``, each level's terms
+    the sum of its top-K per-HAT costs (epsilon; for Gaussian noise rho, converted once by OpenDP). Per window:
+    the same sum of each step's OpenDP map at the window's distance (Gaussian: ``D^2`` times the queries' rho plus
+    the selections' and the clip's maps at D vehicle-days).
+    """
+    gauss = plan.gaussian
+    names = [LEVEL_NAMES[lv] for lv in levels]
+    ledger = PrivacyLedger(
+        budget_epsilon=cfg.budget_per_day or cfg.epsilon_per_day,
+        budget_delta=None,
+        conversion_delta=plan.conversion_delta,
+    )
+    kind = "rho" if gauss else "epsilon"
+    try:
+        if clip is not None:
+            ledger.charge(
+                LedgerEntry(
+                    "clip bound (dp-quantile)",
+                    0.0 if gauss else clip.cost_day,
+                    0.0,
+                    "vehicle-day",
+                    cfg.neighbouring,
+                    "opendp make_private_quantile" + (" (zCDP)" if gauss else ""),
+                    rho=clip.cost_day if gauss else 0.0,
+                )
+            )
+        for name, r in zip(names, results, strict=True):
+            for e in r.ledger.entries:
+                ledger.charge(replace(e, name=f"{e.name} [{name}]" if len(results) > 1 else e.name))
+    except BudgetExceededError as err:
+        raise BudgetExceededError(f"release refused: {err}") from None
+    per_query: dict[str, float] = {}
+    for r in results:
+        src = r.privacy["rho_per_day" if gauss else "epsilon_per_day"]
+        for q, v in src.items():  # type: ignore[attr-defined]
+            per_query[q] = per_query.get(q, 0.0) + float(v)
+    if clip is not None:
+        per_query["clip_bound"] = clip.cost_day
+    clip_window = clip.cost_window if clip is not None else 0.0
+    sel_delta_window = math.fsum(float(r.privacy["selection"]["delta_per_window"]) for r in results)  # type: ignore[index]
+    p = dict(results[0].privacy)
+    if gauss:
+        assert plan.conversion_delta is not None
+        rho_window = math.fsum(float(r.privacy["rho_per_window"]) for r in results) + clip_window  # type: ignore[arg-type]
+        p["rho_per_day"] = per_query
+        p["rho_per_window"] = rho_window
+        p["epsilon_per_day"] = {q: zcdp_epsilon(v, plan.conversion_delta) for q, v in per_query.items()}
+        p["epsilon_per_window"] = zcdp_epsilon(rho_window, plan.conversion_delta)
+        p["delta_per_window"] = plan.conversion_delta + sel_delta_window
+    else:
+        p["epsilon_per_day"] = per_query
+        p["epsilon_per_window"] = (
+            math.fsum(float(cast(float, r.privacy["epsilon_per_window"])) for r in results) + clip_window
+        )
+        p["delta_per_window"] = sel_delta_window
+    p["cumulative_epsilon_per_day"] = ledger.epsilon_spent
+    p["delta_per_day"] = ledger.delta_spent
+    p["ledger"] = ledger.to_dict()
+    p["hats_released"] = sum(int(r.privacy["hats_released"]) for r in results)  # type: ignore[call-overload]
+    p["means_withheld_small_noisy_count"] = sum(
+        int(r.privacy["means_withheld_small_noisy_count"])  # type: ignore[call-overload]
+        for r in results
+    )
+    p["speed_max"] = cfg.speed_max
+    p["resolution"] = cfg.resolution
+    if len(results) > 1:
+        p["coarsen"] = {
+            "mode": cfg.coarsen,
+            "share": cfg.coarsen_share,
+            "rule": cfg.coarsen_rule,
+            "rule_explanation": COARSEN_RULES[cfg.coarsen_rule],
+            "accounting": COARSEN_ACCOUNTING,
+            "levels": [
+                _level_summary(name, lv, r, cfg, plan.for_level(i), gauss)
+                for i, (name, lv, r) in enumerate(zip(names, levels, results, strict=True))
+            ],
+        }
+    if clip is not None:
+        p["clip_bound"] = {
+            "method": "dp-quantile",
+            "statistic": "each vehicle-day's largest HAT mean speed (after truncation to K)",
+            "quantile": clip.alpha,
+            "share": cfg.clip_share,
+            "bound": clip.bound,
+            "speed_max_public": cfg.speed_max,
+            "candidates": f"{clip.candidates} equally spaced in (0, {cfg.speed_max}]",
+            "mechanism": "opendp make_private_quantile, unknown size, "
+            + ("zero-concentrated divergence" if gauss else "max divergence"),
+            "scale": clip.scale,
+            "distance_vehicle_day": clip.d_in,
+            f"{kind}_per_day": clip.cost_day,
+            f"{kind}_per_window": clip.cost_window,
+            "note": "HAT mean speeds are clipped to [0, bound] and Query 1's sensitivity uses the bound (U' <= U); "
+            "released means and intervals are clipped to [0, bound]",
+        }
+        sens = dict(p["sensitivity"])  # type: ignore[call-overload]
+        sens["speed"] = f"{clip.bound}/N per HAT" if cfg.neighbouring == "presence-public" else clip.bound
+        p["sensitivity"] = sens
+    warnings = [w for r in results for w in r.privacy["warnings"]]  # type: ignore[attr-defined]
+    p["warnings"] = [
+        w for i, w in enumerate(warnings) if w not in warnings[:i] and "delta per window" not in w
+    ]
+    if p["delta_per_window"] > 1e-5:  # type: ignore[operator]
+        p["warnings"].append(  # type: ignore[attr-defined]
+            f"delta per window is {p['delta_per_window']:.3g}, not small: a vehicle's presence over the "
+            f"{plan.days}-day window is weakly protected; give --domain-bbox (no delta for selection) or a shorter "
+            "window"
+        )
+    level_col = [pl.lit(name).alias("level") for name in names]
+    speed = pl.concat(
+        [
+            r.speed.with_columns(col) if len(results) > 1 else r.speed
+            for r, col in zip(results, level_col, strict=True)
+        ],
+        how="diagonal",
+    )
+    speeding = pl.concat(
+        [
+            r.speeding.with_columns(col) if len(results) > 1 else r.speeding
+            for r, col in zip(results, level_col, strict=True)
+        ],
+        how="diagonal",
+    )
+    keys = pl.concat([r.keys for r in results])
+    return HatRelease(speed=speed, speeding=speeding, privacy=p, ledger=ledger, keys=keys)
+
+
+def _level_summary(
+    name: str, level: tuple[int, int], r: HatRelease, cfg: HatReleaseConfig, plan: ReleasePlan, gauss: bool
+) -> dict[str, object]:
+    q = r.privacy["rho_per_day" if gauss else "epsilon_per_day"]
+    return {
+        "level": name,
+        "resolution": cfg.resolution - level[0],
+        "slot_minutes": cfg.slot_minutes * level[1],
+        ("rho_budget" if gauss else "epsilon_budget"): plan.budget,
+        ("rho_per_day" if gauss else "epsilon_per_day"): q,
+        ("rho_per_day_total" if gauss else "epsilon_per_day_total"): math.fsum(q.values()),  # type: ignore[attr-defined]
+        "hats_passing_selection": r.privacy["hats_passing_selection"],
+        "hats_covered_by_finer_level": r.privacy["hats_covered_by_finer_level"],
+        "hats_released": r.privacy["hats_released"],
+        "selection_threshold_vehicle_days": r.privacy["selection"]["threshold_vehicle_days"],  # type: ignore[index]
+        "noise_scale": r.privacy["noise_scale"],
+    }
 
 
 # --- 6. account ----------------------------------------------------------------------------------------------------
@@ -639,6 +1121,7 @@ def account(
             "epsilon_per_day": selection.epsilon_per_day,
             "rho_per_day": selection.rho_per_day,
             "delta_per_day": selection.delta_per_day,
+            "delta_per_window": selection.window_cost[1],
             "max_noisy_count": selection.max_noisy_count,
             "domain_hats": selection.domain_hats,
         },

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
-import opendp.prelude as dp
 import polars as pl
 import polars_h3 as plh3
 
+import urbandp.privacy.dp_prelude as dp
 from urbandp.privacy.noise import NoiseSource, gaussian_rho
 
 dp.enable_features("contrib")
@@ -133,7 +133,11 @@ EXPECTED_FALSE_POSITIVES = 0.05
 
 
 def false_positive_threshold(
-    scale: float, domain_size: int, at_least: float, gaussian: bool = False
+    scale: float,
+    domain_size: int,
+    at_least: float,
+    gaussian: bool = False,
+    expected: float = EXPECTED_FALSE_POSITIVES,
 ) -> float:
     """Threshold keeping the expected number of released EMPTY HATs at or below 0.05 per release.
 
@@ -143,7 +147,7 @@ def false_positive_threshold(
     the first version's level, empty HATs showed up in most real-data releases with a mean of noise over noise.)
     """
     m = max(domain_size, 1)
-    f = EXPECTED_FALSE_POSITIVES
+    f = expected
     t = scale * NormalDist().inv_cdf(1.0 - f / m) if gaussian else scale * math.log(m / (2.0 * f))
     return float(max(at_least, math.ceil(t)))
 
@@ -173,6 +177,7 @@ def calibrate_selection(
     delta: float,
     min_per_day: float,
     domain_size: int | None,
+    false_positives: float = EXPECTED_FALSE_POSITIVES,
 ) -> SelectionCalibration:
     """Scale and threshold from the budget (epsilon for Laplace, rho for Gaussian), from OpenDP maps, once."""
     if domain_size is not None:
@@ -190,7 +195,9 @@ def calibrate_selection(
             cost_hat = discrete_laplace_epsilon(1, scale)
             cost_day = discrete_laplace_epsilon(k, scale)
             window = (discrete_laplace_epsilon(days * k, scale), 0.0)
-        threshold = false_positive_threshold(scale, domain_size, min_per_day * days, gaussian)
+        threshold = false_positive_threshold(
+            scale, domain_size, min_per_day * days, gaussian, false_positives
+        )
         return SelectionCalibration(
             "dp-public-domain", gaussian, k, days, scale, threshold, cost_hat, cost_day, 0.0, window
         )

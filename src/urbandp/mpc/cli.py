@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,8 +9,9 @@ import numpy as np
 import typer
 
 from urbandp.errors import InputError, cli_guard
+from urbandp.reports.outputs import dumps_strict
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _need_spu() -> None:
@@ -48,15 +48,20 @@ def serve(
     epsilon_budget: Annotated[
         float, typer.Option(help="Total epsilon per client; queries beyond are refused.")
     ] = 5.0,
-    sigma2_min: Annotated[float, typer.Option(help="Public lower bound of cell variances.")] = 0.0,
+    sigma2_min: Annotated[
+        float, typer.Option(help="Public lower bound of cell variances (default: from the grid's metadata).")
+    ] = 0.0,
     rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max (public).")] = 1.0,
     steepness: Annotated[float, typer.Option(help="Sigmoid steepness k for count/range (public).")] = 1.0,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the client during a query.")] = 60.0,
-    max_clients: Annotated[int | None, typer.Option(help="Stop after this many connections (tests).")] = None,
+    max_clients: Annotated[
+        int | None,
+        typer.Option(help="Stop after this many connections, for tests (default: serve for ever)."),
+    ] = None,
 ) -> None:
     """Serve private queries over one window of an interpolated grid (privacy unit: one reading).
 
-    Example: urbandp mpc serve --grid out/ka/grid.csv --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
+    Example: urbandp mpc serve --grid out/ka/grid.parquet --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
     """
     _need_spu()
     from urbandp.mpc.client import parse_hostport
@@ -81,14 +86,25 @@ def serve(
 def query(
     rect: Annotated[str, typer.Option(help="Obfuscation rectangle LAT1,LON1,LAT2,LON2 (sent in the clear).")],
     server: Annotated[str, typer.Option(help="HOST:PORT of `urbandp mpc serve`.")] = "127.0.0.1:7700",
-    cells: Annotated[Path | None, typer.Option(help="Cells of interest: one cell_id per line.")] = None,
+    cells: Annotated[
+        Path | None,
+        typer.Option(help="Cells of interest: one cell_id per line (default: none; give this or --route)."),
+    ] = None,
     route: Annotated[
-        Path | None, typer.Option(help="Cells of interest: the cells a GeoJSON route crosses.")
+        Path | None,
+        typer.Option(
+            help="Cells of interest: the cells a GeoJSON route crosses (default: none; give this or --cells)."
+        ),
     ] = None,
     function: Annotated[
         str, typer.Option(help="average|min|max|min-exact|max-exact|count|range.")
     ] = "average",
-    theta: Annotated[str | None, typer.Option(help="count: T; range: T1,T2 (secret inputs).")] = None,
+    theta: Annotated[
+        str | None,
+        typer.Option(
+            help="count: T; range: T1,T2, secret inputs (default: none; required for count and range)."
+        ),
+    ] = None,
     client_id: Annotated[
         str | None, typer.Option(help="Name the server keys the budget on (default: your IP).")
     ] = None,
@@ -123,7 +139,11 @@ def query(
             c.close()
     except wire.PeerError as err:
         raise InputError(str(err)) from None
-    typer.echo(json.dumps({k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")}))
+    typer.echo(
+        dumps_strict(
+            {k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")}, indent=None
+        )
+    )
     typer.echo(
         f"epsilon {ans['epsilon']:.6g} spent on the noisy error, {ans['epsilon_left']:.6g} left; "
         f"{ans['n_cells']} of {ans['n_rect']} cells of the rectangle selected",
@@ -139,11 +159,18 @@ def routes(
     ],
     rect: Annotated[str, typer.Option(help="Obfuscation rectangle LAT1,LON1,LAT2,LON2 holding every route.")],
     server: Annotated[str, typer.Option(help="HOST:PORT of `urbandp mpc serve`.")] = "127.0.0.1:7700",
-    png: Annotated[Path | None, typer.Option(help="Draw the routes with their private answers here.")] = None,
-    client_id: Annotated[str | None, typer.Option(help="Name the server keys the budget on.")] = None,
+    png: Annotated[
+        Path | None, typer.Option(help="Draw the routes with their private answers here (default: no PNG).")
+    ] = None,
+    client_id: Annotated[
+        str | None,
+        typer.Option(help="Name the server keys the budget on (default: the client's IP address)."),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 60.0,
 ) -> None:
     """The paper's app: private average (and noisy error) along alternative routes, over one connection.
+
+    Example: urbandp mpc routes --server 127.0.0.1:7700 --rect 22.49,88.32,22.61,88.42 --route a.geojson --route b.geojson --png routes.png
 
     Prints one JSON object per route (the `mpc query` keys plus `route`). Only the rectangle and the function
     reach the server; the PNG shows what the client knows: its routes and answers, not the server's map.
@@ -168,7 +195,7 @@ def routes(
                         **{k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")},
                     }
                 )
-                typer.echo(json.dumps(answers[-1]))
+                typer.echo(dumps_strict(answers[-1], indent=None))
         finally:
             c.close()
     except wire.PeerError as err:

@@ -115,6 +115,7 @@ class Client:
                 f"cannot reach the server at {host}:{port} ({err.strerror or err})"
             ) from None
         self.sock.settimeout(timeout)
+        wire.no_delay(self.sock)
         link_host = self.sock.getsockname()[0]
         client_link = f"{link_host}:{free_port(link_host)}"
         hello: dict[str, Any] = {"type": "hello", "protocol": wire.PROTOCOL, "link": client_link}
@@ -167,7 +168,7 @@ class Client:
             raise InputError("give exactly one of --cells and --route")
         t0 = time.perf_counter()
         wire.send_json(self.sock, {"type": "query", "function": function, "rect": [float(x) for x in rect]})
-        acc = wire.recv_json(self.sock, "accept")
+        acc = wire.recv_json(self.sock, "accept")  # followed by the server's input shares
         ids = np.asarray(acc["cell_id"], dtype=np.int64)
         v: np.ndarray
         if vector is not None:  # a raw input vector (tests): forced to {0, 1} inside the computation
@@ -186,15 +187,14 @@ class Client:
                 self.sock, {"type": "error", "message": "compiled programs differ (urbandp versions?)"}
             )
             raise wire.PeerError("the server compiled a different program (urbandp versions differ?)")
-        wire.send_json(self.sock, {"type": "go"})
-        out = self.party.run(
-            spec,
-            {
-                "v": np.asarray(v, dtype=np.float64),
-                "theta": np.asarray(theta if theta is not None else 0.0, dtype=np.float64),
-                "theta2": np.asarray(theta2 if theta2 is not None else 0.0, dtype=np.float64),
-            },
-        )
+        self.party.receive_inputs()
+        mine = {
+            "v": np.asarray(v, dtype=np.float64),
+            "theta": np.asarray(theta if theta is not None else 0.0, dtype=np.float64),
+            "theta2": np.asarray(theta2 if theta2 is not None else 0.0, dtype=np.float64),
+        }
+        wire.send_bytes(self.sock, wire.json_frame({"type": "go"}) + self.party.share_inputs(mine))
+        out = self.party.compute(spec)
         assert out is not None
         value, e2, beta = (float(np.asarray(x).reshape(-1)[0]) for x in out)
         ans = answer_json(function, value, e2, beta > 0.5, int((v > 0.5).sum()), time.perf_counter() - t0)

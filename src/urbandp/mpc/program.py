@@ -24,6 +24,25 @@ from urbandp.mpc.spec import SIGMOID_CLIP, QuerySpec
 BIG = 1.0e6  # masks unselected cells out of the max (|rho mu| stays far below it)
 
 
+def clamp_noisy(xp: Any, e2: Any, noise: Any, lo: Any, hi: Any) -> Any:
+    """``clip(clip(e2, lo, hi) + noise, lo, hi)`` (section VII-D) from ONE batched comparison: ``xp.clip``
+    twice is four sequential secure comparisons (each a few OT rounds); here the eight signs that decide
+    every case are compared as one 8-vector, then the result is selected. Bit-identical on the lattice
+    (additions are exact), so the discrete Laplace mechanism on the clamped ``E^2`` is unchanged. ``xp`` is
+    ``jax.numpy`` inside SPU, ``numpy`` in the tests."""
+    w = hi - lo
+    d = xp.stack([e2 - lo, hi - e2, noise, w - noise, noise + w, -noise, e2 + noise - lo, hi - e2 - noise])
+    b = d < 0.0
+    # b: e2 < lo, e2 > hi | for lo+noise: < lo, > hi | for hi+noise: < lo, > hi | for e2+noise: < lo, > hi
+    cand = xp.stack([lo + noise, hi + noise, e2 + noise])
+    lo3 = xp.stack([lo, lo, lo])  # not lo + 0 * cand: a secret product costs a truncation round
+    hi3 = xp.stack([hi, hi, hi])
+    below = xp.stack([b[2], b[4], b[6]])
+    above = xp.stack([b[3], b[5], b[7]])
+    clipped = xp.where(below, lo3, xp.where(above, hi3, cand))
+    return xp.where(b[0], clipped[0], xp.where(b[1], clipped[1], clipped[2]))
+
+
 def build(spec: QuerySpec) -> Callable[..., Any]:
     """The function ``(mu, sigma2, noise, v, theta, theta2) -> (value, noisy_e2, beta)`` for ``spec``."""
     import jax.numpy as jnp
@@ -31,66 +50,79 @@ def build(spec: QuerySpec) -> Callable[..., Any]:
     q = spec.function
     alpha, k, smin, smax = float(spec.alpha), spec.steepness, spec.sigma2_min, spec.sigma2_max
 
-    def div(a: Any, b: Any) -> Any:
-        """``a / b`` from one secure reciprocal ``r`` and a Newton correction ``q + (a - b q) r``: if ``r`` is off
-        by a factor ``1 + d`` (SPU's Goldschmidt reciprocal, the 2^-18 lattice) the result is off by ``d^2``."""
-        r = 1.0 / b
+    def corrected(a: Any, b: Any, r: Any) -> Any:
+        """``a / b`` from an approximate reciprocal ``r ~ 1/b`` and a Newton correction ``q + (a - b q) r``: if
+        ``r`` is off by a factor ``1 + d`` the result is off by ``d^2``. SPU's reciprocal runs ONE Goldschmidt
+        iteration (``d`` <= ~7e-3; every further iteration costs a secure square, ~55 ms under CHEETAH), so the
+        quotient is within ~5e-5 relative (measured over n = 1..500)."""
         q = a * r
         return q + (a - b * q) * r
 
+    def div(a: Any, b: Any) -> Any:
+        return corrected(a, b, 1.0 / b)
+
     def logistic(t: Any) -> tuple[Any, Any]:
         """``S = 1/(1+e^-t)`` and ``S(1-S)`` from ``u = exp(-|t|)`` (one exp, one division): both tails keep
-        their relative accuracy, where ``1 - S`` computed from ``S`` would lose it in fixed point."""
-        t = jnp.clip(t, -SIGMOID_CLIP, SIGMOID_CLIP)
-        pos = t >= 0.0
-        u = jnp.exp(jnp.where(pos, -t, t))
+        their relative accuracy, where ``1 - S`` computed from ``S`` would lose it in fixed point. The sign of
+        ``t`` and the clip to +-12 come from one batched secure comparison (``jnp.clip`` would be two more)."""
+        b = jnp.stack([t, SIGMOID_CLIP - t, SIGMOID_CLIP + t]) < 0.0  # t < 0, t > 12, t < -12
+        neg_abs = jnp.where(b[0], t, -t)  # -|t|
+        u = jnp.exp(jnp.where(b[1] | b[2], -SIGMOID_CLIP, neg_abs))
         r = div(1.0, 1.0 + u)
-        return jnp.where(pos, r, u * r), u * r * r
+        return jnp.where(b[0], u * r, r), u * r * r
 
     def program(mu: Any, s2: Any, noise: Any, v: Any, theta: Any, theta2: Any) -> Any:
-        vb = jnp.where(v > 0.5, 1.0, 0.0)  # forced to {0, 1}
+        sel = v > 0.5  # a secret bit per cell, reused below (a comparison costs rounds)
+        vb = jnp.where(sel, 1.0, 0.0)  # v forced to {0, 1}
         n = jnp.sum(vb)
         beta = jnp.where(n > alpha - 0.5, 1.0, 0.0)  # eq. (10)
         nd = n + (1.0 - beta)  # n >= alpha >= 1 whenever beta = 1; never 1/0
-        if q == "average":  # eq. (14), (16); nd^2 < 2^18 (MAX_CELLS), so dividing by it is safe
-            # one vectorised division for the four quotients (a division costs rounds, not elements)
-            num = jnp.stack([jnp.sum(vb * mu), jnp.sum(vb * s2), smin + 0.0 * nd, smax + 0.0 * nd])
-            den = jnp.stack([nd, nd * nd, nd, nd])
-            quot = div(num, den)
-            value, e2, lo, hi = quot[0], quot[1], quot[2], quot[3]
+        if q == "average":  # eq. (14), (16)
+            # one secure reciprocal r = 1/n for the four quotients (a division costs rounds, not elements);
+            # E^2 = (sum s2 / n) / n: never divide by n^2 (near 2^18 SPU's reciprocal underflows to 0)
+            sums = jnp.sum(vb * jnp.stack([mu, s2]), axis=1)
+            rn = 1.0 / nd
+            quot = corrected(jnp.stack([sums[0], sums[1], jnp.asarray(smin), jnp.asarray(smax)]), nd, rn)
+            value, lo, hi = quot[0], quot[2], quot[3]
+            e2 = corrected(quot[1], nd, rn)
         elif q in ("min", "max", "min-exact", "max-exact"):
             r = spec.rho if q.startswith("max") else -spec.rho
             z = r * mu
-            zstar = jnp.max(jnp.where(vb > 0.5, z, -BIG))  # exact extreme of rho*y over the selected cells
             if q in ("min", "max"):  # eq. (17)-(19)
-                e = vb * jnp.exp(jnp.clip(z - zstar, -SIGMOID_CLIP, 0.0))
+                zstar = jnp.max(jnp.where(sel, z, -BIG))  # exact extreme of rho*y over the selected cells
+                d = z - zstar  # <= 0 on the selected cells; clipped to [-12, 0] by one batched comparison
+                out_of = jnp.stack([d + SIGMOID_CLIP, -d]) < 0.0
+                d = jnp.where(out_of[0], -SIGMOID_CLIP, jnp.where(out_of[1], 0.0, d))
+                e = vb * jnp.exp(d)
                 total = jnp.sum(e) + (1.0 - beta)  # in [1, n]
                 value = (zstar + jnp.log(total)) / r
-                # (e s2) e: no product of two small numbers; one vectorised division for E^2 and its lower bound
-                quot = div(
-                    jnp.stack([jnp.sum((e * s2) * e), smin + 0.0 * nd]), jnp.stack([total * total, nd])
-                )
-                e2, lo, hi = quot[0], quot[1], smax
+                # (e s2) e: no product of two small numbers; one secure reciprocal of (total, n) for E^2 and
+                # its lower bound; E^2 = (S / total) / total, never divided by total^2 (up to 500^2)
+                den = jnp.stack([total, nd])
+                rr = 1.0 / den
+                quot = corrected(jnp.stack([jnp.sum((e * s2) * e), jnp.asarray(smin)]), den, rr)
+                e2, lo, hi = corrected(quot[0], total, rr[0]), quot[1], smax
             else:  # exact: the error of the arg-extreme cell (the first one on ties, as the reference)
-                first = jnp.argmax(jnp.where(vb > 0.5, z, -BIG))
+                first = jnp.argmax(jnp.where(sel, z, -BIG))
                 onehot = jnp.where(jnp.arange(z.shape[0]) == first, 1.0, 0.0)
-                value = zstar / r
+                value = jnp.sum(onehot * z) / r  # not a second comparison tree (jnp.max) beside argmax
                 e2 = jnp.sum(onehot * s2)
                 lo, hi = smin, smax
         else:  # count (eq. 20-22) or range (Table III)
-            s1, p1 = logistic(k * (mu - theta))
             if q == "count":
+                s1, p1 = logistic(k * (mu - theta))
                 value = jnp.sum(vb * s1)
                 w = p1  # df/dy = k S (1 - S); k^2 applied last
-            else:
-                s2_, p2 = logistic(k * (mu - theta2))
-                value = jnp.sum(vb * (s1 - s2_))
-                w = p1 - p2
+            else:  # both logistics as one (2, n) batch: the same rounds as one
+                s12, p12 = logistic(k * (jnp.stack([mu, mu]) - jnp.stack([theta, theta2])[:, None]))
+                value = jnp.sum(vb * (s12[0] - s12[1]))
+                w = p12[0] - p12[1]
             e2 = (k * k) * jnp.sum(vb * ((w * s2) * w))  # (w s2) w: no product of two small numbers
             lo, hi = 0.0, n * (k * k * smax / 16.0)
-        e2 = jnp.clip(e2, lo, hi)  # the sensitivity holds for the computed value
-        noisy = jnp.clip(e2 + noise, lo, hi)  # section VII-D clamp (post-processing)
-        return value * beta, noisy * beta, beta
+        # E^2 clamped to its public range (the sensitivity holds for the computed value), noise added, clamped
+        # again (post-processing); one multiplication by beta for both outputs
+        out = jnp.stack([value, clamp_noisy(jnp, e2, noise, lo, hi)]) * beta
+        return out[0], out[1], beta
 
     program.__name__ = "prac2pc_" + q.replace("-", "_")
     return program

@@ -46,7 +46,7 @@ class ServerGrid:
         if not path.is_file():
             raise InputError(f"grid file not found: {path}")
         try:
-            g = pl.read_csv(path)
+            g = pl.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pl.read_csv(path)
         except Exception as err:
             raise InputError(f"{path}: cannot read ({str(err).splitlines()[0]})") from None
         missing = {"cell_id", "lat", "lon", "window", "mu", "sigma2"} - set(g.columns)
@@ -147,6 +147,7 @@ class Server:
             served = 0
             while max_clients is None or served < max_clients:
                 conn, addr = lsock.accept()
+                wire.no_delay(conn)
                 served += 1
                 t = threading.Thread(target=self._client, args=(conn, addr[0]), daemon=True)
                 t.start()
@@ -242,8 +243,10 @@ class Server:
         from urbandp.mpc.party import compile_spec, executable_digest
 
         noise, epsilon = draw_noise(spec, self.config.epsilon, self.noise)
-        wire.send_json(
-            conn,
+        # the budget is charged above, before anything is revealed; the server's input shares travel in the
+        # same message as the acceptance (uniformly random: nothing is revealed if the client then refuses)
+        mine = {"mu": self.grid.mu[mask], "sigma2": self.sigma2[mask], "noise": np.asarray(noise)}
+        accept = wire.json_frame(
             {
                 "type": "accept",
                 "n_rect": n,
@@ -253,10 +256,12 @@ class Server:
                 "epsilon": epsilon,
                 "epsilon_left": left,
                 "digest": executable_digest(compile_spec(spec)),
-            },
+            }
         )
-        wire.recv_json(conn, "go")
-        party.run(spec, {"mu": self.grid.mu[mask], "sigma2": self.sigma2[mask], "noise": np.asarray(noise)})
+        wire.send_bytes(conn, accept + party.share_inputs(mine))
+        wire.recv_json(conn, "go")  # followed by the client's input shares
+        party.receive_inputs()
+        party.compute(spec)
         self.log(
             f"client {who}: {function} over a rectangle of {n} cells, epsilon {epsilon:.6g} ({left:.6g} left)"
         )

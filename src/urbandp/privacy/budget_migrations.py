@@ -41,6 +41,10 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX charges_day ON charges(day)",
         "CREATE INDEX releases_dataset ON releases(dataset)",
     ],
+    # version 2: a cap on the zCDP group rho of a unit over all days (see budget_store.group_rho)
+    [
+        "ALTER TABLE datasets ADD COLUMN rho_total DOUBLE PRECISION",
+    ],
 ]
 
 LATEST_VERSION = len(MIGRATIONS)

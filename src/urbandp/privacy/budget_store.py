@@ -9,7 +9,9 @@ are written, releases them if the run fails with an exception, and leaves them c
 Composition: basic sequential composition per calendar day (Dwork and Roth 2014, Thm 3.16): the epsilons of all
 releases that touch day d add up, and must stay <= ``epsilon_per_day``. Over all days, a unit that is present on
 k days is protected at the sum of its k days' charges (group privacy over the window, Dwork and Roth 2014,
-Thm 2.2), bounded by ``epsilon_total``. Under zCDP (Bun and Steinke 2016, Lemma 2.3) rho adds the same way.
+Thm 2.2), bounded by ``epsilon_total``. Under zCDP (Bun and Steinke 2016, Lemma 2.3) rho adds per day the same
+way; over the window a release's group cost is ``D**2 * rho`` (their Prop. 1.9), which ``rho_total`` caps (see
+:func:`group_rho`).
 
 Backends: SQLite (stdlib ``sqlite3``, ``BEGIN IMMEDIATE`` takes the write lock before reading the spend, so
 concurrent reservations are serialised) and PostgreSQL (``psycopg``, extra ``budget-pg``; the dataset row is
@@ -40,7 +42,10 @@ from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
 ENV_STORE = "URBANDP_BUDGET_STORE"
 ENV_TEST_PAUSE = "URBANDP_BUDGET_TEST_PAUSE"  # "<stage>:<flag file>": touch the file, then sleep (tests only)
 DEFAULT_STORE = "urbandp-budget.sqlite"
-UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent")
+UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent", "trip")
+# Units present in every release of their dataset (a survey's respondent or trip has no per-day structure): their
+# dataset must declare --epsilon-total, the cap that composes all its releases whatever day they are booked on.
+WHOLE_DATASET_UNITS = ("respondent", "trip")
 TOL = 1e-9
 
 STATUS_RESERVED = "reserved"
@@ -83,6 +88,7 @@ class DatasetCaps:
     epsilon_per_day: float | None
     epsilon_total: float | None = None
     rho_per_day: float | None = None
+    rho_total: float | None = None
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -91,11 +97,21 @@ class DatasetCaps:
             ("epsilon per day", self.epsilon_per_day),
             ("epsilon total", self.epsilon_total),
             ("rho per day", self.rho_per_day),
+            ("rho total", self.rho_total),
         ):
             if v is not None and not (v > 0 and math.isfinite(v)):
                 raise InputError(f"{label} must be a positive finite number, got {v}")
-        if self.epsilon_per_day is None and self.rho_per_day is None and self.epsilon_total is None:
-            raise InputError("declare at least one cap (--epsilon-per-day, --epsilon-total or --rho-per-day)")
+        if all(
+            v is None for v in (self.epsilon_per_day, self.epsilon_total, self.rho_per_day, self.rho_total)
+        ):
+            raise InputError(
+                "declare at least one cap (--epsilon-per-day, --epsilon-total, --rho-per-day or --rho-total)"
+            )
+        if self.unit in WHOLE_DATASET_UNITS and self.epsilon_total is None:
+            raise InputError(
+                f"a {self.unit} is in every release of the survey, whatever day it is booked on: "
+                "declare --epsilon-total (the cap that composes all of them)"
+            )
 
 
 @dataclass
@@ -192,14 +208,15 @@ class BudgetStore:
             existing = self._caps(caps.name)
             if existing is None:
                 self._exec(
-                    "INSERT INTO datasets (name, unit, epsilon_per_day, epsilon_total, rho_per_day, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO datasets (name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         caps.name,
                         caps.unit,
                         caps.epsilon_per_day,
                         caps.epsilon_total,
                         caps.rho_per_day,
+                        caps.rho_total,
                         _now(),
                     ),
                 )
@@ -221,21 +238,27 @@ class BudgetStore:
                 raise InputError(
                     f"cannot lower epsilon total of {caps.name!r} to {caps.epsilon_total:g}: {total:.6g} already spent"
                 )
+            group = self._group_rho(caps.name)
+            if caps.rho_total is not None and group > caps.rho_total + TOL:
+                raise InputError(
+                    f"cannot lower rho total of {caps.name!r} to {caps.rho_total:g}: {group:.6g} already spent"
+                )
             self._exec(
-                "UPDATE datasets SET epsilon_per_day = ?, epsilon_total = ?, rho_per_day = ? WHERE name = ?",
-                (caps.epsilon_per_day, caps.epsilon_total, caps.rho_per_day, caps.name),
+                "UPDATE datasets SET epsilon_per_day = ?, epsilon_total = ?, rho_per_day = ?, rho_total = ? "
+                "WHERE name = ?",
+                (caps.epsilon_per_day, caps.epsilon_total, caps.rho_per_day, caps.rho_total, caps.name),
             )
 
     def _caps(self, name: str) -> DatasetCaps | None:
         rows = self._exec(
-            "SELECT name, unit, epsilon_per_day, epsilon_total, rho_per_day FROM datasets WHERE name = ?"
+            "SELECT name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total FROM datasets WHERE name = ?"
             + (" FOR UPDATE" if self.is_pg else ""),
             (name,),
         )
         if not rows:
             return None
-        n, u, e, t, r = rows[0]
-        return DatasetCaps(n, u, e, t, r)
+        n, u, e, t, r, rt = rows[0]
+        return DatasetCaps(n, u, e, t, r, rt)
 
     def caps(self, name: str) -> DatasetCaps:
         """The declared caps of ``name`` (InputError if it was never declared)."""
@@ -255,6 +278,22 @@ class BudgetStore:
             (name,),
         )
         return {str(d): (float(e), float(r)) for d, e, r in rows}
+
+    def _group_rho(self, name: str) -> float:
+        rows = self._exec(
+            "SELECT c.release_id, c.epsilon, c.rho FROM charges c JOIN releases r ON r.id = c.release_id "
+            "WHERE r.dataset = ?",
+            (name,),
+        )
+        per_release: dict[str, list[tuple[float, float | None]]] = {}
+        for rid, eps, rho in rows:
+            per_release.setdefault(str(rid), []).append((float(eps), None if rho is None else float(rho)))
+        return math.fsum(group_rho(days) for days in per_release.values())
+
+    def group_rho_spent(self, name: str) -> float:
+        """zCDP cost of all releases for a unit present on every day (what ``rho_total`` caps)."""
+        self.caps(name)
+        return self._group_rho(name)
 
     def spend_per_day(self, name: str) -> dict[str, tuple[float, float]]:
         """``{day: (epsilon, rho)}`` charged so far (reserved, committed and crashed releases all count)."""
@@ -301,13 +340,24 @@ class BudgetStore:
                         f"zCDP budget of {dataset!r} exceeded on {key}: asked rho={asked_rho:.6g}, "
                         f"left {max(caps.rho_per_day - have_rho, 0.0):.6g} of {caps.rho_per_day:g}"
                     )
+            if caps.rho_total is not None:
+                have = self._group_rho(dataset)
+                asked_group = group_rho(
+                    [(charges_per_day[d], (rho_per_day or {}).get(d)) for d in charges_per_day]
+                )
+                if have + asked_group > caps.rho_total + TOL:
+                    raise BudgetExceededError(
+                        f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked_group:.6g} over "
+                        f"{_days(len(charges_per_day))}, left {max(caps.rho_total - have, 0.0):.6g} "
+                        f"of {caps.rho_total:g}"
+                    )
             if caps.epsilon_total is not None:
                 total = math.fsum(v[0] for v in spent.values())
                 asked_total = math.fsum(charges_per_day.values())
                 if total + asked_total > caps.epsilon_total + TOL:
                     raise BudgetExceededError(
                         f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked_total:.6g} over "
-                        f"{len(charges_per_day)} days, left {max(caps.epsilon_total - total, 0.0):.6g} "
+                        f"{_days(len(charges_per_day))}, left {max(caps.epsilon_total - total, 0.0):.6g} "
                         f"of {caps.epsilon_total:g}"
                     )
             self._exec(
@@ -380,6 +430,40 @@ class BudgetStore:
         return out
 
 
+def group_rho(days: list[tuple[float, float | None]]) -> float:
+    """zCDP cost of one release for a unit present on all of its ``D`` charged days: ``D**2 * max rho``.
+
+    ``days`` holds each charged day's (epsilon, rho). Group privacy for rho-zCDP over k changes costs k**2 rho
+    (Bun and Steinke 2016, Prop. 1.9); with unequal days the largest rho bounds each. A day charged in epsilon
+    only (a pure-DP release) enters as its zCDP cost: an epsilon-DP release is epsilon**2/2-zCDP (their Prop.
+    1.4), taken over the group: ``(D * max epsilon)**2 / 2``.
+    """
+    if not days:
+        return 0.0
+    d = len(days)
+    rhos = [r for _, r in days if r is not None]
+    if rhos:
+        return d * d * max(rhos)
+    return (d * max(e for e, _ in days)) ** 2 / 2.0
+
+
+def _published(r: Reservation) -> bool:
+    """Whether the release's outputs were written (``set_output`` called and the directory exists)."""
+    return r.output_dir is not None and Path(r.output_dir).exists()
+
+
+def _days(n: int) -> str:
+    return f"{n} day" if n == 1 else f"{n} days"
+
+
+def _command_line() -> str:
+    """The command as the user typed it: ``urbandp ...`` for the console script and ``python -m urbandp``."""
+    head = Path(sys.argv[0]).name if sys.argv else ""
+    if head in ("urbandp", "__main__.py"):
+        return " ".join(["urbandp", *sys.argv[1:]])
+    return " ".join(sys.argv)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
 
@@ -427,7 +511,7 @@ def budget_reservation(
             charges_per_day,
             mechanism,
             params,
-            command_line if command_line is not None else " ".join(sys.argv),
+            command_line if command_line is not None else _command_line(),
             rho_per_day,
         )
         r = Reservation(rid, dataset, dict(charges_per_day))
@@ -435,7 +519,11 @@ def budget_reservation(
         try:
             yield r
         except BaseException:
-            store.cancel(rid)
+            if _published(r):  # the outputs are out: the charge stays, committed
+                r.content_hash = content_hash(r.output_dir)  # type: ignore[arg-type]
+                store.commit(rid, r.content_hash)
+            else:
+                store.cancel(rid)
             raise
         checkpoint("before-commit")
         r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
@@ -477,6 +565,98 @@ def release_budget(
         yield r
 
 
+class PendingRelease:
+    """The budget of one release whose charge is known only part-way through it, but always before any noise.
+
+    Made by :func:`pending_release`. The release calls :meth:`reserve` (or :meth:`reserve_window`) once the charge
+    is known, from public parameters and the window, and before any noise is drawn; without ``--dataset``
+    (``dataset`` None) that call does nothing. :meth:`set_output` names the written directory.
+    """
+
+    def __init__(self, store_url: str | None, dataset: str | None) -> None:
+        self.store_url = store_url
+        self.dataset = dataset
+        self.reservation: Reservation | None = None
+        self._store: BudgetStore | None = None
+
+    def reserve(
+        self,
+        unit: str,
+        charges_per_day: Mapping[dt.date, float],
+        mechanism: str,
+        params: Mapping[str, Any],
+        rho_per_day: Mapping[dt.date, float] | None = None,
+    ) -> Reservation | None:
+        """Reserve the charges in one transaction (BudgetExceededError when a cap would be passed)."""
+        if self.dataset is None:
+            return None
+        if self.reservation is not None:
+            raise RuntimeError("a release reserves its budget once")
+        self._store = open_store(self.store_url)
+        rid = self._store.reserve(
+            self.dataset, unit, charges_per_day, mechanism, params, _command_line(), rho_per_day
+        )
+        self.reservation = Reservation(rid, self.dataset, dict(charges_per_day))
+        checkpoint("before-noise")
+        return self.reservation
+
+    def reserve_window(
+        self,
+        unit: str,
+        first_day: dt.date | str,
+        last_day: dt.date | str,
+        epsilon_per_day: float,
+        mechanism: str,
+        params: Mapping[str, Any],
+        rho_per_day: float | None = None,
+    ) -> Reservation | None:
+        """Charge ``epsilon_per_day`` (and ``rho_per_day``) on every calendar day of ``first_day..last_day``."""
+        if self.dataset is None:
+            return None
+        d0 = dt.date.fromisoformat(str(first_day)[:10])
+        d1 = dt.date.fromisoformat(str(last_day)[:10])
+        days = days_of_window(d0, d1)
+        rho = None if rho_per_day is None else dict.fromkeys(days, float(rho_per_day))
+        return self.reserve(unit, dict.fromkeys(days, float(epsilon_per_day)), mechanism, params, rho)
+
+    def set_output(self, directory: Path) -> None:
+        """Name the final release directory; its content hash is recorded when the reservation commits."""
+        if self.reservation is not None:
+            self.reservation.set_output(directory)
+
+    def _finish(self, ok: bool) -> None:
+        store, r = self._store, self.reservation
+        if store is None or r is None:
+            return
+        try:
+            if ok or _published(r):  # a failure after the outputs were written still commits: they are out
+                if ok:
+                    checkpoint("before-commit")
+                r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
+                store.commit(r.id, r.content_hash)
+            else:
+                store.cancel(r.id)
+        finally:
+            store.close()
+
+
+@contextlib.contextmanager
+def pending_release(store_url: str | None, dataset: str | None) -> Iterator[PendingRelease]:
+    """Wrap a whole release whose charge becomes known inside it (e.g. a window derived from the data).
+
+    Inside the block the release calls ``budget.reserve...`` before any noise is drawn. On a normal exit a held
+    reservation is committed with the output's content hash; on an exception it is given back (nothing was
+    published); a process killed inside the block leaves it charged (``crashed/unconfirmed``).
+    """
+    budget = PendingRelease(store_url, dataset)
+    try:
+        yield budget
+    except BaseException:
+        budget._finish(ok=False)
+        raise
+    budget._finish(ok=True)
+
+
 def reserve_release(
     dataset: str | None,
     store_url: str | None,
@@ -496,7 +676,7 @@ def reserve_release(
     charges = {dt.date.fromisoformat(str(d)[:10]): float(epsilon_per_day) for d in days}
     store = open_store(store_url)
     try:
-        rid = store.reserve(dataset, unit, charges, mechanism, params or {}, " ".join(sys.argv))
+        rid = store.reserve(dataset, unit, charges, mechanism, params or {}, _command_line())
     finally:
         store.close()
     return Reservation(rid, dataset, charges, extra={"store_url": store_url})

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-import opendp.prelude as dp
+
+import urbandp.privacy.dp_prelude as dp
 
 dp.enable_features("contrib")
 

@@ -39,6 +39,21 @@ def check_output_path(out: Path) -> Path:
     return out
 
 
+def check_output_file(out: Path, option: str = "--out") -> Path:
+    """Refuse a file path that cannot be written (a directory, or under a file, or in a read-only directory)."""
+    out = Path(out)
+    if out.is_dir():
+        raise InputError(f"{option} {out} is a directory; give a file path")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{option} {out}: {parent} is a file, not a directory")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise InputError(f"{option} {out}: directory {parent} is not writable")
+            break
+    return out
+
+
 @dataclass(frozen=True)
 class OutputDirs:
     """Where a command writes: ``release`` (publishable only) and ``owner`` (data-owner material, not DP).

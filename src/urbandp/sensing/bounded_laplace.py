@@ -31,6 +31,35 @@ import numpy as np
 from urbandp.privacy.noise import NoiseSource
 
 CALIBRATIONS = ("holohan", "paper")
+MIN_ACCEPTANCE = 1e-3  # below this the output is within exp(1/500) of uniform on [l, u]: refused (see below)
+
+
+def acceptance_min(b: float, lower: float, upper: float) -> float:
+    """Smallest chance that one Laplace draw lands in ``[lower, upper]`` (input at a bound): ``C_l(b)``.
+
+    The rejection sampler needs ``1 / C_x(b)`` draws per value on average. When ``b`` is hundreds of times
+    the domain width, ``C_l(b) ~ (u - l) / (2 b)`` is tiny and the output is nearly uniform whatever the input
+    (densities of any two inputs differ by at most a factor ``exp((u - l) / b)``): noise that says nothing,
+    at the price of thousands of draws per value.
+    """
+    return float(inside_mass(lower, b, lower, upper))
+
+
+def check_meaningful(epsilon: float, sensitivity: float, lower: float, upper: float) -> None:
+    """Refuse (``ValueError``) an epsilon whose bounded Laplace would be practically uniform noise.
+
+    Any calibration has ``b >= min(Delta, u - l) / epsilon`` and the acceptance ``C_l(b)`` falls as ``b`` grows,
+    so ``C_l`` at that floor bounds the acceptance from above: checked without running the calibration (whose
+    bisection loses all precision for tiny epsilons).
+    """
+    b_floor = min(float(sensitivity), float(upper - lower)) / epsilon
+    acc = acceptance_min(b_floor, lower, upper) if math.isfinite(b_floor) else 0.0
+    if not acc >= MIN_ACCEPTANCE:
+        raise ValueError(
+            f"epsilon {epsilon:.3g} needs a bounded Laplace scale of at least {b_floor:.3g} on [{lower:g}, "
+            f"{upper:g}]: at most one draw in {1 / max(acc, 1e-300):.3g} lands in the domain and the output is "
+            "practically uniform noise (no information)"
+        )
 
 
 def inside_mass(x: float | np.ndarray, b: float, lower: float, upper: float) -> np.ndarray:
@@ -130,8 +159,15 @@ class BoundedLaplace:
             "differentially_private_at_epsilon": self.epsilon_actual <= self.epsilon * (1 + 1e-9),
         }
 
-    def release(self, values: np.ndarray, noise: NoiseSource, max_rounds: int = 10_000) -> np.ndarray:
-        """Noisy values in ``[lower, upper]``: inputs are clamped to the domain, out-of-bound draws re-drawn."""
+    def release(self, values: np.ndarray, noise: NoiseSource, max_rounds: int | None = None) -> np.ndarray:
+        """Noisy values in ``[lower, upper]``: inputs are clamped to the domain, out-of-bound draws re-drawn.
+
+        ``max_rounds`` defaults to ``80 / C_l(b)`` rounds, after which a value is still pending with probability
+        ``(1 - C_l)^(80/C_l) < exp(-80)``; scales whose acceptance is below :data:`MIN_ACCEPTANCE` are refused
+        by the callers before any draw (:func:`acceptance_min`).
+        """
+        if max_rounds is None:
+            max_rounds = math.ceil(80.0 / max(acceptance_min(self.scale, self.lower, self.upper), 1e-12))
         x = np.clip(np.asarray(values, dtype=float), self.lower, self.upper)
         out = np.empty_like(x)
         pending = np.arange(x.size)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +9,7 @@ import typer
 
 from urbandp.errors import InputError, cli_guard
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _floats(text: str | None, n: int, option: str) -> tuple[float, ...] | None:
@@ -29,10 +28,10 @@ def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
     box = _floats(text, 4, "--bbox")
     if box is not None and not (box[0] < box[2] and box[1] < box[3]):
         raise InputError("--bbox must be lat_min,lon_min,lat_max,lon_max with min < max")
-    return box  # type: ignore[return-value]
+    return None if box is None else (box[0], box[1], box[2], box[3])
 
 
-def _progress():  # type: ignore[no-untyped-def]
+def _progress():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
@@ -61,7 +60,7 @@ def _load(
     value_column: str | None,
     bbox: tuple[float, float, float, float] | None,
     cell_metres: float,
-):  # type: ignore[no-untyped-def]
+):
     from urbandp.sensing.grid import SquareGrid
     from urbandp.sensing.readings import read_readings
 
@@ -89,12 +88,26 @@ def synth(
 
     Example: urbandp sensing synth out/readings.csv --readings 1400 --vehicles 10
     """
+    import os
+    import uuid
+
+    from urbandp.reports.outputs import check_output_file
     from urbandp.sensing.synth import synth_readings
 
     if readings < 2 or vehicles < 1 or hours < 1:
         raise InputError("need --readings >= 2, --vehicles >= 1 and --hours >= 1")
+    if readings > 10_000_000 or hours > 24 * 366:
+        raise InputError("need --readings <= 10000000 and --hours <= 8784 (one year)")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
+    check_output_file(out, "OUT")
     out.parent.mkdir(parents=True, exist_ok=True)
-    synth_readings(readings, vehicles, hours, seed).write_csv(out)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:  # temporary file renamed into place: no partial CSV on failure
+        synth_readings(readings, vehicles, hours, seed).write_csv(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     print(f"wrote {readings} readings to {out}")
 
 
@@ -113,125 +126,161 @@ def interpolate(
     ] = 2000,
     inducing: Annotated[int, typer.Option(help="Inducing points of the sparse GP.")] = 500,
     min_readings: Annotated[int, typer.Option(help="Skip windows with fewer readings.")] = 3,
-    cv_folds: Annotated[int, typer.Option(help="K-fold cross-validation against IDW (0 = off).")] = 5,
+    cv: Annotated[
+        bool, typer.Option("--cv", help="Cross-validate against IDW (5 folds unless --cv-folds is given).")
+    ] = False,
+    cv_folds: Annotated[
+        int, typer.Option(help="K-fold cross-validation against IDW (0 = off unless --cv, which means 5).")
+    ] = 0,
     cv_max_windows: Annotated[
         int, typer.Option(help="Cross-validate at most this many windows (0 = all).")
     ] = 0,
-    bbox: Annotated[str | None, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max.")] = None,
-    value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
+    cv_refit: Annotated[
+        bool,
+        typer.Option(
+            "--cv-refit", help="Re-optimise hyper-parameters in every fold (default: reuse the window's fit)."
+        ),
+    ] = False,
+    grid_format: Annotated[str, typer.Option(help="parquet | csv (file DIR/grid.<format>).")] = "parquet",
+    plot: Annotated[
+        bool, typer.Option("--plot/--no-plot", help="Also write map_mu_sigma2.png (matplotlib adds ~1 s).")
+    ] = False,
+    bbox: Annotated[
+        str | None,
+        typer.Option(
+            help="Public box lat_min,lon_min,lat_max,lon_max (default: the readings' extent, not DP)."
+        ),
+    ] = None,
+    value_column: Annotated[
+        str | None,
+        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
+    ] = None,
 ) -> None:
-    """GP interpolation per window onto a square grid: DIR/grid.csv (cell_id, lat, lon, window, mu, sigma2).
+    """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
 
     The grid is the server's private input (NOT differentially private); see `dp-map` and `query` for releases.
+    Parquet holds one row group per window, so `query` reads one window; `--grid-format csv` writes grid.csv.
 
     Example: urbandp sensing interpolate ../shared/data/kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
     """
     import time
 
-    import numpy as np
     import polars as pl
 
     from urbandp.sensing.gp import blas_threads_limit
+    from urbandp.sensing.grid import GRID_FORMATS, write_grid_table
     from urbandp.sensing.interpolate import cross_validate, interpolate_windows
-    from urbandp.sensing.plots import contour_panels
 
     _check_common(cell_metres, window_minutes, kernel)
     if exact_max < 2 or inducing < 2 or min_readings < 2 or cv_folds < 0 or cv_folds == 1:
         raise InputError("need --exact-max >= 2, --inducing >= 2, --min-readings >= 2, --cv-folds 0 or >= 2")
-    readings, load, grid = _load(input_path, out, value_column, _bbox(bbox), cell_metres)
-    t0 = time.perf_counter()
-    with blas_threads_limit(), _progress() as bar:
-        task = bar.add_task("GP per window", total=None)
-        results, counts = interpolate_windows(
-            readings,
-            grid,
-            window_minutes,
-            kernel,
-            exact_max,
-            inducing,
-            min_readings=min_readings,
-            progress=lambda i, n: bar.update(task, completed=i, total=n),
-        )
-    t_fit = time.perf_counter() - t0
-    if not results:
-        raise InputError(f"no window has at least {min_readings} readings")
-    ids, lat, lon = grid.centroids()
-    frames = []
-    for r in results:
-        frames.append(
-            pl.DataFrame(
-                {
-                    "cell_id": ids,
-                    "lat": np.round(lat, 6),
-                    "lon": np.round(lon, 6),
-                    "window": [str(r.window.astype("datetime64[m]"))] * len(ids),
-                    "mu": r.mu,
-                    "sigma2": r.sigma2,
-                }
-            )
-        )
-    pl.concat(frames).write_csv(out / "grid.csv")
-    models = pl.DataFrame(
-        [
-            {
-                "window": str(r.window.astype("datetime64[m]")),
-                "n_readings": r.n_readings,
-                "method": r.method,
-                "kernel": kernel,
-                "variance": r.hyperparameters.variance,
-                "lengthscale_km": r.hyperparameters.lengthscale,
-                "noise": r.hyperparameters.noise,
-                "log_marginal_likelihood": r.log_marginal_likelihood,
-                "value_mean": r.value_mean,
-                "value_sd": r.value_sd,
-            }
-            for r in results
-        ]
-    )
-    models.write_csv(out / "models.csv")
-    busiest = max(results, key=lambda r: r.n_readings)
-    contour_panels(
-        grid,
-        [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
-        out / "map_mu_sigma2.png",
-        f"window {busiest.window} ({busiest.n_readings} readings)",
-        busiest.reading_xy_km,
-    )
-    report: dict[str, Any] = {
-        "differentially_private": False,
-        "note": "server-side interpolation (the paper's private input); release with `dp-map` or `query`",
-        "input": str(input_path),
-        "rows": load.__dict__,
-        "grid": {
-            "cell_metres": cell_metres,
-            "n_cols": grid.n_cols,
-            "n_rows": grid.n_rows,
-            "cells": grid.n_cells,
-            "bbox": [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max],
-            "bbox_source": "--bbox" if bbox else "from the readings",
-            "cell_id": "floor((x - x0)/z) + floor((y - y0)/z) * n_cols",
-        },
-        "windows": counts,
-        "methods": sorted({r.method for r in results}),
-        "seconds_fit_predict": round(t_fit, 3),
-    }
-    if cv_folds:
+    if grid_format not in GRID_FORMATS:
+        raise InputError(f"--grid-format must be one of {', '.join(GRID_FORMATS)}, got {grid_format!r}")
+    cv_folds = cv_folds or (5 if cv else 0)
+    from urbandp.reports.outputs import atomic_output_dir, write_json
+
+    final_out = out
+    with atomic_output_dir(
+        final_out
+    ) as dirs:  # a failing run leaves no partial folder, a new one no stale files
+        out = dirs.release
+        readings, load, grid = _load(input_path, out, value_column, _bbox(bbox), cell_metres)
+        t0 = time.perf_counter()
         with blas_threads_limit(), _progress() as bar:
-            task = bar.add_task("cross-validation", total=None)
-            cv = cross_validate(
+            task = bar.add_task("GP per window", total=None)
+            results, counts = interpolate_windows(
                 readings,
                 grid,
                 window_minutes,
-                cv_folds,
                 kernel,
                 exact_max,
                 inducing,
-                max_windows=cv_max_windows or None,
+                min_readings=min_readings,
                 progress=lambda i, n: bar.update(task, completed=i, total=n),
             )
-        report["cross_validation"] = {k: v for k, v in cv.__dict__.items() if k != "per_window"}
-        pl.DataFrame(cv.per_window).write_csv(out / "cv_windows.csv") if cv.per_window else None
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
+        t_fit = time.perf_counter() - t0
+        if not results:
+            raise InputError(f"no window has at least {min_readings} readings")
+        window_names = [str(r.window.astype("datetime64[m]")) for r in results]
+        write_grid_table(
+            grid,
+            window_names,
+            {"mu": [r.mu for r in results], "sigma2": [r.sigma2 for r in results]},
+            out / f"grid.{grid_format}",
+            grid_format,
+        )
+        models = pl.DataFrame(
+            [
+                {
+                    "window": str(r.window.astype("datetime64[m]")),
+                    "n_readings": r.n_readings,
+                    "method": r.method,
+                    "kernel": kernel,
+                    "variance": r.hyperparameters.variance,
+                    "lengthscale_km": r.hyperparameters.lengthscale,
+                    "noise": r.hyperparameters.noise,
+                    "log_marginal_likelihood": r.log_marginal_likelihood,
+                    "value_mean": r.value_mean,
+                    "value_sd": r.value_sd,
+                }
+                for r in results
+            ]
+        )
+        models.write_csv(out / "models.csv")
+        if plot:
+            from urbandp.sensing.plots import contour_panels
+
+            busiest = max(results, key=lambda r: r.n_readings)
+            contour_panels(
+                grid,
+                [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
+                out / "map_mu_sigma2.png",
+                f"window {busiest.window} ({busiest.n_readings} readings)",
+                busiest.reading_xy_km,
+            )
+        report: dict[str, Any] = {
+            "differentially_private": False,
+            "note": "server-side interpolation (the paper's private input); release with `dp-map` or `query`",
+            "input": str(input_path),
+            "rows": load.__dict__,
+            "grid": {
+                "cell_metres": cell_metres,
+                "n_cols": grid.n_cols,
+                "n_rows": grid.n_rows,
+                "cells": grid.n_cells,
+                "bbox": [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max],
+                "bbox_source": "--bbox" if bbox else "from the readings",
+                "cell_id": "floor((x - x0)/z) + floor((y - y0)/z) * n_cols",
+            },
+            "windows": counts,
+            "methods": sorted({r.method for r in results}),
+            "seconds_fit_predict": round(t_fit, 3),
+        }
+        if cv_folds:
+            with blas_threads_limit(), _progress() as bar:
+                task = bar.add_task("cross-validation", total=None)
+                cv_report = cross_validate(
+                    readings,
+                    grid,
+                    window_minutes,
+                    cv_folds,
+                    kernel,
+                    exact_max,
+                    inducing,
+                    max_windows=cv_max_windows or None,
+                    progress=lambda i, n: bar.update(task, completed=i, total=n),
+                    fitted=None if cv_refit else {r.window: r.hyperparameters for r in results},
+                )
+            report["cross_validation"] = {k: v for k, v in cv_report.__dict__.items() if k != "per_window"}
+            report["cross_validation"]["hyperparameters"] = (
+                "re-optimised in every fold (--cv-refit)"
+                if cv_refit
+                else "the window's fit on all its readings, reused in every fold (optimistic; --cv-refit refits)"
+            )
+            pl.DataFrame(cv_report.per_window).write_csv(
+                out / "cv_windows.csv"
+            ) if cv_report.per_window else None
+        write_json(out / "report.json", report)
     cvtxt = ""
     if "cross_validation" in report:
         c = report["cross_validation"]
@@ -240,7 +289,7 @@ def interpolate(
         )
     print(
         f"{len(results)} windows ({', '.join(report['methods'])}), {grid.n_cells} cells, "
-        f"{load.rows_quarantined} rows quarantined{cvtxt} -> {out}"
+        f"{load.rows_quarantined} rows quarantined{cvtxt} -> {final_out}"
     )
 
 
@@ -256,7 +305,9 @@ def dp_map(
     ] = 1.0,
     bbox: Annotated[
         str | None,
-        typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (required unless the flag below)."),
+        typer.Option(
+            help="Public box lat_min,lon_min,lat_max,lon_max (default: none; required unless the flag below)."
+        ),
     ] = None,
     bbox_from_data_not_private: Annotated[
         bool, typer.Option(help="Take the box from the readings (NOT DP).")
@@ -268,7 +319,10 @@ def dp_map(
         float, typer.Option(help="Cap on the kernel variance = per-cell sensitivity (VI-A).")
     ] = 1.0,
     upper: Annotated[
-        float | None, typer.Option(help="Upper bound of the released domain (>= sensitivity).")
+        float | None,
+        typer.Option(
+            help="Upper bound of the released domain, at least the sensitivity (default: the sensitivity)."
+        ),
     ] = None,
     calibration: Annotated[
         str, typer.Option(help="holohan (DP, default) | paper (NOT DP, for comparison).")
@@ -280,202 +334,138 @@ def dp_map(
         int, typer.Option(help="Windows with fewer readings get the prior variance.")
     ] = 3,
     budget: Annotated[
-        float | None, typer.Option(help="Refuse to spend more than this epsilon in total.")
+        float | None, typer.Option(help="Refuse to spend more than this epsilon in total (default: no cap).")
     ] = None,
     precision: Annotated[int, typer.Option(help="Decimal places of released values.")] = 4,
-    value_column: Annotated[str | None, typer.Option(help="Name of the value column.")] = None,
-    dataset: Annotated[str | None, typer.Option(help="Charge this dataset in the budget store.")] = None,
-    budget_store: Annotated[str | None, typer.Option(help="Budget store path or postgresql:// URL.")] = None,
+    value_column: Annotated[
+        str | None,
+        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="Charge this dataset in the budget store (default: no store is charged)."),
+    ] = None,
+    budget_store: Annotated[
+        str | None,
+        typer.Option(
+            help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+        ),
+    ] = None,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            help="Public start of the time window, ISO date or date-time (default: the first reading, not DP)."
+        ),
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(
+            help="Public end of the window, exclusive; a date includes that day (default: the last reading, not DP)."
+        ),
+    ] = None,
 ) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
-    Writes DIR/dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units), DIR/privacy.json,
-    DIR/leakage.csv, DIR/rmse_vs_epsilon.csv + .png (paper Fig. 6) and DIR/dp_sigma2.png.
+    Publishable (DIR/): dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units) and
+    privacy.json. Data-owner material, NOT DP (owner_only/<name>/ beside DIR): quarantine.csv, input_report.json,
+    leakage.csv + leakage_summary.json, dp_sigma2.png (true map and reading locations), rmse_vs_epsilon.csv +
+    .png (paper Fig. 6). Without --start/--end the window comes from the data and the release is NOT DP.
 
-    Example: urbandp sensing dp-map ../shared/data/kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --epsilon 1 --out out/dpmap
+    Example: urbandp sensing dp-map ../shared/data/kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
-    import numpy as np
-    import polars as pl
-
-    from urbandp.errors import BudgetExceededError
-    from urbandp.privacy.budget_store import commit_release, reserve_release
-    from urbandp.privacy.noise import OpenDPNoise
-    from urbandp.privacy.rounding import round_to_precision
-    from urbandp.sensing.bounded_laplace import CALIBRATIONS
-    from urbandp.sensing.dp_map import fit_for_release, release_dp_map, rmse_vs_epsilon
-    from urbandp.sensing.gp import blas_threads_limit
-    from urbandp.sensing.plots import contour_panels, rmse_cdf
+    from urbandp.sensing.dp_map_command import DpMapOptions, parse_utility_epsilons, run_dp_map
 
     _check_common(cell_metres, window_minutes, kernel)
-    if calibration not in CALIBRATIONS:
-        raise InputError(f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
-    if not (epsilon > 0 and sensitivity > 0):
-        raise InputError("--epsilon and --sensitivity must be > 0")
-    if upper is not None and upper < sensitivity:
-        raise InputError("--upper must be >= --sensitivity")
-    box = _bbox(bbox)
-    if box is None and not bbox_from_data_not_private:
-        raise InputError("give a public --bbox (or --bbox-from-data-not-private, which is not DP)")
-    try:
-        eps_list = [float(e) for e in utility_epsilons.split(",") if e.strip()]
-    except ValueError:
-        raise InputError(
-            f"--utility-epsilons must be comma-separated numbers, got {utility_epsilons!r}"
-        ) from None
-    if any(e <= 0 for e in eps_list):
-        raise InputError("--utility-epsilons must all be > 0")
-    readings, load, grid = _load(input_path, out, value_column, box, cell_metres)
-    noise = OpenDPNoise()
-    with blas_threads_limit(), _progress() as bar:
-        task = bar.add_task("GP per window", total=None)
-        fitted = fit_for_release(
-            readings,
-            grid,
-            sensitivity,
-            calibration,
-            window_minutes,
-            kernel,
-            min_readings,
-            progress=lambda i, n: bar.update(task, completed=i, total=n),
+    opts = DpMapOptions(
+        input_path=input_path,
+        out=out,
+        epsilon=epsilon,
+        bbox=_bbox(bbox),
+        bbox_from_data_not_private=bbox_from_data_not_private,
+        cell_metres=cell_metres,
+        window_minutes=window_minutes,
+        kernel=kernel,
+        sensitivity=sensitivity,
+        upper=upper,
+        calibration=calibration,
+        utility_epsilons=parse_utility_epsilons(utility_epsilons),
+        min_readings=min_readings,
+        budget=budget,
+        precision=precision,
+        value_column=value_column,
+        dataset=dataset,
+        budget_store=budget_store,
+        start=start,
+        end=end,
+    )
+    privacy = run_dp_map(opts)
+    if opts.calibration == "paper":
+        cost = "epsilon: none (paper calibration: NOT differentially private)"
+    else:
+        cost = (
+            f"epsilon per cell {epsilon:g} (per reading / window map {privacy['epsilon_per_window_map']:.6g}; "
+            f"vehicle in every window {privacy['epsilon_vehicle_upper_bound']:.6g})"
         )
-        task2 = bar.add_task("bounded Laplace", total=None)
-        try:
-            rel = release_dp_map(
-                readings,
-                grid,
-                epsilon,
-                noise,
-                sensitivity,
-                upper,
-                calibration,
-                window_minutes,
-                kernel,
-                min_readings,
-                budget,
-                fitted=fitted,
-                progress=lambda i, n: bar.update(task2, completed=i, total=n),
-            )
-        except BudgetExceededError:
-            raise
-    charge = reserve_release(
-        dataset, budget_store, "reading", sorted({str(w.window)[:10] for w in rel.windows}),
-        float(rel.privacy["epsilon_per_reading"]), "sensing-dp-map", {"epsilon_cell": epsilon},  # type: ignore[arg-type]
-    )  # fmt: skip
-    ids, lat, lon = grid.centroids()
-    pl.concat(
-        [
-            pl.DataFrame(
-                {
-                    "cell_id": ids,
-                    "lat": np.round(lat, 6),
-                    "lon": np.round(lon, 6),
-                    "window": [str(w.window.astype("datetime64[m]"))] * len(ids),
-                    "sigma2_dp": round_to_precision(w.sigma2_dp, precision),
-                }
-            )
-            for w in rel.windows
-        ]
-    ).write_csv(out / "dp_grid.csv")
-    leak_rows = [
-        {
-            "window": str(w.window.astype("datetime64[m]")),
-            "n_readings": w.n_readings,
-            "visited_cells": w.leak_before.visited_cells,
-            "spearman_before": w.leak_before.spearman_distance,
-            "spearman_after": w.leak_after.spearman_distance,
-            "recall_before": w.leak_before.visited_recall,
-            "recall_after": w.leak_after.visited_recall,
-            "recall_chance": w.leak_before.visited_recall_chance,
-        }
-        for w in rel.windows
-        if w.leak_before is not None and w.leak_after is not None
-    ]
-    summary: dict[str, Any] = {}
-    if leak_rows:
-        lk = pl.DataFrame(leak_rows)
-        lk.write_csv(out / "leakage.csv")
-        summary = {c: float(lk[c].drop_nans().mean()) for c in lk.columns if c not in ("window",)}
-    privacy = dict(rel.privacy)
-    privacy["bbox"] = [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max]
-    privacy["bbox_source"] = "--bbox (public)" if box else "from the readings: NOT differentially private"
-    privacy["windows_source"] = "every window from the first to the last reading (time range from the data)"
-    privacy["released_unit"] = "standardised sigma_p^2 (fraction of the window's value variance)"
-    privacy["rows"] = load.__dict__
-    privacy["leakage_mean"] = summary
-    if eps_list and fitted:
-        rows = rmse_vs_epsilon(fitted, eps_list, sensitivity, upper, calibration)
-        pl.DataFrame(rows).write_csv(out / "rmse_vs_epsilon.csv")
-        rmse_cdf(
-            rows,
-            out / "rmse_vs_epsilon.png",
-            f"RMSE of DP sigma_p^2 over {len(fitted)} windows ({calibration})",
-        )
-        privacy["utility_experiment"] = (
-            "rmse_vs_epsilon.csv: utility only, computed from true values, not a release"
-        )
-    (out / "privacy.json").write_text(json.dumps(privacy, indent=2, default=str))
-    with_leak = [w for w in rel.windows if w.leak_before is not None]
-    if with_leak:
-        w = max(with_leak, key=lambda w: w.n_readings)
-        contour_panels(
-            grid,
-            [
-                ("sigma_p^2 (standardised)", w.sigma2_std),
-                (f"DP sigma_p^2, eps/cell={epsilon:g}", w.sigma2_dp),
-            ],
-            out / "dp_sigma2.png",
-            f"window {w.window}",
-            w.fitted.reading_xy_km if w.fitted is not None else None,
-        )
-    commit_release(charge, out)
-    eps_total = privacy.get("epsilon_vehicle_upper_bound")
+    label = privacy["dp_label"]
     print(
-        f"{len(rel.windows)} windows x {grid.n_cells} cells; epsilon per cell {epsilon:g} "
-        f"(per window map {privacy['epsilon_per_window_map']:.6g}; ledger total {eps_total}); "
-        f"mean recall of visited cells {summary.get('recall_before', float('nan')):.3f} -> "
-        f"{summary.get('recall_after', float('nan')):.3f} (chance {summary.get('recall_chance', float('nan')):.3f})"
-        f"{'' if calibration != 'paper' else '  [paper calibration: NOT differentially private]'} -> {out}"
+        f"{privacy['windows_released']} windows x {privacy['cells_per_window']} cells; {cost}; {label} -> {out} "
+        f"(owner-only material, not DP: {out.parent / 'owner_only' / out.name})"
     )
 
 
 @app.command()
 @cli_guard
 def query(
-    grid_csv: Annotated[Path, typer.Argument(metavar="GRID", help="grid.csv written by `interpolate`.")],
+    grid_csv: Annotated[
+        Path, typer.Argument(metavar="GRID", help="grid.parquet (or grid.csv) written by `interpolate`.")
+    ],
     rect: Annotated[str, typer.Option(help="Obfuscation rectangle lat1,lon1,lat2,lon2 (diagonal vertices).")],
     query_type: Annotated[
         str, typer.Option("--type", help="average|min|max|min-exact|max-exact|count|range.")
     ] = "average",
     window: Annotated[
-        str | None, typer.Option(help="Window start as in grid.csv (default: the first).")
+        str | None, typer.Option(help="Window start as in the grid file (default: the first).")
     ] = None,
     select: Annotated[
         str | None, typer.Option(help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).")
     ] = None,
     cells: Annotated[
-        Path | None, typer.Option(help="File of cells of interest, one cell_id per line (as `mpc query`).")
+        Path | None,
+        typer.Option(
+            help="File of cells of interest, one cell_id per line as for mpc query (default: every cell of --rect)."
+        ),
     ] = None,
     alpha: Annotated[int, typer.Option(help="Server threshold: answer only over >= alpha cells.")] = 5,
     rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max.")] = 1.0,
     theta: Annotated[
-        float | None, typer.Option(help="Threshold for count (and lower bound for range).")
+        float | None,
+        typer.Option(
+            help="Threshold for count and lower bound for range (default: none; required for count and range)."
+        ),
     ] = None,
-    theta2: Annotated[float | None, typer.Option(help="Upper bound for range.")] = None,
+    theta2: Annotated[
+        float | None, typer.Option(help="Upper bound for range (default: none; required for range).")
+    ] = None,
     steepness: Annotated[float, typer.Option(help="Sigmoid steepness k (paper: 1).")] = 1.0,
     epsilon: Annotated[float, typer.Option(help="Epsilon for the noisy squared error (VII-D).")] = 1.0,
-    sigma2_min: Annotated[float | None, typer.Option(help="Public lower bound of cell variances.")] = None,
-    sigma2_max: Annotated[float | None, typer.Option(help="Public upper bound of cell variances.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Also write the answer as JSON here.")] = None,
+    sigma2_min: Annotated[
+        float | None, typer.Option(help="Public lower bound of cell variances (default: none; required).")
+    ] = None,
+    sigma2_max: Annotated[
+        float | None, typer.Option(help="Public upper bound of cell variances (default: none; required).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Also write the answer as JSON here (default: stdout only).")
+    ] = None,
 ) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 
-    Example: urbandp sensing query out/kolkata/grid.csv --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
+    Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
     import sys
     import time
 
     import numpy as np
-    import polars as pl
 
     from urbandp.privacy.noise import OpenDPNoise
     from urbandp.sensing.queries import (
@@ -484,6 +474,8 @@ def query(
         clamp_sigma2,
         privatize_error,
         read_cells_file,
+        read_grid_window,
+        rectangle_mask,
         run_query,
     )
 
@@ -499,45 +491,22 @@ def query(
         raise InputError("--type range needs --theta2 > --theta")
     r = _floats(rect, 4, "--rect")
     sel = _floats(select, 4, "--select")
-    if not grid_csv.is_file():
-        raise InputError(f"grid file not found: {grid_csv}")
-    try:
-        g = pl.read_csv(grid_csv)
-    except Exception as err:  # polars raises several types for unreadable CSV
-        raise InputError(f"{grid_csv}: cannot read ({str(err).splitlines()[0]})") from None
-    missing = {"cell_id", "lat", "lon", "window", "mu", "sigma2"} - set(g.columns)
-    if missing:
-        raise InputError(f"{grid_csv}: missing columns {', '.join(sorted(missing))}")
-    if g.height == 0:
-        raise InputError(f"{grid_csv}: no rows")
-    windows = g["window"].unique(maintain_order=True).to_list()
-    w = window or windows[0]
-    if w not in windows:
-        raise InputError(f"window {w!r} not in {grid_csv} (first: {windows[0]})")
-    gw = g.filter(pl.col("window") == w).sort("cell_id")
-
-    def inside(box: tuple[float, ...]) -> np.ndarray:
-        la1, lo1, la2, lo2 = box
-        lat, lon = gw["lat"].to_numpy(), gw["lon"].to_numpy()
-        return (
-            (lat >= min(la1, la2)) & (lat <= max(la1, la2)) & (lon >= min(lo1, lo2)) & (lon <= max(lo1, lo2))
-        )
-
-    in_rect = inside(r)  # type: ignore[arg-type]
-    if not in_rect.any():
-        raise InputError("--rect contains no cell centroid")
-    mu = gw["mu"].to_numpy()[in_rect]
-    s2 = clamp_sigma2(gw["sigma2"].to_numpy()[in_rect], sigma2_min, sigma2_max)
     if cells is not None and sel is not None:
         raise InputError("give at most one of --select and --cells")
+    # only the window's cells inside --rect are read (Parquet: one row group; see queries.read_grid_window)
+    w, cell_ids, lat, lon, mu, s2_raw = read_grid_window(grid_csv, window, r)  # type: ignore[arg-type]
+    if cell_ids.size == 0:
+        raise InputError("--rect contains no cell centroid")
+    s2 = clamp_sigma2(s2_raw, sigma2_min, sigma2_max)
+    n_rect = int(cell_ids.size)
     if cells is not None:
         wanted = set(read_cells_file(cells))
-        v = np.isin(gw["cell_id"].to_numpy()[in_rect], sorted(wanted))
+        v = np.isin(cell_ids, sorted(wanted))
         outside = len(wanted) - int(v.sum())
         if outside:
             print(f"note: {outside} cell(s) of {cells} lie outside --rect and are ignored", file=sys.stderr)
     else:
-        v = inside(sel)[in_rect] if sel is not None else np.ones(int(in_rect.sum()), dtype=bool)
+        v = rectangle_mask(lat, lon, sel) if sel is not None else np.ones(n_rect, dtype=bool)
     started = time.perf_counter()
     res = run_query(query_type, mu, s2, v, alpha, rho, theta, theta2, steepness)
     res = privatize_error(res, query_type, epsilon, sigma2_min, sigma2_max, OpenDPNoise(), steepness)
@@ -548,7 +517,7 @@ def query(
         **printed,
         "query": query_type,
         "window": w,
-        "cells_in_rectangle": int(in_rect.sum()),
+        "cells_in_rectangle": n_rect,
         "cells_selected": int(v.sum()),
         "alpha": alpha,
         "answered": res.answered,
@@ -558,10 +527,12 @@ def query(
         "epsilon": res.epsilon,
         "privacy_unit": "one reading (it moves every cell's sigma^2); cell variances within [sigma2_min, sigma2_max]",
     }
+    from urbandp.reports.outputs import dumps_strict, write_json
+
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(answer, indent=2))
-    print(json.dumps(printed))
+        write_json(out, answer)
+    print(dumps_strict(printed, indent=None))
     if not res.answered:
         print(f"refused: {int(v.sum())} cells selected < alpha = {alpha} (nothing released)", file=sys.stderr)
     else:

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.cluster.vq import kmeans2
 from scipy.optimize import minimize
 
 from urbandp.sensing.kernels import check_kernel, distances, kernel_value, value_and_dlog_lengthscale
@@ -307,6 +306,8 @@ class ExactGP(_OriginalUnits):
 
 def choose_inducing_points(x: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
     """``m`` inducing locations by k-means (scipy ``kmeans2``, k-means++ start) over the readings."""
+    from scipy.cluster.vq import kmeans2  # sparse GP only; scipy.cluster pulls in scipy.spatial (slow import)
+
     x = np.asarray(x, dtype=float)
     unique = np.unique(x, axis=0)
     if len(unique) <= m:
@@ -523,7 +524,7 @@ def make_gp(
     return SparseGP(kernel=kernel, n_inducing=n_inducing, bounds=bounds, restarts=restarts)
 
 
-def blas_threads_limit(default: int = 1):  # type: ignore[no-untyped-def]
+def blas_threads_limit(default: int = 1):
     """Context manager limiting BLAS threads (env ``URBANDP_BLAS_THREADS``, default 1; 0 = library default).
 
     Measured on the shared 2-core machine (docs/sensing.md): fitting 1,400 readings took 3.1 s with one BLAS

@@ -311,3 +311,60 @@ def rectangle_mask(lat: np.ndarray, lon: np.ndarray, rect: tuple[float, ...]) ->
     lat = np.asarray(lat, dtype=float)
     lon = np.asarray(lon, dtype=float)
     return (lat >= min(la1, la2)) & (lat <= max(la1, la2)) & (lon >= min(lo1, lo2)) & (lon <= max(lo1, lo2))
+
+
+def read_grid_window(
+    path: Path, window: str | None, rect: tuple[float, ...]
+) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One window's cells inside the obfuscation rectangle, read with the filter pushed into the scan.
+
+    ``grid.parquet`` (written by ``interpolate``, one row group per window with statistics): only the row group of
+    ``window`` is decoded, so a query costs the same on a grid of 10 windows or 10,000. ``grid.csv`` is streamed
+    with the same filter (bounded memory, but every line is read). ``window`` None means the first window.
+    Returns (window, cell_id, lat, lon, mu, sigma2), sorted by cell id. Raises :class:`InputError` on bad input.
+    """
+    import polars as pl
+
+    from urbandp.errors import InputError
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"grid file not found: {path}")
+    parquet = path.suffix.lower() in (".parquet", ".pq")
+    try:
+        lf = (
+            pl.scan_parquet(path)
+            if parquet
+            else pl.scan_csv(path, schema_overrides={"window": pl.String, "cell_id": pl.Int64})
+        )
+        missing = {"cell_id", "lat", "lon", "window", "mu", "sigma2"} - set(lf.collect_schema().names())
+        if missing:
+            raise InputError(f"{path}: missing columns {', '.join(sorted(missing))}")
+        first = lf.select(pl.col("window").first()).collect()
+        if first.height == 0 or first.item() is None:
+            raise InputError(f"{path}: no rows")
+        w = window or str(first.item())
+        la1, lo1, la2, lo2 = rect
+        inside = (
+            (pl.col("window") == w)
+            & pl.col("lat").is_between(min(la1, la2), max(la1, la2))
+            & pl.col("lon").is_between(min(lo1, lo2), max(lo1, lo2))
+        )
+        cells = (
+            lf.filter(inside)
+            .select("cell_id", "lat", "lon", pl.col("mu").cast(pl.Float64), pl.col("sigma2").cast(pl.Float64))
+            .sort("cell_id")
+            .collect()
+        )
+        if cells.height == 0 and lf.filter(pl.col("window") == w).select(pl.len()).collect().item() == 0:
+            raise InputError(f"window {w!r} not in {path} (first: {first.item()})")
+    except pl.exceptions.PolarsError as err:  # polars raises several types for unreadable files
+        raise InputError(f"{path}: cannot read ({str(err).splitlines()[0]})") from None
+    return (
+        w,
+        cells["cell_id"].to_numpy(),
+        cells["lat"].to_numpy(),
+        cells["lon"].to_numpy(),
+        cells["mu"].to_numpy(),
+        cells["sigma2"].to_numpy(),
+    )

@@ -16,7 +16,9 @@ import polars as pl
 M_PER_DEG = 6_371_008.8 * math.pi / 180.0
 
 
-def pollution_field(x_km: np.ndarray, y_km: np.ndarray, hour: float, seed: int = 0) -> np.ndarray:
+def pollution_field(
+    x_km: np.ndarray, y_km: np.ndarray, hour: float | np.ndarray, seed: int = 0
+) -> np.ndarray:
     """A smooth PM2.5-like field (ug/m3) over a 10 km square, drifting east by 0.2 km per hour."""
     rng = np.random.default_rng(seed)
     centres = rng.uniform(0, 10, (5, 2))

@@ -3,18 +3,25 @@
 Every release command writes ``--out DIR`` atomically with ``privacy.json`` (unit, neighbouring relation, exact
 epsilon computed from the mechanism) and puts quarantine rows and anything computed from true data in
 ``owner_only/<DIR>/`` beside it. ``--budget-epsilon`` refuses a release that would overspend.
+With ``--dataset NAME --survey-date DAY`` the release is charged to the budget store (``urbandp budget``,
+docs/budget.md): reserved before any noise is drawn, committed after the outputs are written.
 """
 
 from __future__ import annotations
 
+import contextvars
+import datetime as dt
+import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import typer
 
 from urbandp.errors import InputError, cli_guard
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 SAMPLER_HELP = (
     "Random source: 'opendp' (OpenDP bit-vector RR, default) or 'os' (OS CSPRNG, integer-exact, faster)."
@@ -31,6 +38,68 @@ def _ledger(budget: float | None, name: str, epsilon: float, unit: str, mechanis
     return ledger.to_dict()
 
 
+# --- budget store (--dataset): one reservation per command, see docs/budget.md ----------------------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+_BUDGET: contextvars.ContextVar[tuple[Any, dt.date | None]] = contextvars.ContextVar("survey_budget")
+DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget; needs --survey-date (default: no store is charged)."
+STORE_HELP = "Budget store path or postgresql:// URL (default $URBANDP_BUDGET_STORE)."
+SURVEY_DATE_HELP = (
+    "Day the answers were collected (YYYY-MM-DD): the store books this release's charge on it (a survey has no "
+    "per-day structure; its dataset's --epsilon-total composes all its releases). Default: none; required with --dataset."
+)
+
+
+def _charged(fn: F) -> F:
+    """Run the command inside the budget store's reservation life cycle (no-op without ``--dataset``).
+
+    The command calls :func:`_reserve` once its epsilon is known and before any noise, and :func:`_published`
+    after writing. Normal exit commits the reservation with the output's hash; an exception gives it back.
+    """
+    from urbandp.privacy.budget_store import pending_release
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        dataset, day_text = kwargs.get("dataset"), kwargs.get("survey_date")
+        day = None
+        if dataset is not None:
+            if day_text is None:
+                raise InputError(
+                    "--dataset needs --survey-date YYYY-MM-DD (the day the answers were collected)"
+                )
+            try:
+                day = dt.date.fromisoformat(day_text)
+            except ValueError:
+                raise InputError(f"--survey-date must be a date YYYY-MM-DD, got '{day_text}'") from None
+        with pending_release(kwargs.get("budget_store"), dataset) as budget:
+            token = _BUDGET.set((budget, day))
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _BUDGET.reset(token)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _reserve(unit: str, epsilon: float, mechanism: str, params: dict[str, object]) -> None:
+    """Reserve ``epsilon`` per ``unit`` on --survey-date (refused when a cap would pass); before any noise."""
+    budget, day = _BUDGET.get()
+    if budget.dataset is not None:
+        budget.reserve(unit, {day: float(epsilon)}, mechanism, params)
+
+
+def _not_chargeable(why: str) -> None:
+    """Refuse --dataset for a release whose privacy loss is not bounded (not DP): a budget cannot hold it."""
+    budget, _ = _BUDGET.get()
+    if budget.dataset is not None:
+        raise InputError(f"--dataset: {why}; it is not DP and cannot be charged to a budget")
+
+
+def _published(out: Path) -> None:
+    """The outputs are written: their content hash is recorded when the reservation commits."""
+    _BUDGET.get()[0].set_output(out)
+
+
 def _positive(name: str, value: float | None) -> None:
     if value is not None and (not math.isfinite(value) or value <= 0):
         raise InputError(f"{name} must be a finite number > 0, got {value}")
@@ -38,33 +107,49 @@ def _positive(name: str, value: float | None) -> None:
 
 @app.command()
 @cli_guard
+@_charged
 def randomize(
     input: Path = typer.Argument(..., help="CSV or Parquet file, one respondent answer per row."),
     column: str = typer.Option(..., "--column", help="Column to randomize."),
-    categories: str | None = typer.Option(None, "--categories", help="Declared list: A,B,C."),
+    categories: str | None = typer.Option(
+        None, "--categories", help="Declared list: A,B,C (default: none; give this or --categories-file)."
+    ),
     categories_file: Path | None = typer.Option(
-        None, "--categories-file", help="One category per line, or 'group,category' lines with --within."
+        None,
+        "--categories-file",
+        help="One category per line, or 'group,category' lines with --within (default: none; give this or --categories).",
     ),
     within: str | None = typer.Option(
-        None, "--within", help="Sub-category column (e.g. fuel type), kept as is."
+        None, "--within", help="Sub-category column such as fuel type, kept as is (default: none)."
     ),
-    epsilon: float | None = typer.Option(None, "--epsilon", help="Epsilon per respondent (k-RR)."),
+    epsilon: float | None = typer.Option(
+        None, "--epsilon", help="Epsilon per respondent for k-RR (default: none; give this or --theta)."
+    ),
     theta: float | None = typer.Option(
-        None, "--theta", help="Binary RR truth probability (2 categories only)."
+        None,
+        "--theta",
+        help="Binary RR truth probability, 2 categories only (default: none; give this or --epsilon).",
     ),
-    aliases: Path | None = typer.Option(None, "--aliases", help="Alias table: 'alias,canonical' lines."),
+    aliases: Path | None = typer.Option(
+        None, "--aliases", help="Alias table: 'alias,canonical' lines (default: no aliases)."
+    ),
     method: str = typer.Option(
         "krr",
         "--method",
         help="'krr' (default) or 'report-replacement' (report eqs. 8-12, NOT DP; needs --p).",
     ),
-    p: float | None = typer.Option(None, "--p", help="Keep probability for --method report-replacement."),
+    p: float | None = typer.Option(
+        None, "--p", help="Keep probability for --method report-replacement (default: none)."
+    ),
     sampler: str = typer.Option("opendp", "--sampler", help=SAMPLER_HELP),
     separator: str = typer.Option(",", "--separator", help="CSV field separator."),
     budget_epsilon: float | None = typer.Option(
-        None, "--budget-epsilon", help="Refuse to spend more than this."
+        None, "--budget-epsilon", help="Refuse to spend more than this (default: no cap)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (randomized.csv + privacy.json)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
+    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
 ) -> None:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1).
 
@@ -99,6 +184,7 @@ def randomize(
     if method == "report-replacement":
         if p is None or not 0 <= p < 1:
             raise InputError("--method report-replacement needs --p in [0, 1)")
+        _not_chargeable("report-replacement builds its replacements from the true answers")
         new = rr.report_replacement(checked.codes, checked.groups, p, source)
         eps_by_group = {
             names[g]: rr.report_replacement_epsilon(
@@ -122,11 +208,17 @@ def randomize(
             if not 0 < theta < 1:
                 raise InputError(f"--theta must be in (0, 1), got {theta}")
             prob = (1.0 + theta) / 2.0
+            _reserve(
+                "respondent", rr.binary_epsilon(theta), "survey-binary-rr", {"theta": theta, "column": column}
+            )
             new = rr.randomize_codes(checked.codes, 2, prob, source)
             eps = rr.binary_epsilon(theta)
             probs = {names[0]: prob}
         else:
             assert epsilon is not None
+            _reserve(
+                "respondent", epsilon, "survey-krr", {"epsilon": epsilon, "column": column, "within": within}
+            )
             new, gp = rr.randomize_within(checked.codes, checked.groups, lists, epsilon, source)
             probs = {names[g]: v for g, v in gp.items()}
             eps = max(rr.krr_epsilon(lists[g], v) for g, v in gp.items() if v < 1.0)
@@ -175,6 +267,7 @@ def randomize(
                 "not_dp_reasons": not_dp,
             },
         )
+    _published(out)
     typer.echo(
         f"randomized {released.height:,} rows (epsilon {eps:.6g}, {mechanism}); "
         f"quarantined {checked.quarantine.height:,} -> {out}"
@@ -186,15 +279,27 @@ def randomize(
 def estimate(
     perturbed: Path = typer.Argument(..., help="Randomized file (randomized.csv from 'survey randomize')."),
     column: str = typer.Option(..., "--column", help="Randomized column."),
-    categories: str | None = typer.Option(None, "--categories", help="Declared list: A,B,C."),
-    categories_file: Path | None = typer.Option(None, "--categories-file", help="As for 'randomize'."),
-    within: str | None = typer.Option(None, "--within", help="Sub-category column used by 'randomize'."),
-    epsilon: float | None = typer.Option(None, "--epsilon", help="Epsilon used by 'randomize'."),
-    theta: float | None = typer.Option(None, "--theta", help="Binary RR theta used by 'randomize'."),
+    categories: str | None = typer.Option(
+        None, "--categories", help="Declared list: A,B,C (default: none; give this or --categories-file)."
+    ),
+    categories_file: Path | None = typer.Option(
+        None, "--categories-file", help="As for 'randomize' (default: none; give this or --categories)."
+    ),
+    within: str | None = typer.Option(
+        None, "--within", help="Sub-category column used by 'randomize' (default: none)."
+    ),
+    epsilon: float | None = typer.Option(
+        None, "--epsilon", help="Epsilon used by 'randomize' (default: none; give this or --theta)."
+    ),
+    theta: float | None = typer.Option(
+        None, "--theta", help="Binary RR theta used by 'randomize' (default: none; give this or --epsilon)."
+    ),
     separator: str = typer.Option(",", "--separator", help="CSV field separator."),
     out: Path = typer.Option(..., "--out", help="Output CSV: category, estimate, ci_low, ci_high."),
 ) -> None:
     """De-biased frequencies with 95 % CIs from randomized answers (report eq. 6; post-processing, no budget).
+
+    Example: urbandp survey estimate out/vehicles-rr/randomized.csv --column model --categories-file models.csv --within fuel --epsilon 2 --out est.csv
 
     With --within the estimate is the share of all respondents (the sub-category share times the de-biased share
     inside it).
@@ -253,25 +358,42 @@ def estimate(
 
 @app.command("perturb-points")
 @cli_guard
+@_charged
 def perturb_points(
     input: Path = typer.Argument(..., help="CSV or Parquet, one location per row (e.g. home locations)."),
     lat: str = typer.Option(..., "--lat", help="Latitude column (degrees)."),
     lon: str = typer.Option(..., "--lon", help="Longitude column (degrees)."),
-    epsilon_per_metre: float | None = typer.Option(None, "--epsilon-per-metre", help="Planar Laplace."),
-    scale_metres: float | None = typer.Option(
-        None, "--scale-metres", help="Per-axis Laplace scale b (metres)."
+    epsilon_per_metre: float | None = typer.Option(
+        None,
+        "--epsilon-per-metre",
+        help="Planar Laplace epsilon per metre (default: none; give this or --scale-metres).",
     ),
-    bbox: str | None = typer.Option(None, "--bbox", help="Outlier box min_lat,max_lat,min_lon,max_lon."),
+    scale_metres: float | None = typer.Option(
+        None,
+        "--scale-metres",
+        help="Per-axis Laplace scale b in metres (default: none; give this or --epsilon-per-metre).",
+    ),
+    bbox: str | None = typer.Option(
+        None, "--bbox", help="Outlier box min_lat,max_lat,min_lon,max_lon (default: no outlier removal)."
+    ),
     separator: str = typer.Option(",", "--separator", help="CSV field separator."),
     budget_epsilon: float | None = typer.Option(
-        None, "--budget-epsilon", help="Refuse if epsilon per metre x --budget-metres exceeds this."
+        None,
+        "--budget-epsilon",
+        help="Refuse if epsilon per metre x --budget-metres exceeds this (default: no cap).",
     ),
     budget_metres: float = typer.Option(
         1000.0, "--budget-metres", help="Distance at which the budget applies."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (points.csv + privacy.json)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
+    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
 ) -> None:
-    """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5)."""
+    """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5).
+
+    Example: urbandp survey perturb-points out/survey/homes.csv --lat lat --lon lon --epsilon-per-metre 0.005 --out out/homes
+    """
     import numpy as np
     import polars as pl
 
@@ -299,6 +421,13 @@ def perturb_points(
     if not ok.any():
         raise InputError(f"no usable location in {input} (all {la.size} quarantined)")
     n = int(ok.sum())
+    planned = loc.perturbation_epsilon(epsilon_per_metre, scale_metres)
+    _reserve(
+        "respondent",
+        float(planned["epsilon_per_metre"]) * budget_metres,  # type: ignore[arg-type]
+        "survey-planar-laplace" if epsilon_per_metre is not None else "survey-axis-laplace",
+        {"epsilon_per_metre": planned["epsilon_per_metre"], "charged_at_metres": budget_metres},
+    )
     if epsilon_per_metre is not None:
         east, north = loc.planar_laplace_offsets(n, epsilon_per_metre)
     else:
@@ -339,6 +468,7 @@ def perturb_points(
                 ],
             },
         )
+    _published(out)
     typer.echo(
         f"perturbed {n:,} points ({cost['mechanism']}, epsilon {eps_budget:.4g} at {budget_metres:g} m); "
         f"quarantined {int((~ok).sum()):,} -> {out}"
@@ -355,7 +485,9 @@ def escape(
     bn: str = typer.Option(
         "0.01,0.03,0.1,0.3,1,3,10,30,100", "--bn", help="Lumped parameters b*N (Laplace scale / spacing)."
     ),
-    polygons: Path | None = typer.Option(None, "--polygons", help="GeoJSON blocks (lon/lat polygons)."),
+    polygons: Path | None = typer.Option(
+        None, "--polygons", help="GeoJSON blocks, lon/lat polygons (default: none; uniform grid blocks)."
+    ),
     scale_degrees: str = typer.Option(
         "0.001,0.003,0.01,0.03", "--scale-degrees", help="Scales for --polygons."
     ),
@@ -365,6 +497,8 @@ def escape(
     out: Path = typer.Option(..., "--out", help="Output directory (escape.csv + escape.png, owner only)."),
 ) -> None:
     """Escape analysis (report section 5): share of points leaving their block vs b*N, uniform/Gaussian grids.
+
+    Example: urbandp survey escape out/survey/homes.csv --lat lat --lon lon --grid 10,25,50 --out out/escape
 
     A simulation on the TRUE locations: the CSV and the plot go to owner_only/ (not DP).
     """
@@ -416,25 +550,44 @@ def escape(
 
 @app.command("od-randomize")
 @cli_guard
+@_charged
 def od_randomize(
     input: Path = typer.Argument(..., help="CSV or Parquet of trips, one origin-destination pair per row."),
     origin: str = typer.Option(..., "--from", help="Origin block column."),
     dest: str = typer.Option(..., "--to", help="Destination block column."),
-    blocks_file: Path | None = typer.Option(None, "--blocks-file", help="Declared block ids, one per line."),
-    blocks: int | None = typer.Option(None, "--blocks", help="Declared blocks are 1..N."),
-    p: float | None = typer.Option(None, "--keep-probability", help="Report eq. 13 keep probability p."),
-    epsilon: float | None = typer.Option(None, "--epsilon", help="Target epsilon per trip instead of p."),
+    blocks_file: Path | None = typer.Option(
+        None, "--blocks-file", help="Declared block ids, one per line (default: none; give this or --blocks)."
+    ),
+    blocks: int | None = typer.Option(
+        None, "--blocks", help="Declared blocks are 1..N (default: none; give this or --blocks-file)."
+    ),
+    p: float | None = typer.Option(
+        None,
+        "--keep-probability",
+        help="Report eq. 13 keep probability p (default: none; give this or --epsilon).",
+    ),
+    epsilon: float | None = typer.Option(
+        None,
+        "--epsilon",
+        help="Target epsilon per trip instead of p (default: none; give this or --keep-probability).",
+    ),
     method: str = typer.Option(
         "rr", "--method", help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP)."
     ),
     sampler: str = typer.Option("opendp", "--sampler", help=SAMPLER_HELP),
     separator: str = typer.Option(",", "--separator", help="CSV field separator."),
     budget_epsilon: float | None = typer.Option(
-        None, "--budget-epsilon", help="Refuse to spend more than this."
+        None, "--budget-epsilon", help="Refuse to spend more than this (default: no cap)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (trips.csv + privacy.json)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
+    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
 ) -> None:
-    """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3)."""
+    """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3).
+
+    Example: urbandp survey od-randomize out/survey/trips.csv --from from_county --to to_county --blocks 19 --keep-probability 0.5 --out out/trips-rr
+    """
     import numpy as np
     import polars as pl
 
@@ -477,9 +630,11 @@ def od_randomize(
     o = good.get_column("__oi").to_numpy().astype(np.int64)
     de = good.get_column("__di").to_numpy().astype(np.int64)
     if method == "rr":
+        _reserve("trip", tr.od_epsilon(nb, p), "survey-od-rr", {"blocks": nb, "keep_probability": p})
         ro, rd = tr.od_randomize(o, de, nb, p, source)
         eps: float | None = tr.od_epsilon(nb, p)
     elif method in ("histogram", "histogram-joint"):
+        _not_chargeable(f"--method {method} draws replacements from the true histogram")
         ro, rd = tr.histogram_block_reporting(o, de, p, joint=method == "histogram-joint", source=source)
         eps = None
     else:
@@ -533,6 +688,7 @@ def od_randomize(
                 "not_dp_reasons": reasons,
             },
         )
+    _published(out)
     typer.echo(
         f"randomized {released.height:,} trips over {nb} blocks ({method}, epsilon "
         f"{'not DP' if eps is None else f'{eps:.4g}'}); quarantined {bad.height:,} -> {out}"
@@ -541,23 +697,36 @@ def od_randomize(
 
 @app.command("perturb-trajectories")
 @cli_guard
+@_charged
 def perturb_trajectories(
     input: Path = typer.Argument(..., help="CSV or Parquet of GPS points."),
     lat: str = typer.Option(..., "--lat", help="Latitude column."),
     lon: str = typer.Option(..., "--lon", help="Longitude column."),
     trip: str = typer.Option(..., "--trip", help="Trip (trajectory) id column."),
-    order: str | None = typer.Option(None, "--order", help="Column giving the point order (e.g. time)."),
+    order: str | None = typer.Option(
+        None, "--order", help="Column giving the point order, e.g. time (default: file order)."
+    ),
     epsilon: float = typer.Option(..., "--epsilon", help="SSD parameter epsilon (per step, report eq. 16)."),
     max_step_metres: float = typer.Option(..., "--max-step-metres", help="Declared maximum step M (metres)."),
     every: int = typer.Option(
         1, "--every", help="Keep every k-th point of each trip (fewer steps, less epsilon)."
     ),
-    max_trips: int | None = typer.Option(None, "--max-trips", help="Process only the first K trips."),
+    max_trips: int | None = typer.Option(
+        None, "--max-trips", help="Process only the first K trips (default: all)."
+    ),
     separator: str = typer.Option(",", "--separator", help="CSV field separator."),
-    budget_epsilon: float | None = typer.Option(None, "--budget-epsilon", help="Refuse trips costing more."),
+    budget_epsilon: float | None = typer.Option(
+        None, "--budget-epsilon", help="Refuse trips costing more (default: no cap)."
+    ),
     out: Path = typer.Option(..., "--out", help="Output directory (trajectories.csv + privacy.json)."),
+    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
+    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
+    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
 ) -> None:
-    """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/."""
+    """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/.
+
+    Example: urbandp survey perturb-trajectories trips.csv --lat Y --lon X --trip trajectory_id --order t --epsilon 50 --out out/trajectories
+    """
     import numpy as np
     import polars as pl
 
@@ -567,6 +736,7 @@ def perturb_trajectories(
 
     _positive("--epsilon", epsilon)
     _positive("--max-step-metres", max_step_metres)
+    _not_chargeable("perturb-trajectories publishes every trip's start and end point unchanged")
     if every < 1:
         raise InputError("--every must be >= 1")
     frame = read_table(input, separator)

@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import opendp.prelude as dp
 
+import urbandp.privacy.dp_prelude as dp
 from urbandp.survey.sampling import OpenDPBits
 
 dp.enable_features("contrib")

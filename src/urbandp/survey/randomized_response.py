@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import opendp.prelude as dp
 
+import urbandp.privacy.dp_prelude as dp
 from urbandp.survey.sampling import BitSource, OpenDPBits
 
 dp.enable_features("contrib")

@@ -24,7 +24,8 @@ from fractions import Fraction
 from typing import Protocol
 
 import numpy as np
-import opendp.prelude as dp
+
+import urbandp.privacy.dp_prelude as dp
 
 dp.enable_features("contrib")
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import opendp.prelude as dp
+
+import urbandp.privacy.dp_prelude as dp
 
 dp.enable_features("contrib")
 

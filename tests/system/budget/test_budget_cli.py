@@ -2,67 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import urbandp
 from urbandp.cli import app
+from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
 
 runner = CliRunner()
-
-
-def test_weekly_fleet_releases_stop_at_the_cap(tmp_path: Path) -> None:
-    store = str(tmp_path / "budget.sqlite")
-    fleet = tmp_path / "fleet.parquet"
-    r = runner.invoke(
-        app,
-        ["synth", "fleet", "--vehicles", "20", "--days", "2", "--start", "2024-03-04", "--out", str(fleet)],
-    )
-    assert r.exit_code == 0, r.output
-    r = runner.invoke(
-        app,
-        [
-            "budget",
-            "init",
-            "surat",
-            "--unit",
-            "vehicle-day",
-            "--epsilon-per-day",
-            "6",
-            "--budget-store",
-            store,
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    args = ["release", str(fleet), "--epsilon-per-day", "10", "--no-map", "--dataset", "surat"]
-    for i in (1, 2):
-        r = runner.invoke(app, [*args, "--out", str(tmp_path / f"rel{i}"), "--budget-store", store])
-        assert r.exit_code == 0, r.output
-    charged = json.loads((tmp_path / "rel1" / "privacy.json").read_text())["cumulative_epsilon_per_day"]
-    # Empty selection (20 vehicles are too few): only the DP selection's share of the budget is spent; the
-    # store charges exactly privacy.json's cumulative epsilon per day, so two releases fit under 6, three do not.
-    assert 2 * charged <= 6.0 < 3 * charged
-    r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel3"), "--budget-store", store])
-    assert r.exit_code == 2
-    assert (
-        f"exceeded on 2024-03-04: asked epsilon={charged:g} per vehicle-day, left {6 - 2 * charged:g} of 6"
-        in r.output
-    )
-    assert not (tmp_path / "rel3").exists()
-    r = runner.invoke(app, ["budget", "history", "surat", "--budget-store", store])
-    assert r.output.count("committed") == 2
-    r = runner.invoke(
-        app, ["budget", "show", "surat", "--budget-store", store, "--out", str(tmp_path / "show")]
-    )
-    assert r.exit_code == 0, r.output
-    assert (tmp_path / "show" / "spend.png").stat().st_size > 1000
-    day, spent, left, reserved = (tmp_path / "show" / "spend.csv").read_text().splitlines()[1].split(",")
-    assert day == "2024-03-04" and reserved == "0"
-    assert float(spent) == pytest.approx(2 * charged) and float(left) == pytest.approx(
-        6 - 2 * charged, abs=1e-5
-    )
 
 
 def test_corrupted_store_one_line_exit_2(tmp_path: Path) -> None:
@@ -153,3 +107,84 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "map2")])
     assert r.exit_code == 2
     assert "exceeded on 2024-01-15" in r.output
+
+
+def _urbandp(*args: str) -> subprocess.CompletedProcess[str]:
+    src = str(Path(urbandp.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(
+        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def _snapshot(url: str) -> tuple[object, ...]:
+    s = BudgetStore(url)
+    try:
+        return s.caps("bus"), s.spend_per_day("bus"), s.history("bus")
+    finally:
+        s.close()
+
+
+@pytest.fixture(scope="module")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from urbandp.survey.synth import write_survey
+
+    out = tmp_path_factory.mktemp("survey") / "data"
+    write_survey(out, households=200, seed=1)
+    return out / "homes.csv"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["budget", "show", "tram"], "unknown dataset 'tram' in budget store"),
+        (["budget", "history", "tram"], "(known: bus); declare it with `urbandp budget init`"),
+        (["budget", "init", "bus", "--unit", "card-day", "--epsilon-per-day", "2"],
+         "dataset 'bus' is declared in unit vehicle-day, not card-day; a unit cannot change"),
+        (["budget", "init", "bus", "--unit", "vehicle-day", "--epsilon-per-day", "0.5"],
+         "cannot lower epsilon per day of 'bus' to 0.5: 0.8 already spent on 2024-03-04"),
+        (["budget", "init", "bus", "--unit", "vehicle-day", "--epsilon-per-day", "1", "--epsilon-total", "1"],
+         "cannot lower epsilon total of 'bus' to 1: 1.6 already spent"),
+        (["survey", "perturb-points", "HOMES", "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+          "--dataset", "tram", "--survey-date", "2024-03-04", "--out", "OUT"], "unknown dataset 'tram'"),
+        (["survey", "perturb-points", "HOMES", "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+          "--dataset", "bus", "--survey-date", "2024-03-04", "--out", "OUT"],
+         "dataset 'bus' is declared in unit vehicle-day; this release charges respondent"),
+    ],
+)  # fmt: skip
+def test_bad_input_to_the_store_is_one_line_exit_2_and_loses_nothing(
+    tmp_path: Path, homes: Path, args: list[str], message: str
+) -> None:
+    url = str(tmp_path / "b.sqlite")
+    s = BudgetStore(url)
+    s.init_dataset(DatasetCaps("bus", "vehicle-day", 1.0, 10.0))
+    for day in ("2024-03-04", "2024-03-05"):
+        s.reserve("bus", "vehicle-day", {dt.date.fromisoformat(day): 0.8}, "laplace", {}, "earlier release")
+    s.close()
+    before = _snapshot(url)
+    out = tmp_path / "rel"
+    args = [str(homes) if a == "HOMES" else str(out) if a == "OUT" else a for a in args]
+    p = _urbandp(*args, "--budget-store", url)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("urbandp: error: "), p.stderr
+    assert message in p.stderr
+    assert _snapshot(url) == before  # nothing lost, nothing added
+    assert not out.exists()
+
+
+def test_corrupted_store_refuses_a_release_and_is_left_as_it_was(tmp_path: Path, homes: Path) -> None:
+    bad = tmp_path / "b.sqlite"
+    bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # a torn header: looks like SQLite, is not
+    out = tmp_path / "rel"
+    p = _urbandp(
+        "survey", "perturb-points", str(homes), "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+        "--dataset", "nhts", "--survey-date", "2024-03-04", "--budget-store", str(bad), "--out", str(out),
+    )  # fmt: skip
+    assert p.returncode == 2
+    assert (
+        p.stderr.count("\n") == 1
+        and "is not a usable database" in p.stderr
+        and "nothing was changed" in p.stderr
+    )
+    assert bad.read_bytes() == b"SQLite format 3\x00" + b"\xff" * 4000
+    assert not out.exists()

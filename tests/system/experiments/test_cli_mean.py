@@ -79,7 +79,9 @@ def test_input_file_with_bad_rows_is_quarantined(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     assert "3 quarantined" in res.output and "1 values clipped" in res.output
-    q = pl.read_csv(tmp_path / "out" / "quarantine.csv")
+    q = pl.read_csv(
+        tmp_path / "owner_only" / "out" / "quarantine.csv"
+    )  # raw rows: owner only, beside the output
     assert sorted(q["reason"].to_list()) == [
         "missing or non-numeric value",
         "missing vehicle",

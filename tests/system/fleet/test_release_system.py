@@ -292,7 +292,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
                 "--end",
                 "2030-01-02",
             ],
-            "no valid records inside the window",
+            "valid records lies inside the window",
         ),
         (
             lambda d, f: [

@@ -143,3 +143,21 @@ def test_weights_are_forced_to_zero_one(answers, exact_server) -> None:  # type:
     assert a_pos["n_cells"] == 5 and ref_pos.n_selected == 5
     assert a_pos["value"] == pytest.approx(ref_pos.value, rel=1e-3)
     assert a_neg["n_cells"] == 4 and a_neg["value"] == pytest.approx(ref_neg.value, rel=1e-3)
+
+
+def test_many_selected_cells_stay_accurate() -> None:
+    """490 and 500 selected cells of a 500-cell rectangle (the cap): E^2 = S / n^2 once divided by n^2 near 2^18,
+    where SPU's reciprocal underflows; now (S / n) / n. Within 1e-3 relative, run in SPU's simulator."""
+    r = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / "simulate_large.py")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(rows) == 4
+    for row in rows:
+        assert row["beta"] == 1.0, row
+        assert row["value_rel"] < 1e-3, row
+        assert row["e2_rel"] < 1e-3, row

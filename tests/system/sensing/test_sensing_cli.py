@@ -34,9 +34,11 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_interpolate_then_query(synthetic: Path, tmp_path: Path) -> None:
     out = tmp_path / "interp"
-    res = _run("interpolate", str(synthetic), "--out", str(out), "--cell-metres", "1000", "--cv-folds", "3")
+    res = _run(
+        "interpolate", str(synthetic), "--out", str(out), "--cell-metres", "1000", "--cv-folds", "3", "--plot"
+    )
     assert res.exit_code == 0, res.output
-    grid = pl.read_csv(out / "grid.csv")
+    grid = pl.read_parquet(out / "grid.parquet")
     assert grid.columns == ["cell_id", "lat", "lon", "window", "mu", "sigma2"]
     assert grid["window"].unique().sort().to_list() == ["2024-01-15T08:00", "2024-01-15T09:00"]
     assert (grid["sigma2"] >= 0).all()
@@ -56,7 +58,7 @@ def test_interpolate_then_query(synthetic: Path, tmp_path: Path) -> None:
         js = tmp_path / f"{qtype}.json"
         res = _run(
             "query",
-            str(out / "grid.csv"),
+            str(out / "grid.parquet"),
             "--rect",
             rect,
             "--type",
@@ -79,7 +81,7 @@ def test_interpolate_then_query(synthetic: Path, tmp_path: Path) -> None:
         assert ans["answered"] and lo <= ans["noisy_error2"] <= hi and 0 < ans["epsilon"] <= 1.0
     res = _run(
         "query",
-        str(out / "grid.csv"),
+        str(out / "grid.parquet"),
         "--rect",
         rect,
         "--alpha",
@@ -107,8 +109,13 @@ def test_dp_map_on_synthetic(synthetic: Path, tmp_path: Path) -> None:
         "1",
         "--utility-epsilons",
         "0.5,10",
+        "--start",
+        "2024-01-15T08:00",
+        "--end",
+        "2024-01-15T10:00",
     )
     assert res.exit_code == 0, res.output
+    owner = tmp_path / "owner_only" / "dp"
     dp = pl.read_csv(out / "dp_grid.csv")
     assert dp.columns == ["cell_id", "lat", "lon", "window", "sigma2_dp"]
     assert dp["sigma2_dp"].min() >= 0 and dp["sigma2_dp"].max() <= 1
@@ -119,14 +126,14 @@ def test_dp_map_on_synthetic(synthetic: Path, tmp_path: Path) -> None:
     assert priv["epsilon_cell_actual_max"] == 1.0
     assert priv["epsilon_per_window_map"] == cells
     assert priv["ledger"]["epsilon_spent"] == 2 * cells
-    lk = pl.read_csv(out / "leakage.csv")
+    lk = pl.read_csv(owner / "leakage.csv")
     assert (lk["recall_before"] > lk["recall_after"]).all()
-    rm = pl.read_csv(out / "rmse_vs_epsilon.csv")
+    rm = pl.read_csv(owner / "rmse_vs_epsilon.csv")
     assert rm.height == 4
     assert (
         rm.filter(pl.col("epsilon") == 10)["rmse_std"] < rm.filter(pl.col("epsilon") == 0.5)["rmse_std"]
     ).all()
-    assert (out / "rmse_vs_epsilon.png").exists() and (out / "dp_sigma2.png").exists()
+    assert (owner / "rmse_vs_epsilon.png").exists() and (owner / "dp_sigma2.png").exists()
     # the paper's version runs, and says it is not DP
     res = _run(
         "dp-map",
@@ -214,7 +221,7 @@ def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
         "longitude not a number",
         "time not parseable",
     ]
-    grid = pl.read_csv(out / "grid.csv")
+    grid = pl.read_parquet(out / "grid.parquet")
     assert grid["window"][0] == "2023-04-25T05:00"
     res = _run(
         "dp-map",
@@ -229,5 +236,14 @@ def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
         "1",
     )
     assert res.exit_code == 0, res.output
-    lk = pl.read_csv(tmp_path / "d" / "leakage.csv")
+    lk = pl.read_csv(tmp_path / "owner_only" / "d" / "leakage.csv")
     assert lk["recall_before"].mean() > 0.5 > lk["recall_after"].mean()
+    priv = json.loads((tmp_path / "d" / "privacy.json").read_text())
+    # the window came from the data: labelled, and the (huge) total is warned about and explained
+    assert priv["differentially_private"] is False and priv["not_dp_reasons"]
+    windows, cells = priv["windows_released"], priv["cells_per_window"]
+    assert priv["epsilon_vehicle_upper_bound"] == windows * cells
+    assert (
+        f"{windows * cells:.6g}" in priv["warnings"][0]
+        and "urbandp: warning: epsilon far above" in res.stderr
+    )

@@ -113,3 +113,88 @@ def test_schema_is_versioned_and_a_newer_store_is_refused(tmp_path: Path) -> Non
     con.close()
     with pytest.raises(InputError, match=f"schema version {LATEST_VERSION + 1} is newer"):
         BudgetStore(url)
+
+
+def test_group_rho_is_d_squared_rho_and_pure_epsilon_enters_as_half_its_square() -> None:
+    from urbandp.privacy.budget_store import group_rho
+
+    assert group_rho([(1.0, 0.02)] * 7) == pytest.approx(49 * 0.02)  # Bun and Steinke 2016, Prop. 1.9
+    assert group_rho([(1.0, 0.01), (1.0, 0.03)]) == pytest.approx(4 * 0.03)  # the largest day bounds each
+    assert group_rho([(0.5, None)] * 4) == pytest.approx(
+        (4 * 0.5) ** 2 / 2
+    )  # eps-DP is eps^2/2-zCDP (Prop. 1.4)
+    assert group_rho([]) == 0.0
+
+
+def test_rho_total_caps_the_group_cost_over_all_releases(tmp_path: Path) -> None:
+    url = str(tmp_path / "b.sqlite")
+    s = BudgetStore(url)
+    s.init_dataset(DatasetCaps("bus", "vehicle-day", None, None, None, rho_total=2.0))
+    week = days_of_window(D0, D0 + dt.timedelta(days=6))
+    rho = dict.fromkeys(week, 0.02)
+    s.reserve("bus", "vehicle-day", dict.fromkeys(week, 1.0), "gaussian", {}, "w1", rho)  # 49 x 0.02 = 0.98
+    next_week = [d + dt.timedelta(days=7) for d in week]
+    s.reserve("bus", "vehicle-day", dict.fromkeys(next_week, 1.0), "gaussian", {}, "w2",
+              dict.fromkeys(next_week, 0.02))  # fmt: skip
+    assert s.group_rho_spent("bus") == pytest.approx(1.96)
+    third = [d + dt.timedelta(days=14) for d in week]
+    with pytest.raises(BudgetExceededError, match=r"asked group rho=0\.98 over 7 days, left 0\.04 of 2"):
+        s.reserve(
+            "bus", "vehicle-day", dict.fromkeys(third, 1.0), "gaussian", {}, "w3", dict.fromkeys(third, 0.02)
+        )
+    s.reserve(
+        "bus", "vehicle-day", {third[0]: 0.1}, "gaussian", {}, "one day", {third[0]: 0.04}
+    )  # 1 x 0.04 fits
+    with pytest.raises(InputError, match=r"cannot lower rho total of 'bus' to 1: 2 already spent"):
+        s.init_dataset(DatasetCaps("bus", "vehicle-day", None, None, None, rho_total=1.0))
+
+
+def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
+    import sqlite3
+
+    from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
+
+    url = str(tmp_path / "v1.sqlite")
+    con = sqlite3.connect(url)
+    for stmt in MIGRATIONS[0]:
+        con.execute(stmt)
+    con.execute("INSERT INTO schema_version (version) VALUES (1)")
+    con.execute("INSERT INTO datasets VALUES ('bus', 'vehicle-day', 1.0, NULL, NULL, 'then')")
+    con.commit()
+    con.close()
+    s = BudgetStore(url)
+    assert s.caps("bus") == DatasetCaps("bus", "vehicle-day", 1.0, None, None, None)
+    _charge(url, 0.25, [D0])
+    assert s.spend_per_day("bus") == {"2024-03-04": (0.25, 0.0)}
+    con = sqlite3.connect(url)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(LATEST_VERSION,)]
+
+
+def test_a_failure_after_the_outputs_are_written_still_commits(tmp_path: Path) -> None:
+    """Given back only when nothing was published: once set_output names a written directory, an error (a broken
+    pipe while printing the summary) commits the charge instead of releasing it."""
+    from urbandp.privacy.budget_store import pending_release
+
+    url = _store(tmp_path)
+    out = tmp_path / "rel"
+    out.mkdir()
+    (out / "a.csv").write_text("x\n1\n")
+    for form in ("pending", "reservation"):
+        with pytest.raises(BrokenPipeError):
+            if form == "pending":
+                with pending_release(url, "bus") as budget:
+                    budget.reserve("vehicle-day", {D0: 0.25}, "laplace", {})
+                    budget.set_output(out)
+                    raise BrokenPipeError
+            else:
+                with budget_reservation(url, "bus", "vehicle-day", {D0: 0.25}, "laplace", {}, "c") as r:
+                    r.set_output(out)
+                    raise BrokenPipeError
+    with pytest.raises(RuntimeError), pending_release(url, "bus") as budget:
+        budget.reserve("vehicle-day", {D0: 0.25}, "laplace", {})
+        budget.set_output(tmp_path / "never-written")
+        raise RuntimeError("failed before the rename")
+    s = BudgetStore(url)
+    assert [h["status"] for h in s.history("bus")] == [STATUS_COMMITTED, STATUS_COMMITTED]
+    assert all(h["content_hash"] and len(h["content_hash"]) == 64 for h in s.history("bus"))
+    assert s.spend_per_day("bus")["2024-03-04"][0] == pytest.approx(0.5)

@@ -37,14 +37,16 @@ def test_every_reason_is_detected_and_counted(tmp_path: Path) -> None:
         'A,2021-11-15T09:00:07+05:30,"[72.83, 21.17]",400',  # speed_above_maximum
         'A,2021-11-15T09:00:00+05:30,"[72.83, 21.17]",25',  # duplicate of row 1
         'B,2021-11-15T09:00:00+05:30,"[0, 0]",25',  # null_island (issue 9 item 11)
+        'B,1970-01-01T09:00:00+05:30,"[72.83, 21.17]",25',  # implausible_timestamp (issue 9)
     ]
     loaded = load_records([_csv(tmp_path, rows)])
-    assert loaded.records_in == 11
+    assert loaded.records_in == 12
     assert loaded.clean.height == 1
     assert loaded.clean["speed"][0] == 20.0  # the first of the duplicates is kept
     assert loaded.reasons == {
         "unparseable_record": 0,
         "unparseable_timestamp": 1,
+        "implausible_timestamp": 1,
         "missing_vehicle": 1,
         "missing_coordinates": 1,
         "null_island": 1,
@@ -55,7 +57,7 @@ def test_every_reason_is_detected_and_counted(tmp_path: Path) -> None:
         "duplicate": 1,
     }
     q = loaded.quarantine.sort("row")
-    assert q["row"].to_list() == list(range(2, 12))
+    assert q["row"].to_list() == list(range(2, 13))
     assert q["source"].unique().to_list() == ["in.csv"]
     assert q.filter(pl.col("row") == 10)["reason"][0] == "duplicate"
 

@@ -34,6 +34,23 @@ def test_frames_roundtrip_and_share_layout() -> None:
         assert json.loads(b.recv(n)) == {"type": "bye"}
 
 
+def test_one_message_carries_control_json_and_shares() -> None:
+    """Protocol /2: the acceptance (or go) and the input shares leave in one sendall and parse in order."""
+    a, b = socket.socketpair()
+    with a, b:
+        data = wire.json_frame({"type": "accept", "n_rect": 2}) + wire.share_frames(b"m1", [b"ab"])
+        data += wire.share_frames(b"m2", [b"", b"cd"])
+        wire.send_bytes(a, data)
+        assert wire.recv_json(b, "accept")["n_rect"] == 2
+        assert wire.recv_share(b) == (b"m1", [b"ab"])
+        assert wire.recv_share(b) == (b"m2", [b"", b"cd"])
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        c = socket.create_connection(srv.getsockname())
+        with c:
+            wire.no_delay(c)
+            assert c.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
 def test_peer_errors_are_clear() -> None:
     a, b = socket.socketpair()
     with a, b:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbandp.errors import BudgetExceededError
+from urbandp.errors import BudgetExceededError, InputError
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.sensing.bounded_laplace import actual_epsilon, holohan_scale
 from urbandp.sensing.dp_map import fit_for_release, release_dp_map, rmse_vs_epsilon
@@ -74,3 +74,44 @@ def test_rmse_falls_with_epsilon() -> None:
     rows = rmse_vs_epsilon(fitted, [0.5, 1.0, 10.0])
     rmse = [r["rmse_std"] for r in rows]
     assert rmse[0] > rmse[1] > rmse[2] > 0
+
+
+def test_plan_prices_the_release_before_noise() -> None:
+    """3 windows x 169 cells at epsilon 0.05 per cell on [0, 1] with Delta = 1: Holohan's factor is 1 there, so
+    b = 20, each cell costs exactly 0.05, a window 8.45 and the release 25.35; a draw lands in [0, 1] from the
+    bound with probability (1 - exp(-1/20)) / 2."""
+    import math
+
+    from urbandp.sensing.dp_map import plan_dp_map
+
+    plan = plan_dp_map(3, 169, 0.05)
+    assert plan.scale == pytest.approx(20.0, rel=1e-9)
+    assert plan.epsilon_per_window_map == pytest.approx(8.45, rel=1e-9)
+    assert plan.epsilon_total == pytest.approx(25.35, rel=1e-9)
+    assert plan.acceptance_min == pytest.approx((1 - math.exp(-1 / 20)) / 2, rel=1e-12)
+    plan.check(budget_epsilon=25.35)
+    with pytest.raises(InputError, match="privacy budget exceeded"):
+        plan.check(budget_epsilon=25.0)
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 1e-6, 1e-3])
+def test_meaningless_epsilon_refused_without_running_the_calibration(epsilon: float) -> None:
+    from urbandp.sensing.bounded_laplace import check_meaningful
+    from urbandp.sensing.dp_map import plan_dp_map
+
+    with pytest.raises(ValueError, match="practically uniform"):
+        check_meaningful(epsilon, 1.0, 0.0, 1.0)
+    with pytest.raises(InputError, match="practically uniform"):
+        plan_dp_map(1, 10, epsilon)
+    check_meaningful(0.003, 1.0, 0.0, 1.0)  # one draw in ~667 lands: allowed
+
+
+def test_public_windows_cover_the_interval_including_empty_ones() -> None:
+    import numpy as np
+
+    from urbandp.sensing.dp_map import public_windows
+
+    w = public_windows(np.datetime64("2024-01-15T08:30"), np.datetime64("2024-01-15T11:00"), 60)
+    assert [str(x) for x in w] == ["2024-01-15T08:00", "2024-01-15T09:00", "2024-01-15T10:00"]
+    with pytest.raises(InputError):
+        public_windows(np.datetime64("2024-01-15T08:00"), np.datetime64("2024-01-15T08:00"), 60)
