@@ -173,15 +173,16 @@ def busiest_hat(
     from rich.console import Console
 
     from urbandp.experiments.busiest_hat import extract_busiest_hat
+    from urbandp.records.readers import check_readable
     from urbandp.reports.outputs import check_output_file
 
     try:
         start, end = (int(h) for h in hours.split("-"))
     except ValueError:
         raise InputError(f"--hours must look like 9-21, got {hours!r}") from None
-    for path in inputs:  # a FIFO or a directory would block or crash the reader
-        if path.exists() and not path.is_file():
-            raise InputError(f"input {path} is not a regular file")
+    for path in inputs:  # before any output is touched: a FIFO or a directory would block or crash the reader
+        if path.exists():
+            check_readable(path)
     if not 0 <= resolution <= 15:
         raise InputError(f"--resolution must be an H3 resolution between 0 and 15, got {resolution}")
     check_output_file(out)

@@ -47,8 +47,9 @@ def parse_epsilons(text: str) -> list[float]:
 def read_records(path: Path) -> pl.DataFrame:
     if not path.exists():
         raise InputError(f"input file not found: {path}")
-    if not path.is_file():  # a directory, a FIFO (would block for ever) or a device
-        raise InputError(f"input {path} is not a regular file")
+    from urbandp.records.readers import check_readable
+
+    check_readable(path)  # a directory, a FIFO (would block for ever) or a device
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             return pl.read_parquet(path)
