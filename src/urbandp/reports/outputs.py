@@ -24,18 +24,23 @@ from urbandp.errors import InputError
 OWNER_ONLY = "owner_only"
 
 
+def _check_parents(out: Path, option: str) -> None:
+    """The nearest existing ancestor of ``out`` must be a writable directory."""
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{option} {out}: {parent} is a file, not a directory")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise InputError(f"{option} {out}: directory {parent} is not writable")
+            return
+
+
 def check_output_path(out: Path) -> Path:
     """Refuse an output path that cannot become a directory, with one clear line (exit code 2 at the CLI)."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is an existing file; give a directory path")
-    for parent in out.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise InputError(f"--out {out}: {parent} is a file, not a directory")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise InputError(f"--out {out}: directory {parent} is not writable")
-            break
+    _check_parents(out, "--out")
     return out
 
 
@@ -44,13 +49,7 @@ def check_output_file(out: Path, option: str = "--out") -> Path:
     out = Path(out)
     if out.is_dir():
         raise InputError(f"{option} {out} is a directory; give a file path")
-    for parent in out.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise InputError(f"{option} {out}: {parent} is a file, not a directory")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise InputError(f"{option} {out}: directory {parent} is not writable")
-            break
+    _check_parents(out, option)
     return out
 
 
