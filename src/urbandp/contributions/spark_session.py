@@ -22,6 +22,15 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 
 
+def check_engine(engine: str, spark_master: str | None) -> str:
+    """The ``--engine`` / ``--spark-master`` pair of a command, checked (one line and exit 2 at the CLI)."""
+    if engine not in ("polars", "spark"):
+        raise InputError(f"--engine must be polars or spark, got {engine!r}")
+    if spark_master is not None and engine != "spark":
+        raise InputError("--spark-master needs --engine spark")
+    return engine
+
+
 def spark_missing_reason() -> str | None:
     """``None`` when Spark can run here; otherwise why not (PySpark not installed, or no Java runtime)."""
     try:

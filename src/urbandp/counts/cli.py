@@ -224,11 +224,9 @@ def release(
         )
         return
     check_output_path(out)
-    if engine not in ("polars", "spark"):
-        raise InputError(f"--engine must be polars or spark, got {engine!r}")
-    if spark_master is not None and engine != "spark":
-        raise InputError("--spark-master needs --engine spark")
-    if engine == "spark" and (domain is None or input_kind != "events"):
+    from urbandp.contributions.spark_session import check_engine
+
+    if check_engine(engine, spark_master) == "spark" and (domain is None or input_kind != "events"):
         raise InputError("--engine spark runs the per-event stage: it needs --input-kind events and --domain")
     df = read_table(input) if engine == "polars" else None
     if domain is None:

@@ -352,6 +352,7 @@ def release(
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from urbandp.contributions.spark_session import check_engine
     from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
     from urbandp.privacy.budget_store import checkpoint, pending_release
@@ -379,7 +380,7 @@ def release(
                 options=options,
                 step=lambda name: progress.update(task, description=name),
                 before_noise=lambda charge: _reserve_fleet(budget, charge),
-                engine=_engine(engine, spark_master),
+                engine=check_engine(engine, spark_master),
                 spark_master=spark_master,
             ),
         )
@@ -436,14 +437,6 @@ def _reserve_fleet(budget: Any, charge: Any) -> None:
         params,
         rho_per_day=charge.rho_per_day,
     )
-
-
-def _engine(engine: str, spark_master: str | None) -> str:
-    if engine not in ("polars", "spark"):
-        raise InputError(f"--engine must be polars or spark, got '{engine}'")
-    if spark_master is not None and engine != "spark":
-        raise InputError("--spark-master needs --engine spark")
-    return engine
 
 
 def _domain_cell_strings(cfg: Any) -> list[str] | None:
