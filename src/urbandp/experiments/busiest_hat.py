@@ -77,19 +77,10 @@ def _reason() -> pl.Expr:
 
 
 def _write_quarantine(out: Path, bad: pl.DataFrame) -> Path:
-    """``owner_only/<out stem>/quarantine.csv`` beside ``out``, written whole (temporary file, then rename)."""
-    import os
+    """``owner_only/<out stem>/quarantine.csv`` beside ``out``."""
+    from urbandp.reports.outputs import write_owner_table
 
-    from urbandp.reports.outputs import OWNER_README, owner_dir_for
-
-    folder = owner_dir_for(out.with_suffix(""))
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "README.txt").write_text(OWNER_README)
-    path = folder / "quarantine.csv"
-    tmp = folder / ".quarantine.csv.tmp"
-    bad.write_csv(tmp)
-    os.replace(tmp, path)
-    return path
+    return write_owner_table(out.with_suffix(""), "quarantine.csv", bad)
 
 
 def extract_busiest_hat(

@@ -199,28 +199,11 @@ class NoValidRecords(InputError):
 
 
 def write_owner_quarantine(out: Path, quarantine: pl.DataFrame) -> Path:
-    """Write ``quarantine.csv`` alone to ``owner_only/<name>/`` beside ``out`` (a run that released nothing).
+    """Write ``quarantine.csv`` alone to ``owner_only/<name>/`` beside ``out`` (a run that released nothing);
+    an older release in ``out`` is left as it was."""
+    from urbandp.reports.outputs import check_output_path, write_owner_table
 
-    Written atomically through :func:`urbandp.reports.outputs.atomic_output_dir` on a scratch release directory
-    that is then removed, so an older release in ``out`` is left as it was.
-    """
-    import shutil
-    import uuid
-
-    from urbandp.reports.outputs import atomic_output_dir, check_output_path, owner_dir_for
-
-    out = check_output_path(Path(out))
-    scratch = out.parent / f".{out.name}.quarantine-{uuid.uuid4().hex[:8]}"
-    final = owner_dir_for(out) / "quarantine.csv"
-    with atomic_output_dir(scratch) as d:
-        quarantine.write_csv(d.owner_path("quarantine.csv"))
-    made = owner_dir_for(scratch)
-    target = owner_dir_for(out)
-    if target.exists():
-        shutil.rmtree(target)
-    made.rename(target)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return final
+    return write_owner_table(check_output_path(Path(out)), "quarantine.csv", quarantine)
 
 
 def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tuple[dt.date, dt.date, bool]:

@@ -17,9 +17,12 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from urbandp.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 OWNER_ONLY = "owner_only"
 
@@ -121,6 +124,32 @@ def atomic_output_dir(out: Path) -> Iterator[OutputDirs]:
             new.rename(final)
     for old in olds:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def write_owner_table(out: Path, name: str, frame: pl.DataFrame) -> Path:
+    """Write ``frame`` as the CSV ``name``, alone, into ``owner_only/<out name>/`` beside ``out``.
+
+    For runs whose only owner material is one table (every row quarantined, or a command whose output is a single
+    file): the folder is built under a temporary name and swapped in whole, so no stale file from an older run
+    survives beside it and a failure leaves the old folder as it was. Returns the path of the table.
+    """
+    final = owner_dir_for(out)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex[:8]
+    tmp = final.parent / f".{final.name}.tmp-{tag}"
+    tmp.mkdir()
+    try:
+        (tmp / "README.txt").write_text(OWNER_README)
+        frame.write_csv(tmp / name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = final.parent / f".{final.name}.old-{tag}"
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final / name
 
 
 def to_strict_json(value: Any) -> Any:
