@@ -31,8 +31,8 @@ import sqlite3
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +123,6 @@ class Reservation:
     charges: dict[dt.date, float]
     content_hash: str | None = None
     output_dir: Path | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def set_output(self, directory: Path) -> None:
         """Name the final release directory; its content hash is recorded when the reservation commits."""
@@ -655,41 +654,3 @@ def pending_release(store_url: str | None, dataset: str | None) -> Iterator[Pend
         budget._finish(ok=False)
         raise
     budget._finish(ok=True)
-
-
-def reserve_release(
-    dataset: str | None,
-    store_url: str | None,
-    unit: str,
-    days: Iterable[dt.date | str],
-    epsilon_per_day: float,
-    mechanism: str,
-    params: Mapping[str, Any] | None = None,
-) -> Reservation | None:
-    """Two-call form for call sites that cannot wrap a block: reserve now, :func:`commit_release` later.
-
-    Without the ``with`` form a failure between the two calls is NOT given back: the reservation stays charged
-    and shows as ``crashed/unconfirmed`` (conservative: the store is never under-charged).
-    """
-    if dataset is None:
-        return None
-    charges = {dt.date.fromisoformat(str(d)[:10]): float(epsilon_per_day) for d in days}
-    store = open_store(store_url)
-    try:
-        rid = store.reserve(dataset, unit, charges, mechanism, params or {}, _command_line())
-    finally:
-        store.close()
-    return Reservation(rid, dataset, charges, extra={"store_url": store_url})
-
-
-def commit_release(reservation: Reservation | None, output_dir: Path) -> None:
-    """Commit a reservation from :func:`reserve_release` with the content hash of ``output_dir``."""
-    if reservation is None:
-        return
-    reservation.set_output(output_dir)
-    reservation.content_hash = content_hash(Path(output_dir))
-    store = open_store(reservation.extra.get("store_url"))
-    try:
-        store.commit(reservation.id, reservation.content_hash)
-    finally:
-        store.close()

@@ -64,7 +64,6 @@ def _load(
     from urbandp.sensing.grid import SquareGrid
     from urbandp.sensing.readings import read_readings
 
-    out.mkdir(parents=True, exist_ok=True)
     readings, report = read_readings(input_path, value_column, out / "quarantine.csv", bbox)
     if bbox is not None:
         grid = SquareGrid(bbox[0], bbox[1], bbox[2], bbox[3], cell_metres)
