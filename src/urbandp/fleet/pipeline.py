@@ -177,20 +177,21 @@ class NoValidRecords(InputError):
     """Every input row was quarantined: the message gives the top reasons; ``quarantine`` holds the rows."""
 
     def __init__(self, records_in: int, reasons: dict[str, int], quarantine: pl.DataFrame) -> None:
+
+        def example(reason: str) -> str:
+            first = quarantine.filter(pl.col("reason") == reason)["timestamp_raw"].head(1)
+            return f" such as '{first[0]}'" if first.len() and first[0] is not None else ""
+
         hint = ""
         if reasons.get("unparseable_timestamp", 0) * 2 > records_in:
-            first = quarantine.filter(pl.col("reason") == "unparseable_timestamp")["timestamp_raw"].head(1)
-            example = f" such as '{first[0]}'" if first.len() and first[0] is not None else ""
             hint = (
-                f"; timestamps{example} are not ISO 8601 or epoch seconds/milliseconds: declare their layout with "
-                '--timestamp-format (e.g. "%d/%m/%Y %H:%M")'
+                f"; timestamps{example('unparseable_timestamp')} are not ISO 8601 or epoch seconds/milliseconds: "
+                'declare their layout with --timestamp-format (e.g. "%d/%m/%Y %H:%M")'
             )
         elif reasons.get("implausible_timestamp", 0) * 2 > records_in:
-            first = quarantine.filter(pl.col("reason") == "implausible_timestamp")["timestamp_raw"].head(1)
-            example = f" such as '{first[0]}'" if first.len() and first[0] is not None else ""
             hint = (
-                f"; timestamps{example} lie before 1990 or in the future: check --timestamp-format (epoch-s or "
-                "epoch-ms?) and the units' clocks"
+                f"; timestamps{example('implausible_timestamp')} lie before 1990 or in the future: check "
+                "--timestamp-format (epoch-s or epoch-ms?) and the units' clocks"
             )
         super().__init__(
             f"all {records_in:,} records were quarantined ({top_reasons(reasons)}){hint}; nothing is left to use"
