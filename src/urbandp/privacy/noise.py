@@ -106,6 +106,20 @@ class OpenDPNoise:
             np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=False, integer=True)
         )
 
+    def laplace_on_lattice(self, values: np.ndarray, scale: float, exponent: int) -> np.ndarray:
+        """Laplace noise on the lattice ``2^exponent Z``: OpenDP ``make_laplace(..., k=exponent)`` over a sized
+        vector (inputs rounded to the lattice, discrete Laplace on it). About 3x faster per draw than the finest
+        granularity; the caller accounts the lattice (e.g. :func:`urbandp.sensing.bounded_laplace.lattice_epsilon`).
+        """
+        v = np.asarray(values, dtype=float).ravel()
+        if v.size == 0:
+            return v.copy()
+        atom = dp.atom_domain(T=float, nan=False)
+        m = dp.m.make_laplace(
+            dp.vector_domain(atom, size=int(v.size)), dp.l1_distance(T=float), _check_scale(scale), k=exponent
+        )
+        return np.asarray(m(v.tolist()), dtype=float).reshape(np.shape(values))
+
     def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
         return _per_scale(np.asarray(values, dtype=float), scale, self._sampler(gaussian=True, integer=False))
 
@@ -190,17 +204,45 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 
 @functools.lru_cache(maxsize=256)
 def rho_for_epsilon(epsilon: float, delta: float) -> float:
-    """Largest rho whose OpenDP conversion gives at most ``epsilon`` at ``delta`` (bisection on the map).
+    """Largest rho whose OpenDP conversion gives at most ``epsilon`` at ``delta``.
 
-    The result is within a relative 1e-13 of the exact inverse, and always on the safe side.
+    The classic bound ``epsilon = rho + 2 sqrt(rho ln(1/delta))`` (Bun and Steinke 2016, Prop. 1.3) is looser than
+    OpenDP's conversion, so its inverse is a safe lower bracket; the root of the increasing map is then found by
+    the Illinois variant of regula falsi on OpenDP's map (about ten evaluations instead of ~45 for bisection). The
+    result is within a relative 1e-13 of the exact inverse, and always on the safe side (a rho whose map was
+    checked to give at most ``epsilon``).
     """
     if epsilon <= 0 or not np.isfinite(epsilon):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
-    lo, hi = 0.0, float(epsilon)  # rho <= epsilon always suffices as an upper bracket
-    while hi - lo > 1e-13 * hi:
-        mid = (lo + hi) / 2
-        if zcdp_epsilon(mid, delta) <= epsilon:
-            lo = mid
+    log_term = float(np.log(1.0 / delta)) if 0 < delta < 1 else 0.0
+    lo = (np.sqrt(log_term + epsilon) - np.sqrt(log_term)) ** 2
+    f_lo = zcdp_epsilon(lo, delta) - epsilon
+    if f_lo > 0:  # cannot happen for OpenDP's conversion; bisect from zero rather than trust it
+        lo, f_lo = 0.0, -epsilon
+    hi = min(float(epsilon), 2.0 * lo) if lo > 0 else float(epsilon)
+    f_hi = zcdp_epsilon(hi, delta) - epsilon
+    while f_hi <= 0 and hi < epsilon:
+        lo, f_lo = hi, f_hi
+        hi = min(float(epsilon), 2.0 * hi)
+        f_hi = zcdp_epsilon(hi, delta) - epsilon
+    if f_hi <= 0:
+        return hi
+    side = 0
+    for _ in range(200):
+        if hi - lo <= 1e-13 * hi:
+            break
+        mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        if not lo < mid < hi:
+            mid = (lo + hi) / 2
+        f_mid = zcdp_epsilon(mid, delta) - epsilon
+        if f_mid <= 0:
+            lo, f_lo = mid, f_mid
+            if side == -1:
+                f_hi /= 2
+            side = -1
         else:
-            hi = mid
-    return lo
+            hi, f_hi = mid, f_mid
+            if side == 1:
+                f_lo /= 2
+            side = 1
+    return float(lo)

@@ -17,12 +17,19 @@ epsilon-DP as written** whenever ``Delta < u - l``. :func:`holohan_scale` finds 
 calibration used by default. When ``Delta >= u - l`` the ratio term is 1 (``C_l = C_u`` by symmetry) and both
 scales coincide; the tests pin both cases.
 
-Sampling draws every Laplace variate from OpenDP (:meth:`urbandp.privacy.noise.OpenDPNoise.laplace`, floating-point
-safe) and re-draws the out-of-bound ones until all are inside ``[l, u]``.
+Sampling draws every Laplace variate from OpenDP (floating-point safe) and re-draws the out-of-bound ones until all
+are inside ``[l, u]``. The default (Holohan) mechanism draws on the lattice ``h Z`` with ``h = 2^-40``
+(:data:`LATTICE_EXPONENT`, OpenDP ``make_laplace(..., k=-40)``): inputs are rounded to the lattice inside
+``[l, u]`` and the noise is discrete Laplace on it, about 3x faster per draw than OpenDP's finest granularity
+(measured 7 us against 20 us). The lattice costs a provable slack, accounted by :func:`lattice_epsilon`: inputs
+move by at most ``h`` (sensitivity ``Delta + h``), and the lattice normaliser ``Z(x)`` differs from the continuous
+``2 b C_x(b) / h`` by at most 2 (two monotone Riemann sums of a function bounded by 1), so
+``Z(x') / Z(x) <= (b C_x' + h) / (b C_x - h)``. At ``h = 2^-40`` the slack is about 1e-12 in epsilon.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -31,6 +38,8 @@ import numpy as np
 from urbandp.privacy.noise import NoiseSource
 
 CALIBRATIONS = ("holohan", "paper")
+LATTICE_EXPONENT = -40
+"""Noise granularity ``h = 2^LATTICE_EXPONENT`` of the Holohan mechanism's draws (see the module docstring)."""
 MIN_ACCEPTANCE = 1e-3  # below this the output is within exp(1/500) of uniform on [l, u]: refused (see below)
 
 
@@ -92,23 +101,52 @@ def actual_epsilon(scale: float, sensitivity: float, lower: float, upper: float)
     return d / scale + math.log(ratio)
 
 
-def holohan_scale(
-    epsilon: float, sensitivity: float, lower: float, upper: float, rel_tol: float = 1e-12
+def lattice_epsilon(
+    scale: float, sensitivity: float, lower: float, upper: float, lattice: float = 0.0
 ) -> float:
-    """Smallest scale ``b`` with ``actual_epsilon(b) <= epsilon`` (bisection; returns the feasible end)."""
+    """Worst-case loss of the bounded Laplace drawn on the lattice ``lattice * Z`` (0: continuous, Lemma 3 exactly).
+
+    ``actual_epsilon(b, Delta + h) + log(1 + h / (b C_l)) - log(1 - h / (b C_l))``: the rounded inputs are at most
+    ``Delta + h`` apart, and the lattice normalisers differ from the continuous ones by the Riemann-sum bound in the
+    module docstring (``C_l``, the mass at a bound, is the smallest ``C_x``).
+    """
+    if lattice == 0.0:
+        return actual_epsilon(scale, sensitivity, lower, upper)
+    if scale <= 0:
+        return math.inf
+    slack = lattice / (scale * float(inside_mass(lower, scale, lower, upper)))
+    if slack >= 1.0:
+        return math.inf
+    base = actual_epsilon(scale, sensitivity + lattice, lower, upper)
+    return base + math.log1p(slack) - math.log1p(-slack)
+
+
+def holohan_scale(
+    epsilon: float,
+    sensitivity: float,
+    lower: float,
+    upper: float,
+    rel_tol: float = 1e-12,
+    lattice: float = 0.0,
+) -> float:
+    """Smallest scale ``b`` with ``lattice_epsilon(b) <= epsilon`` (bisection; returns the feasible end)."""
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
     if not (sensitivity > 0 and upper > lower):
         raise ValueError("need sensitivity > 0 and upper > lower")
-    lo = min(float(sensitivity), float(upper - lower)) / epsilon  # actual_epsilon(lo) >= epsilon
-    if actual_epsilon(lo, sensitivity, lower, upper) <= epsilon:
+
+    def loss(b: float) -> float:
+        return lattice_epsilon(b, sensitivity, lower, upper, lattice)
+
+    lo = min(float(sensitivity), float(upper - lower)) / epsilon  # loss(lo) >= epsilon
+    if loss(lo) <= epsilon:
         return lo
     hi = 2.0 * lo
-    while actual_epsilon(hi, sensitivity, lower, upper) > epsilon:
+    while loss(hi) > epsilon:
         lo, hi = hi, 2.0 * hi
     while hi - lo > rel_tol * hi:
         mid = 0.5 * (lo + hi)
-        if actual_epsilon(mid, sensitivity, lower, upper) > epsilon:
+        if loss(mid) > epsilon:
             lo = mid
         else:
             hi = mid
@@ -119,9 +157,10 @@ def holohan_scale(
 class BoundedLaplace:
     """Bounded Laplace on values in ``[lower, upper]`` with L1 sensitivity ``sensitivity`` per value.
 
-    ``calibration="holohan"`` (default) is epsilon-DP per value; ``calibration="paper"`` uses ``b = Delta/epsilon``
-    as in the fleet-sensing paper (section VI-A) and is NOT epsilon-DP when ``sensitivity < upper - lower``:
-    its true loss is :attr:`epsilon_actual`.
+    ``calibration="holohan"`` (default) is epsilon-DP per value, drawn on the lattice ``2^lattice_exponent Z``
+    (``None``: OpenDP's finest granularity, continuous analysis); ``calibration="paper"`` uses
+    ``b = Delta/epsilon`` as in the fleet-sensing paper (section VI-A) with continuous draws, and is NOT
+    epsilon-DP when ``sensitivity < upper - lower``: its true loss is :attr:`epsilon_actual`.
     """
 
     epsilon: float
@@ -129,6 +168,7 @@ class BoundedLaplace:
     lower: float
     upper: float
     calibration: str = "holohan"
+    lattice_exponent: int | None = LATTICE_EXPONENT
 
     def __post_init__(self) -> None:
         if self.calibration not in CALIBRATIONS:
@@ -139,15 +179,22 @@ class BoundedLaplace:
             raise ValueError("need sensitivity > 0 and upper > lower")
 
     @property
+    def lattice(self) -> float:
+        """Spacing ``h`` of the noise lattice (0.0: continuous draws)."""
+        if self.calibration == "paper" or self.lattice_exponent is None:
+            return 0.0
+        return math.ldexp(1.0, self.lattice_exponent)
+
+    @functools.cached_property
     def scale(self) -> float:
         if self.calibration == "paper":
             return self.sensitivity / self.epsilon
-        return holohan_scale(self.epsilon, self.sensitivity, self.lower, self.upper)
+        return holohan_scale(self.epsilon, self.sensitivity, self.lower, self.upper, lattice=self.lattice)
 
     @property
     def epsilon_actual(self) -> float:
         """The mechanism's real per-value epsilon (equal to ``epsilon`` up to rounding for ``holohan``)."""
-        return actual_epsilon(self.scale, self.sensitivity, self.lower, self.upper)
+        return lattice_epsilon(self.scale, self.sensitivity, self.lower, self.upper, self.lattice)
 
     def summarize(self) -> dict[str, object]:
         """What the mechanism costs, before it runs (OpenDP-style map)."""
@@ -169,6 +216,11 @@ class BoundedLaplace:
         if max_rounds is None:
             max_rounds = math.ceil(80.0 / max(acceptance_min(self.scale, self.lower, self.upper), 1e-12))
         x = np.clip(np.asarray(values, dtype=float), self.lower, self.upper)
+        h = self.lattice
+        on_lattice = getattr(noise, "laplace_on_lattice", None) if h else None
+        if on_lattice is not None:  # round the inputs to the lattice inside [lower, upper] (exact: h = 2^k)
+            lo, hi = math.ceil(self.lower / h) * h, math.floor(self.upper / h) * h
+            x = np.clip(np.round(x / h) * h, lo, hi)
         out = np.empty_like(x)
         pending = np.arange(x.size)
         flat = x.ravel()
@@ -177,7 +229,10 @@ class BoundedLaplace:
         for _ in range(max_rounds):
             if pending.size == 0:
                 return res.reshape(x.shape)
-            draw = noise.laplace(flat[pending], b)
+            if on_lattice is not None:
+                draw = on_lattice(flat[pending], b, self.lattice_exponent)
+            else:  # a noise source without lattice draws: continuous noise, whose loss the lattice bound covers
+                draw = noise.laplace(flat[pending], b)
             ok = (draw >= self.lower) & (draw <= self.upper)
             res[pending[ok]] = draw[ok]
             pending = pending[~ok]

@@ -32,10 +32,10 @@ from urbandp.errors import InputError
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource
 from urbandp.sensing.bounded_laplace import (
+    LATTICE_EXPONENT,
     MIN_ACCEPTANCE,
     BoundedLaplace,
     acceptance_min,
-    actual_epsilon,
     check_meaningful,
     expected_squared_error,
 )
@@ -141,7 +141,7 @@ def plan_dp_map(
         raise InputError(f"--epsilon: {err}; use a larger --epsilon") from None
     mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="holohan")
     b = mech.scale
-    eps_cell = actual_epsilon(b, sensitivity, 0.0, hi)
+    eps_cell = mech.epsilon_actual
     acc = acceptance_min(b, 0.0, hi)
     return DpMapPlan(
         windows=n_windows,
@@ -236,7 +236,7 @@ def release_dp_map(
             hi = upper
             mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="holohan")
         scale = mech.scale
-        eps_actual = actual_epsilon(scale, sensitivity, 0.0, hi)
+        eps_actual = mech.epsilon_actual
         noisy = batched[i] if batched is not None else mech.release(s2, noise)
         if calibration != "paper":
             ledger.charge(
@@ -283,6 +283,8 @@ def release_dp_map(
         privacy.update(
             {
                 "epsilon_cell_actual_max": max((w.epsilon_cell_actual for w in out), default=0.0),
+                "noise_lattice": f"2^{LATTICE_EXPONENT} (OpenDP make_laplace k={LATTICE_EXPONENT}; the per-cell "
+                "epsilon includes the lattice slack, see urbandp.sensing.bounded_laplace)",
                 "epsilon_per_window_map": eps_window,
                 "epsilon_per_reading": eps_window,
                 "epsilon_vehicle_upper_bound": ledger.epsilon_spent,

@@ -88,7 +88,7 @@ def test_large_total_epsilon_is_warned_and_explained(synthetic: Path, tmp_path: 
     res = _dp_map(synthetic, tmp_path / "big", *WINDOW)  # 169 cells x epsilon 1 per window, 3 windows
     assert res.exit_code == 0, res.output
     priv = _strict((tmp_path / "big" / "privacy.json").read_text())
-    assert priv["epsilon_vehicle_upper_bound"] == 3 * 169
+    assert 3 * 169 * (1 - 1e-11) < priv["epsilon_vehicle_upper_bound"] <= 3 * 169  # lattice slack ~1e-12
     warning = "; ".join(priv["warnings"])
     assert "507" in warning and "169 cells" in warning and "likelihood ratio" in warning
     assert "urbandp: warning: epsilon far above" in res.stderr

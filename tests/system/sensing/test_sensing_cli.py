@@ -123,9 +123,9 @@ def test_dp_map_on_synthetic(synthetic: Path, tmp_path: Path) -> None:
     cells = priv["cells_per_window"]
     assert priv["differentially_private"] is True
     # per-cell Delta = 1 on [0, 1]: Holohan's factor is 1, epsilon per cell exactly 1, map costs cells x 1
-    assert priv["epsilon_cell_actual_max"] == 1.0
-    assert priv["epsilon_per_window_map"] == cells
-    assert priv["ledger"]["epsilon_spent"] == 2 * cells
+    assert 1.0 - 1e-11 < priv["epsilon_cell_actual_max"] <= 1.0  # the 2^-40 lattice slack is inside epsilon
+    assert cells * (1 - 1e-11) < priv["epsilon_per_window_map"] <= cells
+    assert 2 * cells * (1 - 1e-11) < priv["ledger"]["epsilon_spent"] <= 2 * cells
     lk = pl.read_csv(owner / "leakage.csv")
     assert (lk["recall_before"] > lk["recall_after"]).all()
     rm = pl.read_csv(owner / "rmse_vs_epsilon.csv")
@@ -242,7 +242,7 @@ def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
     # the window came from the data: labelled, and the (huge) total is warned about and explained
     assert priv["differentially_private"] is False and priv["not_dp_reasons"]
     windows, cells = priv["windows_released"], priv["cells_per_window"]
-    assert priv["epsilon_vehicle_upper_bound"] == windows * cells
+    assert windows * cells * (1 - 1e-11) < priv["epsilon_vehicle_upper_bound"] <= windows * cells
     assert (
         f"{windows * cells:.6g}" in priv["warnings"][0]
         and "urbandp: warning: epsilon far above" in res.stderr

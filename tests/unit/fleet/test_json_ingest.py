@@ -192,3 +192,24 @@ def test_crlf_line_ends_read_like_lf(tmp_path: Path) -> None:
     crlf.write_bytes(("\r\n".join(lines) + "\r\n").encode())
     a, b = load_records([lf]), load_records([crlf])
     assert a.clean.equals(b.clean) and b.quarantine.height == 0 and b.records_in == 50
+
+
+def test_a_clean_file_is_one_whole_file_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 12: a clean file is read by one multi-threaded scan of the whole file (no block parses); a blank line
+    makes the row count differ from the line count, so the blocks take over and line numbers stay exact."""
+    lines = [json.dumps(_record(i)) for i in range(500)]
+    clean = _write_lines(tmp_path / "clean.jsonl", lines)
+    blocks: list[int] = []
+    real_parse = pl.read_ndjson
+
+    def counting(source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        blocks.append(1)
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(readers.pl, "read_ndjson", counting)
+    raw = readers.read_json_lines(clean)
+    assert blocks == [] and raw["__line"].to_list() == list(range(1, 501))
+    assert raw.filter(pl.col("__line") == 500)["speed"].item() == _record(499)["speed"]
+    gap = _write_lines(tmp_path / "gap.jsonl", [*lines[:100], "", *lines[100:]])
+    raw = readers.read_json_lines(gap)
+    assert blocks and raw.height == 500 and raw["__line"].to_list() == [*range(1, 101), *range(102, 502)]

@@ -7,7 +7,7 @@ import pytest
 
 from urbandp.errors import BudgetExceededError, InputError
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.sensing.bounded_laplace import actual_epsilon, holohan_scale
+from urbandp.sensing.bounded_laplace import LATTICE_EXPONENT, holohan_scale, lattice_epsilon
 from urbandp.sensing.dp_map import fit_for_release, release_dp_map, rmse_vs_epsilon
 from urbandp.sensing.grid import SquareGrid
 from urbandp.sensing.readings import Readings
@@ -46,9 +46,11 @@ def test_release_accounting_and_empty_windows() -> None:
     ]
     # windows without a fit (0 or 2 readings) release the prior variance Delta in every cell
     np.testing.assert_array_equal(rel.windows[1].sigma2_dp, np.full(g, 1.0))
-    b = holohan_scale(1.0, 1.0, 0.0, 2.0)
+    b = holohan_scale(1.0, 1.0, 0.0, 2.0, lattice=2.0**LATTICE_EXPONENT)  # draws on the 2^-40 lattice
     assert b == pytest.approx(1.413342697738699, rel=1e-10)
-    eps_cell = actual_epsilon(b, 1.0, 0.0, 2.0)
+    assert b > holohan_scale(1.0, 1.0, 0.0, 2.0)  # the lattice slack costs a (tiny) larger scale
+    eps_cell = lattice_epsilon(b, 1.0, 0.0, 2.0, 2.0**LATTICE_EXPONENT)
+    assert eps_cell <= 1.0
     assert all(w.scale == b for w in rel.windows)
     assert rel.privacy["epsilon_per_window_map"] == g * eps_cell
     assert rel.ledger.epsilon_spent == pytest.approx(3 * g * eps_cell, rel=1e-12)
@@ -88,7 +90,7 @@ def test_plan_prices_the_release_before_noise() -> None:
     assert plan.scale == pytest.approx(20.0, rel=1e-9)
     assert plan.epsilon_per_window_map == pytest.approx(8.45, rel=1e-9)
     assert plan.epsilon_total == pytest.approx(25.35, rel=1e-9)
-    assert plan.acceptance_min == pytest.approx((1 - math.exp(-1 / 20)) / 2, rel=1e-12)
+    assert plan.acceptance_min == pytest.approx((1 - math.exp(-1 / plan.scale)) / 2, rel=1e-12)
     plan.check(budget_epsilon=25.35)
     with pytest.raises(InputError, match="privacy budget exceeded"):
         plan.check(budget_epsilon=25.0)
