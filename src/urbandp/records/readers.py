@@ -349,7 +349,7 @@ def _whole_file(path: Path, schema: dict[str, DType]) -> pl.DataFrame | None:
         return None
     if not _trusted(frame, n_lines):
         return None
-    return _numbered(frame, np.arange(1, n_lines + 1))  # type: ignore[arg-type]
+    return _numbered(frame, np.arange(1, n_lines + 1))
 
 
 def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.DataFrame:
