@@ -122,12 +122,14 @@ def _child(args: list[str]) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="2,10", help="millions of records, comma-separated")
+    parser.add_argument("--label", default="latest", help="key of this run in results/spark.json (others are kept)")
     parser.add_argument("--one", nargs=3, metavar=("PATH", "ENGINE", "MASTER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         path, engine, master = args.one
         print(json.dumps(run_one(Path(path), engine, None if master == "-" else master)))
         return
+    load_before = os.getloadavg()
     rows = []
     for millions in [int(x) for x in args.sizes.split(",")]:
         path = dataset(millions)
@@ -140,10 +142,15 @@ def main() -> None:
     load = os.getloadavg()
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+        "load_before": list(load_before),
         "rows": rows,
     }
     (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "spark.json").write_text(json.dumps(result, indent=2))
+    out = HERE / "results" / "spark.json"
+    runs = json.loads(out.read_text()) if out.exists() else {}
+    runs = runs if isinstance(runs, dict) and "rows" not in runs else {}
+    runs[args.label] = result
+    out.write_text(json.dumps(runs, indent=2) + "\n")
     print("| records | engine | seconds | records/s | x Polars speed | peak driver GB | peak tree GB |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:

@@ -209,6 +209,12 @@ def test_a_clean_file_is_one_whole_file_scan(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(readers.pl, "read_ndjson", counting)
     raw = readers.read_json_lines(clean)
     assert blocks == [] and raw["__line"].to_list() == list(range(1, 501))
+    schema = {k: v for k, v in raw.schema.items() if not k.startswith("__")}
+    by_arrow = readers._arrow_whole_file(clean, schema)  # the strict Arrow reader took the clean file ...
+    assert by_arrow is not None and by_arrow.equals(pl.scan_ndjson(clean, schema=schema).collect())
+    odd = _write_lines(tmp_path / "odd.jsonl", [*lines[:3], json.dumps(_record(3, location="unknown"))])
+    assert readers._arrow_whole_file(odd, schema) is None  # ... and refuses a value of another type
+    assert readers.read_json_lines(odd)["location"].null_count() == 1  # which Polars nulls in its record only
     assert raw.filter(pl.col("__line") == 500)["speed"].item() == _record(499)["speed"]
     gap = _write_lines(tmp_path / "gap.jsonl", [*lines[:100], "", *lines[100:]])
     raw = readers.read_json_lines(gap)
