@@ -47,6 +47,19 @@ def spark_missing_reason() -> str | None:
     return None
 
 
+def local_driver_memory() -> str:
+    """Driver memory for a local-mode session: ``URBANDP_SPARK_DRIVER_MEMORY`` if set, else a quarter of physical
+    memory clamped to 1-8 GB (Spark's own default is 1 GB)."""
+    chosen = os.environ.get("URBANDP_SPARK_DRIVER_MEMORY")
+    if chosen:
+        return chosen
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "1g"
+    return f"{max(1, min(8, total // 4 // (1 << 30)))}g"
+
+
 def get_spark(master: str | None = None) -> SparkSession:
     """The active session, or a new one on ``master`` (default ``local[*]``; ``spark://host:7077`` for a cluster).
 
@@ -81,6 +94,9 @@ def get_spark(master: str | None = None) -> SparkSession:
     )
     if (master or DEFAULT_MASTER).startswith("local"):  # 200 shuffle partitions are for clusters
         builder = builder.config("spark.sql.shuffle.partitions", "8")
+        # In local mode the driver JVM also runs every task: Spark's 1 GB default died (JVM gone, "Connection
+        # refused") on 19 M records with local[2]. A quarter of the machine's memory, 1-8 GB, unless set.
+        builder = builder.config("spark.driver.memory", local_driver_memory())
     try:
         spark = builder.getOrCreate()
     except Exception as err:  # py4j / Java start-up failures come in many types

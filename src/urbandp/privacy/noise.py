@@ -14,7 +14,9 @@ imported by a release.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -77,6 +79,22 @@ def _per_scale(
     return out
 
 
+THREAD_CHUNK = 100_000
+"""Vectors longer than this are drawn in chunks on every core (threads: OpenDP's ctypes calls release the GIL)."""
+
+
+def _on_every_core(v: np.ndarray, draw: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``draw`` applied to ``v`` in one chunk per core, in threads (each chunk is drawn by its own OpenDP call,
+    so every element still gets independent noise of the same distribution). Measured: 2 threads take 0.53-0.75x
+    the time of one call on the 2-core machine."""
+    workers = min(os.cpu_count() or 1, -(-v.size // THREAD_CHUNK))
+    if workers <= 1:
+        return draw(v)
+    parts = np.array_split(v, workers)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return np.concatenate(list(pool.map(draw, parts)))
+
+
 class OpenDPNoise:
     """Floating-point-safe noise from OpenDP 0.16 measurements (the default and only CLI noise source)."""
 
@@ -92,7 +110,7 @@ class OpenDPNoise:
 
         def sample(v: np.ndarray, scale: float) -> np.ndarray:
             m = make(dp.vector_domain(atom), metric, scale)
-            return np.asarray(m(v.astype(dtype).tolist()), dtype=dtype)
+            return _on_every_core(v, lambda part: np.asarray(m(part.astype(dtype).tolist()), dtype=dtype))
 
         return sample
 
@@ -115,10 +133,14 @@ class OpenDPNoise:
         if v.size == 0:
             return v.copy()
         atom = dp.atom_domain(T=float, nan=False)
-        m = dp.m.make_laplace(
-            dp.vector_domain(atom, size=int(v.size)), dp.l1_distance(T=float), _check_scale(scale), k=exponent
-        )
-        return np.asarray(m(v.tolist()), dtype=float).reshape(np.shape(values))
+        scale = _check_scale(scale)
+
+        def draw(part: np.ndarray) -> np.ndarray:
+            domain = dp.vector_domain(atom, size=int(part.size))
+            m = dp.m.make_laplace(domain, dp.l1_distance(T=float), scale, k=exponent)
+            return np.asarray(m(part.tolist()), dtype=float)
+
+        return _on_every_core(v, draw).reshape(np.shape(values))
 
     def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
         return _per_scale(np.asarray(values, dtype=float), scale, self._sampler(gaussian=True, integer=False))

@@ -219,3 +219,17 @@ def test_a_clean_file_is_one_whole_file_scan(tmp_path: Path, monkeypatch: pytest
     gap = _write_lines(tmp_path / "gap.jsonl", [*lines[:100], "", *lines[100:]])
     raw = readers.read_json_lines(gap)
     assert blocks and raw.height == 500 and raw["__line"].to_list() == [*range(1, 101), *range(102, 502)]
+
+
+def test_two_objects_on_a_line_plus_a_blank_line_keep_the_numbering(tmp_path: Path) -> None:
+    """Arrow's reader splits ``{...}{...}`` into two rows and skips blank lines, so together they keep the row
+    count equal to the line count: the layout check sends such a file to the line-accurate blocks, where the
+    doubled line is one unparseable record and every later line keeps its number."""
+    lines = [json.dumps(_record(i)) for i in range(10)]
+    lines[3] += lines[4]
+    lines[6] = ""
+    path = _write_lines(tmp_path / "doubled.jsonl", lines)
+    raw = readers.read_json_lines(path)
+    assert raw["__line"].to_list() == [1, 2, 3, 4, 5, 6, 8, 9, 10]
+    assert raw.filter(~pl.col("__record_ok"))["__line"].to_list() == [4]
+    assert raw.filter(pl.col("__line") == 8)["speed"].item() == _record(7)["speed"]
