@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import urbandp.privacy.dp_prelude as dp
+from urbandp.privacy.noise import OpenDPNoise
 from urbandp.survey.sampling import OpenDPBits
 
 dp.enable_features("contrib")
@@ -36,12 +37,11 @@ ROUND_DEGREES = 6
 
 
 def _opendp_vector(kind: str, n: int, scale: float) -> np.ndarray:
+    """``n`` OpenDP draws (``laplace`` or ``gaussian``) around 0, one OpenDP call per core for long vectors."""
     if n == 0:
         return np.zeros(0)
-    make = dp.m.make_laplace if kind == "laplace" else dp.m.make_gaussian
-    metric = dp.l1_distance(T=float) if kind == "laplace" else dp.l2_distance(T=float)
-    m = make(dp.vector_domain(dp.atom_domain(T=float, nan=False)), metric, float(scale))
-    return np.asarray(m([0.0] * n), dtype=float)
+    noise = OpenDPNoise()
+    return noise.laplace(np.zeros(n), scale) if kind == "laplace" else noise.gaussian(np.zeros(n), scale)
 
 
 def planar_laplace_offsets(n: int, epsilon_per_metre: float) -> tuple[np.ndarray, np.ndarray]:

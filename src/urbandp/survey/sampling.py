@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Protocol
 
@@ -60,6 +61,10 @@ def _rejection_uniform(n: int, k: int, raw_words: object) -> np.ndarray:
     return out
 
 
+BITS_CHUNK_BYTES = 1 << 17
+"""Bit vectors longer than this many bytes (1 M bits) are drawn in one OpenDP call per core."""
+
+
 class OpenDPBits:
     """Bernoulli and uniform draws from OpenDP's RAPPOR bit-vector randomized response (see module docstring)."""
 
@@ -74,12 +79,22 @@ class OpenDPBits:
             return np.ones(n, dtype=bool)
         ones = prob > 0.5
         f = 2.0 * (1.0 - prob) if ones else 2.0 * prob  # exact: Sterbenz for 1 - prob when prob > 1/2
+
+        def draw(nbytes: int) -> np.ndarray:
+            m = dp.m.make_randomized_response_bitvec(
+                dp.bitvector_domain(max_weight=nbytes * 8 if ones else 1), dp.discrete_distance(), f=f
+            )
+            fill = np.full(nbytes, 0xFF if ones else 0, dtype=np.uint8)
+            return np.frombuffer(bytes(m(fill)), dtype=np.uint8)
+
         nbytes = (n + 7) // 8
-        m = dp.m.make_randomized_response_bitvec(
-            dp.bitvector_domain(max_weight=nbytes * 8 if ones else 1), dp.discrete_distance(), f=f
-        )
-        fill = np.full(nbytes, 0xFF if ones else 0, dtype=np.uint8)
-        raw = np.frombuffer(bytes(m(fill)), dtype=np.uint8)
+        workers = min(os.cpu_count() or 1, -(-nbytes // BITS_CHUNK_BYTES))
+        if workers <= 1:
+            raw = draw(nbytes)
+        else:  # one OpenDP call per core, in threads (its ctypes calls release the GIL); independent bits all the same
+            sizes = [len(part) for part in np.array_split(np.arange(nbytes), workers)]
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                raw = np.concatenate(list(pool.map(draw, sizes)))
         return np.unpackbits(raw)[:n].astype(bool)
 
     def bernoulli(self, n: int, prob: float) -> np.ndarray:
