@@ -122,7 +122,9 @@ def _child(args: list[str]) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="2,10", help="millions of records, comma-separated")
-    parser.add_argument("--label", default="latest", help="key of this run in results/spark.json (others are kept)")
+    parser.add_argument(
+        "--label", default="latest", help="key of this run in results/spark.json (others are kept)"
+    )
     parser.add_argument("--one", nargs=3, metavar=("PATH", "ENGINE", "MASTER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
