@@ -69,7 +69,9 @@ def test_rounding() -> None:
     assert round_to_precision(np.array([1.23456]), None).tolist() == [1.23456]
 
 
-def test_long_vectors_are_drawn_on_every_core_without_mixing_up_elements(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_long_vectors_are_drawn_on_every_core_without_mixing_up_elements(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Vectors over THREAD_CHUNK values run as one OpenDP call per core (threads): every element keeps its own
     position (values 1,000 apart, noise of scale 1) and the noise is still Laplace(1) (KS test, p > 1e-4), for the
     finest granularity and for the lattice draws alike."""
