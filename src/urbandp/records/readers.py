@@ -10,7 +10,6 @@ its file), ``vehicle`` (str), ``timestamp_raw`` (str, or an already typed dateti
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import mmap
 import os
@@ -431,26 +430,40 @@ def _whole_file(path: Path, schema: dict[str, DType]) -> pl.DataFrame | None:
 def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.DataFrame:
     """JSON Lines into a frame of the needed columns, with ``__line`` (line number) and ``__record_ok``.
 
-    Fast path: each block of :data:`JSON_BLOCK_BYTES` is parsed by Polars in one call with a fixed schema chosen
-    from the first records (:func:`_json_reading_schema`; nested ITMS ``location.coordinates`` stays a struct).
-    A malformed line is quarantined (``unparseable_record``) by bisecting only its block (:func:`_parse_lines`); a
-    value of the wrong type (``"location": "unknown"``) is null in that record only; a UTF-8 BOM is skipped.
+    The reading schema is chosen from the first records (:func:`_json_reading_schema`; nested ITMS
+    ``location.coordinates`` stays a struct), sampled from the file's first megabyte. Fast path: the whole file in
+    one multi-threaded parse (:func:`_whole_file`). Otherwise each block of :data:`JSON_BLOCK_BYTES` is parsed by
+    Polars in one call; a malformed line is quarantined (``unparseable_record``) by re-parsing only its block
+    (:func:`_parse_block`); a value of the wrong type (``"location": "unknown"``) is null in that record only; a
+    UTF-8 BOM is skipped. docs/records.md describes the paths.
     """
-    blocks = _line_blocks(path)
-    first = next(blocks, None)
-    if first is None:
+    if path.stat().st_size == 0:
         raise InputError(f"cannot read {path}: the file is empty")
-    schema = _json_reading_schema(_sample_records(first[0].split(b"\n", 50_000)[:50_000]), columns, path)
+    sample = _sample_records(_head_lines(path))
+    if not sample:  # no whole object in the first megabyte (or only blank lines): sample the first block
+        first = next(_line_blocks(path), None)
+        if first is None:
+            raise InputError(f"cannot read {path}: the file is empty")
+        sample = _sample_records(first[0].split(b"\n", 50_000)[:50_000])
+    schema = _json_reading_schema(sample, columns, path)
     whole = _whole_file(path, schema)
     if whole is not None:
         return whole
     frames: list[pl.DataFrame] = []
-    for block, start, n in itertools.chain([first], blocks):
+    for block, start, n in _line_blocks(path):
         frames.extend(_parse_block(block, start, n, schema))
     frames = [f for f in frames if f.height]
     if not frames:
         return _numbered(pl.DataFrame(schema=schema), [])
     return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
+
+
+def _head_lines(path: Path, max_bytes: int = 1 << 20) -> list[bytes]:
+    """The whole lines of the file's first ``max_bytes`` (BOM dropped): where the reading schema is sampled."""
+    with path.open("rb") as handle:
+        data = handle.read(max_bytes).removeprefix(_BOM)
+    lines = data.split(b"\n")
+    return lines[:-1] if len(data) >= max_bytes - len(_BOM) and len(lines) > 1 else lines
 
 
 def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.DataFrame:
