@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -29,6 +28,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from results_file import write_results
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -194,16 +195,7 @@ def main() -> None:
             f"{name:56s} {int(r['records']):12,d} {r['seconds']:9.2f} {rate:12,.0f} {r['peak_gb']:8.2f} "
             f"{rate / base_rate:10.1f}x"
         )
-    meta = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "load_avg_before": load_before,
-        "load_avg_after": os.getloadavg(),
-    }
-    print(f"load average before {load_before}, after {meta['load_avg_after']}")
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "jsonl.json").write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
-    )
+    write_results("jsonl", results, load_before)
 
 
 if __name__ == "__main__":

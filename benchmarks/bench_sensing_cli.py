@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -32,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from results_file import write_results
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -221,16 +222,7 @@ def main() -> None:
     print(f"\n{'run':78s} {'seconds':>8s} {'peak MB':>8s} {'sklearn / this':>14s}")
     for name, r in results.items():
         print(f"{name:78s} {r['seconds']:8.2f} {r['peak_mb']:8.0f} {sk_s / r['seconds']:13.1f}x")
-    meta = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "load_avg_before": load_before,
-        "load_avg_after": os.getloadavg(),
-    }
-    print(f"load average before {load_before}, after {meta['load_avg_after']}")
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "sensing_cli.json").write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n"
-    )
+    write_results("sensing_cli", results, load_before)
 
 
 if __name__ == "__main__":

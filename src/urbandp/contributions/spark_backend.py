@@ -209,29 +209,19 @@ class RecordKeyer:
         rows = checked.with_columns(reason.alias("reason")).collect()
         counts = rows.group_by("source", "block", "reason").agg(pl.len().cast(pl.Int64).alias("n"))
         ts = pl.col("timestamp")
-        valid = rows.filter(pl.col("reason") == 0).select(
+        keys = [
             pl.lit(0, pl.Int8).alias("kind"),
-            "source",
-            "block",
-            "ordinal",
-            "okey",
-            "reason",
-            "vehicle",
-            "timestamp",
+            pl.col("source", "block", "ordinal", "okey", "reason", "vehicle", "timestamp"),
+        ]
+        valid = rows.filter(pl.col("reason") == 0).select(
+            *keys,
             cell_expr(self.window.resolution).cast(pl.Int64).alias("cell"),
             self.window.slots.slot_expr(ts).alias("slot"),
             ts.dt.date().alias("day"),
             "speed",
         )
         rejected = rows.filter((pl.col("reason") > 0) & (pl.col("reason") != OUTSIDE)).select(
-            pl.lit(0, pl.Int8).alias("kind"),
-            "source",
-            "block",
-            "ordinal",
-            "okey",
-            "reason",
-            "vehicle",
-            "timestamp",
+            *keys,
             pl.col("timestamp_raw").cast(pl.String),
             "latitude",
             "longitude",

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Protocol
 
 import numpy as np
 
 import urbandp.privacy.dp_prelude as dp
+from urbandp.privacy.noise import on_every_core
 
 dp.enable_features("contrib")
 
@@ -61,10 +61,6 @@ def _rejection_uniform(n: int, k: int, raw_words: object) -> np.ndarray:
     return out
 
 
-BITS_CHUNK_BYTES = 1 << 17
-"""Bit vectors longer than this many bytes (1 M bits) are drawn in one OpenDP call per core."""
-
-
 class OpenDPBits:
     """Bernoulli and uniform draws from OpenDP's RAPPOR bit-vector randomized response (see module docstring)."""
 
@@ -87,14 +83,8 @@ class OpenDPBits:
             fill = np.full(nbytes, 0xFF if ones else 0, dtype=np.uint8)
             return np.frombuffer(bytes(m(fill)), dtype=np.uint8)
 
-        nbytes = (n + 7) // 8
-        workers = min(os.cpu_count() or 1, -(-nbytes // BITS_CHUNK_BYTES))
-        if workers <= 1:
-            raw = draw(nbytes)
-        else:  # one OpenDP call per core, in threads (its ctypes calls release the GIL); independent bits all the same
-            sizes = [len(part) for part in np.array_split(np.arange(nbytes), workers)]
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                raw = np.concatenate(list(pool.map(draw, sizes)))
+        # one OpenDP call per chunk of THREAD_CHUNK bytes' worth, one chunk per core (independent bits all the same)
+        raw = on_every_core(np.zeros((n + 7) // 8, dtype=np.uint8), lambda part: draw(part.size))
         return np.unpackbits(raw)[:n].astype(bool)
 
     def bernoulli(self, n: int, prob: float) -> np.ndarray:
