@@ -99,9 +99,7 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
                 lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
             elif kind == "parquet":
                 lf = pl.scan_parquet(path)
-            elif (
-                kind == "jsonl"
-            ):  # Polars would infer a schema from the whole file: read the first lines only
+            elif kind == "jsonl":  # a Polars scan would infer its schema from the whole file
                 out[path.name] = _json_lines_head(path, column, n)
                 continue
             else:
@@ -113,20 +111,9 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
 
 
 def _json_lines_head(path: Path, column: str, n: int) -> pl.Series:
-    """``column`` of the first ``n`` JSON objects of a JSON Lines file, as text (non-objects are skipped)."""
-    values: list[str | None] = []
-    with path.open("rb") as handle:
-        for line in handle:
-            if len(values) >= n:
-                break
-            try:
-                obj = json.loads(line.removeprefix(_BOM))
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                value = obj.get(column)
-                values.append(None if value is None else str(value))
-    return pl.Series(column, values, dtype=pl.String)
+    """``column`` of the first ``n`` JSON objects in the file's first megabyte, as text (non-objects skipped)."""
+    values = [rec.get(column) for rec in _sample_records(_head_lines(path))[:n]]
+    return pl.Series(column, [None if v is None else str(v) for v in values], dtype=pl.String)
 
 
 JSON_BLOCK_BYTES = 16 << 20
