@@ -64,8 +64,33 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    build_app(_wanted_group(sys.argv[1:]))()
+    """Console-script entry point: runs the CLI; a usage error (bad or missing option) is one line, exit 2.
+
+    Click's own usage errors print a usage block and an ``Error:`` line; here they read like every other refusal,
+    ``urbandp: error: <what> (see 'urbandp <command> --help')``, so scripts and people see one form.
+    """
+    from typer import _click
+
+    from urbandp.errors import EXIT_UNUSABLE_INPUT, one_line
+
+    argv = sys.argv[1:]
+    command = typer.main.get_command(build_app(_wanted_group(argv)))
+    try:
+        code = command.main(args=argv, prog_name="urbandp", standalone_mode=False)
+    except _click.exceptions.UsageError as err:
+        if isinstance(err, _click.exceptions.NoArgsIsHelpError) and err.ctx is not None:
+            print(err.ctx.get_help())  # a bare group (``urbandp counts``): its help, as before
+            sys.exit(EXIT_UNUSABLE_INPUT)
+        where = err.ctx.command_path if err.ctx is not None else "urbandp"
+        print(f"urbandp: error: {one_line(err.format_message())} (see '{where} --help')", file=sys.stderr)
+        sys.exit(EXIT_UNUSABLE_INPUT)
+    except _click.exceptions.ClickException as err:
+        print(f"urbandp: error: {one_line(err.format_message())}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        print("urbandp: interrupted; nothing was written", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -26,9 +28,34 @@ class BudgetExceededError(InputError):
 
 def os_error_line(err: OSError) -> str:
     """One line for a failed file operation: what failed and on which path (no traceback, no errno tuple)."""
-    what = err.strerror or type(err).__name__
+    if err.errno == errno.ENOSPC or "No space left" in str(err) or "os error 28" in str(err):
+        return disk_full_line(err)
+    what = err.strerror or one_line(str(err)) or type(err).__name__
     paths = [str(p) for p in (err.filename, err.filename2) if p is not None]
     return f"{what}: {' -> '.join(paths)}" if paths else what
+
+
+OUTPUT_PARAMETERS = frozenset({"out", "report", "png"})
+"""Command parameters that name what a run writes; every other path argument is one of its inputs."""
+
+
+def _input_paths(kwargs: dict[str, object]) -> list[Path]:
+    """Every path a command was given that it reads (inputs, config, domain, store ...): never overwritten."""
+    found: list[Path] = []
+    for name, value in kwargs.items():
+        if name in OUTPUT_PARAMETERS:
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        found.extend(v for v in values if isinstance(v, Path))
+        if name == "budget_store" and isinstance(value, str) and "://" not in value:
+            found.append(Path(value))  # a SQLite store file
+    return found
+
+
+def disk_full_line(err: OSError) -> str:
+    """One line for a write that failed for lack of room, naming the path when known."""
+    where = next((str(p) for p in (err.filename, err.filename2) if p is not None), None)
+    return f"no space left on device{f' writing {where}' if where else ''}; free some space and run again"
 
 
 def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
@@ -36,18 +63,25 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
 
     Besides :class:`InputError`, two classes of failure are the user's input rather than a bug and get the same
     treatment in every command: a path that cannot be read or written (``--out`` naming an existing file or a
-    path under one, a read-only or missing directory, a FIFO refused by the reader: any :class:`OSError`), and
-    input bytes that are not UTF-8 text (:class:`UnicodeDecodeError`).
+    path under one, a read-only or missing directory, a FIFO refused by the reader, a full disk: any
+    :class:`OSError`), and input bytes that are not UTF-8 text (:class:`UnicodeDecodeError`).
+
+    It also sets the run's output policy (:func:`urbandp.reports.outputs.output_policy`): every path argument
+    that is not an output (:data:`OUTPUT_PARAMETERS`) is protected from being overwritten, and the command's
+    ``overwrite`` argument (``--overwrite``), where it has one, allows replacing an earlier urbandp output.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         import typer
 
+        from urbandp.reports.outputs import output_policy
+
         try:
-            return fn(*args, **kwargs)
+            with output_policy(_input_paths(kwargs), overwrite=bool(kwargs.get("overwrite", False))):
+                return fn(*args, **kwargs)
         except InputError as err:
-            print(f"urbandp: error: {err}", file=sys.stderr)
+            print(f"urbandp: error: {one_line(str(err))}", file=sys.stderr)
             raise typer.Exit(EXIT_UNUSABLE_INPUT) from None
         except UnicodeDecodeError as err:
             print(
@@ -59,3 +93,8 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_UNUSABLE_INPUT) from None
 
     return wrapper
+
+
+def one_line(text: str) -> str:
+    """``text`` with its line breaks folded, so every error is exactly one line."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())

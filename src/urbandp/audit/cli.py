@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 from urbandp.reports.outputs import check_output_file, check_output_path
 
@@ -57,6 +58,7 @@ def noise_scale(
     report: Path | None = typer.Option(
         None, "--report", help="Write noise-scale.md and a PNG here (default: not written)."
     ),
+    overwrite: Overwrite = False,
 ) -> None:
     """Estimate the noise scale from pairs of published counts that are equal in the raw data (MLE + CI).
 
@@ -106,6 +108,7 @@ def zero_skipping(
     report: Path | None = typer.Option(
         None, "--report", help="Write zero-skipping.md and a PNG here (default: not written)."
     ),
+    overwrite: Overwrite = False,
 ) -> None:
     """Decide whether zeros could have been skipped; report Theorem 1's delta bound and detection probabilities.
 
@@ -180,6 +183,7 @@ def differencing(
     report: Path | None = typer.Option(
         None, "--report", help="Write differencing.md and a PNG here (default: not written)."
     ),
+    overwrite: Overwrite = False,
 ) -> None:
     """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms.
 
@@ -241,6 +245,7 @@ def pairs(
         30, "--lag-minutes", help="Travel time FROM -> TO (ignored for daily tables)."
     ),
     out: Path = typer.Option(..., "--out", help="Output CSV with columns route, day[, bin], a, b."),
+    overwrite: Overwrite = False,
 ) -> None:
     """Build a,b pairs (counts equal in raw data) for `audit noise-scale` from a published table.
 

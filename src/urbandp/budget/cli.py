@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
@@ -61,6 +62,7 @@ def show(
         help="Directory for spend.csv and spend.png, written atomically (default: table on stdout only).",
     ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
+    overwrite: Overwrite = False,
 ) -> None:
     """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out).
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 
 if TYPE_CHECKING:
@@ -132,6 +133,7 @@ def release(
         "--spark-master",
         help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
     ),
+    overwrite: Overwrite = False,
 ) -> None:
     """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
 
@@ -501,6 +503,7 @@ def synth(
     days: int = typer.Option(7, "--days", help="Number of days from 2016-08-08."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     fmt: str = typer.Option("csv", "--format", help="csv | parquet."),
+    overwrite: Overwrite = False,
 ) -> None:
     """Generate synthetic raw taps with known truth (includes a point-to-point ferry with equal on/off counts).
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -48,6 +49,7 @@ def mean(
             "--array-m-ub", help="m_UB rule of ARRAY-AVERAGING: median | eq1 (default: as the paper)."
         ),
     ] = None,
+    overwrite: Overwrite = False,
 ) -> None:
     """MAE of BASELINE, ARRAY-AVERAGING, LEVY, FIXEDQUANTILE, EPS-DEPENDENTQUANTILE against epsilon.
 
@@ -162,6 +164,7 @@ def busiest_hat(
     hours: Annotated[
         str, typer.Option("--hours", help="Local hours kept, start-end (end exclusive).")
     ] = "9-21",
+    overwrite: Overwrite = False,
 ) -> None:
     """Extract the records of the busiest HAT (H3 cell x 1-hour slot, most records) from AVL files.
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 
 
@@ -344,6 +345,7 @@ def release(
         "--spark-master",
         help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
     ),
+    overwrite: Overwrite = False,
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
@@ -356,9 +358,11 @@ def release(
     from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
     from urbandp.privacy.budget_store import checkpoint, pending_release
+    from urbandp.reports.outputs import check_output_path
 
     cfg, options, columns = _configure(locals())
     _check_chargeable(dataset, cfg)
+    check_output_path(out)  # before any record is read or any budget reserved
     console = Console(stderr=True)
     with (
         Progress(
@@ -542,6 +546,7 @@ def explore(
     column: list[str] | None = typer.Option(
         None, help="Column mapping NAME=SOURCE, repeatable (default: the ITMS names)."
     ),
+    overwrite: Overwrite = False,
 ) -> None:
     """Explore TRUE data to choose parameters (report III A-C). FOR THE DATA OWNER ONLY: not private.
 
@@ -555,7 +560,9 @@ def explore(
     from urbandp.fleet.explore import explore as run_explore
     from urbandp.fleet.pipeline import load_records, top_reasons, write_owner_quarantine
     from urbandp.grid.slots import SlotSpec, parse_hours
+    from urbandp.reports.outputs import check_output_path
 
+    check_output_path(out)
     toml = _read_toml(config)
     section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
     hours_text = hours or section.get("hours")
@@ -625,11 +632,12 @@ def plan(**a: Any) -> None:
     from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
     from urbandp.privacy.budget_store import pending_release
     from urbandp.privacy.noise import OpenDPNoise
-    from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
+    from urbandp.reports.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
 
     cfg, options, columns = _configure(a)
     if cfg.start is None or cfg.end is None:
         raise InputError("plan needs the public window: give --start and --end (D sets the noise)")
+    check_output_path(a["out"])
     days = (cfg.end - cfg.start).days + 1
     histogram = None
     spent = 0.0

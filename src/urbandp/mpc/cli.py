@@ -8,6 +8,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 from urbandp.reports.outputs import dumps_strict
 
@@ -167,6 +168,7 @@ def routes(
         typer.Option(help="Name the server keys the budget on (default: the client's IP address)."),
     ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 60.0,
+    overwrite: Overwrite = False,
 ) -> None:
     """The paper's app: private average (and noisy error) along alternative routes, over one connection.
 

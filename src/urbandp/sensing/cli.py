@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -82,6 +83,7 @@ def synth(
     vehicles: Annotated[int, typer.Option(help="Number of vehicles.")] = 10,
     hours: Annotated[int, typer.Option(help="Hours (one-hour windows) the readings span.")] = 1,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    overwrite: Overwrite = False,
 ) -> None:
     """Write synthetic fleet readings of a smooth pollution field (for trying the other commands).
 
@@ -154,6 +156,7 @@ def interpolate(
         str | None,
         typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
     ] = None,
+    overwrite: Overwrite = False,
 ) -> None:
     """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
 
@@ -362,6 +365,7 @@ def dp_map(
             help="Public end of the window, exclusive; a date includes that day (default: the last reading, not DP)."
         ),
     ] = None,
+    overwrite: Overwrite = False,
 ) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
@@ -456,6 +460,7 @@ def query(
     out: Annotated[
         Path | None, typer.Option(help="Also write the answer as JSON here (default: stdout only).")
     ] = None,
+    overwrite: Overwrite = False,
 ) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 

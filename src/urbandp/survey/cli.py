@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -150,6 +151,7 @@ def randomize(
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
+    overwrite: Overwrite = False,
 ) -> None:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1).
 
@@ -296,6 +298,7 @@ def estimate(
     ),
     separator: str = typer.Option(",", "--separator", help="CSV field separator."),
     out: Path = typer.Option(..., "--out", help="Output CSV: category, estimate, ci_low, ci_high."),
+    overwrite: Overwrite = False,
 ) -> None:
     """De-biased frequencies with 95 % CIs from randomized answers (report eq. 6; post-processing, no budget).
 
@@ -389,6 +392,7 @@ def perturb_points(
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
+    overwrite: Overwrite = False,
 ) -> None:
     """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5).
 
@@ -495,6 +499,7 @@ def escape(
     seed: int = typer.Option(0, "--seed", help="Simulation seed."),
     separator: str = typer.Option(",", "--separator", help="CSV field separator."),
     out: Path = typer.Option(..., "--out", help="Output directory (escape.csv + escape.png, owner only)."),
+    overwrite: Overwrite = False,
 ) -> None:
     """Escape analysis (report section 5): share of points leaving their block vs b*N, uniform/Gaussian grids.
 
@@ -583,6 +588,7 @@ def od_randomize(
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
+    overwrite: Overwrite = False,
 ) -> None:
     """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3).
 
@@ -722,6 +728,7 @@ def perturb_trajectories(
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
+    overwrite: Overwrite = False,
 ) -> None:
     """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/.
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -31,6 +32,7 @@ def fleet(
         help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates).",
     ),
     routes: int = typer.Option(28, "--routes", help="Number of fixed bus routes through the city."),
+    overwrite: Overwrite = False,
 ) -> None:
     """Generate synthetic bus GPS records in the IUDX ITMS shape (Surat-like city, fixed routes).
 
@@ -86,6 +88,7 @@ def survey(
     households: int = typer.Option(2000, "--households", help="Number of households."),
     out: Path = typer.Option(..., "--out", help="Output directory for the survey CSV files."),
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same files."),
+    overwrite: Overwrite = False,
 ) -> None:
     """Generate a synthetic household travel survey (vehicles, homes, OD trips, trajectories).
 
