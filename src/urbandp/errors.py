@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import functools
+import math
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +54,36 @@ def _input_paths(kwargs: dict[str, object]) -> list[Path]:
     return found
 
 
+def check_finite_numbers(kwargs: dict[str, object]) -> None:
+    """Refuse NaN or an infinity in any numeric option of any command (no urbandp option means either).
+
+    Typer parses ``nan``, ``inf`` and ``1e999`` as floats; a command would then compute with them (noise of scale
+    nan, an endless sampler, an OpenDP overflow). One rule, here, for every wing.
+    """
+    for name, value in kwargs.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                option = "--" + name.replace("_", "-")
+                raise InputError(f"{option} must be a finite number, got {v}")
+
+
+def calibration_error_line(err: Exception) -> str | None:
+    """One line for OpenDP refusing to calibrate or account (an overflow, a scale it cannot reach), else None.
+
+    Every OpenDP constructor and map call in urbandp is driven by the user's privacy parameters (epsilon, delta,
+    the bounds, the window length), so a refusal there means those parameters are out of range, not a bug.
+    """
+    if type(err).__name__ != "OpenDPException" or not type(err).__module__.startswith("opendp"):
+        return None
+    variant = getattr(err, "variant", "") or "error"
+    message = re.sub(r"\d{12,}(\.\d+)?", "<huge>", one_line(str(getattr(err, "message", "") or "")) or variant)
+    return (
+        f"OpenDP cannot calibrate noise for these privacy parameters ({variant}: {message}); check epsilon, "
+        "delta, the bounds and the length of the window"
+    )
+
+
 def disk_full_line(err: OSError) -> str:
     """One line for a write that failed for lack of room, naming the path when known."""
     where = next((str(p) for p in (err.filename, err.filename2) if p is not None), None)
@@ -78,6 +110,7 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
         from urbandp.reports.outputs import output_policy
 
         try:
+            check_finite_numbers(kwargs)
             with output_policy(_input_paths(kwargs), overwrite=bool(kwargs.get("overwrite", False))):
                 return fn(*args, **kwargs)
         except InputError as err:
@@ -90,6 +123,12 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_UNUSABLE_INPUT) from None
         except OSError as err:
             print(f"urbandp: error: {os_error_line(err)}", file=sys.stderr)
+            raise typer.Exit(EXIT_UNUSABLE_INPUT) from None
+        except Exception as err:
+            line = calibration_error_line(err)
+            if line is None:
+                raise
+            print(f"urbandp: error: {line}", file=sys.stderr)
             raise typer.Exit(EXIT_UNUSABLE_INPUT) from None
 
     return wrapper

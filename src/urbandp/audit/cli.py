@@ -12,7 +12,7 @@ import typer
 
 from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
-from urbandp.reports.outputs import check_output_file, check_output_path
+from urbandp.reports.outputs import check_output_file, check_report_dir
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -72,7 +72,7 @@ def noise_scale(
 
     _alpha(alpha)
     if report is not None:
-        check_output_path(report)
+        check_report_dir(report)
     u, dropped, groups = read_pairs(pairs)
     result = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
     result["rows_dropped_non_numeric"] = dropped
@@ -131,7 +131,7 @@ def zero_skipping(
     if not (math.isfinite(threshold) and threshold >= 0):
         raise InputError(f"--threshold must be a finite number >= 0, got {threshold}")
     if report is not None:
-        check_output_path(report)
+        check_report_dir(report)
     pub = read_published_table(table)
     priv = sibling_privacy(table, privacy) if method in ("auto", "urbandp") or privacy else None
     result = zero_skipping_attack(
@@ -200,7 +200,7 @@ def differencing(
     if max_cells < 0:
         raise InputError(f"--max-cells must be >= 0, got {max_cells}")
     if report is not None:
-        check_output_path(report)
+        check_report_dir(report)
     j = read_published_table(joint)
     m = read_published_table(marginal)
     priv = sibling_privacy(joint, privacy)

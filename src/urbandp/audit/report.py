@@ -15,18 +15,20 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from urbandp.reports.outputs import check_output_path, dumps_strict
+from urbandp.reports.outputs import check_report_dir, check_report_file, dumps_strict
 
 
 @contextlib.contextmanager
 def staged_files(directory: Path) -> Iterator[Path]:
     """Yield a temporary directory; on success move every file in it into ``directory`` (atomic per file)."""
-    directory = check_output_path(Path(directory))
+    directory = check_report_dir(Path(directory))
     directory.parent.mkdir(parents=True, exist_ok=True)
     stage = directory.parent / f".{directory.name}.stage-{uuid.uuid4().hex[:8]}"
     stage.mkdir()
     try:
         yield stage
+        for f in sorted(stage.iterdir()):
+            check_report_file(directory / f.name)
         directory.mkdir(exist_ok=True)
         for f in sorted(stage.iterdir()):
             os.replace(f, directory / f.name)

@@ -206,6 +206,26 @@ def check_output_path(out: Path, option: str = "--out") -> Path:
     return out
 
 
+def check_report_dir(directory: Path, option: str = "--report") -> Path:
+    """Refuse a folder that collects named report files (``audit --report``) when it cannot be written.
+
+    Such a folder is shared by several commands and never replaced whole, so other files may sit in it; each file
+    written into it must not be one of the run's inputs (:func:`check_report_file`).
+    """
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"{option} {directory} is an existing file; give a directory path")
+    _check_parents(directory, option)
+    return directory
+
+
+def check_report_file(path: Path, option: str = "--report") -> None:
+    """A file about to be written into a report folder: not an input of the run, not a folder."""
+    if path.is_dir():
+        raise InputError(f"{option}: {path} is a folder; urbandp would write a file of that name there")
+    _check_not_overlapping_inputs(path, option, current_policy().inputs)
+
+
 def check_output_file(out: Path, option: str = "--out") -> Path:
     """Refuse a file path that cannot or must not be written: a directory, under a file, in a read-only
     directory, one of the run's inputs, or an existing file without ``--overwrite``."""

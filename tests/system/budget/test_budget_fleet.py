@@ -326,7 +326,12 @@ def test_kill_9_fleet_release_at_each_stage(tmp_path: Path, fleet: Path, stage: 
     assert h["status"] == STATUS_CRASHED
     assert {d: v[0] for d, v in s.spend_per_day("surat").items()} == {"2024-03-04": 0.7, "2024-03-05": 0.7}
     if stage == "before-commit":  # killed after the rename: the directory is complete, and stays charged
-        assert sorted(f.name for f in out.iterdir()) == ["hat_speed.csv", "hat_speeding.csv", "privacy.json"]
+        assert sorted(f.name for f in out.iterdir()) == [
+            ".urbandp-output.json",
+            "hat_speed.csv",
+            "hat_speeding.csv",
+            "privacy.json",
+        ]
     else:
         assert not out.exists()
     with pytest.raises(BudgetExceededError, match=r"asked epsilon=0\.7 per vehicle-day, left 0\.3 of 1"):

@@ -99,7 +99,7 @@ def _kill_9_at(url: str, tmp_path: Path, stage: str) -> None:
     assert s.spend_per_day("bus")["2024-03-04"][0] == pytest.approx(0.7)  # never under-charged
     # no half-written output: either no release directory, or (killed before commit) a complete one
     if stage == "before-commit":
-        assert sorted(f.name for f in out.iterdir()) == ["part1.csv", "part2.csv"]
+        assert sorted(f.name for f in out.iterdir()) == [".urbandp-output.json", "part1.csv", "part2.csv"]
     else:
         assert not out.exists()
     # the crashed reservation still counts: a second 0.7 release is refused

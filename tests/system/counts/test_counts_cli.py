@@ -423,10 +423,15 @@ def test_switching_format_leaves_no_old_files(taps: Path, tmp_path: Path) -> Non
     assert run(*_release_args(taps, out, "--epsilon", "1", "--suppress-below", "18"))[0] == 0
     assert (out / "joint.csv").is_file()
     assert (
-        run(*_release_args(taps, out, "--epsilon", "1", "--suppress-below", "18", "--format", "parquet"))[0]
+        run(
+            *_release_args(
+                taps, out, "--epsilon", "1", "--suppress-below", "18", "--format", "parquet", "--overwrite"
+            )
+        )[0]
         == 0
     )
     assert sorted(p.name for p in out.iterdir()) == [
+        ".urbandp-output.json",
         "domain.json",
         "joint.parquet",
         "location.parquet",

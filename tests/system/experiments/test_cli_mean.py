@@ -113,10 +113,10 @@ def test_unusable_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], 
 def test_missing_column_and_both_sources(tmp_path: Path) -> None:
     path = tmp_path / "hat.csv"
     path.write_text("bus,speed\nb1,10\n")
-    res = runner.invoke(app, ["mean", "--input", str(path), "--out", str(tmp_path)])
+    res = runner.invoke(app, ["mean", "--input", str(path), "--out", str(tmp_path / "out")])
     assert res.exit_code == 2 and "missing column(s) vehicle_id" in res.output
     res = runner.invoke(
-        app, ["mean", "--input", str(path), "--synthetic", "itms-like", "--out", str(tmp_path)]
+        app, ["mean", "--input", str(path), "--synthetic", "itms-like", "--out", str(tmp_path / "out")]
     )
     assert res.exit_code == 2 and "not both" in res.output
 

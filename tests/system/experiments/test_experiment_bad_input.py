@@ -51,9 +51,10 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, args: list[str], message: str
         "FIFO": str(tmp_path / "fifo"),
         "OUT": str(tmp_path / "o"),
         "FILE": str(tmp_path / "FILE"),
-        "DIR": str(tmp_path),
+        "DIR": str(tmp_path / "d"),
         "AVL": str(avl),
     }
+    (tmp_path / "d").mkdir()
     args = [
         subst.get(a, a.replace("FILE/", f"{tmp_path}/FILE/").replace("OUT/", f"{tmp_path}/o/")) for a in args
     ]
@@ -69,16 +70,24 @@ def test_mean_output_replaced_whole_and_no_partial_on_failure(
 ) -> None:
     out = tmp_path / "o"
     assert RUN.invoke(app, [*MEAN, "--out", str(out)]).exit_code == 0
-    (out / "stale.txt").write_text("from an older run")
-    assert RUN.invoke(app, [*MEAN, "--out", str(out)]).exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["mae.csv", "mae.png"]
+    again = RUN.invoke(app, [*MEAN, "--out", str(out)])
+    assert again.exit_code == 2 and "add --overwrite" in again.stderr  # an earlier output is kept by default
+    (out / "stale.txt").write_text("a file the user put there")
+    refused = RUN.invoke(app, [*MEAN, "--out", str(out), "--overwrite"])
+    assert (
+        refused.exit_code == 2 and "stale.txt" in refused.stderr
+    )  # never replaced: urbandp did not write it
+    assert (out / "stale.txt").read_text() == "a file the user put there"
+    (out / "stale.txt").unlink()
+    assert RUN.invoke(app, [*MEAN, "--out", str(out), "--overwrite"]).exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == [".urbandp-output.json", "mae.csv", "mae.png"]
     before = (out / "mae.csv").read_bytes()
 
     def boom(*a: object, **k: object) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr("urbandp.experiments.mean_experiment.plot_mae", boom)
-    failed = RUN.invoke(app, [*MEAN, "--seed", "7", "--out", str(out)], catch_exceptions=False)
+    failed = RUN.invoke(app, [*MEAN, "--seed", "7", "--out", str(out), "--overwrite"], catch_exceptions=False)
     assert failed.exit_code == 2  # cli_guard turns the OSError into one line and exit 2
     assert (out / "mae.csv").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
@@ -89,6 +98,8 @@ def test_busiest_hat_failure_leaves_old_csv(tmp_path: Path) -> None:
     out = tmp_path / "hat.csv"
     assert RUN.invoke(app, ["experiment", "busiest-hat", str(AUSTIN), "--out", str(out)]).exit_code == 0
     before = out.read_bytes()
-    res = RUN.invoke(app, ["experiment", "busiest-hat", str(AUSTIN), "--hours", "3-2", "--out", str(out)])
+    res = RUN.invoke(
+        app, ["experiment", "busiest-hat", str(AUSTIN), "--hours", "3-2", "--out", str(out), "--overwrite"]
+    )
     assert res.exit_code == 2
     assert out.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["hat.csv"]

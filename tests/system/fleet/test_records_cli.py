@@ -198,6 +198,15 @@ def test_release_warns_about_ms_read_as_kmh_in_privacy_json(tmp_path: Path) -> N
     assert p["input"]["speed_unit"] == "km/h" and p["input"]["timezone"] is None
     assert p["input"]["column_mapping"]["vehicle"] == "vehicle_id"
     ok = _run(
-        "release", str(src), "--out", str(out), "--epsilon-per-day", "10", "--no-map", "--speed-unit", "m/s"
+        "release",
+        str(src),
+        "--out",
+        str(out),
+        "--epsilon-per-day",
+        "10",
+        "--no-map",
+        "--speed-unit",
+        "m/s",
+        "--overwrite",
     )
     assert ok.returncode == 0 and "look like m/s" not in ok.stderr

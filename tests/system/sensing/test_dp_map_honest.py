@@ -67,7 +67,7 @@ def test_release_folder_holds_only_dp_material(synthetic: Path, tmp_path: Path) 
     out = tmp_path / "rel"
     res = _dp_map(synthetic, out, *WINDOW)
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == ["dp_grid.csv", "privacy.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".urbandp-output.json", "dp_grid.csv", "privacy.json"]
     owner = tmp_path / "owner_only" / "rel"
     names = {p.name for p in owner.iterdir()}
     assert {
@@ -201,7 +201,19 @@ def test_rerun_leaves_no_stale_owner_files(synthetic: Path, tmp_path: Path) -> N
     assert _dp_map(synthetic, out, *WINDOW).exit_code == 0
     assert (tmp_path / "owner_only" / "m" / "rmse_vs_epsilon.csv").exists()
     res = runner.invoke(
-        app, ["sensing", "dp-map", str(synthetic), "--out", str(out), *BOX, *WINDOW, "--utility-epsilons", ""]
+        app,
+        [
+            "sensing",
+            "dp-map",
+            str(synthetic),
+            "--out",
+            str(out),
+            *BOX,
+            *WINDOW,
+            "--utility-epsilons",
+            "",
+            "--overwrite",
+        ],
     )
     assert res.exit_code == 0, res.output
     assert not (tmp_path / "owner_only" / "m" / "rmse_vs_epsilon.csv").exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from urbandp.errors import InputError
-from urbandp.reports.outputs import atomic_output_dir, dumps_strict, owner_dir_for
+from urbandp.reports.outputs import MARKER, atomic_output_dir, dumps_strict, output_policy, owner_dir_for
 
 
 def test_success_replaces_old_output_whole(tmp_path: Path) -> None:
@@ -16,9 +16,9 @@ def test_success_replaces_old_output_whole(tmp_path: Path) -> None:
     with atomic_output_dir(out) as d:
         (d.release / "map.html").write_text("old")
         d.owner_path("quarantine.csv").write_text("x")
-    with atomic_output_dir(out) as d:
+    with output_policy(overwrite=True), atomic_output_dir(out) as d:
         (d.release / "table.csv").write_text("new")
-    assert sorted(p.name for p in out.iterdir()) == ["table.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "table.csv"]
     assert not owner_dir_for(out).exists()  # the old owner material went with the old release
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -27,7 +27,7 @@ def test_failure_leaves_old_output_untouched(tmp_path: Path) -> None:
     out = tmp_path / "rel"
     with atomic_output_dir(out) as d:
         (d.release / "a.csv").write_text("1")
-    with pytest.raises(RuntimeError), atomic_output_dir(out) as d:
+    with pytest.raises(RuntimeError), output_policy(overwrite=True), atomic_output_dir(out) as d:
         (d.release / "a.csv").write_text("half")
         raise RuntimeError("disk full")
     assert (out / "a.csv").read_text() == "1"
