@@ -77,7 +77,9 @@ def calibration_error_line(err: Exception) -> str | None:
     if type(err).__name__ != "OpenDPException" or not type(err).__module__.startswith("opendp"):
         return None
     variant = getattr(err, "variant", "") or "error"
-    message = re.sub(r"\d{12,}(\.\d+)?", "<huge>", one_line(str(getattr(err, "message", "") or "")) or variant)
+    message = re.sub(
+        r"\d{12,}(\.\d+)?", "<huge>", one_line(str(getattr(err, "message", "") or "")) or variant
+    )
     return (
         f"OpenDP cannot calibrate noise for these privacy parameters ({variant}: {message}); check epsilon, "
         "delta, the bounds and the length of the window"

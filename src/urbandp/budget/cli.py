@@ -44,12 +44,14 @@ def init(
     caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total)
     store = open_store(budget_store)
     try:
-        store.init_dataset(caps)
+        now = store.init_dataset(caps)
     finally:
         store.close()
     typer.echo(
-        f"{dataset}: unit {unit}, epsilon per day {epsilon_per_day}, total {epsilon_total}, rho per day {rho_per_day}"
-        + ("" if rho_total is None else f", rho total {rho_total}")
+        f"{dataset}: unit {unit}, epsilon per day {now.epsilon_per_day}, total {now.epsilon_total}, rho per day "
+        f"{now.rho_per_day}"
+        + ("" if now.rho_total is None else f", rho total {now.rho_total}")
+        + " (caps not given again are kept)"
     )
 
 
@@ -69,7 +71,7 @@ def show(
     Example: urbandp budget show surat --out out/budget"""
     from urbandp.privacy.budget_store import open_store
 
-    store = open_store(budget_store)
+    store = open_store(budget_store, create=False)
     try:
         caps = store.caps(dataset)
         spend = store.spend_per_day(dataset)
@@ -148,7 +150,7 @@ def history(
     Example: urbandp budget history surat"""
     from urbandp.privacy.budget_store import open_store
 
-    store = open_store(budget_store)
+    store = open_store(budget_store, create=False)
     try:
         rows = store.history(dataset)
     finally:

@@ -30,6 +30,21 @@ Coarsen = Literal["none", "parent1", "parent2", "slot2", "auto"]
 CoarsenRule = Literal["exclusive", "fill"]
 
 
+MAX_DOMAIN_CELLS = 2_000_000
+"""Most H3 cells a public extent may hold (every one is a HAT perturbed in every slot): res 9 over 1,000 km^2 is
+about 9,500, res 15 over a city is billions."""
+
+
+def estimated_domain_cells(bbox: tuple[float, float, float, float], resolution: int) -> float:
+    """About how many H3 cells of ``resolution`` a box holds: its area over H3's mean cell area (no enumeration)."""
+    import h3
+
+    a, b, c, d = bbox
+    km_per_degree = 111.32
+    area = (c - a) * km_per_degree * (d - b) * km_per_degree * max(math.cos(math.radians((a + c) / 2)), 1e-3)
+    return area / float(h3.average_hexagon_area(resolution, unit="km^2"))
+
+
 class HatReleaseConfig(BaseModel):
     """All parameters of ``urbandp release`` (frozen; validated on construction)."""
 
@@ -204,6 +219,13 @@ class HatReleaseConfig(BaseModel):
                 -90 <= a < c <= 90 and -180 <= b < d <= 180
             ):
                 raise ValueError("domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max")
+            cells = estimated_domain_cells(self.domain_bbox, self.resolution)
+            if cells > MAX_DOMAIN_CELLS:
+                raise ValueError(
+                    f"domain_bbox holds about {cells:,.0f} H3 cells at resolution {self.resolution} (at most "
+                    f"{MAX_DOMAIN_CELLS:,}, each perturbed in every slot of every day): use a coarser resolution "
+                    "or a smaller box"
+                )
         if isinstance(self.max_hats_per_vehicle_day, int) and self.max_hats_per_vehicle_day < 1:
             raise ValueError("max_hats_per_vehicle_day must be >= 1 or 'observed'")
         return self

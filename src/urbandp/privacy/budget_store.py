@@ -47,6 +47,7 @@ UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent", "trip")
 # dataset must declare --epsilon-total, the cap that composes all its releases whatever day they are booked on.
 WHOLE_DATASET_UNITS = ("respondent", "trip")
 TOL = 1e-9
+MIGRATION_LOCK_KEY = 0x75726264  # "urbd": the PostgreSQL advisory lock that serialises schema migrations
 
 STATUS_RESERVED = "reserved"
 STATUS_COMMITTED = "committed"
@@ -132,7 +133,9 @@ class Reservation:
 class BudgetStore:
     """One connection to a budget store (a SQLite path or a ``postgresql://`` URL)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        """Open (``create``: or create) the store; a path that is a folder, unwritable or missing (``create`` off)
+        is refused with :class:`InputError`."""
         self.url = str(url)
         self.is_pg = self.url.startswith(("postgresql://", "postgres://"))
         self._conn: Any
@@ -153,7 +156,16 @@ class BudgetStore:
             path = Path(self.url.removeprefix("sqlite:///"))
             if path.parent and not path.parent.exists():
                 raise InputError(f"budget store directory does not exist: {path.parent}")
-            self._conn = sqlite3.connect(path, timeout=60, isolation_level=None)
+            if path.is_dir():
+                raise InputError(f"budget store {path} is a folder; give the path of a SQLite file")
+            if not create and not path.exists():
+                raise InputError(
+                    f"no budget store at {path}; declare a dataset first with urbandp budget init"
+                )
+            try:
+                self._conn = sqlite3.connect(path, timeout=60, isolation_level=None)
+            except sqlite3.Error as err:
+                raise InputError(f"cannot open budget store {path}: {err}") from None
         try:
             self._migrate()
         except (sqlite3.DatabaseError, ValueError) as err:
@@ -177,17 +189,42 @@ class BudgetStore:
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
-        """One write transaction; SQLite takes the write lock up front (BEGIN IMMEDIATE)."""
-        self._exec("BEGIN" if self.is_pg else "BEGIN IMMEDIATE")
+        """One write transaction; SQLite takes the write lock up front (BEGIN IMMEDIATE).
+
+        A failure inside it (or at COMMIT: a full disk, a read-only file) rolls back what is still open and
+        becomes one :class:`InputError` naming the store; the original error is never masked by the rollback's
+        own ("cannot rollback - no transaction is active": SQLite has already rolled back on SQLITE_FULL).
+        """
         try:
-            yield
-        except BaseException:
-            self._exec("ROLLBACK")
+            self._exec("BEGIN" if self.is_pg else "BEGIN IMMEDIATE")
+            try:
+                yield
+                self._exec("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        except sqlite3.OperationalError as err:
+            raise InputError(f"budget store {self.url}: {err}; this transaction was rolled back") from None
+        except Exception as err:
+            if type(err).__module__.startswith("psycopg") and type(err).__name__ == "OperationalError":
+                raise InputError(
+                    f"budget store {self.url}: {str(err).splitlines()[0]}; this transaction was rolled back"
+                ) from None
             raise
-        self._exec("COMMIT")
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if any is still open."""
+        if not self.is_pg and not self._conn.in_transaction:
+            return
+        with contextlib.suppress(Exception):
+            self._exec("ROLLBACK")
 
     def _migrate(self) -> None:
         with self._tx():
+            if (
+                self.is_pg
+            ):  # concurrent CREATE TABLE IF NOT EXISTS can collide in pg_type: one migrator at a time
+                self._exec("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK_KEY,))
             self._exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             rows = self._exec("SELECT version FROM schema_version")
             version = int(rows[0][0]) if rows else 0
@@ -201,10 +238,23 @@ class BudgetStore:
                 self._exec("INSERT INTO schema_version (version) VALUES (?)", (LATEST_VERSION,))
 
     # -- datasets -------------------------------------------------------------------------------------------
-    def init_dataset(self, caps: DatasetCaps) -> None:
-        """Declare a dataset, or change its caps (never below what is already spent on any day)."""
+    def init_dataset(self, caps: DatasetCaps) -> DatasetCaps:
+        """Declare a dataset, or change its caps (never below what is already spent on any day).
+
+        Re-declaring keeps every cap that is not given again (None): a cap is never removed by omission. Returns
+        the caps in force.
+        """
         with self._tx():
             existing = self._caps(caps.name)
+            if existing is not None:
+                caps = DatasetCaps(
+                    caps.name,
+                    caps.unit,
+                    existing.epsilon_per_day if caps.epsilon_per_day is None else caps.epsilon_per_day,
+                    existing.epsilon_total if caps.epsilon_total is None else caps.epsilon_total,
+                    existing.rho_per_day if caps.rho_per_day is None else caps.rho_per_day,
+                    existing.rho_total if caps.rho_total is None else caps.rho_total,
+                )
             if existing is None:
                 self._exec(
                     "INSERT INTO datasets (name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, "
@@ -219,7 +269,7 @@ class BudgetStore:
                         _now(),
                     ),
                 )
-                return
+                return caps
             if existing.unit != caps.unit:
                 raise InputError(
                     f"dataset {caps.name!r} is declared in unit {existing.unit}, not {caps.unit}; a unit cannot change"
@@ -247,6 +297,7 @@ class BudgetStore:
                 "WHERE name = ?",
                 (caps.epsilon_per_day, caps.epsilon_total, caps.rho_per_day, caps.rho_total, caps.name),
             )
+        return caps
 
     def _caps(self, name: str) -> DatasetCaps | None:
         rows = self._exec(
@@ -480,9 +531,9 @@ def _is_dead(host: str, pid: int) -> bool:
     return False
 
 
-def open_store(url: str | None) -> BudgetStore:
-    """Open the store named by ``url`` (or the environment / default)."""
-    return BudgetStore(resolve_store_url(url))
+def open_store(url: str | None, *, create: bool = True) -> BudgetStore:
+    """Open the store named by ``url`` (or the environment / default); ``create`` off: it must exist already."""
+    return BudgetStore(resolve_store_url(url), create=create)
 
 
 @contextlib.contextmanager

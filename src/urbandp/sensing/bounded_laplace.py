@@ -114,7 +114,8 @@ def lattice_epsilon(
         return actual_epsilon(scale, sensitivity, lower, upper)
     if scale <= 0:
         return math.inf
-    slack = lattice / (scale * float(inside_mass(lower, scale, lower, upper)))
+    denominator = scale * float(inside_mass(lower, scale, lower, upper))
+    slack = lattice / denominator if denominator > 0 else math.inf
     if slack >= 1.0:
         return math.inf
     base = actual_epsilon(scale, sensitivity + lattice, lower, upper)

@@ -30,6 +30,10 @@ from urbandp.errors import InputError
 MAX_PRECISION = 15
 
 
+MIN_SENSITIVITY = 1e-6
+"""Smallest --sensitivity: far above the 2^-40 lattice the bounded Laplace is drawn on (bounded_laplace.py)."""
+
+
 @dataclass(frozen=True)
 class DpMapOptions:
     """The options of `sensing dp-map` (validated in ``__post_init__``, Tumult-style)."""
@@ -61,6 +65,11 @@ class DpMapOptions:
         for name, v in (("--epsilon", self.epsilon), ("--sensitivity", self.sensitivity)):
             if not (v > 0 and math.isfinite(v)):
                 raise InputError(f"{name} must be a positive finite number, got {v}")
+        if self.sensitivity < MIN_SENSITIVITY:
+            raise InputError(
+                f"--sensitivity must be at least {MIN_SENSITIVITY:g} (noise is drawn on a 2^-40 lattice, so a "
+                f"smaller sensitivity is rounded away), got {self.sensitivity:g}"
+            )
         if self.upper is not None and not (math.isfinite(self.upper) and self.upper >= self.sensitivity):
             raise InputError(f"--upper must be finite and >= --sensitivity, got {self.upper}")
         if self.budget is not None and not (self.budget > 0 and math.isfinite(self.budget)):

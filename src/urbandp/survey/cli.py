@@ -29,6 +29,12 @@ SAMPLER_HELP = (
 )
 
 
+MAX_ESCAPE_RUNS = 10_000
+"""Monte Carlo runs per point of ``survey escape``: 10,000 gives a standard error below 0.5% on a rate."""
+MAX_ESCAPE_GRID = 10_000
+"""Cells per side of the escape grid (10^8 cells)."""
+
+
 def _ledger(budget: float | None, name: str, epsilon: float, unit: str, mechanism: str) -> dict[str, object]:
     from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 
@@ -62,6 +68,11 @@ def _charged(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         dataset, day_text = kwargs.get("dataset"), kwargs.get("survey_date")
+        cap = kwargs.get("budget_epsilon")
+        if cap is not None and not (math.isfinite(cap) and cap > 0):
+            raise InputError(
+                f"--budget-epsilon must be a number above 0 (the cap on this release), got {cap:g}"
+            )
         day = None
         if dataset is not None:
             if day_text is None:
@@ -522,6 +533,11 @@ def escape(
         raise InputError("--grid, --bn and --scale-degrees take comma-separated numbers") from None
     if any(g < 1 for g in grids) or any(b <= 0 for b in bns) or runs < 1:
         raise InputError("--grid values must be >= 1, --bn values > 0, --runs >= 1")
+    if runs > MAX_ESCAPE_RUNS or max(grids) > MAX_ESCAPE_GRID or not all(map(math.isfinite, bns + scales)):
+        raise InputError(
+            f"--runs must be at most {MAX_ESCAPE_RUNS:,} and --grid at most {MAX_ESCAPE_GRID:,} per side (the "
+            "work grows with both), and --bn/--scale-degrees finite"
+        )
     frame = read_table(input, separator)
     require_columns(frame, input, lat, lon)
     la, lo = float_column(frame, lat), float_column(frame, lon)
@@ -743,6 +759,11 @@ def perturb_trajectories(
 
     _positive("--epsilon", epsilon)
     _positive("--max-step-metres", max_step_metres)
+    if ssd.min_acceptance(epsilon) < ssd.MIN_ACCEPTANCE:
+        raise InputError(
+            f"--epsilon {epsilon:g} makes every SSD draw practically uniform (a draw lands in its interval with "
+            f"probability {ssd.min_acceptance(epsilon):.2g}): no information is left; use at least 0.002"
+        )
     _not_chargeable("perturb-trajectories publishes every trip's start and end point unchanged")
     if every < 1:
         raise InputError("--every must be >= 1")

@@ -31,6 +31,17 @@ import urbandp.privacy.dp_prelude as dp
 dp.enable_features("contrib")
 
 MAX_TRIES = 100
+MIN_ACCEPTANCE = 1e-4
+"""Smallest chance that one Laplace draw lands in its interval: below it the truncated law is practically
+uniform (no information) and the rejection sampler would run for ever (an epsilon of 1e-300)."""
+
+
+def min_acceptance(epsilon: float) -> float:
+    """The smaller acceptance of the two truncated Laplace laws, at a centre on the interval's edge.
+
+    ``C = (1 - exp(-w / b)) / 2`` with ``w / b = epsilon / 8`` for the length and ``epsilon / 4`` for the angle.
+    """
+    return 0.5 * -math.expm1(-epsilon / 8.0)
 
 
 def ssd_epsilon(epsilon: float, interior_points: int) -> dict[str, float]:

@@ -47,7 +47,10 @@ def fleet(
         first_day = dt.date.fromisoformat(start)
     except ValueError:
         raise InputError(f"--start must be a date like 2021-11-15, got {start!r}") from None
+    from urbandp.reports.outputs import check_output_file
+
     fleet_format(out)
+    check_output_file(out)
     spec = FleetSpec(
         vehicles=vehicles,
         days=days,

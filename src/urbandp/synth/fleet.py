@@ -29,6 +29,7 @@ vehicle (same ``license_plate`` and ``observationDateTime``, every column equal)
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,11 +117,19 @@ class FleetSpec:
             raise InputError(f"--vehicles must be at least 1, got {self.vehicles}")
         if self.days < 1:
             raise InputError(f"--days must be at least 1, got {self.days}")
+        if self.days > MAX_DAYS:
+            raise InputError(f"--days must be at most {MAX_DAYS:,} (ten years), got {self.days:,}")
         if self.seed < 0:
             raise InputError(f"--seed must be non-negative, got {self.seed}")
         if not 2 <= self.records_per_vehicle_day <= 20_000:
             raise InputError(
                 f"--records-per-vehicle-day must be between 2 and 20000, got {self.records_per_vehicle_day}"
+            )
+        expected = self.vehicles * self.days * self.records_per_vehicle_day
+        if expected > MAX_RECORDS:
+            raise InputError(
+                f"--vehicles x --days x --records-per-vehicle-day asks for about {expected:,.0f} records; at most "
+                f"{MAX_RECORDS:,} are generated in one file (about 20 GB of CSV)"
             )
         if not 0.0 <= self.dirty_fraction <= 0.5:
             raise InputError(f"--dirty-fraction must be between 0 and 0.5, got {self.dirty_fraction}")
@@ -459,17 +468,36 @@ def write_fleet(df: pl.DataFrame, path: Path | str) -> Path:
     return path
 
 
+MAX_DAYS = 3_660
+"""Longest synthetic fleet (ten years of days)."""
+MAX_RECORDS = 200_000_000
+"""Most records one synthetic file may hold (the Spark benchmark's largest input is 20 M)."""
+
+
 def write_fleet_days(
     spec: FleetSpec, path: Path | str, *, progress: Callable[[int], None] | None = None
 ) -> tuple[Path, int]:
     """Generate ``spec`` day by day and stream it to ``path`` (format by extension); keeps one day in memory.
 
     The file holds the same rows as ``write_fleet(generate_fleet(...), path)``. ``progress`` is called with the
-    number of records after each day. Returns the path and the number of records written.
+    number of records after each day. Returns the path and the number of records written. The file is written
+    under a temporary sibling name and renamed into place at the end: an interrupted run leaves no partial file.
     """
     path = Path(path)
-    suffix = fleet_format(path)
+    fleet_format(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}{path.suffix}"
+    try:
+        written = _stream_fleet_days(spec, tmp, progress)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path, written
+
+
+def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], None] | None) -> int:
+    """Write ``spec`` day by day to ``path`` (format by extension); returns the number of records."""
+    suffix = fleet_format(path)
     written = 0
     if suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -487,7 +515,7 @@ def write_fleet_days(
         finally:
             if writer is not None:
                 writer.close()
-        return path, written
+        return written
     with path.open("wb") as out:
         if suffix == ".json":
             out.write(b"[")
@@ -506,4 +534,4 @@ def write_fleet_days(
                 progress(frame.height)
         if suffix == ".json":
             out.write(b"]\n")
-    return path, written
+    return written
