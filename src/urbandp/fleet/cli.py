@@ -259,7 +259,9 @@ def release(
         None, help="Target delta per vehicle-day of DP selection (default: 1e-6)."
     ),
     min_vehicles_per_day: float | None = typer.Option(
-        None, help="Threshold: vehicles per day per HAT (default: 10)."
+        None,
+        help="Floor of the selection threshold: vehicles per day per HAT, 0 allowed; the DP threshold may be "
+        "higher (default: 3 for DP selection, 10 for public-threshold).",
     ),
     max_hats_per_vehicle_day: str | None = typer.Option(
         None,
@@ -474,6 +476,11 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
         ),
         ("neighbouring / unit / noise", f"{p['neighbouring']} / {p['privacy_unit']} / {p['mechanism']}"),
         ("records in / quarantined", f"{p['records_in']:,} / {p['records_quarantined']:,}"),
+        (
+            "records used / outside",
+            f"{p['records_used']:,} / {p['records_outside_window']:,} outside the window, "
+            f"{p['records_outside_domain']:,} outside --domain-bbox",
+        ),
         (
             "quarantine reasons",
             ", ".join(f"{k}={v}" for k, v in p["quarantine_reasons"].items() if v) or "none",

@@ -297,6 +297,14 @@ def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatRe
         if one in given:
             values.pop(other, None)
     values.update(given)
+    for key, value in values.items():
+        field = HatReleaseConfig.model_fields.get(key)
+        if isinstance(value, bool) and field is not None and "bool" not in str(field.annotation):
+            example = EXAMPLES.get(key)
+            raise InputError(
+                f"bad config value for {key}: {str(value).lower()} is not a number or a name"
+                + (f" (example: {key} = {example})" if example else "")
+            )
     try:
         return HatReleaseConfig(**values)
     except ValidationError as err:

@@ -22,7 +22,13 @@ from urbandp.fleet.release import HatRelease, plan_release, release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise, rho_for_epsilon
-from urbandp.records.readers import read_error_line, scan_records, timestamp_samples
+from urbandp.records.readers import (
+    input_kind,
+    read_error_line,
+    scan_records,
+    skipped_inputs,
+    timestamp_samples,
+)
 from urbandp.records.validation import (
     FAST_SHARE,
     ValidationOptions,
@@ -88,6 +94,8 @@ class LoadedRecords:
     records_valid: int = -1  # valid, non-duplicate rows kept (inside the window when one was given)
     warnings: list[str] = field(default_factory=list)
     timestamp_formats: dict[str, str] = field(default_factory=dict)
+    skipped_files: list[str] = field(default_factory=list)  # files in input folders that were not read
+    empty_lines: int = 0  # CSV lines with no value in any field: not records, not quarantined
     #: --engine spark: the quarantine as written by Spark (Parquet directory); ``quarantine`` is then empty
     quarantine_parquet: Path | None = None
 
@@ -116,6 +124,15 @@ def load_records(
     the same streaming pass (the costliest per-record step runs in parallel with reading and parsing).
     """
     raw, mapping, files = scan_records(list(paths), columns)
+    empty_lines = 0
+    if any(
+        input_kind(f) == "csv" for f in files
+    ):  # lines with no value at all: not records (docs/records.md)
+        try:
+            empty_lines = int(raw.select(pl.col("empty_line").sum()).collect(engine="streaming").item())
+        except pl.exceptions.PolarsError as err:
+            raise InputError(f"cannot read input: {read_error_line(err)}") from None
+    raw = raw.filter(~pl.col("empty_line")).drop("empty_line") if empty_lines else raw.drop("empty_line")
     options = options or ValidationOptions()
     lf = validate(raw, options)
     inside = window_filter(window) if window is not None else pl.lit(True)
@@ -152,6 +169,19 @@ def load_records(
             f"{reasons['speed_above_maximum']:,} of {records_in:,} records are above {options.speed_reject_above_kmh:g} "
             f"km/h after reading them as {options.speed_unit}: is the speed unit right (km/h read as m/s)?"
         )
+    skipped = skipped_inputs(list(paths))
+    if skipped:
+        names_skipped = ", ".join(p.name for p in skipped[:5]) + (
+            f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        )
+        warnings.append(
+            f"{len(skipped)} file(s) in the input folder(s) were not read (not CSV, JSON, JSON Lines or Parquet, "
+            f"plain or .gz/.zst): {names_skipped}"
+        )
+    if empty_lines:
+        warnings.append(
+            f"{empty_lines:,} empty CSV line(s) (no value in any field) were skipped: they hold no record"
+        )
     samples = timestamp_samples(files, mapping.timestamp)
     return LoadedRecords(
         clean,
@@ -164,6 +194,8 @@ def load_records(
         records_valid=kept.height - duplicates.height,
         warnings=warnings,
         timestamp_formats={name: classify_timestamps(v) for name, v in samples.items()},
+        skipped_files=[str(p) for p in skipped],
+        empty_lines=empty_lines,
     )
 
 
@@ -254,6 +286,21 @@ def _spark_stage(
     return loaded, done.contributions
 
 
+def records_outside_domain(contributions: pl.DataFrame, cfg: HatReleaseConfig) -> int:
+    """Records in the window whose H3 cell lies outside the public extent (``--domain-bbox``): never used.
+
+    Selection runs over the extent's HATs only, so these records reach no released figure; they are counted apart
+    from the used ones (0 without an extent).
+    """
+    if cfg.domain_bbox is None or contributions.height == 0:
+        return 0
+    from urbandp.fleet.selection import domain_cells
+
+    cells = domain_cells(cfg.domain_bbox, cfg.resolution).cast(pl.UInt64)
+    outside = contributions.filter(~pl.col("cell").cast(pl.UInt64).is_in(cells.implode()))
+    return int(outside["n_records"].sum())
+
+
 def release_fleet(
     paths: list[Path],
     cfg: HatReleaseConfig,
@@ -327,12 +374,16 @@ def release_fleet(
         if start + dt.timedelta(days=i) not in seen
     ]
     opts = options or ValidationOptions()
+    in_window = int(contributions["n_records"].sum())
+    outside_domain = records_outside_domain(contributions, cfg)
     p.update(
         {
             "records_in": loaded.records_in,
             "records_quarantined": sum(loaded.reasons.values()),
             "quarantine_reasons": loaded.reasons,
-            "records_in_window": int(contributions["n_records"].sum()),
+            "records_in_window": in_window,
+            "records_outside_domain": outside_domain,
+            "records_used": in_window - outside_domain,
             "records_outside_window": loaded.records_outside_window,
             "window": {
                 "start": start.isoformat(),
@@ -350,6 +401,8 @@ def release_fleet(
                 "speed_reject_above_kmh": opts.speed_reject_above_kmh,
                 "column_mapping": loaded.mapping,
                 "files": [f.name for f in loaded.files],
+                "files_not_read": [Path(f).name for f in loaded.skipped_files],
+                "empty_lines_skipped": loaded.empty_lines,
                 "timestamp_format": opts.timestamp_format,
                 "timestamp_formats_seen": loaded.timestamp_formats,
                 "timestamp_note": (
@@ -361,7 +414,8 @@ def release_fleet(
             },
             "command_line": " ".join(["urbandp", *sys.argv[1:]]) if command_line is None else command_line,
             "disclosure_note": (
-                "records_in, records_quarantined, quarantine_reasons, records_in_window, records_outside_window and "
+                "records_in, records_quarantined, quarantine_reasons, records_in_window, records_outside_domain, "
+                "records_used, records_outside_window and "
                 "vehicle_hat_days_truncated are exact operational counts for the data owner; they are not protected "
                 "by the DP guarantee."
             ),

@@ -1117,6 +1117,8 @@ def account(
             "differentially_private": selection.differentially_private
             or cfg.neighbouring == "presence-public",
             "threshold_vehicle_days": selection.threshold,
+            "min_vehicles_per_day": cfg.min_per_day,
+            "threshold_floor_vehicle_days": cfg.min_per_day * plan.days,
             "noise_scale": selection.scale,
             "epsilon_per_day": selection.epsilon_per_day,
             "rho_per_day": selection.rho_per_day,

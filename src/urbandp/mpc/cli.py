@@ -23,6 +23,17 @@ def _need_spu() -> None:
         raise InputError(reason)
 
 
+MAX_TIMEOUT_S = 86_400.0
+
+
+def _check_timeout(timeout: float) -> None:
+    """A wait in seconds: above 0 and at most a day (0 or less would fail every query at once)."""
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        raise InputError(
+            f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:,.0f}, got {timeout:g}"
+        )
+
+
 def _rect(text: str) -> tuple[float, float, float, float]:
     try:
         vals = tuple(float(t) for t in text.split(","))
@@ -64,17 +75,18 @@ def serve(
 
     Example: urbandp mpc serve --grid out/ka/grid.parquet --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
     """
-    _need_spu()
-    from urbandp.mpc.client import parse_hostport
-    from urbandp.mpc.server import Server, ServerConfig, ServerGrid
-
-    host, port = parse_hostport(listen)
     if alpha < 1 or not epsilon > 0 or not epsilon_budget >= epsilon or not rho > 0 or not steepness > 0:
         raise InputError(
             "need --alpha >= 1, --epsilon > 0, --epsilon-budget >= --epsilon, --rho > 0, --steepness > 0"
         )
     if not 0 <= sigma2_min < sigma2_max:
         raise InputError("need 0 <= --sigma2-min < --sigma2-max")
+    _check_timeout(timeout)
+    _need_spu()
+    from urbandp.mpc.client import parse_hostport
+    from urbandp.mpc.server import Server, ServerConfig, ServerGrid
+
+    host, port = parse_hostport(listen)
     g = ServerGrid.read(grid, window)
     cfg = ServerConfig(alpha, epsilon, epsilon_budget, sigma2_min, sigma2_max, rho, steepness, timeout)
     server = Server(g, cfg, host, port)
@@ -115,6 +127,7 @@ def query(
 
     Example: urbandp mpc query --server 127.0.0.1:7700 --route home.geojson --rect 22.50,88.32,22.56,88.37
     """
+    _check_timeout(timeout)
     _need_spu()
     from urbandp.mpc import wire
     from urbandp.mpc.client import Client, route_points
@@ -177,6 +190,7 @@ def routes(
     Prints one JSON object per route (the `mpc query` keys plus `route`). Only the rectangle and the function
     reach the server; the PNG shows what the client knows: its routes and answers, not the server's map.
     """
+    _check_timeout(timeout)
     _need_spu()
     from urbandp.mpc import wire
     from urbandp.mpc.client import Client, route_points

@@ -59,6 +59,13 @@ class ServerGrid:
         if w not in windows:
             raise InputError(f"window {w!r} not in {path} (first: {windows[0]})")
         gw = g.filter(pl.col("window").cast(pl.Utf8) == w).sort("cell_id")
+        values = gw.select(pl.col("lat", "lon", "mu", "sigma2").cast(pl.Float64, strict=False))
+        bad = values.select(pl.any_horizontal(pl.all().is_null() | ~pl.all().is_finite()).sum()).item()
+        if bad:
+            raise InputError(
+                f"{path}: {bad:,} of {gw.height:,} cells of window {w} have a missing or non-finite lat, lon, mu "
+                "or sigma2; the server would answer nan"
+            )
         return cls(
             gw["cell_id"].to_numpy().astype(np.int64),
             gw["lat"].to_numpy().astype(float),

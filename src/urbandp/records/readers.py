@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 from polars.datatypes import DataTypeClass
 
-from urbandp.errors import InputError
+from urbandp.errors import InputError, one_line
 from urbandp.records.schema import ColumnMapping
 
 if TYPE_CHECKING:
@@ -41,27 +41,86 @@ SUFFIXES = {
 }
 
 
+COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+"""Compressed text inputs as agencies ship them (``trips.csv.gz``, ``avl.jsonl.zst``): decompressed once to a
+temporary file (removed at exit) and then read like the plain file."""
+
+
+def input_kind(path: Path) -> str | None:
+    """``csv``, ``jsonl``, ``json`` or ``parquet`` for a supported file name (compressed text too), else None."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] in COMPRESSIONS:
+        inner = SUFFIXES.get(suffixes[-2]) if len(suffixes) > 1 else None
+        return inner if inner in ("csv", "jsonl", "json") else None
+    return SUFFIXES.get(Path(path).suffix.lower())
+
+
+def skipped_inputs(paths: list[Path]) -> list[Path]:
+    """The files inside directories named in ``paths`` that are not read (not a supported format), sorted."""
+    skipped: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            skipped.extend(sorted(f for f in p.iterdir() if f.is_file() and input_kind(f) is None))
+    return skipped
+
+
 def expand_inputs(paths: list[Path]) -> list[Path]:
-    """Files named directly, plus the supported files inside any directory named (sorted)."""
+    """Files named directly, plus the supported files inside any directory named (sorted).
+
+    Other files inside a directory are not read; :func:`skipped_inputs` lists them so the run can say so.
+    """
     files: list[Path] = []
     for p in paths:
         p = Path(p)
         if not p.exists():
             raise InputError(f"input not found: {p}")
         if p.is_dir():
-            inner = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in SUFFIXES)
+            inner = sorted(f for f in p.iterdir() if f.is_file() and input_kind(f) is not None)
             if not inner:
-                raise InputError(f"no CSV/JSON/JSON Lines/Parquet files in directory: {p}")
+                raise InputError(
+                    f"no CSV/JSON/JSON Lines/Parquet files (plain, .gz or .zst) in directory: {p}"
+                )
             files.extend(inner)
         else:
-            if p.suffix.lower() not in SUFFIXES:
+            if input_kind(p) is None:
                 raise InputError(
-                    f"unsupported input format '{p.suffix}' for {p} (use .csv, .json, .jsonl, .parquet)"
+                    f"unsupported input format '{''.join(p.suffixes) or p.name}' for {p} (use .csv, .json, .jsonl, "
+                    ".parquet, or .csv/.json/.jsonl compressed as .gz or .zst)"
                 )
             files.append(p)
     for f in files:
         check_readable(f)
     return files
+
+
+_DECOMPRESSED: dict[Path, Path] = {}
+
+
+def readable_path(path: Path) -> Path:
+    """``path`` itself, or for a compressed file its decompressed copy (made once per run, removed at exit)."""
+    path = Path(path)
+    compression = COMPRESSIONS.get(path.suffix.lower())
+    if compression is None:
+        return path
+    if path not in _DECOMPRESSED:
+        import atexit
+        import shutil
+        import tempfile
+
+        import pyarrow as pa
+
+        folder = Path(tempfile.mkdtemp(prefix="urbandp-input-"))
+        atexit.register(shutil.rmtree, folder, True)
+        target = folder / path.with_suffix("").name
+        try:
+            with pa.input_stream(str(path), compression=compression) as source, target.open("wb") as sink:
+                shutil.copyfileobj(source, sink, 8 << 20)
+        except (OSError, pa.ArrowException) as err:
+            raise InputError(
+                f"cannot read {path}: not valid {compression} data ({one_line(str(err))})"
+            ) from None
+        _DECOMPRESSED[path] = target
+    return _DECOMPRESSED[path]
 
 
 def read_error_line(err: Exception) -> str:
@@ -92,19 +151,19 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
     """The first ``n`` raw values of the timestamp column of each CSV, Parquet or JSON Lines file (for reporting
     which layout each file uses; validation itself reads every row's own layout). Unreadable samples are skipped."""
     out: dict[str, pl.Series] = {}
-    for path in files:
-        kind = SUFFIXES[path.suffix.lower()]
+    for given in files:
+        kind, path = input_kind(given), readable_path(given)
         try:
             if kind == "csv":
                 lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
             elif kind == "parquet":
                 lf = pl.scan_parquet(path)
             elif kind == "jsonl":  # a Polars scan would infer its schema from the whole file
-                out[path.name] = _json_lines_head(path, column, n)
+                out[given.name] = _json_lines_head(path, column, n)
                 continue
             else:
                 continue
-            out[path.name] = lf.select(pl.col(column)).head(n).collect().to_series()
+            out[given.name] = lf.select(pl.col(column)).head(n).collect().to_series()
         except Exception:  # a sample is only for the report; validation reports every row
             continue
     return out
@@ -146,23 +205,54 @@ def _json_dtype(values: list[object]) -> DType:
     return pl.String
 
 
+def _json_keys(path: Path, columns: dict[str, str] | None) -> list[str]:
+    """Field names of the file's objects, read line by line until every needed column is found (or the end).
+
+    Used only when the first records lack a needed field (a feed that adds ``speed`` after its first 1,000 fixes),
+    so the common case never pays for it.
+    """
+    names: dict[str, None] = {}
+    with path.open("rb") as handle:
+        for line in handle:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and any(k not in names for k in obj):
+                names.update(dict.fromkeys(obj))
+                try:
+                    ColumnMapping.resolve(list(names), columns)
+                    break
+                except InputError:
+                    continue
+    return list(names)
+
+
 def _json_reading_schema(
-    sample: list[dict[str, object]], columns: dict[str, str] | None, path: Path
+    sample: list[dict[str, object]],
+    columns: dict[str, str] | None,
+    path: Path,
+    names: list[str] | None = None,
 ) -> dict[str, DType]:
     """Schema of the columns the release needs (projection: other fields are skipped by the parser).
 
     The vehicle and timestamp are read as text whatever their JSON type (an epoch number arrives as its digits).
+    ``names``: the field names to map, when the sample does not hold them all (:func:`_json_keys`).
     """
     if not sample:
         raise InputError(f"cannot read {path}: no JSON object in its first records")
-    names = list(dict.fromkeys(k for rec in sample for k in rec))
+    names = names or list(dict.fromkeys(k for rec in sample for k in rec))
     m = ColumnMapping.resolve(names, columns)
     schema: dict[str, DType] = {}
     for name in (m.vehicle, m.timestamp):
         schema[name] = pl.String
     for optional in (m.coordinates, m.latitude, m.longitude, m.speed):
         if optional is not None and optional not in schema:
-            schema[optional] = _json_dtype([rec.get(optional) for rec in sample])
+            values = [rec.get(optional) for rec in sample]
+            numeric = optional in (m.latitude, m.longitude, m.speed) and all(v is None for v in values)
+            schema[optional] = (
+                pl.Float64 if numeric else _json_dtype(values)
+            )  # absent from the sample: a number
     pair = schema.get(m.coordinates) if m.coordinates else None
     if isinstance(pair, pl.Struct) and "coordinates" in {f.name for f in pair.fields}:
         schema[m.coordinates] = pl.Struct({"coordinates": pair.to_schema()["coordinates"]})  # type: ignore[index]
@@ -315,18 +405,40 @@ def _line_blocks(path: Path) -> Iterator[tuple[bytes, int, int]]:
             pos = end
 
 
-def _line_layout(mm: mmap.mmap, chunk: int = 8 << 20) -> tuple[int, bool]:
-    """(line ends, whether every line is one bare object: starts with ``{`` and ends with ``}``), by NumPy in chunks.
+def check_utf8(mm: mmap.mmap, path: Path, chunk: int = 8 << 20) -> None:
+    """Refuse a file that is not UTF-8 text, naming the first bad line (the same rule as for CSV).
+
+    Only files with a byte >= 0x80 get here (:func:`_line_layout` notes it in its pass): ASCII is UTF-8.
+    """
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    size = len(mm)
+    for at in range(0, size, chunk):
+        try:
+            decoder.decode(mm[at : at + chunk], final=at + chunk >= size)
+        except UnicodeDecodeError as err:
+            line = mm[: at + max(err.start, 0)].count(b"\n") + 1
+            raise InputError(
+                f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
+                "latin1 -t utf-8 in.jsonl > out.jsonl)"
+            ) from None
+
+
+def _line_layout(mm: mmap.mmap, chunk: int = 8 << 20) -> tuple[int, bool, bool]:
+    """(line ends, whether every line is one bare object: starts with ``{`` and ends with ``}``, whether every byte
+    is ASCII), by NumPy in chunks.
 
     A whole-file parse is trusted only on such a layout with one row per line: Arrow's reader skips blank lines and
     splits ``{...}{...}`` into two rows, so a blank line plus a doubled line would keep the count and shift every
     later line number. Costs 1.3 s on 5.3 GB (0.9 s of it the count itself); no copy of the file is made.
     """
-    size, total, clean = len(mm), 0, True
+    size, total, clean, ascii_only = len(mm), 0, True, True
     for at in range(0, size, chunk):
         n = min(chunk, size - at)
         lo, hi = max(at - 2, 0), min(at + n + 1, size)  # two bytes back (for "}\r\n") and one ahead
         view = np.frombuffer(mm, dtype=np.uint8, count=hi - lo, offset=lo)
+        ascii_only = ascii_only and int(view.max()) < 0x80
         ends = np.flatnonzero(view[at - lo : at - lo + n] == 10) + (at - lo)
         total += int(ends.size)
         if clean and ends.size:
@@ -344,7 +456,7 @@ def _line_layout(mm: mmap.mmap, chunk: int = 8 << 20) -> tuple[int, bool]:
                     and (cr_before.size == 0 or (cr_before.min() >= 0 and np.all(view[cr_before] == 125)))
                 )
         del view, ends  # the mapping cannot close while a view exports it
-    return total, clean
+    return total, clean, ascii_only
 
 
 def _arrow_type(dtype: DType) -> pa.DataType:
@@ -397,10 +509,10 @@ def _whole_file(path: Path, schema: dict[str, DType]) -> pl.DataFrame | None:
     and trusted only when it has one row per line and no all-null row; None otherwise (a malformed line makes both
     reject the whole file), and the caller falls back to blocks."""
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        if mm[: len(_BOM)] == _BOM:
-            return None
-        n_ends, clean = _line_layout(mm)
-        if not (clean and mm[:1] == b"{" and mm[-1:] in (b"\n", b"}")):
+        n_ends, clean, ascii_only = _line_layout(mm)
+        if not ascii_only:
+            check_utf8(mm, path)
+        if mm[: len(_BOM)] == _BOM or not (clean and mm[:1] == b"{" and mm[-1:] in (b"\n", b"}")):
             return None
         n_lines = n_ends + (0 if mm[-1:] == b"\n" else 1)
     frame = _arrow_whole_file(path, schema)
@@ -432,7 +544,10 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
         if first is None:
             raise InputError(f"cannot read {path}: the file is empty")
         sample = _sample_records(first[0].split(b"\n", 50_000)[:50_000])
-    schema = _json_reading_schema(sample, columns, path)
+    try:
+        schema = _json_reading_schema(sample, columns, path)
+    except InputError:  # a needed field absent from the first records: look for it in the whole file
+        schema = _json_reading_schema(sample, columns, path, names=_json_keys(path, columns))
     whole = _whole_file(path, schema)
     if whole is not None:
         return whole
@@ -479,8 +594,8 @@ def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     return pl.concat(frames, how="vertical")
 
 
-def _scan_one(path: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame:
-    kind = SUFFIXES[path.suffix.lower()]
+def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame:
+    kind, path = input_kind(given), readable_path(given)
     try:
         if kind == "csv":
             return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
@@ -489,8 +604,10 @@ def _scan_one(path: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame
         if kind == "jsonl":
             return read_json_lines(path, columns).lazy()
         return read_json_array(path, columns).lazy()
+    except InputError as err:
+        raise InputError(str(err).replace(str(path), str(given))) from None
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
-        raise InputError(f"cannot read {path}: {read_error_line(err)}") from None
+        raise InputError(f"cannot read {given}: {read_error_line(err)}") from None
 
 
 def _schema(lf: pl.LazyFrame, path: Path) -> pl.Schema:
@@ -563,6 +680,13 @@ def scan_records(
         ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
         tolerant = "__line" in schema
         numbered = lf if tolerant else lf.with_row_index("__line", offset=1)
+        # A CSV line with no value in any field (a blank line, or separators only) is not a record: flagged here,
+        # counted and dropped by the caller (never quarantined, never silently lost).
+        empty = (
+            pl.all_horizontal(pl.col(list(schema.names())).is_null())
+            if input_kind(path) == "csv"
+            else pl.lit(False)
+        )
         frames.append(
             numbered.select(
                 pl.lit(index, dtype=pl.UInt16).alias("source"),
@@ -573,6 +697,7 @@ def scan_records(
                 lat.alias("latitude"),
                 lon.alias("longitude"),
                 _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+                empty.alias("empty_line"),
             )
         )
     assert mapping is not None

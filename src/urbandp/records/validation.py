@@ -128,12 +128,21 @@ def _epoch(text: pl.Expr, unit: str) -> pl.Expr:
 
 
 def _iso_wall(text: pl.Expr) -> pl.Expr:
-    """The wall-clock time written in an ISO 8601 text, with ``T`` or a space between date and time."""
-    return (
-        text.str.replace(" ", "T", literal=True)
-        .str.slice(0, 19)
-        .str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+    """The wall-clock time written in an ISO 8601 text, with ``T``, ``t`` or a space between date and time.
+
+    Seconds may be left out (``2021-11-16T10:16``, ISO 8601's reduced precision; RFC 3339 allows a lowercase
+    ``t``): the minute form is tried only where no ``:`` follows the minutes, so a bad seconds field never
+    passes as a whole minute.
+    """
+    iso = text.str.replace(" ", "T", literal=True).str.replace("t", "T", literal=True)
+    with_seconds = iso.str.slice(0, 19).str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+    minutes = (
+        pl.when(iso.str.slice(16, 1) != ":")
+        .then(iso.str.slice(0, 16))
+        .otherwise(None)
+        .str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M", strict=False)
     )
+    return pl.coalesce(with_seconds, minutes)
 
 
 def _written_offset_minutes(text: pl.Expr) -> pl.Expr:
@@ -141,7 +150,11 @@ def _written_offset_minutes(text: pl.Expr) -> pl.Expr:
     sign = pl.when(text.str.extract(r"([+-])\d{2}:?\d{2}$", 1) == "-").then(-1).otherwise(1)
     hours = text.str.extract(r"[+-](\d{2}):?\d{2}$", 1).cast(pl.Int64, strict=False)
     minutes = text.str.extract(r"[+-]\d{2}:?(\d{2})$", 1).cast(pl.Int64, strict=False)
-    return pl.when(text.str.ends_with("Z")).then(0).otherwise(sign * (hours * 60 + minutes))
+    return (
+        pl.when(text.str.ends_with("Z") | text.str.ends_with("z"))
+        .then(0)
+        .otherwise(sign * (hours * 60 + minutes))
+    )
 
 
 def _to_zone(wall: pl.Expr, offset_min: pl.Expr, timezone: str) -> pl.Expr:
@@ -207,10 +220,12 @@ def classify_timestamps(sample: pl.Series) -> str:
             num = float(t)
             kind = "epoch-ms" if abs(num) >= EPOCH_MS_FROM else "epoch-s"
         except ValueError:
-            if len(t) >= 19 and t[4] == "-" and t[10] in "T ":
-                tail = t[19:]
-                offset = tail.endswith("Z") or any(len(tail) >= k and tail[-k] in "+-" for k in (5, 6))
-                kind = f"iso ({'T' if t[10] == 'T' else 'space'}{', UTC offset' if offset else ''})"
+            if len(t) >= 16 and t[4] == "-" and t[10] in "Tt ":
+                tail = t[16:]
+                offset = tail.upper().endswith("Z") or any(
+                    len(tail) >= k and tail[-k] in "+-" for k in (5, 6)
+                )
+                kind = f"iso ({'space' if t[10] == ' ' else 'T'}{', UTC offset' if offset else ''})"
             else:
                 kind = "other"
         kinds[kind] = kinds.get(kind, 0) + 1
