@@ -30,7 +30,7 @@ class BudgetExceededError(InputError):
 
 def os_error_line(err: OSError) -> str:
     """One line for a failed file operation: what failed and on which path (no traceback, no errno tuple)."""
-    if err.errno == errno.ENOSPC or "No space left" in str(err) or "os error 28" in str(err):
+    if is_disk_full(err):
         return disk_full_line(err)
     what = err.strerror or one_line(str(err)) or type(err).__name__
     paths = [str(p) for p in (err.filename, err.filename2) if p is not None]
@@ -86,9 +86,19 @@ def calibration_error_line(err: Exception) -> str | None:
     )
 
 
-def disk_full_line(err: OSError) -> str:
-    """One line for a write that failed for lack of room, naming the path when known."""
-    where = next((str(p) for p in (err.filename, err.filename2) if p is not None), None)
+def is_disk_full(err: BaseException) -> bool:
+    """A write that failed for lack of room (ENOSPC, also as Polars' or Arrow's "os error 28" text)."""
+    text = str(err)
+    return (
+        (isinstance(err, OSError) and err.errno == errno.ENOSPC)
+        or "No space left" in text
+        or "os error 28" in text
+    )
+
+
+def disk_full_line(err: OSError, where: object = None) -> str:
+    """One line for a write that failed for lack of room, naming the path (``where`` when the error has none)."""
+    where = next((str(p) for p in (err.filename, err.filename2) if p is not None), where)
     return f"no space left on device{f' writing {where}' if where else ''}; free some space and run again"
 
 
@@ -109,11 +119,16 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         import typer
 
-        from urbandp.reports.outputs import output_policy
+        from urbandp.reports.outputs import check_output_target, check_report_dir, output_policy
 
         try:
             check_finite_numbers(kwargs)
             with output_policy(_input_paths(kwargs), overwrite=bool(kwargs.get("overwrite", False))):
+                for name in sorted(OUTPUT_PARAMETERS & kwargs.keys()):
+                    target = kwargs[name]
+                    if isinstance(target, Path):  # before any work: no input is ever overwritten
+                        check = check_report_dir if name == "report" else check_output_target
+                        check(target, "--" + name)
                 return fn(*args, **kwargs)
         except InputError as err:
             print(f"urbandp: error: {one_line(str(err))}", file=sys.stderr)

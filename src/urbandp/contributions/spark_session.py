@@ -31,6 +31,41 @@ def check_engine(engine: str, spark_master: str | None) -> str:
     return engine
 
 
+MASTER_PROBE_SECONDS = 5.0
+"""How long a ``spark://`` master may take to accept a TCP connection before the run is refused (Spark itself
+retries an unreachable master for a minute and then prints a Java stack trace)."""
+
+
+def check_master_reachable(master: str) -> None:
+    """Refuse, with one line, a standalone master (``spark://host:port``) that accepts no connection.
+
+    Only the address the user named is contacted, as Spark would; ``local[...]``, ``yarn`` and ``k8s://`` are left
+    to Spark.
+    """
+    import socket
+
+    if not master.startswith("spark://"):
+        return
+    first = master.removeprefix("spark://").split(",")[0]
+    host, _, port = first.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"--spark-master must look like spark://host:7077, got {master!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=MASTER_PROBE_SECONDS).close()
+    except OSError as err:
+        raise InputError(
+            f"--spark-master {master}: cannot reach the master ({err.strerror or err}); is it running?"
+        ) from None
+
+
+def java_error_line(err: BaseException) -> str:
+    """The first sentence of a Py4J/Java error, without its Java stack trace (one line)."""
+    text = " ".join(str(err).split())
+    for cut in (" at org.", " at java.", " at py4j.", " java.base/"):
+        text = text.split(cut)[0]
+    return text[:300]
+
+
 def spark_missing_reason() -> str | None:
     """``None`` when Spark can run here; otherwise why not (PySpark not installed, or no Java runtime)."""
     try:
@@ -97,9 +132,12 @@ def get_spark(master: str | None = None) -> SparkSession:
         # In local mode the driver JVM also runs every task: Spark's 1 GB default died (JVM gone, "Connection
         # refused") on 19 M records with local[2]. A quarter of the machine's memory, 1-8 GB, unless set.
         builder = builder.config("spark.driver.memory", local_driver_memory())
+    check_master_reachable(master or DEFAULT_MASTER)
     try:
         spark = builder.getOrCreate()
     except Exception as err:  # py4j / Java start-up failures come in many types
-        raise InputError(f"--engine spark: cannot start Spark on {master or DEFAULT_MASTER}: {err}") from None
+        raise InputError(
+            f"--engine spark: cannot start Spark on {master or DEFAULT_MASTER}: {java_error_line(err)}"
+        ) from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark

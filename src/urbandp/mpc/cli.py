@@ -10,7 +10,7 @@ import typer
 
 from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
-from urbandp.reports.outputs import dumps_strict
+from urbandp.reports.outputs import atomic_output_file, check_output_file, dumps_strict
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -191,6 +191,8 @@ def routes(
     reach the server; the PNG shows what the client knows: its routes and answers, not the server's map.
     """
     _check_timeout(timeout)
+    if png is not None:
+        check_output_file(png, "--png")
     _need_spu()
     from urbandp.mpc import wire
     from urbandp.mpc.client import Client, route_points
@@ -251,8 +253,8 @@ def routes(
         )
         ax.legend(fontsize=8, loc="best")
         ax.set_aspect(1 / np.cos(np.radians((la1 + la2) / 2)))
-        png.parent.mkdir(parents=True, exist_ok=True)
         fig.tight_layout()
-        fig.savefig(png, dpi=120)
+        with atomic_output_file(png, "--png") as tmp:
+            fig.savefig(tmp, dpi=120)
         plt.close(fig)
         typer.echo(f"-> {png}", err=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import json
 import math
 import os
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbandp.errors import InputError
+from urbandp.errors import InputError, disk_full_line, is_disk_full
 
 if TYPE_CHECKING:
     import polars as pl
@@ -183,6 +184,16 @@ def check_replaceable_dir(
         raise InputError(f"{what} holds an earlier urbandp output; add --overwrite to replace it")
 
 
+def check_output_target(out: Path, option: str = "--out") -> Path:
+    """The checks every output shares, file or folder, run by the CLI before any work: not the working directory
+    (or above it), not one of the run's inputs nor around or inside one, and under a writable directory."""
+    out = Path(out)
+    _check_not_cwd(out, option)
+    _check_parents(out, option)
+    _check_not_overlapping_inputs(out, option, current_policy().inputs)
+    return out
+
+
 def check_output_path(out: Path, option: str = "--out") -> Path:
     """Refuse an output folder that cannot be written or must not be replaced, with one clear line (exit 2).
 
@@ -255,6 +266,10 @@ def atomic_output_file(out: Path, option: str = "--out") -> Iterator[Path]:
         if not tmp.exists():
             raise InputError(f"{option} {out}: nothing was written")
         os.replace(tmp, out)
+    except OSError as err:
+        if is_disk_full(err):
+            raise InputError(disk_full_line(err, out) + "; nothing was written") from None
+        raise
     finally:
         _remove(tmp)
 
@@ -373,10 +388,14 @@ def atomic_output_dir(out: Path, option: str = "--out") -> Iterator[OutputDirs]:
         if tmp_owner.exists():
             write_marker(tmp_owner, OWNER_ONLY)
         _swap_in([(owner, tmp_owner), (out, tmp)], tag)
-    except BaseException:
+    except BaseException as err:
         _remove(tmp)
         _remove(tmp_owner)
         _remove_if_empty(created)
+        if is_disk_full(err):
+            raise InputError(
+                disk_full_line(OSError(errno.ENOSPC, "no space"), out) + "; nothing was written"
+            ) from None
         raise
 
 

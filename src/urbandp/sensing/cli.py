@@ -493,6 +493,10 @@ def query(
         raise InputError(f"--type {query_type} needs --theta")
     if query_type == "range" and (theta2 is None or not theta < theta2):  # type: ignore[operator]
         raise InputError("--type range needs --theta2 > --theta")
+    if out is not None:
+        from urbandp.reports.outputs import check_output_file
+
+        check_output_file(out)
     r = _floats(rect, 4, "--rect")
     sel = _floats(select, 4, "--select")
     if cells is not None and sel is not None:
@@ -531,11 +535,11 @@ def query(
         "epsilon": res.epsilon,
         "privacy_unit": "one reading (it moves every cell's sigma^2); cell variances within [sigma2_min, sigma2_max]",
     }
-    from urbandp.reports.outputs import dumps_strict, write_json
+    from urbandp.reports.outputs import atomic_output_file, dumps_strict, write_json
 
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_json(out, answer)
+        with atomic_output_file(out) as tmp:
+            write_json(tmp, answer)
     print(dumps_strict(printed, indent=None))
     if not res.answered:
         print(f"refused: {int(v.sum())} cells selected < alpha = {alpha} (nothing released)", file=sys.stderr)

@@ -64,6 +64,7 @@ def _charged(fn: F) -> F:
     after writing. Normal exit commits the reservation with the output's hash; an exception gives it back.
     """
     from urbandp.privacy.budget_store import pending_release
+    from urbandp.reports.outputs import check_output_path
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -83,6 +84,7 @@ def _charged(fn: F) -> F:
                 day = dt.date.fromisoformat(day_text)
             except ValueError:
                 raise InputError(f"--survey-date must be a date YYYY-MM-DD, got '{day_text}'") from None
+        check_output_path(kwargs["out"])  # before any reading or budget: the folder may be replaced
         with pending_release(kwargs.get("budget_store"), dataset) as budget:
             token = _BUDGET.set((budget, day))
             try:
@@ -318,11 +320,10 @@ def estimate(
     With --within the estimate is the share of all respondents (the sub-category share times the de-biased share
     inside it).
     """
-    import os
-
     import numpy as np
     import polars as pl
 
+    from urbandp.reports.outputs import atomic_output_file, check_output_file
     from urbandp.survey import randomized_response as rr
     from urbandp.survey.categorical import declared_categories
     from urbandp.survey.io import read_table, require_columns
@@ -330,6 +331,7 @@ def estimate(
     _positive("--epsilon", epsilon)
     if (epsilon is None) == (theta is None):
         raise InputError("give exactly one of --epsilon or --theta")
+    check_output_file(out)
     declared = declared_categories(categories, categories_file, within)
     frame = read_table(perturbed, separator)
     require_columns(frame, perturbed, column, *([within] if within else []))
@@ -362,10 +364,8 @@ def estimate(
     table = pl.DataFrame(rows)
     if not within:
         table = table.drop("group")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    table.write_csv(tmp)
-    os.replace(tmp, out)
+    with atomic_output_file(out) as tmp:
+        table.write_csv(tmp)
     with pl.Config(tbl_rows=200, float_precision=4):
         typer.echo(str(table))
 
@@ -521,7 +521,7 @@ def escape(
     import numpy as np
     import polars as pl
 
-    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.reports.outputs import atomic_output_dir, check_output_path, write_json
     from urbandp.survey import escape as esc
     from urbandp.survey.io import command_line, float_column, read_table, require_columns
 
@@ -533,6 +533,7 @@ def escape(
         raise InputError("--grid, --bn and --scale-degrees take comma-separated numbers") from None
     if any(g < 1 for g in grids) or any(b <= 0 for b in bns) or runs < 1:
         raise InputError("--grid values must be >= 1, --bn values > 0, --runs >= 1")
+    check_output_path(out)
     if runs > MAX_ESCAPE_RUNS or max(grids) > MAX_ESCAPE_GRID or not all(map(math.isfinite, bns + scales)):
         raise InputError(
             f"--runs must be at most {MAX_ESCAPE_RUNS:,} and --grid at most {MAX_ESCAPE_GRID:,} per side (the "

@@ -85,6 +85,10 @@ def fleet(
     typer.echo(f"wrote {written:,} records ({vehicles} vehicles x {days} days) to {path}")
 
 
+MAX_HOUSEHOLDS = 10_000_000
+"""Largest synthetic survey (a national travel survey has well under a million households)."""
+
+
 @app.command()
 @cli_guard
 def survey(
@@ -97,9 +101,11 @@ def survey(
 
     Example: urbandp synth survey --households 2000 --out out/survey
     """
+    from urbandp.reports.outputs import atomic_output_dir
     from urbandp.survey.synth import write_survey
 
-    if households < 1:
-        raise InputError("--households must be >= 1")
-    counts = write_survey(out, households, seed)
+    if not 1 <= households <= MAX_HOUSEHOLDS:
+        raise InputError(f"--households must be between 1 and {MAX_HOUSEHOLDS:,}, got {households:,}")
+    with atomic_output_dir(out) as d:
+        counts = write_survey(d.release, households, seed)
     typer.echo(f"wrote synthetic survey to {out}: " + ", ".join(f"{v:,} {k}" for k, v in counts.items()))
