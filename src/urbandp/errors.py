@@ -54,7 +54,29 @@ def _input_paths(kwargs: dict[str, object]) -> list[Path]:
     return found
 
 
-def check_finite_numbers(kwargs: dict[str, object]) -> None:
+@functools.cache
+def option_flags(fn: Callable[..., object]) -> dict[str, str]:
+    """Parameter name -> the flag a user types (``p`` -> ``--keep-probability``), from the Typer declarations."""
+    import inspect
+    import typing
+
+    flags: dict[str, str] = {}
+    for name, param in inspect.signature(fn, eval_str=True).parameters.items():
+        infos = [param.default, *getattr(param.annotation, "__metadata__", ())]
+        for info in infos:
+            decls = list(getattr(info, "param_decls", None) or ())
+            default = getattr(info, "default", None)
+            if typing.get_origin(param.annotation) is typing.Annotated and isinstance(default, str):
+                decls.insert(0, default)  # Annotated style: Option("--flag") stores the flag as its default
+            long = [d for d in decls if isinstance(d, str) and d.startswith("--")]
+            if long:
+                flags[name] = long[0]
+                break
+        flags.setdefault(name, "--" + name.replace("_", "-"))
+    return flags
+
+
+def check_finite_numbers(kwargs: dict[str, object], flags: dict[str, str]) -> None:
     """Refuse NaN or an infinity in any numeric option of any command (no urbandp option means either).
 
     Typer parses ``nan``, ``inf`` and ``1e999`` as floats; a command would then compute with them (noise of scale
@@ -64,8 +86,20 @@ def check_finite_numbers(kwargs: dict[str, object]) -> None:
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
             if isinstance(v, float) and not math.isfinite(v):
-                option = "--" + name.replace("_", "-")
-                raise InputError(f"{option} must be a finite number, got {v}")
+                raise InputError(f"{flags.get(name, name)} must be a finite number, got {v}")
+
+
+def check_input_paths(kwargs: dict[str, object], flags: dict[str, str]) -> None:
+    """Every path a command reads must exist, even one the run would not use (``--gtfs`` with ``--no-map``), and a
+    budget store must not be a folder: a typo is said at once, not ignored."""
+    for name, value in kwargs.items():
+        if name in OUTPUT_PARAMETERS:
+            continue
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, Path) and not v.exists():
+                raise InputError(f"{flags.get(name, name)} {v}: not found")
+        if name == "budget_store" and isinstance(value, str) and "://" not in value and Path(value).is_dir():
+            raise InputError(f"--budget-store {value} is a folder; give the path of a SQLite file")
 
 
 def calibration_error_line(err: Exception) -> str | None:
@@ -122,13 +156,15 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
         from urbandp.reports.outputs import check_output_target, check_report_dir, output_policy
 
         try:
-            check_finite_numbers(kwargs)
+            flags = option_flags(fn)
+            check_finite_numbers(kwargs, flags)
+            check_input_paths(kwargs, flags)
             with output_policy(_input_paths(kwargs), overwrite=bool(kwargs.get("overwrite", False))):
                 for name in sorted(OUTPUT_PARAMETERS & kwargs.keys()):
                     target = kwargs[name]
                     if isinstance(target, Path):  # before any work: no input is ever overwritten
                         check = check_report_dir if name == "report" else check_output_target
-                        check(target, "--" + name)
+                        check(target, flags.get(name, "--" + name))
                 return fn(*args, **kwargs)
         except InputError as err:
             print(f"urbandp: error: {one_line(str(err))}", file=sys.stderr)

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from urbandp.reports.outputs import check_report_dir, check_report_file, dumps_strict
+from urbandp.reports.outputs import add_to_report_manifest, check_report_dir, check_report_file, dumps_strict
 
 
 @contextlib.contextmanager
@@ -30,8 +30,10 @@ def staged_files(directory: Path) -> Iterator[Path]:
         for f in sorted(stage.iterdir()):
             check_report_file(directory / f.name)
         directory.mkdir(exist_ok=True)
-        for f in sorted(stage.iterdir()):
-            os.replace(f, directory / f.name)
+        names = sorted(f.name for f in stage.iterdir())
+        add_to_report_manifest(directory, names)
+        for name in names:
+            os.replace(stage / name, directory / name)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 

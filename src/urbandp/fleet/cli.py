@@ -364,6 +364,8 @@ def release(
 
     cfg, options, columns = _configure(locals())
     _check_chargeable(dataset, cfg)
+    if gtfs is not None and no_map:
+        raise InputError("--gtfs draws routes on the map: it has no effect with --no-map")
     check_output_path(out)  # before any record is read or any budget reserved
     console = Console(stderr=True)
     with (
@@ -395,13 +397,14 @@ def release(
         p["warnings"] = [*p["warnings"], *useless]
         p["useless_release"] = bool(useless)
         for text in p["warnings"]:
-            console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False)
+            console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
         empty_days = release_result.owner_notes.get("days_without_records") or []
         if empty_days:
             console.print(
                 f"[bold yellow]urbandp: warning:[/] {len(empty_days)} day(s) of the window hold no record "
                 f"(D stays {p['days']}, which dilutes the per-day counts); the list is in owner_only/",
                 highlight=False,
+                soft_wrap=True,
             )
         progress.update(task, description="writing outputs")
         map_options: dict[str, object] = {
@@ -607,7 +610,7 @@ def explore(
         loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
     pngs = [out / name for name in names]
     for text in loaded.warnings:
-        err.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False)
+        err.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
     console.print(f"[bold red]{OWNER_ONLY}[/]")
     console.print(
         f"records in {loaded.records_in:,}: used {clean.height:,}, quarantined {loaded.quarantine.height:,} "
@@ -639,12 +642,14 @@ def plan(**a: Any) -> None:
     from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
     from urbandp.privacy.budget_store import pending_release
     from urbandp.privacy.noise import OpenDPNoise
+    from urbandp.records.readers import expand_inputs
     from urbandp.reports.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
 
     cfg, options, columns = _configure(a)
     if cfg.start is None or cfg.end is None:
         raise InputError("plan needs the public window: give --start and --end (D sets the noise)")
     check_output_path(a["out"])
+    expand_inputs(a["inputs"])  # read only with --histogram-epsilon, but a wrong path is said now
     days = (cfg.end - cfg.start).days + 1
     histogram = None
     spent = 0.0

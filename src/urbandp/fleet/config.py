@@ -55,8 +55,10 @@ class HatReleaseConfig(BaseModel):
     hours: tuple[int, int] = (9, 21)
     start: dt.date | None = None
     end: dt.date | None = None
-    speed_max: float = Field(65.0, gt=0, description="U: speeds are clipped to [0, U] for Query 1 (km/h)")
-    speed_limit: float = Field(35.0, gt=0, description="Query 2 threshold (km/h)")
+    speed_max: float = Field(
+        65.0, gt=0, le=500, description="U: speeds are clipped to [0, U] for Query 1 (km/h; at most 500)"
+    )
+    speed_limit: float = Field(35.0, gt=0, le=500, description="Query 2 threshold (km/h; at most 500)")
     noise_scale: float | None = Field(None, gt=0, description="Laplace scale B shared by both queries")
     epsilon_per_day: float | None = Field(
         None, gt=0, description="cumulative epsilon per vehicle-day to spend"

@@ -82,12 +82,13 @@ def serve(
     if not 0 <= sigma2_min < sigma2_max:
         raise InputError("need 0 <= --sigma2-min < --sigma2-max")
     _check_timeout(timeout)
-    _need_spu()
-    from urbandp.mpc.client import parse_hostport
     from urbandp.mpc.server import Server, ServerConfig, ServerGrid
 
+    g = ServerGrid.read(grid, window)  # a grid with NaN or inf values is refused before SPU is even needed
+    _need_spu()
+    from urbandp.mpc.client import parse_hostport
+
     host, port = parse_hostport(listen)
-    g = ServerGrid.read(grid, window)
     cfg = ServerConfig(alpha, epsilon, epsilon_budget, sigma2_min, sigma2_max, rho, steepness, timeout)
     server = Server(g, cfg, host, port)
     server.log = lambda msg: typer.echo(msg, err=True)

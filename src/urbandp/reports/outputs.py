@@ -220,21 +220,44 @@ def check_output_path(out: Path, option: str = "--out") -> Path:
 def check_report_dir(directory: Path, option: str = "--report") -> Path:
     """Refuse a folder that collects named report files (``audit --report``) when it cannot be written.
 
-    Such a folder is shared by several commands and never replaced whole, so other files may sit in it; each file
-    written into it must not be one of the run's inputs (:func:`check_report_file`).
+    Such a folder is shared by several commands and never replaced whole, so other files may sit in it. Like any
+    output it is not the working directory and holds no input of the run; each file written into it may replace
+    only a file urbandp wrote there (:func:`check_report_file`).
     """
     directory = Path(directory)
+    _check_not_cwd(directory, option)
     if directory.exists() and not directory.is_dir():
         raise InputError(f"{option} {directory} is an existing file; give a directory path")
     _check_parents(directory, option)
+    _check_not_overlapping_inputs(directory, option, current_policy().inputs)
     return directory
 
 
+def _report_manifest(directory: Path) -> set[str]:
+    try:
+        manifest = json.loads((directory / MARKER).read_text())
+        return set(manifest["entries"]) if manifest.get("written_by") == "urbandp" else set()
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
 def check_report_file(path: Path, option: str = "--report") -> None:
-    """A file about to be written into a report folder: not an input of the run, not a folder."""
+    """A file about to be written into a report folder: it may replace only a file urbandp wrote there."""
     if path.is_dir():
         raise InputError(f"{option}: {path} is a folder; urbandp would write a file of that name there")
-    _check_not_overlapping_inputs(path, option, current_policy().inputs)
+    if (path.exists() or path.is_symlink()) and path.name not in _report_manifest(path.parent):
+        raise InputError(
+            f"{option} {path.parent} holds {path.name}, which urbandp did not write; nothing was changed: move it "
+            "away or give another folder"
+        )
+
+
+def add_to_report_manifest(directory: Path, names: Iterable[str]) -> None:
+    """Record in the folder's marker that urbandp wrote ``names`` there (so a later report may replace them)."""
+    entries = sorted(_report_manifest(directory) | set(names))
+    (directory / MARKER).write_text(
+        json.dumps({"written_by": "urbandp", "kind": "reports", "entries": entries}, indent=1) + "\n"
+    )
 
 
 def check_output_file(out: Path, option: str = "--out") -> Path:

@@ -86,7 +86,7 @@ def test_undeclared_method_is_cannot_be_ruled_out(tmp_path: Path) -> None:
         "--scale",
         "1.4",
         "--report",
-        str(tmp_path),
+        str(tmp_path / "audit"),
     )
     assert res["vulnerable"] is None and res["verdict"].startswith("cannot be ruled out")
     assert res["finding"].startswith("skipped zeros cannot be ruled out")
@@ -96,7 +96,7 @@ def test_undeclared_method_is_cannot_be_ruled_out(tmp_path: Path) -> None:
     )
     declared = cli("zero-skipping", "--table", str(DAILY), "--method", "data61-2016", "--scale", "1.4")
     assert declared["vulnerable"] is True and declared["finding"].startswith("not epsilon-DP")
-    md = (tmp_path / "zero-skipping.md").read_text()
+    md = (tmp_path / "audit" / "zero-skipping.md").read_text()
     assert "Infinity" not in md and '"inf"' not in md
 
 
@@ -125,6 +125,22 @@ def test_report_dir_keeps_other_reports_and_replaces_its_own(tmp_path: Path) -> 
     assert (rep / "differencing.md").read_text() == "earlier report"
     assert (rep / "noise-scale.md").is_file() and (rep / "noise-scale.png").is_file()
     assert not [p for p in tmp_path.iterdir() if ".stage-" in p.name]
+    cli("noise-scale", "--pairs", str(pairs), "--report", str(rep))  # its own report is replaced
+
+
+def test_report_dir_never_replaces_a_file_urbandp_did_not_write(tmp_path: Path) -> None:
+    """Issue 19: a report folder is shared, but a user's file that happens to share a report's name is kept."""
+    pairs = tmp_path / "p.csv"
+    pairs.write_text("a,b\n10,12\n11,9\n13,13.5\n")
+    rep = tmp_path / "r"
+    rep.mkdir()
+    (rep / "noise-scale.md").write_text("the user's own notes")
+    res = RUN.invoke(app, ["audit", "noise-scale", "--pairs", str(pairs), "--report", str(rep)])
+    assert res.exit_code == 2 and "did not write" in res.stderr, res.output
+    assert sorted(p.name for p in rep.iterdir()) == ["noise-scale.md"]
+    assert (rep / "noise-scale.md").read_text() == "the user's own notes"
+    res = RUN.invoke(app, ["audit", "noise-scale", "--pairs", str(pairs), "--report", str(tmp_path)])
+    assert res.exit_code == 2 and "contains the input" in res.stderr, res.output
 
 
 @pytest.mark.parametrize(
@@ -176,7 +192,8 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, args: list[str], message: str
         "PAIRS": "a,b\n1,2\n3,1\n",
         "FILE": "x",
     }
-    subst = {"DIR": str(tmp_path)}
+    (tmp_path / "DIR").mkdir()  # an existing folder (not the one holding the inputs: that is refused earlier)
+    subst = {"DIR": str(tmp_path / "DIR")}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
         subst[name] = str(tmp_path / name)

@@ -46,10 +46,10 @@ def test_junk_xml_lines_are_quarantined_not_fatal(tmp_path: Path) -> None:
         "--scale",
         "1.4",
         "--report",
-        str(tmp_path),
+        str(tmp_path / "audit"),
     )
     assert res["quarantined_rows"] == 2 and res["cells_published"] == 8605
-    q = pl.read_csv(tmp_path / "quarantine.csv")
+    q = pl.read_csv(tmp_path / "audit" / "quarantine.csv")
     assert q["line"].to_list() == [8607, 8608] and q["raw"][0].startswith("<?xml")
 
 
@@ -68,7 +68,7 @@ def test_zero_skipping_on_daily_data(tmp_path: Path) -> None:
         "--scale",
         "1.4",
         "--report",
-        str(tmp_path),
+        str(tmp_path / "audit"),
     )
     assert res["consistent_with_second_algorithm"] is True and res["vulnerable"] is True
     assert res["delta_lower_bound_theorem1"] == math.exp(-17 / 1.4) / 2.8
@@ -78,7 +78,9 @@ def test_zero_skipping_on_daily_data(tmp_path: Path) -> None:
         "audit", "zero-skipping", "--table", str(DAILY), "--threshold", "18", "--method", "unknown"
     )
     assert undeclared["zeros_may_be_skipped"] is True and undeclared["delta_lower_bound_theorem1"] is None
-    assert (tmp_path / "zero-skipping.md").is_file() and (tmp_path / "zero-skipping.png").is_file()
+    assert (tmp_path / "audit" / "zero-skipping.md").is_file() and (
+        tmp_path / "audit" / "zero-skipping.png"
+    ).is_file()
 
 
 def test_noise_scale_cannot_be_estimated_from_daily_data(tmp_path: Path) -> None:
@@ -99,7 +101,7 @@ def test_noise_scale_cannot_be_estimated_from_daily_data(tmp_path: Path) -> None
         str(pairs),
     )
     assert out["pairs"] == 14 and out["quarantined_rows"] == 2
-    res = cli("audit", "noise-scale", "--pairs", str(pairs), "--report", str(tmp_path))
+    res = cli("audit", "noise-scale", "--pairs", str(pairs), "--report", str(tmp_path / "audit"))
     assert res["raw_equality_plausible"] is False and "not an estimate of the noise scale" in res["warning"]
     assert float(res["scale"]) > 20 and res["n_pairs"] == 14
     sym = res["symmetry"][MANLY_ROUTES[1]]

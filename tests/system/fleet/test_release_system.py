@@ -422,8 +422,18 @@ def test_toml_config_sets_release_input_and_columns(tmp_path: Path) -> None:
     assert p["epsilon_per_hat_per_day"]["speeding"] == pytest.approx(1 / 2 / 0.5, rel=1e-12)
     res = runner.invoke(
         app,
-        ["release", str(src), "--out", str(out), "--config", str(cfg), "--no-map", "--epsilon-per-day", "3"]
-        + ["--overwrite"],
+        [
+            "release",
+            str(src),
+            "--out",
+            str(out),
+            "--config",
+            str(cfg),
+            "--no-map",
+            "--epsilon-per-day",
+            "3",
+            "--overwrite",
+        ],
     )
     assert res.exit_code == 0, res.output
     assert json.loads((out / "privacy.json").read_text())["cumulative_epsilon_per_day"] == pytest.approx(

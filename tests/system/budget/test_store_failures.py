@@ -1,0 +1,168 @@
+"""The budget store refuses unusable stores in one line and never loses a cap (issue 19 items 3 and 5).
+
+Measured before: a store path that is a folder or on a read-only filesystem ended in ``sqlite3.OperationalError``
+(exit 1); 8 concurrent ``budget init`` runs on a fresh PostgreSQL database raised UniqueViolation on
+``schema_version``; a disk that fills at commit said "cannot rollback - no transaction is active" (exit 1);
+re-running ``budget init`` without a cap removed the cap; ``budget show`` on a missing store created an empty file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.system
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _one_line_exit_2(res: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert res.returncode == 2, (res.returncode, res.stderr[-1500:])
+    assert "Traceback" not in res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("urbandp: error:") and needle in lines[0], res.stderr
+
+
+def test_store_path_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
+    for args in (
+        ["init", "d", "--unit", "vehicle-day", "--epsilon-per-day", "1"],
+        ["show", "d"],
+        ["history", "d"],
+    ):
+        _one_line_exit_2(_run("budget", *args, "--budget-store", str(tmp_path)), "is a folder")
+
+
+def test_show_and_history_on_a_missing_store_create_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "budget.sqlite"
+    for verb in ("show", "history"):
+        _one_line_exit_2(_run("budget", verb, "d", "--budget-store", str(store)), "no budget store")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reinit_without_a_cap_keeps_the_cap(tmp_path: Path) -> None:
+    store = str(tmp_path / "b.sqlite")
+    assert _run(
+        "budget", "init", "d", "--unit", "vehicle-day", "--epsilon-total", "40", "--budget-store", store
+    )
+    res = _run(
+        "budget", "init", "d", "--unit", "vehicle-day", "--epsilon-per-day", "5", "--budget-store", store
+    )
+    assert res.returncode == 0, res.stderr
+    assert "total 40.0" in res.stdout and "per day 5.0" in res.stdout
+    from urbandp.privacy.budget_store import BudgetStore
+
+    caps = BudgetStore(store).caps("d")
+    assert (caps.epsilon_per_day, caps.epsilon_total) == (5.0, 40.0)
+
+
+@contextlib.contextmanager
+def _tmpfs(path: Path, size: str) -> object:
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=False)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root): the full-disk and read-only cases are not run")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_read_only_store_is_one_line(tmp_path: Path) -> None:
+    with _tmpfs(tmp_path / "ro", "1m") as ro:
+        store = str(Path(ro) / "b.sqlite")  # type: ignore[arg-type]
+        assert (
+            _run(
+                "budget",
+                "init",
+                "d",
+                "--unit",
+                "vehicle-day",
+                "--epsilon-total",
+                "9",
+                "--budget-store",
+                store,
+            ).returncode
+            == 0
+        )
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        res = _run(
+            "budget", "init", "d", "--unit", "vehicle-day", "--epsilon-total", "3", "--budget-store", store
+        )
+        _one_line_exit_2(res, "budget store")
+
+
+def test_disk_full_at_commit_is_one_line_and_the_store_stays_usable(tmp_path: Path) -> None:
+    """The store's disk fills while a transaction writes: one line naming the store, no rollback error."""
+    with _tmpfs(tmp_path / "small", "96k") as small:
+        store = str(Path(small) / "b.sqlite")  # type: ignore[arg-type]
+        assert (
+            _run(
+                "budget",
+                "init",
+                "d0",
+                "--unit",
+                "vehicle-day",
+                "--epsilon-total",
+                "9",
+                "--budget-store",
+                store,
+            ).returncode
+            == 0
+        )
+        (Path(small) / "filler").write_bytes(b"")  # type: ignore[operator]
+        with contextlib.suppress(OSError), (Path(small) / "filler").open("wb") as fill:  # type: ignore[operator]
+            while True:
+                fill.write(b"x" * 4096)
+                fill.flush()
+        res = None
+        for i in range(200):  # each new dataset adds a row: the first one that needs a new page fails
+            res = _run("budget", "init", f"dataset-with-a-long-name-{i:04d}-" + "x" * 200, "--unit", "vehicle-day",
+                       "--epsilon-total", "9", "--budget-store", store)  # fmt: skip
+            if res.returncode != 0:
+                break
+        assert res is not None and res.returncode != 0, "the disk never filled"
+        _one_line_exit_2(res, "budget store")
+        assert "cannot rollback" not in res.stderr
+        (Path(small) / "filler").unlink()  # type: ignore[operator]
+        shown = _run("budget", "show", "d0", "--budget-store", store)
+        assert shown.returncode == 0, shown.stderr
+
+
+def test_eight_concurrent_inits_on_a_fresh_postgresql_database(postgres_url: str) -> None:
+    """Concurrent first opens race on CREATE TABLE IF NOT EXISTS (pg_type's unique index): serialised now."""
+    import psycopg
+
+    name = "fresh_concurrent_init"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    url = postgres_url.replace("/postgres?", f"/{name}?")
+
+    def init(i: int) -> subprocess.CompletedProcess[str]:
+        return _run(
+            "budget",
+            "init",
+            f"d{i}",
+            "--unit",
+            "vehicle-day",
+            "--epsilon-per-day",
+            "1",
+            "--budget-store",
+            url,
+        )
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(init, range(8)))
+    assert [r.returncode for r in results] == [0] * 8, [r.stderr[-500:] for r in results]
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM schema_version").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM datasets").fetchone() == (8,)
