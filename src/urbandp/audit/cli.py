@@ -255,16 +255,16 @@ def pairs(
         --route "ferry:Circular Quay No. 3 Wharf>Manly Wharf" --out pairs.csv
     """
     from urbandp.audit.pairs import route_pairs
-    from urbandp.audit.report import staged_files
     from urbandp.audit.tables import read_published_table
+    from urbandp.reports.outputs import atomic_output_file
 
     if not 0 <= lag_minutes < 24 * 60:
         raise InputError(f"--lag-minutes must be between 0 and 1439, got {lag_minutes}")
     check_output_file(out)
     pub = read_published_table(table)
     df, incomplete = route_pairs(pub.table, list(route), lag_minutes)
-    with staged_files(out.parent) as stage:
-        df.write_csv(stage / out.name)
+    with atomic_output_file(out) as tmp:
+        df.write_csv(tmp)
     result: dict[str, object] = {
         "pairs": df.height,
         "pairs_with_a_missing_side": incomplete,

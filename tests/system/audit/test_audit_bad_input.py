@@ -15,10 +15,10 @@ pytestmark = pytest.mark.system
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["audit", "noise-scale", "--pairs", "/nonexistent.csv"], "pairs file not found"),
+        (["audit", "noise-scale", "--pairs", "/nonexistent.csv"], "--pairs /nonexistent.csv: not found"),
         (["audit", "noise-scale", "--pairs", "NOCOLS"], "needs columns a,b"),
         (["audit", "noise-scale", "--pairs", "PAIRS", "--model", "gamma"], "--model must be"),
-        (["audit", "zero-skipping", "--table", "/nonexistent.csv"], "table not found"),
+        (["audit", "zero-skipping", "--table", "/nonexistent.csv"], "--table /nonexistent.csv: not found"),
         (["audit", "zero-skipping", "--table", "TABLE", "--group-sizes", "a,b"], "--group-sizes"),
         (["audit", "zero-skipping", "--table", "NOCOUNT"], "no 'count' column"),
         (["audit", "differencing", "--joint", "TABLE", "--marginal", "TABLE"], "noise scale unknown"),

@@ -212,7 +212,7 @@ def test_pre_aggregated_counts_input(taps: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["counts", "release", "/nonexistent.csv", "--epsilon", "1", "--out", "x"], "input file not found"),
+        (["counts", "release", "/nonexistent.csv", "--epsilon", "1", "--out", "x"], "input /nonexistent.csv: not found"),
         (["counts", "release", "EVENTS", "--epsilon", "1", "--out", "x"], "no public domain"),
         (
             ["counts", "release", "EVENTS", "--domain", "DOMAIN", "--out", "x"],
@@ -352,6 +352,7 @@ def test_bad_input_one_line_exit_2(taps: Path, tmp_path: Path, args: list[str], 
 
 
 def test_dry_run_states_the_cost_without_reading_data(tmp_path: Path) -> None:
+    (tmp_path / "not-read.csv").write_bytes(b"\x00 not a table: a dry run must not read it")
     code, text = run(
         "counts",
         "release",
@@ -588,6 +589,7 @@ def test_synth_bounds(tmp_path: Path, extra: list[str], message: str) -> None:
 
 
 def test_dry_run_with_domain_gives_the_per_card_figure(taps: Path, tmp_path: Path) -> None:
+    (tmp_path / "not-read.csv").write_bytes(b"\x00 not a table: a dry run must not read it")
     code, text = run(
         "counts",
         "release",

@@ -96,7 +96,7 @@ def test_input_file_with_bad_rows_is_quarantined(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--input", "/nonexistent/hat.csv"], "input file not found"),
+        (["--input", "/nonexistent/hat.csv"], "--input /nonexistent/hat.csv: not found"),
         (["--synthetic", "city"], "--synthetic must be one of"),
         (["--epsilons", "1,zero"], "--epsilons must be"),
         (["--runs", "0"], "--runs must be"),

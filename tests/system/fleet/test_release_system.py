@@ -217,7 +217,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (
             lambda d, f: ["release", str(d / "nope.parquet"), "--out", str(d / "o"), "--noise-scale", "1"],
-            "input not found",
+            "nope.parquet: not found",
         ),
         (lambda d, f: ["release", str(f), "--out", str(d / "o")], "exactly one of noise_scale"),
         (
