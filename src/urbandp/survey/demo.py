@@ -14,7 +14,9 @@ from urbandp.survey.synth import TWIN_CITIES_BBOX, write_survey
 def _cli(*args: str) -> None:
     from urbandp.cli import app
 
-    typer.main.get_command(app).main(["survey", *args], standalone_mode=False)
+    code = typer.main.get_command(app).main(["survey", *args, "--overwrite"], standalone_mode=False)
+    if code:  # the demo owns its folder (--overwrite); any other refusal stops it, never silently
+        raise SystemExit(code)
 
 
 def run(out_dir: Path, console: Console) -> None:

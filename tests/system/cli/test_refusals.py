@@ -128,9 +128,9 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("case", sorted(ONE_LINE_CASES))
-def test_refused_in_one_line(case: str, inputs: dict[str, str], shared_data: Path) -> None:
+def test_refused_in_one_line(case: str, inputs: dict[str, str]) -> None:
     command, needle = ONE_LINE_CASES[case]
-    args = command.format(**inputs, data=shared_data).split()
+    args = command.format(**inputs).split()
     _one_line_exit_2(_run(*args, timeout=60), needle)
     assert not Path(inputs["out"]).exists()
 
