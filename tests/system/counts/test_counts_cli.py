@@ -212,7 +212,10 @@ def test_pre_aggregated_counts_input(taps: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["counts", "release", "/nonexistent.csv", "--epsilon", "1", "--out", "x"], "input /nonexistent.csv: not found"),
+        (
+            ["counts", "release", "/nonexistent.csv", "--epsilon", "1", "--out", "x"],
+            "input /nonexistent.csv: not found",
+        ),
         (["counts", "release", "EVENTS", "--epsilon", "1", "--out", "x"], "no public domain"),
         (
             ["counts", "release", "EVENTS", "--domain", "DOMAIN", "--out", "x"],

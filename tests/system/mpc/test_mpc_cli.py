@@ -27,7 +27,9 @@ def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 def test_missing_server_is_one_clear_line(tmp_path: Path) -> None:
     missing = _cli("mpc", "query", "--rect", "1,2,3,4", "--cells", str(tmp_path / "c.txt"))
-    assert missing.returncode == 2 and missing.stderr.startswith("urbandp: error: --cells ")  # before SPU is needed
+    assert missing.returncode == 2 and missing.stderr.startswith(
+        "urbandp: error: --cells "
+    )  # before SPU is needed
     if REASON is not None:
         cells = tmp_path / "c.txt"
         cells.write_text("1\n2\n")
