@@ -134,15 +134,18 @@ def _iso_wall(text: pl.Expr) -> pl.Expr:
     ``t``): the minute form is tried only where no ``:`` follows the minutes, so a bad seconds field never
     passes as a whole minute.
     """
-    iso = text.str.replace(" ", "T", literal=True).str.replace("t", "T", literal=True)
-    with_seconds = iso.str.slice(0, 19).str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M:%S", strict=False)
+    iso = text.str.replace(" ", "T", literal=True)
+    full = "%Y-%m-%dT%H:%M:%S"
+    with_seconds = iso.str.slice(0, 19).str.strptime(pl.Datetime("us"), full, strict=False)
+    # The other forms are tried only on the rows the standard one could not read: free on clean data.
+    rest = pl.when(with_seconds.is_null()).then(iso).str.replace("t", "T", literal=True)
+    lower_t = rest.str.slice(0, 19).str.strptime(pl.Datetime("us"), full, strict=False)
     minutes = (
-        pl.when(iso.str.slice(16, 1) != ":")
-        .then(iso.str.slice(0, 16))
-        .otherwise(None)
+        pl.when(rest.str.slice(16, 1) != ":")
+        .then(rest.str.slice(0, 16))
         .str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M", strict=False)
     )
-    return pl.coalesce(with_seconds, minutes)
+    return pl.coalesce(with_seconds, lower_t, minutes)
 
 
 def _written_offset_minutes(text: pl.Expr) -> pl.Expr:
