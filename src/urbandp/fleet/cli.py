@@ -396,15 +396,12 @@ def release(
         p = release_result.privacy
         p["warnings"] = [*p["warnings"], *useless]
         p["useless_release"] = bool(useless)
-        for text in p["warnings"]:
-            console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
+        warnings = list(p["warnings"])
         empty_days = release_result.owner_notes.get("days_without_records") or []
         if empty_days:
-            console.print(
-                f"[bold yellow]urbandp: warning:[/] {len(empty_days)} day(s) of the window hold no record "
-                f"(D stays {p['days']}, which dilutes the per-day counts); the list is in owner_only/",
-                highlight=False,
-                soft_wrap=True,
+            warnings.append(
+                f"{len(empty_days)} day(s) of the window hold no record (D stays {p['days']}, which dilutes the "
+                "per-day counts); the list is in owner_only/"
             )
         progress.update(task, description="writing outputs")
         map_options: dict[str, object] = {
@@ -416,6 +413,10 @@ def release(
         checkpoint("after-noise")
         paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
         budget.set_output(out)
+    # Printed only now, after the charge is committed: some warnings hold noisy figures (issue 20), and a run
+    # that fails before this point shows nothing derived from its noise.
+    for text in warnings:
+        console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
     _print_summary(release_result.privacy, paths)
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)

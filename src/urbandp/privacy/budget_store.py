@@ -52,6 +52,9 @@ MIGRATION_LOCK_KEY = 0x75726264  # "urbd": the PostgreSQL advisory lock that ser
 STATUS_RESERVED = "reserved"
 STATUS_COMMITTED = "committed"
 STATUS_CRASHED = "crashed/unconfirmed"
+STATUS_ABORTED = "aborted after noise"
+"""A run that failed after its reservation (which comes right before its first sampler): still charged, since
+noise may have been drawn and shown; refunding it would let the noise be averaged away for free."""
 
 
 def resolve_store_url(option: str | None = None, config: str | None = None) -> str:
@@ -440,11 +443,13 @@ class BudgetStore:
                 (STATUS_COMMITTED, content_hash, _now(), release_id),
             )
 
-    def cancel(self, release_id: str) -> None:
-        """Give back a reservation whose run failed before anything was published."""
+    def abort(self, release_id: str) -> None:
+        """Keep the charge of a run that failed after its reservation, marked :data:`STATUS_ABORTED`."""
         with self._tx():
-            self._exec("DELETE FROM charges WHERE release_id = ?", (release_id,))
-            self._exec("DELETE FROM releases WHERE id = ? AND status = ?", (release_id, STATUS_RESERVED))
+            self._exec(
+                "UPDATE releases SET status = ?, committed_at = ? WHERE id = ?",
+                (STATUS_ABORTED, _now(), release_id),
+            )
 
     def history(self, dataset: str) -> list[dict[str, Any]]:
         """Every release of ``dataset``, oldest first, with its days, charge and status."""
@@ -547,7 +552,8 @@ def budget_reservation(
     command_line: str | None = None,
     rho_per_day: Mapping[dt.date, float] | None = None,
 ) -> Iterator[Reservation]:
-    """Reserve before noise, commit after the outputs are written, release on failure.
+    """Reserve before noise, commit after the outputs are written; a failure keeps the charge (``aborted after
+    noise``).
 
     Use it around the whole release, call ``r.set_output(out)`` with the final directory (its content hash
     is computed at commit time). A process killed inside the block leaves the reservation charged; the store
@@ -572,8 +578,8 @@ def budget_reservation(
             if _published(r):  # the outputs are out: the charge stays, committed
                 r.content_hash = content_hash(r.output_dir)  # type: ignore[arg-type]
                 store.commit(rid, r.content_hash)
-            else:
-                store.cancel(rid)
+            else:  # noise may have been drawn: the charge stays (issue 20), never refunded
+                store.abort(rid)
             raise
         checkpoint("before-commit")
         r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
@@ -684,8 +690,8 @@ class PendingRelease:
                     checkpoint("before-commit")
                 r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
                 store.commit(r.id, r.content_hash)
-            else:
-                store.cancel(r.id)
+            else:  # failed after the reservation, i.e. once noise may have been drawn: never refunded
+                store.abort(r.id)
         finally:
             store.close()
 
@@ -694,9 +700,11 @@ class PendingRelease:
 def pending_release(store_url: str | None, dataset: str | None) -> Iterator[PendingRelease]:
     """Wrap a whole release whose charge becomes known inside it (e.g. a window derived from the data).
 
-    Inside the block the release calls ``budget.reserve...`` before any noise is drawn. On a normal exit a held
-    reservation is committed with the output's content hash; on an exception it is given back (nothing was
-    published); a process killed inside the block leaves it charged (``crashed/unconfirmed``).
+    Inside the block the release calls ``budget.reserve...`` right before its first sampler. On a normal exit a
+    held reservation is committed with the output's content hash. On an exception it stays charged as
+    ``aborted after noise`` (issue 20: noise may already have been drawn, and shown; a refund would let it be
+    averaged away for free); a refusal before the reservation charges nothing. A process killed inside the block
+    leaves it charged (``crashed/unconfirmed``).
     """
     budget = PendingRelease(store_url, dataset)
     try:

@@ -73,12 +73,12 @@ def test_domain_release_reserves_before_noise(
     r = runner.invoke(app, [*_domain_args(taps, url, "1"), "--out", str(tmp_path / "rel")])
     assert isinstance(r.exception, RuntimeError), r.output
     assert seen == [[STATUS_RESERVED]]  # the reservation was in the store when the noise started
-    assert _statuses(url) == []  # and given back when the run failed
+    assert _statuses(url) == ["aborted after noise"]  # and kept when the run failed after it (issue 20)
     monkeypatch.undo()
     seen = _spy(monkeypatch, urbandp.counts, "release_counts", url, fail=False)
     r = runner.invoke(app, [*_domain_args(taps, url, "2"), "--out", str(tmp_path / "rel")])
     assert r.exit_code == 2
-    assert "asked epsilon=2 per card-day, left 1.5 of 1.5" in r.output
+    assert "asked epsilon=2 per card-day, left 0.5 of 1.5" in r.output
     assert seen == []  # refused: no noise drawn
     assert not (tmp_path / "rel").exists()
 

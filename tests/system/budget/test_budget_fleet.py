@@ -131,7 +131,7 @@ def test_reservation_exists_when_the_first_noise_is_drawn(
     r = _release(fleet, tmp_path / "rel", url, "--epsilon-per-day", "2")
     assert isinstance(r.exception, RuntimeError), r.output
     assert seen == [[STATUS_RESERVED]]  # the DP selection's first draw found the reservation in the store
-    assert _statuses(url) == []  # the failed run gave it back: nothing was published
+    assert _statuses(url) == ["aborted after noise"]  # failed after its first draw: still charged (issue 20)
     assert not (tmp_path / "rel").exists()
 
 

@@ -166,3 +166,39 @@ def test_eight_concurrent_inits_on_a_fresh_postgresql_database(postgres_url: str
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT count(*) FROM schema_version").fetchone() == (1,)
         assert conn.execute("SELECT count(*) FROM datasets").fetchone() == (8,)
+
+
+def test_fleet_write_failing_after_noise_keeps_the_charge_and_shows_no_noise(tmp_path: Path) -> None:
+    """Issue 20 defect 1, as measured: three runs whose write failed printed three fresh noisy counts (422.2,
+    511.9, 447.4) and charged nothing. Now the failed run stays charged and prints nothing derived from noise."""
+    fleet, store = tmp_path / "fleet.parquet", str(tmp_path / "b.sqlite")
+    assert _run("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
+    init = _run(
+        "budget", "init", "surat", "--unit", "vehicle-day", "--epsilon-per-day", "10", "--budget-store", store
+    )
+    assert init.returncode == 0, init.stderr
+    release = [
+        "release",
+        str(fleet),
+        "--start",
+        "2021-11-15",
+        "--end",
+        "2021-11-16",
+        "--epsilon-per-day",
+        "10",
+    ]
+    release += ["--dataset", "surat", "--budget-store", store]
+    with _tmpfs(tmp_path / "small", "12k") as small:
+        failed = _run(*release, "--out", str(Path(small) / "rel"))  # type: ignore[arg-type]
+    _one_line_exit_2(failed, "no space left on device")
+    assert (
+        "noisy" not in failed.stderr and "warning" not in failed.stderr
+    )  # nothing drawn from noise is shown
+    from urbandp.privacy.budget_store import STATUS_ABORTED, BudgetStore
+
+    s = BudgetStore(store)
+    assert [h["status"] for h in s.history("surat")] == [STATUS_ABORTED]
+    assert {d: v[0] for d, v in s.spend_per_day("surat").items()} == {"2021-11-15": 10.0, "2021-11-16": 10.0}
+    s.close()
+    again = _run(*release, "--out", str(tmp_path / "rel"))
+    _one_line_exit_2(again, "exceeded")  # the noise cannot be drawn again for free

@@ -155,7 +155,7 @@ def test_refused_reservation_draws_no_noise(
     assert not (tmp_path / "m").exists() and not (tmp_path / "owner_only").exists()
 
 
-def test_failing_run_leaves_old_output_and_releases_reservation(
+def test_failing_run_leaves_old_output_and_keeps_the_charge(
     synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = _store(tmp_path, 100.0)
@@ -184,16 +184,21 @@ def test_failing_run_leaves_old_output_and_releases_reservation(
             "pm",
             "--budget-store",
             url,
+            "--overwrite",
         ],
         catch_exceptions=False,
     )
     assert failed.exit_code == 2  # cli_guard: one line "urbandp: error: disk full", no traceback
+    assert "urbandp: error: disk full" in failed.stderr, failed.stderr  # the failure this test is about
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".owner-tmp-" in p.name]
     s = BudgetStore(url)
     statuses = [r["status"] for r in s.history("pm")]
     s.close()
-    assert statuses == ["committed"]  # the failed run's reservation was given back
+    assert statuses == [
+        "committed",
+        "aborted after noise",
+    ]  # failed after its noise: still charged (issue 20)
 
 
 def test_rerun_leaves_no_stale_owner_files(synthetic: Path, tmp_path: Path) -> None:
