@@ -9,6 +9,7 @@ import pytest
 
 from urbandp.errors import BudgetExceededError, InputError
 from urbandp.privacy.budget_store import (
+    STATUS_ABORTED,
     STATUS_COMMITTED,
     BudgetStore,
     DatasetCaps,
@@ -55,21 +56,24 @@ def test_total_cap(tmp_path: Path) -> None:
         _charge(url, 0.1, [D0 + dt.timedelta(days=10)])
 
 
-def test_failed_run_releases_and_success_records_hash(tmp_path: Path) -> None:
+def test_failed_run_stays_charged_and_success_records_hash(tmp_path: Path) -> None:
+    """A failure after the reservation (right before the first sampler) is never refunded (issue 20)."""
     url = _store(tmp_path)
     with (
         pytest.raises(RuntimeError),
-        budget_reservation(url, "bus", "vehicle-day", {D0: 1.0}, "laplace", {}, "c"),
+        budget_reservation(url, "bus", "vehicle-day", {D0: 0.5}, "laplace", {}, "c"),
     ):
         raise RuntimeError("boom")
     out = tmp_path / "rel"
     out.mkdir()
     (out / "a.csv").write_text("x\n1\n")
     with budget_reservation(
-        url, "bus", "vehicle-day", {D0: 1.0}, "laplace", {"b": 2.0}, "urbandp release"
+        url, "bus", "vehicle-day", {D0: 0.5}, "laplace", {"b": 2.0}, "urbandp release"
     ) as r:
         r.set_output(out)
-    (h,) = BudgetStore(url).history("bus")
+    aborted, h = BudgetStore(url).history("bus")
+    assert aborted["status"] == STATUS_ABORTED
+    assert BudgetStore(url).spend_per_day("bus")[D0.isoformat()][0] == 1.0
     assert h["status"] == STATUS_COMMITTED
     assert h["params"] == {"b": 2.0}
     assert h["content_hash"] is not None and len(h["content_hash"]) == 64
@@ -171,8 +175,8 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
 
 
 def test_a_failure_after_the_outputs_are_written_still_commits(tmp_path: Path) -> None:
-    """Given back only when nothing was published: once set_output names a written directory, an error (a broken
-    pipe while printing the summary) commits the charge instead of releasing it."""
+    """Once set_output names a written directory, an error (a broken pipe while printing the summary) commits the
+    charge; before that, a failure keeps it as aborted after noise (never refunded)."""
     from urbandp.privacy.budget_store import pending_release
 
     url = _store(tmp_path)
@@ -195,6 +199,7 @@ def test_a_failure_after_the_outputs_are_written_still_commits(tmp_path: Path) -
         budget.set_output(tmp_path / "never-written")
         raise RuntimeError("failed before the rename")
     s = BudgetStore(url)
-    assert [h["status"] for h in s.history("bus")] == [STATUS_COMMITTED, STATUS_COMMITTED]
-    assert all(h["content_hash"] and len(h["content_hash"]) == 64 for h in s.history("bus"))
-    assert s.spend_per_day("bus")["2024-03-04"][0] == pytest.approx(0.5)
+    assert [h["status"] for h in s.history("bus")] == [STATUS_COMMITTED, STATUS_COMMITTED, STATUS_ABORTED]
+    assert all(h["content_hash"] and len(h["content_hash"]) == 64 for h in s.history("bus")[:2])
+    assert s.history("bus")[2]["content_hash"] is None  # nothing was published, and the charge stays
+    assert s.spend_per_day("bus")["2024-03-04"][0] == pytest.approx(0.75)
