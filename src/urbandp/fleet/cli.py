@@ -423,10 +423,27 @@ def release(
 
 
 def _check_chargeable(dataset: str | None, cfg: Any) -> None:
-    """With --dataset the charge must be known before any noise: from --epsilon-per-day or --budget-per-day."""
-    if dataset is not None and cfg.epsilon_per_day is None and cfg.budget_per_day is None:
+    """With --dataset the charge must be known before any noise (from --epsilon-per-day or --budget-per-day), and
+    the release must be DP: a release labelled NOT DP is refused, never booked as DP spend (issue 20)."""
+    if dataset is None:
+        return
+    if cfg.epsilon_per_day is None and cfg.budget_per_day is None:
         raise InputError(
             "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
+        )
+    why = []
+    if cfg.start is None or cfg.end is None:
+        why.append("its date window would be read from the data (give --start and --end)")
+    if not cfg.differentially_private:
+        why.append(
+            "K read from the data (--max-hats-per-vehicle-day observed)"
+            if cfg.max_hats_per_vehicle_day == "observed"
+            else "its selection or estimator is not DP under add/remove neighbours"
+        )
+    if why:
+        raise InputError(
+            f"--dataset: this release is NOT differentially private ({'; '.join(why)}); it cannot be charged to a "
+            "budget as DP spend"
         )
 
 

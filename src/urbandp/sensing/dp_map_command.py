@@ -4,7 +4,8 @@
 2. Read the readings (bad rows to a staging quarantine), restrict them to the public ``--start/--end`` window.
 3. Compute the cost before any noise (:func:`urbandp.sensing.dp_map.plan_dp_map`): refuse an over-budget
    release, or one whose noise would be meaningless, before a single draw.
-4. Reserve the charge in the budget store (``--dataset``) BEFORE any noise; a failing run releases it.
+4. Reserve the charge in the budget store (``--dataset``) BEFORE any noise; a run that fails after it stays
+   charged (``aborted after noise``). A release labelled NOT DP is refused with ``--dataset``.
 5. Fit, add noise and write everything into a temporary directory that is renamed into place at the end
    (:func:`urbandp.reports.outputs.atomic_output_dir`): the release directory holds only the DP map and
    privacy.json; the quarantine, the leakage measures, the true-sigma2 plot (it shows every reading's location)
@@ -88,6 +89,11 @@ class DpMapOptions:
             raise InputError("--utility-epsilons must all be positive finite numbers")
         if self.dataset is not None and self.calibration == "paper":
             raise InputError("--dataset: the paper's calibration is not DP and cannot be charged to a budget")
+        if self.dataset is not None and (self.start is None or self.bbox is None):
+            raise InputError(  # a release labelled NOT DP is never booked as DP spend (issue 20)
+                "--dataset: without --start/--end and a public --bbox the release is NOT differentially private "
+                "(its window or box is read from the readings); it cannot be charged to a budget as DP spend"
+            )
         if (self.start is None) != (self.end is None):
             raise InputError("give both --start and --end (a public time window), or neither")
 
@@ -226,7 +232,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
                 plan.epsilon_per_window_map if plan is not None else 0.0,
                 "sensing-dp-map",
                 {"epsilon_cell": o.epsilon, "cells": grid.n_cells, "windows": len(windows)},
-            ) as reservation,  # reserved before any noise; released if anything below fails
+            ) as reservation,  # reserved before any noise; kept (aborted after noise) if anything below fails
             atomic_output_dir(o.out) as d,
         ):
             shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))

@@ -420,6 +420,7 @@ def perturb_points(
         raise InputError("give exactly one of --epsilon-per-metre or --scale-metres")
     _positive("--epsilon-per-metre", epsilon_per_metre)
     _positive("--scale-metres", scale_metres)
+    _positive("--budget-metres", budget_metres)  # 0 m would book epsilon 0 for any noise (issue 20)
     try:
         box = loc.BoundingBox.parse(bbox) if bbox else None
     except ValueError as err:

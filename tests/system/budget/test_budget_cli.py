@@ -92,6 +92,9 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     args = ["sensing", "dp-map", str(readings), "--bbox", "22.49,88.32,22.60,88.44", "--cell-metres", "1000"]
     args += ["--epsilon", "0.1", "--utility-epsilons", "", "--dataset", "pm25", "--budget-store", store]
+    no_window = runner.invoke(app, [*args, "--out", str(tmp_path / "map0")])
+    assert no_window.exit_code == 2 and "NOT differentially private" in no_window.stderr  # never booked as DP
+    args += ["--start", "2024-01-15", "--end", "2024-01-15"]  # the public window makes it DP and chargeable
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "map1")])
     assert r.exit_code == 0, r.output
     priv = json.loads((tmp_path / "map1" / "privacy.json").read_text())
