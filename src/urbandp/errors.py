@@ -41,16 +41,20 @@ OUTPUT_PARAMETERS = frozenset({"out", "report", "png"})
 """Command parameters that name what a run writes; every other path argument is one of its inputs."""
 
 
-def _input_paths(kwargs: dict[str, object]) -> list[Path]:
-    """Every path a command was given that it reads (inputs, config, domain, store ...): never overwritten."""
-    found: list[Path] = []
+def _each(value: object) -> list[object]:
+    """An argument's values: the items of a repeatable option, else the one value."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _input_paths(kwargs: dict[str, object]) -> list[tuple[str, Path]]:
+    """(parameter, path) for every path a command reads (inputs, config, domain, a SQLite store): never overwritten."""
+    found: list[tuple[str, Path]] = []
     for name, value in kwargs.items():
         if name in OUTPUT_PARAMETERS:
             continue
-        values = value if isinstance(value, (list, tuple)) else [value]
-        found.extend(v for v in values if isinstance(v, Path))
+        found.extend((name, v) for v in _each(value) if isinstance(v, Path))
         if name == "budget_store" and isinstance(value, str) and "://" not in value:
-            found.append(Path(value))  # a SQLite store file
+            found.append((name, Path(value)))  # a SQLite store file (a postgresql:// URL is not a path)
     return found
 
 
@@ -83,23 +87,20 @@ def check_finite_numbers(kwargs: dict[str, object], flags: dict[str, str]) -> No
     nan, an endless sampler, an OpenDP overflow). One rule, here, for every wing.
     """
     for name, value in kwargs.items():
-        values = value if isinstance(value, (list, tuple)) else [value]
-        for v in values:
+        for v in _each(value):
             if isinstance(v, float) and not math.isfinite(v):
                 raise InputError(f"{flags.get(name, name)} must be a finite number, got {v}")
 
 
-def check_input_paths(kwargs: dict[str, object], flags: dict[str, str]) -> None:
+def check_input_paths(paths: list[tuple[str, Path]], flags: dict[str, str]) -> None:
     """Every path a command reads must exist, even one the run would not use (``--gtfs`` with ``--no-map``), and a
-    budget store must not be a folder: a typo is said at once, not ignored."""
-    for name, value in kwargs.items():
-        if name in OUTPUT_PARAMETERS:
-            continue
-        for v in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(v, Path) and not v.exists():
-                raise InputError(f"{flags.get(name, name)} {v}: not found")
-        if name == "budget_store" and isinstance(value, str) and "://" not in value and Path(value).is_dir():
-            raise InputError(f"--budget-store {value} is a folder; give the path of a SQLite file")
+    budget store (created when missing) must not be a folder: a typo is said at once, not ignored."""
+    for name, path in paths:
+        if name == "budget_store":
+            if path.is_dir():
+                raise InputError(f"--budget-store {path} is a folder; give the path of a SQLite file")
+        elif not path.exists():
+            raise InputError(f"{flags.get(name, name)} {path}: not found")
 
 
 def calibration_error_line(err: Exception) -> str | None:
@@ -158,8 +159,9 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             flags = option_flags(fn)
             check_finite_numbers(kwargs, flags)
-            check_input_paths(kwargs, flags)
-            with output_policy(_input_paths(kwargs), overwrite=bool(kwargs.get("overwrite", False))):
+            inputs = _input_paths(kwargs)
+            check_input_paths(inputs, flags)
+            with output_policy([p for _, p in inputs], overwrite=bool(kwargs.get("overwrite", False))):
                 for name in sorted(OUTPUT_PARAMETERS & kwargs.keys()):
                     target = kwargs[name]
                     if isinstance(target, Path):  # before any work: no input is ever overwritten

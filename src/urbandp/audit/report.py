@@ -27,10 +27,10 @@ def staged_files(directory: Path) -> Iterator[Path]:
     stage.mkdir()
     try:
         yield stage
-        for f in sorted(stage.iterdir()):
-            check_report_file(directory / f.name)
-        directory.mkdir(exist_ok=True)
         names = sorted(f.name for f in stage.iterdir())
+        for name in names:  # all checked before any is moved: a refusal changes nothing
+            check_report_file(directory / name)
+        directory.mkdir(exist_ok=True)
         add_to_report_manifest(directory, names)
         for name in names:
             os.replace(stage / name, directory / name)

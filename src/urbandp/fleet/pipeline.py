@@ -123,16 +123,10 @@ def load_records(
     the others are counted in ``records_outside_window``; the H3 ``cell`` at the window's resolution is computed in
     the same streaming pass (the costliest per-record step runs in parallel with reading and parsing).
     """
-    raw, mapping, files = scan_records(list(paths), columns)
-    empty_lines = 0
-    if any(
-        input_kind(f) == "csv" for f in files
-    ):  # lines with no value at all: not records (docs/records.md)
-        try:
-            empty_lines = int(raw.select(pl.col("empty_line").sum()).collect(engine="streaming").item())
-        except pl.exceptions.PolarsError as err:
-            raise InputError(f"cannot read input: {read_error_line(err)}") from None
-    raw = raw.filter(~pl.col("empty_line")).drop("empty_line") if empty_lines else raw.drop("empty_line")
+    lines, mapping, files = scan_records(list(paths), columns)
+    # A CSV line with no value in any field is not a record (docs/records.md): counted with records_in, dropped here.
+    has_csv = any(input_kind(f) == "csv" for f in files)
+    raw = (lines.filter(~pl.col("empty_line")) if has_csv else lines).drop("empty_line")
     options = options or ValidationOptions()
     lf = validate(raw, options)
     inside = window_filter(window) if window is not None else pl.lit(True)
@@ -146,7 +140,11 @@ def load_records(
         pl.col("vehicle").cast(pl.Categorical), "timestamp", *position, "speed", "source", "row"
     )
     try:
-        records_in = int(raw.select(pl.len()).collect().item())  # Parquet: from the metadata
+        if has_csv:
+            n_lines, empty_lines = lines.select(pl.len(), pl.col("empty_line").sum()).collect().row(0)
+        else:
+            n_lines, empty_lines = lines.select(pl.len()).collect().item(), 0  # Parquet: from the metadata
+        records_in = int(n_lines) - int(empty_lines)
         kept, rejected = pl.collect_all([keep_q, rejected_rows(lf)], engine="streaming")
     except pl.exceptions.PolarsError as err:
         raise InputError(f"cannot read input: {read_error_line(err)}") from None

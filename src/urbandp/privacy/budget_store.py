@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from urbandp.errors import BudgetExceededError, InputError
+from urbandp.errors import BudgetExceededError, InputError, one_line
 from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
 
 ENV_STORE = "URBANDP_BUDGET_STORE"
@@ -142,6 +142,9 @@ class BudgetStore:
         self.url = str(url)
         self.is_pg = self.url.startswith(("postgresql://", "postgres://"))
         self._conn: Any
+        self._operational: type[Exception] = (
+            sqlite3.OperationalError
+        )  # the driver's "the database failed" error
         if self.is_pg:
             try:
                 import psycopg
@@ -149,6 +152,7 @@ class BudgetStore:
                 raise InputError(
                     "PostgreSQL budget store needs psycopg: pip install 'urbandp[budget-pg]'"
                 ) from err
+            self._operational = psycopg.OperationalError
             try:
                 self._conn = psycopg.connect(self.url, autocommit=True)
             except psycopg.Error as err:
@@ -206,14 +210,10 @@ class BudgetStore:
             except BaseException:
                 self._rollback()
                 raise
-        except sqlite3.OperationalError as err:
-            raise InputError(f"budget store {self.url}: {err}; this transaction was rolled back") from None
-        except Exception as err:
-            if type(err).__module__.startswith("psycopg") and type(err).__name__ == "OperationalError":
-                raise InputError(
-                    f"budget store {self.url}: {str(err).splitlines()[0]}; this transaction was rolled back"
-                ) from None
-            raise
+        except self._operational as err:  # a full disk, a read-only file, a lost server
+            raise InputError(
+                f"budget store {self.url}: {one_line(str(err))}; this transaction was rolled back"
+            ) from None
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if any is still open."""
@@ -224,9 +224,8 @@ class BudgetStore:
 
     def _migrate(self) -> None:
         with self._tx():
-            if (
-                self.is_pg
-            ):  # concurrent CREATE TABLE IF NOT EXISTS can collide in pg_type: one migrator at a time
+            # Concurrent CREATE TABLE IF NOT EXISTS can collide in pg_type: one migrator at a time.
+            if self.is_pg:
                 self._exec("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK_KEY,))
             self._exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             rows = self._exec("SELECT version FROM schema_version")

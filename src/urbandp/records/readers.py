@@ -405,7 +405,7 @@ def _line_blocks(path: Path) -> Iterator[tuple[bytes, int, int]]:
             pos = end
 
 
-def check_utf8(mm: mmap.mmap, path: Path, chunk: int = 8 << 20) -> None:
+def _check_utf8(mm: mmap.mmap, path: Path, chunk: int = 8 << 20) -> None:
     """Refuse a file that is not UTF-8 text, naming the first bad line (the same rule as for CSV).
 
     Only files with a byte >= 0x80 get here (:func:`_line_layout` notes it in its pass): ASCII is UTF-8.
@@ -511,7 +511,7 @@ def _whole_file(path: Path, schema: dict[str, DType]) -> pl.DataFrame | None:
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         n_ends, clean, ascii_only = _line_layout(mm)
         if not ascii_only:
-            check_utf8(mm, path)
+            _check_utf8(mm, path)
         if mm[: len(_BOM)] == _BOM or not (clean and mm[:1] == b"{" and mm[-1:] in (b"\n", b"}")):
             return None
         n_lines = n_ends + (0 if mm[-1:] == b"\n" else 1)

@@ -78,7 +78,7 @@ def _real(path: Path) -> Path:
 
 def _check_not_cwd(out: Path, option: str) -> None:
     """Refuse ``""``, ``.``, ``..``, the working directory and its ancestors (``/`` included)."""
-    if str(out) in ("", ".") or out.name in ("", ".", ".."):
+    if out.name in ("", ".."):  # "", "." and "/" all have an empty name
         raise InputError(
             f"{option} {str(out)!r} names the working directory or above it; give a new folder name"
         )
@@ -129,24 +129,34 @@ def _entries(folder: Path) -> list[str]:
     return sorted(found)
 
 
+def _write_manifest(folder: Path, kind: str, entries: Iterable[str]) -> None:
+    (folder / MARKER).write_text(
+        json.dumps({"written_by": "urbandp", "kind": kind, "entries": sorted(entries)}, indent=1) + "\n"
+    )
+
+
+def _read_manifest(folder: Path) -> set[str] | None:
+    """The entries ``folder``'s marker says urbandp wrote; None when it carries no readable urbandp marker."""
+    try:
+        manifest = json.loads((folder / MARKER).read_text())
+        if manifest.get("written_by") != "urbandp":
+            return None
+        return set(manifest["entries"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def write_marker(folder: Path, kind: str) -> None:
     """Write :data:`MARKER` into ``folder``: urbandp wrote it, and these are its entries (the manifest)."""
-    entries = [e for e in _entries(folder) if e != MARKER]
-    (folder / MARKER).write_text(
-        json.dumps({"written_by": "urbandp", "kind": kind, "entries": entries}, indent=1) + "\n"
-    )
+    _write_manifest(folder, kind, (e for e in _entries(folder) if e != MARKER))
 
 
 def _foreign_entries(folder: Path) -> list[str] | None:
     """Entries of ``folder`` that urbandp did not write; None when it carries no readable marker."""
-    try:
-        manifest = json.loads((folder / MARKER).read_text())
-        listed = set(manifest["entries"]) | {MARKER}
-        if manifest.get("written_by") != "urbandp":
-            return None
-    except (OSError, ValueError, KeyError, TypeError):
+    listed = _read_manifest(folder)
+    if listed is None:
         return None
-    return [e for e in _entries(folder) if e not in listed]
+    return [e for e in _entries(folder) if e not in listed | {MARKER}]
 
 
 def check_replaceable_dir(
@@ -201,17 +211,14 @@ def check_output_path(out: Path, option: str = "--out") -> Path:
     writable directory, ``owner_only`` beside it is not a file, and an existing folder (release or owner) is an
     unchanged urbandp output and ``--overwrite`` was given (see the module docstring).
     """
-    out = Path(out)
+    out = check_output_target(Path(out), option)
     policy = current_policy()
-    _check_not_cwd(out, option)
     if out.exists() and not out.is_dir():
         raise InputError(f"{option} {out} is an existing file; give a directory path")
-    _check_parents(out, option)
     owner = owner_dir_for(out)
     if owner.parent.exists() and not owner.parent.is_dir():
         raise InputError(f"{option} {out}: {owner.parent} is a file; the owner-only folder must go there")
-    for target in (out, owner):
-        _check_not_overlapping_inputs(target, option, policy.inputs)
+    _check_not_overlapping_inputs(owner, option, policy.inputs)
     check_replaceable_dir(out, option, overwrite=policy.overwrite)
     check_replaceable_dir(owner, option, overwrite=policy.overwrite, owner_of=out)
     return out
@@ -224,28 +231,17 @@ def check_report_dir(directory: Path, option: str = "--report") -> Path:
     output it is not the working directory and holds no input of the run; each file written into it may replace
     only a file urbandp wrote there (:func:`check_report_file`).
     """
-    directory = Path(directory)
-    _check_not_cwd(directory, option)
+    directory = check_output_target(Path(directory), option)
     if directory.exists() and not directory.is_dir():
         raise InputError(f"{option} {directory} is an existing file; give a directory path")
-    _check_parents(directory, option)
-    _check_not_overlapping_inputs(directory, option, current_policy().inputs)
     return directory
-
-
-def _report_manifest(directory: Path) -> set[str]:
-    try:
-        manifest = json.loads((directory / MARKER).read_text())
-        return set(manifest["entries"]) if manifest.get("written_by") == "urbandp" else set()
-    except (OSError, ValueError, KeyError, TypeError):
-        return set()
 
 
 def check_report_file(path: Path, option: str = "--report") -> None:
     """A file about to be written into a report folder: it may replace only a file urbandp wrote there."""
     if path.is_dir():
         raise InputError(f"{option}: {path} is a folder; urbandp would write a file of that name there")
-    if (path.exists() or path.is_symlink()) and path.name not in _report_manifest(path.parent):
+    if (path.exists() or path.is_symlink()) and path.name not in (_read_manifest(path.parent) or set()):
         raise InputError(
             f"{option} {path.parent} holds {path.name}, which urbandp did not write; nothing was changed: move it "
             "away or give another folder"
@@ -254,23 +250,16 @@ def check_report_file(path: Path, option: str = "--report") -> None:
 
 def add_to_report_manifest(directory: Path, names: Iterable[str]) -> None:
     """Record in the folder's marker that urbandp wrote ``names`` there (so a later report may replace them)."""
-    entries = sorted(_report_manifest(directory) | set(names))
-    (directory / MARKER).write_text(
-        json.dumps({"written_by": "urbandp", "kind": "reports", "entries": entries}, indent=1) + "\n"
-    )
+    _write_manifest(directory, "reports", (_read_manifest(directory) or set()) | set(names))
 
 
 def check_output_file(out: Path, option: str = "--out") -> Path:
     """Refuse a file path that cannot or must not be written: a directory, under a file, in a read-only
     directory, one of the run's inputs, or an existing file without ``--overwrite``."""
-    out = Path(out)
-    policy = current_policy()
-    _check_not_cwd(out, option)
+    out = check_output_target(Path(out), option)
     if out.is_dir():
         raise InputError(f"{option} {out} is a directory; give a file path")
-    _check_parents(out, option)
-    _check_not_overlapping_inputs(out, option, policy.inputs)
-    if (out.exists() or out.is_symlink()) and not policy.overwrite:
+    if (out.exists() or out.is_symlink()) and not current_policy().overwrite:
         raise InputError(f"{option} {out} exists; add --overwrite to replace it")
     return out
 

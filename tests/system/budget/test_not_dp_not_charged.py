@@ -8,27 +8,22 @@ Now each is refused with one line before anything is read or reserved, and the s
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from urbandp_process import run_urbandp
 
 pytestmark = pytest.mark.system
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("not-dp")
     fleet, survey = root / "fleet.parquet", root / "survey"
-    assert _run("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
-    assert _run("synth", "survey", "--households", "30", "--out", str(survey)).returncode == 0
+    assert (
+        run_urbandp("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
+    )
+    assert run_urbandp("synth", "survey", "--households", "30", "--out", str(survey)).returncode == 0
     return {"fleet": fleet, "survey": survey}
 
 
@@ -47,23 +42,23 @@ def test_fleet_release_labelled_not_dp_is_refused_with_dataset(
     made: dict[str, Path], tmp_path: Path, extra: list[str], why: str
 ) -> None:
     store = str(tmp_path / "b.sqlite")
-    init = _run(
+    init = run_urbandp(
         "budget", "init", "surat", "--unit", "vehicle-day", "--epsilon-per-day", "50", "--budget-store", store
     )
     assert init.returncode == 0, init.stderr
-    res = _run(
+    res = run_urbandp(
         *("release", str(made["fleet"]), "--out", str(tmp_path / "rel"), "--epsilon-per-day", "10", *extra),
         *("--dataset", "surat", "--budget-store", store),
     )
     assert res.returncode == 2, res.stderr
     assert "NOT differentially private" in res.stderr and why in res.stderr, res.stderr
-    history = _run("budget", "history", "surat", "--budget-store", store)
+    history = run_urbandp("budget", "history", "surat", "--budget-store", store)
     assert history.returncode == 0 and "fleet-hat" not in history.stdout  # nothing was booked
     assert not (tmp_path / "rel").exists()
 
 
 def test_perturb_points_at_zero_metres_is_refused(made: dict[str, Path], tmp_path: Path) -> None:
-    res = _run(
+    res = run_urbandp(
         *("survey", "perturb-points", str(made["survey"] / "homes.csv"), "--lat", "lat", "--lon", "lon"),
         *("--epsilon-per-metre", "0.005", "--budget-metres", "0", "--out", str(tmp_path / "p")),
     )

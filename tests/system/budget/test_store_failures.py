@@ -9,27 +9,18 @@ re-running ``budget init`` without a cap removed the cap; ``budget show`` on a m
 from __future__ import annotations
 
 import contextlib
+import functools
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from urbandp_process import assert_refused, run_urbandp
 
 pytestmark = pytest.mark.system
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-def _one_line_exit_2(res: subprocess.CompletedProcess[str], needle: str) -> None:
-    assert res.returncode == 2, (res.returncode, res.stderr[-1500:])
-    assert "Traceback" not in res.stderr
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("urbandp: error:") and needle in lines[0], res.stderr
+_one_line_exit_2 = functools.partial(assert_refused, others="none")
 
 
 def test_store_path_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
@@ -38,22 +29,22 @@ def test_store_path_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
         ["show", "d"],
         ["history", "d"],
     ):
-        _one_line_exit_2(_run("budget", *args, "--budget-store", str(tmp_path)), "is a folder")
+        _one_line_exit_2(run_urbandp("budget", *args, "--budget-store", str(tmp_path)), "is a folder")
 
 
 def test_show_and_history_on_a_missing_store_create_nothing(tmp_path: Path) -> None:
     store = tmp_path / "budget.sqlite"
     for verb in ("show", "history"):
-        _one_line_exit_2(_run("budget", verb, "d", "--budget-store", str(store)), "no budget store")
+        _one_line_exit_2(run_urbandp("budget", verb, "d", "--budget-store", str(store)), "no budget store")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_reinit_without_a_cap_keeps_the_cap(tmp_path: Path) -> None:
     store = str(tmp_path / "b.sqlite")
-    assert _run(
+    assert run_urbandp(
         "budget", "init", "d", "--unit", "vehicle-day", "--epsilon-total", "40", "--budget-store", store
     )
-    res = _run(
+    res = run_urbandp(
         "budget", "init", "d", "--unit", "vehicle-day", "--epsilon-per-day", "5", "--budget-store", store
     )
     assert res.returncode == 0, res.stderr
@@ -80,7 +71,7 @@ def test_read_only_store_is_one_line(tmp_path: Path) -> None:
     with _tmpfs(tmp_path / "ro", "1m") as ro:
         store = str(Path(ro) / "b.sqlite")  # type: ignore[arg-type]
         assert (
-            _run(
+            run_urbandp(
                 "budget",
                 "init",
                 "d",
@@ -94,7 +85,7 @@ def test_read_only_store_is_one_line(tmp_path: Path) -> None:
             == 0
         )
         subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
-        res = _run(
+        res = run_urbandp(
             "budget", "init", "d", "--unit", "vehicle-day", "--epsilon-total", "3", "--budget-store", store
         )
         _one_line_exit_2(res, "budget store")
@@ -105,7 +96,7 @@ def test_disk_full_at_commit_is_one_line_and_the_store_stays_usable(tmp_path: Pa
     with _tmpfs(tmp_path / "small", "96k") as small:
         store = str(Path(small) / "b.sqlite")  # type: ignore[arg-type]
         assert (
-            _run(
+            run_urbandp(
                 "budget",
                 "init",
                 "d0",
@@ -125,7 +116,7 @@ def test_disk_full_at_commit_is_one_line_and_the_store_stays_usable(tmp_path: Pa
                 fill.flush()
         res = None
         for i in range(200):  # each new dataset adds a row: the first one that needs a new page fails
-            res = _run("budget", "init", f"dataset-with-a-long-name-{i:04d}-" + "x" * 200, "--unit", "vehicle-day",
+            res = run_urbandp("budget", "init", f"dataset-with-a-long-name-{i:04d}-" + "x" * 200, "--unit", "vehicle-day",
                        "--epsilon-total", "9", "--budget-store", store)  # fmt: skip
             if res.returncode != 0:
                 break
@@ -133,7 +124,7 @@ def test_disk_full_at_commit_is_one_line_and_the_store_stays_usable(tmp_path: Pa
         _one_line_exit_2(res, "budget store")
         assert "cannot rollback" not in res.stderr
         (Path(small) / "filler").unlink()  # type: ignore[operator]
-        shown = _run("budget", "show", "d0", "--budget-store", store)
+        shown = run_urbandp("budget", "show", "d0", "--budget-store", store)
         assert shown.returncode == 0, shown.stderr
 
 
@@ -148,7 +139,7 @@ def test_eight_concurrent_inits_on_a_fresh_postgresql_database(postgres_url: str
     url = postgres_url.replace("/postgres?", f"/{name}?")
 
     def init(i: int) -> subprocess.CompletedProcess[str]:
-        return _run(
+        return run_urbandp(
             "budget",
             "init",
             f"d{i}",
@@ -172,8 +163,10 @@ def test_fleet_write_failing_after_noise_keeps_the_charge_and_shows_no_noise(tmp
     """Issue 20 defect 1, as measured: three runs whose write failed printed three fresh noisy counts (422.2,
     511.9, 447.4) and charged nothing. Now the failed run stays charged and prints nothing derived from noise."""
     fleet, store = tmp_path / "fleet.parquet", str(tmp_path / "b.sqlite")
-    assert _run("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
-    init = _run(
+    assert (
+        run_urbandp("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
+    )
+    init = run_urbandp(
         "budget", "init", "surat", "--unit", "vehicle-day", "--epsilon-per-day", "10", "--budget-store", store
     )
     assert init.returncode == 0, init.stderr
@@ -189,7 +182,7 @@ def test_fleet_write_failing_after_noise_keeps_the_charge_and_shows_no_noise(tmp
     ]
     release += ["--dataset", "surat", "--budget-store", store]
     with _tmpfs(tmp_path / "small", "12k") as small:
-        failed = _run(*release, "--out", str(Path(small) / "rel"))  # type: ignore[arg-type]
+        failed = run_urbandp(*release, "--out", str(Path(small) / "rel"))  # type: ignore[arg-type]
     _one_line_exit_2(failed, "no space left on device")
     assert (
         "noisy" not in failed.stderr and "warning" not in failed.stderr
@@ -200,5 +193,5 @@ def test_fleet_write_failing_after_noise_keeps_the_charge_and_shows_no_noise(tmp
     assert [h["status"] for h in s.history("surat")] == [STATUS_ABORTED]
     assert {d: v[0] for d, v in s.spend_per_day("surat").items()} == {"2021-11-15": 10.0, "2021-11-16": 10.0}
     s.close()
-    again = _run(*release, "--out", str(tmp_path / "rel"))
+    again = run_urbandp(*release, "--out", str(tmp_path / "rel"))
     _one_line_exit_2(again, "exceeded")  # the noise cannot be drawn again for free

@@ -15,22 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from urbandp_process import assert_refused, run_urbandp
 
 pytestmark = pytest.mark.system
 
 W = ["--start", "2021-11-15", "--end", "2021-11-16"]
 MARKER = ".urbandp-output.json"
-
-
-def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=cwd,
-    )
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -42,20 +32,18 @@ def _tree(root: Path) -> dict[str, str]:
     return found
 
 
-def _refused(res: subprocess.CompletedProcess[str], needle: str) -> None:
-    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
-    assert "Traceback" not in res.stderr, res.stderr[-2000:]
-    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("urbandp: error:")]
-    assert len(lines) == 1 and needle in lines[0], res.stderr
-
-
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("made")
     fleet, taps, survey = root / "fleet.parquet", root / "taps", root / "survey"
-    assert _run("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
-    assert _run("counts", "synth", "--days", "1", "--trips-per-day", "50", "--out", str(taps)).returncode == 0
-    assert _run("synth", "survey", "--households", "40", "--out", str(survey)).returncode == 0
+    assert (
+        run_urbandp("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
+    )
+    assert (
+        run_urbandp("counts", "synth", "--days", "1", "--trips-per-day", "50", "--out", str(taps)).returncode
+        == 0
+    )
+    assert run_urbandp("synth", "survey", "--households", "40", "--out", str(survey)).returncode == 0
     return {"fleet": fleet, "taps": taps, "survey": survey}
 
 
@@ -141,22 +129,24 @@ def test_out_on_the_input_folder_is_refused_and_nothing_changes(
     args = _commands(made, user_folder)[command]
     before = _tree(user_folder.parent)
     for flags in ([], ["--overwrite"]):
-        _refused(_run(*args, "--out", str(user_folder), *flags), "contains the input")
+        assert_refused(run_urbandp(*args, "--out", str(user_folder), *flags), "contains the input")
         assert _tree(user_folder.parent) == before
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_out_inside_an_input_folder_and_dot_and_empty_are_refused(
+def test_out_inside_an_input_folder_and_dot_and_empty_areassert_refused(
     command: str, user_folder: Path, made: dict[str, Path]
 ) -> None:
     args = _commands(made, user_folder)[command]
     before = _tree(user_folder.parent)
     inside = [a if a != str(user_folder / "fleet.parquet") else str(user_folder) for a in args]
     if inside != args:  # a folder input: an output inside it would be read by the next run
-        _refused(_run(*inside, "--out", str(user_folder / "rel")), "lies inside the input folder")
-    _refused(_run(*args, "--out", ".", cwd=user_folder), "working directory")
-    _refused(_run(*args, "--out", "", cwd=user_folder), "working directory")
-    _refused(_run(*args, "--out", "..", cwd=user_folder), "working directory")
+        assert_refused(
+            run_urbandp(*inside, "--out", str(user_folder / "rel")), "lies inside the input folder"
+        )
+    assert_refused(run_urbandp(*args, "--out", ".", cwd=user_folder), "working directory")
+    assert_refused(run_urbandp(*args, "--out", "", cwd=user_folder), "working directory")
+    assert_refused(run_urbandp(*args, "--out", "..", cwd=user_folder), "working directory")
     assert _tree(user_folder.parent) == before
 
 
@@ -170,21 +160,21 @@ def test_a_foreign_folder_is_never_replaced_and_an_earlier_output_needs_overwrit
     (foreign / "budget-2025.xlsx").write_bytes(b"the agency's spreadsheet")
     before = _tree(user_folder.parent)
     for flags in ([], ["--overwrite"]):
-        _refused(_run(*args, "--out", str(foreign), *flags), "did not write")
+        assert_refused(run_urbandp(*args, "--out", str(foreign), *flags), "did not write")
         assert _tree(user_folder.parent) == before
 
     out = user_folder.parent / "rel"
-    first = _run(*args, "--out", str(out))
+    first = run_urbandp(*args, "--out", str(out))
     assert first.returncode == 0, first.stderr[-2000:]
     assert (out / MARKER).is_file()
     written = _tree(user_folder.parent)
-    _refused(_run(*args, "--out", str(out)), "add --overwrite")
+    assert_refused(run_urbandp(*args, "--out", str(out)), "add --overwrite")
     assert _tree(user_folder.parent) == written
-    again = _run(*args, "--out", str(out), "--overwrite")
+    again = run_urbandp(*args, "--out", str(out), "--overwrite")
     assert again.returncode == 0, again.stderr[-2000:]
     (out / "my-notes.txt").write_text("added by the user after the release\n")
     changed = _tree(user_folder.parent)
-    _refused(_run(*args, "--out", str(out), "--overwrite"), "my-notes.txt")
+    assert_refused(run_urbandp(*args, "--out", str(out), "--overwrite"), "my-notes.txt")
     assert _tree(user_folder.parent) == changed
     assert not [p for p in user_folder.parent.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
 
@@ -192,7 +182,7 @@ def test_a_foreign_folder_is_never_replaced_and_an_earlier_output_needs_overwrit
 def test_an_empty_existing_folder_is_used(user_folder: Path, made: dict[str, Path]) -> None:
     out = user_folder.parent / "empty"
     out.mkdir()
-    res = _run(*_commands(made, user_folder)["release"], "--out", str(out))
+    res = run_urbandp(*_commands(made, user_folder)["release"], "--out", str(out))
     assert res.returncode == 0, res.stderr[-2000:]
     assert (out / "privacy.json").is_file() and (out / MARKER).is_file()
 
@@ -202,35 +192,44 @@ def test_owner_only_file_beside_out_leaves_no_hidden_output(user_folder: Path, m
     parent = user_folder.parent
     (parent / "owner_only").write_text("a file, not a folder\n")
     before = _tree(parent)
-    _refused(_run(*_commands(made, user_folder)["release"], "--out", str(parent / "rel")), "owner_only")
+    assert_refused(
+        run_urbandp(*_commands(made, user_folder)["release"], "--out", str(parent / "rel")), "owner_only"
+    )
     assert _tree(parent) == before
 
 
 def test_out_dot_leaves_no_hidden_output(user_folder: Path, made: dict[str, Path]) -> None:
     """Item 2: ``--out .`` left a complete hidden ``..tmp-*`` release after exit 2."""
     before = _tree(user_folder.parent)
-    res = _run(*_commands(made, user_folder)["release"], "--out", ".", cwd=user_folder)
-    _refused(res, "working directory")
+    res = run_urbandp(*_commands(made, user_folder)["release"], "--out", ".", cwd=user_folder)
+    assert_refused(res, "working directory")
     assert _tree(user_folder.parent) == before
     assert not any(p.name.startswith(".") for p in user_folder.iterdir())
 
 
 def test_single_file_outputs_are_never_inputs_and_replace_only_with_overwrite(tmp_path: Path) -> None:
     made = tmp_path / "fleet.csv"
-    assert _run("synth", "fleet", "--vehicles", "2", "--days", "1", "--out", str(made)).returncode == 0
+    assert run_urbandp("synth", "fleet", "--vehicles", "2", "--days", "1", "--out", str(made)).returncode == 0
     before = _tree(tmp_path)
-    _refused(_run("synth", "fleet", "--vehicles", "2", "--days", "1", "--out", str(made)), "--overwrite")
-    _refused(_run("experiment", "busiest-hat", str(made), "--out", str(made), "--overwrite"), "also an input")
+    assert_refused(
+        run_urbandp("synth", "fleet", "--vehicles", "2", "--days", "1", "--out", str(made)), "--overwrite"
+    )
+    assert_refused(
+        run_urbandp("experiment", "busiest-hat", str(made), "--out", str(made), "--overwrite"),
+        "also an input",
+    )
     assert _tree(tmp_path) == before
-    res = _run("synth", "fleet", "--vehicles", "3", "--days", "1", "--out", str(made), "--overwrite")
+    res = run_urbandp("synth", "fleet", "--vehicles", "3", "--days", "1", "--out", str(made), "--overwrite")
     assert res.returncode == 0 and "3 vehicles" in res.stdout
 
 
 def test_synth_fleet_interrupted_leaves_no_partial_file(tmp_path: Path) -> None:
     """Item 4: ``synth fleet --days 100000`` ran for ever and left a partial file; now capped, and a killed run
     (SIGINT while writing) leaves nothing behind."""
-    _refused(
-        _run("synth", "fleet", "--vehicles", "2", "--days", "100000", "--out", str(tmp_path / "f.csv")),
+    assert_refused(
+        run_urbandp(
+            "synth", "fleet", "--vehicles", "2", "--days", "100000", "--out", str(tmp_path / "f.csv")
+        ),
         "--days",
     )
     proc = subprocess.Popen(

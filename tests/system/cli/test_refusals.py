@@ -7,14 +7,15 @@ traceback with exit 1, a run past its timeout, exit 0 on a meaningless value, or
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from urbandp_process import assert_refused, run_urbandp
 
 pytestmark = pytest.mark.system
 
@@ -84,29 +85,21 @@ ONE_LINE_CASES: dict[str, tuple[str, str]] = {
 }
 
 
-def _run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def _one_line_exit_2(res: subprocess.CompletedProcess[str], needle: str) -> None:
-    """Exit 2, one error line holding ``needle``; every other stderr line is a one-line ``urbandp:`` warning."""
-    assert res.returncode == 2, (res.returncode, res.stderr[-1500:])
-    assert "Traceback" not in res.stderr, res.stderr[-1500:]
-    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("urbandp: error:")]
-    assert len(errors) == 1 and needle in errors[0], res.stderr
-    assert all(ln.startswith("urbandp: ") for ln in lines), res.stderr  # no usage block, no Java, no wrapping
+_one_line_exit_2 = functools.partial(assert_refused, others="warnings")
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("refusals")
     fleet, taps, survey = root / "fleet.parquet", root / "taps", root / "survey"
-    assert _run("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
-    assert _run("counts", "synth", "--days", "1", "--trips-per-day", "50", "--out", str(taps)).returncode == 0
-    assert _run("synth", "survey", "--households", "30", "--out", str(survey)).returncode == 0
+    assert (
+        run_urbandp("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
+    )
+    assert (
+        run_urbandp("counts", "synth", "--days", "1", "--trips-per-day", "50", "--out", str(taps)).returncode
+        == 0
+    )
+    assert run_urbandp("synth", "survey", "--households", "30", "--out", str(survey)).returncode == 0
     grid = root / "grid.csv"
     rows = [f"{i},22.5,88.3{i},2023-10-09T11:00,{40 + i},{3 + i}" for i in range(6)]
     grid.write_text("cell_id,lat,lon,window,mu,sigma2\n" + "\n".join(rows) + "\n")
@@ -131,20 +124,22 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def test_refused_in_one_line(case: str, inputs: dict[str, str]) -> None:
     command, needle = ONE_LINE_CASES[case]
     args = command.format(**inputs).split()
-    _one_line_exit_2(_run(*args, timeout=60), needle)
+    _one_line_exit_2(run_urbandp(*args, timeout=60), needle)
     assert not Path(inputs["out"]).exists()
 
 
 @pytest.mark.real_data
 def test_dp_map_sensitivity_1e_300_is_one_line(shared_data: Path, tmp_path: Path) -> None:
     args = f"sensing dp-map {KOLKATA} --sensitivity 1e-300 --epsilon 1 --out {tmp_path / 'm'}"
-    _one_line_exit_2(_run(*args.format(data=shared_data).split()), "--sensitivity")
+    _one_line_exit_2(run_urbandp(*args.format(data=shared_data).split()), "--sensitivity")
 
 
 def test_min_vehicles_per_day_zero_is_used_and_shown(inputs: dict[str, str], tmp_path: Path) -> None:
     out = tmp_path / "rel"
     args = FLEET.format(**{**inputs, "out": out}).split()
-    res = _run(*args, "--noise-scale", "1", "--selection", "public-threshold", "--min-vehicles-per-day", "0")
+    res = run_urbandp(
+        *args, "--noise-scale", "1", "--selection", "public-threshold", "--min-vehicles-per-day", "0"
+    )
     assert res.returncode == 0, res.stderr
     selection = json.loads((out / "privacy.json").read_text())["selection"]
     assert selection["min_vehicles_per_day"] == 0.0 and selection["threshold_vehicle_days"] == 0.0
@@ -169,7 +164,7 @@ REPORT = [
 
 
 def _release(inputs: list[Path], out: Path, *extra: str) -> dict[str, object]:
-    res = _run(
+    res = run_urbandp(
         "release",
         *map(str, inputs),
         "--out",
@@ -201,7 +196,7 @@ def test_directory_reads_gzip_and_zstd_and_names_skipped_files(tmp_path: Path) -
     with pa.output_stream(str(folder / "c.jsonl.zst"), compression="zstd") as sink:
         sink.write(lines.encode())
     (folder / "d.txt").write_text("not data\n")
-    res = _run(
+    res = run_urbandp(
         "release",
         str(folder),
         "--out",
@@ -250,7 +245,7 @@ def test_json_lines_whose_first_thousand_objects_lack_speed(tmp_path: Path) -> N
 def test_blank_csv_lines_are_not_quarantined_records(tmp_path: Path) -> None:
     text = "vehicle_id,timestamp,lat,lon,speed\n" + "".join(",".join(map(str, r)) + "\n\n" for r in ROWS[:10])
     (tmp_path / "blank.csv").write_text(text + ",,,,\n")
-    res = _run(
+    res = run_urbandp(
         "release",
         str(tmp_path / "blank.csv"),
         "--out",
@@ -278,7 +273,7 @@ def test_non_utf8_json_lines_is_refused_like_csv(tmp_path: Path) -> None:
         b"vehicle_id,timestamp,lat,lon,speed\nbus \xe9,2021-11-15T10:00:00,21.17,72.83,20\n"
     )
     for name, needle in (("latin.jsonl", "line 4 is not UTF-8"), ("latin.csv", "not UTF-8")):
-        res = _run(
+        res = run_urbandp(
             "release",
             str(tmp_path / name),
             "--out",
@@ -293,7 +288,9 @@ def test_non_utf8_json_lines_is_refused_like_csv(tmp_path: Path) -> None:
 def test_rows_outside_the_domain_bbox_are_not_counted_as_used(inputs: dict[str, str], tmp_path: Path) -> None:
     out = tmp_path / "rel"
     args = FLEET.format(**{**inputs, "out": out}).split()
-    res = _run(*args, "--epsilon-per-day", "10", "--domain-bbox", "21.15,72.80,21.20,72.86", "--no-map")
+    res = run_urbandp(
+        *args, "--epsilon-per-day", "10", "--domain-bbox", "21.15,72.80,21.20,72.86", "--no-map"
+    )
     assert res.returncode == 0, res.stderr
     p = json.loads((out / "privacy.json").read_text())
     assert p["records_outside_domain"] > 0
@@ -312,7 +309,7 @@ def test_full_disk_names_the_output_and_leaves_nothing(inputs: dict[str, str], t
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(disk)], check=False).returncode:
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
-        res = _run(*FLEET.format(**{**inputs, "out": disk / "rel"}).split(), "--epsilon-per-day", "10")
+        res = run_urbandp(*FLEET.format(**{**inputs, "out": disk / "rel"}).split(), "--epsilon-per-day", "10")
         _one_line_exit_2(res, f"no space left on device writing {disk / 'rel'}")
         assert list(disk.iterdir()) == []
     finally:
@@ -327,5 +324,7 @@ def test_unreachable_spark_master_is_one_line(inputs: dict[str, str]) -> None:
         pytest.skip(reason)
     assert shutil.which("java") is not None
     args = FLEET.format(**inputs).split()
-    res = _run(*args, "--epsilon-per-day", "10", "--engine", "spark", "--spark-master", "spark://127.0.0.1:1")
+    res = run_urbandp(
+        *args, "--epsilon-per-day", "10", "--engine", "spark", "--spark-master", "spark://127.0.0.1:1"
+    )
     _one_line_exit_2(res, "cannot reach the master")

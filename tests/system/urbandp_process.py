@@ -1,0 +1,41 @@
+"""Run ``urbandp`` as a real process and check a refusal: shared by the system tests (on ``pythonpath``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal
+
+
+def run_urbandp(
+    *args: str, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``python -m urbandp ARGS`` in ``cwd``, output captured as text, never raising on a non-zero exit."""
+    return subprocess.run(
+        [sys.executable, "-m", "urbandp", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def assert_refused(
+    res: subprocess.CompletedProcess[str], needle: str, *, others: Literal["any", "warnings", "none"] = "any"
+) -> None:
+    """Exit 2, no traceback, exactly one ``urbandp: error:`` line, holding ``needle``.
+
+    ``others`` says what else stderr may hold: anything (``any``), only one-line ``urbandp:`` warnings
+    (``warnings``: no usage block, no Java trace, no wrapped line), or nothing at all (``none``).
+    """
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert "Traceback" not in res.stderr, res.stderr[-2000:]
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("urbandp: error:")]
+    assert len(errors) == 1 and needle in errors[0], res.stderr
+    if others == "warnings":
+        assert all(ln.startswith("urbandp: ") for ln in lines), res.stderr
+    elif others == "none":
+        assert len(lines) == 1, res.stderr
