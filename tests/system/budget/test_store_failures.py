@@ -23,6 +23,15 @@ pytestmark = pytest.mark.system
 _one_line_exit_2 = functools.partial(assert_refused, others="none")
 
 
+def _init(store: str, dataset: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``budget init DATASET`` (vehicle-day, epsilon total 9) in ``store``; checked to succeed unless ``check`` off."""
+    res = run_urbandp(
+        "budget", "init", dataset, "--unit", "vehicle-day", "--epsilon-total", "9", "--budget-store", store
+    )
+    assert res.returncode == 0 or not check, res.stderr
+    return res
+
+
 def test_store_path_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
     for args in (
         ["init", "d", "--unit", "vehicle-day", "--epsilon-per-day", "1"],
@@ -70,20 +79,7 @@ def _tmpfs(path: Path, size: str) -> object:
 def test_read_only_store_is_one_line(tmp_path: Path) -> None:
     with _tmpfs(tmp_path / "ro", "1m") as ro:
         store = str(Path(ro) / "b.sqlite")  # type: ignore[arg-type]
-        assert (
-            run_urbandp(
-                "budget",
-                "init",
-                "d",
-                "--unit",
-                "vehicle-day",
-                "--epsilon-total",
-                "9",
-                "--budget-store",
-                store,
-            ).returncode
-            == 0
-        )
+        _init(store, "d")
         subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
         res = run_urbandp(
             "budget", "init", "d", "--unit", "vehicle-day", "--epsilon-total", "3", "--budget-store", store
@@ -95,20 +91,7 @@ def test_disk_full_at_commit_is_one_line_and_the_store_stays_usable(tmp_path: Pa
     """The store's disk fills while a transaction writes: one line naming the store, no rollback error."""
     with _tmpfs(tmp_path / "small", "96k") as small:
         store = str(Path(small) / "b.sqlite")  # type: ignore[arg-type]
-        assert (
-            run_urbandp(
-                "budget",
-                "init",
-                "d0",
-                "--unit",
-                "vehicle-day",
-                "--epsilon-total",
-                "9",
-                "--budget-store",
-                store,
-            ).returncode
-            == 0
-        )
+        _init(store, "d0")
         (Path(small) / "filler").write_bytes(b"")  # type: ignore[operator]
         with contextlib.suppress(OSError), (Path(small) / "filler").open("wb") as fill:  # type: ignore[operator]
             while True:
@@ -116,8 +99,7 @@ def test_disk_full_at_commit_is_one_line_and_the_store_stays_usable(tmp_path: Pa
                 fill.flush()
         res = None
         for i in range(200):  # each new dataset adds a row: the first one that needs a new page fails
-            res = run_urbandp("budget", "init", f"dataset-with-a-long-name-{i:04d}-" + "x" * 200, "--unit", "vehicle-day",
-                       "--epsilon-total", "9", "--budget-store", store)  # fmt: skip
+            res = _init(store, f"dataset-with-a-long-name-{i:04d}-" + "x" * 200, check=False)
             if res.returncode != 0:
                 break
         assert res is not None and res.returncode != 0, "the disk never filled"

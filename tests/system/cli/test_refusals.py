@@ -163,19 +163,14 @@ REPORT = [
 ]
 
 
+def _run_release(inputs: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The report's method (noise scale 1, public threshold) on 2021-11-15: a release of a few records."""
+    window = ("--start", "2021-11-15", "--end", "2021-11-15")
+    return run_urbandp("release", *map(str, inputs), "--out", str(out), *window, *REPORT, *extra)
+
+
 def _release(inputs: list[Path], out: Path, *extra: str) -> dict[str, object]:
-    res = run_urbandp(
-        "release",
-        *map(str, inputs),
-        "--out",
-        str(out),
-        "--start",
-        "2021-11-15",
-        "--end",
-        "2021-11-15",
-        *REPORT,
-        *extra,
-    )
+    res = _run_release(inputs, out, *extra)
     assert res.returncode == 0, res.stderr[-1500:]
     return json.loads((out / "privacy.json").read_text())
 
@@ -196,17 +191,7 @@ def test_directory_reads_gzip_and_zstd_and_names_skipped_files(tmp_path: Path) -
     with pa.output_stream(str(folder / "c.jsonl.zst"), compression="zstd") as sink:
         sink.write(lines.encode())
     (folder / "d.txt").write_text("not data\n")
-    res = run_urbandp(
-        "release",
-        str(folder),
-        "--out",
-        str(tmp_path / "rel"),
-        "--start",
-        "2021-11-15",
-        "--end",
-        "2021-11-15",
-        *REPORT,
-    )
+    res = _run_release([folder], tmp_path / "rel")
     assert res.returncode == 0, res.stderr
     assert "d.txt" in res.stderr and "not read" in res.stderr
     p = json.loads((tmp_path / "rel" / "privacy.json").read_text())
@@ -245,17 +230,7 @@ def test_json_lines_whose_first_thousand_objects_lack_speed(tmp_path: Path) -> N
 def test_blank_csv_lines_are_not_quarantined_records(tmp_path: Path) -> None:
     text = "vehicle_id,timestamp,lat,lon,speed\n" + "".join(",".join(map(str, r)) + "\n\n" for r in ROWS[:10])
     (tmp_path / "blank.csv").write_text(text + ",,,,\n")
-    res = run_urbandp(
-        "release",
-        str(tmp_path / "blank.csv"),
-        "--out",
-        str(tmp_path / "rel"),
-        "--start",
-        "2021-11-15",
-        "--end",
-        "2021-11-15",
-        *REPORT,
-    )
+    res = _run_release([tmp_path / "blank.csv"], tmp_path / "rel")
     assert res.returncode == 0, res.stderr
     assert "11 empty CSV line(s)" in res.stderr
     p = json.loads((tmp_path / "rel" / "privacy.json").read_text())
