@@ -15,3 +15,31 @@ Overwrite = Annotated[
     ),
 ]
 """``--overwrite``: read by :func:`urbandp.errors.cli_guard` into the run's output policy."""
+
+Dataset = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset",
+        help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
+    ),
+]
+"""``--dataset``: the budget-store dataset a release is charged to (:class:`urbandp.privacy.session.Session`)."""
+
+BudgetStoreUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--budget-store",
+        help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
+    ),
+]
+"""``--budget-store``: where the budget lives (SQLite file or PostgreSQL URL)."""
+
+AllowMeaninglessEpsilon = Annotated[
+    bool,
+    typer.Option(
+        "--allow-meaningless-epsilon",
+        help="Run a release whose loss per unit is above epsilon 100 (or rho 50); it is then labelled NOT "
+        "differentially private and cannot be charged to a budget.",
+    ),
+]
+"""``--allow-meaningless-epsilon``: see :func:`urbandp.privacy.loss.meaningless_reasons`."""

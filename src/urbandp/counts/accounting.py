@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import urbandp.privacy.dp_prelude as dp
 from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputError
+from urbandp.privacy.ledger import LedgerEntry
+from urbandp.privacy.loss import Loss
 
 dp.enable_features("contrib")
 
@@ -104,3 +106,53 @@ def gaussian_plan(
     eps, dlt = meas.map(d_in)
     rho = unit.l2_squared / (2.0 * scale * scale)
     return NoisePlan("discrete_gaussian", float(scale), float(eps), float(dlt), rho)
+
+
+def table_loss(plan: NoisePlan) -> Loss:
+    """The loss of one noisy table: pure epsilon (discrete Laplace) or zCDP rho (discrete Gaussian)."""
+    if plan.rho is not None:
+        return Loss.zcdp(plan.rho)
+    return Loss.pure(plan.epsilon)
+
+
+def release_loss(plan: NoisePlan, marginal_plan: NoisePlan | None, top_k_epsilon: float | None) -> Loss:
+    """The loss of a whole release per unit: the joint, two charged marginals, and the noisy top-k.
+
+    Gaussian tables compose in rho and are converted once (issue 20, defect 4): adding their (epsilon, delta)
+    pairs would state 3.00 where 1.72 holds.
+    """
+    loss = table_loss(plan)
+    if marginal_plan is not None:
+        loss = loss + table_loss(marginal_plan).times(2)
+    if top_k_epsilon:
+        loss = loss + Loss.pure(top_k_epsilon)
+    return loss
+
+
+def conversion_delta(plan: NoisePlan) -> float | None:
+    """The delta at which a Gaussian release's summed rho is stated as (epsilon, delta); None for Laplace."""
+    return plan.delta if plan.rho is not None else None
+
+
+def table_entry(name: str, plan: NoisePlan, unit: PrivacyUnit, detail: dict[str, object]) -> LedgerEntry:
+    """The ledger entry of one noisy table, in its own currency (rho for the Gaussian, epsilon for Laplace)."""
+    if plan.rho is not None:
+        return LedgerEntry(
+            name,
+            0.0,
+            0.0,
+            unit.name,
+            unit.neighbouring,
+            plan.mechanism,
+            {**detail, "noise_scale": plan.noise_scale},
+            plan.rho,
+        )
+    return LedgerEntry(
+        name,
+        plan.epsilon,
+        plan.delta,
+        unit.name,
+        unit.neighbouring,
+        plan.mechanism,
+        {**detail, "noise_scale": plan.noise_scale},
+    )

@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from urbandp.cli_options import Overwrite
+from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.errors import InputError, cli_guard
 
 if TYPE_CHECKING:
     import polars as pl
 
     from urbandp.counts import PrivacyUnit
-    from urbandp.privacy.budget_store import PendingRelease
     from urbandp.privacy.ledger import PrivacyLedger
+    from urbandp.privacy.session import Session
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -112,14 +112,8 @@ def release(
         None, "--budget-epsilon", help="Refuse releases that spend more epsilon (default: no cap)."
     ),
     budget_delta: float = typer.Option(1e-5, "--budget-delta", help="Refuse releases that spend more delta."),
-    dataset: str | None = typer.Option(
-        None,
-        help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
-    ),
-    budget_store: str | None = typer.Option(
-        None,
-        help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
-    ),
+    dataset: Dataset = None,
+    budget_store: BudgetStoreUrl = None,
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
     ),
@@ -133,6 +127,7 @@ def release(
         "--spark-master",
         help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
     ),
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
     overwrite: Overwrite = False,
 ) -> None:
     """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
@@ -150,21 +145,25 @@ def release(
     from rich.progress import Progress
 
     from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
+    from urbandp.counts.accounting import release_loss
     from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
     from urbandp.counts.output import write_release
-    from urbandp.privacy.budget_store import release_budget
     from urbandp.privacy.ledger import PrivacyLedger
-    from urbandp.reports.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
+    from urbandp.privacy.loss import Loss, check_delta, meaningless_reasons
+    from urbandp.privacy.session import Session, days_between
+    from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
     if input_kind not in ("events", "counts"):
         raise InputError(f"--input-kind must be events or counts, got {input_kind!r}")
     if fmt not in ("csv", "parquet"):
         raise InputError(f"--format must be csv or parquet, got {fmt!r}")
-    punit = PrivacyUnit(unit, max_events, max_per_cell)
-    try:
-        ledger = PrivacyLedger(budget_epsilon=budget_epsilon, budget_delta=budget_delta)
-    except ValueError as err:
-        raise InputError(str(err)) from None
+    punit = PrivacyUnit(
+        unit, max_events, max_per_cell, bounding="declared" if input_kind == "counts" else "truncation"
+    )
+    if budget_epsilon is not None and not budget_epsilon > 0:
+        raise InputError(f"--budget-epsilon must be a number above 0, got {budget_epsilon:g}")
+    check_delta(delta, "--delta")
+    ledger = PrivacyLedger(conversion_delta=delta if mechanism == "gaussian" and delta > 0 else None)
     if epsilon is None and noise_scale is None:
         raise InputError("give --epsilon or --noise-scale")
     if epsilon is not None and noise_scale is not None:
@@ -194,10 +193,11 @@ def release(
         plan = config.plan()
         assert plan is not None
         m_plan = config.marginal_plan()
-        total_eps = (
-            plan.epsilon + (2 * m_plan.epsilon if m_plan else 0.0) + (top_k_epsilon or 0.0 if top_k else 0.0)
+        loss = release_loss(plan, m_plan, top_k_epsilon if top_k else None)
+        not_dp = meaningless_reasons(
+            loss, config.conversion_delta(), per=punit.name, allow=allow_meaningless_epsilon
         )
-        total_delta = plan.delta + (2 * m_plan.delta if m_plan else 0.0)
+        total_eps, total_delta, _ = loss.approx(config.conversion_delta())
         window: dict[str, object] | None = None
         if domain is not None:  # the domain is public: its number of days sets the per-card figure
             from urbandp.counts.window import per_card_window
@@ -206,7 +206,9 @@ def release(
             topk_info: dict[str, object] | None = (
                 {"epsilon": top_k_epsilon} if top_k and top_k_epsilon else None
             )
-            window = per_card_window(config, plan, m_plan, topk_info, days, (total_eps, total_delta))
+            window = per_card_window(
+                config, plan, m_plan, topk_info, days, (total_eps or 0.0, total_delta or 0.0)
+            )
         typer.echo(
             dumps_strict(
                 {
@@ -219,13 +221,17 @@ def release(
                     "top_k_epsilon": top_k_epsilon if top_k else None,
                     "total_epsilon": total_eps,
                     "total_delta": total_delta,
+                    "composition": "rho summed over the Gaussian tables, converted once at --delta"
+                    if plan.rho is not None
+                    else "pure epsilon summed over the tables",
+                    "differentially_private": not not_dp,
+                    "not_dp_reasons": not_dp,
                     "per_card_window": window,
                 },
                 indent=None,
             )
         )
         return
-    check_output_path(out)
     from urbandp.contributions.spark_session import check_engine
 
     if check_engine(engine, spark_master) == "spark" and (domain is None or input_kind != "events"):
@@ -235,10 +241,20 @@ def release(
         assert df is not None
         if not select_partitions:
             raise InputError("no public domain: pass --domain FILE, or --select-partitions with --delta")
-        from urbandp.privacy.budget_store import pending_release
-
-        with pending_release(budget_store, dataset) as budget:  # reserved before the selection's noise
-            _release_selected(df, out, punit, epsilon, noise_scale, delta, input_kind, ledger, budget)
+        cap = None if budget_epsilon is None else Loss.approx_dp(budget_epsilon, budget_delta)
+        with Session(dataset, budget_store, unit=punit.kind, out=out, cap=cap) as session:
+            _release_selected(
+                df,
+                out,
+                punit,
+                epsilon,
+                noise_scale,
+                delta,
+                input_kind,
+                ledger,
+                session,
+                allow_meaningless_epsilon,
+            )
         return
     dom = CountDomain.from_file(domain)
     dom.check_fits(dense=config.resolved_sampling == "dense")
@@ -262,33 +278,44 @@ def release(
             f"--top-k must be between 1 and the number of places ({len(dom.places)}), got {top_k}"
         )
     plan = config.plan()
-    if (
-        plan is not None
-    ):  # refuse an overspend before any work (DESIGN.md rule 5), top-k and marginals included
-        m_plan = config.marginal_plan()
-        ledger.check(
-            plan.epsilon
-            + (top_k_epsilon if top_k is not None and top_k_epsilon else 0.0)
-            + (2 * m_plan.epsilon if m_plan is not None else 0.0),
-            plan.delta + (2 * m_plan.delta if m_plan is not None else 0.0),
-        )
-    console = Console(stderr=True)
-    eps_day = (
-        (plan.epsilon if plan else 0.0)
-        + (top_k_epsilon if top_k is not None and top_k_epsilon else 0.0)
-        + (2 * m_plan.epsilon if plan is not None and m_plan is not None else 0.0)
-    )
     if dataset is not None and plan is None:
         raise InputError("--dataset: this method is not DP and cannot be charged to a budget")
-    with release_budget(
-        dataset, budget_store, unit, min(dom.days), max(dom.days), eps_day, f"counts-{mechanism}"
-    ) as budget:  # reserved before any noise; committed after writing, released on failure
+    console = Console(stderr=True)
+    cap = None if budget_epsilon is None else Loss.approx_dp(budget_epsilon, budget_delta)
+    with Session(dataset, budget_store, unit=unit, out=out, cap=cap, noise=None) as session:
+        not_dp = []
+        if (
+            plan is not None
+        ):  # the whole loss, reserved (and checked against --budget-epsilon) before any noise
+            loss = release_loss(plan, config.marginal_plan(), top_k_epsilon if top_k is not None else None)
+            session.conversion_delta = config.conversion_delta()
+            not_dp = meaningless_reasons(
+                loss, session.conversion_delta, per=punit.name, allow=allow_meaningless_epsilon
+            )
+            session.refuse_not_dp(not_dp)
+            session.reserve(
+                loss,
+                days_between(min(dom.days), max(dom.days)),
+                f"counts-{mechanism}",
+                {"method": method, "unit": punit.name},
+                cap_on="day",
+            )
+        else:
+            session.reserve(Loss(), days_between(min(dom.days), max(dom.days)), "counts-data61-not-dp")
         with Progress(console=console, transient=True) as progress:
             n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
             task = progress.add_task("adding OpenDP noise", total=n_noised)
             rel = release_counts(
-                joint.sparse, dom, config, ledger=ledger, progress=lambda n: progress.advance(task, n)
+                joint.sparse,
+                dom,
+                config,
+                noise=session.noise,
+                ledger=ledger,
+                progress=lambda n: progress.advance(task, n),
             )
+        if not_dp:
+            rel.privacy["differentially_private"] = False
+            rel.privacy["not_dp_reasons"] = not_dp
         input_report = {
             "note": "raw-data statistics for the data owner; not differentially private, do not publish",
             "input_rows": joint.n_input_rows,
@@ -317,10 +344,16 @@ def release(
                 "../owner_only/" + out.name + "/input_report.json": "row counts of the raw input",
             }
             write_release(rel, dom, d.release, fmt)
-        if budget is not None:
-            budget.set_output(out)
+        session.set_output(out)
+        session.later(lambda: _print_summary(rel, out))
+
+
+def _print_summary(rel: object, out: Path) -> None:
+    """The one-line JSON summary on stdout (and the suppression warning): printed once the charge is committed."""
+    from urbandp.reports.outputs import dumps_strict
+
     summary = {
-        k: rel.privacy.get(k)
+        k: rel.privacy.get(k)  # type: ignore[attr-defined]
         for k in (
             "method",
             "differentially_private",
@@ -334,10 +367,10 @@ def release(
             "total_epsilon",
         )
     }
-    suppression = rel.privacy.get("suppression")
+    suppression = rel.privacy.get("suppression")  # type: ignore[attr-defined]
     if isinstance(suppression, dict) and "warning" in suppression:
         typer.echo(f"urbandp: warning: {suppression['warning']}", err=True)
-    card = rel.privacy.get("per_card_window")
+    card = rel.privacy.get("per_card_window")  # type: ignore[attr-defined]
     if isinstance(card, dict):
         summary["per_card_window_epsilon"] = card.get("epsilon")
     summary["out"] = str(out)
@@ -362,7 +395,8 @@ def _release_selected(
     delta: float,
     input_kind: str,
     ledger: PrivacyLedger,
-    budget: PendingRelease,
+    session: Session,
+    allow_meaningless: bool,
 ) -> None:
     """Partition selection path: no public domain, observed cells released only above a DP threshold.
 
@@ -418,14 +452,18 @@ def _release_selected(
             .group_by("key")
             .len()
         )
-    if budget.dataset is not None:
-        from urbandp.counts.partitions import calibrate_threshold, threshold_measurement
+    from urbandp.counts.partitions import calibrate_threshold, threshold_measurement
+    from urbandp.privacy.loss import Loss, meaningless_reasons
 
-        meas = threshold_measurement(plan.noise_scale, calibrate_threshold(punit, plan.noise_scale, delta))
-        eps_sel, delta_sel = meas.map((punit.l0, punit.l1, punit.linf))
-        days = sorted(set(good["_ts"].dt.date().to_list()))
-        params = {"epsilon": eps_sel, "delta": delta_sel, "noise_scale": plan.noise_scale}
-        budget.reserve(punit.kind, dict.fromkeys(days, float(eps_sel)), "counts-partition-selection", params)
+    meas = threshold_measurement(plan.noise_scale, calibrate_threshold(punit, plan.noise_scale, delta))
+    eps_sel, delta_sel = meas.map((punit.l0, punit.l1, punit.linf))
+    loss = Loss.approx_dp(float(eps_sel), float(delta_sel))
+    not_dp = meaningless_reasons(loss, None, per=punit.name, allow=allow_meaningless)
+    session.refuse_not_dp(not_dp)
+    days = sorted(set(good["_ts"].dt.date().to_list()))
+    params = {"epsilon": eps_sel, "delta": delta_sel, "noise_scale": plan.noise_scale}
+    session.reserve(loss, days, "counts-partition-selection", params, cap_on="day")
+    session.mark_drawn()  # OpenDP's threshold measurement is invoked directly below
     sel = select_partitions(
         dict(zip(grouped["key"].to_list(), grouped["len"].to_list(), strict=False)),
         punit,
@@ -447,7 +485,8 @@ def _release_selected(
     table = pl.DataFrame(rows, schema=["mode", "day", "tap", "bin", "location", "count"], orient="row")
     privacy = {
         "method": "urbandp",
-        "differentially_private": True,
+        "differentially_private": not not_dp,
+        "not_dp_reasons": not_dp,
         **punit.to_json(),
         "mechanism": "discrete laplace + threshold (OpenDP make_laplace_threshold, partition selection)",
         "noise_scale": sel.noise_scale,
@@ -475,19 +514,9 @@ def _release_selected(
             {"note": "not differentially private", "input_rows": df.height, "quarantined_rows": bad.height},
         )
         write_json(d.release / "privacy.json", privacy)
-    budget.set_output(out)
-    typer.echo(
-        dumps_strict(
-            {
-                "method": "urbandp",
-                "epsilon": sel.epsilon,
-                "delta": sel.delta,
-                "threshold": sel.threshold,
-                "out": str(out),
-            },
-            indent=None,
-        )
-    )
+    session.set_output(out)
+    summary = {"method": "urbandp", "epsilon": sel.epsilon, "delta": sel.delta, "threshold": sel.threshold}
+    session.say(dumps_strict({**summary, "out": str(out)}, indent=None))
 
 
 @app.command()

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from urbandp.counts import data61
-from urbandp.counts.accounting import NoisePlan, gaussian_plan, laplace_plan
+from urbandp.counts.accounting import NoisePlan, gaussian_plan, laplace_plan, table_entry
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.marginals import (
     consistent_nonnegative,
@@ -149,7 +149,7 @@ class CountReleaseConfig:
 
     def marginal_unit(self) -> PrivacyUnit:
         """A unit's k events may all fall into one marginal cell (same place, other bins): m = k there."""
-        return PrivacyUnit(self.unit.kind, self.unit.max_events, self.unit.max_events)
+        return PrivacyUnit(self.unit.kind, self.unit.max_events, self.unit.max_events, self.unit.bounding)
 
     def marginal_plan(self) -> NoisePlan | None:
         """What each charged marginal table costs (None unless marginals are charged)."""
@@ -160,6 +160,10 @@ class CountReleaseConfig:
         if self.mechanism == "laplace":
             return laplace_plan(unit, epsilon=eps, scale=self.marginal_scale)
         return gaussian_plan(unit, delta=self.delta, epsilon=eps, scale=self.marginal_scale)
+
+    def conversion_delta(self) -> float | None:
+        """The delta at which the Gaussian's summed rho is stated as (epsilon, delta) (None for Laplace)."""
+        return self.delta if self.method != "data61-2016" and self.mechanism == "gaussian" else None
 
     def plan(self) -> NoisePlan | None:
         """What the joint table costs (None for the non-DP Data61 method)."""
@@ -263,17 +267,7 @@ def _charged_marginals(
         ("time-only marginal", time_marginal_sparse(raw.index, raw.counts, domain)),
         ("location-only marginal", location_marginal_sparse(raw.index, raw.counts, domain)),
     ):
-        ledger.charge(
-            LedgerEntry(
-                name=name,
-                epsilon=plan.epsilon,
-                delta=plan.delta,
-                unit=unit.name,
-                neighbouring=unit.neighbouring,
-                mechanism=plan.mechanism,
-                detail={"noise_scale": plan.noise_scale, "cells": int(true.size), "max_per_cell": unit.linf},
-            )
-        )
+        ledger.charge(table_entry(name, plan, unit, {"cells": int(true.size), "max_per_cell": unit.linf}))
         noisy = add_noise(true.astype(np.int64), plan.noise_scale, kind, noise).astype(np.float64)
         tables.append(round_to_precision(noisy, config.precision))
     return tables[0], tables[1], plan
@@ -291,7 +285,9 @@ def release_counts(
     """Release the raw joint ``raw`` (dense int array of ``domain.shape``, or :class:`SparseJoint`) under ``config``."""
     noise = noise or OpenDPNoise()
     # An unbounded ledger: PrivacyLedger() alone has budget_delta=0 and would refuse any delta > 0.
-    ledger = ledger or PrivacyLedger(budget_epsilon=None, budget_delta=1.0)
+    ledger = ledger or PrivacyLedger(
+        budget_epsilon=None, budget_delta=1.0, conversion_delta=config.conversion_delta()
+    )
     sparse_raw = raw if isinstance(raw, SparseJoint) else None
     if tuple(raw.shape) != domain.shape:
         raise InputError(f"joint table shape {tuple(raw.shape)} does not match the domain {domain.shape}")
@@ -306,15 +302,7 @@ def release_counts(
         assert isinstance(raw, np.ndarray)
         sparse_raw = SparseJoint.from_dense(raw)
     ledger.charge(
-        LedgerEntry(
-            name="joint count table",
-            epsilon=plan.epsilon,
-            delta=plan.delta,
-            unit=config.unit.name,
-            neighbouring=config.unit.neighbouring,
-            mechanism=plan.mechanism,
-            detail={"noise_scale": plan.noise_scale, "cells": domain.n_cells, "sampling": sampling},
-        )
+        table_entry("joint count table", plan, config.unit, {"cells": domain.n_cells, "sampling": sampling})
     )
     kind = plan.mechanism
     post: list[str] = []

@@ -25,6 +25,9 @@ class PrivacyUnit:
     kind: str = "event"
     max_events: int = 1
     max_per_cell: int = 1
+    bounding: str = (
+        "truncation"  # "truncation" (urbandp truncates the events) or "declared" (pre-aggregated input)
+    )
 
     def __post_init__(self) -> None:
         if self.kind not in ("event", "card-day"):
@@ -39,10 +42,18 @@ class PrivacyUnit:
 
     @property
     def name(self) -> str:
-        return "event" if self.kind == "event" else f"card-day (at most {self.max_events} events)"
+        if self.kind == "event":
+            return "event"
+        return f"card-day (at most {self.max_events} event{'s' if self.max_events != 1 else ''})"
 
     @property
     def neighbouring(self) -> str:
+        if self.bounding == "declared" and self.kind == "card-day":
+            return (
+                f"add/remove one {self.name}, IF the pre-aggregated counts were bounded upstream as declared "
+                f"(--max-events {self.max_events}, --max-per-cell {self.max_per_cell}): urbandp cannot verify it "
+                "from counts; the guarantee holds only for that declared bounding"
+            )
         return f"add/remove one {self.name}"
 
     @property
@@ -73,5 +84,8 @@ class PrivacyUnit:
             "neighbouring": self.neighbouring,
             "max_events": self.max_events,
             "max_per_cell": self.max_per_cell,
+            "bounding": "truncation in urbandp"
+            if self.bounding == "truncation"
+            else "declared upstream, not verified (pre-aggregated counts)",
             "sensitivity": {"l0": self.l0, "l1": self.l1, "l2": self.l2, "linf": self.linf},
         }

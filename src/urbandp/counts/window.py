@@ -5,7 +5,7 @@ Its days touch disjoint cells of the joint table (the day is an axis), so the ca
 ``D`` times the per-day L1 (and ``sqrt(D)`` times the per-day L2). For the pure-DP Laplace maps this gives
 ``D * epsilon`` (group privacy, Dwork and Roth 2014, Thm 2.2, and here it is exact: the map is linear); for the
 Gaussian, zCDP adds over the days (``rho_card = D * rho``), converted to (epsilon, delta) by OpenDP's map at the
-same delta. The ``event`` unit does not bound how many taps one card makes, so no per-card figure exists for it.
+same delta, once for the whole release (its tables compose in rho). The ``event`` unit does not bound how many taps one card makes, so no per-card figure exists for it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import math
 from typing import TYPE_CHECKING
 
 from urbandp.counts.accounting import _gaussian_approx, discrete_laplace_measurement
+from urbandp.privacy.loss import Loss
 
 if TYPE_CHECKING:
     from urbandp.counts.accounting import NoisePlan
@@ -51,13 +52,25 @@ def per_card_window(
             "delta": None,
             "per_card_day_epsilon": None,
         }
-    eps, dlt = _card_epsilon_delta(plan, unit.l1, unit.l2_squared, days)
-    if marginal_plan is not None:
-        m_unit = config.marginal_unit()
-        m_eps, m_dlt = _card_epsilon_delta(marginal_plan, m_unit.l1, m_unit.l2_squared, days)
-        eps, dlt = eps + 2 * m_eps, dlt + 2 * m_dlt
-    if topk_info is not None:
-        eps += days * float(topk_info["epsilon"])  # type: ignore[arg-type]
+    if plan.rho is not None:  # Gaussian: rho adds over days and tables, converted once at the release's delta
+        m_rho = 0.0
+        if marginal_plan is not None and marginal_plan.rho is not None:
+            m_rho = 2 * marginal_plan.rho
+        loss = Loss.zcdp(days * (plan.rho + m_rho))
+        if topk_info is not None:
+            loss = loss + Loss.pure(days * float(topk_info["epsilon"]))  # type: ignore[arg-type]
+        conv_eps, conv_delta, why = loss.approx(plan.delta)
+        if conv_eps is None or conv_delta is None:
+            return {"days": days, "epsilon": None, "epsilon_reason": why, "delta": None}
+        eps, dlt = conv_eps, conv_delta
+    else:
+        eps, dlt = _card_epsilon_delta(plan, unit.l1, unit.l2_squared, days)
+        if marginal_plan is not None:
+            m_unit = config.marginal_unit()
+            m_eps, m_dlt = _card_epsilon_delta(marginal_plan, m_unit.l1, m_unit.l2_squared, days)
+            eps, dlt = eps + 2 * m_eps, dlt + 2 * m_dlt
+        if topk_info is not None:
+            eps += days * float(topk_info["epsilon"])  # type: ignore[arg-type]
     return {
         "days": days,
         "epsilon": eps,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import sys
 import tomllib
@@ -359,14 +360,12 @@ def release(
     from urbandp.contributions.spark_session import check_engine
     from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
     from urbandp.fleet.pipeline import release_fleet, write_release
-    from urbandp.privacy.budget_store import checkpoint, pending_release
-    from urbandp.reports.outputs import check_output_path
+    from urbandp.privacy.budget_store import checkpoint
+    from urbandp.privacy.session import Session
 
     cfg, options, columns = _configure(locals())
-    _check_chargeable(dataset, cfg)
     if gtfs is not None and no_map:
         raise InputError("--gtfs draws routes on the map: it has no effect with --no-map")
-    check_output_path(out)  # before any record is read or any budget reserved
     console = Console(stderr=True)
     with (
         Progress(
@@ -376,8 +375,10 @@ def release(
             console=console,
             transient=True,
         ) as progress,
-        pending_release(budget_store, dataset) as budget,  # reserved before noise, committed after writing
+        # the output is checked before any record is read; reserved before noise, committed after writing
+        Session(dataset, budget_store, unit="vehicle-day", out=out) as session,
     ):
+        _check_chargeable(session, cfg)
         task = progress.add_task("starting", total=None)
         release_result, loaded = _quarantine_on_failure(
             out,
@@ -387,7 +388,8 @@ def release(
                 columns=columns,
                 options=options,
                 step=lambda name: progress.update(task, description=name),
-                before_noise=lambda charge: _reserve_fleet(budget, charge),
+                noise=session.noise,
+                before_noise=lambda charge: _reserve_fleet(session, charge),
                 engine=check_engine(engine, spark_master),
                 spark_master=spark_master,
             ),
@@ -412,20 +414,27 @@ def release(
         }
         checkpoint("after-noise")
         paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
-        budget.set_output(out)
-    # Printed only now, after the charge is committed: some warnings hold noisy figures (issue 20), and a run
-    # that fails before this point shows nothing derived from its noise.
-    for text in warnings:
-        console.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
-    _print_summary(release_result.privacy, paths)
+        session.set_output(out)
+        # Printed only once the charge is committed: some warnings hold noisy figures (issue 20), and a run that
+        # fails shows nothing derived from its noise.
+        for text in warnings:
+            session.later(
+                functools.partial(
+                    console.print,
+                    f"[bold yellow]urbandp: warning:[/] {text}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            )
+        session.later(functools.partial(_print_summary, release_result.privacy, paths))
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
 
 
-def _check_chargeable(dataset: str | None, cfg: Any) -> None:
+def _check_chargeable(session: Any, cfg: Any) -> None:
     """With --dataset the charge must be known before any noise (from --epsilon-per-day or --budget-per-day), and
     the release must be DP: a release labelled NOT DP is refused, never booked as DP spend (issue 20)."""
-    if dataset is None:
+    if session.dataset is None:
         return
     if cfg.epsilon_per_day is None and cfg.budget_per_day is None:
         raise InputError(
@@ -440,29 +449,28 @@ def _check_chargeable(dataset: str | None, cfg: Any) -> None:
             if cfg.max_hats_per_vehicle_day == "observed"
             else "its selection or estimator is not DP under add/remove neighbours"
         )
-    if why:
-        raise InputError(
-            f"--dataset: this release is NOT differentially private ({'; '.join(why)}); it cannot be charged to a "
-            "budget as DP spend"
-        )
+    session.refuse_not_dp(why)
 
 
-def _reserve_fleet(budget: Any, charge: Any) -> None:
-    """release_fleet's before_noise hook: reserve the planned epsilon (and rho) on each day of the window."""
+def _reserve_fleet(session: Any, charge: Any) -> None:
+    """release_fleet's before_noise hook: reserve the planned loss per vehicle-day on each day of the window."""
+    from urbandp.privacy.loss import Loss
+    from urbandp.privacy.session import days_between
+
     params = {
         "epsilon_per_day": charge.epsilon_per_day,
-        "rho_per_day": charge.rho_per_day,
         "conversion_delta": charge.conversion_delta,
         "window_derived_from_data": charge.derived_window,
     }
-    budget.reserve_window(
-        "vehicle-day",
-        charge.first_day,
-        charge.last_day,
-        charge.epsilon_per_day,
-        f"fleet-hat-{charge.mechanism}",
-        params,
-        rho_per_day=charge.rho_per_day,
+    if charge.epsilon_per_day is None:  # --noise-scale without --budget-per-day: the loss is stated after
+        loss = Loss()
+    elif charge.rho_per_day is not None:
+        loss = Loss.zcdp(charge.rho_per_day)
+    else:
+        loss = Loss.pure(charge.epsilon_per_day)
+    session.conversion_delta = charge.conversion_delta
+    session.reserve(
+        loss, days_between(charge.first_day, charge.last_day), f"fleet-hat-{charge.mechanism}", params
     )
 
 
@@ -658,15 +666,14 @@ def plan(**a: Any) -> None:
     from rich.console import Console
 
     from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
-    from urbandp.privacy.budget_store import pending_release
-    from urbandp.privacy.noise import OpenDPNoise
+    from urbandp.privacy.loss import Loss
+    from urbandp.privacy.session import Session, days_between
     from urbandp.records.readers import expand_inputs
-    from urbandp.reports.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
+    from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
     cfg, options, columns = _configure(a)
     if cfg.start is None or cfg.end is None:
         raise InputError("plan needs the public window: give --start and --end (D sets the noise)")
-    check_output_path(a["out"])
     expand_inputs(a["inputs"])  # read only with --histogram-epsilon, but a wrong path is said now
     days = (cfg.end - cfg.start).days + 1
     histogram = None
@@ -674,7 +681,7 @@ def plan(**a: Any) -> None:
     # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
     # data spends budget, so only that is charged (with --dataset), reserved before its noise.
     charged = a["dataset"] if a["histogram_epsilon"] is not None else None
-    with pending_release(a["budget_store"], charged) as budget:
+    with Session(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
         if a["histogram_epsilon"] is not None:
             eps_h = float(a["histogram_epsilon"])
             if not (math.isfinite(eps_h) and eps_h > 0):
@@ -690,15 +697,13 @@ def plan(**a: Any) -> None:
             _quarantine_on_failure(a["out"], loaded.require_valid)
             contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
             k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
-            budget.reserve_window(
-                "vehicle-day",
-                cfg.start,
-                cfg.end,
-                eps_h,
+            session.reserve(
+                Loss.pure(eps_h),
+                days_between(cfg.start, cfg.end),
                 "fleet-plan-histogram-laplace",
                 {"epsilon": eps_h, "k": k},
             )
-            histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, OpenDPNoise())
+            histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, session.noise)
         result = make_plan(
             cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
         )
@@ -706,9 +711,9 @@ def plan(**a: Any) -> None:
         result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         with atomic_output_dir(a["out"]) as d:
             write_json(d.release / "plan.json", result)
-        budget.set_output(a["out"])
-    Console().print(dumps_strict(result))
-    Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}")
+        session.set_output(a["out"])
+        session.later(lambda: Console().print(dumps_strict(result)))
+        session.later(lambda: Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}"))
 
 
 def _plan_signature() -> None:

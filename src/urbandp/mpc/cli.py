@@ -8,7 +8,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from urbandp.cli_options import Overwrite
+from urbandp.cli_options import BudgetStoreUrl, Overwrite
 from urbandp.errors import InputError, cli_guard
 from urbandp.reports.outputs import atomic_output_file, check_output_file, dumps_strict
 
@@ -70,6 +70,15 @@ def serve(
         int | None,
         typer.Option(help="Stop after this many connections, for tests (default: serve for ever)."),
     ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            help="Budget-store dataset (unit reading) each client's queries are booked to; the per-client "
+            "budget is read back from it, so it survives restarts (default: mpc:<grid>:<window>, declared with "
+            "epsilon 100 per reading per day)."
+        ),
+    ] = None,
+    budget_store: BudgetStoreUrl = None,
 ) -> None:
     """Serve private queries over one window of an interpolated grid (privacy unit: one reading).
 
@@ -90,7 +99,7 @@ def serve(
 
     host, port = parse_hostport(listen)
     cfg = ServerConfig(alpha, epsilon, epsilon_budget, sigma2_min, sigma2_max, rho, steepness, timeout)
-    server = Server(g, cfg, host, port)
+    server = Server(g, cfg, host, port, dataset=dataset, budget_store=budget_store)
     server.log = lambda msg: typer.echo(msg, err=True)
     server.serve_forever(max_clients=max_clients)
 

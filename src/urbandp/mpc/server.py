@@ -4,11 +4,14 @@ The server holds ``mu`` and ``sigma^2`` per cell for one window, the threshold `
 the cell variances; it draws the noise of every query itself (OpenDP). Each client connection gets its own SPU
 link and runtime, absorbs the OT set-up with a dummy query, then runs any number of queries. Every query costs
 ``epsilon`` from the client's budget whether or not it is answered (the server never learns ``beta``); a query
-beyond the budget is refused with a message saying what was asked and what is left.
+beyond the budget is refused with a message saying what was asked and what is left. The budget is kept in the
+budget store (:class:`ClientBudget`), so a restart does not reset it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import socket
 import threading
 import uuid
@@ -38,6 +41,7 @@ class ServerGrid:
     mu: np.ndarray
     sigma2: np.ndarray
     window: str
+    source: str = "grid"  # the grid file's name: names the default budget-store dataset
 
     @classmethod
     def read(cls, path: Path, window: str | None) -> ServerGrid:
@@ -73,6 +77,7 @@ class ServerGrid:
             gw["mu"].to_numpy().astype(float),
             gw["sigma2"].to_numpy().astype(float),
             str(w),
+            path.stem,
         )
 
 
@@ -102,35 +107,90 @@ class ServerConfig:
 
 
 @dataclass
-class Budget:
-    """Per-client privacy odometer (DESIGN.md rule 5): refuses a query that would overspend."""
+class ClientBudget:
+    """Per-client privacy odometer kept in the budget store (DESIGN.md rule 5), so it survives restarts.
+
+    Every query is a release of the store's ``dataset`` (unit: reading) booked on the window's day with the
+    client's name in its parameters; a client's spend is the sum of its booked queries, read back from the store,
+    and the dataset's own caps bound all clients together (a new ``--client-id`` gets a fresh per-client
+    allowance, but never more than the dataset's cap). Without ``--dataset`` the server declares
+    ``mpc:<grid>:<window>`` with the sanity cap of epsilon 100 per reading per day.
+    """
 
     total: float
-    spent: dict[str, float] = field(default_factory=dict)
+    store_url: str | None
+    dataset: str
+    day: dt.date
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def spent(self, client: str) -> float:
+        from urbandp.privacy.budget_store import open_store
+
+        store = open_store(self.store_url)
+        try:
+            return math.fsum(
+                h["epsilon_sum"]
+                for h in store.history(self.dataset)
+                if h["mechanism"] == MPC_MECHANISM and h["params"].get("client") == client
+            )
+        finally:
+            store.close()
+
     def charge(self, client: str, epsilon: float) -> float:
+        """Book ``epsilon`` for ``client`` (committed at once: the answer may be revealed); returns what is left."""
+        from urbandp.privacy.loss import Loss
+        from urbandp.privacy.session import Session
+
         with self.lock:
-            used = self.spent.get(client, 0.0)
+            used = self.spent(client)
             if used + epsilon > self.total * (1 + 1e-12):
                 raise InputError(
                     f"privacy budget exhausted for client {client!r}: this query asks epsilon {epsilon:g}, "
                     f"{used:g} of {self.total:g} already spent ({max(self.total - used, 0.0):g} left)"
                 )
-            self.spent[client] = used + epsilon
-            return self.total - self.spent[client]
+            with Session(self.dataset, self.store_url, unit="reading", command_line="urbandp mpc serve") as s:
+                s.reserve(Loss.pure(epsilon), [self.day], MPC_MECHANISM, {"client": client})
+            return self.total - (used + epsilon)
+
+
+MPC_MECHANISM = "mpc-query-laplace"
+
+
+def declare_default_dataset(store_url: str | None, name: str) -> None:
+    """Declare ``name`` (unit reading, epsilon 100 per day: the sanity limit) if the store does not hold it."""
+    from urbandp.privacy.budget_store import DatasetCaps, open_store
+    from urbandp.privacy.loss import SANE_EPSILON
+
+    store = open_store(store_url)
+    try:
+        if store._caps(name) is None:
+            store.init_dataset(DatasetCaps(name, "reading", SANE_EPSILON))
+    finally:
+        store.close()
 
 
 class Server:
     def __init__(
-        self, grid: ServerGrid, config: ServerConfig, host: str, port: int, noise: NoiseSource | None = None
+        self,
+        grid: ServerGrid,
+        config: ServerConfig,
+        host: str,
+        port: int,
+        noise: NoiseSource | None = None,
+        *,
+        dataset: str | None = None,
+        budget_store: str | None = None,
     ) -> None:
         self.grid = grid
         self.config = config
         self.host = host
         self.port = port
         self.noise = noise if noise is not None else OpenDPNoise()
-        self.budget = Budget(config.epsilon_budget)
+        if dataset is None:
+            dataset = f"mpc:{grid.source}:{grid.window}"
+            declare_default_dataset(budget_store, dataset)
+        day = dt.date.fromisoformat(str(grid.window)[:10])
+        self.budget = ClientBudget(config.epsilon_budget, budget_store, dataset, day)
         self.sigma2 = clamp_sigma2(grid.sigma2, config.sigma2_min, config.sigma2_max)
         self.log: Callable[[str], None] = print
 
@@ -192,7 +252,7 @@ class Server:
                     "link": server_link,
                     "window": self.grid.window,
                     "params": self.config.public(),
-                    "epsilon_spent": self.budget.spent.get(who, 0.0),
+                    "epsilon_spent": self.budget.spent(who),
                 },
             )
             party = Party(SERVER, session, server_link, client_link, conn, self.config.timeout)

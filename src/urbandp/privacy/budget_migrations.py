@@ -45,6 +45,10 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE datasets ADD COLUMN rho_total DOUBLE PRECISION",
     ],
+    # version 3: the delta of each day's charge (approximate DP, and the conversion delta of a zCDP charge)
+    [
+        "ALTER TABLE charges ADD COLUMN delta DOUBLE PRECISION",
+    ],
 ]
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -3,8 +3,9 @@
 The store records, per dataset and privacy unit, the declared caps and every release's charge per calendar
 day. A release reserves its charges in ONE transaction before any noise is drawn (refused with what was asked
 and what is left when any day would pass a cap), commits them with the output's content hash after the outputs
-are written, releases them if the run fails with an exception, and leaves them charged if the process dies
-(kill -9): such a reservation shows as ``crashed/unconfirmed`` because its noise may have been seen.
+are written, keeps them as ``aborted after noise`` if the run fails once reserved, and leaves them charged if the
+process dies (kill -9): such a reservation shows as ``crashed/unconfirmed`` because its noise may have been seen.
+Only :class:`urbandp.privacy.session.Session` reserves and commits; this module is its storage.
 
 Composition: basic sequential composition per calendar day (Dwork and Roth 2014, Thm 3.16): the epsilons of all
 releases that touch day d add up, and must stay <= ``epsilon_per_day``. Over all days, a unit that is present on
@@ -116,21 +117,6 @@ class DatasetCaps:
                 f"a {self.unit} is in every release of the survey, whatever day it is booked on: "
                 "declare --epsilon-total (the cap that composes all of them)"
             )
-
-
-@dataclass
-class Reservation:
-    """A reservation held by a running release (see :func:`budget_reservation`)."""
-
-    id: str
-    dataset: str
-    charges: dict[dt.date, float]
-    content_hash: str | None = None
-    output_dir: Path | None = None
-
-    def set_output(self, directory: Path) -> None:
-        """Name the final release directory; its content hash is recorded when the reservation commits."""
-        self.output_dir = Path(directory)
 
 
 class BudgetStore:
@@ -362,8 +348,13 @@ class BudgetStore:
         params: Mapping[str, Any],
         command_line: str,
         rho_per_day: Mapping[dt.date, float] | None = None,
+        delta_per_day: Mapping[dt.date, float] | None = None,
     ) -> str:
-        """Reserve the charges in one transaction, or raise :class:`BudgetExceededError`; returns the id."""
+        """Reserve the charges in one transaction, or raise :class:`BudgetExceededError`; returns the id.
+
+        ``charges_per_day`` holds each day's epsilon (a zCDP charge as its converted epsilon, so an epsilon cap
+        holds against it), ``rho_per_day`` its rho, ``delta_per_day`` its delta.
+        """
         if not charges_per_day:
             raise InputError("a release must charge at least one day")
         for day, eps in charges_per_day.items():
@@ -429,8 +420,14 @@ class BudgetStore:
             )
             for day in sorted(charges_per_day):
                 self._exec(
-                    "INSERT INTO charges (release_id, day, epsilon, rho) VALUES (?, ?, ?, ?)",
-                    (rid, day.isoformat(), float(charges_per_day[day]), (rho_per_day or {}).get(day)),
+                    "INSERT INTO charges (release_id, day, epsilon, rho, delta) VALUES (?, ?, ?, ?, ?)",
+                    (
+                        rid,
+                        day.isoformat(),
+                        float(charges_per_day[day]),
+                        (rho_per_day or {}).get(day),
+                        (delta_per_day or {}).get(day),
+                    ),
                 )
         return rid
 
@@ -455,14 +452,32 @@ class BudgetStore:
         self.caps(dataset)
         rows = self._exec(
             "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
-            "r.reserved_at, r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon) "
+            "r.reserved_at, r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon), SUM(c.rho), "
+            "MAX(c.delta) "
             "FROM releases r LEFT JOIN charges c ON c.release_id = r.id WHERE r.dataset = ? "
             "GROUP BY r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
             "r.reserved_at, r.committed_at ORDER BY r.reserved_at, r.id",
             (dataset,),
         )
         out = []
-        for rid, status, mech, params, cmd, chash, host, pid, res_at, com_at, d0, d1, nd, eps in rows:
+        for (
+            rid,
+            status,
+            mech,
+            params,
+            cmd,
+            chash,
+            host,
+            pid,
+            res_at,
+            com_at,
+            d0,
+            d1,
+            nd,
+            eps,
+            rho,
+            dlt,
+        ) in rows:
             if status == STATUS_RESERVED and _is_dead(str(host), int(pid)):
                 status = STATUS_CRASHED
             out.append(
@@ -479,6 +494,8 @@ class BudgetStore:
                     "last_day": d1,
                     "days": int(nd),
                     "epsilon_sum": float(eps or 0.0),
+                    "rho_sum": None if rho is None else float(rho),
+                    "delta_per_day": None if dlt is None else float(dlt),
                 }
             )
         return out
@@ -499,11 +516,6 @@ def group_rho(days: list[tuple[float, float | None]]) -> float:
     if rhos:
         return d * d * max(rhos)
     return (d * max(e for e, _ in days)) ** 2 / 2.0
-
-
-def _published(r: Reservation) -> bool:
-    """Whether the release's outputs were written (``set_output`` called and the directory exists)."""
-    return r.output_dir is not None and Path(r.output_dir).exists()
 
 
 def _days(n: int) -> str:
@@ -540,175 +552,8 @@ def open_store(url: str | None, *, create: bool = True) -> BudgetStore:
     return BudgetStore(resolve_store_url(url), create=create)
 
 
-@contextlib.contextmanager
-def budget_reservation(
-    store_url: str | None,
-    dataset: str,
-    unit: str,
-    charges_per_day: Mapping[dt.date, float],
-    mechanism: str,
-    params: Mapping[str, Any],
-    command_line: str | None = None,
-    rho_per_day: Mapping[dt.date, float] | None = None,
-) -> Iterator[Reservation]:
-    """Reserve before noise, commit after the outputs are written; a failure keeps the charge (``aborted after
-    noise``).
-
-    Use it around the whole release, call ``r.set_output(out)`` with the final directory (its content hash
-    is computed at commit time). A process killed inside the block leaves the reservation charged; the store
-    shows it as ``crashed/unconfirmed``.
-    """
-    store = open_store(store_url)
-    try:
-        rid = store.reserve(
-            dataset,
-            unit,
-            charges_per_day,
-            mechanism,
-            params,
-            command_line if command_line is not None else _command_line(),
-            rho_per_day,
-        )
-        r = Reservation(rid, dataset, dict(charges_per_day))
-        checkpoint("before-noise")
-        try:
-            yield r
-        except BaseException:
-            if _published(r):  # the outputs are out: the charge stays, committed
-                r.content_hash = content_hash(r.output_dir)  # type: ignore[arg-type]
-                store.commit(rid, r.content_hash)
-            else:  # noise may have been drawn: the charge stays (issue 20), never refunded
-                store.abort(rid)
-            raise
-        checkpoint("before-commit")
-        r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
-        store.commit(rid, r.content_hash)
-    finally:
-        store.close()
-
-
 def days_of_window(first: dt.date, last: dt.date) -> list[dt.date]:
     """Every calendar day from ``first`` to ``last`` inclusive."""
     if last < first:
         raise InputError(f"window ends ({last}) before it starts ({first})")
     return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
-
-
-@contextlib.contextmanager
-def release_budget(
-    dataset: str | None,
-    store_url: str | None,
-    unit: str,
-    first_day: dt.date | str,
-    last_day: dt.date | str,
-    epsilon_per_day: float,
-    mechanism: str,
-    params: Mapping[str, Any] | None = None,
-) -> Iterator[Reservation | None]:
-    """What a release command wraps around its charged part: no-op without ``--dataset``.
-
-    Charges ``epsilon_per_day`` on every calendar day of ``first_day..last_day`` (the release's window): under
-    a per-day unit (vehicle-day, card-day) that is the epsilon each unit-day receives.
-    """
-    if dataset is None:
-        yield None
-        return
-    d0 = dt.date.fromisoformat(str(first_day)[:10])
-    d1 = dt.date.fromisoformat(str(last_day)[:10])
-    charges = dict.fromkeys(days_of_window(d0, d1), float(epsilon_per_day))
-    with budget_reservation(store_url, dataset, unit, charges, mechanism, params or {}) as r:
-        yield r
-
-
-class PendingRelease:
-    """The budget of one release whose charge is known only part-way through it, but always before any noise.
-
-    Made by :func:`pending_release`. The release calls :meth:`reserve` (or :meth:`reserve_window`) once the charge
-    is known, from public parameters and the window, and before any noise is drawn; without ``--dataset``
-    (``dataset`` None) that call does nothing. :meth:`set_output` names the written directory.
-    """
-
-    def __init__(self, store_url: str | None, dataset: str | None) -> None:
-        self.store_url = store_url
-        self.dataset = dataset
-        self.reservation: Reservation | None = None
-        self._store: BudgetStore | None = None
-
-    def reserve(
-        self,
-        unit: str,
-        charges_per_day: Mapping[dt.date, float],
-        mechanism: str,
-        params: Mapping[str, Any],
-        rho_per_day: Mapping[dt.date, float] | None = None,
-    ) -> Reservation | None:
-        """Reserve the charges in one transaction (BudgetExceededError when a cap would be passed)."""
-        if self.dataset is None:
-            return None
-        if self.reservation is not None:
-            raise RuntimeError("a release reserves its budget once")
-        self._store = open_store(self.store_url)
-        rid = self._store.reserve(
-            self.dataset, unit, charges_per_day, mechanism, params, _command_line(), rho_per_day
-        )
-        self.reservation = Reservation(rid, self.dataset, dict(charges_per_day))
-        checkpoint("before-noise")
-        return self.reservation
-
-    def reserve_window(
-        self,
-        unit: str,
-        first_day: dt.date | str,
-        last_day: dt.date | str,
-        epsilon_per_day: float,
-        mechanism: str,
-        params: Mapping[str, Any],
-        rho_per_day: float | None = None,
-    ) -> Reservation | None:
-        """Charge ``epsilon_per_day`` (and ``rho_per_day``) on every calendar day of ``first_day..last_day``."""
-        if self.dataset is None:
-            return None
-        d0 = dt.date.fromisoformat(str(first_day)[:10])
-        d1 = dt.date.fromisoformat(str(last_day)[:10])
-        days = days_of_window(d0, d1)
-        rho = None if rho_per_day is None else dict.fromkeys(days, float(rho_per_day))
-        return self.reserve(unit, dict.fromkeys(days, float(epsilon_per_day)), mechanism, params, rho)
-
-    def set_output(self, directory: Path) -> None:
-        """Name the final release directory; its content hash is recorded when the reservation commits."""
-        if self.reservation is not None:
-            self.reservation.set_output(directory)
-
-    def _finish(self, ok: bool) -> None:
-        store, r = self._store, self.reservation
-        if store is None or r is None:
-            return
-        try:
-            if ok or _published(r):  # a failure after the outputs were written still commits: they are out
-                if ok:
-                    checkpoint("before-commit")
-                r.content_hash = content_hash(r.output_dir) if r.output_dir is not None else None
-                store.commit(r.id, r.content_hash)
-            else:  # failed after the reservation, i.e. once noise may have been drawn: never refunded
-                store.abort(r.id)
-        finally:
-            store.close()
-
-
-@contextlib.contextmanager
-def pending_release(store_url: str | None, dataset: str | None) -> Iterator[PendingRelease]:
-    """Wrap a whole release whose charge becomes known inside it (e.g. a window derived from the data).
-
-    Inside the block the release calls ``budget.reserve...`` right before its first sampler. On a normal exit a
-    held reservation is committed with the output's content hash. On an exception it stays charged as
-    ``aborted after noise`` (issue 20: noise may already have been drawn, and shown; a refund would let it be
-    averaged away for free); a refusal before the reservation charges nothing. A process killed inside the block
-    leaves it charged (``crashed/unconfirmed``).
-    """
-    budget = PendingRelease(store_url, dataset)
-    try:
-        yield budget
-    except BaseException:
-        budget._finish(ok=False)
-        raise
-    budget._finish(ok=True)

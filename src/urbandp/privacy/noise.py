@@ -188,14 +188,13 @@ def laplace_epsilon(sensitivity: float, scale: float) -> float:
 
 
 def laplace_scale(sensitivity: float, epsilon: float) -> float:
-    """Smallest Laplace scale ``b`` whose OpenDP privacy map gives at most ``epsilon`` at ``sensitivity``."""
+    """Smallest Laplace scale ``b`` whose OpenDP privacy map gives at most ``epsilon`` at ``sensitivity``
+    (:func:`urbandp.privacy.mechanisms.calibrate`, OpenDP's ``binary_search_param``)."""
     if epsilon <= 0 or not np.isfinite(epsilon):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
-    b = float(sensitivity) / float(epsilon)
-    # OpenDP rounds the map outward; nudge up until the map is within budget.
-    while laplace_epsilon(sensitivity, b) > epsilon:
-        b = np.nextafter(b, np.inf)
-    return b
+    from urbandp.privacy.mechanisms import calibrate
+
+    return calibrate("laplace", float(sensitivity), float(epsilon)).scale
 
 
 def gaussian_rho(sensitivity: float, scale: float) -> float:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from urbandp.cli_options import Overwrite
+from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.errors import InputError, cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -343,16 +343,8 @@ def dp_map(
         str | None,
         typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
     ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option(help="Charge this dataset in the budget store (default: no store is charged)."),
-    ] = None,
-    budget_store: Annotated[
-        str | None,
-        typer.Option(
-            help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
-        ),
-    ] = None,
+    dataset: Dataset = None,
+    budget_store: BudgetStoreUrl = None,
     start: Annotated[
         str | None,
         typer.Option(
@@ -365,6 +357,14 @@ def dp_map(
             help="Public end of the window, exclusive; a date includes that day (default: the last reading, not DP)."
         ),
     ] = None,
+    delta: Annotated[
+        float,
+        typer.Option(
+            help="Delta of the optimal composition of a window's cells (Kairouz, Oh, Viswanath): the map is "
+            "(epsilon, delta)-DP with epsilon far below cells x epsilon; 0 gives the basic sum at delta 0."
+        ),
+    ] = 1e-6,
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
     overwrite: Overwrite = False,
 ) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
@@ -400,14 +400,17 @@ def dp_map(
         budget_store=budget_store,
         start=start,
         end=end,
+        delta=delta,
+        allow_meaningless_epsilon=allow_meaningless_epsilon,
     )
     privacy = run_dp_map(opts)
     if opts.calibration == "paper":
         cost = "epsilon: none (paper calibration: NOT differentially private)"
     else:
         cost = (
-            f"epsilon per cell {epsilon:g} (per reading / window map {privacy['epsilon_per_window_map']:.6g}; "
-            f"vehicle in every window {privacy['epsilon_vehicle_upper_bound']:.6g})"
+            f"epsilon per cell {epsilon:g} (per reading / window map {privacy['epsilon_per_window_map']:.6g} at "
+            f"delta {privacy['delta_per_reading']:.2g}; vehicle in every window "
+            f"{privacy['epsilon_vehicle_upper_bound']:.6g})"
         )
     label = privacy["dp_label"]
     print(

@@ -59,6 +59,8 @@ class DpMapOptions:
     budget_store: str | None = None
     start: str | None = None
     end: str | None = None
+    delta: float = 1e-6
+    allow_meaningless_epsilon: bool = False
 
     def __post_init__(self) -> None:
         from urbandp.sensing.bounded_laplace import CALIBRATIONS
@@ -152,9 +154,9 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
     """Run the release (see the module docstring); returns privacy.json's content."""
     import polars as pl
 
-    from urbandp.privacy.budget_store import release_budget
-    from urbandp.privacy.noise import OpenDPNoise
+    from urbandp.privacy.loss import Loss, check_delta, meaningless_reasons
     from urbandp.privacy.rounding import round_to_precision
+    from urbandp.privacy.session import Session, days_between
     from urbandp.reports.outputs import atomic_output_dir, check_output_path, owner_dir_for, write_json
     from urbandp.sensing.bounded_laplace import check_meaningful
     from urbandp.sensing.dp_map import (
@@ -169,6 +171,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
     from urbandp.sensing.readings import read_readings
 
     check_output_path(o.out)
+    check_delta(o.delta, "--delta")
     hi = o.sensitivity if o.upper is None else o.upper
     for e in (o.epsilon, *o.utility_epsilons):  # same floor for the utility curve (closed form breaks below)
         try:
@@ -202,8 +205,8 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
             raise InputError(f"grid of {grid.n_cells} cells is too large; use a larger --cell-metres")
         plan = None
         if o.calibration != "paper":
-            plan = plan_dp_map(len(windows), grid.n_cells, o.epsilon, o.sensitivity, o.upper)
-            plan.check(o.budget)  # before any noise: over budget, meaningless noise or unbounded work
+            plan = plan_dp_map(len(windows), grid.n_cells, o.epsilon, o.sensitivity, o.upper, o.delta)
+            plan.check()  # before any noise: meaningless noise or unbounded work
         elif len(readings) < o.min_readings:
             raise InputError(
                 f"the paper's calibration releases only fitted windows; none has {o.min_readings} readings "
@@ -221,22 +224,26 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
             not_dp.append(
                 "paper calibration: b = Delta/epsilon with the upper bound taken from the data (no finite epsilon)"
             )
+        if plan is not None:
+            not_dp += meaningless_reasons(
+                plan.loss_per_reading(), None, per="reading", allow=o.allow_meaningless_epsilon
+            )
         days = sorted({str(w)[:10] for w in windows})
+        cap = None if o.budget is None else Loss.approx_dp(o.budget, 1.0)
         with (
-            release_budget(
-                o.dataset,
-                o.budget_store,
-                "reading",
-                days[0],
-                days[-1],
-                plan.epsilon_per_window_map if plan is not None else 0.0,
-                "sensing-dp-map",
-                {"epsilon_cell": o.epsilon, "cells": grid.n_cells, "windows": len(windows)},
-            ) as reservation,  # reserved before any noise; kept (aborted after noise) if anything below fails
+            Session(o.dataset, o.budget_store, unit="reading", out=o.out, cap=cap) as session,
             atomic_output_dir(o.out) as d,
         ):
+            session.refuse_not_dp(not_dp)
+            session.reserve(  # before any noise; kept (aborted after noise) if anything below fails
+                plan.loss_per_reading() if plan is not None else Loss(),
+                days_between(days[0], days[-1]),
+                "sensing-dp-map",
+                {"epsilon_cell": o.epsilon, "cells": grid.n_cells, "windows": len(windows)},
+                cap_on=plan.loss_total() if plan is not None else Loss(),
+            )
             shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
-            noise = OpenDPNoise()
+            noise = session.noise
             with blas_threads_limit(), _progress() as bar:
                 fit_task = bar.add_task("GP per window", total=None)
                 fitted = fit_for_release(
@@ -263,7 +270,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
                     o.window_minutes,
                     o.kernel,
                     o.min_readings,
-                    o.budget,
+                    None,  # the cap (--budget) was checked by the session, on the whole map, before any noise
                     fitted=fitted,
                     progress=lambda i, n: bar.update(noise_task, completed=i, total=n),
                     windows=windows if o.calibration != "paper" else None,
@@ -274,8 +281,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
                 str(owner / name): why for name, why in _OWNER_FILES.items() if (d.owner / name).exists()
             }
             write_json(d.release / "privacy.json", privacy)
-            if reservation is not None:
-                reservation.set_output(o.out)
+            session.set_output(o.out)
     return privacy
 
 
@@ -349,6 +355,9 @@ def _write(o, d, rel, grid, fitted, rows, not_dp, plan, round_to_precision, pl):
             w.fitted.reading_xy_km if w.fitted is not None else None,
         )
     privacy: dict[str, Any] = dict(rel.privacy)
+    if plan is not None:
+        privacy.update(plan.to_json())
+        privacy["epsilon_budget"] = o.budget
     if not_dp:
         privacy["differentially_private"] = False
     privacy["not_dp_reasons"] = not_dp

@@ -36,19 +36,20 @@ MAX_ESCAPE_GRID = 10_000
 
 
 def _ledger(budget: float | None, name: str, epsilon: float, unit: str, mechanism: str) -> dict[str, object]:
+    """privacy.json's ledger: the one entry of this release (the cap was checked by the session, before noise)."""
     from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 
-    ledger = PrivacyLedger(budget_epsilon=budget)
-    ledger.charge(
+    ledger = PrivacyLedger()
+    ledger.entries.append(
         LedgerEntry(name=name, epsilon=epsilon, unit=unit, neighbouring="replace-one", mechanism=mechanism)
     )
-    return ledger.to_dict()
+    return {**ledger.to_dict(), "budget_epsilon": budget}
 
 
 # --- budget store (--dataset): one reservation per command, see docs/budget.md ----------------------------------
 
 F = TypeVar("F", bound=Callable[..., Any])
-_BUDGET: contextvars.ContextVar[tuple[Any, dt.date | None]] = contextvars.ContextVar("survey_budget")
+_SESSION: contextvars.ContextVar[tuple[Any, dt.date]] = contextvars.ContextVar("survey_session")
 DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget; needs --survey-date (default: no store is charged)."
 STORE_HELP = "Budget store path or postgresql:// URL (default $URBANDP_BUDGET_STORE)."
 SURVEY_DATE_HELP = (
@@ -58,13 +59,14 @@ SURVEY_DATE_HELP = (
 
 
 def _charged(fn: F) -> F:
-    """Run the command inside the budget store's reservation life cycle (no-op without ``--dataset``).
+    """Run the command inside its :class:`~urbandp.privacy.session.Session` (the one budget owner).
 
-    The command calls :func:`_reserve` once its epsilon is known and before any noise, and :func:`_published`
-    after writing. Normal exit commits the reservation with the output's hash; an exception gives it back.
+    The command calls :func:`_reserve` once its epsilon is known and before any noise, :func:`_published` after
+    writing, and :func:`_say` for what it prints (shown only once the charge is committed). ``--budget-epsilon``
+    is the session's cap, checked at the reservation, before any noise.
     """
-    from urbandp.privacy.budget_store import pending_release
-    from urbandp.reports.outputs import check_output_path
+    from urbandp.privacy.loss import Loss
+    from urbandp.privacy.session import Session
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -74,7 +76,7 @@ def _charged(fn: F) -> F:
             raise InputError(
                 f"--budget-epsilon must be a number above 0 (the cap on this release), got {cap:g}"
             )
-        day = None
+        day = dt.date.today()  # booked nowhere without --dataset
         if dataset is not None:
             if day_text is None:
                 raise InputError(
@@ -84,34 +86,41 @@ def _charged(fn: F) -> F:
                 day = dt.date.fromisoformat(day_text)
             except ValueError:
                 raise InputError(f"--survey-date must be a date YYYY-MM-DD, got '{day_text}'") from None
-        check_output_path(kwargs["out"])  # before any reading or budget: the folder may be replaced
-        with pending_release(kwargs.get("budget_store"), dataset) as budget:
-            token = _BUDGET.set((budget, day))
+        limit = None if cap is None else Loss.pure(cap)
+        unit = "trip" if fn.__name__ in ("od_randomize", "perturb_trajectories") else "respondent"
+        with Session(dataset, kwargs.get("budget_store"), unit=unit, out=kwargs["out"], cap=limit) as session:
+            token = _SESSION.set((session, day))
             try:
                 return fn(*args, **kwargs)
             finally:
-                _BUDGET.reset(token)
+                _SESSION.reset(token)
 
     return wrapper  # type: ignore[return-value]
 
 
 def _reserve(unit: str, epsilon: float, mechanism: str, params: dict[str, object]) -> None:
-    """Reserve ``epsilon`` per ``unit`` on --survey-date (refused when a cap would pass); before any noise."""
-    budget, day = _BUDGET.get()
-    if budget.dataset is not None:
-        budget.reserve(unit, {day: float(epsilon)}, mechanism, params)
+    """Reserve ``epsilon`` per ``unit`` on --survey-date (refused over the cap or the store's); before any noise."""
+    from urbandp.privacy.loss import Loss
+
+    session, day = _SESSION.get()
+    session.unit = unit
+    session.reserve(Loss.pure(epsilon), [day], mechanism, params)
+    session.mark_drawn()  # the survey samplers (OpenDP bits, OS CSPRNG) run right after
 
 
 def _not_chargeable(why: str) -> None:
     """Refuse --dataset for a release whose privacy loss is not bounded (not DP): a budget cannot hold it."""
-    budget, _ = _BUDGET.get()
-    if budget.dataset is not None:
-        raise InputError(f"--dataset: {why}; it is not DP and cannot be charged to a budget")
+    _SESSION.get()[0].refuse_not_dp([why])
 
 
 def _published(out: Path) -> None:
-    """The outputs are written: their content hash is recorded when the reservation commits."""
-    _BUDGET.get()[0].set_output(out)
+    """The outputs are written: their content hash is recorded when the charge commits."""
+    _SESSION.get()[0].set_output(out)
+
+
+def _say(text: str) -> None:
+    """Print ``text`` once the charge is committed (it may hold values derived from noise)."""
+    _SESSION.get()[0].say(text)
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -185,7 +194,9 @@ def randomize(
     declared = declared_categories(categories, categories_file, within)
     frame = read_table(input, separator)
     require_columns(frame, input, column, *([within] if within else []))
-    checked = validate(frame, column, declared, within, read_aliases(aliases))
+    checked = validate(frame, column, declared, within, read_aliases(aliases), keep_off_list=True)
+    filled = checked.filled if checked.filled is not None else np.zeros(checked.codes.size, dtype=bool)
+    checked.codes[filled] = 0  # replaced below by a uniform draw over the row's declared list
     if checked.good.height == 0:
         raise InputError(
             f"no row of {input} has a value in the declared list (all {frame.height} quarantined)"
@@ -194,7 +205,8 @@ def randomize(
     lists = {i: len(declared.lists[g]) for i, g in enumerate(names)}
     not_dp = [
         "columns other than --column are copied unchanged and are not protected",
-        "rows whose value is missing or outside the declared list are quarantined (owner only), not released",
+        "rows whose --within group is missing or not declared are quarantined (owner only), not released: the "
+        "group column is published unchanged, so such a row's absence reveals only that unprotected group",
     ]
     if method == "report-replacement":
         if p is None or not 0 <= p < 1:
@@ -245,6 +257,10 @@ def randomize(
             )
     else:
         raise InputError(f"--method must be 'krr' or 'report-replacement', got {method!r}")
+    for g in np.unique(checked.groups[filled]):  # off-list or missing answers: a uniform draw, as OpenDP's RR
+        rows = filled & (checked.groups == g)
+        k = lists[int(g)]
+        new[rows] = rr.randomize_codes(np.zeros(int(rows.sum()), dtype=np.int64), k, 1.0 / k, source)
     values = decode(declared, checked.groups, new)
     released = checked.good.with_columns(pl.Series(column, values.tolist(), dtype=pl.String))
     with atomic_output_dir(out) as d:
@@ -261,7 +277,8 @@ def randomize(
             {
                 "command": command_line(),
                 "unit": "respondent",
-                "neighbouring": "replace-one (one respondent's answer)",
+                "neighbouring": "replace-one (one respondent's answer, any value: an answer that is missing or "
+                "off the declared list is released as a uniform draw over the list, so no row is dropped for it)",
                 "column": column,
                 "within": within,
                 "declared_categories": declared.lists,
@@ -283,7 +300,7 @@ def randomize(
             },
         )
     _published(out)
-    typer.echo(
+    _say(
         f"randomized {released.height:,} rows (epsilon {eps:.6g}, {mechanism}); "
         f"quarantined {checked.quarantine.height:,} -> {out}"
     )
@@ -485,7 +502,7 @@ def perturb_points(
             },
         )
     _published(out)
-    typer.echo(
+    _say(
         f"perturbed {n:,} points ({cost['mechanism']}, epsilon {eps_budget:.4g} at {budget_metres:g} m); "
         f"quarantined {int((~ok).sum()):,} -> {out}"
     )
@@ -713,7 +730,7 @@ def od_randomize(
             },
         )
     _published(out)
-    typer.echo(
+    _say(
         f"randomized {released.height:,} trips over {nb} blocks ({method}, epsilon "
         f"{'not DP' if eps is None else f'{eps:.4g}'}); quarantined {bad.height:,} -> {out}"
     )
@@ -854,7 +871,7 @@ def perturb_trajectories(
                 ],
             },
         )
-    typer.echo(
+    _say(
         f"quarantined {len(skipped)} trips; perturbed {len(pieces)} trips, {released.height:,} points (epsilon per point "
         f"{costs['per_point']:.4g}, largest trip {worst:.4g}) -> {out}"
     )

@@ -10,15 +10,18 @@ import sys
 from pathlib import Path
 
 from urbandp.errors import BudgetExceededError, InputError
-from urbandp.privacy.budget_store import budget_reservation, checkpoint
+from urbandp.privacy.budget_store import checkpoint
+from urbandp.privacy.loss import Loss
+from urbandp.privacy.session import Session
 from urbandp.reports.outputs import atomic_output_dir
 
 
 def main() -> int:
     store, eps, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
-    days = {dt.date(2024, 3, 4) + dt.timedelta(days=i): eps for i in range(3)}
+    days = [dt.date(2024, 3, 4) + dt.timedelta(days=i) for i in range(3)]
     try:
-        with budget_reservation(store, "bus", "vehicle-day", days, "laplace", {"eps": eps}, "worker") as r:
+        with Session("bus", store, unit="vehicle-day", command_line="worker") as r:
+            r.reserve(Loss.pure(eps), days, "laplace", {"eps": eps})
             checkpoint("after-noise")
             with atomic_output_dir(out) as d:
                 (d.release / "part1.csv").write_text("cell,count\na,1\n")

@@ -13,9 +13,10 @@ from urbandp.privacy.budget_store import (
     STATUS_COMMITTED,
     BudgetStore,
     DatasetCaps,
-    budget_reservation,
     days_of_window,
 )
+from urbandp.privacy.loss import Loss
+from urbandp.privacy.session import Session
 
 D0 = dt.date(2024, 3, 4)
 
@@ -29,8 +30,8 @@ def _store(tmp_path: Path, per_day: float = 1.0, total: float | None = None) -> 
 
 
 def _charge(url: str, eps: float, days: list[dt.date]) -> None:
-    with budget_reservation(url, "bus", "vehicle-day", dict.fromkeys(days, eps), "laplace", {"b": 1}, "cmd"):
-        pass
+    with Session("bus", url, unit="vehicle-day", command_line="cmd") as s:
+        s.reserve(Loss.pure(eps), days, "laplace", {"b": 1})
 
 
 def test_per_day_cap_refuses_with_asked_and_left(tmp_path: Path) -> None:
@@ -59,23 +60,21 @@ def test_total_cap(tmp_path: Path) -> None:
 def test_failed_run_stays_charged_and_success_records_hash(tmp_path: Path) -> None:
     """A failure after the reservation (right before the first sampler) is never refunded (issue 20)."""
     url = _store(tmp_path)
-    with (
-        pytest.raises(RuntimeError),
-        budget_reservation(url, "bus", "vehicle-day", {D0: 0.5}, "laplace", {}, "c"),
-    ):
+    with pytest.raises(RuntimeError), Session("bus", url, unit="vehicle-day") as s:
+        s.reserve(Loss.pure(0.5), [D0], "laplace")
         raise RuntimeError("boom")
     out = tmp_path / "rel"
     out.mkdir()
     (out / "a.csv").write_text("x\n1\n")
-    with budget_reservation(
-        url, "bus", "vehicle-day", {D0: 0.5}, "laplace", {"b": 2.0}, "urbandp release"
-    ) as r:
-        r.set_output(out)
+    with Session("bus", url, unit="vehicle-day", command_line="urbandp release") as s:
+        s.reserve(Loss.pure(0.5), [D0], "laplace", {"b": 2.0})
+        s.set_output(out)
     aborted, h = BudgetStore(url).history("bus")
     assert aborted["status"] == STATUS_ABORTED
     assert BudgetStore(url).spend_per_day("bus")[D0.isoformat()][0] == 1.0
     assert h["status"] == STATUS_COMMITTED
-    assert h["params"] == {"b": 2.0}
+    assert h["params"]["b"] == 2.0
+    assert h["params"]["loss_per_day"]["kind"] == "pure"
     assert h["content_hash"] is not None and len(h["content_hash"]) == 64
 
 
@@ -100,8 +99,8 @@ def test_bad_input(tmp_path: Path) -> None:
 
 
 def _charge_ds(url: str, ds: str, unit: str) -> None:
-    with budget_reservation(url, ds, unit, {D0: 0.1}, "laplace", {}, "c"):
-        pass
+    with Session(ds, url, unit=unit) as s:
+        s.reserve(Loss.pure(0.1), [D0], "laplace")
 
 
 def test_schema_is_versioned_and_a_newer_store_is_refused(tmp_path: Path) -> None:
@@ -177,26 +176,18 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
 def test_a_failure_after_the_outputs_are_written_still_commits(tmp_path: Path) -> None:
     """Once set_output names a written directory, an error (a broken pipe while printing the summary) commits the
     charge; before that, a failure keeps it as aborted after noise (never refunded)."""
-    from urbandp.privacy.budget_store import pending_release
-
     url = _store(tmp_path)
     out = tmp_path / "rel"
     out.mkdir()
     (out / "a.csv").write_text("x\n1\n")
-    for form in ("pending", "reservation"):
-        with pytest.raises(BrokenPipeError):
-            if form == "pending":
-                with pending_release(url, "bus") as budget:
-                    budget.reserve("vehicle-day", {D0: 0.25}, "laplace", {})
-                    budget.set_output(out)
-                    raise BrokenPipeError
-            else:
-                with budget_reservation(url, "bus", "vehicle-day", {D0: 0.25}, "laplace", {}, "c") as r:
-                    r.set_output(out)
-                    raise BrokenPipeError
-    with pytest.raises(RuntimeError), pending_release(url, "bus") as budget:
-        budget.reserve("vehicle-day", {D0: 0.25}, "laplace", {})
-        budget.set_output(tmp_path / "never-written")
+    for _ in range(2):
+        with pytest.raises(BrokenPipeError), Session("bus", url, unit="vehicle-day") as s:
+            s.reserve(Loss.pure(0.25), [D0], "laplace")
+            s.set_output(out)
+            raise BrokenPipeError
+    with pytest.raises(RuntimeError), Session("bus", url, unit="vehicle-day") as s:
+        s.reserve(Loss.pure(0.25), [D0], "laplace")
+        s.set_output(tmp_path / "never-written")
         raise RuntimeError("failed before the rename")
     s = BudgetStore(url)
     assert [h["status"] for h in s.history("bus")] == [STATUS_COMMITTED, STATUS_COMMITTED, STATUS_ABORTED]

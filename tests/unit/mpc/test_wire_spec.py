@@ -15,7 +15,7 @@ import pytest
 from urbandp.errors import InputError
 from urbandp.mpc import wire
 from urbandp.mpc.client import cells_on_route, parse_hostport, route_points
-from urbandp.mpc.server import Budget
+from urbandp.mpc.server import ClientBudget, declare_default_dataset
 from urbandp.mpc.spec import FXP_FRACTION_BITS, SLACK_RELATIVE, SLACK_UNITS, QuerySpec, draw_noise
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon, laplace_scale
 
@@ -111,13 +111,26 @@ def test_noise_is_on_the_lattice_and_epsilon_from_opendp() -> None:
     assert abs(value) < 40 * 160
 
 
-def test_budget_refuses_beyond_total() -> None:
-    b = Budget(1.0)
+def test_budget_refuses_beyond_total_and_survives_a_restart(tmp_path: Path) -> None:
+    """Issue 20 defect 5: the per-client budget is kept in the budget store, so a new server (a restart) reads
+    what each client already spent; the dataset's cap bounds all clients together."""
+    import datetime as dt
+
+    from urbandp.privacy.budget_store import BudgetStore
+
+    store = str(tmp_path / "b.sqlite")
+    declare_default_dataset(store, "mpc:grid:w")
+    day = dt.date(2023, 10, 9)
+    b = ClientBudget(1.0, store, "mpc:grid:w", day)
     assert b.charge("a", 0.4) == pytest.approx(0.6)
-    assert b.charge("a", 0.4) == pytest.approx(0.2)
+    restarted = ClientBudget(1.0, store, "mpc:grid:w", day)
+    assert restarted.spent("a") == pytest.approx(0.4)
+    assert restarted.charge("a", 0.4) == pytest.approx(0.2)
     with pytest.raises(InputError, match=r"asks epsilon 0.4, 0.8 of 1 already spent \(0.2 left\)"):
-        b.charge("a", 0.4)
-    assert b.charge("b", 1.0) == 0.0  # per client
+        restarted.charge("a", 0.4)
+    assert restarted.charge("b", 1.0) == 0.0  # per client
+    assert BudgetStore(store).spend_per_day("mpc:grid:w")["2023-10-09"][0] == pytest.approx(1.8)
+    assert BudgetStore(store).caps("mpc:grid:w").epsilon_per_day == 100.0
 
 
 def test_route_to_cells(tmp_path: Path) -> None:

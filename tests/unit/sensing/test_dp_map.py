@@ -91,9 +91,11 @@ def test_plan_prices_the_release_before_noise() -> None:
     assert plan.epsilon_per_window_map == pytest.approx(8.45, rel=1e-9)
     assert plan.epsilon_total == pytest.approx(25.35, rel=1e-9)
     assert plan.acceptance_min == pytest.approx((1 - math.exp(-1 / plan.scale)) / 2, rel=1e-12)
-    plan.check(budget_epsilon=25.35)
-    with pytest.raises(InputError, match="privacy budget exceeded"):
-        plan.check(budget_epsilon=25.0)
+    plan.check()  # meaningful noise, bounded work (the cap is the session's: tests/unit/privacy)
+    tight = plan_dp_map(3, 169, 0.05, delta=1e-6)  # 169 cells of 0.05 composed optimally at 1e-6
+    assert tight.epsilon_per_window_map < 8.45 and tight.basic_per_window_map == pytest.approx(8.45)
+    assert tight.loss_per_reading().delta == 1e-6
+    assert tight.epsilon_replace_one < 2 * tight.epsilon_per_window_map
 
 
 @pytest.mark.parametrize("epsilon", [1e-300, 1e-6, 1e-3])

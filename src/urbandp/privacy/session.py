@@ -1,0 +1,286 @@
+"""The one owner of a release's privacy budget, in every wing: plan -> reserve -> measure -> commit.
+
+DESIGN.md privacy rules 2 and 5. The pattern is OpenDP's compositor (the loss is fixed before ``release()``) and
+Tumult Analytics' ``Session``; the code is ours. A command opens one :class:`Session` around its whole run::
+
+    with Session(dataset, store_url, unit="vehicle-day", out=out, cap=Loss.pure(budget_epsilon)) as session:
+        session.refuse_not_dp(reasons)            # a release labelled NOT DP never books DP spend
+        session.reserve(loss_per_day, days, "fleet-hat-laplace", params)   # the ONE place budget is reserved
+        noisy = mechanism.draw(values, session.noise)                      # the ONE source of noise
+        ...write the outputs...
+        session.set_output(out)
+        session.say("summary")                    # printed only once the charge is committed
+    # here: committed with the output's sha256 (the ONE place budget is committed)
+
+Rules the session enforces:
+
+* the output path is checked before anything is reserved (:func:`urbandp.reports.outputs.check_output_path`);
+* the whole loss is reserved in the store (``--dataset``) and checked against the run's own cap
+  (``--budget-epsilon``) before the first sampler runs; drawing from :attr:`Session.noise` before
+  :meth:`Session.reserve` is a programming error and raises;
+* once reserved, the charge is never refunded: a failed write or a refusal after noise commits it as
+  ``aborted after noise`` (a refund would let fresh noise be averaged away for free);
+* nothing passed to :meth:`Session.say` is printed unless the charge was committed, so no value derived from
+  noise is shown by a run that is not charged;
+* a release with ``not_dp_reasons`` is refused with ``--dataset`` (:meth:`Session.refuse_not_dp`).
+
+A zCDP loss is booked in the store as rho and as its (epsilon, delta) at the release's conversion delta, so an
+epsilon cap holds against it (issue 20: rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from urbandp.errors import BudgetExceededError, InputError
+from urbandp.privacy.loss import Loss
+from urbandp.privacy.noise import NoiseSource, OpenDPNoise
+
+TOL = 1e-12
+
+
+class NoiseBeforeReservation(RuntimeError):
+    """A sampler was called before the session reserved its budget (a bug in the release, never the user's)."""
+
+
+class Session:
+    """A release's privacy budget: split, reserve before noise, measure, commit (see the module docstring).
+
+    ``dataset`` None: no store is charged (the reservation still gates the noise and the local ``cap``).
+    ``cap``: the run's own limit (``--budget-epsilon``/``--budget``), checked on the reserved window total.
+    ``conversion_delta``: the delta at which a zCDP loss is stated (and booked) as (epsilon, delta).
+    """
+
+    def __init__(
+        self,
+        dataset: str | None,
+        store_url: str | None,
+        *,
+        unit: str,
+        out: Path | None = None,
+        cap: Loss | None = None,
+        conversion_delta: float | None = None,
+        noise: NoiseSource | None = None,
+        command_line: str | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.store_url = store_url
+        self.unit = unit
+        self.out = out
+        self.cap = cap
+        self.conversion_delta = conversion_delta
+        self.command_line = command_line
+        self.loss_per_day: Loss | None = None
+        self.days: list[dt.date] = []
+        self.reserved = False
+        self.noise_drawn = False
+        self.release_id: str | None = None
+        self.status: str | None = None
+        self._output: Path | None = None
+        self._store: Any = None
+        self._held: list[Callable[[], None]] = []
+        self._source = noise if noise is not None else OpenDPNoise()
+        if out is not None:
+            from urbandp.reports.outputs import check_output_path
+
+            check_output_path(out)  # before anything is reserved: the folder may be replaced
+
+    # -- plan --------------------------------------------------------------------------------------------------
+    @staticmethod
+    def split(total: Loss, weights: Mapping[str, float]) -> dict[str, Loss]:
+        """Share ``total`` between named steps in proportion to ``weights`` (PipelineDP's ``scope(weight)``)."""
+        w = {k: float(v) for k, v in weights.items()}
+        if not w or any(not (v > 0 and math.isfinite(v)) for v in w.values()):
+            raise ValueError(f"weights must be finite and > 0, got {weights}")
+        s = math.fsum(w.values())
+        return {k: Loss(total.epsilon * v / s, total.delta * v / s, total.rho * v / s) for k, v in w.items()}
+
+    def refuse_not_dp(self, reasons: Sequence[str]) -> None:
+        """With ``--dataset``, refuse a release that is labelled NOT DP: it cannot be booked as DP spend."""
+        if self.dataset is not None and reasons:
+            raise InputError(
+                f"--dataset: this release is NOT differentially private ({'; '.join(reasons)}); it cannot be "
+                "charged to a budget as DP spend"
+            )
+
+    # -- reserve -----------------------------------------------------------------------------------------------
+    def window_loss(self) -> Loss:
+        """The reserved loss summed over the reserved days (what a unit present on every day pays)."""
+        if self.loss_per_day is None:
+            return Loss()
+        return self.loss_per_day.times(len(self.days))
+
+    def approx_per_day(self) -> tuple[float, float]:
+        """The reserved per-day loss as (epsilon, delta): rho converted at the conversion delta."""
+        assert self.loss_per_day is not None
+        eps, delta, why = self.loss_per_day.approx(self.conversion_delta)
+        if eps is None or delta is None:
+            raise InputError(f"the privacy loss cannot be stated: {why}")
+        return eps, delta
+
+    def reserve(
+        self,
+        loss_per_day: Loss,
+        days: Sequence[dt.date],
+        mechanism: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        cap_on: str | Loss = "window",
+    ) -> None:
+        """Reserve ``loss_per_day`` on each of ``days``: the run's cap, then the store, in one step, before noise.
+
+        ``cap_on``: ``window`` checks the cap against the loss summed over ``days``; ``day`` against one day's; a
+        :class:`Loss` against that loss (a bound the release computed itself, e.g. a tight composition).
+        """
+        if self.reserved:
+            raise RuntimeError("a session reserves its budget once")
+        if not days:
+            raise InputError("a release must charge at least one day")
+        self.loss_per_day = loss_per_day
+        self.days = sorted(set(days))
+        eps_day, delta_day = self.approx_per_day()
+        if self.cap is not None:
+            if isinstance(cap_on, Loss):
+                asked = cap_on
+            else:
+                asked = self.window_loss() if cap_on == "window" else loss_per_day
+            a_eps, a_delta, _ = asked.approx(self.conversion_delta)
+            assert a_eps is not None and a_delta is not None
+            if a_eps > self.cap.epsilon * (1 + TOL) or a_delta > self.cap.delta + TOL:
+                raise BudgetExceededError(
+                    f"privacy budget exceeded: this release costs epsilon {a_eps:.6g}, delta {a_delta:.3g}; "
+                    f"the cap is epsilon {self.cap.epsilon:.6g}, delta {self.cap.delta:.3g}. Nothing was released."
+                )
+        if self.dataset is not None:
+            from urbandp.privacy.budget_store import _command_line, checkpoint, open_store
+
+            self._store = open_store(self.store_url)
+            try:
+                self.release_id = self._store.reserve(
+                    self.dataset,
+                    self.unit,
+                    dict.fromkeys(self.days, eps_day),
+                    mechanism,
+                    {**(params or {}), "loss_per_day": loss_per_day.to_json(self.conversion_delta)},
+                    self.command_line if self.command_line is not None else _command_line(),
+                    rho_per_day=dict.fromkeys(self.days, loss_per_day.rho) if loss_per_day.rho > 0 else None,
+                    delta_per_day=dict.fromkeys(self.days, delta_day) if delta_day > 0 else None,
+                )
+            except BaseException:
+                self._store.close()
+                self._store = None
+                raise
+            self.status = "reserved"
+            checkpoint("before-noise")
+        self.reserved = True
+
+    # -- measure -----------------------------------------------------------------------------------------------
+    @property
+    def noise(self) -> NoiseSource:
+        """The release's noise source; its first draw requires the reservation (and marks the noise as drawn)."""
+        return _GatedNoise(self)
+
+    def _before_draw(self) -> None:
+        if not self.reserved:
+            raise NoiseBeforeReservation("noise drawn before the session reserved its budget")
+        self.noise_drawn = True
+
+    @property
+    def source(self) -> NoiseSource:
+        """The underlying source (for mechanisms that call OpenDP themselves after :meth:`mark_drawn`)."""
+        self._before_draw()
+        return self._source
+
+    def mark_drawn(self) -> None:
+        """Declare that a sampler outside :attr:`noise` (an OpenDP measurement invoked directly) runs now."""
+        self._before_draw()
+
+    # -- account and publish -----------------------------------------------------------------------------------
+    def set_output(self, directory: Path) -> None:
+        """Name the written release folder: its sha256 is recorded when the charge commits."""
+        self._output = Path(directory)
+
+    def say(self, text: str, *, err: bool = False) -> None:
+        """Print ``text`` once the charge is committed (never, if the run fails): it may hold noisy values."""
+        stream = sys.stderr if err else sys.stdout
+        self._held.append(lambda: print(text, file=stream))
+
+    def later(self, action: Callable[[], None]) -> None:
+        """Run ``action`` (a Rich print, a summary) once the charge is committed."""
+        self._held.append(action)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        ok = kind is None
+        try:
+            self._finish(ok)
+        finally:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+        if ok:
+            for action in self._held:
+                action()
+
+    def _finish(self, ok: bool) -> None:
+        if self._store is None or self.release_id is None:
+            return
+        from urbandp.privacy.budget_store import checkpoint, content_hash
+
+        published = self._output is not None and self._output.exists()
+        if ok or published:  # a failure after the outputs were written still commits: they are out
+            if ok:
+                checkpoint("before-commit")
+            digest = content_hash(self._output) if published and self._output is not None else None
+            self._store.commit(self.release_id, digest)
+            self.status = "committed"
+        else:  # reserved, so noise may have been drawn and shown: the charge stays, never refunded
+            self._store.abort(self.release_id)
+            self.status = "aborted after noise"
+
+
+class _GatedNoise:
+    """A :class:`NoiseSource` that asks its session before every draw."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.is_private = session._source.is_private
+
+    def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        self._session._before_draw()
+        return self._session._source.laplace(values, scale)
+
+    def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        self._session._before_draw()
+        return self._session._source.discrete_laplace(values, scale)
+
+    def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        self._session._before_draw()
+        return self._session._source.gaussian(values, scale)
+
+    def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        self._session._before_draw()
+        return self._session._source.discrete_gaussian(values, scale)
+
+    def laplace_on_lattice(self, values: np.ndarray, scale: float, exponent: int) -> np.ndarray:
+        self._session._before_draw()
+        return self._session._source.laplace_on_lattice(values, scale, exponent)  # type: ignore[attr-defined]
+
+
+def days_between(first: dt.date | str, last: dt.date | str) -> list[dt.date]:
+    """Every calendar day of ``first..last`` inclusive (ISO strings accepted)."""
+    from urbandp.privacy.budget_store import days_of_window
+
+    return days_of_window(dt.date.fromisoformat(str(first)[:10]), dt.date.fromisoformat(str(last)[:10]))
