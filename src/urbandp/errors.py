@@ -1,10 +1,24 @@
-"""Errors that the command line turns into one clear line on stderr and exit code 2."""
+"""The error tree: every failure the command line shows as one line on stderr, with one exit code per kind.
+
+===================================  =====  ============================================================
+class                                exit   meaning
+===================================  =====  ============================================================
+:class:`InvalidParameterError`       2      an option is unusable (out of range, meaningless, contradictory)
+:class:`InputDataError`              2      an input is unusable (missing file or column, no valid row)
+:class:`InputError` (their parent)   2      either of the above: unusable input (DESIGN.md)
+:class:`BudgetExceededError`         4      the release would pass a privacy cap (store or ``--budget-*``)
+internal error (any other exception) 70     a bug in urbandp: one line, ``URBANDP_DEBUG=1`` for the traceback
+===================================  =====  ============================================================
+
+Exit 3 is not an error: ``urbandp release --strict`` ends with 3 when the release is useless (all noise).
+"""
 
 from __future__ import annotations
 
 import errno
 import functools
 import math
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -15,17 +29,38 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 EXIT_UNUSABLE_INPUT = 2
+EXIT_BUDGET_EXCEEDED = 4
+EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
+DEBUG_ENV = "URBANDP_DEBUG"
 
 
-class InputError(Exception):
+class UrbandpError(Exception):
+    """Root of the error tree; ``exit_code`` is what the command line exits with."""
+
+    exit_code = EXIT_INTERNAL
+
+
+class InputError(UrbandpError):
     """Unusable input: missing file, missing required column, empty input, bad config or bad option.
 
     Raised by library code; the CLI prints ``urbandp: error: <message>`` and exits with code 2.
     """
 
+    exit_code = EXIT_UNUSABLE_INPUT
+
+
+class InvalidParameterError(InputError):
+    """An option or configuration value is unusable (out of range, meaningless, contradictory)."""
+
+
+class InputDataError(InputError):
+    """An input file is unusable (missing, unreadable, missing a column, no valid row)."""
+
 
 class BudgetExceededError(InputError):
-    """A release asked for more privacy budget than the ledger has left (DESIGN.md privacy rule 5)."""
+    """A release asked for more privacy budget than is left (DESIGN.md privacy rule 5); exit code 4."""
+
+    exit_code = EXIT_BUDGET_EXCEEDED
 
 
 def os_error_line(err: OSError) -> str:
@@ -170,7 +205,7 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
                 return fn(*args, **kwargs)
         except InputError as err:
             print(f"urbandp: error: {one_line(str(err))}", file=sys.stderr)
-            raise typer.Exit(EXIT_UNUSABLE_INPUT) from None
+            raise typer.Exit(err.exit_code) from None
         except UnicodeDecodeError as err:
             print(
                 f"urbandp: error: input is not UTF-8 text ({err.reason} at byte {err.start})", file=sys.stderr
@@ -179,10 +214,19 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
         except OSError as err:
             print(f"urbandp: error: {os_error_line(err)}", file=sys.stderr)
             raise typer.Exit(EXIT_UNUSABLE_INPUT) from None
+        except (typer.Exit, typer.Abort):  # a command's own exit status (--strict: 3), not an error
+            raise
         except Exception as err:
             line = calibration_error_line(err)
             if line is None:
-                raise
+                if os.environ.get(DEBUG_ENV):
+                    raise
+                print(
+                    f"urbandp: internal error (a bug in urbandp, please report it): {type(err).__name__}: "
+                    f"{one_line(str(err))}; set {DEBUG_ENV}=1 for the traceback",
+                    file=sys.stderr,
+                )
+                raise typer.Exit(EXIT_INTERNAL) from None
             print(f"urbandp: error: {line}", file=sys.stderr)
             raise typer.Exit(EXIT_UNUSABLE_INPUT) from None
 

@@ -23,14 +23,19 @@ def run_urbandp(
 
 
 def assert_refused(
-    res: subprocess.CompletedProcess[str], needle: str, *, others: Literal["any", "warnings", "none"] = "any"
+    res: subprocess.CompletedProcess[str],
+    needle: str,
+    *,
+    others: Literal["any", "warnings", "none"] = "any",
+    code: int = 2,
 ) -> None:
-    """Exit 2, no traceback, exactly one ``urbandp: error:`` line, holding ``needle``.
+    """Exit ``code`` (2: unusable input; 4: budget exceeded), no traceback, one ``urbandp: error:`` line with
+    ``needle``.
 
     ``others`` says what else stderr may hold: anything (``any``), only one-line ``urbandp:`` warnings
     (``warnings``: no usage block, no Java trace, no wrapped line), or nothing at all (``none``).
     """
-    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert res.returncode == code, (res.returncode, res.stderr[-2000:])
     assert "Traceback" not in res.stderr, res.stderr[-2000:]
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("urbandp: error:")]

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from urbandp.cli_options import Overwrite
+from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
 from urbandp.errors import InputError, cli_guard
 
 
@@ -348,6 +348,7 @@ def release(
         "--spark-master",
         help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
     ),
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
     overwrite: Overwrite = False,
 ) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
@@ -378,6 +379,8 @@ def release(
         # the output is checked before any record is read; reserved before noise, committed after writing
         Session(dataset, budget_store, unit="vehicle-day", out=out) as session,
     ):
+        not_dp = _meaningless(cfg, allow_meaningless_epsilon)  # before any record is read or noise drawn
+        session.refuse_not_dp(not_dp)
         _check_chargeable(session, cfg)
         task = progress.add_task("starting", total=None)
         release_result, loaded = _quarantine_on_failure(
@@ -394,8 +397,13 @@ def release(
                 spark_master=spark_master,
             ),
         )
-        useless = release_warnings(release_result, cfg)
         p = release_result.privacy
+        not_dp += [r for r in _meaningless_after(p, allow_meaningless_epsilon) if r not in not_dp]
+        if not_dp:
+            p["not_dp_reasons"] = [*p["not_dp_reasons"], *not_dp]
+            p["differentially_private"] = False
+            p["dp_label"] = "NOT differentially private"
+        useless = release_warnings(release_result, cfg)
         p["warnings"] = [*p["warnings"], *useless]
         p["useless_release"] = bool(useless)
         warnings = list(p["warnings"])
@@ -429,6 +437,37 @@ def release(
         session.later(functools.partial(_print_summary, release_result.privacy, paths))
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
+
+
+def _meaningless(cfg: Any, allow: bool) -> list[str]:
+    """Refuse, before any noise, a loss per vehicle-day above the sanity limits (docs/privacy-core.md).
+
+    With --epsilon-per-day the loss is that figure; with --noise-scale its smallest possible value is the speeding
+    count of one HAT (sensitivity 1/D per vehicle-day), which already decides a scale of 1e-300.
+    """
+    from urbandp.privacy.loss import Loss, meaningless_reasons
+    from urbandp.privacy.noise import gaussian_rho, laplace_epsilon
+
+    if cfg.epsilon_per_day is not None:
+        loss = Loss.pure(cfg.epsilon_per_day)
+        return meaningless_reasons(loss, None, per="vehicle-day", allow=allow)
+    days = (cfg.end - cfg.start).days + 1 if cfg.start is not None and cfg.end is not None else 1
+    if cfg.resolved_mechanism == "gaussian":
+        loss = Loss.zcdp(gaussian_rho(1.0 / days, cfg.noise_scale))
+        return meaningless_reasons(loss, cfg.delta, per="vehicle-day (at least)", allow=allow)
+    loss = Loss.pure(laplace_epsilon(1.0 / days, cfg.noise_scale))
+    return meaningless_reasons(loss, None, per="vehicle-day (at least)", allow=allow)
+
+
+def _meaningless_after(privacy: dict[str, Any], allow: bool) -> list[str]:
+    """The same limits on the loss the release states (with --noise-scale it is known only after accounting);
+    a refusal here comes after noise, so a charged run stays charged (aborted after noise)."""
+    from urbandp.privacy.loss import Loss, meaningless_reasons
+
+    eps = privacy.get("cumulative_epsilon_per_day")
+    if not isinstance(eps, (int, float)) or math.isnan(eps):
+        return []
+    return meaningless_reasons(Loss.pure(float(eps)), None, per="vehicle-day", allow=allow)
 
 
 def _check_chargeable(session: Any, cfg: Any) -> None:

@@ -56,7 +56,7 @@ def test_counts_release_charges_card_days(tmp_path: Path) -> None:
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel1")])
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel2")])
-    assert r.exit_code == 2
+    assert r.exit_code == 4
     assert "asked epsilon=1 per card-day, left 0.5 of 1.5" in r.output
     assert not (tmp_path / "rel2").exists()
     unit_at = args.index("card-day")
@@ -106,9 +106,14 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
         f"{20 - per_reading:.6g}",
         "0",
     ]
-    assert per_reading > 10  # the map costs cells x epsilon per cell; a second one does not fit under 20
+    # the window's cells composed optimally at delta 1e-6 (issue 20): below the basic cells x epsilon
+    assert priv["delta_per_reading"] == 1e-6
+    assert 0 < per_reading < priv["basic_composition"]["epsilon_per_window_map"]
+    fits = int(20 // per_reading)
+    for i in range(fits - 1):  # the first is booked already
+        assert runner.invoke(app, [*args, "--out", str(tmp_path / f"more{i}")]).exit_code == 0
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "map2")])
-    assert r.exit_code == 2
+    assert r.exit_code == 4  # budget exceeded (errors.py)
     assert "exceeded on 2024-01-15" in r.output
 
 

@@ -77,7 +77,7 @@ def test_randomize_reserves_before_noise_and_stops_at_the_total(
         assert r.exit_code == 0, r.output
     assert seen == [[STATUS_RESERVED], [STATUS_COMMITTED, STATUS_RESERVED]]
     r = _randomize(survey, tmp_path / "rr3", url, *charged)
-    assert r.exit_code == 2
+    assert r.exit_code == 4
     assert "total privacy budget of 'nhts' exceeded: asked epsilon=1.5 over 1 day, left 0 of 3" in r.output
     assert len(seen) == 2  # the refused release drew no noise
     assert not (tmp_path / "rr3").exists()
@@ -122,7 +122,7 @@ def test_points_are_charged_at_the_budget_distance(
         DAY: (pytest.approx(2.0), 0.0)
     }  # 0.002 / m x 1000 m (--budget-metres)
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "p2"), "--budget-metres", "500"])
-    assert r.exit_code == 2
+    assert r.exit_code == 4
     assert "total privacy budget of 'homes' exceeded: asked epsilon=1 over 1 day, left 0.5 of 2.5" in r.output
     assert len(seen) == 1 and not (tmp_path / "p2").exists()
 
@@ -171,7 +171,9 @@ def test_releases_that_are_not_dp_cannot_be_charged(tmp_path: Path, survey: Path
     }  # fmt: skip
     for why, r in runs.items():
         assert r.exit_code == 2, r.output
-        assert f"urbandp: error: --dataset: {why}; it is not DP and cannot be charged to a budget" in r.output
+        assert (
+            f"--dataset: this release is NOT differentially private ({why}); it cannot be charged" in r.output
+        )
     assert not any((tmp_path / x).exists() for x in "abc")
     assert _history(url, "nhts") == [] and _history(url, "nhts-trips") == []
 

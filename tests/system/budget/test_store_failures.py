@@ -176,4 +176,4 @@ def test_fleet_write_failing_after_noise_keeps_the_charge_and_shows_no_noise(tmp
     assert {d: v[0] for d, v in s.spend_per_day("surat").items()} == {"2021-11-15": 10.0, "2021-11-16": 10.0}
     s.close()
     again = run_urbandp(*release, "--out", str(tmp_path / "rel"))
-    _one_line_exit_2(again, "exceeded")  # the noise cannot be drawn again for free
+    _one_line_exit_2(again, "exceeded", code=4)  # the noise cannot be drawn again for free

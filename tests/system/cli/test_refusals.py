@@ -37,7 +37,11 @@ KOLKATA = "{data}/kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47"
 
 ONE_LINE_CASES: dict[str, tuple[str, str]] = {
     # item 3: tracebacks
-    "epsilon-per-day 1e300": (FLEET + " --epsilon-per-day 1e300", "OpenDP cannot calibrate"),
+    "epsilon-per-day 1e300": (
+        FLEET + " --epsilon-per-day 1e300",
+        "epsilon 1e+300 per vehicle-day is above 100",
+    ),
+    "noise-scale 1e-300": (FLEET + " --noise-scale 1e-300", "per vehicle-day (at least) is above 100"),
     "ten-year window": (
         "release {fleet} --out {out} --start 2021-11-15 --end 2031-11-15 --epsilon-per-day 10",
         "OpenDP cannot calibrate",
@@ -138,7 +142,7 @@ def test_min_vehicles_per_day_zero_is_used_and_shown(inputs: dict[str, str], tmp
     out = tmp_path / "rel"
     args = FLEET.format(**{**inputs, "out": out}).split()
     res = run_urbandp(
-        *args, "--noise-scale", "1", "--selection", "public-threshold", "--min-vehicles-per-day", "0"
+        *args, "--noise-scale", "200", "--selection", "public-threshold", "--min-vehicles-per-day", "0"
     )
     assert res.returncode == 0, res.stderr
     selection = json.loads((out / "privacy.json").read_text())["selection"]

@@ -82,7 +82,7 @@ def test_presence_public_is_labelled_as_such(fleet_file: Path, tmp_path: Path) -
 
 def test_no_map_leaves_no_stale_map_and_quarantine_is_owner_only(fleet_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "rel"
-    args = ("--noise-scale", "1", "--neighbouring", "replace-one", "--selection", "public-threshold")
+    args = ("--noise-scale", "100", "--neighbouring", "replace-one", "--selection", "public-threshold")
     assert _release(fleet_file, out, *args).exit_code == 0
     assert (out / "map.html").is_file()
     assert _release(fleet_file, out, *args, "--no-map", "--overwrite").exit_code == 0

@@ -41,7 +41,20 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _dp_map(synthetic: Path, out: Path, *extra: str) -> Any:
     return runner.invoke(
-        app, ["sensing", "dp-map", str(synthetic), "--out", str(out), *BOX, "--utility-epsilons", "1", *extra]
+        app,
+        [
+            "sensing",
+            "dp-map",
+            str(synthetic),
+            "--out",
+            str(out),
+            *BOX,
+            "--utility-epsilons",
+            "1",
+            "--epsilon",
+            "0.5",
+            *extra,
+        ],
     )
 
 
@@ -85,12 +98,15 @@ def test_release_folder_holds_only_dp_material(synthetic: Path, tmp_path: Path) 
 
 
 def test_large_total_epsilon_is_warned_and_explained(synthetic: Path, tmp_path: Path) -> None:
-    res = _dp_map(synthetic, tmp_path / "big", *WINDOW)  # 169 cells x epsilon 1 per window, 3 windows
+    res = _dp_map(synthetic, tmp_path / "big", *WINDOW)  # 169 cells x epsilon 0.5 per window, 3 windows
     assert res.exit_code == 0, res.output
     priv = _strict((tmp_path / "big" / "privacy.json").read_text())
-    assert 3 * 169 * (1 - 1e-11) < priv["epsilon_vehicle_upper_bound"] <= 3 * 169  # lattice slack ~1e-12
+    basic = priv["basic_composition"]["epsilon_vehicle_upper_bound"]
+    assert 3 * 169 * 0.5 * (1 - 1e-11) < basic <= 3 * 169 * 0.5  # lattice slack ~1e-12
+    # 507 cells of 0.5 composed optimally at delta 1e-6 (Kairouz, Oh, Viswanath): 112.1 instead of 253.5
+    assert priv["epsilon_vehicle_upper_bound"] == pytest.approx(112.14, abs=0.01)
     warning = "; ".join(priv["warnings"])
-    assert "507" in warning and "169 cells" in warning and "likelihood ratio" in warning
+    assert "169 cells" in warning and "likelihood ratio" in warning
     assert "urbandp: warning: epsilon far above" in res.stderr
     small = _dp_map(synthetic, tmp_path / "small", *WINDOW, "--epsilon", "0.01")  # 3 x 1.69 = 5.07
     assert _strict((tmp_path / "small" / "privacy.json").read_text())["warnings"] == []
@@ -138,19 +154,20 @@ def test_reservation_exists_before_any_noise(
     (h,) = s.history("pm")
     s.close()
     assert h["status"] == "committed" and h["content_hash"]
-    assert h["epsilon_sum"] == pytest.approx(169 * 0.05)
+    # 169 cells of 0.05 composed optimally at delta 1e-6 (issue 20): 2.98, not the basic 8.45
+    assert h["epsilon_sum"] == pytest.approx(2.978, abs=1e-3) and h["delta_per_day"] == 1e-6
 
 
 def test_refused_reservation_draws_no_noise(
     synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = _store(tmp_path, 1.0)  # the map costs 169 x 0.05 = 8.45 per day: refused
+    url = _store(tmp_path, 1.0)  # the map costs 2.98 per day (169 cells of 0.05, composed optimally): refused
     calls: list[int] = []
     monkeypatch.setattr(bounded_laplace.BoundedLaplace, "release", lambda *a, **k: calls.append(1))
     res = _dp_map(
         synthetic, tmp_path / "m", *WINDOW, "--epsilon", "0.05", "--dataset", "pm", "--budget-store", url
     )
-    assert res.exit_code == 2, res.output
+    assert res.exit_code == 4, res.output  # budget exceeded
     assert calls == []
     assert not (tmp_path / "m").exists() and not (tmp_path / "owner_only").exists()
 
@@ -217,6 +234,8 @@ def test_rerun_leaves_no_stale_owner_files(synthetic: Path, tmp_path: Path) -> N
             *WINDOW,
             "--utility-epsilons",
             "",
+            "--epsilon",
+            "0.5",
             "--overwrite",
         ],
     )
@@ -241,7 +260,7 @@ def test_rerun_leaves_no_stale_owner_files(synthetic: Path, tmp_path: Path) -> N
         (["--start", "2024-01-15"], "both --start and --end"),
         (["--start", "2024-01-16", "--end", "2024-01-15"], "before --start"),
         (["--precision", "-1"], "--precision"),
-        (["--budget", "5", *WINDOW], "privacy budget exceeded"),
+        (["--budget", "5", "--epsilon", "0.5", *WINDOW], "privacy budget exceeded"),
         (["--calibration", "paper", "--dataset", "x"], "not DP"),
     ],
 )
@@ -257,7 +276,7 @@ def test_bad_options_one_line_exit_2(synthetic: Path, tmp_path: Path, args: list
     ro.chmod(0o700)
     if os.geteuid() == 0 and "RO/sub" in " ".join(args):
         pytest.skip("root writes into read-only directories")
-    assert res.exit_code == 2, res.output
+    assert res.exit_code == (4 if "budget" in message else 2), res.output
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("urbandp: error: ") and message in lines[0], res.stderr
     assert not (tmp_path / "o").exists()

@@ -106,7 +106,7 @@ def test_dp_map_on_synthetic(synthetic: Path, tmp_path: Path) -> None:
         "--cell-metres",
         "1000",
         "--epsilon",
-        "1",
+        "0.5",
         "--utility-epsilons",
         "0.5,10",
         "--start",
@@ -122,10 +122,14 @@ def test_dp_map_on_synthetic(synthetic: Path, tmp_path: Path) -> None:
     priv = json.loads((out / "privacy.json").read_text())
     cells = priv["cells_per_window"]
     assert priv["differentially_private"] is True
-    # per-cell Delta = 1 on [0, 1]: Holohan's factor is 1, epsilon per cell exactly 1, map costs cells x 1
-    assert 1.0 - 1e-11 < priv["epsilon_cell_actual_max"] <= 1.0  # the 2^-40 lattice slack is inside epsilon
-    assert cells * (1 - 1e-11) < priv["epsilon_per_window_map"] <= cells
-    assert 2 * cells * (1 - 1e-11) < priv["ledger"]["epsilon_spent"] <= 2 * cells
+    # per-cell Delta = 1 on [0, 1]: Holohan's factor is 1, epsilon per cell exactly 0.5; the map's cells compose
+    # optimally at delta 1e-6 (issue 20), below the basic cells x 0.5
+    assert 0.5 - 1e-11 < priv["epsilon_cell_actual_max"] <= 0.5  # the 2^-40 lattice slack is inside epsilon
+    basic = priv["basic_composition"]["epsilon_per_window_map"]
+    assert cells * 0.5 * (1 - 1e-11) < basic <= cells * 0.5
+    assert priv["epsilon_per_window_map"] < basic and priv["delta_per_reading"] == 1e-6
+    assert priv["epsilon_per_reading_replace_one"] < 2 * priv["epsilon_per_window_map"]
+    assert 2 * cells * 0.5 * (1 - 1e-11) < priv["ledger"]["epsilon_spent"] <= 2 * cells * 0.5
     lk = pl.read_csv(owner / "leakage.csv")
     assert (lk["recall_before"] > lk["recall_after"]).all()
     rm = pl.read_csv(owner / "rmse_vs_epsilon.csv")
@@ -166,10 +170,12 @@ def test_budget_refusal(synthetic: Path, tmp_path: Path) -> None:
         "1000",
         "--budget",
         "5",
+        "--epsilon",
+        "0.5",
         "--utility-epsilons",
         "",
     )
-    assert res.exit_code == 2
+    assert res.exit_code == 4  # budget exceeded
     assert "privacy budget exceeded" in res.output
 
 
@@ -232,6 +238,8 @@ def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
         "22.45,88.30,22.60,88.47",
         "--cell-metres",
         "1500",
+        "--epsilon",
+        "0.5",
         "--utility-epsilons",
         "1",
     )
@@ -242,8 +250,10 @@ def test_kolkata_spring_end_to_end(tmp_path: Path) -> None:
     # the window came from the data: labelled, and the (huge) total is warned about and explained
     assert priv["differentially_private"] is False and priv["not_dp_reasons"]
     windows, cells = priv["windows_released"], priv["cells_per_window"]
-    assert windows * cells * (1 - 1e-11) < priv["epsilon_vehicle_upper_bound"] <= windows * cells
+    basic = priv["basic_composition"]["epsilon_vehicle_upper_bound"]
+    assert windows * cells * 0.5 * (1 - 1e-11) < basic <= windows * cells * 0.5
+    assert priv["epsilon_vehicle_upper_bound"] < basic  # composed optimally at delta 1e-6
     assert (
-        f"{windows * cells:.6g}" in priv["warnings"][0]
+        f"{priv['epsilon_vehicle_upper_bound']:.6g}" in priv["warnings"][0]
         and "urbandp: warning: epsilon far above" in res.stderr
     )
