@@ -202,6 +202,22 @@ TIMESTAMP_FORMAT_HELP = (
 )
 
 
+def _spec_default(name: str) -> Any:
+    """The default of a release option, read from the spec (HatReleaseConfig), so help and behaviour agree."""
+    from urbandp.fleet.config import HatReleaseConfig
+
+    return HatReleaseConfig.model_fields[name].default
+
+
+def _min_per_day_defaults() -> dict[str, float]:
+    from urbandp.fleet.config import MIN_PER_DAY_DEFAULT
+
+    return MIN_PER_DAY_DEFAULT
+
+
+_MIN_PER_DAY = _min_per_day_defaults()
+
+
 def _quarantine_on_failure(out: Path, run: Any) -> Any:
     """Run ``run()``; when every record was quarantined, write quarantine.csv to owner_only/ and say where."""
     from urbandp.fleet.pipeline import NoValidRecords, write_owner_quarantine
@@ -257,12 +273,13 @@ def release(
         None, help="Epsilon per day for DP selection when B is given (default: 1.0)."
     ),
     delta: float | None = typer.Option(
-        None, help="Target delta per vehicle-day of DP selection (default: 1e-6)."
+        None, help=f"Target delta per vehicle-day of DP selection (default: {_spec_default('delta'):g})."
     ),
     min_vehicles_per_day: float | None = typer.Option(
         None,
         help="Floor of the selection threshold: vehicles per day per HAT, 0 allowed; the DP threshold may be "
-        "higher (default: 3 for DP selection, 10 for public-threshold).",
+        f"higher (default: {_MIN_PER_DAY['dp']:g} for DP selection, {_MIN_PER_DAY['public-threshold']:g} for "
+        "public-threshold).",
     ),
     max_hats_per_vehicle_day: str | None = typer.Option(
         None,

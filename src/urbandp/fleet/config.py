@@ -45,6 +45,10 @@ def estimated_domain_cells(bbox: tuple[float, float, float, float], resolution: 
     return area / float(h3.average_hexagon_area(resolution, unit="km^2"))
 
 
+MIN_PER_DAY_DEFAULT = {"dp": 3.0, "public-threshold": 10.0}
+"""Default floor of the selection threshold, vehicles per day per HAT, by selection (the CLI help reads it)."""
+
+
 class HatReleaseConfig(BaseModel):
     """All parameters of ``urbandp release`` (frozen; validated on construction)."""
 
@@ -175,7 +179,7 @@ class HatReleaseConfig(BaseModel):
         """The threshold per day actually used (see ``min_vehicles_per_day``)."""
         if self.min_vehicles_per_day is not None:
             return self.min_vehicles_per_day
-        return 10.0 if self.selection == "public-threshold" else 3.0
+        return MIN_PER_DAY_DEFAULT["public-threshold" if self.selection == "public-threshold" else "dp"]
 
     @property
     def resolved_mechanism(self) -> Mechanism:

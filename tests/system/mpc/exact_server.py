@@ -17,7 +17,12 @@ def main() -> None:
     grid, port, alpha, smin, smax, rho, k = sys.argv[1:8]
     cfg = ServerConfig(int(alpha), 1.0, 1e9, float(smin), float(smax), float(rho), float(k), timeout=60.0)
     noise = ExactNoiseForTesting(acknowledge_not_private=True)
-    server = Server(ServerGrid.read(Path(grid), None), cfg, "127.0.0.1", int(port), noise=noise)
+    store = str(
+        Path(grid).with_name("exact-server-budget.sqlite")
+    )  # beside the test's grid, never in the cwd
+    server = Server(
+        ServerGrid.read(Path(grid), None), cfg, "127.0.0.1", int(port), noise=noise, budget_store=store
+    )
     server.log = lambda msg: print(msg, file=sys.stderr, flush=True)
     server.serve_forever()
 

@@ -53,7 +53,8 @@ def test_serve_query_budget_and_plaintext_keys(tmp_path: Path) -> None:
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "urbandp", "mpc", "serve", "--grid", str(grid), "--listen", f"127.0.0.1:{port}",
-         "--alpha", "3", "--epsilon", "0.5", "--epsilon-budget", "1.0", "--sigma2-max", "120"],
+         "--alpha", "3", "--epsilon", "0.5", "--epsilon-budget", "1.0", "--sigma2-max", "120",
+         "--budget-store", str(tmp_path / "budget.sqlite")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

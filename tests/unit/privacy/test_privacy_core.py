@@ -193,3 +193,19 @@ def test_not_dp_release_refused_with_a_dataset(tmp_path: Path) -> None:
         s.refuse_not_dp(["K read from the data"])
     assert BudgetStore(url).history("bus") == []
     Session(None, None, unit="vehicle-day").refuse_not_dp(["fine without a dataset"])
+
+
+def test_release_help_reads_its_defaults_from_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The help of --min-vehicles-per-day once said 10 and the release used 3: both now come from the spec."""
+    from typer.testing import CliRunner
+
+    from urbandp.cli import app
+    from urbandp.fleet.config import MIN_PER_DAY_DEFAULT, HatReleaseConfig
+
+    monkeypatch.setenv("COLUMNS", "400")
+    text = " ".join(CliRunner().invoke(app, ["release", "--help"]).output.split())
+    assert f"default: {MIN_PER_DAY_DEFAULT['dp']:g} for DP selection" in text
+    assert f"{MIN_PER_DAY_DEFAULT['public-threshold']:g} for public-threshold" in text
+    cfg = HatReleaseConfig(noise_scale=1.0)
+    assert cfg.min_per_day == MIN_PER_DAY_DEFAULT["dp"]
+    assert f"(default: {HatReleaseConfig.model_fields['delta'].default:g})" in text
