@@ -48,6 +48,23 @@ ONE_LINE_CASES: dict[str, tuple[str, str]] = {
     ),
     "speed-max 1e300": (FLEET + " --epsilon-per-day 10 --speed-max 1e300", "speed_max"),
     "counts epsilon 1e-300": (COUNTS + " --epsilon 1e-300", "OpenDP cannot calibrate"),
+    # issue 20 defect 3: these published the exact table (or a meaningless one) labelled DP
+    "counts noise-scale 5e-324": (
+        COUNTS + " --noise-scale 5e-324",
+        "the privacy loss per card-day (at most 4 events) cannot be stated",
+    ),
+    "counts epsilon 1e300": (
+        COUNTS + " --epsilon 1e300",
+        "epsilon 1e+300 per card-day (at most 4 events) is above 100",
+    ),
+    "counts delta 0.99": (
+        COUNTS + " --epsilon 1 --mechanism gaussian --delta 0.99",
+        "--delta 0.99 is above 1e-05",
+    ),
+    "dp-map 128 per reading": (
+        "sensing dp-map {readings} --bbox 22.49,88.32,22.60,88.44 --cell-metres 1000 --out {out}",
+        "per reading is above 100",
+    ),
     "query steepness nan": ("sensing query {grid} --rect 1,2,3,4 --steepness nan", "--steepness"),
     "mpc query timeout nan": ("mpc query --rect 1,2,3,4 --cells {grid} --timeout nan", "--timeout"),
     **{
@@ -113,7 +130,10 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     )
     bool_toml = root / "bool.toml"
     bool_toml.write_text("[release]\nepsilon_per_day = true\n")
+    readings = root / "readings.csv"
+    assert run_urbandp("sensing", "synth", str(readings), "--readings", "300", "--seed", "3").returncode == 0
     return {
+        "readings": str(readings),
         "fleet": str(fleet),
         "taps": str(taps),
         "survey": str(survey),
