@@ -129,11 +129,6 @@ def release_loss(plan: NoisePlan, marginal_plan: NoisePlan | None, top_k_epsilon
     return loss
 
 
-def conversion_delta(plan: NoisePlan) -> float | None:
-    """The delta at which a Gaussian release's summed rho is stated as (epsilon, delta); None for Laplace."""
-    return plan.delta if plan.rho is not None else None
-
-
 def table_entry(name: str, plan: NoisePlan, unit: PrivacyUnit, detail: dict[str, object]) -> LedgerEntry:
     """The ledger entry of one noisy table, in its own currency (rho for the Gaussian, epsilon for Laplace)."""
     if plan.rho is not None:

@@ -14,6 +14,7 @@ import typer
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
 from urbandp.errors import InputError, cli_guard
+from urbandp.fleet.config import MIN_PER_DAY_DEFAULT, HatReleaseConfig  # the spec: option defaults and help
 
 
 def _parse_columns(items: list[str] | None, config: dict[str, Any]) -> dict[str, str]:
@@ -204,18 +205,7 @@ TIMESTAMP_FORMAT_HELP = (
 
 def _spec_default(name: str) -> Any:
     """The default of a release option, read from the spec (HatReleaseConfig), so help and behaviour agree."""
-    from urbandp.fleet.config import HatReleaseConfig
-
     return HatReleaseConfig.model_fields[name].default
-
-
-def _min_per_day_defaults() -> dict[str, float]:
-    from urbandp.fleet.config import MIN_PER_DAY_DEFAULT
-
-    return MIN_PER_DAY_DEFAULT
-
-
-_MIN_PER_DAY = _min_per_day_defaults()
 
 
 def _quarantine_on_failure(out: Path, run: Any) -> Any:
@@ -278,7 +268,7 @@ def release(
     min_vehicles_per_day: float | None = typer.Option(
         None,
         help="Floor of the selection threshold: vehicles per day per HAT, 0 allowed; the DP threshold may be "
-        f"higher (default: {_MIN_PER_DAY['dp']:g} for DP selection, {_MIN_PER_DAY['public-threshold']:g} for "
+        f"higher (default: {MIN_PER_DAY_DEFAULT['dp']:g} for DP selection, {MIN_PER_DAY_DEFAULT['public-threshold']:g} for "
         "public-threshold).",
     ),
     max_hats_per_vehicle_day: str | None = typer.Option(

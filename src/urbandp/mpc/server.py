@@ -163,8 +163,9 @@ def declare_default_dataset(store_url: str | None, name: str) -> None:
 
     store = open_store(store_url)
     try:
-        if store._caps(name) is None:
-            store.init_dataset(DatasetCaps(name, "reading", SANE_EPSILON))
+        store.caps(name)
+    except InputError:  # not declared yet
+        store.init_dataset(DatasetCaps(name, "reading", SANE_EPSILON))
     finally:
         store.close()
 

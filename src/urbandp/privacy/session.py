@@ -193,12 +193,6 @@ class Session:
             raise NoiseBeforeReservation("noise drawn before the session reserved its budget")
         self.noise_drawn = True
 
-    @property
-    def source(self) -> NoiseSource:
-        """The underlying source (for mechanisms that call OpenDP themselves after :meth:`mark_drawn`)."""
-        self._before_draw()
-        return self._source
-
     def mark_drawn(self) -> None:
         """Declare that a sampler outside :attr:`noise` (an OpenDP measurement invoked directly) runs now."""
         self._before_draw()

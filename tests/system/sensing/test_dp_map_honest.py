@@ -222,23 +222,7 @@ def test_rerun_leaves_no_stale_owner_files(synthetic: Path, tmp_path: Path) -> N
     out = tmp_path / "m"
     assert _dp_map(synthetic, out, *WINDOW).exit_code == 0
     assert (tmp_path / "owner_only" / "m" / "rmse_vs_epsilon.csv").exists()
-    res = runner.invoke(
-        app,
-        [
-            "sensing",
-            "dp-map",
-            str(synthetic),
-            "--out",
-            str(out),
-            *BOX,
-            *WINDOW,
-            "--utility-epsilons",
-            "",
-            "--epsilon",
-            "0.5",
-            "--overwrite",
-        ],
-    )
+    res = _dp_map(synthetic, out, *WINDOW, "--utility-epsilons", "", "--overwrite")  # the last value wins
     assert res.exit_code == 0, res.output
     assert not (tmp_path / "owner_only" / "m" / "rmse_vs_epsilon.csv").exists()
 
