@@ -65,7 +65,7 @@ def main(out_dir: Path) -> None:
         console.print(
             f"[bold]{step}. {name}[/] ({p['neighbouring']}, selection {p['selection']['method']}): "
             f"{p['hats_released']} HATs, cumulative epsilon per day {p['cumulative_epsilon_per_day']:.4g}, "
-            f"{p['records_quarantined']:,} rows quarantined (owner_only/); {p['dp_label']}"
+            f"rows quarantined: see owner_only/; {p['dp_label']}"
         )
         console.print(f"   tables and privacy.json in {out_dir / name}")
     console.print(f"\n[bold green]Map:[/] {(out_dir / 'release' / 'map.html').resolve()}")

@@ -33,6 +33,7 @@ class ContributionSpec:
     end: dt.date | None = None
     speed_max: float = 65.0
     keep_speeds: bool = False
+    days: tuple[dt.date, ...] | None = None  # a public day set inside start..end (None: every calendar day)
 
     def __post_init__(self) -> None:
         check_resolution(self.resolution)

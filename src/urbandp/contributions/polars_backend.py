@@ -16,6 +16,8 @@ def window_filter(spec: ContributionSpec) -> pl.Expr:
         keep &= ts.dt.date() >= pl.lit(spec.start)
     if spec.end is not None:
         keep &= ts.dt.date() <= pl.lit(spec.end)
+    if spec.days is not None:
+        keep &= ts.dt.date().is_in(pl.lit(pl.Series(spec.days, dtype=pl.Date)).implode())
     return keep
 
 

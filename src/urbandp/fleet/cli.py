@@ -121,6 +121,28 @@ def _date(text: str | None, flag: str) -> dt.date | None:
         raise InputError(f"{flag} must be a date YYYY-MM-DD, got '{text}'") from None
 
 
+def _day_list(text: str | None, path: Path | None, flag: str) -> tuple[dt.date, ...] | None:
+    """Dates from a comma list and/or a file (one YYYY-MM-DD per line, # comments); a list that names an existing
+    file is read as that file (an agency holiday list)."""
+    items: list[str] = []
+    if text is not None and Path(text).is_file():
+        path, text = Path(text), None
+    if text is not None:
+        items += [t.strip() for t in text.split(",") if t.strip()]
+    if path is not None:
+        if not path.is_file():
+            raise InputError(f"{flag}-file not found: {path}")
+        for line in path.read_text(errors="replace").splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                items += [t.strip() for t in line.split(",") if t.strip()]
+        if not items:
+            raise InputError(f"{path} holds no date")
+    if not items:
+        return None
+    return tuple(sorted({_date(t, flag) for t in items}))  # type: ignore[misc]
+
+
 def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
     import math
 
@@ -174,6 +196,8 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         "coarsen",
         "coarsen_share",
         "coarsen_rule",
+        "queries",
+        "selection_fraction",
     ]
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(
@@ -181,6 +205,9 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
             "hours": parse_hours(a["hours"]) if a["hours"] else None,
             "start": _date(a["start"], "--start"),
             "end": _date(a["end"], "--end"),
+            "dates": _day_list(a.get("dates"), a.get("dates_file"), "--dates"),
+            "weekdays": a.get("weekdays"),
+            "holidays": _day_list(a.get("holidays"), None, "--holidays"),
             "domain_bbox": _bbox(a["domain_bbox"]),
             "max_hats_per_vehicle_day": k,
         }
@@ -238,6 +265,22 @@ def release(
     end: str | None = typer.Option(
         None, help="Last day YYYY-MM-DD (public window; default: last day in data)."
     ),
+    dates: str | None = typer.Option(
+        None,
+        help="Public day set: comma-separated YYYY-MM-DD days to release; D is their number, the window spans "
+        "them (default: every day of --start..--end).",
+    ),
+    dates_file: Path | None = typer.Option(
+        None, help="Public day set from a file, one YYYY-MM-DD per line, # comments (default: none)."
+    ),
+    weekdays: str | None = typer.Option(
+        None,
+        help="Public day set: these weekdays within --start..--end, e.g. mon-fri or sat,sun (default: all).",
+    ),
+    holidays: str | None = typer.Option(
+        None,
+        help="Days left out of the public day set: comma-separated dates or a file of dates (default: none).",
+    ),
     speed_max: float | None = typer.Option(
         None, help="U: speeds clipped to [0, U] km/h for Query 1 [default: 65]."
     ),
@@ -277,7 +320,18 @@ def release(
     ),
     speed_share: float | None = typer.Option(
         None,
-        help="Share of the query budget for Query 1 (default: report's shared B under replace-one, 0.5 under add-remove).",
+        help="With --queries speed,speeding: share of the two queries' budget for Query 1 (default: the report's "
+        "shared B under presence-public; under add-remove speeding gets a third of the budget).",
+    ),
+    queries: str | None = typer.Option(
+        None,
+        help="What to release: speed, or speed,speeding to add Query 2 (vehicles over --speed-limit per day) "
+        "(default: speed).",
+    ),
+    selection_fraction: float | None = typer.Option(
+        None,
+        help="Share of the budget for DP selection under presence-public or a user-level estimator (default: "
+        f"{_spec_default('selection_fraction'):g}; under add-remove the split is computed).",
     ),
     neighbouring: str | None = typer.Option(
         None,
@@ -441,7 +495,9 @@ def release(
                     soft_wrap=True,
                 )
             )
-        session.later(functools.partial(_print_summary, release_result.privacy, paths))
+        session.later(
+            functools.partial(_print_summary, release_result.privacy, paths, release_result.owner_report)
+        )
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
 
@@ -458,7 +514,10 @@ def _meaningless(cfg: Any, allow: bool) -> list[str]:
     if cfg.epsilon_per_day is not None:
         loss = Loss.pure(cfg.epsilon_per_day)
         return meaningless_reasons(loss, None, per="vehicle-day", allow=allow)
-    days = (cfg.end - cfg.start).days + 1 if cfg.start is not None and cfg.end is not None else 1
+    from urbandp.fleet.pipeline import public_window, window_days
+
+    first, last, day_set = public_window(cfg)
+    days = len(window_days(first, last, day_set)) if first is not None and last is not None else 1
     if cfg.resolved_mechanism == "gaussian":
         loss = Loss.zcdp(gaussian_rho(1.0 / days, cfg.noise_scale))
         return meaningless_reasons(loss, cfg.delta, per="vehicle-day (at least)", allow=allow)
@@ -487,8 +546,8 @@ def _check_chargeable(session: Any, cfg: Any) -> None:
             "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
         )
     why = []
-    if cfg.start is None or cfg.end is None:
-        why.append("its date window would be read from the data (give --start and --end)")
+    if (cfg.start is None or cfg.end is None) and not cfg.dates:
+        why.append("its date window would be read from the data (give --start and --end, or --dates)")
     if not cfg.differentially_private:
         why.append(
             "K read from the data (--max-hats-per-vehicle-day observed)"
@@ -516,7 +575,10 @@ def _reserve_fleet(session: Any, charge: Any) -> None:
         loss = Loss.pure(charge.epsilon_per_day)
     session.conversion_delta = charge.conversion_delta
     session.reserve(
-        loss, days_between(charge.first_day, charge.last_day), f"fleet-hat-{charge.mechanism}", params
+        loss,
+        list(charge.days) or days_between(charge.first_day, charge.last_day),
+        f"fleet-hat-{charge.mechanism}",
+        params,
     )
 
 
@@ -532,7 +594,9 @@ def _domain_cell_strings(cfg: Any) -> list[str] | None:
     return pl.DataFrame({"c": cells}).select(cell_to_string(pl.col("c")))["c"].to_list()
 
 
-def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
+def _print_summary(p: dict[str, Any], paths: dict[str, Path], owner: dict[str, Any]) -> None:
+    """The run's summary on the owner's terminal: the exact record counts (owner material, marked so) and the
+    published figures."""
     from rich.console import Console
     from rich.table import Table
 
@@ -550,15 +614,18 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
             p["dp_label"] + ("" if p["differentially_private"] else ": " + "; ".join(p["not_dp_reasons"])),
         ),
         ("neighbouring / unit / noise", f"{p['neighbouring']} / {p['privacy_unit']} / {p['mechanism']}"),
-        ("records in / quarantined", f"{p['records_in']:,} / {p['records_quarantined']:,}"),
         (
-            "records used / outside",
-            f"{p['records_used']:,} / {p['records_outside_window']:,} outside the window, "
-            f"{p['records_outside_domain']:,} outside --domain-bbox",
+            "records in / quarantined (owner only, exact)",
+            f"{owner['records_in']:,} / {owner['records_quarantined']:,}",
         ),
         (
-            "quarantine reasons",
-            ", ".join(f"{k}={v}" for k, v in p["quarantine_reasons"].items() if v) or "none",
+            "records used / outside (owner only, exact)",
+            f"{owner['records_used']:,} / {owner['records_outside_window']:,} outside the window, "
+            f"{owner['records_outside_domain']:,} outside --domain-bbox",
+        ),
+        (
+            "quarantine reasons (owner only)",
+            ", ".join(f"{k}={v}" for k, v in owner["quarantine_reasons"].items() if v) or "none",
         ),
         (
             "HATs released",
@@ -567,7 +634,8 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
         ),
         (
             f"noise scale ({p['noise_scale_kind']})",
-            f"speed {num(scales['speed'])}, speeding {num(scales['speeding'])}"
+            f"speed {num(scales['speed'])}"
+            + (f", speeding {num(scales['speeding'])}" if "speeding" in p["queries"] else "")
             + ("" if p["hats_released"] else " (no HAT passed: no query noise drawn)"),
         ),
         (
@@ -576,7 +644,9 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path]) -> None:
         ),
         (
             "epsilon per day",
-            f"speed {num(eps['speed'])}, speeding {num(eps['speeding'])}, selection {num(eps['selection'])}",
+            f"speed {num(eps['speed'])}"
+            + (f", speeding {num(eps['speeding'])}" if "speeding" in p["queries"] else "")
+            + f", count/selection {num(eps['selection'])}",
         ),
         (
             "cumulative epsilon per day",
@@ -711,17 +781,22 @@ def plan(**a: Any) -> None:
 
     from rich.console import Console
 
+    from urbandp.fleet.pipeline import public_window, window_days
     from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
     from urbandp.privacy.loss import Loss
-    from urbandp.privacy.session import Session, days_between
+    from urbandp.privacy.session import Session
     from urbandp.records.readers import expand_inputs
     from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
     cfg, options, columns = _configure(a)
-    if cfg.start is None or cfg.end is None:
-        raise InputError("plan needs the public window: give --start and --end (D sets the noise)")
+    first, last, day_set = public_window(cfg)
+    if first is None or last is None:
+        raise InputError(
+            "plan needs the public window: give --start and --end, or --dates (D sets the noise)"
+        )
     expand_inputs(a["inputs"])  # read only with --histogram-epsilon, but a wrong path is said now
-    days = (cfg.end - cfg.start).days + 1
+    public_days = window_days(first, last, day_set)
+    days = len(public_days)
     histogram = None
     spent = 0.0
     # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
@@ -737,7 +812,12 @@ def plan(**a: Any) -> None:
             from urbandp.grid.slots import SlotSpec
 
             spec = ContributionSpec(
-                cfg.resolution, SlotSpec(cfg.slot_minutes, *cfg.hours), cfg.start, cfg.end, cfg.speed_max
+                cfg.resolution,
+                SlotSpec(cfg.slot_minutes, *cfg.hours),
+                first,
+                last,
+                cfg.speed_max,
+                days=day_set,
             )
             loaded = load_records(a["inputs"], columns, options, window=spec)
             _quarantine_on_failure(a["out"], loaded.require_valid)
@@ -745,7 +825,7 @@ def plan(**a: Any) -> None:
             k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
             session.reserve(
                 Loss.pure(eps_h),
-                days_between(cfg.start, cfg.end),
+                list(public_days),
                 "fleet-plan-histogram-laplace",
                 {"epsilon": eps_h, "k": k},
             )

@@ -45,8 +45,12 @@ def estimated_domain_cells(bbox: tuple[float, float, float, float], resolution: 
     return area / float(h3.average_hexagon_area(resolution, unit="km^2"))
 
 
-MIN_PER_DAY_DEFAULT = {"dp": 3.0, "public-threshold": 10.0}
-"""Default floor of the selection threshold, vehicles per day per HAT, by selection (the CLI help reads it)."""
+MIN_PER_DAY_DEFAULT = {"dp": 0.0, "public-threshold": 10.0}
+"""Default floor of the selection threshold, vehicles per day per HAT, by selection (the CLI help reads it). DP
+selection needs none: its threshold comes from the noise (and the target delta, or the expected number of empty
+HATs over a public extent); a floor of 3 x D capped the month at about 450 HATs (issue 21)."""
+
+Query = Literal["speed", "speeding"]
 
 
 class HatReleaseConfig(BaseModel):
@@ -59,6 +63,16 @@ class HatReleaseConfig(BaseModel):
     hours: tuple[int, int] = (9, 21)
     start: dt.date | None = None
     end: dt.date | None = None
+    dates: tuple[dt.date, ...] | None = Field(
+        None,
+        description="public day set: the days released (D is their number); start/end default to its span",
+    )
+    weekdays: str | None = Field(
+        None, description="public day set: these weekdays within start..end, e.g. mon-fri or mon,wed,sat"
+    )
+    holidays: tuple[dt.date, ...] = Field(
+        (), description="days left out of the public day set (agency holidays)"
+    )
     speed_max: float = Field(
         65.0, gt=0, le=500, description="U: speeds are clipped to [0, U] for Query 1 (km/h; at most 500)"
     )
@@ -81,13 +95,16 @@ class HatReleaseConfig(BaseModel):
         1.0, gt=0, description="epsilon per day for DP selection when B is given"
     )
     selection_fraction: float = Field(
-        0.1, gt=0, lt=1, description="share of epsilon_per_day for DP selection"
-    )
-    count_fraction: float = Field(
-        0.15,
+        0.1,
         gt=0,
         lt=1,
-        description="share of epsilon_per_day for the fresh noisy count that is Query 1's add/remove denominator",
+        description="share of epsilon_per_day for DP selection under presence-public or a user-level estimator "
+        "(under add/remove the selection's count is the mean's denominator and the split is computed)",
+    )
+    queries: tuple[Query, ...] = Field(
+        ("speed",),
+        description="what to release: speed (Query 1, mean speed per HAT) and optionally speeding (Query 2, "
+        "vehicles over the limit per day); speeding takes a third of the budget when asked for",
     )
     domain_bbox: tuple[float, float, float, float] | None = Field(
         None,
@@ -141,6 +158,17 @@ class HatReleaseConfig(BaseModel):
     def _alias(cls, value: object) -> object:
         return NEIGHBOURING_ALIASES.get(value, value) if isinstance(value, str) else value
 
+    @field_validator("queries", mode="before")
+    @classmethod
+    def _queries_text(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = tuple(q.strip() for q in value.split(",") if q.strip())
+        if isinstance(value, (list, tuple)):
+            if "speed" not in value:
+                raise ValueError("must include speed (e.g. speed or speed,speeding)")
+            return tuple(dict.fromkeys(value))
+        return value
+
     @field_validator("hours", mode="before")
     @classmethod
     def _hours_text(cls, value: object) -> object:
@@ -173,6 +201,20 @@ class HatReleaseConfig(BaseModel):
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number (an exact, noise-free release is not offered)")
         return value
+
+    def public_days(self, start: dt.date, end: dt.date) -> tuple[dt.date, ...] | None:
+        """The public day set inside ``start..end`` (None: every calendar day, the contiguous window)."""
+        if self.dates is None and self.weekdays is None and not self.holidays:
+            return None
+        if self.dates is not None:
+            days = sorted(set(self.dates))
+        else:
+            wanted = parse_weekdays(self.weekdays) if self.weekdays else set(range(7))
+            span = (end - start).days + 1
+            days = [start + dt.timedelta(days=i) for i in range(span)]
+            days = [d for d in days if d.weekday() in wanted]
+        skip = set(self.holidays)
+        return tuple(d for d in days if d not in skip and start <= d <= end)
 
     @property
     def min_per_day(self) -> float:
@@ -232,6 +274,20 @@ class HatReleaseConfig(BaseModel):
                     f"{MAX_DOMAIN_CELLS:,}, each perturbed in every slot of every day): use a coarser resolution "
                     "or a smaller box"
                 )
+        if self.dates is not None:
+            if not self.dates:
+                raise ValueError("dates holds no day")
+            if self.weekdays is not None:
+                raise ValueError("give dates or weekdays, not both")
+            outside = [
+                d for d in self.dates if (self.start and d < self.start) or (self.end and d > self.end)
+            ]
+            if outside:
+                raise ValueError(f"dates {outside[0]} lies outside start..end")
+        elif (self.weekdays is not None or self.holidays) and (self.start is None or self.end is None):
+            raise ValueError("weekdays and holidays select days within start..end: give both")
+        if self.weekdays is not None:
+            parse_weekdays(self.weekdays)
         if isinstance(self.max_hats_per_vehicle_day, int) and self.max_hats_per_vehicle_day < 1:
             raise ValueError("max_hats_per_vehicle_day must be >= 1 or 'observed'")
         return self
@@ -244,6 +300,21 @@ class HatReleaseConfig(BaseModel):
         if self.selection == "public-threshold" and self.neighbouring == "add-remove":
             return False
         return not (self.neighbouring == "add-remove" and self.speed_estimator in PAPER_ESTIMATORS)
+
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def parse_weekdays(text: str) -> set[int]:
+    """``mon-fri``, ``sat,sun`` or ``mon-wed,fri`` to weekday numbers (Monday 0)."""
+    out: set[int] = set()
+    for part in str(text).lower().replace(" ", "").split(","):
+        ends = part.split("-")
+        if not part or len(ends) > 2 or any(e[:3] not in WEEKDAYS for e in ends):
+            raise ValueError(f"weekdays must look like mon-fri or sat,sun, got '{text}'")
+        a, b = WEEKDAYS.index(ends[0][:3]), WEEKDAYS.index(ends[-1][:3])
+        out.update(range(a, b + 1) if a <= b else [*range(a, 7), *range(0, b + 1)])
+    return out
 
 
 def parse_bbox(text: str) -> tuple[float, float, float, float]:
@@ -270,6 +341,10 @@ EXAMPLES = {
     "clip_bound": '"public" or "dp-quantile"',
     "coarsen": '"none", "parent1", "parent2", "slot2" or "auto"',
     "coarsen_rule": '"exclusive" or "fill"',
+    "queries": '"speed" or "speed,speeding"',
+    "dates": '["2016-11-24", "2016-12-16"]',
+    "weekdays": '"mon-fri"',
+    "holidays": '["2016-11-24"]',
 }
 
 

@@ -62,17 +62,45 @@ class PlannedCharge:
     mechanism: str
     conversion_delta: float | None
     derived_window: bool
+    days: tuple[dt.date, ...] = ()  # the public days charged (every day of first..last unless a day set)
 
 
-def planned_charge(cfg: HatReleaseConfig, start: dt.date, end: dt.date, derived: bool) -> PlannedCharge:
-    """The charge of a release over ``start..end`` from its public parameters (see :class:`PlannedCharge`)."""
-    plan = plan_release(cfg, (end - start).days + 1)
+def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:
+    """(start, end, day set) known before reading: a --dates list spans its first to last day."""
+    start, end = cfg.start, cfg.end
+    if cfg.dates:
+        start, end = start or min(cfg.dates), end or max(cfg.dates)
+    days = cfg.public_days(start, end) if start is not None and end is not None else None
+    if days is not None and not days:
+        raise InputError(
+            "the public day set is empty (every day of the window is a holiday or another weekday)"
+        )
+    return start, end, days
+
+
+def window_days(start: dt.date, end: dt.date, day_set: tuple[dt.date, ...] | None) -> tuple[dt.date, ...]:
+    """The public days of a release: the day set, or every calendar day of ``start..end``."""
+    if day_set is not None:
+        return day_set
+    return tuple(start + dt.timedelta(days=i) for i in range((end - start).days + 1))
+
+
+def planned_charge(
+    cfg: HatReleaseConfig,
+    start: dt.date,
+    end: dt.date,
+    derived: bool,
+    day_set: tuple[dt.date, ...] | None = None,
+) -> PlannedCharge:
+    """The charge of a release over its public days from its public parameters (see :class:`PlannedCharge`)."""
+    days = window_days(start, end, day_set)
+    plan = plan_release(cfg, len(days))
     bounds = [b for b in (cfg.epsilon_per_day, cfg.budget_per_day) if b is not None]
     eps = min(bounds) if bounds else None
     rho = None
     if plan.gaussian and eps is not None and plan.conversion_delta is not None:
         rho = rho_for_epsilon(eps, plan.conversion_delta)
-    return PlannedCharge(start, end, eps, rho, plan.mechanism, plan.conversion_delta, derived)
+    return PlannedCharge(start, end, eps, rho, plan.mechanism, plan.conversion_delta, derived, days)
 
 
 @dataclass
@@ -239,7 +267,7 @@ def write_owner_quarantine(out: Path, quarantine: pl.DataFrame) -> Path:
 
 def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tuple[dt.date, dt.date, bool]:
     """(start, end, derived_from_data). Without --start/--end the window spans the data's first to last day."""
-    start, end = cfg.start, cfg.end
+    start, end, _ = public_window(cfg)
     derived = start is None or end is None
     if derived:
         days = (
@@ -323,14 +351,19 @@ def release_fleet(
     say("reading and validating records")
     slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
     keep_speeds = cfg.speed_estimator != "report"
+    first, last, day_set = public_window(cfg)
     window = ContributionSpec(
-        cfg.resolution, slots, cfg.start, cfg.end, cfg.speed_max, keep_speeds=keep_speeds
+        cfg.resolution, slots, first, last, cfg.speed_max, keep_speeds=keep_speeds, days=day_set
     )
     if engine == "spark":
         loaded, contributions = _spark_stage(paths, columns, options, window, spark_master)
         start, end, derived = date_window(cfg, loaded.clean_lazy)
         say("aggregating per vehicle, HAT and day")
         contributions = contributions.filter(pl.col("day").is_between(start, end))
+        if day_set is not None:
+            contributions = contributions.filter(
+                pl.col("day").is_in(pl.Series(day_set, dtype=pl.Date).implode())
+            )
     elif engine != "polars":
         raise InputError(f"unknown engine '{engine}' (use polars or spark)")
     else:
@@ -344,19 +377,25 @@ def release_fleet(
                 "widen --start/--end or --hours"
             )
         start, end, derived = date_window(cfg, loaded.clean_lazy)
-        spec = ContributionSpec(cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds)
+        spec = ContributionSpec(
+            cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds, days=day_set
+        )
         say("aggregating per vehicle, HAT and day")
         contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
     if contributions.height == 0:
         raise InputError(
             f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}"
         )
-    days = (end - start).days + 1
+    public_days = window_days(start, end, day_set)
+    days = len(public_days)
     if before_noise is not None:
-        before_noise(planned_charge(cfg, start, end, derived))
+        before_noise(planned_charge(cfg, start, end, derived, day_set))
     say("selecting HATs and adding noise")
     release = release_hats(contributions, cfg, days, noise or OpenDPNoise(), slots=slots)
     p = release.privacy
+    window_warning = large_window_warning(p)
+    if window_warning:
+        p["warnings"] = [*p["warnings"], window_warning]  # type: ignore[list-item]
     if derived:
         reason = (
             "the date window (hence D, which sets the speeding sensitivity, the threshold and the group size) was "
@@ -366,16 +405,15 @@ def release_fleet(
         p["differentially_private"] = False
         p["dp_label"] = "NOT differentially private"
     seen = {d for d in contributions["day"].unique().to_list()}
-    empty_days = [
-        (start + dt.timedelta(days=i)).isoformat()
-        for i in range(days)
-        if start + dt.timedelta(days=i) not in seen
-    ]
+    empty_days = [d.isoformat() for d in public_days if d not in seen]
     opts = options or ValidationOptions()
     in_window = int(contributions["n_records"].sum())
     outside_domain = records_outside_domain(contributions, cfg)
-    p.update(
+    # Exact counts of the owner's records: removing one vehicle-day changes them, so they are owner material
+    # (owner_only/<name>/input_report.json), never in the public privacy.json (issue 21).
+    release.owner_report.update(
         {
+            "not_dp": "exact operational counts of the true data, for the data owner only; not protected by DP",
             "records_in": loaded.records_in,
             "records_quarantined": sum(loaded.reasons.values()),
             "quarantine_reasons": loaded.reasons,
@@ -383,9 +421,18 @@ def release_fleet(
             "records_outside_domain": outside_domain,
             "records_used": in_window - outside_domain,
             "records_outside_window": loaded.records_outside_window,
+            "vehicle_hat_days_truncated": p.pop("vehicle_hat_days_truncated", None),
+            "days_without_records": empty_days,
+        }
+    )
+    p.update(
+        {
             "window": {
                 "start": start.isoformat(),
                 "end": end.isoformat(),
+                "days": days,
+                "day_set": None if day_set is None else [d.isoformat() for d in day_set],
+                "day_set_rule": _day_set_rule(cfg),
                 "derived_from_data": derived,
                 "hours": list(cfg.hours),
                 "slot_minutes": cfg.slot_minutes,
@@ -412,16 +459,46 @@ def release_fleet(
             },
             "command_line": " ".join(["urbandp", *sys.argv[1:]]) if command_line is None else command_line,
             "disclosure_note": (
-                "records_in, records_quarantined, quarantine_reasons, records_in_window, records_outside_domain, "
-                "records_used, records_outside_window and "
-                "vehicle_hat_days_truncated are exact operational counts for the data owner; they are not protected "
-                "by the DP guarantee."
+                "every figure here is public (a parameter) or DP; exact counts of the owner's records are in "
+                "owner_only/<name>/input_report.json, beside this folder, and are not published"
             ),
         }
     )
     p["warnings"] = [*p["warnings"], *loaded.warnings]  # type: ignore[misc]
     release.owner_notes["days_without_records"] = empty_days
     return release, loaded
+
+
+WINDOW_WARNING_RATIO = 10.0
+
+
+def large_window_warning(p: dict[str, object]) -> str | None:
+    """A warning when the loss over the window exceeds 10x the per-day figure (issue 21): a vehicle present on
+    every public day is protected at the window's epsilon, not the day's."""
+    day, window = p.get("cumulative_epsilon_per_day"), p.get("epsilon_per_window")
+    if not isinstance(day, (int, float)) or not isinstance(window, (int, float)) or day <= 0:
+        return None
+    if window <= WINDOW_WARNING_RATIO * day:
+        return None
+    return (
+        f"epsilon per window is {window:.4g} over {p.get('days')} public days, {window / day:.0f}x the "
+        f"{day:.4g} per day: a vehicle present on every day is protected only at the window's figure; release "
+        "fewer days (--dates, --weekdays) or spend less per day"
+    )
+
+
+def _day_set_rule(cfg: HatReleaseConfig) -> str:
+    if cfg.dates:
+        rule = "the listed dates (--dates / --dates-file)"
+    elif cfg.weekdays:
+        rule = f"weekdays {cfg.weekdays} within start..end"
+    else:
+        rule = "every calendar day of start..end"
+    if cfg.holidays:
+        rule += f", less {len(cfg.holidays)} holiday(s)"
+    return (
+        rule + "; D, the number of these public days, sets the window's composition and Query 2's sensitivity"
+    )
 
 
 def write_release(
@@ -440,21 +517,25 @@ def write_release(
     paths: dict[str, Path] = {}
     p = release.privacy
     q_name = "quarantine.csv" if loaded.quarantine_parquet is None else "quarantine.parquet"
-    owner_files = [q_name, "owner_notes.json"]
+    owner_files = [q_name, "owner_notes.json", "input_report.json"]
     p["not_dp_outputs"] = {
-        str(owner_dir_for(out_dir) / name): why
+        f"../owner_only/{out_dir.name}/{name}": why
         for name, why in zip(
             owner_files,
             (
                 "raw rejected rows with their reasons",
                 "days of the window without any record (read from true data)",
+                "exact counts of the records read, quarantined (per reason), inside and outside the window and the "
+                "extent, and of the vehicle-day HATs cut by truncation",
             ),
             strict=True,
         )
     }
+    speeding = "speeding" in p.get("queries", ["speed", "speeding"])  # type: ignore[operator]
     with atomic_output_dir(out_dir) as d:
         release.speed.write_csv(d.release / "hat_speed.csv")
-        release.speeding.write_csv(d.release / "hat_speeding.csv")
+        if speeding:
+            release.speeding.write_csv(d.release / "hat_speeding.csv")
         if loaded.quarantine_parquet is None:
             loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
         else:  # written by Spark: moved in whole (a directory of part files)
@@ -462,6 +543,7 @@ def write_release(
 
             shutil.move(str(loaded.quarantine_parquet), d.owner_path(q_name))
         write_json(d.owner_path("owner_notes.json"), release.owner_notes)
+        write_json(d.owner_path("input_report.json"), release.owner_report)
         write_json(d.release / "privacy.json", p)
         if with_map:
             _write_map(d.release / "map.html", release, map_options or {})
@@ -470,10 +552,12 @@ def write_release(
         ("speeding", "hat_speeding.csv"),
         ("privacy", "privacy.json"),
     ):
-        paths[name] = out_dir / file
+        if name != "speeding" or speeding:
+            paths[name] = out_dir / file
     if with_map:
         paths["map"] = out_dir / "map.html"
     paths["quarantine"] = owner_dir_for(out_dir) / q_name
+    paths["input report"] = owner_dir_for(out_dir) / "input_report.json"
     return paths
 
 
@@ -484,10 +568,17 @@ def map_subtitle(p: dict[str, object]) -> str:
     scales = p["noise_scale"]
     return (
         f"{p['dp_label']} (unit vehicle-day, {p['mechanism']} noise): epsilon per day "
-        f"{p['cumulative_epsilon_per_day']:.4g} (delta {p['delta_per_day']:.2g}); {p['noise_scale_kind']}: speed "
+        f"{p['cumulative_epsilon_per_day']:.4g} (delta {p['delta_per_day']:.2g}), per window of {p['days']} days "
+        f"{p['epsilon_per_window']:.4g}"
+        + (" (WARNING: over 10x the day's)" if large_window_warning(p) else "")
+        + f"; {p['noise_scale_kind']}: speed "
         f"{scales['speed']:.4g}"  # type: ignore[index]
         + (" (on the sum of vehicle-day means)" if p["neighbouring"] == "add-remove" else "")
-        + f", speeding {scales['speeding']:.4g}"  # type: ignore[index]
+        + (
+            f", speeding {scales['speeding']:.4g}"  # type: ignore[index]
+            if "speeding" in p.get("queries", ["speeding"])  # type: ignore[operator]
+            else ""
+        )
     )
 
 

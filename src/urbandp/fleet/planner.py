@@ -66,7 +66,6 @@ def predict_noise(cfg: HatReleaseConfig, days: int, n: float) -> NoisePrediction
 
         slots = SlotSpec(cfg.slot_minutes, *cfg.hours).slots
         domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(slots)
-    selection_cost = 0.0
     threshold = selection_sd = None
     if cfg.selection == "dp":
         cal = calibrate_selection(
@@ -79,11 +78,11 @@ def predict_noise(cfg: HatReleaseConfig, days: int, n: float) -> NoisePrediction
             domain_size=domain,
             false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
         )
-        selection_cost, threshold, selection_sd = cal.cost_day, cal.threshold, _sd(plan, cal.scale)
+        threshold, selection_sd = cal.threshold, _sd(plan, cal.scale)
     from urbandp.fleet.release import calibrate_queries
 
     ns = np.full(k, float(n))
-    scales: QueryScales = calibrate_queries(cfg, plan, ns, k, selection_cost)
+    scales: QueryScales = calibrate_queries(cfg, plan, ns, k)
     sd_count = selection_sd
     if scales.count is not None:
         sd_count = _sd(plan, scales.count)
@@ -100,13 +99,14 @@ def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float
         return _sd(plan, scales)
     assert pred.sd_sum is not None
     sd_n = pred.sd_count or 0.0
-    return math.sqrt(pred.sd_sum**2 + TYPICAL_SPEED**2 * sd_n**2) / n
+    centre = min(cfg.speed_max, TYPICAL_SPEED) - cfg.speed_max / 2  # the sum is centred at U/2
+    return math.sqrt(pred.sd_sum**2 + centre**2 * sd_n**2) / n
 
 
 def _presence_scale(cfg: HatReleaseConfig, plan: ReleasePlan, n: float, k: int) -> float:
     from urbandp.fleet.release import calibrate_queries
 
-    return calibrate_queries(cfg, plan, np.full(k, float(n)), k, 0.0).speed
+    return calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed
 
 
 def pass_probability(pred: NoisePrediction, n: float) -> float:

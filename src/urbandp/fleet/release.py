@@ -77,9 +77,11 @@ DP_LABEL = {
 }
 
 CI_LABEL = (
-    "ci95_low/ci95_high: 95% interval from the known noise distribution only (Laplace or Gaussian quantiles; for "
-    "noisy_sum / noisy_vehicle_days a normal approximation of the ratio), clipped to [0, speed_max]; sampling "
-    "variation of the vehicles is not included"
+    "ci95_low/ci95_high: 95% interval from the known noise distribution only (Laplace or Gaussian quantiles; under "
+    "add-remove Fieller's interval for the ratio of the noisy centred sum to the noisy count, so the count's noise "
+    "widens it where the count is small), clamped to [0, speed_max]; sampling variation of the vehicles is not "
+    "included. clamped = true: the estimate fell outside [0, speed_max] and was clamped to the bound (post-"
+    "processing): not a confident value. noisy_sum and noisy_vehicle_days are clamped at 0 (post-processing)"
 )
 
 # Truncation key: a fixed public seed; the hash reads only (vehicle, day, cell, slot), i.e. presence.
@@ -97,6 +99,9 @@ class HatRelease:
     privacy: dict[str, object]
     ledger: PrivacyLedger = field(default_factory=PrivacyLedger)
     owner_notes: dict[str, object] = field(default_factory=dict)  # true-data notes for owner_only/, not DP
+    owner_report: dict[str, object] = field(
+        default_factory=dict
+    )  # exact counts: owner_only/input_report.json
     keys: pl.DataFrame = field(default_factory=pl.DataFrame)  # released (cell, slot), for coarser levels
 
 
@@ -107,10 +112,13 @@ class HatRelease:
 class ReleasePlan:
     """Public parameters of a release and the budget split, fixed before any data is read.
 
-    ``budget``, ``selection_budget`` and ``count_budget`` are those of the finest level. With a DP clip bound
-    (``clip_budget``) and coarser levels (``level_budgets``, finest first) the total per vehicle-day is
-    ``clip_budget + sum(level_budgets) = total_budget`` (epsilon, or rho for Gaussian noise: both compose by
-    addition); :meth:`for_level` gives the plan of one level.
+    ``budget`` and the shares below are those of the finest level (epsilon, or rho for Gaussian noise: both
+    compose by addition). Under add/remove with DP selection one noisy count per HAT serves both the selection and
+    the mean's denominator (``selection_budget``), so ``count_budget`` is 0; a fresh count is paid only when the
+    selection gives none (public-threshold). ``speed_budget`` and ``speeding_budget`` are the queries' shares
+    (``nan`` for the report's one shared B under presence-public, ``0`` for a query not asked for). With a DP clip
+    bound (``clip_budget``) and coarser levels (``level_budgets``, finest first) the total per vehicle-day is
+    ``clip_budget + sum(level_budgets) = total_budget``; :meth:`for_level` gives the plan of one level.
     """
 
     mechanism: str  # "gaussian" | "laplace"
@@ -118,13 +126,16 @@ class ReleasePlan:
     days: int
     speed_max: float
     budget: float | None  # per vehicle-day: epsilon (laplace) or rho (gaussian); None with --noise-scale
-    selection_budget: float  # epsilon or rho for DP selection
-    count_budget: float  # epsilon or rho for the fresh noisy count (the add-remove denominator)
+    selection_budget: float  # epsilon or rho of the selection's noisy count
+    count_budget: float  # epsilon or rho of a fresh noisy count (only when selection gives none)
     conversion_delta: float | None  # gaussian: delta of the zCDP -> (epsilon, delta) conversion
     threshold_delta: float  # target delta of an unknown-domain threshold selection (per level)
     total_budget: float | None = None  # the whole per-day budget (epsilon or rho)
     clip_budget: float = 0.0  # epsilon or rho for the DP clip bound (clip_bound = dp-quantile)
     level_budgets: tuple[float, ...] = ()  # per release level, finest first
+    speed_budget: float = math.nan  # Query 1's share of the level (nan: shared B with Query 2)
+    speeding_budget: float = 0.0  # Query 2's share of the level (0: not asked for)
+    split_rule: str = ""
 
     @property
     def gaussian(self) -> bool:
@@ -135,7 +146,7 @@ class ReleasePlan:
         return gaussian_rho(sensitivity, scale) if self.gaussian else laplace_epsilon(sensitivity, scale)
 
     def for_level(self, i: int) -> ReleasePlan:
-        """The plan of release level ``i`` (0 = finest): its budget, selection and count shares scaled alike."""
+        """The plan of release level ``i`` (0 = finest): every share scaled alike."""
         if i == 0 or not self.level_budgets:
             return self
         assert self.budget is not None
@@ -145,16 +156,45 @@ class ReleasePlan:
             budget=self.level_budgets[i],
             selection_budget=self.selection_budget * ratio,
             count_budget=self.count_budget * ratio,
+            speed_budget=self.speed_budget * ratio,
+            speeding_budget=self.speeding_budget * ratio,
         )
 
 
+SPEEDING_SHARE = 1.0 / 3.0
+"""Share of a level's budget for Query 2 when it is asked for (``--queries speed,speeding``)."""
+
+
+def count_sum_split(mechanism: str) -> float:
+    """Share of the count in the (count + centred sum) budget that minimises the worst-case error of the mean.
+
+    The released mean is ``U/2 + S~ / N~`` (S the sum of speeds centred in [-U/2, U/2]). At a HAT of ``n``
+    vehicle-days its error is, to first order, ``(e_S - (mu - U/2) e_N) / n``, so its variance is
+    ``(var_S + (mu - U/2)^2 var_N) / n^2``; the worst case over the unknown true mean ``mu`` in [0, U] is
+    ``|mu - U/2| = U/2``, the sensitivity of the centred sum. Both noise variances fall with their budget:
+
+    * Gaussian (zCDP, L2 over the K HATs of a vehicle-day): ``var_S = K (U/2)^2 / (2 rho_S)`` and
+      ``var_N = K / (2 rho_N)`` (OpenDP's Gaussian threshold bounds the squared L2 norm by K too); minimising
+      ``1 / rho_S + 1 / rho_N`` under ``rho_S + rho_N = rho`` gives an even split;
+    * Laplace (L1 over K HATs): ``var_S = 2 (K U/2 / eps_S)^2``, ``var_N = 2 (K / eps_N)^2``; minimising
+      ``1 / eps_S^2 + 1 / eps_N^2`` gives an even split too.
+
+    The split reads only public parameters, holds at every n (the same for every released HAT) and U cancels
+    out; the selection threshold then follows from the count's half. (The uncentred sum of the first version had
+    sensitivity U: the same split then needs four times the rho for the same sum noise.)
+    """
+    return 0.5
+
+
 def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
-    """Plan a release from public parameters (cfg and the public window's D).
+    """Plan a release from public parameters (cfg and D, the number of public days).
 
     Budget split (epsilon for Laplace, rho for Gaussian): ``clip_share`` of the total for a DP clip bound, then
     of the rest ``1 - coarsen_share`` for the finest level and ``coarsen_share / L`` for each of the L coarser
-    levels; inside a level, ``selection_fraction`` and ``count_fraction`` of the level's budget as before. With
-    unknown-domain threshold selection each level's threshold gets ``delta_sel / (L + 1)``.
+    levels. Inside a level (add/remove, report estimator): Query 2 gets :data:`SPEEDING_SHARE` when asked for, and
+    the rest is split between the one noisy count (selection and denominator) and the centred sum by
+    :func:`count_sum_split`. Under presence-public N is public: DP selection gets ``selection_fraction`` and the
+    queries the rest. With unknown-domain threshold selection each level's threshold gets ``delta_sel / (L + 1)``.
     """
     if days < 1:
         raise InputError("the date window holds no day")
@@ -167,29 +207,58 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         threshold_delta = cfg.delta / 2 / n_levels
     else:
         conv, threshold_delta = None, cfg.delta / n_levels
-    total: float | None = None
-    clip_budget = 0.0
-    levels: tuple[float, ...] = ()
-    if cfg.epsilon_per_day is not None:
-        total = rho_for_epsilon(cfg.epsilon_per_day, conv) if conv else cfg.epsilon_per_day
-        clip_budget = cfg.clip_share * total if cfg.clip_bound == "dp-quantile" else 0.0
-        rest = total - clip_budget
-        coarse = n_levels - 1
-        shares = [1.0] if not coarse else [1.0 - cfg.coarsen_share] + [cfg.coarsen_share / coarse] * coarse
-        levels = tuple(share * rest for share in shares)
-        budget: float | None = levels[0]
-        selection_budget = cfg.selection_fraction * levels[0]
-        count_budget = cfg.count_fraction * levels[0]
-    else:
-        budget = None
+    speeding_on = "speeding" in cfg.queries
+    if cfg.epsilon_per_day is None:  # --noise-scale B: the loss follows from B
         selection_budget = rho_for_epsilon(cfg.selection_epsilon, conv) if conv else cfg.selection_epsilon
-        count_budget = selection_budget
+        fresh = selection_budget if cfg.selection == "public-threshold" else 0.0
+        return ReleasePlan(
+            mech, k, days, cfg.speed_max, None, selection_budget, fresh, conv, threshold_delta,
+            speeding_budget=math.nan if speeding_on else 0.0,
+            split_rule="--noise-scale B for the queries; selection_epsilon for the selection",
+        )  # fmt: skip
+    total = rho_for_epsilon(cfg.epsilon_per_day, conv) if conv else cfg.epsilon_per_day
+    clip_budget = cfg.clip_share * total if cfg.clip_bound == "dp-quantile" else 0.0
+    rest = total - clip_budget
+    coarse = n_levels - 1
+    shares = [1.0] if not coarse else [1.0 - cfg.coarsen_share] + [cfg.coarsen_share / coarse] * coarse
+    levels = tuple(share * rest for share in shares)
+    level = levels[0]
+    speeding_budget = SPEEDING_SHARE * level if speeding_on else 0.0
+    queries = level - speeding_budget
+    count_budget = 0.0
+    if cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report":
+        f = count_sum_split(mech)
+        count_share = f * queries
+        speed_budget = queries - count_share
+        if cfg.selection == "dp":
+            selection_budget = count_share
+            rule = (
+                f"one noisy count per HAT (selection and denominator) {f:.3f} and centred sum {1 - f:.3f} of the "
+                "queries' budget: the split minimising the worst-case variance of the mean (count_sum_split)"
+            )
+        else:  # public-threshold reads true counts (NOT DP): the denominator is a fresh count
+            selection_budget, count_budget = 0.0, count_share
+            rule = f"fresh noisy count {f:.3f} and centred sum {1 - f:.3f} of the queries' budget"
+    else:
+        selection_budget = cfg.selection_fraction * level if cfg.selection == "dp" else 0.0
+        queries = level - selection_budget - speeding_budget
+        shared_b = cfg.neighbouring == "presence-public" and cfg.speed_estimator == "report"
+        if shared_b and cfg.speed_share is None and speeding_on:
+            speed_budget, speeding_budget = math.nan, queries + speeding_budget  # the report's shared B
+        else:
+            speed_budget = queries
+        rule = (
+            f"selection {cfg.selection_fraction:g} of the level (presence-public or a user-level estimator)"
+        )
+    if speeding_on and cfg.speed_share is not None and not math.isnan(speed_budget):
+        both = speed_budget + speeding_budget
+        speed_budget, speeding_budget = cfg.speed_share * both, (1 - cfg.speed_share) * both
     return ReleasePlan(
         mech,
         k,
         days,
         cfg.speed_max,
-        budget,
+        level,
         selection_budget,
         count_budget,
         conv,
@@ -197,6 +266,9 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         total,
         clip_budget,
         levels,
+        speed_budget,
+        speeding_budget,
+        rule,
     )
 
 
@@ -318,43 +390,38 @@ def _costs(plan: ReleasePlan, sensitivities: np.ndarray, scale: float) -> np.nda
 
 
 def speed_sensitivities(cfg: HatReleaseConfig, n: np.ndarray) -> np.ndarray:
-    """Per-HAT sensitivity of Query 1 to one vehicle-day: U/N (presence-public, on the mean) or U (on the sum)."""
+    """Per-HAT sensitivity of Query 1 to one vehicle-day: U/N (presence-public, on the mean) or U/2 (add/remove,
+    on the sum of speeds centred at U/2: a vehicle-day adds or removes a value in [-U/2, U/2])."""
     if cfg.neighbouring == "presence-public":
         return cfg.speed_max / n
-    return np.full(len(n), cfg.speed_max)
+    return np.full(len(n), cfg.speed_max / 2.0)
 
 
-def calibrate_queries(
-    cfg: HatReleaseConfig, plan: ReleasePlan, n: np.ndarray, k_eff: int, selection_cost_day: float
-) -> QueryScales:
-    """Scales of Query 1, Query 2 (and the add-remove count) from the plan and the released HATs' public N."""
+def calibrate_queries(cfg: HatReleaseConfig, plan: ReleasePlan, n: np.ndarray, k_eff: int) -> QueryScales:
+    """Scales of Query 1, Query 2 (and a fresh count when selection gave none) from the plan's shares and the
+    released HATs: each query's noise is sized to the ``k_eff = min(K, h)`` HATs actually released (valid by
+    adaptive composition: h is a DP output), so that the sum of its top-``k_eff`` per-HAT costs is its share."""
     h = len(n)
+    speeding_on = "speeding" in cfg.queries
     speeding_s = np.full(h, 1.0 / plan.days)
     count: float | None = None
-    count_cost = 0.0
-    if cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report" and h:
-        # A fresh noisy count of the released HATs is the denominator: the selection's own noisy counts passed a
-        # threshold, so near it they are biased upwards (winner's curse) and would pull the means towards 0.
+    if plan.count_budget > 0 and h and cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report":
         count = _scale_for(plan, [np.ones(h)], k_eff, plan.count_budget)
-        count_cost = plan.count_budget
     if cfg.noise_scale is not None:
-        return QueryScales(cfg.noise_scale, cfg.noise_scale, count, math.nan)
+        return QueryScales(cfg.noise_scale, cfg.noise_scale if speeding_on else math.inf, count, math.nan)
     if h == 0:
         return QueryScales(math.inf, math.inf, count, 0.0)
-    assert plan.budget is not None
-    remaining = plan.budget - (selection_cost_day if cfg.selection == "dp" else 0.0) - count_cost
-    if remaining <= 0:
-        raise InputError("epsilon_per_day leaves nothing for the queries after selection")
     speed_s = speed_sensitivities(cfg, n)
-    if cfg.neighbouring == "presence-public" and cfg.speed_share is None and cfg.speed_estimator == "report":
-        shared = _scale_for(plan, [speed_s, speeding_s], k_eff, remaining)  # the report's one B (III E-F)
+    if math.isnan(plan.speed_budget):  # the report's one B for both queries (III E-F)
+        shared = _scale_for(plan, [speed_s, speeding_s], k_eff, plan.speeding_budget)
         return QueryScales(shared, shared, count, math.nan)
-    share = 0.5 if cfg.speed_share is None else cfg.speed_share
+    if plan.speed_budget <= 0:
+        raise InputError("epsilon_per_day leaves nothing for the queries after selection")
     speed = (
-        _scale_for(plan, [speed_s], k_eff, share * remaining) if cfg.speed_estimator == "report" else math.nan
+        _scale_for(plan, [speed_s], k_eff, plan.speed_budget) if cfg.speed_estimator == "report" else math.nan
     )
-    speeding = _scale_for(plan, [speeding_s], k_eff, (1 - share) * remaining)
-    return QueryScales(speed, speeding, count, share * remaining)
+    speeding = _scale_for(plan, [speeding_s], k_eff, plan.speeding_budget) if speeding_on else math.inf
+    return QueryScales(speed, speeding, count, plan.speed_budget)
 
 
 # --- 5. measure ----------------------------------------------------------------------------------------------------
@@ -388,6 +455,30 @@ class Measured:
     over_low: np.ndarray
     over_high: np.ndarray
     withheld: int = 0
+    clamped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+
+LAPLACE_Z95 = LAPLACE_Q95 / math.sqrt(2.0)
+"""95% quantile of |Laplace| in units of its sd (2.12): used as the Fieller z under Laplace noise, conservative
+for the difference of two Laplace draws (whose 95% quantile in sd units lies between 1.96 and 2.12)."""
+
+
+def fieller_interval(
+    s: np.ndarray, n: np.ndarray, sd_s: float, sd_n: float, z: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fieller's confidence set for ``theta = S / N`` from independent noisy ``s ~ (S, sd_s)``, ``n ~ (N, sd_n)``.
+
+    The set ``{theta : (s - theta n)^2 <= z^2 (sd_s^2 + theta^2 sd_n^2)}`` is exact for Gaussian noise (it does
+    not linearise the ratio, so the denominator's noise widens it where ``n`` is small next to ``sd_n``). It is a
+    bounded interval when ``n^2 > z^2 sd_n^2``; otherwise it is unbounded and (-inf, inf) is returned.
+    """
+    a = n**2 - z**2 * sd_n**2
+    disc = s**2 * sd_n**2 + n**2 * sd_s**2 - z**2 * sd_s**2 * sd_n**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        root = z * np.sqrt(np.maximum(disc, 0.0))
+        low = np.where(a > 0, (s * n - root) / a, -np.inf)
+        high = np.where(a > 0, (s * n + root) / a, np.inf)
+    return low, high
 
 
 def measure_queries(
@@ -399,21 +490,33 @@ def measure_queries(
     contributions: pl.DataFrame,
     slots: SlotSpec,
     k_eff: int,
+    selection_scale: float | None = None,
 ) -> Measured:
-    """Draw the noise of Query 1 and Query 2 once, then post-process (clip to [0, U], intervals)."""
+    """Draw the noise of Query 1 and Query 2 once, then post-process (clamp to [0, U], intervals).
+
+    Add/remove: the mean is ``U/2 + S~ / N~`` with ``S~`` the noisy sum of speeds centred at U/2 and ``N~`` the
+    selection's noisy count (the same draw that passed the threshold; a fresh count only under public-threshold).
+    The published ``noisy_sum`` is the sum of speeds it implies, ``U/2 N~ + S~``, and it and ``noisy_vehicle_days``
+    are clamped at 0 (post-processing). A mean clamped to 0 or U is flagged (``clamped``): it is not a confident
+    value. Intervals are Fieller's for the ratio (the count's noise included), clamped to [0, U].
+    """
     h = released.height
     u = cfg.speed_max
     n = released["n"].to_numpy().astype(float)
     nan = np.full(h, np.nan)
     noisy_n = nan.copy()
+    if "noisy_n" in released.columns and cfg.neighbouring == "add-remove":
+        noisy_n = released["noisy_n"].to_numpy().astype(float)
     if scales.count is not None and h:
         noisy_n = _draw(plan, noise, n, scales.count)
     noisy_sum = nan.copy()
     withheld = 0
+    clamped = np.zeros(h, dtype=bool)
     if cfg.speed_estimator != "report":
         mean, costs, speed_scales = _user_level_means(
             contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots
         )
+        clamped = (mean < 0.0) | (mean > u)
         mean = np.clip(mean, 0.0, u)
         low, high = nan.copy(), nan.copy()
     elif cfg.neighbouring == "presence-public":
@@ -422,38 +525,42 @@ def measure_queries(
         s = released["sum_mean_speed"].to_numpy().astype(float)
         raw = _draw(plan, noise, s / np.maximum(n, 1.0), scales.speed) if h else np.zeros(0)
         half = _half_width(plan, scales.speed) if h else 0.0
+        clamped = (raw < 0.0) | (raw > u)
         mean, low, high = np.clip(raw, 0, u), np.clip(raw - half, 0, u), np.clip(raw + half, 0, u)
     else:
         speed_scales = np.full(h, scales.speed)
         costs = _costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
-        s = released["sum_mean_speed"].to_numpy().astype(float)
-        noisy_sum = _draw(plan, noise, s, scales.speed) if h else np.zeros(0)
-        sd_n = _sd(plan, scales.count) if scales.count is not None else 0.0
+        centred = released["sum_mean_speed"].to_numpy().astype(float) - n * (u / 2.0)
+        noisy_centred = _draw(plan, noise, centred, scales.speed) if h else np.zeros(0)
+        count_scale = scales.count if scales.count is not None else selection_scale
+        sd_n = _sd(plan, count_scale) if count_scale is not None else 0.0
         sd_s = _sd(plan, scales.speed) if h else 0.0
-        # The ratio is biased towards 0 (or blows up) when the noisy denominator is small next to its noise:
-        # the mean is withheld (null) unless the noisy count is at least max(1, 2 sd of its noise).
+        # The ratio is meaningless when the noisy denominator is small next to its noise: the mean is withheld
+        # (null) unless the noisy count is at least max(1, 2 sd of its noise).
         ok = noisy_n >= max(1.0, 2.0 * sd_n)
         withheld = int((~ok).sum())
         denom = np.where(ok, noisy_n, np.nan)
-        raw = noisy_sum / denom
+        raw = u / 2.0 + noisy_centred / denom
+        clamped = ok & ((raw < 0.0) | (raw > u))
         mean = np.clip(raw, 0.0, u)
-        sd_mean = np.sqrt(sd_s**2 + mean**2 * sd_n**2) / denom
-        low, high = np.clip(raw - Z95 * sd_mean, 0, u), np.clip(raw + Z95 * sd_mean, 0, u)
+        z = Z95 if plan.gaussian else LAPLACE_Z95
+        lo_c, hi_c = fieller_interval(noisy_centred, denom, sd_s, sd_n, z)
+        low, high = np.clip(u / 2.0 + lo_c, 0, u), np.clip(u / 2.0 + hi_c, 0, u)
+        noisy_sum = np.maximum(u / 2.0 * noisy_n + noisy_centred, 0.0) if h else np.zeros(0)
+    noisy_n = np.maximum(noisy_n, 0.0)
     m = released["n_over_limit"].to_numpy().astype(float)
-    raw_over = _draw(plan, noise, m / plan.days, scales.speeding) if h else np.zeros(0)
-    half_over = _half_width(plan, scales.speeding) if h else 0.0
+    if h and math.isfinite(scales.speeding):
+        raw_over = _draw(plan, noise, m / plan.days, scales.speeding)
+        half_over = _half_width(plan, scales.speeding)
+        over = (
+            np.maximum(raw_over, 0.0),
+            np.maximum(raw_over - half_over, 0.0),
+            np.maximum(raw_over + half_over, 0.0),
+        )
+    else:
+        over = (nan.copy(), nan.copy(), nan.copy())
     return Measured(
-        mean,
-        low,
-        high,
-        noisy_sum,
-        noisy_n,
-        speed_scales,
-        costs,
-        np.maximum(raw_over, 0.0),
-        np.maximum(raw_over - half_over, 0.0),
-        np.maximum(raw_over + half_over, 0.0),
-        withheld,
+        mean, low, high, noisy_sum, noisy_n, speed_scales, costs, *over, withheld=withheld, clamped=clamped
     )
 
 
@@ -586,9 +693,10 @@ def _release_level(
     h = released.height
     k_eff = min(k, h)
     n = released["n"].to_numpy().astype(float)
-    selection_cost = selection.rho_per_day if plan.gaussian else selection.epsilon_per_day
-    scales = calibrate_queries(cfg, plan, n, k_eff, selection_cost)
-    measured = measure_queries(cfg, plan, released, scales, noise, contributions, slots, k_eff)
+    scales = calibrate_queries(cfg, plan, n, k_eff)
+    measured = measure_queries(
+        cfg, plan, released, scales, noise, contributions, slots, k_eff, selection_scale=selection.scale
+    )
     result = account(cfg, plan, selection, scales, measured, released, slots, k, k_eff, truncated, not_dp)
     result.keys = released.select("cell", "slot")
     result.privacy["hats_passing_selection"] = passed
@@ -890,7 +998,7 @@ def combine_levels(
             "released means and intervals are clipped to [0, bound]",
         }
         sens = dict(p["sensitivity"])  # type: ignore[call-overload]
-        sens["speed"] = f"{clip.bound}/N per HAT" if cfg.neighbouring == "presence-public" else clip.bound
+        sens["speed"] = f"{clip.bound}/N per HAT" if cfg.neighbouring == "presence-public" else clip.bound / 2
         p["sensitivity"] = sens
     warnings = [w for r in results for w in r.privacy["warnings"]]  # type: ignore[attr-defined]
     p["warnings"] = [
@@ -1034,6 +1142,7 @@ def account(
             "ci95_high": round_to_precision(measured.ci_high, prec),
             "noisy_sum": round_to_precision(measured.noisy_sum, prec),
             "noisy_vehicle_days": round_to_precision(measured.noisy_n, prec),
+            "clamped": measured.clamped if h else np.zeros(0, dtype=bool),
             "noise_scale": measured.speed_scales,
             cost_col: measured.speed_costs,
         },
@@ -1052,10 +1161,10 @@ def account(
         },
         nan_to_null=True,
     )
-    if cfg.neighbouring == "presence-public":
-        speed = speed.drop("noisy_sum")
-    if speed["noisy_vehicle_days"].null_count() == h:
-        speed = speed.drop("noisy_vehicle_days")
+    if cfg.neighbouring == "presence-public":  # N is public there: no noisy count, no noisy sum
+        speed = speed.drop("noisy_sum", "noisy_vehicle_days")
+    if "speeding" not in cfg.queries:
+        speeding = speeding.clear()
     scale_name = "gaussian sigma" if gauss else "laplace b"
     privacy: dict[str, object] = {
         "differentially_private": not not_dp,
@@ -1076,8 +1185,12 @@ def account(
         "noise_scale_reason": None if h else "no HAT passed selection: the queries drew no noise",
         "sensitivity": {
             "speed": (
-                f"{cfg.speed_max}/N per HAT" if cfg.neighbouring == "presence-public" else cfg.speed_max
+                f"{cfg.speed_max}/N per HAT" if cfg.neighbouring == "presence-public" else cfg.speed_max / 2
             ),
+            "speed_note": None
+            if cfg.neighbouring == "presence-public"
+            else "add-remove: the sum of vehicle-day mean speeds centred at speed_max/2, so one vehicle-day moves "
+            "it by at most speed_max/2",
             "speed_norm": ("L2 over the K HATs of a vehicle-day" if gauss else "L1 over the K HATs"),
             "speeding": 1.0 / d,
         },
@@ -1128,6 +1241,8 @@ def account(
             "domain_hats": selection.domain_hats,
         },
         "speed_max": cfg.speed_max,
+        "queries": list(cfg.queries),
+        "budget_split": plan.split_rule,
         "speed_limit": cfg.speed_limit,
         "precision": cfg.precision,
         "speed_estimator": cfg.speed_estimator,

@@ -202,8 +202,9 @@ def calibrate_selection(
             "dp-public-domain", gaussian, k, days, scale, threshold, cost_hat, cost_day, 0.0, window
         )
     d_day = threshold_distance(k, 1, gaussian)
-    l_norm = d_day[1]
-    scale = l_norm / math.sqrt(2.0 * budget) if gaussian else k / budget
+    # OpenDP's Gaussian threshold bounds the squared L2 norm by min(l2^2, l0 linf^2) = K at one vehicle-day, so
+    # sigma = sqrt(K / (2 rho)); starting from ceil(sqrt K) instead wasted up to a third of the budget at small K
+    scale = math.sqrt(k / (2.0 * budget)) if gaussian else k / budget
     threshold = smallest_threshold(scale, k, delta, min_per_day * days, gaussian)
     meas = _threshold_measurement(scale, threshold, gaussian)
     while meas.map(d_day)[0] > budget:  # OpenDP rounds its map outward: stay within budget

@@ -365,11 +365,17 @@ def test_release_on_real_austin_avl(shared_data: Path, tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     p = json.loads((out / "privacy.json").read_text())
+    # exact counts of the owner's records are owner material, never in the public privacy.json (issue 21)
+    owner = json.loads((tmp_path / "owner_only" / "austin" / "input_report.json").read_text())
+    for key in ("records_in", "records_quarantined", "quarantine_reasons", "vehicle_hat_days_truncated"):
+        assert key not in p and key in owner
     raw_rows = sum(sum(1 for _ in f.open()) - 1 for f in austin.glob("*.csv"))
-    assert p["records_in"] == raw_rows
-    assert p["records_quarantined"] == sum(p["quarantine_reasons"].values())
-    assert p["records_outside_window"] > 0  # the other 15 days
-    assert p["records_in"] == p["records_quarantined"] + p["records_outside_window"] + p["records_in_window"]
+    assert owner["records_in"] == raw_rows
+    assert owner["records_quarantined"] == sum(owner["quarantine_reasons"].values())
+    assert owner["records_outside_window"] > 0  # the other 15 days
+    assert owner["records_in"] == (
+        owner["records_quarantined"] + owner["records_outside_window"] + owner["records_in_window"]
+    )
     # the feed repeats (vehicle, timestamp) rows, e.g. 12,244 times on 2016-03-22
     everything = load_records([austin])
     assert everything.reasons["duplicate"] == 16579
@@ -394,6 +400,26 @@ def test_release_on_real_austin_avl(shared_data: Path, tmp_path: Path) -> None:
         options=ValidationOptions(speed_unit="mph", speed_unit_since=((dt.date(2016, 1, 1), "m/s"),)),
     )
     assert conv.clean.filter(pl.col("vehicle") == "8940")["speed"][0] == pytest.approx(7.15264 * 3.6)
+
+
+@pytest.mark.real_data
+def test_four_austin_days_from_two_months_are_four_public_days(shared_data: Path, tmp_path: Path) -> None:
+    """--dates makes D the number of listed days (4), not the 23 calendar days they span; other days' records are
+    outside the window; speeding is not released unless asked for."""
+    austin = shared_data / "austin-avl"
+    days = ["2016-11-24", "2016-11-25", "2016-11-27", "2016-12-16"]
+    out = tmp_path / "four"
+    args = ["release", *(str(austin / f"{d}.csv") for d in days), str(austin / "2016-12-18.csv")]
+    args += ["--out", str(out), "--speed-unit", "m/s", "--dates", ",".join(days), "--epsilon-per-day", "10"]
+    args += ["--max-hats-per-vehicle-day", "32", "--hours", "0-24", "--no-map"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    p = json.loads((out / "privacy.json").read_text())
+    assert p["days"] == 4 and p["window"]["day_set"] == days
+    assert p["hats_released"] > 100  # at D = 23 the window's epsilon was 2,000+ and far fewer HATs passed
+    owner = json.loads((tmp_path / "owner_only" / "four" / "input_report.json").read_text())
+    assert owner["records_outside_window"] > 0  # 2016-12-18 is not a public day
+    assert not (out / "hat_speeding.csv").exists()
 
 
 def test_toml_config_sets_release_input_and_columns(tmp_path: Path) -> None:

@@ -92,7 +92,9 @@ def groups(counts: dict[int, int], slot: int = 9, speed: float = 30.0) -> list[t
 
 
 def cfg(**kw: object) -> HatReleaseConfig:
-    base: dict[str, object] = dict(hours=(9, 10), max_hats_per_vehicle_day=2, precision=6)
+    base: dict[str, object] = dict(
+        hours=(9, 10), max_hats_per_vehicle_day=2, precision=6, queries=("speed", "speeding")
+    )
     base.update(kw)
     return HatReleaseConfig(**base)  # type: ignore[arg-type]
 
@@ -185,9 +187,10 @@ BUSY = frame(groups({X: 30, P1_OTHER: 10, Y1: 20, Y2: 20}))
 
 
 def test_multi_level_gaussian_composes_in_rho_and_splits_the_threshold_delta() -> None:
-    """Unknown-domain Gaussian thresholds (fine 24, coarse 36 vehicle-days at epsilon 10, K = 2): the levels'
-    rho add up to the total rho of epsilon 10 at delta/2; each level's threshold gets delta/4."""
-    e, delta = 10.0, 1e-6
+    """Unknown-domain Gaussian thresholds (fine 24, coarse 35 vehicle-days at epsilon 3.5, K = 2: the one count
+    takes half of the queries' two thirds): the levels' rho add up to the total rho of epsilon 3.5 at delta/2;
+    each level's threshold gets delta/4."""
+    e, delta = 3.5, 1e-6
     c = cfg(
         epsilon_per_day=e, delta=delta, min_vehicles_per_day=3, coarsen="parent1", coarsen_rule="exclusive"
     )
@@ -199,7 +202,7 @@ def test_multi_level_gaussian_composes_in_rho_and_splits_the_threshold_delta() -
     assert levels["parent1"]["hats_released"] == 1  # P2 (P1 is covered by X)
     assert levels["parent1"]["hats_covered_by_finer_level"] == 1
     assert levels["finest"]["selection_threshold_vehicle_days"] == 24
-    assert levels["parent1"]["selection_threshold_vehicle_days"] == 36
+    assert levels["parent1"]["selection_threshold_vehicle_days"] == 35
     assert levels["finest"]["rho_per_day_total"] == pytest.approx(0.7 * total, rel=1e-9)
     assert levels["parent1"]["rho_per_day_total"] == pytest.approx(0.3 * total, rel=1e-9)
     assert sum(p["rho_per_day"].values()) == pytest.approx(total, rel=1e-9)
@@ -209,10 +212,10 @@ def test_multi_level_gaussian_composes_in_rho_and_splits_the_threshold_delta() -
     assert all(0 < x["delta"] <= delta / 4 for x in sel)
     assert p["delta_per_day"] == pytest.approx(delta / 2 + sum(x["delta"] for x in sel), rel=1e-12)
     assert p["delta_per_day"] <= delta
-    # per HAT, the coarse sum's rho is U^2 / (2 sigma^2) at the coarse level's sigma
+    # per HAT, the coarse centred sum's rho is (U/2)^2 / (2 sigma^2) at the coarse level's sigma
     coarse = r.speed.filter(pl.col("level") == "parent1")
     sigma = levels["parent1"]["noise_scale"]["speed"]
-    assert coarse["rho_hat_day"][0] == pytest.approx(gaussian_rho(U, sigma), rel=1e-12)
+    assert coarse["rho_hat_day"][0] == pytest.approx(gaussian_rho(U / 2, sigma), rel=1e-12)
     assert coarse["mean_speed"][0] == pytest.approx(30.0, abs=1e-6)
 
 
@@ -298,7 +301,9 @@ def test_plan_splits_the_budget_across_clip_and_levels() -> None:
     assert p.clip_budget == pytest.approx(0.05 * total, rel=1e-15)
     assert p.level_budgets == pytest.approx([0.95 * 0.7 * total, 0.95 * 0.15 * total, 0.95 * 0.15 * total])
     assert p.clip_budget + sum(p.level_budgets) == pytest.approx(total, rel=1e-14)
-    assert p.for_level(2).selection_budget == pytest.approx(0.1 * p.level_budgets[2], rel=1e-14)
+    # speeding a third of the level, the one count half of the rest
+    assert p.for_level(2).selection_budget == pytest.approx(p.level_budgets[2] / 3, rel=1e-14)
+    assert p.for_level(2).speed_budget == pytest.approx(p.level_budgets[2] / 3, rel=1e-14)
 
 
 # --- DP clip bound ---------------------------------------------------------------------------------------------
@@ -353,9 +358,9 @@ def test_clip_bound_is_charged_from_opendp_map_and_sets_the_sensitivity(neighbou
     assert p["speed_max"] == U
     assert max(r.speed["mean_speed"].drop_nulls().to_list()) <= bound
     if neighbouring == "add-remove":
-        assert p["sensitivity"]["speed"] == bound
+        assert p["sensitivity"]["speed"] == bound / 2  # the centred sum
         sigma = p["noise_scale"]["speed"]
-        assert r.speed["rho_hat_day"][0] == pytest.approx(gaussian_rho(bound, sigma), rel=1e-12)
+        assert r.speed["rho_hat_day"][0] == pytest.approx(gaussian_rho(bound / 2, sigma), rel=1e-12)
     else:
         assert p["sensitivity"]["speed"] == f"{bound}/N per HAT"
     assert p["cumulative_epsilon_per_day"] <= e

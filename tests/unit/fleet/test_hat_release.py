@@ -51,7 +51,11 @@ SMALL = contributions(
 
 def cfg(**kw: object) -> HatReleaseConfig:
     base: dict[str, object] = dict(
-        hours=(9, 10), min_vehicles_per_day=1, max_hats_per_vehicle_day=2, precision=6
+        hours=(9, 10),
+        min_vehicles_per_day=1,
+        max_hats_per_vehicle_day=2,
+        precision=6,
+        queries=("speed", "speeding"),
     )
     base.update(kw)
     return HatReleaseConfig(**base)  # type: ignore[arg-type]
@@ -108,16 +112,17 @@ def test_report_golden_query2_epsilon_per_day() -> None:
     assert top_k_sum(np.full(120, 1 / 31), 89) == pytest.approx(2.871, abs=5e-4)
 
 
-def test_add_remove_uses_noisy_sum_over_count_and_charges_u_over_b() -> None:
+def test_add_remove_uses_centred_sum_over_count_and_charges_half_u_over_b() -> None:
+    """The sum is of speeds centred at U/2 (sensitivity U/2, not U); mean = U/2 + centred sum / count."""
     c = cfg(noise_scale=5.0, neighbouring="add-remove", selection="public-threshold", selection_epsilon=5.0)
     r = release_hats(SMALL, c, 2, EXACT)
     speed = r.speed.sort("h3_cell")
     assert speed["mean_speed"].to_list() == [20.0, 45.0]
-    assert speed["noisy_sum"].to_list() == [60.0, 90.0]
+    assert speed["noisy_sum"].to_list() == [60.0, 90.0]  # published as U/2 N~ + S~ (the uncentred sum)
     assert speed["noisy_vehicle_days"].to_list() == [3.0, 2.0]
-    assert r.speed["epsilon_hat_day"].to_list() == pytest.approx([65 / 5] * 2, rel=1e-12)
+    assert r.speed["epsilon_hat_day"].to_list() == pytest.approx([32.5 / 5] * 2, rel=1e-12)
     p = r.privacy
-    assert p["epsilon_per_day"]["speed"] == pytest.approx(2 * 65 / 5, rel=1e-12)
+    assert p["epsilon_per_day"]["speed"] == pytest.approx(2 * 32.5 / 5, rel=1e-12)
     assert p["noise_scale"]["count"] == pytest.approx(2 / 5.0)  # K / epsilon for the denominator
     assert p["epsilon_per_day"]["selection"] == pytest.approx(5.0, rel=1e-12)
     assert p["differentially_private"] is False  # public-threshold selection read true counts
@@ -132,19 +137,22 @@ def test_public_domain_dp_selection_is_pure_and_priced_by_k() -> None:
         selection="dp",
         domain_bbox=(21.0, 72.6, 21.4, 73.0),
         resolution=7,
+        queries=("speed",),
     )
     contrib = SMALL.with_columns(pl.lit(0x8742D9D69FFFFFF, dtype=pl.UInt64).alias("cell"))
     r = release_hats(contrib, c, 2, EXACT)
     p = r.privacy
     assert p["selection"]["method"] == "dp-public-domain"
     assert p["delta_per_day"] == 0.0
-    assert p["noise_scale"]["selection"] == pytest.approx(2 / 0.4, rel=1e-9)  # K / (0.1 * 4)
-    assert p["epsilon_per_day"]["selection"] == pytest.approx(0.4, rel=1e-12)
-    # The domain has m HATs; the threshold keeps expected false releases <= 1: t >= scale * ln(m / 2) > 5 vehicle-days,
-    # so nothing is released and the queries spend nothing.
-    assert p["selection"]["threshold_vehicle_days"] >= 5 * math.log(10 / 2)
+    # Laplace: the one count (selection and denominator) and the centred sum split evenly: epsilon 2 each
+    assert p["noise_scale"]["selection"] == pytest.approx(2 / 2.0, rel=1e-9)  # K / 2
+    assert p["epsilon_per_day"]["selection"] == pytest.approx(2.0, rel=1e-12)
+    assert p["noise_scale"]["count"] is None  # no fresh count: the selection's count is the denominator
+    # The domain has m HATs; the threshold keeps expected false releases <= 0.05: t >= scale * ln(m / 0.1) > 5
+    # vehicle-days, so nothing is released and the queries spend nothing.
+    assert p["selection"]["threshold_vehicle_days"] >= 1 * math.log(10 / 0.1)
     assert p["hats_released"] == 0
-    assert p["cumulative_epsilon_per_day"] == pytest.approx(0.4, rel=1e-12)
+    assert p["cumulative_epsilon_per_day"] == pytest.approx(2.0, rel=1e-12)
 
 
 @pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove"])
@@ -156,11 +164,12 @@ def test_epsilon_per_day_calibration_spends_exactly_the_budget(neighbouring: str
     if neighbouring == "replace-one":  # report rule: one B for both queries: B = (sum top-K U/N + K/D) / eps
         assert p["noise_scale"]["speed"] == p["noise_scale"]["speeding"]
         assert p["noise_scale"]["speed"] == pytest.approx((65 / 3 + 65 / 2 + 2 / 2) / 3.0, rel=1e-9)
-    else:  # public-threshold reads N for free (not DP); 15 % for the fresh noisy count (the denominator), the
-        # rest split evenly: B_speed = K U / 1.275, B_speeding = K / (D 1.275), B_count = K / 0.45
-        assert p["noise_scale"]["speed"] == pytest.approx(2 * 65 / 1.275, rel=1e-9)
-        assert p["noise_scale"]["speeding"] == pytest.approx(2 / (2 * 1.275), rel=1e-9)
-        assert p["noise_scale"]["count"] == pytest.approx(2 / 0.45, rel=1e-9)
+    else:  # public-threshold reads N for free (not DP); speeding a third (epsilon 1), the rest split evenly
+        # between the fresh count and the centred sum (Laplace): B_speed = K (U/2) / 1, B_speeding = K / (D 1),
+        # B_count = K / 1
+        assert p["noise_scale"]["speed"] == pytest.approx(2 * 32.5, rel=1e-9)
+        assert p["noise_scale"]["speeding"] == pytest.approx(2 / 2, rel=1e-9)
+        assert p["noise_scale"]["count"] == pytest.approx(2.0, rel=1e-9)
 
 
 def test_budget_is_enforced() -> None:
@@ -272,7 +281,7 @@ def test_user_level_estimators_are_wired_and_accounted(
     )
     r = release_hats(_with_speeds(SMALL), c, 2, EXACT)
     p = r.privacy
-    budget_speed = 0.5 * 4.0  # public-threshold costs nothing; the user-level estimators need no noisy count
+    budget_speed = 4.0 * 2 / 3  # public-threshold costs nothing; speeding a third; no noisy count needed
     assert r.speed["epsilon_hat_day"].max() <= budget_speed / 2 + 1e-12
     assert p["epsilon_per_day"]["speed"] <= budget_speed + 1e-12
     assert p["epsilon_per_day"]["speed"] == pytest.approx(budget_speed, rel=1e-6)
@@ -305,11 +314,12 @@ def test_gaussian_zcdp_calibration_pinned_from_opendp_maps() -> None:
     assert p["cumulative_epsilon_per_day"] <= 4.0
     assert p["cumulative_epsilon_per_day"] == pytest.approx(4.0, rel=1e-6)
     assert p["delta_per_day"] == pytest.approx(1e-6)
-    rho_q = 0.85 * rho  # public-threshold selection is free (and not DP); 15 % goes to the fresh noisy count
-    # speed: K = 2 HATs each at sensitivity U: sigma = sqrt(2 U^2 / (2 * 0.5 rho_q)) = sqrt(2) U / sqrt(rho_q)
-    assert p["noise_scale"]["speed"] == pytest.approx(math.sqrt(2) * 65 / math.sqrt(rho_q), rel=1e-9)
-    assert p["noise_scale"]["speeding"] == pytest.approx(math.sqrt(2) * 0.5 / math.sqrt(rho_q), rel=1e-9)
-    assert p["noise_scale"]["count"] == pytest.approx(math.sqrt(2 / (2 * 0.15 * rho)), rel=1e-9)
+    # public-threshold selection is free (and not DP); speeding a third of rho; the rest split between the fresh
+    # count (L2 sqrt K) and the centred sum (L2 sqrt K U/2) by count_sum_split: sqrt K : sqrt K, so rho / 3 each.
+    # speed: sigma = sqrt(K (U/2)^2 / (2 rho / 3)) = 32.5 sqrt(3 / rho)
+    assert p["noise_scale"]["speed"] == pytest.approx(32.5 * math.sqrt(3 / rho), rel=1e-9)
+    assert p["noise_scale"]["speeding"] == pytest.approx(0.5 * math.sqrt(3 / rho), rel=1e-9)
+    assert p["noise_scale"]["count"] == pytest.approx(math.sqrt(3 / rho), rel=1e-9)
     assert sum(p["rho_per_day"].values()) == pytest.approx(rho, rel=1e-9)
     assert "rho_hat_day" in r.speed.columns and "epsilon_hat_day" not in r.speed.columns
     # window: rho scales with D^2 (a vehicle's L2 over D days is D sqrt(K) U)
