@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -395,7 +395,7 @@ def release_fleet(
     p = release.privacy
     window_warning = large_window_warning(p)
     if window_warning:
-        p["warnings"] = [*p["warnings"], window_warning]  # type: ignore[list-item]
+        p["warnings"] = [*cast(list[str], p["warnings"]), window_warning]
     if derived:
         reason = (
             "the date window (hence D, which sets the speeding sensitivity, the threshold and the group size) was "
