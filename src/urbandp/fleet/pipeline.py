@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -349,6 +349,10 @@ def release_fleet(
     """
     say = step or (lambda _name: None)
     say("reading and validating records")
+    if cfg.neighbouring == "presence-public":
+        # presence (hence N) is public: one record's speed must not change which HATs exist, so a bad speed is
+        # imputed (clamped, or U/2 when missing) instead of dropping the record (issue 21)
+        options = replace(options or ValidationOptions(), impute_speed_kmh=cfg.speed_max / 2)
     slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
     keep_speeds = cfg.speed_estimator != "report"
     first, last, day_set = public_window(cfg)
@@ -407,6 +411,12 @@ def release_fleet(
     seen = {d for d in contributions["day"].unique().to_list()}
     empty_days = [d.isoformat() for d in public_days if d not in seen]
     opts = options or ValidationOptions()
+    if opts.impute_speed_kmh is not None:
+        p["speed_imputation"] = (
+            "presence-public: records with a missing, negative or implausible speed count for presence and N; their "
+            f"speed is clamped to [0, {opts.speed_reject_above_kmh:g}] km/h, or set to U/2 = "
+            f"{opts.impute_speed_kmh:g} km/h when missing, rather than dropped"
+        )
     in_window = int(contributions["n_records"].sum())
     outside_domain = records_outside_domain(contributions, cfg)
     # Exact counts of the owner's records: removing one vehicle-day changes them, so they are owner material

@@ -77,6 +77,9 @@ class ValidationOptions:
     speed_unit_since: tuple[tuple[dt.date, str], ...] = field(default_factory=tuple)
     timezone: str | None = None
     speed_reject_above_kmh: float = 150.0
+    # presence-public (issue 21): a record with a missing, negative or implausible speed still counts for presence
+    # and N; its speed is clamped to [0, speed_reject_above_kmh], or set to this public value when missing
+    impute_speed_kmh: float | None = None
     timestamp_format: str = "auto"
     latest_plausible: dt.datetime | None = None
 
@@ -253,9 +256,15 @@ def validate(raw: pl.LazyFrame, options: ValidationOptions) -> pl.LazyFrame:
     ts_dtype = raw.collect_schema()["timestamp_raw"]
     timestamp = parse_timestamp(pl.col("timestamp_raw"), ts_dtype, options.timezone, options.timestamp_format)
     lat, lon, speed = pl.col("latitude"), pl.col("longitude"), pl.col("speed_raw")
-    frame = raw.with_columns(timestamp.alias("timestamp")).with_columns(
-        (speed * _speed_factor(pl.col("timestamp").dt.date(), options)).alias("speed")
-    )
+    kmh = speed * _speed_factor(pl.col("timestamp").dt.date(), options)
+    if options.impute_speed_kmh is not None:
+        kmh = (
+            pl.when(kmh.is_null() | kmh.is_nan())
+            .then(pl.lit(options.impute_speed_kmh))
+            .otherwise(kmh.clip(0.0, options.speed_reject_above_kmh))
+        )
+    frame = raw.with_columns(timestamp.alias("timestamp")).with_columns(kmh.alias("speed"))
+    speed = pl.col("speed") if options.impute_speed_kmh is not None else speed
     ts = pl.col("timestamp")
     # Integer reason codes (0 = valid): a numeric when/then chain is several times cheaper than one that builds
     # strings for every row; codes become reason names only for the few rejected rows (quarantine_frame).

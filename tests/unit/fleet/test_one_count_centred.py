@@ -180,3 +180,40 @@ def test_window_epsilon_over_ten_times_the_day_is_warned() -> None:
         "queries": ["speed"],
     }
     assert "per window of 31 days 31 (WARNING: over 10x the day's)" in map_subtitle(full)
+
+
+@pytest.mark.parametrize("speed", ["30", "-5", "151", ""])
+def test_presence_public_keeps_a_record_with_a_bad_speed_for_presence(tmp_path: object, speed: str) -> None:
+    """Issue 21 reproduction: three files differing in one record's speed gave 2, 1 and 1 HATs under
+    presence-public + public-threshold. Presence (hence N and the HAT set) must not depend on a speed."""
+    from pathlib import Path
+
+    from urbandp.fleet.pipeline import release_fleet
+
+    lines = ["vehicle_id,timestamp,speed,latitude,longitude"]
+    for v in range(3):  # three vehicles in two cells (slot 9), each HAT exactly at the threshold of 3
+        lines.append(f"b{v},2021-11-15T09:10:00,20,21.17,72.83")
+        lines.append(f"b{v},2021-11-15T09:20:00,25,21.20,72.80")
+    lines[-1] = f"b2,2021-11-15T09:20:00,{speed},21.20,72.80"
+    path = Path(str(tmp_path)) / "f.csv"
+    path.write_text("\n".join(lines) + "\n")
+    c = HatReleaseConfig(
+        noise_scale=1.0,
+        neighbouring="presence-public",
+        selection="public-threshold",
+        min_vehicles_per_day=3,
+        hours=(9, 10),
+        start=D0,
+        end=D0,
+    )
+    from urbandp.records.validation import ValidationOptions
+
+    release, _ = release_fleet(
+        [path],
+        c,
+        columns={"vehicle": "vehicle_id", "timestamp": "timestamp"},
+        options=ValidationOptions(),
+        noise=EXACT,
+    )
+    assert release.privacy["hats_released"] == 2
+    assert "speed_imputation" in release.privacy
