@@ -838,7 +838,8 @@ def plan(**a: Any) -> None:
         with atomic_output_dir(a["out"]) as d:
             write_json(d.release / "plan.json", result)
         session.set_output(a["out"])
-        session.later(lambda: Console().print(dumps_strict(result)))
+        # plain stdout, never Rich: Rich wraps long lines at 80 columns when piped, which broke the JSON
+        session.later(lambda: print(dumps_strict(result), flush=True))
         session.later(lambda: Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}"))
 
 

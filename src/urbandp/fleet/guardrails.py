@@ -54,9 +54,7 @@ def options_that_help(cfg: HatReleaseConfig, days: int, domain_size: int | None)
         candidates.append(
             (f"--epsilon-per-day {cfg.epsilon_per_day * 2:g}", {"epsilon_per_day": cfg.epsilon_per_day * 2})
         )
-        candidates.append(
-            ("--selection-fraction 0.3 (in TOML: selection_fraction)", {"selection_fraction": 0.3})
-        )
+        candidates.append(("--selection-fraction 0.3", {"selection_fraction": 0.3}))
     for text, change in candidates:
         alt = cfg.model_copy(update=change)
         t = _threshold(alt, days, domain_size)

@@ -474,9 +474,27 @@ def release_fleet(
             ),
         }
     )
-    p["warnings"] = [*p["warnings"], *loaded.warnings]  # type: ignore[misc]
+    p["warnings"] = [*p["warnings"], *loaded.warnings, *input_warnings(loaded, opts, in_window, cfg)]  # type: ignore[misc]
     release.owner_notes["days_without_records"] = empty_days
     return release, loaded
+
+
+def input_warnings(
+    loaded: LoadedRecords, opts: ValidationOptions, in_window: int, cfg: HatReleaseConfig
+) -> list[str]:
+    """Warnings about how the records were read (issue 21 item 7); the counts stay in owner_only/."""
+    out = []
+    if loaded.records_outside_window > in_window:
+        out.append(
+            f"most valid records fall outside the window (days and --hours {cfg.hours[0]}-{cfg.hours[1]}): check "
+            "--hours, --start/--end or --dates, and --timezone (the counts are in owner_only/)"
+        )
+    if opts.timezone is None and any("epoch" in kind for kind in loaded.timestamp_formats.values()):
+        out.append(
+            "epoch timestamps are instants and were read as UTC wall-clock time, so the hour slots are UTC hours; "
+            "give --timezone (e.g. America/Chicago) for local hours"
+        )
+    return out
 
 
 WINDOW_WARNING_RATIO = 10.0
