@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 
 def run_urbandp(
@@ -44,3 +44,10 @@ def assert_refused(
         assert all(ln.startswith("urbandp: ") for ln in lines), res.stderr
     elif others == "none":
         assert len(lines) == 1, res.stderr
+
+
+def owner_report(out: Path) -> dict[str, Any]:
+    """The exact record counts of a release, owner material in ``owner_only/<name>/input_report.json`` beside it."""
+    import json
+
+    return dict(json.loads((out.parent / "owner_only" / out.name / "input_report.json").read_text()))

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from urbandp_process import owner_report
 
 HEADER = "vehicle_id,timestamp,speed,latitude,longitude\n"
 T0 = dt.datetime(2016, 11, 24, 9, 0, tzinfo=dt.UTC)
@@ -46,7 +47,8 @@ def test_release_reads_gtfs_realtime_epoch_seconds(tmp_path: Path) -> None:
     proc = _run("release", str(src), "--out", str(out), "--epsilon-per-day", "10", "--no-map")
     assert proc.returncode == 0, proc.stderr
     p = json.loads((out / "privacy.json").read_text())
-    assert p["records_in"] == 3000 and p["records_quarantined"] == 0
+    o = owner_report(out)
+    assert o["records_in"] == 3000 and o["records_quarantined"] == 0
     assert p["input"]["timestamp_format"] == "auto"
     assert p["input"]["timestamp_formats_seen"] == {"gtfs.csv": "epoch-s"}
     assert p["window"]["start"] == p["window"]["end"] == "2016-11-24"

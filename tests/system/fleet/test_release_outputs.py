@@ -90,13 +90,15 @@ def test_no_map_leaves_no_stale_map_and_quarantine_is_owner_only(fleet_file: Pat
     assert sorted(f.name for f in out.iterdir()) == [
         ".urbandp-output.json",
         "hat_speed.csv",
-        "hat_speeding.csv",
         "privacy.json",
-    ]
+    ]  # hat_speeding.csv only with --queries speed,speeding
     owner = tmp_path / "owner_only" / "rel"
     assert (owner / "quarantine.csv").is_file() and (owner / "owner_notes.json").is_file()
+    assert (owner / "input_report.json").is_file()
     p = _strict_json(out / "privacy.json")
-    assert set(p["not_dp_outputs"]) == {str(owner / "quarantine.csv"), str(owner / "owner_notes.json")}
+    assert set(p["not_dp_outputs"]) == {
+        f"../owner_only/rel/{name}" for name in ("quarantine.csv", "owner_notes.json", "input_report.json")
+    }
 
 
 @pytest.mark.parametrize(

@@ -29,8 +29,6 @@ REQUIRED_PRIVACY_KEYS = {
     "epsilon_per_day",
     "cumulative_epsilon_per_day",
     "max_hats_per_vehicle_day",
-    "records_in",
-    "records_quarantined",
     "hats_released",
     "neighbouring",
 }
@@ -63,6 +61,8 @@ def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: 
             "5",
             "--mechanism",
             "laplace",
+            "--queries",
+            "speed,speeding",
         ],
     )
     assert res.exit_code == 0, res.output
@@ -80,10 +80,11 @@ def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: 
     assert set(p) >= REQUIRED_PRIVACY_KEYS
     for key in ("noise_scale", "epsilon_per_hat_per_day", "epsilon_per_day"):
         assert {"speed", "speeding"} <= set(p[key])
-    assert p["records_in"] == pl.read_parquet(fleet_file).height
+    o = json.loads((owner / "input_report.json").read_text())
+    assert "records_in" not in p and o["records_in"] == pl.read_parquet(fleet_file).height
     q = pl.read_csv(owner / "quarantine.csv")
-    assert str(owner / "quarantine.csv") in p["not_dp_outputs"]
-    assert p["records_quarantined"] == q.height == sum(p["quarantine_reasons"].values())
+    assert "../owner_only/rel/quarantine.csv" in p["not_dp_outputs"]
+    assert o["records_quarantined"] == q.height == sum(o["quarantine_reasons"].values())
     assert q.height > 0 and q["reason"].null_count() == 0
     parts = p["epsilon_per_day"]
     assert p["cumulative_epsilon_per_day"] == pytest.approx(
@@ -111,9 +112,13 @@ def test_exact_answers_match_an_independent_pandas_h3_computation(fleet_file: Pa
         min_vehicles_per_day=0,
         max_hats_per_vehicle_day=10_000,
         precision=9,
+        queries=("speed", "speeding"),
     )
     release, _ = release_fleet([fleet_file], cfg, noise=ExactNoiseForTesting(acknowledge_not_private=True))
-    df = load_records([fleet_file]).clean.to_pandas()  # every valid record, with coordinates
+    from urbandp.records.validation import ValidationOptions
+
+    # every valid record, with coordinates; presence-public keeps bad speeds for presence, imputed (issue 21)
+    df = load_records([fleet_file], options=ValidationOptions(impute_speed_kmh=32.5)).clean.to_pandas()
     df = df[(df.timestamp.dt.hour >= 9) & (df.timestamp.dt.hour < 21)].copy()
     df["cell"] = [h3.latlng_to_cell(a, b, 7) for a, b in zip(df.latitude, df.longitude, strict=True)]
     df["slot"] = df.timestamp.dt.strftime("%H:00-") + (df.timestamp.dt.hour + 1).map("{:02d}:00".format)
@@ -164,6 +169,7 @@ def test_release_noise_is_laplace_with_the_stated_scale() -> None:
         min_vehicles_per_day=0,
         max_hats_per_vehicle_day=1,
         precision=9,
+        queries=("speed", "speeding"),
     )
     r = release_hats(contrib, cfg, 1, OpenDPNoise())
     z = r.speed["mean_speed"].to_numpy() - 30.0
@@ -435,6 +441,7 @@ def test_toml_config_sets_release_input_and_columns(tmp_path: Path) -> None:
     cfg.write_text(
         '[release]\nnoise_scale = 0.5\nneighbouring = "replace-one"\nselection = "public-threshold"\n'
         "hours = [10, 11]\nmin_vehicles_per_day = 10\nmax_hats_per_vehicle_day = 4\nprecision = 3\n"
+        'queries = "speed,speeding"\n'
         '[input]\nspeed_unit = "mph"\n'
         '[columns]\nvehicle = "bus"\ntimestamp = "t"\nlatitude = "y"\nlongitude = "x"\nspeed = "v_mph"\n'
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from typer.testing import CliRunner
+from urbandp_process import owner_report
 
 from urbandp.cli import app
 from urbandp.synth.fleet import generate_fleet, write_fleet
@@ -35,13 +36,15 @@ def test_release_engine_spark_matches_polars_and_writes_parquet_quarantine(
 ) -> None:
     ours = _release(fleet, tmp_path / "polars")
     theirs = _release(fleet, tmp_path / "spark", "--engine", "spark", "--spark-master", "local[2]")
-    for key in ("records_in", "records_quarantined", "quarantine_reasons", "records_in_window", "window"):
-        assert theirs[key] == ours[key], key
-    assert theirs["records_quarantined"] > 0
+    o_ours, o_theirs = owner_report(tmp_path / "polars"), owner_report(tmp_path / "spark")
+    for key in ("records_in", "records_quarantined", "quarantine_reasons", "records_in_window"):
+        assert o_theirs[key] == o_ours[key], key
+    assert theirs["window"] == ours["window"]
+    assert o_theirs["records_quarantined"] > 0
     owner = tmp_path / "owner_only" / "spark"
     quarantine = pl.read_parquet(owner / "quarantine.parquet" / "*.parquet")
-    assert quarantine.height == theirs["records_quarantined"]
-    assert str(owner / "quarantine.parquet") in theirs["not_dp_outputs"]  # type: ignore[operator]
+    assert quarantine.height == o_theirs["records_quarantined"]
+    assert "../owner_only/spark/quarantine.parquet" in theirs["not_dp_outputs"]  # type: ignore[operator]
     assert not (tmp_path / "spark" / "quarantine.parquet").exists()  # never inside the release folder
     polars_q = pl.read_csv(tmp_path / "owner_only" / "polars" / "quarantine.csv", infer_schema=False)
     assert sorted(quarantine["reason"].to_list()) == sorted(polars_q["reason"].to_list())

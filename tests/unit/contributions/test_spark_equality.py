@@ -136,8 +136,9 @@ def test_dirty_input_gives_identical_released_tables_without_noise(dirty: list[P
     assert ours.speed.height > 0
     assert_frame_equal(ours.speed, theirs.speed, check_exact=False, rel_tol=0, abs_tol=2e-9)
     assert_frame_equal(ours.speeding, theirs.speeding)
-    for key in ("records_in", "records_quarantined", "quarantine_reasons", "records_in_window", "window"):
-        assert ours.privacy[key] == theirs.privacy[key], key
+    for key in ("records_in", "records_quarantined", "quarantine_reasons", "records_in_window"):
+        assert ours.owner_report[key] == theirs.owner_report[key], key
+    assert ours.privacy["window"] == theirs.privacy["window"]
     assert loaded_s.quarantine_parquet is not None and loaded_p.quarantine_parquet is None
 
 
@@ -157,12 +158,12 @@ def test_a_real_austin_day_gives_identical_releases(shared_data: Path) -> None:
     theirs, _ = release_fleet(
         [day], cfg, options=options, noise=NO_NOISE, command_line="test", engine="spark"
     )
-    assert ours.privacy["records_in"] == 44_564
+    assert ours.owner_report["records_in"] == 44_564
     assert ours.speed.height > 100
     assert_frame_equal(ours.speed, theirs.speed, check_exact=False, rel_tol=0, abs_tol=2e-9)
     assert_frame_equal(ours.speeding, theirs.speeding)
-    assert ours.privacy["quarantine_reasons"] == theirs.privacy["quarantine_reasons"]
-    assert ours.privacy["records_outside_window"] == theirs.privacy["records_outside_window"]
+    assert ours.owner_report["quarantine_reasons"] == theirs.owner_report["quarantine_reasons"]
+    assert ours.owner_report["records_outside_window"] == theirs.owner_report["records_outside_window"]
 
 
 def test_the_backend_seam_gives_the_polars_contributions(dirty: list[Path]) -> None:

@@ -147,9 +147,9 @@ def test_the_cli_gives_a_release_or_exit_2(tmp_path: Path, body: bytes, rows: li
     if res.exit_code == 0:
         import json
 
-        p = json.loads((out / "privacy.json").read_text())
+        o = json.loads((out.parent / "owner_only" / out.name / "input_report.json").read_text())
         assert (
-            p["records_in"] == p["records_in_window"] + p["records_quarantined"] + p["records_outside_window"]
+            o["records_in"] == o["records_in_window"] + o["records_quarantined"] + o["records_outside_window"]
         )
 
 
