@@ -205,7 +205,9 @@ def calibrate_selection(
     # OpenDP's Gaussian threshold bounds the squared L2 norm by min(l2^2, l0 linf^2) = K at one vehicle-day, so
     # sigma = sqrt(K / (2 rho)); starting from ceil(sqrt K) instead wasted up to a third of the budget at small K
     scale = math.sqrt(k / (2.0 * budget)) if gaussian else k / budget
-    threshold = smallest_threshold(scale, k, delta, min_per_day * days, gaussian)
+    # OpenDP's threshold map needs threshold >= the l-infinity distance: over the window one vehicle can move a
+    # HAT's count by D (present there every day), so the window's cost exists only from a threshold of D up
+    threshold = smallest_threshold(scale, k, delta, max(min_per_day * days, days), gaussian)
     meas = _threshold_measurement(scale, threshold, gaussian)
     while meas.map(d_day)[0] > budget:  # OpenDP rounds its map outward: stay within budget
         scale = float(np.nextafter(scale, np.inf))

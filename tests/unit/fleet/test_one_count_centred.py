@@ -235,3 +235,15 @@ def test_plan_json_is_valid_when_piped(tmp_path: object) -> None:
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
     assert plan == json.loads((d / "plan" / "plan.json").read_text())
+
+
+def test_unknown_domain_threshold_is_at_least_d_so_the_window_map_exists() -> None:
+    """At epsilon 10 over 31 days the per-day threshold (27) fell below D = 31, and OpenDP refused the window's
+    map (threshold must not be smaller than the l-infinity distance D); the threshold is now at least D."""
+    from urbandp.fleet.selection import calibrate_selection
+
+    cal = calibrate_selection(
+        gaussian=True, k=32, days=31, budget=0.7, delta=2.5e-7, min_per_day=0.0, domain_size=None
+    )
+    assert cal.threshold == 31
+    assert cal.window_cost[1] <= 1.0 and cal.window_cost[0] > 0
