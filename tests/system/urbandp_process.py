@@ -51,3 +51,16 @@ def owner_report(out: Path) -> dict[str, Any]:
     import json
 
     return dict(json.loads((out.parent / "owner_only" / out.name / "input_report.json").read_text()))
+
+
+def synth_inputs(root: Path, households: int) -> dict[str, Path]:
+    """Small synthetic inputs of three wings (a 6-bus 2-day fleet, one day of taps, a survey) under ``root``."""
+    fleet, taps, survey = root / "fleet.parquet", root / "taps", root / "survey"
+    assert (
+        run_urbandp("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
+    )
+    made = run_urbandp("counts", "synth", "--days", "1", "--trips-per-day", "50", "--out", str(taps))
+    assert made.returncode == 0
+    made = run_urbandp("synth", "survey", "--households", str(households), "--out", str(survey))
+    assert made.returncode == 0
+    return {"fleet": fleet, "taps": taps, "survey": survey}

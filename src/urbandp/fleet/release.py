@@ -210,7 +210,8 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
     speeding_on = "speeding" in cfg.queries
     if cfg.epsilon_per_day is None:  # --noise-scale B: the loss follows from B
         selection_budget = rho_for_epsilon(cfg.selection_epsilon, conv) if conv else cfg.selection_epsilon
-        fresh = selection_budget if cfg.selection == "public-threshold" else 0.0
+        denominator = cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report"
+        fresh = selection_budget if cfg.selection == "public-threshold" and denominator else 0.0
         return ReleasePlan(
             mech, k, days, cfg.speed_max, None, selection_budget, fresh, conv, threshold_delta,
             speeding_budget=math.nan if speeding_on else 0.0,
@@ -405,7 +406,7 @@ def calibrate_queries(cfg: HatReleaseConfig, plan: ReleasePlan, n: np.ndarray, k
     speeding_on = "speeding" in cfg.queries
     speeding_s = np.full(h, 1.0 / plan.days)
     count: float | None = None
-    if plan.count_budget > 0 and h and cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report":
+    if plan.count_budget > 0 and h:  # planned only for the add/remove denominator under public-threshold
         count = _scale_for(plan, [np.ones(h)], k_eff, plan.count_budget)
     if cfg.noise_scale is not None:
         return QueryScales(cfg.noise_scale, cfg.noise_scale if speeding_on else math.inf, count, math.nan)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from urbandp_process import assert_refused, run_urbandp
+from urbandp_process import assert_refused, run_urbandp, synth_inputs
 
 pytestmark = pytest.mark.system
 
@@ -34,17 +34,7 @@ def _tree(root: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("made")
-    fleet, taps, survey = root / "fleet.parquet", root / "taps", root / "survey"
-    assert (
-        run_urbandp("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
-    )
-    assert (
-        run_urbandp("counts", "synth", "--days", "1", "--trips-per-day", "50", "--out", str(taps)).returncode
-        == 0
-    )
-    assert run_urbandp("synth", "survey", "--households", "40", "--out", str(survey)).returncode == 0
-    return {"fleet": fleet, "taps": taps, "survey": survey}
+    return synth_inputs(tmp_path_factory.mktemp("made"), households=40)
 
 
 def _commands(made: dict[str, Path], data: Path) -> dict[str, list[str]]:

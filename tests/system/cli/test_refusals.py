@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from urbandp_process import assert_refused, owner_report, run_urbandp
+from urbandp_process import assert_refused, owner_report, run_urbandp, synth_inputs
 
 pytestmark = pytest.mark.system
 
@@ -112,15 +112,8 @@ _one_line_exit_2 = functools.partial(assert_refused, others="warnings")
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("refusals")
-    fleet, taps, survey = root / "fleet.parquet", root / "taps", root / "survey"
-    assert (
-        run_urbandp("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
-    )
-    assert (
-        run_urbandp("counts", "synth", "--days", "1", "--trips-per-day", "50", "--out", str(taps)).returncode
-        == 0
-    )
-    assert run_urbandp("synth", "survey", "--households", "30", "--out", str(survey)).returncode == 0
+    made = synth_inputs(root, households=30)
+    fleet, taps, survey = made["fleet"], made["taps"], made["survey"]
     grid = root / "grid.csv"
     rows = [f"{i},22.5,88.3{i},2023-10-09T11:00,{40 + i},{3 + i}" for i in range(6)]
     grid.write_text("cell_id,lat,lon,window,mu,sigma2\n" + "\n".join(rows) + "\n")
