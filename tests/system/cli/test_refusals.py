@@ -331,3 +331,23 @@ def test_unreachable_spark_master_is_one_line(inputs: dict[str, str]) -> None:
         *args, "--epsilon-per-day", "10", "--engine", "spark", "--spark-master", "spark://127.0.0.1:1"
     )
     _one_line_exit_2(res, "cannot reach the master")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--dates", "2021-13-01"], "--dates must be a date YYYY-MM-DD"),
+        (["--weekdays", "xyz", "--start", "2021-11-15", "--end", "2021-11-16"], "weekdays must look like"),
+        (["--holidays", "2021-11-15"], "give both"),
+        (["--weekdays", "sat", "--start", "2021-11-15", "--end", "2021-11-16"], "public day set is empty"),
+        (["--dates", "2021-11-15", "--start", "2021-11-16"], "lies outside start..end"),
+        (["--queries", "speeding"], "must include speed"),
+    ],
+)
+def test_bad_day_sets_and_queries_are_one_line_exit_2(
+    inputs: dict[str, str], tmp_path: Path, flags: list[str], message: str
+) -> None:
+    res = run_urbandp(
+        "release", inputs["fleet"], "--out", str(tmp_path / "o"), "--epsilon-per-day", "1", *flags
+    )
+    assert_refused(res, message)
