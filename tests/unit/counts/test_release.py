@@ -127,4 +127,6 @@ def test_data61_release_is_labelled_not_dp() -> None:
     assert rel.privacy["epsilon"] is None
     assert rel.privacy["delta_lower_bound_theorem1"] == np.exp(-17 / 1.4) / 2.8
     assert rel.privacy["marginals"] == "derived_from_raw_independently"
-    assert ((rel.joint == 0) | (rel.joint > 18)).all()
+    # Appendix B thresholds (noisy > 18) and then rounds, so a noisy 18.3 is published as 18: values are 0 or >= 18
+    # (the old "> 18" failed about once in a few hundred runs)
+    assert ((rel.joint == 0) | (rel.joint >= 18)).all()
