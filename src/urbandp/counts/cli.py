@@ -9,6 +9,7 @@ import typer
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.errors import InputError, cli_guard
+from urbandp.privacy.report import write_privacy_json
 
 if TYPE_CHECKING:
     import polars as pl
@@ -315,7 +316,7 @@ def release(
             )
         if not_dp:
             rel.privacy["differentially_private"] = False
-            rel.privacy["not_dp_reasons"] = not_dp
+            rel.privacy["not_dp_reasons"] = [*rel.privacy["not_dp_reasons"], *not_dp]  # type: ignore[misc]
         input_report = {
             "note": "raw-data statistics for the data owner; not differentially private, do not publish",
             "input_rows": joint.n_input_rows,
@@ -513,7 +514,7 @@ def _release_selected(
             d.owner_path("input_report.json"),
             {"note": "not differentially private", "input_rows": df.height, "quarantined_rows": bad.height},
         )
-        write_json(d.release / "privacy.json", privacy)
+        write_privacy_json(d.release, privacy)
     session.set_output(out)
     summary = {"method": "urbandp", "epsilon": sel.epsilon, "delta": sel.delta, "threshold": sel.threshold}
     session.say(dumps_strict({**summary, "out": str(out)}, indent=None))

@@ -9,6 +9,7 @@ import polars as pl
 
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.release import CountRelease
+from urbandp.privacy.report import write_privacy_json
 from urbandp.reports.outputs import write_json
 
 
@@ -111,7 +112,7 @@ def write_release(release: CountRelease, domain: CountDomain, out: Path, fmt: st
         else:
             table.write_csv(path)
         written[name] = path
-    write_json(out / "privacy.json", release.privacy)
+    write_privacy_json(out, release.privacy)
     write_json(out / "domain.json", domain.to_json())
     written["privacy"] = out / "privacy.json"
     return written

@@ -371,6 +371,7 @@ def release_counts(
     privacy: dict[str, object] = {
         "method": "urbandp",
         "differentially_private": True,
+        "not_dp_reasons": [],
         **config.unit.to_json(),
         **plan.to_json(),
         "zeros_perturbed": True,
@@ -448,6 +449,7 @@ def _release_data61(
     privacy: dict[str, object] = {
         "method": "data61-2016",
         "differentially_private": False,
+        "not_dp_reasons": [data61.NOT_DP_LABEL],
         "label": data61.NOT_DP_LABEL,
         **config.unit.to_json(),
         "mechanism": "laplace (continuous, OpenDP) on non-zero cells only",

@@ -22,6 +22,7 @@ from urbandp.fleet.release import HatRelease, plan_release, release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise, rho_for_epsilon
+from urbandp.privacy.report import write_privacy_json
 from urbandp.records.readers import (
     input_kind,
     read_error_line,
@@ -572,7 +573,7 @@ def write_release(
             shutil.move(str(loaded.quarantine_parquet), d.owner_path(q_name))
         write_json(d.owner_path("owner_notes.json"), release.owner_notes)
         write_json(d.owner_path("input_report.json"), release.owner_report)
-        write_json(d.release / "privacy.json", p)
+        write_privacy_json(d.release, p)
         if with_map:
             _write_map(d.release / "map.html", release, map_options or {})
     for name, file in (

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from urbandp.errors import InputError
+from urbandp.privacy.report import write_privacy_json
 
 MAX_PRECISION = 15
 
@@ -157,7 +158,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
     from urbandp.privacy.loss import Loss, check_delta, meaningless_reasons
     from urbandp.privacy.rounding import round_to_precision
     from urbandp.privacy.session import Session, days_between
-    from urbandp.reports.outputs import atomic_output_dir, check_output_path, owner_dir_for, write_json
+    from urbandp.reports.outputs import atomic_output_dir, check_output_path, owner_dir_for
     from urbandp.sensing.bounded_laplace import check_meaningful
     from urbandp.sensing.dp_map import (
         all_windows,
@@ -280,7 +281,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
             privacy["not_dp_outputs"] = {
                 str(owner / name): why for name, why in _OWNER_FILES.items() if (d.owner / name).exists()
             }
-            write_json(d.release / "privacy.json", privacy)
+            write_privacy_json(d.release, privacy)
             session.set_output(o.out)
     return privacy
 

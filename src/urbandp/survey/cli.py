@@ -21,6 +21,7 @@ import typer
 
 from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
+from urbandp.privacy.report import write_privacy_json
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -183,7 +184,7 @@ def randomize(
     import numpy as np
     import polars as pl
 
-    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.reports.outputs import atomic_output_dir
     from urbandp.survey import randomized_response as rr
     from urbandp.survey.categorical import declared_categories, decode, read_aliases, validate
     from urbandp.survey.io import command_line, read_table, require_columns, write_frame
@@ -272,8 +273,8 @@ def randomize(
         if checked.alias_report.height:
             checked.alias_report.write_csv(d.owner_path("alias_report.csv"))
             owner.append("alias_report.csv")
-        write_json(
-            d.release / "privacy.json",
+        write_privacy_json(
+            d.release,
             {
                 "command": command_line(),
                 "unit": "respondent",
@@ -429,7 +430,7 @@ def perturb_points(
     import numpy as np
     import polars as pl
 
-    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.reports.outputs import atomic_output_dir
     from urbandp.survey import locations as loc
     from urbandp.survey.io import command_line, float_column, read_table, require_columns, write_frame
 
@@ -479,8 +480,8 @@ def perturb_points(
                 d.owner_path("quarantine.csv")
             )
             owner.append("quarantine.csv")
-        write_json(
-            d.release / "privacy.json",
+        write_privacy_json(
+            d.release,
             {
                 "command": command_line(),
                 "unit": "respondent (one location per row)",
@@ -539,7 +540,7 @@ def escape(
     import numpy as np
     import polars as pl
 
-    from urbandp.reports.outputs import atomic_output_dir, check_output_path, write_json
+    from urbandp.reports.outputs import atomic_output_dir, check_output_path
     from urbandp.survey import escape as esc
     from urbandp.survey.io import command_line, float_column, read_table, require_columns
 
@@ -572,10 +573,11 @@ def escape(
     with atomic_output_dir(out) as d:
         table.write_csv(d.owner_path("escape.csv"))
         esc.plot_collapse(results, d.owner_path("escape.png"))
-        write_json(
-            d.release / "privacy.json",
+        write_privacy_json(
+            d.release,
             {
                 "command": command_line(),
+                "unit": "respondent (one location per row); nothing here is protected",
                 "epsilon": None,
                 "epsilon_reason": "simulation on true locations; nothing in this run is a DP release",
                 "not_dp_outputs": [f"owner_only/{out.name}/escape.csv", f"owner_only/{out.name}/escape.png"],
@@ -702,8 +704,8 @@ def od_randomize(
                 "section 6.3 histogram-preserving reporting draws replacements from the TRUE histogram: "
                 "NOT differentially private"
             )
-        write_json(
-            d.release / "privacy.json",
+        write_privacy_json(
+            d.release,
             {
                 "command": command_line(),
                 "unit": "trip",
@@ -772,7 +774,7 @@ def perturb_trajectories(
     import numpy as np
     import polars as pl
 
-    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.reports.outputs import atomic_output_dir
     from urbandp.survey import ssd
     from urbandp.survey.io import command_line, read_table, require_columns, write_frame
 
@@ -846,8 +848,8 @@ def perturb_trajectories(
         if quarantine:
             pl.concat(quarantine, how="diagonal_relaxed").write_csv(d.owner_path("quarantine.csv"))
             owner.append("quarantine.csv")
-        write_json(
-            d.release / "privacy.json",
+        write_privacy_json(
+            d.release,
             {
                 "command": command_line(),
                 "unit": "trip",
