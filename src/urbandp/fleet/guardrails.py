@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.release import HatRelease, plan_release
+from urbandp.fleet.plan import plan_release
 from urbandp.fleet.selection import calibrate_selection
 
 EXIT_USELESS = 3

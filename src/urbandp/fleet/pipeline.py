@@ -17,8 +17,10 @@ import polars as pl
 from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.contributions.polars_backend import window_filter
 from urbandp.errors import InputError
+from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.release import HatRelease, plan_release, release_hats
+from urbandp.fleet.plan import plan_release
+from urbandp.fleet.release import release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise, rho_for_epsilon

@@ -28,16 +28,18 @@ import numpy as np
 import polars as pl
 
 from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
-from urbandp.fleet.release import (
+from urbandp.fleet.plan import (
     QueryScales,
     ReleasePlan,
-    _scale_for,
+    calibrate_queries,
     plan_release,
+    scale_for,
     speed_sensitivities,
 )
 from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, calibrate_selection, domain_cells
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
-from urbandp.privacy.noise import NoiseSource, laplace_epsilon
+from urbandp.privacy.mechanisms import calibrate
+from urbandp.privacy.noise import NoiseSource
 
 HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 TYPICAL_SPEED = 25.0  # km/h, only for the delta-method term of the mean's sd (stated in the output)
@@ -53,7 +55,7 @@ class NoisePrediction:
 
 
 def _sd(plan: ReleasePlan, scale: float) -> float:
-    return scale if plan.gaussian else math.sqrt(2.0) * scale
+    return plan.noise(scale).std
 
 
 def predict_noise(cfg: HatReleaseConfig, days: int, n: float) -> NoisePrediction:
@@ -79,7 +81,6 @@ def predict_noise(cfg: HatReleaseConfig, days: int, n: float) -> NoisePrediction
             false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
         )
         threshold, selection_sd = cal.threshold, _sd(plan, cal.scale)
-    from urbandp.fleet.release import calibrate_queries
 
     ns = np.full(k, float(n))
     scales: QueryScales = calibrate_queries(cfg, plan, ns, k)
@@ -104,7 +105,6 @@ def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float
 
 
 def _presence_scale(cfg: HatReleaseConfig, plan: ReleasePlan, n: float, k: int) -> float:
-    from urbandp.fleet.release import calibrate_queries
 
     return calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed
 
@@ -146,15 +146,13 @@ def dp_histogram(
     """
     edges = np.array([*HISTOGRAM_EDGES, np.inf])
     counts = np.histogram(per_hat_counts, bins=edges)[0].astype(float)
-    scale = 2.0 * k / epsilon
-    while laplace_epsilon(2.0 * k, scale) > epsilon:
-        scale = float(np.nextafter(scale, np.inf))
-    noisy = np.maximum(noise.laplace(counts, scale), 0.0)
+    histogram = calibrate("laplace", 2.0 * k, epsilon)
+    noisy = np.maximum(histogram.draw(counts, noise), 0.0)
     bins = [
         {"from": float(a), "to": float(b), "noisy_hats": float(v)}
         for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
     ]
-    return bins, laplace_epsilon(2.0 * k, scale)
+    return bins, histogram.loss(2.0 * k).epsilon
 
 
 def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> float:
@@ -215,7 +213,7 @@ def make_plan(
             "total": plan.total_budget,
             "clip_bound": plan.clip_budget,
             "levels": list(plan.level_budgets),
-            "unit": "rho" if plan.gaussian else "epsilon",
+            "unit": plan.currency,
             "note": "the noise above is the finest level's, at its share of the budget; with clip_bound "
             "dp-quantile it assumes U (the DP bound U' <= U is only known after the release)",
         }
@@ -252,7 +250,7 @@ def make_plan(
 
 def per_hat_counts(contributions: pl.DataFrame, k: int) -> np.ndarray:
     """True vehicle-days per HAT after truncation (input of :func:`dp_histogram` only)."""
-    from urbandp.fleet.release import truncate_vehicle_days
+    from urbandp.fleet.measure import truncate_vehicle_days
 
     kept, _ = truncate_vehicle_days(contributions, k)
     return kept.group_by("cell", "slot").len()["len"].to_numpy()
@@ -264,4 +262,4 @@ def charge_histogram(epsilon: float, neighbouring: str) -> PrivacyLedger:
     return ledger
 
 
-__all__ = ["_scale_for", "dp_histogram", "make_plan", "predict_noise", "sd_of_mean", "speed_sensitivities"]
+__all__ = ["dp_histogram", "make_plan", "predict_noise", "scale_for", "sd_of_mean", "speed_sensitivities"]

@@ -28,11 +28,11 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-import numpy as np
 import polars as pl
 import polars_h3 as plh3
 
 import urbandp.privacy.dp_prelude as dp
+from urbandp.privacy.mechanisms import smallest_scale
 from urbandp.privacy.noise import NoiseSource, gaussian_rho
 
 dp.enable_features("contrib")
@@ -55,6 +55,10 @@ class SelectionResult:
     window_cost: tuple[float, float] = (0.0, 0.0)
     domain_hats: int | None = None
     max_noisy_count: float | None = None  # over every HAT that got a noisy count (post-processing)
+
+    def per_day(self, currency: str) -> float:
+        """The selection's cost per vehicle-day in ``currency`` (``rho`` or ``epsilon``, the plan's)."""
+        return self.rho_per_day if currency == "rho" else self.epsilon_per_day
 
 
 def public_threshold(
@@ -182,16 +186,14 @@ def calibrate_selection(
     """Scale and threshold from the budget (epsilon for Laplace, rho for Gaussian), from OpenDP maps, once."""
     if domain_size is not None:
         if gaussian:
-            scale = math.sqrt(k / (2.0 * budget))
-            while gaussian_rho(math.sqrt(k), scale) > budget:
-                scale = float(np.nextafter(scale, np.inf))
+            scale = smallest_scale(
+                lambda s: gaussian_rho(math.sqrt(k), s), budget, math.sqrt(k / (2.0 * budget))
+            )
             cost_hat = gaussian_rho(1.0, scale)
             cost_day = gaussian_rho(math.sqrt(k), scale)
             window = (gaussian_rho(days * math.sqrt(k), scale), 0.0)
         else:
-            scale = k / budget
-            while discrete_laplace_epsilon(k, scale) > budget:
-                scale = float(np.nextafter(scale, np.inf))
+            scale = smallest_scale(lambda s: discrete_laplace_epsilon(k, s), budget, k / budget)
             cost_hat = discrete_laplace_epsilon(1, scale)
             cost_day = discrete_laplace_epsilon(k, scale)
             window = (discrete_laplace_epsilon(days * k, scale), 0.0)
@@ -204,14 +206,15 @@ def calibrate_selection(
     d_day = threshold_distance(k, 1, gaussian)
     # OpenDP's Gaussian threshold bounds the squared L2 norm by min(l2^2, l0 linf^2) = K at one vehicle-day, so
     # sigma = sqrt(K / (2 rho)); starting from ceil(sqrt K) instead wasted up to a third of the budget at small K
-    scale = math.sqrt(k / (2.0 * budget)) if gaussian else k / budget
+    guess = math.sqrt(k / (2.0 * budget)) if gaussian else k / budget
     # OpenDP's threshold map needs threshold >= the l-infinity distance: over the window one vehicle can move a
     # HAT's count by D (present there every day), so the window's cost exists only from a threshold of D up
-    threshold = smallest_threshold(scale, k, delta, max(min_per_day * days, days), gaussian)
+    threshold = smallest_threshold(guess, k, delta, max(min_per_day * days, days), gaussian)
+    # OpenDP rounds its map outward: the smallest scale whose map at this threshold stays within budget
+    scale = smallest_scale(
+        lambda s: float(_threshold_measurement(s, threshold, gaussian).map(d_day)[0]), budget, guess
+    )
     meas = _threshold_measurement(scale, threshold, gaussian)
-    while meas.map(d_day)[0] > budget:  # OpenDP rounds its map outward: stay within budget
-        scale = float(np.nextafter(scale, np.inf))
-        meas = _threshold_measurement(scale, threshold, gaussian)
     cost_day, delta_day = meas.map(d_day)
     cost_hat = meas.map((1, 1, 1))[0]
     w_eps, w_delta = meas.map(threshold_distance(k, days, gaussian))

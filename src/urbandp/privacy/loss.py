@@ -68,6 +68,22 @@ class Loss:
             return "zcdp" if self.epsilon == 0 and self.delta == 0 else "mixed"
         return "approx" if self.delta > 0 else "pure"
 
+    @property
+    def amount(self) -> float:
+        """The loss in its one currency: rho for a zCDP loss, else epsilon (a mixed loss has no single amount)."""
+        if self.kind == "mixed":
+            raise ValueError("a mixed loss (rho beside epsilon or delta) has no single amount")
+        return self.rho if self.kind == "zcdp" else self.epsilon
+
+    def group(self, k: int) -> Loss:
+        """Group privacy over ``k`` units (a vehicle on ``k`` days): epsilon ``k`` times, rho ``k^2`` times
+        (Bun and Steinke 2016, Prop. 1.9). A delta part has no such simple bound and is refused."""
+        if self.delta > 0:
+            raise ValueError(
+                "group privacy of a delta part needs its own bound (see fleet.accounting.window_delta)"
+            )
+        return Loss(epsilon=k * self.epsilon, rho=k * k * self.rho)
+
     def __add__(self, other: Loss) -> Loss:
         """Sequential composition: each part adds in its own currency (delta capped at 1)."""
         return Loss(self.epsilon + other.epsilon, min(1.0, self.delta + other.delta), self.rho + other.rho)

@@ -19,6 +19,7 @@ selection keep their own classes (their loss is not a function of one sensitivit
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -175,3 +176,15 @@ def calibrate(kind: str, sensitivity: float, target: float, *, discrete: bool = 
         )
     )
     return mechanism(kind, scale, discrete=discrete)
+
+
+def smallest_scale(cost: Callable[[float], float], target: float, guess: float) -> float:
+    """The smallest noise scale whose ``cost`` (an OpenDP privacy map at that scale, decreasing in it) is at most
+    ``target``: OpenDP's ``binary_search`` between ``guess / 2`` and ``2 guess``.
+
+    For costs that are not one measurement's map (a sum of top-K per-HAT maps over several queries, a threshold's
+    epsilon at a fixed threshold): ``guess`` is the analytic scale, which OpenDP's outward rounding misses by ulps.
+    """
+    if not (target > 0 and math.isfinite(target)) or not (guess > 0 and math.isfinite(guess)):
+        raise ValueError(f"the target loss and the guess must be finite and > 0, got {target} and {guess}")
+    return float(dp.binary_search(lambda s: cost(s) <= target, bounds=(guess / 2.0, guess * 2.0), T=float))

@@ -44,7 +44,7 @@ ONE_LINE_CASES: dict[str, tuple[str, str]] = {
     "noise-scale 1e-300": (FLEET + " --noise-scale 1e-300", "per vehicle-day (at least) is above 100"),
     "ten-year window": (
         "release {fleet} --out {out} --start 2021-11-15 --end 2031-11-15 --epsilon-per-day 10",
-        "OpenDP cannot calibrate",
+        "window cannot be stated",
     ),
     "speed-max 1e300": (FLEET + " --epsilon-per-day 10 --speed-max 1e300", "speed_max"),
     "counts epsilon 1e-300": (COUNTS + " --epsilon 1e-300", "OpenDP cannot calibrate"),

@@ -19,16 +19,10 @@ from urbandp.estimators.bounds import (
     quantile_bound_scale,
 )
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.release import (
-    CLIP_CANDIDATES,
-    MergedSlotSpec,
-    clip_statistic,
-    coarse_contributions,
-    covered_keys,
-    plan_release,
-    release_hats,
-    truncate_vehicle_days,
-)
+from urbandp.fleet.levels import MergedSlotSpec, coarse_contributions, covered_keys
+from urbandp.fleet.measure import CLIP_CANDIDATES, clip_statistic, truncate_vehicle_days
+from urbandp.fleet.plan import plan_release
+from urbandp.fleet.release import release_hats
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import (
     ExactNoiseForTesting,

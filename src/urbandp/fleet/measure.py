@@ -1,0 +1,346 @@
+"""Steps 2-5 of a fleet release: bound, select, (clip bound), measure. The only place a fleet release draws noise.
+
+Every draw goes through the plan's :class:`~urbandp.privacy.mechanisms.Mechanism` (or the selection's and the
+clip bound's OpenDP measurements) with the :class:`~urbandp.privacy.noise.NoiseSource` of the release's
+:class:`~urbandp.privacy.session.Session`, which refuses to draw before the budget is reserved.
+
+* bound (:func:`truncate_vehicle_days`): a vehicle-day keeps at most K HATs, chosen from its presence only;
+* select (:func:`select_hats`, :mod:`urbandp.fleet.selection`): one noisy count per HAT, calibrated from the plan;
+* clip bound (:func:`choose_clip_bound`, ``--clip-bound dp-quantile``): a DP quantile U' <= U;
+* measure (:func:`measure_queries`): Query 1 (the centred sum over the selection's noisy count, or the mean under
+  presence-public, or a user-level estimator) and Query 2, then post-processing (clamps, Fieller intervals).
+
+ITMS report sections III C-E; user-level mean paper section III-E for the clip bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from urbandp.errors import InputError
+from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
+from urbandp.fleet.plan import QueryScales, ReleasePlan, hat_costs, speed_sensitivities
+from urbandp.fleet.selection import (
+    EXPECTED_FALSE_POSITIVES,
+    SelectionResult,
+    calibrate_selection,
+    domain_cells,
+    measure_selection,
+    public_threshold,
+)
+from urbandp.grid.slots import SlotSpec
+from urbandp.privacy.mechanisms import Gaussian, Laplace
+from urbandp.privacy.noise import NoiseSource
+
+# Truncation key: a fixed public seed; the hash reads only (vehicle, day, cell, slot), i.e. presence.
+TRUNCATION_SEED = 20211115
+
+
+def truncate_vehicle_days(contributions: pl.DataFrame, k: int) -> tuple[pl.DataFrame, int]:
+    """Keep K HATs per vehicle-day chosen from presence only; return the rows dropped.
+
+    The rank is a hash of (vehicle, day, cell, slot) with a fixed public seed (ties: lowest cell, slot): it reads
+    no record count and no speed, so two datasets with the same presence keep the same HATs and the same N
+    (needed under presence-public, where N is public), and a vehicle-day's choice never depends on others.
+    """
+    key = pl.struct(
+        pl.col("vehicle").cast(pl.String),
+        pl.col("day").cast(pl.String),
+        pl.col("cell").cast(pl.UInt64),
+        pl.col("slot").cast(pl.Int64),
+    ).hash(seed=TRUNCATION_SEED)
+    ranked = contributions.with_columns(
+        pl.struct(key.alias("a"), pl.col("cell").alias("b"), pl.col("slot").alias("c"))
+        .rank("ordinal")
+        .over("vehicle", "day")
+        .alias("_rank")
+    )
+    kept = ranked.filter(pl.col("_rank") <= k).drop("_rank")
+    return kept, contributions.height - kept.height
+
+
+def observed_max_hats(contributions: pl.DataFrame) -> int:
+    """The most HATs any vehicle visits in a day (the report's K; reading it is not DP)."""
+    if contributions.height == 0:
+        return 0
+    return int(contributions.group_by("vehicle", "day").len()["len"].max())  # type: ignore[arg-type]
+
+
+def per_hat_aggregates(contributions: pl.DataFrame, speed_limit: float) -> pl.DataFrame:
+    """Per HAT: N (vehicle-days), the sum of per-vehicle-day mean speeds, and vehicles over the limit (summed)."""
+    return (
+        contributions.group_by("cell", "slot")
+        .agg(
+            pl.len().cast(pl.Int64).alias("n"),
+            pl.col("mean_speed").sum().alias("sum_mean_speed"),
+            (pl.col("max_speed") > speed_limit).sum().cast(pl.Int64).alias("n_over_limit"),
+        )
+        .sort("cell", "slot")
+    )
+
+
+def select_hats(
+    per_hat: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    k: int,
+    noise: NoiseSource,
+    slots: SlotSpec,
+) -> SelectionResult:
+    """The selection stage: calibrated from the plan (public), measured once."""
+    if cfg.selection == "public-threshold":
+        return public_threshold(per_hat, slots.slots, cfg.min_per_day, plan.days)
+    grid = None
+    if cfg.domain_bbox is not None:
+        cells = domain_cells(cfg.domain_bbox, cfg.resolution)
+        if cells.len() == 0:
+            raise InputError("domain_bbox holds no H3 cell centroid at this resolution")
+        grid = pl.DataFrame({"cell": cells.cast(pl.UInt64)}).join(
+            pl.DataFrame({"slot": pl.Series(slots.slots, dtype=pl.Int16)}), how="cross"
+        )
+    cal = calibrate_selection(
+        gaussian=plan.gaussian,
+        k=k,
+        days=plan.days,
+        budget=plan.selection_budget,
+        delta=plan.threshold_delta,
+        min_per_day=cfg.min_per_day,
+        domain_size=None if grid is None else grid.height,
+        # with coarser levels the expected number of released empty HATs (0.05 per release) is shared by the levels
+        false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
+    )
+    return measure_selection(cal, per_hat, noise, grid)
+
+
+@dataclass
+class Measured:
+    mean_speed: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    noisy_sum: np.ndarray
+    noisy_n: np.ndarray
+    speed_scales: np.ndarray
+    speed_costs: np.ndarray  # per HAT per day (epsilon or rho)
+    over_per_day: np.ndarray
+    over_low: np.ndarray
+    over_high: np.ndarray
+    withheld: int = 0
+    clamped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+
+def fieller_z(noise: Laplace | Gaussian) -> float:
+    """The z of Fieller's interval: 1.96 for Gaussian noise; for Laplace the 95% quantile of |Laplace| in units of
+    its sd, ln(20) / sqrt(2) = 2.12, conservative for the difference of two Laplace draws (whose 95% quantile in sd
+    units lies between 1.96 and 2.12)."""
+    return noise.half_width() / noise.std
+
+
+def fieller_interval(
+    s: np.ndarray, n: np.ndarray, sd_s: float, sd_n: float, z: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fieller's confidence set for ``theta = S / N`` from independent noisy ``s ~ (S, sd_s)``, ``n ~ (N, sd_n)``.
+
+    The set ``{theta : (s - theta n)^2 <= z^2 (sd_s^2 + theta^2 sd_n^2)}`` is exact for Gaussian noise (it does
+    not linearise the ratio, so the denominator's noise widens it where ``n`` is small next to ``sd_n``). It is a
+    bounded interval when ``n^2 > z^2 sd_n^2``; otherwise it is unbounded and (-inf, inf) is returned.
+    """
+    a = n**2 - z**2 * sd_n**2
+    disc = s**2 * sd_n**2 + n**2 * sd_s**2 - z**2 * sd_s**2 * sd_n**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        root = z * np.sqrt(np.maximum(disc, 0.0))
+        low = np.where(a > 0, (s * n - root) / a, -np.inf)
+        high = np.where(a > 0, (s * n + root) / a, np.inf)
+    return low, high
+
+
+def measure_queries(
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    released: pl.DataFrame,
+    scales: QueryScales,
+    noise: NoiseSource,
+    contributions: pl.DataFrame,
+    slots: SlotSpec,
+    k_eff: int,
+    selection_scale: float | None = None,
+) -> Measured:
+    """Draw the noise of Query 1 and Query 2 once, then post-process (clamp to [0, U], intervals).
+
+    Add/remove: the mean is ``U/2 + S~ / N~`` with ``S~`` the noisy sum of speeds centred at U/2 and ``N~`` the
+    selection's noisy count (the same draw that passed the threshold; a fresh count only under public-threshold).
+    The published ``noisy_sum`` is the sum of speeds it implies, ``U/2 N~ + S~``, and it and ``noisy_vehicle_days``
+    are clamped at 0 (post-processing). A mean clamped to 0 or U is flagged (``clamped``): it is not a confident
+    value. Intervals are Fieller's for the ratio (the count's noise included), clamped to [0, U].
+    """
+    h = released.height
+    u = cfg.speed_max
+    n = released["n"].to_numpy().astype(float)
+    nan = np.full(h, np.nan)
+    noisy_n = nan.copy()
+    if "noisy_n" in released.columns and cfg.neighbouring == "add-remove":
+        noisy_n = released["noisy_n"].to_numpy().astype(float)
+    if scales.count is not None and h:
+        noisy_n = plan.noise(scales.count).draw(n, noise)
+    noisy_sum = nan.copy()
+    withheld = 0
+    clamped = np.zeros(h, dtype=bool)
+    if cfg.speed_estimator != "report":
+        mean, costs, speed_scales = user_level_means(
+            contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots
+        )
+        clamped = (mean < 0.0) | (mean > u)
+        mean = np.clip(mean, 0.0, u)
+        low, high = nan.copy(), nan.copy()
+    elif cfg.neighbouring == "presence-public":
+        speed_scales = np.full(h, scales.speed)
+        costs = hat_costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
+        s = released["sum_mean_speed"].to_numpy().astype(float)
+        raw = plan.noise(scales.speed).draw(s / np.maximum(n, 1.0), noise) if h else np.zeros(0)
+        half = plan.noise(scales.speed).half_width() if h else 0.0
+        clamped = (raw < 0.0) | (raw > u)
+        mean, low, high = np.clip(raw, 0, u), np.clip(raw - half, 0, u), np.clip(raw + half, 0, u)
+    else:
+        speed_scales = np.full(h, scales.speed)
+        costs = hat_costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
+        centred = released["sum_mean_speed"].to_numpy().astype(float) - n * (u / 2.0)
+        noisy_centred = plan.noise(scales.speed).draw(centred, noise) if h else np.zeros(0)
+        count_scale = scales.count if scales.count is not None else selection_scale
+        sd_n = plan.noise(count_scale).std if count_scale is not None else 0.0
+        sd_s = plan.noise(scales.speed).std if h else 0.0
+        # The ratio is meaningless when the noisy denominator is small next to its noise: the mean is withheld
+        # (null) unless the noisy count is at least max(1, 2 sd of its noise).
+        ok = noisy_n >= max(1.0, 2.0 * sd_n)
+        withheld = int((~ok).sum())
+        denom = np.where(ok, noisy_n, np.nan)
+        raw = u / 2.0 + noisy_centred / denom
+        clamped = ok & ((raw < 0.0) | (raw > u))
+        mean = np.clip(raw, 0.0, u)
+        z = fieller_z(plan.noise(scales.speed))
+        lo_c, hi_c = fieller_interval(noisy_centred, denom, sd_s, sd_n, z)
+        low, high = np.clip(u / 2.0 + lo_c, 0, u), np.clip(u / 2.0 + hi_c, 0, u)
+        noisy_sum = np.maximum(u / 2.0 * noisy_n + noisy_centred, 0.0) if h else np.zeros(0)
+    noisy_n = np.maximum(noisy_n, 0.0)
+    m = released["n_over_limit"].to_numpy().astype(float)
+    if h and math.isfinite(scales.speeding):
+        raw_over = plan.noise(scales.speeding).draw(m / plan.days, noise)
+        half_over = plan.noise(scales.speeding).half_width()
+        over = (
+            np.maximum(raw_over, 0.0),
+            np.maximum(raw_over - half_over, 0.0),
+            np.maximum(raw_over + half_over, 0.0),
+        )
+    else:
+        over = (nan.copy(), nan.copy(), nan.copy())
+    return Measured(
+        mean, low, high, noisy_sum, noisy_n, speed_scales, costs, *over, withheld=withheld, clamped=clamped
+    )
+
+
+def user_level_means(
+    contributions: pl.DataFrame,
+    released: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    epsilon_hat: float,
+    noise: NoiseSource,
+    slots: SlotSpec,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Query 1 by a user-level mean estimator (issue 3): one "user" = one vehicle-day in the HAT.
+
+    Each released HAT gets ``epsilon_hat``; a vehicle-day is in at most K of them, so the per-day cost is the sum
+    of the K largest (basic composition), as for the report's estimator.
+    """
+    from urbandp.estimators.hat import estimate_hat_means
+
+    if "speeds" not in contributions.columns:
+        raise InputError("the user-level estimators need contributions computed with keep_speeds=True")
+    keys = released.select("cell", "slot")
+    frame = contributions.join(keys, on=["cell", "slot"], how="semi").select(
+        cell_expr().alias("h3_cell"),
+        slots.label_expr(pl.col("slot")).alias("slot"),
+        pl.format("{}|{}", pl.col("vehicle"), pl.col("day")).alias("unit"),
+        pl.col("speeds"),
+    )
+    hats = keys.select(cell_expr().alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot"))
+    est = estimate_hat_means(
+        frame,
+        cfg.speed_estimator,
+        epsilon_hat,
+        cfg.speed_max,
+        noise,
+        hats=hats if cfg.speed_estimator == "clipped-mean" else None,
+    )
+    aligned = hats.join(est, on=["h3_cell", "slot"], how="left", maintain_order="left")
+    return (
+        aligned["mean_speed"].to_numpy().astype(float),
+        aligned["epsilon_hat"].to_numpy().astype(float),
+        aligned["noise_scale"].to_numpy().astype(float),
+    )
+
+
+def cell_expr() -> pl.Expr:
+    from urbandp.grid.h3cells import cell_to_string
+
+    return cell_to_string(pl.col("cell"))
+
+
+# --- clip bound ---------------------------------------------------------------------------------------------
+
+CLIP_CANDIDATES = 130  # public candidates U/130, 2U/130, ..., U (0.5 km/h apart at U = 65)
+
+
+@dataclass(frozen=True)
+class ClipChoice:
+    """The DP clip bound U' and what it cost (OpenDP's map, per vehicle-day and over the window)."""
+
+    bound: float
+    alpha: float
+    scale: float
+    cost_day: float  # epsilon (laplace) or rho (gaussian)
+    cost_window: float
+    d_in: int  # symmetric distance of one vehicle-day on the vector of values
+    candidates: int
+
+
+def clip_statistic(contributions: pl.DataFrame) -> np.ndarray:
+    """One value per vehicle-day: its largest HAT mean speed (after truncation to K, clipped to [0, U]).
+
+    Clipping every HAT mean at U' leaves a vehicle-day untouched exactly when this value is <= U', so the
+    alpha-quantile of it bounds the share of vehicle-days that lose anything to the clip by 1 - alpha.
+    """
+    if contributions.height == 0:
+        return np.zeros(0)
+    return contributions.group_by("vehicle", "day").agg(pl.col("mean_speed").max())["mean_speed"].to_numpy()
+
+
+def choose_clip_bound(
+    contributions: pl.DataFrame, cfg: HatReleaseConfig, plan: ReleasePlan, noise: NoiseSource
+) -> ClipChoice:
+    """U' <= U: OpenDP's private ``clip_quantile``-quantile of :func:`clip_statistic` over public candidates.
+
+    One vehicle-day adds or removes one value (symmetric distance 1 under add/remove) or changes one (distance 2
+    under presence-public); over the window one vehicle moves D (resp. 2D) values. The scale is calibrated so that
+    OpenDP's map at that distance spends at most ``plan.clip_budget`` (rho under Gaussian noise, where OpenDP's
+    zCDP quantile composes with the rest in rho; epsilon under Laplace).
+    """
+    from urbandp.estimators.bounds import (
+        private_upper_bound,
+        quantile_bound_measurement,
+        quantile_bound_scale,
+    )
+
+    u = cfg.speed_max
+    cands = [u * (i + 1) / CLIP_CANDIDATES for i in range(CLIP_CANDIDATES)]
+    d_in = 1 if cfg.neighbouring == "add-remove" else 2
+    alpha = cfg.clip_quantile
+    scale, cost = quantile_bound_scale(cands, alpha, plan.clip_budget, d_in, gaussian=plan.gaussian)
+    meas = quantile_bound_measurement(cands, alpha, scale, gaussian=plan.gaussian)
+    window = float(meas.map(d_in * plan.days))
+    values = clip_statistic(contributions)
+    bound = private_upper_bound(
+        values, cands, alpha, scale, gaussian=plan.gaussian, private=bool(noise.is_private)
+    )
+    return ClipChoice(min(bound, u), alpha, scale, cost, window, d_in, len(cands))
