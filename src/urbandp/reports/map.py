@@ -1,19 +1,24 @@
-"""A self-contained HTML map of a HAT (hexagon x time slot) release.
+"""The HAT map: one HTML file an agency can publish, on a real basemap, that opens offline.
 
-One file, no network: the hexagons are inline SVG paths (boundaries from ``polars_h3.cell_to_boundary``,
-equirectangular projection with longitudes scaled by cos(latitude)), the values are embedded as strict JSON in a
-``<script type="application/json" id="hat-data">`` element, and a few lines of inline JavaScript colour the
-hexagons for the selected slot and show a tooltip. Nothing is loaded from the internet.
+Built on Leaflet (BSD-2-Clause), the most used web-map library: 147 kB of JavaScript and 15 kB of CSS, with no
+dependency of its own. It comes from PyPI as ``xstatic-leaflet`` (XStatic packaging: the library's own release
+files as package data), and is **inlined** in the page, so the page needs no network to run. Only the basemap
+tiles come from the network (``tiles``: an XYZ URL template, default OpenStreetMap's standard tiles with their
+attribution; ``None`` for none). Offline, or when the tile server refuses, the hexagons stay on a plain background
+and a note says that the basemap could not be loaded: the page is never blank.
 
 What an agency needs to read the map honestly:
 
-* a colour scale fixed to the physically possible range [0, U] (U = the release's speed bound), the same for every
-  slot, so that noise never stretches the legend;
-* cells whose 95% interval (``ci95_low`` .. ``ci95_high``, from the known noise distribution) is wider than a
-  threshold (default U/2) hatched grey instead of coloured: their colour would be noise drawn as signal;
-* context without a tile server: a light outline of every cell of the public domain
-  (:func:`domain_cells_for_bbox`) and, from a GTFS feed (:func:`gtfs_overlay`), the routes and stops;
-* cells released at a coarser H3 resolution where data are sparse drawn at their own size.
+* a header that states what the release is (:class:`MapHeader`): differentially private with epsilon per day and
+  per window (and rho) and the privacy unit; or a red "NOT differentially private: <reasons>"; or, for an empty
+  release, why nothing was released and what would change it;
+* a colour scale fixed to the physically possible range [0, U], the same for every slot;
+* cells whose 95% interval is wider than a threshold (default U/2) hatched instead of coloured, and cells whose
+  count was released but whose mean was withheld or clamped drawn as "count only" (dashed outline, no colour);
+* a counter that counts what is drawn;
+* context that needs no tile server: the public domain's outline (:func:`domain_cells_for_bbox`), a GTFS feed's
+  routes and stops (a folder or the ``gtfs.zip`` agencies ship, :func:`gtfs_overlay`) and any GeoJSON file
+  (:func:`read_context`). The context stays visible in every state.
 
 The map only displays what it is given (post-processing of a release): it never reads true data.
 """
@@ -21,27 +26,25 @@ The map only displays what it is given (post-processing of a release): it never 
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
 import re
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
+from importlib import import_module, resources
 from pathlib import Path
 
 import polars as pl
 
 from urbandp.errors import InputError
 
-KM_PER_DEGREE = 111.32
-VIEW_WIDTH = 1000.0
-PAD = 16.0
-SCALE_BAR_SPACE = 36.0
 TEMPLATE = "hat_map.html"
 #: Above this many domain cells the outline is drawn from H3's compacted cover (same area, fewer, larger cells).
 MAX_DOMAIN_CELLS = 20_000
-#: GTFS points closer than this (SVG units, about pixels) to the previous kept point are dropped.
-MIN_ROUTE_STEP = 0.75
+#: Routes are simplified to this tolerance (degrees, about 5 m) before they are embedded (shapely, Douglas-Peucker).
+ROUTE_TOLERANCE_DEG = 5e-5
 #: Viridis (perceptually uniform, colour-blind safe), interpolated linearly between these stops.
 VIRIDIS = [
     (68, 1, 84),
@@ -55,16 +58,63 @@ VIRIDIS = [
     (253, 231, 37),
 ]
 CI_COLUMNS = ("ci95_low", "ci95_high")
+OSM_TILES = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+OSM_ATTRIBUTION = '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors'
+#: Per (slot, cell): not released in this slot, a mean, count only (mean withheld), count only (mean clamped).
+OFF, VALUE, WITHHELD, CLAMPED = 0, 1, 2, 3
 
 LatLon = tuple[float, float]
 
 
 @dataclass(frozen=True)
+class TileSource:
+    """An XYZ tile layer: URL template with ``{z}``, ``{x}``, ``{y}`` (``{s}`` optional) and its attribution."""
+
+    url: str
+    attribution: str
+
+
+DEFAULT_TILES = TileSource(OSM_TILES, OSM_ATTRIBUTION)
+
+
+def parse_tiles(value: str | None) -> TileSource | None:
+    """``--tiles``: ``None`` or ``"osm"`` for OpenStreetMap's standard tiles, ``"none"`` for no basemap, or an XYZ
+    URL template (http, https or file) holding ``{z}``, ``{x}`` and ``{y}``."""
+    if value is None or value.strip().lower() == "osm":
+        return DEFAULT_TILES
+    text = value.strip()
+    if text.lower() == "none":
+        return None
+    if not re.match(r"^(https?|file)://", text) or not all(k in text for k in ("{z}", "{x}", "{y}")):
+        raise InputError(
+            f"--tiles {value!r}: give none, osm, or an XYZ URL template such as "
+            "https://tile.example.org/{z}/{x}/{y}.png"
+        )
+    host = re.sub(r"^[a-z]+://", "", text).split("/")[0] or "local files"
+    return TileSource(text, f"Basemap tiles: {html.escape(host)}")
+
+
+@dataclass(frozen=True)
+class MapHeader:
+    """What the page says of the release, above the map.
+
+    ``kind``: ``dp`` (green), ``notdp`` (red, ``statement`` holds "NOT differentially private: <reasons>"), or
+    ``plain`` (a neutral note, for callers that state privacy themselves). ``statement`` and ``details`` are plain
+    text (escaped here). ``empty`` (when nothing was released): why, and what would change it.
+    """
+
+    kind: str
+    statement: str
+    details: str = ""
+    empty: str | None = None
+
+
+@dataclass(frozen=True)
 class GtfsOverlay:
-    """Routes and stops read from a GTFS feed: public context drawn under the released values.
+    """Routes and stops read from a GTFS feed: public context drawn over the released values.
 
     ``shapes`` are polylines of (lat, lon) in ``shape_pt_sequence`` order, one per ``shape_id``; ``stops`` are
-    (lat, lon) points. ``source`` names the feed directory for the map's attribution line.
+    (lat, lon) points. ``source`` names the feed for the map's attribution line.
     """
 
     shapes: list[list[LatLon]]
@@ -76,23 +126,35 @@ def _template() -> str:
     return resources.files("urbandp.reports").joinpath("templates", TEMPLATE).read_text(encoding="utf-8")
 
 
-def _read_gtfs_table(path: Path, columns: Sequence[str]) -> pl.DataFrame:
+def leaflet_assets() -> tuple[str, str, str]:
+    """(CSS, JavaScript, version) of the Leaflet release shipped by ``xstatic-leaflet``."""
+    pkg = import_module("xstatic.pkg.leaflet")
+    base = Path(pkg.BASE_DIR)
+    try:
+        css = (base / "leaflet.css").read_text(encoding="utf-8")
+        js = (base / "leaflet.js").read_text(encoding="utf-8")
+    except OSError as err:  # a broken install, not the user's input
+        raise RuntimeError(f"xstatic-leaflet is installed without its files: {err}") from None
+    return css, js, str(pkg.VERSION)
+
+
+def _read_gtfs_table(name: str, raw: bytes, columns: Sequence[str]) -> pl.DataFrame:
     """The named columns of one GTFS text file as strings, or :class:`InputError` in one line."""
     try:
-        table = pl.read_csv(path, infer_schema=False, encoding="utf8-lossy")
-    except (OSError, pl.exceptions.PolarsError) as err:
+        table = pl.read_csv(io.BytesIO(raw), infer_schema=False, encoding="utf8-lossy")
+    except pl.exceptions.PolarsError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"gtfs: cannot read {path}: {first}") from None
+        raise InputError(f"gtfs: cannot read {name}: {first}") from None
     table = table.rename({c: c.strip().lstrip("\ufeff") for c in table.columns})
     missing = [c for c in columns if c not in table.columns]
     if missing:
         raise InputError(
-            f"gtfs: {path.name} lacks column(s) {', '.join(missing)} (has {', '.join(table.columns)})"
+            f"gtfs: {name} lacks column(s) {', '.join(missing)} (has {', '.join(table.columns)})"
         )
     return table.select(pl.col(c).str.strip_chars() for c in columns)
 
 
-def _coordinates(table: pl.DataFrame, path: Path, *, allow_empty: bool) -> pl.DataFrame:
+def _coordinates(table: pl.DataFrame, name: str, *, allow_empty: bool) -> pl.DataFrame:
     """Parse ``lat``/``lon`` as floats in range; empty pairs are dropped where ``allow_empty``, else an error."""
     parsed = table.with_columns(
         lat_f=pl.col("lat").cast(pl.Float64, strict=False), lon_f=pl.col("lon").cast(pl.Float64, strict=False)
@@ -112,40 +174,50 @@ def _coordinates(table: pl.DataFrame, path: Path, *, allow_empty: bool) -> pl.Da
     if bad.height:
         line, lat, lon = bad.select("line", "lat", "lon").row(0)
         raise InputError(
-            f"gtfs: {path.name} has {bad.height} row(s) with invalid coordinates, first on line {line}: "
+            f"gtfs: {name} has {bad.height} row(s) with invalid coordinates, first on line {line}: "
             f"lat={lat!r}, lon={lon!r}"
         )
     return parsed
 
 
-def gtfs_overlay(gtfs_dir: Path) -> GtfsOverlay:
-    """Read routes (``shapes.txt``) and stops (``stops.txt``) of a GTFS feed directory for the map.
+def _gtfs_files(feed: Path) -> dict[str, bytes]:
+    """shapes.txt and stops.txt of a feed folder or ``.zip`` (at its root or in one folder inside), as bytes."""
+    wanted = ("shapes.txt", "stops.txt")
+    if feed.is_dir():
+        return {n: (feed / n).read_bytes() for n in wanted if (feed / n).is_file()}
+    if not feed.is_file():
+        raise InputError(f"gtfs: {feed} not found (give a GTFS folder or its .zip)")
+    try:
+        with zipfile.ZipFile(feed) as z:
+            names = {Path(n).name: n for n in z.namelist() if Path(n).name in wanted and n.count("/") <= 1}
+            return {short: z.read(full) for short, full in names.items()}
+    except (zipfile.BadZipFile, OSError) as err:
+        raise InputError(f"gtfs: {feed} is not a readable zip file ({err})") from None
+
+
+def gtfs_overlay(feed: Path) -> GtfsOverlay:
+    """Read routes (``shapes.txt``) and stops (``stops.txt``) of a GTFS feed folder or ``gtfs.zip`` for the map.
 
     Either file may be absent, not both. ``shapes.txt`` needs ``shape_id, shape_pt_lat, shape_pt_lon,
     shape_pt_sequence``; ``stops.txt`` needs ``stop_lat, stop_lon`` (rows with both empty are skipped, as GTFS
-    allows for location types 3 and 4). Any other problem (missing directory or column, unparseable file,
-    coordinates that are not numbers in range, a non-integer sequence) raises :class:`InputError` in one line.
-    The feed is public information; nothing of the release is read here.
+    allows for location types 3 and 4). Any other problem (missing feed or column, unparseable file, coordinates
+    that are not numbers in range, a non-integer sequence) raises :class:`InputError` in one line. The feed is
+    public information; nothing of the release is read here.
     """
-    gtfs_dir = Path(gtfs_dir)
-    if not gtfs_dir.is_dir():
-        raise InputError(
-            f"gtfs: {gtfs_dir} is not a directory (give the folder holding shapes.txt / stops.txt)"
-        )
-    shapes_path, stops_path = gtfs_dir / "shapes.txt", gtfs_dir / "stops.txt"
-    if not shapes_path.is_file() and not stops_path.is_file():
-        raise InputError(f"gtfs: {gtfs_dir} holds neither shapes.txt nor stops.txt")
+    feed = Path(feed)
+    files = _gtfs_files(feed)
+    if not files:
+        raise InputError(f"gtfs: {feed} holds neither shapes.txt nor stops.txt")
     shapes: list[list[LatLon]] = []
-    if shapes_path.is_file():
+    if "shapes.txt" in files:
         cols = ("shape_id", "shape_pt_lat", "shape_pt_lon", "shape_pt_sequence")
-        table = _read_gtfs_table(shapes_path, cols).rename({"shape_pt_lat": "lat", "shape_pt_lon": "lon"})
-        table = _coordinates(table, shapes_path, allow_empty=False).with_columns(
+        table = _read_gtfs_table("shapes.txt", files["shapes.txt"], cols)
+        table = table.rename({"shape_pt_lat": "lat", "shape_pt_lon": "lon"})
+        table = _coordinates(table, "shapes.txt", allow_empty=False).with_columns(
             seq=pl.col("shape_pt_sequence").cast(pl.Int64, strict=False)
         )
         if table["seq"].null_count() or table["shape_id"].null_count():
-            raise InputError(
-                f"gtfs: {shapes_path.name} has rows without a shape_id or an integer shape_pt_sequence"
-            )
+            raise InputError("gtfs: shapes.txt has rows without a shape_id or an integer shape_pt_sequence")
         grouped = (
             table.sort("shape_id", "seq")
             .group_by("shape_id", maintain_order=True)
@@ -156,13 +228,40 @@ def gtfs_overlay(gtfs_dir: Path) -> GtfsOverlay:
             for lat, lon in zip(grouped["lat_f"], grouped["lon_f"], strict=True)
         ]
     stops: list[LatLon] = []
-    if stops_path.is_file():
-        table = _read_gtfs_table(stops_path, ("stop_lat", "stop_lon")).rename(
-            {"stop_lat": "lat", "stop_lon": "lon"}
+    if "stops.txt" in files:
+        table = _read_gtfs_table("stops.txt", files["stops.txt"], ("stop_lat", "stop_lon"))
+        table = _coordinates(
+            table.rename({"stop_lat": "lat", "stop_lon": "lon"}), "stops.txt", allow_empty=True
         )
-        table = _coordinates(table, stops_path, allow_empty=True)
         stops = list(zip(table["lat_f"].to_list(), table["lon_f"].to_list(), strict=True))
-    return GtfsOverlay(shapes=shapes, stops=stops, source=gtfs_dir.name)
+    return GtfsOverlay(shapes=shapes, stops=stops, source=feed.name)
+
+
+GEOJSON_TYPES = {
+    "FeatureCollection",
+    "Feature",
+    "Point",
+    "MultiPoint",
+    "LineString",
+    "MultiLineString",
+    "Polygon",
+    "MultiPolygon",
+    "GeometryCollection",
+}
+
+
+def read_context(path: Path) -> dict[str, object]:
+    """A GeoJSON file (RFC 7946) drawn as public context: ``{"name": file name, "geojson": the object}``."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"--context {path}: not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"--context {path}: not a readable GeoJSON file ({err})") from None
+    if not isinstance(value, dict) or value.get("type") not in GEOJSON_TYPES:
+        raise InputError(f"--context {path}: not GeoJSON (no FeatureCollection, Feature or geometry type)")
+    return {"name": path.name, "geojson": value}
 
 
 def domain_cells_for_bbox(bbox: Sequence[float], resolution: int) -> list[str]:
@@ -190,9 +289,10 @@ def domain_cells_for_bbox(bbox: Sequence[float], resolution: int) -> list[str]:
 
 
 def _check_frame(frame: pl.DataFrame, value_col: str) -> pl.DataFrame:
-    """Validate the columns; return ``h3_cell, slot, value`` (+ ``low, high``, ``vehicle_days`` when present).
+    """Validate the columns; return ``h3_cell, slot, value, state`` (+ ``low, high``, ``vehicle_days``).
 
-    Non-finite numbers become null.
+    ``state`` is :data:`VALUE` for a finite value, :data:`WITHHELD` for a row whose value is null or not finite
+    (the count was released, the mean withheld), :data:`CLAMPED` where a ``clamped`` column is true.
     """
     missing = [c for c in ("h3_cell", "slot", value_col) if c not in frame.columns]
     if missing:
@@ -202,13 +302,27 @@ def _check_frame(frame: pl.DataFrame, value_col: str) -> pl.DataFrame:
         if not frame.schema[col].is_numeric():
             raise InputError(f"map: column {col} must be numeric, got {frame.schema[col]}")
     names = {value_col: "value", "ci95_low": "low", "ci95_high": "high", "noisy_vehicle_days": "vehicle_days"}
+    clamped = (
+        pl.col("clamped").cast(pl.Boolean, strict=False).fill_null(False)
+        if "clamped" in frame.columns
+        else pl.lit(False)
+    )
     out = frame.select(
         pl.col("h3_cell").cast(pl.String),
         pl.col("slot").cast(pl.String),
         *(pl.col(c).cast(pl.Float64).alias(names[c]) for c in numeric),
+        clamped.alias("_clamped"),
     ).with_columns(
         pl.when(pl.col(names[c]).is_finite()).then(pl.col(names[c])).alias(names[c]) for c in numeric
     )
+    out = out.with_columns(
+        state=pl.when(pl.col("value").is_null())
+        .then(WITHHELD)
+        .when(pl.col("_clamped"))
+        .then(CLAMPED)
+        .otherwise(VALUE)
+        .cast(pl.Int64)
+    ).drop("_clamped")
     if out["h3_cell"].null_count() or out["slot"].null_count():
         raise InputError("map: h3_cell and slot must not be null")
     dupes = out.select("h3_cell", "slot").is_duplicated()
@@ -232,93 +346,39 @@ def _cell_geometry(cells: list[str], what: str = "h3_cell") -> tuple[list[list[L
     bad = table.filter(~pl.col("valid").fill_null(False) | pl.col("boundary").is_null())
     if bad.height:
         raise InputError(f"map: {bad.height} value(s) of {what} are not H3 cells, e.g. {bad['cell'][0]!r}")
-    rings = [[(float(a), float(b)) for a, b in ring] for ring in table["boundary"].to_list()]
+    rings = [
+        [(round(float(a), 6), round(float(b), 6)) for a, b in ring] for ring in table["boundary"].to_list()
+    ]
     return rings, [int(r) for r in table["res"].to_list()]
 
 
-def _nice_length(km: float) -> float:
-    """The largest 1-2-5 x 10^k length not above ``km``."""
-    if km <= 0:
+def _simplified(line: list[LatLon]) -> list[LatLon]:
+    """A route thinned for the page (Douglas-Peucker at :data:`ROUTE_TOLERANCE_DEG`, shapely)."""
+    from shapely.geometry import LineString
+
+    if len(line) < 3:
+        return [(round(a, 6), round(b, 6)) for a, b in line]
+    coords = LineString([(lon, lat) for lat, lon in line]).simplify(ROUTE_TOLERANCE_DEG).coords
+    return [(round(lat, 6), round(lon, 6)) for lon, lat in coords]
+
+
+def _nice_length(value: float) -> float:
+    """The largest 1-2-5 x 10^k number not above ``value``."""
+    if value <= 0:
         return 1.0
-    base = 10 ** math.floor(math.log10(km))
-    return max(m * base for m in (1, 2, 5) if m * base <= km)
-
-
-@dataclass(frozen=True)
-class _Projection:
-    """Equirectangular projection of the map's extent onto an SVG viewBox VIEW_WIDTH wide."""
-
-    west: float
-    north: float
-    kx: float
-    scale: float
-    width: float
-    height: float
-
-    @classmethod
-    def fit(cls, points: list[LatLon]) -> _Projection | None:
-        if not points:
-            return None
-        lats = [lat for lat, _ in points]
-        lons = [lon for _, lon in points]
-        kx = math.cos(math.radians((min(lats) + max(lats)) / 2))
-        width_deg = max((max(lons) - min(lons)) * kx, 1e-9)
-        height_deg = max(max(lats) - min(lats), 1e-9)
-        scale = (VIEW_WIDTH - 2 * PAD) / max(width_deg, height_deg * 1.25)
-        return cls(
-            west=min(lons),
-            north=max(lats),
-            kx=kx,
-            scale=scale,
-            width=width_deg * scale + 2 * PAD,
-            height=height_deg * scale + 2 * PAD + SCALE_BAR_SPACE,
-        )
-
-    def xy(self, lat: float, lon: float) -> tuple[float, float]:
-        return PAD + (lon - self.west) * self.kx * self.scale, PAD + (self.north - lat) * self.scale
-
-    def ring_path(self, ring: list[LatLon]) -> str:
-        return "M" + "L".join("{:.1f},{:.1f}".format(*self.xy(lat, lon)) for lat, lon in ring) + "Z"
-
-    def inside(self, x: float, y: float) -> bool:
-        return -PAD <= x <= self.width + PAD and -PAD <= y <= self.height - SCALE_BAR_SPACE + PAD
-
-    def polyline_paths(self, line: list[LatLon]) -> str:
-        """Subpaths of the parts of ``line`` inside the extent, thinned to one point per MIN_ROUTE_STEP."""
-        out: list[str] = []
-        run: list[tuple[float, float]] = []
-
-        def flush() -> None:
-            if len(run) > 1:
-                out.append("M" + "L".join(f"{x:.1f},{y:.1f}" for x, y in run))
-            run.clear()
-
-        for lat, lon in line:
-            x, y = self.xy(lat, lon)
-            if not self.inside(x, y):
-                flush()
-            elif not run or abs(x - run[-1][0]) + abs(y - run[-1][1]) >= MIN_ROUTE_STEP:
-                run.append((x, y))
-        flush()
-        return "".join(out)
-
-    def scale_bar(self) -> str:
-        km_per_unit = KM_PER_DEGREE / self.scale
-        bar_km = _nice_length(0.25 * self.width * km_per_unit)
-        bar_len = bar_km / km_per_unit
-        y = self.height - 14
-        return (
-            f'    <g class="scale"><path d="M{PAD:.1f},{y:.1f}h{bar_len:.1f}" stroke="#3d4753" stroke-width="2"/>'
-            f'<path d="M{PAD:.1f},{y - 5:.1f}v10M{PAD + bar_len:.1f},{y - 5:.1f}v10" stroke="#3d4753"/>'
-            f'<text x="{PAD + bar_len + 6:.1f}" y="{y + 4:.1f}">{bar_km:g} km</text>'
-            f'<text x="{self.width - PAD:.1f}" y="{y + 4:.1f}" text-anchor="end">north is up</text></g>'
-        )
+    base = 10 ** math.floor(math.log10(value))
+    return max(m * base for m in (1, 2, 5) if m * base <= value)
 
 
 def _json_for_script(payload: dict[str, object]) -> str:
     """Strict JSON (no NaN/Infinity) that is safe inside a <script> element (no "</" sequence can close it)."""
     text = json.dumps(payload, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def _inline_script(js: str) -> str:
+    """A library's JavaScript made safe inside an inline <script> element."""
+    return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
 
 def _fmt(v: float) -> str:
@@ -342,6 +402,28 @@ def _unit(legend: str) -> str:
     return f" {match.group(1)}" if match else ""
 
 
+def _header_html(header: MapHeader) -> dict[str, str]:
+    if header.kind == "notdp":
+        state = f"<strong>{html.escape(header.statement)}</strong>"
+    elif header.kind == "dp":
+        state = "<strong>Differentially private</strong>: " + html.escape(header.statement)
+    else:
+        state = html.escape(header.statement)
+    empty = (
+        f'<p class="state empty" id="empty-state"><strong>Nothing was released.</strong> {html.escape(header.empty)}</p>'
+        if header.empty
+        else ""
+    )
+    return {
+        "STATE": state,
+        "STATECLASS": {"dp": "dp", "notdp": "notdp"}.get(header.kind, "plain"),
+        "STATEKIND": ("empty-" if header.empty else "") + header.kind,
+        "EMPTY": empty,
+        "EMPTYBOX": html.escape(header.empty or "Nothing was released."),
+        "DETAILS": html.escape(header.details),
+    }
+
+
 def write_hat_map(
     frame: pl.DataFrame,
     path: Path,
@@ -350,25 +432,28 @@ def write_hat_map(
     title: str,
     legend: str,
     subtitle: str = "",
+    header: MapHeader | None = None,
     speed_max: float | None = None,
     interval_threshold: float | None = None,
     domain_cells: Sequence[str] | None = None,
     gtfs_dir: Path | None = None,
+    context: Sequence[Path] = (),
+    tiles: TileSource | None = DEFAULT_TILES,
 ) -> None:
-    """Write one self-contained HTML page showing ``value_col`` per hexagon, with a slot selector.
+    """Write one HTML page (Leaflet inlined) showing ``value_col`` per hexagon, with a slot selector.
 
     ``frame`` has columns ``h3_cell`` (H3 index as hex string, any resolution: each cell is drawn at its own),
-    ``slot`` (e.g. "09:00-10:00") and ``value_col`` (float; null, NaN or a missing row means "not released" and
-    is drawn grey); optionally ``ci95_low``/``ci95_high`` (the 95% interval) and ``noisy_vehicle_days``, shown in
-    the tooltip. ``subtitle`` carries the privacy statement shown in the header.
+    ``slot`` (e.g. "09:00-10:00") and ``value_col``. A row whose value is null or not finite is a released HAT
+    whose mean was withheld (drawn "count only"), as is a row with ``clamped`` true; a missing (cell, slot) row is
+    "not released in this slot". Optional: ``ci95_low``/``ci95_high`` (the 95% interval), ``noisy_vehicle_days``
+    and ``resolution`` (checked against the cell).
 
-    ``speed_max`` (U) fixes the colour scale to [0, U] for every slot; without it the scale spans the data (only
-    for old callers: a scale that follows noisy values is itself noise). Cells whose interval is wider than
-    ``interval_threshold`` (default U/2 when U is given; no hatching without the interval columns) are hatched grey.
-    ``domain_cells`` (e.g. :func:`domain_cells_for_bbox`) are outlined lightly behind the release; ``gtfs_dir``
-    adds routes and stops (:func:`gtfs_overlay`). Slots are ordered by their text, which is chronological for
-    "HH:MM-HH:MM" labels. Raises :class:`InputError` on missing columns, invalid cells, duplicate (cell, slot) rows
-    or an unusable GTFS feed.
+    ``header`` states the release (:class:`MapHeader`); without it ``subtitle`` is shown under a neutral
+    "privacy-protected values" line. ``speed_max`` (U) fixes the colour scale to [0, U]; without it the scale
+    spans the data. Cells whose interval is wider than ``interval_threshold`` (default U/2) are hatched.
+    ``domain_cells``, ``gtfs_dir`` (a GTFS folder or zip) and ``context`` (GeoJSON files) add public context;
+    ``tiles`` is the basemap (None: none). Raises :class:`InputError` on missing columns, invalid cells, duplicate
+    (cell, slot) rows, an unusable GTFS feed or context file.
     """
     data = _check_frame(frame, value_col)
     if speed_max is not None and not (math.isfinite(speed_max) and speed_max > 0):
@@ -382,6 +467,14 @@ def write_hat_map(
     if not has_ci:
         threshold = None
     overlay = gtfs_overlay(gtfs_dir) if gtfs_dir is not None else None
+    contexts = [read_context(p) for p in context]
+    if header is None:
+        header = MapHeader(
+            "plain",
+            "Privacy-protected values: noise was added to every released number before publication (differential "
+            "privacy), so single hexagons may look noisier than the traffic really was.",
+            subtitle,
+        )
 
     cells = sorted(data["h3_cell"].unique().to_list())
     slots = sorted(data["slot"].unique().to_list())
@@ -405,10 +498,6 @@ def write_hat_map(
 
         domain = pl.DataFrame({"c": [domain]}).select(plh3.compact_cells("c")).explode("c")["c"].to_list()
     domain_rings, _ = _cell_geometry(domain, "domain_cells")
-    extent = [p for ring in rings + domain_rings for p in ring]
-    if overlay is not None and not extent:
-        extent = [p for line in overlay.shapes for p in line] + overlay.stops
-    proj = _Projection.fit(extent)
 
     cell_index = {c: i for i, c in enumerate(cells)}
     slot_index = {s: i for i, s in enumerate(slots)}
@@ -424,8 +513,12 @@ def write_hat_map(
     payload: dict[str, object] = {
         "cells": cells,
         "resolutions": resolutions,
+        "rings": rings,
+        # coarser cells first, so that finer ones released beside them are drawn on top
+        "order": sorted(range(len(cells)), key=lambda j: (resolutions[j], cells[j])),
         "slots": slots,
         "values": grids["value"],
+        "state": grids["state"],
         "low": grids.get("low"),
         "high": grids.get("high"),
         "vehicle_days": grids.get("vehicle_days"),
@@ -437,31 +530,12 @@ def write_hat_map(
         "unit": _unit(legend).strip(),
         "value_col": value_col,
         "colours": VIRIDIS,
+        "domain_rings": domain_rings,
+        "routes": [_simplified(line) for line in overlay.shapes] if overlay else [],
+        "stops": [(round(a, 6), round(b, 6)) for a, b in overlay.stops] if overlay else [],
+        "context": contexts,
+        "tiles": None if tiles is None else {"url": tiles.url, "attribution": tiles.attribution},
     }
-
-    # Coarser cells first, so that finer ones released beside them are drawn on top.
-    order = sorted(range(len(cells)), key=lambda j: (resolutions[j], cells[j]))
-    layers: list[str] = []
-    if proj is not None and domain_rings:
-        outline = "".join(proj.ring_path(r) for r in domain_rings)
-        layers.append(f'      <path class="domain" d="{outline}"/>')
-    if proj is not None:
-        layers.extend(
-            f'      <path class="hex off" data-i="{j}" data-cell="{cells[j]}" data-res="{resolutions[j]}" '
-            f'd="{proj.ring_path(rings[j])}"/>'
-            for j in order
-        )
-    if proj is not None and overlay is not None:
-        routes = "".join(proj.polyline_paths(line) for line in overlay.shapes)
-        if routes:
-            layers.append(f'      <path class="route" d="{routes}"/>')
-        dots = "".join(
-            f"M{x:.1f},{y:.1f}h0"
-            for x, y in (proj.xy(lat, lon) for lat, lon in overlay.stops)
-            if proj.inside(x, y)
-        )
-        if dots:
-            layers.append(f'      <path class="stop" d="{dots}"/>')
 
     unit = _unit(legend)
     ramp = ", ".join(
@@ -480,12 +554,19 @@ def write_hat_map(
         scale_note = (
             f"Colours span the released values ({_fmt(lo)} to {_fmt(hi)}{unit}), the same in every slot."
         )
-    keys = ['<li><span class="swatch off"></span>released cell, nothing released in this slot</li>']
+    keys = [
+        '<li><span class="swatch countonly"></span>count released, mean withheld: the noisy count was too small '
+        "for a mean, or the mean was clamped to 0 or U (not a confident value)</li>",
+        '<li><span class="swatch off"></span>released in another slot, not in this one</li>',
+    ]
     if threshold is not None:
         keys.insert(
             0,
-            '<li><svg class="swatch" viewBox="0 0 14 14"><rect width="14" height="14" fill="url(#wide-hatch)"/></svg>'
-            f"95% interval wider than {_fmt(threshold)}{unit}: too uncertain to colour (hover for the value)</li>",
+            '<li><svg class="swatch" viewBox="0 0 14 14"><defs><pattern id="key-hatch" patternUnits="userSpaceOnUse"'
+            ' width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#eceff2"/>'
+            '<path d="M0,0V6" stroke="#8d97a3" stroke-width="2.4"/></pattern></defs><rect width="14" height="14" '
+            f'fill="url(#key-hatch)"/></svg>95% interval wider than {_fmt(threshold)}{unit}: too uncertain to '
+            "colour (hover for the value)</li>",
         )
     if domain_rings:
         keys.append('<li><span class="swatch domain"></span>public domain: no value released</li>')
@@ -493,6 +574,8 @@ def write_hat_map(
         keys.append('<li><span class="swatch route"></span>routes (GTFS shapes)</li>')
     if overlay is not None and overlay.stops:
         keys.append('<li><span class="swatch stop"></span>stops (GTFS stops)</li>')
+    for c in contexts:
+        keys.append(f'<li><span class="swatch context"></span>context: {html.escape(str(c["name"]))}</li>')
     distinct = sorted(set(resolutions))
     if len(distinct) > 1:
         keys.append(
@@ -500,21 +583,19 @@ def write_hat_map(
             + ", ".join(str(r) for r in distinct)
             + ")</li>"
         )
-    sources = f"Cells: H3 resolution {', '.join(str(r) for r in distinct) or '-'}."
+    sources = f"Cells: H3 resolution {', '.join(str(r) for r in distinct)}." if distinct else ""
     if overlay is not None:
         sources += f" Routes and stops: GTFS feed {html.escape(overlay.source)} (public timetable data)."
+    sources += " Map: Leaflet." + (" Basemap: see the attribution on the map." if tiles else " No basemap.")
     interval_note = (
         "The 95% interval of a value comes from the known distribution of the noise added to it."
         if has_ci
         else ""
     )
+    css, js, version = leaflet_assets()
     fills = {
         "TITLE": html.escape(title),
-        "SUBTITLE": f"<br>{html.escape(subtitle)}" if subtitle else "",
         "LEGEND": html.escape(legend),
-        "VIEWBOX": f"0 0 {proj.width:.0f} {proj.height:.0f}" if proj else f"0 0 {VIEW_WIDTH:.0f} 300",
-        "PATHS": "\n".join(layers),
-        "SCALEBAR": proj.scale_bar() if proj else "",
         "RAMP": ramp,
         "TICKS": tick_html,
         "SCALENOTE": html.escape(scale_note),
@@ -522,6 +603,10 @@ def write_hat_map(
         "INTERVALNOTE": html.escape(interval_note),
         "SOURCES": sources,
         "DATA": _json_for_script(payload),
+        "LEAFLETCSS": css.replace("</style", "<\\/style"),
+        "LEAFLETJS": _inline_script(js),
+        "LEAFLETVERSION": html.escape(version),
+        **_header_html(header),
     }
     # One pass, so that text filled in is never scanned for placeholders again.
     page = re.sub(r"__([A-Z]+)__", lambda m: fills.get(m.group(1), m.group(0)), _template())

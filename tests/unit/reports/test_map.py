@@ -1,15 +1,21 @@
-"""The HAT map: one self-contained HTML file, every cell and slot present, data embedded as strict JSON.
+"""The HAT map: Leaflet inlined (opens offline), every cell and slot embedded as strict JSON, honest states.
 
-The last tests render the page in headless Chromium and check the screenshot's pixels; `.ci/run` installs
-Debian's ``chromium`` where it is missing, and without it those tests skip and say why.
+The browser tests render pages in headless Chromium, with basemap tiles from a tile server started here on
+127.0.0.1, and check what was requested, what the DOM says and the screenshot's pixels. `.ci/run` installs
+Debian's ``chromium`` where it is missing; without it those tests skip and say why.
 """
 
 from __future__ import annotations
 
+import http.server
+import io
 import json
 import re
 import shutil
 import subprocess
+import threading
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +25,23 @@ import pytest
 from PIL import Image
 
 from urbandp.errors import InputError
-from urbandp.reports.map import VIRIDIS, domain_cells_for_bbox, gtfs_overlay, write_hat_map
+from urbandp.reports.map import (
+    CLAMPED,
+    OFF,
+    VALUE,
+    VIRIDIS,
+    WITHHELD,
+    MapHeader,
+    domain_cells_for_bbox,
+    gtfs_overlay,
+    parse_tiles,
+    read_context,
+    write_hat_map,
+)
 
 SLOTS = [f"{h:02d}:00-{h + 1:02d}:00" for h in range(9, 21)]
 CENTRE = "8742d9d69ffffff"  # Surat, resolution 7
+GTFS = Path(__file__).parents[2] / "fixtures" / "gtfs-surat-mini"
 
 
 def cells_around(k: int) -> list[str]:
@@ -32,14 +51,14 @@ def cells_around(k: int) -> list[str]:
 
 
 def release_frame(cells: list[str], seed: int = 3) -> pl.DataFrame:
-    """Every (cell, slot) with a value, some null (not released) and a few rows absent."""
+    """Every (cell, slot) with a value, some null (count released, mean withheld) and some rows absent."""
     rng = np.random.default_rng(seed)
     rows = [(c, s, float(rng.uniform(5, 40))) for c in cells for s in SLOTS]
     schema = {"h3_cell": pl.String, "slot": pl.String, "mean_speed": pl.Float64}
     frame = pl.DataFrame(rows, schema=schema, orient="row")
-    released = rng.random(frame.height) > 0.2
-    frame = frame.with_columns(mean_speed=pl.when(pl.Series(released)).then(pl.col("mean_speed")))
-    return frame.filter(pl.Series(rng.random(frame.height) > 0.05))
+    kept = rng.random(frame.height) > 0.1
+    frame = frame.with_columns(mean_speed=pl.when(pl.Series(kept)).then(pl.col("mean_speed")))
+    return frame.filter(pl.Series(rng.random(frame.height) > 0.2))
 
 
 def embedded(page: str) -> dict:
@@ -53,34 +72,31 @@ def test_self_contained_with_every_cell_and_slot(tmp_path: Path) -> None:
     frame = release_frame(cells)
     out = tmp_path / "map.html"
     write_hat_map(
-        frame, out, title="Average speed", legend="mean speed (km/h)", subtitle="epsilon per day 15.23"
+        frame, out, title="Average speed", legend="mean speed (km/h)", subtitle="epsilon 15.23", tiles=None
     )
     page = out.read_text(encoding="utf-8")
-    # Nothing is loaded from anywhere: no URLs at all, no external scripts, styles, images or fonts.
-    assert re.search(r"https?://", page) is None
-    # (url(#...) only names the hatch pattern inside the page.)
-    assert re.search(r"<(link|img|iframe)\b|\bsrc=|@import|url\((?!#)", page) is None
-    assert "differential privacy" in page.lower() and "epsilon per day 15.23" in page
+    # Leaflet is inlined: no script, style sheet, image or frame is loaded from anywhere.
+    assert re.search(r"<(link|img|iframe)\b|<script[^>]*\bsrc=|@import", page) is None
+    assert "Leaflet" in page and "L.map(" in page and ".leaflet-pane" in page
+    assert "differential privacy" in page.lower() and "epsilon 15.23" in page
     data = embedded(page)
+    assert data["tiles"] is None
     present = sorted(frame["h3_cell"].unique().to_list())
-    assert data["cells"] == present
+    assert data["cells"] == present and len(data["rings"]) == len(present)
+    assert all(len(ring) == 6 for ring in data["rings"])  # H3 hexagons (no pentagon near Surat)
     assert data["slots"] == sorted(frame["slot"].unique().to_list())
-    for cell in present:
-        assert f'data-cell="{cell}"' in page
-    for slot in data["slots"]:
-        assert slot in page
-    # Every value lands in its (slot, cell) place; absent rows and nulls are null.
+    # Every value lands in its (slot, cell) place: absent rows are OFF, null values WITHHELD.
     lookup = {(c, s): v for c, s, v in frame.iter_rows()}
     for i, slot in enumerate(data["slots"]):
         for j, cell in enumerate(data["cells"]):
-            assert data["values"][i][j] == lookup.get((cell, slot))
-    finite = frame["mean_speed"].drop_nulls()
-    assert data["min"] == finite.min() and data["max"] == finite.max()
+            key = (cell, slot)
+            assert data["values"][i][j] == lookup.get(key)
+            want = OFF if key not in lookup else (WITHHELD if lookup[key] is None else VALUE)
+            assert (data["state"][i][j] or OFF) == want
 
 
 def test_light_for_hundreds_of_hexagons(tmp_path: Path) -> None:
     cells = cells_around(10)  # 331 cells x 12 slots
-    assert len(cells) == 331
     out = tmp_path / "map.html"
     write_hat_map(release_frame(cells), out, title="t", legend="mean speed")
     assert out.stat().st_size < 2_000_000
@@ -95,14 +111,25 @@ def test_text_is_escaped(tmp_path: Path) -> None:
     assert embedded(page)["slots"] == ["</script><b>x"]
 
 
-def test_nan_and_empty(tmp_path: Path) -> None:
-    frame = pl.DataFrame({"h3_cell": [CENTRE, CENTRE], "slot": SLOTS[:2], "mean_speed": [float("nan"), 3.0]})
+def test_nan_clamped_and_empty(tmp_path: Path) -> None:
+    frame = pl.DataFrame(
+        {
+            "h3_cell": [CENTRE] * 3,
+            "slot": SLOTS[:3],
+            "mean_speed": [float("nan"), 3.0, 65.0],
+            "clamped": [False, False, True],
+        }
+    )
     out = tmp_path / "map.html"
     write_hat_map(frame, out, title="t", legend="l")
-    assert embedded(out.read_text())["values"] == [[None], [3.0]]
+    data = embedded(out.read_text())
+    assert data["values"] == [[None], [3.0], [65.0]]
+    assert data["state"] == [[WITHHELD], [VALUE], [CLAMPED]]
     empty = pl.DataFrame(schema={"h3_cell": pl.String, "slot": pl.String, "mean_speed": pl.Float64})
-    write_hat_map(empty, out, title="t", legend="l")
-    assert embedded(out.read_text())["cells"] == []
+    write_hat_map(empty, out, title="t", legend="l", header=MapHeader("dp", "eps 1", empty="threshold 40"))
+    page = out.read_text()
+    assert embedded(page)["cells"] == []
+    assert 'id="empty-state"' in page and "threshold 40" in page and "inf" not in page.split("<style")[0]
 
 
 def test_bad_frames_raise_input_error(tmp_path: Path) -> None:
@@ -125,9 +152,6 @@ def test_bad_frames_raise_input_error(tmp_path: Path) -> None:
         )
 
 
-GTFS = Path(__file__).parents[2] / "fixtures" / "gtfs-surat-mini"
-
-
 def with_intervals(frame: pl.DataFrame, widths: list[float]) -> pl.DataFrame:
     """Add ci95_low/ci95_high around each value, cycling through ``widths``."""
     w = pl.Series([widths[i % len(widths)] for i in range(frame.height)])
@@ -142,25 +166,15 @@ def test_colour_scale_is_fixed_to_zero_and_u_with_interval_threshold(tmp_path: P
     write_hat_map(frame, out, title="t", legend="mean speed (km/h)", speed_max=65.0)
     page = out.read_text()
     data = embedded(page)
-    # The scale is [0, U] whatever the data span (here 5..40), and the default threshold is U/2.
     assert (data["min"], data["max"], data["fixed_scale"]) == (0.0, 65.0, True)
     assert data["interval_threshold"] == 32.5
     assert "wider than 32.5 km/h" in page and ">65</span>" in page and ">0</span>" in page
-    lookup = {
-        (c, s): (lo, hi)
-        for c, s, lo, hi in frame.select("h3_cell", "slot", "ci95_low", "ci95_high").iter_rows()
-    }
-    for i, slot in enumerate(data["slots"]):
-        for j, cell in enumerate(data["cells"]):
-            assert (data["low"][i][j], data["high"][i][j]) == lookup.get((cell, slot), (None, None))
-    assert set(data["resolutions"]) == {7}
-    # An explicit threshold wins; without interval columns nothing is hatched and the legend does not mention it.
     write_hat_map(frame, out, title="t", legend="mean speed (km/h)", speed_max=65.0, interval_threshold=10.0)
     assert embedded(out.read_text())["interval_threshold"] == 10.0
     write_hat_map(frame.drop("ci95_low", "ci95_high"), out, title="t", legend="l", speed_max=65.0)
     page = out.read_text()
     assert embedded(page)["interval_threshold"] is None and embedded(page)["low"] is None
-    assert "too uncertain" not in page.split("<script")[0]
+    assert "too uncertain" not in page.split('<script type="application/json"')[0].split("<body")[1]
     with pytest.raises(InputError, match="speed_max"):
         write_hat_map(frame, out, title="t", legend="l", speed_max=float("inf"))
 
@@ -200,14 +214,16 @@ def test_cells_at_different_resolutions_are_drawn_at_their_own(tmp_path: Path) -
     data = embedded(page)
     assert dict(zip(data["cells"], data["resolutions"], strict=True)) == {**dict.fromkeys(fine, 7), parent: 6}
     # The coarse cell is drawn first (below), and its hexagon is about sqrt(7) times wider than a fine one.
-    order = re.findall(r'data-cell="([0-9a-f]+)" data-res="(\d)" d="([^"]+)"', page)
-    assert order[0][:2] == (parent, "6") and [r for _, r, _ in order[1:]] == ["7"] * len(fine)
+    first = data["order"][0]
+    assert data["cells"][first] == parent
 
-    def width(d: str) -> float:
-        xs = [float(x) for x in re.findall(r"([\d.]+),[\d.]+", d)]
-        return max(xs) - min(xs)
+    def width(ring: list[list[float]]) -> float:
+        lons = [lon for _, lon in ring]
+        return max(lons) - min(lons)
 
-    assert width(order[0][2]) / width(order[1][2]) == pytest.approx(7**0.5, rel=0.1)
+    assert width(data["rings"][first]) / width(data["rings"][data["order"][1]]) == pytest.approx(
+        7**0.5, rel=0.1
+    )
     assert "coarser H3 resolution" in page and "resolutions 6, 7" in page
 
 
@@ -221,7 +237,6 @@ def test_domain_cells_for_bbox_are_the_cells_whose_centre_is_inside() -> None:
     for cell in cells:
         c_lat, c_lon = h3.cell_to_latlng(cell)
         assert box[0] <= c_lat <= box[2] and box[1] <= c_lon <= box[3]
-    # Neighbours of the domain whose centre lies outside the box are not in it.
     ring = {n for c in cells for n in h3.grid_disk(c, 1)} - set(cells)
     assert ring and all(
         not (box[0] <= la <= box[2] and box[1] <= lo <= box[3]) for la, lo in map(h3.cell_to_latlng, ring)
@@ -239,14 +254,31 @@ def test_domain_outline_behind_the_released_cells(tmp_path: Path) -> None:
     out = tmp_path / "map.html"
     write_hat_map(frame, out, title="t", legend="l", speed_max=65.0, domain_cells=domain)
     page = out.read_text()
-    outline = re.search(r'<path class="domain" d="([^"]+)"/>', page)
-    assert outline is not None
-    # One subpath per domain cell that is not released (released ones are drawn as hexagons), drawn first.
-    assert outline.group(1).count("M") == len(set(domain) - set(released))
-    assert page.index('class="domain"') < page.index('class="hex')
+    # One outline per domain cell that is not released (released ones are drawn as hexagons).
+    assert len(embedded(page)["domain_rings"]) == len(set(domain) - set(released))
     assert "public domain" in page
     with pytest.raises(InputError, match="domain_cells"):
         write_hat_map(frame, out, title="t", legend="l", domain_cells=["zz"])
+
+
+def test_a_large_domain_is_outlined_from_its_compacted_cover(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import urbandp.reports.map as map_module
+
+    parent = pl.DataFrame({"c": [CENTRE]}).select(plh3.cell_to_parent("c", 6))["c"][0]
+    children = pl.DataFrame({"c": [parent]}).select(plh3.cell_to_children("c", 7)).explode("c")["c"].to_list()
+    frame = pl.DataFrame({"h3_cell": [cells_around(8)[0]], "slot": "a", "mean_speed": 1.0})
+    monkeypatch.setattr(map_module, "MAX_DOMAIN_CELLS", 5)
+    out = tmp_path / "map.html"
+    write_hat_map(frame, out, title="t", legend="l", domain_cells=children)
+    assert len(embedded(out.read_text())["domain_rings"]) == 1  # the 7 children drawn as their parent
+
+
+def test_a_stated_resolution_must_match_the_cell(tmp_path: Path) -> None:
+    frame = pl.DataFrame({"h3_cell": [CENTRE], "slot": ["a"], "mean_speed": [1.0], "resolution": [8]})
+    with pytest.raises(InputError, match="resolution 7, but its row says resolution 8"):
+        write_hat_map(frame, tmp_path / "map.html", title="t", legend="l")
 
 
 def test_gtfs_overlay_reads_shapes_in_sequence_and_stops() -> None:
@@ -259,6 +291,22 @@ def test_gtfs_overlay_reads_shapes_in_sequence_and_stops() -> None:
     # The generic node (location_type 3) has no coordinates and is skipped, as GTFS allows.
     assert len(overlay.stops) == 7
     assert all(21.0 < lat < 21.4 and 72.7 < lon < 72.95 for lat, lon in overlay.stops)
+
+
+def zipped_feed(tmp_path: Path, inner: str = "") -> Path:
+    """The fixture feed as agencies ship it: a gtfs.zip (files at the root, or in one folder ``inner``)."""
+    path = tmp_path / "gtfs.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        for f in GTFS.iterdir():
+            z.write(f, f"{inner}{f.name}")
+    return path
+
+
+@pytest.mark.parametrize("inner", ["", "feed/"])
+def test_gtfs_zip_reads_like_the_folder(tmp_path: Path, inner: str) -> None:
+    overlay = gtfs_overlay(zipped_feed(tmp_path, inner))
+    folder = gtfs_overlay(GTFS)
+    assert (overlay.shapes, overlay.stops, overlay.source) == (folder.shapes, folder.stops, "gtfs.zip")
 
 
 def test_gtfs_shapes_follow_shape_pt_sequence(tmp_path: Path) -> None:
@@ -294,24 +342,71 @@ def test_bad_gtfs_is_one_input_error(tmp_path: Path, files: dict[str, str], mess
     with pytest.raises(InputError, match=message) as err:
         gtfs_overlay(tmp_path)
     assert "\n" not in str(err.value)
-    with pytest.raises(InputError, match="not a directory"):
+    with pytest.raises(InputError, match="not found"):
         gtfs_overlay(tmp_path / "absent")
+    (tmp_path / "bad.zip").write_text("not a zip")
+    with pytest.raises(InputError, match="not a readable zip"):
+        gtfs_overlay(tmp_path / "bad.zip")
 
 
-def test_map_draws_gtfs_routes_and_stops(tmp_path: Path) -> None:
+def test_map_embeds_gtfs_routes_stops_and_geojson_context(tmp_path: Path) -> None:
     frame = pl.DataFrame({"h3_cell": cells_around(3), "slot": "a", "mean_speed": 20.0})
+    ctx = tmp_path / "depots.geojson"
+    ctx.write_text(
+        json.dumps(
+            {
+                "type": "Feature",
+                "properties": {},
+                "geometry": {"type": "Point", "coordinates": [72.83, 21.19]},
+            }
+        )
+    )
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="l", speed_max=65.0, gtfs_dir=GTFS)
+    write_hat_map(
+        frame, out, title="t", legend="l", speed_max=65.0, gtfs_dir=zipped_feed(tmp_path), context=[ctx]
+    )
     page = out.read_text()
-    routes = re.search(r'<path class="route" d="([^"]+)"/>', page)
-    stops = re.search(r'<path class="stop" d="([^"]+)"/>', page)
-    assert routes is not None and stops is not None
-    assert routes.group(1).count("M") >= 3  # three shapes, possibly split where they leave the map
-    assert stops.group(1).count("h0") == 7
-    assert page.index('class="hex') < page.index('class="route"')  # drawn above the values, not hiding them
-    assert "gtfs-surat-mini" in page and "routes (GTFS shapes)" in page
+    data = embedded(page)
+    assert len(data["routes"]) == 3 and len(data["stops"]) == 7
+    assert (
+        data["context"][0]["name"] == "depots.geojson" and data["context"][0]["geojson"]["type"] == "Feature"
+    )
+    assert "gtfs.zip" in page and "routes (GTFS shapes)" in page and "context: depots.geojson" in page
     with pytest.raises(InputError, match="gtfs"):
         write_hat_map(frame, out, title="t", legend="l", gtfs_dir=tmp_path / "nope")
+    (tmp_path / "bad.geojson").write_text('{"type": "Banana"}')
+    with pytest.raises(InputError, match="not GeoJSON"):
+        read_context(tmp_path / "bad.geojson")
+    with pytest.raises(InputError, match="not found"):
+        read_context(tmp_path / "absent.geojson")
+
+
+def test_tiles_option() -> None:
+    osm = parse_tiles(None)
+    assert osm is not None and osm.url == "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+    assert "OpenStreetMap" in osm.attribution and parse_tiles("osm") == osm
+    assert parse_tiles("none") is None
+    own = parse_tiles("http://127.0.0.1:8080/{z}/{x}/{y}.png")
+    assert own is not None and "127.0.0.1:8080" in own.attribution
+    for bad in ("tiles.example.org", "https://tiles.example.org/{z}.png", "ftp://x/{z}/{x}/{y}"):
+        with pytest.raises(InputError, match="XYZ URL template"):
+            parse_tiles(bad)
+
+
+def test_header_states(tmp_path: Path) -> None:
+    frame = pl.DataFrame({"h3_cell": [CENTRE], "slot": ["a"], "mean_speed": [12.0]})
+    out = tmp_path / "map.html"
+    write_hat_map(
+        frame, out, title="t", legend="l", header=MapHeader("notdp", "NOT differentially private: K read")
+    )
+    page = out.read_text()
+    assert 'class="state notdp"' in page and "NOT differentially private: K read" in page
+    assert 'data-state="notdp"' in page and "Differentially private</strong>" not in page
+    write_hat_map(
+        frame, out, title="t", legend="l", header=MapHeader("dp", "epsilon 1 per day, 4 per window")
+    )
+    page = out.read_text()
+    assert 'class="state dp"' in page and "<strong>Differentially private</strong>: epsilon 1 per day" in page
 
 
 # --- in a real browser --------------------------------------------------------------------------------
@@ -321,144 +416,190 @@ browser_only = pytest.mark.skipif(
     BROWSER is None, reason="no headless Chromium on this machine (.ci/run installs Debian's chromium)"
 )
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
+WAIT = "--virtual-time-budget=6000"  # let the tiles load and the script run before the DOM or pixels are read
 HATCH = (0x8D, 0x97, 0xA3)  # the hatch stripes' colour in the template
+TILE = (255, 0, 255)  # the test tile's colour: nothing else on the page is magenta
+NOT_DP_RED = (198, 40, 40)
+EMPTY_AMBER = (255, 244, 214)
+DP_GREEN = (230, 244, 238)
 
 
-def browser(*args: str) -> str:
+def browser(*args: str) -> subprocess.CompletedProcess[str]:
     assert BROWSER is not None
-    done = subprocess.run([BROWSER, *FLAGS, *args], capture_output=True, text=True, timeout=90, check=True)
-    return done.stdout
+    return subprocess.run(
+        [BROWSER, *FLAGS, "--enable-logging=stderr", "--v=0", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
 
 
-def screenshot(page: Path, fragment: str, tmp_path: Path) -> np.ndarray:
-    """RGB pixels of ``page#fragment`` rendered in a 1200 x 900 window."""
-    png = tmp_path / f"shot-{re.sub(r'[^0-9a-z]', '_', fragment)}.png"
-    browser("--window-size=1200,900", f"--screenshot={png}", f"{page.as_uri()}#{fragment}")
+def dom(url: str) -> str:
+    return browser(WAIT, "--dump-dom", url).stdout
+
+
+def screenshot(url: str, png: Path) -> np.ndarray:
+    """RGB pixels of ``url`` rendered in a 1200 x 900 window."""
+    browser(WAIT, "--window-size=1200,900", f"--screenshot={png}", url)
     return np.asarray(Image.open(png).convert("RGB"), dtype=np.int16)
 
 
-def viridis_lut() -> np.ndarray:
-    """256 colours of the template's ramp (linear between the VIRIDIS stops)."""
+def near(pixels: np.ndarray, colour: tuple[int, int, int], tol: int = 12) -> np.ndarray:
+    return np.abs(pixels - np.array(colour)).sum(axis=2) < tol
+
+
+class TileServer:
+    """Serves one 256 x 256 PNG of :data:`TILE` for every /z/x/y.png on 127.0.0.1, and records the requests."""
+
+    def __init__(self) -> None:
+        buf = io.BytesIO()
+        Image.new("RGB", (256, 256), TILE).save(buf, format="PNG")
+        tile, requests = buf.getvalue(), []
+        self.requests: list[str] = requests
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                requests.append(self.path)
+                ok = re.fullmatch(r"/\d+/\d+/\d+\.png", self.path) is not None
+                self.send_response(200 if ok else 404)
+                self.send_header("Content-Type", "image/png")
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.end_headers()
+                if ok:
+                    self.wfile.write(tile)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/{{z}}/{{x}}/{{y}}.png"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def tile_server() -> Iterator[TileServer]:
+    server = TileServer()
+    yield server
+    server.server.shutdown()
+
+
+def viridis_lut(over: tuple[int, int, int] | None = None, opacity: float = 1.0) -> np.ndarray:
+    """256 colours of the template's ramp (linear between the VIRIDIS stops), blended over ``over``."""
     stops = np.array(VIRIDIS, dtype=float)
     t = np.linspace(0, len(stops) - 1, 256)
     i = np.minimum(t.astype(int), len(stops) - 2)
     f = (t - i)[:, None]
-    return stops[i] * (1 - f) + stops[i + 1] * f
+    lut = stops[i] * (1 - f) + stops[i + 1] * f
+    return lut if over is None else opacity * lut + (1 - opacity) * np.array(over, dtype=float)
 
 
-def longest_ramp(pixels: np.ndarray) -> int:
-    """Length in pixels of the longest horizontal run that walks the whole colour ramp from dark to yellow.
-
-    A run is a sequence of pixels each within 20 (RGB distance) of a ramp colour, the ramp position never going
-    back by more than a few steps, starting in the first 8% of the ramp and ending in the last 8%. Hexagons are
-    too small and separated by strokes to form one; only the legend bar does.
-    """
-    lut = viridis_lut()
-    dark = np.linalg.norm(pixels - lut[0], axis=2) < 25
-    best = 0
-    for y in np.unique(np.nonzero(dark)[0]):
-        row = pixels[y].astype(float)
-        dist = np.linalg.norm(row[:, None, :] - lut[None, :, :], axis=2)
-        pos, ok = dist.argmin(axis=1), dist.min(axis=1) < 20
-        start = None
-        for x in range(len(row) + 1):
-            good = x < len(row) and ok[x] and (start is None or pos[x] >= pos[x - 1] - 6)
-            if good and start is None and pos[x] < 20:
-                start = x
-            elif not good and start is not None:
-                if pos[x - 1] > 235:
-                    best = max(best, x - start)
-                start = None
-    return best
+def on_ramp(shot: np.ndarray, lut: np.ndarray, tol: float = 8) -> tuple[int, int]:
+    """(pixels close to the ramp, distinct ramp sixteenths among them) on a 1-in-6 sample of ``shot``."""
+    sample = shot[::6, ::6].reshape(-1, 3).astype(float)
+    dist = np.linalg.norm(sample[:, None, :] - lut[None, :, :], axis=2)
+    ok = dist.min(axis=1) < tol
+    return int(ok.sum()), len(np.unique(dist.argmin(axis=1)[ok] // 16))
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """One page (values, wide intervals, domain outline, GTFS) rendered at two slots."""
+def rendered(tmp_path_factory: pytest.TempPathFactory, tile_server: TileServer) -> dict[str, object]:
+    """One page (values, wide intervals, withheld means, domain outline, GTFS) on the test tiles, two slots."""
     tmp = tmp_path_factory.mktemp("browser")
     frame = with_intervals(release_frame(cells_around(3), seed=5), [4.0, 6.0, 50.0])
     page = tmp / "map.html"
+    before = len(tile_server.requests)
     write_hat_map(
         frame,
         page,
         title="Average bus speed",
         legend="mean speed (km/h)",
-        subtitle="test release",
+        header=MapHeader("dp", "epsilon 1 per day"),
         speed_max=65.0,
         domain_cells=cells_around(5),
         gtfs_dir=GTFS,
+        tiles=parse_tiles(tile_server.url),
     )
-    return {"slot0": screenshot(page, "slot=0", tmp), "slot5": screenshot(page, f"slot={SLOTS[5]}", tmp)}
+    shots = {
+        "slot0": screenshot(f"{page.as_uri()}#slot=0", tmp / "a.png"),
+        "slot5": screenshot(f"{page.as_uri()}#slot={SLOTS[5]}", tmp / "b.png"),
+    }
+    return {
+        **shots,
+        "dom": dom(f"{page.as_uri()}#slot=0"),
+        "tiles": tile_server.requests[before:],
+        "frame": frame,
+    }
 
 
 @browser_only
-def test_page_is_not_blank(rendered: dict[str, np.ndarray]) -> None:
+def test_tiles_are_requested_from_the_server_and_drawn(rendered: dict[str, object]) -> None:
+    tiles = rendered["tiles"]
+    assert isinstance(tiles, list) and len(tiles) >= 2
+    assert all(re.fullmatch(r"/\d+/\d+/\d+\.png", t) for t in tiles)
     shot = rendered["slot0"]
-    assert shot.shape == (900, 1200, 3)
-    background = (np.abs(shot - shot[0, 0]).sum(axis=2) < 8).mean()
-    assert background < 0.95
-    # Coloured hexagons: many pixels close to the ramp, in several distinct ramp colours.
-    lut = viridis_lut()
-    sample = shot[::6, ::6].reshape(-1, 3).astype(float)
-    dist = np.linalg.norm(sample[:, None, :] - lut[None, :, :], axis=2)
-    on_ramp = dist.min(axis=1) < 6
-    assert on_ramp.sum() > 900
-    assert len(np.unique(dist.argmin(axis=1)[on_ramp] // 16)) >= 5
+    assert isinstance(shot, np.ndarray) and shot.shape == (900, 1200, 3)
+    assert near(shot, TILE).sum() > 5_000  # the basemap shows between and around the hexagons
+    page = rendered["dom"]
+    assert isinstance(page, str)
+    loaded = re.search(r'data-tiles-loaded="(\d+)"', page)
+    assert loaded is not None and int(loaded.group(1)) >= 2 and 'data-tiles-failed="0"' in page
 
 
 @browser_only
-def test_legend_ramp_is_drawn(rendered: dict[str, np.ndarray]) -> None:
-    # The legend bar is 270 CSS pixels wide at this window size; hexagons never form a full ramp.
-    assert longest_ramp(rendered["slot0"]) > 200
+def test_hexagons_routes_and_stops_are_drawn(rendered: dict[str, object]) -> None:
+    shot = rendered["slot0"]
+    assert isinstance(shot, np.ndarray)
+    count, distinct = on_ramp(shot, viridis_lut(TILE, 0.82))
+    assert count > 300 and distinct >= 5
+    page = rendered["dom"]
+    assert isinstance(page, str)
+    assert len(re.findall(r'<path class="route[^"]*"', page)) == 1  # the three shapes as one polyline layer
+    assert len(re.findall(r'<path class="stop[^"]*"', page)) == 7
+    assert 'class="state dp"' in page and 'data-ready="1"' in page
 
 
 @browser_only
-def test_wide_intervals_are_hatched(rendered: dict[str, np.ndarray]) -> None:
-    stripes = (np.abs(rendered["slot0"] - np.array(HATCH)).sum(axis=2) < 12).sum()
-    assert stripes > 500
+def test_wide_intervals_are_hatched_and_withheld_means_dashed(rendered: dict[str, object]) -> None:
+    shot, page, frame = rendered["slot0"], rendered["dom"], rendered["frame"]
+    assert isinstance(shot, np.ndarray) and isinstance(page, str) and isinstance(frame, pl.DataFrame)
+    # the stripes inside the map (left of the legend), drawn opaque over the basemap
+    assert near(shot[:, :850], HATCH).sum() > 300
+    first = frame.filter(pl.col("slot") == SLOTS[0])
+    withheld = first.filter(pl.col("mean_speed").is_null()).height
+    assert withheld > 0 and len(re.findall(r'data-kind="count-only"', page)) == withheld
+    wide = first.filter(pl.col("ci95_high") - pl.col("ci95_low") > 32.5).height
+    assert len(re.findall(r'data-kind="wide"', page)) == wide
+    # The counter counts what is drawn: every row of the slot is a drawn hexagon.
+    assert f'data-drawn="{first.height}"' in page
+    assert f"{first.height} hexagons released in this slot" in page
+    assert f"{withheld} count only (mean withheld)" in page
 
 
 @browser_only
-def test_slot_switching_changes_the_map(rendered: dict[str, np.ndarray]) -> None:
-    changed = (np.abs(rendered["slot0"] - rendered["slot5"]).sum(axis=2) > 30).mean()
-    assert changed > 0.02
+def test_slot_switching_changes_the_map(rendered: dict[str, object]) -> None:
+    a, b = rendered["slot0"], rendered["slot5"]
+    assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+    assert (np.abs(a - b).sum(axis=2) > 30).mean() > 0.02
 
 
 @browser_only
-def test_script_counts_released_hexagons(tmp_path: Path) -> None:
+def test_offline_the_hexagons_stay_and_the_page_says_why(tmp_path: Path) -> None:
     frame = release_frame(cells_around(2))
-    out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="l", speed_max=65.0)
-    slot = SLOTS[4]
-    dom = browser("--dump-dom", f"{out.as_uri()}#slot={slot}")
-    released = frame.filter((pl.col("slot") == slot) & pl.col("mean_speed").is_not_null()).height
-    total = frame["h3_cell"].n_unique()
-    # The script ran: it chose the slot from the link, coloured the released hexagons and counted them.
-    assert f"{released} of {total} hexagons released in this slot" in dom
-    assert len(re.findall(r'class="hex"[^>]*style="fill: rgb\(', dom)) == released
-    assert len(re.findall(r'class="hex off"', dom)) == total - released
-
-
-def test_a_large_domain_is_outlined_from_its_compacted_cover(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import urbandp.reports.map as map_module
-
-    parent = pl.DataFrame({"c": [CENTRE]}).select(plh3.cell_to_parent("c", 6))["c"][0]
-    children = pl.DataFrame({"c": [parent]}).select(plh3.cell_to_children("c", 7)).explode("c")["c"].to_list()
-    far = cells_around(8)[0]
-    frame = pl.DataFrame({"h3_cell": [far], "slot": "a", "mean_speed": 1.0})
-    monkeypatch.setattr(map_module, "MAX_DOMAIN_CELLS", 5)
-    out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="l", domain_cells=children)
-    outline = re.search(r'<path class="domain" d="([^"]+)"/>', out.read_text())
-    assert outline is not None and outline.group(1).count("M") == 1  # the 7 children drawn as their parent
-
-
-def test_a_stated_resolution_must_match_the_cell(tmp_path: Path) -> None:
-    frame = pl.DataFrame({"h3_cell": [CENTRE], "slot": ["a"], "mean_speed": [1.0], "resolution": [8]})
-    with pytest.raises(InputError, match="resolution 7, but its row says resolution 8"):
-        write_hat_map(frame, tmp_path / "map.html", title="t", legend="l")
+    page = tmp_path / "map.html"
+    # a closed port: every tile fails, as offline
+    write_hat_map(
+        frame,
+        page,
+        title="t",
+        legend="l",
+        speed_max=65.0,
+        tiles=parse_tiles("http://127.0.0.1:9/{z}/{x}/{y}.png"),
+    )
+    text = dom(page.as_uri())
+    assert re.search(r'data-tiles-failed="[1-9]', text) and 'data-tiles-loaded="0"' in text
+    assert "Basemap tiles could not be loaded" in text
+    assert re.search(r'data-drawn="[1-9]', text)
 
 
 @browser_only
@@ -475,13 +616,13 @@ def test_a_link_pins_a_cells_tooltip_with_value_interval_and_resolution(tmp_path
         }
     )
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="mean speed (km/h)", speed_max=65.0)
+    write_hat_map(frame, out, title="t", legend="mean speed (km/h)", speed_max=65.0, tiles=None)
     cell = cells[2]
-    dom = browser("--dump-dom", f"{out.as_uri()}#slot=0&cell={cell}")
-    tip = re.search(r'<div id="tooltip" style="[^"]*display: block[^"]*">(.*?)</div>', dom, re.S)
+    text = dom(f"{out.as_uri()}#slot=0&cell={cell}")
+    tip = re.search(r'<div id="tooltip" style="[^"]*display: block[^"]*">(.*?)</div>', text, re.S)
     assert tip is not None
-    text = " ".join(re.sub(r"<[^>]+>", " ", tip.group(1)).split())
-    assert "mean speed (km/h) 14.50" in text
-    assert "95% interval 4.25 .. 60.00 km/h (too wide to colour)" in text
-    assert f"noisy vehicle-days 17 H3 cell {cell} (resolution 7)" in text
-    assert len(re.findall(r'class="hex wide', dom)) == len(cells)  # every interval is wider than 32.5
+    line = " ".join(re.sub(r"<[^>]+>", " ", tip.group(1)).split())
+    assert "mean speed (km/h) 14.50 km/h" in line
+    assert "95% interval 4.25 .. 60.00 km/h (too wide to colour)" in line
+    assert f"noisy vehicle-days 17 H3 cell {cell} (resolution 7)" in line
+    assert len(re.findall(r'data-kind="wide"', text)) == len(cells)  # every interval is wider than 32.5

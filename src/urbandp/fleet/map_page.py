@@ -1,0 +1,314 @@
+"""The fleet release's map and its website: what the page says, read from privacy.json (post-processing only).
+
+* :func:`map_header`: the header of the map (:class:`~urbandp.reports.map.MapHeader`): DP with epsilon per day
+  and per window (and rho) and the privacy unit; a red "NOT differentially private: <reasons>"; and for an empty
+  release why nothing was released and what would change it (never "sigma inf").
+* :func:`write_release_map`: ``map.html`` from a release's ``hat_speed.csv`` and ``privacy.json``.
+* :func:`write_site`: ``urbandp map RELEASE_DIR --out site/``, a static folder an agency can upload as is: the map
+  (``index.html``), the data as GeoJSON, a methodology page written from privacy.json in plain language, the
+  published files, and a PNG per slot for reports.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from urbandp.errors import InputError
+from urbandp.reports.map import DEFAULT_TILES, VIRIDIS, MapHeader, TileSource, write_hat_map
+
+TITLE = "Average bus speed per hexagon and hour"
+LEGEND = "mean speed (km/h)"
+MAP_COLUMNS = (
+    "h3_cell",
+    "slot",
+    "mean_speed",
+    "ci95_low",
+    "ci95_high",
+    "resolution",
+    "noisy_vehicle_days",
+    "clamped",
+)
+
+
+def _num(p: Mapping[str, object], key: str) -> float | None:
+    v = p.get(key)
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(float(v)) else None
+
+
+def _strings(p: Mapping[str, object], key: str) -> list[str]:
+    v = p.get(key)
+    return [str(x) for x in v] if isinstance(v, list) else []
+
+
+def _g(v: float | None, digits: int = 4) -> str:
+    return "not stated" if v is None else f"{v:.{digits}g}"
+
+
+def privacy_statement(p: Mapping[str, object]) -> str:
+    """epsilon per day and per window (rho where Gaussian), delta and the privacy unit, in one line."""
+    unit = p.get("privacy_unit", "vehicle-day")
+    days = p.get("days")
+    text = (
+        f"{p.get('dp_label', '')}; privacy unit: one {unit}. "
+        f"epsilon {_g(_num(p, 'cumulative_epsilon_per_day'))} per day (delta {_g(_num(p, 'delta_per_day'), 2)}), "
+        f"{_g(_num(p, 'epsilon_per_window'))} per window of {days} day{'s' if days != 1 else ''} "
+        f"(delta {_g(_num(p, 'delta_per_window'), 2)})"
+    )
+    rho_day = p.get("rho_per_day")
+    if isinstance(rho_day, dict) and rho_day:
+        total = math.fsum(float(v) for v in rho_day.values())
+        text += f"; zCDP rho {_g(total)} per day, {_g(_num(p, 'rho_per_window'))} per window"
+    return text + "."
+
+
+def empty_reason(p: Mapping[str, object]) -> str:
+    """Why an empty release released nothing, and what would change it (from its public parameters)."""
+    sel = p.get("selection") if isinstance(p.get("selection"), dict) else {}
+    assert isinstance(sel, dict)
+    threshold, scale = sel.get("threshold_vehicle_days"), sel.get("noise_scale")
+    why = "No hexagon-slot passed the selection"
+    if isinstance(threshold, (int, float)):
+        why += (
+            f": a hexagon-slot is published only when its noisy count of vehicle-days reaches {threshold:g}"
+        )
+        if isinstance(scale, (int, float)) and math.isfinite(scale):
+            why += f" (the count's noise has scale {scale:.3g})"
+    why += "."
+    change = (
+        " What would change it: a larger epsilon per day, fewer days in the window (--dates, --weekdays), a "
+        "public extent (--domain-bbox, which needs no delta for selection), a coarser H3 resolution, longer slots, "
+        "or --coarsen to release parents where cells are sparse. Run 'urbandp plan' to see the expected count first."
+    )
+    return why + change
+
+
+def map_header(p: Mapping[str, object]) -> MapHeader:
+    """The map's header from a fleet release's privacy.json (see the module docstring)."""
+    reasons = _strings(p, "not_dp_reasons")
+    empty = empty_reason(p) if int(p.get("hats_released", 0) or 0) == 0 else None  # type: ignore[call-overload]
+    warnings = [w for w in _strings(p, "warnings") if "window" in w]
+    details = ""
+    if not empty:
+        scales = p.get("noise_scale") if isinstance(p.get("noise_scale"), dict) else {}
+        assert isinstance(scales, dict)
+        speed = scales.get("speed")
+        if isinstance(speed, (int, float)) and math.isfinite(speed):
+            details = (
+                f"Noise: {p.get('mechanism')}, {p.get('noise_scale_kind', 'scale')} {speed:.4g} on Query 1"
+            )
+            details += (
+                " (the sum of vehicle-day mean speeds). " if p.get("neighbouring") == "add-remove" else ". "
+            )
+    details += " ".join(f"Warning: {w}" for w in warnings)
+    if reasons:
+        return MapHeader(
+            "notdp",
+            "NOT differentially private: " + "; ".join(reasons),
+            (
+                details + " Values are noisy but the release as a whole is not DP; do not publish it as such."
+            ).strip(),
+            empty,
+        )
+    return MapHeader("dp", privacy_statement(p), details.strip(), empty)
+
+
+def map_frame(speed: pl.DataFrame) -> pl.DataFrame:
+    """The columns of ``hat_speed.csv`` the map shows."""
+    return speed.select([c for c in MAP_COLUMNS if c in speed.columns])
+
+
+def write_release_map(
+    path: Path,
+    speed: pl.DataFrame,
+    privacy: Mapping[str, object],
+    *,
+    tiles: TileSource | None = DEFAULT_TILES,
+    gtfs: Path | None = None,
+    context: Sequence[Path] = (),
+    domain_cells: Sequence[str] | None = None,
+    interval_threshold: float | None = None,
+) -> None:
+    """``map.html`` of a fleet release (its speed table and privacy.json)."""
+    speed_max = _num(privacy, "speed_max")
+    write_hat_map(
+        map_frame(speed),
+        path,
+        value_col="mean_speed",
+        title=TITLE,
+        legend=LEGEND,
+        header=map_header(privacy),
+        speed_max=speed_max,
+        interval_threshold=interval_threshold,
+        domain_cells=domain_cells,
+        gtfs_dir=gtfs,
+        context=context,
+        tiles=tiles,
+    )
+
+
+# --- the website: urbandp map RELEASE_DIR --out site/ -------------------------------------------------------------
+
+
+def _read_release(release_dir: Path) -> tuple[pl.DataFrame, dict[str, object], list[Path]]:
+    """hat_speed.csv, privacy.json and the other published files of a fleet release folder, or one-line errors."""
+    release_dir = Path(release_dir)
+    if not release_dir.is_dir():
+        raise InputError(f"{release_dir}: not a folder (give the --out folder of 'urbandp release')")
+    privacy_path, speed_path = release_dir / "privacy.json", release_dir / "hat_speed.csv"
+    for need in (privacy_path, speed_path):
+        if not need.is_file():
+            raise InputError(
+                f"{release_dir}: no {need.name} (is this the folder an 'urbandp release' wrote?)"
+            )
+    try:
+        privacy = json.loads(privacy_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"{privacy_path}: not readable JSON ({err})") from None
+    if not isinstance(privacy, dict) or "not_dp_reasons" not in privacy or "days" not in privacy:
+        raise InputError(f"{privacy_path}: not the privacy.json of a fleet release")
+    try:
+        speed = pl.read_csv(speed_path, infer_schema_length=None)
+    except pl.exceptions.PolarsError as err:
+        raise InputError(f"{speed_path}: not a readable CSV ({str(err).splitlines()[0]})") from None
+    if speed.height == 0 and "h3_cell" not in speed.columns:
+        speed = pl.DataFrame(schema={"h3_cell": pl.String, "slot": pl.String, "mean_speed": pl.Float64})
+    published = [
+        release_dir / n
+        for n in ("hat_speed.csv", "hat_speeding.csv", "privacy.json")
+        if (release_dir / n).is_file()
+    ]
+    return speed, privacy, published
+
+
+def speed_geojson(speed: pl.DataFrame) -> dict[str, object]:
+    """The speed table as a GeoJSON FeatureCollection (RFC 7946): one hexagon Feature per (cell, slot) row."""
+    import polars_h3 as plh3
+
+    if speed.height == 0:
+        return {"type": "FeatureCollection", "features": []}
+    rings = speed.select(plh3.cell_to_boundary(pl.col("h3_cell").cast(pl.String)).alias("b"))["b"].to_list()
+    features = []
+    for row, ring in zip(speed.iter_rows(named=True), rings, strict=True):
+        coords = [[round(float(lon), 6), round(float(lat), 6)] for lat, lon in ring]
+        coords.append(coords[0])
+        props = {
+            k: (v if not (isinstance(v, float) and not math.isfinite(v)) else None) for k, v in row.items()
+        }
+        features.append(
+            {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [coords]}, "properties": props}
+        )
+    return {"type": "FeatureCollection", "features": features}
+
+
+def methodology_html(p: Mapping[str, object], files: Sequence[str]) -> str:
+    """A plain-language page on how the numbers were protected, written from privacy.json."""
+    e = html.escape
+    header = map_header(p)
+    eps_day = _num(p, "cumulative_epsilon_per_day")
+    sel = p.get("selection") if isinstance(p.get("selection"), dict) else {}
+    assert isinstance(sel, dict)
+    factor = f"{math.exp(eps_day):.3g}" if eps_day is not None and eps_day < 700 else "more than 10^300"
+    parts = [
+        "<h1>How these numbers were protected</h1>",
+        f'<p class="{e(header.kind)}"><strong>{e(header.statement if header.kind != "dp" else "Differentially private: " + header.statement)}</strong></p>',
+        "<h2>What is published</h2>",
+        f"<p>The average speed of buses per hexagon (H3 resolution {e(str(p.get('resolution')))}) and time slot, "
+        f"over {e(str(p.get('days')))} public day(s), with a 95% interval for each value and the noisy number of "
+        "vehicle-days behind it. Hexagon-slots with too few vehicles are not published at all.</p>",
+        "<h2>Who is protected</h2>",
+        f"<p>The privacy unit is one <strong>{e(str(p.get('privacy_unit', 'vehicle-day')))}</strong>: everything one "
+        f"bus did on one day. {e(str(p.get('neighbouring_explanation', '')))}</p>",
+        "<h2>How strongly</h2>",
+        f"<p>Differential privacy with epsilon {e(_g(eps_day))} per day: whether or not one bus's day is in the data "
+        f"changes the probability of any published result by at most a factor of {e(factor)} (plus a chance of "
+        f"{e(_g(_num(p, 'delta_per_day'), 2))} that this bound fails). A bus present on every one of the "
+        f"{e(str(p.get('days')))} days is protected at epsilon {e(_g(_num(p, 'epsilon_per_window')))} over the "
+        f"whole window (delta {e(_g(_num(p, 'delta_per_window'), 2))}). Smaller is stronger; above about 10, the "
+        "protection of one vehicle is weak.</p>",
+        "<h2>How the noise was added</h2>",
+        f"<p>Each bus-day's contribution was bounded first: at most {e(str(p.get('max_hats_per_vehicle_day')))} "
+        f"hexagon-slots per day, speeds within 0 to {e(_g(_num(p, 'speed_max')))} km/h. Then random noise "
+        f"({e(str(p.get('mechanism')))}) was added to each hexagon-slot's count of vehicle-days and to its sum "
+        "of speeds, and the average is their ratio. The noise is calibrated by OpenDP to the bounds above.</p>",
+        f"<p>A hexagon-slot is published only when its noisy count reaches "
+        f"{e(str(sel.get('threshold_vehicle_days')))} vehicle-days ({e(str(sel.get('method')))} selection), so "
+        "an empty place does not appear by chance more than rarely.</p>",
+        "<h2>Reading the map</h2>",
+        "<ul><li>Colours run over the fixed range 0 to the speed bound, the same in every slot.</li>"
+        "<li>A hatched hexagon has a 95% interval too wide to colour: its value is mostly noise.</li>"
+        "<li>A dashed, uncoloured hexagon had its count released but its mean withheld (too few vehicle-days) or "
+        "clamped to 0 or the bound: not a confident value.</li>"
+        "<li>The intervals include the noise only, not the sampling variation of which buses ran.</li></ul>",
+    ]
+    warnings = _strings(p, "warnings")
+    if warnings:
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(w)}</li>" for w in warnings) + "</ul>")
+    if header.empty:
+        parts.append(f"<h2>Nothing was released</h2><p>{e(header.empty)}</p>")
+    parts.append(
+        "<h2>Files</h2><ul>"
+        + "".join(f'<li><a href="{e(f)}">{e(f)}</a></li>' for f in files)
+        + "</ul><p>privacy.json holds every parameter and the full accounting.</p>"
+    )
+    style = (
+        "body{font:15px/1.5 system-ui,sans-serif;max-width:820px;margin:24px auto;padding:0 16px;color:#1f2933}"
+        ".dp{background:#e6f4ee;padding:8px 12px;border-left:5px solid #0b6e4f}"
+        ".notdp{background:#c62828;color:#fff;padding:8px 12px}h2{font-size:18px;margin-top:24px}"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Methodology</title>'
+        f"<style>{style}</style></head><body>{''.join(parts)}"
+        '<p><a href="index.html">Back to the map</a></p></body></html>\n'
+    )
+
+
+def write_site(
+    release_dir: Path,
+    out: Path,
+    *,
+    tiles: TileSource | None = DEFAULT_TILES,
+    gtfs: Path | None = None,
+    context: Sequence[Path] = (),
+    pngs: bool = True,
+) -> dict[str, Path]:
+    """A static folder to upload as is: index.html, hat_speed.geojson, methodology.html, the published files, png/.
+
+    Reads only the release folder (DP outputs and public parameters) and public context: post-processing.
+    """
+    import shutil
+
+    from urbandp.reports.map_png import write_slot_pngs
+    from urbandp.reports.outputs import atomic_output_dir, write_json
+
+    speed, privacy, published = _read_release(release_dir)
+    header = map_header(privacy)
+    written: dict[str, Path] = {}
+    with atomic_output_dir(out) as d:
+        write_release_map(d.release / "index.html", speed, privacy, tiles=tiles, gtfs=gtfs, context=context)
+        write_json(d.release / "hat_speed.geojson", speed_geojson(map_frame(speed)))
+        for f in published:
+            shutil.copyfile(f, d.release / f.name)
+        names = ["index.html", "hat_speed.geojson", *[f.name for f in published]]
+        if pngs:
+            for png in write_slot_pngs(
+                map_frame(speed),
+                d.release / "png",
+                header=header,
+                speed_max=_num(privacy, "speed_max") or 0.0,
+                gtfs=gtfs,
+            ):
+                names.append(f"png/{png.name}")
+        (d.release / "methodology.html").write_text(methodology_html(privacy, names), encoding="utf-8")
+        names.append("methodology.html")
+    for n in names:
+        written[n] = Path(out) / n
+    return written
+
+
+__all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]
