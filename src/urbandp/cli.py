@@ -26,7 +26,7 @@ GROUPS: dict[str, tuple[str, str]] = {
 }
 """Sub-command groups: name -> (module holding its Typer ``app``, one-line help)."""
 
-FLEET_COMMANDS = ("release", "plan", "explore")
+FLEET_COMMANDS = ("release", "plan", "explore", "map")
 
 
 def build_app(only: str | None = None) -> typer.Typer:

@@ -16,6 +16,16 @@ from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
 from urbandp.errors import InputError, cli_guard
 from urbandp.fleet.config import MIN_PER_DAY_DEFAULT, HatReleaseConfig  # the spec: option defaults and help
 
+GTFS_HELP = (
+    "GTFS feed (a folder or the gtfs.zip agencies ship): routes and stops drawn on the map (default: none)."
+)
+TILES_HELP = (
+    "Basemap: an XYZ tile URL template such as https://tile.example.org/{z}/{x}/{y}.png, 'osm' (default: "
+    "OpenStreetMap's standard tiles, with their attribution) or 'none'. Offline, the map shows the hexagons "
+    "without tiles and says so."
+)
+CONTEXT_HELP = "A GeoJSON file drawn as public context on the map (depots, districts, ...); repeatable."
+
 
 def _parse_columns(items: list[str] | None, config: dict[str, Any]) -> dict[str, str]:
     columns = {str(k): str(v) for k, v in config.get("columns", {}).items()}
@@ -362,9 +372,9 @@ def release(
         help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: the ITMS names).",
     ),
     no_map: bool = typer.Option(False, "--no-map", help="Skip map.html."),
-    gtfs: Path | None = typer.Option(
-        None, "--gtfs", help="GTFS directory with shapes.txt / stops.txt drawn on the map (default: none)."
-    ),
+    gtfs: Path | None = typer.Option(None, "--gtfs", help=GTFS_HELP),
+    tiles: str | None = typer.Option(None, "--tiles", help=TILES_HELP),
+    context: list[Path] | None = typer.Option(None, "--context", help=CONTEXT_HELP),
     strict: bool = typer.Option(
         False,
         "--strict",
@@ -426,8 +436,9 @@ def release(
     from urbandp.privacy.session import Session
 
     cfg, options, columns = _configure(locals())
-    if gtfs is not None and no_map:
-        raise InputError("--gtfs draws routes on the map: it has no effect with --no-map")
+    if (gtfs is not None or context or tiles is not None) and no_map:
+        raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
+    map_inputs = _map_inputs(tiles, gtfs, context)  # checked before any record is read or noise drawn
     console = Console(stderr=True)
     with (
         Progress(
@@ -476,8 +487,7 @@ def release(
             )
         progress.update(task, description="writing outputs")
         map_options: dict[str, object] = {
-            "gtfs_dir": gtfs,
-            "speed_max": cfg.speed_max,
+            **map_inputs,
             "interval_threshold": cfg.speed_max / 2,
             "domain_cells": _domain_cell_strings(cfg),
         }
@@ -580,6 +590,17 @@ def _reserve_fleet(session: Any, charge: Any) -> None:
         f"fleet-hat-{charge.mechanism}",
         params,
     )
+
+
+def _map_inputs(tiles: str | None, gtfs: Path | None, context: list[Path] | None) -> dict[str, Any]:
+    """--tiles, --gtfs and --context, read and checked now (one-line errors, exit 2), as map options."""
+    from urbandp.reports.map import gtfs_overlay, parse_tiles, read_context
+
+    if gtfs is not None:
+        gtfs_overlay(gtfs)
+    for path in context or []:
+        read_context(path)
+    return {"tiles": parse_tiles(tiles), "gtfs": gtfs, "context": list(context or [])}
 
 
 def _domain_cell_strings(cfg: Any) -> list[str] | None:
@@ -872,8 +893,32 @@ def _plan_signature() -> None:
 _plan_signature()
 
 
+def map_site(
+    release_dir: Path = typer.Argument(..., help="The --out folder of 'urbandp release'."),
+    out: Path = typer.Option(..., "--out", help="The website folder to write (index.html, GeoJSON, ...)."),
+    tiles: str | None = typer.Option(None, "--tiles", help=TILES_HELP),
+    gtfs: Path | None = typer.Option(None, "--gtfs", help=GTFS_HELP),
+    context: list[Path] | None = typer.Option(None, "--context", help=CONTEXT_HELP),
+    no_png: bool = typer.Option(False, "--no-png", help="Skip the PNG per slot."),
+    overwrite: Overwrite = False,
+) -> None:
+    """Export a release as a static website to upload as is (post-processing: no budget is spent).
+
+    Writes index.html (the map, which opens offline), hat_speed.geojson, methodology.html (how the numbers were
+    protected, in plain language, from privacy.json), the published files and png/ (a PNG per slot, for reports).
+    """
+    from urbandp.fleet.map_page import write_site
+
+    options = _map_inputs(tiles, gtfs, context)  # the output policy (inputs protected) is set by cli_guard
+    written = write_site(release_dir, out, pngs=not no_png, **options)
+    typer.echo(
+        f"Website: {out / 'index.html'} ({len(written)} files; methodology: {out / 'methodology.html'})"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Add the fleet commands to the main app."""
     app.command("release")(cli_guard(release))
+    app.command("map")(cli_guard(map_site))
     app.command("plan")(cli_guard(plan))
     app.command("explore")(cli_guard(explore))

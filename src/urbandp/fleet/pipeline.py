@@ -592,40 +592,9 @@ def write_release(
     return paths
 
 
-def map_subtitle(p: dict[str, object]) -> str:
-    """The privacy statement shown on the map: never a bare "DP"; presence-public says so."""
-    if not p["differentially_private"]:
-        return "NOT differentially private: " + "; ".join(p["not_dp_reasons"])  # type: ignore[arg-type]
-    scales = p["noise_scale"]
-    return (
-        f"{p['dp_label']} (unit vehicle-day, {p['mechanism']} noise): epsilon per day "
-        f"{p['cumulative_epsilon_per_day']:.4g} (delta {p['delta_per_day']:.2g}), per window of {p['days']} days "
-        f"{p['epsilon_per_window']:.4g}"
-        + (" (WARNING: over 10x the day's)" if large_window_warning(p) else "")
-        + f"; {p['noise_scale_kind']}: speed "
-        f"{scales['speed']:.4g}"  # type: ignore[index]
-        + (" (on the sum of vehicle-day means)" if p["neighbouring"] == "add-remove" else "")
-        + (
-            f", speeding {scales['speeding']:.4g}"  # type: ignore[index]
-            if "speeding" in p.get("queries", ["speeding"])  # type: ignore[operator]
-            else ""
-        )
-    )
-
-
 def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> None:
-    from urbandp.reports.map import write_hat_map
+    """map.html of the release (:func:`urbandp.fleet.map_page.write_release_map`): post-processing only."""
+    from urbandp.fleet.map_page import write_release_map
 
-    p = release.privacy
-    wanted = ("h3_cell", "slot", "mean_speed", "ci95_low", "ci95_high", "resolution", "noisy_vehicle_days")
-    frame = release.speed.select([c for c in wanted if c in release.speed.columns])
-    extra: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
-    write_hat_map(
-        frame,
-        path,
-        value_col="mean_speed",
-        title="urbandp: released average bus speed per hexagon and time slot",
-        legend="mean speed (km/h)",
-        subtitle=map_subtitle(p),
-        **extra,
-    )
+    extra: dict[str, Any] = {k: v for k, v in options.items() if k != "speed_max"}
+    write_release_map(path, release.speed, release.privacy, **extra)

@@ -81,7 +81,8 @@ def write_slot_pngs(
     cmap = plt.get_cmap("viridis")
     threshold = speed_max / 2 if speed_max > 0 else math.inf
     index = {c: j for j, c in enumerate(cells)}
-    title = textwrap.fill(header.statement, 110)
+    prefix = "Differentially private: " if header.kind == "dp" else ""
+    title = textwrap.fill(prefix + header.statement, 110)
     paths: list[Path] = []
     for slot in sorted(data["slot"].unique().to_list()):
         rows = {r["h3_cell"]: r for r in data.filter(pl.col("slot") == slot).iter_rows(named=True)}
@@ -119,12 +120,11 @@ def write_slot_pngs(
         sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
         fig.colorbar(sm, ax=ax, fraction=0.035, pad=0.02, label=legend)
         n = len(index)
-        fig.text(
-            0.01, 0.01,
+        note = (
             f"{len(rows)} of {n} released hexagons in this slot. Hatched: 95% interval wider than U/2. Dashed: count "
-            "released, mean withheld or clamped. Grey: released in another slot. No basemap in this image.",
-            fontsize=7, color="#52606d",
-        )  # fmt: skip
+            "released, mean withheld or clamped. Grey: released in another slot. No basemap in this image."
+        )
+        fig.text(0.01, 0.01, textwrap.fill(note, 150), fontsize=7, color="#52606d")
         path = folder / _slot_file(slot)
         fig.savefig(path)
         plt.close(fig)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -99,7 +100,17 @@ def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: 
         float(np.sort(speed["epsilon_hat_day"].to_numpy())[::-1][:k].sum())
     )
     html = (out / "map.html").read_text()
-    assert "http://" not in html and "https://" not in html
+    # Leaflet is inlined: nothing is loaded but the basemap tiles (OpenStreetMap's by default, with attribution)
+    assert re.search(r"<(link|img|iframe)\b|<script[^>]*\bsrc=|@import", html) is None
+    from urbandp.reports.map import leaflet_assets
+
+    found = set(re.findall(r"https?://[^\"'\s<>)\\]+", html))
+    inlined = set(re.findall(r"https?://[^\"'\s<>)\\]+", "".join(leaflet_assets()[:2])))
+    assert found - inlined <= {
+        "http://www.w3.org/2000/svg",
+        "https://tile.openstreetmap.org/{z}/{x}/{y}.png",
+        "https://www.openstreetmap.org/copyright",
+    }
     assert "map.html" in res.output
 
 

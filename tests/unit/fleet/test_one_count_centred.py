@@ -165,7 +165,8 @@ def test_intervals_cover_at_least_93_percent_at_small_counts() -> None:
 
 
 def test_window_epsilon_over_ten_times_the_day_is_warned() -> None:
-    from urbandp.fleet.pipeline import large_window_warning, map_subtitle
+    from urbandp.fleet.map_page import map_header
+    from urbandp.fleet.pipeline import large_window_warning
 
     p = {"cumulative_epsilon_per_day": 1.0, "epsilon_per_window": 31.0, "days": 31}
     text = large_window_warning(p)
@@ -181,8 +182,13 @@ def test_window_epsilon_over_ten_times_the_day_is_warned() -> None:
         "noise_scale": {"speed": 1.0, "speeding": 1.0},
         "neighbouring": "add-remove",
         "queries": ["speed"],
+        "not_dp_reasons": [],
+        "hats_released": 3,
+        "warnings": [text],
     }
-    assert "per window of 31 days 31 (WARNING: over 10x the day's)" in map_subtitle(full)
+    header = map_header(full)
+    assert header.kind == "dp" and "31 per window of 31 days" in header.statement
+    assert "31x" in header.details
 
 
 @pytest.mark.parametrize("speed", ["30", "-5", "151", ""])
