@@ -7,13 +7,10 @@ Debian's ``chromium`` where it is missing; without it those tests skip and say w
 
 from __future__ import annotations
 
-import http.server
-import io
 import json
 import re
 import shutil
 import subprocess
-import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +20,7 @@ import polars as pl
 import polars_h3 as plh3
 import pytest
 from PIL import Image
+from tile_server import TILE, TileServer
 
 from urbandp.errors import InputError
 from urbandp.reports.map import (
@@ -418,7 +416,6 @@ browser_only = pytest.mark.skipif(
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
 WAIT = "--virtual-time-budget=6000"  # let the tiles load and the script run before the DOM or pixels are read
 HATCH = (0x8D, 0x97, 0xA3)  # the hatch stripes' colour in the template
-TILE = (255, 0, 255)  # the test tile's colour: nothing else on the page is magenta
 NOT_DP_RED = (198, 40, 40)
 EMPTY_AMBER = (255, 244, 214)
 DP_GREEN = (230, 244, 238)
@@ -449,39 +446,11 @@ def near(pixels: np.ndarray, colour: tuple[int, int, int], tol: int = 12) -> np.
     return np.abs(pixels - np.array(colour)).sum(axis=2) < tol
 
 
-class TileServer:
-    """Serves one 256 x 256 PNG of :data:`TILE` for every /z/x/y.png on 127.0.0.1, and records the requests."""
-
-    def __init__(self) -> None:
-        buf = io.BytesIO()
-        Image.new("RGB", (256, 256), TILE).save(buf, format="PNG")
-        tile, requests = buf.getvalue(), []
-        self.requests: list[str] = requests
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                requests.append(self.path)
-                ok = re.fullmatch(r"/\d+/\d+/\d+\.png", self.path) is not None
-                self.send_response(200 if ok else 404)
-                self.send_header("Content-Type", "image/png")
-                self.send_header("Access-Control-Allow-Origin", "*")
-                self.end_headers()
-                if ok:
-                    self.wfile.write(tile)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/{{z}}/{{x}}/{{y}}.png"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture(scope="module")
 def tile_server() -> Iterator[TileServer]:
     server = TileServer()
     yield server
-    server.server.shutdown()
+    server.close()
 
 
 def viridis_lut(over: tuple[int, int, int] | None = None, opacity: float = 1.0) -> np.ndarray:
