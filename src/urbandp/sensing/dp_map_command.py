@@ -20,6 +20,7 @@ import math
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,11 +133,39 @@ def parse_window(start: str, end: str) -> tuple[np.datetime64, np.datetime64]:
     return s, e
 
 
+class _LineProgress:
+    """Progress as plain lines on stderr when it is not a terminal (a log, CI): one line per task at most every
+    ``every`` seconds, and one when it completes, so a long run is never silent."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.tasks: dict[int, dict[str, Any]] = {}
+
+    def __enter__(self) -> _LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, description: str, total: int | None = None) -> int:
+        self.tasks[len(self.tasks)] = {"name": description, "start": time.monotonic(), "last": 0.0}
+        return len(self.tasks) - 1
+
+    def update(self, task: int, completed: int, total: int) -> None:
+        t = self.tasks[task]
+        now = time.monotonic() - t["start"]
+        if completed >= total or now - t["last"] >= self.every:
+            t["last"] = now
+            print(f"urbandp: dp-map: {t['name']}: {completed}/{total} windows ({now:.1f} s)", file=sys.stderr)
+
+
 def _progress() -> Any:
-    """A transient progress bar on stderr (nothing is drawn when stderr is not a terminal)."""
+    """A transient progress bar on stderr, or :class:`_LineProgress` lines when stderr is not a terminal."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    if not sys.stderr.isatty():
+        return _LineProgress()
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -145,6 +174,32 @@ def _progress() -> Any:
         console=Console(stderr=True),
         transient=True,
     )
+
+
+class _WindowClock:
+    """Seconds per window of a stage, from its progress callbacks (owner material: a window's fit time grows with
+    its true number of readings)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.seconds: list[float] = []
+
+    def tick(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        self.seconds.append(now - self.last)
+        self.last = now
+
+    def restart(self) -> None:
+        self.last = time.monotonic()
+
+    def summary(self, name: str, per_window: bool = True) -> str:
+        if not self.seconds:
+            return f"{name}: no window"
+        v = np.array(self.seconds)
+        text = f"{name}: {len(v)} windows in {v.sum():.1f} s"
+        if per_window:
+            text += f" (median {1000 * np.median(v):.0f} ms, slowest {1000 * v.max():.0f} ms per window)"
+        return text
 
 
 def _warn(message: str) -> None:
@@ -247,6 +302,16 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
             noise = session.noise
             with blas_threads_limit(), _progress() as bar:
                 fit_task = bar.add_task("GP per window", total=None)
+                fit_clock, noise_clock = _WindowClock(), _WindowClock()
+
+                def fit_progress(i: int, n: int) -> None:
+                    fit_clock.tick(i, n)
+                    bar.update(fit_task, completed=i, total=n)
+
+                def noise_progress(i: int, n: int) -> None:
+                    noise_clock.tick(i, n)
+                    bar.update(noise_task, completed=i, total=n)
+
                 fitted = fit_for_release(
                     readings,
                     grid,
@@ -255,9 +320,10 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
                     o.window_minutes,
                     o.kernel,
                     o.min_readings,
-                    progress=lambda i, n: bar.update(fit_task, completed=i, total=n),
+                    progress=fit_progress,
                 )
                 noise_task = bar.add_task("bounded Laplace (OpenDP)", total=None)
+                noise_clock.restart()
                 if o.calibration == "paper" and not fitted:
                     raise InputError(f"no window has at least {o.min_readings} readings")
                 rel = release_dp_map(
@@ -273,7 +339,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
                     o.min_readings,
                     None,  # the cap (--budget) was checked by the session, on the whole map, before any noise
                     fitted=fitted,
-                    progress=lambda i, n: bar.update(noise_task, completed=i, total=n),
+                    progress=noise_progress,
                     windows=windows if o.calibration != "paper" else None,
                 )
             privacy = _write(o, d, rel, grid, fitted, rows, not_dp, plan, round_to_precision, pl)
@@ -282,7 +348,16 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
                 str(owner / name): why for name, why in _OWNER_FILES.items() if (d.owner / name).exists()
             }
             write_privacy_json(d.release, privacy)
+            pl.DataFrame(
+                {
+                    "stage": ["gp_fit"] * len(fit_clock.seconds) + ["noise"] * len(noise_clock.seconds),
+                    "seconds": fit_clock.seconds + noise_clock.seconds,
+                }
+            ).write_csv(d.owner_path("window_timing.csv"))
             session.set_output(o.out)
+            # the noise is drawn in bulk (one OpenDP call per core), so only its total time means something
+            for line in (fit_clock.summary("GP fits"), noise_clock.summary("noise", per_window=False)):
+                session.say(f"urbandp: dp-map timing (owner only): {line}", err=True)
     return privacy
 
 
@@ -294,6 +369,7 @@ _OWNER_FILES = {
     "dp_sigma2.png": "true sigma_p^2 beside the DP map, with every reading's location (the routes)",
     "rmse_vs_epsilon.csv": "utility experiment: RMSE against the true sigma_p^2 per window",
     "rmse_vs_epsilon.png": "utility experiment: CDF of that RMSE (paper Fig. 6)",
+    "window_timing.csv": "seconds per window of the GP fits and the noise (grows with a window's true readings)",
 }
 
 
