@@ -28,10 +28,12 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
+import numpy as np
 import polars as pl
 import polars_h3 as plh3
 
 import urbandp.privacy.dp_prelude as dp
+from urbandp.privacy.loss import Loss
 from urbandp.privacy.mechanisms import smallest_scale
 from urbandp.privacy.noise import NoiseSource, gaussian_rho
 
@@ -75,6 +77,57 @@ def public_threshold(
         differentially_private=False,
         threshold=need,
     )
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """OpenDP's Laplace or Gaussian threshold (partition selection over an unknown domain) as a
+    :class:`~urbandp.privacy.mechanisms.Mechanism`: noisy counts, kept where they reach ``threshold``.
+
+    ``loss(sensitivity)`` reads ``sensitivity`` as K, the partitions one unit touches by one each (a vehicle-day
+    and its K HATs): the OpenDP map at (l0, l1 or ceil(l2), l-inf) = (K, K or ceil(sqrt K), 1), returned as a
+    :class:`~urbandp.privacy.loss.Loss` (epsilon and delta for Laplace; rho and delta for Gaussian, approximate
+    zCDP). ``draw`` gives the noisy values of the kept partitions and nan for the others.
+    """
+
+    scale: float
+    threshold: int
+    gaussian: bool = False
+
+    @property
+    def name(self) -> str:
+        return ("gaussian" if self.gaussian else "laplace") + "_threshold"
+
+    def _measurement(self) -> dp.Measurement:
+        return _threshold_measurement(self.scale, self.threshold, self.gaussian)
+
+    def loss(self, sensitivity: float) -> Loss:
+        cost, delta = self._measurement().map(threshold_distance(int(sensitivity), 1, self.gaussian))
+        return Loss(rho=float(cost), delta=float(delta)) if self.gaussian else Loss(float(cost), float(delta))
+
+    @property
+    def std(self) -> float:
+        return self.scale if self.gaussian else math.sqrt(2.0) * self.scale
+
+    def half_width(self, level: float = 0.95) -> float:
+        if self.gaussian:
+            return NormalDist().inv_cdf(0.5 + level / 2) * self.scale
+        return self.scale * math.log(1.0 / (1.0 - level))
+
+    def draw(self, values: np.ndarray, noise: NoiseSource) -> np.ndarray:
+        """Noisy counts where they pass the threshold, nan elsewhere (OpenDP draws inside its measurement)."""
+        counts = {str(i): int(v) for i, v in enumerate(np.asarray(values))}
+        if noise.is_private:
+            kept = self._measurement()(counts)
+        else:  # exact test mode: the same rule on true counts
+            kept = {k: v for k, v in counts.items() if v >= self.threshold}
+        out = np.full(len(counts), np.nan)
+        for key, v in kept.items():
+            out[int(key)] = float(v)
+        return out
+
+    def describe(self) -> dict[str, object]:
+        return {"mechanism": self.name, "scale": self.scale, "threshold": self.threshold, "std": self.std}
 
 
 def _threshold_measurement(scale: float, threshold: int, gaussian: bool = False) -> dp.Measurement:
@@ -252,16 +305,11 @@ def measure_selection(
         largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
         hats = hats.filter(pl.col("noisy_n") >= cal.threshold)
     else:
-        meas = _threshold_measurement(cal.scale, int(cal.threshold), cal.gaussian)
-        keys = [f"{c}|{s}" for c, s in zip(per_hat["cell"].to_list(), per_hat["slot"].to_list(), strict=True)]
-        true_counts = dict(zip(keys, (int(n) for n in per_hat["n"].to_list()), strict=True))
-        if noise.is_private:
-            released = meas(true_counts)
-        else:  # exact test mode: the same rule on true counts
-            released = {key: n for key, n in true_counts.items() if n >= cal.threshold}
-        rows = [(int(key.split("|")[0]), int(key.split("|")[1]), float(v)) for key, v in released.items()]
-        hats = pl.DataFrame(
-            rows, schema={"cell": pl.UInt64, "slot": pl.Int16, "noisy_n": pl.Float64}, orient="row"
+        noisy = Threshold(cal.scale, int(cal.threshold), cal.gaussian).draw(per_hat["n"].to_numpy(), noise)
+        hats = (
+            per_hat.select(pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16))
+            .with_columns(pl.Series("noisy_n", noisy, dtype=pl.Float64))
+            .filter(pl.col("noisy_n").is_not_nan())
         )
         largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
     mechanism = ("gaussian" if cal.gaussian else "laplace") + (

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from urbandp.privacy.loss import Loss
 from urbandp.privacy.noise import NoiseSource
 
 CALIBRATIONS = ("holohan", "paper")
@@ -206,6 +207,32 @@ class BoundedLaplace:
             "epsilon_actual": self.epsilon_actual,
             "differentially_private_at_epsilon": self.epsilon_actual <= self.epsilon * (1 + 1e-9),
         }
+
+    # --- the Mechanism protocol (urbandp.privacy.mechanisms) ---
+
+    @property
+    def name(self) -> str:
+        return "bounded_laplace"
+
+    def loss(self, sensitivity: float) -> Loss:
+        """Pure epsilon per value at ``sensitivity`` (on the lattice, Holohan et al. 2018, Thm 4.5 with the
+        lattice slack); the paper's calibration states its actual loss, not its nominal one."""
+        return Loss.pure(lattice_epsilon(self.scale, sensitivity, self.lower, self.upper, self.lattice))
+
+    @property
+    def std(self) -> float:
+        """At most the unbounded Laplace's sqrt(2) b: truncation to [lower, upper] only narrows the law."""
+        return math.sqrt(2.0) * self.scale
+
+    def half_width(self, level: float = 0.95) -> float:
+        """At most the unbounded Laplace's ``b ln(1 / (1 - level))``, and never more than the domain's width."""
+        return min(self.scale * math.log(1.0 / (1.0 - level)), self.upper - self.lower)
+
+    def draw(self, values: np.ndarray, noise: NoiseSource) -> np.ndarray:
+        return self.release(values, noise)
+
+    def describe(self) -> dict[str, object]:
+        return {**self.summarize(), "mechanism": self.name, "sampling": self.summarize()["mechanism"]}
 
     def release(self, values: np.ndarray, noise: NoiseSource, max_rounds: int | None = None) -> np.ndarray:
         """Noisy values in ``[lower, upper]``: inputs are clamped to the domain, out-of-bound draws re-drawn.

@@ -19,7 +19,7 @@ from urbandp.privacy.loss import (
     optimal_homogeneous_epsilon,
 )
 from urbandp.privacy.mechanisms import Gaussian, Laplace, calibrate
-from urbandp.privacy.noise import rho_for_epsilon, zcdp_epsilon
+from urbandp.privacy.noise import ExactNoiseForTesting, rho_for_epsilon, zcdp_epsilon
 from urbandp.privacy.session import NoiseBeforeReservation, Session
 
 D0 = dt.date(2024, 3, 4)
@@ -209,3 +209,34 @@ def test_release_help_reads_its_defaults_from_the_spec(monkeypatch: pytest.Monke
     cfg = HatReleaseConfig(noise_scale=1.0)
     assert cfg.min_per_day == MIN_PER_DAY_DEFAULT["dp"]
     assert f"(default: {HatReleaseConfig.model_fields['delta'].default:g})" in text
+
+
+def test_every_additive_mechanism_implements_the_one_protocol() -> None:
+    """Issue 20: Laplace, Gaussian (continuous and discrete), the thresholds and the bounded Laplace are all a
+    Mechanism: a loss at a sensitivity (as a Loss), an error, a draw and a description."""
+    from urbandp.fleet.selection import Threshold, calibrate_selection
+    from urbandp.privacy.mechanisms import Mechanism
+    from urbandp.sensing.bounded_laplace import BoundedLaplace
+
+    cal = calibrate_selection(
+        gaussian=False, k=4, days=1, budget=1.0, delta=1e-7, min_per_day=0, domain_size=None
+    )
+    laplace_threshold = Threshold(cal.scale, int(cal.threshold))
+    gaussian_cal = calibrate_selection(
+        gaussian=True, k=4, days=1, budget=0.5, delta=1e-7, min_per_day=0, domain_size=None
+    )
+    gaussian_threshold = Threshold(gaussian_cal.scale, int(gaussian_cal.threshold), gaussian=True)
+    bounded = BoundedLaplace(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=4.0)
+    mechanisms = [Laplace(2.0), Laplace(2.0, discrete=True), Gaussian(3.0), Gaussian(3.0, discrete=True)]
+    for m in [*mechanisms, laplace_threshold, gaussian_threshold, bounded]:
+        assert isinstance(m, Mechanism), m
+        assert m.std > 0 and m.half_width() > 0 and m.describe()["mechanism"] == m.name
+    # the thresholds' loss is OpenDP's map at one vehicle-day, as the selection accounts it
+    assert laplace_threshold.loss(4) == Loss(cal.cost_day, cal.delta_day)
+    assert gaussian_threshold.loss(4) == Loss(rho=gaussian_cal.cost_day, delta=gaussian_cal.delta_day)
+    assert (
+        bounded.loss(1.0).epsilon == pytest.approx(1.0, rel=1e-6) and bounded.loss(1.0).epsilon <= 1.0 + 1e-9
+    )
+    exact = ExactNoiseForTesting(acknowledge_not_private=True)
+    kept = laplace_threshold.draw(np.array([0, int(cal.threshold), int(cal.threshold) + 5]), exact)
+    assert np.isnan(kept[0]) and kept[1] == cal.threshold and kept[2] == cal.threshold + 5
