@@ -243,6 +243,26 @@ def score(table: pd.DataFrame, truth: pd.DataFrame) -> dict[str, float]:
     }
 
 
+def matched(ours: pd.DataFrame, theirs: pd.DataFrame, truth: pd.DataFrame) -> dict[str, float]:
+    """Errors of urbandp and of a peer on the HATs that both released with a mean (the same population: a
+    contender that releases only the largest HATs has a lower median over its own set without being more
+    accurate on any of them)."""
+    a = ours.dropna(subset=["mean"]).astype({"slot": int}).merge(truth, on=["cell", "slot"])
+    b = theirs.dropna(subset=["mean"]).astype({"slot": int}).merge(truth, on=["cell", "slot"])
+    both = a.merge(b, on=["cell", "slot"], suffixes=("_u", "_p"))
+    eu = (both["mean_u"] - both["true_mean_u"]).abs().to_numpy()
+    ep = (both["mean_p"] - both["true_mean_p"]).abs().to_numpy()
+    if not len(both):
+        return {"hats": 0.0}
+    return {
+        "hats": float(len(both)),
+        "urbandp_median": float(np.median(eu)),
+        "peer_median": float(np.median(ep)),
+        "urbandp_p90": float(np.quantile(eu, 0.9)),
+        "peer_p90": float(np.quantile(ep, 0.9)),
+    }
+
+
 def loss_ok(loss: dict[str, Any], eps: float) -> bool:
     return float(loss["epsilon"]) <= eps * (1 + 1e-9) and float(loss.get("delta", 0.0)) <= DELTA * (1 + 1e-9)
 
@@ -270,6 +290,8 @@ def main() -> int:
             for eps in args.epsilons:
                 order = args.peers[cell % len(args.peers) :] + args.peers[: cell % len(args.peers)]
                 cell += 1
+                tables: dict[str, list[pd.DataFrame]] = {}
+                cell_rows: list[dict[str, Any]] = []
                 for name in order:
                     scores: list[dict[str, float]] = []
                     for _ in range(args.repeats):
@@ -282,6 +304,7 @@ def main() -> int:
                             except RuntimeError as err:
                                 print(f"  {ds_name} eps {eps:g} extent {extent}: {err}", flush=True)
                                 break
+                        tables.setdefault(name, []).append(run["table"])
                         s = score(run["table"], truth)
                         s.update(wall_s=run["wall_s"], peak_mib=run["peak_mib"])
                         scores.append(s)
@@ -298,6 +321,7 @@ def main() -> int:
                         "loss_within_target": loss_ok(run["loss"], eps),
                     }
                     rows.append(row)
+                    cell_rows.append(row)
                     print(
                         f"{ds_name:11s} eps {eps:>4g} extent {'yes' if extent else 'no ':3s} {name:16s} "
                         f"HATs {mean['hats']:7.1f} empty {mean['empty_hats']:4.1f} median {mean['median_error']:6.2f} "
@@ -305,9 +329,24 @@ def main() -> int:
                         f"  loss ok: {row['loss_within_target']}",
                         flush=True,
                     )
+                for row in cell_rows:  # each peer against urbandp on the HATs both released, repeat by repeat
+                    name = row["contender"]
+                    if name == "urbandp" or "urbandp" not in tables:
+                        continue
+                    pairs = [
+                        matched(u, t, truth) for u, t in zip(tables["urbandp"], tables[name], strict=False)
+                    ]
+                    keys = set().union(*pairs) if pairs else set()
+                    row["matched"] = {k: float(np.nanmean([p.get(k, np.nan) for p in pairs])) for k in keys}
     print()
     print(markdown_table(rows))
-    write_results("peers", {"rows": rows, "markdown": markdown_table(rows)}, load_before)
+    print()
+    print(matched_table(rows))
+    write_results(
+        "peers",
+        {"rows": rows, "markdown": markdown_table(rows), "matched_markdown": matched_table(rows)},
+        load_before,
+    )
     return 0
 
 
@@ -336,6 +375,41 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
                 f"{r['wall_s']:.1f} s, {r['peak_mib']:.0f} MiB"
             )
         lines.append(f"| {ds}, {eps:g}, {'bbox' if extent else 'none'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def matched_table(rows: list[dict[str, Any]]) -> str:
+    """Per cell: HATs (urbandp against the best peer) and, against each peer on the HATs both released, the
+    median / p90 errors (urbandp's first); the verdict: ahead when urbandp releases at least as many HATs as every
+    peer and is no less accurate than any of them on the shared HATs (median and p90)."""
+    lines = [
+        "| data, eps/day, extent | urbandp HATs | best peer HATs | against each peer on shared HATs: n, median "
+        "ours/theirs, p90 ours/theirs | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    keys = list(dict.fromkeys((r["dataset"], r["epsilon_per_day"], r["extent"]) for r in rows))
+    for ds, eps, extent in keys:
+        cell = [r for r in rows if (r["dataset"], r["epsilon_per_day"], r["extent"]) == (ds, eps, extent)]
+        ours = next((r for r in cell if r["contender"] == "urbandp"), None)
+        peers = [r for r in cell if r["contender"] != "urbandp"]
+        if ours is None or not peers:
+            continue
+        best = max(peers, key=lambda r: r["hats"])
+        parts, ahead = [], ours["hats"] >= best["hats"]
+        for r in peers:
+            m = r.get("matched", {})
+            if not m.get("hats"):
+                parts.append(f"{r['contender']}: none shared")
+                continue
+            parts.append(
+                f"{r['contender']}: {m['hats']:.0f}, {m['urbandp_median']:.2f}/{m['peer_median']:.2f}, "
+                f"{m['urbandp_p90']:.2f}/{m['peer_p90']:.2f}"
+            )
+            ahead &= m["urbandp_median"] <= m["peer_median"] and m["urbandp_p90"] <= m["peer_p90"]
+        lines.append(
+            f"| {ds}, {eps:g}, {'bbox' if extent else 'none'} | {ours['hats']:.1f} | {best['hats']:.1f} "
+            f"({best['contender']}) | {'; '.join(parts)} | {'ahead' if ahead else 'behind'} |"
+        )
     return "\n".join(lines)
 
 

@@ -200,13 +200,17 @@ def smooth_window(
     kernel: str = "matern32",
 ) -> np.ndarray:
     """PM2.5 at ``x_new_km`` (km, the grid's frame) in window ``w`` from the noisy cells (post-processing)."""
-    mean, clear = cell_means(plan, noisy)
+    _, clear = cell_means(plan, noisy)
     ok = clear[w]
     fallback = pooled_mean(plan, noisy, w)
     if int(ok.sum()) < MIN_CLEAR_CELLS:
         return np.full(len(x_new_km), fallback)
-    # each clear cell's mean shrunk toward the window's by its own noise variance (post-processing)
-    y = shrink(mean[w, ok], mean_noise_var(plan, mean[w, ok], noisy.counts[w, ok]), fallback)
+    # each clear cell's mean, unclipped (clipping first would bias the shrinkage), shrunk toward the window's by
+    # its own noise variance (evaluated at the window's mean: the cell's own is too noisy), then clipped
+    n = noisy.counts[w, ok]
+    raw = plan.clip / 2.0 + noisy.centred_sums[w, ok] / n
+    var = mean_noise_var(plan, np.full(len(n), fallback), n)
+    y = np.clip(shrink(raw, var, fallback), 0.0, plan.clip)
     if smoother == "none":
         cells = grid.cell_id(*grid.to_degrees(x_new_km * KM))
         lookup = dict(zip(np.flatnonzero(ok).tolist(), y.tolist(), strict=True))
