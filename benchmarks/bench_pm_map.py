@@ -42,6 +42,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "kolkata-pm25"
 BBOX = (22.45, 88.30, 22.65, 88.47)
 EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+LABELS = {
+    "gp": "DP cells, GP smoothed",
+    "idw": "DP cells, IDW smoothed",
+    "pooled": "DP window mean (all cells pooled)",
+}
 
 
 def station_truth(static_values, grid, window_minutes):  # type: ignore[no-untyped-def]
@@ -125,7 +130,7 @@ def plot(results: list[dict[str, object]], path: Path) -> None:
     for ax, r in zip(np.atleast_1d(axes), results, strict=True):
         eps = [float(e) for e in r["dp_rmse"]]  # type: ignore[union-attr]
         for name, style in (("gp", "o-"), ("idw", "s-"), ("pooled", "^-")):
-            ax.plot(eps, [r["dp_rmse"][str(e)][name] for e in eps], style, label=f"DP cells + {name}")  # type: ignore[index]
+            ax.plot(eps, [r["dp_rmse"][str(e)][name] for e in eps], style, label=LABELS[name])  # type: ignore[index]
         for name, colour in (("gp", "C0"), ("idw", "C1"), ("mean", "C2")):
             ax.axhline(r["baseline_rmse"][name], color=colour, ls="--", lw=1, label=f"non-private {name}")  # type: ignore[index]
         ax.set_xscale("log")
