@@ -13,6 +13,16 @@ from urbandp.errors import InputError, cli_guard
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
+ReadingsCsv = Annotated[
+    Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
+]
+OutDir = Annotated[Path, typer.Option("--out", help="Output directory.")]
+ValueColumn = Annotated[
+    str | None,
+    typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
+]
+
+
 def _floats(text: str | None, n: int, option: str) -> tuple[float, ...] | None:
     if text is None:
         return None
@@ -115,10 +125,8 @@ def synth(
 @app.command()
 @cli_guard
 def interpolate(
-    input_path: Annotated[
-        Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")],
+    input_path: ReadingsCsv,
+    out: OutDir,
     cell_metres: Annotated[float, typer.Option(help="Grid cell side z in metres.")] = 500.0,
     window_minutes: Annotated[int, typer.Option(help="Window length in minutes.")] = 60,
     kernel: Annotated[str, typer.Option(help="matern32 | matern52 | rbf.")] = "matern32",
@@ -152,10 +160,7 @@ def interpolate(
             help="Public box lat_min,lon_min,lat_max,lon_max (default: the readings' extent, not DP)."
         ),
     ] = None,
-    value_column: Annotated[
-        str | None,
-        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
-    ] = None,
+    value_column: ValueColumn = None,
     overwrite: Overwrite = False,
 ) -> None:
     """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
@@ -298,10 +303,8 @@ def interpolate(
 @app.command("dp-map")
 @cli_guard
 def dp_map(
-    input_path: Annotated[
-        Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")],
+    input_path: ReadingsCsv,
+    out: OutDir,
     epsilon: Annotated[
         float, typer.Option(help="Epsilon per cell (the paper's epsilon); the map costs cells x it.")
     ] = 1.0,
@@ -339,10 +342,7 @@ def dp_map(
         float | None, typer.Option(help="Refuse to spend more than this epsilon in total (default: no cap).")
     ] = None,
     precision: Annotated[int, typer.Option(help="Decimal places of released values.")] = 4,
-    value_column: Annotated[
-        str | None,
-        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
-    ] = None,
+    value_column: ValueColumn = None,
     dataset: Dataset = None,
     budget_store: BudgetStoreUrl = None,
     start: Annotated[
@@ -422,10 +422,8 @@ def dp_map(
 @app.command("pm-map")
 @cli_guard
 def pm_map(
-    input_path: Annotated[
-        Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")],
+    input_path: ReadingsCsv,
+    out: OutDir,
     bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")],
     start: Annotated[str, typer.Option(help="Public start of the time window, ISO date or date-time.")],
     end: Annotated[str, typer.Option(help="Public end of the window, exclusive; a date includes that day.")],
@@ -436,10 +434,7 @@ def pm_map(
     cell_metres: Annotated[float, typer.Option(help="Grid cell side in metres.")] = 1000.0,
     window_minutes: Annotated[int, typer.Option(help="Window length in minutes.")] = 60,
     smoother: Annotated[str, typer.Option(help="gp | idw | none: how the noisy cells become a map.")] = "gp",
-    value_column: Annotated[
-        str | None,
-        typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
-    ] = None,
+    value_column: ValueColumn = None,
     dataset: Dataset = None,
     budget_store: BudgetStoreUrl = None,
     allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
