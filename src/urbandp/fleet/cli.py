@@ -868,7 +868,7 @@ def _plan_signature() -> None:
     """``plan`` takes release's options (minus the output-only ones) plus its own."""
     import inspect
 
-    skip = {"no_map", "gtfs", "strict"}
+    skip = {"no_map", "gtfs", "tiles", "context", "strict"}
     params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
     extra = {
         "target_error": typer.Option(

@@ -36,6 +36,7 @@ BASES: dict[str, str] = {
     "release": "release {fleet} --out {out} --start 2021-11-15 --end 2021-11-16 --epsilon-per-day 10 --no-map",
     "plan": "plan {fleet} --out {out} --start 2021-11-15 --end 2021-11-16 --epsilon-per-day 10",
     "explore": "explore {fleet} --out {out}",
+    "map": "map {release} --out {out}",
     "synth fleet": "synth fleet --vehicles 2 --days 1 --out {outfile}",
     "synth survey": "synth survey --households 20 --out {out}",
     "experiment mean": "experiment mean --synthetic itms-like --runs 5 --out {out}",
@@ -50,6 +51,7 @@ BASES: dict[str, str] = {
     "sensing synth": "sensing synth {outfile}",
     "sensing interpolate": "sensing interpolate {readings} --out {out}",
     "sensing dp-map": f"sensing dp-map {{readings}} --bbox {RECT} --epsilon 1 --out {{out}}",
+    "sensing pm-map": f"sensing pm-map {{readings}} --bbox {RECT} --start 2024-01-15 --end 2024-01-15 --out {{out}}",
     "sensing query": f"sensing query {{grid}} --rect {RECT} --sigma2-min 0 --sigma2-max 900 --out {{outfile}}",
     "survey randomize": "survey randomize {survey}/vehicles.csv --column model --categories-file "
     "{survey}/models.csv --within fuel --epsilon 2 --out {out}",
@@ -69,7 +71,7 @@ BASES: dict[str, str] = {
     "budget show": "budget show d --budget-store {store} --out {out}",
     "budget history": "budget history d --budget-store {store}",
 }
-"""One valid invocation of each of the 29 sub-commands (placeholders filled in by the fixture)."""
+"""One valid invocation of each of the 31 sub-commands (placeholders filled in by the fixture)."""
 
 INPUT_PLACEHOLDERS = (
     "fleet",
@@ -84,6 +86,7 @@ INPUT_PLACEHOLDERS = (
     "geojson",
     "randomized",
     "store",
+    "release",
 )
 """Placeholders of BASES that name a file of the shared input folder."""
 FLOAT_VALUES = ("nan", "inf", "-inf", "abc", "")
@@ -168,7 +171,7 @@ CASES = _cases()
 
 def test_every_sub_command_is_swept_with_300_cases_or_more() -> None:
     assert set(BASES) == set(_commands()), "a new sub-command needs a base invocation in BASES"
-    assert len({c.command for c in CASES}) == 29
+    assert len({c.command for c in CASES}) == 31
     assert len(CASES) >= 300, len(CASES)
 
 
@@ -205,6 +208,14 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     make("counts", "synth", "--days", "1", "--trips-per-day", "60", "--out", str(root / "taps"))
     make("synth", "survey", "--households", "40", "--out", str(root / "survey"))
     make("sensing", "synth", str(root / "readings.csv"), "--readings", "300")
+    release = tmp_path_factory.mktemp("fleet-release") / "rel"
+    make(
+        *("release", str(root / "fleet.parquet"), "--out", str(release), "--start", "2021-11-15"),
+        *("--end", "2021-11-16", "--epsilon-per-day", "10", "--no-map"),
+    )
+    for name in ("hat_speed.csv", "privacy.json"):
+        (root / "release").mkdir(exist_ok=True)
+        (root / "release" / name).write_bytes((release / name).read_bytes())
     tables = tmp_path_factory.mktemp("tables") / "rel"
     make(
         *(
@@ -256,6 +267,7 @@ def _args(case: Case, inputs: Path, case_dir: Path) -> list[str]:
         "geojson": str(inputs / "route.geojson"),
         "randomized": str(inputs / "randomized.csv"),
         "store": str(inputs / "b.sqlite"),
+        "release": str(inputs / "release"),
         "out": str(case_dir / "out"),
         "outfile": str(case_dir / "out.csv"),
     }
