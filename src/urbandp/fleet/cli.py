@@ -24,7 +24,9 @@ TILES_HELP = (
     "OpenStreetMap's standard tiles, with their attribution) or 'none'. Offline, the map shows the hexagons "
     "without tiles and says so."
 )
-CONTEXT_HELP = "A GeoJSON file drawn as public context on the map (depots, districts, ...); repeatable."
+CONTEXT_HELP = (
+    "A GeoJSON file drawn as public context on the map (depots, districts, ...); repeatable (default: none)."
+)
 
 
 def _parse_columns(items: list[str] | None, config: dict[str, Any]) -> dict[str, str]:
@@ -906,6 +908,8 @@ def map_site(
 
     Writes index.html (the map, which opens offline), hat_speed.geojson, methodology.html (how the numbers were
     protected, in plain language, from privacy.json), the published files and png/ (a PNG per slot, for reports).
+
+    Example: urbandp map out/rel --out site/ --gtfs gtfs.zip --context depots.geojson
     """
     from urbandp.fleet.map_page import write_site
 
