@@ -276,6 +276,7 @@ def main() -> int:
     parser.add_argument("--extent", choices=["both", "yes", "no"], default="both")
     parser.add_argument("--peers", nargs="*", default=["urbandp", *PEERS])
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--results", default="peers", help="name of the results file (results/NAME.json)")
     args = parser.parse_args()
     load_before = os.getloadavg()
     all_ds = datasets()
@@ -343,7 +344,7 @@ def main() -> int:
     print()
     print(matched_table(rows))
     write_results(
-        "peers",
+        args.results,
         {"rows": rows, "markdown": markdown_table(rows), "matched_markdown": matched_table(rows)},
         load_before,
     )
