@@ -805,7 +805,7 @@ def plan(**a: Any) -> None:
     from rich.console import Console
 
     from urbandp.fleet.pipeline import public_window, window_days
-    from urbandp.fleet.planner import dp_histogram, make_plan, per_hat_counts
+    from urbandp.fleet.planner import cfg_k, dp_histogram, make_plan, per_hat_counts
     from urbandp.privacy.loss import Loss
     from urbandp.privacy.session import Session
     from urbandp.records.readers import expand_inputs
@@ -845,7 +845,7 @@ def plan(**a: Any) -> None:
             loaded = load_records(a["inputs"], columns, options, window=spec)
             _quarantine_on_failure(a["out"], loaded.require_valid)
             contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
-            k = 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+            k = cfg_k(cfg)
             session.reserve(
                 Loss.pure(eps_h),
                 list(public_days),

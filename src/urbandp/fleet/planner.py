@@ -147,21 +147,34 @@ def dp_histogram(
     edges = np.array([*HISTOGRAM_EDGES, np.inf])
     counts = np.histogram(per_hat_counts, bins=edges)[0].astype(float)
     histogram = calibrate("laplace", 2.0 * k, epsilon)
-    noisy = np.maximum(histogram.draw(counts, noise), 0.0)
+    noisy = histogram.draw(counts, noise)
     bins = [
-        {"from": float(a), "to": float(b), "noisy_hats": float(v)}
+        {"from": float(a), "to": float(b), "noisy_hats": max(float(v), 0.0), "noisy_hats_unclamped": float(v),
+         "noise_sd": histogram.std}
         for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
-    ]
+    ]  # fmt: skip
     return bins, histogram.loss(2.0 * k).epsilon
 
 
-def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> float:
-    """Expected HATs passing selection from a (noisy) histogram: bin count x pass probability at the bin centre."""
-    total = 0.0
+def cfg_k(cfg: HatReleaseConfig) -> int:
+    """K of a config (96 when it is read from the data, as the histogram assumes)."""
+    return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+
+
+def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> tuple[float, float]:
+    """Expected HATs passing selection from a noisy histogram, and the sd of that estimate from the histogram's
+    noise: sum over bins of the bin's count x the pass probability at the bin's centre.
+
+    The unclamped noisy counts are used (clamping each bin at 0 adds the positive part of the noise of every empty
+    bin: with K = 96 at epsilon 0.1 that bias alone was thousands of HATs). The estimate is post-processing.
+    """
+    total = var = 0.0
     for b in bins:
         hi = b["to"] if math.isfinite(b["to"]) else 2 * b["from"]
-        total += b["noisy_hats"] * pass_probability(pred, math.sqrt(b["from"] * hi))
-    return total
+        p = pass_probability(pred, math.sqrt(b["from"] * hi))
+        total += b.get("noisy_hats_unclamped", b["noisy_hats"]) * p
+        var += (p * b.get("noise_sd", 0.0)) ** 2
+    return max(total, 0.0), math.sqrt(var)
 
 
 def make_plan(
@@ -219,7 +232,15 @@ def make_plan(
         }
     if histogram is not None:
         out["histogram"] = histogram
-        out["expected_hats_passing"] = expected_passing(pred, histogram)
+        expected, sd = expected_passing(pred, histogram)
+        out["expected_hats_passing"] = expected
+        out["expected_hats_passing_sd"] = sd
+        if sd > 0.2 * max(expected, 1.0):
+            out["expected_hats_passing_warning"] = (
+                f"the histogram's noise (sd {sd:.0f} HATs on this estimate) is more than 20% of it: the histogram "
+                f"moves by up to 2K = {2 * (cfg_k(cfg))} bin counts per vehicle-day; raise --histogram-epsilon or "
+                "lower --max-hats-per-vehicle-day for a usable estimate"
+            )
     else:
         out["expected_hats_passing"] = None
         out["expected_hats_passing_reason"] = (

@@ -88,3 +88,26 @@ def test_plan_spends_nothing_and_reports_targets() -> None:
     n = row["vehicle_days"]
     assert sd_of_mean(predict_noise(c, 30, n), c, 30, n) == pytest.approx(2.0, rel=1e-3)
     assert math.isfinite(plan["noise_sd"]["noisy_sum"])  # type: ignore[index]
+
+
+def test_histogram_estimate_is_unbiased_and_states_its_noise() -> None:
+    """Issue 21: the estimate used every noisy bin clamped at 0, so the positive noise of empty bins counted as HATs
+    (thousands at K = 96, epsilon 0.1). It now sums the unclamped bins, states the sd the histogram's noise gives
+    it, and warns when that is over 20% of the estimate."""
+    from urbandp.fleet.planner import dp_histogram, expected_passing
+
+    cfg = HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=BBOX, max_hats_per_vehicle_day=8)
+    per_hat = np.array([400] * 200)  # 200 HATs far above any threshold
+    noise = OpenDPNoise()
+    estimates = []
+    for _ in range(200):
+        bins, spent = dp_histogram(per_hat, 8, 2.0, noise)
+        expected, sd = expected_passing(predict_noise(cfg, 1, 1.0), bins)
+        estimates.append(expected)
+    assert spent <= 2.0
+    # without bias (the clamped sum added the positive noise of every empty bin that may pass), and with the
+    # spread it states: 200 draws, the mean within 3 sd / sqrt(200) of 200, the sd within 20%
+    assert abs(np.mean(estimates) - 200) < 3 * sd / math.sqrt(200)
+    assert np.std(estimates) == pytest.approx(sd, rel=0.2)
+    noisy = make_plan(cfg, 1, histogram=dp_histogram(per_hat, 8, 0.05, noise)[0], histogram_epsilon=0.05)
+    assert "expected_hats_passing_warning" in noisy and noisy["expected_hats_passing_sd"] > 100
