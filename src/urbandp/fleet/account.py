@@ -37,8 +37,9 @@ NEIGHBOURING_TEXT = {
     ),
     "add-remove": (
         "add-remove: neighbouring datasets differ by adding or removing all records of one vehicle on one day, so "
-        "N (vehicle-days per HAT) and presence are protected too. Query 1 = noisy sum of per-vehicle-day mean "
-        "speeds (sensitivity speed_max per HAT) / noisy N; Query 2 sensitivity = 1 / D."
+        "N (vehicle-days per HAT) and presence are protected too. Query 1 = speed_max/2 + the noisy sum of "
+        "per-vehicle-day mean speeds centred at speed_max/2 (sensitivity speed_max/2 per HAT) / the selection's "
+        "noisy N; Query 2 sensitivity = 1 / D."
     ),
 }
 
