@@ -22,6 +22,16 @@ from urbandp.errors import InputError
 from urbandp.grid.h3cells import check_resolution
 from urbandp.grid.slots import SlotSpec
 
+CONTRIBUTION_SCHEMA = {  # one row per vehicle-day x HAT: what every backend returns
+    "cell": pl.UInt64,
+    "slot": pl.Int16,
+    "day": pl.Date,
+    "vehicle": pl.String,
+    "n_records": pl.UInt32,
+    "mean_speed": pl.Float64,
+    "max_speed": pl.Float64,
+}
+
 
 @dataclass(frozen=True)
 class ContributionSpec:

@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlparse
 import polars as pl
 import pyarrow as pa
 
-from urbandp.contributions.base import ContributionSpec
+from urbandp.contributions.base import CONTRIBUTION_SCHEMA, ContributionSpec
 from urbandp.contributions.polars_backend import window_filter
 from urbandp.contributions.spark_session import get_spark
 from urbandp.errors import InputError
@@ -86,15 +86,6 @@ MARKED_DDL = (
     "timestamp timestamp_ntz, cell bigint, slot smallint, day date, speed double, timestamp_raw string, "
     "latitude double, longitude double, speed_raw double"
 )
-CONTRIBUTION_SCHEMA = {
-    "cell": pl.UInt64,
-    "slot": pl.Int16,
-    "day": pl.Date,
-    "vehicle": pl.String,
-    "n_records": pl.UInt32,
-    "mean_speed": pl.Float64,
-    "max_speed": pl.Float64,
-}
 
 
 def _local_path(uri: str) -> str:

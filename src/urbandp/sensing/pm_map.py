@@ -163,9 +163,14 @@ def shrink(values: np.ndarray, noise_var: np.ndarray, target: float) -> np.ndarr
     return np.where(ok, target + weight * (values - target), values)
 
 
+def clear_of_noise(plan: PmMapPlan, counts: np.ndarray) -> np.ndarray:
+    """Cells whose noisy count is at least ``max(1, 2 sd)`` of its noise: a mean is read only there."""
+    return counts >= max(1.0, 2.0 * plan.count.std)
+
+
 def cell_means(plan: PmMapPlan, noisy: NoisyCells) -> tuple[np.ndarray, np.ndarray]:
     """(mean per cell, clear mask): ``C/2 + S~/N~`` clipped to [0, C] where ``N~ >= max(1, 2 sd)``, else nan."""
-    clear = noisy.counts >= max(1.0, 2.0 * plan.count.std)
+    clear = clear_of_noise(plan, noisy.counts)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = np.where(clear, plan.clip / 2.0 + noisy.centred_sums / noisy.counts, np.nan)
     return np.clip(mean, 0.0, plan.clip), clear
@@ -198,11 +203,14 @@ def smooth_window(
     x_new_km: np.ndarray,
     smoother: str = "gp",
     kernel: str = "matern32",
+    city: np.ndarray | None = None,
 ) -> np.ndarray:
-    """PM2.5 at ``x_new_km`` (km, the grid's frame) in window ``w`` from the noisy cells (post-processing)."""
-    _, clear = cell_means(plan, noisy)
-    ok = clear[w]
-    fallback = pooled_mean(plan, noisy, w)
+    """PM2.5 at ``x_new_km`` (km, the grid's frame) in window ``w`` from the noisy cells (post-processing).
+
+    ``city``: :func:`window_means` of the release, when the caller smooths every window (computed once there).
+    """
+    ok = clear_of_noise(plan, noisy.counts[w])
+    fallback = float((window_means(plan, noisy) if city is None else city)[w])
     if int(ok.sum()) < MIN_CLEAR_CELLS:
         return np.full(len(x_new_km), fallback)
     # each clear cell's mean, unclipped (clipping first would bias the shrinkage), shrunk toward the window's by

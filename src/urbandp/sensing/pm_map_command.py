@@ -141,7 +141,10 @@ def run_pm_map(o: PmMapOptions) -> dict[str, Any]:
             cells.write_csv(d.release / "pm_cells.csv")
             x_new = grid.centroids_metres() / KM
             smoothed = np.vstack(
-                [smooth_window(plan, noisy, i, grid, x_new, o.smoother) for i in range(len(windows))]
+                [
+                    smooth_window(plan, noisy, i, grid, x_new, o.smoother, city=city)
+                    for i in range(len(windows))
+                ]
             )
             pl.DataFrame(
                 {

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 import urbandp.privacy.dp_prelude as dp
+from urbandp.contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.measure import fieller_interval, truncate_vehicle_days
 from urbandp.fleet.plan import plan_release
@@ -33,19 +34,7 @@ def fleet(n_vehicle_days: int, seed: int = 0) -> pl.DataFrame:
         for i, cell in enumerate(CELLS):
             s = float(np.clip(rng.normal(12 + 8 * i, 4), 0, 65))
             rows.append((cell, 9, D0, f"v{v}", 1, s, s))
-    return pl.DataFrame(
-        rows,
-        schema={
-            "cell": pl.UInt64,
-            "slot": pl.Int16,
-            "day": pl.Date,
-            "vehicle": pl.String,
-            "n_records": pl.UInt32,
-            "mean_speed": pl.Float64,
-            "max_speed": pl.Float64,
-        },
-        orient="row",
-    )
+    return pl.DataFrame(rows, schema=CONTRIBUTION_SCHEMA, orient="row")
 
 
 def cfg(**kw: object) -> HatReleaseConfig:
