@@ -173,7 +173,12 @@ def _read_release(release_dir: Path) -> tuple[pl.DataFrame, dict[str, object], l
     if not isinstance(privacy, dict) or "not_dp_reasons" not in privacy or "days" not in privacy:
         raise InputError(f"{privacy_path}: not the privacy.json of a fleet release")
     try:
-        speed = pl.read_csv(speed_path, infer_schema_length=None)
+        # numbers stay numbers when every value of a column is empty (a release whose means were all withheld)
+        speed = pl.read_csv(
+            speed_path,
+            infer_schema_length=None,
+            schema_overrides={c: pl.Float64 for c in MAP_COLUMNS[2:] if c not in ("resolution", "clamped")},
+        )
     except pl.exceptions.PolarsError as err:
         raise InputError(f"{speed_path}: not a readable CSV ({str(err).splitlines()[0]})") from None
     if speed.height == 0 and "h3_cell" not in speed.columns:

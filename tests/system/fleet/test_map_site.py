@@ -128,3 +128,14 @@ def test_site_opens_offline_without_console_errors(three: dict[str, Path], tmp_p
     assert console == []
     assert 'data-ready="1"' in res.stdout and re.search(r'data-drawn="[1-9]', res.stdout)
     assert "Basemap tiles could not be loaded" in res.stdout  # OpenStreetMap's tiles, unreachable offline
+
+
+def test_map_site_of_an_empty_release(three: dict[str, Path], tmp_path: Path) -> None:
+    """An empty release's hat_speed.csv has only its header: its columns read as text unless typed (found in
+    review: 'urbandp map' refused it, 'column mean_speed must be numeric')."""
+    site = tmp_path / "site"
+    res = run_urbandp("map", str(three["empty"]), "--out", str(site))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads((site / "hat_speed.geojson").read_text())["features"] == []
+    assert "Nothing was released" in (site / "methodology.html").read_text()
+    assert not (site / "png").exists() or not any((site / "png").iterdir())
