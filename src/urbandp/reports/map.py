@@ -251,7 +251,11 @@ GEOJSON_TYPES = {
 
 
 def read_context(path: Path) -> dict[str, object]:
-    """A GeoJSON file (RFC 7946) drawn as public context: ``{"name": file name, "geojson": the object}``."""
+    """A GeoJSON file (RFC 7946) drawn as public context: ``{"name": ..., "geojson": the object}``.
+
+    The legend's name is the file's top-level ``"name"`` member where it has one (GDAL writes it; RFC 7946 allows
+    foreign members), else the file name.
+    """
     path = Path(path)
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
@@ -261,7 +265,33 @@ def read_context(path: Path) -> dict[str, object]:
         raise InputError(f"--context {path}: not a readable GeoJSON file ({err})") from None
     if not isinstance(value, dict) or value.get("type") not in GEOJSON_TYPES:
         raise InputError(f"--context {path}: not GeoJSON (no FeatureCollection, Feature or geometry type)")
-    return {"name": path.name, "geojson": value}
+    bad = _first_position_off_the_globe(value)
+    if bad is not None:
+        raise InputError(
+            f"--context {path}: position {bad} is not longitude/latitude (GeoJSON is WGS84 degrees, RFC 7946); "
+            "convert the file first, e.g. ogr2ogr -t_srs EPSG:4326"
+        )
+    name = value.get("name")
+    return {"name": name.strip() if isinstance(name, str) and name.strip() else path.name, "geojson": value}
+
+
+def _first_position_off_the_globe(value: object) -> list[float] | None:
+    """The first ``[lon, lat]`` position outside [-180, 180] x [-90, 90] in a GeoJSON object, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.get(key) for key in ("features", "geometry", "geometries", "coordinates"))
+        elif isinstance(item, list):
+            if len(item) >= 2 and all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in item[:2]
+            ):
+                lon, lat = float(item[0]), float(item[1])
+                if not (-180.0 <= lon <= 180.0 and -90.0 <= lat <= 90.0):
+                    return [lon, lat]
+            else:
+                stack.extend(reversed(item))  # in file order
+    return None
 
 
 def domain_cells_for_bbox(bbox: Sequence[float], resolution: int) -> list[str]:

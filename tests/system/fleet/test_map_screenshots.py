@@ -27,6 +27,8 @@ pytestmark = pytest.mark.skipif(
     BROWSER is None, reason="no headless Chromium on this machine (.ci/run installs Debian's chromium)"
 )
 GTFS = Path(__file__).parents[2] / "fixtures" / "gtfs-surat-mini"
+CAPMETRO_ROUTES = Path(__file__).parents[2] / "fixtures" / "capmetro-routes-2015.geojson"  # provenance: .md
+CONTEXT_PURPLE = (123, 50, 148)
 FOUR_DAYS = "2016-11-24,2016-11-25,2016-11-27,2016-12-16"
 
 
@@ -62,12 +64,13 @@ def ramp_pixels(shot: np.ndarray, opacity: float = 0.82) -> int:
 
 
 def test_austin_four_days_on_basemap_tiles(shared_data: Path, tiles: TileServer, tmp_path: Path) -> None:
-    """The README's map: four real Austin days (CapMetro AVL), epsilon 10 per vehicle-day."""
+    """The README's map: four real Austin days (CapMetro AVL), epsilon 10 per vehicle-day, with CapMetro's
+    published route lines as ``--context`` (no 2016 GTFS feed is available offline: see the fixture's .md)."""
     out = tmp_path / "austin"
     files = [str(shared_data / "austin-avl" / f"{d}.csv") for d in FOUR_DAYS.split(",")]
     res = run_urbandp(
         "release", *files, "--speed-unit", "m/s", "--dates", FOUR_DAYS, "--epsilon-per-day", "10",
-        "--out", str(out), "--tiles", tiles.url,
+        "--out", str(out), "--tiles", tiles.url, "--context", str(CAPMETRO_ROUTES),
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
     before = len(tiles.requests)
@@ -75,6 +78,8 @@ def test_austin_four_days_on_basemap_tiles(shared_data: Path, tiles: TileServer,
     assert len(tiles.requests) > before
     assert (np.abs(shot - np.array(PAPER)).sum(axis=2) < 6).sum() > 20_000  # the basemap is drawn
     assert ramp_pixels(shot) > 400  # and the released hexagons are coloured on it
+    routes = (np.abs(shot[200:, :880] - np.array(CONTEXT_PURPLE)).sum(axis=2) < 60).sum()
+    assert routes > 2_000  # the bus routes are drawn over them
 
 
 def test_synthetic_fleet_with_gtfs_routes(tiles: TileServer, tmp_path: Path) -> None:

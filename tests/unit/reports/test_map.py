@@ -377,6 +377,22 @@ def test_map_embeds_gtfs_routes_stops_and_geojson_context(tmp_path: Path) -> Non
         read_context(tmp_path / "bad.geojson")
     with pytest.raises(InputError, match="not found"):
         read_context(tmp_path / "absent.geojson")
+    named = tmp_path / "routes.geojson"
+    named.write_text(json.dumps({"type": "FeatureCollection", "name": " CapMetro routes ", "features": []}))
+    assert read_context(named)["name"] == "CapMetro routes"  # the file's own name member, when it has one
+    named.write_text(json.dumps({"type": "FeatureCollection", "name": 7, "features": []}))
+    assert read_context(named)["name"] == "routes.geojson"
+    projected = {"type": "LineString", "coordinates": [[3100586.4, 10031916.7], [3100663.0, 10032132.1]]}
+    named.write_text(
+        json.dumps(
+            {
+                "type": "FeatureCollection",
+                "features": [{"type": "Feature", "properties": {}, "geometry": projected}],
+            }
+        )
+    )
+    with pytest.raises(InputError, match=r"position \[3100586.4, 10031916.7\] is not longitude/latitude"):
+        read_context(named)  # State Plane feet: refused, not drawn off the globe
 
 
 def test_tiles_option() -> None:
