@@ -53,6 +53,7 @@ sys.path.insert(0, str(HERE))
 
 from peers.prepare import prepare  # noqa: E402
 from results_file import write_results  # noqa: E402
+from urbandp.privacy.noise import rho_for_epsilon, zcdp_epsilon  # noqa: E402
 
 DATA = HERE / "data" / "peers"
 VENVS = HERE / ".peers"
@@ -66,7 +67,7 @@ PEERS: dict[str, dict[str, Any]] = {
     "opendp-gaussian": {"venv": "opendp", "runner": "run_opendp.py", "noise": "gaussian"},
     "opendp-laplace": {"venv": "opendp", "runner": "run_opendp.py", "noise": "laplace"},
     "pipelinedp": {"venv": "pipelinedp", "runner": "run_pipelinedp.py", "noise": "gaussian"},
-    "tumult": {"venv": "tumult", "runner": "run_tumult.py", "noise": "laplace"},
+    "tumult": {"venv": "tumult", "runner": "run_tumult.py", "noise": "gaussian with an extent, else laplace"},
 }
 VENV_PACKAGES = {
     "opendp": ["opendp[polars]==0.16.0", "pyarrow"],
@@ -217,6 +218,7 @@ def run_peer(name: str, prepared: Path, eps: float, extent: bool, work: Path) ->
         "speed_max": U,
         "noise": peer["noise"],
         "extent": extent,
+        "rho": rho_for_epsilon(eps, DELTA),  # a zCDP peer's budget: OpenDP's conversion, as for urbandp
     }
     spec_path = work / f"{name}.json"
     spec_path.write_text(json.dumps(spec))
@@ -226,7 +228,12 @@ def run_peer(name: str, prepared: Path, eps: float, extent: bool, work: Path) ->
         raise RuntimeError(f"{name} failed: {proc.stderr.strip()[-800:]}")
     report = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
     table = pd.read_csv(spec["out"])
-    return {"table": table, "loss": report["loss"], "wall_s": wall, "peak_mib": mib}
+    loss = dict(report["loss"])
+    if (
+        "epsilon" not in loss
+    ):  # a zCDP accountant (Tumult's RhoZCDPBudget): its rho, converted at the target delta
+        loss.update(epsilon=zcdp_epsilon(float(loss["rho"]), DELTA), delta=DELTA)
+    return {"table": table, "loss": loss, "wall_s": wall, "peak_mib": mib}
 
 
 def score(table: pd.DataFrame, truth: pd.DataFrame) -> dict[str, float]:

@@ -2,14 +2,20 @@
 
 Input: rows.parquet from prepare.py (at most K HATs per vehicle-day already); the HAT is one column ``hat``
 (cell|slot) because Tumult's constraints name one grouping column. Protected change: ``AddRowsWithID("vd")``;
-constraints ``MaxGroupsPerID("hat", K)`` and ``MaxRowsPerGroupPerID("hat", 1)``. The session's budget is
-``ApproxDPBudget(epsilon, delta)``, split evenly between:
+constraints ``MaxGroupsPerID("hat", K)`` and ``MaxRowsPerGroupPerID("hat", 1)``. Per HAT a noisy count and a
+noisy sum of speeds in [0, U]; the mean is their ratio (post-processing), so each noisy value is used once (Tumult's
+``average`` would draw its own count and sum again). Tumult allows Gaussian noise only under a ``RhoZCDPBudget``
+and ``get_groups`` only under an ``ApproxDPBudget``, and a session has one budget type, so:
 
-* without a public extent, Tumult's own partition selection (``get_groups``; it spends the delta);
-* a count per HAT over the key set (the extent's, or the selected HATs: a DP output, hence public);
-* the average speed in [0, U] over the same keys.
+* with a public extent (no partition selection): ``RhoZCDPBudget(rho)``, rho the zCDP budget whose OpenDP
+  conversion is epsilon at delta (given by the benchmark, as for every zCDP contender), half to the count and half
+  to the sum, discrete Gaussian noise with L2 sensitivity sqrt(K) (the count) and sqrt(K) U (the sum);
+* without one: ``ApproxDPBudget(epsilon, delta)``, a third to Tumult's own partition selection (``get_groups``: it
+  spends the delta), a third each to the count and the sum over the selected HATs (Laplace/geometric noise).
 
-The loss is read back from the session (``remaining_privacy_budget``). Usage: run_tumult.py SPEC.json.
+With an extent the HATs whose noisy count passes the benchmark's common rule are kept (0.05 empty HATs expected),
+from the count's noise as Tumult reports it (``Session._noise_info``). The loss is read back from the session
+(``remaining_privacy_budget``). Usage: run_tumult.py SPEC.json.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from statistics import NormalDist
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -30,6 +37,7 @@ from tmlt.analytics import (
     MaxGroupsPerID,
     MaxRowsPerGroupPerID,
     QueryBuilder,
+    RhoZCDPBudget,
     Session,
 )
 
@@ -49,38 +57,48 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     hat = F.concat_ws("|", F.col("cell"), F.col("slot").cast("string")).alias("hat")
     rows = spark.read.parquet(spec["rows"]).select("vd", hat, F.col("speed").cast("double"))
+    zcdp = bool(spec["extent"])
+    total = RhoZCDPBudget(float(spec["rho"])) if zcdp else ApproxDPBudget(eps, delta)
     session = Session.from_dataframe(
-        privacy_budget=ApproxDPBudget(eps, delta),
-        source_id="rows",
-        dataframe=rows,
-        protected_change=AddRowsWithID("vd"),
+        privacy_budget=total, source_id="rows", dataframe=rows, protected_change=AddRowsWithID("vd")
     )
     bounded = QueryBuilder("rows").enforce(MaxGroupsPerID("hat", k)).enforce(MaxRowsPerGroupPerID("hat", 1))
-    extent = None
-    if spec["extent"]:
+
+    def part(share: float) -> RhoZCDPBudget | ApproxDPBudget:
+        return RhoZCDPBudget(float(spec["rho"]) * share) if zcdp else ApproxDPBudget(eps * share, 0.0)
+
+    if zcdp:
         keys = spark.read.parquet(spec["keys"]).select(hat)
         extent = KeySet.from_dataframe(keys)
-    share = 0.5
-    if extent is None:  # Tumult's own partition selection (get_groups) spends a third and the delta
+        share = 0.5
+    else:  # Tumult's own partition selection (get_groups) spends a third and the delta
         share = 1.0 / 3.0
         groups = session.evaluate(bounded.clone().get_groups(["hat"]), ApproxDPBudget(eps * share, delta))
         extent = KeySet.from_dataframe(groups)
-    counts = session.evaluate(bounded.clone().groupby(extent).count(), ApproxDPBudget(eps * share, 0.0))
-    avg_query = bounded.clone().groupby(extent).average("speed", low=0.0, high=u)
-    means = session.evaluate(avg_query, ApproxDPBudget(eps * share, 0.0))
-    table = counts.join(means, on="hat").toPandas()
+    count_query = bounded.clone().groupby(extent).count()
+    count_noise = session._noise_info(count_query, part(share))[0]
+    counts = session.evaluate(count_query, part(share))
+    sums = session.evaluate(bounded.clone().groupby(extent).sum("speed", low=0.0, high=u), part(share))
+    table = counts.join(sums, on="hat").toPandas()
+    table["mean"] = table["speed_sum"] / table["count"].where(table["count"] > 0)
+    if zcdp:  # the same false-positive rule as for every contender: Gaussian count, sigma^2 from Tumult
+        sigma = math.sqrt(float(count_noise["noise_parameter"]))
+        table = table[table["count"] >= sigma * NormalDist().inv_cdf(1.0 - 0.05 / keys.count())]
     table["cell"] = [h.split("|")[0] for h in table["hat"]]
     table["slot"] = [int(h.split("|")[1]) for h in table["hat"]]
-    table = table.rename(columns={"speed_average": "mean"})
-    if spec["extent"]:  # the same false-positive rule as for every contender (Laplace count, sensitivity K)
-        scale = k / (eps * share)
-        table = table[table["count"] >= scale * math.log(keys.count() / (2 * 0.05))]
     table = table[table["count"] > 0]
     table["mean"] = table["mean"].clip(0.0, u)
     table[["cell", "slot", "mean", "count"]].to_csv(spec["out"], index=False)
     left = session.remaining_privacy_budget
-    stated = {"epsilon": eps - float(left.epsilon), "delta": delta - float(left.delta)}
-    print(json.dumps({"loss": stated, "seconds_inside": time.perf_counter() - t0}))
+    if zcdp:
+        stated = {"rho": float(spec["rho"]) - float(left.rho)}
+    else:
+        stated = {"epsilon": eps - float(left.epsilon), "delta": delta - float(left.delta)}
+    noise = {
+        "count_noise": count_noise["noise_mechanism"].name,
+        "count_parameter": count_noise["noise_parameter"],
+    }
+    print(json.dumps({"loss": stated, "seconds_inside": time.perf_counter() - t0, **noise}))
     spark.stop()
 
 

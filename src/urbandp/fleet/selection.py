@@ -260,9 +260,11 @@ def calibrate_selection(
     # OpenDP's Gaussian threshold bounds the squared L2 norm by min(l2^2, l0 linf^2) = K at one vehicle-day, so
     # sigma = sqrt(K / (2 rho)); starting from ceil(sqrt K) instead wasted up to a third of the budget at small K
     guess = math.sqrt(k / (2.0 * budget)) if gaussian else k / budget
-    # OpenDP's threshold map needs threshold >= the l-infinity distance: over the window one vehicle can move a
-    # HAT's count by D (present there every day), so the window's cost exists only from a threshold of D up
-    threshold = smallest_threshold(guess, k, delta, max(min_per_day * days, days), gaussian)
+    # The threshold is the per-day one (the privacy unit is a vehicle-day). It is not raised to D: over the
+    # window one vehicle can move a HAT's count by D, and a vehicle alone in a HAT on >= threshold days is
+    # released with probability >= 1/2, so the window's delta is ~1 below D and stays ~1 at D (0.99999 at 40 with
+    # D = 31, K = 32). A floor of D cost HATs (31 against 27 at epsilon 10 on a month) and bought nothing.
+    threshold = smallest_threshold(guess, k, delta, max(min_per_day * days, 1.0), gaussian)
     # OpenDP rounds its map outward: the smallest scale whose map at this threshold stays within budget
     scale = smallest_scale(
         lambda s: float(_threshold_measurement(s, threshold, gaussian).map(d_day)[0]), budget, guess
@@ -270,7 +272,12 @@ def calibrate_selection(
     meas = _threshold_measurement(scale, threshold, gaussian)
     cost_day, delta_day = meas.map(d_day)
     cost_hat = meas.map((1, 1, 1))[0]
-    w_eps, w_delta = meas.map(threshold_distance(k, days, gaussian))
+    # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
+    # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
+    at_window = meas if threshold >= days else _threshold_measurement(scale, days, gaussian)
+    w_eps, w_delta = at_window.map(threshold_distance(k, days, gaussian))
+    if threshold < days:
+        w_delta = 1.0
     return SelectionCalibration(
         "dp",
         gaussian,

@@ -235,13 +235,20 @@ def test_plan_json_is_valid_when_piped(tmp_path: object) -> None:
     assert plan == json.loads((d / "plan" / "plan.json").read_text())
 
 
-def test_unknown_domain_threshold_is_at_least_d_so_the_window_map_exists() -> None:
-    """At epsilon 10 over 31 days the per-day threshold (27) fell below D = 31, and OpenDP refused the window's
-    map (threshold must not be smaller than the l-infinity distance D); the threshold is now at least D."""
-    from urbandp.fleet.selection import calibrate_selection
+def test_unknown_domain_threshold_is_the_per_day_one_and_the_window_delta_is_stated_as_1() -> None:
+    """At epsilon 10 over 31 days the per-day threshold (29 here) is below D = 31. It used to be raised to D so
+    that OpenDP's window map existed, but that cost HATs and bought nothing: at threshold D the window's delta is
+    already 1 (one vehicle alone in a HAT every day). Now the threshold is the per-day one; the window's noise cost
+    is OpenDP's map at distance D (it does not depend on the threshold) and its delta is stated as 1."""
+    from urbandp.fleet.selection import _threshold_measurement, calibrate_selection, threshold_distance
 
     cal = calibrate_selection(
         gaussian=True, k=32, days=31, budget=0.7, delta=2.5e-7, min_per_day=0.0, domain_size=None
     )
-    assert cal.threshold == 31
-    assert cal.window_cost[1] <= 1.0 and cal.window_cost[0] > 0
+    assert cal.threshold == 29
+    day = _threshold_measurement(cal.scale, 29, True).map(threshold_distance(32, 1, True))
+    assert (cal.cost_day, cal.delta_day) == day and day[0] <= 0.7 and day[1] <= 2.5e-7
+    at_d = _threshold_measurement(cal.scale, 31, True).map(threshold_distance(32, 31, True))
+    assert at_d[1] == 1.0  # the floor's window delta: nothing was bought
+    assert cal.window_cost == (at_d[0], 1.0)
+    assert cal.window_cost[0] > 31 * 0.7  # more than the 31 days' composition: a group of D vehicle-days
