@@ -52,6 +52,7 @@ def main() -> None:
         .config("spark.driver.memory", "4g")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(Path(spec["out"]).parent / "spark-warehouse"))  # not the cwd
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
