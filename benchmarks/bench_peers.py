@@ -270,6 +270,12 @@ def matched(ours: pd.DataFrame, theirs: pd.DataFrame, truth: pd.DataFrame) -> di
     }
 
 
+def mean_of_runs(values: list[float]) -> float:
+    """Mean over the runs that have the figure (a median of no HATs is nan), nan when none has it."""
+    finite = [v for v in values if not np.isnan(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
 def loss_ok(loss: dict[str, Any], eps: float) -> bool:
     return float(loss["epsilon"]) <= eps * (1 + 1e-9) and float(loss.get("delta", 0.0)) <= DELTA * (1 + 1e-9)
 
@@ -318,7 +324,7 @@ def main() -> int:
                         scores.append(s)
                     if not scores:
                         continue
-                    mean = {key: float(np.nanmean([s[key] for s in scores])) for key in scores[0]}
+                    mean = {key: mean_of_runs([s[key] for s in scores]) for key in scores[0]}
                     row = {
                         "dataset": ds_name,
                         "epsilon_per_day": eps,
@@ -345,7 +351,7 @@ def main() -> int:
                         matched(u, t, truth) for u, t in zip(tables["urbandp"], tables[name], strict=False)
                     ]
                     keys = set().union(*pairs) if pairs else set()
-                    row["matched"] = {k: float(np.nanmean([p.get(k, np.nan) for p in pairs])) for k in keys}
+                    row["matched"] = {k: mean_of_runs([p.get(k, np.nan) for p in pairs]) for k in keys}
     print()
     print(markdown_table(rows))
     print()
