@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 SPEED_REJECT_ABOVE = 150.0
+TRUNCATION_SEED = 20261124  # the first repeat's; repeat r uses TRUNCATION_SEED + r
 
 
 def read_records(paths: list[Path], speed_factor: float) -> pd.DataFrame:
@@ -118,13 +119,17 @@ def prepare(
     speed_max: float,
     k: int,
     bbox: tuple[float, float, float, float],
-    seed: int = 20261124,
+    seed: int = TRUNCATION_SEED,
 ) -> dict[str, object]:
-    """Write rows.parquet (truncated, for the peers), truth.parquet and keys.parquet (the public extent)."""
+    """Write rows.parquet (truncated, for the peers), rows_all.parquet (before truncation), truth.parquet and
+    keys.parquet (the public extent)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     records = read_records(paths, speed_factor)
     rows = vehicle_day_hats(records, resolution, speed_max)
     truth(rows).to_parquet(out_dir / "truth.parquet", index=False)
+    rows.to_parquet(
+        out_dir / "rows_all.parquet", index=False
+    )  # untruncated: each repeat redraws its truncation
     kept = truncate(rows, k, seed)
     kept.to_parquet(out_dir / "rows.parquet", index=False)
     domain_keys(bbox, resolution, list(range(24))).to_parquet(out_dir / "keys.parquet", index=False)
