@@ -202,11 +202,14 @@ def false_positive_threshold(
     ``m`` HATs ``t = scale * ln(m / (2 * 0.05))``. Gaussian: ``t = sigma * Phi^-1(1 - 0.05 / m)``. The threshold
     depends only on public quantities (scale, domain size), so it costs nothing. (At an expected 1 per release,
     the first version's level, empty HATs showed up in most real-data releases with a mean of noise over noise.)
+    The Gaussian counts are continuous, so ``t`` is used as it is; the discrete Laplace counts are integers, so
+    ``ceil(t)`` passes the same HATs. (Rounding the Gaussian ``t`` up as well, 19.65 -> 20 on four Austin days at
+    epsilon 10, cost about 8 of 362 HATs for nothing.)
     """
     m = max(domain_size, 1)
     f = expected
-    t = scale * NormalDist().inv_cdf(1.0 - f / m) if gaussian else scale * math.log(m / (2.0 * f))
-    return float(max(at_least, math.ceil(t)))
+    t = scale * NormalDist().inv_cdf(1.0 - f / m) if gaussian else math.ceil(scale * math.log(m / (2.0 * f)))
+    return float(max(at_least, t))
 
 
 @dataclass(frozen=True)

@@ -252,3 +252,20 @@ def test_unknown_domain_threshold_is_the_per_day_one_and_the_window_delta_is_sta
     assert at_d[1] == 1.0  # the floor's window delta: nothing was bought
     assert cal.window_cost == (at_d[0], 1.0)
     assert cal.window_cost[0] > 31 * 0.7  # more than the 31 days' composition: a group of D vehicle-days
+
+
+def test_public_extent_threshold_is_exact_for_continuous_gaussian_counts() -> None:
+    """With a public extent an empty HAT's noisy count passes with probability 0.05 / m. The Gaussian counts are
+    continuous, so the threshold is used as it is (19.65 on four Austin days at epsilon 10: rounding it up to 20
+    passed about 8 of 362 HATs fewer); the discrete Laplace counts are integers, so ceil(t) passes the same HATs."""
+    from statistics import NormalDist
+
+    from urbandp.fleet.selection import false_positive_threshold
+
+    sigma, m = 4.559490868346636, 6120
+    t = false_positive_threshold(sigma, m, 0.0, gaussian=True)
+    assert t == pytest.approx(19.6505, abs=1e-4) and t != math.ceil(t)
+    assert m * (1.0 - NormalDist(0.0, sigma).cdf(t)) == pytest.approx(0.05, rel=1e-9)  # empty HATs expected
+    laplace = false_positive_threshold(30.0, m, 0.0)
+    assert laplace == math.ceil(30.0 * math.log(m / 0.1)) == 331
+    assert false_positive_threshold(sigma, m, 25.0, gaussian=True) == 25.0  # the --min-vehicles-per-day floor
