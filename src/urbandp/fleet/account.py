@@ -151,11 +151,10 @@ def account(
     cells = released.select(cell_expr()).to_series()
     prec = cfg.precision
     cost_col = f"{plan.currency}_hat_day"
+    keys = {"h3_cell": cells, "resolution": np.full(h, cfg.resolution, dtype=np.int64), "slot": labels}
     speed = pl.DataFrame(
         {
-            "h3_cell": cells,
-            "resolution": np.full(h, cfg.resolution, dtype=np.int64),
-            "slot": labels,
+            **keys,
             "mean_speed": round_to_precision(measured.mean_speed, prec),
             "ci95_low": round_to_precision(measured.ci_low, prec),
             "ci95_high": round_to_precision(measured.ci_high, prec),
@@ -169,9 +168,7 @@ def account(
     )
     speeding = pl.DataFrame(
         {
-            "h3_cell": cells,
-            "resolution": np.full(h, cfg.resolution, dtype=np.int64),
-            "slot": labels,
+            **keys,
             "vehicles_over_limit_per_day": round_to_precision(measured.over_per_day, prec),
             "ci95_low": round_to_precision(measured.over_low, prec),
             "ci95_high": round_to_precision(measured.over_high, prec),

@@ -277,9 +277,10 @@ def calibrate_selection(
     cost_hat = meas.map((1, 1, 1))[0]
     # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
     # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
-    at_window = meas if threshold >= days else _threshold_measurement(scale, days, gaussian)
-    w_eps, w_delta = at_window.map(threshold_distance(k, days, gaussian))
-    if threshold < days:
+    if threshold >= days:
+        w_eps, w_delta = meas.map(threshold_distance(k, days, gaussian))
+    else:
+        w_eps = _threshold_measurement(scale, days, gaussian).map(threshold_distance(k, days, gaussian))[0]
         w_delta = 1.0
     return SelectionCalibration(
         "dp",
