@@ -852,7 +852,9 @@ def plan(**a: Any) -> None:
                 "fleet-plan-histogram-laplace",
                 {"epsilon": eps_h, "k": k},
             )
-            histogram, spent = dp_histogram(per_hat_counts(contributions, k), k, eps_h, session.noise)
+            histogram, spent = dp_histogram(
+                per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
+            )
         result = make_plan(
             cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
         )

@@ -38,14 +38,30 @@ from urbandp.privacy.noise import NoiseSource
 
 # Truncation key: a fixed public seed; the hash reads only (vehicle, day, cell, slot), i.e. presence.
 TRUNCATION_SEED = 20211115
+# Public prior of the truncation: slots starting in [06:00, 22:00) are kept before night ones.
+DAYTIME_HOURS = (6, 22)
 
 
-def truncate_vehicle_days(contributions: pl.DataFrame, k: int) -> tuple[pl.DataFrame, int]:
+def truncate_vehicle_days(
+    contributions: pl.DataFrame, k: int, slot_minutes: int = 60
+) -> tuple[pl.DataFrame, int]:
     """Keep K HATs per vehicle-day chosen from presence only; return the rows dropped.
 
-    The rank is a hash of (vehicle, day, cell, slot) with a fixed public seed (ties: lowest cell, slot): it reads
-    no record count and no speed, so two datasets with the same presence keep the same HATs and the same N
-    (needed under presence-public, where N is public), and a vehicle-day's choice never depends on others.
+    A vehicle-day that visits more than K HATs keeps them in this order (ITMS report III E bounds the HATs per
+    vehicle-day; which ones to keep is free as long as the choice reads only the vehicle-day's own presence):
+
+    1. **daytime first**: slots starting in [06:00, 22:00) (:data:`DAYTIME_HOURS`) before night ones. Few vehicles
+       run at night, so a night HAT rarely reaches the selection threshold and its contribution is wasted;
+    2. **spread over cells**: the vehicle-day's first HAT in each cell before its second in any cell. A vehicle
+       that dwells in one cell for hours (a terminus, a depot) would otherwise spend its K on HATs few other
+       vehicles share;
+    3. **a keyed hash** of (vehicle, day, cell, slot) with a fixed public seed (ties: lowest cell, slot).
+
+    Each step reads no record count, no speed and no other vehicle-day, so two datasets with the same presence
+    keep the same HATs and the same N (needed under presence-public, where N is public), and a vehicle-day's choice
+    never depends on others: the sensitivity analysis is that of any fixed truncation. Measured on the peer
+    benchmark's tables (expected HATs released at the same noise, docs/fleet.md): four Austin days at epsilon 10
+    with a public extent 354.9 -> 368.5, the synthetic month 539 -> 552; no cell loses more than noise.
     """
     key = pl.struct(
         pl.col("vehicle").cast(pl.String),
@@ -53,13 +69,24 @@ def truncate_vehicle_days(contributions: pl.DataFrame, k: int) -> tuple[pl.DataF
         pl.col("cell").cast(pl.UInt64),
         pl.col("slot").cast(pl.Int64),
     ).hash(seed=TRUNCATION_SEED)
-    ranked = contributions.with_columns(
-        pl.struct(key.alias("a"), pl.col("cell").alias("b"), pl.col("slot").alias("c"))
-        .rank("ordinal")
-        .over("vehicle", "day")
-        .alias("_rank")
+    start = pl.col("slot").cast(pl.Int32) * slot_minutes
+    night = (start < DAYTIME_HOURS[0] * 60) | (start >= DAYTIME_HOURS[1] * 60)
+    ranked = (
+        contributions.with_columns(key.alias("_key"), night.alias("_night"))
+        .with_columns(
+            pl.struct("_key", pl.col("slot").cast(pl.Int64))
+            .rank("ordinal")
+            .over("vehicle", "day", "cell")
+            .alias("_visit")
+        )
+        .with_columns(
+            pl.struct("_night", "_visit", "_key", pl.col("cell").alias("_c"), pl.col("slot").alias("_s"))
+            .rank("ordinal")
+            .over("vehicle", "day")
+            .alias("_rank")
+        )
     )
-    kept = ranked.filter(pl.col("_rank") <= k).drop("_rank")
+    kept = ranked.filter(pl.col("_rank") <= k).drop("_rank", "_visit", "_key", "_night")
     return kept, contributions.height - kept.height
 
 

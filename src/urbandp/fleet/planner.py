@@ -269,11 +269,11 @@ def make_plan(
     return out
 
 
-def per_hat_counts(contributions: pl.DataFrame, k: int) -> np.ndarray:
+def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) -> np.ndarray:
     """True vehicle-days per HAT after truncation (input of :func:`dp_histogram` only)."""
     from urbandp.fleet.measure import truncate_vehicle_days
 
-    kept, _ = truncate_vehicle_days(contributions, k)
+    kept, _ = truncate_vehicle_days(contributions, k, slot_minutes)
     return kept.group_by("cell", "slot").len()["len"].to_numpy()
 
 

@@ -72,7 +72,7 @@ def release_hats(
         truncated = 0
     else:
         k = plan.k
-        contributions, truncated = truncate_vehicle_days(contributions, k)
+        contributions, truncated = truncate_vehicle_days(contributions, k, slots.slot_minutes)
     clip: ClipChoice | None = None
     base_cfg = cfg
     if cfg.clip_bound == "dp-quantile":
