@@ -214,6 +214,36 @@ def test_truncation_reads_presence_only() -> None:
     assert ra.speed["epsilon_hat_day"].to_list() == rb.speed["epsilon_hat_day"].to_list()  # same N
 
 
+def _kept(rows: list[tuple[int, int]], k: int, slot_minutes: int = 60) -> set[tuple[int, int]]:
+    """The (cell, slot) pairs one vehicle-day keeps out of ``rows`` at bound ``k``."""
+    data = contributions([(c, s, 0, "v1", 10.0, 10.0) for c, s in rows])
+    kept, dropped = truncate_vehicle_days(data, k, slot_minutes)
+    assert dropped == len(rows) - min(k, len(rows))
+    return set(zip(kept["cell"].to_list(), kept["slot"].to_list(), strict=True))
+
+
+def test_truncation_keeps_daytime_slots_before_night_ones() -> None:
+    """Slots starting in [06:00, 22:00) first: of 05:00, 06:00, 21:00, 22:00 and 23:00, K = 2 keeps 06:00 and 21:00."""
+    assert _kept([(CELL_A, s) for s in (5, 6, 21, 22, 23)], 2) == {(CELL_A, 6), (CELL_A, 21)}
+    # two-hour slots: slot 3 starts at 06:00 (day), slot 11 at 22:00 (night), slot 2 at 04:00 (night)
+    assert _kept([(CELL_A, 2), (CELL_A, 3), (CELL_A, 11)], 1, slot_minutes=120) == {(CELL_A, 3)}
+    # fewer HATs than K: nothing dropped, night ones included
+    assert _kept([(CELL_A, 23), (CELL_B, 2)], 32) == {(CELL_A, 23), (CELL_B, 2)}
+
+
+def test_truncation_spreads_a_vehicle_day_over_cells() -> None:
+    """Each cell's first HAT before any cell's second: three hours dwelling in cell A and one hour in cell B keep
+    B's HAT and exactly one of A's at K = 2, and every cell at K = 3 keeps at most two of A's."""
+    rows = [(CELL_A, 9), (CELL_A, 10), (CELL_A, 11), (CELL_B, 12)]
+    kept = _kept(rows, 2)
+    assert (CELL_B, 12) in kept
+    assert len([1 for c, _ in kept if c == CELL_A]) == 1
+    kept3 = _kept(rows, 3)
+    assert (CELL_B, 12) in kept3 and len(kept3) == 3
+    # the order inside a cell is the keyed hash, so the choice does not depend on the row order
+    assert _kept(rows[::-1], 2) == kept
+
+
 def test_observed_k_is_flagged_not_dp() -> None:
     r = release_hats(
         SMALL,
