@@ -27,7 +27,7 @@ How it runs:
 
 Noise is unseeded: with ``--repeats R`` each figure is the mean over R runs, and run r hands the peers a table
 truncated with seed ``TRUNCATION_SEED + r`` (the truncation draw moves the HATs released by a few percent; urbandp's
-own truncation is a fixed public keyed hash).
+own truncation is fixed and public: daytime first, long dwells last, then a keyed hash; see bench_truncation.py).
 
     .venv/bin/python benchmarks/bench_peers.py                       # everything (about 40 minutes on 2 cores)
     .venv/bin/python benchmarks/bench_peers.py --datasets austin1 --peers urbandp opendp-gaussian

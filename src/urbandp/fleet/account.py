@@ -236,8 +236,8 @@ def account(
         "max_hats_per_vehicle_day_source": (
             "observed in the data (not DP)"
             if cfg.max_hats_per_vehicle_day == "observed"
-            else "public bound, enforced by truncation on presence (daytime first, spread over cells, then a keyed "
-            "hash of vehicle, day, cell, slot)"
+            else "public bound, enforced by truncation on presence (daytime first, long dwells in one cell last, "
+            "then a keyed hash of vehicle, day, cell, slot)"
         ),
         "hats_released": h,
         "means_withheld_small_noisy_count": measured.withheld,

@@ -66,7 +66,7 @@ def truncate_vehicle_days(
     never depends on others: the sensitivity analysis is that of any fixed truncation. Measured on the peer
     benchmark's tables (``benchmarks/bench_truncation.py``: expected HATs released at the same noise), four Austin
     days at epsilon 10 with a public extent pass 353.5 -> 365.8 HATs and the synthetic month 539.0 -> 550.8; no
-    cell loses more than 0.2 HATs. The two constants were chosen on those tables.
+    cell loses more than 0.26 HATs. The two constants were chosen on those tables.
     """
     key = pl.struct(
         pl.col("vehicle").cast(pl.String),

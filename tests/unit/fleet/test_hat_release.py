@@ -231,17 +231,27 @@ def test_truncation_keeps_daytime_slots_before_night_ones() -> None:
     assert _kept([(CELL_A, 23), (CELL_B, 2)], 32) == {(CELL_A, 23), (CELL_B, 2)}
 
 
-def test_truncation_spreads_a_vehicle_day_over_cells() -> None:
-    """Each cell's first HAT before any cell's second: three hours dwelling in cell A and one hour in cell B keep
-    B's HAT and exactly one of A's at K = 2, and every cell at K = 3 keeps at most two of A's."""
-    rows = [(CELL_A, 9), (CELL_A, 10), (CELL_A, 11), (CELL_B, 12)]
-    kept = _kept(rows, 2)
-    assert (CELL_B, 12) in kept
-    assert len([1 for c, _ in kept if c == CELL_A]) == 1
-    kept3 = _kept(rows, 3)
-    assert (CELL_B, 12) in kept3 and len(kept3) == 3
-    # the order inside a cell is the keyed hash, so the choice does not depend on the row order
-    assert _kept(rows[::-1], 2) == kept
+def test_truncation_keeps_a_long_dwell_in_one_cell_last() -> None:
+    """Six hours in cell A and one in cell B at K = 5: B's HAT and four of A's (DWELL_HOURS = 4). Up to four hours
+    in a cell count like any other HAT, and the choice does not depend on the row order."""
+    dwell = [(CELL_A, s) for s in range(9, 15)]
+    kept = _kept([*dwell, (CELL_B, 15)], 5)
+    assert (CELL_B, 15) in kept and len([1 for c, _ in kept if c == CELL_A]) == 4
+    assert _kept([(CELL_B, 15), *dwell[::-1]], 5) == kept
+    # 15-minute slots: the dwell allowance is 4 hours = 16 slots, so 17 slots in A and one in B keep B at K = 17
+    quarter = [(CELL_A, s) for s in range(36, 53)]
+    assert (CELL_B, 60) in _kept([*quarter, (CELL_B, 60)], 17, slot_minutes=15)
+    # 40 vehicle-days with four hours in A and one in B at K = 2: no dwell beyond the allowance, so the keyed hash
+    # alone decides and B's HAT is kept by some of them (2 of 5 expected: 16 of 40), not by all
+    many = contributions(
+        [
+            (c, s, 0, f"v{v}", 10.0, 10.0)
+            for v in range(40)
+            for c, s in [*((CELL_A, t) for t in range(9, 13)), (CELL_B, 13)]
+        ]
+    )
+    kept_b = truncate_vehicle_days(many, 2)[0].filter(pl.col("cell") == CELL_B).height
+    assert 6 <= kept_b <= 26
 
 
 def test_observed_k_is_flagged_not_dp() -> None:
