@@ -342,12 +342,15 @@ def main() -> int:
                     if not scores:
                         continue
                     mean = {key: mean_of_runs([s[key] for s in scores]) for key in scores[0]}
+                    per_run = [s["hats"] for s in scores]
                     row = {
                         "dataset": ds_name,
                         "epsilon_per_day": eps,
                         "extent": extent,
                         "contender": name,
                         **mean,
+                        "runs": len(scores),
+                        "hats_per_run": per_run,
                         "stated_loss": run["loss"],
                         "loss_within_target": loss_ok(run["loss"], eps),
                     }
@@ -369,6 +372,7 @@ def main() -> int:
                     ]
                     keys = set().union(*pairs) if pairs else set()
                     row["matched"] = {k: mean_of_runs([p.get(k, np.nan) for p in pairs]) for k in keys}
+                    row["matched"]["hats_pooled"] = float(sum(p["hats"] for p in pairs))
     print()
     print(markdown_table(rows))
     print()
@@ -409,10 +413,56 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# Fewer shared HATs than this (pooled over the runs) make no median or p90 worth comparing: the p90 of nine values is
+# their largest. Such pairs are listed but do not decide the verdict.
+MIN_SHARED_HATS = 10
+
+
+def hats_noise(ours: dict[str, Any], best: dict[str, Any]) -> float:
+    """Two standard errors of the difference of the mean HATs released (from each contender's runs), or 0 when a
+    contender has fewer than two runs or the rows predate the per-run counts."""
+    se2 = 0.0
+    for row in (ours, best):
+        runs = row.get("hats_per_run") or []
+        if len(runs) < 2:
+            return 0.0
+        se2 += float(np.var(runs, ddof=1)) / len(runs)
+    return 2.0 * float(np.sqrt(se2))
+
+
+def verdict(ours: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """``ahead``: urbandp releases at least as many HATs as every peer and is no less accurate than any of them on
+    the HATs both released (median and p90), wherever they share at least MIN_SHARED_HATS over the runs;
+    ``within noise``: the same, except that the best peer's mean HATs exceed ours by less than two standard errors
+    of the difference over the runs; ``behind`` otherwise. Also the per-peer descriptions."""
+    best = max(peers, key=lambda r: r["hats"])
+    gap = best["hats"] - ours["hats"]
+    errors_ok, parts = True, []
+    for r in peers:
+        m = r.get("matched", {})
+        if not m.get("hats"):
+            parts.append(f"{r['contender']}: none shared")
+            continue
+        text = (
+            f"{r['contender']}: {m['hats']:.0f}, {m['urbandp_median']:.2f}/{m['peer_median']:.2f}, "
+            f"{m['urbandp_p90']:.2f}/{m['peer_p90']:.2f}"
+        )
+        pooled = m.get("hats_pooled", m["hats"] * r.get("runs", 1))
+        if pooled < MIN_SHARED_HATS:
+            parts.append(f"{text} (too few to compare)")
+            continue
+        parts.append(text)
+        errors_ok &= m["urbandp_median"] <= m["peer_median"] and m["urbandp_p90"] <= m["peer_p90"]
+    if not errors_ok:
+        return "behind", parts
+    if gap <= 0:
+        return "ahead", parts
+    return ("within noise" if gap < hats_noise(ours, best) else "behind"), parts
+
+
 def matched_table(rows: list[dict[str, Any]]) -> str:
     """Per cell: HATs (urbandp against the best peer) and, against each peer on the HATs both released, the
-    median / p90 errors (urbandp's first); the verdict: ahead when urbandp releases at least as many HATs as every
-    peer and is no less accurate than any of them on the shared HATs (median and p90)."""
+    median / p90 errors (urbandp's first), and the :func:`verdict`."""
     lines = [
         "| data, eps/day, extent | urbandp HATs | best peer HATs | against each peer on shared HATs: n, median "
         "ours/theirs, p90 ours/theirs | verdict |",
@@ -426,20 +476,10 @@ def matched_table(rows: list[dict[str, Any]]) -> str:
         if ours is None or not peers:
             continue
         best = max(peers, key=lambda r: r["hats"])
-        parts, ahead = [], ours["hats"] >= best["hats"]
-        for r in peers:
-            m = r.get("matched", {})
-            if not m.get("hats"):
-                parts.append(f"{r['contender']}: none shared")
-                continue
-            parts.append(
-                f"{r['contender']}: {m['hats']:.0f}, {m['urbandp_median']:.2f}/{m['peer_median']:.2f}, "
-                f"{m['urbandp_p90']:.2f}/{m['peer_p90']:.2f}"
-            )
-            ahead &= m["urbandp_median"] <= m["peer_median"] and m["urbandp_p90"] <= m["peer_p90"]
+        said, parts = verdict(ours, peers)
         lines.append(
             f"| {ds}, {eps:g}, {'bbox' if extent else 'none'} | {ours['hats']:.1f} | {best['hats']:.1f} "
-            f"({best['contender']}) | {'; '.join(parts)} | {'ahead' if ahead else 'behind'} |"
+            f"({best['contender']}) | {'; '.join(parts)} | {said} |"
         )
     return "\n".join(lines)
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 from bench_peers import AUSTIN_BBOX, DELTA, RESOLUTION, SURAT_BBOX, K, U, datasets, ensure_data  # noqa: E402
 from results_file import write_results  # noqa: E402
 from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
-from urbandp.fleet.measure import TRUNCATION_SEED, truncate_vehicle_days  # noqa: E402
+from urbandp.fleet.measure import truncate_vehicle_days, truncation_key  # noqa: E402
 from urbandp.fleet.release import release_hats  # noqa: E402
 from urbandp.privacy.noise import ExactNoiseForTesting  # noqa: E402
 
@@ -60,12 +60,7 @@ def contributions(name: str) -> tuple[pl.DataFrame, list[dt.date]]:
 
 def hash_only(table: pl.DataFrame, k: int) -> pl.DataFrame:
     """The previous policy: the K HATs of lowest keyed hash of (vehicle, day, cell, slot)."""
-    key = pl.struct(
-        pl.col("vehicle").cast(pl.String),
-        pl.col("day").cast(pl.String),
-        pl.col("cell").cast(pl.UInt64),
-        pl.col("slot").cast(pl.Int64),
-    ).hash(seed=TRUNCATION_SEED)
+    key = truncation_key()
     rank = pl.struct(key.alias("a"), pl.col("cell").alias("b"), pl.col("slot").alias("c")).rank("ordinal")
     return table.filter(rank.over("vehicle", "day") <= k)
 

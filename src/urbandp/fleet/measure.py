@@ -44,6 +44,16 @@ DAYTIME_HOURS = (6, 22)
 DWELL_HOURS = 4
 
 
+def truncation_key() -> pl.Expr:
+    """The keyed hash of (vehicle, day, cell, slot) with the fixed public seed: presence only."""
+    return pl.struct(
+        pl.col("vehicle").cast(pl.String),
+        pl.col("day").cast(pl.String),
+        pl.col("cell").cast(pl.UInt64),
+        pl.col("slot").cast(pl.Int64),
+    ).hash(seed=TRUNCATION_SEED)
+
+
 def truncate_vehicle_days(
     contributions: pl.DataFrame, k: int, slot_minutes: int = 60
 ) -> tuple[pl.DataFrame, int]:
@@ -68,12 +78,7 @@ def truncate_vehicle_days(
     days at epsilon 10 with a public extent pass 353.5 -> 365.8 HATs and the synthetic month 539.0 -> 550.8; no
     cell loses more than 0.26 HATs. The two constants were chosen on those tables.
     """
-    key = pl.struct(
-        pl.col("vehicle").cast(pl.String),
-        pl.col("day").cast(pl.String),
-        pl.col("cell").cast(pl.UInt64),
-        pl.col("slot").cast(pl.Int64),
-    ).hash(seed=TRUNCATION_SEED)
+    key = truncation_key()
     start = pl.col("slot").cast(pl.Int32) * slot_minutes
     night = (start < DAYTIME_HOURS[0] * 60) | (start >= DAYTIME_HOURS[1] * 60)
     dwell_slots = max(1, DWELL_HOURS * 60 // slot_minutes)
