@@ -246,9 +246,8 @@ def run_peer(
     report = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
     table = pd.read_csv(spec["out"])
     loss = dict(report["loss"])
-    if (
-        "epsilon" not in loss
-    ):  # a zCDP accountant (Tumult's RhoZCDPBudget): its rho, converted at the target delta
+    # a zCDP accountant (Tumult's RhoZCDPBudget) states rho: converted at the target delta
+    if "epsilon" not in loss:
         loss.update(epsilon=zcdp_epsilon(float(loss["rho"]), DELTA), delta=DELTA)
     return {"table": table, "loss": loss, "wall_s": wall, "peak_mib": mib}
 

@@ -127,9 +127,8 @@ def prepare(
     records = read_records(paths, speed_factor)
     rows = vehicle_day_hats(records, resolution, speed_max)
     truth(rows).to_parquet(out_dir / "truth.parquet", index=False)
-    rows.to_parquet(
-        out_dir / "rows_all.parquet", index=False
-    )  # untruncated: each repeat redraws its truncation
+    # untruncated: each repeat of bench_peers redraws its truncation from it
+    rows.to_parquet(out_dir / "rows_all.parquet", index=False)
     kept = truncate(rows, k, seed)
     kept.to_parquet(out_dir / "rows.parquet", index=False)
     domain_keys(bbox, resolution, list(range(24))).to_parquet(out_dir / "keys.parquet", index=False)
