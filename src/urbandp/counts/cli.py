@@ -243,7 +243,14 @@ def release(
         if not select_partitions:
             raise InputError("no public domain: pass --domain FILE, or --select-partitions with --delta")
         cap = None if budget_epsilon is None else Loss.approx_dp(budget_epsilon, budget_delta)
-        with Session(dataset, budget_store, unit=punit.kind, out=out, cap=cap) as session:
+        with Session(
+            dataset,
+            budget_store,
+            unit=punit.kind,
+            out=out,
+            cap=cap,
+            allow_meaningless_epsilon=allow_meaningless_epsilon,
+        ) as session:
             _release_selected(
                 df,
                 out,
@@ -283,7 +290,15 @@ def release(
         raise InputError("--dataset: this method is not DP and cannot be charged to a budget")
     console = Console(stderr=True)
     cap = None if budget_epsilon is None else Loss.approx_dp(budget_epsilon, budget_delta)
-    with Session(dataset, budget_store, unit=unit, out=out, cap=cap, noise=None) as session:
+    with Session(
+        dataset,
+        budget_store,
+        unit=unit,
+        out=out,
+        cap=cap,
+        noise=None,
+        allow_meaningless_epsilon=allow_meaningless_epsilon,
+    ) as session:
         not_dp = []
         if (
             plan is not None

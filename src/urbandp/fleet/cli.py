@@ -451,7 +451,13 @@ def release(
             transient=True,
         ) as progress,
         # the output is checked before any record is read; reserved before noise, committed after writing
-        Session(dataset, budget_store, unit="vehicle-day", out=out) as session,
+        Session(
+            dataset,
+            budget_store,
+            unit="vehicle-day",
+            out=out,
+            allow_meaningless_epsilon=allow_meaningless_epsilon,
+        ) as session,
     ):
         not_dp = _meaningless(cfg, allow_meaningless_epsilon)  # before any record is read or noise drawn
         session.refuse_not_dp(not_dp)

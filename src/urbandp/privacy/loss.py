@@ -25,13 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SANE_EPSILON = 100.0
-"""Epsilon per privacy unit (per day for per-day units) above which a release protects nobody (e^100 ~ 1e43)."""
-SANE_RHO = 50.0
-"""rho per unit per day above which a zCDP release protects nobody (epsilon > 50 at any delta)."""
-MAX_DELTA = 1e-5
-"""Largest delta accepted: a delta is the chance that the guarantee fails outright, per unit."""
-
 
 @dataclass(frozen=True)
 class Loss:
@@ -202,45 +195,24 @@ def optimal_homogeneous_epsilon(epsilon: float, k: int, delta: float) -> float:
     return min(basic, hi)
 
 
-ALLOW_FLAG = "--allow-meaningless-epsilon"
+# The guards (sanity limits, delta limit) live in urbandp.privacy.guards; re-exported here for old importers.
+from urbandp.privacy.guards import (  # noqa: E402
+    ALLOW_FLAG,
+    MAX_DELTA,
+    SANE_EPSILON,
+    SANE_RHO,
+    check_delta,
+    meaningless_reasons,
+)
 
-
-def meaningless_reasons(loss: Loss, conversion_delta: float | None, *, per: str, allow: bool) -> list[str]:
-    """Refuse a loss per unit that protects nobody; with ``allow`` (``--allow-meaningless-epsilon``) return the
-    reasons instead, for the release to carry as ``not_dp_reasons`` (labelled NOT differentially private).
-
-    Limits (docs/privacy-core.md): epsilon above :data:`SANE_EPSILON` or rho above :data:`SANE_RHO` per ``per``
-    (a unit, or a unit-day for per-day units); a loss whose conversion overflows is refused the same way.
-    """
-    reasons: list[str] = []
-    eps, _, why = loss.approx(conversion_delta)
-    if loss.rho > SANE_RHO:
-        reasons.append(f"rho {loss.rho:.3g} per {per} is above {SANE_RHO:g}")
-    if eps is None:
-        reasons.append(f"the privacy loss per {per} cannot be stated ({why})")
-    elif eps > SANE_EPSILON:
-        reasons.append(f"epsilon {eps:.3g} per {per} is above {SANE_EPSILON:g}")
-    if reasons and not allow:
-        from urbandp.errors import InputError
-
-        raise InputError(
-            f"{'; '.join(reasons)}: the noise would protect nobody, yet the release would be labelled DP; lower "
-            f"the loss, or give {ALLOW_FLAG} to run it labelled NOT differentially private"
-        )
-    return [f"{r} ({ALLOW_FLAG}): no meaningful protection" for r in reasons]
-
-
-def check_delta(delta: float, option: str, units: int | None = None) -> None:
-    """Refuse a delta above :data:`MAX_DELTA`, or above 1/n when the public number of units n is known."""
-    from urbandp.errors import InputError
-
-    if delta > MAX_DELTA:
-        raise InputError(
-            f"{option} {delta:g} is above {MAX_DELTA:g}: delta is the chance that the guarantee fails outright "
-            "for a unit; use 1e-6 or smaller"
-        )
-    if units is not None and units > 0 and delta > 1.0 / units:
-        raise InputError(
-            f"{option} {delta:g} is above 1/n = {1.0 / units:.3g} for the {units:,} units of the public domain: "
-            "one of them would be expected to lose its protection; use a smaller delta"
-        )
+__all__ = [
+    "ALLOW_FLAG",
+    "MAX_DELTA",
+    "SANE_EPSILON",
+    "SANE_RHO",
+    "Loss",
+    "check_delta",
+    "homogeneous_delta",
+    "meaningless_reasons",
+    "optimal_homogeneous_epsilon",
+]

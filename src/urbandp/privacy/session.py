@@ -22,7 +22,9 @@ Rules the session enforces:
   ``aborted after noise`` (a refund would let fresh noise be averaged away for free);
 * nothing passed to :meth:`Session.say` is printed unless the charge was committed, so no value derived from
   noise is shown by a run that is not charged;
-* a release with ``not_dp_reasons`` is refused with ``--dataset`` (:meth:`Session.refuse_not_dp`).
+* a release with ``not_dp_reasons`` is refused with ``--dataset`` (:meth:`Session.refuse_not_dp`);
+* the loss guards of :mod:`urbandp.privacy.guards` (delta limit, meaningless loss) run in :meth:`Session.reserve`,
+  so every release that reserves passes them, whichever entry point opened the session.
 
 A zCDP loss is booked in the store as rho and as its (epsilon, delta) at the release's conversion delta, so an
 epsilon cap holds against it (issue 20: rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
@@ -41,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from urbandp.errors import BudgetExceededError, InputError
+from urbandp.privacy import guards
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 
@@ -70,6 +73,7 @@ class Session:
         conversion_delta: float | None = None,
         noise: NoiseSource | None = None,
         command_line: str | None = None,
+        allow_meaningless_epsilon: bool = False,
     ) -> None:
         self.dataset = dataset
         self.store_url = store_url
@@ -78,6 +82,10 @@ class Session:
         self.cap = cap
         self.conversion_delta = conversion_delta
         self.command_line = command_line
+        self.allow_meaningless_epsilon = allow_meaningless_epsilon
+        self.not_dp_reasons: list[str] = []
+        """Why this release is NOT DP (a meaningless loss allowed by ``allow_meaningless_epsilon``, or what a wing
+        declared through :meth:`refuse_not_dp`); the wing copies them into its privacy report."""
         self.loss_per_day: Loss | None = None
         self.days: list[dt.date] = []
         self.reserved = False
@@ -104,12 +112,26 @@ class Session:
         return {k: Loss(total.epsilon * v / s, total.delta * v / s, total.rho * v / s) for k, v in w.items()}
 
     def refuse_not_dp(self, reasons: Sequence[str]) -> None:
-        """With ``--dataset``, refuse a release that is labelled NOT DP: it cannot be booked as DP spend."""
-        if self.dataset is not None and reasons:
-            raise InputError(
-                f"--dataset: this release is NOT differentially private ({'; '.join(reasons)}); it cannot be "
-                "charged to a budget as DP spend"
-            )
+        """With ``--dataset``, refuse a release that is labelled NOT DP: it cannot be booked as DP spend.
+
+        The reasons are remembered (:attr:`not_dp_reasons`): :meth:`reserve` checks them again, so a wing that
+        labels its release NOT DP after this call is still refused before any noise.
+        """
+        self.not_dp_reasons += [r for r in reasons if r not in self.not_dp_reasons]
+        guards.refuse_not_dp(self.dataset, self.not_dp_reasons)
+
+    def check_loss(self, loss_per_day: Loss) -> list[str]:
+        """The loss guards (:mod:`urbandp.privacy.guards`) on a loss per unit (per day for per-day units): the
+        delta limit always; the meaningless-loss limit refused, or with ``allow_meaningless_epsilon`` returned as
+        NOT DP reasons (and remembered). Called by :meth:`reserve`; a wing may call it earlier (a plan)."""
+        if self.conversion_delta is not None:
+            guards.check_delta(self.conversion_delta, "delta")
+        guards.check_delta(loss_per_day.delta, "delta (per unit and day)")
+        reasons = guards.meaningless_reasons(
+            loss_per_day, self.conversion_delta, per=self.unit, allow=self.allow_meaningless_epsilon
+        )
+        self.refuse_not_dp(reasons)
+        return reasons
 
     # -- reserve -----------------------------------------------------------------------------------------------
     def window_loss(self) -> Loss:
@@ -144,6 +166,7 @@ class Session:
             raise RuntimeError("a session reserves its budget once")
         if not days:
             raise InputError("a release must charge at least one day")
+        self.check_loss(loss_per_day)  # the guards, whatever the entry point: before the store and any noise
         self.loss_per_day = loss_per_day
         self.days = sorted(set(days))
         eps_day, delta_day = self.approx_per_day()

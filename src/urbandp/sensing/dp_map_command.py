@@ -287,7 +287,14 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
         days = sorted({str(w)[:10] for w in windows})
         cap = None if o.budget is None else Loss.approx_dp(o.budget, 1.0)
         with (
-            Session(o.dataset, o.budget_store, unit="reading", out=o.out, cap=cap) as session,
+            Session(
+                o.dataset,
+                o.budget_store,
+                unit="reading",
+                out=o.out,
+                cap=cap,
+                allow_meaningless_epsilon=o.allow_meaningless_epsilon,
+            ) as session,
             atomic_output_dir(o.out) as d,
         ):
             session.refuse_not_dp(not_dp)

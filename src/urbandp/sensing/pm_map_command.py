@@ -96,7 +96,13 @@ def run_pm_map(o: PmMapOptions) -> dict[str, Any]:
         readings = readings.subset(inside)
         days = sorted({str(w)[:10] for w in windows})
         with (
-            Session(o.dataset, o.budget_store, unit="reading", out=o.out) as session,
+            Session(
+                o.dataset,
+                o.budget_store,
+                unit="reading",
+                out=o.out,
+                allow_meaningless_epsilon=o.allow_meaningless_epsilon,
+            ) as session,
             atomic_output_dir(o.out) as d,
         ):
             session.refuse_not_dp(not_dp)
