@@ -39,11 +39,32 @@ def build_app(only: str | None = None) -> typer.Typer:
         pretty_exceptions_enable=False,
         add_completion=False,
     )
+    app.callback()(_root)
     register_fleet(app)
     for name, (module, text) in GROUPS.items():
         if only is None or only == name:
             app.add_typer(importlib.import_module(module).app, name=name, help=text)
     return app
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from urbandp.provenance import version_line
+
+        print(version_line())
+        raise typer.Exit()
+
+
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the urbandp, OpenDP and Python versions and exit.",
+    ),
+) -> None:
+    """Differentially private release of urban mobility and sensor data."""
 
 
 def _wanted_group(argv: list[str]) -> str | None:

@@ -6,6 +6,7 @@ Every release folder states what is DP in the same header, checked here before a
   never labelled DP, and one labelled NOT DP says why (a wing that omits the flag gets it from its reasons);
 * the privacy unit is named (``privacy_unit``, or ``unit`` in the wings that call it so);
 * the header comes first, in a fixed order, so a reader finds the verdict at the top of every file;
+* ``software`` records the urbandp, OpenDP and Python versions that made the release (issue 32);
 * the text is strict JSON (RFC 8259): non-finite numbers become ``null``
   (:func:`urbandp.reports.outputs.dumps_strict`).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from urbandp.provenance import software_versions
 from urbandp.reports.outputs import write_json
 
 FILE_NAME = "privacy.json"
@@ -45,7 +47,7 @@ def privacy_document(privacy: Mapping[str, object]) -> dict[str, object]:
         raise PrivacyDocumentError("privacy.json labels a release NOT DP without saying why (not_dp_reasons)")
     if "privacy_unit" not in privacy and "unit" not in privacy:
         raise PrivacyDocumentError("privacy.json must name its privacy unit (privacy_unit or unit)")
-    body = {**privacy, "differentially_private": flag}
+    body = {**privacy, "differentially_private": flag, "software": software_versions()}
     head = {k: body[k] for k in HEADER if k in body}
     return {**head, **{k: v for k, v in body.items() if k not in head}}
 
