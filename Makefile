@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test venv bench clean wheel-smoke
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/run_all.py
+
+wheel-smoke:  ## the built wheel, installed with no extras in a fresh venv, runs the demo and README recipes
+	bash .ci/wheel_smoke.sh out/wheel-smoke
 
 clean:
 	rm -rf out .pytest_cache
