@@ -15,7 +15,9 @@ Without a public domain, OpenDP's unknown-domain threshold mechanisms are used (
 ``make_laplace_threshold`` (pure-DP noise, distance (l0, l1, linf) = (K, K, 1)) or ``make_gaussian_threshold``
 (zCDP noise, distance (l0, l2, linf) = (K, ceil(sqrt K), 1); OpenDP bounds l2^2 by min(l2^2, l0 linf^2) = K).
 Over a window of D days one vehicle is D vehicle-days: the window's cost is the same map at (D K, D K, D), resp.
-(D K, ceil(D sqrt K), D), which is tighter than group privacy.
+(D K, D sqrt K, D), which is tighter than group privacy. The integer-count measurement's map takes an integer l2;
+at the window, where min(l2^2, l0 linf^2) = ceil(D sqrt K)^2 would overstate D^2 K, the map is read from OpenDP's
+float-count twin at the exact l2 (:func:`window_l2`, :func:`_window_map`).
 
 With a public domain (``domain_bbox``: the city's extent, chosen without looking at the data) every HAT of the
 domain gets a noisy count, zeros included, and no delta is needed for the selection itself. The noisy counts are
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from statistics import NormalDist
 
 import numpy as np
@@ -144,6 +147,37 @@ def threshold_distance(k: int, days: int = 1, gaussian: bool = False) -> tuple[i
     if gaussian:
         return (days * k, math.ceil(days * math.sqrt(k)), days)
     return (days * k, days * k, days)
+
+
+def window_l2(k: int, days: int) -> float:
+    """Exact L2 distance of one vehicle over ``days`` days: ``D sqrt K`` (K HATs a day, each moved by at most one a
+    day, so the per-HAT changes c_i <= D with sum c_i <= D K, and sum c_i^2 <= K D^2). Returned as the smallest
+    float whose square is at least ``D^2 K`` exactly, so that rounding never understates the distance."""
+    exact = Fraction(days * days * k)
+    l2 = days * math.sqrt(k)
+    while Fraction(l2) ** 2 < exact:
+        l2 = math.nextafter(l2, math.inf)
+    return l2
+
+
+def _window_map(scale: float, threshold: int, k: int, days: int, gaussian: bool) -> tuple[float, float]:
+    """OpenDP's threshold map at one vehicle's window distance (D K, D K, D), resp. (D K, D sqrt K, D).
+
+    Laplace: the integer measurement's own map. Gaussian: OpenDP's integer-count measurement takes an integer
+    l2, and ``ceil(D sqrt K)`` would overstate the cost by ``ceil(D sqrt K)^2 / (D^2 K)`` (1024 / 972 = 1.053 at
+    K 12, D 9; 121 / 108 = 1.12 at K 12, D 3). The map is read instead from the float-count twin (the same scale
+    and threshold, ``make_gaussian_threshold`` over float counts), which takes a float l2. The two maps agree at
+    every integer distance (checked in tests/unit/fleet/test_window_l2.py); the discrete Gaussian's zCDP bound
+    depends on the shift only through its squared L2 norm (Canonne, Kamath and Steinke 2020, the multivariate
+    discrete Gaussian, Thm 14), which is the integer D^2 K here, so the exact map holds for the integer draws.
+    """
+    if not gaussian:
+        return _threshold_measurement(scale, threshold, False).map(threshold_distance(k, days, False))
+    domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=float, nan=False))
+    metric = dp.l02inf_distance(dp.absolute_distance(T=float))
+    twin = dp.m.make_gaussian_threshold(domain, metric, scale=scale, threshold=float(threshold))
+    cost, delta = twin.map((days * k, window_l2(k, days), float(days)))
+    return float(cost), float(delta)
 
 
 def smallest_threshold(scale: float, k: int, delta: float, at_least: float, gaussian: bool = False) -> int:
@@ -278,10 +312,9 @@ def calibrate_selection(
     # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
     # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
     if threshold >= days:
-        w_eps, w_delta = meas.map(threshold_distance(k, days, gaussian))
+        w_eps, w_delta = _window_map(scale, threshold, k, days, gaussian)
     else:
-        w_eps = _threshold_measurement(scale, days, gaussian).map(threshold_distance(k, days, gaussian))[0]
-        w_delta = 1.0
+        w_eps, w_delta = _window_map(scale, days, k, days, gaussian)[0], 1.0
     return SelectionCalibration(
         "dp",
         gaussian,

@@ -250,7 +250,9 @@ def test_unknown_domain_threshold_is_the_per_day_one_and_the_window_delta_is_sta
     assert (cal.cost_day, cal.delta_day) == day and day[0] <= 0.7 and day[1] <= 2.5e-7
     at_d = _threshold_measurement(cal.scale, 31, True).map(threshold_distance(32, 31, True))
     assert at_d[1] == 1.0  # the floor's window delta: nothing was bought
-    assert cal.window_cost == (at_d[0], 1.0)
+    # the window's noise cost is at the exact l2 = D sqrt K (31^2 x 32 = 30752), not ceil(D sqrt K)^2 = 176^2
+    assert cal.window_cost == (pytest.approx(31**2 * 32 / (2 * cal.scale**2), rel=1e-12), 1.0)
+    assert cal.window_cost[0] == pytest.approx(at_d[0] * 30752 / 176**2, rel=1e-12)
     assert cal.window_cost[0] > 31 * 0.7  # more than the 31 days' composition: a group of D vehicle-days
 
 
