@@ -109,22 +109,22 @@ def show(
     )
     if caps.rho_total is not None or caps.rho_per_day is not None or any(v[1] > 0 for v in spend.values()):
         typer.echo(f"group rho over all days {group:.6g}{rho_left}")
-    typer.echo(_delta_line(deltas, delta, caps.delta_total))
+    typer.echo(_delta_line(deltas, delta, caps.delta_total, caps.unit))
     if out is not None:
         _write_show(out, dataset, caps.epsilon_per_day, rows)
 
 
-def _delta_line(deltas: dict[str, float], spent: float, cap: float | None) -> str:
+def _delta_line(deltas: dict[str, float], spent: float, cap: float | None, unit: str) -> str:
     """The delta per day (the largest day's sum) and composed over all releases, with what is left of the cap."""
+    from urbandp.privacy.budget_store import SPANNING_UNITS
+
     worst = max(deltas.values(), default=0.0)
     if cap is None:
         left = " (no cap: declared before the store recorded delta; set one with budget init --delta-total)"
     else:
         left = f" (left {max(cap - spent, 0.0):.3g} of {cap:g})"
-    return (
-        f"delta per day at most {worst:.3g}; delta over all releases {min(spent, 1.0):.3g}{left}, "
-        "for a unit present on every day"
-    )
+    who = f", for a {unit.removesuffix('-day')} present on every day" if unit in SPANNING_UNITS else ""
+    return f"delta per day at most {worst:.3g}; delta over all releases {min(spent, 1.0):.3g}{left}{who}"
 
 
 def _write_show(
