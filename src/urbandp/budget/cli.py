@@ -34,6 +34,11 @@ def init(
         None,
         help="Cap on zCDP rho over all days: each release costs D^2 x its rho per day, a group of D days (default: no cap).",
     ),
+    delta_total: float | None = typer.Option(
+        None,
+        help="Cap on delta over all releases: the sum of each release's delta for a unit present on all of its "
+        "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap).",
+    ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
     """Declare DATASET with its caps (or change them; never below what is already spent).
@@ -41,7 +46,7 @@ def init(
     Example: urbandp budget init surat --unit vehicle-day --epsilon-per-day 12 --epsilon-total 400"""
     from urbandp.privacy.budget_store import DatasetCaps, open_store
 
-    caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total)
+    caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, delta_total)
     store = open_store(budget_store)
     try:
         now = store.init_dataset(caps)
@@ -51,6 +56,7 @@ def init(
         f"{dataset}: unit {unit}, epsilon per day {now.epsilon_per_day}, total {now.epsilon_total}, rho per day "
         f"{now.rho_per_day}"
         + ("" if now.rho_total is None else f", rho total {now.rho_total}")
+        + ("" if now.delta_total is None else f", delta total {now.delta_total:g}")
         + " (caps not given again are kept)"
     )
 
@@ -76,17 +82,19 @@ def show(
         caps = store.caps(dataset)
         spend = store.spend_per_day(dataset)
         group = store.group_rho_spent(dataset)
+        deltas = store.delta_per_day(dataset)
+        delta = store.delta_spent(dataset)
     finally:
         store.close()
     cap = caps.epsilon_per_day
     typer.echo(f"dataset {dataset} (unit {caps.unit}); cap per day {cap}, total cap {caps.epsilon_total}")
-    typer.echo(f"{'day':<12} {'epsilon':>10} {'left':>10} {'rho':>10}")
+    typer.echo(f"{'day':<12} {'epsilon':>10} {'left':>10} {'rho':>10} {'delta':>10}")
     rows = []
     for day in sorted(spend):
         eps, rho = spend[day]
         left = "" if cap is None else f"{max(cap - eps, 0.0):.6g}"
-        typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g}")
-        rows.append((day, eps, left, rho))
+        typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g} {deltas.get(day, 0.0):>10.3g}")
+        rows.append((day, eps, left, rho, deltas.get(day, 0.0)))
     total = sum(v[0] for v in spend.values())
     left = (
         ""
@@ -101,12 +109,26 @@ def show(
     )
     if caps.rho_total is not None or caps.rho_per_day is not None or any(v[1] > 0 for v in spend.values()):
         typer.echo(f"group rho over all days {group:.6g}{rho_left}")
+    typer.echo(_delta_line(deltas, delta, caps.delta_total, caps.unit))
     if out is not None:
         _write_show(out, dataset, caps.epsilon_per_day, rows)
 
 
+def _delta_line(deltas: dict[str, float], spent: float, cap: float | None, unit: str) -> str:
+    """The delta per day (the largest day's sum) and composed over all releases, with what is left of the cap."""
+    from urbandp.privacy.budget_store import SPANNING_UNITS
+
+    worst = max(deltas.values(), default=0.0)
+    if cap is None:
+        left = " (no cap: declared before the store recorded delta; set one with budget init --delta-total)"
+    else:
+        left = f" (left {max(cap - spent, 0.0):.3g} of {cap:g})"
+    who = f", for a {unit.removesuffix('-day')} present on every day" if unit in SPANNING_UNITS else ""
+    return f"delta per day at most {worst:.3g}; delta over all releases {min(spent, 1.0):.3g}{left}{who}"
+
+
 def _write_show(
-    out: Path, dataset: str, cap: float | None, rows: list[tuple[str, float, str, float]]
+    out: Path, dataset: str, cap: float | None, rows: list[tuple[str, float, str, float, float]]
 ) -> None:
     import datetime as dt
 
@@ -119,7 +141,9 @@ def _write_show(
     from urbandp.reports.outputs import atomic_output_dir
 
     with atomic_output_dir(out) as d:
-        lines = ["day,epsilon,epsilon_left,rho"] + [f"{a},{b:.12g},{c},{e:.12g}" for a, b, c, e in rows]
+        lines = ["day,epsilon,epsilon_left,rho,delta"] + [
+            f"{a},{b:.12g},{c},{e:.12g},{f:.12g}" for a, b, c, e, f in rows
+        ]
         (d.release / "spend.csv").write_text("\n".join(lines) + "\n")
         fig, ax = plt.subplots(figsize=(9, 3.5))
         days = [float(mdates.date2num(dt.date.fromisoformat(r[0]))) for r in rows]
@@ -145,7 +169,7 @@ def history(
     dataset: str = typer.Argument(..., help="Dataset name."),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
-    """Every release charged to DATASET: status, days, epsilon, mechanism, content hash, command line.
+    """Every release charged to DATASET: status, days, epsilon, delta, mechanism, content hash, command line.
 
     Example: urbandp budget history surat"""
     from urbandp.privacy.budget_store import open_store
@@ -158,7 +182,7 @@ def history(
     for r in rows:
         typer.echo(
             f"{r['reserved_at'][:19]}  {r['status']:<20} {r['first_day']}..{r['last_day']} "
-            f"({r['days']} days, epsilon {r['epsilon_sum']:.6g})  {r['mechanism']}  "
+            f"({r['days']} days, epsilon {r['epsilon_sum']:.6g}, delta {r['window_delta']:.3g})  {r['mechanism']}  "
             f"sha256={(r['content_hash'] or '-')[:16]}  {r['command_line']}"
         )
     if not rows:

@@ -49,6 +49,23 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE charges ADD COLUMN delta DOUBLE PRECISION",
     ],
+    # version 4: delta composed over a dataset's releases (issue 30): each release's window delta (what a unit
+    # present on all of its days pays) and a cap on their sum. A release booked before it gets the bound its
+    # per-day deltas give: their sum for a unit that spans days (a vehicle, a card: basic composition), else the
+    # largest (an event, a reading, a respondent is in one day's charge). Datasets keep no delta cap (NULL): a
+    # migration never adds a cap that could refuse the next release unannounced; `budget show` says so.
+    [
+        "ALTER TABLE datasets ADD COLUMN delta_total DOUBLE PRECISION",
+        "ALTER TABLE releases ADD COLUMN window_delta DOUBLE PRECISION",
+        """UPDATE releases SET window_delta = (
+            SELECT CASE WHEN d.unit IN ('vehicle-day', 'card-day') THEN COALESCE(SUM(c.delta), 0)
+                        ELSE COALESCE(MAX(c.delta), 0) END
+            FROM charges c JOIN datasets d ON d.name = releases.dataset
+            WHERE c.release_id = releases.id
+            GROUP BY d.unit
+        )""",
+        "UPDATE releases SET window_delta = 0 WHERE window_delta IS NULL",
+    ],
 ]
 
 LATEST_VERSION = len(MIGRATIONS)

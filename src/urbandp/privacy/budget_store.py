@@ -14,6 +14,12 @@ Thm 2.2), bounded by ``epsilon_total``. Under zCDP (Bun and Steinke 2016, Lemma 
 way; over the window a release's group cost is ``D**2 * rho`` (their Prop. 1.9), which ``rho_total`` caps (see
 :func:`group_rho`).
 
+Delta (issue 30): the deltas of the charges on day d add up (basic composition, Thm 3.16), shown per day. Each
+release also records its *window delta*, the delta that a unit present on all of its days pays for it (for a
+fleet selection on an unknown domain, OpenDP's threshold map at distance D: 0.071 at K 8, D 7, epsilon 10). The
+window deltas of all releases add up (Thm 3.16 again) into the dataset's composed delta, which ``delta_total``
+caps (default :data:`DEFAULT_DELTA_TOTAL`).
+
 Backends: SQLite (stdlib ``sqlite3``, ``BEGIN IMMEDIATE`` takes the write lock before reading the spend, so
 concurrent reservations are serialised) and PostgreSQL (``psycopg``, extra ``budget-pg``; the dataset row is
 locked with ``SELECT ... FOR UPDATE``).
@@ -22,6 +28,7 @@ locked with ``SELECT ... FOR UPDATE``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -39,6 +46,7 @@ from typing import Any
 
 from urbandp.errors import BudgetExceededError, InputError, one_line
 from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
+from urbandp.privacy.guards import MAX_DELTA
 
 ENV_STORE = "URBANDP_BUDGET_STORE"
 ENV_TEST_PAUSE = "URBANDP_BUDGET_TEST_PAUSE"  # "<stage>:<flag file>": touch the file, then sleep (tests only)
@@ -47,6 +55,14 @@ UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent", "trip")
 # Units present in every release of their dataset (a survey's respondent or trip has no per-day structure): their
 # dataset must declare --epsilon-total, the cap that composes all its releases whatever day they are booked on.
 WHOLE_DATASET_UNITS = ("respondent", "trip")
+# Units whose owner (a vehicle, a card) is present on many days: a release's window delta is then that of the group
+# of its D unit-days. An event or a reading lies in one day; a respondent or a trip in one survey wave.
+SPANNING_UNITS = ("vehicle-day", "card-day")
+DEFAULT_DELTA_TOTAL = MAX_DELTA
+"""The delta cap of a dataset declared without ``--delta-total``: the largest delta one release may have per unit
+(:data:`urbandp.privacy.guards.MAX_DELTA`), now for the whole history. A delta is the chance that the guarantee
+fails outright for a unit; those chances add up over releases, and the history's should stay within the one a
+single release is allowed."""
 TOL = 1e-9
 MIGRATION_LOCK_KEY = 0x75726264  # "urbd": the PostgreSQL advisory lock that serialises schema migrations
 
@@ -64,14 +80,18 @@ def resolve_store_url(option: str | None = None, config: str | None = None) -> s
 
 
 def checkpoint(stage: str) -> None:
-    """Test hook: pause at ``stage`` when ``$URBANDP_BUDGET_TEST_PAUSE`` names it (so a test can kill -9 here)."""
+    """Test hook: pause at ``stage`` when ``$URBANDP_BUDGET_TEST_PAUSE`` names it, so a test can kill -9 here, or
+    change the world (fill the store's disk) and remove the flag file to let the run go on (at most 600 s)."""
     spec = os.environ.get(ENV_TEST_PAUSE)
     if not spec:
         return
     want, _, flag = spec.partition(":")
     if want == stage:
-        Path(flag).write_text(str(os.getpid()))
-        time.sleep(600)
+        path = Path(flag)
+        path.write_text(str(os.getpid()))
+        deadline = time.monotonic() + 600
+        while path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def content_hash(directory: Path) -> str:
@@ -86,7 +106,12 @@ def content_hash(directory: Path) -> str:
 
 @dataclass(frozen=True)
 class DatasetCaps:
-    """Declared caps of one dataset; None means no cap of that kind."""
+    """Declared caps of one dataset; None means no cap of that kind.
+
+    ``delta_total`` caps the composed delta (the sum of the releases' window deltas); a dataset declared without
+    it gets :data:`DEFAULT_DELTA_TOTAL` (:meth:`BudgetStore.init_dataset`); None only for a dataset declared
+    before the store recorded it (schema version 4).
+    """
 
     name: str
     unit: str
@@ -94,6 +119,16 @@ class DatasetCaps:
     epsilon_total: float | None = None
     rho_per_day: float | None = None
     rho_total: float | None = None
+    delta_total: float | None = None
+
+    def require_a_loss_cap(self) -> None:
+        """A dataset is declared with at least one epsilon or rho cap."""
+        if all(
+            v is None for v in (self.epsilon_per_day, self.epsilon_total, self.rho_per_day, self.rho_total)
+        ):
+            raise InputError(
+                "declare at least one cap (--epsilon-per-day, --epsilon-total, --rho-per-day or --rho-total)"
+            )
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -106,12 +141,10 @@ class DatasetCaps:
         ):
             if v is not None and not (v > 0 and math.isfinite(v)):
                 raise InputError(f"{label} must be a positive finite number, got {v}")
-        if all(
-            v is None for v in (self.epsilon_per_day, self.epsilon_total, self.rho_per_day, self.rho_total)
-        ):
-            raise InputError(
-                "declare at least one cap (--epsilon-per-day, --epsilon-total, --rho-per-day or --rho-total)"
-            )
+        if self.delta_total is not None and not 0 <= self.delta_total <= 1:
+            raise InputError(f"delta total must be a number in [0, 1], got {self.delta_total}")
+        if self.delta_total is None:  # --delta-total alone changes the delta cap of a declared dataset
+            self.require_a_loss_cap()
         if self.unit in WHOLE_DATASET_UNITS and self.epsilon_total is None:
             raise InputError(
                 f"a {self.unit} is in every release of the survey, whatever day it is booked on: "
@@ -242,11 +275,15 @@ class BudgetStore:
                     existing.epsilon_total if caps.epsilon_total is None else caps.epsilon_total,
                     existing.rho_per_day if caps.rho_per_day is None else caps.rho_per_day,
                     existing.rho_total if caps.rho_total is None else caps.rho_total,
+                    existing.delta_total if caps.delta_total is None else caps.delta_total,
                 )
             if existing is None:
+                caps.require_a_loss_cap()
+                if caps.delta_total is None:
+                    caps = dataclasses.replace(caps, delta_total=DEFAULT_DELTA_TOTAL)
                 self._exec(
                     "INSERT INTO datasets (name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "delta_total, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         caps.name,
                         caps.unit,
@@ -254,6 +291,7 @@ class BudgetStore:
                         caps.epsilon_total,
                         caps.rho_per_day,
                         caps.rho_total,
+                        caps.delta_total,
                         _now(),
                     ),
                 )
@@ -280,23 +318,35 @@ class BudgetStore:
                 raise InputError(
                     f"cannot lower rho total of {caps.name!r} to {caps.rho_total:g}: {group:.6g} already spent"
                 )
+            delta = self._delta_spent(caps.name)
+            if caps.delta_total is not None and _over(delta, caps.delta_total):
+                raise InputError(
+                    f"cannot lower delta total of {caps.name!r} to {caps.delta_total:g}: {delta:.3g} already spent"
+                )
             self._exec(
-                "UPDATE datasets SET epsilon_per_day = ?, epsilon_total = ?, rho_per_day = ?, rho_total = ? "
-                "WHERE name = ?",
-                (caps.epsilon_per_day, caps.epsilon_total, caps.rho_per_day, caps.rho_total, caps.name),
+                "UPDATE datasets SET epsilon_per_day = ?, epsilon_total = ?, rho_per_day = ?, rho_total = ?, "
+                "delta_total = ? WHERE name = ?",
+                (
+                    caps.epsilon_per_day,
+                    caps.epsilon_total,
+                    caps.rho_per_day,
+                    caps.rho_total,
+                    caps.delta_total,
+                    caps.name,
+                ),
             )
         return caps
 
     def _caps(self, name: str) -> DatasetCaps | None:
         rows = self._exec(
-            "SELECT name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total FROM datasets WHERE name = ?"
-            + (" FOR UPDATE" if self.is_pg else ""),
+            "SELECT name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, delta_total FROM datasets "
+            "WHERE name = ?" + (" FOR UPDATE" if self.is_pg else ""),
             (name,),
         )
         if not rows:
             return None
-        n, u, e, t, r, rt = rows[0]
-        return DatasetCaps(n, u, e, t, r, rt)
+        n, u, e, t, r, rt, dt_ = rows[0]
+        return DatasetCaps(n, u, e, t, r, rt, dt_)
 
     def caps(self, name: str) -> DatasetCaps:
         """The declared caps of ``name`` (InputError if it was never declared)."""
@@ -328,6 +378,30 @@ class BudgetStore:
             per_release.setdefault(str(rid), []).append((float(eps), None if rho is None else float(rho)))
         return math.fsum(group_rho(days) for days in per_release.values())
 
+    def _delta_per_day(self, name: str) -> dict[str, float]:
+        rows = self._exec(
+            "SELECT c.day, SUM(COALESCE(c.delta, 0)) FROM charges c JOIN releases r ON r.id = c.release_id "
+            "WHERE r.dataset = ? GROUP BY c.day",
+            (name,),
+        )
+        return {str(d): float(v) for d, v in rows}
+
+    def _delta_spent(self, name: str) -> float:
+        rows = self._exec("SELECT window_delta FROM releases WHERE dataset = ?", (name,))
+        return math.fsum(float(v or 0.0) for (v,) in rows)
+
+    def delta_per_day(self, name: str) -> dict[str, float]:
+        """``{day: delta}``: the deltas charged on each day, summed over releases (basic composition, Dwork and
+        Roth 2014, Thm 3.16): what one unit-day pays."""
+        self.caps(name)
+        return self._delta_per_day(name)
+
+    def delta_spent(self, name: str) -> float:
+        """The composed delta of all releases of ``name``: the sum of their window deltas (Thm 3.16), what a unit
+        present on every day pays; ``delta_total`` caps it. Not capped at 1 here: the cap compares the sum."""
+        self.caps(name)
+        return self._delta_spent(name)
+
     def group_rho_spent(self, name: str) -> float:
         """zCDP cost of all releases for a unit present on every day (what ``rho_total`` caps)."""
         self.caps(name)
@@ -349,17 +423,24 @@ class BudgetStore:
         command_line: str,
         rho_per_day: Mapping[dt.date, float] | None = None,
         delta_per_day: Mapping[dt.date, float] | None = None,
+        window_delta: float | None = None,
     ) -> str:
         """Reserve the charges in one transaction, or raise :class:`BudgetExceededError`; returns the id.
 
         ``charges_per_day`` holds each day's epsilon (a zCDP charge as its converted epsilon, so an epsilon cap
-        holds against it), ``rho_per_day`` its rho, ``delta_per_day`` its delta.
+        holds against it), ``rho_per_day`` its rho, ``delta_per_day`` its delta. ``window_delta``: the delta a
+        unit present on every charged day pays for this release (:func:`default_window_delta` when None), added
+        to the dataset's composed delta and checked against ``delta_total``.
         """
         if not charges_per_day:
             raise InputError("a release must charge at least one day")
         for day, eps in charges_per_day.items():
             if not (eps >= 0 and math.isfinite(eps)):
                 raise InputError(f"charge on {day} must be a finite epsilon >= 0, got {eps}")
+        if window_delta is None:
+            window_delta = default_window_delta(unit, list((delta_per_day or {}).values()))
+        if not 0 <= window_delta <= 1:
+            raise InputError(f"a window delta must be a number in [0, 1], got {window_delta}")
         rid = uuid.uuid4().hex
         with self._tx():
             caps = self.caps(dataset)
@@ -367,6 +448,7 @@ class BudgetStore:
                 raise InputError(
                     f"dataset {dataset!r} is declared in unit {caps.unit}; this release charges {unit}"
                 )
+            self._check_delta_total(caps, window_delta, len(charges_per_day))
             spent = self._spend_per_day(dataset)
             for day in sorted(charges_per_day):
                 key = day.isoformat()
@@ -405,7 +487,7 @@ class BudgetStore:
                     )
             self._exec(
                 "INSERT INTO releases (id, dataset, status, mechanism, params, command_line, host, pid, "
-                "reserved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "reserved_at, window_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     rid,
                     dataset,
@@ -416,6 +498,7 @@ class BudgetStore:
                     socket.gethostname(),
                     os.getpid(),
                     _now(),
+                    float(window_delta),
                 ),
             )
             for day in sorted(charges_per_day):
@@ -430,6 +513,21 @@ class BudgetStore:
                     ),
                 )
         return rid
+
+    def _check_delta_total(self, caps: DatasetCaps, asked: float, days: int) -> None:
+        """Refuse a release whose window delta would take the composed delta past ``delta_total``.
+
+        A release that adds no delta (pure DP) is never refused by it: it cannot make the delta worse.
+        """
+        if caps.delta_total is None or asked == 0:
+            return
+        have = self._delta_spent(caps.name)
+        if _over(have + asked, caps.delta_total):
+            raise BudgetExceededError(
+                f"total delta budget of {caps.name!r} exceeded: asked delta={asked:.3g} over {_days(days)} (what a "
+                f"unit present on all of them pays), left {max(caps.delta_total - have, 0.0):.3g} of "
+                f"{caps.delta_total:g}; declare a larger --delta-total with `urbandp budget init` to accept it"
+            )
 
     def commit(self, release_id: str, content_hash: str | None) -> None:
         """Mark the reservation as a published release with the output's content hash."""
@@ -453,10 +551,10 @@ class BudgetStore:
         rows = self._exec(
             "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
             "r.reserved_at, r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon), SUM(c.rho), "
-            "MAX(c.delta) "
+            "MAX(c.delta), r.window_delta "
             "FROM releases r LEFT JOIN charges c ON c.release_id = r.id WHERE r.dataset = ? "
             "GROUP BY r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
-            "r.reserved_at, r.committed_at ORDER BY r.reserved_at, r.id",
+            "r.reserved_at, r.committed_at, r.window_delta ORDER BY r.reserved_at, r.id",
             (dataset,),
         )
         out = []
@@ -477,6 +575,7 @@ class BudgetStore:
             eps,
             rho,
             dlt,
+            wdlt,
         ) in rows:
             if status == STATUS_RESERVED and _is_dead(str(host), int(pid)):
                 status = STATUS_CRASHED
@@ -496,6 +595,7 @@ class BudgetStore:
                     "epsilon_sum": float(eps or 0.0),
                     "rho_sum": None if rho is None else float(rho),
                     "delta_per_day": None if dlt is None else float(dlt),
+                    "window_delta": float(wdlt or 0.0),
                 }
             )
         return out
@@ -516,6 +616,27 @@ def group_rho(days: list[tuple[float, float | None]]) -> float:
     if rhos:
         return d * d * max(rhos)
     return (d * max(e for e, _ in days)) ** 2 / 2.0
+
+
+def default_window_delta(unit: str, deltas_per_day: list[float]) -> float:
+    """The window delta of a release that states none: what its per-day deltas bound, capped at 1.
+
+    A unit that spans days (:data:`SPANNING_UNITS`: a vehicle on D days) pays every day's delta: their sum, the
+    basic composition bound (Dwork and Roth 2014, Thm 3.16) when each day's output depends on that day's unit-day
+    only. A release that pools the days (a fleet selection over the window) must state its own group bound. Any
+    other unit lies in one day: the largest day's delta.
+    """
+    if not deltas_per_day:
+        return 0.0
+    if unit in SPANNING_UNITS:
+        return min(1.0, math.fsum(deltas_per_day))
+    return max(deltas_per_day)
+
+
+def _over(value: float, cap: float) -> bool:
+    """``value`` passes a delta ``cap`` (relative tolerance: deltas are ~1e-6, an absolute 1e-9 is 0.1% of them);
+    a cap of 1 bounds nothing (every delta is at most 1)."""
+    return cap < 1 and value > cap * (1 + 1e-9)
 
 
 def _days(n: int) -> str:

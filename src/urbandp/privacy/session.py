@@ -28,6 +28,15 @@ Rules the session enforces:
 
 A zCDP loss is booked in the store as rho and as its (epsilon, delta) at the release's conversion delta, so an
 epsilon cap holds against it (issue 20: rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
+
+Each reservation also books its *window delta*, the delta a unit present on every reserved day pays (issue 30):
+stated by the wing when it knows its group bound (``reserve(..., window_delta=...)``; the fleet's selection on an
+unknown domain: OpenDP's threshold map at distance D), else :meth:`Session.default_window_delta`. The store adds
+the window deltas of a dataset's releases and refuses one that would pass its ``--delta-total``.
+
+If the store cannot confirm the charge once the outputs are in place (its disk is full), the run ends with one
+line saying the release was published and where, and that its charge stays booked, unconfirmed: the reservation
+already counts in every cap, and a release that may have been read is not taken back.
 """
 
 from __future__ import annotations
@@ -156,11 +165,15 @@ class Session:
         params: Mapping[str, Any] | None = None,
         *,
         cap_on: str | Loss = "window",
+        window_delta: float | None = None,
     ) -> None:
         """Reserve ``loss_per_day`` on each of ``days``: the run's cap, then the store, in one step, before noise.
 
         ``cap_on``: ``window`` checks the cap against the loss summed over ``days``; ``day`` against one day's; a
         :class:`Loss` against that loss (a bound the release computed itself, e.g. a tight composition).
+        ``window_delta``: the delta a unit present on every day of ``days`` pays for this release, as the wing's
+        own group bound states it (its privacy.json's delta per window); None: :meth:`default_window_delta`.
+        The store adds it to the dataset's composed delta and refuses the release past ``--delta-total``.
         """
         if self.reserved:
             raise RuntimeError("a session reserves its budget once")
@@ -170,6 +183,7 @@ class Session:
         self.loss_per_day = loss_per_day
         self.days = sorted(set(days))
         eps_day, delta_day = self.approx_per_day()
+        window_delta = self._window_delta(window_delta, delta_day)
         if self.cap is not None:
             if isinstance(cap_on, Loss):
                 asked = cap_on
@@ -196,6 +210,7 @@ class Session:
                     self.command_line if self.command_line is not None else _command_line(),
                     rho_per_day=dict.fromkeys(self.days, loss_per_day.rho) if loss_per_day.rho > 0 else None,
                     delta_per_day=dict.fromkeys(self.days, delta_day) if delta_day > 0 else None,
+                    window_delta=window_delta,
                 )
             except BaseException:
                 self._store.close()
@@ -204,6 +219,34 @@ class Session:
             self.status = "reserved"
             checkpoint("before-noise")
         self.reserved = True
+
+    def default_window_delta(self) -> float:
+        """The window delta of a release whose wing states none, from the reserved per-day loss.
+
+        The approximate-DP part: for a unit that spans days (a vehicle-day, a card-day), the sum of the D days'
+        deltas, basic composition (Dwork and Roth 2014, Thm 3.16), sound when each day's output depends on that
+        day's unit-day only (a release that pools the days must state its group bound); for a unit in one day or
+        one survey wave, the loss's own delta. A zCDP part adds its conversion delta once: over the window it costs
+        D^2 rho (Bun and Steinke 2016, Prop. 1.9; ``rho_total``), converted once at that delta (Prop. 1.3).
+        """
+        from urbandp.privacy.budget_store import SPANNING_UNITS
+
+        assert self.loss_per_day is not None
+        d = len(self.days) if self.unit in SPANNING_UNITS else 1
+        conversion = (self.conversion_delta or 0.0) if self.loss_per_day.rho > 0 else 0.0
+        return min(1.0, d * self.loss_per_day.delta + conversion)
+
+    def _window_delta(self, stated: float | None, delta_day: float) -> float:
+        """The window delta to book: the wing's (checked) or the default."""
+        if stated is None:
+            return self.default_window_delta()
+        if not (isinstance(stated, (int, float)) and 0 <= stated <= 1):
+            raise ValueError(f"window_delta must be a number in [0, 1], got {stated!r}")
+        if stated < delta_day * (1 - 1e-9):
+            raise ValueError(
+                f"window_delta {stated:g} is below one day's delta {delta_day:g}: a unit on every day pays at least that"
+            )
+        return float(stated)
 
     # -- measure -----------------------------------------------------------------------------------------------
     @property
@@ -261,7 +304,16 @@ class Session:
             if ok:
                 checkpoint("before-commit")
             digest = content_hash(self._output) if published and self._output is not None else None
-            self._store.commit(self.release_id, digest)
+            try:
+                self._store.commit(self.release_id, digest)
+            except InputError as err:  # the store failed (disk full): the release is out, its charge booked
+                if not published:
+                    raise
+                raise InputError(
+                    f"the release was published at {self._output}, but the budget store could not confirm its "
+                    f"charge ({err}): the charge stays booked, unconfirmed (budget history: crashed/unconfirmed), "
+                    "and counts as spent"
+                ) from None
             self.status = "committed"
         else:  # reserved, so noise may have been drawn and shown: the charge stays, never refunded
             self._store.abort(self.release_id)

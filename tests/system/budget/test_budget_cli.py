@@ -100,12 +100,17 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
     priv = json.loads((tmp_path / "map1" / "privacy.json").read_text())
     per_reading = priv["epsilon_per_reading"]
     s = runner.invoke(app, ["budget", "show", "pm25", "--budget-store", store])
-    assert s.output.splitlines()[2].split() == [
-        "2024-01-15",
-        f"{per_reading:.6g}",
-        f"{20 - per_reading:.6g}",
-        "0",
-    ]
+    assert (
+        s.output.splitlines()[2].split()
+        == [
+            "2024-01-15",
+            f"{per_reading:.6g}",
+            f"{20 - per_reading:.6g}",
+            "0",
+            "1e-06",  # the day's delta (issue 30): a reading lies in one day, so the window's delta is 1e-6 as well
+        ]
+    )
+    assert "delta per day at most 1e-06; delta over all releases 1e-06 (left 9e-06 of 1e-05)" in s.output
     # the window's cells composed optimally at delta 1e-6 (issue 20): below the basic cells x epsilon
     assert priv["delta_per_reading"] == 1e-6
     assert 0 < per_reading < priv["basic_composition"]["epsilon_per_window_map"]

@@ -177,3 +177,70 @@ def test_fleet_write_failing_after_noise_keeps_the_charge_and_shows_no_noise(tmp
     s.close()
     again = run_urbandp(*release, "--out", str(tmp_path / "rel"))
     _one_line_exit_2(again, "exceeded", code=4)  # the noise cannot be drawn again for free
+
+
+def test_store_full_at_commit_says_the_release_was_published(tmp_path: Path) -> None:
+    """Issue 30: the store's disk fills after the release is renamed into place, before its commit. Measured
+    before: exit 2 with "budget store ...: database or disk is full; this transaction was rolled back", and nothing
+    said about the release, which was published. Now the one line says where it is and that its charge stays."""
+    import os
+    import signal
+    import sys
+    import time
+
+    from urbandp.privacy.budget_store import ENV_TEST_PAUSE, STATUS_CRASHED, BudgetStore
+
+    fleet, out, flag = tmp_path / "fleet.parquet", tmp_path / "rel", tmp_path / "paused"
+    assert (
+        run_urbandp("synth", "fleet", "--vehicles", "6", "--days", "2", "--out", str(fleet)).returncode == 0
+    )
+    with _tmpfs(tmp_path / "small", "256k") as small:
+        store = str(Path(small) / "b.sqlite")  # type: ignore[arg-type]
+        _init(store, "surat")
+        args = [
+            str(fleet),
+            "--start",
+            "2021-11-15",
+            "--end",
+            "2021-11-16",
+            "--epsilon-per-day",
+            "1",
+            "--no-map",
+        ]
+        p = subprocess.Popen(
+            [sys.executable, "-m", "urbandp", "release", *args, "--dataset", "surat", "--budget-store", store,
+             "--out", str(out)],
+            env={**os.environ, ENV_TEST_PAUSE: f"before-commit:{flag}"},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while not flag.exists():
+                assert p.poll() is None, p.communicate()[1]
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            with contextlib.suppress(OSError), (Path(small) / "filler").open("wb") as fill:  # type: ignore[operator]
+                while True:
+                    fill.write(b"x" * 4096)
+                    fill.flush()
+            flag.unlink()  # the run goes on to its commit, on a full disk
+            stdout, stderr = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()
+        res = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+        _one_line_exit_2(res, f"the release was published at {out}, but the budget store could not confirm")
+        assert "database or disk is full" in stderr and "stays booked, unconfirmed" in stderr
+        assert stdout == ""  # the summary (noisy values) is printed only once the charge is committed
+        assert (out / "privacy.json").exists()  # published, complete
+        (Path(small) / "filler").unlink()  # type: ignore[operator]
+        s = BudgetStore(store)
+        (h,) = s.history("surat")
+        assert h["status"] == STATUS_CRASHED and h["content_hash"] is None
+        spent = {
+            "2021-11-15": pytest.approx(1.0),
+            "2021-11-16": pytest.approx(1.0),
+        }  # Gaussian: rho converted
+        assert {d: v[0] for d, v in s.spend_per_day("surat").items()} == spent
+        s.close()
