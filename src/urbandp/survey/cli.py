@@ -829,12 +829,13 @@ def perturb_trajectories(
     _positive("--max-step-metres", max_step_metres)
     ssd.check_work(epsilon)  # the work bound, from --epsilon alone, before the data is read
     not_dp = [
-        "start and end points of every trip are published unchanged (report eq. 16)",
+        "perturb-trajectories publishes every trip's start and end point unchanged",
         "the reachability loop depends on the true end point (leakage not accounted)",
         "a trip with a step longer than --max-step-metres or fewer than 3 points is quarantined (owner only), "
         "not released: its absence depends on its true points",
     ]
-    _SESSION.get()[0].refuse_not_dp(not_dp)
+    for reason in not_dp:  # with --dataset the first one refuses the run
+        _not_chargeable(reason)
     if every < 1:
         raise InputError("--every must be >= 1")
     frame = read_table(input, separator)

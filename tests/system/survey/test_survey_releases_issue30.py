@@ -185,7 +185,7 @@ def test_dataset_release_is_dp_and_charged_or_refused(tmp_path: Path) -> None:
 
     refused = {
         "report-replacement": ("people", "report-replacement builds its replacements"),
-        "perturb-trajectories": ("journeys", "start and end points"),
+        "perturb-trajectories": ("journeys", "start and end point unchanged"),
     }
     for name, (dataset, needle) in refused.items():
         res = run_urbandp(*RELEASES[name][1], "--dataset", dataset, *charge, "--out", name, cwd=tmp_path)
