@@ -22,6 +22,8 @@ import typer
 from urbandp.cli_options import Overwrite
 from urbandp.errors import InputError, cli_guard
 from urbandp.privacy.report import write_privacy_json
+from urbandp.survey import release
+from urbandp.survey.release import IdColumn, KeepColumns
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -174,27 +176,37 @@ def randomize(
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
+    id_column: IdColumn = None,
+    keep_columns: KeepColumns = None,
     overwrite: Overwrite = False,
 ) -> None:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1).
 
     Example: urbandp survey randomize vehicles.csv --column model --categories-file models.csv --within fuel
-    --epsilon 2 --out out/vehicles-rr
+    --id household --epsilon 2 --out out/vehicles-rr
+
+    Only --column, --within, --id and --keep-columns are released (the last three declared public).
     """
     import numpy as np
     import polars as pl
 
-    from urbandp.reports.outputs import atomic_output_dir
+    from urbandp.reports.outputs import atomic_output_dir, write_json
     from urbandp.survey import randomized_response as rr
     from urbandp.survey.categorical import declared_categories, decode, read_aliases, validate
     from urbandp.survey.io import command_line, read_table, require_columns, write_frame
     from urbandp.survey.sampling import bit_source
 
     _positive("--epsilon", epsilon)
+    release.check_epsilon(epsilon, "respondent")
+    if method == "report-replacement":
+        _not_chargeable("report-replacement builds its replacements from the true answers")
     source = bit_source(sampler)
     declared = declared_categories(categories, categories_file, within)
     frame = read_table(input, separator)
     require_columns(frame, input, column, *([within] if within else []))
+    public = release.public_columns(
+        frame, input, keep_columns, id_column, {"--within": within} if within else {}, [column]
+    )
     checked = validate(frame, column, declared, within, read_aliases(aliases), keep_off_list=True)
     filled = checked.filled if checked.filled is not None else np.zeros(checked.codes.size, dtype=bool)
     checked.codes[filled] = 0  # replaced below by a uniform draw over the row's declared list
@@ -204,29 +216,27 @@ def randomize(
         )
     names = list(declared.lists)
     lists = {i: len(declared.lists[g]) for i, g in enumerate(names)}
-    not_dp = [
-        "columns other than --column are copied unchanged and are not protected",
-        "rows whose --within group is missing or not declared are quarantined (owner only), not released: the "
-        "group column is published unchanged, so such a row's absence reveals only that unprotected group",
-    ]
+    not_dp: list[str] = []
+    owner_extra: dict[str, object] = {}
+    eps: float | None
     if method == "report-replacement":
         if p is None or not 0 <= p < 1:
             raise InputError("--method report-replacement needs --p in [0, 1)")
-        _not_chargeable("report-replacement builds its replacements from the true answers")
         new = rr.report_replacement(checked.codes, checked.groups, p, source)
-        eps_by_group = {
+        owner_extra["report_epsilon_by_group_data_dependent"] = {
             names[g]: rr.report_replacement_epsilon(
                 p, np.bincount(checked.codes[checked.groups == g]).tolist()
             )
             for g in np.unique(checked.groups)
         }
-        eps = max(eps_by_group.values())
+        eps = None
         mechanism = "report random replacement within sub-category (eqs. 8-12)"
         not_dp.append(
             "report-replacement is NOT differentially private: the replacement distribution is built from the true "
-            "answers and its epsilon (eq. 12) depends on the data (n = count of the rarest model)"
+            "answers and its epsilon (eq. 12) depends on the data (n = count of the rarest model; the owner's "
+            "input_report.json has the report's value)"
         )
-        detail: dict[str, object] = {"p": p, "report_epsilon_by_group_data_dependent": eps_by_group}
+        detail: dict[str, object] = {"p": p}
     elif method == "krr":
         if (epsilon is None) == (theta is None):
             raise InputError("give exactly one of --epsilon or --theta")
@@ -236,26 +246,24 @@ def randomize(
             if not 0 < theta < 1:
                 raise InputError(f"--theta must be in (0, 1), got {theta}")
             prob = (1.0 + theta) / 2.0
-            _reserve(
-                "respondent", rr.binary_epsilon(theta), "survey-binary-rr", {"theta": theta, "column": column}
-            )
-            new = rr.randomize_codes(checked.codes, 2, prob, source)
             eps = rr.binary_epsilon(theta)
+            _reserve("respondent", eps, "survey-binary-rr", {"theta": theta, "column": column})
+            new = rr.randomize_codes(checked.codes, 2, prob, source)
             probs = {names[0]: prob}
         else:
             assert epsilon is not None
-            _reserve(
-                "respondent", epsilon, "survey-krr", {"epsilon": epsilon, "column": column, "within": within}
-            )
-            new, gp = rr.randomize_within(checked.codes, checked.groups, lists, epsilon, source)
-            probs = {names[g]: v for g, v in gp.items()}
-            eps = max(rr.krr_epsilon(lists[g], v) for g, v in gp.items() if v < 1.0)
+            by_code = rr.within_probs(lists, epsilon)  # public: from the declared lists alone
+            eps = rr.within_epsilon(lists, by_code)
+            if eps < epsilon * (1 - 1e-9):
+                release.warn(
+                    f"--epsilon {epsilon:g}: k-RR spends at most {eps:.6g} here (its truth probability cannot be "
+                    "closer to 1 in double precision); that is what is released and charged"
+                )
+            _reserve("respondent", eps, "survey-krr", {"epsilon": eps, "column": column, "within": within})
+            new, _ = rr.randomize_within(checked.codes, checked.groups, lists, epsilon, source)
+            probs = {names[g]: v for g, v in by_code.items()}
         mechanism = "k-ary randomized response (OpenDP make_randomized_response semantics)"
         detail = {"truth_probability_by_group": probs, "theta": theta}
-        if declared.grouped:
-            not_dp.append(
-                f"the sub-category column {within!r} is released unchanged (fuel-type shares exact)"
-            )
     else:
         raise InputError(f"--method must be 'krr' or 'report-replacement', got {method!r}")
     for g in np.unique(checked.groups[filled]):  # off-list or missing answers: a uniform draw, as OpenDP's RR
@@ -263,46 +271,50 @@ def randomize(
         k = lists[int(g)]
         new[rows] = rr.randomize_codes(np.zeros(int(rows.sum()), dtype=np.int64), k, 1.0 / k, source)
     values = decode(declared, checked.groups, new)
-    released = checked.good.with_columns(pl.Series(column, values.tolist(), dtype=pl.String))
+    released = release.select_released(
+        checked.good.with_columns(pl.Series(column, values.tolist(), dtype=pl.String)), public, [column]
+    )
+    owner = ["quarantine.csv", "alias_report.csv", "input_report.json"]
     with atomic_output_dir(out) as d:
         write_frame(released, d.release / "randomized.csv")
-        owner: list[str] = []
-        if checked.quarantine.height:
-            checked.quarantine.write_csv(d.owner_path("quarantine.csv"))
-            owner.append("quarantine.csv")
-        if checked.alias_report.height:
-            checked.alias_report.write_csv(d.owner_path("alias_report.csv"))
-            owner.append("alias_report.csv")
+        checked.quarantine.write_csv(d.owner_path("quarantine.csv"))
+        checked.alias_report.write_csv(d.owner_path("alias_report.csv"))
+        report = {
+            "rows_in": frame.height,
+            "rows_released": released.height,
+            "rows_quarantined": checked.quarantine.height,
+            "answers_off_list_released_as_uniform_draws": int(filled.sum()),
+            **owner_extra,
+        }
+        write_json(d.owner_path("input_report.json"), release.input_report(report))
         write_privacy_json(
             d.release,
             {
                 "command": command_line(),
                 "unit": "respondent",
                 "neighbouring": "replace-one (one respondent's answer, any value: an answer that is missing or "
-                "off the declared list is released as a uniform draw over the list, so no row is dropped for it)",
+                "off the declared list is released as a uniform draw over the list, so no row is dropped for it; "
+                "a row whose public --within group is missing or undeclared is not released: that depends only "
+                "on the public column)",
                 "column": column,
                 "within": within,
+                "public_columns": release.declaration(public),
                 "declared_categories": declared.lists,
                 "mechanism": mechanism,
                 "epsilon": eps,
                 "epsilon_is_dp": method == "krr",
                 "sampler": source.name,
                 "detail": detail,
-                "rows_released": released.height,
-                "ledger": _ledger(
-                    budget_epsilon,
-                    f"randomize {column}",
-                    eps if math.isfinite(eps) else 1e308,
-                    "respondent",
-                    mechanism,
-                ),
-                "not_dp_outputs": [f"owner_only/{out.name}/{f}" for f in owner],
-                "not_dp_reasons": not_dp,
+                "ledger": None
+                if eps is None
+                else _ledger(budget_epsilon, f"randomize {column}", eps, "respondent", mechanism),
+                "not_dp_outputs": release.owner_files(out, owner),
+                "not_dp_reasons": [*not_dp, *_SESSION.get()[0].not_dp_reasons],
             },
         )
     _published(out)
     _say(
-        f"randomized {released.height:,} rows (epsilon {eps:.6g}, {mechanism}); "
+        f"randomized {released.height:,} rows (epsilon {'not DP' if eps is None else f'{eps:.6g}'}, {mechanism}); "
         f"quarantined {checked.quarantine.height:,} -> {out}"
     )
 
@@ -421,16 +433,20 @@ def perturb_points(
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
+    id_column: IdColumn = None,
+    keep_columns: KeepColumns = None,
     overwrite: Overwrite = False,
 ) -> None:
     """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5).
 
-    Example: urbandp survey perturb-points out/survey/homes.csv --lat lat --lon lon --epsilon-per-metre 0.005 --out out/homes
+    Example: urbandp survey perturb-points out/survey/homes.csv --lat lat --lon lon --id household --epsilon-per-metre 0.005 --out out/homes
+
+    With --bbox a location outside the box is moved to the nearest point of the box before noise (never dropped).
     """
     import numpy as np
     import polars as pl
 
-    from urbandp.reports.outputs import atomic_output_dir
+    from urbandp.reports.outputs import atomic_output_dir, write_json
     from urbandp.survey import locations as loc
     from urbandp.survey.io import command_line, float_column, read_table, require_columns, write_frame
 
@@ -443,24 +459,30 @@ def perturb_points(
         box = loc.BoundingBox.parse(bbox) if bbox else None
     except ValueError as err:
         raise InputError(f"--bbox: {err}") from None
+    cost = loc.perturbation_epsilon(epsilon_per_metre, scale_metres)
+    eps_budget = float(cost["epsilon_per_metre"]) * budget_metres  # type: ignore[arg-type]
+    release.check_epsilon(
+        eps_budget, "respondent", f"epsilon per metre x --budget-metres ({budget_metres:g} m) ="
+    )
     frame = read_table(input, separator)
     require_columns(frame, input, lat, lon)
+    public = release.public_columns(frame, input, keep_columns, id_column, {}, [lat, lon])
     la, lo = float_column(frame, lat), float_column(frame, lon)
-    reason = np.full(la.size, "", dtype=object)
-    bad = ~np.isfinite(la) | ~np.isfinite(lo) | (np.abs(la) > 90) | (np.abs(lo) > 180)
-    reason[bad] = "bad_coordinate"
-    if box is not None:
-        reason[~bad & ~box.contains(la, lo)] = "outside_bbox"
-    ok = reason == ""
+    ok = np.isfinite(la) & np.isfinite(lo) & (np.abs(la) <= 90) & (np.abs(lo) <= 180)
     if not ok.any():
         raise InputError(f"no usable location in {input} (all {la.size} quarantined)")
     n = int(ok.sum())
-    planned = loc.perturbation_epsilon(epsilon_per_metre, scale_metres)
+    clamped = 0
+    if box is not None:
+        la_box, lo_box = box.clamp(la[ok], lo[ok])
+        clamped = int(((la_box != la[ok]) | (lo_box != lo[ok])).sum())
+        la, lo = la.copy(), lo.copy()
+        la[ok], lo[ok] = la_box, lo_box
     _reserve(
         "respondent",
-        float(planned["epsilon_per_metre"]) * budget_metres,  # type: ignore[arg-type]
+        eps_budget,
         "survey-planar-laplace" if epsilon_per_metre is not None else "survey-axis-laplace",
-        {"epsilon_per_metre": planned["epsilon_per_metre"], "charged_at_metres": budget_metres},
+        {"epsilon_per_metre": cost["epsilon_per_metre"], "charged_at_metres": budget_metres},
     )
     if epsilon_per_metre is not None:
         east, north = loc.planar_laplace_offsets(n, epsilon_per_metre)
@@ -468,25 +490,40 @@ def perturb_points(
         assert scale_metres is not None
         east, north = loc.axis_laplace_offsets(n, scale_metres, scale_metres)
     new_lat, new_lon = loc.shift_degrees(la[ok], lo[ok], east, north)
-    cost = loc.perturbation_epsilon(epsilon_per_metre, scale_metres)
-    eps_budget = float(cost["epsilon_per_metre"]) * budget_metres  # type: ignore[arg-type]
-    released = frame.filter(pl.Series(ok)).with_columns(pl.Series(lat, new_lat), pl.Series(lon, new_lon))
+    released = release.select_released(
+        frame.filter(pl.Series(ok)).with_columns(pl.Series(lat, new_lat), pl.Series(lon, new_lon)),
+        public,
+        [lat, lon],
+    )
+    owner = ["quarantine.csv", "input_report.json"]
     with atomic_output_dir(out) as d:
         write_frame(released, d.release / "points.csv")
-        owner = []
-        if (~ok).any():
-            q = frame.with_row_index("row", offset=1).filter(pl.Series(~ok))
-            q.with_columns(pl.Series("reason", reason[~ok].astype(str))).write_csv(
-                d.owner_path("quarantine.csv")
-            )
-            owner.append("quarantine.csv")
+        q = frame.with_row_index("row", offset=1).filter(pl.Series(~ok))
+        q.with_columns(pl.lit("bad_coordinate").alias("reason")).write_csv(d.owner_path("quarantine.csv"))
+        report = {
+            "rows_in": la.size,
+            "rows_released": n,
+            "rows_quarantined": la.size - n,
+            "moved_into_bbox": clamped,
+        }
+        write_json(d.owner_path("input_report.json"), release.input_report(report))
         write_privacy_json(
             d.release,
             {
                 "command": command_line(),
                 "unit": "respondent (one location per row)",
-                "neighbouring": "replace one location by another at distance d: privacy loss epsilon_per_metre * d",
+                "neighbouring": "replace one location by another at distance d: privacy loss epsilon_per_metre * d "
+                "(a row without a readable coordinate is outside the domain and is not released)",
                 **cost,
+                "bbox": None
+                if box is None
+                else {
+                    **box.__dict__,
+                    "rule": "a location outside the box is moved to the nearest point of the box before noise: "
+                    "the move never lengthens a distance (clamping each coordinate is 1-Lipschitz), so the "
+                    "loss stays epsilon_per_metre * d",
+                },
+                "public_columns": release.declaration(public),
                 "ledger": _ledger(
                     budget_epsilon,
                     f"perturb {lat},{lon} at {budget_metres} m",
@@ -495,17 +532,14 @@ def perturb_points(
                     str(cost["mechanism"]),
                 ),
                 "rounding_degrees": 10.0**-loc.ROUND_DEGREES,
-                "not_dp_outputs": [f"owner_only/{out.name}/{f}" for f in owner],
-                "not_dp_reasons": [
-                    "columns other than --lat/--lon are copied unchanged and are not protected",
-                    "rows with bad coordinates or outside --bbox are quarantined (owner only), not released",
-                ],
+                "not_dp_outputs": release.owner_files(out, owner),
+                "not_dp_reasons": list(_SESSION.get()[0].not_dp_reasons),
             },
         )
     _published(out)
     _say(
         f"perturbed {n:,} points ({cost['mechanism']}, epsilon {eps_budget:.4g} at {budget_metres:g} m); "
-        f"quarantined {int((~ok).sum()):,} -> {out}"
+        f"quarantined {la.size - n:,}, moved into --bbox {clamped:,} -> {out}"
     )
 
 
@@ -625,17 +659,20 @@ def od_randomize(
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
+    id_column: IdColumn = None,
+    keep_columns: KeepColumns = None,
     overwrite: Overwrite = False,
 ) -> None:
     """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3).
 
-    Example: urbandp survey od-randomize out/survey/trips.csv --from from_county --to to_county --blocks 19 --keep-probability 0.5 --out out/trips-rr
+    Example: urbandp survey od-randomize out/survey/trips.csv --from from_county --to to_county --blocks 19 --id trip --keep-probability 0.5 --out out/trips-rr
+
+    A trip with a block outside the declared list is released as a uniform draw over all pairs (never dropped).
     """
     import numpy as np
     import polars as pl
 
     from urbandp.reports.outputs import atomic_output_dir, write_json
-    from urbandp.survey import randomized_response as rr
     from urbandp.survey import trips as tr
     from urbandp.survey.io import command_line, read_list, read_table, require_columns, write_frame
     from urbandp.survey.sampling import bit_source
@@ -652,13 +689,18 @@ def od_randomize(
         raise InputError("give exactly one of --keep-probability or --epsilon")
     if epsilon is not None:
         _positive("--epsilon", epsilon)
-        prob = rr.krr_prob(t, epsilon)
-        p = (prob * t - 1.0) / (t - 1.0)
+        release.check_epsilon(epsilon, "trip")
+        p = tr.od_keep_probability(nb, epsilon)
     assert p is not None
     if not 0 <= p < 1:
         raise InputError(f"--keep-probability must be in [0, 1), got {p}")
+    if method in ("histogram", "histogram-joint"):
+        _not_chargeable(f"--method {method} draws replacements from the true histogram")
+    elif method != "rr":
+        raise InputError(f"--method must be rr, histogram or histogram-joint, got {method!r}")
     frame = read_table(input, separator)
     require_columns(frame, input, origin, dest)
+    public = release.public_columns(frame, input, keep_columns, id_column, {}, [origin, dest])
     index = pl.DataFrame({"__id": ids, "__i": np.arange(nb)})
     f = frame.with_row_index("row", offset=1).with_columns(
         pl.col(origin).cast(pl.String).str.strip_chars().alias("__o"),
@@ -666,39 +708,41 @@ def od_randomize(
     )
     f = f.join(index.rename({"__id": "__o", "__i": "__oi"}), on="__o", how="left", maintain_order="left")
     f = f.join(index.rename({"__id": "__d", "__i": "__di"}), on="__d", how="left", maintain_order="left")
-    bad = f.filter(pl.col("__oi").is_null() | pl.col("__di").is_null())
-    good = f.filter(pl.col("__oi").is_not_null() & pl.col("__di").is_not_null())
-    if good.height == 0:
-        raise InputError(f"no trip in {input} has both blocks in the declared list")
-    o = good.get_column("__oi").to_numpy().astype(np.int64)
-    de = good.get_column("__di").to_numpy().astype(np.int64)
-    if method == "rr":
-        _reserve("trip", tr.od_epsilon(nb, p), "survey-od-rr", {"blocks": nb, "keep_probability": p})
+    ok = (f.get_column("__oi").is_not_null() & f.get_column("__di").is_not_null()).to_numpy()
+    o = f.get_column("__oi").fill_null(0).to_numpy().astype(np.int64)
+    de = f.get_column("__di").fill_null(0).to_numpy().astype(np.int64)
+    eps = tr.od_epsilon(nb, p) if method == "rr" else None
+    if eps is not None:
+        _reserve("trip", eps, "survey-od-rr", {"blocks": nb, "keep_probability": p})
         ro, rd = tr.od_randomize(o, de, nb, p, source)
-        eps: float | None = tr.od_epsilon(nb, p)
-    elif method in ("histogram", "histogram-joint"):
-        _not_chargeable(f"--method {method} draws replacements from the true histogram")
-        ro, rd = tr.histogram_block_reporting(o, de, p, joint=method == "histogram-joint", source=source)
-        eps = None
     else:
-        raise InputError(f"--method must be rr, histogram or histogram-joint, got {method!r}")
+        ro, rd = o.copy(), de.copy()
+        if ok.any():
+            ro[ok], rd[ok] = tr.histogram_block_reporting(
+                o[ok], de[ok], p, joint=method == "histogram-joint", source=source
+            )
+    bad = np.flatnonzero(~ok)
+    if (
+        bad.size
+    ):  # an undeclared block: the pair is released as a uniform draw over all t pairs (eq. 13's floor)
+        pair = source.uniform_int(bad.size, t)
+        ro[bad], rd[bad] = pair // nb, pair % nb
     arr = np.array(ids, dtype=object)
-    released = good.drop("row", "__o", "__d", "__oi", "__di").with_columns(
-        pl.Series(origin, arr[ro].astype(str)), pl.Series(dest, arr[rd].astype(str))
+    released = release.select_released(
+        frame.with_columns(pl.Series(origin, arr[ro].astype(str)), pl.Series(dest, arr[rd].astype(str))),
+        public,
+        [origin, dest],
     )
+    owner = ["utility.json", "quarantine.csv", "input_report.json"]
     with atomic_output_dir(out) as d:
         write_frame(released, d.release / "trips.csv")
-        owner = ["utility.json"]
-        write_json(d.owner_path("utility.json"), tr.utility(o, de, ro, rd, nb))
-        if bad.height:
-            bad.drop("__o", "__d", "__oi", "__di").with_columns(
-                pl.lit("block_not_declared").alias("reason")
-            ).write_csv(d.owner_path("quarantine.csv"))
-            owner.append("quarantine.csv")
-        reasons = [
-            "columns other than --from/--to are copied unchanged and are not protected",
-            "trips with an undeclared block are quarantined (owner only)",
-        ]
+        write_json(d.owner_path("utility.json"), tr.utility(o[ok], de[ok], ro[ok], rd[ok], nb))
+        f.filter(pl.Series(~ok)).drop("__o", "__d", "__oi", "__di").with_columns(
+            pl.lit("block_not_declared: released as a uniform draw over all pairs").alias("reason")
+        ).write_csv(d.owner_path("quarantine.csv"))
+        report = {"trips_in": frame.height, "trips_with_undeclared_block": int(bad.size)}
+        write_json(d.owner_path("input_report.json"), release.input_report(report))
+        reasons = list(_SESSION.get()[0].not_dp_reasons)
         if eps is None:
             reasons.append(
                 "section 6.3 histogram-preserving reporting draws replacements from the TRUE histogram: "
@@ -709,7 +753,8 @@ def od_randomize(
             {
                 "command": command_line(),
                 "unit": "trip",
-                "neighbouring": "replace-one (one trip's origin-destination pair)",
+                "neighbouring": "replace-one (one trip's origin-destination pair, any value: a pair with a block "
+                "outside the declared list is released as a uniform draw over all pairs)",
                 "mechanism": "OD randomized response (report eq. 13)"
                 if eps is not None
                 else f"report section 6.3 ({method})",
@@ -722,19 +767,18 @@ def od_randomize(
                     if eps is None
                     else {}
                 ),
-                "ledger": _ledger(
-                    budget_epsilon, "od-randomize", eps if eps is not None else 1e308, "trip", method
-                )
-                if eps is not None
-                else None,
-                "not_dp_outputs": [f"owner_only/{out.name}/{x}" for x in owner],
+                "public_columns": release.declaration(public),
+                "ledger": None
+                if eps is None
+                else _ledger(budget_epsilon, "od-randomize", eps, "trip", method),
+                "not_dp_outputs": release.owner_files(out, owner),
                 "not_dp_reasons": reasons,
             },
         )
     _published(out)
     _say(
         f"randomized {released.height:,} trips over {nb} blocks ({method}, epsilon "
-        f"{'not DP' if eps is None else f'{eps:.4g}'}); quarantined {bad.height:,} -> {out}"
+        f"{'not DP' if eps is None else f'{eps:.4g}'}); undeclared block {bad.size:,} -> {out}"
     )
 
 
@@ -765,31 +809,38 @@ def perturb_trajectories(
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
+    keep_columns: KeepColumns = None,
     overwrite: Overwrite = False,
 ) -> None:
     """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/.
 
     Example: urbandp survey perturb-trajectories trips.csv --lat Y --lon X --trip trajectory_id --order t --epsilon 50 --out out/trajectories
+
+    Released: --trip, --lat, --lon and --keep-columns. NOT DP (start and end points exact): refuses --dataset.
     """
     import numpy as np
     import polars as pl
 
-    from urbandp.reports.outputs import atomic_output_dir
+    from urbandp.reports.outputs import atomic_output_dir, write_json
     from urbandp.survey import ssd
     from urbandp.survey.io import command_line, read_table, require_columns, write_frame
 
     _positive("--epsilon", epsilon)
     _positive("--max-step-metres", max_step_metres)
-    if ssd.min_acceptance(epsilon) < ssd.MIN_ACCEPTANCE:
-        raise InputError(
-            f"--epsilon {epsilon:g} makes every SSD draw practically uniform (a draw lands in its interval with "
-            f"probability {ssd.min_acceptance(epsilon):.2g}): no information is left; use at least 0.002"
-        )
-    _not_chargeable("perturb-trajectories publishes every trip's start and end point unchanged")
+    ssd.check_work(epsilon)  # the work bound, from --epsilon alone, before the data is read
+    not_dp = [
+        "perturb-trajectories publishes every trip's start and end point unchanged",
+        "the reachability loop depends on the true end point (leakage not accounted)",
+        "a trip with a step longer than --max-step-metres or fewer than 3 points is quarantined (owner only), "
+        "not released: its absence depends on its true points",
+    ]
+    for reason in not_dp:  # with --dataset the first one refuses the run
+        _not_chargeable(reason)
     if every < 1:
         raise InputError("--every must be >= 1")
     frame = read_table(input, separator)
     require_columns(frame, input, lat, lon, trip, *([order] if order else []))
+    public = release.public_columns(frame, input, keep_columns, None, {"--trip": trip}, [lat, lon])
     f = frame.with_row_index("row", offset=1).with_columns(
         pl.col(lat).cast(pl.Float64, strict=False).alias("__lat"),
         pl.col(lon).cast(pl.Float64, strict=False).alias("__lon"),
@@ -828,7 +879,8 @@ def perturb_trajectories(
         pert = ssd.perturb_trip(xy, epsilon, max_step_metres)
         nla, nlo = ssd.to_degrees(pert, float(la[0]), float(lo[0]))
         worst = max(worst, ssd.ssd_epsilon(epsilon, max(len(la) - 2, 0))["per_trip"])
-        pieces.append(t.drop("row", "__lat", "__lon").with_columns(pl.Series(lat, nla), pl.Series(lon, nlo)))
+        moved = t.drop("row", "__lat", "__lon").with_columns(pl.Series(lat, nla), pl.Series(lon, nlo))
+        pieces.append(release.select_released(moved, public, [lat, lon]))
         plots.append((la, lo, nla, nlo))
     if not pieces:
         raise InputError(
@@ -836,18 +888,20 @@ def perturb_trajectories(
         )
     costs = ssd.ssd_epsilon(epsilon, 1)
     released = pl.concat(pieces, how="vertical_relaxed")
+    owner = ["original_vs_perturbed.png", "quarantine.csv", "input_report.json"]
     with atomic_output_dir(out) as d:
         write_frame(released, d.release / "trajectories.csv")
-        owner = ["original_vs_perturbed.png"]
         _plot_trajectories(plots, d.owner_path("original_vs_perturbed.png"), epsilon, max_step_metres)
-        quarantine = skipped + (
-            [bad.drop("__lat", "__lon").with_columns(pl.lit("bad_coordinate").alias("reason"))]
-            if bad.height
-            else []
-        )
-        if quarantine:
-            pl.concat(quarantine, how="diagonal_relaxed").write_csv(d.owner_path("quarantine.csv"))
-            owner.append("quarantine.csv")
+        bad_rows = bad.drop("__lat", "__lon").with_columns(pl.lit("bad_coordinate").alias("reason"))
+        pl.concat([*skipped, bad_rows], how="diagonal_relaxed").write_csv(d.owner_path("quarantine.csv"))
+        report = {
+            "trips_perturbed": len(pieces),
+            "trips_quarantined": len(skipped),
+            "points_released": released.height,
+            "rows_with_bad_coordinate": bad.height,
+            "epsilon_per_trip_max_data_dependent": worst,
+        }
+        write_json(d.owner_path("input_report.json"), release.input_report(report))
         write_privacy_json(
             d.release,
             {
@@ -858,21 +912,22 @@ def perturb_trajectories(
                 "ssd_parameter_epsilon": epsilon,
                 "max_step_metres": max_step_metres,
                 "epsilon_per_point": costs["per_point"],
-                "epsilon_per_trip_max": worst,
+                "epsilon_per_trip": "epsilon_per_point x the trip's interior points (a trip of n + 2 released "
+                "points costs n x epsilon_per_point)",
+                "every": every,
+                "public_columns": release.declaration(public),
                 "ledger": _ledger(
-                    budget_epsilon, "perturb-trajectories (largest trip)", worst, "trip", "SSD"
+                    budget_epsilon,
+                    "perturb-trajectories (per interior point)",
+                    costs["per_point"],
+                    "trip",
+                    "SSD",
                 ),
-                "trips": len(pieces),
-                "not_dp_outputs": [f"owner_only/{out.name}/{x}" for x in owner],
-                "not_dp_reasons": [
-                    "start and end points of every trip are published unchanged (report eq. 16): NOT DP",
-                    "the reachability loop depends on the true end point (leakage not accounted)",
-                    "columns other than --lat/--lon are copied unchanged (including --trip and --order)",
-                    "with --every k only every k-th point of a trip is released (the others are dropped by design)",
-                    "trips with a step longer than --max-step-metres or fewer than 3 points are quarantined (owner only)",
-                ],
+                "not_dp_outputs": release.owner_files(out, owner),
+                "not_dp_reasons": list(_SESSION.get()[0].not_dp_reasons),
             },
         )
+    _published(out)
     _say(
         f"quarantined {len(skipped)} trips; perturbed {len(pieces)} trips, {released.height:,} points (epsilon per point "
         f"{costs['per_point']:.4g}, largest trip {worst:.4g}) -> {out}"

@@ -28,20 +28,20 @@ def run(out_dir: Path, console: Console) -> None:
         ("k-RR of vehicle model within fuel type, epsilon 2", [
             "randomize", str(data / "vehicles.csv"), "--column", "model", "--categories-file",
             str(data / "models.csv"), "--within", "fuel", "--aliases", str(data / "aliases.csv"),
-            "--epsilon", "2", "--out", str(out_dir / "vehicles-rr")]),
+            "--id", "household", "--epsilon", "2", "--out", str(out_dir / "vehicles-rr")]),
         ("de-biased model shares", [
             "estimate", str(out_dir / "vehicles-rr" / "randomized.csv"), "--column", "model",
             "--categories-file", str(data / "models.csv"), "--within", "fuel", "--epsilon", "2",
             "--out", str(out_dir / "vehicle-estimates.csv")]),
         ("home locations, planar Laplace 0.005 / m, report bounding box", [
             "perturb-points", str(data / "homes.csv"), "--lat", "lat", "--lon", "lon",
-            "--epsilon-per-metre", "0.005", "--bbox", TWIN_CITIES_BBOX, "--out", str(out_dir / "homes")]),
+            "--id", "household", "--epsilon-per-metre", "0.005", "--bbox", TWIN_CITIES_BBOX, "--out", str(out_dir / "homes")]),
         ("escape analysis (owner only)", [
             "escape", str(data / "homes.csv"), "--lat", "lat", "--lon", "lon", "--grid", "10,25,50",
             "--runs", "3", "--out", str(out_dir / "escape")]),
         ("OD randomized response over 19 counties, p = 1/2 (report eq. 13)", [
             "od-randomize", str(data / "trips.csv"), "--from", "from_county", "--to", "to_county",
-            "--blocks", "19", "--keep-probability", "0.5", "--out", str(out_dir / "trips-rr")]),
+            "--blocks", "19", "--id", "trip", "--keep-probability", "0.5", "--out", str(out_dir / "trips-rr")]),
         ("SSD trajectories (report eq. 16)", [
             "perturb-trajectories", str(data / "trajectories.csv"), "--lat", "lat", "--lon", "lon",
             "--trip", "trip", "--order", "seq", "--epsilon", "50", "--max-step-metres", "150",

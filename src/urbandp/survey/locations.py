@@ -89,6 +89,11 @@ class BoundingBox:
             raise ValueError("bounding box needs four numbers: min_lat,max_lat,min_lon,max_lon")
         return cls(*parts)
 
+    def clamp(self, lat: np.ndarray, lon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The nearest point of the box: each coordinate clamped to its range (1-Lipschitz, so a mechanism with
+        loss epsilon * d on the clamped points has loss at most epsilon * d on the true ones)."""
+        return np.clip(lat, self.min_lat, self.max_lat), np.clip(lon, self.min_lon, self.max_lon)
+
     def contains(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
         return (lat >= self.min_lat) & (lat <= self.max_lat) & (lon >= self.min_lon) & (lon <= self.max_lon)
 

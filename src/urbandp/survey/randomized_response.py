@@ -63,11 +63,26 @@ def krr_epsilon(k: int, prob: float) -> float:
     return math.log(prob) + math.log(k - 1) - math.log1p(-prob)
 
 
+LARGEST_PROB = math.nextafter(1.0, 0.0)
+"""The largest float below 1 (1 - 2^-53): the most a k-RR truth probability can be in double precision."""
+
+
+def krr_max_epsilon(k: int) -> float:
+    """The largest epsilon k-RR can spend in double precision: the map at :data:`LARGEST_PROB`, about
+    36.7 + ln(k - 1) (37.4 for k = 2). Above it e^eps / (e^eps + k - 1) rounds to 1 (no randomization at all)."""
+    return krr_epsilon(k, LARGEST_PROB)
+
+
 def krr_prob(k: int, epsilon: float) -> float:
-    """Truth probability of k-RR for ``epsilon``: e^eps / (e^eps + k - 1), nudged down until the map is <= eps."""
+    """Truth probability of k-RR for ``epsilon``: e^eps / (e^eps + k - 1), nudged down until the map is <= eps.
+
+    Where the exact value rounds to 1 in float (epsilon above :func:`krr_max_epsilon`, about 36.7 + ln(k - 1)),
+    the truth probability is :data:`LARGEST_PROB`: the mechanism then spends :func:`krr_max_epsilon`, less than
+    ``epsilon``, and its map (what privacy.json reports and the budget is charged) says so.
+    """
     if epsilon <= 0 or not math.isfinite(epsilon):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
-    prob = 1.0 / (1.0 + (k - 1) * math.exp(-epsilon))
+    prob = min(1.0 / (1.0 + (k - 1) * math.exp(-epsilon)), LARGEST_PROB)
     while krr_epsilon(k, prob) > epsilon:
         prob = float(np.nextafter(prob, 0.0))
     return prob
@@ -194,15 +209,22 @@ def randomize_within(
     """
     source = source or OpenDPBits()
     out = np.asarray(codes, dtype=np.int64).copy()
-    probs: dict[int, float] = {}
+    probs = within_probs(lists, epsilon)
     for g, k in lists.items():
         mask = groups == g
-        if k < 2 or not mask.any():
-            probs[g] = 1.0
-            continue
-        probs[g] = krr_prob(k, epsilon)
-        out[mask] = randomize_codes(out[mask], k, probs[g], source)
+        if k >= 2 and mask.any():
+            out[mask] = randomize_codes(out[mask], k, probs[g], source)
     return out, probs
+
+
+def within_probs(lists: dict[int, int], epsilon: float) -> dict[int, float]:
+    """The truth probability of every declared group (1.0 for a one-category list): public, from the lists only."""
+    return {g: krr_prob(k, epsilon) if k >= 2 else 1.0 for g, k in lists.items()}
+
+
+def within_epsilon(lists: dict[int, int], probs: dict[int, float]) -> float:
+    """Epsilon of :func:`randomize_within`: the largest map over the declared lists (0 if none has 2 entries)."""
+    return max((krr_epsilon(lists[g], v) for g, v in probs.items() if lists[g] >= 2), default=0.0)
 
 
 def report_replacement(

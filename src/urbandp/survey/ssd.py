@@ -31,17 +31,47 @@ import urbandp.privacy.dp_prelude as dp
 dp.enable_features("contrib")
 
 MAX_TRIES = 100
-MIN_ACCEPTANCE = 1e-4
-"""Smallest chance that one Laplace draw lands in its interval: below it the truncated law is practically
-uniform (no information) and the rejection sampler would run for ever (an epsilon of 1e-300)."""
+MAX_DRAWS_PER_POINT = 25_000
+"""Work bound (issue 30): the most OpenDP Laplace draws one perturbed point may need in expectation, in the worst
+case (all :data:`MAX_TRIES` tries, centres on the intervals' edges). The work grows as 1 / epsilon (about 2,400 /
+epsilon draws, ~30 us each on the shared machine); the bound admits epsilon >= :func:`min_epsilon` (about 0.1,
+where the angle's Laplace scale 8 pi / epsilon is 250 rad: the direction is already uniform). It reads epsilon
+only, never the data."""
 
 
-def min_acceptance(epsilon: float) -> float:
-    """The smaller acceptance of the two truncated Laplace laws, at a centre on the interval's edge.
+def acceptance(epsilon: float) -> tuple[float, float]:
+    """The worst acceptance of the length and of the angle truncated Laplace laws (centre on an interval edge).
 
     ``C = (1 - exp(-w / b)) / 2`` with ``w / b = epsilon / 8`` for the length and ``epsilon / 4`` for the angle.
     """
-    return 0.5 * -math.expm1(-epsilon / 8.0)
+    return 0.5 * -math.expm1(-epsilon / 8.0), 0.5 * -math.expm1(-epsilon / 4.0)
+
+
+def draws_per_point(epsilon: float) -> float:
+    """Expected Laplace draws of one point in the worst case: MAX_TRIES x (1 / C_length + 1 / C_angle)."""
+    length, angle = acceptance(epsilon)
+    return MAX_TRIES * (1.0 / length + 1.0 / angle) if length > 0 else math.inf
+
+
+def min_epsilon() -> float:
+    """The smallest epsilon whose :func:`draws_per_point` is within :data:`MAX_DRAWS_PER_POINT` (bisection)."""
+    low, high = 1e-6, 10.0
+    for _ in range(60):
+        mid = math.sqrt(low * high)
+        low, high = (low, mid) if draws_per_point(mid) <= MAX_DRAWS_PER_POINT else (mid, high)
+    return high
+
+
+def check_work(epsilon: float) -> None:
+    """Refuse, before reading the data, an epsilon whose SSD draws would exceed the work bound."""
+    if not draws_per_point(epsilon) <= MAX_DRAWS_PER_POINT:
+        from urbandp.errors import InvalidParameterError
+
+        raise InvalidParameterError(
+            f"--epsilon {epsilon:g} makes the SSD draws practically uniform (no information left) and needs up to "
+            f"{draws_per_point(epsilon):,.0f} Laplace draws per point (limit {MAX_DRAWS_PER_POINT:,}); use "
+            f"--epsilon {math.ceil(min_epsilon() * 1000) / 1000:g} or more"
+        )
 
 
 def ssd_epsilon(epsilon: float, interior_points: int) -> dict[str, float]:

@@ -15,9 +15,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from urbandp.survey.randomized_response import krr_epsilon, randomize_codes
+from urbandp.survey.randomized_response import LARGEST_PROB, krr_epsilon, krr_prob, randomize_codes
 from urbandp.survey.sampling import BitSource, OpenDPBits
 
 
@@ -25,6 +27,18 @@ def od_epsilon(blocks: int, p: float) -> float:
     """Report eq. (13) for OD pairs over ``blocks`` blocks: t = blocks^2 (exact; see module docstring)."""
     t = blocks * blocks
     return krr_epsilon(t, p + (1.0 - p) / t)
+
+
+def od_keep_probability(blocks: int, epsilon: float) -> float:
+    """The keep probability p of eq. (13) for a target ``epsilon``: from k-RR's truth probability over t pairs,
+    nudged down until :func:`od_epsilon` is <= ``epsilon``, and below 1 where float rounds it up (large epsilon:
+    see :func:`urbandp.survey.randomized_response.krr_prob`)."""
+    t = blocks * blocks
+    prob = krr_prob(t, epsilon)
+    p = min((prob * t - 1.0) / (t - 1.0), LARGEST_PROB)
+    while od_epsilon(blocks, p) > epsilon:
+        p = math.nextafter(p, 0.0)
+    return p
 
 
 def od_randomize(
