@@ -18,9 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from urbandp.provenance import software_versions
-from urbandp.reports.outputs import write_json
+from urbandp.reports.outputs import dumps_strict, write_json
 
 FILE_NAME = "privacy.json"
 HEADER = ("differentially_private", "dp_label", "not_dp_reasons", "privacy_unit", "unit", "neighbouring")
@@ -57,3 +60,48 @@ def write_privacy_json(directory: Path, privacy: Mapping[str, object]) -> Path:
     path = Path(directory) / FILE_NAME
     write_json(path, privacy_document(privacy))
     return path
+
+
+class PrivacyReport(BaseModel):
+    """The typed privacy report of a release: the header every wing states, typed; the wing's own figures as
+    typed fields of its subclass (e.g. :class:`urbandp.fleet.report.FleetPrivacyReport`), anything else kept as
+    extra fields. ``to_json()`` is privacy.json, checked by :func:`privacy_document`.
+
+    A JSON Schema of each report class (:meth:`json_schema`) is published in docs/privacy-json.md so that
+    consumers can validate privacy.json.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    differentially_private: bool = Field(description="true when every output of the release is DP")
+    dp_label: str | None = Field(None, description="the verdict in words, with the neighbouring relation")
+    not_dp_reasons: list[str] = Field(
+        description="why the release is NOT differentially private (empty if DP)"
+    )
+    privacy_unit: str | None = Field(
+        None, description="the unit whose privacy is protected (e.g. vehicle-day)"
+    )
+    unit: str | None = Field(None, description="the privacy unit, in the wings that call it so")
+    neighbouring: object = Field(None, description="the neighbouring relation (add/remove or replace-one)")
+    warnings: list[str] = Field(
+        default_factory=list, description="warnings that hold only public or DP figures"
+    )
+    software: dict[str, str | None] | None = Field(None, description="urbandp, OpenDP and Python versions")
+
+    @classmethod
+    def from_document(cls, privacy: Mapping[str, object]) -> Self:
+        """The typed report of a privacy document (checked first: a document that misstates DP is refused)."""
+        return cls.model_validate(privacy_document(privacy))
+
+    def to_dict(self) -> dict[str, object]:
+        """The checked document, as privacy.json holds it (fields never set are left out)."""
+        return privacy_document(self.model_dump(exclude_unset=True))
+
+    def to_json(self) -> str:
+        """privacy.json's text: strict JSON (no NaN or Infinity), the header first."""
+        return dumps_strict(self.to_dict(), indent=2) + "\n"
+
+    @classmethod
+    def json_schema(cls) -> dict[str, object]:
+        """The JSON Schema of this report class (extra fields allowed)."""
+        return cls.model_json_schema(mode="serialization")

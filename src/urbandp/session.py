@@ -1,0 +1,81 @@
+"""The public ``urbandp.Session``: a budget store and a dataset that every release of a notebook or a job charges.
+
+::
+
+    import urbandp as ud
+    with ud.Session(store="budget.sqlite", dataset="austin") as s:
+        rel = ud.fleet.release(df, start="2017-04-18", end="2017-04-18", epsilon_per_day=4, session=s)
+
+Each release opens its own charge (:class:`urbandp.privacy.session.Session`: reserve before noise, commit after)
+through :meth:`Session.charge`, so the guards and the budget of the command line apply unchanged: a release the
+store cannot afford raises :class:`~urbandp.errors.BudgetExceededError` before any noise is drawn, a NOT DP release
+is refused, and nothing is ever refunded. Without a session a release still passes the guards, but charges no
+store (like the command line without ``--dataset``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+
+from urbandp.errors import InvalidParameterError
+from urbandp.privacy.noise import NoiseSource
+from urbandp.privacy.session import Session as ReleaseCharge
+
+
+class Session:
+    """The budget that releases charge: ``store`` (a SQLite path or a ``postgresql://`` URL; default
+    ``$URBANDP_BUDGET_STORE``, else ``./urbandp-budget.sqlite``) and ``dataset`` (declared in it with
+    ``urbandp budget init``; None: no store is charged).
+
+    ``allow_meaningless_epsilon``: run a release whose loss protects nobody, labelled NOT DP (refused with a
+    dataset). ``noise``: the noise source, for tests only (a seeded source makes a release reproducible and is
+    labelled as such); releases use OpenDP's samplers.
+    """
+
+    def __init__(
+        self,
+        store: str | Path | None = None,
+        dataset: str | None = None,
+        *,
+        allow_meaningless_epsilon: bool = False,
+        noise: NoiseSource | None = None,
+    ) -> None:
+        if dataset is not None and not str(dataset).strip():
+            raise InvalidParameterError(
+                "dataset is empty: give the name of a dataset of the budget store, or None"
+            )
+        self.store = None if store is None else str(store)
+        self.dataset = dataset
+        self.allow_meaningless_epsilon = allow_meaningless_epsilon
+        self.noise = noise
+        self.releases: list[str] = []
+        """The budget store's ids of the releases this session committed, in order."""
+
+    def charge(self, unit: str, *, out: Path | None = None, command_line: str | None = None) -> ReleaseCharge:
+        """One release's charge, in the privacy ``unit`` of the wing (used as a context manager)."""
+        return ReleaseCharge(
+            self.dataset,
+            self.store,
+            unit=unit,
+            out=out,
+            noise=self.noise,
+            command_line=command_line,
+            allow_meaningless_epsilon=self.allow_meaningless_epsilon,
+        )
+
+    def committed(self, charge: ReleaseCharge) -> None:
+        """Record a committed charge (called by the wings once their release returned)."""
+        if charge.release_id is not None:
+            self.releases.append(charge.release_id)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"Session(store={self.store!r}, dataset={self.dataset!r}, releases={len(self.releases)})"
