@@ -447,7 +447,7 @@ def pm_map(
             help="Public bound M: a vehicle-window keeps at most M readings (evenly spaced in time); the noise "
             "grows with M."
         ),
-    ] = 10,
+    ] = 3,
     clip: Annotated[
         float, typer.Option(help="Public upper bound of a reading; values are clipped to [0, it].")
     ] = 250.0,

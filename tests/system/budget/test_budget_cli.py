@@ -87,7 +87,17 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     r = runner.invoke(
         app,
-        ["budget", "init", "pm25", "--unit", "vehicle-day", "--epsilon-per-day", "20", "--budget-store", store],
+        [
+            "budget",
+            "init",
+            "pm25",
+            "--unit",
+            "vehicle-day",
+            "--epsilon-per-day",
+            "20",
+            "--budget-store",
+            store,
+        ],
     )
     assert r.exit_code == 0, r.output
     args = ["sensing", "dp-map", str(readings), "--bbox", "22.49,88.32,22.60,88.44", "--cell-metres", "1000"]

@@ -34,19 +34,19 @@ def test_vehicle_column_makes_the_vehicle_window_the_default_unit(fleet: Path, t
     rc, err, p = _pm(fleet, tmp_path / "v", "--epsilon", "2")
     assert rc == 0 and p is not None, err
     assert p["privacy_unit"] == "one vehicle-window" and p["differentially_private"] is True
-    # M = 10 (default): L1 sensitivities 10 and 10 x 125; each at epsilon 1 -> scales 10 and 1250
-    assert p["count"] == {"sensitivity": 10.0, "scale": 10.0, "epsilon": 1.0}
-    assert p["centred_sum"]["sensitivity"] == 1250.0 and p["centred_sum"]["scale"] == 1250.0
+    # M = 3 (default): L1 sensitivities 3 and 3 x 125; each at epsilon 1 -> scales 3 and 375
+    assert p["count"] == {"sensitivity": 3.0, "scale": 3.0, "epsilon": 1.0}
+    assert p["centred_sum"]["sensitivity"] == 375.0 and p["centred_sum"]["scale"] == 375.0
     v = p["per_vehicle"]
-    assert v["bounded"] is True and v["max_readings_per_vehicle_window"] == 10
+    assert v["bounded"] is True and v["max_readings_per_vehicle_window"] == 3
     assert v["epsilon_per_vehicle_window"] == 2.0 and v["windows_per_day_max"] == 4
     assert v["epsilon_per_vehicle_day"] == 8.0 and v["epsilon_per_vehicle_release"] == 8.0
     assert p["budget_booked"] == {"unit": "vehicle-day", "epsilon_per_day": 8.0}
-    # the truncation is reported to the owner only: 35 readings per vehicle-window, 10 kept
+    # the truncation is reported to the owner only: 35 readings per vehicle-window, 3 kept
     report = owner_report(tmp_path / "v")
-    assert report["readings_used"] == 400 and report["vehicle_windows_truncated"] == 40
+    assert report["readings_used"] == 120 and report["vehicle_windows_truncated"] == 40
     assert report["readings_per_vehicle_window_max"] == 35
-    assert "40 of 40 vehicle-windows hold more than 10 readings" in err
+    assert "40 of 40 vehicle-windows hold more than 3 readings" in err
     assert "readings_used" not in json.dumps(p) and "35" not in json.dumps(p["per_vehicle"])
 
 
@@ -69,7 +69,10 @@ def test_vehicle_unit_needs_ids_and_a_valid_bound(fleet: Path, shared_data: Path
     assert_refused(res, "--unit vehicle-window needs vehicle ids")
     for extra, needle in (
         (("--vehicle-column", "bus"), "--vehicle-column 'bus': no such column"),
-        (("--max-readings-per-vehicle-window", "0"), "--max-readings-per-vehicle-window must be an integer >= 1"),
+        (
+            ("--max-readings-per-vehicle-window", "0"),
+            "--max-readings-per-vehicle-window must be an integer >= 1",
+        ),
         (("--unit", "car"), "--unit must be one of vehicle-window, reading"),
     ):
         res = run_urbandp("sensing", "pm-map", str(fleet), "--bbox", BBOX, *WINDOW, *extra, "--out",
@@ -117,7 +120,9 @@ def test_public_privacy_json_does_not_depend_on_the_true_data(fleet: Path, tmp_p
         docs = []
         for j, data in enumerate((fleet, neighbour)):
             out = tmp_path / f"{command}-{i}-{j}"
-            res = run_urbandp("sensing", command, str(data), "--bbox", BBOX, *WINDOW, *extra, "--out", str(out))
+            res = run_urbandp(
+                "sensing", command, str(data), "--bbox", BBOX, *WINDOW, *extra, "--out", str(out)
+            )
             assert res.returncode == 0, res.stderr[-2000:]
             # the input path and the output name are public parameters that differ by construction
             docs.append((out / "privacy.json").read_text().replace(out.name, "OUT"))

@@ -141,7 +141,9 @@ def test_vehicle_window_plan_scales_the_noise_with_m_and_states_vehicle_losses()
 
     plan = plan_pm_map(2.0, 250.0, 10, "vehicle-window")
     assert plan.count_sensitivity == 10.0 and plan.sum_sensitivity == 1250.0
-    assert plan.count.scale == pytest.approx(10.0, rel=1e-12) and plan.total.scale == pytest.approx(1250.0, rel=1e-12)
+    assert plan.count.scale == pytest.approx(10.0, rel=1e-12) and plan.total.scale == pytest.approx(
+        1250.0, rel=1e-12
+    )
     assert 2.0 - 1e-9 <= plan.loss_per_unit().epsilon <= 2.0
     hourly = np.arange(
         np.datetime64("2024-01-15T20:00"), np.datetime64("2024-01-16T04:00"), np.timedelta64(60, "m")
