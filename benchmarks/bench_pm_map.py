@@ -11,7 +11,14 @@ and compared with what the static stations measured in that window (their mean p
 rows are averaged over ``--repeats`` noise draws (OpenDP's sampler). Writes ``results/pm_map.json`` and
 ``docs/img/sensing_pm_map_rmse.png``.
 
-    .venv/bin/python benchmarks/bench_pm_map.py [--repeats 3]
+What the vehicle-window unit costs (issue 30), ``--vehicle``: the Kolkata files have no vehicle id, so there the
+vehicle unit at bound M is measured as what it is for the noise, the reading unit's mechanisms at sensitivities
+M and M C/2 (no truncation possible: it assumes no bus has more than M readings in a window, which the files
+cannot show). On the synthetic fleet (``urbandp sensing synth``: vehicle ids, a known field) the truncation is
+real: RMSE of the window mean and of the cells' IDW map against the true field at the cell centres, per M, at the
+same epsilon per unit. Writes ``results/pm_map_vehicle.json``.
+
+    .venv/bin/python benchmarks/bench_pm_map.py [--repeats 3] [--vehicle]
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from urbandp.sensing.pm_map import (
     plan_pm_map,
     pooled_mean,
     smooth_window,
+    window_means,
 )
 from urbandp.sensing.readings import read_readings, window_starts
 
@@ -145,11 +153,112 @@ def plot(results: list[dict[str, object]], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+BOUNDS = (1, 3, 10, 30)
+VEHICLE_EPSILONS = (1.0, 4.0, 16.0)
+
+
+def kolkata_vehicle(repeats: int, window_minutes: int = 1440) -> dict[str, object]:
+    """Kolkata (no ids): RMSE at the stations of the DP window mean and the cells + IDW, per epsilon per unit and
+    per bound M (M = 1 is the reading unit)."""
+    mobile, _ = read_readings(DATA / "Mobile_Autumn.csv", None, None, BBOX)
+    static, _ = read_readings(DATA / "Static_Autumn.csv", None, None, BBOX)
+    grid = SquareGrid(*BBOX, 1000.0)
+    first = mobile.time.min().astype("datetime64[D]")
+    last = mobile.time.max().astype("datetime64[D]") + np.timedelta64(1, "D")
+    windows = public_windows(first.astype("datetime64[us]"), last.astype("datetime64[us]"), window_minutes)
+    truth = station_truth(static, grid, window_minutes)
+    starts = window_starts(mobile.time, window_minutes)
+    agg = cell_aggregates(mobile, grid, windows, window_minutes, DEFAULT_CLIP)
+    index = {w: i for i, w in enumerate(windows.astype("datetime64[m]"))}
+    used = [w for w in truth if w.astype("datetime64[m]") in index and int((starts == w).sum()) >= 3]
+    noise = OpenDPNoise()
+    out: dict[str, dict[str, float]] = {}
+    for eps in VEHICLE_EPSILONS:
+        for m in BOUNDS:
+            plan = plan_pm_map(eps, DEFAULT_CLIP, m)
+            got: dict[str, list[float]] = {"idw": [], "pooled": []}
+            for _ in range(repeats):
+                noisy = measure_pm_map(plan, agg, noise)
+                city = window_means(plan, noisy)
+                for w in used:
+                    i = index[w.astype("datetime64[m]")]
+                    xs = np.array([xy for xy, _ in truth[w]])
+                    ys = np.array([v for _, v in truth[w]])
+                    got["idw"] += list(smooth_window(plan, noisy, i, grid, xs, "idw", city=city) - ys)
+                    got["pooled"] += list(float(city[i]) - ys)
+            out[f"eps={eps},M={m}"] = {k: rmse(v) for k, v in got.items()}
+            print(f"  kolkata daily, epsilon {eps} per unit, M {m}: {out[f'eps={eps},M={m}']}", flush=True)
+    return {
+        "window_minutes": window_minutes,
+        "station_windows": sum(len(truth[w]) for w in used),
+        "rmse": out,
+    }
+
+
+def synthetic_vehicle(repeats: int, vehicles: int = 40, hours: int = 24) -> dict[str, object]:
+    """The synthetic fleet (ids, a known field): one reading a minute per vehicle (60 per vehicle-window), hourly
+    windows, 1 km cells. RMSE against the true field at the cell centres (window mean; IDW over clear cells)."""
+    from urbandp.sensing.readings import Readings
+    from urbandp.sensing.synth import pollution_field, synth_readings
+
+    df = synth_readings(vehicles * hours * 60, vehicles, hours, seed=7)
+    r = Readings(
+        df["lat"].to_numpy(),
+        df["lon"].to_numpy(),
+        np.array(df["time"].to_list(), dtype="datetime64[us]"),
+        df["value"].to_numpy(),
+        df["vehicle"].to_numpy().astype(str),
+    )
+    box = (
+        float(r.lat.min()) - 1e-4,
+        float(r.lon.min()) - 1e-4,
+        float(r.lat.max()) + 1e-4,
+        float(r.lon.max()) + 1e-4,
+    )
+    grid = SquareGrid(*box, 1000.0)
+    start = r.time.min().astype("datetime64[h]").astype("datetime64[us]")
+    windows = public_windows(start, start + np.timedelta64(hours, "h"), 60)
+    # the true field at each cell centre in the middle of each window (synth's frame: km east/north of lat0, lon0)
+    lat, lon = grid.centroids()[1:]
+    y_km = (lat - 22.50) * 111.195
+    x_km = (lon - 88.33) * 111.195 * math.cos(math.radians(22.50))
+    truth = np.stack([pollution_field(x_km, y_km, h + 0.5, 7) for h in range(hours)])
+    xy = grid.centroids_metres() / KM
+    noise = OpenDPNoise()
+    out: dict[str, dict[str, float]] = {}
+    for eps in VEHICLE_EPSILONS:
+        for m in (*BOUNDS, 60):
+            vehicle = m != 60
+            plan = plan_pm_map(
+                eps, DEFAULT_CLIP, m if vehicle else 1, "vehicle-window" if vehicle else "reading"
+            )
+            agg = cell_aggregates(r, grid, windows, 60, DEFAULT_CLIP, r.vehicle if vehicle else None, m)
+            got: dict[str, list[float]] = {"idw": [], "pooled": []}
+            for _ in range(repeats):
+                noisy = measure_pm_map(plan, agg, noise)
+                city = window_means(plan, noisy)
+                for i in range(hours):
+                    got["idw"] += list(smooth_window(plan, noisy, i, grid, xy, "idw", city=city) - truth[i])
+                    got["pooled"] += list(float(city[i]) - truth[i])
+            key = f"eps={eps},M={m}" if vehicle else f"eps={eps},reading"
+            out[key] = {k: rmse(v) for k, v in got.items()} | {"readings_used": float(agg.counts.sum())}
+            print(f"  synthetic fleet, epsilon {eps} per unit, {key}: {out[key]}", flush=True)
+    return {"vehicles": vehicles, "hours": hours, "readings_per_vehicle_window": 60, "cells": grid.n_cells,
+            "rmse": out}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--windows", default="60,1440", help="window lengths in minutes")
+    ap.add_argument("--vehicle", action="store_true", help="only the vehicle-unit measurements")
     args = ap.parse_args()
+    if args.vehicle:
+        res = {"kolkata": kolkata_vehicle(args.repeats), "synthetic": synthetic_vehicle(args.repeats)}
+        path = ROOT / "benchmarks" / "results" / "pm_map_vehicle.json"
+        path.write_text(json.dumps(res, indent=2) + "\n")
+        print(f"wrote {path}")
+        return
     results = []
     for minutes in (int(m) for m in args.windows.split(",")):
         print(f"{minutes}-minute windows", flush=True)

@@ -88,7 +88,7 @@ def _load(
 @app.command()
 @cli_guard
 def synth(
-    out: Annotated[Path, typer.Argument(help="CSV to write (lat, lon, time, value).")],
+    out: Annotated[Path, typer.Argument(help="CSV to write (lat, lon, time, value, vehicle).")],
     readings: Annotated[int, typer.Option(help="Number of readings.")] = 1400,
     vehicles: Annotated[int, typer.Option(help="Number of vehicles.")] = 10,
     hours: Annotated[int, typer.Option(help="Hours (one-hour windows) the readings span.")] = 1,
@@ -409,8 +409,8 @@ def dp_map(
     else:
         cost = (
             f"epsilon per cell {epsilon:g} (per reading / window map {privacy['epsilon_per_window_map']:.6g} at "
-            f"delta {privacy['delta_per_reading']:.2g}; vehicle in every window "
-            f"{privacy['epsilon_vehicle_upper_bound']:.6g})"
+            f"delta {privacy['delta_per_reading']:.2g}; per vehicle-day {privacy['epsilon_per_vehicle_day']:.6g}; "
+            f"vehicle in every window {privacy['epsilon_vehicle_upper_bound']:.6g})"
         )
     label = privacy["dp_label"]
     print(
@@ -427,7 +427,27 @@ def pm_map(
     bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")],
     start: Annotated[str, typer.Option(help="Public start of the time window, ISO date or date-time.")],
     end: Annotated[str, typer.Option(help="Public end of the window, exclusive; a date includes that day.")],
-    epsilon: Annotated[float, typer.Option(help="Epsilon per reading (the whole release).")] = 1.0,
+    epsilon: Annotated[
+        float, typer.Option(help="Epsilon per privacy unit (per vehicle-window, or per reading; see --unit).")
+    ] = 1.0,
+    unit: Annotated[
+        str | None,
+        typer.Option(
+            help="vehicle-window | reading (default: vehicle-window when the input has a vehicle column, else "
+            "reading)."
+        ),
+    ] = None,
+    vehicle_column: Annotated[
+        str | None,
+        typer.Option(help="Column of vehicle ids (default: a column named 'vehicle', if the input has one)."),
+    ] = None,
+    max_readings_per_vehicle_window: Annotated[
+        int,
+        typer.Option(
+            help="Public bound M: a vehicle-window keeps at most M readings (evenly spaced in time); the noise "
+            "grows with M."
+        ),
+    ] = 3,
     clip: Annotated[
         float, typer.Option(help="Public upper bound of a reading; values are clipped to [0, it].")
     ] = 250.0,
@@ -443,9 +463,10 @@ def pm_map(
     """A differentially private map of PM2.5 itself: noisy clipped sums and counts per cell and window, smoothed.
 
     Publishable (DIR/): pm_cells.csv (noisy count and sum per cell and window, the mean derived from them),
-    pm_grid.csv (the map smoothed by --smoother, post-processing) and privacy.json. The unit is one reading; the
-    cells and windows compose in parallel, so the release costs --epsilon per reading. docs/sensing.md measures
-    its RMSE at the Kolkata static stations against the non-private GP and IDW.
+    pm_grid.csv (the map smoothed by --smoother, post-processing) and privacy.json. The unit is one
+    vehicle-window (at most M readings) when the readings carry vehicle ids, else one reading; windows compose in
+    parallel, so the release costs --epsilon per unit, and privacy.json states what a vehicle pays per window,
+    per day and over the release. docs/sensing.md measures its RMSE at the Kolkata static stations.
 
     Example: urbandp sensing pm-map ../shared/data/kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
     """
@@ -469,6 +490,9 @@ def pm_map(
             dataset=dataset,
             budget_store=budget_store,
             allow_meaningless_epsilon=allow_meaningless_epsilon,
+            unit=unit,
+            vehicle_column=vehicle_column,
+            max_readings_per_vehicle_window=max_readings_per_vehicle_window,
         )
     )
 

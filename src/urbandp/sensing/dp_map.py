@@ -18,7 +18,11 @@ window's map is ``G`` epsilon-DP cells composed: ``G * epsilon_cell`` by basic c
 per-cell epsilon only), and far less at a small delta by the optimal composition of Kairouz, Oh and Viswanath
 (2015): 272 instead of 414 for 414 cells at epsilon 1, delta 1e-6. Windows hold disjoint readings, so a reading
 costs its window's map (parallel composition); a replace-one neighbour can move a reading into another window,
-which costs two windows' maps (``2G`` cells composed); a vehicle present in ``W`` windows at most ``W x G`` cells.
+which costs two windows' maps (``2G`` cells composed). The bound of section VI-A holds for any change of a
+window's readings, not only one reading's (every standardised ``sigma_p^2`` lies in ``[0, Delta]`` whatever the
+readings), so a window's map protects a whole vehicle's readings in it at the same epsilon, ids or not: a vehicle
+pays at most ``k x G`` cells composed on a day of ``k`` windows (the loss booked per **vehicle-day**, and the one
+the guard of :mod:`urbandp.privacy.guards` checks) and ``W x G`` over the release's ``W`` windows.
 The released variance is in standardised units (relative to the window's value variance): converting to
 original units multiplies by a data-dependent variance, which the paper does but which is not DP.
 """
@@ -70,7 +74,6 @@ class DpMapRelease:
     privacy: dict[str, object] = field(default_factory=dict)
 
 
-SANE_EPSILON = 10.0  # above this a privacy loss gives no meaningful protection: warned about loudly
 MAX_EXPECTED_DRAWS = 20_000_000  # bound on the rejection sampler's work (OpenDP draws) for one release
 
 
@@ -114,12 +117,22 @@ class DpMapPlan:
     epsilon_replace_one: float = 0.0
     basic_per_window_map: float = 0.0
     basic_total: float = 0.0
+    windows_per_day: int = 0
+    epsilon_per_vehicle_day: float = 0.0
+    basic_per_vehicle_day: float = 0.0
 
     def loss_per_reading(self) -> Loss:
         """The loss of one reading under add/remove (its window's map of G cells, composed optimally)."""
         return Loss.approx_dp(
             self.epsilon_per_window_map,
             self.delta if self.epsilon_per_window_map < self.basic_per_window_map else 0.0,
+        )
+
+    def loss_per_vehicle_day(self) -> Loss:
+        """The loss of a vehicle on one day: the ``k x G`` cells of the day's windows, composed optimally."""
+        return Loss.approx_dp(
+            self.epsilon_per_vehicle_day,
+            self.delta if self.epsilon_per_vehicle_day < self.basic_per_vehicle_day else 0.0,
         )
 
     def loss_total(self) -> Loss:
@@ -135,17 +148,23 @@ class DpMapPlan:
             "epsilon_per_reading": self.epsilon_per_window_map,
             "delta_per_reading": self.loss_per_reading().delta,
             "epsilon_per_reading_replace_one": self.epsilon_replace_one,
+            "windows_per_day_max": self.windows_per_day,
+            "epsilon_per_vehicle_day": self.epsilon_per_vehicle_day,
+            "delta_per_vehicle_day": self.loss_per_vehicle_day().delta,
             "epsilon_vehicle_upper_bound": self.epsilon_total,
             "delta_vehicle_upper_bound": self.loss_total().delta,
             "composition_delta": self.delta,
             "basic_composition": {
                 "epsilon_per_window_map": self.basic_per_window_map,
+                "epsilon_per_vehicle_day": self.basic_per_vehicle_day,
                 "epsilon_vehicle_upper_bound": self.basic_total,
-                "note": "G x epsilon per cell (and W x G over windows) at delta 0, for comparison",
+                "note": "G x epsilon per cell (k x G per vehicle-day, W x G over windows) at delta 0, for comparison",
             },
             "composition": "optimal composition of the G cells of a window (Kairouz, Oh, Viswanath 2015, Thm 3.3) "
             "at composition_delta, never above the basic G x epsilon; parallel over windows for one reading "
-            "under add/remove; replace-one can move a reading into another window: 2 x G cells composed",
+            "under add/remove; replace-one can move a reading into another window: 2 x G cells composed; a "
+            "window's map bounds any change of its readings (VI-A), so a vehicle pays the k x G cells of a day's "
+            "windows per vehicle-day (the loss booked and guarded) and W x G over the release",
         }
 
     def check(self) -> None:
@@ -171,9 +190,13 @@ def plan_dp_map(
     sensitivity: float = 1.0,
     upper: float | None = None,
     delta: float = 0.0,
+    windows_per_day: int | None = None,
 ) -> DpMapPlan:
     """Cost of the default (Holohan) release: the ``G`` cells of a window composed optimally at ``delta``
-    (:func:`urbandp.privacy.loss.optimal_homogeneous_epsilon`; ``delta`` 0 gives the basic ``G x epsilon``)."""
+    (:func:`urbandp.privacy.loss.optimal_homogeneous_epsilon`; ``delta`` 0 gives the basic ``G x epsilon``).
+    ``windows_per_day``: most windows on one day (:func:`urbandp.sensing.readings.windows_per_day`); default
+    every window (a bound)."""
+    k = n_windows if windows_per_day is None else min(int(windows_per_day), n_windows)
     hi = sensitivity if upper is None else float(upper)
     try:
         check_meaningful(epsilon_cell, sensitivity, 0.0, hi)
@@ -196,6 +219,9 @@ def plan_dp_map(
         epsilon_replace_one=optimal_homogeneous_epsilon(eps_cell, 2 * n_cells, delta),
         basic_per_window_map=n_cells * eps_cell,
         basic_total=n_windows * n_cells * eps_cell,
+        windows_per_day=k,
+        epsilon_per_vehicle_day=optimal_homogeneous_epsilon(eps_cell, k * n_cells, delta),
+        basic_per_vehicle_day=k * n_cells * eps_cell,
     )
 
 

@@ -103,9 +103,12 @@ class DpMapOptions:
 
 
 def parse_utility_epsilons(text: str) -> tuple[float, ...]:
-    """``"0.5,1,10"`` -> (0.5, 1.0, 10.0); ``""`` -> () (utility curve off)."""
+    """``"0.5,1,10"`` -> (0.5, 1.0, 10.0); ``""`` -> () (utility curve off); an empty item (``"1,,2"``) is
+    refused, not skipped."""
+    if not text.strip():
+        return ()
     try:
-        return tuple(float(e) for e in text.split(",") if e.strip())
+        return tuple(float(e) for e in text.split(","))
     except ValueError:
         raise InputError(f"--utility-epsilons must be comma-separated numbers, got {text!r}") from None
 
@@ -210,7 +213,8 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
     """Run the release (see the module docstring); returns privacy.json's content."""
     import polars as pl
 
-    from urbandp.privacy.loss import Loss, check_delta, meaningless_reasons
+    from urbandp.privacy.guards import check_delta
+    from urbandp.privacy.loss import Loss
     from urbandp.privacy.rounding import round_to_precision
     from urbandp.privacy.session import Session, days_between
     from urbandp.reports.outputs import atomic_output_dir, check_output_path, owner_dir_for
@@ -224,7 +228,7 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
     )
     from urbandp.sensing.gp import blas_threads_limit
     from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.readings import read_readings
+    from urbandp.sensing.readings import read_readings, windows_per_day
 
     check_output_path(o.out)
     check_delta(o.delta, "--delta")
@@ -261,7 +265,15 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
             raise InputError(f"grid of {grid.n_cells} cells is too large; use a larger --cell-metres")
         plan = None
         if o.calibration != "paper":
-            plan = plan_dp_map(len(windows), grid.n_cells, o.epsilon, o.sensitivity, o.upper, o.delta)
+            plan = plan_dp_map(
+                len(windows),
+                grid.n_cells,
+                o.epsilon,
+                o.sensitivity,
+                o.upper,
+                o.delta,
+                windows_per_day(windows, o.window_minutes),
+            )
             plan.check()  # before any noise: meaningless noise or unbounded work
         elif len(readings) < o.min_readings:
             raise InputError(
@@ -280,17 +292,13 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
             not_dp.append(
                 "paper calibration: b = Delta/epsilon with the upper bound taken from the data (no finite epsilon)"
             )
-        if plan is not None:
-            not_dp += meaningless_reasons(
-                plan.loss_per_reading(), None, per="reading", allow=o.allow_meaningless_epsilon
-            )
         days = sorted({str(w)[:10] for w in windows})
         cap = None if o.budget is None else Loss.approx_dp(o.budget, 1.0)
         with (
             Session(
                 o.dataset,
                 o.budget_store,
-                unit="reading",
+                unit="vehicle-day",
                 out=o.out,
                 cap=cap,
                 allow_meaningless_epsilon=o.allow_meaningless_epsilon,
@@ -298,13 +306,16 @@ def run_dp_map(o: DpMapOptions) -> dict[str, Any]:
             atomic_output_dir(o.out) as d,
         ):
             session.refuse_not_dp(not_dp)
-            session.reserve(  # before any noise; kept (aborted after noise) if anything below fails
-                plan.loss_per_reading() if plan is not None else Loss(),
+            # before any noise; kept (aborted after noise) if anything below fails. The loss per vehicle-day is
+            # booked, so the one guard (privacy/guards.py, in reserve) checks what a vehicle pays in a day
+            session.reserve(
+                plan.loss_per_vehicle_day() if plan is not None else Loss(),
                 days_between(days[0], days[-1]),
                 "sensing-dp-map",
                 {"epsilon_cell": o.epsilon, "cells": grid.n_cells, "windows": len(windows)},
                 cap_on=plan.loss_total() if plan is not None else Loss(),
             )
+            not_dp = list(session.not_dp_reasons)  # with a meaningless loss allowed: its reasons
             shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
             noise = session.noise
             with blas_threads_limit(), _progress() as bar:
@@ -383,7 +394,7 @@ _OWNER_FILES = {
 def _write(o, d, rel, grid, fitted, rows, not_dp, plan, round_to_precision, pl):
     """Write the release (d.release) and the owner material (d.owner); returns privacy.json's content."""
     from urbandp.reports.outputs import write_json
-    from urbandp.sensing.dp_map import SANE_EPSILON, rmse_vs_epsilon
+    from urbandp.sensing.dp_map import rmse_vs_epsilon
     from urbandp.sensing.plots import contour_panels, rmse_cdf
 
     ids, lat, lon = grid.centroids()
@@ -446,8 +457,12 @@ def _write(o, d, rel, grid, fitted, rows, not_dp, plan, round_to_precision, pl):
         privacy["differentially_private"] = False
     privacy["not_dp_reasons"] = not_dp
     privacy["dp_label"] = (
-        "differentially private (unit: one reading)" if not not_dp else "NOT differentially private"
+        "differentially private (per reading, and per vehicle-day)"
+        if not not_dp
+        else "NOT differentially private"
     )
+    if plan is not None:
+        privacy["budget_booked"] = {"unit": "vehicle-day", "epsilon_per_day": plan.epsilon_per_vehicle_day}
     privacy["bbox"] = [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max]
     privacy["bbox_source"] = "--bbox (public)" if o.bbox else "from the readings: NOT differentially private"
     privacy["windows_source"] = (
@@ -457,19 +472,6 @@ def _write(o, d, rel, grid, fitted, rows, not_dp, plan, round_to_precision, pl):
     )
     privacy["released_unit"] = "standardised sigma_p^2 (fraction of the window's value variance)"
     privacy["warnings"] = []
-    if plan is not None:
-        total = float(privacy.get("epsilon_vehicle_upper_bound") or plan.epsilon_total)
-        per_reading = float(privacy.get("epsilon_per_reading") or plan.epsilon_per_window_map)
-        if max(total, per_reading) > SANE_EPSILON:
-            msg = (
-                f"epsilon far above a meaningful level ({SANE_EPSILON:g}): one reading is protected at epsilon "
-                f"{per_reading:.6g} (its window's map: {plan.cells} cells x {plan.epsilon_cell:.6g}), and a "
-                f"vehicle with readings in all {plan.windows} windows at {total:.6g}. An epsilon this large "
-                f"bounds the likelihood ratio only by exp({total:.6g}): it protects next to nothing; lower "
-                "--epsilon, coarsen --cell-metres or shorten --start/--end"
-            )
-            privacy["warnings"].append(msg)
-            _warn(msg)
     for reason in not_dp:
         _warn(f"NOT differentially private: {reason}")
     if o.utility_epsilons and fitted:

@@ -5,13 +5,21 @@ variance, never the pollution. Here the values are published:
 
 1. **Public domain.** The grid (``--bbox``, ``--cell-metres``) and the windows (``--start``/``--end``) are public,
    so every cell of every window gets noise, empty ones included (no selection, no delta).
-2. **Bound.** A reading is clipped to [0, C] (C public, default 500 ug/m3) and centred at C/2. The privacy unit is
-   one reading (add/remove); with vehicle ids, one vehicle-window whose readings are truncated to the first
-   ``m`` (public) of that window.
-3. **Measure** (the only draws): per cell and window the count (sensitivity m) and the centred sum (sensitivity
-   m C/2) get Laplace noise through OpenDP, half of the per-unit epsilon each (the even split minimises the
-   worst-case variance of the ratio; :func:`urbandp.fleet.plan.count_sum_split` derives it). A unit lies in one
-   cell of one window, so the cells and windows compose in parallel: the whole release costs epsilon per unit.
+2. **Bound.** A reading is clipped to [0, C] (C public, default 250 ug/m3) and centred at C/2. The privacy unit
+   is one **vehicle-window** (add/remove all of one vehicle's readings in one window) when the readings carry
+   vehicle ids: each vehicle-window keeps at most ``M`` readings (``M`` public,
+   ``--max-readings-per-vehicle-window``), chosen by :func:`truncate_vehicle_windows` from the ranks of their
+   times only (never their values or places). Without ids the unit is one reading (``M = 1``).
+3. **Measure** (the only draws): per cell and window the count and the centred sum get Laplace noise through
+   OpenDP, half of the per-unit epsilon each (the even split minimises the worst-case variance of the ratio;
+   :func:`urbandp.fleet.plan.count_sum_split` derives it). Sensitivity (:class:`PmMapPlan`): one unit holds at
+   most ``M`` readings, all in one window, spread over that window's cells in any way, so removing it changes
+   the window's count vector by at most ``M`` in L1 norm and its centred-sum vector by at most ``M C/2`` (each
+   centred reading lies in [-C/2, C/2]); the Laplace mechanism with scale ``b`` on every cell is then
+   ``Delta_1 / b``-DP (Dwork, McSherry, Nissim, Smith 2006, Prop. 1). Windows hold disjoint units, so they
+   compose in parallel: the release costs epsilon per unit. A vehicle present in ``k`` windows of a day pays
+   ``k x epsilon`` that day, and ``W_v x epsilon`` over the ``W_v`` windows it is in (basic composition;
+   :func:`vehicle_losses`).
 4. **Post-process** (no privacy cost): a window's city-wide mean ``C/2 + sum S~ / sum N~`` is shrunk toward the
    whole release's mean by its known noise variance (:func:`shrink`, empirical Bayes); a cell's mean
    ``C/2 + S~/N~`` (where ``N~`` is clear of its noise, ``>= max(1, 2 sd)``) is shrunk toward its window's the
@@ -35,8 +43,14 @@ from urbandp.privacy.mechanisms import Laplace, calibrate
 from urbandp.privacy.noise import NoiseSource
 from urbandp.sensing.grid import SquareGrid
 from urbandp.sensing.interpolate import KM, fit_window, idw_predict
-from urbandp.sensing.readings import Readings, window_starts
+from urbandp.sensing.readings import Readings, window_starts, windows_per_day
 
+DEFAULT_MAX_READINGS = 3
+"""Public default of M, the readings kept per vehicle-window. A kept reading adds signal, but M sets the noise of
+every cell (sensitivities M and M C/2), so per cell the signal-to-noise ratio hardly grows with M; a smaller M
+only covers fewer cells. Measured on the synthetic fleet (60 readings per vehicle-window, docs/sensing.md): M 1
+to 3 gave the lowest error at epsilon 1 to 16 per vehicle-window, M 10 and 30 a higher one."""
+UNITS = ("vehicle-window", "reading")
 DEFAULT_CLIP = 250.0
 """Public upper bound of a PM2.5 reading (ug/m3): where the 'severe' band of India's AQI begins. A reading above
 it is clipped (it still counts, at 250); the centred sum's noise grows with this bound."""
@@ -50,16 +64,19 @@ class PmMapPlan:
 
     epsilon: float  # per unit (one reading, or one vehicle-window)
     clip: float  # C
-    readings_per_unit: int  # m: 1 for one reading
+    readings_per_unit: int  # M: 1 for one reading
     count: Laplace
     total: Laplace  # on the sum of readings centred at C/2
+    unit: str = "reading"  # or "vehicle-window"
 
     @property
     def count_sensitivity(self) -> float:
+        """L1 sensitivity of a window's count vector: one unit holds at most M readings (module docstring)."""
         return float(self.readings_per_unit)
 
     @property
     def sum_sensitivity(self) -> float:
+        """L1 sensitivity of a window's centred-sum vector: M readings, each in [-C/2, C/2]."""
         return self.readings_per_unit * self.clip / 2.0
 
     def loss_per_unit(self) -> Loss:
@@ -67,18 +84,53 @@ class PmMapPlan:
         return self.count.loss(self.count_sensitivity) + self.total.loss(self.sum_sensitivity)
 
 
-def plan_pm_map(epsilon: float, clip: float = DEFAULT_CLIP, readings_per_unit: int = 1) -> PmMapPlan:
-    """Calibrate both Laplace mechanisms (OpenDP's search) to half of ``epsilon`` each."""
+def plan_pm_map(
+    epsilon: float, clip: float = DEFAULT_CLIP, readings_per_unit: int = 1, unit: str | None = None
+) -> PmMapPlan:
+    """Calibrate both Laplace mechanisms (OpenDP's search) to half of ``epsilon`` each, at the sensitivities of
+    a unit of ``readings_per_unit`` readings (``unit`` default: ``reading`` for 1, else ``vehicle-window``)."""
+    unit = unit if unit is not None else ("reading" if readings_per_unit == 1 else "vehicle-window")
+    if unit not in UNITS:
+        raise InputError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    if unit == "reading" and readings_per_unit != 1:
+        raise InputError("the reading unit holds one reading")
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise InputError(f"--epsilon must be a positive finite number, got {epsilon}")
     if not (clip > 0 and math.isfinite(clip)):
         raise InputError(f"--clip must be a positive finite number, got {clip}")
-    if readings_per_unit < 1:
-        raise InputError(f"readings per unit must be at least 1, got {readings_per_unit}")
+    if not isinstance(readings_per_unit, int) or readings_per_unit < 1:
+        raise InputError(
+            f"--max-readings-per-vehicle-window must be an integer >= 1, got {readings_per_unit}"
+        )
     count = calibrate("laplace", float(readings_per_unit), epsilon / 2.0)
     total = calibrate("laplace", readings_per_unit * clip / 2.0, epsilon / 2.0)
     assert isinstance(count, Laplace) and isinstance(total, Laplace)
-    return PmMapPlan(float(epsilon), float(clip), int(readings_per_unit), count, total)
+    return PmMapPlan(float(epsilon), float(clip), int(readings_per_unit), count, total, unit)
+
+
+@dataclass(frozen=True)
+class VehicleLosses:
+    """What one vehicle pays, from public parameters only (the plan and the public windows)."""
+
+    per_vehicle_window: (
+        Loss | None
+    )  # None under the reading unit: a vehicle's readings per window are unbounded
+    windows_per_day: int  # most public windows that overlap one calendar day
+    per_vehicle_day: Loss | None
+    windows: int  # W: the release's public windows
+    per_vehicle_release: Loss | None  # a vehicle present in every window
+
+
+def vehicle_losses(plan: PmMapPlan, windows: np.ndarray, window_minutes: int) -> VehicleLosses:
+    """A vehicle's loss (basic composition of its vehicle-windows, each ``plan.loss_per_unit()``): per window,
+    per day (``k`` windows overlap a day at most), over the release (``W`` windows). Under the reading unit a
+    vehicle with ``m`` readings in a window pays ``m x epsilon`` there, and nothing public bounds ``m``: None."""
+    k = windows_per_day(windows, window_minutes)
+    w = len(windows)
+    if plan.unit != "vehicle-window":
+        return VehicleLosses(None, k, None, w, None)
+    one = plan.loss_per_unit()
+    return VehicleLosses(one, k, one.times(k), w, one.times(w))
 
 
 @dataclass
@@ -88,7 +140,39 @@ class CellAggregates:
     windows: np.ndarray  # public window starts
     counts: np.ndarray  # [W, G]
     centred_sums: np.ndarray  # [W, G]
-    readings_dropped: int  # outside the windows, or beyond m per vehicle-window
+    readings_dropped: int  # outside the windows or the grid, or beyond M per vehicle-window
+
+
+def truncate_vehicle_windows(
+    vehicle: np.ndarray, window: np.ndarray, time: np.ndarray, max_readings: int
+) -> np.ndarray:
+    """Keep at most ``max_readings`` (M) readings of each (vehicle, window): those at evenly spaced ranks of the
+    unit's readings sorted by time (ranks ``floor(j n / M)``, ``j < M``, of its ``n``; all when ``n <= M``).
+
+    The choice reads only the unit's own times and how many readings it has, never a value or a place, so
+    removing one unit changes only its own kept readings: the sensitivities of :class:`PmMapPlan` hold. Evenly
+    spaced rather than the first M: the kept readings cover the whole window's route, not its first minutes.
+    Ties in time are broken by input order (a stable sort). Returns the mask of readings kept.
+    """
+    n = len(vehicle)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    _, vid = np.unique(vehicle, return_inverse=True)
+    order = np.lexsort((np.arange(n), time, window, vid))
+    key = np.stack([vid[order], window[order]], axis=1)
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = np.any(key[1:] != key[:-1], axis=1)
+    group = np.cumsum(new_group) - 1
+    group_start = np.flatnonzero(new_group)
+    size = np.diff(np.append(group_start, n))
+    rank_sorted = np.arange(n) - group_start[group]
+    n_sorted = size[group]
+    m = int(max_readings)
+    j = (rank_sorted * m + n_sorted - 1) // n_sorted  # the smallest j with floor(j n / M) >= rank
+    kept_sorted = (j < m) & (j * n_sorted < (rank_sorted + 1) * m)
+    keep = np.zeros(n, dtype=bool)
+    keep[order] = kept_sorted
+    return keep
 
 
 def cell_aggregates(
@@ -100,21 +184,14 @@ def cell_aggregates(
     vehicle: np.ndarray | None = None,
     readings_per_unit: int = 1,
 ) -> CellAggregates:
-    """Bound (clip to [0, C], centre at C/2; with ``vehicle``, keep each vehicle-window's first ``m`` readings by
-    time) and aggregate per public window and grid cell."""
+    """Bound (clip to [0, C], centre at C/2; with ``vehicle``, keep at most ``M`` readings per vehicle-window,
+    :func:`truncate_vehicle_windows`) and aggregate per public window and grid cell."""
     starts = window_starts(readings.time, window_minutes)
     index = {w: i for i, w in enumerate(windows.astype("datetime64[m]"))}
     w_idx = np.array([index.get(w, -1) for w in starts.astype("datetime64[m]")], dtype=np.int64)
     keep = w_idx >= 0
     if vehicle is not None:
-        order = np.lexsort((readings.time, w_idx, vehicle))
-        rank = np.zeros(len(order), dtype=np.int64)
-        key = np.stack([vehicle[order], w_idx[order]], axis=1)
-        new_group = np.ones(len(order), dtype=bool)
-        new_group[1:] = np.any(key[1:] != key[:-1], axis=1)
-        group_start = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))
-        rank[order] = np.arange(len(order)) - group_start
-        keep &= rank < readings_per_unit
+        keep &= truncate_vehicle_windows(vehicle, w_idx, readings.time, readings_per_unit)
     cells = grid.cell_id(readings.lat, readings.lon)
     keep &= cells >= 0
     shape = (len(windows), grid.n_cells)

@@ -5,11 +5,20 @@ Order: options and output checked; readings read (bad rows to a staging quaranti
 once; everything written into a temporary folder renamed into place. The release folder holds only DP outputs:
 ``pm_cells.csv`` (the noisy sums and counts, and the cell means derived from them) and ``pm_grid.csv`` (the
 smoothed map, post-processing); the quarantine and the exact row counts go to ``owner_only/<name>/``.
+
+The privacy unit (:func:`resolve_unit`): one vehicle-window, truncated to ``M`` readings, when the readings carry
+a vehicle id (``--vehicle-column``, default a column named ``vehicle``); one reading otherwise, or with
+``--unit reading``. The Session books the loss per **vehicle-day** (``k`` windows of a day x epsilon) under the
+vehicle unit, per reading otherwise, so the one loss guard (:mod:`urbandp.privacy.guards`, in
+``Session.reserve``) sees what a vehicle pays in a day. privacy.json holds public parameters and the figures
+computed from them only; anything read off the readings (rows used, readings dropped by the truncation, the
+largest number of readings of a vehicle-window) goes to stderr and ``owner_only/<name>/input_report.json``.
 """
 
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from urbandp.errors import InputError
-from urbandp.sensing.pm_map import SMOOTHERS
+from urbandp.sensing.pm_map import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
+
+DEFAULT_VEHICLE_COLUMN = "vehicle"
 
 MAX_CELL_WINDOWS = 5_000_000
 
@@ -40,8 +51,16 @@ class PmMapOptions:
     budget_store: str | None = None
     allow_meaningless_epsilon: bool = False
     precision: int = 3
+    unit: str | None = None  # None: vehicle-window when the input has a vehicle column, else reading
+    vehicle_column: str | None = None  # None: a column named "vehicle", if the input has one
+    max_readings_per_vehicle_window: int = DEFAULT_MAX_READINGS
 
     def __post_init__(self) -> None:
+        if self.unit is not None and self.unit not in UNITS:
+            raise InputError(f"--unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+        m = self.max_readings_per_vehicle_window
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise InputError(f"--max-readings-per-vehicle-window must be an integer >= 1, got {m!r}")
         if self.smoother not in SMOOTHERS:
             raise InputError(f"--smoother must be one of {', '.join(SMOOTHERS)}, got {self.smoother!r}")
         if not (self.cell_metres > 0 and np.isfinite(self.cell_metres)):
@@ -50,11 +69,54 @@ class PmMapOptions:
             raise InputError(f"--window-minutes must be positive, got {self.window_minutes}")
 
 
+def resolve_unit(o: PmMapOptions, columns: list[str]) -> tuple[str, str | None]:
+    """(unit, vehicle column to read) from the options and the file's header (its schema, public): the
+    vehicle-window unit is the default whenever a vehicle column exists."""
+    lower = {c.strip().lower(): c for c in columns}
+    if o.vehicle_column is not None and o.vehicle_column.strip().lower() not in lower:
+        raise InputError(
+            f"--vehicle-column {o.vehicle_column!r}: no such column in {o.input_path} (found {', '.join(columns)})"
+        )
+    name = o.vehicle_column or (DEFAULT_VEHICLE_COLUMN if DEFAULT_VEHICLE_COLUMN in lower else None)
+    unit = o.unit or ("vehicle-window" if name is not None else "reading")
+    if unit == "vehicle-window" and name is None:
+        raise InputError(
+            f"--unit vehicle-window needs vehicle ids: {o.input_path} has no {DEFAULT_VEHICLE_COLUMN!r} column; "
+            "name one with --vehicle-column, or use --unit reading"
+        )
+    return unit, name
+
+
+def _per_vehicle_json(plan: Any, vl: Any) -> dict[str, Any]:
+    """privacy.json's per-vehicle figures (public: the plan and the public windows only)."""
+    if vl.per_vehicle_window is None:
+        return {
+            "bounded": False,
+            "epsilon_per_vehicle_window": None,
+            "epsilon_per_vehicle_day": None,
+            "epsilon_per_vehicle_release": None,
+            "rule": f"a vehicle with m readings in a window pays m x {plan.epsilon:g} there, and the sum over its "
+            "windows over the release; nothing public bounds m under the reading unit",
+            "how_to_bound": "give the readings a vehicle id column (--vehicle-column) and use the vehicle-window "
+            "unit (the default when such a column exists)",
+        }
+    return {
+        "bounded": True,
+        "max_readings_per_vehicle_window": plan.readings_per_unit,
+        "epsilon_per_vehicle_window": vl.per_vehicle_window.epsilon,
+        "windows_per_day_max": vl.windows_per_day,
+        "epsilon_per_vehicle_day": vl.per_vehicle_day.epsilon,
+        "windows": vl.windows,
+        "epsilon_per_vehicle_release": vl.per_vehicle_release.epsilon,
+        "composition": "basic: a vehicle-window costs epsilon; a vehicle in k windows of a day pays k x epsilon "
+        "that day, and W x epsilon if it is in all W windows of the release",
+    }
+
+
 def run_pm_map(o: PmMapOptions) -> dict[str, Any]:
     """Run the release; returns privacy.json's content."""
     import polars as pl
 
-    from urbandp.privacy.loss import meaningless_reasons
     from urbandp.privacy.report import write_privacy_json
     from urbandp.privacy.rounding import round_to_precision
     from urbandp.privacy.session import Session, days_between
@@ -70,24 +132,30 @@ def run_pm_map(o: PmMapOptions) -> dict[str, Any]:
         measure_pm_map,
         plan_pm_map,
         smooth_window,
+        vehicle_losses,
         window_means,
     )
-    from urbandp.sensing.readings import read_readings
+    from urbandp.sensing.readings import csv_columns, read_readings
 
     check_output_path(o.out)
-    plan = plan_pm_map(o.epsilon, o.clip)  # public parameters only
+    unit, vehicle_column = resolve_unit(o, csv_columns(o.input_path))
+    m = o.max_readings_per_vehicle_window if unit == "vehicle-window" else 1
+    plan = plan_pm_map(o.epsilon, o.clip, m, unit)  # public parameters only
     start, end = parse_window(o.start, o.end)
     windows = public_windows(start, end, o.window_minutes)
+    vl = vehicle_losses(plan, windows, o.window_minutes)
+    # the loss booked per day, what the guard checks: a vehicle's k windows of a day, or one reading
+    booked = vl.per_vehicle_day if vl.per_vehicle_day is not None else plan.loss_per_unit()
+    session_unit = "vehicle-day" if unit == "vehicle-window" else "reading"
     grid = SquareGrid(*o.bbox, o.cell_metres)
     if len(windows) * grid.n_cells > MAX_CELL_WINDOWS:
         raise InputError(
             f"{len(windows)} windows x {grid.n_cells} cells is too many cells to noise; use larger "
             "--cell-metres or --window-minutes, or a shorter --start/--end"
         )
-    not_dp = meaningless_reasons(plan.loss_per_unit(), None, per="reading", allow=o.allow_meaningless_epsilon)
     with tempfile.TemporaryDirectory(prefix="urbandp-pmmap-") as stage:
         q_stage = Path(stage) / "quarantine.csv"
-        readings, load = read_readings(o.input_path, o.value_column, q_stage, o.bbox)
+        readings, load = read_readings(o.input_path, o.value_column, q_stage, o.bbox, vehicle_column)
         t = readings.time.astype("datetime64[m]")
         inside = (t >= start) & (t < end)
         if not inside.any():
@@ -99,26 +167,37 @@ def run_pm_map(o: PmMapOptions) -> dict[str, Any]:
             Session(
                 o.dataset,
                 o.budget_store,
-                unit="reading",
+                unit=session_unit,
                 out=o.out,
                 allow_meaningless_epsilon=o.allow_meaningless_epsilon,
             ) as session,
             atomic_output_dir(o.out) as d,
         ):
-            session.refuse_not_dp(not_dp)
+            # the guards run here (delta, meaningless loss per vehicle-day or reading), before any noise
             session.reserve(
-                plan.loss_per_unit(),
+                booked,
                 days_between(days[0], days[-1]),
                 "sensing-pm-map",
                 {
-                    "epsilon_per_reading": o.epsilon,
+                    "unit": unit,
+                    "epsilon_per_unit": o.epsilon,
+                    "max_readings_per_vehicle_window": m if unit == "vehicle-window" else None,
                     "clip": o.clip,
                     "cells": grid.n_cells,
                     "windows": len(windows),
                 },
             )
+            not_dp = list(session.not_dp_reasons)
             shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
-            agg = cell_aggregates(readings, grid, windows, o.window_minutes, plan.clip)
+            agg = cell_aggregates(
+                readings,
+                grid,
+                windows,
+                o.window_minutes,
+                plan.clip,
+                readings.vehicle if unit == "vehicle-window" else None,
+                m,
+            )
             noisy = measure_pm_map(plan, agg, session.noise)  # the only draws
             means, clear = cell_means(plan, noisy)
             city = window_means(plan, noisy)
@@ -162,27 +241,39 @@ def run_pm_map(o: PmMapOptions) -> dict[str, Any]:
                     "window_mean_pm": round_to_precision(np.repeat(city, g), o.precision),
                 }
             ).write_csv(d.release / "pm_grid.csv")
-            write_json(
-                d.owner_path("input_report.json"),
-                {
-                    "note": "exact counts of the raw input: not differentially private, do not publish",
-                    **load.__dict__,
-                    "rows_outside_window": outside,
-                    "readings_used": int(agg.counts.sum()),
-                },
+            owner = _owner_report(
+                plan, load, outside, agg, readings, windows, o.window_minutes, vehicle_column
             )
+            write_json(d.owner_path("input_report.json"), owner)
+            for line in owner["warnings"]:
+                print(f"urbandp: warning (owner only, from the true readings): {line}", file=sys.stderr)
             eps = plan.loss_per_unit().epsilon
+            vehicle = unit == "vehicle-window"
+            label = "one vehicle-window" if vehicle else "one reading"
             privacy: dict[str, Any] = {
                 "differentially_private": not not_dp,
-                "dp_label": "DP (add/remove one reading)" if not not_dp else "NOT differentially private",
+                "dp_label": f"DP (add/remove {label})" if not not_dp else "NOT differentially private",
                 "not_dp_reasons": not_dp,
-                "privacy_unit": "one reading",
-                "neighbouring": "add/remove one reading (a vehicle's many readings are many units: no vehicle id "
-                "in these files)",
+                "privacy_unit": label,
+                "neighbouring": (
+                    f"add/remove all of one vehicle's readings in one window (column {vehicle_column!r}), of which "
+                    f"at most {m} are kept: evenly spaced ranks by time, chosen from the times only"
+                    if vehicle
+                    else "add/remove one reading (a vehicle's many readings are many units: no vehicle id used)"
+                ),
+                "epsilon_per_unit": eps,
                 "epsilon_per_reading": eps,
+                "epsilon_per_reading_note": (
+                    "a reading is part of one vehicle-window: it is protected at least as well as its unit"
+                    if vehicle
+                    else "the unit"
+                ),
+                "per_vehicle": _per_vehicle_json(plan, vl),
+                "budget_booked": {"unit": session_unit, "epsilon_per_day": booked.epsilon},
                 "delta": 0.0,
-                "composition": "a reading lies in one cell of one window: the cells and windows compose in "
-                "parallel, so the whole release costs epsilon per reading; in its cell, count + centred sum",
+                "composition": f"a {label[4:]} lies in one window and its readings in that window's cells: "
+                "the windows compose in parallel, so the whole release costs epsilon per unit; in its window, "
+                "count + centred sum at L1 sensitivities M and M x clip/2",
                 "mechanism": "laplace (OpenDP) on every cell of every window of the public grid, empty ones included",
                 "count": {"sensitivity": plan.count_sensitivity, "scale": plan.count.scale,
                           "epsilon": plan.count.loss(plan.count_sensitivity).epsilon},
@@ -204,13 +295,65 @@ def run_pm_map(o: PmMapOptions) -> dict[str, Any]:
                 "utility": "docs/sensing.md, 'A DP map of PM2.5': RMSE at the Kolkata static stations",
                 "not_dp_outputs": {
                     f"../owner_only/{o.out.name}/quarantine.csv": "raw rejected readings with their reason",
-                    f"../owner_only/{o.out.name}/input_report.json": "exact row counts of the raw input",
+                    f"../owner_only/{o.out.name}/input_report.json": "exact row counts of the raw input, readings "
+                    "dropped by the truncation, warnings read off the readings",
                 },
             }  # fmt: skip
             write_privacy_json(d.release, privacy)
             session.set_output(o.out)
             session.say(
-                f"{len(windows)} windows x {g} cells; epsilon {eps:.4g} per reading (Laplace on counts and centred "
-                f"sums, clip {plan.clip:g}); smoother {o.smoother} -> {o.out}"
+                f"{len(windows)} windows x {g} cells; epsilon {eps:.4g} per {label[4:]}"
+                + (f" (at most {m} readings; {booked.epsilon:.4g} per vehicle-day)" if vehicle else "")
+                + f" (Laplace on counts and centred sums, clip {plan.clip:g}); smoother {o.smoother} -> {o.out}"
             )
     return privacy
+
+
+def _owner_report(
+    plan: Any,
+    load: Any,
+    outside: int,
+    agg: Any,
+    readings: Any,
+    windows: np.ndarray,
+    window_minutes: int,
+    vehicle_column: str | None,
+) -> dict[str, Any]:
+    """input_report.json (owner only): exact counts read off the readings, and the warnings they raise."""
+    from urbandp.sensing.readings import window_starts
+
+    report: dict[str, Any] = {
+        "note": "exact counts of the raw input: not differentially private, do not publish",
+        **load.__dict__,
+        "rows_outside_window": outside,
+        "readings_used": int(agg.counts.sum()),
+        "readings_dropped": agg.readings_dropped,
+        "warnings": [],
+    }
+    if readings.vehicle is None or len(readings) == 0:
+        return report
+    starts = window_starts(readings.time, window_minutes).astype("datetime64[m]")
+    _, per_unit = np.unique(
+        np.stack([readings.vehicle, starts.astype(str)], axis=1), axis=0, return_counts=True
+    )
+    most = int(per_unit.max())
+    report["vehicle_column"] = vehicle_column
+    report["vehicle_windows"] = len(per_unit)
+    report["readings_per_vehicle_window_max"] = most
+    report["readings_per_vehicle_window_median"] = float(np.median(per_unit))
+    if plan.unit == "vehicle-window":
+        over = int((per_unit > plan.readings_per_unit).sum())
+        report["vehicle_windows_truncated"] = over
+        if over:
+            report["warnings"].append(
+                f"{over} of {len(per_unit)} vehicle-windows hold more than {plan.readings_per_unit} readings "
+                f"(up to {most}); their surplus readings were dropped ({agg.readings_dropped} readings in all, "
+                "with those outside the windows or grid)"
+            )
+    else:
+        report["epsilon_per_vehicle_window_observed_max"] = most * plan.epsilon
+        report["warnings"].append(
+            f"unit: one reading, yet a vehicle has up to {most} readings in one window: it is protected only at "
+            f"{most} x {plan.epsilon:g} = {most * plan.epsilon:g} there; the vehicle-window unit bounds this"
+        )
+    return report

@@ -4,7 +4,8 @@ Accepted column names (case-insensitive): latitude ``lat|latitude``, longitude `
 time ``time|timestamp|datetime|observationdatetime``, value ``value|pm|pm25|pm2_5`` (or ``value_column``).
 The Kolkata mobile files (``../shared/data/kolkata-pm25/Mobile_*.csv``: ``lat,long,time,pm``) use times like
 ``9/15/2023 5:00`` (month/day/year, no zero padding, no seconds) and coordinates rounded to 0.01 degree
-(about 1.1 km), so several readings share one location; they carry no vehicle id.
+(about 1.1 km), so several readings share one location; they carry no vehicle id. A vehicle id column is read
+only when asked for (``vehicle_column``); :func:`csv_columns` tells whether a file has one.
 Times with a UTC offset are converted to UTC; naive times are kept as they are.
 """
 
@@ -41,12 +42,16 @@ class Readings:
     lon: np.ndarray
     time: np.ndarray
     value: np.ndarray
+    vehicle: np.ndarray | None = (
+        None  # the vehicle id of each reading (strings), when a vehicle column was read
+    )
 
     def __len__(self) -> int:
         return int(self.value.shape[0])
 
     def subset(self, mask: np.ndarray) -> Readings:
-        return Readings(self.lat[mask], self.lon[mask], self.time[mask], self.value[mask])
+        vehicle = None if self.vehicle is None else self.vehicle[mask]
+        return Readings(self.lat[mask], self.lon[mask], self.time[mask], self.value[mask], vehicle)
 
 
 @dataclass(frozen=True)
@@ -77,15 +82,28 @@ def _parse_time(col: pl.Expr) -> pl.Expr:
     return pl.coalesce(*aware, *naive)
 
 
+def csv_columns(path: Path | str) -> list[str]:
+    """The header of a CSV of readings (its schema, not its values); :class:`InputError` if it cannot be read."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"input file not found: {path}")
+    try:
+        return list(pl.read_csv(path, infer_schema=False, n_rows=0, truncate_ragged_lines=True).columns)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as err:
+        raise InputError(f"{path}: cannot read as CSV ({str(err).splitlines()[0]})") from None
+
+
 def read_readings(
     path: Path | str,
     value_column: str | None = None,
     quarantine_path: Path | str | None = None,
     bbox: tuple[float, float, float, float] | None = None,
+    vehicle_column: str | None = None,
 ) -> tuple[Readings, LoadReport]:
     """Read a CSV of readings; bad rows go to ``quarantine_path`` (CSV with ``line`` and ``reason``).
 
     ``bbox = (lat_min, lon_min, lat_max, lon_max)`` quarantines readings outside a public box.
+    ``vehicle_column``: read each reading's vehicle id (``Readings.vehicle``); a row without one is quarantined.
     Raises :class:`InputError` for a missing file, a missing column or no usable row.
     """
     path = Path(path)
@@ -102,11 +120,13 @@ def read_readings(
     c_lon = _pick(cols, LON_NAMES, "longitude", path)
     c_time = _pick(cols, TIME_NAMES, "time", path)
     c_val = _pick(cols, (value_column.lower(),) if value_column else VALUE_NAMES, "value", path)
+    c_veh = _pick(cols, (vehicle_column.lower(),), "vehicle", path) if vehicle_column else None
     df = raw.with_row_index("line", offset=2).with_columns(
         pl.col(c_lat).str.strip_chars().cast(pl.Float64, strict=False).alias("_lat"),
         pl.col(c_lon).str.strip_chars().cast(pl.Float64, strict=False).alias("_lon"),
         _parse_time(pl.col(c_time)).alias("_time"),
         pl.col(c_val).str.strip_chars().cast(pl.Float64, strict=False).alias("_value"),
+        (pl.col(c_veh).str.strip_chars() if c_veh else pl.lit("", dtype=pl.String)).alias("_vehicle"),
     )
     reason = (
         pl.when(pl.col("_lat").is_null() | pl.col("_lat").is_nan())
@@ -122,6 +142,9 @@ def read_readings(
         .when(pl.col("_value").is_null() | ~pl.col("_value").is_finite())
         .then(pl.lit("value not a finite number"))
     )
+    if c_veh is not None:
+        missing = pl.col("_vehicle").is_null() | (pl.col("_vehicle") == "")
+        reason = reason.when(missing).then(pl.lit("vehicle id missing"))
     if bbox is not None:
         la0, lo0, la1, lo1 = bbox
         outside = (
@@ -143,6 +166,7 @@ def read_readings(
         good["_lon"].to_numpy(),
         good["_time"].to_numpy().astype("datetime64[us]"),
         good["_value"].to_numpy(),
+        good["_vehicle"].to_numpy().astype(str) if c_veh is not None else None,
     )
     return readings, report
 
@@ -155,3 +179,19 @@ def window_starts(time: np.ndarray, minutes: int) -> np.ndarray:
     t = time.astype("datetime64[m]")
     epoch = np.datetime64(0, "m")
     return epoch + ((t - epoch) // step) * step
+
+
+def windows_per_day(windows: np.ndarray, window_minutes: int) -> int:
+    """The largest number of the public ``windows`` that overlap one calendar day (a window that spans midnight
+    counts on both days)."""
+    if len(windows) == 0:
+        return 0
+    first = windows.astype("datetime64[D]")
+    last = (windows.astype("datetime64[m]") + np.timedelta64(int(window_minutes) - 1, "m")).astype(
+        "datetime64[D]"
+    )
+    per_day: dict[np.datetime64, int] = {}
+    for a, b in zip(first, last, strict=True):
+        for d in np.arange(a, b + np.timedelta64(1, "D")):
+            per_day[d] = per_day.get(d, 0) + 1
+    return max(per_day.values())

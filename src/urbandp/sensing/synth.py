@@ -40,12 +40,13 @@ def synth_readings(
     lon0: float = 88.33,
     block_km: float = 0.5,
 ) -> pl.DataFrame:
-    """``n_readings`` readings spread over ``hours`` one-hour windows; columns lat, lon, time, value."""
+    """``n_readings`` readings spread over ``hours`` one-hour windows; columns lat, lon, time, value, vehicle
+    (the id of the vehicle that took it: ``pm-map`` then protects vehicle-windows)."""
     rng = np.random.default_rng(seed)
     per_vehicle = math.ceil(n_readings / vehicles)
-    xs, ys, ts = [], [], []
+    xs, ys, ts, ids = [], [], [], []
     start = datetime(2024, 1, 15, 8, 0)
-    for _ in range(vehicles):
+    for v in range(vehicles):
         pos = rng.uniform(0, 10, 2)
         pos = np.round(pos / block_km) * block_km
         heading = rng.integers(0, 4)
@@ -62,6 +63,7 @@ def synth_readings(
             xs.append(pos[0])
             ys.append(pos[1])
             ts.append(start + timedelta(seconds=hours * 3600.0 * j / per_vehicle))
+            ids.append(f"v{v:04d}")
     x = np.array(xs)[:n_readings] + rng.normal(0, 0.01, n_readings)
     y = np.array(ys)[:n_readings] + rng.normal(0, 0.01, n_readings)
     t = ts[:n_readings]
@@ -75,5 +77,6 @@ def synth_readings(
             "lon": np.round(lon, 6),
             "time": [tt.strftime("%Y-%m-%dT%H:%M:%S") for tt in t],
             "value": np.round(value, 3),
+            "vehicle": ids[:n_readings],
         }
     )

@@ -87,11 +87,21 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     r = runner.invoke(
         app,
-        ["budget", "init", "pm25", "--unit", "reading", "--epsilon-per-day", "20", "--budget-store", store],
+        [
+            "budget",
+            "init",
+            "pm25",
+            "--unit",
+            "vehicle-day",
+            "--epsilon-per-day",
+            "20",
+            "--budget-store",
+            store,
+        ],
     )
     assert r.exit_code == 0, r.output
     args = ["sensing", "dp-map", str(readings), "--bbox", "22.49,88.32,22.60,88.44", "--cell-metres", "1000"]
-    args += ["--epsilon", "0.1", "--utility-epsilons", "", "--dataset", "pm25", "--budget-store", store]
+    args += ["--epsilon", "0.02", "--utility-epsilons", "", "--dataset", "pm25", "--budget-store", store]
     no_window = runner.invoke(app, [*args, "--out", str(tmp_path / "map0")])
     assert no_window.exit_code == 2 and "NOT differentially private" in no_window.stderr  # never booked as DP
     args += ["--start", "2024-01-15", "--end", "2024-01-15"]  # the public window makes it DP and chargeable
@@ -99,22 +109,23 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     priv = json.loads((tmp_path / "map1" / "privacy.json").read_text())
     per_reading = priv["epsilon_per_reading"]
+    per_day = priv["epsilon_per_vehicle_day"]  # booked: the day's 24 windows x 169 cells, composed (issue 30)
     s = runner.invoke(app, ["budget", "show", "pm25", "--budget-store", store])
     assert (
         s.output.splitlines()[2].split()
         == [
             "2024-01-15",
-            f"{per_reading:.6g}",
-            f"{20 - per_reading:.6g}",
+            f"{per_day:.6g}",
+            f"{20 - per_day:.6g}",
             "0",
-            "1e-06",  # the day's delta (issue 30): a reading lies in one day, so the window's delta is 1e-6 as well
+            "1e-06",  # the day's delta (issue 30): the release lies in one day, so the window's delta is 1e-6 as well
         ]
     )
     assert "delta per day at most 1e-06; delta over all releases 1e-06 (left 9e-06 of 1e-05)" in s.output
     # the window's cells composed optimally at delta 1e-6 (issue 20): below the basic cells x epsilon
     assert priv["delta_per_reading"] == 1e-6
     assert 0 < per_reading < priv["basic_composition"]["epsilon_per_window_map"]
-    fits = int(20 // per_reading)
+    fits = int(20 // per_day)
     for i in range(fits - 1):  # the first is booked already
         assert runner.invoke(app, [*args, "--out", str(tmp_path / f"more{i}")]).exit_code == 0
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "map2")])

@@ -61,9 +61,9 @@ ONE_LINE_CASES: dict[str, tuple[str, str]] = {
         COUNTS + " --epsilon 1 --mechanism gaussian --delta 0.99",
         "--delta 0.99 is above 1e-05",
     ),
-    "dp-map 128 per reading": (
+    "dp-map 128 per vehicle-day": (
         "sensing dp-map {readings} --bbox 22.49,88.32,22.60,88.44 --cell-metres 1000 --out {out}",
-        "per reading is above 100",
+        "per vehicle-day is above 100",
     ),
     "query steepness nan": ("sensing query {grid} --rect 1,2,3,4 --steepness nan", "--steepness"),
     "mpc query timeout nan": ("mpc query --rect 1,2,3,4 --cells {grid} --timeout nan", "--timeout"),

@@ -52,7 +52,7 @@ def _dp_map(synthetic: Path, out: Path, *extra: str) -> Any:
             "--utility-epsilons",
             "1",
             "--epsilon",
-            "0.5",
+            "0.3",
             *extra,
         ],
     )
@@ -97,20 +97,37 @@ def test_release_folder_holds_only_dp_material(synthetic: Path, tmp_path: Path) 
     assert all(str(owner) in k for k in priv["not_dp_outputs"])
 
 
-def test_large_total_epsilon_is_warned_and_explained(synthetic: Path, tmp_path: Path) -> None:
-    res = _dp_map(synthetic, tmp_path / "big", *WINDOW)  # 169 cells x epsilon 0.5 per window, 3 windows
+def test_vehicle_day_loss_above_100_is_refused_or_labelled_not_dp(synthetic: Path, tmp_path: Path) -> None:
+    """Issue 30 item 6: one SANE_EPSILON (privacy/guards.py), applied to what a vehicle pays in a day. 169 cells x
+    0.5 per window, 3 windows on one day: 48.67 per reading (a window's map) but 112.14 per vehicle-day."""
+    res = _dp_map(synthetic, tmp_path / "big", *WINDOW, "--epsilon", "0.5")
+    assert res.exit_code == 2 and "epsilon 112 per vehicle-day is above 100" in res.output
+    assert not (tmp_path / "big").exists()
+    res = _dp_map(synthetic, tmp_path / "big", *WINDOW, "--epsilon", "0.5", "--allow-meaningless-epsilon")
     assert res.exit_code == 0, res.output
     priv = _strict((tmp_path / "big" / "privacy.json").read_text())
     basic = priv["basic_composition"]["epsilon_vehicle_upper_bound"]
     assert 3 * 169 * 0.5 * (1 - 1e-11) < basic <= 3 * 169 * 0.5  # lattice slack ~1e-12
     # 507 cells of 0.5 composed optimally at delta 1e-6 (Kairouz, Oh, Viswanath): 112.1 instead of 253.5
     assert priv["epsilon_vehicle_upper_bound"] == pytest.approx(112.14, abs=0.01)
-    warning = "; ".join(priv["warnings"])
-    assert "169 cells" in warning and "likelihood ratio" in warning
-    assert "urbandp: warning: epsilon far above" in res.stderr
-    small = _dp_map(synthetic, tmp_path / "small", *WINDOW, "--epsilon", "0.01")  # 3 x 1.69 = 5.07
-    assert _strict((tmp_path / "small" / "privacy.json").read_text())["warnings"] == []
-    assert "warning" not in small.stderr
+    assert priv["epsilon_per_vehicle_day"] == pytest.approx(112.14, abs=0.01)
+    assert priv["epsilon_per_reading"] == pytest.approx(48.67, abs=0.01)
+    assert priv["differentially_private"] is False and priv["dp_label"] == "NOT differentially private"
+    assert priv["not_dp_reasons"] == [
+        "epsilon 112 per vehicle-day is above 100 (--allow-meaningless-epsilon): no meaningful protection"
+    ]
+    assert priv["budget_booked"] == {
+        "unit": "vehicle-day",
+        "epsilon_per_day": priv["epsilon_per_vehicle_day"],
+    }
+    assert priv["warnings"] == []  # no second limit (the old SANE_EPSILON = 10 of dp_map.py is gone)
+    ok = _dp_map(
+        synthetic, tmp_path / "ok", *WINDOW, "--epsilon", "0.4"
+    )  # 36.1 per reading, 80.4 per vehicle-day
+    assert ok.exit_code == 0, ok.output
+    priv = _strict((tmp_path / "ok" / "privacy.json").read_text())
+    assert priv["differentially_private"] is True and priv["not_dp_reasons"] == []
+    assert priv["epsilon_per_vehicle_day"] == pytest.approx(80.42, abs=0.01) and "warning" not in ok.stderr
 
 
 def test_paper_calibration_reports_no_epsilon(synthetic: Path, tmp_path: Path) -> None:
@@ -126,7 +143,7 @@ def test_paper_calibration_reports_no_epsilon(synthetic: Path, tmp_path: Path) -
 def _store(tmp_path: Path, cap: float) -> str:
     url = str(tmp_path / "budget.sqlite")
     s = BudgetStore(url)
-    s.init_dataset(DatasetCaps("pm", "reading", cap))
+    s.init_dataset(DatasetCaps("pm", "vehicle-day", cap))
     s.close()
     return url
 
@@ -154,14 +171,15 @@ def test_reservation_exists_before_any_noise(
     (h,) = s.history("pm")
     s.close()
     assert h["status"] == "committed" and h["content_hash"]
-    # 169 cells of 0.05 composed optimally at delta 1e-6 (issue 20): 2.98, not the basic 8.45
-    assert h["epsilon_sum"] == pytest.approx(2.978, abs=1e-3) and h["delta_per_day"] == 1e-6
+    # booked per vehicle-day: the day's 3 windows x 169 cells of 0.05 composed optimally at delta 1e-6 (issue
+    # 20): 5.57, not the basic 25.35 (one reading: its window's 169 cells, 2.98)
+    assert h["epsilon_sum"] == pytest.approx(5.569, abs=1e-3) and h["delta_per_day"] == 1e-6
 
 
 def test_refused_reservation_draws_no_noise(
     synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = _store(tmp_path, 1.0)  # the map costs 2.98 per day (169 cells of 0.05, composed optimally): refused
+    url = _store(tmp_path, 1.0)  # the map costs 5.57 per vehicle-day (507 cells of 0.05, composed): refused
     calls: list[int] = []
     monkeypatch.setattr(bounded_laplace.BoundedLaplace, "release", lambda *a, **k: calls.append(1))
     res = _dp_map(
@@ -244,7 +262,7 @@ def test_rerun_leaves_no_stale_owner_files(synthetic: Path, tmp_path: Path) -> N
         (["--start", "2024-01-15"], "both --start and --end"),
         (["--start", "2024-01-16", "--end", "2024-01-15"], "before --start"),
         (["--precision", "-1"], "--precision"),
-        (["--budget", "5", "--epsilon", "0.5", *WINDOW], "privacy budget exceeded"),
+        (["--budget", "5", "--epsilon", "0.3", *WINDOW], "privacy budget exceeded"),
         (["--calibration", "paper", "--dataset", "x"], "not DP"),
     ],
 )

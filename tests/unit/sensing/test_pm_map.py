@@ -113,3 +113,51 @@ def test_noise_is_drawn_on_every_cell_including_empty_ones() -> None:
     agg = cell_aggregates(r, grid, windows, 60, plan.clip)
     noisy = measure_pm_map(plan, agg, OpenDPNoise())
     assert (noisy.counts != agg.counts).all() and (noisy.centred_sums != agg.centred_sums).all()
+
+
+def test_truncation_keeps_evenly_spaced_ranks_by_time_only() -> None:
+    """Issue 30 item 5: at most M readings per vehicle-window, chosen from the ranks of their times."""
+    from urbandp.sensing.pm_map import truncate_vehicle_windows
+
+    t = np.datetime64("2024-01-15T08:00") + np.arange(13).astype("timedelta64[m]")
+    vehicle = np.array(["a"] * 10 + ["b"] * 3)
+    window = np.zeros(13, dtype=np.int64)
+    perm = np.random.default_rng(0).permutation(13)  # input order does not matter
+    keep = np.empty(13, dtype=bool)
+    keep[perm] = truncate_vehicle_windows(vehicle[perm], window[perm], t[perm].astype("datetime64[us]"), 3)
+    assert np.flatnonzero(keep[:10]).tolist() == [0, 3, 6]  # ranks floor(j 10 / 3), j = 0, 1, 2
+    assert keep[10:].all()  # b has 3 <= M readings: all kept
+    # a second window of a is its own unit
+    window2 = np.array([0] * 5 + [1] * 5 + [0] * 3)
+    kept2 = truncate_vehicle_windows(vehicle, window2, t.astype("datetime64[us]"), 2)
+    assert np.flatnonzero(kept2).tolist() == [0, 2, 5, 7, 10, 11]
+
+
+def test_vehicle_window_plan_scales_the_noise_with_m_and_states_vehicle_losses() -> None:
+    """The sensitivities are M and M C/2 (L1, a unit's M readings spread over its window's cells): at epsilon 2
+    and M = 10 the scales are 10 and 1250; a vehicle pays k x 2 a day and W x 2 over the release."""
+    from urbandp.sensing.pm_map import vehicle_losses
+    from urbandp.sensing.readings import windows_per_day
+
+    plan = plan_pm_map(2.0, 250.0, 10, "vehicle-window")
+    assert plan.count_sensitivity == 10.0 and plan.sum_sensitivity == 1250.0
+    assert plan.count.scale == pytest.approx(10.0, rel=1e-12) and plan.total.scale == pytest.approx(
+        1250.0, rel=1e-12
+    )
+    assert 2.0 - 1e-9 <= plan.loss_per_unit().epsilon <= 2.0
+    hourly = np.arange(
+        np.datetime64("2024-01-15T20:00"), np.datetime64("2024-01-16T04:00"), np.timedelta64(60, "m")
+    )
+    assert windows_per_day(hourly, 60) == 4  # 20-24 h and 0-4 h: four windows on each day
+    vl = vehicle_losses(plan, hourly, 60)
+    assert vl.windows_per_day == 4 and vl.windows == 8
+    assert vl.per_vehicle_day is not None and vl.per_vehicle_release is not None
+    assert vl.per_vehicle_day.epsilon == pytest.approx(4 * plan.loss_per_unit().epsilon, rel=1e-12)
+    assert vl.per_vehicle_release.epsilon == pytest.approx(8 * plan.loss_per_unit().epsilon, rel=1e-12)
+    # a 36-hour window spans two or three days; each day it touches counts it
+    long = np.array([np.datetime64("2024-01-15T00:00"), np.datetime64("2024-01-16T12:00")])
+    assert windows_per_day(long, 36 * 60) == 2  # 2024-01-16 overlaps both
+    reading = vehicle_losses(plan_pm_map(2.0), hourly, 60)
+    assert reading.per_vehicle_window is None and reading.per_vehicle_day is None  # nothing public bounds m
+    with pytest.raises(InputError, match="max-readings-per-vehicle-window"):
+        plan_pm_map(1.0, 250.0, 0, "vehicle-window")
