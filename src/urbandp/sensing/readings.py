@@ -61,6 +61,7 @@ class LoadReport:
     rows_quarantined: int
     reasons: dict[str, int]
 
+
 MAX_ABS_VALUE = 1e100
 """Readings beyond +-1e100 are quarantined: the GP standardises by the sd and works in squares (sd^2, sums of
 squared deviations over up to millions of readings), which overflow to inf near 1e154; no sensor reads such a value."""
@@ -146,7 +147,11 @@ def read_readings(
         .when(pl.col("_value").is_null() | ~pl.col("_value").is_finite())
         .then(pl.lit("value not a finite number"))
         .when(pl.col("_value").abs() > MAX_ABS_VALUE)
-        .then(pl.lit(f"value beyond +-{MAX_ABS_VALUE:g} (no sensor reads it; its square would overflow the model)"))
+        .then(
+            pl.lit(
+                f"value beyond +-{MAX_ABS_VALUE:g} (no sensor reads it; its square would overflow the model)"
+            )
+        )
     )
     if c_veh is not None:
         missing = pl.col("_vehicle").is_null() | (pl.col("_vehicle") == "")
