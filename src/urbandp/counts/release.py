@@ -55,6 +55,7 @@ MAX_THRESHOLD = 2**53
 compares meaningfully with a larger threshold (it would suppress every cell, or none); beyond it the exact tail
 probabilities of the zero-cell sampler also get needlessly costly (the discrete Gaussian's at 1e100 never ends)."""
 
+
 @dataclass(frozen=True)
 class CountReleaseConfig:
     """An immutable description of one count release (validated on construction)."""
