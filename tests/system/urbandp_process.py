@@ -64,3 +64,30 @@ def synth_inputs(root: Path, households: int) -> dict[str, Path]:
     made = run_urbandp("synth", "survey", "--households", str(households), "--out", str(survey))
     assert made.returncode == 0
     return {"fleet": fleet, "taps": taps, "survey": survey}
+
+
+def unprivileged(cmd: list[str]) -> list[str] | None:
+    """``cmd`` as the unprivileged user ``nobody`` (uid/gid 65534, no groups) when this process is root, so that
+    the root-only cases (an unreadable file, a read-only folder) run in CI, which runs as root: through util-linux
+    ``setpriv``, else ``runuser``; ``cmd`` itself when not root; None when root has neither tool. The paths the
+    command needs must be readable (and its output folder's parent writable) by others: see :func:`shared_tmp`."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return cmd
+    if shutil.which("setpriv"):
+        return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", *cmd]
+    if shutil.which("runuser"):
+        return ["runuser", "-u", "nobody", "--", *cmd]
+    return None
+
+
+def shared_tmp() -> Path:
+    """A fresh folder under the system temp dir that ``nobody`` can read and enter (pytest's tmp_path is 0700
+    under root); the caller removes it."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="urbandp-unprivileged-"))
+    folder.chmod(0o755)
+    return folder

@@ -154,6 +154,10 @@ def release(
     from urbandp.privacy.session import Session, days_between
     from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
+    if domain is not None and select_partitions:
+        raise InputError(
+            "give --domain (a public list of cells) or --select-partitions (cells chosen with DP), not both"
+        )
     if input_kind not in ("events", "counts"):
         raise InputError(f"--input-kind must be events or counts, got {input_kind!r}")
     if fmt not in ("csv", "parquet"):

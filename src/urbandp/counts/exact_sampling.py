@@ -75,9 +75,11 @@ def _floor_resolve(k: int, log_rate: IntervalAt, cap: int) -> int:
         with iv_precision(prec):
             rate = log_rate(prec)
             x_min = iv.log(_dyadic(num + 1, bits)) / rate  # U < upper end  =>  x > x_min (x decreasing in U)
-            low = math.floor(x_min.a)
-            if low >= cap:
+            # compared as an interval first: with a rate near 0 (a huge --suppress-below) x_min is beyond any
+            # float, and floor(x) >= cap iff x >= cap for an integer cap
+            if x_min.a >= cap:
                 return cap
+            low = math.floor(x_min.a)
             if num > 0:
                 x_max = iv.log(_dyadic(num, bits)) / rate
                 if math.floor(x_max.b) == low:

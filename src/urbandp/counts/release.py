@@ -50,6 +50,12 @@ SAMPLINGS = ("auto", "sparse", "dense")
 MARGINALS = ("auto", "noisy-joint", "published-joint", "charged")
 
 
+MAX_THRESHOLD = 2**53
+"""Largest ``|--suppress-below|``: integers above 2^53 are not exact float64 values, so no count or noisy value
+compares meaningfully with a larger threshold (it would suppress every cell, or none); beyond it the exact tail
+probabilities of the zero-cell sampler also get needlessly costly (the discrete Gaussian's at 1e100 never ends)."""
+
+
 @dataclass(frozen=True)
 class CountReleaseConfig:
     """An immutable description of one count release (validated on construction)."""
@@ -88,6 +94,11 @@ class CountReleaseConfig:
         ):
             if value is not None and not math.isfinite(value):
                 raise InputError(f"{name} must be a finite number, got {value}")
+        if self.suppress_below is not None and abs(self.suppress_below) > MAX_THRESHOLD:
+            raise InputError(
+                f"--suppress-below must be between -2^53 and 2^53 ({MAX_THRESHOLD:,}), got {self.suppress_below:g}: "
+                "beyond that no count or noisy value is an exact float and every cell is on one side"
+            )
         if self.precision is not None and not -9 <= self.precision <= 15:
             raise InputError(f"--precision must be between -9 and 15 decimal places, got {self.precision}")
         if not 0 <= self.delta < 1:

@@ -550,7 +550,7 @@ def test_count_input_out_of_int64_is_quarantined(taps: Path, tmp_path: Path, cou
         (["--suppress-below", "18", "--marginals", "charged", "--marginal-scale", "nan"], "finite"),
         (["--method", "data61-2016", "--noise-scale", "1.4", "--threshold", "nan"], "finite"),
         (["--suppress-below", "nan"], "finite"),
-        (["--delta", "-1"], "--delta must be in [0, 1)"),
+        (["--delta", "-1"], "--delta must be a number >= 0"),
         (["--noise-scale", "inf"], "finite"),
         (["--sampling", "sparse"], "needs --suppress-below"),
         (["--sampling", "sparse", "--suppress-below", "-3"], "above 0"),

@@ -274,10 +274,29 @@ def test_bad_options_one_line_exit_2(synthetic: Path, tmp_path: Path, args: list
     args = [a.replace("FILE", str(tmp_path / "FILE")).replace("RO", str(ro)) for a in args]
     if "--out" not in args:
         args += ["--out", str(tmp_path / "o")]
+    if os.geteuid() == 0 and "RO/sub" in " ".join(args):  # root writes anywhere: a real process as nobody
+        import shutil
+        import subprocess
+        import sys
+
+        from urbandp_process import assert_refused, shared_tmp, unprivileged
+
+        folder = shared_tmp()  # nobody may read and enter it, not write it
+        try:
+            data = shutil.copy(synthetic, folder / synthetic.name)
+            (folder / "RO").mkdir(mode=0o555)
+            cmd = unprivileged([sys.executable, "-m", "urbandp", "sensing", "dp-map", str(data), *BOX,
+                                "--out", str(folder / "RO" / "sub")])  # fmt: skip
+            if cmd is None:
+                pytest.skip("root without setpriv or runuser: cannot run as an unprivileged user")
+            res = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=folder, timeout=300)
+            assert_refused(res, message, others="none")
+            assert not (folder / "RO" / "sub").exists()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     res = runner.invoke(app, ["sensing", "dp-map", str(synthetic), *BOX, *args])
     ro.chmod(0o700)
-    if os.geteuid() == 0 and "RO/sub" in " ".join(args):
-        pytest.skip("root writes into read-only directories")
     assert res.exit_code == (4 if "budget" in message else 2), res.output
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("urbandp: error: ") and message in lines[0], res.stderr

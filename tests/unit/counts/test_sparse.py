@@ -327,3 +327,13 @@ def test_top_k_with_sparse_sampling_ranks_raw_place_totals_exactly_in_law() -> N
     )
     # place totals: a = 0, b = 4 + 9 = 13, c = 1 -> at epsilon 50 the noisy top-1 is b
     assert rel.top_k == [1] and rel.privacy["total_epsilon"] == pytest.approx(51.0)
+
+
+def test_floor_log_uniform_with_a_rate_beyond_floats_returns_the_cap() -> None:
+    """A skip rate L = ln(1 - p) with p below the smallest float (a huge threshold) used to overflow in floor()."""
+    from mpmath import iv
+
+    from urbandp.counts.exact_sampling import floor_log_uniform
+
+    draws = floor_log_uniform(5, lambda prec: -iv.exp(-iv.mpf(10**4)), cap=1000)
+    assert draws.tolist() == [1000] * 5

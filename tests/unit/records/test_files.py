@@ -21,13 +21,39 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
         load_records([fifo])
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
 def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
-    p = tmp_path / "secret.csv"
-    p.write_text(HEADER + "a,2016-11-24T09:00:00,1,30.2,-97.7\n")
-    p.chmod(0)
-    with pytest.raises(InputError, match="permission denied"):
-        load_records([p])
+    """As root (CI) the read runs as ``nobody``, for whom mode 000 means what it says."""
+    import shutil
+    import subprocess
+    import sys
+
+    from urbandp_process import shared_tmp, unprivileged
+
+    if os.geteuid() != 0:
+        p = tmp_path / "secret.csv"
+        p.write_text(HEADER + "a,2016-11-24T09:00:00,1,30.2,-97.7\n")
+        p.chmod(0)
+        with pytest.raises(InputError, match="permission denied"):
+            load_records([p])
+        return
+    code = (
+        "import sys; from pathlib import Path; from urbandp.errors import InputError; "
+        "from urbandp.fleet.pipeline import load_records\n"
+        "try:\n    load_records([Path(sys.argv[1])])\nexcept InputError as err:\n    print(err); sys.exit(3)"
+    )
+    folder = shared_tmp()
+    try:
+        p = folder / "secret.csv"
+        p.write_text(HEADER + "a,2016-11-24T09:00:00,1,30.2,-97.7\n")
+        p.chmod(0)
+        cmd = unprivileged([sys.executable, "-c", code, str(p)])
+        if cmd is None:
+            pytest.skip("root without setpriv or runuser: cannot read as an unprivileged user")
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=folder, timeout=120)
+        assert res.returncode == 3, (res.returncode, res.stderr[-2000:])
+        assert "permission denied" in res.stdout and str(p) in res.stdout, res.stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_latin1_csv_gives_one_line_without_polars_internals(tmp_path: Path) -> None:
