@@ -22,7 +22,7 @@ OwnerFile = pl.DataFrame | dict[str, object] | Callable[[Path], None]
 """An owner-only file: a table (CSV), a JSON document, or a function that draws it (a PNG)."""
 
 
-@dataclass
+@dataclass(repr=False)
 class SurveyRelease(Release):
     """A survey release: ``table`` (the published rows), ``privacy`` (typed, e.g.
     :class:`~urbandp.survey.report.RandomizePrivacyReport`), ``owner`` (owner-only files by name: quarantine rows,
