@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import urbandp.privacy.dp_prelude as dp
-from urbandp.privacy.noise import OpenDPNoise
-from urbandp.survey.sampling import OpenDPBits
+from urbandp.privacy.noise import NoiseSource, OpenDPNoise
+from urbandp.survey.sampling import BitSource, OpenDPBits
 
 dp.enable_features("contrib")
 
@@ -36,28 +36,32 @@ METRES_PER_DEGREE = 111_320.0
 ROUND_DEGREES = 6
 
 
-def _opendp_vector(kind: str, n: int, scale: float) -> np.ndarray:
-    """``n`` OpenDP draws (``laplace`` or ``gaussian``) around 0, one OpenDP call per core for long vectors."""
+def _laplace_vector(n: int, scale: float, noise: NoiseSource | None) -> np.ndarray:
+    """``n`` Laplace draws around 0 from ``noise`` (default OpenDP; one OpenDP call per core for long vectors)."""
     if n == 0:
         return np.zeros(0)
-    noise = OpenDPNoise()
-    return noise.laplace(np.zeros(n), scale) if kind == "laplace" else noise.gaussian(np.zeros(n), scale)
+    return (noise or OpenDPNoise()).laplace(np.zeros(n), scale)
 
 
-def planar_laplace_offsets(n: int, epsilon_per_metre: float) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` planar Laplace displacements (east, north) in metres (see module docstring for the draws)."""
+def planar_laplace_offsets(
+    n: int, epsilon_per_metre: float, noise: NoiseSource | None = None, bits: BitSource | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` planar Laplace displacements (east, north) in metres (see module docstring for the draws); ``noise``
+    and ``bits`` default to OpenDP's (a release passes its charge's, so that no draw precedes the reservation)."""
     if epsilon_per_metre <= 0 or not math.isfinite(epsilon_per_metre):
         raise ValueError("epsilon per metre must be finite and > 0")
     b = 1.0 / epsilon_per_metre
-    radius = np.abs(_opendp_vector("laplace", n, b)) + np.abs(_opendp_vector("laplace", n, b))
-    u = OpenDPBits().uniform_int(n, 1 << 32).astype(float)
+    radius = np.abs(_laplace_vector(n, b, noise)) + np.abs(_laplace_vector(n, b, noise))
+    u = (bits or OpenDPBits()).uniform_int(n, 1 << 32).astype(float)
     angle = 2.0 * math.pi * (u + 0.5) / 2.0**32
     return radius * np.cos(angle), radius * np.sin(angle)
 
 
-def axis_laplace_offsets(n: int, b_x: float, b_y: float) -> tuple[np.ndarray, np.ndarray]:
+def axis_laplace_offsets(
+    n: int, b_x: float, b_y: float, noise: NoiseSource | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``n`` per-axis Laplace displacements (east, north) in metres with scales b_x, b_y (report eq. 14)."""
-    return _opendp_vector("laplace", n, b_x), _opendp_vector("laplace", n, b_y)
+    return _laplace_vector(n, b_x, noise), _laplace_vector(n, b_y, noise)
 
 
 def shift_degrees(

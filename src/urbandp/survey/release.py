@@ -46,6 +46,14 @@ PUBLIC_NOTE = (
 OWNER_NOTE = "exact counts of the true data, for the data owner only; NOT DP, never published"
 
 
+def positive(name: str, value: float | None) -> None:
+    """Refuse a given number that is not finite and above 0 (``name`` is the option)."""
+    import math
+
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise InputError(f"{name} must be a finite number > 0, got {value}")
+
+
 def check_epsilon(epsilon: float | None, unit: str, option: str = "--epsilon") -> None:
     """Refuse an asked epsilon above the core's one limit (``SANE_EPSILON``), as the core guard decides.
 
@@ -117,8 +125,3 @@ def owner_files(out: Path, names: Sequence[str]) -> list[str]:
 def input_report(counts: Mapping[str, object]) -> dict[str, object]:
     """``owner_only/<name>/input_report.json``: what the run saw in the true data."""
     return {"not_dp": OWNER_NOTE, **counts}
-
-
-def warn(text: str) -> None:
-    """A one-line ``urbandp: warning:`` on stderr (it may hold data-derived numbers: stderr is the owner's)."""
-    typer.echo(f"urbandp: warning: {text}", err=True)

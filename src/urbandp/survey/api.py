@@ -1,0 +1,277 @@
+"""The survey wing's public Python API (issue 31): the release path that ``urbandp survey ...`` calls.
+
+::
+
+    import urbandp as ud
+    with ud.Session(store="budget.sqlite", dataset="travel-2021") as s:
+        rel = ud.survey.randomize(df, column="model", categories="Camry,Civic,Leaf", epsilon=1,
+                                  survey_date="2021-05-01", session=s)
+    rel.table, rel.privacy.epsilon, rel.write("out/vehicles-rr")
+
+Options are named as the command's flags with underscores (``--id`` is ``id_column``, ``--from``/``--to`` are
+``origin``/``dest``, ``--keep-probability`` is ``keep_probability``) and have its defaults and checks. Each release
+declares its privacy unit (``respondent`` for answers and locations, ``trip`` for trips) and runs inside one charge
+of ``session`` (:class:`urbandp.Session`; default: no store): reserved before any draw, the guards inside the
+reservation, committed after the folder ``out`` (if given) is written. ``data``: a CSV or Parquet path, or a table
+(pandas, Polars eager or lazy, Arrow).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import polars as pl
+
+from urbandp.frames import TableLike, input_paths
+from urbandp.session import Session
+from urbandp.survey.charge import RESPONDENT, TRIP
+from urbandp.survey.od_release import OdSpec, od_body
+from urbandp.survey.points_release import PointsSpec, points_body
+from urbandp.survey.result import SurveyRelease, run_release
+from urbandp.survey.rr_release import RandomizeSpec, estimate_table, randomize_body
+from urbandp.survey.trajectory_release import TrajectoriesSpec, trajectories_body
+
+__all__ = ["SurveyRelease", "estimate", "od_randomize", "perturb_points", "perturb_trajectories", "randomize"]
+
+PathLike = str | Path
+
+
+def randomize(
+    data: TableLike,
+    *,
+    column: str,
+    categories: str | None = None,
+    categories_file: PathLike | None = None,
+    within: str | None = None,
+    epsilon: float | None = None,
+    theta: float | None = None,
+    aliases: PathLike | None = None,
+    method: str = "krr",
+    p: float | None = None,
+    sampler: str = "opendp",
+    separator: str = ",",
+    budget_epsilon: float | None = None,
+    survey_date: str | dt.date | None = None,
+    id_column: str | None = None,
+    keep_columns: str | None = None,
+    session: Session | None = None,
+    out: PathLike | None = None,
+    overwrite: bool = False,
+    command_line: str | None = None,
+) -> SurveyRelease:
+    """Randomize one categorical column with randomized response (report sections 3.3, 4.1; eq. 5), per
+    respondent: k-RR with ``epsilon`` (within each ``within`` list), binary RR with ``theta``, or the report's
+    ``method="report-replacement"`` with ``p`` (eqs. 8-12, NOT DP, refused with a dataset)."""
+    spec = RandomizeSpec(
+        column=column,
+        categories=categories,
+        categories_file=None if categories_file is None else Path(categories_file),
+        within=within,
+        epsilon=epsilon,
+        theta=theta,
+        aliases=None if aliases is None else Path(aliases),
+        method=method,
+        p=p,
+        sampler=sampler,
+        separator=separator,
+        budget_epsilon=budget_epsilon,
+        id_column=id_column,
+        keep_columns=keep_columns,
+        command=command_line or RandomizeSpec.command,
+    )
+    return run_release(
+        data,
+        RESPONDENT,
+        lambda path, label, charge: randomize_body(spec, path, label, charge),
+        session=session,
+        out=out,
+        overwrite=overwrite,
+        budget_epsilon=budget_epsilon,
+        survey_date=survey_date,
+    )
+
+
+def estimate(
+    data: TableLike,
+    *,
+    column: str,
+    categories: str | None = None,
+    categories_file: PathLike | None = None,
+    within: str | None = None,
+    epsilon: float | None = None,
+    theta: float | None = None,
+    separator: str = ",",
+    out: PathLike | None = None,
+    overwrite: bool = False,
+) -> pl.DataFrame:
+    """De-biased shares with 95 % confidence intervals from randomized answers (report eq. 6): post-processing of
+    a :func:`randomize` output, no budget. With ``out`` the table is also written as a CSV file."""
+    from urbandp.reports.outputs import atomic_output_file, check_output_file, output_policy
+
+    with input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
+        if out is not None:
+            check_output_file(Path(out))
+        label = str(paths[0]) if isinstance(data, (str, Path)) else "data"
+        table = estimate_table(
+            paths[0],
+            label,
+            column=column,
+            categories=categories,
+            categories_file=None if categories_file is None else Path(categories_file),
+            within=within,
+            epsilon=epsilon,
+            theta=theta,
+            separator=separator,
+        )
+        if out is not None:
+            with atomic_output_file(Path(out)) as tmp:
+                table.write_csv(tmp)
+    return table
+
+
+def perturb_points(
+    data: TableLike,
+    *,
+    lat: str,
+    lon: str,
+    epsilon_per_metre: float | None = None,
+    scale_metres: float | None = None,
+    bbox: str | tuple[float, float, float, float] | None = None,
+    separator: str = ",",
+    budget_epsilon: float | None = None,
+    budget_metres: float = 1000.0,
+    survey_date: str | dt.date | None = None,
+    id_column: str | None = None,
+    keep_columns: str | None = None,
+    session: Session | None = None,
+    out: PathLike | None = None,
+    overwrite: bool = False,
+    command_line: str | None = None,
+) -> SurveyRelease:
+    """Perturb one location per respondent: planar Laplace with ``epsilon_per_metre`` (geo-indistinguishability,
+    Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Charged as epsilon per metre x
+    ``budget_metres``; with ``bbox`` (min_lat, max_lat, min_lon, max_lon) a location is clamped into the box."""
+    box = ",".join(map(str, bbox)) if isinstance(bbox, tuple) else bbox
+    spec = PointsSpec(
+        lat=lat,
+        lon=lon,
+        epsilon_per_metre=epsilon_per_metre,
+        scale_metres=scale_metres,
+        bbox=box,
+        separator=separator,
+        budget_epsilon=budget_epsilon,
+        budget_metres=budget_metres,
+        id_column=id_column,
+        keep_columns=keep_columns,
+        command=command_line or PointsSpec.command,
+    )
+    return run_release(
+        data,
+        RESPONDENT,
+        lambda path, label, charge: points_body(spec, path, label, charge),
+        session=session,
+        out=out,
+        overwrite=overwrite,
+        budget_epsilon=budget_epsilon,
+        survey_date=survey_date,
+    )
+
+
+def od_randomize(
+    data: TableLike,
+    *,
+    origin: str,
+    dest: str,
+    blocks_file: PathLike | None = None,
+    blocks: int | None = None,
+    keep_probability: float | None = None,
+    epsilon: float | None = None,
+    method: str = "rr",
+    sampler: str = "opendp",
+    separator: str = ",",
+    budget_epsilon: float | None = None,
+    survey_date: str | dt.date | None = None,
+    id_column: str | None = None,
+    keep_columns: str | None = None,
+    session: Session | None = None,
+    out: PathLike | None = None,
+    overwrite: bool = False,
+    command_line: str | None = None,
+) -> SurveyRelease:
+    """Randomize origin-destination pairs over declared blocks, per trip: OD randomized response (report eq. 13)
+    with ``keep_probability`` or ``epsilon``; ``method="histogram"``/``"histogram-joint"`` is the report's
+    section 6.3 (NOT DP, refused with a dataset)."""
+    spec = OdSpec(
+        origin=origin,
+        dest=dest,
+        blocks_file=None if blocks_file is None else Path(blocks_file),
+        blocks=blocks,
+        keep_probability=keep_probability,
+        epsilon=epsilon,
+        method=method,
+        sampler=sampler,
+        separator=separator,
+        budget_epsilon=budget_epsilon,
+        id_column=id_column,
+        keep_columns=keep_columns,
+        command=command_line or OdSpec.command,
+    )
+    return run_release(
+        data,
+        TRIP,
+        lambda path, label, charge: od_body(spec, path, label, charge),
+        session=session,
+        out=out,
+        overwrite=overwrite,
+        budget_epsilon=budget_epsilon,
+        survey_date=survey_date,
+    )
+
+
+def perturb_trajectories(
+    data: TableLike,
+    *,
+    lat: str,
+    lon: str,
+    trip: str,
+    epsilon: float,
+    max_step_metres: float,
+    order: str | None = None,
+    every: int = 1,
+    max_trips: int | None = None,
+    separator: str = ",",
+    budget_epsilon: float | None = None,
+    survey_date: str | dt.date | None = None,
+    keep_columns: str | None = None,
+    session: Session | None = None,
+    out: PathLike | None = None,
+    overwrite: bool = False,
+    command_line: str | None = None,
+) -> SurveyRelease:
+    """SSD trajectory perturbation per trip (report section 6.1, eq. 16; Jiang et al. 2013). NOT DP as a whole
+    (every trip's start and end are published): refused with a dataset."""
+    spec = TrajectoriesSpec(
+        lat=lat,
+        lon=lon,
+        trip=trip,
+        epsilon=epsilon,
+        max_step_metres=max_step_metres,
+        order=order,
+        every=every,
+        max_trips=max_trips,
+        separator=separator,
+        budget_epsilon=budget_epsilon,
+        keep_columns=keep_columns,
+        command=command_line or TrajectoriesSpec.command,
+    )
+    return run_release(
+        data,
+        TRIP,
+        lambda path, label, charge: trajectories_body(spec, path, label, charge),
+        session=session,
+        out=out,
+        overwrite=overwrite,
+        budget_epsilon=budget_epsilon,
+        survey_date=survey_date,
+    )

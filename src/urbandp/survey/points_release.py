@@ -1,0 +1,149 @@
+"""The release of point locations (report section 5; Andres et al. 2013): the body behind
+:func:`urbandp.survey.perturb_points`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from urbandp.errors import InputError
+from urbandp.survey import locations as loc
+from urbandp.survey import release
+from urbandp.survey.charge import SurveyCharge
+from urbandp.survey.io import float_column, read_table, require_columns
+from urbandp.survey.report import PointsPrivacyReport, ledger
+from urbandp.survey.result import SurveyRelease
+
+NEIGHBOURING = (
+    "replace one location by another at distance d: privacy loss epsilon_per_metre * d (a row without a readable "
+    "coordinate is outside the domain and is not released)"
+)
+BBOX_RULE = (
+    "a location outside the box is moved to the nearest point of the box before noise: the move never lengthens a "
+    "distance (clamping each coordinate is 1-Lipschitz), so the loss stays epsilon_per_metre * d"
+)
+OWNER_FILES = ["quarantine.csv", "input_report.json"]
+
+
+@dataclass(frozen=True)
+class PointsSpec:
+    """The options of ``survey perturb-points`` (named as its flags)."""
+
+    lat: str
+    lon: str
+    epsilon_per_metre: float | None = None
+    scale_metres: float | None = None
+    bbox: str | None = None
+    separator: str = ","
+    budget_epsilon: float | None = None
+    budget_metres: float = 1000.0
+    id_column: str | None = None
+    keep_columns: str | None = None
+    command: str = "urbandp.survey.perturb_points (Python)"
+
+    def box(self) -> loc.BoundingBox | None:
+        """The declared --bbox, checked."""
+        try:
+            return loc.BoundingBox.parse(self.bbox) if self.bbox else None
+        except ValueError as err:
+            raise InputError(f"--bbox: {err}") from None
+
+    def check(self) -> tuple[dict[str, object], float]:
+        """The mechanism's description and the epsilon charged (per metre x --budget-metres), before any read."""
+        if (self.epsilon_per_metre is None) == (self.scale_metres is None):
+            raise InputError("give exactly one of --epsilon-per-metre or --scale-metres")
+        release.positive("--epsilon-per-metre", self.epsilon_per_metre)
+        release.positive("--scale-metres", self.scale_metres)
+        release.positive("--budget-metres", self.budget_metres)  # 0 m would book epsilon 0 (issue 20)
+        cost = loc.perturbation_epsilon(self.epsilon_per_metre, self.scale_metres)
+        eps = float(cost["epsilon_per_metre"]) * self.budget_metres  # type: ignore[arg-type]
+        option = f"epsilon per metre x --budget-metres ({self.budget_metres:g} m) ="
+        release.check_epsilon(eps, "respondent", option)
+        return cost, eps
+
+
+def _offsets(spec: PointsSpec, n: int, charge: SurveyCharge) -> tuple[np.ndarray, np.ndarray]:
+    """The displacements in metres, drawn through the charge."""
+    if spec.epsilon_per_metre is not None:
+        return loc.planar_laplace_offsets(
+            n, spec.epsilon_per_metre, charge.charge.noise, charge.bits("opendp")
+        )
+    assert spec.scale_metres is not None
+    return loc.axis_laplace_offsets(n, spec.scale_metres, spec.scale_metres, charge.charge.noise)
+
+
+def points_body(spec: PointsSpec, path: Path, label: str, charge: SurveyCharge) -> SurveyRelease:
+    """Read, clamp, reserve, draw and describe one ``survey perturb-points`` release."""
+    cost, eps = spec.check()
+    box = spec.box()
+    frame = read_table(path, spec.separator)
+    require_columns(frame, Path(label), spec.lat, spec.lon)
+    public = release.public_columns(
+        frame, Path(label), spec.keep_columns, spec.id_column, {}, [spec.lat, spec.lon]
+    )
+    la, lo = float_column(frame, spec.lat), float_column(frame, spec.lon)
+    ok = np.isfinite(la) & np.isfinite(lo) & (np.abs(la) <= 90) & (np.abs(lo) <= 180)
+    if not ok.any():
+        raise InputError(f"no usable location in {label} (all {la.size} quarantined)")
+    n, clamped = int(ok.sum()), 0
+    if box is not None:
+        la_box, lo_box = box.clamp(la[ok], lo[ok])
+        clamped = int(((la_box != la[ok]) | (lo_box != lo[ok])).sum())
+        la, lo = la.copy(), lo.copy()
+        la[ok], lo[ok] = la_box, lo_box
+    planar = spec.epsilon_per_metre is not None
+    params = {"epsilon_per_metre": cost["epsilon_per_metre"], "charged_at_metres": spec.budget_metres}
+    charge.reserve(eps, "survey-planar-laplace" if planar else "survey-axis-laplace", params)
+    east, north = _offsets(spec, n, charge)
+    new_lat, new_lon = loc.shift_degrees(la[ok], lo[ok], east, north)
+    moved = frame.filter(pl.Series(ok)).with_columns(
+        pl.Series(spec.lat, new_lat), pl.Series(spec.lon, new_lon)
+    )
+    released = release.select_released(moved, public, [spec.lat, spec.lon])
+    quarantine = frame.with_row_index("row", offset=1).filter(pl.Series(~ok))
+    counts = {
+        "rows_in": la.size,
+        "rows_released": n,
+        "rows_quarantined": la.size - n,
+        "moved_into_bbox": clamped,
+    }
+    return SurveyRelease(
+        tables={"points": released},
+        privacy=_points_report(spec, cost, eps, box, public, charge),
+        owner={
+            "quarantine.csv": quarantine.with_columns(pl.lit("bad_coordinate").alias("reason")),
+            "input_report.json": release.input_report(counts),
+        },
+        file_name="points.csv",
+        summary=f"perturbed {n:,} points ({cost['mechanism']}, epsilon {eps:.4g} at {spec.budget_metres:g} m); "
+        f"quarantined {la.size - n:,}, moved into --bbox {clamped:,}",
+    )
+
+
+def _points_report(
+    spec: PointsSpec,
+    cost: dict[str, object],
+    eps: float,
+    box: loc.BoundingBox | None,
+    public: dict[str, str],
+    charge: SurveyCharge,
+) -> PointsPrivacyReport:
+    """The typed privacy report: the mechanism, its epsilon per metre and the charge at --budget-metres."""
+    name = f"perturb {spec.lat},{spec.lon} at {spec.budget_metres} m"
+    reasons = charge.not_dp_reasons
+    return PointsPrivacyReport(
+        command=spec.command,
+        unit="respondent (one location per row)",
+        neighbouring=NEIGHBOURING,
+        **cost,
+        bbox=None if box is None else {**box.__dict__, "rule": BBOX_RULE},
+        public_columns=release.declaration(public),
+        ledger=ledger(spec.budget_epsilon, name, eps, "respondent", str(cost["mechanism"])),
+        rounding_degrees=10.0**-loc.ROUND_DEGREES,
+        not_dp_outputs=OWNER_FILES,
+        not_dp_reasons=reasons,
+        differentially_private=not reasons,
+    )

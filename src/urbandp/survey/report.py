@@ -1,0 +1,93 @@
+"""The typed privacy reports of the survey releases: one class per command, on the shared
+:class:`~urbandp.privacy.report.PrivacyReport` header (issue 31).
+
+Every field is public: the declared parameters, the epsilon computed from them (report eqs. 5, 13, 16; Andres et al.
+2013 for the planar Laplace) and the user's declaration of public columns. Nothing read from the true data is a
+field here (issue 30: the figures of the owner's ``input_report.json`` stay out), so two neighbouring inputs give
+the same ``privacy.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Self
+
+from pydantic import Field
+
+from urbandp.privacy.report import PrivacyReport
+
+
+class SurveyPrivacyReport(PrivacyReport):
+    """What every survey release states: the command, its epsilon (None when not DP), its owner-only files."""
+
+    command: str = Field(description="the command line (or Python call) that made the release")
+    epsilon: float | None = Field(None, description="epsilon per privacy unit (None: not DP)")
+    public_columns: dict[str, object] | None = Field(
+        None,
+        description="columns the user declared public (copied unchanged), with the option that named them",
+    )
+    ledger: dict[str, object] | None = Field(
+        None, description="this release's ledger entry and the run's cap"
+    )
+    not_dp_outputs: list[str] = Field(
+        default_factory=list, description="owner-only files beside the release (never published)"
+    )
+
+    def for_folder(self, out: Path, names: list[str]) -> Self:
+        """The report as written into the release folder ``out`` (its owner files named after ``out``)."""
+        return self.model_copy(update={"not_dp_outputs": [f"owner_only/{out.name}/{n}" for n in names]})
+
+
+class RandomizePrivacyReport(SurveyPrivacyReport):
+    """``survey randomize``: k-ary or binary randomized response (report sections 3.3, 4.1; eq. 5)."""
+
+    column: str = Field(description="the randomized column")
+    within: str | None = Field(None, description="the public sub-category column, if any")
+    declared_categories: dict[str, list[str]] = Field(description="the declared lists, by sub-category")
+    mechanism: str
+    epsilon_is_dp: bool = Field(description="false for the report's NOT DP report-replacement method")
+    sampler: str = Field(description="the random source (opendp-bitvec, os-csprng)")
+    detail: dict[str, object] = Field(default_factory=dict)
+
+
+class PointsPrivacyReport(SurveyPrivacyReport):
+    """``survey perturb-points``: planar Laplace (Andres et al. 2013) or per-axis Laplace (report eq. 14)."""
+
+    mechanism: str
+    epsilon_per_metre: float
+    metric: str
+    epsilon_at_1km: float
+    scale_metres: float | None = None
+    bbox: dict[str, object] | None = None
+    rounding_degrees: float
+
+
+class OdPrivacyReport(SurveyPrivacyReport):
+    """``survey od-randomize``: OD randomized response (report eq. 13) or section 6.3 (NOT DP)."""
+
+    mechanism: str
+    blocks: int
+    od_pairs: int
+    keep_probability: float
+
+
+class TrajectoriesPrivacyReport(SurveyPrivacyReport):
+    """``survey perturb-trajectories``: SSD (Jiang et al. 2013; report section 6.1, eq. 16); NOT DP as a whole."""
+
+    mechanism: str
+    ssd_parameter_epsilon: float
+    max_step_metres: float
+    epsilon_per_point: float
+    epsilon_per_trip: str
+    every: int
+
+
+def ledger(budget: float | None, name: str, epsilon: float, unit: str, mechanism: str) -> dict[str, object]:
+    """privacy.json's ledger: the one entry of this release (the cap was checked by the charge, before noise)."""
+    from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
+
+    book = PrivacyLedger()
+    book.entries.append(
+        LedgerEntry(name=name, epsilon=epsilon, unit=unit, neighbouring="replace-one", mechanism=mechanism)
+    )
+    return {**book.to_dict(), "budget_epsilon": budget}
