@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from urbandp._version import __version__
 
 if TYPE_CHECKING:
     from urbandp import audit, counts, estimators, fleet, sensing, survey

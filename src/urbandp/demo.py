@@ -17,10 +17,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
+import urbandp.survey.demo as survey_demo
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.explore import comparison_table, explore, write_histograms
 from urbandp.fleet.pipeline import load_records, release_fleet, write_release
-from urbandp.survey import demo as survey_demo
 from urbandp.synth.fleet import SURAT, FleetSpec, write_fleet_days
 
 # The synthetic city's public extent (centre 21.17N 72.83E, ~7.5 km radius): chosen without reading the data.

@@ -13,7 +13,7 @@ import platform
 from functools import cache
 from importlib import metadata
 
-import urbandp
+from urbandp._version import __version__
 
 
 def _installed(name: str) -> str | None:
@@ -27,7 +27,7 @@ def _installed(name: str) -> str | None:
 def software_versions() -> dict[str, str | None]:
     """The versions that made a release: urbandp's own ``__version__``, OpenDP's and Python's."""
     return {
-        "urbandp": urbandp.__version__,
+        "urbandp": __version__,
         "opendp": _installed("opendp"),
         "python": platform.python_version(),
     }

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from urbandp.counts import data61
+import urbandp.counts.data61 as data61
 from urbandp.counts.accounting import NoisePlan, gaussian_plan, laplace_plan, table_entry
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.marginals import (

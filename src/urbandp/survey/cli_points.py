@@ -61,7 +61,7 @@ def perturb_points(
 
     With --bbox a location outside the box is moved to the nearest point of the box before noise (never dropped).
     """
-    from urbandp.survey import api
+    import urbandp.survey.api as api
 
     run_release(
         api.perturb_points,
@@ -130,9 +130,9 @@ def escape(
     import numpy as np
     import polars as pl
 
+    import urbandp.survey.escape as esc
     from urbandp.privacy.report import write_privacy_json
     from urbandp.reports.outputs import atomic_output_dir, check_output_path
-    from urbandp.survey import escape as esc
     from urbandp.survey.io import command_line, float_column, read_table, require_columns
     from urbandp.survey.report import SurveyPrivacyReport
 

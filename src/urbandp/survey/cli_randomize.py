@@ -75,7 +75,7 @@ def randomize(
 
     Only --column, --within, --id and --keep-columns are released (the last three declared public).
     """
-    from urbandp.survey import api
+    import urbandp.survey.api as api
 
     run_release(
         api.randomize,
@@ -135,7 +135,7 @@ def estimate(
     """
     import polars as pl
 
-    from urbandp.survey import api
+    import urbandp.survey.api as api
 
     table = api.estimate(
         perturbed,

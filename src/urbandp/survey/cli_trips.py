@@ -65,7 +65,7 @@ def od_randomize(
 
     A trip with a block outside the declared list is released as a uniform draw over all pairs (never dropped).
     """
-    from urbandp.survey import api
+    import urbandp.survey.api as api
 
     run_release(
         api.od_randomize,
@@ -125,7 +125,7 @@ def perturb_trajectories(
 
     Released: --trip, --lat, --lon and --keep-columns. NOT DP (start and end points exact): refuses --dataset.
     """
-    from urbandp.survey import api
+    import urbandp.survey.api as api
 
     run_release(
         api.perturb_trajectories,

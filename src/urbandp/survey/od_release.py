@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+import urbandp.survey.release as release
+import urbandp.survey.trips as tr
 from urbandp.errors import InputError
-from urbandp.survey import release
-from urbandp.survey import trips as tr
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_list, read_table, require_columns
 from urbandp.survey.report import OdPrivacyReport, ledger

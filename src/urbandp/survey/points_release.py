@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+import urbandp.survey.locations as loc
+import urbandp.survey.release as release
 from urbandp.errors import InputError
-from urbandp.survey import locations as loc
-from urbandp.survey import release
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import float_column, read_table, require_columns
 from urbandp.survey.report import PointsPrivacyReport, ledger

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+import urbandp.survey.randomized_response as rr
+import urbandp.survey.release as release
 from urbandp.errors import InputError
-from urbandp.survey import randomized_response as rr
-from urbandp.survey import release
 from urbandp.survey.categorical import (
     Declared,
     Validated,

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+import urbandp.survey.release as release
+import urbandp.survey.ssd as ssd
 from urbandp.errors import InputError
-from urbandp.survey import release, ssd
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
 from urbandp.survey.report import TrajectoriesPrivacyReport, ledger
