@@ -115,12 +115,15 @@ def _validation_options(
     limit = float(section.get("speed_reject_above", 150.0)) if reject_above is None else reject_above
     if not (math.isfinite(limit) and limit > 0):
         raise InputError(f"--speed-reject-above must be a finite number of km/h above 0, got {limit:g}")
+    # an option given empty ("") is refused by ValidationOptions, never read as "not given"
     return ValidationOptions(
-        speed_unit=speed_unit or section.get("speed_unit", "km/h"),
+        speed_unit=speed_unit if speed_unit is not None else section.get("speed_unit", "km/h"),
         speed_unit_since=_parse_unit_switches(unit_since, section),
-        timezone=timezone or section.get("timezone"),
+        timezone=timezone if timezone is not None else section.get("timezone"),
         speed_reject_above_kmh=limit,
-        timestamp_format=timestamp_format or section.get("timestamp_format", "auto"),
+        timestamp_format=timestamp_format
+        if timestamp_format is not None
+        else section.get("timestamp_format", "auto"),
     )
 
 
@@ -134,17 +137,32 @@ def _date(text: str | None, flag: str) -> dt.date | None:
 
 
 def _day_list(text: str | None, path: Path | None, flag: str) -> tuple[dt.date, ...] | None:
-    """Dates from a comma list and/or a file (one YYYY-MM-DD per line, # comments); a list that names an existing
-    file is read as that file (an agency holiday list)."""
-    items: list[str] = []
+    """Dates from a comma list or a file (one YYYY-MM-DD per line, # comments, a UTF-8 BOM allowed); a list that
+    names an existing file is read as that file (an agency holiday list).
+
+    An empty list (``--dates ""``) or an empty item (``2021-11-15,,2021-11-16``) is refused, never read as "no day
+    set" or skipped: a missing date would silently change D.
+    """
+    if text is not None and path is not None:
+        raise InputError(f"give {flag} or {flag}-file, not both (one would be dropped)")
     if text is not None and Path(text).is_file():
         path, text = Path(text), None
+    items: list[str] = []
     if text is not None:
-        items += [t.strip() for t in text.split(",") if t.strip()]
+        items = [t.strip() for t in text.split(",")]
+        if not text.strip() or "" in items:
+            raise InputError(
+                f"{flag} {text!r} holds an empty date: give comma-separated YYYY-MM-DD days, e.g. "
+                "2021-11-15,2021-11-16"
+            )
     if path is not None:
         if not path.is_file():
             raise InputError(f"{flag}-file not found: {path}")
-        for line in path.read_text(errors="replace").splitlines():
+        try:
+            content = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not part of a date
+        except UnicodeDecodeError:
+            raise InputError(f"{path} is not UTF-8 text: give one YYYY-MM-DD date per line") from None
+        for line in content.splitlines():
             line = line.split("#", 1)[0].strip()
             if line:
                 items += [t.strip() for t in line.split(",") if t.strip()]
@@ -737,13 +755,20 @@ def explore(
     """
     from rich.console import Console
 
-    from urbandp.fleet.explore import OWNER_ONLY, comparison_table, in_window, write_histograms
+    from urbandp.fleet.explore import (
+        OWNER_ONLY,
+        check_min_vehicles_per_day,
+        comparison_table,
+        in_window,
+        write_histograms,
+    )
     from urbandp.fleet.explore import explore as run_explore
     from urbandp.fleet.pipeline import load_records, top_reasons, write_owner_quarantine
     from urbandp.grid.slots import SlotSpec, parse_hours
     from urbandp.reports.outputs import check_output_path
 
     check_output_path(out)
+    check_min_vehicles_per_day(min_vehicles_per_day)
     toml = _read_toml(config)
     section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
     hours_text = hours or section.get("hours")
@@ -811,13 +836,14 @@ def plan(**a: Any) -> None:
     from rich.console import Console
 
     from urbandp.fleet.pipeline import public_window, window_days
-    from urbandp.fleet.planner import cfg_k, dp_histogram, make_plan, per_hat_counts
+    from urbandp.fleet.planner import check_target_error, cfg_k, dp_histogram, make_plan, per_hat_counts
     from urbandp.privacy.loss import Loss
     from urbandp.privacy.session import Session
     from urbandp.records.readers import expand_inputs
     from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
     cfg, options, columns = _configure(a)
+    check_target_error(a["target_error"])
     first, last, day_set = public_window(cfg)
     if first is None or last is None:
         raise InputError(
