@@ -477,10 +477,8 @@ def release(
             allow_meaningless_epsilon=allow_meaningless_epsilon,
         ) as session,
     ):
-        not_dp = _meaningless(cfg, allow_meaningless_epsilon)  # before any record is read or noise drawn
-        session.refuse_not_dp(not_dp)
-        _check_chargeable(session, cfg)
         task = progress.add_task("starting", total=None)
+        # the library's release path runs every guard on this session (fleet/guardrails.py): the CLI parses and prints
         release_result, loaded = _quarantine_on_failure(
             out,
             lambda: release_fleet(
@@ -489,22 +487,17 @@ def release(
                 columns=columns,
                 options=options,
                 step=lambda name: progress.update(task, description=name),
-                noise=session.noise,
-                before_noise=lambda charge: _reserve_fleet(session, charge),
+                session=session,
                 engine=check_engine(engine, spark_master),
                 spark_master=spark_master,
             ),
         )
         p = release_result.privacy
-        not_dp += [r for r in _meaningless_after(p, allow_meaningless_epsilon) if r not in not_dp]
-        if not_dp:
-            p["not_dp_reasons"] = [*p["not_dp_reasons"], *not_dp]
-            p["differentially_private"] = False
-            p["dp_label"] = "NOT differentially private"
         useless = release_warnings(release_result, cfg)
         p["warnings"] = [*p["warnings"], *useless]
         p["useless_release"] = bool(useless)
-        warnings = list(p["warnings"])
+        # read from the true data: for the data owner's terminal (and owner_only/), never in privacy.json
+        warnings = [*release_result.owner_report.get("warnings", []), *p["warnings"]]
         empty_days = release_result.owner_notes.get("days_without_records") or []
         if empty_days:
             warnings.append(
@@ -536,86 +529,6 @@ def release(
         )
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
-
-
-def _meaningless(cfg: Any, allow: bool) -> list[str]:
-    """Refuse, before any noise, a loss per vehicle-day above the sanity limits (docs/privacy-core.md).
-
-    With --epsilon-per-day the loss is that figure; with --noise-scale its smallest possible value is the speeding
-    count of one HAT (sensitivity 1/D per vehicle-day), which already decides a scale of 1e-300.
-    """
-    from urbandp.privacy.loss import Loss, meaningless_reasons
-    from urbandp.privacy.noise import gaussian_rho, laplace_epsilon
-
-    if cfg.epsilon_per_day is not None:
-        loss = Loss.pure(cfg.epsilon_per_day)
-        return meaningless_reasons(loss, None, per="vehicle-day", allow=allow)
-    from urbandp.fleet.pipeline import public_window, window_days
-
-    first, last, day_set = public_window(cfg)
-    days = len(window_days(first, last, day_set)) if first is not None and last is not None else 1
-    if cfg.resolved_mechanism == "gaussian":
-        loss = Loss.zcdp(gaussian_rho(1.0 / days, cfg.noise_scale))
-        return meaningless_reasons(loss, cfg.delta, per="vehicle-day (at least)", allow=allow)
-    loss = Loss.pure(laplace_epsilon(1.0 / days, cfg.noise_scale))
-    return meaningless_reasons(loss, None, per="vehicle-day (at least)", allow=allow)
-
-
-def _meaningless_after(privacy: dict[str, Any], allow: bool) -> list[str]:
-    """The same limits on the loss the release states (with --noise-scale it is known only after accounting);
-    a refusal here comes after noise, so a charged run stays charged (aborted after noise)."""
-    from urbandp.privacy.loss import Loss, meaningless_reasons
-
-    eps = privacy.get("cumulative_epsilon_per_day")
-    if not isinstance(eps, (int, float)) or math.isnan(eps):
-        return []
-    return meaningless_reasons(Loss.pure(float(eps)), None, per="vehicle-day", allow=allow)
-
-
-def _check_chargeable(session: Any, cfg: Any) -> None:
-    """With --dataset the charge must be known before any noise (from --epsilon-per-day or --budget-per-day), and
-    the release must be DP: a release labelled NOT DP is refused, never booked as DP spend (issue 20)."""
-    if session.dataset is None:
-        return
-    if cfg.epsilon_per_day is None and cfg.budget_per_day is None:
-        raise InputError(
-            "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
-        )
-    why = []
-    if (cfg.start is None or cfg.end is None) and not cfg.dates:
-        why.append("its date window would be read from the data (give --start and --end, or --dates)")
-    if not cfg.differentially_private:
-        why.append(
-            "K read from the data (--max-hats-per-vehicle-day observed)"
-            if cfg.max_hats_per_vehicle_day == "observed"
-            else "its selection or estimator is not DP under add/remove neighbours"
-        )
-    session.refuse_not_dp(why)
-
-
-def _reserve_fleet(session: Any, charge: Any) -> None:
-    """release_fleet's before_noise hook: reserve the planned loss per vehicle-day on each day of the window."""
-    from urbandp.privacy.loss import Loss
-    from urbandp.privacy.session import days_between
-
-    params = {
-        "epsilon_per_day": charge.epsilon_per_day,
-        "conversion_delta": charge.conversion_delta,
-        "window_derived_from_data": charge.derived_window,
-    }
-    if charge.epsilon_per_day is None:  # --noise-scale without --budget-per-day: the loss is stated after
-        loss = Loss()
-    elif charge.rho_per_day is not None:
-        loss = Loss.zcdp(charge.rho_per_day)
-    else:
-        loss = Loss.pure(charge.epsilon_per_day)
-    session.conversion_delta = charge.conversion_delta
-    session.reserve(
-        loss,
-        list(charge.days) or days_between(charge.first_day, charge.last_day),
-        f"fleet-hat-{charge.mechanism}",
-        params,
-    )
 
 
 def _map_inputs(tiles: str | None, gtfs: Path | None, context: list[Path] | None) -> dict[str, Any]:
@@ -836,7 +749,7 @@ def plan(**a: Any) -> None:
     from rich.console import Console
 
     from urbandp.fleet.pipeline import public_window, window_days
-    from urbandp.fleet.planner import check_target_error, cfg_k, dp_histogram, make_plan, per_hat_counts
+    from urbandp.fleet.planner import cfg_k, check_target_error, dp_histogram, make_plan, per_hat_counts
     from urbandp.privacy.loss import Loss
     from urbandp.privacy.session import Session
     from urbandp.records.readers import expand_inputs
