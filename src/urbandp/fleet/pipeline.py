@@ -633,7 +633,8 @@ def write_release(
                 "raw rejected rows with their reasons",
                 "days of the window without any record (read from true data)",
                 "exact counts of the records read, quarantined (per reason), inside and outside the window and the "
-                "extent, and of the vehicle-day HATs cut by truncation",
+                "extent, and of the vehicle-day HATs cut by truncation; how the input looked (empty lines, timestamp "
+                "formats) and the warnings read from the data (also on stderr)",
             ),
             strict=True,
         )
