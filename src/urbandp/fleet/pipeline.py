@@ -464,6 +464,7 @@ def release_fleet(
         before_noise(charge)
     reserve_planned(session, charge)  # the session's guards run here, before any noise
     say("selecting HATs and adding noise")
+    session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
     release = release_hats(contributions, cfg, days, session.noise, slots=slots)
     p = release.privacy
     window_warning = large_window_warning(p)
