@@ -232,7 +232,7 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(
         {
-            "hours": parse_hours(a["hours"]) if a["hours"] else None,
+            "hours": parse_hours(a["hours"]) if a["hours"] is not None else None,  # "" refused, not "not given"
             "start": _date(a["start"], "--start"),
             "end": _date(a["end"], "--end"),
             "dates": _day_list(a.get("dates"), a.get("dates_file"), "--dates"),
@@ -258,6 +258,12 @@ TIMESTAMP_FORMAT_HELP = (
     "Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
     'strftime pattern such as "%d/%m/%Y %H:%M" (default: auto).'
 )
+
+
+def _check_dataset(name: str | None) -> None:
+    """Refuse ``--dataset ""`` before the budget store is opened (it would be created for nothing)."""
+    if name is not None and not name.strip():
+        raise InputError("--dataset is empty: give the name of a dataset of the budget store, or leave it out")
 
 
 def _spec_default(name: str) -> Any:
@@ -456,6 +462,7 @@ def release(
     from urbandp.privacy.session import Session
 
     cfg, options, columns = _configure(locals())
+    _check_dataset(dataset)
     if (gtfs is not None or context or tiles is not None) and no_map:
         raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
     map_inputs = _map_inputs(tiles, gtfs, context)  # checked before any record is read or noise drawn
@@ -684,7 +691,7 @@ def explore(
     check_min_vehicles_per_day(min_vehicles_per_day)
     toml = _read_toml(config)
     section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
-    hours_text = hours or section.get("hours")
+    hours_text = hours if hours is not None else section.get("hours")
     window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text or (9, 21))
     first = _date(start, "--start") or _date(_toml_date(section.get("start")), "start")
     last = _date(end, "--end") or _date(_toml_date(section.get("end")), "end")
@@ -769,6 +776,7 @@ def plan(**a: Any) -> None:
     spent = 0.0
     # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
     # data spends budget, so only that is charged (with --dataset), reserved before its noise.
+    _check_dataset(a["dataset"])
     charged = a["dataset"] if a["histogram_epsilon"] is not None else None
     with Session(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
         if a["histogram_epsilon"] is not None:
@@ -817,7 +825,9 @@ def _plan_signature() -> None:
     """``plan`` takes release's options (minus the output-only ones) plus its own."""
     import inspect
 
-    skip = {"no_map", "gtfs", "tiles", "context", "strict"}
+    # the output-only options, and the engine: the planner reads no record (its histogram runs in-process), so
+    # --engine/--spark-master would be silently ignored
+    skip = {"no_map", "gtfs", "tiles", "context", "strict", "engine", "spark_master"}
     params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
     extra = {
         "target_error": typer.Option(
