@@ -232,7 +232,9 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(
         {
-            "hours": parse_hours(a["hours"]) if a["hours"] is not None else None,  # "" refused, not "not given"
+            "hours": parse_hours(a["hours"])
+            if a["hours"] is not None
+            else None,  # "" refused, not "not given"
             "start": _date(a["start"], "--start"),
             "end": _date(a["end"], "--end"),
             "dates": _day_list(a.get("dates"), a.get("dates_file"), "--dates"),
@@ -263,7 +265,9 @@ TIMESTAMP_FORMAT_HELP = (
 def _check_dataset(name: str | None) -> None:
     """Refuse ``--dataset ""`` before the budget store is opened (it would be created for nothing)."""
     if name is not None and not name.strip():
-        raise InputError("--dataset is empty: give the name of a dataset of the budget store, or leave it out")
+        raise InputError(
+            "--dataset is empty: give the name of a dataset of the budget store, or leave it out"
+        )
 
 
 def _spec_default(name: str) -> Any:

@@ -80,9 +80,9 @@ def test_allowed_a_meaningless_loss_is_labelled_not_dp(fleet: Path) -> None:
 def test_a_budget_dataset_refuses_a_not_dp_release_before_reading(tmp_path: Path) -> None:
     cfg = HatReleaseConfig(epsilon_per_day=1.0)  # no --start/--end: the window would be read from the data
     missing = tmp_path / "never-read.parquet"
-    with Session("fleet", str(tmp_path / "b.sqlite"), unit="vehicle-day") as session:
-        with pytest.raises(InvalidParameterError, match="NOT differentially private.*date window"):
-            release_fleet([missing], cfg, session=session)  # refused before the missing file is looked at
+    session = Session("fleet", str(tmp_path / "b.sqlite"), unit="vehicle-day")
+    with session, pytest.raises(InvalidParameterError, match=r"NOT differentially private.*date window"):
+        release_fleet([missing], cfg, session=session)  # refused before the missing file is looked at
     assert not session.reserved
 
 
