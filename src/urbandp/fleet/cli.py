@@ -115,12 +115,15 @@ def _validation_options(
     limit = float(section.get("speed_reject_above", 150.0)) if reject_above is None else reject_above
     if not (math.isfinite(limit) and limit > 0):
         raise InputError(f"--speed-reject-above must be a finite number of km/h above 0, got {limit:g}")
+    # an option given empty ("") is refused by ValidationOptions, never read as "not given"
     return ValidationOptions(
-        speed_unit=speed_unit or section.get("speed_unit", "km/h"),
+        speed_unit=speed_unit if speed_unit is not None else section.get("speed_unit", "km/h"),
         speed_unit_since=_parse_unit_switches(unit_since, section),
-        timezone=timezone or section.get("timezone"),
+        timezone=timezone if timezone is not None else section.get("timezone"),
         speed_reject_above_kmh=limit,
-        timestamp_format=timestamp_format or section.get("timestamp_format", "auto"),
+        timestamp_format=timestamp_format
+        if timestamp_format is not None
+        else section.get("timestamp_format", "auto"),
     )
 
 
@@ -134,17 +137,32 @@ def _date(text: str | None, flag: str) -> dt.date | None:
 
 
 def _day_list(text: str | None, path: Path | None, flag: str) -> tuple[dt.date, ...] | None:
-    """Dates from a comma list and/or a file (one YYYY-MM-DD per line, # comments); a list that names an existing
-    file is read as that file (an agency holiday list)."""
-    items: list[str] = []
+    """Dates from a comma list or a file (one YYYY-MM-DD per line, # comments, a UTF-8 BOM allowed); a list that
+    names an existing file is read as that file (an agency holiday list).
+
+    An empty list (``--dates ""``) or an empty item (``2021-11-15,,2021-11-16``) is refused, never read as "no day
+    set" or skipped: a missing date would silently change D.
+    """
+    if text is not None and path is not None:
+        raise InputError(f"give {flag} or {flag}-file, not both (one would be dropped)")
     if text is not None and Path(text).is_file():
         path, text = Path(text), None
+    items: list[str] = []
     if text is not None:
-        items += [t.strip() for t in text.split(",") if t.strip()]
+        items = [t.strip() for t in text.split(",")]
+        if not text.strip() or "" in items:
+            raise InputError(
+                f"{flag} {text!r} holds an empty date: give comma-separated YYYY-MM-DD days, e.g. "
+                "2021-11-15,2021-11-16"
+            )
     if path is not None:
         if not path.is_file():
             raise InputError(f"{flag}-file not found: {path}")
-        for line in path.read_text(errors="replace").splitlines():
+        try:
+            content = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not part of a date
+        except UnicodeDecodeError:
+            raise InputError(f"{path} is not UTF-8 text: give one YYYY-MM-DD date per line") from None
+        for line in content.splitlines():
             line = line.split("#", 1)[0].strip()
             if line:
                 items += [t.strip() for t in line.split(",") if t.strip()]
@@ -214,7 +232,9 @@ def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(
         {
-            "hours": parse_hours(a["hours"]) if a["hours"] else None,
+            "hours": parse_hours(a["hours"])
+            if a["hours"] is not None
+            else None,  # "" refused, not "not given"
             "start": _date(a["start"], "--start"),
             "end": _date(a["end"], "--end"),
             "dates": _day_list(a.get("dates"), a.get("dates_file"), "--dates"),
@@ -240,6 +260,14 @@ TIMESTAMP_FORMAT_HELP = (
     "Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
     'strftime pattern such as "%d/%m/%Y %H:%M" (default: auto).'
 )
+
+
+def _check_dataset(name: str | None) -> None:
+    """Refuse ``--dataset ""`` before the budget store is opened (it would be created for nothing)."""
+    if name is not None and not name.strip():
+        raise InputError(
+            "--dataset is empty: give the name of a dataset of the budget store, or leave it out"
+        )
 
 
 def _spec_default(name: str) -> Any:
@@ -438,6 +466,7 @@ def release(
     from urbandp.privacy.session import Session
 
     cfg, options, columns = _configure(locals())
+    _check_dataset(dataset)
     if (gtfs is not None or context or tiles is not None) and no_map:
         raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
     map_inputs = _map_inputs(tiles, gtfs, context)  # checked before any record is read or noise drawn
@@ -459,10 +488,8 @@ def release(
             allow_meaningless_epsilon=allow_meaningless_epsilon,
         ) as session,
     ):
-        not_dp = _meaningless(cfg, allow_meaningless_epsilon)  # before any record is read or noise drawn
-        session.refuse_not_dp(not_dp)
-        _check_chargeable(session, cfg)
         task = progress.add_task("starting", total=None)
+        # the library's release path runs every guard on this session (fleet/guardrails.py): the CLI parses and prints
         release_result, loaded = _quarantine_on_failure(
             out,
             lambda: release_fleet(
@@ -471,22 +498,17 @@ def release(
                 columns=columns,
                 options=options,
                 step=lambda name: progress.update(task, description=name),
-                noise=session.noise,
-                before_noise=lambda charge: _reserve_fleet(session, charge),
+                session=session,
                 engine=check_engine(engine, spark_master),
                 spark_master=spark_master,
             ),
         )
         p = release_result.privacy
-        not_dp += [r for r in _meaningless_after(p, allow_meaningless_epsilon) if r not in not_dp]
-        if not_dp:
-            p["not_dp_reasons"] = [*p["not_dp_reasons"], *not_dp]
-            p["differentially_private"] = False
-            p["dp_label"] = "NOT differentially private"
         useless = release_warnings(release_result, cfg)
         p["warnings"] = [*p["warnings"], *useless]
         p["useless_release"] = bool(useless)
-        warnings = list(p["warnings"])
+        # read from the true data: for the data owner's terminal (and owner_only/), never in privacy.json
+        warnings = [*release_result.owner_report.get("warnings", []), *p["warnings"]]
         empty_days = release_result.owner_notes.get("days_without_records") or []
         if empty_days:
             warnings.append(
@@ -518,86 +540,6 @@ def release(
         )
     if strict and useless:
         raise typer.Exit(EXIT_USELESS)
-
-
-def _meaningless(cfg: Any, allow: bool) -> list[str]:
-    """Refuse, before any noise, a loss per vehicle-day above the sanity limits (docs/privacy-core.md).
-
-    With --epsilon-per-day the loss is that figure; with --noise-scale its smallest possible value is the speeding
-    count of one HAT (sensitivity 1/D per vehicle-day), which already decides a scale of 1e-300.
-    """
-    from urbandp.privacy.loss import Loss, meaningless_reasons
-    from urbandp.privacy.noise import gaussian_rho, laplace_epsilon
-
-    if cfg.epsilon_per_day is not None:
-        loss = Loss.pure(cfg.epsilon_per_day)
-        return meaningless_reasons(loss, None, per="vehicle-day", allow=allow)
-    from urbandp.fleet.pipeline import public_window, window_days
-
-    first, last, day_set = public_window(cfg)
-    days = len(window_days(first, last, day_set)) if first is not None and last is not None else 1
-    if cfg.resolved_mechanism == "gaussian":
-        loss = Loss.zcdp(gaussian_rho(1.0 / days, cfg.noise_scale))
-        return meaningless_reasons(loss, cfg.delta, per="vehicle-day (at least)", allow=allow)
-    loss = Loss.pure(laplace_epsilon(1.0 / days, cfg.noise_scale))
-    return meaningless_reasons(loss, None, per="vehicle-day (at least)", allow=allow)
-
-
-def _meaningless_after(privacy: dict[str, Any], allow: bool) -> list[str]:
-    """The same limits on the loss the release states (with --noise-scale it is known only after accounting);
-    a refusal here comes after noise, so a charged run stays charged (aborted after noise)."""
-    from urbandp.privacy.loss import Loss, meaningless_reasons
-
-    eps = privacy.get("cumulative_epsilon_per_day")
-    if not isinstance(eps, (int, float)) or math.isnan(eps):
-        return []
-    return meaningless_reasons(Loss.pure(float(eps)), None, per="vehicle-day", allow=allow)
-
-
-def _check_chargeable(session: Any, cfg: Any) -> None:
-    """With --dataset the charge must be known before any noise (from --epsilon-per-day or --budget-per-day), and
-    the release must be DP: a release labelled NOT DP is refused, never booked as DP spend (issue 20)."""
-    if session.dataset is None:
-        return
-    if cfg.epsilon_per_day is None and cfg.budget_per_day is None:
-        raise InputError(
-            "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
-        )
-    why = []
-    if (cfg.start is None or cfg.end is None) and not cfg.dates:
-        why.append("its date window would be read from the data (give --start and --end, or --dates)")
-    if not cfg.differentially_private:
-        why.append(
-            "K read from the data (--max-hats-per-vehicle-day observed)"
-            if cfg.max_hats_per_vehicle_day == "observed"
-            else "its selection or estimator is not DP under add/remove neighbours"
-        )
-    session.refuse_not_dp(why)
-
-
-def _reserve_fleet(session: Any, charge: Any) -> None:
-    """release_fleet's before_noise hook: reserve the planned loss per vehicle-day on each day of the window."""
-    from urbandp.privacy.loss import Loss
-    from urbandp.privacy.session import days_between
-
-    params = {
-        "epsilon_per_day": charge.epsilon_per_day,
-        "conversion_delta": charge.conversion_delta,
-        "window_derived_from_data": charge.derived_window,
-    }
-    if charge.epsilon_per_day is None:  # --noise-scale without --budget-per-day: the loss is stated after
-        loss = Loss()
-    elif charge.rho_per_day is not None:
-        loss = Loss.zcdp(charge.rho_per_day)
-    else:
-        loss = Loss.pure(charge.epsilon_per_day)
-    session.conversion_delta = charge.conversion_delta
-    session.reserve(
-        loss,
-        list(charge.days) or days_between(charge.first_day, charge.last_day),
-        f"fleet-hat-{charge.mechanism}",
-        params,
-    )
 
 
 def _map_inputs(tiles: str | None, gtfs: Path | None, context: list[Path] | None) -> dict[str, Any]:
@@ -737,16 +679,23 @@ def explore(
     """
     from rich.console import Console
 
-    from urbandp.fleet.explore import OWNER_ONLY, comparison_table, in_window, write_histograms
+    from urbandp.fleet.explore import (
+        OWNER_ONLY,
+        check_min_vehicles_per_day,
+        comparison_table,
+        in_window,
+        write_histograms,
+    )
     from urbandp.fleet.explore import explore as run_explore
     from urbandp.fleet.pipeline import load_records, top_reasons, write_owner_quarantine
     from urbandp.grid.slots import SlotSpec, parse_hours
     from urbandp.reports.outputs import check_output_path
 
     check_output_path(out)
+    check_min_vehicles_per_day(min_vehicles_per_day)
     toml = _read_toml(config)
     section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
-    hours_text = hours or section.get("hours")
+    hours_text = hours if hours is not None else section.get("hours")
     window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text or (9, 21))
     first = _date(start, "--start") or _date(_toml_date(section.get("start")), "start")
     last = _date(end, "--end") or _date(_toml_date(section.get("end")), "end")
@@ -811,13 +760,14 @@ def plan(**a: Any) -> None:
     from rich.console import Console
 
     from urbandp.fleet.pipeline import public_window, window_days
-    from urbandp.fleet.planner import cfg_k, dp_histogram, make_plan, per_hat_counts
+    from urbandp.fleet.planner import cfg_k, check_target_error, dp_histogram, make_plan, per_hat_counts
     from urbandp.privacy.loss import Loss
     from urbandp.privacy.session import Session
     from urbandp.records.readers import expand_inputs
     from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
     cfg, options, columns = _configure(a)
+    check_target_error(a["target_error"])
     first, last, day_set = public_window(cfg)
     if first is None or last is None:
         raise InputError(
@@ -830,6 +780,7 @@ def plan(**a: Any) -> None:
     spent = 0.0
     # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
     # data spends budget, so only that is charged (with --dataset), reserved before its noise.
+    _check_dataset(a["dataset"])
     charged = a["dataset"] if a["histogram_epsilon"] is not None else None
     with Session(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
         if a["histogram_epsilon"] is not None:
@@ -878,7 +829,9 @@ def _plan_signature() -> None:
     """``plan`` takes release's options (minus the output-only ones) plus its own."""
     import inspect
 
-    skip = {"no_map", "gtfs", "tiles", "context", "strict"}
+    # the output-only options, and the engine: the planner reads no record (its histogram runs in-process), so
+    # --engine/--spark-master would be silently ignored
+    skip = {"no_map", "gtfs", "tiles", "context", "strict", "engine", "spark_master"}
     params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
     extra = {
         "target_error": typer.Option(

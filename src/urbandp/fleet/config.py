@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from urbandp.errors import InputError
+from urbandp.privacy import guards
 
 Selection = Literal["dp", "public-threshold"]
 Neighbouring = Literal["add-remove", "presence-public"]
@@ -110,7 +111,11 @@ class HatReleaseConfig(BaseModel):
         None,
         description="public extent (min_lat, min_lon, max_lat, max_lon): DP selection over all its HATs, no delta",
     )
-    delta: float = Field(1e-6, gt=0, lt=1, description="target delta per vehicle-day of DP selection")
+    delta: float = Field(
+        1e-6,
+        gt=0,
+        description="target delta per vehicle-day of DP selection (and of the zCDP conversion); at most 1e-5",
+    )
     min_vehicles_per_day: float | None = Field(
         None,
         ge=0,
@@ -200,6 +205,15 @@ class HatReleaseConfig(BaseModel):
     def _finite(cls, value: float | None) -> float | None:
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number (an exact, noise-free release is not offered)")
+        return value
+
+    @field_validator("delta")
+    @classmethod
+    def _delta_limit(cls, value: float) -> float:
+        # the one delta limit of every wing (privacy/guards.py): every fleet delta (the selection's threshold, the
+        # zCDP conversion, per day and per window) derives from this one, so the spec refuses it for every entry
+        # point (CLI, TOML, Python, plan) before any record is read
+        guards.check_delta(value, "delta (--delta)")
         return value
 
     def public_days(self, start: dt.date, end: dt.date) -> tuple[dt.date, ...] | None:

@@ -8,12 +8,14 @@ meeting the threshold in every slot) and histograms of unique vehicles per HAT p
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from urbandp.contributions import ContributionSpec, get_backend
+from urbandp.errors import InvalidParameterError
 from urbandp.grid.slots import SlotSpec
 
 OWNER_ONLY = "FOR THE DATA OWNER ONLY: computed from true data, not differentially private; do not publish."
@@ -41,6 +43,15 @@ def in_window(
     return inside, clean.height - inside.height
 
 
+def check_min_vehicles_per_day(value: float) -> float:
+    """Refuse a ``--min-vehicles-per-day`` threshold that is negative or not finite (every HAT would meet it)."""
+    if not (math.isfinite(value) and value >= 0):
+        raise InvalidParameterError(
+            f"--min-vehicles-per-day must be a finite number of vehicles per day, 0 or more, got {value:g}"
+        )
+    return value
+
+
 def explore(
     clean: pl.DataFrame,
     resolutions: tuple[int, ...] = (6, 7, 8),
@@ -49,6 +60,7 @@ def explore(
     main_resolution: int = 7,
 ) -> ExploreResult:
     """Compute the comparison table and the histogram data over the valid records."""
+    check_min_vehicles_per_day(min_vehicles_per_day)
     slots = slots or SlotSpec()
     rows = []
     per_res: dict[int, pl.Series] = {}

@@ -1,18 +1,31 @@
-"""Guardrails: say before writing when a release will be useless, and what would change that (issue 8).
+"""Guardrails of a fleet release: the guards every entry point passes, and the useless-release warnings.
 
-Everything here reads only the released (DP) tables, privacy.json's public parameters and OpenDP's maps
-(post-processing), so the warnings can go into privacy.json.
+* The release guards (issue 30), called by :func:`urbandp.fleet.pipeline.release_fleet` on its session:
+  :func:`refuse_before_reading` (meaningless loss, a budget dataset that cannot be charged),
+  :func:`reserve_planned` (the reservation, where the session runs the delta and loss guards) and
+  :func:`label_after_accounting` (the stated loss, the NOT DP label). Each calls :mod:`urbandp.privacy.guards`.
+* The useless-release warnings (issue 8): say before writing when a release will be useless, and what would change
+  that. They read only the released (DP) tables, privacy.json's public parameters and OpenDP's maps
+  (post-processing), so they can go into privacy.json.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from urbandp.errors import InvalidParameterError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.plan import plan_release
 from urbandp.fleet.selection import calibrate_selection
+from urbandp.privacy import guards
+from urbandp.privacy.loss import Loss
+from urbandp.privacy.noise import gaussian_rho, laplace_epsilon
+from urbandp.privacy.session import Session, days_between
+
+if TYPE_CHECKING:
+    from urbandp.fleet.pipeline import PlannedCharge
 
 EXIT_USELESS = 3
 
@@ -99,3 +112,109 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
         )
     parts.append("options that change it most: " + "; ".join(options_that_help(cfg, days, domain_size)))
     return [". ".join(parts)]
+
+
+# -- the release guards of the library path (issue 30) -------------------------------------------------------------
+# Called by :func:`urbandp.fleet.pipeline.release_fleet` on its :class:`~urbandp.privacy.session.Session`, whatever
+# opened it (the CLI, a notebook, a scheduler, the Spark engine): each calls a guard of urbandp.privacy.guards, never
+# a copy of one. The delta limit is in the spec (HatReleaseConfig) and in Session.reserve.
+
+
+def refuse_before_reading(session: Session, cfg: HatReleaseConfig) -> list[str]:
+    """Before any record is read: the meaningless-loss guard on the smallest loss the parameters imply, and with a
+    budget dataset the two reasons a release cannot be charged (docs/privacy-core.md, "What is refused").
+
+    With ``epsilon_per_day`` the loss per vehicle-day is that figure; with ``noise_scale`` its smallest possible
+    value is one HAT's speeding count (sensitivity 1/D per vehicle-day), which already decides a scale of 1e-300.
+    Returns the NOT DP reasons (non-empty only with ``allow_meaningless_epsilon``), also kept by the session.
+    """
+    allow = session.allow_meaningless_epsilon
+    if cfg.epsilon_per_day is not None:
+        reasons = guards.meaningless_reasons(
+            Loss.pure(cfg.epsilon_per_day), None, per="vehicle-day", allow=allow
+        )
+    else:
+        assert cfg.noise_scale is not None  # the spec holds exactly one of the two
+        days = _public_day_count(cfg)
+        if cfg.resolved_mechanism == "gaussian":
+            loss = Loss.zcdp(gaussian_rho(1.0 / days, cfg.noise_scale))
+            reasons = guards.meaningless_reasons(loss, cfg.delta, per="vehicle-day (at least)", allow=allow)
+        else:
+            loss = Loss.pure(laplace_epsilon(1.0 / days, cfg.noise_scale))
+            reasons = guards.meaningless_reasons(loss, None, per="vehicle-day (at least)", allow=allow)
+    session.refuse_not_dp(reasons)
+    _refuse_unchargeable(session, cfg)
+    return reasons
+
+
+def _public_day_count(cfg: HatReleaseConfig) -> int:
+    """D when the window is public (--start/--end or --dates), else 1 (the smallest loss is then the largest)."""
+    first, last = cfg.start, cfg.end
+    if cfg.dates:
+        first, last = first or min(cfg.dates), last or max(cfg.dates)
+    if first is None or last is None:
+        return 1
+    days = cfg.public_days(first, last)
+    return len(days) if days is not None else (last - first).days + 1
+
+
+def _refuse_unchargeable(session: Session, cfg: HatReleaseConfig) -> None:
+    """With a budget dataset the charge must be known before any noise (from epsilon_per_day or budget_per_day),
+    and the release must be DP: a release labelled NOT DP is refused, never booked as DP spend (issue 20)."""
+    if session.dataset is None:
+        return
+    if cfg.epsilon_per_day is None and cfg.budget_per_day is None:
+        raise InvalidParameterError(
+            "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
+        )
+    why = []
+    if (cfg.start is None or cfg.end is None) and not cfg.dates:
+        why.append("its date window would be read from the data (give --start and --end, or --dates)")
+    if not cfg.differentially_private:
+        why.append(
+            "K read from the data (--max-hats-per-vehicle-day observed)"
+            if cfg.max_hats_per_vehicle_day == "observed"
+            else "its selection or estimator is not DP under add/remove neighbours"
+        )
+    session.refuse_not_dp(why)
+
+
+def reserve_planned(session: Session, charge: PlannedCharge) -> None:
+    """Reserve the planned loss per vehicle-day on each public day of the window, before any noise: the session
+    runs the delta and meaningless-loss guards on it (:meth:`Session.reserve`)."""
+    params = {
+        "epsilon_per_day": charge.epsilon_per_day,
+        "conversion_delta": charge.conversion_delta,
+        "window_derived_from_data": charge.derived_window,
+    }
+    if charge.epsilon_per_day is None:  # --noise-scale without --budget-per-day: the loss is stated after
+        loss = Loss()
+    elif charge.rho_per_day is not None:
+        loss = Loss.zcdp(charge.rho_per_day)
+    else:
+        loss = Loss.pure(charge.epsilon_per_day)
+    session.conversion_delta = charge.conversion_delta
+    session.reserve(
+        loss,
+        list(charge.days) or days_between(charge.first_day, charge.last_day),
+        f"fleet-hat-{charge.mechanism}",
+        params,
+    )
+
+
+def label_after_accounting(session: Session, privacy: dict[str, Any]) -> None:
+    """The meaningless-loss guard on the loss the release states (with a noise scale it is known only after
+    accounting; a refusal here comes after noise, so a charged run stays charged), then the NOT DP label for every
+    reason the session holds."""
+    eps = privacy.get("cumulative_epsilon_per_day")
+    if isinstance(eps, (int, float)) and not math.isnan(eps):
+        reasons = guards.meaningless_reasons(
+            Loss.pure(float(eps)), None, per="vehicle-day", allow=session.allow_meaningless_epsilon
+        )
+        session.not_dp_reasons += [r for r in reasons if r not in session.not_dp_reasons]
+    labelled = list(privacy["not_dp_reasons"])
+    extra = [r for r in session.not_dp_reasons if r not in labelled]
+    if extra:
+        privacy["not_dp_reasons"] = [*labelled, *extra]
+        privacy["differentially_private"] = False
+        privacy["dp_label"] = "NOT differentially private"

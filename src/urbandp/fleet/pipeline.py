@@ -19,12 +19,14 @@ from urbandp.contributions.polars_backend import window_filter
 from urbandp.errors import InputError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
 from urbandp.fleet.plan import plan_release
 from urbandp.fleet.release import release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
-from urbandp.privacy.noise import NoiseSource, OpenDPNoise, rho_for_epsilon
+from urbandp.privacy.noise import NoiseSource, rho_for_epsilon
 from urbandp.privacy.report import write_privacy_json
+from urbandp.privacy.session import Session
 from urbandp.records.readers import (
     input_kind,
     read_error_line,
@@ -330,6 +332,36 @@ def records_outside_domain(contributions: pl.DataFrame, cfg: HatReleaseConfig) -
     return int(outside["n_records"].sum())
 
 
+def swapped_bbox_hint(contributions: pl.DataFrame, cfg: HatReleaseConfig, outside_domain: int) -> str | None:
+    """A hint for the data owner when most records of the window fall outside ``--domain-bbox`` and the box with
+    latitude and longitude swapped would hold most of them (issue 30 item 8). It reads the data: stderr and
+    owner_only/ only, never privacy.json.
+
+    A record is inside a box when its H3 cell's centre is, as for the extent itself (:func:`domain_cells`).
+    """
+    in_window = int(contributions["n_records"].sum()) if contributions.height else 0
+    if cfg.domain_bbox is None or 2 * outside_domain <= in_window:
+        return None
+    import h3
+
+    a, b, c, d = cfg.domain_bbox
+    if not (-90 <= b < d <= 90):  # the swapped box is no box of latitudes
+        return None
+    per_cell = contributions.group_by("cell").agg(pl.col("n_records").sum())
+    captured = 0
+    for cell, n in per_cell.iter_rows():
+        lat, lon = h3.cell_to_latlng(h3.int_to_str(int(cell)))
+        if b <= lat <= d and a <= lon <= c:
+            captured += int(n)
+    if 2 * captured <= in_window:
+        return None
+    return (
+        f"most records of the window lie outside --domain-bbox {a:g},{b:g},{c:g},{d:g}, and the box with latitude "
+        f"and longitude swapped ({b:g},{a:g},{d:g},{c:g}) would hold most of them: the order is min_lat,min_lon,"
+        "max_lat,max_lon; check it (the counts are in owner_only/)"
+    )
+
+
 def release_fleet(
     paths: list[Path],
     cfg: HatReleaseConfig,
@@ -342,14 +374,46 @@ def release_fleet(
     before_noise: Callable[[PlannedCharge], None] | None = None,
     engine: str = "polars",
     spark_master: str | None = None,
+    session: Session | None = None,
+    allow_meaningless_epsilon: bool = False,
 ) -> tuple[HatRelease, LoadedRecords]:
-    """Run the whole release. ``noise`` defaults to OpenDP; ``step`` is told the name of each stage.
+    """Run the whole release through the guards of every entry point; ``step`` is told the name of each stage.
+
+    ``session``: the :class:`~urbandp.privacy.session.Session` that owns the budget (the CLI's, with its budget
+    store). Without one a local session is opened (no store is charged) with ``noise`` as its source (default
+    OpenDP) and ``allow_meaningless_epsilon``; with one, give those to the session instead. Either way the release
+    passes the same guards (:mod:`urbandp.fleet.guardrails`): the meaningless-loss and budget-dataset refusals before
+    any record is read, the reservation before noise (where the session checks the delta and the loss), and the
+    stated loss after accounting; noise is drawn only through the session.
 
     ``before_noise`` is called once with the :class:`PlannedCharge` after reading, validation and planning and
-    before any noise is drawn (the budget store reserves there; an exception from it stops the release).
+    before the reservation and any noise (an exception from it stops the release).
     ``engine``: ``polars`` (in-process, default) or ``spark`` (the record-level stage on Apache Spark at
     ``spark_master``, default ``local[*]``; see docs/scale-out.md).
+
+    Figures read from the true data (record counts, how the input looked, warnings such as a speed unit guessed
+    from the speeds' distribution) go to ``release.owner_report`` (owner_only/<name>/input_report.json; its
+    ``warnings`` are also for stderr), never into the public ``release.privacy``.
     """
+    if session is None:
+        with Session(
+            None, None, unit="vehicle-day", noise=noise, allow_meaningless_epsilon=allow_meaningless_epsilon
+        ) as local:
+            return release_fleet(
+                paths,
+                cfg,
+                columns=columns,
+                options=options,
+                step=step,
+                command_line=command_line,
+                before_noise=before_noise,
+                engine=engine,
+                spark_master=spark_master,
+                session=local,
+            )
+    if noise is not None or allow_meaningless_epsilon:
+        raise ValueError("with a session, give noise and allow_meaningless_epsilon to the Session")
+    refuse_before_reading(session, cfg)  # before any record is read or noise drawn
     say = step or (lambda _name: None)
     say("reading and validating records")
     if cfg.neighbouring == "presence-public":
@@ -395,10 +459,13 @@ def release_fleet(
         )
     public_days = window_days(start, end, day_set)
     days = len(public_days)
+    charge = planned_charge(cfg, start, end, derived, day_set)
     if before_noise is not None:
-        before_noise(planned_charge(cfg, start, end, derived, day_set))
+        before_noise(charge)
+    reserve_planned(session, charge)  # the session's guards run here, before any noise
     say("selecting HATs and adding noise")
-    release = release_hats(contributions, cfg, days, noise or OpenDPNoise(), slots=slots)
+    session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
+    release = release_hats(contributions, cfg, days, session.noise, slots=slots)
     p = release.privacy
     window_warning = large_window_warning(p)
     if window_warning:
@@ -422,6 +489,7 @@ def release_fleet(
         )
     in_window = int(contributions["n_records"].sum())
     outside_domain = records_outside_domain(contributions, cfg)
+    swapped = swapped_bbox_hint(contributions, cfg, outside_domain)
     # Exact counts of the owner's records: removing one vehicle-day changes them, so they are owner material
     # (owner_only/<name>/input_report.json), never in the public privacy.json (issue 21).
     release.owner_report.update(
@@ -460,9 +528,7 @@ def release_fleet(
                 "column_mapping": loaded.mapping,
                 "files": [f.name for f in loaded.files],
                 "files_not_read": [Path(f).name for f in loaded.skipped_files],
-                "empty_lines_skipped": loaded.empty_lines,
                 "timestamp_format": opts.timestamp_format,
-                "timestamp_formats_seen": loaded.timestamp_formats,
                 "timestamp_note": (
                     "auto: each row read as ISO 8601 (T or space) or epoch seconds/milliseconds (UTC instants)"
                     if opts.timestamp_format == "auto"
@@ -477,8 +543,19 @@ def release_fleet(
             ),
         }
     )
-    p["warnings"] = [*p["warnings"], *loaded.warnings, *input_warnings(loaded, opts, in_window, cfg)]  # type: ignore[misc]
+    # Read from the true data (a percentile of the speeds, exact counts, how the input looked): for the data owner
+    # (stderr and owner_only/<name>/input_report.json), never in the public privacy.json (issue 30 item 4).
+    release.owner_report["input"] = {
+        "empty_lines_skipped": loaded.empty_lines,
+        "timestamp_formats_seen": loaded.timestamp_formats,
+    }
+    release.owner_report["warnings"] = [
+        *loaded.warnings,
+        *input_warnings(loaded, opts, in_window, cfg),
+        *([swapped] if swapped else []),
+    ]
     release.owner_notes["days_without_records"] = empty_days
+    label_after_accounting(session, p)
     return release, loaded
 
 
@@ -557,7 +634,8 @@ def write_release(
                 "raw rejected rows with their reasons",
                 "days of the window without any record (read from true data)",
                 "exact counts of the records read, quarantined (per reason), inside and outside the window and the "
-                "extent, and of the vehicle-day HATs cut by truncation",
+                "extent, and of the vehicle-day HATs cut by truncation; how the input looked (empty lines, timestamp "
+                "formats) and the warnings read from the data (also on stderr)",
             ),
             strict=True,
         )

@@ -27,6 +27,7 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 
+from urbandp.errors import InvalidParameterError
 from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
 from urbandp.fleet.plan import (
     QueryScales,
@@ -177,6 +178,14 @@ def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> tup
     return max(total, 0.0), math.sqrt(var)
 
 
+def check_target_error(target_error: float | None) -> None:
+    """Refuse a ``--target-error`` that no release can reach: 0, negative or not finite."""
+    if target_error is not None and not (math.isfinite(target_error) and target_error > 0):
+        raise InvalidParameterError(
+            f"--target-error must be a finite sd in km/h above 0, got {target_error:g}: no release reaches it"
+        )
+
+
 def make_plan(
     cfg: HatReleaseConfig,
     days: int,
@@ -185,7 +194,12 @@ def make_plan(
     histogram: list[dict[str, float]] | None = None,
     histogram_epsilon: float = 0.0,
 ) -> dict[str, object]:
-    """The planner's report (also written as JSON)."""
+    """The planner's report (also written as JSON).
+
+    ``target_error`` (``--target-error``), the sd of a released mean in km/h, must be a finite number above 0: the
+    epsilon it needs grows as ``1 / target_error**2`` (:func:`epsilon_for_target`).
+    """
+    check_target_error(target_error)
     pred = predict_noise(cfg, days, 1.0)
     base_t = pred.threshold or cfg.min_per_day * days
     ns = sorted({max(1.0, round(base_t * f)) for f in (0.5, 1, 2, 4, 10)})

@@ -88,6 +88,10 @@ class ValidationOptions:
             if unit.lower() not in SPEED_FACTORS_TO_KMH:
                 raise InputError(f"unknown speed unit '{unit}' (use km/h, mph or m/s)")
         if self.timezone is not None:
+            if not self.timezone.strip():  # "" would read as "no zone given": refused, never a silent default
+                raise InputError(
+                    "--timezone is empty: give an IANA zone such as Asia/Kolkata, or leave it out"
+                )
             try:
                 pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(self.timezone)
             except Exception:

@@ -207,12 +207,20 @@ def check_output_target(out: Path, option: str = "--out") -> Path:
 def check_output_path(out: Path, option: str = "--out") -> Path:
     """Refuse an output folder that cannot be written or must not be replaced, with one clear line (exit 2).
 
-    Checks, before any work: not the working directory, not overlapping an input of the run, the parent is a
-    writable directory, ``owner_only`` beside it is not a file, and an existing folder (release or owner) is an
+    Checks, before any work: not the working directory, not overlapping an input of the run, not named
+    ``owner_only`` nor inside a folder so named, the parent is a writable directory, ``owner_only`` beside it is
+    not a file, and an existing folder (release or owner) is an
     unchanged urbandp output and ``--overwrite`` was given (see the module docstring).
     """
     out = check_output_target(Path(out), option)
     policy = current_policy()
+    if OWNER_ONLY in (out.name, out.parent.name):
+        # owner_only/<name>/ beside the folder holds the owner's material: a folder named owner_only (or inside
+        # one) would be replaced by, or nest, its own owner folder (owner_only/owner_only/), and lose it (issue 30)
+        raise InputError(
+            f"{option} {out}: '{OWNER_ONLY}' is the name of the owner-only folder written beside every output; "
+            "give another folder name"
+        )
     if out.exists() and not out.is_dir():
         raise InputError(f"{option} {out} is an existing file; give a directory path")
     owner = owner_dir_for(out)

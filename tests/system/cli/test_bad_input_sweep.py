@@ -91,7 +91,20 @@ INPUT_PLACEHOLDERS = (
 """Placeholders of BASES that name a file of the shared input folder."""
 FLOAT_VALUES = ("nan", "inf", "-inf", "abc", "")
 INT_VALUES = ("abc", "1.5", "9e99", "")
-OUT_FOLDER_VALUES = (".", "", "..", "{inputs}", "{foreign}")
+OUT_FOLDER_VALUES = (".", "", "..", "{inputs}", "{foreign}", "owner_only")
+EMPTY_TEXT_COMMANDS = ("release", "plan", "explore")
+"""Commands whose text options are also swept with the empty string: ``""`` is refused, never read as "not
+given" (issue 30: ``--speed-unit ""``, ``--dates ""``, ``--hours ""`` ran with the defaults)."""
+EXTRA_CASES = (
+    ("release", "--delta", "0.99", "--delta"),
+    ("plan", "--delta", "0.99", "--delta"),
+    ("plan", "--target-error", "0", "--target-error"),
+    ("plan", "--target-error", "-1", "--target-error"),
+    ("explore", "--min-vehicles-per-day", "-1", "--min-vehicles-per-day"),
+    ("release", "--dates", "2021-11-15,,2021-11-16", "--dates"),
+    ("release", "--dates-file", "{days}", "--dates"),  # with --dates: the pair is refused, never one dropped
+)
+"""Values the option's type does not make bad, from issue 30's list: (command, option, value, needle)."""
 OUT_FILE_VALUES = (".", "", "{fleet}")
 
 
@@ -142,9 +155,10 @@ def _cases() -> list[Case]:
                 folder = "{out}" in base
                 values = OUT_FOLDER_VALUES if folder else OUT_FILE_VALUES
                 if param.name == "report":  # a shared folder of reports: another folder of the user's is fine
-                    values = tuple(v for v in OUT_FOLDER_VALUES if v != "{foreign}")
+                    values = tuple(v for v in OUT_FOLDER_VALUES if v not in ("{foreign}", "owner_only"))
                 reads = any(f"{{{name}}}" in base for name in INPUT_PLACEHOLDERS)
                 needles = {
+                    "owner_only": "owner-only folder",
                     "{inputs}": "contains the input"
                     if reads
                     else "did not write",  # else: a folder of the user's
@@ -154,6 +168,10 @@ def _cases() -> list[Case]:
                     else "--overwrite",  # else: an existing file
                 }
                 cases.extend(Case(command, label, v, needles.get(v, "working directory")) for v in values)
+            elif kind is str and flag and command in EMPTY_TEXT_COMMANDS and param.name != "budget_store":
+                cases.append(
+                    Case(command, label, "", "")
+                )  # spec errors name the key (selection), not the flag
             elif kind is float:
                 cases.extend(Case(command, label, v, label if flag else "") for v in FLOAT_VALUES)
             elif kind is int:
@@ -163,6 +181,7 @@ def _cases() -> list[Case]:
                 cases.append(Case(command, label, "{folder}", ""))
             elif param.name == "budget_store":  # a SQLite path given as text (or a postgresql:// URL)
                 cases.append(Case(command, label, "{folder}", "is a folder"))
+    cases.extend(Case(*extra) for extra in EXTRA_CASES)
     return cases
 
 
@@ -233,6 +252,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rows = [f"{i},22.5{i},88.3{i},2023-10-09T11:00,{40 + i},{3 + i}" for i in range(8)]
     (root / "grid.csv").write_text("cell_id,lat,lon,window,mu,sigma2\n" + "\n".join(rows) + "\n")
     (root / "cells.txt").write_text("0\n1\n2\n")
+    (root / "days.txt").write_text("2021-11-15\n2021-11-16\n")
     (root / "route.geojson").write_text(
         '{"type": "LineString", "coordinates": [[88.30, 22.50], [88.35, 22.55]]}\n'
     )
@@ -277,8 +297,11 @@ def _args(case: Case, inputs: Path, case_dir: Path) -> list[str]:
         "{inputs}": str(inputs),
         "{foreign}": str(case_dir / "mine"),
         "{fleet}": str(inputs / "fleet.parquet"),
+        "{days}": str(inputs / "days.txt"),
     }
     args = shlex.split(BASES[case.command].format(**fill))
+    if case.value == "{days}":
+        args += ["--dates", "2021-11-15"]
     value = bad.get(case.value, case.value)
     if case.option.startswith("-"):
         if case.option in args:

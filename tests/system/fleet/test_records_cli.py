@@ -50,7 +50,8 @@ def test_release_reads_gtfs_realtime_epoch_seconds(tmp_path: Path) -> None:
     o = owner_report(out)
     assert o["records_in"] == 3000 and o["records_quarantined"] == 0
     assert p["input"]["timestamp_format"] == "auto"
-    assert p["input"]["timestamp_formats_seen"] == {"gtfs.csv": "epoch-s"}
+    assert o["input"]["timestamp_formats_seen"] == {"gtfs.csv": "epoch-s"}
+    assert "timestamp_formats_seen" not in p["input"]  # read from the data: owner material (issue 30)
     assert p["window"]["start"] == p["window"]["end"] == "2016-11-24"
 
 
@@ -186,7 +187,8 @@ def test_plan_reads_with_the_declared_format_and_refuses_a_wrong_one(tmp_path: P
     assert (tmp_path / "owner_only" / "p2" / "quarantine.csv").is_file()
 
 
-def test_release_warns_about_ms_read_as_kmh_in_privacy_json(tmp_path: Path) -> None:
+def test_release_warns_the_owner_about_ms_read_as_kmh(tmp_path: Path) -> None:
+    """The warning reads a percentile of the true speeds: stderr and owner_only/, never privacy.json (issue 30)."""
     rows = [f"b{i % 40},{(T0 + dt.timedelta(seconds=7 * i)).isoformat()},{(i % 30) / 2:.1f},30.2672,-97.7431"
             for i in range(1500)]  # fmt: skip
     src = tmp_path / "ms.csv"
@@ -196,7 +198,8 @@ def test_release_warns_about_ms_read_as_kmh_in_privacy_json(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert "look like m/s" in proc.stderr
     p = json.loads((out / "privacy.json").read_text())
-    assert any("read as km/h, look like m/s" in w for w in p["warnings"])
+    assert not any("look like m/s" in w for w in p["warnings"])
+    assert any("read as km/h, look like m/s" in w for w in owner_report(out)["warnings"])
     assert p["input"]["speed_unit"] == "km/h" and p["input"]["timezone"] is None
     assert p["input"]["column_mapping"]["vehicle"] == "vehicle_id"
     ok = _run(
