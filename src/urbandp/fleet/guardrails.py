@@ -199,6 +199,8 @@ def reserve_planned(session: Session, charge: PlannedCharge) -> None:
         list(charge.days) or days_between(charge.first_day, charge.last_day),
         f"fleet-hat-{charge.mechanism}",
         params,
+        # the window's delta, selection at distance D included, composed and capped by the store (issue 30)
+        window_delta=charge.delta_per_window if charge.epsilon_per_day is not None else None,
     )
 
 

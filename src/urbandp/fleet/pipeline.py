@@ -20,7 +20,7 @@ from urbandp.errors import InputError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
-from urbandp.fleet.plan import plan_release
+from urbandp.fleet.plan import plan_release, planned_window_delta
 from urbandp.fleet.release import release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
@@ -68,6 +68,7 @@ class PlannedCharge:
     conversion_delta: float | None
     derived_window: bool
     days: tuple[dt.date, ...] = ()  # the public days charged (every day of first..last unless a day set)
+    delta_per_window: float = 0.0  # what a vehicle on every public day pays (plan.planned_window_delta)
 
 
 def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:
@@ -105,7 +106,17 @@ def planned_charge(
     rho = None
     if plan.gaussian and eps is not None and plan.conversion_delta is not None:
         rho = rho_for_epsilon(eps, plan.conversion_delta)
-    return PlannedCharge(start, end, eps, rho, plan.mechanism, plan.conversion_delta, derived, days)
+    return PlannedCharge(
+        start,
+        end,
+        eps,
+        rho,
+        plan.mechanism,
+        plan.conversion_delta,
+        derived,
+        days,
+        planned_window_delta(cfg, len(days)),
+    )
 
 
 @dataclass

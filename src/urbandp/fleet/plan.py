@@ -274,3 +274,34 @@ def calibrate_queries(cfg: HatReleaseConfig, plan: ReleasePlan, n: np.ndarray, k
     )
     speeding = scale_for(plan, [speeding_s], k_eff, plan.speeding_budget) if speeding_on else math.inf
     return QueryScales(speed, speeding, count, plan.speed_budget)
+
+
+def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
+    """The delta a vehicle present on every public day pays over the window, from public parameters only.
+
+    It is what privacy.json states as ``delta_per_window`` (``account.account``: the queries' rho grouped over D
+    and converted once at ``conversion_delta``, plus each level's selection at distance D, OpenDP's threshold map),
+    computed before any record is read, so that the budget store can compose and cap it before any noise
+    (issue 30: the store booked only the conversion delta). A public domain's selection adds no delta.
+    """
+    from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, calibrate_selection
+
+    plan = plan_release(cfg, days)
+    # the queries' rho over the window is converted once, at conversion_delta (Loss.approx adds it)
+    delta = (plan.conversion_delta or 0.0) if plan.gaussian else 0.0
+    if cfg.selection == "dp" and plan.k is not None and cfg.domain_bbox is None:
+        levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
+        for i in range(levels):
+            level = plan.for_level(i)
+            cal = calibrate_selection(
+                gaussian=level.gaussian,
+                k=plan.k,
+                days=days,
+                budget=level.selection_budget,
+                delta=level.threshold_delta,
+                min_per_day=cfg.min_per_day,
+                domain_size=None,
+                false_positives=EXPECTED_FALSE_POSITIVES / levels,
+            )
+            delta += cal.window_cost[1]  # OpenDP's threshold map at distance D
+    return min(1.0, delta)
