@@ -155,8 +155,9 @@ def homogeneous_delta(epsilon: float, k: int, target_epsilon: float) -> float:
     """
     from scipy.special import gammaln
 
-    log_p = epsilon - math.log1p(math.exp(epsilon))
-    log_q = -math.log1p(math.exp(epsilon))
+    softplus = float(np.logaddexp(0.0, epsilon))  # log(1 + e^eps), without overflow at large epsilon
+    log_p = epsilon - softplus
+    log_q = -softplus
     q = math.exp(log_q)
     sd = math.sqrt(k * q * (1 - q))
     j_stop = min(k, math.ceil((k - target_epsilon / epsilon) / 2))  # loss > target only while j < j_stop
