@@ -326,6 +326,10 @@ class _GatedNoise:
     def __init__(self, session: Session) -> None:
         self._session = session
         self.is_private = session._source.is_private
+        if not hasattr(
+            session._source, "laplace_on_lattice"
+        ):  # claim no lattice draws the source cannot make
+            self.laplace_on_lattice = None  # type: ignore[method-assign,assignment]
 
     def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
         self._session._before_draw()

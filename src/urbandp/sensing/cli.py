@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -21,68 +21,6 @@ ValueColumn = Annotated[
     str | None,
     typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
 ]
-
-
-def _floats(text: str | None, n: int, option: str) -> tuple[float, ...] | None:
-    if text is None:
-        return None
-    try:
-        vals = tuple(float(t) for t in text.split(","))
-    except ValueError:
-        raise InputError(f"{option} needs {n} comma-separated numbers, got {text!r}") from None
-    if len(vals) != n:
-        raise InputError(f"{option} needs {n} comma-separated numbers, got {text!r}")
-    return vals
-
-
-def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
-    box = _floats(text, 4, "--bbox")
-    if box is not None and not (box[0] < box[2] and box[1] < box[3]):
-        raise InputError("--bbox must be lat_min,lon_min,lat_max,lon_max with min < max")
-    return None if box is None else (box[0], box[1], box[2], box[3])
-
-
-def _progress():
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        transient=True,
-    )
-
-
-def _check_common(cell_metres: float, window_minutes: int, kernel: str) -> None:
-    from urbandp.sensing.kernels import KERNELS
-
-    if not cell_metres > 0:
-        raise InputError(f"--cell-metres must be > 0, got {cell_metres}")
-    if window_minutes <= 0:
-        raise InputError(f"--window-minutes must be > 0, got {window_minutes}")
-    if kernel not in KERNELS:
-        raise InputError(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
-
-
-def _load(
-    input_path: Path,
-    out: Path,
-    value_column: str | None,
-    bbox: tuple[float, float, float, float] | None,
-    cell_metres: float,
-):
-    from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.readings import read_readings
-
-    readings, report = read_readings(input_path, value_column, out / "quarantine.csv", bbox)
-    if bbox is not None:
-        grid = SquareGrid(bbox[0], bbox[1], bbox[2], bbox[3], cell_metres)
-    else:
-        grid = SquareGrid.covering(readings.lat, readings.lon, cell_metres)
-    if grid.n_cells > 250_000:
-        raise InputError(f"grid of {grid.n_cells} cells is too large; use a larger --cell-metres")
-    return readings, report, grid
 
 
 @app.command()
@@ -170,134 +108,11 @@ def interpolate(
 
     Example: urbandp sensing interpolate ../shared/data/kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
     """
-    import time
+    options = {k: v for k, v in locals().items() if k not in ("bbox", "overwrite")}
+    from urbandp.sensing.interpolate_tool import run_interpolate
+    from urbandp.sensing.options import InterpolateOptions, parse_box
 
-    import polars as pl
-
-    from urbandp.sensing.gp import blas_threads_limit
-    from urbandp.sensing.grid import GRID_FORMATS, write_grid_table
-    from urbandp.sensing.interpolate import cross_validate, interpolate_windows
-
-    _check_common(cell_metres, window_minutes, kernel)
-    if exact_max < 2 or inducing < 2 or min_readings < 2 or cv_folds < 0 or cv_folds == 1:
-        raise InputError("need --exact-max >= 2, --inducing >= 2, --min-readings >= 2, --cv-folds 0 or >= 2")
-    if grid_format not in GRID_FORMATS:
-        raise InputError(f"--grid-format must be one of {', '.join(GRID_FORMATS)}, got {grid_format!r}")
-    cv_folds = cv_folds or (5 if cv else 0)
-    from urbandp.reports.outputs import atomic_output_dir, write_json
-
-    final_out = out
-    with atomic_output_dir(
-        final_out
-    ) as dirs:  # a failing run leaves no partial folder, a new one no stale files
-        out = dirs.release
-        readings, load, grid = _load(input_path, out, value_column, _bbox(bbox), cell_metres)
-        t0 = time.perf_counter()
-        with blas_threads_limit(), _progress() as bar:
-            task = bar.add_task("GP per window", total=None)
-            results, counts = interpolate_windows(
-                readings,
-                grid,
-                window_minutes,
-                kernel,
-                exact_max,
-                inducing,
-                min_readings=min_readings,
-                progress=lambda i, n: bar.update(task, completed=i, total=n),
-            )
-        t_fit = time.perf_counter() - t0
-        if not results:
-            raise InputError(f"no window has at least {min_readings} readings")
-        window_names = [str(r.window.astype("datetime64[m]")) for r in results]
-        write_grid_table(
-            grid,
-            window_names,
-            {"mu": [r.mu for r in results], "sigma2": [r.sigma2 for r in results]},
-            out / f"grid.{grid_format}",
-            grid_format,
-        )
-        models = pl.DataFrame(
-            [
-                {
-                    "window": str(r.window.astype("datetime64[m]")),
-                    "n_readings": r.n_readings,
-                    "method": r.method,
-                    "kernel": kernel,
-                    "variance": r.hyperparameters.variance,
-                    "lengthscale_km": r.hyperparameters.lengthscale,
-                    "noise": r.hyperparameters.noise,
-                    "log_marginal_likelihood": r.log_marginal_likelihood,
-                    "value_mean": r.value_mean,
-                    "value_sd": r.value_sd,
-                }
-                for r in results
-            ]
-        )
-        models.write_csv(out / "models.csv")
-        if plot:
-            from urbandp.sensing.plots import contour_panels
-
-            busiest = max(results, key=lambda r: r.n_readings)
-            contour_panels(
-                grid,
-                [("posterior mean mu_p", busiest.mu), ("posterior variance sigma_p^2", busiest.sigma2)],
-                out / "map_mu_sigma2.png",
-                f"window {busiest.window} ({busiest.n_readings} readings)",
-                busiest.reading_xy_km,
-            )
-        report: dict[str, Any] = {
-            "differentially_private": False,
-            "note": "server-side interpolation (the paper's private input); release with `dp-map` or `query`",
-            "input": str(input_path),
-            "rows": load.__dict__,
-            "grid": {
-                "cell_metres": cell_metres,
-                "n_cols": grid.n_cols,
-                "n_rows": grid.n_rows,
-                "cells": grid.n_cells,
-                "bbox": [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max],
-                "bbox_source": "--bbox" if bbox else "from the readings",
-                "cell_id": "floor((x - x0)/z) + floor((y - y0)/z) * n_cols",
-            },
-            "windows": counts,
-            "methods": sorted({r.method for r in results}),
-            "seconds_fit_predict": round(t_fit, 3),
-        }
-        if cv_folds:
-            with blas_threads_limit(), _progress() as bar:
-                task = bar.add_task("cross-validation", total=None)
-                cv_report = cross_validate(
-                    readings,
-                    grid,
-                    window_minutes,
-                    cv_folds,
-                    kernel,
-                    exact_max,
-                    inducing,
-                    max_windows=cv_max_windows or None,
-                    progress=lambda i, n: bar.update(task, completed=i, total=n),
-                    fitted=None if cv_refit else {r.window: r.hyperparameters for r in results},
-                )
-            report["cross_validation"] = {k: v for k, v in cv_report.__dict__.items() if k != "per_window"}
-            report["cross_validation"]["hyperparameters"] = (
-                "re-optimised in every fold (--cv-refit)"
-                if cv_refit
-                else "the window's fit on all its readings, reused in every fold (optimistic; --cv-refit refits)"
-            )
-            pl.DataFrame(cv_report.per_window).write_csv(
-                out / "cv_windows.csv"
-            ) if cv_report.per_window else None
-        write_json(out / "report.json", report)
-    cvtxt = ""
-    if "cross_validation" in report:
-        c = report["cross_validation"]
-        cvtxt = (
-            f"; CV RMSE GP {c['rmse_gp']:.3f} vs IDW {c['rmse_idw']:.3f} ({c['held_out']} held-out readings)"
-        )
-    print(
-        f"{len(results)} windows ({', '.join(report['methods'])}), {grid.n_cells} cells, "
-        f"{load.rows_quarantined} rows quarantined{cvtxt} -> {final_out}"
-    )
+    print(run_interpolate(InterpolateOptions(bbox=parse_box(bbox), **options)).summary())
 
 
 @app.command("dp-map")
@@ -376,47 +191,10 @@ def dp_map(
 
     Example: urbandp sensing dp-map ../shared/data/kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
-    from urbandp.sensing.dp_map_command import DpMapOptions, parse_utility_epsilons, run_dp_map
+    flags = dict(locals())
+    from urbandp.sensing.dp_map_command import run
 
-    _check_common(cell_metres, window_minutes, kernel)
-    opts = DpMapOptions(
-        input_path=input_path,
-        out=out,
-        epsilon=epsilon,
-        bbox=_bbox(bbox),
-        bbox_from_data_not_private=bbox_from_data_not_private,
-        cell_metres=cell_metres,
-        window_minutes=window_minutes,
-        kernel=kernel,
-        sensitivity=sensitivity,
-        upper=upper,
-        calibration=calibration,
-        utility_epsilons=parse_utility_epsilons(utility_epsilons),
-        min_readings=min_readings,
-        budget=budget,
-        precision=precision,
-        value_column=value_column,
-        dataset=dataset,
-        budget_store=budget_store,
-        start=start,
-        end=end,
-        delta=delta,
-        allow_meaningless_epsilon=allow_meaningless_epsilon,
-    )
-    privacy = run_dp_map(opts)
-    if opts.calibration == "paper":
-        cost = "epsilon: none (paper calibration: NOT differentially private)"
-    else:
-        cost = (
-            f"epsilon per cell {epsilon:g} (per reading / window map {privacy['epsilon_per_window_map']:.6g} at "
-            f"delta {privacy['delta_per_reading']:.2g}; per vehicle-day {privacy['epsilon_per_vehicle_day']:.6g}; "
-            f"vehicle in every window {privacy['epsilon_vehicle_upper_bound']:.6g})"
-        )
-    label = privacy["dp_label"]
-    print(
-        f"{privacy['windows_released']} windows x {privacy['cells_per_window']} cells; {cost}; {label} -> {out} "
-        f"(owner-only material, not DP: {out.parent / 'owner_only' / out.name})"
-    )
+    run(**flags)
 
 
 @app.command("pm-map")
@@ -470,31 +248,10 @@ def pm_map(
 
     Example: urbandp sensing pm-map ../shared/data/kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
     """
-    from urbandp.sensing.pm_map_command import PmMapOptions, run_pm_map
+    flags = dict(locals())
+    from urbandp.sensing.pm_map_command import run
 
-    box = _bbox(bbox)
-    assert box is not None
-    run_pm_map(
-        PmMapOptions(
-            input_path=input_path,
-            out=out,
-            bbox=box,
-            start=start,
-            end=end,
-            epsilon=epsilon,
-            clip=clip,
-            cell_metres=cell_metres,
-            window_minutes=window_minutes,
-            smoother=smoother,
-            value_column=value_column,
-            dataset=dataset,
-            budget_store=budget_store,
-            allow_meaningless_epsilon=allow_meaningless_epsilon,
-            unit=unit,
-            vehicle_column=vehicle_column,
-            max_readings_per_vehicle_window=max_readings_per_vehicle_window,
-        )
-    )
+    run(**flags)
 
 
 @app.command()
@@ -541,92 +298,14 @@ def query(
     out: Annotated[
         Path | None, typer.Option(help="Also write the answer as JSON here (default: stdout only).")
     ] = None,
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
     overwrite: Overwrite = False,
 ) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 
     Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
-    import sys
-    import time
+    flags = dict(locals())
+    from urbandp.sensing.query_release import run_query_command
 
-    import numpy as np
-
-    from urbandp.privacy.noise import OpenDPNoise
-    from urbandp.sensing.queries import (
-        QUERY_TYPES,
-        answer_json,
-        clamp_sigma2,
-        privatize_error,
-        read_cells_file,
-        read_grid_window,
-        rectangle_mask,
-        run_query,
-    )
-
-    if query_type not in QUERY_TYPES:
-        raise InputError(f"--type must be one of {', '.join(QUERY_TYPES)}, got {query_type!r}")
-    if sigma2_min is None or sigma2_max is None or not (0 <= sigma2_min < sigma2_max):
-        raise InputError("give public bounds --sigma2-min and --sigma2-max with 0 <= min < max")
-    if not epsilon > 0 or alpha < 1 or rho == 0 or steepness <= 0:
-        raise InputError("need --epsilon > 0, --alpha >= 1, --rho != 0 and --steepness > 0")
-    if query_type in ("count", "range") and theta is None:
-        raise InputError(f"--type {query_type} needs --theta")
-    if query_type == "range" and (theta2 is None or not theta < theta2):  # type: ignore[operator]
-        raise InputError("--type range needs --theta2 > --theta")
-    if out is not None:
-        from urbandp.reports.outputs import check_output_file
-
-        check_output_file(out)
-    r = _floats(rect, 4, "--rect")
-    sel = _floats(select, 4, "--select")
-    if cells is not None and sel is not None:
-        raise InputError("give at most one of --select and --cells")
-    # only the window's cells inside --rect are read (Parquet: one row group; see queries.read_grid_window)
-    w, cell_ids, lat, lon, mu, s2_raw = read_grid_window(grid_csv, window, r)  # type: ignore[arg-type]
-    if cell_ids.size == 0:
-        raise InputError("--rect contains no cell centroid")
-    s2 = clamp_sigma2(s2_raw, sigma2_min, sigma2_max)
-    n_rect = int(cell_ids.size)
-    if cells is not None:
-        wanted = set(read_cells_file(cells))
-        v = np.isin(cell_ids, sorted(wanted))
-        outside = len(wanted) - int(v.sum())
-        if outside:
-            print(f"note: {outside} cell(s) of {cells} lie outside --rect and are ignored", file=sys.stderr)
-    else:
-        v = rectangle_mask(lat, lon, sel) if sel is not None else np.ones(n_rect, dtype=bool)
-    started = time.perf_counter()
-    res = run_query(query_type, mu, s2, v, alpha, rho, theta, theta2, steepness)
-    res = privatize_error(res, query_type, epsilon, sigma2_min, sigma2_max, OpenDPNoise(), steepness)
-    printed = answer_json(
-        query_type, res.value, res.noisy_error2, res.answered, int(v.sum()), time.perf_counter() - started
-    )
-    answer: dict[str, Any] = {
-        **printed,
-        "query": query_type,
-        "window": w,
-        "cells_in_rectangle": n_rect,
-        "cells_selected": int(v.sum()),
-        "alpha": alpha,
-        "answered": res.answered,
-        "value_note": "not differentially private (the paper perturbs only the error, section VII-D)",
-        "noisy_error2": res.noisy_error2,
-        "noisy_error": None if res.noisy_error2 is None else res.noisy_error2**0.5,
-        "epsilon": res.epsilon,
-        "privacy_unit": "one reading (it moves every cell's sigma^2); cell variances within [sigma2_min, sigma2_max]",
-    }
-    from urbandp.reports.outputs import atomic_output_file, dumps_strict, write_json
-
-    if out is not None:
-        with atomic_output_file(out) as tmp:
-            write_json(tmp, answer)
-    print(dumps_strict(printed, indent=None))
-    if not res.answered:
-        print(f"refused: {int(v.sum())} cells selected < alpha = {alpha} (nothing released)", file=sys.stderr)
-    else:
-        print(
-            f"{query_type} over {res.n_selected} cells: value {res.value:.4f} (not DP), "
-            f"DP squared error {res.noisy_error2:.4f} (epsilon {res.epsilon:.6g}, per reading)",
-            file=sys.stderr,
-        )
+    run_query_command(**flags)

@@ -335,6 +335,20 @@ def release_dp_map(
         out.append(dw)
         if progress is not None:
             progress(i + 1, len(windows))
+    privacy = _release_privacy(out, ledger, n_cells, epsilon_cell, sensitivity, calibration)
+    return DpMapRelease(out, ledger, privacy)
+
+
+def _release_privacy(
+    out: list[DpWindow],
+    ledger: PrivacyLedger,
+    n_cells: int,
+    epsilon_cell: float,
+    sensitivity: float,
+    calibration: str,
+) -> dict[str, object]:
+    """The mechanism's part of privacy.json: the per-cell epsilon with its lattice slack, the window map's basic
+    composition and the ledger (Holohan et al. 2018), or, for the paper's calibration, why no epsilon holds."""
     eps_window = max((w.epsilon_cell_actual * n_cells for w in out), default=0.0)
     privacy: dict[str, object] = {
         "mechanism": "bounded Laplace on standardised sigma_p^2 per cell (Holohan et al. 2018), OpenDP draws"
@@ -375,7 +389,7 @@ def release_dp_map(
             "Delta = 1 is not a sensitivity bound when the fitted kernel variance exceeds 1",
             "epsilon is per cell; the map of G cells costs G x epsilon",
         ]
-    return DpMapRelease(out, ledger, privacy)
+    return privacy
 
 
 def rmse_vs_epsilon(

@@ -1,0 +1,204 @@
+"""The public Python API of the sensing wing (issue 31): the releases the `urbandp sensing` commands run.
+
+::
+
+    import urbandp as ud
+    with ud.Session(store="budget.sqlite", dataset="kolkata") as s:
+        rel = ud.sensing.pm_map(df, bbox=(22.45, 88.30, 22.65, 88.47), start="2023-09-15", end="2023-10-31",
+                                window_minutes=1440, epsilon=4, session=s)
+    rel.table                    # pm_cells: noisy counts, sums and means per cell and window (Polars)
+    rel.privacy.epsilon_per_unit # the typed report; rel.privacy.to_json() is privacy.json
+    rel.write("out/pm")          # the folder `urbandp sensing pm-map --out out/pm` writes
+
+Keywords are named as the command's flags with underscores, with the same defaults and validation: each option is
+declared once, in :mod:`urbandp.sensing.options`, and the defaults below are read from there. ``data`` is a CSV
+path or a table (pandas, Polars eager or lazy, Arrow, GeoPandas points), written to a private temporary CSV for
+the readings' reader (the one place rows are validated and quarantined). Each release runs in a charge of
+``session`` (default: ``urbandp.Session()``, no store charged): the guards fire and the budget is reserved before
+any noise; a release the store cannot afford raises :class:`~urbandp.errors.BudgetExceededError` first.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from urbandp.frames import TableLike
+from urbandp.sensing.options import Box, DpMapOptions, PmMapOptions, QueryOptions
+
+if TYPE_CHECKING:
+    from urbandp.sensing.dp_map_release import DpMapResult
+    from urbandp.sensing.interpolate_tool import Interpolation
+    from urbandp.sensing.pm_map_release import PmMapResult
+    from urbandp.sensing.query_release import QueryAnswer
+    from urbandp.session import Session
+
+_D, _P, _Q = DpMapOptions, PmMapOptions, QueryOptions
+_FROM_SESSION = ("input_path", "out", "dataset", "budget_store", "allow_meaningless_epsilon")
+
+
+def _keywords(cls: type, given: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of ``given`` (a function's ``locals()``) that are options of ``cls``."""
+    names = {f.name for f in fields(cls)} - set(_FROM_SESSION)
+    return {k: v for k, v in given.items() if k in names}
+
+
+def _session(session: Session | None) -> Session:
+    from urbandp.session import Session
+
+    return session if session is not None else Session()
+
+
+def _from_session(session: Session, path: Path, out: str | Path | None) -> dict[str, Any]:
+    return {
+        "input_path": path,
+        "out": None if out is None else Path(out),
+        "dataset": session.dataset,
+        "budget_store": session.store,
+        "allow_meaningless_epsilon": session.allow_meaningless_epsilon,
+    }
+
+
+def dp_map(
+    data: TableLike,
+    *,
+    epsilon: float = _D.epsilon,
+    bbox: Box | None = _D.bbox,
+    bbox_from_data_not_private: bool = _D.bbox_from_data_not_private,
+    cell_metres: float = _D.cell_metres,
+    window_minutes: int = _D.window_minutes,
+    kernel: str = _D.kernel,
+    sensitivity: float = _D.sensitivity,
+    upper: float | None = _D.upper,
+    calibration: str = _D.calibration,
+    utility_epsilons: tuple[float, ...] = _D.utility_epsilons,
+    min_readings: int = _D.min_readings,
+    budget: float | None = _D.budget,
+    precision: int = _D.precision,
+    value_column: str | None = _D.value_column,
+    start: str | None = _D.start,
+    end: str | None = _D.end,
+    delta: float = _D.delta,
+    session: Session | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+) -> DpMapResult:
+    """Differentially private posterior-variance maps: bounded Laplace (Holohan et al. 2018, the corrected
+    calibration) on each cell's standardised GP variance sigma_p^2 (the paper's section VI-A), per window.
+
+    ``rel.table`` is dp_grid.csv; the owner's material (quarantine, leakage before/after noise, the true map, the
+    Fig. 6 utility curve) is in ``rel.owner["files"]``, written to ``owner_only/<name>/`` by ``rel.write``.
+    Without ``start``/``end`` (or with ``bbox_from_data_not_private``) the release is NOT DP and labelled so.
+    """
+    from urbandp.reports.outputs import output_policy
+    from urbandp.sensing.dp_map_release import run_dp_map
+    from urbandp.sensing.release import is_path, readings_csv
+
+    s = _session(session)
+    with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
+        o = DpMapOptions(**_from_session(s, path, out), **_keywords(DpMapOptions, locals()))
+        rel = run_dp_map(o, s)
+    rel.emit_warnings()
+    return rel
+
+
+def pm_map(
+    data: TableLike,
+    *,
+    bbox: Box,
+    start: str,
+    end: str,
+    epsilon: float = _P.epsilon,
+    unit: str | None = _P.unit,
+    vehicle_column: str | None = _P.vehicle_column,
+    max_readings_per_vehicle_window: int = _P.max_readings_per_vehicle_window,
+    clip: float = _P.clip,
+    cell_metres: float = _P.cell_metres,
+    window_minutes: int = _P.window_minutes,
+    smoother: str = _P.smoother,
+    value_column: str | None = _P.value_column,
+    precision: int = _P.precision,
+    session: Session | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+) -> PmMapResult:
+    """A differentially private map of PM2.5: Laplace noise (OpenDP) on clipped counts and centred sums of every
+    cell of every window of the public grid, then means and a smoothed map (post-processing).
+
+    The unit is one vehicle-window (at most ``max_readings_per_vehicle_window`` readings) when the readings carry
+    vehicle ids, else one reading; ``rel.privacy.per_vehicle`` states what a vehicle pays per window, day and
+    release. ``rel.table`` is pm_cells.csv, ``rel.tables["pm_grid"]`` the smoothed map.
+    """
+    from urbandp.reports.outputs import output_policy
+    from urbandp.sensing.pm_map_release import run_pm_map
+    from urbandp.sensing.release import is_path, readings_csv
+
+    s = _session(session)
+    with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
+        o = PmMapOptions(**_from_session(s, path, out), **_keywords(PmMapOptions, locals()))
+        rel = run_pm_map(o, s)
+    rel.emit_warnings()
+    return rel
+
+
+def query(
+    grid: TableLike,
+    *,
+    rect: Box,
+    type: str = _Q.type,
+    window: str | None = _Q.window,
+    select: Box | None = _Q.select,
+    cells: str | Path | None = _Q.cells,
+    alpha: int = _Q.alpha,
+    rho: float = _Q.rho,
+    theta: float | None = _Q.theta,
+    theta2: float | None = _Q.theta2,
+    steepness: float = _Q.steepness,
+    epsilon: float = _Q.epsilon,
+    sigma2_min: float | None = _Q.sigma2_min,
+    sigma2_max: float | None = _Q.sigma2_max,
+    session: Session | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+) -> QueryAnswer:
+    """An aggregate query over the cells of a rectangle of one window of an interpolated grid (the paper's Table
+    III: average, LogSumExp min/max, exact min/max, sigmoid count and range), with its propagated squared error
+    released with the Laplace mechanism (section VII-D; unit one reading). The value is NOT DP (as in the paper).
+
+    ``grid``: grid.parquet / grid.csv written by :func:`interpolate` (or a table with cell_id, lat, lon, window,
+    mu, sigma2). ``out``: also write the answer JSON to this file.
+    """
+    from urbandp.frames import input_paths
+    from urbandp.reports.outputs import output_policy
+    from urbandp.sensing.query_release import run_sensing_query
+
+    given = {**locals(), "cells": None if cells is None else Path(cells)}
+    o = QueryOptions(**_keywords(QueryOptions, given))
+    s = _session(session)
+    with input_paths(grid, "grid") as paths, output_policy(paths, overwrite=overwrite):
+        rel = run_sensing_query(paths[0], o, s, None if out is None else Path(out))
+    rel.emit_warnings()
+    return rel
+
+
+def interpolate(
+    data: TableLike, *, out: str | Path, overwrite: bool = False, **options: Any
+) -> Interpolation:
+    """NOT A RELEASE: GP interpolation per window onto a square grid, the data owner's private input of
+    :func:`query` (the paper's server side). Nothing here is differentially private; the folder ``out`` is for the
+    owner only. Options as `urbandp sensing interpolate` (:class:`~urbandp.sensing.options.InterpolateOptions`)."""
+    from urbandp.reports.outputs import output_policy
+    from urbandp.sensing.interpolate_tool import run_interpolate
+    from urbandp.sensing.options import InterpolateOptions
+    from urbandp.sensing.release import is_path, readings_csv
+
+    with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
+        o = InterpolateOptions(input_path=path, out=Path(out), **options)
+        result = run_interpolate(o)
+    warnings.warn(
+        "urbandp.sensing.interpolate is not a release: its grid is NOT differentially private (owner only)",
+        stacklevel=2,
+    )
+    return result
