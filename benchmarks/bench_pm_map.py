@@ -4,7 +4,7 @@ For every window (hourly, and daily) with a static reading and at least three mo
 at the static stations' locations from the mobile (bus) readings of that window:
 
 * non-private: the GP of :mod:`urbandp.sensing.gp` on the raw readings, IDW (power 2) on them, and their mean;
-* DP (:mod:`urbandp.sensing.pm_map`): noisy clipped sums and counts per 1 km cell and window at epsilon per
+* DP (:mod:`urbandp.sensing.pm_map_mechanism`): noisy clipped sums and counts per 1 km cell and window at epsilon per
   reading, then the GP or IDW on the clear cells (post-processing), or the window's pooled noisy mean.
 
 and compared with what the static stations measured in that window (their mean per station and window). The DP
@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from urbandp.privacy.noise import OpenDPNoise
-from urbandp.sensing.dp_map import public_windows
+from urbandp.sensing.dp_map_mechanism import public_windows
 from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolate import KM, fit_window, idw_predict
-from urbandp.sensing.pm_map import (
+from urbandp.sensing.interpolation import KM, fit_window, idw_predict
+from urbandp.sensing.pm_map_mechanism import (
     DEFAULT_CLIP,
     cell_aggregates,
     measure_pm_map,

@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 from urbandp.sensing.gp import ExactGP, SparseGP  # noqa: E402
 from urbandp.sensing.grid import EARTH_RADIUS_M, SquareGrid  # noqa: E402
-from urbandp.sensing.interpolate import KM  # noqa: E402
+from urbandp.sensing.interpolation import KM  # noqa: E402
 from urbandp.sensing.synth import pollution_field, synth_readings  # noqa: E402
 
 

@@ -81,7 +81,7 @@ def sklearn_fit_predict(readings_csv: str) -> dict[str, float]:
     from threadpoolctl import threadpool_limits
 
     from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.interpolate import KM
+    from urbandp.sensing.interpolation import KM
 
     df = pl.read_csv(readings_csv)
     box = [float(v) for v in _grid_box().split(",")]

@@ -5,18 +5,13 @@ releases (a charge of :class:`urbandp.Session`, the guards before any noise); :f
 release, the data owner's tool. Names are imported on first use (PEP 562), so that ``urbandp sensing --help``
 stays fast.
 
-Three public functions share their names with submodules (:mod:`urbandp.sensing.dp_map`, ``pm_map`` and
-``interpolate`` hold the mechanisms): importing a submodule binds it as an attribute of this package, which would
-hide the function. The package's module class therefore answers these three names with the API functions (a data
-descriptor wins over the module's own attributes); the submodules stay importable by their full names
-(``from urbandp.sensing.pm_map import plan_pm_map``).
+The mechanisms live in :mod:`urbandp.sensing.dp_map_mechanism`, :mod:`urbandp.sensing.pm_map_mechanism` and
+:mod:`urbandp.sensing.interpolation` (named apart from the functions, so that importing one never hides a function).
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -60,25 +55,3 @@ def __getattr__(name: str) -> Any:
     if name in _HOME:
         return getattr(importlib.import_module(_HOME[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-_SHADOWED = ("dp_map", "pm_map", "interpolate")
-
-
-def _api_function(name: str) -> property:
-    def get(module: types.ModuleType) -> Any:
-        return getattr(importlib.import_module("urbandp.sensing.api"), name)
-
-    def bind_submodule(module: types.ModuleType, value: Any) -> None:
-        module.__dict__[name] = value  # the import system binds the submodule; the function still answers
-
-    return property(get, bind_submodule)
-
-
-class _SensingPackage(types.ModuleType):
-    """The package, with ``dp_map``, ``pm_map`` and ``interpolate`` answered by the API functions."""
-
-
-for _name in _SHADOWED:
-    setattr(_SensingPackage, _name, _api_function(_name))
-sys.modules[__name__].__class__ = _SensingPackage

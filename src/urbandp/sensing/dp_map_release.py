@@ -3,7 +3,7 @@ honest (DESIGN.md, "Outputs", rule 5).
 
 1. Validate every option (:class:`~urbandp.sensing.options.DpMapOptions`) and the output path.
 2. Read the readings (bad rows to a staging quarantine), restrict them to the public ``start``/``end`` window.
-3. Compute the cost before any noise (:func:`urbandp.sensing.dp_map.plan_dp_map`): refuse an over-budget
+3. Compute the cost before any noise (:func:`urbandp.sensing.dp_map_mechanism.plan_dp_map`): refuse an over-budget
    release, or one whose noise would be meaningless, before a single draw.
 4. Reserve the charge (the Session's guards, the budget store of its dataset) BEFORE any noise; a run that fails
    after it stays charged (``aborted after noise``). A release labelled NOT DP is refused with a dataset.
@@ -32,9 +32,9 @@ from urbandp.sensing.release import SensingRelease, owner_files, staged
 if TYPE_CHECKING:
     from urbandp.privacy.session import Session as ReleaseCharge
     from urbandp.reports.outputs import OutputDirs
-    from urbandp.sensing.dp_map import DpMapPlan, DpMapRelease
+    from urbandp.sensing.dp_map_mechanism import DpMapPlan, DpMapRelease
     from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.interpolate import WindowResult
+    from urbandp.sensing.interpolation import WindowResult
     from urbandp.sensing.progress import WindowClock
     from urbandp.sensing.readings import Readings
     from urbandp.session import Session
@@ -85,7 +85,7 @@ def check_epsilons(o: DpMapOptions) -> None:
 
 def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
     """Read the readings, keep those inside the public window, build the grid and the plan (before any noise)."""
-    from urbandp.sensing.dp_map import all_windows, plan_dp_map, public_windows
+    from urbandp.sensing.dp_map_mechanism import all_windows, plan_dp_map, public_windows
     from urbandp.sensing.grid import SquareGrid
     from urbandp.sensing.readings import read_readings, windows_per_day
 
@@ -162,7 +162,7 @@ def _measure(
     o: DpMapOptions, inputs: _Inputs, noise: Any, clocks: tuple[WindowClock, WindowClock]
 ) -> tuple[DpMapRelease, list[WindowResult]]:
     """Fit a GP per window and draw the bounded Laplace noise (OpenDP), with progress on stderr."""
-    from urbandp.sensing.dp_map import fit_for_release, release_dp_map
+    from urbandp.sensing.dp_map_mechanism import fit_for_release, release_dp_map
     from urbandp.sensing.gp import blas_threads_limit
     from urbandp.sensing.progress import progress
 
@@ -314,7 +314,7 @@ def _owner_material(
 ) -> None:
     """Write the owner's files (NOT DP) into ``d.owner``: input report, leakage, true map, utility curve."""
     from urbandp.reports.outputs import write_json
-    from urbandp.sensing.dp_map import rmse_vs_epsilon
+    from urbandp.sensing.dp_map_mechanism import rmse_vs_epsilon
     from urbandp.sensing.plots import rmse_cdf
 
     write_json(d.owner_path("input_report.json"), {"note": "raw-data counts; NOT DP", "rows": inputs.rows})

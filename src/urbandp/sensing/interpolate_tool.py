@@ -17,7 +17,7 @@ from urbandp.sensing.options import InterpolateOptions
 
 if TYPE_CHECKING:
     from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.interpolate import WindowResult
+    from urbandp.sensing.interpolation import WindowResult
     from urbandp.sensing.readings import LoadReport, Readings
 
 
@@ -81,7 +81,7 @@ def run_interpolate(o: InterpolateOptions) -> Interpolation:
     """Fit and predict every window, write the folder ``o.out`` atomically (a failing run leaves no partial one)."""
     from urbandp.reports.outputs import atomic_output_dir, write_json
     from urbandp.sensing.gp import blas_threads_limit
-    from urbandp.sensing.interpolate import interpolate_windows
+    from urbandp.sensing.interpolation import interpolate_windows
 
     with atomic_output_dir(o.out) as dirs:
         folder = dirs.release
@@ -181,7 +181,7 @@ def _cross_validate(
 ) -> dict[str, Any]:
     """K-fold cross-validation against IDW (cv_windows.csv), its summary for report.json."""
     from urbandp.sensing.gp import blas_threads_limit
-    from urbandp.sensing.interpolate import cross_validate
+    from urbandp.sensing.interpolation import cross_validate
 
     with blas_threads_limit(), progress_bar() as bar:
         task = bar.add_task("cross-validation", total=None)

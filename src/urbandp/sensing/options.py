@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from urbandp.errors import InvalidParameterError
-from urbandp.sensing.pm_map import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
+from urbandp.sensing.pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
 
 MAX_PRECISION = 15
 

@@ -1,5 +1,5 @@
 """The pm-map release (:func:`urbandp.sensing.pm_map`, `urbandp sensing pm-map`): a DP map of PM2.5
-(:mod:`urbandp.sensing.pm_map`), released through a charge of the Session.
+(:mod:`urbandp.sensing.pm_map_mechanism`), released through a charge of the Session.
 
 Order: options and output checked; readings read (bad rows to a staging quarantine) and kept inside the public
 ``start``/``end`` window and ``bbox``; the loss planned and reserved before any noise; the noisy cells drawn
@@ -34,7 +34,7 @@ from urbandp.sensing.release import SensingRelease, owner_files, staged
 if TYPE_CHECKING:
     from urbandp.privacy.loss import Loss
     from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.pm_map import NoisyCells, PmMapPlan, VehicleLosses
+    from urbandp.sensing.pm_map_mechanism import NoisyCells, PmMapPlan, VehicleLosses
     from urbandp.sensing.readings import LoadReport, Readings
     from urbandp.session import Session
 
@@ -69,9 +69,9 @@ class _Plan:
 
 def _plan(o: PmMapOptions) -> _Plan:
     """The unit, the plan (OpenDP calibration), the public windows and grid, and the loss booked per day."""
-    from urbandp.sensing.dp_map import public_windows
+    from urbandp.sensing.dp_map_mechanism import public_windows
     from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.pm_map import plan_pm_map, vehicle_losses
+    from urbandp.sensing.pm_map_mechanism import plan_pm_map, vehicle_losses
     from urbandp.sensing.readings import csv_columns
 
     unit, vehicle_column = resolve_unit(o, csv_columns(o.input_path))
@@ -109,7 +109,7 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
     when given)."""
     from urbandp.privacy.session import days_between
     from urbandp.reports.outputs import check_output_path, write_json
-    from urbandp.sensing.pm_map import cell_aggregates, measure_pm_map
+    from urbandp.sensing.pm_map_mechanism import cell_aggregates, measure_pm_map
 
     if o.out is not None:
         check_output_path(o.out)
@@ -187,8 +187,8 @@ def _tables(o: PmMapOptions, p: _Plan, noisy: NoisyCells) -> dict[str, pl.DataFr
     """pm_cells (noisy counts and sums, the means derived from them) and pm_grid (smoothed): post-processing of
     the noisy cells only, rounded (Mironov 2012)."""
     from urbandp.privacy.rounding import round_to_precision
-    from urbandp.sensing.interpolate import KM
-    from urbandp.sensing.pm_map import cell_means, mean_noise_var, smooth_window, window_means
+    from urbandp.sensing.interpolation import KM
+    from urbandp.sensing.pm_map_mechanism import cell_means, mean_noise_var, smooth_window, window_means
 
     plan, grid, windows = p.plan, p.grid, p.windows
     means, clear = cell_means(plan, noisy)

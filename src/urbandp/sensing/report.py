@@ -12,7 +12,7 @@ from urbandp.privacy.report import PrivacyReport
 
 class DpMapPrivacyReport(PrivacyReport):
     """privacy.json of `sensing dp-map`: bounded Laplace on every cell of the posterior-variance maps (Holohan et
-    al. 2018; the map's accounting in :mod:`urbandp.sensing.dp_map`)."""
+    al. 2018; the map's accounting in :mod:`urbandp.sensing.dp_map_mechanism`)."""
 
     calibration: str = Field(description="holohan (DP) or paper (NOT DP, for comparison)")
     epsilon_cell_requested: float = Field(description="the epsilon per cell asked for (the paper's epsilon)")
@@ -56,7 +56,7 @@ class BudgetBooked(BaseModel):
 
 class PmMapPrivacyReport(PrivacyReport):
     """privacy.json of `sensing pm-map`: Laplace on clipped counts and centred sums per cell and window
-    (:mod:`urbandp.sensing.pm_map`)."""
+    (:mod:`urbandp.sensing.pm_map_mechanism`)."""
 
     epsilon_per_unit: float = Field(description="epsilon per privacy unit (vehicle-window or reading)")
     epsilon_per_reading: float = Field(description="a reading's loss (at most its unit's)")

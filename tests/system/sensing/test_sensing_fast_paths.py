@@ -15,7 +15,7 @@ from urbandp.cli import app
 from urbandp.errors import InputError
 from urbandp.sensing import gp as gp_module
 from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolate import cross_validate, interpolate_windows
+from urbandp.sensing.interpolation import cross_validate, interpolate_windows
 from urbandp.sensing.queries import read_grid_window
 from urbandp.sensing.readings import read_readings
 

@@ -8,7 +8,7 @@ import pytest
 from urbandp.errors import BudgetExceededError, InputError
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.sensing.bounded_laplace import LATTICE_EXPONENT, holohan_scale, lattice_epsilon
-from urbandp.sensing.dp_map import fit_for_release, release_dp_map, rmse_vs_epsilon
+from urbandp.sensing.dp_map_mechanism import fit_for_release, release_dp_map, rmse_vs_epsilon
 from urbandp.sensing.grid import SquareGrid
 from urbandp.sensing.readings import Readings
 
@@ -84,7 +84,7 @@ def test_plan_prices_the_release_before_noise() -> None:
     bound with probability (1 - exp(-1/20)) / 2."""
     import math
 
-    from urbandp.sensing.dp_map import plan_dp_map
+    from urbandp.sensing.dp_map_mechanism import plan_dp_map
 
     plan = plan_dp_map(3, 169, 0.05)
     assert plan.scale == pytest.approx(20.0, rel=1e-9)
@@ -101,7 +101,7 @@ def test_plan_prices_the_release_before_noise() -> None:
 @pytest.mark.parametrize("epsilon", [1e-300, 1e-6, 1e-3])
 def test_meaningless_epsilon_refused_without_running_the_calibration(epsilon: float) -> None:
     from urbandp.sensing.bounded_laplace import check_meaningful
-    from urbandp.sensing.dp_map import plan_dp_map
+    from urbandp.sensing.dp_map_mechanism import plan_dp_map
 
     with pytest.raises(ValueError, match="practically uniform"):
         check_meaningful(epsilon, 1.0, 0.0, 1.0)
@@ -113,7 +113,7 @@ def test_meaningless_epsilon_refused_without_running_the_calibration(epsilon: fl
 def test_public_windows_cover_the_interval_including_empty_ones() -> None:
     import numpy as np
 
-    from urbandp.sensing.dp_map import public_windows
+    from urbandp.sensing.dp_map_mechanism import public_windows
 
     w = public_windows(np.datetime64("2024-01-15T08:30"), np.datetime64("2024-01-15T11:00"), 60)
     assert [str(x) for x in w] == ["2024-01-15T08:00", "2024-01-15T09:00", "2024-01-15T10:00"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolate import KM, cross_validate, idw_predict, interpolate_windows
+from urbandp.sensing.interpolation import KM, cross_validate, idw_predict, interpolate_windows
 from urbandp.sensing.leakage import leakage
 from urbandp.sensing.readings import Readings
 

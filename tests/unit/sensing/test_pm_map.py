@@ -10,8 +10,8 @@ import pytest
 from urbandp.errors import InputError
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolate import KM
-from urbandp.sensing.pm_map import (
+from urbandp.sensing.interpolation import KM
+from urbandp.sensing.pm_map_mechanism import (
     cell_aggregates,
     cell_means,
     measure_pm_map,
@@ -117,7 +117,7 @@ def test_noise_is_drawn_on_every_cell_including_empty_ones() -> None:
 
 def test_truncation_keeps_evenly_spaced_ranks_by_time_only() -> None:
     """Issue 30 item 5: at most M readings per vehicle-window, chosen from the ranks of their times."""
-    from urbandp.sensing.pm_map import truncate_vehicle_windows
+    from urbandp.sensing.pm_map_mechanism import truncate_vehicle_windows
 
     t = np.datetime64("2024-01-15T08:00") + np.arange(13).astype("timedelta64[m]")
     vehicle = np.array(["a"] * 10 + ["b"] * 3)
@@ -136,7 +136,7 @@ def test_truncation_keeps_evenly_spaced_ranks_by_time_only() -> None:
 def test_vehicle_window_plan_scales_the_noise_with_m_and_states_vehicle_losses() -> None:
     """The sensitivities are M and M C/2 (L1, a unit's M readings spread over its window's cells): at epsilon 2
     and M = 10 the scales are 10 and 1250; a vehicle pays k x 2 a day and W x 2 over the release."""
-    from urbandp.sensing.pm_map import vehicle_losses
+    from urbandp.sensing.pm_map_mechanism import vehicle_losses
     from urbandp.sensing.readings import windows_per_day
 
     plan = plan_pm_map(2.0, 250.0, 10, "vehicle-window")

@@ -1,6 +1,6 @@
 """A DP map of PM2.5 itself (issue 22): noisy clipped sums and counts per cell and window, smoothed afterwards.
 
-The paper's DP map (section VI, :mod:`urbandp.sensing.dp_map`) publishes only the GP's standardised posterior
+The paper's DP map (section VI, :mod:`urbandp.sensing.dp_map_mechanism`) publishes only the GP's standardised posterior
 variance, never the pollution. Here the values are published:
 
 1. **Public domain.** The grid (``--bbox``, ``--cell-metres``) and the windows (``--start``/``--end``) are public,
@@ -42,7 +42,7 @@ from urbandp.privacy.loss import Loss
 from urbandp.privacy.mechanisms import Laplace, calibrate
 from urbandp.privacy.noise import NoiseSource
 from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolate import KM, fit_window, idw_predict
+from urbandp.sensing.interpolation import KM, fit_window, idw_predict
 from urbandp.sensing.readings import Readings, window_starts, windows_per_day
 
 DEFAULT_MAX_READINGS = 3

@@ -48,7 +48,7 @@ from urbandp.sensing.bounded_laplace import (
 )
 from urbandp.sensing.gp import Bounds
 from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolate import KM, WindowResult, interpolate_windows
+from urbandp.sensing.interpolation import KM, WindowResult, interpolate_windows
 from urbandp.sensing.leakage import Leakage, leakage
 from urbandp.sensing.readings import Readings, window_starts
 
