@@ -27,6 +27,7 @@ from typing import Any
 
 import polars as pl
 
+import urbandp.counts
 from urbandp.counts.accounting import release_loss
 from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
 from urbandp.counts.domain import CountDomain
@@ -34,7 +35,7 @@ from urbandp.counts.output import release_tables
 from urbandp.counts.report import CountsPrivacyReport
 from urbandp.counts.selection import check_selection_input, release_selected
 from urbandp.counts.spec import CountsReleaseSpec, DomainLike
-from urbandp.counts.table_release import CountReleaseConfig, release_counts
+from urbandp.counts.table_release import CountReleaseConfig
 from urbandp.counts.window import per_card_window
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.frames import TableLike, input_paths
@@ -360,7 +361,8 @@ def _release_on_domain(
         not_dp = _reserve(charge, spec, config, dom)
         n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
         with (progress or _no_progress)(n_noised) as advance:
-            counts = release_counts(
+            # through the package (its public name), looked up at call time: the one seam of the samplers
+            counts = urbandp.counts.release_counts(
                 joint.sparse, dom, config, noise=charge.noise, ledger=_ledger(config), progress=advance
             )
         if not_dp:

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from urbandp.counts import partitions
 from urbandp.counts.accounting import laplace_plan
 from urbandp.counts.aggregate import EVENT_COLUMNS
-from urbandp.counts.partitions import calibrate_threshold, select_partitions, threshold_measurement
+from urbandp.counts.partitions import calibrate_threshold, threshold_measurement
 from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.privacy.guards import meaningless_reasons
@@ -103,7 +104,7 @@ def release_selected(
     params = {"epsilon": eps_sel, "delta": delta_sel, "noise_scale": plan.noise_scale}
     charge.reserve(loss, days, "counts-partition-selection", params, cap_on="day")
     charge.mark_drawn()  # OpenDP's threshold measurement is invoked directly below
-    sel = select_partitions(
+    sel = partitions.select_partitions(  # looked up at call time: the module is the sampler's one seam
         dict(zip(grouped["key"].to_list(), grouped["len"].to_list(), strict=False)),
         punit,
         plan.noise_scale,
