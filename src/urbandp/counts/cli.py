@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
+from urbandp.counts import flags
 from urbandp.counts.synth_command import synth
 from urbandp.errors import cli_guard
 
@@ -22,110 +23,38 @@ app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 @app.command()
 @cli_guard
 def release(
-    input: Path = typer.Argument(
-        ..., help="Events (mode,timestamp,tap,location[,card_id]) or counts (CSV/Parquet)."
-    ),
-    out: Path = typer.Option(..., "--out", help="Output folder."),
-    domain: Path | None = typer.Option(
-        None,
-        "--domain",
-        help="Public domain JSON: days, taps, bin_minutes, places (default: none; then --select-partitions is required).",
-    ),
-    select_partitions: bool = typer.Option(
-        False, "--select-partitions", help="No public domain: DP partition selection (needs --delta)."
-    ),
-    input_kind: str = typer.Option(
-        "events", "--input-kind", help="events | counts (pre-aggregated mode,day,tap,bin,location,count)."
-    ),
-    unit: str = typer.Option("event", "--unit", help="Privacy unit: event | card-day."),
-    max_events: int = typer.Option(
-        1, "--max-events", help="card-day: at most k events per card and day (truncation)."
-    ),
-    max_per_cell: int = typer.Option(
-        1, "--max-per-cell", help="card-day: at most m events of one card-day per cell."
-    ),
-    method: str = typer.Option(
-        "urbandp", "--method", help="urbandp (DP, default) | data61-2016 (NOT DP, for comparison)."
-    ),
-    mechanism: str = typer.Option(
-        "laplace",
-        "--mechanism",
-        help="laplace (discrete, pure DP) | gaussian (discrete, zCDP -> (eps, delta)).",
-    ),
-    epsilon: float | None = typer.Option(
-        None,
-        "--epsilon",
-        help="Epsilon for the joint table, scale calibrated by OpenDP (default: none; give this or --noise-scale).",
-    ),
-    delta: float = typer.Option(0.0, "--delta", help="Delta (Gaussian mechanism or partition selection)."),
-    noise_scale: float | None = typer.Option(
-        None,
-        "--noise-scale",
-        help="Noise scale instead of epsilon, which is then computed (default: none; give this or --epsilon).",
-    ),
-    suppress_below: float | None = typer.Option(
-        None,
-        "--suppress-below",
-        help="Hide joint cells whose NOISY value is below this (default: publish every cell).",
-    ),
-    threshold: float = typer.Option(
-        18.0, "--threshold", help="data61-2016 only: release if noisy > threshold."
-    ),
-    precision: int = typer.Option(0, "--precision", help="Decimal places of released values."),
-    consistent: bool = typer.Option(
-        False, "--consistent", help="Consistent non-negative least-squares projection (post-processing)."
-    ),
-    top_k: int | None = typer.Option(
-        None, "--top-k", help="Also release the k busiest places with OpenDP noisy top-k (default: off)."
-    ),
-    top_k_epsilon: float | None = typer.Option(
-        None, "--top-k-epsilon", help="Epsilon charged for --top-k (default: none; required with --top-k)."
-    ),
-    top_k_tap: str | None = typer.Option(
-        None, "--top-k-tap", help="Rank places by this tap only, e.g. off = destinations (default: all taps)."
-    ),
-    fmt: str = typer.Option("csv", "--format", help="csv | parquet."),
-    sampling: str = typer.Option(
-        "auto",
-        "--sampling",
-        help="auto (sparse when --suppress-below > 0 is set) | sparse (exact sparse sampler of the zero "
-        "cells, Cormode et al. 2012) | dense (noise on every cell).",
-    ),
-    marginals: str = typer.Option(
-        "auto",
-        "--marginals",
-        help="auto (noisy-joint with dense sampling, published-joint with sparse, charged when "
-        "--marginal-epsilon/--marginal-scale is given) | noisy-joint | published-joint | charged.",
-    ),
-    marginal_epsilon: float | None = typer.Option(
-        None,
-        "--marginal-epsilon",
-        help="Charged marginals: epsilon of each marginal table (default: none; needed with --marginals charged).",
-    ),
-    marginal_scale: float | None = typer.Option(
-        None,
-        "--marginal-scale",
-        help="Charged marginals: noise scale instead of --marginal-epsilon (default: none).",
-    ),
-    budget_epsilon: float | None = typer.Option(
-        None, "--budget-epsilon", help="Refuse releases that spend more epsilon (default: no cap)."
-    ),
-    budget_delta: float = typer.Option(1e-5, "--budget-delta", help="Refuse releases that spend more delta."),
+    input: flags.InputArgument,
+    out: flags.OutOption,
+    domain: flags.DomainOption = None,
+    select_partitions: flags.SelectPartitionsOption = False,
+    input_kind: flags.InputKindOption = "events",
+    unit: flags.UnitOption = "event",
+    max_events: flags.MaxEventsOption = 1,
+    max_per_cell: flags.MaxPerCellOption = 1,
+    method: flags.MethodOption = "urbandp",
+    mechanism: flags.MechanismOption = "laplace",
+    epsilon: flags.EpsilonOption = None,
+    delta: flags.DeltaOption = 0.0,
+    noise_scale: flags.NoiseScaleOption = None,
+    suppress_below: flags.SuppressBelowOption = None,
+    threshold: flags.ThresholdOption = 18.0,
+    precision: flags.PrecisionOption = 0,
+    consistent: flags.ConsistentOption = False,
+    top_k: flags.TopKOption = None,
+    top_k_epsilon: flags.TopKEpsilonOption = None,
+    top_k_tap: flags.TopKTapOption = None,
+    fmt: flags.FmtOption = "csv",
+    sampling: flags.SamplingOption = "auto",
+    marginals: flags.MarginalsOption = "auto",
+    marginal_epsilon: flags.MarginalEpsilonOption = None,
+    marginal_scale: flags.MarginalScaleOption = None,
+    budget_epsilon: flags.BudgetEpsilonOption = None,
+    budget_delta: flags.BudgetDeltaOption = 1e-5,
     dataset: Dataset = None,
     budget_store: BudgetStoreUrl = None,
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
-    ),
-    engine: str = typer.Option(
-        "polars",
-        "--engine",
-        help="Per-event stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
-    ),
-    spark_master: str | None = typer.Option(
-        None,
-        "--spark-master",
-        help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
-    ),
+    dry_run: flags.DryRunOption = False,
+    engine: flags.EngineOption = "polars",
+    spark_master: flags.SparkMasterOption = None,
     allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
     overwrite: Overwrite = False,
 ) -> None:

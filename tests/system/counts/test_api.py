@@ -221,7 +221,9 @@ def _cli_defaults() -> dict[str, Any]:
     params = inspect.signature(urbandp.counts.cli.release).parameters
     rename = {"fmt": "format"}
     skip = {"input", "out", "dry_run", "dataset", "budget_store", "allow_meaningless_epsilon", "overwrite"}
-    return {rename.get(k, k): p.default.default for k, p in params.items() if k not in skip}
+    return {
+        rename.get(k, k): getattr(p.default, "default", p.default) for k, p in params.items() if k not in skip
+    }
 
 
 def test_api_defaults_are_the_cli_defaults() -> None:
