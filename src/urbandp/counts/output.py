@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 from urbandp.counts.domain import CountDomain
-from urbandp.counts.release import CountRelease
+from urbandp.counts.table_release import CountRelease
 from urbandp.privacy.report import write_privacy_json
 from urbandp.reports.outputs import write_json
 

@@ -379,6 +379,24 @@ def release_counts(
     topk_info: dict[str, object] | None = None
     if config.top_k is not None:
         top, topk_info = _charge_top_k(sparse_raw, domain, config, ledger)
+    privacy = _privacy_document(
+        config, plan, domain, post, marginal_plan, topk_info, noise.is_private, ledger
+    )
+    return CountRelease(joint, suppressed, time, loc, privacy, top, cells=cells)
+
+
+def _privacy_document(
+    config: CountReleaseConfig,
+    plan: NoisePlan,
+    domain: CountDomain,
+    post: list[str],
+    marginal_plan: NoisePlan | None,
+    topk_info: dict[str, object] | None,
+    private_noise: bool,
+    ledger: PrivacyLedger,
+) -> dict[str, object]:
+    """privacy.json of a DP release over a public domain, from its plan, its ledger and its post-processing."""
+    sampling, marginals, kind = config.resolved_sampling, config.resolved_marginals, plan.mechanism
     privacy: dict[str, object] = {
         "method": "urbandp",
         "differentially_private": True,
@@ -402,7 +420,7 @@ def release_counts(
         "precision": config.precision,
         "post_processing": post,
         "top_k": topk_info,
-        "noise_source": "OpenDP" if noise.is_private else "NONE (exact test source: not private)",
+        "noise_source": "OpenDP" if private_noise else "NONE (exact test source: not private)",
         "total_epsilon": ledger.epsilon_spent,
         "total_delta": ledger.delta_spent,
         "ledger": ledger.to_dict(),
@@ -414,7 +432,7 @@ def release_counts(
     privacy["per_card_window"] = per_card_window(
         config, plan, marginal_plan, topk_info, len(domain.days), (ledger.epsilon_spent, ledger.delta_spent)
     )
-    return CountRelease(joint, suppressed, time, loc, privacy, top, cells=cells)
+    return privacy
 
 
 def suppression_report(
