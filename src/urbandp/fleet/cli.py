@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-import functools
 import math
 import sys
-import tomllib
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.console import Console
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
 from urbandp.errors import InputError, cli_guard
 from urbandp.fleet.config import MIN_PER_DAY_DEFAULT, HatReleaseConfig  # the spec: option defaults and help
+from urbandp.fleet.spec import (
+    configure,
+    parse_columns,
+    parse_date,
+    read_toml,
+    validation_options,
+)
+
+_CONSOLE = Console(stderr=True)
 
 GTFS_HELP = (
     "GTFS feed (a folder or the gtfs.zip agencies ship): routes and stops drawn on the map (default: none)."
@@ -27,233 +38,6 @@ TILES_HELP = (
 CONTEXT_HELP = (
     "A GeoJSON file drawn as public context on the map (depots, districts, ...); repeatable (default: none)."
 )
-
-
-def _parse_columns(items: list[str] | None, config: dict[str, Any]) -> dict[str, str]:
-    columns = {str(k): str(v) for k, v in config.get("columns", {}).items()}
-    for item in items or []:
-        if "=" not in item:
-            raise InputError(f"--column must look like NAME=SOURCE (e.g. vehicle=bus_id), got '{item}'")
-        name, source = item.split("=", 1)
-        columns[name.strip()] = source.strip()
-    return columns
-
-
-def _parse_unit_switches(items: list[str] | None, config: dict[str, Any]) -> tuple[tuple[dt.date, str], ...]:
-    raw = [f"{k}={v}" for k, v in config.get("speed_unit_since", {}).items()] + list(items or [])
-    out = []
-    for item in raw:
-        try:
-            day, unit = item.split("=", 1)
-            out.append((dt.date.fromisoformat(day.strip()), unit.strip()))
-        except ValueError:
-            raise InputError(f"--speed-unit-since must look like 2016-01-01=m/s, got '{item}'") from None
-    return tuple(out)
-
-
-SECTIONS = ("release", "input", "columns")
-INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since", "timestamp_format")
-
-
-def _read_toml(path: Path | None) -> dict[str, Any]:
-    """Parse a TOML config; unknown sections or [input] keys are refused naming the closest valid one."""
-    import difflib
-
-    if path is None:
-        return {}
-    if not path.is_file():
-        raise InputError(f"config file not found: {path}")
-    try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"bad config {path}: {err}") from None
-    for key, value in data.items():
-        if isinstance(value, dict) and key not in SECTIONS:
-            close = difflib.get_close_matches(key, SECTIONS, n=1)
-            raise InputError(
-                f"unknown config section [{key}]" + (f" (did you mean [{close[0]}]?)" if close else "")
-            )
-    for name in ("input", "columns"):
-        if name in data and not isinstance(data[name], dict):
-            raise InputError(f'config: [{name}] must be a table, e.g. [{name}] speed_unit = "mph"')
-    for key, value in data.get("input", {}).items():
-        if key not in INPUT_KEYS:
-            close = difflib.get_close_matches(key, INPUT_KEYS, n=1)
-            raise InputError(
-                f"unknown config key 'input.{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
-            )
-        if key == "speed_unit_since":
-            if not isinstance(value, dict):
-                raise InputError(
-                    'config: [input.speed_unit_since] must be a table, e.g. "2016-01-01" = "m/s"'
-                )
-        elif key == "speed_reject_above":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InputError("bad config value for input.speed_reject_above: a number of km/h, e.g. 150")
-        elif not isinstance(value, str):
-            example = {"speed_unit": '"mph"', "timestamp_format": '"epoch-s"'}.get(key, '"Asia/Kolkata"')
-            raise InputError(f"bad config value for input.{key}: a string, e.g. {key} = {example}")
-    for key, value in data.get("columns", {}).items():
-        if not isinstance(value, str):
-            raise InputError(f'bad config value for columns.{key}: a column name, e.g. {key} = "bus_id"')
-    return data
-
-
-def _validation_options(
-    config: dict[str, Any],
-    speed_unit: str | None,
-    unit_since: list[str] | None,
-    timezone: str | None,
-    reject_above: float | None,
-    timestamp_format: str | None = None,
-):
-    import math
-
-    from urbandp.records.validation import ValidationOptions
-
-    section = config.get("input", {})
-    limit = float(section.get("speed_reject_above", 150.0)) if reject_above is None else reject_above
-    if not (math.isfinite(limit) and limit > 0):
-        raise InputError(f"--speed-reject-above must be a finite number of km/h above 0, got {limit:g}")
-    # an option given empty ("") is refused by ValidationOptions, never read as "not given"
-    return ValidationOptions(
-        speed_unit=speed_unit if speed_unit is not None else section.get("speed_unit", "km/h"),
-        speed_unit_since=_parse_unit_switches(unit_since, section),
-        timezone=timezone if timezone is not None else section.get("timezone"),
-        speed_reject_above_kmh=limit,
-        timestamp_format=timestamp_format
-        if timestamp_format is not None
-        else section.get("timestamp_format", "auto"),
-    )
-
-
-def _date(text: str | None, flag: str) -> dt.date | None:
-    if text is None:
-        return None
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{flag} must be a date YYYY-MM-DD, got '{text}'") from None
-
-
-def _day_list(text: str | None, path: Path | None, flag: str) -> tuple[dt.date, ...] | None:
-    """Dates from a comma list or a file (one YYYY-MM-DD per line, # comments, a UTF-8 BOM allowed); a list that
-    names an existing file is read as that file (an agency holiday list).
-
-    An empty list (``--dates ""``) or an empty item (``2021-11-15,,2021-11-16``) is refused, never read as "no day
-    set" or skipped: a missing date would silently change D.
-    """
-    if text is not None and path is not None:
-        raise InputError(f"give {flag} or {flag}-file, not both (one would be dropped)")
-    if text is not None and Path(text).is_file():
-        path, text = Path(text), None
-    items: list[str] = []
-    if text is not None:
-        items = [t.strip() for t in text.split(",")]
-        if not text.strip() or "" in items:
-            raise InputError(
-                f"{flag} {text!r} holds an empty date: give comma-separated YYYY-MM-DD days, e.g. "
-                "2021-11-15,2021-11-16"
-            )
-    if path is not None:
-        if not path.is_file():
-            raise InputError(f"{flag}-file not found: {path}")
-        try:
-            content = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not part of a date
-        except UnicodeDecodeError:
-            raise InputError(f"{path} is not UTF-8 text: give one YYYY-MM-DD date per line") from None
-        for line in content.splitlines():
-            line = line.split("#", 1)[0].strip()
-            if line:
-                items += [t.strip() for t in line.split(",") if t.strip()]
-        if not items:
-            raise InputError(f"{path} holds no date")
-    if not items:
-        return None
-    return tuple(sorted({_date(t, flag) for t in items}))  # type: ignore[misc]
-
-
-def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
-    import math
-
-    from urbandp.fleet.config import parse_bbox
-
-    if text is None:
-        return None
-    try:
-        a, b, c, d = parse_bbox(text)
-    except ValueError as err:
-        raise InputError(f"--domain-bbox {err}") from None
-    if not all(math.isfinite(x) for x in (a, b, c, d)):
-        raise InputError(f"--domain-bbox must hold four finite numbers, got '{text}'")
-    if not (a < c and b < d):
-        raise InputError("--domain-bbox needs min_lat < max_lat and min_lon < max_lon")
-    return a, b, c, d
-
-
-def _configure(a: dict[str, Any]) -> tuple[Any, Any, dict[str, str]]:
-    """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan."""
-    from urbandp.fleet.config import build_config
-    from urbandp.grid.slots import parse_hours
-
-    toml = _read_toml(a["config"])
-    k: int | str | None = a["max_hats_per_vehicle_day"]
-    if k is not None and k != "observed":
-        try:
-            k = int(k)
-        except ValueError:
-            raise InputError("--max-hats-per-vehicle-day must be a whole number or 'observed'") from None
-    names = [
-        "resolution",
-        "slot_minutes",
-        "speed_max",
-        "speed_limit",
-        "noise_scale",
-        "epsilon_per_day",
-        "budget_per_day",
-        "selection",
-        "selection_epsilon",
-        "delta",
-        "min_vehicles_per_day",
-        "neighbouring",
-        "mechanism",
-        "speed_share",
-        "speed_estimator",
-        "precision",
-        "clip_bound",
-        "clip_quantile",
-        "clip_share",
-        "coarsen",
-        "coarsen_share",
-        "coarsen_rule",
-        "queries",
-        "selection_fraction",
-    ]
-    overrides: dict[str, object] = {name: a[name] for name in names}
-    overrides.update(
-        {
-            "hours": parse_hours(a["hours"])
-            if a["hours"] is not None
-            else None,  # "" refused, not "not given"
-            "start": _date(a["start"], "--start"),
-            "end": _date(a["end"], "--end"),
-            "dates": _day_list(a.get("dates"), a.get("dates_file"), "--dates"),
-            "weekdays": a.get("weekdays"),
-            "holidays": _day_list(a.get("holidays"), None, "--holidays"),
-            "domain_bbox": _bbox(a["domain_bbox"]),
-            "max_hats_per_vehicle_day": k,
-        }
-    )
-    cfg = build_config(toml, overrides)
-    options = _validation_options(
-        toml,
-        a["speed_unit"],
-        a["speed_unit_since"],
-        a["timezone"],
-        a["speed_reject_above"],
-        a.get("timestamp_format"),
-    )
-    return cfg, options, _parse_columns(a["column"], toml)
 
 
 TIMESTAMP_FORMAT_HELP = (
@@ -456,90 +240,50 @@ def release(
 
     Example: urbandp release fleet.parquet --out out/release --epsilon-per-day 10
     """
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from urbandp.fleet import api
+    from urbandp.fleet.guardrails import EXIT_USELESS
+    from urbandp.session import Session
 
-    from urbandp.contributions.spark_session import check_engine
-    from urbandp.fleet.guardrails import EXIT_USELESS, release_warnings
-    from urbandp.fleet.pipeline import release_fleet, write_release
-    from urbandp.privacy.budget_store import checkpoint
-    from urbandp.privacy.session import Session
-
-    cfg, options, columns = _configure(locals())
     _check_dataset(dataset)
     if (gtfs is not None or context or tiles is not None) and no_map:
         raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
     map_inputs = _map_inputs(tiles, gtfs, context)  # checked before any record is read or noise drawn
-    console = Console(stderr=True)
-    with (
-        Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress,
-        # the output is checked before any record is read; reserved before noise, committed after writing
-        Session(
-            dataset,
-            budget_store,
-            unit="vehicle-day",
+    given = {name: value for name, value in locals().items() if name in api.OPTION_NAMES}
+    budget = Session(budget_store, dataset, allow_meaningless_epsilon=allow_meaningless_epsilon)
+    with _progress() as step, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # printed below as one-line urbandp: warnings
+        # the library's release path: the guards, the charge before noise, the folder, the commit (fleet/api.py)
+        rel = api.release(
+            inputs,
+            config=config,
+            columns=dict(parse_columns(column, {})) if column else None,
+            engine=engine,
+            spark_master=spark_master,
+            session=budget,
             out=out,
-            allow_meaningless_epsilon=allow_meaningless_epsilon,
-        ) as session,
-    ):
-        task = progress.add_task("starting", total=None)
-        # the library's release path runs every guard on this session (fleet/guardrails.py): the CLI parses and prints
-        release_result, loaded = _quarantine_on_failure(
-            out,
-            lambda: release_fleet(
-                inputs,
-                cfg,
-                columns=columns,
-                options=options,
-                step=lambda name: progress.update(task, description=name),
-                session=session,
-                engine=check_engine(engine, spark_master),
-                spark_master=spark_master,
-            ),
+            overwrite=overwrite,
+            with_map=not no_map,
+            map_inputs=map_inputs,
+            step=step,
+            **given,
         )
-        p = release_result.privacy
-        useless = release_warnings(release_result, cfg)
-        p["warnings"] = [*p["warnings"], *useless]
-        p["useless_release"] = bool(useless)
-        # read from the true data: for the data owner's terminal (and owner_only/), never in privacy.json
-        warnings = [*release_result.owner_report.get("warnings", []), *p["warnings"]]
-        empty_days = release_result.owner_notes.get("days_without_records") or []
-        if empty_days:
-            warnings.append(
-                f"{len(empty_days)} day(s) of the window hold no record (D stays {p['days']}, which dilutes the "
-                "per-day counts); the list is in owner_only/"
-            )
-        progress.update(task, description="writing outputs")
-        map_options: dict[str, object] = {
-            **map_inputs,
-            "interval_threshold": cfg.speed_max / 2,
-            "domain_cells": _domain_cell_strings(cfg),
-        }
-        checkpoint("after-noise")
-        paths = write_release(out, release_result, loaded, with_map=not no_map, map_options=map_options)
-        session.set_output(out)
-        # Printed only once the charge is committed: some warnings hold noisy figures (issue 20), and a run that
-        # fails shows nothing derived from its noise.
-        for text in warnings:
-            session.later(
-                functools.partial(
-                    console.print,
-                    f"[bold yellow]urbandp: warning:[/] {text}",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-            )
-        session.later(
-            functools.partial(_print_summary, release_result.privacy, paths, release_result.owner_report)
-        )
-    if strict and useless:
+    # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
+    for text in [*rel.owner_warnings, *rel.warnings]:
+        _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
+    _print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
+    if strict and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)
+
+
+@contextlib.contextmanager
+def _progress() -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr naming the running stage; yields the function that names it."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=_CONSOLE, transient=True) as progress:
+        task = progress.add_task("starting", total=None)
+        yield lambda name: progress.update(task, description=name)
 
 
 def _map_inputs(tiles: str | None, gtfs: Path | None, context: list[Path] | None) -> dict[str, Any]:
@@ -551,18 +295,6 @@ def _map_inputs(tiles: str | None, gtfs: Path | None, context: list[Path] | None
     for path in context or []:
         read_context(path)
     return {"tiles": parse_tiles(tiles), "gtfs": gtfs, "context": list(context or [])}
-
-
-def _domain_cell_strings(cfg: Any) -> list[str] | None:
-    if cfg.domain_bbox is None:
-        return None
-    import polars as pl
-
-    from urbandp.fleet.selection import domain_cells
-    from urbandp.grid.h3cells import cell_to_string
-
-    cells = domain_cells(cfg.domain_bbox, cfg.resolution)
-    return pl.DataFrame({"c": cells}).select(cell_to_string(pl.col("c")))["c"].to_list()
 
 
 def _print_summary(p: dict[str, Any], paths: dict[str, Path], owner: dict[str, Any]) -> None:
@@ -693,22 +425,22 @@ def explore(
 
     check_output_path(out)
     check_min_vehicles_per_day(min_vehicles_per_day)
-    toml = _read_toml(config)
+    toml = read_toml(config)
     section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
     hours_text = hours if hours is not None else section.get("hours")
     window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text or (9, 21))
-    first = _date(start, "--start") or _date(_toml_date(section.get("start")), "start")
-    last = _date(end, "--end") or _date(_toml_date(section.get("end")), "end")
+    first = parse_date(start, "--start") or parse_date(_toml_date(section.get("start")), "start")
+    last = parse_date(end, "--end") or parse_date(_toml_date(section.get("end")), "end")
     if first and last and first > last:
         raise InputError(f"--start {first} is after --end {last}")
-    options = _validation_options(
+    options = validation_options(
         toml, speed_unit, speed_unit_since, timezone, speed_reject_above, timestamp_format
     )
     slots = SlotSpec(slot_minutes, *window_hours)
     console = Console()
     err = Console(stderr=True)
     with console.status("reading, validating and aggregating at resolutions 6, 7, 8"):
-        loaded = load_records(inputs, _parse_columns(column, toml), options)
+        loaded = load_records(inputs, parse_columns(column, toml), options)
         _quarantine_on_failure(out, loaded.require_valid)
         clean, outside = in_window(loaded.clean, slots, first, last)
         if clean.height == 0:
@@ -755,7 +487,6 @@ def plan(**a: Any) -> None:
     Example: urbandp plan fleet.parquet --out out/plan --epsilon-per-day 10 --start 2021-11-15 --end 2021-12-15
     --domain-bbox 21.09,72.75,21.25,72.91 --target-error 2
     """
-    import datetime as dt
 
     from rich.console import Console
 
@@ -766,7 +497,7 @@ def plan(**a: Any) -> None:
     from urbandp.records.readers import expand_inputs
     from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
-    cfg, options, columns = _configure(a)
+    cfg, options, columns = configure(a)
     check_target_error(a["target_error"])
     first, last, day_set = public_window(cfg)
     if first is None or last is None:

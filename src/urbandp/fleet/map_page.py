@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from urbandp.errors import InputError
+from urbandp.fleet.config import HatReleaseConfig
 from urbandp.reports.map import DEFAULT_TILES, VIRIDIS, MapHeader, TileSource, write_hat_map
 
 TITLE = "Average bus speed per hexagon and hour"
@@ -317,3 +318,14 @@ def write_site(
 
 
 __all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]
+
+
+def domain_cell_strings(cfg: HatReleaseConfig) -> list[str] | None:
+    """The public extent's H3 cells as strings (the map outlines the domain), or None without an extent."""
+    if cfg.domain_bbox is None:
+        return None
+    from urbandp.fleet.selection import domain_cells
+    from urbandp.grid.h3cells import cell_to_string
+
+    cells = domain_cells(cfg.domain_bbox, cfg.resolution)
+    return pl.DataFrame({"c": cells}).select(cell_to_string(pl.col("c")))["c"].to_list()

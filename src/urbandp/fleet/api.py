@@ -1,0 +1,215 @@
+"""The fleet wing's Python API (issue 31): :func:`release`, the one release path of ``urbandp release`` too.
+
+::
+
+    import urbandp as ud
+    with ud.Session(store="budget.sqlite", dataset="austin") as s:
+        rel = ud.fleet.release(df, start="2017-04-18", end="2017-04-18", hours="6-22", speed_unit="m/s",
+                               epsilon_per_day=4, domain_bbox=(30.15, -97.95, 30.55, -97.6), session=s)
+    rel.table                    # hat_speed: the published HAT table (Polars; .to_pandas())
+    rel.privacy.epsilon_per_day  # the typed privacy report; rel.privacy.to_json() is privacy.json
+    rel.write("out/rel")         # the folder the CLI writes, owner_only/rel/ beside it
+    rel.map()                    # the release's map, shown inline in a notebook
+
+Options are named as the command line's flags with underscores, with the same defaults and checks
+(:mod:`urbandp.fleet.spec` parses both). The release runs in a charge of the :class:`urbandp.Session`: the guards
+(:mod:`urbandp.fleet.guardrails`, :mod:`urbandp.privacy.guards`) and the budget store's reservation come before any
+noise, a store that cannot afford it raises :class:`~urbandp.errors.BudgetExceededError`, and the charge is
+committed when the function returns (with ``out``: after the folder is written, with its sha256).
+"""
+
+from __future__ import annotations
+
+import html
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from urbandp.errors import InputError
+from urbandp.fleet.account import HatRelease
+from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.guardrails import release_warnings
+from urbandp.fleet.pipeline import (
+    LoadedRecords,
+    NoValidRecords,
+    release_fleet,
+    write_owner_quarantine,
+    write_release,
+)
+from urbandp.fleet.report import FleetPrivacyReport
+from urbandp.fleet.spec import configure, python_values
+from urbandp.frames import TableLike, input_paths
+from urbandp.privacy.budget_store import checkpoint
+from urbandp.reports.outputs import check_output_path, output_policy
+from urbandp.results import Release
+from urbandp.session import Session
+
+UNIT = "vehicle-day"
+OPTION_NAMES = (
+    "resolution", "slot_minutes", "hours", "start", "end", "dates", "dates_file", "weekdays", "holidays",
+    "speed_max", "speed_limit", "noise_scale", "epsilon_per_day", "budget_per_day", "selection", "domain_bbox",
+    "selection_epsilon", "delta", "min_vehicles_per_day", "max_hats_per_vehicle_day", "speed_share", "queries",
+    "selection_fraction", "neighbouring", "mechanism", "speed_estimator", "precision", "speed_unit",
+    "speed_unit_since", "timezone", "speed_reject_above", "timestamp_format", "clip_bound", "clip_quantile",
+    "clip_share", "coarsen", "coarsen_share", "coarsen_rule",
+)  # fmt: skip
+"""The release options, named as ``urbandp release``'s flags with underscores (``columns`` is ``--column``)."""
+
+
+class MapView:
+    """The release's self-contained map.html, shown inline by Jupyter (``_repr_html_``) or saved with :meth:`save`."""
+
+    def __init__(self, page: str) -> None:
+        self.html = page
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<iframe srcdoc="{html.escape(self.html, quote=True)}" style="width:100%;height:520px;border:0" '
+            'sandbox="allow-scripts"></iframe>'
+        )
+
+    def save(self, path: str | Path) -> Path:
+        Path(path).write_text(self.html)
+        return Path(path)
+
+
+@dataclass(repr=False)
+class FleetRelease(Release):
+    """A fleet release: ``tables`` hat_speed (and hat_speeding), the typed :class:`FleetPrivacyReport`, the owner's
+    report (exact counts, warnings read from the data) and quarantine apart."""
+
+    hat_release: HatRelease | None = None
+    loaded: LoadedRecords | None = None
+    config: HatReleaseConfig | None = None
+    map_options: dict[str, object] = field(default_factory=dict)
+    written: dict[str, Path] = field(default_factory=dict)
+
+    def write(self, out: str | Path, *, overwrite: bool = False, with_map: bool = True) -> dict[str, Path]:
+        """The release folder ``out`` (hat_speed.csv, privacy.json, map.html) and ``owner_only/<name>/`` beside it;
+        a folder urbandp wrote is replaced only with ``overwrite``."""
+        assert self.hat_release is not None and self.loaded is not None
+        with output_policy((), overwrite=overwrite):
+            target = check_output_path(Path(out), "out")
+            self.written = write_release(
+                target, self.hat_release, self.loaded, with_map=with_map, map_options=self.map_options
+            )
+        self.privacy = FleetPrivacyReport.from_document(self.hat_release.privacy)  # with its not_dp_outputs
+        return self.written
+
+    def map(self) -> MapView:
+        """The release's map (the page ``write`` puts in map.html): post-processing of the published table."""
+        assert self.hat_release is not None
+        from urbandp.fleet.pipeline import _write_map
+
+        with tempfile.TemporaryDirectory(prefix="urbandp-map-") as tmp:
+            page = Path(tmp) / "map.html"
+            _write_map(page, self.hat_release, self.map_options)
+            return MapView(page.read_text())
+
+
+def map_options_for(cfg: HatReleaseConfig, extra: dict[str, object] | None = None) -> dict[str, object]:
+    """The map's options: the interval width that greys a HAT out (U/2) and the public extent's cells."""
+    from urbandp.fleet.map_page import domain_cell_strings
+
+    return {
+        **(extra or {}),
+        "interval_threshold": cfg.speed_max / 2,
+        "domain_cells": domain_cell_strings(cfg),
+    }
+
+
+def release(
+    data: TableLike | Sequence[str | Path],
+    *,
+    config: str | Path | None = None,
+    columns: dict[str, str] | None = None,
+    engine: str = "polars",
+    spark_master: str | None = None,
+    session: Session | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+    with_map: bool = True,
+    map_inputs: dict[str, object] | None = None,
+    step: Callable[[str], None] | None = None,
+    **options: Any,
+) -> FleetRelease:
+    """Release DP average speeds (and speeding counts) per hexagon and time slot (ITMS report, section III).
+
+    ``data``: input files or folders (CSV, JSON, JSON Lines, Parquet), or a table (Polars, pandas, GeoPandas
+    points, Arrow). ``options``: the flags of ``urbandp release`` with underscores (:data:`OPTION_NAMES`), as text
+    or Python values (``start=datetime.date(...)``, ``domain_bbox=(lat0, lon0, lat1, lon1)``, ``hours=(6, 22)``).
+    ``config``: a TOML file as ``--config`` takes. ``session``: the budget it charges (default: none charged).
+    ``out``: write the folder inside the charge (its sha256 recorded); else call ``write`` later.
+    """
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"release() got unexpected option(s): {', '.join(unknown)}")
+    given = python_values({**dict.fromkeys(OPTION_NAMES), **options, "columns": columns})
+    cfg, validation, mapping = configure({**given, "config": None if config is None else Path(config)})
+    from urbandp.contributions.spark_session import check_engine
+
+    budget = session if session is not None else Session()
+    target = None if out is None else Path(out)
+    with input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
+        charge = budget.charge(UNIT, out=target)
+        with charge:
+            try:
+                hat, loaded = release_fleet(
+                    paths,
+                    cfg,
+                    columns=mapping,
+                    options=validation,
+                    step=step,
+                    session=charge,
+                    engine=check_engine(engine, spark_master),
+                    spark_master=spark_master,
+                )
+            except NoValidRecords as err:
+                if target is None:
+                    raise
+                where = write_owner_quarantine(target, err.quarantine)
+                raise InputError(f"{err}; the rows and their reasons are in {where}") from None
+            result = _result(hat, loaded, cfg, map_options_for(cfg, map_inputs))
+            if target is not None:
+                checkpoint("after-noise")
+                result.written = write_release(
+                    target, hat, loaded, with_map=with_map, map_options=result.map_options
+                )
+                result.privacy = FleetPrivacyReport.from_document(hat.privacy)  # with its not_dp_outputs
+                charge.set_output(target)
+        budget.committed(charge)
+    result.emit_warnings()
+    return result
+
+
+def _result(
+    hat: HatRelease, loaded: LoadedRecords, cfg: HatReleaseConfig, map_options: dict[str, object]
+) -> FleetRelease:
+    """The typed result: the useless-release warnings added (they read only noisy outputs), owner material apart."""
+    p = hat.privacy
+    useless = release_warnings(hat, cfg)
+    p["warnings"] = [*cast(list[str], p["warnings"]), *useless]
+    p["useless_release"] = bool(useless)
+    owner_warnings = list(hat.owner_report.get("warnings", []))  # type: ignore[call-overload]
+    empty_days = hat.owner_notes.get("days_without_records") or []
+    if empty_days:
+        owner_warnings.append(
+            f"{len(empty_days)} day(s) of the window hold no record (D stays {p['days']}, which dilutes the "  # type: ignore[arg-type]
+            "per-day counts); the list is in owner_only/"
+        )
+    tables = {"hat_speed": hat.speed}
+    if "speeding" in p.get("queries", []):  # type: ignore[operator]
+        tables["hat_speeding"] = hat.speeding
+    return FleetRelease(
+        tables=tables,
+        privacy=FleetPrivacyReport.from_document(p),
+        owner={"report": hat.owner_report, "notes": hat.owner_notes, "quarantine": loaded.quarantine},
+        warnings=[str(w) for w in p["warnings"]],  # type: ignore[attr-defined]
+        owner_warnings=[str(w) for w in owner_warnings],
+        hat_release=hat,
+        loaded=loaded,
+        config=cfg,
+        map_options=map_options,
+    )

@@ -1,0 +1,283 @@
+"""The fleet release's options as the library takes them: one mapping from option names (the CLI's flags with
+underscores) to the spec (:class:`~urbandp.fleet.config.HatReleaseConfig`), the records' validation options and the
+column mapping, shared by ``urbandp release``, ``urbandp plan`` and the Python API (:func:`urbandp.fleet.release`).
+
+Values may be given as the command line writes them (text: ``"2021-11-15"``, ``"6-22"``, ``"a,b,c,d"``) or as
+Python values (dates, tuples, lists, dicts): :func:`python_values` turns the latter into the former, so that one
+parser checks both and the messages agree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from urbandp.errors import InputError
+
+
+def parse_columns(items: list[str] | None, config: dict[str, Any]) -> dict[str, str]:
+    columns = {str(k): str(v) for k, v in config.get("columns", {}).items()}
+    for item in items or []:
+        if "=" not in item:
+            raise InputError(f"--column must look like NAME=SOURCE (e.g. vehicle=bus_id), got '{item}'")
+        name, source = item.split("=", 1)
+        columns[name.strip()] = source.strip()
+    return columns
+
+
+def _parse_unit_switches(items: list[str] | None, config: dict[str, Any]) -> tuple[tuple[dt.date, str], ...]:
+    raw = [f"{k}={v}" for k, v in config.get("speed_unit_since", {}).items()] + list(items or [])
+    out = []
+    for item in raw:
+        try:
+            day, unit = item.split("=", 1)
+            out.append((dt.date.fromisoformat(day.strip()), unit.strip()))
+        except ValueError:
+            raise InputError(f"--speed-unit-since must look like 2016-01-01=m/s, got '{item}'") from None
+    return tuple(out)
+
+
+SECTIONS = ("release", "input", "columns")
+INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since", "timestamp_format")
+
+
+def read_toml(path: Path | None) -> dict[str, Any]:
+    """Parse a TOML config; unknown sections or [input] keys are refused naming the closest valid one."""
+    import difflib
+
+    if path is None:
+        return {}
+    if not path.is_file():
+        raise InputError(f"config file not found: {path}")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"bad config {path}: {err}") from None
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in SECTIONS:
+            close = difflib.get_close_matches(key, SECTIONS, n=1)
+            raise InputError(
+                f"unknown config section [{key}]" + (f" (did you mean [{close[0]}]?)" if close else "")
+            )
+    for name in ("input", "columns"):
+        if name in data and not isinstance(data[name], dict):
+            raise InputError(f'config: [{name}] must be a table, e.g. [{name}] speed_unit = "mph"')
+    for key, value in data.get("input", {}).items():
+        if key not in INPUT_KEYS:
+            close = difflib.get_close_matches(key, INPUT_KEYS, n=1)
+            raise InputError(
+                f"unknown config key 'input.{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+            )
+        if key == "speed_unit_since":
+            if not isinstance(value, dict):
+                raise InputError(
+                    'config: [input.speed_unit_since] must be a table, e.g. "2016-01-01" = "m/s"'
+                )
+        elif key == "speed_reject_above":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError("bad config value for input.speed_reject_above: a number of km/h, e.g. 150")
+        elif not isinstance(value, str):
+            example = {"speed_unit": '"mph"', "timestamp_format": '"epoch-s"'}.get(key, '"Asia/Kolkata"')
+            raise InputError(f"bad config value for input.{key}: a string, e.g. {key} = {example}")
+    for key, value in data.get("columns", {}).items():
+        if not isinstance(value, str):
+            raise InputError(f'bad config value for columns.{key}: a column name, e.g. {key} = "bus_id"')
+    return data
+
+
+def validation_options(
+    config: dict[str, Any],
+    speed_unit: str | None,
+    unit_since: list[str] | None,
+    timezone: str | None,
+    reject_above: float | None,
+    timestamp_format: str | None = None,
+):
+    import math
+
+    from urbandp.records.validation import ValidationOptions
+
+    section = config.get("input", {})
+    limit = float(section.get("speed_reject_above", 150.0)) if reject_above is None else reject_above
+    if not (math.isfinite(limit) and limit > 0):
+        raise InputError(f"--speed-reject-above must be a finite number of km/h above 0, got {limit:g}")
+    # an option given empty ("") is refused by ValidationOptions, never read as "not given"
+    return ValidationOptions(
+        speed_unit=speed_unit if speed_unit is not None else section.get("speed_unit", "km/h"),
+        speed_unit_since=_parse_unit_switches(unit_since, section),
+        timezone=timezone if timezone is not None else section.get("timezone"),
+        speed_reject_above_kmh=limit,
+        timestamp_format=timestamp_format
+        if timestamp_format is not None
+        else section.get("timestamp_format", "auto"),
+    )
+
+
+def parse_date(text: str | None, flag: str) -> dt.date | None:
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{flag} must be a date YYYY-MM-DD, got '{text}'") from None
+
+
+def _day_list(text: str | None, path: Path | None, flag: str) -> tuple[dt.date, ...] | None:
+    """Dates from a comma list or a file (one YYYY-MM-DD per line, # comments, a UTF-8 BOM allowed); a list that
+    names an existing file is read as that file (an agency holiday list).
+
+    An empty list (``--dates ""``) or an empty item (``2021-11-15,,2021-11-16``) is refused, never read as "no day
+    set" or skipped: a missing date would silently change D.
+    """
+    if text is not None and path is not None:
+        raise InputError(f"give {flag} or {flag}-file, not both (one would be dropped)")
+    if text is not None and Path(text).is_file():
+        path, text = Path(text), None
+    items: list[str] = []
+    if text is not None:
+        items = [t.strip() for t in text.split(",")]
+        if not text.strip() or "" in items:
+            raise InputError(
+                f"{flag} {text!r} holds an empty date: give comma-separated YYYY-MM-DD days, e.g. "
+                "2021-11-15,2021-11-16"
+            )
+    if path is not None:
+        if not path.is_file():
+            raise InputError(f"{flag}-file not found: {path}")
+        try:
+            content = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not part of a date
+        except UnicodeDecodeError:
+            raise InputError(f"{path} is not UTF-8 text: give one YYYY-MM-DD date per line") from None
+        for line in content.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                items += [t.strip() for t in line.split(",") if t.strip()]
+        if not items:
+            raise InputError(f"{path} holds no date")
+    if not items:
+        return None
+    return tuple(sorted({parse_date(t, flag) for t in items}))  # type: ignore[misc]
+
+
+def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
+    import math
+
+    from urbandp.fleet.config import parse_bbox
+
+    if text is None:
+        return None
+    try:
+        a, b, c, d = parse_bbox(text)
+    except ValueError as err:
+        raise InputError(f"--domain-bbox {err}") from None
+    if not all(math.isfinite(x) for x in (a, b, c, d)):
+        raise InputError(f"--domain-bbox must hold four finite numbers, got '{text}'")
+    if not (a < c and b < d):
+        raise InputError("--domain-bbox needs min_lat < max_lat and min_lon < max_lon")
+    return a, b, c, d
+
+
+def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
+    """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan."""
+    from urbandp.fleet.config import build_config
+    from urbandp.grid.slots import parse_hours
+
+    toml = read_toml(a["config"])
+    k: int | str | None = a["max_hats_per_vehicle_day"]
+    if k is not None and k != "observed":
+        try:
+            k = int(k)
+        except ValueError:
+            raise InputError("--max-hats-per-vehicle-day must be a whole number or 'observed'") from None
+    names = [
+        "resolution",
+        "slot_minutes",
+        "speed_max",
+        "speed_limit",
+        "noise_scale",
+        "epsilon_per_day",
+        "budget_per_day",
+        "selection",
+        "selection_epsilon",
+        "delta",
+        "min_vehicles_per_day",
+        "neighbouring",
+        "mechanism",
+        "speed_share",
+        "speed_estimator",
+        "precision",
+        "clip_bound",
+        "clip_quantile",
+        "clip_share",
+        "coarsen",
+        "coarsen_share",
+        "coarsen_rule",
+        "queries",
+        "selection_fraction",
+    ]
+    overrides: dict[str, object] = {name: a[name] for name in names}
+    overrides.update(
+        {
+            "hours": parse_hours(a["hours"])
+            if a["hours"] is not None
+            else None,  # "" refused, not "not given"
+            "start": parse_date(a["start"], "--start"),
+            "end": parse_date(a["end"], "--end"),
+            "dates": _day_list(a.get("dates"), a.get("dates_file"), "--dates"),
+            "weekdays": a.get("weekdays"),
+            "holidays": _day_list(a.get("holidays"), None, "--holidays"),
+            "domain_bbox": _bbox(a["domain_bbox"]),
+            "max_hats_per_vehicle_day": k,
+        }
+    )
+    cfg = build_config(toml, overrides)
+    options = validation_options(
+        toml,
+        a["speed_unit"],
+        a["speed_unit_since"],
+        a["timezone"],
+        a["speed_reject_above"],
+        a.get("timestamp_format"),
+    )
+    return cfg, options, parse_columns(a["column"], toml)
+
+
+def _text_list(value: object) -> str | None:
+    """A list of dates (or texts) as the comma-separated text the CLI takes."""
+    if value is None or isinstance(value, str):
+        return value
+    return ",".join(v.isoformat() if isinstance(v, dt.date) else str(v) for v in value)  # type: ignore[attr-defined]
+
+
+def python_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The API's Python values as the command line's text (dates, tuples, lists, dicts), others unchanged."""
+    out = dict(values)
+    for name in ("start", "end"):
+        if isinstance(out.get(name), dt.date):
+            out[name] = out[name].isoformat()
+    for name in ("dates", "holidays"):
+        out[name] = _text_list(out.get(name))
+    bbox = out.get("domain_bbox")
+    if bbox is not None and not isinstance(bbox, str):
+        out["domain_bbox"] = ",".join(repr(float(v)) for v in bbox)
+    hours = out.get("hours")
+    if hours is not None and not isinstance(hours, str):
+        start_hour, end_hour = hours
+        out["hours"] = f"{int(start_hour)}-{int(end_hour)}"
+    queries = out.get("queries")
+    if queries is not None and not isinstance(queries, str):
+        out["queries"] = ",".join(queries)
+    k = out.get("max_hats_per_vehicle_day")
+    if isinstance(k, int) and not isinstance(k, bool):
+        out["max_hats_per_vehicle_day"] = str(k)
+    columns = out.pop("columns", None)
+    out["column"] = [f"{name}={source}" for name, source in columns.items()] if columns else None
+    since = out.get("speed_unit_since")
+    if isinstance(since, Mapping):
+        out["speed_unit_since"] = [
+            f"{d.isoformat() if isinstance(d, dt.date) else d}={unit}" for d, unit in since.items()
+        ]
+    return out
