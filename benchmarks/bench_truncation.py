@@ -34,8 +34,8 @@ sys.path.insert(0, str(HERE))
 from bench_peers import AUSTIN_BBOX, DELTA, RESOLUTION, SURAT_BBOX, K, U, datasets, ensure_data  # noqa: E402
 from results_file import write_results  # noqa: E402
 from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
+from urbandp.fleet.hat_release import release_hats  # noqa: E402
 from urbandp.fleet.measure import truncate_vehicle_days, truncation_key  # noqa: E402
-from urbandp.fleet.release import release_hats  # noqa: E402
 from urbandp.fleet.selection import domain_cells  # noqa: E402
 from urbandp.privacy.noise import ExactNoiseForTesting  # noqa: E402
 

@@ -45,9 +45,9 @@ import polars_h3 as plh3
 
 from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.levels import MergedSlotSpec, coarse_contributions, released_units
 from urbandp.fleet.pipeline import load_records
-from urbandp.fleet.release import release_hats
 from urbandp.grid.h3cells import cell_to_string
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import OpenDPNoise

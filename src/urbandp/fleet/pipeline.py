@@ -20,8 +20,8 @@ from urbandp.errors import InputError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.plan import plan_release, planned_window_delta
-from urbandp.fleet.release import release_hats
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, rho_for_epsilon

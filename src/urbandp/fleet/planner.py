@@ -1,7 +1,7 @@
 """Plan a fleet release before spending budget (issue 8, "Planner and guardrails").
 
 :func:`plan_from_public` reads public parameters only (the release config and D, the public window's days) and
-predicts from the same calibration the release uses (:func:`urbandp.fleet.release.plan_release`,
+predicts from the same calibration the release uses (:func:`urbandp.fleet.hat_release.plan_release`,
 :func:`urbandp.fleet.selection.calibrate_selection`, OpenDP's maps):
 
 * the noise of every released column: the sd of the noisy sum, of the noisy count, of Query 2, and of the mean at

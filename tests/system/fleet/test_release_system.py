@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from urbandp.cli import app
 from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.pipeline import load_records, release_fleet
-from urbandp.fleet.release import release_hats
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.synth.fleet import generate_fleet, write_fleet
 

@@ -139,8 +139,8 @@ def test_release_code_cannot_reach_the_simulation() -> None:
     code = (
         "import importlib.util, sys\n"
         "import urbandp.estimators, urbandp.estimators.hat\n"
-        "if importlib.util.find_spec('urbandp.fleet.release') is not None:\n"
-        "    import urbandp.fleet.release\n"
+        "if importlib.util.find_spec('urbandp.fleet.hat_release') is not None:\n"
+        "    import urbandp.fleet.hat_release\n"
         "bad = [m for m in sys.modules if m.startswith('urbandp.experiments')]\n"
         "print(bad)\n"
         "sys.exit(1 if bad else 0)\n"

@@ -16,8 +16,8 @@ import pytest
 
 from urbandp.fleet.accounting import top_k_sum
 from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.measure import fieller_interval, fieller_z
-from urbandp.fleet.release import release_hats
 from urbandp.privacy.mechanisms import Gaussian, Laplace
 from urbandp.privacy.noise import ExactNoiseForTesting
 

@@ -19,10 +19,10 @@ from urbandp.estimators.bounds import (
     quantile_bound_scale,
 )
 from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.levels import MergedSlotSpec, coarse_contributions, covered_keys
 from urbandp.fleet.measure import CLIP_CANDIDATES, clip_statistic, truncate_vehicle_days
 from urbandp.fleet.plan import plan_release
-from urbandp.fleet.release import release_hats
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import (
     ExactNoiseForTesting,

@@ -13,8 +13,8 @@ import pytest
 from urbandp.errors import BudgetExceededError
 from urbandp.fleet.accounting import top_k_sum, window_delta
 from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.measure import truncate_vehicle_days
-from urbandp.fleet.release import release_hats
 from urbandp.fleet.selection import _threshold_measurement, smallest_threshold
 from urbandp.privacy.noise import ExactNoiseForTesting
 

@@ -14,9 +14,9 @@ import pytest
 import urbandp.privacy.dp_prelude as dp
 from urbandp.contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.measure import fieller_interval, truncate_vehicle_days
 from urbandp.fleet.plan import plan_release
-from urbandp.fleet.release import release_hats
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)

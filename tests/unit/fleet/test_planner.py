@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.planner import make_plan, pass_probability, predict_noise, sd_of_mean
-from urbandp.fleet.release import release_hats
 from urbandp.fleet.selection import domain_cells
 from urbandp.privacy.noise import OpenDPNoise
 

@@ -18,7 +18,7 @@ import pytest
 import urbandp.privacy.dp_prelude as dp
 from urbandp.contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.release import release_hats
+from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.selection import (
     _threshold_measurement,
     calibrate_selection,
