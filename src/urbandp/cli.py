@@ -1,6 +1,6 @@
 """The ``urbandp`` command line: one Typer app, one sub-command group per wing.
 
-Every command turns unusable input into one line on stderr and exit code 2 (:func:`urbandp.errors.cli_guard`).
+Every command turns unusable input into one line on stderr and exit code 2 (:func:`urbandp.cli_support.cli_guard`).
 Heavy imports happen inside commands so that ``urbandp --help`` stays fast, and a run of one command imports only
 its own wing's command module (:func:`build_app`): the whole CLI is what the JSON Lines benchmark times.
 """

@@ -14,7 +14,7 @@ Overwrite = Annotated[
         "else in it) is ever replaced; any other existing folder is refused.",
     ),
 ]
-"""``--overwrite``: read by :func:`urbandp.errors.cli_guard` into the run's output policy."""
+"""``--overwrite``: read by :func:`urbandp.cli_support.cli_guard` into the run's output policy."""
 
 Dataset = Annotated[
     str | None,

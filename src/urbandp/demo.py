@@ -73,7 +73,7 @@ def main(out_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    from urbandp.reports.outputs import output_policy
+    from urbandp.outputs import output_policy
 
     with output_policy(overwrite=True):  # the demo owns its folder: a second `make demo` replaces its outputs
         main(Path(sys.argv[1] if len(sys.argv) > 1 else "out/demo"))

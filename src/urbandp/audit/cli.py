@@ -11,15 +11,16 @@ from pathlib import Path
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.errors import InputError, cli_guard
-from urbandp.reports.outputs import check_output_file, check_report_dir
+from urbandp.cli_support import cli_guard
+from urbandp.errors import InputError
+from urbandp.outputs import check_output_file, check_report_dir
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
 def _emit(result: dict[str, object]) -> None:
     """One line of strict JSON on stdout: a non-finite number is written as null (with a ``*_reason`` key)."""
-    from urbandp.reports.outputs import dumps_strict
+    from urbandp.outputs import dumps_strict
 
     typer.echo(dumps_strict(result, indent=None))
 
@@ -256,7 +257,7 @@ def pairs(
     """
     from urbandp.audit.pairs import route_pairs
     from urbandp.audit.tables import read_published_table
-    from urbandp.reports.outputs import atomic_output_file
+    from urbandp.outputs import atomic_output_file
 
     if not 0 <= lag_minutes < 24 * 60:
         raise InputError(f"--lag-minutes must be between 0 and 1439, got {lag_minutes}")

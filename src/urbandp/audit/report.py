@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from urbandp.reports.outputs import add_to_report_manifest, check_report_dir, check_report_file, dumps_strict
+from urbandp.outputs import add_to_report_manifest, check_report_dir, check_report_file, dumps_strict
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.errors import cli_guard
+from urbandp.cli_support import cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
 
@@ -138,7 +138,7 @@ def _write_show(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from urbandp.reports.outputs import atomic_output_dir
+    from urbandp.outputs import atomic_output_dir
 
     with atomic_output_dir(out) as d:
         lines = ["day,epsilon,epsilon_left,rho,delta"] + [

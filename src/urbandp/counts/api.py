@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-import urbandp.counts
+import urbandp.counts.table_release as table_release
 from urbandp.counts.accounting import release_loss
 from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
 from urbandp.counts.domain import CountDomain
@@ -39,13 +39,13 @@ from urbandp.counts.table_release import CountReleaseConfig
 from urbandp.counts.window import per_card_window
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.frames import TableLike, input_paths
+from urbandp.outputs import atomic_output_dir, output_policy, owner_dir_for, write_json
 from urbandp.privacy.guards import meaningless_reasons
 from urbandp.privacy.ledger import PrivacyLedger
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.report import write_privacy_json
 from urbandp.privacy.session import Session as ReleaseCharge
 from urbandp.privacy.session import days_between
-from urbandp.reports.outputs import atomic_output_dir, output_policy, owner_dir_for, write_json
 from urbandp.results import Release
 from urbandp.session import Session
 
@@ -362,7 +362,7 @@ def _release_on_domain(
         n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
         with (progress or _no_progress)(n_noised) as advance:
             # through the package (its public name), looked up at call time: the one seam of the samplers
-            counts = urbandp.counts.release_counts(
+            counts = table_release.release_counts(
                 joint.sparse, dom, config, noise=charge.noise, ledger=_ledger(config), progress=advance
             )
         if not_dp:
@@ -429,7 +429,7 @@ def _owner_warnings(report: dict[str, object]) -> list[str]:
 
 def _write_folder(rel: CountsRelease, out: Path) -> dict[str, Path]:
     """The release folder (tables, privacy.json, domain.json) and ``owner_only/<name>/`` (quarantine, input
-    report), swapped in whole (:func:`urbandp.reports.outputs.atomic_output_dir`)."""
+    report), swapped in whole (:func:`urbandp.outputs.atomic_output_dir`)."""
     quarantine = rel.owner["quarantine"]
     q_name = "quarantine.parquet" if isinstance(quarantine, Path) else "quarantine.csv"
     outputs = {

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import typer
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
+from urbandp.cli_support import cli_guard
 from urbandp.counts import flags
 from urbandp.counts.synth_command import synth
-from urbandp.errors import cli_guard
 
 if TYPE_CHECKING:
     from urbandp.counts.api import CountsRelease
@@ -74,7 +74,7 @@ def release(
     from urbandp.counts.api import dry_run as cost
     from urbandp.counts.api import release_spec
     from urbandp.counts.spec import CountsReleaseSpec
-    from urbandp.reports.outputs import dumps_strict
+    from urbandp.outputs import dumps_strict
     from urbandp.results import OwnerWarning, ReleaseWarning
     from urbandp.session import Session
 
@@ -132,7 +132,7 @@ def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
 
 def _print_summary(rel: CountsRelease, out: Path) -> None:
     """The one-line JSON summary on stdout (and the release's warnings on stderr), once the charge is committed."""
-    from urbandp.reports.outputs import dumps_strict
+    from urbandp.outputs import dumps_strict
 
     privacy = rel.privacy.to_dict()
     for text in rel.warnings:

@@ -9,8 +9,8 @@ import polars as pl
 
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.table_release import CountRelease
+from urbandp.outputs import write_json
 from urbandp.privacy.report import write_privacy_json
-from urbandp.reports.outputs import write_json
 
 
 def _grid(names: list[str], cats: list[list[str]]) -> pl.DataFrame:

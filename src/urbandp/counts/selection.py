@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from urbandp.counts import partitions
+import urbandp.counts.partitions as partitions
 from urbandp.counts.accounting import laplace_plan
 from urbandp.counts.aggregate import EVENT_COLUMNS
 from urbandp.counts.partitions import calibrate_threshold, threshold_measurement

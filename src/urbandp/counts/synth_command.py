@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.errors import InputError, cli_guard
+from urbandp.cli_support import cli_guard
+from urbandp.errors import InputError
 
 
 @cli_guard
@@ -34,7 +35,7 @@ def synth(
 
     from urbandp.counts import CountDomain, PrivacyUnit
     from urbandp.counts.aggregate import joint_from_events
-    from urbandp.reports.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
+    from urbandp.outputs import atomic_output_dir, check_output_path, dumps_strict, write_json
     from urbandp.synth.taps import MAX_SYNTH_DAYS, MAX_SYNTH_EVENTS, generate_taps
 
     if days < 1 or trips_per_day < 0 or ferry_trips_per_day < 0:

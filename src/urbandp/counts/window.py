@@ -18,7 +18,7 @@ from urbandp.privacy.loss import Loss
 
 if TYPE_CHECKING:
     from urbandp.counts.accounting import NoisePlan
-    from urbandp.counts.table_release import CountReleaseConfig
+    from urbandp.counts.config import CountReleaseConfig
 
 
 def _card_epsilon_delta(plan: NoisePlan, l1: int, l2_squared: int, days: int) -> tuple[float, float]:

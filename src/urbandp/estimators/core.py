@@ -43,7 +43,8 @@ from urbandp.estimators.selection import (
     quantile_scale,
     quantile_scores,
 )
-from urbandp.privacy.noise import NoiseSource, laplace_epsilon, laplace_scale
+from urbandp.privacy.mechanisms import laplace_scale
+from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 
 NEIGHBOURING = "replace-one-unit-values (paper Def. II.1: units and their counts m_l fixed and public)"
 

@@ -78,7 +78,7 @@ def _reason() -> pl.Expr:
 
 def _write_quarantine(out: Path, bad: pl.DataFrame) -> Path:
     """``owner_only/<out stem>/quarantine.csv`` beside ``out``."""
-    from urbandp.reports.outputs import write_owner_table
+    from urbandp.outputs import write_owner_table
 
     return write_owner_table(out.with_suffix(""), "quarantine.csv", bad)
 

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.errors import InputError, cli_guard
+from urbandp.cli_support import cli_guard
+from urbandp.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -66,7 +67,7 @@ def mean(
     from rich.console import Console
 
     from urbandp.experiments.mean_experiment import parse_epsilons
-    from urbandp.reports.outputs import atomic_output_dir, check_output_path
+    from urbandp.outputs import atomic_output_dir, check_output_path
 
     console = Console()
     eps = parse_epsilons(epsilons)
@@ -101,7 +102,7 @@ def _mean_into(
     from urbandp.experiments.mean_experiment import load_hat, plot_mae, write_csv
     from urbandp.experiments.mean_simulation import all_algorithms, run_mae
     from urbandp.experiments.synthetic_mean import synthetic_dataset
-    from urbandp.reports.outputs import owner_dir_for
+    from urbandp.outputs import owner_dir_for
 
     if input_file is not None:
         hat = load_hat(input_file, vehicle_col, value_col, upper, d.owner_path("quarantine.csv"))
@@ -176,8 +177,8 @@ def busiest_hat(
     from rich.console import Console
 
     from urbandp.experiments.busiest_hat import extract_busiest_hat
+    from urbandp.outputs import check_output_file
     from urbandp.records.readers import check_readable
-    from urbandp.reports.outputs import check_output_file
 
     try:
         start, end = (int(h) for h in hours.split("-"))

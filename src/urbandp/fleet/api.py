@@ -41,8 +41,8 @@ from urbandp.fleet.pipeline import (
 from urbandp.fleet.report import FleetPrivacyReport
 from urbandp.fleet.spec import configure, python_values
 from urbandp.frames import TableLike, input_paths
+from urbandp.outputs import check_output_path, output_policy
 from urbandp.privacy.budget_store import checkpoint
-from urbandp.reports.outputs import check_output_path, output_policy
 from urbandp.results import Release
 from urbandp.session import Session
 

@@ -15,7 +15,8 @@ import typer
 from rich.console import Console
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
-from urbandp.errors import InputError, cli_guard
+from urbandp.cli_support import cli_guard
+from urbandp.errors import InputError
 from urbandp.fleet.config import MIN_PER_DAY_DEFAULT, HatReleaseConfig  # the spec: option defaults and help
 from urbandp.fleet.spec import (
     configure,
@@ -421,7 +422,7 @@ def explore(
     from urbandp.fleet.explore import explore as run_explore
     from urbandp.fleet.pipeline import load_records, top_reasons, write_owner_quarantine
     from urbandp.grid.slots import SlotSpec, parse_hours
-    from urbandp.reports.outputs import check_output_path
+    from urbandp.outputs import check_output_path
 
     check_output_path(out)
     check_min_vehicles_per_day(min_vehicles_per_day)
@@ -451,7 +452,7 @@ def explore(
                 f"records quarantined: {top_reasons(loaded.reasons)}, in {where}); widen --start/--end or --hours"
             )
         result = run_explore(clean, slots=slots, min_vehicles_per_day=min_vehicles_per_day)
-    from urbandp.reports.outputs import OWNER_README, atomic_output_dir, owner_dir_for
+    from urbandp.outputs import OWNER_README, atomic_output_dir, owner_dir_for
 
     # The whole exploration is data-owner material (true data): the directory says so in its README.txt. It is
     # written atomically like every output, so a rerun never leaves stale files.
@@ -492,10 +493,10 @@ def plan(**a: Any) -> None:
 
     from urbandp.fleet.pipeline import public_window, window_days
     from urbandp.fleet.planner import cfg_k, check_target_error, dp_histogram, make_plan, per_hat_counts
+    from urbandp.outputs import atomic_output_dir, dumps_strict, write_json
     from urbandp.privacy.loss import Loss
     from urbandp.privacy.session import Session
     from urbandp.records.readers import expand_inputs
-    from urbandp.reports.outputs import atomic_output_dir, dumps_strict, write_json
 
     cfg, options, columns = configure(a)
     check_target_error(a["target_error"])

@@ -25,7 +25,7 @@ from urbandp.privacy.noise import gaussian_rho, laplace_epsilon
 from urbandp.privacy.session import Session, days_between
 
 if TYPE_CHECKING:
-    from urbandp.fleet.pipeline import PlannedCharge
+    from urbandp.fleet.plan import PlannedCharge
 
 EXIT_USELESS = 3
 

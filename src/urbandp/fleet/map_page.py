@@ -289,8 +289,8 @@ def write_site(
     """
     import shutil
 
+    from urbandp.outputs import atomic_output_dir, write_json
     from urbandp.reports.map_png import write_slot_pngs
-    from urbandp.reports.outputs import atomic_output_dir, write_json
 
     speed, privacy, published = _read_release(release_dir)
     header = map_header(privacy)

@@ -21,7 +21,7 @@ from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
 from urbandp.fleet.hat_release import release_hats
-from urbandp.fleet.plan import plan_release, planned_window_delta
+from urbandp.fleet.plan import PlannedCharge, plan_release, planned_window_delta
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, rho_for_epsilon
@@ -48,27 +48,6 @@ from urbandp.records.validation import (
 )
 
 Step = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class PlannedCharge:
-    """What a release will spend per vehicle-day, fixed before any noise: public parameters and the window.
-
-    ``epsilon_per_day`` bounds privacy.json's ``cumulative_epsilon_per_day`` (the ledger refuses the release
-    otherwise): ``--epsilon-per-day``, or ``--budget-per-day`` if smaller or alone; None with only
-    ``--noise-scale`` (the cost then depends on the selected HATs). ``rho_per_day`` is the zCDP budget of a
-    Gaussian release (the rho whose conversion at ``conversion_delta`` is ``epsilon_per_day``), else None.
-    """
-
-    first_day: dt.date
-    last_day: dt.date
-    epsilon_per_day: float | None
-    rho_per_day: float | None
-    mechanism: str
-    conversion_delta: float | None
-    derived_window: bool
-    days: tuple[dt.date, ...] = ()  # the public days charged (every day of first..last unless a day set)
-    delta_per_window: float = 0.0  # what a vehicle on every public day pays (plan.planned_window_delta)
 
 
 def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:
@@ -276,7 +255,7 @@ class NoValidRecords(InputError):
 def write_owner_quarantine(out: Path, quarantine: pl.DataFrame) -> Path:
     """Write ``quarantine.csv`` alone to ``owner_only/<name>/`` beside ``out`` (a run that released nothing);
     an older release in ``out`` is left as it was."""
-    from urbandp.reports.outputs import check_output_path, write_owner_table
+    from urbandp.outputs import check_output_path, write_owner_table
 
     return write_owner_table(check_output_path(Path(out)), "quarantine.csv", quarantine)
 
@@ -630,7 +609,7 @@ def write_release(
 ) -> dict[str, Path]:
     """Write the release atomically: hat_speed.csv, hat_speeding.csv, privacy.json, map.html in ``out_dir`` (all
     publishable) and quarantine.csv (raw rejected rows) in ``owner_only/<name>/`` beside it (not DP)."""
-    from urbandp.reports.outputs import atomic_output_dir, owner_dir_for, write_json
+    from urbandp.outputs import atomic_output_dir, owner_dir_for, write_json
 
     out_dir = Path(out_dir)
     paths: dict[str, Path] = {}

@@ -17,6 +17,7 @@ ITMS report sections III D-F; the split is derived in :func:`count_sum_split`.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, replace
 
@@ -305,3 +306,24 @@ def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
             )
             delta += cal.window_cost[1]  # OpenDP's threshold map at distance D
     return min(1.0, delta)
+
+
+@dataclass(frozen=True)
+class PlannedCharge:
+    """What a release will spend per vehicle-day, fixed before any noise: public parameters and the window.
+
+    ``epsilon_per_day`` bounds privacy.json's ``cumulative_epsilon_per_day`` (the ledger refuses the release
+    otherwise): ``--epsilon-per-day``, or ``--budget-per-day`` if smaller or alone; None with only
+    ``--noise-scale`` (the cost then depends on the selected HATs). ``rho_per_day`` is the zCDP budget of a
+    Gaussian release (the rho whose conversion at ``conversion_delta`` is ``epsilon_per_day``), else None.
+    """
+
+    first_day: dt.date
+    last_day: dt.date
+    epsilon_per_day: float | None
+    rho_per_day: float | None
+    mechanism: str
+    conversion_delta: float | None
+    derived_window: bool
+    days: tuple[dt.date, ...] = ()  # the public days charged (every day of first..last unless a day set)
+    delta_per_window: float = 0.0  # what a vehicle on every public day pays (plan.planned_window_delta)

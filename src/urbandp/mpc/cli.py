@@ -9,8 +9,9 @@ import numpy as np
 import typer
 
 from urbandp.cli_options import BudgetStoreUrl, Overwrite
-from urbandp.errors import InputError, cli_guard
-from urbandp.reports.outputs import atomic_output_file, check_output_file, dumps_strict
+from urbandp.cli_support import cli_guard
+from urbandp.errors import InputError
+from urbandp.outputs import atomic_output_file, check_output_file, dumps_strict
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 

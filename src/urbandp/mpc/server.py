@@ -159,7 +159,7 @@ MPC_MECHANISM = "mpc-query-laplace"
 def declare_default_dataset(store_url: str | None, name: str) -> None:
     """Declare ``name`` (unit reading, epsilon 100 per day: the sanity limit) if the store does not hold it."""
     from urbandp.privacy.budget_store import DatasetCaps, open_store
-    from urbandp.privacy.loss import SANE_EPSILON
+    from urbandp.privacy.guards import SANE_EPSILON
 
     store = open_store(store_url)
     try:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from urbandp.privacy.noise import NoiseSource, laplace_epsilon, laplace_scale
+from urbandp.privacy.mechanisms import laplace_scale
+from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 from urbandp.sensing.queries import error2_range
 
 FUNCTIONS = ("average", "min", "max", "min-exact", "max-exact", "count", "range")

@@ -194,26 +194,3 @@ def optimal_homogeneous_epsilon(epsilon: float, k: int, delta: float) -> float:
         else:
             lo = mid
     return min(basic, hi)
-
-
-# The guards (sanity limits, delta limit) live in urbandp.privacy.guards; re-exported here for old importers.
-from urbandp.privacy.guards import (  # noqa: E402
-    ALLOW_FLAG,
-    MAX_DELTA,
-    SANE_EPSILON,
-    SANE_RHO,
-    check_delta,
-    meaningless_reasons,
-)
-
-__all__ = [
-    "ALLOW_FLAG",
-    "MAX_DELTA",
-    "SANE_EPSILON",
-    "SANE_RHO",
-    "Loss",
-    "check_delta",
-    "homogeneous_delta",
-    "meaningless_reasons",
-    "optimal_homogeneous_epsilon",
-]

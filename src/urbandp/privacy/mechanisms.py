@@ -190,3 +190,11 @@ def smallest_scale(cost: Callable[[float], float], target: float, guess: float) 
     if not (target > 0 and math.isfinite(target)) or not (guess > 0 and math.isfinite(guess)):
         raise ValueError(f"the target loss and the guess must be finite and > 0, got {target} and {guess}")
     return float(dp.binary_search(lambda s: cost(s) <= target, bounds=(guess / 2.0, guess * 2.0), T=float))
+
+
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
+    """Smallest Laplace scale ``b`` whose OpenDP privacy map gives at most ``epsilon`` at ``sensitivity``
+    (:func:`calibrate`, OpenDP's ``binary_search_param``)."""
+    if epsilon <= 0 or not np.isfinite(epsilon):
+        raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
+    return calibrate("laplace", float(sensitivity), float(epsilon)).scale

@@ -187,16 +187,6 @@ def laplace_epsilon(sensitivity: float, scale: float) -> float:
     return float(m.map(float(sensitivity)))
 
 
-def laplace_scale(sensitivity: float, epsilon: float) -> float:
-    """Smallest Laplace scale ``b`` whose OpenDP privacy map gives at most ``epsilon`` at ``sensitivity``
-    (:func:`urbandp.privacy.mechanisms.calibrate`, OpenDP's ``binary_search_param``)."""
-    if epsilon <= 0 or not np.isfinite(epsilon):
-        raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
-    from urbandp.privacy.mechanisms import calibrate
-
-    return calibrate("laplace", float(sensitivity), float(epsilon)).scale
-
-
 def gaussian_rho(sensitivity: float, scale: float) -> float:
     """rho (zero-concentrated DP) of the Gaussian mechanism at an L2 sensitivity, from OpenDP's privacy map.
 

@@ -8,7 +8,7 @@ Every release folder states what is DP in the same header, checked here before a
 * the header comes first, in a fixed order, so a reader finds the verdict at the top of every file;
 * ``software`` records the urbandp, OpenDP and Python versions that made the release (issue 32);
 * the text is strict JSON (RFC 8259): non-finite numbers become ``null``
-  (:func:`urbandp.reports.outputs.dumps_strict`).
+  (:func:`urbandp.outputs.dumps_strict`).
 
 A document that breaks these rules is a bug in urbandp, not the user's input: :class:`PrivacyDocumentError`
 (exit 70) is raised and nothing is written.
@@ -22,8 +22,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from urbandp.outputs import dumps_strict, write_json
 from urbandp.provenance import software_versions
-from urbandp.reports.outputs import dumps_strict, write_json
 
 FILE_NAME = "privacy.json"
 HEADER = ("differentially_private", "dp_label", "not_dp_reasons", "privacy_unit", "unit", "neighbouring")

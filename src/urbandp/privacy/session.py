@@ -14,7 +14,7 @@ Tumult Analytics' ``Session``; the code is ours. A command opens one :class:`Ses
 
 Rules the session enforces:
 
-* the output path is checked before anything is reserved (:func:`urbandp.reports.outputs.check_output_path`);
+* the output path is checked before anything is reserved (:func:`urbandp.outputs.check_output_path`);
 * the whole loss is reserved in the store (``--dataset``) and checked against the run's own cap
   (``--budget-epsilon``) before the first sampler runs; drawing from :attr:`Session.noise` before
   :meth:`Session.reserve` is a programming error and raises;
@@ -106,7 +106,7 @@ class Session:
         self._held: list[Callable[[], None]] = []
         self._source = noise if noise is not None else OpenDPNoise()
         if out is not None:
-            from urbandp.reports.outputs import check_output_path
+            from urbandp.outputs import check_output_path
 
             check_output_path(out)  # before anything is reserved: the folder may be replaced
 

@@ -92,7 +92,7 @@ def dp_map(
     Fig. 6 utility curve) is in ``rel.owner["files"]``, written to ``owner_only/<name>/`` by ``rel.write``.
     Without ``start``/``end`` (or with ``bbox_from_data_not_private``) the release is NOT DP and labelled so.
     """
-    from urbandp.reports.outputs import output_policy
+    from urbandp.outputs import output_policy
     from urbandp.sensing.dp_map_release import run_dp_map
     from urbandp.sensing.release import is_path, readings_csv
 
@@ -131,7 +131,7 @@ def pm_map(
     vehicle ids, else one reading; ``rel.privacy.per_vehicle`` states what a vehicle pays per window, day and
     release. ``rel.table`` is pm_cells.csv, ``rel.tables["pm_grid"]`` the smoothed map.
     """
-    from urbandp.reports.outputs import output_policy
+    from urbandp.outputs import output_policy
     from urbandp.sensing.pm_map_release import run_pm_map
     from urbandp.sensing.release import is_path, readings_csv
 
@@ -171,7 +171,7 @@ def query(
     mu, sigma2). ``out``: also write the answer JSON to this file.
     """
     from urbandp.frames import input_paths
-    from urbandp.reports.outputs import output_policy
+    from urbandp.outputs import output_policy
     from urbandp.sensing.query_release import run_sensing_query
 
     given = {**locals(), "cells": None if cells is None else Path(cells)}
@@ -189,7 +189,7 @@ def interpolate(
     """NOT A RELEASE: GP interpolation per window onto a square grid, the data owner's private input of
     :func:`query` (the paper's server side). Nothing here is differentially private; the folder ``out`` is for the
     owner only. Options as `urbandp sensing interpolate` (:class:`~urbandp.sensing.options.InterpolateOptions`)."""
-    from urbandp.reports.outputs import output_policy
+    from urbandp.outputs import output_policy
     from urbandp.sensing.interpolate_tool import run_interpolate
     from urbandp.sensing.options import InterpolateOptions
     from urbandp.sensing.release import is_path, readings_csv

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
-from urbandp.errors import InputError, cli_guard
+from urbandp.cli_support import cli_guard
+from urbandp.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -40,7 +41,7 @@ def synth(
     import os
     import uuid
 
-    from urbandp.reports.outputs import check_output_file
+    from urbandp.outputs import check_output_file
     from urbandp.sensing.synth import synth_readings
 
     if readings < 2 or vehicles < 1 or hours < 1:
@@ -306,6 +307,6 @@ def query(
     Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
     flags = dict(locals())
-    from urbandp.sensing.query_release import run_query_command
+    from urbandp.sensing.query_command import run_query_command
 
     run_query_command(**flags)

@@ -25,13 +25,13 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import InputDataError, InvalidParameterError
-from urbandp.reports.outputs import owner_dir_for
+from urbandp.outputs import owner_dir_for
 from urbandp.sensing.options import DpMapOptions, parse_window
 from urbandp.sensing.release import SensingRelease, owner_files, staged
 
 if TYPE_CHECKING:
+    from urbandp.outputs import OutputDirs
     from urbandp.privacy.session import Session as ReleaseCharge
-    from urbandp.reports.outputs import OutputDirs
     from urbandp.sensing.dp_map_mechanism import DpMapPlan, DpMapRelease
     from urbandp.sensing.grid import SquareGrid
     from urbandp.sensing.interpolation import WindowResult
@@ -215,8 +215,8 @@ def _measure(
 def run_dp_map(o: DpMapOptions, session: Session) -> DpMapResult:
     """Run the release (see the module docstring) in a charge of ``session``; returns the result (written to
     ``o.out`` inside the charge when given)."""
+    from urbandp.outputs import check_output_path
     from urbandp.privacy.loss import Loss
-    from urbandp.reports.outputs import check_output_path
     from urbandp.sensing.progress import WindowClock
 
     if o.out is not None:
@@ -313,7 +313,7 @@ def _owner_material(
     o: DpMapOptions, d: OutputDirs, rel: DpMapRelease, inputs: _Inputs, fitted: list[WindowResult]
 ) -> None:
     """Write the owner's files (NOT DP) into ``d.owner``: input report, leakage, true map, utility curve."""
-    from urbandp.reports.outputs import write_json
+    from urbandp.outputs import write_json
     from urbandp.sensing.dp_map_mechanism import rmse_vs_epsilon
     from urbandp.sensing.plots import rmse_cdf
 
@@ -331,7 +331,7 @@ def _owner_material(
 
 def _leakage(o: DpMapOptions, d: OutputDirs, rel: DpMapRelease, grid: SquareGrid) -> None:
     """leakage.csv, leakage_summary.json and the true-vs-DP plot of the busiest window (owner only)."""
-    from urbandp.reports.outputs import write_json
+    from urbandp.outputs import write_json
     from urbandp.sensing.plots import contour_panels
 
     leak_rows = [

@@ -79,7 +79,7 @@ def load(o: InterpolateOptions, folder: Path) -> tuple[Readings, LoadReport, Squ
 
 def run_interpolate(o: InterpolateOptions) -> Interpolation:
     """Fit and predict every window, write the folder ``o.out`` atomically (a failing run leaves no partial one)."""
-    from urbandp.reports.outputs import atomic_output_dir, write_json
+    from urbandp.outputs import atomic_output_dir, write_json
     from urbandp.sensing.gp import blas_threads_limit
     from urbandp.sensing.interpolation import interpolate_windows
 

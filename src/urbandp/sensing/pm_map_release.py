@@ -107,8 +107,8 @@ def _read(o: PmMapOptions, p: _Plan, quarantine: Path) -> tuple[Readings, LoadRe
 def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
     """Run the release in a charge of ``session``; returns the result (written to ``o.out`` inside the charge
     when given)."""
+    from urbandp.outputs import check_output_path, write_json
     from urbandp.privacy.session import days_between
-    from urbandp.reports.outputs import check_output_path, write_json
     from urbandp.sensing.pm_map_mechanism import cell_aggregates, measure_pm_map
 
     if o.out is not None:

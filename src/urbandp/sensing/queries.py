@@ -45,7 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
-from urbandp.privacy.noise import NoiseSource, laplace_epsilon, laplace_scale
+from urbandp.privacy.mechanisms import laplace_scale
+from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 
 QUERY_TYPES = ("average", "min", "max", "min-exact", "max-exact", "count", "range")
 

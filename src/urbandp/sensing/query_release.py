@@ -10,7 +10,6 @@ DP spend).
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,7 @@ class QueryAnswer(Release):
 
     def write(self, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
         """Write the answer as JSON to the file ``out`` (an existing file is replaced only with ``overwrite``)."""
-        from urbandp.reports.outputs import check_output_file, output_policy
+        from urbandp.outputs import check_output_file, output_policy
 
         with output_policy((), overwrite=overwrite):
             check_output_file(Path(out))
@@ -53,7 +52,7 @@ class QueryAnswer(Release):
 
     def write_file(self, out: Path) -> dict[str, Path]:
         """:meth:`write` under the running output policy."""
-        from urbandp.reports.outputs import atomic_output_file, write_json
+        from urbandp.outputs import atomic_output_file, write_json
 
         with atomic_output_file(out) as tmp:
             write_json(tmp, self.answer)
@@ -90,8 +89,8 @@ def _days(window: str) -> list[Any]:
 
 def run_sensing_query(grid: Path, o: QueryOptions, session: Session, out: Path | None = None) -> QueryAnswer:
     """Answer the query on ``grid`` in a charge of ``session`` (written to the file ``out`` when given)."""
+    from urbandp.outputs import check_output_file
     from urbandp.privacy.loss import Loss
-    from urbandp.reports.outputs import check_output_file
     from urbandp.sensing.queries import clamp_sigma2, privatize_error, read_grid_window, run_query
 
     if out is not None:
@@ -156,62 +155,3 @@ def _answer(
         printed=printed,
         result=res,
     )
-
-
-def print_answer(rel: QueryAnswer) -> None:
-    """What `sensing query` prints: the answer on stdout, a summary (or the refusal) on stderr."""
-    from urbandp.reports.outputs import dumps_strict
-
-    res = rel.result
-    print(dumps_strict(rel.printed, indent=None))
-    if not res.answered:
-        n = rel.answer["cells_selected"]
-        print(
-            f"refused: {n} cells selected < alpha = {rel.answer['alpha']} (nothing released)", file=sys.stderr
-        )
-    else:
-        print(
-            f"{rel.answer['query']} over {res.n_selected} cells: value {res.value:.4f} (not DP), "
-            f"DP squared error {res.noisy_error2:.4f} (epsilon {res.epsilon:.6g}, per reading)",
-            file=sys.stderr,
-        )
-
-
-def run_query_command(
-    grid_csv: Path,
-    rect: str,
-    query_type: str,
-    select: str | None,
-    cells: Path | None,
-    out: Path | None,
-    overwrite: bool,
-    allow_meaningless_epsilon: bool = False,
-    **options: Any,
-) -> None:
-    """`urbandp sensing query`: flags -> :func:`urbandp.sensing.query` -> the printed answer."""
-    import warnings
-
-    from urbandp.results import ReleaseWarning
-    from urbandp.sensing.api import query
-    from urbandp.sensing.options import parse_numbers
-    from urbandp.session import Session
-
-    box = parse_numbers(rect, 4, "--rect")
-    sel = parse_numbers(select, 4, "--select")
-    assert box is not None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ReleaseWarning)
-        rel = query(
-            grid_csv,
-            rect=(box[0], box[1], box[2], box[3]),
-            type=query_type,
-            select=None if sel is None else (sel[0], sel[1], sel[2], sel[3]),
-            cells=cells,
-            session=Session(allow_meaningless_epsilon=allow_meaningless_epsilon),
-            out=out,
-            overwrite=overwrite,
-            **options,
-        )
-    for line in rel.warnings:
-        print(f"note: {line}", file=sys.stderr)
-    print_answer(rel)

@@ -1,5 +1,5 @@
 """What the sensing releases return in Python (:class:`SensingRelease`) and how they are written: the same folder
-the command line writes, through :func:`urbandp.reports.outputs.atomic_output_dir` (a release folder with only DP
+the command line writes, through :func:`urbandp.outputs.atomic_output_dir` (a release folder with only DP
 tables and privacy.json, the owner's material in ``owner_only/<name>/`` beside it).
 
 The owner-only files are kept in memory (``owner["files"]``: name -> bytes) so that ``rel.write(out)`` after the
@@ -18,8 +18,8 @@ from typing import Any
 
 from urbandp.errors import InputDataError
 from urbandp.frames import TableLike, to_polars
+from urbandp.outputs import atomic_output_dir, output_policy, owner_dir_for
 from urbandp.privacy.report import PrivacyReport, write_privacy_json
-from urbandp.reports.outputs import atomic_output_dir, output_policy, owner_dir_for
 from urbandp.results import Release
 
 OwnerPaths = Callable[[Path | None], dict[str, str]]
@@ -105,8 +105,8 @@ def readings_csv(data: TableLike, parameter: str = "data") -> Iterator[Path]:
 
 
 def staged(owner: Path) -> Any:
-    """Staging folders for a release computed before it is written (:class:`urbandp.reports.outputs.OutputDirs`)."""
-    from urbandp.reports.outputs import OutputDirs
+    """Staging folders for a release computed before it is written (:class:`urbandp.outputs.OutputDirs`)."""
+    from urbandp.outputs import OutputDirs
 
     owner.parent.mkdir(parents=True, exist_ok=True)
     return OutputDirs(release=owner.parent / "release", owner=owner)

@@ -107,7 +107,7 @@ def estimate(
 ) -> pl.DataFrame:
     """De-biased shares with 95 % confidence intervals from randomized answers (report eq. 6): post-processing of
     a :func:`randomize` output, no budget. With ``out`` the table is also written as a CSV file."""
-    from urbandp.reports.outputs import atomic_output_file, check_output_file, output_policy
+    from urbandp.outputs import atomic_output_file, check_output_file, output_policy
 
     with input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
         if out is not None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.errors import InputError, cli_guard
+from urbandp.cli_support import cli_guard
+from urbandp.errors import InputError
 from urbandp.survey.cli_common import DATASET_HELP, STORE_HELP, SURVEY_DATE_HELP, app, run_release
 from urbandp.survey.release import IdColumn, KeepColumns
 
@@ -131,8 +132,8 @@ def escape(
     import polars as pl
 
     import urbandp.survey.escape as esc
+    from urbandp.outputs import atomic_output_dir, check_output_path
     from urbandp.privacy.report import write_privacy_json
-    from urbandp.reports.outputs import atomic_output_dir, check_output_path
     from urbandp.survey.io import command_line, float_column, read_table, require_columns
     from urbandp.survey.report import SurveyPrivacyReport
 

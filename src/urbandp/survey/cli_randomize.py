@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.errors import cli_guard
+from urbandp.cli_support import cli_guard
 from urbandp.survey.cli_common import (
     DATASET_HELP,
     SAMPLER_HELP,

@@ -41,15 +41,15 @@ class SurveyRelease(Release):
     def write(self, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
         """Write the release folder ``out`` (and ``owner_only/<name>/``), as the command line does; an existing
         folder is refused unless urbandp wrote it and ``overwrite`` is given."""
-        from urbandp.reports.outputs import output_policy
+        from urbandp.outputs import output_policy
 
         with output_policy(overwrite=overwrite):
             return self.write_folder(Path(out))
 
     def write_folder(self, out: Path) -> dict[str, Path]:
         """Write ``out`` atomically under the running output policy."""
+        from urbandp.outputs import atomic_output_dir, owner_dir_for, write_json
         from urbandp.privacy.report import write_privacy_json
-        from urbandp.reports.outputs import atomic_output_dir, owner_dir_for, write_json
 
         written: dict[str, Path] = {}
         with atomic_output_dir(out) as d:
@@ -85,7 +85,7 @@ def run_release(
 ) -> SurveyRelease:
     """Run ``body`` inside the charge of ``session`` in ``unit``; with ``out`` write the folder before the commit
     (its sha256 is recorded), then emit the warnings and return the release."""
-    from urbandp.reports.outputs import output_policy
+    from urbandp.outputs import output_policy
 
     target = None if out is None else Path(out)
     with input_paths(data) as paths:

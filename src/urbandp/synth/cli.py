@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.errors import InputError, cli_guard
+from urbandp.cli_support import cli_guard
+from urbandp.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -47,7 +48,7 @@ def fleet(
         first_day = dt.date.fromisoformat(start)
     except ValueError:
         raise InputError(f"--start must be a date like 2021-11-15, got {start!r}") from None
-    from urbandp.reports.outputs import check_output_file
+    from urbandp.outputs import check_output_file
 
     fleet_format(out)
     check_output_file(out)
@@ -101,7 +102,7 @@ def survey(
 
     Example: urbandp synth survey --households 2000 --out out/survey
     """
-    from urbandp.reports.outputs import atomic_output_dir
+    from urbandp.outputs import atomic_output_dir
     from urbandp.survey.synth import write_survey
 
     if not 1 <= households <= MAX_HOUSEHOLDS:

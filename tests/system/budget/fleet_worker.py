@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import urbandp.reports.outputs as outputs
+import urbandp.outputs as outputs
 from urbandp.privacy.budget_store import checkpoint
 
 _write_json = outputs.write_json

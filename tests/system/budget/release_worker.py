@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from urbandp.errors import BudgetExceededError, InputError
+from urbandp.outputs import atomic_output_dir
 from urbandp.privacy.budget_store import checkpoint
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.session import Session
-from urbandp.reports.outputs import atomic_output_dir
 
 
 def main() -> int:

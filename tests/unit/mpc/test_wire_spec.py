@@ -17,7 +17,8 @@ from urbandp.mpc import wire
 from urbandp.mpc.client import cells_on_route, parse_hostport, route_points
 from urbandp.mpc.server import ClientBudget, declare_default_dataset
 from urbandp.mpc.spec import FXP_FRACTION_BITS, SLACK_RELATIVE, SLACK_UNITS, QuerySpec, draw_noise
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon, laplace_scale
+from urbandp.privacy.mechanisms import laplace_scale
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
 
 
 def test_frames_roundtrip_and_share_layout() -> None:

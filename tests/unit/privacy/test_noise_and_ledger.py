@@ -10,7 +10,8 @@ from scipy import stats
 
 from urbandp.errors import BudgetExceededError
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon, laplace_scale
+from urbandp.privacy.mechanisms import laplace_scale
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
 from urbandp.privacy.rounding import round_to_precision
 
 

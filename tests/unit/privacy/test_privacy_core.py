@@ -11,13 +11,8 @@ import pytest
 
 from urbandp.errors import BudgetExceededError, InputError
 from urbandp.privacy.budget_store import STATUS_ABORTED, STATUS_COMMITTED, BudgetStore, DatasetCaps
-from urbandp.privacy.loss import (
-    Loss,
-    check_delta,
-    homogeneous_delta,
-    meaningless_reasons,
-    optimal_homogeneous_epsilon,
-)
+from urbandp.privacy.guards import check_delta, meaningless_reasons
+from urbandp.privacy.loss import Loss, homogeneous_delta, optimal_homogeneous_epsilon
 from urbandp.privacy.mechanisms import Gaussian, Laplace, calibrate
 from urbandp.privacy.noise import ExactNoiseForTesting, rho_for_epsilon, zcdp_epsilon
 from urbandp.privacy.session import NoiseBeforeReservation, Session

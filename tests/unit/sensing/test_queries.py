@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon, laplace_scale
+from urbandp.privacy.mechanisms import laplace_scale
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
 from urbandp.sensing.queries import (
     average,
     clamp_sigma2,

@@ -16,7 +16,7 @@ measures) goes to ``owner_only/<name>/`` beside the release directory ``<name>/`
 - ``--out .``, ``--out ""``, the working directory or any of its ancestors are refused.
 
 All these checks run before any work (and so before any privacy budget is reserved). The CLI fills in the
-run's input paths and ``--overwrite`` through :func:`output_policy` (set by :func:`urbandp.errors.cli_guard`), so
+run's input paths and ``--overwrite`` through :func:`output_policy` (set by :func:`urbandp.cli_support.cli_guard`), so
 no command can forget them.
 """
 
