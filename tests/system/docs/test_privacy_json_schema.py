@@ -99,3 +99,19 @@ def test_a_real_fleet_release_validates_against_its_published_schema(tmp_path: P
     broken = {k: v for k, v in document.items() if k != "hats_released"}
     with pytest.raises(AssertionError):
         _check_against(schema, broken)  # the check has teeth: a required figure missing fails it
+
+
+def test_the_architecture_page_names_only_modules_that_exist() -> None:
+    """docs/architecture.md stays true to the tree: every `package/module.py` it names is a file of src/urbandp
+    (or of the repository, for tests/ and docs/)."""
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"(?<![\w./<*])((?:[a-z_]+/)+[a-z_]+\.py)\b", text)) - {
+        "shared/tools/structure.py"
+    }
+    root = DOCS.parent
+    missing = {
+        n
+        for n in named
+        if not any((base / n).is_file() for base in (root, root / "src", root / "src" / "urbandp"))
+    }
+    assert len(named) > 20 and missing == set(), missing
