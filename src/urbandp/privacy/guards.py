@@ -14,7 +14,7 @@ guard                        refuses                                            
 :func:`refuse_not_dp`        a release labelled NOT DP that would be booked to a budget  ``Session.refuse_not_dp``
                              dataset as DP spend                                         and ``Session.reserve``
 output safety                an output folder that would replace input, the working      ``Session.__init__``
-                             directory, a foreign folder, or the owner-only folder       (``reports.outputs``)
+                             directory, a foreign folder, or the owner-only folder       (``urbandp.outputs``)
 ===========================  ==========================================================  =========================
 
 The limits are the same for every wing: there is one :data:`SANE_EPSILON` (docs/privacy-core.md, "What is
