@@ -100,7 +100,7 @@ def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> fl
     """``scale`` if given, else ``privacy.json``'s ``noise_scale`` (validated), else ``None``."""
     if scale is not None:
         _positive_finite(scale, "--scale")
-        return scale
+        return float(scale)
     value = privacy.get("noise_scale") if privacy else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _positive_finite(float(value), "privacy.json noise_scale")
@@ -170,7 +170,7 @@ class NoiseScaleResult(AuditResult):
 
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``noise-scale.md`` and ``noise-scale.png`` in ``directory`` (what ``--report`` writes)."""
-        from urbandp.audit.noise_scale import plot_differences
+        from urbandp.audit.noise_scale_attack import plot_differences
         from urbandp.audit.report import staged_files, write_report
 
         result = self.to_dict()
@@ -204,7 +204,7 @@ class ZeroSkippingResult(AuditResult):
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``zero-skipping.md``, ``zero-skipping.png`` and ``quarantine.csv`` in ``directory`` (``--report``)."""
         from urbandp.audit.report import staged_files, write_report
-        from urbandp.audit.zero_skipping import plot_detection
+        from urbandp.audit.zero_skipping_attack import plot_detection
 
         result = self.to_dict()
         with staged_files(Path(directory)) as stage:
@@ -242,7 +242,7 @@ class DifferencingResult(AuditResult):
 
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``differencing.md`` and ``differencing.png`` in ``directory`` (what ``--report`` writes)."""
-        from urbandp.audit.differencing import plot_cells
+        from urbandp.audit.differencing_attack import plot_cells
         from urbandp.audit.report import staged_files, write_report
 
         result = self.to_dict()
@@ -318,9 +318,10 @@ def noise_scale(
     urbandp releases). Maximum likelihood with a profile-likelihood interval at level ``1 - alpha``. Reads a
     published table only: no Session, no budget.
     """
-    from urbandp.audit.noise_scale import noise_scale_attack, pair_differences, read_pairs
+    from urbandp.audit.noise_scale_attack import noise_scale_attack, pair_differences, read_pairs
 
     _alpha(alpha)
+    alpha = float(alpha)
     with _outputs(_paths(pairs), overwrite):
         if report is not None:
             check_report_dir(Path(report))
@@ -364,13 +365,14 @@ def zero_skipping(
     ``method``: ``auto`` (``privacy``'s ``method``), ``data61-2016``, ``urbandp`` or ``unknown``; ``scale``: the
     noise scale p (default: ``privacy``'s ``noise_scale``). Reads a published table only: no Session, no budget.
     """
-    from urbandp.audit.zero_skipping import zero_skipping_attack
+    from urbandp.audit.zero_skipping_attack import zero_skipping_attack
 
     if method not in METHODS:
         raise InputError(f"--method must be auto, data61-2016, urbandp or unknown, got {method!r}")
     gs = _group_sizes(group_sizes)
     if not (math.isfinite(threshold) and threshold >= 0):
         raise InputError(f"--threshold must be a finite number >= 0, got {threshold}")
+    threshold = float(threshold)  # printed as the CLI prints it (18.0, not 18)
     with _outputs(_paths(table, privacy), overwrite):
         if report is not None:
             check_report_dir(Path(report))
@@ -424,10 +426,12 @@ def differencing(
     otherwise) is the joint cells' noise scale, ``marginal_scale`` the marginal's (default: ``scale``). Reads
     published tables only: no Session, no budget.
     """
-    from urbandp.audit.differencing import differencing_attack
+    from urbandp.audit.differencing_attack import differencing_attack
 
     _alpha(alpha)
     _positive_finite(marginal_scale, "--marginal-scale")
+    marginal_scale = None if marginal_scale is None else float(marginal_scale)
+    alpha = float(alpha)
     if max_cells < 0:
         raise InputError(f"--max-cells must be >= 0, got {max_cells}")
     with _outputs(_paths(joint, marginal, privacy), overwrite):
@@ -487,7 +491,7 @@ def pairs(
     CLI's ``--out``); else ``result.write(path)`` writes it later. Reads a published table only: no Session, no
     budget.
     """
-    from urbandp.audit.pairs import route_pairs
+    from urbandp.audit.route_pairs import route_pairs
 
     routes = [route] if isinstance(route, str) else list(route)
     if not 0 <= lag_minutes < 24 * 60:
