@@ -26,7 +26,7 @@ ALIASES = {"loc": "location", "date": "day", "time": "bin"}
 class PublishedTable:
     table: pl.DataFrame  # string key columns + Float64 ``count`` (null = suppressed)
     quarantine: pl.DataFrame  # line, raw, reason
-    path: Path
+    path: Path | None  # None: a table given in Python
 
     @property
     def keys(self) -> list[str]:
@@ -42,16 +42,7 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
             df = pl.read_parquet(path)
         except Exception as err:
             raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
-        df = df.rename({c: ALIASES[c] for c in df.columns if c in ALIASES and ALIASES[c] not in df.columns})
-        if value_column not in df.columns:
-            raise InputError(f"{path} has no '{value_column}' column")
-        keys = [c for c in df.columns if c != value_column and c != ""]
-        table = df.select(
-            [pl.col(k).cast(pl.String) for k in keys] + [pl.col(value_column).cast(pl.Float64).alias("count")]
-        )
-        return PublishedTable(
-            table, pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}), path
-        )
+        return published_table_from_frame(df, path, value_column=value_column)
     try:
         text = path.read_text(errors="replace")
     except OSError as err:
@@ -98,6 +89,32 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
         bad, schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}, orient="row"
     )
     return PublishedTable(table, quarantine, path)
+
+
+def published_table_from_frame(
+    df: pl.DataFrame, path: Path | None = None, *, value_column: str = "count"
+) -> PublishedTable:
+    """A typed table (read from Parquet, or handed over in Python) as a :class:`PublishedTable`.
+
+    Opal column names are mapped as for CSV; key columns become strings and the count Float64 (null = suppressed).
+    ``path`` only names the source in error messages (``None``: a table given in Python, named ``table``).
+    """
+    name = str(path) if path is not None else "table"
+    df = df.rename({c: ALIASES[c] for c in df.columns if c in ALIASES and ALIASES[c] not in df.columns})
+    if value_column not in df.columns:
+        raise InputError(f"{name} has no '{value_column}' column")
+    keys = [c for c in df.columns if c != value_column and c != ""]
+    try:
+        table = df.select(
+            [pl.col(k).cast(pl.String) for k in keys] + [pl.col(value_column).cast(pl.Float64).alias("count")]
+        )
+    except pl.exceptions.PolarsError as err:
+        raise InputError(
+            f"{name}: the '{value_column}' column is not numeric ({str(err).splitlines()[0]})"
+        ) from None
+    return PublishedTable(
+        table, pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}), path
+    )
 
 
 def _records(reader: Iterator[list[str]], path: Path) -> list[list[str]]:

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from urbandp.audit.differencing import differencing_attack
+from urbandp.audit.differencing_attack import differencing_attack
 from urbandp.audit.tables import read_published_table
 from urbandp.cli import app
 from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts

@@ -8,10 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from urbandp.audit.differencing import differencing_attack
+from urbandp.audit.differencing_attack import differencing_attack
 from urbandp.audit.laplace_math import LaplaceSum, theorem5_halfwidth
 from urbandp.audit.tables import read_published_table
-from urbandp.audit.zero_skipping import detection_probability, paper_detection_figure, zero_skipping_attack
+from urbandp.audit.zero_skipping_attack import (
+    detection_probability,
+    paper_detection_figure,
+    zero_skipping_attack,
+)
 
 
 def test_theorem1_numbers_from_the_report() -> None:

@@ -25,16 +25,21 @@ def read_pairs(path: Path) -> tuple[np.ndarray, int, np.ndarray | None]:
         df = pl.read_csv(path, infer_schema=False)
     except Exception as err:
         raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+    return pair_differences(df, f"pairs file {path}")
+
+
+def pair_differences(df: pl.DataFrame, source: str = "pairs") -> tuple[np.ndarray, int, np.ndarray | None]:
+    """:func:`read_pairs` on a frame already in memory; ``source`` names it in error messages."""
     for col in ("a", "b"):
         if col not in df.columns:
-            raise InputError(f"pairs file {path} needs columns a,b (has {', '.join(df.columns)})")
+            raise InputError(f"{source} needs columns a,b (has {', '.join(df.columns)})")
     df = df.with_columns(
         pl.col("a").cast(pl.Float64, strict=False), pl.col("b").cast(pl.Float64, strict=False)
     )
     # missing, non-numeric, NaN and +-inf values all count as dropped (a NaN/inf count is not a count)
     good = df.drop_nulls(["a", "b"]).filter(pl.col("a").is_finite() & pl.col("b").is_finite())
     if good.height < 2:
-        raise InputError(f"pairs file {path} needs at least two numeric pairs")
+        raise InputError(f"{source} needs at least two numeric pairs")
     groups = good["route"].to_numpy() if "route" in good.columns else None
     return (good["a"] - good["b"]).to_numpy(), df.height - good.height, groups
 
