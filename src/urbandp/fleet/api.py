@@ -31,6 +31,7 @@ from urbandp.errors import InputError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import release_warnings
+from urbandp.fleet.options import OPTION_NAMES
 from urbandp.fleet.pipeline import (
     LoadedRecords,
     NoValidRecords,
@@ -47,15 +48,6 @@ from urbandp.results import Release
 from urbandp.session import Session
 
 UNIT = "vehicle-day"
-OPTION_NAMES = (
-    "resolution", "slot_minutes", "hours", "start", "end", "dates", "dates_file", "weekdays", "holidays",
-    "speed_max", "speed_limit", "noise_scale", "epsilon_per_day", "budget_per_day", "selection", "domain_bbox",
-    "selection_epsilon", "delta", "min_vehicles_per_day", "max_hats_per_vehicle_day", "speed_share", "queries",
-    "selection_fraction", "neighbouring", "mechanism", "speed_estimator", "precision", "speed_unit",
-    "speed_unit_since", "timezone", "speed_reject_above", "timestamp_format", "clip_bound", "clip_quantile",
-    "clip_share", "coarsen", "coarsen_share", "coarsen_rule",
-)  # fmt: skip
-"""The release options, named as ``urbandp release``'s flags with underscores (``columns`` is ``--column``)."""
 
 
 class MapView:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import inspect
 import math
 import sys
 import warnings
@@ -17,7 +18,7 @@ from rich.console import Console
 from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
 from urbandp.cli_support import cli_guard
 from urbandp.errors import InputError
-from urbandp.fleet.config import MIN_PER_DAY_DEFAULT, HatReleaseConfig  # the spec: option defaults and help
+from urbandp.fleet.options import RELEASE_OPTIONS
 from urbandp.fleet.spec import (
     configure,
     parse_columns,
@@ -27,6 +28,10 @@ from urbandp.fleet.spec import (
 )
 
 _CONSOLE = Console(stderr=True)
+DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget (default: no store is charged)."
+BUDGET_STORE_HELP = (
+    "Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+)
 
 GTFS_HELP = (
     "GTFS feed (a folder or the gtfs.zip agencies ship): routes and stops drawn on the map (default: none)."
@@ -55,11 +60,6 @@ def _check_dataset(name: str | None) -> None:
         )
 
 
-def _spec_default(name: str) -> Any:
-    """The default of a release option, read from the spec (HatReleaseConfig), so help and behaviour agree."""
-    return HatReleaseConfig.model_fields[name].default
-
-
 def _quarantine_on_failure(out: Path, run: Any) -> Any:
     """Run ``run()``; when every record was quarantined, write quarantine.csv to owner_only/ and say where."""
     from urbandp.fleet.pipeline import NoValidRecords, write_owner_quarantine
@@ -71,172 +71,7 @@ def _quarantine_on_failure(out: Path, run: Any) -> Any:
         raise InputError(f"{err}; the rows and their reasons are in {path}") from None
 
 
-def release(
-    inputs: list[Path] = typer.Argument(
-        ..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."
-    ),
-    out: Path = typer.Option(..., "--out", help="Output directory."),
-    config: Path | None = typer.Option(
-        None,
-        "--config",
-        help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
-    ),
-    resolution: int | None = typer.Option(None, help="H3 resolution [default: 7]."),
-    slot_minutes: int | None = typer.Option(None, help="Time-slot length in minutes [default: 60]."),
-    hours: str | None = typer.Option(None, help="Daily hour window START-END [default: 9-21]."),
-    start: str | None = typer.Option(
-        None, help="First day YYYY-MM-DD (public window; default: first day in data)."
-    ),
-    end: str | None = typer.Option(
-        None, help="Last day YYYY-MM-DD (public window; default: last day in data)."
-    ),
-    dates: str | None = typer.Option(
-        None,
-        help="Public day set: comma-separated YYYY-MM-DD days to release; D is their number, the window spans "
-        "them (default: every day of --start..--end).",
-    ),
-    dates_file: Path | None = typer.Option(
-        None, help="Public day set from a file, one YYYY-MM-DD per line, # comments (default: none)."
-    ),
-    weekdays: str | None = typer.Option(
-        None,
-        help="Public day set: these weekdays within --start..--end, e.g. mon-fri or sat,sun (default: all).",
-    ),
-    holidays: str | None = typer.Option(
-        None,
-        help="Days left out of the public day set: comma-separated dates or a file of dates (default: none).",
-    ),
-    speed_max: float | None = typer.Option(
-        None, help="U: speeds clipped to [0, U] km/h for Query 1 [default: 65]."
-    ),
-    speed_limit: float | None = typer.Option(None, help="Query 2 threshold in km/h [default: 35]."),
-    noise_scale: float | None = typer.Option(
-        None, help="Laplace scale B for both queries (default: none; give this or --epsilon-per-day)."
-    ),
-    epsilon_per_day: float | None = typer.Option(
-        None,
-        help="Cumulative epsilon per vehicle-day; the noise is calibrated from it (default: none; give this or --noise-scale).",
-    ),
-    budget_per_day: float | None = typer.Option(
-        None, help="Refuse the release if epsilon per day would exceed this (default: no cap)."
-    ),
-    selection: str | None = typer.Option(
-        None, help="HAT selection: dp (default) or public-threshold (not DP)."
-    ),
-    domain_bbox: str | None = typer.Option(
-        None,
-        help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection (default: no extent; approximate-DP selection).",
-    ),
-    selection_epsilon: float | None = typer.Option(
-        None, help="Epsilon per day for DP selection when B is given (default: 1.0)."
-    ),
-    delta: float | None = typer.Option(
-        None, help=f"Target delta per vehicle-day of DP selection (default: {_spec_default('delta'):g})."
-    ),
-    min_vehicles_per_day: float | None = typer.Option(
-        None,
-        help="Floor of the selection threshold: vehicles per day per HAT, 0 allowed; the DP threshold may be "
-        f"higher (default: {MIN_PER_DAY_DEFAULT['dp']:g} for DP selection, {MIN_PER_DAY_DEFAULT['public-threshold']:g} for "
-        "public-threshold).",
-    ),
-    max_hats_per_vehicle_day: str | None = typer.Option(
-        None,
-        help="K, public bound enforced by truncation, or 'observed' as in the report, not DP (default: 96).",
-    ),
-    speed_share: float | None = typer.Option(
-        None,
-        help="With --queries speed,speeding: share of the two queries' budget for Query 1 (default: the report's "
-        "shared B under presence-public; under add-remove speeding gets a third of the budget).",
-    ),
-    queries: str | None = typer.Option(
-        None,
-        help="What to release: speed, or speed,speeding to add Query 2 (vehicles over --speed-limit per day) "
-        "(default: speed).",
-    ),
-    selection_fraction: float | None = typer.Option(
-        None,
-        help="Share of the budget for DP selection under presence-public or a user-level estimator (default: "
-        f"{_spec_default('selection_fraction'):g}; under add-remove the split is computed).",
-    ),
-    neighbouring: str | None = typer.Option(
-        None,
-        help="add-remove (default; presence protected) or presence-public (the report's replace-one: DP for speeds, presence public).",
-    ),
-    mechanism: str | None = typer.Option(
-        None,
-        help="Noise: gaussian (zCDP, default with --epsilon-per-day) or laplace (pure DP; default with --noise-scale).",
-    ),
-    speed_estimator: str | None = typer.Option(
-        None,
-        help="Query 1 estimator: report (default), baseline, array-averaging, levy, quantile, clipped-mean.",
-    ),
-    precision: int | None = typer.Option(None, help="Decimal places of released values (default: 2)."),
-    speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
-    speed_unit_since: list[str] | None = typer.Option(
-        None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
-    ),
-    timezone: str | None = typer.Option(
-        None, help="Convert timestamps to this zone (default: wall-clock time as written)."
-    ),
-    speed_reject_above: float | None = typer.Option(
-        None, help="Quarantine speeds above this many km/h (default: 150)."
-    ),
-    timestamp_format: str | None = typer.Option(None, help=TIMESTAMP_FORMAT_HELP),
-    column: list[str] | None = typer.Option(
-        None,
-        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: the ITMS names).",
-    ),
-    no_map: bool = typer.Option(False, "--no-map", help="Skip map.html."),
-    gtfs: Path | None = typer.Option(None, "--gtfs", help=GTFS_HELP),
-    tiles: str | None = typer.Option(None, "--tiles", help=TILES_HELP),
-    context: list[Path] | None = typer.Option(None, "--context", help=CONTEXT_HELP),
-    strict: bool = typer.Option(
-        False,
-        "--strict",
-        help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
-    ),
-    dataset: str | None = typer.Option(
-        None,
-        help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
-    ),
-    budget_store: str | None = typer.Option(
-        None,
-        help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
-    ),
-    clip_bound: str | None = typer.Option(
-        None,
-        help="Clip bound of HAT mean speeds: public (--speed-max U) or dp-quantile (a DP quantile U' <= U) (default: public).",
-    ),
-    clip_quantile: float | None = typer.Option(
-        None, help="Quantile of the vehicle-days' largest HAT mean speed for dp-quantile (default: 0.9)."
-    ),
-    clip_share: float | None = typer.Option(
-        None, help="Share of the budget for the dp-quantile bound (default: 0.05)."
-    ),
-    coarsen: str | None = typer.Option(
-        None,
-        help="Where the finest HAT does not pass, release a coarser one: none, parent1, parent2, slot2, auto (default: none).",
-    ),
-    coarsen_share: float | None = typer.Option(
-        None, help="Share of the budget for the coarser level(s) (default: 0.3)."
-    ),
-    coarsen_rule: str | None = typer.Option(
-        None,
-        help="fill (a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released) (default: fill).",
-    ),
-    engine: str = typer.Option(
-        "polars",
-        "--engine",
-        help="Record-level stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
-    ),
-    spark_master: str | None = typer.Option(
-        None,
-        "--spark-master",
-        help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
-    ),
-    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
-    overwrite: Overwrite = False,
-) -> None:
+def release(**a: Any) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
     Example: urbandp release fleet.parquet --out out/release --epsilon-per-day 10
@@ -245,25 +80,29 @@ def release(
     from urbandp.fleet.guardrails import EXIT_USELESS
     from urbandp.session import Session
 
-    _check_dataset(dataset)
-    if (gtfs is not None or context or tiles is not None) and no_map:
+    _check_dataset(a["dataset"])
+    if (a["gtfs"] is not None or a["context"] or a["tiles"] is not None) and a["no_map"]:
         raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
-    map_inputs = _map_inputs(tiles, gtfs, context)  # checked before any record is read or noise drawn
-    given = {name: value for name, value in locals().items() if name in api.OPTION_NAMES}
-    budget = Session(budget_store, dataset, allow_meaningless_epsilon=allow_meaningless_epsilon)
+    map_inputs = _map_inputs(
+        a["tiles"], a["gtfs"], a["context"]
+    )  # checked before any record is read or noise drawn
+    given = {name: a[name] for name in api.OPTION_NAMES}
+    budget = Session(
+        a["budget_store"], a["dataset"], allow_meaningless_epsilon=a["allow_meaningless_epsilon"]
+    )
     with _progress() as step, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # printed below as one-line urbandp: warnings
         # the library's release path: the guards, the charge before noise, the folder, the commit (fleet/api.py)
         rel = api.release(
-            inputs,
-            config=config,
-            columns=dict(parse_columns(column, {})) if column else None,
-            engine=engine,
-            spark_master=spark_master,
+            a["inputs"],
+            config=a["config"],
+            columns=dict(parse_columns(a["column"], {})) if a["column"] else None,
+            engine=a["engine"],
+            spark_master=a["spark_master"],
             session=budget,
-            out=out,
-            overwrite=overwrite,
-            with_map=not no_map,
+            out=a["out"],
+            overwrite=a["overwrite"],
+            with_map=not a["no_map"],
             map_inputs=map_inputs,
             step=step,
             **given,
@@ -272,7 +111,7 @@ def release(
     for text in [*rel.owner_warnings, *rel.warnings]:
         _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
     _print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
-    if strict and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
+    if a["strict"] and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)
 
 
@@ -285,6 +124,87 @@ def _progress() -> Iterator[Callable[[str], None]]:
     with Progress(*columns, console=_CONSOLE, transient=True) as progress:
         task = progress.add_task("starting", total=None)
         yield lambda name: progress.update(task, description=name)
+
+
+def _release_signature() -> None:
+    """``release`` takes the inputs and ``--out``, every release option (declared once in
+    :mod:`urbandp.fleet.options`) and the run's own options (map, budget, engine, output)."""
+    run: dict[str, Any] = {
+        "no_map": (bool, typer.Option(False, "--no-map", help="Skip map.html.")),
+        "gtfs": (Path | None, typer.Option(None, "--gtfs", help=GTFS_HELP)),
+        "tiles": (str | None, typer.Option(None, "--tiles", help=TILES_HELP)),
+        "context": (list[Path] | None, typer.Option(None, "--context", help=CONTEXT_HELP)),
+        "strict": (
+            bool,
+            typer.Option(
+                False,
+                "--strict",
+                help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
+            ),
+        ),
+        "dataset": (str | None, typer.Option(None, "--dataset", help=DATASET_HELP)),
+        "budget_store": (str | None, typer.Option(None, "--budget-store", help=BUDGET_STORE_HELP)),
+        "engine": (
+            str,
+            typer.Option(
+                "polars",
+                "--engine",
+                help="Record-level stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
+            ),
+        ),
+        "spark_master": (
+            str | None,
+            typer.Option(
+                None,
+                "--spark-master",
+                help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
+            ),
+        ),
+    }
+    head = [
+        inspect.Parameter(
+            "inputs",
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=typer.Argument(..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."),
+            annotation=list[Path],
+        ),
+        inspect.Parameter(
+            "out",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(..., "--out", help="Output directory."),
+            annotation=Path,
+        ),
+        inspect.Parameter(
+            "config",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(
+                None,
+                "--config",
+                help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
+            ),
+            annotation=Path | None,
+        ),
+    ]
+    params = [
+        *head,
+        *(option.parameter() for option in RELEASE_OPTIONS),
+        *(
+            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t)
+            for n, (t, d) in run.items()
+        ),
+        inspect.Parameter(
+            "allow_meaningless_epsilon",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=False,
+            annotation=AllowMeaninglessEpsilon,
+        ),
+        inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Overwrite),
+    ]
+    release.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    release.__annotations__ = {p.name: p.annotation for p in params}
+
+
+_release_signature()
 
 
 def _map_inputs(tiles: str | None, gtfs: Path | None, context: list[Path] | None) -> dict[str, Any]:

@@ -186,6 +186,20 @@ class HatReleaseConfig(BaseModel):
                 raise ValueError(f"must look like START-END hours, got '{value}'") from None
         return value
 
+    @field_validator("slot_minutes")
+    @classmethod
+    def _slot_divides_a_day(cls, value: int) -> int:
+        if value <= 0 or 1440 % value:
+            raise ValueError(f"must divide a day (e.g. 15, 30, 60, 120 minutes), got {value}")
+        return value
+
+    @field_validator("hours")
+    @classmethod
+    def _hours_in_a_day(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if not (0 <= value[0] < value[1] <= 24):
+            raise ValueError(f"must satisfy 0 <= start < end <= 24, got {value[0]}-{value[1]}")
+        return value
+
     @field_validator("domain_bbox", mode="before")
     @classmethod
     def _bbox_text(cls, value: object) -> object:
@@ -419,4 +433,8 @@ def _one_line(err: ValidationError) -> str:
     if not where:
         return f"bad release config: {msg}"
     example = EXAMPLES.get(where)
-    return f"bad config value for {where}: {msg}" + (f" (example: {where} = {example})" if example else "")
+    flag = "--" + where.replace("_", "-")
+    # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration, issue 31)
+    return f"bad value for {where} ({flag}, or {where} in [release]): {msg}" + (
+        f" (example: {where} = {example})" if example else ""
+    )
