@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv bench clean wheel-smoke
+.PHONY: demo test venv bench clean wheel-smoke docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/run_all.py
+
+docs: $(STAMP)  ## the docs site in out/site: API reference from the docstrings, docs/tutorial.ipynb executed
+	$(PY) -m pip install --quiet -e '.[docs]'
+	$(VENV)/bin/mkdocs build --strict
 
 wheel-smoke:  ## the built wheel, installed with no extras in a fresh venv, runs the demo and README recipes
 	bash .ci/wheel_smoke.sh out/wheel-smoke

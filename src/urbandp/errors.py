@@ -5,7 +5,7 @@ class                                exit   meaning
 ===================================  =====  ============================================================
 :class:`InvalidParameterError`       2      an option is unusable (out of range, meaningless, contradictory)
 :class:`InputDataError`              2      an input is unusable (missing file or column, no valid row)
-:class:`InputError` (their parent)   2      either of the above: unusable input (DESIGN.md)
+:class:`InputError` (their parent)   2      either of the above: unusable input (docs/design.md)
 :class:`BudgetExceededError`         4      the release would pass a privacy cap (store or ``--budget-*``)
 internal error (any other exception) 70     a bug in urbandp: one line, ``URBANDP_DEBUG=1`` for the traceback
 ===================================  =====  ============================================================
@@ -52,7 +52,7 @@ class InputDataError(InputError):
 
 
 class BudgetExceededError(InputError):
-    """A release asked for more privacy budget than is left (DESIGN.md privacy rule 5); exit code 4."""
+    """A release asked for more privacy budget than is left (docs/design.md privacy rule 5); exit code 4."""
 
     exit_code = EXIT_BUDGET_EXCEEDED
 

@@ -1,4 +1,4 @@
-"""Output directories and files written atomically and safely, and strict JSON (DESIGN.md, "Outputs").
+"""Output directories and files written atomically and safely, and strict JSON (docs/design.md, "Outputs").
 
 Every command that writes a directory writes it into a temporary sibling first and renames it into place at the
 end, so that a failing run never leaves a partial directory and a successful one never leaves stale files from an
@@ -377,7 +377,7 @@ OWNER_README = (
 def owner_dir_for(out: Path) -> Path:
     """The final owner-only directory of release directory ``out``: ``<parent>/owner_only/<name>/``.
 
-    It sits *beside* the release (DESIGN.md, "Outputs"), so publishing the release folder as it is publishes
+    It sits *beside* the release (docs/design.md, "Outputs"), so publishing the release folder as it is publishes
     nothing that is not DP.
     """
     out = Path(out)

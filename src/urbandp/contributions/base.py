@@ -1,4 +1,4 @@
-"""The contributions interface (DESIGN.md: records -> grid -> contributions).
+"""The contributions interface (docs/design.md: records -> grid -> contributions).
 
 A backend turns validated records into one row per (cell, slot, day, vehicle) with
 

@@ -1,6 +1,6 @@
 """Read tap events (or pre-aggregated counts), quarantine bad rows, bound contributions, build the dense joint.
 
-DESIGN.md: the record-level stage is the only one that touches every row (Polars). Rows outside the public domain
+docs/design.md: the record-level stage is the only one that touches every row (Polars). Rows outside the public domain
 are quarantined with a reason, one per row (dropping them is a per-row rule, not a data-dependent choice).
 Card-day bounding (truncation to a card's first ``k`` taps of a day and at most ``m`` taps per cell) is a stable
 transformation, so the sensitivities in :mod:`urbandp.counts.units` hold.

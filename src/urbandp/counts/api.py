@@ -348,7 +348,7 @@ def _release_on_domain(
     out: Path | None,
     progress: ProgressHook | None,
 ) -> CountsRelease:
-    """The release over a public domain: every cell, zeros included, is noised in law (DESIGN.md rule 4)."""
+    """The release over a public domain: every cell, zeros included, is noised in law (docs/design.md rule 4)."""
     config = spec.config()
     dom = spec.load_domain()
     dom.check_fits(dense=config.resolved_sampling == "dense")

@@ -1,6 +1,6 @@
 """The public domain of a count table: days x taps x 15-minute bins x places (mode, location).
 
-DESIGN.md privacy rule 4: the domain is public (read from a file), so every cell -- zeros included -- is released
+docs/design.md privacy rule 4: the domain is public (read from a file), so every cell -- zeros included -- is released
 with noise. Culnane, Rubinstein and Teague (2017), section 3: skipping zeros is what made the Opal release fail
 epsilon-DP. The dense layout (C order, axes ``day, tap, bin, place``) lets a 10-million-cell joint table be noised
 and marginalised as numpy arrays.

@@ -1,6 +1,6 @@
 """Release a tap-count table: noisy joint over a public domain, marginals derived from it, optional top-k.
 
-Order of operations (DESIGN.md rules 3, 4, 6):
+Order of operations (docs/design.md rules 3, 4, 6):
 1. raw joint counts over the public domain (zeros included), contribution-bounded per privacy unit;
 2. OpenDP noise on every cell (discrete Laplace, or discrete Gaussian under zCDP -> (epsilon, delta));
 3. post-processing only: optional consistent non-negative projection, rounding, marginals (sums of the

@@ -169,7 +169,7 @@ def busiest_hat(
 ) -> None:
     """Extract the records of the busiest HAT (H3 cell x 1-hour slot, most records) from AVL files.
 
-    Example: urbandp experiment busiest-hat ../shared/data/austin-avl/2015-03-*.csv --out hat.csv
+    Example: urbandp experiment busiest-hat austin-avl/2015-03-*.csv --out hat.csv
     """
     import os
     import uuid

@@ -1,6 +1,6 @@
 """Vectorised Monte Carlo of the user-level mean estimators (utility only: NOT a release path).
 
-Noise here comes from numpy (DESIGN.md rule 1 allows it only in utility simulations); nothing in
+Noise here comes from numpy (docs/design.md rule 1 allows it only in utility simulations); nothing in
 :mod:`urbandp.estimators` or the release code imports this module (a test checks it in a subprocess).
 
 Faithfulness: the deterministic part of every estimator (clipping, ``m_UB``, grouping, array means, ``tau``

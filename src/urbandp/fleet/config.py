@@ -1,6 +1,6 @@
 """Typed configuration of a HAT release (ITMS report sections II-IV), loadable from TOML; CLI flags override.
 
-Neighbouring relations (DESIGN.md rule 2, made explicit here and in privacy.json):
+Neighbouring relations (docs/design.md rule 2, made explicit here and in privacy.json):
 
 ``replace-one`` (the ITMS report): two datasets are neighbours if one vehicle-day's *records* in a HAT differ; which
 vehicles are present in which HAT on which day is public, so N (vehicle-days per HAT) is public and Query 1's
@@ -322,7 +322,7 @@ class HatReleaseConfig(BaseModel):
 
     @property
     def differentially_private(self) -> bool:
-        """False when a data-dependent choice is left unpaid (DESIGN.md rule 3)."""
+        """False when a data-dependent choice is left unpaid (docs/design.md rule 3)."""
         if self.max_hats_per_vehicle_day == "observed":
             return False
         if self.selection == "public-threshold" and self.neighbouring == "add-remove":

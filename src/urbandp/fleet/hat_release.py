@@ -1,6 +1,6 @@
 """Differentially private release of average speed (Query 1) and speeding counts (Query 2) per HAT.
 
-ITMS report sections II D, III D-F and IV C-D, with the corrections DESIGN.md requires. The budget goes one way, each step in its own module:
+ITMS report sections II D, III D-F and IV C-D, with the corrections docs/design.md requires. The budget goes one way, each step in its own module:
 
 1. **plan** (:mod:`urbandp.fleet.plan`, :func:`plan_release`): public parameters only: mechanism, K, D, U, the budget per day and its split
    between selection and the queries (for Gaussian noise the budget is a rho, from OpenDP's zCDP -> (epsilon,

@@ -2,7 +2,7 @@
 of input/output shares over the control socket (length-prefixed plain bytes, :mod:`urbandp.mpc.wire`).
 
 SPU 0.9.5 has no ``spu.utils.distributed`` usable here, so we drive ``spu.libspu.link`` + ``spu.Runtime`` +
-``spu.Io`` directly (``../shared/notes/measured-options.md``). Rank 0 is the server, rank 1 the client.
+``spu.Io`` directly (measured while choosing the mpc engine, docs/mpc.md). Rank 0 is the server, rank 1 the client.
 """
 
 from __future__ import annotations

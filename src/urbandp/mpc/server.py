@@ -108,7 +108,7 @@ class ServerConfig:
 
 @dataclass
 class ClientBudget:
-    """Per-client privacy odometer kept in the budget store (DESIGN.md rule 5), so it survives restarts.
+    """Per-client privacy odometer kept in the budget store (docs/design.md rule 5), so it survives restarts.
 
     Every query is a release of the store's ``dataset`` (unit: reading) booked on the window's day with the
     client's name in its parameters; a client's spend is the sum of its booked queries, read back from the store,

@@ -1,4 +1,4 @@
-"""A privacy budget that lasts across releases, processes and people (DESIGN.md privacy rule 5).
+"""A privacy budget that lasts across releases, processes and people (docs/design.md privacy rule 5).
 
 The store records, per dataset and privacy unit, the declared caps and every release's charge per calendar
 day. A release reserves its charges in ONE transaction before any noise is drawn (refused with what was asked

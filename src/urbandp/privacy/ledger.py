@@ -1,6 +1,6 @@
 """A privacy ledger: every release charges it in declared units, and overspending is refused.
 
-DESIGN.md privacy rules 2 and 5 (Tumult Analytics' ``Session`` owns the budget; here the ledger does).
+docs/design.md privacy rules 2 and 5 (Tumult Analytics' ``Session`` owns the budget; here the ledger does).
 
 Two kinds of charges compose here:
 

@@ -1,6 +1,6 @@
 """Noise sources for releases.
 
-DESIGN.md privacy rule 1: every number that leaves the system is perturbed by a floating-point-safe sampler.
+docs/design.md privacy rule 1: every number that leaves the system is perturbed by a floating-point-safe sampler.
 :class:`OpenDPNoise` is the only source a release uses by default; it calls OpenDP's measurements
 (``make_laplace`` samples continuous Laplace through the discrete Laplace, so it is immune to the
 Mironov 2012 least-significant-bit attack on naive floating-point Laplace).

@@ -1,4 +1,4 @@
-"""Rounding of released values to a declared precision (DESIGN.md rule 6; Mironov 2012).
+"""Rounding of released values to a declared precision (docs/design.md rule 6; Mironov 2012).
 
 Rounding is post-processing of an already-private value, so it costs no privacy.
 """

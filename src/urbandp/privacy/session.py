@@ -1,6 +1,6 @@
 """The one owner of a release's privacy budget, in every wing: plan -> reserve -> measure -> commit.
 
-DESIGN.md privacy rules 2 and 5. The pattern is OpenDP's compositor (the loss is fixed before ``release()``) and
+docs/design.md privacy rules 2 and 5. The pattern is OpenDP's compositor (the loss is fixed before ``release()``) and
 Tumult Analytics' ``Session``; the code is ours. A command opens one :class:`Session` around its whole run::
 
     with Session(dataset, store_url, unit="vehicle-day", out=out, cap=Loss.pure(budget_epsilon)) as session:

@@ -1,6 +1,6 @@
 """Column mapping from an input's own names to urbandp's canonical record columns.
 
-Canonical columns (DESIGN.md: one name per concept): ``vehicle`` (the privacy unit's id), ``timestamp``,
+Canonical columns (docs/design.md: one name per concept): ``vehicle`` (the privacy unit's id), ``timestamp``,
 ``latitude``, ``longitude``, ``speed``. The IUDX ITMS shape (``license_plate``, ``observationDateTime``, nested
 ``location.coordinates = [longitude, latitude]``, ``speed``) is recognised as is; other shapes are mapped by a
 TOML config or CLI flags.

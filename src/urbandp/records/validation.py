@@ -1,6 +1,6 @@
 """Parse, convert and validate raw records; every rejected row goes to quarantine with a reason.
 
-Rules (issue 2, DESIGN.md "nothing vanishes"), applied in this order, first failure wins:
+Rules (issue 2, docs/design.md "nothing vanishes"), applied in this order, first failure wins:
 
 ``unparseable_record`` - a JSON Lines line that is not a JSON object (read by the tolerant reader);
 ``unparseable_timestamp`` - the timestamp is missing or cannot be read in the declared or detected layout (see

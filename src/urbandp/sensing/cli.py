@@ -107,7 +107,7 @@ def interpolate(
     The grid is the server's private input (NOT differentially private); see `dp-map` and `query` for releases.
     Parquet holds one row group per window, so `query` reads one window; `--grid-format csv` writes grid.csv.
 
-    Example: urbandp sensing interpolate ../shared/data/kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
+    Example: urbandp sensing interpolate kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
     """
     options = {k: v for k, v in locals().items() if k not in ("bbox", "overwrite")}
     from urbandp.sensing.interpolate_tool import run_interpolate
@@ -190,7 +190,7 @@ def dp_map(
     leakage.csv + leakage_summary.json, dp_sigma2.png (true map and reading locations), rmse_vs_epsilon.csv +
     .png (paper Fig. 6). Without --start/--end the window comes from the data and the release is NOT DP.
 
-    Example: urbandp sensing dp-map ../shared/data/kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
+    Example: urbandp sensing dp-map kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
     flags = dict(locals())
     from urbandp.sensing.dp_map_command import run
@@ -247,7 +247,7 @@ def pm_map(
     parallel, so the release costs --epsilon per unit, and privacy.json states what a vehicle pays per window,
     per day and over the release. docs/sensing.md measures its RMSE at the Kolkata static stations.
 
-    Example: urbandp sensing pm-map ../shared/data/kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
+    Example: urbandp sensing pm-map kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
     """
     flags = dict(locals())
     from urbandp.sensing.pm_map_command import run

@@ -1,5 +1,5 @@
 """The dp-map release (:func:`urbandp.sensing.dp_map`, `urbandp sensing dp-map`), in the order that keeps it
-honest (DESIGN.md, "Outputs", rule 5).
+honest (docs/design.md, "Outputs", rule 5).
 
 1. Validate every option (:class:`~urbandp.sensing.options.DpMapOptions`) and the output path.
 2. Read the readings (bad rows to a staging quarantine), restrict them to the public ``start``/``end`` window.

@@ -1,6 +1,6 @@
 """Gaussian-process regression for the fleet-sensing maps (paper sections II and V, eqs. (1)-(5)).
 
-Why a compact numpy/scipy engine instead of scikit-learn or GPy: /work/shared/notes/measured-options.md measured
+Why a compact numpy/scipy engine instead of scikit-learn or GPy: we measured (docs/sensing.md)
 4-7 s (scikit-learn) and 3.8-4.6 s (GPy) to fit 1,400 readings and 1.4-2.8 s to predict a 100x100 grid, and
 neither fits 20,000 readings on this machine. The targets (fit <= 3 s, predict <= 1 s, 20,000 end to end <= 60 s)
 need (a) one Cholesky per likelihood evaluation with the *analytic* gradient, (b) a cheap multi-start and

@@ -2,7 +2,7 @@
 
 Accepted column names (case-insensitive): latitude ``lat|latitude``, longitude ``lon|long|lng|longitude``,
 time ``time|timestamp|datetime|observationdatetime``, value ``value|pm|pm25|pm2_5`` (or ``value_column``).
-The Kolkata mobile files (``../shared/data/kolkata-pm25/Mobile_*.csv``: ``lat,long,time,pm``) use times like
+The Kolkata mobile files (IIT Delhi's KolkataDataset, ``Mobile_*.csv``: ``lat,long,time,pm``) use times like
 ``9/15/2023 5:00`` (month/day/year, no zero padding, no seconds) and coordinates rounded to 0.01 degree
 (about 1.1 km), so several readings share one location; they carry no vehicle id. A vehicle id column is read
 only when asked for (``vehicle_column``); :func:`csv_columns` tells whether a file has one.

@@ -2,7 +2,7 @@
 
 For tests, examples and the benchmark (the real Kolkata files have ~17 readings per hour). The field is a sum of
 Gaussian plumes that drifts slowly over the hours; readings add N(0, noise_sd^2) measurement noise. This is data
-generation, not a release, so numpy's generator is fine here (DESIGN.md privacy rule 1 concerns release noise).
+generation, not a release, so numpy's generator is fine here (docs/design.md privacy rule 1 concerns release noise).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every survey release function (:mod:`urbandp.survey.api`) runs inside one :class:`SurveyCharge`: ``budget_epsilon``
 is the run's cap and ``survey_date`` the day the store books (a survey has no per-day structure; the dataset's
-``--epsilon-total`` composes its releases). The epsilon is reserved before any draw (DESIGN.md privacy rule 5),
+``--epsilon-total`` composes its releases). The epsilon is reserved before any draw (docs/design.md privacy rule 5),
 every draw of a DP path goes through the charge (:meth:`SurveyCharge.bits`), and a NOT DP path is refused with a
 dataset (:meth:`SurveyCharge.refuse_not_dp`).
 """

@@ -13,7 +13,7 @@ with U an exact uniform 32-bit integer from :class:`urbandp.survey.sampling.Open
 randomized response as a source of fair bits). The angle grid (1.5e-9 rad, 1.5 micrometres at 1 km) does not
 depend on the true location, and the output is snapped to 1e-6 degrees afterwards. (An earlier version used
 atan2 of two OpenDP Gaussian draws, which is also exactly uniform in law but 3x slower.) Per-axis noise is OpenDP Laplace directly. Outputs are rounded to 1e-6
-degrees (about 0.1 m; DESIGN.md rule 6). Metres become degrees with the local equirectangular approximation
+degrees (about 0.1 m; docs/design.md rule 6). Metres become degrees with the local equirectangular approximation
 (111,320 m per degree of latitude), adequate at city scale.
 
 Privacy unit: the respondent's (household's) location; one point per respondent.

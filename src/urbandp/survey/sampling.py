@@ -1,4 +1,4 @@
-"""Exact, vectorised random draws for the survey wing (DESIGN.md privacy rule 1).
+"""Exact, vectorised random draws for the survey wing (docs/design.md privacy rule 1).
 
 Randomized response needs, per row, one Bernoulli draw (keep the truth or not) and, for replaced rows, one
 uniform integer. OpenDP's scalar ``make_randomized_response`` costs about 0.1 ms per call through Python on the

@@ -494,7 +494,7 @@ def test_toml_config_sets_release_input_and_columns(tmp_path: Path) -> None:
 
 
 def test_a_cli_release_never_loads_the_numpy_simulation(fleet_file: Path, tmp_path: Path) -> None:
-    """DESIGN.md rule 1: numpy noise lives in urbandp.experiments' simulation, which a release never imports."""
+    """docs/design.md rule 1: numpy noise lives in urbandp.experiments' simulation, which a release never imports."""
     code = (
         "import sys; from typer.testing import CliRunner; from urbandp.cli import app; "
         f"r = CliRunner().invoke(app, ['release', {str(fleet_file)!r}, '--out', {str(tmp_path / 'o')!r}, "

@@ -1,4 +1,4 @@
-"""Atomic output directories and strict JSON (DESIGN.md, "Outputs")."""
+"""Atomic output directories and strict JSON (docs/design.md, "Outputs")."""
 
 from __future__ import annotations
 
