@@ -4,6 +4,9 @@ docs/design.md privacy rule 4: the domain is public (read from a file), so every
 with noise. Culnane, Rubinstein and Teague (2017), section 3: skipping zeros is what made the Opal release fail
 epsilon-DP. The dense layout (C order, axes ``day, tap, bin, place``) lets a 10-million-cell joint table be noised
 and marginalised as numpy arrays.
+
+The domain file is validated by a pydantic model (:class:`DomainFile`); its errors become one
+:class:`~urbandp.errors.InputError` line each, naming the key and showing an example (:func:`_one_line`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from urbandp.errors import InputError
 
@@ -23,6 +29,69 @@ AXES = ("day", "tap", "bin", "place")
 MAX_DAYS = 36_600
 #: bytes per cell the dense path holds at once (raw int64, noise int64, released float64, mask, marginal temporaries)
 DENSE_BYTES_PER_CELL = 40
+
+
+KEYS = ("days", "taps", "bin_minutes", "places")
+RANGE_EXAMPLE = '{"start": "2016-08-08", "end": "2016-08-14"}'
+#: what each key must be, for the error line of a value that is not
+EXPECTED = {
+    "days": 'domain "days" must be a list of dates or {{"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}}, got {kind}',
+    "taps": 'domain "taps" must be a list of strings such as ["on", "off"], got {value!r}',
+    "bin_minutes": 'domain "bin_minutes" must be an integer number of minutes such as 15, got {value!r}',
+    "places": 'domain "places" must map each mode to a list of locations, e.g. {{"bus": ["2000"]}}',
+}
+
+
+def _days_of_range(days: dict[Any, Any]) -> list[str]:
+    """The days of ``{"start": ..., "end": ...}`` (inclusive, ISO dates), at most :data:`MAX_DAYS`."""
+    try:
+        start, end = dt.date.fromisoformat(days["start"]), dt.date.fromisoformat(days["end"])
+    except (KeyError, ValueError, TypeError) as err:
+        raise ValueError(f"domain days range is unusable ({err}); example: {RANGE_EXAMPLE}") from None
+    n_days = (end - start).days + 1
+    if n_days < 1:
+        raise ValueError(f"domain days range ends ({end}) before it starts ({start})")
+    if n_days > MAX_DAYS:
+        raise ValueError(f"domain days range has {n_days:,} days; at most {MAX_DAYS:,} are supported")
+    return [(start + dt.timedelta(d)).isoformat() for d in range(n_days)]
+
+
+class DomainFile(BaseModel):
+    """The domain JSON: ``{"days": [...], "taps": [...], "bin_minutes": 15, "places": {mode: [locations]}}``.
+
+    ``days`` may instead be ``{"start": "2016-08-08", "end": "2016-08-14"}`` (inclusive), expanded here;
+    ``taps`` defaults to ``["on", "off"]`` and ``bin_minutes`` to 15. Strict types: a number is not a date or a
+    tap, ``true`` and ``15.0`` are not minutes; a location is a string or an integer (a stop number).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    days: list[StrictStr]
+    taps: list[StrictStr] = ["on", "off"]
+    bin_minutes: StrictInt = 15
+    places: dict[StrictStr, list[StrictStr | StrictInt]]
+
+    @field_validator("days", mode="before")
+    @classmethod
+    def _expand_range(cls, value: object) -> object:
+        return _days_of_range(value) if isinstance(value, dict) else value
+
+
+def _one_line(err: ValidationError, obj: dict[Any, Any]) -> str:
+    """The first problem of a domain file, in the order a reader fixes them: missing keys, unknown keys, values."""
+    errors: list[ErrorDetails] = err.errors()
+    missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing"]
+    if missing:
+        return f"domain is missing '{missing[0]}'"
+    unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
+    if unknown:
+        return f"domain has unknown key(s) {', '.join(unknown)} (known: {', '.join(KEYS)})"
+    key = min((str(e["loc"][0]) for e in errors), key=KEYS.index)
+    first = next(e for e in errors if e["loc"][0] == key)
+    if key == "days" and isinstance(obj["days"], dict):
+        return str(first.get("ctx", {}).get("error", first["msg"]))
+    value = obj[key]
+    return EXPECTED[key].format(value=value, kind=type(value).__name__)
 
 
 def available_memory_bytes() -> int:
@@ -109,65 +178,18 @@ class CountDomain:
 
     @classmethod
     def from_json(cls, obj: object) -> CountDomain:
-        """Build from ``{"days": [...], "taps": [...], "bin_minutes": 15, "places": {mode: [locations]}}``.
-
-        ``days`` may instead be ``{"start": "2016-08-08", "end": "2016-08-14"}`` (inclusive).
-        """
+        """Build from the domain JSON (:class:`DomainFile`); any problem is one :class:`InputError` line."""
         if not isinstance(obj, dict):
             raise InputError("domain must be a JSON object")
-        for key in ("days", "places"):
-            if key not in obj:
-                raise InputError(f"domain is missing '{key}'")
-        unknown = sorted(set(obj) - {"days", "taps", "bin_minutes", "places"})
-        if unknown:
-            raise InputError(
-                f"domain has unknown key(s) {', '.join(unknown)} (known: days, taps, bin_minutes, places)"
-            )
-        days = obj["days"]
-        if isinstance(days, dict):
-            try:
-                start, end = dt.date.fromisoformat(days["start"]), dt.date.fromisoformat(days["end"])
-            except (KeyError, ValueError, TypeError) as err:
-                raise InputError(
-                    f'domain days range is unusable ({err}); example: {{"start": "2016-08-08", "end": "2016-08-14"}}'
-                ) from None
-            n_days = (end - start).days + 1
-            if n_days < 1:
-                raise InputError(f"domain days range ends ({end}) before it starts ({start})")
-            if n_days > MAX_DAYS:
-                raise InputError(f"domain days range has {n_days:,} days; at most {MAX_DAYS:,} are supported")
-            days = [(start + dt.timedelta(d)).isoformat() for d in range(n_days)]
-        if not isinstance(days, list) or not all(isinstance(d, str) for d in days):
-            raise InputError(
-                'domain "days" must be a list of dates or {"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}, '
-                f"got {type(days).__name__}"
-            )
-        taps = obj.get("taps", ["on", "off"])
-        if not isinstance(taps, list) or not all(isinstance(t, str) for t in taps):
-            raise InputError(f'domain "taps" must be a list of strings such as ["on", "off"], got {taps!r}')
-        bin_minutes = obj.get("bin_minutes", 15)
-        if isinstance(bin_minutes, bool) or not isinstance(bin_minutes, int):
-            raise InputError(
-                f'domain "bin_minutes" must be an integer number of minutes such as 15, got {bin_minutes!r}'
-            )
-        places = obj["places"]
-        if (
-            not isinstance(places, dict)
-            or not all(isinstance(v, list) for v in places.values())
-            or not all(
-                isinstance(loc, (str, int)) and not isinstance(loc, bool)
-                for v in places.values()
-                for loc in v
-            )
-        ):
-            raise InputError(
-                'domain "places" must map each mode to a list of locations, e.g. {"bus": ["2000"]}'
-            )
+        try:
+            model = DomainFile.model_validate(obj)
+        except ValidationError as err:
+            raise InputError(_one_line(err, obj)) from None
         return cls(
-            days=tuple(days),
-            taps=tuple(taps),
-            bin_minutes=bin_minutes,
-            places=tuple((str(m), str(loc)) for m, locs in places.items() for loc in locs),
+            days=tuple(model.days),
+            taps=tuple(model.taps),
+            bin_minutes=model.bin_minutes,
+            places=tuple((m, str(loc)) for m, locs in model.places.items() for loc in locs),
         )
 
     @classmethod

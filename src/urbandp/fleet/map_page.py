@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -21,7 +20,14 @@ import polars as pl
 
 from urbandp.errors import InputError
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.reports.map import DEFAULT_TILES, VIRIDIS, MapHeader, TileSource, write_hat_map
+from urbandp.reports.map import (
+    DEFAULT_TILES,
+    VIRIDIS,
+    MapHeader,
+    TileSource,
+    render_page,
+    write_hat_map,
+)
 
 TITLE = "Average bus speed per hexagon and hour"
 LEGEND = "mean speed (km/h)"
@@ -213,64 +219,37 @@ def speed_geojson(speed: pl.DataFrame) -> dict[str, object]:
 
 
 def methodology_html(p: Mapping[str, object], files: Sequence[str]) -> str:
-    """A plain-language page on how the numbers were protected, written from privacy.json."""
-    e = html.escape
-    header = map_header(p)
+    """A plain-language page on how the numbers were protected, written from privacy.json.
+
+    The page is the Jinja2 template ``reports/templates/methodology.html`` (autoescaped); here are only the
+    numbers it states, formatted.
+    """
     eps_day = _num(p, "cumulative_epsilon_per_day")
     sel = p.get("selection") if isinstance(p.get("selection"), dict) else {}
     assert isinstance(sel, dict)
-    factor = f"{math.exp(eps_day):.3g}" if eps_day is not None and eps_day < 700 else "more than 10^300"
-    parts = [
-        "<h1>How these numbers were protected</h1>",
-        f'<p class="{e(header.kind)}"><strong>{e(header.statement if header.kind != "dp" else "Differentially private: " + header.statement)}</strong></p>',
-        "<h2>What is published</h2>",
-        f"<p>The average speed of buses per hexagon (H3 resolution {e(str(p.get('resolution')))}) and time slot, "
-        f"over {e(str(p.get('days')))} public day(s), with a 95% interval for each value and the noisy number of "
-        "vehicle-days behind it. Hexagon-slots with too few vehicles are not published at all.</p>",
-        "<h2>Who is protected</h2>",
-        f"<p>The privacy unit is one <strong>{e(str(p.get('privacy_unit', 'vehicle-day')))}</strong>: everything one "
-        f"bus did on one day. {e(str(p.get('neighbouring_explanation', '')))}</p>",
-        "<h2>How strongly</h2>",
-        f"<p>Differential privacy with epsilon {e(_g(eps_day))} per day: whether or not one bus's day is in the data "
-        f"changes the probability of any published result by at most a factor of {e(factor)} (plus a chance of "
-        f"{e(_g(_num(p, 'delta_per_day'), 2))} that this bound fails). A bus present on every one of the "
-        f"{e(str(p.get('days')))} days is protected at epsilon {e(_g(_num(p, 'epsilon_per_window')))} over the "
-        f"whole window (delta {e(_g(_num(p, 'delta_per_window'), 2))}). Smaller is stronger; above about 10, the "
-        "protection of one vehicle is weak.</p>",
-        "<h2>How the noise was added</h2>",
-        f"<p>Each bus-day's contribution was bounded first: at most {e(str(p.get('max_hats_per_vehicle_day')))} "
-        f"hexagon-slots per day, speeds within 0 to {e(_g(_num(p, 'speed_max')))} km/h. Then random noise "
-        f"({e(str(p.get('mechanism')))}) was added to each hexagon-slot's count of vehicle-days and to its sum "
-        "of speeds, and the average is their ratio. The noise is calibrated by OpenDP to the bounds above.</p>",
-        f"<p>A hexagon-slot is published only when its noisy count reaches "
-        f"{e(str(sel.get('threshold_vehicle_days')))} vehicle-days ({e(str(sel.get('method')))} selection), so "
-        "an empty place does not appear by chance more than rarely.</p>",
-        "<h2>Reading the map</h2>",
-        "<ul><li>Colours run over the fixed range 0 to the speed bound, the same in every slot.</li>"
-        "<li>A hatched hexagon has a 95% interval too wide to colour: its value is mostly noise.</li>"
-        "<li>A dashed, uncoloured hexagon had its count released but its mean withheld (too few vehicle-days) or "
-        "clamped to 0 or the bound: not a confident value.</li>"
-        "<li>The intervals include the noise only, not the sampling variation of which buses ran.</li></ul>",
-    ]
-    warnings = _strings(p, "warnings")
-    if warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{e(w)}</li>" for w in warnings) + "</ul>")
-    if header.empty:
-        parts.append(f"<h2>Nothing was released</h2><p>{e(header.empty)}</p>")
-    parts.append(
-        "<h2>Files</h2><ul>"
-        + "".join(f'<li><a href="{e(f)}">{e(f)}</a></li>' for f in files)
-        + "</ul><p>privacy.json holds every parameter and the full accounting.</p>"
-    )
-    style = (
-        "body{font:15px/1.5 system-ui,sans-serif;max-width:820px;margin:24px auto;padding:0 16px;color:#1f2933}"
-        ".dp{background:#e6f4ee;padding:8px 12px;border-left:5px solid #0b6e4f}"
-        ".notdp{background:#c62828;color:#fff;padding:8px 12px}h2{font-size:18px;margin-top:24px}"
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Methodology</title>'
-        f"<style>{style}</style></head><body>{''.join(parts)}"
-        '<p><a href="index.html">Back to the map</a></p></body></html>\n'
+    values = {
+        "resolution": str(p.get("resolution")),
+        "days": str(p.get("days")),
+        "unit": str(p.get("privacy_unit", "vehicle-day")),
+        "neighbouring": str(p.get("neighbouring_explanation", "")),
+        "eps_day": _g(eps_day),
+        # the factor e^epsilon by which one bus-day can change any outcome's probability (Dwork et al. 2006, Def. 1)
+        "factor": f"{math.exp(eps_day):.3g}" if eps_day is not None and eps_day < 700 else "more than 10^300",
+        "delta_day": _g(_num(p, "delta_per_day"), 2),
+        "eps_window": _g(_num(p, "epsilon_per_window")),
+        "delta_window": _g(_num(p, "delta_per_window"), 2),
+        "max_hats": str(p.get("max_hats_per_vehicle_day")),
+        "speed_max": _g(_num(p, "speed_max")),
+        "mechanism": str(p.get("mechanism")),
+        "threshold": str(sel.get("threshold_vehicle_days")),
+        "method": str(sel.get("method")),
+    }
+    return render_page(
+        "methodology.html",
+        header=map_header(p),
+        v=values,
+        warnings=_strings(p, "warnings"),
+        files=list(files),
     )
 
 

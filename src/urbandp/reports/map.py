@@ -20,11 +20,16 @@ What an agency needs to read the map honestly:
   routes and stops (a folder or the ``gtfs.zip`` agencies ship, :func:`gtfs_overlay`) and any GeoJSON file
   (:func:`read_context`). The context stays visible in every state.
 
+The page is a Jinja2 template (``reports/templates/hat_map.html``) rendered with autoescape on
+(:func:`render_page`): every text that reaches it (titles, legends, slot labels, context and GTFS names, header
+statements) is escaped by Jinja, not by hand, and the data for the script goes in through Jinja's ``tojson``.
+
 The map only displays what it is given (post-processing of a release): it never reads true data.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import json
@@ -33,10 +38,12 @@ import re
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import import_module, resources
+from importlib import import_module
 from pathlib import Path
 
+import jinja2
 import polars as pl
+from markupsafe import Markup
 
 from urbandp.errors import InputError
 
@@ -122,8 +129,28 @@ class GtfsOverlay:
     source: str
 
 
-def _template() -> str:
-    return resources.files("urbandp.reports").joinpath("templates", TEMPLATE).read_text(encoding="utf-8")
+@functools.cache
+def page_environment() -> jinja2.Environment:
+    """The Jinja2 environment of every HTML page urbandp writes (templates in ``urbandp/reports/templates``).
+
+    Autoescape is on for ``.html`` templates, so a value is HTML-escaped unless it is :class:`~markupsafe.Markup`;
+    undefined names are errors. ``tojson`` writes strict JSON (no NaN or Infinity) with ``<``, ``>``, ``&`` and
+    ``'`` as ``\\u`` escapes (Jinja's ``htmlsafe_json_dumps``), so no text in the data can end the ``<script>``
+    element that holds it; only then is it marked safe.
+    """
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("urbandp.reports", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.policies["json.dumps_kwargs"] = {"separators": (",", ":"), "allow_nan": False, "ensure_ascii": False}
+    return env
+
+
+def render_page(template: str, **context: object) -> str:
+    """``template`` (a file name in ``urbandp/reports/templates``) rendered with ``context``, escaped."""
+    return page_environment().get_template(template).render(**context)
 
 
 def leaflet_assets() -> tuple[str, str, str]:
@@ -400,15 +427,9 @@ def _nice_length(value: float) -> float:
     return max(m * base for m in (1, 2, 5) if m * base <= value)
 
 
-def _json_for_script(payload: dict[str, object]) -> str:
-    """Strict JSON (no NaN/Infinity) that is safe inside a <script> element (no "</" sequence can close it)."""
-    text = json.dumps(payload, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
-
-
-def _inline_script(js: str) -> str:
-    """A library's JavaScript made safe inside an inline <script> element."""
-    return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+def _inline_script(js: str) -> Markup:
+    """A library's JavaScript made safe inside an inline <script> element (then not escaped as text)."""
+    return Markup(js.replace("</script", "<\\/script").replace("<!--", "<\\!--"))
 
 
 def _fmt(v: float) -> str:
@@ -430,28 +451,6 @@ def _unit(legend: str) -> str:
     """The unit written in parentheses at the end of a legend, e.g. "km/h" in "mean speed (km/h)"."""
     match = re.search(r"\(([^()]+)\)\s*$", legend)
     return f" {match.group(1)}" if match else ""
-
-
-def _header_html(header: MapHeader) -> dict[str, str]:
-    if header.kind == "notdp":
-        state = f"<strong>{html.escape(header.statement)}</strong>"
-    elif header.kind == "dp":
-        state = "<strong>Differentially private</strong>: " + html.escape(header.statement)
-    else:
-        state = html.escape(header.statement)
-    empty = (
-        f'<p class="state empty" id="empty-state"><strong>Nothing was released.</strong> {html.escape(header.empty)}</p>'
-        if header.empty
-        else ""
-    )
-    return {
-        "STATE": state,
-        "STATECLASS": {"dp": "dp", "notdp": "notdp"}.get(header.kind, "plain"),
-        "STATEKIND": ("empty-" if header.empty else "") + header.kind,
-        "EMPTY": empty,
-        "EMPTYBOX": html.escape(header.empty or "Nothing was released."),
-        "DETAILS": html.escape(header.details),
-    }
 
 
 def write_hat_map(
@@ -567,79 +566,34 @@ def write_hat_map(
         "tiles": None if tiles is None else {"url": tiles.url, "attribution": tiles.attribution},
     }
 
-    unit = _unit(legend)
-    ramp = ", ".join(
-        f"rgb({r},{g},{b}) {100 * k / (len(VIRIDIS) - 1):.1f}%" for k, (r, g, b) in enumerate(VIRIDIS)
-    )
-    tick_html = "".join(
-        f'<span style="left:{100 * (t - lo) / (hi - lo) if hi > lo else 0:.2f}%">{_fmt(t)}</span>'
-        for t in _ticks(lo, hi)
-    )
-    if speed_max:
-        scale_note = (
-            f"Colours run from 0 to U = {_fmt(hi)}{unit}, the release's bound on speeds, the same in every slot; "
-            "released values never leave this range."
-        )
-    else:
-        scale_note = (
-            f"Colours span the released values ({_fmt(lo)} to {_fmt(hi)}{unit}), the same in every slot."
-        )
-    keys = [
-        '<li><span class="swatch countonly"></span>count released, mean withheld: the noisy count was too small '
-        "for a mean, or the mean was clamped to 0 or U (not a confident value)</li>",
-        '<li><span class="swatch off"></span>released in another slot, not in this one</li>',
-    ]
-    if threshold is not None:
-        keys.insert(
-            0,
-            '<li><svg class="swatch" viewBox="0 0 14 14"><defs><pattern id="key-hatch" patternUnits="userSpaceOnUse"'
-            ' width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#eceff2"/>'
-            '<path d="M0,0V6" stroke="#8d97a3" stroke-width="2.4"/></pattern></defs><rect width="14" height="14" '
-            f'fill="url(#key-hatch)"/></svg>95% interval wider than {_fmt(threshold)}{unit}: too uncertain to '
-            "colour (hover for the value)</li>",
-        )
-    if domain_rings:
-        keys.append('<li><span class="swatch domain"></span>public domain: no value released</li>')
-    if overlay is not None and overlay.shapes:
-        keys.append('<li><span class="swatch route"></span>routes (GTFS shapes)</li>')
-    if overlay is not None and overlay.stops:
-        keys.append('<li><span class="swatch stop"></span>stops (GTFS stops)</li>')
-    for c in contexts:
-        keys.append(f'<li><span class="swatch context"></span>context: {html.escape(str(c["name"]))}</li>')
-    distinct = sorted(set(resolutions))
-    if len(distinct) > 1:
-        keys.append(
-            "<li>Larger hexagons: released at a coarser H3 resolution where data are sparse (resolutions "
-            + ", ".join(str(r) for r in distinct)
-            + ")</li>"
-        )
-    sources = f"Cells: H3 resolution {', '.join(str(r) for r in distinct)}." if distinct else ""
-    if overlay is not None:
-        sources += f" Routes and stops: GTFS feed {html.escape(overlay.source)} (public timetable data)."
-    sources += " Map: Leaflet." + (" Basemap: see the attribution on the map." if tiles else " No basemap.")
-    interval_note = (
-        "The 95% interval of a value comes from the known distribution of the noise added to it."
-        if has_ci
-        else ""
-    )
     css, js, version = leaflet_assets()
-    fills = {
-        "TITLE": html.escape(title),
-        "LEGEND": html.escape(legend),
-        "RAMP": ramp,
-        "TICKS": tick_html,
-        "SCALENOTE": html.escape(scale_note),
-        "KEYS": "\n      ".join(keys),
-        "INTERVALNOTE": html.escape(interval_note),
-        "SOURCES": sources,
-        "DATA": _json_for_script(payload),
-        "LEAFLETCSS": css.replace("</style", "<\\/style"),
-        "LEAFLETJS": _inline_script(js),
-        "LEAFLETVERSION": html.escape(version),
-        **_header_html(header),
-    }
-    # One pass, so that text filled in is never scanned for placeholders again.
-    page = re.sub(r"__([A-Z]+)__", lambda m: fills.get(m.group(1), m.group(0)), _template())
+    page = render_page(
+        TEMPLATE,
+        title=title,
+        legend=legend,
+        header=header,
+        ramp=", ".join(
+            f"rgb({r},{g},{b}) {100 * k / (len(VIRIDIS) - 1):.1f}%" for k, (r, g, b) in enumerate(VIRIDIS)
+        ),
+        ticks=[(f"{100 * (t - lo) / (hi - lo) if hi > lo else 0:.2f}", _fmt(t)) for t in _ticks(lo, hi)],
+        fixed_scale=bool(speed_max),
+        lo=_fmt(lo),
+        hi=_fmt(hi),
+        unit=_unit(legend),
+        threshold=None if threshold is None else _fmt(threshold),
+        has_domain=bool(domain_rings),
+        has_routes=overlay is not None and bool(overlay.shapes),
+        has_stops=overlay is not None and bool(overlay.stops),
+        context_names=[str(c["name"]) for c in contexts],
+        resolutions=sorted(set(resolutions)),
+        has_ci=has_ci,
+        gtfs_source=None if overlay is None else overlay.source,
+        has_tiles=tiles is not None,
+        data=payload,
+        leaflet_css=Markup(css.replace("</style", "<\\/style")),
+        leaflet_js=_inline_script(js),
+        leaflet_version=version,
+    )
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -74,3 +74,55 @@ def test_any_json_value_gives_a_domain_or_one_input_error(value: object, key: st
         assert "\n" not in str(err)
     else:
         assert d.n_cells >= 1
+
+
+VALID = {"days": ["2016-08-08"], "taps": ["on", "off"], "bin_minutes": 15, "places": {"bus": ["2000"]}}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"days": None, "places": None}, "domain is missing 'days'"),
+        ({"zz": 1, "aa": 2}, "domain has unknown key(s) aa, zz (known: days, taps, bin_minutes, places)"),
+        ({"days": 7, "taps": 1}, 'domain "days" must be a list of dates or {"start": "YYYY-MM-DD", '),
+        ({"days": ["2016-08-08", 1]}, "got list"),
+        ({"days": {"start": "2016-08-08"}}, "domain days range is unusable ('end'); example: {\"start\""),
+        ({"days": {"start": "2016-08-09", "end": "2016-08-08"}}, "ends (2016-08-08) before it starts"),
+        (
+            {"taps": ["on", None]},
+            'domain "taps" must be a list of strings such as ["on", "off"], got [\'on\', None]',
+        ),
+        (
+            {"bin_minutes": True},
+            'domain "bin_minutes" must be an integer number of minutes such as 15, got True',
+        ),
+        ({"bin_minutes": 15.0}, "got 15.0"),
+        (
+            {"places": {"bus": [True]}},
+            'domain "places" must map each mode to a list of locations, e.g. {"bus"',
+        ),
+        ({"places": {"bus": [1.5]}}, 'domain "places" must map'),
+    ],
+)
+def test_each_problem_is_named_in_one_line(change: dict[str, object], message: str) -> None:
+    """The messages of the isinstance checks the pydantic model replaced (issue 32), first problem first."""
+    obj = {k: v for k, v in {**VALID, **change}.items() if v is not None}
+    with pytest.raises(InputError) as err:
+        CountDomain.from_json(obj)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_domain_file_is_a_pydantic_model() -> None:
+    """DomainFile validates the file (strict types, unknown keys refused) and expands a days range."""
+    from urbandp.counts.domain import DomainFile
+
+    model = DomainFile.model_validate(
+        {"days": {"start": "2016-08-08", "end": "2016-08-10"}, "places": {"bus": [2000, "A"]}}
+    )
+    assert model.days == ["2016-08-08", "2016-08-09", "2016-08-10"]
+    assert (model.taps, model.bin_minutes, model.places) == (["on", "off"], 15, {"bus": [2000, "A"]})
+    schema = DomainFile.model_json_schema()
+    assert set(schema["properties"]) == {"days", "taps", "bin_minutes", "places"}
+    assert schema["additionalProperties"] is False and set(schema["required"]) == {"days", "places"}
+    domain = CountDomain.from_json({"days": ["2016-08-08"], "places": {"bus": [2000]}})
+    assert domain.places == (("bus", "2000"),) and domain.taps == ("on", "off")
