@@ -193,3 +193,17 @@ def read_gtfs_realtime(path: Path) -> pl.DataFrame:
     if n_snapshots == 0:
         raise InputError(f"cannot read {path}: no GTFS-realtime snapshot (.pb file) in it")
     return columns.frame()
+
+
+def check_speed_unit(has_feed: bool, speed_unit: str, speed_unit_since: tuple[object, ...]) -> None:
+    """Refuse a declared speed unit other than km/h when a GTFS-realtime input is read.
+
+    The feed's speeds are m/s by the GTFS-realtime reference and this reader already gives km/h; ``--speed-unit``
+    (which applies to every input of a run) would convert them a second time.
+    """
+    if has_feed and (speed_unit.lower() not in ("km/h", "kmh", "kph") or speed_unit_since):
+        raise InputError(
+            f"--speed-unit {speed_unit} cannot apply to GTFS-realtime input: its speeds are m/s by the "
+            "specification and read as such; leave --speed-unit out (release other files with another unit "
+            "separately)"
+        )
