@@ -2,7 +2,7 @@
 
 The archive is built here with the official bindings from the synthetic fleet, shaped as an agency's feed
 archive is: a snapshot every two minutes holding every vehicle's latest fix of the last ten minutes (so a fix
-repeats in 2-5 consecutive snapshots, and a fix overtaken within two minutes never appears), trip updates beside
+repeats in up to six consecutive snapshots, and a fix overtaken within two minutes never appears), trip updates beside
 the positions, and one corrupt snapshot. The CSV holds exactly the fixes the snapshots carry, at the precision the
 protobuf carries them (float32 coordinates, float32 m/s speeds written as km/h).
 """
