@@ -43,7 +43,7 @@ from urbandp.contributions.polars_backend import window_filter
 from urbandp.contributions.spark_session import get_spark
 from urbandp.errors import InputError
 from urbandp.grid.h3cells import cell_expr
-from urbandp.records.readers import SUFFIXES, _as_float, _coordinate_pair, expand_inputs
+from urbandp.records.readers import SUFFIXES, _as_float, _coordinate_pair, expand_inputs, input_kind
 from urbandp.records.schema import ColumnMapping
 from urbandp.records.validation import QUARANTINE_COLUMNS, REASONS, ValidationOptions, validate
 
@@ -402,6 +402,10 @@ class SparkBackend:
         from pyspark.sql import functions as F
 
         files = expand_inputs(list(paths))
+        if any(input_kind(f) == "gtfs-realtime" for f in files):
+            raise InputError(
+                "--engine spark reads CSV, JSON, JSON Lines and Parquet; GTFS-realtime snapshots are read by the default engine"
+            )
         options = options or ValidationOptions()
         if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
             options = dataclasses.replace(options, latest_plausible=options.plausible_until)

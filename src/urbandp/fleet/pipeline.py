@@ -27,6 +27,7 @@ from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, rho_for_epsilon
 from urbandp.privacy.report import write_privacy_json
 from urbandp.privacy.session import Session
+from urbandp.records import gtfs_realtime
 from urbandp.records.readers import (
     input_kind,
     read_error_line,
@@ -151,6 +152,8 @@ def load_records(
     has_csv = any(input_kind(f) == "csv" for f in files)
     raw = (lines.filter(~pl.col("empty_line")) if has_csv else lines).drop("empty_line")
     options = options or ValidationOptions()
+    has_feed = any(input_kind(f) == gtfs_realtime.KIND for f in files)
+    gtfs_realtime.check_speed_unit(has_feed, options.speed_unit, options.speed_unit_since)
     lf = validate(raw, options)
     inside = window_filter(window) if window is not None else pl.lit(True)
     extra = [cell_expr(window.resolution).alias("cell")] if window is not None else []

@@ -1,4 +1,5 @@
-"""Readers for CSV, JSON (array), JSON Lines and Parquet into one canonical lazy frame.
+"""Readers for CSV, JSON (array), JSON Lines, Parquet (GeoParquet points included) and GTFS-realtime snapshots
+(:mod:`urbandp.records.gtfs_realtime`) into one canonical lazy frame.
 
 Every input becomes a Polars ``LazyFrame`` with the raw canonical columns ``source`` (index into the file list), ``record_ok`` (false for a line that could not be
 parsed at all), ``row`` (1-based data row in
@@ -23,6 +24,7 @@ import polars as pl
 from polars.datatypes import DataTypeClass
 
 from urbandp.errors import InputError, one_line
+from urbandp.records import geoparquet, gtfs_realtime
 from urbandp.records.schema import ColumnMapping
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ SUFFIXES = {
     ".json": "json",
     ".parquet": "parquet",
     ".pq": "parquet",
+    gtfs_realtime.SNAPSHOT_SUFFIX: gtfs_realtime.KIND,
 }
 
 
@@ -47,7 +50,10 @@ temporary file (removed at exit) and then read like the plain file."""
 
 
 def input_kind(path: Path) -> str | None:
-    """``csv``, ``jsonl``, ``json`` or ``parquet`` for a supported file name (compressed text too), else None."""
+    """``csv``, ``jsonl``, ``json``, ``parquet`` or ``gtfs-realtime`` for a supported file name (compressed text
+    too; a ``.zip``/``.tar`` archive of snapshots, or a folder as :func:`expand_inputs` lists it), else None."""
+    if gtfs_realtime.is_archive(path) or Path(path).is_dir():
+        return gtfs_realtime.KIND
     suffixes = [s.lower() for s in Path(path).suffixes]
     if suffixes and suffixes[-1] in COMPRESSIONS:
         inner = SUFFIXES.get(suffixes[-2]) if len(suffixes) > 1 else None
@@ -60,14 +66,20 @@ def skipped_inputs(paths: list[Path]) -> list[Path]:
     skipped: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            skipped.extend(sorted(f for f in p.iterdir() if f.is_file() and input_kind(f) is None))
+            skipped.extend(sorted(f for f in p.iterdir() if f.is_file() and _folder_kind(f) is None))
     return skipped
+
+
+def _folder_kind(f: Path) -> str | None:
+    """The kind of a file found inside an input folder (an archive there is not opened: None)."""
+    return None if gtfs_realtime.is_archive(f) else input_kind(f)
 
 
 def expand_inputs(paths: list[Path]) -> list[Path]:
     """Files named directly, plus the supported files inside any directory named (sorted).
 
-    Other files inside a directory are not read; :func:`skipped_inputs` lists them so the run can say so.
+    The GTFS-realtime snapshots (``.pb``) of a directory are one input, the directory itself (its snapshots are
+    de-duplicated together); other files inside a directory are not read, and :func:`skipped_inputs` lists them.
     """
     files: list[Path] = []
     for p in paths:
@@ -75,21 +87,25 @@ def expand_inputs(paths: list[Path]) -> list[Path]:
         if not p.exists():
             raise InputError(f"input not found: {p}")
         if p.is_dir():
-            inner = sorted(f for f in p.iterdir() if f.is_file() and input_kind(f) is not None)
+            inner = sorted(f for f in p.iterdir() if f.is_file() and _folder_kind(f) is not None)
+            tables = [f for f in inner if _folder_kind(f) != gtfs_realtime.KIND]
             if not inner:
                 raise InputError(
-                    f"no CSV/JSON/JSON Lines/Parquet files (plain, .gz or .zst) in directory: {p}"
+                    f"no CSV/JSON/JSON Lines/Parquet files (plain, .gz or .zst) or GTFS-realtime snapshots (.pb) "
+                    f"in directory: {p}"
                 )
-            files.extend(inner)
+            files.extend(tables + ([p] if len(tables) < len(inner) else []))
         else:
             if input_kind(p) is None:
                 raise InputError(
                     f"unsupported input format '{''.join(p.suffixes) or p.name}' for {p} (use .csv, .json, .jsonl, "
-                    ".parquet, or .csv/.json/.jsonl compressed as .gz or .zst)"
+                    ".parquet, .csv/.json/.jsonl compressed as .gz or .zst, or GTFS-realtime .pb snapshots, a "
+                    "folder or a .zip/.tar of them)"
                 )
             files.append(p)
     for f in files:
-        check_readable(f)
+        if not f.is_dir():
+            check_readable(f)
     return files
 
 
@@ -152,7 +168,10 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
     which layout each file uses; validation itself reads every row's own layout). Unreadable samples are skipped."""
     out: dict[str, pl.Series] = {}
     for given in files:
-        kind, path = input_kind(given), readable_path(given)
+        kind = input_kind(given)
+        if kind not in ("csv", "parquet", "jsonl"):
+            continue  # a GTFS-realtime input's timestamps are typed (UTC) instants
+        path = readable_path(given)
         try:
             if kind == "csv":
                 lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
@@ -595,12 +614,15 @@ def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
 
 
 def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame:
-    kind, path = input_kind(given), readable_path(given)
+    kind = input_kind(given)
+    path = given if kind == gtfs_realtime.KIND else readable_path(given)
     try:
         if kind == "csv":
             return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
+        if kind == gtfs_realtime.KIND:
+            return gtfs_realtime.read_gtfs_realtime(path).lazy()
         if kind == "parquet":
-            return pl.scan_parquet(path)
+            return geoparquet.scan_parquet_points(path)
         if kind == "jsonl":
             return read_json_lines(path, columns).lazy()
         return read_json_array(path, columns).lazy()
@@ -668,7 +690,10 @@ def scan_records(
     for index, path in enumerate(files):
         lf = _scan_one(path, columns)
         schema = _schema(lf, path)
-        m = ColumnMapping.resolve(list(schema.names()), columns)
+        own = (
+            input_kind(path) == gtfs_realtime.KIND
+        )  # canonical names already: a --column map is for the others
+        m = ColumnMapping.resolve(list(schema.names()), None if own else columns)
         mapping = mapping or m
         if m.coordinates:
             lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
