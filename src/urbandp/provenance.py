@@ -7,6 +7,7 @@ checked for the same parameters without comparing the documents by hand.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import platform
@@ -39,7 +40,15 @@ def version_line() -> str:
     return f"urbandp {v['urbandp']} (OpenDP {v['opendp'] or 'not installed'}, Python {v['python']})"
 
 
+def _plain(value: object) -> object:
+    """A value JSON lacks, as JSON: a dataclass as its fields, anything else (a date, a path) as text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
+
+
 def parameters_hash(parameters: object) -> str:
-    """sha256 of the parameters as canonical JSON (sorted keys, no spaces; values that JSON lacks as text)."""
-    text = json.dumps(parameters, sort_keys=True, separators=(",", ":"), default=str)
+    """sha256 of the parameters as canonical JSON (sorted keys, no spaces; dataclasses as their fields, values
+    that JSON lacks as text): privacy.json's ``spec_sha256``."""
+    text = json.dumps(parameters, sort_keys=True, separators=(",", ":"), default=_plain)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

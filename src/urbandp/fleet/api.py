@@ -44,6 +44,7 @@ from urbandp.fleet.spec import configure, python_values
 from urbandp.frames import TableLike, input_paths
 from urbandp.outputs import check_output_path, output_policy
 from urbandp.privacy.budget_store import checkpoint
+from urbandp.provenance import parameters_hash
 from urbandp.results import Release
 from urbandp.session import Session
 
@@ -163,6 +164,10 @@ def release(
                     raise
                 where = write_owner_quarantine(target, err.quarantine)
                 raise InputError(f"{err}; the rows and their reasons are in {where}") from None
+            # the release spec, hashed: two releases with the same hash ran with the same parameters (issue 32)
+            hat.privacy["spec_sha256"] = parameters_hash(
+                {"release": cfg.model_dump(mode="json"), "input": validation, "columns": mapping}
+            )
             result = _result(hat, loaded, cfg, map_options_for(cfg, map_inputs))
             if target is not None:
                 checkpoint("after-noise")

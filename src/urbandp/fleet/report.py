@@ -30,3 +30,6 @@ class FleetPrivacyReport(PrivacyReport):
     hats_released: int = Field(description="HATs released (a DP output: decided by noisy counts)")
     max_hats_per_vehicle_day: int | str = Field(description="K, the public bound enforced by truncation")
     resolution: int = Field(description="H3 resolution of the cells")
+    spec_sha256: str | None = Field(
+        None, description="sha256 of the release spec (options, input reading, columns)"
+    )

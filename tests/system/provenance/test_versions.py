@@ -61,3 +61,18 @@ def test_a_real_release_records_the_software(tmp_path: Path) -> None:
     doc = json.loads((out / "privacy.json").read_text())
     assert doc["software"]["urbandp"] == urbandp.__version__
     assert doc["software"]["opendp"] == metadata.version("opendp")
+
+
+def test_the_release_spec_is_hashed_into_privacy_json(tmp_path: Path) -> None:
+    """Same parameters, same hash (whatever the data); one parameter changed, another hash."""
+    import urbandp as ud
+
+    fleet = tmp_path / "fleet.parquet"
+    assert (
+        run_urbandp("synth", "fleet", "--vehicles", "4", "--days", "1", "--out", str(fleet)).returncode == 0
+    )
+    common = {"start": "2021-11-15", "end": "2021-11-15", "domain_bbox": (21.09, 72.75, 21.25, 72.91)}
+    first = ud.fleet.release(fleet, epsilon_per_day=4, **common).privacy.spec_sha256
+    again = ud.fleet.release(fleet, epsilon_per_day=4, **common).privacy.spec_sha256
+    other = ud.fleet.release(fleet, epsilon_per_day=5, **common).privacy.spec_sha256
+    assert first is not None and first.startswith("sha256:") and first == again and first != other
