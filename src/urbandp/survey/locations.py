@@ -13,8 +13,8 @@ with U an exact uniform 32-bit integer from :class:`urbandp.survey.sampling.Open
 randomized response as a source of fair bits). The angle grid (1.5e-9 rad, 1.5 micrometres at 1 km) does not
 depend on the true location, and the output is snapped to 1e-6 degrees afterwards. (An earlier version used
 atan2 of two OpenDP Gaussian draws, which is also exactly uniform in law but 3x slower.) Per-axis noise is OpenDP Laplace directly. Outputs are rounded to 1e-6
-degrees (about 0.1 m; docs/design.md rule 6). Metres become degrees with the local equirectangular approximation
-(111,320 m per degree of latitude), adequate at city scale.
+degrees (about 0.1 m; docs/design.md rule 6). Metres become degrees along the geodesic on the WGS 84 ellipsoid
+(:mod:`urbandp.geodesy`, pyproj): a displacement of d metres lands d metres away.
 
 Privacy unit: the respondent's (household's) location; one point per respondent.
 """
@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 import urbandp.privacy.dp_prelude as dp
+from urbandp import geodesy
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.survey.sampling import BitSource, OpenDPBits
 
 dp.enable_features("contrib")
 
-METRES_PER_DEGREE = 111_320.0
 ROUND_DEGREES = 6
 
 
@@ -67,9 +67,9 @@ def axis_laplace_offsets(
 def shift_degrees(
     lat: np.ndarray, lon: np.ndarray, east_m: np.ndarray, north_m: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Apply metre displacements to latitude/longitude (equirectangular), rounded to 1e-6 degrees."""
-    new_lat = lat + north_m / METRES_PER_DEGREE
-    new_lon = lon + east_m / (METRES_PER_DEGREE * np.cos(np.radians(lat)))
+    """Apply metre displacements to latitude/longitude along the geodesic (:func:`urbandp.geodesy.shift`),
+    rounded to 1e-6 degrees."""
+    new_lat, new_lon = geodesy.shift(lat, lon, east_m, north_m)
     return np.round(new_lat, ROUND_DEGREES), np.round(new_lon, ROUND_DEGREES)
 
 

@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 import urbandp.privacy.dp_prelude as dp
+from urbandp import geodesy
 
 dp.enable_features("contrib")
 
@@ -127,13 +128,11 @@ def perturb_trip(xy: np.ndarray, epsilon: float, max_step: float) -> np.ndarray:
 
 
 def to_metres(lat: np.ndarray, lon: np.ndarray, lat0: float, lon0: float) -> np.ndarray:
-    """Local equirectangular projection around (lat0, lon0), metres east and north."""
-    k = 111_320.0
-    return np.column_stack([(lon - lon0) * k * math.cos(math.radians(lat0)), (lat - lat0) * k])
+    """Metres east and north of (lat0, lon0): the azimuthal equidistant projection of :mod:`urbandp.geodesy`."""
+    return geodesy.LocalProjection(lat0, lon0).to_metres(lat, lon)
 
 
 def to_degrees(xy: np.ndarray, lat0: float, lon0: float) -> tuple[np.ndarray, np.ndarray]:
-    k = 111_320.0
-    lat = lat0 + xy[:, 1] / k
-    lon = lon0 + xy[:, 0] / (k * math.cos(math.radians(lat0)))
+    """The inverse of :func:`to_metres`, rounded to 1e-6 degrees."""
+    lat, lon = geodesy.LocalProjection(lat0, lon0).to_degrees(xy)
     return np.round(lat, 6), np.round(lon, 6)

@@ -1,0 +1,31 @@
+"""Metric positions on the WGS 84 ellipsoid (urbandp.geodesy): a displacement of d metres lands d metres away."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from urbandp import geodesy
+
+
+@pytest.mark.parametrize("lat", [0.0, 45.0, 60.0, -33.9])
+def test_a_shift_of_d_metres_lands_d_metres_away(lat: float) -> None:
+    rng = np.random.default_rng(3)
+    east, north = rng.normal(0, 500, 200), rng.normal(0, 500, 200)
+    lat0, lon0 = np.full(200, lat), np.full(200, 10.0)
+    new_lat, new_lon = geodesy.shift(lat0, lon0, east, north)
+    _, _, dist = geodesy.WGS84.inv(lon0, lat0, new_lon, new_lat)
+    assert np.allclose(dist, np.hypot(east, north), atol=1e-6)  # metres, to the micrometre
+    assert np.all(np.sign(new_lat - lat0) == np.sign(north))
+
+
+def test_the_local_projection_round_trips_and_keeps_distances_from_its_centre() -> None:
+    proj = geodesy.LocalProjection(44.98, -93.27)
+    lat = np.array([44.98, 45.01, 44.90])
+    lon = np.array([-93.27, -93.20, -93.40])
+    xy = proj.to_metres(lat, lon)
+    assert np.allclose(xy[0], 0.0, atol=1e-6)
+    back_lat, back_lon = proj.to_degrees(xy)
+    assert np.allclose(back_lat, lat, atol=1e-9) and np.allclose(back_lon, lon, atol=1e-9)
+    _, _, dist = geodesy.WGS84.inv(np.full(3, -93.27), np.full(3, 44.98), lon, lat)
+    assert np.allclose(np.hypot(xy[:, 0], xy[:, 1]), dist, atol=1e-3)
