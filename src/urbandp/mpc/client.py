@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from urbandp import geodesy
 from urbandp.errors import InputError
 from urbandp.mpc import wire
 from urbandp.mpc.spec import FUNCTIONS, QuerySpec
@@ -67,9 +68,9 @@ def route_points(path: Path) -> np.ndarray:
     for line in lines:
         coords = [(float(c[1]), float(c[0])) for c in line]  # GeoJSON is lon, lat
         for (a_lat, a_lon), (b_lat, b_lon) in itertools.pairwise(coords):
-            metres = np.hypot(
-                (b_lat - a_lat) * 111_195.0, (b_lon - a_lon) * 111_195.0 * np.cos(np.radians(a_lat))
-            )
+            _, _, metres = geodesy.WGS84.inv(
+                a_lon, a_lat, b_lon, b_lat
+            )  # the segment's length on the ellipsoid
             k = max(int(metres / 20.0), 1)
             for t in np.linspace(0.0, 1.0, k, endpoint=False):
                 pts.append((a_lat + t * (b_lat - a_lat), a_lon + t * (b_lon - a_lon)))
