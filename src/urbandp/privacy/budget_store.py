@@ -497,13 +497,13 @@ class BudgetStore:
                 if caps.epsilon_per_day is not None and have_eps + asked > caps.epsilon_per_day + TOL:
                     raise BudgetExceededError(
                         f"privacy budget of {dataset!r} exceeded on {key}: asked epsilon={asked:.6g} per {unit}, "
-                        f"left {max(caps.epsilon_per_day - have_eps, 0.0):.6g} of {caps.epsilon_per_day:g}"
+                        f"left {_left(caps.epsilon_per_day, have_eps):.6g} of {caps.epsilon_per_day:g}"
                     )
                 asked_rho = (rho_per_day or {}).get(day, 0.0)
                 if caps.rho_per_day is not None and have_rho + asked_rho > caps.rho_per_day + TOL:
                     raise BudgetExceededError(
                         f"zCDP budget of {dataset!r} exceeded on {key}: asked rho={asked_rho:.6g}, "
-                        f"left {max(caps.rho_per_day - have_rho, 0.0):.6g} of {caps.rho_per_day:g}"
+                        f"left {_left(caps.rho_per_day, have_rho):.6g} of {caps.rho_per_day:g}"
                     )
             if caps.rho_total is not None:
                 have = self._group_rho(dataset)
@@ -513,7 +513,7 @@ class BudgetStore:
                 if have + asked_group > caps.rho_total + TOL:
                     raise BudgetExceededError(
                         f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked_group:.6g} over "
-                        f"{_days(len(charges_per_day))}, left {max(caps.rho_total - have, 0.0):.6g} "
+                        f"{_days(len(charges_per_day))}, left {_left(caps.rho_total, have):.6g} "
                         f"of {caps.rho_total:g}"
                     )
             if caps.epsilon_total is not None:
@@ -522,7 +522,7 @@ class BudgetStore:
                 if total + asked_total > caps.epsilon_total + TOL:
                     raise BudgetExceededError(
                         f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked_total:.6g} over "
-                        f"{_days(len(charges_per_day))}, left {max(caps.epsilon_total - total, 0.0):.6g} "
+                        f"{_days(len(charges_per_day))}, left {_left(caps.epsilon_total, total):.6g} "
                         f"of {caps.epsilon_total:g}"
                     )
             self._exec(
@@ -706,6 +706,13 @@ def _over(value: float, cap: float) -> bool:
     """``value`` passes a delta ``cap`` (relative tolerance: deltas are ~1e-6, an absolute 1e-9 is 0.1% of them);
     a cap of 1 bounds nothing (every delta is at most 1)."""
     return cap < 1 and value > cap * (1 + 1e-9)
+
+
+def _left(cap: float, spent: float) -> float:
+    """What is left of ``cap``: 0 within the store's tolerance (a 4 charged against 4 as its converted zCDP epsilon
+    leaves float residue such as 4.4e-16, which is no budget)."""
+    left = cap - spent
+    return left if left > TOL else 0.0
 
 
 def _days(n: int) -> str:
