@@ -30,7 +30,8 @@ class Session:
 
     ``allow_meaningless_epsilon``: run a release whose loss protects nobody, labelled NOT DP (refused with a
     dataset). ``noise``: the noise source, for tests only (a seeded source makes a release reproducible and is
-    labelled as such); releases use OpenDP's samplers.
+    labelled as such); releases use OpenDP's samplers. ``operator``: the name the store records with each release
+    (default ``$URBANDP_OPERATOR``, else the OS user name).
     """
 
     def __init__(
@@ -40,6 +41,7 @@ class Session:
         *,
         allow_meaningless_epsilon: bool = False,
         noise: NoiseSource | None = None,
+        operator: str | None = None,
     ) -> None:
         if dataset is not None and not str(dataset).strip():
             raise InvalidParameterError(
@@ -49,6 +51,7 @@ class Session:
         self.dataset = dataset
         self.allow_meaningless_epsilon = allow_meaningless_epsilon
         self.noise = noise
+        self.operator = operator
         self.releases: list[str] = []
         """The budget store's ids of the releases this session committed, in order."""
 
@@ -62,6 +65,7 @@ class Session:
             noise=self.noise,
             command_line=command_line,
             allow_meaningless_epsilon=self.allow_meaningless_epsilon,
+            operator=self.operator,
         )
 
     def committed(self, charge: ReleaseCharge) -> None:

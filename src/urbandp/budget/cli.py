@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -40,14 +41,19 @@ def init(
         "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap).",
     ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
+    operator: str | None = typer.Option(
+        None,
+        help="Who changes the caps, recorded in budget history (default $URBANDP_OPERATOR, else the OS user name).",
+    ),
 ) -> None:
-    """Declare DATASET with its caps (or change them; never below what is already spent).
+    """Declare DATASET with its caps (or change them; never below what is already spent). Every cap set or
+    changed is recorded (who, when, old and new value) and shown by `budget history`.
 
     Example: urbandp budget init surat --unit vehicle-day --epsilon-per-day 12 --epsilon-total 400"""
     from urbandp.privacy.budget_store import DatasetCaps, open_store
 
     caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, delta_total)
-    store = open_store(budget_store)
+    store = open_store(budget_store, operator=operator)
     try:
         now = store.init_dataset(caps)
     finally:
@@ -169,7 +175,8 @@ def history(
     dataset: str = typer.Argument(..., help="Dataset name."),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
 ) -> None:
-    """Every release charged to DATASET: status, days, epsilon, delta, mechanism, content hash, command line.
+    """Every release charged to DATASET (status, days, epsilon, delta, mechanism, content hash, operator, command
+    line) and every change of its caps (who, old -> new), by time.
 
     Example: urbandp budget history surat"""
     from urbandp.privacy.budget_store import open_store
@@ -177,13 +184,35 @@ def history(
     store = open_store(budget_store, create=False)
     try:
         rows = store.history(dataset)
+        changes = store.cap_changes(dataset)
     finally:
         store.close()
-    for r in rows:
-        typer.echo(
-            f"{r['reserved_at'][:19]}  {r['status']:<20} {r['first_day']}..{r['last_day']} "
-            f"({r['days']} days, epsilon {r['epsilon_sum']:.6g}, delta {r['window_delta']:.3g})  {r['mechanism']}  "
-            f"sha256={(r['content_hash'] or '-')[:16]}  {r['command_line']}"
-        )
+    events = [(c["changed_at"], 0, _cap_line(c)) for c in changes]
+    events += [(r["reserved_at"], 1, _release_line(r)) for r in rows]
+    for _, _, line in sorted(events, key=lambda e: (e[0], e[1])):
+        typer.echo(line)
     if not rows:
         typer.echo(f"no releases charged to {dataset} yet")
+
+
+def _cap_line(c: dict[str, Any]) -> str:
+    """One cap change: when, the field, old -> new (``none``: no cap), and who."""
+    old = "none" if c["old"] is None else f"{c['old']:g}"
+    new = "none" if c["new"] is None else f"{c['new']:g}"
+    who = (
+        "caps in force when the store was upgraded (earlier changes not recorded)"
+        if c["migrated"]
+        else c["operator"]
+    )
+    return (
+        f"{c['changed_at'][:19]}  {'cap change':<20} {c['field'].replace('_', ' ')} {old} -> {new}  by {who}"
+    )
+
+
+def _release_line(r: dict[str, Any]) -> str:
+    """One release: when, status, days, charge, mechanism, content hash, who and the command line."""
+    return (
+        f"{r['reserved_at'][:19]}  {r['status']:<20} {r['first_day']}..{r['last_day']} "
+        f"({r['days']} days, epsilon {r['epsilon_sum']:.6g}, delta {r['window_delta']:.3g})  {r['mechanism']}  "
+        f"sha256={(r['content_hash'] or '-')[:16]}  by {r['operator'] or 'unknown'}  {r['command_line']}"
+    )

@@ -7,6 +7,11 @@ append a new one.
 
 from __future__ import annotations
 
+CAP_FIELDS = ("epsilon_per_day", "epsilon_total", "rho_per_day", "rho_total", "delta_total")
+"""The columns of ``datasets`` that hold a cap; each change of one is a row of ``cap_changes`` (version 5)."""
+MIGRATED_OPERATOR = "(unrecorded: caps in force at schema version 5)"
+"""The operator of the cap rows that the version 5 migration writes for datasets declared before it."""
+
 MIGRATIONS: list[list[str]] = [
     # version 1: datasets with their caps, releases (reservations) and their per-day charges
     [
@@ -65,6 +70,29 @@ MIGRATIONS: list[list[str]] = [
             GROUP BY d.unit
         )""",
         "UPDATE releases SET window_delta = 0 WHERE window_delta IS NULL",
+    ],
+    # version 5: who changed what (issue 32). Every cap set by `budget init` (the first declaration too) is one row
+    # of cap_changes (field, old and new value; old NULL: no cap before, new NULL: never written, a cap is never
+    # removed), and each release records its operator. A dataset declared before it gets one row per cap in force,
+    # dated at its declaration, by the operator MIGRATED_OPERATOR: what it was declared with and how it changed
+    # since was not recorded. Releases booked before it keep a NULL operator (shown as unknown).
+    [
+        """CREATE TABLE cap_changes (
+            dataset TEXT NOT NULL REFERENCES datasets(name),
+            changed_at TEXT NOT NULL,
+            operator TEXT NOT NULL,
+            field TEXT NOT NULL,
+            old_value DOUBLE PRECISION,
+            new_value DOUBLE PRECISION
+        )""",
+        "CREATE INDEX cap_changes_dataset ON cap_changes(dataset)",
+        "ALTER TABLE releases ADD COLUMN operator TEXT",
+        *(
+            f"INSERT INTO cap_changes (dataset, changed_at, operator, field, old_value, new_value) "
+            f"SELECT name, created_at, '{MIGRATED_OPERATOR}', '{field}', NULL, {field} FROM datasets "
+            f"WHERE {field} IS NOT NULL"
+            for field in CAP_FIELDS
+        ),
     ],
 ]
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import getpass
 import hashlib
 import json
 import math
@@ -45,10 +46,11 @@ from pathlib import Path
 from typing import Any
 
 from urbandp.errors import BudgetExceededError, InputError, one_line
-from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
+from urbandp.privacy.budget_migrations import CAP_FIELDS, LATEST_VERSION, MIGRATED_OPERATOR, MIGRATIONS
 from urbandp.privacy.guards import MAX_DELTA
 
 ENV_STORE = "URBANDP_BUDGET_STORE"
+ENV_OPERATOR = "URBANDP_OPERATOR"
 ENV_TEST_PAUSE = "URBANDP_BUDGET_TEST_PAUSE"  # "<stage>:<flag file>": touch the file, then sleep (tests only)
 DEFAULT_STORE = "urbandp-budget.sqlite"
 UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent", "trip")
@@ -77,6 +79,21 @@ noise may have been drawn and shown; refunding it would let the noise be average
 def resolve_store_url(option: str | None = None, config: str | None = None) -> str:
     """The store to use: ``--budget-store``, then ``$URBANDP_BUDGET_STORE``, then the config, then the default."""
     return option or os.environ.get(ENV_STORE) or config or DEFAULT_STORE
+
+
+def resolve_operator(option: str | None = None) -> str:
+    """Who acts on the store: ``option`` (``--operator``, ``Session(operator=...)``), then ``$URBANDP_OPERATOR``,
+    then the OS user name; a blank name is refused. Recorded with every cap change and every release."""
+    name = option if option is not None else os.environ.get(ENV_OPERATOR)
+    if name is None:
+        try:
+            name = getpass.getuser()
+        except (OSError, KeyError):  # no login name and no passwd entry (a bare container)
+            name = f"uid {os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    name = name.strip()
+    if not name or "\n" in name:
+        raise InputError(f"operator must be a non-empty one-line name, got {name!r}")
+    return name
 
 
 def checkpoint(stage: str) -> None:
@@ -155,10 +172,12 @@ class DatasetCaps:
 class BudgetStore:
     """One connection to a budget store (a SQLite path or a ``postgresql://`` URL)."""
 
-    def __init__(self, url: str, *, create: bool = True) -> None:
+    def __init__(self, url: str, *, create: bool = True, operator: str | None = None) -> None:
         """Open (``create``: or create) the store; a path that is a folder, unwritable or missing (``create`` off)
-        is refused with :class:`InputError`."""
+        is refused with :class:`InputError`. ``operator``: who acts (:func:`resolve_operator`), recorded with each
+        cap change and release this connection writes."""
         self.url = str(url)
+        self.operator = resolve_operator(operator)
         self.is_pg = self.url.startswith(("postgresql://", "postgres://"))
         self._conn: Any
         self._operational: type[Exception] = (
@@ -262,79 +281,100 @@ class BudgetStore:
     def init_dataset(self, caps: DatasetCaps) -> DatasetCaps:
         """Declare a dataset, or change its caps (never below what is already spent on any day).
 
-        Re-declaring keeps every cap that is not given again (None): a cap is never removed by omission. Returns
+        Re-declaring keeps every cap that is not given again (None): a cap is never removed by omission. Raising
+        a cap is allowed; every cap set or changed (the first declaration too) is recorded in ``cap_changes`` with
+        the operator, the time and the old and new values (:meth:`cap_changes`), in the same transaction. Returns
         the caps in force.
         """
         with self._tx():
             existing = self._caps(caps.name)
-            if existing is not None:
-                caps = DatasetCaps(
+            caps = self._declare(caps, existing)
+            self._record_cap_changes(existing, caps)
+        return caps
+
+    def _record_cap_changes(self, before: DatasetCaps | None, after: DatasetCaps) -> None:
+        """One ``cap_changes`` row per cap whose value differs from ``before`` (None: a first declaration)."""
+        now = _now()
+        for field in CAP_FIELDS:
+            old = None if before is None else getattr(before, field)
+            new = getattr(after, field)
+            if new != old:
+                self._exec(
+                    "INSERT INTO cap_changes (dataset, changed_at, operator, field, old_value, new_value) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (after.name, now, self.operator, field, old, new),
+                )
+
+    def _declare(self, caps: DatasetCaps, existing: DatasetCaps | None) -> DatasetCaps:
+        """Insert or update the dataset row (inside the caller's transaction); returns the caps in force."""
+        if existing is not None:
+            caps = DatasetCaps(
+                caps.name,
+                caps.unit,
+                existing.epsilon_per_day if caps.epsilon_per_day is None else caps.epsilon_per_day,
+                existing.epsilon_total if caps.epsilon_total is None else caps.epsilon_total,
+                existing.rho_per_day if caps.rho_per_day is None else caps.rho_per_day,
+                existing.rho_total if caps.rho_total is None else caps.rho_total,
+                existing.delta_total if caps.delta_total is None else caps.delta_total,
+            )
+        if existing is None:
+            caps.require_a_loss_cap()
+            if caps.delta_total is None:
+                caps = dataclasses.replace(caps, delta_total=DEFAULT_DELTA_TOTAL)
+            self._exec(
+                "INSERT INTO datasets (name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, "
+                "delta_total, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
                     caps.name,
                     caps.unit,
-                    existing.epsilon_per_day if caps.epsilon_per_day is None else caps.epsilon_per_day,
-                    existing.epsilon_total if caps.epsilon_total is None else caps.epsilon_total,
-                    existing.rho_per_day if caps.rho_per_day is None else caps.rho_per_day,
-                    existing.rho_total if caps.rho_total is None else caps.rho_total,
-                    existing.delta_total if caps.delta_total is None else caps.delta_total,
-                )
-            if existing is None:
-                caps.require_a_loss_cap()
-                if caps.delta_total is None:
-                    caps = dataclasses.replace(caps, delta_total=DEFAULT_DELTA_TOTAL)
-                self._exec(
-                    "INSERT INTO datasets (name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, "
-                    "delta_total, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        caps.name,
-                        caps.unit,
-                        caps.epsilon_per_day,
-                        caps.epsilon_total,
-                        caps.rho_per_day,
-                        caps.rho_total,
-                        caps.delta_total,
-                        _now(),
-                    ),
-                )
-                return caps
-            if existing.unit != caps.unit:
-                raise InputError(
-                    f"dataset {caps.name!r} is declared in unit {existing.unit}, not {caps.unit}; a unit cannot change"
-                )
-            per_day = self._spend_per_day(caps.name)
-            if caps.epsilon_per_day is not None and per_day:
-                day, most = max(per_day.items(), key=lambda kv: kv[1][0])
-                if most[0] > caps.epsilon_per_day + TOL:
-                    raise InputError(
-                        f"cannot lower epsilon per day of {caps.name!r} to {caps.epsilon_per_day:g}: "
-                        f"{most[0]:.6g} already spent on {day}"
-                    )
-            total = math.fsum(v[0] for v in per_day.values())
-            if caps.epsilon_total is not None and total > caps.epsilon_total + TOL:
-                raise InputError(
-                    f"cannot lower epsilon total of {caps.name!r} to {caps.epsilon_total:g}: {total:.6g} already spent"
-                )
-            group = self._group_rho(caps.name)
-            if caps.rho_total is not None and group > caps.rho_total + TOL:
-                raise InputError(
-                    f"cannot lower rho total of {caps.name!r} to {caps.rho_total:g}: {group:.6g} already spent"
-                )
-            delta = self._delta_spent(caps.name)
-            if caps.delta_total is not None and _over(delta, caps.delta_total):
-                raise InputError(
-                    f"cannot lower delta total of {caps.name!r} to {caps.delta_total:g}: {delta:.3g} already spent"
-                )
-            self._exec(
-                "UPDATE datasets SET epsilon_per_day = ?, epsilon_total = ?, rho_per_day = ?, rho_total = ?, "
-                "delta_total = ? WHERE name = ?",
-                (
                     caps.epsilon_per_day,
                     caps.epsilon_total,
                     caps.rho_per_day,
                     caps.rho_total,
                     caps.delta_total,
-                    caps.name,
+                    _now(),
                 ),
             )
+            return caps
+        if existing.unit != caps.unit:
+            raise InputError(
+                f"dataset {caps.name!r} is declared in unit {existing.unit}, not {caps.unit}; a unit cannot change"
+            )
+        per_day = self._spend_per_day(caps.name)
+        if caps.epsilon_per_day is not None and per_day:
+            day, most = max(per_day.items(), key=lambda kv: kv[1][0])
+            if most[0] > caps.epsilon_per_day + TOL:
+                raise InputError(
+                    f"cannot lower epsilon per day of {caps.name!r} to {caps.epsilon_per_day:g}: "
+                    f"{most[0]:.6g} already spent on {day}"
+                )
+        total = math.fsum(v[0] for v in per_day.values())
+        if caps.epsilon_total is not None and total > caps.epsilon_total + TOL:
+            raise InputError(
+                f"cannot lower epsilon total of {caps.name!r} to {caps.epsilon_total:g}: {total:.6g} already spent"
+            )
+        group = self._group_rho(caps.name)
+        if caps.rho_total is not None and group > caps.rho_total + TOL:
+            raise InputError(
+                f"cannot lower rho total of {caps.name!r} to {caps.rho_total:g}: {group:.6g} already spent"
+            )
+        delta = self._delta_spent(caps.name)
+        if caps.delta_total is not None and _over(delta, caps.delta_total):
+            raise InputError(
+                f"cannot lower delta total of {caps.name!r} to {caps.delta_total:g}: {delta:.3g} already spent"
+            )
+        self._exec(
+            "UPDATE datasets SET epsilon_per_day = ?, epsilon_total = ?, rho_per_day = ?, rho_total = ?, "
+            "delta_total = ? WHERE name = ?",
+            (
+                caps.epsilon_per_day,
+                caps.epsilon_total,
+                caps.rho_per_day,
+                caps.rho_total,
+                caps.delta_total,
+                caps.name,
+            ),
+        )
         return caps
 
     def _caps(self, name: str) -> DatasetCaps | None:
@@ -457,13 +497,13 @@ class BudgetStore:
                 if caps.epsilon_per_day is not None and have_eps + asked > caps.epsilon_per_day + TOL:
                     raise BudgetExceededError(
                         f"privacy budget of {dataset!r} exceeded on {key}: asked epsilon={asked:.6g} per {unit}, "
-                        f"left {max(caps.epsilon_per_day - have_eps, 0.0):.6g} of {caps.epsilon_per_day:g}"
+                        f"left {_left(caps.epsilon_per_day, have_eps):.6g} of {caps.epsilon_per_day:g}"
                     )
                 asked_rho = (rho_per_day or {}).get(day, 0.0)
                 if caps.rho_per_day is not None and have_rho + asked_rho > caps.rho_per_day + TOL:
                     raise BudgetExceededError(
                         f"zCDP budget of {dataset!r} exceeded on {key}: asked rho={asked_rho:.6g}, "
-                        f"left {max(caps.rho_per_day - have_rho, 0.0):.6g} of {caps.rho_per_day:g}"
+                        f"left {_left(caps.rho_per_day, have_rho):.6g} of {caps.rho_per_day:g}"
                     )
             if caps.rho_total is not None:
                 have = self._group_rho(dataset)
@@ -473,7 +513,7 @@ class BudgetStore:
                 if have + asked_group > caps.rho_total + TOL:
                     raise BudgetExceededError(
                         f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked_group:.6g} over "
-                        f"{_days(len(charges_per_day))}, left {max(caps.rho_total - have, 0.0):.6g} "
+                        f"{_days(len(charges_per_day))}, left {_left(caps.rho_total, have):.6g} "
                         f"of {caps.rho_total:g}"
                     )
             if caps.epsilon_total is not None:
@@ -482,12 +522,12 @@ class BudgetStore:
                 if total + asked_total > caps.epsilon_total + TOL:
                     raise BudgetExceededError(
                         f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked_total:.6g} over "
-                        f"{_days(len(charges_per_day))}, left {max(caps.epsilon_total - total, 0.0):.6g} "
+                        f"{_days(len(charges_per_day))}, left {_left(caps.epsilon_total, total):.6g} "
                         f"of {caps.epsilon_total:g}"
                     )
             self._exec(
                 "INSERT INTO releases (id, dataset, status, mechanism, params, command_line, host, pid, "
-                "reserved_at, window_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "reserved_at, window_delta, operator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     rid,
                     dataset,
@@ -499,6 +539,7 @@ class BudgetStore:
                     os.getpid(),
                     _now(),
                     float(window_delta),
+                    self.operator,
                 ),
             )
             for day in sorted(charges_per_day):
@@ -545,16 +586,41 @@ class BudgetStore:
                 (STATUS_ABORTED, _now(), release_id),
             )
 
+    def cap_changes(self, dataset: str) -> list[dict[str, Any]]:
+        """Every cap set or changed on ``dataset`` by ``budget init``, oldest first: ``changed_at``, ``operator``,
+        ``field`` (a column of :data:`CAP_FIELDS`), ``old`` (None: no cap before) and ``new``; ``migrated`` marks
+        the caps found in force when the store was upgraded to schema version 5 (earlier changes unrecorded)."""
+        self.caps(dataset)
+        rows = self._exec(
+            "SELECT changed_at, operator, field, old_value, new_value FROM cap_changes WHERE dataset = ? "
+            "ORDER BY changed_at",
+            (dataset,),
+        )
+        order = {f: i for i, f in enumerate(CAP_FIELDS)}
+        out = [
+            {
+                "changed_at": str(at),
+                "operator": str(who),
+                "field": str(field),
+                "old": None if old is None else float(old),
+                "new": None if new is None else float(new),
+                "migrated": who == MIGRATED_OPERATOR,
+            }
+            for at, who, field, old, new in rows
+        ]
+        return sorted(out, key=lambda c: (c["changed_at"], order.get(c["field"], len(order))))
+
     def history(self, dataset: str) -> list[dict[str, Any]]:
-        """Every release of ``dataset``, oldest first, with its days, charge and status."""
+        """Every release of ``dataset``, oldest first, with its days, charge, status and operator (None: booked
+        before the store recorded it, schema version 5); :meth:`cap_changes` holds the cap changes."""
         self.caps(dataset)
         rows = self._exec(
             "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
             "r.reserved_at, r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon), SUM(c.rho), "
-            "MAX(c.delta), r.window_delta "
+            "MAX(c.delta), r.window_delta, r.operator "
             "FROM releases r LEFT JOIN charges c ON c.release_id = r.id WHERE r.dataset = ? "
             "GROUP BY r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
-            "r.reserved_at, r.committed_at, r.window_delta ORDER BY r.reserved_at, r.id",
+            "r.reserved_at, r.committed_at, r.window_delta, r.operator ORDER BY r.reserved_at, r.id",
             (dataset,),
         )
         out = []
@@ -576,6 +642,7 @@ class BudgetStore:
             rho,
             dlt,
             wdlt,
+            who,
         ) in rows:
             if status == STATUS_RESERVED and _is_dead(str(host), int(pid)):
                 status = STATUS_CRASHED
@@ -596,6 +663,8 @@ class BudgetStore:
                     "rho_sum": None if rho is None else float(rho),
                     "delta_per_day": None if dlt is None else float(dlt),
                     "window_delta": float(wdlt or 0.0),
+                    "operator": who,
+                    "host": host,
                 }
             )
         return out
@@ -639,6 +708,13 @@ def _over(value: float, cap: float) -> bool:
     return cap < 1 and value > cap * (1 + 1e-9)
 
 
+def _left(cap: float, spent: float) -> float:
+    """What is left of ``cap``: 0 within the store's tolerance (a 4 charged against 4 as its converted zCDP epsilon
+    leaves float residue such as 4.4e-16, which is no budget)."""
+    left = cap - spent
+    return left if left > TOL else 0.0
+
+
 def _days(n: int) -> str:
     return f"{n} day" if n == 1 else f"{n} days"
 
@@ -668,9 +744,10 @@ def _is_dead(host: str, pid: int) -> bool:
     return False
 
 
-def open_store(url: str | None, *, create: bool = True) -> BudgetStore:
-    """Open the store named by ``url`` (or the environment / default); ``create`` off: it must exist already."""
-    return BudgetStore(resolve_store_url(url), create=create)
+def open_store(url: str | None, *, create: bool = True, operator: str | None = None) -> BudgetStore:
+    """Open the store named by ``url`` (or the environment / default); ``create`` off: it must exist already.
+    ``operator``: who acts (default ``$URBANDP_OPERATOR``, else the OS user name; :func:`resolve_operator`)."""
+    return BudgetStore(resolve_store_url(url), create=create, operator=operator)
 
 
 def days_of_window(first: dt.date, last: dt.date) -> list[dt.date]:

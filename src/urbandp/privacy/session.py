@@ -83,8 +83,12 @@ class Session:
         noise: NoiseSource | None = None,
         command_line: str | None = None,
         allow_meaningless_epsilon: bool = False,
+        operator: str | None = None,
     ) -> None:
         self.dataset = dataset
+        self.operator = (
+            operator  # who is recorded with the release (None: $URBANDP_OPERATOR, else the OS user)
+        )
         self.store_url = store_url
         self.unit = unit
         self.out = out
@@ -199,7 +203,7 @@ class Session:
         if self.dataset is not None:
             from urbandp.privacy.budget_store import _command_line, checkpoint, open_store
 
-            self._store = open_store(self.store_url)
+            self._store = open_store(self.store_url, operator=self.operator)
             try:
                 self.release_id = self._store.reserve(
                     self.dataset,

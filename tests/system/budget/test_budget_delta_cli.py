@@ -92,10 +92,10 @@ def test_default_delta_cap_and_raising_it(tmp_path: Path) -> None:
 def test_a_version_3_postgresql_store_migrates(postgres_url: str) -> None:
     import psycopg
 
-    from urbandp.privacy.budget_migrations import MIGRATIONS
+    from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS charges, releases, datasets, schema_version")
+        conn.execute("DROP TABLE IF EXISTS cap_changes, charges, releases, datasets, schema_version")
         for stmts in MIGRATIONS[:3]:
             for stmt in stmts:
                 conn.execute(stmt)  # type: ignore[arg-type]
@@ -118,6 +118,6 @@ def test_a_version_3_postgresql_store_migrates(postgres_url: str) -> None:
         "delta per day at most 5e-07; delta over all releases 1e-06 (no cap: declared before" in show.stdout
     )
     s = BudgetStore(postgres_url)
-    assert s._exec("SELECT version FROM schema_version") == [(4,)]
+    assert s._exec("SELECT version FROM schema_version") == [(LATEST_VERSION,)]
     assert [h["window_delta"] for h in s.history("bus")] == [pytest.approx(1e-6)]
     s.close()

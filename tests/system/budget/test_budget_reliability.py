@@ -46,7 +46,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS charges, releases, datasets, schema_version")
+        conn.execute("DROP TABLE IF EXISTS cap_changes, charges, releases, datasets, schema_version")
     return url
 
 
@@ -77,7 +77,7 @@ def test_kill_9_while_writing_postgresql(tmp_path: Path, postgres_url: str) -> N
     import psycopg
 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS charges, releases, datasets, schema_version")
+        conn.execute("DROP TABLE IF EXISTS cap_changes, charges, releases, datasets, schema_version")
     _kill_9_at(postgres_url, tmp_path, "during-writing")
 
 
