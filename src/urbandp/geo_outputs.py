@@ -9,7 +9,7 @@ longitude/latitude, and writes the same rows, the same values, with that polygon
   CRS as PROJJSON of EPSG:4326, counter-clockwise exterior rings). As the spec says ("Coordinate axis order"), the
   WKB stores (x, y) = (longitude, latitude) whatever the CRS's own axis order.
 * **GeoJSON** (RFC 7946): a FeatureCollection, longitude/latitude WGS 84 (no ``crs`` member, as the RFC asks),
-  exterior rings counter-clockwise, non-finite values written as ``null`` (strict JSON).
+  exterior rings counter-clockwise, non-finite values written as ``null`` (strict JSON; Polars' JSON encoder).
 
 Why shapely + pyarrow and not geopandas: both are already runtime dependencies; geopandas would add pandas, pyproj
 (and PROJ's database, about 30 MB) and a GDAL wheel to every install for what is here one vectorised WKB encoding
@@ -23,7 +23,6 @@ CSV and nothing else. Polygons that cross the antimeridian are not split (city d
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -65,12 +64,11 @@ def h3_polygons(cells: Sequence[str] | pl.Series) -> np.ndarray:
     import shapely
 
     ids = pl.Series(cells, dtype=pl.String)
-    distinct = ids.unique(maintain_order=True)
-    shapes = {}
-    for cell in distinct.to_list():
-        ring = [(lng, lat) for lat, lng in h3.cell_to_boundary(cell)]
-        shapes[cell] = shapely.Polygon(ring)
-    return _ccw(np.array([shapes[c] for c in ids.to_list()], dtype=object))
+    distinct = ids.unique(maintain_order=True).to_list()
+    rings = [[(lng, lat) for lat, lng in h3.cell_to_boundary(cell)] for cell in distinct]
+    shapes = _ccw(np.array([shapely.Polygon(ring) for ring in rings], dtype=object))
+    position = {cell: i for i, cell in enumerate(distinct)}
+    return shapes[np.fromiter((position[c] for c in ids.to_list()), dtype=np.int64, count=len(ids))]
 
 
 def box_polygons(south: np.ndarray, west: np.ndarray, north: np.ndarray, east: np.ndarray) -> np.ndarray:
@@ -134,23 +132,18 @@ def write_geojson(frame: pl.DataFrame, polygons: np.ndarray, path: Path) -> Path
 
     _check_rows(frame, polygons)
     geometries = shapely.to_geojson(polygons)
-    rows = frame.to_dicts()
+    properties = (
+        frame.select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list()
+    )  # NaN, inf -> null
+    features = (
+        f'{{"type":"Feature","properties":{props},"geometry":{geometry}}}'
+        for props, geometry in zip(properties, geometries, strict=True)
+    )
     with path.open("w", encoding="utf-8") as f:
-        f.write('{"type":"FeatureCollection","features":[')
-        for i, (row, geometry) in enumerate(zip(rows, geometries, strict=True)):
-            props = json.dumps({k: _json_value(v) for k, v in row.items()}, allow_nan=False)
-            f.write(("," if i else "") + f'\n{{"type":"Feature","properties":{props},"geometry":{geometry}}}')
+        f.write('{"type":"FeatureCollection","features":[\n')
+        f.write(",\n".join(features))
         f.write("\n]}\n")
     return path
-
-
-def _json_value(value: object) -> object:
-    """Non-finite floats as null (strict JSON); dates and times as ISO text; everything else as is."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
 
 
 def write_geo_pair(frame: pl.DataFrame, polygons: np.ndarray, folder: Path, stem: str) -> tuple[Path, Path]:
