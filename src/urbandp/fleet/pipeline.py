@@ -610,8 +610,10 @@ def write_release(
     with_map: bool = True,
     map_options: dict[str, object] | None = None,
 ) -> dict[str, Path]:
-    """Write the release atomically: hat_speed.csv, hat_speeding.csv, privacy.json, map.html in ``out_dir`` (all
+    """Write the release atomically: hat_speed.csv, hat_speeding.csv (each also as GeoParquet ``.parquet`` and
+    ``.geojson`` with the H3 cell polygons, :mod:`urbandp.geo_outputs`), privacy.json, map.html in ``out_dir`` (all
     publishable) and quarantine.csv (raw rejected rows) in ``owner_only/<name>/`` beside it (not DP)."""
+    from urbandp.geo_outputs import write_h3_table
     from urbandp.outputs import atomic_output_dir, owner_dir_for, write_json
 
     out_dir = Path(out_dir)
@@ -636,8 +638,10 @@ def write_release(
     speeding = "speeding" in p.get("queries", ["speed", "speeding"])  # type: ignore[operator]
     with atomic_output_dir(out_dir) as d:
         release.speed.write_csv(d.release / "hat_speed.csv")
+        write_h3_table(release.speed, d.release, "hat_speed")
         if speeding:
             release.speeding.write_csv(d.release / "hat_speeding.csv")
+            write_h3_table(release.speeding, d.release, "hat_speeding")
         if loaded.quarantine_parquet is None:
             loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
         else:  # written by Spark: moved in whole (a directory of part files)
@@ -651,10 +655,14 @@ def write_release(
             _write_map(d.release / "map.html", release, map_options or {})
     for name, file in (
         ("speed", "hat_speed.csv"),
+        ("speed geoparquet", "hat_speed.parquet"),
+        ("speed geojson", "hat_speed.geojson"),
         ("speeding", "hat_speeding.csv"),
+        ("speeding geoparquet", "hat_speeding.parquet"),
+        ("speeding geojson", "hat_speeding.geojson"),
         ("privacy", "privacy.json"),
     ):
-        if name != "speeding" or speeding:
+        if not name.startswith("speeding") or speeding:
             paths[name] = out_dir / file
     if with_map:
         paths["map"] = out_dir / "map.html"

@@ -275,6 +275,7 @@ def _result(
         owner={"files": files, "input_report": {"rows": inputs.rows}, "timing": timing},
         warnings=[f"NOT differentially private: {reason}" for reason in not_dp],
         owner_paths=_owner_paths(files),
+        grid=inputs.grid,
     )
 
 

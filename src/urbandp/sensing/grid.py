@@ -133,6 +133,16 @@ class SquareGrid:
         lat, lon = self.to_degrees(self.centroids_metres())
         return np.arange(self.n_cells), lat, lon
 
+    def cell_bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(south, west, north, east) in degrees of each cell: the square ``[col z, (col+1) z] x [row z, (row+1) z]``
+        of section IV mapped back by the same equirectangular projection, which maps it to a lon/lat rectangle."""
+        ids = np.asarray(ids, dtype=np.int64)
+        col, row = ids % self.n_cols, ids // self.n_cols
+        z = self.cell_metres
+        south, west = self.to_degrees(np.column_stack([col * z, row * z]))
+        north, east = self.to_degrees(np.column_stack([(col + 1) * z, (row + 1) * z]))
+        return south, west, north, east
+
     def cells_in_rectangle(self, lat1: float, lon1: float, lat2: float, lon2: float) -> np.ndarray:
         """Ids of the cells whose centroid lies in the rectangle with diagonal vertices (lat1, lon1)-(lat2, lon2)."""
         ids, lat, lon = self.centroids()

@@ -180,6 +180,7 @@ def _result(
         owner={"files": files, "input_report": owner},
         owner_warnings=list(owner["warnings"]),
         owner_paths=paths,
+        grid=p.grid,
     )
 
 

@@ -14,13 +14,16 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from urbandp.errors import InputDataError
 from urbandp.frames import TableLike, to_polars
 from urbandp.outputs import atomic_output_dir, output_policy, owner_dir_for
 from urbandp.privacy.report import PrivacyReport, write_privacy_json
 from urbandp.results import Release
+
+if TYPE_CHECKING:
+    from urbandp.sensing.grid import SquareGrid
 
 OwnerPaths = Callable[[Path | None], dict[str, str]]
 
@@ -31,13 +34,16 @@ def _no_owner_paths(out: Path | None) -> dict[str, str]:
 
 @dataclass(repr=False)
 class SensingRelease(Release):
-    """A sensing release (dp-map, pm-map): ``tables`` are written as ``<name>.csv``; ``owner["files"]`` into
-    ``owner_only/<name>/``; ``privacy`` as privacy.json, its ``not_dp_outputs`` naming the owner files of the
-    folder it is written to."""
+    """A sensing release (dp-map, pm-map): ``tables`` are written as ``<name>.csv`` (and, the tables with a
+    ``cell_id`` of :attr:`grid`, as GeoParquet ``<name>.parquet`` and ``<name>.geojson`` with the cell polygons);
+    ``owner["files"]`` into ``owner_only/<name>/``; ``privacy`` as privacy.json, its ``not_dp_outputs`` naming
+    the owner files of the folder it is written to."""
 
     owner_paths: OwnerPaths = field(default=_no_owner_paths)
     out: Path | None = None
     """Where the release was written (None until :meth:`write`)."""
+    grid: SquareGrid | None = None
+    """The public grid of the tables' ``cell_id`` (None: no GIS copies)."""
 
     def write(self, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
         """Write the release folder ``out`` and ``owner_only/<name>/`` beside it; a folder urbandp wrote before is
@@ -53,6 +59,7 @@ class SensingRelease(Release):
             for name, frame in self.tables.items():
                 frame.write_csv(d.release / f"{name}.csv")
                 written[name] = out / f"{name}.csv"
+                written.update(self._write_gis(frame, d.release, out, name))
             for name, content in self.owner.get("files", {}).items():
                 d.owner_path(name).write_bytes(content)
                 written[name] = owner_dir_for(out) / name
@@ -60,6 +67,16 @@ class SensingRelease(Release):
         written["privacy"] = out / "privacy.json"
         self.privacy, self.out = privacy, out
         return written
+
+    def _write_gis(self, frame: Any, folder: Path, out: Path, name: str) -> dict[str, Path]:
+        """GeoParquet and GeoJSON of a grid table (:mod:`urbandp.geo_outputs`): its rows, the cells' polygons."""
+        from urbandp.geo_outputs import box_polygons, write_geo_pair
+
+        if self.grid is None or "cell_id" not in frame.columns:
+            return {}
+        polygons = box_polygons(*self.grid.cell_bounds(frame["cell_id"].to_numpy()))
+        parquet, geojson = write_geo_pair(frame, polygons, folder, name)
+        return {f"{name} geoparquet": out / parquet.name, f"{name} geojson": out / geojson.name}
 
     def privacy_for(self, out: Path | None) -> PrivacyReport:
         """The privacy report as written into ``out``: ``not_dp_outputs`` names the owner files there."""

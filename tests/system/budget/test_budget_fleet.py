@@ -333,6 +333,8 @@ def test_kill_9_fleet_release_at_each_stage(tmp_path: Path, fleet: Path, stage: 
         assert sorted(f.name for f in out.iterdir()) == [
             ".urbandp-output.json",
             "hat_speed.csv",
+            "hat_speed.geojson",
+            "hat_speed.parquet",
             "privacy.json",
         ]  # hat_speeding.csv only with --queries speed,speeding
     else:

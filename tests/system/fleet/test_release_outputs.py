@@ -90,6 +90,8 @@ def test_no_map_leaves_no_stale_map_and_quarantine_is_owner_only(fleet_file: Pat
     assert sorted(f.name for f in out.iterdir()) == [
         ".urbandp-output.json",
         "hat_speed.csv",
+        "hat_speed.geojson",
+        "hat_speed.parquet",
         "privacy.json",
     ]  # hat_speeding.csv only with --queries speed,speeding
     owner = tmp_path / "owner_only" / "rel"

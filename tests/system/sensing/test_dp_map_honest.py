@@ -80,7 +80,13 @@ def test_release_folder_holds_only_dp_material(synthetic: Path, tmp_path: Path) 
     out = tmp_path / "rel"
     res = _dp_map(synthetic, out, *WINDOW)
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == [".urbandp-output.json", "dp_grid.csv", "privacy.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".urbandp-output.json",
+        "dp_grid.csv",
+        "dp_grid.geojson",
+        "dp_grid.parquet",
+        "privacy.json",
+    ]
     owner = tmp_path / "owner_only" / "rel"
     names = {p.name for p in owner.iterdir()}
     assert {

@@ -21,7 +21,11 @@ def test_pm_map_releases_noisy_cells_and_a_smoothed_map(shared_data: Path, tmp_p
     assert res.returncode == 0, res.stderr[-2000:]
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         "pm_cells.csv",
+        "pm_cells.geojson",
+        "pm_cells.parquet",
         "pm_grid.csv",
+        "pm_grid.geojson",
+        "pm_grid.parquet",
         "privacy.json",
     ]
     p = json.loads((out / "privacy.json").read_text())
@@ -33,6 +37,7 @@ def test_pm_map_releases_noisy_cells_and_a_smoothed_map(shared_data: Path, tmp_p
     n_cells = p["grid"]["cells"]
     assert cells.height == grid.height == 2 * n_cells  # two daily windows, every cell (zeros perturbed)
     assert grid["pm"].is_between(0, 250).all() and grid["pm"].null_count() == 0
+    _assert_grid_polygons_in_gdal(out / "pm_grid.geojson", grid, BBOX, p["grid"]["cell_metres"])
     # the exact counts stay with the owner
     report = json.loads((tmp_path / "owner_only" / "pm" / "input_report.json").read_text())
     assert report["readings_used"] > 0 and "readings_used" not in (out / "privacy.json").read_text()
@@ -74,3 +79,26 @@ def test_dp_map_shows_progress_per_window_and_its_timing(shared_data: Path, tmp_
     timing = pl.read_csv(tmp_path / "owner_only" / "dp" / "window_timing.csv")
     assert timing.filter(pl.col("stage") == "gp_fit").height == 48
     assert "window_timing.csv" not in {p.name for p in out.iterdir()}
+
+
+def _assert_grid_polygons_in_gdal(path: Path, grid: pl.DataFrame, bbox: str, side: float) -> None:
+    """Issue 32: the grid's GeoJSON opens in GDAL (pyogrio) as WGS 84 polygons, one per CSV row, each holding its
+    cell centre and ``side`` by ``side`` metres in the grid's projection."""
+    import numpy as np
+    import pytest
+    import shapely
+
+    from urbandp.sensing.grid import SquareGrid
+
+    pyogrio = pytest.importorskip("pyogrio")
+    info = pyogrio.read_info(path)
+    assert (
+        info["crs"] == "EPSG:4326" and info["geometry_type"] == "Polygon" and info["features"] == grid.height
+    )
+    _, table = pyogrio.read_arrow(path)
+    polygons = shapely.from_wkb(table["wkb_geometry"].to_numpy())
+    assert shapely.contains_xy(polygons, grid["lon"].to_numpy(), grid["lat"].to_numpy()).all()
+    box = SquareGrid(*(float(v) for v in bbox.split(",")), side)
+    lon, lat = shapely.get_coordinates(polygons[0]).T
+    xy = box.to_metres(lat, lon)
+    assert np.ptp(xy, axis=0) == pytest.approx([side, side], rel=1e-9)
