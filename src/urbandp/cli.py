@@ -12,7 +12,7 @@ import sys
 
 import typer
 
-from urbandp.fleet.cli import register as register_fleet
+from urbandp.fleet.commands import register as register_fleet
 
 GROUPS: dict[str, tuple[str, str]] = {
     "synth": ("urbandp.synth.cli", "Generate realistic synthetic inputs (fleet GPS, ...)."),

@@ -281,3 +281,7 @@ def python_values(values: Mapping[str, Any]) -> dict[str, Any]:
             f"{d.isoformat() if isinstance(d, dt.date) else d}={unit}" for d, unit in since.items()
         ]
     return out
+
+
+def toml_date(value: Any) -> str | None:
+    return None if value is None else str(value)

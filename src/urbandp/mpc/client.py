@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from urbandp import geodesy
+import urbandp.geodesy as geodesy
 from urbandp.errors import InputError
 from urbandp.mpc import wire
 from urbandp.mpc.spec import FUNCTIONS, QuerySpec

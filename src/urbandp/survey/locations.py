@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import urbandp.geodesy as geodesy
 import urbandp.privacy.dp_prelude as dp
-from urbandp import geodesy
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.survey.sampling import BitSource, OpenDPBits
 

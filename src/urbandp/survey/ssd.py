@@ -26,8 +26,8 @@ import math
 
 import numpy as np
 
+import urbandp.geodesy as geodesy
 import urbandp.privacy.dp_prelude as dp
-from urbandp import geodesy
 
 dp.enable_features("contrib")
 

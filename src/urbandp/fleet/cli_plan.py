@@ -1,0 +1,123 @@
+"""``urbandp plan``: what a release will give before any budget is spent (it takes ``release``'s options)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+from typing import Any
+
+import typer
+
+from urbandp.errors import InputError
+from urbandp.fleet.cli import check_dataset, quarantine_on_failure, release
+from urbandp.fleet.spec import configure
+
+
+def plan(**a: Any) -> None:
+    """Plan a release before spending budget: expected noise per HAT, selection, what reaches a target error.
+
+    Takes the options of `urbandp release`. Spends nothing and reads only public parameters unless
+    --histogram-epsilon is given (then a DP histogram of vehicle-days per HAT, charged and reported).
+
+    Example: urbandp plan fleet.parquet --out out/plan --epsilon-per-day 10 --start 2021-11-15 --end 2021-12-15
+    --domain-bbox 21.09,72.75,21.25,72.91 --target-error 2
+    """
+
+    from rich.console import Console
+
+    from urbandp.fleet.pipeline import public_window, window_days
+    from urbandp.fleet.planner import cfg_k, check_target_error, dp_histogram, make_plan, per_hat_counts
+    from urbandp.outputs import atomic_output_dir, dumps_strict, write_json
+    from urbandp.privacy.loss import Loss
+    from urbandp.privacy.session import Session
+    from urbandp.records.readers import expand_inputs
+
+    cfg, options, columns = configure(a)
+    check_target_error(a["target_error"])
+    first, last, day_set = public_window(cfg)
+    if first is None or last is None:
+        raise InputError(
+            "plan needs the public window: give --start and --end, or --dates (D sets the noise)"
+        )
+    expand_inputs(a["inputs"])  # read only with --histogram-epsilon, but a wrong path is said now
+    public_days = window_days(first, last, day_set)
+    days = len(public_days)
+    histogram = None
+    spent = 0.0
+    # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
+    # data spends budget, so only that is charged (with --dataset), reserved before its noise.
+    check_dataset(a["dataset"])
+    charged = a["dataset"] if a["histogram_epsilon"] is not None else None
+    with Session(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
+        if a["histogram_epsilon"] is not None:
+            eps_h = float(a["histogram_epsilon"])
+            if not (math.isfinite(eps_h) and eps_h > 0):
+                raise InputError("--histogram-epsilon must be a finite number above 0")
+            from urbandp.contributions import ContributionSpec, get_backend
+            from urbandp.fleet.pipeline import load_records
+            from urbandp.grid.slots import SlotSpec
+
+            spec = ContributionSpec(
+                cfg.resolution,
+                SlotSpec(cfg.slot_minutes, *cfg.hours),
+                first,
+                last,
+                cfg.speed_max,
+                days=day_set,
+            )
+            loaded = load_records(a["inputs"], columns, options, window=spec)
+            quarantine_on_failure(a["out"], loaded.require_valid)
+            contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+            k = cfg_k(cfg)
+            session.reserve(
+                Loss.pure(eps_h),
+                list(public_days),
+                "fleet-plan-histogram-laplace",
+                {"epsilon": eps_h, "k": k},
+            )
+            histogram, spent = dp_histogram(
+                per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
+            )
+        result = make_plan(
+            cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
+        )
+        result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
+        result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        with atomic_output_dir(a["out"]) as d:
+            write_json(d.release / "plan.json", result)
+        session.set_output(a["out"])
+        # plain stdout, never Rich: Rich wraps long lines at 80 columns when piped, which broke the JSON
+        session.later(lambda: print(dumps_strict(result), flush=True))
+        session.later(lambda: Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}"))
+
+
+def _plan_signature() -> None:
+    """``plan`` takes release's options (minus the output-only ones) plus its own."""
+    import inspect
+
+    # the output-only options, and the engine: the planner reads no record (its histogram runs in-process), so
+    # --engine/--spark-master would be silently ignored
+    skip = {"no_map", "gtfs", "tiles", "context", "strict", "engine", "spark_master"}
+    params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
+    extra = {
+        "target_error": typer.Option(
+            None,
+            "--target-error",
+            help="Target sd of a released mean in km/h (default: none; no search for settings).",
+        ),
+        "histogram_epsilon": typer.Option(
+            None,
+            "--histogram-epsilon",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (default: off, spends nothing).",
+        ),
+    }
+    for name, default in extra.items():
+        params.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=float | None)
+        )
+    plan.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    plan.__annotations__ = {p.name: p.annotation for p in params}
+
+
+_plan_signature()
