@@ -190,14 +190,14 @@ class HatReleaseConfig(BaseModel):
     @classmethod
     def _slot_divides_a_day(cls, value: int) -> int:
         if value <= 0 or 1440 % value:
-            raise ValueError(f"must divide a day (e.g. 15, 30, 60, 120 minutes), got {value}")
+            raise ValueError(f"the slot length must divide a day (e.g. 15, 30, 60, 120 minutes), got {value}")
         return value
 
     @field_validator("hours")
     @classmethod
     def _hours_in_a_day(cls, value: tuple[int, int]) -> tuple[int, int]:
         if not (0 <= value[0] < value[1] <= 24):
-            raise ValueError(f"must satisfy 0 <= start < end <= 24, got {value[0]}-{value[1]}")
+            raise ValueError(f"the hour window must satisfy 0 <= start < end <= 24, got {value[0]}-{value[1]}")
         return value
 
     @field_validator("domain_bbox", mode="before")

@@ -355,70 +355,19 @@ def swapped_bbox_hint(contributions: pl.DataFrame, cfg: HatReleaseConfig, outsid
     )
 
 
-def release_fleet(
+def _read_and_aggregate(
     paths: list[Path],
     cfg: HatReleaseConfig,
-    *,
-    columns: dict[str, str] | None = None,
-    options: ValidationOptions | None = None,
-    noise: NoiseSource | None = None,
-    step: Step | None = None,
-    command_line: str | None = None,
-    before_noise: Callable[[PlannedCharge], None] | None = None,
-    engine: str = "polars",
-    spark_master: str | None = None,
-    session: Session | None = None,
-    allow_meaningless_epsilon: bool = False,
-) -> tuple[HatRelease, LoadedRecords]:
-    """Run the whole release through the guards of every entry point; ``step`` is told the name of each stage.
-
-    ``session``: the :class:`~urbandp.privacy.session.Session` that owns the budget (the CLI's, with its budget
-    store). Without one a local session is opened (no store is charged) with ``noise`` as its source (default
-    OpenDP) and ``allow_meaningless_epsilon``; with one, give those to the session instead. Either way the release
-    passes the same guards (:mod:`urbandp.fleet.guardrails`): the meaningless-loss and budget-dataset refusals before
-    any record is read, the reservation before noise (where the session checks the delta and the loss), and the
-    stated loss after accounting; noise is drawn only through the session.
-
-    ``before_noise`` is called once with the :class:`PlannedCharge` after reading, validation and planning and
-    before the reservation and any noise (an exception from it stops the release).
-    ``engine``: ``polars`` (in-process, default) or ``spark`` (the record-level stage on Apache Spark at
-    ``spark_master``, default ``local[*]``; see docs/scale-out.md).
-
-    Figures read from the true data (record counts, how the input looked, warnings such as a speed unit guessed
-    from the speeds' distribution) go to ``release.owner_report`` (owner_only/<name>/input_report.json; its
-    ``warnings`` are also for stderr), never into the public ``release.privacy``.
-    """
-    if session is None:
-        with Session(
-            None, None, unit="vehicle-day", noise=noise, allow_meaningless_epsilon=allow_meaningless_epsilon
-        ) as local:
-            return release_fleet(
-                paths,
-                cfg,
-                columns=columns,
-                options=options,
-                step=step,
-                command_line=command_line,
-                before_noise=before_noise,
-                engine=engine,
-                spark_master=spark_master,
-                session=local,
-            )
-    if noise is not None or allow_meaningless_epsilon:
-        raise ValueError("with a session, give noise and allow_meaningless_epsilon to the Session")
-    refuse_before_reading(session, cfg)  # before any record is read or noise drawn
-    say = step or (lambda _name: None)
-    say("reading and validating records")
-    if cfg.neighbouring == "presence-public":
-        # presence (hence N) is public: one record's speed must not change which HATs exist, so a bad speed is
-        # imputed (clamped, or U/2 when missing) instead of dropping the record (issue 21)
-        options = replace(options or ValidationOptions(), impute_speed_kmh=cfg.speed_max / 2)
-    slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
-    keep_speeds = cfg.speed_estimator != "report"
-    first, last, day_set = public_window(cfg)
-    window = ContributionSpec(
-        cfg.resolution, slots, first, last, cfg.speed_max, keep_speeds=keep_speeds, days=day_set
-    )
+    columns: dict[str, str] | None,
+    options: ValidationOptions | None,
+    window: ContributionSpec,
+    engine: str,
+    spark_master: str | None,
+    say: Step,
+) -> tuple[LoadedRecords, pl.DataFrame, tuple[dt.date, dt.date, bool]]:
+    """Read, validate and aggregate per (vehicle, HAT, day) on the chosen engine: the only stage that reads every
+    record. Returns the records, the contributions and the date window (start, end, derived from the data)."""
+    day_set = window.days
     if engine == "spark":
         loaded, contributions = _spark_stage(paths, columns, options, window, spark_master)
         start, end, derived = date_window(cfg, loaded.clean_lazy)
@@ -441,36 +390,32 @@ def release_fleet(
                 "widen --start/--end or --hours"
             )
         start, end, derived = date_window(cfg, loaded.clean_lazy)
-        spec = ContributionSpec(
-            cfg.resolution, slots, start, end, cfg.speed_max, keep_speeds=keep_speeds, days=day_set
-        )
+        spec = replace(window, start=start, end=end)
         say("aggregating per vehicle, HAT and day")
         contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
     if contributions.height == 0:
         raise InputError(
             f"no valid records inside the window {start}..{end}, hours {cfg.hours[0]}-{cfg.hours[1]}"
         )
+    return loaded, contributions, (start, end, derived)
+
+
+def _describe_and_report(
+    release: HatRelease,
+    loaded: LoadedRecords,
+    contributions: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    options: ValidationOptions | None,
+    window: tuple[dt.date, dt.date, bool],
+    day_set: tuple[dt.date, ...] | None,
+    command_line: str | None,
+) -> None:
+    """The public description of the release (its window and how the input was read: parameters only) into
+    privacy.json, and the exact counts and data-derived warnings into the owner's report (never published)."""
+    start, end, derived = window
     public_days = window_days(start, end, day_set)
     days = len(public_days)
-    charge = planned_charge(cfg, start, end, derived, day_set)
-    if before_noise is not None:
-        before_noise(charge)
-    reserve_planned(session, charge)  # the session's guards run here, before any noise
-    say("selecting HATs and adding noise")
-    session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
-    release = release_hats(contributions, cfg, days, session.noise, slots=slots)
     p = release.privacy
-    window_warning = large_window_warning(p)
-    if window_warning:
-        p["warnings"] = [*cast(list[str], p["warnings"]), window_warning]
-    if derived:
-        reason = (
-            "the date window (hence D, which sets the speeding sensitivity, the threshold and the group size) was "
-            "derived from the data's first and last day; give --start and --end to make it public"
-        )
-        p["not_dp_reasons"] = [*p["not_dp_reasons"], reason]  # type: ignore[misc]
-        p["differentially_private"] = False
-        p["dp_label"] = "NOT differentially private"
     seen = {d for d in contributions["day"].unique().to_list()}
     empty_days = [d.isoformat() for d in public_days if d not in seen]
     opts = options or ValidationOptions()
@@ -548,6 +493,99 @@ def release_fleet(
         *([swapped] if swapped else []),
     ]
     release.owner_notes["days_without_records"] = empty_days
+
+
+def release_fleet(
+    paths: list[Path],
+    cfg: HatReleaseConfig,
+    *,
+    columns: dict[str, str] | None = None,
+    options: ValidationOptions | None = None,
+    noise: NoiseSource | None = None,
+    step: Step | None = None,
+    command_line: str | None = None,
+    before_noise: Callable[[PlannedCharge], None] | None = None,
+    engine: str = "polars",
+    spark_master: str | None = None,
+    session: Session | None = None,
+    allow_meaningless_epsilon: bool = False,
+) -> tuple[HatRelease, LoadedRecords]:
+    """Run the whole release through the guards of every entry point; ``step`` is told the name of each stage.
+
+    ``session``: the :class:`~urbandp.privacy.session.Session` that owns the budget (the CLI's, with its budget
+    store). Without one a local session is opened (no store is charged) with ``noise`` as its source (default
+    OpenDP) and ``allow_meaningless_epsilon``; with one, give those to the session instead. Either way the release
+    passes the same guards (:mod:`urbandp.fleet.guardrails`): the meaningless-loss and budget-dataset refusals before
+    any record is read, the reservation before noise (where the session checks the delta and the loss), and the
+    stated loss after accounting; noise is drawn only through the session.
+
+    ``before_noise`` is called once with the :class:`PlannedCharge` after reading, validation and planning and
+    before the reservation and any noise (an exception from it stops the release).
+    ``engine``: ``polars`` (in-process, default) or ``spark`` (the record-level stage on Apache Spark at
+    ``spark_master``, default ``local[*]``; see docs/scale-out.md).
+
+    Figures read from the true data (record counts, how the input looked, warnings such as a speed unit guessed
+    from the speeds' distribution) go to ``release.owner_report`` (owner_only/<name>/input_report.json; its
+    ``warnings`` are also for stderr), never into the public ``release.privacy``.
+    """
+    if session is None:
+        with Session(
+            None, None, unit="vehicle-day", noise=noise, allow_meaningless_epsilon=allow_meaningless_epsilon
+        ) as local:
+            return release_fleet(
+                paths,
+                cfg,
+                columns=columns,
+                options=options,
+                step=step,
+                command_line=command_line,
+                before_noise=before_noise,
+                engine=engine,
+                spark_master=spark_master,
+                session=local,
+            )
+    if noise is not None or allow_meaningless_epsilon:
+        raise ValueError("with a session, give noise and allow_meaningless_epsilon to the Session")
+    refuse_before_reading(session, cfg)  # before any record is read or noise drawn
+    say = step or (lambda _name: None)
+    say("reading and validating records")
+    if cfg.neighbouring == "presence-public":
+        # presence (hence N) is public: one record's speed must not change which HATs exist, so a bad speed is
+        # imputed (clamped, or U/2 when missing) instead of dropping the record (issue 21)
+        options = replace(options or ValidationOptions(), impute_speed_kmh=cfg.speed_max / 2)
+    slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    keep_speeds = cfg.speed_estimator != "report"
+    first, last, day_set = public_window(cfg)
+    window = ContributionSpec(
+        cfg.resolution, slots, first, last, cfg.speed_max, keep_speeds=keep_speeds, days=day_set
+    )
+    loaded, contributions, (start, end, derived) = _read_and_aggregate(
+        paths, cfg, columns, options, window, engine, spark_master, say
+    )
+    public_days = window_days(start, end, day_set)
+    days = len(public_days)
+    charge = planned_charge(cfg, start, end, derived, day_set)
+    if before_noise is not None:
+        before_noise(charge)
+    reserve_planned(session, charge)  # the session's guards run here, before any noise
+    say("selecting HATs and adding noise")
+    session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
+    release = release_hats(contributions, cfg, days, session.noise, slots=slots)
+    p = release.privacy
+    window_warning = large_window_warning(p)
+    if window_warning:
+        p["warnings"] = [*cast(list[str], p["warnings"]), window_warning]
+    if derived:
+        reason = (
+            "the date window (hence D, which sets the speeding sensitivity, the threshold and the group size) was "
+            "derived from the data's first and last day; give --start and --end to make it public"
+        )
+        p["not_dp_reasons"] = [*p["not_dp_reasons"], reason]  # type: ignore[misc]
+        p["differentially_private"] = False
+        p["dp_label"] = "NOT differentially private"
+    _describe_and_report(
+        release, loaded, contributions, cfg, options, (start, end, derived), day_set, command_line
+    )
     label_after_accounting(session, p)
     return release, loaded
 
