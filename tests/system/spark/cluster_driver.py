@@ -32,7 +32,9 @@ def release_tables(
 ) -> tuple[dict[str, pl.DataFrame], dict[str, Any]]:
     """The published tables of both releases (``fleet-hat_speed``, ``counts-...``) and their owner counts, without
     noise (NOT DP: a test of the engines, never a release)."""
-    session = ud.Session(noise=ExactNoiseForTesting(acknowledge_not_private=True), allow_meaningless_epsilon=True)
+    session = ud.Session(
+        noise=ExactNoiseForTesting(acknowledge_not_private=True), allow_meaningless_epsilon=True
+    )
     fleet_rel = ud.fleet.release(
         [fleet], engine=engine, spark_master=master, session=session, with_map=False, **FLEET_OPTIONS
     )

@@ -9,6 +9,7 @@ daemons through the same script and then kills any of *their* pids (read from th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -181,10 +182,8 @@ class StandaloneCluster:
             pids = [pid for pid in pids if _alive(pid)]
             time.sleep(0.2)
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
 
 
 def _alive(pid: int) -> bool:

@@ -105,7 +105,10 @@ def test_api_releases_on_the_cluster_equal_the_polars_engine(
     assert ours["counts-joint"]["count"].sum() > 0
     theirs_owner = json.loads((out / "owner.json").read_text())
     assert theirs_owner["counts"] == json.loads(json.dumps(ours_owner["counts"], default=str))
-    fleet_p, fleet_s = _without_input_formats(ours_owner["fleet"]), _without_input_formats(theirs_owner["fleet"])
+    fleet_p, fleet_s = (
+        _without_input_formats(ours_owner["fleet"]),
+        _without_input_formats(theirs_owner["fleet"]),
+    )
     assert fleet_s == json.loads(json.dumps(fleet_p, default=str))
     assert fleet_p["records_quarantined"] > 0 and fleet_p["records_outside_window"] > 0
     assert ours_owner["counts"]["truncated_events"] > 0
@@ -113,9 +116,10 @@ def test_api_releases_on_the_cluster_equal_the_polars_engine(
 
 
 def _noise_free(privacy: dict[str, Any]) -> dict[str, Any]:
-    """privacy.json without what differs between two runs of the same release (noise, times, paths, versions)."""
-    drop = {"created", "created_utc", "command_line", "run", "inputs", "outputs", "not_dp_outputs", "engine",
-            "provenance", "warnings", "useless_release", "release_id", "spec_sha256"}  # fmt: skip
+    """privacy.json without the command line, the owner-only paths (quarantine.csv or .parquet) and the outcomes of
+    the noise (which HATs passed the noisy selection and what that implies)."""
+    drop = {"command_line", "not_dp_outputs", "hats_passing_selection", "hats_released", "useless_release",
+            "hats_covered_by_finer_level", "means_withheld_small_noisy_count", "warnings"}  # fmt: skip
     return {k: v for k, v in privacy.items() if k not in drop}
 
 
@@ -138,14 +142,19 @@ def _cli_pair(cluster: StandaloneCluster, tmp_path: Path, *args: str) -> list[Pa
 def test_cli_fleet_release_on_the_cluster_reports_what_polars_reports(
     cluster: StandaloneCluster, inputs: dict[str, Path], tmp_path: Path
 ) -> None:
-    polars_out, spark_out = _cli_pair(cluster, tmp_path, "release", str(inputs["fleet"]), "--noise-scale", "1",
-                                      "--no-map", "--neighbouring", "replace-one")  # fmt: skip
+    # as tests/system/spark/test_spark_cli.py: 6 buses are too few for the noisy selection to keep a HAT, so the
+    # published table may be empty; the exact counts of the Spark stage and the accounting are compared
+    polars_out, spark_out = _cli_pair(
+        cluster, tmp_path, "release", str(inputs["fleet"]), "--noise-scale", "2", "--no-map"
+    )
     assert _without_input_formats(owner_report(spark_out)) == _without_input_formats(owner_report(polars_out))
     ours = json.loads((polars_out / "privacy.json").read_text())
     theirs = json.loads((spark_out / "privacy.json").read_text())
     assert _noise_free(theirs) == _noise_free(ours)
-    published = pl.read_csv(spark_out / "hat_speed.csv")
-    assert published.height > 0
+    assert (
+        pl.read_csv(spark_out / "hat_speed.csv").columns == pl.read_csv(polars_out / "hat_speed.csv").columns
+    )
+    assert owner_report(spark_out)["records_quarantined"] > 0
     assert (tmp_path / "owner_only" / spark_out.name / "quarantine.parquet").is_dir()
 
 
@@ -166,4 +175,3 @@ def test_cli_counts_release_on_the_cluster_reports_what_polars_reports(
     theirs_t = pl.read_csv(spark_out / "joint.csv", infer_schema=False).select(key)
     assert ours_t.height > 0
     assert_frame_equal(ours_t.sort(key), theirs_t.sort(key))
-
