@@ -4,7 +4,8 @@ equal the in-process Polars engine's.
 
 What is measured: (1) through the Python API with the test-only no-noise source, in a driver process of its own,
 every published table (hat_speed; the joint, time and location count tables) equals the Polars engine's exactly,
-and so do the exact input counts (records in, quarantined per reason, outside the window, truncated); (2) the CLI
+and so do the exact input counts (records in, quarantined per reason, outside the window, truncated); the same
+under ``spark-submit`` with a driver JVM outside UTC (docs/scale-out.md's recipe); (2) the CLI
 (``urbandp release`` / ``urbandp counts release`` as real processes, with OpenDP's noise) gives the same owner
 counts and the same noise-free parts of privacy.json as ``--engine polars``; (3) the work ran on the cluster: after
 each Spark run the master lists one more application, FINISHED, and each of the two workers launched an executor
