@@ -197,7 +197,9 @@ class HatReleaseConfig(BaseModel):
     @classmethod
     def _hours_in_a_day(cls, value: tuple[int, int]) -> tuple[int, int]:
         if not (0 <= value[0] < value[1] <= 24):
-            raise ValueError(f"the hour window must satisfy 0 <= start < end <= 24, got {value[0]}-{value[1]}")
+            raise ValueError(
+                f"the hour window must satisfy 0 <= start < end <= 24, got {value[0]}-{value[1]}"
+            )
         return value
 
     @field_validator("domain_bbox", mode="before")
