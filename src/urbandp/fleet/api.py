@@ -189,21 +189,21 @@ def _result(
     useless = release_warnings(hat, cfg)
     p["warnings"] = [*cast(list[str], p["warnings"]), *useless]
     p["useless_release"] = bool(useless)
-    owner_warnings = list(hat.owner_report.get("warnings", []))  # type: ignore[call-overload]
-    empty_days = hat.owner_notes.get("days_without_records") or []
+    owner_warnings = list(cast(list[str], hat.owner_report.get("warnings", [])))
+    empty_days = cast(list[str], hat.owner_notes.get("days_without_records") or [])
     if empty_days:
         owner_warnings.append(
-            f"{len(empty_days)} day(s) of the window hold no record (D stays {p['days']}, which dilutes the "  # type: ignore[arg-type]
+            f"{len(empty_days)} day(s) of the window hold no record (D stays {cast(int, p['days'])}, which dilutes the "
             "per-day counts); the list is in owner_only/"
         )
     tables = {"hat_speed": hat.speed}
-    if "speeding" in p.get("queries", []):  # type: ignore[operator]
+    if "speeding" in cast(list[str], p.get("queries", [])):
         tables["hat_speeding"] = hat.speeding
     return FleetRelease(
         tables=tables,
         privacy=FleetPrivacyReport.from_document(p),
         owner={"report": hat.owner_report, "notes": hat.owner_notes, "quarantine": loaded.quarantine},
-        warnings=[str(w) for w in p["warnings"]],  # type: ignore[attr-defined]
+        warnings=[str(w) for w in cast(list[str], p["warnings"])],
         owner_warnings=[str(w) for w in owner_warnings],
         hat_release=hat,
         loaded=loaded,

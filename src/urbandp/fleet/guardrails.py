@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet.account import HatRelease
@@ -86,9 +86,9 @@ def options_that_help(cfg: HatReleaseConfig, days: int, domain_size: int | None)
 def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
     """Warnings about a useless release: nothing released, or every interval wider than U/2."""
     p = release.privacy
-    days = int(p["days"])  # type: ignore[call-overload]
-    h = int(p["hats_released"])  # type: ignore[call-overload]
-    sel: dict[str, Any] = p["selection"]  # type: ignore[assignment]
+    days = int(cast(int, p["days"]))
+    h = int(cast(int, p["hats_released"]))
+    sel = cast(dict[str, Any], p["selection"])
     threshold = sel.get("threshold_vehicle_days")
     domain_size = sel.get("domain_hats")
     problem = None

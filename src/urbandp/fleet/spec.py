@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -245,11 +245,11 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     return cfg, options, parse_columns(a["column"], toml)
 
 
-def _text_list(value: object) -> str | None:
+def _text_list(value: str | Iterable[object] | None) -> str | None:
     """A list of dates (or texts) as the comma-separated text the CLI takes."""
     if value is None or isinstance(value, str):
         return value
-    return ",".join(v.isoformat() if isinstance(v, dt.date) else str(v) for v in value)  # type: ignore[attr-defined]
+    return ",".join(v.isoformat() if isinstance(v, dt.date) else str(v) for v in value)
 
 
 def python_values(values: Mapping[str, Any]) -> dict[str, Any]:
