@@ -98,12 +98,24 @@ def write_geoparquet(frame: pl.DataFrame, polygons: np.ndarray, path: Path) -> P
     table = frame.to_arrow(
         compat_level=pl.CompatLevel.oldest()
     )  # large_string, not string_view: GDAL reads it
-    wkb = pa.array(shapely.to_wkb(polygons, output_dimension=2), type=pa.binary())
+    wkb = _binary_array(shapely.to_wkb(polygons, output_dimension=2))
     table = table.append_column(GEOMETRY_COLUMN, wkb)
     geo = geo_metadata(polygons)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"geo": json.dumps(geo).encode()})
     pq.write_table(table, path, compression="zstd")
     return path
+
+
+def _binary_array(blobs: np.ndarray) -> Any:
+    """WKB blobs as an Arrow binary array built from its buffers: ``pa.array`` of Python objects imports pandas
+    (0.2 s of every release's start-up) to inspect them."""
+    import pyarrow as pa
+
+    items = blobs.tolist()
+    offsets = np.zeros(len(items) + 1, dtype=np.int32)
+    np.cumsum([len(b) for b in items], out=offsets[1:])
+    data = pa.py_buffer(b"".join(items))
+    return pa.Array.from_buffers(pa.binary(), len(items), [None, pa.py_buffer(offsets.tobytes()), data])
 
 
 def geo_metadata(polygons: np.ndarray) -> dict[str, Any]:
