@@ -90,7 +90,6 @@ def _ccw(polygons: np.ndarray) -> np.ndarray:
 
 def write_geoparquet(frame: pl.DataFrame, polygons: np.ndarray, path: Path) -> Path:
     """``frame`` with a WKB ``geometry`` column and GeoParquet 1.1 ``geo`` metadata, zstd-compressed."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
     import shapely
 
