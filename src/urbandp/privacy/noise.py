@@ -198,8 +198,10 @@ def gaussian_rho(sensitivity: float, scale: float) -> float:
     return float(m.map(float(sensitivity)))
 
 
+@functools.lru_cache(maxsize=1024)
 def zcdp_epsilon(rho: float, delta: float) -> float:
-    """Epsilon of a rho-zCDP release at ``delta``, from OpenDP's ``make_zCDP_to_approxDP`` privacy profile.
+    """Epsilon of a rho-zCDP release at ``delta``, from OpenDP's ``make_zCDP_to_approxDP`` privacy profile
+    (cached: a pure function of its two floats, asked for the same loss by the plan, the accounting and the report).
 
     The conversion is applied to a unit-scale Gaussian measurement whose map at ``sqrt(2 rho)`` is ``rho``
     (OpenDP offers the conversion on measurements only); it is tighter than ``rho + 2 sqrt(rho ln(1/delta))``.
