@@ -49,6 +49,17 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _same_release(a: pl.DataFrame, b: pl.DataFrame) -> None:
+    """The same HATs, and the same values up to the last rounding step: Polars sums the vehicle-days' speeds of a HAT
+    on several threads, so a sum can differ in its last bits between runs and round one step apart at precision 2
+    (0.01 on the sum; its mean, interval and clamp flag follow from it)."""
+    from polars.testing import assert_frame_equal
+
+    keys = ["h3_cell", "slot"]
+    assert a.select(keys).equals(b.select(keys))
+    assert_frame_equal(a, b, check_exact=False, abs_tol=0.02, rel_tol=0)
+
+
 def test_dir_lists_the_public_api() -> None:
     assert {"Session", "BudgetExceededError", "fleet", "counts", "survey", "sensing"} <= set(dir(ud))
     assert callable(ud.fleet.release)
@@ -66,7 +77,7 @@ def test_frames_and_paths_give_the_same_table(fleet: Path) -> None:
         tables.append(rel.table)
     assert tables[0].height > 0
     for other in tables[1:]:
-        assert other.equals(tables[0])
+        _same_release(other, tables[0])
 
 
 def test_a_release_the_store_cannot_afford_raises_before_any_noise(fleet: Path, tmp_path: Path) -> None:
@@ -155,7 +166,7 @@ def test_cli_and_api_write_the_same_folder(
         session=ud.Session(noise=exact()), out=tmp_path / "api", with_map=False,
     )  # fmt: skip
     for name in ("hat_speed.csv", "hat_speeding.csv"):
-        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "api" / name).read_bytes()
+        _same_release(pl.read_csv(tmp_path / "cli" / name), pl.read_csv(tmp_path / "api" / name))
     cli_doc, api_doc = (json.loads((tmp_path / d / "privacy.json").read_text()) for d in ("cli", "api"))
     for doc in (cli_doc, api_doc):
         doc.pop("command_line")
