@@ -36,6 +36,17 @@ NOISE_DERIVED = {
     "selection.max_noisy_count",
     "noise_scale_reason",
     "useless_release",
+    # the queries are sized to k_eff = min(K, HATs released) (plan.calibrate_queries): a function of the selection's
+    # DP output, so their scales and per-HAT costs move with it (both runs state the same per-day loss)
+    "noise_scale.speed",
+    "noise_scale.speeding",
+    "noise_scale.count",
+    "rho_per_hat_per_day.speed",
+    "rho_per_hat_per_day.speeding",
+    "rho_per_hat_per_day.count",
+    "epsilon_per_hat_per_day.speed",
+    "epsilon_per_hat_per_day.speeding",
+    "epsilon_per_hat_per_day.count",
 }
 """Fields of privacy.json that may differ between two runs on the same data: they are read from noisy outputs."""
 NOISE_DERIVED_WARNINGS = ("the release holds no HAT", "every released HAT's 95% interval")
