@@ -106,8 +106,9 @@ def test_histogram_estimate_is_unbiased_and_states_its_noise() -> None:
         estimates.append(expected)
     assert spent <= 2.0
     # without bias (the clamped sum added the positive noise of every empty bin that may pass), and with the
-    # spread it states: 200 draws, the mean within 3 sd / sqrt(200) of 200, the sd within 20%
-    assert abs(np.mean(estimates) - 200) < 3 * sd / math.sqrt(200)
+    # spread it states: 200 draws, the mean within 4 sd / sqrt(200) of 200 (a false failure 6e-5 of runs: OpenDP
+    # noise takes no seed), the sd within 20% (4 standard errors of an sd from 200 draws)
+    assert abs(np.mean(estimates) - 200) < 4 * sd / math.sqrt(200)
     assert np.std(estimates) == pytest.approx(sd, rel=0.2)
     noisy = make_plan(cfg, 1, histogram=dp_histogram(per_hat, 8, 0.05, noise)[0], histogram_epsilon=0.05)
     assert "expected_hats_passing_warning" in noisy and noisy["expected_hats_passing_sd"] > 100
