@@ -121,35 +121,7 @@ def release(
     cannot afford it. The release's warnings are emitted as :class:`~urbandp.results.ReleaseWarning`, the ones
     read from the true data as :class:`~urbandp.results.OwnerWarning`.
     """
-    spec = CountsReleaseSpec(
-        domain=domain,
-        select_partitions=select_partitions,
-        input_kind=input_kind,
-        unit=unit,
-        max_events=max_events,
-        max_per_cell=max_per_cell,
-        method=method,
-        mechanism=mechanism,
-        epsilon=epsilon,
-        delta=delta,
-        noise_scale=noise_scale,
-        suppress_below=suppress_below,
-        threshold=threshold,
-        precision=precision,
-        consistent=consistent,
-        top_k=top_k,
-        top_k_epsilon=top_k_epsilon,
-        top_k_tap=top_k_tap,
-        format=format,
-        sampling=sampling,
-        marginals=marginals,
-        marginal_epsilon=marginal_epsilon,
-        marginal_scale=marginal_scale,
-        budget_epsilon=budget_epsilon,
-        budget_delta=budget_delta,
-        engine=engine,
-        spark_master=spark_master,
-    )
+    spec = CountsReleaseSpec.from_options(locals())
     rel = release_spec(data, spec, session=session, out=out, overwrite=overwrite, progress=progress)
     rel.emit_warnings()
     return rel

@@ -78,35 +78,7 @@ def release(
     from urbandp.results import OwnerWarning, ReleaseWarning
     from urbandp.session import Session
 
-    spec = CountsReleaseSpec(
-        domain=domain,
-        select_partitions=select_partitions,
-        input_kind=input_kind,
-        unit=unit,
-        max_events=max_events,
-        max_per_cell=max_per_cell,
-        method=method,
-        mechanism=mechanism,
-        epsilon=epsilon,
-        delta=delta,
-        noise_scale=noise_scale,
-        suppress_below=suppress_below,
-        threshold=threshold,
-        precision=precision,
-        consistent=consistent,
-        top_k=top_k,
-        top_k_epsilon=top_k_epsilon,
-        top_k_tap=top_k_tap,
-        format=fmt,
-        sampling=sampling,
-        marginals=marginals,
-        marginal_epsilon=marginal_epsilon,
-        marginal_scale=marginal_scale,
-        budget_epsilon=budget_epsilon,
-        budget_delta=budget_delta,
-        engine=engine,
-        spark_master=spark_master,
-    )
+    spec = CountsReleaseSpec.from_options({**locals(), "format": fmt})
     if dry_run:
         plan = cost(spec, allow_meaningless_epsilon=allow_meaningless_epsilon)
         typer.echo(dumps_strict(plan, indent=None))

@@ -8,7 +8,8 @@ flags of ``urbandp counts release``; a test holds them equal); the validation is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from urbandp.counts.domain import CountDomain
@@ -25,6 +26,11 @@ DomainLike = str | Path | CountDomain | dict[str, object] | None
 @dataclass(frozen=True)
 class CountsReleaseSpec:
     """Every option of a count release (see ``urbandp counts release --help`` for each one's meaning)."""
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, object]) -> CountsReleaseSpec:
+        """The spec from a mapping holding (at least) every field by name: the API's keywords, the CLI's flags."""
+        return cls(**{f.name: options[f.name] for f in fields(cls)})  # type: ignore[arg-type]
 
     domain: DomainLike
     select_partitions: bool
