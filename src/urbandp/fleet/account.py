@@ -334,6 +334,8 @@ def _selection_section(
         "delta_per_window": selection.window_cost[1],
         "max_noisy_count": selection.max_noisy_count,
         "domain_hats": selection.domain_hats,
+        # a route domain: every domain HAT is released; the threshold decides only where a mean is shown
+        "every_domain_hat_released": selection.release_all,
     }
 
 

@@ -103,12 +103,13 @@ class FleetRelease(Release):
 
 
 def map_options_for(cfg: HatReleaseConfig, extra: dict[str, object] | None = None) -> dict[str, object]:
-    """The map's options: the interval width that greys a HAT out (U/2) and the public extent's cells."""
+    """The map's options: the interval width over which a HAT is hatched (the public usefulness target,
+    ``target_width``, issue 33) and the public extent's cells."""
     from urbandp.fleet.map_page import domain_cell_strings
 
     return {
         **(extra or {}),
-        "interval_threshold": cfg.speed_max / 2,
+        "interval_threshold": cfg.target_width,
         "domain_cells": domain_cell_strings(cfg),
     }
 

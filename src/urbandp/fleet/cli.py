@@ -237,7 +237,7 @@ def _print_summary(p: dict[str, Any], paths: dict[str, Path], owner: dict[str, A
         (
             "records used / outside (owner only, exact)",
             f"{owner['records_used']:,} / {owner['records_outside_window']:,} outside the window, "
-            f"{owner['records_outside_domain']:,} outside --domain-bbox",
+            f"{owner['records_outside_domain']:,} outside the public domain",
         ),
         (
             "quarantine reasons (owner only)",

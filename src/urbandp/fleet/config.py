@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import math
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -29,6 +30,7 @@ SpeedEstimator = Literal["report", "baseline", "array-averaging", "levy", "quant
 ClipBound = Literal["public", "dp-quantile"]
 Coarsen = Literal["none", "parent1", "parent2", "slot2", "auto"]
 CoarsenRule = Literal["exclusive", "fill"]
+ContributionBounding = Literal["truncate", "l2"]
 
 
 MAX_DOMAIN_CELLS = 2_000_000
@@ -45,6 +47,9 @@ def estimated_domain_cells(bbox: tuple[float, float, float, float], resolution: 
     area = (c - a) * km_per_degree * (d - b) * km_per_degree * max(math.cos(math.radians((a + c) / 2)), 1e-3)
     return area / float(h3.average_hexagon_area(resolution, unit="km^2"))
 
+
+DOMAIN_SOURCES = ("domain_bbox", "domain_gtfs", "domain_geojson", "domain_cells")
+"""The public domains a release takes (at most one): an extent, or the HATs of a GTFS feed, routes, or cells."""
 
 MIN_PER_DAY_DEFAULT = {"dp": 0.0, "public-threshold": 10.0}
 """Default floor of the selection threshold, vehicles per day per HAT, by selection (the CLI help reads it). DP
@@ -110,6 +115,40 @@ class HatReleaseConfig(BaseModel):
     domain_bbox: tuple[float, float, float, float] | None = Field(
         None,
         description="public extent (min_lat, min_lon, max_lat, max_lon): DP selection over all its HATs, no delta",
+    )
+    domain_gtfs: Path | None = Field(
+        None,
+        description="public domain from a GTFS feed (zip or folder): the cells its shapes pass through x the slots "
+        "with scheduled service on the public days; every domain HAT released with noise (issue 33)",
+    )
+    domain_geojson: Path | None = Field(
+        None,
+        description="public domain from a GeoJSON of routes or corridors (WGS84): the cells they pass through x "
+        "every slot; every domain HAT released with noise",
+    )
+    domain_cells: Path | None = Field(
+        None,
+        description="public domain from a list of H3 cells (one per line or an h3_cell column) x every slot; "
+        "every domain HAT released with noise",
+    )
+    domain_ring: int = Field(
+        0,
+        ge=0,
+        le=3,
+        description="widen a GTFS or GeoJSON domain by this many rings of neighbouring H3 cells (GPS noise "
+        "and cell edges put records beside the route's own cells)",
+    )
+    contribution_bounding: ContributionBounding = Field(
+        "truncate",
+        description="truncate: each vehicle-day keeps K HATs (K = max_hats_per_vehicle_day); l2: each vehicle-day "
+        "keeps every domain HAT it visits with weight 1/sqrt(m) (m: its HATs), so its weights have L2 norm 1 "
+        "(Gaussian noise over a public domain; docs/fleet.md, 'L2-normalised contributions')",
+    )
+    target_width: float = Field(
+        10.0,
+        gt=0,
+        description="public usefulness target: a released mean is useful when its 95% interval is at most this "
+        "wide (km/h); counted in privacy.json, drawn on the map",
     )
     delta: float = Field(
         1e-6,
@@ -202,6 +241,13 @@ class HatReleaseConfig(BaseModel):
             )
         return value
 
+    @field_validator("domain_gtfs", "domain_geojson", "domain_cells", mode="before")
+    @classmethod
+    def _path_given(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must name a file or folder (given empty)")
+        return value
+
     @field_validator("domain_bbox", mode="before")
     @classmethod
     def _bbox_text(cls, value: object) -> object:
@@ -216,6 +262,7 @@ class HatReleaseConfig(BaseModel):
         "selection_epsilon",
         "min_vehicles_per_day",
         "delta",
+        "target_width",
     )
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
@@ -245,6 +292,16 @@ class HatReleaseConfig(BaseModel):
             days = [d for d in days if d.weekday() in wanted]
         skip = set(self.holidays)
         return tuple(d for d in days if d not in skip and start <= d <= end)
+
+    @property
+    def route_domain(self) -> bool:
+        """True with a GTFS, GeoJSON or cell-list domain: every domain HAT is released (no threshold)."""
+        return any(getattr(self, name) is not None for name in DOMAIN_SOURCES[1:])
+
+    @property
+    def public_domain(self) -> bool:
+        """True with any public domain (an extent or a route domain): no delta for selection."""
+        return self.domain_bbox is not None or self.route_domain
 
     @property
     def min_per_day(self) -> float:
@@ -291,6 +348,20 @@ class HatReleaseConfig(BaseModel):
             raise ValueError(
                 f"coarsen {self.coarsen} needs a resolution of at least {COARSEN_LEVELS[self.coarsen][-1][0]}"
             )
+        given = [name for name in DOMAIN_SOURCES if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one public domain, not {' and '.join(given)}")
+        if self.route_domain and self.coarsen != "none":
+            raise ValueError(
+                "coarsen with a route domain (domain_gtfs, domain_geojson, domain_cells) is not supported: every "
+                "domain HAT is already released; use a coarser resolution or longer slots instead"
+            )
+        if self.contribution_bounding == "l2":
+            _check_l2_bounding(self)
+        if self.domain_ring and not (self.domain_gtfs or self.domain_geojson):
+            raise ValueError(
+                "domain_ring widens a GTFS or GeoJSON domain: give domain_gtfs or domain_geojson"
+            )
         if self.domain_bbox is not None:
             a, b, c, d = self.domain_bbox
             if not all(math.isfinite(x) for x in self.domain_bbox) or not (
@@ -332,6 +403,25 @@ class HatReleaseConfig(BaseModel):
         return not (self.neighbouring == "add-remove" and self.speed_estimator in PAPER_ESTIMATORS)
 
 
+def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
+    """L2-normalised contributions are calibrated for Gaussian noise on counts and centred sums over a public
+    domain, under add/remove, one level, Query 1 only (the other combinations keep truncation to K)."""
+    needs = [
+        (cfg.public_domain, "a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells)"),
+        (cfg.resolved_mechanism == "gaussian", "Gaussian noise (--epsilon-per-day, mechanism gaussian)"),
+        (cfg.neighbouring == "add-remove", "add-remove neighbouring"),
+        (cfg.selection == "dp", "DP selection"),
+        (cfg.speed_estimator == "report", "the report speed estimator"),
+        (cfg.coarsen == "none", "no coarsen"),
+        (cfg.clip_bound == "public", "the public clip bound"),
+        (tuple(cfg.queries) == ("speed",), "queries = speed only (speeding counts are not weighted)"),
+        (cfg.max_hats_per_vehicle_day != "observed", "a public K or none (not observed)"),
+    ]
+    missing = [what for ok, what in needs if not ok]
+    if missing:
+        raise ValueError("contribution_bounding l2 needs " + ", ".join(missing))
+
+
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
@@ -361,6 +451,9 @@ def parse_bbox(text: str) -> tuple[float, float, float, float]:
 EXAMPLES = {
     "hours": '"9-21"',
     "domain_bbox": '"30.2,-97.8,30.4,-97.6"',
+    "domain_gtfs": '"capmetro-gtfs.zip"',
+    "domain_geojson": '"routes.geojson"',
+    "domain_cells": '"cells.txt"',
     "start": "2016-11-24",
     "end": "2016-11-27",
     "max_hats_per_vehicle_day": '96 or "observed"',
@@ -371,6 +464,7 @@ EXAMPLES = {
     "clip_bound": '"public" or "dp-quantile"',
     "coarsen": '"none", "parent1", "parent2", "slot2" or "auto"',
     "coarsen_rule": '"exclusive" or "fill"',
+    "contribution_bounding": '"truncate" or "l2"',
     "queries": '"speed" or "speed,speeding"',
     "dates": '["2016-11-24", "2016-12-16"]',
     "weekdays": '"mon-fri"',

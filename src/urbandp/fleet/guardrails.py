@@ -74,7 +74,7 @@ def options_that_help(cfg: HatReleaseConfig, days: int, domain_size: int | None)
         t = _threshold(alt, days, domain_size)
         if t is not None and t < base:
             out.append((t, f"{text}: threshold {t:,.0f} vehicle-days"))
-    if cfg.domain_bbox is None:
+    if not cfg.public_domain:
         out.append((math.inf, "--domain-bbox (a public extent): no delta, usually a lower threshold"))
     out.sort(key=lambda item: item[0])
     generic = [

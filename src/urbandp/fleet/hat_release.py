@@ -36,6 +36,7 @@ from urbandp.fleet.levels import MergedSlotSpec, coarse_contributions, covered_k
 from urbandp.fleet.measure import (
     ClipChoice,
     choose_clip_bound,
+    l2_normalised,
     measure_queries,
     observed_max_hats,
     per_hat_aggregates,
@@ -43,6 +44,9 @@ from urbandp.fleet.measure import (
     truncate_vehicle_days,
 )
 from urbandp.fleet.plan import ReleasePlan, calibrate_queries, plan_release
+from urbandp.fleet.public_domain import PublicDomain, domain_grid, load_public_domain, restrict_to_domain
+from urbandp.fleet.public_domain import describe as describe_domain
+from urbandp.fleet.usefulness import useful_expr, usefulness, with_count_interval
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource
 
@@ -56,17 +60,31 @@ def release_hats(
     noise: NoiseSource,
     *,
     slots: SlotSpec | None = None,
+    domain: PublicDomain | None = None,
 ) -> HatRelease:
     """Plan, bound, (clip bound), then per level select, calibrate, measure, account; combine the levels.
 
     ``days`` is D, the calendar days of the public window. Without ``clip_bound`` and ``coarsen`` this is the
     single-level release; otherwise see :func:`choose_clip_bound`, :func:`coarse_contributions` and
-    :func:`combine_levels`.
+    :func:`combine_levels`. ``domain``: the public domain (:func:`~urbandp.fleet.public_domain.load_public_domain`;
+    loaded here from an extent when not given): contributions off it are dropped before truncation.
     """
     plan = plan_release(cfg, days)
     slots = slots or SlotSpec(cfg.slot_minutes, *cfg.hours)
     not_dp: list[str] = []
-    if plan.k is None:
+    if domain is None and cfg.public_domain:
+        domain = load_public_domain(cfg)
+    grid = domain_grid(domain, slots.slots) if domain is not None else None
+    off_domain = 0
+    if grid is not None:
+        contributions, off_domain = restrict_to_domain(contributions, grid)
+    if cfg.contribution_bounding == "l2":
+        k, truncated = (
+            1,
+            0,
+        )  # weights of L2 norm 1 per vehicle-day: the sensitivities (and accounting) of K = 1
+        contributions = l2_normalised(contributions)
+    elif plan.k is None:
         k = max(1, observed_max_hats(contributions))
         not_dp.append("K (max HATs per vehicle-day) read from the data (report III E)")
         truncated = 0
@@ -117,12 +135,28 @@ def release_hats(
             noise,
             level_slots,
             covered,
+            grid if i == 0 else None,
         )
         published.append((result.keys, merge))
         results.append(result)
-    if len(results) == 1 and clip is None:
-        return results[0]
-    return combine_levels(cfg, plan, results, levels, clip)
+    combined = (
+        results[0] if len(results) == 1 and clip is None else combine_levels(cfg, plan, results, levels, clip)
+    )
+    if cfg.contribution_bounding == "l2":
+        combined.privacy["max_hats_per_vehicle_day"] = 1
+        combined.privacy["max_hats_per_vehicle_day_source"] = (
+            "contribution_bounding l2: no truncation, every domain HAT a vehicle-day visits is kept with weight 1/sqrt(m) "
+            "(m its HATs); the weights' L2 norm is 1, the sensitivity of K = 1 (docs/fleet.md)"
+        )
+        combined.privacy["contribution_bounding"] = "l2"
+    else:
+        combined.privacy["contribution_bounding"] = "truncate"
+    combined.speed = combined.speed.with_columns(useful_expr(cfg.target_width))
+    combined.privacy["usefulness"] = usefulness(combined.speed, cfg.target_width)
+    if domain is not None and grid is not None:
+        combined.privacy["domain"] = describe_domain(domain, grid)
+        combined.owner_report["records_off_public_domain"] = off_domain
+    return combined
 
 
 def _release_level(
@@ -135,6 +169,7 @@ def _release_level(
     noise: NoiseSource,
     slots: SlotSpec,
     covered: pl.DataFrame | None = None,
+    grid: pl.DataFrame | None = None,
 ) -> HatRelease:
     """One level: select, drop the HATs ``covered`` by a finer level's released HATs, calibrate, measure, account.
 
@@ -143,7 +178,7 @@ def _release_level(
     DP outputs).
     """
     per_hat = per_hat_aggregates(contributions, cfg.speed_limit)
-    selection = select_hats(per_hat, cfg, plan, k, noise, slots)
+    selection = select_hats(per_hat, cfg, plan, k, noise, slots, grid)
     if cfg.selection == "public-threshold" and cfg.neighbouring == "add-remove":
         not_dp.append("public-threshold selection reads true vehicle counts (report III C)")
     if cfg.neighbouring == "presence-public" and cfg.speed_estimator in PAPER_ESTIMATORS:
@@ -177,9 +212,20 @@ def _release_level(
     n = released["n"].to_numpy().astype(float)
     scales = calibrate_queries(cfg, plan, n, k_eff)
     measured = measure_queries(
-        cfg, plan, released, scales, noise, contributions, slots, k_eff, selection_scale=selection.scale
+        cfg,
+        plan,
+        released,
+        scales,
+        noise,
+        contributions,
+        slots,
+        k_eff,
+        selection_scale=selection.scale,
+        selection_threshold=selection.threshold,
+        release_all=selection.release_all,
     )
     result = account(cfg, plan, selection, scales, measured, released, slots, k, k_eff, truncated, not_dp)
+    result.speed = with_count_interval(result.speed, measured, cfg)
     result.keys = released.select("cell", "slot")
     result.privacy["hats_passing_selection"] = passed
     result.privacy["hats_covered_by_finer_level"] = passed - released.height if covered is not None else 0

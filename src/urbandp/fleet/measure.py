@@ -104,6 +104,26 @@ def truncate_vehicle_days(
     return kept, contributions.height - kept.height
 
 
+def l2_normalised(contributions: pl.DataFrame) -> pl.DataFrame:
+    """Every contribution weighted ``1 / sqrt(m)``, ``m`` the HATs its vehicle-day visits (issue 33).
+
+    Sensitivity (add/remove a vehicle-day, Gaussian mechanism): a vehicle-day in ``m`` HATs changes the vector of
+    weighted counts ``c_h = sum_v w_v`` by ``w_v = m^-1/2`` in ``m`` coordinates, an L2 norm of exactly 1, and the
+    vector of weighted centred sums ``s_h = sum_v w_v (x_vh - U/2)`` by at most ``w_v U/2`` per coordinate, an L2
+    norm of at most ``U/2`` (``x`` clipped to [0, U]). These are the L2 sensitivities of truncation to K = 1, with
+    no row dropped: the accounting is that of K = 1. Over a window of D days one vehicle is D vehicle-days, each of
+    norm 1, so the window's L2 norm is at most D (triangle inequality), as for K = 1. The weights read only the
+    vehicle-day's own presence (its m), so a neighbour changes no other vehicle-day's weight.
+
+    The released mean is the weighted mean ``sum w x / sum w`` of vehicle-day means: a vehicle-day seen in few
+    HATs weighs more. Compared with truncation to K it trades the K-fold noise for this weighting (Wilson et al.
+    2020 and Gopi et al. 2020, "Differentially private set union", weight each user's contribution by a norm
+    bound in the same way).
+    """
+    m = pl.len().over("vehicle", "day").cast(pl.Float64)
+    return contributions.with_columns((1.0 / m.sqrt()).alias("weight"))
+
+
 def observed_max_hats(contributions: pl.DataFrame) -> int:
     """The most HATs any vehicle visits in a day (the report's K; reading it is not DP)."""
     if contributions.height == 0:
@@ -112,7 +132,20 @@ def observed_max_hats(contributions: pl.DataFrame) -> int:
 
 
 def per_hat_aggregates(contributions: pl.DataFrame, speed_limit: float) -> pl.DataFrame:
-    """Per HAT: N (vehicle-days), the sum of per-vehicle-day mean speeds, and vehicles over the limit (summed)."""
+    """Per HAT: N (vehicle-days), the sum of per-vehicle-day mean speeds, and vehicles over the limit (summed).
+
+    With a ``weight`` column (:func:`l2_normalised`) N and the sum are weighted: ``sum w`` and ``sum w x``.
+    """
+    if "weight" in contributions.columns:
+        return (
+            contributions.group_by("cell", "slot")
+            .agg(
+                pl.col("weight").sum().alias("n"),
+                (pl.col("weight") * pl.col("mean_speed")).sum().alias("sum_mean_speed"),
+                (pl.col("max_speed") > speed_limit).sum().cast(pl.Int64).alias("n_over_limit"),
+            )
+            .sort("cell", "slot")
+        )
     return (
         contributions.group_by("cell", "slot")
         .agg(
@@ -131,12 +164,17 @@ def select_hats(
     k: int,
     noise: NoiseSource,
     slots: SlotSpec,
+    grid: pl.DataFrame | None = None,
 ) -> SelectionResult:
-    """The selection stage: calibrated from the plan (public), measured once."""
+    """The selection stage: calibrated from the plan (public), measured once.
+
+    ``grid``: the public domain's HATs (a route domain: every one is released, see
+    :mod:`urbandp.fleet.public_domain`); without it an extent's HATs are enumerated here at the level's resolution.
+    """
     if cfg.selection == "public-threshold":
         return public_threshold(per_hat, slots.slots, cfg.min_per_day, plan.days)
-    grid = None
-    if cfg.domain_bbox is not None:
+    release_all = grid is not None and cfg.route_domain
+    if grid is None and cfg.domain_bbox is not None:
         cells = domain_cells(cfg.domain_bbox, cfg.resolution)
         if cells.len() == 0:
             raise InputError("domain_bbox holds no H3 cell centroid at this resolution")
@@ -153,6 +191,7 @@ def select_hats(
         domain_size=None if grid is None else grid.height,
         # with coarser levels the expected number of released empty HATs (0.05 per release) is shared by the levels
         false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
+        release_all=release_all,
     )
     return measure_selection(cal, per_hat, noise, grid)
 
@@ -171,6 +210,57 @@ class Measured:
     over_high: np.ndarray
     withheld: int = 0
     clamped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    count_low: np.ndarray = field(default_factory=lambda: np.zeros(0))  # 95% interval of N (selection-aware)
+    count_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def _upper_tail(x: np.ndarray, sd: float, gaussian: bool) -> np.ndarray:
+    """log P(noise >= x) for the count's noise: Gaussian, or Laplace of that sd (b = sd / sqrt 2)."""
+    from scipy.special import log_ndtr
+
+    if gaussian:
+        return np.asarray(log_ndtr(-x / sd))
+    b = sd / math.sqrt(2.0)
+    with np.errstate(over="ignore"):
+        return np.where(x >= 0, math.log(0.5) - x / b, np.log1p(-0.5 * np.exp(np.minimum(x, 0.0) / b)))
+
+
+def selected_count_interval(
+    noisy_n: np.ndarray, sd: float, threshold: float | None, gaussian: bool, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``level`` interval of a HAT's vehicle-day count N from its noisy count, given that it was released
+    because the noisy count passed ``threshold`` (None: released whatever the count, a public domain).
+
+    Conditional (selective) inference after a threshold: given selection the noisy count follows the noise's
+    distribution around N truncated to ``[threshold, inf)`` (Lee, Sun, Sun and Taylor 2016, "Exact post-selection
+    inference", the truncated-Gaussian pivot). The pivot ``F_N(x) = P(X >= x | X >= t; N)`` increases with N; the
+    interval is ``{N : alpha/2 < F_N(n~) < 1 - alpha/2}``, found by bisection (60 halvings of [n~ - 10 sd - |t|,
+    n~ + 10 sd]). Without a threshold it is the plain ``n~ -+ z sd`` of the noise. The lower end is clipped at 0:
+    an interval that reaches 0 means the HAT may hold no vehicle, and its mean is never shown (issue 33). Laplace
+    counts use the continuous Laplace of the same sd (the discrete one's tail ratio is the same geometric decay).
+    """
+    a = (1.0 - level) / 2.0
+    n = np.asarray(noisy_n, dtype=float)
+    if n.size == 0 or sd <= 0:
+        return n.copy(), n.copy()
+    t = -np.inf if threshold is None else float(threshold)
+
+    def pivot(big_n: np.ndarray) -> np.ndarray:
+        log_num = _upper_tail(n - big_n, sd, gaussian)
+        log_den = _upper_tail(t - big_n, sd, gaussian) if math.isfinite(t) else np.zeros_like(n)
+        return np.exp(np.minimum(log_num - log_den, 0.0))
+
+    def solve(target: float) -> np.ndarray:
+        lo = n - 10.0 * sd - (abs(t) if math.isfinite(t) else 0.0)
+        hi = n + 10.0 * sd
+        for _ in range(60):
+            mid = (lo + hi) / 2.0
+            below = pivot(mid) < target
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        return (lo + hi) / 2.0
+
+    return np.maximum(solve(a), 0.0), np.maximum(solve(1.0 - a), 0.0)
 
 
 def fieller_z(noise: Laplace | Gaussian) -> float:
@@ -198,6 +288,25 @@ def fieller_interval(
     return low, high
 
 
+def count_intervals(
+    noisy_n: np.ndarray, sd: float, threshold: float | None, gaussian: bool, release_all: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The count's 95% interval per released HAT and where a mean may be shown (issue 33).
+
+    HATs released because their noisy count passed ``threshold`` get the interval conditional on passing it
+    (:func:`selected_count_interval`). With a route domain (``release_all``) every domain HAT is released, and
+    the same false-positive threshold (an expected 0.05 empty HATs per release, :func:`false_positive_threshold`)
+    decides only where a mean is shown: rows below it keep the plain interval and show no mean, rows above it get
+    the conditional one. A mean is shown only where the interval's lower end is above 0.
+    """
+    low, high = selected_count_interval(noisy_n, sd, threshold, gaussian)
+    if release_all and threshold is not None:
+        plain_low, plain_high = selected_count_interval(noisy_n, sd, None, gaussian)
+        passed = noisy_n >= threshold
+        return np.where(passed, low, plain_low), np.where(passed, high, plain_high), passed & (low > 0)
+    return low, high, low > 0
+
+
 def measure_queries(
     cfg: HatReleaseConfig,
     plan: ReleasePlan,
@@ -208,6 +317,8 @@ def measure_queries(
     slots: SlotSpec,
     k_eff: int,
     selection_scale: float | None = None,
+    selection_threshold: float | None = None,
+    release_all: bool = False,
 ) -> Measured:
     """Draw the noise of Query 1 and Query 2 once, then post-process (clamp to [0, U], intervals).
 
@@ -227,6 +338,7 @@ def measure_queries(
     if scales.count is not None and h:
         noisy_n = plan.noise(scales.count).draw(n, noise)
     noisy_sum = nan.copy()
+    count_low, count_high = nan.copy(), nan.copy()
     withheld = 0
     clamped = np.zeros(h, dtype=bool)
     if cfg.speed_estimator != "report":
@@ -253,8 +365,13 @@ def measure_queries(
         sd_n = plan.noise(count_scale).std if count_scale is not None else 0.0
         sd_s = plan.noise(scales.speed).std if h else 0.0
         # The ratio is meaningless when the noisy denominator is small next to its noise: the mean is withheld
-        # (null) unless the noisy count is at least max(1, 2 sd of its noise).
-        ok = noisy_n >= max(1.0, 2.0 * sd_n)
+        # (null) unless the noisy count is at least max(1, 2 sd of its noise), and unless the count's 95% interval,
+        # conditional on the threshold the count passed (the selection's own draw), excludes 0 (issue 33: a HAT
+        # with no vehicle is never drawn as a value)
+        count_low, count_high, shown = count_intervals(
+            noisy_n, sd_n, selection_threshold if scales.count is None else None, plan.gaussian, release_all
+        )
+        ok = (noisy_n >= max(1.0, 2.0 * sd_n)) & shown
         withheld = int((~ok).sum())
         denom = np.where(ok, noisy_n, np.nan)
         raw = u / 2.0 + noisy_centred / denom
@@ -277,7 +394,18 @@ def measure_queries(
     else:
         over = (nan.copy(), nan.copy(), nan.copy())
     return Measured(
-        mean, low, high, noisy_sum, noisy_n, speed_scales, costs, *over, withheld=withheld, clamped=clamped
+        mean,
+        low,
+        high,
+        noisy_sum,
+        noisy_n,
+        speed_scales,
+        costs,
+        *over,
+        withheld=withheld,
+        clamped=clamped,
+        count_low=count_low,
+        count_high=count_high,
     )
 
 

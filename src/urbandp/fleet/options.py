@@ -123,6 +123,39 @@ RELEASE_OPTIONS: tuple[ReleaseOption, ...] = (
         "Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection (default: no extent; approximate-DP selection).",
     ),
     ReleaseOption(
+        "domain_gtfs",
+        Path | None,
+        "Public domain from the agency's GTFS feed (zip or folder): the cells its shapes pass through x the slots "
+        "with scheduled service on the public days; every domain HAT released with noise (default: none).",
+    ),
+    ReleaseOption(
+        "domain_geojson",
+        Path | None,
+        "Public domain from a GeoJSON of routes or corridors: the cells they pass through x every slot; every "
+        "domain HAT released with noise (default: none).",
+    ),
+    ReleaseOption(
+        "domain_cells",
+        Path | None,
+        "Public domain from a file of H3 cells (one per line or an h3_cell column) x every slot (default: none).",
+    ),
+    ReleaseOption(
+        "domain_ring",
+        int | None,
+        "Widen a GTFS or GeoJSON domain by this many rings of neighbouring cells (default: {default}).",
+    ),
+    ReleaseOption(
+        "contribution_bounding",
+        str | None,
+        "truncate (K HATs per vehicle-day) or l2 (every domain HAT, weights 1/sqrt(m); Gaussian over a public "
+        "domain) (default: {default}).",
+    ),
+    ReleaseOption(
+        "target_width",
+        float | None,
+        "Usefulness target: a mean is useful when its 95% interval is at most this wide, km/h (default: {default}).",
+    ),
+    ReleaseOption(
         "selection_epsilon",
         float | None,
         "Epsilon per day for DP selection when B is given (default: {default}).",

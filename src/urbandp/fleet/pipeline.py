@@ -22,6 +22,7 @@ from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
 from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.plan import PlannedCharge, plan_release, planned_window_delta
+from urbandp.fleet.public_domain import load_public_domain
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, rho_for_epsilon
@@ -310,21 +311,6 @@ def _spark_stage(
     return loaded, done.contributions
 
 
-def records_outside_domain(contributions: pl.DataFrame, cfg: HatReleaseConfig) -> int:
-    """Records in the window whose H3 cell lies outside the public extent (``--domain-bbox``): never used.
-
-    Selection runs over the extent's HATs only, so these records reach no released figure; they are counted apart
-    from the used ones (0 without an extent).
-    """
-    if cfg.domain_bbox is None or contributions.height == 0:
-        return 0
-    from urbandp.fleet.selection import domain_cells
-
-    cells = domain_cells(cfg.domain_bbox, cfg.resolution).cast(pl.UInt64)
-    outside = contributions.filter(~pl.col("cell").cast(pl.UInt64).is_in(cells.implode()))
-    return int(outside["n_records"].sum())
-
-
 def swapped_bbox_hint(contributions: pl.DataFrame, cfg: HatReleaseConfig, outside_domain: int) -> str | None:
     """A hint for the data owner when most records of the window fall outside ``--domain-bbox`` and the box with
     latitude and longitude swapped would hold most of them (issue 30 item 8). It reads the data: stderr and
@@ -426,7 +412,8 @@ def _describe_and_report(
             f"{opts.impute_speed_kmh:g} km/h when missing, rather than dropped"
         )
     in_window = int(contributions["n_records"].sum())
-    outside_domain = records_outside_domain(contributions, cfg)
+    # counted where the release drops them, before truncation (fleet/public_domain.py): owner material
+    outside_domain = int(cast(int, release.owner_report.pop("records_off_public_domain", 0)))
     swapped = swapped_bbox_hint(contributions, cfg, outside_domain)
     # Exact counts of the owner's records: removing one vehicle-day changes them, so they are owner material
     # (owner_only/<name>/input_report.json), never in the public privacy.json (issue 21).
@@ -564,13 +551,14 @@ def release_fleet(
     )
     public_days = window_days(start, end, day_set)
     days = len(public_days)
+    domain = load_public_domain(cfg, public_days)  # public files only; before any noise
     charge = planned_charge(cfg, start, end, derived, day_set)
     if before_noise is not None:
         before_noise(charge)
     reserve_planned(session, charge)  # the session's guards run here, before any noise
     say("selecting HATs and adding noise")
     session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
-    release = release_hats(contributions, cfg, days, session.noise, slots=slots)
+    release = release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
     p = release.privacy
     window_warning = large_window_warning(p)
     if window_warning:

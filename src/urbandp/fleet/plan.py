@@ -136,7 +136,9 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         raise InputError("the date window holds no day")
     mech = cfg.resolved_mechanism
     k = None if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
-    threshold_select = cfg.selection == "dp" and cfg.domain_bbox is None
+    if cfg.contribution_bounding == "l2":
+        k = 1  # L2-normalised weights: the sensitivities of K = 1 (measure.l2_normalised)
+    threshold_select = cfg.selection == "dp" and not cfg.public_domain
     n_levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
     if mech == "gaussian":
         conv = cfg.delta / 2 if threshold_select else cfg.delta
@@ -290,7 +292,7 @@ def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
     plan = plan_release(cfg, days)
     # the queries' rho over the window is converted once, at conversion_delta (Loss.approx adds it)
     delta = (plan.conversion_delta or 0.0) if plan.gaussian else 0.0
-    if cfg.selection == "dp" and plan.k is not None and cfg.domain_bbox is None:
+    if cfg.selection == "dp" and plan.k is not None and not cfg.public_domain:
         levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
         for i in range(levels):
             level = plan.for_level(i)

@@ -60,6 +60,8 @@ class SelectionResult:
     window_cost: tuple[float, float] = (0.0, 0.0)
     domain_hats: int | None = None
     max_noisy_count: float | None = None  # over every HAT that got a noisy count (post-processing)
+    # a route domain: every domain HAT released; the threshold then decides only where a mean is shown
+    release_all: bool = False
 
     def per_day(self, currency: str) -> float:
         """The selection's cost per vehicle-day in ``currency`` (``rho`` or ``epsilon``, the plan's)."""
@@ -260,6 +262,7 @@ class SelectionCalibration:
     cost_day: float  # ... per vehicle-day (K HATs)
     delta_day: float
     window_cost: tuple[float, float]
+    release_all: bool = False  # a route domain: every domain HAT released, the threshold not applied
 
 
 def calibrate_selection(
@@ -272,8 +275,13 @@ def calibrate_selection(
     min_per_day: float,
     domain_size: int | None,
     false_positives: float = EXPECTED_FALSE_POSITIVES,
+    release_all: bool = False,
 ) -> SelectionCalibration:
-    """Scale and threshold from the budget (epsilon for Laplace, rho for Gaussian), from OpenDP maps, once."""
+    """Scale and threshold from the budget (epsilon for Laplace, rho for Gaussian), from OpenDP maps, once.
+
+    ``release_all`` (a route domain, which is public): every domain HAT is released whatever its noisy count; the
+    threshold is computed (it is what an extent would use) but not applied.
+    """
     if domain_size is not None:
         if gaussian:
             scale = smallest_scale(
@@ -291,7 +299,17 @@ def calibrate_selection(
             scale, domain_size, min_per_day * days, gaussian, false_positives
         )
         return SelectionCalibration(
-            "dp-public-domain", gaussian, k, days, scale, threshold, cost_hat, cost_day, 0.0, window
+            "dp-public-domain",
+            gaussian,
+            k,
+            days,
+            scale,
+            threshold,
+            cost_hat,
+            cost_day,
+            0.0,
+            window,
+            release_all,
         )
     d_day = threshold_distance(k, 1, gaussian)
     # OpenDP's Gaussian threshold bounds the squared L2 norm by min(l2^2, l0 linf^2) = K at one vehicle-day, so
@@ -347,7 +365,8 @@ def measure_selection(
             )
         hats = counts.select("cell", "slot").with_columns(column)
         largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
-        hats = hats.filter(pl.col("noisy_n") >= cal.threshold)
+        if not cal.release_all:
+            hats = hats.filter(pl.col("noisy_n") >= cal.threshold)
     else:
         noisy = Threshold(cal.scale, int(cal.threshold), cal.gaussian).draw(per_hat["n"].to_numpy(), noise)
         hats = (
@@ -365,6 +384,7 @@ def measure_selection(
         differentially_private=True,
         scale=cal.scale,
         threshold=cal.threshold,
+        release_all=cal.release_all,
         epsilon_per_hat_per_day=0.0 if cal.gaussian else cal.cost_hat,
         epsilon_per_day=0.0 if cal.gaussian else cal.cost_day,
         delta_per_day=cal.delta_day,

@@ -217,6 +217,12 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         "coarsen_rule",
         "queries",
         "selection_fraction",
+        "domain_gtfs",
+        "domain_geojson",
+        "domain_cells",
+        "domain_ring",
+        "target_width",
+        "contribution_bounding",
     ]
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(

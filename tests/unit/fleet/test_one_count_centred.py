@@ -127,9 +127,8 @@ def test_fieller_interval_solves_the_quadratic_and_is_unbounded_for_a_noise_leve
 
 
 def test_intervals_cover_at_least_93_percent_at_small_counts() -> None:
-    """120 releases x 3 HATs of 40 vehicle-days at epsilon 1 (count sd ~ 4.5, sum sd ~ 150): the nominal 95%
-    Fieller interval must hold the truncated data's HAT mean in at least 95% less 3 binomial sd of the released
-    draws (about 90.9% at 250 draws). Measured over 1,200 draws: 97.1%. (A 1.5 sd bound, 93%, failed once in a
+    """120 releases x 3 HATs of 40 vehicle-days at epsilon 1: the nominal 95% Fieller interval must hold the
+    truncated data's HAT mean in at least 95% less 3 binomial sd of the shown draws (about 88% at 110 draws). Measured over 1,200 draws: 97.1%. (A 1.5 sd bound, 93%, failed once in a
     suite run: it is a flaky bound, not a test.)"""
     data = fleet(40, seed=3)
     c = cfg(epsilon_per_day=1.0)
@@ -149,7 +148,10 @@ def test_intervals_cover_at_least_93_percent_at_small_counts() -> None:
             ((ok["ci95_low"] <= ok["mean_speed_right"]) & (ok["mean_speed_right"] <= ok["ci95_high"])).sum()
         )
         total += ok.height
-    assert total >= 200  # HATs that passed selection (the count is noisy at epsilon 1)
+    # HATs that passed selection and whose count's selection-aware interval excludes 0 (issue 33): at epsilon 1
+    # the count sd (13) puts the threshold above N = 40, so a HAT passes only on positive noise and is then often
+    # indistinguishable from an empty one given that it passed: about 110 of the 360 draws show a mean (was 250)
+    assert total >= 70
     assert hits / total >= 0.95 - 3.0 * math.sqrt(0.95 * 0.05 / total)
 
 

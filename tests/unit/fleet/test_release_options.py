@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,12 @@ VALID: dict[str, tuple[Any, Any]] = {
     "budget_per_day": ("5", 5.0),
     "selection": ("public-threshold", "public-threshold"),
     "domain_bbox": ("21.09,72.75,21.25,72.91", (21.09, 72.75, 21.25, 72.91)),
+    "domain_gtfs": ("feed.zip", Path("feed.zip")),
+    "domain_geojson": ("routes.geojson", Path("routes.geojson")),
+    "domain_cells": ("cells.txt", Path("cells.txt")),
+    "domain_ring": ("0", 0),  # a ring > 0 needs a GTFS or GeoJSON domain (test_domain_release)
+    "target_width": ("5", 5.0),
+    "contribution_bounding": ("truncate", "truncate"),  # l2 needs a public domain and Gaussian noise
     "selection_epsilon": ("2", 2.0),
     "delta": ("1e-7", 1e-7),
     "min_vehicles_per_day": ("2", 2.0),
@@ -73,6 +80,12 @@ INVALID: dict[str, str] = {
     "budget_per_day": "-1",
     "selection": "",
     "domain_bbox": "1,2,3",
+    "domain_gtfs": "",
+    "domain_geojson": "",
+    "domain_cells": "",
+    "domain_ring": "-1",
+    "target_width": "0",
+    "contribution_bounding": "l2",  # without a public domain
     "selection_epsilon": "0",
     "delta": "0.99",
     "min_vehicles_per_day": "-1",

@@ -1,0 +1,177 @@
+"""The release's public domain of HATs, from whichever source the spec names (issue 33).
+
+A public domain is chosen without looking at the records: the city's extent (``domain_bbox``), or the agency's
+published network, a GTFS feed (``domain_gtfs``: the cells its shapes pass through x the slots with scheduled
+service on the public days), a GeoJSON of routes or corridors (``domain_geojson``) or a list of H3 cells
+(``domain_cells``); :mod:`urbandp.fleet.domain` reads the files. Because the domain is public:
+
+* records outside it are dropped before truncation (a per-record filter on public keys), so a vehicle-day's K
+  contributions go to domain HATs only; the records dropped are counted for the data owner, never published;
+* every domain HAT gets a noisy count, zeros included, and needs no delta (Desfontaines et al., "Differentially
+  private partition selection", 2022, section 2: with public partitions no selection is needed);
+* with a route domain every domain HAT is released, and whether a mean is shown is decided after noise
+  (:mod:`urbandp.fleet.measure`); an extent, mostly empty, keeps its false-positive threshold on the noisy count.
+
+The loaded domain is cached per (source, file state, resolution, slots, days): ``plan`` and ``release`` of the same
+spec read a feed once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+
+import polars as pl
+import polars_h3 as plh3
+
+from urbandp.errors import InputError
+from urbandp.fleet import domain as loaders
+from urbandp.fleet.config import HatReleaseConfig
+from urbandp.fleet.domain import PublicDomain
+
+__all__ = ["PublicDomain", "domain_grid", "load_public_domain", "restrict_to_domain"]
+
+
+def load_public_domain(cfg: HatReleaseConfig, days: Sequence[dt.date] | None = None) -> PublicDomain | None:
+    """The spec's public domain at its resolution, or None without one.
+
+    ``days``: the public day set (a GTFS feed's service is read on these days; needed for ``domain_gtfs``).
+    A file that cannot be read or holds no cell raises :class:`InputError` (one line, exit 2).
+    """
+    if cfg.domain_bbox is not None:
+        return _bbox_domain(cfg.domain_bbox, cfg.resolution)
+    path = cfg.domain_gtfs or cfg.domain_geojson or cfg.domain_cells
+    if path is None:
+        return None
+    path = Path(path)
+    if not path.exists():
+        flag = (
+            "--domain-gtfs"
+            if cfg.domain_gtfs
+            else "--domain-geojson"
+            if cfg.domain_geojson
+            else "--domain-cells"
+        )
+        raise InputError(f"{flag} {path}: no such file or folder")
+    stamp = _file_state(path)
+    if cfg.domain_gtfs is not None:
+        if not days:
+            raise InputError(
+                "--domain-gtfs needs the public days (--start/--end or --dates) to read the schedule"
+            )
+        return _gtfs(
+            path, stamp, cfg.resolution, cfg.domain_ring, cfg.slot_minutes, tuple(cfg.hours), tuple(days)
+        )
+    if cfg.domain_geojson is not None:
+        return _geojson(path, stamp, cfg.resolution, cfg.domain_ring)
+    return _cells(path, stamp, cfg.resolution)
+
+
+def domain_grid(domain: PublicDomain, slots: Sequence[int]) -> pl.DataFrame:
+    """The domain's HATs (``cell`` UInt64, ``slot`` Int16) in the release's slots; refuses an empty domain."""
+    grid = domain.grid(slots).select(pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16))
+    if grid.height == 0:
+        raise InputError(
+            f"the public domain ({domain.kind} {domain.source}) holds no HAT at resolution {domain.resolution} "
+            "in the release's hours"
+        )
+    return grid
+
+
+def restrict_to_domain(contributions: pl.DataFrame, grid: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Contributions on domain HATs only, and the number of records dropped (for the owner; never published)."""
+    keys = grid.select("cell", "slot")
+    cast = contributions.with_columns(pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16))
+    kept = cast.join(keys, on=["cell", "slot"], how="semi")
+    dropped = (
+        int(cast["n_records"].sum()) - int(kept["n_records"].sum()) if "n_records" in cast.columns else 0
+    )
+    return kept, dropped
+
+
+def describe(domain: PublicDomain, grid: pl.DataFrame) -> dict[str, object]:
+    """privacy.json's ``domain``: what the public domain is (public: read from the public file only)."""
+    return {
+        "kind": domain.kind,
+        "source": domain.source,
+        "source_sha256": domain.source_sha256 or None,
+        "resolution": domain.resolution,
+        "cells": int(domain.cells.len()),
+        "hats": int(grid.height),
+        "every_hat_released": domain.kind != "bbox",
+        "scheduled_service": domain.scheduled_trips is not None,
+    }
+
+
+def widened(domain: PublicDomain, ring: int) -> PublicDomain:
+    """The domain with every cell within ``ring`` H3 steps of it (``grid_disk``), in the same slots.
+
+    A route's own cells miss the records that GPS error or the route's edge put in the neighbouring cell; a ring
+    of 1 takes them in. Scheduled trips stay on the route's own cells (the planner's prior reads them there).
+    """
+    if ring == 0:
+        return domain
+
+    def disk(frame: pl.DataFrame) -> pl.DataFrame:
+        return (
+            frame.with_columns(plh3.grid_disk(pl.col("cell"), ring).alias("cell"))
+            .explode("cell")
+            .with_columns(pl.col("cell").cast(pl.UInt64))
+            .unique()
+        )
+
+    cells = disk(pl.DataFrame({"cell": domain.cells.cast(pl.UInt64)}))["cell"].sort()
+    hats = None if domain.hats is None else disk(domain.hats.select("cell", "slot")).sort("cell", "slot")
+    return replace(domain, cells=cells, hats=hats)
+
+
+def _file_state(path: Path) -> tuple[float, int]:
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file())
+        return (max((p.stat().st_mtime for p in files), default=0.0), sum(p.stat().st_size for p in files))
+    st = path.stat()
+    return (st.st_mtime, st.st_size)
+
+
+@lru_cache(maxsize=8)
+def _bbox_domain(bbox: tuple[float, float, float, float], resolution: int) -> PublicDomain:
+    from urbandp.fleet.selection import domain_cells
+
+    cells = domain_cells(bbox, resolution).cast(pl.UInt64)
+    if cells.len() == 0:
+        raise InputError("domain_bbox holds no H3 cell centroid at this resolution")
+    return PublicDomain(
+        kind="bbox",
+        source=",".join(f"{v:g}" for v in bbox),
+        source_sha256="",
+        resolution=resolution,
+        cells=cells,
+        hats=None,
+        scheduled_trips=None,
+    )
+
+
+@lru_cache(maxsize=8)
+def _gtfs(
+    path: Path,
+    _stamp: tuple[float, int],
+    resolution: int,
+    ring: int,
+    slot_minutes: int,
+    hours: tuple[int, int],
+    days: tuple[dt.date, ...],
+) -> PublicDomain:
+    return widened(loaders.domain_from_gtfs(path, resolution, slot_minutes, hours, days), ring)
+
+
+@lru_cache(maxsize=8)
+def _geojson(path: Path, _stamp: tuple[float, int], resolution: int, ring: int) -> PublicDomain:
+    return widened(loaders.domain_from_geojson(path, resolution), ring)
+
+
+@lru_cache(maxsize=8)
+def _cells(path: Path, _stamp: tuple[float, int], resolution: int) -> PublicDomain:
+    return loaders.domain_from_cells(path, resolution)
