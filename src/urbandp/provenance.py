@@ -11,8 +11,10 @@ import dataclasses
 import hashlib
 import json
 import platform
+from collections.abc import Collection, Mapping
 from functools import cache
 from importlib import metadata
+from pathlib import Path
 
 from urbandp._version import __version__
 
@@ -52,3 +54,45 @@ def parameters_hash(parameters: object) -> str:
     that JSON lacks as text): privacy.json's ``spec_sha256``."""
     text = json.dumps(parameters, sort_keys=True, separators=(",", ":"), default=_plain)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes: a public file a spec names (a domain, a category list) enters the spec hash by
+    its content, so the same file in another folder hashes alike."""
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def canonical(value: object) -> object:
+    """``value`` as it enters a spec hash: a path as its file's hash, a dataclass as its fields, a tuple as a list,
+    a whole float as an int (``epsilon=1`` from Python and ``--epsilon 1`` parsed as 1.0 hash alike)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, Path):
+        return file_sha256(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return canonical(dataclasses.asdict(value))
+    if isinstance(value, Mapping):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return str(value)
+
+
+def spec_fields(spec: object, *, leave_out: Collection[str] = ()) -> dict[str, object]:
+    """The fields of the frozen dataclass ``spec`` by name, less ``leave_out``."""
+    assert dataclasses.is_dataclass(spec) and not isinstance(spec, type)
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name not in leave_out}
+
+
+def spec_sha256(release: str, fields: Mapping[str, object]) -> str:
+    """privacy.json's ``spec_sha256`` of a release ``release`` (e.g. ``"counts release"``) made with the options
+    ``fields`` (:func:`spec_fields` of its spec), through :func:`canonical`, hashed by :func:`parameters_hash`.
+
+    A wing leaves out what cannot change what is released: where the data comes from and where the folder goes
+    (input and output paths, the command line that names them), where the loss is booked (the budget store, the
+    dataset, the survey date) and which engine computes the same release. Two runs with the same hash released
+    with the same parameters, whatever folder their input lay in.
+    """
+    return parameters_hash({"release": release, "spec": canonical(dict(fields))})

@@ -240,7 +240,7 @@ def _release_selected(
         )
         rel = CountsRelease(
             tables={"joint": sel.table},
-            privacy=CountsPrivacyReport.from_document(sel.privacy),
+            privacy=_report(sel.privacy, spec, None),
             owner={"quarantine": sel.quarantine, "input_report": sel.input_report},
             owner_warnings=_owner_warnings(sel.input_report),
         )
@@ -344,7 +344,7 @@ def _release_on_domain(
         suppression = counts.privacy.get("suppression")
         rel = CountsRelease(
             tables=release_tables(counts, dom),
-            privacy=CountsPrivacyReport.from_document(counts.privacy),
+            privacy=_report(counts.privacy, spec, dom),
             owner=owner,
             warnings=[suppression["warning"]]
             if isinstance(suppression, dict) and "warning" in suppression
@@ -358,6 +358,13 @@ def _release_on_domain(
             charge.set_output(out)
     session.committed(charge)
     return rel
+
+
+def _report(
+    document: dict[str, object], spec: CountsReleaseSpec, dom: CountDomain | None
+) -> CountsPrivacyReport:
+    """The typed report of a release, with the hash of its spec (issue 32; :meth:`CountsReleaseSpec.sha256`)."""
+    return CountsPrivacyReport.from_document({**document, "spec_sha256": spec.sha256(dom)})
 
 
 def _quarantine_counts(joint: object) -> tuple[int, dict[str, int]]:

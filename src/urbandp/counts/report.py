@@ -33,3 +33,8 @@ class CountsPrivacyReport(PrivacyReport):
     per_card_window: dict[str, object] | None = Field(
         None, description="what one card pays over every day of the domain (unit card-day)"
     )
+    spec_sha256: str | None = Field(
+        None,
+        description="sha256 of the release spec: every option and the public domain's content; not the input "
+        "and output paths, the budget store or the engine (same hash: same parameters)",
+    )

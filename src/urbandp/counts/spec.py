@@ -22,6 +22,9 @@ from urbandp.privacy.loss import Loss
 DomainLike = str | Path | CountDomain | dict[str, object] | None
 """A public domain: a JSON file, a :class:`CountDomain`, or its JSON object; None with ``select_partitions``."""
 
+SPEC_HASH_LEAVES_OUT = ("engine", "spark_master")
+"""Options that cannot change a count release (Polars and Spark compute the same table): not in its hash."""
+
 
 @dataclass(frozen=True)
 class CountsReleaseSpec:
@@ -113,6 +116,16 @@ class CountsReleaseSpec:
     def cap(self) -> Loss | None:
         """The run's own cap (``--budget-epsilon``, ``--budget-delta``), or None."""
         return None if self.budget_epsilon is None else Loss.approx_dp(self.budget_epsilon, self.budget_delta)
+
+    def sha256(self, domain: CountDomain | None) -> str:
+        """privacy.json's ``spec_sha256`` (issue 32): every option, the public ``domain`` by its content (never
+        the file's path), less the engine that computes the same release (``engine``, ``spark_master``)."""
+        from urbandp.provenance import spec_fields, spec_sha256
+
+        fields = spec_fields(self, leave_out=SPEC_HASH_LEAVES_OUT)
+        return spec_sha256(
+            "counts release", {**fields, "domain": None if domain is None else domain.to_json()}
+        )
 
     def domain_path(self) -> Path | None:
         """The domain's file, when it was given as one (an input of the run: never overwritten)."""

@@ -28,6 +28,7 @@ from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.outputs import owner_dir_for
 from urbandp.sensing.options import DpMapOptions, parse_window
 from urbandp.sensing.release import SensingRelease, owner_files, staged
+from urbandp.sensing.report import spec_sha256
 
 if TYPE_CHECKING:
     from urbandp.outputs import OutputDirs
@@ -399,4 +400,5 @@ def _privacy(o: DpMapOptions, rel: DpMapRelease, inputs: _Inputs, not_dp: list[s
     )
     privacy["released_unit"] = "standardised sigma_p^2 (fraction of the window's value variance)"
     privacy["warnings"] = []
+    privacy["spec_sha256"] = spec_sha256("dp-map", o)
     return privacy

@@ -30,6 +30,7 @@ import polars as pl
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.sensing.options import MAX_CELL_WINDOWS, PmMapOptions, parse_window, resolve_unit
 from urbandp.sensing.release import SensingRelease, owner_files, staged
+from urbandp.sensing.report import spec_sha256
 
 if TYPE_CHECKING:
     from urbandp.privacy.loss import Loss
@@ -280,6 +281,7 @@ def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
         },
         "noisy_sum": "clip/2 x noisy count + noisy centred sum, clamped at 0 (post-processing)",
         "utility": "docs/sensing.md, 'A DP map of PM2.5': RMSE at the Kolkata static stations",
+        "spec_sha256": spec_sha256("pm-map", o),
     }  # fmt: skip
     return privacy
 

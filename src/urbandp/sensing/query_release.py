@@ -122,7 +122,7 @@ def _answer(
 ) -> QueryAnswer:
     """The answer: what the command prints, the JSON it writes, the privacy figures."""
     from urbandp.sensing.queries import answer_json
-    from urbandp.sensing.report import QueryPrivacyReport
+    from urbandp.sensing.report import QueryPrivacyReport, spec_sha256
 
     printed = answer_json(o.type, res.value, res.noisy_error2, res.answered, int(v.sum()), seconds)
     answer: dict[str, Any] = {
@@ -138,6 +138,7 @@ def _answer(
         "noisy_error": None if res.noisy_error2 is None else res.noisy_error2**0.5,
         "epsilon": res.epsilon,
         "privacy_unit": PRIVACY_UNIT,
+        "spec_sha256": spec_sha256("query", o),
     }
     privacy = QueryPrivacyReport.from_document(
         {
@@ -145,6 +146,7 @@ def _answer(
             "privacy_unit": PRIVACY_UNIT,
             "query": o.type,
             "epsilon": res.epsilon,
+            "spec_sha256": answer["spec_sha256"],
         }
     )
     return QueryAnswer(

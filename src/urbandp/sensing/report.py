@@ -9,6 +9,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from urbandp.privacy.report import PrivacyReport
 
+SPEC_HASH_LEAVES_OUT = ("input_path", "out", "dataset", "budget_store", "allow_meaningless_epsilon")
+"""Options that cannot change a sensing release: where the readings are read and the folder written, where the loss
+is booked (the session's store, dataset and its guard's flag, none of them options of the Python release)."""
+
+SPEC_SHA256_DOC = (
+    "sha256 of the release spec: every option, a file option (--cells) by its content; not the input and output "
+    "paths or the budget store (same hash: same parameters)"
+)
+
+
+def spec_sha256(release: str, options: object) -> str:
+    """privacy.json's ``spec_sha256`` (issue 32) of the sensing release ``release`` (``"dp-map"``, ``"pm-map"``,
+    ``"query"``) made with ``options`` (:mod:`urbandp.sensing.options`), less :data:`SPEC_HASH_LEAVES_OUT`."""
+    from urbandp.provenance import spec_fields
+    from urbandp.provenance import spec_sha256 as hashed
+
+    return hashed(f"sensing {release}", spec_fields(options, leave_out=SPEC_HASH_LEAVES_OUT))
+
 
 class DpMapPrivacyReport(PrivacyReport):
     """privacy.json of `sensing dp-map`: bounded Laplace on every cell of the posterior-variance maps (Holohan et
@@ -32,6 +50,7 @@ class DpMapPrivacyReport(PrivacyReport):
     not_dp_outputs: dict[str, str] = Field(
         default_factory=dict, description="the owner-only files beside the release, NOT DP"
     )
+    spec_sha256: str | None = Field(None, description=SPEC_SHA256_DOC)
 
 
 class PerVehicleLoss(BaseModel):
@@ -66,6 +85,7 @@ class PmMapPrivacyReport(PrivacyReport):
     not_dp_outputs: dict[str, str] = Field(
         default_factory=dict, description="the owner-only files beside the release, NOT DP"
     )
+    spec_sha256: str | None = Field(None, description=SPEC_SHA256_DOC)
 
     @property
     def epsilon_per_vehicle_day(self) -> float | None:
@@ -81,3 +101,4 @@ class QueryPrivacyReport(PrivacyReport):
     epsilon: float | None = Field(
         None, description="epsilon of the noisy squared error (None: refused, no noise)"
     )
+    spec_sha256: str | None = Field(None, description=SPEC_SHA256_DOC)

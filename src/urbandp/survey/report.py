@@ -32,6 +32,12 @@ class SurveyPrivacyReport(PrivacyReport):
     not_dp_outputs: list[str] = Field(
         default_factory=list, description="owner-only files beside the release (never published)"
     )
+    spec_sha256: str | None = Field(
+        None,
+        description="sha256 of the release spec: every option, a file option (categories, aliases, blocks) by "
+        "its content; not the command line, the input and output paths, the budget store or the survey date "
+        "(same hash: same parameters)",
+    )
 
     def for_folder(self, out: Path, names: list[str]) -> Self:
         """The report as written into the release folder ``out`` (its owner files named after ``out``)."""
@@ -80,6 +86,26 @@ class TrajectoriesPrivacyReport(SurveyPrivacyReport):
     epsilon_per_point: float
     epsilon_per_trip: str
     every: int
+
+
+SPEC_HASH_LEAVES_OUT = ("command",)
+"""A survey spec's field that cannot change the release: the command line (it names the input and the output)."""
+
+
+def spec_sha256(spec: object) -> str:
+    """privacy.json's ``spec_sha256`` (issue 32) of a survey release made with ``spec`` (``RandomizeSpec``,
+    ``PointsSpec``, ``OdSpec``, ``TrajectoriesSpec``): its options but the command line
+    (:func:`urbandp.provenance.spec_sha256`), a declared ``--bbox`` as its checked numbers (``"22.5,..."`` and
+    ``(22.5, ...)`` hash alike). The survey date and the budget store are not options of the spec."""
+    from urbandp.provenance import spec_fields
+    from urbandp.provenance import spec_sha256 as hashed
+
+    fields = spec_fields(spec, leave_out=SPEC_HASH_LEAVES_OUT)
+    box = getattr(spec, "box", None)
+    if callable(box):
+        fields["bbox"] = box()
+    name = type(spec).__name__.removesuffix("Spec").lower()
+    return hashed(f"survey {name}", fields)
 
 
 def ledger(budget: float | None, name: str, epsilon: float, unit: str, mechanism: str) -> dict[str, object]:

@@ -16,7 +16,7 @@ from urbandp.frames import TableLike, input_paths
 from urbandp.results import Release
 from urbandp.session import Session
 from urbandp.survey.charge import SurveyCharge
-from urbandp.survey.report import SurveyPrivacyReport
+from urbandp.survey.report import SurveyPrivacyReport, spec_sha256
 
 OwnerFile = pl.DataFrame | dict[str, object] | Callable[[Path], None]
 """An owner-only file: a table (CSV), a JSON document, or a function that draws it (a PNG)."""
@@ -77,6 +77,7 @@ def run_release(
     unit: str,
     body: Body,
     *,
+    spec: object,
     session: Session | None,
     out: str | Path | None,
     overwrite: bool,
@@ -84,7 +85,8 @@ def run_release(
     survey_date: str | dt.date | None = None,
 ) -> SurveyRelease:
     """Run ``body`` inside the charge of ``session`` in ``unit``; with ``out`` write the folder before the commit
-    (its sha256 is recorded), then emit the warnings and return the release."""
+    (its sha256 is recorded), then emit the warnings and return the release. ``spec`` (the release's options)
+    is hashed into privacy.json's ``spec_sha256`` (:func:`urbandp.survey.report.spec_sha256`)."""
     from urbandp.outputs import output_policy
 
     target = None if out is None else Path(out)
@@ -104,6 +106,7 @@ def run_release(
             ) as charge,
         ):
             rel = body(paths[0], label, charge)
+            rel.privacy = rel.report.model_copy(update={"spec_sha256": spec_sha256(spec)})
             if target is not None:
                 rel.write_folder(target)
                 charge.published(target)

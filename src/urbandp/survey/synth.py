@@ -22,6 +22,8 @@ MODELS = {
     "electric": ["Tesla Model 3", "Nissan Leaf", "Chevrolet Bolt"],
 }
 FUEL_SHARE = {"gas": 0.86, "diesel": 0.04, "hybrid": 0.07, "electric": 0.03}
+TRAJECTORY_STEP_M = 100.0
+"""Metres between consecutive points of a synthetic trajectory."""
 
 
 def write_survey(out: Path, households: int, seed: int = 0) -> dict[str, int]:
@@ -67,15 +69,30 @@ def write_survey(out: Path, households: int, seed: int = 0) -> dict[str, int]:
     pl.DataFrame({"trip": np.arange(1, n_trips + 1), "from_county": o, "to_county": d}).write_csv(
         out / "trips.csv"
     )
-    # trajectories: 5 smooth trips of 60 points, ~100 m steps
-    rows = []
-    for t in range(1, 6):
-        heading = rng.uniform(0, 2 * np.pi)
-        la, lo = CENTRE[0] + rng.normal(0, 0.03), CENTRE[1] + rng.normal(0, 0.04)
-        for s in range(60):
-            heading += rng.normal(0, 0.2)
-            la += 100 * np.sin(heading) / 111_320
-            lo += 100 * np.cos(heading) / (111_320 * np.cos(np.radians(la)))
-            rows.append((t, s, round(la, 6), round(lo, 6)))
+    rows = _trajectories(rng, trips=5, points=60, step_m=TRAJECTORY_STEP_M)
     pl.DataFrame(rows, schema=["trip", "seq", "lat", "lon"], orient="row").write_csv(out / "trajectories.csv")
     return {"vehicles": int(hh.size), "homes": households, "trips": n_trips, "trajectory_points": len(rows)}
+
+
+def _trajectories(
+    rng: np.random.Generator, *, trips: int, points: int, step_m: float
+) -> list[tuple[int, int, float, float]]:
+    """Smooth trips near the centre: each step ``step_m`` metres along the geodesic (:func:`urbandp.geodesy.shift`,
+    WGS 84) at a heading that turns by a N(0, 0.2 rad) step; rows (trip, seq, lat, lon)."""
+    from urbandp.geodesy import shift
+
+    rows = []
+    for t in range(1, trips + 1):
+        heading = rng.uniform(0, 2 * np.pi)  # radians from east, counter-clockwise
+        la, lo = CENTRE[0] + rng.normal(0, 0.03), CENTRE[1] + rng.normal(0, 0.04)
+        for s in range(points):
+            heading += rng.normal(0, 0.2)
+            new_lat, new_lon = shift(
+                np.array([la]),
+                np.array([lo]),
+                np.array([step_m * np.cos(heading)]),
+                np.array([step_m * np.sin(heading)]),
+            )
+            la, lo = float(new_lat[0]), float(new_lon[0])
+            rows.append((t, s, round(la, 6), round(lo, 6)))
+    return rows
