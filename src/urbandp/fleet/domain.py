@@ -489,8 +489,6 @@ def _line_cells(lines: list[np.ndarray], resolution: int) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------------------- GTFS
 
-TIME_PATTERN = r"^(\d{1,3}):([0-5]\d):([0-5]\d)$"
-
 
 def domain_from_gtfs(
     path: Path,
@@ -617,14 +615,21 @@ def _number(table: pl.DataFrame, column: str, name: str, what: str, lo: float, h
 
 def _seconds(table: pl.DataFrame, column: str, name: str, what: str) -> pl.DataFrame:
     """``H:MM:SS`` (hours may pass 24) as seconds after the service day's midnight; empty stays null."""
-    parts = pl.col(column).str.extract_groups(TIME_PATTERN)
-    seconds = (
-        parts.struct.field("1").cast(pl.Int64) * 3600
-        + parts.struct.field("2").cast(pl.Int64) * 60
-        + parts.struct.field("3").cast(pl.Int64)
+    parts = pl.col(column).str.split_exact(":", 2)
+    h, m, s = (parts.struct.field(f"field_{i}").cast(pl.Int64, strict=False) for i in range(3))
+    ok = (h >= 0) & m.is_between(0, 59) & s.is_between(0, 59) & (pl.col(column).str.len_bytes() <= 9)
+    parsed = table.with_columns(
+        pl.when(ok).then(h * 3600 + m * 60 + s).alias("_seconds"),
     )
-    _bad(table, pl.col(column).is_null() | seconds.is_not_null(), name, column, what, "a time H:MM:SS")
-    return table.with_columns(seconds.alias(column))
+    _bad(
+        parsed,
+        pl.col(column).is_null() | pl.col("_seconds").is_not_null(),
+        name,
+        column,
+        what,
+        "a time H:MM:SS",
+    )
+    return parsed.with_columns(pl.col("_seconds").alias(column)).drop("_seconds")
 
 
 def _read_feed(files: dict[str, bytes], what: str) -> _Feed:
