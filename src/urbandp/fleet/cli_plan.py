@@ -28,6 +28,7 @@ def plan(**a: Any) -> None:
 
     from urbandp.fleet.pipeline import public_window, window_days
     from urbandp.fleet.planner import cfg_k, check_target_error, dp_histogram, make_plan, per_hat_counts
+    from urbandp.fleet.public_domain import load_public_domain
     from urbandp.outputs import atomic_output_dir, dumps_strict, write_json
     from urbandp.privacy.loss import Loss
     from urbandp.privacy.session import Session
@@ -80,7 +81,12 @@ def plan(**a: Any) -> None:
                 per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
             )
         result = make_plan(
-            cfg, days, target_error=a["target_error"], histogram=histogram, histogram_epsilon=spent
+            cfg,
+            days,
+            target_error=a["target_error"],
+            histogram=histogram,
+            histogram_epsilon=spent,
+            domain=load_public_domain(cfg, public_days),
         )
         result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
         result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -275,7 +275,15 @@ def write_site(
     header = map_header(privacy)
     written: dict[str, Path] = {}
     with atomic_output_dir(out) as d:
-        write_release_map(d.release / "index.html", speed, privacy, tiles=tiles, gtfs=gtfs, context=context)
+        write_release_map(
+            d.release / "index.html",
+            speed,
+            privacy,
+            tiles=tiles,
+            gtfs=gtfs,
+            context=context,
+            interval_threshold=_target_width(privacy),
+        )
         write_json(d.release / "hat_speed.geojson", speed_geojson(map_frame(speed)))
         for f in published:
             shutil.copyfile(f, d.release / f.name)
@@ -287,6 +295,7 @@ def write_site(
                 header=header,
                 speed_max=_num(privacy, "speed_max") or 0.0,
                 gtfs=gtfs,
+                interval_threshold=_target_width(privacy),
             ):
                 names.append(f"png/{png.name}")
         (d.release / "methodology.html").write_text(methodology_html(privacy, names), encoding="utf-8")
@@ -297,6 +306,13 @@ def write_site(
 
 
 __all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]
+
+
+def _target_width(privacy: Mapping[str, object]) -> float | None:
+    """The release's public usefulness target (privacy.json ``usefulness``), or None for an older release."""
+    usefulness = privacy.get("usefulness")
+    width = usefulness.get("target_width_kmh") if isinstance(usefulness, dict) else None
+    return float(width) if isinstance(width, (int, float)) else None
 
 
 def domain_cell_strings(cfg: HatReleaseConfig) -> list[str] | None:

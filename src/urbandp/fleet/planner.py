@@ -29,6 +29,7 @@ import polars as pl
 
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
+from urbandp.fleet.domain import PublicDomain
 from urbandp.fleet.plan import (
     QueryScales,
     ReleasePlan,
@@ -59,12 +60,18 @@ def _sd(plan: ReleasePlan, scale: float) -> float:
     return plan.noise(scale).std
 
 
-def predict_noise(cfg: HatReleaseConfig, days: int, n: float) -> NoisePrediction:
-    """The noise sds the release will use, assuming at least K HATs are released (the usual case)."""
+def predict_noise(
+    cfg: HatReleaseConfig, days: int, n: float, domain_hats: int | None = None
+) -> NoisePrediction:
+    """The noise sds the release will use, assuming at least K HATs are released (the usual case).
+
+    ``domain_hats``: the size of a public route domain (:func:`urbandp.fleet.public_domain.domain_grid`), which sets
+    its display threshold; an extent's is counted here.
+    """
     plan = plan_release(cfg, days)
     k = plan.k or 96
-    domain = None
-    if cfg.domain_bbox is not None:
+    domain = domain_hats
+    if domain is None and cfg.domain_bbox is not None:
         from urbandp.grid.slots import SlotSpec
 
         slots = SlotSpec(cfg.slot_minutes, *cfg.hours).slots
@@ -103,6 +110,42 @@ def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float
     sd_n = pred.sd_count or 0.0
     centre = min(cfg.speed_max, TYPICAL_SPEED) - cfg.speed_max / 2  # the sum is centred at U/2
     return math.sqrt(pred.sd_sum**2 + centre**2 * sd_n**2) / n
+
+
+PRIOR_EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+def schedule_prior(
+    cfg: HatReleaseConfig, days: int, domain: PublicDomain, hats: int | None
+) -> dict[str, object]:
+    """Useful HATs expected from the GTFS schedule at this epsilon and at :data:`PRIOR_EPSILONS` (issue 33)."""
+    from urbandp.fleet.prior import predict_useful
+
+    def at(c: HatReleaseConfig) -> dict[str, object]:
+        pred = predict_noise(c, days, 1.0, hats)
+        assert pred.sd_sum is not None and pred.sd_count is not None
+        got = predict_useful(c, days, domain, pred.sd_sum, pred.sd_count, pred.threshold, TYPICAL_SPEED)
+        return {
+            "epsilon_per_day": c.epsilon_per_day,
+            "expected_useful_hats": got.expected_useful,
+            "sd": got.sd,
+        }
+
+    here = at(cfg)
+    table = [at(cfg.model_copy(update={"epsilon_per_day": e})) for e in PRIOR_EPSILONS]
+    m = getattr(domain, "hats_per_vehicle_day", None)
+    return {
+        **here,
+        "target_width_kmh": cfg.target_width,
+        "scheduled_hats": int(domain.scheduled_trips.height) if domain.scheduled_trips is not None else 0,
+        "by_epsilon": table,
+        "hats_per_vehicle_day": m,
+        "assumptions": (
+            "every scheduled trip reports; a vehicle-day is one block_id's day (its HATs per day m from the "
+            f"schedule{'' if m else '; the feed has no block_id, so m = K'}); intervals at a mean speed of "
+            f"{TYPICAL_SPEED:g} km/h; useful: 95% interval at most target_width_kmh wide"
+        ),
+    }
 
 
 def _presence_scale(cfg: HatReleaseConfig, plan: ReleasePlan, n: float, k: int) -> float:
@@ -193,14 +236,23 @@ def make_plan(
     target_error: float | None = None,
     histogram: list[dict[str, float]] | None = None,
     histogram_epsilon: float = 0.0,
+    domain: PublicDomain | None = None,
 ) -> dict[str, object]:
     """The planner's report (also written as JSON).
 
     ``target_error`` (``--target-error``), the sd of a released mean in km/h, must be a finite number above 0: the
-    epsilon it needs grows as ``1 / target_error**2`` (:func:`epsilon_for_target`).
+    epsilon it needs grows as ``1 / target_error**2`` (:func:`epsilon_for_target`). ``domain``: the public domain
+    (:func:`urbandp.fleet.public_domain.load_public_domain`); with a GTFS schedule the report adds the expected
+    useful HATs (:mod:`urbandp.fleet.prior`), spending nothing.
     """
     check_target_error(target_error)
-    pred = predict_noise(cfg, days, 1.0)
+    hats = None
+    if domain is not None:
+        from urbandp.fleet.public_domain import domain_grid
+        from urbandp.grid.slots import SlotSpec
+
+        hats = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots).height
+    pred = predict_noise(cfg, days, 1.0, hats)
     base_t = pred.threshold or cfg.min_per_day * days
     ns = sorted({max(1.0, round(base_t * f)) for f in (0.5, 1, 2, 4, 10)})
     rows = []
@@ -259,6 +311,13 @@ def make_plan(
         out["expected_hats_passing"] = None
         out["expected_hats_passing_reason"] = (
             "needs the distribution of vehicle-days per HAT: --histogram-epsilon"
+        )
+    if domain is not None and domain.scheduled_trips is not None and cfg.epsilon_per_day is not None:
+        out["schedule_prior"] = schedule_prior(cfg, days, domain, hats)
+    elif domain is not None:
+        out["schedule_prior"] = None
+        out["schedule_prior_reason"] = (
+            "needs a schedule (--domain-gtfs with stop_times) and --epsilon-per-day"
         )
     if target_error is not None:
         reach = []

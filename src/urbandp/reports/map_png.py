@@ -1,7 +1,7 @@
 """A PNG per time slot of a HAT release, for reports (matplotlib, no basemap: tiles need the network).
 
 The same encoding as the web map (:mod:`urbandp.reports.map`): viridis on the fixed range [0, U]; hatched where the
-95% interval is wider than U/2; dashed and uncoloured where the count was released but the mean withheld or
+95% interval is wider than the release's usefulness target (U/2 without one); dashed and uncoloured where the count was released but the mean withheld or
 clamped; light grey where the cell was released in another slot only. The header's privacy statement is the
 figure's title (red for a NOT-DP release), so a PNG never travels without it.
 """
@@ -57,8 +57,12 @@ def write_slot_pngs(
     value_col: str = "mean_speed",
     gtfs: Path | None = None,
     legend: str = "mean speed (km/h)",
+    interval_threshold: float | None = None,
 ) -> list[Path]:
-    """One PNG per slot in ``folder`` (created); returns their paths, in slot order (none for an empty release)."""
+    """One PNG per slot in ``folder`` (created); returns their paths, in slot order (none for an empty release).
+
+    Hatched: a 95% interval wider than ``interval_threshold`` (default U/2; a fleet release passes its public
+    usefulness target, ``target_width``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -79,7 +83,7 @@ def write_slot_pngs(
     overlay = gtfs_overlay(gtfs) if gtfs is not None else None
     norm = Normalize(0.0, speed_max if speed_max > 0 else 1.0)
     cmap = plt.get_cmap("viridis")
-    threshold = speed_max / 2 if speed_max > 0 else math.inf
+    threshold = interval_threshold or (speed_max / 2 if speed_max > 0 else math.inf)
     index = {c: j for j, c in enumerate(cells)}
     prefix = "Differentially private: " if header.kind == "dp" else ""
     title = textwrap.fill(prefix + header.statement, 110)
@@ -121,7 +125,7 @@ def write_slot_pngs(
         fig.colorbar(sm, ax=ax, fraction=0.035, pad=0.02, label=legend)
         n = len(index)
         note = (
-            f"{len(rows)} of {n} released hexagons in this slot. Hatched: 95% interval wider than U/2. Dashed: count "
+            f"{len(rows)} of {n} released hexagons in this slot. Hatched: 95% interval wider than {threshold:g} km/h. Dashed: count "
             "released, mean withheld or clamped. Grey: released in another slot. No basemap in this image."
         )
         fig.text(0.01, 0.01, textwrap.fill(note, 150), fontsize=7, color="#52606d")
