@@ -105,7 +105,7 @@ class FleetRelease(Release):
 def map_options_for(cfg: HatReleaseConfig, extra: dict[str, object] | None = None) -> dict[str, object]:
     """The map's options: the interval width over which a HAT is hatched (the public usefulness target,
     ``target_width``, issue 33) and the public extent's cells."""
-    from urbandp.fleet.map_page import domain_cell_strings
+    from urbandp.fleet.public_domain import domain_cell_strings
 
     return {
         **(extra or {}),

@@ -28,6 +28,8 @@ noisy sum (sensitivity U) over the selection's noisy count.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
 
 from urbandp.fleet.account import HatRelease, account, combine_levels
@@ -44,11 +46,14 @@ from urbandp.fleet.measure import (
     truncate_vehicle_days,
 )
 from urbandp.fleet.plan import ReleasePlan, calibrate_queries, plan_release
-from urbandp.fleet.public_domain import PublicDomain, domain_grid, load_public_domain, restrict_to_domain
 from urbandp.fleet.public_domain import describe as describe_domain
+from urbandp.fleet.public_domain import domain_grid, load_public_domain, restrict_to_domain
 from urbandp.fleet.usefulness import useful_expr, usefulness, with_count_interval
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource
+
+if TYPE_CHECKING:
+    from urbandp.fleet.domain import PublicDomain
 
 __all__ = ["HatRelease", "release_hats"]
 

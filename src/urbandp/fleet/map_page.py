@@ -19,7 +19,6 @@ from pathlib import Path
 import polars as pl
 
 from urbandp.errors import InputError
-from urbandp.fleet.config import HatReleaseConfig
 from urbandp.reports.map import (
     DEFAULT_TILES,
     VIRIDIS,
@@ -313,14 +312,3 @@ def _target_width(privacy: Mapping[str, object]) -> float | None:
     usefulness = privacy.get("usefulness")
     width = usefulness.get("target_width_kmh") if isinstance(usefulness, dict) else None
     return float(width) if isinstance(width, (int, float)) else None
-
-
-def domain_cell_strings(cfg: HatReleaseConfig) -> list[str] | None:
-    """The public extent's H3 cells as strings (the map outlines the domain), or None without an extent."""
-    if cfg.domain_bbox is None:
-        return None
-    from urbandp.fleet.selection import domain_cells
-    from urbandp.grid.h3cells import cell_to_string
-
-    cells = domain_cells(cfg.domain_bbox, cfg.resolution)
-    return pl.DataFrame({"c": cells}).select(cell_to_string(pl.col("c")))["c"].to_list()

@@ -23,16 +23,18 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 import polars_h3 as plh3
 
 from urbandp.errors import InputError
-from urbandp.fleet import domain as loaders
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.domain import PublicDomain
 
-__all__ = ["PublicDomain", "domain_grid", "load_public_domain", "restrict_to_domain"]
+if TYPE_CHECKING:  # the loaders (GeoJSON, GTFS: 15 ms of start-up) are imported when a route domain is read
+    from urbandp.fleet.domain import PublicDomain
+
+__all__ = ["domain_cell_strings", "domain_grid", "load_public_domain", "restrict_to_domain"]
 
 
 def load_public_domain(cfg: HatReleaseConfig, days: Sequence[dt.date] | None = None) -> PublicDomain | None:
@@ -138,6 +140,7 @@ def _file_state(path: Path) -> tuple[float, int]:
 
 @lru_cache(maxsize=8)
 def _bbox_domain(bbox: tuple[float, float, float, float], resolution: int) -> PublicDomain:
+    from urbandp.fleet.domain import PublicDomain
     from urbandp.fleet.selection import domain_cells
 
     cells = domain_cells(bbox, resolution).cast(pl.UInt64)
@@ -164,14 +167,31 @@ def _gtfs(
     hours: tuple[int, int],
     days: tuple[dt.date, ...],
 ) -> PublicDomain:
-    return widened(loaders.domain_from_gtfs(path, resolution, slot_minutes, hours, days), ring)
+    from urbandp.fleet.domain import domain_from_gtfs
+
+    return widened(domain_from_gtfs(path, resolution, slot_minutes, hours, days), ring)
 
 
 @lru_cache(maxsize=8)
 def _geojson(path: Path, _stamp: tuple[float, int], resolution: int, ring: int) -> PublicDomain:
-    return widened(loaders.domain_from_geojson(path, resolution), ring)
+    from urbandp.fleet.domain import domain_from_geojson
+
+    return widened(domain_from_geojson(path, resolution), ring)
 
 
 @lru_cache(maxsize=8)
 def _cells(path: Path, _stamp: tuple[float, int], resolution: int) -> PublicDomain:
-    return loaders.domain_from_cells(path, resolution)
+    from urbandp.fleet.domain import domain_from_cells
+
+    return domain_from_cells(path, resolution)
+
+
+def domain_cell_strings(cfg: HatReleaseConfig) -> list[str] | None:
+    """The public extent's H3 cells as strings (the map outlines the domain), or None without an extent."""
+    if cfg.domain_bbox is None:
+        return None
+    from urbandp.fleet.selection import domain_cells
+    from urbandp.grid.h3cells import cell_to_string
+
+    cells = domain_cells(cfg.domain_bbox, cfg.resolution)
+    return pl.DataFrame({"c": cells}).select(cell_to_string(pl.col("c")))["c"].to_list()
