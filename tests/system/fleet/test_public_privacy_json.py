@@ -35,6 +35,12 @@ NOISE_DERIVED = {
     "means_withheld_small_noisy_count",
     "selection.max_noisy_count",
     "noise_scale_reason",
+    # what an analyst can use, counted from the released table (issue 33)
+    "usefulness.hats_released",
+    "usefulness.means_shown",
+    "usefulness.count_only_hats",
+    "usefulness.useful_hats",
+    "usefulness.median_interval_width_kmh",
     "useless_release",
     # the queries are sized to k_eff = min(K, HATs released) (plan.calibrate_queries): a function of the selection's
     # DP output, so their scales and per-HAT costs move with it (both runs state the same per-day loss)

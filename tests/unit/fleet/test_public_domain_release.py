@@ -65,8 +65,8 @@ def test_without_a_threshold_the_count_interval_is_the_noise_s_plain_one() -> No
 @pytest.mark.parametrize("gaussian", [True, False])
 def test_a_selected_empty_hat_shows_a_mean_at_most_2_5_percent_of_the_time(gaussian: bool) -> None:
     """N = 0, noisy counts kept when >= t = 2 sd: given selection, the interval's lower end must exceed 0 in at most
-    2.5% of the kept draws (the one-sided level), within 3 binomial sd. The unconditional rule (n~ - 1.96 sd > 0)
-    showed about 40% of them (Gaussian) and 49% (Laplace)."""
+    2.5% of the kept draws (the one-sided level), within 3 binomial sd (measured 2.6% and 2.3%). The unconditional rule
+    (n~ - 1.96 sd > 0) shows all of them (Gaussian: t is above 1.96 sd) and 85% (Laplace)."""
     rng = np.random.default_rng(7)
     sd, t = 10.0, 20.0
     draws = rng.normal(0, sd, 400_000) if gaussian else rng.laplace(0, sd / math.sqrt(2), 400_000)
@@ -75,13 +75,14 @@ def test_a_selected_empty_hat_shows_a_mean_at_most_2_5_percent_of_the_time(gauss
     shown = float((low > 0).mean())
     assert shown <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / kept.size)
     plain_low, _ = selected_count_interval(kept, sd, None, gaussian)
-    assert float((plain_low > 0).mean()) > 0.3  # what ignoring the selection would show
+    assert float((plain_low > 0).mean()) > 0.8  # what ignoring the selection shows
 
 
 @pytest.mark.parametrize("true_n", [15.0, 30.0, 60.0])
 def test_the_conditional_count_interval_covers_at_its_level_given_selection(true_n: float) -> None:
     """Gaussian counts around N, kept when >= 25 (sd 10): the interval holds N in 95% of the kept draws, within 3
-    binomial sd (the plain interval covers 70% at N = 15, where the kept draws are the high ones)."""
+    binomial sd (measured 95.1% at each N; the plain interval covers 84.7% at N = 15, where the kept draws are the
+    high ones)."""
     rng = np.random.default_rng(11)
     draws = rng.normal(true_n, 10.0, 200_000)
     kept = draws[draws >= 25.0]
