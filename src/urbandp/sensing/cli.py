@@ -1,105 +1,63 @@
-"""CLI group `urbandp sensing`: GP interpolation, DP variance maps, aggregate queries, synthetic readings."""
+"""CLI group `urbandp sensing`: GP interpolation, DP variance maps, aggregate queries, synthetic readings.
+
+Thin: each command takes its flags (typed and documented once in :mod:`urbandp.sensing.cli_options`, defaults
+from :mod:`urbandp.sensing.options`), hands them to the library (:mod:`urbandp.sensing.api` through the
+``*_command`` modules, which also print) and prints the result.
+"""
 
 from __future__ import annotations
-
-from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.cli_support import cli_guard
-from urbandp.errors import InputError
+from urbandp.sensing import cli_options as opts
+from urbandp.sensing.options import DpMapOptions as _D
+from urbandp.sensing.options import InterpolateOptions as _I
+from urbandp.sensing.options import PmMapOptions as _P
+from urbandp.sensing.options import QueryOptions as _Q
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
-
-
-ReadingsCsv = Annotated[
-    Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
-]
-OutDir = Annotated[Path, typer.Option("--out", help="Output directory.")]
-ValueColumn = Annotated[
-    str | None,
-    typer.Option(help="Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."),
-]
 
 
 @app.command()
 @cli_guard
 def synth(
-    out: Annotated[Path, typer.Argument(help="CSV to write (lat, lon, time, value, vehicle).")],
-    readings: Annotated[int, typer.Option(help="Number of readings.")] = 1400,
-    vehicles: Annotated[int, typer.Option(help="Number of vehicles.")] = 10,
-    hours: Annotated[int, typer.Option(help="Hours (one-hour windows) the readings span.")] = 1,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    out: opts.SynthOut,
+    readings: opts.SynthReadings = 1400,
+    vehicles: opts.SynthVehicles = 10,
+    hours: opts.SynthHours = 1,
+    seed: opts.SynthSeed = 0,
     overwrite: Overwrite = False,
 ) -> None:
     """Write synthetic fleet readings of a smooth pollution field (for trying the other commands).
 
     Example: urbandp sensing synth out/readings.csv --readings 1400 --vehicles 10
     """
-    import os
-    import uuid
+    from urbandp.sensing.synth import write_synth_readings
 
-    from urbandp.outputs import check_output_file
-    from urbandp.sensing.synth import synth_readings
-
-    if readings < 2 or vehicles < 1 or hours < 1:
-        raise InputError("need --readings >= 2, --vehicles >= 1 and --hours >= 1")
-    if readings > 10_000_000 or hours > 24 * 366:
-        raise InputError("need --readings <= 10000000 and --hours <= 8784 (one year)")
-    if seed < 0:
-        raise InputError(f"--seed must be >= 0, got {seed}")
-    check_output_file(out, "OUT")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    try:  # temporary file renamed into place: no partial CSV on failure
-        synth_readings(readings, vehicles, hours, seed).write_csv(tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    print(f"wrote {readings} readings to {out}")
+    print(f"wrote {readings} readings to {write_synth_readings(out, readings, vehicles, hours, seed)}")
 
 
 @app.command()
 @cli_guard
 def interpolate(
-    input_path: ReadingsCsv,
-    out: OutDir,
-    cell_metres: Annotated[float, typer.Option(help="Grid cell side z in metres.")] = 500.0,
-    window_minutes: Annotated[int, typer.Option(help="Window length in minutes.")] = 60,
-    kernel: Annotated[str, typer.Option(help="matern32 | matern52 | rbf.")] = "matern32",
-    exact_max: Annotated[
-        int, typer.Option(help="Exact GP up to this many readings per window; SGPR beyond.")
-    ] = 2000,
-    inducing: Annotated[int, typer.Option(help="Inducing points of the sparse GP.")] = 500,
-    min_readings: Annotated[int, typer.Option(help="Skip windows with fewer readings.")] = 3,
-    cv: Annotated[
-        bool, typer.Option("--cv", help="Cross-validate against IDW (5 folds unless --cv-folds is given).")
-    ] = False,
-    cv_folds: Annotated[
-        int, typer.Option(help="K-fold cross-validation against IDW (0 = off unless --cv, which means 5).")
-    ] = 0,
-    cv_max_windows: Annotated[
-        int, typer.Option(help="Cross-validate at most this many windows (0 = all).")
-    ] = 0,
-    cv_refit: Annotated[
-        bool,
-        typer.Option(
-            "--cv-refit", help="Re-optimise hyper-parameters in every fold (default: reuse the window's fit)."
-        ),
-    ] = False,
-    grid_format: Annotated[str, typer.Option(help="parquet | csv (file DIR/grid.<format>).")] = "parquet",
-    plot: Annotated[
-        bool, typer.Option("--plot/--no-plot", help="Also write map_mu_sigma2.png (matplotlib adds ~1 s).")
-    ] = False,
-    bbox: Annotated[
-        str | None,
-        typer.Option(
-            help="Public box lat_min,lon_min,lat_max,lon_max (default: the readings' extent, not DP)."
-        ),
-    ] = None,
-    value_column: ValueColumn = None,
+    input_path: opts.ReadingsCsv,
+    out: opts.OutDir,
+    cell_metres: opts.CellMetres = _I.cell_metres,
+    window_minutes: opts.WindowMinutes = _I.window_minutes,
+    kernel: opts.Kernel = _I.kernel,
+    exact_max: opts.ExactMax = _I.exact_max,
+    inducing: opts.Inducing = _I.inducing,
+    min_readings: opts.SkipMinReadings = _I.min_readings,
+    cv: opts.Cv = _I.cv,
+    cv_folds: opts.CvFolds = _I.cv_folds,
+    cv_max_windows: opts.CvMaxWindows = _I.cv_max_windows,
+    cv_refit: opts.CvRefit = _I.cv_refit,
+    grid_format: opts.GridFormat = _I.grid_format,
+    plot: opts.Plot = _I.plot,
+    bbox: opts.InterpolateBox = None,
+    value_column: opts.ValueColumn = _I.value_column,
     overwrite: Overwrite = False,
 ) -> None:
     """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
@@ -119,67 +77,27 @@ def interpolate(
 @app.command("dp-map")
 @cli_guard
 def dp_map(
-    input_path: ReadingsCsv,
-    out: OutDir,
-    epsilon: Annotated[
-        float, typer.Option(help="Epsilon per cell (the paper's epsilon); the map costs cells x it.")
-    ] = 1.0,
-    bbox: Annotated[
-        str | None,
-        typer.Option(
-            help="Public box lat_min,lon_min,lat_max,lon_max (default: none; required unless the flag below)."
-        ),
-    ] = None,
-    bbox_from_data_not_private: Annotated[
-        bool, typer.Option(help="Take the box from the readings (NOT DP).")
-    ] = False,
-    cell_metres: Annotated[float, typer.Option(help="Grid cell side z in metres.")] = 500.0,
-    window_minutes: Annotated[int, typer.Option(help="Window length in minutes.")] = 60,
-    kernel: Annotated[str, typer.Option(help="matern32 | matern52 | rbf.")] = "matern32",
-    sensitivity: Annotated[
-        float, typer.Option(help="Cap on the kernel variance = per-cell sensitivity (VI-A).")
-    ] = 1.0,
-    upper: Annotated[
-        float | None,
-        typer.Option(
-            help="Upper bound of the released domain, at least the sensitivity (default: the sensitivity)."
-        ),
-    ] = None,
-    calibration: Annotated[
-        str, typer.Option(help="holohan (DP, default) | paper (NOT DP, for comparison).")
-    ] = "holohan",
-    utility_epsilons: Annotated[
-        str, typer.Option(help="Epsilons for the Fig. 6 RMSE CDF ('' = off).")
-    ] = "0.5,1,10",
-    min_readings: Annotated[
-        int, typer.Option(help="Windows with fewer readings get the prior variance.")
-    ] = 3,
-    budget: Annotated[
-        float | None, typer.Option(help="Refuse to spend more than this epsilon in total (default: no cap).")
-    ] = None,
-    precision: Annotated[int, typer.Option(help="Decimal places of released values.")] = 4,
-    value_column: ValueColumn = None,
+    input_path: opts.ReadingsCsv,
+    out: opts.OutDir,
+    epsilon: opts.DpMapEpsilon = _D.epsilon,
+    bbox: opts.DpMapBox = None,
+    bbox_from_data_not_private: opts.BoxFromData = _D.bbox_from_data_not_private,
+    cell_metres: opts.CellMetres = _D.cell_metres,
+    window_minutes: opts.WindowMinutes = _D.window_minutes,
+    kernel: opts.Kernel = _D.kernel,
+    sensitivity: opts.Sensitivity = _D.sensitivity,
+    upper: opts.Upper = _D.upper,
+    calibration: opts.Calibration = _D.calibration,
+    utility_epsilons: opts.UtilityEpsilons = "0.5,1,10",
+    min_readings: opts.PriorMinReadings = _D.min_readings,
+    budget: opts.Budget = _D.budget,
+    precision: opts.Precision = _D.precision,
+    value_column: opts.ValueColumn = _D.value_column,
     dataset: Dataset = None,
     budget_store: BudgetStoreUrl = None,
-    start: Annotated[
-        str | None,
-        typer.Option(
-            help="Public start of the time window, ISO date or date-time (default: the first reading, not DP)."
-        ),
-    ] = None,
-    end: Annotated[
-        str | None,
-        typer.Option(
-            help="Public end of the window, exclusive; a date includes that day (default: the last reading, not DP)."
-        ),
-    ] = None,
-    delta: Annotated[
-        float,
-        typer.Option(
-            help="Delta of the optimal composition of a window's cells (Kairouz, Oh, Viswanath): the map is "
-            "(epsilon, delta)-DP with epsilon far below cells x epsilon; 0 gives the basic sum at delta 0."
-        ),
-    ] = 1e-6,
+    start: opts.DpMapStart = _D.start,
+    end: opts.DpMapEnd = _D.end,
+    delta: opts.Delta = _D.delta,
     allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
     overwrite: Overwrite = False,
 ) -> None:
@@ -201,39 +119,20 @@ def dp_map(
 @app.command("pm-map")
 @cli_guard
 def pm_map(
-    input_path: ReadingsCsv,
-    out: OutDir,
-    bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")],
-    start: Annotated[str, typer.Option(help="Public start of the time window, ISO date or date-time.")],
-    end: Annotated[str, typer.Option(help="Public end of the window, exclusive; a date includes that day.")],
-    epsilon: Annotated[
-        float, typer.Option(help="Epsilon per privacy unit (per vehicle-window, or per reading; see --unit).")
-    ] = 1.0,
-    unit: Annotated[
-        str | None,
-        typer.Option(
-            help="vehicle-window | reading (default: vehicle-window when the input has a vehicle column, else "
-            "reading)."
-        ),
-    ] = None,
-    vehicle_column: Annotated[
-        str | None,
-        typer.Option(help="Column of vehicle ids (default: a column named 'vehicle', if the input has one)."),
-    ] = None,
-    max_readings_per_vehicle_window: Annotated[
-        int,
-        typer.Option(
-            help="Public bound M: a vehicle-window keeps at most M readings (evenly spaced in time); the noise "
-            "grows with M."
-        ),
-    ] = 3,
-    clip: Annotated[
-        float, typer.Option(help="Public upper bound of a reading; values are clipped to [0, it].")
-    ] = 250.0,
-    cell_metres: Annotated[float, typer.Option(help="Grid cell side in metres.")] = 1000.0,
-    window_minutes: Annotated[int, typer.Option(help="Window length in minutes.")] = 60,
-    smoother: Annotated[str, typer.Option(help="gp | idw | none: how the noisy cells become a map.")] = "gp",
-    value_column: ValueColumn = None,
+    input_path: opts.ReadingsCsv,
+    out: opts.OutDir,
+    bbox: opts.PmMapBox,
+    start: opts.PmMapStart,
+    end: opts.PmMapEnd,
+    epsilon: opts.PmMapEpsilon = _P.epsilon,
+    unit: opts.Unit = _P.unit,
+    vehicle_column: opts.VehicleColumn = _P.vehicle_column,
+    max_readings_per_vehicle_window: opts.MaxReadings = _P.max_readings_per_vehicle_window,
+    clip: opts.Clip = _P.clip,
+    cell_metres: opts.PmCellMetres = _P.cell_metres,
+    window_minutes: opts.WindowMinutes = _P.window_minutes,
+    smoother: opts.Smoother = _P.smoother,
+    value_column: opts.ValueColumn = _P.value_column,
     dataset: Dataset = None,
     budget_store: BudgetStoreUrl = None,
     allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
@@ -258,47 +157,21 @@ def pm_map(
 @app.command()
 @cli_guard
 def query(
-    grid_csv: Annotated[
-        Path, typer.Argument(metavar="GRID", help="grid.parquet (or grid.csv) written by `interpolate`.")
-    ],
-    rect: Annotated[str, typer.Option(help="Obfuscation rectangle lat1,lon1,lat2,lon2 (diagonal vertices).")],
-    query_type: Annotated[
-        str, typer.Option("--type", help="average|min|max|min-exact|max-exact|count|range.")
-    ] = "average",
-    window: Annotated[
-        str | None, typer.Option(help="Window start as in the grid file (default: the first).")
-    ] = None,
-    select: Annotated[
-        str | None, typer.Option(help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).")
-    ] = None,
-    cells: Annotated[
-        Path | None,
-        typer.Option(
-            help="File of cells of interest, one cell_id per line as for mpc query (default: every cell of --rect)."
-        ),
-    ] = None,
-    alpha: Annotated[int, typer.Option(help="Server threshold: answer only over >= alpha cells.")] = 5,
-    rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max.")] = 1.0,
-    theta: Annotated[
-        float | None,
-        typer.Option(
-            help="Threshold for count and lower bound for range (default: none; required for count and range)."
-        ),
-    ] = None,
-    theta2: Annotated[
-        float | None, typer.Option(help="Upper bound for range (default: none; required for range).")
-    ] = None,
-    steepness: Annotated[float, typer.Option(help="Sigmoid steepness k (paper: 1).")] = 1.0,
-    epsilon: Annotated[float, typer.Option(help="Epsilon for the noisy squared error (VII-D).")] = 1.0,
-    sigma2_min: Annotated[
-        float | None, typer.Option(help="Public lower bound of cell variances (default: none; required).")
-    ] = None,
-    sigma2_max: Annotated[
-        float | None, typer.Option(help="Public upper bound of cell variances (default: none; required).")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option(help="Also write the answer as JSON here (default: stdout only).")
-    ] = None,
+    grid_csv: opts.GridFile,
+    rect: opts.Rect,
+    query_type: opts.QueryType = _Q.type,
+    window: opts.QueryWindow = _Q.window,
+    select: opts.Select = None,
+    cells: opts.CellsFile = _Q.cells,
+    alpha: opts.Alpha = _Q.alpha,
+    rho: opts.Rho = _Q.rho,
+    theta: opts.Theta = _Q.theta,
+    theta2: opts.Theta2 = _Q.theta2,
+    steepness: opts.Steepness = _Q.steepness,
+    epsilon: opts.QueryEpsilon = _Q.epsilon,
+    sigma2_min: opts.Sigma2Min = _Q.sigma2_min,
+    sigma2_max: opts.Sigma2Max = _Q.sigma2_max,
+    out: opts.AnswerOut = None,
     allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
     overwrite: Overwrite = False,
 ) -> None:

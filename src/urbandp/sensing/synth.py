@@ -8,10 +8,15 @@ generation, not a release, so numpy's generator is fine here (docs/design.md pri
 from __future__ import annotations
 
 import math
+import os
+import uuid
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import polars as pl
+
+from urbandp.errors import InputError
 
 M_PER_DEG = 6_371_008.8 * math.pi / 180.0
 
@@ -80,3 +85,32 @@ def synth_readings(
             "vehicle": ids[:n_readings],
         }
     )
+
+
+MAX_SYNTH_READINGS = 10_000_000
+MAX_SYNTH_HOURS = 24 * 366
+
+
+def write_synth_readings(out: Path, readings: int, vehicles: int = 10, hours: int = 1, seed: int = 0) -> Path:
+    """Write :func:`synth_readings` to the CSV ``out`` (`urbandp sensing synth`), refusing out-of-range sizes.
+
+    At most :data:`MAX_SYNTH_READINGS` readings over :data:`MAX_SYNTH_HOURS` hours (one year). The CSV is
+    written to a temporary sibling and renamed into place, so a failure leaves no partial file.
+    """
+    from urbandp.outputs import check_output_file
+
+    if readings < 2 or vehicles < 1 or hours < 1:
+        raise InputError("need --readings >= 2, --vehicles >= 1 and --hours >= 1")
+    if readings > MAX_SYNTH_READINGS or hours > MAX_SYNTH_HOURS:
+        raise InputError("need --readings <= 10000000 and --hours <= 8784 (one year)")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
+    check_output_file(out, "OUT")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:  # temporary file renamed into place: no partial CSV on failure
+        synth_readings(readings, vehicles, hours, seed).write_csv(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
