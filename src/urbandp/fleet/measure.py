@@ -360,8 +360,11 @@ def measure_queries(
     withheld = 0
     clamped = np.zeros(h, dtype=bool)
     if cfg.speed_estimator != "report":
-        mean, costs, speed_scales = user_level_means(
-            contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots
+        # no HAT released (h = 0): nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
+        mean, costs, speed_scales = (
+            user_level_means(contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots)
+            if h
+            else (np.zeros(0), np.zeros(0), np.zeros(0))
         )
         clamped = (mean < 0.0) | (mean > u)
         mean = np.clip(mean, 0.0, u)

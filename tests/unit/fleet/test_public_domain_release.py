@@ -190,3 +190,22 @@ def test_combinations_that_are_not_calibrated_are_refused(
 def test_l2_without_a_public_domain_is_refused() -> None:
     with pytest.raises(ValueError, match="a public domain"):
         HatReleaseConfig(epsilon_per_day=4.0, contribution_bounding="l2")
+
+
+def test_a_paper_estimator_with_no_hat_released_is_an_empty_release_not_an_error() -> None:
+    """Levy under presence-public over an extent where nothing passes: 0 HATs and the accounting, not "epsilon
+    must be finite and > 0, got 0.0" (found while refactoring account.py)."""
+    c = HatReleaseConfig(
+        epsilon_per_day=0.5, speed_estimator="levy", neighbouring="presence-public", domain_bbox=SURAT,
+        hours=(9, 10), max_hats_per_vehicle_day=4,
+    )  # fmt: skip
+    data = fleet(3).with_columns(pl.lit(1, dtype=pl.UInt32).alias("n_records"))
+    r = release_hats(
+        data.with_columns(
+            speeds=pl.col("mean_speed").map_elements(lambda v: [v], return_dtype=pl.List(pl.Float64))
+        ),
+        c,
+        1,
+        EXACT,
+    )
+    assert r.speed.height == 0 and r.privacy["hats_released"] == 0
