@@ -42,10 +42,11 @@ def estimated_domain_cells(bbox: tuple[float, float, float, float], resolution: 
     """About how many H3 cells of ``resolution`` a box holds: its area over H3's mean cell area (no enumeration)."""
     import h3
 
+    from urbandp.geodesy import WGS84
+
     a, b, c, d = bbox
-    km_per_degree = 111.32
-    area = (c - a) * km_per_degree * (d - b) * km_per_degree * max(math.cos(math.radians((a + c) / 2)), 1e-3)
-    return area / float(h3.average_hexagon_area(resolution, unit="km^2"))
+    area_m2, _ = WGS84.polygon_area_perimeter([b, d, d, b], [a, a, c, c])  # the box on the ellipsoid
+    return abs(area_m2) / 1e6 / float(h3.average_hexagon_area(resolution, unit="km^2"))
 
 
 DOMAIN_SOURCES = ("domain_bbox", "domain_gtfs", "domain_geojson", "domain_cells")
