@@ -16,7 +16,7 @@ Configurations: the public extent (``--domain-bbox``) or the route domain (Capit
 with L2-normalised contributions (``--contribution-bounding l2``).
 
     .venv/bin/python benchmarks/bench_useful.py [--runs 5] [--datasets austin4,synth-month]
-Results: benchmarks/results/useful.json and the table printed at the end.
+Results: benchmarks/results/useful.json (``--results NAME``: results/NAME.json) and the table printed at the end.
 """
 
 from __future__ import annotations
@@ -173,6 +173,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--datasets", default="austin4,synth-month")
     ap.add_argument("--domains", default="extent,routes")
+    ap.add_argument("--results", default="useful", help="results/NAME.json")
     args = ap.parse_args()
     load = os.getloadavg()
     rows = []
@@ -186,7 +187,7 @@ def main() -> int:
                 row = {"data": name, **run(ds, domain, bounding, args.runs, true)}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-    write_results("useful", {"rows": rows, "runs": args.runs}, load)
+    write_results(args.results, {"rows": rows, "runs": args.runs, "markdown": table(rows)}, load)
     print(table(rows))
     return 0
 
