@@ -134,6 +134,7 @@ def run(ds: dict[str, Any], domain: str, bounding: str, runs: int, true: pl.Data
         scores.append(score(rel.speed, true))
         privacy = rel.privacy
     mean = {k: statistics.fmean(s[k] for s in scores) for k in scores[0]}
+    predicted = predicted_useful(cfg, privacy) if "domain_gtfs" in extra else None
     shown_total = sum(s["shown"] for s in scores)
     useful_total = sum(s["useful"] for s in scores)
     return {
@@ -152,17 +153,39 @@ def run(ds: dict[str, Any], domain: str, bounding: str, runs: int, true: pl.Data
         "delta_per_window": privacy.get("delta_per_window"),
         "domain_hats": (privacy.get("domain") or {}).get("hats"),
         "seconds_per_release": (time.perf_counter() - t0) / runs,
+        "planner_predicted_useful": None if predicted is None else predicted["expected_useful_hats"],
+        "planner_predicted_sd": None if predicted is None else predicted["sd"],
     }
 
 
+def predicted_useful(cfg: HatReleaseConfig, privacy: dict[str, Any]) -> dict[str, Any]:
+    """What ``urbandp plan --domain-gtfs`` predicts for this release from the schedule alone (spends nothing)."""
+    from urbandp.fleet.pipeline import public_window, window_days
+    from urbandp.fleet.planner import make_plan
+    from urbandp.fleet.public_domain import load_public_domain
+
+    first, last, day_set = public_window(cfg)
+    assert first is not None and last is not None
+    days = window_days(first, last, day_set)
+    plan = make_plan(cfg, len(days), domain=load_public_domain(cfg, days))
+    prior = plan["schedule_prior"]
+    assert isinstance(prior, dict)
+    return prior
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| data | domain | bounding | released | shown | useful (<= 10 km/h) | coverage shown | coverage useful | empty shown | median abs error |"
-    lines = [head, "|" + "---|" * 10]
+    head = "| data | domain | bounding | released | shown | useful (<= 10 km/h) | planner predicted | coverage shown | coverage useful | empty shown | median abs error |"
+    lines = [head, "|" + "---|" * 11]
     for r in rows:
         cov = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+        pred = lambda r: (
+            "-"
+            if r.get("planner_predicted_useful") is None
+            else f"{r['planner_predicted_useful']:.1f} +- {r['planner_predicted_sd']:.1f}"
+        )  # noqa: E731
         lines.append(
             f"| {r['data']} | {r['domain']} | {r['bounding']} | {r['released']:.1f} | {r['shown']:.1f} | "
-            f"{r['useful']:.1f} | {cov(r['coverage_shown'])} | {cov(r['coverage_useful'])} | {r['empty_shown']:.0f} | "
+            f"{r['useful']:.1f} | {pred(r)} | {cov(r['coverage_shown'])} | {cov(r['coverage_useful'])} | {r['empty_shown']:.0f} | "
             f"{r['median_abs_error']:.2f} |"
         )
     return "\n".join(lines)
