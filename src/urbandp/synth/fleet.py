@@ -713,14 +713,19 @@ def fleet_schedule(spec: FleetSpec) -> dict[str, pl.DataFrame]:
     vehicles start evenly spread over its back-and-forth cycle (so departures in each direction are a cycle time /
     vehicles apart); running times integrate the vehicle's expected reported speed (:func:`_expected_speed_kmh`,
     peak hours :data:`PEAK_HOURS` at :data:`PEAK_SPEED_FACTOR`). Stops every ~:data:`STOP_SPACING_KM` km along each
-    route; one shape per route and direction with ``shape_dist_traveled`` in metres. The day off (probability
+    route; one shape per route and direction with ``shape_dist_traveled`` in metres; a route without vehicles is
+    left out. The day off (probability
     ``day_off_probability``) is not in the schedule, as an agency's schedule does not list sick days.
     """
     fleet = _build_fleet(spec)
     city = spec.city
     routes, stops, shapes, trips, stop_times = [], [], [], [], []
     stops_of = []
+    served = set(fleet.vehicle_route.tolist())
     for r, route_id in enumerate(fleet.route_ids):
+        if r not in served:  # a route without a vehicle has no service: not in the feed
+            stops_of.append(np.zeros(0))
+            continue
         length = float(fleet.route_length_km[r])
         base = float(fleet.route_base_km[r])
         on = (fleet.axis_km >= base - 1e-9) & (fleet.axis_km <= base + length + 1e-9)
