@@ -37,7 +37,7 @@ def fleet(
         None,
         "--gtfs-out",
         help="Also write the fleet's public schedule as a GTFS folder (the expected service of the generator, "
-        "one block per vehicle, from its parameters only), e.g. for release/plan --domain-gtfs.",
+        "one block per vehicle, from its parameters only), e.g. for release/plan --domain-gtfs. Default: none.",
     ),
     overwrite: Overwrite = False,
 ) -> None:
