@@ -28,7 +28,7 @@ from urbandp.outputs import check_output_target, check_report_dir, output_policy
 P = ParamSpec("P")
 R = TypeVar("R")
 
-OUTPUT_PARAMETERS = frozenset({"out", "report", "png"})
+OUTPUT_PARAMETERS = frozenset({"out", "report", "png", "gtfs_out"})
 """Command parameters that name what a run writes; every other path argument is one of its inputs."""
 
 

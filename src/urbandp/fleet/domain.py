@@ -77,6 +77,13 @@ class PublicDomain:
     of every cell is in the domain. ``scheduled_trips`` gives, per HAT with service, the mean over the public days of
     the distinct scheduled trips in the cell during the slot (a day without service counts as 0); ``None`` without a
     schedule. ``source_sha256`` is of the file, or for a GTFS folder of its GTFS text files (see :func:`_folder_sha`).
+
+    From a schedule whose trips carry ``block_id`` (a block is one vehicle's day of work), two priors for the
+    planner: ``scheduled_vehicles`` gives per HAT the mean over the public days of the distinct blocks in the cell
+    during the slot (a vehicle that passes a cell twice in one slot, e.g. out and back, is one trip-pair but one
+    vehicle, as it is one vehicle-day in the records); ``hats_per_vehicle_day`` is the mean, over the public days
+    and the blocks in the window that day, of the distinct HATs a block passes through within the window. Both are
+    ``None`` without a schedule or when no trip has a ``block_id``.
     """
 
     kind: str
@@ -86,6 +93,8 @@ class PublicDomain:
     cells: pl.Series
     hats: pl.DataFrame | None
     scheduled_trips: pl.DataFrame | None
+    hats_per_vehicle_day: float | None = None
+    scheduled_vehicles: pl.DataFrame | None = None
 
     def grid(self, slots: Sequence[int]) -> pl.DataFrame:
         """The domain's HATs ``(cell UInt64, slot Int16)`` in ``slots``, sorted: cells x slots without a schedule."""
@@ -514,6 +523,9 @@ def domain_from_gtfs(
 
     ``scheduled_trips.trips_per_day``: the distinct trips (trip ids, or frequency departures) in the cell during
     the slot, summed over the public days and divided by their number (days without service count as 0).
+
+    ``scheduled_vehicles`` and ``hats_per_vehicle_day`` (when trips carry ``block_id``): see :class:`PublicDomain`
+    and :func:`_block_priors`.
     """
     resolution = _check_resolution(resolution)
     try:
@@ -533,6 +545,7 @@ def domain_from_gtfs(
     runs = _runs(plan.lat, plan.lon, plan.path, resolution)
     occupancy = _occupancy(plan, runs, spec.slot_minutes * 60)
     trips = _scheduled_trips(occupancy, plan.trip_service, feed, spec, public_days, what)
+    vehicles, hats_per_block = _block_priors(occupancy, plan, feed, spec, public_days)
     return PublicDomain(
         kind="gtfs",
         source=path.name,
@@ -541,6 +554,8 @@ def domain_from_gtfs(
         cells=_cells_series(runs.cell, what),
         hats=trips.select("cell", "slot"),
         scheduled_trips=trips,
+        hats_per_vehicle_day=hats_per_block,
+        scheduled_vehicles=vehicles,
     )
 
 
@@ -566,7 +581,7 @@ def _gtfs_files(feed: Path) -> tuple[dict[str, bytes], str]:
 class _Feed:
     shapes: pl.DataFrame | None  # shape_id, lat, lon, seq, sdt (Float64 or null)
     stops: pl.DataFrame  # stop_id, lat, lon
-    trips: pl.DataFrame  # trip_id, service_id, shape_id
+    trips: pl.DataFrame  # trip_id, service_id, shape_id, block_id (null where absent)
     stop_times: pl.DataFrame  # trip_id, seq, stop_id, arr, dep (seconds), sdt
     calendar: pl.DataFrame | None
     calendar_dates: pl.DataFrame | None
@@ -665,8 +680,8 @@ def _read_feed(files: dict[str, bytes], what: str) -> _Feed:
     stops = _number(stops, "stop_lat", "stops.txt", what, -90, 90)
     stops = _number(stops, "stop_lon", "stops.txt", what, -180, 180)
     stops = stops.select("stop_id", pl.col("stop_lat").alias("lat"), pl.col("stop_lon").alias("lon"))
-    trips = _table(files, "trips.txt", ("route_id", "service_id", "trip_id"), ("shape_id",), what)
-    trips = trips.select("trip_id", "service_id", "shape_id").unique("trip_id", keep="first")
+    trips = _table(files, "trips.txt", ("route_id", "service_id", "trip_id"), ("shape_id", "block_id"), what)
+    trips = trips.select("trip_id", "service_id", "shape_id", "block_id").unique("trip_id", keep="first")
     st = _table(
         files,
         "stop_times.txt",
@@ -751,6 +766,7 @@ class _TripPaths:
     path: np.ndarray  # path index of each vertex
     trip_path: np.ndarray  # per trip
     trip_service: pl.DataFrame  # trip (Int64 index), service_id
+    trip_block: pl.DataFrame  # trip (Int64 index), block_id (null where the feed gives none)
     anchor_trip: np.ndarray  # per anchor, sorted by trip then order
     anchor_d: np.ndarray
     anchor_arr: np.ndarray
@@ -832,6 +848,7 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
     )
     st = _instances(st, feed.frequencies)
     trip_service = st.unique("trip", keep="first").sort("trip").select("trip", "service_id")
+    trip_block = st.unique("trip", keep="first").sort("trip").select("trip", "block_id")
     trip_pattern = st.unique("trip", keep="first").sort("trip")["pattern"].to_numpy()
     arr = st["arr"].to_numpy().astype(np.float64)
     dep = np.maximum(st["dep"].to_numpy().astype(np.float64), arr)
@@ -844,6 +861,7 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
         path=np.concatenate([shape_path, extra_path]).astype(np.int64),
         trip_path=pattern_path[trip_pattern],
         trip_service=trip_service,
+        trip_block=trip_block,
         anchor_trip=trip,
         anchor_d=st["d"].to_numpy(),
         anchor_arr=arr,
@@ -1062,3 +1080,56 @@ def _scheduled_trips(
         pl.col("slot").cast(pl.Int16),
         pl.col("trips_per_day").cast(pl.Float64),
     ).sort("cell", "slot")
+
+
+def _block_priors(
+    occupancy: pl.DataFrame,
+    plan: _TripPaths,
+    feed: _Feed,
+    spec: SlotSpec,
+    days: list[dt.date],
+) -> tuple[pl.DataFrame | None, float | None]:
+    """Per-vehicle priors from ``block_id``: ``(cell, slot, vehicles_per_day)`` and the mean HATs per block-day.
+
+    A block-day is a block on a calendar day (a block past midnight is, like a vehicle in the records, on the next
+    calendar day from then on). ``vehicles_per_day``: distinct block-days per HAT of the window, summed over the
+    public days and divided by their number. HATs per block-day: the distinct window HATs of each block-day on a
+    public day, averaged over the block-days with at least one HAT in the window (a vehicle-day out of the window
+    leaves no record in a release). Trips without a ``block_id`` are left out; ``(None, None)`` when no trip on the
+    public days has one.
+    """
+    blocked = plan.trip_block.filter(pl.col("block_id").is_not_null())
+    if blocked.height == 0:
+        return None, None
+    per_day = 1440 // spec.slot_minutes
+    window = pl.Series(spec.slots, dtype=pl.Int64).implode()
+    dated = (
+        occupancy.join(blocked, on="trip")
+        .join(plan.trip_service, on="trip")
+        .with_columns(offset=pl.col("slot_abs") // per_day, slot=pl.col("slot_abs") % per_day)
+        .filter(pl.col("slot").is_in(window))
+    )
+    max_offset = int(dated.select(pl.col("offset").max()).item() or 0) if dated.height else 0
+    service_dates = sorted({d - dt.timedelta(days=k) for d in days for k in range(max_offset + 1)})
+    public = pl.Series(days, dtype=pl.Date).implode()
+    hats = (
+        dated.join(_service_days(feed, service_dates), on="service_id")
+        .with_columns(day=pl.col("date") + pl.duration(days=pl.col("offset")))
+        .filter(pl.col("day").is_in(public))
+        .select("block_id", "day", "cell", "slot")
+        .unique()
+    )
+    if hats.height == 0:
+        return None, None
+    vehicles = (
+        hats.group_by("cell", "slot")
+        .agg((pl.len() / len(days)).alias("vehicles_per_day"))
+        .select(
+            pl.col("cell").cast(pl.UInt64),
+            pl.col("slot").cast(pl.Int16),
+            pl.col("vehicles_per_day").cast(pl.Float64),
+        )
+        .sort("cell", "slot")
+    )
+    per_block = hats.group_by("block_id", "day").len()
+    return vehicles, float(per_block["len"].mean())  # type: ignore[arg-type]

@@ -33,25 +33,33 @@ def fleet(
         help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates).",
     ),
     routes: int = typer.Option(28, "--routes", help="Number of fixed bus routes through the city."),
+    gtfs_out: Path | None = typer.Option(
+        None,
+        "--gtfs-out",
+        help="Also write the fleet's public schedule as a GTFS folder (the expected service of the generator, "
+        "one block per vehicle, from its parameters only), e.g. for release/plan --domain-gtfs. Default: none.",
+    ),
     overwrite: Overwrite = False,
 ) -> None:
     """Generate synthetic bus GPS records in the IUDX ITMS shape (Surat-like city, fixed routes).
 
-    Example: urbandp synth fleet --vehicles 500 --days 30 --out out/fleet.parquet --seed 7
+    Example: urbandp synth fleet --vehicles 500 --days 30 --out out/fleet.parquet --seed 7 --gtfs-out out/gtfs
     """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from urbandp.synth.fleet import FleetSpec, fleet_format, write_fleet_days
+    from urbandp.synth.fleet import FleetSpec, fleet_format, write_fleet_days, write_fleet_gtfs
 
     try:
         first_day = dt.date.fromisoformat(start)
     except ValueError:
         raise InputError(f"--start must be a date like 2021-11-15, got {start!r}") from None
-    from urbandp.outputs import check_output_file
+    from urbandp.outputs import atomic_output_dir, check_output_file, check_output_path
 
     fleet_format(out)
     check_output_file(out)
+    if gtfs_out is not None:
+        check_output_path(gtfs_out, "--gtfs-out")
     spec = FleetSpec(
         vehicles=vehicles,
         days=days,
@@ -84,6 +92,13 @@ def fleet(
         except OSError as err:
             raise InputError(f"cannot write {out}: {err.strerror or err}") from None
     typer.echo(f"wrote {written:,} records ({vehicles} vehicles x {days} days) to {path}")
+    if gtfs_out is not None:
+        with atomic_output_dir(gtfs_out, "--gtfs-out") as d:
+            rows = write_fleet_gtfs(spec, d.release)
+        typer.echo(
+            f"wrote the public schedule (GTFS) to {gtfs_out}: {rows['trips.txt']:,} trips, "
+            f"{rows['stops.txt']:,} stops, {rows['routes.txt']} routes"
+        )
 
 
 MAX_HOUSEHOLDS = 10_000_000

@@ -29,6 +29,7 @@ vehicle (same ``license_plate`` and ``observationDateTime``, every column equal)
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -92,6 +93,7 @@ class City:
     radius_km: float = 7.5
     utc_offset: str = "+05:30"
     plate_prefix: str = "GJ05"
+    timezone: str = "Asia/Kolkata"
 
 
 SURAT = City()
@@ -535,3 +537,296 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
         if suffix == ".json":
             out.write(b"]\n")
     return written
+
+
+# ------------------------------------------------------------------------------------------ public schedule (GTFS)
+#
+# The generator plans no timetable: each working vehicle starts its shift at a random point of its route's
+# back-and-forth cycle and drives at its cruise speed (slowed at peaks) until the shift ends, with two breaks. The
+# schedule below is the *expected* service of that process, derived from the fleet's parameters and route layout
+# only (never from generated records), so that a planner can read it as the agency's public GTFS (issue 33).
+
+STOP_SPACING_KM = 0.4
+"""Stops of the schedule: evenly along each route, about this far apart (ends included)."""
+
+SHIFT_START_S = (6 * 3600, 6 * 3600 + 5400)
+"""Shift start: uniform between 06:00 and 07:30 (as drawn in :func:`_generate_day`)."""
+SHIFT_END_S = (22 * 3600 - 5400, 22 * 3600)
+"""Shift end: uniform between 20:30 and 22:00."""
+BREAK_S = (900.0, 3600.0)
+"""Each of the two breaks lasts uniform 15-60 minutes."""
+BREAK_AT = ((0.2, 0.45), (0.55, 0.8))
+"""Where the breaks fall, as shares of the active (driving) time, uniform within each range."""
+SPEED_NOISE_SIGMA = 0.25
+"""Sigma of the lognormal factor on each record's speed."""
+STOPPED_SHARE = (0.1, 0.2)
+"""Share of records at 0 km/h: off-peak, peak."""
+SPEEDING_SHARE = 0.15
+SPEEDING_KMH = (60.0, 85.0)
+"""Speeders report 60-85 km/h on this share of their off-peak records."""
+SCHEDULE_STEP_S = 10.0
+"""Time step of the schedule's integration of the expected speed."""
+
+
+def _expected_speed_kmh(cruise: float, speeder: bool, peak: np.ndarray) -> np.ndarray:
+    """The mean speed a vehicle's records report at each instant: cruise x peak factor x E[lognormal], the stopped
+    records counted as 0 and a speeder's off-peak records at the mean of 60-85 km/h (the cap at 55 km/h cuts
+    less than 1% of a normal vehicle's records and is left out)."""
+    noise = math.exp(SPEED_NOISE_SIGMA**2 / 2)
+    off = cruise * noise * (1 - STOPPED_SHARE[0])
+    if speeder:
+        off = (1 - SPEEDING_SHARE) * off + SPEEDING_SHARE * sum(SPEEDING_KMH) / 2
+    on = cruise * PEAK_SPEED_FACTOR * noise * (1 - STOPPED_SHARE[1])
+    return np.where(peak, on, off)
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One vehicle's expected day: shift start and end, breaks (start of each, seconds after midnight, with its
+    length), the cycle position at the start (km along UP then DN) and its cruise speed."""
+
+    route: int
+    index: int
+    start_s: float
+    end_s: float
+    breaks: tuple[tuple[float, float], ...]
+    phase_km: float
+    cruise_kmh: float
+    speeder: bool
+
+
+def _quantile(k: int, n: int, shift: float = 0.0) -> float:
+    """The k-th of n evenly spread quantiles in (0, 1), rotated by ``shift`` (so that blocks do not all take the
+    earliest start together with the earliest end)."""
+    return ((k + 0.5) / n + shift) % 1.0
+
+
+def _blocks(spec: FleetSpec, fleet: _Fleet) -> list[_Block]:
+    """Every vehicle's expected block: its shift start, end, break lengths and break positions at evenly spread
+    quantiles of the generator's uniform draws, and its route's vehicles evenly spread over the route's cycle
+    (departures in each direction every cycle time / vehicles)."""
+    out = []
+    golden = (math.sqrt(5) - 1) / 2
+    for route in range(len(fleet.route_ids)):
+        members = np.flatnonzero(fleet.vehicle_route == route)
+        n = members.size
+        for k, v in enumerate(members.tolist()):
+            start = SHIFT_START_S[0] + _quantile(k, n) * (SHIFT_START_S[1] - SHIFT_START_S[0])
+            end = SHIFT_END_S[0] + _quantile(k, n, golden) * (SHIFT_END_S[1] - SHIFT_END_S[0])
+            gaps = [
+                BREAK_S[0] + _quantile(k, n, golden * (i + 2)) * (BREAK_S[1] - BREAK_S[0]) for i in range(2)
+            ]
+            active = end - start - sum(gaps)
+            at = [lo + _quantile(k, n, golden * (i + 4)) * (hi - lo) for i, (lo, hi) in enumerate(BREAK_AT)]
+            out.append(
+                _Block(
+                    route=route,
+                    index=k,
+                    start_s=start,
+                    end_s=end,
+                    breaks=tuple((a * active, g) for a, g in zip(at, gaps, strict=True)),
+                    phase_km=2.0 * float(fleet.route_length_km[route]) * k / n,
+                    cruise_kmh=float(fleet.cruise_kmh[v]),
+                    speeder=bool(fleet.speeder[v]),
+                )
+            )
+    return out
+
+
+def _block_motion(block: _Block) -> tuple[np.ndarray, np.ndarray]:
+    """(active seconds, km driven) at every :data:`SCHEDULE_STEP_S` of the block's active time, km by the
+    expected speed at the clock time each active second falls on (breaks stop the clock of driving, as in the
+    generator, where a vehicle does not move between the records around a break)."""
+    active = block.end_s - block.start_s - sum(g for _, g in block.breaks)
+    tau = np.arange(0.0, active + SCHEDULE_STEP_S, SCHEDULE_STEP_S)
+    clock = _clock(block, tau)
+    speed = _expected_speed_kmh(block.cruise_kmh, block.speeder, _in_peak(clock / 3600.0))
+    driven = np.concatenate([[0.0], np.cumsum(speed[:-1] * np.diff(tau) / 3600.0)])
+    return tau, driven
+
+
+def _clock(block: _Block, tau: np.ndarray) -> np.ndarray:
+    """Seconds after midnight of active second ``tau`` (breaks inserted after their active time)."""
+    clock = block.start_s + tau
+    for at, gap in block.breaks:
+        clock = clock + gap * (tau > at)
+    return np.asarray(clock, dtype=np.float64)
+
+
+def _route_stops(length_km: float) -> np.ndarray:
+    """Km along the route (UP direction) of its stops: evenly spaced about :data:`STOP_SPACING_KM` apart."""
+    m = max(1, round(length_km / STOP_SPACING_KM))
+    return np.asarray(np.linspace(0.0, length_km, m + 1), dtype=np.float64)
+
+
+def _block_trips(
+    block: _Block, length_km: float, stops_km: np.ndarray
+) -> list[tuple[bool, np.ndarray, np.ndarray]]:
+    """The block's trips: (UP?, stop indices, clock seconds at each), one per leg between the route's ends, cut
+    at each break: the trip ends at the last stop before the break and the next one leaves that stop after it, at
+    the time that brings it to the following stop when the vehicle gets there. The generator's vehicle reports
+    nothing during a break, so no trip covers one. A piece that would pass fewer than two stops is left out."""
+    tau, driven = _block_motion(block)
+    reach = block.phase_km + driven
+    first, last = float(reach[0]), float(reach[-1])
+    cuts = np.array([at for at, _ in block.breaks])
+    order = np.arange(stops_km.size)
+    trips: list[tuple[bool, np.ndarray, np.ndarray]] = []
+    for leg in range(math.floor(first / length_km), math.floor(last / length_km) + 1):
+        up = leg % 2 == 0  # leg l covers [l L, (l + 1) L] of the unrolled cycle, UP when l is even
+        along = leg * length_km + (stops_km if up else length_km - stops_km[::-1])
+        keep = (along >= first) & (along <= last)
+        stops = (order if up else order[::-1])[keep]
+        t_active = np.interp(along[keep], reach, tau)
+        clock = _clock(block, t_active)
+        piece = np.searchsorted(cuts, t_active, side="left")
+        for p in np.unique(piece).tolist():
+            rows = np.flatnonzero(piece == p)
+            times = clock[rows]
+            if rows[0] > 0:  # resume from the stop before the break
+                prev = rows[0] - 1
+                rows = np.r_[prev, rows]
+                times = np.r_[clock[rows[1]] - (t_active[rows[1]] - t_active[prev]), times]
+            if rows.size >= 2:
+                trips.append((up, stops[rows], times))
+    return trips
+
+
+def _latlon(city: City, x_km: np.ndarray, y_km: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Degrees of km offsets from the centre, as the generator places its records."""
+    lat = city.centre_lat + y_km / KM_PER_DEGREE_LAT
+    lon = city.centre_lon + x_km / (KM_PER_DEGREE_LAT * np.cos(np.radians(city.centre_lat)))
+    return np.round(lat, 6), np.round(lon, 6)
+
+
+def _hms(seconds: np.ndarray) -> list[str]:
+    s = np.rint(seconds).astype(np.int64)
+    return [f"{v // 3600:02d}:{v // 60 % 60:02d}:{v % 60:02d}" for v in s.tolist()]
+
+
+def fleet_schedule(spec: FleetSpec) -> dict[str, pl.DataFrame]:
+    """The fleet's public schedule as GTFS tables (file name -> table), the expected service of the generator.
+
+    Derived from the parameters and the route layout only, never from generated records: each vehicle is one
+    block that runs every day of the fleet (``calendar.txt`` service ``DAILY``); its shift start and end, its two
+    breaks and their places in the shift are evenly spread quantiles of the generator's uniform draws; a route's
+    vehicles start evenly spread over its back-and-forth cycle (so departures in each direction are a cycle time /
+    vehicles apart); running times integrate the vehicle's expected reported speed (:func:`_expected_speed_kmh`,
+    peak hours :data:`PEAK_HOURS` at :data:`PEAK_SPEED_FACTOR`). Stops every ~:data:`STOP_SPACING_KM` km along each
+    route; one shape per route and direction with ``shape_dist_traveled`` in metres; a route without vehicles is
+    left out. The day off (probability
+    ``day_off_probability``) is not in the schedule, as an agency's schedule does not list sick days.
+    """
+    fleet = _build_fleet(spec)
+    city = spec.city
+    routes, stops, shapes, trips, stop_times = [], [], [], [], []
+    stops_of = []
+    served = set(fleet.vehicle_route.tolist())
+    for r, route_id in enumerate(fleet.route_ids):
+        if r not in served:  # a route without a vehicle has no service: not in the feed
+            stops_of.append(np.zeros(0))
+            continue
+        length = float(fleet.route_length_km[r])
+        base = float(fleet.route_base_km[r])
+        on = (fleet.axis_km >= base - 1e-9) & (fleet.axis_km <= base + length + 1e-9)
+        cum = fleet.axis_km[on] - base
+        lat, lon = _latlon(city, fleet.axis_x_km[on], fleet.axis_y_km[on])
+        for direction, order, dist in (("UP", slice(None), cum), ("DN", slice(None, None, -1), length - cum)):
+            shapes.append(
+                pl.DataFrame(
+                    {
+                        "shape_id": f"{route_id}-{direction}",
+                        "shape_pt_lat": lat[order],
+                        "shape_pt_lon": lon[order],
+                        "shape_pt_sequence": np.arange(1, cum.size + 1),
+                        "shape_dist_traveled": np.round(dist[order] * 1000.0, 1),
+                    }
+                )
+            )
+        at = _route_stops(length)
+        stops_of.append(at)
+        s_lat, s_lon = _latlon(
+            city,
+            np.interp(base + at, fleet.axis_km, fleet.axis_x_km),
+            np.interp(base + at, fleet.axis_km, fleet.axis_y_km),
+        )
+        stops.append(
+            pl.DataFrame(
+                {
+                    "stop_id": [f"{route_id}-S{j:03d}" for j in range(at.size)],
+                    "stop_name": [f"{route_id} stop {j}" for j in range(at.size)],
+                    "stop_lat": s_lat,
+                    "stop_lon": s_lon,
+                }
+            )
+        )
+        routes.append((route_id, "SYN", route_id, f"Synthetic route {route_id}", 3))
+    for block in _blocks(spec, fleet):
+        route_id = fleet.route_ids[block.route]
+        length = float(fleet.route_length_km[block.route])
+        at = stops_of[block.route]
+        block_id = f"{route_id}-B{block.index:03d}"
+        for i, (up, idx, times) in enumerate(_block_trips(block, length, at)):
+            trip_id = f"{block_id}-{i:03d}"
+            direction = "UP" if up else "DN"
+            trips.append((route_id, "DAILY", trip_id, 0 if up else 1, f"{route_id}-{direction}", block_id))
+            clock = _hms(times)
+            dist = at[idx] if up else length - at[idx]
+            stop_times.append(
+                pl.DataFrame(
+                    {
+                        "trip_id": trip_id,
+                        "arrival_time": clock,
+                        "departure_time": clock,
+                        "stop_id": [f"{route_id}-S{j:03d}" for j in idx.tolist()],
+                        "stop_sequence": np.arange(1, idx.size + 1),
+                        "shape_dist_traveled": np.round(dist * 1000.0, 1),
+                    }
+                )
+            )
+    last = spec.start + dt.timedelta(days=spec.days - 1)
+    return {
+        "agency.txt": pl.DataFrame(
+            {
+                "agency_id": ["SYN"],
+                "agency_name": [f"Synthetic {city.name} fleet (urbandp synth, not a real agency)"],
+                "agency_url": ["https://example.invalid"],
+                "agency_timezone": [city.timezone],
+            }
+        ),
+        "routes.txt": pl.DataFrame(
+            routes,
+            schema=["route_id", "agency_id", "route_short_name", "route_long_name", "route_type"],
+            orient="row",
+        ),
+        "stops.txt": pl.concat(stops),
+        "shapes.txt": pl.concat(shapes),
+        "trips.txt": pl.DataFrame(
+            trips,
+            schema=["route_id", "service_id", "trip_id", "direction_id", "shape_id", "block_id"],
+            orient="row",
+        ),
+        "stop_times.txt": pl.concat(stop_times),
+        "calendar.txt": pl.DataFrame(
+            {
+                "service_id": ["DAILY"],
+                **{
+                    d: [1]
+                    for d in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+                },
+                "start_date": [f"{spec.start:%Y%m%d}"],
+                "end_date": [f"{last:%Y%m%d}"],
+            }
+        ),
+    }
+
+
+def write_fleet_gtfs(spec: FleetSpec, folder: Path | str) -> dict[str, int]:
+    """Write :func:`fleet_schedule` as GTFS text files into ``folder`` (created if needed); rows per file."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for name, table in fleet_schedule(spec).items():
+        table.write_csv(folder / name)
+        counts[name] = table.height
+    return counts

@@ -248,6 +248,67 @@ def test_half_hour_slots_split_a_trip_at_its_middle_stop() -> None:
     assert hats(domain.scheduled_trips) == expected((EW_WEST, 18, 1.0), (EW_EAST, 19, 1.0))
 
 
+# ----------------------------------------------------------------------------------- blocks: per-vehicle priors
+
+
+def test_hats_per_vehicle_day_is_the_mean_over_the_block_days_in_the_window() -> None:
+    """Wednesday: B1 (T1, T2) 2 x |EW| HATs (slots 9, 10), B2 (T3) |NS_SOUTH| (slot 20), B3 (T4, 23:40) has none
+    in 9-21 and is not a vehicle-day of the window; Saturday: B5 (T6) |EW| (slot 10), Friday's B3 in slot 0 is
+    out of the window. Three block-days."""
+    domain = gtfs([WED, SAT])
+    assert domain.hats_per_vehicle_day == pytest.approx((3 * len(EW) + len(NS_SOUTH)) / 3, rel=1e-12)
+    assert gtfs([WED]).hats_per_vehicle_day == pytest.approx((2 * len(EW) + len(NS_SOUTH)) / 2, rel=1e-12)
+
+
+def test_a_block_past_midnight_is_a_vehicle_day_of_the_next_calendar_day() -> None:
+    """Saturday 0-24: Friday's T4 (B3) from X2 on in slot 0 and T6 (B5); Tuesday 0-24: B1, B2 (slots 20 and 21),
+    B3 up to X2 in slot 23 (Monday's T4 is cancelled with WK on the holiday)."""
+    assert gtfs([SAT], (0, 24)).hats_per_vehicle_day == pytest.approx(
+        (len(X_SECOND) + len(EW)) / 2, rel=1e-12
+    )
+    tuesday = (2 * len(EW) + len(NS_SOUTH) + len(NS_NORTH) + len(X_FIRST)) / 3
+    assert gtfs([TUE], (0, 24)).hats_per_vehicle_day == pytest.approx(tuesday, rel=1e-12)
+
+
+def test_one_vehicle_twice_in_a_slot_is_two_trips_but_one_vehicle() -> None:
+    """180-minute slots, Wednesday 0-24: T1 and T2 (both B1) are in slot 3 (09:00-12:00): 2 trips, 1 vehicle.
+    B3 is Tuesday's T4 in slot 0 (X2..X3) and Wednesday's in slot 7 (X1..X2): one block-day of Wednesday."""
+    domain = gtfs([WED], (0, 24), slot_minutes=180)
+    rest = ((NS_SOUTH, 6, 1.0), (NS_NORTH, 7, 1.0), (X_FIRST, 7, 1.0), (X_SECOND, 0, 1.0))
+    assert hats(domain.scheduled_trips) == expected((EW, 3, 2.0), *rest)
+    assert domain.scheduled_vehicles is not None
+    assert hats(domain.scheduled_vehicles) == expected((EW, 3, 1.0), *rest)
+    assert domain.scheduled_vehicles.schema == pl.Schema(
+        {"cell": pl.UInt64, "slot": pl.Int16, "vehicles_per_day": pl.Float64}
+    )
+    per_block = (len(EW), len(NS_SOUTH) + len(NS_NORTH), len(X_FIRST) + len(X_SECOND))
+    assert domain.hats_per_vehicle_day == pytest.approx(sum(per_block) / 3, rel=1e-12)
+
+
+def test_vehicles_per_day_is_the_mean_over_the_public_days() -> None:
+    domain = gtfs([WED, HOLIDAY])
+    assert domain.scheduled_vehicles is not None
+    assert hats(domain.scheduled_vehicles) == hats(domain.scheduled_trips)
+
+
+def test_without_block_id_there_is_no_vehicle_prior(tmp_path: Path) -> None:
+    folder = copy_feed(tmp_path)
+    trips = pl.read_csv(folder / "trips.txt", infer_schema=False)
+    trips.drop("block_id").write_csv(folder / "trips.txt")
+    domain = gtfs([WED], feed=folder)
+    assert domain.hats_per_vehicle_day is None and domain.scheduled_vehicles is None
+    assert hats(domain.scheduled_trips) == hats(gtfs([WED]).scheduled_trips)
+    trips.with_columns(block_id=pl.lit("")).write_csv(folder / "trips.txt")  # the column, every value empty
+    assert gtfs([WED], feed=folder).hats_per_vehicle_day is None
+
+
+def test_other_domains_have_no_vehicle_prior(tmp_path: Path) -> None:
+    cells = tmp_path / "cells.txt"
+    cells.write_text(h3.latlng_to_cell(*E1, RES) + "\n")
+    domain = domain_from_cells(cells, RES)
+    assert domain.hats_per_vehicle_day is None and domain.scheduled_vehicles is None
+
+
 def copy_feed(tmp_path: Path) -> Path:
     folder = tmp_path / "feed"
     shutil.copytree(FEED, folder)
