@@ -133,7 +133,7 @@ def schedule_prior(
 
     here = at(cfg)
     table = [at(cfg.model_copy(update={"epsilon_per_day": e})) for e in PRIOR_EPSILONS]
-    m = getattr(domain, "hats_per_vehicle_day", None)
+    m = domain.hats_per_vehicle_day
     return {
         **here,
         "target_width_kmh": cfg.target_width,
@@ -141,8 +141,9 @@ def schedule_prior(
         "by_epsilon": table,
         "hats_per_vehicle_day": m,
         "assumptions": (
-            "every scheduled trip reports; a vehicle-day is one block_id's day (its HATs per day m from the "
-            f"schedule{'' if m else '; the feed has no block_id, so m = K'}); intervals at a mean speed of "
+            "every scheduled vehicle reports; a vehicle-day is one block_id's day (vehicle-days per HAT: distinct "
+            f"blocks, and HATs per day m, from the schedule{'' if m else '; the feed has no block_id, so trips and m = K'}); "
+            "intervals at a mean speed of "
             f"{TYPICAL_SPEED:g} km/h; useful: 95% interval at most target_width_kmh wide"
         ),
     }

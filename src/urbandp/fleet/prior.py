@@ -5,8 +5,9 @@ A GTFS feed is public: it says how many trips are scheduled through each H3 cell
 vehicle's day passes (``hats_per_vehicle_day``, m). The planner turns these into the release's figures, charging
 nothing:
 
-* expected vehicle-days of a HAT over the window: ``N = trips_per_day x D x share`` (``share``, public, default
-  1: the share of scheduled trips that report; a vehicle passing a cell once per slot is one vehicle-day);
+* expected vehicle-days of a HAT over the window: ``N = vehicles_per_day x D x share``, the distinct blocks
+  scheduled through the HAT (distinct trips when the feed has no ``block_id``; ``share``, public, default 1: the
+  share of scheduled vehicles that report);
 * the weight a vehicle-day keeps in a HAT: ``min(1, K / m)`` under truncation to K (a share of its m HATs kept)
   or ``1 / sqrt(m)`` under L2-normalised contributions, so the noisy count is ``n~ ~ Normal(w N, sd_n)``;
 * the released mean's 95% interval is about ``2 z sqrt(sd_sum^2 + (mu - U/2)^2 sd_n^2) / n~`` wide (Fieller's
@@ -53,6 +54,17 @@ def vehicle_day_weight(cfg: HatReleaseConfig, m: float) -> float:
     return min(1.0, k / m)
 
 
+def scheduled_vehicle_days(domain: PublicDomain) -> np.ndarray:
+    """Expected vehicle-days per HAT per day: distinct blocks (``scheduled_vehicles``) when the feed has
+    ``block_id``, else distinct trips. A vehicle passing a cell out and back within one slot is two trips but one
+    vehicle-day: on the synthetic fleet the trips overstate vehicle-days about 2x (median true/trips 0.46), the
+    blocks do not (0.93; ``benchmarks/bench_schedule_prior.py``)."""
+    if domain.scheduled_vehicles is not None:
+        return domain.scheduled_vehicles["vehicles_per_day"].to_numpy().astype(float)
+    assert domain.scheduled_trips is not None
+    return domain.scheduled_trips["trips_per_day"].to_numpy().astype(float)
+
+
 def predict_useful(
     cfg: HatReleaseConfig,
     days: int,
@@ -66,12 +78,12 @@ def predict_useful(
     """Expected useful HATs of a release of ``cfg`` over ``domain``'s schedule (see the module docstring)."""
     if domain.scheduled_trips is None:
         raise ValueError("the domain has no schedule (a GTFS feed with stop_times gives one)")
-    m = getattr(domain, "hats_per_vehicle_day", None) or float(
+    m = domain.hats_per_vehicle_day or float(
         cfg.max_hats_per_vehicle_day if cfg.max_hats_per_vehicle_day != "observed" else 96
     )
     w = vehicle_day_weight(cfg, float(m))
-    trips = domain.scheduled_trips["trips_per_day"].to_numpy().astype(float)
-    n = trips * days * reporting_share
+    per_day = scheduled_vehicle_days(domain)
+    n = per_day * days * reporting_share
     centre = min(cfg.speed_max, typical_speed) - cfg.speed_max / 2
     n_star = 2.0 * Z95 * math.sqrt(sd_sum**2 + centre**2 * sd_count**2) / cfg.target_width
     t_star = max(n_star, threshold if threshold is not None else -math.inf, 1.0)
@@ -84,6 +96,6 @@ def predict_useful(
         epsilon_per_day=float(cfg.epsilon_per_day or math.nan),
         expected_useful=float(p.sum()),
         sd=float(math.sqrt(float((p * (1 - p)).sum()))),
-        scheduled_hats=int(trips.size),
+        scheduled_hats=int(per_day.size),
         expected_vehicle_days_median=float(np.median(n)) if n.size else 0.0,
     )

@@ -27,9 +27,9 @@ kept: under add/remove they are the denominator of Query 1 at no further cost (p
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -266,7 +266,9 @@ class SelectionCalibration:
     release_all: bool = False  # a route domain: every domain HAT released, the threshold not applied
 
 
-@lru_cache(maxsize=64)  # public parameters only; the plan (charge) and the release calibrate the same selection
+@lru_cache(
+    maxsize=64
+)  # public parameters only; the plan (charge) and the release calibrate the same selection
 def calibrate_selection(
     *,
     gaussian: bool,
