@@ -123,7 +123,9 @@ def score(speed: pl.DataFrame, true: pl.DataFrame) -> dict[str, float]:
     }
 
 
-def run(ds: dict[str, Any], domain: str, bounding: str, runs: int, true: pl.DataFrame) -> dict[str, Any]:
+def run(
+    ds: dict[str, Any], domain: str, bounding: str, runs: int, true: pl.DataFrame, epsilon: float = 4.0
+) -> dict[str, Any]:
     extra: dict[str, Any] = {"domain_bbox": ds["bbox"]} if domain == "extent" else dict(ds["routes"])
     cfg = HatReleaseConfig(epsilon_per_day=4.0, contribution_bounding=bounding, **ds["window"], **extra)
     scores = []
@@ -138,6 +140,7 @@ def run(ds: dict[str, Any], domain: str, bounding: str, runs: int, true: pl.Data
     shown_total = sum(s["shown"] for s in scores)
     useful_total = sum(s["useful"] for s in scores)
     return {
+        "epsilon_per_day": epsilon,
         "domain": domain,
         "bounding": bounding,
         "runs": runs,
@@ -173,19 +176,23 @@ def predicted_useful(cfg: HatReleaseConfig, privacy: dict[str, Any]) -> dict[str
     return prior
 
 
+def _share(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _predicted(r: dict[str, Any]) -> str:
+    if r.get("planner_predicted_useful") is None:
+        return "-"
+    return f"{r['planner_predicted_useful']:.1f} +- {r['planner_predicted_sd']:.1f}"
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| data | domain | bounding | released | shown | useful (<= 10 km/h) | planner predicted | coverage shown | coverage useful | empty shown | median abs error |"
-    lines = [head, "|" + "---|" * 11]
+    head = "| data | eps | domain | bounding | released | shown | useful (<= 10 km/h) | planner predicted | coverage shown | coverage useful | empty shown | median abs error |"
+    lines = [head, "|" + "---|" * 12]
     for r in rows:
-        cov = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
-        pred = lambda r: (
-            "-"
-            if r.get("planner_predicted_useful") is None
-            else f"{r['planner_predicted_useful']:.1f} +- {r['planner_predicted_sd']:.1f}"
-        )  # noqa: E731
         lines.append(
-            f"| {r['data']} | {r['domain']} | {r['bounding']} | {r['released']:.1f} | {r['shown']:.1f} | "
-            f"{r['useful']:.1f} | {pred(r)} | {cov(r['coverage_shown'])} | {cov(r['coverage_useful'])} | {r['empty_shown']:.0f} | "
+            f"| {r['data']} | {r.get('epsilon_per_day', 4.0):g} | {r['domain']} | {r['bounding']} | {r['released']:.1f} | {r['shown']:.1f} | "
+            f"{r['useful']:.1f} | {_predicted(r)} | {_share(r['coverage_shown'])} | {_share(r['coverage_useful'])} | {r['empty_shown']:.0f} | "
             f"{r['median_abs_error']:.2f} |"
         )
     return "\n".join(lines)
@@ -197,6 +204,8 @@ def main() -> int:
     ap.add_argument("--datasets", default="austin4,synth-month")
     ap.add_argument("--domains", default="extent,routes")
     ap.add_argument("--results", default="useful", help="results/NAME.json")
+    ap.add_argument("--epsilons", default="4", help="epsilon per vehicle-day, comma-separated")
+    ap.add_argument("--boundings", default="truncate,l2")
     args = ap.parse_args()
     load = os.getloadavg()
     rows = []
@@ -205,11 +214,12 @@ def main() -> int:
         if name == "synth-month":
             ensure_month()
         true = truth(ds)
-        for domain in args.domains.split(","):
-            for bounding in ("truncate", "l2"):
-                row = {"data": name, **run(ds, domain, bounding, args.runs, true)}
-                print(json.dumps(row), flush=True)
-                rows.append(row)
+        for eps in (float(e) for e in args.epsilons.split(",")):
+            for domain in args.domains.split(","):
+                for bounding in args.boundings.split(","):
+                    row = {"data": name, **run(ds, domain, bounding, args.runs, true, eps)}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
     write_results(args.results, {"rows": rows, "runs": args.runs, "markdown": table(rows)}, load)
     print(table(rows))
     return 0
