@@ -127,7 +127,7 @@ def run(
     ds: dict[str, Any], domain: str, bounding: str, runs: int, true: pl.DataFrame, epsilon: float = 4.0
 ) -> dict[str, Any]:
     extra: dict[str, Any] = {"domain_bbox": ds["bbox"]} if domain == "extent" else dict(ds["routes"])
-    cfg = HatReleaseConfig(epsilon_per_day=4.0, contribution_bounding=bounding, **ds["window"], **extra)
+    cfg = HatReleaseConfig(epsilon_per_day=epsilon, contribution_bounding=bounding, **ds["window"], **extra)
     scores = []
     t0 = time.perf_counter()
     privacy: dict[str, Any] = {}
