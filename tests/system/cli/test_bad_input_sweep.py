@@ -151,8 +151,8 @@ def _cases() -> list[Case]:
             kind = _kind(param.type_descriptor.annotation)
             flag = param.opts[0] if param.opts and param.opts[0].startswith("-") else None
             label = flag or param.name
-            if param.name in ("out", "report", "png"):
-                folder = "{out}" in base
+            if param.name in ("out", "report", "png", "gtfs_out"):  # outputs (synth fleet's schedule: a folder)
+                folder = "{out}" in base or param.name == "gtfs_out"
                 values = OUT_FOLDER_VALUES if folder else OUT_FILE_VALUES
                 if param.name == "report":  # a shared folder of reports: another folder of the user's is fine
                     values = tuple(v for v in OUT_FOLDER_VALUES if v not in ("{foreign}", "owner_only"))
