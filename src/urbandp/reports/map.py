@@ -453,6 +453,234 @@ def _unit(legend: str) -> str:
     return f" {match.group(1)}" if match else ""
 
 
+@dataclass(frozen=True)
+class _Released:
+    """The released (cell, slot) table of a map, laid out for the page.
+
+    ``cells`` and ``slots`` are sorted; ``rings`` and ``resolutions`` are each cell's outline and H3 resolution;
+    ``grids`` holds one ``[slot][cell]`` grid per column of :func:`_check_frame`'s table after ``h3_cell, slot``
+    (``value``, ``state`` and, where given, ``low``, ``high``, ``vehicle_days``); None where no row was released.
+    """
+
+    cells: list[str]
+    slots: list[str]
+    rings: list[list[LatLon]]
+    resolutions: list[int]
+    grids: dict[str, list[list[float | None]]]
+
+    @property
+    def has_ci(self) -> bool:
+        """Whether the release states a 95% interval per cell (``ci95_low`` and ``ci95_high``)."""
+        return "low" in self.grids and "high" in self.grids
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """The colour scale: [``lo``, ``hi``], ``fixed`` to [0, U] when U is given; the hatching ``threshold``."""
+
+    lo: float
+    hi: float
+    fixed: bool
+    threshold: float | None
+
+
+@dataclass(frozen=True)
+class _Context:
+    """Public context drawn under and over the cells: the GTFS overlay, GeoJSON files, the domain's outline."""
+
+    overlay: GtfsOverlay | None
+    files: list[dict[str, object]]
+    domain_rings: list[list[LatLon]]
+
+
+def _check_positive(name: str, value: float | None) -> None:
+    """:class:`InputError` unless ``value`` is None or a finite positive number."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise InputError(f"map: {name} must be a positive number, got {value}")
+
+
+def _default_header(subtitle: str) -> MapHeader:
+    """The neutral header of a map whose caller states privacy itself (``subtitle`` as its details)."""
+    return MapHeader(
+        "plain",
+        "Privacy-protected values: noise was added to every released number before publication (differential "
+        "privacy), so single hexagons may look noisier than the traffic really was.",
+        subtitle,
+    )
+
+
+def _check_stated_resolutions(frame: pl.DataFrame, cells: list[str], resolutions: list[int]) -> None:
+    """:class:`InputError` where a row's ``resolution`` column disagrees with its cell's H3 resolution."""
+    if "resolution" not in frame.columns:
+        return
+    stated = frame.select(
+        pl.col("h3_cell").cast(pl.String), pl.col("resolution").cast(pl.Int64, strict=False)
+    )
+    actual = pl.DataFrame(
+        {"h3_cell": cells, "actual": resolutions}, schema={"h3_cell": pl.String, "actual": pl.Int64}
+    )
+    wrong = stated.join(actual, on="h3_cell").filter(pl.col("resolution").ne_missing(pl.col("actual")))
+    if wrong.height:
+        cell, res, act = wrong.row(0)
+        raise InputError(f"map: cell {cell} is at H3 resolution {act}, but its row says resolution {res}")
+
+
+def _grids(data: pl.DataFrame, cells: list[str], slots: list[str]) -> dict[str, list[list[float | None]]]:
+    """One ``[slot][cell]`` grid per column of ``data`` after ``h3_cell, slot``; None where no row."""
+    cell_index = {c: i for i, c in enumerate(cells)}
+    slot_index = {s: i for i, s in enumerate(slots)}
+    grids: dict[str, list[list[float | None]]] = {
+        name: [[None] * len(cells) for _ in slots] for name in data.columns[2:]
+    }
+    for row in data.iter_rows(named=True):
+        i, j = slot_index[row["slot"]], cell_index[row["h3_cell"]]
+        for name, grid in grids.items():
+            grid[i][j] = row[name]
+    return grids
+
+
+def _released(data: pl.DataFrame, frame: pl.DataFrame) -> _Released:
+    """The checked table ``data`` (of :func:`_check_frame`) laid out per cell and slot, with cell outlines.
+
+    Raises :class:`InputError` on an invalid cell or a ``resolution`` column of ``frame`` that disagrees.
+    """
+    cells = sorted(data["h3_cell"].unique().to_list())
+    slots = sorted(data["slot"].unique().to_list())
+    rings, resolutions = _cell_geometry(cells)
+    _check_stated_resolutions(frame, cells, resolutions)
+    return _Released(cells, slots, rings, resolutions, _grids(data, cells, slots))
+
+
+def _domain_rings(domain_cells: Sequence[str] | None, released: list[str]) -> list[list[LatLon]]:
+    """Outlines of the public domain's cells not released, from the compacted cover above
+    :data:`MAX_DOMAIN_CELLS`; H3 indexes given as 64-bit integers (polygon-to-cells) are accepted too."""
+    given = {c if isinstance(c, str) else format(int(c), "x") for c in (domain_cells or ())}
+    domain = sorted(given - set(released))
+    if len(domain) > MAX_DOMAIN_CELLS:
+        import polars_h3 as plh3
+
+        domain = pl.DataFrame({"c": [domain]}).select(plh3.compact_cells("c")).explode("c")["c"].to_list()
+    return _cell_geometry(domain, "domain_cells")[0]
+
+
+def _scale(
+    values: list[list[float | None]],
+    speed_max: float | None,
+    interval_threshold: float | None,
+    has_ci: bool,
+) -> _Scale:
+    """[0, U] where U (``speed_max``) is given, else the range of the released values ([0, 1] if none).
+
+    Cells are hatched above ``interval_threshold`` (default U/2), only where the release states intervals.
+    """
+    threshold = (
+        interval_threshold if interval_threshold is not None else (speed_max / 2 if speed_max else None)
+    )
+    finite = [v for row in values for v in row if v is not None]
+    lo, hi = (0.0, float(speed_max)) if speed_max else ((min(finite), max(finite)) if finite else (0.0, 1.0))
+    return _Scale(lo, hi, speed_max is not None, threshold if has_ci else None)
+
+
+def _payload(
+    released: _Released,
+    scale: _Scale,
+    context: _Context,
+    *,
+    legend: str,
+    value_col: str,
+    tiles: TileSource | None,
+) -> dict[str, object]:
+    """The data the page's script draws (embedded by Jinja's ``tojson``)."""
+    cells, resolutions, grids, overlay = released.cells, released.resolutions, released.grids, context.overlay
+    return {
+        "cells": cells,
+        "resolutions": resolutions,
+        "rings": released.rings,
+        # coarser cells first, so that finer ones released beside them are drawn on top
+        "order": sorted(range(len(cells)), key=lambda j: (resolutions[j], cells[j])),
+        "slots": released.slots,
+        "values": grids["value"],
+        "state": grids["state"],
+        "low": grids.get("low"),
+        "high": grids.get("high"),
+        "vehicle_days": grids.get("vehicle_days"),
+        "min": scale.lo,
+        "max": scale.hi,
+        "fixed_scale": scale.fixed,
+        "interval_threshold": scale.threshold,
+        "legend": legend,
+        "unit": _unit(legend).strip(),
+        "value_col": value_col,
+        "colours": VIRIDIS,
+        "domain_rings": context.domain_rings,
+        "routes": [_simplified(line) for line in overlay.shapes] if overlay else [],
+        "stops": [(round(a, 6), round(b, 6)) for a, b in overlay.stops] if overlay else [],
+        "context": context.files,
+        "tiles": None if tiles is None else {"url": tiles.url, "attribution": tiles.attribution},
+    }
+
+
+def _legend_parts(scale: _Scale) -> dict[str, object]:
+    """The colour legend's template values: the Viridis ramp, ticks at percent positions, the ends."""
+    lo, hi = scale.lo, scale.hi
+    return {
+        "ramp": ", ".join(
+            f"rgb({r},{g},{b}) {100 * k / (len(VIRIDIS) - 1):.1f}%" for k, (r, g, b) in enumerate(VIRIDIS)
+        ),
+        "ticks": [(f"{100 * (t - lo) / (hi - lo) if hi > lo else 0:.2f}", _fmt(t)) for t in _ticks(lo, hi)],
+        "fixed_scale": scale.fixed,
+        "lo": _fmt(lo),
+        "hi": _fmt(hi),
+        "threshold": None if scale.threshold is None else _fmt(scale.threshold),
+    }
+
+
+def _render_map(
+    payload: dict[str, object],
+    released: _Released,
+    scale: _Scale,
+    context: _Context,
+    *,
+    title: str,
+    legend: str,
+    header: MapHeader,
+    tiles: TileSource | None,
+) -> str:
+    """The page: :data:`TEMPLATE` rendered with the payload, the legend and Leaflet inlined."""
+    css, js, version = leaflet_assets()
+    overlay = context.overlay
+    return render_page(
+        TEMPLATE,
+        title=title,
+        legend=legend,
+        header=header,
+        **_legend_parts(scale),
+        unit=_unit(legend),
+        has_domain=bool(context.domain_rings),
+        has_routes=overlay is not None and bool(overlay.shapes),
+        has_stops=overlay is not None and bool(overlay.stops),
+        context_names=[str(c["name"]) for c in context.files],
+        resolutions=sorted(set(released.resolutions)),
+        has_ci=released.has_ci,
+        gtfs_source=None if overlay is None else overlay.source,
+        has_tiles=tiles is not None,
+        data=payload,
+        leaflet_css=Markup(css.replace("</style", "<\\/style")),
+        leaflet_js=_inline_script(js),
+        leaflet_version=version,
+    )
+
+
+def _write_page(path: Path, page: str) -> None:
+    """Write ``page`` to ``path`` (folders created), or :class:`InputError` in one line."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"map: cannot write {path}: {err.strerror or err}") from None
+
+
 def write_hat_map(
     frame: pl.DataFrame,
     path: Path,
@@ -485,118 +713,22 @@ def write_hat_map(
     (cell, slot) rows, an unusable GTFS feed or context file.
     """
     data = _check_frame(frame, value_col)
-    if speed_max is not None and not (math.isfinite(speed_max) and speed_max > 0):
-        raise InputError(f"map: speed_max must be a positive number, got {speed_max}")
-    if interval_threshold is not None and not (math.isfinite(interval_threshold) and interval_threshold > 0):
-        raise InputError(f"map: interval_threshold must be a positive number, got {interval_threshold}")
-    has_ci = "low" in data.columns and "high" in data.columns
-    threshold = (
-        interval_threshold if interval_threshold is not None else (speed_max / 2 if speed_max else None)
-    )
-    if not has_ci:
-        threshold = None
+    _check_positive("speed_max", speed_max)
+    _check_positive("interval_threshold", interval_threshold)
     overlay = gtfs_overlay(gtfs_dir) if gtfs_dir is not None else None
-    contexts = [read_context(p) for p in context]
-    if header is None:
-        header = MapHeader(
-            "plain",
-            "Privacy-protected values: noise was added to every released number before publication (differential "
-            "privacy), so single hexagons may look noisier than the traffic really was.",
-            subtitle,
-        )
-
-    cells = sorted(data["h3_cell"].unique().to_list())
-    slots = sorted(data["slot"].unique().to_list())
-    rings, resolutions = _cell_geometry(cells)
-    if "resolution" in frame.columns:
-        stated = frame.select(
-            pl.col("h3_cell").cast(pl.String), pl.col("resolution").cast(pl.Int64, strict=False)
-        )
-        actual = pl.DataFrame(
-            {"h3_cell": cells, "actual": resolutions}, schema={"h3_cell": pl.String, "actual": pl.Int64}
-        )
-        wrong = stated.join(actual, on="h3_cell").filter(pl.col("resolution").ne_missing(pl.col("actual")))
-        if wrong.height:
-            cell, res, act = wrong.row(0)
-            raise InputError(f"map: cell {cell} is at H3 resolution {act}, but its row says resolution {res}")
-    # H3 indexes as 64-bit integers (what polygon-to-cells gives) are accepted too.
-    given = {c if isinstance(c, str) else format(int(c), "x") for c in (domain_cells or ())}
-    domain = sorted(given - set(cells))
-    if len(domain) > MAX_DOMAIN_CELLS:
-        import polars_h3 as plh3
-
-        domain = pl.DataFrame({"c": [domain]}).select(plh3.compact_cells("c")).explode("c")["c"].to_list()
-    domain_rings, _ = _cell_geometry(domain, "domain_cells")
-
-    cell_index = {c: i for i, c in enumerate(cells)}
-    slot_index = {s: i for i, s in enumerate(slots)}
-    grids: dict[str, list[list[float | None]]] = {
-        name: [[None] * len(cells) for _ in slots] for name in data.columns[2:]
-    }
-    for row in data.iter_rows(named=True):
-        i, j = slot_index[row["slot"]], cell_index[row["h3_cell"]]
-        for name, grid in grids.items():
-            grid[i][j] = row[name]
-    finite = [v for row in grids["value"] for v in row if v is not None]
-    lo, hi = (0.0, float(speed_max)) if speed_max else ((min(finite), max(finite)) if finite else (0.0, 1.0))
-    payload: dict[str, object] = {
-        "cells": cells,
-        "resolutions": resolutions,
-        "rings": rings,
-        # coarser cells first, so that finer ones released beside them are drawn on top
-        "order": sorted(range(len(cells)), key=lambda j: (resolutions[j], cells[j])),
-        "slots": slots,
-        "values": grids["value"],
-        "state": grids["state"],
-        "low": grids.get("low"),
-        "high": grids.get("high"),
-        "vehicle_days": grids.get("vehicle_days"),
-        "min": lo,
-        "max": hi,
-        "fixed_scale": speed_max is not None,
-        "interval_threshold": threshold,
-        "legend": legend,
-        "unit": _unit(legend).strip(),
-        "value_col": value_col,
-        "colours": VIRIDIS,
-        "domain_rings": domain_rings,
-        "routes": [_simplified(line) for line in overlay.shapes] if overlay else [],
-        "stops": [(round(a, 6), round(b, 6)) for a, b in overlay.stops] if overlay else [],
-        "context": contexts,
-        "tiles": None if tiles is None else {"url": tiles.url, "attribution": tiles.attribution},
-    }
-
-    css, js, version = leaflet_assets()
-    page = render_page(
-        TEMPLATE,
+    files = [read_context(p) for p in context]
+    released = _released(data, frame)
+    layers = _Context(overlay, files, _domain_rings(domain_cells, released.cells))
+    scale = _scale(released.grids["value"], speed_max, interval_threshold, released.has_ci)
+    payload = _payload(released, scale, layers, legend=legend, value_col=value_col, tiles=tiles)
+    page = _render_map(
+        payload,
+        released,
+        scale,
+        layers,
         title=title,
         legend=legend,
-        header=header,
-        ramp=", ".join(
-            f"rgb({r},{g},{b}) {100 * k / (len(VIRIDIS) - 1):.1f}%" for k, (r, g, b) in enumerate(VIRIDIS)
-        ),
-        ticks=[(f"{100 * (t - lo) / (hi - lo) if hi > lo else 0:.2f}", _fmt(t)) for t in _ticks(lo, hi)],
-        fixed_scale=bool(speed_max),
-        lo=_fmt(lo),
-        hi=_fmt(hi),
-        unit=_unit(legend),
-        threshold=None if threshold is None else _fmt(threshold),
-        has_domain=bool(domain_rings),
-        has_routes=overlay is not None and bool(overlay.shapes),
-        has_stops=overlay is not None and bool(overlay.stops),
-        context_names=[str(c["name"]) for c in contexts],
-        resolutions=sorted(set(resolutions)),
-        has_ci=has_ci,
-        gtfs_source=None if overlay is None else overlay.source,
-        has_tiles=tiles is not None,
-        data=payload,
-        leaflet_css=Markup(css.replace("</style", "<\\/style")),
-        leaflet_js=_inline_script(js),
-        leaflet_version=version,
+        header=header if header is not None else _default_header(subtitle),
+        tiles=tiles,
     )
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(page, encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"map: cannot write {path}: {err.strerror or err}") from None
+    _write_page(path, page)
