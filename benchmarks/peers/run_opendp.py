@@ -2,15 +2,19 @@
 
 Input: rows.parquet from prepare.py (one row per vehicle-day x HAT, at most K HATs per vehicle-day already). The
 privacy unit is declared as bounds on that table: a vehicle-day is at most one row per HAT and at most K HATs
-(``dp.polars.Bound``), which is what an identifier plus truncation would enforce. Query: per HAT ``dp.len()``
-(the noisy vehicle-day count: OpenDP thresholds it for partition selection and it is the mean's denominator) and
-``speed.dp.sum((0, U))``; the mean is their ratio (post-processing). With a public extent the key set is given
-(``with_keys``), so no selection threshold.
+(``dp.polars.Bound``), which is what an identifier plus truncation would enforce. Query: per HAT
+``dp.len(signed=True)`` (the noisy vehicle-day count, not clamped at 0: OpenDP thresholds it for partition
+selection and it is the mean's denominator) and the sum of the speeds centred at U/2, ``(speed - U/2).dp.sum((-U/2,
+U/2))`` (half the sensitivity of a sum over (0, U)); the mean U/2 + sum / count is post-processing, done by the
+benchmark. With public keys (an extent or a route domain, ``spec["keys"]``) the key set is given (``with_keys``):
+every key gets a noisy count and sum, no selection threshold and no selection delta.
 
-Noise: ``laplace`` asks for (epsilon, delta) directly; ``gaussian`` asks for approximate zCDP (rho, delta / 2) with
-rho chosen so that OpenDP's own zCDP -> (epsilon, delta) conversion at delta / 2 gives epsilon; the loss is then
-read back from OpenDP's maps. Usage: run_opendp.py SPEC.json (keys: rows, keys, out, epsilon, delta, k,
-speed_max, noise, extent).
+Noise: ``laplace`` asks for (epsilon, delta) directly; ``gaussian`` asks for zCDP rho chosen so that OpenDP's own
+zCDP -> (epsilon, delta) conversion gives epsilon at delta (with keys) or at delta / 2 (the other half for its
+selection, without keys); the loss is read back from OpenDP's maps. Output: the CSV (cell, slot, count, sum) and
+one JSON line with the loss and the noise: the distributions and scales ``query.summarize()`` states, turned into
+sds (``noise_sd``). Usage: run_opendp.py SPEC.json (keys: rows, keys (a path, or null without public keys), out,
+epsilon, delta, k, speed_max, noise).
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import math
 import sys
 import time
 from pathlib import Path
-from statistics import NormalDist
 
 import opendp.prelude as dp
 import polars as pl
@@ -46,11 +49,16 @@ def _epsilon_at(rho: float, delta: float) -> float:
     return float(m.map((2.0 * rho) ** 0.5).epsilon(delta))
 
 
-def extent_threshold(noise: str, scale: float, keys: int, expected_empty: float = 0.05) -> float:
-    """Noisy-count threshold over a public extent of ``keys`` HATs with an expected 0.05 empty HATs released."""
-    if noise == "gaussian":
-        return scale * NormalDist().inv_cdf(1.0 - expected_empty / keys)
-    return scale * math.log(keys / (2.0 * expected_empty))
+def noise_sd(distribution: str, scale: float) -> float:
+    """The sd of OpenDP's noise from ``summarize()``: Gaussian (continuous or integer) ``scale`` (the discrete
+    Gaussian's sd is ``scale`` to within 1e-10 relative at scale >= 1); continuous Laplace ``scale sqrt 2``;
+    the integer (discrete) Laplace of scale b exactly ``sqrt(2 e^-1/b) / (1 - e^-1/b)``."""
+    if "Gaussian" in distribution:
+        return scale
+    if "Integer" in distribution:
+        q = math.exp(-1.0 / scale)
+        return math.sqrt(2.0 * q) / (1.0 - q)
+    return scale * math.sqrt(2.0)
 
 
 def main() -> None:
@@ -59,9 +67,11 @@ def main() -> None:
     rows = pl.read_parquet(spec["rows"]).select("vd", "cell", pl.col("slot").cast(pl.Int32), "speed")
     k, u, eps, delta = int(spec["k"]), float(spec["speed_max"]), float(spec["epsilon"]), float(spec["delta"])
     unit = dp.unit_of(contributions=1, identifier="vd")
-    if spec["noise"] == "gaussian":
-        rho = rho_for(eps, delta / 2)
-        loss = dp.loss_of(rho=rho, delta=delta / 2)
+    keyed = bool(spec["keys"])
+    if spec["noise"] == "gaussian" and keyed:  # public keys: no selection, so no delta is spent on it
+        loss = dp.loss_of(rho=rho_for(eps, delta))
+    elif spec["noise"] == "gaussian":
+        loss = dp.loss_of(rho=rho_for(eps, delta / 2), delta=delta / 2)
     else:
         loss = dp.loss_of(epsilon=eps, delta=delta)
     ctx = dp.Context.compositor(
@@ -78,19 +88,21 @@ def main() -> None:
         .truncate_per_group(1, by=["cell", "slot"], keep="first")
         .truncate_num_groups(k, by=["cell", "slot"], keep="first")
     )
-    if spec["extent"]:
+    centre = u / 2.0
+    # the signed count (unclamped: the interval needs the noise as drawn) and the sum of speeds centred at U/2,
+    # whose bounds (-U/2, U/2) halve the sum's sensitivity (the mean is U/2 + sum / count)
+    aggregates = query.group_by("cell", "slot").agg(
+        dp.len(signed=True), (pl.col("speed").fill_null(centre) - centre).dp.sum((-centre, centre))
+    )
+    if keyed:
         keys = pl.read_parquet(spec["keys"]).select("cell", pl.col("slot").cast(pl.Int32))
-        query = (
-            query.group_by("cell", "slot")
-            .agg(dp.len(), pl.col("speed").fill_null(0.0).dp.sum((0.0, u)))
-            .with_keys(keys)
-        )
-    else:
-        query = query.group_by("cell", "slot").agg(dp.len(), pl.col("speed").fill_null(0.0).dp.sum((0.0, u)))
-    measurement = query.resolve()
+        aggregates = aggregates.with_keys(keys)
+    measurement = aggregates.resolve()
     d_in = unit[1]
     loss_map = measurement.map(d_in)
-    if spec["noise"] == "gaussian":
+    if spec["noise"] == "gaussian" and keyed:
+        stated = {"rho": float(loss_map), "epsilon": _epsilon_at(float(loss_map), delta), "delta": delta}
+    elif spec["noise"] == "gaussian":
         rho_used, delta_sel = loss_map
         approx = _epsilon_at(float(rho_used), delta / 2)
         stated = {
@@ -101,21 +113,32 @@ def main() -> None:
         }
     else:
         stated = {"epsilon": float(loss_map[0]), "delta": float(loss_map[1])}
-    released = query.release().collect()
-    summary = query.summarize()
-    count_scale = float(summary.filter(pl.col("column") == "len")["scale"][0])
+    released = aggregates.release().collect()
+    summary = aggregates.summarize()
+    by_column = {row["column"]: row for row in summary.to_dicts()}
+    count_row, sum_row = by_column["len"], by_column["speed"]
     out = released.select(
         "cell",
         pl.col("slot").cast(pl.Int64),
-        (pl.col("speed") / pl.col("len")).clip(0.0, u).alias("mean"),
-        pl.col("len").alias("count"),
-    ).filter(pl.col("count").is_not_null() & (pl.col("count") > 0))
-    if spec["extent"]:
-        # every key of the extent got a noisy count: keep those over the same false-positive rule for everyone
-        out = out.filter(pl.col("count") >= extent_threshold(spec["noise"], count_scale, len(keys)))
+        pl.col("len").cast(pl.Float64).alias("count"),
+        pl.col("speed").alias("sum"),
+    ).filter(pl.col("count").is_not_null())
     out.write_csv(spec["out"])
-    elapsed = time.perf_counter() - t0
-    print(json.dumps({"loss": stated, "seconds_inside": elapsed, "count_scale": count_scale}))
+    threshold = count_row.get("threshold")
+    report = {
+        "loss": stated,
+        "seconds_inside": time.perf_counter() - t0,
+        "centre": centre,
+        "count_noise": "gaussian" if "Gaussian" in count_row["distribution"] else "laplace",
+        "sum_noise": "gaussian" if "Gaussian" in sum_row["distribution"] else "laplace",
+        "count_sd": noise_sd(count_row["distribution"], float(count_row["scale"])),
+        "count_scale": float(count_row["scale"]),
+        "sum_sd": noise_sd(sum_row["distribution"], float(sum_row["scale"])),
+        "selection_threshold": None if threshold is None else float(threshold),
+        "scales_from": f"OpenDP summarize(): len {count_row['distribution']} scale {float(count_row['scale']):.6g}, "
+        f"sum {sum_row['distribution']} scale {float(sum_row['scale']):.6g}",
+    }
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":
