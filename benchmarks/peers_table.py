@@ -32,9 +32,10 @@ def newest_cells(names: list[str]) -> tuple[list[dict[str, Any]], dict[Cell, str
         rows = json.loads(path.read_text())["results"]["rows"]
         cells: dict[Cell, list[dict[str, Any]]] = {}
         for row in rows:
-            cells.setdefault((row["dataset"], float(row["epsilon_per_day"]), bool(row["extent"])), []).append(
-                row
-            )
+            cells.setdefault(
+                (row["dataset"], float(row["epsilon_per_day"]), str(row.get("domain", bool(row["extent"])))),
+                [],
+            ).append(row)
         for cell, cell_rows in cells.items():
             chosen[cell] = (name, cell_rows)
     order = {"synth-month": 0, "austin4": 1, "austin1": 2}
