@@ -151,7 +151,8 @@ def _cases() -> list[Case]:
             kind = _kind(param.type_descriptor.annotation)
             flag = param.opts[0] if param.opts and param.opts[0].startswith("-") else None
             label = flag or param.name
-            if param.name in ("out", "report", "png", "gtfs_out"):  # outputs (synth fleet's schedule: a folder)
+            # outputs (synth fleet's --gtfs-out: a folder)
+            if param.name in ("out", "report", "png", "gtfs_out"):
                 folder = "{out}" in base or param.name == "gtfs_out"
                 values = OUT_FOLDER_VALUES if folder else OUT_FILE_VALUES
                 if param.name == "report":  # a shared folder of reports: another folder of the user's is fine
