@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
+
 
 def _num(value: Any) -> str:
     """A figure of the summary in 6 significant digits; ``none`` for a missing or infinite one."""
@@ -99,9 +102,6 @@ def summary_rows(p: Mapping[str, Any], owner: Mapping[str, Any]) -> list[tuple[s
 def print_summary(p: Mapping[str, Any], paths: Mapping[str, Path], owner: Mapping[str, Any]) -> None:
     """The run's summary on the owner's terminal (stdout): :func:`summary_rows` as a table, then each written
     file's name and path."""
-    from rich.console import Console
-    from rich.table import Table
-
     console = Console()
     table = Table(title="urbandp release", show_header=False)
     for k, v in summary_rows(p, owner):
