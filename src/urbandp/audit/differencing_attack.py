@@ -16,6 +16,7 @@ published (``J_1..J_n``), ``gap = M - sum J_i`` estimates the total of the group
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,178 @@ import polars as pl
 from urbandp.audit.laplace_math import LaplaceSum, theorem5_halfwidth
 from urbandp.audit.tables import PublishedTable
 from urbandp.errors import InputError
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """How one attack turns a gap into an interval: the noise scales of the joint (``scale``) and the marginal,
+    the level ``1 - alpha``, how the marginal was released, and whether every published value is an integer."""
+
+    scale: float
+    marginal_scale: float
+    alpha: float
+    marginals_derived: bool
+    rounded: bool
+
+    def noise_terms(self, n_visible: int, n_suppressed: int) -> list[float] | None:
+        """The Laplace scales of ``gap - hidden`` for a group (module docstring); None: nothing to estimate.
+
+        Independent marginal: its own term and one per visible joint row (``n + 1`` terms). Derived marginal: one
+        term per hidden cell, none when the group hides nothing.
+        """
+        if self.marginals_derived:
+            return [self.scale] * n_suppressed if n_suppressed else None
+        return [self.marginal_scale] + [self.scale] * n_visible
+
+
+@dataclass
+class _Tally:
+    """What differencing the groups found: the listed ``cells``, the groups whose hidden count is positive at
+    level ``1 - alpha`` (``recoverable``), and the groups the joint table does not cover (``no_joint``)."""
+
+    cells: list[dict[str, object]] = field(default_factory=list)
+    recoverable: int = 0
+    no_joint: int = 0
+
+
+def _check_parameters(scale: float, marginal_scale: float | None, alpha: float) -> None:
+    """:class:`InputError` unless ``alpha`` is in (0, 1) and the scales are positive and finite."""
+    if not 0 < alpha < 1:
+        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise InputError(f"--scale must be a positive finite number (or come from privacy.json), got {scale}")
+    if marginal_scale is not None and not (marginal_scale > 0 and math.isfinite(marginal_scale)):
+        raise InputError(f"--marginal-scale must be a positive finite number, got {marginal_scale}")
+
+
+def _key_columns(joint: PublishedTable, marginal: PublishedTable) -> tuple[list[str], list[str]]:
+    """(the marginal's group columns, the joint's columns beyond them), or :class:`InputError`."""
+    group = [k for k in marginal.keys]
+    missing = [k for k in group if k not in joint.keys]
+    if missing:
+        raise InputError(
+            f"marginal columns {', '.join(missing)} are not in the joint table ({', '.join(joint.keys)})"
+        )
+    extra = [k for k in joint.keys if k not in group]
+    if not extra:
+        raise InputError("the joint table has no column beyond the marginal's: nothing to difference")
+    return group, extra
+
+
+def _gaps(
+    joint: PublishedTable, marginal: PublishedTable, group: list[str], extra: list[str]
+) -> pl.DataFrame:
+    """Each published marginal row with ``gap = M - sum J_i`` over its group's visible joint rows, the numbers of
+    visible and suppressed joint rows, and the suppressed cells' names (``extra`` values joined by ``/``)."""
+    agg = joint.table.group_by(group).agg(
+        visible_sum=pl.col("count").sum(),
+        n_visible=pl.col("count").is_not_null().sum(),
+        n_suppressed=pl.col("count").is_null().sum(),
+        suppressed_cells=pl.concat_str([pl.col(c) for c in extra], separator="/").filter(
+            pl.col("count").is_null()
+        ),
+    )
+    merged = (
+        marginal.table.drop_nulls("count")
+        .join(agg, on=group, how="left")
+        .with_columns(
+            pl.col("visible_sum").fill_null(0.0),
+            pl.col("n_visible").fill_null(0),
+            pl.col("n_suppressed").fill_null(0),
+        )
+    )
+    return merged.with_columns(gap=pl.col("count") - pl.col("visible_sum"))
+
+
+def _integer_valued(joint: PublishedTable, marginal: PublishedTable) -> bool:
+    """Whether every published value of both tables is an integer (then each was rounded)."""
+    values = pl.concat([joint.table["count"].drop_nulls(), marginal.table["count"].drop_nulls()])
+    return bool((values.round(0) == values).all())
+
+
+def _difference(
+    merged: pl.DataFrame, group: list[str], setting: _Setting, *, include_all: bool, max_cells: int
+) -> _Tally:
+    """The interval ``gap +- a`` of each group (``a``: the exact ``1 - alpha/2`` quantile of the sum of its noise
+    terms, :class:`LaplaceSum`, plus 1/2 per rounded term); the first ``max_cells`` listed groups as cells."""
+    cache: dict[tuple[float, ...], float] = {}
+    tally = _Tally()
+    for row in merged.iter_rows(named=True):
+        n_vis, n_sup = int(row["n_visible"]), int(row["n_suppressed"])
+        if n_vis == 0 and n_sup == 0:
+            tally.no_joint += 1  # the joint table does not cover this group: nothing to difference
+            continue
+        terms = setting.noise_terms(n_vis, n_sup)
+        if terms is None:
+            continue
+        key = tuple(terms)
+        if key not in cache:
+            cache[key] = LaplaceSum(terms).central_halfwidth(setting.alpha)
+        a = cache[key] + (0.5 * len(terms) if setting.rounded else 0.0)
+        gap = float(row["gap"])
+        low, high = gap - a, gap + a
+        recoverable = low > 0
+        if not recoverable and not setting.marginals_derived and not include_all:
+            continue
+        tally.recoverable += int(recoverable)
+        if len(tally.cells) < max_cells:
+            tally.cells.append(
+                {
+                    **{k: row[k] for k in group},
+                    "hidden_cells": row["suppressed_cells"] or "unknown (rows absent from the joint table)",
+                    "estimate": gap,
+                    "low": low,
+                    "high": high,
+                    "n_noise_terms": len(terms),
+                    "recoverable": recoverable,
+                }
+            )
+    return tally
+
+
+def _report(setting: _Setting, groups: int, tally: _Tally) -> dict[str, object]:
+    """The attack's result from the ``groups`` marginal rows checked and what differencing them found."""
+    derived, n_recoverable, no_joint = setting.marginals_derived, tally.recoverable, tally.no_joint
+    out: dict[str, object] = {
+        "attack": "differencing",
+        "alpha": setting.alpha,
+        "scale": setting.scale,
+        "marginal_scale": setting.marginal_scale,
+        "marginals": "derived from the noisy joint" if derived else "released independently",
+        "groups_checked": groups,
+        "groups_without_joint_rows": no_joint,
+        "groups_with_recoverable_hidden_count": n_recoverable,
+        "interval": "exact quantile of a sum of independent Laplace terms"
+        + (" + 1/2 per rounded term" if setting.rounded else ""),
+        "cells": tally.cells,
+        "cells_truncated": max(0, n_recoverable - len(tally.cells)) if not derived else None,
+        "groups_differenced": groups - no_joint,
+        "gain_beyond_noise": None if groups == no_joint else (not derived and n_recoverable > 0),
+    }
+    if groups == no_joint:
+        out["gain_beyond_noise_reason"] = "nothing was differenced: the joint table covers none of the groups"
+    out.update(_finding(setting, groups, tally))
+    return out
+
+
+def _finding(setting: _Setting, groups: int, tally: _Tally) -> dict[str, object]:
+    """The ``finding`` in words; for an independent marginal also the report's Theorem 5 half-width for three
+    terms beside the exact one (:func:`theorem5_halfwidth`)."""
+    if setting.marginals_derived:
+        return {
+            "finding": "nothing beyond the noise: each estimate equals the noisy value the DP joint table already "
+            "holds for the suppressed cells (suppression after noise is post-processing)"
+        }
+    finding = (
+        f"{tally.recoverable} marginal groups expose a positive hidden count at level {1 - setting.alpha:g}"
+    )
+    if groups and tally.no_joint == groups:
+        finding = "the joint table covers none of the marginal's groups (different days or places?)"
+    return {
+        "finding": finding,
+        "theorem5_halfwidth_three_terms": theorem5_halfwidth(setting.scale, setting.alpha),
+        "exact_halfwidth_three_terms": LaplaceSum([setting.scale] * 3).central_halfwidth(setting.alpha),
+    }
 
 
 def differencing_attack(
@@ -43,116 +216,18 @@ def differencing_attack(
     carries a rounding error of at most 1/2, so the interval is widened by ``n/2`` -- coverage stays at least
     ``1 - alpha`` whatever the rounding did. ``include_all`` lists groups whose interval contains 0 too.
     """
-    if not 0 < alpha < 1:
-        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
-    if not (scale > 0 and math.isfinite(scale)):
-        raise InputError(f"--scale must be a positive finite number (or come from privacy.json), got {scale}")
-    if marginal_scale is not None and not (marginal_scale > 0 and math.isfinite(marginal_scale)):
-        raise InputError(f"--marginal-scale must be a positive finite number, got {marginal_scale}")
-    group = [k for k in marginal.keys]
-    missing = [k for k in group if k not in joint.keys]
-    if missing:
-        raise InputError(
-            f"marginal columns {', '.join(missing)} are not in the joint table ({', '.join(joint.keys)})"
-        )
-    extra = [k for k in joint.keys if k not in group]
-    if not extra:
-        raise InputError("the joint table has no column beyond the marginal's: nothing to difference")
-    m_scale = scale if marginal_scale is None else marginal_scale
-    agg = joint.table.group_by(group).agg(
-        visible_sum=pl.col("count").sum(),
-        n_visible=pl.col("count").is_not_null().sum(),
-        n_suppressed=pl.col("count").is_null().sum(),
-        suppressed_cells=pl.concat_str([pl.col(c) for c in extra], separator="/").filter(
-            pl.col("count").is_null()
-        ),
+    _check_parameters(scale, marginal_scale, alpha)
+    group, extra = _key_columns(joint, marginal)
+    setting = _Setting(
+        scale=scale,
+        marginal_scale=scale if marginal_scale is None else marginal_scale,
+        alpha=alpha,
+        marginals_derived=marginals_derived,
+        rounded=_integer_valued(joint, marginal) and not marginals_derived,
     )
-    merged = (
-        marginal.table.drop_nulls("count")
-        .join(agg, on=group, how="left")
-        .with_columns(
-            pl.col("visible_sum").fill_null(0.0),
-            pl.col("n_visible").fill_null(0),
-            pl.col("n_suppressed").fill_null(0),
-        )
-    )
-    merged = merged.with_columns(gap=pl.col("count") - pl.col("visible_sum"))
-    values = pl.concat([joint.table["count"].drop_nulls(), marginal.table["count"].drop_nulls()])
-    rounded = bool((values.round(0) == values).all()) and not marginals_derived
-    cache: dict[tuple[int, int], float] = {}
-    cells: list[dict[str, object]] = []
-    n_recoverable = 0
-    no_joint = 0
-    for row in merged.iter_rows(named=True):
-        n_vis, n_sup = int(row["n_visible"]), int(row["n_suppressed"])
-        if n_vis == 0 and n_sup == 0:
-            no_joint += 1  # the joint table does not cover this group: nothing to difference
-            continue
-        if marginals_derived:
-            if n_sup == 0:
-                continue
-            key = (0, n_sup)
-            terms = [scale] * n_sup
-        else:
-            key = (n_vis, 1)
-            terms = [m_scale] + [scale] * n_vis
-        if key not in cache:
-            cache[key] = LaplaceSum(terms).central_halfwidth(alpha)
-        a = cache[key] + (0.5 * len(terms) if rounded else 0.0)
-        gap = float(row["gap"])
-        low, high = gap - a, gap + a
-        recoverable = low > 0
-        if not recoverable and not marginals_derived and not include_all:
-            continue
-        n_recoverable += int(recoverable)
-        if len(cells) < max_cells:
-            cells.append(
-                {
-                    **{k: row[k] for k in group},
-                    "hidden_cells": row["suppressed_cells"] or "unknown (rows absent from the joint table)",
-                    "estimate": gap,
-                    "low": low,
-                    "high": high,
-                    "n_noise_terms": len(terms),
-                    "recoverable": recoverable,
-                }
-            )
-    out: dict[str, object] = {
-        "attack": "differencing",
-        "alpha": alpha,
-        "scale": scale,
-        "marginal_scale": m_scale,
-        "marginals": "derived from the noisy joint" if marginals_derived else "released independently",
-        "groups_checked": merged.height,
-        "groups_without_joint_rows": no_joint,
-        "groups_with_recoverable_hidden_count": n_recoverable,
-        "interval": "exact quantile of a sum of independent Laplace terms"
-        + (" + 1/2 per rounded term" if rounded else ""),
-        "cells": cells,
-        "cells_truncated": max(0, n_recoverable - len(cells)) if not marginals_derived else None,
-        "groups_differenced": merged.height - no_joint,
-        "gain_beyond_noise": None
-        if merged.height == no_joint
-        else (not marginals_derived and n_recoverable > 0),
-    }
-    if merged.height == no_joint:
-        out["gain_beyond_noise_reason"] = "nothing was differenced: the joint table covers none of the groups"
-    if marginals_derived:
-        out["finding"] = (
-            "nothing beyond the noise: each estimate equals the noisy value the DP joint table already holds for "
-            "the suppressed cells (suppression after noise is post-processing)"
-        )
-    else:
-        out["finding"] = (
-            f"{n_recoverable} marginal groups expose a positive hidden count at level {1 - alpha:g}"
-        )
-        if merged.height and no_joint == merged.height:
-            out["finding"] = (
-                "the joint table covers none of the marginal's groups (different days or places?)"
-            )
-        out["theorem5_halfwidth_three_terms"] = theorem5_halfwidth(scale, alpha)
-        out["exact_halfwidth_three_terms"] = LaplaceSum([scale] * 3).central_halfwidth(alpha)
-    return out
+    merged = _gaps(joint, marginal, group, extra)
+    tally = _difference(merged, group, setting, include_all=include_all, max_cells=max_cells)
+    return _report(setting, merged.height, tally)
 
 
 def plot_cells(result: dict[str, object], path: str | Path, limit: int = 40) -> None:

@@ -58,96 +58,85 @@ def detection_curves(t: float, p: float, max_group: int) -> dict[str, tuple[list
     }
 
 
-def zero_skipping_attack(
-    counts: np.ndarray,
-    *,
-    threshold: float,
-    method: str,
-    scale: float | None,
-    privacy: dict[str, object] | None = None,
-    group_sizes: tuple[int, ...] = (1, 5, 12),
-) -> dict[str, object]:
-    """Decide whether zeros could have been skipped and what that exposes."""
-    if threshold < 0:
-        raise InputError(f"--threshold must be >= 0, got {threshold}")
-    values = counts[np.isfinite(counts)]
-    n_missing = int(counts.size - values.size)
-    nonzero = values[values != 0]
-    small = int(np.sum(nonzero < threshold))  # released iff noisy > t, then rounded: t itself can appear
-    negative = int(np.sum(nonzero < 0))
-    consistent = small == 0
-    declared = method
-    if privacy is not None and method == "auto":
-        declared = str(privacy.get("method", "unknown"))
-    if method == "auto" and privacy is None:
-        declared = "unknown"
-    zeros_perturbed = privacy.get("zeros_perturbed") if privacy else None
-    vulnerable: bool | None
+def _declared_method(method: str, privacy: dict[str, object] | None) -> str:
+    """``method``, or with ``auto`` the one privacy.json declares (``unknown`` without privacy.json)."""
+    if method != "auto":
+        return method
+    return "unknown" if privacy is None else str(privacy.get("method", "unknown"))
+
+
+def _decision(declared: str, zeros_perturbed: object, small: int) -> tuple[bool, bool | None, str, str]:
+    """(zeros may be skipped, vulnerable (None: cannot tell), verdict, basis).
+
+    A declared method settles it; without one, a table with ``small`` published values in (-inf, t) other than 0
+    cannot be the Second Algorithm's output with this threshold, and one with none cannot rule out skipped zeros.
+    """
     if declared == "data61-2016" or zeros_perturbed is False:
-        may_skip, basis = True, "declared method skips zeros (Data61 2016 Second Algorithm)"
-        vulnerable, verdict = True, "vulnerable (declared method skips zeros)"
-    elif zeros_perturbed is True or declared == "urbandp":
-        may_skip, basis = False, "declared: every cell of a public domain, zeros included, gets OpenDP noise"
-        vulnerable, verdict = False, "not vulnerable (declared: zeros are perturbed)"
-    else:
-        may_skip = consistent
-        vulnerable = None if consistent else False
-        verdict = (
-            "cannot be ruled out (no declared method; the table is consistent with skipped zeros)"
-            if consistent
-            else "not the Second Algorithm with this threshold (values below t are published)"
+        return (
+            True,
+            True,
+            "vulnerable (declared method skips zeros)",
+            "declared method skips zeros (Data61 2016 Second Algorithm)",
         )
-        basis = (
+    if zeros_perturbed is True or declared == "urbandp":
+        return (
+            False,
+            False,
+            "not vulnerable (declared: zeros are perturbed)",
+            "declared: every cell of a public domain, zeros included, gets OpenDP noise",
+        )
+    if small == 0:
+        return (
+            True,
+            None,
+            "cannot be ruled out (no declared method; the table is consistent with skipped zeros)",
             "undeclared method; the table has no published value in (-inf, t) other than 0, so skipped zeros "
-            "cannot be ruled out"
-            if consistent
-            else f"undeclared method; {small} published values lie in (-inf, t) (noise reached small cells), "
-            "which the Second Algorithm with this threshold cannot output"
+            "cannot be ruled out",
         )
-    out: dict[str, object] = {
-        "attack": "zero-skipping",
-        "threshold": threshold,
-        "declared_method": declared,
-        "cells_published": int(values.size),
-        "cells_missing_or_suppressed": n_missing + int(np.sum(values == 0)),
-        "published_values_below_threshold": small,
-        "negative_values": negative,
-        "consistent_with_second_algorithm": consistent,
-        "zeros_may_be_skipped": may_skip,
-        "basis": basis,
-        "scale": scale,
-        "vulnerable": vulnerable,
-        "verdict": verdict,
-    }
-    eps = privacy.get("epsilon") if privacy else None
-    if not may_skip:
-        out["delta_lower_bound_theorem1"] = 0.0
-        out["delta_lower_bound_exact"] = 0.0
-        out["certain_detection_probability"] = [{"group_size": g, "probability": 0.0} for g in group_sizes]
-        if isinstance(eps, (int, float)):
-            out["max_likelihood_ratio_per_unit"] = math.exp(float(eps))
-        out["finding"] = "nothing: no output rules out a neighbouring dataset (zeros are perturbed)"
-        return out
-    if scale is None or scale <= 0:
-        out["finding"] = (
-            "zeros may be skipped; noise scale unknown (run `urbandp audit noise-scale` or pass --scale)"
-        )
-        out["delta_lower_bound_theorem1"] = None
-        return out
-    out["delta_lower_bound_theorem1"] = math.exp(-(threshold - 1) / scale) / (2 * scale)
-    out["delta_lower_bound_exact"] = 0.5 * math.exp(-(threshold - 1) / scale)
-    out["certain_detection_probability"] = [
-        {
-            "group_size": g,
-            "probability": detection_probability(g, threshold, scale),
-            "paper_convention": paper_detection_figure(g, threshold, scale),
-        }
-        for g in group_sizes
-    ]
-    out["max_likelihood_ratio_per_unit"] = None
-    out["max_likelihood_ratio_per_unit_reason"] = (
-        "unbounded (infinite) if zeros are skipped: a published value > t is impossible from a zero cell"
+    return (
+        False,
+        False,
+        "not the Second Algorithm with this threshold (values below t are published)",
+        f"undeclared method; {small} published values lie in (-inf, t) (noise reached small cells), "
+        "which the Second Algorithm with this threshold cannot output",
     )
+
+
+def _exposure_without_skipping(eps: object, group_sizes: tuple[int, ...]) -> dict[str, object]:
+    """Zeros are perturbed: no output rules out a neighbour, so no delta and no certain detection; the likelihood
+    ratio per unit is ``exp(epsilon)`` where privacy.json states epsilon."""
+    out: dict[str, object] = {
+        "delta_lower_bound_theorem1": 0.0,
+        "delta_lower_bound_exact": 0.0,
+        "certain_detection_probability": [{"group_size": g, "probability": 0.0} for g in group_sizes],
+    }
+    if isinstance(eps, (int, float)):
+        out["max_likelihood_ratio_per_unit"] = math.exp(float(eps))
+    out["finding"] = "nothing: no output rules out a neighbouring dataset (zeros are perturbed)"
+    return out
+
+
+def _exposure_with_skipping(
+    threshold: float, scale: float, group_sizes: tuple[int, ...], vulnerable: bool | None
+) -> dict[str, object]:
+    """Zeros may be skipped, noise scale ``p`` known: Theorem 1's bound ``exp(-(t-1)/p) / (2p)`` beside the exact
+    ``exp(-(t-1)/p) / 2``, and ``P(g + L > t)`` per group size (module docstring)."""
+    out: dict[str, object] = {
+        "delta_lower_bound_theorem1": math.exp(-(threshold - 1) / scale) / (2 * scale),
+        "delta_lower_bound_exact": 0.5 * math.exp(-(threshold - 1) / scale),
+        "certain_detection_probability": [
+            {
+                "group_size": g,
+                "probability": detection_probability(g, threshold, scale),
+                "paper_convention": paper_detection_figure(g, threshold, scale),
+            }
+            for g in group_sizes
+        ],
+        "max_likelihood_ratio_per_unit": None,
+        "max_likelihood_ratio_per_unit_reason": (
+            "unbounded (infinite) if zeros are skipped: a published value > t is impossible from a zero cell"
+        ),
+    }
     finding = (
         f"not epsilon-DP for any epsilon: a published value > {threshold:g} proves a non-zero raw count; "
         f"an individual alone in a cell is detected with certainty with probability "
@@ -161,6 +150,50 @@ def zero_skipping_attack(
         out["note"] = "the delta bound and detection probabilities below hold only if zeros were skipped"
     out["finding"] = finding
     return out
+
+
+def zero_skipping_attack(
+    counts: np.ndarray,
+    *,
+    threshold: float,
+    method: str,
+    scale: float | None,
+    privacy: dict[str, object] | None = None,
+    group_sizes: tuple[int, ...] = (1, 5, 12),
+) -> dict[str, object]:
+    """Decide whether zeros could have been skipped and what that exposes."""
+    if threshold < 0:
+        raise InputError(f"--threshold must be >= 0, got {threshold}")
+    values = counts[np.isfinite(counts)]
+    nonzero = values[values != 0]
+    small = int(np.sum(nonzero < threshold))  # released iff noisy > t, then rounded: t itself can appear
+    declared = _declared_method(method, privacy)
+    zeros_perturbed = privacy.get("zeros_perturbed") if privacy else None
+    may_skip, vulnerable, verdict, basis = _decision(declared, zeros_perturbed, small)
+    out: dict[str, object] = {
+        "attack": "zero-skipping",
+        "threshold": threshold,
+        "declared_method": declared,
+        "cells_published": int(values.size),
+        "cells_missing_or_suppressed": int(counts.size - values.size) + int(np.sum(values == 0)),
+        "published_values_below_threshold": small,
+        "negative_values": int(np.sum(nonzero < 0)),
+        "consistent_with_second_algorithm": small == 0,
+        "zeros_may_be_skipped": may_skip,
+        "basis": basis,
+        "scale": scale,
+        "vulnerable": vulnerable,
+        "verdict": verdict,
+    }
+    if not may_skip:
+        return out | _exposure_without_skipping(privacy.get("epsilon") if privacy else None, group_sizes)
+    if scale is None or scale <= 0:
+        out["finding"] = (
+            "zeros may be skipped; noise scale unknown (run `urbandp audit noise-scale` or pass --scale)"
+        )
+        out["delta_lower_bound_theorem1"] = None
+        return out
+    return out | _exposure_with_skipping(threshold, scale, group_sizes, vulnerable)
 
 
 def plot_detection(result: dict[str, object], path: str | Path) -> None:

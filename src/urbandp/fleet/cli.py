@@ -69,14 +69,18 @@ def release(**a: Any) -> None:
     Example: urbandp release fleet.parquet --out out/release --epsilon-per-day 10
     """
     from urbandp.fleet import api
+    from urbandp.fleet.cli_summary import print_summary
     from urbandp.fleet.guardrails import EXIT_USELESS
     from urbandp.session import Session
 
     check_dataset(a["dataset"])
     if (a["gtfs"] is not None or a["context"] or a["tiles"] is not None) and a["no_map"]:
         raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
-    # checked before any record is read or noise drawn (with --no-map there is nothing to read: 21 ms of start-up)
-    map_inputs = {} if a["no_map"] else _map_inputs(a["tiles"], a["gtfs"], a["context"])
+    map_options: dict[str, Any] = {}
+    if not a["no_map"]:  # checked before any record is read or noise drawn (--no-map: nothing read, 21 ms)
+        from urbandp.reports.map import map_inputs
+
+        map_options = map_inputs(a["tiles"], a["gtfs"], a["context"])
     given = {name: a[name] for name in api.OPTION_NAMES}
     budget = Session(
         a["budget_store"], a["dataset"], allow_meaningless_epsilon=a["allow_meaningless_epsilon"]
@@ -94,14 +98,14 @@ def release(**a: Any) -> None:
             out=a["out"],
             overwrite=a["overwrite"],
             with_map=not a["no_map"],
-            map_inputs=map_inputs,
+            map_inputs=map_options,
             step=step,
             **given,
         )
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
     for text in [*rel.owner_warnings, *rel.warnings]:
         _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
-    _print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
+    print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
     if a["strict"] and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)
 
@@ -198,94 +202,6 @@ def _release_signature() -> None:
 _release_signature()
 
 
-def _map_inputs(tiles: str | None, gtfs: Path | None, context: list[Path] | None) -> dict[str, Any]:
-    """--tiles, --gtfs and --context, read and checked now (one-line errors, exit 2), as map options."""
-    from urbandp.reports.map import gtfs_overlay, parse_tiles, read_context
-
-    if gtfs is not None:
-        gtfs_overlay(gtfs)
-    for path in context or []:
-        read_context(path)
-    return {"tiles": parse_tiles(tiles), "gtfs": gtfs, "context": list(context or [])}
-
-
-def _print_summary(p: dict[str, Any], paths: dict[str, Path], owner: dict[str, Any]) -> None:
-    """The run's summary on the owner's terminal: the exact record counts (owner material, marked so) and the
-    published figures."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    table = Table(title="urbandp release", show_header=False)
-    eps = p["epsilon_per_day"]
-    scales = p["noise_scale"]
-
-    def num(value: Any) -> str:
-        return "none" if value is None or value == float("inf") else f"{value:.6g}"
-
-    rows = [
-        (
-            "privacy",
-            p["dp_label"] + ("" if p["differentially_private"] else ": " + "; ".join(p["not_dp_reasons"])),
-        ),
-        ("neighbouring / unit / noise", f"{p['neighbouring']} / {p['privacy_unit']} / {p['mechanism']}"),
-        (
-            "records in / quarantined (owner only, exact)",
-            f"{owner['records_in']:,} / {owner['records_quarantined']:,}",
-        ),
-        (
-            "records used / outside (owner only, exact)",
-            f"{owner['records_used']:,} / {owner['records_outside_window']:,} outside the window, "
-            f"{owner['records_outside_domain']:,} outside the public domain",
-        ),
-        (
-            "quarantine reasons (owner only)",
-            ", ".join(f"{k}={v}" for k, v in owner["quarantine_reasons"].items() if v) or "none",
-        ),
-        (
-            "HATs released",
-            f"{p['hats_released']:,} (selection: {p['selection']['method']}, threshold "
-            f"{num(p['selection']['threshold_vehicle_days'])} vehicle-days)",
-        ),
-        (
-            f"noise scale ({p['noise_scale_kind']})",
-            f"speed {num(scales['speed'])}"
-            + (f", speeding {num(scales['speeding'])}" if "speeding" in p["queries"] else "")
-            + ("" if p["hats_released"] else " (no HAT passed: no query noise drawn)"),
-        ),
-        (
-            "K (max HATs per vehicle-day)",
-            f"{p['max_hats_per_vehicle_day']} ({p['max_hats_per_vehicle_day_source']})",
-        ),
-        (
-            "epsilon per day",
-            f"speed {num(eps['speed'])}"
-            + (f", speeding {num(eps['speeding'])}" if "speeding" in p["queries"] else "")
-            + f", count/selection {num(eps['selection'])}",
-        ),
-        (
-            "cumulative epsilon per day",
-            f"{num(p['cumulative_epsilon_per_day'])} (delta {p['delta_per_day']:.3g})",
-        ),
-        (
-            "epsilon per window",
-            f"{num(p['epsilon_per_window'])} (delta {p['delta_per_window']:.3g}) over {p['days']} days",
-        ),
-    ]
-    if "coarsen" in p:  # --coarsen: HATs per level
-        levels = ", ".join(f"{lv['level']} {lv['hats_released']}" for lv in p["coarsen"]["levels"])
-        rows.append(("HATs per level", f"{levels} (rule {p['coarsen']['rule']})"))
-    if "clip_bound" in p:  # --clip-bound dp-quantile
-        rows.append(
-            ("speed clip bound (DP)", f"{num(p['clip_bound']['bound'])} km/h (U = {num(p['speed_max'])})")
-        )
-    for k, v in rows:
-        table.add_row(k, v)
-    console.print(table)
-    for name, path in paths.items():
-        console.print(f"  {name:10s} {path}")
-
-
 def map_site(
     release_dir: Path = typer.Argument(..., help="The --out folder of 'urbandp release'."),
     out: Path = typer.Option(..., "--out", help="The website folder to write (index.html, GeoJSON, ...)."),
@@ -303,8 +219,9 @@ def map_site(
     Example: urbandp map out/rel --out site/ --gtfs gtfs.zip --context depots.geojson
     """
     from urbandp.fleet.map_page import write_site
+    from urbandp.reports.map import map_inputs
 
-    options = _map_inputs(tiles, gtfs, context)  # the output policy (inputs protected) is set by cli_guard
+    options = map_inputs(tiles, gtfs, context)  # the output policy (inputs protected) is set by cli_guard
     written = write_site(release_dir, out, pngs=not no_png, **options)
     typer.echo(
         f"Website: {out / 'index.html'} ({len(written)} files; methodology: {out / 'methodology.html'})"

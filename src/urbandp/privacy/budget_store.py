@@ -472,16 +472,9 @@ class BudgetStore:
         unit present on every charged day pays for this release (:func:`default_window_delta` when None), added
         to the dataset's composed delta and checked against ``delta_total``.
         """
-        if not charges_per_day:
-            raise InputError("a release must charge at least one day")
-        for day, eps in charges_per_day.items():
-            if not (eps >= 0 and math.isfinite(eps)):
-                raise InputError(f"charge on {day} must be a finite epsilon >= 0, got {eps}")
-        if window_delta is None:
-            window_delta = default_window_delta(unit, list((delta_per_day or {}).values()))
-        if not 0 <= window_delta <= 1:
-            raise InputError(f"a window delta must be a number in [0, 1], got {window_delta}")
+        window_delta = _checked_request(unit, charges_per_day, delta_per_day, window_delta)
         rid = uuid.uuid4().hex
+        rho = rho_per_day or {}
         with self._tx():
             caps = self.caps(dataset)
             if caps.unit != unit:
@@ -490,58 +483,11 @@ class BudgetStore:
                 )
             self._check_delta_total(caps, window_delta, len(charges_per_day))
             spent = self._spend_per_day(dataset)
-            for day in sorted(charges_per_day):
-                key = day.isoformat()
-                asked = charges_per_day[day]
-                have_eps, have_rho = spent.get(key, (0.0, 0.0))
-                if caps.epsilon_per_day is not None and have_eps + asked > caps.epsilon_per_day + TOL:
-                    raise BudgetExceededError(
-                        f"privacy budget of {dataset!r} exceeded on {key}: asked epsilon={asked:.6g} per {unit}, "
-                        f"left {_left(caps.epsilon_per_day, have_eps):.6g} of {caps.epsilon_per_day:g}"
-                    )
-                asked_rho = (rho_per_day or {}).get(day, 0.0)
-                if caps.rho_per_day is not None and have_rho + asked_rho > caps.rho_per_day + TOL:
-                    raise BudgetExceededError(
-                        f"zCDP budget of {dataset!r} exceeded on {key}: asked rho={asked_rho:.6g}, "
-                        f"left {_left(caps.rho_per_day, have_rho):.6g} of {caps.rho_per_day:g}"
-                    )
+            _check_days(dataset, unit, caps, charges_per_day, rho, spent)
             if caps.rho_total is not None:
-                have = self._group_rho(dataset)
-                asked_group = group_rho(
-                    [(charges_per_day[d], (rho_per_day or {}).get(d)) for d in charges_per_day]
-                )
-                if have + asked_group > caps.rho_total + TOL:
-                    raise BudgetExceededError(
-                        f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked_group:.6g} over "
-                        f"{_days(len(charges_per_day))}, left {_left(caps.rho_total, have):.6g} "
-                        f"of {caps.rho_total:g}"
-                    )
-            if caps.epsilon_total is not None:
-                total = math.fsum(v[0] for v in spent.values())
-                asked_total = math.fsum(charges_per_day.values())
-                if total + asked_total > caps.epsilon_total + TOL:
-                    raise BudgetExceededError(
-                        f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked_total:.6g} over "
-                        f"{_days(len(charges_per_day))}, left {_left(caps.epsilon_total, total):.6g} "
-                        f"of {caps.epsilon_total:g}"
-                    )
-            self._exec(
-                "INSERT INTO releases (id, dataset, status, mechanism, params, command_line, host, pid, "
-                "reserved_at, window_delta, operator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    rid,
-                    dataset,
-                    STATUS_RESERVED,
-                    mechanism,
-                    json.dumps(dict(params), sort_keys=True, default=str),
-                    command_line,
-                    socket.gethostname(),
-                    os.getpid(),
-                    _now(),
-                    float(window_delta),
-                    self.operator,
-                ),
-            )
+                self._check_rho_total(dataset, caps.rho_total, charges_per_day, rho)
+            _check_epsilon_total(dataset, caps, charges_per_day, spent)
+            self._insert_release(rid, dataset, mechanism, params, command_line, window_delta)
             for day in sorted(charges_per_day):
                 self._exec(
                     "INSERT INTO charges (release_id, day, epsilon, rho, delta) VALUES (?, ?, ?, ?, ?)",
@@ -549,11 +495,57 @@ class BudgetStore:
                         rid,
                         day.isoformat(),
                         float(charges_per_day[day]),
-                        (rho_per_day or {}).get(day),
+                        rho.get(day),
                         (delta_per_day or {}).get(day),
                     ),
                 )
         return rid
+
+    def _check_rho_total(
+        self,
+        dataset: str,
+        rho_total: float,
+        charges_per_day: Mapping[dt.date, float],
+        rho_per_day: Mapping[dt.date, float],
+    ) -> None:
+        """Refuse a release whose group zCDP cost over its days (:func:`group_rho`, Bun and Steinke 2016,
+        Prop. 1.9) would take the dataset's past ``rho_total``."""
+        have = self._group_rho(dataset)
+        asked_group = group_rho([(charges_per_day[d], rho_per_day.get(d)) for d in charges_per_day])
+        if have + asked_group > rho_total + TOL:
+            raise BudgetExceededError(
+                f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked_group:.6g} over "
+                f"{_days(len(charges_per_day))}, left {_left(rho_total, have):.6g} "
+                f"of {rho_total:g}"
+            )
+
+    def _insert_release(
+        self,
+        rid: str,
+        dataset: str,
+        mechanism: str,
+        params: Mapping[str, Any],
+        command_line: str,
+        window_delta: float,
+    ) -> None:
+        """The release's row, :data:`STATUS_RESERVED`, with who reserved it, where (host, pid) and when."""
+        self._exec(
+            "INSERT INTO releases (id, dataset, status, mechanism, params, command_line, host, pid, "
+            "reserved_at, window_delta, operator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rid,
+                dataset,
+                STATUS_RESERVED,
+                mechanism,
+                json.dumps(dict(params), sort_keys=True, default=str),
+                command_line,
+                socket.gethostname(),
+                os.getpid(),
+                _now(),
+                float(window_delta),
+                self.operator,
+            ),
+        )
 
     def _check_delta_total(self, caps: DatasetCaps, asked: float, days: int) -> None:
         """Refuse a release whose window delta would take the composed delta past ``delta_total``.
@@ -700,6 +692,74 @@ def default_window_delta(unit: str, deltas_per_day: list[float]) -> float:
     if unit in SPANNING_UNITS:
         return min(1.0, math.fsum(deltas_per_day))
     return max(deltas_per_day)
+
+
+def _checked_request(
+    unit: str,
+    charges_per_day: Mapping[dt.date, float],
+    delta_per_day: Mapping[dt.date, float] | None,
+    window_delta: float | None,
+) -> float:
+    """Check a reservation before the store is touched; returns its window delta (:func:`default_window_delta`
+    of ``delta_per_day`` when None). :class:`InputError`: no day charged, an epsilon that is not finite and
+    >= 0, a window delta outside [0, 1]."""
+    if not charges_per_day:
+        raise InputError("a release must charge at least one day")
+    for day, eps in charges_per_day.items():
+        if not (eps >= 0 and math.isfinite(eps)):
+            raise InputError(f"charge on {day} must be a finite epsilon >= 0, got {eps}")
+    if window_delta is None:
+        window_delta = default_window_delta(unit, list((delta_per_day or {}).values()))
+    if not 0 <= window_delta <= 1:
+        raise InputError(f"a window delta must be a number in [0, 1], got {window_delta}")
+    return window_delta
+
+
+def _check_days(
+    dataset: str,
+    unit: str,
+    caps: DatasetCaps,
+    charges_per_day: Mapping[dt.date, float],
+    rho_per_day: Mapping[dt.date, float],
+    spent: Mapping[str, tuple[float, float]],
+) -> None:
+    """Refuse, at the first day in date order, a charge that takes the day's epsilon past ``epsilon_per_day``
+    or its rho past ``rho_per_day`` (sequential composition per day, Dwork and Roth 2014, Thm 3.16)."""
+    for day in sorted(charges_per_day):
+        key = day.isoformat()
+        asked = charges_per_day[day]
+        have_eps, have_rho = spent.get(key, (0.0, 0.0))
+        if caps.epsilon_per_day is not None and have_eps + asked > caps.epsilon_per_day + TOL:
+            raise BudgetExceededError(
+                f"privacy budget of {dataset!r} exceeded on {key}: asked epsilon={asked:.6g} per {unit}, "
+                f"left {_left(caps.epsilon_per_day, have_eps):.6g} of {caps.epsilon_per_day:g}"
+            )
+        asked_rho = rho_per_day.get(day, 0.0)
+        if caps.rho_per_day is not None and have_rho + asked_rho > caps.rho_per_day + TOL:
+            raise BudgetExceededError(
+                f"zCDP budget of {dataset!r} exceeded on {key}: asked rho={asked_rho:.6g}, "
+                f"left {_left(caps.rho_per_day, have_rho):.6g} of {caps.rho_per_day:g}"
+            )
+
+
+def _check_epsilon_total(
+    dataset: str,
+    caps: DatasetCaps,
+    charges_per_day: Mapping[dt.date, float],
+    spent: Mapping[str, tuple[float, float]],
+) -> None:
+    """Refuse a release whose epsilons, added to all charged so far, pass ``epsilon_total`` (group privacy over
+    the window, Dwork and Roth 2014, Thm 2.2)."""
+    if caps.epsilon_total is None:
+        return
+    total = math.fsum(v[0] for v in spent.values())
+    asked_total = math.fsum(charges_per_day.values())
+    if total + asked_total > caps.epsilon_total + TOL:
+        raise BudgetExceededError(
+            f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked_total:.6g} over "
+            f"{_days(len(charges_per_day))}, left {_left(caps.epsilon_total, total):.6g} "
+            f"of {caps.epsilon_total:g}"
+        )
 
 
 def _over(value: float, cap: float) -> bool:

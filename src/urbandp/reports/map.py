@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import polars as pl
@@ -319,6 +320,16 @@ def _first_position_off_the_globe(value: object) -> list[float] | None:
             else:
                 stack.extend(reversed(item))  # in file order
     return None
+
+
+def map_inputs(tiles: str | None, gtfs: Path | None, context: Sequence[Path] | None) -> dict[str, Any]:
+    """``--tiles``, ``--gtfs`` and ``--context`` read and checked now, before any record is read or noise drawn
+    (:class:`InputError` in one line), as the keyword options ``tiles``, ``gtfs`` and ``context`` of the map."""
+    if gtfs is not None:
+        gtfs_overlay(gtfs)
+    for path in context or []:
+        read_context(path)
+    return {"tiles": parse_tiles(tiles), "gtfs": gtfs, "context": list(context or [])}
 
 
 def domain_cells_for_bbox(bbox: Sequence[float], resolution: int) -> list[str]:
