@@ -102,6 +102,17 @@ class FleetRelease(Release):
             return MapView(page.read_text())
 
 
+def _spec_by_content(cfg: HatReleaseConfig, privacy: dict[str, object]) -> dict[str, object]:
+    """The spec for ``spec_sha256``: a route-domain file enters by its content's sha256, not its path (issue 32:
+    the same spec on a copy of the feed elsewhere hashes alike)."""
+    spec = cfg.model_dump(mode="json")
+    domain = privacy.get("domain")
+    for name in ("domain_gtfs", "domain_geojson", "domain_cells"):
+        if spec.get(name) is not None and isinstance(domain, dict):
+            spec[name] = f"sha256:{domain.get('source_sha256')}"
+    return spec
+
+
 def map_options_for(cfg: HatReleaseConfig, extra: dict[str, object] | None = None) -> dict[str, object]:
     """The map's options: the interval width over which a HAT is hatched (the public usefulness target,
     ``target_width``, issue 33) and the public extent's cells."""
@@ -167,7 +178,7 @@ def release(
                 raise InputError(f"{err}; the rows and their reasons are in {where}") from None
             # the release spec, hashed: two releases with the same hash ran with the same parameters (issue 32)
             hat.privacy["spec_sha256"] = parameters_hash(
-                {"release": cfg.model_dump(mode="json"), "input": validation, "columns": mapping}
+                {"release": _spec_by_content(cfg, hat.privacy), "input": validation, "columns": mapping}
             )
             result = _result(hat, loaded, cfg, map_options_for(cfg, map_inputs))
             if target is not None:

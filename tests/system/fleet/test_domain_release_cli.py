@@ -78,3 +78,19 @@ def test_plan_over_a_gtfs_feed_predicts_useful_hats_and_spends_nothing(tmp_path:
     assert prior["scheduled_hats"] > 0 and prior["target_width_kmh"] == 10.0
     table = [row["expected_useful_hats"] for row in prior["by_epsilon"]]
     assert table == sorted(table)  # more epsilon, never fewer useful HATs
+
+
+def test_the_spec_hash_takes_a_domain_file_by_content_not_by_path(tmp_path: Path) -> None:
+    """Issue 32: the same spec over a copy of the routes in another folder, under another name, hashes alike."""
+    hashes = []
+    for name in ("a/routes.geojson", "b/other.geojson"):
+        routes = tmp_path / name
+        routes.parent.mkdir()
+        routes.write_bytes(ROUTES.read_bytes())
+        out = routes.parent / "rel"
+        res = run_urbandp("release", str(AUSTIN / "2016-12-16.csv"), "--out", str(out), *WINDOW[:2],
+                          "--start", "2016-12-16", "--end", "2016-12-16", "--hours", "6-22", "--epsilon-per-day", "4",
+                          "--domain-geojson", str(routes), "--no-map")  # fmt: skip
+        assert res.returncode == 0, res.stderr[-2000:]
+        hashes.append(json.loads((out / "privacy.json").read_text())["spec_sha256"])
+    assert hashes[0] == hashes[1]
