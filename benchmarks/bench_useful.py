@@ -9,7 +9,9 @@ computed here from the records, independent of the release. Scores, means over t
 * ``released``, ``shown`` (a mean is shown), ``useful``;
 * ``coverage_shown`` / ``coverage_useful``: share of shown / useful means whose interval holds the truth;
 * ``empty_shown``: shown means of HATs with no vehicle at all (must be 0);
-* ``median_abs_error`` of the shown means.
+* ``median_abs_error`` of the shown means;
+* ``useful_pooled``, ``coverage_pooled``, ``median_abs_error_pooled``: the same for the robust empirical Bayes
+  columns of ``--borrow-strength parent`` (post-processing of the same release, so the same privacy loss).
 
 Configurations: the public extent (``--domain-bbox``) or the route domain (Capital Metro's routes,
 ``tests/fixtures/capmetro-routes-2015.geojson``, ``--domain-ring 1``), each with today's truncation to K = 96 and
@@ -105,6 +107,24 @@ def truth(ds: dict[str, Any]) -> pl.DataFrame:
     )
 
 
+def score_pooled(speed: pl.DataFrame, true: pl.DataFrame) -> dict[str, float]:
+    """The robust empirical Bayes columns (``--borrow-strength parent``, post-processing of the same release)."""
+    t = speed.join(true, on=["h3_cell", "slot"], how="left").filter(pl.col("pooled_mean_speed").is_not_null())
+    covered = (t["pooled_ci95_low"] <= t["truth"]) & (t["truth"] <= t["pooled_ci95_high"])
+    useful = t.filter(pl.col("pooled_useful"))
+    useful_covered = (useful["pooled_ci95_low"] <= useful["truth"]) & (
+        useful["truth"] <= useful["pooled_ci95_high"]
+    )
+    errors = (t["pooled_mean_speed"] - t["truth"]).abs().drop_nulls()
+    return {
+        "pooled": float(t.height),
+        "useful_pooled": float(useful.height),
+        "covered_pooled": float(covered.fill_null(False).sum()),
+        "covered_useful_pooled": float(useful_covered.fill_null(False).sum()),
+        "median_abs_error_pooled": float(errors.median()) if errors.len() else float("nan"),  # type: ignore[arg-type]
+    }
+
+
 def score(speed: pl.DataFrame, true: pl.DataFrame) -> dict[str, float]:
     t = speed.join(true, on=["h3_cell", "slot"], how="left")
     shown = t.filter(pl.col("mean_speed").is_not_null())
@@ -120,6 +140,7 @@ def score(speed: pl.DataFrame, true: pl.DataFrame) -> dict[str, float]:
         "covered_useful": float(useful_covered.fill_null(False).sum()),
         "empty_shown": float(shown["truth"].is_null().sum()),
         "median_abs_error": float(errors.median()) if errors.len() else float("nan"),  # type: ignore[arg-type]
+        **score_pooled(speed, true),
     }
 
 
@@ -127,7 +148,13 @@ def run(
     ds: dict[str, Any], domain: str, bounding: str, runs: int, true: pl.DataFrame, epsilon: float = 4.0
 ) -> dict[str, Any]:
     extra: dict[str, Any] = {"domain_bbox": ds["bbox"]} if domain == "extent" else dict(ds["routes"])
-    cfg = HatReleaseConfig(epsilon_per_day=epsilon, contribution_bounding=bounding, **ds["window"], **extra)
+    cfg = HatReleaseConfig(
+        epsilon_per_day=epsilon,
+        contribution_bounding=bounding,
+        borrow_strength="parent",
+        **ds["window"],
+        **extra,
+    )
     scores = []
     t0 = time.perf_counter()
     privacy: dict[str, Any] = {}
@@ -139,6 +166,8 @@ def run(
     predicted = predicted_useful(cfg, privacy) if "domain_gtfs" in extra else None
     shown_total = sum(s["shown"] for s in scores)
     useful_total = sum(s["useful"] for s in scores)
+    pooled_total = sum(s["pooled"] for s in scores)
+    pooled_useful_total = sum(s["useful_pooled"] for s in scores)
     return {
         "epsilon_per_day": epsilon,
         "domain": domain,
@@ -152,6 +181,13 @@ def run(
         "coverage_useful": sum(s["covered_useful"] for s in scores) / useful_total if useful_total else None,
         "empty_shown": sum(s["empty_shown"] for s in scores),
         "median_abs_error": mean["median_abs_error"],
+        "useful_pooled": mean["useful_pooled"],
+        "useful_pooled_per_run": [s["useful_pooled"] for s in scores],
+        "coverage_pooled": sum(s["covered_pooled"] for s in scores) / pooled_total if pooled_total else None,
+        "coverage_useful_pooled": sum(s["covered_useful_pooled"] for s in scores) / pooled_useful_total
+        if pooled_useful_total
+        else None,
+        "median_abs_error_pooled": mean["median_abs_error_pooled"],
         "epsilon_per_window": privacy.get("epsilon_per_window"),
         "delta_per_window": privacy.get("delta_per_window"),
         "domain_hats": (privacy.get("domain") or {}).get("hats"),
@@ -187,13 +223,17 @@ def _predicted(r: dict[str, Any]) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| data | eps | domain | bounding | released | shown | useful (<= 10 km/h) | planner predicted | coverage shown | coverage useful | empty shown | median abs error |"
-    lines = [head, "|" + "---|" * 12]
+    head = (
+        "| data | eps | domain | bounding | released | shown | useful (<= 10 km/h) | planner predicted | coverage shown "
+        "| coverage useful | empty shown | median abs error | pooled: useful | pooled: coverage | pooled: median abs error |"
+    )
+    lines = [head, "|" + "---|" * 15]
     for r in rows:
         lines.append(
             f"| {r['data']} | {r.get('epsilon_per_day', 4.0):g} | {r['domain']} | {r['bounding']} | {r['released']:.1f} | {r['shown']:.1f} | "
             f"{r['useful']:.1f} | {_predicted(r)} | {_share(r['coverage_shown'])} | {_share(r['coverage_useful'])} | {r['empty_shown']:.0f} | "
-            f"{r['median_abs_error']:.2f} |"
+            f"{r['median_abs_error']:.2f} | {r['useful_pooled']:.1f} | {_share(r['coverage_pooled'])} | "
+            f"{r['median_abs_error_pooled']:.2f} |"
         )
     return "\n".join(lines)
 

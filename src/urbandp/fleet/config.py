@@ -31,6 +31,7 @@ ClipBound = Literal["public", "dp-quantile"]
 Coarsen = Literal["none", "parent1", "parent2", "slot2", "auto"]
 CoarsenRule = Literal["exclusive", "fill"]
 ContributionBounding = Literal["truncate", "l2"]
+BorrowStrength = Literal["none", "parent"]
 
 
 MAX_DOMAIN_CELLS = 2_000_000
@@ -144,6 +145,13 @@ class HatReleaseConfig(BaseModel):
         description="truncate: each vehicle-day keeps K HATs (K = max_hats_per_vehicle_day); l2: each vehicle-day "
         "keeps every domain HAT it visits with weight 1/sqrt(m) (m: its HATs), so its weights have L2 norm 1 "
         "(Gaussian noise over a public domain; docs/fleet.md, 'L2-normalised contributions')",
+    )
+    borrow_strength: BorrowStrength = Field(
+        "none",
+        description="none, or parent: also publish robust empirical Bayes means and intervals (pooled_mean_speed, "
+        "pooled_ci95_low/high, pooled_useful) that borrow strength from the other shown HATs of the H3 parent; "
+        "post-processing of the noisy outputs, no privacy cost; the intervals hold at 95% on average over the "
+        "pooled HATs (docs/fleet.md, 'Borrowing strength')",
     )
     target_width: float = Field(
         10.0,
@@ -359,6 +367,8 @@ class HatReleaseConfig(BaseModel):
             )
         if self.contribution_bounding == "l2":
             _check_l2_bounding(self)
+        if self.borrow_strength != "none":
+            _check_borrow_strength(self)
         if self.domain_ring and not (self.domain_gtfs or self.domain_geojson):
             raise ValueError(
                 "domain_ring widens a GTFS or GeoJSON domain: give domain_gtfs or domain_geojson"
@@ -423,6 +433,20 @@ def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
         raise ValueError("contribution_bounding l2 needs " + ", ".join(missing))
 
 
+def _check_borrow_strength(cfg: HatReleaseConfig) -> None:
+    """Pooling reads the noisy mean ``U/2 + S~/N~`` and the noise of both: add/remove, the report estimator,
+    one level."""
+    needs = [
+        (cfg.neighbouring == "add-remove", "add-remove neighbouring"),
+        (cfg.speed_estimator == "report", "the report speed estimator"),
+        (cfg.coarsen == "none", "no coarsen"),
+        ("speed" in cfg.queries, "the speed query"),
+    ]
+    missing = [what for ok, what in needs if not ok]
+    if missing:
+        raise ValueError("borrow_strength needs " + ", ".join(missing))
+
+
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
@@ -466,6 +490,7 @@ EXAMPLES = {
     "coarsen": '"none", "parent1", "parent2", "slot2" or "auto"',
     "coarsen_rule": '"exclusive" or "fill"',
     "contribution_bounding": '"truncate" or "l2"',
+    "borrow_strength": '"none" or "parent"',
     "queries": '"speed" or "speed,speeding"',
     "dates": '["2016-11-24", "2016-12-16"]',
     "weekdays": '"mon-fri"',

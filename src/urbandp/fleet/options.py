@@ -151,6 +151,12 @@ RELEASE_OPTIONS: tuple[ReleaseOption, ...] = (
         "domain) (default: {default}).",
     ),
     ReleaseOption(
+        "borrow_strength",
+        str | None,
+        "none, or parent: also publish robust empirical Bayes means and intervals pooled with the other HATs of "
+        "the H3 parent (post-processing, no privacy cost; 95% coverage on average over HATs) (default: {default}).",
+    ),
+    ReleaseOption(
         "target_width",
         float | None,
         "Usefulness target: a mean is useful when its 95% interval is at most this wide, km/h (default: {default}).",

@@ -22,6 +22,7 @@ from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
 from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.plan import PlannedCharge, plan_release, planned_window_delta
+from urbandp.fleet.pooling import with_pooled_means
 from urbandp.fleet.public_domain import load_public_domain
 from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
@@ -560,6 +561,10 @@ def release_fleet(
     session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
     release = release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
     p = release.privacy
+    if cfg.borrow_strength != "none":  # post-processing of the noisy table (fleet/pooling.py)
+        release.speed, p["borrow_strength"] = with_pooled_means(
+            release.speed, p, cfg.speed_max, cfg.target_width, cfg.precision
+        )
     window_warning = large_window_warning(p)
     if window_warning:
         p["warnings"] = [*cast(list[str], p["warnings"]), window_warning]

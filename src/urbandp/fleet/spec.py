@@ -223,6 +223,7 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         "domain_ring",
         "target_width",
         "contribution_bounding",
+        "borrow_strength",
     ]
     overrides: dict[str, object] = {name: a[name] for name in names}
     overrides.update(

@@ -42,6 +42,7 @@ VALID: dict[str, tuple[Any, Any]] = {
     "domain_ring": ("0", 0),  # a ring > 0 needs a GTFS or GeoJSON domain (test_domain_release)
     "target_width": ("5", 5.0),
     "contribution_bounding": ("truncate", "truncate"),  # l2 needs a public domain and Gaussian noise
+    "borrow_strength": ("parent", "parent"),
     "selection_epsilon": ("2", 2.0),
     "delta": ("1e-7", 1e-7),
     "min_vehicles_per_day": ("2", 2.0),
@@ -86,6 +87,7 @@ INVALID: dict[str, str] = {
     "domain_ring": "-1",
     "target_width": "0",
     "contribution_bounding": "l2",  # without a public domain
+    "borrow_strength": "grandparent",
     "selection_epsilon": "0",
     "delta": "0.99",
     "min_vehicles_per_day": "-1",

@@ -1,0 +1,216 @@
+"""Borrowing strength across HATs, for free (issue 33): robust empirical Bayes means and intervals.
+
+Post-processing of a released HAT table: it reads only the published noisy means, noisy vehicle-day counts and the
+public noise scales, so it costs no privacy. Each shown mean ``Y_i`` (noisy, standard error ``sigma_i`` from the
+known noise, delta method on ``U/2 + S~/N~``) is shrunk towards ``mu_i``, the precision-weighted mean of the
+*other* shown HATs of its H3 parent (resolution - 1, every slot; falling back to the grandparent, then to the
+whole release where the parent holds no other shown HAT):
+
+    theta_i = mu_i + w_i (Y_i - mu_i),   w_i = m_i / (m_i + sigma_i^2),   m_i = tau^2 + v_i,
+
+with ``v_i`` the variance of ``mu_i`` (from the others' noise) and ``tau^2`` the spread of true HAT means around
+their parent's, estimated by moments from the noisy outputs (Armstrong, Kolesar and Plagborg-Moller 2022, "Robust
+Empirical Bayes Confidence Intervals", Econometrica 90(6), section 4.2):
+``tau^2 = max(mean((Y - mu)^2 - sigma^2 - v), 2 sum(sigma^4) / (n sum(sigma^2)))``.
+
+The interval is their **robust EBCI** (eq. 7): ``theta_i +- cva(sigma_i^2 / m_i) w_i sigma_i``, where
+``cva(t)`` is the critical value that keeps the *worst-case* non-coverage at 5% over every distribution of the
+normalised bias ``b`` with ``E b^2 = t`` (only the second moment is assumed; no normal prior). Its guarantee is
+**average coverage**: at least 95% of the pooled HATs' intervals hold their true means, on average over the HATs;
+a single HAT far from its parent may be missed. That is a different promise from the per-HAT Fieller interval,
+so both are published, side by side. The parametric EB interval (``theta_i +- 1.96 w_i sigma_i``, Morris 1983)
+is not used: on four real Austin days it covered 80% (``benchmarks/bench_useful.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+POOLED_COLUMNS = ("pooled_mean_speed", "pooled_ci95_low", "pooled_ci95_high", "pooled_useful")
+Z_975 = 1.959963984540054
+
+
+def _normal_sf(x: np.ndarray) -> np.ndarray:
+    from scipy.special import ndtr
+
+    return np.asarray(ndtr(-x))
+
+
+def _normal_pdf(x: np.ndarray) -> np.ndarray:
+    return np.asarray(np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi))
+
+
+def _noncoverage(t: np.ndarray, chi: np.ndarray) -> np.ndarray:
+    """``r(t, chi) = P(|Z + sqrt(t)| > chi)``: non-coverage of ``+- chi`` at squared normalised bias ``t``."""
+    b = np.sqrt(t)
+    return _normal_sf(chi + b) + _normal_sf(chi - b)
+
+
+def _noncoverage_slope(t: np.ndarray, chi: np.ndarray) -> np.ndarray:
+    b = np.sqrt(np.maximum(t, 1e-300))
+    return (_normal_pdf(chi - b) - _normal_pdf(chi + b)) / (2.0 * b)
+
+
+def _tangency(chi: np.ndarray) -> np.ndarray:
+    """``t0(chi)``: where the line from ``(0, r(0, chi))`` touches ``r(., chi)`` (0 where ``r`` is concave).
+
+    The least concave majorant of ``r(., chi)`` is that line on ``[0, t0]`` and ``r`` beyond (AKP 2022, proof of
+    Proposition B.1). Solved by bisection in ``log t`` on ``r(t) - r(0) - t r'(t) = 0``.
+    """
+    zero = np.zeros_like(chi)
+
+    def gap(t: np.ndarray) -> np.ndarray:
+        return _noncoverage(t, chi) - _noncoverage(zero, chi) - t * _noncoverage_slope(t, chi)
+
+    lo = np.full(chi.shape, 1e-3)
+    hi = (chi + 12.0) ** 2
+    concave = gap(lo) >= 0
+    for _ in range(70):
+        mid = np.sqrt(lo * hi)
+        below = gap(mid) < 0
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return np.where(concave, 0.0, np.sqrt(lo * hi))
+
+
+def worst_noncoverage(m2: np.ndarray, chi: np.ndarray) -> np.ndarray:
+    """``rho(m2, chi)``: the largest non-coverage of ``+- chi`` over distributions with ``E b^2 = m2``."""
+    zero = np.zeros_like(chi)
+    t0 = _tangency(chi)
+    r_zero = _noncoverage(zero, chi)
+    line = r_zero + m2 / np.where(t0 > 0, t0, 1.0) * (_noncoverage(t0, chi) - r_zero)
+    return np.where(m2 >= t0, _noncoverage(m2, chi), line)
+
+
+def robust_critical_value(m2: np.ndarray, alpha: float = 0.05) -> np.ndarray:
+    """``cva_alpha(m2)`` of AKP 2022 (eq. 7, second moment only): the smallest ``chi`` with
+    ``rho(m2, chi) <= alpha``. ``cva(0) = 1.96``; ``cva(1) = 3.26``; ``cva(4) = 7.22`` (tests check them by brute
+    force over two-point distributions)."""
+    m2 = np.asarray(m2, dtype=float)
+    lo = np.full(m2.shape, Z_975)
+    hi = np.sqrt(m2) + Z_975 + 10.0 + np.sqrt(m2 / alpha)
+    for _ in range(70):
+        mid = 0.5 * (lo + hi)
+        wide = worst_noncoverage(m2, mid) > alpha
+        lo, hi = np.where(wide, mid, lo), np.where(wide, hi, mid)
+    return hi
+
+
+@dataclass(frozen=True)
+class PooledMeans:
+    """Robust EB estimates for the shown HATs (in the order given), their standard errors ``w sigma`` and the
+    fitted spread ``tau`` (km/h)."""
+
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    se: np.ndarray
+    tau: float
+
+
+def _group_keys(cells: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's H3 parent and grandparent (the cell itself where it is too coarse to have one)."""
+    import h3
+
+    def up(cell: str, levels: int) -> str:
+        res = h3.get_resolution(cell)
+        return h3.cell_to_parent(cell, max(res - levels, 0)) if res > 0 else cell
+
+    return np.array([up(c, 1) for c in cells]), np.array([up(c, 2) for c in cells])
+
+
+def _prior_means(y: np.ndarray, var: np.ndarray, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Leave-one-out precision-weighted mean of the same group (first level with another member) and its variance."""
+    prec = 1.0 / var
+    mu = np.full(y.size, np.nan)
+    v = np.full(y.size, np.nan)
+    for key in [*groups, np.zeros(y.size, dtype=int)]:
+        frame = pl.DataFrame({"key": key, "p": prec, "py": prec * y})
+        totals = frame.group_by("key").agg(pl.col("p").sum().alias("sp"), pl.col("py").sum().alias("spy"))
+        joined = frame.join(totals, on="key", how="left", maintain_order="left")
+        sp = joined["sp"].to_numpy() - prec
+        spy = joined["spy"].to_numpy() - prec * y
+        todo = np.isnan(mu) & (sp > 1e-12 * prec)
+        mu[todo] = spy[todo] / sp[todo]
+        v[todo] = 1.0 / sp[todo]
+    return mu, v
+
+
+def pool(y: np.ndarray, var: np.ndarray, cells: list[str], speed_max: float) -> PooledMeans:
+    """Robust EB means and 95% intervals (AKP 2022) for shown means ``y`` with noise variances ``var`` (all NaN
+    where fewer than two means are shown: there is nothing to borrow from)."""
+    if y.size < 2:
+        nan = np.full(y.size, np.nan)  # nothing to borrow from: no pooled value
+        return PooledMeans(nan, nan.copy(), nan.copy(), nan.copy(), float("nan"))
+    mu, v = _prior_means(y, var, list(_group_keys(cells)))
+    floor = 2.0 * float(np.sum(var**2)) / (y.size * float(np.sum(var)))
+    tau2 = max(float(np.mean((y - mu) ** 2 - var - v)), floor)
+    m = tau2 + v
+    w = m / (m + var)
+    theta = mu + w * (y - mu)
+    se = w * np.sqrt(var)
+    half = robust_critical_value(var / m) * se
+    return PooledMeans(
+        np.clip(theta, 0.0, speed_max),
+        np.clip(theta - half, 0.0, speed_max),
+        np.clip(theta + half, 0.0, speed_max),
+        se,
+        float(np.sqrt(tau2)),
+    )
+
+
+def noise_sds(privacy: Mapping[str, object]) -> tuple[float, float]:
+    """The noise standard deviations of the centred sum and of the count, from privacy.json's public scales."""
+    scales = privacy.get("noise_scale")
+    if not isinstance(scales, Mapping):
+        raise ValueError("the release records no noise scales")
+    per_sd = 1.0 if str(privacy.get("noise_scale_kind", "")).startswith("gaussian") else float(np.sqrt(2.0))
+    count = scales.get("count") if scales.get("count") is not None else scales.get("selection")
+    speed = scales.get("speed")
+    if not isinstance(speed, (int, float)) or not isinstance(count, (int, float)):
+        raise ValueError("the release records no speed or count noise scale")
+    return float(speed) * per_sd, float(count) * per_sd
+
+
+def with_pooled_means(
+    speed: pl.DataFrame, privacy: Mapping[str, object], speed_max: float, target_width: float, precision: int
+) -> tuple[pl.DataFrame, dict[str, object]]:
+    """Add the :data:`POOLED_COLUMNS` to a released add/remove HAT table and say what was done (privacy.json).
+
+    Only shown, unclamped means are pooled (a withheld or clamped mean is not a value to shrink); the others get
+    nulls. Reads only DP outputs and public parameters: post-processing.
+    """
+    sd_sum, sd_count = noise_sds(privacy)
+    shown = (speed["mean_speed"].is_not_null() & ~speed["clamped"].fill_null(False)).to_numpy()
+    idx = np.flatnonzero(shown)
+    y = speed["mean_speed"].to_numpy()[idx].astype(float)
+    n = speed["noisy_vehicle_days"].to_numpy()[idx].astype(float)
+    var = (sd_sum**2 + (y - speed_max / 2.0) ** 2 * sd_count**2) / np.maximum(n, 1e-9) ** 2
+    pooled = pool(y, var, [str(c) for c in speed["h3_cell"].to_numpy()[idx]], speed_max)
+    columns = {}
+    for name, values in zip(POOLED_COLUMNS[:3], (pooled.mean, pooled.low, pooled.high), strict=True):
+        full = np.full(speed.height, np.nan)
+        full[idx] = np.round(values, precision)
+        columns[name] = pl.Series(name, full, nan_to_null=True)
+    out = speed.with_columns(*columns.values())
+    out = out.with_columns(
+        ((pl.col("pooled_ci95_high") - pl.col("pooled_ci95_low")) <= target_width)
+        .fill_null(False)
+        .alias("pooled_useful")
+    )
+    report: dict[str, object] = {
+        "method": "robust empirical Bayes (Armstrong, Kolesar and Plagborg-Moller 2022), second moment only",
+        "prior": "leave-one-out precision-weighted mean of the other shown HATs of the H3 parent (all slots); "
+        "grandparent, then the whole release, where the parent has none",
+        "hats_pooled": int(np.isfinite(pooled.mean).sum()),
+        "tau_kmh": None if not np.isfinite(pooled.tau) else round(pooled.tau, 3),
+        "useful_hats_pooled": int(out["pooled_useful"].sum()),
+        "guarantee": "pooled_ci95 intervals cover the HATs' true means at 95% on average over the pooled HATs "
+        "(not for each HAT); ci95_low/high stay the per-HAT intervals",
+        "reads": "published noisy means, noisy vehicle-day counts and noise scales only (post-processing, no "
+        "privacy cost)",
+    }
+    return out, report
