@@ -22,7 +22,9 @@ and sum; a mean is *shown* where the noisy count passes the same false-positive 
 noise) and the count's 95% interval, conditional on passing it, excludes 0 (``measure.count_intervals``), and the
 noisy count is at least max(1, 2 sd): urbandp's own rule, applied to the peers' noisy counts here. Two urbandp
 contenders: ``urbandp`` (truncation to K, as the peers) and ``urbandp-l2`` (``--contribution-bounding l2``: no
-truncation, L2-normalised weights, Gaussian; only with public keys).
+truncation, L2-normalised weights, Gaussian; only with public keys), and each of them ``-pooled``
+(``--borrow-strength parent``: the published means and intervals are the robust empirical Bayes ones, whose 95%
+holds on average over HATs; free post-processing that any DP table could get, shipped only by urbandp).
 
 Intervals and useful HATs (issue 33): a shown mean is *useful* when it is not clamped and its 95% interval is at
 most ``TARGET_WIDTH`` = 10 km/h wide. urbandp's are read from its own ``ci95_low/ci95_high`` and ``useful``
@@ -112,7 +114,14 @@ SURAT_BBOX = (21.09, 72.75, 21.25, 72.91)
 AUSTIN_BBOX = (30.15, -97.95, 30.55, -97.6)
 AUSTIN_DAYS = ("2016-11-24", "2016-11-25", "2016-11-27", "2016-12-16")
 DOMAINS = ("none", "extent", "routes")
-URBANDP = {"urbandp": [], "urbandp-l2": ["--contribution-bounding", "l2"]}
+URBANDP = {
+    "urbandp": [],
+    "urbandp-l2": ["--contribution-bounding", "l2"],
+    "urbandp-pooled": ["--borrow-strength", "parent"],
+    "urbandp-l2-pooled": ["--contribution-bounding", "l2", "--borrow-strength", "parent"],
+}
+"""urbandp's contenders; the ``-pooled`` ones publish the robust empirical Bayes columns (``pooled_*``) as their
+means and intervals (free post-processing of the same kind of release, docs/fleet.md "Borrowing strength")."""
 
 PEERS: dict[str, dict[str, Any]] = {
     "opendp-gaussian": {"venv": "opendp", "runner": "run_opendp.py", "noise": "gaussian"},
@@ -307,14 +316,16 @@ def run_urbandp(ds: dict[str, Any], eps: float, domain: str, work: Path, extra: 
         raise RuntimeError(f"urbandp failed: {proc.stderr.strip()[-800:]}")
     privacy = json.loads((out / "privacy.json").read_text())
     speed = pd.read_csv(out / "hat_speed.csv")
+    pooled = "pooled_mean_speed" in speed.columns
+    prefix = "pooled_" if pooled else ""
     table = pd.DataFrame(
         {
             "cell": speed["h3_cell"],
             "slot": speed["slot"].str.slice(0, 2).astype(int),
-            "mean": speed["mean_speed"],
-            "low": speed["ci95_low"],
-            "high": speed["ci95_high"],
-            "useful": speed["useful"].astype(str).str.lower() == "true",
+            "mean": speed[f"{prefix}mean_speed"],
+            "low": speed[f"{prefix}ci95_low"],
+            "high": speed[f"{prefix}ci95_high"],
+            "useful": speed[f"{prefix}useful"].astype(str).str.lower() == "true",
         }
     )
     loss = {"epsilon": privacy["cumulative_epsilon_per_day"], "delta": privacy["delta_per_day"]}
@@ -478,7 +489,12 @@ def loss_ok(loss: dict[str, Any], eps: float) -> bool:
 
 
 # the row key holding a peer's errors against each urbandp contender on the HATs both showed
-MATCHED_KEY = {"urbandp": "matched", "urbandp-l2": "matched_l2"}
+MATCHED_KEY = {
+    "urbandp": "matched",
+    "urbandp-l2": "matched_l2",
+    "urbandp-pooled": "matched_pooled",
+    "urbandp-l2-pooled": "matched_l2_pooled",
+}
 
 
 def domains_from(args: argparse.Namespace) -> list[str]:
@@ -528,7 +544,7 @@ def main() -> int:
                 print(f"{ds_name}: no route domain (no {SYNTH_GTFS}); routes skipped", flush=True)
                 continue
             keys = keys_for(domain, ds, prepared)
-            names = [n for n in args.peers if not (n == "urbandp-l2" and keys is None)]
+            names = [n for n in args.peers if not (n.startswith("urbandp-l2") and keys is None)]
             for eps in args.epsilons:
                 order = names[cell % len(names) :] + names[: cell % len(names)]
                 cell += 1

@@ -111,6 +111,11 @@ def map_header(p: Mapping[str, object]) -> MapHeader:
             details += (
                 " (the sum of vehicle-day mean speeds). " if p.get("neighbouring") == "add-remove" else ". "
             )
+    if isinstance(p.get("borrow_strength"), dict):
+        details += (
+            "Means and 95% intervals pooled with each hexagon's H3 parent (robust empirical Bayes, post-processing; "
+            "the intervals hold on average over hexagons). "
+        )
     details += " ".join(f"Warning: {w}" for w in warnings)
     if reasons:
         return MapHeader(
@@ -125,7 +130,14 @@ def map_header(p: Mapping[str, object]) -> MapHeader:
 
 
 def map_frame(speed: pl.DataFrame) -> pl.DataFrame:
-    """The columns of ``hat_speed.csv`` the map shows."""
+    """The columns of ``hat_speed.csv`` the map shows: with ``--borrow-strength`` the pooled mean and interval
+    where there is one (the per-HAT ones where a mean was withheld or clamped: nothing was pooled there)."""
+    if "pooled_mean_speed" in speed.columns:
+        pooled = pl.col("pooled_mean_speed").is_not_null()
+        speed = speed.with_columns(
+            pl.when(pooled).then(pl.col(f"pooled_{c}")).otherwise(pl.col(c)).alias(c)
+            for c in ("mean_speed", "ci95_low", "ci95_high")
+        )
     return speed.select([c for c in MAP_COLUMNS if c in speed.columns])
 
 
@@ -183,7 +195,11 @@ def _read_release(release_dir: Path) -> tuple[pl.DataFrame, dict[str, object], l
         speed = pl.read_csv(
             speed_path,
             infer_schema_length=None,
-            schema_overrides={c: pl.Float64 for c in MAP_COLUMNS[2:] if c not in ("resolution", "clamped")},
+            schema_overrides={
+                c: pl.Float64
+                for c in (*MAP_COLUMNS[2:], "pooled_mean_speed", "pooled_ci95_low", "pooled_ci95_high")
+                if c not in ("resolution", "clamped")
+            },
         )
     except pl.exceptions.PolarsError as err:
         raise InputError(f"{speed_path}: not a readable CSV ({str(err).splitlines()[0]})") from None
@@ -283,7 +299,18 @@ def write_site(
             context=context,
             interval_threshold=_target_width(privacy),
         )
-        write_json(d.release / "hat_speed.geojson", speed_geojson(map_frame(speed)))
+        # the published columns as they are (per-HAT and, with --borrow-strength, pooled side by side)
+        geo_columns = [
+            *MAP_COLUMNS,
+            "pooled_mean_speed",
+            "pooled_ci95_low",
+            "pooled_ci95_high",
+            "pooled_useful",
+        ]
+        write_json(
+            d.release / "hat_speed.geojson",
+            speed_geojson(speed.select([c for c in geo_columns if c in speed.columns])),
+        )
         for f in published:
             shutil.copyfile(f, d.release / f.name)
         names = ["index.html", "hat_speed.geojson", *[f.name for f in published]]

@@ -201,3 +201,21 @@ def test_a_single_shown_mean_has_nothing_to_borrow_from() -> None:
     out, report = with_pooled_means(one, privacy, 65.0, 10.0, 2)
     assert out["pooled_mean_speed"].null_count() == out.height
     assert report["hats_pooled"] == 0 and report["tau_kmh"] is None
+
+
+def test_the_map_draws_the_pooled_values_where_there_are_some() -> None:
+    from urbandp.fleet.map_page import map_frame, map_header
+
+    speed, privacy = _table()
+    speed = speed.with_columns(
+        ci95_low=pl.col("mean_speed") - 9, ci95_high=pl.col("mean_speed") + 9, h3_cell=pl.col("h3_cell")
+    )
+    out, report = with_pooled_means(speed, privacy, 65.0, 10.0, 2)
+    frame = map_frame(out)
+    pooled = out["pooled_mean_speed"].is_not_null()
+    assert frame["mean_speed"].filter(pooled).to_list() == out["pooled_mean_speed"].filter(pooled).to_list()
+    assert frame["ci95_low"].filter(pooled).to_list() == out["pooled_ci95_low"].filter(pooled).to_list()
+    # the clamped row keeps its own (flagged) value: nothing was pooled there
+    assert frame["mean_speed"].filter(~pooled).to_list() == out["mean_speed"].filter(~pooled).to_list()
+    header = map_header({**privacy, "borrow_strength": report, "not_dp_reasons": [], "hats_released": 9})
+    assert "pooled with each hexagon's H3 parent" in header.details
