@@ -9,9 +9,13 @@ whole release where the parent holds no other shown HAT):
     theta_i = mu_i + w_i (Y_i - mu_i),   w_i = m_i / (m_i + sigma_i^2),   m_i = tau^2 + v_i,
 
 with ``v_i`` the variance of ``mu_i`` (from the others' noise) and ``tau^2`` the spread of true HAT means around
-their parent's, estimated by moments from the noisy outputs (Armstrong, Kolesar and Plagborg-Moller 2022, "Robust
-Empirical Bayes Confidence Intervals", Econometrica 90(6), section 4.2):
-``tau^2 = max(mean((Y - mu)^2 - sigma^2 - v), 2 sum(sigma^4) / (n sum(sigma^2)))``.
+their parent's, estimated from the noisy outputs by the moment equation ``E (Y - mu)^2 = sigma^2 + v + tau^2``
+(Armstrong, Kolesar and Plagborg-Moller 2022, "Robust Empirical Bayes Confidence Intervals", Econometrica 90(6),
+section 4.2, whose floor ``2 sum(sigma^4) / (n sum(sigma^2))`` is kept), and **taken at its one-sided 95%
+upper bound**, the Q-profile bound of random-effects meta-analysis (:func:`_spread_upper_bound`): with a few dozen HATs
+the plain estimate sometimes lands near 0, which shrinks every HAT hard and narrows every interval at once (on four
+Austin days 4 of 10 releases then showed 38-83 "useful" HATs instead of 5-20); an overstated ``tau`` only widens the
+intervals towards the per-HAT ones.
 
 The interval is their **robust EBCI** (eq. 7): ``theta_i +- cva(sigma_i^2 / m_i) w_i sigma_i``, where
 ``cva(t)`` is the critical value that keeps the *worst-case* non-coverage at 5% over every distribution of the
@@ -139,6 +143,33 @@ def _prior_means(y: np.ndarray, var: np.ndarray, groups: list[np.ndarray]) -> tu
     return mu, v
 
 
+def _spread_upper_bound(squared: np.ndarray, noise: np.ndarray, level: float = 0.05) -> float:
+    """A one-sided 95% upper bound of ``tau^2`` from squared deviations ``e^2`` with noise variances ``s``: the
+    Q-profile bound of random-effects meta-analysis (Viechtbauer 2007, "Confidence intervals for the amount of
+    heterogeneity in meta-analysis", Statistics in Medicine 26(1)).
+
+    ``Q(tau^2) = sum e^2 / (tau^2 + s)`` is chi-square with ``n`` degrees of freedom at the true ``tau^2`` when the
+    deviations are normal (each ``e`` is centred on a prior mean that leaves its own HAT out); it falls as ``tau^2``
+    grows, so the bound is the ``tau^2`` where ``Q`` meets the lower 5% quantile (0 where ``Q(0)`` is already
+    below it). It held the true spread in 95.5% of simulated releases with normal and 94.4% with t(5) deviations
+    (the sandwich bound of the weighted moment estimate: 83% and 80%; tests/unit/fleet/test_pooling.py).
+    """
+    from scipy.optimize import brentq
+    from scipy.stats import chi2
+
+    target = float(chi2.ppf(level, squared.size))
+
+    def excess(tau2: float) -> float:
+        return float(np.sum(squared / (tau2 + noise))) - target
+
+    if excess(0.0) <= 0:
+        return 0.0
+    high = float(np.mean(squared)) + 1.0
+    while excess(high) > 0:
+        high *= 2.0
+    return float(brentq(excess, 0.0, high, xtol=1e-10))
+
+
 def pool(y: np.ndarray, var: np.ndarray, cells: list[str], speed_max: float) -> PooledMeans:
     """Robust EB means and 95% intervals (AKP 2022) for shown means ``y`` with noise variances ``var`` (all NaN
     where fewer than two means are shown: there is nothing to borrow from)."""
@@ -147,7 +178,7 @@ def pool(y: np.ndarray, var: np.ndarray, cells: list[str], speed_max: float) -> 
         return PooledMeans(nan, nan.copy(), nan.copy(), nan.copy(), float("nan"))
     mu, v = _prior_means(y, var, list(_group_keys(cells)))
     floor = 2.0 * float(np.sum(var**2)) / (y.size * float(np.sum(var)))
-    tau2 = max(float(np.mean((y - mu) ** 2 - var - v)), floor)
+    tau2 = max(_spread_upper_bound((y - mu) ** 2, var + v), floor)
     m = tau2 + v
     w = m / (m + var)
     theta = mu + w * (y - mu)
