@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -48,3 +51,20 @@ def test_the_box_projection_is_a_transverse_mercator_centred_on_the_box() -> Non
     assert step == pytest.approx(500.0 * (1 + 25.25**2 / (2 * 6371.0**2)), abs=2e-4)
     back_lat, back_lon = proj.to_degrees(proj.to_metres(lat, lon))
     assert np.allclose(back_lat, lat, atol=1e-10) and np.allclose(back_lon, lon, atol=1e-10)
+
+
+HAND_CONSTANT = re.compile(r"111\.32|111_320|111320|6_371_008|6371008")
+"""The metres (or km) per degree of the hand-written equirectangular projection and the mean earth radius."""
+NOT_YET_MOVED = {"urbandp/fleet/domain.py", "urbandp/synth/fleet.py"}
+"""Files of other wings that still carry the constant (issue 32; their owners move them to urbandp.geodesy)."""
+
+
+def test_no_metres_per_degree_constant_outside_geodesy() -> None:
+    src = Path(geodesy.__file__).resolve().parents[1]
+    found = {
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if HAND_CONSTANT.search(path.read_text(encoding="utf-8"))
+    }
+    assert found <= NOT_YET_MOVED, sorted(found - NOT_YET_MOVED)
+    assert not any(name.startswith("urbandp/sensing/") for name in found)
