@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import subprocess
@@ -39,8 +38,9 @@ from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: E402
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+from urbandp import geodesy  # noqa: E402
 from urbandp.sensing.gp import ExactGP, SparseGP  # noqa: E402
-from urbandp.sensing.grid import EARTH_RADIUS_M, SquareGrid  # noqa: E402
+from urbandp.sensing.grid import SquareGrid  # noqa: E402
 from urbandp.sensing.interpolation import KM  # noqa: E402
 from urbandp.sensing.synth import pollution_field, synth_readings  # noqa: E402
 
@@ -48,10 +48,11 @@ from urbandp.sensing.synth import pollution_field, synth_readings  # noqa: E402
 def _xy(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, SquareGrid]:
     df = synth_readings(n, vehicles=max(10, n // 140), hours=1, seed=seed)
     lat, lon = df["lat"].to_numpy(), df["lon"].to_numpy()
-    m = EARTH_RADIUS_M * math.pi / 180.0
-    grid = SquareGrid(
-        22.50, 88.33, 22.50 + 9_999.0 / m, 88.33 + 9_999.0 / (m * math.cos(math.radians(22.50))), 100.0
+    # the synthetic 10 km square: 9,999 m north and east of its south-west corner, 100 x 100 cells of 100 m
+    north, east = geodesy.shift(
+        np.full(2, 22.50), np.full(2, 88.33), np.array([0.0, 9_999.0]), np.array([9_999.0, 0.0])
     )
+    grid = SquareGrid(22.50, 88.33, float(north[0]), float(east[1]), 100.0)
     return grid.to_metres(lat, lon) / KM, df["value"].to_numpy(), grid
 
 

@@ -72,8 +72,8 @@ def h3_polygons(cells: Sequence[str] | pl.Series) -> np.ndarray:
 
 
 def box_polygons(south: np.ndarray, west: np.ndarray, north: np.ndarray, east: np.ndarray) -> np.ndarray:
-    """Axis-aligned lon/lat rectangles (counter-clockwise), e.g. the cells of a square grid whose projection maps
-    squares to lon/lat rectangles (the equirectangular grid of :mod:`urbandp.sensing.grid`)."""
+    """Axis-aligned lon/lat rectangles (counter-clockwise). A sensing grid's cells are not such rectangles (their
+    projection turns them with the meridian convergence): :meth:`urbandp.sensing.grid.SquareGrid.cell_polygons`."""
     import shapely
 
     return _ccw(

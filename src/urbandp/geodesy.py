@@ -4,6 +4,13 @@
   location mechanism draws in metres lands exactly that far away on the ellipsoid.
 * :class:`LocalProjection`: an azimuthal equidistant projection centred on a point (metres east and north; true
   distances from the centre), for algorithms that work in a plane (trajectory perturbation).
+* :class:`PlanarProjection`, :func:`box_projection`: a transverse Mercator (scale 1 on its central meridian)
+  centred on a lon/lat box, the plane of a city-sized square grid (sensing wing) and of synthetic positions.
+  Chosen on measurement (``Geod.inv`` on the images of 500 m squares at the corners of 50 km boxes at 22.6 N and
+  59.9 N): a side is off by 4.0 mm (8e-6) for the transverse Mercator, 1.3 mm for an azimuthal equidistant
+  centred on the box, 0.12-0.17 m for the UTM zone (scale 0.9996), 0.8-3.4 m for a Mercator, and 2.1-5.0 m (4e-3
+  to 1e-2) for the spherical equirectangular formula it replaces; the transverse Mercator is conformal (a cell
+  keeps its right angles) and projects a million points in 0.4 s against the azimuthal equidistant's 1.7 s.
 """
 
 from __future__ import annotations
@@ -44,3 +51,37 @@ class LocalProjection:
         """(lat, lon) of an (n, 2) array of metres."""
         lon, lat = self._inverse.transform(xy[:, 0], xy[:, 1])
         return np.asarray(lat, dtype=float), np.asarray(lon, dtype=float)
+
+
+class PlanarProjection:
+    """A projected plane on the WGS 84 ellipsoid given as a PROJ string: metres east (x) and north (y).
+
+    Both pyproj transformers (to the plane and back, ``always_xy``) are built once and work on numpy arrays.
+    """
+
+    def __init__(self, proj: str) -> None:
+        self.proj = proj
+        self._forward = Transformer.from_crs("EPSG:4326", proj, always_xy=True)
+        self._inverse = Transformer.from_crs(proj, "EPSG:4326", always_xy=True)
+
+    @classmethod
+    def transverse_mercator(cls, lat0: float, lon0: float) -> PlanarProjection:
+        """Transverse Mercator with central meridian ``lon0``, origin ``(lat0, lon0)`` and scale 1 there: the
+        scale grows as ``1 + x^2 / (2 R^2)`` with the distance ``x`` from the central meridian (8e-6 at 25 km)."""
+        return cls(f"+proj=tmerc +lat_0={lat0!r} +lon_0={lon0!r} +k_0=1 +datum=WGS84 +units=m +no_defs")
+
+    def to_metres(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+        """An (n, 2) array of (x east, y north) metres."""
+        x, y = self._forward.transform(np.asarray(lon, dtype=float), np.asarray(lat, dtype=float))
+        return np.column_stack([np.asarray(x, dtype=float), np.asarray(y, dtype=float)])
+
+    def to_degrees(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lat, lon) of an (n, 2) array of metres."""
+        lon, lat = self._inverse.transform(xy[:, 0], xy[:, 1])
+        return np.asarray(lat, dtype=float), np.asarray(lon, dtype=float)
+
+
+def box_projection(lat_min: float, lon_min: float, lat_max: float, lon_max: float) -> PlanarProjection:
+    """The :meth:`PlanarProjection.transverse_mercator` centred on the middle of a lon/lat box (mid-latitude,
+    mid-longitude): a 500 m square at the corners of a 50 km box measures 500 m to 4 mm on the ellipsoid."""
+    return PlanarProjection.transverse_mercator((lat_min + lat_max) / 2.0, (lon_min + lon_max) / 2.0)

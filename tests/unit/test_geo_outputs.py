@@ -21,6 +21,7 @@ from urbandp.geo_outputs import (
     write_geoparquet,
     write_h3_table,
 )
+from urbandp.geodesy import WGS84
 from urbandp.sensing.grid import SquareGrid
 
 pyogrio = pytest.importorskip("pyogrio")
@@ -56,16 +57,24 @@ def test_h3_polygons_are_the_cells_boundaries_counter_clockwise() -> None:
 def test_grid_cell_polygons_hold_their_centroid_and_measure_z_by_z() -> None:
     grid = SquareGrid(22.45, 88.30, 22.65, 88.47, 500.0)
     ids, lat, lon = grid.centroids()
-    polygons = box_polygons(*grid.cell_bounds(ids))
+    polygons = grid.cell_polygons(ids)
     assert len(polygons) == grid.n_cells
     inside = shapely.contains_xy(polygons, lon, lat)
     assert inside.all()
     c = shapely.centroid(polygons)
     assert np.array_equal(grid.cell_id(shapely.get_y(c), shapely.get_x(c)), ids)
-    south, west, north, east = grid.cell_bounds(ids[:1])
-    xy = grid.to_metres(np.array([south[0], north[0]]), np.array([west[0], east[0]]))
-    assert xy[1] - xy[0] == pytest.approx([500.0, 500.0], rel=1e-9)
+    ring = shapely.get_coordinates(polygons[0])[:4]  # (lon, lat): the cell's corners, SW, SE, NE, NW
+    xy = grid.to_metres(ring[:, 1], ring[:, 0])
+    assert np.ptp(xy, axis=0) == pytest.approx([500.0, 500.0], rel=1e-9)
+    _, _, sides = WGS84.inv(ring[:, 0], ring[:, 1], np.roll(ring[:, 0], -1), np.roll(ring[:, 1], -1))
+    assert np.allclose(sides, 500.0, atol=0.005)  # on the ellipsoid, to 5 mm (the spherical formula: 2 m)
     assert all(p.exterior.is_ccw for p in polygons[:10])
+
+
+def test_box_polygons_are_counter_clockwise_lon_lat_rectangles() -> None:
+    polygons = box_polygons(np.array([22.5]), np.array([88.3]), np.array([22.6]), np.array([88.4]))
+    assert polygons[0].exterior.is_ccw
+    assert shapely.bounds(polygons[0]).tolist() == [88.3, 22.5, 88.4, 22.6]  # (lon, lat) order
 
 
 def test_geoparquet_has_the_1_1_metadata_and_the_table(tmp_path: Path) -> None:

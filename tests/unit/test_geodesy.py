@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -29,3 +32,39 @@ def test_the_local_projection_round_trips_and_keeps_distances_from_its_centre() 
     assert np.allclose(back_lat, lat, atol=1e-9) and np.allclose(back_lon, lon, atol=1e-9)
     _, _, dist = geodesy.WGS84.inv(np.full(3, -93.27), np.full(3, 44.98), lon, lat)
     assert np.allclose(np.hypot(xy[:, 0], xy[:, 1]), dist, atol=1e-3)
+
+
+def test_the_box_projection_is_a_transverse_mercator_centred_on_the_box() -> None:
+    """Centre at (0, 0); along the central meridian y is the meridian arc (scale 1) and x is 0; 25 km east of it a
+    500 m east-west step measures 500 (1 + 25^2 / (2 * 6371^2)) = 500.0038 m in the plane."""
+    proj = geodesy.box_projection(22.34, 88.12, 22.80, 88.60)
+    xy = proj.to_metres(np.array([22.57, 22.34, 22.80]), np.array([88.36, 88.36, 88.36]))
+    assert np.allclose(xy[0], 0.0, atol=1e-6)
+    _, _, arc = geodesy.WGS84.inv(
+        np.full(2, 88.36), np.full(2, 22.57), np.full(2, 88.36), np.array([22.34, 22.80])
+    )
+    assert np.allclose(xy[1:, 1], [-arc[0], arc[1]], atol=1e-6) and np.allclose(xy[1:, 0], 0.0, atol=1e-6)
+    lat, lon = geodesy.shift(
+        np.full(2, 22.57), np.full(2, 88.36), np.array([25_000.0, 25_500.0]), np.zeros(2)
+    )
+    step = np.diff(proj.to_metres(lat, lon)[:, 0])[0]
+    assert step == pytest.approx(500.0 * (1 + 25.25**2 / (2 * 6371.0**2)), abs=2e-4)
+    back_lat, back_lon = proj.to_degrees(proj.to_metres(lat, lon))
+    assert np.allclose(back_lat, lat, atol=1e-10) and np.allclose(back_lon, lon, atol=1e-10)
+
+
+HAND_CONSTANT = re.compile(r"111\.32|111_320|111320|6_371_008|6371008")
+"""The metres (or km) per degree of the hand-written equirectangular projection and the mean earth radius."""
+NOT_YET_MOVED = {"urbandp/fleet/domain.py", "urbandp/synth/fleet.py"}
+"""Files of other wings that still carry the constant (issue 32; their owners move them to urbandp.geodesy)."""
+
+
+def test_no_metres_per_degree_constant_outside_geodesy() -> None:
+    src = Path(geodesy.__file__).resolve().parents[1]
+    found = {
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        if HAND_CONSTANT.search(path.read_text(encoding="utf-8"))
+    }
+    assert found <= NOT_YET_MOVED, sorted(found - NOT_YET_MOVED)
+    assert not any(name.startswith("urbandp/sensing/") for name in found)

@@ -10,20 +10,32 @@ where ``l / z`` is the number of columns; we use ``n_cols = ceil(l / z)`` (and `
 width that is not a multiple of ``z`` still gets whole cells: the grid extends the box east and north to whole
 cells, and points on its east/north edge fall in the last column/row. Points outside get id -1.
 
-Coordinates are projected with an equirectangular projection around the box's south-west corner
-(``x = R cos(lat_0) (lon - lon_0)``, ``y = R (lat - lat_0)``, R = 6,371,008.8 m), accurate to well below a
-cell side over city-sized boxes.
+The plane is pyproj's transverse Mercator on the WGS 84 ellipsoid centred on the middle of the box
+(:func:`urbandp.geodesy.box_projection`, chosen on the measurements in :mod:`urbandp.geodesy`): a cell is a ``z``
+by ``z`` square on the ground to 8e-6 of ``z`` at the corners of a 50 km box (4 mm for 500 m cells; the spherical
+equirectangular formula used before, ``x = R cos(lat_0) (lon - lon_0)``, ``y = R (lat - lat_0)``, was off by 4e-3
+there at 22.6 N: 2 m per cell and 206 m across the box). The box's outline, projected, is not quite a rectangle, so
+``(x_0, y_0)`` and ``l``, ``b`` are its envelope: every point of the box lies in the grid. A cell maps back to
+lon/lat as a quadrilateral (:meth:`SquareGrid.cell_corners`) turned from the meridians by the meridian convergence
+(at the corners of a 50 km box: 0.09 degree at 22.6 N, 0.39 degree at 59.9 N), not a lon/lat rectangle.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-EARTH_RADIUS_M = 6_371_008.8
+from urbandp import geodesy
+
+EDGE_SAMPLES = 65
+"""Points per edge of the box (corners and midpoints among them) whose projections give the grid's envelope.
+
+Away from the equator the envelope's extremes lie at corners and edge midpoints (the projection is symmetric about
+the central meridian); across the equator a 50 km box's west and east edges bulge between samples by 0.04 mm."""
 
 
 @dataclass(frozen=True)
@@ -48,47 +60,63 @@ class SquareGrid:
     ) -> SquareGrid:
         """Smallest box around the points, padded by ``margin_cells`` cell sides on each side.
 
-        The box is computed from the readings (like the paper's Appendix B); pass an explicit public box with
-        ``--bbox`` when the grid itself must not depend on where the vehicles drove.
+        The pads are geodesics on the ellipsoid (:func:`urbandp.geodesy.shift`): north and south from the extreme
+        latitudes, east and west from the extreme longitudes at the points' mean latitude. The box is computed
+        from the readings (like the paper's Appendix B); pass an explicit public box with ``--bbox`` when the grid
+        itself must not depend on where the vehicles drove.
         """
         lat = np.asarray(lat, dtype=float)
         lon = np.asarray(lon, dtype=float)
-        pad_lat = margin_cells * cell_metres / (EARTH_RADIUS_M * math.pi / 180.0)
-        mid = math.radians(float(np.mean(lat)))
-        pad_lon = pad_lat / max(math.cos(mid), 1e-6)
+        pad = margin_cells * cell_metres
+        mid_lat, mid_lon = float(np.mean(lat)), float(np.mean(lon))
+        edge_lat, _ = geodesy.shift(
+            np.array([lat.min(), lat.max()]), np.full(2, mid_lon), np.zeros(2), np.array([-pad, pad])
+        )
+        _, edge_lon = geodesy.shift(
+            np.full(2, mid_lat), np.array([lon.min(), lon.max()]), np.array([-pad, pad]), np.zeros(2)
+        )
         return cls(
-            float(lat.min() - pad_lat),
-            float(lon.min() - pad_lon),
-            float(lat.max() + pad_lat),
-            float(lon.max() + pad_lon),
-            float(cell_metres),
+            float(edge_lat[0]), float(edge_lon[0]), float(edge_lat[1]), float(edge_lon[1]), float(cell_metres)
         )
 
-    @property
-    def _cos_lat0(self) -> float:
-        return math.cos(math.radians(self.lat_min))
+    @cached_property
+    def _projection(self) -> geodesy.PlanarProjection:
+        """The grid's plane, built once per grid (its two pyproj transformers are reused by every call)."""
+        return geodesy.box_projection(self.lat_min, self.lon_min, self.lat_max, self.lon_max)
+
+    @cached_property
+    def _envelope(self) -> np.ndarray:
+        """``[[x_0, y_0], [x_max, y_max]]``: the envelope, in the projection's metres, of the box's outline."""
+        t = np.linspace(0.0, 1.0, EDGE_SAMPLES)
+        lat_edge = self.lat_min + (self.lat_max - self.lat_min) * t
+        lon_edge = self.lon_min + (self.lon_max - self.lon_min) * t
+        lat = np.concatenate(
+            [np.full_like(t, self.lat_min), np.full_like(t, self.lat_max), lat_edge, lat_edge]
+        )
+        lon = np.concatenate(
+            [lon_edge, lon_edge, np.full_like(t, self.lon_min), np.full_like(t, self.lon_max)]
+        )
+        xy = self._projection.to_metres(lat, lon)
+        return np.array([xy.min(axis=0), xy.max(axis=0)])
 
     def to_metres(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        """Local planar coordinates (x east, y north) in metres from the south-west corner (n x 2)."""
-        k = EARTH_RADIUS_M * math.pi / 180.0
-        x = (np.asarray(lon, dtype=float) - self.lon_min) * k * self._cos_lat0
-        y = (np.asarray(lat, dtype=float) - self.lat_min) * k
-        return np.column_stack([x, y])
+        """Local planar coordinates (x east, y north) in metres from ``(x_0, y_0)``, the south-west corner of the
+        grid (n x 2)."""
+        return self._projection.to_metres(lat, lon) - self._envelope[0]
 
     def to_degrees(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k = EARTH_RADIUS_M * math.pi / 180.0
-        xy = np.asarray(xy, dtype=float)
-        return self.lat_min + xy[:, 1] / k, self.lon_min + xy[:, 0] / (k * self._cos_lat0)
+        """(lat, lon) of an (n, 2) array of :meth:`to_metres` coordinates (the inverse, to 1e-9 m)."""
+        return self._projection.to_degrees(np.asarray(xy, dtype=float).reshape(-1, 2) + self._envelope[0])
 
     @property
     def width_m(self) -> float:
         """``l`` of the paper: east-west extent in metres."""
-        return float(self.to_metres(np.array([self.lat_min]), np.array([self.lon_max]))[0, 0])
+        return float(self._envelope[1, 0] - self._envelope[0, 0])
 
     @property
     def height_m(self) -> float:
         """``b`` of the paper: north-south extent in metres."""
-        return float(self.to_metres(np.array([self.lat_max]), np.array([self.lon_min]))[0, 1])
+        return float(self._envelope[1, 1] - self._envelope[0, 1])
 
     @property
     def n_cols(self) -> int:
@@ -104,7 +132,9 @@ class SquareGrid:
 
     def contains(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
         """Inside the grid: the box extended east and north to whole cells (``n_cols z`` by ``n_rows z``)."""
-        xy = self.to_metres(lat, lon)
+        return self._inside(self.to_metres(lat, lon))
+
+    def _inside(self, xy: np.ndarray) -> np.ndarray:
         return (
             (xy[:, 0] >= 0)
             & (xy[:, 1] >= 0)
@@ -115,11 +145,11 @@ class SquareGrid:
     def cell_id(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
         """Paper section IV: ``floor((x - x_0)/z) + floor((y - y_0)/z) * n_cols``; -1 outside the box."""
         xy = self.to_metres(lat, lon)
+        inside = self._inside(xy)
+        xy = np.where(inside[:, None], xy, 0.0)  # no cast of NaN or of the inf of points off the projection
         col = np.minimum(np.floor(xy[:, 0] / self.cell_metres), self.n_cols - 1).astype(np.int64)
         row = np.minimum(np.floor(xy[:, 1] / self.cell_metres), self.n_rows - 1).astype(np.int64)
-        ids = col + row * self.n_cols
-        inside = self.contains(lat, lon)
-        return np.where(inside, ids, -1)
+        return np.where(inside, col + row * self.n_cols, -1)
 
     def centroids_metres(self) -> np.ndarray:
         """Cell centroids (x, y) in metres, in cell-id order (n_cells x 2)."""
@@ -133,15 +163,35 @@ class SquareGrid:
         lat, lon = self.to_degrees(self.centroids_metres())
         return np.arange(self.n_cells), lat, lon
 
-    def cell_bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(south, west, north, east) in degrees of each cell: the square ``[col z, (col+1) z] x [row z, (row+1) z]``
-        of section IV mapped back by the same equirectangular projection, which maps it to a lon/lat rectangle."""
-        ids = np.asarray(ids, dtype=np.int64)
+    def cell_corners(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lat, lon), each (n x 4), of the corners of each cell: the square ``[col z, (col+1) z] x [row z,
+        (row+1) z]`` of section IV mapped back to the ellipsoid, south-west, south-east, north-east, north-west
+        (counter-clockwise in lon/lat)."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         col, row = ids % self.n_cols, ids // self.n_cols
         z = self.cell_metres
-        south, west = self.to_degrees(np.column_stack([col * z, row * z]))
-        north, east = self.to_degrees(np.column_stack([(col + 1) * z, (row + 1) * z]))
-        return south, west, north, east
+        dx = np.array([0.0, 1.0, 1.0, 0.0])
+        dy = np.array([0.0, 0.0, 1.0, 1.0])
+        x = (col[:, None] + dx) * z
+        y = (row[:, None] + dy) * z
+        lat, lon = self.to_degrees(np.column_stack([x.ravel(), y.ravel()]))
+        return lat.reshape(-1, 4), lon.reshape(-1, 4)
+
+    def cell_polygons(self, ids: np.ndarray) -> np.ndarray:
+        """Each cell as a shapely Polygon in (lon, lat), exterior ring counter-clockwise (RFC 7946, GeoParquet):
+        its four :meth:`cell_corners`; the sides, straight in the grid's plane, are straight in lon/lat to well
+        under a millimetre for city cells."""
+        import shapely
+
+        lat, lon = self.cell_corners(ids)
+        ring = np.stack([lon, lat], axis=-1)
+        return np.asarray(shapely.polygons(np.concatenate([ring, ring[:, :1]], axis=1)), dtype=object)
+
+    def cell_bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(south, west, north, east) in degrees of each cell: the lon/lat envelope of its :meth:`cell_corners`
+        (the cell itself is a quadrilateral slightly turned from the meridians; :meth:`cell_polygons`)."""
+        lat, lon = self.cell_corners(ids)
+        return lat.min(axis=1), lon.min(axis=1), lat.max(axis=1), lon.max(axis=1)
 
     def cells_in_rectangle(self, lat1: float, lon1: float, lat2: float, lon2: float) -> np.ndarray:
         """Ids of the cells whose centroid lies in the rectangle with diagonal vertices (lat1, lon1)-(lat2, lon2)."""

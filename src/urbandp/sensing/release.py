@@ -70,11 +70,11 @@ class SensingRelease(Release):
 
     def _write_gis(self, frame: Any, folder: Path, out: Path, name: str) -> dict[str, Path]:
         """GeoParquet and GeoJSON of a grid table (:mod:`urbandp.geo_outputs`): its rows, the cells' polygons."""
-        from urbandp.geo_outputs import box_polygons, write_geo_pair
+        from urbandp.geo_outputs import write_geo_pair
 
         if self.grid is None or "cell_id" not in frame.columns:
             return {}
-        polygons = box_polygons(*self.grid.cell_bounds(frame["cell_id"].to_numpy()))
+        polygons = self.grid.cell_polygons(frame["cell_id"].to_numpy())
         parquet, geojson = write_geo_pair(frame, polygons, folder, name)
         return {f"{name} geoparquet": out / parquet.name, f"{name} geojson": out / geojson.name}
 

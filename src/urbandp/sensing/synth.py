@@ -3,6 +3,8 @@
 For tests, examples and the benchmark (the real Kolkata files have ~17 readings per hour). The field is a sum of
 Gaussian plumes that drifts slowly over the hours; readings add N(0, noise_sd^2) measurement noise. This is data
 generation, not a release, so numpy's generator is fine here (docs/design.md privacy rule 1 concerns release noise).
+Positions are drawn in km east and north of ``(lat0, lon0)`` and placed on the WGS 84 ellipsoid by
+:meth:`urbandp.geodesy.PlanarProjection.transverse_mercator` (pyproj) with its origin there.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from urbandp import geodesy
 from urbandp.errors import InputError
-
-M_PER_DEG = 6_371_008.8 * math.pi / 180.0
 
 
 def pollution_field(
@@ -74,8 +75,9 @@ def synth_readings(
     t = ts[:n_readings]
     hour = np.array([(tt - start).total_seconds() / 3600.0 for tt in t])
     value = pollution_field(x, y, hour, seed) + rng.normal(0, noise_sd, n_readings)
-    lat = lat0 + y * 1000.0 / M_PER_DEG
-    lon = lon0 + x * 1000.0 / (M_PER_DEG * math.cos(math.radians(lat0)))
+    lat, lon = geodesy.PlanarProjection.transverse_mercator(lat0, lon0).to_degrees(
+        np.column_stack([x, y]) * 1000.0
+    )
     return pl.DataFrame(
         {
             "lat": np.round(lat, 6),
