@@ -23,6 +23,7 @@ key, exit 2 (:class:`ConfigError`). As for the fleet, privacy.json does not reco
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import tomllib
 from pathlib import Path
@@ -154,8 +155,11 @@ def check_value(key: str, value: object, param: TyperOption, ctx: _click.Context
     typed flag goes through); else a :class:`ConfigError` naming ``where`` (the file and table) and the key.
 
     The TOML type is checked first because the coercion is lenient for text typed on a command line: it would
-    read ``window_minutes = "60"`` as 60 and ``consistent = "yes"`` as true."""
+    read ``window_minutes = "60"`` as 60 and ``consistent = "yes"`` as true. A TOML date or date-time given to a
+    text option (``start = 2023-09-15``) is passed on as its ISO text, as the fleet's ``[release]`` reads it."""
     types, said = _kind(param)
+    if str in types and isinstance(value, (dt.date, dt.datetime, dt.time)):
+        value = value.isoformat()
     items = value if param.multiple and isinstance(value, list) else [value]
     for item in items:
         if (isinstance(item, bool) and bool not in types) or not isinstance(item, types):

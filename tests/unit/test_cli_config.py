@@ -184,3 +184,19 @@ def test_unknown_keys_tables_and_command_line_only_options_are_refused(
     assert "not TOML" in _refusal(table, f"[{table}\n", tmp_path, capsys)
     line = _refusal(table, f"[{table}]\nout = 'elsewhere'\n", tmp_path, capsys)
     assert "out is set on the command line only (--out)" in line
+
+
+def test_a_toml_date_is_read_as_its_iso_text(tmp_path: Path) -> None:
+    command = _command("sensing.pm-map")
+    config = _write(tmp_path, "sensing.pm-map", "start = 2023-09-15\nend = 2023-10-31T06:30:00\n")
+    args = [
+        str(tmp_path / "r.csv"),
+        "--out",
+        str(tmp_path / "o"),
+        "--bbox",
+        "1,2,3,4",
+        "--config",
+        str(config),
+    ]
+    ctx = command.make_context("pm-map", args)
+    assert (ctx.params["start"], ctx.params["end"]) == ("2023-09-15", "2023-10-31T06:30:00")
