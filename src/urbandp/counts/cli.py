@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from urbandp.cli_config import config_option
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.cli_support import cli_guard
 from urbandp.counts import flags
@@ -25,6 +26,7 @@ app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 def release(
     input: flags.InputArgument,
     out: flags.OutOption,
+    config: Path | None = config_option("counts.release"),
     domain: flags.DomainOption = None,
     select_partitions: flags.SelectPartitionsOption = False,
     input_kind: flags.InputKindOption = "events",

@@ -7,8 +7,11 @@ from :mod:`urbandp.sensing.options`), hands them to the library (:mod:`urbandp.s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
+from urbandp.cli_config import config_option
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.cli_support import cli_guard
 from urbandp.sensing import cli_options as opts
@@ -79,6 +82,7 @@ def interpolate(
 def dp_map(
     input_path: opts.ReadingsCsv,
     out: opts.OutDir,
+    config: Path | None = config_option("sensing.dp-map"),
     epsilon: opts.DpMapEpsilon = _D.epsilon,
     bbox: opts.DpMapBox = None,
     bbox_from_data_not_private: opts.BoxFromData = _D.bbox_from_data_not_private,
@@ -111,6 +115,7 @@ def dp_map(
     Example: urbandp sensing dp-map kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
     flags = dict(locals())
+    del flags["config"]  # read into the options' defaults by --config's callback
     from urbandp.sensing.dp_map_command import run
 
     run(**flags)
@@ -124,6 +129,7 @@ def pm_map(
     bbox: opts.PmMapBox,
     start: opts.PmMapStart,
     end: opts.PmMapEnd,
+    config: Path | None = config_option("sensing.pm-map"),
     epsilon: opts.PmMapEpsilon = _P.epsilon,
     unit: opts.Unit = _P.unit,
     vehicle_column: opts.VehicleColumn = _P.vehicle_column,
@@ -149,6 +155,7 @@ def pm_map(
     Example: urbandp sensing pm-map kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
     """
     flags = dict(locals())
+    del flags["config"]  # read into the options' defaults by --config's callback
     from urbandp.sensing.pm_map_command import run
 
     run(**flags)
@@ -159,6 +166,7 @@ def pm_map(
 def query(
     grid_csv: opts.GridFile,
     rect: opts.Rect,
+    config: Path | None = config_option("sensing.query"),
     query_type: opts.QueryType = _Q.type,
     window: opts.QueryWindow = _Q.window,
     select: opts.Select = None,
@@ -180,6 +188,7 @@ def query(
     Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
     flags = dict(locals())
+    del flags["config"]  # read into the options' defaults by --config's callback
     from urbandp.sensing.query_command import run_query_command
 
     run_query_command(**flags)

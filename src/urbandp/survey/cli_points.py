@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from urbandp.cli_config import config_option
 from urbandp.cli_options import Overwrite
 from urbandp.cli_support import cli_guard
 from urbandp.errors import InputError
@@ -49,6 +50,7 @@ def perturb_points(
         1000.0, "--budget-metres", help="Distance at which the budget applies."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (points.csv + privacy.json)."),
+    config: Path | None = config_option("survey.perturb-points"),
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from urbandp.cli_config import config_option
 from urbandp.cli_options import Overwrite
 from urbandp.cli_support import cli_guard
 from urbandp.survey.cli_common import (
@@ -61,6 +62,7 @@ def randomize(
         None, "--budget-epsilon", help="Refuse to spend more than this (default: no cap)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (randomized.csv + privacy.json)."),
+    config: Path | None = config_option("survey.randomize"),
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),

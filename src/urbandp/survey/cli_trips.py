@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from urbandp.cli_config import config_option
 from urbandp.cli_options import Overwrite
 from urbandp.cli_support import cli_guard
 from urbandp.survey.cli_common import (
@@ -52,6 +53,7 @@ def od_randomize(
         None, "--budget-epsilon", help="Refuse to spend more than this (default: no cap)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (trips.csv + privacy.json)."),
+    config: Path | None = config_option("survey.od-randomize"),
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
@@ -113,6 +115,7 @@ def perturb_trajectories(
         None, "--budget-epsilon", help="Refuse trips costing more (default: no cap)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (trajectories.csv + privacy.json)."),
+    config: Path | None = config_option("survey.perturb-trajectories"),
     dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
     budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
     survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),

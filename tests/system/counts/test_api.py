@@ -220,7 +220,16 @@ def test_warnings_are_python_warnings(taps: dict[str, Any]) -> None:
 def _cli_defaults() -> dict[str, Any]:
     params = inspect.signature(urbandp.counts.cli.release).parameters
     rename = {"fmt": "format"}
-    skip = {"input", "out", "dry_run", "dataset", "budget_store", "allow_meaningless_epsilon", "overwrite"}
+    skip = {
+        "input",
+        "out",
+        "config",
+        "dry_run",
+        "dataset",
+        "budget_store",
+        "allow_meaningless_epsilon",
+        "overwrite",
+    }
     return {
         rename.get(k, k): getattr(p.default, "default", p.default) for k, p in params.items() if k not in skip
     }
