@@ -648,40 +648,61 @@ def _seconds(table: pl.DataFrame, column: str, name: str, what: str) -> pl.DataF
 
 
 def _read_feed(files: dict[str, bytes], what: str) -> _Feed:
-    shapes = None
-    if "shapes.txt" in files:
-        shapes = _table(
-            files,
-            "shapes.txt",
-            ("shape_id", "shape_pt_lat", "shape_pt_lon", "shape_pt_sequence"),
-            ("shape_dist_traveled",),
-            what,
-        )
-        shapes = _number(shapes, "shape_pt_lat", "shapes.txt", what, -90, 90)
-        shapes = _number(shapes, "shape_pt_lon", "shapes.txt", what, -180, 180)
-        seq = pl.col("shape_pt_sequence").cast(pl.Int64, strict=False)
-        _bad(
-            shapes,
-            seq.is_not_null() & pl.col("shape_id").is_not_null(),
-            "shapes.txt",
-            "shape_pt_sequence",
-            what,
-            "an integer with a shape_id",
-        )
-        shapes = shapes.select(
-            "shape_id",
-            pl.col("shape_pt_lat").alias("lat"),
-            pl.col("shape_pt_lon").alias("lon"),
-            seq.alias("seq"),
-            pl.col("shape_dist_traveled").cast(pl.Float64, strict=False).alias("sdt"),
-        ).sort("shape_id", "seq")
+    """The GTFS tables a domain needs, read and checked file by file (the first bad row of the first bad file,
+    in this order, is the one error: shapes, stops, trips, stop_times, calendar, calendar_dates, frequencies)."""
+    shapes = _read_shapes(files, what) if "shapes.txt" in files else None
+    stops = _read_stops(files, what)
+    trips = _table(files, "trips.txt", ("route_id", "service_id", "trip_id"), ("shape_id", "block_id"), what)
+    trips = trips.select("trip_id", "service_id", "shape_id", "block_id").unique("trip_id", keep="first")
+    stop_times = _read_stop_times(files, what)
+    calendar = _read_calendar(files, what) if "calendar.txt" in files else None
+    calendar_dates = _read_calendar_dates(files, what) if "calendar_dates.txt" in files else None
+    if calendar is None and calendar_dates is None:
+        raise InputDataError(f"{what}: neither calendar.txt nor calendar_dates.txt (no service days)")
+    frequencies = _read_frequencies(files, what) if "frequencies.txt" in files else None
+    return _Feed(shapes, stops, trips, stop_times, calendar, calendar_dates, frequencies)
+
+
+def _read_shapes(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``shapes.txt``: shape_id, lat, lon, seq, sdt (Float64 or null), sorted by shape and sequence."""
+    shapes = _table(
+        files,
+        "shapes.txt",
+        ("shape_id", "shape_pt_lat", "shape_pt_lon", "shape_pt_sequence"),
+        ("shape_dist_traveled",),
+        what,
+    )
+    shapes = _number(shapes, "shape_pt_lat", "shapes.txt", what, -90, 90)
+    shapes = _number(shapes, "shape_pt_lon", "shapes.txt", what, -180, 180)
+    seq = pl.col("shape_pt_sequence").cast(pl.Int64, strict=False)
+    _bad(
+        shapes,
+        seq.is_not_null() & pl.col("shape_id").is_not_null(),
+        "shapes.txt",
+        "shape_pt_sequence",
+        what,
+        "an integer with a shape_id",
+    )
+    return shapes.select(
+        "shape_id",
+        pl.col("shape_pt_lat").alias("lat"),
+        pl.col("shape_pt_lon").alias("lon"),
+        seq.alias("seq"),
+        pl.col("shape_dist_traveled").cast(pl.Float64, strict=False).alias("sdt"),
+    ).sort("shape_id", "seq")
+
+
+def _read_stops(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``stops.txt``: stop_id, lat, lon of the stops with a position (stations without one are left out)."""
     stops = _table(files, "stops.txt", ("stop_id",), ("stop_lat", "stop_lon"), what)
     stops = stops.filter(pl.col("stop_lat").is_not_null() | pl.col("stop_lon").is_not_null())
     stops = _number(stops, "stop_lat", "stops.txt", what, -90, 90)
     stops = _number(stops, "stop_lon", "stops.txt", what, -180, 180)
-    stops = stops.select("stop_id", pl.col("stop_lat").alias("lat"), pl.col("stop_lon").alias("lon"))
-    trips = _table(files, "trips.txt", ("route_id", "service_id", "trip_id"), ("shape_id", "block_id"), what)
-    trips = trips.select("trip_id", "service_id", "shape_id", "block_id").unique("trip_id", keep="first")
+    return stops.select("stop_id", pl.col("stop_lat").alias("lat"), pl.col("stop_lon").alias("lon"))
+
+
+def _read_stop_times(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``stop_times.txt``: trip_id, seq, stop_id, arr, dep (seconds; either one stands for a missing other), sdt."""
     st = _table(
         files,
         "stop_times.txt",
@@ -694,7 +715,7 @@ def _read_feed(files: dict[str, bytes], what: str) -> _Feed:
     )
     seq = pl.col("stop_sequence").cast(pl.Int64, strict=False)
     _bad(st, seq.is_not_null(), "stop_times.txt", "stop_sequence", what, "an integer")
-    st = st.select(
+    return st.select(
         "trip_id",
         seq.alias("seq"),
         "stop_id",
@@ -702,54 +723,53 @@ def _read_feed(files: dict[str, bytes], what: str) -> _Feed:
         pl.coalesce("departure_time", "arrival_time").alias("dep"),
         pl.col("shape_dist_traveled").cast(pl.Float64, strict=False).alias("sdt"),
     )
-    calendar = calendar_dates = frequencies = None
-    if "calendar.txt" in files:
-        week = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-        calendar = _table(files, "calendar.txt", ("service_id", *week, "start_date", "end_date"), (), what)
-        for c in ("start_date", "end_date"):
-            _bad(calendar, _date(c).is_not_null(), "calendar.txt", c, what, "a date YYYYMMDD")
-        calendar = calendar.select(
-            "service_id",
-            _date("start_date").alias("start"),
-            _date("end_date").alias("end"),
-            pl.concat_list(pl.col(w) == "1" for w in week).alias("week"),
-        )
-    if "calendar_dates.txt" in files:
-        calendar_dates = _table(
-            files, "calendar_dates.txt", ("service_id", "date", "exception_type"), (), what
-        )
-        _bad(
-            calendar_dates, _date("date").is_not_null(), "calendar_dates.txt", "date", what, "a date YYYYMMDD"
-        )
-        _bad(
-            calendar_dates,
-            pl.col("exception_type").is_in(["1", "2"]),
-            "calendar_dates.txt",
-            "exception_type",
-            what,
-            "1 or 2",
-        )
-        calendar_dates = calendar_dates.select(
-            "service_id", _date("date").alias("date"), pl.col("exception_type") == "1"
-        )
-    if calendar is None and calendar_dates is None:
-        raise InputDataError(f"{what}: neither calendar.txt nor calendar_dates.txt (no service days)")
-    if "frequencies.txt" in files:
-        frequencies = _table(
-            files, "frequencies.txt", ("trip_id", "start_time", "end_time", "headway_secs"), (), what
-        )
-        frequencies = _seconds(
-            _seconds(frequencies, "start_time", "frequencies.txt", what), "end_time", "frequencies.txt", what
-        )
-        headway = pl.col("headway_secs").cast(pl.Int64, strict=False)
-        _bad(frequencies, headway > 0, "frequencies.txt", "headway_secs", what, "a positive integer")
-        frequencies = frequencies.select(
-            "trip_id",
-            pl.col("start_time").alias("start"),
-            pl.col("end_time").alias("end"),
-            headway.alias("headway"),
-        )
-    return _Feed(shapes, stops, trips, st, calendar, calendar_dates, frequencies)
+
+
+def _read_calendar(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``calendar.txt``: service_id, start, end (dates) and week (7 booleans, Monday first)."""
+    week = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    calendar = _table(files, "calendar.txt", ("service_id", *week, "start_date", "end_date"), (), what)
+    for c in ("start_date", "end_date"):
+        _bad(calendar, _date(c).is_not_null(), "calendar.txt", c, what, "a date YYYYMMDD")
+    return calendar.select(
+        "service_id",
+        _date("start_date").alias("start"),
+        _date("end_date").alias("end"),
+        pl.concat_list(pl.col(w) == "1" for w in week).alias("week"),
+    )
+
+
+def _read_calendar_dates(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``calendar_dates.txt``: service_id, date and exception_type (True: service added, False: removed)."""
+    calendar_dates = _table(files, "calendar_dates.txt", ("service_id", "date", "exception_type"), (), what)
+    _bad(calendar_dates, _date("date").is_not_null(), "calendar_dates.txt", "date", what, "a date YYYYMMDD")
+    _bad(
+        calendar_dates,
+        pl.col("exception_type").is_in(["1", "2"]),
+        "calendar_dates.txt",
+        "exception_type",
+        what,
+        "1 or 2",
+    )
+    return calendar_dates.select("service_id", _date("date").alias("date"), pl.col("exception_type") == "1")
+
+
+def _read_frequencies(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``frequencies.txt``: trip_id, start, end (seconds) and headway (seconds, positive)."""
+    frequencies = _table(
+        files, "frequencies.txt", ("trip_id", "start_time", "end_time", "headway_secs"), (), what
+    )
+    frequencies = _seconds(
+        _seconds(frequencies, "start_time", "frequencies.txt", what), "end_time", "frequencies.txt", what
+    )
+    headway = pl.col("headway_secs").cast(pl.Int64, strict=False)
+    _bad(frequencies, headway > 0, "frequencies.txt", "headway_secs", what, "a positive integer")
+    return frequencies.select(
+        "trip_id",
+        pl.col("start_time").alias("start"),
+        pl.col("end_time").alias("end"),
+        headway.alias("headway"),
+    )
 
 
 def _date(column: str) -> pl.Expr:
