@@ -793,16 +793,16 @@ class _TripPaths:
     anchor_dep: np.ndarray
 
 
-def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
-    """Paths and anchors of the feed's trips (see :func:`domain_from_gtfs` for how stops are placed)."""
+def _stop_times_by_pattern(feed: _Feed, what: str, shape_ids: list[str]) -> pl.DataFrame:
+    """The timed stop times of the trips with two or more, each with its stop's position, its trip's shape index
+    (null without one), its trip's stop pattern (trips alike in shape, stops and shape_dist_traveled share one),
+    a row index and its trip's stop count. No such trip, or a stop without coordinates, is an InputDataError."""
     st = (
         feed.stop_times.filter(pl.col("arr").is_not_null())
         .join(feed.trips, on="trip_id", how="inner")
         .sort("trip_id", "seq")
     )
-    shape_ids: list[str] = []
     if feed.shapes is not None:
-        shape_ids = feed.shapes["shape_id"].unique(maintain_order=True).to_list()
         st = st.with_columns(
             pl.col("shape_id")
             .replace_strict(shape_ids, list(range(len(shape_ids))), default=None, return_dtype=pl.Int64)
@@ -828,7 +828,27 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
         pattern=pl.struct("shape", "stops", "sdts").rank("dense").cast(pl.Int64) - 1
     )
     st = st.join(patterns.select("trip_id", "pattern"), on="trip_id").sort("trip_id", "seq")
-    st = st.with_row_index("row").with_columns(n=pl.len().over("trip_id"))
+    return st.with_row_index("row").with_columns(n=pl.len().over("trip_id"))
+
+
+@dataclass(frozen=True)
+class _PatternPaths:
+    """Where each stop pattern runs: its path index, the metres along it of each of its stops (never
+    decreasing), and the vertices of the new paths (one per shapeless pattern, numbered after the shapes)."""
+
+    path: np.ndarray
+    d: list[np.ndarray]
+    extra_lat: list[np.ndarray]
+    extra_lon: list[np.ndarray]
+
+
+def _pattern_paths(
+    st: pl.DataFrame,
+    vertices: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    n_shapes: int,
+) -> _PatternPaths:
+    """Place the stops of each pattern (its first trip's) on its path: a shapeless pattern gets the stop-to-stop
+    line as a new path; on a shape, by shape_dist_traveled where both give it, else by projection."""
     first = (
         st.sort("row")
         .group_by("pattern")
@@ -840,13 +860,13 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
         st["lon"].to_numpy(),
         st["sdt"].fill_null(np.nan).to_numpy(),
     )
-    shape_lat, shape_lon, shape_path, shape_cum, shape_sdt = _shape_vertices(feed.shapes)
-    bounds = np.searchsorted(shape_path, np.arange(len(shape_ids) + 1))
+    shape_lat, shape_lon, shape_path, shape_cum, shape_sdt = vertices
+    bounds = np.searchsorted(shape_path, np.arange(n_shapes + 1))
     extra_lat: list[np.ndarray] = []
     extra_lon: list[np.ndarray] = []
     pattern_path = np.zeros(first.height, dtype=np.int64)
     pattern_d: list[np.ndarray] = []
-    next_path = len(shape_ids)
+    next_path = n_shapes
     for pattern, row, n, shape in first.select("pattern", "row", "n", "shape").iter_rows():
         lat, lon, sdt = all_lat[row : row + n], all_lon[row : row + n], all_sdt[row : row + n]
         if shape is None:
@@ -863,8 +883,19 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
             else:
                 d = _project(lat, lon, shape_lat[a:b], shape_lon[a:b], shape_cum[a:b])
         pattern_d.append(np.maximum.accumulate(d))
+    return _PatternPaths(path=pattern_path, d=pattern_d, extra_lat=extra_lat, extra_lon=extra_lon)
+
+
+def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
+    """Paths and anchors of the feed's trips (see :func:`domain_from_gtfs` for how stops are placed)."""
+    shape_ids: list[str] = []
+    if feed.shapes is not None:
+        shape_ids = feed.shapes["shape_id"].unique(maintain_order=True).to_list()
+    st = _stop_times_by_pattern(feed, what, shape_ids)
+    vertices = _shape_vertices(feed.shapes)
+    paths = _pattern_paths(st, vertices, len(shape_ids))
     st = st.drop("row", "n").with_columns(
-        d=pl.Series(np.concatenate([pattern_d[p] for p in _pattern_sequence(st)]))
+        d=pl.Series(np.concatenate([paths.d[p] for p in _pattern_sequence(st)]))
     )
     st = _instances(st, feed.frequencies)
     trip_service = st.unique("trip", keep="first").sort("trip").select("trip", "service_id")
@@ -874,12 +905,16 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
     dep = np.maximum(st["dep"].to_numpy().astype(np.float64), arr)
     trip = st["trip"].to_numpy()
     arr, dep = _monotone_times(trip, arr, dep)
-    extra_path = np.repeat(np.arange(len(shape_ids), next_path), [a.size for a in extra_lat])
+    n_shapes = len(shape_ids)
+    extra_path = np.repeat(
+        np.arange(n_shapes, n_shapes + len(paths.extra_lat)), [a.size for a in paths.extra_lat]
+    )
+    shape_lat, shape_lon, shape_path, _, _ = vertices
     return _TripPaths(
-        lat=np.concatenate([shape_lat, *extra_lat]),
-        lon=np.concatenate([shape_lon, *extra_lon]),
+        lat=np.concatenate([shape_lat, *paths.extra_lat]),
+        lon=np.concatenate([shape_lon, *paths.extra_lon]),
         path=np.concatenate([shape_path, extra_path]).astype(np.int64),
-        trip_path=pattern_path[trip_pattern],
+        trip_path=paths.path[trip_pattern],
         trip_service=trip_service,
         trip_block=trip_block,
         anchor_trip=trip,
