@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from urbandp.errors import InputError
+from urbandp.mpc import wire
+from urbandp.mpc.client import Client
 from urbandp.outputs import atomic_output_file
 
 #: The keys of one answer as ``mpc query`` prints them.
@@ -34,9 +36,6 @@ def query_routes(
     """The private average along each route (``route`` its file name, then :data:`ANSWER_KEYS`), over one
     connection to ``server``; ``on_answer`` sees each answer as it arrives. A peer's refusal or failure is one
     :class:`InputError`."""
-    from urbandp.mpc import wire
-    from urbandp.mpc.client import Client
-
     answers: list[dict[str, Any]] = []
     try:
         c = Client(server, client_id, timeout)

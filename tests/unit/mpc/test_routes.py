@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-import urbandp.mpc.client as mpc_client
+import urbandp.mpc.routes as mpc_routes
 from urbandp.errors import InputError
 from urbandp.mpc import wire
 from urbandp.mpc.routes import ANSWER_KEYS, plot_routes, query_routes
@@ -44,7 +44,7 @@ class _Client:
 def client(monkeypatch: pytest.MonkeyPatch) -> type[_Client]:
     _Client.opened = []
     _Client.fail_at = 0
-    monkeypatch.setattr(mpc_client, "Client", _Client)
+    monkeypatch.setattr(mpc_routes, "Client", _Client)
     return _Client
 
 
