@@ -648,40 +648,61 @@ def _seconds(table: pl.DataFrame, column: str, name: str, what: str) -> pl.DataF
 
 
 def _read_feed(files: dict[str, bytes], what: str) -> _Feed:
-    shapes = None
-    if "shapes.txt" in files:
-        shapes = _table(
-            files,
-            "shapes.txt",
-            ("shape_id", "shape_pt_lat", "shape_pt_lon", "shape_pt_sequence"),
-            ("shape_dist_traveled",),
-            what,
-        )
-        shapes = _number(shapes, "shape_pt_lat", "shapes.txt", what, -90, 90)
-        shapes = _number(shapes, "shape_pt_lon", "shapes.txt", what, -180, 180)
-        seq = pl.col("shape_pt_sequence").cast(pl.Int64, strict=False)
-        _bad(
-            shapes,
-            seq.is_not_null() & pl.col("shape_id").is_not_null(),
-            "shapes.txt",
-            "shape_pt_sequence",
-            what,
-            "an integer with a shape_id",
-        )
-        shapes = shapes.select(
-            "shape_id",
-            pl.col("shape_pt_lat").alias("lat"),
-            pl.col("shape_pt_lon").alias("lon"),
-            seq.alias("seq"),
-            pl.col("shape_dist_traveled").cast(pl.Float64, strict=False).alias("sdt"),
-        ).sort("shape_id", "seq")
+    """The GTFS tables a domain needs, read and checked file by file (the first bad row of the first bad file,
+    in this order, is the one error: shapes, stops, trips, stop_times, calendar, calendar_dates, frequencies)."""
+    shapes = _read_shapes(files, what) if "shapes.txt" in files else None
+    stops = _read_stops(files, what)
+    trips = _table(files, "trips.txt", ("route_id", "service_id", "trip_id"), ("shape_id", "block_id"), what)
+    trips = trips.select("trip_id", "service_id", "shape_id", "block_id").unique("trip_id", keep="first")
+    stop_times = _read_stop_times(files, what)
+    calendar = _read_calendar(files, what) if "calendar.txt" in files else None
+    calendar_dates = _read_calendar_dates(files, what) if "calendar_dates.txt" in files else None
+    if calendar is None and calendar_dates is None:
+        raise InputDataError(f"{what}: neither calendar.txt nor calendar_dates.txt (no service days)")
+    frequencies = _read_frequencies(files, what) if "frequencies.txt" in files else None
+    return _Feed(shapes, stops, trips, stop_times, calendar, calendar_dates, frequencies)
+
+
+def _read_shapes(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``shapes.txt``: shape_id, lat, lon, seq, sdt (Float64 or null), sorted by shape and sequence."""
+    shapes = _table(
+        files,
+        "shapes.txt",
+        ("shape_id", "shape_pt_lat", "shape_pt_lon", "shape_pt_sequence"),
+        ("shape_dist_traveled",),
+        what,
+    )
+    shapes = _number(shapes, "shape_pt_lat", "shapes.txt", what, -90, 90)
+    shapes = _number(shapes, "shape_pt_lon", "shapes.txt", what, -180, 180)
+    seq = pl.col("shape_pt_sequence").cast(pl.Int64, strict=False)
+    _bad(
+        shapes,
+        seq.is_not_null() & pl.col("shape_id").is_not_null(),
+        "shapes.txt",
+        "shape_pt_sequence",
+        what,
+        "an integer with a shape_id",
+    )
+    return shapes.select(
+        "shape_id",
+        pl.col("shape_pt_lat").alias("lat"),
+        pl.col("shape_pt_lon").alias("lon"),
+        seq.alias("seq"),
+        pl.col("shape_dist_traveled").cast(pl.Float64, strict=False).alias("sdt"),
+    ).sort("shape_id", "seq")
+
+
+def _read_stops(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``stops.txt``: stop_id, lat, lon of the stops with a position (stations without one are left out)."""
     stops = _table(files, "stops.txt", ("stop_id",), ("stop_lat", "stop_lon"), what)
     stops = stops.filter(pl.col("stop_lat").is_not_null() | pl.col("stop_lon").is_not_null())
     stops = _number(stops, "stop_lat", "stops.txt", what, -90, 90)
     stops = _number(stops, "stop_lon", "stops.txt", what, -180, 180)
-    stops = stops.select("stop_id", pl.col("stop_lat").alias("lat"), pl.col("stop_lon").alias("lon"))
-    trips = _table(files, "trips.txt", ("route_id", "service_id", "trip_id"), ("shape_id", "block_id"), what)
-    trips = trips.select("trip_id", "service_id", "shape_id", "block_id").unique("trip_id", keep="first")
+    return stops.select("stop_id", pl.col("stop_lat").alias("lat"), pl.col("stop_lon").alias("lon"))
+
+
+def _read_stop_times(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``stop_times.txt``: trip_id, seq, stop_id, arr, dep (seconds; either one stands for a missing other), sdt."""
     st = _table(
         files,
         "stop_times.txt",
@@ -694,7 +715,7 @@ def _read_feed(files: dict[str, bytes], what: str) -> _Feed:
     )
     seq = pl.col("stop_sequence").cast(pl.Int64, strict=False)
     _bad(st, seq.is_not_null(), "stop_times.txt", "stop_sequence", what, "an integer")
-    st = st.select(
+    return st.select(
         "trip_id",
         seq.alias("seq"),
         "stop_id",
@@ -702,54 +723,53 @@ def _read_feed(files: dict[str, bytes], what: str) -> _Feed:
         pl.coalesce("departure_time", "arrival_time").alias("dep"),
         pl.col("shape_dist_traveled").cast(pl.Float64, strict=False).alias("sdt"),
     )
-    calendar = calendar_dates = frequencies = None
-    if "calendar.txt" in files:
-        week = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-        calendar = _table(files, "calendar.txt", ("service_id", *week, "start_date", "end_date"), (), what)
-        for c in ("start_date", "end_date"):
-            _bad(calendar, _date(c).is_not_null(), "calendar.txt", c, what, "a date YYYYMMDD")
-        calendar = calendar.select(
-            "service_id",
-            _date("start_date").alias("start"),
-            _date("end_date").alias("end"),
-            pl.concat_list(pl.col(w) == "1" for w in week).alias("week"),
-        )
-    if "calendar_dates.txt" in files:
-        calendar_dates = _table(
-            files, "calendar_dates.txt", ("service_id", "date", "exception_type"), (), what
-        )
-        _bad(
-            calendar_dates, _date("date").is_not_null(), "calendar_dates.txt", "date", what, "a date YYYYMMDD"
-        )
-        _bad(
-            calendar_dates,
-            pl.col("exception_type").is_in(["1", "2"]),
-            "calendar_dates.txt",
-            "exception_type",
-            what,
-            "1 or 2",
-        )
-        calendar_dates = calendar_dates.select(
-            "service_id", _date("date").alias("date"), pl.col("exception_type") == "1"
-        )
-    if calendar is None and calendar_dates is None:
-        raise InputDataError(f"{what}: neither calendar.txt nor calendar_dates.txt (no service days)")
-    if "frequencies.txt" in files:
-        frequencies = _table(
-            files, "frequencies.txt", ("trip_id", "start_time", "end_time", "headway_secs"), (), what
-        )
-        frequencies = _seconds(
-            _seconds(frequencies, "start_time", "frequencies.txt", what), "end_time", "frequencies.txt", what
-        )
-        headway = pl.col("headway_secs").cast(pl.Int64, strict=False)
-        _bad(frequencies, headway > 0, "frequencies.txt", "headway_secs", what, "a positive integer")
-        frequencies = frequencies.select(
-            "trip_id",
-            pl.col("start_time").alias("start"),
-            pl.col("end_time").alias("end"),
-            headway.alias("headway"),
-        )
-    return _Feed(shapes, stops, trips, st, calendar, calendar_dates, frequencies)
+
+
+def _read_calendar(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``calendar.txt``: service_id, start, end (dates) and week (7 booleans, Monday first)."""
+    week = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    calendar = _table(files, "calendar.txt", ("service_id", *week, "start_date", "end_date"), (), what)
+    for c in ("start_date", "end_date"):
+        _bad(calendar, _date(c).is_not_null(), "calendar.txt", c, what, "a date YYYYMMDD")
+    return calendar.select(
+        "service_id",
+        _date("start_date").alias("start"),
+        _date("end_date").alias("end"),
+        pl.concat_list(pl.col(w) == "1" for w in week).alias("week"),
+    )
+
+
+def _read_calendar_dates(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``calendar_dates.txt``: service_id, date and exception_type (True: service added, False: removed)."""
+    calendar_dates = _table(files, "calendar_dates.txt", ("service_id", "date", "exception_type"), (), what)
+    _bad(calendar_dates, _date("date").is_not_null(), "calendar_dates.txt", "date", what, "a date YYYYMMDD")
+    _bad(
+        calendar_dates,
+        pl.col("exception_type").is_in(["1", "2"]),
+        "calendar_dates.txt",
+        "exception_type",
+        what,
+        "1 or 2",
+    )
+    return calendar_dates.select("service_id", _date("date").alias("date"), pl.col("exception_type") == "1")
+
+
+def _read_frequencies(files: dict[str, bytes], what: str) -> pl.DataFrame:
+    """``frequencies.txt``: trip_id, start, end (seconds) and headway (seconds, positive)."""
+    frequencies = _table(
+        files, "frequencies.txt", ("trip_id", "start_time", "end_time", "headway_secs"), (), what
+    )
+    frequencies = _seconds(
+        _seconds(frequencies, "start_time", "frequencies.txt", what), "end_time", "frequencies.txt", what
+    )
+    headway = pl.col("headway_secs").cast(pl.Int64, strict=False)
+    _bad(frequencies, headway > 0, "frequencies.txt", "headway_secs", what, "a positive integer")
+    return frequencies.select(
+        "trip_id",
+        pl.col("start_time").alias("start"),
+        pl.col("end_time").alias("end"),
+        headway.alias("headway"),
+    )
 
 
 def _date(column: str) -> pl.Expr:
@@ -773,16 +793,16 @@ class _TripPaths:
     anchor_dep: np.ndarray
 
 
-def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
-    """Paths and anchors of the feed's trips (see :func:`domain_from_gtfs` for how stops are placed)."""
+def _stop_times_by_pattern(feed: _Feed, what: str, shape_ids: list[str]) -> pl.DataFrame:
+    """The timed stop times of the trips with two or more, each with its stop's position, its trip's shape index
+    (null without one), its trip's stop pattern (trips alike in shape, stops and shape_dist_traveled share one),
+    a row index and its trip's stop count. No such trip, or a stop without coordinates, is an InputDataError."""
     st = (
         feed.stop_times.filter(pl.col("arr").is_not_null())
         .join(feed.trips, on="trip_id", how="inner")
         .sort("trip_id", "seq")
     )
-    shape_ids: list[str] = []
     if feed.shapes is not None:
-        shape_ids = feed.shapes["shape_id"].unique(maintain_order=True).to_list()
         st = st.with_columns(
             pl.col("shape_id")
             .replace_strict(shape_ids, list(range(len(shape_ids))), default=None, return_dtype=pl.Int64)
@@ -808,7 +828,27 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
         pattern=pl.struct("shape", "stops", "sdts").rank("dense").cast(pl.Int64) - 1
     )
     st = st.join(patterns.select("trip_id", "pattern"), on="trip_id").sort("trip_id", "seq")
-    st = st.with_row_index("row").with_columns(n=pl.len().over("trip_id"))
+    return st.with_row_index("row").with_columns(n=pl.len().over("trip_id"))
+
+
+@dataclass(frozen=True)
+class _PatternPaths:
+    """Where each stop pattern runs: its path index, the metres along it of each of its stops (never
+    decreasing), and the vertices of the new paths (one per shapeless pattern, numbered after the shapes)."""
+
+    path: np.ndarray
+    d: list[np.ndarray]
+    extra_lat: list[np.ndarray]
+    extra_lon: list[np.ndarray]
+
+
+def _pattern_paths(
+    st: pl.DataFrame,
+    vertices: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    n_shapes: int,
+) -> _PatternPaths:
+    """Place the stops of each pattern (its first trip's) on its path: a shapeless pattern gets the stop-to-stop
+    line as a new path; on a shape, by shape_dist_traveled where both give it, else by projection."""
     first = (
         st.sort("row")
         .group_by("pattern")
@@ -820,13 +860,13 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
         st["lon"].to_numpy(),
         st["sdt"].fill_null(np.nan).to_numpy(),
     )
-    shape_lat, shape_lon, shape_path, shape_cum, shape_sdt = _shape_vertices(feed.shapes)
-    bounds = np.searchsorted(shape_path, np.arange(len(shape_ids) + 1))
+    shape_lat, shape_lon, shape_path, shape_cum, shape_sdt = vertices
+    bounds = np.searchsorted(shape_path, np.arange(n_shapes + 1))
     extra_lat: list[np.ndarray] = []
     extra_lon: list[np.ndarray] = []
     pattern_path = np.zeros(first.height, dtype=np.int64)
     pattern_d: list[np.ndarray] = []
-    next_path = len(shape_ids)
+    next_path = n_shapes
     for pattern, row, n, shape in first.select("pattern", "row", "n", "shape").iter_rows():
         lat, lon, sdt = all_lat[row : row + n], all_lon[row : row + n], all_sdt[row : row + n]
         if shape is None:
@@ -843,8 +883,19 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
             else:
                 d = _project(lat, lon, shape_lat[a:b], shape_lon[a:b], shape_cum[a:b])
         pattern_d.append(np.maximum.accumulate(d))
+    return _PatternPaths(path=pattern_path, d=pattern_d, extra_lat=extra_lat, extra_lon=extra_lon)
+
+
+def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
+    """Paths and anchors of the feed's trips (see :func:`domain_from_gtfs` for how stops are placed)."""
+    shape_ids: list[str] = []
+    if feed.shapes is not None:
+        shape_ids = feed.shapes["shape_id"].unique(maintain_order=True).to_list()
+    st = _stop_times_by_pattern(feed, what, shape_ids)
+    vertices = _shape_vertices(feed.shapes)
+    paths = _pattern_paths(st, vertices, len(shape_ids))
     st = st.drop("row", "n").with_columns(
-        d=pl.Series(np.concatenate([pattern_d[p] for p in _pattern_sequence(st)]))
+        d=pl.Series(np.concatenate([paths.d[p] for p in _pattern_sequence(st)]))
     )
     st = _instances(st, feed.frequencies)
     trip_service = st.unique("trip", keep="first").sort("trip").select("trip", "service_id")
@@ -854,12 +905,16 @@ def _trip_paths(feed: _Feed, what: str) -> _TripPaths:
     dep = np.maximum(st["dep"].to_numpy().astype(np.float64), arr)
     trip = st["trip"].to_numpy()
     arr, dep = _monotone_times(trip, arr, dep)
-    extra_path = np.repeat(np.arange(len(shape_ids), next_path), [a.size for a in extra_lat])
+    n_shapes = len(shape_ids)
+    extra_path = np.repeat(
+        np.arange(n_shapes, n_shapes + len(paths.extra_lat)), [a.size for a in paths.extra_lat]
+    )
+    shape_lat, shape_lon, shape_path, _, _ = vertices
     return _TripPaths(
-        lat=np.concatenate([shape_lat, *extra_lat]),
-        lon=np.concatenate([shape_lon, *extra_lon]),
+        lat=np.concatenate([shape_lat, *paths.extra_lat]),
+        lon=np.concatenate([shape_lon, *paths.extra_lon]),
         path=np.concatenate([shape_path, extra_path]).astype(np.int64),
-        trip_path=pattern_path[trip_pattern],
+        trip_path=paths.path[trip_pattern],
         trip_service=trip_service,
         trip_block=trip_block,
         anchor_trip=trip,

@@ -83,19 +83,7 @@ def release_hats(
     off_domain = 0
     if grid is not None:
         contributions, off_domain = restrict_to_domain(contributions, grid)
-    if cfg.contribution_bounding == "l2":
-        k, truncated = (
-            1,
-            0,
-        )  # weights of L2 norm 1 per vehicle-day: the sensitivities (and accounting) of K = 1
-        contributions = l2_normalised(contributions)
-    elif plan.k is None:
-        k = max(1, observed_max_hats(contributions))
-        not_dp.append("K (max HATs per vehicle-day) read from the data (report III E)")
-        truncated = 0
-    else:
-        k = plan.k
-        contributions, truncated = truncate_vehicle_days(contributions, k, slots.slot_minutes)
+    contributions, k, truncated = _bound(contributions, cfg, plan, slots, not_dp)
     clip: ClipChoice | None = None
     base_cfg = cfg
     if cfg.clip_bound == "dp-quantile":
@@ -106,30 +94,8 @@ def release_hats(
     results: list[HatRelease] = []
     published: list[tuple[pl.DataFrame, int]] = []  # released (cell, slot) keys of each level and its merge
     for i, (up, merge) in enumerate(levels):
-        level_cfg = base_cfg
-        level_slots: SlotSpec = slots
-        if (up, merge) != (0, 1):
-            level_cfg = base_cfg.model_copy(update={"resolution": cfg.resolution - up})
-            level_slots = MergedSlotSpec(slots.slot_minutes, slots.start_hour, slots.end_hour, merge)
-        remainder = contributions
-        if published and cfg.coarsen_rule == "fill":
-            # a coarser HAT stands for its part that finer levels did not release: their rows are left out (the
-            # choice reads released keys only: post-processing; each row still lies in one HAT per level)
-            done = released_units(published, cfg.resolution, slots.slots)
-            remainder = contributions.join(done, on=["cell", "slot"], how="anti")
-        level_contrib = coarse_contributions(remainder, cfg.resolution - up, up, level_slots)
-        covered = (
-            covered_keys(
-                published,
-                cfg.resolution - up,
-                level_slots,
-                rule=cfg.coarsen_rule,
-                fine_resolution=cfg.resolution,
-                base_slots=slots.slots,
-            )
-            if published
-            else None
-        )
+        level_cfg, level_slots = _level_setting(base_cfg, slots, up, merge)
+        level_contrib, covered = _level_input(contributions, cfg, slots, published, up, level_slots)
         result = _release_level(
             level_contrib,
             level_cfg,
@@ -147,6 +113,78 @@ def release_hats(
     combined = (
         results[0] if len(results) == 1 and clip is None else combine_levels(cfg, plan, results, levels, clip)
     )
+    _describe_release(combined, cfg, domain, grid, off_domain)
+    return combined
+
+
+def _bound(
+    contributions: pl.DataFrame, cfg: HatReleaseConfig, plan: ReleasePlan, slots: SlotSpec, not_dp: list[str]
+) -> tuple[pl.DataFrame, int, int]:
+    """Step 2, bound each vehicle-day's contribution: (contributions, K, vehicle-days truncated).
+
+    ``l2``: weights of L2 norm 1 per vehicle-day, the sensitivities (and accounting) of K = 1; K read from the
+    data (``observed``): not DP, noted in ``not_dp``; else truncation to the plan's K HATs.
+    """
+    if cfg.contribution_bounding == "l2":
+        return l2_normalised(contributions), 1, 0
+    if plan.k is None:
+        k = max(1, observed_max_hats(contributions))
+        not_dp.append("K (max HATs per vehicle-day) read from the data (report III E)")
+        return contributions, k, 0
+    contributions, truncated = truncate_vehicle_days(contributions, plan.k, slots.slot_minutes)
+    return contributions, plan.k, truncated
+
+
+def _level_setting(
+    base_cfg: HatReleaseConfig, slots: SlotSpec, up: int, merge: int
+) -> tuple[HatReleaseConfig, SlotSpec]:
+    """The config and slots of the level ``up`` H3 levels coarser with ``merge`` slots merged (the finest level
+    keeps both)."""
+    if (up, merge) == (0, 1):
+        return base_cfg, slots
+    level_cfg = base_cfg.model_copy(update={"resolution": base_cfg.resolution - up})
+    return level_cfg, MergedSlotSpec(slots.slot_minutes, slots.start_hour, slots.end_hour, merge)
+
+
+def _level_input(
+    contributions: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    slots: SlotSpec,
+    published: list[tuple[pl.DataFrame, int]],
+    up: int,
+    level_slots: SlotSpec,
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """A level's contributions, on its coarser HATs, and the HATs the finer levels' ``published`` keys cover
+    (None at the finest level). Both read only released keys of finer levels: post-processing."""
+    remainder = contributions
+    if published and cfg.coarsen_rule == "fill":
+        # a coarser HAT stands for its part that finer levels did not release: their rows are left out (the
+        # choice reads released keys only: post-processing; each row still lies in one HAT per level)
+        done = released_units(published, cfg.resolution, slots.slots)
+        remainder = contributions.join(done, on=["cell", "slot"], how="anti")
+    level_contrib = coarse_contributions(remainder, cfg.resolution - up, up, level_slots)
+    if not published:
+        return level_contrib, None
+    covered = covered_keys(
+        published,
+        cfg.resolution - up,
+        level_slots,
+        rule=cfg.coarsen_rule,
+        fine_resolution=cfg.resolution,
+        base_slots=slots.slots,
+    )
+    return level_contrib, covered
+
+
+def _describe_release(
+    combined: HatRelease,
+    cfg: HatReleaseConfig,
+    domain: PublicDomain | None,
+    grid: pl.DataFrame | None,
+    off_domain: int,
+) -> None:
+    """Add to the release its contribution bounding, the usefulness of each HAT (post-processing) and the public
+    domain; the records off the domain go to the owner's report only."""
     if cfg.contribution_bounding == "l2":
         combined.privacy["max_hats_per_vehicle_day"] = 1
         combined.privacy["max_hats_per_vehicle_day_source"] = (
@@ -161,7 +199,6 @@ def release_hats(
     if domain is not None and grid is not None:
         combined.privacy["domain"] = describe_domain(domain, grid)
         combined.owner_report["records_off_public_domain"] = off_domain
-    return combined
 
 
 def _release_level(

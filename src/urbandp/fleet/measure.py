@@ -325,6 +325,161 @@ def count_intervals(
     return low, high, low > 0
 
 
+@dataclass
+class _SpeedAnswer:
+    """Query 1's answer for each released HAT (post-processed), with what it cost and how it was withheld."""
+
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    noisy_sum: np.ndarray
+    speed_scales: np.ndarray
+    costs: np.ndarray
+    clamped: np.ndarray
+    count_low: np.ndarray
+    count_high: np.ndarray
+    withheld: int = 0
+
+
+def _noisy_counts(
+    cfg: HatReleaseConfig, plan: ReleasePlan, released: pl.DataFrame, scales: QueryScales, noise: NoiseSource
+) -> np.ndarray:
+    """N~ of each released HAT: a fresh noisy count when the plan has one (public-threshold selection), else the
+    selection's own noisy count under add/remove (the same draw that passed the threshold), else NaN."""
+    n = released["n"].to_numpy().astype(float)
+    noisy_n = np.full(released.height, np.nan)
+    if "noisy_n" in released.columns and cfg.neighbouring == "add-remove":
+        noisy_n = released["noisy_n"].to_numpy().astype(float)
+    if scales.count is not None and released.height:
+        noisy_n = plan.noise(scales.count).draw(n, noise)
+    return noisy_n
+
+
+def _user_level_speed(
+    cfg: HatReleaseConfig,
+    released: pl.DataFrame,
+    scales: QueryScales,
+    noise: NoiseSource,
+    contributions: pl.DataFrame,
+    slots: SlotSpec,
+    k_eff: int,
+) -> _SpeedAnswer:
+    """Query 1 by a user-level estimator (:func:`user_level_means`), clamped to [0, U]; no interval."""
+    h = released.height
+    nan = np.full(h, np.nan)
+    # no HAT released (h = 0): nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
+    mean, costs, speed_scales = (
+        user_level_means(contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots)
+        if h
+        else (np.zeros(0), np.zeros(0), np.zeros(0))
+    )
+    clamped = (mean < 0.0) | (mean > cfg.speed_max)
+    return _SpeedAnswer(
+        mean=np.clip(mean, 0.0, cfg.speed_max),
+        low=nan.copy(),
+        high=nan.copy(),
+        noisy_sum=nan.copy(),
+        speed_scales=speed_scales,
+        costs=costs,
+        clamped=clamped,
+        count_low=nan.copy(),
+        count_high=nan.copy(),
+    )
+
+
+def _presence_public_speed(
+    cfg: HatReleaseConfig, plan: ReleasePlan, released: pl.DataFrame, scales: QueryScales, noise: NoiseSource
+) -> _SpeedAnswer:
+    """Query 1 under presence-public: the noisy mean of each HAT (N public, sensitivity U/N), clamped to [0, U],
+    with the noise's 95% interval."""
+    h = released.height
+    u = cfg.speed_max
+    n = released["n"].to_numpy().astype(float)
+    nan = np.full(h, np.nan)
+    costs = hat_costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
+    s = released["sum_mean_speed"].to_numpy().astype(float)
+    raw = plan.noise(scales.speed).draw(s / np.maximum(n, 1.0), noise) if h else np.zeros(0)
+    half = plan.noise(scales.speed).half_width() if h else 0.0
+    return _SpeedAnswer(
+        mean=np.clip(raw, 0, u),
+        low=np.clip(raw - half, 0, u),
+        high=np.clip(raw + half, 0, u),
+        noisy_sum=nan.copy(),
+        speed_scales=np.full(h, scales.speed),
+        costs=costs,
+        clamped=(raw < 0.0) | (raw > u),
+        count_low=nan.copy(),
+        count_high=nan.copy(),
+    )
+
+
+def _add_remove_speed(
+    cfg: HatReleaseConfig,
+    plan: ReleasePlan,
+    released: pl.DataFrame,
+    scales: QueryScales,
+    noise: NoiseSource,
+    noisy_n: np.ndarray,
+    selection_scale: float | None,
+    selection_threshold: float | None,
+    release_all: bool,
+) -> _SpeedAnswer:
+    """Query 1 under add/remove: ``U/2 + S~ / N~`` (``S~`` the noisy sum centred at U/2), withheld where N~ is
+    too small, with Fieller's interval for the ratio and the selection-aware interval of N."""
+    h = released.height
+    u = cfg.speed_max
+    n = released["n"].to_numpy().astype(float)
+    costs = hat_costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
+    centred = released["sum_mean_speed"].to_numpy().astype(float) - n * (u / 2.0)
+    noisy_centred = plan.noise(scales.speed).draw(centred, noise) if h else np.zeros(0)
+    count_scale = scales.count if scales.count is not None else selection_scale
+    sd_n = plan.noise(count_scale).std if count_scale is not None else 0.0
+    sd_s = plan.noise(scales.speed).std if h else 0.0
+    # The ratio is meaningless when the noisy denominator is small next to its noise: the mean is withheld
+    # (null) unless the noisy count is at least max(1, 2 sd of its noise), and unless the count's 95% interval,
+    # conditional on the threshold the count passed (the selection's own draw), excludes 0 (issue 33: a HAT
+    # with no vehicle is never drawn as a value)
+    count_low, count_high, shown = count_intervals(
+        noisy_n, sd_n, selection_threshold if scales.count is None else None, plan.gaussian, release_all
+    )
+    ok = (noisy_n >= max(1.0, 2.0 * sd_n)) & shown
+    denom = np.where(ok, noisy_n, np.nan)
+    raw = u / 2.0 + noisy_centred / denom
+    z = fieller_z(plan.noise(scales.speed))
+    lo_c, hi_c = fieller_interval(noisy_centred, denom, sd_s, sd_n, z)
+    return _SpeedAnswer(
+        mean=np.clip(raw, 0.0, u),
+        low=np.clip(u / 2.0 + lo_c, 0, u),
+        high=np.clip(u / 2.0 + hi_c, 0, u),
+        noisy_sum=np.maximum(u / 2.0 * noisy_n + noisy_centred, 0.0) if h else np.zeros(0),
+        speed_scales=np.full(h, scales.speed),
+        costs=costs,
+        clamped=ok & ((raw < 0.0) | (raw > u)),
+        count_low=count_low,
+        count_high=count_high,
+        withheld=int((~ok).sum()),
+    )
+
+
+def _speeding_counts(
+    plan: ReleasePlan, released: pl.DataFrame, scales: QueryScales, noise: NoiseSource
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Query 2: the noisy vehicles over the limit per day of each HAT and its 95% interval, clamped at 0 (NaN
+    when the query is not released)."""
+    h = released.height
+    m = released["n_over_limit"].to_numpy().astype(float)
+    if h and math.isfinite(scales.speeding):
+        raw_over = plan.noise(scales.speeding).draw(m / plan.days, noise)
+        half_over = plan.noise(scales.speeding).half_width()
+        return (
+            np.maximum(raw_over, 0.0),
+            np.maximum(raw_over - half_over, 0.0),
+            np.maximum(raw_over + half_over, 0.0),
+        )
+    nan = np.full(h, np.nan)
+    return nan.copy(), nan.copy(), nan.copy()
+
+
 def measure_queries(
     cfg: HatReleaseConfig,
     plan: ReleasePlan,
@@ -346,87 +501,29 @@ def measure_queries(
     are clamped at 0 (post-processing). A mean clamped to 0 or U is flagged (``clamped``): it is not a confident
     value. Intervals are Fieller's for the ratio (the count's noise included), clamped to [0, U].
     """
-    h = released.height
-    u = cfg.speed_max
-    n = released["n"].to_numpy().astype(float)
-    nan = np.full(h, np.nan)
-    noisy_n = nan.copy()
-    if "noisy_n" in released.columns and cfg.neighbouring == "add-remove":
-        noisy_n = released["noisy_n"].to_numpy().astype(float)
-    if scales.count is not None and h:
-        noisy_n = plan.noise(scales.count).draw(n, noise)
-    noisy_sum = nan.copy()
-    count_low, count_high = nan.copy(), nan.copy()
-    withheld = 0
-    clamped = np.zeros(h, dtype=bool)
+    noisy_n = _noisy_counts(cfg, plan, released, scales, noise)
     if cfg.speed_estimator != "report":
-        # no HAT released (h = 0): nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
-        mean, costs, speed_scales = (
-            user_level_means(contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots)
-            if h
-            else (np.zeros(0), np.zeros(0), np.zeros(0))
-        )
-        clamped = (mean < 0.0) | (mean > u)
-        mean = np.clip(mean, 0.0, u)
-        low, high = nan.copy(), nan.copy()
+        speed = _user_level_speed(cfg, released, scales, noise, contributions, slots, k_eff)
     elif cfg.neighbouring == "presence-public":
-        speed_scales = np.full(h, scales.speed)
-        costs = hat_costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
-        s = released["sum_mean_speed"].to_numpy().astype(float)
-        raw = plan.noise(scales.speed).draw(s / np.maximum(n, 1.0), noise) if h else np.zeros(0)
-        half = plan.noise(scales.speed).half_width() if h else 0.0
-        clamped = (raw < 0.0) | (raw > u)
-        mean, low, high = np.clip(raw, 0, u), np.clip(raw - half, 0, u), np.clip(raw + half, 0, u)
+        speed = _presence_public_speed(cfg, plan, released, scales, noise)
     else:
-        speed_scales = np.full(h, scales.speed)
-        costs = hat_costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
-        centred = released["sum_mean_speed"].to_numpy().astype(float) - n * (u / 2.0)
-        noisy_centred = plan.noise(scales.speed).draw(centred, noise) if h else np.zeros(0)
-        count_scale = scales.count if scales.count is not None else selection_scale
-        sd_n = plan.noise(count_scale).std if count_scale is not None else 0.0
-        sd_s = plan.noise(scales.speed).std if h else 0.0
-        # The ratio is meaningless when the noisy denominator is small next to its noise: the mean is withheld
-        # (null) unless the noisy count is at least max(1, 2 sd of its noise), and unless the count's 95% interval,
-        # conditional on the threshold the count passed (the selection's own draw), excludes 0 (issue 33: a HAT
-        # with no vehicle is never drawn as a value)
-        count_low, count_high, shown = count_intervals(
-            noisy_n, sd_n, selection_threshold if scales.count is None else None, plan.gaussian, release_all
+        speed = _add_remove_speed(
+            cfg, plan, released, scales, noise, noisy_n, selection_scale, selection_threshold, release_all
         )
-        ok = (noisy_n >= max(1.0, 2.0 * sd_n)) & shown
-        withheld = int((~ok).sum())
-        denom = np.where(ok, noisy_n, np.nan)
-        raw = u / 2.0 + noisy_centred / denom
-        clamped = ok & ((raw < 0.0) | (raw > u))
-        mean = np.clip(raw, 0.0, u)
-        z = fieller_z(plan.noise(scales.speed))
-        lo_c, hi_c = fieller_interval(noisy_centred, denom, sd_s, sd_n, z)
-        low, high = np.clip(u / 2.0 + lo_c, 0, u), np.clip(u / 2.0 + hi_c, 0, u)
-        noisy_sum = np.maximum(u / 2.0 * noisy_n + noisy_centred, 0.0) if h else np.zeros(0)
-    noisy_n = np.maximum(noisy_n, 0.0)
-    m = released["n_over_limit"].to_numpy().astype(float)
-    if h and math.isfinite(scales.speeding):
-        raw_over = plan.noise(scales.speeding).draw(m / plan.days, noise)
-        half_over = plan.noise(scales.speeding).half_width()
-        over = (
-            np.maximum(raw_over, 0.0),
-            np.maximum(raw_over - half_over, 0.0),
-            np.maximum(raw_over + half_over, 0.0),
-        )
-    else:
-        over = (nan.copy(), nan.copy(), nan.copy())
+    over = _speeding_counts(plan, released, scales, noise)
     return Measured(
-        mean,
-        low,
-        high,
-        noisy_sum,
-        noisy_n,
-        speed_scales,
-        costs,
+        speed.mean,
+        speed.low,
+        speed.high,
+        speed.noisy_sum,
+        np.maximum(noisy_n, 0.0),
+        speed.speed_scales,
+        speed.costs,
         *over,
-        withheld=withheld,
-        clamped=clamped,
-        count_low=count_low,
-        count_high=count_high,
+        withheld=speed.withheld,
+        clamped=speed.clamped,
+        count_low=speed.count_low,
+        count_high=speed.count_high,
     )
 
 

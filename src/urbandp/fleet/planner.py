@@ -230,6 +230,140 @@ def check_target_error(target_error: float | None) -> None:
         )
 
 
+def _domain_hats(cfg: HatReleaseConfig, domain: PublicDomain | None) -> int | None:
+    """Number of HATs (cell x slot) of the public domain at the config's slots, or None without a domain."""
+    if domain is None:
+        return None
+    from urbandp.fleet.public_domain import domain_grid
+    from urbandp.grid.slots import SlotSpec
+
+    return int(domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots).height)
+
+
+def _vehicle_day_sizes(cfg: HatReleaseConfig, days: int, pred: NoisePrediction) -> list[float]:
+    """The HAT sizes (vehicle-days) the report is given at: 0.5, 1, 2, 4 and 10 x the selection threshold (or x
+    the minimum per day x D without selection), at least 1."""
+    base_t = pred.threshold or cfg.min_per_day * days
+    return sorted({max(1.0, round(base_t * f)) for f in (0.5, 1, 2, 4, 10)})
+
+
+def _noise_section(
+    cfg: HatReleaseConfig,
+    days: int,
+    pred: NoisePrediction,
+    ns: list[float],
+    histogram_epsilon: float,
+    reads: bool,
+) -> dict[str, object]:
+    """The report's head: what the plan spends, the mechanism, the noise of each column and, at each size in
+    ``ns``, the sd of the mean and the probability of passing selection."""
+    rows = [
+        {
+            "vehicle_days": n,
+            "sd_mean_speed": sd_of_mean(predict_noise(cfg, days, n), cfg, days, n),
+            "pass_probability": pass_probability(pred, n),
+        }
+        for n in ns
+    ]
+    return {
+        "spends": {
+            "epsilon": histogram_epsilon,
+            "what": "DP histogram of vehicle-days per HAT" if reads else None,
+        },
+        "reads_data": reads,
+        "mechanism": cfg.resolved_mechanism,
+        "neighbouring": cfg.neighbouring,
+        "days": days,
+        "max_hats_per_vehicle_day": cfg.max_hats_per_vehicle_day,
+        "noise_sd": {
+            "noisy_sum": pred.sd_sum,
+            "noisy_vehicle_days": pred.sd_count,
+            "vehicles_over_limit_per_day": pred.sd_speeding,
+        },
+        "selection_threshold_vehicle_days": pred.threshold,
+        "per_vehicle_days": rows,
+        "note": (
+            f"sd of the mean by the delta method at a mean speed of {TYPICAL_SPEED:g} km/h; intervals: 1.96 sd. "
+            "Coarser H3 resolution (one level) gathers about 7x the vehicle-days per HAT, slots twice as long 2x."
+        ),
+    }
+
+
+def _budget_split(cfg: HatReleaseConfig, days: int) -> dict[str, object]:
+    """How the budget is shared between the DP clip bound and the coarsening levels."""
+    plan = plan_release(cfg, days)
+    return {
+        "total": plan.total_budget,
+        "clip_bound": plan.clip_budget,
+        "levels": list(plan.level_budgets),
+        "unit": plan.currency,
+        "note": "the noise above is the finest level's, at its share of the budget; with clip_bound "
+        "dp-quantile it assumes U (the DP bound U' <= U is only known after the release)",
+    }
+
+
+def _passing_section(
+    cfg: HatReleaseConfig, pred: NoisePrediction, histogram: list[dict[str, float]] | None
+) -> dict[str, object]:
+    """The expected HATs passing selection from the DP histogram (:func:`expected_passing`), with a warning when
+    the histogram's noise swamps the estimate; without a histogram, why there is none."""
+    if histogram is None:
+        return {
+            "expected_hats_passing": None,
+            "expected_hats_passing_reason": "needs the distribution of vehicle-days per HAT: --histogram-epsilon",
+        }
+    expected, sd = expected_passing(pred, histogram)
+    out: dict[str, object] = {
+        "histogram": histogram,
+        "expected_hats_passing": expected,
+        "expected_hats_passing_sd": sd,
+    }
+    if sd > 0.2 * max(expected, 1.0):
+        out["expected_hats_passing_warning"] = (
+            f"the histogram's noise (sd {sd:.0f} HATs on this estimate) is more than 20% of it: the histogram "
+            f"moves by up to 2K = {2 * (cfg_k(cfg))} bin counts per vehicle-day; raise --histogram-epsilon or "
+            "lower --max-hats-per-vehicle-day for a usable estimate"
+        )
+    return out
+
+
+def _prior_section(
+    cfg: HatReleaseConfig, days: int, domain: PublicDomain, hats: int | None
+) -> dict[str, object]:
+    """The schedule prior (:func:`schedule_prior`) when the domain has a schedule and epsilon is given, else why
+    not."""
+    if domain.scheduled_trips is not None and cfg.epsilon_per_day is not None:
+        return {"schedule_prior": schedule_prior(cfg, days, domain, hats)}
+    return {
+        "schedule_prior": None,
+        "schedule_prior_reason": "needs a schedule (--domain-gtfs with stop_times) and --epsilon-per-day",
+    }
+
+
+def _target_section(
+    cfg: HatReleaseConfig, days: int, ns: list[float], target_error: float
+) -> dict[str, object]:
+    """What reaches ``target_error``: the epsilon per day needed at each size in ``ns``
+    (:func:`epsilon_for_target`) and the largest K at this epsilon at the middle size."""
+    reach = [
+        {"vehicle_days": n, "epsilon_per_day": epsilon_for_target(cfg, days, n, target_error)} for n in ns
+    ]
+    n_mid = ns[len(ns) // 2]
+    k_ok = None
+    if cfg.epsilon_per_day is not None:
+        for k in range(cfg_k(cfg), 0, -1):
+            c = cfg.model_copy(update={"max_hats_per_vehicle_day": k})
+            if sd_of_mean(predict_noise(c, days, n_mid), c, days, n_mid) <= target_error:
+                k_ok = k
+                break
+    return {
+        "km_h": target_error,
+        "epsilon_per_day_needed": reach,
+        "largest_k_at_this_epsilon": k_ok,
+        "at_vehicle_days": n_mid,
+    }
+
+
 def make_plan(
     cfg: HatReleaseConfig,
     days: int,
@@ -247,99 +381,17 @@ def make_plan(
     useful HATs (:mod:`urbandp.fleet.prior`), spending nothing.
     """
     check_target_error(target_error)
-    hats = None
-    if domain is not None:
-        from urbandp.fleet.public_domain import domain_grid
-        from urbandp.grid.slots import SlotSpec
-
-        hats = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots).height
+    hats = _domain_hats(cfg, domain)
     pred = predict_noise(cfg, days, 1.0, hats)
-    base_t = pred.threshold or cfg.min_per_day * days
-    ns = sorted({max(1.0, round(base_t * f)) for f in (0.5, 1, 2, 4, 10)})
-    rows = []
-    for n in ns:
-        rows.append(
-            {
-                "vehicle_days": n,
-                "sd_mean_speed": sd_of_mean(predict_noise(cfg, days, n), cfg, days, n),
-                "pass_probability": pass_probability(pred, n),
-            }
-        )
-    out: dict[str, object] = {
-        "spends": {
-            "epsilon": histogram_epsilon,
-            "what": "DP histogram of vehicle-days per HAT" if histogram else None,
-        },
-        "reads_data": bool(histogram),
-        "mechanism": cfg.resolved_mechanism,
-        "neighbouring": cfg.neighbouring,
-        "days": days,
-        "max_hats_per_vehicle_day": cfg.max_hats_per_vehicle_day,
-        "noise_sd": {
-            "noisy_sum": pred.sd_sum,
-            "noisy_vehicle_days": pred.sd_count,
-            "vehicles_over_limit_per_day": pred.sd_speeding,
-        },
-        "selection_threshold_vehicle_days": pred.threshold,
-        "per_vehicle_days": rows,
-        "note": (
-            f"sd of the mean by the delta method at a mean speed of {TYPICAL_SPEED:g} km/h; intervals: 1.96 sd. "
-            "Coarser H3 resolution (one level) gathers about 7x the vehicle-days per HAT, slots twice as long 2x."
-        ),
-    }
+    ns = _vehicle_day_sizes(cfg, days, pred)
+    out = _noise_section(cfg, days, pred, ns, histogram_epsilon, bool(histogram))
     if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
-        plan = plan_release(cfg, days)
-        out["budget_split"] = {
-            "total": plan.total_budget,
-            "clip_bound": plan.clip_budget,
-            "levels": list(plan.level_budgets),
-            "unit": plan.currency,
-            "note": "the noise above is the finest level's, at its share of the budget; with clip_bound "
-            "dp-quantile it assumes U (the DP bound U' <= U is only known after the release)",
-        }
-    if histogram is not None:
-        out["histogram"] = histogram
-        expected, sd = expected_passing(pred, histogram)
-        out["expected_hats_passing"] = expected
-        out["expected_hats_passing_sd"] = sd
-        if sd > 0.2 * max(expected, 1.0):
-            out["expected_hats_passing_warning"] = (
-                f"the histogram's noise (sd {sd:.0f} HATs on this estimate) is more than 20% of it: the histogram "
-                f"moves by up to 2K = {2 * (cfg_k(cfg))} bin counts per vehicle-day; raise --histogram-epsilon or "
-                "lower --max-hats-per-vehicle-day for a usable estimate"
-            )
-    else:
-        out["expected_hats_passing"] = None
-        out["expected_hats_passing_reason"] = (
-            "needs the distribution of vehicle-days per HAT: --histogram-epsilon"
-        )
-    if domain is not None and domain.scheduled_trips is not None and cfg.epsilon_per_day is not None:
-        out["schedule_prior"] = schedule_prior(cfg, days, domain, hats)
-    elif domain is not None:
-        out["schedule_prior"] = None
-        out["schedule_prior_reason"] = (
-            "needs a schedule (--domain-gtfs with stop_times) and --epsilon-per-day"
-        )
+        out["budget_split"] = _budget_split(cfg, days)
+    out.update(_passing_section(cfg, pred, histogram))
+    if domain is not None:
+        out.update(_prior_section(cfg, days, domain, hats))
     if target_error is not None:
-        reach = []
-        for n in ns:
-            eps = epsilon_for_target(cfg, days, n, target_error)
-            reach.append({"vehicle_days": n, "epsilon_per_day": eps})
-        k_now = int(cfg.max_hats_per_vehicle_day) if cfg.max_hats_per_vehicle_day != "observed" else 96
-        k_ok = None
-        if cfg.epsilon_per_day is not None:
-            for k in range(k_now, 0, -1):
-                c = cfg.model_copy(update={"max_hats_per_vehicle_day": k})
-                n = ns[len(ns) // 2]
-                if sd_of_mean(predict_noise(c, days, n), c, days, n) <= target_error:
-                    k_ok = k
-                    break
-        out["target_error"] = {
-            "km_h": target_error,
-            "epsilon_per_day_needed": reach,
-            "largest_k_at_this_epsilon": k_ok,
-            "at_vehicle_days": ns[len(ns) // 2],
-        }
+        out["target_error"] = _target_section(cfg, days, ns, target_error)
     return out
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
 from urbandp.cli_options import BudgetStoreUrl, Overwrite
 from urbandp.cli_support import cli_guard
 from urbandp.errors import InputError
-from urbandp.outputs import atomic_output_file, check_output_file, dumps_strict
+from urbandp.outputs import check_output_file, dumps_strict
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -45,6 +44,17 @@ def _rect(text: str) -> tuple[float, float, float, float]:
     if len(vals) != 4:
         raise InputError(f"--rect needs 4 comma-separated numbers LAT1,LON1,LAT2,LON2, got {text!r}")
     return vals[0], vals[1], vals[2], vals[3]
+
+
+def _theta(text: str | None) -> tuple[float | None, float | None]:
+    """``--theta``: T (count) or T1,T2 (range), the client's secret thresholds; (None, None) when not given."""
+    if text is None:
+        return None, None
+    try:
+        ts = [float(t) for t in text.split(",")]
+    except ValueError:
+        raise InputError(f"--theta needs numbers, got {text!r}") from None
+    return ts[0], (ts[1] if len(ts) > 1 else None)
 
 
 @app.command()
@@ -142,18 +152,13 @@ def query(
     _need_spu()
     from urbandp.mpc import wire
     from urbandp.mpc.client import Client, route_points
+    from urbandp.mpc.routes import ANSWER_KEYS
     from urbandp.sensing.queries import read_cells_file
 
     r = _rect(rect)
     if (cells is None) == (route is None):
         raise InputError("give exactly one of --cells FILE and --route GEOJSON")
-    t1 = t2 = None
-    if theta is not None:
-        try:
-            ts = [float(t) for t in theta.split(",")]
-        except ValueError:
-            raise InputError(f"--theta needs numbers, got {theta!r}") from None
-        t1, t2 = ts[0], (ts[1] if len(ts) > 1 else None)
+    t1, t2 = _theta(theta)
     ids = read_cells_file(cells) if cells is not None else None
     pts = route_points(route) if route is not None else None
     try:
@@ -164,11 +169,7 @@ def query(
             c.close()
     except wire.PeerError as err:
         raise InputError(str(err)) from None
-    typer.echo(
-        dumps_strict(
-            {k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")}, indent=None
-        )
-    )
+    typer.echo(dumps_strict({k: ans[k] for k in ANSWER_KEYS}, indent=None))
     typer.echo(
         f"epsilon {ans['epsilon']:.6g} spent on the noisy error, {ans['epsilon_left']:.6g} left; "
         f"{ans['n_cells']} of {ans['n_rect']} cells of the rectangle selected",
@@ -205,67 +206,16 @@ def routes(
     if png is not None:
         check_output_file(png, "--png")
     _need_spu()
-    from urbandp.mpc import wire
-    from urbandp.mpc.client import Client, route_points
+    from urbandp.mpc.client import route_points
+    from urbandp.mpc.routes import plot_routes, query_routes
 
     if len(route) < 1:
         raise InputError("give at least one --route")
     r = _rect(rect)
     pts = [route_points(p) for p in route]
-    answers = []
-    try:
-        c = Client(server, client_id, timeout)
-        try:
-            for p, pp in zip(route, pts, strict=True):
-                ans = c.query("average", r, route=pp)
-                answers.append(
-                    {
-                        "route": p.name,
-                        **{k: ans[k] for k in ("function", "value", "error", "beta", "n_cells", "seconds")},
-                    }
-                )
-                typer.echo(dumps_strict(answers[-1], indent=None))
-        finally:
-            c.close()
-    except wire.PeerError as err:
-        raise InputError(str(err)) from None
+    answers = query_routes(
+        server, client_id, timeout, r, route, pts, lambda a: typer.echo(dumps_strict(a, indent=None))
+    )
     if png is not None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(6.5, 5.5))
-        la1, lo1, la2, lo2 = r
-        ax.add_patch(
-            plt.Rectangle(
-                (min(lo1, lo2), min(la1, la2)),
-                abs(lo2 - lo1),
-                abs(la2 - la1),
-                fill=False,
-                ls="--",
-                color="grey",
-            )
-        )
-        for a, pp in zip(answers, pts, strict=True):
-            label = (
-                f"{a['route']}: {a['value']:.1f} ug/m3, DP error {a['error']:.2f} ({a['n_cells']} cells)"
-                if a["beta"]
-                else f"{a['route']}: refused (fewer than alpha cells)"
-            )
-            ax.plot(pp[:, 1], pp[:, 0], lw=2.5, label=label)
-        ax.set_xlabel("longitude")
-        ax.set_ylabel("latitude")
-        ax.set_title(
-            "Average PM2.5 along each route, computed privately (Prac2PC on SPU)\n"
-            "(dashed: obfuscation rectangle sent to the server; the error is noisy, DP per reading, "
-            "clamped to its range)",
-            fontsize=9,
-        )
-        ax.legend(fontsize=8, loc="best")
-        ax.set_aspect(1 / np.cos(np.radians((la1 + la2) / 2)))
-        fig.tight_layout()
-        with atomic_output_file(png, "--png") as tmp:
-            fig.savefig(tmp, dpi=120)
-        plt.close(fig)
+        plot_routes(png, r, answers, pts)
         typer.echo(f"-> {png}", err=True)

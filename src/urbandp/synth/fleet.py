@@ -238,16 +238,50 @@ def _in_peak(hour: np.ndarray) -> np.ndarray:
     return peak
 
 
-def _generate_day(spec: FleetSpec, fleet: _Fleet, day: int) -> pl.DataFrame:
-    """All the records of one day, every vehicle at once."""
-    rng = np.random.default_rng(np.random.SeedSequence(spec.seed, spawn_key=(day + 1,)))
+@dataclass(frozen=True)
+class _Shifts:
+    """The shifts of one day's working vehicles, one entry per vehicle, in seconds: the start (after local
+    midnight), the two break lengths, the active (driving) time and where in the active time each break falls."""
+
+    start: np.ndarray
+    gap1: np.ndarray
+    gap2: np.ndarray
+    active: np.ndarray
+    brk1: np.ndarray
+    brk2: np.ndarray
+
+
+@dataclass
+class _Records:
+    """One day's records as parallel arrays (one entry per record, vehicle-day by vehicle-day, in time order).
+
+    ``owner`` is the record's vehicle-day (index into the day's working vehicles), ``veh`` its vehicle, ``route``
+    its route, ``seconds`` its second of the local day, ``leg`` the number of route ends passed and ``up`` its
+    direction. The dirty-row step changes ``seconds``, ``speed``, ``lon``, ``lat``, ``leg`` and ``up`` in place.
+    """
+
+    owner: np.ndarray
+    veh: np.ndarray
+    route: np.ndarray
+    seconds: np.ndarray
+    speed: np.ndarray
+    lon: np.ndarray
+    lat: np.ndarray
+    leg: np.ndarray
+    up: np.ndarray
+
+
+def _working_vehicles(rng: np.random.Generator, spec: FleetSpec) -> np.ndarray:
+    """The vehicles that work today: each takes the day off with ``day_off_probability``; at least one works."""
     n_veh = spec.vehicles
     working = np.flatnonzero(rng.random(n_veh) >= spec.day_off_probability)
     if working.size == 0:
         working = np.array([int(rng.integers(n_veh))])
-    m = working.size
+    return working
 
-    # Shift: roughly 06:00-22:00 local with two breaks (seconds after local midnight).
+
+def _draw_shifts(rng: np.random.Generator, m: int) -> _Shifts:
+    """Shifts of ``m`` vehicles: roughly 06:00-22:00 local with two breaks of 15-60 minutes."""
     shift_start = 6 * 3600 + rng.uniform(0, 5400, m)
     shift_end = 22 * 3600 - rng.uniform(0, 5400, m)
     gap1 = rng.uniform(900, 3600, m)
@@ -255,107 +289,178 @@ def _generate_day(spec: FleetSpec, fleet: _Fleet, day: int) -> pl.DataFrame:
     active = shift_end - shift_start - gap1 - gap2
     brk1 = active * rng.uniform(0.2, 0.45, m)
     brk2 = active * rng.uniform(0.55, 0.8, m)
+    return _Shifts(start=shift_start, gap1=gap1, gap2=gap2, active=active, brk1=brk1, brk2=brk2)
 
-    # Records per vehicle-day: vehicle rate x day factor (both lognormal, mean 1); at least 5 s apart on average.
-    day_factor = rng.lognormal(-0.5 * 0.25**2, 0.25, m)
+
+def _record_counts(
+    rng: np.random.Generator, spec: FleetSpec, fleet: _Fleet, working: np.ndarray, active: np.ndarray
+) -> np.ndarray:
+    """Records per vehicle-day: vehicle rate x day factor (both lognormal, mean 1); at least 5 s apart on
+    average and at least 2."""
+    day_factor = rng.lognormal(-0.5 * 0.25**2, 0.25, working.size)
     target = spec.records_per_vehicle_day * fleet.rate_weight[working] * day_factor
     counts = np.clip(np.rint(target), 2, np.floor(active / 5.0))
-    counts = counts.astype(np.int64)
-    n = int(counts.sum())
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    owner = np.repeat(np.arange(m), counts)
-    veh = working[owner]
+    return counts.astype(np.int64)
 
-    # Active time of each record: jittered intervals, rescaled so each vehicle-day fills its active time.
-    jitter = rng.lognormal(0.0, 0.2, n)
+
+def _record_times(
+    rng: np.random.Generator, shifts: _Shifts, starts: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(active seconds, clock seconds after midnight) of each record: jittered intervals, rescaled so that each
+    vehicle-day fills its active time, the breaks inserted after their active time."""
+    jitter = rng.lognormal(0.0, 0.2, int(counts.sum()))
     cum = _group_cumsum(jitter, starts, counts)
     total = cum[starts + counts - 1]
+    active = shifts.active
     t_active = cum / np.repeat(total, counts) * np.repeat(active, counts)
     t_active -= 0.5 * np.repeat(active / counts, counts)  # first fix half an interval after the shift starts
     clock = (
-        np.repeat(shift_start, counts)
+        np.repeat(shifts.start, counts)
         + t_active
-        + np.repeat(gap1, counts) * (t_active > np.repeat(brk1, counts))
-        + np.repeat(gap2, counts) * (t_active > np.repeat(brk2, counts))
+        + np.repeat(shifts.gap1, counts) * (t_active > np.repeat(shifts.brk1, counts))
+        + np.repeat(shifts.gap2, counts) * (t_active > np.repeat(shifts.brk2, counts))
     )
-    seconds = np.floor(clock).astype(np.int64)
+    return t_active, clock
 
-    # Speed: free-flow cruise x peak slow-down x noise; stops at 0; speeders sometimes 60-85 km/h off-peak.
-    hour = clock / 3600.0
-    peak = _in_peak(hour)
+
+def _record_speeds(rng: np.random.Generator, fleet: _Fleet, veh: np.ndarray, clock: np.ndarray) -> np.ndarray:
+    """Speed of each record (km/h): free-flow cruise x peak slow-down x noise, capped; stops at 0; speeders
+    sometimes 60-85 km/h off-peak."""
+    n = clock.size
+    peak = _in_peak(clock / 3600.0)
     speed = fleet.cruise_kmh[veh] * np.where(peak, PEAK_SPEED_FACTOR, 1.0) * rng.lognormal(0.0, 0.25, n)
     speed = np.minimum(speed, NORMAL_SPEED_CAP)
     speed[rng.random(n) < np.where(peak, 0.2, 0.1)] = 0.0
     speeding = fleet.speeder[veh] & ~peak & (rng.random(n) < 0.15)
     speed[speeding] = rng.uniform(60.0, 85.0, int(speeding.sum()))
+    return np.asarray(speed)
 
-    # Position: distance driven along the route (back and forth), from the speed over the active time.
+
+def _drive(
+    rng: np.random.Generator,
+    spec: FleetSpec,
+    fleet: _Fleet,
+    shifts: _Shifts,
+    working: np.ndarray,
+    counts: np.ndarray,
+) -> _Records:
+    """One day's clean records: times, speeds, and positions from the distance driven along the route (back and
+    forth) at those speeds over the active time, with GPS noise of about 8 m."""
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    owner = np.repeat(np.arange(working.size), counts)
+    veh = working[owner]
+    t_active, clock = _record_times(rng, shifts, starts, counts)
+    speed = _record_speeds(rng, fleet, veh, clock)
     dt_active = np.diff(t_active, prepend=0.0)
     dt_active[starts] = 0.0
     driven = _group_cumsum(speed / 3600.0 * dt_active, starts, counts)
     route = fleet.vehicle_route[veh]
     length = fleet.route_length_km[route]
-    along = np.repeat(rng.uniform(0.0, 2.0, m), counts) * length + driven
+    along = np.repeat(rng.uniform(0.0, 2.0, working.size), counts) * length + driven
     leg = np.floor(along / length).astype(np.int64)
     frac = along - leg * length
     up = leg % 2 == 0
     pos = np.where(up, frac, length - frac) + fleet.route_base_km[route]
+    n = clock.size
     x = np.interp(pos, fleet.axis_km, fleet.axis_x_km) + rng.normal(0.0, 0.008, n)
     y = np.interp(pos, fleet.axis_km, fleet.axis_y_km) + rng.normal(0.0, 0.008, n)
     city = spec.city
-    lat = city.centre_lat + y / KM_PER_DEGREE_LAT
-    lon = city.centre_lon + x / (KM_PER_DEGREE_LAT * np.cos(np.radians(city.centre_lat)))
+    return _Records(
+        owner=owner,
+        veh=veh,
+        route=route,
+        seconds=np.floor(clock).astype(np.int64),
+        speed=speed,
+        lon=city.centre_lon + x / (KM_PER_DEGREE_LAT * np.cos(np.radians(city.centre_lat))),
+        lat=city.centre_lat + y / KM_PER_DEGREE_LAT,
+        leg=leg,
+        up=up,
+    )
 
-    # Dirty rows.
+
+def _dirty_rows(
+    rng: np.random.Generator, spec: FleetSpec, owner: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(row indices, kind index into :data:`DIRTY_KINDS`) of the dirty rows: Bernoulli per row, kind uniform.
+
+    A duplicate copies the previous row of the same vehicle-day; where that row is itself dirty or belongs to
+    another vehicle-day, the row gets an absurd speed instead.
+    """
+    n = owner.size
     dirty = np.flatnonzero(rng.random(n) < spec.dirty_fraction)
     kind = rng.integers(0, len(DIRTY_KINDS), dirty.size)
     is_dirty = np.zeros(n, dtype=bool)
     is_dirty[dirty] = True
     dup_kind = DIRTY_KINDS.index("duplicate")
     dup = dirty[kind == dup_kind]
-    # A duplicate copies the previous row of the same vehicle-day; where that row is itself dirty or belongs to
-    # another vehicle-day, the row gets an absurd speed instead.
     ok = (dup > 0) & (owner[np.maximum(dup - 1, 0)] == owner[dup]) & ~is_dirty[np.maximum(dup - 1, 0)]
     kind[(kind == dup_kind)] = np.where(ok, dup_kind, DIRTY_KINDS.index("absurd_speed"))
-    dup = dup[ok]
-    for arr in (seconds, speed, lon, lat, leg, up):
-        arr[dup] = arr[dup - 1]
+    return dirty, kind
+
+
+def _make_dirty(
+    rng: np.random.Generator, records: _Records, dirty: np.ndarray, kind: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Spoil the dirty rows of ``records`` in place (all kinds but the unparseable timestamp); returns which rows
+    keep their coordinates and the rows whose timestamp is to be made unparseable."""
 
     def rows(name: str) -> np.ndarray:
         return dirty[kind == DIRTY_KINDS.index(name)]
 
-    has_coords = np.ones(n, dtype=bool)
+    dup = rows("duplicate")
+    for arr in (records.seconds, records.speed, records.lon, records.lat, records.leg, records.up):
+        arr[dup] = arr[dup - 1]
+    has_coords = np.ones(records.owner.size, dtype=bool)
     has_coords[rows("missing_coordinates")] = False
     far = rows("out_of_range_coordinates")
     which = rng.integers(0, 3, far.size)  # 0: latitude, 1: longitude, 2: both out of range
     bad_lat, bad_lon = far[which != 1], far[which != 0]
-    lat[bad_lat] = rng.uniform(90.5, 120.0, bad_lat.size) * rng.choice([-1.0, 1.0], bad_lat.size)
-    lon[bad_lon] = rng.uniform(180.5, 360.0, bad_lon.size) * rng.choice([-1.0, 1.0], bad_lon.size)
+    records.lat[bad_lat] = rng.uniform(90.5, 120.0, bad_lat.size) * rng.choice([-1.0, 1.0], bad_lat.size)
+    records.lon[bad_lon] = rng.uniform(180.5, 360.0, bad_lon.size) * rng.choice([-1.0, 1.0], bad_lon.size)
     neg = rows("negative_speed")
-    speed[neg] = -rng.uniform(0.5, 60.0, neg.size)
-    speed[rows("nan_speed")] = np.nan
+    records.speed[neg] = -rng.uniform(0.5, 60.0, neg.size)
+    records.speed[rows("nan_speed")] = np.nan
     absurd = rows("absurd_speed")
-    speed[absurd] = rng.uniform(200.5, 999.0, absurd.size)
-    bad_ts = rows("unparseable_timestamp")
-    date = spec.start + dt.timedelta(days=day)
-    observation = _day_stamps(date, city.utc_offset).gather(seconds)
+    records.speed[absurd] = rng.uniform(200.5, 999.0, absurd.size)
+    return has_coords, rows("unparseable_timestamp")
+
+
+def _observation_times(
+    rng: np.random.Generator, date: dt.date, utc_offset: str, seconds: np.ndarray, bad_ts: np.ndarray
+) -> pl.Series:
+    """The ``observationDateTime`` text of each record, the rows ``bad_ts`` replaced by unparseable text."""
+    observation = _day_stamps(date, utc_offset).gather(seconds)
     if bad_ts.size:
         observation = observation.scatter(
             bad_ts, [BAD_TIMESTAMPS[i] for i in rng.integers(0, len(BAD_TIMESTAMPS), bad_ts.size).tolist()]
         )
+    return observation
+
+
+def _itms_frame(
+    fleet: _Fleet,
+    city: City,
+    date: dt.date,
+    records: _Records,
+    has_coords: np.ndarray,
+    observation: pl.Series,
+) -> pl.DataFrame:
+    """The day's records in the ITMS shape (:data:`ITMS_COLUMNS`); trip ids are route-date-vehicle-leg."""
     # An (n, 2) array becomes a fixed-size list column and is cast to list<f64> (much faster than concat_list).
-    coordinates = pl.Series("coordinates", np.column_stack([np.round(lon, 6), np.round(lat, 6)]))
+    coordinates = pl.Series(
+        "coordinates", np.column_stack([np.round(records.lon, 6), np.round(records.lat, 6)])
+    )
     frame = pl.DataFrame(
         {
-            "license_plate": pl.Series(fleet.plates, dtype=pl.String).gather(veh),
-            "route_id": pl.Series(fleet.route_ids, dtype=pl.String).gather(route),
-            "veh": veh.astype(np.uint32),
-            "leg": leg.astype(np.uint32),
-            "up": up,
+            "license_plate": pl.Series(fleet.plates, dtype=pl.String).gather(records.veh),
+            "route_id": pl.Series(fleet.route_ids, dtype=pl.String).gather(records.route),
+            "veh": records.veh.astype(np.uint32),
+            "leg": records.leg.astype(np.uint32),
+            "up": records.up,
             "observationDateTime": observation,
             "coordinates": coordinates.cast(pl.List(pl.Float64)),
             "has_coords": has_coords,
-            "speed": np.round(speed, 2),
+            "speed": np.round(records.speed, 2),
         }
     )
     return frame.select(
@@ -377,6 +482,21 @@ def _generate_day(spec: FleetSpec, fleet: _Fleet, day: int) -> pl.DataFrame:
         ).alias("location"),
         pl.col("speed"),
     )
+
+
+def _generate_day(spec: FleetSpec, fleet: _Fleet, day: int) -> pl.DataFrame:
+    """All the records of one day, every vehicle at once, from the day's own random stream (the draws in this
+    order: working vehicles, shifts, record counts, times, speeds, positions, dirty rows)."""
+    rng = np.random.default_rng(np.random.SeedSequence(spec.seed, spawn_key=(day + 1,)))
+    working = _working_vehicles(rng, spec)
+    shifts = _draw_shifts(rng, working.size)
+    counts = _record_counts(rng, spec, fleet, working, shifts.active)
+    records = _drive(rng, spec, fleet, shifts, working, counts)
+    dirty, kind = _dirty_rows(rng, spec, records.owner)
+    has_coords, bad_ts = _make_dirty(rng, records, dirty, kind)
+    date = spec.start + dt.timedelta(days=day)
+    observation = _observation_times(rng, date, spec.city.utc_offset, records.seconds, bad_ts)
+    return _itms_frame(fleet, spec.city, date, records, has_coords, observation)
 
 
 def _day_stamps(date: dt.date, utc_offset: str) -> pl.Series:
@@ -704,6 +824,109 @@ def _hms(seconds: np.ndarray) -> list[str]:
     return [f"{v // 3600:02d}:{v // 60 % 60:02d}:{v % 60:02d}" for v in s.tolist()]
 
 
+_GTFS_ROUTE_COLUMNS = ["route_id", "agency_id", "route_short_name", "route_long_name", "route_type"]
+_GTFS_TRIP_COLUMNS = ["route_id", "service_id", "trip_id", "direction_id", "shape_id", "block_id"]
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def _route_shapes(fleet: _Fleet, city: City, r: int) -> list[pl.DataFrame]:
+    """``shapes.txt`` rows of route ``r``: its vertices UP and then DN (shape ids ``<route>-UP``/``-DN``), with
+    ``shape_dist_traveled`` in metres from the start of each direction."""
+    route_id = fleet.route_ids[r]
+    length = float(fleet.route_length_km[r])
+    base = float(fleet.route_base_km[r])
+    on = (fleet.axis_km >= base - 1e-9) & (fleet.axis_km <= base + length + 1e-9)
+    cum = fleet.axis_km[on] - base
+    lat, lon = _latlon(city, fleet.axis_x_km[on], fleet.axis_y_km[on])
+    return [
+        pl.DataFrame(
+            {
+                "shape_id": f"{route_id}-{direction}",
+                "shape_pt_lat": lat[order],
+                "shape_pt_lon": lon[order],
+                "shape_pt_sequence": np.arange(1, cum.size + 1),
+                "shape_dist_traveled": np.round(dist[order] * 1000.0, 1),
+            }
+        )
+        for direction, order, dist in (("UP", slice(None), cum), ("DN", slice(None, None, -1), length - cum))
+    ]
+
+
+def _route_stops_table(fleet: _Fleet, city: City, r: int, at: np.ndarray) -> pl.DataFrame:
+    """``stops.txt`` rows of route ``r``: a stop at each km ``at`` along it (UP direction), ids ``<route>-Snnn``."""
+    route_id = fleet.route_ids[r]
+    base = float(fleet.route_base_km[r])
+    s_lat, s_lon = _latlon(
+        city,
+        np.interp(base + at, fleet.axis_km, fleet.axis_x_km),
+        np.interp(base + at, fleet.axis_km, fleet.axis_y_km),
+    )
+    return pl.DataFrame(
+        {
+            "stop_id": [f"{route_id}-S{j:03d}" for j in range(at.size)],
+            "stop_name": [f"{route_id} stop {j}" for j in range(at.size)],
+            "stop_lat": s_lat,
+            "stop_lon": s_lon,
+        }
+    )
+
+
+def _block_tables(
+    fleet: _Fleet, block: _Block, at: np.ndarray
+) -> tuple[list[tuple[str, str, str, int, str, str]], list[pl.DataFrame]]:
+    """``trips.txt`` rows and ``stop_times.txt`` tables of one block (trip ids ``<block>-nnn``, service
+    ``DAILY``); ``at`` holds the km of its route's stops."""
+    route_id = fleet.route_ids[block.route]
+    length = float(fleet.route_length_km[block.route])
+    block_id = f"{route_id}-B{block.index:03d}"
+    trips: list[tuple[str, str, str, int, str, str]] = []
+    stop_times = []
+    for i, (up, idx, times) in enumerate(_block_trips(block, length, at)):
+        trip_id = f"{block_id}-{i:03d}"
+        direction = "UP" if up else "DN"
+        trips.append((route_id, "DAILY", trip_id, 0 if up else 1, f"{route_id}-{direction}", block_id))
+        clock = _hms(times)
+        dist = at[idx] if up else length - at[idx]
+        stop_times.append(
+            pl.DataFrame(
+                {
+                    "trip_id": trip_id,
+                    "arrival_time": clock,
+                    "departure_time": clock,
+                    "stop_id": [f"{route_id}-S{j:03d}" for j in idx.tolist()],
+                    "stop_sequence": np.arange(1, idx.size + 1),
+                    "shape_dist_traveled": np.round(dist * 1000.0, 1),
+                }
+            )
+        )
+    return trips, stop_times
+
+
+def _agency_table(city: City) -> pl.DataFrame:
+    """``agency.txt``: one synthetic agency ``SYN`` in the city's time zone."""
+    return pl.DataFrame(
+        {
+            "agency_id": ["SYN"],
+            "agency_name": [f"Synthetic {city.name} fleet (urbandp synth, not a real agency)"],
+            "agency_url": ["https://example.invalid"],
+            "agency_timezone": [city.timezone],
+        }
+    )
+
+
+def _calendar_table(spec: FleetSpec) -> pl.DataFrame:
+    """``calendar.txt``: the one service ``DAILY``, every weekday, from the fleet's first day to its last."""
+    last = spec.start + dt.timedelta(days=spec.days - 1)
+    return pl.DataFrame(
+        {
+            "service_id": ["DAILY"],
+            **{d: [1] for d in _WEEKDAYS},
+            "start_date": [f"{spec.start:%Y%m%d}"],
+            "end_date": [f"{last:%Y%m%d}"],
+        }
+    )
+
+
 def fleet_schedule(spec: FleetSpec) -> dict[str, pl.DataFrame]:
     """The fleet's public schedule as GTFS tables (file name -> table), the expected service of the generator.
 
@@ -726,98 +949,23 @@ def fleet_schedule(spec: FleetSpec) -> dict[str, pl.DataFrame]:
         if r not in served:  # a route without a vehicle has no service: not in the feed
             stops_of.append(np.zeros(0))
             continue
-        length = float(fleet.route_length_km[r])
-        base = float(fleet.route_base_km[r])
-        on = (fleet.axis_km >= base - 1e-9) & (fleet.axis_km <= base + length + 1e-9)
-        cum = fleet.axis_km[on] - base
-        lat, lon = _latlon(city, fleet.axis_x_km[on], fleet.axis_y_km[on])
-        for direction, order, dist in (("UP", slice(None), cum), ("DN", slice(None, None, -1), length - cum)):
-            shapes.append(
-                pl.DataFrame(
-                    {
-                        "shape_id": f"{route_id}-{direction}",
-                        "shape_pt_lat": lat[order],
-                        "shape_pt_lon": lon[order],
-                        "shape_pt_sequence": np.arange(1, cum.size + 1),
-                        "shape_dist_traveled": np.round(dist[order] * 1000.0, 1),
-                    }
-                )
-            )
-        at = _route_stops(length)
+        shapes.extend(_route_shapes(fleet, city, r))
+        at = _route_stops(float(fleet.route_length_km[r]))
         stops_of.append(at)
-        s_lat, s_lon = _latlon(
-            city,
-            np.interp(base + at, fleet.axis_km, fleet.axis_x_km),
-            np.interp(base + at, fleet.axis_km, fleet.axis_y_km),
-        )
-        stops.append(
-            pl.DataFrame(
-                {
-                    "stop_id": [f"{route_id}-S{j:03d}" for j in range(at.size)],
-                    "stop_name": [f"{route_id} stop {j}" for j in range(at.size)],
-                    "stop_lat": s_lat,
-                    "stop_lon": s_lon,
-                }
-            )
-        )
+        stops.append(_route_stops_table(fleet, city, r, at))
         routes.append((route_id, "SYN", route_id, f"Synthetic route {route_id}", 3))
     for block in _blocks(spec, fleet):
-        route_id = fleet.route_ids[block.route]
-        length = float(fleet.route_length_km[block.route])
-        at = stops_of[block.route]
-        block_id = f"{route_id}-B{block.index:03d}"
-        for i, (up, idx, times) in enumerate(_block_trips(block, length, at)):
-            trip_id = f"{block_id}-{i:03d}"
-            direction = "UP" if up else "DN"
-            trips.append((route_id, "DAILY", trip_id, 0 if up else 1, f"{route_id}-{direction}", block_id))
-            clock = _hms(times)
-            dist = at[idx] if up else length - at[idx]
-            stop_times.append(
-                pl.DataFrame(
-                    {
-                        "trip_id": trip_id,
-                        "arrival_time": clock,
-                        "departure_time": clock,
-                        "stop_id": [f"{route_id}-S{j:03d}" for j in idx.tolist()],
-                        "stop_sequence": np.arange(1, idx.size + 1),
-                        "shape_dist_traveled": np.round(dist * 1000.0, 1),
-                    }
-                )
-            )
-    last = spec.start + dt.timedelta(days=spec.days - 1)
+        block_trips, block_stop_times = _block_tables(fleet, block, stops_of[block.route])
+        trips.extend(block_trips)
+        stop_times.extend(block_stop_times)
     return {
-        "agency.txt": pl.DataFrame(
-            {
-                "agency_id": ["SYN"],
-                "agency_name": [f"Synthetic {city.name} fleet (urbandp synth, not a real agency)"],
-                "agency_url": ["https://example.invalid"],
-                "agency_timezone": [city.timezone],
-            }
-        ),
-        "routes.txt": pl.DataFrame(
-            routes,
-            schema=["route_id", "agency_id", "route_short_name", "route_long_name", "route_type"],
-            orient="row",
-        ),
+        "agency.txt": _agency_table(city),
+        "routes.txt": pl.DataFrame(routes, schema=_GTFS_ROUTE_COLUMNS, orient="row"),
         "stops.txt": pl.concat(stops),
         "shapes.txt": pl.concat(shapes),
-        "trips.txt": pl.DataFrame(
-            trips,
-            schema=["route_id", "service_id", "trip_id", "direction_id", "shape_id", "block_id"],
-            orient="row",
-        ),
+        "trips.txt": pl.DataFrame(trips, schema=_GTFS_TRIP_COLUMNS, orient="row"),
         "stop_times.txt": pl.concat(stop_times),
-        "calendar.txt": pl.DataFrame(
-            {
-                "service_id": ["DAILY"],
-                **{
-                    d: [1]
-                    for d in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-                },
-                "start_date": [f"{spec.start:%Y%m%d}"],
-                "end_date": [f"{last:%Y%m%d}"],
-            }
-        ),
+        "calendar.txt": _calendar_table(spec),
     }
 
 
