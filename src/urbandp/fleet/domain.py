@@ -27,7 +27,6 @@ import datetime as dt
 import hashlib
 import io
 import json
-import math
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ import polars_h3 as plh3
 
 from urbandp.errors import InputDataError, InputError, InvalidParameterError
 from urbandp.fleet.config import MAX_DOMAIN_CELLS
+from urbandp.geodesy import WGS84, PlanarProjection
 from urbandp.grid.slots import SlotSpec
 
 EDGE_FRACTION = 0.05
@@ -48,9 +48,6 @@ EDGE_FRACTION = 0.05
 
 MAX_LINE_SAMPLES = 50_000_000
 """Most samples the lines of one domain may need (routes of a large city at resolution 10 are a few million)."""
-
-EARTH_RADIUS_M = 6_371_008.8
-"""Mean Earth radius (IUGG), as H3 uses for its distances."""
 
 PROJECTION_TOLERANCE_M = 25.0
 """When a stop is projected onto its trip's shape, the first pass within this distance of the nearest one wins, so
@@ -240,10 +237,10 @@ class _Runs:
     end: np.ndarray
 
 
-def _haversine_m(lat1: np.ndarray, lon1: np.ndarray, lat2: np.ndarray, lon2: np.ndarray) -> np.ndarray:
-    p1, p2 = np.radians(lat1), np.radians(lat2)
-    a = np.sin((p2 - p1) / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(np.radians(lon2 - lon1) / 2) ** 2
-    return np.asarray(2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0))), dtype=np.float64)
+def _geodesic_m(lat1: np.ndarray, lon1: np.ndarray, lat2: np.ndarray, lon2: np.ndarray) -> np.ndarray:
+    """Metres between point pairs along the WGS 84 geodesic (:data:`urbandp.geodesy.WGS84`, pyproj)."""
+    _, _, metres = WGS84.inv(lon1, lat1, lon2, lat2)
+    return np.asarray(metres, dtype=np.float64)
 
 
 def _path_lengths(lat: np.ndarray, lon: np.ndarray, path: np.ndarray) -> np.ndarray:
@@ -251,7 +248,7 @@ def _path_lengths(lat: np.ndarray, lon: np.ndarray, path: np.ndarray) -> np.ndar
     seg = np.zeros(lat.size)
     if lat.size > 1:
         same = path[1:] == path[:-1]
-        seg[1:] = np.where(same, _haversine_m(lat[:-1], lon[:-1], lat[1:], lon[1:]), 0.0)
+        seg[1:] = np.where(same, _geodesic_m(lat[:-1], lon[:-1], lat[1:], lon[1:]), 0.0)
     cum = np.cumsum(seg)
     first = np.r_[True, path[1:] != path[:-1]] if lat.size else np.zeros(0, dtype=bool)
     base = (
@@ -948,18 +945,18 @@ def _project(
     lat: np.ndarray, lon: np.ndarray, s_lat: np.ndarray, s_lon: np.ndarray, s_cum: np.ndarray
 ) -> np.ndarray:
     """Metres along a shape of each stop, in order: the nearest point at or after the previous stop's, the first
-    pass within :data:`PROJECTION_TOLERANCE_M` of the nearest winning (a local equirectangular plane)."""
+    pass within :data:`PROJECTION_TOLERANCE_M` of the nearest winning (a transverse Mercator plane centred on the shape, :mod:`urbandp.geodesy`)."""
     if s_lat.size < 2:
         return np.zeros(lat.size)
-    k = math.pi / 180 * EARTH_RADIUS_M
-    kx = k * math.cos(math.radians(float(np.mean(s_lat))))
-    sx, sy = s_lon * kx, s_lat * k
+    plane = PlanarProjection.transverse_mercator(float(np.mean(s_lat)), float(np.mean(s_lon)))
+    shape_xy, stop_xy = plane.to_metres(s_lat, s_lon), plane.to_metres(lat, lon)
+    sx, sy = shape_xy[:, 0], shape_xy[:, 1]
     ax, ay, dx, dy = sx[:-1], sy[:-1], np.diff(sx), np.diff(sy)
     length2 = np.maximum(dx * dx + dy * dy, 1e-12)
     seg = np.diff(s_cum)
     out = np.zeros(lat.size)
     previous = 0.0
-    for i, (px, py) in enumerate(zip(lon * kx, lat * k, strict=True)):
+    for i, (px, py) in enumerate(zip(stop_xy[:, 0], stop_xy[:, 1], strict=True)):
         t = np.clip(((px - ax) * dx + (py - ay) * dy) / length2, 0.0, 1.0)
         along = s_cum[:-1] + t * seg
         gap = np.where(along >= previous - 1e-9, np.hypot(ax + t * dx - px, ay + t * dy - py), np.inf)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from urbandp import geodesy
+from urbandp.geodesy import PlanarProjection, box_projection, shift
 
 EDGE_SAMPLES = 65
 """Points per edge of the box (corners and midpoints among them) whose projections give the grid's envelope.
@@ -69,10 +69,10 @@ class SquareGrid:
         lon = np.asarray(lon, dtype=float)
         pad = margin_cells * cell_metres
         mid_lat, mid_lon = float(np.mean(lat)), float(np.mean(lon))
-        edge_lat, _ = geodesy.shift(
+        edge_lat, _ = shift(
             np.array([lat.min(), lat.max()]), np.full(2, mid_lon), np.zeros(2), np.array([-pad, pad])
         )
-        _, edge_lon = geodesy.shift(
+        _, edge_lon = shift(
             np.full(2, mid_lat), np.array([lon.min(), lon.max()]), np.array([-pad, pad]), np.zeros(2)
         )
         return cls(
@@ -80,9 +80,9 @@ class SquareGrid:
         )
 
     @cached_property
-    def _projection(self) -> geodesy.PlanarProjection:
+    def _projection(self) -> PlanarProjection:
         """The grid's plane, built once per grid (its two pyproj transformers are reused by every call)."""
-        return geodesy.box_projection(self.lat_min, self.lon_min, self.lat_max, self.lon_max)
+        return box_projection(self.lat_min, self.lon_min, self.lat_max, self.lon_max)
 
     @cached_property
     def _envelope(self) -> np.ndarray:

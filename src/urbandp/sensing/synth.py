@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbandp import geodesy
 from urbandp.errors import InputError
+from urbandp.geodesy import PlanarProjection
 
 
 def pollution_field(
@@ -75,9 +75,7 @@ def synth_readings(
     t = ts[:n_readings]
     hour = np.array([(tt - start).total_seconds() / 3600.0 for tt in t])
     value = pollution_field(x, y, hour, seed) + rng.normal(0, noise_sd, n_readings)
-    lat, lon = geodesy.PlanarProjection.transverse_mercator(lat0, lon0).to_degrees(
-        np.column_stack([x, y]) * 1000.0
-    )
+    lat, lon = PlanarProjection.transverse_mercator(lat0, lon0).to_degrees(np.column_stack([x, y]) * 1000.0)
     return pl.DataFrame(
         {
             "lat": np.round(lat, 6),
