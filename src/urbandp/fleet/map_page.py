@@ -159,7 +159,7 @@ def write_release_map(
         path,
         value_col="mean_speed",
         title=TITLE,
-        legend=LEGEND,
+        legend=_legend(privacy),
         header=map_header(privacy),
         speed_max=speed_max,
         interval_threshold=interval_threshold,
@@ -322,6 +322,7 @@ def write_site(
                 speed_max=_num(privacy, "speed_max") or 0.0,
                 gtfs=gtfs,
                 interval_threshold=_target_width(privacy),
+                legend=_legend(privacy),
             ):
                 names.append(f"png/{png.name}")
         (d.release / "methodology.html").write_text(methodology_html(privacy, names), encoding="utf-8")
@@ -332,6 +333,11 @@ def write_site(
 
 
 __all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]
+
+
+def _legend(privacy: Mapping[str, object]) -> str:
+    """The value's name on the PNGs: the pooled mean where the release borrowed strength (``--borrow-strength``)."""
+    return "pooled mean speed (km/h)" if isinstance(privacy.get("borrow_strength"), dict) else LEGEND
 
 
 def _target_width(privacy: Mapping[str, object]) -> float | None:

@@ -239,3 +239,11 @@ def test_the_spread_is_taken_at_an_upper_bound_that_holds_its_level() -> None:
             plain_below += float(np.mean(e**2 - noise)) < 9.0
         assert held / 1000 >= floor
         assert 0.35 < plain_below / 1000 < 0.75
+
+
+def test_the_pngs_and_the_map_name_the_pooled_value(tmp_path: Path) -> None:
+    """A release with ``borrow_strength`` in its privacy.json is drawn as "pooled mean speed", else "mean speed"."""
+    from urbandp.fleet.map_page import _legend
+
+    assert _legend({"borrow_strength": {"hats_pooled": 3}}) == "pooled mean speed (km/h)"
+    assert _legend({}) == "mean speed (km/h)"
