@@ -34,25 +34,6 @@ def shift(
     return np.asarray(new_lat, dtype=float), np.asarray(new_lon, dtype=float)
 
 
-class LocalProjection:
-    """Azimuthal equidistant projection centred on (lat0, lon0): metres east (x) and north (y) of the centre."""
-
-    def __init__(self, lat0: float, lon0: float) -> None:
-        crs = f"+proj=aeqd +lat_0={lat0!r} +lon_0={lon0!r} +datum=WGS84 +units=m +no_defs"
-        self._forward = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
-        self._inverse = Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
-
-    def to_metres(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        """An (n, 2) array of (x east, y north) metres."""
-        x, y = self._forward.transform(np.asarray(lon, dtype=float), np.asarray(lat, dtype=float))
-        return np.column_stack([np.asarray(x, dtype=float), np.asarray(y, dtype=float)])
-
-    def to_degrees(self, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lat, lon) of an (n, 2) array of metres."""
-        lon, lat = self._inverse.transform(xy[:, 0], xy[:, 1])
-        return np.asarray(lat, dtype=float), np.asarray(lon, dtype=float)
-
-
 class PlanarProjection:
     """A projected plane on the WGS 84 ellipsoid given as a PROJ string: metres east (x) and north (y).
 
@@ -79,6 +60,13 @@ class PlanarProjection:
         """(lat, lon) of an (n, 2) array of metres."""
         lon, lat = self._inverse.transform(xy[:, 0], xy[:, 1])
         return np.asarray(lat, dtype=float), np.asarray(lon, dtype=float)
+
+
+class LocalProjection(PlanarProjection):
+    """Azimuthal equidistant projection centred on (lat0, lon0): metres east (x) and north (y) of the centre."""
+
+    def __init__(self, lat0: float, lon0: float) -> None:
+        super().__init__(f"+proj=aeqd +lat_0={lat0!r} +lon_0={lon0!r} +datum=WGS84 +units=m +no_defs")
 
 
 def box_projection(lat_min: float, lon_min: float, lat_max: float, lon_max: float) -> PlanarProjection:
