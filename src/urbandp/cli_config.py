@@ -47,6 +47,10 @@ CONFIG_TABLES: tuple[str, ...] = (
 )
 """The commands that take ``--config``, by table name (group.command, as typed on the command line)."""
 
+CONFIG_NAMES = "urbandp.config_names"
+"""``ctx.meta`` key: parameter name -> how an error names a value read from the file (``epsilon in cfg.toml
+[counts.release]``); :func:`urbandp.cli_support.cli_guard` uses it when the value did come from the file."""
+
 COMMAND_LINE_ONLY = frozenset({"config", "out", "overwrite", "allow_meaningless_epsilon", "dry_run", "help"})
 """Options a config file cannot set: the output target and the switches that authorise or change the run."""
 
@@ -185,4 +189,5 @@ def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object
                 raise ConfigError(f"{where}: {key} is set on the command line only ({flag})")
             raise ConfigError(f"{where}: unknown key '{key}'" + _hint(key, sorted(keys), "'{}'"))
         found[param.name] = check_value(key, value, param, ctx, where)
+        ctx.meta.setdefault(CONFIG_NAMES, {})[param.name] = f"{key} in {path} [{table}]"
     return found

@@ -20,6 +20,7 @@ from urbandp.errors import (
     EXIT_UNUSABLE_INPUT,
     InputError,
     calibration_error_line,
+    flag_of,
     one_line,
     os_error_line,
 )
@@ -69,6 +70,37 @@ def option_flags(fn: Callable[..., object]) -> dict[str, str]:
                 break
         flags.setdefault(name, "--" + name.replace("_", "-"))
     return flags
+
+
+def _cli_names(fn: Callable[..., object]) -> Callable[[str], str]:
+    """How the command line calls a library parameter: its flag (``speed_max`` -> ``--speed-max``), or the file
+    key when the command took the value from its ``--config`` file (``speed_max in cfg.toml [counts.release]``).
+
+    A library parameter is found by the command's parameter name or by its flag (the CLI's ``p`` is the
+    library's ``keep_probability``, the flag ``--keep-probability``)."""
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
+    from urbandp.cli_config import CONFIG_NAMES
+
+    command_param: dict[str, str] = {}
+    for name, flag in option_flags(fn).items():
+        command_param[flag[2:].replace("-", "_")] = name
+        command_param[name] = name
+    ctx = get_current_context(silent=True)
+    from_file: dict[str, str] = ctx.meta.get(CONFIG_NAMES, {}) if ctx is not None else {}
+
+    def name_of(parameter: str) -> str:
+        name = command_param.get(parameter)
+        if (
+            ctx is not None
+            and name in from_file
+            and ctx.get_parameter_source(name) is ParameterSource.DEFAULT_MAP
+        ):
+            return from_file[name]
+        return option_flags(fn).get(name, flag_of(parameter)) if name else flag_of(parameter)
+
+    return name_of
 
 
 def check_finite_numbers(kwargs: dict[str, object], flags: dict[str, str]) -> None:
@@ -124,7 +156,7 @@ def cli_guard(fn: Callable[P, R]) -> Callable[P, R]:
                         check(target, flags.get(name, "--" + name))
                 return fn(*args, **kwargs)
         except InputError as err:
-            print(f"urbandp: error: {one_line(str(err))}", file=sys.stderr)
+            print(f"urbandp: error: {one_line(err.naming(_cli_names(fn)))}", file=sys.stderr)
             raise typer.Exit(err.exit_code) from None
         except UnicodeDecodeError as err:
             print(

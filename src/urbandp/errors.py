@@ -11,12 +11,18 @@ internal error (any other exception) 70     a bug in urbandp: one line, ``URBAND
 ===================================  =====  ============================================================
 
 Exit 3 is not an error: ``urbandp release --strict`` ends with 3 when the release is useless (all noise).
+
+Library messages name a parameter as Python calls it (``epsilon_per_day must be > 0``) and list it in the
+error's ``parameters``; whoever shows the message renames them with :meth:`InputError.naming`: the command line
+to its flags (``--epsilon-per-day must be > 0``), a TOML file to its key (``epsilon_per_day in cfg.toml
+[counts.release] must be > 0``). One message, written once, in the library (issue 31).
 """
 
 from __future__ import annotations
 
 import errno
 import re
+from collections.abc import Callable, Iterable
 from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
@@ -37,10 +43,36 @@ class UrbandpError(Exception):
 class InputError(UrbandpError):
     """Unusable input: missing file, missing required column, empty input, bad config or bad option.
 
-    Raised by library code; the CLI prints ``urbandp: error: <message>`` and exits with code 2.
+    Raised by library code; the CLI prints ``urbandp: error: <message>`` and exits with code 2. ``parameters``
+    are the parameters the message names, by their Python names (``start``, ``speed_max``): the words that
+    :meth:`naming` renames for another reader.
     """
 
     exit_code = EXIT_UNUSABLE_INPUT
+
+    def __init__(self, message: str = "", *, parameters: str | Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.parameters: tuple[str, ...] = (parameters,) if isinstance(parameters, str) else tuple(parameters)
+
+    def naming(self, name_of: Callable[[str], str]) -> str:
+        """The message with each of its :attr:`parameters`, as a whole word, replaced by ``name_of(parameter)``
+        (``start`` -> ``--start``; never inside another word: ``start_date`` or ``--start`` stay as they are)."""
+        text = str(self)
+        if not self.parameters:
+            return text
+        names = sorted(set(self.parameters), key=len, reverse=True)
+        pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+        return pattern.sub(lambda m: name_of(m.group(1)), text)
+
+    def renamed(self, name_of: Callable[[str], str | None]) -> InputError:
+        """The same error (same class) with the parameters for which ``name_of`` gives a name renamed in its
+        message and dropped from :attr:`parameters`; the others stay for the next reader to rename."""
+        new = {p: name_of(p) for p in self.parameters}
+        text = self.naming(lambda p: new[p] or p)
+        copy = type(self).__new__(type(self))
+        InputError.__init__(copy, text, parameters=[p for p in self.parameters if new[p] is None])
+        copy.__dict__.update({k: v for k, v in self.__dict__.items() if k != "parameters"})
+        return copy
 
 
 class InvalidParameterError(InputError):
@@ -55,6 +87,11 @@ class BudgetExceededError(InputError):
     """A release asked for more privacy budget than is left (docs/design.md privacy rule 5); exit code 4."""
 
     exit_code = EXIT_BUDGET_EXCEEDED
+
+
+def flag_of(parameter: str) -> str:
+    """The command-line flag of a parameter by the project's one rule: ``speed_max`` -> ``--speed-max``."""
+    return "--" + parameter.replace("_", "-")
 
 
 def os_error_line(err: OSError) -> str:

@@ -32,7 +32,7 @@ def check_grid_options(cell_metres: float, window_minutes: int, kernel: str | No
     from urbandp.sensing.kernels import KERNELS
 
     if not cell_metres > 0:
-        raise InvalidParameterError(f"--cell-metres must be > 0, got {cell_metres}")
+        raise InvalidParameterError(f"cell_metres must be > 0, got {cell_metres}", parameters="cell_metres")
     if window_minutes <= 0:
         raise InvalidParameterError(f"--window-minutes must be > 0, got {window_minutes}")
     if kernel is not None and kernel not in KERNELS:
