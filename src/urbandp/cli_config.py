@@ -7,7 +7,7 @@ of the command's options, so a value from the file is converted and checked by e
 flag (Click's type, then the command's own validation), and a flag typed on the command line wins over the file.
 
 The file holds one table per command, named after it: ``[counts.release]``, ``[survey.randomize]``,
-``[sensing.dp-map]`` (:data:`CONFIG_TABLES`). A table's keys are the options' flags without the leading dashes,
+``[sensing.dp-map]`` (:data:`urbandp.config_tables.CONFIG_TABLES`; the Python API reads the same file there). A table's keys are the options' flags without the leading dashes,
 with underscores (``--keep-probability`` is ``keep_probability``; a dashed key is read alike). One file may hold
 the tables of several commands; each command reads only its own and refuses a file without it, so a file written
 for one command is never half-applied to another.
@@ -33,19 +33,8 @@ import typer
 from typer import _click
 from typer.core import TyperOption
 
+from urbandp.config_tables import CONFIG_TABLES
 from urbandp.errors import EXIT_UNUSABLE_INPUT
-
-CONFIG_TABLES: tuple[str, ...] = (
-    "counts.release",
-    "survey.randomize",
-    "survey.perturb-points",
-    "survey.od-randomize",
-    "survey.perturb-trajectories",
-    "sensing.dp-map",
-    "sensing.pm-map",
-    "sensing.query",
-)
-"""The commands that take ``--config``, by table name (group.command, as typed on the command line)."""
 
 CONFIG_NAMES = "urbandp.config_names"
 """``ctx.meta`` key: parameter name -> how an error names a value read from the file (``epsilon in cfg.toml
