@@ -52,6 +52,9 @@ SESSION_KEYS = {"budget_store": "store", "dataset": "dataset"}
 """File keys that the command line reads into its budget session -> the :class:`urbandp.Session` attribute."""
 
 
+ALIASES_ATTRIBUTE = "__urbandp_config_aliases__"
+
+
 def read_document(path: Path) -> dict[str, Any]:
     """The TOML document at ``path``; a missing, unreadable or malformed file is refused in one line."""
     if not path.is_file():
@@ -200,6 +203,12 @@ def takes_config(
             except InputError as err:
                 raise err.renamed(from_file.get) from None
 
+        setattr(call, ALIASES_ATTRIBUTE, dict(names))
         return call
 
     return decorate
+
+
+def key_aliases(fn: Callable[..., object]) -> dict[str, str]:
+    """The file keys that a :func:`takes_config` function reads under another keyword (``id`` -> ``id_column``)."""
+    return dict(getattr(fn, ALIASES_ATTRIBUTE, {}))

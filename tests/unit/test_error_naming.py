@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,3 +72,46 @@ def test_cli_names_the_config_key_for_a_value_from_the_file(readings: Path, tmp_
     # a flag typed on the command line wins over the file, and the error names the flag
     res = RUN.invoke(app, [*base, "--cell-metres", "-3"])
     assert res.stderr.strip() == "urbandp: error: --cell-metres must be > 0, got -3.0"
+
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "urbandp"
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
+
+
+def _is_cli_module(path: Path) -> bool:
+    """The command-line layer: cli.py, cli_*.py, *_command.py and __main__.py (docs/architecture.md)."""
+    name = path.name
+    return (
+        name == "cli.py" or name.startswith("cli_") or name.endswith("_command.py") or name == "__main__.py"
+    )
+
+
+def _flag_naming_raises() -> list[str]:
+    """``file:line flag`` for every raise in a library module whose message text names a CLI flag."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if _is_cli_module(path):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                texts = [
+                    n.value
+                    for n in ast.walk(node.exc)
+                    if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                ]
+                flags = [f for text in texts for f in FLAG.findall(text)]
+                if flags:
+                    found.append(f"{path.relative_to(SRC)}:{node.lineno} {' '.join(flags)}")
+    return found
+
+
+def test_no_library_error_names_a_flag() -> None:
+    """The library names parameters; only the CLI knows flags (it renames them, above)."""
+    assert _flag_naming_raises() == []
+
+
+def test_the_scan_finds_a_flag_in_a_library_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "lib.py").write_text('def f(x):\n    raise ValueError(f"--speed-max must be > 0, got {x}")\n')
+    (tmp_path / "cli.py").write_text('raise SystemExit("--speed-max")\n')
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
+    assert _flag_naming_raises() == ["lib.py:2 --speed-max"]

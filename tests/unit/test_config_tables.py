@@ -1,0 +1,178 @@
+"""The Python API reads the same TOML file as ``--config`` (issue 31): ``ud.counts.release(data, config=FILE)``.
+
+Checked as the command line's side is (tests/unit/test_cli_config.py): every key a command's table may hold is a
+keyword its API function takes (or the session's store and dataset); a release from the file equals the release
+from the same keywords (the same ``spec_sha256`` and stated loss); a keyword passed wins over the file; an unknown
+key, a key the caller sets, a value of the wrong type and a store without its session are refused in one line
+naming the file and the key; and a value the library refuses is named by its key in the file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import typer
+
+import urbandp as ud
+from urbandp.cli_config import config_keys
+from urbandp.config_tables import CALLER_ONLY, CONFIG_TABLES, SESSION_KEYS
+from urbandp.errors import InputDataError, InvalidParameterError
+
+API = {
+    "counts.release": "urbandp.counts.api:release",
+    "survey.randomize": "urbandp.survey.api:randomize",
+    "survey.perturb-points": "urbandp.survey.api:perturb_points",
+    "survey.od-randomize": "urbandp.survey.api:od_randomize",
+    "survey.perturb-trajectories": "urbandp.survey.api:perturb_trajectories",
+    "sensing.dp-map": "urbandp.sensing.api:dp_map",
+    "sensing.pm-map": "urbandp.sensing.api:pm_map",
+    "sensing.query": "urbandp.sensing.api:query",
+}
+
+
+def _api(table: str) -> Any:
+    module, name = API[table].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("table", CONFIG_TABLES)
+def test_every_key_of_the_command_table_is_a_keyword_of_its_api_function(table: str) -> None:
+    from urbandp.config_tables import key_aliases
+
+    group, name = table.split(".", 1)
+    command = typer.main.get_command(importlib.import_module(f"urbandp.{group}.cli").app).commands[name]  # type: ignore[attr-defined]
+    fn = _api(table)
+    keywords = set(inspect.signature(fn).parameters)
+    assert "config" in keywords, f"{API[table]} takes no config="
+    aliases = key_aliases(fn)
+    for key in config_keys(command):
+        keyword = aliases.get(key, key)
+        assert keyword in SESSION_KEYS or (keyword in keywords and keyword not in CALLER_ONLY), (table, key)
+
+
+@pytest.fixture(scope="module")
+def taps(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[str, Any]]:
+    from urbandp.synth.taps import generate_taps
+
+    synth = generate_taps(trips_per_day=120, ferry_trips_per_day=20, days=1, seed=5)
+    return synth.events, synth.domain
+
+
+OPTIONS = {"unit": "card-day", "max_events": 4, "max_per_cell": 2, "epsilon": 1.5, "threshold": 12.0}
+TOML = (
+    '[counts.release]\nunit = "card-day"\nmax-events = 4\nmax_per_cell = 2\nepsilon = 1.5\nthreshold = 12\n'
+)
+
+
+def test_a_counts_release_from_the_file_equals_the_one_from_keywords(taps: Any, tmp_path: Path) -> None:
+    events, domain = taps
+    config = tmp_path / "release.toml"
+    config.write_text(TOML)
+    by_keywords = ud.counts.release(events, domain=domain, **OPTIONS).privacy.to_dict()
+    by_file = ud.counts.release(events, domain=domain, config=config).privacy.to_dict()
+    assert by_file["spec_sha256"] == by_keywords["spec_sha256"]
+    assert by_file["epsilon"] == 1.5
+
+
+def test_a_keyword_wins_over_the_file(taps: Any, tmp_path: Path) -> None:
+    events, domain = taps
+    config = tmp_path / "release.toml"
+    config.write_text(TOML)
+    privacy = ud.counts.release(events, domain=domain, config=config, epsilon=0.5).privacy.to_dict()
+    assert privacy["epsilon"] == 0.5
+    expected = ud.counts.release(events, domain=domain, **{**OPTIONS, "epsilon": 0.5}).privacy.to_dict()
+    assert privacy["spec_sha256"] == expected["spec_sha256"]
+
+
+def test_a_library_refusal_of_a_file_value_names_the_key(taps: Any, tmp_path: Path) -> None:
+    events, domain = taps
+    config = tmp_path / "bad.toml"
+    config.write_text(TOML.replace("epsilon = 1.5", "epsilon = -1"))
+    with pytest.raises(InvalidParameterError) as caught:
+        ud.counts.release(events, domain=domain, config=config)
+    assert f"epsilon in {config} [counts.release]" in str(caught.value)
+    assert "--" not in str(caught.value) and "epsilon" not in caught.value.parameters
+    with pytest.raises(InvalidParameterError) as passed:  # the same value passed as a keyword: named as such
+        ud.counts.release(events, domain=domain, config=config, epsilon=-2)
+    assert str(passed.value).startswith("epsilon ") and "config" not in str(passed.value)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("epsilom = 1\n", "epsilom in {path} [counts.release] is not an option (did you mean 'epsilon'?)"),
+        ('out = "x"\n', "out in {path} [counts.release] is set by the caller, not a config file"),
+        (
+            'epsilon = "big"\n',
+            "epsilon in {path} [counts.release] = 'big' is not a value release's epsilon takes",
+        ),
+        (
+            "max_events = 1.5\n",
+            "max_events in {path} [counts.release] = 1.5 is not a value release's max_events takes",
+        ),
+        ('budget_store = "b.sqlite"\n', "budget_store in {path} [counts.release] = 'b.sqlite': in Python"),
+    ],
+)
+def test_bad_keys_and_values_are_refused_in_one_line(
+    taps: Any, tmp_path: Path, toml: str, message: str
+) -> None:
+    events, domain = taps
+    config = tmp_path / "bad.toml"
+    config.write_text("[counts.release]\n" + toml)
+    with pytest.raises(InvalidParameterError) as caught:
+        ud.counts.release(events, domain=domain, config=config)
+    assert str(caught.value).startswith(message.format(path=config))
+    assert "\n" not in str(caught.value)
+
+
+def test_a_file_without_the_table_or_not_toml_is_refused(taps: Any, tmp_path: Path) -> None:
+    events, domain = taps
+    config = tmp_path / "other.toml"
+    config.write_text('[survey.randomize]\ncolumn = "model"\n')
+    with pytest.raises(InputDataError, match=r"has no \[counts.release\] table"):
+        ud.counts.release(events, domain=domain, config=config)
+    config.write_text("epsilon = = 1\n")
+    with pytest.raises(InputDataError, match="not TOML"):
+        ud.counts.release(events, domain=domain, config=config)
+    with pytest.raises(InputDataError, match="not found"):
+        ud.counts.release(events, domain=domain, config=tmp_path / "missing.toml")
+
+
+def test_the_store_and_dataset_of_the_file_must_be_the_session_s(taps: Any, tmp_path: Path) -> None:
+    events, domain = taps
+    store = tmp_path / "budget.sqlite"
+    config = tmp_path / "release.toml"
+    config.write_text(TOML + f'budget_store = "{store}"\ndataset = "opal"\n')
+    with ud.Session(store=store, dataset="opal") as session:
+        rel = ud.counts.release(events, domain=domain, config=config, session=session)
+    assert rel.privacy.to_dict()["epsilon"] == 1.5
+    with (
+        ud.Session(store=store, dataset="other") as session,
+        pytest.raises(InvalidParameterError, match="dataset"),
+    ):
+        ud.counts.release(events, domain=domain, config=config, session=session)
+
+
+def test_survey_aliases_read_the_command_line_s_keys(tmp_path: Path) -> None:
+    n = 40
+    data = pl.DataFrame(
+        {
+            "household": [str(i) for i in range(n)],
+            "model": [["Camry", "Civic", "Leaf"][i % 3] for i in range(n)],
+        }
+    )
+    config = tmp_path / "survey.toml"
+    config.write_text(
+        '[survey.randomize]\ncolumn = "model"\ncategories = "Camry,Civic,Leaf"\nepsilon = 2\nid = "household"\n'
+    )
+    by_file = ud.survey.randomize(data, config=config)
+    by_keywords = ud.survey.randomize(
+        data, column="model", categories="Camry,Civic,Leaf", epsilon=2, id_column="household"
+    )
+    assert by_file.privacy.to_dict()["spec_sha256"] == by_keywords.privacy.to_dict()["spec_sha256"]
+    assert by_file.table["household"].to_list() == data["household"].to_list()
