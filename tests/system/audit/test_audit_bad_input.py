@@ -21,7 +21,10 @@ pytestmark = pytest.mark.system
         (["audit", "zero-skipping", "--table", "/nonexistent.csv"], "--table /nonexistent.csv: not found"),
         (["audit", "zero-skipping", "--table", "TABLE", "--group-sizes", "a,b"], "--group-sizes"),
         (["audit", "zero-skipping", "--table", "NOCOUNT"], "no 'count' column"),
-        (["audit", "differencing", "--joint", "TABLE", "--marginal", "TABLE"], "noise scale unknown"),
+        (
+            ["audit", "differencing", "--joint", "TABLE", "--marginal", "TABLE"],
+            "no --scale given and no noise_scale in privacy.json",
+        ),
         (
             ["audit", "differencing", "--joint", "TABLE", "--marginal", "WIDER", "--scale", "1"],
             "not in the joint table",
