@@ -40,7 +40,7 @@ from urbandp.audit.tables import (
     read_published_table,
     sibling_privacy,
 )
-from urbandp.errors import InputError
+from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.frames import TableLike, to_polars
 from urbandp.outputs import check_output_file, check_report_dir, current_policy, output_policy
 
@@ -86,24 +86,34 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     return sibling_privacy(explicit, explicit) if explicit is not None else None
 
 
-def _positive_finite(value: float | None, option: str) -> None:
-    if value is not None and not (value > 0 and math.isfinite(value)):
-        raise InputError(f"{option} must be a positive finite number, got {value}")
+def _is_positive_finite(value: float) -> bool:
+    return value > 0 and math.isfinite(value)
+
+
+def _positive_finite(value: float | None, parameter: str) -> None:
+    """:class:`InvalidParameterError` naming ``parameter`` unless ``value`` is None or positive and finite."""
+    if value is not None and not _is_positive_finite(value):
+        raise InvalidParameterError(
+            f"{parameter} must be a positive finite number, got {value}", parameters=parameter
+        )
 
 
 def _alpha(alpha: float) -> None:
     if not 0 < alpha < 1:
-        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
 
 
 def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> float | None:
     """``scale`` if given, else ``privacy.json``'s ``noise_scale`` (validated), else ``None``."""
     if scale is not None:
-        _positive_finite(scale, "--scale")
+        _positive_finite(scale, "scale")
         return float(scale)
     value = privacy.get("noise_scale") if privacy else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        _positive_finite(float(value), "privacy.json noise_scale")
+        if not _is_positive_finite(float(value)):  # the release's file, not a parameter of the call
+            raise InputDataError(
+                f"privacy.json noise_scale must be a positive finite number, got {float(value)}"
+            )
         return float(value)
     return None
 
@@ -113,11 +123,13 @@ def _group_sizes(group_sizes: str | Sequence[int]) -> tuple[int, ...]:
         try:
             gs = tuple(int(g) for g in group_sizes.split(",") if g.strip())
         except ValueError:
-            raise InputError(f"--group-sizes must be integers like 1,5,12, got {group_sizes!r}") from None
+            raise InvalidParameterError(
+                f"group_sizes must be integers like 1,5,12, got {group_sizes!r}", parameters="group_sizes"
+            ) from None
     else:
         gs = tuple(int(g) for g in group_sizes)
     if not gs or min(gs) < 1:
-        raise InputError("--group-sizes must be positive integers")
+        raise InvalidParameterError("group_sizes must be positive integers", parameters="group_sizes")
     return gs
 
 
@@ -368,10 +380,14 @@ def zero_skipping(
     from urbandp.audit.zero_skipping_attack import zero_skipping_attack
 
     if method not in METHODS:
-        raise InputError(f"--method must be auto, data61-2016, urbandp or unknown, got {method!r}")
+        raise InvalidParameterError(
+            f"method must be auto, data61-2016, urbandp or unknown, got {method!r}", parameters="method"
+        )
     gs = _group_sizes(group_sizes)
     if not (math.isfinite(threshold) and threshold >= 0):
-        raise InputError(f"--threshold must be a finite number >= 0, got {threshold}")
+        raise InvalidParameterError(
+            f"threshold must be a finite number >= 0, got {threshold}", parameters="threshold"
+        )
     threshold = float(threshold)  # printed as the CLI prints it (18.0, not 18)
     with _outputs(_paths(table, privacy), overwrite):
         if report is not None:
@@ -429,11 +445,11 @@ def differencing(
     from urbandp.audit.differencing_attack import differencing_attack
 
     _alpha(alpha)
-    _positive_finite(marginal_scale, "--marginal-scale")
+    _positive_finite(marginal_scale, "marginal_scale")
     marginal_scale = None if marginal_scale is None else float(marginal_scale)
     alpha = float(alpha)
     if max_cells < 0:
-        raise InputError(f"--max-cells must be >= 0, got {max_cells}")
+        raise InvalidParameterError(f"max_cells must be >= 0, got {max_cells}", parameters="max_cells")
     with _outputs(_paths(joint, marginal, privacy), overwrite):
         if report is not None:
             check_report_dir(Path(report))
@@ -442,8 +458,9 @@ def differencing(
         priv = _privacy(privacy, joint)
         s = _scale_from(scale, priv)
         if s is None:
-            raise InputError(
-                "noise scale unknown: pass --scale (estimate it with `urbandp audit noise-scale`)"
+            raise InvalidParameterError(
+                "no scale given and no noise_scale in privacy.json (estimate it with `urbandp audit noise-scale`)",
+                parameters="scale",
             )
         derived = bool(
             priv and priv.get("marginals") in ("derived_from_noisy_joint", "derived_from_published_joint")
@@ -495,7 +512,9 @@ def pairs(
 
     routes = [route] if isinstance(route, str) else list(route)
     if not 0 <= lag_minutes < 24 * 60:
-        raise InputError(f"--lag-minutes must be between 0 and 1439, got {lag_minutes}")
+        raise InvalidParameterError(
+            f"lag_minutes must be between 0 and 1439, got {lag_minutes}", parameters="lag_minutes"
+        )
     with _outputs(_paths(table), overwrite):
         if out is not None:
             check_output_file(Path(out))

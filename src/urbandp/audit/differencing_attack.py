@@ -24,7 +24,7 @@ import polars as pl
 
 from urbandp.audit.laplace_math import LaplaceSum, theorem5_halfwidth
 from urbandp.audit.tables import PublishedTable
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,19 @@ class _Tally:
 
 
 def _check_parameters(scale: float, marginal_scale: float | None, alpha: float) -> None:
-    """:class:`InputError` unless ``alpha`` is in (0, 1) and the scales are positive and finite."""
+    """:class:`InvalidParameterError` unless ``alpha`` is in (0, 1) and the scales are positive and finite."""
     if not 0 < alpha < 1:
-        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
     if not (scale > 0 and math.isfinite(scale)):
-        raise InputError(f"--scale must be a positive finite number (or come from privacy.json), got {scale}")
+        raise InvalidParameterError(
+            f"scale must be a positive finite number (or come from privacy.json), got {scale}",
+            parameters="scale",
+        )
     if marginal_scale is not None and not (marginal_scale > 0 and math.isfinite(marginal_scale)):
-        raise InputError(f"--marginal-scale must be a positive finite number, got {marginal_scale}")
+        raise InvalidParameterError(
+            f"marginal_scale must be a positive finite number, got {marginal_scale}",
+            parameters="marginal_scale",
+        )
 
 
 def _key_columns(joint: PublishedTable, marginal: PublishedTable) -> tuple[list[str], list[str]]:

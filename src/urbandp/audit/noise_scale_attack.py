@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from urbandp.audit.laplace_math import difference_logpdf, discrete_difference_logpmf, fit_difference_scale
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 
 
 def read_pairs(path: Path) -> tuple[np.ndarray, int, np.ndarray | None]:
@@ -67,9 +67,11 @@ def noise_scale_attack(
     u: np.ndarray, *, model: str = "continuous", alpha: float = 0.05, groups: np.ndarray | None = None
 ) -> dict[str, object]:
     if model not in ("continuous", "discrete"):
-        raise InputError(f"--model must be continuous or discrete, got {model!r}")
+        raise InvalidParameterError(
+            f"model must be continuous or discrete, got {model!r}", parameters="model"
+        )
     if not 0 < alpha < 1:
-        raise InputError(f"--alpha must be in (0, 1), got {alpha}")
+        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
     if np.all(u == 0):
         return {
             "attack": "noise-scale",

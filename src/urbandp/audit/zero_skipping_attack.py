@@ -23,7 +23,7 @@ from typing import cast
 
 import numpy as np
 
-from urbandp.errors import InputError
+from urbandp.errors import InvalidParameterError
 
 
 def detection_probability(g: int, t: float, p: float) -> float:
@@ -163,7 +163,7 @@ def zero_skipping_attack(
 ) -> dict[str, object]:
     """Decide whether zeros could have been skipped and what that exposes."""
     if threshold < 0:
-        raise InputError(f"--threshold must be >= 0, got {threshold}")
+        raise InvalidParameterError(f"threshold must be >= 0, got {threshold}", parameters="threshold")
     values = counts[np.isfinite(counts)]
     nonzero = values[values != 0]
     small = int(np.sum(nonzero < threshold))  # released iff noisy > t, then rounded: t itself can appear

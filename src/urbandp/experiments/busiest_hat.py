@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 
 REQUIRED = ("vehicle_id", "timestamp", "speed", "latitude", "longitude")
 
@@ -101,7 +101,9 @@ def extract_busiest_hat(
     if not (0 <= start < end <= 24):
         raise InputError(f"hours must satisfy 0 <= start < end <= 24, got {start}-{end}")
     if not 0 <= resolution <= 15:
-        raise InputError(f"--resolution must be an H3 resolution 0..15, got {resolution}")
+        raise InvalidParameterError(
+            f"resolution must be one of the H3 resolutions 0..15, got {resolution}", parameters="resolution"
+        )
     from urbandp.records.validation import REASONS
 
     frame = pl.concat([_read(Path(p)) for p in inputs]).with_columns(

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 
 MIN_EPSILON = 1e-6  # below this the noise scale U / (n epsilon) is astronomically large (or infinite)
 
@@ -33,13 +33,18 @@ def parse_epsilons(text: str) -> list[float]:
     try:
         eps = [float(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise InputError(f"--epsilons must be comma-separated numbers, got {text!r}") from None
+        raise InvalidParameterError(
+            f"epsilons must be comma-separated numbers, got {text!r}", parameters="epsilons"
+        ) from None
     if not eps or any(not (e > 0 and math.isfinite(e)) for e in eps):
-        raise InputError(f"--epsilons must be positive finite numbers, got {text!r}")
+        raise InvalidParameterError(
+            f"epsilons must be positive finite numbers, got {text!r}", parameters="epsilons"
+        )
     if min(eps) < MIN_EPSILON:
-        raise InputError(
-            f"--epsilons must be >= {MIN_EPSILON:g} (got {min(eps):g}): the noise scale U/epsilon would overflow "
-            "and every estimate would be noise"
+        raise InvalidParameterError(
+            f"epsilons must be >= {MIN_EPSILON:g} (got {min(eps):g}): the noise scale U/epsilon would overflow "
+            "and every estimate would be noise",
+            parameters="epsilons",
         )
     return eps
 

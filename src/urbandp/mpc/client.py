@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import urbandp.geodesy as geodesy
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.mpc import wire
 from urbandp.mpc.spec import FUNCTIONS, QuerySpec
 from urbandp.sensing.queries import answer_json
@@ -160,13 +160,15 @@ class Client:
         from urbandp.mpc.party import compile_spec, executable_digest
 
         if function not in FUNCTIONS:
-            raise InputError(f"--function must be one of {', '.join(FUNCTIONS)}, got {function!r}")
+            raise InvalidParameterError(
+                f"function must be one of {', '.join(FUNCTIONS)}, got {function!r}", parameters="function"
+            )
         if function in ("count", "range") and theta is None:
-            raise InputError(f"{function} needs --theta")
+            raise InvalidParameterError(f"{function} needs theta", parameters="theta")
         if function == "range" and (theta2 is None or not theta < theta2):  # type: ignore[operator]
-            raise InputError("range needs --theta T1,T2 with T1 < T2")
+            raise InvalidParameterError("range needs theta T1,T2 with T1 < T2", parameters="theta")
         if sum(x is not None for x in (cells, route, vector)) != 1:
-            raise InputError("give exactly one of --cells and --route")
+            raise InvalidParameterError("give exactly one of cells and route", parameters=("cells", "route"))
         t0 = time.perf_counter()
         wire.send_json(self.sock, {"type": "query", "function": function, "rect": [float(x) for x in rect]})
         acc = wire.recv_json(self.sock, "accept")  # followed by the server's input shares

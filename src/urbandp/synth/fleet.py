@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 
 #: Column order of the ITMS shape.
 ITMS_COLUMNS: tuple[str, ...] = (
@@ -116,29 +116,43 @@ class FleetSpec:
 
     def __post_init__(self) -> None:
         if self.vehicles < 1:
-            raise InputError(f"--vehicles must be at least 1, got {self.vehicles}")
+            raise InvalidParameterError(
+                f"vehicles must be at least 1, got {self.vehicles}", parameters="vehicles"
+            )
         if self.days < 1:
-            raise InputError(f"--days must be at least 1, got {self.days}")
+            raise InvalidParameterError(f"days must be at least 1, got {self.days}", parameters="days")
         if self.days > MAX_DAYS:
-            raise InputError(f"--days must be at most {MAX_DAYS:,} (ten years), got {self.days:,}")
+            raise InvalidParameterError(
+                f"days must be at most {MAX_DAYS:,} (ten years), got {self.days:,}", parameters="days"
+            )
         if self.seed < 0:
-            raise InputError(f"--seed must be non-negative, got {self.seed}")
+            raise InvalidParameterError(f"seed must be non-negative, got {self.seed}", parameters="seed")
         if not 2 <= self.records_per_vehicle_day <= 20_000:
-            raise InputError(
-                f"--records-per-vehicle-day must be between 2 and 20000, got {self.records_per_vehicle_day}"
+            raise InvalidParameterError(
+                f"records_per_vehicle_day must be between 2 and 20000, got {self.records_per_vehicle_day}",
+                parameters="records_per_vehicle_day",
             )
         expected = self.vehicles * self.days * self.records_per_vehicle_day
         if expected > MAX_RECORDS:
-            raise InputError(
-                f"--vehicles x --days x --records-per-vehicle-day asks for about {expected:,.0f} records; at most "
-                f"{MAX_RECORDS:,} are generated in one file (about 20 GB of CSV)"
+            raise InvalidParameterError(
+                f"vehicles x days x records_per_vehicle_day asks for about {expected:,.0f} records; at most "
+                f"{MAX_RECORDS:,} are generated in one file (about 20 GB of CSV)",
+                parameters=("vehicles", "days", "records_per_vehicle_day"),
             )
         if not 0.0 <= self.dirty_fraction <= 0.5:
-            raise InputError(f"--dirty-fraction must be between 0 and 0.5, got {self.dirty_fraction}")
+            raise InvalidParameterError(
+                f"dirty_fraction must be between 0 and 0.5, got {self.dirty_fraction}",
+                parameters="dirty_fraction",
+            )
         if not 1 <= self.routes <= 200:
-            raise InputError(f"routes must be between 1 and 200, got {self.routes}")
+            raise InvalidParameterError(
+                f"routes must be between 1 and 200, got {self.routes}", parameters="routes"
+            )
         if not 0.0 <= self.speeder_fraction <= 1.0:
-            raise InputError(f"speeder_fraction must be between 0 and 1, got {self.speeder_fraction}")
+            raise InvalidParameterError(
+                f"speeder_fraction must be between 0 and 1, got {self.speeder_fraction}",
+                parameters="speeder_fraction",
+            )
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from urbandp_process import assert_refused, run_urbandp
 
 from urbandp.cli import app
 
@@ -21,7 +22,10 @@ pytestmark = pytest.mark.system
         (["audit", "zero-skipping", "--table", "/nonexistent.csv"], "--table /nonexistent.csv: not found"),
         (["audit", "zero-skipping", "--table", "TABLE", "--group-sizes", "a,b"], "--group-sizes"),
         (["audit", "zero-skipping", "--table", "NOCOUNT"], "no 'count' column"),
-        (["audit", "differencing", "--joint", "TABLE", "--marginal", "TABLE"], "noise scale unknown"),
+        (
+            ["audit", "differencing", "--joint", "TABLE", "--marginal", "TABLE"],
+            "no --scale given and no noise_scale in privacy.json",
+        ),
         (
             ["audit", "differencing", "--joint", "TABLE", "--marginal", "WIDER", "--scale", "1"],
             "not in the joint table",
@@ -47,3 +51,32 @@ def test_bad_input(tmp_path: Path, args: list[str], message: str) -> None:
     res = CliRunner().invoke(app, [subst.get(a, a) for a in args])
     assert res.exit_code == 2
     assert res.output.count("\n") == 1 and res.output.startswith("urbandp: error:") and message in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["noise-scale", "--pairs", "PAIRS", "--alpha", "1.5"], "--alpha must be in (0, 1), got 1.5"),
+        (
+            ["zero-skipping", "--table", "TABLE", "--group-sizes", "1,x"],
+            "--group-sizes must be integers like 1,5,12, got '1,x'",
+        ),
+        (
+            ["differencing", "--joint", "TABLE", "--marginal", "TABLE", "--marginal-scale", "-1"],
+            "--marginal-scale must be a positive finite number, got -1.0",
+        ),
+        (
+            ["differencing", "--joint", "TABLE", "--marginal", "TABLE"],
+            "no --scale given and no noise_scale in privacy.json (estimate it with `urbandp audit noise-scale`)",
+        ),
+    ],
+)
+def test_the_cli_names_the_flag_the_library_the_parameter(tmp_path: Path, args: list[str], line: str) -> None:
+    """Issue 31: the library's message names the parameter (``marginal_scale``); the command line, run as a real
+    process, prints the flag in its place (the line it always printed, but for the rephrased missing scale)."""
+    files = {"PAIRS": "a,b\n1,2\n3,1\n", "TABLE": "mode,day,tap,location,count\nbus,1,on,A,40\n"}
+    for name, text in files.items():
+        (tmp_path / f"{name}.csv").write_text(text)
+    res = run_urbandp("audit", *[str(tmp_path / f"{a}.csv") if a in files else a for a in args])
+    assert_refused(res, line, others="none")
+    assert res.stderr.strip() == f"urbandp: error: {line}"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from urbandp_process import assert_refused, run_urbandp
 
 from urbandp.cli import app
 
@@ -103,3 +104,11 @@ def test_busiest_hat_failure_leaves_old_csv(tmp_path: Path) -> None:
     )
     assert res.exit_code == 2
     assert out.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["hat.csv"]
+
+
+def test_epsilons_error_names_the_flag(tmp_path: Path) -> None:
+    """Issue 31: the library names ``epsilons``; the command, run as a real process, prints its flag."""
+    res = run_urbandp(*MEAN, "--epsilons", "1,zero", "--out", str(tmp_path / "o"))
+    line = "--epsilons must be comma-separated numbers, got '1,zero'"
+    assert_refused(res, line, others="none")
+    assert res.stderr.strip() == f"urbandp: error: {line}"
