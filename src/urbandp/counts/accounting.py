@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import urbandp.privacy.dp_prelude as dp
 from urbandp.counts.units import PrivacyUnit
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.privacy.ledger import LedgerEntry
 from urbandp.privacy.loss import Loss
 
@@ -71,7 +71,9 @@ class NoisePlan:
 def laplace_plan(unit: PrivacyUnit, *, epsilon: float | None = None, scale: float | None = None) -> NoisePlan:
     """Discrete Laplace: give ``epsilon`` (scale is calibrated) or ``scale`` (epsilon is computed)."""
     if (epsilon is None) == (scale is None):
-        raise InputError("give exactly one of --epsilon and --noise-scale")
+        raise InvalidParameterError(  # the release's keywords (this function's scale is its noise_scale)
+            "give exactly one of epsilon and noise_scale", parameters=("epsilon", "noise_scale")
+        )
     if scale is None:
         if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
             raise InputError(f"epsilon must be finite and > 0, got {epsilon}")
@@ -91,7 +93,9 @@ def gaussian_plan(
     if not (0 < delta < 1):
         raise InputError(f"the Gaussian mechanism needs 0 < delta < 1, got {delta}")
     if (epsilon is None) == (scale is None):
-        raise InputError("give exactly one of --epsilon and --noise-scale")
+        raise InvalidParameterError(  # the release's keywords (this function's scale is its noise_scale)
+            "give exactly one of epsilon and noise_scale", parameters=("epsilon", "noise_scale")
+        )
     if scale is None:
         if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
             raise InputError(f"epsilon must be finite and > 0, got {epsilon}")

@@ -144,7 +144,8 @@ def release_spec(
     spark = check_engine(spec.engine, spec.spark_master) == "spark"
     if spark and (spec.domain is None or spec.input_kind != "events"):
         raise InvalidParameterError(
-            "--engine spark runs the per-event stage: it needs --input-kind events and --domain"
+            "engine spark runs the per-event stage: it needs input_kind events and domain",
+            parameters=("engine", "input_kind", "domain"),
         )
     with input_paths(data) as paths, output_policy(_protected(paths, spec, s), overwrite=overwrite):
         if len(paths) != 1:
@@ -163,8 +164,8 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
     """What the release of ``spec`` would cost, without reading data (``urbandp counts release --dry-run``)."""
     config = spec.config()
     if config.method == "data61-2016":
-        raise InvalidParameterError(
-            "--dry-run: the data61-2016 method is not DP and has no privacy cost to show"
+        raise InvalidParameterError(  # "method" here is the word, not the parameter
+            "dry_run: the data61-2016 method is not DP and has no privacy cost to show", parameters="dry_run"
         )
     plan = config.plan()
     assert plan is not None
@@ -228,8 +229,9 @@ def _release_selected(
 ) -> CountsRelease:
     """No public domain: the observed cells above a DP threshold (:mod:`urbandp.counts.selection`)."""
     if not spec.select_partitions:
-        raise InvalidParameterError(
-            "no public domain: pass --domain FILE, or --select-partitions with --delta"
+        raise InvalidParameterError(  # "domain" is the word here (a whole word would be renamed: not a parameter)
+            "no public domain: give a domain (a JSON file), or select_partitions with delta",
+            parameters=("select_partitions", "delta"),
         )
     config = spec.config()
     charge = _open_charge(session, spec, out)
@@ -278,11 +280,13 @@ def _check_against_domain(joint: JointCounts, spec: CountsReleaseSpec, dom: Coun
         )
     if spec.top_k_tap is not None and spec.top_k_tap not in dom.taps:
         raise InvalidParameterError(
-            f"--top-k-tap {spec.top_k_tap!r} is not a tap of the domain ({', '.join(dom.taps)})"
+            f"top_k_tap {spec.top_k_tap!r} is not a tap of the domain ({', '.join(dom.taps)})",
+            parameters="top_k_tap",
         )
     if spec.top_k is not None and not 1 <= spec.top_k <= len(dom.places):
         raise InvalidParameterError(
-            f"--top-k must be between 1 and the number of places ({len(dom.places)}), got {spec.top_k}"
+            f"top_k must be between 1 and the number of places ({len(dom.places)}), got {spec.top_k}",
+            parameters="top_k",
         )
 
 
@@ -327,7 +331,9 @@ def _release_on_domain(
     joint = _joint(frame, path, spec, dom, config)
     _check_against_domain(joint, spec, dom)
     if session.dataset is not None and config.plan() is None:
-        raise InvalidParameterError("--dataset: this method is not DP and cannot be charged to a budget")
+        raise InvalidParameterError(  # the Session's dataset; "method" here is the word, not the parameter
+            "dataset: this method is not DP and cannot be charged to a budget", parameters="dataset"
+        )
     charge = _open_charge(session, spec, out)
     with charge:
         not_dp = _reserve(charge, spec, config, dom)

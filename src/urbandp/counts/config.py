@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from urbandp.counts.accounting import NoisePlan, gaussian_plan, laplace_plan
 from urbandp.counts.sparse import integer_threshold
 from urbandp.counts.units import PrivacyUnit
-from urbandp.errors import InputError
+from urbandp.errors import InvalidParameterError
 
 METHODS = ("urbandp", "data61-2016")
 SAMPLINGS = ("auto", "sparse", "dense")
@@ -17,7 +17,7 @@ MARGINALS = ("auto", "noisy-joint", "published-joint", "charged")
 
 
 MAX_THRESHOLD = 2**53
-"""Largest ``|--suppress-below|``: integers above 2^53 are not exact float64 values, so no count or noisy value
+"""Largest ``|suppress_below|``: integers above 2^53 are not exact float64 values, so no count or noisy value
 compares meaningfully with a larger threshold (it would suppress every cell, or none); beyond it the exact tail
 probabilities of the zero-cell sampler also get needlessly costly (the discrete Gaussian's at 1e100 never ends)."""
 
@@ -39,61 +39,90 @@ class CountReleaseConfig:
     top_k_epsilon: float | None = None
     top_k_tap: str | None = None  # rank by one tap only, e.g. "off" for destinations
     data61_threshold: float = 18.0
-    sampling: str = "dense"  # the CLI's default is "auto" (sparse when --suppress-below is set)
+    sampling: str = "dense"  # the API's and CLI's default is "auto" (sparse when suppress_below is set)
     marginals: str = "auto"
     marginal_epsilon: float | None = None
     marginal_scale: float | None = None
 
     def __post_init__(self) -> None:
         if self.sampling not in SAMPLINGS:
-            raise InputError(f"--sampling must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}")
+            raise InvalidParameterError(
+                f"sampling must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}",
+                parameters="sampling",
+            )
         if self.marginals not in MARGINALS:
-            raise InputError(f"--marginals must be one of {', '.join(MARGINALS)}, got {self.marginals!r}")
+            raise InvalidParameterError(
+                f"marginals must be one of {', '.join(MARGINALS)}, got {self.marginals!r}",
+                parameters="marginals",
+            )
         for name, value in (
-            ("--suppress-below", self.suppress_below),
-            ("--threshold", self.data61_threshold),
-            ("--marginal-epsilon", self.marginal_epsilon),
-            ("--marginal-scale", self.marginal_scale),
-            ("--epsilon", self.epsilon),
-            ("--noise-scale", self.noise_scale),
-            ("--top-k-epsilon", self.top_k_epsilon),
+            ("suppress_below", self.suppress_below),
+            ("threshold", self.data61_threshold),  # the API's keyword and the CLI's --threshold
+            ("marginal_epsilon", self.marginal_epsilon),
+            ("marginal_scale", self.marginal_scale),
+            ("epsilon", self.epsilon),
+            ("noise_scale", self.noise_scale),
+            ("top_k_epsilon", self.top_k_epsilon),
         ):
             if value is not None and not math.isfinite(value):
-                raise InputError(f"{name} must be a finite number, got {value}")
+                raise InvalidParameterError(f"{name} must be a finite number, got {value}", parameters=name)
         if self.suppress_below is not None and abs(self.suppress_below) > MAX_THRESHOLD:
-            raise InputError(
-                f"--suppress-below must be between -2^53 and 2^53 ({MAX_THRESHOLD:,}), got {self.suppress_below:g}: "
-                "beyond that no count or noisy value is an exact float and every cell is on one side"
+            raise InvalidParameterError(
+                f"suppress_below must be between -2^53 and 2^53 ({MAX_THRESHOLD:,}), got {self.suppress_below:g}: "
+                "beyond that no count or noisy value is an exact float and every cell is on one side",
+                parameters="suppress_below",
             )
         if self.precision is not None and not -9 <= self.precision <= 15:
-            raise InputError(f"--precision must be between -9 and 15 decimal places, got {self.precision}")
+            raise InvalidParameterError(
+                f"precision must be between -9 and 15 decimal places, got {self.precision}",
+                parameters="precision",
+            )
         if not 0 <= self.delta < 1:
-            raise InputError(f"--delta must be in [0, 1), got {self.delta}")
+            raise InvalidParameterError(f"delta must be in [0, 1), got {self.delta}", parameters="delta")
         for name, value in (
-            ("--marginal-epsilon", self.marginal_epsilon),
-            ("--marginal-scale", self.marginal_scale),
+            ("marginal_epsilon", self.marginal_epsilon),
+            ("marginal_scale", self.marginal_scale),
         ):
             if value is not None and value <= 0:
-                raise InputError(f"{name} must be > 0, got {value}")
+                raise InvalidParameterError(f"{name} must be > 0, got {value}", parameters=name)
         if self.marginal_epsilon is not None and self.marginal_scale is not None:
-            raise InputError("give only one of --marginal-epsilon and --marginal-scale")
+            raise InvalidParameterError(
+                "give only one of marginal_epsilon and marginal_scale",
+                parameters=("marginal_epsilon", "marginal_scale"),
+            )
         if self.marginals == "charged" and self.marginal_epsilon is None and self.marginal_scale is None:
-            raise InputError("--marginals charged needs --marginal-epsilon or --marginal-scale")
+            raise InvalidParameterError(
+                "marginals charged needs marginal_epsilon or marginal_scale",
+                parameters=("marginals", "marginal_epsilon", "marginal_scale"),
+            )
         if self.sampling == "sparse":
             if self.method != "urbandp":
-                raise InputError("--sampling sparse applies to the DP method only (data61-2016 is dense)")
+                raise InvalidParameterError(  # "method" here is the word, not the parameter
+                    "sampling sparse applies to the DP method only (data61-2016 is dense)",
+                    parameters="sampling",
+                )
             if self.suppress_below is None:
-                raise InputError("--sampling sparse needs --suppress-below (without a threshold use dense)")
+                raise InvalidParameterError(  # "threshold" here is the word, not the parameter
+                    "sampling sparse needs suppress_below (without a threshold use dense)",
+                    parameters=("sampling", "suppress_below"),
+                )
             if self.consistent:
-                raise InputError("--consistent mixes every cell of a row: use --sampling dense with it")
+                raise InvalidParameterError(
+                    "consistent mixes every cell of a row: use sampling dense with it",
+                    parameters=("consistent", "sampling"),
+                )
         if self.method not in METHODS:
-            raise InputError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+            raise InvalidParameterError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.mechanism not in ("laplace", "gaussian"):
-            raise InputError(f"mechanism must be 'laplace' or 'gaussian', got {self.mechanism!r}")
+            raise InvalidParameterError(f"mechanism must be 'laplace' or 'gaussian', got {self.mechanism!r}")
         if self.method == "data61-2016" and self.noise_scale is None:
-            raise InputError("--method data61-2016 needs --noise-scale (the report's p)")
+            raise InvalidParameterError(
+                "method data61-2016 needs noise_scale (the report's p)", parameters=("method", "noise_scale")
+            )
         if self.top_k is not None and self.top_k_epsilon is None:
-            raise InputError("--top-k needs --top-k-epsilon (it is charged separately)")
+            raise InvalidParameterError(
+                "top_k needs top_k_epsilon (it is charged separately)", parameters=("top_k", "top_k_epsilon")
+            )
 
     @property
     def resolved_sampling(self) -> str:
@@ -102,9 +131,10 @@ class CountReleaseConfig:
             return "dense"
         if self.sampling == "sparse":
             if integer_threshold(float(self.suppress_below), self.precision) < 1:  # type: ignore[arg-type]
-                raise InputError(
-                    f"--sampling sparse needs --suppress-below above 0, got {self.suppress_below} "
-                    "(most zero cells would be published: use dense sampling)"
+                raise InvalidParameterError(
+                    f"sampling sparse needs suppress_below above 0, got {self.suppress_below} "
+                    "(most zero cells would be published: use sampling dense)",
+                    parameters=("sampling", "suppress_below"),
                 )
             return "sparse"
         if self.sampling == "auto" and self.suppress_below is not None and not self.consistent:
@@ -118,9 +148,10 @@ class CountReleaseConfig:
                 return "charged"
             return "noisy-joint" if self.resolved_sampling == "dense" else "published-joint"
         if self.marginals == "noisy-joint" and self.resolved_sampling == "sparse":
-            raise InputError(
-                "--marginals noisy-joint needs every noisy cell: use --sampling dense, or --marginals "
-                "charged / published-joint with sparse sampling"
+            raise InvalidParameterError(
+                "marginals noisy-joint needs every noisy cell: use sampling dense, or marginals "
+                "charged / published-joint with sampling sparse",
+                parameters=("marginals", "sampling"),
             )
         return self.marginals
 

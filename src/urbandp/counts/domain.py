@@ -154,10 +154,11 @@ class CountDomain:
                 f"{what} would need about {need / 2**30:,.1f} GiB ({need:,} bytes), "
                 f"{available / 2**30:,.1f} GiB available"
                 + (
-                    "; with --suppress-below, sparse sampling needs memory only for non-zero cells"
+                    "; with suppress_below, sparse sampling needs memory only for non-zero cells"
                     if dense
                     else ""
-                )
+                ),
+                parameters="suppress_below",
             )
 
     def place_mode_index(self) -> np.ndarray:

@@ -148,4 +148,4 @@ def release_selected(
 def check_selection_input(input_kind: str) -> None:
     """Partition selection reads events (a card's taps), not pre-aggregated counts."""
     if input_kind != "events":
-        raise InvalidParameterError("--select-partitions works on event input")
+        raise InvalidParameterError("select_partitions works on event input", parameters="select_partitions")

@@ -31,6 +31,7 @@ import numpy as np
 from urbandp.counts.exact_sampling import bernoulli_process
 from urbandp.counts.parallel_noise import add_noise
 from urbandp.counts.tails import IntegerNoise
+from urbandp.errors import InvalidParameterError
 from urbandp.privacy.noise import NoiseSource
 from urbandp.privacy.rounding import round_to_precision
 
@@ -119,9 +120,10 @@ def sparse_release(
     """Published cells of ``dense noise + round + suppress(< suppress_below)``, sampled sparsely (see module)."""
     t = integer_threshold(suppress_below, precision)
     if t < 1:
-        raise ValueError(
+        raise InvalidParameterError(
             "sparse sampling needs a suppression threshold above 0 "
-            f"(--suppress-below {suppress_below} publishes most zero cells; use dense sampling)"
+            f"(suppress_below {suppress_below} publishes most zero cells; use dense sampling)",
+            parameters="suppress_below",
         )
     noisy = add_noise(joint.counts, law.scale, law.mechanism, noise, progress=progress)
     noisy_f = round_to_precision(noisy.astype(np.float64), precision)

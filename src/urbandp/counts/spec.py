@@ -3,7 +3,9 @@
 
 The defaults are declared by the entry points (the Python keywords of :func:`urbandp.counts.api.release` and the
 flags of ``urbandp counts release``; a test holds them equal); the validation is declared once, here and in
-:class:`urbandp.counts.table_release.CountReleaseConfig`. Messages name the option as the command line spells it.
+:class:`urbandp.counts.table_release.CountReleaseConfig`. Messages name each option by its Python keyword and
+list it in the error's ``parameters``; the command line prints its flag instead (issue 31). The delta limit is
+the shared guard's (:func:`urbandp.privacy.guards.check_delta`), which names the flag itself.
 """
 
 from __future__ import annotations
@@ -66,23 +68,30 @@ class CountsReleaseSpec:
     def __post_init__(self) -> None:
         if self.domain is not None and self.select_partitions:
             raise InvalidParameterError(
-                "give --domain (a public list of cells) or --select-partitions (cells chosen with DP), not both"
+                "give domain (a public list of cells) or select_partitions (cells chosen with DP), not both",
+                parameters=("domain", "select_partitions"),
             )
         if self.input_kind not in ("events", "counts"):
-            raise InvalidParameterError(f"--input-kind must be events or counts, got {self.input_kind!r}")
+            raise InvalidParameterError(
+                f"input_kind must be events or counts, got {self.input_kind!r}", parameters="input_kind"
+            )
         if self.format not in ("csv", "parquet"):
-            raise InvalidParameterError(f"--format must be csv or parquet, got {self.format!r}")
+            raise InvalidParameterError(
+                f"format must be csv or parquet, got {self.format!r}", parameters="format"
+            )
         self.privacy_unit()  # the unit's own checks, in the order the command line always made them
         if self.budget_epsilon is not None and not self.budget_epsilon > 0:
             raise InvalidParameterError(
-                f"--budget-epsilon must be a number above 0, got {self.budget_epsilon:g}"
+                f"budget_epsilon must be a number above 0, got {self.budget_epsilon:g}",
+                parameters="budget_epsilon",
             )
         check_delta(self.delta, "--delta")
         if self.epsilon is None and self.noise_scale is None:
-            raise InvalidParameterError("give --epsilon or --noise-scale")
+            raise InvalidParameterError("give epsilon or noise_scale", parameters=("epsilon", "noise_scale"))
         if self.epsilon is not None and self.noise_scale is not None:
             raise InvalidParameterError(
-                "give only one of --epsilon and --noise-scale (the other is computed)"
+                "give only one of epsilon and noise_scale (the other is computed)",
+                parameters=("epsilon", "noise_scale"),
             )
         self.config()
 

@@ -40,7 +40,7 @@ from urbandp.counts.sparse import PublishedCells, SparseJoint, integer_threshold
 from urbandp.counts.tails import IntegerNoise
 from urbandp.counts.topk import noisy_top_k
 from urbandp.counts.window import per_card_window
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.privacy.rounding import round_to_precision
@@ -96,8 +96,9 @@ def _charge_top_k(
 ) -> tuple[list[int], dict[str, object]]:
     assert config.top_k is not None and config.top_k_epsilon is not None
     if config.top_k_tap is not None and config.top_k_tap not in domain.taps:
-        raise InputError(
-            f"--top-k-tap {config.top_k_tap!r} is not a tap of the domain ({', '.join(domain.taps)})"
+        raise InvalidParameterError(
+            f"top_k_tap {config.top_k_tap!r} is not a tap of the domain ({', '.join(domain.taps)})",
+            parameters="top_k_tap",
         )
     totals = _raw_place_totals(raw, domain, config.top_k_tap)
     res = noisy_top_k(totals, config.top_k, config.top_k_epsilon, config.unit)

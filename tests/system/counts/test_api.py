@@ -293,3 +293,33 @@ def test_cli_and_api_give_the_same_folder(
     )
     assert _comparable(api_out) == _comparable(cli_out)
     assert json.loads(r.output.splitlines()[-1])["total_epsilon"] == rel.privacy.total_epsilon  # type: ignore[attr-defined]
+
+
+def test_api_errors_name_the_keyword_not_the_flag(taps: dict[str, Any]) -> None:
+    """Issue 31: a Python caller reads its keyword (``top_k_tap``), never a flag it did not type; the command line
+    prints the flag (tests/system/counts/test_counts_refusals.py, test_counts_cli.py)."""
+    args = (taps["events"],)
+    kw: dict[str, Any] = {"domain": taps["domain"], "epsilon": 1, **CARD}
+    cases: list[tuple[dict[str, Any], str, tuple[str, ...]]] = [
+        ({"domain": None}, "no public domain: give a domain (a JSON file), or select_partitions with delta",
+         ("select_partitions", "delta")),
+        ({"top_k": 2, "top_k_epsilon": 1, "top_k_tap": "sideways"},
+         "top_k_tap 'sideways' is not a tap of the domain (on, off)", ("top_k_tap",)),
+        ({"top_k": 10_000, "top_k_epsilon": 1}, "top_k must be between 1 and the number of places", ("top_k",)),
+        ({"suppress_below": float("nan")}, "suppress_below must be a finite number, got nan", ("suppress_below",)),
+    ]  # fmt: skip
+    for changes, message, parameters in cases:
+        with pytest.raises(ud.InvalidParameterError) as caught:
+            ud.counts.release(*args, **{**kw, **changes}, session=ud.Session(noise=exact()))
+        assert str(caught.value).startswith(message) and "--" not in str(caught.value)
+        assert caught.value.parameters == parameters
+    with pytest.raises(ud.InvalidParameterError) as caught:
+        ud.counts.release(
+            *args,
+            **{**kw, "epsilon": None},
+            method="data61-2016",
+            noise_scale=2,
+            session=ud.Session(dataset="opal"),
+        )
+    assert str(caught.value) == "dataset: this method is not DP and cannot be charged to a budget"
+    assert caught.value.parameters == ("dataset",)

@@ -38,3 +38,32 @@ def test_domain_and_select_partitions_together_are_refused(taps: Path, tmp_path:
         )  # fmt: skip
         assert_refused(res, "not both", others="none")
         assert not (tmp_path / "o").exists()
+
+
+def test_the_command_line_names_the_flag_or_the_config_key(taps: Path, tmp_path: Path) -> None:
+    """Issue 31: the library names ``select_partitions``, ``sampling``, ``precision``; the command prints their
+    flags, or the key of its ``--config`` file when the value came from there."""
+    base = ["counts", "release", str(taps / "events.csv"), "--epsilon", "1", "--out", str(tmp_path / "o")]
+    no_domain = run_urbandp(*base)
+    assert_refused(
+        no_domain,
+        "no public domain: give a domain (a JSON file), or --select-partitions with --delta",
+        others="none",
+    )
+    domain = ["--domain", str(taps / "domain.json")]
+    sparse = run_urbandp(*base, *domain, "--sampling", "sparse", "--suppress-below", "-3")
+    assert_refused(
+        sparse,
+        "--sampling sparse needs --suppress-below above 0, got -3.0 (most zero cells would be published: use "
+        "--sampling dense)",
+        others="none",
+    )
+    config = tmp_path / "c.toml"
+    config.write_text("[counts.release]\nprecision = 20\n")
+    from_file = run_urbandp(*base, *domain, "--config", str(config))
+    assert_refused(
+        from_file,
+        f"precision in {config} [counts.release] must be between -9 and 15 decimal places, got 20",
+        others="none",
+    )
+    assert not (tmp_path / "o").exists()
