@@ -92,14 +92,14 @@ def test_a_keyword_wins_over_the_file(taps: Any, tmp_path: Path) -> None:
 def test_a_library_refusal_of_a_file_value_names_the_key(taps: Any, tmp_path: Path) -> None:
     events, domain = taps
     config = tmp_path / "bad.toml"
-    config.write_text(TOML.replace("epsilon = 1.5", "epsilon = -1"))
+    config.write_text(TOML + "precision = 20\n")
     with pytest.raises(InvalidParameterError) as caught:
         ud.counts.release(events, domain=domain, config=config)
-    assert f"epsilon in {config} [counts.release]" in str(caught.value)
-    assert "--" not in str(caught.value) and "epsilon" not in caught.value.parameters
+    assert str(caught.value).startswith(f"precision in {config} [counts.release] must be")
+    assert "--" not in str(caught.value) and "precision" not in caught.value.parameters
     with pytest.raises(InvalidParameterError) as passed:  # the same value passed as a keyword: named as such
-        ud.counts.release(events, domain=domain, config=config, epsilon=-2)
-    assert str(passed.value).startswith("epsilon ") and "config" not in str(passed.value)
+        ud.counts.release(events, domain=domain, config=config, precision=21)
+    assert str(passed.value).startswith("precision must be") and passed.value.parameters == ("precision",)
 
 
 @pytest.mark.parametrize(
@@ -145,7 +145,12 @@ def test_a_file_without_the_table_or_not_toml_is_refused(taps: Any, tmp_path: Pa
 
 def test_the_store_and_dataset_of_the_file_must_be_the_session_s(taps: Any, tmp_path: Path) -> None:
     events, domain = taps
+    from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
+
     store = tmp_path / "budget.sqlite"
+    ledger = BudgetStore(str(store))
+    ledger.init_dataset(DatasetCaps("opal", "card-day", 10.0))
+    ledger.close()
     config = tmp_path / "release.toml"
     config.write_text(TOML + f'budget_store = "{store}"\ndataset = "opal"\n')
     with ud.Session(store=store, dataset="opal") as session:

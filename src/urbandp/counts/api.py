@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 
 import urbandp.counts.table_release as table_release
+from urbandp.config_tables import takes_config
 from urbandp.counts.accounting import release_loss
 from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
 from urbandp.counts.domain import CountDomain
@@ -74,6 +75,7 @@ class CountsRelease(Release):
             return _write_folder(self, Path(out))
 
 
+@takes_config("counts.release")
 def release(
     data: TableLike,
     *,
@@ -108,6 +110,7 @@ def release(
     out: str | Path | None = None,
     overwrite: bool = False,
     progress: ProgressHook | None = None,
+    config: str | Path | None = None,
 ) -> CountsRelease:
     """Release a joint tap-count table and its marginals with DP (``urbandp counts release``; every option is
     the flag of that name, see its ``--help`` and docs/counts.md).
@@ -119,7 +122,9 @@ def release(
     write the folder inside the charge (its sha256 is recorded at commit); else :meth:`CountsRelease.write`.
     Raises :class:`~urbandp.errors.BudgetExceededError` before any noise when the store or ``budget_epsilon``
     cannot afford it. The release's warnings are emitted as :class:`~urbandp.results.ReleaseWarning`, the ones
-    read from the true data as :class:`~urbandp.results.OwnerWarning`.
+    read from the true data as :class:`~urbandp.results.OwnerWarning`. ``config``: a TOML file whose
+    ``[counts.release]`` table sets options by keyword (the file ``urbandp counts release --config`` reads);
+    keywords passed win (:mod:`urbandp.config_tables`).
     """
     spec = CountsReleaseSpec.from_options(locals())
     rel = release_spec(data, spec, session=session, out=out, overwrite=overwrite, progress=progress)
