@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.survey.io import read_list
 
 
@@ -39,10 +39,15 @@ class Declared:
 def declared_categories(categories: str | None, categories_file: Path | None, within: str | None) -> Declared:
     """From ``--categories A,B,...`` or ``--categories-file`` (``group,category`` lines with ``--within``)."""
     if (categories is None) == (categories_file is None):
-        raise InputError("give exactly one of --categories or --categories-file")
+        raise InvalidParameterError(
+            "give exactly one of categories or categories_file", parameters=("categories", "categories_file")
+        )
     if categories is not None:
         if within:
-            raise InputError("--within needs --categories-file with lines 'group,category'")
+            raise InvalidParameterError(
+                "within needs categories_file with lines 'group,category'",
+                parameters=("within", "categories_file"),
+            )
         return Declared({"": [c.strip() for c in categories.split(",") if c.strip()]})
     assert categories_file is not None
     lines = read_list(categories_file)

@@ -17,7 +17,7 @@ from types import TracebackType
 
 import numpy as np
 
-from urbandp.errors import InputError
+from urbandp.errors import InvalidParameterError
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.session import Session as ReleaseCharge
 from urbandp.session import Session
@@ -63,13 +63,18 @@ def survey_day(dataset: str | None, survey_date: str | dt.date | None) -> dt.dat
     if dataset is None:
         return dt.date.today()  # booked nowhere without a dataset
     if survey_date is None:
-        raise InputError("--dataset needs --survey-date YYYY-MM-DD (the day the answers were collected)")
+        raise InvalidParameterError(
+            "dataset needs survey_date YYYY-MM-DD (the day the answers were collected)",
+            parameters=("dataset", "survey_date"),
+        )
     if isinstance(survey_date, dt.date):
         return survey_date
     try:
         return dt.date.fromisoformat(survey_date)
     except ValueError:
-        raise InputError(f"--survey-date must be a date YYYY-MM-DD, got '{survey_date}'") from None
+        raise InvalidParameterError(
+            f"survey_date must be a date YYYY-MM-DD, got '{survey_date}'", parameters="survey_date"
+        ) from None
 
 
 class SurveyCharge:
@@ -86,8 +91,9 @@ class SurveyCharge:
         command_line: str | None,
     ) -> None:
         if budget_epsilon is not None and not (math.isfinite(budget_epsilon) and budget_epsilon > 0):
-            raise InputError(
-                f"--budget-epsilon must be a number above 0 (the cap on this release), got {budget_epsilon:g}"
+            raise InvalidParameterError(
+                f"budget_epsilon must be a number above 0 (the cap on this release), got {budget_epsilon:g}",
+                parameters="budget_epsilon",
             )
         self.session = session if session is not None else Session()
         self.day = survey_day(self.session.dataset, survey_date)

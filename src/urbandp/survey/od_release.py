@@ -11,7 +11,7 @@ import polars as pl
 
 import urbandp.survey.release as release
 import urbandp.survey.trips as tr
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_list, read_table, require_columns
 from urbandp.survey.report import OdPrivacyReport, ledger
@@ -47,7 +47,9 @@ class OdSpec:
     def block_ids(self) -> list[str]:
         """The declared block list (--blocks-file, or 1..--blocks)."""
         if (self.blocks_file is None) == (self.blocks is None):
-            raise InputError("give exactly one of --blocks-file or --blocks")
+            raise InvalidParameterError(
+                "give exactly one of blocks_file or blocks", parameters=("blocks_file", "blocks")
+            )
         if self.blocks_file is not None:
             ids = read_list(self.blocks_file)
         else:
@@ -60,14 +62,18 @@ class OdSpec:
         """The keep probability p of eq. 13 (given, or from --epsilon)."""
         p = self.keep_probability
         if (p is None) == (self.epsilon is None):
-            raise InputError("give exactly one of --keep-probability or --epsilon")
+            raise InvalidParameterError(
+                "give exactly one of keep_probability or epsilon", parameters=("keep_probability", "epsilon")
+            )
         if self.epsilon is not None:
-            release.positive("--epsilon", self.epsilon)
+            release.positive("epsilon", self.epsilon)
             release.check_epsilon(self.epsilon, "trip")
             p = tr.od_keep_probability(nb, self.epsilon)
         assert p is not None
         if not 0 <= p < 1:
-            raise InputError(f"--keep-probability must be in [0, 1), got {p}")
+            raise InvalidParameterError(
+                f"keep_probability must be in [0, 1), got {p}", parameters="keep_probability"
+            )
         return p
 
 
@@ -119,7 +125,9 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     if spec.method in ("histogram", "histogram-joint"):
         charge.refuse_not_dp(f"--method {spec.method} draws replacements from the true histogram")
     elif spec.method != "rr":
-        raise InputError(f"--method must be rr, histogram or histogram-joint, got {spec.method!r}")
+        raise InvalidParameterError(
+            f"method must be rr, histogram or histogram-joint, got {spec.method!r}", parameters="method"
+        )
     frame = read_table(path, spec.separator)
     require_columns(frame, Path(label), spec.origin, spec.dest)
     protected = [spec.origin, spec.dest]

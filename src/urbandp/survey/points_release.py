@@ -11,7 +11,7 @@ import polars as pl
 
 import urbandp.survey.locations as loc
 import urbandp.survey.release as release
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import float_column, read_table, require_columns
 from urbandp.survey.report import PointsPrivacyReport, ledger
@@ -49,19 +49,22 @@ class PointsSpec:
         try:
             return loc.BoundingBox.parse(self.bbox) if self.bbox else None
         except ValueError as err:
-            raise InputError(f"--bbox: {err}") from None
+            raise InvalidParameterError(f"bbox: {err}", parameters="bbox") from None
 
     def check(self) -> tuple[dict[str, object], float]:
         """The mechanism's description and the epsilon charged (per metre x --budget-metres), before any read."""
         if (self.epsilon_per_metre is None) == (self.scale_metres is None):
-            raise InputError("give exactly one of --epsilon-per-metre or --scale-metres")
-        release.positive("--epsilon-per-metre", self.epsilon_per_metre)
-        release.positive("--scale-metres", self.scale_metres)
-        release.positive("--budget-metres", self.budget_metres)  # 0 m would book epsilon 0 (issue 20)
+            raise InvalidParameterError(
+                "give exactly one of epsilon_per_metre or scale_metres",
+                parameters=("epsilon_per_metre", "scale_metres"),
+            )
+        release.positive("epsilon_per_metre", self.epsilon_per_metre)
+        release.positive("scale_metres", self.scale_metres)
+        release.positive("budget_metres", self.budget_metres)  # 0 m would book epsilon 0 (issue 20)
         cost = loc.perturbation_epsilon(self.epsilon_per_metre, self.scale_metres)
         eps = float(cost["epsilon_per_metre"]) * self.budget_metres  # type: ignore[arg-type]
-        option = f"epsilon per metre x --budget-metres ({self.budget_metres:g} m) ="
-        release.check_epsilon(eps, "respondent", option)
+        what = f"epsilon per metre x budget_metres ({self.budget_metres:g} m) ="
+        release.check_epsilon(eps, "respondent", what, ("budget_metres",))
         return cost, eps
 
 

@@ -20,7 +20,7 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 
 KeepColumns = Annotated[
     str | None,
@@ -47,30 +47,34 @@ OWNER_NOTE = "exact counts of the true data, for the data owner only; NOT DP, ne
 
 
 def positive(name: str, value: float | None) -> None:
-    """Refuse a given number that is not finite and above 0 (``name`` is the option)."""
+    """Refuse a given number that is not finite and above 0 (``name`` is the parameter, as Python names it)."""
     import math
 
     if value is not None and (not math.isfinite(value) or value <= 0):
-        raise InputError(f"{name} must be a finite number > 0, got {value}")
+        raise InvalidParameterError(f"{name} must be a finite number > 0, got {value}", parameters=name)
 
 
-def check_epsilon(epsilon: float | None, unit: str, option: str = "--epsilon") -> None:
+def check_epsilon(
+    epsilon: float | None, unit: str, what: str = "epsilon", parameters: tuple[str, ...] = ("epsilon",)
+) -> None:
     """Refuse an asked epsilon above the core's one limit (``SANE_EPSILON``), as the core guard decides.
 
-    The survey commands have no ``--allow-meaningless-epsilon``: the guard's reasons are asked for (``allow``)
-    and turned into a refusal that does not point at a flag these commands lack.
+    ``what`` names the epsilon in the message (its first word is what to make smaller) and ``parameters`` are
+    the parameters it mentions (issue 31: the command line shows them as flags). The survey commands have no
+    ``--allow-meaningless-epsilon``: the guard's reasons are asked for (``allow``) and turned into a refusal that
+    does not point at a flag these commands lack.
     """
     if epsilon is None:
         return
-    from urbandp.errors import InvalidParameterError
     from urbandp.privacy import guards
     from urbandp.privacy.loss import Loss
 
     reasons = guards.meaningless_reasons(Loss.pure(epsilon), None, per=unit, allow=True)
     if reasons:
         raise InvalidParameterError(
-            f"{option} {epsilon:g} is above {guards.SANE_EPSILON:g} per {unit}: the noise would protect nobody; "
-            f"use a smaller {option.split()[0]}"
+            f"{what} {epsilon:g} is above {guards.SANE_EPSILON:g} per {unit}: the noise would protect nobody; "
+            f"use a smaller {what.split()[0]}",
+            parameters=parameters,
         )
 
 
@@ -81,10 +85,12 @@ def public_columns(
     id_column: str | None,
     needed: Mapping[str, str],
     protected: Sequence[str],
+    options: Sequence[str] = ("id_column", "keep_columns"),
 ) -> dict[str, str]:
     """The columns copied through, each with why: ``--id``, ``--keep-columns`` and ``needed`` (option -> column).
 
-    Refuses a column that is missing or that is also a protected (noisy) column.
+    Refuses a column that is missing or that is also a protected (noisy) column; ``options`` are the release's
+    parameters that name copied columns (the advice of that refusal).
     """
     named: dict[str, str] = {}
     for option, col in needed.items():
@@ -99,9 +105,10 @@ def public_columns(
         raise InputError(f"{path}: missing column(s) {', '.join(missing)} (have: {', '.join(frame.columns)})")
     clash = [c for c in named if c in protected]
     if clash:
-        raise InputError(
+        raise InvalidParameterError(
             f"{', '.join(clash)}: a column cannot be both perturbed and copied through unchanged "
-            "(remove it from --id/--keep-columns)"
+            f"(remove it from {'/'.join(options)})",
+            parameters=tuple(options),
         )
     return named
 

@@ -11,7 +11,7 @@ import polars as pl
 
 import urbandp.survey.randomized_response as rr
 import urbandp.survey.release as release
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.survey.categorical import (
     Declared,
     Validated,
@@ -78,7 +78,7 @@ def _report_replacement(
     codes, groups = checked.codes, checked.groups
     p = spec.p
     if p is None or not 0 <= p < 1:
-        raise InputError("--method report-replacement needs --p in [0, 1)")
+        raise InvalidParameterError("method report-replacement needs p in [0, 1)", parameters=("method", "p"))
     new = rr.report_replacement(codes, groups, p, charge.ungated_bits(spec.sampler))
     by_group = {
         names[g]: rr.report_replacement_epsilon(p, np.bincount(codes[groups == g]).tolist())
@@ -98,9 +98,12 @@ def _krr(spec: RandomizeSpec, checked: Validated, declared: Declared, charge: Su
     warnings: list[str] = []
     if spec.theta is not None:
         if declared.grouped or lists[0] != 2:
-            raise InputError("--theta (binary RR) needs exactly 2 declared categories and no --within")
+            raise InvalidParameterError(
+                "theta (binary RR) needs exactly 2 declared categories and no within",
+                parameters=("theta", "within"),
+            )
         if not 0 < spec.theta < 1:
-            raise InputError(f"--theta must be in (0, 1), got {spec.theta}")
+            raise InvalidParameterError(f"theta must be in (0, 1), got {spec.theta}", parameters="theta")
         prob = (1.0 + spec.theta) / 2.0
         eps = rr.binary_epsilon(spec.theta)
         charge.reserve(eps, "survey-binary-rr", {"theta": spec.theta, "column": spec.column})
@@ -126,14 +129,16 @@ def _krr(spec: RandomizeSpec, checked: Validated, declared: Declared, charge: Su
 
 def _check_method(spec: RandomizeSpec, charge: SurveyCharge) -> None:
     """The options that need no data: epsilon's limit, the method, NOT DP refused with a dataset."""
-    release.positive("--epsilon", spec.epsilon)
+    release.positive("epsilon", spec.epsilon)
     release.check_epsilon(spec.epsilon, "respondent")
     if spec.method == "report-replacement":
         charge.refuse_not_dp("report-replacement builds its replacements from the true answers")
     elif spec.method != "krr":
-        raise InputError(f"--method must be 'krr' or 'report-replacement', got {spec.method!r}")
+        raise InvalidParameterError(
+            f"method must be 'krr' or 'report-replacement', got {spec.method!r}", parameters="method"
+        )
     elif (spec.epsilon is None) == (spec.theta is None):
-        raise InputError("give exactly one of --epsilon or --theta")
+        raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
 
 
 def randomize_body(spec: RandomizeSpec, path: Path, label: str, charge: SurveyCharge) -> SurveyRelease:
@@ -244,9 +249,9 @@ def estimate_table(
     separator: str,
 ) -> pl.DataFrame:
     """De-biased shares with 95 % CIs (report eq. 6): post-processing of a randomized column, no budget."""
-    release.positive("--epsilon", epsilon)
+    release.positive("epsilon", epsilon)
     if (epsilon is None) == (theta is None):
-        raise InputError("give exactly one of --epsilon or --theta")
+        raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
     declared = declared_categories(categories, categories_file, within)
     frame = read_table(data, separator)
     require_columns(frame, Path(label), column, *([within] if within else []))

@@ -128,8 +128,10 @@ SOURCES: dict[str, type[OpenDPBits] | type[OSRandomBits]] = {"opendp": OpenDPBit
 
 def bit_source(name: str) -> BitSource:
     """The named source: ``opendp`` (default) or ``os``."""
-    from urbandp.errors import InputError
+    from urbandp.errors import InvalidParameterError
 
     if name not in SOURCES:
-        raise InputError(f"--sampler must be one of {', '.join(SOURCES)}, got {name!r}")
+        raise InvalidParameterError(
+            f"sampler must be one of {', '.join(SOURCES)}, got {name!r}", parameters="sampler"
+        )
     return SOURCES[name]()

@@ -69,9 +69,10 @@ def check_work(epsilon: float) -> None:
         from urbandp.errors import InvalidParameterError
 
         raise InvalidParameterError(
-            f"--epsilon {epsilon:g} makes the SSD draws practically uniform (no information left) and needs up to "
+            f"epsilon {epsilon:g} makes the SSD draws practically uniform (no information left) and needs up to "
             f"{draws_per_point(epsilon):,.0f} Laplace draws per point (limit {MAX_DRAWS_PER_POINT:,}); use "
-            f"--epsilon {math.ceil(min_epsilon() * 1000) / 1000:g} or more"
+            f"epsilon {math.ceil(min_epsilon() * 1000) / 1000:g} or more",
+            parameters="epsilon",
         )
 
 

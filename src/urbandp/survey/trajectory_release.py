@@ -13,7 +13,7 @@ import polars as pl
 
 import urbandp.survey.release as release
 import urbandp.survey.ssd as ssd
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
 from urbandp.survey.report import TrajectoriesPrivacyReport, ledger
@@ -107,22 +107,25 @@ def _perturb_all(f: pl.DataFrame, spec: TrajectoriesSpec, public: dict[str, str]
 
 def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: SurveyCharge) -> SurveyRelease:
     """Check, refuse a dataset (NOT DP), read, perturb and describe one ``survey perturb-trajectories`` release."""
-    release.positive("--epsilon", spec.epsilon)
-    release.positive("--max-step-metres", spec.max_step_metres)
-    ssd.check_work(spec.epsilon)  # the work bound, from --epsilon alone, before the data is read
+    release.positive("epsilon", spec.epsilon)
+    release.positive("max_step_metres", spec.max_step_metres)
+    ssd.check_work(spec.epsilon)  # the work bound, from epsilon alone, before the data is read
     for reason in NOT_DP:  # with a dataset the first one refuses the run
         charge.refuse_not_dp(reason)
     if spec.every < 1:
-        raise InputError("--every must be >= 1")
+        raise InvalidParameterError("every must be >= 1", parameters="every")
     frame = read_table(path, spec.separator)
     require_columns(frame, Path(label), spec.lat, spec.lon, spec.trip, *([spec.order] if spec.order else []))
     needed = {"--trip": spec.trip}
-    public = release.public_columns(frame, Path(label), spec.keep_columns, None, needed, [spec.lat, spec.lon])
+    public = release.public_columns(
+        frame, Path(label), spec.keep_columns, None, needed, [spec.lat, spec.lon], options=("keep_columns",)
+    )
     f, bad = _ordered(frame, spec)
     done = _perturb_all(f, spec, public)
     if not done.pieces:
         raise InputError(
-            f"no trajectory of {label} is usable: each needs >= 3 points and every step <= --max-step-metres"
+            f"no trajectory of {label} is usable: each needs >= 3 points and every step <= max_step_metres",
+            parameters="max_step_metres",  # not "every": here it is a word, not the parameter
         )
     per_point = ssd.ssd_epsilon(spec.epsilon, 1)["per_point"]
     released = pl.concat(done.pieces, how="vertical_relaxed")

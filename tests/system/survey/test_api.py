@@ -140,8 +140,9 @@ def test_the_guards_fire_from_python(tmp_path: Path) -> None:
             survey_date=DAY,
             session=s,
         )
-    with pytest.raises(ud.InputError, match="--survey-date"):
+    with pytest.raises(ud.InvalidParameterError, match=r"^dataset needs survey_date YYYY-MM-DD") as caught:
         ud.survey.randomize(_vehicles(), column="model", categories=CATS, epsilon=1.0, session=s)
+    assert caught.value.parameters == ("dataset", "survey_date")  # the CLI: --dataset needs --survey-date
     with pytest.raises(ud.BudgetExceededError, match=r"cap is epsilon 0\.5"):
         ud.survey.od_randomize(
             pl.DataFrame({"from": ["1", "2"], "to": ["2", "1"]}), origin="from", dest="to", blocks=3, epsilon=1.0,

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from typer.testing import CliRunner
+from urbandp_process import assert_refused, run_urbandp
 
 from urbandp.cli import app
 from urbandp.survey.synth import write_survey
@@ -316,3 +317,43 @@ def test_escape_polygons_geojson(survey_dir: Path, tmp_path: Path) -> None:
     assert small < 0.02 < 0.2 < large
     priv = json.loads((tmp_path / "e" / "privacy.json").read_text())
     assert priv["epsilon"] is None and priv["epsilon_reason"]
+
+
+def test_errors_name_the_flag_or_the_config_key(survey_dir: Path, tmp_path: Path) -> None:
+    """Issue 31: the library names ``keep_probability``, ``budget_metres``, ``id_column``, ``keep_columns``
+    (tests/unit/survey/test_error_parameters.py); the command line prints the command's flag (``--keep-probability``
+    for ``od-randomize``'s ``p``, ``--id``), or the key of the ``--config`` file the value came from."""
+    trips = [str(survey_dir / "trips.csv"), "--from", "from_county", "--to", "to_county", "--blocks", "19"]
+    od = ["survey", "od-randomize", *trips, "--out", str(tmp_path / "od")]
+    res = run_urbandp(*od, "--keep-probability", "1.5")
+    assert_refused(res, "urbandp: error: --keep-probability must be in [0, 1), got 1.5", others="none")
+    config = tmp_path / "c.toml"
+    config.write_text(
+        "[survey.od-randomize]\nkeep_probability = 1.5\n\n[survey.perturb-points]\nbudget_metres = 0\n"
+    )
+    res = run_urbandp(*od, "--config", str(config))
+    needle = f"urbandp: error: keep_probability in {config} [survey.od-randomize] must be in [0, 1), got 1.5"
+    assert_refused(res, needle, others="none")
+    homes = [str(survey_dir / "homes.csv"), "--lat", "lat", "--lon", "lon", "--scale-metres", "10"]
+    res = run_urbandp(
+        "survey", "perturb-points", *homes, "--out", str(tmp_path / "p"), "--config", str(config)
+    )
+    needle = f"urbandp: error: budget_metres in {config} [survey.perturb-points] must be a finite number > 0, got 0.0"
+    assert_refused(res, needle, others="none")
+    clash = "a column cannot be both perturbed and copied through unchanged (remove it from "
+    res = run_urbandp("survey", "perturb-points", *homes, "--out", str(tmp_path / "p"), "--id", "lat")
+    assert_refused(res, f"urbandp: error: lat: {clash}--id/--keep-columns)", others="none")
+    # perturb-trajectories has no --id: its advice names only --keep-columns
+    points = [str(survey_dir / "trajectories.csv"), "--lat", "lat", "--lon", "lon", "--trip", "trip"]
+    ssd = [
+        "--epsilon",
+        "1",
+        "--max-step-metres",
+        "500",
+        "--keep-columns",
+        "lat",
+        "--out",
+        str(tmp_path / "t"),
+    ]
+    res = run_urbandp("survey", "perturb-trajectories", *points, *ssd)
+    assert_refused(res, f"urbandp: error: lat: {clash}--keep-columns)", others="none")
