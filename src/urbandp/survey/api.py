@@ -13,7 +13,9 @@ Options are named as the command's flags with underscores (``--id`` is ``id_colu
 declares its privacy unit (``respondent`` for answers and locations, ``trip`` for trips) and runs inside one charge
 of ``session`` (:class:`urbandp.Session`; default: no store): reserved before any draw, the guards inside the
 reservation, committed after the folder ``out`` (if given) is written. ``data``: a CSV or Parquet path, or a table
-(pandas, Polars eager or lazy, Arrow).
+(pandas, Polars eager or lazy, Arrow). ``config``: a TOML file whose table (``[survey.randomize]``, ...) sets
+options by the command's flag names (the file ``--config`` reads; ``id``, ``from`` and ``to`` are read as
+``id_column``, ``origin`` and ``dest``); keywords passed win (:mod:`urbandp.config_tables`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from urbandp.config_tables import takes_config
 from urbandp.frames import TableLike, input_paths
 from urbandp.session import Session
 from urbandp.survey.charge import RESPONDENT, TRIP
@@ -37,6 +40,7 @@ __all__ = ["SurveyRelease", "estimate", "od_randomize", "perturb_points", "pertu
 PathLike = str | Path
 
 
+@takes_config("survey.randomize", {"id": "id_column"})
 def randomize(
     data: TableLike,
     *,
@@ -59,6 +63,7 @@ def randomize(
     out: PathLike | None = None,
     overwrite: bool = False,
     command_line: str | None = None,
+    config: PathLike | None = None,
 ) -> SurveyRelease:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1; eq. 5), per
     respondent: k-RR with ``epsilon`` (within each ``within`` list), binary RR with ``theta``, or the report's
@@ -131,6 +136,7 @@ def estimate(
     return table
 
 
+@takes_config("survey.perturb-points", {"id": "id_column"})
 def perturb_points(
     data: TableLike,
     *,
@@ -149,6 +155,7 @@ def perturb_points(
     out: PathLike | None = None,
     overwrite: bool = False,
     command_line: str | None = None,
+    config: PathLike | None = None,
 ) -> SurveyRelease:
     """Perturb one location per respondent: planar Laplace with ``epsilon_per_metre`` (geo-indistinguishability,
     Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Charged as epsilon per metre x
@@ -180,6 +187,7 @@ def perturb_points(
     )
 
 
+@takes_config("survey.od-randomize", {"id": "id_column", "from": "origin", "to": "dest"})
 def od_randomize(
     data: TableLike,
     *,
@@ -200,6 +208,7 @@ def od_randomize(
     out: PathLike | None = None,
     overwrite: bool = False,
     command_line: str | None = None,
+    config: PathLike | None = None,
 ) -> SurveyRelease:
     """Randomize origin-destination pairs over declared blocks, per trip: OD randomized response (report eq. 13)
     with ``keep_probability`` or ``epsilon``; ``method="histogram"``/``"histogram-joint"`` is the report's
@@ -232,6 +241,7 @@ def od_randomize(
     )
 
 
+@takes_config("survey.perturb-trajectories")
 def perturb_trajectories(
     data: TableLike,
     *,
@@ -251,6 +261,7 @@ def perturb_trajectories(
     out: PathLike | None = None,
     overwrite: bool = False,
     command_line: str | None = None,
+    config: PathLike | None = None,
 ) -> SurveyRelease:
     """SSD trajectory perturbation per trip (report section 6.1, eq. 16; Jiang et al. 2013). NOT DP as a whole
     (every trip's start and end are published): refused with a dataset."""
