@@ -176,13 +176,18 @@ class DpMapPlan:
                 "values would be practically uniform noise (no information); use a larger epsilon",
                 parameters="epsilon",
             )
-        if self.expected_draws > MAX_EXPECTED_DRAWS:
-            raise InvalidParameterError(
-                f"{self.windows} windows x {self.cells} cells need about {self.expected_draws:.3g} noise draws "
-                f"(limit {MAX_EXPECTED_DRAWS:.0e}); use a shorter start/end window, larger cell_metres or "
-                "a larger epsilon",
-                parameters=("start", "end", "cell_metres", "epsilon"),
-            )
+        check_work(self.windows, self.cells, self.expected_draws)
+
+
+def check_work(windows: int, cells: int, expected_draws: float) -> None:
+    """Refuse a release whose rejection sampler would need more than :data:`MAX_EXPECTED_DRAWS` draws."""
+    if expected_draws > MAX_EXPECTED_DRAWS:
+        raise InvalidParameterError(
+            f"{windows} windows x {cells} cells need about {expected_draws:.3g} noise draws "
+            f"(limit {MAX_EXPECTED_DRAWS:.0e}); use a shorter start/end window, larger cell_metres or "
+            "a larger epsilon",
+            parameters=("start", "end", "cell_metres", "epsilon"),
+        )
 
 
 def plan_dp_map(
@@ -208,6 +213,8 @@ def plan_dp_map(
     b = mech.scale
     eps_cell = mech.epsilon_actual
     acc = acceptance_min(b, 0.0, hi)
+    draws = n_windows * n_cells / max(acc, 1e-300)
+    check_work(n_windows, n_cells, draws)  # first: composing W x G cells costs memory growing with W x G
     return DpMapPlan(
         windows=n_windows,
         cells=n_cells,
@@ -216,7 +223,7 @@ def plan_dp_map(
         epsilon_per_window_map=optimal_homogeneous_epsilon(eps_cell, n_cells, delta),
         epsilon_total=optimal_homogeneous_epsilon(eps_cell, n_windows * n_cells, delta),
         acceptance_min=acc,
-        expected_draws=n_windows * n_cells / max(acc, 1e-300),
+        expected_draws=draws,
         delta=delta,
         epsilon_replace_one=optimal_homogeneous_epsilon(eps_cell, 2 * n_cells, delta),
         basic_per_window_map=n_cells * eps_cell,
