@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from urbandp.errors import InputError
+from urbandp.errors import InvalidParameterError
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.loss import Loss, optimal_homogeneous_epsilon
 from urbandp.privacy.noise import NoiseSource
@@ -91,7 +91,7 @@ def all_windows(readings: Readings, window_minutes: int) -> np.ndarray:
 def public_windows(start: np.datetime64, end: np.datetime64, window_minutes: int) -> np.ndarray:
     """Every window that overlaps the public interval ``[start, end)`` (chosen without looking at the data)."""
     if not end > start:
-        raise InputError(f"--end ({end}) must be after --start ({start})")
+        raise InvalidParameterError(f"end ({end}) must be after start ({start})", parameters=("start", "end"))
     step = np.timedelta64(int(window_minutes), "m")
     first = window_starts(np.array([start], dtype="datetime64[us]"), window_minutes)[0]
     stop: np.datetime64 = end.astype("datetime64[m]")
@@ -170,17 +170,24 @@ class DpMapPlan:
     def check(self) -> None:
         """Refuse, before any noise, a release whose noise is meaningless or whose work is unbounded."""
         if self.acceptance_min < MIN_ACCEPTANCE:
-            raise InputError(
-                f"epsilon per cell {self.epsilon_cell:.3g} gives bounded Laplace scale {self.scale:.3g}: one "
+            raise InvalidParameterError(  # one "epsilon" only: the parameter (the CLI writes its flag)
+                f"at {self.epsilon_cell:.3g} per cell the bounded Laplace scale is {self.scale:.3g}: one "
                 f"draw in {1 / max(self.acceptance_min, 1e-300):.3g} lands in the domain and the released "
-                "values would be practically uniform noise (no information); use a larger --epsilon"
+                "values would be practically uniform noise (no information); use a larger epsilon",
+                parameters="epsilon",
             )
-        if self.expected_draws > MAX_EXPECTED_DRAWS:
-            raise InputError(
-                f"{self.windows} windows x {self.cells} cells need about {self.expected_draws:.3g} noise draws "
-                f"(limit {MAX_EXPECTED_DRAWS:.0e}); use a shorter --start/--end window, larger --cell-metres or "
-                "a larger --epsilon"
-            )
+        check_work(self.windows, self.cells, self.expected_draws)
+
+
+def check_work(windows: int, cells: int, expected_draws: float) -> None:
+    """Refuse a release whose rejection sampler would need more than :data:`MAX_EXPECTED_DRAWS` draws."""
+    if expected_draws > MAX_EXPECTED_DRAWS:
+        raise InvalidParameterError(
+            f"{windows} windows x {cells} cells need about {expected_draws:.3g} noise draws "
+            f"(limit {MAX_EXPECTED_DRAWS:.0e}); use a shorter start/end window, larger cell_metres or "
+            "a larger epsilon",
+            parameters=("start", "end", "cell_metres", "epsilon"),
+        )
 
 
 def plan_dp_map(
@@ -201,11 +208,13 @@ def plan_dp_map(
     try:
         check_meaningful(epsilon_cell, sensitivity, 0.0, hi)
     except ValueError as err:
-        raise InputError(f"--epsilon: {err}; use a larger --epsilon") from None
+        raise InvalidParameterError(f"{err}; use a larger epsilon", parameters="epsilon") from None
     mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="holohan")
     b = mech.scale
     eps_cell = mech.epsilon_actual
     acc = acceptance_min(b, 0.0, hi)
+    draws = n_windows * n_cells / max(acc, 1e-300)
+    check_work(n_windows, n_cells, draws)  # first: composing W x G cells costs memory growing with W x G
     return DpMapPlan(
         windows=n_windows,
         cells=n_cells,
@@ -214,7 +223,7 @@ def plan_dp_map(
         epsilon_per_window_map=optimal_homogeneous_epsilon(eps_cell, n_cells, delta),
         epsilon_total=optimal_homogeneous_epsilon(eps_cell, n_windows * n_cells, delta),
         acceptance_min=acc,
-        expected_draws=n_windows * n_cells / max(acc, 1e-300),
+        expected_draws=draws,
         delta=delta,
         epsilon_replace_one=optimal_homogeneous_epsilon(eps_cell, 2 * n_cells, delta),
         basic_per_window_map=n_cells * eps_cell,

@@ -80,8 +80,9 @@ def check_epsilons(o: DpMapOptions) -> None:
         try:
             check_meaningful(e, o.sensitivity, 0.0, hi)
         except ValueError as err:
-            option = "--epsilon" if e == o.epsilon else "--utility-epsilons"
-            raise InvalidParameterError(f"{option}: {err}") from None
+            if e == o.epsilon:  # err names epsilon and its value: "epsilon 0.001 needs ..."
+                raise InvalidParameterError(str(err), parameters="epsilon") from None
+            raise InvalidParameterError(f"utility_epsilons: {err}", parameters="utility_epsilons") from None
 
 
 def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
@@ -99,8 +100,9 @@ def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
         rows["rows_outside_window"] = int((~inside).sum())
         if not inside.any():
             raise InputDataError(
-                f"no usable reading inside --start {o.start} --end {o.end} "
-                f"({len(readings)} usable readings lie outside it)"
+                f"no usable reading inside start {o.start} end {o.end} "
+                f"({len(readings)} usable readings lie outside it)",
+                parameters=("start", "end"),
             )
         readings = readings.subset(inside)
         windows = public_windows(start, end, o.window_minutes)
@@ -111,7 +113,9 @@ def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
     else:
         grid = SquareGrid.covering(readings.lat, readings.lon, o.cell_metres)
     if grid.n_cells > 250_000:
-        raise InvalidParameterError(f"grid of {grid.n_cells} cells is too large; use a larger --cell-metres")
+        raise InvalidParameterError(
+            f"grid of {grid.n_cells} cells is too large; use a larger cell_metres", parameters="cell_metres"
+        )
     plan = None
     if o.calibration != "paper":
         per_day = windows_per_day(windows, o.window_minutes)

@@ -73,7 +73,9 @@ def load(o: InterpolateOptions, folder: Path) -> tuple[Readings, LoadReport, Squ
     else:
         grid = SquareGrid.covering(readings.lat, readings.lon, o.cell_metres)
     if grid.n_cells > 250_000:
-        raise InvalidParameterError(f"grid of {grid.n_cells} cells is too large; use a larger --cell-metres")
+        raise InvalidParameterError(
+            f"grid of {grid.n_cells} cells is too large; use a larger cell_metres", parameters="cell_metres"
+        )
     return readings, report, grid
 
 

@@ -18,7 +18,7 @@ from urbandp.sensing.pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UN
 MAX_PRECISION = 15
 
 MIN_SENSITIVITY = 1e-6
-"""Smallest --sensitivity: far above the 2^-40 lattice the bounded Laplace is drawn on (bounded_laplace.py)."""
+"""Smallest ``sensitivity``: far above the 2^-40 lattice the bounded Laplace is drawn on (bounded_laplace.py)."""
 
 DEFAULT_VEHICLE_COLUMN = "vehicle"
 
@@ -34,15 +34,21 @@ def check_grid_options(cell_metres: float, window_minutes: int, kernel: str | No
     if not cell_metres > 0:
         raise InvalidParameterError(f"cell_metres must be > 0, got {cell_metres}", parameters="cell_metres")
     if window_minutes <= 0:
-        raise InvalidParameterError(f"--window-minutes must be > 0, got {window_minutes}")
+        raise InvalidParameterError(
+            f"window_minutes must be > 0, got {window_minutes}", parameters="window_minutes"
+        )
     if kernel is not None and kernel not in KERNELS:
-        raise InvalidParameterError(f"--kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
+        raise InvalidParameterError(
+            f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}", parameters="kernel"
+        )
 
 
-def check_box(box: Box | None, option: str = "--bbox") -> None:
-    """A public box lat_min, lon_min, lat_max, lon_max with min < max."""
+def check_box(box: Box | None, parameter: str = "bbox") -> None:
+    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``)."""
     if box is not None and not (len(box) == 4 and box[0] < box[2] and box[1] < box[3]):
-        raise InvalidParameterError(f"{option} must be lat_min,lon_min,lat_max,lon_max with min < max")
+        raise InvalidParameterError(
+            f"{parameter} must be lat_min,lon_min,lat_max,lon_max with min < max", parameters=parameter
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,47 +84,66 @@ class DpMapOptions:
         self._check_numbers()
         if self.bbox is None and not self.bbox_from_data_not_private:
             raise InvalidParameterError(
-                "give a public --bbox (or --bbox-from-data-not-private, which is not DP)"
+                "give a public bbox (or bbox_from_data_not_private, which is not DP)",
+                parameters=("bbox", "bbox_from_data_not_private"),
             )
         if self.min_readings < 2:
-            raise InvalidParameterError(f"--min-readings must be >= 2, got {self.min_readings}")
+            raise InvalidParameterError(
+                f"min_readings must be >= 2, got {self.min_readings}", parameters="min_readings"
+            )
         if not 0 <= self.precision <= MAX_PRECISION:
             raise InvalidParameterError(
-                f"--precision must be between 0 and {MAX_PRECISION}, got {self.precision}"
+                f"precision must be between 0 and {MAX_PRECISION}, got {self.precision}",
+                parameters="precision",
             )
         if self.dataset is not None and self.calibration == "paper":
             raise InvalidParameterError(
-                "--dataset: the paper's calibration is not DP and cannot be charged to a budget"
+                "dataset: the paper's calibration is not DP and cannot be charged to a budget",
+                parameters="dataset",
             )
         if self.dataset is not None and (self.start is None or self.bbox is None):
             raise InvalidParameterError(  # a release labelled NOT DP is never booked as DP spend (issue 20)
-                "--dataset: without --start/--end and a public --bbox the release is NOT differentially private "
-                "(its window or box is read from the readings); it cannot be charged to a budget as DP spend"
+                "dataset: without start/end and a public bbox the release is NOT differentially private "
+                "(its window or box is read from the readings); it cannot be charged to a budget as DP spend",
+                parameters=("dataset", "start", "end", "bbox"),
             )
         if (self.start is None) != (self.end is None):
-            raise InvalidParameterError("give both --start and --end (a public time window), or neither")
+            raise InvalidParameterError(
+                "give both start and end (a public time window), or neither", parameters=("start", "end")
+            )
 
     def _check_numbers(self) -> None:
         from urbandp.sensing.bounded_laplace import CALIBRATIONS
 
-        for name, v in (("--epsilon", self.epsilon), ("--sensitivity", self.sensitivity)):
+        for name, v in (("epsilon", self.epsilon), ("sensitivity", self.sensitivity)):
             if not (v > 0 and math.isfinite(v)):
-                raise InvalidParameterError(f"{name} must be a positive finite number, got {v}")
+                raise InvalidParameterError(
+                    f"{name} must be a positive finite number, got {v}", parameters=name
+                )
         if self.sensitivity < MIN_SENSITIVITY:
             raise InvalidParameterError(
-                f"--sensitivity must be at least {MIN_SENSITIVITY:g} (noise is drawn on a 2^-40 lattice, so a "
-                f"smaller sensitivity is rounded away), got {self.sensitivity:g}"
+                f"sensitivity must be at least {MIN_SENSITIVITY:g} (noise is drawn on a 2^-40 lattice, so a "
+                f"smaller one is rounded away), got {self.sensitivity:g}",
+                parameters="sensitivity",
             )
         if self.upper is not None and not (math.isfinite(self.upper) and self.upper >= self.sensitivity):
-            raise InvalidParameterError(f"--upper must be finite and >= --sensitivity, got {self.upper}")
+            raise InvalidParameterError(
+                f"upper must be finite and >= sensitivity, got {self.upper}",
+                parameters=("upper", "sensitivity"),
+            )
         if self.budget is not None and not (self.budget > 0 and math.isfinite(self.budget)):
-            raise InvalidParameterError(f"--budget must be a positive finite number, got {self.budget}")
+            raise InvalidParameterError(
+                f"budget must be a positive finite number, got {self.budget}", parameters="budget"
+            )
         if self.calibration not in CALIBRATIONS:
             raise InvalidParameterError(
-                f"--calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}"
+                f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}",
+                parameters="calibration",
             )
         if any(not (e > 0 and math.isfinite(e)) for e in self.utility_epsilons):
-            raise InvalidParameterError("--utility-epsilons must all be positive finite numbers")
+            raise InvalidParameterError(
+                "utility_epsilons must all be positive finite numbers", parameters="utility_epsilons"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,27 +172,37 @@ class PmMapOptions:
     def __post_init__(self) -> None:
         check_box(self.bbox)
         if self.unit is not None and self.unit not in UNITS:
-            raise InvalidParameterError(f"--unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
+            raise InvalidParameterError(
+                f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", parameters="unit"
+            )
         m = self.max_readings_per_vehicle_window
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise InvalidParameterError(
-                f"--max-readings-per-vehicle-window must be an integer >= 1, got {m!r}"
+                f"max_readings_per_vehicle_window must be an integer >= 1, got {m!r}",
+                parameters="max_readings_per_vehicle_window",
             )
         if self.smoother not in SMOOTHERS:
             raise InvalidParameterError(
-                f"--smoother must be one of {', '.join(SMOOTHERS)}, got {self.smoother!r}"
+                f"smoother must be one of {', '.join(SMOOTHERS)}, got {self.smoother!r}",
+                parameters="smoother",
             )
         if not (self.cell_metres > 0 and np.isfinite(self.cell_metres)):
-            raise InvalidParameterError(f"--cell-metres must be a positive number, got {self.cell_metres}")
+            raise InvalidParameterError(
+                f"cell_metres must be a positive number, got {self.cell_metres}", parameters="cell_metres"
+            )
         if self.window_minutes <= 0:
-            raise InvalidParameterError(f"--window-minutes must be positive, got {self.window_minutes}")
+            raise InvalidParameterError(
+                f"window_minutes must be positive, got {self.window_minutes}", parameters="window_minutes"
+            )
         if not 0 <= self.precision <= MAX_PRECISION:
             raise InvalidParameterError(
-                f"--precision must be between 0 and {MAX_PRECISION}, got {self.precision}"
+                f"precision must be between 0 and {MAX_PRECISION}, got {self.precision}",
+                parameters="precision",
             )
 
 
-QUERY_ERROR = "need --epsilon > 0, --alpha >= 1, --rho != 0 and --steepness > 0"
+QUERY_ERROR = "need epsilon > 0, alpha >= 1, rho != 0 and steepness > 0"
+QUERY_PARAMETERS = ("epsilon", "alpha", "rho", "steepness")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,24 +227,33 @@ class QueryOptions:
         from urbandp.sensing.queries import QUERY_TYPES
 
         if self.type not in QUERY_TYPES:
-            raise InvalidParameterError(f"--type must be one of {', '.join(QUERY_TYPES)}, got {self.type!r}")
+            raise InvalidParameterError(
+                f"type must be one of {', '.join(QUERY_TYPES)}, got {self.type!r}", parameters="type"
+            )
         lo, hi = self.sigma2_min, self.sigma2_max
         if lo is None or hi is None or not (0 <= lo < hi and math.isfinite(hi)):
             raise InvalidParameterError(
-                "give public bounds --sigma2-min and --sigma2-max with 0 <= min < max"
+                "give public bounds sigma2_min and sigma2_max with 0 <= min < max",
+                parameters=("sigma2_min", "sigma2_max"),
             )
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)) or self.alpha < 1:
-            raise InvalidParameterError(QUERY_ERROR)
+            raise InvalidParameterError(QUERY_ERROR, parameters=QUERY_PARAMETERS)
         if self.rho == 0 or not self.steepness > 0:
-            raise InvalidParameterError(QUERY_ERROR)
+            raise InvalidParameterError(QUERY_ERROR, parameters=QUERY_PARAMETERS)
         if self.type in ("count", "range") and self.theta is None:
-            raise InvalidParameterError(f"--type {self.type} needs --theta")
+            raise InvalidParameterError(f"type {self.type} needs theta", parameters=("type", "theta"))
         if self.type == "range" and (self.theta2 is None or not self.theta < self.theta2):  # type: ignore[operator]
-            raise InvalidParameterError("--type range needs --theta2 > --theta")
+            raise InvalidParameterError(
+                "type range needs theta2 > theta", parameters=("type", "theta2", "theta")
+            )
         if len(self.rect) != 4 or (self.select is not None and len(self.select) != 4):
-            raise InvalidParameterError("--rect and --select need 4 numbers lat1,lon1,lat2,lon2")
+            raise InvalidParameterError(
+                "rect and select need 4 numbers lat1,lon1,lat2,lon2", parameters=("rect", "select")
+            )
         if self.cells is not None and self.select is not None:
-            raise InvalidParameterError("give at most one of --select and --cells")
+            raise InvalidParameterError(
+                "give at most one of select and cells", parameters=("select", "cells")
+            )
 
 
 def parse_utility_epsilons(text: str) -> tuple[float, ...]:
@@ -221,14 +265,14 @@ def parse_utility_epsilons(text: str) -> tuple[float, ...]:
         return tuple(float(e) for e in text.split(","))
     except ValueError:
         raise InvalidParameterError(
-            f"--utility-epsilons must be comma-separated numbers, got {text!r}"
+            f"utility_epsilons must be comma-separated numbers, got {text!r}", parameters="utility_epsilons"
         ) from None
 
 
 def parse_window(start: str, end: str) -> tuple[np.datetime64, np.datetime64]:
     """Public ``[start, end)``: ISO dates or date-times; a date-only ``end`` includes that whole day."""
 
-    def one(text: str, option: str) -> tuple[np.datetime64, bool]:
+    def one(text: str, parameter: str) -> tuple[np.datetime64, bool]:
         t = text.strip()
         try:
             if len(t) == 10:
@@ -236,15 +280,18 @@ def parse_window(start: str, end: str) -> tuple[np.datetime64, np.datetime64]:
             return np.datetime64(dt.datetime.fromisoformat(t).replace(tzinfo=None), "m"), False
         except ValueError:
             raise InvalidParameterError(
-                f"{option} must be an ISO date or date-time like 2023-04-25, got {text!r}"
+                f"{parameter} must be an ISO date or date-time like 2023-04-25, got {text!r}",
+                parameters=parameter,
             ) from None
 
-    s, _ = one(start, "--start")
-    e, date_only = one(end, "--end")
+    s, _ = one(start, "start")
+    e, date_only = one(end, "end")
     if date_only:
         e = e + np.timedelta64(1, "D")
     if not e > s:
-        raise InvalidParameterError(f"--end ({end}) must not be before --start ({start})")
+        raise InvalidParameterError(
+            f"end ({end}) must not be before start ({start})", parameters=("start", "end")
+        )
     return s, e
 
 
@@ -254,19 +301,22 @@ def resolve_unit(o: PmMapOptions, columns: list[str]) -> tuple[str, str | None]:
     lower = {c.strip().lower(): c for c in columns}
     if o.vehicle_column is not None and o.vehicle_column.strip().lower() not in lower:
         raise InvalidParameterError(
-            f"--vehicle-column {o.vehicle_column!r}: no such column in {o.input_path} (found {', '.join(columns)})"
+            f"vehicle_column {o.vehicle_column!r}: no such column in {o.input_path} (found {', '.join(columns)})",
+            parameters="vehicle_column",
         )
     name = o.vehicle_column or (DEFAULT_VEHICLE_COLUMN if DEFAULT_VEHICLE_COLUMN in lower else None)
     unit = o.unit or ("vehicle-window" if name is not None else "reading")
     if unit == "vehicle-window" and name is None:
         raise InvalidParameterError(
-            f"--unit vehicle-window needs vehicle ids: {o.input_path} has no {DEFAULT_VEHICLE_COLUMN!r} column; "
-            "name one with --vehicle-column, or use --unit reading"
+            f"unit vehicle-window needs vehicle ids: {o.input_path} has no {DEFAULT_VEHICLE_COLUMN!r} column; "
+            "name one with vehicle_column, or use unit reading",
+            parameters=("unit", "vehicle_column"),
         )
     return unit, name
 
 
-GRID_ERROR = "need --exact-max >= 2, --inducing >= 2, --min-readings >= 2, --cv-folds 0 or >= 2"
+GRID_ERROR = "need exact_max >= 2, inducing >= 2, min_readings >= 2, cv_folds 0 or >= 2"
+GRID_PARAMETERS = ("exact_max", "inducing", "min_readings", "cv_folds")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,12 +345,13 @@ class InterpolateOptions:
 
         check_grid_options(self.cell_metres, self.window_minutes, self.kernel)
         if self.exact_max < 2 or self.inducing < 2 or self.min_readings < 2:
-            raise InvalidParameterError(GRID_ERROR)
+            raise InvalidParameterError(GRID_ERROR, parameters=GRID_PARAMETERS)
         if self.cv_folds < 0 or self.cv_folds == 1:
-            raise InvalidParameterError(GRID_ERROR)
+            raise InvalidParameterError(GRID_ERROR, parameters=GRID_PARAMETERS)
         if self.grid_format not in GRID_FORMATS:
             raise InvalidParameterError(
-                f"--grid-format must be one of {', '.join(GRID_FORMATS)}, got {self.grid_format!r}"
+                f"grid_format must be one of {', '.join(GRID_FORMATS)}, got {self.grid_format!r}",
+                parameters="grid_format",
             )
         check_box(self.bbox)
 
@@ -310,24 +361,26 @@ class InterpolateOptions:
         return self.cv_folds or (5 if self.cv else 0)
 
 
-def parse_numbers(text: str | None, n: int, option: str) -> tuple[float, ...] | None:
-    """``"1,2,3,4"`` -> (1.0, 2.0, 3.0, 4.0) for a flag that takes ``n`` comma-separated numbers."""
+def parse_numbers(text: str | None, n: int, parameter: str) -> tuple[float, ...] | None:
+    """``"1,2,3,4"`` -> (1.0, 2.0, 3.0, 4.0) for a parameter (``rect``) given as ``n`` comma-separated numbers."""
     if text is None:
         return None
     try:
         vals = tuple(float(t) for t in text.split(","))
     except ValueError:
-        raise InvalidParameterError(f"{option} needs {n} comma-separated numbers, got {text!r}") from None
+        vals = ()
     if len(vals) != n:
-        raise InvalidParameterError(f"{option} needs {n} comma-separated numbers, got {text!r}")
+        raise InvalidParameterError(
+            f"{parameter} needs {n} comma-separated numbers, got {text!r}", parameters=parameter
+        )
     return vals
 
 
-def parse_box(text: str | None, option: str = "--bbox") -> Box | None:
-    """A box flag ``lat_min,lon_min,lat_max,lon_max`` (checked: min < max)."""
-    box = parse_numbers(text, 4, option)
+def parse_box(text: str | None, parameter: str = "bbox") -> Box | None:
+    """A box given as text ``lat_min,lon_min,lat_max,lon_max`` (checked: min < max)."""
+    box = parse_numbers(text, 4, parameter)
     if box is None:
         return None
     result = (box[0], box[1], box[2], box[3])
-    check_box(result, option)
+    check_box(result, parameter)
     return result

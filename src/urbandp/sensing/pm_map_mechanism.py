@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.mechanisms import Laplace, calibrate
 from urbandp.privacy.noise import NoiseSource
@@ -91,16 +91,21 @@ def plan_pm_map(
     a unit of ``readings_per_unit`` readings (``unit`` default: ``reading`` for 1, else ``vehicle-window``)."""
     unit = unit if unit is not None else ("reading" if readings_per_unit == 1 else "vehicle-window")
     if unit not in UNITS:
-        raise InputError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
+        raise InvalidParameterError(
+            f"unit must be one of {', '.join(UNITS)}, got {unit!r}", parameters="unit"
+        )
     if unit == "reading" and readings_per_unit != 1:
         raise InputError("the reading unit holds one reading")
     if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise InputError(f"--epsilon must be a positive finite number, got {epsilon}")
+        raise InvalidParameterError(
+            f"epsilon must be a positive finite number, got {epsilon}", parameters="epsilon"
+        )
     if not (clip > 0 and math.isfinite(clip)):
-        raise InputError(f"--clip must be a positive finite number, got {clip}")
+        raise InvalidParameterError(f"clip must be a positive finite number, got {clip}", parameters="clip")
     if not isinstance(readings_per_unit, int) or readings_per_unit < 1:
-        raise InputError(
-            f"--max-readings-per-vehicle-window must be an integer >= 1, got {readings_per_unit}"
+        raise InvalidParameterError(  # the public keyword (pm_map's), not this function's readings_per_unit
+            f"max_readings_per_vehicle_window must be an integer >= 1, got {readings_per_unit}",
+            parameters="max_readings_per_vehicle_window",
         )
     count = calibrate("laplace", float(readings_per_unit), epsilon / 2.0)
     total = calibrate("laplace", readings_per_unit * clip / 2.0, epsilon / 2.0)

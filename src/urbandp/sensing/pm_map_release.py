@@ -87,7 +87,8 @@ def _plan(o: PmMapOptions) -> _Plan:
     if len(windows) * grid.n_cells > MAX_CELL_WINDOWS:
         raise InvalidParameterError(
             f"{len(windows)} windows x {grid.n_cells} cells is too many cells to noise; use larger "
-            "--cell-metres or --window-minutes, or a shorter --start/--end"
+            "cell_metres or window_minutes, or a shorter start/end",
+            parameters=("cell_metres", "window_minutes", "start", "end"),
         )
     return _Plan(unit, vehicle_column, m, plan, windows, vl, booked, grid)
 
@@ -101,7 +102,9 @@ def _read(o: PmMapOptions, p: _Plan, quarantine: Path) -> tuple[Readings, LoadRe
     t = readings.time.astype("datetime64[m]")
     inside = (t >= start) & (t < end)
     if not inside.any():
-        raise InputDataError(f"no usable reading inside --start {o.start} --end {o.end}")
+        raise InputDataError(
+            f"no usable reading inside start {o.start} end {o.end}", parameters=("start", "end")
+        )
     return readings.subset(inside), load, int((~inside).sum())
 
 

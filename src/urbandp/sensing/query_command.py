@@ -47,8 +47,8 @@ def run_query_command(
     from urbandp.sensing.options import parse_numbers
     from urbandp.session import Session
 
-    box = parse_numbers(rect, 4, "--rect")
-    sel = parse_numbers(select, 4, "--select")
+    box = parse_numbers(rect, 4, "rect")
+    sel = parse_numbers(select, 4, "select")
     assert box is not None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ReleaseWarning)

@@ -98,7 +98,7 @@ def run_sensing_query(grid: Path, o: QueryOptions, session: Session, out: Path |
     # only the window's cells inside rect are read (Parquet: one row group; see queries.read_grid_window)
     w, cell_ids, lat, lon, mu, s2_raw = read_grid_window(grid, o.window, o.rect)
     if cell_ids.size == 0:
-        raise InputDataError("--rect contains no cell centroid")
+        raise InputDataError("rect contains no cell centroid", parameters="rect")
     assert o.sigma2_min is not None and o.sigma2_max is not None
     s2 = clamp_sigma2(s2_raw, o.sigma2_min, o.sigma2_max)
     v, notes = _selection(o, cell_ids, lat, lon)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbandp.errors import InputError
+from urbandp.errors import InvalidParameterError
 from urbandp.geodesy import PlanarProjection
 
 
@@ -100,11 +100,15 @@ def write_synth_readings(out: Path, readings: int, vehicles: int = 10, hours: in
     from urbandp.outputs import check_output_file
 
     if readings < 2 or vehicles < 1 or hours < 1:
-        raise InputError("need --readings >= 2, --vehicles >= 1 and --hours >= 1")
+        raise InvalidParameterError(
+            "need readings >= 2, vehicles >= 1 and hours >= 1", parameters=("readings", "vehicles", "hours")
+        )
     if readings > MAX_SYNTH_READINGS or hours > MAX_SYNTH_HOURS:
-        raise InputError("need --readings <= 10000000 and --hours <= 8784 (one year)")
+        raise InvalidParameterError(
+            "need readings <= 10000000 and hours <= 8784 (one year)", parameters=("readings", "hours")
+        )
     if seed < 0:
-        raise InputError(f"--seed must be >= 0, got {seed}")
+        raise InvalidParameterError(f"seed must be >= 0, got {seed}", parameters="seed")
     check_output_file(out, "OUT")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"

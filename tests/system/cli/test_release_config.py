@@ -137,4 +137,4 @@ def test_sensing_pm_map_from_a_config_file(tmp_path: Path) -> None:
     a, b = pl.read_csv(by_flag / "pm_cells.csv"), pl.read_csv(by_file / "pm_cells.csv")
     assert a.columns == b.columns and a.select(keys).equals(b.select(keys))
     head = [str(readings), "--bbox", box, "--start", start, "--end", end]
-    _refused_alike("sensing", "pm-map", head, ["--epsilon", "-1"], "sensing.pm-map", tmp_path)
+    _refused_alike("sensing", "pm-map", head, ["--epsilon", "-1"], "sensing.pm-map", tmp_path, key_named=True)

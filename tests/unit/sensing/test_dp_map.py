@@ -110,6 +110,18 @@ def test_meaningless_epsilon_refused_without_running_the_calibration(epsilon: fl
     check_meaningful(0.003, 1.0, 0.0, 1.0)  # one draw in ~667 lands: allowed
 
 
+def test_unbounded_work_is_refused_before_the_composition() -> None:
+    """A year of one-minute windows over 235,000 cells: refused at once (the limit on the sampler's draws), not
+    after composing W x G = 1.2e11 cells (that allocated 213 GiB: MemoryError, exit 70 on the command line)."""
+    from urbandp.errors import InvalidParameterError
+    from urbandp.sensing.dp_map_mechanism import plan_dp_map
+
+    with pytest.raises(
+        InvalidParameterError, match=r"^525600 windows x 235000 cells need about 3\.91e\+11 noise"
+    ):
+        plan_dp_map(525_600, 235_000, 1.0, delta=1e-6)
+
+
 def test_public_windows_cover_the_interval_including_empty_ones() -> None:
     import numpy as np
 

@@ -159,5 +159,5 @@ def test_vehicle_window_plan_scales_the_noise_with_m_and_states_vehicle_losses()
     assert windows_per_day(long, 36 * 60) == 2  # 2024-01-16 overlaps both
     reading = vehicle_losses(plan_pm_map(2.0), hourly, 60)
     assert reading.per_vehicle_window is None and reading.per_vehicle_day is None  # nothing public bounds m
-    with pytest.raises(InputError, match="max-readings-per-vehicle-window"):
+    with pytest.raises(InputError, match=r"^max_readings_per_vehicle_window must be an integer >= 1"):
         plan_pm_map(1.0, 250.0, 0, "vehicle-window")
