@@ -181,3 +181,22 @@ def test_survey_aliases_read_the_command_line_s_keys(tmp_path: Path) -> None:
     )
     assert by_file.privacy.to_dict()["spec_sha256"] == by_keywords.privacy.to_dict()["spec_sha256"]
     assert by_file.table["household"].to_list() == data["household"].to_list()
+
+
+def test_a_sensing_pm_map_from_the_file_reads_the_box_as_the_flag_does(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from urbandp.cli import app
+
+    readings = tmp_path / "readings.csv"
+    assert CliRunner().invoke(app, ["sensing", "synth", str(readings), "--readings", "300"]).exit_code == 0
+    box = (22.45, 88.30, 22.65, 88.47)
+    options = {"start": "2024-01-15", "end": "2024-01-16", "epsilon": 2.0, "cell_metres": 1500.0}
+    config = tmp_path / "pm.toml"
+    config.write_text(
+        '[sensing.pm-map]\nbbox = "22.45,88.30,22.65,88.47"\nstart = 2024-01-15\nend = "2024-01-16"\n'
+        "epsilon = 2\ncell_metres = 1500\n"
+    )
+    by_file = ud.sensing.pm_map(readings, config=config).privacy.to_dict()
+    by_keywords = ud.sensing.pm_map(readings, bbox=box, **options).privacy.to_dict()
+    assert by_file["spec_sha256"] == by_keywords["spec_sha256"]

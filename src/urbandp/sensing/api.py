@@ -16,6 +16,8 @@ path or a table (pandas, Polars eager or lazy, Arrow, GeoPandas points), written
 the readings' reader (the one place rows are validated and quarantined). Each release runs in a charge of
 ``session`` (default: ``urbandp.Session()``, no store charged): the guards fire and the budget is reserved before
 any noise; a release the store cannot afford raises :class:`~urbandp.errors.BudgetExceededError` first.
+``config``: a TOML file whose table (``[sensing.dp-map]``, ``[sensing.pm-map]``, ``[sensing.query]``) sets options
+by name, the file ``--config`` reads; keywords passed win (:mod:`urbandp.config_tables`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urbandp.config_tables import takes_config
 from urbandp.frames import TableLike
 from urbandp.sensing.options import Box, DpMapOptions, PmMapOptions, QueryOptions
 
@@ -61,6 +64,7 @@ def _from_session(session: Session, path: Path, out: str | Path | None) -> dict[
     }
 
 
+@takes_config("sensing.dp-map")
 def dp_map(
     data: TableLike,
     *,
@@ -84,6 +88,7 @@ def dp_map(
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
+    config: str | Path | None = None,
 ) -> DpMapResult:
     """Differentially private posterior-variance maps: bounded Laplace (Holohan et al. 2018, the corrected
     calibration) on each cell's standardised GP variance sigma_p^2 (the paper's section VI-A), per window.
@@ -104,6 +109,7 @@ def dp_map(
     return rel
 
 
+@takes_config("sensing.pm-map")
 def pm_map(
     data: TableLike,
     *,
@@ -123,6 +129,7 @@ def pm_map(
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
+    config: str | Path | None = None,
 ) -> PmMapResult:
     """A differentially private map of PM2.5: Laplace noise (OpenDP) on clipped counts and centred sums of every
     cell of every window of the public grid, then means and a smoothed map (post-processing).
@@ -143,6 +150,7 @@ def pm_map(
     return rel
 
 
+@takes_config("sensing.query")
 def query(
     grid: TableLike,
     *,
@@ -162,6 +170,7 @@ def query(
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
+    config: str | Path | None = None,
 ) -> QueryAnswer:
     """An aggregate query over the cells of a rectangle of one window of an interpolated grid (the paper's Table
     III: average, LogSumExp min/max, exact min/max, sigmoid count and range), with its propagated squared error
