@@ -55,6 +55,18 @@ SESSION_KEYS = {"budget_store": "store", "dataset": "dataset"}
 ALIASES_ATTRIBUTE = "__urbandp_config_aliases__"
 
 
+class _Required:
+    """The default of a keyword that a call must give, by keyword or from its config file."""
+
+    def __repr__(self) -> str:
+        return "<required: a keyword or a config key>"
+
+
+REQUIRED: Any = _Required()
+"""Default of a required keyword of a :func:`takes_config` function: a type checker lets ``f(data, config=FILE)``
+leave it out, and the call is refused in one line naming it when neither the keyword nor the file gives it."""
+
+
 def read_document(path: Path) -> dict[str, Any]:
     """The TOML document at ``path``; a missing, unreadable or malformed file is refused in one line."""
     if not path.is_file():
@@ -187,10 +199,13 @@ def takes_config(
     names = dict(aliases or {})
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        required = [n for n, p in inspect.signature(fn).parameters.items() if p.default is REQUIRED]
+
         @functools.wraps(fn)
         def call(*args: P.args, **kwargs: P.kwargs) -> R:
             path = kwargs.pop("config", None)
             if path is None:
+                _check_required(fn.__name__, required, kwargs, None)
                 return fn(*args, **kwargs)
             read = read_options(Path(str(path)), table, fn, names, kwargs.get("session"))
             from_file = {
@@ -198,6 +213,7 @@ def takes_config(
             }
             merged: dict[str, Any] = {name: value for name, (_, value) in read.items()}
             merged.update(kwargs)
+            _check_required(fn.__name__, required, merged, f"{path} [{table}]")
             try:
                 return fn(*args, **merged)
             except InputError as err:
@@ -207,6 +223,18 @@ def takes_config(
         return call
 
     return decorate
+
+
+def _check_required(
+    function: str, required: list[str], given: Mapping[str, object], where: str | None
+) -> None:
+    missing = [name for name in required if given.get(name, REQUIRED) is REQUIRED]
+    if missing:
+        them, keywords = ("it", "a keyword") if len(missing) == 1 else ("them", "keywords")
+        source = f"as {keywords} or in {where}" if where else f"as {keywords} (or in a config file, config=)"
+        raise InvalidParameterError(
+            f"{function} needs {', '.join(missing)}: give {them} {source}", parameters=missing
+        )
 
 
 def key_aliases(fn: Callable[..., object]) -> dict[str, str]:

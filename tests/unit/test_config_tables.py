@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,13 @@ def taps(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[s
     return synth.events, synth.domain
 
 
-OPTIONS = {"unit": "card-day", "max_events": 4, "max_per_cell": 2, "epsilon": 1.5, "threshold": 12.0}
+OPTIONS: dict[str, Any] = {
+    "unit": "card-day",
+    "max_events": 4,
+    "max_per_cell": 2,
+    "epsilon": 1.5,
+    "threshold": 12.0,
+}
 TOML = (
     '[counts.release]\nunit = "card-day"\nmax-events = 4\nmax_per_cell = 2\nepsilon = 1.5\nthreshold = 12\n'
 )
@@ -191,7 +198,12 @@ def test_a_sensing_pm_map_from_the_file_reads_the_box_as_the_flag_does(tmp_path:
     readings = tmp_path / "readings.csv"
     assert CliRunner().invoke(app, ["sensing", "synth", str(readings), "--readings", "300"]).exit_code == 0
     box = (22.45, 88.30, 22.65, 88.47)
-    options = {"start": "2024-01-15", "end": "2024-01-16", "epsilon": 2.0, "cell_metres": 1500.0}
+    options: dict[str, Any] = {
+        "start": "2024-01-15",
+        "end": "2024-01-16",
+        "epsilon": 2.0,
+        "cell_metres": 1500.0,
+    }
     config = tmp_path / "pm.toml"
     config.write_text(
         '[sensing.pm-map]\nbbox = "22.45,88.30,22.65,88.47"\nstart = 2024-01-15\nend = "2024-01-16"\n'
@@ -200,3 +212,18 @@ def test_a_sensing_pm_map_from_the_file_reads_the_box_as_the_flag_does(tmp_path:
     by_file = ud.sensing.pm_map(readings, config=config).privacy.to_dict()
     by_keywords = ud.sensing.pm_map(readings, bbox=box, **options).privacy.to_dict()
     assert by_file["spec_sha256"] == by_keywords["spec_sha256"]
+
+
+def test_a_required_keyword_left_out_is_named_in_one_line(tmp_path: Path) -> None:
+    data = pl.DataFrame({"model": ["Camry", "Civic"]})
+    with pytest.raises(InvalidParameterError) as caught:
+        ud.survey.randomize(data, epsilon=2, categories="Camry,Civic")
+    assert str(caught.value) == "randomize needs column: give it as a keyword (or in a config file, config=)"
+    assert caught.value.parameters == ("column",)
+    config = tmp_path / "c.toml"
+    config.write_text("[sensing.pm-map]\nepsilon = 2\n")
+    with pytest.raises(
+        InvalidParameterError,
+        match=rf"^pm_map needs bbox, start, end: give them as keywords or in {re.escape(str(config))} \[sensing.pm-map\]$",
+    ):
+        ud.sensing.pm_map(tmp_path / "r.csv", config=config)

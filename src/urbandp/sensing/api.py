@@ -27,7 +27,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urbandp.config_tables import takes_config
+from urbandp.config_tables import REQUIRED, takes_config
 from urbandp.frames import TableLike
 from urbandp.sensing.options import Box, DpMapOptions, PmMapOptions, QueryOptions
 
@@ -113,9 +113,9 @@ def dp_map(
 def pm_map(
     data: TableLike,
     *,
-    bbox: Box,
-    start: str,
-    end: str,
+    bbox: Box = REQUIRED,
+    start: str = REQUIRED,
+    end: str = REQUIRED,
     epsilon: float = _P.epsilon,
     unit: str | None = _P.unit,
     vehicle_column: str | None = _P.vehicle_column,

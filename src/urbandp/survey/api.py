@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from urbandp.config_tables import takes_config
+from urbandp.config_tables import REQUIRED, takes_config
 from urbandp.frames import TableLike, input_paths
 from urbandp.session import Session
 from urbandp.survey.charge import RESPONDENT, TRIP
@@ -44,7 +44,7 @@ PathLike = str | Path
 def randomize(
     data: TableLike,
     *,
-    column: str,
+    column: str = REQUIRED,
     categories: str | None = None,
     categories_file: PathLike | None = None,
     within: str | None = None,
@@ -140,8 +140,8 @@ def estimate(
 def perturb_points(
     data: TableLike,
     *,
-    lat: str,
-    lon: str,
+    lat: str = REQUIRED,
+    lon: str = REQUIRED,
     epsilon_per_metre: float | None = None,
     scale_metres: float | None = None,
     bbox: str | tuple[float, float, float, float] | None = None,
@@ -191,8 +191,8 @@ def perturb_points(
 def od_randomize(
     data: TableLike,
     *,
-    origin: str,
-    dest: str,
+    origin: str = REQUIRED,
+    dest: str = REQUIRED,
     blocks_file: PathLike | None = None,
     blocks: int | None = None,
     keep_probability: float | None = None,
@@ -245,11 +245,11 @@ def od_randomize(
 def perturb_trajectories(
     data: TableLike,
     *,
-    lat: str,
-    lon: str,
-    trip: str,
-    epsilon: float,
-    max_step_metres: float,
+    lat: str = REQUIRED,
+    lon: str = REQUIRED,
+    trip: str = REQUIRED,
+    epsilon: float = REQUIRED,
+    max_step_metres: float = REQUIRED,
     order: str | None = None,
     every: int = 1,
     max_trips: int | None = None,

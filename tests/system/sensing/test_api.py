@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 import urbandp as ud
 from urbandp.cli import app
+from urbandp.config_tables import REQUIRED
 from urbandp.privacy.noise import ExactNoiseForTesting
 from urbandp.sensing.options import DpMapOptions, PmMapOptions
 
@@ -233,10 +234,10 @@ def test_api_keywords_are_the_options_declared_once() -> None:
     for function, options in ((ud.sensing.dp_map, DpMapOptions), (ud.sensing.pm_map, PmMapOptions)):
         params = inspect.signature(function).parameters
         declared = {f.name: f for f in fields(options)}
-        for name in set(params) - {"data", "session", "out", "overwrite"}:
+        for name in set(params) - {"data", "session", "out", "overwrite", "config"}:
             assert name in declared, name
             default = declared[name].default
-            if params[name].default is not inspect.Parameter.empty:
+            if params[name].default is not REQUIRED:  # required: a keyword or a config key, no default
                 assert params[name].default == default, name
         assert set(declared) - set(params) == {
             "input_path",
