@@ -191,7 +191,9 @@ def check_replaceable_dir(
             "folder name"
         )
     if not overwrite and (owner_of is None or owner_of.exists()):
-        raise InputError(f"{what} holds an earlier urbandp output; add --overwrite to replace it")
+        raise InputError(
+            f"{what} holds an earlier urbandp output; add overwrite to replace it", parameters="overwrite"
+        )
 
 
 def check_output_target(out: Path, option: str = "--out") -> Path:
@@ -268,7 +270,7 @@ def check_output_file(out: Path, option: str = "--out") -> Path:
     if out.is_dir():
         raise InputError(f"{option} {out} is a directory; give a file path")
     if (out.exists() or out.is_symlink()) and not current_policy().overwrite:
-        raise InputError(f"{option} {out} exists; add --overwrite to replace it")
+        raise InputError(f"{option} {out} exists; add overwrite to replace it", parameters="overwrite")
     return out
 
 

@@ -48,9 +48,9 @@ class ContributionSpec:
     def __post_init__(self) -> None:
         check_resolution(self.resolution)
         if self.start and self.end and self.start > self.end:
-            raise InputError(f"--start {self.start} is after --end {self.end}")
+            raise InputError(f"start {self.start} is after end {self.end}", parameters=("start", "end"))
         if not self.speed_max > 0:
-            raise InputError("--speed-max must be > 0")
+            raise InputError("speed_max must be > 0", parameters="speed_max")
 
 
 class ContributionBackend(Protocol):

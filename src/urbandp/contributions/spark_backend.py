@@ -235,7 +235,7 @@ def _spark_errors() -> tuple[type[BaseException], ...]:
 def _input_error(err: BaseException) -> InputError:
     text = str(err).strip().splitlines()
     first = next((line for line in text if line.strip()), type(err).__name__)
-    return InputError(f"--engine spark: cannot read input: {first[:300]}")
+    return InputError(f"engine spark: cannot read input: {first[:300]}", parameters="engine")
 
 
 def _groups(files: list[Path]) -> list[tuple[str, list[int]]]:
@@ -404,7 +404,9 @@ class SparkBackend:
         files = expand_inputs(list(paths))
         if any(input_kind(f) == "gtfs-realtime" for f in files):
             raise InputError(
-                "--engine spark reads CSV, JSON, JSON Lines and Parquet; GTFS-realtime snapshots are read by the default engine"
+                "engine spark reads CSV, JSON, JSON Lines and Parquet; GTFS-realtime snapshots are read by the "
+                "default engine",
+                parameters="engine",
             )
         options = options or ValidationOptions()
         if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor

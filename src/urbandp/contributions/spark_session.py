@@ -23,11 +23,12 @@ DEFAULT_MASTER = "local[*]"
 
 
 def check_engine(engine: str, spark_master: str | None) -> str:
-    """The ``--engine`` / ``--spark-master`` pair of a command, checked (one line and exit 2 at the CLI)."""
+    """The ``engine`` / ``spark_master`` pair of a release, checked (one line and exit 2 at the CLI, which names
+    them ``--engine`` and ``--spark-master``)."""
     if engine not in ("polars", "spark"):
-        raise InputError(f"--engine must be polars or spark, got {engine!r}")
+        raise InputError(f"engine must be polars or spark, got {engine!r}", parameters="engine")
     if spark_master is not None and engine != "spark":
-        raise InputError("--spark-master needs --engine spark")
+        raise InputError("spark_master needs engine spark", parameters=("spark_master", "engine"))
     return engine
 
 
@@ -49,12 +50,15 @@ def check_master_reachable(master: str) -> None:
     first = master.removeprefix("spark://").split(",")[0]
     host, _, port = first.rpartition(":")
     if not host or not port.isdigit():
-        raise InputError(f"--spark-master must look like spark://host:7077, got {master!r}")
+        raise InputError(
+            f"spark_master must look like spark://host:7077, got {master!r}", parameters="spark_master"
+        )
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=MASTER_PROBE_SECONDS).close()
     except OSError as err:
         raise InputError(
-            f"--spark-master {master}: cannot reach the master ({err.strerror or err}); is it running?"
+            f"spark_master {master}: cannot reach the master ({err.strerror or err}); is it running?",
+            parameters="spark_master",
         ) from None
 
 
@@ -119,7 +123,7 @@ def get_spark(master: str | None = None) -> SparkSession:
     """
     reason = spark_missing_reason()
     if reason is not None:
-        raise InputError(f"--engine spark: {reason}")
+        raise InputError(f"engine spark: {reason}", parameters="engine")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -152,7 +156,8 @@ def get_spark(master: str | None = None) -> SparkSession:
         spark = builder.getOrCreate()
     except Exception as err:  # py4j / Java start-up failures come in many types
         raise InputError(
-            f"--engine spark: cannot start Spark on {master or DEFAULT_MASTER}: {java_error_line(err)}"
+            f"engine spark: cannot start Spark on {master or DEFAULT_MASTER}: {java_error_line(err)}",
+            parameters="engine",
         ) from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -40,7 +40,7 @@ from urbandp.fleet.pipeline import (
     write_release,
 )
 from urbandp.fleet.report import FleetPrivacyReport
-from urbandp.fleet.spec import configure, python_values
+from urbandp.fleet.spec import configure, file_keys, named_by, python_values
 from urbandp.frames import TableLike, input_paths
 from urbandp.outputs import check_output_path, output_policy
 from urbandp.privacy.budget_store import checkpoint
@@ -152,12 +152,14 @@ def release(
     if unknown:
         raise TypeError(f"release() got unexpected option(s): {', '.join(unknown)}")
     given = python_values({**dict.fromkeys(OPTION_NAMES), **options, "columns": columns})
-    cfg, validation, mapping = configure({**given, "config": None if config is None else Path(config)})
+    a = {**given, "config": None if config is None else Path(config)}
+    cfg, validation, mapping = configure(a)
     from urbandp.contributions.spark_session import check_engine
 
     budget = session if session is not None else Session()
     target = None if out is None else Path(out)
-    with input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
+    # an error about a value read from the config file names its key there (issue 31)
+    with named_by(file_keys(a)), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
         charge = budget.charge(UNIT, out=target)
         with charge:
             try:
@@ -175,7 +177,9 @@ def release(
                 if target is None:
                     raise
                 where = write_owner_quarantine(target, err.quarantine)
-                raise InputError(f"{err}; the rows and their reasons are in {where}") from None
+                raise InputError(
+                    f"{err}; the rows and their reasons are in {where}", parameters=err.parameters
+                ) from None
             # the release spec, hashed: two releases with the same hash ran with the same parameters (issue 32)
             hat.privacy["spec_sha256"] = parameters_hash(
                 {"release": _spec_by_content(cfg, hat.privacy), "input": validation, "columns": mapping}

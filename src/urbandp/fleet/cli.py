@@ -60,7 +60,9 @@ def quarantine_on_failure(out: Path, run: Any) -> Any:
         return run()
     except NoValidRecords as err:
         path = write_owner_quarantine(out, err.quarantine)
-        raise InputError(f"{err}; the rows and their reasons are in {path}") from None
+        raise InputError(
+            f"{err}; the rows and their reasons are in {path}", parameters=err.parameters
+        ) from None
 
 
 def release(**a: Any) -> None:

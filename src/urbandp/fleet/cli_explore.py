@@ -67,8 +67,8 @@ def explore(
     section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
     hours_text = hours if hours is not None else section.get("hours")
     window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text or (9, 21))
-    first = parse_date(start, "--start") or parse_date(toml_date(section.get("start")), "start")
-    last = parse_date(end, "--end") or parse_date(toml_date(section.get("end")), "end")
+    first = parse_date(start, "start") or parse_date(toml_date(section.get("start")), f"start in {config}")
+    last = parse_date(end, "end") or parse_date(toml_date(section.get("end")), f"end in {config}")
     if first and last and first > last:
         raise InputError(f"--start {first} is after --end {last}")
     options = validation_options(

@@ -61,6 +61,15 @@ HATs over a public extent); a floor of 3 x D capped the month at about 450 HATs 
 Query = Literal["speed", "speeding"]
 
 
+class ParameterValueError(ValueError):
+    """A validator's ``ValueError`` that names parameters (issue 31): :func:`build_config` lists them in the
+    :class:`InputError`'s ``parameters``, so the CLI shows their flags and a config file its keys."""
+
+    def __init__(self, message: str, *parameters: str) -> None:
+        super().__init__(message)
+        self.parameters = parameters
+
+
 class HatReleaseConfig(BaseModel):
     """All parameters of ``urbandp release`` (frozen; validated on construction)."""
 
@@ -334,13 +343,20 @@ class HatReleaseConfig(BaseModel):
             raise ValueError(
                 "give exactly one of noise_scale (--noise-scale) or epsilon_per_day (--epsilon-per-day)"
             )
+        if self.start is not None and self.end is not None and self.start > self.end:
+            # refused here, before the guards count the window's days (none: a division by zero, exit 70)
+            raise ParameterValueError(f"start {self.start} is after end {self.end}", "start", "end")
         if self.speed_estimator != "report" and self.epsilon_per_day is None:
-            raise ValueError(
-                "--speed-estimator other than 'report' needs --epsilon-per-day (it is calibrated by epsilon)"
+            raise ParameterValueError(
+                "speed_estimator other than 'report' needs epsilon_per_day (it is calibrated by epsilon)",
+                "speed_estimator",
+                "epsilon_per_day",
             )
         if self.speed_estimator != "report" and self.mechanism == "gaussian":
-            raise ValueError(
-                "--speed-estimator other than 'report' is calibrated for Laplace; use --mechanism laplace"
+            raise ParameterValueError(
+                "speed_estimator other than 'report' is calibrated for Laplace; use mechanism laplace",
+                "speed_estimator",
+                "mechanism",
             )
         if self.speed_estimator == "clipped-mean" and self.neighbouring == "presence-public":
             raise ValueError(
@@ -349,9 +365,10 @@ class HatReleaseConfig(BaseModel):
             )
         for name, on in (("clip_bound", self.clip_bound != "public"), ("coarsen", self.coarsen != "none")):
             if on and (self.epsilon_per_day is None or self.speed_estimator != "report"):
-                raise ValueError(
-                    f"{name} splits an epsilon budget between release steps: it needs --epsilon-per-day and the "
-                    "report speed estimator"
+                raise ParameterValueError(
+                    f"{name} splits an epsilon budget between release steps: it needs epsilon_per_day and the "
+                    "report speed estimator",
+                    "epsilon_per_day",
                 )
         if self.coarsen != "none" and self.resolution < COARSEN_LEVELS[self.coarsen][-1][0]:
             raise ValueError(
@@ -419,7 +436,7 @@ def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
     domain, under add/remove, one level, Query 1 only (the other combinations keep truncation to K)."""
     needs = [
         (cfg.public_domain, "a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells)"),
-        (cfg.resolved_mechanism == "gaussian", "Gaussian noise (--epsilon-per-day, mechanism gaussian)"),
+        (cfg.resolved_mechanism == "gaussian", "Gaussian noise (epsilon_per_day, mechanism gaussian)"),
         (cfg.neighbouring == "add-remove", "add-remove neighbouring"),
         (cfg.selection == "dp", "DP selection"),
         (cfg.speed_estimator == "report", "the report speed estimator"),
@@ -430,7 +447,9 @@ def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
     ]
     missing = [what for ok, what in needs if not ok]
     if missing:
-        raise ValueError("contribution_bounding l2 needs " + ", ".join(missing))
+        text = ", ".join(missing)
+        named = ("epsilon_per_day",) if "epsilon_per_day" in text else ()
+        raise ParameterValueError("contribution_bounding l2 needs " + text, *named)
 
 
 def _check_borrow_strength(cfg: HatReleaseConfig) -> None:
@@ -511,23 +530,49 @@ COARSEN_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
 
 
-def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatReleaseConfig:
+def build_config(
+    toml: dict[str, object], overrides: dict[str, object], source: Path | None = None
+) -> HatReleaseConfig:
     """``[release]`` (or top-level keys) of a parsed TOML config, non-None overrides applied, validated.
 
-    Any problem (unknown key, bad value) raises :class:`InputError`.
+    Any problem (unknown key, bad value) raises :class:`InputError`, whose ``parameters`` are the parameters its
+    message names. With ``source`` (the file ``toml`` was read from), a parameter whose value came from the file
+    is named by its key instead (``speed_estimator in cfg.toml [release]``, issue 31).
     """
+    table, from_file = file_values(toml, overrides)
+    values = {**from_file, **{k: v for k, v in overrides.items() if v is not None}}
+    try:
+        return _validated(values)
+    except InputError as err:
+        from urbandp.fleet.spec import named_in_file
+
+        raise named_in_file(err, source, table, from_file) from None
+
+
+def file_values(
+    toml: dict[str, object], overrides: dict[str, object]
+) -> tuple[str | None, dict[str, object]]:
+    """(the table, or None for top-level keys; the values the release takes from it): a file's value is used
+    unless an override (not None) replaces it."""
     section = toml.get("release")
     values: dict[str, object] = (
         dict(section)
         if isinstance(section, dict)
         else {k: v for k, v in toml.items() if not isinstance(v, dict)}
     )
-    given = {k: v for k, v in overrides.items() if v is not None}
+    given = {k for k, v in overrides.items() if v is not None}
     # A flag for one of the pair (B, epsilon per day) replaces the other one coming from the file.
     for one, other in (("noise_scale", "epsilon_per_day"), ("epsilon_per_day", "noise_scale")):
         if one in given:
             values.pop(other, None)
-    values.update(given)
+    return ("release" if isinstance(section, dict) else None), {
+        k: v for k, v in values.items() if k not in given
+    }
+
+
+def _validated(values: dict[str, object]) -> HatReleaseConfig:
+    """The spec from its values; a bool where a number or a name is expected, or any validation error, raises
+    :class:`InputError` (one line naming the key)."""
     for key, value in values.items():
         field = HatReleaseConfig.model_fields.get(key)
         if isinstance(value, bool) and field is not None and "bool" not in str(field.annotation):
@@ -539,7 +584,15 @@ def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatRe
     try:
         return HatReleaseConfig(**values)
     except ValidationError as err:
-        raise InputError(_one_line(err)) from None
+        raise InputError(_one_line(err), parameters=_parameters(err)) from None
+
+
+def _parameters(err: ValidationError) -> tuple[str, ...]:
+    """The parameters the first validation problem's message names (:class:`ParameterValueError`), else none: a
+    field's message names its key by all its names (:func:`_one_line`)."""
+    ctx = dict(err.errors()[0]).get("ctx")
+    cause = ctx.get("error") if isinstance(ctx, dict) else None
+    return cause.parameters if isinstance(cause, ParameterValueError) else ()
 
 
 def _one_line(err: ValidationError) -> str:

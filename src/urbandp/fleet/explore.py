@@ -47,7 +47,8 @@ def check_min_vehicles_per_day(value: float) -> float:
     """Refuse a ``--min-vehicles-per-day`` threshold that is negative or not finite (every HAT would meet it)."""
     if not (math.isfinite(value) and value >= 0):
         raise InvalidParameterError(
-            f"--min-vehicles-per-day must be a finite number of vehicles per day, 0 or more, got {value:g}"
+            f"min_vehicles_per_day must be a finite number of vehicles per day, 0 or more, got {value:g}",
+            parameters="min_vehicles_per_day",
         )
     return value
 

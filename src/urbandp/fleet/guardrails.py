@@ -165,7 +165,8 @@ def _refuse_unchargeable(session: Session, cfg: HatReleaseConfig) -> None:
         return
     if cfg.epsilon_per_day is None and cfg.budget_per_day is None:
         raise InvalidParameterError(
-            "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn"
+            "dataset with noise_scale needs budget_per_day: the charge is reserved before any noise is drawn",
+            parameters=("dataset", "noise_scale", "budget_per_day"),
         )
     why = []
     if (cfg.start is None or cfg.end is None) and not cfg.dates:

@@ -177,7 +177,7 @@ def _read_release(release_dir: Path) -> tuple[pl.DataFrame, dict[str, object], l
     """hat_speed.csv, privacy.json and the other published files of a fleet release folder, or one-line errors."""
     release_dir = Path(release_dir)
     if not release_dir.is_dir():
-        raise InputError(f"{release_dir}: not a folder (give the --out folder of 'urbandp release')")
+        raise InputError(f"{release_dir}: not a folder (give the folder an 'urbandp release' wrote)")
     privacy_path, speed_path = release_dir / "privacy.json", release_dir / "hat_speed.csv"
     for need in (privacy_path, speed_path):
         if not need.is_file():

@@ -244,15 +244,16 @@ class NoValidRecords(InputError):
         if reasons.get("unparseable_timestamp", 0) * 2 > records_in:
             hint = (
                 f"; timestamps{example('unparseable_timestamp')} are not ISO 8601 or epoch seconds/milliseconds: "
-                'declare their layout with --timestamp-format (e.g. "%d/%m/%Y %H:%M")'
+                'declare their layout with timestamp_format (e.g. "%d/%m/%Y %H:%M")'
             )
         elif reasons.get("implausible_timestamp", 0) * 2 > records_in:
             hint = (
                 f"; timestamps{example('implausible_timestamp')} lie before 1990 or in the future: check "
-                "--timestamp-format (epoch-s or epoch-ms?) and the units' clocks"
+                "timestamp_format (epoch-s or epoch-ms?) and the units' clocks"
             )
         super().__init__(
-            f"all {records_in:,} records were quarantined ({top_reasons(reasons)}){hint}; nothing is left to use"
+            f"all {records_in:,} records were quarantined ({top_reasons(reasons)}){hint}; nothing is left to use",
+            parameters=("timestamp_format",) if hint else (),
         )
         self.quarantine = quarantine
 
@@ -280,9 +281,11 @@ def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tu
         start = start or days["a"][0]
         end = end or days["b"][0]
     if start is None or end is None:
-        raise InputError("no valid records to derive the date window from; give --start and --end")
+        raise InputError(
+            "no valid records to derive the date window from; give start and end", parameters=("start", "end")
+        )
     if start > end:
-        raise InputError(f"--start {start} is after --end {end}")
+        raise InputError(f"start {start} is after end {end}", parameters=("start", "end"))
     return start, end, derived
 
 
@@ -374,7 +377,8 @@ def _read_and_aggregate(
                 f"none of the {loaded.records_outside_window:,} valid records lies inside the window "
                 f"{cfg.start or 'first day'}..{cfg.end or 'last day'}, hours {cfg.hours[0]}-{cfg.hours[1]} "
                 f"({loaded.quarantine.height:,} other records quarantined: {top_reasons(loaded.reasons)}); "
-                "widen --start/--end or --hours"
+                "widen start/end or hours",
+                parameters=("start", "end", "hours"),
             )
         start, end, derived = date_window(cfg, loaded.clean_lazy)
         spec = replace(window, start=start, end=end)

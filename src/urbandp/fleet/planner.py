@@ -226,7 +226,8 @@ def check_target_error(target_error: float | None) -> None:
     """Refuse a ``--target-error`` that no release can reach: 0, negative or not finite."""
     if target_error is not None and not (math.isfinite(target_error) and target_error > 0):
         raise InvalidParameterError(
-            f"--target-error must be a finite sd in km/h above 0, got {target_error:g}: no release reaches it"
+            f"target_error must be a finite sd in km/h above 0, got {target_error:g}: no release reaches it",
+            parameters="target_error",
         )
 
 

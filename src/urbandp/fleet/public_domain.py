@@ -50,19 +50,16 @@ def load_public_domain(cfg: HatReleaseConfig, days: Sequence[dt.date] | None = N
         return None
     path = Path(path)
     if not path.exists():
-        flag = (
-            "--domain-gtfs"
-            if cfg.domain_gtfs
-            else "--domain-geojson"
-            if cfg.domain_geojson
-            else "--domain-cells"
+        name = next(
+            n for n in ("domain_gtfs", "domain_geojson", "domain_cells") if getattr(cfg, n) is not None
         )
-        raise InputError(f"{flag} {path}: no such file or folder")
+        raise InputError(f"{name} {path}: no such file or folder", parameters=name)
     stamp = _file_state(path)
     if cfg.domain_gtfs is not None:
         if not days:
             raise InputError(
-                "--domain-gtfs needs the public days (--start/--end or --dates) to read the schedule"
+                "domain_gtfs needs the public days (start/end or dates) to read the schedule",
+                parameters=("domain_gtfs", "start", "end", "dates"),
             )
         return _gtfs(
             path, stamp, cfg.resolution, cfg.domain_ring, cfg.slot_minutes, tuple(cfg.hours), tuple(days)

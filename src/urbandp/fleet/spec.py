@@ -9,34 +9,91 @@ parser checks both and the messages agree.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from urbandp.errors import InputError
 
 
+def in_file(path: Path, table: str | None) -> Callable[[str], str]:
+    """How an error names a value read from the config file: ``speed_max in cfg.toml [release]`` (issue 31)."""
+    return lambda key: f"{key} in {path}" + (f" [{table}]" if table else "")
+
+
+def named_in_file(err: InputError, path: Path | None, table: str | None, keys: Collection[str]) -> InputError:
+    """``err`` with each of its parameters whose value came from the file (``keys``) named as the file's key
+    (:meth:`~urbandp.errors.InputError.renamed`); the others stay parameters for the caller (a flag at the CLI)."""
+    if path is None:
+        return err
+    name = in_file(path, table)
+    return err.renamed(lambda p: name(p) if p in keys else None)
+
+
+def file_keys(a: Mapping[str, Any]) -> dict[str, str]:
+    """Parameter -> its key in the config file (``start in cfg.toml [release]``), for each value the release
+    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file rather than from a parameter."""
+    from urbandp.fleet.config import file_values
+
+    path = a.get("config")
+    if path is None:
+        return {}
+    toml = read_toml(path)
+    table, values = file_values(toml, dict(a))
+    names = {k: in_file(path, table)(k) for k in values}
+    names.update({k: in_file(path, "input")(k) for k in toml.get("input", {}) if a.get(k) is None})
+    return names
+
+
+@contextlib.contextmanager
+def named_by(names: Mapping[str, str]) -> Iterator[None]:
+    """Rename, in an :class:`InputError` raised inside, each parameter found in ``names`` (:func:`file_keys`)."""
+    try:
+        yield
+    except InputError as err:
+        if not names or not set(err.parameters) & set(names):
+            raise
+        raise err.renamed(names.get) from None
+
+
 def parse_columns(items: list[str] | None, config: dict[str, Any]) -> dict[str, str]:
     columns = {str(k): str(v) for k, v in config.get("columns", {}).items()}
     for item in items or []:
         if "=" not in item:
-            raise InputError(f"--column must look like NAME=SOURCE (e.g. vehicle=bus_id), got '{item}'")
+            raise InputError(
+                f"column must look like NAME=SOURCE (e.g. vehicle=bus_id), got '{item}'", parameters="column"
+            )
         name, source = item.split("=", 1)
         columns[name.strip()] = source.strip()
     return columns
 
 
-def _parse_unit_switches(items: list[str] | None, config: dict[str, Any]) -> tuple[tuple[dt.date, str], ...]:
-    raw = [f"{k}={v}" for k, v in config.get("speed_unit_since", {}).items()] + list(items or [])
+def _parse_unit_switches(
+    items: list[str] | None, config: dict[str, Any], file: Path | None = None
+) -> tuple[tuple[dt.date, str], ...]:
+    """The file's ``[input.speed_unit_since]`` table, then the ``speed_unit_since`` items (``2016-01-01=m/s``);
+    a bad entry of the file is named by its key in ``file``."""
+    from_file = [f"{k}={v}" for k, v in config.get("speed_unit_since", {}).items()]
+    try:
+        first = _unit_switches(from_file)
+    except InputError as err:
+        raise named_in_file(err, file, "input", {"speed_unit_since"}) from None
+    return first + _unit_switches(list(items or []))
+
+
+def _unit_switches(items: list[str]) -> tuple[tuple[dt.date, str], ...]:
     out = []
-    for item in raw:
+    for item in items:
         try:
             day, unit = item.split("=", 1)
             out.append((dt.date.fromisoformat(day.strip()), unit.strip()))
         except ValueError:
-            raise InputError(f"--speed-unit-since must look like 2016-01-01=m/s, got '{item}'") from None
+            raise InputError(
+                f"speed_unit_since must look like 2016-01-01=m/s, got '{item}'", parameters="speed_unit_since"
+            ) from None
     return tuple(out)
 
 
@@ -95,45 +152,73 @@ def validation_options(
     timezone: str | None,
     reject_above: float | None,
     timestamp_format: str | None = None,
+    *,
+    file: Path | None = None,
 ):
+    """The records' validation options: each given value, else the ``[input]`` table's, else the default.
+
+    With ``file`` (the config's path), an error about a value read from the file names it as the file's key
+    (``timezone in cfg.toml [input]``); an error about a given value names the parameter (``timezone``).
+    """
     import math
 
     from urbandp.records.validation import ValidationOptions
 
     section = config.get("input", {})
+    given = {
+        "speed_unit": speed_unit,
+        "timezone": timezone,
+        "speed_reject_above": reject_above,
+        "timestamp_format": timestamp_format,
+    }
+    from_file = {k for k, v in given.items() if v is None and k in section}
     limit = float(section.get("speed_reject_above", 150.0)) if reject_above is None else reject_above
-    if not (math.isfinite(limit) and limit > 0):
-        raise InputError(f"--speed-reject-above must be a finite number of km/h above 0, got {limit:g}")
-    # an option given empty ("") is refused by ValidationOptions, never read as "not given"
-    return ValidationOptions(
-        speed_unit=speed_unit if speed_unit is not None else section.get("speed_unit", "km/h"),
-        speed_unit_since=_parse_unit_switches(unit_since, section),
-        timezone=timezone if timezone is not None else section.get("timezone"),
-        speed_reject_above_kmh=limit,
-        timestamp_format=timestamp_format
-        if timestamp_format is not None
-        else section.get("timestamp_format", "auto"),
-    )
+    try:
+        if not (math.isfinite(limit) and limit > 0):
+            raise InputError(
+                f"speed_reject_above must be a finite number of km/h above 0, got {limit:g}",
+                parameters="speed_reject_above",
+            )
+        # an option given empty ("") is refused by ValidationOptions, never read as "not given"
+        return ValidationOptions(
+            speed_unit=speed_unit if speed_unit is not None else section.get("speed_unit", "km/h"),
+            speed_unit_since=_parse_unit_switches(unit_since, section, file),
+            timezone=timezone if timezone is not None else section.get("timezone"),
+            speed_reject_above_kmh=limit,
+            timestamp_format=timestamp_format
+            if timestamp_format is not None
+            else section.get("timestamp_format", "auto"),
+        )
+    except InputError as err:
+        raise named_in_file(err, file, "input", from_file) from None
 
 
-def parse_date(text: str | None, flag: str) -> dt.date | None:
+def parse_date(text: str | None, parameter: str) -> dt.date | None:
+    """``YYYY-MM-DD`` to a date; an error names ``parameter`` (a parameter's name, listed in the error's
+    ``parameters``, or a text such as ``start in cfg.toml [release]``, left as it is)."""
     if text is None:
         return None
     try:
         return dt.date.fromisoformat(text)
     except ValueError:
-        raise InputError(f"{flag} must be a date YYYY-MM-DD, got '{text}'") from None
+        raise InputError(
+            f"{parameter} must be a date YYYY-MM-DD, got '{text}'",
+            parameters=(parameter,) if parameter.isidentifier() else (),
+        ) from None
 
 
-def _day_list(text: str | None, path: Path | None, flag: str) -> tuple[dt.date, ...] | None:
+def _day_list(text: str | None, path: Path | None, parameter: str) -> tuple[dt.date, ...] | None:
     """Dates from a comma list or a file (one YYYY-MM-DD per line, # comments, a UTF-8 BOM allowed); a list that
     names an existing file is read as that file (an agency holiday list).
 
-    An empty list (``--dates ""``) or an empty item (``2021-11-15,,2021-11-16``) is refused, never read as "no day
+    ``parameter`` names the list (``dates``; its file is ``dates_file``). An empty list (``dates=""``) or an empty item (``2021-11-15,,2021-11-16``) is refused, never read as "no day
     set" or skipped: a missing date would silently change D.
     """
+    file = f"{parameter}_file"
     if text is not None and path is not None:
-        raise InputError(f"give {flag} or {flag}-file, not both (one would be dropped)")
+        raise InputError(
+            f"give {parameter} or {file}, not both (one would be dropped)", parameters=(parameter, file)
+        )
     if text is not None and Path(text).is_file():
         path, text = Path(text), None
     items: list[str] = []
@@ -141,12 +226,13 @@ def _day_list(text: str | None, path: Path | None, flag: str) -> tuple[dt.date, 
         items = [t.strip() for t in text.split(",")]
         if not text.strip() or "" in items:
             raise InputError(
-                f"{flag} {text!r} holds an empty date: give comma-separated YYYY-MM-DD days, e.g. "
-                "2021-11-15,2021-11-16"
+                f"{parameter} {text!r} holds an empty date: give comma-separated YYYY-MM-DD days, e.g. "
+                "2021-11-15,2021-11-16",
+                parameters=parameter,
             )
     if path is not None:
         if not path.is_file():
-            raise InputError(f"{flag}-file not found: {path}")
+            raise InputError(f"{file} not found: {path}", parameters=file)
         try:
             content = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not part of a date
         except UnicodeDecodeError:
@@ -159,7 +245,7 @@ def _day_list(text: str | None, path: Path | None, flag: str) -> tuple[dt.date, 
             raise InputError(f"{path} holds no date")
     if not items:
         return None
-    return tuple(sorted({parse_date(t, flag) for t in items}))  # type: ignore[misc]
+    return tuple(sorted({parse_date(t, parameter) for t in items}))  # type: ignore[misc]
 
 
 def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
@@ -172,11 +258,13 @@ def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
     try:
         a, b, c, d = parse_bbox(text)
     except ValueError as err:
-        raise InputError(f"--domain-bbox {err}") from None
+        raise InputError(f"domain_bbox {err}", parameters="domain_bbox") from None
     if not all(math.isfinite(x) for x in (a, b, c, d)):
-        raise InputError(f"--domain-bbox must hold four finite numbers, got '{text}'")
+        raise InputError(f"domain_bbox must hold four finite numbers, got '{text}'", parameters="domain_bbox")
     if not (a < c and b < d):
-        raise InputError("--domain-bbox needs min_lat < max_lat and min_lon < max_lon")
+        raise InputError(
+            "domain_bbox needs min_lat < max_lat and min_lon < max_lon", parameters="domain_bbox"
+        )
     return a, b, c, d
 
 
@@ -191,7 +279,10 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         try:
             k = int(k)
         except ValueError:
-            raise InputError("--max-hats-per-vehicle-day must be a whole number or 'observed'") from None
+            raise InputError(
+                "max_hats_per_vehicle_day must be a whole number or 'observed'",
+                parameters="max_hats_per_vehicle_day",
+            ) from None
     names = [
         "resolution",
         "slot_minutes",
@@ -231,16 +322,16 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
             "hours": parse_hours(a["hours"])
             if a["hours"] is not None
             else None,  # "" refused, not "not given"
-            "start": parse_date(a["start"], "--start"),
-            "end": parse_date(a["end"], "--end"),
-            "dates": _day_list(a.get("dates"), a.get("dates_file"), "--dates"),
+            "start": parse_date(a["start"], "start"),
+            "end": parse_date(a["end"], "end"),
+            "dates": _day_list(a.get("dates"), a.get("dates_file"), "dates"),
             "weekdays": a.get("weekdays"),
-            "holidays": _day_list(a.get("holidays"), None, "--holidays"),
+            "holidays": _day_list(a.get("holidays"), None, "holidays"),
             "domain_bbox": _bbox(a["domain_bbox"]),
             "max_hats_per_vehicle_day": k,
         }
     )
-    cfg = build_config(toml, overrides)
+    cfg = build_config(toml, overrides, source=a["config"])
     options = validation_options(
         toml,
         a["speed_unit"],
@@ -248,6 +339,7 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         a["timezone"],
         a["speed_reject_above"],
         a.get("timestamp_format"),
+        file=a["config"],
     )
     return cfg, options, parse_columns(a["column"], toml)
 

@@ -58,5 +58,5 @@ def parse_hours(text: str) -> tuple[int, int]:
     try:
         a, b = (int(x) for x in text.split("-"))
     except ValueError:
-        raise InputError(f"--hours must look like 9-21, got '{text}'") from None
+        raise InputError(f"hours must look like 9-21, got '{text}'", parameters="hours") from None
     return a, b

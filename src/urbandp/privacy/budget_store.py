@@ -144,7 +144,8 @@ class DatasetCaps:
             v is None for v in (self.epsilon_per_day, self.epsilon_total, self.rho_per_day, self.rho_total)
         ):
             raise InputError(
-                "declare at least one cap (--epsilon-per-day, --epsilon-total, --rho-per-day or --rho-total)"
+                "declare at least one cap (epsilon_per_day, epsilon_total, rho_per_day or rho_total)",
+                parameters=("epsilon_per_day", "epsilon_total", "rho_per_day", "rho_total"),
             )
 
     def __post_init__(self) -> None:
@@ -165,7 +166,8 @@ class DatasetCaps:
         if self.unit in WHOLE_DATASET_UNITS and self.epsilon_total is None:
             raise InputError(
                 f"a {self.unit} is in every release of the survey, whatever day it is booked on: "
-                "declare --epsilon-total (the cap that composes all of them)"
+                "declare epsilon_total (the cap that composes all of them)",
+                parameters="epsilon_total",
             )
 
 
@@ -559,7 +561,8 @@ class BudgetStore:
             raise BudgetExceededError(
                 f"total delta budget of {caps.name!r} exceeded: asked delta={asked:.3g} over {_days(days)} (what a "
                 f"unit present on all of them pays), left {max(caps.delta_total - have, 0.0):.3g} of "
-                f"{caps.delta_total:g}; declare a larger --delta-total with `urbandp budget init` to accept it"
+                f"{caps.delta_total:g}; declare a larger delta_total with `urbandp budget init` to accept it",
+                parameters="delta_total",
             )
 
     def commit(self, release_id: str, content_hash: str | None) -> None:

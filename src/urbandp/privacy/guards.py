@@ -38,26 +38,32 @@ SANE_RHO = 50.0
 """rho per unit per day above which a zCDP release protects nobody (epsilon > 50 at any delta)."""
 MAX_DELTA = 1e-5
 """Largest delta accepted: a delta is the chance that the guarantee fails outright, per unit."""
+ALLOW_PARAMETER = "allow_meaningless_epsilon"
+"""The parameter that turns a meaningless-loss refusal into a NOT DP label (a refusal names it; the CLI its flag)."""
 ALLOW_FLAG = "--allow-meaningless-epsilon"
-"""The option that turns a meaningless-loss refusal into a NOT DP label (``allow_meaningless_epsilon``)."""
+"""Its flag, as the NOT DP labels (``not_dp_reasons`` in privacy.json) name it."""
 
 
 def check_delta(delta: float, option: str, units: int | None = None) -> None:
     """Refuse a delta above :data:`MAX_DELTA`, or above 1/n when the public number of units n is known.
 
-    ``option`` names the parameter as the user gave it (a flag on the command line, a keyword in Python).
+    ``option`` names the delta: a parameter's Python name (``delta``), listed in the error's ``parameters`` so that
+    the CLI shows its flag (issue 31), or a description (``delta (per unit and day)``), shown as it is.
     """
+    named = (option,) if option.isidentifier() else ()
     if not isinstance(delta, (int, float)) or math.isnan(delta) or delta < 0:
-        raise InvalidParameterError(f"{option} must be a number >= 0, got {delta!r}")
+        raise InvalidParameterError(f"{option} must be a number >= 0, got {delta!r}", parameters=named)
     if delta > MAX_DELTA:
         raise InvalidParameterError(
-            f"{option} {delta:g} is above {MAX_DELTA:g}: delta is the chance that the guarantee fails outright "
-            "for a unit; use 1e-6 or smaller"
+            f"{option} {delta:g} is above {MAX_DELTA:g} (it is the chance that the guarantee fails outright for a "
+            "unit); use 1e-6 or smaller",
+            parameters=named,
         )
     if units is not None and units > 0 and delta > 1.0 / units:
         raise InvalidParameterError(
             f"{option} {delta:g} is above 1/n = {1.0 / units:.3g} for the {units:,} units of the public domain: "
-            "one of them would be expected to lose its protection; use a smaller delta"
+            "one of them would be expected to lose its protection; use a smaller one",
+            parameters=named,
         )
 
 
@@ -79,7 +85,8 @@ def meaningless_reasons(loss: Loss, conversion_delta: float | None, *, per: str,
     if reasons and not allow:
         raise InvalidParameterError(
             f"{'; '.join(reasons)}: the noise would protect nobody, yet the release would be labelled DP; lower "
-            f"the loss, or give {ALLOW_FLAG} to run it labelled NOT differentially private"
+            f"the loss, or give {ALLOW_PARAMETER} to run it labelled NOT differentially private",
+            parameters=ALLOW_PARAMETER,
         )
     return [f"{r} ({ALLOW_FLAG}): no meaningful protection" for r in reasons]
 
@@ -88,6 +95,7 @@ def refuse_not_dp(dataset: str | None, reasons: Sequence[str]) -> None:
     """With a budget ``dataset``, refuse a release labelled NOT DP: it cannot be booked as DP spend."""
     if dataset is not None and reasons:
         raise InvalidParameterError(
-            f"--dataset: this release is NOT differentially private ({'; '.join(reasons)}); it cannot be "
-            "charged to a budget as DP spend"
+            f"dataset: this release is NOT differentially private ({'; '.join(reasons)}); it cannot be "
+            "charged to a budget as DP spend",
+            parameters="dataset",
         )

@@ -203,7 +203,8 @@ def check_speed_unit(has_feed: bool, speed_unit: str, speed_unit_since: tuple[ob
     """
     if has_feed and (speed_unit.lower() not in ("km/h", "kmh", "kph") or speed_unit_since):
         raise InputError(
-            f"--speed-unit {speed_unit} cannot apply to GTFS-realtime input: its speeds are m/s by the "
-            "specification and read as such; leave --speed-unit out (release other files with another unit "
-            "separately)"
+            f"speed_unit {speed_unit} cannot apply to GTFS-realtime input: its speeds are m/s by the "
+            "specification and read as such; leave speed_unit out (release other files with another unit "
+            "separately)",
+            parameters="speed_unit",
         )

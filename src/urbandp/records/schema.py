@@ -71,8 +71,9 @@ class ColumnMapping:
             missing.append("latitude/longitude (or location.coordinates)")
         if missing:
             raise InputError(
-                f"missing required column(s): {', '.join(missing)}; "
-                f"map them with --column NAME=SOURCE or a [columns] table in the config"
+                f"missing required columns: {', '.join(missing)}; "
+                "map them with column NAME=SOURCE or a [columns] table in the config",
+                parameters="column",
             )
         return cls(
             vehicle=found["vehicle"],  # type: ignore[arg-type]

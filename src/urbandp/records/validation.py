@@ -90,7 +90,8 @@ class ValidationOptions:
         if self.timezone is not None:
             if not self.timezone.strip():  # "" would read as "no zone given": refused, never a silent default
                 raise InputError(
-                    "--timezone is empty: give an IANA zone such as Asia/Kolkata, or leave it out"
+                    "timezone is empty: give an IANA zone such as Asia/Kolkata, or leave it out",
+                    parameters="timezone",
                 )
             try:
                 pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(self.timezone)

@@ -151,3 +151,40 @@ def test_a_swapped_domain_bbox_is_said_to_the_owner_on_stderr_only(tmp_path: Pat
         *args, "--no-map", "--out", str(tmp_path / "r"), "--domain-bbox", "21.10,72.76,21.24,72.90"
     )
     assert right.returncode == 0 and "latitude and longitude swapped" not in right.stderr
+
+
+def test_an_error_names_the_flag_or_the_key_of_the_config_file_that_gave_the_value(
+    fleet: Path, tmp_path: Path
+) -> None:
+    """Issue 31: the library names parameters; the command line shows the flag typed, or the TOML key read."""
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[release]\nspeed_estimator = "levy"\nnoise_scale = 1\n[input]\ntimezone = "Asia/Kolkata"\n'
+    )
+    base = ["release", str(fleet), "--out", str(tmp_path / "r"), *W, "--no-map", "--config", str(config)]
+    res = run_urbandp(*base)
+    line = (
+        f"urbandp: error: bad release config: speed_estimator in {config} [release] other than 'report' needs "
+        "--epsilon-per-day (it is calibrated by epsilon)"
+    )
+    assert_refused(res, line, others="none")
+    res = run_urbandp(*base, "--speed-estimator", "baseline")  # the flag typed wins, and is named
+    assert_refused(res, "bad release config: --speed-estimator other than 'report' needs", others="none")
+    config.write_text('[release]\nnoise_scale = 1\ndomain_cells = "nowhere.txt"\n[input]\ntimezone = ""\n')
+    res = run_urbandp(*base)
+    assert_refused(
+        res, f"urbandp: error: timezone in {config} [input] is empty: give an IANA zone", others="none"
+    )
+    res = run_urbandp(
+        *base, "--timezone", "UTC"
+    )  # past the options: the domain file is looked for on reading
+    assert_refused(
+        res, f"domain_cells in {config} [release] nowhere.txt: no such file or folder", others="none"
+    )
+
+
+def test_a_window_that_ends_before_it_starts_is_refused_in_one_line(fleet: Path, tmp_path: Path) -> None:
+    """Before issue 31 ``--noise-scale`` with ``--start`` after ``--end`` divided by zero days (exit 70)."""
+    args = ["release", str(fleet), "--out", str(tmp_path / "r"), "--noise-scale", "1", "--no-map"]
+    res = run_urbandp(*args, "--start", "2021-11-16", "--end", "2021-11-15")
+    assert_refused(res, "bad release config: --start 2021-11-16 is after --end 2021-11-15", others="none")

@@ -79,7 +79,7 @@ def test_the_wings_window_delta_is_refused_at_the_cap_before_noise(tmp_path: Pat
         pytest.raises(
             BudgetExceededError,
             match=r"total delta budget of 'bus' exceeded: asked delta=0.0708 over 7 days \(what a unit present "
-            r"on all of them pays\), left 1e-05 of 1e-05; declare a larger --delta-total",
+            r"on all of them pays\), left 1e-05 of 1e-05; declare a larger delta_total",
         ),
         s,
     ):

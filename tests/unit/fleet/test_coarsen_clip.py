@@ -279,11 +279,11 @@ def test_coarse_contributions_keep_one_row_per_vehicle_day_with_the_record_weigh
 
 
 def test_coarsen_refuses_what_it_cannot_charge() -> None:
-    with pytest.raises(ValueError, match="epsilon-per-day"):
+    with pytest.raises(ValueError, match="epsilon_per_day"):
         cfg(noise_scale=1.0, coarsen="parent1")
     with pytest.raises(ValueError, match="resolution of at least 2"):
         cfg(epsilon_per_day=1.0, coarsen="parent2", resolution=1)
-    with pytest.raises(ValueError, match="epsilon-per-day"):
+    with pytest.raises(ValueError, match="epsilon_per_day"):
         cfg(epsilon_per_day=1.0, clip_bound="dp-quantile", speed_estimator="levy", mechanism="laplace")
 
 

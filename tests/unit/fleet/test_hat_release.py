@@ -335,7 +335,7 @@ def test_user_level_estimators_are_wired_and_accounted(
 
 
 def test_user_level_estimator_needs_epsilon_not_scale() -> None:
-    with pytest.raises(ValueError, match="needs --epsilon-per-day"):
+    with pytest.raises(ValueError, match="needs epsilon_per_day"):
         cfg(noise_scale=1.0, speed_estimator="levy")
 
 

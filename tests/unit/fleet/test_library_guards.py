@@ -13,7 +13,7 @@ import pytest
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet.config import HatReleaseConfig, build_config
 from urbandp.fleet.pipeline import release_fleet
-from urbandp.privacy.guards import ALLOW_FLAG
+from urbandp.privacy.guards import ALLOW_PARAMETER
 from urbandp.privacy.noise import OpenDPNoise
 from urbandp.privacy.session import Session
 from urbandp.synth.fleet import generate_fleet
@@ -64,7 +64,7 @@ def test_a_meaningless_loss_is_refused_from_python_before_any_draw(
 ) -> None:
     noise = LoggedNoise()
     cfg = HatReleaseConfig(**params, **WINDOW)
-    with pytest.raises(InvalidParameterError, match=f"is above 100.*{ALLOW_FLAG}"):
+    with pytest.raises(InvalidParameterError, match=f"is above 100.*{ALLOW_PARAMETER}"):
         release_fleet([fleet], cfg, noise=noise)
     assert noise.draws == 0
 

@@ -134,7 +134,7 @@ def test_speeds_need_no_unit_flag_and_a_declared_one_is_refused(tmp_path: Path) 
     loaded = load_records([path], options=ValidationOptions(latest_plausible=dt.datetime(2030, 1, 1)))
     assert loaded.clean["speed"].to_list() == [36.0]  # 50 m/s = 180 km/h: above the plausibility limit
     assert loaded.reasons["speed_above_maximum"] == 1
-    with pytest.raises(InputError, match="--speed-unit m/s cannot apply to GTFS-realtime input"):
+    with pytest.raises(InputError, match=r"^speed_unit m/s cannot apply to GTFS-realtime input"):
         load_records([path], options=ValidationOptions(speed_unit="m/s"))
 
 
