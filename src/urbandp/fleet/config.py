@@ -340,8 +340,8 @@ class HatReleaseConfig(BaseModel):
     @model_validator(mode="after")
     def _one_of_scale_or_epsilon(self) -> HatReleaseConfig:
         if (self.noise_scale is None) == (self.epsilon_per_day is None):
-            raise ValueError(
-                "give exactly one of noise_scale (--noise-scale) or epsilon_per_day (--epsilon-per-day)"
+            raise ParameterValueError(
+                "give exactly one of noise_scale or epsilon_per_day", "noise_scale", "epsilon_per_day"
             )
         if self.start is not None and self.end is not None and self.start > self.end:
             # refused here, before the guards count the window's days (none: a division by zero, exit 70)

@@ -244,7 +244,10 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
             lambda d, f: ["release", str(d / "nope.parquet"), "--out", str(d / "o"), "--noise-scale", "1"],
             "nope.parquet: not found",
         ),
-        (lambda d, f: ["release", str(f), "--out", str(d / "o")], "exactly one of noise_scale"),
+        (
+            lambda d, f: ["release", str(f), "--out", str(d / "o")],
+            "exactly one of --noise-scale or --epsilon-per-day",
+        ),
         (
             lambda d, f: [
                 "release",
