@@ -56,13 +56,22 @@ class InputError(UrbandpError):
 
     def naming(self, name_of: Callable[[str], str]) -> str:
         """The message with each of its :attr:`parameters`, as a whole word, replaced by ``name_of(parameter)``
-        (``start`` -> ``--start``; never inside another word: ``start_date`` or ``--start`` stay as they are)."""
+        (``start`` -> ``--start``). Never inside another word or a value the message echoes: ``start_date``,
+        ``--start``, a path or URL segment (``/out/``, ``out.csv``) and a quoted value (``got 'start'``) stay."""
         text = str(self)
         if not self.parameters:
             return text
         names = sorted(set(self.parameters), key=len, reverse=True)
-        pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
-        return pattern.sub(lambda m: name_of(m.group(1)), text)
+        one = "(?:" + "|".join(map(re.escape, names)) + ")"
+        # a parameter, or several joined by "/" (start/end), standing alone: not in a path, a file name or a word
+        word = re.compile(rf"(?<![\w\-/.])({one}(?:/{one})*)(?![\w\-/]|\.\w)")
+
+        def rename(match: re.Match[str]) -> str:
+            return "/".join(name_of(name) for name in match.group(1).split("/"))
+
+        # a quoted value is copied as it is; the text around it is renamed
+        parts = re.split(r"('[^'\n]*')", text)
+        return "".join(part if i % 2 else word.sub(rename, part) for i, part in enumerate(parts))
 
     def renamed(self, name_of: Callable[[str], str | None]) -> InputError:
         """The same error (same class) with the parameters for which ``name_of`` gives a name renamed in its

@@ -25,6 +25,17 @@ def test_naming_renames_whole_words_only() -> None:
     assert str(err) == "give both start and end (start_date and --start are other words)"
 
 
+def test_naming_leaves_the_values_a_message_echoes() -> None:
+    """A path or URL segment, a file name and a quoted value are the user's text, not the parameter."""
+    err = InputError(
+        "out /data/out/x and out.csv: give out, got 'out'; start/end, start/out/x, https://h/tiles/{z}.png",
+        parameters=("out", "start", "end", "tiles"),
+    )
+    assert err.naming(flag_of) == (
+        "--out /data/out/x and out.csv: give --out, got 'out'; --start/--end, start/out/x, https://h/tiles/{z}.png"
+    )
+
+
 def test_naming_without_parameters_is_the_message() -> None:
     assert InputError("input not found: a.csv").naming(lambda p: "X") == "input not found: a.csv"
 

@@ -85,14 +85,6 @@ class TileSource:
 DEFAULT_TILES = TileSource(OSM_TILES, OSM_ATTRIBUTION)
 
 
-def _named(parameter: str, *shown: object) -> tuple[str, ...]:
-    """The error's ``parameters``: ``(parameter,)``, unless a value the message shows (a URL, a path) holds the
-    parameter's name as a word, which :meth:`~urbandp.errors.InputError.naming` would rename too (``.../tiles/...``):
-    then none, and the message names the parameter as Python does (issue 31)."""
-    word = re.compile(rf"(?<![\w-]){re.escape(parameter)}(?![\w-])")
-    return () if any(word.search(str(v)) for v in shown) else (parameter,)
-
-
 def parse_tiles(value: str | None) -> TileSource | None:
     """``--tiles``: ``None`` or ``"osm"`` for OpenStreetMap's standard tiles, ``"none"`` for no basemap, or an XYZ
     URL template (http, https or file) holding ``{z}``, ``{x}`` and ``{y}``."""
@@ -105,7 +97,7 @@ def parse_tiles(value: str | None) -> TileSource | None:
         raise InputError(
             f"tiles {value!r}: give none, osm, or an XYZ URL template such as "
             "https://tile.example.org/{z}/{x}/{y}.png",
-            parameters=_named("tiles", value),
+            parameters="tiles",
         )
     host = re.sub(r"^[a-z]+://", "", text).split("/")[0] or "local files"
     return TileSource(text, f"Basemap tiles: {html.escape(host)}")
@@ -297,22 +289,22 @@ def read_context(path: Path) -> dict[str, object]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(f"context {path}: not found", parameters=_named("context", path)) from None
+        raise InputError(f"context {path}: not found", parameters="context") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(
-            f"context {path}: not a readable GeoJSON file ({err})", parameters=_named("context", path, err)
+            f"context {path}: not a readable GeoJSON file ({err})", parameters="context"
         ) from None
     if not isinstance(value, dict) or value.get("type") not in GEOJSON_TYPES:
         raise InputError(
             f"context {path}: not GeoJSON (no FeatureCollection, Feature or geometry type)",
-            parameters=_named("context", path),
+            parameters="context",
         )
     bad = _first_position_off_the_globe(value)
     if bad is not None:
         raise InputError(
             f"context {path}: position {bad} is not longitude/latitude (GeoJSON is WGS84 degrees, RFC 7946); "
             "convert the file first, e.g. ogr2ogr -t_srs EPSG:4326",
-            parameters=_named("context", path),
+            parameters="context",
         )
     name = value.get("name")
     return {"name": name.strip() if isinstance(name, str) and name.strip() else path.name, "geojson": value}

@@ -366,9 +366,9 @@ def test_records_grid_outputs_and_map_name_the_parameter(tmp_path: Path) -> None
         "--tiles 'ftp://t.org/{z}/{x}/{y}.png': give none, osm, or an XYZ URL template such as "
         "https://tile.example.org/{z}/{x}/{y}.png",
     )
-    # a value that holds the parameter's name as a word: no parameter, the URL is shown as typed
+    # a value that holds the parameter's name as a word: the flag is named, the URL is shown as typed
     err = _refused(lambda: parse_tiles("https://t.org/tiles/z/x/y.png"))
-    assert err.parameters == () and "'https://t.org/tiles/z/x/y.png'" in err.naming(flag_of)
+    assert err.naming(flag_of).startswith("--tiles 'https://t.org/tiles/z/x/y.png': give none")
     missing = tmp_path / "depots.geojson"
     _names(
         _refused(lambda: read_context(missing)),
