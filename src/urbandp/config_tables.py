@@ -24,7 +24,7 @@ import inspect
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -65,6 +65,20 @@ class _Required:
 REQUIRED: Any = _Required()
 """Default of a required keyword of a :func:`takes_config` function: a type checker lets ``f(data, config=FILE)``
 leave it out, and the call is refused in one line naming it when neither the keyword nor the file gives it."""
+
+
+def in_file(path: Path, table: str | None) -> Callable[[str], str]:
+    """How an error names a value read from the config file: ``speed_max in cfg.toml [release]`` (issue 31)."""
+    return lambda key: f"{key} in {path}" + (f" [{table}]" if table else "")
+
+
+def named_in_file(err: InputError, path: Path | None, table: str | None, keys: Collection[str]) -> InputError:
+    """``err`` with each of its parameters whose value came from the file (``keys``) named as the file's key
+    (:meth:`~urbandp.errors.InputError.renamed`); the others stay parameters for the caller (a flag at the CLI)."""
+    if path is None:
+        return err
+    name = in_file(path, table)
+    return err.renamed(lambda p: name(p) if p in keys else None)
 
 
 def read_document(path: Path) -> dict[str, Any]:
@@ -208,9 +222,8 @@ def takes_config(
                 _check_required(fn.__name__, required, kwargs, None)
                 return fn(*args, **kwargs)
             read = read_options(Path(str(path)), table, fn, names, kwargs.get("session"))
-            from_file = {
-                name: f"{key} in {path} [{table}]" for name, (key, _) in read.items() if name not in kwargs
-            }
+            key_in = in_file(Path(str(path)), table)
+            from_file = {name: key_in(key) for name, (key, _) in read.items() if name not in kwargs}
             merged: dict[str, Any] = {name: value for name, (_, value) in read.items()}
             merged.update(kwargs)
             _check_required(fn.__name__, required, merged, f"{path} [{table}]")

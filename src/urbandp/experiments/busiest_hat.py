@@ -83,6 +83,18 @@ def _write_quarantine(out: Path, bad: pl.DataFrame) -> Path:
     return write_owner_table(out.with_suffix(""), "quarantine.csv", bad)
 
 
+def _check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, int]) -> None:
+    if not inputs:
+        raise InputError("no input files")
+    start, end = hours
+    if not (0 <= start < end <= 24):
+        raise InputError(f"hours must satisfy 0 <= start < end <= 24, got {start}-{end}")
+    if not 0 <= resolution <= 15:
+        raise InvalidParameterError(
+            f"resolution must be one of the H3 resolutions 0..15, got {resolution}", parameters="resolution"
+        )
+
+
 def extract_busiest_hat(
     inputs: Sequence[Path],
     out: Path,
@@ -95,16 +107,10 @@ def extract_busiest_hat(
     CLI writes ``out`` as a temporary file and renames it to ``final_out``)."""
     import polars_h3 as plh3
 
-    if not inputs:
-        raise InputError("no input files")
-    start, end = hours
-    if not (0 <= start < end <= 24):
-        raise InputError(f"hours must satisfy 0 <= start < end <= 24, got {start}-{end}")
-    if not 0 <= resolution <= 15:
-        raise InvalidParameterError(
-            f"resolution must be one of the H3 resolutions 0..15, got {resolution}", parameters="resolution"
-        )
     from urbandp.records.validation import REASONS
+
+    _check_arguments(inputs, resolution, hours)
+    start, end = hours
 
     frame = pl.concat([_read(Path(p)) for p in inputs]).with_columns(
         pl.col("speed").alias("speed_raw"),

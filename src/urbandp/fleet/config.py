@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from urbandp.config_tables import named_in_file
 from urbandp.errors import InputError
 from urbandp.privacy import guards
 
@@ -544,8 +545,6 @@ def build_config(
     try:
         return _validated(values)
     except InputError as err:
-        from urbandp.fleet.spec import named_in_file
-
         raise named_in_file(err, source, table, from_file) from None
 
 

@@ -12,25 +12,12 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import tomllib
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from urbandp.config_tables import in_file, named_in_file
 from urbandp.errors import InputError
-
-
-def in_file(path: Path, table: str | None) -> Callable[[str], str]:
-    """How an error names a value read from the config file: ``speed_max in cfg.toml [release]`` (issue 31)."""
-    return lambda key: f"{key} in {path}" + (f" [{table}]" if table else "")
-
-
-def named_in_file(err: InputError, path: Path | None, table: str | None, keys: Collection[str]) -> InputError:
-    """``err`` with each of its parameters whose value came from the file (``keys``) named as the file's key
-    (:meth:`~urbandp.errors.InputError.renamed`); the others stay parameters for the caller (a flag at the CLI)."""
-    if path is None:
-        return err
-    name = in_file(path, table)
-    return err.renamed(lambda p: name(p) if p in keys else None)
 
 
 def file_keys(a: Mapping[str, Any]) -> dict[str, str]:
