@@ -76,16 +76,24 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def _named(option: str, *more: str) -> tuple[str, ...]:
+    """The error's ``parameters``: ``option`` when it is a parameter's Python name (``out``; the CLI shows its flag),
+    none when a caller passed a flag or a description; then ``more``."""
+    return ((option,) if option.isidentifier() else ()) + more
+
+
 def _check_not_cwd(out: Path, option: str) -> None:
     """Refuse ``""``, ``.``, ``..``, the working directory and its ancestors (``/`` included)."""
     if out.name in ("", ".."):  # "", "." and "/" all have an empty name
         raise InputError(
-            f"{option} {str(out)!r} names the working directory or above it; give a new folder name"
+            f"{option} {str(out)!r} names the working directory or above it; give a new folder name",
+            parameters=_named(option),
         )
     real, cwd = _real(out), _real(Path.cwd())
     if real == cwd or real in cwd.parents:
         raise InputError(
-            f"{option} {out} is the working directory or one of its parents; give a new folder name"
+            f"{option} {out} is the working directory or one of its parents; give a new folder name",
+            parameters=_named(option),
         )
 
 
@@ -97,15 +105,20 @@ def _check_not_overlapping_inputs(target: Path, option: str, inputs: Iterable[Pa
             continue
         source = _real(given)
         if source == real:
-            raise InputError(f"{option} {target} is also an input of this run; give another output path")
+            raise InputError(
+                f"{option} {target} is also an input of this run; give another output path",
+                parameters=_named(option),
+            )
         if real in source.parents:
             raise InputError(
-                f"{option} {target} contains the input {given}; writing there could destroy it: give a new folder"
+                f"{option} {target} contains the input {given}; writing there could destroy it: give a new folder",
+                parameters=_named(option),
             )
         if source in real.parents:
             raise InputError(
                 f"{option} {target} lies inside the input folder {given}; the next run would read the output as "
-                "input: write it elsewhere"
+                "input: write it elsewhere",
+                parameters=_named(option),
             )
 
 
@@ -114,9 +127,13 @@ def _check_parents(out: Path, option: str) -> None:
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise InputError(f"{option} {out}: {parent} is a file, not a directory")
+                raise InputError(
+                    f"{option} {out}: {parent} is a file, not a directory", parameters=_named(option)
+                )
             if not os.access(parent, os.W_OK | os.X_OK):
-                raise InputError(f"{option} {out}: directory {parent} is not writable")
+                raise InputError(
+                    f"{option} {out}: directory {parent} is not writable", parameters=_named(option)
+                )
             return
 
 
@@ -175,28 +192,34 @@ def check_replaceable_dir(
         else f"the owner-only folder {folder} (beside {option} {owner_of})"
     )
     if folder.is_symlink() or not folder.is_dir():
-        raise InputError(f"{what} is an existing file, not a folder urbandp wrote; give a new path")
+        raise InputError(
+            f"{what} is an existing file, not a folder urbandp wrote; give a new path",
+            parameters=_named(option),
+        )
     if not any(folder.iterdir()):
         return
     foreign = _foreign_entries(folder)
     if foreign is None:
         raise InputError(
             f"{what} is an existing folder that urbandp did not write (no {MARKER}); nothing was changed: give a "
-            "new folder name (or empty this one yourself)"
+            "new folder name (or empty this one yourself)",
+            parameters=_named(option),
         )
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise InputError(
             f"{what} holds files urbandp did not write ({shown}); nothing was changed: move them away or give a new "
-            "folder name"
+            "folder name",
+            parameters=_named(option),
         )
     if not overwrite and (owner_of is None or owner_of.exists()):
         raise InputError(
-            f"{what} holds an earlier urbandp output; add overwrite to replace it", parameters="overwrite"
+            f"{what} holds an earlier urbandp output; add overwrite to replace it",
+            parameters=_named(option, "overwrite"),
         )
 
 
-def check_output_target(out: Path, option: str = "--out") -> Path:
+def check_output_target(out: Path, option: str = "out") -> Path:
     """The checks every output shares, file or folder, run by the CLI before any work: not the working directory
     (or above it), not one of the run's inputs nor around or inside one, and under a writable directory."""
     out = Path(out)
@@ -206,7 +229,7 @@ def check_output_target(out: Path, option: str = "--out") -> Path:
     return out
 
 
-def check_output_path(out: Path, option: str = "--out") -> Path:
+def check_output_path(out: Path, option: str = "out") -> Path:
     """Refuse an output folder that cannot be written or must not be replaced, with one clear line (exit 2).
 
     Checks, before any work: not the working directory, not overlapping an input of the run, not named
@@ -221,20 +244,26 @@ def check_output_path(out: Path, option: str = "--out") -> Path:
         # one) would be replaced by, or nest, its own owner folder (owner_only/owner_only/), and lose it (issue 30)
         raise InputError(
             f"{option} {out}: '{OWNER_ONLY}' is the name of the owner-only folder written beside every output; "
-            "give another folder name"
+            "give another folder name",
+            parameters=_named(option),
         )
     if out.exists() and not out.is_dir():
-        raise InputError(f"{option} {out} is an existing file; give a directory path")
+        raise InputError(
+            f"{option} {out} is an existing file; give a directory path", parameters=_named(option)
+        )
     owner = owner_dir_for(out)
     if owner.parent.exists() and not owner.parent.is_dir():
-        raise InputError(f"{option} {out}: {owner.parent} is a file; the owner-only folder must go there")
+        raise InputError(
+            f"{option} {out}: {owner.parent} is a file; the owner-only folder must go there",
+            parameters=_named(option),
+        )
     _check_not_overlapping_inputs(owner, option, policy.inputs)
     check_replaceable_dir(out, option, overwrite=policy.overwrite)
     check_replaceable_dir(owner, option, overwrite=policy.overwrite, owner_of=out)
     return out
 
 
-def check_report_dir(directory: Path, option: str = "--report") -> Path:
+def check_report_dir(directory: Path, option: str = "report") -> Path:
     """Refuse a folder that collects named report files (``audit --report``) when it cannot be written.
 
     Such a folder is shared by several commands and never replaced whole, so other files may sit in it. Like any
@@ -243,18 +272,24 @@ def check_report_dir(directory: Path, option: str = "--report") -> Path:
     """
     directory = check_output_target(Path(directory), option)
     if directory.exists() and not directory.is_dir():
-        raise InputError(f"{option} {directory} is an existing file; give a directory path")
+        raise InputError(
+            f"{option} {directory} is an existing file; give a directory path", parameters=_named(option)
+        )
     return directory
 
 
-def check_report_file(path: Path, option: str = "--report") -> None:
+def check_report_file(path: Path, option: str = "report") -> None:
     """A file about to be written into a report folder: it may replace only a file urbandp wrote there."""
     if path.is_dir():
-        raise InputError(f"{option}: {path} is a folder; urbandp would write a file of that name there")
+        raise InputError(
+            f"{option}: {path} is a folder; urbandp would write a file of that name there",
+            parameters=_named(option),
+        )
     if (path.exists() or path.is_symlink()) and path.name not in (_read_manifest(path.parent) or set()):
         raise InputError(
             f"{option} {path.parent} holds {path.name}, which urbandp did not write; nothing was changed: move it "
-            "away or give another folder"
+            "away or give another folder",
+            parameters=_named(option),
         )
 
 
@@ -263,19 +298,21 @@ def add_to_report_manifest(directory: Path, names: Iterable[str]) -> None:
     _write_manifest(directory, "reports", (_read_manifest(directory) or set()) | set(names))
 
 
-def check_output_file(out: Path, option: str = "--out") -> Path:
+def check_output_file(out: Path, option: str = "out") -> Path:
     """Refuse a file path that cannot or must not be written: a directory, under a file, in a read-only
     directory, one of the run's inputs, or an existing file without ``--overwrite``."""
     out = check_output_target(Path(out), option)
     if out.is_dir():
-        raise InputError(f"{option} {out} is a directory; give a file path")
+        raise InputError(f"{option} {out} is a directory; give a file path", parameters=_named(option))
     if (out.exists() or out.is_symlink()) and not current_policy().overwrite:
-        raise InputError(f"{option} {out} exists; add overwrite to replace it", parameters="overwrite")
+        raise InputError(
+            f"{option} {out} exists; add overwrite to replace it", parameters=_named(option, "overwrite")
+        )
     return out
 
 
 @contextlib.contextmanager
-def atomic_output_file(out: Path, option: str = "--out") -> Iterator[Path]:
+def atomic_output_file(out: Path, option: str = "out") -> Iterator[Path]:
     """Yield a temporary sibling path of file ``out``; on success it is renamed onto ``out``, on failure removed.
 
     The suffix is kept (``.x.csv.tmp-1234.csv``) so writers that pick a format by suffix still do.
@@ -286,7 +323,7 @@ def atomic_output_file(out: Path, option: str = "--out") -> Iterator[Path]:
     try:
         yield tmp
         if not tmp.exists():
-            raise InputError(f"{option} {out}: nothing was written")
+            raise InputError(f"{option} {out}: nothing was written", parameters=_named(option))
         os.replace(tmp, out)
     except OSError as err:
         if is_disk_full(err):
@@ -387,7 +424,7 @@ def owner_dir_for(out: Path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_output_dir(out: Path, option: str = "--out") -> Iterator[OutputDirs]:
+def atomic_output_dir(out: Path, option: str = "out") -> Iterator[OutputDirs]:
     """Yield temporary release and owner directories; on success they replace the final ones whole.
 
     :func:`check_output_path` runs first (nothing is replaced that urbandp did not write). On failure both
@@ -431,7 +468,7 @@ def write_owner_table(out: Path, name: str, frame: pl.DataFrame) -> Path:
     """
     out = Path(out)
     final = owner_dir_for(out)
-    check_replaceable_dir(final, "--out", overwrite=current_policy().overwrite, owner_of=out)
+    check_replaceable_dir(final, "out", overwrite=current_policy().overwrite, owner_of=out)
     created = _make_parents(final)
     tag = uuid.uuid4().hex[:8]
     tmp = final.parent / f".{final.name}.tmp-{tag}"

@@ -85,7 +85,7 @@ class CountsReleaseSpec:
                 f"budget_epsilon must be a number above 0, got {self.budget_epsilon:g}",
                 parameters="budget_epsilon",
             )
-        check_delta(self.delta, "--delta")
+        check_delta(self.delta, "delta")
         if self.epsilon is None and self.noise_scale is None:
             raise InvalidParameterError("give epsilon or noise_scale", parameters=("epsilon", "noise_scale"))
         if self.epsilon is not None and self.noise_scale is not None:

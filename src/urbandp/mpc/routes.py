@@ -94,6 +94,6 @@ def plot_routes(png: Path, rect: Rect, answers: list[dict[str, Any]], points: li
     ax.legend(fontsize=8, loc="best")
     ax.set_aspect(1 / np.cos(np.radians((la1 + la2) / 2)))
     fig.tight_layout()
-    with atomic_output_file(png, "--png") as tmp:
+    with atomic_output_file(png, "png") as tmp:
         fig.savefig(tmp, dpi=120)
     plt.close(fig)

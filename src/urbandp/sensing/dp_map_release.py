@@ -74,7 +74,7 @@ def check_epsilons(o: DpMapOptions) -> None:
     from urbandp.privacy.guards import check_delta
     from urbandp.sensing.bounded_laplace import check_meaningful
 
-    check_delta(o.delta, "--delta")
+    check_delta(o.delta, "delta")
     hi = o.sensitivity if o.upper is None else o.upper
     for e in (o.epsilon, *o.utility_epsilons):  # same floor for the utility curve (closed form breaks below)
         try:

@@ -149,10 +149,10 @@ def test_reports_and_outputs_from_python_follow_the_cli_rules(tmp_path: Path) ->
     out = tmp_path / "pairs.csv"
     written = ud.audit.pairs(jp, route=ROUTE, out=out)
     assert written.out == out and written.to_dict()["out"] == str(out) and out.is_file()
-    with pytest.raises(InputError, match="exists; add --overwrite to replace it"):
+    with pytest.raises(InputError, match="exists; add overwrite to replace it"):
         ud.audit.pairs(jp, route=ROUTE, out=out)
     assert ud.audit.pairs(jp, route=ROUTE, out=out, overwrite=True).out == out
-    with pytest.raises(InputError, match="exists; add --overwrite"):
+    with pytest.raises(InputError, match="exists; add overwrite"):
         written.write(out)
 
 

@@ -153,8 +153,11 @@ def test_guards_fire_from_python(taps: dict[str, Any], tmp_path: Path) -> None:
     kw: dict[str, Any] = {"domain": taps["domain"], **CARD}
     with pytest.raises(ud.InvalidParameterError, match=r"epsilon 1e\+300 per card-day \(at most 4 events\)"):
         ud.counts.release(*args, epsilon=1e300, **kw)
-    with pytest.raises(ud.InvalidParameterError, match=re.escape("--delta 0.99 is above 1e-05")):
+    with pytest.raises(
+        ud.InvalidParameterError, match="^" + re.escape("delta 0.99 is above 1e-05")
+    ) as caught:
         ud.counts.release(*args, epsilon=1, mechanism="gaussian", delta=0.99, **kw)
+    assert caught.value.parameters == ("delta",)
     allowed = ud.counts.release(
         *args, epsilon=1e300, session=ud.Session(allow_meaningless_epsilon=True, noise=exact()), **kw
     )
@@ -191,7 +194,7 @@ def test_write_refuses_an_existing_folder_without_overwrite(taps: dict[str, Any]
     assert json.loads((out / "privacy.json").read_text()) == json.loads(rel.privacy.to_json())
     report = json.loads((tmp_path / "owner_only" / "rel" / "input_report.json").read_text())
     assert report["input_rows"] == taps["events"].height
-    with pytest.raises(ud.InputError, match="--overwrite"):
+    with pytest.raises(ud.InputError, match="^out .* holds an earlier urbandp output; add overwrite to replace it$"):
         rel.write(out)
     rel.write(out, overwrite=True)
     foreign = tmp_path / "foreign"

@@ -133,8 +133,9 @@ def test_guards_fire_from_python(readings: Path, tmp_path: Path) -> None:
         readings, session=ud.Session(allow_meaningless_epsilon=True), **{**PM, "epsilon": 500.0}
     )
     assert not rel.privacy.differentially_private and rel.privacy.not_dp_reasons
-    with pytest.raises(ud.InvalidParameterError, match="--delta"):
+    with pytest.raises(ud.InvalidParameterError, match=r"^delta 0\.001 is above 1e-05") as caught:
         ud.sensing.dp_map(readings, **{**DP, "delta": 1e-3})
+    assert caught.value.parameters == ("delta",)
     store = _store(tmp_path, 100.0)
     with pytest.raises(ud.InputError, match="NOT differentially private"):  # window from the data: NOT DP
         ud.sensing.dp_map(readings, session=ud.Session(store, "pm25"), **{**DP, "start": None, "end": None})

@@ -162,7 +162,7 @@ def test_write_refuses_an_existing_folder_without_overwrite(tmp_path: Path) -> N
     assert doc["not_dp_outputs"] == [
         f"owner_only/rel/{n}" for n in ("quarantine.csv", "alias_report.csv", "input_report.json")
     ]
-    with pytest.raises(ud.InputError, match="add --overwrite"):
+    with pytest.raises(ud.InputError, match="add overwrite"):
         rel.write(tmp_path / "rel")
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "mine.txt").write_text("not urbandp's")

@@ -355,8 +355,8 @@ def test_records_grid_outputs_and_map_name_the_parameter(tmp_path: Path) -> None
         _names(
             _refused(lambda: check_output_file(existing, "out")),
             f"out {existing} exists; add overwrite to replace it",
-            ("overwrite",),
-            f"out {existing} exists; add --overwrite to replace it",
+            ("out", "overwrite"),
+            f"--out {existing} exists; add --overwrite to replace it",
         )
     _names(
         _refused(lambda: parse_tiles("ftp://t.org/{z}/{x}/{y}.png")),
