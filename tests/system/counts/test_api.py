@@ -194,7 +194,9 @@ def test_write_refuses_an_existing_folder_without_overwrite(taps: dict[str, Any]
     assert json.loads((out / "privacy.json").read_text()) == json.loads(rel.privacy.to_json())
     report = json.loads((tmp_path / "owner_only" / "rel" / "input_report.json").read_text())
     assert report["input_rows"] == taps["events"].height
-    with pytest.raises(ud.InputError, match="^out .* holds an earlier urbandp output; add overwrite to replace it$"):
+    with pytest.raises(
+        ud.InputError, match=r"^out .* holds an earlier urbandp output; add overwrite to replace it$"
+    ):
         rel.write(out)
     rel.write(out, overwrite=True)
     foreign = tmp_path / "foreign"
