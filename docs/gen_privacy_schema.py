@@ -41,6 +41,7 @@ REPORTS: tuple[tuple[str, str, str], ...] = (
     ("urbandp.sensing.report", "DpMapPrivacyReport", "`urbandp sensing dp-map` / `ud.sensing.dp_map`"),
     ("urbandp.sensing.report", "PmMapPrivacyReport", "`urbandp sensing pm-map` / `ud.sensing.pm_map`"),
     ("urbandp.sensing.report", "QueryPrivacyReport", "`urbandp sensing query` / `ud.sensing.query`"),
+    ("urbandp.estimators.report", "EstimatorPrivacyReport", "`ud.estimators.release` (Python only)"),
 )
 """(module, class, where it is written) of each typed report, in the order the page lists them."""
 

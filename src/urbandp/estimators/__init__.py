@@ -9,14 +9,18 @@ Spatio-Temporal IoT Datasets*): BASELINE, ARRAY-AVERAGING, LEVY, QUANTILE, and C
 
 These are building blocks: ``estimate(values, epsilon=..., noise=...)`` draws from the noise source it is given
 and records what it spent (``MeanEstimate.steps``), but reserves no budget and runs no guard. A release, with a
-:class:`urbandp.Session` (the store's budget, the guards, the record), goes through the fleet wing::
+:class:`urbandp.Session` (the store's budget, the guards, the record) goes through :func:`release` (one mean)
+or the fleet wing (one mean per HAT)::
 
     import urbandp as ud
     with ud.Session(store="budget.sqlite", dataset="austin") as s:
+        rel = ud.estimators.release(df, unit_column="vehicle_id", value_column="speed", upper=65, epsilon=1,
+                                    day="2015-03-18", session=s)  # doctest: +SKIP
         rel = ud.fleet.release(df, ..., speed_estimator="clipped-mean", session=s)  # doctest: +SKIP
 
 Passing ``noise=charge.noise`` of a Session's charge by hand would draw without reserving: do not.
-:func:`estimate_hat_means` (one mean per HAT, what the release calls) is exported lazily (it imports polars).
+:func:`release`, :func:`estimate_hat_means` (one mean per HAT, what the fleet calls) and their types are
+exported lazily (they import polars).
 
 Guarantee of the paper's four: Def. II.1 (replace one unit's values; units and counts fixed and public);
 CLIPPED-MEAN: add/remove-one-unit. See
@@ -42,7 +46,14 @@ from urbandp.estimators.core import (
 from urbandp.estimators.grouping import GroupingPlan, bestfit, wraparound
 
 if TYPE_CHECKING:
+    from urbandp.estimators.api import (
+        EstimatorRelease,
+        EstimatorReleaseSpec,
+        release,
+        release_spec,
+    )
     from urbandp.estimators.hat import ESTIMATORS, build_estimator, estimate_hat_means
+    from urbandp.estimators.report import EstimatorPrivacyReport
 
 __all__ = [
     "ADD_REMOVE",
@@ -51,6 +62,9 @@ __all__ = [
     "ArrayAveraging",
     "Baseline",
     "ClippedMean",
+    "EstimatorPrivacyReport",
+    "EstimatorRelease",
+    "EstimatorReleaseSpec",
     "GroupingPlan",
     "Levy",
     "MeanEstimate",
@@ -63,17 +77,28 @@ __all__ = [
     "eq1_argmax",
     "estimate_hat_means",
     "paper_median",
+    "release",
+    "release_spec",
     "wraparound",
 ]
 
-_LAZY = {"ESTIMATORS", "build_estimator", "estimate_hat_means"}
+_LAZY = {
+    "ESTIMATORS": "hat",
+    "build_estimator": "hat",
+    "estimate_hat_means": "hat",
+    "EstimatorRelease": "api",
+    "EstimatorReleaseSpec": "api",
+    "release": "api",
+    "release_spec": "api",
+    "EstimatorPrivacyReport": "report",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module("urbandp.estimators.hat"), name)
+        return getattr(importlib.import_module(f"urbandp.estimators.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
