@@ -227,3 +227,31 @@ def test_a_required_keyword_left_out_is_named_in_one_line(tmp_path: Path) -> Non
         match=rf"^pm_map needs bbox, start, end: give them as keywords or in {re.escape(str(config))} \[sensing.pm-map\]$",
     ):
         ud.sensing.pm_map(tmp_path / "r.csv", config=config)
+
+
+@pytest.mark.parametrize("table", CONFIG_TABLES)
+def test_every_keyword_of_the_api_function_is_an_option_with_its_default_and_help(table: str) -> None:
+    """The other way round (scikit-learn's common test): each keyword a caller may set has the command's flag, a
+    key in the file, help text, and the same default; a keyword the API requires is required by the command."""
+    from urbandp.config_tables import REQUIRED, key_aliases
+
+    group, name = table.split(".", 1)
+    command = typer.main.get_command(importlib.import_module(f"urbandp.{group}.cli").app).commands[name]  # type: ignore[attr-defined]
+    fn = _api(table)
+    aliases = key_aliases(fn)
+    options = {aliases.get(key, key): param for key, param in config_keys(command).items()}
+    for keyword, parameter in inspect.signature(fn).parameters.items():
+        if keyword in CALLER_ONLY:
+            continue
+        assert keyword in options, f"{API[table]}: {keyword} has no flag in urbandp {group} {name}"
+        option = options[keyword]
+        assert option.help, (table, keyword)
+        if parameter.default in (REQUIRED, inspect.Parameter.empty):
+            assert option.required, (table, keyword)
+        elif isinstance(parameter.default, tuple):  # a list flag: the comma text of the keyword's tuple
+            assert [float(v) for v in str(option.default).split(",")] == list(parameter.default), (
+                table,
+                keyword,
+            )
+        else:
+            assert option.default == parameter.default, (table, keyword, option.default, parameter.default)

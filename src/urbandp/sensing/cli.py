@@ -139,6 +139,7 @@ def pm_map(
     window_minutes: opts.WindowMinutes = _P.window_minutes,
     smoother: opts.Smoother = _P.smoother,
     value_column: opts.ValueColumn = _P.value_column,
+    precision: opts.Precision = _P.precision,
     dataset: Dataset = None,
     budget_store: BudgetStoreUrl = None,
     allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
