@@ -76,12 +76,16 @@ def laplace_plan(unit: PrivacyUnit, *, epsilon: float | None = None, scale: floa
         )
     if scale is None:
         if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
-            raise InputError(f"epsilon must be finite and > 0, got {epsilon}")
+            raise InvalidParameterError(
+                f"epsilon must be finite and > 0, got {epsilon}", parameters="epsilon"
+            )
         scale = float(
             dp.binary_search_param(discrete_laplace_measurement, d_in=unit.l1, d_out=float(epsilon))
         )
     if not (scale > 0 and math.isfinite(scale)):
-        raise InputError(f"noise scale must be finite and > 0, got {scale}")
+        raise InvalidParameterError(
+            f"noise_scale must be finite and > 0, got {scale}", parameters="noise_scale"
+        )
     eps = float(discrete_laplace_measurement(scale).map(unit.l1))
     return NoisePlan("discrete_laplace", float(scale), eps, 0.0)
 
@@ -98,7 +102,9 @@ def gaussian_plan(
         )
     if scale is None:
         if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
-            raise InputError(f"epsilon must be finite and > 0, got {epsilon}")
+            raise InvalidParameterError(
+                f"epsilon must be finite and > 0, got {epsilon}", parameters="epsilon"
+            )
         scale = float(
             dp.binary_search_param(
                 lambda s: _gaussian_approx(s, delta, unit.l2)[0],

@@ -86,7 +86,7 @@ def test_counts_release_from_a_config_file(tmp_path: Path) -> None:
     for name in sorted(p.name for p in by_flag.glob("*.csv")):
         a, b = pl.read_csv(by_flag / name), pl.read_csv(by_file / name)
         assert a.columns == b.columns and a.height == b.height, name
-    _refused_alike("counts", "release", head, ["--epsilon", "-1"], "counts.release", tmp_path)
+    _refused_alike("counts", "release", head, ["--epsilon", "-1"], "counts.release", tmp_path, key_named=True)
 
 
 def test_survey_randomize_from_a_config_file(tmp_path: Path) -> None:
