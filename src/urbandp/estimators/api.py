@@ -33,15 +33,7 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import InputDataError, InvalidParameterError
-from urbandp.estimators.core import (
-    ArrayAveraging,
-    Baseline,
-    ClippedMean,
-    Levy,
-    MeanEstimate,
-    Quantile,
-    _Estimator,
-)
+from urbandp.estimators.core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _Estimator
 from urbandp.estimators.report import EstimatorPrivacyReport
 from urbandp.frames import TableLike, input_paths
 from urbandp.outputs import atomic_output_dir, output_policy, write_json
@@ -52,15 +44,7 @@ from urbandp.privacy.session import Session as ReleaseCharge
 from urbandp.results import Release
 from urbandp.session import Session
 
-ESTIMATOR_NAMES: tuple[str, ...] = ("clipped-mean", "baseline", "array-averaging", "levy", "quantile")
-PAPER_ESTIMATORS: tuple[str, ...] = ("baseline", "array-averaging", "levy", "quantile")
-_CLASSES: dict[str, type[_Estimator]] = {
-    "clipped-mean": ClippedMean,
-    "baseline": Baseline,
-    "array-averaging": ArrayAveraging,
-    "levy": Levy,
-    "quantile": Quantile,
-}
+ESTIMATOR_NAMES: tuple[str, ...] = tuple(BY_NAME)
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "clipped-mean": ("m_ub", "m_cap"),
     "baseline": (),
@@ -139,7 +123,7 @@ class EstimatorReleaseSpec:
     def build(self) -> _Estimator:
         """The configured building block (:mod:`urbandp.estimators.core`)."""
         try:
-            return _CLASSES[self.estimator](upper=self.upper, **dict(self.options))
+            return BY_NAME[self.estimator](upper=self.upper, **dict(self.options))
         except (TypeError, ValueError) as err:
             text = str(err)
             named = [n for n, _ in self.options if text.startswith(n)] or [n for n, _ in self.options]

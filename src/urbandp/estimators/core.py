@@ -620,3 +620,16 @@ class ClippedMean(_Estimator):
             counts_public=False,
             neighbouring=ADD_REMOVE,
         )
+
+
+BY_NAME: dict[str, type[_Estimator]] = {
+    "clipped-mean": ClippedMean,
+    "baseline": Baseline,
+    "array-averaging": ArrayAveraging,
+    "levy": Levy,
+    "quantile": Quantile,
+}
+"""The estimators by the name their callers use (the fleet's ``speed_estimator``, ``ud.estimators.release``)."""
+
+PAPER_ESTIMATORS: tuple[str, ...] = ("baseline", "array-averaging", "levy", "quantile")
+"""Gupta et al.'s four: DP under Def. II.1 only (units and their counts public)."""

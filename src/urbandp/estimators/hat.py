@@ -20,15 +20,7 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import InputError
-from urbandp.estimators.core import (
-    ArrayAveraging,
-    Baseline,
-    ClippedMean,
-    Levy,
-    MeanEstimate,
-    Quantile,
-    _Estimator,
-)
+from urbandp.estimators.core import BY_NAME, Baseline, MeanEstimate, _Estimator
 from urbandp.privacy.noise import NoiseSource
 
 ESTIMATORS: tuple[str, ...] = ("baseline", "array-averaging", "levy", "quantile", "clipped-mean")
@@ -53,22 +45,15 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 
 def build_estimator(estimator: str, upper: float, **params: Any) -> _Estimator:
     """Map the CLI name to a configured estimator (constructor validation turns into :class:`InputError`)."""
+    cls = BY_NAME.get(estimator)
+    if cls is None:
+        raise InputError(f"unknown estimator {estimator!r}; choose one of {', '.join(ESTIMATORS)}")
     try:
-        if estimator == "baseline":
-            if params:
-                raise ValueError(f"baseline takes no parameters, got {sorted(params)}")
-            return Baseline(upper=upper)
-        if estimator == "array-averaging":
-            return ArrayAveraging(upper=upper, **params)
-        if estimator == "levy":
-            return Levy(upper=upper, **params)
-        if estimator == "quantile":
-            return Quantile(upper=upper, **params)
-        if estimator == "clipped-mean":
-            return ClippedMean(upper=upper, **params)
+        if cls is Baseline and params:
+            raise ValueError(f"baseline takes no parameters, got {sorted(params)}")
+        return cls(upper=upper, **params)
     except (TypeError, ValueError) as err:
         raise InputError(f"bad parameters for estimator {estimator!r}: {err}") from None
-    raise InputError(f"unknown estimator {estimator!r}; choose one of {', '.join(ESTIMATORS)}")
 
 
 def estimate_hat_means(
