@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +32,8 @@ import typer
 from typer import _click
 from typer.core import TyperOption
 
-from urbandp.config_tables import CONFIG_TABLES
-from urbandp.errors import EXIT_UNUSABLE_INPUT
+from urbandp.config_tables import CONFIG_TABLES, read_document
+from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, flag_of
 
 CONFIG_NAMES = "urbandp.config_names"
 """``ctx.meta`` key: parameter name -> how an error names a value read from the file (``epsilon in cfg.toml
@@ -90,14 +89,10 @@ def config_option(table: str) -> Any:
 
 def _parse(path: Path) -> dict[str, Any]:
     """The TOML document at ``path``; a missing, unreadable or malformed file is a :class:`ConfigError`."""
-    if not path.is_file():
-        raise ConfigError(f"--config {path}: not found")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise ConfigError(f"--config {path}: not TOML ({err})") from None
-    except OSError as err:
-        raise ConfigError(f"--config {path}: cannot be read ({err.strerror or err})") from None
+        return read_document(path)
+    except InputDataError as err:  # the library's reader, its message naming the flag
+        raise ConfigError(err.naming(flag_of)) from None
 
 
 def _hint(word: str, choices: list[str], form: str) -> str:

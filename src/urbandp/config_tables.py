@@ -84,13 +84,15 @@ def named_in_file(err: InputError, path: Path | None, table: str | None, keys: C
 def read_document(path: Path) -> dict[str, Any]:
     """The TOML document at ``path``; a missing, unreadable or malformed file is refused in one line."""
     if not path.is_file():
-        raise InputDataError(f"config {path}: not found")
+        raise InputDataError(f"config {path}: not found", parameters="config")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise InputDataError(f"config {path}: not TOML ({err})") from None
+        raise InputDataError(f"config {path}: not TOML ({err})", parameters="config") from None
     except OSError as err:
-        raise InputDataError(f"config {path}: cannot be read ({err.strerror or err})") from None
+        raise InputDataError(
+            f"config {path}: cannot be read ({err.strerror or err})", parameters="config"
+        ) from None
 
 
 def table_of(data: Mapping[str, Any], table: str, path: Path) -> dict[str, Any]:
