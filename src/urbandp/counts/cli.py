@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from urbandp.cli_config import config_option
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
+from urbandp.cli_spec import command_signature, keyword, spec_parameters
 from urbandp.cli_support import cli_guard
-from urbandp.counts import flags
+from urbandp.counts.spec import CountsReleaseSpec
 from urbandp.counts.synth_command import synth
 
 if TYPE_CHECKING:
@@ -23,43 +25,35 @@ app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 @app.command()
 @cli_guard
-def release(
-    input: flags.InputArgument,
-    out: flags.OutOption,
-    config: Path | None = config_option("counts.release"),
-    domain: flags.DomainOption = None,
-    select_partitions: flags.SelectPartitionsOption = False,
-    input_kind: flags.InputKindOption = "events",
-    unit: flags.UnitOption = "event",
-    max_events: flags.MaxEventsOption = 1,
-    max_per_cell: flags.MaxPerCellOption = 1,
-    method: flags.MethodOption = "urbandp",
-    mechanism: flags.MechanismOption = "laplace",
-    epsilon: flags.EpsilonOption = None,
-    delta: flags.DeltaOption = 0.0,
-    noise_scale: flags.NoiseScaleOption = None,
-    suppress_below: flags.SuppressBelowOption = None,
-    threshold: flags.ThresholdOption = 18.0,
-    precision: flags.PrecisionOption = 0,
-    consistent: flags.ConsistentOption = False,
-    top_k: flags.TopKOption = None,
-    top_k_epsilon: flags.TopKEpsilonOption = None,
-    top_k_tap: flags.TopKTapOption = None,
-    fmt: flags.FmtOption = "csv",
-    sampling: flags.SamplingOption = "auto",
-    marginals: flags.MarginalsOption = "auto",
-    marginal_epsilon: flags.MarginalEpsilonOption = None,
-    marginal_scale: flags.MarginalScaleOption = None,
-    budget_epsilon: flags.BudgetEpsilonOption = None,
-    budget_delta: flags.BudgetDeltaOption = 1e-5,
-    dataset: Dataset = None,
-    budget_store: BudgetStoreUrl = None,
-    dry_run: flags.DryRunOption = False,
-    engine: flags.EngineOption = "polars",
-    spark_master: flags.SparkMasterOption = None,
-    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
-    overwrite: Overwrite = False,
-) -> None:
+@command_signature(
+    [
+        inspect.Parameter(
+            "input",
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=typer.Argument(
+                ..., help="Events (mode,timestamp,tap,location[,card_id]) or counts (CSV/Parquet)."
+            ),
+            annotation=Path,
+        ),
+        keyword("out", Path, typer.Option(..., "--out", help="Output folder.")),
+        keyword("config", Path | None, config_option("counts.release")),
+    ],
+    spec_parameters(CountsReleaseSpec),
+    [
+        keyword("dataset", Dataset, None),
+        keyword("budget_store", BudgetStoreUrl, None),
+        keyword(
+            "dry_run",
+            bool,
+            typer.Option(
+                False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
+            ),
+        ),
+        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
+        keyword("overwrite", Overwrite, False),
+    ],
+)
+def release(**options: Any) -> None:
     """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
 
     With --suppress-below the default sparse sampler draws OpenDP noise for the non-zero cells and samples the
@@ -75,21 +69,26 @@ def release(
 
     from urbandp.counts.api import dry_run as cost
     from urbandp.counts.api import release_spec
-    from urbandp.counts.spec import CountsReleaseSpec
     from urbandp.outputs import dumps_strict
     from urbandp.results import OwnerWarning, ReleaseWarning
     from urbandp.session import Session
 
-    spec = CountsReleaseSpec.from_options({**locals(), "format": fmt})
-    if dry_run:
+    spec = CountsReleaseSpec.from_options(options)
+    input, out = options["input"], options["out"]
+    allow_meaningless_epsilon = options["allow_meaningless_epsilon"]
+    if options["dry_run"]:
         plan = cost(spec, allow_meaningless_epsilon=allow_meaningless_epsilon)
         typer.echo(dumps_strict(plan, indent=None))
         return
-    session = Session(budget_store, dataset, allow_meaningless_epsilon=allow_meaningless_epsilon)
+    session = Session(
+        options["budget_store"], options["dataset"], allow_meaningless_epsilon=allow_meaningless_epsilon
+    )
     with warnings.catch_warnings():  # the command prints its own warning lines
         warnings.simplefilter("ignore", ReleaseWarning)
         warnings.simplefilter("ignore", OwnerWarning)
-        rel = release_spec(input, spec, session=session, out=out, overwrite=overwrite, progress=_progress_bar)
+        rel = release_spec(
+            input, spec, session=session, out=out, overwrite=options["overwrite"], progress=_progress_bar
+        )
     _print_summary(rel, out)
 
 

@@ -1,9 +1,10 @@
 """The options of one count release, checked together before any data is read (``urbandp counts release``,
 ``urbandp.counts.release``).
 
-The defaults are declared by the entry points (the Python keywords of :func:`urbandp.counts.api.release` and the
-flags of ``urbandp counts release``; a test holds them equal); the validation is declared once, here and in
-:class:`urbandp.counts.table_release.CountReleaseConfig`. Messages name each option by its Python keyword and
+Each option (type, default, help, flag) is declared once, as a field of :class:`CountsReleaseSpec`: the flags of
+``urbandp counts release`` are built from the fields, and the keywords of :func:`urbandp.counts.api.release`
+restate them for type checkers (tests/unit/test_spec_options.py holds them equal). The validation is declared
+once, here and in :class:`urbandp.counts.table_release.CountReleaseConfig`. Messages name each option by its Python keyword and
 list it in the error's ``parameters``; the command line prints its flag instead (issue 31). The delta limit is
 the shared guard's (:func:`urbandp.privacy.guards.check_delta`), which names the flag itself.
 """
@@ -20,6 +21,7 @@ from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InvalidParameterError
 from urbandp.privacy.guards import check_delta
 from urbandp.privacy.loss import Loss
+from urbandp.spec_options import option
 
 DomainLike = str | Path | CountDomain | dict[str, object] | None
 """A public domain: a JSON file, a :class:`CountDomain`, or its JSON object; None with ``select_partitions``."""
@@ -30,40 +32,85 @@ SPEC_HASH_LEAVES_OUT = ("engine", "spark_master")
 
 @dataclass(frozen=True)
 class CountsReleaseSpec:
-    """Every option of a count release (see ``urbandp counts release --help`` for each one's meaning)."""
+    """Every option of a count release, declared once (:func:`urbandp.spec_options.option`): the command's flags
+    and ``--help`` are built from these fields, and :func:`urbandp.counts.api.release` takes them as keywords."""
 
     @classmethod
     def from_options(cls, options: Mapping[str, object]) -> CountsReleaseSpec:
         """The spec from a mapping holding (at least) every field by name: the API's keywords, the CLI's flags."""
         return cls(**{f.name: options[f.name] for f in fields(cls)})  # type: ignore[arg-type]
 
-    domain: DomainLike
-    select_partitions: bool
-    input_kind: str
-    unit: str
-    max_events: int
-    max_per_cell: int
-    method: str
-    mechanism: str
-    epsilon: float | None
-    delta: float
-    noise_scale: float | None
-    suppress_below: float | None
-    threshold: float
-    precision: int
-    consistent: bool
-    top_k: int | None
-    top_k_epsilon: float | None
-    top_k_tap: str | None
-    format: str
-    sampling: str
-    marginals: str
-    marginal_epsilon: float | None
-    marginal_scale: float | None
-    budget_epsilon: float | None
-    budget_delta: float
-    engine: str
-    spark_master: str | None
+    domain: DomainLike = option(
+        None,
+        help="Public domain JSON: days, taps, bin_minutes, places (default: none; then --select-partitions is required).",
+        cli_type=Path | None,
+    )
+    select_partitions: bool = option(False, help="No public domain: DP partition selection (needs --delta).")
+    input_kind: str = option(
+        "events", help="events | counts (pre-aggregated mode,day,tap,bin,location,count)."
+    )
+    unit: str = option("event", help="Privacy unit: event | card-day.")
+    max_events: int = option(1, help="card-day: at most k events per card and day (truncation).")
+    max_per_cell: int = option(1, help="card-day: at most m events of one card-day per cell.")
+    method: str = option("urbandp", help="urbandp (DP, default) | data61-2016 (NOT DP, for comparison).")
+    mechanism: str = option(
+        "laplace", help="laplace (discrete, pure DP) | gaussian (discrete, zCDP -> (eps, delta))."
+    )
+    epsilon: float | None = option(
+        None,
+        help="Epsilon for the joint table, scale calibrated by OpenDP (default: none; give this or --noise-scale).",
+    )
+    delta: float = option(0.0, help="Delta (Gaussian mechanism or partition selection).")
+    noise_scale: float | None = option(
+        None,
+        help="Noise scale instead of epsilon, which is then computed (default: none; give this or --epsilon).",
+    )
+    suppress_below: float | None = option(
+        None, help="Hide joint cells whose NOISY value is below this (default: publish every cell)."
+    )
+    threshold: float = option(18.0, help="data61-2016 only: release if noisy > threshold.")
+    precision: int = option(0, help="Decimal places of released values.")
+    consistent: bool = option(
+        False, help="Consistent non-negative least-squares projection (post-processing)."
+    )
+    top_k: int | None = option(
+        None, help="Also release the k busiest places with OpenDP noisy top-k (default: off)."
+    )
+    top_k_epsilon: float | None = option(
+        None, help="Epsilon charged for --top-k (default: none; required with --top-k)."
+    )
+    top_k_tap: str | None = option(
+        None, help="Rank places by this tap only, e.g. off = destinations (default: all taps)."
+    )
+    format: str = option("csv", help="csv | parquet.")
+    sampling: str = option(
+        "auto",
+        help="auto (sparse when --suppress-below > 0 is set) | sparse (exact sparse sampler of the zero "
+        "cells, Cormode et al. 2012) | dense (noise on every cell).",
+    )
+    marginals: str = option(
+        "auto",
+        help="auto (noisy-joint with dense sampling, published-joint with sparse, charged when "
+        "--marginal-epsilon/--marginal-scale is given) | noisy-joint | published-joint | charged.",
+    )
+    marginal_epsilon: float | None = option(
+        None,
+        help="Charged marginals: epsilon of each marginal table (default: none; needed with --marginals charged).",
+    )
+    marginal_scale: float | None = option(
+        None, help="Charged marginals: noise scale instead of --marginal-epsilon (default: none)."
+    )
+    budget_epsilon: float | None = option(
+        None, help="Refuse releases that spend more epsilon (default: no cap)."
+    )
+    budget_delta: float = option(1e-5, help="Refuse releases that spend more delta.")
+    engine: str = option(
+        "polars",
+        help="Per-event stage: polars (in-process) or spark, see docs/scale-out.md.",
+    )
+    spark_master: str | None = option(
+        None, help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*])."
+    )
 
     def __post_init__(self) -> None:
         if self.domain is not None and self.select_partitions:
