@@ -19,9 +19,14 @@ The fleet's release declares its options the same way in one table (:data:`urban
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from urbandp.errors import InvalidParameterError
 
 OPTION_KEY = "urbandp.option"
 """The key of a field's ``metadata`` that holds its :class:`OptionInfo`."""
@@ -31,20 +36,63 @@ REQUIRED_OPTION: Any = dataclasses.MISSING
 
 
 @dataclass(frozen=True)
+class Bounds:
+    """The numbers an option admits: finite, and above / at least / at most / below the limits given."""
+
+    above: float | None = None
+    at_least: float | None = None
+    at_most: float | None = None
+    below: float | None = None
+
+    def admits(self, value: float) -> bool:
+        return (
+            math.isfinite(value)
+            and (self.above is None or value > self.above)
+            and (self.at_least is None or value >= self.at_least)
+            and (self.at_most is None or value <= self.at_most)
+            and (self.below is None or value < self.below)
+        )
+
+    def describe(self, integer: bool) -> str:
+        """``a finite number > 0``, ``an integer >= 1``, ``an integer >= 0 and <= 15``."""
+        limits = [
+            f"{sign} {limit:g}"
+            for sign, limit in (
+                (">", self.above),
+                (">=", self.at_least),
+                ("<=", self.at_most),
+                ("<", self.below),
+            )
+            if limit is not None
+        ]
+        return " ".join(["an integer" if integer else "a finite number", " and ".join(limits)]).rstrip()
+
+
+@dataclass(frozen=True)
 class OptionInfo:
-    """What a spec field adds to its name, type and default: the help, and the flag and command-line type where
-    they are not the name's (``id_column`` is ``--id``; a domain given as an object is a file on the command line)."""
+    """What a spec field adds to its name, type and default: the help; the values it admits (``bounds`` for a
+    number, ``choices`` for a word; None admits any); and the flag and command-line type where they are not the
+    name's (``id_column`` is ``--id``; a domain given as an object is a file on the command line)."""
 
     help: str
     flag: str | None = None
     cli_type: Any = None
+    bounds: Bounds | None = None
+    choices: tuple[str, ...] | None = None
 
 
 def option(
-    default: Any = dataclasses.MISSING, *, help: str, flag: str | None = None, cli_type: Any = None
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    flag: str | None = None,
+    cli_type: Any = None,
+    bounds: Bounds | None = None,
+    choices: Sequence[str] | None = None,
 ) -> Any:
     """A spec field that is an option of its release (no ``default``: the option is required)."""
-    metadata = {OPTION_KEY: OptionInfo(help, flag, cli_type)}
+    info = OptionInfo(help, flag, cli_type, bounds, None if choices is None else tuple(choices))
+    metadata = {OPTION_KEY: info}
     if default is dataclasses.MISSING:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -60,12 +108,37 @@ class DeclaredOption:
     help: str
     flag: str
     cli_type: Any
+    bounds: Bounds | None
+    choices: tuple[str, ...] | None
 
     @property
     def required(self) -> bool:
         return self.default is REQUIRED_OPTION
 
+    @property
+    def integer(self) -> bool:
+        return int in typing.get_args(self.type) or self.type is int
 
+    def check(self, value: object) -> None:
+        """Refuse ``value`` in one line naming the option when its bounds or choices do not admit it (None, the
+        option left out, is the spec's to judge)."""
+        if value is None:
+            return
+        if self.choices is not None and value not in self.choices:
+            raise InvalidParameterError(
+                f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}", parameters=self.name
+            )
+        if self.bounds is not None:
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            whole = isinstance(value, int) or not self.integer
+            if not (isinstance(value, (int, float)) and number and whole and self.bounds.admits(value)):
+                raise InvalidParameterError(
+                    f"{self.name} must be {self.bounds.describe(self.integer)}, got {value!r}",
+                    parameters=self.name,
+                )
+
+
+@functools.cache
 def declared_options(spec: type) -> tuple[DeclaredOption, ...]:
     """The options of ``spec`` (a dataclass), in field order; fields that are not options are left out."""
     hints = typing.get_type_hints(spec)
@@ -82,6 +155,8 @@ def declared_options(spec: type) -> tuple[DeclaredOption, ...]:
                 help=info.help,
                 flag=info.flag or "--" + f.name.replace("_", "-"),
                 cli_type=info.cli_type if info.cli_type is not None else hints[f.name],
+                bounds=info.bounds,
+                choices=info.choices,
             )
         )
     return tuple(found)
@@ -90,3 +165,11 @@ def declared_options(spec: type) -> tuple[DeclaredOption, ...]:
 def option_defaults(spec: type) -> dict[str, Any]:
     """Option name -> its default, for the options that have one."""
     return {o.name: o.default for o in declared_options(spec) if not o.required}
+
+
+def check_options(spec: object) -> None:
+    """Refuse, in field order, the first option of ``spec`` (a dataclass instance) whose declared bounds or
+    choices do not admit its value: the one place those are checked, whichever way the value came."""
+    kind: type = type(spec)
+    for declared in declared_options(kind):
+        declared.check(getattr(spec, declared.name))

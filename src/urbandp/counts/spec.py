@@ -15,13 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from urbandp.counts.config import MARGINALS, METHODS, SAMPLINGS
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.table_release import CountReleaseConfig
 from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InvalidParameterError
 from urbandp.privacy.guards import check_delta
 from urbandp.privacy.loss import Loss
-from urbandp.spec_options import option
+from urbandp.spec_options import Bounds, check_options, option
 
 DomainLike = str | Path | CountDomain | dict[str, object] | None
 """A public domain: a JSON file, a :class:`CountDomain`, or its JSON object; None with ``select_partitions``."""
@@ -47,91 +48,107 @@ class CountsReleaseSpec:
     )
     select_partitions: bool = option(False, help="No public domain: DP partition selection (needs --delta).")
     input_kind: str = option(
-        "events", help="events | counts (pre-aggregated mode,day,tap,bin,location,count)."
+        "events",
+        help="events | counts (pre-aggregated mode,day,tap,bin,location,count).",
+        choices=("events", "counts"),
     )
-    unit: str = option("event", help="Privacy unit: event | card-day.")
-    max_events: int = option(1, help="card-day: at most k events per card and day (truncation).")
-    max_per_cell: int = option(1, help="card-day: at most m events of one card-day per cell.")
-    method: str = option("urbandp", help="urbandp (DP, default) | data61-2016 (NOT DP, for comparison).")
+    unit: str = option("event", help="Privacy unit: event | card-day.", choices=("event", "card-day"))
+    max_events: int = option(
+        1, help="card-day: at most k events per card and day (truncation).", bounds=Bounds(at_least=1)
+    )
+    max_per_cell: int = option(
+        1, help="card-day: at most m events of one card-day per cell.", bounds=Bounds(at_least=1)
+    )
+    method: str = option(
+        "urbandp", help="urbandp (DP, default) | data61-2016 (NOT DP, for comparison).", choices=METHODS
+    )
     mechanism: str = option(
-        "laplace", help="laplace (discrete, pure DP) | gaussian (discrete, zCDP -> (eps, delta))."
+        "laplace",
+        help="laplace (discrete, pure DP) | gaussian (discrete, zCDP -> (eps, delta)).",
+        choices=("laplace", "gaussian"),
     )
     epsilon: float | None = option(
         None,
         help="Epsilon for the joint table, scale calibrated by OpenDP (default: none; give this or --noise-scale).",
+        bounds=Bounds(above=0),
     )
     delta: float = option(0.0, help="Delta (Gaussian mechanism or partition selection).")
     noise_scale: float | None = option(
         None,
         help="Noise scale instead of epsilon, which is then computed (default: none; give this or --epsilon).",
+        bounds=Bounds(above=0),
     )
     suppress_below: float | None = option(
-        None, help="Hide joint cells whose NOISY value is below this (default: publish every cell)."
+        None,
+        help="Hide joint cells whose NOISY value is below this (default: publish every cell).",
+        bounds=Bounds(),
     )
-    threshold: float = option(18.0, help="data61-2016 only: release if noisy > threshold.")
-    precision: int = option(0, help="Decimal places of released values.")
+    threshold: float = option(18.0, help="data61-2016 only: release if noisy > threshold.", bounds=Bounds())
+    precision: int = option(
+        0, help="Decimal places of released values.", bounds=Bounds(at_least=-9, at_most=15)
+    )
     consistent: bool = option(
         False, help="Consistent non-negative least-squares projection (post-processing)."
     )
     top_k: int | None = option(
-        None, help="Also release the k busiest places with OpenDP noisy top-k (default: off)."
+        None,
+        help="Also release the k busiest places with OpenDP noisy top-k (default: off).",
+        bounds=Bounds(at_least=1),
     )
     top_k_epsilon: float | None = option(
-        None, help="Epsilon charged for --top-k (default: none; required with --top-k)."
+        None,
+        help="Epsilon charged for --top-k (default: none; required with --top-k).",
+        bounds=Bounds(above=0),
     )
     top_k_tap: str | None = option(
         None, help="Rank places by this tap only, e.g. off = destinations (default: all taps)."
     )
-    format: str = option("csv", help="csv | parquet.")
+    format: str = option("csv", help="csv | parquet.", choices=("csv", "parquet"))
     sampling: str = option(
         "auto",
         help="auto (sparse when --suppress-below > 0 is set) | sparse (exact sparse sampler of the zero "
         "cells, Cormode et al. 2012) | dense (noise on every cell).",
+        choices=SAMPLINGS,
     )
     marginals: str = option(
         "auto",
         help="auto (noisy-joint with dense sampling, published-joint with sparse, charged when "
         "--marginal-epsilon/--marginal-scale is given) | noisy-joint | published-joint | charged.",
+        choices=MARGINALS,
     )
     marginal_epsilon: float | None = option(
         None,
         help="Charged marginals: epsilon of each marginal table (default: none; needed with --marginals charged).",
+        bounds=Bounds(above=0),
     )
     marginal_scale: float | None = option(
-        None, help="Charged marginals: noise scale instead of --marginal-epsilon (default: none)."
+        None,
+        help="Charged marginals: noise scale instead of --marginal-epsilon (default: none).",
+        bounds=Bounds(above=0),
     )
     budget_epsilon: float | None = option(
-        None, help="Refuse releases that spend more epsilon (default: no cap)."
+        None, help="Refuse releases that spend more epsilon (default: no cap).", bounds=Bounds(above=0)
     )
-    budget_delta: float = option(1e-5, help="Refuse releases that spend more delta.")
+    budget_delta: float = option(
+        1e-5, help="Refuse releases that spend more delta.", bounds=Bounds(at_least=0, below=1)
+    )
     engine: str = option(
         "polars",
         help="Per-event stage: polars (in-process) or spark, see docs/scale-out.md.",
+        choices=("polars", "spark"),
     )
     spark_master: str | None = option(
         None, help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*])."
     )
 
     def __post_init__(self) -> None:
+        check_options(self)  # each option's declared bounds or choices
         if self.domain is not None and self.select_partitions:
             raise InvalidParameterError(
                 "give domain (a public list of cells) or select_partitions (cells chosen with DP), not both",
                 parameters=("domain", "select_partitions"),
             )
-        if self.input_kind not in ("events", "counts"):
-            raise InvalidParameterError(
-                f"input_kind must be events or counts, got {self.input_kind!r}", parameters="input_kind"
-            )
-        if self.format not in ("csv", "parquet"):
-            raise InvalidParameterError(
-                f"format must be csv or parquet, got {self.format!r}", parameters="format"
-            )
         self.privacy_unit()  # the unit's own checks, in the order the command line always made them
-        if self.budget_epsilon is not None and not self.budget_epsilon > 0:
-            raise InvalidParameterError(
-                f"budget_epsilon must be a number above 0, got {self.budget_epsilon:g}",
-                parameters="budget_epsilon",
-            )
         check_delta(self.delta, "delta")
         if self.epsilon is None and self.noise_scale is None:
             raise InvalidParameterError("give epsilon or noise_scale", parameters=("epsilon", "noise_scale"))

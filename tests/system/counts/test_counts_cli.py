@@ -546,7 +546,10 @@ def test_count_input_out_of_int64_is_quarantined(taps: Path, tmp_path: Path, cou
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--suppress-below", "18", "--marginals", "charged", "--marginal-scale", "0"], "must be > 0"),
+        (
+            ["--suppress-below", "18", "--marginals", "charged", "--marginal-scale", "0"],
+            "--marginal-scale must be a finite number > 0",
+        ),
         (["--suppress-below", "18", "--marginals", "charged", "--marginal-scale", "nan"], "finite"),
         (["--method", "data61-2016", "--noise-scale", "1.4", "--threshold", "nan"], "finite"),
         (["--suppress-below", "nan"], "finite"),

@@ -63,7 +63,7 @@ def test_the_command_line_names_the_flag_or_the_config_key(taps: Path, tmp_path:
     from_file = run_urbandp(*base, *domain, "--config", str(config))
     assert_refused(
         from_file,
-        f"precision in {config} [counts.release] must be between -9 and 15 decimal places, got 20",
+        f"precision in {config} [counts.release] must be an integer >= -9 and <= 15, got 20",
         others="none",
     )
     assert not (tmp_path / "o").exists()

@@ -142,17 +142,17 @@ CASES: list[tuple[str, Callable[[], object], str, tuple[str, ...], str]] = [
         "give --domain (a public list of cells) or --select-partitions (cells chosen with DP), not both",
     ),
     (
-        "spec: input_kind", lambda: spec(input_kind="rows"), "input_kind must be events or counts, got 'rows'",
-        ("input_kind",), "--input-kind must be events or counts, got 'rows'",
+        "spec: input_kind", lambda: spec(input_kind="rows"), "input_kind must be one of events, counts, got 'rows'",
+        ("input_kind",), "--input-kind must be one of events, counts, got 'rows'",
     ),
     (
-        "spec: format", lambda: spec(format="xml"), "format must be csv or parquet, got 'xml'", ("format",),
-        "--format must be csv or parquet, got 'xml'",
+        "spec: format", lambda: spec(format="xml"), "format must be one of csv, parquet, got 'xml'", ("format",),
+        "--format must be one of csv, parquet, got 'xml'",
     ),
     (
         "spec: budget_epsilon", lambda: spec(budget_epsilon=-1.0),
-        "budget_epsilon must be a number above 0, got -1", ("budget_epsilon",),
-        "--budget-epsilon must be a number above 0, got -1",
+        "budget_epsilon must be a finite number > 0, got -1.0", ("budget_epsilon",),
+        "--budget-epsilon must be a finite number > 0, got -1.0",
     ),
     (
         "spec: no epsilon", lambda: spec(epsilon=None), "give epsilon or noise_scale", ("epsilon", "noise_scale"),

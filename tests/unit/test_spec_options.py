@@ -1,0 +1,219 @@
+"""Each release's options are declared once, on the fields of its spec (issue 31), and the rest is held to it.
+
+As scikit-learn's common tests hold every estimator to its ``_parameter_constraints``: for every spec listed in
+:data:`SPECS`, every option is a flag of its command with the field's flag, default, help and requiredness (the
+command declares no option of its own besides the run's: ``--out``, ``--dataset`` ...); the Python API takes every
+option as a keyword with the field's default (and no other option); every option declares the values it admits
+(bounds or choices) or is listed in :data:`ADMITS_ANY` with the reason; and a value outside each option's bounds
+or choices is refused in one line naming the option, from Python and (for one option of each kind) at the
+command line, where the flag is named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from urbandp.config_tables import REQUIRED
+from urbandp.errors import InvalidParameterError
+from urbandp.spec_options import Bounds, DeclaredOption, declared_options
+
+SPECS: dict[str, tuple[str, str, str]] = {
+    # release -> (spec class, API function, command "group name")
+    "counts release": (
+        "urbandp.counts.spec:CountsReleaseSpec",
+        "urbandp.counts.api:release",
+        "counts release",
+    ),
+}
+
+RUN_OPTIONS = {
+    # command parameters that are not a release's options: where it reads and writes, the budget it charges
+    "input",
+    "out",
+    "config",
+    "dataset",
+    "budget_store",
+    "survey_date",
+    "dry_run",
+    "allow_meaningless_epsilon",
+    "overwrite",
+}
+API_RUN_KEYWORDS = {
+    "data",
+    "session",
+    "out",
+    "overwrite",
+    "progress",
+    "config",
+    "command_line",
+    "survey_date",
+}
+
+ADMITS_ANY: dict[tuple[str, str], str] = {
+    ("counts release", "domain"): "a file, a CountDomain or its JSON object: read and checked by CountDomain",
+    ("counts release", "select_partitions"): "a switch",
+    ("counts release", "consistent"): "a switch",
+    ("counts release", "delta"): "the shared delta guard (privacy.guards.check_delta) judges it",
+    ("counts release", "top_k_tap"): "a tap name of the public domain, checked against it",
+    ("counts release", "spark_master"): "a Spark master URL, Spark's to judge",
+}
+
+VALID: dict[str, dict[str, Any]] = {
+    # keywords that make a valid spec, to which one bad value is added
+    "counts release": {"epsilon": 1.0, "domain": {"days": ["2024-01-01"]}},
+}
+
+
+def _load(reference: str) -> Any:
+    module, name = reference.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _options(release: str) -> tuple[DeclaredOption, ...]:
+    return declared_options(_load(SPECS[release][0]))
+
+
+def _command(release: str) -> Any:
+    group, name = SPECS[release][2].split(" ")
+    app = importlib.import_module(f"urbandp.{group}.cli").app
+    return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+
+
+def _cases() -> list[tuple[str, DeclaredOption]]:
+    return [(release, o) for release in SPECS for o in _options(release)]
+
+
+def _ids(cases: list[tuple[str, DeclaredOption]]) -> list[str]:
+    return [f"{release}: {o.name}" for release, o in cases]
+
+
+@pytest.mark.parametrize("release", SPECS)
+def test_every_option_is_a_flag_of_the_command_with_the_field_s_default_help_and_requiredness(
+    release: str,
+) -> None:
+    params = {p.name: p for p in _command(release).params}
+    for o in _options(release):
+        assert o.name in params, (release, o.name)
+        p = params[o.name]
+        assert o.flag in p.opts, (release, o.name, p.opts)
+        assert p.help == o.help, (release, o.name)
+        assert p.required == o.required, (release, o.name)
+        if not o.required:
+            assert p.default == o.default, (release, o.name, p.default, o.default)
+
+
+@pytest.mark.parametrize("release", SPECS)
+def test_the_command_declares_no_option_of_its_own_besides_the_run_s(release: str) -> None:
+    names = {p.name for p in _command(release).params}
+    own = names - {o.name for o in _options(release)}
+    assert own <= RUN_OPTIONS, sorted(own - RUN_OPTIONS)
+
+
+@pytest.mark.parametrize("release", SPECS)
+def test_the_api_takes_every_option_with_the_field_s_default_and_no_other(release: str) -> None:
+    keywords = inspect.signature(_load(SPECS[release][1])).parameters
+    for o in _options(release):
+        assert o.name in keywords, (release, o.name)
+        expected = REQUIRED if o.required else o.default
+        assert keywords[o.name].default == expected, (release, o.name)
+    others = set(keywords) - {o.name for o in _options(release)}
+    assert others <= API_RUN_KEYWORDS, sorted(others - API_RUN_KEYWORDS)
+
+
+@pytest.mark.parametrize(("release", "option"), _cases(), ids=_ids(_cases()))
+def test_every_option_declares_what_it_admits_or_says_why_not(release: str, option: DeclaredOption) -> None:
+    declared = option.bounds is not None or option.choices is not None
+    assert declared != ((release, option.name) in ADMITS_ANY), (release, option.name)
+
+
+def _outside(option: DeclaredOption) -> object:
+    """A value the option's bounds or choices do not admit."""
+    if option.choices is not None:
+        return "not-" + option.choices[0]
+    bounds = option.bounds
+    assert bounds is not None
+    step = 1 if option.integer else 0.5
+    if bounds.above is not None:
+        return type(step)(bounds.above)
+    if bounds.at_least is not None:
+        return type(step)(bounds.at_least - step)
+    if bounds.at_most is not None:
+        return type(step)(bounds.at_most + step)
+    if bounds.below is not None:
+        return type(step)(bounds.below)
+    return math.nan
+
+
+BOUNDED = [(r, o) for r, o in _cases() if o.bounds is not None or o.choices is not None]
+
+
+@pytest.mark.parametrize(("release", "option"), BOUNDED, ids=_ids(BOUNDED))
+def test_a_value_outside_the_option_s_bounds_is_refused_in_one_line_naming_it(
+    release: str, option: DeclaredOption
+) -> None:
+    spec = _load(SPECS[release][0])
+    defaults = {f.name: f.default for f in dataclasses.fields(spec) if f.default is not dataclasses.MISSING}
+    bad = _outside(option)
+    with pytest.raises(InvalidParameterError) as caught:
+        spec(**{**defaults, **VALID[release], option.name: bad})
+    assert caught.value.parameters == (option.name,)
+    assert str(caught.value) == f"{option.name} must be {_rule(option)}, got {bad!r}"
+
+
+def _rule(option: DeclaredOption) -> str:
+    if option.choices is not None:
+        return "one of " + ", ".join(option.choices)
+    assert option.bounds is not None
+    return option.bounds.describe(option.integer)
+
+
+def test_bounds_describe_the_numbers_they_admit() -> None:
+    assert Bounds(above=0).describe(integer=False) == "a finite number > 0"
+    assert Bounds(at_least=-9, at_most=15).describe(integer=True) == "an integer >= -9 and <= 15"
+    assert Bounds(at_least=0, below=1).describe(integer=False) == "a finite number >= 0 and < 1"
+    assert Bounds().describe(integer=False) == "a finite number"
+    assert Bounds(at_least=0, below=1).admits(0.0) and not Bounds(at_least=0, below=1).admits(1.0)
+    assert not Bounds().admits(math.inf) and not Bounds(above=0).admits(math.nan)
+
+
+def test_an_integer_option_refuses_a_fraction_and_a_switch() -> None:
+    from urbandp.counts.spec import CountsReleaseSpec
+
+    defaults = {f.name: f.default for f in dataclasses.fields(CountsReleaseSpec)}
+    for bad in (1.5, True):
+        with pytest.raises(InvalidParameterError, match=r"^max_events must be an integer >= 1, got"):
+            CountsReleaseSpec(**{**defaults, **VALID["counts release"], "max_events": bad})
+
+
+@pytest.mark.parametrize(
+    ("flags", "line"),
+    [
+        (["--top-k", "3", "--top-k-epsilon", "-1"], "--top-k-epsilon must be a finite number > 0, got -1.0"),
+        (["--unit", "rider"], "--unit must be one of event, card-day, got 'rider'"),
+        (["--precision", "16"], "--precision must be an integer >= -9 and <= 15, got 16"),
+    ],
+)
+def test_the_command_line_names_the_flag_of_a_value_out_of_bounds(
+    flags: list[str], line: str, tmp_path: Path
+) -> None:
+    """Before issue 31's bounds, ``--top-k-epsilon -1`` ended in an internal error (exit 70)."""
+    from typer.testing import CliRunner
+
+    from urbandp.cli import app
+
+    events = tmp_path / "events.csv"
+    events.write_text("mode,timestamp,tap,location\n")
+    domain = tmp_path / "domain.json"
+    domain.write_text('{"days": ["2024-01-01"]}')
+    args = ["counts", "release", str(events), "--domain", str(domain), "--epsilon", "1"]
+    result = CliRunner().invoke(app, [*args, *flags, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"urbandp: error: {line}"
