@@ -23,7 +23,15 @@ def plan(**a: Any) -> None:
     Example: urbandp plan fleet.parquet --out out/plan --epsilon-per-day 10 --start 2021-11-15 --end 2021-12-15
     --domain-bbox 21.09,72.75,21.25,72.91 --target-error 2
     """
+    from urbandp.fleet.spec import file_keys, named_by
 
+    # an error about a value read from the config file names its key there, as release's do (issue 31)
+    with named_by(file_keys(a)):
+        _plan(a)
+
+
+def _plan(a: dict[str, Any]) -> None:
+    """The plan of :func:`plan`'s options ``a``: written to ``a["out"]``/plan.json and printed."""
     from rich.console import Console
 
     from urbandp.fleet.pipeline import public_window, window_days

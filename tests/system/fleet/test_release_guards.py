@@ -183,6 +183,18 @@ def test_an_error_names_the_flag_or_the_key_of_the_config_file_that_gave_the_val
     )
 
 
+def test_plan_names_the_key_of_the_config_file_that_gave_the_value(fleet: Path, tmp_path: Path) -> None:
+    """``urbandp plan`` takes release's config file; before, an error found past the options (the domain file,
+    looked for on reading) named the flag ``--domain-cells`` that was never typed."""
+    config = tmp_path / "c.toml"
+    config.write_text('[release]\nnoise_scale = 1\ndomain_cells = "nowhere.txt"\n')
+    res = run_urbandp("plan", str(fleet), "--out", str(tmp_path / "p"), *W, "--config", str(config))
+    assert_refused(
+        res, f"domain_cells in {config} [release] nowhere.txt: no such file or folder", others="none"
+    )
+    assert not (tmp_path / "p").exists()
+
+
 def test_a_window_that_ends_before_it_starts_is_refused_in_one_line(fleet: Path, tmp_path: Path) -> None:
     """Before issue 31 ``--noise-scale`` with ``--start`` after ``--end`` divided by zero days (exit 70)."""
     args = ["release", str(fleet), "--out", str(tmp_path / "r"), "--noise-scale", "1", "--no-map"]
