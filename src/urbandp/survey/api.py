@@ -8,7 +8,10 @@
                                   survey_date="2021-05-01", session=s)
     rel.table, rel.privacy.epsilon, rel.write("out/vehicles-rr")
 
-Options are named as the command's flags with underscores (``--id`` is ``id_column``, ``--from``/``--to`` are
+Each option is declared once, as a field of the release's spec (:class:`RandomizeSpec`, :class:`PointsSpec`,
+:class:`OdSpec`, :class:`TrajectoriesSpec`; :mod:`urbandp.spec_options`): the command's flags are built from the
+fields, and the keywords here restate them, with the same defaults, for type checkers and editors. Options are
+named as the command's flags with underscores (``--id`` is ``id_column``, ``--from``/``--to`` are
 ``origin``/``dest``, ``--keep-probability`` is ``keep_probability``) and have its defaults and checks. Each release
 declares its privacy unit (``respondent`` for answers and locations, ``trip`` for trips) and runs inside one charge
 of ``session`` (:class:`urbandp.Session`; default: no store): reserved before any draw, the guards inside the
@@ -28,6 +31,7 @@ import polars as pl
 from urbandp.config_tables import REQUIRED, takes_config
 from urbandp.frames import TableLike, input_paths
 from urbandp.session import Session
+from urbandp.spec_options import declared_options
 from urbandp.survey.charge import RESPONDENT, TRIP
 from urbandp.survey.od_release import OdSpec, od_body
 from urbandp.survey.points_release import PointsSpec, points_body
@@ -40,7 +44,14 @@ __all__ = ["SurveyRelease", "estimate", "od_randomize", "perturb_points", "pertu
 PathLike = str | Path
 
 
-@takes_config("survey.randomize", {"id": "id_column"})
+def _file_keys(spec: type) -> dict[str, str]:
+    """The ``--config`` file's keys that are not the option's name (``id`` -> ``id_column``, ``from`` ->
+    ``origin``): the flags the spec's fields declare (:attr:`urbandp.spec_options.DeclaredOption.flag`)."""
+    keys = {o.flag[2:].replace("-", "_"): o.name for o in declared_options(spec)}
+    return {key: name for key, name in keys.items() if key != name}
+
+
+@takes_config("survey.randomize", _file_keys(RandomizeSpec))
 def randomize(
     data: TableLike,
     *,
@@ -136,7 +147,7 @@ def estimate(
     return table
 
 
-@takes_config("survey.perturb-points", {"id": "id_column"})
+@takes_config("survey.perturb-points", _file_keys(PointsSpec))
 def perturb_points(
     data: TableLike,
     *,
@@ -187,7 +198,7 @@ def perturb_points(
     )
 
 
-@takes_config("survey.od-randomize", {"id": "id_column", "from": "origin", "to": "dest"})
+@takes_config("survey.od-randomize", _file_keys(OdSpec))
 def od_randomize(
     data: TableLike,
     *,
@@ -241,7 +252,7 @@ def od_randomize(
     )
 
 
-@takes_config("survey.perturb-trajectories")
+@takes_config("survey.perturb-trajectories", _file_keys(TrajectoriesSpec))
 def perturb_trajectories(
     data: TableLike,
     *,

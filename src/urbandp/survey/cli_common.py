@@ -1,27 +1,90 @@
-"""What the ``urbandp survey`` commands share: the Typer app, the budget options' help, and :func:`run_release`,
-which calls a release of :mod:`urbandp.survey.api` and prints its warnings and its summary (parse -> library ->
-print; the guards, the charge and the writing are the library's)."""
+"""What the ``urbandp survey`` commands share: the Typer app, the parameters of a release command that are not
+options of its spec (:func:`head`, :func:`tail`: the input, ``--out``, ``--config``, the budget store's options,
+``--overwrite``), and :func:`run_release`, which calls a release of :mod:`urbandp.survey.api` and prints its
+warnings and its summary (parse -> library -> print; the guards, the charge and the writing are the library's).
+
+A release's own options are declared once, on the fields of its spec (:mod:`urbandp.spec_options`), and become
+the command's flags through :func:`urbandp.cli_spec.spec_parameters` (issue 31)."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from urbandp.cli_config import config_option
+from urbandp.cli_options import Overwrite
+from urbandp.cli_spec import keyword
+from urbandp.spec_options import declared_options
+
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
-SAMPLER_HELP = (
-    "Random source: 'opendp' (OpenDP bit-vector RR, default) or 'os' (OS CSPRNG, integer-exact, faster)."
-)
 DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget; needs --survey-date (default: no store is charged)."
 STORE_HELP = "Budget store path or postgresql:// URL (default $URBANDP_BUDGET_STORE)."
 SURVEY_DATE_HELP = (
     "Day the answers were collected (YYYY-MM-DD): the store books this release's charge on it (a survey has no "
     "per-day structure; its dataset's --epsilon-total composes all its releases). Default: none; required with --dataset."
 )
+
+
+PUBLIC_OPTIONS = ("id_column", "keep_columns")
+"""The spec options that name columns copied through (``--id``, ``--keep-columns``): listed after ``--out`` and
+the store's options in ``--help``, as they always were."""
+
+
+def argument(help: str) -> list[inspect.Parameter]:
+    """The release command's input (a CSV or Parquet file)."""
+    return [
+        inspect.Parameter(
+            "input",
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=typer.Argument(..., help=help),
+            annotation=Path,
+        )
+    ]
+
+
+def outputs(out_help: str, table: str) -> list[inspect.Parameter]:
+    """``--out``, ``--config`` (the ``[table]`` of its file), and where and on which day the release is charged
+    (``--dataset``, ``--budget-store``, ``--survey-date``): the release command's parameters that are not options
+    of its spec, but ``--overwrite``."""
+    return [
+        keyword("out", Path, typer.Option(..., "--out", help=out_help)),
+        keyword("config", Path | None, config_option(table)),
+        keyword("dataset", str | None, typer.Option(None, "--dataset", help=DATASET_HELP)),
+        keyword("budget_store", str | None, typer.Option(None, "--budget-store", help=STORE_HELP)),
+        keyword("survey_date", str | None, typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP)),
+    ]
+
+
+def public_options(spec: type) -> list[str]:
+    """The options of ``spec`` among :data:`PUBLIC_OPTIONS`, in that order."""
+    names = {o.name for o in declared_options(spec)}
+    return [n for n in PUBLIC_OPTIONS if n in names]
+
+
+def overwrite() -> list[inspect.Parameter]:
+    """``--overwrite``, the last parameter of every release command."""
+    return [keyword("overwrite", Overwrite, False)]
+
+
+def run_spec_release(release: Callable[..., Any], spec: type, options: Mapping[str, Any]) -> None:
+    """:func:`run_release` of a command taking ``**options``: its input, ``--out``, the store's options,
+    ``--overwrite`` and every option of ``spec`` (by the field's name, the keyword of ``release``)."""
+    run_release(
+        release,
+        options["input"],
+        options["out"],
+        options["dataset"],
+        options["budget_store"],
+        survey_date=options["survey_date"],
+        overwrite=options["overwrite"],
+        **{o.name: options[o.name] for o in declared_options(spec)},
+    )
 
 
 def run_release(

@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from urbandp.cli_config import config_option
 from urbandp.cli_options import Overwrite
+from urbandp.cli_spec import command_signature, spec_parameters
 from urbandp.cli_support import cli_guard
 from urbandp.errors import InputError
-from urbandp.survey.cli_common import DATASET_HELP, STORE_HELP, SURVEY_DATE_HELP, app, run_release
-from urbandp.survey.release import IdColumn, KeepColumns
+from urbandp.survey.cli_common import (
+    PUBLIC_OPTIONS,
+    app,
+    argument,
+    outputs,
+    overwrite,
+    public_options,
+    run_spec_release,
+)
+from urbandp.survey.points_release import PointsSpec
 
 MAX_ESCAPE_RUNS = 10_000
 """Monte Carlo runs per point of ``survey escape``: 10,000 gives a standard error below 0.5% on a rate."""
@@ -23,41 +32,14 @@ MAX_ESCAPE_GRID = 10_000
 
 @app.command("perturb-points")
 @cli_guard
-def perturb_points(
-    input: Path = typer.Argument(..., help="CSV or Parquet, one location per row (e.g. home locations)."),
-    lat: str = typer.Option(..., "--lat", help="Latitude column (degrees)."),
-    lon: str = typer.Option(..., "--lon", help="Longitude column (degrees)."),
-    epsilon_per_metre: float | None = typer.Option(
-        None,
-        "--epsilon-per-metre",
-        help="Planar Laplace epsilon per metre (default: none; give this or --scale-metres).",
-    ),
-    scale_metres: float | None = typer.Option(
-        None,
-        "--scale-metres",
-        help="Per-axis Laplace scale b in metres (default: none; give this or --epsilon-per-metre).",
-    ),
-    bbox: str | None = typer.Option(
-        None, "--bbox", help="Outlier box min_lat,max_lat,min_lon,max_lon (default: no outlier removal)."
-    ),
-    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
-    budget_epsilon: float | None = typer.Option(
-        None,
-        "--budget-epsilon",
-        help="Refuse if epsilon per metre x --budget-metres exceeds this (default: no cap).",
-    ),
-    budget_metres: float = typer.Option(
-        1000.0, "--budget-metres", help="Distance at which the budget applies."
-    ),
-    out: Path = typer.Option(..., "--out", help="Output directory (points.csv + privacy.json)."),
-    config: Path | None = config_option("survey.perturb-points"),
-    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
-    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
-    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
-    id_column: IdColumn = None,
-    keep_columns: KeepColumns = None,
-    overwrite: Overwrite = False,
-) -> None:
+@command_signature(
+    argument("CSV or Parquet, one location per row (e.g. home locations)."),
+    spec_parameters(PointsSpec, leave_out=PUBLIC_OPTIONS),
+    outputs("Output directory (points.csv + privacy.json).", "survey.perturb-points"),
+    spec_parameters(PointsSpec, only=public_options(PointsSpec)),
+    overwrite(),
+)
+def perturb_points(**options: Any) -> None:
     """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5).
 
     Example: urbandp survey perturb-points out/survey/homes.csv --lat lat --lon lon --id household --epsilon-per-metre 0.005 --out out/homes
@@ -66,25 +48,7 @@ def perturb_points(
     """
     import urbandp.survey.api as api
 
-    run_release(
-        api.perturb_points,
-        input,
-        out,
-        dataset,
-        budget_store,
-        lat=lat,
-        lon=lon,
-        epsilon_per_metre=epsilon_per_metre,
-        scale_metres=scale_metres,
-        bbox=bbox,
-        separator=separator,
-        budget_epsilon=budget_epsilon,
-        budget_metres=budget_metres,
-        survey_date=survey_date,
-        id_column=id_column,
-        keep_columns=keep_columns,
-        overwrite=overwrite,
-    )
+    run_spec_release(api.perturb_points, PointsSpec, options)
 
 
 def _escape_grid(

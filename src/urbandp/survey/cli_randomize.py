@@ -4,72 +4,35 @@ and :func:`urbandp.survey.estimate` (report sections 3.3, 4.1; eqs. 5 and 6)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from urbandp.cli_config import config_option
 from urbandp.cli_options import Overwrite
+from urbandp.cli_spec import command_signature, spec_parameters
 from urbandp.cli_support import cli_guard
 from urbandp.survey.cli_common import (
-    DATASET_HELP,
-    SAMPLER_HELP,
-    STORE_HELP,
-    SURVEY_DATE_HELP,
+    PUBLIC_OPTIONS,
     app,
-    run_release,
+    argument,
+    outputs,
+    overwrite,
+    public_options,
+    run_spec_release,
 )
-from urbandp.survey.release import IdColumn, KeepColumns
+from urbandp.survey.rr_release import RandomizeSpec
 
 
 @app.command()
 @cli_guard
-def randomize(
-    input: Path = typer.Argument(..., help="CSV or Parquet file, one respondent answer per row."),
-    column: str = typer.Option(..., "--column", help="Column to randomize."),
-    categories: str | None = typer.Option(
-        None, "--categories", help="Declared list: A,B,C (default: none; give this or --categories-file)."
-    ),
-    categories_file: Path | None = typer.Option(
-        None,
-        "--categories-file",
-        help="One category per line, or 'group,category' lines with --within (default: none; give this or --categories).",
-    ),
-    within: str | None = typer.Option(
-        None, "--within", help="Sub-category column such as fuel type, kept as is (default: none)."
-    ),
-    epsilon: float | None = typer.Option(
-        None, "--epsilon", help="Epsilon per respondent for k-RR (default: none; give this or --theta)."
-    ),
-    theta: float | None = typer.Option(
-        None,
-        "--theta",
-        help="Binary RR truth probability, 2 categories only (default: none; give this or --epsilon).",
-    ),
-    aliases: Path | None = typer.Option(
-        None, "--aliases", help="Alias table: 'alias,canonical' lines (default: no aliases)."
-    ),
-    method: str = typer.Option(
-        "krr",
-        "--method",
-        help="'krr' (default) or 'report-replacement' (report eqs. 8-12, NOT DP; needs --p).",
-    ),
-    p: float | None = typer.Option(
-        None, "--p", help="Keep probability for --method report-replacement (default: none)."
-    ),
-    sampler: str = typer.Option("opendp", "--sampler", help=SAMPLER_HELP),
-    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
-    budget_epsilon: float | None = typer.Option(
-        None, "--budget-epsilon", help="Refuse to spend more than this (default: no cap)."
-    ),
-    out: Path = typer.Option(..., "--out", help="Output directory (randomized.csv + privacy.json)."),
-    config: Path | None = config_option("survey.randomize"),
-    dataset: str | None = typer.Option(None, "--dataset", help=DATASET_HELP),
-    budget_store: str | None = typer.Option(None, "--budget-store", help=STORE_HELP),
-    survey_date: str | None = typer.Option(None, "--survey-date", help=SURVEY_DATE_HELP),
-    id_column: IdColumn = None,
-    keep_columns: KeepColumns = None,
-    overwrite: Overwrite = False,
-) -> None:
+@command_signature(
+    argument("CSV or Parquet file, one respondent answer per row."),
+    spec_parameters(RandomizeSpec, leave_out=PUBLIC_OPTIONS),
+    outputs("Output directory (randomized.csv + privacy.json).", "survey.randomize"),
+    spec_parameters(RandomizeSpec, only=public_options(RandomizeSpec)),
+    overwrite(),
+)
+def randomize(**options: Any) -> None:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1).
 
     Example: urbandp survey randomize vehicles.csv --column model --categories-file models.csv --within fuel
@@ -79,29 +42,7 @@ def randomize(
     """
     import urbandp.survey.api as api
 
-    run_release(
-        api.randomize,
-        input,
-        out,
-        dataset,
-        budget_store,
-        column=column,
-        categories=categories,
-        categories_file=categories_file,
-        within=within,
-        epsilon=epsilon,
-        theta=theta,
-        aliases=aliases,
-        method=method,
-        p=p,
-        sampler=sampler,
-        separator=separator,
-        budget_epsilon=budget_epsilon,
-        survey_date=survey_date,
-        id_column=id_column,
-        keep_columns=keep_columns,
-        overwrite=overwrite,
-    )
+    run_spec_release(api.randomize, RandomizeSpec, options)
 
 
 @app.command()

@@ -12,6 +12,7 @@ import polars as pl
 import urbandp.survey.release as release
 import urbandp.survey.trips as tr
 from urbandp.errors import InputError, InvalidParameterError
+from urbandp.spec_options import option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_list, read_table, require_columns
 from urbandp.survey.report import OdPrivacyReport, ledger
@@ -28,20 +29,30 @@ METHODS = ("rr", "histogram", "histogram-joint")
 
 @dataclass(frozen=True)
 class OdSpec:
-    """The options of ``survey od-randomize`` (named as its flags; ``origin``/``dest`` are --from/--to)."""
+    """The options of ``survey od-randomize`` (``origin``/``dest`` are --from/--to), each declared once on its
+    field (:func:`urbandp.spec_options.option`): the command's flags are built from the fields and
+    :func:`urbandp.survey.api.od_randomize` takes them as keywords with the same defaults."""
 
-    origin: str
-    dest: str
-    blocks_file: Path | None = None
-    blocks: int | None = None
-    keep_probability: float | None = None
-    epsilon: float | None = None
-    method: str = "rr"
-    sampler: str = "opendp"
-    separator: str = ","
-    budget_epsilon: float | None = None
-    id_column: str | None = None
-    keep_columns: str | None = None
+    origin: str = option(help="Origin block column.", flag="--from")
+    dest: str = option(help="Destination block column.", flag="--to")
+    blocks_file: Path | None = option(
+        None, help="Declared block ids, one per line (default: none; give this or --blocks)."
+    )
+    blocks: int | None = option(
+        None, help="Declared blocks are 1..N (default: none; give this or --blocks-file)."
+    )
+    keep_probability: float | None = option(
+        None, help="Report eq. 13 keep probability p (default: none; give this or --epsilon)."
+    )
+    epsilon: float | None = option(
+        None, help="Target epsilon per trip instead of p (default: none; give this or --keep-probability)."
+    )
+    method: str = option("rr", help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP).")
+    sampler: str = option("opendp", help=release.SAMPLER_HELP)
+    separator: str = option(",", help=release.SEPARATOR_HELP)
+    budget_epsilon: float | None = option(None, help="Refuse to spend more than this (default: no cap).")
+    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
+    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.od_randomize (Python)"
 
     def block_ids(self) -> list[str]:

@@ -12,6 +12,7 @@ import polars as pl
 import urbandp.survey.locations as loc
 import urbandp.survey.release as release
 from urbandp.errors import InputError, InvalidParameterError
+from urbandp.spec_options import option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import float_column, read_table, require_columns
 from urbandp.survey.report import PointsPrivacyReport, ledger
@@ -30,18 +31,28 @@ OWNER_FILES = ["quarantine.csv", "input_report.json"]
 
 @dataclass(frozen=True)
 class PointsSpec:
-    """The options of ``survey perturb-points`` (named as its flags)."""
+    """The options of ``survey perturb-points``, each declared once on its field
+    (:func:`urbandp.spec_options.option`): the command's flags are built from the fields and
+    :func:`urbandp.survey.api.perturb_points` takes them as keywords with the same defaults."""
 
-    lat: str
-    lon: str
-    epsilon_per_metre: float | None = None
-    scale_metres: float | None = None
-    bbox: str | None = None
-    separator: str = ","
-    budget_epsilon: float | None = None
-    budget_metres: float = 1000.0
-    id_column: str | None = None
-    keep_columns: str | None = None
+    lat: str = option(help="Latitude column (degrees).")
+    lon: str = option(help="Longitude column (degrees).")
+    epsilon_per_metre: float | None = option(
+        None, help="Planar Laplace epsilon per metre (default: none; give this or --scale-metres)."
+    )
+    scale_metres: float | None = option(
+        None, help="Per-axis Laplace scale b in metres (default: none; give this or --epsilon-per-metre)."
+    )
+    bbox: str | None = option(
+        None, help="Outlier box min_lat,max_lat,min_lon,max_lon (default: no outlier removal)."
+    )
+    separator: str = option(",", help=release.SEPARATOR_HELP)
+    budget_epsilon: float | None = option(
+        None, help="Refuse if epsilon per metre x --budget-metres exceeds this (default: no cap)."
+    )
+    budget_metres: float = option(1000.0, help="Distance at which the budget applies.")
+    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
+    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.perturb_points (Python)"
 
     def box(self) -> loc.BoundingBox | None:

@@ -12,6 +12,7 @@ import polars as pl
 import urbandp.survey.randomized_response as rr
 import urbandp.survey.release as release
 from urbandp.errors import InputError, InvalidParameterError
+from urbandp.spec_options import option
 from urbandp.survey.categorical import (
     Declared,
     Validated,
@@ -40,22 +41,37 @@ OWNER_FILES = ["quarantine.csv", "alias_report.csv", "input_report.json"]
 
 @dataclass(frozen=True)
 class RandomizeSpec:
-    """The options of ``survey randomize`` (named as its flags), checked before the data is read."""
+    """The options of ``survey randomize``, checked before the data is read. Each option (type, default, help,
+    flag) is declared once, on its field (:func:`urbandp.spec_options.option`): the command's flags are built from
+    the fields and :func:`urbandp.survey.api.randomize` takes them as keywords with the same defaults."""
 
-    column: str
-    categories: str | None = None
-    categories_file: Path | None = None
-    within: str | None = None
-    epsilon: float | None = None
-    theta: float | None = None
-    aliases: Path | None = None
-    method: str = "krr"
-    p: float | None = None
-    sampler: str = "opendp"
-    separator: str = ","
-    budget_epsilon: float | None = None
-    id_column: str | None = None
-    keep_columns: str | None = None
+    column: str = option(help="Column to randomize.")
+    categories: str | None = option(
+        None, help="Declared list: A,B,C (default: none; give this or --categories-file)."
+    )
+    categories_file: Path | None = option(
+        None,
+        help="One category per line, or 'group,category' lines with --within (default: none; give this or --categories).",
+    )
+    within: str | None = option(
+        None, help="Sub-category column such as fuel type, kept as is (default: none)."
+    )
+    epsilon: float | None = option(
+        None, help="Epsilon per respondent for k-RR (default: none; give this or --theta)."
+    )
+    theta: float | None = option(
+        None, help="Binary RR truth probability, 2 categories only (default: none; give this or --epsilon)."
+    )
+    aliases: Path | None = option(None, help="Alias table: 'alias,canonical' lines (default: no aliases).")
+    method: str = option(
+        "krr", help="'krr' (default) or 'report-replacement' (report eqs. 8-12, NOT DP; needs --p)."
+    )
+    p: float | None = option(None, help="Keep probability for --method report-replacement (default: none).")
+    sampler: str = option("opendp", help=release.SAMPLER_HELP)
+    separator: str = option(",", help=release.SEPARATOR_HELP)
+    budget_epsilon: float | None = option(None, help="Refuse to spend more than this (default: no cap).")
+    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
+    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.randomize (Python)"
 
 

@@ -14,6 +14,7 @@ import polars as pl
 import urbandp.survey.release as release
 import urbandp.survey.ssd as ssd
 from urbandp.errors import InputError, InvalidParameterError
+from urbandp.spec_options import option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
 from urbandp.survey.report import TrajectoriesPrivacyReport, ledger
@@ -31,19 +32,21 @@ Plot = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 @dataclass(frozen=True)
 class TrajectoriesSpec:
-    """The options of ``survey perturb-trajectories`` (named as its flags)."""
+    """The options of ``survey perturb-trajectories``, each declared once on its field
+    (:func:`urbandp.spec_options.option`): the command's flags are built from the fields and
+    :func:`urbandp.survey.api.perturb_trajectories` takes them as keywords with the same defaults."""
 
-    lat: str
-    lon: str
-    trip: str
-    epsilon: float
-    max_step_metres: float
-    order: str | None = None
-    every: int = 1
-    max_trips: int | None = None
-    separator: str = ","
-    budget_epsilon: float | None = None
-    keep_columns: str | None = None
+    lat: str = option(help="Latitude column.")
+    lon: str = option(help="Longitude column.")
+    trip: str = option(help="Trip (trajectory) id column.")
+    epsilon: float = option(help="SSD parameter epsilon (per step, report eq. 16).")
+    max_step_metres: float = option(help="Declared maximum step M (metres).")
+    order: str | None = option(None, help="Column giving the point order, e.g. time (default: file order).")
+    every: int = option(1, help="Keep every k-th point of each trip (fewer steps, less epsilon).")
+    max_trips: int | None = option(None, help="Process only the first K trips (default: all).")
+    separator: str = option(",", help=release.SEPARATOR_HELP)
+    budget_epsilon: float | None = option(None, help="Refuse trips costing more (default: no cap).")
+    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.perturb_trajectories (Python)"
 
 
