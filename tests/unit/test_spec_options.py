@@ -32,6 +32,19 @@ SPECS: dict[str, tuple[str, str, str]] = {
         "urbandp.counts.api:release",
         "counts release",
     ),
+    **{
+        f"survey {command}": (
+            f"urbandp.survey.{module}:{spec}",
+            f"urbandp.survey.api:{function}",
+            f"survey {command}",
+        )
+        for command, module, spec, function in (
+            ("randomize", "rr_release", "RandomizeSpec", "randomize"),
+            ("perturb-points", "points_release", "PointsSpec", "perturb_points"),
+            ("od-randomize", "od_release", "OdSpec", "od_randomize"),
+            ("perturb-trajectories", "trajectory_release", "TrajectoriesSpec", "perturb_trajectories"),
+        )
+    },
 }
 
 RUN_OPTIONS = {
@@ -64,11 +77,54 @@ ADMITS_ANY: dict[tuple[str, str], str] = {
     ("counts release", "delta"): "the shared delta guard (privacy.guards.check_delta) judges it",
     ("counts release", "top_k_tap"): "a tap name of the public domain, checked against it",
     ("counts release", "spark_master"): "a Spark master URL, Spark's to judge",
+    **{
+        (release, name): "a column of the input, checked against its header"
+        for release, names in {
+            "survey randomize": ("column", "within", "id_column"),
+            "survey perturb-points": ("lat", "lon", "id_column"),
+            "survey od-randomize": ("origin", "dest", "id_column"),
+            "survey perturb-trajectories": ("lat", "lon", "trip", "order"),
+        }.items()
+        for name in names
+    },
+    **{
+        (release, "keep_columns"): "columns of the input declared public, checked against its header"
+        for release in (
+            "survey randomize",
+            "survey perturb-points",
+            "survey od-randomize",
+            "survey perturb-trajectories",
+        )
+    },
+    **{
+        (release, "separator"): "a CSV field separator, the reader's to judge"
+        for release in (
+            "survey randomize",
+            "survey perturb-points",
+            "survey od-randomize",
+            "survey perturb-trajectories",
+        )
+    },
+    ("survey randomize", "categories"): "the declared list, parsed (empty or repeated names refused)",
+    ("survey randomize", "categories_file"): "a file of the declared list, read and parsed",
+    ("survey randomize", "aliases"): "a file of alias lines, read and parsed",
+    ("survey perturb-points", "bbox"): "the outlier box, parsed by PointsSpec.box",
+    ("survey od-randomize", "blocks_file"): "a file of block ids, read (at least 2 distinct)",
 }
 
 VALID: dict[str, dict[str, Any]] = {
     # keywords that make a valid spec, to which one bad value is added
     "counts release": {"epsilon": 1.0, "domain": {"days": ["2024-01-01"]}},
+    "survey randomize": {"column": "model", "epsilon": 1.0},
+    "survey perturb-points": {"lat": "lat", "lon": "lon", "scale_metres": 100.0},
+    "survey od-randomize": {"origin": "from", "dest": "to", "blocks": 5, "epsilon": 1.0},
+    "survey perturb-trajectories": {
+        "lat": "lat",
+        "lon": "lon",
+        "trip": "trip",
+        "epsilon": 1.0,
+        "max_step_metres": 100.0,
+    },
 }
 
 
@@ -161,6 +217,7 @@ def test_a_value_outside_the_option_s_bounds_is_refused_in_one_line_naming_it(
 ) -> None:
     spec = _load(SPECS[release][0])
     defaults = {f.name: f.default for f in dataclasses.fields(spec) if f.default is not dataclasses.MISSING}
+    spec(**{**defaults, **VALID[release]})  # valid as it stands
     bad = _outside(option)
     with pytest.raises(InvalidParameterError) as caught:
         spec(**{**defaults, **VALID[release], option.name: bad})

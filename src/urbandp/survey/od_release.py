@@ -12,11 +12,12 @@ import polars as pl
 import urbandp.survey.release as release
 import urbandp.survey.trips as tr
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.spec_options import option
+from urbandp.spec_options import Bounds, check_options, option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_list, read_table, require_columns
 from urbandp.survey.report import OdPrivacyReport, ledger
 from urbandp.survey.result import SurveyRelease
+from urbandp.survey.sampling import SOURCES
 
 NEIGHBOURING = (
     "replace-one (one trip's origin-destination pair, any value: a pair with a block outside the declared list is "
@@ -39,21 +40,36 @@ class OdSpec:
         None, help="Declared block ids, one per line (default: none; give this or --blocks)."
     )
     blocks: int | None = option(
-        None, help="Declared blocks are 1..N (default: none; give this or --blocks-file)."
+        None,
+        help="Declared blocks are 1..N (default: none; give this or --blocks-file).",
+        bounds=Bounds(at_least=2),
     )
     keep_probability: float | None = option(
-        None, help="Report eq. 13 keep probability p (default: none; give this or --epsilon)."
+        None,
+        help="Report eq. 13 keep probability p (default: none; give this or --epsilon).",
+        bounds=Bounds(at_least=0, below=1),
     )
     epsilon: float | None = option(
-        None, help="Target epsilon per trip instead of p (default: none; give this or --keep-probability)."
+        None,
+        help="Target epsilon per trip instead of p (default: none; give this or --keep-probability).",
+        bounds=Bounds(above=0),
     )
-    method: str = option("rr", help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP).")
-    sampler: str = option("opendp", help=release.SAMPLER_HELP)
+    method: str = option(
+        "rr",
+        help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP).",
+        choices=("rr", "histogram", "histogram-joint"),
+    )
+    sampler: str = option("opendp", help=release.SAMPLER_HELP, choices=tuple(SOURCES))
     separator: str = option(",", help=release.SEPARATOR_HELP)
-    budget_epsilon: float | None = option(None, help="Refuse to spend more than this (default: no cap).")
+    budget_epsilon: float | None = option(
+        None, help="Refuse to spend more than this (default: no cap).", bounds=Bounds(above=0)
+    )
     id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
     keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.od_randomize (Python)"
+
+    def __post_init__(self) -> None:
+        check_options(self)  # each option's declared bounds or choices, before the data is read
 
     def block_ids(self) -> list[str]:
         """The declared block list (--blocks-file, or 1..--blocks)."""
@@ -77,7 +93,6 @@ class OdSpec:
                 "give exactly one of keep_probability or epsilon", parameters=("keep_probability", "epsilon")
             )
         if self.epsilon is not None:
-            release.positive("epsilon", self.epsilon)
             release.check_epsilon(self.epsilon, "trip")
             p = tr.od_keep_probability(nb, self.epsilon)
         assert p is not None
@@ -135,10 +150,6 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     p = spec.keep(nb)
     if spec.method in ("histogram", "histogram-joint"):
         charge.refuse_not_dp(f"--method {spec.method} draws replacements from the true histogram")
-    elif spec.method != "rr":
-        raise InvalidParameterError(
-            f"method must be rr, histogram or histogram-joint, got {spec.method!r}", parameters="method"
-        )
     frame = read_table(path, spec.separator)
     require_columns(frame, Path(label), spec.origin, spec.dest)
     protected = [spec.origin, spec.dest]

@@ -12,7 +12,7 @@ import polars as pl
 import urbandp.survey.locations as loc
 import urbandp.survey.release as release
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.spec_options import option
+from urbandp.spec_options import Bounds, check_options, option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import float_column, read_table, require_columns
 from urbandp.survey.report import PointsPrivacyReport, ledger
@@ -38,22 +38,33 @@ class PointsSpec:
     lat: str = option(help="Latitude column (degrees).")
     lon: str = option(help="Longitude column (degrees).")
     epsilon_per_metre: float | None = option(
-        None, help="Planar Laplace epsilon per metre (default: none; give this or --scale-metres)."
+        None,
+        help="Planar Laplace epsilon per metre (default: none; give this or --scale-metres).",
+        bounds=Bounds(above=0),
     )
     scale_metres: float | None = option(
-        None, help="Per-axis Laplace scale b in metres (default: none; give this or --epsilon-per-metre)."
+        None,
+        help="Per-axis Laplace scale b in metres (default: none; give this or --epsilon-per-metre).",
+        bounds=Bounds(above=0),
     )
     bbox: str | None = option(
         None, help="Outlier box min_lat,max_lat,min_lon,max_lon (default: no outlier removal)."
     )
     separator: str = option(",", help=release.SEPARATOR_HELP)
     budget_epsilon: float | None = option(
-        None, help="Refuse if epsilon per metre x --budget-metres exceeds this (default: no cap)."
+        None,
+        help="Refuse if epsilon per metre x --budget-metres exceeds this (default: no cap).",
+        bounds=Bounds(above=0),
     )
-    budget_metres: float = option(1000.0, help="Distance at which the budget applies.")
+    budget_metres: float = option(  # 0 m would book epsilon 0 (issue 20)
+        1000.0, help="Distance at which the budget applies.", bounds=Bounds(above=0)
+    )
     id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
     keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.perturb_points (Python)"
+
+    def __post_init__(self) -> None:
+        check_options(self)  # each option's declared bounds or choices, before the data is read
 
     def box(self) -> loc.BoundingBox | None:
         """The declared --bbox, checked."""
@@ -69,9 +80,6 @@ class PointsSpec:
                 "give exactly one of epsilon_per_metre or scale_metres",
                 parameters=("epsilon_per_metre", "scale_metres"),
             )
-        release.positive("epsilon_per_metre", self.epsilon_per_metre)
-        release.positive("scale_metres", self.scale_metres)
-        release.positive("budget_metres", self.budget_metres)  # 0 m would book epsilon 0 (issue 20)
         cost = loc.perturbation_epsilon(self.epsilon_per_metre, self.scale_metres)
         eps = float(cost["epsilon_per_metre"]) * self.budget_metres  # type: ignore[arg-type]
         what = f"epsilon per metre x budget_metres ({self.budget_metres:g} m) ="

@@ -12,7 +12,7 @@ import polars as pl
 import urbandp.survey.randomized_response as rr
 import urbandp.survey.release as release
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.spec_options import option
+from urbandp.spec_options import Bounds, check_options, option
 from urbandp.survey.categorical import (
     Declared,
     Validated,
@@ -25,6 +25,7 @@ from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
 from urbandp.survey.report import RandomizePrivacyReport, ledger
 from urbandp.survey.result import SurveyRelease
+from urbandp.survey.sampling import SOURCES
 
 NEIGHBOURING = (
     "replace-one (one respondent's answer, any value: an answer that is missing or off the declared list is "
@@ -57,22 +58,37 @@ class RandomizeSpec:
         None, help="Sub-category column such as fuel type, kept as is (default: none)."
     )
     epsilon: float | None = option(
-        None, help="Epsilon per respondent for k-RR (default: none; give this or --theta)."
+        None,
+        help="Epsilon per respondent for k-RR (default: none; give this or --theta).",
+        bounds=Bounds(above=0),
     )
     theta: float | None = option(
-        None, help="Binary RR truth probability, 2 categories only (default: none; give this or --epsilon)."
+        None,
+        help="Binary RR truth probability, 2 categories only (default: none; give this or --epsilon).",
+        bounds=Bounds(above=0, below=1),
     )
     aliases: Path | None = option(None, help="Alias table: 'alias,canonical' lines (default: no aliases).")
     method: str = option(
-        "krr", help="'krr' (default) or 'report-replacement' (report eqs. 8-12, NOT DP; needs --p)."
+        "krr",
+        help="'krr' (default) or 'report-replacement' (report eqs. 8-12, NOT DP; needs --p).",
+        choices=("krr", "report-replacement"),
     )
-    p: float | None = option(None, help="Keep probability for --method report-replacement (default: none).")
-    sampler: str = option("opendp", help=release.SAMPLER_HELP)
+    p: float | None = option(
+        None,
+        help="Keep probability for --method report-replacement (default: none).",
+        bounds=Bounds(at_least=0, below=1),
+    )
+    sampler: str = option("opendp", help=release.SAMPLER_HELP, choices=tuple(SOURCES))
     separator: str = option(",", help=release.SEPARATOR_HELP)
-    budget_epsilon: float | None = option(None, help="Refuse to spend more than this (default: no cap).")
+    budget_epsilon: float | None = option(
+        None, help="Refuse to spend more than this (default: no cap).", bounds=Bounds(above=0)
+    )
     id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
     keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.randomize (Python)"
+
+    def __post_init__(self) -> None:
+        check_options(self)  # each option's declared bounds or choices, before the data is read
 
 
 @dataclass
@@ -118,8 +134,6 @@ def _krr(spec: RandomizeSpec, checked: Validated, declared: Declared, charge: Su
                 "theta (binary RR) needs exactly 2 declared categories and no within",
                 parameters=("theta", "within"),
             )
-        if not 0 < spec.theta < 1:
-            raise InvalidParameterError(f"theta must be in (0, 1), got {spec.theta}", parameters="theta")
         prob = (1.0 + spec.theta) / 2.0
         eps = rr.binary_epsilon(spec.theta)
         charge.reserve(eps, "survey-binary-rr", {"theta": spec.theta, "column": spec.column})
@@ -145,14 +159,9 @@ def _krr(spec: RandomizeSpec, checked: Validated, declared: Declared, charge: Su
 
 def _check_method(spec: RandomizeSpec, charge: SurveyCharge) -> None:
     """The options that need no data: epsilon's limit, the method, NOT DP refused with a dataset."""
-    release.positive("epsilon", spec.epsilon)
     release.check_epsilon(spec.epsilon, "respondent")
     if spec.method == "report-replacement":
         charge.refuse_not_dp("report-replacement builds its replacements from the true answers")
-    elif spec.method != "krr":
-        raise InvalidParameterError(
-            f"method must be 'krr' or 'report-replacement', got {spec.method!r}", parameters="method"
-        )
     elif (spec.epsilon is None) == (spec.theta is None):
         raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
 

@@ -13,8 +13,8 @@ import polars as pl
 
 import urbandp.survey.release as release
 import urbandp.survey.ssd as ssd
-from urbandp.errors import InputError, InvalidParameterError
-from urbandp.spec_options import option
+from urbandp.errors import InputError
+from urbandp.spec_options import Bounds, check_options, option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
 from urbandp.survey.report import TrajectoriesPrivacyReport, ledger
@@ -39,15 +39,24 @@ class TrajectoriesSpec:
     lat: str = option(help="Latitude column.")
     lon: str = option(help="Longitude column.")
     trip: str = option(help="Trip (trajectory) id column.")
-    epsilon: float = option(help="SSD parameter epsilon (per step, report eq. 16).")
-    max_step_metres: float = option(help="Declared maximum step M (metres).")
+    epsilon: float = option(help="SSD parameter epsilon (per step, report eq. 16).", bounds=Bounds(above=0))
+    max_step_metres: float = option(help="Declared maximum step M (metres).", bounds=Bounds(above=0))
     order: str | None = option(None, help="Column giving the point order, e.g. time (default: file order).")
-    every: int = option(1, help="Keep every k-th point of each trip (fewer steps, less epsilon).")
-    max_trips: int | None = option(None, help="Process only the first K trips (default: all).")
+    every: int = option(
+        1, help="Keep every k-th point of each trip (fewer steps, less epsilon).", bounds=Bounds(at_least=1)
+    )
+    max_trips: int | None = option(
+        None, help="Process only the first K trips (default: all).", bounds=Bounds(at_least=1)
+    )
     separator: str = option(",", help=release.SEPARATOR_HELP)
-    budget_epsilon: float | None = option(None, help="Refuse trips costing more (default: no cap).")
+    budget_epsilon: float | None = option(
+        None, help="Refuse trips costing more (default: no cap).", bounds=Bounds(above=0)
+    )
     keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.perturb_trajectories (Python)"
+
+    def __post_init__(self) -> None:
+        check_options(self)  # each option's declared bounds or choices, before the data is read
 
 
 @dataclass
@@ -110,13 +119,9 @@ def _perturb_all(f: pl.DataFrame, spec: TrajectoriesSpec, public: dict[str, str]
 
 def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: SurveyCharge) -> SurveyRelease:
     """Check, refuse a dataset (NOT DP), read, perturb and describe one ``survey perturb-trajectories`` release."""
-    release.positive("epsilon", spec.epsilon)
-    release.positive("max_step_metres", spec.max_step_metres)
     ssd.check_work(spec.epsilon)  # the work bound, from epsilon alone, before the data is read
     for reason in NOT_DP:  # with a dataset the first one refuses the run
         charge.refuse_not_dp(reason)
-    if spec.every < 1:
-        raise InvalidParameterError("every must be >= 1", parameters="every")
     frame = read_table(path, spec.separator)
     require_columns(frame, Path(label), spec.lat, spec.lon, spec.trip, *([spec.order] if spec.order else []))
     needed = {"--trip": spec.trip}

@@ -326,13 +326,15 @@ def test_errors_name_the_flag_or_the_config_key(survey_dir: Path, tmp_path: Path
     trips = [str(survey_dir / "trips.csv"), "--from", "from_county", "--to", "to_county", "--blocks", "19"]
     od = ["survey", "od-randomize", *trips, "--out", str(tmp_path / "od")]
     res = run_urbandp(*od, "--keep-probability", "1.5")
-    assert_refused(res, "urbandp: error: --keep-probability must be in [0, 1), got 1.5", others="none")
+    assert_refused(
+        res, "urbandp: error: --keep-probability must be a finite number >= 0 and < 1, got 1.5", others="none"
+    )
     config = tmp_path / "c.toml"
     config.write_text(
         "[survey.od-randomize]\nkeep_probability = 1.5\n\n[survey.perturb-points]\nbudget_metres = 0\n"
     )
     res = run_urbandp(*od, "--config", str(config))
-    needle = f"urbandp: error: keep_probability in {config} [survey.od-randomize] must be in [0, 1), got 1.5"
+    needle = f"urbandp: error: keep_probability in {config} [survey.od-randomize] must be a finite number >= 0 and < 1, got 1.5"
     assert_refused(res, needle, others="none")
     homes = [str(survey_dir / "homes.csv"), "--lat", "lat", "--lon", "lon", "--scale-metres", "10"]
     res = run_urbandp(

@@ -58,7 +58,11 @@ CASES: dict[str, tuple[Callable[[], object], str, tuple[str, ...]]] = {
         "theta (binary RR) needs exactly 2 declared categories and no within",
         ("theta", "within"),
     ),
-    "rr theta range": (_rr(**AB, theta=1.5), "theta must be in (0, 1), got 1.5", ("theta",)),
+    "rr theta range": (
+        _rr(**AB, theta=1.5),
+        "theta must be a finite number > 0 and < 1, got 1.5",
+        ("theta",),
+    ),
     "rr epsilon > 0": (
         _rr(**AB, epsilon=-1.0),
         "epsilon must be a finite number > 0, got -1.0",
@@ -67,7 +71,7 @@ CASES: dict[str, tuple[Callable[[], object], str, tuple[str, ...]]] = {
     "rr epsilon sane": (_rr(**AB, epsilon=1000.0), "epsilon 1000 " + BIG.format("respondent"), ("epsilon",)),
     "rr method": (
         _rr(**AB, epsilon=1.0, method="xx"),
-        "method must be 'krr' or 'report-replacement', got 'xx'",
+        "method must be one of krr, report-replacement, got 'xx'",
         ("method",),
     ),
     "rr epsilon or theta": (_rr(**AB), "give exactly one of epsilon or theta", ("epsilon", "theta")),
@@ -93,7 +97,7 @@ CASES: dict[str, tuple[Callable[[], object], str, tuple[str, ...]]] = {
     ),
     "rr budget_epsilon": (
         _rr(**AB, epsilon=1.0, budget_epsilon=-2.0),
-        "budget_epsilon must be a number above 0 (the cap on this release), got -2",
+        "budget_epsilon must be a finite number > 0, got -2.0",
         ("budget_epsilon",),
     ),
     "od blocks": (
@@ -108,7 +112,7 @@ CASES: dict[str, tuple[Callable[[], object], str, tuple[str, ...]]] = {
     ),
     "od keep_probability range": (
         _od(blocks=3, keep_probability=1.5),
-        "keep_probability must be in [0, 1), got 1.5",
+        "keep_probability must be a finite number >= 0 and < 1, got 1.5",
         ("keep_probability",),
     ),
     "od epsilon > 0": (
@@ -119,7 +123,7 @@ CASES: dict[str, tuple[Callable[[], object], str, tuple[str, ...]]] = {
     "od epsilon sane": (_od(blocks=3, epsilon=1000.0), "epsilon 1000 " + BIG.format("trip"), ("epsilon",)),
     "od method": (
         _od(blocks=3, keep_probability=0.5, method="zz"),
-        "method must be rr, histogram or histogram-joint, got 'zz'",
+        "method must be one of rr, histogram, histogram-joint, got 'zz'",
         ("method",),
     ),
     "points bbox": (
@@ -164,7 +168,7 @@ CASES: dict[str, tuple[Callable[[], object], str, tuple[str, ...]]] = {
         "240,000,200 Laplace draws per point (limit 25,000); use epsilon 0.097 or more",
         ("epsilon",),
     ),
-    "ssd every": (_ssd(every=0), "every must be >= 1", ("every",)),
+    "ssd every": (_ssd(every=0), "every must be an integer >= 1, got 0", ("every",)),
     "ssd clash": (  # perturb_trajectories has no id_column: the advice names only keep_columns
         _ssd(keep_columns="lat"),
         "lat: a column cannot be both perturbed and copied through unchanged (remove it from keep_columns)",
@@ -191,7 +195,7 @@ CLI_TEXT = {
     "the noise would protect nobody; use a smaller epsilon",
     "ssd work bound": "--epsilon 1e-05 makes the SSD draws practically uniform (no information left) and needs "
     "up to 240,000,200 Laplace draws per point (limit 25,000); use --epsilon 0.097 or more",
-    "rr budget_epsilon": "--budget-epsilon must be a number above 0 (the cap on this release), got -2",
+    "rr budget_epsilon": "--budget-epsilon must be a finite number > 0, got -2.0",
 }
 
 
