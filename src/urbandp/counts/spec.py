@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from urbandp.counts.config import MARGINALS, METHODS, SAMPLINGS
 from urbandp.counts.domain import CountDomain
@@ -37,9 +38,9 @@ class CountsReleaseSpec:
     and ``--help`` are built from these fields, and :func:`urbandp.counts.api.release` takes them as keywords."""
 
     @classmethod
-    def from_options(cls, options: Mapping[str, object]) -> CountsReleaseSpec:
+    def from_options(cls, options: Mapping[str, Any]) -> CountsReleaseSpec:
         """The spec from a mapping holding (at least) every field by name: the API's keywords, the CLI's flags."""
-        return cls(**{f.name: options[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+        return cls(**{f.name: options[f.name] for f in fields(cls)})
 
     domain: DomainLike = option(
         None,

@@ -12,11 +12,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from urbandp.errors import InputError, InvalidParameterError
+
+if TYPE_CHECKING:
+    from urbandp.experiments.mean_simulation import MaeRow
 
 MIN_EPSILON = 1e-6  # below this the noise scale U / (n epsilon) is astronomically large (or infinite)
 
@@ -103,28 +107,28 @@ def load_hat(path: Path, vehicle_col: str, value_col: str, upper: float, quarant
     return LoadedHat(values, df.height, bad.height, n_clipped)
 
 
-def write_csv(rows: Sequence[object], path: Path) -> None:
+def write_csv(rows: Sequence[MaeRow], path: Path) -> None:
     pl.DataFrame(
         {
-            "algorithm": [r.algorithm for r in rows],  # type: ignore[attr-defined]
-            "epsilon": [r.epsilon for r in rows],  # type: ignore[attr-defined]
-            "mae": [r.mae for r in rows],  # type: ignore[attr-defined]
-            "runs": [r.runs for r in rows],  # type: ignore[attr-defined]
+            "algorithm": [r.algorithm for r in rows],
+            "epsilon": [r.epsilon for r in rows],
+            "mae": [r.mae for r in rows],
+            "runs": [r.runs for r in rows],
         }
     ).write_csv(path)
 
 
-def plot_mae(rows: Sequence[object], path: Path, title: str) -> None:
+def plot_mae(rows: Sequence[MaeRow], path: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
-    labels = list(dict.fromkeys(r.algorithm for r in rows))  # type: ignore[attr-defined]
+    labels = list(dict.fromkeys(r.algorithm for r in rows))
     markers = "os^vDPX*"
     for i, label in enumerate(labels):
-        pts = [(r.epsilon, r.mae) for r in rows if r.algorithm == label]  # type: ignore[attr-defined]
+        pts = [(r.epsilon, r.mae) for r in rows if r.algorithm == label]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)], label=label)
     ax.set_yscale("log")
     ax.set_xlabel("privacy loss epsilon")

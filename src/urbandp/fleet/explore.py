@@ -11,12 +11,16 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.errors import InvalidParameterError
 from urbandp.grid.slots import SlotSpec
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 OWNER_ONLY = "FOR THE DATA OWNER ONLY: computed from true data, not differentially private; do not publish."
 
@@ -118,12 +122,12 @@ def write_histograms(result: ExploreResult, out_dir: Path) -> list[Path]:
     return paths
 
 
-def _save(fig: object, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()  # type: ignore[attr-defined]
-    fig.savefig(path, dpi=110)  # type: ignore[attr-defined]
-    plt.close(fig)  # type: ignore[arg-type]
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
     return path
 
 

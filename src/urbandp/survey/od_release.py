@@ -80,7 +80,8 @@ class OdSpec:
         if self.blocks_file is not None:
             ids = read_list(self.blocks_file)
         else:
-            ids = [str(i) for i in range(1, int(self.blocks) + 1)]  # type: ignore[arg-type]
+            assert self.blocks is not None  # exactly one of the two is given (checked above)
+            ids = [str(i) for i in range(1, self.blocks + 1)]
         if len(ids) < 2 or len(set(ids)) != len(ids):
             raise InputError("the declared block list needs at least 2 distinct ids")
         return ids
