@@ -32,6 +32,18 @@ SPECS: dict[str, tuple[str, str, str]] = {
         "urbandp.counts.api:release",
         "counts release",
     ),
+    **{
+        f"sensing {command}": (
+            f"urbandp.sensing.options:{spec}",
+            f"urbandp.sensing.api:{function}",
+            f"sensing {command}",
+        )
+        for command, spec, function in (
+            ("dp-map", "DpMapOptions", "dp_map"),
+            ("pm-map", "PmMapOptions", "pm_map"),
+            ("query", "QueryOptions", "query"),
+        )
+    },
 }
 
 RUN_OPTIONS = {
@@ -45,6 +57,8 @@ RUN_OPTIONS = {
     "dry_run",
     "allow_meaningless_epsilon",
     "overwrite",
+    "input_path",
+    "grid_csv",
 }
 API_RUN_KEYWORDS = {
     "data",
@@ -55,6 +69,7 @@ API_RUN_KEYWORDS = {
     "config",
     "command_line",
     "survey_date",
+    "grid",
 }
 
 ADMITS_ANY: dict[tuple[str, str], str] = {
@@ -64,11 +79,43 @@ ADMITS_ANY: dict[tuple[str, str], str] = {
     ("counts release", "delta"): "the shared delta guard (privacy.guards.check_delta) judges it",
     ("counts release", "top_k_tap"): "a tap name of the public domain, checked against it",
     ("counts release", "spark_master"): "a Spark master URL, Spark's to judge",
+    ("sensing dp-map", "bbox"): "a public box, checked by options.check_box (min < max)",
+    ("sensing pm-map", "bbox"): "a public box, checked by options.check_box (min < max)",
+    ("sensing dp-map", "bbox_from_data_not_private"): "a switch",
+    (
+        "sensing dp-map",
+        "utility_epsilons",
+    ): "a list of epsilons, each > 0, checked in DpMapOptions.__post_init__",
+    ("sensing dp-map", "delta"): "the shared delta guard (privacy.guards.check_delta) judges it",
+    **{
+        (release, name): "an ISO date or date-time, parsed by options.parse_window"
+        for release in ("sensing dp-map", "sensing pm-map")
+        for name in ("start", "end")
+    },
+    **{
+        (release, "value_column"): "a column of the input, checked against its header"
+        for release in ("sensing dp-map", "sensing pm-map")
+    },
+    ("sensing pm-map", "vehicle_column"): "a column of the input, checked against its header",
+    ("sensing query", "rect"): "4 numbers, checked in QueryOptions.__post_init__",
+    ("sensing query", "select"): "4 numbers, checked in QueryOptions.__post_init__",
+    ("sensing query", "window"): "a window of the grid file, checked against it",
+    ("sensing query", "cells"): "a file of cell ids, read and checked against the grid",
 }
 
 VALID: dict[str, dict[str, Any]] = {
     # keywords that make a valid spec, to which one bad value is added
     "counts release": {"epsilon": 1.0, "domain": {"days": ["2024-01-01"]}},
+    **{
+        f"sensing {command}": {
+            "input_path": Path("r.csv"),
+            "bbox": (22.45, 88.30, 22.65, 88.47),
+            "start": "2024-01-15",
+            "end": "2024-01-16",
+        }
+        for command in ("dp-map", "pm-map")
+    },
+    "sensing query": {"rect": (22.45, 88.30, 22.65, 88.47), "sigma2_min": 0.0, "sigma2_max": 800.0},
 }
 
 
