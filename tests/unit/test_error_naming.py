@@ -67,7 +67,7 @@ def test_cli_names_the_flag(readings: Path, tmp_path: Path) -> None:
         app, ["sensing", "dp-map", str(readings), "--out", str(tmp_path / "o"), "--cell-metres", "-5"]
     )
     assert res.exit_code == 2
-    assert res.stderr.strip() == "urbandp: error: --cell-metres must be > 0, got -5.0"
+    assert res.stderr.strip() == "urbandp: error: --cell-metres must be a finite number > 0, got -5.0"
 
 
 def test_cli_names_the_config_key_for_a_value_from_the_file(readings: Path, tmp_path: Path) -> None:
@@ -78,11 +78,11 @@ def test_cli_names_the_config_key_for_a_value_from_the_file(readings: Path, tmp_
     assert res.exit_code == 2
     assert (
         res.stderr.strip()
-        == f"urbandp: error: cell_metres in {config} [sensing.dp-map] must be > 0, got -5.0"
+        == f"urbandp: error: cell_metres in {config} [sensing.dp-map] must be a finite number > 0, got -5.0"
     )
     # a flag typed on the command line wins over the file, and the error names the flag
     res = RUN.invoke(app, [*base, "--cell-metres", "-3"])
-    assert res.stderr.strip() == "urbandp: error: --cell-metres must be > 0, got -3.0"
+    assert res.stderr.strip() == "urbandp: error: --cell-metres must be a finite number > 0, got -3.0"
 
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "urbandp"

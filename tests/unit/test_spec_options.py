@@ -45,6 +45,18 @@ SPECS: dict[str, tuple[str, str, str]] = {
             ("perturb-trajectories", "trajectory_release", "TrajectoriesSpec", "perturb_trajectories"),
         )
     },
+    **{
+        f"sensing {command}": (
+            f"urbandp.sensing.options:{spec}",
+            f"urbandp.sensing.api:{function}",
+            f"sensing {command}",
+        )
+        for command, spec, function in (
+            ("dp-map", "DpMapOptions", "dp_map"),
+            ("pm-map", "PmMapOptions", "pm_map"),
+            ("query", "QueryOptions", "query"),
+        )
+    },
 }
 
 RUN_OPTIONS = {
@@ -58,6 +70,8 @@ RUN_OPTIONS = {
     "dry_run",
     "allow_meaningless_epsilon",
     "overwrite",
+    "input_path",
+    "grid_csv",
 }
 API_RUN_KEYWORDS = {
     "data",
@@ -68,6 +82,7 @@ API_RUN_KEYWORDS = {
     "config",
     "command_line",
     "survey_date",
+    "grid",
 }
 
 ADMITS_ANY: dict[tuple[str, str], str] = {
@@ -110,6 +125,28 @@ ADMITS_ANY: dict[tuple[str, str], str] = {
     ("survey randomize", "aliases"): "a file of alias lines, read and parsed",
     ("survey perturb-points", "bbox"): "the outlier box, parsed by PointsSpec.box",
     ("survey od-randomize", "blocks_file"): "a file of block ids, read (at least 2 distinct)",
+    ("sensing dp-map", "bbox"): "a public box, checked by options.check_box (min < max)",
+    ("sensing pm-map", "bbox"): "a public box, checked by options.check_box (min < max)",
+    ("sensing dp-map", "bbox_from_data_not_private"): "a switch",
+    (
+        "sensing dp-map",
+        "utility_epsilons",
+    ): "a list of epsilons, each > 0, checked in DpMapOptions.__post_init__",
+    ("sensing dp-map", "delta"): "the shared delta guard (privacy.guards.check_delta) judges it",
+    **{
+        (release, name): "an ISO date or date-time, parsed by options.parse_window"
+        for release in ("sensing dp-map", "sensing pm-map")
+        for name in ("start", "end")
+    },
+    **{
+        (release, "value_column"): "a column of the input, checked against its header"
+        for release in ("sensing dp-map", "sensing pm-map")
+    },
+    ("sensing pm-map", "vehicle_column"): "a column of the input, checked against its header",
+    ("sensing query", "rect"): "4 numbers, checked in QueryOptions.__post_init__",
+    ("sensing query", "select"): "4 numbers, checked in QueryOptions.__post_init__",
+    ("sensing query", "window"): "a window of the grid file, checked against it",
+    ("sensing query", "cells"): "a file of cell ids, read and checked against the grid",
 }
 
 VALID: dict[str, dict[str, Any]] = {
@@ -125,6 +162,16 @@ VALID: dict[str, dict[str, Any]] = {
         "epsilon": 1.0,
         "max_step_metres": 100.0,
     },
+    **{
+        f"sensing {command}": {
+            "input_path": Path("r.csv"),
+            "bbox": (22.45, 88.30, 22.65, 88.47),
+            "start": "2024-01-15",
+            "end": "2024-01-16",
+        }
+        for command in ("dp-map", "pm-map")
+    },
+    "sensing query": {"rect": (22.45, 88.30, 22.65, 88.47), "sigma2_min": 0.0, "sigma2_max": 800.0},
 }
 
 

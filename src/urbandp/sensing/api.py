@@ -154,7 +154,7 @@ def pm_map(
 def query(
     grid: TableLike,
     *,
-    rect: Box,
+    rect: Box = REQUIRED,
     type: str = _Q.type,
     window: str | None = _Q.window,
     select: Box | None = _Q.select,

@@ -1,24 +1,27 @@
 """CLI group `urbandp sensing`: GP interpolation, DP variance maps, aggregate queries, synthetic readings.
 
-Thin: each command takes its flags (typed and documented once in :mod:`urbandp.sensing.cli_options`, defaults
-from :mod:`urbandp.sensing.options`), hands them to the library (:mod:`urbandp.sensing.api` through the
-``*_command`` modules, which also print) and prints the result.
+Thin: each command takes its flags, hands them to the library (:mod:`urbandp.sensing.api` through the
+``*_command`` modules, which also print) and prints the result. The releases' flags (`dp-map`, `pm-map`, `query`)
+are built from the fields of their option classes (:mod:`urbandp.sensing.options`, issue 31) by
+:func:`urbandp.cli_spec.spec_parameters`; only where the run reads, writes and books its loss is declared here.
+The other commands take the typed aliases of :mod:`urbandp.sensing.cli_options`.
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from urbandp.cli_config import config_option
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
+from urbandp.cli_spec import command_signature, keyword, spec_parameters
 from urbandp.cli_support import cli_guard
 from urbandp.sensing import cli_options as opts
-from urbandp.sensing.options import DpMapOptions as _D
+from urbandp.sensing.options import DpMapOptions, PmMapOptions, QueryOptions, format_utility_epsilons
 from urbandp.sensing.options import InterpolateOptions as _I
-from urbandp.sensing.options import PmMapOptions as _P
-from urbandp.sensing.options import QueryOptions as _Q
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -77,34 +80,58 @@ def interpolate(
     print(run_interpolate(InterpolateOptions(bbox=parse_box(bbox), **options)).summary())
 
 
-@app.command("dp-map")
+def _argument(name: str, metavar: str, help: str) -> inspect.Parameter:
+    """The command's one positional argument: the file it reads."""
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=typer.Argument(..., metavar=metavar, help=help),
+        annotation=Path,
+    )
+
+
+def _readings(table: str) -> list[inspect.Parameter]:
+    """The readings a map release reads, the folder it writes and its --config."""
+    return [
+        _argument("input_path", "INPUT", opts.READINGS_HELP),
+        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
+        keyword("config", Path | None, config_option(table)),
+    ]
+
+
+def _booked() -> list[inspect.Parameter]:
+    """Where a map release books its loss, and the switches that authorise the run."""
+    return [
+        keyword("dataset", Dataset, None),
+        keyword("budget_store", BudgetStoreUrl, None),
+        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
+        keyword("overwrite", Overwrite, False),
+    ]
+
+
+def _with_off_switch(params: list[inspect.Parameter]) -> list[inspect.Parameter]:
+    """The spec's parameters, each switch (a bool option, ``--bbox-from-data-not-private``) with its
+    ``--no-`` form as the command always took it."""
+    found = []
+    for p in params:
+        info = p.default
+        if p.annotation is bool:
+            flag = info.param_decls[0]
+            p = p.replace(default=typer.Option(info.default, f"{flag}/--no-{flag[2:]}", help=info.help))
+        found.append(p)
+    return found
+
+
+TEXT_DEFAULTS = {"utility_epsilons": format_utility_epsilons(DpMapOptions.utility_epsilons)}
+"""Options the command line takes as text whose field's default is not text: the command's default, as typed
+(``--utility-epsilons 0.5,1,10``). Given as the command's ``default_map`` (Click's own defaults, which --config
+extends), so ``--help`` shows the text and an unset flag reaches the command as it, parsed like a typed one."""
+
+
+@app.command("dp-map", context_settings={"default_map": TEXT_DEFAULTS})
 @cli_guard
-def dp_map(
-    input_path: opts.ReadingsCsv,
-    out: opts.OutDir,
-    config: Path | None = config_option("sensing.dp-map"),
-    epsilon: opts.DpMapEpsilon = _D.epsilon,
-    bbox: opts.DpMapBox = None,
-    bbox_from_data_not_private: opts.BoxFromData = _D.bbox_from_data_not_private,
-    cell_metres: opts.CellMetres = _D.cell_metres,
-    window_minutes: opts.WindowMinutes = _D.window_minutes,
-    kernel: opts.Kernel = _D.kernel,
-    sensitivity: opts.Sensitivity = _D.sensitivity,
-    upper: opts.Upper = _D.upper,
-    calibration: opts.Calibration = _D.calibration,
-    utility_epsilons: opts.UtilityEpsilons = "0.5,1,10",
-    min_readings: opts.PriorMinReadings = _D.min_readings,
-    budget: opts.Budget = _D.budget,
-    precision: opts.Precision = _D.precision,
-    value_column: opts.ValueColumn = _D.value_column,
-    dataset: Dataset = None,
-    budget_store: BudgetStoreUrl = None,
-    start: opts.DpMapStart = _D.start,
-    end: opts.DpMapEnd = _D.end,
-    delta: opts.Delta = _D.delta,
-    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
-    overwrite: Overwrite = False,
-) -> None:
+@command_signature(_readings("sensing.dp-map"), _with_off_switch(spec_parameters(DpMapOptions)), _booked())
+def dp_map(**options: Any) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
     Publishable (DIR/): dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units) and
@@ -114,37 +141,16 @@ def dp_map(
 
     Example: urbandp sensing dp-map kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
-    flags = dict(locals())
-    del flags["config"]  # read into the options' defaults by --config's callback
+    del options["config"]  # read into the options' defaults by --config's callback
     from urbandp.sensing.dp_map_command import run
 
-    run(**flags)
+    run(**options)
 
 
 @app.command("pm-map")
 @cli_guard
-def pm_map(
-    input_path: opts.ReadingsCsv,
-    out: opts.OutDir,
-    bbox: opts.PmMapBox,
-    start: opts.PmMapStart,
-    end: opts.PmMapEnd,
-    config: Path | None = config_option("sensing.pm-map"),
-    epsilon: opts.PmMapEpsilon = _P.epsilon,
-    unit: opts.Unit = _P.unit,
-    vehicle_column: opts.VehicleColumn = _P.vehicle_column,
-    max_readings_per_vehicle_window: opts.MaxReadings = _P.max_readings_per_vehicle_window,
-    clip: opts.Clip = _P.clip,
-    cell_metres: opts.PmCellMetres = _P.cell_metres,
-    window_minutes: opts.WindowMinutes = _P.window_minutes,
-    smoother: opts.Smoother = _P.smoother,
-    value_column: opts.ValueColumn = _P.value_column,
-    precision: opts.Precision = _P.precision,
-    dataset: Dataset = None,
-    budget_store: BudgetStoreUrl = None,
-    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
-    overwrite: Overwrite = False,
-) -> None:
+@command_signature(_readings("sensing.pm-map"), spec_parameters(PmMapOptions), _booked())
+def pm_map(**options: Any) -> None:
     """A differentially private map of PM2.5 itself: noisy clipped sums and counts per cell and window, smoothed.
 
     Publishable (DIR/): pm_cells.csv (noisy count and sum per cell and window, the mean derived from them),
@@ -155,41 +161,36 @@ def pm_map(
 
     Example: urbandp sensing pm-map kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
     """
-    flags = dict(locals())
-    del flags["config"]  # read into the options' defaults by --config's callback
+    del options["config"]  # read into the options' defaults by --config's callback
     from urbandp.sensing.pm_map_command import run
 
-    run(**flags)
+    run(**options)
 
 
 @app.command()
 @cli_guard
-def query(
-    grid_csv: opts.GridFile,
-    rect: opts.Rect,
-    config: Path | None = config_option("sensing.query"),
-    query_type: opts.QueryType = _Q.type,
-    window: opts.QueryWindow = _Q.window,
-    select: opts.Select = None,
-    cells: opts.CellsFile = _Q.cells,
-    alpha: opts.Alpha = _Q.alpha,
-    rho: opts.Rho = _Q.rho,
-    theta: opts.Theta = _Q.theta,
-    theta2: opts.Theta2 = _Q.theta2,
-    steepness: opts.Steepness = _Q.steepness,
-    epsilon: opts.QueryEpsilon = _Q.epsilon,
-    sigma2_min: opts.Sigma2Min = _Q.sigma2_min,
-    sigma2_max: opts.Sigma2Max = _Q.sigma2_max,
-    out: opts.AnswerOut = None,
-    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False,
-    overwrite: Overwrite = False,
-) -> None:
+@command_signature(
+    [
+        _argument("grid_csv", "GRID", "grid.parquet (or grid.csv) written by `interpolate`."),
+        keyword("config", Path | None, config_option("sensing.query")),
+    ],
+    spec_parameters(QueryOptions),
+    [
+        keyword(
+            "out",
+            Path | None,
+            typer.Option(None, "--out", help="Also write the answer as JSON here (default: stdout only)."),
+        ),
+        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
+        keyword("overwrite", Overwrite, False),
+    ],
+)
+def query(**options: Any) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 
     Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
-    flags = dict(locals())
-    del flags["config"]  # read into the options' defaults by --config's callback
+    del options["config"]  # read into the options' defaults by --config's callback
     from urbandp.sensing.query_command import run_query_command
 
-    run_query_command(**flags)
+    run_query_command(**options)

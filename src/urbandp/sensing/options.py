@@ -1,6 +1,12 @@
-"""The options of the sensing releases, each declared once: the command line and the Python API
-(:mod:`urbandp.sensing.api`) both build these frozen dataclasses, validated in ``__post_init__`` (Tumult-style),
-so a value the command line refuses is refused from Python with the same one-line message.
+"""The options of the sensing releases, each declared once: every option of `sensing dp-map`, `pm-map` and `query`
+is a field of :class:`DpMapOptions`, :class:`PmMapOptions` or :class:`QueryOptions` made with
+:func:`urbandp.spec_options.option` (its type, default, help, flag and bounds or choices; issue 31). The commands'
+flags are built from these fields (:func:`urbandp.cli_spec.spec_parameters`), the Python API
+(:mod:`urbandp.sensing.api`) restates them as keywords, and both build these frozen dataclasses, validated in
+``__post_init__`` (Tumult-style): each option's bounds by :func:`~urbandp.spec_options.check_options`, then the checks
+between options, so a value the command line refuses is refused from Python with the same one-line message.
+The fields that are not options (``input_path``, ``out``, ``dataset``, ``budget_store``,
+``allow_meaningless_epsilon``) are where the run reads, writes and books its loss.
 """
 
 from __future__ import annotations
@@ -13,7 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from urbandp.errors import InvalidParameterError
+from urbandp.sensing.bounded_laplace import CALIBRATIONS
+from urbandp.sensing.kernels import KERNELS
 from urbandp.sensing.pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
+from urbandp.sensing.queries import QUERY_TYPES
+from urbandp.spec_options import Bounds, check_options, option
 
 MAX_PRECISION = 15
 
@@ -26,11 +36,16 @@ MAX_CELL_WINDOWS = 5_000_000
 
 Box = tuple[float, float, float, float]
 
+VALUE_COLUMN_HELP = "Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."
+CELL_METRES_HELP = "Grid cell side z in metres."
+WINDOW_MINUTES_HELP = "Window length in minutes."
+KERNEL_HELP = "matern32 | matern52 | rbf."
+PRECISION_HELP = "Decimal places of released values."
+
 
 def check_grid_options(cell_metres: float, window_minutes: int, kernel: str | None = None) -> None:
-    """The grid and window options every sensing command shares (kernel: the GP's, where there is one)."""
-    from urbandp.sensing.kernels import KERNELS
-
+    """The grid and window options of `sensing interpolate` (not a release; the releases declare these bounds on
+    their fields, checked by :func:`~urbandp.spec_options.check_options`)."""
     if not cell_metres > 0:
         raise InvalidParameterError(f"cell_metres must be > 0, got {cell_metres}", parameters="cell_metres")
     if window_minutes <= 0:
@@ -53,48 +68,83 @@ def check_box(box: Box | None, parameter: str = "bbox") -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class DpMapOptions:
-    """The options of `sensing dp-map` / :func:`urbandp.sensing.dp_map` (validated in ``__post_init__``)."""
+    """The options of `sensing dp-map` / :func:`urbandp.sensing.dp_map`, each declared once
+    (:func:`urbandp.spec_options.option`: the command's flags are built from these fields); each option's bounds
+    are checked by :func:`~urbandp.spec_options.check_options`, the checks between options in ``__post_init__``."""
 
     input_path: Path
     out: Path | None = None
-    epsilon: float = 1.0
-    bbox: Box | None = None
-    bbox_from_data_not_private: bool = False
-    cell_metres: float = 500.0
-    window_minutes: int = 60
-    kernel: str = "matern32"
-    sensitivity: float = 1.0
-    upper: float | None = None
-    calibration: str = "holohan"
-    utility_epsilons: tuple[float, ...] = (0.5, 1.0, 10.0)
-    min_readings: int = 3
-    budget: float | None = None
-    precision: int = 4
-    value_column: str | None = None
+    epsilon: float = option(
+        1.0, help="Epsilon per cell (the paper's epsilon); the map costs cells x it.", bounds=Bounds(above=0)
+    )
+    bbox: Box | None = option(
+        None,
+        help="Public box lat_min,lon_min,lat_max,lon_max (default: none; required unless the flag below).",
+        cli_type=str | None,
+    )
+    bbox_from_data_not_private: bool = option(False, help="Take the box from the readings (NOT DP).")
+    cell_metres: float = option(500.0, help=CELL_METRES_HELP, bounds=Bounds(above=0))
+    window_minutes: int = option(60, help=WINDOW_MINUTES_HELP, bounds=Bounds(at_least=1))
+    kernel: str = option("matern32", help=KERNEL_HELP, choices=KERNELS)
+    sensitivity: float = option(
+        1.0,
+        help="Cap on the kernel variance = per-cell sensitivity (VI-A).",
+        bounds=Bounds(at_least=MIN_SENSITIVITY),
+    )
+    upper: float | None = option(
+        None,
+        help="Upper bound of the released domain, at least the sensitivity (default: the sensitivity).",
+        bounds=Bounds(),
+    )
+    calibration: str = option(
+        "holohan", help="holohan (DP, default) | paper (NOT DP, for comparison).", choices=CALIBRATIONS
+    )
+    utility_epsilons: tuple[float, ...] = option(
+        (0.5, 1.0, 10.0), help="Epsilons for the Fig. 6 RMSE CDF ('' = off).", cli_type=str
+    )
+    min_readings: int = option(
+        3, help="Windows with fewer readings get the prior variance.", bounds=Bounds(at_least=2)
+    )
+    budget: float | None = option(
+        None,
+        help="Refuse to spend more than this epsilon in total (default: no cap).",
+        bounds=Bounds(above=0),
+    )
+    precision: int = option(4, help=PRECISION_HELP, bounds=Bounds(at_least=0, at_most=MAX_PRECISION))
+    value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
     dataset: str | None = None
     budget_store: str | None = None
-    start: str | None = None
-    end: str | None = None
-    delta: float = 1e-6
+    start: str | None = option(
+        None,
+        help="Public start of the time window, ISO date or date-time (default: the first reading, not DP).",
+    )
+    end: str | None = option(
+        None,
+        help="Public end of the window, exclusive; a date includes that day (default: the last reading, not DP).",
+    )
+    delta: float = option(
+        1e-6,
+        help="Delta of the optimal composition of a window's cells (Kairouz, Oh, Viswanath): the map is "
+        "(epsilon, delta)-DP with epsilon far below cells x epsilon; 0 gives the basic sum at delta 0.",
+    )
     allow_meaningless_epsilon: bool = False
 
     def __post_init__(self) -> None:
-        check_grid_options(self.cell_metres, self.window_minutes, self.kernel)
+        check_options(self)  # each option's declared bounds or choices
         check_box(self.bbox)
-        self._check_numbers()
+        if self.upper is not None and not self.upper >= self.sensitivity:
+            raise InvalidParameterError(
+                f"upper must be finite and >= sensitivity, got {self.upper}",
+                parameters=("upper", "sensitivity"),
+            )
+        if any(not (e > 0 and math.isfinite(e)) for e in self.utility_epsilons):
+            raise InvalidParameterError(
+                "utility_epsilons must all be positive finite numbers", parameters="utility_epsilons"
+            )
         if self.bbox is None and not self.bbox_from_data_not_private:
             raise InvalidParameterError(
                 "give a public bbox (or bbox_from_data_not_private, which is not DP)",
                 parameters=("bbox", "bbox_from_data_not_private"),
-            )
-        if self.min_readings < 2:
-            raise InvalidParameterError(
-                f"min_readings must be >= 2, got {self.min_readings}", parameters="min_readings"
-            )
-        if not 0 <= self.precision <= MAX_PRECISION:
-            raise InvalidParameterError(
-                f"precision must be between 0 and {MAX_PRECISION}, got {self.precision}",
-                parameters="precision",
             )
         if self.dataset is not None and self.calibration == "paper":
             raise InvalidParameterError(
@@ -112,134 +162,105 @@ class DpMapOptions:
                 "give both start and end (a public time window), or neither", parameters=("start", "end")
             )
 
-    def _check_numbers(self) -> None:
-        from urbandp.sensing.bounded_laplace import CALIBRATIONS
-
-        for name, v in (("epsilon", self.epsilon), ("sensitivity", self.sensitivity)):
-            if not (v > 0 and math.isfinite(v)):
-                raise InvalidParameterError(
-                    f"{name} must be a positive finite number, got {v}", parameters=name
-                )
-        if self.sensitivity < MIN_SENSITIVITY:
-            raise InvalidParameterError(
-                f"sensitivity must be at least {MIN_SENSITIVITY:g} (noise is drawn on a 2^-40 lattice, so a "
-                f"smaller one is rounded away), got {self.sensitivity:g}",
-                parameters="sensitivity",
-            )
-        if self.upper is not None and not (math.isfinite(self.upper) and self.upper >= self.sensitivity):
-            raise InvalidParameterError(
-                f"upper must be finite and >= sensitivity, got {self.upper}",
-                parameters=("upper", "sensitivity"),
-            )
-        if self.budget is not None and not (self.budget > 0 and math.isfinite(self.budget)):
-            raise InvalidParameterError(
-                f"budget must be a positive finite number, got {self.budget}", parameters="budget"
-            )
-        if self.calibration not in CALIBRATIONS:
-            raise InvalidParameterError(
-                f"calibration must be one of {', '.join(CALIBRATIONS)}, got {self.calibration!r}",
-                parameters="calibration",
-            )
-        if any(not (e > 0 and math.isfinite(e)) for e in self.utility_epsilons):
-            raise InvalidParameterError(
-                "utility_epsilons must all be positive finite numbers", parameters="utility_epsilons"
-            )
-
 
 @dataclass(frozen=True, kw_only=True)
 class PmMapOptions:
-    """The options of `sensing pm-map` / :func:`urbandp.sensing.pm_map` (validated in ``__post_init__``)."""
+    """The options of `sensing pm-map` / :func:`urbandp.sensing.pm_map`, each declared once (as
+    :class:`DpMapOptions`'s); bounds checked by :func:`~urbandp.spec_options.check_options`."""
 
     input_path: Path
     out: Path | None = None
-    bbox: Box
-    start: str
-    end: str
-    epsilon: float = 1.0
-    clip: float = 250.0
-    cell_metres: float = 1000.0
-    window_minutes: int = 60
-    smoother: str = "gp"
-    value_column: str | None = None
+    bbox: Box = option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).", cli_type=str)
+    start: str = option(help="Public start of the time window, ISO date or date-time.")
+    end: str = option(help="Public end of the window, exclusive; a date includes that day.")
+    epsilon: float = option(
+        1.0,
+        help="Epsilon per privacy unit (per vehicle-window, or per reading; see --unit).",
+        bounds=Bounds(above=0),
+    )
+    clip: float = option(
+        250.0, help="Public upper bound of a reading; values are clipped to [0, it].", bounds=Bounds(above=0)
+    )
+    cell_metres: float = option(1000.0, help="Grid cell side in metres.", bounds=Bounds(above=0))
+    window_minutes: int = option(60, help=WINDOW_MINUTES_HELP, bounds=Bounds(at_least=1))
+    smoother: str = option("gp", help="gp | idw | none: how the noisy cells become a map.", choices=SMOOTHERS)
+    value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
     dataset: str | None = None
     budget_store: str | None = None
     allow_meaningless_epsilon: bool = False
-    precision: int = 3
-    unit: str | None = None  # None: vehicle-window when the input has a vehicle column, else reading
-    vehicle_column: str | None = None  # None: a column named "vehicle", if the input has one
-    max_readings_per_vehicle_window: int = DEFAULT_MAX_READINGS
+    precision: int = option(3, help=PRECISION_HELP, bounds=Bounds(at_least=0, at_most=MAX_PRECISION))
+    unit: str | None = option(  # None: vehicle-window when the input has a vehicle column, else reading
+        None,
+        help="vehicle-window | reading (default: vehicle-window when the input has a vehicle column, else reading).",
+        choices=UNITS,
+    )
+    vehicle_column: str | None = option(  # None: a column named "vehicle", if the input has one
+        None, help="Column of vehicle ids (default: a column named 'vehicle', if the input has one)."
+    )
+    max_readings_per_vehicle_window: int = option(
+        DEFAULT_MAX_READINGS,
+        help="Public bound M: a vehicle-window keeps at most M readings (evenly spaced in time); the noise "
+        "grows with M.",
+        bounds=Bounds(at_least=1),
+    )
 
     def __post_init__(self) -> None:
+        check_options(self)  # each option's declared bounds or choices
         check_box(self.bbox)
-        if self.unit is not None and self.unit not in UNITS:
-            raise InvalidParameterError(
-                f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", parameters="unit"
-            )
-        m = self.max_readings_per_vehicle_window
-        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-            raise InvalidParameterError(
-                f"max_readings_per_vehicle_window must be an integer >= 1, got {m!r}",
-                parameters="max_readings_per_vehicle_window",
-            )
-        if self.smoother not in SMOOTHERS:
-            raise InvalidParameterError(
-                f"smoother must be one of {', '.join(SMOOTHERS)}, got {self.smoother!r}",
-                parameters="smoother",
-            )
-        if not (self.cell_metres > 0 and np.isfinite(self.cell_metres)):
-            raise InvalidParameterError(
-                f"cell_metres must be a positive number, got {self.cell_metres}", parameters="cell_metres"
-            )
-        if self.window_minutes <= 0:
-            raise InvalidParameterError(
-                f"window_minutes must be positive, got {self.window_minutes}", parameters="window_minutes"
-            )
-        if not 0 <= self.precision <= MAX_PRECISION:
-            raise InvalidParameterError(
-                f"precision must be between 0 and {MAX_PRECISION}, got {self.precision}",
-                parameters="precision",
-            )
-
-
-QUERY_ERROR = "need epsilon > 0, alpha >= 1, rho != 0 and steepness > 0"
-QUERY_PARAMETERS = ("epsilon", "alpha", "rho", "steepness")
 
 
 @dataclass(frozen=True, kw_only=True)
 class QueryOptions:
-    """The options of `sensing query` / :func:`urbandp.sensing.query` (validated in ``__post_init__``)."""
+    """The options of `sensing query` / :func:`urbandp.sensing.query`, each declared once (as
+    :class:`DpMapOptions`'s); bounds checked by :func:`~urbandp.spec_options.check_options`."""
 
-    rect: Box
-    type: str = "average"
-    window: str | None = None
-    select: Box | None = None
-    cells: Path | None = None
-    alpha: int = 5
-    rho: float = 1.0
-    theta: float | None = None
-    theta2: float | None = None
-    steepness: float = 1.0
-    epsilon: float = 1.0
-    sigma2_min: float | None = None
-    sigma2_max: float | None = None
+    rect: Box = option(help="Obfuscation rectangle lat1,lon1,lat2,lon2 (diagonal vertices).", cli_type=str)
+    type: str = option(
+        "average", help="average|min|max|min-exact|max-exact|count|range.", choices=QUERY_TYPES
+    )
+    window: str | None = option(None, help="Window start as in the grid file (default: the first).")
+    select: Box | None = option(
+        None, help="Cells of interest lat1,lon1,lat2,lon2 (default: all of --rect).", cli_type=str | None
+    )
+    cells: Path | None = option(
+        None,
+        help="File of cells of interest, one cell_id per line as for mpc query (default: every cell of --rect).",
+    )
+    alpha: int = option(
+        5, help="Server threshold: answer only over >= alpha cells.", bounds=Bounds(at_least=1)
+    )
+    rho: float = option(1.0, help="LogSumExp sharpness |rho| for min/max.", bounds=Bounds())
+    theta: float | None = option(
+        None,
+        help="Threshold for count and lower bound for range (default: none; required for count and range).",
+        bounds=Bounds(),
+    )
+    theta2: float | None = option(
+        None, help="Upper bound for range (default: none; required for range).", bounds=Bounds()
+    )
+    steepness: float = option(1.0, help="Sigmoid steepness k (paper: 1).", bounds=Bounds(above=0))
+    epsilon: float = option(1.0, help="Epsilon for the noisy squared error (VII-D).", bounds=Bounds(above=0))
+    sigma2_min: float | None = option(
+        None,
+        help="Public lower bound of cell variances (default: none; required).",
+        bounds=Bounds(at_least=0),
+    )
+    sigma2_max: float | None = option(
+        None, help="Public upper bound of cell variances (default: none; required).", bounds=Bounds()
+    )
 
     def __post_init__(self) -> None:
-        from urbandp.sensing.queries import QUERY_TYPES
-
-        if self.type not in QUERY_TYPES:
-            raise InvalidParameterError(
-                f"type must be one of {', '.join(QUERY_TYPES)}, got {self.type!r}", parameters="type"
-            )
+        check_options(self)  # each option's declared bounds or choices
         lo, hi = self.sigma2_min, self.sigma2_max
-        if lo is None or hi is None or not (0 <= lo < hi and math.isfinite(hi)):
+        if lo is None or hi is None or not lo < hi:
             raise InvalidParameterError(
                 "give public bounds sigma2_min and sigma2_max with 0 <= min < max",
                 parameters=("sigma2_min", "sigma2_max"),
             )
-        if not (self.epsilon > 0 and math.isfinite(self.epsilon)) or self.alpha < 1:
-            raise InvalidParameterError(QUERY_ERROR, parameters=QUERY_PARAMETERS)
-        if self.rho == 0 or not self.steepness > 0:
-            raise InvalidParameterError(QUERY_ERROR, parameters=QUERY_PARAMETERS)
+        if self.rho == 0:
+            raise InvalidParameterError(
+                f"rho must be a finite number != 0, got {self.rho!r}", parameters="rho"
+            )
         if self.type in ("count", "range") and self.theta is None:
             raise InvalidParameterError(f"type {self.type} needs theta", parameters=("type", "theta"))
         if self.type == "range" and (self.theta2 is None or not self.theta < self.theta2):  # type: ignore[operator]
@@ -267,6 +288,11 @@ def parse_utility_epsilons(text: str) -> tuple[float, ...]:
         raise InvalidParameterError(
             f"utility_epsilons must be comma-separated numbers, got {text!r}", parameters="utility_epsilons"
         ) from None
+
+
+def format_utility_epsilons(epsilons: tuple[float, ...]) -> str:
+    """(0.5, 1.0, 10.0) -> ``"0.5,1,10"``, the text :func:`parse_utility_epsilons` reads back."""
+    return ",".join(f"{e:g}" for e in epsilons)
 
 
 def parse_window(start: str, end: str) -> tuple[np.datetime64, np.datetime64]:

@@ -31,7 +31,7 @@ def print_answer(rel: QueryAnswer) -> None:
 def run_query_command(
     grid_csv: Path,
     rect: str,
-    query_type: str,
+    type: str,
     select: str | None,
     cells: Path | None,
     out: Path | None,
@@ -55,7 +55,7 @@ def run_query_command(
         rel = query(
             grid_csv,
             rect=(box[0], box[1], box[2], box[3]),
-            type=query_type,
+            type=type,
             select=None if sel is None else (sel[0], sel[1], sel[2], sel[3]),
             cells=cells,
             session=Session(allow_meaningless_epsilon=allow_meaningless_epsilon),

@@ -139,7 +139,7 @@ def test_guards_fire_from_python(readings: Path, tmp_path: Path) -> None:
     store = _store(tmp_path, 100.0)
     with pytest.raises(ud.InputError, match="NOT differentially private"):  # window from the data: NOT DP
         ud.sensing.dp_map(readings, session=ud.Session(store, "pm25"), **{**DP, "start": None, "end": None})
-    with pytest.raises(ud.InvalidParameterError, match=r"^epsilon must be a positive"):
+    with pytest.raises(ud.InvalidParameterError, match=r"^epsilon must be a finite number > 0, got -1\.0$"):
         ud.sensing.dp_map(readings, **{**DP, "epsilon": -1.0})
 
 
