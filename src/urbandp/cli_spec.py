@@ -27,12 +27,15 @@ def spec_parameters(
     params = []
     for name in names:
         declared = options[name]
-        default = ... if declared.required else declared.default
+        default = ... if declared.required else declared.command_line_default
+        flag = declared.flag
+        if declared.negatable:
+            flag = f"{flag}/--no-{flag[2:]}"
         params.append(
             inspect.Parameter(
                 name,
                 inspect.Parameter.KEYWORD_ONLY,
-                default=typer.Option(default, declared.flag, help=declared.help),
+                default=typer.Option(default, flag, help=declared.help),
                 annotation=declared.cli_type,
             )
         )

@@ -64,7 +64,8 @@ def option_flags(fn: Callable[..., object]) -> dict[str, str]:
             default = getattr(info, "default", None)
             if typing.get_origin(param.annotation) is typing.Annotated and isinstance(default, str):
                 decls.insert(0, default)  # Annotated style: Option("--flag") stores the flag as its default
-            long = [d for d in decls if isinstance(d, str) and d.startswith("--")]
+            # "--x/--no-x" declares a switch and its off form: the flag is "--x"
+            long = [d.split("/")[0] for d in decls if isinstance(d, str) and d.startswith("--")]
             if long:
                 flags[name] = long[0]
                 break

@@ -35,6 +35,15 @@ REQUIRED_OPTION: Any = dataclasses.MISSING
 """The default of a :class:`DeclaredOption` that has none (the option must be given)."""
 
 
+class _AsField:
+    def __repr__(self) -> str:
+        return "<the field's default>"
+
+
+AS_FIELD: Any = _AsField()
+"""The ``cli_default`` of an option that the command line takes with the field's own default."""
+
+
 @dataclass(frozen=True)
 class Bounds:
     """The numbers an option admits: finite, and above / at least / at most / below the limits given."""
@@ -79,6 +88,8 @@ class OptionInfo:
     cli_type: Any = None
     bounds: Bounds | None = None
     choices: tuple[str, ...] | None = None
+    cli_default: Any = AS_FIELD
+    negatable: bool = False
 
 
 def option(
@@ -89,9 +100,15 @@ def option(
     cli_type: Any = None,
     bounds: Bounds | None = None,
     choices: Sequence[str] | None = None,
+    cli_default: Any = AS_FIELD,
+    negatable: bool = False,
 ) -> Any:
-    """A spec field that is an option of its release (no ``default``: the option is required)."""
-    info = OptionInfo(help, flag, cli_type, bounds, None if choices is None else tuple(choices))
+    """A spec field that is an option of its release (no ``default``: the option is required).
+
+    ``cli_default``: the default as the command line takes it, where ``cli_type`` is text the command parses
+    (``"0.5,1,10"`` for the tuple ``(0.5, 1.0, 10.0)``); ``negatable``: a switch that also takes ``--no-<flag>``."""
+    chosen = None if choices is None else tuple(choices)
+    info = OptionInfo(help, flag, cli_type, bounds, chosen, cli_default, negatable)
     metadata = {OPTION_KEY: info}
     if default is dataclasses.MISSING:
         return dataclasses.field(metadata=metadata)
@@ -110,10 +127,17 @@ class DeclaredOption:
     cli_type: Any
     bounds: Bounds | None
     choices: tuple[str, ...] | None
+    cli_default: Any
+    negatable: bool
 
     @property
     def required(self) -> bool:
         return self.default is REQUIRED_OPTION
+
+    @property
+    def command_line_default(self) -> Any:
+        """The default as the command line takes it (the field's, unless the field declares its text)."""
+        return self.default if self.cli_default is AS_FIELD else self.cli_default
 
     @property
     def integer(self) -> bool:
@@ -157,6 +181,8 @@ def declared_options(spec: type) -> tuple[DeclaredOption, ...]:
                 cli_type=info.cli_type if info.cli_type is not None else hints[f.name],
                 bounds=info.bounds,
                 choices=info.choices,
+                cli_default=info.cli_default,
+                negatable=info.negatable,
             )
         )
     return tuple(found)

@@ -210,7 +210,9 @@ def test_every_option_is_a_flag_of_the_command_with_the_field_s_default_help_and
         assert p.help == o.help, (release, o.name)
         assert p.required == o.required, (release, o.name)
         if not o.required:
-            assert p.default == o.default, (release, o.name, p.default, o.default)
+            assert p.default == o.command_line_default, (release, o.name, p.default, o.default)
+        if o.negatable:
+            assert p.secondary_opts == ["--no-" + o.flag[2:]], (release, o.name)
 
 
 @pytest.mark.parametrize("release", SPECS)
@@ -321,3 +323,21 @@ def test_the_command_line_names_the_flag_of_a_value_out_of_bounds(
     result = CliRunner().invoke(app, [*args, *flags, "--out", str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == f"urbandp: error: {line}"
+
+
+def test_a_negatable_switch_takes_its_off_form_and_errors_name_it_by_its_flag(tmp_path: Path) -> None:
+    """``negatable=True`` gives ``--bbox-from-data-not-private/--no-...``; an error names the flag alone (the
+    first build of the sensing flags printed ``--bbox-from-data-not-private/--no-bbox-from-data-not-private``)."""
+    from typer.testing import CliRunner
+
+    from urbandp.cli import app
+
+    readings = tmp_path / "r.csv"
+    readings.write_text("timestamp,lat,lon,pm25\n")
+    args = ["sensing", "dp-map", str(readings), "--out", str(tmp_path / "o")]
+    for off in ([], ["--no-bbox-from-data-not-private"]):
+        result = CliRunner().invoke(app, [*args, *off])
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == (
+            "urbandp: error: give a public --bbox (or --bbox-from-data-not-private, which is not DP)"
+        )

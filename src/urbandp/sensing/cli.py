@@ -20,7 +20,7 @@ from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset
 from urbandp.cli_spec import command_signature, keyword, spec_parameters
 from urbandp.cli_support import cli_guard
 from urbandp.sensing import cli_options as opts
-from urbandp.sensing.options import DpMapOptions, PmMapOptions, QueryOptions, format_utility_epsilons
+from urbandp.sensing.options import DpMapOptions, PmMapOptions, QueryOptions
 from urbandp.sensing.options import InterpolateOptions as _I
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -109,28 +109,9 @@ def _booked() -> list[inspect.Parameter]:
     ]
 
 
-def _with_off_switch(params: list[inspect.Parameter]) -> list[inspect.Parameter]:
-    """The spec's parameters, each switch (a bool option, ``--bbox-from-data-not-private``) with its
-    ``--no-`` form as the command always took it."""
-    found = []
-    for p in params:
-        info = p.default
-        if p.annotation is bool:
-            flag = info.param_decls[0]
-            p = p.replace(default=typer.Option(info.default, f"{flag}/--no-{flag[2:]}", help=info.help))
-        found.append(p)
-    return found
-
-
-TEXT_DEFAULTS = {"utility_epsilons": format_utility_epsilons(DpMapOptions.utility_epsilons)}
-"""Options the command line takes as text whose field's default is not text: the command's default, as typed
-(``--utility-epsilons 0.5,1,10``). Given as the command's ``default_map`` (Click's own defaults, which --config
-extends), so ``--help`` shows the text and an unset flag reaches the command as it, parsed like a typed one."""
-
-
-@app.command("dp-map", context_settings={"default_map": TEXT_DEFAULTS})
+@app.command("dp-map")
 @cli_guard
-@command_signature(_readings("sensing.dp-map"), _with_off_switch(spec_parameters(DpMapOptions)), _booked())
+@command_signature(_readings("sensing.dp-map"), spec_parameters(DpMapOptions), _booked())
 def dp_map(**options: Any) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 

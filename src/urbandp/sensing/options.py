@@ -82,7 +82,9 @@ class DpMapOptions:
         help="Public box lat_min,lon_min,lat_max,lon_max (default: none; required unless the flag below).",
         cli_type=str | None,
     )
-    bbox_from_data_not_private: bool = option(False, help="Take the box from the readings (NOT DP).")
+    bbox_from_data_not_private: bool = option(
+        False, help="Take the box from the readings (NOT DP).", negatable=True
+    )
     cell_metres: float = option(500.0, help=CELL_METRES_HELP, bounds=Bounds(above=0))
     window_minutes: int = option(60, help=WINDOW_MINUTES_HELP, bounds=Bounds(at_least=1))
     kernel: str = option("matern32", help=KERNEL_HELP, choices=KERNELS)
@@ -100,7 +102,10 @@ class DpMapOptions:
         "holohan", help="holohan (DP, default) | paper (NOT DP, for comparison).", choices=CALIBRATIONS
     )
     utility_epsilons: tuple[float, ...] = option(
-        (0.5, 1.0, 10.0), help="Epsilons for the Fig. 6 RMSE CDF ('' = off).", cli_type=str
+        (0.5, 1.0, 10.0),
+        help="Epsilons for the Fig. 6 RMSE CDF ('' = off).",
+        cli_type=str,
+        cli_default="0.5,1,10",
     )
     min_readings: int = option(
         3, help="Windows with fewer readings get the prior variance.", bounds=Bounds(at_least=2)
@@ -288,11 +293,6 @@ def parse_utility_epsilons(text: str) -> tuple[float, ...]:
         raise InvalidParameterError(
             f"utility_epsilons must be comma-separated numbers, got {text!r}", parameters="utility_epsilons"
         ) from None
-
-
-def format_utility_epsilons(epsilons: tuple[float, ...]) -> str:
-    """(0.5, 1.0, 10.0) -> ``"0.5,1,10"``, the text :func:`parse_utility_epsilons` reads back."""
-    return ",".join(f"{e:g}" for e in epsilons)
 
 
 def parse_window(start: str, end: str) -> tuple[np.datetime64, np.datetime64]:
