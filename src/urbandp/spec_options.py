@@ -90,6 +90,7 @@ class OptionInfo:
     choices: tuple[str, ...] | None = None
     cli_default: Any = AS_FIELD
     negatable: bool = False
+    why: str | None = None
 
 
 def option(
@@ -102,13 +103,15 @@ def option(
     choices: Sequence[str] | None = None,
     cli_default: Any = AS_FIELD,
     negatable: bool = False,
+    why: str | None = None,
 ) -> Any:
     """A spec field that is an option of its release (no ``default``: the option is required).
 
     ``cli_default``: the default as the command line takes it, where ``cli_type`` is text the command parses
-    (``"0.5,1,10"`` for the tuple ``(0.5, 1.0, 10.0)``); ``negatable``: a switch that also takes ``--no-<flag>``."""
+    (``"0.5,1,10"`` for the tuple ``(0.5, 1.0, 10.0)``); ``negatable``: a switch that also takes ``--no-<flag>``;
+    ``why``: the reason for the bounds, said when a value is refused."""
     chosen = None if choices is None else tuple(choices)
-    info = OptionInfo(help, flag, cli_type, bounds, chosen, cli_default, negatable)
+    info = OptionInfo(help, flag, cli_type, bounds, chosen, cli_default, negatable, why)
     metadata = {OPTION_KEY: info}
     if default is dataclasses.MISSING:
         return dataclasses.field(metadata=metadata)
@@ -129,6 +132,7 @@ class DeclaredOption:
     choices: tuple[str, ...] | None
     cli_default: Any
     negatable: bool
+    why: str | None
 
     @property
     def required(self) -> bool:
@@ -156,8 +160,9 @@ class DeclaredOption:
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             whole = isinstance(value, int) or not self.integer
             if not (isinstance(value, (int, float)) and number and whole and self.bounds.admits(value)):
+                why = f" ({self.why})" if self.why else ""
                 raise InvalidParameterError(
-                    f"{self.name} must be {self.bounds.describe(self.integer)}, got {value!r}",
+                    f"{self.name} must be {self.bounds.describe(self.integer)}{why}, got {value!r}",
                     parameters=self.name,
                 )
 
@@ -183,6 +188,7 @@ def declared_options(spec: type) -> tuple[DeclaredOption, ...]:
                 choices=info.choices,
                 cli_default=info.cli_default,
                 negatable=info.negatable,
+                why=info.why,
             )
         )
     return tuple(found)

@@ -271,7 +271,8 @@ def test_a_value_outside_the_option_s_bounds_is_refused_in_one_line_naming_it(
     with pytest.raises(InvalidParameterError) as caught:
         spec(**{**defaults, **VALID[release], option.name: bad})
     assert caught.value.parameters == (option.name,)
-    assert str(caught.value) == f"{option.name} must be {_rule(option)}, got {bad!r}"
+    why = f" ({option.why})" if option.why else ""
+    assert str(caught.value) == f"{option.name} must be {_rule(option)}{why}, got {bad!r}"
 
 
 def _rule(option: DeclaredOption) -> str:

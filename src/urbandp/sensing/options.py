@@ -92,6 +92,7 @@ class DpMapOptions:
         1.0,
         help="Cap on the kernel variance = per-cell sensitivity (VI-A).",
         bounds=Bounds(at_least=MIN_SENSITIVITY),
+        why="noise is drawn on a 2^-40 lattice, so a smaller one is rounded away",
     )
     upper: float | None = option(
         None,

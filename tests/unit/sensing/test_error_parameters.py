@@ -238,7 +238,10 @@ def test_an_english_word_is_not_renamed_into_a_flag() -> None:
     """Rephrased where the parameter was also a plain word of the message: one ``sensitivity``, one ``epsilon``."""
     with pytest.raises(InvalidParameterError) as caught:
         _dp(sensitivity=1e-9)
-    assert caught.value.naming(flag_of) == "--sensitivity must be a finite number >= 1e-06, got 1e-09"
+    assert (
+        caught.value.naming(flag_of)
+        == "--sensitivity must be a finite number >= 1e-06 (noise is drawn on a 2^-40 lattice, so a smaller one is rounded away), got 1e-09"
+    )
     with pytest.raises(InvalidParameterError) as caught:
         plan_dp_map(1, 10, 1e-4)
     assert caught.value.parameters == ("epsilon",)
