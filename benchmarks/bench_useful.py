@@ -199,8 +199,8 @@ def run(
 
 def predicted_useful(cfg: HatReleaseConfig, privacy: dict[str, Any]) -> dict[str, Any]:
     """What ``urbandp plan --domain-gtfs`` predicts for this release from the schedule alone (spends nothing)."""
+    from urbandp.fleet.forecast import make_plan
     from urbandp.fleet.pipeline import public_window, window_days
-    from urbandp.fleet.planner import make_plan
     from urbandp.fleet.public_domain import load_public_domain
 
     first, last, day_set = public_window(cfg)

@@ -45,7 +45,7 @@ class Mutation:
 MUTATIONS = (
     Mutation(
         "top_k_smallest",
-        "fleet/accounting.py",
+        "fleet/composition.py",
         "v = np.sort(np.asarray(values, dtype=float))[::-1]",
         "v = np.sort(np.asarray(values, dtype=float))",
         (f"{FLEET}/test_accounting_edges.py",),

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import BudgetExceededError, InvalidParameterError
-from urbandp.fleet.accounting import top_k_sum
+from urbandp.fleet.composition import top_k_sum
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.measure import ClipChoice, Measured, cell_expr
 from urbandp.fleet.plan import QueryScales, ReleasePlan

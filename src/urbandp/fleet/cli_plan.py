@@ -34,8 +34,8 @@ def _plan(a: dict[str, Any]) -> None:
     """The plan of :func:`plan`'s options ``a``: written to ``a["out"]``/plan.json and printed."""
     from rich.console import Console
 
+    from urbandp.fleet.forecast import cfg_k, check_target_error, dp_histogram, make_plan, per_hat_counts
     from urbandp.fleet.pipeline import public_window, window_days
-    from urbandp.fleet.planner import cfg_k, check_target_error, dp_histogram, make_plan, per_hat_counts
     from urbandp.fleet.public_domain import load_public_domain
     from urbandp.outputs import atomic_output_dir, dumps_strict, write_json
     from urbandp.privacy.loss import Loss

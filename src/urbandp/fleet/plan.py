@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from urbandp.errors import InputError
-from urbandp.fleet.accounting import top_k_sum
+from urbandp.fleet.composition import top_k_sum
 from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.mechanisms import Gaussian, Laplace, mechanism, smallest_scale

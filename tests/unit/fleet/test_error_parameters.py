@@ -23,9 +23,9 @@ from urbandp.errors import InputError, flag_of
 from urbandp.fleet import api
 from urbandp.fleet.config import build_config
 from urbandp.fleet.explore import check_min_vehicles_per_day
+from urbandp.fleet.forecast import check_target_error
 from urbandp.fleet.guardrails import _refuse_unchargeable
 from urbandp.fleet.pipeline import NoValidRecords, date_window
-from urbandp.fleet.planner import check_target_error
 from urbandp.fleet.public_domain import load_public_domain
 from urbandp.fleet.spec import _day_list, configure, parse_columns, python_values, validation_options
 from urbandp.grid.slots import parse_hours

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from urbandp.errors import BudgetExceededError
-from urbandp.fleet.accounting import top_k_sum, window_delta
+from urbandp.fleet.composition import top_k_sum, window_delta
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.measure import truncate_vehicle_days

@@ -36,8 +36,8 @@ def test_budget_is_reserved_and_committed_only_by_the_session() -> None:
 
 def test_fleet_noise_is_drawn_only_in_the_measure_step() -> None:
     draws = _hits(r"\.draw\(|noise\.(laplace|gaussian|discrete_laplace|discrete_gaussian)\(", SRC / "fleet")
-    # measure.py draws the queries; selection.py the noisy counts it calls for; planner.py the plan command's
+    # measure.py draws the queries; selection.py the noisy counts it calls for; forecast.py the plan command's
     # own DP histogram (a release of its own, charged by its session)
-    assert draws == {"fleet/measure.py", "fleet/selection.py", "fleet/planner.py"}
+    assert draws == {"fleet/measure.py", "fleet/selection.py", "fleet/forecast.py"}
     assert _hits(r"def measure_selection\(", SRC / "fleet") == {"fleet/selection.py"}
     assert _hits(r"measure_selection\(", SRC / "fleet") == {"fleet/selection.py", "fleet/measure.py"}

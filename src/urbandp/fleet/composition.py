@@ -1,4 +1,5 @@
-"""Privacy accounting of a HAT release (ITMS report section III E-F), computed, never typed in.
+"""Composition rules of a HAT release (ITMS report section III E-F): per day over the K HATs a vehicle-day touches,
+and per window over its D days (group privacy); computed, never typed in.
 
 * epsilon per HAT per day: each HAT's Laplace mechanism at the sensitivity that one vehicle-day has on it
   (OpenDP's privacy map, :func:`urbandp.privacy.noise.laplace_epsilon`).

@@ -1,4 +1,5 @@
-"""Plan a fleet release before spending budget (issue 8, "Planner and guardrails").
+"""The forecast of a fleet release before spending budget: what ``urbandp plan`` reports (issue 8, "Planner and
+guardrails"); the release's own plan, which this forecast reads, is :mod:`urbandp.fleet.plan`.
 
 :func:`plan_from_public` reads public parameters only (the release config and D, the public window's days) and
 predicts from the same calibration the release uses (:func:`urbandp.fleet.hat_release.plan_release`,

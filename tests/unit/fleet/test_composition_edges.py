@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from urbandp.fleet.accounting import top_k_sum
+from urbandp.fleet.composition import top_k_sum
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.measure import fieller_interval, fieller_z
