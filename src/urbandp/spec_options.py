@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import numbers
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -157,9 +158,12 @@ class DeclaredOption:
                 f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}", parameters=self.name
             )
         if self.bounds is not None:
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            whole = isinstance(value, int) or not self.integer
-            if not (isinstance(value, (int, float)) and number and whole and self.bounds.admits(value)):
+            # numbers.Real / Integral: numpy's numbers too (np.int64(4) is an integer; True is a switch, not 1)
+            number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            whole = isinstance(value, numbers.Integral) or not self.integer
+            if not (
+                isinstance(value, numbers.Real) and number and whole and self.bounds.admits(float(value))
+            ):
                 why = f" ({self.why})" if self.why else ""
                 raise InvalidParameterError(
                     f"{self.name} must be {self.bounds.describe(self.integer)}{why}, got {value!r}",

@@ -291,6 +291,19 @@ def test_bounds_describe_the_numbers_they_admit() -> None:
     assert not Bounds().admits(math.inf) and not Bounds(above=0).admits(math.nan)
 
 
+def test_numpy_numbers_are_numbers() -> None:
+    """A notebook's options often come out of numpy: ``np.int64(4)`` is an integer, ``np.float64(1.5)`` a number."""
+    import numpy as np
+
+    from urbandp.counts.spec import CountsReleaseSpec
+
+    defaults = {f.name: f.default for f in dataclasses.fields(CountsReleaseSpec)}
+    spec = CountsReleaseSpec(
+        **{**defaults, **VALID["counts release"], "max_events": np.int64(4), "epsilon": np.float64(1.5)}
+    )
+    assert spec.max_events == 4 and spec.epsilon == 1.5
+
+
 def test_an_integer_option_refuses_a_fraction_and_a_switch() -> None:
     from urbandp.counts.spec import CountsReleaseSpec
 
