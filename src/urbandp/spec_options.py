@@ -3,8 +3,9 @@
 Each option of a release is a field of its spec (:class:`urbandp.counts.spec.CountsReleaseSpec`,
 :class:`urbandp.survey.rr_release.RandomizeSpec`, ...) made with :func:`option`: the field states the option's
 name (the Python keyword; the flag is ``--`` and the name with dashes unless the field says otherwise), its type,
-its default and its help. The spec's ``__post_init__`` holds its bounds and the checks between options, so a value
-is refused in one place whichever way it came. From the fields:
+its default, its bounds or choices and its help. The spec's ``__post_init__`` calls :func:`check_options` first
+(the declared bounds, checked in one place whichever way a value came) and then holds the checks between
+options. From the fields:
 
 - :func:`urbandp.cli_spec.spec_parameters` builds the command's Typer options, so ``--help`` shows the field's
   default and its help, and the ``--config`` table takes the flags' keys (:mod:`urbandp.cli_config`);
@@ -54,9 +55,10 @@ class Bounds:
     at_most: float | None = None
     below: float | None = None
 
-    def admits(self, value: float) -> bool:
+    def admits(self, value: int | float) -> bool:
+        """Whether ``value`` is finite and within the limits (an int is compared exactly, however large)."""
         return (
-            math.isfinite(value)
+            (isinstance(value, int) or math.isfinite(value))
             and (self.above is None or value > self.above)
             and (self.at_least is None or value >= self.at_least)
             and (self.at_most is None or value <= self.at_most)
@@ -148,27 +150,46 @@ class DeclaredOption:
     def integer(self) -> bool:
         return int in typing.get_args(self.type) or self.type is int
 
-    def check(self, value: object) -> None:
-        """Refuse ``value`` in one line naming the option when its bounds or choices do not admit it (None, the
-        option left out, is the spec's to judge)."""
+    def check(self, value: object) -> object:
+        """``value`` as the spec keeps it, or refused in one line naming the option when its bounds or choices do
+        not admit it. A number comes back as a Python ``int`` or ``float`` (numpy's ``np.int64(4)`` is 4, and a
+        whole float ``4.0`` for an integer option is 4); None is the spec's to judge where the field's type admits
+        it, and refused where it does not."""
         if value is None:
-            return
+            if self.admits_none or (self.bounds is None and self.choices is None):
+                return value
+            self._refuse(value)
         if self.choices is not None and value not in self.choices:
-            raise InvalidParameterError(
-                f"{self.name} must be one of {', '.join(self.choices)}, got {value!r}", parameters=self.name
-            )
-        if self.bounds is not None:
-            # numbers.Real / Integral: numpy's numbers too (np.int64(4) is an integer; True is a switch, not 1)
-            number = isinstance(value, numbers.Real) and not isinstance(value, bool)
-            whole = isinstance(value, numbers.Integral) or not self.integer
-            if not (
-                isinstance(value, numbers.Real) and number and whole and self.bounds.admits(float(value))
-            ):
-                why = f" ({self.why})" if self.why else ""
-                raise InvalidParameterError(
-                    f"{self.name} must be {self.bounds.describe(self.integer)}{why}, got {value!r}",
-                    parameters=self.name,
-                )
+            self._refuse(value)
+        if self.bounds is None:
+            return value
+        # numbers.Real / Integral: numpy's numbers too; True is a switch, not the number 1
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            self._refuse(value)
+        number: int | float
+        if isinstance(value, numbers.Integral):
+            number = int(value)
+        elif self.integer and float(value).is_integer():
+            number = int(float(value))
+        elif self.integer:
+            self._refuse(value)
+        else:
+            number = float(value)
+        if not self.bounds.admits(number):
+            self._refuse(value)
+        return number if self.integer else float(number)
+
+    @property
+    def admits_none(self) -> bool:
+        return self.type is type(None) or type(None) in typing.get_args(self.type)
+
+    def _refuse(self, value: object) -> typing.NoReturn:
+        if self.choices is not None:
+            rule = "one of " + ", ".join(self.choices)
+        else:
+            assert self.bounds is not None
+            rule = self.bounds.describe(self.integer) + (f" ({self.why})" if self.why else "")
+        raise InvalidParameterError(f"{self.name} must be {rule}, got {value!r}", parameters=self.name)
 
 
 @functools.cache
@@ -204,8 +225,13 @@ def option_defaults(spec: type) -> dict[str, Any]:
 
 
 def check_options(spec: object) -> None:
-    """Refuse, in field order, the first option of ``spec`` (a dataclass instance) whose declared bounds or
-    choices do not admit its value: the one place those are checked, whichever way the value came."""
+    """Refuse, in field order, the first option of ``spec`` (a frozen dataclass instance, from its
+    ``__post_init__``) whose declared bounds or choices do not admit its value: the one place those are checked,
+    whichever way the value came. An admitted number is kept as a Python ``int`` or ``float``, so that nothing
+    below the spec meets numpy's ``float32`` arithmetic or an ``np.int64`` that is not an ``int``."""
     kind: type = type(spec)
     for declared in declared_options(kind):
-        declared.check(getattr(spec, declared.name))
+        value = getattr(spec, declared.name)
+        kept = declared.check(value)
+        if kept is not value:
+            object.__setattr__(spec, declared.name, kept)

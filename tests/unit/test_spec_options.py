@@ -304,6 +304,32 @@ def test_numpy_numbers_are_numbers() -> None:
     assert spec.max_events == 4 and spec.epsilon == 1.5
 
 
+def test_numbers_are_kept_as_python_numbers_however_large() -> None:
+    """Review of issue 31: ``top_k=10**400`` overflowed ``float()`` (exit 70), and ``np.float32`` epsilons reached
+    the accountant's bisection, which never ended in float32; a whole float ``4.0`` for an integer is 4."""
+    import numpy as np
+
+    from urbandp.counts.spec import CountsReleaseSpec
+    from urbandp.survey.trajectory_release import TrajectoriesSpec
+
+    defaults = {f.name: f.default for f in dataclasses.fields(CountsReleaseSpec)}
+    base = {**defaults, **VALID["counts release"]}
+    spec = CountsReleaseSpec(
+        **{**base, "max_events": 4.0, "epsilon": np.float32(0.5), "top_k": 10**400, "top_k_epsilon": 1}
+    )
+    assert spec.max_events == 4 and type(spec.max_events) is int
+    assert spec.epsilon == 0.5 and type(spec.epsilon) is float
+    assert spec.top_k == 10**400 and type(spec.top_k_epsilon) is float
+    with pytest.raises(
+        InvalidParameterError, match=r"^budget_delta must be a finite number >= 0 and < 1, got "
+    ):
+        CountsReleaseSpec(**{**base, "budget_delta": 10**400})
+    trips = {"lat": "lat", "lon": "lon", "trip": "trip", "max_step_metres": 100.0}
+    with pytest.raises(InvalidParameterError) as caught:  # a required number given as None
+        TrajectoriesSpec(**trips, epsilon=None)  # type: ignore[arg-type]
+    assert str(caught.value) == "epsilon must be a finite number > 0, got None"
+
+
 def test_an_integer_option_refuses_a_fraction_and_a_switch() -> None:
     from urbandp.counts.spec import CountsReleaseSpec
 

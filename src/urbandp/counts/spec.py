@@ -1,11 +1,13 @@
 """The options of one count release, checked together before any data is read (``urbandp counts release``,
 ``urbandp.counts.release``).
 
-Each option (type, default, help, flag) is declared once, as a field of :class:`CountsReleaseSpec`: the flags of
-``urbandp counts release`` are built from the fields, and the keywords of :func:`urbandp.counts.api.release`
-restate them for type checkers (tests/unit/test_spec_options.py holds them equal). The validation is declared
-once, here and in :class:`urbandp.counts.table_release.CountReleaseConfig`. Messages name each option by its Python keyword and
-list it in the error's ``parameters``; the command line prints its flag instead (issue 31). The delta limit is
+Each option (type, default, bounds or choices, help, flag) is declared once, as a field of
+:class:`CountsReleaseSpec`: the flags of ``urbandp counts release`` are built from the fields, and the keywords of
+:func:`urbandp.counts.api.release` restate them for type checkers (tests/unit/test_spec_options.py holds them
+equal). :func:`~urbandp.spec_options.check_options` checks the declared bounds; ``__post_init__`` then checks the
+options together (the mechanism's own description, :class:`urbandp.counts.config.CountReleaseConfig`, keeps its
+checks for callers below the spec). Messages name each option by its Python keyword and list it in the error's
+``parameters``; the command line prints its flag instead (issue 31). The delta limit is
 the shared guard's (:func:`urbandp.privacy.guards.check_delta`), which names the flag itself.
 """
 
