@@ -18,7 +18,7 @@ import typer
 
 from urbandp.cli_config import config_option
 from urbandp.cli_options import Overwrite
-from urbandp.cli_spec import keyword
+from urbandp.cli_spec import command_signature, keyword, spec_parameters
 from urbandp.spec_options import declared_options
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -70,6 +70,18 @@ def public_options(spec: type) -> list[str]:
 def overwrite() -> list[inspect.Parameter]:
     """``--overwrite``, the last parameter of every release command."""
     return [keyword("overwrite", Overwrite, False)]
+
+
+def release_signature(spec: type, input_help: str, out_help: str, table: str) -> Callable[[Any], Any]:
+    """The Typer signature of a survey release command: its input, the options of ``spec`` (those naming public
+    columns after ``--out`` and the store's options, as ``--help`` always listed them), ``--overwrite``."""
+    return command_signature(
+        argument(input_help),
+        spec_parameters(spec, leave_out=PUBLIC_OPTIONS),
+        outputs(out_help, table),
+        spec_parameters(spec, only=public_options(spec)),
+        overwrite(),
+    )
 
 
 def run_spec_release(release: Callable[..., Any], spec: type, options: Mapping[str, Any]) -> None:

@@ -10,18 +10,9 @@ from typing import Any
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.cli_spec import command_signature, spec_parameters
 from urbandp.cli_support import cli_guard
 from urbandp.errors import InputError
-from urbandp.survey.cli_common import (
-    PUBLIC_OPTIONS,
-    app,
-    argument,
-    outputs,
-    overwrite,
-    public_options,
-    run_spec_release,
-)
+from urbandp.survey.cli_common import app, release_signature, run_spec_release
 from urbandp.survey.points_release import PointsSpec
 
 MAX_ESCAPE_RUNS = 10_000
@@ -32,12 +23,11 @@ MAX_ESCAPE_GRID = 10_000
 
 @app.command("perturb-points")
 @cli_guard
-@command_signature(
-    argument("CSV or Parquet, one location per row (e.g. home locations)."),
-    spec_parameters(PointsSpec, leave_out=PUBLIC_OPTIONS),
-    outputs("Output directory (points.csv + privacy.json).", "survey.perturb-points"),
-    spec_parameters(PointsSpec, only=public_options(PointsSpec)),
-    overwrite(),
+@release_signature(
+    PointsSpec,
+    "CSV or Parquet, one location per row (e.g. home locations).",
+    "Output directory (points.csv + privacy.json).",
+    "survey.perturb-points",
 )
 def perturb_points(**options: Any) -> None:
     """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5).

@@ -9,28 +9,18 @@ from typing import Any
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.cli_spec import command_signature, spec_parameters
 from urbandp.cli_support import cli_guard
-from urbandp.survey.cli_common import (
-    PUBLIC_OPTIONS,
-    app,
-    argument,
-    outputs,
-    overwrite,
-    public_options,
-    run_spec_release,
-)
+from urbandp.survey.cli_common import app, release_signature, run_spec_release
 from urbandp.survey.rr_release import RandomizeSpec
 
 
 @app.command()
 @cli_guard
-@command_signature(
-    argument("CSV or Parquet file, one respondent answer per row."),
-    spec_parameters(RandomizeSpec, leave_out=PUBLIC_OPTIONS),
-    outputs("Output directory (randomized.csv + privacy.json).", "survey.randomize"),
-    spec_parameters(RandomizeSpec, only=public_options(RandomizeSpec)),
-    overwrite(),
+@release_signature(
+    RandomizeSpec,
+    "CSV or Parquet file, one respondent answer per row.",
+    "Output directory (randomized.csv + privacy.json).",
+    "survey.randomize",
 )
 def randomize(**options: Any) -> None:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1).

@@ -6,29 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from urbandp.cli_spec import command_signature, spec_parameters
 from urbandp.cli_support import cli_guard
-from urbandp.survey.cli_common import (
-    PUBLIC_OPTIONS,
-    app,
-    argument,
-    outputs,
-    overwrite,
-    public_options,
-    run_spec_release,
-)
+from urbandp.survey.cli_common import app, release_signature, run_spec_release
 from urbandp.survey.od_release import OdSpec
 from urbandp.survey.trajectory_release import TrajectoriesSpec
 
 
 @app.command("od-randomize")
 @cli_guard
-@command_signature(
-    argument("CSV or Parquet of trips, one origin-destination pair per row."),
-    spec_parameters(OdSpec, leave_out=PUBLIC_OPTIONS),
-    outputs("Output directory (trips.csv + privacy.json).", "survey.od-randomize"),
-    spec_parameters(OdSpec, only=public_options(OdSpec)),
-    overwrite(),
+@release_signature(
+    OdSpec,
+    "CSV or Parquet of trips, one origin-destination pair per row.",
+    "Output directory (trips.csv + privacy.json).",
+    "survey.od-randomize",
 )
 def od_randomize(**options: Any) -> None:
     """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3).
@@ -44,12 +34,11 @@ def od_randomize(**options: Any) -> None:
 
 @app.command("perturb-trajectories")
 @cli_guard
-@command_signature(
-    argument("CSV or Parquet of GPS points."),
-    spec_parameters(TrajectoriesSpec, leave_out=PUBLIC_OPTIONS),
-    outputs("Output directory (trajectories.csv + privacy.json).", "survey.perturb-trajectories"),
-    spec_parameters(TrajectoriesSpec, only=public_options(TrajectoriesSpec)),
-    overwrite(),
+@release_signature(
+    TrajectoriesSpec,
+    "CSV or Parquet of GPS points.",
+    "Output directory (trajectories.csv + privacy.json).",
+    "survey.perturb-trajectories",
 )
 def perturb_trajectories(**options: Any) -> None:
     """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/.
