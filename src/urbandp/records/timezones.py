@@ -26,6 +26,7 @@ import datetime as dt
 import functools
 import io
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,8 +97,12 @@ def check_instants(dtype: object, column: str, timezone: str | None) -> None:
     utc=True)``), not the local hours the slots mean."""
     if timezone is not None or not isinstance(dtype, pl.Datetime) or dtype.time_zone is None:
         return
+    _refuse_instants(column, dtype.time_zone)
+
+
+def _refuse_instants(column: str, zone: str) -> None:
     raise InputError(
-        f"the timestamp column '{column}' holds instants (zone-aware, {dtype.time_zone}), and the release's time "
+        f"the timestamp column '{column}' holds instants (zone-aware, {zone}), and the release's time "
         "zone is unknown: give timezone (an IANA zone such as America/Chicago) or a GTFS domain with "
         "agency_timezone, so the hour slots are local hours",
         parameters="timezone",
@@ -164,3 +169,29 @@ def with_feed_zone(options: ValidationOptions, feed: Path | None) -> ValidationO
         return options
     zone = feed_timezone(Path(feed))
     return options if zone is None else dataclasses.replace(options, timezone=zone)
+
+
+def check_parquet_instants(
+    files: Sequence[Path], columns: dict[str, str] | None, timezone: str | None
+) -> None:
+    """:func:`check_instants` on the timestamp column of each Parquet input, from its schema alone (the footer):
+    for an engine that reads the files itself (Spark), so it refuses what the default engine refuses. A file
+    whose columns do not map is left to that engine's own message."""
+    if timezone is not None:
+        return
+    import pyarrow.parquet as pq
+
+    from urbandp.records.readers import input_kind
+    from urbandp.records.schema import ColumnMapping
+
+    for path in files:
+        if input_kind(path) != "parquet":
+            continue
+        try:
+            schema = pq.read_schema(path)
+            mapping = ColumnMapping.resolve(list(schema.names), columns)
+        except (InputError, OSError, ValueError):
+            continue
+        zone = getattr(schema.field(mapping.timestamp).type, "tz", None)
+        if zone:
+            _refuse_instants(mapping.timestamp, str(zone))

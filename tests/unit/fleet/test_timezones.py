@@ -176,3 +176,22 @@ def test_a_feed_with_two_zones_or_an_unknown_one_is_refused(tmp_path: Path) -> N
     agency.write_text("agency_id,agency_name\nA,a\n")
     assert feed_timezone(tmp_path) is None
     assert feed_timezone(tmp_path / "absent") is None
+
+
+def test_the_parquet_check_of_an_engine_that_reads_files_itself(tmp_path: Path) -> None:
+    """The Spark engine reads the files on its own: the footer check refuses what the default engine refuses."""
+    from urbandp.records.timezones import check_parquet_instants
+
+    instants, naive, text = tmp_path / "i.parquet", tmp_path / "n.parquet", tmp_path / "t.csv"
+    records().write_parquet(instants)
+    records().with_columns(pl.col("timestamp").dt.replace_time_zone(None)).write_parquet(naive)
+    as_text().write_csv(text)
+    check_parquet_instants([naive, text], None, None)
+    check_parquet_instants([instants], None, "America/Chicago")
+    with pytest.raises(InputError, match=r"'timestamp' holds instants \(zone-aware, UTC\)") as err:
+        check_parquet_instants([naive, instants], None, None)
+    assert err.value.parameters == ("timezone",)
+    renamed = tmp_path / "r.parquet"
+    records().rename({"timestamp": "when"}).write_parquet(renamed)
+    with pytest.raises(InputError, match="'when' holds instants"):
+        check_parquet_instants([renamed], {"timestamp": "when"}, None)
