@@ -195,3 +195,34 @@ def test_the_parquet_check_of_an_engine_that_reads_files_itself(tmp_path: Path) 
     records().rename({"timestamp": "when"}).write_parquet(renamed)
     with pytest.raises(InputError, match="'when' holds instants"):
         check_parquet_instants([renamed], {"timestamp": "when"}, None)
+
+
+def test_the_planner_reads_instants_as_the_release_does(tmp_path: Path) -> None:
+    """``plan --histogram-epsilon`` reads the records: with a GTFS domain it takes the feed's zone, as the release
+    does; without a zone it refuses the instants, naming the flag."""
+    from typer.testing import CliRunner
+
+    from urbandp.cli import app
+
+    data = tmp_path / "instants.parquet"
+    records().write_parquet(data)
+    window = [
+        "--start",
+        "2024-01-10",
+        "--end",
+        "2024-01-10",
+        "--histogram-epsilon",
+        "1",
+        "--epsilon-per-day",
+        "4",
+    ]
+    runner = CliRunner()
+    by_feed = runner.invoke(
+        app, ["plan", str(data), *window, "--domain-gtfs", str(FEED), "--out", str(tmp_path / "a")]
+    )
+    assert by_feed.exit_code == 0, by_feed.output
+    assert (tmp_path / "a" / "plan.json").is_file()
+    bbox = ["--domain-bbox", "30.2,-97.85,30.33,-97.68", "--out", str(tmp_path / "b")]
+    refused = runner.invoke(app, ["plan", str(data), *window, *bbox])
+    assert refused.exit_code == 2
+    assert "holds instants (zone-aware, UTC)" in refused.output and "give --timezone" in refused.output
