@@ -48,7 +48,7 @@ def polars_reads_zone(zone: str) -> bool:
     """Whether Polars takes ``zone`` as a time zone (IANA names and ``UTC``; not fixed offsets like ``+05:30``)."""
     try:
         pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(zone)
-    except Exception:  # Polars raises ComputeError, or panics, on a name it cannot parse
+    except Exception:  # Polars raises ComputeError on a name it cannot parse
         return False
     return True
 
