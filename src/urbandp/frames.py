@@ -62,9 +62,8 @@ def to_polars(data: TableLike, parameter: str = "data") -> pl.DataFrame:
         data = _points_to_columns(data)
     module = type(data).__module__.split(".")[0]
     try:
-        if (
-            module == "pandas"
-        ):  # a fixed-offset zone (UTC+05:30), which Polars refuses, as the same instants in UTC
+        # a fixed-offset zone (UTC+05:30), which Polars refuses, is read as the same instants in UTC
+        if module == "pandas":
             return pl.from_pandas(timezones.pandas_in_utc(data))
         if module == "pyarrow" or hasattr(data, "__arrow_c_stream__"):
             frame = pl.from_arrow(timezones.arrow_in_utc(data) if module == "pyarrow" else data)

@@ -410,9 +410,8 @@ class SparkBackend:
                 parameters="engine",
             )
         options = options or ValidationOptions()
-        check_parquet_instants(
-            files, columns, options.timezone
-        )  # zone-aware instants need the release's zone
+        # a zone-aware timestamp column needs the release's zone, as on the default engine
+        check_parquet_instants(files, columns, options.timezone)
         if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
             options = dataclasses.replace(options, latest_plausible=options.plausible_until)
         window = window or ContributionSpec()
