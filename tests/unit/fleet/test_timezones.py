@@ -134,9 +134,8 @@ def test_a_polars_frame_and_an_arrow_table_of_instants(text_release: pl.DataFram
 def test_parquet_files_of_instants(text_release: pl.DataFrame, tmp_path: Path) -> None:
     utc = tmp_path / "utc.parquet"
     records().write_parquet(utc)
-    fixed = (
-        tmp_path / "india.parquet"
-    )  # written by pandas: tz "+05:30", which Polars cannot scan (it panicked)
+    # written by pandas: tz "+05:30", which Polars cannot scan (it panicked)
+    fixed = tmp_path / "india.parquet"
     india = as_text(dt.timezone(dt.timedelta(hours=5, minutes=30))).to_pandas()
     india.assign(timestamp=pd.to_datetime(india["timestamp"])).to_parquet(fixed)
     for path in (utc, fixed):
