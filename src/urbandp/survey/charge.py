@@ -25,6 +25,7 @@ from urbandp.survey.sampling import BitSource, bit_source
 
 RESPONDENT = "respondent"
 TRIP = "trip"
+PERSON = "person"
 TEST_SOURCE_NOT_DP = (
     "the session's noise source adds no noise (ExactNoiseForTesting): for tests only, NOT private"
 )
