@@ -118,7 +118,11 @@ def test_points_are_geo_indistinguishable_not_dp_and_never_booked(
     doc = json.loads((tmp_path / "p2" / "privacy.json").read_text())
     assert doc["differentially_private"] is False and doc["epsilon"] is None
     assert doc["guarantee"].startswith("geo-indistinguishability")
-    assert (doc["epsilon_per_metre"], doc["epsilon_at_budget_metres"], doc["budget_metres"]) == (0.002, 2.0, 1000.0)
+    assert (doc["epsilon_per_metre"], doc["epsilon_at_budget_metres"], doc["budget_metres"]) == (
+        0.002,
+        2.0,
+        1000.0,
+    )
     entry = doc["ledger"]["entries"][0]
     assert (entry["unit"], entry["epsilon"]) == ("metre (geo-indistinguishability)", 0.002)
 

@@ -36,7 +36,9 @@ class ReleaseCommand:
     dataset_args: tuple[
         str, ...
     ] = ()  # what a charged run needs besides --dataset (a survey's collection day)
-    dp: bool = True  # False: a release with another guarantee (geo-indistinguishability), refused with a dataset
+    dp: bool = (
+        True  # False: a release with another guarantee (geo-indistinguishability), refused with a dataset
+    )
 
 
 def _fleet(d: Path, eps: str, out: Path) -> list[str]:
