@@ -177,8 +177,10 @@ def perturb_points(
     config: PathLike | None = None,
 ) -> SurveyRelease:
     """Perturb one location per respondent: planar Laplace with ``epsilon_per_metre`` (geo-indistinguishability,
-    Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Charged as epsilon per metre x
-    ``budget_metres``; with ``bbox`` (min_lat, max_lat, min_lon, max_lon) a location is clamped into the box."""
+    Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Its guarantee is
+    geo-indistinguishability (epsilon per metre), not DP: refused with a dataset; ``budget_epsilon`` caps epsilon
+    per metre x ``budget_metres``. With ``bbox`` (min_lat, max_lat, min_lon, max_lon) a location is clamped into
+    the box, coordinate by coordinate (which can lengthen a distance)."""
     box = ",".join(map(str, bbox)) if isinstance(bbox, tuple) else bbox
     spec = PointsSpec(
         lat=lat,

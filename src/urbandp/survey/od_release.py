@@ -218,6 +218,10 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     p = spec.keep(nb)
     if spec.method in ("histogram", "histogram-joint"):
         charge.refuse_not_dp(f"--method {spec.method} draws replacements from the true histogram")
+    elif spec.max_trips_per_person is not None:  # the loss per person, against the one limit, before the data
+        k, per_trip = spec.max_trips_per_person, tr.od_epsilon(nb, p)
+        what = f"max_trips_per_person x epsilon per trip ({k} x {per_trip:.4g}) ="
+        release.check_epsilon(_unit_epsilon(spec, nb, p, per_trip), "person", what, ("max_trips_per_person",))
     whole = read_table(path, spec.separator)
     require_columns(whole, Path(label), spec.origin, spec.dest, *([spec.person] if spec.person else []))
     protected = [spec.origin, spec.dest]

@@ -165,3 +165,18 @@ def test_perturb_trajectories_keeps_at_most_k_trips_per_person(tmp_path: Path) -
     assert (priv["unit"], priv["max_trips_per_person"], priv["person_column"]) == ("person", 2, "person")
     assert str(priv["epsilon_per_person"]).startswith("at most 2 x epsilon_per_trip")
     assert rel.owner["input_report.json"]["rows_over_max_trips_per_person_or_without_person"] == 2 * 60
+
+
+def test_a_bound_whose_loss_per_person_passes_the_limit_is_refused() -> None:
+    """At p = 1/2 over 25 blocks (6.44 per trip) K = 15 gives 96.6 per person; K = 16 gives 103 > 100: refused,
+    naming the bound (the survey commands have no --allow-meaningless-epsilon to point at)."""
+    options: dict[str, object] = {"origin": "o", "dest": "d", "blocks": 25, "keep_probability": 0.5}
+    options["person"] = "person"
+    rel = ud.survey.od_randomize(_trips(), max_trips_per_person=15, **options)  # type: ignore[arg-type]
+    assert rel.privacy.epsilon == pytest.approx(96.59025556650155, rel=1e-15)
+    with pytest.raises(
+        InvalidParameterError, match=r"max_trips_per_person x epsilon per trip \(16 x 6.439\)"
+    ) as e:
+        ud.survey.od_randomize(_trips(), max_trips_per_person=16, **options)  # type: ignore[arg-type]
+    assert "use a smaller max_trips_per_person" in str(e.value) and "allow_meaningless" not in str(e.value)
+    assert e.value.parameters == ("max_trips_per_person",)
