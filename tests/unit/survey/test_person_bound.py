@@ -147,6 +147,10 @@ def test_clamping_into_the_box_can_lengthen_a_distance() -> None:
     rel = ud.survey.perturb_points(homes, lat="lat", lon="lon", epsilon_per_metre=0.001, bbox="40,46,-10,10")
     rule = str(rel.privacy.to_dict()["bbox"]["rule"])  # type: ignore[index]
     assert "never lengthens" not in rule and "111.6 km" in rule and "154.9 km" in rule and "1.39x" in rule
+    page = " ".join((Path(__file__).resolve().parents[3] / "docs" / "survey.md").read_text().split())
+    assert (
+        "(111.6 km)" in page and "154.9 km apart (1.39x)" in page and "never lengthens a distance" not in page
+    )
 
 
 def test_perturb_trajectories_keeps_at_most_k_trips_per_person(tmp_path: Path) -> None:
