@@ -104,6 +104,12 @@ def _counts(d: Path, eps: float, session: ud.Session | None, out: Path | None, *
                              max_events=4, epsilon=eps, session=session, out=out, **extra)  # fmt: skip
 
 
+def _selected(d: Path, eps: float, session: ud.Session | None, out: Path | None, **extra: Any) -> Any:
+    """No public domain: the cells selected by OpenDP's threshold (partition selection, delta > 0)."""
+    return ud.counts.release(d / "taps" / "events.csv", select_partitions=True, unit="card-day", max_events=4,
+                             epsilon=eps, delta=extra.get("delta", 1e-6), session=session, out=out)  # fmt: skip
+
+
 def _randomize(d: Path, eps: float, session: ud.Session | None, out: Path | None, **extra: Any) -> Any:
     return ud.survey.randomize(d / "sv" / "vehicles.csv", column="model", categories_file=d / "sv" / "models.csv",
                                within="fuel", epsilon=eps, survey_date=DAY, session=session, out=out)  # fmt: skip
@@ -121,14 +127,14 @@ def _od(d: Path, eps: float, session: ud.Session | None, out: Path | None, **ext
 
 
 def _trajectories(d: Path, eps: float, session: ud.Session | None, out: Path | None, **extra: Any) -> Any:
-    return ud.survey.perturb_trajectories(d / "sv" / "trajectories.csv", lat="lat", lon="lon", trip="trip",
+    return ud.survey.perturb_trajectories(d / "sv" / "two_trips.csv", lat="lat", lon="lon", trip="trip",
                                           order="seq", epsilon=eps, max_step_metres=500.0, survey_date=DAY,
                                           session=session, out=out)  # fmt: skip
 
 
 def _dp_map(d: Path, eps: float, session: ud.Session | None, out: Path | None, **extra: Any) -> Any:
     # epsilon per cell: a vehicle-day pays the day's windows x cells composed, so "1" is 0.05 per cell here
-    return ud.sensing.dp_map(d / "sens.csv", bbox=SENSING_BOX, cell_metres=1000.0, start=DAY, end=DAY,
+    return ud.sensing.dp_map(d / "sens.csv", bbox=SENSING_BOX, cell_metres=2000.0, start=DAY, end=DAY,
                              epsilon=eps * 0.05, utility_epsilons=(), session=session, out=out, **extra)  # fmt: skip
 
 
@@ -171,6 +177,7 @@ RELEASES = [
     PublicRelease(
         "urbandp.counts.api.release", _counts, "card-day", {"mechanism": "gaussian", "delta": 0.99}
     ),
+    PublicRelease("urbandp.counts.api.release", _selected, "card-day", {"delta": 0.99}),
     PublicRelease("urbandp.survey.api.randomize", _randomize, "respondent"),
     PublicRelease("urbandp.survey.api.perturb_points", _points, "respondent"),
     PublicRelease("urbandp.survey.api.od_randomize", _od, "trip"),
@@ -182,7 +189,7 @@ RELEASES = [
     PublicRelease("urbandp.sensing.api.query", _query, "reading", dp=False, writes=False),  # writes a file
     PublicRelease("urbandp.estimators.api.release", _mean, "vehicle-day"),
 ]
-BY_NAME = {r.name: r for r in RELEASES}
+BY_NAME = {r.name: r for r in RELEASES}  # counts.release twice: on a public domain, and selecting partitions
 
 DELEGATES = {
     "urbandp.counts.api.release_spec": "urbandp.counts.api.release",
@@ -324,6 +331,11 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ud.sensing.interpolate(d / "sens.csv", out=d / "interp", cell_metres=1000.0, bbox=SENSING_BOX)
+    trajectories = pl.read_csv(d / "sv" / "trajectories.csv")
+    small = (pl.col("trip") <= 2) & (
+        pl.col("seq") < 12
+    )  # two short trips: the release runs in under a second
+    trajectories.filter(small).write_csv(d / "sv" / "two_trips.csv")
     rng = np.random.default_rng(0)
     sizes = rng.integers(5, 15, 60)
     pl.DataFrame(
@@ -355,7 +367,10 @@ def _quiet(call: Callable[[], Any]) -> Any:
 
 
 IDS = [r.name.rpartition(".")[2] if "api" in r.name else r.name.split(".")[-1] for r in RELEASES]
-IDS = [f"{r.name.split('.')[1]}.{i}" for r, i in zip(RELEASES, IDS, strict=True)]
+IDS = [
+    f"{r.name.split('.')[1]}.{i}{'-select' if r.call is _selected else ''}"
+    for r, i in zip(RELEASES, IDS, strict=True)
+]
 
 
 # --- each guard on each release ------------------------------------------------------------------------------------
@@ -498,3 +513,20 @@ def test_the_dp_map_refuses_a_delta_above_the_limit_before_reading(tmp_path: Pat
     with pytest.raises(InvalidParameterError, match=r"^delta 0\.99 is above 1e-05") as caught:
         ud.sensing.dp_map(tmp_path / "never-read.csv", bbox=SENSING_BOX, start=DAY, end=DAY, delta=0.99)
     assert caught.value.parameters == ("delta",)
+
+
+def test_the_mpc_server_books_no_query_drawn_from_a_source_that_is_not_private(tmp_path: Path) -> None:
+    """Each secure query is booked through a Session that holds the server's noise source: an exact one is
+    refused before anything is booked (the server refuses it at start, the same rule)."""
+    from urbandp.mpc.server import ClientBudget, declare_default_dataset
+
+    url = str(tmp_path / "b.sqlite")
+    declare_default_dataset(url, "mpc:grid:w")
+    budget = ClientBudget(1.0, url, "mpc:grid:w", dt.date(2023, 10, 9), noise=exact())
+    with pytest.raises(InvalidParameterError, match="NOT differentially private"):
+        budget.charge("a", 0.4)
+    assert _booked(url) == 0
+    assert ClientBudget(1.0, url, "mpc:grid:w", dt.date(2023, 10, 9), noise=OpenDPNoise()).charge(
+        "a", 0.4
+    ) == (pytest.approx(0.6))
+    assert _booked(url) == 1
