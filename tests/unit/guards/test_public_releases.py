@@ -164,9 +164,8 @@ class PublicRelease:
     delta: dict[str, object] | None = None  # the options that ask for a delta of 0.99, where it takes one
     dp: bool = True  # False: never DP (the sensing query's value), so always refused with a dataset
     writes: bool = True  # takes ``out``, a folder
-    reserves: bool = (
-        True  # False: a NOT DP release that reserves nothing (a meaningless epsilon stays NOT DP)
-    )
+    # False: a NOT DP release that reserves nothing (at a meaningless epsilon it stays labelled NOT DP)
+    reserves: bool = True
 
 
 RELEASES = [
