@@ -596,3 +596,15 @@ def test_the_mpc_server_books_no_query_drawn_from_a_source_that_is_not_private(t
         "a", 0.4
     ) == (pytest.approx(0.6))
     assert _booked(url) == 1
+
+
+def test_the_mpc_server_refuses_a_source_that_is_not_private_at_start(tmp_path: Path) -> None:
+    from urbandp.mpc.server import Server, ServerConfig, ServerGrid
+
+    one = np.array([1.0])
+    grid = ServerGrid(np.array([7], dtype=np.int64), one, one, one, one, "2023-10-09T00:00", "g")
+    cfg = ServerConfig(1, 1.0, 10.0, 0.0, 1.0)
+    url = str(tmp_path / "b.sqlite")
+    with pytest.raises(InvalidParameterError, match="NOT differentially private"):
+        Server(grid, cfg, "127.0.0.1", 0, noise=exact(), budget_store=url)
+    assert Server(grid, cfg, "127.0.0.1", 0, noise=OpenDPNoise(), budget_store=url).budget.noise is not None
