@@ -122,9 +122,8 @@ class ClientBudget:
     dataset: str
     day: dt.date
     lock: threading.Lock = field(default_factory=threading.Lock)
-    noise: NoiseSource | None = (
-        None  # the server's: one that is not private is refused (Session.refuse_not_dp)
-    )
+    # the server's noise source: the Session that books each query refuses one that is not private
+    noise: NoiseSource | None = None
 
     def spent(self, client: str) -> float:
         from urbandp.privacy.budget_store import open_store
