@@ -345,7 +345,7 @@ def _release_on_domain(
         n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
         with (progress or _no_progress)(n_noised) as advance:
             # through the package (its public name), looked up at call time: the one seam of the samplers
-            counts = table_release.release_counts(
+            counts = table_release._release_counts(
                 joint.sparse, dom, config, noise=charge.noise, ledger=_ledger(config), progress=advance
             )
         if not_dp:
