@@ -31,6 +31,7 @@ import urbandp.counts.table_release as table_release
 from urbandp.config_tables import takes_config
 from urbandp.counts.accounting import release_loss
 from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
+from urbandp.counts.columns import ColumnsLike, apply_columns, column_map
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.output import release_tables
 from urbandp.counts.report import CountsPrivacyReport
@@ -82,6 +83,7 @@ def release(
     domain: DomainLike = None,
     select_partitions: bool = False,
     input_kind: str = "events",
+    column: ColumnsLike = None,
     unit: str = "event",
     max_events: int = 1,
     max_per_cell: int = 1,
@@ -116,7 +118,9 @@ def release(
     the flag of that name, see its ``--help`` and docs/counts.md).
 
     ``data``: the events (``input_kind="events"``: mode, timestamp, tap, location[, card_id]) or the counts
-    (``input_kind="counts"``), as a path or a table (pandas, Polars eager or lazy, Arrow). ``domain``: the public
+    (``input_kind="counts"``), as a path or a table (pandas, Polars eager or lazy, Arrow); ``column``: which of its
+    columns plays which role when they are named otherwise (``["day=date", "location=loc"]`` or
+    ``{"day": "date", "location": "loc"}``). ``domain``: the public
     domain (a JSON file, a :class:`CountDomain` or its JSON object); None with ``select_partitions``.
     ``session``: the :class:`urbandp.Session` charged (None: the guards apply, no store is charged). ``out``:
     write the folder inside the charge (its sha256 is recorded at commit); else :meth:`CountsRelease.write`.
@@ -152,10 +156,17 @@ def release_spec(
             "engine spark runs the per-event stage: it needs input_kind events and domain",
             parameters=("engine", "input_kind", "domain"),
         )
+    if spark and spec.column:
+        raise InvalidParameterError(
+            "engine spark reads the events' own column names: rename them before, or use engine polars",
+            parameters=("engine", "column"),
+        )
     with input_paths(data) as paths, output_policy(_protected(paths, spec, s), overwrite=overwrite):
         if len(paths) != 1:
             raise InputDataError(f"data: give one file (CSV or Parquet), got {len(paths)}")
-        frame = None if spark else read_table(paths[0])
+        frame = (
+            None if spark else apply_columns(read_table(paths[0]), column_map(spec.column, spec.input_kind))
+        )
         if spec.domain is None:
             assert frame is not None
             rel = _release_selected(frame, spec, s, target)

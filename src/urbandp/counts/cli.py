@@ -14,6 +14,7 @@ from urbandp.cli_config import config_option
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.cli_spec import command_signature, keyword, spec_parameters
 from urbandp.cli_support import cli_guard
+from urbandp.counts.prepare_command import prepare
 from urbandp.counts.spec import CountsReleaseSpec
 from urbandp.counts.synth_command import synth
 
@@ -135,3 +136,4 @@ def _print_summary(rel: CountsRelease, out: Path) -> None:
 
 
 app.command(name="synth")(synth)
+app.command(name="prepare")(prepare)
