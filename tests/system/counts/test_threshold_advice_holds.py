@@ -101,3 +101,25 @@ def test_the_readme_recipe_uses_the_threshold_the_tool_recommends() -> None:
         and f"recommended_suppress_below {t}" in recipe
     )
     assert t == 42
+
+
+def test_the_command_states_the_advice_before_reading_data(tmp_path: Path) -> None:
+    """``--dry-run`` reads no data (the input is an empty file) and prints the advice and, with a threshold, the
+    ``suppression`` object the release would state: the same figures as the library's."""
+    from urbandp_process import run_urbandp
+
+    from urbandp.outputs import write_json
+
+    domain = tmp_path / "domain.json"
+    write_json(domain, DOMAIN)
+    (tmp_path / "empty.csv").write_text("")
+    res = run_urbandp("counts", "release", str(tmp_path / "empty.csv"), "--domain", str(domain),
+                      "--input-kind", "counts", "--unit", "card-day", "--max-events", "4", "--epsilon", "1",
+                      "--suppress-below", "18", "--out", str(tmp_path / "o"), "--dry-run")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    assert plan["suppression_advice"]["recommended_suppress_below"] == 39
+    assert plan["suppression"]["threshold_for_at_most_one_noise_only_cell"] == 39
+    a = math.exp(-1 / 4)
+    assert plan["suppression"]["expected_noise_only_cells_at_most"] == pytest.approx(CELLS * a**18 / (1 + a))
+    assert not (tmp_path / "o").exists()
