@@ -165,3 +165,21 @@ def test_prepare_melts_tap_columns_and_reads_bins(tmp_path: Path) -> None:
     }
     assert got.table.rows() == [("train", "2016-07-25", "on", "00:00", "A", 2)]
     assert pl.read_csv(places).height == 3
+
+
+def test_event_input_with_its_own_names(tmp_path: Path) -> None:
+    """Events whose timestamp and card columns are named otherwise release, with ``column``, the same table."""
+    from urbandp.synth.taps import generate_taps
+
+    taps = generate_taps(trips_per_day=30, ferry_trips_per_day=5, days=1, seed=1)
+    plain, renamed = tmp_path / "plain.csv", tmp_path / "renamed.csv"
+    taps.events.write_csv(plain)
+    taps.events.rename({"timestamp": "tapped_at", "card_id": "card"}).write_csv(renamed)
+    kw = {"domain": taps.domain, "unit": "card-day", "max_events": 4, "epsilon": 1.0}
+    want = ud.counts.release(plain, session=_exact(), **kw)  # type: ignore[arg-type]
+    got = ud.counts.release(renamed, column=["timestamp=tapped_at", "card_id=card"], session=_exact(), **kw)  # type: ignore[arg-type]
+    assert (
+        got.table.equals(want.table) and int(got.table["count"].sum()) == int(want.table["count"].sum()) > 0
+    )
+    with pytest.raises(InvalidParameterError, match="'day' is not a role of events input"):
+        ud.counts.release(renamed, column=["day=tapped_at"], session=_exact(), **kw)  # type: ignore[arg-type]
