@@ -208,7 +208,10 @@ def counts_opal_threshold() -> str:
 
     k, cells = int(README_RECIPE["max_events"]), int(OPAL_DAILY["cells"])
     scale, at18 = noise_only(
-        PrivacyUnit("card-day", max_events=k), README_RECIPE["epsilon"], int(README_RECIPE["threshold"]), cells
+        PrivacyUnit("card-day", max_events=k),
+        README_RECIPE["epsilon"],
+        int(README_RECIPE["threshold"]),
+        cells,
     )
     recommended = _advice(scale, cells)
     return (
@@ -218,6 +221,27 @@ def counts_opal_threshold() -> str:
         f"{at18['noise_only_publish_probability']:.3g} per cell over {cells:,} cells); `--dry-run` recommends "
         f"`--suppress-below {recommended['recommended_suppress_below']}`, at which at most "
         f"{recommended['expected_noise_only_cells_at_most']:.2f} are expected."
+    )
+
+
+OPAL_EXTRACT_CELLS = 137_088
+"""The domain of Opal's 15-minute extracts as docs/counts.md releases them (7 days x 2 taps x 96 bins x 102
+stations)."""
+
+
+def counts_extract_threshold() -> str:
+    """docs/counts.md's figures for the 15-minute extracts at the README's unit: threshold 18 and the advised one."""
+    from urbandp.counts import PrivacyUnit
+
+    k = int(README_RECIPE["max_events"])
+    scale, at18 = noise_only(
+        PrivacyUnit("card-day", max_events=k), README_RECIPE["epsilon"], 18, OPAL_EXTRACT_CELLS
+    )
+    recommended = _advice(scale, OPAL_EXTRACT_CELLS)
+    return (
+        f"a threshold of 18 lets up to {at18['expected_noise_only_cells_at_most']:,.0f} noise-only cells through, "
+        f"the recommended {recommended['recommended_suppress_below']} at most "
+        f"{recommended['expected_noise_only_cells_at_most']:.2f}"
     )
 
 
@@ -234,6 +258,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "target-width": target_width,
     "counts-noise-only": counts_noise_only,
     "counts-opal-threshold": counts_opal_threshold,
+    "counts-extract-threshold": counts_extract_threshold,
+    "options counts prepare": lambda: option_table("counts prepare"),
 }
 """Each generated block's text, by its key."""
 
