@@ -70,6 +70,7 @@ def release(**options: Any) -> None:
 
     from urbandp.counts.api import dry_run as cost
     from urbandp.counts.api import release_spec
+    from urbandp.counts.threshold_advice import advice_line
     from urbandp.outputs import dumps_strict
     from urbandp.results import OwnerWarning, ReleaseWarning
     from urbandp.session import Session
@@ -80,6 +81,9 @@ def release(**options: Any) -> None:
     if options["dry_run"]:
         plan = cost(spec, allow_meaningless_epsilon=allow_meaningless_epsilon)
         typer.echo(dumps_strict(plan, indent=None))
+        advised = plan.get("suppression_advice")
+        if isinstance(advised, dict):
+            typer.echo(f"urbandp: advice: {advice_line(advised, plan.get('unit'))}", err=True)
         return
     session = Session(
         options["budget_store"], options["dataset"], allow_meaningless_epsilon=allow_meaningless_epsilon

@@ -61,3 +61,12 @@ def advice(law: IntegerNoise, n_cells: int, at_most: float = AT_MOST) -> dict[st
         "be pure noise on a raw zero; from the noise scale (set by the unit and epsilon) and the domain's "
         "size only (public)",
     }
+
+
+def advice_line(advised: dict[str, object], unit: object) -> str:
+    """The advice in one line, as ``counts release --dry-run`` prints it on stderr (from :func:`advice`)."""
+    return (
+        f"--suppress-below {advised['recommended_suppress_below']} keeps the expected noise-only cells at most "
+        f"{advised['target_expected_noise_only_cells']:g} ({advised['expected_noise_only_cells_at_most']:.2g} over "
+        f"{advised['cells']:,} cells at noise scale {advised['noise_scale']:g}, unit {unit})"
+    )

@@ -123,3 +123,7 @@ def test_the_command_states_the_advice_before_reading_data(tmp_path: Path) -> No
     a = math.exp(-1 / 4)
     assert plan["suppression"]["expected_noise_only_cells_at_most"] == pytest.approx(CELLS * a**18 / (1 + a))
     assert not (tmp_path / "o").exists()
+    assert res.stderr == (
+        "urbandp: advice: --suppress-below 39 keeps the expected noise-only cells at most 1 (0.94 over 28,800 "
+        "cells at noise scale 4, unit card-day (at most 4 events))\n"
+    )
