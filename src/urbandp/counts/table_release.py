@@ -38,6 +38,7 @@ from urbandp.counts.marginals import (
 from urbandp.counts.parallel_noise import add_noise
 from urbandp.counts.sparse import PublishedCells, SparseJoint, integer_threshold, sparse_release
 from urbandp.counts.tails import IntegerNoise
+from urbandp.counts.threshold_advice import recommended_threshold
 from urbandp.counts.topk import noisy_top_k
 from urbandp.counts.window import per_card_window
 from urbandp.errors import InputError, InvalidParameterError
@@ -312,9 +313,7 @@ def suppression_report(
             "note": "threshold <= 0: most zero cells are published",
         }
     p = law.tail_float(t)
-    suggested = t
-    while n_cells * law.tail_float(suggested) > 1.0:
-        suggested += 1
+    suggested = max(t, recommended_threshold(law, n_cells))
     report: dict[str, object] = {
         "noise_only_publish_probability": p,
         "expected_noise_only_cells_at_most": n_cells * p,
