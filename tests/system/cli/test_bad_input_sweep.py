@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import shlex
 import subprocess
-import sys
 import types
 import typing
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from warm_process import run_warm
 
 pytestmark = pytest.mark.system
 
@@ -44,6 +44,7 @@ BASES: dict[str, str] = {
     "counts release": "counts release {taps}/events.csv --domain {taps}/domain.json --unit card-day "
     "--max-events 4 --epsilon 1 --out {out}",
     "counts synth": "counts synth --days 1 --trips-per-day 20 --out {out}",
+    "counts prepare": "counts prepare {joint} --out {out}",
     "audit noise-scale": "audit noise-scale --pairs {pairs} --report {out}",
     "audit zero-skipping": "audit zero-skipping --table {joint} --threshold 10 --report {out}",
     "audit differencing": "audit differencing --joint {joint} --marginal {marginal} --report {out}",
@@ -206,14 +207,7 @@ def _sha(root: Path) -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-    )
+    return run_warm(args, cwd=cwd, timeout=120)
 
 
 @pytest.fixture(scope="module")
