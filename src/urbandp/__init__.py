@@ -1,6 +1,6 @@
 """urbandp: differentially private release of urban mobility and sensor data.
 
-The public Python API (issue 31)::
+The public Python API::
 
     import urbandp as ud
     with ud.Session(store="budget.sqlite", dataset="austin") as s:

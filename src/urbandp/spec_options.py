@@ -1,4 +1,4 @@
-"""A release's options declared once, on the fields of its frozen spec (issue 31).
+"""A release's options declared once, on the fields of its frozen spec.
 
 Each option of a release is a field of its spec (:class:`urbandp.counts.spec.CountsReleaseSpec`,
 :class:`urbandp.survey.rr_release.RandomizeSpec`, ...) made with :func:`option`: the field states the option's

@@ -1,4 +1,4 @@
-"""The options of ``urbandp release`` (and ``plan``, and :func:`urbandp.fleet.release`), declared once (issue 31).
+"""The options of ``urbandp release`` (and ``plan``, and :func:`urbandp.fleet.release`), declared once.
 
 Each :class:`ReleaseOption` states the option's name (the Python keyword; the flag is ``--`` + the name with dashes),
 its command-line type, its help and where a TOML ``--config`` takes it (``[release]``, ``[input]`` or

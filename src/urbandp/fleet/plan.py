@@ -285,7 +285,7 @@ def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
     It is what privacy.json states as ``delta_per_window`` (``account.account``: the queries' rho grouped over D
     and converted once at ``conversion_delta``, plus each level's selection at distance D, OpenDP's threshold map),
     computed before any record is read, so that the budget store can compose and cap it before any noise
-    (issue 30: the store booked only the conversion delta). A public domain's selection adds no delta.
+    (not only the conversion delta). A public domain's selection adds no delta.
     """
     from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, calibrate_selection
 

@@ -1,4 +1,4 @@
-"""Borrowing strength across HATs, for free (issue 33): robust empirical Bayes means and intervals.
+"""Borrowing strength across HATs, for free: robust empirical Bayes means and intervals.
 
 Post-processing of a released HAT table: it reads only the published noisy means, noisy vehicle-day counts and the
 public noise scales, so it costs no privacy. Each shown mean ``Y_i`` (noisy, standard error ``sigma_i`` from the

@@ -14,7 +14,7 @@ Thm 2.2), bounded by ``epsilon_total``. Under zCDP (Bun and Steinke 2016, Lemma 
 way; over the window a release's group cost is ``D**2 * rho`` (their Prop. 1.9), which ``rho_total`` caps (see
 :func:`group_rho`).
 
-Delta (issue 30): the deltas of the charges on day d add up (basic composition, Thm 3.16), shown per day. Each
+Delta: the deltas of the charges on day d add up (basic composition, Thm 3.16), shown per day. Each
 release also records its *window delta*, the delta that a unit present on all of its days pays for it (for a
 fleet selection on an unknown domain, OpenDP's threshold map at distance D: 0.071 at K 8, D 7, epsilon 10). The
 window deltas of all releases add up (Thm 3.16 again) into the dataset's composed delta, which ``delta_total``

@@ -27,9 +27,9 @@ Rules the session enforces:
   so every release that reserves passes them, whichever entry point opened the session.
 
 A zCDP loss is booked in the store as rho and as its (epsilon, delta) at the release's conversion delta, so an
-epsilon cap holds against it (issue 20: rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
+epsilon cap holds against it (rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
 
-Each reservation also books its *window delta*, the delta a unit present on every reserved day pays (issue 30):
+Each reservation also books its *window delta*, the delta a unit present on every reserved day pays:
 stated by the wing when it knows its group bound (``reserve(..., window_delta=...)``; the fleet's selection on an
 unknown domain: OpenDP's threshold map at distance D), else :meth:`Session.default_window_delta`. The store adds
 the window deltas of a dataset's releases and refuses one that would pass its ``--delta-total``.
