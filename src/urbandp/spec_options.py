@@ -10,7 +10,7 @@ options. From the fields:
 - :func:`urbandp.cli_spec.spec_parameters` builds the command's Typer options, so ``--help`` shows the field's
   default and its help, and the ``--config`` table takes the flags' keys (:mod:`urbandp.cli_config`);
 - the Python API (``ud.counts.release``, ``ud.survey.randomize``, ...) keeps the same keywords with the same
-  defaults, written out for type checkers and editors; ``tests/unit/test_spec_options.py`` holds each API
+  defaults, written out for type checkers and editors; a common test holds each API
   function and each command to its spec's fields (names, defaults, flags, help), as scikit-learn's common tests
   hold estimators to their ``_parameter_constraints``.
 

@@ -3,7 +3,7 @@
 
 Each option (type, default, bounds or choices, help, flag) is declared once, as a field of
 :class:`CountsReleaseSpec`: the flags of ``urbandp counts release`` are built from the fields, and the keywords of
-:func:`urbandp.counts.api.release` restate them for type checkers (tests/unit/test_spec_options.py holds them
+:func:`urbandp.counts.api.release` restate them for type checkers (a test holds them
 equal). :func:`~urbandp.spec_options.check_options` checks the declared bounds; ``__post_init__`` then checks the
 options together (the mechanism's own description, :class:`urbandp.counts.config.CountReleaseConfig`, keeps its
 checks for callers below the spec). Messages name each option by its Python keyword and list it in the error's
