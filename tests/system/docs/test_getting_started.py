@@ -1,4 +1,4 @@
-"""The getting-started page and the README's first screen run as written.
+"""The getting-started page and the README's first screen run as written (docs/run_blocks.py runs them).
 
 Every fenced ``bash`` and ``python`` block of docs/getting-started.md runs in order in an empty folder: ``bash``
 blocks as real processes (``.venv`` there is this interpreter's environment, so ``.venv/bin/urbandp`` is the
@@ -10,83 +10,39 @@ then the CLI from the venv and a Python release, which run the same way.
 
 from __future__ import annotations
 
-import contextlib
-import io
+import importlib.util
 import json
 import os
-import re
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 pytestmark = pytest.mark.system
 ROOT = Path(__file__).resolve().parents[3]
-FENCE = re.compile(r"(?P<before>[^\n]*)\n```(?P<lang>[a-z]*)\n(?P<code>.*?)\n```", re.S)
 
 
-@dataclass(frozen=True)
-class Block:
-    lang: str
-    code: str
-    run: bool
+def _runner() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("run_blocks", ROOT / "docs" / "run_blocks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_blocks"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
-def blocks(markdown: str) -> list[Block]:
-    """The fenced blocks of a page, in order; a block right after a ``<!-- not run: ... -->`` line is not run."""
-    return [
-        Block(m["lang"], m["code"], not m["before"].startswith("<!-- not run:"))
-        for m in FENCE.finditer("\n" + markdown)
-    ]
+RUNNER = _runner()
+blocks = RUNNER.blocks
 
 
-def _environment(folder: Path) -> dict[str, str]:
-    """No budget store or operator from the caller's environment; ``.venv`` in ``folder`` is this venv."""
-    venv = Path(sys.prefix)
-    assert (venv / "bin" / "urbandp").is_file(), "urbandp is not installed in this interpreter's environment"
-    (folder / ".venv").symlink_to(venv, target_is_directory=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("URBANDP_")}
-    env["COLUMNS"] = "100"
-    return env
-
-
-def run_blocks(page: list[Block], folder: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Run ``page`` in ``folder``; returns the stdout of each bash block. Fails on a block that fails, or on a
-    ``text`` block that is not exactly what the python block before it printed."""
-    env = _environment(folder)
+def run_blocks(page: list, folder: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Run ``page`` in ``folder`` as the runner's command does, with the caller's ``URBANDP_*`` unset."""
+    env = RUNNER.prepare(folder)
     for key in [k for k in os.environ if k.startswith("URBANDP_")]:
         monkeypatch.delenv(key)
     monkeypatch.chdir(folder)
-    namespace: dict[str, object] = {"__name__": "__main__"}
-    printed: str | None = None
-    shell_out = []
-    for block in page:
-        if not block.run:
-            continue
-        if block.lang == "bash":
-            done = subprocess.run(
-                ["bash", "-euo", "pipefail", "-c", block.code],
-                cwd=folder,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
-            )
-            assert done.returncode == 0, f"{block.code}\nfailed ({done.returncode}):\n{done.stderr}"
-            shell_out.append(done.stdout)
-        elif block.lang == "python":
-            captured = io.StringIO()
-            with contextlib.redirect_stdout(captured):
-                exec(compile(block.code, "<docs block>", "exec"), namespace)
-            printed = captured.getvalue()
-        elif block.lang == "text":
-            assert printed is not None, "a text block with no python block before it"
-            assert printed == block.code + "\n"
-            printed = None
-    return shell_out
+    return list(RUNNER.run(page, folder, env))
 
 
 def test_the_getting_started_page_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -125,3 +81,16 @@ def test_the_readme_first_screen_runs_as_written(tmp_path: Path, monkeypatch: py
     assert json.loads((tmp_path / "out" / "first" / "privacy.json").read_text(encoding="utf-8"))[
         "differentially_private"
     ]
+
+
+def test_the_runner_fails_on_a_wrong_output_or_a_failing_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrong = RUNNER.blocks('```python\nprint("epsilon 10")\n```\n\nprints\n\n```text\nepsilon 1\n```\n')
+    with pytest.raises(RUNNER.BlockFailed, match="it printed\nepsilon 10"):
+        run_blocks(wrong, tmp_path / "a", monkeypatch)
+    failing = RUNNER.blocks("```bash\n.venv/bin/urbandp release --epsilon-per-day -1\n```\n")
+    with pytest.raises(RUNNER.BlockFailed, match="failed \\(2\\)"):
+        run_blocks(failing, tmp_path / "b", monkeypatch)
+    skipped = RUNNER.blocks("<!-- not run: network -->\n```bash\nfalse\n```\n")
+    assert run_blocks(skipped, tmp_path / "c", monkeypatch) == []
