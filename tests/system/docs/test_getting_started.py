@@ -74,7 +74,7 @@ def test_the_readme_first_screen_runs_as_written(tmp_path: Path, monkeypatch: py
     commands = [line.split("#")[0].strip() for line in first_screen[0].code.splitlines()]
     assert first_screen[0].lang == "bash" and commands[:2] == ["make demo", "make test"]
     runnable = first_screen[1:]
-    assert [b.lang for b in runnable] == ["bash", "python"]
+    assert [b.lang for b in runnable] == ["bash", "python", "text"]
     assert runnable[0].code.startswith(".venv/bin/urbandp ")
     assert "import urbandp as ud" in runnable[1].code
     run_blocks(runnable, tmp_path, monkeypatch)
