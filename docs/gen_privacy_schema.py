@@ -1,4 +1,4 @@
-"""Generate docs/privacy-json.md: the JSON Schema of every typed privacy report (issue 31).
+"""Generate docs/privacy-json.md: the JSON Schema of every typed privacy report.
 
 Run from the repository root (with ``src`` importable)::
 
@@ -6,7 +6,7 @@ Run from the repository root (with ``src`` importable)::
     python docs/gen_privacy_schema.py --check  # exit 1 if the published file is out of date
 
 The schemas come from the pydantic models themselves (:meth:`urbandp.privacy.report.PrivacyReport.json_schema`),
-so the published file is never edited by hand; ``tests/system/docs/test_privacy_schema.py`` checks it is current.
+so the published file is never edited by hand; a test checks it is current.
 This script lives in docs/ because it imports every wing: the core (``urbandp.privacy``) imports no wing.
 """
 

@@ -24,7 +24,12 @@ TEST_PATH = re.compile(r"\btests/\w")
 
 
 def _pages() -> list[Path]:
-    return [ROOT / "README.md", *sorted(DOCS.glob("*.md")), *sorted(DOCS.glob("*/*.md"))]
+    return [
+        ROOT / "README.md",
+        *sorted(DOCS.glob("*.md")),
+        *sorted(DOCS.glob("*/*.md")),
+        DOCS / "tutorial.ipynb",
+    ]
 
 
 def _hits(pattern: re.Pattern[str], files: list[Path]) -> list[str]:
