@@ -1,9 +1,11 @@
-"""A Griffe extension for the API reference (``make docs``): Sphinx cross-reference roles shown as code.
+"""A Griffe extension for the API reference (``make docs``): Sphinx roles shown as code, ``::`` as Sphinx shows it.
 
 urbandp's docstrings name other objects the Sphinx way (``:func:`release```, ``:class:`~urbandp.errors.InputError```),
 which reads well in ``help()`` and in an editor; mkdocstrings renders the docstrings as Markdown, where such a role
 would show raw. This extension rewrites each role to a backticked name before rendering, as Sphinx displays it: the
-full dotted name, or its last part when the target starts with ``~``. Loaded by mkdocs.yml
+full dotted name, or its last part when the target starts with ``~``. A literal block's ``::`` (its code is
+indented, which Markdown also reads as code) is shown as Sphinx shows it: ``Example::`` as ``Example:``, a ``::``
+alone or after a space not at all. Loaded by mkdocs.yml
 (``plugins.mkdocstrings.handlers.python.options.extensions``); the docstrings themselves are left as written.
 """
 
@@ -29,9 +31,19 @@ def as_code(match: re.Match[str]) -> str:
     return f"`{target.lstrip('!')}`"
 
 
+# a literal block's marker: "::" on its own line, " ::" at the end of a line, "text::" at the end of a line
+LITERAL_ALONE = re.compile(r"^[ \t]*::[ \t]*\n", re.M)
+LITERAL_AFTER_SPACE = re.compile(r"[ \t]+::[ \t]*$", re.M)
+LITERAL_AFTER_TEXT = re.compile(r"(?<=[^\s:])::[ \t]*$", re.M)
+
+
 def plain_roles(text: str) -> str:
-    """``text`` with every Sphinx cross-reference role replaced by its backticked name."""
-    return ROLE.sub(as_code, text)
+    """``text`` with every Sphinx cross-reference role replaced by its backticked name, and the ``::`` that
+    announces a literal block shown as Sphinx shows it."""
+    text = ROLE.sub(as_code, text)
+    text = LITERAL_ALONE.sub("", text)
+    text = LITERAL_AFTER_SPACE.sub("", text)
+    return LITERAL_AFTER_TEXT.sub(":", text)
 
 
 class SphinxRolesAsCode(griffe.Extension):

@@ -3,7 +3,8 @@
 No page, README or docstring tells its history by issue number (that is CHANGELOG.md's job) or sends a reader to
 a test file; the README's links are absolute (relative ones break in the package's long description on PyPI) and
 lead to pages that exist, on the documentation address that pyproject.toml's Project-URLs and mkdocs.yml state;
-the API reference shows the docstrings' Sphinx roles (``:func:`x```) as code, never raw.
+the API reference shows the docstrings' Sphinx roles (``:func:`x```) as code and their literal-block
+markers (``::``) as Sphinx does, never raw.
 """
 
 from __future__ import annotations
@@ -117,6 +118,11 @@ def test_the_role_rewrite_shows_what_sphinx_shows() -> None:
         "`urbandp.fleet`, `the sha`, `x`"
     )
     assert plain("``:func:`` literal, no role: `x`") == "``:func:`` literal, no role: `x`"
+    # a literal block's marker, as Sphinx shows it; a slice or a scoped name is left alone
+    assert plain("The API::\n\n    ud.fleet.release(df)\n") == "The API:\n\n    ud.fleet.release(df)\n"
+    assert plain("Text.\n\n::\n\n    code\n") == "Text.\n\n\n    code\n"
+    assert plain("Example ::\n\n    code\n") == "Example\n\n    code\n"
+    assert plain("rows[::2] and a::b::\n") == "rows[::2] and a::b:\n"
 
 
 def test_the_api_reference_renders_no_raw_sphinx_role() -> None:
@@ -145,3 +151,5 @@ def test_the_api_reference_renders_no_raw_sphinx_role() -> None:
     walk(package)
     assert len(docstrings) > 1000
     assert [path for path, text in docstrings.items() if roles.ROLE.search(text)] == []
+    marker = re.compile(r"::[ \t]*$", re.M)
+    assert [path for path, text in docstrings.items() if marker.search(text)] == []
