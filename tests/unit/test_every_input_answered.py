@@ -113,6 +113,19 @@ def test_a_sensitivity_that_underflows_to_zero_is_refused_not_an_internal_error(
         assert "not a finite number > 0" in str(err)
 
 
+def test_a_grid_window_of_nan_is_refused_not_answered_with_a_dp_label(tmp_path: Path) -> None:
+    from urbandp.sensing.options import QueryOptions
+    from urbandp.sensing.query_release import run_sensing_query
+    from urbandp.session import Session
+
+    grid = tmp_path / "grid.csv"
+    rows = [f"{i},22.5{i},88.3{i},2023-10-09T11:00,{'nan' if i < 4 else 40 + i},9" for i in range(8)]
+    grid.write_text("cell_id,lat,lon,window,mu,sigma2\n" + "\n".join(rows) + "\n")
+    options = QueryOptions(rect=(22.40, 88.20, 22.70, 88.50), sigma2_min=0.0, sigma2_max=900.0)
+    err = _refused(lambda: run_sensing_query(grid, options, Session()), "rect", kind=InputDataError)
+    assert "4 of 8 cells of window 2023-10-09T11:00 in rect have a missing or non-finite mu" in str(err)
+
+
 # ------------------------------------------------------------------------------------------------------- counts
 
 

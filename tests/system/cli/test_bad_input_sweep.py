@@ -130,6 +130,7 @@ INPUT_ITEM_CASES = (
     ("sensing pm-map", "--start", "0001-01-01", "more than 5,000,000"),
     ("sensing query", "--steepness", "1e-300", "--steepness", ("--type", "count", "--theta", "40")),
     ("sensing query", "--rho", "1e-300", "--rho", ("--type", "max")),
+    ("sensing query", "grid_csv", "{nangrid}", "8 of 8 cells of window 2023-10-09T11:00 in --rect"),
     ("counts release", "--noise-scale", "1e300", "--noise-scale must be", (), ("--epsilon",)),
     ("mpc serve", "--max-clients", "-1", "--max-clients"),
     ("survey escape", "--polygons", "{badpoly}", "not a valid polygon"),
@@ -402,6 +403,8 @@ def _item_inputs(root: Path) -> None:
     (root / "badpoly.geojson").write_text(json.dumps({"type": "Polygon", "coordinates": [ring]}))
     far = [[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]  # a square off the survey's points
     (root / "farpoly.geojson").write_text(json.dumps({"type": "Polygon", "coordinates": [far]}))
+    nan_rows = [f"{i},22.5{i},88.3{i},2023-10-09T11:00,nan,{3 + i}" for i in range(8)]
+    (root / "nan-grid.csv").write_text("cell_id,lat,lon,window,mu,sigma2\n" + "\n".join(nan_rows) + "\n")
     for command in CONFIG_TABLE:
         (root / f"config-{command.replace(' ', '-')}.toml").write_text(config_file_text(command))
 
@@ -441,6 +444,7 @@ def _args(case: Case, inputs: Path, case_dir: Path) -> list[str]:
         "{huge_k}": str(inputs / "huge_k.toml"),
         "{badpoly}": str(inputs / "badpoly.geojson"),
         "{farpoly}": str(inputs / "farpoly.geojson"),
+        "{nangrid}": str(inputs / "nan-grid.csv"),
         **{f"{{config:{c}}}": str(inputs / f"config-{c.replace(' ', '-')}.toml") for c in CONFIG_TABLE},
     }
     args = shlex.split(BASES[case.command].format(**fill))
