@@ -74,6 +74,15 @@ def test_a_cell_larger_than_the_globe_allows_is_refused_naming_cell_metres(cell_
     assert "off the globe" in str(err)
 
 
+def test_a_grid_around_the_readings_padded_off_the_globe_is_refused_naming_cell_metres() -> None:
+    from urbandp.sensing.grid import SquareGrid
+
+    lat, lon = np.array([22.5, 22.6]), np.array([88.3, 88.4])
+    err = _refused(lambda: SquareGrid.covering(lat, lon, 1e9), "cell_metres")
+    assert "padded by 0.5 cell reaches off the globe" in str(err)
+    assert SquareGrid.covering(lat, lon, 500.0).n_cells > 1
+
+
 def test_a_large_cell_that_stays_on_the_globe_gives_finite_centres() -> None:
     from urbandp.sensing.grid import SquareGrid
 

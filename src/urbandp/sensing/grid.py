@@ -98,9 +98,15 @@ class SquareGrid:
         _, edge_lon = shift(
             np.full(2, mid_lat), np.array([lon.min(), lon.max()]), np.array([-pad, pad]), np.zeros(2)
         )
-        return cls(
-            float(edge_lat[0]), float(edge_lon[0]), float(edge_lat[1]), float(edge_lon[1]), float(cell_metres)
-        )
+        box = (float(edge_lat[0]), float(edge_lon[0]), float(edge_lat[1]), float(edge_lon[1]))
+        ordered = box[0] <= box[2] and box[1] <= box[3]
+        if not (ordered and box[0] >= -90 and box[2] <= 90 and box[1] >= -180 and box[3] <= 180):
+            raise InvalidParameterError(
+                f"cell_metres {cell_metres:g}: the readings' box padded by {margin_cells:g} cell reaches off the "
+                "globe; use a smaller cell_metres (or give a public bbox)",
+                parameters="cell_metres",
+            )
+        return cls(*box, float(cell_metres))
 
     @cached_property
     def _projection(self) -> PlanarProjection:

@@ -108,8 +108,6 @@ EXTRA_CASES = (
 OUT_FILE_VALUES = (".", "", "{fleet}")
 INPUT_ITEM_CASES = (
     # public domains: a pipe or a device is never read (it would block or never end), a file is bounded
-    ("release", "--domain-gtfs", "{fifo}", "not a regular file"),
-    ("release", "--domain-geojson", "{fifo}", "not a regular file"),
     ("release", "--domain-gtfs", "/dev/zero", "not a regular file"),
     ("release", "--domain-geojson", "{world}", "H3 cells at --resolution 7, more than"),
     ("release", "--domain-gtfs", "{bigfeed}", "stop_times.txt holds 3,000,001 rows"),
@@ -123,10 +121,8 @@ INPUT_ITEM_CASES = (
     ("plan", "--speed-max", "1e-300", "--speed-max"),
     # sensing: boxes on the globe, a bounded number of windows, cells and noise that stay finite
     ("sensing dp-map", "--bbox", "22.45,88.30,22.65,inf", "--bbox must be WGS 84 degrees"),
-    ("sensing dp-map", "--cell-metres", "1e9", "--cell-metres 1e+09: the grid's cells"),
     ("sensing dp-map", "--start", "0001-01-01", "more than 5,000,000", ("--end", "9999-12-31")),
     ("sensing pm-map", "--bbox", "-91,0,91,1", "--bbox must be WGS 84 degrees", ("--smoother", "idw")),
-    ("sensing pm-map", "--cell-metres", "1e9", "--cell-metres 1e+09: the grid's cells"),
     ("sensing pm-map", "--start", "0001-01-01", "more than 5,000,000"),
     ("sensing query", "--steepness", "1e-300", "--steepness", ("--type", "count", "--theta", "40")),
     ("sensing query", "--rho", "1e-300", "--rho", ("--type", "max")),
@@ -167,7 +163,7 @@ class Case:
 
     @property
     def name(self) -> str:
-        return f"{self.command} {self.option}={self.value!r}"
+        return f"{self.command} {self.option}={self.value!r}" + "".join(f" {a}" for a in self.more)
 
 
 def _kind(annotation: object) -> type | None:
@@ -236,6 +232,30 @@ def _cases() -> list[Case]:
     return cases
 
 
+GENERATED_VALUES: dict[str, tuple[tuple[str, str], ...]] = {
+    "domain_gtfs": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
+    "domain_geojson": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
+    "domain_cells": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
+    "bbox": (("-91,0,91,1", "--bbox"), ("0,0,1,inf", "--bbox")),  # survey perturb-points: its own order
+    "cell_metres": (("1e9", "--cell-metres 1e+09"),),
+    "steepness": (("1e-300", "--steepness"),),
+    "rho": (("1e-300", "--rho"),),
+}
+"""Bad values of the domain and sensing options, by parameter name: every command with such an option gets them."""
+
+
+def _option_cases() -> list[Case]:
+    """Generated from the CLI: each command's domain options (a pipe, a device) and sensing options (a box off the
+    globe, a cell larger than the globe allows, a vanishing steepness or rho) from :data:`GENERATED_VALUES`."""
+    cases = []
+    for command, cmd in sorted(_commands().items()):
+        for param in cmd.params:  # type: ignore[attr-defined]
+            flag = param.opts[0] if param.opts and param.opts[0].startswith("--") else None
+            for value, needle in GENERATED_VALUES.get(param.name, ()) if flag else ():
+                cases.append(Case(command, flag, value, needle))
+    return cases
+
+
 def _config_cases() -> list[Case]:
     """Generated from the CLI: for each command with a ``--config`` table, a file whose value for a number (or
     text) option that the base invocation also types is a list (``epsilon = [1, 2]``): refused naming the key, as
@@ -270,7 +290,7 @@ def config_file_text(command: str) -> str:
 
 
 CASES = _cases()
-ITEM_CASES = [*(Case(*item) for item in INPUT_ITEM_CASES), *_config_cases()]
+ITEM_CASES = [*(Case(*item) for item in INPUT_ITEM_CASES), *_option_cases(), *_config_cases()]
 """Issue 40's cases and the generated config cases: run by :func:`test_every_input_answered`."""
 
 
@@ -288,6 +308,21 @@ def test_every_command_with_a_config_table_is_swept_with_a_bad_file() -> None:
     }
     assert with_config - {"explore"} == set(CONFIG_TABLE)
     assert {c.command for c in ITEM_CASES if c.value.startswith("{config:")} == set(CONFIG_TABLE)
+
+
+def test_the_domain_and_sensing_options_are_swept_wherever_they_are() -> None:
+    swept = {(c.command, c.option) for c in _option_cases()}
+    assert {
+        ("release", "--domain-gtfs"),
+        ("plan", "--domain-cells"),
+        ("sensing interpolate", "--bbox"),
+    } <= swept
+    assert {
+        ("sensing pm-map", "--cell-metres"),
+        ("sensing query", "--rho"),
+        ("mpc serve", "--steepness"),
+    } <= swept
+    assert len(swept) >= 15, sorted(swept)
 
 
 def _sha(root: Path) -> dict[str, str]:
