@@ -187,7 +187,9 @@ def _commands() -> dict[str, object]:
     root = typer.main.get_command(build_app())
     found: dict[str, object] = {}
     for group, cmd in root.commands.items():  # type: ignore[attr-defined]
-        if group == "fleet":  # `fleet release|plan|explore|map`: the same commands as the top-level names swept
+        if (
+            group == "fleet"
+        ):  # `fleet release|plan|explore|map`: the same commands as the top-level names swept
             continue
         for name, sub in getattr(cmd, "commands", {group: cmd}).items():
             found[name if name == group else f"{group} {name}"] = sub
