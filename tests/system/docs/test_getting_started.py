@@ -89,7 +89,7 @@ def test_the_runner_fails_on_a_wrong_output_or_a_failing_command(
     wrong = RUNNER.blocks('```python\nprint("epsilon 10")\n```\n\nprints\n\n```text\nepsilon 1\n```\n')
     with pytest.raises(RUNNER.BlockFailed, match="it printed\nepsilon 10"):
         run_blocks(wrong, tmp_path / "a", monkeypatch)
-    failing = RUNNER.blocks("```bash\n.venv/bin/urbandp release --epsilon-per-day -1\n```\n")
+    failing = RUNNER.blocks("```bash\n.venv/bin/urbandp fleet release --epsilon-per-day -1\n```\n")
     with pytest.raises(RUNNER.BlockFailed, match="failed \\(2\\)"):
         run_blocks(failing, tmp_path / "b", monkeypatch)
     skipped = RUNNER.blocks("<!-- not run: network -->\n```bash\nfalse\n```\n")
