@@ -21,7 +21,7 @@ from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
 from urbandp.fleet.hat_release import release_hats
-from urbandp.fleet.plan import PlannedCharge, plan_release, planned_window_delta
+from urbandp.fleet.plan import PlannedCharge, plan_release, planned_loss, planned_window_delta
 from urbandp.fleet.pooling import with_pooled_means
 from urbandp.fleet.public_domain import load_public_domain
 from urbandp.grid.h3cells import cell_expr
@@ -98,6 +98,7 @@ def planned_charge(
         derived,
         days,
         planned_window_delta(cfg, len(days)),
+        planned_loss(cfg, len(days)),
     )
 
 
@@ -583,7 +584,7 @@ def release_fleet(
     _describe_and_report(
         release, loaded, contributions, cfg, options, (start, end, derived), day_set, command_line
     )
-    label_after_accounting(session, p)
+    label_after_accounting(session, p, charge)
     return release, loaded
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from urbandp.errors import InputError
 from urbandp.fleet.composition import top_k_sum
 from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
-from urbandp.privacy.loss import Loss
+from urbandp.privacy.loss import Loss, ReleaseLoss
 from urbandp.privacy.mechanisms import Gaussian, Laplace, mechanism, smallest_scale
 from urbandp.privacy.noise import rho_for_epsilon
 
@@ -279,35 +279,78 @@ def calibrate_queries(cfg: HatReleaseConfig, plan: ReleasePlan, n: np.ndarray, k
     return QueryScales(speed, speeding, count, plan.speed_budget)
 
 
-def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
-    """The delta a vehicle present on every public day pays over the window, from public parameters only.
+def _selection_costs(cfg: HatReleaseConfig, plan: ReleasePlan, level: int) -> tuple[float, Loss] | None:
+    """Level ``level``'s selection on an unknown domain (OpenDP's threshold): its delta per vehicle-day and its
+    loss over the window (the threshold's map at distance D); None when the selection is not a threshold (a public
+    domain's noisy counts, a public threshold, no DP selection), whose cost is its share of the plan alone.
 
-    It is what privacy.json states as ``delta_per_window`` (``account.account``: the queries' rho grouped over D
-    and converted once at ``conversion_delta``, plus each level's selection at distance D, OpenDP's threshold map),
-    computed before any record is read, so that the budget store can compose and cap it before any noise
-    (issue 30: the store booked only the conversion delta). A public domain's selection adds no delta.
+    As :func:`urbandp.fleet.measure.select_hats` selects: the finest level over a public domain (an extent or a
+    route domain) counts every domain HAT, a coarser level does so only over an extent.
     """
     from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, calibrate_selection
 
+    public = cfg.domain_bbox is not None or (level == 0 and cfg.public_domain)
+    if cfg.selection != "dp" or plan.k is None or public:
+        return None
+    levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
+    lv = plan.for_level(level)
+    cal = calibrate_selection(
+        gaussian=lv.gaussian,
+        k=plan.k,
+        days=plan.days,
+        budget=lv.selection_budget,
+        delta=lv.threshold_delta,
+        min_per_day=cfg.min_per_day,
+        domain_size=None,
+        false_positives=EXPECTED_FALSE_POSITIVES / levels,
+    )
+    return cal.delta_day, plan.loss(*cal.window_cost)
+
+
+def planned_loss(cfg: HatReleaseConfig, days: int) -> ReleaseLoss | None:
+    """The release's one loss per vehicle-day and over its D public days, from public parameters only: what the
+    store books and caps, and what privacy.json, ``budget show`` and ``budget history`` state.
+
+    The noise is calibrated to this plan (every query's scale spends its share, :func:`calibrate_queries`), so the
+    loss is the plan's: per day the whole budget (epsilon, or rho for Gaussian noise) plus the delta of each
+    level's threshold selection on an unknown domain; over the window, for a vehicle present on all D days (a
+    group of D vehicle-days: the release pools the days), the queries', the clip bound's and a public domain's
+    selection's budget grouped (D x epsilon, Dwork and Roth 2014, Thm 2.2; D^2 x rho, Bun and Steinke 2016, Prop.
+    1.9) plus each threshold's OpenDP map at distance D. rho is converted once per figure. None when the loss follows from the data (``noise_scale`` without a budget, K observed).
+    """
     plan = plan_release(cfg, days)
-    # the queries' rho over the window is converted once, at conversion_delta (Loss.approx adds it)
-    delta = (plan.conversion_delta or 0.0) if plan.gaussian else 0.0
-    if cfg.selection == "dp" and plan.k is not None and not cfg.public_domain:
-        levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
-        for i in range(levels):
-            level = plan.for_level(i)
-            cal = calibrate_selection(
-                gaussian=level.gaussian,
-                k=plan.k,
-                days=days,
-                budget=level.selection_budget,
-                delta=level.threshold_delta,
-                min_per_day=cfg.min_per_day,
-                domain_size=None,
-                false_positives=EXPECTED_FALSE_POSITIVES / levels,
-            )
-            delta += cal.window_cost[1]  # OpenDP's threshold map at distance D
-    return min(1.0, delta)
+    if plan.total_budget is None or plan.k is None:
+        return None
+    per_day = plan.loss(plan.total_budget)
+    window = plan.loss(plan.clip_budget).group(days)
+    for i in range(1 + len(COARSEN_LEVELS[cfg.coarsen])):
+        level = plan.for_level(i)
+        assert level.budget is not None
+        window = window + plan.loss(level.budget - level.selection_budget).group(days)
+        threshold = _selection_costs(cfg, plan, i)
+        if threshold is None:
+            window = window + plan.loss(level.selection_budget).group(days)
+        else:
+            per_day = per_day + Loss(delta=threshold[0])
+            window = window + threshold[1]
+    return ReleaseLoss(per_day, window, days, plan.conversion_delta)
+
+
+def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
+    """The delta a vehicle present on every public day pays over the window, from public parameters only: the
+    window delta of :func:`planned_loss`; with only a noise scale (no planned loss), the conversion delta of the
+    queries' rho plus each threshold selection's map at distance D."""
+    loss = planned_loss(cfg, days)
+    if loss is not None:
+        delta = loss.approx(loss.window)[1]
+        return 1.0 if delta is None else delta
+    plan = plan_release(cfg, days)
+    total = (plan.conversion_delta or 0.0) if plan.gaussian else 0.0
+    for i in range(1 + len(COARSEN_LEVELS[cfg.coarsen])):
+        threshold = _selection_costs(cfg, plan, i)
+        if threshold is not None:
+            total += threshold[1].delta
+    return min(1.0, total)
 
 
 @dataclass(frozen=True)
@@ -329,3 +372,4 @@ class PlannedCharge:
     derived_window: bool
     days: tuple[dt.date, ...] = ()  # the public days charged (every day of first..last unless a day set)
     delta_per_window: float = 0.0  # what a vehicle on every public day pays (plan.planned_window_delta)
+    loss: ReleaseLoss | None = None  # the release's one loss (planned_loss); None: it follows from the data

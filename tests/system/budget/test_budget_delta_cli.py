@@ -8,6 +8,7 @@ rho over all days" and no delta, and a second release past any delta was accepte
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from urbandp.privacy.budget_store import BudgetStore
 
 pytestmark = pytest.mark.system
 
+WINDOW_EPSILON = "4.29016"
+"""privacy.json's epsilon_per_window of the release below (epsilon 2 a day, Gaussian, 2 days, a public extent):
+4 rho converted once; the store booked 2 x 2 = 4 before (under-booked 1.07x)."""
 BBOX = "21.09,72.75,21.25,72.91"  # the synthetic fleet's city: a public domain, so no selection delta
 
 
@@ -71,8 +75,16 @@ def test_delta_is_composed_capped_and_shown(fleet: Path, tmp_path: Path) -> None
             for d in (4, 5)
         ],
     ]
+    # the window as the release states it: a bus on both days is a group of 2 vehicle-days, 4 rho converted once
+    stated = json.loads((tmp_path / "w1" / "privacy.json").read_text())
+    window = f"{stated['epsilon_per_window']:.6g}"
+    assert window == WINDOW_EPSILON and stated["delta_per_window"] == 1e-6
+    assert (
+        f"epsilon over all releases {window}, over 2 days, for a vehicle present on every day" in show.stdout
+    )
     history = run_urbandp("budget", "history", "surat", "--budget-store", store)
-    assert history.returncode == 0 and "(2 days, epsilon 4, delta 1e-06)" in history.stdout, history.stderr
+    assert history.returncode == 0, history.stderr
+    assert f"(2 days, epsilon {window}, delta 1e-06)" in history.stdout
 
 
 def test_default_delta_cap_and_raising_it(tmp_path: Path) -> None:
