@@ -59,6 +59,9 @@ class ReleasePlan:
     speed_budget: float = math.nan  # Query 1's share of the level (nan: shared B with Query 2)
     speeding_budget: float = 0.0  # Query 2's share of the level (0: not asked for)
     split_rule: str = ""
+    weight_norm: float = 1.0
+    """A bound on the L2 norm of one vehicle-day's weights: 1, or for ``contribution_bounding = "l2"`` the next
+    float above 1, since ``m * fl(1/sqrt(m))^2`` exceeds 1 by up to 4e-16 (for 1,189 values of m below 5,000)."""
 
     @property
     def gaussian(self) -> bool:
@@ -78,8 +81,9 @@ class ReleasePlan:
         return Loss(rho=cost, delta=delta) if self.gaussian else Loss(epsilon=cost, delta=delta)
 
     def cost(self, sensitivity: float, scale: float) -> float:
-        """Per-HAT cost from OpenDP's map, in the plan's currency (epsilon or rho)."""
-        return self.noise(scale).loss(sensitivity).amount
+        """Per-HAT cost from OpenDP's map, in the plan's currency (epsilon or rho), at the sensitivity times the
+        weights' norm bound (:attr:`weight_norm`: a product that rounds up to at least the next float)."""
+        return self.noise(scale).loss(sensitivity * self.weight_norm).amount
 
     def for_level(self, i: int) -> ReleasePlan:
         """The plan of release level ``i`` (0 = finest): every share scaled alike."""
@@ -152,7 +156,7 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         fresh = selection_budget if cfg.selection == "public-threshold" and denominator else 0.0
         return ReleasePlan(
             mech, k, days, cfg.speed_max, None, selection_budget, fresh, conv, threshold_delta,
-            speeding_budget=math.nan if speeding_on else 0.0,
+            speeding_budget=math.nan if speeding_on else 0.0, weight_norm=_weight_norm(cfg),
             split_rule="--noise-scale B for the queries; selection_epsilon for the selection",
         )  # fmt: skip
     total = rho_for_epsilon(cfg.epsilon_per_day, conv) if conv else cfg.epsilon_per_day
@@ -208,7 +212,14 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         speed_budget,
         speeding_budget,
         rule,
+        _weight_norm(cfg),
     )
+
+
+def _weight_norm(cfg: HatReleaseConfig) -> float:
+    """:attr:`ReleasePlan.weight_norm`: the next float above 1 for L2-normalised weights (their norm in floating
+    point can pass 1 by an ulp or two), else 1 (unit weights)."""
+    return math.nextafter(1.0, math.inf) if cfg.contribution_bounding == "l2" else 1.0
 
 
 # --- calibrate the queries (after selection: its count of released HATs is a DP output) ---------------
@@ -316,7 +327,8 @@ def planned_loss(cfg: HatReleaseConfig, days: int) -> ReleaseLoss | None:
     level's threshold selection on an unknown domain; over the window, for a vehicle present on all D days (a
     group of D vehicle-days: the release pools the days), the queries', the clip bound's and a public domain's
     selection's budget grouped (D x epsilon, Dwork and Roth 2014, Thm 2.2; D^2 x rho, Bun and Steinke 2016, Prop.
-    1.9) plus each threshold's OpenDP map at distance D. rho is converted once per figure. None when the loss follows from the data (``noise_scale`` without a budget, K observed).
+    1.9) plus each threshold's OpenDP map at distance D. rho is converted once per figure, by the exact Gaussian
+    curve when the release is Gaussian noise alone (:class:`~urbandp.privacy.loss.ReleaseLoss`). None when the loss follows from the data (``noise_scale`` without a budget, K observed).
     """
     plan = plan_release(cfg, days)
     if plan.total_budget is None or plan.k is None:
@@ -333,7 +345,10 @@ def planned_loss(cfg: HatReleaseConfig, days: int) -> ReleaseLoss | None:
         else:
             per_day = per_day + Loss(delta=threshold[0])
             window = window + threshold[1]
-    return ReleaseLoss(per_day, window, days, plan.conversion_delta)
+    # Gaussian noise alone (no DP clip bound: its quantile is an exponential mechanism, not Gaussian): a loss that
+    # is rho alone is stated by the exact Gaussian curve (a threshold's delta makes it mixed: the zCDP bound)
+    gaussian_only = plan.gaussian and cfg.clip_bound != "dp-quantile"
+    return ReleaseLoss(per_day, window, days, plan.conversion_delta, gaussian_only)
 
 
 def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
