@@ -26,14 +26,17 @@ def init(
         None, help="Cap on epsilon per unit and calendar day (default: no per-day cap)."
     ),
     epsilon_total: float | None = typer.Option(
-        None, help="Cap on epsilon summed over all days (default: no total cap)."
+        None,
+        help="Cap on epsilon over all releases: the sum of each release's epsilon for a unit present on all of its "
+        "days, as its privacy.json states it (default: no total cap).",
     ),
     rho_per_day: float | None = typer.Option(
         None, help="Cap on zCDP rho per calendar day (default: no rho cap)."
     ),
     rho_total: float | None = typer.Option(
         None,
-        help="Cap on zCDP rho over all days: each release costs D^2 x its rho per day, a group of D days (default: no cap).",
+        help="Cap on zCDP rho over all releases: each costs its rho for a unit on all of its D days (D^2 x its rho "
+        "per day when it pools the days) (default: no cap).",
     ),
     delta_total: float | None = typer.Option(
         None,

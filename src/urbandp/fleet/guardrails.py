@@ -3,7 +3,8 @@
 * The release guards (issue 30), called by :func:`urbandp.fleet.pipeline.release_fleet` on its session:
   :func:`refuse_before_reading` (meaningless loss, a budget dataset that cannot be charged),
   :func:`reserve_planned` (the reservation, where the session runs the delta and loss guards) and
-  :func:`label_after_accounting` (the stated loss, the NOT DP label). Each calls :mod:`urbandp.privacy.guards`.
+  :func:`state_loss` (privacy.json states the loss reserved) and :func:`label_after_accounting` (the meaningless-
+  loss guard on the stated loss, the NOT DP label). Each calls :mod:`urbandp.privacy.guards`.
 * The useless-release warnings (issue 8): say before writing when a release will be useless, and what would change
   that. They read only the released (DP) tables, privacy.json's public parameters and OpenDP's maps
   (post-processing), so they can go into privacy.json.
@@ -263,13 +264,10 @@ def state_loss(session: Session, privacy: dict[str, Any], charge: PlannedCharge 
         )
 
 
-def label_after_accounting(
-    session: Session, privacy: dict[str, Any], charge: PlannedCharge | None = None
-) -> None:
+def label_after_accounting(session: Session, privacy: dict[str, Any]) -> None:
     """The meaningless-loss guard on the loss the release states (with a noise scale it is known only after
     accounting; a refusal here comes after noise, so a charged run stays charged), then the NOT DP label for every
-    reason the session holds. The loss stated is the one reserved (:func:`state_loss`)."""
-    state_loss(session, privacy, charge)
+    reason the session holds."""
     eps = privacy.get("cumulative_epsilon_per_day")
     if isinstance(eps, (int, float)) and not math.isnan(eps):
         reasons = guards.meaningless_reasons(

@@ -19,7 +19,12 @@ from urbandp.contributions.polars_backend import window_filter
 from urbandp.errors import InputError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
+from urbandp.fleet.guardrails import (
+    label_after_accounting,
+    refuse_before_reading,
+    reserve_planned,
+    state_loss,
+)
 from urbandp.fleet.hat_release import release_hats
 from urbandp.fleet.plan import PlannedCharge, plan_release, planned_loss, planned_window_delta
 from urbandp.fleet.pooling import with_pooled_means
@@ -566,6 +571,7 @@ def release_fleet(
     session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
     release = release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
     p = release.privacy
+    state_loss(session, p, charge)  # the loss reserved is the loss stated, before any figure is read from it
     if cfg.borrow_strength != "none":  # post-processing of the noisy table (fleet/pooling.py)
         release.speed, p["borrow_strength"] = with_pooled_means(
             release.speed, p, cfg.speed_max, cfg.target_width, cfg.precision
@@ -584,7 +590,7 @@ def release_fleet(
     _describe_and_report(
         release, loaded, contributions, cfg, options, (start, end, derived), day_set, command_line
     )
-    label_after_accounting(session, p, charge)
+    label_after_accounting(session, p)
     return release, loaded
 
 

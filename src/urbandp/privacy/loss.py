@@ -20,6 +20,7 @@ Conversions that overflow (an epsilon of 1e300, rho of a ten-year window) give `
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -209,6 +210,9 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     return max(0.0, first - second)
 
 
+@functools.lru_cache(
+    maxsize=256
+)  # a pure function of two floats, asked for by the store, privacy.json and the CLI
 def gaussian_epsilon(rho: float, delta: float) -> float | None:
     """The smallest epsilon at which a composition of Gaussian mechanisms with total ``rho`` is (epsilon, delta)-DP.
 
