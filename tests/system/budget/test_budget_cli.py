@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from warm_process import run_warm
 
-import urbandp
 from urbandp.cli import app
 from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
 
@@ -134,11 +132,7 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
 
 
 def _urbandp(*args: str) -> subprocess.CompletedProcess[str]:
-    src = str(Path(urbandp.__file__).parents[1])
-    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, env=env, timeout=120
-    )
+    return run_warm(list(args), timeout=120)
 
 
 def _snapshot(url: str) -> tuple[object, ...]:
@@ -169,9 +163,9 @@ def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "cannot lower epsilon per day of 'bus' to 0.5: 0.8 already spent on 2024-03-04"),
         (["budget", "init", "bus", "--unit", "vehicle-day", "--epsilon-per-day", "1", "--epsilon-total", "1"],
          "cannot lower epsilon total of 'bus' to 1: 1.6 already spent"),
-        (["survey", "perturb-points", "HOMES", "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+        (["survey", "randomize", "HOMES", "--column", "household", "--categories", "1,2,3", "--epsilon", "1",
           "--dataset", "tram", "--survey-date", "2024-03-04", "--out", "OUT"], "unknown dataset 'tram'"),
-        (["survey", "perturb-points", "HOMES", "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+        (["survey", "randomize", "HOMES", "--column", "household", "--categories", "1,2,3", "--epsilon", "1",
           "--dataset", "bus", "--survey-date", "2024-03-04", "--out", "OUT"],
          "dataset 'bus' is declared in unit vehicle-day; this release charges respondent"),
     ],
@@ -201,7 +195,7 @@ def test_corrupted_store_refuses_a_release_and_is_left_as_it_was(tmp_path: Path,
     bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # a torn header: looks like SQLite, is not
     out = tmp_path / "rel"
     p = _urbandp(
-        "survey", "perturb-points", str(homes), "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+        "survey", "randomize", str(homes), "--column", "household", "--categories", "1,2,3", "--epsilon", "1",
         "--dataset", "nhts", "--survey-date", "2024-03-04", "--budget-store", str(bad), "--out", str(out),
     )  # fmt: skip
     assert p.returncode == 2

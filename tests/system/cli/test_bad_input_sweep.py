@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import shlex
 import subprocess
-import sys
 import types
 import typing
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from warm_process import run_warm
 
 pytestmark = pytest.mark.system
 
@@ -44,6 +44,7 @@ BASES: dict[str, str] = {
     "counts release": "counts release {taps}/events.csv --domain {taps}/domain.json --unit card-day "
     "--max-events 4 --epsilon 1 --out {out}",
     "counts synth": "counts synth --days 1 --trips-per-day 20 --out {out}",
+    "counts prepare": "counts prepare {joint} --out {out}",
     "audit noise-scale": "audit noise-scale --pairs {pairs} --report {out}",
     "audit zero-skipping": "audit zero-skipping --table {joint} --threshold 10 --report {out}",
     "audit differencing": "audit differencing --joint {joint} --marginal {marginal} --report {out}",
@@ -62,6 +63,8 @@ BASES: dict[str, str] = {
     "survey escape": "survey escape {survey}/homes.csv --lat lat --lon lon --runs 2 --out {out}",
     "survey od-randomize": "survey od-randomize {survey}/trips.csv --from from_county --to to_county "
     "--blocks 19 --epsilon 1 --out {out}",
+    "survey od-estimate": "survey od-estimate {survey}/trips.csv --from from_county --to to_county --blocks 19 "
+    "--keep-probability 0.5 --out {outfile}",
     "survey perturb-trajectories": "survey perturb-trajectories {survey}/trajectories.csv --lat lat --lon lon "
     "--trip trip --epsilon 1 --max-step-metres 500 --out {out}",
     "mpc serve": "mpc serve --grid {grid} --sigma2-max 900",
@@ -71,7 +74,7 @@ BASES: dict[str, str] = {
     "budget show": "budget show d --budget-store {store} --out {out}",
     "budget history": "budget history d --budget-store {store}",
 }
-"""One valid invocation of each of the 31 sub-commands (placeholders filled in by the fixture)."""
+"""One valid invocation of each sub-command (placeholders filled in by the fixture)."""
 
 INPUT_PLACEHOLDERS = (
     "fleet",
@@ -191,7 +194,7 @@ CASES = _cases()
 
 def test_every_sub_command_is_swept_with_300_cases_or_more() -> None:
     assert set(BASES) == set(_commands()), "a new sub-command needs a base invocation in BASES"
-    assert len({c.command for c in CASES}) == 31
+    assert len({c.command for c in CASES}) == len(BASES)
     assert len(CASES) >= 300, len(CASES)
 
 
@@ -204,14 +207,7 @@ def _sha(root: Path) -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-    )
+    return run_warm(args, cwd=cwd, timeout=120)
 
 
 @pytest.fixture(scope="module")
