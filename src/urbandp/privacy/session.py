@@ -165,9 +165,16 @@ class Session:
         return self._stated(self.release_loss.per_day)
 
     def _stated(self, loss: Loss) -> tuple[float, float]:
+        """``loss`` (the release's per-day or window loss) as (epsilon, delta), or a one-line refusal (an
+        overflow: rho of a ten-year window), before any noise."""
         assert self.release_loss is not None
         eps, delta, why = self.release_loss.approx(loss)
         if eps is None or delta is None:
+            if loss is self.release_loss.window and len(self.days) > 1:
+                raise InputError(
+                    f"the privacy loss over the {len(self.days)}-day window cannot be stated ({why}); shorten "
+                    "the window"
+                )
             raise InputError(f"the privacy loss cannot be stated: {why}")
         return eps, delta
 
