@@ -147,6 +147,30 @@ def test_counts_books_what_privacy_json_states(tmp_path: Path, mechanism: str, d
     assert (booked["delta_per_day"] or 0.0) == stated["total_delta"]
 
 
+@pytest.mark.parametrize("days", [1, 3])
+def test_counts_partition_selection_books_what_privacy_json_states(tmp_path: Path, days: int) -> None:
+    """No public domain: the cells are selected by OpenDP's threshold; a card on all D days with an event pays
+    D x the selection's (epsilon, delta), stated in privacy.json's per_card_window and booked as is."""
+    taps = tmp_path / "taps"
+    r = runner.invoke(
+        app, ["counts", "synth", "--out", str(taps), "--days", str(days), "--trips-per-day", "60"]
+    )
+    assert r.exit_code == 0, r.output
+    store = _book("card-day", tmp_path)
+    args = ["counts", "release", str(taps / "events.csv"), "--select-partitions", "--unit", "card-day"]
+    args += ["--max-events", "4", "--epsilon", "1", "--delta", "1e-7", "--dataset", "ds", "--budget-store", store]
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel")])
+    assert r.exit_code == 0, r.output
+    stated = json.loads((tmp_path / "rel" / "privacy.json").read_text())
+    booked, per_day = _booked(store)
+    card = stated["per_card_window"]
+    assert card["days"] == booked["days"] == days
+    assert (booked["window_epsilon"], booked["window_delta"]) == (card["epsilon"], card["delta"])
+    assert card["epsilon"] == pytest.approx(days * stated["epsilon"], rel=1e-12)
+    assert card["delta"] == pytest.approx(days * stated["delta"], rel=1e-12)
+    assert {eps for eps, _ in per_day.values()} == {stated["epsilon"]}
+
+
 def test_dp_map_books_what_privacy_json_states(tmp_path: Path) -> None:
     """A dp-map is booked per vehicle-day: the day's windows x cells composed optimally, as privacy.json states."""
     readings = tmp_path / "readings.csv"
