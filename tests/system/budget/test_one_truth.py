@@ -158,7 +158,18 @@ def test_counts_partition_selection_books_what_privacy_json_states(tmp_path: Pat
     assert r.exit_code == 0, r.output
     store = _book("card-day", tmp_path)
     args = ["counts", "release", str(taps / "events.csv"), "--select-partitions", "--unit", "card-day"]
-    args += ["--max-events", "4", "--epsilon", "1", "--delta", "1e-7", "--dataset", "ds", "--budget-store", store]
+    args += [
+        "--max-events",
+        "4",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-7",
+        "--dataset",
+        "ds",
+        "--budget-store",
+        store,
+    ]
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel")])
     assert r.exit_code == 0, r.output
     stated = json.loads((tmp_path / "rel" / "privacy.json").read_text())
