@@ -11,7 +11,9 @@ in a private temporary folder and read back like any other input. Accepted (issu
 * a PyArrow ``Table`` (or anything with ``__arrow_c_stream__``).
 
 Nothing here looks at values: the conversion is column-wise, and what cannot be converted is refused in one line
-(:class:`~urbandp.errors.InputDataError`), naming the parameter.
+(:class:`~urbandp.errors.InputDataError`), naming the parameter. A zone-aware timestamp column stays zone-aware
+(instants): the release reads it in its own time zone, or refuses it when none is known
+(:mod:`urbandp.records.timezones`); a fixed-offset zone (``UTC+05:30``) becomes the same instants in UTC.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from urbandp.errors import InputDataError
+from urbandp.records import timezones
 
 TableLike = Any
 """A path, a list of paths, or a table object (Polars, pandas, GeoPandas, PyArrow)."""
@@ -59,10 +62,11 @@ def to_polars(data: TableLike, parameter: str = "data") -> pl.DataFrame:
         data = _points_to_columns(data)
     module = type(data).__module__.split(".")[0]
     try:
+        # a fixed-offset zone (UTC+05:30), which Polars refuses, is read as the same instants in UTC
         if module == "pandas":
-            return pl.from_pandas(data)
+            return pl.from_pandas(timezones.pandas_in_utc(data))
         if module == "pyarrow" or hasattr(data, "__arrow_c_stream__"):
-            frame = pl.from_arrow(data)
+            frame = pl.from_arrow(timezones.arrow_in_utc(data) if module == "pyarrow" else data)
             if isinstance(frame, pl.DataFrame):
                 return frame
     except Exception as err:  # a column Polars cannot represent: one line, not a traceback

@@ -45,6 +45,7 @@ from urbandp.errors import InputError
 from urbandp.grid.h3cells import cell_expr
 from urbandp.records.readers import SUFFIXES, _as_float, _coordinate_pair, expand_inputs, input_kind
 from urbandp.records.schema import ColumnMapping
+from urbandp.records.timezones import check_parquet_instants
 from urbandp.records.validation import QUARANTINE_COLUMNS, REASONS, ValidationOptions, validate
 
 if TYPE_CHECKING:
@@ -409,6 +410,8 @@ class SparkBackend:
                 parameters="engine",
             )
         options = options or ValidationOptions()
+        # a zone-aware timestamp column needs the release's zone, as on the default engine
+        check_parquet_instants(files, columns, options.timezone)
         if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
             options = dataclasses.replace(options, latest_plausible=options.plausible_until)
         window = window or ContributionSpec()

@@ -45,6 +45,7 @@ from urbandp.frames import TableLike, input_paths
 from urbandp.outputs import check_output_path, output_policy
 from urbandp.privacy.budget_store import checkpoint
 from urbandp.provenance import parameters_hash
+from urbandp.records.timezones import with_feed_zone
 from urbandp.results import Release
 from urbandp.session import Session
 
@@ -154,6 +155,8 @@ def release(
     given = python_values({**dict.fromkeys(OPTION_NAMES), **options, "columns": columns})
     a = {**given, "config": None if config is None else Path(config)}
     cfg, validation, mapping = configure(a)
+    # the release's time zone: timezone, else the GTFS domain's agency_timezone (zone-aware columns need one)
+    validation = with_feed_zone(validation, cfg.domain_gtfs)
     from urbandp.contributions.spark_session import check_engine
 
     budget = session if session is not None else Session()

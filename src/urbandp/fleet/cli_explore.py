@@ -30,7 +30,9 @@ def explore(
         None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
     ),
     timezone: str | None = typer.Option(
-        None, help="Convert timestamps to this zone (default: wall-clock time as written)."
+        None,
+        help="Time zone of the hour slots (IANA, e.g. America/Chicago): timestamps with a known instant are "
+        "converted to it; needed for a zone-aware timestamp column (default: wall-clock time as written).",
     ),
     speed_reject_above: float | None = typer.Option(
         None, help="Quarantine speeds above this many km/h (default: 150)."

@@ -41,8 +41,10 @@ def _plan(a: dict[str, Any]) -> None:
     from urbandp.privacy.loss import Loss
     from urbandp.privacy.session import Session
     from urbandp.records.readers import expand_inputs
+    from urbandp.records.timezones import with_feed_zone
 
     cfg, options, columns = configure(a)
+    options = with_feed_zone(options, cfg.domain_gtfs)  # the release's time zone, as the release reads it
     check_target_error(a["target_error"])
     first, last, day_set = public_window(cfg)
     if first is None or last is None:

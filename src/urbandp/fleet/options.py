@@ -225,7 +225,9 @@ RELEASE_OPTIONS: tuple[ReleaseOption, ...] = (
     ReleaseOption(
         "timezone",
         str | None,
-        "Convert timestamps to this zone (default: wall-clock time as written).",
+        "The release's time zone (IANA, e.g. America/Chicago): the hour slots are its local hours, and every "
+        "timestamp with a known instant is converted to it; needed for a zone-aware timestamp column (default: "
+        "the --domain-gtfs feed's agency_timezone, else the wall-clock time written in the timestamps).",
         toml_table="input",
     ),
     ReleaseOption(

@@ -149,11 +149,11 @@ def load_records(
     the others are counted in ``records_outside_window``; the H3 ``cell`` at the window's resolution is computed in
     the same streaming pass (the costliest per-record step runs in parallel with reading and parsing).
     """
-    lines, mapping, files = scan_records(list(paths), columns)
+    options = options or ValidationOptions()
+    lines, mapping, files = scan_records(list(paths), columns, timezone=options.timezone)
     # A CSV line with no value in any field is not a record (docs/records.md): counted with records_in, dropped here.
     has_csv = any(input_kind(f) == "csv" for f in files)
     raw = (lines.filter(~pl.col("empty_line")) if has_csv else lines).drop("empty_line")
-    options = options or ValidationOptions()
     has_feed = any(input_kind(f) == gtfs_realtime.KIND for f in files)
     gtfs_realtime.check_speed_unit(has_feed, options.speed_unit, options.speed_unit_since)
     lf = validate(raw, options)

@@ -24,7 +24,7 @@ import polars as pl
 from polars.datatypes import DataTypeClass
 
 from urbandp.errors import InputError, one_line
-from urbandp.records import geoparquet, gtfs_realtime
+from urbandp.records import geoparquet, gtfs_realtime, timezones
 from urbandp.records.schema import ColumnMapping
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
             if kind == "csv":
                 lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
             elif kind == "parquet":
-                lf = pl.scan_parquet(path)
+                lf = _scan_parquet(path, points=False)
             elif kind == "jsonl":  # a Polars scan would infer its schema from the whole file
                 out[given.name] = _json_lines_head(path, column, n)
                 continue
@@ -622,7 +622,7 @@ def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFram
         if kind == gtfs_realtime.KIND:
             return gtfs_realtime.read_gtfs_realtime(path).lazy()
         if kind == "parquet":
-            return geoparquet.scan_parquet_points(path)
+            return _scan_parquet(path)
         if kind == "jsonl":
             return read_json_lines(path, columns).lazy()
         return read_json_array(path, columns).lazy()
@@ -630,6 +630,20 @@ def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFram
         raise InputError(str(err).replace(str(path), str(given))) from None
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
         raise InputError(f"cannot read {given}: {read_error_line(err)}") from None
+
+
+def _scan_parquet(path: Path, points: bool = True) -> pl.LazyFrame:
+    """A Parquet file as :func:`geoparquet.scan_parquet_points` reads it (``points``) or as it is; a plain file
+    whose timestamps carry a fixed-offset zone (``+05:30``, which Polars cannot scan) is read whole, through
+    PyArrow, with them relabelled UTC (same instants)."""
+    import pyarrow.parquet as pq
+
+    utc = timezones.arrow_schema_in_utc(pq.read_schema(path))
+    if utc is None or (points and geoparquet.geo_metadata(path) is not None):
+        return geoparquet.scan_parquet_points(path) if points else pl.scan_parquet(path)
+    frame = pl.from_arrow(pq.read_table(path, schema=utc))
+    assert isinstance(frame, pl.DataFrame)  # a table gives a frame
+    return frame.lazy()
 
 
 def _schema(lf: pl.LazyFrame, path: Path) -> pl.Schema:
@@ -678,11 +692,14 @@ def _timestamp_text(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
 
 
 def scan_records(
-    paths: list[Path], columns: dict[str, str] | None = None
+    paths: list[Path], columns: dict[str, str] | None = None, *, timezone: str | None = None
 ) -> tuple[pl.LazyFrame, ColumnMapping, list[Path]]:
     """Scan every input file into the raw canonical frame; all files must map to the same columns.
 
-    Raises :class:`InputError` for a missing file, an unreadable file or a missing required column.
+    ``timezone``: the release's time zone. A zone-aware timestamp column (instants) needs it and is refused
+    without it (:func:`urbandp.records.timezones.check_instants`); a GTFS-realtime input's POSIX times are read as
+    any epoch number. Raises :class:`InputError` for a missing file, an unreadable file or a missing required
+    column.
     """
     files = expand_inputs(paths)
     frames: list[pl.LazyFrame] = []
@@ -702,6 +719,8 @@ def scan_records(
             lat = _as_float(pl.col(m.latitude), schema[m.latitude])
             lon = _as_float(pl.col(m.longitude), schema[m.longitude])
         ts_dtype = schema[m.timestamp]
+        if not own:
+            timezones.check_instants(ts_dtype, m.timestamp, timezone)
         ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
         tolerant = "__line" in schema
         numbered = lf if tolerant else lf.with_row_index("__line", offset=1)

@@ -206,7 +206,7 @@ class PmMapOptions:
     max_readings_per_vehicle_window: int = option(
         DEFAULT_MAX_READINGS,
         help="Public bound M: a vehicle-window keeps at most M readings (a pseudo-random subset keyed on each "
-        "reading's time); the noise grows with M; a reading costs 2 epsilon / M.",
+        "reading's own time and vehicle); the noise grows with M; a reading costs 2 epsilon / M.",
         bounds=Bounds(at_least=1),
     )
 

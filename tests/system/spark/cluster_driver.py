@@ -18,10 +18,11 @@ import polars as pl
 import urbandp as ud
 from urbandp.privacy.noise import ExactNoiseForTesting
 
-#: the fleet release as tests/unit/contributions/test_spark_equality.py makes it: every HAT with a vehicle-day
+#: the fleet release as tests/unit/contributions/test_spark_equality.py makes it: every HAT with a vehicle-day; the
+#: typed fleet's instants read in Surat's zone (the offsets of the text fleet)
 FLEET_OPTIONS: dict[str, Any] = {
     "noise_scale": 1.0, "neighbouring": "replace-one", "selection": "public-threshold", "min_vehicles_per_day": 0,
-    "max_hats_per_vehicle_day": 10_000, "precision": 9,
+    "max_hats_per_vehicle_day": 10_000, "precision": 9, "timezone": "Asia/Kolkata",
 }  # fmt: skip
 #: the count release: card-days bounded to 2 events each, on the synthetic taps' public domain
 COUNT_OPTIONS: dict[str, Any] = {"unit": "card-day", "max_events": 2, "noise_scale": 1.0}
