@@ -3,6 +3,8 @@ one reading (at most two kept readings change), so a reading costs 2 epsilon / M
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -109,3 +111,33 @@ def test_privacy_json_states_the_loss_per_reading() -> None:
         assert f"2 x 4 / {m}" in doc["epsilon_per_reading_note"]
     rel = ud.sensing.pm_map(df.drop("vehicle"), **kw)  # type: ignore[arg-type]
     assert rel.privacy.model_dump()["epsilon_per_reading"] == pytest.approx(4.0)
+
+
+def test_the_command_states_the_loss_per_reading(tmp_path: Path) -> None:
+    """The command's summary line names the reading's loss beside the vehicle-window's and the vehicle-day's."""
+    from typer.testing import CliRunner
+
+    from urbandp.cli import app
+
+    r, vehicle = _unit(12)
+    csv = tmp_path / "readings.csv"
+    pl.DataFrame(
+        {
+            "lat": r.lat,
+            "lon": r.lon,
+            "time": np.datetime_as_string(r.time, unit="s"),
+            "pm25": r.value,
+            "vehicle": vehicle,
+        }
+    ).write_csv(csv)
+    box = ",".join(str(x) for x in BBOX)
+    res = CliRunner().invoke(
+        app,
+        ["sensing", "pm-map", str(csv), "--bbox", box, "--start", "2024-01-15T08:00", "--end", "2024-01-15T09:00",
+         "--epsilon", "4", "--cell-metres", "1100", "--smoother", "none", "--out", str(tmp_path / "map")],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (
+        "epsilon 4 per vehicle-window (at most 3 readings, 2.667 per reading; 4 per vehicle-day)"
+        in res.stdout
+    )
