@@ -1,4 +1,5 @@
 # urbandp: `make demo` and `make test` work on a fresh clone (they create .venv themselves).
+# make test runs the suite on one pytest-xdist worker per core, a test file per worker (its module fixtures once).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -22,7 +23,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'

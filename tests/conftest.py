@@ -57,12 +57,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _COLLECTION_FAILURES: list[str] = []
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, None]:
+def pytest_collectreport(report: pytest.CollectReport) -> None:
     """A module skipped at collection (``importorskip``) for a missing extra: kept skipped (a failed collection
-    would stop the whole run) but it fails the session under CI, see :func:`pytest_sessionfinish`."""
-    outcome = yield
-    report = outcome.get_result()
+    would stop the whole run) but it fails the session under CI, see :func:`pytest_sessionfinish`. Under
+    pytest-xdist this runs in the controller, which receives every skipped collection from the workers."""
     if report.skipped:
         message = strict_failure(_skip_reason(report.longrepr))
         if message is not None:

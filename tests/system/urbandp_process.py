@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Literal
+
+from warm_process import run_warm
 
 
 def run_urbandp(
     *args: str, cwd: Path | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """``python -m urbandp ARGS`` in ``cwd``, output captured as text, never raising on a non-zero exit."""
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=cwd,
-    )
+    return run_warm(list(args), cwd=cwd, timeout=timeout)
 
 
 def assert_refused(

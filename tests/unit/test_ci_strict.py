@@ -37,7 +37,7 @@ def test_spark():
 """
 
 
-def _run(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, ci: str | None, *extra: str) -> subprocess.CompletedProcess[str]:
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
     (tmp_path / "test_skips.py").write_text(SKIPS)
     (tmp_path / "test_module_skip.py").write_text(MODULE_SKIP)
@@ -45,7 +45,7 @@ def _run(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess[str]:
     if ci is not None:
         env["CI"] = ci
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *extra, str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,
@@ -72,3 +72,11 @@ def test_under_ci_a_missing_extra_fails_the_run(tmp_path: Path, ci: str) -> None
     # collection stays skipped (the other modules still run) but fails the session
     assert "2 failed" in res.stdout and "1 error" in res.stdout and "2 skipped" in res.stdout
     assert "SKIPPED [1] test_skips.py" in res.stdout  # a skip that is not about an extra stays a skip
+
+
+def test_under_ci_a_module_skipped_at_collection_fails_a_parallel_run(tmp_path: Path) -> None:
+    """``make test`` runs the suite on pytest-xdist workers: a module a worker skipped at collection for a missing
+    extra still fails the run (the controller receives the worker's skipped collection report)."""
+    res = _run(tmp_path, "true", "-n", "2")
+    assert res.returncode == 1, res.stdout
+    assert "FAILED (collection) test_module_skip.py" in res.stdout

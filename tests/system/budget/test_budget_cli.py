@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from warm_process import run_warm
 
-import urbandp
 from urbandp.cli import app
 from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
 
@@ -134,11 +132,7 @@ def test_sensing_dp_map_charges_readings(tmp_path: Path) -> None:
 
 
 def _urbandp(*args: str) -> subprocess.CompletedProcess[str]:
-    src = str(Path(urbandp.__file__).parents[1])
-    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, env=env, timeout=120
-    )
+    return run_warm(list(args), timeout=120)
 
 
 def _snapshot(url: str) -> tuple[object, ...]:

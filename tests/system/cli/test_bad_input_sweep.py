@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import shlex
 import subprocess
-import sys
 import types
 import typing
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from warm_process import run_warm
 
 pytestmark = pytest.mark.system
 
@@ -204,14 +204,7 @@ def _sha(root: Path) -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-    )
+    return run_warm(args, cwd=cwd, timeout=120)
 
 
 @pytest.fixture(scope="module")

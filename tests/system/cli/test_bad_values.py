@@ -10,10 +10,10 @@ directory is under ``/proc``, which refuses it even for root, so the test also h
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from warm_process import run_warm
 
 pytestmark = pytest.mark.system
 
@@ -55,9 +55,7 @@ REAL_CASES: dict[str, str] = {
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, timeout=300, check=False
-    )
+    return run_warm(list(args), timeout=300)
 
 
 def _assert_one_line_exit_2(*args: str) -> None:

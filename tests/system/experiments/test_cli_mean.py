@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 from typer.testing import CliRunner
+from warm_process import run_warm
 
 from urbandp.experiments.cli import app
 
@@ -18,9 +18,7 @@ runner = CliRunner()
 
 
 def _urbandp(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, check=False
-    )
+    return run_warm(list(args))
 
 
 def test_synthetic_run_writes_table_csv_and_png(tmp_path: Path) -> None:

@@ -6,21 +6,18 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from urbandp_process import owner_report
+from warm_process import run_warm
 
 HEADER = "vehicle_id,timestamp,speed,latitude,longitude\n"
 T0 = dt.datetime(2016, 11, 24, 9, 0, tzinfo=dt.UTC)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src"), "COLUMNS": "400"}
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, timeout=300, env=env
-    )
+    return run_warm(list(args), env={**os.environ, "COLUMNS": "400"}, timeout=300)
 
 
 def _fleet(path: Path, fmt: object, n: int = 3000) -> Path:

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 from scipy import stats
 from typer.testing import CliRunner
+from warm_process import run_warm
 
 from urbandp.cli import app
 from urbandp.fleet.config import HatReleaseConfig
@@ -232,9 +233,7 @@ def test_explore_writes_the_resolution_table_and_histograms(fleet_file: Path, tm
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, timeout=120
-    )
+    return run_warm(list(args), timeout=120)
 
 
 @pytest.mark.parametrize(

@@ -14,15 +14,14 @@ from urbandp.mpc import spu_missing_reason
 
 sys.path.insert(0, str(Path(__file__).parent))
 from mpc_helpers import free_port, random_grid, wait_for_port
+from warm_process import run_warm
 
 REASON = spu_missing_reason(in_process=False)
 KEYS = ["function", "value", "error", "beta", "n_cells", "seconds"]
 
 
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "urbandp", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return run_warm(list(args), timeout=timeout)
 
 
 def test_missing_server_is_one_clear_line(tmp_path: Path) -> None:

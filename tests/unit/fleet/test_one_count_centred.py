@@ -222,16 +222,16 @@ def test_presence_public_keeps_a_record_with_a_bad_speed_for_presence(tmp_path: 
 def test_plan_json_is_valid_when_piped(tmp_path: object) -> None:
     """Rich wrapped long lines at 80 columns when stdout was a pipe, which broke the JSON (issue 21 item 7)."""
     import json
-    import subprocess
-    import sys
     from pathlib import Path
+
+    from warm_process import run_warm
 
     d = Path(str(tmp_path))
     (d / "in.csv").write_text("vehicle_id,timestamp,speed,latitude,longitude\n")
-    args = [sys.executable, "-m", "urbandp", "plan", str(d / "in.csv"), "--out", str(d / "plan")]
+    args = ["plan", str(d / "in.csv"), "--out", str(d / "plan")]
     args += ["--epsilon-per-day", "4", "--dates", "2016-11-24,2016-11-25,2016-11-27,2016-12-16"]
     args += ["--domain-bbox", "30.15,-97.95,30.55,-97.6", "--target-error", "2"]
-    res = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+    res = run_warm(args, timeout=120)
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
     assert plan == json.loads((d / "plan" / "plan.json").read_text())
