@@ -26,12 +26,15 @@ import pytest
 
 from urbandp.contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.errors import InvalidParameterError
+from urbandp.fleet import hat_release
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import release_hats
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.noise import ExactNoiseForTesting
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
+# The fleet's building block, called directly with exact noise (no Session, no guard); where it is internal
+# (``_release_hats``) that name is used.
+release_hats = vars(hat_release).get("_release_hats") or vars(hat_release)["release_hats"]
 D0 = dt.date(2021, 11, 15)
 SURAT = (21.09, 72.75, 21.25, 72.91)  # a public extent of 62 resolution-7 HATs in slot 9
 CELLS = [0x8742D9D69FFFFFF, 0x8742D9D6BFFFFFF, 0x8742D9D68FFFFFF, 0x8742D9D6AFFFFFF]
