@@ -3,7 +3,7 @@
 Scenario A (10 M cells, 5% non-zero, card-day k=4, epsilon 1 -> discrete Laplace scale 4, --suppress-below 18),
 measured side by side in one run:
 
-* sparse: ``release_counts(..., sampling="sparse")`` -- OpenDP noise on the non-zero cells only, the published
+* sparse: ``_release_counts(..., sampling="sparse")`` -- OpenDP noise on the non-zero cells only, the published
   zero cells sampled exactly (:mod:`urbandp.counts.sparse`), marginals from the published joint;
 * dense (baseline): ``sampling="dense"`` -- one OpenDP draw per cell (chunked on all cores), marginals from the
   full noisy joint (today's path, unchanged).
@@ -63,10 +63,10 @@ def config(sampling: str, **kw: Any) -> Any:
 
 
 def timed_release(raw: Any, domain: Any, cfg: Any) -> tuple[Any, float]:
-    from urbandp.counts import release_counts
+    from urbandp.counts.table_release import _release_counts
 
     t0 = time.perf_counter()
-    rel = release_counts(raw, domain, cfg)
+    rel = _release_counts(raw, domain, cfg)
     return rel, time.perf_counter() - t0
 
 

@@ -31,7 +31,7 @@ def _peak_gb() -> float:
 
 def run_ours(path: Path, mode: str) -> dict[str, float]:
     from urbandp.fleet.config import HatReleaseConfig
-    from urbandp.fleet.pipeline import release_fleet, write_release
+    from urbandp.fleet.pipeline import _write_release, release_fleet
 
     if mode == "report-method":
         cfg = HatReleaseConfig(noise_scale=1.0, neighbouring="replace-one", selection="public-threshold")
@@ -42,7 +42,7 @@ def run_ours(path: Path, mode: str) -> dict[str, float]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:  # the release and its owner_only/ sibling, discarded
-        write_release(Path(tmp) / f"out-{mode}", release, loaded, with_map=False)
+        _write_release(Path(tmp) / f"out-{mode}", release, loaded, with_map=False)
     seconds = time.perf_counter() - t
     return {
         "seconds": seconds,

@@ -3,7 +3,7 @@
 For each size (synthetic ITMS-shaped Parquet, generated once per size under benchmarks/data/) the same release
 (report method: presence-public, public threshold, no map) runs in its own process with ``--engine polars`` (the
 baseline), then with Spark ``local[1]`` and ``local[2]``. Reported per run: wall seconds of ``release_fleet`` +
-``write_release`` (Spark session start-up excluded, reported apart), records/s, the ratio to Polars, and peak
+``_write_release`` (Spark session start-up excluded, reported apart), records/s, the ratio to Polars, and peak
 memory sampled every 0.1 s: the driver (the Python driver plus the JVM, which in local mode also hosts the
 executors) and the whole process tree (with the Python workers).
 
@@ -80,7 +80,7 @@ class PeakMemory:
 
 def run_one(path: Path, engine: str, master: str | None) -> dict[str, float | str | None]:
     from urbandp.fleet.config import HatReleaseConfig
-    from urbandp.fleet.pipeline import release_fleet, write_release
+    from urbandp.fleet.pipeline import _write_release, release_fleet
 
     cfg = HatReleaseConfig(noise_scale=1.0, neighbouring="replace-one", selection="public-threshold")
     with PeakMemory() as peak:
@@ -94,7 +94,7 @@ def run_one(path: Path, engine: str, master: str | None) -> dict[str, float | st
         t = time.perf_counter()
         release, loaded = release_fleet([path], cfg, engine=engine, spark_master=master)
         with tempfile.TemporaryDirectory() as tmp:
-            write_release(Path(tmp) / "out", release, loaded, with_map=False)
+            _write_release(Path(tmp) / "out", release, loaded, with_map=False)
         seconds = time.perf_counter() - t
     return {
         "engine": engine if master is None else f"spark {master}",

@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 from bench_peers import AUSTIN_BBOX, DELTA, RESOLUTION, SURAT_BBOX, K, U, datasets, ensure_data  # noqa: E402
 from results_file import write_results  # noqa: E402
 from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
-from urbandp.fleet.hat_release import release_hats  # noqa: E402
+from urbandp.fleet.hat_release import _release_hats  # noqa: E402
 from urbandp.fleet.measure import truncate_vehicle_days, truncation_key  # noqa: E402
 from urbandp.fleet.selection import domain_cells  # noqa: E402
 from urbandp.privacy.noise import ExactNoiseForTesting  # noqa: E402
@@ -80,7 +80,7 @@ def calibration(
         dates=tuple(days),
         domain_bbox=extent,
     )
-    sel = release_hats(table, cfg, len(days), EXACT).privacy["selection"]
+    sel = _release_hats(table, cfg, len(days), EXACT).privacy["selection"]
     return float(sel["threshold_vehicle_days"]), float(sel["noise_scale"])
 
 

@@ -45,7 +45,7 @@ import polars_h3 as plh3
 
 from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.levels import MergedSlotSpec, coarse_contributions, released_units
 from urbandp.fleet.pipeline import load_records
 from urbandp.grid.h3cells import cell_to_string
@@ -252,7 +252,7 @@ def run_dataset(
             t = time.perf_counter()
             draws = []
             for _ in range(REPEATS):
-                r = release_hats(contributions, cfg, days, OpenDPNoise(), slots=slots)
+                r = _release_hats(contributions, cfg, days, OpenDPNoise(), slots=slots)
                 rest = None
                 if cfg.coarsen != "none" and cfg.coarsen_rule == "fill" and "level" in r.speed.columns:
                     rest = remainder_truth(contributions, r.speed, slots)

@@ -138,8 +138,8 @@ OPAL_DAILY = {"epsilon": 1.0, "threshold": 18, "cells": 7 * 2 * 1 * 648}
 (one unit per count), a domain of 7 days x 2 taps x 1 bin x 648 places."""
 
 README_RECIPE = {"epsilon": 1.0, "max_events": 4, "threshold": 18}
-"""The README's count recipe: ``--unit card-day --max-events 4 --epsilon 1 --suppress-below 18`` on the taps of
-``urbandp counts synth`` (default options)."""
+"""The README's count unit, ``--unit card-day --max-events 4 --epsilon 1``, on the taps of ``urbandp counts synth``
+(default options), at the Opal publisher's threshold 18 (the README itself uses the recommended one)."""
 
 
 def _synth_cells() -> int:
@@ -179,15 +179,69 @@ def counts_noise_only() -> str:
         cells,
     )
     expected = float(recipe["expected_noise_only_cells_at_most"])
+    recommended = _advice(scale, cells)
     return (
         f"With one unit per count at epsilon {OPAL_DAILY['epsilon']:g} (noise scale {opal_scale:.3g}), a cell "
         f"whose raw count is 0 is published with P = {opal['noise_only_publish_probability']:.2g}: at most "
         f"{opal['expected_noise_only_cells_at_most']:.1g} noise-only cells expected over its "
-        f"{OPAL_DAILY['cells']:,} cells. The README's recipe is another unit: card-days of up to k = {k} events "
-        f"at epsilon {README_RECIPE['epsilon']:g} give scale {scale:.3g} and P = "
-        f"{recipe['noise_only_publish_probability']:.3g} per cell, and over the {cells:,} cells of `counts "
-        f"synth`'s domain the tool warns of up to {expected:,.0f} noise-only cells (`--suppress-below "
-        f"{recipe['threshold_for_at_most_one_noise_only_cell']}` keeps that below one)."
+        f"{OPAL_DAILY['cells']:,} cells. The README's unit is another: card-days of up to k = {k} events "
+        f"at epsilon {README_RECIPE['epsilon']:g} give scale {scale:.3g}, so the publisher's threshold "
+        f"{README_RECIPE['threshold']} has P = {recipe['noise_only_publish_probability']:.3g} per cell, and over "
+        f"the {cells:,} cells of `counts synth`'s domain the tool warns of up to {expected:,.0f} noise-only cells "
+        f"(`--suppress-below {recipe['threshold_for_at_most_one_noise_only_cell']}` keeps that below one: the "
+        f"README's recipe uses it; at most {recommended['expected_noise_only_cells_at_most']:.2f} expected)."
+    )
+
+
+def _advice(scale: float, cells: int) -> dict[str, Any]:
+    """What ``counts release --dry-run`` recommends for a discrete Laplace of ``scale`` over ``cells`` cells."""
+    from urbandp.counts.tails import IntegerNoise
+    from urbandp.counts.threshold_advice import advice
+
+    return advice(IntegerNoise("discrete_laplace", scale), cells)
+
+
+def counts_opal_threshold() -> str:
+    """The Opal daily table at the README's unit: what the publisher's threshold 18 lets through, and the
+    threshold ``--dry-run`` recommends."""
+    from urbandp.counts import PrivacyUnit
+
+    k, cells = int(README_RECIPE["max_events"]), int(OPAL_DAILY["cells"])
+    scale, at18 = noise_only(
+        PrivacyUnit("card-day", max_events=k),
+        README_RECIPE["epsilon"],
+        int(README_RECIPE["threshold"]),
+        cells,
+    )
+    recommended = _advice(scale, cells)
+    return (
+        f"At the README's unit (card-days of up to k = {k} events, epsilon {README_RECIPE['epsilon']:g}, scale "
+        f"{scale:.3g}) the publisher's threshold {README_RECIPE['threshold']} lets up to "
+        f"{at18['expected_noise_only_cells_at_most']:,.0f} noise-only cells through (P = "
+        f"{at18['noise_only_publish_probability']:.3g} per cell over {cells:,} cells); `--dry-run` recommends "
+        f"`--suppress-below {recommended['recommended_suppress_below']}`, at which at most "
+        f"{recommended['expected_noise_only_cells_at_most']:.2f} are expected."
+    )
+
+
+OPAL_EXTRACT_CELLS = 137_088
+"""The domain of Opal's 15-minute extracts as docs/counts.md releases them (7 days x 2 taps x 96 bins x 102
+stations)."""
+
+
+def counts_extract_threshold() -> str:
+    """docs/counts.md's figures for the 15-minute extracts at the README's unit: threshold 18 and the advised one."""
+    from urbandp.counts import PrivacyUnit
+
+    k = int(README_RECIPE["max_events"])
+    scale, at18 = noise_only(
+        PrivacyUnit("card-day", max_events=k), README_RECIPE["epsilon"], 18, OPAL_EXTRACT_CELLS
+    )
+    recommended = _advice(scale, OPAL_EXTRACT_CELLS)
+    return (
+        f"a threshold of 18 lets up to {at18['expected_noise_only_cells_at_most']:,.0f} noise-only cells through, "
+        f"the recommended {recommended['recommended_suppress_below']} at most "
+        f"{recommended['expected_noise_only_cells_at_most']:.2f}"
     )
 
 
@@ -203,6 +257,9 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "options sensing query": lambda: option_table("sensing query"),
     "target-width": target_width,
     "counts-noise-only": counts_noise_only,
+    "counts-opal-threshold": counts_opal_threshold,
+    "counts-extract-threshold": counts_extract_threshold,
+    "options counts prepare": lambda: option_table("counts prepare"),
 }
 """Each generated block's text, by its key."""
 

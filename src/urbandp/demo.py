@@ -20,7 +20,7 @@ from rich.progress import Progress
 import urbandp.survey.demo as survey_demo
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.explore import comparison_table, explore, write_histograms
-from urbandp.fleet.pipeline import load_records, release_fleet, write_release
+from urbandp.fleet.pipeline import _write_release, load_records, release_fleet
 from urbandp.synth.fleet import SURAT, FleetSpec, write_fleet_days
 
 # The synthetic city's public extent (centre 21.17N 72.83E, ~7.5 km radius): chosen without reading the data.
@@ -60,7 +60,7 @@ def main(out_dir: Path) -> None:
     for step, (name, cfg) in enumerate(runs.items(), start=3):
         with console.status(f"releasing ({name})"):
             release, loaded = release_fleet([fleet], cfg)
-            write_release(out_dir / name, release, loaded)
+            _write_release(out_dir / name, release, loaded)
         p: dict[str, Any] = dict(release.privacy)
         console.print(
             f"[bold]{step}. {name}[/] ({p['neighbouring']}, selection {p['selection']['method']}): "

@@ -29,8 +29,10 @@ class Session:
     ``urbandp budget init``; None: no store is charged).
 
     ``allow_meaningless_epsilon``: run a release whose loss protects nobody, labelled NOT DP (refused with a
-    dataset). ``noise``: the noise source, for tests only (a seeded source makes a release reproducible and is
-    labelled as such); releases use OpenDP's samplers. ``operator``: the name the store records with each release
+    dataset). ``noise``: the noise source, for tests only; releases use OpenDP's samplers. A source that does not
+    declare ``is_private = True`` (:class:`~urbandp.privacy.noise.ExactNoiseForTesting`, a seeded simulation
+    source) makes every release NOT DP: labelled so in its privacy.json (``not_dp_reasons``), and refused with a
+    ``dataset`` (:func:`urbandp.privacy.guards.noise_reasons`). ``operator``: the name the store records with each release
     (default ``$URBANDP_OPERATOR``, else the OS user name).
     """
 
@@ -56,8 +58,13 @@ class Session:
         """The budget store's ids of the releases this session committed, in order."""
 
     def charge(self, unit: str, *, out: Path | None = None, command_line: str | None = None) -> ReleaseCharge:
-        """One release's charge, in the privacy ``unit`` of the wing (used as a context manager)."""
-        return ReleaseCharge(
+        """One release's charge, in the privacy ``unit`` of the wing (used as a context manager).
+
+        A ``noise`` source that does not declare itself private is a NOT DP reason of the charge from the start
+        (:meth:`ReleaseCharge.refuse_not_dp`): every wing labels the release NOT DP from the charge's reasons, and
+        with a ``dataset`` the release is refused here, before any input is read.
+        """
+        charge = ReleaseCharge(
             self.dataset,
             self.store,
             unit=unit,
@@ -67,6 +74,8 @@ class Session:
             allow_meaningless_epsilon=self.allow_meaningless_epsilon,
             operator=self.operator,
         )
+        charge.refuse_not_dp([])
+        return charge
 
     def committed(self, charge: ReleaseCharge) -> None:
         """Record a committed charge (called by the wings once their release returned)."""

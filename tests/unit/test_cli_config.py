@@ -36,6 +36,8 @@ def _sample(param: TyperOption) -> Any:
         return 7
     if annotation is float:
         return 0.25
+    if param.multiple:  # a repeatable flag (counts release --column): a TOML array
+        return ["day=x1"]
     return "x1"
 
 
@@ -44,6 +46,8 @@ def _flag_args(param: TyperOption, value: Any) -> list[str]:
     if param.is_flag:
         assert value is True
         return [flag]
+    if isinstance(value, list):
+        return [arg for item in value for arg in (flag, str(item))]
     return [flag, str(value)]
 
 

@@ -92,6 +92,10 @@ ADMITS_ANY: dict[tuple[str, str], str] = {
     ("counts release", "delta"): "the shared delta guard (privacy.guards.check_delta) judges it",
     ("counts release", "top_k_tap"): "a tap name of the public domain, checked against it",
     ("counts release", "spark_master"): "a Spark master URL, Spark's to judge",
+    (
+        "counts release",
+        "column",
+    ): "ROLE=NAME items, checked by counts.columns.column_map and against the header",
     **{
         (release, name): "a column of the input, checked against its header"
         for release, names in {

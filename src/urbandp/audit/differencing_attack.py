@@ -11,6 +11,13 @@ published (``J_1..J_n``), ``gap = M - sum J_i`` estimates the total of the group
 * Marginal *derived from the noisy joint* (urbandp): ``gap`` is exactly the sum of the hidden cells' own noisy
   values, i.e. what a release without suppression would have shown. The attacker gains nothing beyond the noise
   the DP release already accounts for; the interval uses only the hidden cells' noise terms.
+
+Noise alone flags some groups: where nothing is hidden, an interval lies above 0 with probability at most
+``alpha / 2`` (coverage at least ``1 - alpha``, symmetric noise), and the groups of a marginal are independent
+(disjoint cells, independent marginal noise). Over ``G`` differenced groups at most ``G alpha / 2`` are expected
+flagged by chance (``expected_flagged_by_noise_alone_at_most``); ``gain_beyond_noise`` is true only when the
+number flagged is above what noise alone gives at level ``alpha`` (binomial tail ``P(Bin(G, alpha/2) >= k) <
+alpha``, ``p_value_noise_alone``).
 """
 
 from __future__ import annotations
@@ -160,9 +167,20 @@ def _difference(
     return tally
 
 
+def _noise_alone(setting: _Setting, differenced: int, flagged: int) -> tuple[float, float]:
+    """(the groups noise alone flags at most in expectation, the binomial p-value of ``flagged`` or more)."""
+    from scipy import stats
+
+    rate = setting.alpha / 2.0
+    p_value = float(stats.binom.sf(flagged - 1, differenced, rate)) if flagged > 0 else 1.0
+    return differenced * rate, p_value
+
+
 def _report(setting: _Setting, groups: int, tally: _Tally) -> dict[str, object]:
     """The attack's result from the ``groups`` marginal rows checked and what differencing them found."""
     derived, n_recoverable, no_joint = setting.marginals_derived, tally.recoverable, tally.no_joint
+    by_chance, p_value = _noise_alone(setting, groups - no_joint, n_recoverable)
+    beyond = n_recoverable > 0 and p_value < setting.alpha
     out: dict[str, object] = {
         "attack": "differencing",
         "alpha": setting.alpha,
@@ -177,15 +195,19 @@ def _report(setting: _Setting, groups: int, tally: _Tally) -> dict[str, object]:
         "cells": tally.cells,
         "cells_truncated": max(0, n_recoverable - len(tally.cells)) if not derived else None,
         "groups_differenced": groups - no_joint,
-        "gain_beyond_noise": None if groups == no_joint else (not derived and n_recoverable > 0),
+        "expected_flagged_by_noise_alone_at_most": None if derived else by_chance,
+        "p_value_noise_alone": None if derived else p_value,
+        "gain_beyond_noise": None if groups == no_joint else (not derived and beyond),
     }
     if groups == no_joint:
         out["gain_beyond_noise_reason"] = "nothing was differenced: the joint table covers none of the groups"
-    out.update(_finding(setting, groups, tally))
+    out.update(_finding(setting, groups, tally, by_chance, beyond))
     return out
 
 
-def _finding(setting: _Setting, groups: int, tally: _Tally) -> dict[str, object]:
+def _finding(
+    setting: _Setting, groups: int, tally: _Tally, by_chance: float, beyond: bool
+) -> dict[str, object]:
     """The ``finding`` in words; for an independent marginal also the report's Theorem 5 half-width for three
     terms beside the exact one (:func:`theorem5_halfwidth`)."""
     if setting.marginals_derived:
@@ -193,9 +215,17 @@ def _finding(setting: _Setting, groups: int, tally: _Tally) -> dict[str, object]
             "finding": "nothing beyond the noise: each estimate equals the noisy value the DP joint table already "
             "holds for the suppressed cells (suppression after noise is post-processing)"
         }
+    level = f"{1 - setting.alpha:g}"
     finding = (
-        f"{tally.recoverable} marginal groups expose a positive hidden count at level {1 - setting.alpha:g}"
+        f"{tally.recoverable} marginal groups expose a positive hidden count at level {level} (noise alone "
+        f"would flag at most {by_chance:.1f})"
     )
+    if tally.recoverable and not beyond:
+        finding = (
+            f"{tally.recoverable} marginal groups have an interval above 0 at level {level}, no more than noise "
+            f"alone flags (at most {by_chance:.1f} of {groups - tally.no_joint} expected): no evidence of hidden "
+            "counts"
+        )
     if groups and tally.no_joint == groups:
         finding = "the joint table covers none of the marginal's groups (different days or places?)"
     return {

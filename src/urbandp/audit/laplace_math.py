@@ -93,17 +93,22 @@ def fit_difference_scale(u: np.ndarray, *, model: str = "continuous", alpha: flo
 
 # ----------------------------------------------------------------------------- sums of Laplace terms
 def _equal_scale_sf(x: float, n: int, b: float) -> float:
-    """P(S > x) for S a sum of ``n`` iid Laplace(b), exact (term-by-term integral of f_n)."""
+    """P(S > x) for S a sum of ``n`` iid Laplace(b), exact (term-by-term integral of f_n).
+
+    Term ``j`` of f_n integrates to ``(n-1+j)! / (j! (n-1)! 2^(n+j)) Q(n-j, x/b)`` (``Q`` the regularized upper
+    incomplete gamma function, ``m! Q(m+1, z) = Gamma(m+1, z)``). The factorials overflow a float from about
+    85 terms on, so every term is taken in log space (``gammaln``) and the terms are summed by ``logsumexp``;
+    all terms are positive, so nothing cancels.
+    """
     if x < 0:
         return 1.0 - _equal_scale_sf(-x, n, b)
     z = x / b
-    total = 0.0
-    for j in range(n):
-        m = n - 1 - j  # power of |x|/b
-        coef = math.factorial(n - 1 + j) / (math.factorial(j) * math.factorial(m)) * 2.0**-j
-        # integral_x^inf exp(-y/b) (y/b)^m dy / b = Gamma(m+1, z) = m! * Q(m+1, z)
-        total += coef * math.factorial(m) * float(special.gammaincc(m + 1, z))
-    return total / (math.factorial(n - 1) * 2.0**n)
+    j = np.arange(n, dtype=float)
+    with np.errstate(divide="ignore"):  # a tail Q that underflows to 0 is a term of log 0 = -inf
+        log_q = np.log(special.gammaincc(n - j, z))
+    log_terms = special.gammaln(n + j) - special.gammaln(j + 1) - special.gammaln(n) - (n + j) * math.log(2.0)
+    total = special.logsumexp(log_terms + log_q)
+    return float(min(1.0, math.exp(total))) if math.isfinite(total) else 0.0
 
 
 class LaplaceSum:

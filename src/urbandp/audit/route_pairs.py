@@ -1,8 +1,9 @@
 """Build ``a, b`` pairs for the noise-scale attack from a published table.
 
 A route ``mode:FROM>TO`` pairs the tap-ons at ``FROM`` in one time bin with the tap-offs at ``TO`` ``lag`` bins
-later (Culnane et al. 2017, section 2: the Manly ferry, 30 minutes, automatic tap-off). Daily tables (no bin
-column) pair the same day.
+later (Culnane et al. 2017, section 2: the Manly ferry, 30 minutes, automatic tap-off). Daily tables pair the
+same day and ignore the lag: a table without a bin column (Opal's daily file), or whose every bin is ``00:00``
+(urbandp's release over a domain of one 1440-minute bin a day).
 """
 
 from __future__ import annotations
@@ -35,13 +36,21 @@ def _shift_bin(col: pl.Expr, minutes: int) -> pl.Expr:
     )
 
 
+def is_daily(table: pl.DataFrame) -> bool:
+    """Whether ``table`` counts whole days: no ``bin`` column, or ``00:00`` as its only bin (one bin a day)."""
+    if "bin" not in table.columns:
+        return True
+    bins = table["bin"].drop_nulls().cast(pl.String).str.strip_chars().unique()
+    return bins.len() > 0 and bool((bins == "00:00").all())
+
+
 def route_pairs(table: pl.DataFrame, routes: list[str], lag_minutes: int = 30) -> tuple[pl.DataFrame, int]:
     """Return (``route, day[, bin], a, b`` with ``a`` = tap-on count at origin, ``b`` = tap-off at destination,
     the number of pairs dropped because one side is suppressed/missing)."""
     need = {"mode", "day", "tap", "location", "count"}
     if not need <= set(table.columns):
         raise InputError(f"table needs columns {', '.join(sorted(need))}")
-    has_bin = "bin" in table.columns
+    has_bin = not is_daily(table)
     frames = []
     incomplete = 0
     for r in routes:

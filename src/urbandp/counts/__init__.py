@@ -6,6 +6,9 @@ The Python API (issue 31)::
     rel = ud.counts.release("taps/events.csv", domain="taps/domain.json", unit="card-day", max_events=4,
                             epsilon=1, suppress_below=18)
 
+:func:`release` is the one public path to a noisy table: it runs every guard and the Session's charge before
+any noise. The mechanism it calls over a raw joint array (``table_release._release_counts``) is internal.
+
 The public names are imported on first use (PEP 562 module ``__getattr__``): importing a submodule such as
 ``urbandp.counts.cli`` (which every ``urbandp`` command does to register the group) then costs nothing, instead of
 loading polars, OpenDP and the release code (0.5 s) for commands that never touch count tables.
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
     from urbandp.counts.domain import CountDomain
     from urbandp.counts.report import CountsPrivacyReport
     from urbandp.counts.spec import CountsReleaseSpec
-    from urbandp.counts.table_release import CountRelease, CountReleaseConfig, release_counts
+    from urbandp.counts.table_release import CountRelease, CountReleaseConfig
     from urbandp.counts.units import PrivacyUnit
 
 __all__ = [
@@ -34,7 +37,6 @@ __all__ = [
     "PrivacyUnit",
     "dry_run",
     "release",
-    "release_counts",
     "release_spec",
 ]
 
@@ -48,7 +50,6 @@ _HOME = {
     "CountDomain": "urbandp.counts.domain",
     "CountRelease": "urbandp.counts.table_release",
     "CountReleaseConfig": "urbandp.counts.table_release",
-    "release_counts": "urbandp.counts.table_release",
     "PrivacyUnit": "urbandp.counts.units",
 }
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from urbandp.counts.columns import fill_daily_bin, normalise_days
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.sparse import SparseJoint
 from urbandp.counts.units import PrivacyUnit
@@ -167,11 +168,16 @@ def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) 
 
 
 def joint_from_counts(df: pl.DataFrame, domain: CountDomain) -> JointCounts:
-    """Pre-aggregated ``mode, day, tap, bin, location, count`` -> dense joint (the unit is declared, not checked)."""
+    """Pre-aggregated ``mode, day, tap, bin, location, count`` -> dense joint (the unit is declared, not checked).
+
+    A day may be written ``20160814`` (Opal's form); a table without a ``bin`` column is a daily table, read over
+    a domain of one bin a day (:mod:`urbandp.counts.columns`)."""
+    df = fill_daily_bin(df, domain)
     _require(df, COUNT_COLUMNS, "count input")
     original = list(df.columns)
     bins = _lookup("bin", domain.bins)
     df = df.with_columns(pl.col(c).cast(pl.String) for c in COUNT_COLUMNS).with_row_index("_row")
+    df = df.with_columns(day=normalise_days(pl.col("day")))
     # counts are read as text: "12" is a count; "-2.8e19", "1e30", "3.5" or an int64 overflow become null -> quarantine
     n = pl.col("count").str.strip_chars().cast(pl.Int64, strict=False)
     df = df.join(bins, on="bin", how="left").with_columns(_n=n)

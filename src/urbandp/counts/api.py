@@ -28,15 +28,18 @@ from typing import Any
 import polars as pl
 
 import urbandp.counts.table_release as table_release
+import urbandp.counts.threshold_advice as threshold_advice
 from urbandp.config_tables import takes_config
 from urbandp.counts.accounting import release_loss
 from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
+from urbandp.counts.columns import ColumnsLike, apply_columns, column_map
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.output import release_tables
 from urbandp.counts.report import CountsPrivacyReport
 from urbandp.counts.selection import check_selection_input, release_selected
 from urbandp.counts.spec import CountsReleaseSpec, DomainLike
 from urbandp.counts.table_release import CountReleaseConfig
+from urbandp.counts.tails import IntegerNoise
 from urbandp.counts.window import per_card_window
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.frames import TableLike, input_paths
@@ -82,6 +85,7 @@ def release(
     domain: DomainLike = None,
     select_partitions: bool = False,
     input_kind: str = "events",
+    column: ColumnsLike = None,
     unit: str = "event",
     max_events: int = 1,
     max_per_cell: int = 1,
@@ -116,7 +120,9 @@ def release(
     the flag of that name, see its ``--help`` and docs/counts.md).
 
     ``data``: the events (``input_kind="events"``: mode, timestamp, tap, location[, card_id]) or the counts
-    (``input_kind="counts"``), as a path or a table (pandas, Polars eager or lazy, Arrow). ``domain``: the public
+    (``input_kind="counts"``), as a path or a table (pandas, Polars eager or lazy, Arrow); ``column``: which of its
+    columns plays which role when they are named otherwise (``["day=date", "location=loc"]`` or
+    ``{"day": "date", "location": "loc"}``). ``domain``: the public
     domain (a JSON file, a :class:`CountDomain` or its JSON object); None with ``select_partitions``.
     ``session``: the :class:`urbandp.Session` charged (None: the guards apply, no store is charged). ``out``:
     write the folder inside the charge (its sha256 is recorded at commit); else :meth:`CountsRelease.write`.
@@ -152,10 +158,17 @@ def release_spec(
             "engine spark runs the per-event stage: it needs input_kind events and domain",
             parameters=("engine", "input_kind", "domain"),
         )
+    if spark and spec.column:
+        raise InvalidParameterError(
+            "engine spark reads the events' own column names: rename them before, or use engine polars",
+            parameters=("engine", "column"),
+        )
     with input_paths(data) as paths, output_policy(_protected(paths, spec, s), overwrite=overwrite):
         if len(paths) != 1:
             raise InputDataError(f"data: give one file (CSV or Parquet), got {len(paths)}")
-        frame = None if spark else read_table(paths[0])
+        frame = (
+            None if spark else apply_columns(read_table(paths[0]), column_map(spec.column, spec.input_kind))
+        )
         if spec.domain is None:
             assert frame is not None
             rel = _release_selected(frame, spec, s, target)
@@ -166,7 +179,11 @@ def release_spec(
 
 
 def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False) -> dict[str, object]:
-    """What the release of ``spec`` would cost, without reading data (``urbandp counts release --dry-run``)."""
+    """What the release of ``spec`` would cost, without reading data (``urbandp counts release --dry-run``).
+
+    With a public domain it also states, from public parameters only, the threshold that keeps the expected
+    noise-only cells at most one (``suppression_advice``, :mod:`urbandp.counts.threshold_advice`) and, with
+    ``suppress_below``, what that threshold lets through (``suppression``, as the release's privacy.json)."""
     config = spec.config()
     if config.method == "data61-2016":
         raise InvalidParameterError(  # "method" here is the word, not the parameter
@@ -182,12 +199,22 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
     )
     total_eps, total_delta, _ = loss.approx(config.conversion_delta())
     window: dict[str, object] | None = None
-    if spec.domain is not None:  # the domain is public: its number of days sets the per-card figure
-        days = len(spec.load_domain().days)
+    suppression: dict[str, object] | None = None
+    advised: dict[str, object] | None = None
+    if (
+        spec.domain is not None
+    ):  # the domain is public: its days set the per-card figure, its size the threshold
+        dom = spec.load_domain()
         topk_info: dict[str, object] | None = {"epsilon": top_k_epsilon} if top_k_epsilon else None
         window = per_card_window(
-            config, plan, m_plan, topk_info, days, (total_eps or 0.0, total_delta or 0.0)
+            config, plan, m_plan, topk_info, len(dom.days), (total_eps or 0.0, total_delta or 0.0)
         )
+        law = IntegerNoise(plan.mechanism, plan.noise_scale)
+        advised = threshold_advice.advice(law, dom.n_cells)
+        if spec.suppress_below is not None:  # what the release's privacy.json will state
+            suppression = table_release.suppression_report(
+                law, spec.suppress_below, spec.precision, dom.n_cells
+            )
     return {
         "dry_run": True,
         **config.unit.to_json(),
@@ -204,6 +231,8 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
         "differentially_private": not not_dp,
         "not_dp_reasons": not_dp,
         "per_card_window": window,
+        "suppression": suppression,
+        "suppression_advice": advised,
     }
 
 
@@ -345,7 +374,7 @@ def _release_on_domain(
         n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
         with (progress or _no_progress)(n_noised) as advance:
             # through the package (its public name), looked up at call time: the one seam of the samplers
-            counts = table_release.release_counts(
+            counts = table_release._release_counts(
                 joint.sparse, dom, config, noise=charge.noise, ledger=_ledger(config), progress=advance
             )
         if not_dp:

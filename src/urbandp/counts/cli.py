@@ -14,6 +14,7 @@ from urbandp.cli_config import config_option
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.cli_spec import command_signature, keyword, spec_parameters
 from urbandp.cli_support import cli_guard
+from urbandp.counts.prepare_command import prepare
 from urbandp.counts.spec import CountsReleaseSpec
 from urbandp.counts.synth_command import synth
 
@@ -69,6 +70,7 @@ def release(**options: Any) -> None:
 
     from urbandp.counts.api import dry_run as cost
     from urbandp.counts.api import release_spec
+    from urbandp.counts.threshold_advice import advice_line
     from urbandp.outputs import dumps_strict
     from urbandp.results import OwnerWarning, ReleaseWarning
     from urbandp.session import Session
@@ -79,6 +81,9 @@ def release(**options: Any) -> None:
     if options["dry_run"]:
         plan = cost(spec, allow_meaningless_epsilon=allow_meaningless_epsilon)
         typer.echo(dumps_strict(plan, indent=None))
+        advised = plan.get("suppression_advice")
+        if isinstance(advised, dict):
+            typer.echo(f"urbandp: advice: {advice_line(advised, plan.get('unit'))}", err=True)
         return
     session = Session(
         options["budget_store"], options["dataset"], allow_meaningless_epsilon=allow_meaningless_epsilon
@@ -135,3 +140,4 @@ def _print_summary(rel: CountsRelease, out: Path) -> None:
 
 
 app.command(name="synth")(synth)
+app.command(name="prepare")(prepare)

@@ -1,4 +1,8 @@
-"""Write a :class:`CountRelease` as long tables (CSV or Parquet) plus ``privacy.json``."""
+"""Write a :class:`CountRelease` as long tables (CSV or Parquet) plus ``privacy.json``.
+
+:func:`release_tables` (the tables of a release) is what :func:`urbandp.counts.release` uses; :func:`_write_release`
+is internal (it writes whatever release it is given): the public way to write a release is ``CountsRelease.write``.
+"""
 
 from __future__ import annotations
 
@@ -101,7 +105,9 @@ def release_tables(release: CountRelease, domain: CountDomain) -> dict[str, pl.D
     return tables
 
 
-def write_release(release: CountRelease, domain: CountDomain, out: Path, fmt: str = "csv") -> dict[str, Path]:
+def _write_release(
+    release: CountRelease, domain: CountDomain, out: Path, fmt: str = "csv"
+) -> dict[str, Path]:
     """Write the tables, ``privacy.json`` and ``domain.json`` (strict JSON) into the directory ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}

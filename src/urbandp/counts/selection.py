@@ -123,6 +123,7 @@ def release_selected(
     )
     rows = [[*k.split("|"), v] for k, v in sel.released.items()]
     table = pl.DataFrame(rows, schema=["mode", "day", "tap", "bin", "location", "count"], orient="row")
+    not_dp = list(charge.not_dp_reasons)  # the loss guard's, and a noise source that is not private
     privacy = {
         "method": "urbandp",
         "differentially_private": not not_dp,

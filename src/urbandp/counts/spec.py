@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from urbandp.counts.columns import ColumnsLike, column_map
 from urbandp.counts.config import MARGINALS, METHODS, SAMPLINGS
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.table_release import CountReleaseConfig
@@ -30,8 +31,9 @@ from urbandp.spec_options import Bounds, check_options, option
 DomainLike = str | Path | CountDomain | dict[str, object] | None
 """A public domain: a JSON file, a :class:`CountDomain`, or its JSON object; None with ``select_partitions``."""
 
-SPEC_HASH_LEAVES_OUT = ("engine", "spark_master")
-"""Options that cannot change a count release (Polars and Spark compute the same table): not in its hash."""
+SPEC_HASH_LEAVES_OUT = ("engine", "spark_master", "column")
+"""Options that cannot change a count release (Polars and Spark compute the same table; the column mapping
+renames the input's columns): not in its hash."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,13 @@ class CountsReleaseSpec:
         "events",
         help="events | counts (pre-aggregated mode,day,tap,bin,location,count).",
         choices=("events", "counts"),
+    )
+    column: ColumnsLike = option(
+        None,
+        help="Column mapping ROLE=NAME, repeatable, e.g. --column day=date --column location=loc; ROLE in "
+        "mode,day,tap,bin,location,count (counts) or mode,timestamp,tap,location,card_id (events) "
+        "(default: the columns have the role names).",
+        cli_type=list[str] | None,
     )
     unit: str = option("event", help="Privacy unit: event | card-day.", choices=("event", "card-day"))
     max_events: int = option(
@@ -151,6 +160,7 @@ class CountsReleaseSpec:
                 "give domain (a public list of cells) or select_partitions (cells chosen with DP), not both",
                 parameters=("domain", "select_partitions"),
             )
+        column_map(self.column, self.input_kind)
         self.privacy_unit()  # the unit's own checks, in the order the command line always made them
         check_delta(self.delta, "delta")
         if self.epsilon is None and self.noise_scale is None:

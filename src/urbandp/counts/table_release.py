@@ -38,9 +38,11 @@ from urbandp.counts.marginals import (
 from urbandp.counts.parallel_noise import add_noise
 from urbandp.counts.sparse import PublishedCells, SparseJoint, integer_threshold, sparse_release
 from urbandp.counts.tails import IntegerNoise
+from urbandp.counts.threshold_advice import recommended_threshold
 from urbandp.counts.topk import noisy_top_k
 from urbandp.counts.window import per_card_window
 from urbandp.errors import InputError, InvalidParameterError
+from urbandp.privacy.guards import noise_reasons
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.privacy.rounding import round_to_precision
@@ -145,7 +147,7 @@ def _charged_marginals(
     return tables[0], tables[1], plan
 
 
-def release_counts(
+def _release_counts(
     raw: np.ndarray | SparseJoint,
     domain: CountDomain,
     config: CountReleaseConfig,
@@ -240,9 +242,7 @@ def release_counts(
     topk_info: dict[str, object] | None = None
     if config.top_k is not None:
         top, topk_info = _charge_top_k(sparse_raw, domain, config, ledger)
-    privacy = _privacy_document(
-        config, plan, domain, post, marginal_plan, topk_info, noise.is_private, ledger
-    )
+    privacy = _privacy_document(config, plan, domain, post, marginal_plan, topk_info, noise, ledger)
     return CountRelease(joint, suppressed, time, loc, privacy, top, cells=cells)
 
 
@@ -253,15 +253,18 @@ def _privacy_document(
     post: list[str],
     marginal_plan: NoisePlan | None,
     topk_info: dict[str, object] | None,
-    private_noise: bool,
+    noise: NoiseSource,
     ledger: PrivacyLedger,
 ) -> dict[str, object]:
-    """privacy.json of a DP release over a public domain, from its plan, its ledger and its post-processing."""
+    """privacy.json of a release over a public domain, from its plan, its ledger and its post-processing: DP
+    unless the noise source is not private (:func:`urbandp.privacy.guards.noise_reasons`)."""
     sampling, marginals, kind = config.resolved_sampling, config.resolved_marginals, plan.mechanism
+    not_dp = noise_reasons(noise)
+    private_noise = not not_dp
     privacy: dict[str, object] = {
         "method": "urbandp",
-        "differentially_private": True,
-        "not_dp_reasons": [],
+        "differentially_private": private_noise,
+        "not_dp_reasons": not_dp,
         **config.unit.to_json(),
         **plan.to_json(),
         "zeros_perturbed": True,
@@ -310,9 +313,7 @@ def suppression_report(
             "note": "threshold <= 0: most zero cells are published",
         }
     p = law.tail_float(t)
-    suggested = t
-    while n_cells * law.tail_float(suggested) > 1.0:
-        suggested += 1
+    suggested = max(t, recommended_threshold(law, n_cells))
     report: dict[str, object] = {
         "noise_only_publish_probability": p,
         "expected_noise_only_cells_at_most": n_cells * p,

@@ -19,8 +19,9 @@ or the fleet wing (one mean per HAT)::
         rel = ud.fleet.release(df, ..., speed_estimator="clipped-mean", session=s)  # doctest: +SKIP
 
 Passing ``noise=charge.noise`` of a Session's charge by hand would draw without reserving: do not.
-:func:`release`, :func:`estimate_hat_means` (one mean per HAT, what the fleet calls) and their types are
-exported lazily (they import polars).
+:func:`release` and its types are exported lazily (they import polars). One mean per HAT
+(``urbandp.estimators.hat``) is not exported: it draws a table of means with no guard, and the fleet runs it
+inside its charge (``ud.fleet.release(..., speed_estimator=...)``).
 
 Guarantee of the paper's four: Def. II.1 (replace one unit's values; units and counts fixed and public);
 CLIPPED-MEAN: add/remove-one-unit. See
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
         release,
         release_spec,
     )
-    from urbandp.estimators.hat import ESTIMATORS, build_estimator, estimate_hat_means
+    from urbandp.estimators.hat import ESTIMATORS, build_estimator
     from urbandp.estimators.report import EstimatorPrivacyReport
 
 __all__ = [
@@ -75,7 +76,6 @@ __all__ = [
     "build_estimator",
     "choose_m_ub",
     "eq1_argmax",
-    "estimate_hat_means",
     "paper_median",
     "release",
     "release_spec",
@@ -85,7 +85,6 @@ __all__ = [
 _LAZY = {
     "ESTIMATORS": "hat",
     "build_estimator": "hat",
-    "estimate_hat_means": "hat",
     "EstimatorRelease": "api",
     "EstimatorReleaseSpec": "api",
     "release": "api",

@@ -35,9 +35,9 @@ from urbandp.fleet.options import OPTION_NAMES
 from urbandp.fleet.pipeline import (
     LoadedRecords,
     NoValidRecords,
+    _write_release,
     release_fleet,
     write_owner_quarantine,
-    write_release,
 )
 from urbandp.fleet.report import FleetPrivacyReport
 from urbandp.fleet.spec import configure, file_keys, named_by, python_values
@@ -86,7 +86,7 @@ class FleetRelease(Release):
         assert self.hat_release is not None and self.loaded is not None
         with output_policy((), overwrite=overwrite):
             target = check_output_path(Path(out), "out")
-            self.written = write_release(
+            self.written = _write_release(
                 target, self.hat_release, self.loaded, with_map=with_map, map_options=self.map_options
             )
         self.privacy = FleetPrivacyReport.from_document(self.hat_release.privacy)  # with its not_dp_outputs
@@ -190,7 +190,7 @@ def release(
             result = _result(hat, loaded, cfg, map_options_for(cfg, map_inputs))
             if target is not None:
                 checkpoint("after-noise")
-                result.written = write_release(
+                result.written = _write_release(
                     target, hat, loaded, with_map=with_map, map_options=result.map_options
                 )
                 result.privacy = FleetPrivacyReport.from_document(hat.privacy)  # with its not_dp_outputs

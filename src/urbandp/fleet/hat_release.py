@@ -14,10 +14,13 @@ ITMS report sections II D, III D-F and IV C-D, with the corrections docs/design.
    vehicle-day touches at most K HATs; III E step 3), composed in epsilon (Laplace) or rho (Gaussian, converted
    once to (epsilon, delta) by OpenDP), per window from the maps at the window's distance.
 
-This module only runs the steps in order (:func:`release_hats`). Options (issue 8): ``clip_bound="dp-quantile"``
-spends a share of the budget on a DP clip bound U' <= U (:func:`urbandp.fleet.measure.choose_clip_bound`, after
-step 2); ``coarsen`` repeats steps 3-6 at coarser levels (H3 parents, merged slots; :mod:`urbandp.fleet.levels`)
-on what the finer levels did not release, and :func:`urbandp.fleet.account.combine_levels` composes the levels'
+This module only runs the steps in order (:func:`_release_hats`, internal: it draws from the noise source it is
+given and states the loss, but reserves nothing and runs no guard; the one caller is
+:func:`urbandp.fleet.pipeline.release_fleet`, inside a charge of the Session).
+
+Options (issue 8): ``clip_bound="dp-quantile"`` spends a share of the budget on a DP clip bound U' <= U
+(:func:`urbandp.fleet.measure.choose_clip_bound`, after step 2); ``coarsen`` repeats steps 3-6 at coarser levels
+(H3 parents, merged slots; :mod:`urbandp.fleet.levels`) on what the finer levels did not release, and :func:`urbandp.fleet.account.combine_levels` composes the levels'
 costs (docs/fleet.md, "Coarser where sparse").
 
 Neighbouring relations: ``presence-public`` (the report's relation, alias ``replace-one``): which vehicles are in
@@ -55,10 +58,10 @@ from urbandp.privacy.noise import NoiseSource
 if TYPE_CHECKING:
     from urbandp.fleet.domain import PublicDomain
 
-__all__ = ["HatRelease", "release_hats"]
+__all__ = ["HatRelease"]
 
 
-def release_hats(
+def _release_hats(
     contributions: pl.DataFrame,
     cfg: HatReleaseConfig,
     days: int,

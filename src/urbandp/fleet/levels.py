@@ -98,7 +98,7 @@ def covered_keys(
 
     ``exclusive``: every coarser HAT holding a released finer HAT (same slot or merged slot). ``fill``: only
     coarser HATs *entirely* covered by released finer HATs (all ``7^up`` H3 descendants at the finest resolution,
-    in every base slot of the group); the others are released over their remainder (see :func:`release_hats`).
+    in every base slot of the group); the others are released over their remainder (see :func:`_release_hats`).
     Either way no place and time gets two values. Both read only released keys (DP outputs) and public H3 / slot
     structure.
     """

@@ -1,6 +1,8 @@
 """The fleet pipeline end to end: records -> validation/quarantine -> contributions -> HAT release -> outputs.
 
-Python entry points mirror the CLI: :func:`load_records`, :func:`release_fleet` and :func:`write_release`.
+Python entry points mirror the CLI: :func:`load_records` and :func:`release_fleet` (the release, in a charge of a
+Session: every guard before any noise). The folder of a release is written by :func:`_write_release`, internal:
+the public way is :func:`urbandp.fleet.release` (``out=`` or ``FleetRelease.write``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from urbandp.errors import InputError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.plan import PlannedCharge, plan_release, planned_window_delta
 from urbandp.fleet.pooling import with_pooled_means
 from urbandp.fleet.public_domain import load_public_domain
@@ -563,7 +565,7 @@ def release_fleet(
     reserve_planned(session, charge)  # the session's guards run here, before any noise
     say("selecting HATs and adding noise")
     session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
-    release = release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
+    release = _release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
     p = release.privacy
     if cfg.borrow_strength != "none":  # post-processing of the noisy table (fleet/pooling.py)
         release.speed, p["borrow_strength"] = with_pooled_means(
@@ -637,7 +639,7 @@ def _day_set_rule(cfg: HatReleaseConfig) -> str:
     )
 
 
-def write_release(
+def _write_release(
     out_dir: Path,
     release: HatRelease,
     loaded: LoadedRecords,

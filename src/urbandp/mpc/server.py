@@ -122,6 +122,8 @@ class ClientBudget:
     dataset: str
     day: dt.date
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # the server's noise source: the Session that books each query refuses one that is not private
+    noise: NoiseSource | None = None
 
     def spent(self, client: str) -> float:
         from urbandp.privacy.budget_store import open_store
@@ -148,7 +150,13 @@ class ClientBudget:
                     f"privacy budget exhausted for client {client!r}: this query asks epsilon {epsilon:g}, "
                     f"{used:g} of {self.total:g} already spent ({max(self.total - used, 0.0):g} left)"
                 )
-            with Session(self.dataset, self.store_url, unit="reading", command_line="urbandp mpc serve") as s:
+            with Session(
+                self.dataset,
+                self.store_url,
+                unit="reading",
+                noise=self.noise,
+                command_line="urbandp mpc serve",
+            ) as s:
                 s.reserve(Loss.pure(epsilon), [self.day], MPC_MECHANISM, {"client": client})
             return self.total - (used + epsilon)
 
@@ -191,7 +199,11 @@ class Server:
             dataset = f"mpc:{grid.source}:{grid.window}"
             declare_default_dataset(budget_store, dataset)
         day = dt.date.fromisoformat(str(grid.window)[:10])
-        self.budget = ClientBudget(config.epsilon_budget, budget_store, dataset, day)
+        self.budget = ClientBudget(config.epsilon_budget, budget_store, dataset, day, noise=self.noise)
+        from urbandp.privacy.session import Session
+
+        # every query is booked to the dataset: a noise source that is not private is refused before any client
+        Session(dataset, budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
         self.sigma2 = clamp_sigma2(grid.sigma2, config.sigma2_min, config.sigma2_max)
         self.log: Callable[[str], None] = print
 

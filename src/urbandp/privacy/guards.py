@@ -11,6 +11,9 @@ guard                        refuses                                            
 :func:`meaningless_reasons`  a loss per unit (per day) above :data:`SANE_EPSILON` or     ``Session.reserve``
                              :data:`SANE_RHO`, or one that cannot be stated; with the
                              allow flag it is labelled NOT DP instead
+:func:`noise_reasons`        nothing: a noise source that does not declare itself       ``Session.refuse_not_dp``
+                             private (``is_private = True``) makes the release NOT DP    (every charge, from
+                             (labelled so, then refused with a dataset)                  ``urbandp.Session.charge``)
 :func:`refuse_not_dp`        a release labelled NOT DP that would be booked to a budget  ``Session.refuse_not_dp``
                              dataset as DP spend                                         and ``Session.reserve``
 output safety                an output folder that would replace input, the working      ``Session.__init__``
@@ -89,6 +92,24 @@ def meaningless_reasons(loss: Loss, conversion_delta: float | None, *, per: str,
             parameters=ALLOW_PARAMETER,
         )
     return [f"{r} ({ALLOW_FLAG}): no meaningful protection" for r in reasons]
+
+
+NOT_PRIVATE_NOISE = (
+    "the noise source does not declare itself private (is_private = True), as ExactNoiseForTesting, which adds "
+    "no noise: the outputs are not protected"
+)
+"""The NOT DP reason of a release drawn from a noise source that does not declare itself private."""
+
+
+def noise_reasons(source: object) -> list[str]:
+    """The NOT DP reasons a noise ``source`` gives a release: none for a source that declares ``is_private = True``
+    (OpenDP's samplers, :class:`urbandp.privacy.noise.OpenDPNoise`), else :data:`NOT_PRIVATE_NOISE`.
+
+    Only the declaration counts (``True`` itself, not a truthy value): a source that adds no noise
+    (:class:`~urbandp.privacy.noise.ExactNoiseForTesting`) or draws from a seeded simulation generator gives a
+    release no guarantee (Dwork and Roth 2014, Def. 2.4 needs the mechanism's randomness), whatever its parameters.
+    """
+    return [] if getattr(source, "is_private", False) is True else [NOT_PRIVATE_NOISE]
 
 
 def refuse_not_dp(dataset: str | None, reasons: Sequence[str]) -> None:

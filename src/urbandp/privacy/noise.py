@@ -6,8 +6,8 @@ docs/design.md privacy rule 1: every number that leaves the system is perturbed 
 Mironov 2012 least-significant-bit attack on naive floating-point Laplace).
 
 :class:`ExactNoiseForTesting` adds no noise. It exists so that system tests can check the exact answers of a
-release (Tumult-style "infinite budget"); it cannot be built without an explicit acknowledgement and the CLI
-offers no way to select it. Monte Carlo simulation noise (numpy) lives in :mod:`urbandp.experiments` and is never
+release (Tumult-style "infinite budget"); it cannot be built without an explicit acknowledgement, the CLI
+offers no way to select it, and a release drawn from it is labelled NOT DP (never booked to a budget). Monte Carlo simulation noise (numpy) lives in :mod:`urbandp.experiments` and is never
 imported by a release.
 """
 
@@ -30,7 +30,13 @@ ArrayLike = np.ndarray
 
 @runtime_checkable
 class NoiseSource(Protocol):
-    """Adds zero-mean noise of a given scale to every element of an array."""
+    """Adds zero-mean noise of a given scale to every element of an array.
+
+    ``is_private``: the source's declaration that its draws are those of the mechanism the release accounts
+    (OpenDP's samplers). Only ``True`` itself counts: any other source makes every release drawn from it NOT DP,
+    labelled so in privacy.json and refused with a budget dataset (:func:`urbandp.privacy.guards.noise_reasons`,
+    applied by the Session to every charge).
+    """
 
     is_private: bool
 
@@ -154,7 +160,8 @@ class OpenDPNoise:
 class ExactNoiseForTesting:
     """Adds no noise at all: NOT differentially private. For system tests that check exact answers.
 
-    Construct with ``ExactNoiseForTesting(acknowledge_not_private=True)``; anything else raises.
+    Construct with ``ExactNoiseForTesting(acknowledge_not_private=True)``; anything else raises. A release drawn
+    from it (``urbandp.Session(noise=...)``) is labelled NOT DP in privacy.json, and refused with a budget dataset.
     """
 
     is_private = False

@@ -128,9 +128,12 @@ class Session:
         """With ``--dataset``, refuse a release that is labelled NOT DP: it cannot be booked as DP spend.
 
         The reasons are remembered (:attr:`not_dp_reasons`): :meth:`reserve` checks them again, so a wing that
-        labels its release NOT DP after this call is still refused before any noise.
+        labels its release NOT DP after this call is still refused before any noise. A noise source that does not
+        declare itself private (:func:`urbandp.privacy.guards.noise_reasons`) adds its reason here, whatever the
+        wing: every release drawn from it is labelled NOT DP and refused with a dataset.
         """
-        self.not_dp_reasons += [r for r in reasons if r not in self.not_dp_reasons]
+        found = [*guards.noise_reasons(self._source), *reasons]
+        self.not_dp_reasons += [r for r in found if r not in self.not_dp_reasons]
         guards.refuse_not_dp(self.dataset, self.not_dp_reasons)
 
     def check_loss(self, loss_per_day: Loss) -> list[str]:

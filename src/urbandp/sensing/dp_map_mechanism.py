@@ -254,7 +254,7 @@ def fit_for_release(
     return results
 
 
-def release_dp_map(
+def _release_dp_map(
     readings: Readings,
     grid: SquareGrid,
     epsilon_cell: float,

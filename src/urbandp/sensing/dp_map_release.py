@@ -167,7 +167,7 @@ def _measure(
     o: DpMapOptions, inputs: _Inputs, noise: Any, clocks: tuple[WindowClock, WindowClock]
 ) -> tuple[DpMapRelease, list[WindowResult]]:
     """Fit a GP per window and draw the bounded Laplace noise (OpenDP), with progress on stderr."""
-    from urbandp.sensing.dp_map_mechanism import fit_for_release, release_dp_map
+    from urbandp.sensing.dp_map_mechanism import _release_dp_map, fit_for_release
     from urbandp.sensing.gp import blas_threads_limit
     from urbandp.sensing.progress import progress
 
@@ -198,7 +198,7 @@ def _measure(
         noise_clock.restart()
         if o.calibration == "paper" and not fitted:
             raise InputDataError(f"no window has at least {o.min_readings} readings")
-        rel = release_dp_map(
+        rel = _release_dp_map(
             r,
             grid,
             o.epsilon,

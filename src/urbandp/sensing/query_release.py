@@ -110,7 +110,9 @@ def run_sensing_query(grid: Path, o: QueryOptions, session: Session, out: Path |
         started = time.perf_counter()
         res = run_query(o.type, mu, s2, v, o.alpha, o.rho, o.theta, o.theta2, o.steepness)
         res = privatize_error(res, o.type, o.epsilon, o.sigma2_min, o.sigma2_max, charge.noise, o.steepness)
-        rel = _answer(o, w, int(cell_ids.size), v, res, time.perf_counter() - started, notes)
+        rel = _answer(
+            o, w, int(cell_ids.size), v, res, time.perf_counter() - started, notes, charge.not_dp_reasons
+        )
         if out is not None:
             rel.write_file(out)
     session.committed(charge)
@@ -118,7 +120,14 @@ def run_sensing_query(grid: Path, o: QueryOptions, session: Session, out: Path |
 
 
 def _answer(
-    o: QueryOptions, w: str, n_rect: int, v: np.ndarray, res: Any, seconds: float, notes: list[str]
+    o: QueryOptions,
+    w: str,
+    n_rect: int,
+    v: np.ndarray,
+    res: Any,
+    seconds: float,
+    notes: list[str],
+    reasons: list[str],
 ) -> QueryAnswer:
     """The answer: what the command prints, the JSON it writes, the privacy figures."""
     from urbandp.sensing.queries import answer_json
@@ -142,7 +151,7 @@ def _answer(
     }
     privacy = QueryPrivacyReport.from_document(
         {
-            "not_dp_reasons": [VALUE_NOT_DP],
+            "not_dp_reasons": reasons,  # the value's, and the charge's (a noise source that is not private)
             "privacy_unit": PRIVACY_UNIT,
             "query": o.type,
             "epsilon": res.epsilon,

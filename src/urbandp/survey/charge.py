@@ -25,9 +25,6 @@ from urbandp.survey.sampling import BitSource, bit_source
 
 RESPONDENT = "respondent"
 TRIP = "trip"
-TEST_SOURCE_NOT_DP = (
-    "the session's noise source adds no noise (ExactNoiseForTesting): for tests only, NOT private"
-)
 
 
 class ExactBitsForTesting:
@@ -108,9 +105,9 @@ class SurveyCharge:
 
     @property
     def not_dp_reasons(self) -> list[str]:
-        """The charge's NOT DP reasons, and the test source's where the session uses it."""
-        test = [] if self.private else [TEST_SOURCE_NOT_DP]
-        return [*self.charge.not_dp_reasons, *test]
+        """The charge's NOT DP reasons: a noise source that is not private is one of them (the Session's rule,
+        :func:`urbandp.privacy.guards.noise_reasons`), as are a meaningless loss allowed and the wing's own."""
+        return list(self.charge.not_dp_reasons)
 
     def refuse_not_dp(self, why: str) -> None:
         """Refuse a dataset for a release whose privacy loss is not bounded (not DP): a budget cannot hold it."""

@@ -1,6 +1,6 @@
 """Every attack run against urbandp's own count release and against the Data61 2016 method, on synthetic taps.
 
-Releases here go through :func:`urbandp.counts.release_counts`; where a test needs a *seeded* release
+Releases here go through :func:`urbandp.counts.table_release._release_counts`; where a test needs a *seeded* release
 (to make a statistical check reproducible) it injects a numpy noise source defined in this test file -- simulation
 only, unreachable from the CLI.
 """
@@ -20,10 +20,11 @@ from typer.testing import CliRunner
 from urbandp.audit.differencing_attack import differencing_attack
 from urbandp.audit.tables import read_published_table
 from urbandp.cli import app
-from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit, release_counts
+from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit
 from urbandp.counts.aggregate import joint_from_events
 from urbandp.counts.marginals import time_marginal
-from urbandp.counts.output import release_tables, write_release
+from urbandp.counts.output import _write_release, release_tables
+from urbandp.counts.table_release import _release_counts
 from urbandp.synth.taps import CIRCULAR_QUAY_3, MANLY, generate_taps
 
 pytestmark = pytest.mark.system
@@ -74,8 +75,8 @@ def test_noise_scale_within_ten_percent_from_500_pairs(
 ) -> None:
     """Seeded discrete-Laplace(3) release; MLE sd ~ 0.034 b for 500 pairs, so 10% is ~3 sd (and seeded)."""
     domain, raw = world
-    rel = release_counts(raw, domain, CountReleaseConfig(noise_scale=3.0), noise=SeededNoiseForSimulation(1))
-    write_release(rel, domain, tmp_path / "rel")
+    rel = _release_counts(raw, domain, CountReleaseConfig(noise_scale=3.0), noise=SeededNoiseForSimulation(1))
+    _write_release(rel, domain, tmp_path / "rel")
     pairs = tmp_path / "pairs.csv"
     out = cli(
         "audit",
@@ -113,8 +114,8 @@ def test_noise_scale_within_ten_percent_from_500_pairs(
 def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarray], tmp_path: Path) -> None:
     domain, raw = world
     config = CountReleaseConfig(noise_scale=3.0, suppress_below=10)
-    rel = release_counts(raw, domain, config)  # OpenDP noise, as the CLI does
-    write_release(rel, domain, tmp_path / "rel")
+    rel = _release_counts(raw, domain, config)  # OpenDP noise, as the CLI does
+    _write_release(rel, domain, tmp_path / "rel")
     joint = str(tmp_path / "rel" / "joint.csv")
     pairs = cli("audit", "pairs", "--table", joint, "--route", ROUTES[0], "--out", str(tmp_path / "p.csv"))
     assert (
@@ -153,8 +154,8 @@ def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarr
 
 def test_every_attack_against_data61_release(world: tuple[CountDomain, np.ndarray], tmp_path: Path) -> None:
     domain, raw = world
-    rel = release_counts(raw, domain, CountReleaseConfig(method="data61-2016", noise_scale=1.4))
-    write_release(rel, domain, tmp_path / "rel")
+    rel = _release_counts(raw, domain, CountReleaseConfig(method="data61-2016", noise_scale=1.4))
+    _write_release(rel, domain, tmp_path / "rel")
     joint = str(tmp_path / "rel" / "joint.csv")
     zs = cli("audit", "zero-skipping", "--table", joint, "--threshold", "18")
     assert zs["vulnerable"] is True and zs["declared_method"] == "data61-2016"
@@ -177,7 +178,7 @@ def test_differencing_interval_coverage_over_simulated_data61_releases(
     truth_time = time_marginal(raw, domain)
     hits = total = 0
     for seed in range(20):
-        rel = release_counts(
+        rel = _release_counts(
             raw,
             domain,
             CountReleaseConfig(method="data61-2016", noise_scale=p),

@@ -69,13 +69,13 @@ def test_domain_release_reserves_before_noise(
     tmp_path: Path, taps: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = _store(tmp_path, per_day=1.5)
-    seen = _spy(monkeypatch, urbandp.counts.table_release, "release_counts", url, fail=True)
+    seen = _spy(monkeypatch, urbandp.counts.table_release, "_release_counts", url, fail=True)
     r = runner.invoke(app, [*_domain_args(taps, url, "1"), "--out", str(tmp_path / "rel")])
     assert r.exit_code == 70 and "internal error" in r.output and "RuntimeError: noise drawn" in r.output
     assert seen == [[STATUS_RESERVED]]  # the reservation was in the store when the noise started
     assert _statuses(url) == ["aborted after noise"]  # and kept when the run failed after it (issue 20)
     monkeypatch.undo()
-    seen = _spy(monkeypatch, urbandp.counts.table_release, "release_counts", url, fail=False)
+    seen = _spy(monkeypatch, urbandp.counts.table_release, "_release_counts", url, fail=False)
     r = runner.invoke(app, [*_domain_args(taps, url, "2"), "--out", str(tmp_path / "rel")])
     assert r.exit_code == 4
     assert "asked epsilon=2 per card-day, left 0.5 of 1.5" in r.output

@@ -44,6 +44,7 @@ BASES: dict[str, str] = {
     "counts release": "counts release {taps}/events.csv --domain {taps}/domain.json --unit card-day "
     "--max-events 4 --epsilon 1 --out {out}",
     "counts synth": "counts synth --days 1 --trips-per-day 20 --out {out}",
+    "counts prepare": "counts prepare {joint} --out {out}",
     "audit noise-scale": "audit noise-scale --pairs {pairs} --report {out}",
     "audit zero-skipping": "audit zero-skipping --table {joint} --threshold 10 --report {out}",
     "audit differencing": "audit differencing --joint {joint} --marginal {marginal} --report {out}",
@@ -71,7 +72,7 @@ BASES: dict[str, str] = {
     "budget show": "budget show d --budget-store {store} --out {out}",
     "budget history": "budget history d --budget-store {store}",
 }
-"""One valid invocation of each of the 31 sub-commands (placeholders filled in by the fixture)."""
+"""One valid invocation of each of the 32 sub-commands (placeholders filled in by the fixture)."""
 
 INPUT_PLACEHOLDERS = (
     "fleet",
@@ -191,7 +192,7 @@ CASES = _cases()
 
 def test_every_sub_command_is_swept_with_300_cases_or_more() -> None:
     assert set(BASES) == set(_commands()), "a new sub-command needs a base invocation in BASES"
-    assert len({c.command for c in CASES}) == 31
+    assert len({c.command for c in CASES}) == 32
     assert len(CASES) >= 300, len(CASES)
 
 

@@ -26,7 +26,7 @@ from urbandp.counts.aggregate import joint_from_events
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.units import PrivacyUnit
 from urbandp.privacy.budget_store import STATUS_COMMITTED, BudgetStore, DatasetCaps
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.results import OwnerWarning, ReleaseWarning
 from urbandp.synth.taps import generate_taps
 
@@ -39,29 +39,30 @@ def exact() -> ExactNoiseForTesting:
 
 
 class CountingNoise:
-    """The exact source, counting its draws (to prove that a refused release drew none)."""
+    """OpenDP's samplers, counting the draws (to prove that a refused release drew none). Private: a budget
+    dataset refuses a release drawn from a source that is not."""
 
-    is_private = False
+    is_private = True
 
     def __init__(self) -> None:
         self.draws = 0
-        self._exact = exact()
+        self._source = OpenDPNoise()
 
     def discrete_laplace(self, values: np.ndarray, scale: Any) -> np.ndarray:
         self.draws += 1
-        return self._exact.discrete_laplace(values, scale)
+        return self._source.discrete_laplace(values, scale)
 
     def discrete_gaussian(self, values: np.ndarray, scale: Any) -> np.ndarray:
         self.draws += 1
-        return self._exact.discrete_gaussian(values, scale)
+        return self._source.discrete_gaussian(values, scale)
 
     def laplace(self, values: np.ndarray, scale: Any) -> np.ndarray:
         self.draws += 1
-        return self._exact.laplace(values, scale)
+        return self._source.laplace(values, scale)
 
     def gaussian(self, values: np.ndarray, scale: Any) -> np.ndarray:
         self.draws += 1
-        return self._exact.gaussian(values, scale)
+        return self._source.gaussian(values, scale)
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +251,9 @@ def test_api_defaults_are_the_cli_defaults() -> None:
 def test_release_is_the_function_even_after_the_table_module_is_imported() -> None:
     importlib.import_module("urbandp.counts.table_release")
     assert callable(ud.counts.release) and ud.counts.release.__module__ == "urbandp.counts.api"
-    assert ud.counts.CountDomain is CountDomain and callable(ud.counts.release_counts)
+    assert ud.counts.CountDomain is CountDomain
+    # the mechanism over a raw joint array draws without any guard: internal, not exported
+    assert not hasattr(ud.counts, "release_counts") and "release_counts" not in ud.counts.__all__
 
 
 def _comparable(folder: Path) -> dict[str, Any]:

@@ -617,7 +617,10 @@ def test_dry_run_with_domain_gives_the_per_card_figure(taps: Path, tmp_path: Pat
         str(tmp_path / "o"),
     )
     assert code == 0, text
-    plan = json.loads(text)
+    plan = json.loads(text.splitlines()[0])  # then the threshold advice line (stderr)
+    assert text.splitlines()[1].startswith(
+        "urbandp: advice: --suppress-below 37 keeps"
+    )  # 2 days: 16,512 cells
     assert plan["sampling"] == "sparse" and plan["marginals"] == "charged" and plan["total_epsilon"] == 2.0
     assert plan["per_card_window"]["days"] == 2 and plan["per_card_window"]["epsilon"] == 4.0
     assert not (tmp_path / "o").exists()

@@ -20,7 +20,7 @@ import pytest
 import urbandp as ud
 from urbandp.estimators import ArrayAveraging, Baseline, ClippedMean, Levy, Quantile
 from urbandp.privacy.budget_store import STATUS_COMMITTED, BudgetStore, DatasetCaps
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 
 pytestmark = pytest.mark.system
 U = 65.0
@@ -41,6 +41,19 @@ class SeededLaplace:
         self.draws += 1
         v = np.asarray(values, dtype=float)
         return v + self.rng.laplace(0.0, scale, size=v.shape)
+
+
+class CountedOpenDP(OpenDPNoise):
+    """OpenDP's samplers, counting the draws: private, so a budget dataset accepts a release drawn from it (one
+    drawn from SeededLaplace is NOT DP and refused with a dataset)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.draws = 0
+
+    def laplace(self, values: np.ndarray, scale: Any) -> np.ndarray:
+        self.draws += 1
+        return super().laplace(values, scale)
 
 
 def _units(n: int = 200, seed: int = 0) -> tuple[pl.DataFrame, list[np.ndarray]]:
@@ -175,7 +188,7 @@ def test_a_store_that_cannot_afford_it_refuses_before_any_noise(
     data: tuple[pl.DataFrame, list[np.ndarray]], tmp_path: Path
 ) -> None:
     url = _store(tmp_path, per_day=0.5)
-    noise = SeededLaplace(1)
+    noise = CountedOpenDP()
     with pytest.raises(
         ud.BudgetExceededError, match=re.escape("asked epsilon=1 per vehicle-day, left 0.5 of 0.5")
     ):
@@ -194,7 +207,7 @@ def test_a_second_release_is_refused_when_the_cap_is_spent(
     data: tuple[pl.DataFrame, list[np.ndarray]], tmp_path: Path
 ) -> None:
     url = _store(tmp_path, per_day=1.5)
-    noise = SeededLaplace(2)
+    noise = CountedOpenDP()
     with ud.Session(store=url, dataset="austin", noise=noise) as s:
         first = _quiet(data[0], epsilon=1, day="2015-03-18", session=s, **COLS)
         drawn = noise.draws

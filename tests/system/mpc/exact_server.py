@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from urbandp.mpc.server import Server, ServerConfig, ServerGrid
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 
 
 def main() -> None:
@@ -20,9 +20,18 @@ def main() -> None:
     store = str(
         Path(grid).with_name("exact-server-budget.sqlite")
     )  # beside the test's grid, never in the cwd
+    # A server is refused a noise source that is not private (its queries are booked to a budget dataset): it is
+    # built with OpenDP's, then the exact source replaces it, so that this test-only process (never a release, its
+    # store a throwaway file) answers exactly.
     server = Server(
-        ServerGrid.read(Path(grid), None), cfg, "127.0.0.1", int(port), noise=noise, budget_store=store
+        ServerGrid.read(Path(grid), None),
+        cfg,
+        "127.0.0.1",
+        int(port),
+        noise=OpenDPNoise(),
+        budget_store=store,
     )
+    server.noise = noise
     server.log = lambda msg: print(msg, file=sys.stderr, flush=True)
     server.serve_forever()
 

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 import urbandp as ud
 from urbandp.cli import app
 from urbandp.config_tables import REQUIRED
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp.privacy.guards import NOT_PRIVATE_NOISE
+from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.sensing.options import DpMapOptions, PmMapOptions
 
 pytestmark = pytest.mark.system
@@ -78,7 +79,10 @@ def test_dp_map_same_table_from_frame_and_path(readings: Path) -> None:
     by_path = ud.sensing.dp_map(readings, session=session, **DP)
     by_frame = ud.sensing.dp_map(pl.read_csv(readings).lazy(), session=session, **DP)
     assert by_path.table.equals(by_frame.table)
-    assert by_path.privacy.differentially_private and by_path.privacy.epsilon_per_vehicle_day > 0
+    assert by_path.privacy.epsilon_per_vehicle_day > 0
+    # drawn from the exact source: NOT DP, whatever the loss it states
+    assert not by_path.privacy.differentially_private
+    assert by_path.privacy.not_dp_reasons == [NOT_PRIVATE_NOISE]
 
 
 def _store(tmp_path: Path, per_day: float) -> str:
@@ -89,20 +93,21 @@ def _store(tmp_path: Path, per_day: float) -> str:
     return store
 
 
-class _CountingNoise:
-    """Exact noise that counts its draws (a refused release must draw none)."""
-
-    is_private = False
+class _CountingNoise(OpenDPNoise):
+    """OpenDP's samplers, counting the draws (a refused release must draw none); private, so a budget dataset
+    accepts a release drawn from it."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.draws = 0
 
     def laplace(self, values: np.ndarray, scale: Any) -> np.ndarray:
         self.draws += 1
-        return np.asarray(values, dtype=float).copy()
+        return super().laplace(values, scale)
 
     def laplace_on_lattice(self, values: np.ndarray, scale: float, exponent: int) -> np.ndarray:
-        return self.laplace(values, scale)
+        self.draws += 1
+        return super().laplace_on_lattice(values, scale, exponent)
 
 
 @pytest.mark.parametrize("wing", ["pm_map", "dp_map"])

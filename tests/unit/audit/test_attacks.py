@@ -10,7 +10,7 @@ import pytest
 
 from urbandp.audit.differencing_attack import differencing_attack
 from urbandp.audit.laplace_math import LaplaceSum, theorem5_halfwidth
-from urbandp.audit.tables import read_published_table
+from urbandp.audit.tables import PublishedTable, read_published_table
 from urbandp.audit.zero_skipping_attack import (
     detection_probability,
     paper_detection_figure,
@@ -101,3 +101,33 @@ def test_parquet_tables_are_read_with_aliases(tmp_path: Path) -> None:
     pub = read_published_table(path)
     assert pub.table.columns == ["mode", "day", "tap", "location", "count"]
     assert pub.table["count"].to_list() == [3317.0] and pub.quarantine.height == 0
+
+
+def _tables(joint_counts: np.ndarray, marginal_counts: np.ndarray) -> tuple[PublishedTable, PublishedTable]:
+    """One joint cell per marginal group (a daily table against its location marginal: nothing hidden)."""
+    import polars as pl
+
+    keys = {"mode": ["bus"] * joint_counts.size, "location": [str(i) for i in range(joint_counts.size)]}
+    empty = pl.DataFrame({"line": [], "raw": [], "reason": []})
+    joint = pl.DataFrame({**keys, "day": ["2016-08-08"] * joint_counts.size, "count": joint_counts})
+    marginal = pl.DataFrame({**keys, "count": marginal_counts})
+    return PublishedTable(joint, empty, None), PublishedTable(marginal, empty, None)
+
+
+def test_groups_flagged_by_noise_alone_are_no_gain() -> None:
+    """4,000 groups, nothing hidden, independent Laplace(1.4) noise on both tables (numpy: a simulation only):
+    about alpha/2 of the groups or fewer have an interval above 0 (the rounding allowance makes it fewer), which
+    is what noise alone gives, so no gain is claimed; hide 30 in a tenth of the groups and it is."""
+    rng = np.random.default_rng(5)
+    truth = rng.integers(100, 5000, 4000).astype(float)
+    joint = np.rint(truth + rng.laplace(0, 1.4, truth.size))
+    marginal = np.rint(truth + rng.laplace(0, 1.4, truth.size))
+    res = differencing_attack(*_tables(joint, marginal), scale=1.4, alpha=0.05)
+    flagged = res["groups_with_recoverable_hidden_count"]
+    assert isinstance(flagged, int) and 0 < flagged <= 4000 * 0.025
+    assert res["expected_flagged_by_noise_alone_at_most"] == pytest.approx(100.0)
+    assert res["gain_beyond_noise"] is False and "no evidence of hidden counts" in str(res["finding"])
+    hidden = np.where(np.arange(truth.size) % 10 == 0, 30.0, 0.0)
+    res = differencing_attack(*_tables(joint, marginal + hidden), scale=1.4, alpha=0.05)
+    assert res["gain_beyond_noise"] is True and res["groups_with_recoverable_hidden_count"] > 400
+    assert float(res["p_value_noise_alone"]) < 1e-12  # type: ignore[arg-type]

@@ -96,3 +96,34 @@ def test_scale_ci_coverage_over_simulated_releases() -> None:
         fit = fit_difference_scale(u)
         hits += fit.low <= 2.0 <= fit.high
     assert hits / 300 >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / 300)
+
+
+@pytest.mark.parametrize("n", [136, 161, 1000])
+def test_many_equal_terms_no_overflow_and_exact_coverage(n: int) -> None:
+    """From 136 terms on the factorials of f_n overflowed a float (``OverflowError``: exit 70 of ``audit
+    differencing`` on a Data61-style daily table). In log space the sum stays exact: ``P(|S| <= a) = 0.95``
+    to 1e-9, and for many terms ``a`` approaches the normal quantile ``1.96 sqrt(2 n) b`` from above (Laplace
+    tails are heavier)."""
+    b = 1.4
+    law = LaplaceSum([b] * n)
+    a = law.central_halfwidth(0.05)
+    assert law.sf(a) == pytest.approx(0.025, abs=1e-9)
+    assert law.sf(-a) == pytest.approx(0.975, abs=1e-9)
+    normal = 1.959964 * math.sqrt(2 * n) * b
+    assert normal < a < normal * 1.005
+    assert law.sf(0.0) == pytest.approx(0.5, abs=1e-12)
+    assert law.sf(1e6) == 0.0 and law.sf(-1e6) == 1.0
+
+
+def test_log_space_sum_equals_the_factorial_form_where_that_fits() -> None:
+    """For 40 terms (factorials still floats) the log-space sum equals the direct term-by-term sum."""
+    from scipy import special
+
+    n, b, x = 40, 1.4, 9.3
+    z = x / b
+    direct = sum(
+        math.factorial(n - 1 + j) / (math.factorial(j) * math.factorial(n - 1 - j)) * 2.0**-j
+        * math.factorial(n - 1 - j) * float(special.gammaincc(n - j, z))
+        for j in range(n)
+    ) / (math.factorial(n - 1) * 2.0**n)  # fmt: skip
+    assert LaplaceSum([b] * n).sf(x) == pytest.approx(direct, rel=1e-12)

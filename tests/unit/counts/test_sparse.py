@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from urbandp.counts import CountDomain, CountReleaseConfig, release_counts
+from urbandp.counts import CountDomain, CountReleaseConfig
 from urbandp.counts.exact_sampling import (
     _floor_resolve,
     bernoulli_process,
@@ -28,6 +28,7 @@ from urbandp.counts.exact_sampling import (
     uniform_words,
 )
 from urbandp.counts.sparse import SparseJoint, integer_threshold, zero_cell_positions
+from urbandp.counts.table_release import _release_counts
 from urbandp.counts.tails import IntegerNoise, interval_bounds, tail_brute_force
 from urbandp.errors import InputError
 from urbandp.privacy.noise import OpenDPNoise
@@ -187,7 +188,7 @@ def _outcomes(config: CountReleaseConfig, runs: int) -> np.ndarray:
     raw = RAW.reshape(d.shape)
     out = np.full((runs, d.n_cells), -999, dtype=np.int64)
     for r in range(runs):
-        rel = release_counts(raw, d, config)
+        rel = _release_counts(raw, d, config)
         idx, vals = rel.published()
         out[r, idx] = vals.astype(np.int64)
     return out
@@ -236,7 +237,7 @@ def test_sparse_input_and_marginals() -> None:
     d = tiny_domain()
     joint = SparseJoint.from_dense(RAW.reshape(d.shape))
     assert np.array_equal(joint.to_dense().ravel(), RAW) and joint.n_zero == 9
-    rel = release_counts(joint, d, CountReleaseConfig(noise_scale=1.0, suppress_below=3, sampling="sparse"))
+    rel = _release_counts(joint, d, CountReleaseConfig(noise_scale=1.0, suppress_below=3, sampling="sparse"))
     assert rel.joint is None and rel.cells is not None
     _idx, vals = rel.published()
     assert (vals >= 3).all()
@@ -260,10 +261,10 @@ def test_charged_marginals_are_charged_and_unbiased_in_exact_mode() -> None:
 
     d = tiny_domain()
     cfg = CountReleaseConfig(noise_scale=1.0, suppress_below=3, sampling="sparse", marginal_epsilon=0.5)
-    rel = release_counts(RAW.reshape(d.shape), d, cfg)
+    rel = _release_counts(RAW.reshape(d.shape), d, cfg)
     assert rel.privacy["marginals"] == "charged_noisy_marginals"
     assert rel.privacy["total_epsilon"] == pytest.approx(2.0)  # joint 1 + two marginals 0.5 each
-    exact = release_counts(
+    exact = _release_counts(
         RAW.reshape(d.shape), d, cfg, noise=ExactNoiseForTesting(acknowledge_not_private=True)
     )
     assert np.array_equal(exact.location, RAW.reshape(d.shape).sum(axis=2))
@@ -308,19 +309,19 @@ def test_per_card_window_is_days_times_epsilon() -> None:
     cfg = CountReleaseConfig(
         epsilon=1.0, unit=PrivacyUnit("card-day", 4), suppress_below=18, sampling="sparse"
     )
-    w = release_counts(raw, d, cfg).privacy["per_card_window"]
+    w = _release_counts(raw, d, cfg).privacy["per_card_window"]
     assert w["days"] == 7 and w["epsilon"] == pytest.approx(7.0) and w["per_card_day_epsilon"] == 1.0
-    ev = release_counts(raw, d, CountReleaseConfig(epsilon=1.0)).privacy["per_card_window"]
+    ev = _release_counts(raw, d, CountReleaseConfig(epsilon=1.0)).privacy["per_card_window"]
     assert ev["epsilon"] is None and "does not bound" in ev["epsilon_reason"]
     g = CountReleaseConfig(mechanism="gaussian", noise_scale=4.0, delta=1e-6, unit=PrivacyUnit("card-day", 4))
-    gw = release_counts(raw, d, g).privacy["per_card_window"]
+    gw = _release_counts(raw, d, g).privacy["per_card_window"]
     # zCDP adds over days: rho_card = 7 rho; its epsilon at the same delta is below 7 x the per-day epsilon
     assert gw["per_card_day_epsilon"] < gw["epsilon"] < 7 * gw["per_card_day_epsilon"]
 
 
 def test_top_k_with_sparse_sampling_ranks_raw_place_totals_exactly_in_law() -> None:
     d = tiny_domain()
-    rel = release_counts(
+    rel = _release_counts(
         RAW.reshape(d.shape),
         d,
         CountReleaseConfig(noise_scale=1.0, suppress_below=3, sampling="sparse", top_k=1, top_k_epsilon=50.0),

@@ -19,7 +19,7 @@ from urbandp.estimators.bounds import (
     quantile_bound_scale,
 )
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.levels import MergedSlotSpec, coarse_contributions, covered_keys
 from urbandp.fleet.measure import CLIP_CANDIDATES, clip_statistic, truncate_vehicle_days
 from urbandp.fleet.plan import plan_release
@@ -121,7 +121,7 @@ def test_parent_is_released_only_where_no_child_passed_and_its_value_is_the_pare
         coarsen="parent1",
         coarsen_rule="exclusive",
     )
-    r = release_hats(SPARSE, c, 1, EXACT)
+    r = _release_hats(SPARSE, c, 1, EXACT)
     speed = r.speed.sort("resolution")
     assert speed["level"].to_list() == ["parent1", "finest"]
     assert speed["resolution"].to_list() == [6, 7]
@@ -149,7 +149,7 @@ def test_multi_level_laplace_accounting_matches_hand_computation() -> None:
         coarsen="parent1",
         coarsen_share=share,
     )
-    r = release_hats(SPARSE, c, d, EXACT)
+    r = _release_hats(SPARSE, c, d, EXACT)
     p = r.privacy
     eps_f, eps_c = (1 - share) * e, share * e
     b_f, b_c = (U / 3 + 1 / d) / eps_f, (U / 3 + 1 / d) / eps_c
@@ -188,7 +188,7 @@ def test_multi_level_gaussian_composes_in_rho_and_splits_the_threshold_delta() -
     c = cfg(
         epsilon_per_day=e, delta=delta, min_vehicles_per_day=3, coarsen="parent1", coarsen_rule="exclusive"
     )
-    r = release_hats(BUSY, c, 1, EXACT)
+    r = _release_hats(BUSY, c, 1, EXACT)
     p = r.privacy
     total = rho_for_epsilon(e, delta / 2)
     levels = {lv["level"]: lv for lv in p["coarsen"]["levels"]}
@@ -218,7 +218,7 @@ def test_public_domain_gaussian_window_is_d_squared_times_the_day() -> None:
     window rho is D^2 times the day's, at every level."""
     e, d = 30.0, 3
     c = cfg(epsilon_per_day=e, domain_bbox=SURAT, min_vehicles_per_day=1, coarsen="auto")
-    r = release_hats(BUSY, c, d, EXACT)
+    r = _release_hats(BUSY, c, d, EXACT)
     p = r.privacy
     assert p["coarsen"]["levels"][0]["hats_released"] >= 1
     day = sum(p["rho_per_day"].values())
@@ -258,7 +258,7 @@ def test_merged_slots_cover_pairs_from_the_window_start_and_exclude_released_fin
         min_vehicles_per_day=3,
         coarsen="slot2",
     )
-    r = release_hats(frame(rows), c, 1, EXACT)
+    r = _release_hats(frame(rows), c, 1, EXACT)
     speed = r.speed.sort("slot")
     assert speed["level"].to_list() == ["slot2", "slot2"]
     assert speed["slot"].to_list() == ["09:00-11:00", "11:00-13:00"]
@@ -330,7 +330,7 @@ def test_clip_bound_is_charged_from_opendp_map_and_sets_the_sensitivity(neighbou
         clip_bound="dp-quantile",
         clip_quantile=0.9,
     )
-    r = release_hats(data, c, d, EXACT)
+    r = _release_hats(data, c, d, EXACT)
     p = r.privacy
     total = rho_for_epsilon(e, delta)
     cands = [U * (i + 1) / CLIP_CANDIDATES for i in range(CLIP_CANDIDATES)]
@@ -377,7 +377,7 @@ def test_clip_bound_under_laplace_is_pure_epsilon_from_the_map() -> None:
         clip_bound="dp-quantile",
         clip_share=0.1,
     )
-    r = release_hats(_fleet_like(100), c, 1, EXACT)
+    r = _release_hats(_fleet_like(100), c, 1, EXACT)
     p = r.privacy
     cands = [U * (i + 1) / CLIP_CANDIDATES for i in range(CLIP_CANDIDATES)]
     scale, cost = quantile_bound_scale(cands, 0.9, 0.1 * e, 1, gaussian=False)
@@ -421,7 +421,7 @@ def test_clip_bound_through_opendp_noise_stays_in_budget() -> None:
         clip_bound="dp-quantile",
         coarsen="parent1",
     )
-    r = release_hats(_fleet_like(150), c, 1, OpenDPNoise())
+    r = _release_hats(_fleet_like(150), c, 1, OpenDPNoise())
     p = r.privacy
     assert 0 < p["clip_bound"]["bound"] <= U
     assert p["cumulative_epsilon_per_day"] <= 5.0
@@ -449,7 +449,7 @@ def test_fill_rule_releases_a_parent_over_the_part_its_released_children_leave()
     )
     other2 = next(k for k in _children(P1) if k not in (X, P1_OTHER))
     extra = frame([(other2, 9, 0, "h", 40.0, 40.0, 1), (other2, 9, 0, "i", 30.0, 30.0, 1)])
-    r = release_hats(pl.concat([SPARSE, extra]), c, 1, EXACT)
+    r = _release_hats(pl.concat([SPARSE, extra]), c, 1, EXACT)
     coarse = r.speed.filter(pl.col("level") == "parent1").sort("mean_speed")
     hexes = pl.DataFrame({"c": pl.Series([P2, P1], dtype=pl.UInt64)}).select(plh3.int_to_str("c"))["c"]
     # P1 holds the released X and three vehicle-days elsewhere: published over that remainder, (50+40+30)/3;
@@ -458,7 +458,7 @@ def test_fill_rule_releases_a_parent_over_the_part_its_released_children_leave()
     assert coarse["mean_speed"].to_list() == pytest.approx([95 / 3, 40.0], abs=1e-6)
     assert r.privacy["coarsen"]["rule"] == "fill"
     # with SPARSE alone P1's remainder holds one vehicle-day: below the threshold, nothing for P1
-    r = release_hats(SPARSE, c, 1, EXACT)
+    r = _release_hats(SPARSE, c, 1, EXACT)
     assert r.speed.filter(pl.col("level") == "parent1")["h3_cell"].to_list() == hexes.to_list()[:1]
     # entirely covered: all 7 children released (in every base slot of the group) rules the parent out
     kids = _children(P1)

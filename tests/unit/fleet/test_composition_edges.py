@@ -16,7 +16,7 @@ import pytest
 
 from urbandp.fleet.composition import top_k_sum
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.measure import fieller_interval, fieller_z
 from urbandp.privacy.mechanisms import Gaussian, Laplace
 from urbandp.privacy.noise import ExactNoiseForTesting
@@ -69,7 +69,7 @@ def test_per_day_speed_cost_is_the_sum_of_the_k_largest_hat_costs() -> None:
         neighbouring="replace-one",
         selection="public-threshold",
     )
-    r = release_hats(contributions(rows), cfg, 1, EXACT)
+    r = _release_hats(contributions(rows), cfg, 1, EXACT)
     costs = sorted(r.speed["epsilon_hat_day"].to_list())
     assert len(costs) == 3 and costs[0] < costs[1] < costs[2]
     assert costs == pytest.approx([65 / 5 / 5.0, 65 / 3 / 5.0, 65 / 1 / 5.0], rel=1e-12)
@@ -136,7 +136,7 @@ def test_mean_is_withheld_below_two_sd_of_the_count_and_kept_above() -> None:
         selection="public-threshold",
         selection_epsilon=1.6,
     )
-    r = release_hats(contributions(rows), cfg, 1, EXACT)
+    r = _release_hats(contributions(rows), cfg, 1, EXACT)
     sd_n = math.sqrt(2.0) * r.privacy["noise_scale"]["count"]
     assert sd_n == pytest.approx(math.sqrt(2.0) * 1.25, rel=1e-9)
     assert sd_n < 3.0 < 2.0 * sd_n < 4.0  # the set-up straddles the boundary

@@ -11,7 +11,7 @@ import pytest
 
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.forecast import make_plan, pass_probability, predict_noise, sd_of_mean
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.selection import domain_cells
 from urbandp.privacy.noise import OpenDPNoise
 
@@ -62,7 +62,7 @@ def test_predicted_noise_matches_measured_within_10_percent(mechanism: str) -> N
     assert pass_probability(pred, PER_HAT) > 0.999
     sums, counts, means = [], [], []
     for _ in range(60):
-        r = release_hats(contrib, cfg, 1, OpenDPNoise())
+        r = _release_hats(contrib, cfg, 1, OpenDPNoise())
         assert r.speed.height == n_hats
         # the noise of the centred sum: noisy_sum is published as U/2 N~ + S~ (S the sum centred at U/2)
         centred = r.speed["noisy_sum"].to_numpy() - 32.5 * r.speed["noisy_vehicle_days"].to_numpy()

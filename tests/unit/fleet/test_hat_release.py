@@ -13,7 +13,7 @@ import pytest
 from urbandp.errors import BudgetExceededError
 from urbandp.fleet.composition import top_k_sum, window_delta
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.measure import truncate_vehicle_days
 from urbandp.fleet.selection import _threshold_measurement, smallest_threshold
 from urbandp.privacy.noise import ExactNoiseForTesting
@@ -64,7 +64,7 @@ def cfg(**kw: object) -> HatReleaseConfig:
 
 def test_replace_one_public_threshold_matches_hand_computation() -> None:
     """Report III E: eps_HAT_day = (U/N)/B; eps_day = sum of the K largest; Query 2: (1/D)/B each."""
-    r = release_hats(
+    r = _release_hats(
         SMALL, cfg(noise_scale=2.0, neighbouring="replace-one", selection="public-threshold"), 2, EXACT
     )
     speed = r.speed.sort("h3_cell")
@@ -88,7 +88,7 @@ def test_replace_one_public_threshold_matches_hand_computation() -> None:
 
 
 def test_k_limits_the_per_day_sum() -> None:
-    r = release_hats(
+    r = _release_hats(
         SMALL,
         cfg(
             noise_scale=2.0,
@@ -116,7 +116,7 @@ def test_report_golden_query2_epsilon_per_day() -> None:
 def test_add_remove_uses_centred_sum_over_count_and_charges_half_u_over_b() -> None:
     """The sum is of speeds centred at U/2 (sensitivity U/2, not U); mean = U/2 + centred sum / count."""
     c = cfg(noise_scale=5.0, neighbouring="add-remove", selection="public-threshold", selection_epsilon=5.0)
-    r = release_hats(SMALL, c, 2, EXACT)
+    r = _release_hats(SMALL, c, 2, EXACT)
     speed = r.speed.sort("h3_cell")
     assert speed["mean_speed"].to_list() == [20.0, 45.0]
     assert speed["noisy_sum"].to_list() == [60.0, 90.0]  # published as U/2 N~ + S~ (the uncentred sum)
@@ -141,7 +141,7 @@ def test_public_domain_dp_selection_is_pure_and_priced_by_k() -> None:
         queries=("speed",),
     )
     contrib = SMALL.with_columns(pl.lit(0x8742D9D69FFFFFF, dtype=pl.UInt64).alias("cell"))
-    r = release_hats(contrib, c, 2, EXACT)
+    r = _release_hats(contrib, c, 2, EXACT)
     p = r.privacy
     assert p["selection"]["method"] == "dp-public-domain"
     assert p["delta_per_day"] == 0.0
@@ -159,7 +159,7 @@ def test_public_domain_dp_selection_is_pure_and_priced_by_k() -> None:
 @pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove"])
 def test_epsilon_per_day_calibration_spends_exactly_the_budget(neighbouring: str) -> None:
     c = cfg(epsilon_per_day=3.0, neighbouring=neighbouring, selection="public-threshold", mechanism="laplace")
-    p = release_hats(SMALL, c, 2, EXACT).privacy
+    p = _release_hats(SMALL, c, 2, EXACT).privacy
     assert p["cumulative_epsilon_per_day"] <= 3.0
     assert p["cumulative_epsilon_per_day"] == pytest.approx(3.0, rel=1e-9)
     if neighbouring == "replace-one":  # report rule: one B for both queries: B = (sum top-K U/N + K/D) / eps
@@ -176,13 +176,13 @@ def test_epsilon_per_day_calibration_spends_exactly_the_budget(neighbouring: str
 def test_budget_is_enforced() -> None:
     c = cfg(noise_scale=1.0, budget_per_day=5.0, neighbouring="replace-one", selection="public-threshold")
     with pytest.raises(BudgetExceededError, match="release refused: privacy budget exceeded"):
-        release_hats(SMALL, c, 2, EXACT)
+        _release_hats(SMALL, c, 2, EXACT)
 
 
 def test_mean_is_withheld_when_the_noisy_count_is_small_next_to_its_noise() -> None:
     """A noisy denominator of a few vehicle-days with Laplace sd 5.7 would bias the ratio: the mean is null."""
     c = cfg(noise_scale=5.0, neighbouring="add-remove", selection="public-threshold", selection_epsilon=0.5)
-    r = release_hats(SMALL, c, 2, EXACT)
+    r = _release_hats(SMALL, c, 2, EXACT)
     assert r.speed["mean_speed"].to_list() == [None, None]
     assert r.privacy["means_withheld_small_noisy_count"] == 2
 
@@ -209,7 +209,7 @@ def test_truncation_reads_presence_only() -> None:
         min_vehicles_per_day=0,
         hours=(9, 13),
     )
-    ra, rb = release_hats(base, c, 1, EXACT), release_hats(other, c, 1, EXACT)
+    ra, rb = _release_hats(base, c, 1, EXACT), _release_hats(other, c, 1, EXACT)
     assert ra.speed.select("h3_cell", "slot").equals(rb.speed.select("h3_cell", "slot"))
     assert ra.speed["epsilon_hat_day"].to_list() == rb.speed["epsilon_hat_day"].to_list()  # same N
 
@@ -255,7 +255,7 @@ def test_truncation_keeps_a_long_dwell_in_one_cell_last() -> None:
 
 
 def test_observed_k_is_flagged_not_dp() -> None:
-    r = release_hats(
+    r = _release_hats(
         SMALL,
         cfg(
             noise_scale=2.0,
@@ -281,7 +281,7 @@ def test_threshold_selection_delta_meets_target_and_threshold_is_minimal() -> No
 
 def test_threshold_selection_through_the_release() -> None:
     c = cfg(noise_scale=2.0, neighbouring="add-remove", selection="dp", selection_epsilon=1.0, delta=1e-6)
-    p = release_hats(SMALL, c, 2, EXACT).privacy
+    p = _release_hats(SMALL, c, 2, EXACT).privacy
     assert p["delta_per_day"] <= 1e-6
     assert p["hats_released"] == 0  # 3 vehicle-days is far below a threshold that keeps delta <= 1e-6
     assert p["epsilon_per_day"]["selection"] == pytest.approx(1.0, rel=1e-12)
@@ -320,7 +320,7 @@ def test_user_level_estimators_are_wired_and_accounted(
         selection="public-threshold",
         speed_estimator=estimator,
     )
-    r = release_hats(_with_speeds(SMALL), c, 2, EXACT)
+    r = _release_hats(_with_speeds(SMALL), c, 2, EXACT)
     p = r.privacy
     budget_speed = 4.0 * 2 / 3  # public-threshold costs nothing; speeding a third; no noisy count needed
     assert r.speed["epsilon_hat_day"].max() <= budget_speed / 2 + 1e-12
@@ -345,7 +345,7 @@ def test_gaussian_zcdp_calibration_pinned_from_opendp_maps() -> None:
 
     c = cfg(epsilon_per_day=4.0, neighbouring="add-remove", selection="public-threshold", delta=1e-6)
     assert c.resolved_mechanism == "gaussian"
-    r = release_hats(SMALL, c, 2, EXACT)
+    r = _release_hats(SMALL, c, 2, EXACT)
     p = r.privacy
     rho = rho_for_epsilon(4.0, 1e-6)
     # OpenDP's conversion (tighter than rho + 2 sqrt(rho ln 1/delta) = eps, which would give rho = 0.2539)
@@ -392,7 +392,7 @@ def test_means_are_clipped_to_the_physical_range_after_noise() -> None:
         gaussian = laplace
 
     c = cfg(noise_scale=2.0, neighbouring="presence-public", selection="public-threshold")
-    r = release_hats(SMALL, c, 2, Big())  # type: ignore[arg-type]
+    r = _release_hats(SMALL, c, 2, Big())  # type: ignore[arg-type]
     for col in ("mean_speed", "ci95_low", "ci95_high"):
         assert r.speed[col].min() >= 0.0 and r.speed[col].max() <= 65.0
     assert sorted(r.speed["mean_speed"].to_list()) == [0.0, 65.0]
@@ -431,6 +431,6 @@ def test_threshold_selection_window_delta_comes_from_the_map_at_the_window_dista
     assert cal.window_cost == tuple(float(x) for x in meas.map((d * k, d * k, d)))
     assert cal.window_cost[1] < window_delta(cal.cost_day, cal.delta_day, d) == 1.0
     c = cfg(epsilon_per_day=2.0, neighbouring="add-remove", selection="dp", mechanism="laplace")
-    p = release_hats(SMALL, c, 30, EXACT).privacy
+    p = _release_hats(SMALL, c, 30, EXACT).privacy
     assert p["delta_per_window"] > 1e-5  # a tiny fleet over 30 days: not small, and the release says so
     assert any("delta per window" in w for w in p["warnings"])

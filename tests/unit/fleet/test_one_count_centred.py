@@ -14,7 +14,7 @@ import pytest
 import urbandp.privacy.dp_prelude as dp
 from urbandp.contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.measure import fieller_interval, truncate_vehicle_days
 from urbandp.fleet.plan import plan_release
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
@@ -48,7 +48,7 @@ def cfg(**kw: object) -> HatReleaseConfig:
 def test_one_count_serves_selection_and_denominator_and_the_rho_is_openDP_s() -> None:
     """Gaussian over a public extent: rho of epsilon 4 at delta 1e-6, half to the one count (L2 sqrt K), half to
     the centred sum (L2 sqrt K U/2); each figure equals OpenDP's own map at that scale."""
-    r = release_hats(fleet(200), cfg(), 1, EXACT)
+    r = _release_hats(fleet(200), cfg(), 1, EXACT)
     p = r.privacy
     rho = rho_for_epsilon(4.0, 1e-6)
     assert p["noise_scale"]["count"] is None  # no fresh count
@@ -72,7 +72,7 @@ def test_one_count_serves_selection_and_denominator_and_the_rho_is_openDP_s() ->
 
 
 def test_unknown_domain_uses_openDP_gaussian_threshold_on_the_same_count() -> None:
-    r = release_hats(fleet(200), cfg(domain_bbox=None), 1, EXACT)
+    r = _release_hats(fleet(200), cfg(domain_bbox=None), 1, EXACT)
     p = r.privacy
     rho = rho_for_epsilon(4.0, 0.5e-6)  # half the delta converts, half goes to the threshold
     assert p["selection"]["method"] == "dp"
@@ -87,14 +87,14 @@ def test_speeding_is_opt_in_and_takes_a_third() -> None:
     plan = plan_release(cfg(queries=("speed", "speeding")), 1)
     assert plan.speeding_budget == pytest.approx(plan.budget / 3, rel=1e-12)  # type: ignore[operator]
     assert plan.selection_budget == pytest.approx(plan.budget / 3, rel=1e-12)  # type: ignore[operator]
-    r = release_hats(fleet(200), cfg(), 1, EXACT)
+    r = _release_hats(fleet(200), cfg(), 1, EXACT)
     assert r.speeding.height == 0
     with pytest.raises(ValueError, match="must include speed"):
         cfg(queries="speeding")
 
 
 def test_empty_release_keeps_its_columns() -> None:
-    r = release_hats(fleet(2), cfg(epsilon_per_day=0.5), 1, EXACT)
+    r = _release_hats(fleet(2), cfg(epsilon_per_day=0.5), 1, EXACT)
     assert r.speed.height == 0
     for column in ("mean_speed", "ci95_low", "ci95_high", "noisy_sum", "noisy_vehicle_days", "clamped"):
         assert column in r.speed.columns
@@ -136,7 +136,7 @@ def test_intervals_cover_at_least_93_percent_at_small_counts() -> None:
     hits = total = 0
     noise = OpenDPNoise()
     for _ in range(120):
-        r = release_hats(data, c, 1, noise).speed.sort("h3_cell")
+        r = _release_hats(data, c, 1, noise).speed.sort("h3_cell")
         joined = r.with_columns(pl.col("h3_cell")).join(
             truth.with_columns(
                 pl.col("cell").map_elements(lambda x: f"{x:x}", return_dtype=pl.String).alias("h3_cell")

@@ -15,7 +15,7 @@ import pytest
 import urbandp.privacy.dp_prelude as dp
 from urbandp.contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.measure import l2_normalised, per_hat_aggregates, selected_count_interval
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
 
@@ -122,7 +122,7 @@ def test_l2_release_spends_openDP_s_rho_of_k_1_and_keeps_every_domain_hat(tmp_pa
     """Gaussian, route domain, L2-normalised: rho of epsilon 4 at delta 1e-6, half to the count (L2 1), half to the
     centred sum (L2 U/2), each equal to OpenDP's map at the stated scale; every domain HAT is a row, the empty one
     included; the off-route dwell is dropped before bounding and counted for the owner only."""
-    r = release_hats(fleet(100), cfg(tmp_path, contribution_bounding="l2"), 1, EXACT)
+    r = _release_hats(fleet(100), cfg(tmp_path, contribution_bounding="l2"), 1, EXACT)
     p = r.privacy
     rho = rho_for_epsilon(4.0, 1e-6)
     gauss = dp.m.make_gaussian(
@@ -149,12 +149,12 @@ def test_truncation_spends_k_on_domain_hats_only(tmp_path: Path) -> None:
     """K = 1: each vehicle-day visits 4 HATs, one of them off the route. With a route domain the off-route HAT is
     dropped before truncation, so every vehicle-day keeps a route HAT and all 100 reach the route (truncating
     first would send about a quarter of them to the off-route HAT, by the keyed hash, and lose them)."""
-    r = release_hats(fleet(100), cfg(tmp_path, max_hats_per_vehicle_day=1), 1, EXACT)
+    r = _release_hats(fleet(100), cfg(tmp_path, max_hats_per_vehicle_day=1), 1, EXACT)
     assert float(r.speed["noisy_vehicle_days"].sum()) == pytest.approx(100.0)
 
 
 def test_useful_hats_are_counted_from_the_published_table(tmp_path: Path) -> None:
-    r = release_hats(
+    r = _release_hats(
         fleet(300, seed=5), cfg(tmp_path, contribution_bounding="l2", epsilon_per_day=8.0), 1, OpenDPNoise()
     )
     t = r.speed
@@ -200,7 +200,7 @@ def test_a_paper_estimator_with_no_hat_released_is_an_empty_release_not_an_error
         hours=(9, 10), max_hats_per_vehicle_day=4,
     )  # fmt: skip
     data = fleet(3).with_columns(pl.lit(1, dtype=pl.UInt32).alias("n_records"))
-    r = release_hats(
+    r = _release_hats(
         data.with_columns(
             speeds=pl.col("mean_speed").map_elements(lambda v: [v], return_dtype=pl.List(pl.Float64))
         ),

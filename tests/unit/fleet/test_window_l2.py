@@ -18,7 +18,7 @@ import pytest
 import urbandp.privacy.dp_prelude as dp
 from urbandp.contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import release_hats
+from urbandp.fleet.hat_release import _release_hats
 from urbandp.fleet.selection import (
     _threshold_measurement,
     calibrate_selection,
@@ -112,7 +112,7 @@ def test_release_states_rho_per_window_d_squared_times_the_day_at_k12_d3() -> No
     cfg = HatReleaseConfig(
         hours=(9, 10), max_hats_per_vehicle_day=12, precision=9, epsilon_per_day=8.0, mechanism="gaussian"
     )
-    p = release_hats(data, cfg, 3, EXACT).privacy
+    p = _release_hats(data, cfg, 3, EXACT).privacy
     assert p["selection"]["method"] == "dp" and p["hats_released"] == 3
     per_day = p["rho_per_day"]
     assert p["rho_per_window"] == pytest.approx(9 * sum(per_day.values()), rel=1e-9)

@@ -8,7 +8,7 @@ import pytest
 from urbandp.errors import BudgetExceededError, InputError
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.sensing.bounded_laplace import LATTICE_EXPONENT, holohan_scale, lattice_epsilon
-from urbandp.sensing.dp_map_mechanism import fit_for_release, release_dp_map, rmse_vs_epsilon
+from urbandp.sensing.dp_map_mechanism import _release_dp_map, fit_for_release, rmse_vs_epsilon
 from urbandp.sensing.grid import SquareGrid
 from urbandp.sensing.readings import Readings
 
@@ -37,7 +37,7 @@ def test_capped_variance_keeps_sigma2_in_the_domain() -> None:
 
 
 def test_release_accounting_and_empty_windows() -> None:
-    rel = release_dp_map(_readings(), GRID, 1.0, EXACT, sensitivity=1.0, upper=2.0)
+    rel = _release_dp_map(_readings(), GRID, 1.0, EXACT, sensitivity=1.0, upper=2.0)
     g = GRID.n_cells
     assert [str(w.window) for w in rel.windows] == [
         "2024-01-01T08:00",
@@ -59,7 +59,7 @@ def test_release_accounting_and_empty_windows() -> None:
 
 
 def test_paper_version_is_labelled_and_uses_data_bounds() -> None:
-    rel = release_dp_map(_readings(), GRID, 1.0, OpenDPNoise(), calibration="paper")
+    rel = _release_dp_map(_readings(), GRID, 1.0, OpenDPNoise(), calibration="paper")
     assert rel.privacy["differentially_private"] is False and rel.ledger.entries == []
     w = rel.windows[0]
     assert w.scale == 1.0 and w.upper == pytest.approx(float(w.sigma2_std.max()))
@@ -68,7 +68,7 @@ def test_paper_version_is_labelled_and_uses_data_bounds() -> None:
 
 def test_budget_is_enforced() -> None:
     with pytest.raises(BudgetExceededError):
-        release_dp_map(_readings(), GRID, 1.0, EXACT, budget_epsilon=GRID.n_cells * 1.5)
+        _release_dp_map(_readings(), GRID, 1.0, EXACT, budget_epsilon=GRID.n_cells * 1.5)
 
 
 def test_rmse_falls_with_epsilon() -> None:
