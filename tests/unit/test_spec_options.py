@@ -101,8 +101,8 @@ ADMITS_ANY: dict[tuple[str, str], str] = {
         for release, names in {
             "survey randomize": ("column", "within", "id_column"),
             "survey perturb-points": ("lat", "lon", "id_column"),
-            "survey od-randomize": ("origin", "dest", "id_column"),
-            "survey perturb-trajectories": ("lat", "lon", "trip", "order"),
+            "survey od-randomize": ("origin", "dest", "id_column", "person"),
+            "survey perturb-trajectories": ("lat", "lon", "trip", "order", "person"),
         }.items()
         for name in names
     },

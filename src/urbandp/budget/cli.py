@@ -20,7 +20,7 @@ STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_B
 def init(
     dataset: str = typer.Argument(..., help="Dataset name."),
     unit: str = typer.Option(
-        ..., help="Privacy unit: vehicle-day, card-day, event, reading, respondent or trip."
+        ..., help="Privacy unit: vehicle-day, card-day, event, reading, respondent, trip or person."
     ),
     epsilon_per_day: float | None = typer.Option(
         None, help="Cap on epsilon per unit and calendar day (default: no per-day cap)."

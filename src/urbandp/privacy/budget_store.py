@@ -53,10 +53,10 @@ ENV_STORE = "URBANDP_BUDGET_STORE"
 ENV_OPERATOR = "URBANDP_OPERATOR"
 ENV_TEST_PAUSE = "URBANDP_BUDGET_TEST_PAUSE"  # "<stage>:<flag file>": touch the file, then sleep (tests only)
 DEFAULT_STORE = "urbandp-budget.sqlite"
-UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent", "trip")
-# Units present in every release of their dataset (a survey's respondent or trip has no per-day structure): their
-# dataset must declare --epsilon-total, the cap that composes all its releases whatever day they are booked on.
-WHOLE_DATASET_UNITS = ("respondent", "trip")
+UNITS = ("vehicle-day", "card-day", "event", "reading", "respondent", "trip", "person")
+# Units present in every release of their dataset (a survey's respondent, trip or person has no per-day structure):
+# their dataset must declare --epsilon-total, the cap that composes all its releases whatever day they are booked on.
+WHOLE_DATASET_UNITS = ("respondent", "trip", "person")
 # Units whose owner (a vehicle, a card) is present on many days: a release's window delta is then that of the group
 # of its D unit-days. An event or a reading lies in one day; a respondent or a trip in one survey wave.
 SPANNING_UNITS = ("vehicle-day", "card-day")

@@ -1,7 +1,8 @@
 """Travel-survey privacy toolkit (report: "Differential privacy in travel data", MPI 2021).
 
 Public API (:mod:`urbandp.survey.api`): :func:`randomize`, :func:`estimate`, :func:`perturb_points`,
-:func:`perturb_trajectories`, :func:`od_randomize`, each returning a :class:`SurveyRelease` (``estimate``: a table).
+:func:`perturb_trajectories`, :func:`od_randomize`, :func:`od_estimate`, each returning a :class:`SurveyRelease`
+(``estimate``, ``od_estimate``: a table).
 The names are imported on first use (PEP 562), so that ``urbandp survey --help`` stays fast.
 
 Modules: :mod:`randomized_response` (binary / k-ary RR, the report's sub-category replacement, de-biasing),
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from urbandp.survey.api import (
         SurveyRelease,
         estimate,
+        od_estimate,
         od_randomize,
         perturb_points,
         perturb_trajectories,
@@ -30,6 +32,7 @@ __all__ = [
     "SurveyPrivacyReport",
     "SurveyRelease",
     "estimate",
+    "od_estimate",
     "od_randomize",
     "perturb_points",
     "perturb_trajectories",

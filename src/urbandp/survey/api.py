@@ -32,14 +32,22 @@ from urbandp.config_tables import REQUIRED, takes_config
 from urbandp.frames import TableLike, input_paths
 from urbandp.session import Session
 from urbandp.spec_options import declared_options
-from urbandp.survey.charge import RESPONDENT, TRIP
-from urbandp.survey.od_release import OdSpec, od_body
+from urbandp.survey.charge import PERSON, RESPONDENT, TRIP
+from urbandp.survey.od_release import OdSpec, od_body, od_estimate_table
 from urbandp.survey.points_release import PointsSpec, points_body
 from urbandp.survey.result import SurveyRelease, run_release
 from urbandp.survey.rr_release import RandomizeSpec, estimate_table, randomize_body
 from urbandp.survey.trajectory_release import TrajectoriesSpec, trajectories_body
 
-__all__ = ["SurveyRelease", "estimate", "od_randomize", "perturb_points", "perturb_trajectories", "randomize"]
+__all__ = [
+    "SurveyRelease",
+    "estimate",
+    "od_estimate",
+    "od_randomize",
+    "perturb_points",
+    "perturb_trajectories",
+    "randomize",
+]
 
 PathLike = str | Path
 
@@ -169,8 +177,10 @@ def perturb_points(
     config: PathLike | None = None,
 ) -> SurveyRelease:
     """Perturb one location per respondent: planar Laplace with ``epsilon_per_metre`` (geo-indistinguishability,
-    Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Charged as epsilon per metre x
-    ``budget_metres``; with ``bbox`` (min_lat, max_lat, min_lon, max_lon) a location is clamped into the box."""
+    Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Its guarantee is
+    geo-indistinguishability (epsilon per metre), not DP: refused with a dataset; ``budget_epsilon`` caps epsilon
+    per metre x ``budget_metres``. With ``bbox`` (min_lat, max_lat, min_lon, max_lon) a location is clamped into
+    the box, coordinate by coordinate (which can lengthen a distance)."""
     box = ",".join(map(str, bbox)) if isinstance(bbox, tuple) else bbox
     spec = PointsSpec(
         lat=lat,
@@ -208,6 +218,8 @@ def od_randomize(
     blocks: int | None = None,
     keep_probability: float | None = None,
     epsilon: float | None = None,
+    person: str | None = None,
+    max_trips_per_person: int | None = None,
     method: str = "rr",
     sampler: str = "opendp",
     separator: str = ",",
@@ -221,9 +233,10 @@ def od_randomize(
     command_line: str | None = None,
     config: PathLike | None = None,
 ) -> SurveyRelease:
-    """Randomize origin-destination pairs over declared blocks, per trip: OD randomized response (report eq. 13)
-    with ``keep_probability`` or ``epsilon``; ``method="histogram"``/``"histogram-joint"`` is the report's
-    section 6.3 (NOT DP, refused with a dataset)."""
+    """Randomize origin-destination pairs over declared blocks: OD randomized response (report eq. 13) with
+    ``keep_probability`` or ``epsilon`` per trip; ``method="histogram"``/``"histogram-joint"`` is the report's
+    section 6.3 (NOT DP, refused with a dataset). With ``person`` and ``max_trips_per_person`` each person keeps at
+    most that many trips and the release protects a person (unit ``person``, charged K x epsilon per trip)."""
     spec = OdSpec(
         origin=origin,
         dest=dest,
@@ -231,6 +244,8 @@ def od_randomize(
         blocks=blocks,
         keep_probability=keep_probability,
         epsilon=epsilon,
+        person=person,
+        max_trips_per_person=max_trips_per_person,
         method=method,
         sampler=sampler,
         separator=separator,
@@ -241,7 +256,7 @@ def od_randomize(
     )
     return run_release(
         data,
-        TRIP,
+        PERSON if spec.per_person else TRIP,
         lambda path, label, charge: od_body(spec, path, label, charge),
         spec=spec,
         session=session,
@@ -250,6 +265,45 @@ def od_randomize(
         budget_epsilon=budget_epsilon,
         survey_date=survey_date,
     )
+
+
+def od_estimate(
+    data: TableLike,
+    *,
+    origin: str,
+    dest: str,
+    blocks_file: PathLike | None = None,
+    blocks: int | None = None,
+    keep_probability: float | None = None,
+    epsilon: float | None = None,
+    separator: str = ",",
+    out: PathLike | None = None,
+    overwrite: bool = False,
+) -> pl.DataFrame:
+    """The de-biased OD table of an :func:`od_randomize` release (the inverse of report eq. 13): for every declared
+    pair its released count, the unbiased estimate of its true count, the estimator's standard deviation
+    (analytic) and a 95 % interval. Post-processing, no budget: give the blocks and ``keep_probability`` (or
+    ``epsilon`` per trip) the release was made with. With ``out`` the table is also written as a CSV file."""
+    from urbandp.outputs import atomic_output_file, check_output_file, output_policy
+
+    spec = OdSpec(
+        origin=origin,
+        dest=dest,
+        blocks_file=None if blocks_file is None else Path(blocks_file),
+        blocks=blocks,
+        keep_probability=keep_probability,
+        epsilon=epsilon,
+        separator=separator,
+    )
+    with input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
+        if out is not None:
+            check_output_file(Path(out))
+        label = str(paths[0]) if isinstance(data, (str, Path)) else "data"
+        table = od_estimate_table(paths[0], label, spec)
+        if out is not None:
+            with atomic_output_file(Path(out)) as tmp:
+                table.write_csv(tmp)
+    return table
 
 
 @takes_config("survey.perturb-trajectories", _file_keys(TrajectoriesSpec))
@@ -264,6 +318,8 @@ def perturb_trajectories(
     order: str | None = None,
     every: int = 1,
     max_trips: int | None = None,
+    person: str | None = None,
+    max_trips_per_person: int | None = None,
     separator: str = ",",
     budget_epsilon: float | None = None,
     survey_date: str | dt.date | None = None,
@@ -275,7 +331,8 @@ def perturb_trajectories(
     config: PathLike | None = None,
 ) -> SurveyRelease:
     """SSD trajectory perturbation per trip (report section 6.1, eq. 16; Jiang et al. 2013). NOT DP as a whole
-    (every trip's start and end are published): refused with a dataset."""
+    (every trip's start and end are published): refused with a dataset. With ``person`` and
+    ``max_trips_per_person`` each person keeps at most that many trips."""
     spec = TrajectoriesSpec(
         lat=lat,
         lon=lon,
@@ -285,6 +342,8 @@ def perturb_trajectories(
         order=order,
         every=every,
         max_trips=max_trips,
+        person=person,
+        max_trips_per_person=max_trips_per_person,
         separator=separator,
         budget_epsilon=budget_epsilon,
         keep_columns=keep_columns,
@@ -292,7 +351,7 @@ def perturb_trajectories(
     )
     return run_release(
         data,
-        TRIP,
+        TRIP if spec.person is None else PERSON,
         lambda path, label, charge: trajectories_body(spec, path, label, charge),
         spec=spec,
         session=session,

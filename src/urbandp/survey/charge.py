@@ -25,6 +25,7 @@ from urbandp.survey.sampling import BitSource, bit_source
 
 RESPONDENT = "respondent"
 TRIP = "trip"
+PERSON = "person"
 
 
 class ExactBitsForTesting:

@@ -34,7 +34,8 @@ def perturb_points(**options: Any) -> None:
 
     Example: urbandp survey perturb-points out/survey/homes.csv --lat lat --lon lon --id household --epsilon-per-metre 0.005 --out out/homes
 
-    With --bbox a location outside the box is moved to the nearest point of the box before noise (never dropped).
+    With --bbox a location outside the box is clamped into it before noise (never dropped; this can lengthen a
+    distance). Geo-indistinguishability (epsilon per metre), not DP: refuses --dataset.
     """
     import urbandp.survey.api as api
 

@@ -33,7 +33,7 @@ def run(out_dir: Path, console: Console) -> None:
             "estimate", str(out_dir / "vehicles-rr" / "randomized.csv"), "--column", "model",
             "--categories-file", str(data / "models.csv"), "--within", "fuel", "--epsilon", "2",
             "--out", str(out_dir / "vehicle-estimates.csv")]),
-        ("home locations, planar Laplace 0.005 / m, report bounding box", [
+        ("home locations, planar Laplace 0.005 / m (geo-indistinguishability, not DP), report bounding box", [
             "perturb-points", str(data / "homes.csv"), "--lat", "lat", "--lon", "lon",
             "--id", "household", "--epsilon-per-metre", "0.005", "--bbox", TWIN_CITIES_BBOX, "--out", str(out_dir / "homes")]),
         ("escape analysis (owner only)", [
@@ -42,6 +42,13 @@ def run(out_dir: Path, console: Console) -> None:
         ("OD randomized response over 19 counties, p = 1/2 (report eq. 13)", [
             "od-randomize", str(data / "trips.csv"), "--from", "from_county", "--to", "to_county",
             "--blocks", "19", "--id", "trip", "--keep-probability", "0.5", "--out", str(out_dir / "trips-rr")]),
+        ("de-biased OD counts with 95 % intervals (inverse of eq. 13)", [
+            "od-estimate", str(out_dir / "trips-rr" / "trips.csv"), "--from", "from_county", "--to", "to_county",
+            "--blocks", "19", "--keep-probability", "0.5", "--out", str(out_dir / "od-estimate.csv")]),
+        ("OD per household: at most 4 trips each, p = 1/2 (4 x 5.89 per household)", [
+            "od-randomize", str(data / "trips.csv"), "--from", "from_county", "--to", "to_county",
+            "--blocks", "19", "--person", "household", "--max-trips-per-person", "4", "--keep-probability", "0.5",
+            "--out", str(out_dir / "trips-person")]),
         ("SSD trajectories (report eq. 16)", [
             "perturb-trajectories", str(data / "trajectories.csv"), "--lat", "lat", "--lon", "lon",
             "--trip", "trip", "--order", "seq", "--epsilon", "50", "--max-step-metres", "150",
@@ -51,4 +58,7 @@ def run(out_dir: Path, console: Console) -> None:
         console.print(f"[bold]survey {number}. {title}[/]")
         _cli(*args)
     eps = json.loads((out_dir / "trips-rr" / "privacy.json").read_text())["epsilon"]
-    console.print(f"   OD epsilon per trip {eps:.4g} (report: ~6); outputs in {out_dir}")
+    person = json.loads((out_dir / "trips-person" / "privacy.json").read_text())["epsilon_per_person"]
+    console.print(
+        f"   OD epsilon per trip {eps:.4g} (report: ~6), per household {person:.4g}; outputs in {out_dir}"
+    )

@@ -13,7 +13,7 @@ import urbandp.survey.release as release
 import urbandp.survey.trips as tr
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.spec_options import Bounds, check_options, option
-from urbandp.survey.charge import SurveyCharge
+from urbandp.survey.charge import PERSON, TRIP, SurveyCharge
 from urbandp.survey.io import read_list, read_table, require_columns
 from urbandp.survey.report import OdPrivacyReport, ledger
 from urbandp.survey.result import SurveyRelease
@@ -22,6 +22,16 @@ from urbandp.survey.sampling import SOURCES
 NEIGHBOURING = (
     "replace-one (one trip's origin-destination pair, any value: a pair with a block outside the declared list is "
     "released as a uniform draw over all pairs)"
+)
+NEIGHBOURING_PERSON = (
+    "replace one person's trips by as many other trips (any origin-destination pairs): at most "
+    "max_trips_per_person of a person's trips are released, chosen by a keyed hash with a fixed public seed that "
+    "reads only that person's trips; how many trips a person made, up to the bound, is not protected (the number "
+    "of released rows is published)"
+)
+UNBOUNDED_PERSON = (
+    "unbounded: no max_trips_per_person, so a person with n trips in the input loses n x epsilon_per_trip "
+    "(basic composition); give person and max_trips_per_person to bound it"
 )
 HISTOGRAM_NOT_DP = "section 6.3 histogram-preserving reporting draws replacements from the TRUE histogram: NOT differentially private"
 OWNER_FILES = ["utility.json", "quarantine.csv", "input_report.json"]
@@ -54,6 +64,17 @@ class OdSpec:
         help="Target epsilon per trip instead of p (default: none; give this or --keep-probability).",
         bounds=Bounds(above=0),
     )
+    person: str | None = option(
+        None,
+        help="Person (respondent) id column: with --max-trips-per-person the release protects a person "
+        "(default: none; the unit is one trip and the loss per person is unbounded).",
+    )
+    max_trips_per_person: int | None = option(
+        None,
+        help="Public bound K on the trips released per person (the others are dropped; which ones is a keyed "
+        "hash of the person's own trips): the loss per person is K x epsilon per trip (default: none).",
+        bounds=Bounds(at_least=1),
+    )
     method: str = option(
         "rr",
         help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP).",
@@ -70,6 +91,12 @@ class OdSpec:
 
     def __post_init__(self) -> None:
         check_options(self)  # each option's declared bounds or choices, before the data is read
+        check_person(self.person, self.max_trips_per_person)
+
+    @property
+    def per_person(self) -> bool:
+        """Whether the release protects a person (trips bounded per person) rather than one trip."""
+        return self.max_trips_per_person is not None
 
     def block_ids(self) -> list[str]:
         """The declared block list (--blocks-file, or 1..--blocks)."""
@@ -104,6 +131,17 @@ class OdSpec:
         return p
 
 
+def check_person(person: str | None, max_trips: int | None) -> None:
+    """``person`` and ``max_trips_per_person`` come together: a bound needs whose trips it counts, and a person
+    column without a bound would leave the loss per person unbounded."""
+    if (person is None) != (max_trips is None):
+        raise InvalidParameterError(
+            "give person and max_trips_per_person together (the person column and the public bound on the trips "
+            "released per person)",
+            parameters=("person", "max_trips_per_person"),
+        )
+
+
 def _block_codes(frame: pl.DataFrame, spec: OdSpec, ids: list[str]) -> tuple[pl.DataFrame, np.ndarray]:
     """The input with each block's index (``__oi``, ``__di``; null when undeclared), and which rows have both."""
     index = pl.DataFrame({"__id": ids, "__i": np.arange(len(ids))})
@@ -120,10 +158,14 @@ def _block_codes(frame: pl.DataFrame, spec: OdSpec, ids: list[str]) -> tuple[pl.
 def _draw(
     spec: OdSpec, o: np.ndarray, de: np.ndarray, ok: np.ndarray, nb: int, p: float, charge: SurveyCharge
 ) -> tuple[np.ndarray, np.ndarray, float | None]:
-    """Eq. 13 (reserved first) or section 6.3 (NOT DP); an undeclared block becomes a uniform pair."""
+    """Eq. 13 (reserved first, per trip or per person) or section 6.3 (NOT DP); an undeclared block becomes a
+    uniform pair. Returns the epsilon per trip (None when not DP)."""
     eps = tr.od_epsilon(nb, p) if spec.method == "rr" else None
     if eps is not None:
-        charge.reserve(eps, "survey-od-rr", {"blocks": nb, "keep_probability": p})
+        params: dict[str, object] = {"blocks": nb, "keep_probability": p, "epsilon_per_trip": eps}
+        if spec.max_trips_per_person is not None:
+            params["max_trips_per_person"] = spec.max_trips_per_person
+        charge.reserve(_unit_epsilon(spec, nb, p, eps), "survey-od-rr", params)
         source = charge.bits(spec.sampler)
         ro, rd = tr.od_randomize(o, de, nb, p, source)
     else:
@@ -141,6 +183,31 @@ def _draw(
     return ro, rd, eps
 
 
+def _unit_epsilon(spec: OdSpec, nb: int, p: float, eps: float) -> float:
+    """The epsilon per privacy unit: per trip (eq. 13), or per person (K trips composed)."""
+    if spec.max_trips_per_person is None:
+        return eps
+    return tr.per_person_epsilon(nb, p, spec.max_trips_per_person)
+
+
+def _bounded(frame: pl.DataFrame, spec: OdSpec) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The trips released (at most --max-trips-per-person per person; all without a bound) and those dropped,
+    for the owner, with their reason (``missing_person``, ``over_max_trips_per_person``)."""
+    if spec.person is None or spec.max_trips_per_person is None:
+        return frame, frame.clear().with_columns(pl.lit("").alias("reason"))
+    f = frame.with_columns(
+        pl.int_range(pl.len()).over(spec.person, spec.origin, spec.dest).alias("__occurrence")
+    )
+    key = [spec.origin, spec.dest, "__occurrence"]
+    keep = tr.keep_per_person(f, spec.person, key, spec.max_trips_per_person)
+    missing = f.get_column(spec.person).is_null().to_numpy()
+    why = np.where(missing, "missing_person", "over_max_trips_per_person")
+    dropped = (
+        frame.with_row_index("row", offset=1).with_columns(pl.Series("reason", why)).filter(~pl.Series(keep))
+    )
+    return frame.filter(pl.Series(keep)), dropped
+
+
 def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> SurveyRelease:
     """Read, reserve, draw and describe one ``survey od-randomize`` release."""
     from urbandp.survey.sampling import bit_source
@@ -151,10 +218,15 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     p = spec.keep(nb)
     if spec.method in ("histogram", "histogram-joint"):
         charge.refuse_not_dp(f"--method {spec.method} draws replacements from the true histogram")
-    frame = read_table(path, spec.separator)
-    require_columns(frame, Path(label), spec.origin, spec.dest)
+    elif spec.max_trips_per_person is not None:  # the loss per person, against the one limit, before the data
+        k, per_trip = spec.max_trips_per_person, tr.od_epsilon(nb, p)
+        what = f"max_trips_per_person x epsilon per trip ({k} x {per_trip:.4g}) ="
+        release.check_epsilon(_unit_epsilon(spec, nb, p, per_trip), "person", what, ("max_trips_per_person",))
+    whole = read_table(path, spec.separator)
+    require_columns(whole, Path(label), spec.origin, spec.dest, *([spec.person] if spec.person else []))
     protected = [spec.origin, spec.dest]
-    public = release.public_columns(frame, Path(label), spec.keep_columns, spec.id_column, {}, protected)
+    public = release.public_columns(whole, Path(label), spec.keep_columns, spec.id_column, {}, protected)
+    frame, dropped = _bounded(whole, spec)
     f, ok = _block_codes(frame, spec, ids)
     o = f.get_column("__oi").fill_null(0).to_numpy().astype(np.int64)
     de = f.get_column("__di").fill_null(0).to_numpy().astype(np.int64)
@@ -166,45 +238,107 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     released = release.select_released(moved, public, protected)
     reason = pl.lit("block_not_declared: released as a uniform draw over all pairs").alias("reason")
     undeclared = int((~ok).sum())
-    counts = {"trips_in": frame.height, "trips_with_undeclared_block": undeclared}
-    eps_text = "not DP" if eps is None else f"{eps:.4g}"
+    counts: dict[str, object] = {"trips_in": whole.height, "trips_with_undeclared_block": undeclared}
+    if spec.per_person:
+        counts["trips_dropped_over_max_trips_per_person"] = int(
+            (dropped.get_column("reason") == "over_max_trips_per_person").sum()
+        )
+        counts["trips_dropped_missing_person"] = int((dropped.get_column("reason") == "missing_person").sum())
+    eps_text = "not DP" if eps is None else f"{eps:.4g} per trip"
+    if eps is not None and spec.max_trips_per_person is not None:
+        eps_text += f", {_unit_epsilon(spec, nb, p, eps):.4g} per person"
     return SurveyRelease(
         tables={"trips": released},
         privacy=_od_report(spec, nb, p, eps, public, charge),
         owner={
             "utility.json": tr.utility(o[ok], de[ok], ro[ok], rd[ok], nb),
-            "quarantine.csv": f.filter(pl.Series(~ok))
-            .drop("__o", "__d", "__oi", "__di")
-            .with_columns(reason),
+            "quarantine.csv": pl.concat(
+                [
+                    f.filter(pl.Series(~ok)).drop("__o", "__d", "__oi", "__di").with_columns(reason),
+                    dropped,
+                ],
+                how="diagonal_relaxed",
+            ),
             "input_report.json": release.input_report(counts),
         },
         file_name="trips.csv",
         summary=f"randomized {released.height:,} trips over {nb} blocks ({spec.method}, epsilon {eps_text}); "
-        f"undeclared block {undeclared:,}",
+        f"undeclared block {undeclared:,}"
+        + (
+            f"; dropped over the per-person bound or without a person {dropped.height:,}"
+            if spec.per_person
+            else ""
+        ),
     )
 
 
 def _od_report(
     spec: OdSpec, nb: int, p: float, eps: float | None, public: dict[str, str], charge: SurveyCharge
 ) -> OdPrivacyReport:
-    """The typed privacy report (public parameters only)."""
+    """The typed privacy report (public parameters only): the epsilon per trip and per person."""
     reasons = charge.not_dp_reasons + ([HISTOGRAM_NOT_DP] if eps is None else [])
-    extra = {"epsilon_reason": "not DP: replacement drawn from the true histogram"} if eps is None else {}
+    extra: dict[str, object] = (
+        {"epsilon_reason": "not DP: replacement drawn from the true histogram"} if eps is None else {}
+    )
+    unit_eps = None if eps is None else _unit_epsilon(spec, nb, p, eps)
+    if eps is not None and not spec.per_person:
+        extra["epsilon_per_person_reason"] = UNBOUNDED_PERSON
+    unit = PERSON if spec.per_person else TRIP
     return OdPrivacyReport(
         command=spec.command,
-        unit="trip",
-        neighbouring=NEIGHBOURING,
+        unit=unit,
+        neighbouring=NEIGHBOURING_PERSON if spec.per_person else NEIGHBOURING,
         mechanism="OD randomized response (report eq. 13)"
         if eps is not None
         else f"report section 6.3 ({spec.method})",
         blocks=nb,
         od_pairs=nb * nb,
         keep_probability=p,
-        epsilon=eps,
+        epsilon=unit_eps,
+        epsilon_per_trip=eps,
+        epsilon_per_person=unit_eps if spec.per_person else None,
+        max_trips_per_person=spec.max_trips_per_person,
+        person_column=spec.person,
         **extra,
         public_columns=release.declaration(public),
-        ledger=None if eps is None else ledger(spec.budget_epsilon, "od-randomize", eps, "trip", spec.method),
+        ledger=None
+        if eps is None or unit_eps is None
+        else ledger(spec.budget_epsilon, "od-randomize", unit_eps, unit, spec.method),
         not_dp_outputs=OWNER_FILES,
         not_dp_reasons=reasons,
         differentially_private=not reasons,
+    )
+
+
+def od_estimate_table(path: Path, label: str, spec: OdSpec) -> pl.DataFrame:
+    """The de-biased OD table of a released trips table (:func:`urbandp.survey.trips.od_estimate`): one row per
+    declared pair (``spec.origin``, ``spec.dest``) with its released count, unbiased estimate, standard deviation
+    and 95 % interval. Post-processing: only the release's public parameters (blocks, keep probability) are used."""
+    ids = spec.block_ids()
+    nb = len(ids)
+    p = spec.keep(nb)
+    if p <= 0:
+        raise InvalidParameterError(
+            "keep_probability 0 releases pure noise: nothing can be de-biased", parameters="keep_probability"
+        )
+    frame = read_table(path, spec.separator)
+    require_columns(frame, Path(label), spec.origin, spec.dest)
+    f, ok = _block_codes(frame, spec, ids)
+    if not ok.all():
+        bad = f.filter(pl.Series(~ok)).select("row", spec.origin, spec.dest).head(3).rows()
+        raise InputError(
+            f"{label}: {int((~ok).sum()):,} released trip(s) name a block outside the declared list (first: "
+            f"row, {spec.origin}, {spec.dest} = {bad}); give the blocks the release was made with"
+        )
+    pairs = f.get_column("__oi").to_numpy() * nb + f.get_column("__di").to_numpy()
+    est = tr.od_estimate(pairs, nb, p)
+    arr = np.array(ids, dtype=object)
+    t = np.arange(nb * nb)
+    return pl.DataFrame(
+        {
+            spec.origin: arr[t // nb].astype(str),
+            spec.dest: arr[t % nb].astype(str),
+            "released": est["released"].astype(np.int64),
+            **{k: est[k] for k in ("estimate", "sd", "ci_low", "ci_high")},
+        }
     )

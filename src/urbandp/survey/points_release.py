@@ -23,10 +23,23 @@ NEIGHBOURING = (
     "coordinate is outside the domain and is not released)"
 )
 BBOX_RULE = (
-    "a location outside the box is moved to the nearest point of the box before noise: the move never lengthens a "
-    "distance (clamping each coordinate is 1-Lipschitz), so the loss stays epsilon_per_metre * d"
+    "a location outside the box is moved into it before noise by clamping its latitude and its longitude to their "
+    "ranges; this can LENGTHEN a distance (a degree of longitude is longer nearer the equator: two points at 60 N "
+    "111.6 km apart, clamped into a box whose northern edge is 46 N, end up 154.9 km apart, 1.39x), so the loss "
+    "between two true locations x and y is epsilon_per_metre * d(clamp(x), clamp(y)), not epsilon_per_metre * d(x, y)"
+)
+GUARANTEE = (
+    "geo-indistinguishability (Andres et al. 2013): two locations d metres apart are indistinguishable within "
+    "epsilon_per_metre * d; its unit is the metre of distance between a respondent's true and alternative location"
+)
+GEO_IND_NOT_DP = (
+    "geo-indistinguishability, not differential privacy: the loss epsilon_per_metre * d grows without bound with "
+    "the distance d, so a respondent whose location is replaced by one anywhere else has an unbounded loss; it "
+    "cannot be booked against a budget's epsilon"
 )
 OWNER_FILES = ["quarantine.csv", "input_report.json"]
+GEO_IND_UNIT = "metre (geo-indistinguishability)"
+"""The unit perturb-points states its loss in, in privacy.json's ledger: epsilon per metre of distance."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +114,7 @@ def points_body(spec: PointsSpec, path: Path, label: str, charge: SurveyCharge) 
     """Read, clamp, reserve, draw and describe one ``survey perturb-points`` release."""
     cost, eps = spec.check()
     box = spec.box()
+    charge.refuse_not_dp(GEO_IND_NOT_DP)  # with a dataset: refused here, before the data is read
     frame = read_table(path, spec.separator)
     require_columns(frame, Path(label), spec.lat, spec.lon)
     public = release.public_columns(
@@ -154,18 +168,29 @@ def _points_report(
     charge: SurveyCharge,
 ) -> PointsPrivacyReport:
     """The typed privacy report: the mechanism, its epsilon per metre and the charge at --budget-metres."""
-    name = f"perturb {spec.lat},{spec.lon} at {spec.budget_metres} m"
+    name = f"perturb {spec.lat},{spec.lon} (epsilon per metre)"
     reasons = charge.not_dp_reasons
     return PointsPrivacyReport(
         command=spec.command,
         unit="respondent (one location per row)",
         neighbouring=NEIGHBOURING,
+        guarantee=GUARANTEE,
+        epsilon=None,
+        epsilon_reason="geo-indistinguishability: the loss is epsilon_per_metre x the distance (see guarantee)",
         **cost,
+        epsilon_at_budget_metres=eps,
+        budget_metres=spec.budget_metres,
         bbox=None if box is None else {**box.__dict__, "rule": BBOX_RULE},
         public_columns=release.declaration(public),
-        ledger=ledger(spec.budget_epsilon, name, eps, "respondent", str(cost["mechanism"])),
+        ledger=ledger(
+            spec.budget_epsilon,
+            name,
+            float(cost["epsilon_per_metre"]),  # type: ignore[arg-type]
+            GEO_IND_UNIT,
+            str(cost["mechanism"]),
+        ),
         rounding_degrees=10.0**-loc.ROUND_DEGREES,
         not_dp_outputs=OWNER_FILES,
         not_dp_reasons=reasons,
-        differentially_private=not reasons,
+        differentially_private=False,  # geo-indistinguishability, never DP (reasons above)
     )

@@ -57,12 +57,20 @@ class RandomizePrivacyReport(SurveyPrivacyReport):
 
 
 class PointsPrivacyReport(SurveyPrivacyReport):
-    """``survey perturb-points``: planar Laplace (Andres et al. 2013) or per-axis Laplace (report eq. 14)."""
+    """``survey perturb-points``: planar Laplace (Andres et al. 2013) or per-axis Laplace (report eq. 14).
+
+    Its guarantee is geo-indistinguishability, in its own unit (epsilon per metre of distance), not differential
+    privacy: ``differentially_private`` is false and ``epsilon`` is None; it is never booked in a budget store."""
 
     mechanism: str
+    guarantee: str = Field(description="the guarantee in words: geo-indistinguishability, epsilon per metre")
     epsilon_per_metre: float
     metric: str
     epsilon_at_1km: float
+    epsilon_at_budget_metres: float = Field(
+        description="epsilon_per_metre x budget_metres: what --budget-epsilon caps (not a DP epsilon)"
+    )
+    budget_metres: float
     scale_metres: float | None = None
     bbox: dict[str, object] | None = None
     rounding_degrees: float
@@ -75,6 +83,17 @@ class OdPrivacyReport(SurveyPrivacyReport):
     blocks: int
     od_pairs: int
     keep_probability: float
+    epsilon_per_trip: float | None = Field(
+        None, description="report eq. (13): the loss of one trip (None: not DP)"
+    )
+    epsilon_per_person: float | None = Field(
+        None,
+        description="basic composition of epsilon_per_trip over max_trips_per_person (None: unbounded, or not DP)",
+    )
+    max_trips_per_person: int | None = Field(
+        None, description="the public bound on the trips released per person (None: no bound)"
+    )
+    person_column: str | None = Field(None, description="the column naming each trip's person")
 
 
 class TrajectoriesPrivacyReport(SurveyPrivacyReport):
@@ -86,6 +105,13 @@ class TrajectoriesPrivacyReport(SurveyPrivacyReport):
     epsilon_per_point: float
     epsilon_per_trip: str
     every: int
+    epsilon_per_person: str | None = Field(
+        None, description="the per-person statement (see max_trips_per_person)"
+    )
+    max_trips_per_person: int | None = Field(
+        None, description="the public bound on the trips kept per person"
+    )
+    person_column: str | None = Field(None, description="the column naming each trip's person")
 
 
 SPEC_HASH_LEAVES_OUT = ("command",)

@@ -2,7 +2,7 @@
 
 Writes ``vehicles.csv`` (household, fuel, model with messy names), ``models.csv`` (declared ``fuel,model`` list),
 ``aliases.csv`` (``Chevy ...`` -> ``Chevrolet ...``), ``homes.csv`` (household locations clustered on the metro
-centre, a few far outside the report's bounding box), ``trips.csv`` (origin/destination among 19 counties) and
+centre, a few far outside the report's bounding box), ``trips.csv`` (origin/destination among 19 counties, with the household that made each trip) and
 ``trajectories.csv`` (short GPS trips). numpy randomness: simulation input, never a release.
 """
 
@@ -66,9 +66,12 @@ def write_survey(out: Path, households: int, seed: int = 0) -> dict[str, int]:
     n_trips = households * 4
     o = np.minimum(rng.geometric(0.25, n_trips), 19)
     d = np.clip(o + rng.integers(-2, 3, n_trips), 1, 19)
-    pl.DataFrame({"trip": np.arange(1, n_trips + 1), "from_county": o, "to_county": d}).write_csv(
-        out / "trips.csv"
-    )
+    # each trip's household (its person): uniform over households, so some make many more trips than others; drawn
+    # from its own generator so that the other files stay as they were
+    person = np.random.default_rng([seed, 1]).integers(1, households + 1, n_trips)
+    pl.DataFrame(
+        {"trip": np.arange(1, n_trips + 1), "household": person, "from_county": o, "to_county": d}
+    ).write_csv(out / "trips.csv")
     rows = _trajectories(rng, trips=5, points=60, step_m=TRAJECTORY_STEP_M)
     pl.DataFrame(rows, schema=["trip", "seq", "lat", "lon"], orient="row").write_csv(out / "trajectories.csv")
     return {"vehicles": int(hh.size), "homes": households, "trips": n_trips, "trajectory_points": len(rows)}

@@ -17,8 +17,10 @@ from urbandp.errors import InputError
 from urbandp.spec_options import Bounds, check_options, option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
+from urbandp.survey.od_release import check_person
 from urbandp.survey.report import TrajectoriesPrivacyReport, ledger
 from urbandp.survey.result import SurveyRelease
+from urbandp.survey.trips import keep_per_person
 
 NOT_DP = [
     "perturb-trajectories publishes every trip's start and end point unchanged",
@@ -48,6 +50,17 @@ class TrajectoriesSpec:
     max_trips: int | None = option(
         None, help="Process only the first K trips (default: all).", bounds=Bounds(at_least=1)
     )
+    person: str | None = option(
+        None,
+        help="Person id column: with --max-trips-per-person each person keeps at most that many trips "
+        "(default: none; the loss per person is unbounded).",
+    )
+    max_trips_per_person: int | None = option(
+        None,
+        help="Public bound K on the trips released per person (the others are dropped; which ones is a keyed "
+        "hash of the person's own trips): a person loses at most K trips' worth (default: none).",
+        bounds=Bounds(at_least=1),
+    )
     separator: str = option(",", help=release.SEPARATOR_HELP)
     budget_epsilon: float | None = option(
         None, help="Refuse trips costing more (default: no cap).", bounds=Bounds(above=0)
@@ -57,6 +70,7 @@ class TrajectoriesSpec:
 
     def __post_init__(self) -> None:
         check_options(self)  # each option's declared bounds or choices, before the data is read
+        check_person(self.person, self.max_trips_per_person)
 
 
 @dataclass
@@ -123,12 +137,22 @@ def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: Su
     for reason in NOT_DP:  # with a dataset the first one refuses the run
         charge.refuse_not_dp(reason)
     frame = read_table(path, spec.separator)
-    require_columns(frame, Path(label), spec.lat, spec.lon, spec.trip, *([spec.order] if spec.order else []))
+    extra = [c for c in (spec.order, spec.person) if c]
+    require_columns(frame, Path(label), spec.lat, spec.lon, spec.trip, *extra)
     needed = {"--trip": spec.trip}
     public = release.public_columns(
         frame, Path(label), spec.keep_columns, None, needed, [spec.lat, spec.lon], options=("keep_columns",)
     )
     f, bad = _ordered(frame, spec)
+    over = f.clear()
+    if spec.person is not None and spec.max_trips_per_person is not None:
+        keep = pl.Series(keep_per_person(f, spec.person, [spec.trip], spec.max_trips_per_person))
+        over = (
+            f.filter(~keep)
+            .drop("__lat", "__lon")
+            .with_columns(pl.lit("over_max_trips_per_person").alias("reason"))
+        )
+        f = f.filter(keep)
     done = _perturb_all(f, spec, public)
     if not done.pieces:
         raise InputError(
@@ -143,6 +167,7 @@ def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: Su
         "trips_quarantined": len(done.skipped),
         "points_released": released.height,
         "rows_with_bad_coordinate": bad.height,
+        "rows_over_max_trips_per_person_or_without_person": over.height,
         "epsilon_per_trip_max_data_dependent": done.worst,
     }
     plot = functools.partial(plot_trajectories, done.plots, epsilon=spec.epsilon, m=spec.max_step_metres)
@@ -151,7 +176,7 @@ def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: Su
         privacy=_trajectories_report(spec, per_point, public, charge),
         owner={
             "original_vs_perturbed.png": plot,
-            "quarantine.csv": pl.concat([*done.skipped, bad_rows], how="diagonal_relaxed"),
+            "quarantine.csv": pl.concat([*done.skipped, bad_rows, over], how="diagonal_relaxed"),
             "input_report.json": release.input_report(counts),
         },
         file_name="trajectories.csv",
@@ -165,10 +190,18 @@ def _trajectories_report(
 ) -> TrajectoriesPrivacyReport:
     """The typed privacy report: the SSD parameter and its cost per interior point (public)."""
     name = "perturb-trajectories (per interior point)"
+    k = spec.max_trips_per_person
     return TrajectoriesPrivacyReport(
         command=spec.command,
-        unit="trip",
-        neighbouring="replace-one (one trip)",
+        unit="trip" if k is None else "person",
+        neighbouring="replace-one (one trip)"
+        if k is None
+        else "replace one person's trips (at most max_trips_per_person of them are released)",
+        max_trips_per_person=k,
+        person_column=spec.person,
+        epsilon_per_person=f"at most {k} x epsilon_per_trip (basic composition over the trips kept per person)"
+        if k is not None
+        else "unbounded: no max_trips_per_person (a person with n trips loses n trips' worth)",
         mechanism="SSD (Jiang et al. 2013) as in report section 6.1 eq. 16",
         ssd_parameter_epsilon=spec.epsilon,
         max_step_metres=spec.max_step_metres,

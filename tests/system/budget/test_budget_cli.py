@@ -163,9 +163,9 @@ def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "cannot lower epsilon per day of 'bus' to 0.5: 0.8 already spent on 2024-03-04"),
         (["budget", "init", "bus", "--unit", "vehicle-day", "--epsilon-per-day", "1", "--epsilon-total", "1"],
          "cannot lower epsilon total of 'bus' to 1: 1.6 already spent"),
-        (["survey", "perturb-points", "HOMES", "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+        (["survey", "randomize", "HOMES", "--column", "household", "--categories", "1,2,3", "--epsilon", "1",
           "--dataset", "tram", "--survey-date", "2024-03-04", "--out", "OUT"], "unknown dataset 'tram'"),
-        (["survey", "perturb-points", "HOMES", "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+        (["survey", "randomize", "HOMES", "--column", "household", "--categories", "1,2,3", "--epsilon", "1",
           "--dataset", "bus", "--survey-date", "2024-03-04", "--out", "OUT"],
          "dataset 'bus' is declared in unit vehicle-day; this release charges respondent"),
     ],
@@ -195,7 +195,7 @@ def test_corrupted_store_refuses_a_release_and_is_left_as_it_was(tmp_path: Path,
     bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)  # a torn header: looks like SQLite, is not
     out = tmp_path / "rel"
     p = _urbandp(
-        "survey", "perturb-points", str(homes), "--lat", "lat", "--lon", "lon", "--epsilon-per-metre", "0.001",
+        "survey", "randomize", str(homes), "--column", "household", "--categories", "1,2,3", "--epsilon", "1",
         "--dataset", "nhts", "--survey-date", "2024-03-04", "--budget-store", str(bad), "--out", str(out),
     )  # fmt: skip
     assert p.returncode == 2

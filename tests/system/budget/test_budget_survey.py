@@ -97,34 +97,34 @@ def test_randomize_reserves_before_noise_and_stops_at_the_total(
     assert len(_history(url, "nhts")) == 2
 
 
-def test_points_are_charged_at_the_budget_distance(
+def test_points_are_geo_indistinguishable_not_dp_and_never_booked(
     tmp_path: Path, survey: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """perturb-points was labelled DP and booked epsilon per metre x 1000 m against a respondent dataset's
+    epsilon total, although a respondent whose location is replaced anywhere has an unbounded loss. It is now
+    refused with a dataset (nothing drawn, nothing booked) and states geo-indistinguishability in its own unit."""
     url = str(tmp_path / "budget.sqlite")
     _init(url, "homes", "respondent", "2.5")
     seen = _spy(monkeypatch, urbandp.survey.locations, "planar_laplace_offsets", url, "homes")
     args = ["survey", "perturb-points", str(survey / "homes.csv"), "--lat", "lat", "--lon", "lon"]
-    args += [
-        "--epsilon-per-metre",
-        "0.002",
-        "--dataset",
-        "homes",
-        "--survey-date",
-        DAY,
-        "--budget-store",
-        url,
-    ]
-    r = runner.invoke(app, [*args, "--out", str(tmp_path / "p1")])
+    args += ["--epsilon-per-metre", "0.002"]
+    charged = ["--dataset", "homes", "--survey-date", DAY, "--budget-store", url]
+    r = runner.invoke(app, [*args, *charged, "--out", str(tmp_path / "p1")])
+    assert r.exit_code == 2
+    assert "--dataset: this release is NOT differentially private (geo-indistinguishability" in r.output
+    assert seen == [] and _history(url, "homes") == [] and not (tmp_path / "p1").exists()
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "p2")])
     assert r.exit_code == 0, r.output
-    assert seen == [[STATUS_RESERVED]]
-    s = BudgetStore(url)
-    assert s.spend_per_day("homes") == {
-        DAY: (pytest.approx(2.0), 0.0)
-    }  # 0.002 / m x 1000 m (--budget-metres)
-    r = runner.invoke(app, [*args, "--out", str(tmp_path / "p2"), "--budget-metres", "500"])
-    assert r.exit_code == 4
-    assert "total privacy budget of 'homes' exceeded: asked epsilon=1 over 1 day, left 0.5 of 2.5" in r.output
-    assert len(seen) == 1 and not (tmp_path / "p2").exists()
+    doc = json.loads((tmp_path / "p2" / "privacy.json").read_text())
+    assert doc["differentially_private"] is False and doc["epsilon"] is None
+    assert doc["guarantee"].startswith("geo-indistinguishability")
+    assert (doc["epsilon_per_metre"], doc["epsilon_at_budget_metres"], doc["budget_metres"]) == (
+        0.002,
+        2.0,
+        1000.0,
+    )
+    entry = doc["ledger"]["entries"][0]
+    assert (entry["unit"], entry["epsilon"]) == ("metre (geo-indistinguishability)", 0.002)
 
 
 def test_od_trips_charge_a_trip_dataset(

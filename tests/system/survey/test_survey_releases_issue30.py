@@ -160,7 +160,8 @@ def _history(folder: Path, dataset: str) -> str:
 
 def test_dataset_release_is_dp_and_charged_or_refused(tmp_path: Path) -> None:
     """As a new user: each survey release with --dataset is labelled DP and committed, or refused before any
-    noise (the old code labelled randomize and perturb-points NOT DP and still booked them as DP spend)."""
+    noise (the old code labelled randomize and perturb-points NOT DP and still booked them as DP spend; then
+    perturb-points was booked as DP although its loss per respondent is unbounded: it is now refused)."""
     _vehicles(tmp_path, neighbour=False)
     _homes(tmp_path, neighbour=False)
     _trips(tmp_path, neighbour=False)
@@ -170,22 +171,19 @@ def test_dataset_release_is_dp_and_charged_or_refused(tmp_path: Path) -> None:
                           "b.sqlite", cwd=tmp_path)  # fmt: skip
         assert res.returncode == 0, res.stderr
     charge = ["--budget-store", "b.sqlite", "--survey-date", "2021-10-05"]
-    for name, dataset in (
-        ("randomize", "people"),
-        ("perturb-points", "people"),
-        ("od-randomize", "journeys"),
-    ):
+    for name, dataset in (("randomize", "people"), ("od-randomize", "journeys")):
         res = run_urbandp(*RELEASES[name][1], "--dataset", dataset, *charge, "--out", name, cwd=tmp_path)
         assert res.returncode == 0, res.stderr
         priv = json.loads((tmp_path / name / "privacy.json").read_text())
         assert priv["differentially_private"] is True and priv["not_dp_reasons"] == [], priv["not_dp_reasons"]
     people, journeys = _history(tmp_path, "people"), _history(tmp_path, "journeys")
-    assert people.count("committed") == 2 and "survey-krr" in people and "survey-planar-laplace" in people
+    assert people.count("committed") == 1 and "survey-krr" in people
     assert journeys.count("committed") == 1 and "survey-od-rr" in journeys
 
     refused = {
         "report-replacement": ("people", "report-replacement builds its replacements"),
         "perturb-trajectories": ("journeys", "start and end point unchanged"),
+        "perturb-points": ("people", "geo-indistinguishability, not differential privacy"),
     }
     for name, (dataset, needle) in refused.items():
         res = run_urbandp(*RELEASES[name][1], "--dataset", dataset, *charge, "--out", name, cwd=tmp_path)
