@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -66,6 +67,14 @@ def test_the_getting_started_page_runs_as_written(tmp_path: Path, monkeypatch: p
         assert cli[key] == python[key], key
     assert round(cli["epsilon_per_window"], 4) == 22.2078
     assert (tmp_path / "budget.sqlite").is_file()
+    # every ``ud.<module>.<name>`` the page's prose names exists
+    import urbandp as ud
+
+    named = re.findall(
+        r"`ud\.(\w+)\.(\w+)", (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    )
+    assert len(named) >= 8
+    assert [f"{m}.{n}" for m, n in named if not hasattr(getattr(ud, m), n)] == []
 
 
 def test_the_readme_first_screen_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
