@@ -123,6 +123,7 @@ def pm_map(
     clip: float = _P.clip,
     cell_metres: float = _P.cell_metres,
     window_minutes: int = _P.window_minutes,
+    window: str | None = _P.window,
     smoother: str = _P.smoother,
     value_column: str | None = _P.value_column,
     precision: int = _P.precision,

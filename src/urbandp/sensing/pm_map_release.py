@@ -338,7 +338,7 @@ def _owner_report(
     }
     if readings.vehicle is None or len(readings) == 0:
         return report
-    starts = window_starts(readings.time, window_minutes).astype("datetime64[m]")
+    starts = window_starts(readings.time, window_minutes, windows[0]).astype("datetime64[m]")
     _, per_unit = np.unique(
         np.stack([readings.vehicle, starts.astype(str)], axis=1), axis=0, return_counts=True
     )
