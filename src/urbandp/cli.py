@@ -12,6 +12,8 @@ import sys
 
 import typer
 
+from urbandp.fleet.commands import HELP as FLEET_HELP
+from urbandp.fleet.commands import fleet_group
 from urbandp.fleet.commands import register as register_fleet
 
 GROUPS: dict[str, tuple[str, str]] = {
@@ -40,7 +42,8 @@ def build_app(only: str | None = None) -> typer.Typer:
         add_completion=False,
     )
     app.callback()(_root)
-    register_fleet(app)
+    app.add_typer(fleet_group(), name="fleet", help=FLEET_HELP)
+    register_fleet(app, hidden=True)  # ``urbandp release`` etc.: aliases of ``urbandp fleet release``
     for name, (module, text) in GROUPS.items():
         if only is None or only == name:
             app.add_typer(importlib.import_module(module).app, name=name, help=text)
@@ -69,9 +72,12 @@ def _root(
 
 def _wanted_group(argv: list[str]) -> str | None:
     """The group a command line runs (``""`` for a fleet command), or None (help, or an unknown word: all)."""
-    first = next((a for a in argv if not a.startswith("-")), None)
+    words = [a for a in argv if not a.startswith("-")]
+    first = words[0] if words else None
     if first in GROUPS:
         return first
+    if first == "fleet" and len(words) > 1:
+        first = words[1]
     if first in FLEET_COMMANDS and "--help" not in argv and "-h" not in argv:
         return ""
     return None

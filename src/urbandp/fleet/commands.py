@@ -1,5 +1,8 @@
-"""The fleet's commands on the main app: ``release`` and ``map`` (fleet/cli.py), ``plan`` (fleet/cli_plan.py) and
-``explore`` (fleet/cli_explore.py), each behind the one error guard (:func:`urbandp.cli_support.cli_guard`)."""
+"""The fleet's commands: ``release`` and ``map`` (fleet/cli.py), ``plan`` (fleet/cli_plan.py) and ``explore``
+(fleet/cli_explore.py), each behind the one error guard (:func:`urbandp.cli_support.cli_guard`).
+
+``urbandp fleet COMMAND`` is the canonical form, like every other wing's group; ``urbandp COMMAND`` stays as an
+alias with the same options and help, hidden from the root's command list."""
 
 from __future__ import annotations
 
@@ -10,10 +13,20 @@ from urbandp.fleet.cli import map_site, release
 from urbandp.fleet.cli_explore import explore
 from urbandp.fleet.cli_plan import plan
 
+HELP = "Fleet GPS: HAT speed releases, their plan, exploration and map."
+"""The fleet group's one-line help."""
 
-def register(app: typer.Typer) -> None:
-    """Add the fleet commands to the main app."""
-    app.command("release")(cli_guard(release))
-    app.command("map")(cli_guard(map_site))
-    app.command("plan")(cli_guard(plan))
-    app.command("explore")(cli_guard(explore))
+
+def register(app: typer.Typer, *, hidden: bool = False) -> None:
+    """Add the fleet commands to ``app`` (the ``fleet`` group, or the root as hidden aliases)."""
+    app.command("release", hidden=hidden)(cli_guard(release))
+    app.command("map", hidden=hidden)(cli_guard(map_site))
+    app.command("plan", hidden=hidden)(cli_guard(plan))
+    app.command("explore", hidden=hidden)(cli_guard(explore))
+
+
+def fleet_group() -> typer.Typer:
+    """The ``urbandp fleet`` group."""
+    group = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
+    register(group)
+    return group
