@@ -224,6 +224,16 @@ def map_site(
     from urbandp.reports.map import map_inputs
 
     options = map_inputs(tiles, gtfs, context)  # the output policy (inputs protected) is set by cli_guard
+    if (
+        release_dir / "pm_grid.csv"
+    ).is_file():  # a `sensing pm-map` release: the same page on its square grid
+        from urbandp.sensing.map_page import write_pm_site
+
+        written = write_pm_site(release_dir, out, **options)
+        typer.echo(
+            f"Website: {out / 'index.html'} ({len(written)} files; PM2.5 map of a sensing pm-map release)"
+        )
+        return
     written = write_site(release_dir, out, pngs=not no_png, **options)
     typer.echo(
         f"Website: {out / 'index.html'} ({len(written)} files; methodology: {out / 'methodology.html'})"
