@@ -166,7 +166,7 @@ def query(
     theta2: float | None = _Q.theta2,
     steepness: float = _Q.steepness,
     epsilon: float = _Q.epsilon,
-    sigma2_min: float | None = _Q.sigma2_min,
+    sigma2_min: float = _Q.sigma2_min,
     sigma2_max: float | None = _Q.sigma2_max,
     session: Session | None = None,
     out: str | Path | None = None,

@@ -285,9 +285,9 @@ class QueryOptions:
     )
     steepness: float = option(1.0, help="Sigmoid steepness k (paper: 1).", bounds=Bounds(above=0))
     epsilon: float = option(1.0, help="Epsilon for the noisy squared error (VII-D).", bounds=Bounds(above=0))
-    sigma2_min: float | None = option(
-        None,
-        help="Public lower bound of cell variances (default: none; required).",
+    sigma2_min: float = option(
+        0.0,
+        help="Public lower bound of cell variances (0 holds for any grid; as mpc serve).",
         bounds=Bounds(at_least=0),
     )
     sigma2_max: float | None = option(
@@ -297,7 +297,7 @@ class QueryOptions:
     def __post_init__(self) -> None:
         check_options(self)  # each option's declared bounds or choices
         lo, hi = self.sigma2_min, self.sigma2_max
-        if lo is None or hi is None or not lo < hi:
+        if hi is None or not lo < hi:
             raise InvalidParameterError(
                 "give public bounds sigma2_min and sigma2_max with 0 <= min < max",
                 parameters=("sigma2_min", "sigma2_max"),
