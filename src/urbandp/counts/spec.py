@@ -31,6 +31,10 @@ from urbandp.spec_options import Bounds, check_options, option
 DomainLike = str | Path | CountDomain | dict[str, object] | None
 """A public domain: a JSON file, a :class:`CountDomain`, or its JSON object; None with ``select_partitions``."""
 
+MAX_NOISE_SCALE = float(2**40)
+"""Largest ``noise_scale`` (about 1.1e12): a discrete Laplace or Gaussian draw of this scale stays, with its count,
+far inside a 64-bit integer (2^63, about 9.2e18; a draw beyond 2^22 scales has probability below e^-4e6)."""
+
 SPEC_HASH_LEAVES_OUT = ("engine", "spark_master", "column")
 """Options that cannot change a count release (Polars and Spark compute the same table; the column mapping
 renames the input's columns): not in its hash."""
@@ -88,7 +92,8 @@ class CountsReleaseSpec:
     noise_scale: float | None = option(
         None,
         help="Noise scale instead of epsilon, which is then computed (default: none; give this or --epsilon).",
-        bounds=Bounds(above=0),
+        bounds=Bounds(above=0, at_most=MAX_NOISE_SCALE),
+        why="the noisy counts are 64-bit integers: noise of a larger scale would overflow them",
     )
     suppress_below: float | None = option(
         None,

@@ -51,6 +51,10 @@ def estimated_domain_cells(bbox: tuple[float, float, float, float], resolution: 
     return abs(area_m2) / 1e6 / float(h3.average_hexagon_area(resolution, unit="km^2"))
 
 
+MAX_HATS_PER_VEHICLE_DAY = 1_000_000
+"""Largest public K: far above the HATs one vehicle can visit in a day (1,440 one-minute slots, a few cells each),
+and well inside the unsigned 32-bit integers OpenDP's truncation and sensitivity maps take."""
+
 DOMAIN_SOURCES = ("domain_bbox", "domain_gtfs", "domain_geojson", "domain_cells")
 """The public domains a release takes (at most one): an extent, or the HATs of a GTFS feed, routes, or cells."""
 
@@ -92,7 +96,11 @@ class HatReleaseConfig(BaseModel):
         (), description="days left out of the public day set (agency holidays)"
     )
     speed_max: float = Field(
-        65.0, gt=0, le=500, description="U: speeds are clipped to [0, U] for Query 1 (km/h; at most 500)"
+        65.0,
+        ge=1,
+        le=500,
+        description="U: speeds are clipped to [0, U] for Query 1 (km/h; at least 1, at most 500: the noise is "
+        "calibrated to U, and a U near 0 underflows it)",
     )
     speed_limit: float = Field(35.0, gt=0, le=500, description="Query 2 threshold (km/h; at most 500)")
     noise_scale: float | None = Field(None, gt=0, description="Laplace scale B shared by both queries")
@@ -418,8 +426,13 @@ class HatReleaseConfig(BaseModel):
             raise ValueError("weekdays and holidays select days within start..end: give both")
         if self.weekdays is not None:
             parse_weekdays(self.weekdays)
-        if isinstance(self.max_hats_per_vehicle_day, int) and self.max_hats_per_vehicle_day < 1:
-            raise ValueError("max_hats_per_vehicle_day must be >= 1 or 'observed'")
+        k = self.max_hats_per_vehicle_day
+        if isinstance(k, int) and not 1 <= k <= MAX_HATS_PER_VEHICLE_DAY:
+            raise ParameterValueError(
+                f"max_hats_per_vehicle_day must be between 1 and {MAX_HATS_PER_VEHICLE_DAY:,} or 'observed', "
+                f"got {k}",
+                "max_hats_per_vehicle_day",
+            )
         return self
 
     @property
@@ -543,9 +556,41 @@ def build_config(
     table, from_file = file_values(toml, overrides)
     values = {**from_file, **{k: v for k, v in overrides.items() if v is not None}}
     try:
-        return _validated(values)
+        cfg = _validated(values)
     except InputError as err:
         raise named_in_file(err, source, table, from_file) from None
+    _check_replaced(toml, values, from_file)
+    return cfg
+
+
+def _check_replaced(
+    toml: dict[str, object],
+    values: dict[str, object],
+    from_file: dict[str, object],
+) -> None:
+    """A file's value that a given value replaces is still checked, as the other wings' ``--config`` does: a
+    file holding ``epsilon_per_day = [1, 2]`` is refused whether or not the flag is typed too, so a file is never
+    half-read. Each such value is validated in place of the given one; only a problem of that very key counts
+    (the checks between options are the given values' business)."""
+    section = toml.get("release")
+    written = (
+        dict(section)
+        if isinstance(section, dict)
+        else {k: v for k, v in toml.items() if not isinstance(v, dict)}
+    )
+    for key in sorted(set(written) - set(from_file)):
+        if key not in HatReleaseConfig.model_fields:
+            continue  # an unknown key is refused with the file's values (extra_forbid)
+        value = written[key]
+        field = HatReleaseConfig.model_fields[key]
+        if isinstance(value, bool) and "bool" not in str(field.annotation):
+            _validated({key: value})  # refused as a boolean, naming the key
+        try:
+            HatReleaseConfig(**{**values, key: value})
+        except ValidationError as err:
+            own = [e for e in err.errors() if [str(x) for x in e.get("loc", ())][:1] == [key]]
+            if own:  # said as when the flag is not given: the line names the key and its flag
+                raise InputError(_line_of(dict(own[0]))) from None
 
 
 def file_values(
@@ -596,7 +641,11 @@ def _parameters(err: ValidationError) -> tuple[str, ...]:
 
 def _one_line(err: ValidationError) -> str:
     """The first validation problem as one line naming the key, with an example or the closest valid key."""
-    first: dict[str, Any] = dict(err.errors()[0])
+    return _line_of(dict(err.errors()[0]))
+
+
+def _line_of(first: dict[str, Any]) -> str:
+    """One validation problem (an entry of ``ValidationError.errors()``) as :func:`_one_line` says it."""
     loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
     where = loc[0] if loc else ""
     if first.get("type") == "extra_forbidden":

@@ -27,6 +27,7 @@ import datetime as dt
 import hashlib
 import io
 import json
+import stat
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,15 @@ from urbandp.grid.slots import SlotSpec
 
 EDGE_FRACTION = 0.05
 """Sample spacing along a line, as a share of H3's mean edge length at the resolution (70 m at resolution 7)."""
+
+MAX_DOMAIN_FILE_BYTES = 1 << 30
+"""Largest file (or zip member, uncompressed) a public domain is read from: 1 GiB, several times the largest
+agencies' GTFS feeds, so the whole file is read into memory at a known bound."""
+
+MAX_GTFS_ROWS = 3_000_000
+"""Most rows one GTFS table may hold (counted by its line ends, before it is parsed): a city's bus feed holds well
+under a million stop_times; a larger feed (a national or multi-agency one) is refused at once, to be cut to the
+agency and days of the release, rather than parsed for minutes and gigabytes."""
 
 MAX_LINE_SAMPLES = 50_000_000
 """Most samples the lines of one domain may need (routes of a large city at resolution 10 are a few million)."""
@@ -128,10 +138,25 @@ def _cells_series(cells: np.ndarray | pl.Series, what: str) -> pl.Series:
 
 
 def _read_bytes(path: Path, what: str) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_DOMAIN_FILE_BYTES`: a pipe or a device (which would block
+    or never end) and a larger file are refused before a byte is read."""
+    limit = MAX_DOMAIN_FILE_BYTES
     try:
-        return Path(path).read_bytes()
+        info = Path(path).stat()
     except FileNotFoundError:
         raise InputDataError(f"{what} {path}: not found") from None
+    except OSError as err:
+        raise InputDataError(f"{what} {path}: cannot be read ({err.strerror or err})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InputDataError(
+            f"{what} {path}: not a regular file (a pipe, device or socket); save it to a file first"
+        )
+    if info.st_size > limit:
+        raise InputDataError(
+            f"{what} {path}: {info.st_size:,} bytes, more than the {limit:,} a public domain file may hold"
+        )
+    try:
+        return Path(path).read_bytes()
     except OSError as err:
         raise InputDataError(f"{what} {path}: cannot be read ({err.strerror or err})") from None
 
@@ -377,6 +402,8 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     polygons: list[dict[str, Any]] = []
     for geometry in _geometries(value, what):
         _collect(geometry, what, lines, points, polygons)
+    for polygon in polygons:  # before any cell is made, from the rings' lines or the fill
+        _check_polygon_cells(polygon, resolution, what)
     found: list[np.ndarray] = []
     if lines:
         found.append(_line_cells(lines, resolution))
@@ -402,6 +429,34 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
         hats=None,
         scheduled_trips=None,
     )
+
+
+def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) -> None:
+    """Refuse a polygon whose cells at ``resolution`` would exceed :data:`MAX_DOMAIN_CELLS`, before H3 fills it
+    (a world-sized polygon would take minutes and gigabytes): its outer rings' area over H3's mean cell area.
+
+    A ring spanning more than 180 degrees of longitude is counted as the whole band of latitudes it spans (H3
+    then reads it as crossing the antimeridian), so the estimate never falls short of what the fill would make.
+    """
+    rings = polygon["coordinates"] if polygon["type"] == "MultiPolygon" else [polygon["coordinates"]]
+    area_m2 = 0.0
+    for outer in (np.array([p[:2] for p in shape[0]], dtype=np.float64) for shape in rings if shape):
+        lon, lat = outer[:, 0], outer[:, 1]
+        if float(lon.max() - lon.min()) > 180:
+            r = 6_371_007.2  # the authalic radius: a band of latitudes on a sphere of the ellipsoid's area
+            lo, hi = np.radians(float(lat.min())), np.radians(float(lat.max()))
+            area_m2 += 2 * np.pi * r * r * abs(np.sin(hi) - np.sin(lo))
+        else:
+            ring_area, _ = WGS84.polygon_area_perimeter(lon, lat)
+            area_m2 += abs(ring_area)
+    cells = area_m2 / 1e6 / float(h3.average_hexagon_area(resolution, unit="km^2"))
+    if cells > MAX_DOMAIN_CELLS:
+        raise InvalidParameterError(
+            f"{what}: a {polygon['type']} covers about {area_m2 / 1e6:,.0f} km2, about {cells:,.0f} H3 cells at "
+            f"resolution {resolution}, more than {MAX_DOMAIN_CELLS:,}; give the routes or corridors of the "
+            "release, not a region (or choose a coarser resolution)",
+            parameters="resolution",
+        )
 
 
 def _geometries(value: object, what: str) -> Iterator[dict[str, Any]]:
@@ -560,18 +615,39 @@ def _gtfs_files(feed: Path) -> tuple[dict[str, bytes], str]:
     """The GTFS text files of a folder or zip (at its root or in one folder inside) and the sha256 for provenance:
     of the zip file, or of a folder's ``*.txt`` files (:func:`_folder_sha`)."""
     if feed.is_dir():
-        texts = {p.name: p.read_bytes() for p in sorted(feed.glob("*.txt")) if p.is_file()}
-        return {n: b for n, b in texts.items() if n in GTFS_FILES}, _folder_sha(texts)
+        texts = {p.name: _read_bytes(p, "gtfs") for p in sorted(feed.glob("*.txt")) if not p.is_dir()}
+        files = {n: b for n, b in texts.items() if n in GTFS_FILES}
+        _check_rows(files, f"gtfs {feed}")
+        return files, _folder_sha(texts)
     raw = _read_bytes(feed, "gtfs")
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as z:
             names = {
                 Path(n).name: n for n in z.namelist() if Path(n).name in GTFS_FILES and n.count("/") <= 1
             }
+            for short, full in names.items():
+                size = z.getinfo(full).file_size
+                if size > MAX_DOMAIN_FILE_BYTES:
+                    raise InputDataError(
+                        f"gtfs {feed}: {short} holds {size:,} bytes uncompressed, more than the "
+                        f"{MAX_DOMAIN_FILE_BYTES:,} a public domain file may hold"
+                    )
             files = {short: z.read(full) for short, full in names.items()}
     except (zipfile.BadZipFile, OSError) as err:
         raise InputDataError(f"gtfs {feed}: not a GTFS folder or readable zip file ({err})") from None
+    _check_rows(files, f"gtfs {feed}")
     return files, hashlib.sha256(raw).hexdigest()
+
+
+def _check_rows(files: dict[str, bytes], what: str) -> None:
+    """Refuse a GTFS table of more than :data:`MAX_GTFS_ROWS` rows, counted by line ends before any parse."""
+    for name, data in sorted(files.items()):
+        rows = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1) - 1  # less the header
+        if rows > MAX_GTFS_ROWS:
+            raise InputDataError(
+                f"{what}: {name} holds {rows:,} rows, more than {MAX_GTFS_ROWS:,}; cut the feed to the agency "
+                "and the days of the release, or give its routes as a GeoJSON"
+            )
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def _release_hats(
     grid = domain_grid(domain, slots.slots) if domain is not None else None
     off_domain = 0
     if grid is not None:
-        contributions, off_domain = restrict_to_domain(contributions, grid)
+        contributions, off_domain = restrict_to_domain(contributions, grid, domain)
     contributions, k, truncated = _bound(contributions, cfg, plan, slots, not_dp)
     clip: ClipChoice | None = None
     base_cfg = cfg

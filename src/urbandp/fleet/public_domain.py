@@ -34,7 +34,13 @@ from urbandp.fleet.config import HatReleaseConfig
 if TYPE_CHECKING:  # the loaders (GeoJSON, GTFS: 15 ms of start-up) are imported when a route domain is read
     from urbandp.fleet.domain import PublicDomain
 
-__all__ = ["domain_cell_strings", "domain_grid", "load_public_domain", "restrict_to_domain"]
+__all__ = [
+    "check_not_swapped",
+    "domain_cell_strings",
+    "domain_grid",
+    "load_public_domain",
+    "restrict_to_domain",
+]
 
 
 def load_public_domain(cfg: HatReleaseConfig, days: Sequence[dt.date] | None = None) -> PublicDomain | None:
@@ -80,15 +86,74 @@ def domain_grid(domain: PublicDomain, slots: Sequence[int]) -> pl.DataFrame:
     return grid
 
 
-def restrict_to_domain(contributions: pl.DataFrame, grid: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """Contributions on domain HATs only, and the number of records dropped (for the owner; never published)."""
+SOURCE_PARAMETER = {"geojson": "domain_geojson", "gtfs": "domain_gtfs", "cells": "domain_cells"}
+"""The spec's parameter that names a route domain's file, by the domain's kind."""
+
+
+def restrict_to_domain(
+    contributions: pl.DataFrame, grid: pl.DataFrame, domain: PublicDomain | None = None
+) -> tuple[pl.DataFrame, int]:
+    """Contributions on domain HATs only, and the number of records dropped (for the owner; never published).
+
+    With the ``domain`` of a file (GeoJSON, GTFS, cells), a domain whose latitude and longitude are swapped is
+    refused (:func:`check_not_swapped`), as every one of its HATs would be released, empty, far from the records.
+    """
     keys = grid.select("cell", "slot")
     cast = contributions.with_columns(pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16))
     kept = cast.join(keys, on=["cell", "slot"], how="semi")
     dropped = (
         int(cast["n_records"].sum()) - int(kept["n_records"].sum()) if "n_records" in cast.columns else 0
     )
+    if domain is not None and domain.kind in SOURCE_PARAMETER and dropped:
+        check_not_swapped(cast, dropped, domain)
     return kept, dropped
+
+
+def check_not_swapped(contributions: pl.DataFrame, dropped: int, domain: PublicDomain) -> None:
+    """Refuse a route domain whose latitude and longitude are swapped: most records of the window fall outside it,
+    and most would fall inside it were each record's latitude and longitude exchanged (the test
+    ``--domain-bbox`` makes with its box, :func:`urbandp.fleet.pipeline.swapped_bbox_hint`, here for a file).
+
+    A record is where its H3 cell's centre is. The answer reaches the data owner only (an error, exit 2): nothing
+    is released.
+    """
+    total = int(contributions["n_records"].sum())
+    if 2 * dropped <= total:
+        return
+    per_cell = contributions.group_by("cell").agg(pl.col("n_records").sum())
+    centres = per_cell.select(
+        plh3.cell_to_lat(pl.col("cell")).alias("lat"),
+        plh3.cell_to_lng(pl.col("cell")).alias("lon"),
+        "n_records",
+    ).filter(pl.col("lon").abs() <= 90)  # swapped, a longitude beyond 90 degrees is no latitude
+    if centres.height == 0:
+        return
+    # a cell's centre is up to a cell from the record: swapped, it lands beside the domain's cell (a degree of
+    # longitude shrinks with the latitude), so a swapped record counts when its cell or a neighbour is in the domain
+    swapped = (
+        centres.with_row_index("record")
+        .select(
+            "record",
+            "n_records",
+            plh3.grid_disk(plh3.latlng_to_cell(pl.col("lon"), pl.col("lat"), domain.resolution), 1).alias(
+                "cell"
+            ),
+        )
+        .explode("cell")
+        .with_columns(pl.col("cell").cast(pl.UInt64))
+    )
+    inside = swapped.join(pl.DataFrame({"cell": domain.cells.cast(pl.UInt64)}), on="cell", how="semi").unique(
+        "record"
+    )
+    if 2 * int(inside["n_records"].sum()) <= total:
+        return
+    name = SOURCE_PARAMETER[domain.kind]
+    raise InputError(
+        f"{name} {domain.source}: most records of the window lie outside the public domain, and with latitude "
+        "and longitude swapped it would hold most of them; a GeoJSON position is [longitude, latitude] (RFC "
+        "7946), a GTFS stop or shape has stop_lat/stop_lon: check the file",
+        parameters=name,
+    )
 
 
 def describe(domain: PublicDomain, grid: pl.DataFrame) -> dict[str, object]:

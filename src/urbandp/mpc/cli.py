@@ -102,6 +102,15 @@ def serve(
         )
     if not 0 <= sigma2_min < sigma2_max:
         raise InputError("need 0 <= --sigma2-min < --sigma2-max")
+    from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS, STEEPNESS_WHY
+
+    if not (MIN_STEEPNESS <= steepness <= MAX_STEEPNESS and MIN_STEEPNESS <= rho <= MAX_STEEPNESS):
+        raise InputError(
+            f"--steepness and --rho must be between {MIN_STEEPNESS:g} and {MAX_STEEPNESS:g} ({STEEPNESS_WHY}), "
+            f"got {steepness:g} and {rho:g}"
+        )
+    if max_clients is not None and max_clients < 1:
+        raise InputError(f"--max-clients must be at least 1 (or left out: serve for ever), got {max_clients}")
     _check_timeout(timeout)
     from urbandp.mpc.server import Server, ServerConfig, ServerGrid
 

@@ -563,6 +563,8 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
         if first is None:
             raise InputError(f"cannot read {path}: the file is empty")
         sample = _sample_records(first[0].split(b"\n", 50_000)[:50_000])
+    if not sample:
+        _refuse_non_utf8_head(path)
     try:
         schema = _json_reading_schema(sample, columns, path)
     except InputError:  # a needed field absent from the first records: look for it in the whole file
@@ -577,6 +579,19 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     if not frames:
         return _numbered(pl.DataFrame(schema=schema), [])
     return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
+
+
+def _refuse_non_utf8_head(path: Path) -> None:
+    """When no record of the file's head parses, say why if it is not UTF-8 (Latin-1 text): the same one line as
+    for a later line (:func:`_check_utf8`), not "no JSON object"."""
+    for number, line in enumerate(_head_lines(path), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(
+                f"cannot read {path}: line {number:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
+                "latin1 -t utf-8 in.jsonl > out.jsonl)"
+            ) from None
 
 
 def _head_lines(path: Path, max_bytes: int = 1 << 20) -> list[bytes]:

@@ -75,7 +75,7 @@ class ColumnMapping:
                 "map them with column NAME=SOURCE or a [columns] table in the config",
                 parameters="column",
             )
-        return cls(
+        mapping = cls(
             vehicle=found["vehicle"],  # type: ignore[arg-type]
             timestamp=found["timestamp"],  # type: ignore[arg-type]
             speed=found["speed"],  # type: ignore[arg-type]
@@ -83,3 +83,32 @@ class ColumnMapping:
             longitude=None if coordinates else found["longitude"],
             coordinates=coordinates,
         )
+        mapping.check_given(overrides)
+        return mapping
+
+    def check_given(self, overrides: dict[str, str]) -> None:
+        """Every role reads its own column, and every mapping given is used: ``latitude=speed`` (a role mapped to
+        another role's column) and a latitude mapped beside a coordinates pair are refused, never read silently."""
+        used = {
+            role: source
+            for role in (*CANONICAL, "coordinates")
+            if (source := getattr(self, role)) is not None
+        }
+        by_source: dict[str, list[str]] = {}
+        for role, source in used.items():
+            by_source.setdefault(source, []).append(role)
+        for source, roles in by_source.items():
+            if len(roles) > 1:
+                raise InputError(
+                    f"column: '{source}' would be read as {' and as '.join(roles)}; each role needs a source "
+                    "of its own (map each with column NAME=SOURCE)",
+                    parameters="column",
+                )
+        unused = [role for role in overrides if role not in used]
+        if unused:
+            raise InputError(
+                f"column: {', '.join(f'{r}={overrides[r]}' for r in unused)} is not used: the positions are read "
+                f"from the [longitude, latitude] pairs of '{self.coordinates}'; map both latitude and longitude, or "
+                "coordinates, not one of each",
+                parameters="column",
+            )

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from urbandp.errors import InvalidParameterError
 from urbandp.geodesy import PlanarProjection, box_projection, shift
 
 EDGE_SAMPLES = 65
@@ -53,6 +54,28 @@ class SquareGrid:
             raise ValueError(f"cell side must be > 0 metres, got {self.cell_metres}")
         if not (self.lat_max >= self.lat_min and self.lon_max >= self.lon_min):
             raise ValueError("bounding box must have lat_max >= lat_min and lon_max >= lon_min")
+        box = (self.lat_min, self.lon_min, self.lat_max, self.lon_max)
+        if not (self.lat_min >= -90 and self.lat_max <= 90 and self.lon_min >= -180 and self.lon_max <= 180):
+            raise InvalidParameterError(
+                f"bbox must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
+                f"{','.join(f'{v:g}' for v in box)}",
+                parameters="bbox",
+            )
+        self._check_reach()
+
+    def _check_reach(self) -> None:
+        """Every cell of the grid maps back to finite degrees on the globe: the corners of the whole grid (the box
+        extended east and north to whole cells) are checked, so a cell side far larger than the box (1e9 m) is
+        refused before any cell centre, inf, is computed or written."""
+        z = self.cell_metres
+        w, h = self.n_cols * z, self.n_rows * z
+        lat, lon = self.to_degrees(np.array([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h], [w / 2, h / 2]]))
+        if not (np.isfinite(lat).all() and np.isfinite(lon).all() and (np.abs(lat) <= 90).all()):
+            raise InvalidParameterError(
+                f"cell_metres {z:g}: the grid's cells over the box reach off the globe (a cell is at most "
+                "the size of the area mapped); use a smaller cell_metres",
+                parameters="cell_metres",
+            )
 
     @classmethod
     def covering(
@@ -75,9 +98,15 @@ class SquareGrid:
         _, edge_lon = shift(
             np.full(2, mid_lat), np.array([lon.min(), lon.max()]), np.array([-pad, pad]), np.zeros(2)
         )
-        return cls(
-            float(edge_lat[0]), float(edge_lon[0]), float(edge_lat[1]), float(edge_lon[1]), float(cell_metres)
-        )
+        box = (float(edge_lat[0]), float(edge_lon[0]), float(edge_lat[1]), float(edge_lon[1]))
+        ordered = box[0] <= box[2] and box[1] <= box[3]
+        if not (ordered and box[0] >= -90 and box[2] <= 90 and box[1] >= -180 and box[3] <= 180):
+            raise InvalidParameterError(
+                f"cell_metres {cell_metres:g}: the readings' box padded by {margin_cells:g} cell reaches off the "
+                "globe; use a smaller cell_metres (or give a public bbox)",
+                parameters="cell_metres",
+            )
+        return cls(*box, float(cell_metres))
 
     @cached_property
     def _projection(self) -> PlanarProjection:
@@ -159,8 +188,14 @@ class SquareGrid:
         return np.column_stack([(col + 0.5) * self.cell_metres, (row + 0.5) * self.cell_metres])
 
     def centroids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(cell_id, lat, lon) of every cell centroid."""
+        """(cell_id, lat, lon) of every cell centroid (finite: checked here, before any table holds them)."""
         lat, lon = self.to_degrees(self.centroids_metres())
+        if not (np.isfinite(lat).all() and np.isfinite(lon).all()):
+            raise InvalidParameterError(
+                f"cell_metres {self.cell_metres:g}: a cell centre of the grid is off the globe; use a smaller "
+                "cell_metres",
+                parameters="cell_metres",
+            )
         return np.arange(self.n_cells), lat, lon
 
     def cell_corners(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ from urbandp.errors import InvalidParameterError
 from urbandp.sensing.bounded_laplace import CALIBRATIONS
 from urbandp.sensing.kernels import KERNELS
 from urbandp.sensing.pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
-from urbandp.sensing.queries import QUERY_TYPES
+from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS, QUERY_TYPES, STEEPNESS_WHY
 from urbandp.spec_options import Bounds, check_options, option
 
 MAX_PRECISION = 15
@@ -33,6 +33,8 @@ MIN_SENSITIVITY = 1e-6
 DEFAULT_VEHICLE_COLUMN = "vehicle"
 
 MAX_CELL_WINDOWS = 5_000_000
+"""Most (window, cell) pairs a release noises; the public window alone may hold at most this many windows (each
+window holds at least one cell), checked from start, end and window_minutes before any window is listed."""
 
 NAMED_WINDOWS = {"hour": 60, "day": 1440, "week": 7 * 1440}
 WHOLE_WINDOW = ("whole", "season")
@@ -63,10 +65,38 @@ def check_grid_options(cell_metres: float, window_minutes: int, kernel: str | No
 
 
 def check_box(box: Box | None, parameter: str = "bbox") -> None:
-    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``)."""
-    if box is not None and not (len(box) == 4 and box[0] < box[2] and box[1] < box[3]):
+    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``), of
+    finite WGS 84 degrees: latitudes in [-90, 90], longitudes in [-180, 180] (an infinite or off-globe corner has
+    no projection to put a grid on)."""
+    if box is None:
+        return
+    if not (len(box) == 4 and box[0] < box[2] and box[1] < box[3]):
         raise InvalidParameterError(
             f"{parameter} must be lat_min,lon_min,lat_max,lon_max with min < max", parameters=parameter
+        )
+    lat_min, lon_min, lat_max, lon_max = box
+    if not (lat_min >= -90 and lat_max <= 90 and lon_min >= -180 and lon_max <= 180):
+        raise InvalidParameterError(
+            f"{parameter} must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
+            f"{','.join(f'{v:g}' for v in box)}",
+            parameters=parameter,
+        )
+
+
+def check_window_count(start: str | None, end: str | None, window_minutes: int) -> None:
+    """The public window ``[start, end)`` cut into ``window_minutes`` windows holds at most
+    :data:`MAX_CELL_WINDOWS` of them: counted from the two instants, before any window is listed (a span of
+    millennia would otherwise take gigabytes before the cell count is checked)."""
+    if start is None or end is None:
+        return
+    s, e = parse_window(start, end)
+    minutes = int((e - s) / np.timedelta64(1, "m"))
+    windows = -(-minutes // int(window_minutes)) + 1  # the first may start before start
+    if windows > MAX_CELL_WINDOWS:
+        raise InvalidParameterError(
+            f"start {start} to end {end} holds about {windows:,} windows of window_minutes {window_minutes}, "
+            f"more than {MAX_CELL_WINDOWS:,}; use a shorter start/end or a longer window_minutes",
+            parameters=("start", "end", "window_minutes"),
         )
 
 
@@ -171,6 +201,7 @@ class DpMapOptions:
             raise InvalidParameterError(
                 "give both start and end (a public time window), or neither", parameters=("start", "end")
             )
+        check_window_count(self.start, self.end, self.window_minutes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,6 +261,7 @@ class PmMapOptions:
                     parameters=("window", "window_minutes"),
                 )
             object.__setattr__(self, "window_minutes", minutes)  # one length from here on
+        check_window_count(self.start, self.end, self.window_minutes)
 
 
 def window_length(window: str, start: str, end: str) -> int:
@@ -283,7 +315,12 @@ class QueryOptions:
     theta2: float | None = option(
         None, help="Upper bound for range (default: none; required for range).", bounds=Bounds()
     )
-    steepness: float = option(1.0, help="Sigmoid steepness k (paper: 1).", bounds=Bounds(above=0))
+    steepness: float = option(
+        1.0,
+        help="Sigmoid steepness k (paper: 1).",
+        bounds=Bounds(at_least=MIN_STEEPNESS, at_most=MAX_STEEPNESS),
+        why=STEEPNESS_WHY,
+    )
     epsilon: float = option(1.0, help="Epsilon for the noisy squared error (VII-D).", bounds=Bounds(above=0))
     sigma2_min: float = option(
         0.0,
@@ -302,9 +339,11 @@ class QueryOptions:
                 "give public bounds sigma2_min and sigma2_max with 0 <= min < max",
                 parameters=("sigma2_min", "sigma2_max"),
             )
-        if self.rho == 0:
+        if not MIN_STEEPNESS <= abs(self.rho) <= MAX_STEEPNESS:
             raise InvalidParameterError(
-                f"rho must be a finite number != 0, got {self.rho!r}", parameters="rho"
+                f"rho must be a finite number with {MIN_STEEPNESS:g} <= |rho| <= {MAX_STEEPNESS:g} (the "
+                f"LogSumExp divides by it: a smaller one overflows the answer), got {self.rho!r}",
+                parameters="rho",
             )
         if self.type in ("count", "range") and self.theta is None:
             raise InvalidParameterError(f"type {self.type} needs theta", parameters=("type", "theta"))

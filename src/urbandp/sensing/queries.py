@@ -47,10 +47,19 @@ from pathlib import Path
 
 import numpy as np
 
+from urbandp.errors import InvalidParameterError
 from urbandp.privacy.mechanisms import laplace_scale
 from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 
 QUERY_TYPES = ("average", "min", "max", "min-exact", "max-exact", "count", "range")
+
+MIN_STEEPNESS = 1e-3
+MAX_STEEPNESS = 1e3
+STEEPNESS_WHY = (
+    "the count and range queries' sensitivity grows as k^2 (eq. 22): a smaller k underflows it to 0, a larger "
+    "one makes the sigmoid a step"
+)
+"""Bounds of the sigmoid steepness k (the paper uses 1), shared by `sensing query` and `mpc serve`."""
 
 
 @dataclass(frozen=True)
@@ -294,6 +303,12 @@ def privatize_error(
     if not result.answered:
         return result
     lo, hi = error2_range(query, result.n_selected, sigma2_min, sigma2_max, steepness)
+    if not (hi - lo > 0 and math.isfinite(hi - lo)):
+        raise InvalidParameterError(
+            f"the squared error's sensitivity is {hi - lo:g} for sigma2_min {sigma2_min:g}, sigma2_max "
+            f"{sigma2_max:g} and steepness {steepness:g}: not a finite number > 0 (widen sigma2_min..sigma2_max)",
+            parameters=("sigma2_min", "sigma2_max", "steepness"),
+        )
     scale = laplace_scale(hi - lo, epsilon)
     noisy = float(noise.laplace(np.array([result.error2]), scale)[0])
     return replace(

@@ -99,6 +99,13 @@ def run_sensing_query(grid: Path, o: QueryOptions, session: Session, out: Path |
     w, cell_ids, lat, lon, mu, s2_raw = read_grid_window(grid, o.window, o.rect)
     if cell_ids.size == 0:
         raise InputDataError("rect contains no cell centroid", parameters="rect")
+    bad = int((~(np.isfinite(mu) & np.isfinite(s2_raw))).sum())
+    if bad:  # the answer would be nan, and its squared error clamped to a bound: nothing worth a DP label
+        raise InputDataError(
+            f"{grid}: {bad:,} of {cell_ids.size:,} cells of window {w} in rect have a missing or non-finite mu "
+            "or sigma2 (as mpc serve refuses them); interpolate the window again",
+            parameters="rect",
+        )
     assert o.sigma2_min is not None and o.sigma2_max is not None
     s2 = clamp_sigma2(s2_raw, o.sigma2_min, o.sigma2_max)
     v, notes = _selection(o, cell_ids, lat, lon)

@@ -128,6 +128,15 @@ def load_polygons(path: Path) -> list[object]:
         raise InputError(f"cannot read polygons from {path}: {err}") from None
     if not polys:
         raise InputError(f"no polygons in {path}")
+    for i, poly in enumerate(polys, start=1):
+        kind = getattr(poly, "geom_type", type(poly).__name__)
+        if kind not in ("Polygon", "MultiPolygon"):
+            raise InputError(f"polygons {path}: feature {i} is a {kind}, not a Polygon or MultiPolygon")
+        if poly.is_empty or not poly.is_valid or not poly.area > 0:
+            raise InputError(
+                f"polygons {path}: feature {i} is not a valid polygon with an area (a ring that crosses itself "
+                "or encloses nothing); repair it first (e.g. shapely.make_valid)"
+            )
     return polys
 
 
@@ -148,6 +157,10 @@ def polygon_escape(
         return out
 
     before = block(x, y)
+    if not (before >= 0).any():
+        raise InputError(
+            "no point lies inside any of the polygons: are they longitude/latitude polygons over the points' area?"
+        )
     esc, unch = [], []
     for _ in range(runs):
         after = block(x + rng.laplace(0, scale, x.size), y + rng.laplace(0, scale, y.size))

@@ -60,6 +60,11 @@ def fleet(
     check_output_file(out)
     if gtfs_out is not None:
         check_output_path(gtfs_out, "--gtfs-out")
+        records, schedule = out.resolve(), gtfs_out.resolve()
+        if records == schedule or schedule in records.parents:
+            raise InputError(
+                f"--gtfs-out {gtfs_out} would hold or replace the --out file {out}; give two separate places"
+            )
     spec = FleetSpec(
         vehicles=vehicles,
         days=days,

@@ -109,6 +109,50 @@ EXTRA_CASES = (
 )
 """Values the option's type does not make bad, from issue 30's list: (command, option, value, needle)."""
 OUT_FILE_VALUES = (".", "", "{fleet}")
+INPUT_ITEM_CASES = (
+    # public domains: a pipe or a device is never read (it would block or never end), a file is bounded
+    ("release", "--domain-gtfs", "/dev/zero", "not a regular file"),
+    ("release", "--domain-geojson", "{world}", "H3 cells at --resolution 7, more than"),
+    ("release", "--domain-gtfs", "{bigfeed}", "stop_times.txt holds 3,000,001 rows"),
+    ("release", "--domain-geojson", "{swapped}", "latitude and longitude swapped"),
+    # the records' columns and the fleet's options
+    ("release", "--column", "latitude=speed", "latitude=speed is not used"),
+    ("release", "--column", "vehicle=speed", "'speed' would be read as vehicle and as speed"),
+    ("release", "inputs", "{latin1}", "line 1 is not UTF-8 text"),
+    ("release", "--max-hats-per-vehicle-day", "99999999999999999999999", "--max-hats-per-vehicle-day"),
+    ("release", "--config", "{huge_k}", "max_hats_per_vehicle_day in"),
+    ("plan", "--speed-max", "1e-300", "--speed-max"),
+    # sensing: boxes on the globe, a bounded number of windows, cells and noise that stay finite
+    ("sensing dp-map", "--bbox", "22.45,88.30,22.65,inf", "--bbox must be WGS 84 degrees"),
+    ("sensing dp-map", "--start", "0001-01-01", "more than 5,000,000", ("--end", "9999-12-31")),
+    ("sensing pm-map", "--bbox", "-91,0,91,1", "--bbox must be WGS 84 degrees", ("--smoother", "idw")),
+    ("sensing pm-map", "--start", "0001-01-01", "more than 5,000,000"),
+    ("sensing query", "--steepness", "1e-300", "--steepness", ("--type", "count", "--theta", "40")),
+    ("sensing query", "--rho", "1e-300", "--rho", ("--type", "max")),
+    ("sensing query", "grid_csv", "{nangrid}", "8 of 8 cells of window 2023-10-09T11:00 in --rect"),
+    ("counts release", "--noise-scale", "1e300", "--noise-scale must be", (), ("--epsilon",)),
+    ("mpc serve", "--max-clients", "-1", "--max-clients"),
+    ("survey escape", "--polygons", "{badpoly}", "not a valid polygon"),
+    ("survey escape", "--polygons", "{farpoly}", "no point lies inside"),
+    # two outputs in one place: refused before either is written
+    ("synth fleet", "--gtfs-out", "{outfile}", "--gtfs-out"),
+)
+"""The cases of issue 40's sweep ("every input answered"): (command, option, value, needle[, more arguments[,
+options dropped from the base]]). Each was exit 70, a hang, accepted, or wrote a file before refusing."""
+
+CONFIG_TABLE = {
+    "release": "release",
+    "plan": "release",
+    "counts release": "counts.release",
+    "sensing dp-map": "sensing.dp-map",
+    "sensing pm-map": "sensing.pm-map",
+    "sensing query": "sensing.query",
+    "survey randomize": "survey.randomize",
+    "survey perturb-points": "survey.perturb-points",
+    "survey od-randomize": "survey.od-randomize",
+    "survey perturb-trajectories": "survey.perturb-trajectories",
+}
+"""The ``--config`` table of each release command (explore's file holds only [input] and [columns])."""
 
 
 @dataclass(frozen=True)
@@ -117,10 +161,12 @@ class Case:
     option: str  # the option (or argument) made bad
     value: str
     needle: str  # what the one error line must name
+    more: tuple[str, ...] = ()  # arguments added to the base invocation
+    drop: tuple[str, ...] = ()  # options (with their value) taken out of the base invocation
 
     @property
     def name(self) -> str:
-        return f"{self.command} {self.option}={self.value!r}"
+        return f"{self.command} {self.option}={self.value!r}" + "".join(f" {a}" for a in self.more)
 
 
 def _kind(annotation: object) -> type | None:
@@ -141,6 +187,10 @@ def _commands() -> dict[str, object]:
     root = typer.main.get_command(build_app())
     found: dict[str, object] = {}
     for group, cmd in root.commands.items():  # type: ignore[attr-defined]
+        if (
+            group == "fleet"
+        ):  # `fleet release|plan|explore|map`: the same commands as the top-level names swept
+            continue
         for name, sub in getattr(cmd, "commands", {group: cmd}).items():
             found[name if name == group else f"{group} {name}"] = sub
     return found
@@ -189,13 +239,97 @@ def _cases() -> list[Case]:
     return cases
 
 
+GENERATED_VALUES: dict[str, tuple[tuple[str, str], ...]] = {
+    "domain_gtfs": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
+    "domain_geojson": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
+    "domain_cells": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
+    "bbox": (("-91,0,91,1", "--bbox"), ("0,0,1,inf", "--bbox")),  # survey perturb-points: its own order
+    "cell_metres": (("1e9", "--cell-metres 1e+09"),),
+    "steepness": (("1e-300", "--steepness"),),
+    "rho": (("1e-300", "--rho"),),
+}
+"""Bad values of the domain and sensing options, by parameter name: every command with such an option gets them."""
+
+
+def _option_cases() -> list[Case]:
+    """Generated from the CLI: each command's domain options (a pipe, a device) and sensing options (a box off the
+    globe, a cell larger than the globe allows, a vanishing steepness or rho) from :data:`GENERATED_VALUES`."""
+    cases = []
+    for command, cmd in sorted(_commands().items()):
+        for param in cmd.params:  # type: ignore[attr-defined]
+            flag = param.opts[0] if param.opts and param.opts[0].startswith("--") else None
+            for value, needle in GENERATED_VALUES.get(param.name, ()) if flag else ():
+                cases.append(Case(command, flag, value, needle))
+    return cases
+
+
+def _config_cases() -> list[Case]:
+    """Generated from the CLI: for each command with a ``--config`` table, a file whose value for a number (or
+    text) option that the base invocation also types is a list (``epsilon = [1, 2]``): refused naming the key, as
+    the typed flag must not hide a file the command would otherwise misread."""
+    cases = []
+    for command, cmd in sorted(_commands().items()):
+        if command not in CONFIG_TABLE:
+            continue
+        args = shlex.split(BASES[command])
+        typed = sorted(  # a number option typed in the base, else a text one
+            (
+                p
+                for p in cmd.params  # type: ignore[attr-defined]
+                if _kind(p.type_descriptor.annotation) in (float, str)
+                and p.opts
+                and p.opts[0] in args
+                and p.name not in ("out", "config", "budget_store")
+                and not getattr(p, "multiple", False)
+            ),
+            key=lambda p: _kind(p.type_descriptor.annotation) is not float,
+        )
+        assert typed, f"{command}: its base invocation types no number or text option"
+        key = typed[0].opts[0][2:].replace("-", "_")
+        cases.append(Case(command, "--config", f"{{config:{command}}}", key))
+    return cases
+
+
+def config_file_text(command: str) -> str:
+    """The TOML of :func:`_config_cases`' case for ``command``."""
+    case = next(c for c in _config_cases() if c.command == command)
+    return f"[{CONFIG_TABLE[command]}]\n{case.needle} = [1, 2]\n"
+
+
 CASES = _cases()
+ITEM_CASES = [*(Case(*item) for item in INPUT_ITEM_CASES), *_option_cases(), *_config_cases()]
+"""Issue 40's cases and the generated config cases: run by :func:`test_every_input_answered`."""
 
 
 def test_every_sub_command_is_swept_with_300_cases_or_more() -> None:
     assert set(BASES) == set(_commands()), "a new sub-command needs a base invocation in BASES"
     assert len({c.command for c in CASES}) == len(BASES)
     assert len(CASES) >= 300, len(CASES)
+
+
+def test_every_command_with_a_config_table_is_swept_with_a_bad_file() -> None:
+    with_config = {
+        name
+        for name, cmd in _commands().items()
+        if any(p.name == "config" for p in cmd.params)  # type: ignore[attr-defined]
+    }
+    assert with_config - {"explore"} == set(CONFIG_TABLE)
+    assert {c.command for c in ITEM_CASES if c.value.startswith("{config:")} == set(CONFIG_TABLE)
+
+
+def test_the_domain_and_sensing_options_are_swept_wherever_they_are() -> None:
+    swept = {(c.command, c.option) for c in _option_cases()}
+    assert {
+        ("release", "--domain-gtfs"),
+        ("plan", "--domain-cells"),
+        ("sensing interpolate", "--bbox"),
+    } <= swept
+    assert {
+        ("sensing pm-map", "--cell-metres"),
+        ("sensing query", "--rho"),
+        ("mpc serve", "--steepness"),
+    } <= swept
+    assert len(swept) >= 15, sorted(swept)
 
 
 def _sha(root: Path) -> dict[str, str]:
@@ -220,7 +354,10 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         res = _run(list(args), here)
         assert res.returncode == 0, (args, res.stderr[-1500:])
 
-    make("synth", "fleet", "--vehicles", "4", "--days", "2", "--out", str(root / "fleet.parquet"))
+    make(
+        *("synth", "fleet", "--vehicles", "4", "--days", "2", "--out", str(root / "fleet.parquet")),
+        *("--gtfs-out", str(root / "gtfs")),
+    )
     make("counts", "synth", "--days", "1", "--trips-per-day", "60", "--out", str(root / "taps"))
     make("synth", "survey", "--households", "40", "--out", str(root / "survey"))
     make("sensing", "synth", str(root / "readings.csv"), "--readings", "300")
@@ -255,6 +392,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (root / "randomized.csv").write_bytes((root / "survey" / "vehicles.csv").read_bytes())
     (root / "empty").mkdir()  # a folder where a file is read
+    _item_inputs(root)
     make(
         "budget",
         "init",
@@ -267,6 +405,50 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         str(root / "b.sqlite"),
     )
     return root
+
+
+def _fifo(root: Path) -> Path:
+    """A named pipe beside the inputs folder, not in it: a command that lists that folder must not meet it."""
+    return root.with_name(root.name + "-fifo") / "domain.fifo"
+
+
+def _item_inputs(root: Path) -> None:
+    """The files of :data:`INPUT_ITEM_CASES` and of the generated config cases, made in the inputs folder."""
+    import json
+    import os
+
+    import polars as pl
+
+    _fifo(root).parent.mkdir()
+    os.mkfifo(_fifo(root))  # never opened: a reader would block until a writer comes
+    world = [[-180, -85], [180, -85], [180, 85], [-180, 85], [-180, -85]]
+    (root / "world.geojson").write_text(json.dumps({"type": "Polygon", "coordinates": [world]}))
+    shapes = pl.read_csv(root / "gtfs" / "shapes.txt").sort("shape_id", "shape_pt_sequence")
+    lines = [
+        [[la, lo] for la, lo in zip(g["shape_pt_lat"], g["shape_pt_lon"], strict=True)]  # [lat, lon]: swapped
+        for _, g in shapes.group_by("shape_id", maintain_order=True)
+    ]
+    (root / "swapped.geojson").write_text(json.dumps({"type": "MultiLineString", "coordinates": lines}))
+    big = root / "bigfeed"
+    big.mkdir()
+    for name in ("agency.txt", "calendar.txt", "routes.txt", "shapes.txt", "stops.txt", "trips.txt"):
+        (big / name).write_bytes((root / "gtfs" / name).read_bytes())
+    header = (root / "gtfs" / "stop_times.txt").read_text().splitlines()[0]
+    (big / "stop_times.txt").write_bytes(header.encode() + b"\n" + b"\n" * 3_000_001)  # rows counted first
+    record = {"license_plate": "GJ05 \u00e9", "observationDateTime": "2021-11-15T09:00:00+05:30", "speed": 20}
+    latin1 = (
+        json.dumps({**record, "location": {"coordinates": [72.8, 21.2]}}, ensure_ascii=False) + "\n"
+    ) * 3
+    (root / "latin1.jsonl").write_bytes(latin1.encode("latin-1"))
+    (root / "huge_k.toml").write_text("[release]\nmax_hats_per_vehicle_day = 99999999999999999999999\n")
+    ring = [[0, 0], [1, 0], [0, 0], [0, 0]]  # encloses nothing
+    (root / "badpoly.geojson").write_text(json.dumps({"type": "Polygon", "coordinates": [ring]}))
+    far = [[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]  # a square off the survey's points
+    (root / "farpoly.geojson").write_text(json.dumps({"type": "Polygon", "coordinates": [far]}))
+    nan_rows = [f"{i},22.5{i},88.3{i},2023-10-09T11:00,nan,{3 + i}" for i in range(8)]
+    (root / "nan-grid.csv").write_text("cell_id,lat,lon,window,mu,sigma2\n" + "\n".join(nan_rows) + "\n")
+    for command in CONFIG_TABLE:
+        (root / f"config-{command.replace(' ', '-')}.toml").write_text(config_file_text(command))
 
 
 def _args(case: Case, inputs: Path, case_dir: Path) -> list[str]:
@@ -295,8 +477,23 @@ def _args(case: Case, inputs: Path, case_dir: Path) -> list[str]:
         "{foreign}": str(case_dir / "mine"),
         "{fleet}": str(inputs / "fleet.parquet"),
         "{days}": str(inputs / "days.txt"),
+        "{outfile}": fill["outfile"],
+        "{fifo}": str(_fifo(inputs)),
+        "{world}": str(inputs / "world.geojson"),
+        "{swapped}": str(inputs / "swapped.geojson"),
+        "{bigfeed}": str(inputs / "bigfeed"),
+        "{latin1}": str(inputs / "latin1.jsonl"),
+        "{huge_k}": str(inputs / "huge_k.toml"),
+        "{badpoly}": str(inputs / "badpoly.geojson"),
+        "{farpoly}": str(inputs / "farpoly.geojson"),
+        "{nangrid}": str(inputs / "nan-grid.csv"),
+        **{f"{{config:{c}}}": str(inputs / f"config-{c.replace(' ', '-')}.toml") for c in CONFIG_TABLE},
     }
     args = shlex.split(BASES[case.command].format(**fill))
+    for option in case.drop:
+        at = args.index(option)
+        del args[at : at + 2]
+    args += list(case.more)
     if case.value == "{days}":
         args += ["--dates", "2021-11-15"]
     value = bad.get(case.value, case.value)
@@ -351,3 +548,13 @@ def test_sweep(group: str, inputs: Path, tmp_path: Path) -> None:
         failures = [f for f in pool.map(lambda c: _check(c, inputs, tmp_path), cases) if f]
     assert _sha(inputs) == before, "an input file changed"
     assert not failures, f"{len(failures)} of {len(cases)} cases failed:\n" + "\n".join(failures)
+
+
+def test_every_input_answered(inputs: Path, tmp_path: Path) -> None:
+    """Issue 40's sweep: each case was an internal error, a hang, accepted or wrote before refusing; each is now
+    one line naming what is wrong, exit 2, nothing written, no input changed (the same check as the sweep's)."""
+    before = _sha(inputs)
+    with ThreadPoolExecutor(4) as pool:
+        failures = [f for f in pool.map(lambda c: _check(c, inputs, tmp_path), ITEM_CASES) if f]
+    assert _sha(inputs) == before, "an input file changed"
+    assert not failures, f"{len(failures)} of {len(ITEM_CASES)} cases failed:\n" + "\n".join(failures)

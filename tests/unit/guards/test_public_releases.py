@@ -178,7 +178,9 @@ RELEASES = [
     ),
     PublicRelease("urbandp.counts.api.release", _selected, "card-day", {"delta": 0.99}),
     PublicRelease("urbandp.survey.api.randomize", _randomize, "respondent"),
-    PublicRelease("urbandp.survey.api.perturb_points", _points, "respondent"),
+    PublicRelease(
+        "urbandp.survey.api.perturb_points", _points, "respondent", dp=False
+    ),  # geo-indistinguishable
     PublicRelease("urbandp.survey.api.od_randomize", _od, "trip"),
     PublicRelease(
         "urbandp.survey.api.perturb_trajectories", _trajectories, "respondent", dp=False, reserves=False

@@ -127,9 +127,11 @@ CASES: list[tuple[Callable[[], object], str, tuple[str, ...], str]] = [
     ),
     (
         lambda: _q(rho=0.0),
-        "rho must be a finite number != 0, got 0.0",
+        "rho must be a finite number with 0.001 <= |rho| <= 1000 (the LogSumExp divides by it: a smaller one "
+        "overflows the answer), got 0.0",
         ("rho",),
-        "--rho must be a finite number != 0, got 0.0",
+        "--rho must be a finite number with 0.001 <= |--rho| <= 1000 (the LogSumExp divides by it: a smaller one "
+        "overflows the answer), got 0.0",
     ),
     (
         lambda: _q(type="range", theta=1.0),
