@@ -69,3 +69,25 @@ def test_window_names_and_refusals() -> None:
 def test_window_and_window_minutes_conflict(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="window or window_minutes"):
         _windows(_csv(tmp_path), window="day", window_minutes=30)
+
+
+def test_dp_map_windows_start_at_start_and_hold_their_readings(tmp_path: Path) -> None:
+    import io
+
+    import polars as pl
+
+    from urbandp.sensing.synth import write_synth_readings
+
+    path = write_synth_readings(tmp_path / "s.csv", 600, 4, 3, 3)
+    times = pl.read_csv(path)["time"].str.to_datetime().to_numpy().astype("datetime64[m]")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = ud.sensing.dp_map(
+            path, bbox=(22.49, 88.32, 22.60, 88.44), start="2024-01-15T08:30", end="2024-01-15T10:30",
+            epsilon=0.3, cell_metres=1000, utility_epsilons=(),
+        )  # fmt: skip
+    assert sorted(set(m.table["window"].to_list())) == ["2024-01-15T08:30", "2024-01-15T09:30"]
+    leak = pl.read_csv(io.BytesIO(m.owner["files"]["leakage.csv"]))  # type: ignore[index]
+    for w, n in zip(leak["window"], leak["n_readings"], strict=True):
+        start = np.datetime64(w, "m")
+        assert n == int(((times >= start) & (times < start + np.timedelta64(60, "m"))).sum()) > 0
