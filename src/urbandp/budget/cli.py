@@ -26,14 +26,17 @@ def init(
         None, help="Cap on epsilon per unit and calendar day (default: no per-day cap)."
     ),
     epsilon_total: float | None = typer.Option(
-        None, help="Cap on epsilon summed over all days (default: no total cap)."
+        None,
+        help="Cap on epsilon over all releases: the sum of each release's epsilon for a unit present on all of its "
+        "days, as its privacy.json states it (default: no total cap).",
     ),
     rho_per_day: float | None = typer.Option(
         None, help="Cap on zCDP rho per calendar day (default: no rho cap)."
     ),
     rho_total: float | None = typer.Option(
         None,
-        help="Cap on zCDP rho over all days: each release costs D^2 x its rho per day, a group of D days (default: no cap).",
+        help="Cap on zCDP rho over all releases: each costs its rho for a unit on all of its D days (D^2 x its rho "
+        "per day when it pools the days) (default: no cap).",
     ),
     delta_total: float | None = typer.Option(
         None,
@@ -90,6 +93,7 @@ def show(
         group = store.group_rho_spent(dataset)
         deltas = store.delta_per_day(dataset)
         delta = store.delta_spent(dataset)
+        epsilon = store.epsilon_spent(dataset)
     finally:
         store.close()
     cap = caps.epsilon_per_day
@@ -101,17 +105,15 @@ def show(
         left = "" if cap is None else f"{max(cap - eps, 0.0):.6g}"
         typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g} {deltas.get(day, 0.0):>10.3g}")
         rows.append((day, eps, left, rho, deltas.get(day, 0.0)))
-    total = sum(v[0] for v in spend.values())
     left = (
         ""
         if caps.epsilon_total is None
-        else f" (left {max(caps.epsilon_total - total, 0.0):.6g} of {caps.epsilon_total:g})"
+        else f" (left {_left(caps.epsilon_total, epsilon):.6g} of {caps.epsilon_total:g})"
     )
-    typer.echo(f"total epsilon spent {total:.6g} over {len(spend)} days{left}")
+    who = _who(caps.unit)
+    typer.echo(f"epsilon over all releases {epsilon:.6g}{left}, over {_days(len(spend))}{who}")
     rho_left = (
-        ""
-        if caps.rho_total is None
-        else f" (left {max(caps.rho_total - group, 0.0):.6g} of {caps.rho_total:g})"
+        "" if caps.rho_total is None else f" (left {_left(caps.rho_total, group):.6g} of {caps.rho_total:g})"
     )
     if caps.rho_total is not None or caps.rho_per_day is not None or any(v[1] > 0 for v in spend.values()):
         typer.echo(f"group rho over all days {group:.6g}{rho_left}")
@@ -122,15 +124,32 @@ def show(
 
 def _delta_line(deltas: dict[str, float], spent: float, cap: float | None, unit: str) -> str:
     """The delta per day (the largest day's sum) and composed over all releases, with what is left of the cap."""
-    from urbandp.privacy.budget_store import SPANNING_UNITS
-
     worst = max(deltas.values(), default=0.0)
     if cap is None:
         left = " (no cap: declared before the store recorded delta; set one with budget init --delta-total)"
     else:
         left = f" (left {max(cap - spent, 0.0):.3g} of {cap:g})"
-    who = f", for a {unit.removesuffix('-day')} present on every day" if unit in SPANNING_UNITS else ""
-    return f"delta per day at most {worst:.3g}; delta over all releases {min(spent, 1.0):.3g}{left}{who}"
+    return (
+        f"delta per day at most {worst:.3g}; delta over all releases {min(spent, 1.0):.3g}{left}{_who(unit)}"
+    )
+
+
+def _who(unit: str) -> str:
+    """Whom the figures over all releases protect: a vehicle (a card) present on every day, for a per-day unit."""
+    from urbandp.privacy.budget_store import SPANNING_UNITS
+
+    return f", for a {unit.removesuffix('-day')} present on every day" if unit in SPANNING_UNITS else ""
+
+
+def _left(cap: float, spent: float) -> float:
+    """What is left of a cap (0 within the store's tolerance)."""
+    from urbandp.privacy.budget_store import _left as left
+
+    return left(cap, spent)
+
+
+def _days(n: int) -> str:
+    return f"{n} day" if n == 1 else f"{n} days"
 
 
 def _write_show(
@@ -213,6 +232,6 @@ def _release_line(r: dict[str, Any]) -> str:
     """One release: when, status, days, charge, mechanism, content hash, who and the command line."""
     return (
         f"{r['reserved_at'][:19]}  {r['status']:<20} {r['first_day']}..{r['last_day']} "
-        f"({r['days']} days, epsilon {r['epsilon_sum']:.6g}, delta {r['window_delta']:.3g})  {r['mechanism']}  "
+        f"({r['days']} days, epsilon {r['window_epsilon']:.6g}, delta {r['window_delta']:.3g})  {r['mechanism']}  "
         f"sha256={(r['content_hash'] or '-')[:16]}  by {r['operator'] or 'unknown'}  {r['command_line']}"
     )

@@ -36,6 +36,7 @@ from urbandp.fleet.plan import (
     ReleasePlan,
     calibrate_queries,
     plan_release,
+    planned_loss,
     scale_for,
     speed_sensitivities,
 )
@@ -387,6 +388,7 @@ def make_plan(
     pred = predict_noise(cfg, days, 1.0, hats)
     ns = _vehicle_day_sizes(cfg, days, pred)
     out = _noise_section(cfg, days, pred, ns, histogram_epsilon, bool(histogram))
+    out["loss"] = _release_loss_section(cfg, days)
     if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
         out["budget_split"] = _budget_split(cfg, days)
     out.update(_passing_section(cfg, pred, histogram))
@@ -395,6 +397,14 @@ def make_plan(
     if target_error is not None:
         out["target_error"] = _target_section(cfg, days, ns, target_error)
     return out
+
+
+def _release_loss_section(cfg: HatReleaseConfig, days: int) -> dict[str, object] | None:
+    """The loss the release with these options states (privacy.json's ``loss``), from the same object the
+    release reserves and the store books (:func:`urbandp.fleet.plan.planned_loss`); None when it follows from
+    the data (a noise scale without a budget)."""
+    loss = planned_loss(cfg, days)
+    return None if loss is None else loss.to_json()
 
 
 def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) -> np.ndarray:

@@ -3,7 +3,8 @@
 * The release guards (issue 30), called by :func:`urbandp.fleet.pipeline.release_fleet` on its session:
   :func:`refuse_before_reading` (meaningless loss, a budget dataset that cannot be charged),
   :func:`reserve_planned` (the reservation, where the session runs the delta and loss guards) and
-  :func:`label_after_accounting` (the stated loss, the NOT DP label). Each calls :mod:`urbandp.privacy.guards`.
+  :func:`state_loss` (privacy.json states the loss reserved) and :func:`label_after_accounting` (the meaningless-
+  loss guard on the stated loss, the NOT DP label). Each calls :mod:`urbandp.privacy.guards`.
 * The useless-release warnings (issue 8): say before writing when a release will be useless, and what would change
   that. They read only the released (DP) tables, privacy.json's public parameters and OpenDP's maps
   (post-processing), so they can go into privacy.json.
@@ -181,28 +182,86 @@ def _refuse_unchargeable(session: Session, cfg: HatReleaseConfig) -> None:
 
 
 def reserve_planned(session: Session, charge: PlannedCharge) -> None:
-    """Reserve the planned loss per vehicle-day on each public day of the window, before any noise: the session
-    runs the delta and meaningless-loss guards on it (:meth:`Session.reserve`)."""
+    """Reserve the release's one loss (:func:`urbandp.fleet.plan.planned_loss`: per vehicle-day and over the
+    window) on each public day of the window, before any noise: the session runs the delta and meaningless-loss
+    guards on it (:meth:`Session.reserve`) and the store books and caps exactly what privacy.json will state.
+
+    With a noise scale and ``budget_per_day`` (no planned loss) the budget per day is reserved, and over the window
+    its group bound (D^2 rho, D epsilon) with the planned window delta beside it."""
     params = {
         "epsilon_per_day": charge.epsilon_per_day,
         "conversion_delta": charge.conversion_delta,
         "window_derived_from_data": charge.derived_window,
     }
+    session.conversion_delta = charge.conversion_delta
+    days = list(charge.days) or days_between(charge.first_day, charge.last_day)
+    mechanism = f"fleet-hat-{charge.mechanism}"
+    if charge.loss is not None:
+        session.reserve(
+            charge.loss.per_day,
+            days,
+            mechanism,
+            params,
+            window=charge.loss.window,
+            gaussian=charge.loss.gaussian,
+        )
+        return
     if charge.epsilon_per_day is None:  # --noise-scale without --budget-per-day: the loss is stated after
         loss = Loss()
     elif charge.rho_per_day is not None:
         loss = Loss.zcdp(charge.rho_per_day)
     else:
         loss = Loss.pure(charge.epsilon_per_day)
-    session.conversion_delta = charge.conversion_delta
-    session.reserve(
-        loss,
-        list(charge.days) or days_between(charge.first_day, charge.last_day),
-        f"fleet-hat-{charge.mechanism}",
-        params,
-        # the window's delta, selection at distance D included, composed and capped by the store (issue 30)
-        window_delta=charge.delta_per_window if charge.epsilon_per_day is not None else None,
+    window = loss.group(len(days))
+    if loss.rho > 0:  # Loss.approx adds the conversion delta once; the selections' window delta beside it
+        extra = charge.delta_per_window - (charge.conversion_delta or 0.0)
+    else:
+        extra = charge.delta_per_window
+    session.reserve(loss, days, mechanism, params, window=window + Loss(delta=max(0.0, extra)))
+
+
+STATED_KEYS = ("cumulative_epsilon_per_day", "delta_per_day", "epsilon_per_window", "delta_per_window")
+"""privacy.json's headline figures of a fleet release, read from the release's one loss (:func:`state_loss`)."""
+
+
+def state_loss(session: Session, privacy: dict[str, Any], charge: PlannedCharge | None) -> None:
+    """privacy.json states the loss the session reserved (the plan's :class:`~urbandp.privacy.loss.ReleaseLoss`,
+    booked as is in the store): per vehicle-day and over the window, with rho and its conversion, under ``loss``.
+
+    The accounting's own sums from OpenDP's maps (the ledger, per step) must not exceed it: the noise was
+    calibrated to the plan, so they equal it, or fall below where a step drew less (no HAT released). A sum above
+    it is a bug, refused (after noise, so the run stays charged). Without a planned loss (a noise scale) the
+    accounting's sums are stated."""
+    stated = session.release_loss
+    if charge is None or charge.loss is None or stated is None:
+        return
+    eps_day, delta_day = session.approx_per_day()
+    eps_window, delta_window, _ = stated.approx(stated.window)
+    assert eps_window is not None and delta_window is not None  # reserve refused a loss that cannot be stated
+    figures = dict(zip(STATED_KEYS, (eps_day, delta_day, eps_window, delta_window), strict=True))
+    # the accounting converts by the zCDP bound: compare it with the reserved loss converted the same way
+    bound = [
+        *stated.per_day.approx(stated.conversion_delta)[:2],
+        *stated.window.approx(stated.conversion_delta)[:2],
+    ]
+    realised = {k: privacy.get(k) for k in STATED_KEYS}
+    for (key, value), most in zip(realised.items(), bound, strict=True):
+        if isinstance(value, (int, float)) and most is not None and value > most * (1 + 1e-9) + 1e-300:
+            raise RuntimeError(f"the release spent {key} {value!r}, above the {most!r} it reserved")
+    spent_less = any(
+        isinstance(value, (int, float)) and most is not None and value < most * (1 - 1e-9)
+        for value, most in zip(realised.values(), bound, strict=True)
     )
+    privacy.update(figures)
+    privacy["loss"] = stated.to_json()
+    if "rho_per_window" in privacy:
+        privacy["rho_per_window"] = stated.window.rho
+    if spent_less:
+        privacy["loss_note"] = (
+            "the stated loss is the one reserved before any noise (the plan's budget); the steps' costs in "
+            "epsilon_per_day and the ledger sum to less, since a step drew less noise than planned (no HAT "
+            "released)"
+        )
 
 
 def label_after_accounting(session: Session, privacy: dict[str, Any]) -> None:

@@ -21,9 +21,14 @@ from urbandp.contributions.polars_backend import window_filter
 from urbandp.errors import InputError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.guardrails import label_after_accounting, refuse_before_reading, reserve_planned
+from urbandp.fleet.guardrails import (
+    label_after_accounting,
+    refuse_before_reading,
+    reserve_planned,
+    state_loss,
+)
 from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.plan import PlannedCharge, plan_release, planned_window_delta
+from urbandp.fleet.plan import PlannedCharge, plan_release, planned_loss, planned_window_delta
 from urbandp.fleet.pooling import with_pooled_means
 from urbandp.fleet.public_domain import load_public_domain
 from urbandp.grid.h3cells import cell_expr
@@ -100,6 +105,7 @@ def planned_charge(
         derived,
         days,
         planned_window_delta(cfg, len(days)),
+        planned_loss(cfg, len(days)),
     )
 
 
@@ -567,6 +573,7 @@ def release_fleet(
     session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
     release = _release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
     p = release.privacy
+    state_loss(session, p, charge)  # the loss reserved is the loss stated, before any figure is read from it
     if cfg.borrow_strength != "none":  # post-processing of the noisy table (fleet/pooling.py)
         release.speed, p["borrow_strength"] = with_pooled_means(
             release.speed, p, cfg.speed_max, cfg.target_width, cfg.precision

@@ -26,7 +26,7 @@ import numpy as np
 from urbandp.errors import InputError
 from urbandp.fleet.composition import top_k_sum
 from urbandp.fleet.config import COARSEN_LEVELS, HatReleaseConfig
-from urbandp.privacy.loss import Loss
+from urbandp.privacy.loss import Loss, ReleaseLoss
 from urbandp.privacy.mechanisms import Gaussian, Laplace, mechanism, smallest_scale
 from urbandp.privacy.noise import rho_for_epsilon
 
@@ -59,6 +59,9 @@ class ReleasePlan:
     speed_budget: float = math.nan  # Query 1's share of the level (nan: shared B with Query 2)
     speeding_budget: float = 0.0  # Query 2's share of the level (0: not asked for)
     split_rule: str = ""
+    weight_norm: float = 1.0
+    """A bound on the L2 norm of one vehicle-day's weights: 1, or for ``contribution_bounding = "l2"`` the next
+    float above 1, since ``m * fl(1/sqrt(m))^2`` exceeds 1 by up to 4e-16 (for 1,189 values of m below 5,000)."""
 
     @property
     def gaussian(self) -> bool:
@@ -78,8 +81,9 @@ class ReleasePlan:
         return Loss(rho=cost, delta=delta) if self.gaussian else Loss(epsilon=cost, delta=delta)
 
     def cost(self, sensitivity: float, scale: float) -> float:
-        """Per-HAT cost from OpenDP's map, in the plan's currency (epsilon or rho)."""
-        return self.noise(scale).loss(sensitivity).amount
+        """Per-HAT cost from OpenDP's map, in the plan's currency (epsilon or rho), at the sensitivity times the
+        weights' norm bound (:attr:`weight_norm`: a product that rounds up to at least the next float)."""
+        return self.noise(scale).loss(sensitivity * self.weight_norm).amount
 
     def for_level(self, i: int) -> ReleasePlan:
         """The plan of release level ``i`` (0 = finest): every share scaled alike."""
@@ -152,7 +156,7 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         fresh = selection_budget if cfg.selection == "public-threshold" and denominator else 0.0
         return ReleasePlan(
             mech, k, days, cfg.speed_max, None, selection_budget, fresh, conv, threshold_delta,
-            speeding_budget=math.nan if speeding_on else 0.0,
+            speeding_budget=math.nan if speeding_on else 0.0, weight_norm=_weight_norm(cfg),
             split_rule="--noise-scale B for the queries; selection_epsilon for the selection",
         )  # fmt: skip
     total = rho_for_epsilon(cfg.epsilon_per_day, conv) if conv else cfg.epsilon_per_day
@@ -208,7 +212,14 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         speed_budget,
         speeding_budget,
         rule,
+        _weight_norm(cfg),
     )
+
+
+def _weight_norm(cfg: HatReleaseConfig) -> float:
+    """:attr:`ReleasePlan.weight_norm`: the next float above 1 for L2-normalised weights (their norm in floating
+    point can pass 1 by an ulp or two), else 1 (unit weights)."""
+    return math.nextafter(1.0, math.inf) if cfg.contribution_bounding == "l2" else 1.0
 
 
 # --- calibrate the queries (after selection: its count of released HATs is a DP output) ---------------
@@ -279,35 +290,82 @@ def calibrate_queries(cfg: HatReleaseConfig, plan: ReleasePlan, n: np.ndarray, k
     return QueryScales(speed, speeding, count, plan.speed_budget)
 
 
-def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
-    """The delta a vehicle present on every public day pays over the window, from public parameters only.
+def _selection_costs(cfg: HatReleaseConfig, plan: ReleasePlan, level: int) -> tuple[float, Loss] | None:
+    """Level ``level``'s selection on an unknown domain (OpenDP's threshold): its delta per vehicle-day and its
+    loss over the window (the threshold's map at distance D); None when the selection is not a threshold (a public
+    domain's noisy counts, a public threshold, no DP selection), whose cost is its share of the plan alone.
 
-    It is what privacy.json states as ``delta_per_window`` (``account.account``: the queries' rho grouped over D
-    and converted once at ``conversion_delta``, plus each level's selection at distance D, OpenDP's threshold map),
-    computed before any record is read, so that the budget store can compose and cap it before any noise
-    (issue 30: the store booked only the conversion delta). A public domain's selection adds no delta.
+    As :func:`urbandp.fleet.measure.select_hats` selects: the finest level over a public domain (an extent or a
+    route domain) counts every domain HAT, a coarser level does so only over an extent.
     """
     from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, calibrate_selection
 
+    public = cfg.domain_bbox is not None or (level == 0 and cfg.public_domain)
+    if cfg.selection != "dp" or plan.k is None or public:
+        return None
+    levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
+    lv = plan.for_level(level)
+    cal = calibrate_selection(
+        gaussian=lv.gaussian,
+        k=plan.k,
+        days=plan.days,
+        budget=lv.selection_budget,
+        delta=lv.threshold_delta,
+        min_per_day=cfg.min_per_day,
+        domain_size=None,
+        false_positives=EXPECTED_FALSE_POSITIVES / levels,
+    )
+    return cal.delta_day, plan.loss(*cal.window_cost)
+
+
+def planned_loss(cfg: HatReleaseConfig, days: int) -> ReleaseLoss | None:
+    """The release's one loss per vehicle-day and over its D public days, from public parameters only: what the
+    store books and caps, and what privacy.json, ``budget show`` and ``budget history`` state.
+
+    The noise is calibrated to this plan (every query's scale spends its share, :func:`calibrate_queries`), so the
+    loss is the plan's: per day the whole budget (epsilon, or rho for Gaussian noise) plus the delta of each
+    level's threshold selection on an unknown domain; over the window, for a vehicle present on all D days (a
+    group of D vehicle-days: the release pools the days), the queries', the clip bound's and a public domain's
+    selection's budget grouped (D x epsilon, Dwork and Roth 2014, Thm 2.2; D^2 x rho, Bun and Steinke 2016, Prop.
+    1.9) plus each threshold's OpenDP map at distance D. rho is converted once per figure, by the exact Gaussian
+    curve when the release is Gaussian noise alone (:class:`~urbandp.privacy.loss.ReleaseLoss`). None when the loss follows from the data (``noise_scale`` without a budget, K observed).
+    """
     plan = plan_release(cfg, days)
-    # the queries' rho over the window is converted once, at conversion_delta (Loss.approx adds it)
-    delta = (plan.conversion_delta or 0.0) if plan.gaussian else 0.0
-    if cfg.selection == "dp" and plan.k is not None and not cfg.public_domain:
-        levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
-        for i in range(levels):
-            level = plan.for_level(i)
-            cal = calibrate_selection(
-                gaussian=level.gaussian,
-                k=plan.k,
-                days=days,
-                budget=level.selection_budget,
-                delta=level.threshold_delta,
-                min_per_day=cfg.min_per_day,
-                domain_size=None,
-                false_positives=EXPECTED_FALSE_POSITIVES / levels,
-            )
-            delta += cal.window_cost[1]  # OpenDP's threshold map at distance D
-    return min(1.0, delta)
+    if plan.total_budget is None or plan.k is None:
+        return None
+    per_day = plan.loss(plan.total_budget)
+    window = plan.loss(plan.clip_budget).group(days)
+    for i in range(1 + len(COARSEN_LEVELS[cfg.coarsen])):
+        level = plan.for_level(i)
+        assert level.budget is not None
+        window = window + plan.loss(level.budget - level.selection_budget).group(days)
+        threshold = _selection_costs(cfg, plan, i)
+        if threshold is None:
+            window = window + plan.loss(level.selection_budget).group(days)
+        else:
+            per_day = per_day + Loss(delta=threshold[0])
+            window = window + threshold[1]
+    # Gaussian noise alone (no DP clip bound: its quantile is an exponential mechanism, not Gaussian): a loss that
+    # is rho alone is stated by the exact Gaussian curve (a threshold's delta makes it mixed: the zCDP bound)
+    gaussian_only = plan.gaussian and cfg.clip_bound != "dp-quantile"
+    return ReleaseLoss(per_day, window, days, plan.conversion_delta, gaussian_only)
+
+
+def planned_window_delta(cfg: HatReleaseConfig, days: int) -> float:
+    """The delta a vehicle present on every public day pays over the window, from public parameters only: the
+    window delta of :func:`planned_loss`; with only a noise scale (no planned loss), the conversion delta of the
+    queries' rho plus each threshold selection's map at distance D."""
+    loss = planned_loss(cfg, days)
+    if loss is not None:
+        delta = loss.approx(loss.window)[1]
+        return 1.0 if delta is None else delta
+    plan = plan_release(cfg, days)
+    total = (plan.conversion_delta or 0.0) if plan.gaussian else 0.0
+    for i in range(1 + len(COARSEN_LEVELS[cfg.coarsen])):
+        threshold = _selection_costs(cfg, plan, i)
+        if threshold is not None:
+            total += threshold[1].delta
+    return min(1.0, total)
 
 
 @dataclass(frozen=True)
@@ -329,3 +387,4 @@ class PlannedCharge:
     derived_window: bool
     days: tuple[dt.date, ...] = ()  # the public days charged (every day of first..last unless a day set)
     delta_per_window: float = 0.0  # what a vehicle on every public day pays (plan.planned_window_delta)
+    loss: ReleaseLoss | None = None  # the release's one loss (planned_loss); None: it follows from the data

@@ -94,6 +94,23 @@ MIGRATIONS: list[list[str]] = [
             for field in CAP_FIELDS
         ),
     ],
+    # version 6: one loss per release, as its privacy.json states it. Each release records its window epsilon (the
+    # converted epsilon a unit present on all of its days pays) and its window zCDP cost; epsilon_total and
+    # rho_total cap their sums. A release booked before it keeps what the store capped then: the sum of its per-day
+    # epsilons, and its group rho D^2 x its largest rho per day ((D x its largest epsilon)^2 / 2 for a pure-DP one).
+    [
+        "ALTER TABLE releases ADD COLUMN window_epsilon DOUBLE PRECISION",
+        "ALTER TABLE releases ADD COLUMN window_rho DOUBLE PRECISION",
+        """UPDATE releases SET window_epsilon = (
+            SELECT COALESCE(SUM(c.epsilon), 0) FROM charges c WHERE c.release_id = releases.id
+        )""",
+        """UPDATE releases SET window_rho = (
+            SELECT CASE WHEN MAX(c.rho) IS NOT NULL THEN COUNT(*) * COUNT(*) * MAX(c.rho)
+                        ELSE (COUNT(*) * MAX(c.epsilon)) * (COUNT(*) * MAX(c.epsilon)) / 2.0 END
+            FROM charges c WHERE c.release_id = releases.id
+        )""",
+        "UPDATE releases SET window_rho = 0 WHERE window_rho IS NULL",
+    ],
 ]
 
 LATEST_VERSION = len(MIGRATIONS)

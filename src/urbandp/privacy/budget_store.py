@@ -8,11 +8,13 @@ process dies (kill -9): such a reservation shows as ``crashed/unconfirmed`` beca
 Only :class:`urbandp.privacy.session.Session` reserves and commits; this module is its storage.
 
 Composition: basic sequential composition per calendar day (Dwork and Roth 2014, Thm 3.16): the epsilons of all
-releases that touch day d add up, and must stay <= ``epsilon_per_day``. Over all days, a unit that is present on
-k days is protected at the sum of its k days' charges (group privacy over the window, Dwork and Roth 2014,
-Thm 2.2), bounded by ``epsilon_total``. Under zCDP (Bun and Steinke 2016, Lemma 2.3) rho adds per day the same
-way; over the window a release's group cost is ``D**2 * rho`` (their Prop. 1.9), which ``rho_total`` caps (see
-:func:`group_rho`).
+releases that touch day d add up, and must stay <= ``epsilon_per_day``; rho adds per day the same way (Bun and
+Steinke 2016, Lemma 2.3). Over all days, each release records what a unit present on all of its days pays, as the
+release states it (its :class:`~urbandp.privacy.loss.ReleaseLoss`, booked by
+:class:`~urbandp.privacy.session.Session`): its window epsilon (for a release that pools its days under zCDP, the
+group cost D^2 rho of their Prop. 1.9 converted once; for a pure-DP release D x epsilon, Dwork and Roth 2014, Thm
+2.2) and its window zCDP cost. ``epsilon_total`` and ``rho_total`` cap their sums over releases (Thm 3.16; Lemma
+2.3).
 
 Delta (issue 30): the deltas of the charges on day d add up (basic composition, Thm 3.16), shown per day. Each
 release also records its *window delta*, the delta that a unit present on all of its days pays for it (for a
@@ -350,7 +352,7 @@ class BudgetStore:
                     f"cannot lower epsilon per day of {caps.name!r} to {caps.epsilon_per_day:g}: "
                     f"{most[0]:.6g} already spent on {day}"
                 )
-        total = math.fsum(v[0] for v in per_day.values())
+        total = self._epsilon_spent(caps.name)
         if caps.epsilon_total is not None and total > caps.epsilon_total + TOL:
             raise InputError(
                 f"cannot lower epsilon total of {caps.name!r} to {caps.epsilon_total:g}: {total:.6g} already spent"
@@ -410,15 +412,12 @@ class BudgetStore:
         return {str(d): (float(e), float(r)) for d, e, r in rows}
 
     def _group_rho(self, name: str) -> float:
-        rows = self._exec(
-            "SELECT c.release_id, c.epsilon, c.rho FROM charges c JOIN releases r ON r.id = c.release_id "
-            "WHERE r.dataset = ?",
-            (name,),
-        )
-        per_release: dict[str, list[tuple[float, float | None]]] = {}
-        for rid, eps, rho in rows:
-            per_release.setdefault(str(rid), []).append((float(eps), None if rho is None else float(rho)))
-        return math.fsum(group_rho(days) for days in per_release.values())
+        rows = self._exec("SELECT window_rho FROM releases WHERE dataset = ?", (name,))
+        return math.fsum(float(v or 0.0) for (v,) in rows)
+
+    def _epsilon_spent(self, name: str) -> float:
+        rows = self._exec("SELECT window_epsilon FROM releases WHERE dataset = ?", (name,))
+        return math.fsum(float(v or 0.0) for (v,) in rows)
 
     def _delta_per_day(self, name: str) -> dict[str, float]:
         rows = self._exec(
@@ -444,6 +443,12 @@ class BudgetStore:
         self.caps(name)
         return self._delta_spent(name)
 
+    def epsilon_spent(self, name: str) -> float:
+        """The composed epsilon of all releases of ``name``: the sum of their window epsilons (Thm 3.16), what a
+        unit present on every day pays; ``epsilon_total`` caps it."""
+        self.caps(name)
+        return self._epsilon_spent(name)
+
     def group_rho_spent(self, name: str) -> float:
         """zCDP cost of all releases for a unit present on every day (what ``rho_total`` caps)."""
         self.caps(name)
@@ -466,17 +471,29 @@ class BudgetStore:
         rho_per_day: Mapping[dt.date, float] | None = None,
         delta_per_day: Mapping[dt.date, float] | None = None,
         window_delta: float | None = None,
+        window_epsilon: float | None = None,
+        window_rho: float | None = None,
     ) -> str:
         """Reserve the charges in one transaction, or raise :class:`BudgetExceededError`; returns the id.
 
         ``charges_per_day`` holds each day's epsilon (a zCDP charge as its converted epsilon, so an epsilon cap
         holds against it), ``rho_per_day`` its rho, ``delta_per_day`` its delta. ``window_delta``: the delta a
         unit present on every charged day pays for this release (:func:`default_window_delta` when None), added
-        to the dataset's composed delta and checked against ``delta_total``.
+        to the dataset's composed delta and checked against ``delta_total``. ``window_epsilon`` and ``window_rho``:
+        the epsilon and the zCDP cost a unit present on every charged day pays for this release, as the release
+        states them (:class:`urbandp.privacy.loss.ReleaseLoss`), added up and checked against ``epsilon_total`` and
+        ``rho_total``; None: :func:`default_window_epsilon` and :func:`group_rho` of the per-day charges.
         """
         window_delta = _checked_request(unit, charges_per_day, delta_per_day, window_delta)
-        rid = uuid.uuid4().hex
         rho = rho_per_day or {}
+        if window_epsilon is None:
+            window_epsilon = default_window_epsilon(unit, list(charges_per_day.values()))
+        if window_rho is None:
+            window_rho = group_rho([(charges_per_day[d], rho.get(d)) for d in charges_per_day])
+        for name, value in (("window epsilon", window_epsilon), ("window rho", window_rho)):
+            if not (value >= 0 and math.isfinite(value)):
+                raise InputError(f"a {name} must be a finite number >= 0, got {value}")
+        rid = uuid.uuid4().hex
         with self._tx():
             caps = self.caps(dataset)
             if caps.unit != unit:
@@ -486,10 +503,14 @@ class BudgetStore:
             self._check_delta_total(caps, window_delta, len(charges_per_day))
             spent = self._spend_per_day(dataset)
             _check_days(dataset, unit, caps, charges_per_day, rho, spent)
+            days = len(charges_per_day)
             if caps.rho_total is not None:
-                self._check_rho_total(dataset, caps.rho_total, charges_per_day, rho)
-            _check_epsilon_total(dataset, caps, charges_per_day, spent)
-            self._insert_release(rid, dataset, mechanism, params, command_line, window_delta)
+                self._check_rho_total(dataset, caps.rho_total, window_rho, days)
+            if caps.epsilon_total is not None:
+                self._check_epsilon_total(dataset, caps.epsilon_total, window_epsilon, days)
+            self._insert_release(
+                rid, dataset, mechanism, params, command_line, (window_delta, window_epsilon, window_rho)
+            )
             for day in sorted(charges_per_day):
                 self._exec(
                     "INSERT INTO charges (release_id, day, epsilon, rho, delta) VALUES (?, ?, ?, ?, ?)",
@@ -503,22 +524,25 @@ class BudgetStore:
                 )
         return rid
 
-    def _check_rho_total(
-        self,
-        dataset: str,
-        rho_total: float,
-        charges_per_day: Mapping[dt.date, float],
-        rho_per_day: Mapping[dt.date, float],
-    ) -> None:
-        """Refuse a release whose group zCDP cost over its days (:func:`group_rho`, Bun and Steinke 2016,
-        Prop. 1.9) would take the dataset's past ``rho_total``."""
+    def _check_rho_total(self, dataset: str, rho_total: float, asked: float, days: int) -> None:
+        """Refuse a release whose zCDP cost over its window (what a unit on all of its days pays: D^2 rho for a
+        release that pools its days, Bun and Steinke 2016, Prop. 1.9) would take the dataset's past ``rho_total``."""
         have = self._group_rho(dataset)
-        asked_group = group_rho([(charges_per_day[d], rho_per_day.get(d)) for d in charges_per_day])
-        if have + asked_group > rho_total + TOL:
+        if have + asked > rho_total + TOL:
             raise BudgetExceededError(
-                f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked_group:.6g} over "
-                f"{_days(len(charges_per_day))}, left {_left(rho_total, have):.6g} "
-                f"of {rho_total:g}"
+                f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked:.6g} over "
+                f"{_days(days)}, left {_left(rho_total, have):.6g} of {rho_total:g}"
+            )
+
+    def _check_epsilon_total(self, dataset: str, epsilon_total: float, asked: float, days: int) -> None:
+        """Refuse a release whose window epsilon, added to those of the releases before it, passes
+        ``epsilon_total`` (basic composition over releases, Dwork and Roth 2014, Thm 3.16; each release's window
+        epsilon is what a unit present on all of its days pays, as its privacy.json states it)."""
+        have = self._epsilon_spent(dataset)
+        if have + asked > epsilon_total + TOL:
+            raise BudgetExceededError(
+                f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked:.6g} over "
+                f"{_days(days)}, left {_left(epsilon_total, have):.6g} of {epsilon_total:g}"
             )
 
     def _insert_release(
@@ -528,12 +552,14 @@ class BudgetStore:
         mechanism: str,
         params: Mapping[str, Any],
         command_line: str,
-        window_delta: float,
+        window: tuple[float, float, float],
     ) -> None:
-        """The release's row, :data:`STATUS_RESERVED`, with who reserved it, where (host, pid) and when."""
+        """The release's row, :data:`STATUS_RESERVED`, with who reserved it, where (host, pid) and when, and its
+        ``window`` (delta, epsilon, zCDP cost)."""
         self._exec(
             "INSERT INTO releases (id, dataset, status, mechanism, params, command_line, host, pid, "
-            "reserved_at, window_delta, operator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "reserved_at, window_delta, operator, window_epsilon, window_rho) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rid,
                 dataset,
@@ -544,8 +570,10 @@ class BudgetStore:
                 socket.gethostname(),
                 os.getpid(),
                 _now(),
-                float(window_delta),
+                float(window[0]),
                 self.operator,
+                float(window[1]),
+                float(window[2]),
             ),
         )
 
@@ -612,10 +640,11 @@ class BudgetStore:
         rows = self._exec(
             "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
             "r.reserved_at, r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon), SUM(c.rho), "
-            "MAX(c.delta), r.window_delta, r.operator "
+            "MAX(c.delta), r.window_delta, r.operator, r.window_epsilon, r.window_rho "
             "FROM releases r LEFT JOIN charges c ON c.release_id = r.id WHERE r.dataset = ? "
             "GROUP BY r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
-            "r.reserved_at, r.committed_at, r.window_delta, r.operator ORDER BY r.reserved_at, r.id",
+            "r.reserved_at, r.committed_at, r.window_delta, r.operator, r.window_epsilon, r.window_rho "
+            "ORDER BY r.reserved_at, r.id",
             (dataset,),
         )
         out = []
@@ -638,6 +667,8 @@ class BudgetStore:
             dlt,
             wdlt,
             who,
+            weps,
+            wrho,
         ) in rows:
             if status == STATUS_RESERVED and _is_dead(str(host), int(pid)):
                 status = STATUS_CRASHED
@@ -658,6 +689,8 @@ class BudgetStore:
                     "rho_sum": None if rho is None else float(rho),
                     "delta_per_day": None if dlt is None else float(dlt),
                     "window_delta": float(wdlt or 0.0),
+                    "window_epsilon": float(weps or 0.0),
+                    "window_rho": float(wrho or 0.0),
                     "operator": who,
                     "host": host,
                 }
@@ -695,6 +728,14 @@ def default_window_delta(unit: str, deltas_per_day: list[float]) -> float:
     if unit in SPANNING_UNITS:
         return min(1.0, math.fsum(deltas_per_day))
     return max(deltas_per_day)
+
+
+def default_window_epsilon(unit: str, epsilons_per_day: list[float]) -> float:
+    """The window epsilon of a release that states none: for a unit that spans days the sum of its per-day
+    epsilons (basic composition over the unit's days, Dwork and Roth 2014, Thm 3.16), else the largest day's."""
+    if not epsilons_per_day:
+        return 0.0
+    return math.fsum(epsilons_per_day) if unit in SPANNING_UNITS else max(epsilons_per_day)
 
 
 def _checked_request(
@@ -743,26 +784,6 @@ def _check_days(
                 f"zCDP budget of {dataset!r} exceeded on {key}: asked rho={asked_rho:.6g}, "
                 f"left {_left(caps.rho_per_day, have_rho):.6g} of {caps.rho_per_day:g}"
             )
-
-
-def _check_epsilon_total(
-    dataset: str,
-    caps: DatasetCaps,
-    charges_per_day: Mapping[dt.date, float],
-    spent: Mapping[str, tuple[float, float]],
-) -> None:
-    """Refuse a release whose epsilons, added to all charged so far, pass ``epsilon_total`` (group privacy over
-    the window, Dwork and Roth 2014, Thm 2.2)."""
-    if caps.epsilon_total is None:
-        return
-    total = math.fsum(v[0] for v in spent.values())
-    asked_total = math.fsum(charges_per_day.values())
-    if total + asked_total > caps.epsilon_total + TOL:
-        raise BudgetExceededError(
-            f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked_total:.6g} over "
-            f"{_days(len(charges_per_day))}, left {_left(caps.epsilon_total, total):.6g} "
-            f"of {caps.epsilon_total:g}"
-        )
 
 
 def _over(value: float, cap: float) -> bool:

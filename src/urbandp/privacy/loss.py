@@ -20,6 +20,7 @@ Conversions that overflow (an epsilon of 1e300, rho of a ten-year window) give `
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -194,3 +195,115 @@ def optimal_homogeneous_epsilon(epsilon: float, k: int, delta: float) -> float:
         else:
             lo = mid
     return min(basic, hi)
+
+
+def gaussian_delta(epsilon: float, mu: float) -> float:
+    """delta(epsilon) of the Gaussian mechanism whose sensitivity is ``mu`` standard deviations: the exact
+    privacy profile of Balle and Wang (ICML 2018, Thm 8),
+    ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)``, evaluated in log space (no overflow)."""
+    from scipy.special import log_ndtr, ndtr
+
+    if mu <= 0:
+        return 0.0
+    first = float(ndtr(-epsilon / mu + mu / 2))
+    second = math.exp(min(700.0, epsilon + float(log_ndtr(-epsilon / mu - mu / 2))))
+    return max(0.0, first - second)
+
+
+@functools.lru_cache(
+    maxsize=256
+)  # a pure function of two floats, asked for by the store, privacy.json and the CLI
+def gaussian_epsilon(rho: float, delta: float) -> float | None:
+    """The smallest epsilon at which a composition of Gaussian mechanisms with total ``rho`` is (epsilon, delta)-DP.
+
+    Gaussian mechanisms compose into one Gaussian mechanism: ``rho`` is ``mu^2 / 2`` with ``mu`` the sensitivity
+    in standard deviations (Dong, Roth and Su 2022, Cor. 3.3, Gaussian DP), and a group of ``k`` units multiplies
+    ``mu`` by ``k`` (rho by ``k^2``), still one Gaussian. Its exact (epsilon, delta) curve is
+    :func:`gaussian_delta` (Balle and Wang 2018, the analytic Gaussian mechanism), tighter than the zCDP bound of
+    :func:`rho_to_epsilon` (epsilon 3.74 where the bound states 4, at delta 1e-6). Bisection on the decreasing
+    curve to a relative 1e-12, rounded up (the returned epsilon's delta is at most ``delta``); never above the
+    zCDP bound. None when the zCDP conversion overflows.
+    """
+    bound = rho_to_epsilon(rho, delta)
+    if bound is None or rho == 0:
+        return bound
+    mu = math.sqrt(2.0 * rho)
+    if gaussian_delta(0.0, mu) <= delta:
+        return 0.0
+    lo, hi = 0.0, bound
+    if gaussian_delta(hi, mu) > delta:  # cannot happen: the zCDP bound holds for every Gaussian
+        return bound
+    while hi - lo > 1e-12 * max(hi, 1e-300):
+        mid = (lo + hi) / 2
+        if gaussian_delta(mid, mu) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@dataclass(frozen=True)
+class ReleaseLoss:
+    """The composed loss of one release per privacy unit: per day and over its window, and how it is converted.
+
+    Made once, by the code that calibrates the release's noise (the fleet's plan, the wing's spec), handed to
+    :meth:`urbandp.privacy.session.Session.reserve`, and read by everything that states the loss: privacy.json,
+    the budget store's booking and caps, ``budget show`` and ``budget history``.
+
+    ``per_day``: what one unit pays per day (one unit-day); ``window``: what a unit present on every one of the
+    ``days`` days pays (for a vehicle-day release that pools the days, group privacy; for per-day releases their
+    composition). ``conversion_delta``: the delta at which a rho part is stated as (epsilon, delta), once per
+    figure. ``gaussian``: the rho part is Gaussian noise only (no exponential mechanism), so a loss that is rho
+    alone is converted by the exact Gaussian curve (:func:`gaussian_epsilon`) instead of the zCDP bound.
+    """
+
+    per_day: Loss
+    window: Loss
+    days: int
+    conversion_delta: float | None = None
+    gaussian: bool = False
+
+    def approx(self, loss: Loss) -> tuple[float | None, float | None, str | None]:
+        """(epsilon, delta) of ``loss`` (a figure of this release), by :attr:`conversion`; None and why on overflow."""
+        if self.exact(loss):
+            assert self.conversion_delta is not None
+            eps = gaussian_epsilon(loss.rho, self.conversion_delta)
+            if eps is None:
+                return None, None, f"rho {loss.rho:.3g} overflows the conversion to (epsilon, delta)"
+            return eps, self.conversion_delta, None
+        return loss.approx(self.conversion_delta)
+
+    def exact(self, loss: Loss) -> bool:
+        """Whether ``loss`` is converted by the exact Gaussian curve (a Gaussian-only rho with no other part)."""
+        delta = self.conversion_delta
+        return self.gaussian and loss.kind == "zcdp" and delta is not None and 0 < delta < 1
+
+    def conversion(self, loss: Loss) -> str | None:
+        """How ``loss``'s rho is stated as (epsilon, delta); None when it has no rho."""
+        if loss.rho == 0:
+            return None
+        if self.exact(loss):
+            return (
+                "exact Gaussian privacy profile (Balle and Wang 2018), at conversion_delta: the release's rho is "
+                "Gaussian noise alone"
+            )
+        return "zCDP to (epsilon, delta) by OpenDP's make_zCDP_to_approxDP, at conversion_delta, once"
+
+    def to_json(self) -> dict[str, object]:
+        """privacy.json's ``loss``: per day and per window, each part and its (epsilon, delta), and the conversion."""
+        out: dict[str, object] = {"days": self.days, "conversion_delta": self.conversion_delta}
+        for name, loss in (("per_day", self.per_day), ("per_window", self.window)):
+            eps, delta, why = self.approx(loss)
+            part: dict[str, object] = {
+                "kind": loss.kind,
+                "epsilon": eps,
+                "delta": delta,
+                "rho": _finite_or_none(loss.rho) if loss.rho > 0 else None,
+                "pure_epsilon": _finite_or_none(loss.epsilon),
+                "approx_delta_part": loss.delta,
+                "conversion": self.conversion(loss),
+            }
+            if why is not None:
+                part["reason"] = why
+            out[name] = part
+        return out

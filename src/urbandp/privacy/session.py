@@ -26,13 +26,13 @@ Rules the session enforces:
 * the loss guards of :mod:`urbandp.privacy.guards` (delta limit, meaningless loss) run in :meth:`Session.reserve`,
   so every release that reserves passes them, whichever entry point opened the session.
 
-A zCDP loss is booked in the store as rho and as its (epsilon, delta) at the release's conversion delta, so an
-epsilon cap holds against it (issue 20: rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
-
-Each reservation also books its *window delta*, the delta a unit present on every reserved day pays (issue 30):
-stated by the wing when it knows its group bound (``reserve(..., window_delta=...)``; the fleet's selection on an
-unknown domain: OpenDP's threshold map at distance D), else :meth:`Session.default_window_delta`. The store adds
-the window deltas of a dataset's releases and refuses one that would pass its ``--delta-total``.
+The release's loss is one object, :class:`~urbandp.privacy.loss.ReleaseLoss` (:attr:`Session.release_loss`): its
+per-day loss and its window loss (what a unit present on every reserved day pays), made by the wing's code that
+calibrates the noise and passed to :meth:`Session.reserve` (``window=``; else :meth:`Session.default_window`). The
+store books exactly its figures: per day the converted (epsilon, delta) and rho, over the window the converted
+(epsilon, delta) and the zCDP cost; its ``epsilon_total``, ``rho_total`` and ``delta_total`` cap the sums of the
+releases' window figures. The wing's privacy.json states the same object, so the store and the release never
+disagree (a zCDP loss is converted once per figure: rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
 
 If the store cannot confirm the charge once the outputs are in place (its disk is full), the run ends with one
 line saying the release was published and where, and that its charge stays booked, unconfirmed: the reservation
@@ -53,7 +53,7 @@ import numpy as np
 
 from urbandp.errors import BudgetExceededError, InputError
 from urbandp.privacy import guards
-from urbandp.privacy.loss import Loss
+from urbandp.privacy.loss import Loss, ReleaseLoss
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 
 TOL = 1e-12
@@ -100,6 +100,8 @@ class Session:
         """Why this release is NOT DP (a meaningless loss allowed by ``allow_meaningless_epsilon``, or what a wing
         declared through :meth:`refuse_not_dp`); the wing copies them into its privacy report."""
         self.loss_per_day: Loss | None = None
+        self.release_loss: ReleaseLoss | None = None
+        """The release's one loss (per day and over the window), set by :meth:`reserve`: what is booked and stated."""
         self.days: list[dt.date] = []
         self.reserved = False
         self.noise_drawn = False
@@ -151,16 +153,28 @@ class Session:
 
     # -- reserve -----------------------------------------------------------------------------------------------
     def window_loss(self) -> Loss:
-        """The reserved loss summed over the reserved days (what a unit present on every day pays)."""
-        if self.loss_per_day is None:
+        """The reserved loss over the window: what a unit present on every reserved day pays (the release's own
+        bound, or :meth:`default_window`)."""
+        if self.release_loss is None:
             return Loss()
-        return self.loss_per_day.times(len(self.days))
+        return self.release_loss.window
 
     def approx_per_day(self) -> tuple[float, float]:
-        """The reserved per-day loss as (epsilon, delta): rho converted at the conversion delta."""
-        assert self.loss_per_day is not None
-        eps, delta, why = self.loss_per_day.approx(self.conversion_delta)
+        """The reserved per-day loss as (epsilon, delta), converted as the release states it."""
+        assert self.release_loss is not None
+        return self._stated(self.release_loss.per_day)
+
+    def _stated(self, loss: Loss) -> tuple[float, float]:
+        """``loss`` (the release's per-day or window loss) as (epsilon, delta), or a one-line refusal (an
+        overflow: rho of a ten-year window), before any noise."""
+        assert self.release_loss is not None
+        eps, delta, why = self.release_loss.approx(loss)
         if eps is None or delta is None:
+            if loss is self.release_loss.window and len(self.days) > 1:
+                raise InputError(
+                    f"the privacy loss over the {len(self.days)}-day window cannot be stated ({why}); shorten "
+                    "the window"
+                )
             raise InputError(f"the privacy loss cannot be stated: {why}")
         return eps, delta
 
@@ -172,15 +186,19 @@ class Session:
         params: Mapping[str, Any] | None = None,
         *,
         cap_on: str | Loss = "window",
-        window_delta: float | None = None,
+        window: Loss | None = None,
+        gaussian: bool = False,
     ) -> None:
         """Reserve ``loss_per_day`` on each of ``days``: the run's cap, then the store, in one step, before noise.
 
-        ``cap_on``: ``window`` checks the cap against the loss summed over ``days``; ``day`` against one day's; a
+        The loss is made into the release's one :class:`~urbandp.privacy.loss.ReleaseLoss` (:attr:`release_loss`),
+        which the store books and caps and the wing's privacy.json states.
+        ``window``: what a unit present on every one of ``days`` pays for this release, as the wing composes it
+        (a release that pools the days states its group bound: D^2 rho for zCDP, Bun and Steinke 2016, Prop. 1.9);
+        None: :meth:`default_window`. ``gaussian``: the rho part is Gaussian noise alone, so a loss that is rho
+        alone is stated by the exact Gaussian curve (:func:`urbandp.privacy.loss.gaussian_epsilon`).
+        ``cap_on``: ``window`` checks the run's cap against the window loss; ``day`` against one day's; a
         :class:`Loss` against that loss (a bound the release computed itself, e.g. a tight composition).
-        ``window_delta``: the delta a unit present on every day of ``days`` pays for this release, as the wing's
-        own group bound states it (its privacy.json's delta per window); None: :meth:`default_window_delta`.
-        The store adds it to the dataset's composed delta and refuses the release past ``--delta-total``.
         """
         if self.reserved:
             raise RuntimeError("a session reserves its budget once")
@@ -189,71 +207,93 @@ class Session:
         self.check_loss(loss_per_day)  # the guards, whatever the entry point: before the store and any noise
         self.loss_per_day = loss_per_day
         self.days = sorted(set(days))
+        self.release_loss = ReleaseLoss(
+            loss_per_day,
+            self.default_window() if window is None else window,
+            len(self.days),
+            self.conversion_delta,
+            gaussian,
+        )
         eps_day, delta_day = self.approx_per_day()
-        window_delta = self._window_delta(window_delta, delta_day)
+        eps_window, delta_window = self._stated(self.release_loss.window)
+        if delta_window < delta_day * (1 - 1e-9):
+            raise ValueError(
+                f"window delta {delta_window:g} is below one day's delta {delta_day:g}: a unit on every day pays "
+                "at least that"
+            )
         if self.cap is not None:
-            if isinstance(cap_on, Loss):
-                asked = cap_on
-            else:
-                asked = self.window_loss() if cap_on == "window" else loss_per_day
-            a_eps, a_delta, _ = asked.approx(self.conversion_delta)
-            assert a_eps is not None and a_delta is not None
-            if a_eps > self.cap.epsilon * (1 + TOL) or a_delta > self.cap.delta + TOL:
-                raise BudgetExceededError(
-                    f"privacy budget exceeded: this release costs epsilon {a_eps:.6g}, delta {a_delta:.3g}; "
-                    f"the cap is epsilon {self.cap.epsilon:.6g}, delta {self.cap.delta:.3g}. Nothing was released."
-                )
+            self._check_cap(cap_on)
         if self.dataset is not None:
-            from urbandp.privacy.budget_store import _command_line, checkpoint, open_store
-
-            self._store = open_store(self.store_url, operator=self.operator)
-            try:
-                self.release_id = self._store.reserve(
-                    self.dataset,
-                    self.unit,
-                    dict.fromkeys(self.days, eps_day),
-                    mechanism,
-                    {**(params or {}), "loss_per_day": loss_per_day.to_json(self.conversion_delta)},
-                    self.command_line if self.command_line is not None else _command_line(),
-                    rho_per_day=dict.fromkeys(self.days, loss_per_day.rho) if loss_per_day.rho > 0 else None,
-                    delta_per_day=dict.fromkeys(self.days, delta_day) if delta_day > 0 else None,
-                    window_delta=window_delta,
-                )
-            except BaseException:
-                self._store.close()
-                self._store = None
-                raise
-            self.status = "reserved"
-            checkpoint("before-noise")
+            self._book(mechanism, params, eps_day, delta_day, (eps_window, delta_window))
         self.reserved = True
 
-    def default_window_delta(self) -> float:
-        """The window delta of a release whose wing states none, from the reserved per-day loss.
+    def _check_cap(self, cap_on: str | Loss) -> None:
+        """The run's own cap (``--budget-epsilon``) against the window, one day, or a loss the wing gives."""
+        assert self.cap is not None and self.release_loss is not None
+        if isinstance(cap_on, Loss):
+            asked = cap_on
+        else:
+            asked = self.release_loss.window if cap_on == "window" else self.release_loss.per_day
+        a_eps, a_delta = self._stated(asked)
+        if a_eps > self.cap.epsilon * (1 + TOL) or a_delta > self.cap.delta + TOL:
+            raise BudgetExceededError(
+                f"privacy budget exceeded: this release costs epsilon {a_eps:.6g}, delta {a_delta:.3g}; "
+                f"the cap is epsilon {self.cap.epsilon:.6g}, delta {self.cap.delta:.3g}. Nothing was released."
+            )
 
-        The approximate-DP part: for a unit that spans days (a vehicle-day, a card-day), the sum of the D days'
-        deltas, basic composition (Dwork and Roth 2014, Thm 3.16), sound when each day's output depends on that
-        day's unit-day only (a release that pools the days must state its group bound); for a unit in one day or
-        one survey wave, the loss's own delta. A zCDP part adds its conversion delta once: over the window it costs
-        D^2 rho (Bun and Steinke 2016, Prop. 1.9; ``rho_total``), converted once at that delta (Prop. 1.3).
+    def _book(
+        self,
+        mechanism: str,
+        params: Mapping[str, Any] | None,
+        eps_day: float,
+        delta_day: float,
+        window: tuple[float, float],
+    ) -> None:
+        """Reserve the release's loss in the store: per day its (epsilon, delta) and rho, over the window its
+        (epsilon, delta) and its zCDP cost (:func:`zcdp_cost`), all read from :attr:`release_loss`."""
+        from urbandp.privacy.budget_store import _command_line, checkpoint, open_store
+
+        assert self.release_loss is not None
+        loss_per_day = self.release_loss.per_day
+        self._store = open_store(self.store_url, operator=self.operator)
+        try:
+            self.release_id = self._store.reserve(
+                self.dataset,
+                self.unit,
+                dict.fromkeys(self.days, eps_day),
+                mechanism,
+                {
+                    **(params or {}),
+                    "loss_per_day": loss_per_day.to_json(self.conversion_delta),
+                    "loss": self.release_loss.to_json(),
+                },
+                self.command_line if self.command_line is not None else _command_line(),
+                rho_per_day=dict.fromkeys(self.days, loss_per_day.rho) if loss_per_day.rho > 0 else None,
+                delta_per_day=dict.fromkeys(self.days, delta_day) if delta_day > 0 else None,
+                window_delta=window[1],
+                window_epsilon=window[0],
+                window_rho=zcdp_cost(self.release_loss.window),
+            )
+        except BaseException:
+            self._store.close()
+            self._store = None
+            raise
+        self.status = "reserved"
+        checkpoint("before-noise")
+
+    def default_window(self) -> Loss:
+        """The window loss of a release whose wing states none, from the reserved per-day loss.
+
+        For a unit that spans days (a vehicle-day, a card-day) each day's output is taken to depend on that day's
+        unit-day only, so a unit on all D days pays the D days' losses composed: epsilon and delta D times (basic
+        composition, Dwork and Roth 2014, Thm 3.16), rho D times (Bun and Steinke 2016, Lemma 2.3), converted once.
+        A release that pools the days must state its own bound (``reserve(..., window=...)``; the fleet: D^2 rho,
+        their Prop. 1.9). A unit in one day or one survey wave (an event, a reading, a respondent) pays one day's.
         """
         from urbandp.privacy.budget_store import SPANNING_UNITS
 
         assert self.loss_per_day is not None
-        d = len(self.days) if self.unit in SPANNING_UNITS else 1
-        conversion = (self.conversion_delta or 0.0) if self.loss_per_day.rho > 0 else 0.0
-        return min(1.0, d * self.loss_per_day.delta + conversion)
-
-    def _window_delta(self, stated: float | None, delta_day: float) -> float:
-        """The window delta to book: the wing's (checked) or the default."""
-        if stated is None:
-            return self.default_window_delta()
-        if not (isinstance(stated, (int, float)) and 0 <= stated <= 1):
-            raise ValueError(f"window_delta must be a number in [0, 1], got {stated!r}")
-        if stated < delta_day * (1 - 1e-9):
-            raise ValueError(
-                f"window_delta {stated:g} is below one day's delta {delta_day:g}: a unit on every day pays at least that"
-            )
-        return float(stated)
+        return self.loss_per_day.times(len(self.days)) if self.unit in SPANNING_UNITS else self.loss_per_day
 
     # -- measure -----------------------------------------------------------------------------------------------
     @property
@@ -357,6 +397,13 @@ class _GatedNoise:
     def laplace_on_lattice(self, values: np.ndarray, scale: float, exponent: int) -> np.ndarray:
         self._session._before_draw()
         return self._session._source.laplace_on_lattice(values, scale, exponent)  # type: ignore[attr-defined]
+
+
+def zcdp_cost(loss: Loss) -> float:
+    """A loss's zCDP cost for the store's ``rho_total``: its rho plus, for an epsilon part, epsilon^2 / 2 (an
+    epsilon-DP release is epsilon^2/2-zCDP, Bun and Steinke 2016, Prop. 1.4; a delta part has no zCDP bound and is
+    capped by ``delta_total``)."""
+    return loss.rho + loss.epsilon**2 / 2.0
 
 
 def days_between(first: dt.date | str, last: dt.date | str) -> list[dt.date]:

@@ -9,6 +9,7 @@ writing and after the rename.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -33,7 +34,7 @@ from urbandp.privacy.budget_store import (
     DatasetCaps,
     days_of_window,
 )
-from urbandp.privacy.noise import OpenDPNoise, rho_for_epsilon
+from urbandp.privacy.noise import OpenDPNoise, rho_for_epsilon, zcdp_epsilon
 
 runner = CliRunner()
 WORKER = Path(__file__).with_name("fleet_worker.py")
@@ -290,7 +291,15 @@ def test_weekly_fleet_releases_stop_at_the_total_cap(tmp_path: Path) -> None:
         app, ["budget", "show", "surat", "--budget-store", store, "--out", str(tmp_path / "show")]
     )
     assert r.exit_code == 0, r.output
-    assert "total epsilon spent 56 over 28 days" in r.output
+    # the store books each week's window epsilon as its privacy.json states it (49 rho converted once), not 7 x 2
+    stated = [json.loads((tmp_path / f"w{i}" / "privacy.json").read_text()) for i in (1, 2, 3, 4)]
+    booked = [h["window_epsilon"] for h in BudgetStore(store).history("surat")]
+    assert booked == [p["epsilon_per_window"] for p in stated]
+    assert booked[0] == pytest.approx(zcdp_epsilon(week_rho, 5e-7), rel=1e-6) and booked[0] > 7 * 2
+    total = math.fsum(booked)
+    assert (
+        f"epsilon over all releases {total:.6g}, over 28 days, for a vehicle present on every day" in r.output
+    )
     assert (
         f"group rho over all days {4 * week_rho:.6g} (left {cap - 4 * week_rho:.6g} of {cap:g})" in r.output
     )

@@ -63,7 +63,7 @@ def test_history_shows_who_raised_a_cap_between_the_releases(
     assert lines[1].endswith("cap change           delta total none -> 1e-05  by alice")
     assert (
         " committed " in lines[2]
-        and "(1 days, epsilon 4, delta 1e-06)" in lines[2]
+        and "(1 days, epsilon 3.73756, delta 1e-06)" in lines[2]  # 4 a day: 3.74 by the exact Gaussian curve
         and "by scheduler" in lines[2]
     )
     assert lines[3].endswith("cap change           epsilon per day 10 -> 1000  by bob")
@@ -73,7 +73,7 @@ def test_history_shows_who_raised_a_cap_between_the_releases(
     res = run_urbandp(
         "budget", "init", "surat", "--unit", "vehicle-day", "--epsilon-per-day", "3", "--budget-store", store
     )
-    assert_refused(res, "cannot lower epsilon per day of 'surat' to 3: 4 already spent", others="none")
+    assert_refused(res, "cannot lower epsilon per day of 'surat' to 3: 3.73756 already spent", others="none")
     assert _history(store) == lines
 
 

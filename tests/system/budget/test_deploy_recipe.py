@@ -81,7 +81,8 @@ def test_the_documented_script_publishes_once_and_refuses_the_rerun(
     assert again.returncode == 4, again.stderr
     errors = [line for line in again.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith(
-        "urbandp: error: privacy budget of 'surat' exceeded on 2024-03-04: asked epsilon=4 per vehicle-day, left 0"
+        "urbandp: error: privacy budget of 'surat' exceeded on 2024-03-04: asked epsilon=3.73756 per vehicle-day, "
+        "left 0.262443 of 4"
     ), again.stderr
     s = BudgetStore(postgres_url)
     try:

@@ -38,7 +38,8 @@ def test_route_domain_release_on_four_austin_days(tmp_path: Path) -> None:
     assert speed.height == p["domain"]["hats"] == 265 * 16
     assert p["selection"]["every_domain_hat_released"] is True
     assert p["contribution_bounding"] == "l2" and p["max_hats_per_vehicle_day"] == 1
-    assert p["epsilon_per_window"] == pytest.approx(20.4921, abs=1e-3)  # the same loss as with truncation
+    # the same loss as with truncation: 20.49 by the zCDP bound, 19.37 by the exact Gaussian curve
+    assert p["epsilon_per_window"] == pytest.approx(19.3666, abs=1e-3)
     u = p["usefulness"]
     assert u["useful_hats"] == int(speed["useful"].sum()) >= 1
     assert u["means_shown"] == speed["mean_speed"].is_not_null().sum()

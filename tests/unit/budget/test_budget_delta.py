@@ -30,6 +30,10 @@ WEEK = days_of_window(D0, D0 + dt.timedelta(days=6))
 FLEET_WINDOW_DELTA = 0.07075608580251462
 """privacy.json's delta_per_window of `urbandp release --epsilon-per-day 10 --max-hats-per-vehicle-day 8` on a
 7-day window without --domain-bbox (selection's window delta from OpenDP's map, plus the conversion delta 5e-7)."""
+WEEK_WINDOW = Loss.zcdp(0.05).group(7)
+"""A Gaussian release at rho 0.05 a day that pools a week: 49 rho for a vehicle on all 7 days."""
+FLEET_WINDOW = WEEK_WINDOW + Loss(delta=FLEET_WINDOW_DELTA - 5e-7)
+"""That release's window loss with the selection's window delta (the conversion delta is added once, 5e-7)."""
 
 
 def _store(tmp_path: Path, unit: str = "vehicle-day", delta_total: float | None = None) -> str:
@@ -83,15 +87,13 @@ def test_the_wings_window_delta_is_refused_at_the_cap_before_noise(tmp_path: Pat
         ),
         s,
     ):
-        s.reserve(Loss.zcdp(0.05), WEEK, "fleet-hat-gaussian", window_delta=FLEET_WINDOW_DELTA)
+        s.reserve(Loss.zcdp(0.05), WEEK, "fleet-hat-gaussian", window=FLEET_WINDOW)
     with pytest.raises(NoiseBeforeReservation):
         s.noise.gaussian(__import__("numpy").zeros(1), 1.0)
     store = BudgetStore(url)
     assert store.history("bus") == [] and store.spend_per_day("bus") == {}  # nothing booked
     assert store.init_dataset(DatasetCaps("bus", "vehicle-day", None, delta_total=1.0)).delta_total == 1.0
-    _reserve(
-        url, Loss.zcdp(0.05), WEEK, window_delta=FLEET_WINDOW_DELTA
-    )  # the owner accepted it: 1 is no cap
+    _reserve(url, Loss.zcdp(0.05), WEEK, window=FLEET_WINDOW)  # the owner accepted it: 1 is no cap
     assert store.delta_spent("bus") == pytest.approx(FLEET_WINDOW_DELTA)
     with pytest.raises(InputError, match=r"cannot lower delta total of 'bus' to 1e-05: 0.0708 already spent"):
         store.init_dataset(DatasetCaps("bus", "vehicle-day", None, delta_total=1e-5))
@@ -100,9 +102,9 @@ def test_the_wings_window_delta_is_refused_at_the_cap_before_noise(tmp_path: Pat
 def test_the_cap_counts_what_is_left(tmp_path: Path) -> None:
     url = _store(tmp_path, delta_total=2e-6)
     _reserve(url, Loss.zcdp(0.05), WEEK)  # 5e-7
-    _reserve(url, Loss.zcdp(0.05), WEEK, window_delta=1e-6)  # 1.5e-6
+    _reserve(url, Loss.zcdp(0.05), WEEK, window=WEEK_WINDOW + Loss(delta=5e-7))  # 1.5e-6
     with pytest.raises(BudgetExceededError, match=r"asked delta=1e-06 over 7 days .* left 5e-07 of 2e-06"):
-        _reserve(url, Loss.zcdp(0.05), WEEK, window_delta=1e-6)
+        _reserve(url, Loss.zcdp(0.05), WEEK, window=WEEK_WINDOW + Loss(delta=5e-7))
     _reserve(url, Loss.zcdp(0.05), WEEK)  # exactly fits: 2e-6
     _reserve(url, Loss.pure(0.5), WEEK)  # pure DP adds no delta: never refused by the delta cap
     assert BudgetStore(url).delta_spent("bus") == pytest.approx(2e-6)
@@ -110,9 +112,9 @@ def test_the_cap_counts_what_is_left(tmp_path: Path) -> None:
 
 def test_a_window_delta_below_one_days_is_a_bug(tmp_path: Path) -> None:
     url = _store(tmp_path)
-    for bad in (2.0, -1e-9, 1e-7):
-        with pytest.raises(ValueError, match="window_delta"):
-            _reserve(url, Loss.zcdp(0.05), WEEK, window_delta=bad)
+    for bad in (Loss.approx_dp(0.7, 1e-7), Loss.pure(0.7)):
+        with pytest.raises(ValueError, match=r"window delta .* is below one day's delta 1e-06"):
+            _reserve(url, Loss.approx_dp(0.1, 1e-6), WEEK, window=bad)
     assert BudgetStore(url).history("bus") == []
 
 

@@ -97,7 +97,7 @@ def test_a_version_4_store_is_migrated_and_keeps_working(tmp_path: Path) -> None
     conn.execute("INSERT INTO charges (release_id, day, epsilon) VALUES ('r1', '2024-03-04', 4)")
     conn.close()
     s = BudgetStore(url, operator="erin")
-    assert s._exec("SELECT version FROM schema_version") == [(LATEST_VERSION,)] == [(5,)]
+    assert s._exec("SELECT version FROM schema_version") == [(LATEST_VERSION,)] == [(6,)]
     assert [(c["operator"], c["field"], c["old"], c["new"], c["migrated"]) for c in s.cap_changes("bus")] == [
         (MIGRATED_OPERATOR, "epsilon_per_day", None, 10.0, True),
         (MIGRATED_OPERATOR, "epsilon_total", None, 400.0, True),

@@ -171,12 +171,18 @@ def test_nothing_said_is_printed_unless_committed(tmp_path: Path, capsys: pytest
 
 
 def test_the_cap_is_checked_before_any_noise() -> None:
+    """A vehicle-day release on 3 days costs a vehicle on all of them 3 x epsilon (its window loss); an event lies
+    in one day, so the same release costs it one day's epsilon (the window the store books and the cap reads)."""
+    three = [D0, D0 + dt.timedelta(days=1), D0 + dt.timedelta(days=2)]
     with (
         pytest.raises(BudgetExceededError, match="costs epsilon 3, delta 0; the cap is epsilon 2"),
-        Session(None, None, unit="event", cap=Loss.pure(2.0)) as s,
+        Session(None, None, unit="vehicle-day", cap=Loss.pure(2.0)) as s,
     ):
-        s.reserve(Loss.pure(1.0), [D0, D0 + dt.timedelta(days=1), D0 + dt.timedelta(days=2)], "laplace")
+        s.reserve(Loss.pure(1.0), three, "laplace")
     assert not s.noise_drawn
+    with Session(None, None, unit="event", cap=Loss.pure(2.0)) as s:
+        s.reserve(Loss.pure(1.0), three, "laplace")
+    assert s.release_loss is not None and s.release_loss.window == Loss.pure(1.0)
 
 
 def test_not_dp_release_refused_with_a_dataset(tmp_path: Path) -> None:
