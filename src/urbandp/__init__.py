@@ -3,6 +3,7 @@
 The public Python API (issue 31)::
 
     import urbandp as ud
+    ud.budget.declare("budget.sqlite", "austin", unit="vehicle-day", epsilon_total=40)
     with ud.Session(store="budget.sqlite", dataset="austin") as s:
         rel = ud.fleet.release(df, start="2017-04-18", end="2017-04-18", epsilon_per_day=4, session=s)
     rel.table, rel.privacy.to_json(), rel.write("out/rel")
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urbandp._version import __version__
 
 if TYPE_CHECKING:
-    from urbandp import audit, counts, estimators, fleet, sensing, survey
+    from urbandp import audit, budget, counts, estimators, fleet, sensing, survey
     from urbandp.errors import (
         BudgetExceededError,
         InputDataError,
@@ -45,7 +46,7 @@ _HOME = {
     "ReleaseWarning": "urbandp.results",
     "OwnerWarning": "urbandp.results",
 }
-_WINGS = ("fleet", "counts", "survey", "sensing", "estimators", "audit")
+_WINGS = ("fleet", "counts", "survey", "sensing", "estimators", "audit", "budget")
 
 __all__ = [
     "BudgetExceededError",
@@ -60,6 +61,7 @@ __all__ = [
     "UrbandpError",
     "__version__",
     "audit",
+    "budget",
     "counts",
     "estimators",
     "fleet",

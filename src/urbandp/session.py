@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
+from urbandp.arguments import check_name, check_path, check_switch
 from urbandp.errors import InvalidParameterError
 from urbandp.privacy.noise import NoiseSource
 from urbandp.privacy.session import Session as ReleaseCharge
@@ -45,15 +46,21 @@ class Session:
         noise: NoiseSource | None = None,
         operator: str | None = None,
     ) -> None:
-        if dataset is not None and not str(dataset).strip():
+        if isinstance(dataset, str) and not dataset.strip():
             raise InvalidParameterError(
-                "dataset is empty: give the name of a dataset of the budget store, or None"
+                "dataset is empty: give the name of a dataset of the budget store, or None",
+                parameters="dataset",
             )
-        self.store = None if store is None else str(store)
-        self.dataset = dataset
-        self.allow_meaningless_epsilon = allow_meaningless_epsilon
+        if noise is not None and not callable(getattr(noise, "laplace", None)):
+            raise InvalidParameterError(
+                f"noise must be a noise source (urbandp.privacy.noise.NoiseSource), got {noise!r}",
+                parameters="noise",
+            )
+        self.store = check_path(store, "store", optional=True)
+        self.dataset = check_name(dataset, "dataset", optional=True)
+        self.allow_meaningless_epsilon = check_switch(allow_meaningless_epsilon, "allow_meaningless_epsilon")
         self.noise = noise
-        self.operator = operator
+        self.operator = check_name(operator, "operator", optional=True)
         self.releases: list[str] = []
         """The budget store's ids of the releases this session committed, in order."""
 

@@ -53,14 +53,19 @@ def init(
     changed is recorded (who, when, old and new value) and shown by `budget history`.
 
     Example: urbandp budget init surat --unit vehicle-day --epsilon-per-day 12 --epsilon-total 400"""
-    from urbandp.privacy.budget_store import DatasetCaps, open_store
+    from urbandp.budget.api import declare
 
-    caps = DatasetCaps(dataset, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, delta_total)
-    store = open_store(budget_store, operator=operator)
-    try:
-        now = store.init_dataset(caps)
-    finally:
-        store.close()
+    now = declare(
+        budget_store,
+        dataset,
+        unit=unit,
+        epsilon_per_day=epsilon_per_day,
+        epsilon_total=epsilon_total,
+        rho_per_day=rho_per_day,
+        rho_total=rho_total,
+        delta_total=delta_total,
+        operator=operator,
+    )
     typer.echo(
         f"{dataset}: unit {unit}, epsilon per day {now.epsilon_per_day}, total {now.epsilon_total}, rho per day "
         f"{now.rho_per_day}"
@@ -84,18 +89,12 @@ def show(
     """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out).
 
     Example: urbandp budget show surat --out out/budget"""
-    from urbandp.privacy.budget_store import open_store
+    from urbandp.budget.api import show as status_of
 
-    store = open_store(budget_store, create=False)
-    try:
-        caps = store.caps(dataset)
-        spend = store.spend_per_day(dataset)
-        group = store.group_rho_spent(dataset)
-        deltas = store.delta_per_day(dataset)
-        delta = store.delta_spent(dataset)
-        epsilon = store.epsilon_spent(dataset)
-    finally:
-        store.close()
+    status = status_of(budget_store, dataset)
+    caps, epsilon, group, delta = status.caps, status.epsilon_spent, status.rho_spent, status.delta_spent
+    deltas = status.delta_per_day
+    spend = {day: (eps, status.rho_per_day[day]) for day, eps in status.epsilon_per_day.items()}
     cap = caps.epsilon_per_day
     typer.echo(f"dataset {dataset} (unit {caps.unit}); cap per day {cap}, total cap {caps.epsilon_total}")
     typer.echo(f"{'day':<12} {'epsilon':>10} {'left':>10} {'rho':>10} {'delta':>10}")
@@ -198,18 +197,12 @@ def history(
     line) and every change of its caps (who, old -> new), by time.
 
     Example: urbandp budget history surat"""
-    from urbandp.privacy.budget_store import open_store
+    from urbandp.budget.api import history as events_of
 
-    store = open_store(budget_store, create=False)
-    try:
-        rows = store.history(dataset)
-        changes = store.cap_changes(dataset)
-    finally:
-        store.close()
-    events = [(c["changed_at"], 0, _cap_line(c)) for c in changes]
-    events += [(r["reserved_at"], 1, _release_line(r)) for r in rows]
-    for _, _, line in sorted(events, key=lambda e: (e[0], e[1])):
-        typer.echo(line)
+    events = events_of(budget_store, dataset)
+    rows = [e for e in events if e["kind"] == "release"]
+    for event in events:
+        typer.echo(_release_line(event) if event["kind"] == "release" else _cap_line(event))
     if not rows:
         typer.echo(f"no releases charged to {dataset} yet")
 

@@ -140,10 +140,24 @@ def release_selected(
         "total_epsilon": ledger.epsilon_spent,
         "total_delta": ledger.delta_spent,
         "ledger": ledger.to_dict(),
+        "per_card_window": _window_statement(charge, punit.kind),
     }
     quarantine = bad.drop("_ts").with_columns(pl.all().cast(pl.String), reason=pl.lit(QUARANTINE_REASON))
     report = {"note": "not differentially private", "input_rows": df.height, "quarantined_rows": bad.height}
     return SelectedCells(table.sort(["mode", "day", "tap", "bin", "location"]), privacy, quarantine, report)
+
+
+def _window_statement(charge: ReleaseCharge, unit: str) -> dict[str, object]:
+    """privacy.json's ``per_card_window`` of a partition selection: the window loss the charge reserved (the one
+    the store books): for a card on every one of the D days with an event, D times the selection's (epsilon,
+    delta) (basic composition, Dwork and Roth 2014, Thm 3.16: each day's cells are its own partitions)."""
+    loss = charge.release_loss
+    assert loss is not None  # reserved above, before the selection drew
+    eps, delta, _ = loss.approx(loss.window)
+    if unit != "card-day":
+        return {"days": loss.days, "epsilon": None, "delta": None, "per_card_day_epsilon": None,
+                "epsilon_reason": f"unit {unit!r} does not bound the taps of one card: no per-card guarantee"}  # fmt: skip
+    return {"days": loss.days, "epsilon": eps, "delta": delta, "per_card_day_epsilon": loss.per_day.epsilon}
 
 
 def check_selection_input(input_kind: str) -> None:

@@ -20,6 +20,7 @@ committed when the function returns (with ``out``: after the folder is written, 
 
 from __future__ import annotations
 
+import difflib
 import html
 import tempfile
 from collections.abc import Callable, Sequence
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from urbandp.errors import InputError
+from urbandp.arguments import check_mapping, check_switch
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import release_warnings
@@ -151,7 +153,16 @@ def release(
     """
     unknown = sorted(set(options) - set(OPTION_NAMES))
     if unknown:
-        raise TypeError(f"release() got unexpected option(s): {', '.join(unknown)}")
+        close = {u: difflib.get_close_matches(u, OPTION_NAMES, n=1) for u in unknown}
+        hints = [f"{u}" + (f" (did you mean {c[0]}?)" if c else "") for u, c in close.items()]
+        raise InvalidParameterError(f"release() has no option {', '.join(hints)}", parameters=tuple(unknown))
+    columns = check_mapping(columns, "columns")
+    with_map = check_switch(with_map, "with_map")
+    overwrite = check_switch(overwrite, "overwrite")
+    if session is not None and not isinstance(session, Session):
+        raise InvalidParameterError(
+            f"session must be a urbandp.Session, got {session!r}", parameters="session"
+        )
     given = python_values({**dict.fromkeys(OPTION_NAMES), **options, "columns": columns})
     a = {**given, "config": None if config is None else Path(config)}
     cfg, validation, mapping = configure(a)

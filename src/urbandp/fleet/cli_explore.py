@@ -93,8 +93,7 @@ def explore(
         result = run_explore(clean, slots=slots, min_vehicles_per_day=min_vehicles_per_day)
     from urbandp.outputs import OWNER_README, atomic_output_dir, owner_dir_for
 
-    # The whole exploration is data-owner material (true data): the directory says so in its README.txt. It is
-    # written atomically like every output, so a rerun never leaves stale files.
+    # data-owner material (true data), as its README.txt says; written atomically, so a rerun leaves no stale file
     with atomic_output_dir(out) as d:
         (d.release / "README.txt").write_text(OWNER_README)
         result.table.write_csv(d.release / "resolution_comparison.csv")

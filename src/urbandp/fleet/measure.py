@@ -438,7 +438,9 @@ def _add_remove_speed(
     # The ratio is meaningless when the noisy denominator is small next to its noise: the mean is withheld
     # (null) unless the noisy count is at least max(1, 2 sd of its noise), and unless the count's 95% interval,
     # conditional on the threshold the count passed (the selection's own draw), excludes 0 (issue 33: a HAT
-    # with no vehicle is never drawn as a value)
+    # with no vehicle is never drawn as a value). Where the interval is the noise's plain one, it excludes 0 only
+    # above 2.12 sd for Laplace, so the 2 sd rule adds nothing there; for Gaussian (1.96 sd) it withholds the band
+    # from 1.96 to 2 sd as well
     count_low, count_high, shown = count_intervals(
         noisy_n, sd_n, selection_threshold if scales.count is None else None, plan.gaussian, release_all
     )

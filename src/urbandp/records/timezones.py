@@ -174,19 +174,16 @@ def with_feed_zone(options: ValidationOptions, feed: Path | None) -> ValidationO
 def check_parquet_instants(
     files: Sequence[Path], columns: dict[str, str] | None, timezone: str | None
 ) -> None:
-    """:func:`check_instants` on the timestamp column of each Parquet input, from its schema alone (the footer):
+    """:func:`check_instants` on the timestamp column of each Parquet file in ``files``, from its schema alone (the footer):
     for an engine that reads the files itself (Spark), so it refuses what the default engine refuses. A file
     whose columns do not map is left to that engine's own message."""
     if timezone is not None:
         return
     import pyarrow.parquet as pq
 
-    from urbandp.records.readers import input_kind
     from urbandp.records.schema import ColumnMapping
 
     for path in files:
-        if input_kind(path) != "parquet":
-            continue
         try:
             schema = pq.read_schema(path)
             mapping = ColumnMapping.resolve(list(schema.names), columns)

@@ -245,8 +245,8 @@ class PmMapOptions:
     )
     max_readings_per_vehicle_window: int = option(
         DEFAULT_MAX_READINGS,
-        help="Public bound M: a vehicle-window keeps at most M readings (evenly spaced in time); the noise "
-        "grows with M.",
+        help="Public bound M: a vehicle-window keeps at most M readings (a pseudo-random subset keyed on each "
+        "reading's own time and vehicle); the noise grows with M; a reading costs 2 epsilon / M.",
         bounds=Bounds(at_least=1),
     )
 

@@ -46,7 +46,10 @@ def run(
     per_vehicle = ""
     if p.per_vehicle.bounded:
         m = p.per_vehicle.max_readings_per_vehicle_window  # type: ignore[attr-defined]
-        per_vehicle = f" (at most {m} readings; {p.budget_booked.epsilon_per_day:.4g} per vehicle-day)"
+        per_vehicle = (
+            f" (at most {m} readings, {p.epsilon_per_reading:.4g} per reading; "
+            f"{p.budget_booked.epsilon_per_day:.4g} per vehicle-day)"
+        )
     clip = p.clip["high"]  # type: ignore[attr-defined]
     print(
         f"{p.windows['count']} windows x {p.grid['cells']} cells; "  # type: ignore[attr-defined]

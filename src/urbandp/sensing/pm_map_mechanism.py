@@ -8,8 +8,10 @@ variance, never the pollution. Here the values are published:
 2. **Bound.** A reading is clipped to [0, C] (C public, default 250 ug/m3) and centred at C/2. The privacy unit
    is one **vehicle-window** (add/remove all of one vehicle's readings in one window) when the readings carry
    vehicle ids: each vehicle-window keeps at most ``M`` readings (``M`` public,
-   ``--max-readings-per-vehicle-window``), chosen by :func:`truncate_vehicle_windows` from the ranks of their
-   times only (never their values or places). Without ids the unit is one reading (``M = 1``).
+   ``--max-readings-per-vehicle-window``), chosen by :func:`truncate_vehicle_windows` in an order keyed on each
+   reading's own time (never a value or a place), so that removing one reading changes at most one other kept
+   reading: a reading then costs ``2 epsilon / M`` (:meth:`PmMapPlan.loss_per_reading`). Without ids the unit
+   is one reading (``M = 1``).
 3. **Measure** (the only draws): per cell and window the count and the centred sum get Laplace noise through
    OpenDP, half of the per-unit epsilon each (the even split minimises the worst-case variance of the ratio;
    :func:`urbandp.fleet.plan.count_sum_split` derives it). Sensitivity (:class:`PmMapPlan`): one unit holds at
@@ -35,6 +37,7 @@ stations against the non-private GP and IDW, per epsilon.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -85,6 +88,19 @@ class PmMapPlan:
     def loss_per_unit(self) -> Loss:
         """Each unit is in one cell of one window (parallel composition); there: count + centred sum."""
         return self.count.loss(self.count_sensitivity) + self.total.loss(self.sum_sensitivity)
+
+    def loss_per_reading(self) -> Loss:
+        """The loss of one reading (add/remove one reading, its unit otherwise kept).
+
+        Under the reading unit this is the unit's. Under the vehicle-window unit, removing a reading from a
+        vehicle-window that holds more than M changes at most two kept readings (it leaves, the next in the keyed
+        order enters: :func:`truncate_vehicle_windows`), so the count vector moves by at most 2 and the
+        centred-sum vector by at most C in L1 norm: ``2 / b_count + C / b_sum = 2 epsilon / M``, evaluated by
+        OpenDP's maps. It is below the unit's epsilon for M >= 3, equal at M = 2 and twice it at M = 1.
+        """
+        if self.unit == "reading":
+            return self.loss_per_unit()
+        return self.count.loss(2.0) + self.total.loss(self.clip)
 
 
 def plan_pm_map(
@@ -151,35 +167,62 @@ class CellAggregates:
     readings_dropped: int  # outside the windows or the grid, or beyond M per vehicle-window
 
 
+SELECTION_SEED = 0x5EED
+"""Public seed of the keyed order in which a vehicle-window's readings are kept (:func:`selection_priority`)."""
+
+
+def _vehicle_keys(vehicle: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group index, 64-bit key) per reading: the key is BLAKE2b of the vehicle id's text, so it depends on the
+    reading's own vehicle only (the group index, from the sorted ids present, is used for grouping alone)."""
+    ids, vid = np.unique(vehicle, return_inverse=True)
+    keys = np.array(
+        [int.from_bytes(hashlib.blake2b(str(v).encode(), digest_size=8).digest(), "little") for v in ids],
+        dtype=np.uint64,
+    )
+    return vid, keys[vid]
+
+
+def selection_priority(time: np.ndarray, vehicle_key: np.ndarray, seed: int = SELECTION_SEED) -> np.ndarray:
+    """A pseudo-random priority per reading computed from the reading's own time and vehicle only: SplitMix64
+    (Steele, Lea and Flood 2014) of its microseconds since the epoch xor its vehicle's key xor a public seed. It
+    reads no other reading, no value and no place, so removing a reading leaves every other reading's priority
+    unchanged; the vehicle's key keeps two vehicles sampled at the same minutes from keeping the same ones."""
+    x = time.astype("datetime64[us]").astype(np.int64).view(np.uint64) ^ vehicle_key ^ np.uint64(seed)
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
 def truncate_vehicle_windows(
     vehicle: np.ndarray, window: np.ndarray, time: np.ndarray, max_readings: int
 ) -> np.ndarray:
-    """Keep at most ``max_readings`` (M) readings of each (vehicle, window): those at evenly spaced ranks of the
-    unit's readings sorted by time (ranks ``floor(j n / M)``, ``j < M``, of its ``n``; all when ``n <= M``).
+    """Keep at most ``max_readings`` (M) readings of each (vehicle, window): the M of lowest
+    :func:`selection_priority` (a pseudo-random subset keyed on each reading's time; all when it has ``<= M``).
+    Ties (equal times) are broken by input order. Returns the mask of readings kept.
 
-    The choice reads only the unit's own times and how many readings it has, never a value or a place, so
-    removing one unit changes only its own kept readings: the sensitivities of :class:`PmMapPlan` hold. Evenly
-    spaced rather than the first M: the kept readings cover the whole window's route, not its first minutes.
-    Ties in time are broken by input order (a stable sort). Returns the mask of readings kept.
+    Two properties make the stated losses true. Removing one unit changes only its own kept readings (the choice
+    reads only the unit's own readings), so the unit's sensitivities M and M C/2 of :class:`PmMapPlan` hold.
+    Removing one reading changes at most one other kept reading of its unit, because every reading's place in
+    the order is its own: the kept set loses that reading and gains at most the next one in the order. So the
+    count vector moves by at most 2 and the centred-sum vector by at most C in L1 norm, whatever M
+    (:meth:`PmMapPlan.loss_per_reading`). A selection by evenly spaced ranks of time covers the window as well but
+    is not stable: removing one reading shifts every rank and can swap all M kept readings (2M and M C). The keyed
+    order spreads the kept readings over the window at random, as evenly spaced ranks did, where the first M in
+    time would keep only its first minutes.
     """
     n = len(vehicle)
     if n == 0:
         return np.zeros(0, dtype=bool)
-    _, vid = np.unique(vehicle, return_inverse=True)
-    order = np.lexsort((np.arange(n), time, window, vid))
+    vid, vkey = _vehicle_keys(vehicle)
+    order = np.lexsort((np.arange(n), selection_priority(time, vkey), window, vid))
     key = np.stack([vid[order], window[order]], axis=1)
     new_group = np.ones(n, dtype=bool)
     new_group[1:] = np.any(key[1:] != key[:-1], axis=1)
-    group = np.cumsum(new_group) - 1
     group_start = np.flatnonzero(new_group)
-    size = np.diff(np.append(group_start, n))
-    rank_sorted = np.arange(n) - group_start[group]
-    n_sorted = size[group]
-    m = int(max_readings)
-    j = (rank_sorted * m + n_sorted - 1) // n_sorted  # the smallest j with floor(j n / M) >= rank
-    kept_sorted = (j < m) & (j * n_sorted < (rank_sorted + 1) * m)
+    rank_sorted = np.arange(n) - group_start[np.cumsum(new_group) - 1]
     keep = np.zeros(n, dtype=bool)
-    keep[order] = kept_sorted
+    keep[order] = rank_sorted < int(max_readings)
     return keep
 
 

@@ -248,14 +248,17 @@ def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
         "privacy_unit": label,
         "neighbouring": (
             f"add/remove all of one vehicle's readings in one window (column {vehicle_column!r}), of which "
-            f"at most {m} are kept: evenly spaced ranks by time, chosen from the times only"
+            f"at most {m} are kept: the lowest in a pseudo-random order keyed on each reading's own time and "
+            "vehicle (never a value or a place)"
             if vehicle
             else "add/remove one reading (a vehicle's many readings are many units: no vehicle id used)"
         ),
         "epsilon_per_unit": eps,
-        "epsilon_per_reading": eps,
+        "epsilon_per_reading": plan.loss_per_reading().epsilon,
         "epsilon_per_reading_note": (
-            "a reading is part of one vehicle-window: it is protected at least as well as its unit"
+            "add/remove one reading of a vehicle-window changes at most two of its kept readings (it leaves, "
+            "the next in the keyed order enters): L1 distances 2 (count) and clip (centred sum), so "
+            f"2 epsilon / M = 2 x {plan.epsilon:g} / {m}"
             if vehicle
             else "the unit"
         ),

@@ -78,7 +78,9 @@ class PmMapPrivacyReport(PrivacyReport):
     (:mod:`urbandp.sensing.pm_map_mechanism`)."""
 
     epsilon_per_unit: float = Field(description="epsilon per privacy unit (vehicle-window or reading)")
-    epsilon_per_reading: float = Field(description="a reading's loss (at most its unit's)")
+    epsilon_per_reading: float = Field(
+        description="a reading's loss: the unit's, or 2 epsilon / M under the vehicle-window unit"
+    )
     per_vehicle: PerVehicleLoss = Field(description="what a vehicle pays per window, day and release")
     budget_booked: BudgetBooked = Field(description="the loss booked in the budget store per day")
     delta: float = Field(0.0, description="pure epsilon-DP: 0")

@@ -100,7 +100,7 @@ def test_default_delta_cap_and_raising_it(tmp_path: Path) -> None:
     )
     assert again.returncode == 0 and "epsilon per day 1.0" in again.stdout and "delta total 1" in again.stdout
     bad = run_urbandp("budget", "init", "d", "--unit", "event", "--delta-total", "2", "--budget-store", store)
-    assert_refused(bad, "delta total must be a number in [0, 1], got 2.0", others="none")
+    assert_refused(bad, "--delta-total must be a number in [0, 1], got 2.0", others="none")
 
 
 def test_a_version_3_postgresql_store_migrates(postgres_url: str) -> None:

@@ -121,21 +121,19 @@ def _booked(store: str) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]
         s.close()
 
 
-@pytest.mark.parametrize("days", [1, 3])
-@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
-def test_counts_books_what_privacy_json_states(tmp_path: Path, mechanism: str, days: int) -> None:
-    """A card on all D days of the domain: D x epsilon (Laplace; the days touch disjoint cells), D rho converted
-    once (Gaussian: the old booking, D x the day's converted epsilon, over-stated 3 against 1.81 at D = 3)."""
+def _counts_release(
+    tmp_path: Path, days: int, *options: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, tuple[float, float]]]:
+    """A card-day counts release of ``days`` days of synthetic taps booked in a fresh store: (privacy.json, the
+    store's history row, its spend per day)."""
     taps = tmp_path / "taps"
     r = runner.invoke(
         app, ["counts", "synth", "--out", str(taps), "--days", str(days), "--trips-per-day", "60"]
     )
     assert r.exit_code == 0, r.output
     store = _book("card-day", tmp_path)
-    args = ["counts", "release", str(taps / "events.csv"), "--domain", str(taps / "domain.json"), "--unit"]
-    args += ["card-day", "--max-events", "4", "--epsilon", "1", "--dataset", "ds", "--budget-store", store]
-    if mechanism == "gaussian":
-        args += ["--mechanism", "gaussian", "--delta", "1e-6"]
+    args = ["counts", "release", str(taps / "events.csv"), "--unit", "card-day", "--max-events", "4"]
+    args += ["--epsilon", "1", "--dataset", "ds", "--budget-store", store, *options]
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "rel")])
     assert r.exit_code == 0, r.output
     stated = json.loads((tmp_path / "rel" / "privacy.json").read_text())
@@ -143,8 +141,30 @@ def test_counts_books_what_privacy_json_states(tmp_path: Path, mechanism: str, d
     card = stated["per_card_window"]
     assert card["days"] == booked["days"] == days
     assert (booked["window_epsilon"], booked["window_delta"]) == (card["epsilon"], card["delta"])
+    return stated, booked, per_day
+
+
+@pytest.mark.parametrize("days", [1, 3])
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_counts_books_what_privacy_json_states(tmp_path: Path, mechanism: str, days: int) -> None:
+    """A card on all D days of the domain: D x epsilon (Laplace; the days touch disjoint cells), D rho converted
+    once (Gaussian: the old booking, D x the day's converted epsilon, over-stated 3 against 1.81 at D = 3)."""
+    domain = ("--domain", str(tmp_path / "taps" / "domain.json"))
+    gaussian = ("--mechanism", "gaussian", "--delta", "1e-6") if mechanism == "gaussian" else ()
+    stated, booked, per_day = _counts_release(tmp_path, days, *domain, *gaussian)
     assert {eps for eps, _ in per_day.values()} == {stated["total_epsilon"]}
     assert (booked["delta_per_day"] or 0.0) == stated["total_delta"]
+
+
+@pytest.mark.parametrize("days", [1, 3])
+def test_counts_partition_selection_books_what_privacy_json_states(tmp_path: Path, days: int) -> None:
+    """No public domain: the cells are selected by OpenDP's threshold; a card on all D days with an event pays
+    D x the selection's (epsilon, delta), stated in privacy.json's per_card_window and booked as is."""
+    stated, _, per_day = _counts_release(tmp_path, days, "--select-partitions", "--delta", "1e-7")
+    card = stated["per_card_window"]
+    assert card["epsilon"] == pytest.approx(days * stated["epsilon"], rel=1e-12)
+    assert card["delta"] == pytest.approx(days * stated["delta"], rel=1e-12)
+    assert {eps for eps, _ in per_day.values()} == {stated["epsilon"]}
 
 
 def test_dp_map_books_what_privacy_json_states(tmp_path: Path) -> None:

@@ -128,8 +128,11 @@ def test_the_guards_fire_from_python(fleet: Path, tmp_path: Path) -> None:
             epsilon_per_day=1000,
             session=ud.Session(tmp_path / "b.sqlite", "surat", allow_meaningless_epsilon=True),
         )
-    with pytest.raises(TypeError, match="epsilon_per_dya"):
+    with pytest.raises(
+        ud.InvalidParameterError, match=r"epsilon_per_dya \(did you mean epsilon_per_day"
+    ) as err:
         ud.fleet.release(fleet, **WINDOW, epsilon_per_dya=4)
+    assert err.value.parameters == ("epsilon_per_dya",)
 
 
 def test_write_refuses_an_existing_folder_without_overwrite(fleet: Path, tmp_path: Path) -> None:

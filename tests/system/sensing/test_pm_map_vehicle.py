@@ -40,6 +40,8 @@ def test_vehicle_column_makes_the_vehicle_window_the_default_unit(fleet: Path, t
     v = p["per_vehicle"]
     assert v["bounded"] is True and v["max_readings_per_vehicle_window"] == 3
     assert v["epsilon_per_vehicle_window"] == 2.0 and v["windows_per_day_max"] == 4
+    # one reading: removing it swaps at most two kept readings, L1 distances 2 and 250: 2 x 2 / 3
+    assert p["epsilon_per_reading"] == pytest.approx(4.0 / 3.0, rel=1e-9)
     assert v["epsilon_per_vehicle_day"] == 8.0 and v["epsilon_per_vehicle_release"] == 8.0
     assert p["budget_booked"] == {"unit": "vehicle-day", "epsilon_per_day": 8.0}
     # the truncation is reported to the owner only: 35 readings per vehicle-window, 3 kept

@@ -2,7 +2,7 @@
 
 * ``top_k_sum`` over MIXED per-HAT costs with K below the number of HATs (a sum of the K smallest under-charges);
 * Fieller's interval coverage bounded from above AND below (a doubled z gives intervals twice as wide);
-* the withheld-mean rule at its 2 sd boundary (a 1 sd rule keeps a mean the 2 sd rule withholds).
+* the withheld-mean rule at its 2 sd boundary (under Laplace the count interval's rule withholds there too).
 """
 
 from __future__ import annotations
@@ -119,7 +119,9 @@ def test_fieller_interval_covers_95_percent_not_more_not_less(law: str) -> None:
 
 def test_mean_is_withheld_below_two_sd_of_the_count_and_kept_above() -> None:
     """Add/remove with a fresh Laplace count at b = K / 1.6 = 1.25 (sd 1.77, 2 sd = 3.54): a HAT of 4 vehicle-days
-    (above 2 sd) keeps its mean, one of 3 (above 1 sd, below 2 sd) is withheld. A 1 sd rule would keep both."""
+    (above 2 sd) keeps its mean, one of 3 (above 1 sd, below 2 sd) is withheld. Under Laplace the count's plain
+    95% interval (n~ -+ 2.12 sd) reaches 0 below 3.75 as well, so this HAT is withheld by both rules; the band
+    where only the 2 sd rule withholds is Gaussian's (1.96 to 2 sd), tested in test_mutation_survivors."""
     rows = [(CELLS[0], 0, f"a{v}", 20.0 + v) for v in range(4)]
     rows += [(CELLS[1], 0, f"b{v}", 40.0 + v) for v in range(3)]
     cfg = HatReleaseConfig(
