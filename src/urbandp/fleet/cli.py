@@ -205,7 +205,9 @@ _release_signature()
 
 
 def map_site(
-    release_dir: Path = typer.Argument(..., help="The --out folder of 'urbandp release'."),
+    release_dir: Path = typer.Argument(
+        ..., help="The --out folder of 'urbandp release' (or of 'urbandp sensing pm-map')."
+    ),
     out: Path = typer.Option(..., "--out", help="The website folder to write (index.html, GeoJSON, ...)."),
     tiles: str | None = typer.Option(None, "--tiles", help=TILES_HELP),
     gtfs: Path | None = typer.Option(None, "--gtfs", help=GTFS_HELP),
@@ -224,6 +226,15 @@ def map_site(
     from urbandp.reports.map import map_inputs
 
     options = map_inputs(tiles, gtfs, context)  # the output policy (inputs protected) is set by cli_guard
+    # a `sensing pm-map` release: the same page on its square grid
+    if (release_dir / "pm_grid.csv").is_file():
+        from urbandp.sensing.map_page import write_pm_site
+
+        written = write_pm_site(release_dir, out, **options)
+        typer.echo(
+            f"Website: {out / 'index.html'} ({len(written)} files; PM2.5 map of a sensing pm-map release)"
+        )
+        return
     written = write_site(release_dir, out, pngs=not no_png, **options)
     typer.echo(
         f"Website: {out / 'index.html'} ({len(written)} files; methodology: {out / 'methodology.html'})"
