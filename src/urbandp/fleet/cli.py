@@ -205,7 +205,7 @@ _release_signature()
 
 
 def map_site(
-    release_dir: Path = typer.Argument(..., help="The --out folder of 'urbandp release'."),
+    release_dir: Path = typer.Argument(..., help="A release folder (of 'release' or 'sensing pm-map')."),
     out: Path = typer.Option(..., "--out", help="The website folder to write (index.html, GeoJSON, ...)."),
     tiles: str | None = typer.Option(None, "--tiles", help=TILES_HELP),
     gtfs: Path | None = typer.Option(None, "--gtfs", help=GTFS_HELP),
@@ -224,7 +224,13 @@ def map_site(
     from urbandp.reports.map import map_inputs
 
     options = map_inputs(tiles, gtfs, context)  # the output policy (inputs protected) is set by cli_guard
-    written = write_site(release_dir, out, pngs=not no_png, **options)
-    typer.echo(
-        f"Website: {out / 'index.html'} ({len(written)} files; methodology: {out / 'methodology.html'})"
-    )
+    if (
+        release_dir / "pm_grid.csv"
+    ).is_file():  # a `sensing pm-map` release: the same page on its square grid
+        from urbandp.sensing.map_page import write_pm_site
+
+        written, what = write_pm_site(release_dir, out, **options), "PM2.5 map of a sensing pm-map release"
+    else:
+        written = write_site(release_dir, out, pngs=not no_png, **options)
+        what = f"methodology: {out / 'methodology.html'}"
+    typer.echo(f"Website: {out / 'index.html'} ({len(written)} files; {what})")

@@ -11,6 +11,7 @@ from urbandp.cli_options import BudgetStoreUrl, Overwrite
 from urbandp.cli_support import cli_guard
 from urbandp.errors import InputError
 from urbandp.outputs import check_output_file, dumps_strict
+from urbandp.sensing.options import QueryOptions as _Q
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -72,8 +73,8 @@ def serve(
         float, typer.Option(help="Total epsilon per client; queries beyond are refused.")
     ] = 5.0,
     sigma2_min: Annotated[
-        float, typer.Option(help="Public lower bound of cell variances (default: from the grid's metadata).")
-    ] = 0.0,
+        float, typer.Option(help="Public lower bound of cell variances (sigma2 clamped; as sensing query).")
+    ] = _Q.sigma2_min,
     rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max (public).")] = 1.0,
     steepness: Annotated[float, typer.Option(help="Sigmoid steepness k for count/range (public).")] = 1.0,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the client during a query.")] = 60.0,
@@ -179,6 +180,10 @@ def query(
     except wire.PeerError as err:
         raise InputError(str(err)) from None
     typer.echo(dumps_strict({k: ans[k] for k in ANSWER_KEYS}, indent=None))
+    if "error2_interval95" in ans:
+        from urbandp.sensing.queries import describe_error2
+
+        typer.echo(describe_error2(ans["noisy_error2"], ans), err=True)
     typer.echo(
         f"epsilon {ans['epsilon']:.6g} spent on the noisy error, {ans['epsilon_left']:.6g} left; "
         f"{ans['n_cells']} of {ans['n_rect']} cells of the rectangle selected",

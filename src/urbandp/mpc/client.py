@@ -204,7 +204,21 @@ class Client:
         ans.update(
             {"epsilon": acc["epsilon"], "epsilon_left": acc["epsilon_left"], "n_rect": int(acc["n_rect"])}
         )
+        if ans["beta"]:
+            ans["noisy_error2"] = e2
+            ans.update(self._error2_scale(spec, e2, int((v > 0.5).sum())))
         return ans
+
+    def _error2_scale(self, spec: QuerySpec, e2: float, n_cells: int) -> dict[str, Any]:
+        """The scale of the noisy squared error from public figures only (:func:`error2_interval`): the server's
+        discrete Laplace on the 2^-18 lattice at the query's epsilon, and the range the program clamps to."""
+        from urbandp.mpc.spec import FXP_FRACTION_BITS
+        from urbandp.privacy.mechanisms import laplace_scale
+        from urbandp.sensing.queries import error2_interval, error2_range
+
+        lo, hi = error2_range(spec.function, n_cells, spec.sigma2_min, spec.sigma2_max, spec.steepness)
+        units = laplace_scale(float(spec.lattice_sensitivity()), float(self.params["epsilon_per_query"]))
+        return error2_interval(e2, units * 2.0**-FXP_FRACTION_BITS, lo, hi)
 
     def close(self) -> None:
         with contextlib.suppress(wire.PeerError):

@@ -36,7 +36,7 @@ import json
 import math
 import re
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
@@ -557,13 +557,21 @@ def _grids(data: pl.DataFrame, cells: list[str], slots: list[str]) -> dict[str, 
     return grids
 
 
-def _released(data: pl.DataFrame, frame: pl.DataFrame) -> _Released:
-    """The checked table ``data`` (of :func:`_check_frame`) laid out per cell and slot, with cell outlines.
+def _released(
+    data: pl.DataFrame, frame: pl.DataFrame, cell_rings: Mapping[str, list[LatLon]] | None = None
+) -> _Released:
+    """The checked table ``data`` (of :func:`_check_frame`) laid out per cell and slot, with cell outlines: H3's,
+    or ``cell_rings`` (a cell id -> its (lat, lon) outline) for cells of another grid.
 
     Raises :class:`InputError` on an invalid cell or a ``resolution`` column of ``frame`` that disagrees.
     """
     cells = sorted(data["h3_cell"].unique().to_list())
     slots = sorted(data["slot"].unique().to_list())
+    if cell_rings is not None:
+        unknown = [c for c in cells if c not in cell_rings]
+        if unknown:
+            raise InputError(f"map: cell {unknown[0]} has no outline")
+        return _Released(cells, slots, [cell_rings[c] for c in cells], [], _grids(data, cells, slots))
     rings, resolutions = _cell_geometry(cells)
     _check_stated_resolutions(frame, cells, resolutions)
     return _Released(cells, slots, rings, resolutions, _grids(data, cells, slots))
@@ -607,6 +615,7 @@ def _payload(
     legend: str,
     value_col: str,
     tiles: TileSource | None,
+    cell_word: str = "hexagon",
 ) -> dict[str, object]:
     """The data the page's script draws (embedded by Jinja's ``tojson``)."""
     cells, resolutions, grids, overlay = released.cells, released.resolutions, released.grids, context.overlay
@@ -615,7 +624,7 @@ def _payload(
         "resolutions": resolutions,
         "rings": released.rings,
         # coarser cells first, so that finer ones released beside them are drawn on top
-        "order": sorted(range(len(cells)), key=lambda j: (resolutions[j], cells[j])),
+        "order": sorted(range(len(cells)), key=lambda j: (resolutions[j] if resolutions else 0, cells[j])),
         "slots": released.slots,
         "values": grids["value"],
         "state": grids["state"],
@@ -635,6 +644,8 @@ def _payload(
         "stops": [(round(a, 6), round(b, 6)) for a, b in overlay.stops] if overlay else [],
         "context": context.files,
         "tiles": None if tiles is None else {"url": tiles.url, "attribution": tiles.attribution},
+        "cell_word": cell_word,
+        "cell_label": "H3 cell" if resolutions else "grid cell",
     }
 
 
@@ -663,6 +674,7 @@ def _render_map(
     legend: str,
     header: MapHeader,
     tiles: TileSource | None,
+    cell_word: str = "hexagon",
 ) -> str:
     """The page: :data:`TEMPLATE` rendered with the payload, the legend and Leaflet inlined."""
     css, js, version = leaflet_assets()
@@ -682,6 +694,8 @@ def _render_map(
         has_ci=released.has_ci,
         gtfs_source=None if overlay is None else overlay.source,
         has_tiles=tiles is not None,
+        cell_word=cell_word,
+        cell_label_article="an H3 cell" if released.resolutions else "a grid cell id",
         data=payload,
         leaflet_css=Markup(css.replace("</style", "<\\/style")),
         leaflet_js=_inline_script(js),
@@ -714,6 +728,8 @@ def write_hat_map(
     gtfs_dir: Path | None = None,
     context: Sequence[Path] = (),
     tiles: TileSource | None = DEFAULT_TILES,
+    cell_rings: Mapping[str, list[LatLon]] | None = None,
+    cell_word: str = "hexagon",
 ) -> None:
     """Write one HTML page (Leaflet inlined) showing ``value_col`` per hexagon, with a slot selector.
 
@@ -727,7 +743,8 @@ def write_hat_map(
     "privacy-protected values" line. ``speed_max`` (U) fixes the colour scale to [0, U]; without it the scale
     spans the data. Cells whose interval is wider than ``interval_threshold`` (default U/2) are hatched.
     ``domain_cells``, ``gtfs_dir`` (a GTFS folder or zip) and ``context`` (GeoJSON files) add public context;
-    ``tiles`` is the basemap (None: none). Raises :class:`InputError` on missing columns, invalid cells, duplicate
+    ``tiles`` is the basemap (None: none). ``cell_rings``: the outline of each cell of another grid than H3
+    (``h3_cell`` then holds its id; the page calls the cells ``cell_word``, e.g. "square"). Raises :class:`InputError` on missing columns, invalid cells, duplicate
     (cell, slot) rows, an unusable GTFS feed or context file.
     """
     data = _check_frame(frame, value_col)
@@ -735,10 +752,12 @@ def write_hat_map(
     _check_positive("interval_threshold", interval_threshold)
     overlay = gtfs_overlay(gtfs_dir) if gtfs_dir is not None else None
     files = [read_context(p) for p in context]
-    released = _released(data, frame)
+    released = _released(data, frame, cell_rings)
     layers = _Context(overlay, files, _domain_rings(domain_cells, released.cells))
     scale = _scale(released.grids["value"], speed_max, interval_threshold, released.has_ci)
-    payload = _payload(released, scale, layers, legend=legend, value_col=value_col, tiles=tiles)
+    payload = _payload(
+        released, scale, layers, legend=legend, value_col=value_col, tiles=tiles, cell_word=cell_word
+    )
     page = _render_map(
         payload,
         released,
@@ -748,5 +767,6 @@ def write_hat_map(
         legend=legend,
         header=header if header is not None else _default_header(subtitle),
         tiles=tiles,
+        cell_word=cell_word,
     )
     _write_page(path, page)

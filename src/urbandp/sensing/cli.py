@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -175,3 +175,53 @@ def query(**options: Any) -> None:
     from urbandp.sensing.query_command import run_query_command
 
     run_query_command(**options)
+
+
+@app.command("plan")
+@cli_guard
+def plan(
+    bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")],
+    readings_per_day: Annotated[
+        float,
+        typer.Option(help="Readings the fleet takes per day in the box (public knowledge or a paid count)."),
+    ],
+    share_visited: Annotated[
+        float, typer.Option(help="Share of the box's cells the fleet's routes visit, in (0, 1].")
+    ],
+    epsilon: Annotated[float, typer.Option(help="Epsilon per reading of the planned pm-map.")] = 1.0,
+    spread_between: Annotated[
+        float, typer.Option(help="Spread (sd, ug/m3) of PM2.5 between places: the signal a map should show.")
+    ] = 10.0,
+    spread_within: Annotated[
+        float, typer.Option(help="Spread (sd, ug/m3) of readings within one cell and window.")
+    ] = 25.0,
+    level: Annotated[float, typer.Option(help="Typical PM2.5 (ug/m3).")] = 50.0,
+    clip: Annotated[float, typer.Option(help="Public upper bound of a reading, as pm-map --clip.")] = 250.0,
+    cell_metres: Annotated[str, typer.Option(help="Candidate cell sides in metres.")] = "250,500,1000,2000",
+    windows: Annotated[
+        str, typer.Option(help="Candidate windows: hour, day, week or days.")
+    ] = "hour,day,week,30,90",
+) -> None:
+    """Plan a pm-map from public figures: the shortest window and finest cells at which a cell's DP mean carries
+    more signal than noise. Reads no data and spends no budget.
+
+    Example: urbandp sensing plan --bbox 22.45,88.30,22.65,88.47 --readings-per-day 295 --share-visited 0.26 --epsilon 4
+    """
+    from urbandp.sensing.options import parse_box
+    from urbandp.sensing.planner import parse_cell_sizes, parse_windows, plan_sensing, plan_text
+
+    box = parse_box(bbox)
+    assert box is not None
+    rows, best = plan_sensing(
+        bbox=box,
+        readings_per_day=readings_per_day,
+        share_visited=share_visited,
+        epsilon=epsilon,
+        spread_between=spread_between,
+        spread_within=spread_within,
+        level=level,
+        clip=clip,
+        cell_sizes=parse_cell_sizes(cell_metres),
+        windows_days=parse_windows(windows),
+    )
+    print(plan_text(rows, best, epsilon))

@@ -89,11 +89,12 @@ def all_windows(readings: Readings, window_minutes: int) -> np.ndarray:
 
 
 def public_windows(start: np.datetime64, end: np.datetime64, window_minutes: int) -> np.ndarray:
-    """Every window that overlaps the public interval ``[start, end)`` (chosen without looking at the data)."""
+    """The windows that cover the public interval ``[start, end)`` (chosen without looking at the data): the
+    first begins at ``start``, each follows the last, and the last may run past ``end`` (its readings stop there)."""
     if not end > start:
         raise InvalidParameterError(f"end ({end}) must be after start ({start})", parameters=("start", "end"))
     step = np.timedelta64(int(window_minutes), "m")
-    first = window_starts(np.array([start], dtype="datetime64[us]"), window_minutes)[0]
+    first: np.datetime64 = start.astype("datetime64[m]")
     stop: np.datetime64 = end.astype("datetime64[m]")
     return np.arange(first, stop, step)
 
@@ -243,13 +244,22 @@ def fit_for_release(
     kernel: str,
     min_readings: int,
     progress: Callable[[int, int], None] | None = None,
+    origin: np.datetime64 | None = None,
 ) -> list[WindowResult]:
-    """GP per window; the kernel variance is capped at ``sensitivity`` unless the paper's version is asked for."""
+    """GP per window (counted from ``origin``, default the Unix epoch); the kernel variance is capped at
+    ``sensitivity`` unless the paper's version is asked for."""
     bounds = (
         Bounds() if calibration == "paper" else Bounds(variance=(min(1e-2, sensitivity / 10), sensitivity))
     )
     results, _ = interpolate_windows(
-        readings, grid, window_minutes, kernel, bounds=bounds, min_readings=min_readings, progress=progress
+        readings,
+        grid,
+        window_minutes,
+        kernel,
+        bounds=bounds,
+        min_readings=min_readings,
+        progress=progress,
+        origin=origin,
     )
     return results
 
@@ -279,8 +289,9 @@ def _release_dp_map(
     if upper < sensitivity:
         raise ValueError("upper must be >= sensitivity (the capped kernel variance)")
     if fitted is None:
+        origin = windows[0] if windows is not None and len(windows) and calibration != "paper" else None
         fitted = fit_for_release(
-            readings, grid, sensitivity, calibration, window_minutes, kernel, min_readings
+            readings, grid, sensitivity, calibration, window_minutes, kernel, min_readings, origin=origin
         )
     by_window = {r.window: r for r in fitted}
     if calibration == "paper":
@@ -289,7 +300,9 @@ def _release_dp_map(
         windows = all_windows(readings, window_minutes)
     n_cells = grid.n_cells
     centroids = grid.centroids_metres() / KM
-    starts = window_starts(readings.time, window_minutes)
+    starts = window_starts(
+        readings.time, window_minutes, windows[0] if calibration != "paper" and len(windows) else None
+    )
     cell_of = grid.cell_id(readings.lat, readings.lon)
     ledger = PrivacyLedger(budget_epsilon)
     out: list[DpWindow] = []

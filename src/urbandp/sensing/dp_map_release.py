@@ -193,6 +193,7 @@ def _measure(
             o.kernel,
             o.min_readings,
             progress=fit_progress,
+            origin=inputs.windows[0] if o.calibration != "paper" and len(inputs.windows) else None,
         )
         noise_task = bar.add_task("bounded Laplace (OpenDP)", total=None)
         noise_clock.restart()

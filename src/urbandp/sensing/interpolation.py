@@ -75,9 +75,12 @@ def interpolate_windows(
     min_readings: int = 3,
     restarts: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    origin: np.datetime64 | None = None,
 ) -> tuple[list[WindowResult], dict[str, int]]:
-    """GP per window; windows with fewer than ``min_readings`` readings are skipped (counted in the report)."""
-    starts = window_starts(readings.time, window_minutes)
+    """GP per window; windows with fewer than ``min_readings`` readings are skipped (counted in the report).
+
+    ``origin``: where the windows are counted from (a release's public start; default the Unix epoch)."""
+    starts = window_starts(readings.time, window_minutes, origin)
     xy_all = grid.to_metres(readings.lat, readings.lon) / KM
     centroids = grid.centroids_metres() / KM
     windows = np.unique(starts)

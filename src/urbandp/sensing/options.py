@@ -36,6 +36,10 @@ MAX_CELL_WINDOWS = 5_000_000
 """Most (window, cell) pairs a release noises; the public window alone may hold at most this many windows (each
 window holds at least one cell), checked from start, end and window_minutes before any window is listed."""
 
+NAMED_WINDOWS = {"hour": 60, "day": 1440, "week": 7 * 1440}
+WHOLE_WINDOW = ("whole", "season")
+DEFAULT_WINDOW_MINUTES = 60
+
 Box = tuple[float, float, float, float]
 
 VALUE_COLUMN_HELP = "Name of the value column (default: the first of value, pm, pm25, pm2_5, pm2.5)."
@@ -219,7 +223,12 @@ class PmMapOptions:
         250.0, help="Public upper bound of a reading; values are clipped to [0, it].", bounds=Bounds(above=0)
     )
     cell_metres: float = option(1000.0, help="Grid cell side in metres.", bounds=Bounds(above=0))
-    window_minutes: int = option(60, help=WINDOW_MINUTES_HELP, bounds=Bounds(at_least=1))
+    window_minutes: int = option(DEFAULT_WINDOW_MINUTES, help=WINDOW_MINUTES_HELP, bounds=Bounds(at_least=1))
+    window: str | None = option(
+        None,
+        help="Window length by name: whole (alias season: one window from --start to --end), day, week, hour, "
+        "or N minutes; windows begin at --start (default: --window-minutes).",
+    )
     smoother: str = option("gp", help="gp | idw | none: how the noisy cells become a map.", choices=SMOOTHERS)
     value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
     dataset: str | None = None
@@ -244,7 +253,37 @@ class PmMapOptions:
     def __post_init__(self) -> None:
         check_options(self)  # each option's declared bounds or choices
         check_box(self.bbox)
+        if self.window is not None:
+            minutes = window_length(self.window, self.start, self.end)
+            if self.window_minutes not in (DEFAULT_WINDOW_MINUTES, minutes):
+                raise InvalidParameterError(
+                    f"give window or window_minutes, not both ({self.window!r} and {self.window_minutes})",
+                    parameters=("window", "window_minutes"),
+                )
+            object.__setattr__(self, "window_minutes", minutes)  # one length from here on
         check_window_count(self.start, self.end, self.window_minutes)
+
+
+def window_length(window: str, start: str, end: str) -> int:
+    """Minutes of a window named ``window``: ``whole`` (or ``season``) is the public ``[start, end)`` in one
+    window; ``hour``, ``day``, ``week``; or a whole number of minutes. Windows are counted from ``start``."""
+    name = window.strip().lower()
+    if name in WHOLE_WINDOW:
+        s, e = parse_window(start, end)
+        return int((e - s) // np.timedelta64(1, "m"))
+    if name in NAMED_WINDOWS:
+        return NAMED_WINDOWS[name]
+    try:
+        minutes = int(name)
+    except ValueError:
+        minutes = 0
+    if minutes < 1:
+        raise InvalidParameterError(
+            "window must be whole, season, hour, day, week or a whole number of minutes >= 1, "
+            f"got {window!r}",
+            parameters="window",
+        )
+    return minutes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,9 +322,9 @@ class QueryOptions:
         why=STEEPNESS_WHY,
     )
     epsilon: float = option(1.0, help="Epsilon for the noisy squared error (VII-D).", bounds=Bounds(above=0))
-    sigma2_min: float | None = option(
-        None,
-        help="Public lower bound of cell variances (default: none; required).",
+    sigma2_min: float = option(
+        0.0,
+        help="Public lower bound of cell variances (0 holds for any grid; as mpc serve).",
         bounds=Bounds(at_least=0),
     )
     sigma2_max: float | None = option(
@@ -295,7 +334,7 @@ class QueryOptions:
     def __post_init__(self) -> None:
         check_options(self)  # each option's declared bounds or choices
         lo, hi = self.sigma2_min, self.sigma2_max
-        if lo is None or hi is None or not lo < hi:
+        if hi is None or not lo < hi:
             raise InvalidParameterError(
                 "give public bounds sigma2_min and sigma2_max with 0 <= min < max",
                 parameters=("sigma2_min", "sigma2_max"),

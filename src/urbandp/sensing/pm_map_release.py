@@ -282,8 +282,9 @@ def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
             "(read a cell's mean only where this is small)",
             "window_mean_pm": "the window's mean over all cells, shrunk toward the whole release's mean by "
             "its known noise variance (empirical Bayes)",
-            "pm": f"smoothed per window by {o.smoother} on the clear cells' means (each shrunk toward the "
-            "window's mean), or the window's mean where fewer than 3 cells are clear",
+            "pm": f"per window: a clear cell's own mean shrunk by its noise toward a {o.smoother} surface fitted "
+            "on the cells that carry more signal than noise; the surface where no count is clear; the window's "
+            "mean where fewer than 3 cells are clear",
         },
         "noisy_sum": "clip/2 x noisy count + noisy centred sum, clamped at 0 (post-processing)",
         "utility": "docs/sensing.md, 'A DP map of PM2.5': RMSE at the Kolkata static stations",
@@ -341,7 +342,7 @@ def _owner_report(
     }
     if readings.vehicle is None or len(readings) == 0:
         return report
-    starts = window_starts(readings.time, window_minutes).astype("datetime64[m]")
+    starts = window_starts(readings.time, window_minutes, windows[0]).astype("datetime64[m]")
     _, per_unit = np.unique(
         np.stack([readings.vehicle, starts.astype(str)], axis=1), axis=0, return_counts=True
     )

@@ -41,6 +41,7 @@ paper) and is not differentially private.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -71,10 +72,55 @@ class QueryResult:
     answered: bool
     noisy_error2: float | None = None
     epsilon: float | None = None
+    noise_scale: float | None = None  # the Laplace scale b of the noisy squared error (public)
+    error2_bounds: tuple[float, float] | None = None  # its public range [lo, hi] (the clamp)
 
     @property
     def error2(self) -> float:
         return self.error**2
+
+    def error2_scale(self) -> dict[str, object]:
+        """How far the noisy squared error may be from the true one (:func:`error2_interval`), or {}."""
+        if self.noisy_error2 is None or self.noise_scale is None or self.error2_bounds is None:
+            return {}
+        return error2_interval(self.noisy_error2, self.noise_scale, *self.error2_bounds)
+
+
+CONFIDENCE = 0.95
+
+
+def error2_interval(noisy: float, scale: float, lo: float, hi: float) -> dict[str, object]:
+    """The scale of a noisy squared error (post-processing of public figures): the noise's standard deviation
+    ``sqrt(2) b`` and a 95% interval for the true ``E^2``, ``noisy +- b ln(1 / 0.05)`` (the Laplace tail
+    ``P(|X| > q) = exp(-q / b)``) within its public range ``[lo, hi]``. A noisy value clamped to an end of the
+    range is still covered: the true value lies in the range, and the unclamped draw was beyond the end. When the
+    interval is the whole range, the answer says nothing about the error at this epsilon."""
+    q = scale * math.log(1.0 / (1.0 - CONFIDENCE))
+    low, high = max(lo, noisy - q), min(hi, noisy + q)
+    return {
+        "error2_noise_sd": math.sqrt(2.0) * scale,
+        "error2_interval95": [low, high],
+        "error2_range": [lo, hi],
+        "error2_informative": not (low <= lo and high >= hi),
+    }
+
+
+def describe_error2(noisy: float, scale: Mapping[str, object]) -> str:
+    """One line for the command's summary: the noisy squared error with its scale, never a bare number."""
+    interval, bounds = scale["error2_interval95"], scale["error2_range"]
+    assert isinstance(interval, (list, tuple)) and isinstance(bounds, (list, tuple))
+    low, high = float(interval[0]), float(interval[1])
+    lo, hi = float(bounds[0]), float(bounds[1])
+    text = (
+        f"DP squared error {noisy:.4g} (noise sd {scale['error2_noise_sd']:.4g}; the true squared error lies in "
+        f"[{low:.4g}, {high:.4g}] with 95% confidence"
+    )
+    if not scale["error2_informative"]:
+        text += (
+            f": the whole public range [{lo:.4g}, {hi:.4g}], so this answer says nothing of the error; a larger "
+            "epsilon or narrower sigma2 bounds would"
+        )
+    return text + ")"
 
 
 def _selected(
@@ -269,6 +315,8 @@ def privatize_error(
         result,
         noisy_error2=float(np.clip(noisy, lo, hi)),
         epsilon=laplace_epsilon(hi - lo, scale),
+        noise_scale=float(scale),
+        error2_bounds=(lo, hi),
     )
 
 

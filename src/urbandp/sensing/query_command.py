@@ -21,9 +21,11 @@ def print_answer(rel: QueryAnswer) -> None:
             f"refused: {n} cells selected < alpha = {rel.answer['alpha']} (nothing released)", file=sys.stderr
         )
     else:
+        from urbandp.sensing.queries import describe_error2
+
         print(
             f"{rel.answer['query']} over {res.n_selected} cells: value {res.value:.4f} (not DP), "
-            f"DP squared error {res.noisy_error2:.4f} (epsilon {res.epsilon:.6g}, per reading)",
+            f"{describe_error2(res.noisy_error2, res.error2_scale())}; epsilon {res.epsilon:.6g}, per reading",
             file=sys.stderr,
         )
 

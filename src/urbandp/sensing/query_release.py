@@ -152,6 +152,7 @@ def _answer(
         "value_note": "not differentially private (the paper perturbs only the error, section VII-D)",
         "noisy_error2": res.noisy_error2,
         "noisy_error": None if res.noisy_error2 is None else res.noisy_error2**0.5,
+        **res.error2_scale(),
         "epsilon": res.epsilon,
         "privacy_unit": PRIVACY_UNIT,
         "spec_sha256": spec_sha256("query", o),

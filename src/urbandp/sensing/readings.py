@@ -182,14 +182,16 @@ def read_readings(
     return readings, report
 
 
-def window_starts(time: np.ndarray, minutes: int) -> np.ndarray:
-    """Start of the ``minutes``-long window each time falls in (windows aligned to the Unix epoch / midnight)."""
+def window_starts(time: np.ndarray, minutes: int, origin: np.datetime64 | None = None) -> np.ndarray:
+    """Start of the ``minutes``-long window each time falls in: windows follow each other from ``origin`` (a
+    release's public ``start``), or from the Unix epoch when no origin is given (whole hours and days then begin
+    at midnight UTC)."""
     if minutes <= 0:
         raise ValueError("window length must be > 0 minutes")
     step = np.timedelta64(int(minutes), "m")
     t = time.astype("datetime64[m]")
-    epoch = np.datetime64(0, "m")
-    return epoch + ((t - epoch) // step) * step
+    anchor = np.datetime64(0, "m") if origin is None else np.asarray(origin).astype("datetime64[m]")[()]
+    return anchor + ((t - anchor) // step) * step
 
 
 def windows_per_day(windows: np.ndarray, window_minutes: int) -> int:

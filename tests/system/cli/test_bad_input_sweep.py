@@ -54,6 +54,7 @@ BASES: dict[str, str] = {
     "sensing dp-map": f"sensing dp-map {{readings}} --bbox {RECT} --epsilon 1 --out {{out}}",
     "sensing pm-map": f"sensing pm-map {{readings}} --bbox {RECT} --start 2024-01-15 --end 2024-01-15 --out {{out}}",
     "sensing query": f"sensing query {{grid}} --rect {RECT} --sigma2-min 0 --sigma2-max 900 --out {{outfile}}",
+    "sensing plan": f"sensing plan --bbox {RECT} --readings-per-day 100 --share-visited 0.3",
     "survey randomize": "survey randomize {survey}/vehicles.csv --column model --categories-file "
     "{survey}/models.csv --within fuel --epsilon 2 --out {out}",
     "survey estimate": "survey estimate {randomized} --column model --categories-file {survey}/models.csv "

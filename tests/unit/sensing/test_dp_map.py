@@ -128,6 +128,6 @@ def test_public_windows_cover_the_interval_including_empty_ones() -> None:
     from urbandp.sensing.dp_map_mechanism import public_windows
 
     w = public_windows(np.datetime64("2024-01-15T08:30"), np.datetime64("2024-01-15T11:00"), 60)
-    assert [str(x) for x in w] == ["2024-01-15T08:00", "2024-01-15T09:00", "2024-01-15T10:00"]
+    assert [str(x) for x in w] == ["2024-01-15T08:30", "2024-01-15T09:30", "2024-01-15T10:30"]
     with pytest.raises(InputError):
         public_windows(np.datetime64("2024-01-15T08:00"), np.datetime64("2024-01-15T08:00"), 60)
