@@ -30,4 +30,7 @@ W=(--start 2021-11-15 --end 2021-11-16)
     --domain-bbox 21.09,72.75,21.25,72.91 >/dev/null
 test -s "$work/rel/privacy.json"
 "$work/venv/bin/urbandp" counts synth --days 1 --trips-per-day 50 --out "$work/taps" >/dev/null
-echo "wheel smoke: OK ($(basename "$wheel"): import of every module, demo, plan and release with --domain-bbox)"
+# the getting-started page as a new user runs it, with the wheel's urbandp (every block but the install)
+"$work/venv/bin/python" "$repo/docs/run_blocks.py" "$repo/docs/getting-started.md" "$work/getting-started" \
+    "$work/venv" >/dev/null
+echo "wheel smoke: OK ($(basename "$wheel"): import of every module, demo, plan and release with --domain-bbox, the getting-started page)"

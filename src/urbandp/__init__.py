@@ -1,6 +1,6 @@
 """urbandp: differentially private release of urban mobility and sensor data.
 
-The public Python API (issue 31)::
+The public Python API::
 
     import urbandp as ud
     ud.budget.declare("budget.sqlite", "austin", unit="vehicle-day", epsilon_total=40)

@@ -1,4 +1,4 @@
-"""``--config FILE.toml`` for the release commands of the counts, survey and sensing wings (issue 31).
+"""``--config FILE.toml`` for the release commands of the counts, survey and sensing wings.
 
 The fleet's ``urbandp release`` reads its own ``[release]``, ``[input]`` and ``[columns]`` tables
 (:func:`urbandp.fleet.spec.read_toml`). The other wings' release commands share this one mechanism, Click's

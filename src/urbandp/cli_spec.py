@@ -1,4 +1,4 @@
-"""Typer options built from a release's spec (issue 31): the command line declares no option of its own.
+"""Typer options built from a release's spec: the command line declares no option of its own.
 
 :func:`spec_parameters` turns the fields of a spec (:mod:`urbandp.spec_options`) into Typer parameters: the flag,
 the help and the default (shown by ``--help``) are the field's. :func:`command_signature` gives a command

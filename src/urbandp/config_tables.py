@@ -1,4 +1,4 @@
-"""One TOML file of release options, read alike by the command line and the Python API (issue 31).
+"""One TOML file of release options, read alike by the command line and the Python API.
 
 A file holds one table per release command, named after it (:data:`CONFIG_TABLES`): ``[counts.release]``,
 ``[survey.randomize]``, ``[sensing.dp-map]``. A table's keys are the options' names: the flags without the
@@ -68,7 +68,7 @@ leave it out, and the call is refused in one line naming it when neither the key
 
 
 def in_file(path: Path, table: str | None) -> Callable[[str], str]:
-    """How an error names a value read from the config file: ``speed_max in cfg.toml [release]`` (issue 31)."""
+    """How an error names a value read from the config file: ``speed_max in cfg.toml [release]``."""
     return lambda key: f"{key} in {path}" + (f" [{table}]" if table else "")
 
 

@@ -15,7 +15,7 @@ Exit 3 is not an error: ``urbandp release --strict`` ends with 3 when the releas
 Library messages name a parameter as Python calls it (``epsilon_per_day must be > 0``) and list it in the
 error's ``parameters``; whoever shows the message renames them with :meth:`InputError.naming`: the command line
 to its flags (``--epsilon-per-day must be > 0``), a TOML file to its key (``epsilon_per_day in cfg.toml
-[counts.release] must be > 0``). One message, written once, in the library (issue 31).
+[counts.release] must be > 0``). One message, written once, in the library.
 """
 
 from __future__ import annotations

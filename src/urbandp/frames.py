@@ -2,7 +2,7 @@
 
 A release reads its records through the same readers whatever the entry point (the quarantine, the row numbers and
 the exact counts of the owner's report come from there), so an in-memory table is written once to a Parquet file
-in a private temporary folder and read back like any other input. Accepted (issue 31):
+in a private temporary folder and read back like any other input. Accepted:
 
 * a path or a list of paths (files or folders), as on the command line;
 * a Polars ``DataFrame`` or ``LazyFrame``;

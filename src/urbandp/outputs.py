@@ -5,7 +5,7 @@ end, so that a failing run never leaves a partial directory and a successful one
 older run beside the new ones. Data-owner material (quarantine rows, true-value plots, leakage
 measures) goes to ``owner_only/<name>/`` beside the release directory ``<name>/``, never inside it.
 
-**What ``--out`` may replace** (issue 19; docs/outputs.md). An output never costs the user a file:
+**What ``--out`` may replace** (docs/outputs.md). An output never costs the user a file:
 
 - a path that does not exist, or an empty directory, is written;
 - an existing directory is replaced only when urbandp wrote it: it holds the marker :data:`MARKER`, whose
@@ -241,7 +241,7 @@ def check_output_path(out: Path, option: str = "out") -> Path:
     policy = current_policy()
     if OWNER_ONLY in (out.name, out.parent.name):
         # owner_only/<name>/ beside the folder holds the owner's material: a folder named owner_only (or inside
-        # one) would be replaced by, or nest, its own owner folder (owner_only/owner_only/), and lose it (issue 30)
+        # one) would be replaced by, or nest, its own owner folder (owner_only/owner_only/), and lose it
         raise InputError(
             f"{option} {out}: '{OWNER_ONLY}' is the name of the owner-only folder written beside every output; "
             "give another folder name",

@@ -1,6 +1,6 @@
 """What made a release: the urbandp, OpenDP and Python versions, and a hash of the release's parameters.
 
-privacy.json records them under ``software`` (issue 32: "nothing records which version made a release"), so
+privacy.json records them under ``software``, so
 that a published table can be traced to the code and the noise library that drew it, and two releases can be
 checked for the same parameters without comparing the documents by hand.
 """

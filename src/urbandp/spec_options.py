@@ -1,4 +1,4 @@
-"""A release's options declared once, on the fields of its frozen spec (issue 31).
+"""A release's options declared once, on the fields of its frozen spec.
 
 Each option of a release is a field of its spec (:class:`urbandp.counts.spec.CountsReleaseSpec`,
 :class:`urbandp.survey.rr_release.RandomizeSpec`, ...) made with :func:`option`: the field states the option's
@@ -10,7 +10,7 @@ options. From the fields:
 - :func:`urbandp.cli_spec.spec_parameters` builds the command's Typer options, so ``--help`` shows the field's
   default and its help, and the ``--config`` table takes the flags' keys (:mod:`urbandp.cli_config`);
 - the Python API (``ud.counts.release``, ``ud.survey.randomize``, ...) keeps the same keywords with the same
-  defaults, written out for type checkers and editors; ``tests/unit/test_spec_options.py`` holds each API
+  defaults, written out for type checkers and editors; a common test holds each API
   function and each command to its spec's fields (names, defaults, flags, help), as scikit-learn's common tests
   hold estimators to their ``_parameter_constraints``.
 

@@ -1,6 +1,6 @@
 """Attacks on published count tables (Culnane, Rubinstein, Teague 2017): noise scale, zero skipping, differencing.
 
-The Python API (issue 31), the same attacks as ``urbandp audit``::
+The Python API, the same attacks as ``urbandp audit``::
 
     import urbandp as ud
     p = ud.audit.pairs("rel/joint.csv", route=["ferry:Manly Wharf>Circular Quay No. 3 Wharf"])

@@ -1,4 +1,4 @@
-"""The Python API of the auditor (issue 31): the attacks of ``urbandp audit`` as functions with typed results.
+"""The Python API of the auditor: the attacks of ``urbandp audit`` as functions with typed results.
 
 Culnane, Rubinstein, Teague (2017), *Privacy Assessment of De-identified Opal Data*: the noise scale read off pairs
 of published counts (section 2, Appendix D), skipped zeros and Theorem 1 (section 3, Appendix C), and suppressed

@@ -108,7 +108,7 @@ def with_engine_settings(spark: SparkSession) -> SparkSession:
     """``spark`` with the SQL time zone the engine needs, for a session urbandp did not build (spark-submit's, or
     one already active). Measured on a standalone cluster: under spark-submit with a driver JVM in
     America/Chicago, typed UTC Parquet timestamps put 2,780 records in the window instead of Polars' 6,892
-    (tests/system/spark/test_standalone_cluster.py)."""
+    (measured on a standalone cluster)."""
     if spark.conf.get("spark.sql.session.timeZone") != ENGINE_SQL_ZONE:
         spark.conf.set("spark.sql.session.timeZone", ENGINE_SQL_ZONE)
     return spark

@@ -1,6 +1,6 @@
 """Count tables (smart-card taps) released with differential privacy, and the non-DP Data61 2016 method.
 
-The Python API (issue 31)::
+The Python API::
 
     import urbandp as ud
     rel = ud.counts.release("taps/events.csv", domain="taps/domain.json", unit="card-day", max_events=4,

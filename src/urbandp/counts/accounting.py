@@ -128,7 +128,7 @@ def table_loss(plan: NoisePlan) -> Loss:
 def release_loss(plan: NoisePlan, marginal_plan: NoisePlan | None, top_k_epsilon: float | None) -> Loss:
     """The loss of a whole release per unit: the joint, two charged marginals, and the noisy top-k.
 
-    Gaussian tables compose in rho and are converted once (issue 20, defect 4): adding their (epsilon, delta)
+    Gaussian tables compose in rho and are converted once: adding their (epsilon, delta)
     pairs would state 3.00 where 1.72 holds.
     """
     loss = table_loss(plan)

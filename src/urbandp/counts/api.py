@@ -1,4 +1,4 @@
-"""The Python API of the count tables: ``urbandp.counts.release`` (issue 31), the library's one release path.
+"""The Python API of the count tables: ``urbandp.counts.release``, the library's one release path.
 
 ::
 
@@ -403,7 +403,7 @@ def _release_on_domain(
 def _report(
     document: dict[str, object], spec: CountsReleaseSpec, dom: CountDomain | None
 ) -> CountsPrivacyReport:
-    """The typed report of a release, with the hash of its spec (issue 32; :meth:`CountsReleaseSpec.sha256`)."""
+    """The typed report of a release, with the hash of its spec (:meth:`CountsReleaseSpec.sha256`)."""
     return CountsPrivacyReport.from_document({**document, "spec_sha256": spec.sha256(dom)})
 
 

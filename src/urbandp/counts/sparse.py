@@ -16,8 +16,7 @@ suppressing the cells below the threshold. Hence the release has the privacy gua
 
 Here the non-zero cells get OpenDP noise as in the dense path; the zero cells' random choices come from
 :mod:`urbandp.counts.exact_sampling` (CSPRNG bits, exact decisions) with the tails of
-:mod:`urbandp.counts.tails`, so the laws match exactly, not approximately (tested against the dense path in
-``tests/unit/counts/test_sparse.py``).
+:mod:`urbandp.counts.tails`, so the laws match exactly, not approximately (tested against the dense path).
 """
 
 from __future__ import annotations

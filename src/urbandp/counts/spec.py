@@ -3,11 +3,11 @@
 
 Each option (type, default, bounds or choices, help, flag) is declared once, as a field of
 :class:`CountsReleaseSpec`: the flags of ``urbandp counts release`` are built from the fields, and the keywords of
-:func:`urbandp.counts.api.release` restate them for type checkers (tests/unit/test_spec_options.py holds them
+:func:`urbandp.counts.api.release` restate them for type checkers (a test holds them
 equal). :func:`~urbandp.spec_options.check_options` checks the declared bounds; ``__post_init__`` then checks the
 options together (the mechanism's own description, :class:`urbandp.counts.config.CountReleaseConfig`, keeps its
 checks for callers below the spec). Messages name each option by its Python keyword and list it in the error's
-``parameters``; the command line prints its flag instead (issue 31). The delta limit is
+``parameters``; the command line prints its flag instead. The delta limit is
 the shared guard's (:func:`urbandp.privacy.guards.check_delta`), which names the flag itself.
 """
 
@@ -209,7 +209,7 @@ class CountsReleaseSpec:
         return None if self.budget_epsilon is None else Loss.approx_dp(self.budget_epsilon, self.budget_delta)
 
     def sha256(self, domain: CountDomain | None) -> str:
-        """privacy.json's ``spec_sha256`` (issue 32): every option, the public ``domain`` by its content (never
+        """privacy.json's ``spec_sha256``: every option, the public ``domain`` by its content (never
         the file's path), less the engine that computes the same release (``engine``, ``spark_master``)."""
         from urbandp.provenance import spec_fields, spec_sha256
 

@@ -1,4 +1,4 @@
-"""The Python API of the user-level mean estimators: ``urbandp.estimators.release`` (issue 31).
+"""The Python API of the user-level mean estimators: ``urbandp.estimators.release``.
 
 ::
 

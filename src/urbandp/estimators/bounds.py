@@ -67,7 +67,7 @@ def choose_m_ub(rule: str | int, counts: Sequence[int] | np.ndarray) -> int:
     raise ValueError(f"m_ub must be 'median', 'eq1' or a positive int, got {rule!r}")
 
 
-# --- DP-chosen clipping bound (issue 8: "clip speeds at a DP-chosen bound") -----------------------------------
+# --- DP-chosen clipping bound --------------------------------------------------------------------------------
 
 
 def quantile_bound_measurement(

@@ -10,7 +10,7 @@ bins, candidate grid, quantile levels, OpenDP-calibrated scales) is computed by 
 * Laplace steps: ``numpy.random.Generator.laplace`` with the same scale (``Delta / epsilon``; OpenDP's calibrated
   scale differs by a few ulps at most).
 * OpenDP ``make_noisy_max`` / ``make_private_quantile`` under pure DP are report-noisy-max with **exponential**
-  noise (McKenna and Sheldon 2020; checked against OpenDP in tests/unit/estimators): ``argmax(score + scale E)``,
+  noise (McKenna and Sheldon 2020; checked against OpenDP by a test): ``argmax(score + scale E)``,
   ``E ~ Exp(1)`` iid, with Smith's quantile scores negated.
 
 The paper's MAE (section IV-A): the mean over runs of ``|M(C) - mu(C)|``, ``mu(C)`` the true sample mean of the

@@ -1,6 +1,6 @@
 """Fleet GPS wing: records -> HATs -> vehicle-level bounding -> DP speeds per HAT (ITMS technical report).
 
-The public API (:mod:`urbandp.fleet.api`, issue 31): :func:`release` returns a :class:`FleetRelease` (tables, typed
+The public API (:mod:`urbandp.fleet.api`): :func:`release` returns a :class:`FleetRelease` (tables, typed
 :class:`FleetPrivacyReport`, owner material apart); the names are imported on first use (PEP 562), so that the
 command line stays fast.
 

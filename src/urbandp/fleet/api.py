@@ -1,4 +1,4 @@
-"""The fleet wing's Python API (issue 31): :func:`release`, the one release path of ``urbandp release`` too.
+"""The fleet wing's Python API: :func:`release`, the one release path of ``urbandp release`` too.
 
 ::
 
@@ -106,8 +106,8 @@ class FleetRelease(Release):
 
 
 def _spec_by_content(cfg: HatReleaseConfig, privacy: dict[str, object]) -> dict[str, object]:
-    """The spec for ``spec_sha256``: a route-domain file enters by its content's sha256, not its path (issue 32:
-    the same spec on a copy of the feed elsewhere hashes alike)."""
+    """The spec for ``spec_sha256``: a route-domain file enters by its content's sha256, not its path:
+    the same spec on a copy of the feed elsewhere hashes alike."""
     spec = cfg.model_dump(mode="json")
     domain = privacy.get("domain")
     for name in ("domain_gtfs", "domain_geojson", "domain_cells"):
@@ -118,7 +118,7 @@ def _spec_by_content(cfg: HatReleaseConfig, privacy: dict[str, object]) -> dict[
 
 def map_options_for(cfg: HatReleaseConfig, extra: dict[str, object] | None = None) -> dict[str, object]:
     """The map's options: the interval width over which a HAT is hatched (the public usefulness target,
-    ``target_width``, issue 33) and the public extent's cells."""
+    ``target_width``) and the public extent's cells."""
     from urbandp.fleet.public_domain import domain_cell_strings
 
     return {
@@ -172,7 +172,7 @@ def release(
 
     budget = session if session is not None else Session()
     target = None if out is None else Path(out)
-    # an error about a value read from the config file names its key there (issue 31)
+    # an error about a value read from the config file names its key there
     with named_by(file_keys(a)), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
         charge = budget.charge(UNIT, out=target)
         with charge:
@@ -194,7 +194,7 @@ def release(
                 raise InputError(
                     f"{err}; the rows and their reasons are in {where}", parameters=err.parameters
                 ) from None
-            # the release spec, hashed: two releases with the same hash ran with the same parameters (issue 32)
+            # the release spec, hashed: two releases with the same hash ran with the same parameters
             hat.privacy["spec_sha256"] = parameters_hash(
                 {"release": _spec_by_content(cfg, hat.privacy), "input": validation, "columns": mapping}
             )

@@ -25,7 +25,7 @@ def plan(**a: Any) -> None:
     """
     from urbandp.fleet.spec import file_keys, named_by
 
-    # an error about a value read from the config file names its key there, as release's do (issue 31)
+    # an error about a value read from the config file names its key there, as release's do
     with named_by(file_keys(a)):
         _plan(a)
 

@@ -61,13 +61,13 @@ DOMAIN_SOURCES = ("domain_bbox", "domain_gtfs", "domain_geojson", "domain_cells"
 MIN_PER_DAY_DEFAULT = {"dp": 0.0, "public-threshold": 10.0}
 """Default floor of the selection threshold, vehicles per day per HAT, by selection (the CLI help reads it). DP
 selection needs none: its threshold comes from the noise (and the target delta, or the expected number of empty
-HATs over a public extent); a floor of 3 x D capped the month at about 450 HATs (issue 21)."""
+HATs over a public extent); a floor of 3 x D capped the month at about 450 HATs."""
 
 Query = Literal["speed", "speeding"]
 
 
 class ParameterValueError(ValueError):
-    """A validator's ``ValueError`` that names parameters (issue 31): :func:`build_config` lists them in the
+    """A validator's ``ValueError`` that names parameters: :func:`build_config` lists them in the
     :class:`InputError`'s ``parameters``, so the CLI shows their flags and a config file its keys."""
 
     def __init__(self, message: str, *parameters: str) -> None:
@@ -139,7 +139,7 @@ class HatReleaseConfig(BaseModel):
     domain_gtfs: Path | None = Field(
         None,
         description="public domain from a GTFS feed (zip or folder): the cells its shapes pass through x the slots "
-        "with scheduled service on the public days; every domain HAT released with noise (issue 33)",
+        "with scheduled service on the public days; every domain HAT released with noise",
     )
     domain_geojson: Path | None = Field(
         None,
@@ -551,7 +551,7 @@ def build_config(
 
     Any problem (unknown key, bad value) raises :class:`InputError`, whose ``parameters`` are the parameters its
     message names. With ``source`` (the file ``toml`` was read from), a parameter whose value came from the file
-    is named by its key instead (``speed_estimator in cfg.toml [release]``, issue 31).
+    is named by its key instead (``speed_estimator in cfg.toml [release]``).
     """
     table, from_file = file_values(toml, overrides)
     values = {**from_file, **{k: v for k, v in overrides.items() if v is not None}}
@@ -657,7 +657,7 @@ def _line_of(first: dict[str, Any]) -> str:
         return f"bad release config: {msg}"
     example = EXAMPLES.get(where)
     flag = "--" + where.replace("_", "-")
-    # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration, issue 31)
+    # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration)
     return f"bad value for {where} ({flag}, or {where} in [release]): {msg}" + (
         f" (example: {where} = {example})" if example else ""
     )

@@ -1,6 +1,6 @@
 """Public domains of a fleet release from published route data: a cell list, a GeoJSON of routes, a GTFS feed.
 
-A public domain fixes the HATs before any record is read (issue 33): with one, every domain HAT is released with
+A public domain fixes the HATs before any record is read: with one, every domain HAT is released with
 noise and no HAT is selected from the data (docs/fleet.md, "DP selection" over a public extent). Everything here
 reads public files only; nothing is charged.
 

@@ -1,5 +1,5 @@
-"""The forecast of a fleet release before spending budget: what ``urbandp plan`` reports (issue 8, "Planner and
-guardrails"); the release's own plan, which this forecast reads, is :mod:`urbandp.fleet.plan`.
+"""The forecast of a fleet release before spending budget: what ``urbandp plan`` reports; the release's own
+plan, which this forecast reads, is :mod:`urbandp.fleet.plan`.
 
 :func:`plan_from_public` reads public parameters only (the release config and D, the public window's days) and
 predicts from the same calibration the release uses (:func:`urbandp.fleet.hat_release.plan_release`,
@@ -120,7 +120,7 @@ PRIOR_EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
 def schedule_prior(
     cfg: HatReleaseConfig, days: int, domain: PublicDomain, hats: int | None
 ) -> dict[str, object]:
-    """Useful HATs expected from the GTFS schedule at this epsilon and at :data:`PRIOR_EPSILONS` (issue 33)."""
+    """Useful HATs expected from the GTFS schedule at this epsilon and at :data:`PRIOR_EPSILONS`."""
     from urbandp.fleet.prior import predict_useful
 
     def at(c: HatReleaseConfig) -> dict[str, object]:

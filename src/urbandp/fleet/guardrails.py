@@ -1,11 +1,11 @@
 """Guardrails of a fleet release: the guards every entry point passes, and the useless-release warnings.
 
-* The release guards (issue 30), called by :func:`urbandp.fleet.pipeline.release_fleet` on its session:
+* The release guards, called by :func:`urbandp.fleet.pipeline.release_fleet` on its session:
   :func:`refuse_before_reading` (meaningless loss, a budget dataset that cannot be charged),
   :func:`reserve_planned` (the reservation, where the session runs the delta and loss guards) and
   :func:`state_loss` (privacy.json states the loss reserved) and :func:`label_after_accounting` (the meaningless-
   loss guard on the stated loss, the NOT DP label). Each calls :mod:`urbandp.privacy.guards`.
-* The useless-release warnings (issue 8): say before writing when a release will be useless, and what would change
+* The useless-release warnings: say before writing when a release will be useless, and what would change
   that. They read only the released (DP) tables, privacy.json's public parameters and OpenDP's maps
   (post-processing), so they can go into privacy.json.
 """
@@ -115,7 +115,7 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
     return [". ".join(parts)]
 
 
-# -- the release guards of the library path (issue 30) -------------------------------------------------------------
+# -- the release guards of the library path -------------------------------------------------------------
 # Called by :func:`urbandp.fleet.pipeline.release_fleet` on its :class:`~urbandp.privacy.session.Session`, whatever
 # opened it (the CLI, a notebook, a scheduler, the Spark engine): each calls a guard of urbandp.privacy.guards, never
 # a copy of one. The delta limit is in the spec (HatReleaseConfig) and in Session.reserve.
@@ -161,7 +161,7 @@ def _public_day_count(cfg: HatReleaseConfig) -> int:
 
 def _refuse_unchargeable(session: Session, cfg: HatReleaseConfig) -> None:
     """With a budget dataset the charge must be known before any noise (from epsilon_per_day or budget_per_day),
-    and the release must be DP: a release labelled NOT DP is refused, never booked as DP spend (issue 20)."""
+    and the release must be DP: a release labelled NOT DP is refused, never booked as DP spend."""
     if session.dataset is None:
         return
     if cfg.epsilon_per_day is None and cfg.budget_per_day is None:

@@ -18,7 +18,7 @@ This module only runs the steps in order (:func:`_release_hats`, internal: it dr
 given and states the loss, but reserves nothing and runs no guard; the one caller is
 :func:`urbandp.fleet.pipeline.release_fleet`, inside a charge of the Session).
 
-Options (issue 8): ``clip_bound="dp-quantile"`` spends a share of the budget on a DP clip bound U' <= U
+Options: ``clip_bound="dp-quantile"`` spends a share of the budget on a DP clip bound U' <= U
 (:func:`urbandp.fleet.measure.choose_clip_bound`, after step 2); ``coarsen`` repeats steps 3-6 at coarser levels
 (H3 parents, merged slots; :mod:`urbandp.fleet.levels`) on what the finer levels did not release, and :func:`urbandp.fleet.account.combine_levels` composes the levels'
 costs (docs/fleet.md, "Coarser where sparse").

@@ -1,4 +1,4 @@
-"""Coarser levels of a fleet release ("coarser where sparse", issue 8): H3 parents and merged slots.
+"""Coarser levels of a fleet release ("coarser where sparse"): H3 parents and merged slots.
 
 Data shaping only, no noise and no accounting: the contributions at a coarser level (:func:`coarse_contributions`),
 and which coarser HATs a finer level's released keys rule out (:func:`covered_keys`, :func:`released_units`).

@@ -106,7 +106,7 @@ def truncate_vehicle_days(
 
 
 def l2_normalised(contributions: pl.DataFrame) -> pl.DataFrame:
-    """Every contribution weighted ``1 / sqrt(m)``, ``m`` the HATs its vehicle-day visits (issue 33).
+    """Every contribution weighted ``1 / sqrt(m)``, ``m`` the HATs its vehicle-day visits.
 
     Sensitivity (add/remove a vehicle-day, Gaussian mechanism): a vehicle-day in ``m`` HATs changes the vector of
     weighted counts ``c_h = sum_v w_v`` by ``w_v = m^-1/2`` in ``m`` coordinates, an L2 norm of exactly 1, and the
@@ -250,7 +250,7 @@ def selected_count_interval(
     inference", the truncated-Gaussian pivot). The pivot ``F_N(x) = P(X >= x | X >= t; N)`` increases with N; the
     interval is ``{N : alpha/2 < F_N(n~) < 1 - alpha/2}``, found by bisection (60 halvings of [n~ - 10 sd - |t|,
     n~ + 10 sd]). Without a threshold it is the plain ``n~ -+ z sd`` of the noise. The lower end is clipped at 0:
-    an interval that reaches 0 means the HAT may hold no vehicle, and its mean is never shown (issue 33). Laplace
+    an interval that reaches 0 means the HAT may hold no vehicle, and its mean is never shown. Laplace
     counts use the continuous Laplace of the same sd (the discrete one's tail ratio is the same geometric decay).
     """
     a = (1.0 - level) / 2.0
@@ -308,7 +308,7 @@ def fieller_interval(
 def count_intervals(
     noisy_n: np.ndarray, sd: float, threshold: float | None, gaussian: bool, release_all: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The count's 95% interval per released HAT and where a mean may be shown (issue 33).
+    """The count's 95% interval per released HAT and where a mean may be shown.
 
     HATs released because their noisy count passed ``threshold`` get the interval conditional on passing it
     (:func:`selected_count_interval`). With a route domain (``release_all``) every domain HAT is released, and
@@ -437,7 +437,7 @@ def _add_remove_speed(
     sd_s = plan.noise(scales.speed).std if h else 0.0
     # The ratio is meaningless when the noisy denominator is small next to its noise: the mean is withheld
     # (null) unless the noisy count is at least max(1, 2 sd of its noise), and unless the count's 95% interval,
-    # conditional on the threshold the count passed (the selection's own draw), excludes 0 (issue 33: a HAT
+    # conditional on the threshold the count passed (the selection's own draw), excludes 0 (a HAT
     # with no vehicle is never drawn as a value). Where the interval is the noise's plain one, it excludes 0 only
     # above 2.12 sd for Laplace, so the 2 sd rule adds nothing there; for Gaussian (1.96 sd) it withholds the band
     # from 1.96 to 2 sd as well
@@ -537,7 +537,7 @@ def user_level_means(
     noise: NoiseSource,
     slots: SlotSpec,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Query 1 by a user-level mean estimator (issue 3): one "user" = one vehicle-day in the HAT.
+    """Query 1 by a user-level mean estimator: one "user" = one vehicle-day in the HAT.
 
     Each released HAT gets ``epsilon_hat``; a vehicle-day is in at most K of them, so the per-day cost is the sum
     of the K largest (basic composition), as for the report's estimator.

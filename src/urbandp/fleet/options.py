@@ -1,10 +1,10 @@
-"""The options of ``urbandp release`` (and ``plan``, and :func:`urbandp.fleet.release`), declared once (issue 31).
+"""The options of ``urbandp release`` (and ``plan``, and :func:`urbandp.fleet.release`), declared once.
 
 Each :class:`ReleaseOption` states the option's name (the Python keyword; the flag is ``--`` + the name with dashes),
 its command-line type, its help and where a TOML ``--config`` takes it (``[release]``, ``[input]`` or
 ``[columns]``). The defaults shown in ``--help`` are read from the code that applies them
 (:class:`~urbandp.fleet.config.HatReleaseConfig` for the release's spec, :data:`INPUT_DEFAULTS` for the records'
-validation), so help and behaviour cannot drift; ``tests/unit/fleet/test_release_options.py`` checks every option
+validation), so help and behaviour cannot drift; a test checks every option
 against the CLI, the TOML reader and the spec.
 """
 

@@ -325,7 +325,7 @@ def _spark_stage(
 
 def swapped_bbox_hint(contributions: pl.DataFrame, cfg: HatReleaseConfig, outside_domain: int) -> str | None:
     """A hint for the data owner when most records of the window fall outside ``--domain-bbox`` and the box with
-    latitude and longitude swapped would hold most of them (issue 30 item 8). It reads the data: stderr and
+    latitude and longitude swapped would hold most of them. It reads the data: stderr and
     owner_only/ only, never privacy.json.
 
     A record is inside a box when its H3 cell's centre is, as for the extent itself (:func:`domain_cells`).
@@ -429,7 +429,7 @@ def _describe_and_report(
     outside_domain = int(cast(int, release.owner_report.pop("records_off_public_domain", 0)))
     swapped = swapped_bbox_hint(contributions, cfg, outside_domain)
     # Exact counts of the owner's records: removing one vehicle-day changes them, so they are owner material
-    # (owner_only/<name>/input_report.json), never in the public privacy.json (issue 21).
+    # (owner_only/<name>/input_report.json), never in the public privacy.json.
     release.owner_report.update(
         {
             "not_dp": "exact operational counts of the true data, for the data owner only; not protected by DP",
@@ -482,7 +482,7 @@ def _describe_and_report(
         }
     )
     # Read from the true data (a percentile of the speeds, exact counts, how the input looked): for the data owner
-    # (stderr and owner_only/<name>/input_report.json), never in the public privacy.json (issue 30 item 4).
+    # (stderr and owner_only/<name>/input_report.json), never in the public privacy.json.
     release.owner_report["input"] = {
         "empty_lines_skipped": loaded.empty_lines,
         "timestamp_formats_seen": loaded.timestamp_formats,
@@ -551,7 +551,7 @@ def release_fleet(
     say("reading and validating records")
     if cfg.neighbouring == "presence-public":
         # presence (hence N) is public: one record's speed must not change which HATs exist, so a bad speed is
-        # imputed (clamped, or U/2 when missing) instead of dropping the record (issue 21)
+        # imputed (clamped, or U/2 when missing) instead of dropping the record
         options = replace(options or ValidationOptions(), impute_speed_kmh=cfg.speed_max / 2)
     slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
     keep_speeds = cfg.speed_estimator != "report"
@@ -599,7 +599,7 @@ def release_fleet(
 def input_warnings(
     loaded: LoadedRecords, opts: ValidationOptions, in_window: int, cfg: HatReleaseConfig
 ) -> list[str]:
-    """Warnings about how the records were read (issue 21 item 7); the counts stay in owner_only/."""
+    """Warnings about how the records were read; the counts stay in owner_only/."""
     out = []
     if loaded.records_outside_window > in_window:
         out.append(
@@ -618,7 +618,7 @@ WINDOW_WARNING_RATIO = 10.0
 
 
 def large_window_warning(p: dict[str, object]) -> str | None:
-    """A warning when the loss over the window exceeds 10x the per-day figure (issue 21): a vehicle present on
+    """A warning when the loss over the window exceeds 10x the per-day figure: a vehicle present on
     every public day is protected at the window's epsilon, not the day's."""
     day, window = p.get("cumulative_epsilon_per_day"), p.get("epsilon_per_window")
     if not isinstance(day, (int, float)) or not isinstance(window, (int, float)) or day <= 0:

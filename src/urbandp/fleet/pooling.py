@@ -1,4 +1,4 @@
-"""Borrowing strength across HATs, for free (issue 33): robust empirical Bayes means and intervals.
+"""Borrowing strength across HATs, for free: robust empirical Bayes means and intervals.
 
 Post-processing of a released HAT table: it reads only the published noisy means, noisy vehicle-day counts and the
 public noise scales, so it costs no privacy. Each shown mean ``Y_i`` (noisy, standard error ``sigma_i`` from the
@@ -152,7 +152,7 @@ def _spread_upper_bound(squared: np.ndarray, noise: np.ndarray, level: float = 0
     deviations are normal (each ``e`` is centred on a prior mean that leaves its own HAT out); it falls as ``tau^2``
     grows, so the bound is the ``tau^2`` where ``Q`` meets the lower 5% quantile (0 where ``Q(0)`` is already
     below it). It held the true spread in 95.5% of simulated releases with normal and 94.4% with t(5) deviations
-    (the sandwich bound of the weighted moment estimate: 83% and 80%; tests/unit/fleet/test_pooling.py).
+    (the sandwich bound of the weighted moment estimate: 83% and 80%, tested).
     """
     from scipy.optimize import brentq
     from scipy.stats import chi2

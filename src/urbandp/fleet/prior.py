@@ -1,4 +1,4 @@
-"""The agency's GTFS schedule as the planner's prior (issue 33): useful HATs predicted without reading data.
+"""The agency's GTFS schedule as the planner's prior: useful HATs predicted without reading data.
 
 A GTFS feed is public: it says how many trips are scheduled through each H3 cell in each slot of each public day
 (:class:`~urbandp.fleet.domain.PublicDomain`, ``scheduled_trips``) and, with ``block_id``, how many HATs one

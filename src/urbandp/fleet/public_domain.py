@@ -1,4 +1,4 @@
-"""The release's public domain of HATs, from whichever source the spec names (issue 33).
+"""The release's public domain of HATs, from whichever source the spec names.
 
 A public domain is chosen without looking at the records: the city's extent (``domain_bbox``), or the agency's
 published network, a GTFS feed (``domain_gtfs``: the cells its shapes pass through x the slots with scheduled

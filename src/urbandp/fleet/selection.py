@@ -170,7 +170,7 @@ def _window_map(scale: float, threshold: int, k: int, days: int, gaussian: bool)
     l2, and ``ceil(D sqrt K)`` would overstate the cost by ``ceil(D sqrt K)^2 / (D^2 K)`` (1024 / 972 = 1.053 at
     K 12, D 9; 121 / 108 = 1.12 at K 12, D 3). The map is read instead from the float-count twin (the same scale
     and threshold, ``make_gaussian_threshold`` over float counts), which takes a float l2. The two maps agree at
-    every integer distance (checked in tests/unit/fleet/test_window_l2.py); the discrete Gaussian's zCDP bound
+    every integer distance (checked by a test); the discrete Gaussian's zCDP bound
     depends on the shift only through its squared L2 norm (Canonne, Kamath and Steinke 2020, the multivariate
     discrete Gaussian, Thm 14), which is the integer D^2 K here, so the exact map holds for the integer draws.
     """

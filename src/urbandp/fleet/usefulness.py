@@ -1,4 +1,4 @@
-"""What an analyst can use from a release (issue 33): useful HATs against a public interval-width target, and the
+"""What an analyst can use from a release: useful HATs against a public interval-width target, and the
 vehicle-day count's interval beside each mean.
 
 Read from the DP outputs only (post-processing): ``useful`` marks a released HAT whose mean is shown (not withheld,

@@ -54,7 +54,7 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE charges ADD COLUMN delta DOUBLE PRECISION",
     ],
-    # version 4: delta composed over a dataset's releases (issue 30): each release's window delta (what a unit
+    # version 4: delta composed over a dataset's releases: each release's window delta (what a unit
     # present on all of its days pays) and a cap on their sum. A release booked before it gets the bound its
     # per-day deltas give: their sum for a unit that spans days (a vehicle, a card: basic composition), else the
     # largest (an event, a reading, a respondent is in one day's charge). Datasets keep no delta cap (NULL): a
@@ -71,7 +71,7 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "UPDATE releases SET window_delta = 0 WHERE window_delta IS NULL",
     ],
-    # version 5: who changed what (issue 32). Every cap set by `budget init` (the first declaration too) is one row
+    # version 5: who changed what. Every cap set by `budget init` (the first declaration too) is one row
     # of cap_changes (field, old and new value; old NULL: no cap before, new NULL: never written, a cap is never
     # removed), and each release records its operator. A dataset declared before it gets one row per cap in force,
     # dated at its declaration, by the operator MIGRATED_OPERATOR: what it was declared with and how it changed

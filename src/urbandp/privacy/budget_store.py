@@ -16,7 +16,7 @@ group cost D^2 rho of their Prop. 1.9 converted once; for a pure-DP release D x 
 2.2) and its window zCDP cost. ``epsilon_total`` and ``rho_total`` cap their sums over releases (Thm 3.16; Lemma
 2.3).
 
-Delta (issue 30): the deltas of the charges on day d add up (basic composition, Thm 3.16), shown per day. Each
+Delta: the deltas of the charges on day d add up (basic composition, Thm 3.16), shown per day. Each
 release also records its *window delta*, the delta that a unit present on all of its days pays for it (for a
 fleet selection on an unknown domain, OpenDP's threshold map at distance D: 0.071 at K 8, D 7, epsilon 10). The
 window deltas of all releases add up (Thm 3.16 again) into the dataset's composed delta, which ``delta_total``

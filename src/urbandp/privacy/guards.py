@@ -1,7 +1,7 @@
 """The release guards: one limit table and one function per guard, for every wing and every entry point.
 
 Each guard is called from the library's release path, never from a command alone, so that the CLI, a notebook,
-a scheduler and the Spark engine pass the same checks (issue 30). Where each one fires:
+a scheduler and the Spark engine pass the same checks. Where each one fires:
 
 ===========================  ==========================================================  =========================
 guard                        refuses                                                     called from
@@ -51,7 +51,7 @@ def check_delta(delta: float, option: str, units: int | None = None) -> None:
     """Refuse a delta above :data:`MAX_DELTA`, or above 1/n when the public number of units n is known.
 
     ``option`` names the delta: a parameter's Python name (``delta``), listed in the error's ``parameters`` so that
-    the CLI shows its flag (issue 31), or a description (``delta (per unit and day)``), shown as it is.
+    the CLI shows its flag, or a description (``delta (per unit and day)``), shown as it is.
     """
     named = (option,) if option.isidentifier() else ()
     if not isinstance(delta, (int, float)) or math.isnan(delta) or delta < 0:

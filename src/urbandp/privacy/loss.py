@@ -7,7 +7,7 @@ A :class:`Loss` holds three parts that compose separately and are converted once
 * ``rho``: the zCDP part of Gaussian mechanisms. It adds in rho (Bun and Steinke 2016, Lemma 2.3) and is
   converted to (epsilon, delta) once, at ``conversion_delta``, by OpenDP's ``make_zCDP_to_approxDP``. Converting
   each Gaussian apart and adding the pairs is looser: three tables at epsilon 1 cost 3.00 that way and 1.72 this
-  way (issue 20, defect 4).
+  way.
 
 Many pure-epsilon mechanisms on the same unit (``k`` cells of one map, each epsilon-DP) compose tighter than
 ``k * epsilon`` when a small delta is allowed: :func:`optimal_homogeneous_epsilon` is the exact optimal

@@ -1,4 +1,4 @@
-"""The one serializer of ``privacy.json``, for every wing (issue 20: "privacy.json has one serializer").
+"""The one serializer of ``privacy.json``, for every wing.
 
 Every release folder states what is DP in the same header, checked here before a byte is written:
 
@@ -6,7 +6,7 @@ Every release folder states what is DP in the same header, checked here before a
   never labelled DP, and one labelled NOT DP says why (a wing that omits the flag gets it from its reasons);
 * the privacy unit is named (``privacy_unit``, or ``unit`` in the wings that call it so);
 * the header comes first, in a fixed order, so a reader finds the verdict at the top of every file;
-* ``software`` records the urbandp, OpenDP and Python versions that made the release (issue 32);
+* ``software`` records the urbandp, OpenDP and Python versions that made the release;
 * the text is strict JSON (RFC 8259): non-finite numbers become ``null``
   (:func:`urbandp.outputs.dumps_strict`).
 

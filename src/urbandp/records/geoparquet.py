@@ -1,4 +1,4 @@
-"""GeoParquet point inputs: the geometry column read into ``latitude``/``longitude`` (issue 32).
+"""GeoParquet point inputs: the geometry column read into ``latitude``/``longitude``.
 
 A GeoParquet file (https://geoparquet.org, versions 1.0 and 1.1) is a Parquet file whose key-value metadata holds
 ``geo``: JSON naming the ``primary_column`` and, per geometry column, its ``encoding`` (``WKB``) and ``crs``

@@ -1,4 +1,4 @@
-"""GTFS-realtime ``VehiclePositions`` snapshots as records (issue 32: the input agencies' feed archives hold).
+"""GTFS-realtime ``VehiclePositions`` snapshots as records (what agencies' feed archives hold).
 
 An agency's archive is a folder (or a ``.zip``/``.tar``/``.tar.gz``/``.tgz``) of protobuf ``FeedMessage``
 snapshots, one every 10-30 s, each the latest position of every vehicle. The snapshots are parsed with the

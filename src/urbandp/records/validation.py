@@ -1,6 +1,6 @@
 """Parse, convert and validate raw records; every rejected row goes to quarantine with a reason.
 
-Rules (issue 2, docs/design.md "nothing vanishes"), applied in this order, first failure wins:
+Rules (docs/design.md "nothing vanishes"), applied in this order, first failure wins:
 
 ``unparseable_record`` - a JSON Lines line that is not a JSON object (read by the tolerant reader);
 ``unparseable_timestamp`` - the timestamp is missing or cannot be read in the declared or detected layout (see
@@ -77,7 +77,7 @@ class ValidationOptions:
     speed_unit_since: tuple[tuple[dt.date, str], ...] = field(default_factory=tuple)
     timezone: str | None = None
     speed_reject_above_kmh: float = 150.0
-    # presence-public (issue 21): a record with a missing, negative or implausible speed still counts for presence
+    # presence-public: a record with a missing, negative or implausible speed still counts for presence
     # and N; its speed is clamped to [0, speed_reject_above_kmh], or set to this public value when missing
     impute_speed_kmh: float | None = None
     timestamp_format: str = "auto"
@@ -428,7 +428,7 @@ def raw_rows(raw: pl.LazyFrame, keys: pl.DataFrame) -> pl.DataFrame:
 
 
 def speed_unit_warnings(kept: pl.DataFrame, options: ValidationOptions) -> list[str]:
-    """Warnings when the valid speeds, by their distribution, look read in the wrong unit (issue 9 item 10).
+    """Warnings when the valid speeds, by their distribution, look read in the wrong unit.
 
     Per span of one declared unit (``speed_unit_since`` splits the data by day): among moving records (above
     1 km/h after conversion), a 95th percentile below :data:`SLOW_P95_KMH` km/h is what m/s read as km/h (x1) or

@@ -1,6 +1,6 @@
 """Sensor fleets: GP interpolation, DP variance maps, DP PM2.5 maps, aggregate queries with error propagation.
 
-The public API (issue 31; :mod:`urbandp.sensing.api`): :func:`dp_map`, :func:`pm_map` and :func:`query` are
+The public API (:mod:`urbandp.sensing.api`): :func:`dp_map`, :func:`pm_map` and :func:`query` are
 releases (a charge of :class:`urbandp.Session`, the guards before any noise); :func:`interpolate` is NOT a
 release, the data owner's tool. Names are imported on first use (PEP 562), so that ``urbandp sensing --help``
 stays fast.

@@ -1,4 +1,4 @@
-"""The public Python API of the sensing wing (issue 31): the releases the `urbandp sensing` commands run.
+"""The public Python API of the sensing wing: the releases the `urbandp sensing` commands run.
 
 ::
 

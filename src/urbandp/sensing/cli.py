@@ -2,7 +2,7 @@
 
 Thin: each command takes its flags, hands them to the library (:mod:`urbandp.sensing.api` through the
 ``*_command`` modules, which also print) and prints the result. The releases' flags (`dp-map`, `pm-map`, `query`)
-are built from the fields of their option classes (:mod:`urbandp.sensing.options`, issue 31) by
+are built from the fields of their option classes (:mod:`urbandp.sensing.options`) by
 :func:`urbandp.cli_spec.spec_parameters`; only where the run reads, writes and books its loss is declared here.
 The other commands take the typed aliases of :mod:`urbandp.sensing.cli_options`.
 """

@@ -2,7 +2,7 @@
 ``Annotated`` aliases with their help, and the shared arguments.
 
 The releases (`dp-map`, `pm-map`, `query`) declare their options once, on the fields of their option classes
-(:mod:`urbandp.sensing.options`), and their flags are built from those (issue 31); the help shared with
+(:mod:`urbandp.sensing.options`), and their flags are built from those; the help shared with
 `interpolate` is taken from there. Options shared by every wing (``--overwrite``, ``--dataset``, ...) are in
 :mod:`urbandp.cli_options`.
 """

@@ -1,6 +1,6 @@
 """The options of the sensing releases, each declared once: every option of `sensing dp-map`, `pm-map` and `query`
 is a field of :class:`DpMapOptions`, :class:`PmMapOptions` or :class:`QueryOptions` made with
-:func:`urbandp.spec_options.option` (its type, default, help, flag and bounds or choices; issue 31). The commands'
+:func:`urbandp.spec_options.option` (its type, default, help, flag and bounds or choices). The commands'
 flags are built from these fields (:func:`urbandp.cli_spec.spec_parameters`), the Python API
 (:mod:`urbandp.sensing.api`) restates them as keywords, and both build these frozen dataclasses, validated in
 ``__post_init__`` (Tumult-style): each option's bounds by :func:`~urbandp.spec_options.check_options`, then the checks
@@ -192,7 +192,7 @@ class DpMapOptions:
                 parameters="dataset",
             )
         if self.dataset is not None and (self.start is None or self.bbox is None):
-            raise InvalidParameterError(  # a release labelled NOT DP is never booked as DP spend (issue 20)
+            raise InvalidParameterError(  # a release labelled NOT DP is never booked as DP spend
                 "dataset: without start/end and a public bbox the release is NOT differentially private "
                 "(its window or box is read from the readings); it cannot be charged to a budget as DP spend",
                 parameters=("dataset", "start", "end", "bbox"),

@@ -1,4 +1,4 @@
-"""A DP map of PM2.5 itself (issue 22): noisy clipped sums and counts per cell and window, smoothed afterwards.
+"""A DP map of PM2.5 itself: noisy clipped sums and counts per cell and window, smoothed afterwards.
 
 The paper's DP map (section VI, :mod:`urbandp.sensing.dp_map_mechanism`) publishes only the GP's standardised posterior
 variance, never the pollution. Here the values are published:

@@ -20,7 +20,7 @@ SPEC_SHA256_DOC = (
 
 
 def spec_sha256(release: str, options: object) -> str:
-    """privacy.json's ``spec_sha256`` (issue 32) of the sensing release ``release`` (``"dp-map"``, ``"pm-map"``,
+    """privacy.json's ``spec_sha256`` of the sensing release ``release`` (``"dp-map"``, ``"pm-map"``,
     ``"query"``) made with ``options`` (:mod:`urbandp.sensing.options`), less :data:`SPEC_HASH_LEAVES_OUT`."""
     from urbandp.provenance import spec_fields
     from urbandp.provenance import spec_sha256 as hashed

@@ -1,4 +1,4 @@
-"""The survey wing's public Python API (issue 31): the release path that ``urbandp survey ...`` calls.
+"""The survey wing's public Python API: the release path that ``urbandp survey ...`` calls.
 
 ::
 

@@ -4,7 +4,7 @@ options of its spec (:func:`head`, :func:`tail`: the input, ``--out``, ``--confi
 warnings and its summary (parse -> library -> print; the guards, the charge and the writing are the library's).
 
 A release's own options are declared once, on the fields of its spec (:mod:`urbandp.spec_options`), and become
-the command's flags through :func:`urbandp.cli_spec.spec_parameters` (issue 31)."""
+the command's flags through :func:`urbandp.cli_spec.spec_parameters`."""
 
 from __future__ import annotations
 

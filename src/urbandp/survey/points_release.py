@@ -69,7 +69,7 @@ class PointsSpec:
         help="Refuse if epsilon per metre x --budget-metres exceeds this (default: no cap).",
         bounds=Bounds(above=0),
     )
-    budget_metres: float = option(  # 0 m would book epsilon 0 (issue 20)
+    budget_metres: float = option(  # 0 m would book epsilon 0
         1000.0, help="Distance at which the budget applies.", bounds=Bounds(above=0)
     )
     id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")

@@ -1,4 +1,4 @@
-"""What a survey release publishes besides its noisy column, and what stays with the owner (issue 30).
+"""What a survey release publishes besides its noisy column, and what stays with the owner.
 
 * Columns copied through: only those the user names (``--id``, ``--keep-columns``; ``--within`` and ``--trip``
   where the command needs them), each one the user's declaration that the column is public. The declaration is
@@ -55,7 +55,7 @@ def check_epsilon(
     """Refuse an asked epsilon above the core's one limit (``SANE_EPSILON``), as the core guard decides.
 
     ``what`` names the epsilon in the message (its first word is what to make smaller) and ``parameters`` are
-    the parameters it mentions (issue 31: the command line shows them as flags). The survey commands have no
+    the parameters it mentions (the command line shows them as flags). The survey commands have no
     ``--allow-meaningless-epsilon``: the guard's reasons are asked for (``allow``) and turned into a refusal that
     does not point at a flag these commands lack.
     """

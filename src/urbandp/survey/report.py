@@ -1,9 +1,9 @@
 """The typed privacy reports of the survey releases: one class per command, on the shared
-:class:`~urbandp.privacy.report.PrivacyReport` header (issue 31).
+:class:`~urbandp.privacy.report.PrivacyReport` header.
 
 Every field is public: the declared parameters, the epsilon computed from them (report eqs. 5, 13, 16; Andres et al.
 2013 for the planar Laplace) and the user's declaration of public columns. Nothing read from the true data is a
-field here (issue 30: the figures of the owner's ``input_report.json`` stay out), so two neighbouring inputs give
+field here (the figures of the owner's ``input_report.json`` stay out), so two neighbouring inputs give
 the same ``privacy.json``.
 """
 
@@ -119,7 +119,7 @@ SPEC_HASH_LEAVES_OUT = ("command",)
 
 
 def spec_sha256(spec: object) -> str:
-    """privacy.json's ``spec_sha256`` (issue 32) of a survey release made with ``spec`` (``RandomizeSpec``,
+    """privacy.json's ``spec_sha256`` of a survey release made with ``spec`` (``RandomizeSpec``,
     ``PointsSpec``, ``OdSpec``, ``TrajectoriesSpec``): its options but the command line
     (:func:`urbandp.provenance.spec_sha256`), a declared ``--bbox`` as its checked numbers (``"22.5,..."`` and
     ``(22.5, ...)`` hash alike). The survey date and the budget store are not options of the spec."""

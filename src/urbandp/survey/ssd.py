@@ -33,7 +33,7 @@ dp.enable_features("contrib")
 
 MAX_TRIES = 100
 MAX_DRAWS_PER_POINT = 25_000
-"""Work bound (issue 30): the most OpenDP Laplace draws one perturbed point may need in expectation, in the worst
+"""Work bound: the most OpenDP Laplace draws one perturbed point may need in expectation, in the worst
 case (all :data:`MAX_TRIES` tries, centres on the intervals' edges). The work grows as 1 / epsilon (about 2,400 /
 epsilon draws, ~30 us each on the shared machine); the bound admits epsilon >= :func:`min_epsilon` (about 0.1,
 where the angle's Laplace scale 8 pi / epsilon is 250 rad: the direction is already uniform). It reads epsilon

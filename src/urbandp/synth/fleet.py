@@ -678,7 +678,7 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
 # The generator plans no timetable: each working vehicle starts its shift at a random point of its route's
 # back-and-forth cycle and drives at its cruise speed (slowed at peaks) until the shift ends, with two breaks. The
 # schedule below is the *expected* service of that process, derived from the fleet's parameters and route layout
-# only (never from generated records), so that a planner can read it as the agency's public GTFS (issue 33).
+# only (never from generated records), so that a planner can read it as the agency's public GTFS.
 
 STOP_SPACING_KM = 0.4
 """Stops of the schedule: evenly along each route, about this far apart (ends included)."""
