@@ -150,6 +150,10 @@ ADMITS_ANY: dict[tuple[str, str], str] = {
     ("sensing query", "rect"): "4 numbers, checked in QueryOptions.__post_init__",
     ("sensing query", "select"): "4 numbers, checked in QueryOptions.__post_init__",
     ("sensing query", "window"): "a window of the grid file, checked against it",
+    (
+        "sensing pm-map",
+        "window",
+    ): "whole, season, day, week, hour or a number of minutes, parsed (and refused in one line) by window_length",
     ("sensing query", "cells"): "a file of cell ids, read and checked against the grid",
 }
 
