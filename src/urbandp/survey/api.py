@@ -24,6 +24,7 @@ options by the command's flag names (the file ``--config`` reads; ``id``, ``from
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -132,14 +133,12 @@ def estimate(
 ) -> pl.DataFrame:
     """De-biased shares with 95 % confidence intervals from randomized answers (report eq. 6): post-processing of
     a :func:`randomize` output, no budget. With ``out`` the table is also written as a CSV file."""
-    from urbandp.outputs import atomic_output_file, check_output_file, output_policy
-
-    with input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
-        if out is not None:
-            check_output_file(Path(out))
-        label = str(paths[0]) if isinstance(data, (str, Path)) else "data"
-        table = estimate_table(
-            paths[0],
+    return _post_process(
+        data,
+        out,
+        overwrite,
+        lambda path, label: estimate_table(
+            path,
             label,
             column=column,
             categories=categories,
@@ -148,7 +147,24 @@ def estimate(
             epsilon=epsilon,
             theta=theta,
             separator=separator,
-        )
+        ),
+    )
+
+
+def _post_process(
+    data: TableLike,
+    out: PathLike | None,
+    overwrite: bool,
+    compute: Callable[[Path, str], pl.DataFrame],
+) -> pl.DataFrame:
+    """A table computed from a released file (no budget), written as CSV to ``out`` when given: the output is
+    checked before the input is read, and never replaces an input."""
+    from urbandp.outputs import atomic_output_file, check_output_file, output_policy
+
+    with input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
+        if out is not None:
+            check_output_file(Path(out))
+        table = compute(paths[0], str(paths[0]) if isinstance(data, (str, Path)) else "data")
         if out is not None:
             with atomic_output_file(Path(out)) as tmp:
                 table.write_csv(tmp)
@@ -284,8 +300,6 @@ def od_estimate(
     pair its released count, the unbiased estimate of its true count, the estimator's standard deviation
     (analytic) and a 95 % interval. Post-processing, no budget: give the blocks and ``keep_probability`` (or
     ``epsilon`` per trip) the release was made with. With ``out`` the table is also written as a CSV file."""
-    from urbandp.outputs import atomic_output_file, check_output_file, output_policy
-
     spec = OdSpec(
         origin=origin,
         dest=dest,
@@ -295,15 +309,7 @@ def od_estimate(
         epsilon=epsilon,
         separator=separator,
     )
-    with input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
-        if out is not None:
-            check_output_file(Path(out))
-        label = str(paths[0]) if isinstance(data, (str, Path)) else "data"
-        table = od_estimate_table(paths[0], label, spec)
-        if out is not None:
-            with atomic_output_file(Path(out)) as tmp:
-                table.write_csv(tmp)
-    return table
+    return _post_process(data, out, overwrite, lambda path, label: od_estimate_table(path, label, spec))
 
 
 @takes_config("survey.perturb-trajectories", _file_keys(TrajectoriesSpec))
