@@ -84,6 +84,9 @@ RENAMES: dict[str, tuple[str, str]] = {
 }
 """Modules (relative to ``urbandp``) whose internal name says more than the default ``_`` + old name."""
 
+ALWAYS_INTERNAL = frozenset({"_version"})
+"""Modules that were ``_``-prefixed before this tool: no old name to rewrite."""
+
 DATA_SUFFIXES = frozenset(
     [
         "csv",
@@ -197,10 +200,10 @@ def plan_renames(src: Path) -> list[Node]:
         parent = rel.rpartition(".")[0]
         if leaf.startswith("_"):
             old = explicit_new.get(rel) or (f"{parent}.{leaf[1:]}" if parent else leaf[1:])
-            if rel in explicit_new or (leaf[1:] and not leaf.startswith("__") and leaf != "_version"):
-                if old not in present and old != rel:
-                    why = RENAMES[old][1] if old in RENAMES else "internal"
-                    nodes.append(Node(old, rel, path, is_package, why, True, _names(path, is_package)))
+            ours = rel in explicit_new or (not leaf.startswith("__") and leaf not in ALWAYS_INTERNAL)
+            if ours and old not in present and old != rel:
+                why = RENAMES[old][1] if old in RENAMES else "internal"
+                nodes.append(Node(old, rel, path, is_package, why, True, _names(path, is_package)))
             continue
         if rel in RENAMES:
             new, why = RENAMES[rel]
@@ -261,10 +264,10 @@ class Rewriter:
         k, node = found
         rest = comps[1 + k :]
         parent, _, leaf = node.old.rpartition(".")
-        if parent in self.exports and leaf in self.exports[parent] and not import_stmt:
+        shadowed = parent in self.exports and leaf in self.exports[parent] and not import_stmt
+        if shadowed and (not rest or rest[0] not in node.names):
             # ``urbandp.fleet.plan`` with ``plan`` exported: the public function unless a module attribute follows
-            if not rest or rest[0] not in node.names:
-                return name
+            return name
         return ".".join([PACKAGE, *node.new.split("."), *rest])
 
     def short(self, comps: list[str], sep: str, *, anchored: bool, suffix_ok: bool) -> list[str] | None:
@@ -279,10 +282,12 @@ class Rewriter:
         k, node = found
         rest = bases[k:]
         if not anchored:
-            if "." not in node.old and not node.is_package and not (k == len(bases) and last_ext == "py"):
+            if node.moved and "." not in node.old:
+                return None  # a top-level module found moved: its old short name may be anyone's (``typing``)
+            alone = "." not in node.old and not node.is_package and not (k == len(bases) and last_ext == "py")
+            if alone and not (sep == "." and rest and rest[0] in node.names):
                 # a top-level module mentioned alone: only as ``session.py`` or ``session.Session``
-                if not (sep == "." and rest and rest[0] in node.names):
-                    return None
+                return None
             if k == len(bases) and not rest and not dot and sep == "/" and not node.is_package:
                 return None
         if rest:
@@ -406,7 +411,6 @@ class Rewriter:
 
     def prose(self, text: str) -> str:
         """Paths and short mentions, in docstrings, comments and documents."""
-        text = self._SPLIT_PATH.sub(self._split_path, text)
         text = self._PATH.sub(lambda m: self._path(m.group(0)), text)
         text = self._PYFILE.sub(lambda m: self._path(m.group(0)), text)
         return self._SHORT.sub(lambda m: self._short_dotted(m.group(0)), text)
@@ -449,7 +453,7 @@ class Rewriter:
     def python(self, text: str) -> str:
         """A Python file: dotted names everywhere; paths and short mentions in strings and comments only."""
         self.dynamic = []
-        text = self.code(text)
+        text = self._SPLIT_PATH.sub(self._split_path, self.code(text))
         for package in set(self.dynamic):
             text = re.sub(
                 r"""(["'])([A-Za-z_]\w*)\1""",
