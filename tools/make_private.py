@@ -242,7 +242,9 @@ class Rewriter:
         }
         self.exports = {wing: _exports(self.pkg / wing) for wing in WINGS}
         self.warnings: list[str] = []
-        self.dynamic: list[str] = []  # packages a template of the current file takes a module name of
+        self.dynamic: list[
+            tuple[str, str]
+        ] = []  # (package, template) of the current file's module-name templates
 
     # --- resolution ------------------------------------------------------------------------------------------
     def _resolve(self, comps: list[str], *, anchored: bool) -> tuple[int, Node] | None:
@@ -388,7 +390,8 @@ class Rewriter:
             results.add(tuple(c if c.startswith("{") else r for c, r in zip(comps, renamed, strict=True)))
         if hidden and not comps[0].startswith("{"):
             literal = [c for c in comps if not c.startswith("{")]
-            self.dynamic.append(".".join(literal[: comps.index(next(c for c in comps if c.startswith("{")))]))
+            package = ".".join(literal[: comps.index(next(c for c in comps if c.startswith("{")))])
+            self.dynamic.append((package, whole))
             self.warnings.append(
                 f"dynamic module name {whole!r}: the module names it takes, written as strings in the same file, "
                 "are renamed; check it"
@@ -454,12 +457,8 @@ class Rewriter:
         """A Python file: dotted names everywhere; paths and short mentions in strings and comments only."""
         self.dynamic = []
         text = self._SPLIT_PATH.sub(self._split_path, self.code(text))
-        for package in set(self.dynamic):
-            text = re.sub(
-                r"""(["'])([A-Za-z_]\w*)\1""",
-                lambda m, package=package: self._leaf_string(package, m),
-                text,
-            )
+        for package, template in set(self.dynamic):
+            text = self._leaf_strings(text, package, template)
         spans = _string_and_comment_spans(text)
         if spans is None:
             return text
@@ -470,6 +469,26 @@ class Rewriter:
             last = end
         out.append(text[last:])
         return "".join(out)
+
+    def _leaf_strings(self, text: str, package: str, template: str) -> str:
+        """The module names a template takes (``"rr_release"`` beside ``f"urbandp.survey.{module}"``), renamed
+        within the statement that holds the template only."""
+        try:
+            body = ast.parse(text).body
+        except SyntaxError:
+            return text
+        lines = text.splitlines(keepends=True)
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+        for statement in reversed(body):
+            a, b = starts[statement.lineno - 1], starts[statement.end_lineno or statement.lineno]
+            if template in text[a:b]:
+                fixed = re.sub(
+                    r"""(["'])([A-Za-z_]\w*)\1""", lambda m: self._leaf_string(package, m), text[a:b]
+                )
+                text = text[:a] + fixed + text[b:]
+        return text
 
     def _leaf_string(self, package: str, m: re.Match[str]) -> str:
         """``"rr_release"`` beside ``f"urbandp.survey.{module}"``: the module's new leaf."""
