@@ -414,9 +414,9 @@ class Rewriter:
 
     def prose(self, text: str) -> str:
         """Paths and short mentions, in docstrings, comments and documents."""
-        text = self._PATH.sub(lambda m: self._path(m.group(0)), text)
-        text = self._PYFILE.sub(lambda m: self._path(m.group(0)), text)
-        return self._SHORT.sub(lambda m: self._short_dotted(m.group(0)), text)
+        text = _aligned_sub(self._PATH, self._path, text)
+        text = _aligned_sub(self._PYFILE, self._path, text)
+        return _aligned_sub(self._SHORT, self._short_dotted, text)
 
     def _split_path(self, m: re.Match[str]) -> str:
         q, pkg, sep, q2, mod = m.groups()
@@ -499,6 +499,22 @@ class Rewriter:
 
     def document(self, text: str) -> str:
         return self.prose(self.code(text))
+
+
+def _aligned_sub(pattern: re.Pattern[str], fix: Callable[[str], str], text: str) -> str:
+    """``pattern.sub`` with ``fix``, keeping a column after the name in place: a name that grows by n characters
+    and is followed by at least n + 2 spaces (a table in a code block) takes n of them."""
+    out, last = [], 0
+    for m in pattern.finditer(text):
+        new = fix(m.group(0))
+        grown = len(new) - len(m.group(0))
+        after = m.end()
+        if grown > 0 and text.startswith(" " * (grown + 2), after):
+            after += grown
+        out.append(text[last : m.start()] + new)
+        last = after
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _string_and_comment_spans(text: str) -> list[tuple[int, int]] | None:

@@ -69,6 +69,7 @@ FILES = {
     'urbandp = ["py.typed", "reports/templates/*"]\n[tool.mypy]\nmodule = ["urbandp.privacy.noise", "urbandp.fleet.*"]\n',
     "Makefile": "demo:\n\tpython -m urbandp.session out\n",
     "CHANGELOG.md": "urbandp.fleet.config was renamed\n",
+    "README.md": "```\n  privacy/     noise\n  fleet/       speeds\n```\n",
 }
 
 EXPECTED = {
@@ -97,6 +98,7 @@ EXPECTED = {
     'urbandp = ["py.typed", "_reports/templates/*"]\n[tool.mypy]\nmodule = ["urbandp._privacy.noise", "urbandp.fleet.*"]\n',
     "Makefile": "demo:\n\tpython -m urbandp._session out\n",
     "CHANGELOG.md": "urbandp.fleet.config was renamed\n",  # history is not rewritten
+    "README.md": "```\n  _privacy/    noise\n  fleet/       speeds\n```\n",  # the column stays in place
 }
 
 
