@@ -354,12 +354,15 @@ class Rewriter:
 
     def code(self, text: str) -> str:
         """Dotted names anywhere (code and strings), imports, f-string templates."""
+        for m in self._CONCAT.finditer(text):
+            self.warnings.append(f"module name built by concatenation ({m.group(0)!r}): check it by hand")
         text = self.imports(text)
         text = self._IMPORT.sub(lambda m: "import " + self.dotted(m.group(1), import_stmt=True), text)
         text = self._FROM_BASE.sub(lambda m: m.group(1) + self.dotted(m.group(2), import_stmt=True), text)
         text = self._DOTTED.sub(lambda m: self.dotted(m.group(0)), text)
         return self._TEMPLATE.sub(self._template, text)
 
+    _CONCAT = re.compile(r"""["']urbandp(?:\.\w+)*\.["']\s*\+""")
     _FROM_BASE = re.compile(r"(\bfrom\s+)(urbandp(?:\.\w+)+)(?=\s+import\b)")
 
     def _template(self, m: re.Match[str]) -> str:

@@ -168,3 +168,18 @@ def test_the_examples_in_the_public_docstrings_run(package: str) -> None:
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
     assert result.attempted >= 3, f"{package} has no runnable example"
+
+
+@pytest.mark.parametrize("module", ["urbandp.errors", "urbandp.results"])
+def test_every_error_and_result_type_is_exported_by_urbandp(module: str) -> None:
+    """A new error or result class is part of the API: ``urbandp.__all__`` lists it (and so its page documents
+    it)."""
+    import urbandp
+
+    classes = {
+        name
+        for name, value in vars(importlib.import_module(module)).items()
+        if isinstance(value, type) and value.__module__ == module and not name.startswith("_")
+    }
+    assert len(classes) >= 3
+    assert classes - set(urbandp.__all__) == set()
