@@ -49,7 +49,8 @@ PUBLIC = frozenset({"cli", "errors", "results", "__main__", "__init__"})
 urbandp``), the errors, and the result types every release returns."""
 
 RENAMES: dict[str, tuple[str, str]] = {
-    # fleet: one name per stage of a release (options -> plan -> domain -> read -> measure -> account -> report)
+    # fleet: each file named by the stage of a release it serves, in order: options -> plan -> domain -> read (in
+    # the pipeline) -> measure (bound, select, draw) -> account -> post-process -> report
     "fleet.config": ("fleet._options", "the release's options, each declared once (HatReleaseConfig)"),
     "fleet.spec": ("fleet._options_input", "Python values and TOML tables read into the options"),
     "fleet.options": ("fleet._options_flags", "the command line's flags for the options"),
@@ -57,29 +58,19 @@ RENAMES: dict[str, tuple[str, str]] = {
     "fleet.forecast": ("fleet._plan_forecast", "what `urbandp plan` predicts, from the release's own plan"),
     "fleet.prior": ("fleet._plan_prior", "the GTFS schedule as the planner's prior"),
     "fleet.cli_plan": ("fleet._cli_plan", "the `urbandp plan` command"),
-    "fleet.public_domain": (
-        "fleet._domain",
-        "the release's public domain of HATs, from the source the options name",
-    ),
+    "fleet.public_domain": ("fleet._domain", "the release's public domain of HATs, from its options"),
     "fleet.domain": (
         "fleet._domain_files",
-        "reads the public files a domain comes from (cells, GeoJSON, GTFS)",
+        "reads the files a public domain comes from (cells, GeoJSON, GTFS)",
     ),
     "fleet.pipeline": ("fleet._pipeline", "read, validate, contributions, the release in its charge, write"),
     "fleet.measure": ("fleet._measure", "steps 2-5: bound, select, clip bound, measure: the only draws"),
-    "fleet.selection": (
-        "fleet._measure_selection",
-        "which HATs are released: the selection drawn in measure",
-    ),
-    "fleet.levels": (
-        "fleet._measure_levels",
-        "coarser levels (H3 parents, merged slots) measured where sparse",
-    ),
+    "fleet.selection": ("fleet._measure_selection", "which HATs are released: the selection measure draws"),
     "fleet.account": ("fleet._account", "step 6: the loss per HAT, per day, per window (no draws)"),
     "fleet.composition": ("fleet._account_composition", "the composition rules account applies"),
     "fleet.report": ("fleet._report", "step 7: the typed privacy report (privacy.json)"),
-    "fleet.usefulness": ("fleet._report_usefulness", "useful HATs and intervals, from the DP outputs only"),
-    "fleet.pooling": ("fleet._report_pooling", "borrowing strength across HATs, from the DP outputs only"),
+    "fleet.pooling": ("fleet._postprocess_pooling", "post-processing: borrowing strength across HATs"),
+    "fleet.usefulness": ("fleet._postprocess_usefulness", "post-processing: useful HATs and their intervals"),
     "fleet.cli_summary": ("fleet._cli_summary", "the summary `urbandp release` prints"),
 }
 """Modules (relative to ``urbandp``) whose internal name says more than the default ``_`` + old name."""
