@@ -59,10 +59,7 @@ RENAMES: dict[str, tuple[str, str]] = {
     "fleet.prior": ("fleet._plan_prior", "the GTFS schedule as the planner's prior"),
     "fleet.cli_plan": ("fleet._cli_plan", "the `urbandp plan` command"),
     "fleet.public_domain": ("fleet._domain", "the release's public domain of HATs, from its options"),
-    "fleet.domain": (
-        "fleet._domain_files",
-        "reads the files a public domain comes from (cells, GeoJSON, GTFS)",
-    ),
+    "fleet.domain": ("fleet._domain_files", "reads the files of a public domain (cells, GeoJSON, GTFS)"),
     "fleet.pipeline": ("fleet._pipeline", "read, validate, contributions, the release in its charge, write"),
     "fleet.measure": ("fleet._measure", "steps 2-5: bound, select, clip bound, measure: the only draws"),
     "fleet.selection": ("fleet._measure_selection", "which HATs are released: the selection measure draws"),
