@@ -183,3 +183,18 @@ def test_every_error_and_result_type_is_exported_by_urbandp(module: str) -> None
     }
     assert len(classes) >= 3
     assert classes - set(urbandp.__all__) == set()
+
+
+def test_the_api_pages_list_what_all_lists() -> None:
+    """The wings' pages are generated from ``__all__`` (docs/gen_api_pages.py): a name added to or dropped from
+    ``__all__`` without regenerating them fails here."""
+    spec = importlib.util.spec_from_file_location("gen_api_pages", ROOT / "docs" / "gen_api_pages.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert len(gen.pages()) == len(TOOL.WINGS)
+    for page in gen.pages():
+        text = page.read_text(encoding="utf-8")
+        assert gen.render(text) == text, f"{page.name} is out of date: run python docs/gen_api_pages.py"
+    stale = gen.render("<!-- gen:api urbandp.budget -->\n::: urbandp.budget.gone\n<!-- /gen -->")
+    assert "gone" not in stale and "::: urbandp.budget.declare" in stale
