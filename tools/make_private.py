@@ -230,12 +230,11 @@ class Rewriter:
         }
         self.exports = {wing: _exports(self.pkg / wing) for wing in WINGS}
         self.warnings: list[str] = []
-        self.dynamic: list[
-            tuple[str, str]
-        ] = []  # (package, template) of the current file's module-name templates
+        # (package, template) of each module-name template of the file being rewritten
+        self.dynamic: list[tuple[str, str]] = []
 
     # --- resolution ------------------------------------------------------------------------------------------
-    def _resolve(self, comps: list[str], *, anchored: bool) -> tuple[int, Node] | None:
+    def _resolve(self, comps: list[str]) -> tuple[int, Node] | None:
         """The longest prefix of ``comps`` (relative to urbandp) that names a renamed node."""
         for k in range(len(comps), 0, -1):
             node = self.nodes.get(".".join(comps[:k]))
@@ -248,7 +247,7 @@ class Rewriter:
         comps = name.split(".")
         if comps[0] != PACKAGE:
             return name
-        found = self._resolve(comps[1:], anchored=True)
+        found = self._resolve(comps[1:])
         if found is None:
             return name
         k, node = found
@@ -266,7 +265,7 @@ class Rewriter:
             return None
         last_base, dot, last_ext = comps[-1].partition(".")
         bases = [*comps[:-1], last_base]
-        found = self._resolve(bases, anchored=anchored)
+        found = self._resolve(bases)
         if found is None:
             return None
         k, node = found
