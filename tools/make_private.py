@@ -162,7 +162,9 @@ def _exports(package_dir: Path) -> frozenset[str]:
             and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
             and isinstance(node.value, ast.List | ast.Tuple)
         ):
-            return frozenset(e.value for e in node.value.elts if isinstance(e, ast.Constant))
+            return frozenset(
+                e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            )
     return frozenset()
 
 
