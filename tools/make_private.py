@@ -555,6 +555,12 @@ def run(root: Path, *, dry_run: bool = False, say: Callable[[str], None] = print
     nodes = plan_renames(src)
     rewriter = Rewriter(nodes, src)
     result = Result()
+    known = {n.old for n in nodes}
+    for old, (new, _) in RENAMES.items():
+        if old not in known:
+            say(
+                f"note: urbandp.{old} is not in this tree (nor urbandp.{new}): its row of the table is skipped"
+            )
     changed_py: list[Path] = []
     for path in text_files(root):
         try:
