@@ -555,6 +555,11 @@ def run(root: Path, *, dry_run: bool = False, say: Callable[[str], None] = print
     nodes = plan_renames(src)
     rewriter = Rewriter(nodes, src)
     result = Result()
+    clash = _clashes(nodes)
+    if clash:
+        for line in clash:
+            say(f"error: {line}")
+        raise SystemExit("make_private: nothing changed (fix the table first)")
     known = {n.old for n in nodes}
     for old, (new, _) in RENAMES.items():
         if old not in known:
@@ -594,6 +599,24 @@ def run(root: Path, *, dry_run: bool = False, say: Callable[[str], None] = print
     if not dry_run:
         say(f"make_private: {len(result.moves)} module(s) moved, {len(result.rewritten)} file(s) rewritten")
     return result
+
+
+def _clashes(nodes: list[Node]) -> list[str]:
+    """Two modules given one new name, or a new name already taken by a module that stays."""
+    found = []
+    targets: dict[str, str] = {}
+    for node in nodes:
+        if node.moved:
+            continue
+        if node.new in targets:
+            found.append(
+                f"urbandp.{node.old} and urbandp.{targets[node.new]} would both become urbandp.{node.new}"
+            )
+        targets[node.new] = node.old
+        taken = node.path.with_name(node.new.rpartition(".")[2] + ("" if node.is_package else ".py"))
+        if taken.exists() or taken.with_suffix("").is_dir() or taken.with_suffix(".py").exists():
+            found.append(f"urbandp.{node.new} exists already: urbandp.{node.old} cannot take its name")
+    return found
 
 
 def _moved_path(path: Path, nodes: list[Node], root: Path) -> Path:

@@ -149,3 +149,13 @@ def test_a_reference_merged_after_the_run_is_rewritten_by_a_second_run(repo: Pat
     assert TOOL.main(["--root", str(repo), "--check"]) == 1
     TOOL.run(repo, say=lambda _: None)
     assert late.read_text() == "from urbandp.fleet._options import HatReleaseConfig\n"
+
+
+def test_a_new_name_already_taken_stops_the_run_before_any_change(repo: Path) -> None:
+    (repo / "src/urbandp/fleet/_options.py").write_text("x = 1\n")  # a branch added it
+    said: list[str] = []
+    with pytest.raises(SystemExit, match="nothing changed"):
+        TOOL.run(repo, say=said.append)
+    assert "error: urbandp.fleet._options exists already: urbandp.fleet.config cannot take its name" in said
+    assert (repo / "tests/test_x.py").read_text() == FILES["tests/test_x.py"]
+    assert (repo / "src/urbandp/fleet/config.py").exists()
