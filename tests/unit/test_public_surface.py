@@ -198,3 +198,11 @@ def test_the_api_pages_list_what_all_lists() -> None:
         assert gen.render(text) == text, f"{page.name} is out of date: run python docs/gen_api_pages.py"
     stale = gen.render("<!-- gen:api urbandp.budget -->\n::: urbandp.budget.gone\n<!-- /gen -->")
     assert "gone" not in stale and "::: urbandp.budget.declare" in stale
+
+
+def test_the_tool_and_the_package_name_the_same_wings() -> None:
+    """One list of wings: what ``urbandp`` exports as wings is what tools/make_private.py keeps public."""
+    import urbandp
+
+    assert set(urbandp._WINGS) == set(TOOL.WINGS)
+    assert set(TOOL.WINGS) <= set(urbandp.__all__)
