@@ -69,6 +69,18 @@ RENAMES: dict[str, tuple[str, str]] = {
     "fleet.pooling": ("fleet._postprocess_pooling", "post-processing: borrowing strength across HATs"),
     "fleet.usefulness": ("fleet._postprocess_usefulness", "post-processing: useful HATs and their intervals"),
     "fleet.cli_summary": ("fleet._cli_summary", "the summary `urbandp release` prints"),
+    # the other wings: one word for one thing across wings (options, result, write)
+    "counts.spec": (
+        "counts._options",
+        "the options of a count release, checked together (as fleet._options)",
+    ),
+    "counts.output": ("counts._write", "writes a count release's tables and privacy.json"),
+    "sensing.release": ("sensing._result", "what a sensing release returns and writes (as survey._result)"),
+    "survey.release": (
+        "survey._published",
+        "what a survey release publishes beside its column, and what it keeps",
+    ),
+    "estimators.hat": ("estimators._hat_means", "one user-level mean per HAT, for the fleet's release"),
 }
 """Modules (relative to ``urbandp``) whose internal name says more than the default ``_`` + old name."""
 
