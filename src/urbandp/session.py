@@ -6,7 +6,7 @@
     with ud.Session(store="budget.sqlite", dataset="austin") as s:
         rel = ud.fleet.release(df, start="2017-04-18", end="2017-04-18", epsilon_per_day=4, session=s)
 
-Each release opens its own charge (:class:`urbandp.privacy.session.Session`: reserve before noise, commit after)
+Each release opens its own charge (:class:`urbandp.privacy.session.ReleaseCharge`: reserve before noise, commit after)
 through :meth:`Session.charge`, so the guards and the budget of the command line apply unchanged: a release the
 store cannot afford raises :class:`~urbandp.errors.BudgetExceededError` before any noise is drawn, a NOT DP release
 is refused, and nothing is ever refunded. Without a session a release still passes the guards, but charges no
@@ -21,7 +21,7 @@ from types import TracebackType
 from urbandp.arguments import check_name, check_path, check_switch
 from urbandp.errors import InvalidParameterError
 from urbandp.privacy.noise import NoiseSource
-from urbandp.privacy.session import Session as ReleaseCharge
+from urbandp.privacy.session import ReleaseCharge
 
 
 class Session:

@@ -40,7 +40,7 @@ from urbandp.outputs import atomic_output_dir, output_policy, write_json
 from urbandp.privacy.budget_store import UNITS
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.report import write_privacy_json
-from urbandp.privacy.session import Session as ReleaseCharge
+from urbandp.privacy.session import ReleaseCharge
 from urbandp.results import Release
 from urbandp.session import Session
 
