@@ -34,6 +34,16 @@ from typing import cast
 import numpy as np
 import polars as pl
 
+from urbandp.arguments import (
+    check_keywords,
+    check_name,
+    check_number,
+    check_numbers,
+    check_path,
+    check_switch,
+    check_table,
+    check_texts,
+)
 from urbandp.audit.tables import (
     PublishedTable,
     published_table_from_frame,
@@ -71,6 +81,7 @@ def _outputs(inputs: list[Path], overwrite: bool) -> Iterator[None]:
 
 
 def _table(data: TableLike, parameter: str) -> PublishedTable:
+    check_table(data, parameter)
     if _is_path(data):
         return read_published_table(Path(data))
     return published_table_from_frame(to_polars(data, parameter))
@@ -80,6 +91,7 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     """``privacy`` as a mapping: given, read from the path given, or the ``privacy.json`` next to a path table."""
     if isinstance(privacy, Mapping):
         return dict(privacy)
+    check_path(privacy, "privacy", optional=True)
     explicit = Path(privacy) if privacy is not None else None
     if _is_path(table):
         return sibling_privacy(Path(cast("str", table)), explicit)
@@ -90,24 +102,34 @@ def _is_positive_finite(value: float) -> bool:
     return value > 0 and math.isfinite(value)
 
 
-def _positive_finite(value: float | None, parameter: str) -> None:
-    """:class:`InvalidParameterError` naming ``parameter`` unless ``value`` is None or positive and finite."""
-    if value is not None and not _is_positive_finite(value):
+def _positive_finite(value: object, parameter: str) -> float | None:
+    """``value`` as a float; :class:`InvalidParameterError` naming ``parameter`` unless it is None or a positive
+    finite number."""
+    number = check_number(value, parameter, optional=True)
+    if number is not None and not _is_positive_finite(number):
         raise InvalidParameterError(
             f"{parameter} must be a positive finite number, got {value}", parameters=parameter
         )
+    return number
 
 
-def _alpha(alpha: float) -> None:
-    if not 0 < alpha < 1:
+def _alpha(alpha: object) -> float:
+    number = check_number(alpha, "alpha")
+    if not 0 < number < 1:
         raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
+    return number
+
+
+def _common(report: object, overwrite: object, parameter: str = "report") -> tuple[Path | None, bool]:
+    """The ``report`` folder (``out`` file) as a path or None, and the ``overwrite`` switch every attack takes."""
+    folder = check_path(report, parameter, optional=True)
+    return (None if folder is None else Path(folder)), check_switch(overwrite, "overwrite")
 
 
 def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> float | None:
     """``scale`` if given, else ``privacy.json``'s ``noise_scale`` (validated), else ``None``."""
     if scale is not None:
-        _positive_finite(scale, "scale")
-        return float(scale)
+        return _positive_finite(scale, "scale")
     value = privacy.get("noise_scale") if privacy else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not _is_positive_finite(float(value)):  # the release's file, not a parameter of the call
@@ -127,7 +149,7 @@ def _group_sizes(group_sizes: str | Sequence[int]) -> tuple[int, ...]:
                 f"group_sizes must be integers like 1,5,12, got {group_sizes!r}", parameters="group_sizes"
             ) from None
     else:
-        gs = tuple(int(g) for g in group_sizes)
+        gs = tuple(int(g) for g in check_numbers(group_sizes, "group_sizes", integer=True))
     if not gs or min(gs) < 1:
         raise InvalidParameterError("group_sizes must be positive integers", parameters="group_sizes")
     return gs
@@ -315,6 +337,7 @@ class PairsResult:
 # --- the attacks ----------------------------------------------------------------------------------------------
 
 
+@check_keywords
 def noise_scale(
     pairs: TableLike,
     *,
@@ -332,11 +355,13 @@ def noise_scale(
     """
     from urbandp.audit.noise_scale_attack import noise_scale_attack, pair_differences, read_pairs
 
-    _alpha(alpha)
-    alpha = float(alpha)
+    alpha = _alpha(alpha)
+    model = str(check_name(model, "model"))
+    report, overwrite = _common(report, overwrite)
+    check_table(pairs, "pairs")
     with _outputs(_paths(pairs), overwrite):
         if report is not None:
-            check_report_dir(Path(report))
+            check_report_dir(report)
         if _is_path(pairs):
             u, dropped, groups = read_pairs(Path(pairs))
         else:
@@ -360,6 +385,7 @@ def noise_scale(
     return result
 
 
+@check_keywords
 def zero_skipping(
     table: TableLike,
     *,
@@ -384,14 +410,11 @@ def zero_skipping(
             f"method must be auto, data61-2016, urbandp or unknown, got {method!r}", parameters="method"
         )
     gs = _group_sizes(group_sizes)
-    if not (math.isfinite(threshold) and threshold >= 0):
-        raise InvalidParameterError(
-            f"threshold must be a finite number >= 0, got {threshold}", parameters="threshold"
-        )
-    threshold = float(threshold)  # printed as the CLI prints it (18.0, not 18)
+    threshold = check_number(threshold, "threshold", minimum=0)  # a float: printed as the CLI does (18.0)
+    report, overwrite = _common(report, overwrite)
     with _outputs(_paths(table, privacy), overwrite):
         if report is not None:
-            check_report_dir(Path(report))
+            check_report_dir(report)
         pub = _table(table, "table")
         wants = method in ("auto", "urbandp") or privacy is not None
         priv = _privacy(privacy, table) if wants else None
@@ -423,6 +446,7 @@ def zero_skipping(
     return result
 
 
+@check_keywords
 def differencing(
     joint: TableLike,
     marginal: TableLike,
@@ -444,15 +468,15 @@ def differencing(
     """
     from urbandp.audit.differencing_attack import differencing_attack
 
-    _alpha(alpha)
-    _positive_finite(marginal_scale, "marginal_scale")
-    marginal_scale = None if marginal_scale is None else float(marginal_scale)
-    alpha = float(alpha)
+    alpha = _alpha(alpha)
+    marginal_scale = _positive_finite(marginal_scale, "marginal_scale")
+    max_cells = int(check_number(max_cells, "max_cells", integer=True))
     if max_cells < 0:
         raise InvalidParameterError(f"max_cells must be >= 0, got {max_cells}", parameters="max_cells")
+    report, overwrite = _common(report, overwrite)
     with _outputs(_paths(joint, marginal, privacy), overwrite):
         if report is not None:
-            check_report_dir(Path(report))
+            check_report_dir(report)
         j = _table(joint, "joint")
         m = _table(marginal, "marginal")
         priv = _privacy(privacy, joint)
@@ -493,6 +517,7 @@ def differencing(
     return result
 
 
+@check_keywords
 def pairs(
     table: TableLike,
     *,
@@ -510,17 +535,19 @@ def pairs(
     """
     from urbandp.audit.route_pairs import route_pairs
 
-    routes = [route] if isinstance(route, str) else list(route)
+    routes = list(check_texts(route, "route"))
+    lag_minutes = int(check_number(lag_minutes, "lag_minutes", integer=True))
     if not 0 <= lag_minutes < 24 * 60:
         raise InvalidParameterError(
             f"lag_minutes must be between 0 and 1439, got {lag_minutes}", parameters="lag_minutes"
         )
+    target, overwrite = _common(out, overwrite, "out")
     with _outputs(_paths(table), overwrite):
-        if out is not None:
-            check_output_file(Path(out))
+        if target is not None:
+            check_output_file(target)
         pub = _table(table, "table")
         df, incomplete = route_pairs(pub.table, routes, lag_minutes)
         result = PairsResult(df, incomplete, pub.quarantine.height)
-        if out is not None:
-            result = result.write(out, overwrite)
+        if target is not None:
+            result = result.write(target, overwrite)
     return result
