@@ -26,7 +26,7 @@ import contextlib
 import copy
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -34,16 +34,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
-from urbandp.arguments import (
-    check_keywords,
-    check_name,
-    check_number,
-    check_numbers,
-    check_path,
-    check_switch,
-    check_table,
-    check_texts,
-)
+from urbandp import arguments
 from urbandp.audit.tables import (
     PublishedTable,
     published_table_from_frame,
@@ -81,7 +72,7 @@ def _outputs(inputs: list[Path], overwrite: bool) -> Iterator[None]:
 
 
 def _table(data: TableLike, parameter: str) -> PublishedTable:
-    check_table(data, parameter)
+    arguments.check_table(data, parameter)
     if _is_path(data):
         return read_published_table(Path(data))
     return published_table_from_frame(to_polars(data, parameter))
@@ -91,7 +82,7 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     """``privacy`` as a mapping: given, read from the path given, or the ``privacy.json`` next to a path table."""
     if isinstance(privacy, Mapping):
         return dict(privacy)
-    check_path(privacy, "privacy", optional=True)
+    arguments.check_path(privacy, "privacy", optional=True)
     explicit = Path(privacy) if privacy is not None else None
     if _is_path(table):
         return sibling_privacy(Path(cast("str", table)), explicit)
@@ -105,7 +96,7 @@ def _is_positive_finite(value: float) -> bool:
 def _positive_finite(value: object, parameter: str) -> float | None:
     """``value`` as a float; :class:`InvalidParameterError` naming ``parameter`` unless it is None or a positive
     finite number."""
-    number = check_number(value, parameter, optional=True)
+    number = arguments.check_number(value, parameter, optional=True)
     if number is not None and not _is_positive_finite(number):
         raise InvalidParameterError(
             f"{parameter} must be a positive finite number, got {value}", parameters=parameter
@@ -114,7 +105,7 @@ def _positive_finite(value: object, parameter: str) -> float | None:
 
 
 def _alpha(alpha: object) -> float:
-    number = check_number(alpha, "alpha")
+    number = arguments.check_number(alpha, "alpha")
     if not 0 < number < 1:
         raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
     return number
@@ -122,8 +113,8 @@ def _alpha(alpha: object) -> float:
 
 def _common(report: object, overwrite: object, parameter: str = "report") -> tuple[Path | None, bool]:
     """The ``report`` folder (``out`` file) as a path or None, and the ``overwrite`` switch every attack takes."""
-    folder = check_path(report, parameter, optional=True)
-    return (None if folder is None else Path(folder)), check_switch(overwrite, "overwrite")
+    folder = arguments.check_path(report, parameter, optional=True)
+    return (None if folder is None else Path(folder)), arguments.check_switch(overwrite, "overwrite")
 
 
 def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> float | None:
@@ -149,7 +140,7 @@ def _group_sizes(group_sizes: str | Sequence[int]) -> tuple[int, ...]:
                 f"group_sizes must be integers like 1,5,12, got {group_sizes!r}", parameters="group_sizes"
             ) from None
     else:
-        gs = tuple(int(g) for g in check_numbers(group_sizes, "group_sizes", integer=True))
+        gs = tuple(int(g) for g in arguments.check_numbers(group_sizes, "group_sizes", integer=True))
     if not gs or min(gs) < 1:
         raise InvalidParameterError("group_sizes must be positive integers", parameters="group_sizes")
     return gs
@@ -187,6 +178,25 @@ class AuditResult:
         value = self.details.get("warning")
         return value if isinstance(value, str) else None
 
+    def _write(
+        self,
+        directory: str | os.PathLike[str],
+        name: str,
+        title: str,
+        method: str,
+        plot: Callable[[dict[str, object], Path], None],
+        extra: Callable[[Path], None] | None = None,
+    ) -> None:
+        """``<name>.md`` (``title``, the ``method`` in words, the result) and ``<name>.png`` (``plot``) in
+        ``directory``, with what ``extra`` writes there, staged and moved in whole."""
+        from urbandp.audit.report import staged_files, write_report
+
+        result = self.to_dict()
+        with staged_files(Path(directory)) as stage:
+            if extra is not None:
+                extra(stage)
+            write_report(stage, name, title, result, method, {f"{name}.png": lambda p: plot(result, p)})
+
 
 @dataclass(frozen=True)
 class NoiseScaleResult(AuditResult):
@@ -205,19 +215,15 @@ class NoiseScaleResult(AuditResult):
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``noise-scale.md`` and ``noise-scale.png`` in ``directory`` (what ``--report`` writes)."""
         from urbandp.audit.noise_scale_attack import plot_differences
-        from urbandp.audit.report import staged_files, write_report
 
-        result = self.to_dict()
-        with staged_files(Path(directory)) as stage:
-            write_report(
-                stage,
-                "noise-scale",
-                "Noise scale read off the published table",
-                result,
-                "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
-                "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
-                {"noise-scale.png": lambda p: plot_differences(self.differences, result, p)},
-            )
+        self._write(
+            directory,
+            "noise-scale",
+            "Noise scale read off the published table",
+            "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
+            "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
+            lambda result, p: plot_differences(self.differences, result, p),
+        )
 
 
 @dataclass(frozen=True)
@@ -237,22 +243,18 @@ class ZeroSkippingResult(AuditResult):
 
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``zero-skipping.md``, ``zero-skipping.png`` and ``quarantine.csv`` in ``directory`` (``--report``)."""
-        from urbandp.audit.report import staged_files, write_report
         from urbandp.audit.zero_skipping_attack import plot_detection
 
-        result = self.to_dict()
-        with staged_files(Path(directory)) as stage:
-            self.quarantine.write_csv(stage / "quarantine.csv")
-            write_report(
-                stage,
-                "zero-skipping",
-                "Were zeros skipped? (Theorem 1)",
-                result,
-                "Whether the table could come from a method that leaves zero cells unperturbed, and the "
-                "probability that a suspected individual or group is detected with certainty "
-                "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
-                {"zero-skipping.png": lambda p: plot_detection(result, p)},
-            )
+        self._write(
+            directory,
+            "zero-skipping",
+            "Were zeros skipped? (Theorem 1)",
+            "Whether the table could come from a method that leaves zero cells unperturbed, and the "
+            "probability that a suspected individual or group is detected with certainty "
+            "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
+            plot_detection,
+            lambda stage: self.quarantine.write_csv(stage / "quarantine.csv"),
+        )
 
 
 @dataclass(frozen=True)
@@ -277,19 +279,15 @@ class DifferencingResult(AuditResult):
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``differencing.md`` and ``differencing.png`` in ``directory`` (what ``--report`` writes)."""
         from urbandp.audit.differencing_attack import plot_cells
-        from urbandp.audit.report import staged_files, write_report
 
-        result = self.to_dict()
-        with staged_files(Path(directory)) as stage:
-            write_report(
-                stage,
-                "differencing",
-                "Suppressed cells recovered by differencing",
-                result,
-                "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
-                "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
-                {"differencing.png": lambda p: plot_cells(result, p)},
-            )
+        self._write(
+            directory,
+            "differencing",
+            "Suppressed cells recovered by differencing",
+            "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
+            "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
+            plot_cells,
+        )
 
 
 PAIRS_WARNING = (
@@ -337,7 +335,7 @@ class PairsResult:
 # --- the attacks ----------------------------------------------------------------------------------------------
 
 
-@check_keywords
+@arguments.check_keywords
 def noise_scale(
     pairs: TableLike,
     *,
@@ -356,9 +354,9 @@ def noise_scale(
     from urbandp.audit.noise_scale_attack import noise_scale_attack, pair_differences, read_pairs
 
     alpha = _alpha(alpha)
-    model = str(check_name(model, "model"))
+    model = str(arguments.check_name(model, "model"))
     report, overwrite = _common(report, overwrite)
-    check_table(pairs, "pairs")
+    arguments.check_table(pairs, "pairs")
     with _outputs(_paths(pairs), overwrite):
         if report is not None:
             check_report_dir(report)
@@ -385,7 +383,7 @@ def noise_scale(
     return result
 
 
-@check_keywords
+@arguments.check_keywords
 def zero_skipping(
     table: TableLike,
     *,
@@ -410,7 +408,9 @@ def zero_skipping(
             f"method must be auto, data61-2016, urbandp or unknown, got {method!r}", parameters="method"
         )
     gs = _group_sizes(group_sizes)
-    threshold = check_number(threshold, "threshold", minimum=0)  # a float: printed as the CLI does (18.0)
+    threshold = arguments.check_number(
+        threshold, "threshold", minimum=0
+    )  # a float: printed as the CLI does (18.0)
     report, overwrite = _common(report, overwrite)
     with _outputs(_paths(table, privacy), overwrite):
         if report is not None:
@@ -446,7 +446,7 @@ def zero_skipping(
     return result
 
 
-@check_keywords
+@arguments.check_keywords
 def differencing(
     joint: TableLike,
     marginal: TableLike,
@@ -470,7 +470,7 @@ def differencing(
 
     alpha = _alpha(alpha)
     marginal_scale = _positive_finite(marginal_scale, "marginal_scale")
-    max_cells = int(check_number(max_cells, "max_cells", integer=True))
+    max_cells = int(arguments.check_number(max_cells, "max_cells", integer=True))
     if max_cells < 0:
         raise InvalidParameterError(f"max_cells must be >= 0, got {max_cells}", parameters="max_cells")
     report, overwrite = _common(report, overwrite)
@@ -517,7 +517,7 @@ def differencing(
     return result
 
 
-@check_keywords
+@arguments.check_keywords
 def pairs(
     table: TableLike,
     *,
@@ -535,8 +535,8 @@ def pairs(
     """
     from urbandp.audit.route_pairs import route_pairs
 
-    routes = list(check_texts(route, "route"))
-    lag_minutes = int(check_number(lag_minutes, "lag_minutes", integer=True))
+    routes = list(arguments.check_texts(route, "route"))
+    lag_minutes = int(arguments.check_number(lag_minutes, "lag_minutes", integer=True))
     if not 0 <= lag_minutes < 24 * 60:
         raise InvalidParameterError(
             f"lag_minutes must be between 0 and 1439, got {lag_minutes}", parameters="lag_minutes"

@@ -15,6 +15,11 @@ app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions
 STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
 
 
+def _cap(text: str) -> Any:
+    """An optional cap of ``budget init`` (None: not set, or kept as declared)."""
+    return typer.Option(None, help=text)
+
+
 @app.command("init")
 @cli_guard
 def init(
@@ -22,26 +27,21 @@ def init(
     unit: str = typer.Option(
         ..., help="Privacy unit: vehicle-day, card-day, event, reading, respondent, trip or person."
     ),
-    epsilon_per_day: float | None = typer.Option(
-        None, help="Cap on epsilon per unit and calendar day (default: no per-day cap)."
+    epsilon_per_day: float | None = _cap(
+        "Cap on epsilon per unit and calendar day (default: no per-day cap)."
     ),
-    epsilon_total: float | None = typer.Option(
-        None,
-        help="Cap on epsilon over all releases: the sum of each release's epsilon for a unit present on all of its "
-        "days, as its privacy.json states it (default: no total cap).",
+    epsilon_total: float | None = _cap(
+        "Cap on epsilon over all releases: the sum of each release's epsilon for a unit present on all of its "
+        "days, as its privacy.json states it (default: no total cap)."
     ),
-    rho_per_day: float | None = typer.Option(
-        None, help="Cap on zCDP rho per calendar day (default: no rho cap)."
+    rho_per_day: float | None = _cap("Cap on zCDP rho per calendar day (default: no rho cap)."),
+    rho_total: float | None = _cap(
+        "Cap on zCDP rho over all releases: each costs its rho for a unit on all of its D days (D^2 x its rho "
+        "per day when it pools the days) (default: no cap)."
     ),
-    rho_total: float | None = typer.Option(
-        None,
-        help="Cap on zCDP rho over all releases: each costs its rho for a unit on all of its D days (D^2 x its rho "
-        "per day when it pools the days) (default: no cap).",
-    ),
-    delta_total: float | None = typer.Option(
-        None,
-        help="Cap on delta over all releases: the sum of each release's delta for a unit present on all of its "
-        "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap).",
+    delta_total: float | None = _cap(
+        "Cap on delta over all releases: the sum of each release's delta for a unit present on all of its "
+        "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap)."
     ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
     operator: str | None = typer.Option(
