@@ -102,9 +102,9 @@ def declare(
             f"unit must be one of {', '.join(UNITS)}, got {unit!r}", parameters="unit"
         )
     declared = DatasetCaps(name, kind, **checked)
-    db = open_store(
-        _store(store), operator=check_name(operator, "operator", optional=True)
-    )  # the store refuses a blank name
+    if operator is not None and not isinstance(operator, str):  # the store checks the text (a one-line name)
+        raise InvalidParameterError(f"operator must be a string, got {operator!r}", parameters="operator")
+    db = open_store(_store(store), operator=operator)  # the store refuses a blank name
     try:
         return db.init_dataset(declared)
     finally:
@@ -149,10 +149,7 @@ def _caps(db: BudgetStore, name: str) -> DatasetCaps:
     try:
         return db.caps(name)
     except InputError as err:
-        known = str(err).split("; declare it")[0]
-        raise InvalidParameterError(
-            f"{known}; declare it with urbandp.budget.declare", parameters="dataset"
-        ) from None
+        raise InvalidParameterError(str(err), parameters="dataset") from None
 
 
 def _status(db: BudgetStore, name: str) -> BudgetStatus:

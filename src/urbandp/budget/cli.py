@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,18 @@ STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_B
 def _cap(text: str) -> Any:
     """An optional cap of ``budget init`` (None: not set, or kept as declared)."""
     return typer.Option(None, help=text)
+
+
+@contextlib.contextmanager
+def _dataset_named() -> Iterator[None]:
+    """The library's ``dataset`` is the command's DATASET argument, not a flag: a message naming it is shown as
+    the library wrote it."""
+    from urbandp.errors import InputError
+
+    try:
+        yield
+    except InputError as err:
+        raise err.renamed(lambda p: p if p == "dataset" else None) from None
 
 
 @app.command("init")
@@ -91,7 +105,8 @@ def show(
     Example: urbandp budget show surat --out out/budget"""
     from urbandp.budget.api import show as status_of
 
-    status = status_of(budget_store, dataset)
+    with _dataset_named():
+        status = status_of(budget_store, dataset)
     caps, epsilon, group, delta = status.caps, status.epsilon_spent, status.rho_spent, status.delta_spent
     deltas = status.delta_per_day
     spend = {day: (eps, status.rho_per_day[day]) for day, eps in status.epsilon_per_day.items()}
@@ -199,7 +214,8 @@ def history(
     Example: urbandp budget history surat"""
     from urbandp.budget.api import history as events_of
 
-    events = events_of(budget_store, dataset)
+    with _dataset_named():
+        events = events_of(budget_store, dataset)
     rows = [e for e in events if e["kind"] == "release"]
     for event in events:
         typer.echo(_release_line(event) if event["kind"] == "release" else _cap_line(event))

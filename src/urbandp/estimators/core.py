@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -277,6 +277,15 @@ class _Grouped(_Estimator):
             base.values, base.counts, base.n_clipped, base.true_mean, plan, plan.array_means(base.values)
         )
 
+    def _planned(
+        self, values_per_unit: Sequence[np.ndarray], epsilon: float
+    ) -> tuple[float, Prepared, GroupingPlan]:
+        """``epsilon`` checked, the data prepared and its grouping plan (all noise-free)."""
+        eps = _check_epsilon(epsilon)
+        prep = self.prepare(values_per_unit)
+        assert prep.plan is not None
+        return eps, prep, prep.plan
+
     def _result(
         self,
         prep: Prepared,
@@ -324,11 +333,9 @@ class ArrayAveraging(_Grouped):
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
-        assert prep.plan is not None
+        eps, prep, plan = self._planned(values_per_unit, epsilon)
         out, step = self._laplace_step(
-            "mean of array means", float(np.mean(prep.array_means)), self.sensitivity(prep.plan), eps, noise
+            "mean of array means", float(np.mean(prep.array_means)), self.sensitivity(plan), eps, noise
         )
         return self._result(prep, eps, out, step, (step,), (0.0, float(self.upper)), noise)
 
@@ -384,10 +391,7 @@ class Levy(_Grouped):
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
-        plan = prep.plan
-        assert plan is not None
+        eps, prep, plan = self._planned(values_per_unit, epsilon)
         tau, n_bins = self.bins(plan)
         counts = self.bin_counts(prep.array_means, tau, n_bins)
         sel_scale, sel_eps = noisy_max_scale(plan.influence, eps / 2)
@@ -458,10 +462,7 @@ class Quantile(_Grouped):
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
-        plan = prep.plan
-        assert plan is not None
+        eps, prep, plan = self._planned(values_per_unit, epsilon)
         cands = self.candidates()
         d_in = 2 * plan.influence
         steps: list[PrivacyStep] = []
@@ -549,22 +550,25 @@ class ClippedMean(_Estimator):
     def candidates(self) -> list[int]:
         return list(range(1, int(self.m_cap) + 1))
 
+    def median_of_counts(self, scale: float) -> Any:
+        """OpenDP's private median of the units' counts over :meth:`candidates` at ``scale`` (unknown size,
+        symmetric distance)."""
+        return dp.m.make_private_quantile(
+            dp.vector_domain(dp.atom_domain(T=int)),
+            dp.symmetric_distance(),
+            dp.max_divergence(),
+            self.candidates(),
+            0.5,
+            scale,
+        )
+
     def count_bound_scale(self, epsilon: float) -> tuple[float, float]:
-        """Scale and mapped epsilon of the private median of counts (unknown size, symmetric distance 1)."""
-        cands = self.candidates()
-
-        def at(scale: float) -> float:
-            meas = dp.m.make_private_quantile(
-                dp.vector_domain(dp.atom_domain(T=int)),
-                dp.symmetric_distance(),
-                dp.max_divergence(),
-                cands,
-                0.5,
-                scale,
-            )
-            return float(meas.map(1))
-
-        return calibrate_scale(at, epsilon * self.shares()[0], 1.0 / (epsilon * self.shares()[0]))
+        """Scale and mapped epsilon of the private median of counts (symmetric distance 1)."""
+        return calibrate_scale(
+            lambda scale: float(self.median_of_counts(scale).map(1)),
+            epsilon * self.shares()[0],
+            1.0 / (epsilon * self.shares()[0]),
+        )
 
     def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
         try:
@@ -587,15 +591,7 @@ class ClippedMean(_Estimator):
             scale, spent = self.count_bound_scale(eps)
             cands = self.candidates()
             if noise.is_private:
-                meas = dp.m.make_private_quantile(
-                    dp.vector_domain(dp.atom_domain(T=int)),
-                    dp.symmetric_distance(),
-                    dp.max_divergence(),
-                    cands,
-                    0.5,
-                    scale,
-                )
-                m_ub = int(meas([int(c) for c in prep.counts]))
+                m_ub = int(self.median_of_counts(scale)([int(c) for c in prep.counts]))
             else:
                 m_ub = int(
                     cands[int(np.argmin(quantile_scores(prep.counts, np.asarray(cands, dtype=float), 0.5)))]

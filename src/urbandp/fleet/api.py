@@ -264,7 +264,7 @@ def _option(name: str, value: object) -> object:
     if kind.startswith(("int", "float")):
         return check_number(value, name, integer=kind.startswith("int"))
     if kind.startswith("Path"):
-        return check_path(value, name)
+        return Path(cast(str, check_path(value, name)))
     return check_name(value, name)
 
 
