@@ -105,3 +105,17 @@ def test_an_unknown_keyword_is_refused_naming_it_with_the_closest() -> None:
         ud.InvalidParameterError, match=r"^Session\(\) has no option stor \(did you mean store\?\)$"
     ):
         ud.Session(stor="b.sqlite")  # type: ignore[call-arg]
+
+
+def test_writing_a_release_takes_switches_only(tmp_path: Path) -> None:
+    rel = ud.fleet.release(TINY, **WINDOW)
+    for keywords, parameter in (({"overwrite": "no"}, "overwrite"), ({"with_map": "no"}, "with_map")):
+        with pytest.raises(ud.InvalidParameterError) as err:
+            rel.write(tmp_path / "rel", **keywords)
+        assert err.value.parameters == (parameter,)
+    assert not (tmp_path / "rel").exists()
+    means = pl.DataFrame({"u": ["a", "b"], "v": [1.0, 2.0]})
+    mean = ud.estimators.release(means, unit_column="u", value_column="v", epsilon=1, upper=10)
+    with pytest.raises(ud.InvalidParameterError) as err:
+        mean.write(tmp_path / "mean", overwrite="no")
+    assert err.value.parameters == ("overwrite",) and not (tmp_path / "mean").exists()

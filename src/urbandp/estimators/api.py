@@ -170,8 +170,8 @@ class EstimatorRelease(Release):
     def write(self, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
         """Write the release folder ``out`` (estimate.csv, privacy.json) and ``owner_only/<name>/`` beside it;
         an earlier urbandp output is replaced only with ``overwrite``; any other folder is refused."""
-        with output_policy(self.inputs, overwrite=overwrite):
-            return _write_folder(self, Path(out))
+        with output_policy(self.inputs, overwrite=check_switch(overwrite, "overwrite")):
+            return _write_folder(self, Path(str(check_path(out, "out"))))
 
 
 @check_keywords

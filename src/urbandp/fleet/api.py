@@ -97,6 +97,7 @@ class FleetRelease(Release):
         """The release folder ``out`` (hat_speed.csv, privacy.json, map.html) and ``owner_only/<name>/`` beside it;
         a folder urbandp wrote is replaced only with ``overwrite``."""
         assert self.hat_release is not None and self.loaded is not None
+        overwrite, with_map = check_switch(overwrite, "overwrite"), check_switch(with_map, "with_map")
         with output_policy((), overwrite=overwrite):
             target = check_output_path(Path(out), "out")
             self.written = _write_release(
