@@ -18,6 +18,7 @@ import inspect
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, ParamSpec, TypeVar, overload
 
@@ -152,7 +153,7 @@ def check_date(value: object, parameter: str, *, optional: bool = False) -> dt.d
         raise _bad(f"{parameter} must be a day (a date or YYYY-MM-DD), got {value!r}", parameter)
     if isinstance(value, dt.date):
         return value
-    if isinstance(value, str):
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
         try:
             return dt.date.fromisoformat(value.strip())
         except ValueError:

@@ -90,7 +90,7 @@ def test_a_day_is_a_date_a_midnight_datetime_or_iso_text() -> None:
         == check_date("2024-01-15", "d")
         == day
     )
-    for value in (dt.datetime(2024, 1, 15, 10, 30), "2024-13-45", 20240115):
+    for value in (dt.datetime(2024, 1, 15, 10, 30), "2024-13-45", "20240115", "2024-W03-1", 20240115):
         with pytest.raises(ud.InvalidParameterError) as err:
             check_date(value, "d")
         assert err.value.parameters == ("d",)
