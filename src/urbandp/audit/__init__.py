@@ -23,8 +23,9 @@ module ``__getattr__``), so ``urbandp audit --help`` stays fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from urbandp.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from urbandp.audit.api import (
@@ -57,11 +58,4 @@ _HOME = {name: "urbandp.audit.api" for name in __all__ if name != "PublishedTabl
 _HOME["PublishedTable"] = "urbandp.audit.tables"
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

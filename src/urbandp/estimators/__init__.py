@@ -28,7 +28,7 @@ CLIPPED-MEAN: add/remove-one-unit. See docs/estimators.md. :func:`release` and i
 (they import polars); every other module here is internal.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from urbandp.estimators.bounds import choose_m_ub, eq1_argmax, paper_median
 from urbandp.estimators.core import (
@@ -44,6 +44,7 @@ from urbandp.estimators.core import (
     Quantile,
 )
 from urbandp.estimators.grouping import GroupingPlan, bestfit, wraparound
+from urbandp.lazy import lazy_names as _lazy_names
 from urbandp.privacy.noise import OpenDPNoise
 
 if TYPE_CHECKING:
@@ -94,13 +95,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        import importlib
-
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

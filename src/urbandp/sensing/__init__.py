@@ -29,8 +29,9 @@ is internal.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from urbandp.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from urbandp.sensing.api import dp_map, interpolate, pm_map, query
@@ -69,11 +70,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

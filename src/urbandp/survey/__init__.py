@@ -25,8 +25,9 @@ here is internal.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from urbandp.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from urbandp.survey.api import (
@@ -52,13 +53,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "SurveyPrivacyReport":
-        return importlib.import_module("urbandp.survey.report").SurveyPrivacyReport
-    if name in __all__:
-        return getattr(importlib.import_module("urbandp.survey.api"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_HOME = {name: "urbandp.survey.api" for name in __all__ if name != "SurveyPrivacyReport"}
+_HOME["SurveyPrivacyReport"] = "urbandp.survey.report"
 
 
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)
