@@ -10,6 +10,7 @@ docstrings run as written (doctest), on tiny in-memory data.
 from __future__ import annotations
 
 import doctest
+import functools
 import importlib
 import importlib.util
 import re
@@ -84,8 +85,9 @@ def _public_members(module: types.ModuleType) -> dict[str, Any]:
     return {n: getattr(module, n) for n in names}
 
 
+@functools.cache
 def _documented() -> list[Any]:
-    """Every object the API pages document."""
+    """Every object the API pages document (importing every wing once: the first caller pays it)."""
     objects = []
     for _, identifier, members in _blocks():
         obj = _resolve(identifier)
