@@ -194,9 +194,9 @@ def _describe_release(
             "contribution_bounding l2: no truncation, every domain HAT a vehicle-day visits is kept with weight 1/sqrt(m) "
             "(m its HATs); the weights' L2 norm is 1, the sensitivity of K = 1 (docs/fleet.md)"
         )
-        combined.privacy["contribution_bounding"] = "l2"
-    else:
-        combined.privacy["contribution_bounding"] = "truncate"
+    combined.privacy["contribution_bounding"] = cfg.contribution_bounding
+    combined.privacy["contribution_bounding_chosen"] = cfg.chosen.get("contribution_bounding")
+    combined.privacy["borrow_strength_chosen"] = cfg.chosen.get("borrow_strength")
     combined.speed = combined.speed.with_columns(useful_expr(cfg.target_width))
     combined.privacy["usefulness"] = usefulness(combined.speed, cfg.target_width)
     if domain is not None and grid is not None:

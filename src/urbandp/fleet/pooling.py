@@ -176,6 +176,9 @@ def pool(y: np.ndarray, var: np.ndarray, cells: list[str], speed_max: float) -> 
     if y.size < 2:
         nan = np.full(y.size, np.nan)  # nothing to borrow from: no pooled value
         return PooledMeans(nan, nan.copy(), nan.copy(), nan.copy(), float("nan"))
+    if not float(np.sum(var)) > 0.0:  # no noise at all (an allowed meaningless loss): the means are exact
+        return PooledMeans(y.copy(), y.copy(), y.copy(), np.zeros(y.size), 0.0)
+    var = np.maximum(var, np.finfo(float).tiny)
     mu, v = _prior_means(y, var, list(_group_keys(cells)))
     floor = 2.0 * float(np.sum(var**2)) / (y.size * float(np.sum(var)))
     tau2 = max(_spread_upper_bound((y - mu) ** 2, var + v), floor)
