@@ -28,8 +28,9 @@ from urbandp.reports.map import (
     write_hat_map,
 )
 
-TITLE = "Average bus speed per hexagon and hour"
-LEGEND = "mean speed (km/h)"
+TITLE = "Mean of vehicle-day mean speeds per hexagon and hour"
+LEGEND = "mean of vehicle-day mean speeds (km/h)"
+POOLED_LEGEND = "pooled mean of vehicle-day mean speeds (km/h)"
 MAP_COLUMNS = (
     "h3_cell",
     "slot",
@@ -111,11 +112,16 @@ def map_header(p: Mapping[str, object]) -> MapHeader:
             details += (
                 " (the sum of vehicle-day mean speeds). " if p.get("neighbouring") == "add-remove" else ". "
             )
+    estimand = p.get("estimand")
+    if isinstance(estimand, dict) and estimand.get("name"):
+        details += f"Value: the {estimand['name']} of each hexagon and hour. "
     if isinstance(p.get("borrow_strength"), dict):
         details += (
-            "Means and 95% intervals pooled with each hexagon's H3 parent (robust empirical Bayes, post-processing; "
-            "the intervals hold on average over hexagons). "
+            "Shown: means and 95% intervals pooled with each hexagon's H3 parent (robust empirical Bayes, "
+            "post-processing); their promise is 95% on average over the pooled hexagons, not for each one. "
         )
+    elif p.get("neighbouring") == "add-remove" and not empty:
+        details += "Shown: each hexagon's own 95% interval (Fieller's, the count's noise included). "
     details += " ".join(f"Warning: {w}" for w in warnings)
     if reasons:
         return MapHeader(
@@ -337,7 +343,7 @@ __all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]
 
 def _legend(privacy: Mapping[str, object]) -> str:
     """The value's name on the PNGs: the pooled mean where the release borrowed strength (``--borrow-strength``)."""
-    return "pooled mean speed (km/h)" if isinstance(privacy.get("borrow_strength"), dict) else LEGEND
+    return POOLED_LEGEND if isinstance(privacy.get("borrow_strength"), dict) else LEGEND
 
 
 def _target_width(privacy: Mapping[str, object]) -> float | None:
