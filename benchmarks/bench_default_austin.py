@@ -20,6 +20,10 @@ reference. Scores (means over runs; coverage pooled over runs):
   where the map draws it, else the per-HAT one) holds the truth;
 * ``empty_shown``: values drawn where no bus was (no vehicle-day in the HAT; must be 0).
 
+``--configs before`` also runs the defaults as they were (truncation to K = 96, no pooling), scored the same way
+(its estimand is the mean over the vehicle-days truncation keeps; the truth here is the L2-weighted one and the
+plain one, so its coverage is read against ``coverage_*_unweighted_truth``).
+
 The issue's acceptance: epsilon 4 per day >= 25 useful HATs, epsilon 10 >= 120; coverage of shown >= 0.93 and of
 the useful subset >= 0.92; no value drawn where no bus was.
 
@@ -99,6 +103,11 @@ def _held(t: pl.DataFrame, truth_col: str) -> int:
 
 def score(speed: pl.DataFrame, true: pl.DataFrame) -> dict[str, float]:
     """What the map draws (the pooled value where there is one, else the per-HAT one) against the truth."""
+    if "pooled_mean_speed" not in speed.columns:  # no pooling: the map draws the per-HAT values
+        speed = speed.with_columns(
+            pl.lit(None, pl.Float64).alias(c)
+            for c in ("pooled_mean_speed", "pooled_ci95_low", "pooled_ci95_high")
+        ).with_columns(pl.col("useful").alias("pooled_useful"))
     pooled = pl.col("pooled_mean_speed").is_not_null()
     drawn = (
         speed.join(true, on=["h3_cell", "slot"], how="left")
@@ -129,8 +138,12 @@ def score(speed: pl.DataFrame, true: pl.DataFrame) -> dict[str, float]:
     }
 
 
-def run(epsilon: float, runs: int, true: pl.DataFrame) -> dict[str, Any]:
-    cfg = spec(epsilon_per_day=epsilon)
+BEFORE = {"contribution_bounding": "truncate", "borrow_strength": "none"}
+"""The defaults before they became ``auto`` (``--configs before``), for comparison."""
+
+
+def run(epsilon: float, runs: int, true: pl.DataFrame, config: str = "default") -> dict[str, Any]:
+    cfg = spec(epsilon_per_day=epsilon, **(BEFORE if config == "before" else {}))
     scores, privacy = [], {}
     t0 = time.perf_counter()
     for _ in range(runs):
@@ -146,6 +159,7 @@ def run(epsilon: float, runs: int, true: pl.DataFrame) -> dict[str, Any]:
 
     useful_runs = [s["useful"] for s in scores]
     return {
+        "config": config,
         "epsilon_per_day": epsilon,
         "runs": runs,
         "contribution_bounding": privacy.get("contribution_bounding"),
@@ -177,13 +191,13 @@ def _pct(v: float | None) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| epsilon/day | bounding (chosen) | released | shown | useful (map, pooled) | useful per HAT | coverage "
+        "| configuration | epsilon/day | bounding | released | shown | useful (map, pooled) | useful per HAT | coverage "
         "of shown | coverage of useful | coverage of useful per HAT | empty HATs drawn | median abs error |",
-        "|" + "---|" * 11,
+        "|" + "---|" * 12,
     ]
     for r in rows:
         lines.append(
-            f"| {r['epsilon_per_day']:g} | {r['contribution_bounding']} | {r['released']:.1f} | {r['shown']:.1f} | "
+            f"| {r['config']} | {r['epsilon_per_day']:g} | {r['contribution_bounding']} | {r['released']:.1f} | {r['shown']:.1f} | "
             f"{r['useful']:.1f} (min {r['useful_min']:.0f}; target {r['target_useful']}) | "
             f"{r['useful_per_hat']:.1f} | {_pct(r['coverage_shown'])} | {_pct(r['coverage_useful'])} | "
             f"{_pct(r['coverage_useful_per_hat'])} | {r['empty_shown']:.0f} | {r['median_abs_error']:.2f} |"
@@ -196,14 +210,18 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--epsilons", default="4,10")
     ap.add_argument("--results", default="default_austin", help="results/NAME.json")
+    ap.add_argument(
+        "--configs", default="default,before", help="default (no flag), before (truncate, no pooling)"
+    )
     args = ap.parse_args()
     load = os.getloadavg()
     true = truth()
     rows = []
-    for eps in (float(e) for e in args.epsilons.split(",")):
-        row = run(eps, args.runs, true)
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+    for config in args.configs.split(","):
+        for eps in (float(e) for e in args.epsilons.split(",")):
+            row = run(eps, args.runs, true, config)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
     meta = {
         "days": [d.isoformat() for d in DAYS],
         "extent": CITY_EXTENT,
