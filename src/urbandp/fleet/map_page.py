@@ -239,6 +239,34 @@ def speed_geojson(speed: pl.DataFrame) -> dict[str, object]:
     return {"type": "FeatureCollection", "features": features}
 
 
+def _bounding_text(p: Mapping[str, object]) -> str:
+    """How each bus-day's contribution was bounded, in words (privacy.json ``contribution_bounding``)."""
+    if p.get("contribution_bounding") == "l2":
+        return (
+            "every hexagon-slot it visited was kept, each weighted one over the square root of their number, so "
+            "that a bus-day seen in many places weighs no more in total than one seen in a single place"
+        )
+    return f"at most {p.get('max_hats_per_vehicle_day')} hexagon-slots per day"
+
+
+def _estimand_text(p: Mapping[str, object]) -> dict[str, str]:
+    """The estimand's name, how the hexagon's value averages the bus-days, and the intervals' promise."""
+    estimand = p.get("estimand")
+    name = str(estimand.get("name")) if isinstance(estimand, dict) else "mean of vehicle-day mean speeds"
+    weighted = p.get("contribution_bounding") == "l2"
+    promise = (
+        "pooled with the hexagon's neighbours; 95% of these intervals hold on average over the hexagons, not "
+        "each one"
+        if isinstance(p.get("borrow_strength"), dict)
+        else "each one holds its hexagon's value with 95% probability"
+    )
+    return {
+        "estimand": name,
+        "average": "mean, each bus-day weighted by how few hexagon-slots it visited" if weighted else "mean",
+        "promise": promise,
+    }
+
+
 def methodology_html(p: Mapping[str, object], files: Sequence[str]) -> str:
     """A plain-language page on how the numbers were protected, written from privacy.json.
 
@@ -259,7 +287,8 @@ def methodology_html(p: Mapping[str, object], files: Sequence[str]) -> str:
         "delta_day": _g(_num(p, "delta_per_day"), 2),
         "eps_window": _g(_num(p, "epsilon_per_window")),
         "delta_window": _g(_num(p, "delta_per_window"), 2),
-        "max_hats": str(p.get("max_hats_per_vehicle_day")),
+        "bounding": _bounding_text(p),
+        **_estimand_text(p),
         "speed_max": _g(_num(p, "speed_max")),
         "mechanism": str(p.get("mechanism")),
         "threshold": str(sel.get("threshold_vehicle_days")),

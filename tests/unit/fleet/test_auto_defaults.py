@@ -85,3 +85,23 @@ def test_the_map_header_names_the_estimand_and_the_promise_shown() -> None:
     assert "each hexagon's own 95% interval" in per_hat
     pooled = map_header({**base, "borrow_strength": {"hats_pooled": 3}}).details
     assert "95% on average over the pooled hexagons, not for each one" in pooled
+
+
+def test_the_methodology_page_describes_the_bounding_used_and_the_estimand() -> None:
+    from urbandp.fleet.map_page import methodology_html
+
+    base = {"dp_label": "DP", "hats_released": 3, "neighbouring": "add-remove", "max_hats_per_vehicle_day": 1}
+    l2 = methodology_html(
+        {
+            **base,
+            "contribution_bounding": "l2",
+            "estimand": {"name": "weighted mean of vehicle-day mean speeds"},
+            "borrow_strength": {"hats_pooled": 3},
+        },
+        [],
+    )
+    assert "The weighted mean of vehicle-day mean speeds per hexagon" in l2
+    assert "at most 1 hexagon-slots" not in l2 and "every hexagon-slot it visited was kept" in l2
+    assert "hold on average over the hexagons" in l2
+    k = methodology_html({**base, "contribution_bounding": "truncate", "max_hats_per_vehicle_day": 96}, [])
+    assert "at most 96 hexagon-slots per day" in k and "each one holds its hexagon" in k

@@ -13,5 +13,8 @@ def test_the_docs_table_is_the_benchmark_s_markdown() -> None:
     assert results["markdown"] in (REPO / "docs" / "fleet.md").read_text()
     by = {(r["config"], r["epsilon_per_day"]): r for r in results["rows"]}
     # the figures the docs' prose states
-    assert round(by[("default", 4.0)]["useful"], 1) == 22.3 and round(by[("default", 10.0)]["useful"], 1) == 108.7
+    assert (
+        round(by[("default", 4.0)]["useful"], 1) == 22.3
+        and round(by[("default", 10.0)]["useful"], 1) == 108.7
+    )
     assert all(r["empty_shown"] == 0 for r in results["rows"])
