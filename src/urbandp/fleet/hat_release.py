@@ -1,4 +1,5 @@
-"""Differentially private release of average speed (Query 1) and speeding counts (Query 2) per HAT.
+"""Differentially private release of the mean of vehicle-day mean speeds (Query 1) and speeding counts (Query 2) per
+HAT.
 
 ITMS report sections II D, III D-F and IV C-D, with the corrections docs/design.md requires. The budget goes one way, each step in its own module:
 

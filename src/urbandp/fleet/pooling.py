@@ -17,6 +17,10 @@ the plain estimate sometimes lands near 0, which shrinks every HAT hard and narr
 Austin days 4 of 10 releases then showed 38-83 "useful" HATs instead of 5-20); an overstated ``tau`` only widens the
 intervals towards the per-HAT ones.
 
+Each HAT's own weight and interval read ``sigma_i^2`` one sd below its noisy count (:func:`_count_for_variance`):
+a count the noise overstated would otherwise give a variance too small, and the label ``pooled_useful`` would pick
+exactly those HATs. The prior means and ``tau`` are fitted at the noisy counts.
+
 The interval is their **robust EBCI** (eq. 7): ``theta_i +- cva(sigma_i^2 / m_i) w_i sigma_i``, where
 ``cva(t)`` is the critical value that keeps the *worst-case* non-coverage at 5% over every distribution of the
 normalised bias ``b`` with ``E b^2 = t`` (only the second moment is assumed; no normal prior). Its guarantee is
