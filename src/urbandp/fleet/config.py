@@ -730,6 +730,4 @@ def _line_of(first: dict[str, Any], plain: bool = False) -> str:
     flag = "--" + where.replace("_", "-")
     # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration)
     names = where if plain else f"{where} ({flag}, or {where} in [release])"
-    return f"bad value for {names}: {msg}" + (
-        f" (example: {where} = {example})" if example else ""
-    )
+    return f"bad value for {names}: {msg}" + (f" (example: {where} = {example})" if example else "")
