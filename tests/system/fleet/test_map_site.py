@@ -108,6 +108,10 @@ def test_map_site_export(three: dict[str, Path], tmp_path: Path) -> None:
     assert geo["type"] == "FeatureCollection" and len(geo["features"]) == speed.height > 0
     ring = geo["features"][0]["geometry"]["coordinates"][0]
     assert ring[0] == ring[-1] and -98 < ring[0][0] < -97 and 30 < ring[0][1] < 31  # lon, lat in Austin
+    # one GeoJSON writer: the site's hexagons are the release folder's, to the last digit
+    released = json.loads((three["dp"] / "hat_speed.geojson").read_text())["features"]
+    assert [f["geometry"] for f in geo["features"]] == [f["geometry"] for f in released]
+    assert [f["properties"]["mean_speed"] for f in geo["features"]] == speed["mean_speed"].to_list()
     assert len(list((site / "png").glob("slot_*.png"))) == speed["slot"].n_unique()
     method = (site / "methodology.html").read_text()
     p = json.loads((site / "privacy.json").read_text())
