@@ -301,6 +301,7 @@ def write_site(
                 header=header,
                 speed_max=_num(privacy, "speed_max") or 0.0,
                 gtfs=gtfs,
+                context=context,
                 interval_threshold=_target_width(privacy),
                 legend=_legend(privacy),
             ):

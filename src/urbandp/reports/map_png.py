@@ -146,7 +146,7 @@ def write_slot_pngs(
         pad = 0.05 * max(*(hi - lo), 0.1)
         ax.set_xlim(lo[0] - pad, hi[0] + pad)
         ax.set_ylim(lo[1] - pad, hi[1] + pad)
-        ax.set_aspect("equal")
+        ax.set_aspect("equal", adjustable="datalim")  # the frame fills the axes: more context, same scale
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(f"{slot}: {legend}", fontsize=12)
