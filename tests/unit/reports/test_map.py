@@ -357,7 +357,7 @@ def test_the_map_reads_a_feed_as_the_domain_does_within_its_caps(
     """One GTFS reader: a pipe is refused unopened (it would block), a table over the row cap unparsed."""
     from urbandp.records import gtfs_schedule
 
-    fifo = tmp_path / "gtfs.zip"
+    fifo = tmp_path / "pipe.zip"
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="not a regular file"):
         gtfs_overlay(fifo)
