@@ -14,7 +14,6 @@ import polars as pl
 import urbandp.survey.release as release
 import urbandp.survey.ssd as ssd
 from urbandp.errors import InputError
-from urbandp.geodesy import degree_aspect
 from urbandp.spec_options import Bounds, check_options, option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
@@ -224,6 +223,8 @@ def plot_trajectories(plots: list[Plot], path: Path, *, epsilon: float, m: float
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from urbandp.geodesy import degree_aspect
 
     shown = plots[:6]
     cols = min(3, len(shown))
