@@ -83,20 +83,23 @@ def route_points(path: Path) -> np.ndarray:
 
 def cells_on_route(points: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     """0/1 over the rectangle's cells: a cell is selected when a route point is nearer to its centroid than
-    to any other centroid and lies within one cell spacing of it (points outside the rectangle select nothing)."""
+    to any other centroid and lies within one cell spacing of it (points outside the rectangle select nothing).
+
+    Distances in metres on the rectangle's plane (:func:`urbandp.geodesy.box_projection`), nearest centroids from
+    a k-d tree (scipy's ``cKDTree``): O((n + m) log n) for n cells and m route points.
+    """
+    from scipy.spatial import cKDTree
+
     v = np.zeros(len(lat), dtype=bool)
-    if len(lat) == 0:
+    if len(lat) == 0 or len(points) == 0:
         return v
-    scale = np.cos(np.radians(float(np.mean(lat))))
-    xy = np.column_stack([lat, lon * scale])
-    d_cells = np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1)) if len(lat) > 1 else np.array([[0.0]])
-    spacing = float(np.min(d_cells + np.eye(len(lat)) * 1e9)) if len(lat) > 1 else np.inf
-    pxy = np.column_stack([points[:, 0], points[:, 1] * scale])
-    for p in pxy:
-        d = np.sqrt(((xy - p) ** 2).sum(-1))
-        i = int(np.argmin(d))
-        if d[i] <= spacing * 0.7072:  # inside the square (half diagonal)
-            v[i] = True
+    plane = geodesy.box_projection(
+        float(np.min(lat)), float(np.min(lon)), float(np.max(lat)), float(np.max(lon))
+    )
+    tree = cKDTree(plane.to_metres(lat, lon))
+    spacing = float(np.min(tree.query(tree.data, k=2)[0][:, 1])) if len(lat) > 1 else np.inf
+    distance, nearest = tree.query(plane.to_metres(points[:, 0], points[:, 1]))
+    v[nearest[distance <= spacing * 0.7072]] = True  # inside the square (half diagonal)
     return v
 
 

@@ -224,6 +224,8 @@ def plot_trajectories(plots: list[Plot], path: Path, *, epsilon: float, m: float
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from urbandp.geodesy import degree_aspect
+
     shown = plots[:6]
     cols = min(3, len(shown))
     rows = (len(shown) + cols - 1) // cols
@@ -236,7 +238,7 @@ def plot_trajectories(plots: list[Plot], path: Path, *, epsilon: float, m: float
         ax.plot([lo[0], lo[-1]], [la[0], la[-1]], "o", color="tab:blue", ms=5, label="start/end (exact)")
         ax.set_title(f"trip {k + 1}: {len(la)} points", fontsize=9)
         ax.tick_params(labelsize=7)
-        ax.set_aspect(1.0 / np.cos(np.radians(float(np.mean(la)))))
+        ax.set_aspect(degree_aspect(float(np.mean(la)), float(np.mean(lo))))
         if k == 0:
             ax.legend(fontsize=7)
     fig.suptitle(
