@@ -32,12 +32,12 @@ import urbandp.counts.threshold_advice as threshold_advice
 from urbandp.config_tables import takes_config
 from urbandp.counts.accounting import release_loss
 from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
-from urbandp.counts.columns import ColumnsLike, apply_columns, column_map
+from urbandp.counts.columns import apply_columns, column_map
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.output import release_tables
 from urbandp.counts.report import CountsPrivacyReport
 from urbandp.counts.selection import check_selection_input, release_selected
-from urbandp.counts.spec import CountsReleaseSpec, DomainLike
+from urbandp.counts.spec import CountsReleaseSpec
 from urbandp.counts.table_release import CountReleaseConfig
 from urbandp.counts.tails import IntegerNoise
 from urbandp.counts.window import per_card_window
@@ -50,6 +50,7 @@ from urbandp.privacy.loss import Loss
 from urbandp.privacy.report import write_privacy_json
 from urbandp.privacy.session import Session as ReleaseCharge
 from urbandp.privacy.session import days_between
+from urbandp.release_options import takes_options
 from urbandp.results import Release
 from urbandp.session import Session
 
@@ -79,42 +80,16 @@ class CountsRelease(Release):
 
 
 @takes_config("counts.release")
+@takes_options(CountsReleaseSpec)
 def release(
     data: TableLike,
     *,
-    domain: DomainLike = None,
-    select_partitions: bool = False,
-    input_kind: str = "events",
-    column: ColumnsLike = None,
-    unit: str = "event",
-    max_events: int = 1,
-    max_per_cell: int = 1,
-    method: str = "urbandp",
-    mechanism: str = "laplace",
-    epsilon: float | None = None,
-    delta: float = 0.0,
-    noise_scale: float | None = None,
-    suppress_below: float | None = None,
-    threshold: float = 18.0,
-    precision: int = 0,
-    consistent: bool = False,
-    top_k: int | None = None,
-    top_k_epsilon: float | None = None,
-    top_k_tap: str | None = None,
-    format: str = "csv",
-    sampling: str = "auto",
-    marginals: str = "auto",
-    marginal_epsilon: float | None = None,
-    marginal_scale: float | None = None,
-    budget_epsilon: float | None = None,
-    budget_delta: float = 1e-5,
-    engine: str = "polars",
-    spark_master: str | None = None,
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
     progress: ProgressHook | None = None,
     config: str | Path | None = None,
+    **options: Any,
 ) -> CountsRelease:
     """Release a joint tap-count table and its marginals with DP (``urbandp counts release``; every option is
     the flag of that name, see its ``--help`` and docs/counts.md).
@@ -132,7 +107,7 @@ def release(
     ``[counts.release]`` table sets options by keyword (the file ``urbandp counts release --config`` reads);
     keywords passed win (:mod:`urbandp.config_tables`).
     """
-    spec = CountsReleaseSpec.from_options(locals())
+    spec = CountsReleaseSpec(**options)
     rel = release_spec(data, spec, session=session, out=out, overwrite=overwrite, progress=progress)
     rel.emit_warnings()
     return rel

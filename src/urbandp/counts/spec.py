@@ -1,12 +1,11 @@
 """The options of one count release, checked together before any data is read (``urbandp counts release``,
 ``urbandp.counts.release``).
 
-Each option (type, default, bounds or choices, help, flag) is declared once, as a field of
-:class:`CountsReleaseSpec`: the flags of ``urbandp counts release`` are built from the fields, and the keywords of
-:func:`urbandp.counts.api.release` restate them for type checkers (a test holds them
-equal). :func:`~urbandp.spec_options.check_options` checks the declared bounds; ``__post_init__`` then checks the
-options together (the mechanism's own description, :class:`urbandp.counts.config.CountReleaseConfig`, keeps its
-checks for callers below the spec). Messages name each option by its Python keyword and list it in the error's
+Each option (type, default, bounds or choices, help, flag) is declared once, as a field of the pydantic model
+:class:`CountsReleaseSpec` (:mod:`urbandp.release_options`): the flags of ``urbandp counts release`` and the
+signature of :func:`urbandp.counts.api.release` are built from the fields. Construction checks each option's type
+and bounds; ``model_post_init`` then checks the options together (the mechanism's own description,
+:class:`urbandp.counts.config.CountReleaseConfig`, keeps its checks for callers below the spec). Messages name each option by its Python keyword and list it in the error's
 ``parameters``; the command line prints its flag instead. The delta limit is
 the shared guard's (:func:`urbandp.privacy.guards.check_delta`), which names the flag itself.
 """
@@ -14,7 +13,6 @@ the shared guard's (:func:`urbandp.privacy.guards.check_delta`), which names the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InvalidParameterError
 from urbandp.privacy.guards import check_delta
 from urbandp.privacy.loss import Loss
-from urbandp.spec_options import Bounds, check_options, option
+from urbandp.release_options import ReleaseOptions, option
 
 DomainLike = str | Path | CountDomain | dict[str, object] | None
 """A public domain: a JSON file, a :class:`CountDomain`, or its JSON object; None with ``select_partitions``."""
@@ -40,15 +38,14 @@ SPEC_HASH_LEAVES_OUT = ("engine", "spark_master", "column")
 renames the input's columns): not in its hash."""
 
 
-@dataclass(frozen=True)
-class CountsReleaseSpec:
-    """Every option of a count release, declared once (:func:`urbandp.spec_options.option`): the command's flags
+class CountsReleaseSpec(ReleaseOptions):
+    """Every option of a count release, declared once (:func:`urbandp.release_options.option`): the command's flags
     and ``--help`` are built from these fields, and :func:`urbandp.counts.api.release` takes them as keywords."""
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> CountsReleaseSpec:
         """The spec from a mapping holding (at least) every field by name: the API's keywords, the CLI's flags."""
-        return cls(**{f.name: options[f.name] for f in fields(cls)})
+        return cls(**{name: options[name] for name in cls.model_fields})
 
     domain: DomainLike = option(
         None,
@@ -69,12 +66,8 @@ class CountsReleaseSpec:
         cli_type=list[str] | None,
     )
     unit: str = option("event", help="Privacy unit: event | card-day.", choices=("event", "card-day"))
-    max_events: int = option(
-        1, help="card-day: at most k events per card and day (truncation).", bounds=Bounds(at_least=1)
-    )
-    max_per_cell: int = option(
-        1, help="card-day: at most m events of one card-day per cell.", bounds=Bounds(at_least=1)
-    )
+    max_events: int = option(1, help="card-day: at most k events per card and day (truncation).", ge=1)
+    max_per_cell: int = option(1, help="card-day: at most m events of one card-day per cell.", ge=1)
     method: str = option(
         "urbandp", help="urbandp (DP, default) | data61-2016 (NOT DP, for comparison).", choices=METHODS
     )
@@ -86,36 +79,34 @@ class CountsReleaseSpec:
     epsilon: float | None = option(
         None,
         help="Epsilon for the joint table, scale calibrated by OpenDP (default: none; give this or --noise-scale).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     delta: float = option(0.0, help="Delta (Gaussian mechanism or partition selection).")
     noise_scale: float | None = option(
         None,
         help="Noise scale instead of epsilon, which is then computed (default: none; give this or --epsilon).",
-        bounds=Bounds(above=0, at_most=MAX_NOISE_SCALE),
+        gt=0,
+        le=MAX_NOISE_SCALE,
         why="the noisy counts are 64-bit integers: noise of a larger scale would overflow them",
     )
     suppress_below: float | None = option(
         None,
         help="Hide joint cells whose NOISY value is below this (default: publish every cell).",
-        bounds=Bounds(),
     )
-    threshold: float = option(18.0, help="data61-2016 only: release if noisy > threshold.", bounds=Bounds())
-    precision: int = option(
-        0, help="Decimal places of released values.", bounds=Bounds(at_least=-9, at_most=15)
-    )
+    threshold: float = option(18.0, help="data61-2016 only: release if noisy > threshold.")
+    precision: int = option(0, help="Decimal places of released values.", ge=-9, le=15)
     consistent: bool = option(
         False, help="Consistent non-negative least-squares projection (post-processing)."
     )
     top_k: int | None = option(
         None,
         help="Also release the k busiest places with OpenDP noisy top-k (default: off).",
-        bounds=Bounds(at_least=1),
+        ge=1,
     )
     top_k_epsilon: float | None = option(
         None,
         help="Epsilon charged for --top-k (default: none; required with --top-k).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     top_k_tap: str | None = option(
         None, help="Rank places by this tap only, e.g. off = destinations (default: all taps)."
@@ -136,19 +127,17 @@ class CountsReleaseSpec:
     marginal_epsilon: float | None = option(
         None,
         help="Charged marginals: epsilon of each marginal table (default: none; needed with --marginals charged).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     marginal_scale: float | None = option(
         None,
         help="Charged marginals: noise scale instead of --marginal-epsilon (default: none).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     budget_epsilon: float | None = option(
-        None, help="Refuse releases that spend more epsilon (default: no cap).", bounds=Bounds(above=0)
+        None, help="Refuse releases that spend more epsilon (default: no cap).", gt=0
     )
-    budget_delta: float = option(
-        1e-5, help="Refuse releases that spend more delta.", bounds=Bounds(at_least=0, below=1)
-    )
+    budget_delta: float = option(1e-5, help="Refuse releases that spend more delta.", ge=0, lt=1)
     engine: str = option(
         "polars",
         help="Per-event stage: polars (in-process) or spark, see docs/scale-out.md.",
@@ -158,8 +147,7 @@ class CountsReleaseSpec:
         None, help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*])."
     )
 
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices
+    def model_post_init(self, context: Any, /) -> None:
         if self.domain is not None and self.select_partitions:
             raise InvalidParameterError(
                 "give domain (a public list of cells) or select_partitions (cells chosen with DP), not both",

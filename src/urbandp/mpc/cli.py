@@ -74,7 +74,7 @@ def serve(
     ] = 5.0,
     sigma2_min: Annotated[
         float, typer.Option(help="Public lower bound of cell variances (sigma2 clamped; as sensing query).")
-    ] = _Q.sigma2_min,
+    ] = _Q.model_fields["sigma2_min"].default,
     rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max (public).")] = 1.0,
     steepness: Annotated[float, typer.Option(help="Sigmoid steepness k for count/range (public).")] = 1.0,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the client during a query.")] = 60.0,

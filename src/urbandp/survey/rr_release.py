@@ -12,7 +12,7 @@ import polars as pl
 import urbandp.survey.randomized_response as rr
 import urbandp.survey.release as release
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.spec_options import Bounds, check_options, option
+from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.categorical import (
     Declared,
     Validated,
@@ -40,10 +40,9 @@ REPORT_REPLACEMENT_NOT_DP = (
 OWNER_FILES = ["quarantine.csv", "alias_report.csv", "input_report.json"]
 
 
-@dataclass(frozen=True)
-class RandomizeSpec:
+class RandomizeSpec(ReleaseOptions):
     """The options of ``survey randomize``, checked before the data is read. Each option (type, default, help,
-    flag) is declared once, on its field (:func:`urbandp.spec_options.option`): the command's flags are built from
+    flag) is declared once, on its field (:func:`urbandp.release_options.option`): the command's flags are built from
     the fields and :func:`urbandp.survey.api.randomize` takes them as keywords with the same defaults."""
 
     column: str = option(help="Column to randomize.")
@@ -60,12 +59,13 @@ class RandomizeSpec:
     epsilon: float | None = option(
         None,
         help="Epsilon per respondent for k-RR (default: none; give this or --theta).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     theta: float | None = option(
         None,
         help="Binary RR truth probability, 2 categories only (default: none; give this or --epsilon).",
-        bounds=Bounds(above=0, below=1),
+        gt=0,
+        lt=1,
     )
     aliases: Path | None = option(None, help="Alias table: 'alias,canonical' lines (default: no aliases).")
     method: str = option(
@@ -76,19 +76,17 @@ class RandomizeSpec:
     p: float | None = option(
         None,
         help="Keep probability for --method report-replacement (default: none).",
-        bounds=Bounds(at_least=0, below=1),
+        ge=0,
+        lt=1,
     )
     sampler: str = option("opendp", help=release.SAMPLER_HELP, choices=tuple(SOURCES))
     separator: str = option(",", help=release.SEPARATOR_HELP)
     budget_epsilon: float | None = option(
-        None, help="Refuse to spend more than this (default: no cap).", bounds=Bounds(above=0)
+        None, help="Refuse to spend more than this (default: no cap).", gt=0
     )
     id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
     keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
     command: str = "urbandp.survey.randomize (Python)"
-
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices, before the data is read
 
 
 @dataclass
