@@ -493,3 +493,17 @@ def test_help_of_an_api_function_shows_every_option_with_its_default() -> None:
         assert f"{o.name}: " in text, o.name
     assert "budget_delta: float = 1e-05" in text
     assert "max_events: int = 1" in text
+
+
+def test_help_of_the_fleet_release_shows_every_option_with_the_default_the_code_applies() -> None:
+    import urbandp as ud
+    from urbandp.fleet.config import HatReleaseConfig
+    from urbandp.fleet.options import INPUT_DEFAULTS, OPTION_NAMES
+
+    keywords = inspect.signature(ud.fleet.release).parameters
+    for name in OPTION_NAMES:
+        assert keywords[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+    assert keywords["speed_max"].default == HatReleaseConfig.model_fields["speed_max"].default
+    assert keywords["resolution"].default == HatReleaseConfig.model_fields["resolution"].default
+    assert keywords["speed_reject_above"].default == INPUT_DEFAULTS["speed_reject_above"]
+    assert keywords["epsilon_per_day"].default is None and "session" in keywords
