@@ -9,8 +9,9 @@ besides (flag, command-line type, ``--no-`` form), in one place. From the fields
 
 - :func:`urbandp.cli_spec.spec_parameters` builds the command's Typer options, so ``--help`` shows the field's
   default and its help, and ``--config`` reads the flags' keys (:mod:`urbandp.cli_config`);
-- :func:`urbandp.cli_spec.api_signature` gives the Python API function (``ud.counts.release``,
-  ``ud.survey.randomize``, ...) that takes ``**options`` the signature ``help()`` and editors show;
+- :func:`takes_options` gives the Python API function (``ud.counts.release``, ``ud.survey.randomize``, ...) that
+  takes ``**options`` the signature ``help()`` shows, and :mod:`urbandp.option_types` (generated from the fields
+  by :mod:`urbandp.option_types_gen`) types those ``**options`` for type checkers and editors;
 - the docs' option tables are read from the commands (``docs/gen_from_code.py``).
 
 Validation is pydantic's, with the types held strictly for Python callers (scikit-learn's parameter validation,

@@ -507,3 +507,14 @@ def test_help_of_the_fleet_release_shows_every_option_with_the_default_the_code_
     assert keywords["resolution"].default == HatReleaseConfig.model_fields["resolution"].default
     assert keywords["speed_reject_above"].default == INPUT_DEFAULTS["speed_reject_above"]
     assert keywords["epsilon_per_day"].default is None and "session" in keywords
+
+
+def test_the_api_s_keyword_types_are_generated_from_the_models() -> None:
+    """``urbandp.option_types`` (the ``TypedDict`` each API function's ``**options`` is typed with, for type
+    checkers and editors) is what ``python -m urbandp.option_types_gen`` writes from the models' fields."""
+    from urbandp import option_types, option_types_gen
+
+    assert option_types_gen.main(["--check"]) == 0
+    for name, reference in option_types_gen.MODELS.items():
+        typed = getattr(option_types, name).__annotations__
+        assert list(typed) == [o.name for o in declared_options(_load(reference))], name

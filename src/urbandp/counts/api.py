@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
@@ -53,6 +53,9 @@ from urbandp.privacy.session import days_between
 from urbandp.release_options import takes_options
 from urbandp.results import Release
 from urbandp.session import Session
+
+if TYPE_CHECKING:
+    from urbandp import option_types
 
 ProgressHook = Callable[[int], AbstractContextManager[Callable[[int], None]]]
 """Called with the number of cells about to be noised; the context it opens gets each batch's size."""
@@ -89,7 +92,7 @@ def release(
     overwrite: bool = False,
     progress: ProgressHook | None = None,
     config: str | Path | None = None,
-    **options: Any,
+    **options: Unpack[option_types.CountsReleaseOptions],
 ) -> CountsRelease:
     """Release a joint tap-count table and its marginals with DP (``urbandp counts release``; every option is
     the flag of that name, see its ``--help`` and docs/counts.md).

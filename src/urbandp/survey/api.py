@@ -27,7 +27,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
@@ -41,6 +41,9 @@ from urbandp.survey.points_release import PointsSpec, points_body
 from urbandp.survey.result import SurveyRelease, run_release
 from urbandp.survey.rr_release import RandomizeSpec, estimate_table, randomize_body
 from urbandp.survey.trajectory_release import TrajectoriesSpec, trajectories_body
+
+if TYPE_CHECKING:
+    from urbandp import option_types
 
 __all__ = [
     "SurveyRelease",
@@ -73,7 +76,7 @@ def randomize(
     overwrite: bool = False,
     command_line: str | None = None,
     config: PathLike | None = None,
-    **options: Any,
+    **options: Unpack[option_types.RandomizeOptions],
 ) -> SurveyRelease:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1; eq. 5), per
     respondent: k-RR with ``epsilon`` (within each ``within`` list), binary RR with ``theta``, or the report's
@@ -147,7 +150,7 @@ def perturb_points(
     overwrite: bool = False,
     command_line: str | None = None,
     config: PathLike | None = None,
-    **options: Any,
+    **options: Unpack[option_types.PerturbPointsOptions],
 ) -> SurveyRelease:
     """Perturb one location per respondent: planar Laplace with ``epsilon_per_metre`` (geo-indistinguishability,
     Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Its guarantee is
@@ -170,7 +173,7 @@ def od_randomize(
     overwrite: bool = False,
     command_line: str | None = None,
     config: PathLike | None = None,
-    **options: Any,
+    **options: Unpack[option_types.OdRandomizeOptions],
 ) -> SurveyRelease:
     """Randomize origin-destination pairs over declared blocks: OD randomized response (report eq. 13) with
     ``keep_probability`` or ``epsilon`` per trip; ``method="histogram"``/``"histogram-joint"`` is the report's
@@ -221,7 +224,7 @@ def perturb_trajectories(
     overwrite: bool = False,
     command_line: str | None = None,
     config: PathLike | None = None,
-    **options: Any,
+    **options: Unpack[option_types.PerturbTrajectoriesOptions],
 ) -> SurveyRelease:
     """SSD trajectory perturbation per trip (report section 6.1, eq. 16; Jiang et al. 2013). NOT DP as a whole
     (every trip's start and end are published): refused with a dataset. With ``person`` and
