@@ -10,7 +10,7 @@ import typing
 import urbandp.counts.domain
 
 
-class CountsReleaseOptions(typing.TypedDict, total=False):
+class CountsReleaseKeywords(typing.TypedDict, total=False):
     """The options of :class:`urbandp.counts.spec.CountsReleaseSpec`."""
 
     domain: str | pathlib.Path | urbandp.counts.domain.CountDomain | dict[str, object] | None
@@ -43,7 +43,7 @@ class CountsReleaseOptions(typing.TypedDict, total=False):
     spark_master: str | None
 
 
-class RandomizeOptions(typing.TypedDict, total=False):
+class RandomizeKeywords(typing.TypedDict, total=False):
     """The options of :class:`urbandp.survey.rr_release.RandomizeSpec`."""
 
     column: str
@@ -62,7 +62,7 @@ class RandomizeOptions(typing.TypedDict, total=False):
     keep_columns: str | None
 
 
-class PerturbPointsOptions(typing.TypedDict, total=False):
+class PerturbPointsKeywords(typing.TypedDict, total=False):
     """The options of :class:`urbandp.survey.points_release.PointsSpec`."""
 
     lat: str
@@ -77,7 +77,7 @@ class PerturbPointsOptions(typing.TypedDict, total=False):
     keep_columns: str | None
 
 
-class OdRandomizeOptions(typing.TypedDict, total=False):
+class OdRandomizeKeywords(typing.TypedDict, total=False):
     """The options of :class:`urbandp.survey.od_release.OdSpec`."""
 
     origin: str
@@ -96,7 +96,7 @@ class OdRandomizeOptions(typing.TypedDict, total=False):
     keep_columns: str | None
 
 
-class PerturbTrajectoriesOptions(typing.TypedDict, total=False):
+class PerturbTrajectoriesKeywords(typing.TypedDict, total=False):
     """The options of :class:`urbandp.survey.trajectory_release.TrajectoriesSpec`."""
 
     lat: str
@@ -114,7 +114,7 @@ class PerturbTrajectoriesOptions(typing.TypedDict, total=False):
     keep_columns: str | None
 
 
-class DpMapOptions(typing.TypedDict, total=False):
+class DpMapKeywords(typing.TypedDict, total=False):
     """The options of :class:`urbandp.sensing.options.DpMapOptions`."""
 
     epsilon: float
@@ -136,7 +136,7 @@ class DpMapOptions(typing.TypedDict, total=False):
     delta: float
 
 
-class PmMapOptions(typing.TypedDict, total=False):
+class PmMapKeywords(typing.TypedDict, total=False):
     """The options of :class:`urbandp.sensing.options.PmMapOptions`."""
 
     bbox: tuple[float, float, float, float]
@@ -155,7 +155,7 @@ class PmMapOptions(typing.TypedDict, total=False):
     max_readings_per_vehicle_window: int
 
 
-class QueryOptions(typing.TypedDict, total=False):
+class QueryKeywords(typing.TypedDict, total=False):
     """The options of :class:`urbandp.sensing.options.QueryOptions`."""
 
     rect: tuple[float, float, float, float]

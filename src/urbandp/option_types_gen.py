@@ -2,7 +2,7 @@
 
 Each API release function takes ``**options`` (:func:`urbandp.release_options.takes_options`); for a type checker
 and an editor its options are a ``TypedDict`` of :mod:`urbandp.option_types` (``**options:
-Unpack[CountsReleaseOptions]``), generated here from the one declaration, the model's fields, and never edited by
+Unpack[CountsReleaseKeywords]``), generated here from the one declaration, the model's fields, and never edited by
 hand. Run ``python -m urbandp.option_types_gen`` after changing an option; ``--check`` exits 1 when the committed
 module is out of date (a test runs it).
 """
@@ -19,14 +19,14 @@ from typing import Any
 from urbandp.release_options import DeclaredOption, declared_options
 
 MODELS: dict[str, str] = {
-    "CountsReleaseOptions": "urbandp.counts.spec:CountsReleaseSpec",
-    "RandomizeOptions": "urbandp.survey.rr_release:RandomizeSpec",
-    "PerturbPointsOptions": "urbandp.survey.points_release:PointsSpec",
-    "OdRandomizeOptions": "urbandp.survey.od_release:OdSpec",
-    "PerturbTrajectoriesOptions": "urbandp.survey.trajectory_release:TrajectoriesSpec",
-    "DpMapOptions": "urbandp.sensing.options:DpMapOptions",
-    "PmMapOptions": "urbandp.sensing.options:PmMapOptions",
-    "QueryOptions": "urbandp.sensing.options:QueryOptions",
+    "CountsReleaseKeywords": "urbandp.counts.spec:CountsReleaseSpec",
+    "RandomizeKeywords": "urbandp.survey.rr_release:RandomizeSpec",
+    "PerturbPointsKeywords": "urbandp.survey.points_release:PointsSpec",
+    "OdRandomizeKeywords": "urbandp.survey.od_release:OdSpec",
+    "PerturbTrajectoriesKeywords": "urbandp.survey.trajectory_release:TrajectoriesSpec",
+    "DpMapKeywords": "urbandp.sensing.options:DpMapOptions",
+    "PmMapKeywords": "urbandp.sensing.options:PmMapOptions",
+    "QueryKeywords": "urbandp.sensing.options:QueryOptions",
 }
 """TypedDict name -> the model whose options it types (``module:class``)."""
 

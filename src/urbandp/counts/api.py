@@ -54,7 +54,7 @@ from urbandp.results import Release
 from urbandp.session import Session
 
 if TYPE_CHECKING:
-    from urbandp import option_types
+    from urbandp.option_types import CountsReleaseKeywords
 
 ProgressHook = Callable[[int], AbstractContextManager[Callable[[int], None]]]
 """Called with the number of cells about to be noised; the context it opens gets each batch's size."""
@@ -91,7 +91,7 @@ def release(
     overwrite: bool = False,
     progress: ProgressHook | None = None,
     config: str | Path | None = None,
-    **options: Unpack[option_types.CountsReleaseOptions],
+    **options: Unpack[CountsReleaseKeywords],
 ) -> CountsRelease:
     """Release a joint tap-count table and its marginals with DP (``urbandp counts release``; every option is
     the flag of that name, see its ``--help`` and docs/counts.md).

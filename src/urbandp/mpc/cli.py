@@ -66,7 +66,7 @@ def serve(**options: Any) -> None:
     """
     budget_store = options.pop("budget_store")
     o = ServeOptions(**options)
-    from urbandp.mpc.server import Server, ServerGrid
+    from urbandp.mpc.server import Server, ServerConfig, ServerGrid
 
     g = ServerGrid.read(
         o.grid, o.window
@@ -75,7 +75,10 @@ def serve(**options: Any) -> None:
     from urbandp.mpc.client import parse_hostport
 
     host, port = parse_hostport(o.listen)
-    server = Server(g, o.server_config(), host, port, dataset=o.dataset, budget_store=budget_store)
+    cfg = ServerConfig(
+        o.alpha, o.epsilon, o.epsilon_budget, o.sigma2_min, o.sigma2_max, o.rho, o.steepness, o.timeout
+    )
+    server = Server(g, cfg, host, port, dataset=o.dataset, budget_store=budget_store)
     server.log = lambda msg: typer.echo(msg, err=True)
     server.serve_forever(max_clients=o.max_clients)
 

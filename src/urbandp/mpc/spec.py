@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -20,9 +20,6 @@ from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 from urbandp.release_options import ReleaseOptions, option
 from urbandp.sensing.options import QueryOptions
 from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS, STEEPNESS_WHY, error2_range
-
-if TYPE_CHECKING:
-    from urbandp.mpc.server import ServerConfig
 
 FUNCTIONS = ("average", "min", "max", "min-exact", "max-exact", "count", "range")
 FXP_FRACTION_BITS = 18  # SPU FM64 fixed point: the lattice of every secret value is 2^-18
@@ -151,18 +148,3 @@ class ServeOptions(ReleaseOptions):
                 f"sigma2_min must be below sigma2_max, got {self.sigma2_min:g} and {self.sigma2_max:g}",
                 parameters=("sigma2_min", "sigma2_max"),
             )
-
-    def server_config(self) -> ServerConfig:
-        """The server's public parameters."""
-        from urbandp.mpc.server import ServerConfig
-
-        return ServerConfig(
-            self.alpha,
-            self.epsilon,
-            self.epsilon_budget,
-            self.sigma2_min,
-            self.sigma2_max,
-            self.rho,
-            self.steepness,
-            self.timeout,
-        )

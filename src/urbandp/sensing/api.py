@@ -33,7 +33,7 @@ from urbandp.release_options import takes_options
 from urbandp.sensing.options import DpMapOptions, PmMapOptions, QueryOptions
 
 if TYPE_CHECKING:
-    from urbandp import option_types
+    from urbandp.option_types import DpMapKeywords, PmMapKeywords, QueryKeywords
     from urbandp.sensing.dp_map_release import DpMapResult
     from urbandp.sensing.interpolate_tool import Interpolation
     from urbandp.sensing.pm_map_release import PmMapResult
@@ -66,7 +66,7 @@ def dp_map(
     out: str | Path | None = None,
     overwrite: bool = False,
     config: str | Path | None = None,
-    **options: Unpack[option_types.DpMapOptions],
+    **options: Unpack[DpMapKeywords],
 ) -> DpMapResult:
     """Differentially private posterior-variance maps: bounded Laplace (Holohan et al. 2018, the corrected
     calibration) on each cell's standardised GP variance sigma_p^2 (the paper's section VI-A), per window.
@@ -96,7 +96,7 @@ def pm_map(
     out: str | Path | None = None,
     overwrite: bool = False,
     config: str | Path | None = None,
-    **options: Unpack[option_types.PmMapOptions],
+    **options: Unpack[PmMapKeywords],
 ) -> PmMapResult:
     """A differentially private map of PM2.5: Laplace noise (OpenDP) on clipped counts and centred sums of every
     cell of every window of the public grid, then means and a smoothed map (post-processing).
@@ -126,7 +126,7 @@ def query(
     out: str | Path | None = None,
     overwrite: bool = False,
     config: str | Path | None = None,
-    **options: Unpack[option_types.QueryOptions],
+    **options: Unpack[QueryKeywords],
 ) -> QueryAnswer:
     """An aggregate query over the cells of a rectangle of one window of an interpolated grid (the paper's Table
     III: average, LogSumExp min/max, exact min/max, sigmoid count and range), with its propagated squared error

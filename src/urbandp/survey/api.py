@@ -43,7 +43,12 @@ from urbandp.survey.rr_release import RandomizeSpec, estimate_table, randomize_b
 from urbandp.survey.trajectory_release import TrajectoriesSpec, trajectories_body
 
 if TYPE_CHECKING:
-    from urbandp import option_types
+    from urbandp.option_types import (
+        OdRandomizeKeywords,
+        PerturbPointsKeywords,
+        PerturbTrajectoriesKeywords,
+        RandomizeKeywords,
+    )
 
 __all__ = [
     "SurveyRelease",
@@ -76,7 +81,7 @@ def randomize(
     overwrite: bool = False,
     command_line: str | None = None,
     config: PathLike | None = None,
-    **options: Unpack[option_types.RandomizeOptions],
+    **options: Unpack[RandomizeKeywords],
 ) -> SurveyRelease:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1; eq. 5), per
     respondent: k-RR with ``epsilon`` (within each ``within`` list), binary RR with ``theta``, or the report's
@@ -150,7 +155,7 @@ def perturb_points(
     overwrite: bool = False,
     command_line: str | None = None,
     config: PathLike | None = None,
-    **options: Unpack[option_types.PerturbPointsOptions],
+    **options: Unpack[PerturbPointsKeywords],
 ) -> SurveyRelease:
     """Perturb one location per respondent: planar Laplace with ``epsilon_per_metre`` (geo-indistinguishability,
     Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Its guarantee is
@@ -173,7 +178,7 @@ def od_randomize(
     overwrite: bool = False,
     command_line: str | None = None,
     config: PathLike | None = None,
-    **options: Unpack[option_types.OdRandomizeOptions],
+    **options: Unpack[OdRandomizeKeywords],
 ) -> SurveyRelease:
     """Randomize origin-destination pairs over declared blocks: OD randomized response (report eq. 13) with
     ``keep_probability`` or ``epsilon`` per trip; ``method="histogram"``/``"histogram-joint"`` is the report's
@@ -224,7 +229,7 @@ def perturb_trajectories(
     overwrite: bool = False,
     command_line: str | None = None,
     config: PathLike | None = None,
-    **options: Unpack[option_types.PerturbTrajectoriesOptions],
+    **options: Unpack[PerturbTrajectoriesKeywords],
 ) -> SurveyRelease:
     """SSD trajectory perturbation per trip (report section 6.1, eq. 16; Jiang et al. 2013). NOT DP as a whole
     (every trip's start and end are published): refused with a dataset. With ``person`` and
