@@ -307,22 +307,11 @@ def takes_options(model: type[ReleaseOptions]) -> Callable[[F], F]:
     names = {o.name for o in declared}
 
     def decorate(fn: F) -> F:
-        own = list(inspect.signature(fn).parameters.values())
-        variadic = [p for p in own if p.kind is inspect.Parameter.VAR_KEYWORD]
-        if len(variadic) != 1:
+        own = inspect.signature(fn).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own.values()):
             raise TypeError(f"{fn.__name__} must take **options")
-        positional = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        keywords = [p for p in own if p.kind is p.KEYWORD_ONLY]
-        options = [
-            inspect.Parameter(
-                o.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=REQUIRED if o.required else o.default,
-                annotation=o.type,
-            )
-            for o in declared
-        ]
-        known = names | {p.name for p in own}
+        options = [(o.name, REQUIRED if o.required else o.default, o.type) for o in declared]
+        known = names | set(own)
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -333,9 +322,22 @@ def takes_options(model: type[ReleaseOptions]) -> Callable[[F], F]:
                     raise InvalidParameterError(f"{fn.__name__} has no option {name}{hint}", parameters=name)
             return fn(*args, **kwargs)
 
-        call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [*positional, *options, *keywords], return_annotation=inspect.signature(fn).return_annotation
-        )
+        call.__signature__ = with_keywords(fn, options)  # type: ignore[attr-defined]
         return typing.cast(F, call)
 
     return decorate
+
+
+def with_keywords(fn: Callable[..., Any], options: Sequence[tuple[str, Any, Any]]) -> inspect.Signature:
+    """``fn``'s signature with its ``**options`` spelled out: ``options`` (name, default, type) as keyword-only
+    parameters after its positional ones and before its own keywords."""
+    signature = inspect.signature(fn)
+    own = list(signature.parameters.values())
+    positional = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    keywords = [p for p in own if p.kind is p.KEYWORD_ONLY]
+    spelled = [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t) for n, d, t in options
+    ]
+    return inspect.Signature(
+        [*positional, *spelled, *keywords], return_annotation=signature.return_annotation
+    )

@@ -287,22 +287,20 @@ def api_signature(fn: F) -> F:
     """Give :func:`urbandp.fleet.release` (which takes ``**options``) every option of :data:`RELEASE_OPTIONS` as
     a keyword, with the default the code applies and the type the command line takes, in the signature that
     ``help()`` and editors read; None where the default depends on other options (the help says which)."""
-    own = list(inspect.signature(fn).parameters.values())
-    positional = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    keywords = [p for p in own if p.kind is p.KEYWORD_ONLY]
-    options = [
-        inspect.Parameter(
-            o.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=o.default
-            if isinstance(o.default, (int, float, str, tuple)) and o.name != "min_vehicles_per_day"
-            else None,
-            annotation=o.annotation,
-        )
-        for o in RELEASE_OPTIONS
-        if o.name in OPTION_NAMES
-    ]
-    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [*positional, *options, *keywords], return_annotation=inspect.signature(fn).return_annotation
+    from urbandp.release_options import with_keywords
+
+    fn.__signature__ = with_keywords(  # type: ignore[attr-defined]
+        fn,
+        [
+            (
+                o.name,
+                o.default
+                if isinstance(o.default, (int, float, str, tuple)) and o.name != "min_vehicles_per_day"
+                else None,
+                o.annotation,
+            )
+            for o in RELEASE_OPTIONS
+            if o.name in OPTION_NAMES
+        ],
     )
     return fn

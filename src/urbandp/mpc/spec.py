@@ -18,8 +18,8 @@ from urbandp.errors import InvalidParameterError
 from urbandp.privacy.mechanisms import laplace_scale
 from urbandp.privacy.noise import NoiseSource, laplace_epsilon
 from urbandp.release_options import ReleaseOptions, option
-from urbandp.sensing.options import QueryOptions
-from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS, STEEPNESS_WHY, error2_range
+from urbandp.sensing.options import QueryOptions, sharpness
+from urbandp.sensing.queries import error2_range
 
 FUNCTIONS = ("average", "min", "max", "min-exact", "max-exact", "count", "range")
 FXP_FRACTION_BITS = 18  # SPU FM64 fixed point: the lattice of every secret value is 2^-18
@@ -109,20 +109,8 @@ class ServeOptions(ReleaseOptions):
         help="Public lower bound of cell variances (sigma2 clamped; as sensing query).",
         ge=0,
     )
-    rho: float = option(
-        1.0,
-        help="LogSumExp sharpness |rho| for min/max (public).",
-        ge=MIN_STEEPNESS,
-        le=MAX_STEEPNESS,
-        why=STEEPNESS_WHY,
-    )
-    steepness: float = option(
-        1.0,
-        help="Sigmoid steepness k for count/range (public).",
-        ge=MIN_STEEPNESS,
-        le=MAX_STEEPNESS,
-        why=STEEPNESS_WHY,
-    )
+    rho: float = sharpness("LogSumExp sharpness |rho| for min/max (public).")
+    steepness: float = sharpness("Sigmoid steepness k for count/range (public).")
     timeout: float = option(
         60.0, help="Seconds to wait for the client during a query.", gt=0, le=MAX_TIMEOUT_S
     )

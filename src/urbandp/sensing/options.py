@@ -101,6 +101,12 @@ def check_window_count(start: str | None, end: str | None, window_minutes: int) 
         )
 
 
+def sharpness(help: str) -> Any:
+    """A query's public sharpness option (sigmoid steepness k, LogSumExp rho), default 1: between
+    :data:`~urbandp.sensing.queries.MIN_STEEPNESS` and :data:`~urbandp.sensing.queries.MAX_STEEPNESS`."""
+    return option(1.0, help=help, ge=MIN_STEEPNESS, le=MAX_STEEPNESS, why=STEEPNESS_WHY)
+
+
 class DpMapOptions(ReleaseOptions):
     """The options of `sensing dp-map` / :func:`urbandp.sensing.dp_map`, each declared once
     (:func:`urbandp.release_options.option`: the command's flags are built from these fields); each option's bounds
@@ -301,13 +307,7 @@ class QueryOptions(ReleaseOptions):
         help="Threshold for count and lower bound for range (default: none; required for count and range).",
     )
     theta2: float | None = option(None, help="Upper bound for range (default: none; required for range).")
-    steepness: float = option(
-        1.0,
-        help="Sigmoid steepness k (paper: 1).",
-        ge=MIN_STEEPNESS,
-        le=MAX_STEEPNESS,
-        why=STEEPNESS_WHY,
-    )
+    steepness: float = sharpness("Sigmoid steepness k (paper: 1).")
     epsilon: float = option(1.0, help="Epsilon for the noisy squared error (VII-D).", gt=0)
     sigma2_min: float = option(
         0.0,
