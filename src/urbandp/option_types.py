@@ -171,3 +171,22 @@ class QueryKeywords(typing.TypedDict, total=False):
     epsilon: float
     sigma2_min: float
     sigma2_max: float | None
+
+
+class InterpolateKeywords(typing.TypedDict, total=False):
+    """The options of :class:`urbandp.sensing.options.InterpolateOptions`."""
+
+    cell_metres: float
+    window_minutes: int
+    kernel: typing.Literal["matern32", "matern52", "rbf"]
+    exact_max: int
+    inducing: int
+    min_readings: int
+    cv: bool
+    cv_folds: int
+    cv_max_windows: int
+    cv_refit: bool
+    grid_format: typing.Literal["parquet", "csv"]
+    plot: bool
+    bbox: tuple[float, float, float, float] | None
+    value_column: str | None

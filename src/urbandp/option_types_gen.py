@@ -27,6 +27,7 @@ MODELS: dict[str, str] = {
     "DpMapKeywords": "urbandp.sensing.options:DpMapOptions",
     "PmMapKeywords": "urbandp.sensing.options:PmMapOptions",
     "QueryKeywords": "urbandp.sensing.options:QueryOptions",
+    "InterpolateKeywords": "urbandp.sensing.options:InterpolateOptions",
 }
 """TypedDict name -> the model whose options it types (``module:class``)."""
 

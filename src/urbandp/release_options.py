@@ -229,13 +229,11 @@ class ReleaseOptions(BaseModel):
 
     def __init__(self, **values: Any) -> None:
         declared = {o.name: o for o in declared_options(type(self))}
-        for name, value in values.items():
-            if name in declared:
-                values[name] = declared[name].normalised(value)
+        kept = {n: declared[n].normalised(v) if n in declared else v for n, v in values.items()}
         try:
-            super().__init__(**values)
+            super().__init__(**kept)
         except ValidationError as err:
-            raise _refusal(type(self), err, values) from None
+            raise _refusal(type(self), err, values) from None  # the value as the caller gave it
 
 
 def _refusal(

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, Unpack
 from urbandp.config_tables import takes_config
 from urbandp.frames import TableLike
 from urbandp.release_options import takes_options
-from urbandp.sensing.options import DpMapOptions, PmMapOptions, QueryOptions
+from urbandp.sensing.options import DpMapOptions, InterpolateOptions, PmMapOptions, QueryOptions
 
 if TYPE_CHECKING:
-    from urbandp.option_types import DpMapKeywords, PmMapKeywords, QueryKeywords
+    from urbandp.option_types import DpMapKeywords, InterpolateKeywords, PmMapKeywords, QueryKeywords
     from urbandp.sensing.dp_map_release import DpMapResult
     from urbandp.sensing.interpolate_tool import Interpolation
     from urbandp.sensing.pm_map_release import PmMapResult
@@ -147,15 +147,15 @@ def query(
     return rel
 
 
+@takes_options(InterpolateOptions)
 def interpolate(
-    data: TableLike, *, out: str | Path, overwrite: bool = False, **options: Any
+    data: TableLike, *, out: str | Path, overwrite: bool = False, **options: Unpack[InterpolateKeywords]
 ) -> Interpolation:
     """NOT A RELEASE: GP interpolation per window onto a square grid, the data owner's private input of
     :func:`query` (the paper's server side). Nothing here is differentially private; the folder ``out`` is for the
     owner only. Options as `urbandp sensing interpolate` (:class:`~urbandp.sensing.options.InterpolateOptions`)."""
     from urbandp.outputs import output_policy
     from urbandp.sensing.interpolate_tool import run_interpolate
-    from urbandp.sensing.options import InterpolateOptions
     from urbandp.sensing.release import is_path, readings_csv
 
     with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):

@@ -1,19 +1,18 @@
-"""The options of the sensing releases, each declared once: every option of `sensing dp-map`, `pm-map` and `query`
-is a field of :class:`DpMapOptions`, :class:`PmMapOptions` or :class:`QueryOptions` made with
-:func:`urbandp.release_options.option` (its type, default, help, flag and bounds or choices). The commands'
-flags are built from these fields (:func:`urbandp.cli_spec.spec_parameters`), the Python API
-(:mod:`urbandp.sensing.api`) restates them as keywords, and both build these frozen dataclasses, validated in
-``model_post_init`` (Tumult-style): each option's bounds by :class:`~urbandp.release_options.ReleaseOptions`, then the checks
-between options, so a value the command line refuses is refused from Python with the same one-line message.
-The fields that are not options (``input_path``, ``out``, ``dataset``, ``budget_store``,
-``allow_meaningless_epsilon``) are where the run reads, writes and books its loss.
+"""The options of the sensing commands, each declared once: every option of `sensing dp-map`, `pm-map`, `query`
+and `interpolate` is a field of the pydantic model :class:`DpMapOptions`, :class:`PmMapOptions`,
+:class:`QueryOptions` or :class:`InterpolateOptions` made with :func:`urbandp.release_options.option` (its type,
+default, help, flag and bounds or choices). The commands' flags (:func:`urbandp.cli_spec.spec_parameters`) and
+the Python API's signatures (:mod:`urbandp.sensing.api`) are built from these fields. Construction checks each
+option's type and bounds (Tumult-style), ``model_post_init`` the checks between options, so a value the command
+line refuses is refused from Python with the same one-line message. The fields that are not options
+(``input_path``, ``out``, ``dataset``, ``budget_store``, ``allow_meaningless_epsilon``) are where the run reads,
+writes and books its loss.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import numpy as np
 from urbandp.errors import InvalidParameterError
 from urbandp.release_options import ReleaseOptions, option
 from urbandp.sensing.bounded_laplace import CALIBRATIONS
+from urbandp.sensing.grid import GRID_FORMATS
 from urbandp.sensing.kernels import KERNELS
 from urbandp.sensing.pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
 from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS, QUERY_TYPES, STEEPNESS_WHY
@@ -48,21 +48,6 @@ CELL_METRES_HELP = "Grid cell side z in metres."
 WINDOW_MINUTES_HELP = "Window length in minutes."
 KERNEL_HELP = "matern32 | matern52 | rbf."
 PRECISION_HELP = "Decimal places of released values."
-
-
-def check_grid_options(cell_metres: float, window_minutes: int, kernel: str | None = None) -> None:
-    """The grid and window options of `sensing interpolate` (not a release; the releases declare these bounds on
-    their fields, checked by :class:`~urbandp.release_options.ReleaseOptions`)."""
-    if not cell_metres > 0:
-        raise InvalidParameterError(f"cell_metres must be > 0, got {cell_metres}", parameters="cell_metres")
-    if window_minutes <= 0:
-        raise InvalidParameterError(
-            f"window_minutes must be > 0, got {window_minutes}", parameters="window_minutes"
-        )
-    if kernel is not None and kernel not in KERNELS:
-        raise InvalidParameterError(
-            f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}", parameters="kernel"
-        )
 
 
 def check_box(box: Box | None, parameter: str = "bbox") -> None:
@@ -406,43 +391,39 @@ def resolve_unit(o: PmMapOptions, columns: list[str]) -> tuple[str, str | None]:
     return unit, name
 
 
-GRID_ERROR = "need exact_max >= 2, inducing >= 2, min_readings >= 2, cv_folds 0 or >= 2"
-GRID_PARAMETERS = ("exact_max", "inducing", "min_readings", "cv_folds")
-
-
-@dataclass(frozen=True, kw_only=True)
-class InterpolateOptions:
-    """The options of `sensing interpolate` / :func:`urbandp.sensing.interpolate` (not a release: owner only)."""
+class InterpolateOptions(ReleaseOptions):
+    """The options of `sensing interpolate` / :func:`urbandp.sensing.interpolate` (not a release: owner only),
+    each declared once (as :class:`DpMapOptions`'s): the command's flags are built from these fields."""
 
     input_path: Path
     out: Path
-    cell_metres: float = 500.0
-    window_minutes: int = 60
-    kernel: str = "matern32"
-    exact_max: int = 2000
-    inducing: int = 500
-    min_readings: int = 3
-    cv: bool = False
-    cv_folds: int = 0
-    cv_max_windows: int = 0
-    cv_refit: bool = False
-    grid_format: str = "parquet"
-    plot: bool = False
-    bbox: Box | None = None
-    value_column: str | None = None
+    cell_metres: float = option(500.0, help=CELL_METRES_HELP, gt=0)
+    window_minutes: int = option(60, help=WINDOW_MINUTES_HELP, ge=1)
+    kernel: str = option("matern32", help=KERNEL_HELP, choices=KERNELS)
+    exact_max: int = option(2000, help="Exact GP up to this many readings per window; SGPR beyond.", ge=2)
+    inducing: int = option(500, help="Inducing points of the sparse GP.", ge=2)
+    min_readings: int = option(3, help="Skip windows with fewer readings.", ge=2)
+    cv: bool = option(False, help="Cross-validate against IDW (5 folds unless --cv-folds is given).")
+    cv_folds: int = option(
+        0, help="K-fold cross-validation against IDW (0 = off unless --cv, which means 5).", ge=0
+    )
+    cv_max_windows: int = option(0, help="Cross-validate at most this many windows (0 = all).", ge=0)
+    cv_refit: bool = option(
+        False, help="Re-optimise hyper-parameters in every fold (default: reuse the window's fit)."
+    )
+    grid_format: str = option("parquet", help="parquet | csv (file DIR/grid.<format>).", choices=GRID_FORMATS)
+    plot: bool = option(False, help="Also write map_mu_sigma2.png (matplotlib adds ~1 s).", negatable=True)
+    bbox: Box | None = option(
+        None,
+        help="Public box lat_min,lon_min,lat_max,lon_max (default: the readings' extent, not DP).",
+        cli_type=str | None,
+    )
+    value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
 
-    def __post_init__(self) -> None:
-        from urbandp.sensing.grid import GRID_FORMATS
-
-        check_grid_options(self.cell_metres, self.window_minutes, self.kernel)
-        if self.exact_max < 2 or self.inducing < 2 or self.min_readings < 2:
-            raise InvalidParameterError(GRID_ERROR, parameters=GRID_PARAMETERS)
-        if self.cv_folds < 0 or self.cv_folds == 1:
-            raise InvalidParameterError(GRID_ERROR, parameters=GRID_PARAMETERS)
-        if self.grid_format not in GRID_FORMATS:
+    def model_post_init(self, context: Any, /) -> None:
+        if self.cv_folds == 1:
             raise InvalidParameterError(
-                f"grid_format must be one of {', '.join(GRID_FORMATS)}, got {self.grid_format!r}",
-                parameters="grid_format",
+                "cv_folds must be 0 (off) or at least 2, got 1", parameters="cv_folds"
             )
         check_box(self.bbox)
 
