@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 
 import urbandp.survey.release as release
+import urbandp.survey.shared_options as shared
 import urbandp.survey.trips as tr
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.release_options import ReleaseOptions, option
@@ -17,7 +18,6 @@ from urbandp.survey.charge import PERSON, TRIP, SurveyCharge
 from urbandp.survey.io import read_list, read_table, require_columns
 from urbandp.survey.report import OdPrivacyReport, ledger
 from urbandp.survey.result import SurveyRelease
-from urbandp.survey.sampling import SOURCES
 
 NEIGHBOURING = (
     "replace-one (one trip's origin-destination pair, any value: a pair with a block outside the declared list is "
@@ -80,13 +80,13 @@ class OdSpec(ReleaseOptions):
         help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP).",
         choices=("rr", "histogram", "histogram-joint"),
     )
-    sampler: str = option("opendp", help=release.SAMPLER_HELP, choices=tuple(SOURCES))
-    separator: str = option(",", help=release.SEPARATOR_HELP)
+    sampler: str = shared.sampler()
+    separator: str = shared.separator()
     budget_epsilon: float | None = option(
         None, help="Refuse to spend more than this (default: no cap).", gt=0
     )
-    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
-    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
+    id_column: str | None = shared.id_column()
+    keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.od_randomize (Python)"
 
     def model_post_init(self, context: Any, /) -> None:

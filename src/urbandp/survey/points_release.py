@@ -11,6 +11,7 @@ from pydantic import field_validator
 
 import urbandp.survey.locations as loc
 import urbandp.survey.release as release
+import urbandp.survey.shared_options as shared
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.charge import SurveyCharge
@@ -62,7 +63,7 @@ class PointsSpec(ReleaseOptions):
     bbox: str | None = option(  # from Python also 4 numbers, a tuple or a list
         None, help="Outlier box min_lat,max_lat,min_lon,max_lon (default: no outlier removal)."
     )
-    separator: str = option(",", help=release.SEPARATOR_HELP)
+    separator: str = shared.separator()
     budget_epsilon: float | None = option(
         None,
         help="Refuse if epsilon per metre x --budget-metres exceeds this (default: no cap).",
@@ -71,8 +72,8 @@ class PointsSpec(ReleaseOptions):
     budget_metres: float = option(  # 0 m would book epsilon 0
         1000.0, help="Distance at which the budget applies.", gt=0
     )
-    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
-    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
+    id_column: str | None = shared.id_column()
+    keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.perturb_points (Python)"
 
     @field_validator("bbox", mode="before")

@@ -11,6 +11,7 @@ import polars as pl
 
 import urbandp.survey.randomized_response as rr
 import urbandp.survey.release as release
+import urbandp.survey.shared_options as shared
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.categorical import (
@@ -25,7 +26,6 @@ from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
 from urbandp.survey.report import RandomizePrivacyReport, ledger
 from urbandp.survey.result import SurveyRelease
-from urbandp.survey.sampling import SOURCES
 
 NEIGHBOURING = (
     "replace-one (one respondent's answer, any value: an answer that is missing or off the declared list is "
@@ -79,13 +79,13 @@ class RandomizeSpec(ReleaseOptions):
         ge=0,
         lt=1,
     )
-    sampler: str = option("opendp", help=release.SAMPLER_HELP, choices=tuple(SOURCES))
-    separator: str = option(",", help=release.SEPARATOR_HELP)
+    sampler: str = shared.sampler()
+    separator: str = shared.separator()
     budget_epsilon: float | None = option(
         None, help="Refuse to spend more than this (default: no cap).", gt=0
     )
-    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
-    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
+    id_column: str | None = shared.id_column()
+    keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.randomize (Python)"
 
 

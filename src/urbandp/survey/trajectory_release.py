@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 import urbandp.survey.release as release
+import urbandp.survey.shared_options as shared
 import urbandp.survey.ssd as ssd
 from urbandp.errors import InputError
 from urbandp.release_options import ReleaseOptions, option
@@ -57,9 +58,9 @@ class TrajectoriesSpec(ReleaseOptions):
         "hash of the person's own trips): a person loses at most K trips' worth (default: none).",
         ge=1,
     )
-    separator: str = option(",", help=release.SEPARATOR_HELP)
+    separator: str = shared.separator()
     budget_epsilon: float | None = option(None, help="Refuse trips costing more (default: no cap).", gt=0)
-    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
+    keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.perturb_trajectories (Python)"
 
     def model_post_init(self, context: Any, /) -> None:
