@@ -35,10 +35,10 @@ from urbandp.config_tables import takes_config
 from urbandp.frames import TableLike, input_paths
 from urbandp.release_options import declared_options, takes_options
 from urbandp.session import Session
-from urbandp.survey.charge import PERSON, RESPONDENT, TRIP, SurveyCharge
+from urbandp.survey.charge import PERSON, RESPONDENT, TRIP
 from urbandp.survey.od_release import OdSpec, od_body, od_estimate_table
 from urbandp.survey.points_release import PointsSpec, points_body
-from urbandp.survey.result import SurveyRelease, run_release
+from urbandp.survey.result import Body, SurveyRelease, run_release
 from urbandp.survey.rr_release import RandomizeSpec, estimate_table, randomize_body
 from urbandp.survey.trajectory_release import TrajectoriesSpec, trajectories_body
 
@@ -88,7 +88,9 @@ def randomize(
     ``method="report-replacement"`` with ``p`` (eqs. 8-12, NOT DP, refused with a dataset)."""
     spec = RandomizeSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(RESPONDENT, spec, randomize_body)
+    return run.release(
+        RESPONDENT, spec, lambda path, label, charge: randomize_body(spec, path, label, charge)
+    )
 
 
 def estimate(
@@ -164,7 +166,7 @@ def perturb_points(
     the box, coordinate by coordinate (which can lengthen a distance)."""
     spec = PointsSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(RESPONDENT, spec, points_body)
+    return run.release(RESPONDENT, spec, lambda path, label, charge: points_body(spec, path, label, charge))
 
 
 @takes_config("survey.od-randomize", _file_keys(OdSpec))
@@ -186,7 +188,11 @@ def od_randomize(
     most that many trips and the release protects a person (unit ``person``, charged K x epsilon per trip)."""
     spec = OdSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(PERSON if spec.per_person else TRIP, spec, od_body)
+    return run.release(
+        PERSON if spec.per_person else TRIP,
+        spec,
+        lambda path, label, charge: od_body(spec, path, label, charge),
+    )
 
 
 def od_estimate(
@@ -236,7 +242,11 @@ def perturb_trajectories(
     ``max_trips_per_person`` each person keeps at most that many trips."""
     spec = TrajectoriesSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(TRIP if spec.person is None else PERSON, spec, trajectories_body)
+    return run.release(
+        TRIP if spec.person is None else PERSON,
+        spec,
+        lambda path, label, charge: trajectories_body(spec, path, label, charge),
+    )
 
 
 def _command(line: str | None) -> dict[str, str]:
@@ -254,14 +264,12 @@ class _Run:
     out: PathLike | None
     overwrite: bool
 
-    def release(
-        self, unit: str, spec: Any, body: Callable[[Any, Path, str, SurveyCharge], SurveyRelease]
-    ) -> SurveyRelease:
-        """Run ``body`` on ``spec`` in one charge of the session, per ``unit``."""
+    def release(self, unit: str, spec: Any, body: Body) -> SurveyRelease:
+        """Run ``body`` (the release's own, on ``spec``) in one charge of the session, per ``unit``."""
         return run_release(
             self.data,
             unit,
-            lambda path, label, charge: body(spec, path, label, charge),
+            body,
             spec=spec,
             session=self.session,
             out=self.out,
