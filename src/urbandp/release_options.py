@@ -194,9 +194,7 @@ class DeclaredOption:
             raise self.refusal(value)
         try:
             number: float = float(value)
-        except OverflowError:  # an int beyond float's range
-            if self.integer and isinstance(value, numbers.Integral):
-                return int(value)
+        except OverflowError:  # an int beyond float's range: no amount, count or bound is that large
             raise self.refusal(value) from None
         if isinstance(value, numbers.Integral):
             return int(value) if self.integer else number
@@ -299,6 +297,7 @@ def takes_options(model: type[ReleaseOptions]) -> Callable[[F], F]:
     default, in the signature ``help()``, editors and :func:`urbandp.config_tables.takes_config` read (a required
     option defaults to :data:`urbandp.config_tables.REQUIRED`: given by keyword or from a config file). A keyword
     that is neither the function's own nor an option is refused in one line naming it."""
+    from urbandp.arguments import unknown_keywords
     from urbandp.config_tables import REQUIRED
 
     declared = declared_options(model)
@@ -313,11 +312,10 @@ def takes_options(model: type[ReleaseOptions]) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
-            for name in kwargs:
-                if name not in known:
-                    close = difflib.get_close_matches(name, sorted(known), n=1)
-                    hint = f" (did you mean {close[0]}?)" if close else ""
-                    raise InvalidParameterError(f"{fn.__name__} has no option {name}{hint}", parameters=name)
+            unknown = sorted(set(kwargs) - known)
+            if unknown:
+                raise unknown_keywords(fn.__name__, unknown, sorted(known))
+            _check_run_keywords(kwargs)
             return fn(*args, **kwargs)
 
         call.__signature__ = with_keywords(fn, options)  # type: ignore[attr-defined]
@@ -339,3 +337,18 @@ def with_keywords(fn: Callable[..., Any], options: Sequence[tuple[str, Any, Any]
     return inspect.Signature(
         [*positional, *spelled, *keywords], return_annotation=signature.return_annotation
     )
+
+
+def _check_run_keywords(kwargs: dict[str, Any]) -> None:
+    """The keywords every release function shares beside its options, checked before anything is read:
+    ``overwrite`` a switch (``"no"`` is not False), ``session`` a :class:`urbandp.Session`."""
+    from urbandp.arguments import check_switch
+    from urbandp.session import Session
+
+    if "overwrite" in kwargs:
+        kwargs["overwrite"] = check_switch(kwargs["overwrite"], "overwrite")
+    session = kwargs.get("session")
+    if session is not None and not isinstance(session, Session):
+        raise InvalidParameterError(
+            f"session must be a urbandp.Session, got {session!r}", parameters="session"
+        )

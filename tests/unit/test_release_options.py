@@ -337,7 +337,7 @@ def test_numpy_numbers_are_numbers() -> None:
 
 
 def test_numbers_are_kept_as_python_numbers_however_large() -> None:
-    """``top_k=10**400`` overflowed ``float()`` (exit 70), and ``np.float32`` epsilons reached
+    """``top_k=10**400`` (no count is that large) is refused in one line; it once overflowed ``float()`` (exit 70), and ``np.float32`` epsilons reached
     the accountant's bisection, which never ended in float32; a whole float ``4.0`` for an integer is 4."""
     import numpy as np
 
@@ -347,11 +347,15 @@ def test_numbers_are_kept_as_python_numbers_however_large() -> None:
     defaults = _defaults(CountsReleaseSpec)
     base = {**defaults, **VALID["counts release"]}
     spec = CountsReleaseSpec(
-        **{**base, "max_events": 4.0, "epsilon": np.float32(0.5), "top_k": 10**400, "top_k_epsilon": 1}
+        **{**base, "max_events": 4.0, "epsilon": np.float32(0.5), "top_k": 10**15, "top_k_epsilon": 1}
     )
     assert spec.max_events == 4 and type(spec.max_events) is int
     assert spec.epsilon == 0.5 and type(spec.epsilon) is float
-    assert spec.top_k == 10**400 and type(spec.top_k_epsilon) is float
+    assert spec.top_k == 10**15 and type(spec.top_k_epsilon) is float
+    with pytest.raises(
+        InvalidParameterError, match=r"^top_k must be an integer >= 1, got an integer of 401 digits$"
+    ):
+        CountsReleaseSpec(**{**base, "top_k": 10**400, "top_k_epsilon": 1})
     with pytest.raises(
         InvalidParameterError, match=r"^budget_delta must be a finite number >= 0 and < 1, got "
     ):
@@ -447,10 +451,10 @@ def test_the_api_refuses_an_unknown_keyword_naming_it_before_reading_data(tmp_pa
 
     with pytest.raises(InvalidParameterError) as caught:
         ud.counts.release(tmp_path / "none.csv", epsilon_per_day=4, domain={"days": ["2024-01-01"]})
-    assert str(caught.value) == "release has no option epsilon_per_day (did you mean epsilon?)"
+    assert str(caught.value) == "release() has no option epsilon_per_day (did you mean epsilon?)"
     with pytest.raises(InvalidParameterError) as caught:
         ud.survey.randomize(tmp_path / "none.csv", column="model", categoriess="a,b", epsilon=1)
-    assert str(caught.value) == "randomize has no option categoriess (did you mean categories?)"
+    assert str(caught.value) == "randomize() has no option categoriess (did you mean categories?)"
 
 
 def test_a_survey_number_too_large_for_a_float_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
+from urbandp.arguments import check_date, check_keywords, check_switch
 from urbandp.config_tables import takes_config
 from urbandp.frames import TableLike, input_paths
 from urbandp.release_options import declared_options, takes_options
@@ -93,6 +94,7 @@ def randomize(
     )
 
 
+@check_keywords
 def estimate(
     data: TableLike,
     *,
@@ -107,21 +109,31 @@ def estimate(
     overwrite: bool = False,
 ) -> pl.DataFrame:
     """De-biased shares with 95 % confidence intervals from randomized answers (report eq. 6): post-processing of
-    a :func:`randomize` output, no budget. With ``out`` the table is also written as a CSV file."""
+    a :func:`randomize` output, no budget. With ``out`` the table is also written as a CSV file. The options are
+    :func:`randomize`'s, checked as there."""
+    spec = RandomizeSpec(
+        column=column,
+        categories=categories,
+        categories_file=categories_file,
+        within=within,
+        epsilon=epsilon,
+        theta=theta,
+        separator=separator,
+    )
     return _post_process(
         data,
         out,
-        overwrite,
+        check_switch(overwrite, "overwrite"),
         lambda path, label: estimate_table(
             path,
             label,
-            column=column,
-            categories=categories,
-            categories_file=None if categories_file is None else Path(categories_file),
-            within=within,
-            epsilon=epsilon,
-            theta=theta,
-            separator=separator,
+            column=spec.column,
+            categories=spec.categories,
+            categories_file=spec.categories_file,
+            within=spec.within,
+            epsilon=spec.epsilon,
+            theta=spec.theta,
+            separator=spec.separator,
         ),
     )
 
@@ -195,6 +207,7 @@ def od_randomize(
     )
 
 
+@check_keywords
 def od_estimate(
     data: TableLike,
     *,
@@ -221,7 +234,12 @@ def od_estimate(
         epsilon=epsilon,
         separator=separator,
     )
-    return _post_process(data, out, overwrite, lambda path, label: od_estimate_table(path, label, spec))
+    return _post_process(
+        data,
+        out,
+        check_switch(overwrite, "overwrite"),
+        lambda path, label: od_estimate_table(path, label, spec),
+    )
 
 
 @takes_config("survey.perturb-trajectories", _file_keys(TrajectoriesSpec))
@@ -265,7 +283,9 @@ class _Run:
     overwrite: bool
 
     def release(self, unit: str, spec: Any, body: Body) -> SurveyRelease:
-        """Run ``body`` (the release's own, on ``spec``) in one charge of the session, per ``unit``."""
+        """Run ``body`` (the release's own, on ``spec``) in one charge of the session, per ``unit`` (booked on
+        ``survey_date``, a day)."""
+        day = check_date(self.survey_date, "survey_date", optional=True)
         return run_release(
             self.data,
             unit,
@@ -275,5 +295,5 @@ class _Run:
             out=self.out,
             overwrite=self.overwrite,
             budget_epsilon=spec.budget_epsilon,
-            survey_date=self.survey_date,
+            survey_date=day,
         )

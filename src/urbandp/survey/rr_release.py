@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from pydantic import field_validator
 
 import urbandp.survey.randomized_response as rr
 import urbandp.survey.release as release
@@ -87,6 +88,14 @@ class RandomizeSpec(ReleaseOptions):
     id_column: str | None = shared.id_column()
     keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.randomize (Python)"
+
+    @field_validator("categories", mode="before")
+    @classmethod
+    def _list_as_text(cls, value: object) -> object:
+        """A declared list given as a list (or tuple) of names is the text the flag takes: ``A,B,C``."""
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return ",".join(value)
+        return value
 
 
 @dataclass
