@@ -42,9 +42,6 @@ from pydantic_core import PydanticUndefined
 
 from urbandp.errors import InvalidParameterError
 
-REQUIRED_OPTION: Any = PydanticUndefined
-"""The default of a :class:`DeclaredOption` that has none (the option must be given)."""
-
 
 class _AsField:
     def __repr__(self) -> str:
@@ -120,7 +117,7 @@ class DeclaredOption:
 
     @property
     def required(self) -> bool:
-        return self.default is REQUIRED_OPTION
+        return self.default is PydanticUndefined
 
     @property
     def command_line_default(self) -> Any:
@@ -282,11 +279,6 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
             )
         )
     return tuple(found)
-
-
-def option_defaults(model: type[BaseModel]) -> dict[str, Any]:
-    """Option name -> its default, for the options that have one."""
-    return {o.name: o.default for o in declared_options(model) if not o.required}
 
 
 F = TypeVar("F", bound=Callable[..., Any])
