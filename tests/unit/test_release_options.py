@@ -471,9 +471,9 @@ def test_a_list_is_taken_for_a_tuple_and_a_date_for_its_iso_text() -> None:
     from urbandp.sensing.options import DpMapOptions, PmMapOptions
     from urbandp.survey.points_release import PointsSpec
 
-    points = PointsSpec(lat="lat", lon="lon", scale_metres=100.0, bbox=[44, 46, -94, -92])
-    assert points.bbox == "44,46,-94,-92"
-    assert points == PointsSpec(lat="lat", lon="lon", scale_metres=100.0, bbox="44,46,-94,-92")
+    points = PointsSpec(lat="lat", lon="lon", scale_metres=100.0, bbox=[44, -94, 46, -92])
+    assert points.bbox == "44,-94,46,-92"
+    assert points == PointsSpec(lat="lat", lon="lon", scale_metres=100.0, bbox="44,-94,46,-92")
     pm = PmMapOptions(
         input_path=Path("r.csv"),
         bbox=[22.45, 88.30, 22.65, 88.47],

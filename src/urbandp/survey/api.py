@@ -174,7 +174,7 @@ def perturb_points(
     """Perturb one location per respondent: planar Laplace with ``epsilon_per_metre`` (geo-indistinguishability,
     Andres et al. 2013) or per-axis Laplace with ``scale_metres`` (report eq. 14). Its guarantee is
     geo-indistinguishability (epsilon per metre), not DP: refused with a dataset; ``budget_epsilon`` caps epsilon
-    per metre x ``budget_metres``. With ``bbox`` (min_lat, max_lat, min_lon, max_lon) a location is clamped into
+    per metre x ``budget_metres``. With ``bbox`` (min_lat, min_lon, max_lat, max_lon, the order of every box in urbandp) a location is clamped into
     the box, coordinate by coordinate (which can lengthen a distance)."""
     spec = PointsSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)

@@ -61,7 +61,7 @@ class PointsSpec(ReleaseOptions):
         gt=0,
     )
     bbox: str | None = option(  # from Python also 4 numbers, a tuple or a list
-        None, help="Outlier box min_lat,max_lat,min_lon,max_lon (default: no outlier removal)."
+        None, help="Outlier box min_lat,min_lon,max_lat,max_lon (default: no outlier removal)."
     )
     separator: str = shared.separator()
     budget_epsilon: float | None = option(
