@@ -687,10 +687,10 @@ def _validated(values: dict[str, object]) -> HatReleaseConfig:
         return HatReleaseConfig(**values)
     except ValidationError as err:
         first = dict(err.errors()[0])
-        field = _field_of(first)
-        if field and not _parameters(err):
+        refused = _field_of(first)
+        if refused and not _parameters(err):
             # the parameter by its Python name; the CLI names it by its flag, a config file by its key
-            raise InputError(_line_of(first, plain=True), parameters=field) from None
+            raise InputError(_line_of(first, plain=True), parameters=refused) from None
         raise InputError(_one_line(err), parameters=_parameters(err)) from None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import urbandp.geodesy as geodesy
+from urbandp.arguments import check_keywords, check_number, check_numbers
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.mpc import wire
 from urbandp.mpc.spec import FUNCTIONS, QuerySpec
@@ -148,6 +149,7 @@ class Client:
             float(p["sigma2_max"]),
         )
 
+    @check_keywords
     def query(
         self,
         function: str,
@@ -162,6 +164,15 @@ class Client:
         plus ``epsilon``, ``epsilon_left`` and ``n_rect``."""
         from urbandp.mpc.party import compile_spec, executable_digest
 
+        rect = check_numbers(rect, "rect", length=4)  # type: ignore[assignment]
+        theta = check_number(theta, "theta", optional=True)
+        theta2 = check_number(theta2, "theta2", optional=True)
+        if cells is not None:
+            if isinstance(cells, str):
+                raise InvalidParameterError(
+                    f"cells must be a list of cell ids, got {cells!r}", parameters="cells"
+                )
+            cells = [int(c) for c in check_numbers(cells, "cells", integer=True)]
         if function not in FUNCTIONS:
             raise InvalidParameterError(
                 f"function must be one of {', '.join(FUNCTIONS)}, got {function!r}", parameters="function"

@@ -569,22 +569,8 @@ def _with_data(function: str, keywords: dict[str, Any]) -> Call:
     raise AssertionError(function)
 
 
-# cases not fixed yet (the fleet's option table, the mpc client's query, a survey box given in another corner
-# order), one id a line: they stay in the set, expected to fail until then (strict: a fixed case fails until its
-# line goes)
-OPTION_MECHANISM = set((Path(__file__).parent / "option_mechanism_cases.txt").read_text().splitlines()) - {""}
-NOT_RUN: set[str] = set()  # a case that would allocate until memory runs out: not run until fixed
-
-
 def _params() -> list[Any]:
-    params = []
-    for case in all_cases():
-        if case.id in OPTION_MECHANISM:
-            mark = pytest.mark.xfail(strict=True, reason="option mechanism", run=case.id not in NOT_RUN)
-            params.append(pytest.param(case, id=case.id, marks=mark))
-        else:
-            params.append(pytest.param(case, id=case.id))
-    return params
+    return [pytest.param(case, id=case.id) for case in all_cases()]
 
 
 @pytest.fixture(scope="module")
