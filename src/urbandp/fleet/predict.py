@@ -44,7 +44,7 @@ TYPICAL_SPEED = 25.0
 """km/h: the centre of the synthetic HAT means (public assumption, stated in plan.json)."""
 PARENT_SPEED_SD = 6.0
 """km/h: spread of the synthetic means of H3 parents (one level up) around :data:`TYPICAL_SPEED`."""
-HAT_SPEED_SD = 3.0
+HAT_SPEED_SD = 4.0
 """km/h: spread of a synthetic HAT mean around its parent's (what pooling borrows across)."""
 VEHICLE_DAY_SPEED_SD = 12.0
 """km/h: spread of a vehicle-day's mean speed around its HAT's mean."""
@@ -293,29 +293,27 @@ def _place(
 def pilot_profile(
     pilot: pl.DataFrame, sd: float, m_bins: list[dict[str, float]] | None, days: int, cfg: HatReleaseConfig
 ) -> FleetProfile:
-    """From the pilot's noisy counts of every domain HAT (:func:`urbandp.fleet.forecast.dp_pilot`): a HAT's true
-    count is drawn each run from its posterior under a prior fitted to all the noisy counts
-    (:func:`deconvolve`: Kiefer and Wolfowitz's nonparametric maximum likelihood, the noise being known), so most
-    empty HATs stay empty and the prediction holds the pilot's uncertainty; the count is then turned into
-    vehicle-days per day, under L2 weights by the mean weight of a HAT visit ``sum sqrt(m) / sum m`` over the
-    histogram of HATs per vehicle-day."""
-    noisy = pilot["noisy_n"].to_numpy().astype(float)
-    support, posterior = deconvolve(noisy, sd)
-    cumulative = np.cumsum(posterior, axis=1)
+    """From the pilot's noisy counts of every domain HAT (:func:`urbandp.fleet.forecast.dp_pilot`), smoothed as a
+    cell's total spread over the slots by the day's profile (:func:`cell_by_slot`): a HAT's own noisy count is
+    too noisy at an affordable pilot, a cell's total over its slots and a slot's total over the cells are not.
+    Each run redraws the pilot's noise around the smoothed counts (a parametric bootstrap) and smooths again, so
+    the prediction holds the pilot's uncertainty. Counts become vehicle-days per day, under L2 weights by the mean
+    weight of a HAT visit ``sum sqrt(m) / sum m`` over the histogram of HATs per vehicle-day."""
+    keys = pilot.select("cell", "slot")
+    smoothed = cell_by_slot(keys, pilot["noisy_n"].to_numpy().astype(float), sd)
 
     def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
         m = _m_sample(m_bins, cfg, rng)
         weight = float(np.sqrt(m).sum() / m.sum()) if cfg.contribution_bounding == "l2" else 1.0
-        pick = (cumulative < rng.random((noisy.size, 1))).sum(axis=1)
-        count = support[np.minimum(pick, support.size - 1)] / weight
-        hats = pilot.select("cell", "slot").with_columns(pl.Series("per_day", count / days, dtype=pl.Float64))
+        count = cell_by_slot(keys, smoothed + rng.normal(0.0, sd, smoothed.size), sd) / weight
+        hats = keys.with_columns(pl.Series("per_day", count / days, dtype=pl.Float64))
         return hats.filter(pl.col("per_day") > 0), m
 
     return FleetProfile(
         "pilot",
         sample,
-        "each domain HAT's count drawn from its posterior given the pilot's noisy count (a prior fitted to all of "
-        "them, the noise known)"
+        "the pilot's noisy counts of every domain HAT smoothed as cell total x the day's slot profile (redrawn "
+        "with the pilot's noise each run)"
         + (
             "; the L2 weights and HATs per vehicle-day from the DP histogram of HATs per vehicle-day"
             if m_bins
@@ -324,25 +322,29 @@ def pilot_profile(
     )
 
 
-def deconvolve(
-    noisy: np.ndarray, sd: float, points: int = 60, steps: int = 300
-) -> tuple[np.ndarray, np.ndarray]:
-    """Nonparametric maximum likelihood prior of true counts >= 0 observed with Gaussian noise of ``sd`` (Kiefer and
-    Wolfowitz 1956; EM over a fixed support: 0 and ``points`` values log-spaced up to the largest count + 3 sd),
-    and each observation's posterior over that support. Post-processing of the noisy counts."""
-    from scipy.stats import norm
-
-    top = max(float(noisy.max(initial=0.0)) + 3.0 * sd, 1.0)
-    support = np.concatenate([[0.0], np.geomspace(min(0.5, top / 2), top, points)])
-    loglike = norm.logpdf((noisy[:, None] - support[None, :]) / sd)
-    like = np.exp(loglike - loglike.max(axis=1, keepdims=True))  # each row scaled: no underflow at small sd
-    prior = np.full(support.size, 1.0 / support.size)
-    for _ in range(steps):
-        joint = like * prior
-        posterior = joint / joint.sum(axis=1, keepdims=True)
-        prior = posterior.mean(axis=0)
-    joint = like * prior
-    return support, joint / joint.sum(axis=1, keepdims=True)
+def cell_by_slot(keys: pl.DataFrame, noisy: np.ndarray, sd: float) -> np.ndarray:
+    """Noisy HAT counts smoothed to ``cell total x slot share``: each cell's sum over its slots (kept where it
+    passes 2 sd of its noise, else 0) times each slot's share of the sum over all cells, plus the HAT's own
+    departure from that shrunk by its share of signal (a James-Stein step). Post-processing of the noisy counts."""
+    frame = keys.with_columns(pl.Series("x", noisy, dtype=pl.Float64))
+    cells = frame.group_by("cell").agg(pl.col("x").sum().alias("cell_total"), pl.len().alias("slots"))
+    slots = frame.group_by("slot").agg(pl.col("x").sum().clip(0.0).alias("slot_total"))
+    joined = frame.join(cells, on="cell", how="left", maintain_order="left").join(
+        slots, on="slot", how="left", maintain_order="left"
+    )
+    total = float(slots["slot_total"].sum())
+    if total <= 0:
+        return np.zeros(noisy.size)
+    cell_total = joined["cell_total"].to_numpy()
+    kept = np.where(cell_total > 2.0 * sd * np.sqrt(joined["slots"].to_numpy()), cell_total, 0.0)
+    smooth = kept * joined["slot_total"].to_numpy() / total
+    # each HAT's own departure from it, shrunk by its share of signal: tau^2 / (tau^2 + sd^2), tau^2 the spread
+    # of the departures beyond the noise (method of moments over the HATs of the cells kept)
+    departure = noisy - smooth
+    busy = kept > 0
+    tau2 = max(float(np.mean(departure[busy] ** 2)) - sd**2, 0.0) if busy.any() else 0.0
+    shrunk = smooth + (tau2 / (tau2 + sd**2)) * departure
+    return np.asarray(np.where(busy, np.maximum(shrunk, 0.0), 0.0), dtype=float)
 
 
 def histogram_profile(
