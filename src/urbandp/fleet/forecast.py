@@ -234,19 +234,16 @@ def dp_pilot(
     grid: pl.DataFrame,
     noise: NoiseSource,
 ) -> tuple[pl.DataFrame, float, float]:
-    """A pilot of the release over its public domain: the release's own bounding (L2 weights or truncation to K)
-    and its own noisy count of every domain HAT (:func:`urbandp.fleet.measure.select_hats`'s calibration, Gaussian,
-    L2 sensitivity 1 under L2 weights and sqrt K under truncation) at ``rho`` per vehicle-day. Returns the HATs
-    ``(cell, slot, noisy_n)``, the noise sd and the rho spent (OpenDP's map). Contributions must already be
-    restricted to the domain."""
-    from urbandp.fleet.measure import l2_normalised, per_hat_aggregates, truncate_vehicle_days
+    """A pilot of the release over its public domain: the release's own L2-normalised weights and its own noisy
+    count of every domain HAT (:func:`urbandp.fleet.measure.select_hats`'s calibration: Gaussian, L2 sensitivity 1)
+    at ``rho`` per vehicle-day, whatever the release's bounding (under truncation the weights' sensitivity 1 gives
+    sqrt K times less noise than counts truncated to K; the planner turns weighted counts back into vehicle-days
+    with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)``, the noise sd and the
+    rho spent (OpenDP's map). Contributions must already be restricted to the domain."""
+    from urbandp.fleet.measure import l2_normalised, per_hat_aggregates
     from urbandp.fleet.selection import calibrate_selection, measure_selection
 
-    if cfg.contribution_bounding == "l2":
-        bounded, k = l2_normalised(contributions), 1
-    else:
-        k = cfg_k(cfg)
-        bounded = truncate_vehicle_days(contributions, k, cfg.slot_minutes)[0]
+    bounded, k = l2_normalised(contributions), 1
     cal = calibrate_selection(
         gaussian=True, k=k, days=days, budget=rho, delta=cfg.delta, min_per_day=cfg.min_per_day,
         domain_size=grid.height, release_all=True,

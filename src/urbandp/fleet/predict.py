@@ -297,14 +297,16 @@ def pilot_profile(
     cell's total spread over the slots by the day's profile (:func:`cell_by_slot`): a HAT's own noisy count is
     too noisy at an affordable pilot, a cell's total over its slots and a slot's total over the cells are not.
     Each run redraws the pilot's noise around the smoothed counts (a parametric bootstrap) and smooths again, so
-    the prediction holds the pilot's uncertainty. Counts become vehicle-days per day, under L2 weights by the mean
-    weight of a HAT visit ``sum sqrt(m) / sum m`` over the histogram of HATs per vehicle-day."""
+    the prediction holds the pilot's uncertainty. The pilot's L2-weighted counts become vehicle-days per day by the
+    mean weight of a HAT visit ``sum sqrt(m) / sum m`` over the histogram of HATs per vehicle-day (the release run
+    on them truncates to K where it truncates)."""
     keys = pilot.select("cell", "slot")
     smoothed = cell_by_slot(keys, pilot["noisy_n"].to_numpy().astype(float), sd)
 
     def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
-        m = _m_sample(m_bins, cfg, rng)
-        weight = float(np.sqrt(m).sum() / m.sum()) if cfg.contribution_bounding == "l2" else 1.0
+        # HATs per vehicle-day before any bounding: the release itself truncates to K where it truncates
+        m = _m_sample(m_bins, cfg.model_copy(update={"contribution_bounding": "l2"}), rng)
+        weight = float(np.sqrt(m).sum() / m.sum())  # the pilot's counts are L2-weighted
         count = cell_by_slot(keys, smoothed + rng.normal(0.0, sd, smoothed.size), sd) / weight
         hats = keys.with_columns(pl.Series("per_day", count / days, dtype=pl.Float64))
         return hats.filter(pl.col("per_day") > 0), m
