@@ -9,7 +9,9 @@ configuration, and truncation to K = 96 with the same pooling), the plan is made
   a histogram of HATs per vehicle-day (:func:`urbandp.fleet.forecast.paid_pilot`), charged beside the release;
 * ``synth-month`` (``urbandp synth fleet``, 300 buses x 31 days, seed 1, and its own GTFS schedule): the plan
   reads the schedule only (``--domain-gtfs``, ring 1; spends nothing), and with ``--month-extent`` also the
-  extent with a pilot.
+  extent with a pilot;
+* ``--domains routes`` on ``austin4``: Capital Metro's routes (GeoJSON, ring 1), planned from the route lengths
+  with ``--fleet-size`` (vehicles a day), or with a pilot when no fleet size is given.
 
 Printed and written (``benchmarks/results/plan_accuracy.json``): per row the predicted shown / useful / pooled
 useful HATs (mean and 95% interval over the simulated releases), the releases' means, and the relative error of
@@ -43,7 +45,9 @@ from urbandp.grid.slots import SlotSpec  # noqa: E402
 from urbandp.privacy.noise import OpenDPNoise  # noqa: E402
 
 
-def plan(ds: dict[str, Any], cfg: HatReleaseConfig, pilot_epsilon: float | None) -> dict[str, Any]:
+def plan(
+    ds: dict[str, Any], cfg: HatReleaseConfig, pilot_epsilon: float | None, fleet_size: float | None = None
+) -> dict[str, Any]:
     """What ``urbandp plan`` with these options writes, in-process (with a pilot when ``pilot_epsilon``)."""
     first, last, day_set = public_window(cfg)
     assert first is not None and last is not None
@@ -61,11 +65,20 @@ def plan(ds: dict[str, Any], cfg: HatReleaseConfig, pilot_epsilon: float | None)
             contributions, cfg, len(days), domain, pilot_loss(cfg, pilot_epsilon).rho, OpenDPNoise()
         )
         pilot, m_histogram = paid.pilot, paid.m_histogram
-    return make_plan(cfg, len(days), domain=domain, pilot=pilot, m_histogram=m_histogram)
+    return make_plan(
+        cfg, len(days), domain=domain, pilot=pilot, m_histogram=m_histogram, fleet_size=fleet_size
+    )
 
 
 def row(
-    ds: dict[str, Any], name: str, domain: str, bounding: str, eps: float, runs: int, pilot: float | None
+    ds: dict[str, Any],
+    name: str,
+    domain: str,
+    bounding: str,
+    eps: float,
+    runs: int,
+    pilot: float | None,
+    fleet_size: float | None = None,
 ) -> dict[str, Any]:
     extra: dict[str, Any] = {"domain_bbox": ds["bbox"]} if domain == "extent" else dict(ds["routes"])
     cfg = HatReleaseConfig(
@@ -77,7 +90,9 @@ def row(
         **extra,
     )
     t0 = time.perf_counter()
-    planned = plan(ds, cfg, pilot if domain == "extent" else None)
+    # a pilot over the extent, or over a GeoJSON route domain without a fleet size; a GTFS schedule is free
+    use_pilot = domain == "extent" or ("domain_geojson" in ds["routes"] and fleet_size is None)
+    planned = plan(ds, cfg, pilot if use_pilot else None, fleet_size)
     plan_seconds = time.perf_counter() - t0
     prediction = planned["prediction"]
     got: dict[str, list[float]] = {"shown": [], "useful": [], "useful_pooled": []}
@@ -93,7 +108,8 @@ def row(
         "bounding": bounding,
         "epsilon_per_day": eps,
         "plan_source": prediction["source"],
-        "pilot_epsilon": pilot if domain == "extent" else None,
+        "pilot_epsilon": pilot if prediction["source"] == "pilot" else None,
+        "fleet_size": fleet_size,
         "plan_seconds": round(plan_seconds, 1),
         "runs": runs,
     }
@@ -139,6 +155,10 @@ def main() -> int:
     ap.add_argument("--boundings", default="l2,truncate")
     ap.add_argument("--pilot-epsilon", type=float, default=1.0)
     ap.add_argument("--month-extent", action="store_true", help="also the month over the extent with a pilot")
+    ap.add_argument(
+        "--domains", default=None, help="extent and/or routes (default: extent; the month: routes)"
+    )
+    ap.add_argument("--fleet-size", type=float, default=None, help="routes: plan from route lengths and this")
     ap.add_argument("--results", default="plan_accuracy")
     args = ap.parse_args()
     load = os.getloadavg()
@@ -149,10 +169,12 @@ def main() -> int:
         if name == "synth-month":
             ensure_month()
             domains = ["routes", "extent"] if args.month_extent else ["routes"]
+        if args.domains:
+            domains = args.domains.split(",")
         for eps in (float(e) for e in args.epsilons.split(",")):
             for domain in domains:
                 for bounding in args.boundings.split(","):
-                    r = row(ds, name, domain, bounding, eps, args.runs, args.pilot_epsilon)
+                    r = row(ds, name, domain, bounding, eps, args.runs, args.pilot_epsilon, args.fleet_size)
                     print(json.dumps(r), flush=True)
                     rows.append(r)
     write_results(args.results, {"rows": rows, "runs": args.runs, "markdown": table(rows)}, load)

@@ -117,7 +117,7 @@ def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float
 
 
 PRIOR_EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
-PRIOR_RUNS = 4
+PRIOR_RUNS = 3
 """Simulated releases per epsilon of the schedule prior's table (the headline prediction has :data:`RUNS`)."""
 
 

@@ -154,14 +154,14 @@ def test_a_geojson_route_domain_gets_a_prediction_from_route_lengths_and_a_fleet
     """The route domain's lengths of route per cell and a public fleet size give a prediction with an interval
     (no schedule, nothing spent); more vehicles never predict fewer useful HATs."""
     cfg = HatReleaseConfig(
-        epsilon_per_day=4.0, start=dt.date(2016, 12, 16), end=dt.date(2016, 12, 16), hours=(6, 22),
+        epsilon_per_day=4.0, start=dt.date(2016, 12, 16), end=dt.date(2016, 12, 16), hours=(7, 9),
         domain_geojson=ROUTES, contribution_bounding="l2", borrow_strength="parent", queries="speed",
     )  # fmt: skip
     lengths = route_lengths(ROUTES, 7)
     assert lengths.height > 100 and 500 < float(lengths["route_km"].sum()) < 50_000
     domain = load_public_domain(cfg)
-    small = make_plan(cfg, 1, domain=domain, fleet_size=50, runs=3)["prediction"]
-    large = make_plan(cfg, 1, domain=domain, fleet_size=400, runs=3)["prediction"]
+    small = make_plan(cfg, 1, domain=domain, fleet_size=50, runs=2)["prediction"]
+    large = make_plan(cfg, 1, domain=domain, fleet_size=400, runs=2)["prediction"]
     assert isinstance(small, dict) and isinstance(large, dict) and small["source"] == "route-length"
     assert large["shown"]["mean"] >= small["shown"]["mean"]
     assert "50 vehicles a day" in small["assumptions"]
