@@ -23,7 +23,7 @@ Dataset = Annotated[
         help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
     ),
 ]
-"""``--dataset``: the budget-store dataset a release is charged to (:class:`urbandp.privacy.session.Session`)."""
+"""``--dataset``: the budget-store dataset a release is charged to (:class:`urbandp.privacy.session.ReleaseCharge`)."""
 
 BudgetStoreUrl = Annotated[
     str | None,

@@ -70,9 +70,12 @@ def to_polars(data: TableLike, parameter: str = "data") -> pl.DataFrame:
             if isinstance(frame, pl.DataFrame):
                 return frame
     except Exception as err:  # a column Polars cannot represent: one line, not a traceback
-        raise InputDataError(f"{parameter}: cannot convert the table ({type(err).__name__}: {err})") from None
+        raise InputDataError(
+            f"{parameter}: cannot convert the table ({type(err).__name__}: {err})", parameters=parameter
+        ) from None
     raise InputDataError(
-        f"{parameter}: expected paths or a table (Polars, pandas, GeoPandas or PyArrow), got {type(data).__name__}"
+        f"{parameter}: expected paths or a table (Polars, pandas, GeoPandas or PyArrow), got {type(data).__name__}",
+        parameters=parameter,
     )
 
 

@@ -6,7 +6,7 @@
     with ud.Session(store="budget.sqlite", dataset="austin") as s:
         rel = ud.fleet.release(df, start="2017-04-18", end="2017-04-18", epsilon_per_day=4, session=s)
 
-Each release opens its own charge (:class:`urbandp.privacy.session.Session`: reserve before noise, commit after)
+Each release opens its own charge (:class:`urbandp.privacy.session.ReleaseCharge`: reserve before noise, commit after)
 through :meth:`Session.charge`, so the guards and the budget of the command line apply unchanged: a release the
 store cannot afford raises :class:`~urbandp.errors.BudgetExceededError` before any noise is drawn, a NOT DP release
 is refused, and nothing is ever refunded. Without a session a release still passes the guards, but charges no
@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import TracebackType
 
-from urbandp.arguments import check_name, check_path, check_switch
+from urbandp.arguments import check_keywords, check_name, check_path, check_switch
 from urbandp.errors import InvalidParameterError
 from urbandp.privacy.noise import NoiseSource
-from urbandp.privacy.session import Session as ReleaseCharge
+from urbandp.privacy.session import ReleaseCharge
 
 
 class Session:
@@ -37,6 +37,7 @@ class Session:
     (default ``$URBANDP_OPERATOR``, else the OS user name).
     """
 
+    @check_keywords
     def __init__(
         self,
         store: str | Path | None = None,
@@ -46,11 +47,6 @@ class Session:
         noise: NoiseSource | None = None,
         operator: str | None = None,
     ) -> None:
-        if isinstance(dataset, str) and not dataset.strip():
-            raise InvalidParameterError(
-                "dataset is empty: give the name of a dataset of the budget store, or None",
-                parameters="dataset",
-            )
         if noise is not None and not callable(getattr(noise, "laplace", None)):
             raise InvalidParameterError(
                 f"noise must be a noise source (urbandp.privacy.noise.NoiseSource), got {noise!r}",
@@ -99,3 +95,12 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session(store={self.store!r}, dataset={self.dataset!r}, releases={len(self.releases)})"
+
+
+def check_session(value: object) -> Session:
+    """The ``session`` a release charges: a :class:`Session`, or None for one that charges no store."""
+    if value is None:
+        return Session()
+    if isinstance(value, Session):
+        return value
+    raise InvalidParameterError(f"session must be a urbandp.Session, got {value!r}", parameters="session")

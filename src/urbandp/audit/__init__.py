@@ -14,8 +14,9 @@ are imported on first use (PEP 562 module ``__getattr__``), so ``urbandp audit -
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from urbandp.lazy import lazy_names
 
 if TYPE_CHECKING:
     from urbandp.audit.api import (
@@ -48,11 +49,4 @@ _HOME = {name: "urbandp.audit.api" for name in __all__ if name != "PublishedTabl
 _HOME["PublishedTable"] = "urbandp.audit.tables"
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOME, __all__)

@@ -26,7 +26,7 @@ import contextlib
 import copy
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -34,6 +34,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
+from urbandp import arguments
 from urbandp.audit.tables import (
     PublishedTable,
     published_table_from_frame,
@@ -71,6 +72,7 @@ def _outputs(inputs: list[Path], overwrite: bool) -> Iterator[None]:
 
 
 def _table(data: TableLike, parameter: str) -> PublishedTable:
+    arguments.check_table(data, parameter)
     if _is_path(data):
         return read_published_table(Path(data))
     return published_table_from_frame(to_polars(data, parameter))
@@ -80,6 +82,7 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     """``privacy`` as a mapping: given, read from the path given, or the ``privacy.json`` next to a path table."""
     if isinstance(privacy, Mapping):
         return dict(privacy)
+    arguments.check_path(privacy, "privacy", optional=True)
     explicit = Path(privacy) if privacy is not None else None
     if _is_path(table):
         return sibling_privacy(Path(cast("str", table)), explicit)
@@ -90,24 +93,34 @@ def _is_positive_finite(value: float) -> bool:
     return value > 0 and math.isfinite(value)
 
 
-def _positive_finite(value: float | None, parameter: str) -> None:
-    """:class:`InvalidParameterError` naming ``parameter`` unless ``value`` is None or positive and finite."""
-    if value is not None and not _is_positive_finite(value):
+def _positive_finite(value: object, parameter: str) -> float | None:
+    """``value`` as a float; :class:`InvalidParameterError` naming ``parameter`` unless it is None or a positive
+    finite number."""
+    number = arguments.check_number(value, parameter, optional=True)
+    if number is not None and not _is_positive_finite(number):
         raise InvalidParameterError(
             f"{parameter} must be a positive finite number, got {value}", parameters=parameter
         )
+    return number
 
 
-def _alpha(alpha: float) -> None:
-    if not 0 < alpha < 1:
+def _alpha(alpha: object) -> float:
+    number = arguments.check_number(alpha, "alpha")
+    if not 0 < number < 1:
         raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
+    return number
+
+
+def _common(report: object, overwrite: object, parameter: str = "report") -> tuple[Path | None, bool]:
+    """The ``report`` folder (``out`` file) as a path or None, and the ``overwrite`` switch every attack takes."""
+    folder = arguments.check_path(report, parameter, optional=True)
+    return (None if folder is None else Path(folder)), arguments.check_switch(overwrite, "overwrite")
 
 
 def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> float | None:
     """``scale`` if given, else ``privacy.json``'s ``noise_scale`` (validated), else ``None``."""
     if scale is not None:
-        _positive_finite(scale, "scale")
-        return float(scale)
+        return _positive_finite(scale, "scale")
     value = privacy.get("noise_scale") if privacy else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not _is_positive_finite(float(value)):  # the release's file, not a parameter of the call
@@ -127,7 +140,7 @@ def _group_sizes(group_sizes: str | Sequence[int]) -> tuple[int, ...]:
                 f"group_sizes must be integers like 1,5,12, got {group_sizes!r}", parameters="group_sizes"
             ) from None
     else:
-        gs = tuple(int(g) for g in group_sizes)
+        gs = tuple(int(g) for g in arguments.check_numbers(group_sizes, "group_sizes", integer=True))
     if not gs or min(gs) < 1:
         raise InvalidParameterError("group_sizes must be positive integers", parameters="group_sizes")
     return gs
@@ -165,6 +178,25 @@ class AuditResult:
         value = self.details.get("warning")
         return value if isinstance(value, str) else None
 
+    def _write(
+        self,
+        directory: str | os.PathLike[str],
+        name: str,
+        title: str,
+        method: str,
+        plot: Callable[[dict[str, object], Path], None],
+        extra: Callable[[Path], None] | None = None,
+    ) -> None:
+        """``<name>.md`` (``title``, the ``method`` in words, the result) and ``<name>.png`` (``plot``) in
+        ``directory``, with what ``extra`` writes there, staged and moved in whole."""
+        from urbandp.audit.report import staged_files, write_report
+
+        result = self.to_dict()
+        with staged_files(Path(directory)) as stage:
+            if extra is not None:
+                extra(stage)
+            write_report(stage, name, title, result, method, {f"{name}.png": lambda p: plot(result, p)})
+
 
 @dataclass(frozen=True)
 class NoiseScaleResult(AuditResult):
@@ -183,19 +215,15 @@ class NoiseScaleResult(AuditResult):
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``noise-scale.md`` and ``noise-scale.png`` in ``directory`` (what ``--report`` writes)."""
         from urbandp.audit.noise_scale_attack import plot_differences
-        from urbandp.audit.report import staged_files, write_report
 
-        result = self.to_dict()
-        with staged_files(Path(directory)) as stage:
-            write_report(
-                stage,
-                "noise-scale",
-                "Noise scale read off the published table",
-                result,
-                "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
-                "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
-                {"noise-scale.png": lambda p: plot_differences(self.differences, result, p)},
-            )
+        self._write(
+            directory,
+            "noise-scale",
+            "Noise scale read off the published table",
+            "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
+            "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
+            lambda result, p: plot_differences(self.differences, result, p),
+        )
 
 
 @dataclass(frozen=True)
@@ -215,22 +243,18 @@ class ZeroSkippingResult(AuditResult):
 
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``zero-skipping.md``, ``zero-skipping.png`` and ``quarantine.csv`` in ``directory`` (``--report``)."""
-        from urbandp.audit.report import staged_files, write_report
         from urbandp.audit.zero_skipping_attack import plot_detection
 
-        result = self.to_dict()
-        with staged_files(Path(directory)) as stage:
-            self.quarantine.write_csv(stage / "quarantine.csv")
-            write_report(
-                stage,
-                "zero-skipping",
-                "Were zeros skipped? (Theorem 1)",
-                result,
-                "Whether the table could come from a method that leaves zero cells unperturbed, and the "
-                "probability that a suspected individual or group is detected with certainty "
-                "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
-                {"zero-skipping.png": lambda p: plot_detection(result, p)},
-            )
+        self._write(
+            directory,
+            "zero-skipping",
+            "Were zeros skipped? (Theorem 1)",
+            "Whether the table could come from a method that leaves zero cells unperturbed, and the "
+            "probability that a suspected individual or group is detected with certainty "
+            "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
+            plot_detection,
+            lambda stage: self.quarantine.write_csv(stage / "quarantine.csv"),
+        )
 
 
 @dataclass(frozen=True)
@@ -255,19 +279,15 @@ class DifferencingResult(AuditResult):
     def write_report(self, directory: str | os.PathLike[str]) -> None:
         """``differencing.md`` and ``differencing.png`` in ``directory`` (what ``--report`` writes)."""
         from urbandp.audit.differencing_attack import plot_cells
-        from urbandp.audit.report import staged_files, write_report
 
-        result = self.to_dict()
-        with staged_files(Path(directory)) as stage:
-            write_report(
-                stage,
-                "differencing",
-                "Suppressed cells recovered by differencing",
-                result,
-                "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
-                "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
-                {"differencing.png": lambda p: plot_cells(result, p)},
-            )
+        self._write(
+            directory,
+            "differencing",
+            "Suppressed cells recovered by differencing",
+            "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
+            "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
+            plot_cells,
+        )
 
 
 PAIRS_WARNING = (
@@ -315,6 +335,7 @@ class PairsResult:
 # --- the attacks ----------------------------------------------------------------------------------------------
 
 
+@arguments.check_keywords
 def noise_scale(
     pairs: TableLike,
     *,
@@ -332,11 +353,13 @@ def noise_scale(
     """
     from urbandp.audit.noise_scale_attack import noise_scale_attack, pair_differences, read_pairs
 
-    _alpha(alpha)
-    alpha = float(alpha)
+    alpha = _alpha(alpha)
+    model = str(arguments.check_name(model, "model"))
+    report, overwrite = _common(report, overwrite)
+    arguments.check_table(pairs, "pairs")
     with _outputs(_paths(pairs), overwrite):
         if report is not None:
-            check_report_dir(Path(report))
+            check_report_dir(report)
         if _is_path(pairs):
             u, dropped, groups = read_pairs(Path(pairs))
         else:
@@ -360,6 +383,7 @@ def noise_scale(
     return result
 
 
+@arguments.check_keywords
 def zero_skipping(
     table: TableLike,
     *,
@@ -384,14 +408,13 @@ def zero_skipping(
             f"method must be auto, data61-2016, urbandp or unknown, got {method!r}", parameters="method"
         )
     gs = _group_sizes(group_sizes)
-    if not (math.isfinite(threshold) and threshold >= 0):
-        raise InvalidParameterError(
-            f"threshold must be a finite number >= 0, got {threshold}", parameters="threshold"
-        )
-    threshold = float(threshold)  # printed as the CLI prints it (18.0, not 18)
+    threshold = arguments.check_number(
+        threshold, "threshold", minimum=0
+    )  # a float: printed as the CLI does (18.0)
+    report, overwrite = _common(report, overwrite)
     with _outputs(_paths(table, privacy), overwrite):
         if report is not None:
-            check_report_dir(Path(report))
+            check_report_dir(report)
         pub = _table(table, "table")
         wants = method in ("auto", "urbandp") or privacy is not None
         priv = _privacy(privacy, table) if wants else None
@@ -423,6 +446,7 @@ def zero_skipping(
     return result
 
 
+@arguments.check_keywords
 def differencing(
     joint: TableLike,
     marginal: TableLike,
@@ -444,15 +468,15 @@ def differencing(
     """
     from urbandp.audit.differencing_attack import differencing_attack
 
-    _alpha(alpha)
-    _positive_finite(marginal_scale, "marginal_scale")
-    marginal_scale = None if marginal_scale is None else float(marginal_scale)
-    alpha = float(alpha)
+    alpha = _alpha(alpha)
+    marginal_scale = _positive_finite(marginal_scale, "marginal_scale")
+    max_cells = int(arguments.check_number(max_cells, "max_cells", integer=True))
     if max_cells < 0:
         raise InvalidParameterError(f"max_cells must be >= 0, got {max_cells}", parameters="max_cells")
+    report, overwrite = _common(report, overwrite)
     with _outputs(_paths(joint, marginal, privacy), overwrite):
         if report is not None:
-            check_report_dir(Path(report))
+            check_report_dir(report)
         j = _table(joint, "joint")
         m = _table(marginal, "marginal")
         priv = _privacy(privacy, joint)
@@ -493,6 +517,7 @@ def differencing(
     return result
 
 
+@arguments.check_keywords
 def pairs(
     table: TableLike,
     *,
@@ -510,17 +535,19 @@ def pairs(
     """
     from urbandp.audit.route_pairs import route_pairs
 
-    routes = [route] if isinstance(route, str) else list(route)
+    routes = list(arguments.check_texts(route, "route"))
+    lag_minutes = int(arguments.check_number(lag_minutes, "lag_minutes", integer=True))
     if not 0 <= lag_minutes < 24 * 60:
         raise InvalidParameterError(
             f"lag_minutes must be between 0 and 1439, got {lag_minutes}", parameters="lag_minutes"
         )
+    target, overwrite = _common(out, overwrite, "out")
     with _outputs(_paths(table), overwrite):
-        if out is not None:
-            check_output_file(Path(out))
+        if target is not None:
+            check_output_file(target)
         pub = _table(table, "table")
         df, incomplete = route_pairs(pub.table, routes, lag_minutes)
         result = PairsResult(df, incomplete, pub.quarantine.height)
-        if out is not None:
-            result = result.write(out, overwrite)
+        if target is not None:
+            result = result.write(target, overwrite)
     return result

@@ -7,7 +7,9 @@ Each attack prints exactly one JSON object on stdout; ``--report DIR`` also writ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -15,6 +17,24 @@ from urbandp.cli_options import Overwrite
 from urbandp.cli_support import cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
+
+
+def _report(name: str) -> Any:
+    """``--report DIR``: where the attack writes ``<name>.md`` and its plot."""
+    return typer.Option(None, "--report", help=f"Write {name}.md and a PNG here (default: not written).")
+
+
+def _optional(flag: str, text: str) -> Any:
+    """An option without a default value (None: read from privacy.json, or not given)."""
+    return typer.Option(None, flag, help=text)
+
+
+def _run(attack: str, options: Mapping[str, object]) -> None:
+    """Call ``ud.audit.<attack>`` with the command's options (each named as the function's keyword) and print
+    its result."""
+    from urbandp.audit import api
+
+    _emit(getattr(api, attack)(**options).to_dict())
 
 
 def _emit(result: dict[str, object]) -> None:
@@ -34,9 +54,7 @@ def noise_scale(
         "continuous", "--model", help="continuous (Laplace, Opal) | discrete (discrete Laplace, urbandp)."
     ),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level of the interval."),
-    report: Path | None = typer.Option(
-        None, "--report", help="Write noise-scale.md and a PNG here (default: not written)."
-    ),
+    report: Path | None = _report("noise-scale"),
     overwrite: Overwrite = False,
 ) -> None:
     """Estimate the noise scale from pairs of published counts that are equal in the raw data (MLE + CI).
@@ -46,9 +64,7 @@ def noise_scale(
         urbandp audit pairs --table rel/joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf" --out p.csv
         urbandp audit noise-scale --pairs p.csv --model discrete --report audit/
     """
-    from urbandp.audit import api
-
-    _emit(api.noise_scale(pairs, model=model, alpha=alpha, report=report, overwrite=overwrite).to_dict())
+    _run("noise_scale", locals())
 
 
 @app.command("zero-skipping")
@@ -59,16 +75,12 @@ def zero_skipping(
     method: str = typer.Option(
         "auto", "--method", help="auto (privacy.json next to the table) | data61-2016 | urbandp | unknown."
     ),
-    scale: float | None = typer.Option(
-        None, "--scale", help="Noise scale p (default: privacy.json's noise_scale)."
-    ),
-    privacy: Path | None = typer.Option(
-        None, "--privacy", help="privacy.json of the release (default: next to the table)."
+    scale: float | None = _optional("--scale", "Noise scale p (default: privacy.json's noise_scale)."),
+    privacy: Path | None = _optional(
+        "--privacy", "privacy.json of the release (default: next to the table)."
     ),
     group_sizes: str = typer.Option("1,5,12", "--group-sizes", help="Comma-separated group sizes g."),
-    report: Path | None = typer.Option(
-        None, "--report", help="Write zero-skipping.md and a PNG here (default: not written)."
-    ),
+    report: Path | None = _report("zero-skipping"),
     overwrite: Overwrite = False,
 ) -> None:
     """Decide whether zeros could have been skipped; report Theorem 1's delta bound and detection probabilities.
@@ -77,19 +89,7 @@ def zero_skipping(
 
         urbandp audit zero-skipping --table opal/location_20160808-14.csv --threshold 18 --method data61-2016 --scale 1.4
     """
-    from urbandp.audit import api
-
-    result = api.zero_skipping(
-        table,
-        threshold=threshold,
-        method=method,
-        scale=scale,
-        privacy=privacy,
-        group_sizes=group_sizes,
-        report=report,
-        overwrite=overwrite,
-    )
-    _emit(result.to_dict())
+    _run("zero_skipping", locals())
 
 
 @app.command("differencing")
@@ -101,20 +101,14 @@ def differencing(
     marginal: Path = typer.Option(
         ..., "--marginal", help="Published marginal table (a subset of the joint's key columns)."
     ),
-    scale: float | None = typer.Option(
-        None, "--scale", help="Noise scale of the joint cells (default: privacy.json)."
+    scale: float | None = _optional("--scale", "Noise scale of the joint cells (default: privacy.json)."),
+    marginal_scale: float | None = _optional(
+        "--marginal-scale", "Noise scale of the marginal (default: --scale)."
     ),
-    marginal_scale: float | None = typer.Option(
-        None, "--marginal-scale", help="Noise scale of the marginal (default: --scale)."
-    ),
-    privacy: Path | None = typer.Option(
-        None, "--privacy", help="privacy.json (default: next to the joint table)."
-    ),
+    privacy: Path | None = _optional("--privacy", "privacy.json (default: next to the joint table)."),
     alpha: float = typer.Option(0.05, "--alpha", help="1 - confidence level."),
     max_cells: int = typer.Option(1000, "--max-cells", help="List at most this many cells in the JSON."),
-    report: Path | None = typer.Option(
-        None, "--report", help="Write differencing.md and a PNG here (default: not written)."
-    ),
+    report: Path | None = _report("differencing"),
     overwrite: Overwrite = False,
 ) -> None:
     """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms.
@@ -123,20 +117,7 @@ def differencing(
 
         urbandp audit differencing --joint rel/joint.csv --marginal rel/time.csv --report audit/
     """
-    from urbandp.audit import api
-
-    result = api.differencing(
-        joint,
-        marginal,
-        scale=scale,
-        marginal_scale=marginal_scale,
-        privacy=privacy,
-        alpha=alpha,
-        max_cells=max_cells,
-        report=report,
-        overwrite=overwrite,
-    )
-    _emit(result.to_dict())
+    _run("differencing", locals())
 
 
 @app.command("pairs")
@@ -159,8 +140,4 @@ def pairs(
         urbandp audit pairs --table joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf"
         --route "ferry:Circular Quay No. 3 Wharf>Manly Wharf" --out pairs.csv
     """
-    from urbandp.audit import api
-
-    _emit(
-        api.pairs(table, route=list(route), lag_minutes=lag_minutes, out=out, overwrite=overwrite).to_dict()
-    )
+    _run("pairs", locals())

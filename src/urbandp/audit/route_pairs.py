@@ -19,7 +19,8 @@ def parse_route(route: str) -> tuple[str, str, str]:
         origin, dest = rest.split(">", 1)
     except ValueError:
         raise InputError(
-            f"route must look like 'ferry:Manly Wharf>Circular Quay No. 3 Wharf', got {route!r}"
+            f"route must look like 'ferry:Manly Wharf>Circular Quay No. 3 Wharf', got {route!r}",
+            parameters="route",
         ) from None
     return mode.strip(), origin.strip(), dest.strip()
 

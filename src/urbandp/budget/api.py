@@ -16,12 +16,12 @@ Every cap set or changed is recorded with who changed it (``operator``), as the 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, SupportsFloat
+from typing import Any
 
-from urbandp.errors import InvalidParameterError
+from urbandp.arguments import check_keywords, check_name, check_number, check_path
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.privacy.budget_store import SPANNING_UNITS, UNITS, BudgetStore, DatasetCaps, open_store
 
 __all__ = ["BudgetStatus", "Remaining", "declare", "history", "remaining", "show"]
@@ -64,6 +64,7 @@ class BudgetStatus:
         )
 
 
+@check_keywords
 def declare(
     store: str | Path | None,
     dataset: str,
@@ -101,7 +102,7 @@ def declare(
             f"unit must be one of {', '.join(UNITS)}, got {unit!r}", parameters="unit"
         )
     declared = DatasetCaps(name, kind, **checked)
-    if operator is not None and not isinstance(operator, str):
+    if operator is not None and not isinstance(operator, str):  # the store checks the text (a one-line name)
         raise InvalidParameterError(f"operator must be a string, got {operator!r}", parameters="operator")
     db = open_store(_store(store), operator=operator)  # the store refuses a blank name
     try:
@@ -110,6 +111,7 @@ def declare(
         db.close()
 
 
+@check_keywords
 def show(store: str | Path | None, dataset: str) -> BudgetStatus:
     """The caps of ``dataset`` and what its releases have spent, per day and over all releases."""
     name = _text(dataset, "dataset")
@@ -120,11 +122,13 @@ def show(store: str | Path | None, dataset: str) -> BudgetStatus:
         db.close()
 
 
+@check_keywords
 def remaining(store: str | Path | None, dataset: str) -> Remaining:
     """What is left of each cap of ``dataset`` (the counterpart of Tumult's ``remaining_privacy_budget``)."""
     return show(store, dataset).remaining
 
 
+@check_keywords
 def history(store: str | Path | None, dataset: str) -> list[dict[str, Any]]:
     """Every release charged to ``dataset`` (``kind: "release"``: status, days, window epsilon and delta,
     mechanism, content hash, operator, command line) and every change of its caps (``kind: "cap change"``: who,
@@ -132,6 +136,7 @@ def history(store: str | Path | None, dataset: str) -> list[dict[str, Any]]:
     name = _text(dataset, "dataset")
     db = open_store(_store(store), create=False)
     try:
+        _caps(db, name)
         releases = [{"kind": "release", "at": r["reserved_at"], **r} for r in db.history(name)]
         changes = [{"kind": "cap change", "at": c["changed_at"], **c} for c in db.cap_changes(name)]
     finally:
@@ -139,8 +144,16 @@ def history(store: str | Path | None, dataset: str) -> list[dict[str, Any]]:
     return sorted(changes + releases, key=lambda e: (e["at"], e["kind"] == "release"))
 
 
+def _caps(db: BudgetStore, name: str) -> DatasetCaps:
+    """The caps of ``name``; a dataset never declared is refused naming ``dataset``."""
+    try:
+        return db.caps(name)
+    except InputError as err:
+        raise InvalidParameterError(str(err), parameters="dataset") from None
+
+
 def _status(db: BudgetStore, name: str) -> BudgetStatus:
-    caps = db.caps(name)
+    caps = _caps(db, name)
     spend = db.spend_per_day(name)
     eps = db.epsilon_spent(name)
     rho = db.group_rho_spent(name)
@@ -172,36 +185,14 @@ def _status(db: BudgetStore, name: str) -> BudgetStatus:
     )
 
 
-def _store(store: str | Path | None) -> str | None:
-    if store is None or isinstance(store, (str, Path)):
-        return None if store is None else str(store)
-    raise InvalidParameterError(
-        f"store must be a path or a postgresql:// URL, got {type(store).__name__}", parameters="store"
-    )
+def _store(store: object) -> str | None:
+    return check_path(store, "store", optional=True)
 
 
 def _text(value: object, parameter: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidParameterError(
-            f"{parameter} must be a non-empty string, got {value!r}", parameters=parameter
-        )
-    return value
+    return str(check_name(value, parameter))
 
 
 def _number(value: object, parameter: str) -> float | None:
-    """A cap: None, or a finite real number (a bool or a string is refused, never read as a number)."""
-    if value is None:
-        return None
-    if isinstance(value, (bool, str)) or not isinstance(value, (int, float, SupportsFloat)):
-        raise InvalidParameterError(f"{parameter} must be a number, got {value!r}", parameters=parameter)
-    try:
-        number = float(value)
-    except (OverflowError, ValueError):
-        raise InvalidParameterError(
-            f"{parameter} must be a finite number, got {value!r}", parameters=parameter
-        ) from None
-    if not math.isfinite(number) or number < 0:
-        raise InvalidParameterError(
-            f"{parameter} must be a finite number >= 0, got {value!r}", parameters=parameter
-        )
-    return number
+    """A cap: None, or a finite real number >= 0 (a bool or a string is refused, never read as a number)."""
+    return check_number(value, parameter, optional=True, minimum=0)

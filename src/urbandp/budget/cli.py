@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,23 @@ app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions
 STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
 
 
+def _cap(text: str) -> Any:
+    """An optional cap of ``budget init`` (None: not set, or kept as declared)."""
+    return typer.Option(None, help=text)
+
+
+@contextlib.contextmanager
+def _dataset_named() -> Iterator[None]:
+    """The library's ``dataset`` is the command's DATASET argument, not a flag: a message naming it is shown as
+    the library wrote it."""
+    from urbandp.errors import InputError
+
+    try:
+        yield
+    except InputError as err:
+        raise err.renamed(lambda p: p if p == "dataset" else None) from None
+
+
 @app.command("init")
 @cli_guard
 def init(
@@ -22,26 +41,21 @@ def init(
     unit: str = typer.Option(
         ..., help="Privacy unit: vehicle-day, card-day, event, reading, respondent, trip or person."
     ),
-    epsilon_per_day: float | None = typer.Option(
-        None, help="Cap on epsilon per unit and calendar day (default: no per-day cap)."
+    epsilon_per_day: float | None = _cap(
+        "Cap on epsilon per unit and calendar day (default: no per-day cap)."
     ),
-    epsilon_total: float | None = typer.Option(
-        None,
-        help="Cap on epsilon over all releases: the sum of each release's epsilon for a unit present on all of its "
-        "days, as its privacy.json states it (default: no total cap).",
+    epsilon_total: float | None = _cap(
+        "Cap on epsilon over all releases: the sum of each release's epsilon for a unit present on all of its "
+        "days, as its privacy.json states it (default: no total cap)."
     ),
-    rho_per_day: float | None = typer.Option(
-        None, help="Cap on zCDP rho per calendar day (default: no rho cap)."
+    rho_per_day: float | None = _cap("Cap on zCDP rho per calendar day (default: no rho cap)."),
+    rho_total: float | None = _cap(
+        "Cap on zCDP rho over all releases: each costs its rho for a unit on all of its D days (D^2 x its rho "
+        "per day when it pools the days) (default: no cap)."
     ),
-    rho_total: float | None = typer.Option(
-        None,
-        help="Cap on zCDP rho over all releases: each costs its rho for a unit on all of its D days (D^2 x its rho "
-        "per day when it pools the days) (default: no cap).",
-    ),
-    delta_total: float | None = typer.Option(
-        None,
-        help="Cap on delta over all releases: the sum of each release's delta for a unit present on all of its "
-        "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap).",
+    delta_total: float | None = _cap(
+        "Cap on delta over all releases: the sum of each release's delta for a unit present on all of its "
+        "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap)."
     ),
     budget_store: str | None = typer.Option(None, help=STORE_HELP),
     operator: str | None = typer.Option(
@@ -91,7 +105,8 @@ def show(
     Example: urbandp budget show surat --out out/budget"""
     from urbandp.budget.api import show as status_of
 
-    status = status_of(budget_store, dataset)
+    with _dataset_named():
+        status = status_of(budget_store, dataset)
     caps, epsilon, group, delta = status.caps, status.epsilon_spent, status.rho_spent, status.delta_spent
     deltas = status.delta_per_day
     spend = {day: (eps, status.rho_per_day[day]) for day, eps in status.epsilon_per_day.items()}
@@ -199,7 +214,8 @@ def history(
     Example: urbandp budget history surat"""
     from urbandp.budget.api import history as events_of
 
-    events = events_of(budget_store, dataset)
+    with _dataset_named():
+        events = events_of(budget_store, dataset)
     rows = [e for e in events if e["kind"] == "release"]
     for event in events:
         typer.echo(_release_line(event) if event["kind"] == "release" else _cap_line(event))

@@ -48,8 +48,7 @@ from urbandp.privacy.guards import meaningless_reasons
 from urbandp.privacy.ledger import PrivacyLedger
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.report import write_privacy_json
-from urbandp.privacy.session import Session as ReleaseCharge
-from urbandp.privacy.session import days_between
+from urbandp.privacy.session import ReleaseCharge, days_between
 from urbandp.results import Release
 from urbandp.session import Session
 

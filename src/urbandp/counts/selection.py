@@ -20,7 +20,7 @@ from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.privacy.guards import meaningless_reasons
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import Session as ReleaseCharge
+from urbandp.privacy.session import ReleaseCharge
 
 QUARANTINE_REASON = "missing value or unparsable timestamp"
 

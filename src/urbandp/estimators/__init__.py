@@ -29,7 +29,7 @@ CLIPPED-MEAN: add/remove-one-unit. See
 :mod:`urbandp.experiments` and is never imported from here.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from urbandp.estimators.bounds import choose_m_ub, eq1_argmax, paper_median
 from urbandp.estimators.core import (
@@ -45,6 +45,7 @@ from urbandp.estimators.core import (
     Quantile,
 )
 from urbandp.estimators.grouping import GroupingPlan, bestfit, wraparound
+from urbandp.lazy import lazy_names
 
 if TYPE_CHECKING:
     from urbandp.estimators.api import (
@@ -93,13 +94,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"urbandp.estimators.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(__all__) | set(globals()))
+__getattr__, __dir__ = lazy_names(
+    __name__, {name: f"urbandp.estimators.{module}" for name, module in _LAZY.items()}, __all__
+)

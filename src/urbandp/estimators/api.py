@@ -24,7 +24,6 @@ refused with a budget dataset: it is never booked as DP spend.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from urbandp.arguments import (
+    check_date,
+    check_keywords,
+    check_name,
+    check_number,
+    check_path,
+    check_switch,
+    check_table,
+)
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.estimators.core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _Estimator
 from urbandp.estimators.report import EstimatorPrivacyReport
@@ -40,9 +48,9 @@ from urbandp.outputs import atomic_output_dir, output_policy, write_json
 from urbandp.privacy.budget_store import UNITS
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.report import write_privacy_json
-from urbandp.privacy.session import Session as ReleaseCharge
+from urbandp.privacy.session import ReleaseCharge
 from urbandp.results import Release
-from urbandp.session import Session
+from urbandp.session import Session, check_session
 
 ESTIMATOR_NAMES: tuple[str, ...] = tuple(BY_NAME)
 _OPTIONS: dict[str, tuple[str, ...]] = {
@@ -63,22 +71,25 @@ def _bad(message: str, *names: str) -> InvalidParameterError:
 
 
 def _positive(value: object, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (math.isfinite(value) and value > 0)
-    ):
-        raise _bad(f"{name} must be a finite number > 0, got {value!r}", name)
-    return float(value)
+    return check_number(value, name, above=0)
 
 
-def _day(value: str | dt.date | None) -> dt.date | None:
-    if value is None or isinstance(value, dt.date):
-        return value
-    try:
-        return dt.date.fromisoformat(str(value))
-    except ValueError:
-        raise _bad(f"day must be a date YYYY-MM-DD, got {value!r}", "day") from None
+_OPTION_KINDS: dict[str, str] = {
+    "grouping": "text",
+    "m_ub": "integer or text",
+    "gamma": "number",
+    "rule": "text",
+    "n_candidates": "integer",
+    "m_cap": "integer",
+}
+"""What each estimator option takes from Python (its range is the estimator's own check)."""
+
+
+def _option(name: str, value: object) -> object:
+    kind = _OPTION_KINDS[name]
+    if kind == "text" or (kind == "integer or text" and isinstance(value, str)):
+        return check_name(value, name)
+    return check_number(value, name, integer=kind != "number")
 
 
 @dataclass(frozen=True)
@@ -110,8 +121,9 @@ class EstimatorReleaseSpec:
         object.__setattr__(self, "upper", _positive(self.upper, "upper"))
         if self.unit not in UNITS:
             raise _bad(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", "unit")
-        object.__setattr__(self, "day", _day(self.day))
+        object.__setattr__(self, "day", check_date(self.day, "day", optional=True))
         takes = _OPTIONS[self.estimator]
+        object.__setattr__(self, "options", tuple((n, _option(n, v)) for n, v in self.options))
         for name, _ in self.options:
             if name not in takes:
                 raise _bad(
@@ -158,10 +170,11 @@ class EstimatorRelease(Release):
     def write(self, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
         """Write the release folder ``out`` (estimate.csv, privacy.json) and ``owner_only/<name>/`` beside it;
         an earlier urbandp output is replaced only with ``overwrite``; any other folder is refused."""
-        with output_policy(self.inputs, overwrite=overwrite):
-            return _write_folder(self, Path(out))
+        with output_policy(self.inputs, overwrite=check_switch(overwrite, "overwrite")):
+            return _write_folder(self, Path(str(check_path(out, "out"))))
 
 
+@check_keywords
 def release(
     data: TableLike,
     *,
@@ -194,6 +207,7 @@ def release(
     charged (None: the guards apply, no store is charged). ``out``: write the folder inside the charge.
     Raises :class:`~urbandp.errors.BudgetExceededError` before any noise when the store cannot afford it.
     """
+    check_table(data)
     given = {"grouping": grouping, "m_ub": m_ub, "gamma": gamma, "rule": rule}
     given |= {"n_candidates": n_candidates, "m_cap": m_cap}
     spec = EstimatorReleaseSpec(
@@ -204,7 +218,7 @@ def release(
         estimator,
         tuple((k, v) for k, v in given.items() if v is not None),
         unit,
-        _day(day),
+        check_date(day, "day", optional=True),
     )
     rel = release_spec(data, spec, session=session, out=out, overwrite=overwrite)
     rel.emit_warnings()
@@ -220,8 +234,9 @@ def release_spec(
     overwrite: bool = False,
 ) -> EstimatorRelease:
     """:func:`release` for a checked :class:`EstimatorReleaseSpec` (warnings not emitted)."""
-    s = session if session is not None else Session()
-    target = None if out is None else Path(out)
+    s = check_session(session)
+    target = None if out is None else Path(str(check_path(out, "out")))
+    overwrite = check_switch(overwrite, "overwrite")
     day = _booked_day(s, spec)
     with input_paths(data) as paths, output_policy(_protected(paths, s), overwrite=overwrite):
         values, owner = _read_values(paths, spec)
@@ -272,10 +287,13 @@ def _read_values(paths: list[Path], spec: EstimatorReleaseSpec) -> tuple[list[np
     with their reason) and the row counts of the true input."""
     frames = [_read_table(p) for p in paths]
     for frame in frames:
-        missing = [c for c in (spec.unit_column, spec.value_column) if c not in frame.columns]
+        named = {"unit_column": spec.unit_column, "value_column": spec.value_column}
+        missing = {p: c for p, c in named.items() if c not in frame.columns}
         if missing:
             raise InputDataError(
-                f"data: no column {', '.join(missing)} (columns: {', '.join(frame.columns)})"
+                f"data: no column {', '.join(missing.values())} ({', '.join(missing)}; columns: "
+                f"{', '.join(frame.columns)})",
+                parameters=tuple(missing),
             )
     rows = pl.concat(
         [f.select(pl.col(spec.unit_column).cast(pl.String), pl.col(spec.value_column)) for f in frames]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -116,6 +116,45 @@ class Prepared:
     array_means: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
+def _mean_estimate(
+    name: str,
+    prep: Prepared,
+    estimate: float,
+    eps: float,
+    steps: Sequence[PrivacyStep],
+    final: PrivacyStep,
+    interval: tuple[float, float],
+    noise: NoiseSource,
+    m_ub: int | None = None,
+    n_arrays: int | None = None,
+    grouping: str | None = None,
+    *,
+    public: bool = True,
+) -> MeanEstimate:
+    """The result of every estimator: the loss spent is the sum of its ``steps``, the noise scale and sensitivity
+    are those of its ``final`` step, the counts are read from ``prep`` (public under Def. II.1 only: ``public``
+    False for CLIPPED-MEAN, add/remove-one-unit)."""
+    return MeanEstimate(
+        name,
+        estimate,
+        eps,
+        math.fsum(float(s.epsilon or 0.0) for s in steps),
+        float(final.scale or 0.0),
+        float(final.d_in or 0.0),
+        int(prep.counts.size),
+        int(prep.counts.sum()),
+        prep.n_clipped,
+        m_ub,
+        n_arrays,
+        grouping,
+        interval,
+        tuple(steps),
+        bool(noise.is_private),
+        counts_public=public,
+        neighbouring=NEIGHBOURING if public else ADD_REMOVE,
+    )
+
+
 def _check_epsilon(epsilon: float) -> float:
     eps = float(epsilon)
     if not (eps > 0 and math.isfinite(eps)):
@@ -161,8 +200,20 @@ class _Estimator:
             values=values, counts=counts, n_clipped=n_clipped, true_mean=total / int(counts.sum())
         )
 
-    def privacy_cost(self, epsilon: float) -> PrivacyCost:  # pragma: no cover - overridden
-        raise NotImplementedError
+    STEPS: ClassVar[tuple[tuple[str, str, float], ...]] = ()
+    """The estimator's noisy steps in order: (step, OpenDP constructor, its share of epsilon)."""
+
+    @property
+    def label(self) -> str:
+        """The estimator's name in its results (the paper's name of the variant)."""
+        return self.name
+
+    def privacy_cost(self, epsilon: float) -> PrivacyCost:
+        """The planned loss: ``epsilon`` shared between :attr:`STEPS` (sequential composition)."""
+        eps = _check_epsilon(epsilon)
+        return PrivacyCost(
+            self.label, eps, tuple(PrivacyStep(n, m, eps * share) for n, m, share in self.STEPS)
+        )
 
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
@@ -184,9 +235,7 @@ class Baseline(_Estimator):
 
     name: ClassVar[str] = "BASELINE"
 
-    def privacy_cost(self, epsilon: float) -> PrivacyCost:
-        eps = _check_epsilon(epsilon)
-        return PrivacyCost(self.name, eps, (PrivacyStep("mean", "opendp.make_laplace", eps),))
+    STEPS: ClassVar[tuple[tuple[str, str, float], ...]] = (("mean", "opendp.make_laplace", 1.0),)
 
     def sensitivity(self, counts: np.ndarray) -> float:
         return float(self.upper) * int(np.max(counts)) / int(np.sum(counts))
@@ -198,23 +247,7 @@ class Baseline(_Estimator):
         prep = self.prepare(values_per_unit)
         delta = self.sensitivity(prep.counts)
         out, step = self._laplace_step("mean", prep.true_mean, delta, eps, noise)
-        return MeanEstimate(
-            self.name,
-            out,
-            eps,
-            float(step.epsilon or 0.0),
-            float(step.scale or 0.0),
-            delta,
-            int(prep.counts.size),
-            int(prep.counts.sum()),
-            prep.n_clipped,
-            None,
-            None,
-            None,
-            (0.0, float(self.upper)),
-            (step,),
-            bool(noise.is_private),
-        )
+        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
 
 
 @dataclass(frozen=True)
@@ -244,6 +277,15 @@ class _Grouped(_Estimator):
             base.values, base.counts, base.n_clipped, base.true_mean, plan, plan.array_means(base.values)
         )
 
+    def _planned(
+        self, values_per_unit: Sequence[np.ndarray], epsilon: float
+    ) -> tuple[float, Prepared, GroupingPlan]:
+        """``epsilon`` checked, the data prepared and its grouping plan (all noise-free)."""
+        eps = _check_epsilon(epsilon)
+        prep = self.prepare(values_per_unit)
+        assert prep.plan is not None
+        return eps, prep, prep.plan
+
     def _result(
         self,
         prep: Prepared,
@@ -255,22 +297,19 @@ class _Grouped(_Estimator):
         noise: NoiseSource,
     ) -> MeanEstimate:
         assert prep.plan is not None
-        return MeanEstimate(
+        plan = prep.plan
+        return _mean_estimate(
             self.name,
+            prep,
             estimate,
             eps,
-            math.fsum(float(s.epsilon or 0.0) for s in steps),
-            float(final.scale or 0.0),
-            float(final.d_in or 0.0),
-            int(prep.counts.size),
-            int(prep.counts.sum()),
-            prep.n_clipped,
-            prep.plan.m_ub,
-            prep.plan.n_arrays,
-            prep.plan.strategy,
-            interval,
             steps,
-            bool(noise.is_private),
+            final,
+            interval,
+            noise,
+            plan.m_ub,
+            plan.n_arrays,
+            plan.strategy,
         )
 
 
@@ -284,9 +323,9 @@ class ArrayAveraging(_Grouped):
 
     name: ClassVar[str] = "ARRAY-AVERAGING"
 
-    def privacy_cost(self, epsilon: float) -> PrivacyCost:
-        eps = _check_epsilon(epsilon)
-        return PrivacyCost(self.name, eps, (PrivacyStep("mean of array means", "opendp.make_laplace", eps),))
+    STEPS: ClassVar[tuple[tuple[str, str, float], ...]] = (
+        ("mean of array means", "opendp.make_laplace", 1.0),
+    )
 
     def sensitivity(self, plan: GroupingPlan) -> float:
         return plan.influence * float(self.upper) / plan.n_arrays
@@ -294,11 +333,9 @@ class ArrayAveraging(_Grouped):
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
-        assert prep.plan is not None
+        eps, prep, plan = self._planned(values_per_unit, epsilon)
         out, step = self._laplace_step(
-            "mean of array means", float(np.mean(prep.array_means)), self.sensitivity(prep.plan), eps, noise
+            "mean of array means", float(np.mean(prep.array_means)), self.sensitivity(plan), eps, noise
         )
         return self._result(prep, eps, out, step, (step,), (0.0, float(self.upper)), noise)
 
@@ -329,16 +366,10 @@ class Levy(_Grouped):
         if not (0 < self.gamma < 1):
             raise ValueError(f"gamma must be in (0, 1), got {self.gamma}")
 
-    def privacy_cost(self, epsilon: float) -> PrivacyCost:
-        eps = _check_epsilon(epsilon)
-        return PrivacyCost(
-            self.name,
-            eps,
-            (
-                PrivacyStep("interval: noisy max over tau-bins", "opendp.make_noisy_max", eps / 2),
-                PrivacyStep("clipped mean of array means", "opendp.make_laplace", eps / 2),
-            ),
-        )
+    STEPS: ClassVar[tuple[tuple[str, str, float], ...]] = (
+        ("interval: noisy max over tau-bins", "opendp.make_noisy_max", 0.5),
+        ("clipped mean of array means", "opendp.make_laplace", 0.5),
+    )
 
     def tau(self, plan: GroupingPlan) -> float:
         return float(self.upper) * math.sqrt(math.log(2 * plan.n_arrays / self.gamma) / (2 * plan.m_ub))
@@ -360,10 +391,7 @@ class Levy(_Grouped):
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
-        plan = prep.plan
-        assert plan is not None
+        eps, prep, plan = self._planned(values_per_unit, epsilon)
         tau, n_bins = self.bins(plan)
         counts = self.bin_counts(prep.array_means, tau, n_bins)
         sel_scale, sel_eps = noisy_max_scale(plan.influence, eps / 2)
@@ -416,17 +444,11 @@ class Quantile(_Grouped):
     def label(self) -> str:
         return "FIXEDQUANTILE" if self.rule == "fixed" else "EPS-DEPENDENTQUANTILE"
 
-    def privacy_cost(self, epsilon: float) -> PrivacyCost:
-        eps = _check_epsilon(epsilon)
-        return PrivacyCost(
-            self.label,
-            eps,
-            (
-                PrivacyStep("lower quantile", "opendp.make_private_quantile", eps / 4),
-                PrivacyStep("upper quantile", "opendp.make_private_quantile", eps / 4),
-                PrivacyStep("clipped mean of array means", "opendp.make_laplace", eps / 2),
-            ),
-        )
+    STEPS: ClassVar[tuple[tuple[str, str, float], ...]] = (
+        ("lower quantile", "opendp.make_private_quantile", 0.25),
+        ("upper quantile", "opendp.make_private_quantile", 0.25),
+        ("clipped mean of array means", "opendp.make_laplace", 0.5),
+    )
 
     def candidates(self) -> np.ndarray:
         return np.linspace(0.0, float(self.upper), int(self.n_candidates))
@@ -440,10 +462,7 @@ class Quantile(_Grouped):
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
-        plan = prep.plan
-        assert plan is not None
+        eps, prep, plan = self._planned(values_per_unit, epsilon)
         cands = self.candidates()
         d_in = 2 * plan.influence
         steps: list[PrivacyStep] = []
@@ -531,22 +550,25 @@ class ClippedMean(_Estimator):
     def candidates(self) -> list[int]:
         return list(range(1, int(self.m_cap) + 1))
 
+    def median_of_counts(self, scale: float) -> Any:
+        """OpenDP's private median of the units' counts over :meth:`candidates` at ``scale`` (unknown size,
+        symmetric distance)."""
+        return dp.m.make_private_quantile(
+            dp.vector_domain(dp.atom_domain(T=int)),
+            dp.symmetric_distance(),
+            dp.max_divergence(),
+            self.candidates(),
+            0.5,
+            scale,
+        )
+
     def count_bound_scale(self, epsilon: float) -> tuple[float, float]:
-        """Scale and mapped epsilon of the private median of counts (unknown size, symmetric distance 1)."""
-        cands = self.candidates()
-
-        def at(scale: float) -> float:
-            meas = dp.m.make_private_quantile(
-                dp.vector_domain(dp.atom_domain(T=int)),
-                dp.symmetric_distance(),
-                dp.max_divergence(),
-                cands,
-                0.5,
-                scale,
-            )
-            return float(meas.map(1))
-
-        return calibrate_scale(at, epsilon * self.shares()[0], 1.0 / (epsilon * self.shares()[0]))
+        """Scale and mapped epsilon of the private median of counts (symmetric distance 1)."""
+        return calibrate_scale(
+            lambda scale: float(self.median_of_counts(scale).map(1)),
+            epsilon * self.shares()[0],
+            1.0 / (epsilon * self.shares()[0]),
+        )
 
     def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
         try:
@@ -569,15 +591,7 @@ class ClippedMean(_Estimator):
             scale, spent = self.count_bound_scale(eps)
             cands = self.candidates()
             if noise.is_private:
-                meas = dp.m.make_private_quantile(
-                    dp.vector_domain(dp.atom_domain(T=int)),
-                    dp.symmetric_distance(),
-                    dp.max_divergence(),
-                    cands,
-                    0.5,
-                    scale,
-                )
-                m_ub = int(meas([int(c) for c in prep.counts]))
+                m_ub = int(self.median_of_counts(scale)([int(c) for c in prep.counts]))
             else:
                 m_ub = int(
                     cands[int(np.argmin(quantile_scores(prep.counts, np.asarray(cands, dtype=float), 0.5)))]
@@ -601,24 +615,8 @@ class ClippedMean(_Estimator):
         noisy_count, c_step = self._laplace_step("clipped count", float(kept), float(m_ub), eps * f_c, noise)
         steps += [s_step, c_step]
         value = float(np.clip(half + noisy_sum / max(noisy_count, 1.0), 0.0, float(self.upper)))
-        return MeanEstimate(
-            self.name,
-            value,
-            eps,
-            math.fsum(float(s.epsilon or 0.0) for s in steps),
-            float(s_step.scale or 0.0),
-            float(s_step.d_in or 0.0),
-            int(prep.counts.size),
-            int(prep.counts.sum()),
-            prep.n_clipped,
-            m_ub,
-            None,
-            None,
-            (0.0, float(self.upper)),
-            tuple(steps),
-            bool(noise.is_private),
-            counts_public=False,
-            neighbouring=ADD_REMOVE,
+        return _mean_estimate(
+            self.name, prep, value, eps, steps, s_step, (0.0, float(self.upper)), noise, m_ub, public=False
         )
 
 

@@ -20,20 +20,31 @@ committed when the function returns (with ``out``: after the folder is written, 
 
 from __future__ import annotations
 
-import difflib
+import datetime as dt
 import html
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from urbandp.arguments import check_mapping, check_switch
+from urbandp.arguments import (
+    check_date,
+    check_mapping,
+    check_name,
+    check_number,
+    check_numbers,
+    check_path,
+    check_switch,
+    check_table,
+    check_texts,
+    unknown_keywords,
+)
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import release_warnings
-from urbandp.fleet.options import OPTION_NAMES
+from urbandp.fleet.options import OPTION_NAMES, RELEASE_OPTIONS
 from urbandp.fleet.pipeline import (
     LoadedRecords,
     NoValidRecords,
@@ -49,7 +60,7 @@ from urbandp.privacy.budget_store import checkpoint
 from urbandp.provenance import parameters_hash
 from urbandp.records.timezones import with_feed_zone
 from urbandp.results import Release
-from urbandp.session import Session
+from urbandp.session import Session, check_session
 
 UNIT = "vehicle-day"
 
@@ -86,6 +97,7 @@ class FleetRelease(Release):
         """The release folder ``out`` (hat_speed.csv, privacy.json, map.html) and ``owner_only/<name>/`` beside it;
         a folder urbandp wrote is replaced only with ``overwrite``."""
         assert self.hat_release is not None and self.loaded is not None
+        overwrite, with_map = check_switch(overwrite, "overwrite"), check_switch(with_map, "with_map")
         with output_policy((), overwrite=overwrite):
             target = check_output_path(Path(out), "out")
             self.written = _write_release(
@@ -151,27 +163,29 @@ def release(
     ``config``: a TOML file as ``--config`` takes. ``session``: the budget it charges (default: none charged).
     ``out``: write the folder inside the charge (its sha256 recorded); else call ``write`` later.
     """
-    unknown = sorted(set(options) - set(OPTION_NAMES))
-    if unknown:
-        close = {u: difflib.get_close_matches(u, OPTION_NAMES, n=1) for u in unknown}
-        hints = [f"{u}" + (f" (did you mean {c[0]}?)" if c else "") for u, c in close.items()]
-        raise InvalidParameterError(f"release() has no option {', '.join(hints)}", parameters=tuple(unknown))
+    options = python_options(options)
     columns = check_mapping(columns, "columns")
     with_map = check_switch(with_map, "with_map")
     overwrite = check_switch(overwrite, "overwrite")
-    if session is not None and not isinstance(session, Session):
-        raise InvalidParameterError(
-            f"session must be a urbandp.Session, got {session!r}", parameters="session"
-        )
+    session = check_session(session)
+    config = None if config is None else Path(cast(str, check_path(config, "config")))
+    out = None if out is None else Path(cast(str, check_path(out, "out")))
+    engine = cast(str, check_name(engine, "engine"))
+    spark_master = check_name(spark_master, "spark_master", optional=True)
+    if map_inputs is not None and not isinstance(map_inputs, Mapping):
+        raise InvalidParameterError(f"map_inputs must be a dict, got {map_inputs!r}", parameters="map_inputs")
+    if step is not None and not callable(step):
+        raise InvalidParameterError(f"step must be a function of one text, got {step!r}", parameters="step")
     given = python_values({**dict.fromkeys(OPTION_NAMES), **options, "columns": columns})
-    a = {**given, "config": None if config is None else Path(config)}
+    a = {**given, "config": config}
     cfg, validation, mapping = configure(a)
     # the release's time zone: timezone, else the GTFS domain's agency_timezone (zone-aware columns need one)
     validation = with_feed_zone(validation, cfg.domain_gtfs)
+    check_table(data)
     from urbandp.contributions.spark_session import check_engine
 
     budget = session if session is not None else Session()
-    target = None if out is None else Path(out)
+    target = out
     # an error about a value read from the config file names its key there
     with named_by(file_keys(a)), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
         charge = budget.charge(UNIT, out=target)
@@ -209,6 +223,54 @@ def release(
         budget.committed(charge)
     result.emit_warnings()
     return result
+
+
+_KIND = {o.name: str(o.annotation).replace("pathlib.", "") for o in RELEASE_OPTIONS}
+"""Each option's declared type (:data:`urbandp.fleet.options.RELEASE_OPTIONS`), read as ``int | None``, ..."""
+
+
+def python_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The release's options as Python gives them, each checked for what its declared type takes
+    (:mod:`urbandp.arguments`): numbers as numbers (``"4"``, NaN, ``True`` refused), a day as a date or
+    ``YYYY-MM-DD``, ``hours`` as ``"6-22"`` or two integers, ``domain_bbox`` as text or four numbers, lists as lists
+    of texts, files as paths. An option the release does not take is refused naming it."""
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise unknown_keywords("release", unknown, OPTION_NAMES)
+    return {name: _option(name, value) for name, value in options.items() if value is not None}
+
+
+def _option(name: str, value: object) -> object:
+    kind = _KIND[name]
+    if name in ("start", "end"):
+        return check_date(value, name)
+    if name in ("dates", "holidays"):
+        if isinstance(value, (list, tuple)):
+            value = [_day_text(d, name) if isinstance(d, dt.date) else d for d in value]
+        return ",".join(check_texts(_day_text(value, name) if isinstance(value, dt.date) else value, name))
+    if isinstance(value, str) and kind.startswith("str"):
+        return value
+    if name == "hours":
+        return check_numbers(value, name, length=2, integer=True)
+    if name == "domain_bbox":
+        return check_numbers(value, name, length=4)
+    if name == "queries":
+        return check_texts(value, name)
+    if name == "max_hats_per_vehicle_day":
+        return check_number(value, name, integer=True)
+    if name == "speed_unit_since" and isinstance(value, Mapping):
+        return {check_date(k, name): check_name(v, name) for k, v in value.items()}
+    if kind.startswith("list"):
+        return list(check_texts(value, name))
+    if kind.startswith(("int", "float")):
+        return check_number(value, name, integer=kind.startswith("int"))
+    if kind.startswith("Path"):
+        return Path(cast(str, check_path(value, name)))
+    return check_name(value, name)
+
+
+def _day_text(value: dt.date, name: str) -> str:
+    return cast(dt.date, check_date(value, name)).isoformat()
 
 
 def _result(

@@ -50,7 +50,7 @@ def _plan(a: dict[str, Any]) -> None:
     from urbandp.fleet.public_domain import load_public_domain
     from urbandp.outputs import atomic_output_dir, dumps_strict, write_json
     from urbandp.privacy.loss import Loss
-    from urbandp.privacy.session import Session
+    from urbandp.privacy.session import ReleaseCharge
     from urbandp.records.readers import expand_inputs
     from urbandp.records.timezones import with_feed_zone
 
@@ -74,7 +74,7 @@ def _plan(a: dict[str, Any]) -> None:
     # data spends budget, so only that is charged (with --dataset), reserved before its noise.
     check_dataset(a["dataset"])
     charged = a["dataset"] if a["histogram_epsilon"] is not None else None
-    with Session(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
+    with ReleaseCharge(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
         if a["histogram_epsilon"] is not None:
             eps_h = float(a["histogram_epsilon"])
             if not (math.isfinite(eps_h) and eps_h > 0):

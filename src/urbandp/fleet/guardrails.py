@@ -25,7 +25,7 @@ from urbandp.fleet.config import HatReleaseConfig
 from urbandp.privacy import guards
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.noise import gaussian_rho, laplace_epsilon
-from urbandp.privacy.session import Session, days_between
+from urbandp.privacy.session import ReleaseCharge, days_between
 
 if TYPE_CHECKING:
     from urbandp.fleet.plan import PlannedCharge
@@ -213,12 +213,12 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
 
 
 # -- the release guards of the library path -------------------------------------------------------------
-# Called by :func:`urbandp.fleet.pipeline.release_fleet` on its :class:`~urbandp.privacy.session.Session`, whatever
+# Called by :func:`urbandp.fleet.pipeline.release_fleet` on its :class:`~urbandp.privacy.session.ReleaseCharge`, whatever
 # opened it (the CLI, a notebook, a scheduler, the Spark engine): each calls a guard of urbandp.privacy.guards, never
-# a copy of one. The delta limit is in the spec (HatReleaseConfig) and in Session.reserve.
+# a copy of one. The delta limit is in the spec (HatReleaseConfig) and in ReleaseCharge.reserve.
 
 
-def refuse_before_reading(session: Session, cfg: HatReleaseConfig) -> list[str]:
+def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> list[str]:
     """Before any record is read: the meaningless-loss guard on the smallest loss the parameters imply, and with a
     budget dataset the two reasons a release cannot be charged (docs/privacy-core.md, "What is refused").
 
@@ -256,7 +256,7 @@ def _public_day_count(cfg: HatReleaseConfig) -> int:
     return len(days) if days is not None else (last - first).days + 1
 
 
-def _refuse_unchargeable(session: Session, cfg: HatReleaseConfig) -> None:
+def _refuse_unchargeable(session: ReleaseCharge, cfg: HatReleaseConfig) -> None:
     """With a budget dataset the charge must be known before any noise (from epsilon_per_day or budget_per_day),
     and the release must be DP: a release labelled NOT DP is refused, never booked as DP spend."""
     if session.dataset is None:
@@ -278,10 +278,10 @@ def _refuse_unchargeable(session: Session, cfg: HatReleaseConfig) -> None:
     session.refuse_not_dp(why)
 
 
-def reserve_planned(session: Session, charge: PlannedCharge) -> None:
+def reserve_planned(session: ReleaseCharge, charge: PlannedCharge) -> None:
     """Reserve the release's one loss (:func:`urbandp.fleet.plan.planned_loss`: per vehicle-day and over the
     window) on each public day of the window, before any noise: the session runs the delta and meaningless-loss
-    guards on it (:meth:`Session.reserve`) and the store books and caps exactly what privacy.json will state.
+    guards on it (:meth:`ReleaseCharge.reserve`) and the store books and caps exactly what privacy.json will state.
 
     With a noise scale and ``budget_per_day`` (no planned loss) the budget per day is reserved, and over the window
     its group bound (D^2 rho, D epsilon) with the planned window delta beside it."""
@@ -321,7 +321,7 @@ STATED_KEYS = ("cumulative_epsilon_per_day", "delta_per_day", "epsilon_per_windo
 """privacy.json's headline figures of a fleet release, read from the release's one loss (:func:`state_loss`)."""
 
 
-def state_loss(session: Session, privacy: dict[str, Any], charge: PlannedCharge | None) -> None:
+def state_loss(session: ReleaseCharge, privacy: dict[str, Any], charge: PlannedCharge | None) -> None:
     """privacy.json states the loss the session reserved (the plan's :class:`~urbandp.privacy.loss.ReleaseLoss`,
     booked as is in the store): per vehicle-day and over the window, with rho and its conversion, under ``loss``.
 
@@ -361,7 +361,7 @@ def state_loss(session: Session, privacy: dict[str, Any], charge: PlannedCharge 
         )
 
 
-def label_after_accounting(session: Session, privacy: dict[str, Any]) -> None:
+def label_after_accounting(session: ReleaseCharge, privacy: dict[str, Any]) -> None:
     """The meaningless-loss guard on the loss the release states (with a noise scale it is known only after
     accounting; a refusal here comes after noise, so a charged run stays charged), then the NOT DP label for every
     reason the session holds."""

@@ -2,7 +2,7 @@
 
 Every draw goes through the plan's :class:`~urbandp.privacy.mechanisms.Mechanism` (or the selection's and the
 clip bound's OpenDP measurements) with the :class:`~urbandp.privacy.noise.NoiseSource` of the release's
-:class:`~urbandp.privacy.session.Session`, which refuses to draw before the budget is reserved.
+:class:`~urbandp.privacy.session.ReleaseCharge`, which refuses to draw before the budget is reserved.
 
 * bound (:func:`truncate_vehicle_days`): a vehicle-day keeps at most K HATs, chosen from its presence only;
 * select (:func:`select_hats`, :mod:`urbandp.fleet.selection`): one noisy count per HAT, calibrated from the plan;

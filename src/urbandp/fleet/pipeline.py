@@ -1,7 +1,7 @@
 """The fleet pipeline end to end: records -> validation/quarantine -> contributions -> HAT release -> outputs.
 
-Python entry points mirror the CLI: :func:`load_records` and :func:`release_fleet` (the release, in a charge of a
-Session: every guard before any noise). The folder of a release is written by :func:`_write_release`, internal:
+Python entry points mirror the CLI: :func:`load_records` and :func:`release_fleet` (the release, in a
+ReleaseCharge: every guard before any noise). The folder of a release is written by :func:`_write_release`, internal:
 the public way is :func:`urbandp.fleet.release` (``out=`` or ``FleetRelease.write``).
 """
 
@@ -35,7 +35,7 @@ from urbandp.grid.h3cells import cell_expr
 from urbandp.grid.slots import SlotSpec
 from urbandp.privacy.noise import NoiseSource, rho_for_epsilon
 from urbandp.privacy.report import write_privacy_json
-from urbandp.privacy.session import Session
+from urbandp.privacy.session import ReleaseCharge
 from urbandp.records import gtfs_realtime
 from urbandp.records.readers import (
     input_kind,
@@ -507,12 +507,12 @@ def release_fleet(
     before_noise: Callable[[PlannedCharge], None] | None = None,
     engine: str = "polars",
     spark_master: str | None = None,
-    session: Session | None = None,
+    session: ReleaseCharge | None = None,
     allow_meaningless_epsilon: bool = False,
 ) -> tuple[HatRelease, LoadedRecords]:
     """Run the whole release through the guards of every entry point; ``step`` is told the name of each stage.
 
-    ``session``: the :class:`~urbandp.privacy.session.Session` that owns the budget (the CLI's, with its budget
+    ``session``: the :class:`~urbandp.privacy.session.ReleaseCharge` that owns the budget (the CLI's, with its budget
     store). Without one a local session is opened (no store is charged) with ``noise`` as its source (default
     OpenDP) and ``allow_meaningless_epsilon``; with one, give those to the session instead. Either way the release
     passes the same guards (:mod:`urbandp.fleet.guardrails`): the meaningless-loss and budget-dataset refusals before
@@ -529,7 +529,7 @@ def release_fleet(
     ``warnings`` are also for stderr), never into the public ``release.privacy``.
     """
     if session is None:
-        with Session(
+        with ReleaseCharge(
             None, None, unit="vehicle-day", noise=noise, allow_meaningless_epsilon=allow_meaningless_epsilon
         ) as local:
             return release_fleet(
@@ -545,7 +545,7 @@ def release_fleet(
                 session=local,
             )
     if noise is not None or allow_meaningless_epsilon:
-        raise ValueError("with a session, give noise and allow_meaningless_epsilon to the Session")
+        raise ValueError("with a session, give noise and allow_meaningless_epsilon to the ReleaseCharge")
     refuse_before_reading(session, cfg)  # before any record is read or noise drawn
     say = step or (lambda _name: None)
     say("reading and validating records")

@@ -122,7 +122,7 @@ class ClientBudget:
     dataset: str
     day: dt.date
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # the server's noise source: the Session that books each query refuses one that is not private
+    # the server's noise source: the ReleaseCharge that books each query refuses one that is not private
     noise: NoiseSource | None = None
 
     def spent(self, client: str) -> float:
@@ -141,7 +141,7 @@ class ClientBudget:
     def charge(self, client: str, epsilon: float) -> float:
         """Book ``epsilon`` for ``client`` (committed at once: the answer may be revealed); returns what is left."""
         from urbandp.privacy.loss import Loss
-        from urbandp.privacy.session import Session
+        from urbandp.privacy.session import ReleaseCharge
 
         with self.lock:
             used = self.spent(client)
@@ -150,7 +150,7 @@ class ClientBudget:
                     f"privacy budget exhausted for client {client!r}: this query asks epsilon {epsilon:g}, "
                     f"{used:g} of {self.total:g} already spent ({max(self.total - used, 0.0):g} left)"
                 )
-            with Session(
+            with ReleaseCharge(
                 self.dataset,
                 self.store_url,
                 unit="reading",
@@ -200,10 +200,10 @@ class Server:
             declare_default_dataset(budget_store, dataset)
         day = dt.date.fromisoformat(str(grid.window)[:10])
         self.budget = ClientBudget(config.epsilon_budget, budget_store, dataset, day, noise=self.noise)
-        from urbandp.privacy.session import Session
+        from urbandp.privacy.session import ReleaseCharge
 
         # every query is booked to the dataset: a noise source that is not private is refused before any client
-        Session(dataset, budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
+        ReleaseCharge(dataset, budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
         self.sigma2 = clamp_sigma2(grid.sigma2, config.sigma2_min, config.sigma2_max)
         self.log: Callable[[str], None] = print
 

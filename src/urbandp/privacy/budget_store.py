@@ -5,13 +5,13 @@ day. A release reserves its charges in ONE transaction before any noise is drawn
 and what is left when any day would pass a cap), commits them with the output's content hash after the outputs
 are written, keeps them as ``aborted after noise`` if the run fails once reserved, and leaves them charged if the
 process dies (kill -9): such a reservation shows as ``crashed/unconfirmed`` because its noise may have been seen.
-Only :class:`urbandp.privacy.session.Session` reserves and commits; this module is its storage.
+Only :class:`urbandp.privacy.session.ReleaseCharge` reserves and commits; this module is its storage.
 
 Composition: basic sequential composition per calendar day (Dwork and Roth 2014, Thm 3.16): the epsilons of all
 releases that touch day d add up, and must stay <= ``epsilon_per_day``; rho adds per day the same way (Bun and
 Steinke 2016, Lemma 2.3). Over all days, each release records what a unit present on all of its days pays, as the
 release states it (its :class:`~urbandp.privacy.loss.ReleaseLoss`, booked by
-:class:`~urbandp.privacy.session.Session`): its window epsilon (for a release that pools its days under zCDP, the
+:class:`~urbandp.privacy.session.ReleaseCharge`): its window epsilon (for a release that pools its days under zCDP, the
 group cost D^2 rho of their Prop. 1.9 converted once; for a pure-DP release D x epsilon, Dwork and Roth 2014, Thm
 2.2) and its window zCDP cost. ``epsilon_total`` and ``rho_total`` cap their sums over releases (Thm 3.16; Lemma
 2.3).

@@ -247,7 +247,7 @@ class ReleaseLoss:
     """The composed loss of one release per privacy unit: per day and over its window, and how it is converted.
 
     Made once, by the code that calibrates the release's noise (the fleet's plan, the wing's spec), handed to
-    :meth:`urbandp.privacy.session.Session.reserve`, and read by everything that states the loss: privacy.json,
+    :meth:`urbandp.privacy.session.ReleaseCharge.reserve`, and read by everything that states the loss: privacy.json,
     the budget store's booking and caps, ``budget show`` and ``budget history``.
 
     ``per_day``: what one unit pays per day (one unit-day); ``window``: what a unit present on every one of the

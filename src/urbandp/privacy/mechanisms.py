@@ -6,7 +6,7 @@ Every additive mechanism of a release implements :class:`Mechanism`:
   Laplace, zCDP rho for Gaussian), rounded outward by OpenDP;
 * ``std`` and ``half_width(level)``: the error a reader of the release should expect;
 * ``draw(values, noise)``: the noisy values, through a :class:`~urbandp.privacy.noise.NoiseSource` (OpenDP's
-  samplers in a release). A release draws only through the :class:`~urbandp.privacy.session.Session`'s source,
+  samplers in a release). A release draws only through the :class:`~urbandp.privacy.session.ReleaseCharge`'s source,
   so the session knows when the first sampler ran;
 * ``describe()``: what privacy.json says of it.
 

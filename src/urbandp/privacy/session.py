@@ -1,9 +1,9 @@
 """The one owner of a release's privacy budget, in every wing: plan -> reserve -> measure -> commit.
 
 docs/design.md privacy rules 2 and 5. The pattern is OpenDP's compositor (the loss is fixed before ``release()``) and
-Tumult Analytics' ``Session``; the code is ours. A command opens one :class:`Session` around its whole run::
+Tumult Analytics' ``Session``; the code is ours. A command opens one :class:`ReleaseCharge` around its whole run::
 
-    with Session(dataset, store_url, unit="vehicle-day", out=out, cap=Loss.pure(budget_epsilon)) as session:
+    with ReleaseCharge(dataset, store_url, unit="vehicle-day", out=out, cap=Loss.pure(budget_epsilon)) as session:
         session.refuse_not_dp(reasons)            # a release labelled NOT DP never books DP spend
         session.reserve(loss_per_day, days, "fleet-hat-laplace", params)   # the ONE place budget is reserved
         noisy = mechanism.draw(values, session.noise)                      # the ONE source of noise
@@ -16,19 +16,19 @@ Rules the session enforces:
 
 * the output path is checked before anything is reserved (:func:`urbandp.outputs.check_output_path`);
 * the whole loss is reserved in the store (``--dataset``) and checked against the run's own cap
-  (``--budget-epsilon``) before the first sampler runs; drawing from :attr:`Session.noise` before
-  :meth:`Session.reserve` is a programming error and raises;
+  (``--budget-epsilon``) before the first sampler runs; drawing from :attr:`ReleaseCharge.noise` before
+  :meth:`ReleaseCharge.reserve` is a programming error and raises;
 * once reserved, the charge is never refunded: a failed write or a refusal after noise commits it as
   ``aborted after noise`` (a refund would let fresh noise be averaged away for free);
-* nothing passed to :meth:`Session.say` is printed unless the charge was committed, so no value derived from
+* nothing passed to :meth:`ReleaseCharge.say` is printed unless the charge was committed, so no value derived from
   noise is shown by a run that is not charged;
-* a release with ``not_dp_reasons`` is refused with ``--dataset`` (:meth:`Session.refuse_not_dp`);
-* the loss guards of :mod:`urbandp.privacy.guards` (delta limit, meaningless loss) run in :meth:`Session.reserve`,
+* a release with ``not_dp_reasons`` is refused with ``--dataset`` (:meth:`ReleaseCharge.refuse_not_dp`);
+* the loss guards of :mod:`urbandp.privacy.guards` (delta limit, meaningless loss) run in :meth:`ReleaseCharge.reserve`,
   so every release that reserves passes them, whichever entry point opened the session.
 
-The release's loss is one object, :class:`~urbandp.privacy.loss.ReleaseLoss` (:attr:`Session.release_loss`): its
+The release's loss is one object, :class:`~urbandp.privacy.loss.ReleaseLoss` (:attr:`ReleaseCharge.release_loss`): its
 per-day loss and its window loss (what a unit present on every reserved day pays), made by the wing's code that
-calibrates the noise and passed to :meth:`Session.reserve` (``window=``; else :meth:`Session.default_window`). The
+calibrates the noise and passed to :meth:`ReleaseCharge.reserve` (``window=``; else :meth:`ReleaseCharge.default_window`). The
 store books exactly its figures: per day the converted (epsilon, delta) and rho, over the window the converted
 (epsilon, delta) and the zCDP cost; its ``epsilon_total``, ``rho_total`` and ``delta_total`` cap the sums of the
 releases' window figures. The wing's privacy.json states the same object, so the store and the release never
@@ -63,8 +63,13 @@ class NoiseBeforeReservation(RuntimeError):
     """A sampler was called before the session reserved its budget (a bug in the release, never the user's)."""
 
 
-class Session:
+class ReleaseCharge:
     """A release's privacy budget: split, reserve before noise, measure, commit (see the module docstring).
+
+    Named for what it is: the charge of ONE release against a dataset's budget. The public
+    :class:`urbandp.Session` is the notebook's or job's budget (a store and a dataset) and opens one charge per
+    release (:meth:`urbandp.Session.charge`); the ledger of a release's measurements is
+    :class:`urbandp.privacy.ledger.PrivacyLedger`.
 
     ``dataset`` None: no store is charged (the reservation still gates the noise and the local ``cap``).
     ``cap``: the run's own limit (``--budget-epsilon``/``--budget``), checked on the reserved window total.
@@ -324,7 +329,7 @@ class Session:
         """Run ``action`` (a Rich print, a summary) once the charge is committed."""
         self._held.append(action)
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> ReleaseCharge:
         return self
 
     def __exit__(
@@ -370,7 +375,7 @@ class Session:
 class _GatedNoise:
     """A :class:`NoiseSource` that asks its session before every draw."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: ReleaseCharge) -> None:
         self._session = session
         self.is_private = session._source.is_private
         if not hasattr(

@@ -96,7 +96,10 @@ class ValidationOptions:
             try:
                 pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(self.timezone)
             except Exception:
-                raise InputError(f"unknown time zone '{self.timezone}'") from None
+                raise InputError(
+                    f"unknown time zone '{self.timezone}' for timezone (an IANA zone such as Asia/Kolkata)",
+                    parameters="timezone",
+                ) from None
         if not self.speed_reject_above_kmh > 0:
             raise InputError("speed_reject_above must be > 0")
         check_timestamp_format(self.timestamp_format)

@@ -32,7 +32,7 @@ from urbandp.sensing.report import spec_sha256
 
 if TYPE_CHECKING:
     from urbandp.outputs import OutputDirs
-    from urbandp.privacy.session import Session as ReleaseCharge
+    from urbandp.privacy.session import ReleaseCharge
     from urbandp.sensing.dp_map_mechanism import DpMapPlan, DpMapRelease
     from urbandp.sensing.grid import SquareGrid
     from urbandp.sensing.interpolation import WindowResult

@@ -11,7 +11,7 @@ The privacy unit (:func:`~urbandp.sensing.options.resolve_unit`): one vehicle-wi
 readings, when the readings carry a vehicle id (``vehicle_column``, default a column named ``vehicle``); one
 reading otherwise, or with ``unit="reading"``. The charge books the loss per **vehicle-day** (``k`` windows of a
 day x epsilon) under the vehicle unit, per reading otherwise, so the one loss guard (:mod:`urbandp.privacy.guards`,
-in ``Session.reserve``) sees what a vehicle pays in a day. privacy.json holds public parameters and the figures
+in ``ReleaseCharge.reserve``) sees what a vehicle pays in a day. privacy.json holds public parameters and the figures
 computed from them only; anything read off the readings (rows used, readings dropped by the truncation, the
 largest number of readings of a vehicle-window) is the owner's (``input_report.json``, owner warnings).
 """

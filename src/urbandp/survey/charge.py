@@ -19,7 +19,7 @@ import numpy as np
 
 from urbandp.errors import InvalidParameterError
 from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import Session as ReleaseCharge
+from urbandp.privacy.session import ReleaseCharge
 from urbandp.session import Session
 from urbandp.survey.sampling import BitSource, bit_source
 

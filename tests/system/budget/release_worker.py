@@ -13,14 +13,14 @@ from urbandp.errors import BudgetExceededError, InputError
 from urbandp.outputs import atomic_output_dir
 from urbandp.privacy.budget_store import checkpoint
 from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import Session
+from urbandp.privacy.session import ReleaseCharge
 
 
 def main() -> int:
     store, eps, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
     days = [dt.date(2024, 3, 4) + dt.timedelta(days=i) for i in range(3)]
     try:
-        with Session("bus", store, unit="vehicle-day", command_line="worker") as r:
+        with ReleaseCharge("bus", store, unit="vehicle-day", command_line="worker") as r:
             r.reserve(Loss.pure(eps), days, "laplace", {"eps": eps})
             checkpoint("after-noise")
             with atomic_output_dir(out) as d:

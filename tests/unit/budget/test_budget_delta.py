@@ -23,7 +23,7 @@ from urbandp.privacy.budget_store import (
     days_of_window,
 )
 from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import NoiseBeforeReservation, Session
+from urbandp.privacy.session import NoiseBeforeReservation, ReleaseCharge
 
 D0 = dt.date(2024, 3, 4)
 WEEK = days_of_window(D0, D0 + dt.timedelta(days=6))
@@ -44,8 +44,10 @@ def _store(tmp_path: Path, unit: str = "vehicle-day", delta_total: float | None 
     return url
 
 
-def _reserve(url: str, loss: Loss, days: list[dt.date], unit: str = "vehicle-day", **kw: object) -> Session:
-    with Session("bus", url, unit=unit, conversion_delta=5e-7, command_line="cmd") as s:
+def _reserve(
+    url: str, loss: Loss, days: list[dt.date], unit: str = "vehicle-day", **kw: object
+) -> ReleaseCharge:
+    with ReleaseCharge("bus", url, unit=unit, conversion_delta=5e-7, command_line="cmd") as s:
         s.reserve(loss, days, "m", **kw)  # type: ignore[arg-type]
     return s
 
@@ -78,7 +80,7 @@ def test_a_unit_in_one_day_pays_one_days_delta(tmp_path: Path) -> None:
 
 def test_the_wings_window_delta_is_refused_at_the_cap_before_noise(tmp_path: Path) -> None:
     url = _store(tmp_path)
-    s = Session("bus", url, unit="vehicle-day", conversion_delta=5e-7)
+    s = ReleaseCharge("bus", url, unit="vehicle-day", conversion_delta=5e-7)
     with (
         pytest.raises(
             BudgetExceededError,
@@ -180,7 +182,7 @@ def test_store_full_at_commit_says_the_release_was_published(
             raise sqlite3.OperationalError("database or disk is full")
         return real(self, sql, params)
 
-    with pytest.raises(InputError) as err, Session("bus", url, unit="vehicle-day") as s:
+    with pytest.raises(InputError) as err, ReleaseCharge("bus", url, unit="vehicle-day") as s:
         s.reserve(Loss.pure(0.5), [D0], "laplace")
         out.mkdir()
         (out / "a.csv").write_text("x\n1\n")

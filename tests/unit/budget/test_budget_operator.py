@@ -18,7 +18,7 @@ from urbandp.errors import InputError
 from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATED_OPERATOR, MIGRATIONS
 from urbandp.privacy.budget_store import ENV_OPERATOR, BudgetStore, DatasetCaps, resolve_operator
 from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import Session
+from urbandp.privacy.session import ReleaseCharge
 
 D0 = dt.date(2024, 3, 4)
 
@@ -44,7 +44,7 @@ def test_every_cap_change_is_recorded_with_operator_old_and_new(tmp_path: Path) 
         ("bob", "epsilon_per_day", 10.0, 1000.0),
         ("bob", "epsilon_total", None, 5000.0),
     ]
-    with Session("bus", url, unit="vehicle-day", command_line="cmd") as s:
+    with ReleaseCharge("bus", url, unit="vehicle-day", command_line="cmd") as s:
         s.reserve(Loss.pure(3.0), [D0], "laplace")
     with pytest.raises(InputError, match="cannot lower epsilon per day of 'bus' to 2: 3 already spent"):
         bob.init_dataset(DatasetCaps("bus", "vehicle-day", 2.0))
@@ -57,10 +57,10 @@ def test_a_release_records_its_operator(tmp_path: Path, monkeypatch: pytest.Monk
     url = str(tmp_path / "b.sqlite")
     BudgetStore(url).init_dataset(DatasetCaps("bus", "vehicle-day", 10.0))
     monkeypatch.delenv(ENV_OPERATOR, raising=False)
-    with Session("bus", url, unit="vehicle-day", command_line="cmd") as s:
+    with ReleaseCharge("bus", url, unit="vehicle-day", command_line="cmd") as s:
         s.reserve(Loss.pure(1.0), [D0], "laplace")
     monkeypatch.setenv(ENV_OPERATOR, "scheduler@etl-1")
-    with Session("bus", url, unit="vehicle-day", command_line="cmd") as s:
+    with ReleaseCharge("bus", url, unit="vehicle-day", command_line="cmd") as s:
         s.reserve(Loss.pure(1.0), [D0], "laplace")
     with ud.Session(store=url, dataset="bus", operator="carol").charge(
         "vehicle-day", command_line="cmd"
@@ -103,7 +103,7 @@ def test_a_version_4_store_is_migrated_and_keeps_working(tmp_path: Path) -> None
         (MIGRATED_OPERATOR, "epsilon_total", None, 400.0, True),
         (MIGRATED_OPERATOR, "delta_total", None, 1e-5, True),
     ]
-    with Session("bus", url, unit="vehicle-day", command_line="cmd", operator="erin") as r:
+    with ReleaseCharge("bus", url, unit="vehicle-day", command_line="cmd", operator="erin") as r:
         r.reserve(Loss.pure(6.0), [D0], "laplace")  # 4 + 6 = the cap of 10
     assert [(h["operator"], h["epsilon_sum"]) for h in s.history("bus")] == [(None, 4.0), ("erin", 6.0)]
     s.init_dataset(DatasetCaps("bus", "vehicle-day", 12.0))

@@ -16,7 +16,7 @@ from urbandp.privacy.budget_store import (
     days_of_window,
 )
 from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import Session
+from urbandp.privacy.session import ReleaseCharge
 
 D0 = dt.date(2024, 3, 4)
 
@@ -30,7 +30,7 @@ def _store(tmp_path: Path, per_day: float = 1.0, total: float | None = None) -> 
 
 
 def _charge(url: str, eps: float, days: list[dt.date]) -> None:
-    with Session("bus", url, unit="vehicle-day", command_line="cmd") as s:
+    with ReleaseCharge("bus", url, unit="vehicle-day", command_line="cmd") as s:
         s.reserve(Loss.pure(eps), days, "laplace", {"b": 1})
 
 
@@ -60,13 +60,13 @@ def test_total_cap(tmp_path: Path) -> None:
 def test_failed_run_stays_charged_and_success_records_hash(tmp_path: Path) -> None:
     """A failure after the reservation (right before the first sampler) is never refunded (issue 20)."""
     url = _store(tmp_path)
-    with pytest.raises(RuntimeError), Session("bus", url, unit="vehicle-day") as s:
+    with pytest.raises(RuntimeError), ReleaseCharge("bus", url, unit="vehicle-day") as s:
         s.reserve(Loss.pure(0.5), [D0], "laplace")
         raise RuntimeError("boom")
     out = tmp_path / "rel"
     out.mkdir()
     (out / "a.csv").write_text("x\n1\n")
-    with Session("bus", url, unit="vehicle-day", command_line="urbandp release") as s:
+    with ReleaseCharge("bus", url, unit="vehicle-day", command_line="urbandp release") as s:
         s.reserve(Loss.pure(0.5), [D0], "laplace", {"b": 2.0})
         s.set_output(out)
     aborted, h = BudgetStore(url).history("bus")
@@ -99,7 +99,7 @@ def test_bad_input(tmp_path: Path) -> None:
 
 
 def _charge_ds(url: str, ds: str, unit: str) -> None:
-    with Session(ds, url, unit=unit) as s:
+    with ReleaseCharge(ds, url, unit=unit) as s:
         s.reserve(Loss.pure(0.1), [D0], "laplace")
 
 
@@ -181,11 +181,11 @@ def test_a_failure_after_the_outputs_are_written_still_commits(tmp_path: Path) -
     out.mkdir()
     (out / "a.csv").write_text("x\n1\n")
     for _ in range(2):
-        with pytest.raises(BrokenPipeError), Session("bus", url, unit="vehicle-day") as s:
+        with pytest.raises(BrokenPipeError), ReleaseCharge("bus", url, unit="vehicle-day") as s:
             s.reserve(Loss.pure(0.25), [D0], "laplace")
             s.set_output(out)
             raise BrokenPipeError
-    with pytest.raises(RuntimeError), Session("bus", url, unit="vehicle-day") as s:
+    with pytest.raises(RuntimeError), ReleaseCharge("bus", url, unit="vehicle-day") as s:
         s.reserve(Loss.pure(0.25), [D0], "laplace")
         s.set_output(tmp_path / "never-written")
         raise RuntimeError("failed before the rename")

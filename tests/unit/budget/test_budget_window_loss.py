@@ -17,7 +17,7 @@ from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
 from urbandp.privacy.budget_store import BudgetStore, DatasetCaps, days_of_window
 from urbandp.privacy.loss import Loss, rho_to_epsilon
 from urbandp.privacy.noise import rho_for_epsilon
-from urbandp.privacy.session import Session
+from urbandp.privacy.session import ReleaseCharge
 
 D0 = dt.date(2024, 3, 4)
 THREE = days_of_window(D0, D0 + dt.timedelta(days=2))
@@ -35,7 +35,7 @@ def _store(tmp_path: Path, **caps: float) -> str:
 
 
 def _reserve(url: str, window: Loss | None) -> None:
-    with Session("bus", url, unit="vehicle-day", conversion_delta=1e-6, command_line="c") as s:
+    with ReleaseCharge("bus", url, unit="vehicle-day", conversion_delta=1e-6, command_line="c") as s:
         s.reserve(Loss.zcdp(RHO), THREE, "fleet-hat-gaussian", window=window)
 
 

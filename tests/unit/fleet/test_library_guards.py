@@ -15,7 +15,7 @@ from urbandp.fleet.config import HatReleaseConfig, build_config
 from urbandp.fleet.pipeline import release_fleet
 from urbandp.privacy.guards import ALLOW_PARAMETER
 from urbandp.privacy.noise import OpenDPNoise
-from urbandp.privacy.session import Session
+from urbandp.privacy.session import ReleaseCharge
 from urbandp.synth.fleet import generate_fleet
 
 START = dt.date(2024, 3, 4)
@@ -80,7 +80,7 @@ def test_allowed_a_meaningless_loss_is_labelled_not_dp(fleet: Path) -> None:
 def test_a_budget_dataset_refuses_a_not_dp_release_before_reading(tmp_path: Path) -> None:
     cfg = HatReleaseConfig(epsilon_per_day=1.0)  # no --start/--end: the window would be read from the data
     missing = tmp_path / "never-read.parquet"
-    session = Session("fleet", str(tmp_path / "b.sqlite"), unit="vehicle-day")
+    session = ReleaseCharge("fleet", str(tmp_path / "b.sqlite"), unit="vehicle-day")
     with session, pytest.raises(InvalidParameterError, match=r"NOT differentially private.*date window"):
         release_fleet([missing], cfg, session=session)  # refused before the missing file is looked at
     assert not session.reserved
@@ -88,9 +88,9 @@ def test_a_budget_dataset_refuses_a_not_dp_release_before_reading(tmp_path: Path
 
 def test_the_release_reserves_through_its_session(fleet: Path) -> None:
     cfg = HatReleaseConfig(epsilon_per_day=2.0, mechanism="laplace", **WINDOW)
-    with Session(None, None, unit="vehicle-day", noise=LoggedNoise()) as session:
+    with ReleaseCharge(None, None, unit="vehicle-day", noise=LoggedNoise()) as session:
         release, _ = release_fleet([fleet], cfg, session=session)
     assert session.reserved and session.noise_drawn and len(session.days) == 3
     assert release.privacy["differentially_private"] is True
-    with pytest.raises(ValueError, match="give noise and allow_meaningless_epsilon to the Session"):
+    with pytest.raises(ValueError, match="give noise and allow_meaningless_epsilon to the ReleaseCharge"):
         release_fleet([fleet], cfg, session=session, noise=OpenDPNoise())

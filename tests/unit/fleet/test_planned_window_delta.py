@@ -1,6 +1,6 @@
 """The window delta booked before noise is the one privacy.json states after accounting (issue 30, item 3).
 
-The budget store composes and caps each release's delta over the window (``Session.reserve(window_delta=...)``);
+The budget store composes and caps each release's delta over the window (``ReleaseCharge.reserve(window_delta=...)``);
 the fleet computes it from public parameters only (``plan.planned_window_delta``), before any record is read.
 These tests pin it against the ``delta_per_window`` that the accounting states, for each selection and level set.
 """
@@ -18,7 +18,7 @@ from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.pipeline import release_fleet
 from urbandp.fleet.plan import planned_window_delta
 from urbandp.privacy.budget_store import DatasetCaps, open_store
-from urbandp.privacy.session import Session
+from urbandp.privacy.session import ReleaseCharge
 from urbandp.synth.fleet import generate_fleet
 
 START = dt.date(2024, 3, 4)
@@ -69,7 +69,7 @@ def test_the_store_books_the_window_delta_and_refuses_it_at_the_cap_before_noise
     cfg = HatReleaseConfig(**WINDOW, epsilon_per_day=10, max_hats_per_vehicle_day=8)
     planned = planned_window_delta(cfg, DAYS)
     assert planned > 1e-5
-    with Session("surat", str(store), unit="vehicle-day") as session:
+    with ReleaseCharge("surat", str(store), unit="vehicle-day") as session:
         release_fleet([fleet], cfg, session=session)
     with sqlite3.connect(store) as db:
         booked = db.execute("SELECT window_delta FROM releases").fetchall()
@@ -80,7 +80,7 @@ def test_the_store_books_the_window_delta_and_refuses_it_at_the_cap_before_noise
 
     with (
         pytest.raises(BudgetExceededError, match="delta"),
-        Session("surat", str(tight), unit="vehicle-day") as s2,
+        ReleaseCharge("surat", str(tight), unit="vehicle-day") as s2,
     ):
         release_fleet([fleet], cfg, session=s2)
     assert not s2.noise_drawn

@@ -34,8 +34,7 @@ from urbandp.privacy.budget_store import DatasetCaps, open_store
 from urbandp.privacy.guards import MAX_DELTA, NOT_PRIVATE_NOISE, noise_reasons
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.privacy.session import NoiseBeforeReservation
-from urbandp.privacy.session import Session as ReleaseCharge
+from urbandp.privacy.session import NoiseBeforeReservation, ReleaseCharge
 
 SENSING_BOX = (22.49, 88.32, 22.60, 88.44)
 DAY = "2024-01-15"

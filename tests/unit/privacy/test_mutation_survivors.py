@@ -9,7 +9,7 @@ with its exact figures.
 * no mean where the count's interval reaches 0, on the threshold path and on a route domain;
 * ``Loss.times`` multiplies delta; the store's default window delta sums a spanning unit's days;
 * ``pool()`` fits the spread at the Q-profile upper bound, not the plain moment estimate;
-* the guards of a Session used alone (delta, meaningless loss, NOT DP with a dataset) and the counts release's
+* the guards of a ReleaseCharge used alone (delta, meaningless loss, NOT DP with a dataset) and the counts release's
   delta guard from Python.
 """
 
@@ -32,7 +32,7 @@ from urbandp.privacy.loss import Loss
 from urbandp.privacy.noise import ExactNoiseForTesting
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
-# The fleet's building block, called directly with exact noise (no Session, no guard); where it is internal
+# The fleet's building block, called directly with exact noise (no ReleaseCharge, no guard); where it is internal
 # (``_release_hats``) that name is used.
 release_hats = vars(hat_release).get("_release_hats") or vars(hat_release)["release_hats"]
 D0 = dt.date(2021, 11, 15)
@@ -243,10 +243,10 @@ def test_pool_fits_the_spread_at_the_q_profile_upper_bound() -> None:
 
 
 def test_a_session_alone_refuses_a_delta_above_the_limit() -> None:
-    """Mutation session_delta_guard_removed: the Session's own guard, without any spec in front of it."""
-    from urbandp.privacy.session import Session
+    """Mutation session_delta_guard_removed: the ReleaseCharge's own guard, without any spec in front of it."""
+    from urbandp.privacy.session import ReleaseCharge
 
-    session = Session(None, None, unit="vehicle-day")
+    session = ReleaseCharge(None, None, unit="vehicle-day")
     with pytest.raises(InvalidParameterError, match=r"delta \(per unit and day\) 0.01 is above 1e-05"):
         session.check_loss(Loss(epsilon=1.0, delta=0.01))
     with pytest.raises(InvalidParameterError, match=r"delta \(per unit and day\) 0.01 is above 1e-05"):
@@ -260,13 +260,13 @@ def test_the_session_s_guards_at_their_limits() -> None:
     guards_not_dp_refusal_removed: delta 1e-5 is accepted and 2e-5 refused (per unit and day, and as the zCDP
     conversion delta); epsilon 100 per vehicle-day is accepted and 150 refused, or with allow_meaningless_epsilon
     returned as a NOT DP reason, which a budget dataset refuses (nothing is opened: the store does not exist)."""
-    from urbandp.privacy.session import Session
+    from urbandp.privacy.session import ReleaseCharge
 
-    alone = Session(None, None, unit="vehicle-day")
+    alone = ReleaseCharge(None, None, unit="vehicle-day")
     assert alone.check_loss(Loss(epsilon=1.0, delta=1e-5)) == []
     with pytest.raises(InvalidParameterError, match=r"delta \(per unit and day\) 2e-05 is above 1e-05"):
         alone.check_loss(Loss(epsilon=1.0, delta=2e-5))
-    zcdp = Session(None, None, unit="vehicle-day", conversion_delta=2e-5)
+    zcdp = ReleaseCharge(None, None, unit="vehicle-day", conversion_delta=2e-5)
     with pytest.raises(InvalidParameterError, match="delta 2e-05 is above 1e-05") as err:
         zcdp.check_loss(Loss(rho=0.1))
     assert err.value.parameters == ("delta",)
@@ -274,12 +274,12 @@ def test_the_session_s_guards_at_their_limits() -> None:
     with pytest.raises(InvalidParameterError, match="epsilon 150 per vehicle-day is above 100") as err:
         alone.check_loss(Loss(epsilon=150.0))
     assert err.value.parameters == ("allow_meaningless_epsilon",)
-    allowed = Session(None, None, unit="vehicle-day", allow_meaningless_epsilon=True)
+    allowed = ReleaseCharge(None, None, unit="vehicle-day", allow_meaningless_epsilon=True)
     reasons = [
         "epsilon 150 per vehicle-day is above 100 (--allow-meaningless-epsilon): no meaningful protection"
     ]
     assert allowed.check_loss(Loss(epsilon=150.0)) == reasons
-    booked = Session(
+    booked = ReleaseCharge(
         "fleetA", "/nonexistent/budget.sqlite", unit="vehicle-day", allow_meaningless_epsilon=True
     )
     with pytest.raises(InvalidParameterError, match="NOT differentially private") as err:

@@ -1,4 +1,4 @@
-"""The privacy core (issue 20): Loss composition and conversion, optimal composition, calibration, Session rules."""
+"""The privacy core (issue 20): Loss composition and conversion, optimal composition, calibration, ReleaseCharge rules."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from urbandp.privacy.guards import check_delta, meaningless_reasons
 from urbandp.privacy.loss import Loss, homogeneous_delta, optimal_homogeneous_epsilon
 from urbandp.privacy.mechanisms import Gaussian, Laplace, calibrate
 from urbandp.privacy.noise import ExactNoiseForTesting, rho_for_epsilon, zcdp_epsilon
-from urbandp.privacy.session import NoiseBeforeReservation, Session
+from urbandp.privacy.session import NoiseBeforeReservation, ReleaseCharge
 
 D0 = dt.date(2024, 3, 4)
 
@@ -115,7 +115,7 @@ def test_large_delta_is_refused() -> None:
     check_delta(1e-6, "--delta", units=1000)
 
 
-# --- Session ------------------------------------------------------------------------------------------------------
+# --- ReleaseCharge ------------------------------------------------------------------------------------------------------
 def _store(tmp_path: Path, **caps: float) -> str:
     url = str(tmp_path / "b.sqlite")
     s = BudgetStore(url)
@@ -125,12 +125,12 @@ def _store(tmp_path: Path, **caps: float) -> str:
 
 
 def test_noise_before_reservation_is_a_bug() -> None:
-    with Session(None, None, unit="event") as s, pytest.raises(NoiseBeforeReservation):
+    with ReleaseCharge(None, None, unit="event") as s, pytest.raises(NoiseBeforeReservation):
         s.noise.laplace(np.zeros(3), 1.0)
 
 
 def test_split_by_weight() -> None:
-    parts = Session.split(Loss.pure(1.0), {"selection": 1, "speed": 3})
+    parts = ReleaseCharge.split(Loss.pure(1.0), {"selection": 1, "speed": 3})
     assert parts["selection"].epsilon == pytest.approx(0.25)
     assert parts["speed"].epsilon == pytest.approx(0.75)
 
@@ -140,10 +140,10 @@ def test_a_zcdp_charge_is_booked_at_its_converted_epsilon(tmp_path: Path) -> Non
     url = _store(tmp_path, eps=5.0)
     with (
         pytest.raises(BudgetExceededError, match=r"asked epsilon=7\.76"),
-        Session("bus", url, unit="vehicle-day", conversion_delta=1e-6) as s,
+        ReleaseCharge("bus", url, unit="vehicle-day", conversion_delta=1e-6) as s,
     ):
         s.reserve(Loss.zcdp(1.0), [D0], "gaussian")
-    with Session("bus", url, unit="vehicle-day", conversion_delta=1e-6) as s:
+    with ReleaseCharge("bus", url, unit="vehicle-day", conversion_delta=1e-6) as s:
         s.reserve(Loss.zcdp(0.1), [D0], "gaussian")
     store = BudgetStore(url)
     eps, rho = store.spend_per_day("bus")[D0.isoformat()]
@@ -154,13 +154,13 @@ def test_a_zcdp_charge_is_booked_at_its_converted_epsilon(tmp_path: Path) -> Non
 
 def test_nothing_said_is_printed_unless_committed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = _store(tmp_path)
-    with pytest.raises(OSError), Session("bus", url, unit="vehicle-day") as s:
+    with pytest.raises(OSError), ReleaseCharge("bus", url, unit="vehicle-day") as s:
         s.reserve(Loss.pure(1.0), [D0], "laplace")
         noisy = s.noise.laplace(np.zeros(1), 1.0)
         s.say(f"largest noisy count {noisy[0]:.1f}")
         raise OSError("disk full while writing")
     assert capsys.readouterr().out == ""
-    with Session("bus", url, unit="vehicle-day") as s:
+    with ReleaseCharge("bus", url, unit="vehicle-day") as s:
         s.reserve(Loss.pure(1.0), [D0], "laplace")
         s.say("shown")
         assert capsys.readouterr().out == ""  # not yet: the charge is not committed
@@ -176,11 +176,11 @@ def test_the_cap_is_checked_before_any_noise() -> None:
     three = [D0, D0 + dt.timedelta(days=1), D0 + dt.timedelta(days=2)]
     with (
         pytest.raises(BudgetExceededError, match="costs epsilon 3, delta 0; the cap is epsilon 2"),
-        Session(None, None, unit="vehicle-day", cap=Loss.pure(2.0)) as s,
+        ReleaseCharge(None, None, unit="vehicle-day", cap=Loss.pure(2.0)) as s,
     ):
         s.reserve(Loss.pure(1.0), three, "laplace")
     assert not s.noise_drawn
-    with Session(None, None, unit="event", cap=Loss.pure(2.0)) as s:
+    with ReleaseCharge(None, None, unit="event", cap=Loss.pure(2.0)) as s:
         s.reserve(Loss.pure(1.0), three, "laplace")
     assert s.release_loss is not None and s.release_loss.window == Loss.pure(1.0)
 
@@ -189,11 +189,11 @@ def test_not_dp_release_refused_with_a_dataset(tmp_path: Path) -> None:
     url = _store(tmp_path)
     with (
         pytest.raises(InputError, match="NOT differentially private \\(K read from the data\\)"),
-        Session("bus", url, unit="vehicle-day") as s,
+        ReleaseCharge("bus", url, unit="vehicle-day") as s,
     ):
         s.refuse_not_dp(["K read from the data"])
     assert BudgetStore(url).history("bus") == []
-    Session(None, None, unit="vehicle-day").refuse_not_dp(["fine without a dataset"])
+    ReleaseCharge(None, None, unit="vehicle-day").refuse_not_dp(["fine without a dataset"])
 
 
 def test_release_help_reads_its_defaults_from_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
