@@ -106,7 +106,11 @@ def options_that_help(
             continue
         # the released counts stand for the fleet where the bounding stays as it was (not for a new K or L2)
         same_bounding = not ({"contribution_bounding", "max_hats_per_vehicle_day"} & set(change))
-        useful = _predicted_useful(alt, days, profile) if profile is not None and same_bounding else None
+        useful = (
+            _predicted_useful(alt, days, profile, release)
+            if profile is not None and release is not None and same_bounding
+            else None
+        )
         if useful is None and t >= base:
             continue
         unit = "weighted vehicle-days" if alt.contribution_bounding == "l2" else "vehicle-days"
@@ -152,12 +156,24 @@ def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> object | No
     return FleetProfile("release", lambda _rng: (hats, np.array([1.0])), "the release's noisy counts")
 
 
-def _predicted_useful(cfg: HatReleaseConfig, days: int, profile: object) -> float | None:
+def _predicted_useful(cfg: HatReleaseConfig, days: int, profile: object, release: HatRelease) -> float | None:
+    """Useful HATs (pooled where the release pools) the planner predicts for ``cfg`` on ``profile``; None where
+    the public domain cannot be read without the window's days (a schedule, and a window taken from the data)."""
+    import datetime as dt
+
+    from urbandp.fleet.pipeline import public_window, window_days
     from urbandp.fleet.predict import FleetProfile, simulate
     from urbandp.fleet.public_domain import load_public_domain
 
     assert isinstance(profile, FleetProfile)
-    got = simulate(cfg, days, profile, load_public_domain(cfg), ADVICE_RUNS)
+    first, last, day_set = public_window(cfg)
+    window = release.privacy.get("window")
+    if (first is None or last is None) and isinstance(window, dict):
+        first, last = dt.date.fromisoformat(window["start"]), dt.date.fromisoformat(window["end"])
+    if cfg.domain_gtfs is not None and (first is None or last is None):
+        return None
+    public = window_days(first, last, day_set) if first is not None and last is not None else None
+    got = simulate(cfg, days, profile, load_public_domain(cfg, public), ADVICE_RUNS)
     key = "useful_pooled" if "useful_pooled" in got.counts else "useful"
     return float(np.mean(got.counts[key]))
 
