@@ -21,10 +21,12 @@ and sum; a mean is *shown* where the noisy count passes the same false-positive 
 0.05 empty HATs per release over the keys: ``selection.false_positive_threshold`` of the contender's own count
 noise) and the count's 95% interval, conditional on passing it, excludes 0 (``measure.count_intervals``), and the
 noisy count is at least max(1, 2 sd): urbandp's own rule, applied to the peers' noisy counts here. Two urbandp
-contenders: ``urbandp`` (truncation to K, as the peers) and ``urbandp-l2`` (``--contribution-bounding l2``: no
-truncation, L2-normalised weights, Gaussian; only with public keys), and each of them ``-pooled``
-(``--borrow-strength parent``: the published means and intervals are the robust empirical Bayes ones, whose 95%
-holds on average over HATs; free post-processing that any DP table could get, shipped only by urbandp).
+contenders: ``urbandp`` (no bounding or pooling flag: the defaults, ``auto``, choose L2-normalised weights and
+pooling with public keys, truncation to K and pooling without), ``urbandp-truncate`` (the former default:
+truncation to K, as the peers, no pooling) and ``urbandp-l2`` (``--contribution-bounding l2``: no truncation,
+L2-normalised weights, Gaussian; only with public keys), and ``-pooled`` variants (``--borrow-strength parent``:
+the published means and intervals are the robust empirical Bayes ones, whose 95% holds on average over HATs; free
+post-processing that any DP table could get, shipped only by urbandp).
 
 Intervals and useful HATs (issue 33): a shown mean is *useful* when it is not clamped and its 95% interval is at
 most ``TARGET_WIDTH`` = 10 km/h wide. urbandp's are read from its own ``ci95_low/ci95_high`` and ``useful``
@@ -116,12 +118,16 @@ AUSTIN_DAYS = ("2016-11-24", "2016-11-25", "2016-11-27", "2016-12-16")
 DOMAINS = ("none", "extent", "routes")
 URBANDP = {
     "urbandp": [],
-    "urbandp-l2": ["--contribution-bounding", "l2"],
-    "urbandp-pooled": ["--borrow-strength", "parent"],
+    "urbandp-truncate": ["--contribution-bounding", "truncate", "--borrow-strength", "none"],
+    "urbandp-l2": ["--contribution-bounding", "l2", "--borrow-strength", "none"],
+    "urbandp-pooled": ["--contribution-bounding", "truncate", "--borrow-strength", "parent"],
     "urbandp-l2-pooled": ["--contribution-bounding", "l2", "--borrow-strength", "parent"],
 }
-"""urbandp's contenders; the ``-pooled`` ones publish the robust empirical Bayes columns (``pooled_*``) as their
-means and intervals (free post-processing of the same kind of release, docs/fleet.md "Borrowing strength")."""
+"""urbandp's contenders. ``urbandp`` is the release as a user gets it, with no bounding or pooling flag: its
+``auto`` defaults resolve to L2 weights and pooling with public keys, to truncation and pooling without;
+``urbandp-truncate`` is the former default (truncation to K, no pooling). The ``-pooled`` ones, and ``urbandp``
+where it pools, publish the robust empirical Bayes columns (``pooled_*``) as their means and intervals (free
+post-processing of the same kind of release, docs/fleet.md "Borrowing strength")."""
 
 PEERS: dict[str, dict[str, Any]] = {
     "opendp-gaussian": {"venv": "opendp", "runner": "run_opendp.py", "noise": "gaussian"},
@@ -491,6 +497,7 @@ def loss_ok(loss: dict[str, Any], eps: float) -> bool:
 # the row key holding a peer's errors against each urbandp contender on the HATs both showed
 MATCHED_KEY = {
     "urbandp": "matched",
+    "urbandp-truncate": "matched_truncate",
     "urbandp-l2": "matched_l2",
     "urbandp-pooled": "matched_pooled",
     "urbandp-l2-pooled": "matched_l2_pooled",

@@ -47,6 +47,8 @@ def main(out_dir: Path) -> None:
 
     # The public window: the calendar days the synthetic fleet covers (not read from the data).
     first, last = spec.start, spec.start + dt.timedelta(days=spec.days - 1)
+    # The main job takes the defaults a user gets: over a public extent with Gaussian noise, contribution_bounding
+    # and borrow_strength resolve to l2 and parent (privacy.json says they were chosen automatically).
     runs = {
         "release": HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=CITY_BBOX, start=first, end=last),
         "report-method": HatReleaseConfig(
@@ -66,6 +68,15 @@ def main(out_dir: Path) -> None:
             f"[bold]{step}. {name}[/] ({p['neighbouring']}, selection {p['selection']['method']}): "
             f"{p['hats_released']} HATs, cumulative epsilon per day {p['cumulative_epsilon_per_day']:.4g}, "
             f"rows quarantined: see owner_only/; {p['dp_label']}"
+        )
+        pooled = p.get("borrow_strength")
+        console.print(
+            f"   contribution bounding {p['contribution_bounding']} ({p['contribution_bounding_chosen']}); "
+            + (
+                f"{pooled['useful_hats_pooled']} useful HATs pooled with their H3 parent"
+                if isinstance(pooled, dict)
+                else f"{p['usefulness']['useful_hats']} useful HATs"
+            )
         )
         console.print(f"   tables and privacy.json in {out_dir / name}")
     console.print(f"\n[bold green]Map:[/] {(out_dir / 'release' / 'map.html').resolve()}")

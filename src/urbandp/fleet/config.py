@@ -16,7 +16,15 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from urbandp.config_tables import named_in_file
 from urbandp.errors import InputError
@@ -31,8 +39,8 @@ SpeedEstimator = Literal["report", "baseline", "array-averaging", "levy", "quant
 ClipBound = Literal["public", "dp-quantile"]
 Coarsen = Literal["none", "parent1", "parent2", "slot2", "auto"]
 CoarsenRule = Literal["exclusive", "fill"]
-ContributionBounding = Literal["truncate", "l2"]
-BorrowStrength = Literal["none", "parent"]
+ContributionBounding = Literal["auto", "truncate", "l2"]
+BorrowStrength = Literal["auto", "none", "parent"]
 
 
 MAX_DOMAIN_CELLS = 2_000_000
@@ -79,6 +87,7 @@ class HatReleaseConfig(BaseModel):
     """All parameters of ``urbandp release`` (frozen; validated on construction)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    _chosen: dict[str, str] = PrivateAttr(default_factory=dict)
 
     resolution: int = Field(7, ge=0, le=15)
     slot_minutes: int = 60
@@ -159,17 +168,21 @@ class HatReleaseConfig(BaseModel):
         "and cell edges put records beside the route's own cells)",
     )
     contribution_bounding: ContributionBounding = Field(
-        "truncate",
-        description="truncate: each vehicle-day keeps K HATs (K = max_hats_per_vehicle_day); l2: each vehicle-day "
+        "auto",
+        description="auto: l2 where the release allows it (a public domain, Gaussian noise, add-remove, DP "
+        "selection, the report estimator, one level, the public clip bound, speed only, a public K), else "
+        "truncate; truncate: each vehicle-day keeps K HATs (K = max_hats_per_vehicle_day); l2: each vehicle-day "
         "keeps every domain HAT it visits with weight 1/sqrt(m) (m: its HATs), so its weights have L2 norm 1 "
-        "(Gaussian noise over a public domain; docs/fleet.md, 'L2-normalised contributions')",
+        "(docs/fleet.md, 'L2-normalised contributions'). Resolved when the spec is built: the spec holds "
+        "truncate or l2, never auto",
     )
     borrow_strength: BorrowStrength = Field(
-        "none",
-        description="none, or parent: also publish robust empirical Bayes means and intervals (pooled_mean_speed, "
-        "pooled_ci95_low/high, pooled_useful) that borrow strength from the other shown HATs of the H3 parent; "
-        "post-processing of the noisy outputs, no privacy cost; the intervals hold at 95% on average over the "
-        "pooled HATs (docs/fleet.md, 'Borrowing strength')",
+        "auto",
+        description="auto: parent where the release allows it (add-remove, the report estimator, one level, the "
+        "speed query), else none; none, or parent: also publish robust empirical Bayes means and intervals "
+        "(pooled_mean_speed, pooled_ci95_low/high, pooled_useful) that borrow strength from the other shown HATs "
+        "of the H3 parent; post-processing of the noisy outputs, no privacy cost; the intervals hold at 95% on "
+        "average over the pooled HATs (docs/fleet.md, 'Borrowing strength'). Resolved when the spec is built",
     )
     target_width: float = Field(
         10.0,
@@ -391,10 +404,7 @@ class HatReleaseConfig(BaseModel):
                 "coarsen with a route domain (domain_gtfs, domain_geojson, domain_cells) is not supported: every "
                 "domain HAT is already released; use a coarser resolution or longer slots instead"
             )
-        if self.contribution_bounding == "l2":
-            _check_l2_bounding(self)
-        if self.borrow_strength != "none":
-            _check_borrow_strength(self)
+        self._resolve_auto()
         if self.domain_ring and not (self.domain_gtfs or self.domain_geojson):
             raise ValueError(
                 "domain_ring widens a GTFS or GeoJSON domain: give domain_gtfs or domain_geojson"
@@ -435,6 +445,44 @@ class HatReleaseConfig(BaseModel):
             )
         return self
 
+    def _resolve_auto(self) -> None:
+        """Resolve ``auto`` of ``contribution_bounding`` and ``borrow_strength`` to the concrete choice (from the
+        public parameters only), and check an explicit ``l2`` or ``parent``. Every reader of the spec (the release,
+        the planner, privacy.json) sees the concrete value; :attr:`chosen` says how it was chosen."""
+        chosen: dict[str, str] = {}
+        missing = l2_missing(self)
+        if self.contribution_bounding == "auto":
+            value = "truncate" if missing else "l2"
+            chosen["contribution_bounding"] = (
+                f"auto: truncate (l2 needs {', '.join(missing)})"
+                if missing
+                else "auto: l2 (a public domain and Gaussian noise allow it)"
+            )
+            object.__setattr__(self, "contribution_bounding", value)  # frozen: set once, while validating
+        else:
+            chosen["contribution_bounding"] = f"given: {self.contribution_bounding}"
+            if self.contribution_bounding == "l2":
+                _check_l2_bounding(self)
+        pool_missing = borrow_missing(self)
+        if self.borrow_strength == "auto":
+            chosen["borrow_strength"] = (
+                f"auto: none (parent needs {', '.join(pool_missing)})"
+                if pool_missing
+                else "auto: parent (add-remove and the report estimator allow it)"
+            )
+            object.__setattr__(self, "borrow_strength", "none" if pool_missing else "parent")
+        else:
+            chosen["borrow_strength"] = f"given: {self.borrow_strength}"
+            if self.borrow_strength != "none":
+                _check_borrow_strength(self)
+        self._chosen = chosen
+
+    @property
+    def chosen(self) -> dict[str, str]:
+        """How ``contribution_bounding`` and ``borrow_strength`` were chosen: ``given: l2`` or ``auto: l2 (...)``
+        (privacy.json states it beside the value)."""
+        return dict(self._chosen)
+
     @property
     def differentially_private(self) -> bool:
         """False when a data-dependent choice is left unpaid (docs/design.md rule 3)."""
@@ -445,9 +493,9 @@ class HatReleaseConfig(BaseModel):
         return not (self.neighbouring == "add-remove" and self.speed_estimator in PAPER_ESTIMATORS)
 
 
-def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
-    """L2-normalised contributions are calibrated for Gaussian noise on counts and centred sums over a public
-    domain, under add/remove, one level, Query 1 only (the other combinations keep truncation to K)."""
+def l2_missing(cfg: HatReleaseConfig) -> list[str]:
+    """What L2-normalised contributions need that ``cfg`` lacks (empty: allowed). They are calibrated for Gaussian
+    noise on counts and centred sums over a public domain, under add/remove, one level, Query 1 only."""
     needs = [
         (cfg.public_domain, "a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells)"),
         (cfg.resolved_mechanism == "gaussian", "Gaussian noise (epsilon_per_day, mechanism gaussian)"),
@@ -459,23 +507,33 @@ def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
         (tuple(cfg.queries) == ("speed",), "queries = speed only (speeding counts are not weighted)"),
         (cfg.max_hats_per_vehicle_day != "observed", "a public K or none (not observed)"),
     ]
-    missing = [what for ok, what in needs if not ok]
+    return [what for ok, what in needs if not ok]
+
+
+def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
+    """An explicit ``contribution_bounding = "l2"`` the release does not allow is refused in one line."""
+    missing = l2_missing(cfg)
     if missing:
         text = ", ".join(missing)
         named = ("epsilon_per_day",) if "epsilon_per_day" in text else ()
         raise ParameterValueError("contribution_bounding l2 needs " + text, *named)
 
 
-def _check_borrow_strength(cfg: HatReleaseConfig) -> None:
-    """Pooling reads the noisy mean ``U/2 + S~/N~`` and the noise of both: add/remove, the report estimator,
-    one level."""
+def borrow_missing(cfg: HatReleaseConfig) -> list[str]:
+    """What pooling needs that ``cfg`` lacks (empty: allowed). Pooling reads the noisy mean ``U/2 + S~/N~`` and
+    the noise of both: add/remove, the report estimator, one level."""
     needs = [
         (cfg.neighbouring == "add-remove", "add-remove neighbouring"),
         (cfg.speed_estimator == "report", "the report speed estimator"),
         (cfg.coarsen == "none", "no coarsen"),
         ("speed" in cfg.queries, "the speed query"),
     ]
-    missing = [what for ok, what in needs if not ok]
+    return [what for ok, what in needs if not ok]
+
+
+def _check_borrow_strength(cfg: HatReleaseConfig) -> None:
+    """An explicit ``borrow_strength = "parent"`` the release does not allow is refused in one line."""
+    missing = borrow_missing(cfg)
     if missing:
         raise ValueError("borrow_strength needs " + ", ".join(missing))
 
@@ -522,8 +580,8 @@ EXAMPLES = {
     "clip_bound": '"public" or "dp-quantile"',
     "coarsen": '"none", "parent1", "parent2", "slot2" or "auto"',
     "coarsen_rule": '"exclusive" or "fill"',
-    "contribution_bounding": '"truncate" or "l2"',
-    "borrow_strength": '"none" or "parent"',
+    "contribution_bounding": '"auto", "truncate" or "l2"',
+    "borrow_strength": '"auto", "none" or "parent"',
     "queries": '"speed" or "speed,speeding"',
     "dates": '["2016-11-24", "2016-12-16"]',
     "weekdays": '"mon-fri"',

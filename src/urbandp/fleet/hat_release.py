@@ -1,4 +1,5 @@
-"""Differentially private release of average speed (Query 1) and speeding counts (Query 2) per HAT.
+"""Differentially private release of the mean of vehicle-day mean speeds (Query 1) and speeding counts (Query 2) per
+HAT.
 
 ITMS report sections II D, III D-F and IV C-D, with the corrections docs/design.md requires. The budget goes one way, each step in its own module:
 
@@ -194,14 +195,44 @@ def _describe_release(
             "contribution_bounding l2: no truncation, every domain HAT a vehicle-day visits is kept with weight 1/sqrt(m) "
             "(m its HATs); the weights' L2 norm is 1, the sensitivity of K = 1 (docs/fleet.md)"
         )
-        combined.privacy["contribution_bounding"] = "l2"
-    else:
-        combined.privacy["contribution_bounding"] = "truncate"
+    combined.privacy["contribution_bounding"] = cfg.contribution_bounding
+    combined.privacy["contribution_bounding_chosen"] = cfg.chosen.get("contribution_bounding")
+    combined.privacy["borrow_strength_chosen"] = cfg.chosen.get("borrow_strength")
+    combined.privacy["estimand"] = estimand(cfg)
     combined.speed = combined.speed.with_columns(useful_expr(cfg.target_width))
     combined.privacy["usefulness"] = usefulness(combined.speed, cfg.target_width)
     if domain is not None and grid is not None:
         combined.privacy["domain"] = describe_domain(domain, grid)
         combined.owner_report["records_off_public_domain"] = off_domain
+
+
+ESTIMAND = "mean of vehicle-day mean speeds"
+"""What ``mean_speed`` estimates, by name (privacy.json, the map's header and legend, the docs): not the mean of all
+readings, nor an average bus speed."""
+
+
+def estimand(cfg: HatReleaseConfig) -> dict[str, str]:
+    """privacy.json's ``estimand``: what a HAT's ``mean_speed`` estimates under this release's bounding."""
+    each = "each vehicle-day's mean speed in the HAT (the mean of its readings there, clipped to [0, U]) is one value"
+    if cfg.speed_estimator != "report":
+        how = f"estimated by the user-level estimator {cfg.speed_estimator} over the HAT's vehicle-days"
+    elif cfg.contribution_bounding == "l2":
+        how = (
+            "averaged over the HAT's vehicle-days with weight 1/sqrt(m), m the HATs that vehicle-day visits in the "
+            "public domain (contribution_bounding l2): a vehicle-day seen in few HATs weighs more"
+        )
+    elif cfg.max_hats_per_vehicle_day == "observed":
+        how = "averaged over the HAT's vehicle-days, every one kept"
+    else:
+        how = (
+            "averaged over the HAT's vehicle-days, each vehicle-day keeping at most "
+            f"{cfg.max_hats_per_vehicle_day} HATs (truncation to K)"
+        )
+    name = ESTIMAND if cfg.contribution_bounding != "l2" else f"weighted {ESTIMAND}"
+    return {
+        "name": name,
+        "definition": f"{each}, {how}; the readings of a vehicle-day are not weighted by their number",
+    }
 
 
 def _release_level(

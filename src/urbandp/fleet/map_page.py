@@ -28,8 +28,9 @@ from urbandp.reports.map import (
     write_hat_map,
 )
 
-TITLE = "Average bus speed per hexagon and hour"
-LEGEND = "mean speed (km/h)"
+TITLE = "Mean of vehicle-day mean speeds per hexagon and hour"
+LEGEND = "mean of vehicle-day mean speeds (km/h)"
+POOLED_LEGEND = "pooled mean of vehicle-day mean speeds (km/h)"
 MAP_COLUMNS = (
     "h3_cell",
     "slot",
@@ -111,11 +112,16 @@ def map_header(p: Mapping[str, object]) -> MapHeader:
             details += (
                 " (the sum of vehicle-day mean speeds). " if p.get("neighbouring") == "add-remove" else ". "
             )
+    estimand = p.get("estimand")
+    if isinstance(estimand, dict) and estimand.get("name"):
+        details += f"Value: the {estimand['name']} of each hexagon and hour. "
     if isinstance(p.get("borrow_strength"), dict):
         details += (
-            "Means and 95% intervals pooled with each hexagon's H3 parent (robust empirical Bayes, post-processing; "
-            "the intervals hold on average over hexagons). "
+            "Shown: means and 95% intervals pooled with each hexagon's H3 parent (robust empirical Bayes, "
+            "post-processing); their promise is 95% on average over the pooled hexagons, not for each one. "
         )
+    elif p.get("neighbouring") == "add-remove" and not empty:
+        details += "Shown: each hexagon's own 95% interval (Fieller's, the count's noise included). "
     details += " ".join(f"Warning: {w}" for w in warnings)
     if reasons:
         return MapHeader(
@@ -233,6 +239,34 @@ def speed_geojson(speed: pl.DataFrame) -> dict[str, object]:
     return {"type": "FeatureCollection", "features": features}
 
 
+def _bounding_text(p: Mapping[str, object]) -> str:
+    """How each bus-day's contribution was bounded, in words (privacy.json ``contribution_bounding``)."""
+    if p.get("contribution_bounding") == "l2":
+        return (
+            "every hexagon-slot it visited was kept, each weighted one over the square root of their number, so "
+            "that a bus-day seen in many places weighs no more in total than one seen in a single place"
+        )
+    return f"at most {p.get('max_hats_per_vehicle_day')} hexagon-slots per day"
+
+
+def _estimand_text(p: Mapping[str, object]) -> dict[str, str]:
+    """The estimand's name, how the hexagon's value averages the bus-days, and the intervals' promise."""
+    estimand = p.get("estimand")
+    name = str(estimand.get("name")) if isinstance(estimand, dict) else "mean of vehicle-day mean speeds"
+    weighted = p.get("contribution_bounding") == "l2"
+    promise = (
+        "pooled with the hexagon's neighbours; 95% of these intervals hold on average over the hexagons, not "
+        "each one"
+        if isinstance(p.get("borrow_strength"), dict)
+        else "each one holds its hexagon's value with 95% probability"
+    )
+    return {
+        "estimand": name,
+        "average": "mean, each bus-day weighted by how few hexagon-slots it visited" if weighted else "mean",
+        "promise": promise,
+    }
+
+
 def methodology_html(p: Mapping[str, object], files: Sequence[str]) -> str:
     """A plain-language page on how the numbers were protected, written from privacy.json.
 
@@ -253,7 +287,8 @@ def methodology_html(p: Mapping[str, object], files: Sequence[str]) -> str:
         "delta_day": _g(_num(p, "delta_per_day"), 2),
         "eps_window": _g(_num(p, "epsilon_per_window")),
         "delta_window": _g(_num(p, "delta_per_window"), 2),
-        "max_hats": str(p.get("max_hats_per_vehicle_day")),
+        "bounding": _bounding_text(p),
+        **_estimand_text(p),
         "speed_max": _g(_num(p, "speed_max")),
         "mechanism": str(p.get("mechanism")),
         "threshold": str(sel.get("threshold_vehicle_days")),
@@ -337,7 +372,7 @@ __all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]
 
 def _legend(privacy: Mapping[str, object]) -> str:
     """The value's name on the PNGs: the pooled mean where the release borrowed strength (``--borrow-strength``)."""
-    return "pooled mean speed (km/h)" if isinstance(privacy.get("borrow_strength"), dict) else LEGEND
+    return POOLED_LEGEND if isinstance(privacy.get("borrow_strength"), dict) else LEGEND
 
 
 def _target_width(privacy: Mapping[str, object]) -> float | None:

@@ -147,14 +147,15 @@ RELEASE_OPTIONS: tuple[ReleaseOption, ...] = (
     ReleaseOption(
         "contribution_bounding",
         str | None,
-        "truncate (K HATs per vehicle-day) or l2 (every domain HAT, weights 1/sqrt(m); Gaussian over a public "
-        "domain) (default: {default}).",
+        "auto (l2 where the release allows it, else truncate), truncate (K HATs per vehicle-day) or l2 (every "
+        "domain HAT, weights 1/sqrt(m); Gaussian over a public domain) (default: {default}).",
     ),
     ReleaseOption(
         "borrow_strength",
         str | None,
-        "none, or parent: also publish robust empirical Bayes means and intervals pooled with the other HATs of "
-        "the H3 parent (post-processing, no privacy cost; 95% coverage on average over HATs) (default: {default}).",
+        "auto (parent where the release allows it, else none), none, or parent: also publish robust empirical "
+        "Bayes means and intervals pooled with the other HATs of the H3 parent (post-processing, no privacy "
+        "cost; 95% coverage on average over HATs) (default: {default}).",
     ),
     ReleaseOption(
         "target_width",

@@ -578,6 +578,12 @@ def release_fleet(
         release.speed, p["borrow_strength"] = with_pooled_means(
             release.speed, p, cfg.speed_max, cfg.target_width, cfg.precision
         )
+    if isinstance(p.get("usefulness"), dict):
+        p["usefulness"]["values_shown"] = (  # type: ignore[index]
+            "pooled (pooled_mean_speed, pooled_ci95_low/high, pooled_useful): 95% on average over the pooled HATs"
+            if cfg.borrow_strength != "none"
+            else "per HAT (mean_speed, ci95_low/high, useful): each HAT's own 95% interval"
+        )
     window_warning = large_window_warning(p)
     if window_warning:
         p["warnings"] = [*cast(list[str], p["warnings"]), window_warning]
@@ -680,12 +686,13 @@ def _write_release(
         )
     }
     speeding = "speeding" in p.get("queries", ["speed", "speeding"])  # type: ignore[operator]
+    speed_table, speeding_table = with_hex_id(release.speed), with_hex_id(release.speeding)
     with atomic_output_dir(out_dir) as d:
-        release.speed.write_csv(d.release / "hat_speed.csv")
-        write_h3_table(release.speed, d.release, "hat_speed")
+        speed_table.write_csv(d.release / "hat_speed.csv")
+        write_h3_table(speed_table, d.release, "hat_speed")
         if speeding:
-            release.speeding.write_csv(d.release / "hat_speeding.csv")
-            write_h3_table(release.speeding, d.release, "hat_speeding")
+            speeding_table.write_csv(d.release / "hat_speeding.csv")
+            write_h3_table(speeding_table, d.release, "hat_speeding")
         if loaded.quarantine_parquet is None:
             loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
         else:  # written by Spark: moved in whole (a directory of part files)
@@ -713,6 +720,14 @@ def _write_release(
     paths["quarantine"] = owner_dir_for(out_dir) / q_name
     paths["input report"] = owner_dir_for(out_dir) / "input_report.json"
     return paths
+
+
+def with_hex_id(table: pl.DataFrame) -> pl.DataFrame:
+    """The table with ``hex_id`` beside ``h3_cell``: the same H3 cell under the name kepler.gl builds its hexagon
+    layers from, so the released files open there without a step (post-processing of a public key)."""
+    if "h3_cell" not in table.columns or "hex_id" in table.columns:
+        return table
+    return table.insert_column(table.columns.index("h3_cell") + 1, table["h3_cell"].alias("hex_id"))
 
 
 def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> None:

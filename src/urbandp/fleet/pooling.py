@@ -17,6 +17,10 @@ the plain estimate sometimes lands near 0, which shrinks every HAT hard and narr
 Austin days 4 of 10 releases then showed 38-83 "useful" HATs instead of 5-20); an overstated ``tau`` only widens the
 intervals towards the per-HAT ones.
 
+Each HAT's own weight and interval read ``sigma_i^2`` one sd below its noisy count (:func:`_count_for_variance`):
+a count the noise overstated would otherwise give a variance too small, and the label ``pooled_useful`` would pick
+exactly those HATs. The prior means and ``tau`` are fitted at the noisy counts.
+
 The interval is their **robust EBCI** (eq. 7): ``theta_i +- cva(sigma_i^2 / m_i) w_i sigma_i``, where
 ``cva(t)`` is the critical value that keeps the *worst-case* non-coverage at 5% over every distribution of the
 normalised bias ``b`` with ``E b^2 = t`` (only the second moment is assumed; no normal prior). Its guarantee is
@@ -36,6 +40,9 @@ import polars as pl
 
 POOLED_COLUMNS = ("pooled_mean_speed", "pooled_ci95_low", "pooled_ci95_high", "pooled_useful")
 Z_975 = 1.959963984540054
+COUNT_SDS_BELOW = 1.0
+"""How far below its noisy value a HAT's count is read for its pooled interval's noise variance: one sd of the
+count's noise (its published 95% interval's lower half-width over 1.96; never below that interval's lower end)."""
 
 
 def _normal_sf(x: np.ndarray) -> np.ndarray:
@@ -170,20 +177,38 @@ def _spread_upper_bound(squared: np.ndarray, noise: np.ndarray, level: float = 0
     return float(brentq(excess, 0.0, high, xtol=1e-10))
 
 
-def pool(y: np.ndarray, var: np.ndarray, cells: list[str], speed_max: float) -> PooledMeans:
+def pool(
+    y: np.ndarray,
+    var: np.ndarray,
+    cells: list[str],
+    speed_max: float,
+    var_interval: np.ndarray | None = None,
+) -> PooledMeans:
     """Robust EB means and 95% intervals (AKP 2022) for shown means ``y`` with noise variances ``var`` (all NaN
-    where fewer than two means are shown: there is nothing to borrow from)."""
+    where fewer than two means are shown: there is nothing to borrow from).
+
+    ``var_interval`` (default ``var``): a variance at least ``var`` that each HAT's own weight and interval use,
+    while the prior means and the spread are fitted with ``var``. An overstated noise variance only widens an
+    interval (the noise part of the error is overstated, and the normalised bias keeps its second moment
+    ``var_interval / m``), whereas fitting the spread with it would understate the spread and narrow them all.
+    """
+    if var_interval is None:
+        var_interval = var
     if y.size < 2:
         nan = np.full(y.size, np.nan)  # nothing to borrow from: no pooled value
         return PooledMeans(nan, nan.copy(), nan.copy(), nan.copy(), float("nan"))
+    if not float(np.sum(var)) > 0.0:  # no noise at all (an allowed meaningless loss): the means are exact
+        return PooledMeans(y.copy(), y.copy(), y.copy(), np.zeros(y.size), 0.0)
+    var = np.maximum(var, np.finfo(float).tiny)
+    var_interval = np.maximum(var_interval, var)
     mu, v = _prior_means(y, var, list(_group_keys(cells)))
     floor = 2.0 * float(np.sum(var**2)) / (y.size * float(np.sum(var)))
     tau2 = max(_spread_upper_bound((y - mu) ** 2, var + v), floor)
     m = tau2 + v
-    w = m / (m + var)
+    w = m / (m + var_interval)
     theta = mu + w * (y - mu)
-    se = w * np.sqrt(var)
-    half = robust_critical_value(var / m) * se
+    se = w * np.sqrt(var_interval)
+    half = robust_critical_value(var_interval / m) * se
     return PooledMeans(
         np.clip(theta, 0.0, speed_max),
         np.clip(theta - half, 0.0, speed_max),
@@ -206,6 +231,25 @@ def noise_sds(privacy: Mapping[str, object]) -> tuple[float, float]:
     return float(speed) * per_sd, float(count) * per_sd
 
 
+def _count_for_variance(speed: pl.DataFrame) -> np.ndarray:
+    """The count each pooled interval's noise variance is read at: one sd below the noisy count (the sd from the
+    published 95% count interval, ``(N~ - vehicle_days_ci95_low) / 1.96``, selection-aware), else the noisy count.
+
+    The variance of ``U/2 + S~/N~`` is about ``(sd_S^2 + (Y - U/2)^2 sd_N^2) / N^2``; read at the noisy count, a
+    count that the noise overstated gives a variance too small, hence a pooled interval too narrow, and those are
+    the HATs the label ``pooled_useful`` picks: on a synthetic fleet whose counts are a few vehicle-days next to a
+    noise sd of 2, 89.6% of the pooled-useful intervals held the truth. Read one sd lower, 93.6% held (two sd
+    lower, at the interval's end: 96.2%, but on four real Austin days a third fewer useful HATs). The prior means
+    and the spread are still fitted at the noisy count (:func:`pool`): only each HAT's own interval widens.
+    """
+    noisy = speed["noisy_vehicle_days"].to_numpy().astype(float)
+    if "vehicle_days_ci95_low" not in speed.columns:
+        return noisy
+    low = speed["vehicle_days_ci95_low"].to_numpy().astype(float)
+    below = noisy - COUNT_SDS_BELOW * (noisy - low) / Z_975
+    return np.where(np.isfinite(low) & (low > 0), np.maximum(below, low), noisy)
+
+
 def with_pooled_means(
     speed: pl.DataFrame, privacy: Mapping[str, object], speed_max: float, target_width: float, precision: int
 ) -> tuple[pl.DataFrame, dict[str, object]]:
@@ -219,8 +263,12 @@ def with_pooled_means(
     idx = np.flatnonzero(shown)
     y = speed["mean_speed"].to_numpy()[idx].astype(float)
     n = speed["noisy_vehicle_days"].to_numpy()[idx].astype(float)
-    var = (sd_sum**2 + (y - speed_max / 2.0) ** 2 * sd_count**2) / np.maximum(n, 1e-9) ** 2
-    pooled = pool(y, var, [str(c) for c in speed["h3_cell"].to_numpy()[idx]], speed_max)
+    n_low = _count_for_variance(speed)[idx]
+    spread = sd_sum**2 + (y - speed_max / 2.0) ** 2 * sd_count**2
+    var = spread / np.maximum(n, 1e-9) ** 2
+    var_interval = spread / np.maximum(np.minimum(n_low, n), 1e-9) ** 2
+    cells = [str(c) for c in speed["h3_cell"].to_numpy()[idx]]
+    pooled = pool(y, var, cells, speed_max, var_interval)
     columns = {}
     for name, values in zip(POOLED_COLUMNS[:3], (pooled.mean, pooled.low, pooled.high), strict=True):
         full = np.full(speed.height, np.nan)
@@ -239,8 +287,12 @@ def with_pooled_means(
         "hats_pooled": int(np.isfinite(pooled.mean).sum()),
         "tau_kmh": None if not np.isfinite(pooled.tau) else round(pooled.tau, 3),
         "useful_hats_pooled": int(out["pooled_useful"].sum()),
+        "noise_variance": "each pooled interval reads its mean's noise variance one sd below the noisy count (the "
+        "sd from vehicle_days_ci95_low), so a count the noise overstated neither narrows the interval nor makes it "
+        "pooled_useful; the prior means and tau are fitted at the noisy counts",
         "guarantee": "pooled_ci95 intervals cover the HATs' true means at 95% on average over the pooled HATs "
         "(not for each HAT); ci95_low/high stay the per-HAT intervals",
+        "promise_shown": "95% on average over the pooled HATs",
         "reads": "published noisy means, noisy vehicle-day counts and noise scales only (post-processing, no "
         "privacy cost)",
     }

@@ -53,6 +53,8 @@ def usefulness(speed: pl.DataFrame, target_width: float) -> dict[str, object]:
         "count_only_hats": speed.height - shown,
         "useful_hats": useful,
         "median_interval_width_kmh": float(widths.median()) if widths.len() else None,  # type: ignore[arg-type]
+        "promise": "useful: each such HAT's own 95% interval (Fieller's for S~/N~, the count's noise included, so "
+        "a count the noise overstated widens it rather than passing as narrow)",
         "definition": (
             "useful: the mean is shown and not clamped, and its 95% interval is at most target_width_kmh wide; "
             "count-only: the mean is withheld (the count's selection-aware 95% interval reaches 0 or the noisy "

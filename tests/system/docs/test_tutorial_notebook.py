@@ -70,7 +70,7 @@ def test_the_table_and_the_map_render_inline(executed: list[list[dict[str, Any]]
     ]
     assert any("mean_speed" in page and "<table" in page for page in html)  # the published table
     maps = [page for page in html if page.startswith("<iframe srcdoc=")]  # the map's self-contained page
-    assert len(maps) == 1 and "Average bus speed per hexagon and hour" in maps[0]
+    assert len(maps) == 1 and "Mean of vehicle-day mean speeds per hexagon and hour" in maps[0]
 
 
 def test_the_second_release_is_refused_by_the_store(executed: list[list[dict[str, Any]]]) -> None:

@@ -76,5 +76,7 @@ def test_l2_weights_are_costed_at_the_next_float_above_their_norm() -> None:
     plan = plan_release(_cfg(), 3)
     assert plan.weight_norm == math.nextafter(1.0, 2.0)
     assert plan.cost(32.5, 7.0) == gaussian_rho(math.nextafter(32.5, 99.0), 7.0) > gaussian_rho(32.5, 7.0)
-    unit = plan_release(HatReleaseConfig(epsilon_per_day=4.0, domain_bbox=BBOX), 3)
+    unit = plan_release(
+        HatReleaseConfig(epsilon_per_day=4.0, domain_bbox=BBOX, contribution_bounding="truncate"), 3
+    )
     assert unit.weight_norm == 1.0 and unit.cost(32.5, 7.0) == gaussian_rho(32.5, 7.0)

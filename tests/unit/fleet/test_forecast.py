@@ -53,6 +53,7 @@ def test_predicted_noise_matches_measured_within_10_percent(mechanism: str) -> N
         domain_bbox=BBOX,
         hours=(9, 13),
         max_hats_per_vehicle_day=K,
+        contribution_bounding="truncate",  # the prediction of truncation to K is what is checked
         min_vehicles_per_day=100,  # far above the empty HATs' noise: no empty HAT among the draws
         start=dt.date(2021, 11, 15),
         end=dt.date(2021, 11, 15),

@@ -48,7 +48,7 @@ def cfg(**kw: object) -> HatReleaseConfig:
 def test_one_count_serves_selection_and_denominator_and_the_rho_is_openDP_s() -> None:
     """Gaussian over a public extent: rho of epsilon 4 at delta 1e-6, half to the one count (L2 sqrt K), half to
     the centred sum (L2 sqrt K U/2); each figure equals OpenDP's own map at that scale."""
-    r = _release_hats(fleet(200), cfg(), 1, EXACT)
+    r = _release_hats(fleet(200), cfg(contribution_bounding="truncate"), 1, EXACT)
     p = r.privacy
     rho = rho_for_epsilon(4.0, 1e-6)
     assert p["noise_scale"]["count"] is None  # no fresh count

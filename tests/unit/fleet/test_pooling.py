@@ -242,8 +242,9 @@ def test_the_spread_is_taken_at_an_upper_bound_that_holds_its_level() -> None:
 
 
 def test_the_pngs_and_the_map_name_the_pooled_value(tmp_path: Path) -> None:
-    """A release with ``borrow_strength`` in its privacy.json is drawn as "pooled mean speed", else "mean speed"."""
+    """A release with ``borrow_strength`` in its privacy.json is drawn as the pooled mean of vehicle-day mean
+    speeds, else their mean (the estimand named)."""
     from urbandp.fleet.map_page import _legend
 
-    assert _legend({"borrow_strength": {"hats_pooled": 3}}) == "pooled mean speed (km/h)"
-    assert _legend({}) == "mean speed (km/h)"
+    assert _legend({"borrow_strength": {"hats_pooled": 3}}) == "pooled mean of vehicle-day mean speeds (km/h)"
+    assert _legend({}) == "mean of vehicle-day mean speeds (km/h)"

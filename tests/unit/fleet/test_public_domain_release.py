@@ -149,7 +149,9 @@ def test_truncation_spends_k_on_domain_hats_only(tmp_path: Path) -> None:
     """K = 1: each vehicle-day visits 4 HATs, one of them off the route. With a route domain the off-route HAT is
     dropped before truncation, so every vehicle-day keeps a route HAT and all 100 reach the route (truncating
     first would send about a quarter of them to the off-route HAT, by the keyed hash, and lose them)."""
-    r = _release_hats(fleet(100), cfg(tmp_path, max_hats_per_vehicle_day=1), 1, EXACT)
+    r = _release_hats(
+        fleet(100), cfg(tmp_path, max_hats_per_vehicle_day=1, contribution_bounding="truncate"), 1, EXACT
+    )
     assert float(r.speed["noisy_vehicle_days"].sum()) == pytest.approx(100.0)
 
 

@@ -133,7 +133,12 @@ def test_a_public_extent_charges_k_hats_a_day_and_d_squared_over_the_window() ->
 
     end = D0 + dt.timedelta(days=2)
     c = config(
-        epsilon_per_day=10.0, mechanism="gaussian", domain_bbox=SURAT, max_hats_per_vehicle_day=4, end=end
+        epsilon_per_day=10.0,
+        mechanism="gaussian",
+        domain_bbox=SURAT,
+        max_hats_per_vehicle_day=4,
+        contribution_bounding="truncate",
+        end=end,
     )
     p = release_hats(fleet([30, 20]), c, 3, EXACT).privacy
     sigma = p["selection"]["noise_scale"]
