@@ -55,10 +55,10 @@ def make_world(cells: int, nonzero_share: float, seed: int = 0) -> Any:
 
 
 def config(sampling: str, **kw: Any) -> Any:
-    from urbandp.counts import CountReleaseConfig, PrivacyUnit
+    from urbandp.counts import CountsReleaseSpec
 
-    return CountReleaseConfig(
-        epsilon=1.0, unit=PrivacyUnit("card-day", 4), suppress_below=18.0, sampling=sampling, **kw
+    return CountsReleaseSpec(
+        epsilon=1.0, unit="card-day", max_events=4, suppress_below=18.0, sampling=sampling, **kw
     )
 
 

@@ -1,6 +1,6 @@
 """Typer options built from a release's spec: the command line declares no option of its own.
 
-:func:`spec_parameters` turns the fields of a spec (:mod:`urbandp.spec_options`) into Typer parameters: the flag,
+:func:`spec_parameters` turns the fields of a spec (:mod:`urbandp.release_options`) into Typer parameters: the flag,
 the help and the default (shown by ``--help``) are the field's. :func:`command_signature` gives a command
 function taking ``**options`` the signature Typer reads, as :mod:`urbandp.fleet.cli` does for the fleet's table.
 """
@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from urbandp.spec_options import declared_options
+from urbandp.release_options import declared_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress
 
 import urbandp.survey.demo as survey_demo
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.explore import comparison_table, explore, write_histograms
 from urbandp.fleet.pipeline import _write_release, load_records, release_fleet
+from urbandp.progress import progress_bar
 from urbandp.synth.fleet import SURAT, FleetSpec, write_fleet_days
 
 # The synthetic city's public extent (centre 21.17N 72.83E, ~7.5 km radius): chosen without reading the data.
@@ -32,9 +32,8 @@ def main(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     fleet = out_dir / "fleet.parquet"
     spec = FleetSpec(vehicles=300, days=10, seed=2021)
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("generating a synthetic fleet (300 vehicles x 10 days)", total=spec.days)
-        _, n = write_fleet_days(spec, fleet, progress=lambda _rows: progress.advance(task))
+    with progress_bar("generating a synthetic fleet (300 vehicles x 10 days)", spec.days) as advance:
+        _, n = write_fleet_days(spec, fleet, progress=lambda _rows: advance())
     console.print(f"[bold]1. synthetic fleet[/]: {n:,} records in {fleet} (city {SURAT.name})")
 
     with console.status("exploring true data (data owner only)"):

@@ -11,9 +11,11 @@ longitude/latitude, and writes the same rows, the same values, with that polygon
 * **GeoJSON** (RFC 7946): a FeatureCollection, longitude/latitude WGS 84 (no ``crs`` member, as the RFC asks),
   exterior rings counter-clockwise, non-finite values written as ``null`` (strict JSON; Polars' JSON encoder).
 
-Why shapely + pyarrow and not geopandas: both are already runtime dependencies; geopandas would add pandas, pyproj
-(and PROJ's database, about 30 MB) and a GDAL wheel to every install for what is here one vectorised WKB encoding
-and a metadata dict. The layer writes the polygons of 100,000 rows in well under a second (docs/outputs.md).
+This is the one GeoJSON and GeoParquet writer of urbandp (the release folders, the sensing grids, the map site's
+``hat_speed.geojson``: :func:`write_h3_geojson`). Why shapely + pyarrow (and pyproj for the CRS) and not
+geopandas: all three are already runtime dependencies; geopandas would add pandas and a GDAL wheel to every
+install for what is here one vectorised WKB encoding and a metadata dict. The layer writes the polygons of 100,000
+rows in well under a second (docs/outputs.md).
 
 The polygons are public: an H3 cell's boundary is a function of its public id (h3-py, ``cell_to_boundary``), a
 grid cell's of the public grid. Adding them to a DP table is post-processing; the files hold the DP values of the
@@ -22,6 +24,7 @@ CSV and nothing else. Polygons that cross the antimeridian are not split (city d
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,25 +36,14 @@ import polars as pl
 GEOPARQUET_VERSION = "1.1.0"
 GEOMETRY_COLUMN = "geometry"
 
-WGS84_PROJJSON: dict[str, Any] = {
-    "$schema": "https://proj.org/schemas/v0.7/projjson.schema.json",
-    "type": "GeographicCRS",
-    "name": "WGS 84",
-    "datum": {
-        "type": "GeodeticReferenceFrame",
-        "name": "World Geodetic System 1984",
-        "ellipsoid": {"name": "WGS 84", "semi_major_axis": 6378137, "inverse_flattening": 298.257223563},
-    },
-    "coordinate_system": {
-        "subtype": "ellipsoidal",
-        "axis": [
-            {"name": "Geodetic latitude", "abbreviation": "Lat", "direction": "north", "unit": "degree"},
-            {"name": "Geodetic longitude", "abbreviation": "Lon", "direction": "east", "unit": "degree"},
-        ],
-    },
-    "id": {"authority": "EPSG", "code": 4326},
-}
-"""EPSG:4326 (WGS 84) as PROJJSON, the ``crs`` of every GeoParquet written here (coordinates lon/lat, per spec)."""
+
+@functools.cache
+def wgs84_projjson() -> dict[str, Any]:
+    """EPSG:4326 (WGS 84) as PROJJSON, from pyproj's copy of the EPSG database: the ``crs`` of every GeoParquet
+    written here (its WKB coordinates are lon/lat whatever the CRS's axis order, as the spec says)."""
+    from pyproj import CRS
+
+    return dict(CRS.from_epsg(4326).to_json_dict())
 
 
 def h3_polygons(cells: Sequence[str] | pl.Series) -> np.ndarray:
@@ -124,7 +116,7 @@ def geo_metadata(polygons: np.ndarray) -> dict[str, Any]:
     column: dict[str, Any] = {
         "encoding": "WKB",
         "geometry_types": ["Polygon"],
-        "crs": WGS84_PROJJSON,
+        "crs": wgs84_projjson(),
         "orientation": "counterclockwise",
         "edges": "planar",
     }
@@ -165,6 +157,11 @@ def write_geo_pair(frame: pl.DataFrame, polygons: np.ndarray, folder: Path, stem
     )
 
 
+def write_h3_geojson(frame: pl.DataFrame, path: Path, column: str = "h3_cell") -> Path:
+    """:func:`write_geojson` of a table whose rows are H3 cells (``column``: the cell id as hex text)."""
+    return write_geojson(frame, h3_polygons(frame[column]), path)
+
+
 def write_h3_table(
     frame: pl.DataFrame, folder: Path, stem: str, column: str = "h3_cell"
 ) -> tuple[Path, Path]:
@@ -179,12 +176,13 @@ def _check_rows(frame: pl.DataFrame, polygons: np.ndarray) -> None:
 
 __all__ = [
     "GEOPARQUET_VERSION",
-    "WGS84_PROJJSON",
     "box_polygons",
     "geo_metadata",
     "h3_polygons",
+    "wgs84_projjson",
     "write_geo_pair",
     "write_geojson",
     "write_geoparquet",
+    "write_h3_geojson",
     "write_h3_table",
 ]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from urbandp.cli import app
 from urbandp.errors import InputDataError, InputError, InvalidParameterError, flag_of
-from urbandp.sensing.options import check_grid_options
+from urbandp.sensing.options import InterpolateOptions
 
 RUN = CliRunner()
 
@@ -50,8 +50,10 @@ def test_renamed_keeps_the_class_and_the_other_parameters() -> None:
 
 
 def test_library_message_names_the_parameter() -> None:
-    with pytest.raises(InvalidParameterError, match=r"^cell_metres must be > 0, got -1$") as caught:
-        check_grid_options(-1, 5)
+    with pytest.raises(
+        InvalidParameterError, match=r"^cell_metres must be a finite number > 0, got -1$"
+    ) as caught:
+        InterpolateOptions(input_path=Path("r.csv"), out=Path("o"), cell_metres=-1)
     assert caught.value.parameters == ("cell_metres",)
 
 

@@ -231,10 +231,11 @@ def test_a_domain_file_above_the_size_cap_is_refused_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from urbandp.fleet import domain
+    from urbandp.records import gtfs_schedule
 
     path = tmp_path / "cells.txt"
     path.write_text("872830828ffffff\n" * 10)
-    monkeypatch.setattr(domain, "MAX_DOMAIN_FILE_BYTES", 100)
+    monkeypatch.setattr(gtfs_schedule, "MAX_DOMAIN_FILE_BYTES", 100)
     monkeypatch.setattr(Path, "read_bytes", lambda self: pytest.fail("read"))
     err = _refused(lambda: domain.domain_from_cells(path, 7), kind=InputDataError)
     assert "160 bytes, more than the 100" in str(err)
@@ -244,11 +245,12 @@ def test_a_gtfs_table_above_the_row_cap_is_refused_before_it_is_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from urbandp.fleet import domain
+    from urbandp.records import gtfs_schedule
 
     feed = tmp_path / "feed"
     shutil.copytree(FEED, feed)
     rows = len((feed / "stop_times.txt").read_text().splitlines()) - 1
-    monkeypatch.setattr(domain, "MAX_GTFS_ROWS", rows - 1)
+    monkeypatch.setattr(gtfs_schedule, "MAX_GTFS_ROWS", rows - 1)
     monkeypatch.setattr(pl, "read_csv", lambda *a, **k: pytest.fail("parsed"))
     err = _refused(lambda: domain.domain_from_gtfs(feed, 7, 60, (9, 21), [WED]), kind=InputDataError)
     assert f"stop_times.txt holds {rows:,} rows, more than {rows - 1:,}" in str(err)
@@ -257,7 +259,7 @@ def test_a_gtfs_table_above_the_row_cap_is_refused_before_it_is_parsed(
         for p in sorted(feed.glob("*.txt")):
             z.write(p, p.name)
     _refused(lambda: domain.domain_from_gtfs(archive, 7, 60, (9, 21), [WED]), kind=InputDataError)
-    monkeypatch.setattr(domain, "MAX_GTFS_ROWS", 10**6)
+    monkeypatch.setattr(gtfs_schedule, "MAX_GTFS_ROWS", 10**6)
     with zipfile.ZipFile(
         archive, "a", zipfile.ZIP_DEFLATED
     ) as z:  # 200 kB that deflate to a few hundred bytes
@@ -266,7 +268,7 @@ def test_a_gtfs_table_above_the_row_cap_is_refused_before_it_is_parsed(
             "trip_id,start_time,end_time,headway_secs\n" + "x,09:00:00,10:00:00,600\n" * 8_000,
         )
     cap = archive.stat().st_size + 1  # the zip is read; its member would not be
-    monkeypatch.setattr(domain, "MAX_DOMAIN_FILE_BYTES", cap)
+    monkeypatch.setattr(gtfs_schedule, "MAX_DOMAIN_FILE_BYTES", cap)
     err = _refused(lambda: domain.domain_from_gtfs(archive, 7, 60, (9, 21), [WED]), kind=InputDataError)
     assert f"frequencies.txt holds 192,041 bytes uncompressed, more than the {cap:,}" in str(err)
 

@@ -90,6 +90,7 @@ def test_geoparquet_has_the_1_1_metadata_and_the_table(tmp_path: Path) -> None:
     assert col["bbox"] == pytest.approx(list(shapely.total_bounds(polygons)))
     pyproj = pytest.importorskip("pyproj")
     assert pyproj.CRS.from_json_dict(col["crs"]).to_epsg() == 4326
+    assert col["crs"] == pyproj.CRS.from_epsg(4326).to_json_dict()  # PROJ's own EPSG:4326, not a copy by hand
     back = pl.from_arrow(table.drop_columns(["geometry"]))
     assert isinstance(back, pl.DataFrame)
     assert back.equals(frame)  # the same values, NaN included

@@ -55,18 +55,34 @@ def test_the_box_projection_is_a_transverse_mercator_centred_on_the_box() -> Non
 
 HAND_CONSTANT = re.compile(r"111\.32|111_320|111320|6_371_008|6371008")
 """The metres (or km) per degree of the hand-written equirectangular projection and the mean earth radius."""
-NOT_YET_MOVED = {"urbandp/synth/fleet.py"}
-"""Files that still carry the constant, on purpose: the synthetic fleet lays its invented city out on a flat km grid
-(no measurement depends on it), and moving it would change every seeded synthetic dataset the tests and the
-benchmarks' cached month were measured on."""
+COS_LATITUDE = re.compile(r"cos\((?:np|math)\.radians\(")
+"""A hand-written cos(latitude) scale (the code's trigonometry of angles uses no degrees-to-radians inside cos)."""
 
 
-def test_no_metres_per_degree_constant_outside_geodesy() -> None:
+def test_no_metres_per_degree_constant_or_cos_latitude_outside_geodesy() -> None:
+    """One metre conversion: the synthetic fleet's plane, the MPC client's cells, the PNG maps' and the plots'
+    aspects all go through urbandp.geodesy (pyproj)."""
     src = Path(geodesy.__file__).resolve().parents[1]
     found = {
         str(path.relative_to(src))
         for path in src.rglob("*.py")
-        if HAND_CONSTANT.search(path.read_text(encoding="utf-8"))
+        if HAND_CONSTANT.search(text := path.read_text(encoding="utf-8")) or COS_LATITUDE.search(text)
     }
-    assert found <= NOT_YET_MOVED, sorted(found - NOT_YET_MOVED)
-    assert not any(name.startswith("urbandp/sensing/") for name in found)
+    assert found == {"urbandp/geodesy.py"}
+
+
+def test_the_synthetic_plane_is_the_generators_spherical_formula() -> None:
+    """The synthetic cities keep their positions: lat0 + y / 111.32 km, lon0 + x / (111.32 km cos lat0)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(-7500, 7500, (2, 10_000))
+    lat, lon = geodesy.PlanarProjection.synthetic_plane(21.17, 72.83).to_degrees(np.column_stack([x, y]))
+    assert np.abs(lat - (21.17 + y / 111_320.0)).max() < 1e-12
+    assert np.abs(lon - (72.83 + x / (111_320.0 * np.cos(np.radians(21.17))))).max() < 1e-12
+
+
+@pytest.mark.parametrize("lat", [0.0, 21.17, 45.0, 60.0])
+def test_the_degree_aspect_is_the_ellipsoids(lat: float) -> None:
+    """Metres per degree of latitude over longitude: (1 - e^2) / (1 - e^2 sin^2 lat) / cos(lat) on WGS 84."""
+    e2 = 0.00669437999014
+    exact = (1 - e2) / (1 - e2 * np.sin(np.radians(lat)) ** 2) / np.cos(np.radians(lat))
+    assert geodesy.degree_aspect(lat, 10.0) == pytest.approx(exact, rel=1e-6)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from urbandp.counts.spec import MAX_NOISE_SCALE
 from urbandp.fleet.config import MAX_DOMAIN_CELLS, MAX_HATS_PER_VEHICLE_DAY, HatReleaseConfig
-from urbandp.fleet.domain import MAX_DOMAIN_FILE_BYTES, MAX_GTFS_ROWS
+from urbandp.records.gtfs_schedule import MAX_DOMAIN_FILE_BYTES, MAX_GTFS_ROWS
 from urbandp.sensing.options import MAX_CELL_WINDOWS
 from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS
 

@@ -24,13 +24,12 @@ if TYPE_CHECKING:
     from urbandp.counts.domain import CountDomain
     from urbandp.counts.report import CountsPrivacyReport
     from urbandp.counts.spec import CountsReleaseSpec
-    from urbandp.counts.table_release import CountRelease, CountReleaseConfig
+    from urbandp.counts.table_release import CountRelease
     from urbandp.counts.units import PrivacyUnit
 
 __all__ = [
     "CountDomain",
     "CountRelease",
-    "CountReleaseConfig",
     "CountsPrivacyReport",
     "CountsRelease",
     "CountsReleaseSpec",
@@ -49,7 +48,6 @@ _HOME = {
     "CountsReleaseSpec": "urbandp.counts.spec",
     "CountDomain": "urbandp.counts.domain",
     "CountRelease": "urbandp.counts.table_release",
-    "CountReleaseConfig": "urbandp.counts.table_release",
     "PrivacyUnit": "urbandp.counts.units",
 }
 

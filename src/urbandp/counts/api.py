@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
@@ -32,13 +32,12 @@ import urbandp.counts.threshold_advice as threshold_advice
 from urbandp.config_tables import takes_config
 from urbandp.counts.accounting import release_loss
 from urbandp.counts.aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
-from urbandp.counts.columns import ColumnsLike, apply_columns, column_map
+from urbandp.counts.columns import apply_columns, column_map
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.output import release_tables
 from urbandp.counts.report import CountsPrivacyReport
 from urbandp.counts.selection import check_selection_input, release_selected
-from urbandp.counts.spec import CountsReleaseSpec, DomainLike
-from urbandp.counts.table_release import CountReleaseConfig
+from urbandp.counts.spec import CountsReleaseSpec
 from urbandp.counts.tails import IntegerNoise
 from urbandp.counts.window import per_card_window
 from urbandp.errors import InputDataError, InvalidParameterError
@@ -49,8 +48,12 @@ from urbandp.privacy.ledger import PrivacyLedger
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.report import write_privacy_json
 from urbandp.privacy.session import ReleaseCharge, days_between
+from urbandp.release_options import takes_options
 from urbandp.results import Release
 from urbandp.session import Session
+
+if TYPE_CHECKING:
+    from urbandp.option_types import CountsReleaseKeywords
 
 ProgressHook = Callable[[int], AbstractContextManager[Callable[[int], None]]]
 """Called with the number of cells about to be noised; the context it opens gets each batch's size."""
@@ -78,42 +81,16 @@ class CountsRelease(Release):
 
 
 @takes_config("counts.release")
+@takes_options(CountsReleaseSpec)
 def release(
     data: TableLike,
     *,
-    domain: DomainLike = None,
-    select_partitions: bool = False,
-    input_kind: str = "events",
-    column: ColumnsLike = None,
-    unit: str = "event",
-    max_events: int = 1,
-    max_per_cell: int = 1,
-    method: str = "urbandp",
-    mechanism: str = "laplace",
-    epsilon: float | None = None,
-    delta: float = 0.0,
-    noise_scale: float | None = None,
-    suppress_below: float | None = None,
-    threshold: float = 18.0,
-    precision: int = 0,
-    consistent: bool = False,
-    top_k: int | None = None,
-    top_k_epsilon: float | None = None,
-    top_k_tap: str | None = None,
-    format: str = "csv",
-    sampling: str = "auto",
-    marginals: str = "auto",
-    marginal_epsilon: float | None = None,
-    marginal_scale: float | None = None,
-    budget_epsilon: float | None = None,
-    budget_delta: float = 1e-5,
-    engine: str = "polars",
-    spark_master: str | None = None,
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
     progress: ProgressHook | None = None,
     config: str | Path | None = None,
+    **options: Unpack[CountsReleaseKeywords],
 ) -> CountsRelease:
     """Release a joint tap-count table and its marginals with DP (``urbandp counts release``; every option is
     the flag of that name, see its ``--help`` and docs/counts.md).
@@ -131,7 +108,7 @@ def release(
     ``[counts.release]`` table sets options by keyword (the file ``urbandp counts release --config`` reads);
     keywords passed win (:mod:`urbandp.config_tables`).
     """
-    spec = CountsReleaseSpec.from_options(locals())
+    spec = CountsReleaseSpec(**options)
     rel = release_spec(data, spec, session=session, out=out, overwrite=overwrite, progress=progress)
     rel.emit_warnings()
     return rel
@@ -183,20 +160,19 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
     With a public domain it also states, from public parameters only, the threshold that keeps the expected
     noise-only cells at most one (``suppression_advice``, :mod:`urbandp.counts.threshold_advice`) and, with
     ``suppress_below``, what that threshold lets through (``suppression``, as the release's privacy.json)."""
-    config = spec.config()
-    if config.method == "data61-2016":
+    if spec.method == "data61-2016":
         raise InvalidParameterError(  # "method" here is the word, not the parameter
             "dry_run: the data61-2016 method is not DP and has no privacy cost to show", parameters="dry_run"
         )
-    plan = config.plan()
+    plan = spec.plan()
     assert plan is not None
-    m_plan = config.marginal_plan()
+    m_plan = spec.marginal_plan()
     top_k_epsilon = spec.top_k_epsilon if spec.top_k else None
     loss = release_loss(plan, m_plan, top_k_epsilon)
     not_dp = meaningless_reasons(
-        loss, config.conversion_delta(), per=config.unit.name, allow=allow_meaningless_epsilon
+        loss, spec.conversion_delta(), per=spec.privacy_unit().name, allow=allow_meaningless_epsilon
     )
-    total_eps, total_delta, _ = loss.approx(config.conversion_delta())
+    total_eps, total_delta, _ = loss.approx(spec.conversion_delta())
     window: dict[str, object] | None = None
     suppression: dict[str, object] | None = None
     advised: dict[str, object] | None = None
@@ -206,7 +182,7 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
         dom = spec.load_domain()
         topk_info: dict[str, object] | None = {"epsilon": top_k_epsilon} if top_k_epsilon else None
         window = per_card_window(
-            config, plan, m_plan, topk_info, len(dom.days), (total_eps or 0.0, total_delta or 0.0)
+            spec, plan, m_plan, topk_info, len(dom.days), (total_eps or 0.0, total_delta or 0.0)
         )
         law = IntegerNoise(plan.mechanism, plan.noise_scale)
         advised = threshold_advice.advice(law, dom.n_cells)
@@ -216,10 +192,10 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
             )
     return {
         "dry_run": True,
-        **config.unit.to_json(),
+        **spec.privacy_unit().to_json(),
         **plan.to_json(),
-        "sampling": config.resolved_sampling,
-        "marginals": config.resolved_marginals,
+        "sampling": spec.resolved_sampling,
+        "marginals": spec.resolved_marginals,
         "marginal_noise": None if m_plan is None else m_plan.to_json(),
         "top_k_epsilon": top_k_epsilon,
         "total_epsilon": total_eps,
@@ -245,8 +221,8 @@ def _protected(paths: list[Path], spec: CountsReleaseSpec, session: Session) -> 
     return found
 
 
-def _ledger(config: CountReleaseConfig) -> PrivacyLedger:
-    delta = config.delta if config.mechanism == "gaussian" and config.delta > 0 else None
+def _ledger(spec: CountsReleaseSpec) -> PrivacyLedger:
+    delta = spec.delta if spec.mechanism == "gaussian" and spec.delta > 0 else None
     return PrivacyLedger(conversion_delta=delta)
 
 
@@ -266,12 +242,11 @@ def _release_selected(
             "no public domain: give a domain (a JSON file), or select_partitions with delta",
             parameters=("select_partitions", "delta"),
         )
-    config = spec.config()
     charge = _open_charge(session, spec, out)
     with charge:
         check_selection_input(spec.input_kind)
         sel = release_selected(
-            frame, config.unit, spec.epsilon, spec.noise_scale, spec.delta, _ledger(config), charge
+            frame, spec.privacy_unit(), spec.epsilon, spec.noise_scale, spec.delta, _ledger(spec), charge
         )
         rel = CountsRelease(
             tables={"joint": sel.table},
@@ -291,15 +266,14 @@ def _joint(
     path: Path,
     spec: CountsReleaseSpec,
     dom: CountDomain,
-    config: CountReleaseConfig,
 ) -> JointCounts:
     """The raw joint counts over the public domain, bounded per privacy unit (the per-event stage)."""
     if frame is None:  # --engine spark: the per-event stage on Spark, the quarantine written there as Parquet
         from urbandp.contributions.spark_counts import joint_from_events_spark
 
-        return joint_from_events_spark(path, dom, config.unit, spec.spark_master)
+        return joint_from_events_spark(path, dom, spec.privacy_unit(), spec.spark_master)
     if spec.input_kind == "events":
-        return joint_from_events(frame, dom, config.unit)
+        return joint_from_events(frame, dom, spec.privacy_unit())
     return joint_from_counts(frame, dom)
 
 
@@ -323,23 +297,21 @@ def _check_against_domain(joint: JointCounts, spec: CountsReleaseSpec, dom: Coun
         )
 
 
-def _reserve(
-    charge: ReleaseCharge, spec: CountsReleaseSpec, config: CountReleaseConfig, dom: CountDomain
-) -> list[str]:
+def _reserve(charge: ReleaseCharge, spec: CountsReleaseSpec, dom: CountDomain) -> list[str]:
     """Reserve the whole loss of the release (checked against ``budget_epsilon`` per day) before any noise;
     returns the NOT DP reasons (a meaningless loss allowed with ``allow_meaningless_epsilon``)."""
     days = days_between(min(dom.days), max(dom.days))
-    plan = config.plan()
+    plan = spec.plan()
     if plan is None:  # data61-2016: not DP, charged nothing (refused with a dataset before this)
         charge.reserve(Loss(), days, "counts-data61-not-dp")
         return []
-    loss = release_loss(plan, config.marginal_plan(), spec.top_k_epsilon if spec.top_k is not None else None)
-    charge.conversion_delta = config.conversion_delta()
+    loss = release_loss(plan, spec.marginal_plan(), spec.top_k_epsilon if spec.top_k is not None else None)
+    charge.conversion_delta = spec.conversion_delta()
     not_dp = meaningless_reasons(
-        loss, charge.conversion_delta, per=config.unit.name, allow=charge.allow_meaningless_epsilon
+        loss, charge.conversion_delta, per=spec.privacy_unit().name, allow=charge.allow_meaningless_epsilon
     )
     charge.refuse_not_dp(not_dp)
-    params = {"method": spec.method, "unit": config.unit.name}
+    params = {"method": spec.method, "unit": spec.privacy_unit().name}
     charge.reserve(loss, days, f"counts-{spec.mechanism}", params, cap_on="day")
     return not_dp
 
@@ -358,23 +330,22 @@ def _release_on_domain(
     progress: ProgressHook | None,
 ) -> CountsRelease:
     """The release over a public domain: every cell, zeros included, is noised in law (docs/design.md rule 4)."""
-    config = spec.config()
     dom = spec.load_domain()
-    dom.check_fits(dense=config.resolved_sampling == "dense")
-    joint = _joint(frame, path, spec, dom, config)
+    dom.check_fits(dense=spec.resolved_sampling == "dense")
+    joint = _joint(frame, path, spec, dom)
     _check_against_domain(joint, spec, dom)
-    if session.dataset is not None and config.plan() is None:
+    if session.dataset is not None and spec.plan() is None:
         raise InvalidParameterError(  # the Session's dataset; "method" here is the word, not the parameter
             "dataset: this method is not DP and cannot be charged to a budget", parameters="dataset"
         )
     charge = _open_charge(session, spec, out)
     with charge:
-        not_dp = _reserve(charge, spec, config, dom)
-        n_noised = dom.n_cells if config.resolved_sampling == "dense" else int(joint.sparse.index.size)
+        not_dp = _reserve(charge, spec, dom)
+        n_noised = dom.n_cells if spec.resolved_sampling == "dense" else int(joint.sparse.index.size)
         with (progress or _no_progress)(n_noised) as advance:
             # through the package (its public name), looked up at call time: the one seam of the samplers
             counts = table_release._release_counts(
-                joint.sparse, dom, config, noise=charge.noise, ledger=_ledger(config), progress=advance
+                joint.sparse, dom, spec, noise=charge.noise, ledger=_ledger(spec), progress=advance
             )
         if not_dp:
             counts.privacy["differentially_private"] = False

@@ -99,13 +99,11 @@ def release(**options: Any) -> None:
 
 @contextlib.contextmanager
 def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
-    """A transient Rich bar on stderr while the noise is drawn."""
-    from rich.console import Console
-    from rich.progress import Progress
+    """The progress of the noise draws (:func:`urbandp.progress.progress_bar`)."""
+    from urbandp.progress import progress_bar
 
-    with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("adding OpenDP noise", total=total)
-        yield lambda n: progress.advance(task, n)
+    with progress_bar("adding OpenDP noise", total) as advance:
+        yield advance
 
 
 def _print_summary(rel: CountsRelease, out: Path) -> None:

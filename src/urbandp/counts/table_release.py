@@ -21,12 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 import urbandp.counts.data61 as data61
 from urbandp.counts.accounting import NoisePlan, table_entry
-from urbandp.counts.config import CountReleaseConfig
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.marginals import (
     consistent_nonnegative,
@@ -46,6 +46,9 @@ from urbandp.privacy.guards import noise_reasons
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.privacy.rounding import round_to_precision
+
+if TYPE_CHECKING:
+    from urbandp.counts.spec import CountsReleaseSpec
 
 
 @dataclass
@@ -94,7 +97,7 @@ def _raw_place_totals(raw: SparseJoint, domain: CountDomain, tap: str | None) ->
 
 
 def _charge_top_k(
-    raw: SparseJoint, domain: CountDomain, config: CountReleaseConfig, ledger: PrivacyLedger
+    raw: SparseJoint, domain: CountDomain, config: CountsReleaseSpec, ledger: PrivacyLedger
 ) -> tuple[list[int], dict[str, object]]:
     assert config.top_k is not None and config.top_k_epsilon is not None
     if config.top_k_tap is not None and config.top_k_tap not in domain.taps:
@@ -103,13 +106,13 @@ def _charge_top_k(
             parameters="top_k_tap",
         )
     totals = _raw_place_totals(raw, domain, config.top_k_tap)
-    res = noisy_top_k(totals, config.top_k, config.top_k_epsilon, config.unit)
+    res = noisy_top_k(totals, config.top_k, config.top_k_epsilon, config.privacy_unit())
     ledger.charge(
         LedgerEntry(
             name=f"top-{config.top_k} places",
             epsilon=res.epsilon,
-            unit=config.unit.name,
-            neighbouring=config.unit.neighbouring,
+            unit=config.privacy_unit().name,
+            neighbouring=config.privacy_unit().neighbouring,
             mechanism="opendp make_noisy_top_k (one-shot, Gumbel)",
             detail={"noise_scale": res.noise_scale, "k": config.top_k},
         )
@@ -127,7 +130,7 @@ def _charge_top_k(
 def _charged_marginals(
     raw: SparseJoint,
     domain: CountDomain,
-    config: CountReleaseConfig,
+    config: CountsReleaseSpec,
     noise: NoiseSource,
     ledger: PrivacyLedger,
 ) -> tuple[np.ndarray, np.ndarray, NoisePlan]:
@@ -150,7 +153,7 @@ def _charged_marginals(
 def _release_counts(
     raw: np.ndarray | SparseJoint,
     domain: CountDomain,
-    config: CountReleaseConfig,
+    config: CountsReleaseSpec,
     *,
     noise: NoiseSource | None = None,
     ledger: PrivacyLedger | None = None,
@@ -176,7 +179,9 @@ def _release_counts(
         assert isinstance(raw, np.ndarray)
         sparse_raw = SparseJoint.from_dense(raw)
     ledger.charge(
-        table_entry("joint count table", plan, config.unit, {"cells": domain.n_cells, "sampling": sampling})
+        table_entry(
+            "joint count table", plan, config.privacy_unit(), {"cells": domain.n_cells, "sampling": sampling}
+        )
     )
     kind = plan.mechanism
     post: list[str] = []
@@ -247,7 +252,7 @@ def _release_counts(
 
 
 def _privacy_document(
-    config: CountReleaseConfig,
+    config: CountsReleaseSpec,
     plan: NoisePlan,
     domain: CountDomain,
     post: list[str],
@@ -265,7 +270,7 @@ def _privacy_document(
         "method": "urbandp",
         "differentially_private": private_noise,
         "not_dp_reasons": not_dp,
-        **config.unit.to_json(),
+        **config.privacy_unit().to_json(),
         **plan.to_json(),
         "zeros_perturbed": True,
         "sampling": sampling,
@@ -330,10 +335,10 @@ def suppression_report(
 
 
 def _release_data61(
-    raw: np.ndarray, domain: CountDomain, config: CountReleaseConfig, noise: NoiseSource
+    raw: np.ndarray, domain: CountDomain, config: CountsReleaseSpec, noise: NoiseSource
 ) -> CountRelease:
     p = float(config.noise_scale)  # type: ignore[arg-type]
-    t = config.data61_threshold
+    t = config.threshold
     joint = data61.second_algorithm(raw, p, t, noise)
     time = data61.second_algorithm(time_marginal(raw, domain), p, t, noise)
     loc = data61.second_algorithm(location_marginal(raw), p, t, noise)
@@ -342,7 +347,7 @@ def _release_data61(
         "differentially_private": False,
         "not_dp_reasons": [data61.NOT_DP_LABEL],
         "label": data61.NOT_DP_LABEL,
-        **config.unit.to_json(),
+        **config.privacy_unit().to_json(),
         "mechanism": "laplace (continuous, OpenDP) on non-zero cells only",
         "noise_scale": p,
         "epsilon": None,

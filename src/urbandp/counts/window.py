@@ -18,7 +18,7 @@ from urbandp.privacy.loss import Loss
 
 if TYPE_CHECKING:
     from urbandp.counts.accounting import NoisePlan
-    from urbandp.counts.config import CountReleaseConfig
+    from urbandp.counts.spec import CountsReleaseSpec
 
 
 def _card_epsilon_delta(plan: NoisePlan, l1: int, l2_squared: int, days: int) -> tuple[float, float]:
@@ -34,7 +34,7 @@ def _card_epsilon_delta(plan: NoisePlan, l1: int, l2_squared: int, days: int) ->
 
 
 def per_card_window(
-    config: CountReleaseConfig,
+    config: CountsReleaseSpec,
     plan: NoisePlan,
     marginal_plan: NoisePlan | None,
     topk_info: dict[str, object] | None,
@@ -42,7 +42,7 @@ def per_card_window(
     per_day: tuple[float, float],
 ) -> dict[str, object]:
     """The ``per_card_window`` entry of privacy.json."""
-    unit = config.unit
+    unit = config.privacy_unit()
     if unit.kind != "card-day":
         return {
             "days": days,

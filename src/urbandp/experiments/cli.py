@@ -96,13 +96,13 @@ def _mean_into(
     """Body of `experiment mean`, writing into the temporary directories ``d`` (renamed into ``out`` at the end)."""
     import time
 
-    from rich.progress import Progress
     from rich.table import Table
 
     from urbandp.experiments.mean_experiment import load_hat, plot_mae, write_csv
     from urbandp.experiments.mean_simulation import all_algorithms, run_mae
     from urbandp.experiments.synthetic_mean import synthetic_dataset
     from urbandp.outputs import owner_dir_for
+    from urbandp.progress import progress_bar
 
     if input_file is not None:
         hat = load_hat(input_file, vehicle_col, value_col, upper, d.owner_path("quarantine.csv"))
@@ -129,10 +129,9 @@ def _mean_into(
     except ValueError as err:
         raise InputError(str(err)) from None
     started = time.perf_counter()
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("Monte Carlo", total=len(algorithms) * len(eps))
+    with progress_bar("Monte Carlo", len(algorithms) * len(eps)) as advance:
         try:
-            rows = run_mae(algorithms, values, eps, runs, seed, progress=lambda: progress.advance(task))
+            rows = run_mae(algorithms, values, eps, runs, seed, progress=advance)
         except ValueError as err:
             raise InputError(str(err)) from None
     elapsed = time.perf_counter() - started

@@ -44,7 +44,7 @@ from urbandp.errors import InputError, InvalidParameterError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import release_warnings
-from urbandp.fleet.options import OPTION_NAMES, RELEASE_OPTIONS
+from urbandp.fleet.options import OPTION_NAMES, RELEASE_OPTIONS, api_signature
 from urbandp.fleet.pipeline import (
     LoadedRecords,
     NoValidRecords,
@@ -140,6 +140,7 @@ def map_options_for(cfg: HatReleaseConfig, extra: dict[str, object] | None = Non
     }
 
 
+@api_signature
 def release(
     data: TableLike | Sequence[str | Path],
     *,

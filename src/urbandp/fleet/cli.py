@@ -116,13 +116,12 @@ def release(**a: Any) -> None:
 
 @contextlib.contextmanager
 def _progress() -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr naming the running stage; yields the function that names it."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    """A spinner on stderr naming the running stage (:func:`urbandp.progress.progress_bar`); yields the function
+    that names it."""
+    from urbandp.progress import progress_bar
 
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=_CONSOLE, transient=True) as progress:
-        task = progress.add_task("starting", total=None)
-        yield lambda name: progress.update(task, description=name)
+    with progress_bar("starting") as advance:
+        yield lambda name: advance(0, name)
 
 
 def _release_signature() -> None:

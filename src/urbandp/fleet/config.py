@@ -686,7 +686,19 @@ def _validated(values: dict[str, object]) -> HatReleaseConfig:
     try:
         return HatReleaseConfig(**values)
     except ValidationError as err:
+        first = dict(err.errors()[0])
+        refused = _field_of(first)
+        if refused and not _parameters(err):
+            # the parameter by its Python name; the CLI names it by its flag, a config file by its key
+            raise InputError(_line_of(first, plain=True), parameters=refused) from None
         raise InputError(_one_line(err), parameters=_parameters(err)) from None
+
+
+def _field_of(first: dict[str, Any]) -> str:
+    """The option a validation problem is about ('' for a problem between options or an unknown key)."""
+    loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
+    named = loc[0] if loc and first.get("type") != "extra_forbidden" else ""
+    return named if named in HatReleaseConfig.model_fields else ""
 
 
 def _parameters(err: ValidationError) -> tuple[str, ...]:
@@ -702,8 +714,9 @@ def _one_line(err: ValidationError) -> str:
     return _line_of(dict(err.errors()[0]))
 
 
-def _line_of(first: dict[str, Any]) -> str:
-    """One validation problem (an entry of ``ValidationError.errors()``) as :func:`_one_line` says it."""
+def _line_of(first: dict[str, Any], plain: bool = False) -> str:
+    """One validation problem (an entry of ``ValidationError.errors()``) as :func:`_one_line` says it; ``plain``
+    names the option by its Python name alone (for a reader that renames it)."""
     loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
     where = loc[0] if loc else ""
     if first.get("type") == "extra_forbidden":
@@ -716,6 +729,5 @@ def _line_of(first: dict[str, Any]) -> str:
     example = EXAMPLES.get(where)
     flag = "--" + where.replace("_", "-")
     # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration)
-    return f"bad value for {where} ({flag}, or {where} in [release]): {msg}" + (
-        f" (example: {where} = {example})" if example else ""
-    )
+    names = where if plain else f"{where} ({flag}, or {where} in [release])"
+    return f"bad value for {names}: {msg}" + (f" (example: {where} = {example})" if example else "")

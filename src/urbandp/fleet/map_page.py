@@ -219,26 +219,6 @@ def _read_release(release_dir: Path) -> tuple[pl.DataFrame, dict[str, object], l
     return speed, privacy, published
 
 
-def speed_geojson(speed: pl.DataFrame) -> dict[str, object]:
-    """The speed table as a GeoJSON FeatureCollection (RFC 7946): one hexagon Feature per (cell, slot) row."""
-    import polars_h3 as plh3
-
-    if speed.height == 0:
-        return {"type": "FeatureCollection", "features": []}
-    rings = speed.select(plh3.cell_to_boundary(pl.col("h3_cell").cast(pl.String)).alias("b"))["b"].to_list()
-    features = []
-    for row, ring in zip(speed.iter_rows(named=True), rings, strict=True):
-        coords = [[round(float(lon), 6), round(float(lat), 6)] for lat, lon in ring]
-        coords.append(coords[0])
-        props = {
-            k: (v if not (isinstance(v, float) and not math.isfinite(v)) else None) for k, v in row.items()
-        }
-        features.append(
-            {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [coords]}, "properties": props}
-        )
-    return {"type": "FeatureCollection", "features": features}
-
-
 def _bounding_text(p: Mapping[str, object]) -> str:
     """How each bus-day's contribution was bounded, in words (privacy.json ``contribution_bounding``)."""
     if p.get("contribution_bounding") == "l2":
@@ -318,7 +298,8 @@ def write_site(
     """
     import shutil
 
-    from urbandp.outputs import atomic_output_dir, write_json
+    from urbandp.geo_outputs import write_h3_geojson
+    from urbandp.outputs import atomic_output_dir
     from urbandp.reports.map_png import write_slot_pngs
 
     speed, privacy, published = _read_release(release_dir)
@@ -342,9 +323,8 @@ def write_site(
             "pooled_ci95_high",
             "pooled_useful",
         ]
-        write_json(
-            d.release / "hat_speed.geojson",
-            speed_geojson(speed.select([c for c in geo_columns if c in speed.columns])),
+        write_h3_geojson(
+            speed.select([c for c in geo_columns if c in speed.columns]), d.release / "hat_speed.geojson"
         )
         for f in published:
             shutil.copyfile(f, d.release / f.name)
@@ -356,6 +336,7 @@ def write_site(
                 header=header,
                 speed_max=_num(privacy, "speed_max") or 0.0,
                 gtfs=gtfs,
+                context=context,
                 interval_threshold=_target_width(privacy),
                 legend=_legend(privacy),
             ):

@@ -11,9 +11,10 @@ against the CLI, the TOML reader and the spec.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 
@@ -25,6 +26,7 @@ INPUT_DEFAULTS: dict[str, object] = {
     "timestamp_format": "auto",
 }
 """Defaults of the records' validation options (:func:`urbandp.fleet.spec.validation_options` applies them)."""
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -280,3 +282,26 @@ RELEASE_OPTIONS: tuple[ReleaseOption, ...] = (
 
 OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in RELEASE_OPTIONS if o.name != "column")
 """The release options as keywords of :func:`urbandp.fleet.release` (``columns`` there is ``--column``)."""
+
+
+def api_signature(fn: F) -> F:
+    """Give :func:`urbandp.fleet.release` (which takes ``**options``) every option of :data:`RELEASE_OPTIONS` as
+    a keyword, with the default the code applies and the type the command line takes, in the signature that
+    ``help()`` and editors read; None where the default depends on other options (the help says which)."""
+    from urbandp.release_options import with_keywords
+
+    fn.__signature__ = with_keywords(  # type: ignore[attr-defined]
+        fn,
+        [
+            (
+                o.name,
+                o.default
+                if isinstance(o.default, (int, float, str, tuple)) and o.name != "min_vehicles_per_day"
+                else None,
+                o.annotation,
+            )
+            for o in RELEASE_OPTIONS
+            if o.name in OPTION_NAMES
+        ],
+    )
+    return fn

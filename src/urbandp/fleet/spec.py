@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from urbandp.config_tables import in_file, named_in_file
+from urbandp.config_tables import in_file, named_in_file, read_document
 from urbandp.errors import InputError
 
 
@@ -89,17 +88,13 @@ INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since"
 
 
 def read_toml(path: Path | None) -> dict[str, Any]:
-    """Parse a TOML config; unknown sections or [input] keys are refused naming the closest valid one."""
+    """Parse a TOML config (:func:`urbandp.config_tables.read_document`, the one TOML reader); unknown sections
+    or [input] keys are refused naming the closest valid one."""
     import difflib
 
     if path is None:
         return {}
-    if not path.is_file():
-        raise InputError(f"config file not found: {path}")
-    try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"bad config {path}: {err}") from None
+    data = read_document(path)  # the one TOML reader: a missing, unreadable or malformed file in one line
     for key, value in data.items():
         if isinstance(value, dict) and key not in SECTIONS:
             close = difflib.get_close_matches(key, SECTIONS, n=1)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from urbandp.cli_options import BudgetStoreUrl, Overwrite
+from urbandp.cli_spec import command_signature, keyword, spec_parameters
 from urbandp.cli_support import cli_guard
 from urbandp.errors import InputError
+from urbandp.mpc.spec import MAX_TIMEOUT_S, ServeOptions
 from urbandp.outputs import check_output_file, dumps_strict
-from urbandp.sensing.options import QueryOptions as _Q
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -22,9 +23,6 @@ def _need_spu() -> None:
     reason = spu_missing_reason()
     if reason is not None:
         raise InputError(reason)
-
-
-MAX_TIMEOUT_S = 86_400.0
 
 
 def _check_timeout(timeout: float) -> None:
@@ -60,69 +58,29 @@ def _theta(text: str | None) -> tuple[float | None, float | None]:
 
 @app.command()
 @cli_guard
-def serve(
-    grid: Annotated[Path, typer.Option(help="grid.csv written by `urbandp sensing interpolate`.")],
-    sigma2_max: Annotated[float, typer.Option(help="Public upper bound of cell variances (sigma2 clamped).")],
-    listen: Annotated[str, typer.Option(help="HOST:PORT for clients.")] = "127.0.0.1:7700",
-    window: Annotated[
-        str | None, typer.Option(help="Window start as in grid.csv (default: the first).")
-    ] = None,
-    alpha: Annotated[int, typer.Option(help="Answer only queries over >= alpha cells (eq. 10).")] = 5,
-    epsilon: Annotated[float, typer.Option(help="Epsilon per query for the noisy squared error.")] = 0.5,
-    epsilon_budget: Annotated[
-        float, typer.Option(help="Total epsilon per client; queries beyond are refused.")
-    ] = 5.0,
-    sigma2_min: Annotated[
-        float, typer.Option(help="Public lower bound of cell variances (sigma2 clamped; as sensing query).")
-    ] = _Q.sigma2_min,
-    rho: Annotated[float, typer.Option(help="LogSumExp sharpness |rho| for min/max (public).")] = 1.0,
-    steepness: Annotated[float, typer.Option(help="Sigmoid steepness k for count/range (public).")] = 1.0,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the client during a query.")] = 60.0,
-    max_clients: Annotated[
-        int | None,
-        typer.Option(help="Stop after this many connections, for tests (default: serve for ever)."),
-    ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option(
-            help="Budget-store dataset (unit reading) each client's queries are booked to; the per-client "
-            "budget is read back from it, so it survives restarts (default: mpc:<grid>:<window>, declared with "
-            "epsilon 100 per reading per day)."
-        ),
-    ] = None,
-    budget_store: BudgetStoreUrl = None,
-) -> None:
+@command_signature(spec_parameters(ServeOptions), [keyword("budget_store", BudgetStoreUrl, None)])
+def serve(**options: Any) -> None:
     """Serve private queries over one window of an interpolated grid (privacy unit: one reading).
 
     Example: urbandp mpc serve --grid out/ka/grid.parquet --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
     """
-    if alpha < 1 or not epsilon > 0 or not epsilon_budget >= epsilon or not rho > 0 or not steepness > 0:
-        raise InputError(
-            "need --alpha >= 1, --epsilon > 0, --epsilon-budget >= --epsilon, --rho > 0, --steepness > 0"
-        )
-    if not 0 <= sigma2_min < sigma2_max:
-        raise InputError("need 0 <= --sigma2-min < --sigma2-max")
-    from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS, STEEPNESS_WHY
-
-    if not (MIN_STEEPNESS <= steepness <= MAX_STEEPNESS and MIN_STEEPNESS <= rho <= MAX_STEEPNESS):
-        raise InputError(
-            f"--steepness and --rho must be between {MIN_STEEPNESS:g} and {MAX_STEEPNESS:g} ({STEEPNESS_WHY}), "
-            f"got {steepness:g} and {rho:g}"
-        )
-    if max_clients is not None and max_clients < 1:
-        raise InputError(f"--max-clients must be at least 1 (or left out: serve for ever), got {max_clients}")
-    _check_timeout(timeout)
+    budget_store = options.pop("budget_store")
+    o = ServeOptions(**options)
     from urbandp.mpc.server import Server, ServerConfig, ServerGrid
 
-    g = ServerGrid.read(grid, window)  # a grid with NaN or inf values is refused before SPU is even needed
+    g = ServerGrid.read(
+        o.grid, o.window
+    )  # a grid with NaN or inf values is refused before SPU is even needed
     _need_spu()
     from urbandp.mpc.client import parse_hostport
 
-    host, port = parse_hostport(listen)
-    cfg = ServerConfig(alpha, epsilon, epsilon_budget, sigma2_min, sigma2_max, rho, steepness, timeout)
-    server = Server(g, cfg, host, port, dataset=dataset, budget_store=budget_store)
+    host, port = parse_hostport(o.listen)
+    cfg = ServerConfig(
+        o.alpha, o.epsilon, o.epsilon_budget, o.sigma2_min, o.sigma2_max, o.rho, o.steepness, o.timeout
+    )
+    server = Server(g, cfg, host, port, dataset=o.dataset, budget_store=budget_store)
     server.log = lambda msg: typer.echo(msg, err=True)
-    server.serve_forever(max_clients=max_clients)
+    server.serve_forever(max_clients=o.max_clients)
 
 
 @app.command()

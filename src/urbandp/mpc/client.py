@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import urbandp.geodesy as geodesy
+from urbandp.arguments import check_keywords, check_number, check_numbers
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.mpc import wire
 from urbandp.mpc.spec import FUNCTIONS, QuerySpec
@@ -83,20 +84,23 @@ def route_points(path: Path) -> np.ndarray:
 
 def cells_on_route(points: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     """0/1 over the rectangle's cells: a cell is selected when a route point is nearer to its centroid than
-    to any other centroid and lies within one cell spacing of it (points outside the rectangle select nothing)."""
+    to any other centroid and lies within one cell spacing of it (points outside the rectangle select nothing).
+
+    Distances in metres on the rectangle's plane (:func:`urbandp.geodesy.box_projection`), nearest centroids from
+    a k-d tree (scipy's ``cKDTree``): O((n + m) log n) for n cells and m route points.
+    """
+    from scipy.spatial import cKDTree
+
     v = np.zeros(len(lat), dtype=bool)
-    if len(lat) == 0:
+    if len(lat) == 0 or len(points) == 0:
         return v
-    scale = np.cos(np.radians(float(np.mean(lat))))
-    xy = np.column_stack([lat, lon * scale])
-    d_cells = np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1)) if len(lat) > 1 else np.array([[0.0]])
-    spacing = float(np.min(d_cells + np.eye(len(lat)) * 1e9)) if len(lat) > 1 else np.inf
-    pxy = np.column_stack([points[:, 0], points[:, 1] * scale])
-    for p in pxy:
-        d = np.sqrt(((xy - p) ** 2).sum(-1))
-        i = int(np.argmin(d))
-        if d[i] <= spacing * 0.7072:  # inside the square (half diagonal)
-            v[i] = True
+    plane = geodesy.box_projection(
+        float(np.min(lat)), float(np.min(lon)), float(np.max(lat)), float(np.max(lon))
+    )
+    tree = cKDTree(plane.to_metres(lat, lon))
+    spacing = float(np.min(tree.query(tree.data, k=2)[0][:, 1])) if len(lat) > 1 else np.inf
+    distance, nearest = tree.query(plane.to_metres(points[:, 0], points[:, 1]))
+    v[nearest[distance <= spacing * 0.7072]] = True  # inside the square (half diagonal)
     return v
 
 
@@ -145,6 +149,7 @@ class Client:
             float(p["sigma2_max"]),
         )
 
+    @check_keywords
     def query(
         self,
         function: str,
@@ -159,6 +164,15 @@ class Client:
         plus ``epsilon``, ``epsilon_left`` and ``n_rect``."""
         from urbandp.mpc.party import compile_spec, executable_digest
 
+        rect = check_numbers(rect, "rect", length=4)  # type: ignore[assignment]
+        theta = check_number(theta, "theta", optional=True)
+        theta2 = check_number(theta2, "theta2", optional=True)
+        if cells is not None:
+            if isinstance(cells, str):
+                raise InvalidParameterError(
+                    f"cells must be a list of cell ids, got {cells!r}", parameters="cells"
+                )
+            cells = [int(c) for c in check_numbers(cells, "cells", integer=True)]
         if function not in FUNCTIONS:
             raise InvalidParameterError(
                 f"function must be one of {', '.join(FUNCTIONS)}, got {function!r}", parameters="function"

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from urbandp.errors import InputError
+from urbandp.geodesy import degree_aspect
 from urbandp.mpc import wire
 from urbandp.mpc.client import Client
 from urbandp.outputs import atomic_output_file
@@ -92,7 +93,7 @@ def plot_routes(png: Path, rect: Rect, answers: list[dict[str, Any]], points: li
         fontsize=9,
     )
     ax.legend(fontsize=8, loc="best")
-    ax.set_aspect(1 / np.cos(np.radians((la1 + la2) / 2)))
+    ax.set_aspect(degree_aspect((la1 + la2) / 2, (lo1 + lo2) / 2))
     fig.tight_layout()
     with atomic_output_file(png, "png") as tmp:
         fig.savefig(tmp, dpi=120)

@@ -1,6 +1,6 @@
 """What both parties agree on in the clear: the query function, the rectangle size and the server's public
-parameters (paper VII-A step 2: only the function and the rectangle travel in the clear), and the noise the
-server must draw for it (section VII-D, per reading).
+parameters (paper VII-A step 2: only the function and the rectangle travel in the clear), the noise the
+server must draw for it (section VII-D, per reading), and the options of ``urbandp mpc serve``.
 
 No SPU import here: the sensitivities are plain arithmetic shared with :mod:`urbandp.sensing.queries`.
 """
@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from urbandp.errors import InvalidParameterError
 from urbandp.privacy.mechanisms import laplace_scale
 from urbandp.privacy.noise import NoiseSource, laplace_epsilon
+from urbandp.release_options import ReleaseOptions, option
+from urbandp.sensing.options import QueryOptions, sharpness
 from urbandp.sensing.queries import error2_range
 
 FUNCTIONS = ("average", "min", "max", "min-exact", "max-exact", "count", "range")
@@ -80,3 +85,54 @@ def draw_noise(spec: QuerySpec, epsilon: float, noise: NoiseSource) -> tuple[flo
     if abs(units) >= 2**52:
         units = int(math.copysign(2**52 - 1, units))  # far beyond the clamp anyway (post-processing)
     return units * 2.0**-FXP_FRACTION_BITS, laplace_epsilon(float(d), scale)
+
+
+MAX_TIMEOUT_S = 86_400.0
+"""Longest wait for a client, in seconds (a day): 0 or less would fail every query at once."""
+
+
+class ServeOptions(ReleaseOptions):
+    """The options of ``urbandp mpc serve``, each declared once (:func:`urbandp.release_options.option`): the
+    command's flags and ``--help`` are built from these fields, their bounds checked on construction; the checks
+    between options in ``model_post_init``. The server answers private queries over one window of an
+    interpolated grid (privacy unit: one reading; the noise per query, section VII-D)."""
+
+    grid: Path = option(help="grid.csv written by `urbandp sensing interpolate`.")
+    sigma2_max: float = option(help="Public upper bound of cell variances (sigma2 clamped).", gt=0)
+    listen: str = option("127.0.0.1:7700", help="HOST:PORT for clients.")
+    window: str | None = option(None, help="Window start as in grid.csv (default: the first).")
+    alpha: int = option(5, help="Answer only queries over >= alpha cells (eq. 10).", ge=1)
+    epsilon: float = option(0.5, help="Epsilon per query for the noisy squared error.", gt=0)
+    epsilon_budget: float = option(5.0, help="Total epsilon per client; queries beyond are refused.", gt=0)
+    sigma2_min: float = option(
+        QueryOptions.model_fields["sigma2_min"].default,
+        help="Public lower bound of cell variances (sigma2 clamped; as sensing query).",
+        ge=0,
+    )
+    rho: float = sharpness("LogSumExp sharpness |rho| for min/max (public).")
+    steepness: float = sharpness("Sigmoid steepness k for count/range (public).")
+    timeout: float = option(
+        60.0, help="Seconds to wait for the client during a query.", gt=0, le=MAX_TIMEOUT_S
+    )
+    max_clients: int | None = option(
+        None, help="Stop after this many connections, for tests (default: serve for ever).", ge=1
+    )
+    dataset: str | None = option(
+        None,
+        help="Budget-store dataset (unit reading) each client's queries are booked to; the per-client "
+        "budget is read back from it, so it survives restarts (default: mpc:<grid>:<window>, declared with "
+        "epsilon 100 per reading per day).",
+    )
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.epsilon_budget < self.epsilon:
+            raise InvalidParameterError(
+                f"epsilon_budget must be at least epsilon (one query), got {self.epsilon_budget:g} < "
+                f"{self.epsilon:g}",
+                parameters=("epsilon_budget", "epsilon"),
+            )
+        if not self.sigma2_min < self.sigma2_max:
+            raise InvalidParameterError(
+                f"sigma2_min must be below sigma2_max, got {self.sigma2_min:g} and {self.sigma2_max:g}",
+                parameters=("sigma2_min", "sigma2_max"),
+            )

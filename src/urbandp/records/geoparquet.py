@@ -5,8 +5,8 @@ A GeoParquet file (https://geoparquet.org, versions 1.0 and 1.1) is a Parquet fi
 (PROJJSON; absent means OGC:CRS84, longitude/latitude on WGS 84). The points are decoded with shapely
 (``shapely.from_wkb``) into ``latitude`` and ``longitude`` columns beside the file's other columns, so the records
 map and validate as any Parquet input. Only WGS 84 longitude/latitude is accepted (OGC:CRS84 or EPSG:4326; no
-reprojection happens here): another CRS, or a geometry that is not a point, is refused in one line. A plain
-Parquet file (no ``geo`` key) is scanned as it is.
+reprojection happens here; a PROJJSON without an identifier is recognised by pyproj): another CRS, or a geometry
+that is not a point, is refused in one line. A plain Parquet file (no ``geo`` key) is scanned as it is.
 """
 
 from __future__ import annotations
@@ -56,11 +56,28 @@ def crs_name(crs: object) -> str:
     return "an unnamed CRS"
 
 
+def is_wgs84(crs: object) -> bool:
+    """Whether a GeoParquet ``crs`` is WGS 84 longitude/latitude: by its identifier (:data:`WGS84_IDS`), else,
+    for a PROJJSON without one, by pyproj (``CRS.equals`` OGC:CRS84, the axis order aside: GeoParquet's WKB is
+    lon/lat whatever the CRS's own axis order)."""
+    authority, _, code = crs_name(crs).upper().partition(":")
+    if (authority, code) in WGS84_IDS:
+        return True
+    if not isinstance(crs, dict) or "type" not in crs:
+        return False
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError
+
+    try:
+        return bool(CRS.from_json_dict(crs).equals(CRS("OGC:CRS84"), ignore_axis_order=True))
+    except (CRSError, TypeError, ValueError):
+        return False
+
+
 def check_wgs84(crs: object, path: Path, column: str) -> None:
     """Refuse a geometry column whose CRS is not WGS 84 longitude/latitude (one line naming the CRS)."""
     name = crs_name(crs)
-    authority, _, code = name.upper().partition(":")
-    if (authority, code) not in WGS84_IDS:
+    if not is_wgs84(crs):
         raise InputError(
             f"cannot read {path}: its geometry column '{column}' is in {name}; urbandp reads WGS 84 "
             "longitude/latitude only (OGC:CRS84 or EPSG:4326): reproject it first (e.g. ogr2ogr -t_srs EPSG:4326)"

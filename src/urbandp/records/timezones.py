@@ -25,7 +25,6 @@ import dataclasses
 import datetime as dt
 import functools
 import io
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,9 +37,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from urbandp.records.validation import ValidationOptions
-
-AGENCY_FILE_LIMIT = 1 << 20
-"""The largest ``agency.txt`` read for its time zone (1 MiB: a real one holds a few lines)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -110,25 +106,14 @@ def _refuse_instants(column: str, zone: str) -> None:
 
 
 def _agency_text(feed: Path) -> bytes | None:
-    """The bytes of ``agency.txt`` in a GTFS folder or zip (at its root or one folder down), None when absent.
-    Only a regular file or a folder is opened (a pipe would block: the domain's reader refuses it)."""
-    if feed.is_dir():
-        path = feed / "agency.txt"
-        if not path.is_file() or path.stat().st_size > AGENCY_FILE_LIMIT:
-            return None
-        return path.read_bytes()
-    if not feed.is_file():
-        return None
+    """The bytes of ``agency.txt`` in a GTFS folder or zip, None when absent or when the feed cannot be read (the
+    domain's reader, the same :func:`urbandp.records.gtfs_schedule.read_feed`, says what is wrong with it)."""
+    from urbandp.records.gtfs_schedule import read_feed
+
     try:
-        with zipfile.ZipFile(feed) as z:
-            for info in z.infolist():
-                if Path(info.filename).name == "agency.txt" and info.filename.count("/") <= 1:
-                    if info.file_size > AGENCY_FILE_LIMIT:
-                        return None
-                    return z.read(info)
-    except (zipfile.BadZipFile, OSError, ValueError):
-        return None  # the domain's reader says what is wrong with the feed
-    return None
+        return read_feed(feed, ("agency.txt",), digest=False).files.get("agency.txt")
+    except InputError:
+        return None
 
 
 def feed_timezone(feed: Path) -> str | None:

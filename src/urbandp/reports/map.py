@@ -31,11 +31,9 @@ from __future__ import annotations
 
 import functools
 import html
-import io
 import json
 import math
 import re
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import import_module
@@ -167,102 +165,32 @@ def leaflet_assets() -> tuple[str, str, str]:
     return css, js, str(pkg.VERSION)
 
 
-def _read_gtfs_table(name: str, raw: bytes, columns: Sequence[str]) -> pl.DataFrame:
-    """The named columns of one GTFS text file as strings, or :class:`InputError` in one line."""
-    try:
-        table = pl.read_csv(io.BytesIO(raw), infer_schema=False, encoding="utf8-lossy")
-    except pl.exceptions.PolarsError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"gtfs: cannot read {name}: {first}") from None
-    table = table.rename({c: c.strip().lstrip("\ufeff") for c in table.columns})
-    missing = [c for c in columns if c not in table.columns]
-    if missing:
-        raise InputError(
-            f"gtfs: {name} lacks column(s) {', '.join(missing)} (has {', '.join(table.columns)})"
-        )
-    return table.select(pl.col(c).str.strip_chars() for c in columns)
-
-
-def _coordinates(table: pl.DataFrame, name: str, *, allow_empty: bool) -> pl.DataFrame:
-    """Parse ``lat``/``lon`` as floats in range; empty pairs are dropped where ``allow_empty``, else an error."""
-    parsed = table.with_columns(
-        lat_f=pl.col("lat").cast(pl.Float64, strict=False), lon_f=pl.col("lon").cast(pl.Float64, strict=False)
-    )
-    empty = (pl.col("lat").fill_null("") == "") & (pl.col("lon").fill_null("") == "")
-    if (
-        allow_empty
-    ):  # GTFS allows stops without coordinates (generic nodes, boarding areas: location_type 3, 4)
-        parsed = parsed.filter(~empty)
-    ok = (
-        pl.col("lat_f").is_not_null()
-        & pl.col("lon_f").is_not_null()
-        & pl.col("lat_f").is_between(-90, 90)
-        & pl.col("lon_f").is_between(-180, 180)
-    )
-    bad = parsed.with_row_index("line", offset=2).filter(~ok)
-    if bad.height:
-        line, lat, lon = bad.select("line", "lat", "lon").row(0)
-        raise InputError(
-            f"gtfs: {name} has {bad.height} row(s) with invalid coordinates, first on line {line}: "
-            f"lat={lat!r}, lon={lon!r}"
-        )
-    return parsed
-
-
-def _gtfs_files(feed: Path) -> dict[str, bytes]:
-    """shapes.txt and stops.txt of a feed folder or ``.zip`` (at its root or in one folder inside), as bytes."""
-    wanted = ("shapes.txt", "stops.txt")
-    if feed.is_dir():
-        return {n: (feed / n).read_bytes() for n in wanted if (feed / n).is_file()}
-    if not feed.is_file():
-        raise InputError(f"gtfs: {feed} not found (give a GTFS folder or its .zip)")
-    try:
-        with zipfile.ZipFile(feed) as z:
-            names = {Path(n).name: n for n in z.namelist() if Path(n).name in wanted and n.count("/") <= 1}
-            return {short: z.read(full) for short, full in names.items()}
-    except (zipfile.BadZipFile, OSError) as err:
-        raise InputError(f"gtfs: {feed} is not a readable zip file ({err})") from None
-
-
 def gtfs_overlay(feed: Path) -> GtfsOverlay:
     """Read routes (``shapes.txt``) and stops (``stops.txt``) of a GTFS feed folder or ``gtfs.zip`` for the map.
 
-    Either file may be absent, not both. ``shapes.txt`` needs ``shape_id, shape_pt_lat, shape_pt_lon,
-    shape_pt_sequence``; ``stops.txt`` needs ``stop_lat, stop_lon`` (rows with both empty are skipped, as GTFS
-    allows for location types 3 and 4). Any other problem (missing feed or column, unparseable file, coordinates
-    that are not numbers in range, a non-integer sequence) raises :class:`InputError` in one line. The feed is
-    public information; nothing of the release is read here.
+    Either file may be absent, not both. Read by the GTFS reader of the fleet's domain
+    (:mod:`urbandp.records.gtfs_schedule`: the same size and row caps, the same checks of each column), so a feed
+    the map draws is a feed a release can use; any problem (missing feed or column, a pipe, an unparseable file,
+    coordinates that are not numbers in range, a non-integer sequence) raises :class:`InputError` in one line.
+    Stops without a position (location types 3 and 4) are skipped, as GTFS allows. The feed is public
+    information; nothing of the release is read here.
     """
+    from urbandp.records.gtfs_schedule import read_feed, read_shapes, read_stops
+
     feed = Path(feed)
-    files = _gtfs_files(feed)
-    if not files:
-        raise InputError(f"gtfs: {feed} holds neither shapes.txt nor stops.txt")
+    files = read_feed(feed, ("shapes.txt", "stops.txt"), digest=False)
+    if not files.files:
+        raise InputError(f"gtfs {feed}: holds neither shapes.txt nor stops.txt")
     shapes: list[list[LatLon]] = []
-    if "shapes.txt" in files:
-        cols = ("shape_id", "shape_pt_lat", "shape_pt_lon", "shape_pt_sequence")
-        table = _read_gtfs_table("shapes.txt", files["shapes.txt"], cols)
-        table = table.rename({"shape_pt_lat": "lat", "shape_pt_lon": "lon"})
-        table = _coordinates(table, "shapes.txt", allow_empty=False).with_columns(
-            seq=pl.col("shape_pt_sequence").cast(pl.Int64, strict=False)
-        )
-        if table["seq"].null_count() or table["shape_id"].null_count():
-            raise InputError("gtfs: shapes.txt has rows without a shape_id or an integer shape_pt_sequence")
-        grouped = (
-            table.sort("shape_id", "seq")
-            .group_by("shape_id", maintain_order=True)
-            .agg(pl.col("lat_f"), pl.col("lon_f"))
-        )
+    if "shapes.txt" in files.files:
+        grouped = read_shapes(files).group_by("shape_id", maintain_order=True).agg("lat", "lon")
         shapes = [
-            list(zip(lat, lon, strict=True))
-            for lat, lon in zip(grouped["lat_f"], grouped["lon_f"], strict=True)
+            list(zip(lat, lon, strict=True)) for lat, lon in zip(grouped["lat"], grouped["lon"], strict=True)
         ]
     stops: list[LatLon] = []
-    if "stops.txt" in files:
-        table = _read_gtfs_table("stops.txt", files["stops.txt"], ("stop_lat", "stop_lon"))
-        table = _coordinates(
-            table.rename({"stop_lat": "lat", "stop_lon": "lon"}), "stops.txt", allow_empty=True
-        )
-        stops = list(zip(table["lat_f"].to_list(), table["lon_f"].to_list(), strict=True))
+    if "stops.txt" in files.files:
+        table = read_stops(files)
+        stops = list(zip(table["lat"].to_list(), table["lon"].to_list(), strict=True))
     return GtfsOverlay(shapes=shapes, stops=stops, source=feed.name)
 
 

@@ -11,7 +11,8 @@
     rel.write("out/pm")          # the folder `urbandp sensing pm-map --out out/pm` writes
 
 Keywords are named as the command's flags with underscores, with the same defaults and validation: each option is
-declared once, in :mod:`urbandp.sensing.options`, and the defaults below are read from there. ``data`` is a CSV
+declared once, as a field of its model in :mod:`urbandp.sensing.options`, from which each function's signature is
+built (:func:`urbandp.release_options.takes_options`). ``data`` is a CSV
 path or a table (pandas, Polars eager or lazy, Arrow, GeoPandas points), written to a private temporary CSV for
 the readings' reader (the one place rows are validated and quarantined). Each release runs in a charge of
 ``session`` (default: ``urbandp.Session()``, no store charged): the guards fire and the budget is reserved before
@@ -23,29 +24,21 @@ by name, the file ``--config`` reads; keywords passed win (:mod:`urbandp.config_
 from __future__ import annotations
 
 import warnings
-from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from urbandp.config_tables import REQUIRED, takes_config
+from urbandp.config_tables import takes_config
 from urbandp.frames import TableLike
-from urbandp.sensing.options import Box, DpMapOptions, PmMapOptions, QueryOptions
+from urbandp.release_options import takes_options
+from urbandp.sensing.options import DpMapOptions, InterpolateOptions, PmMapOptions, QueryOptions
 
 if TYPE_CHECKING:
+    from urbandp.option_types import DpMapKeywords, InterpolateKeywords, PmMapKeywords, QueryKeywords
     from urbandp.sensing.dp_map_release import DpMapResult
     from urbandp.sensing.interpolate_tool import Interpolation
     from urbandp.sensing.pm_map_release import PmMapResult
     from urbandp.sensing.query_release import QueryAnswer
     from urbandp.session import Session
-
-_D, _P, _Q = DpMapOptions, PmMapOptions, QueryOptions
-_FROM_SESSION = ("input_path", "out", "dataset", "budget_store", "allow_meaningless_epsilon")
-
-
-def _keywords(cls: type, given: dict[str, Any]) -> dict[str, Any]:
-    """The keywords of ``given`` (a function's ``locals()``) that are options of ``cls``."""
-    names = {f.name for f in fields(cls)} - set(_FROM_SESSION)
-    return {k: v for k, v in given.items() if k in names}
 
 
 def _session(session: Session | None) -> Session:
@@ -65,30 +58,15 @@ def _from_session(session: Session, path: Path, out: str | Path | None) -> dict[
 
 
 @takes_config("sensing.dp-map")
+@takes_options(DpMapOptions)
 def dp_map(
     data: TableLike,
     *,
-    epsilon: float = _D.epsilon,
-    bbox: Box | None = _D.bbox,
-    bbox_from_data_not_private: bool = _D.bbox_from_data_not_private,
-    cell_metres: float = _D.cell_metres,
-    window_minutes: int = _D.window_minutes,
-    kernel: str = _D.kernel,
-    sensitivity: float = _D.sensitivity,
-    upper: float | None = _D.upper,
-    calibration: str = _D.calibration,
-    utility_epsilons: tuple[float, ...] = _D.utility_epsilons,
-    min_readings: int = _D.min_readings,
-    budget: float | None = _D.budget,
-    precision: int = _D.precision,
-    value_column: str | None = _D.value_column,
-    start: str | None = _D.start,
-    end: str | None = _D.end,
-    delta: float = _D.delta,
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
     config: str | Path | None = None,
+    **options: Unpack[DpMapKeywords],
 ) -> DpMapResult:
     """Differentially private posterior-variance maps: bounded Laplace (Holohan et al. 2018, the corrected
     calibration) on each cell's standardised GP variance sigma_p^2 (the paper's section VI-A), per window.
@@ -103,34 +81,22 @@ def dp_map(
 
     s = _session(session)
     with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
-        o = DpMapOptions(**_from_session(s, path, out), **_keywords(DpMapOptions, locals()))
+        o = DpMapOptions(**_from_session(s, path, out), **options)
         rel = run_dp_map(o, s)
     rel.emit_warnings()
     return rel
 
 
 @takes_config("sensing.pm-map")
+@takes_options(PmMapOptions)
 def pm_map(
     data: TableLike,
     *,
-    bbox: Box = REQUIRED,
-    start: str = REQUIRED,
-    end: str = REQUIRED,
-    epsilon: float = _P.epsilon,
-    unit: str | None = _P.unit,
-    vehicle_column: str | None = _P.vehicle_column,
-    max_readings_per_vehicle_window: int = _P.max_readings_per_vehicle_window,
-    clip: float = _P.clip,
-    cell_metres: float = _P.cell_metres,
-    window_minutes: int = _P.window_minutes,
-    window: str | None = _P.window,
-    smoother: str = _P.smoother,
-    value_column: str | None = _P.value_column,
-    precision: int = _P.precision,
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
     config: str | Path | None = None,
+    **options: Unpack[PmMapKeywords],
 ) -> PmMapResult:
     """A differentially private map of PM2.5: Laplace noise (OpenDP) on clipped counts and centred sums of every
     cell of every window of the public grid, then means and a smoothed map (post-processing).
@@ -145,33 +111,22 @@ def pm_map(
 
     s = _session(session)
     with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
-        o = PmMapOptions(**_from_session(s, path, out), **_keywords(PmMapOptions, locals()))
+        o = PmMapOptions(**_from_session(s, path, out), **options)
         rel = run_pm_map(o, s)
     rel.emit_warnings()
     return rel
 
 
 @takes_config("sensing.query")
+@takes_options(QueryOptions)
 def query(
     grid: TableLike,
     *,
-    rect: Box = REQUIRED,
-    type: str = _Q.type,
-    window: str | None = _Q.window,
-    select: Box | None = _Q.select,
-    cells: str | Path | None = _Q.cells,
-    alpha: int = _Q.alpha,
-    rho: float = _Q.rho,
-    theta: float | None = _Q.theta,
-    theta2: float | None = _Q.theta2,
-    steepness: float = _Q.steepness,
-    epsilon: float = _Q.epsilon,
-    sigma2_min: float = _Q.sigma2_min,
-    sigma2_max: float | None = _Q.sigma2_max,
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
     config: str | Path | None = None,
+    **options: Unpack[QueryKeywords],
 ) -> QueryAnswer:
     """An aggregate query over the cells of a rectangle of one window of an interpolated grid (the paper's Table
     III: average, LogSumExp min/max, exact min/max, sigmoid count and range), with its propagated squared error
@@ -184,8 +139,7 @@ def query(
     from urbandp.outputs import output_policy
     from urbandp.sensing.query_release import run_sensing_query
 
-    given = {**locals(), "cells": None if cells is None else Path(cells)}
-    o = QueryOptions(**_keywords(QueryOptions, given))
+    o = QueryOptions(**options)
     s = _session(session)
     with input_paths(grid, "grid") as paths, output_policy(paths, overwrite=overwrite):
         rel = run_sensing_query(paths[0], o, s, None if out is None else Path(out))
@@ -193,15 +147,15 @@ def query(
     return rel
 
 
+@takes_options(InterpolateOptions)
 def interpolate(
-    data: TableLike, *, out: str | Path, overwrite: bool = False, **options: Any
+    data: TableLike, *, out: str | Path, overwrite: bool = False, **options: Unpack[InterpolateKeywords]
 ) -> Interpolation:
     """NOT A RELEASE: GP interpolation per window onto a square grid, the data owner's private input of
     :func:`query` (the paper's server side). Nothing here is differentially private; the folder ``out`` is for the
     owner only. Options as `urbandp sensing interpolate` (:class:`~urbandp.sensing.options.InterpolateOptions`)."""
     from urbandp.outputs import output_policy
     from urbandp.sensing.interpolate_tool import run_interpolate
-    from urbandp.sensing.options import InterpolateOptions
     from urbandp.sensing.release import is_path, readings_csv
 
     with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):

@@ -20,8 +20,7 @@ from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset
 from urbandp.cli_spec import command_signature, keyword, spec_parameters
 from urbandp.cli_support import cli_guard
 from urbandp.sensing import cli_options as opts
-from urbandp.sensing.options import DpMapOptions, PmMapOptions, QueryOptions
-from urbandp.sensing.options import InterpolateOptions as _I
+from urbandp.sensing.options import DpMapOptions, InterpolateOptions, PmMapOptions, QueryOptions
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -45,41 +44,6 @@ def synth(
     print(f"wrote {readings} readings to {write_synth_readings(out, readings, vehicles, hours, seed)}")
 
 
-@app.command()
-@cli_guard
-def interpolate(
-    input_path: opts.ReadingsCsv,
-    out: opts.OutDir,
-    cell_metres: opts.CellMetres = _I.cell_metres,
-    window_minutes: opts.WindowMinutes = _I.window_minutes,
-    kernel: opts.Kernel = _I.kernel,
-    exact_max: opts.ExactMax = _I.exact_max,
-    inducing: opts.Inducing = _I.inducing,
-    min_readings: opts.SkipMinReadings = _I.min_readings,
-    cv: opts.Cv = _I.cv,
-    cv_folds: opts.CvFolds = _I.cv_folds,
-    cv_max_windows: opts.CvMaxWindows = _I.cv_max_windows,
-    cv_refit: opts.CvRefit = _I.cv_refit,
-    grid_format: opts.GridFormat = _I.grid_format,
-    plot: opts.Plot = _I.plot,
-    bbox: opts.InterpolateBox = None,
-    value_column: opts.ValueColumn = _I.value_column,
-    overwrite: Overwrite = False,
-) -> None:
-    """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
-
-    The grid is the server's private input (NOT differentially private); see `dp-map` and `query` for releases.
-    Parquet holds one row group per window, so `query` reads one window; `--grid-format csv` writes grid.csv.
-
-    Example: urbandp sensing interpolate kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
-    """
-    options = {k: v for k, v in locals().items() if k not in ("bbox", "overwrite")}
-    from urbandp.sensing.interpolate_tool import run_interpolate
-    from urbandp.sensing.options import InterpolateOptions, parse_box
-
-    print(run_interpolate(InterpolateOptions(bbox=parse_box(bbox), **options)).summary())
-
-
 def _argument(name: str, metavar: str, help: str) -> inspect.Parameter:
     """The command's one positional argument: the file it reads."""
     return inspect.Parameter(
@@ -88,6 +52,32 @@ def _argument(name: str, metavar: str, help: str) -> inspect.Parameter:
         default=typer.Argument(..., metavar=metavar, help=help),
         annotation=Path,
     )
+
+
+@app.command()
+@cli_guard
+@command_signature(
+    [
+        _argument("input_path", "INPUT", opts.READINGS_HELP),
+        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
+    ],
+    spec_parameters(InterpolateOptions),
+    [keyword("overwrite", Overwrite, False)],
+)
+def interpolate(**options: Any) -> None:
+    """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
+
+    The grid is the server's private input (NOT differentially private); see `dp-map` and `query` for releases.
+    Parquet holds one row group per window, so `query` reads one window; `--grid-format csv` writes grid.csv.
+
+    Example: urbandp sensing interpolate kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
+    """
+    from urbandp.sensing.interpolate_tool import run_interpolate
+    from urbandp.sensing.options import parse_box
+
+    options.pop("overwrite")  # read by cli_guard into the run's output policy
+    o = InterpolateOptions(**{**options, "bbox": parse_box(options["bbox"])})
+    print(run_interpolate(o).summary())
 
 
 def _readings(table: str) -> list[inspect.Parameter]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from urbandp.errors import InputDataError, InvalidParameterError
+from urbandp.progress import progress_display
 from urbandp.sensing.options import InterpolateOptions
 
 if TYPE_CHECKING:
@@ -49,19 +50,6 @@ class Interpolation:
         )
 
 
-def progress_bar() -> Any:
-    """A transient Rich progress bar."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        transient=True,
-    )
-
-
 def load(o: InterpolateOptions, folder: Path) -> tuple[Readings, LoadReport, SquareGrid]:
     """Read the readings (quarantine into ``folder``) and build the grid (``bbox``, else the readings' extent)."""
     from urbandp.sensing.grid import SquareGrid
@@ -89,7 +77,7 @@ def run_interpolate(o: InterpolateOptions) -> Interpolation:
         folder = dirs.release
         readings, loaded, grid = load(o, folder)
         t0 = time.perf_counter()
-        with blas_threads_limit(), progress_bar() as bar:
+        with blas_threads_limit(), progress_display() as bar:
             task = bar.add_task("GP per window", total=None)
             results, counts = interpolate_windows(
                 readings,
@@ -185,7 +173,7 @@ def _cross_validate(
     from urbandp.sensing.gp import blas_threads_limit
     from urbandp.sensing.interpolation import cross_validate
 
-    with blas_threads_limit(), progress_bar() as bar:
+    with blas_threads_limit(), progress_display() as bar:
         task = bar.add_task("cross-validation", total=None)
         cv_report = cross_validate(
             readings,

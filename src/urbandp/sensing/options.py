@@ -1,29 +1,30 @@
-"""The options of the sensing releases, each declared once: every option of `sensing dp-map`, `pm-map` and `query`
-is a field of :class:`DpMapOptions`, :class:`PmMapOptions` or :class:`QueryOptions` made with
-:func:`urbandp.spec_options.option` (its type, default, help, flag and bounds or choices). The commands'
-flags are built from these fields (:func:`urbandp.cli_spec.spec_parameters`), the Python API
-(:mod:`urbandp.sensing.api`) restates them as keywords, and both build these frozen dataclasses, validated in
-``__post_init__`` (Tumult-style): each option's bounds by :func:`~urbandp.spec_options.check_options`, then the checks
-between options, so a value the command line refuses is refused from Python with the same one-line message.
-The fields that are not options (``input_path``, ``out``, ``dataset``, ``budget_store``,
-``allow_meaningless_epsilon``) are where the run reads, writes and books its loss.
+"""The options of the sensing commands, each declared once: every option of `sensing dp-map`, `pm-map`, `query`
+and `interpolate` is a field of the pydantic model :class:`DpMapOptions`, :class:`PmMapOptions`,
+:class:`QueryOptions` or :class:`InterpolateOptions` made with :func:`urbandp.release_options.option` (its type,
+default, help, flag and bounds or choices). The commands' flags (:func:`urbandp.cli_spec.spec_parameters`) and
+the Python API's signatures (:mod:`urbandp.sensing.api`) are built from these fields. Construction checks each
+option's type and bounds (Tumult-style), ``model_post_init`` the checks between options, so a value the command
+line refuses is refused from Python with the same one-line message. The fields that are not options
+(``input_path``, ``out``, ``dataset``, ``budget_store``, ``allow_meaningless_epsilon``) are where the run reads,
+writes and books its loss.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from urbandp.errors import InvalidParameterError
+from urbandp.release_options import ReleaseOptions, option
 from urbandp.sensing.bounded_laplace import CALIBRATIONS
+from urbandp.sensing.grid import GRID_FORMATS
 from urbandp.sensing.kernels import KERNELS
 from urbandp.sensing.pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
 from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS, QUERY_TYPES, STEEPNESS_WHY
-from urbandp.spec_options import Bounds, check_options, option
 
 MAX_PRECISION = 15
 
@@ -47,21 +48,6 @@ CELL_METRES_HELP = "Grid cell side z in metres."
 WINDOW_MINUTES_HELP = "Window length in minutes."
 KERNEL_HELP = "matern32 | matern52 | rbf."
 PRECISION_HELP = "Decimal places of released values."
-
-
-def check_grid_options(cell_metres: float, window_minutes: int, kernel: str | None = None) -> None:
-    """The grid and window options of `sensing interpolate` (not a release; the releases declare these bounds on
-    their fields, checked by :func:`~urbandp.spec_options.check_options`)."""
-    if not cell_metres > 0:
-        raise InvalidParameterError(f"cell_metres must be > 0, got {cell_metres}", parameters="cell_metres")
-    if window_minutes <= 0:
-        raise InvalidParameterError(
-            f"window_minutes must be > 0, got {window_minutes}", parameters="window_minutes"
-        )
-    if kernel is not None and kernel not in KERNELS:
-        raise InvalidParameterError(
-            f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}", parameters="kernel"
-        )
 
 
 def check_box(box: Box | None, parameter: str = "bbox") -> None:
@@ -100,16 +86,21 @@ def check_window_count(start: str | None, end: str | None, window_minutes: int) 
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class DpMapOptions:
+def sharpness(help: str) -> Any:
+    """A query's public sharpness option (sigmoid steepness k, LogSumExp rho), default 1: between
+    :data:`~urbandp.sensing.queries.MIN_STEEPNESS` and :data:`~urbandp.sensing.queries.MAX_STEEPNESS`."""
+    return option(1.0, help=help, ge=MIN_STEEPNESS, le=MAX_STEEPNESS, why=STEEPNESS_WHY)
+
+
+class DpMapOptions(ReleaseOptions):
     """The options of `sensing dp-map` / :func:`urbandp.sensing.dp_map`, each declared once
-    (:func:`urbandp.spec_options.option`: the command's flags are built from these fields); each option's bounds
-    are checked by :func:`~urbandp.spec_options.check_options`, the checks between options in ``__post_init__``."""
+    (:func:`urbandp.release_options.option`: the command's flags are built from these fields); each option's bounds
+    are checked by :class:`~urbandp.release_options.ReleaseOptions`, the checks between options in ``model_post_init``."""
 
     input_path: Path
     out: Path | None = None
     epsilon: float = option(
-        1.0, help="Epsilon per cell (the paper's epsilon); the map costs cells x it.", bounds=Bounds(above=0)
+        1.0, help="Epsilon per cell (the paper's epsilon); the map costs cells x it.", gt=0
     )
     bbox: Box | None = option(
         None,
@@ -119,19 +110,18 @@ class DpMapOptions:
     bbox_from_data_not_private: bool = option(
         False, help="Take the box from the readings (NOT DP).", negatable=True
     )
-    cell_metres: float = option(500.0, help=CELL_METRES_HELP, bounds=Bounds(above=0))
-    window_minutes: int = option(60, help=WINDOW_MINUTES_HELP, bounds=Bounds(at_least=1))
+    cell_metres: float = option(500.0, help=CELL_METRES_HELP, gt=0)
+    window_minutes: int = option(60, help=WINDOW_MINUTES_HELP, ge=1)
     kernel: str = option("matern32", help=KERNEL_HELP, choices=KERNELS)
     sensitivity: float = option(
         1.0,
         help="Cap on the kernel variance = per-cell sensitivity (VI-A).",
-        bounds=Bounds(at_least=MIN_SENSITIVITY),
+        ge=MIN_SENSITIVITY,
         why="noise is drawn on a 2^-40 lattice, so a smaller one is rounded away",
     )
     upper: float | None = option(
         None,
         help="Upper bound of the released domain, at least the sensitivity (default: the sensitivity).",
-        bounds=Bounds(),
     )
     calibration: str = option(
         "holohan", help="holohan (DP, default) | paper (NOT DP, for comparison).", choices=CALIBRATIONS
@@ -142,15 +132,13 @@ class DpMapOptions:
         cli_type=str,
         cli_default="0.5,1,10",
     )
-    min_readings: int = option(
-        3, help="Windows with fewer readings get the prior variance.", bounds=Bounds(at_least=2)
-    )
+    min_readings: int = option(3, help="Windows with fewer readings get the prior variance.", ge=2)
     budget: float | None = option(
         None,
         help="Refuse to spend more than this epsilon in total (default: no cap).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
-    precision: int = option(4, help=PRECISION_HELP, bounds=Bounds(at_least=0, at_most=MAX_PRECISION))
+    precision: int = option(4, help=PRECISION_HELP, ge=0, le=MAX_PRECISION)
     value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
     dataset: str | None = None
     budget_store: str | None = None
@@ -169,8 +157,7 @@ class DpMapOptions:
     )
     allow_meaningless_epsilon: bool = False
 
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices
+    def model_post_init(self, context: Any, /) -> None:
         check_box(self.bbox)
         if self.upper is not None and not self.upper >= self.sensitivity:
             raise InvalidParameterError(
@@ -204,10 +191,9 @@ class DpMapOptions:
         check_window_count(self.start, self.end, self.window_minutes)
 
 
-@dataclass(frozen=True, kw_only=True)
-class PmMapOptions:
+class PmMapOptions(ReleaseOptions):
     """The options of `sensing pm-map` / :func:`urbandp.sensing.pm_map`, each declared once (as
-    :class:`DpMapOptions`'s); bounds checked by :func:`~urbandp.spec_options.check_options`."""
+    :class:`DpMapOptions`'s); bounds checked by :class:`~urbandp.release_options.ReleaseOptions`."""
 
     input_path: Path
     out: Path | None = None
@@ -217,13 +203,11 @@ class PmMapOptions:
     epsilon: float = option(
         1.0,
         help="Epsilon per privacy unit (per vehicle-window, or per reading; see --unit).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
-    clip: float = option(
-        250.0, help="Public upper bound of a reading; values are clipped to [0, it].", bounds=Bounds(above=0)
-    )
-    cell_metres: float = option(1000.0, help="Grid cell side in metres.", bounds=Bounds(above=0))
-    window_minutes: int = option(DEFAULT_WINDOW_MINUTES, help=WINDOW_MINUTES_HELP, bounds=Bounds(at_least=1))
+    clip: float = option(250.0, help="Public upper bound of a reading; values are clipped to [0, it].", gt=0)
+    cell_metres: float = option(1000.0, help="Grid cell side in metres.", gt=0)
+    window_minutes: int = option(DEFAULT_WINDOW_MINUTES, help=WINDOW_MINUTES_HELP, ge=1)
     window: str | None = option(
         None,
         help="Window length by name: whole (alias season: one window from --start to --end), day, week, hour, "
@@ -234,7 +218,7 @@ class PmMapOptions:
     dataset: str | None = None
     budget_store: str | None = None
     allow_meaningless_epsilon: bool = False
-    precision: int = option(3, help=PRECISION_HELP, bounds=Bounds(at_least=0, at_most=MAX_PRECISION))
+    precision: int = option(3, help=PRECISION_HELP, ge=0, le=MAX_PRECISION)
     unit: str | None = option(  # None: vehicle-window when the input has a vehicle column, else reading
         None,
         help="vehicle-window | reading (default: vehicle-window when the input has a vehicle column, else reading).",
@@ -247,11 +231,10 @@ class PmMapOptions:
         DEFAULT_MAX_READINGS,
         help="Public bound M: a vehicle-window keeps at most M readings (a pseudo-random subset keyed on each "
         "reading's own time and vehicle); the noise grows with M; a reading costs 2 epsilon / M.",
-        bounds=Bounds(at_least=1),
+        ge=1,
     )
 
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices
+    def model_post_init(self, context: Any, /) -> None:
         check_box(self.bbox)
         if self.window is not None:
             minutes = window_length(self.window, self.start, self.end)
@@ -286,10 +269,9 @@ def window_length(window: str, start: str, end: str) -> int:
     return minutes
 
 
-@dataclass(frozen=True, kw_only=True)
-class QueryOptions:
+class QueryOptions(ReleaseOptions):
     """The options of `sensing query` / :func:`urbandp.sensing.query`, each declared once (as
-    :class:`DpMapOptions`'s); bounds checked by :func:`~urbandp.spec_options.check_options`."""
+    :class:`DpMapOptions`'s); bounds checked by :class:`~urbandp.release_options.ReleaseOptions`."""
 
     rect: Box = option(help="Obfuscation rectangle lat1,lon1,lat2,lon2 (diagonal vertices).", cli_type=str)
     type: str = option(
@@ -303,36 +285,25 @@ class QueryOptions:
         None,
         help="File of cells of interest, one cell_id per line as for mpc query (default: every cell of --rect).",
     )
-    alpha: int = option(
-        5, help="Server threshold: answer only over >= alpha cells.", bounds=Bounds(at_least=1)
-    )
-    rho: float = option(1.0, help="LogSumExp sharpness |rho| for min/max.", bounds=Bounds())
+    alpha: int = option(5, help="Server threshold: answer only over >= alpha cells.", ge=1)
+    rho: float = option(1.0, help="LogSumExp sharpness |rho| for min/max.")
     theta: float | None = option(
         None,
         help="Threshold for count and lower bound for range (default: none; required for count and range).",
-        bounds=Bounds(),
     )
-    theta2: float | None = option(
-        None, help="Upper bound for range (default: none; required for range).", bounds=Bounds()
-    )
-    steepness: float = option(
-        1.0,
-        help="Sigmoid steepness k (paper: 1).",
-        bounds=Bounds(at_least=MIN_STEEPNESS, at_most=MAX_STEEPNESS),
-        why=STEEPNESS_WHY,
-    )
-    epsilon: float = option(1.0, help="Epsilon for the noisy squared error (VII-D).", bounds=Bounds(above=0))
+    theta2: float | None = option(None, help="Upper bound for range (default: none; required for range).")
+    steepness: float = sharpness("Sigmoid steepness k (paper: 1).")
+    epsilon: float = option(1.0, help="Epsilon for the noisy squared error (VII-D).", gt=0)
     sigma2_min: float = option(
         0.0,
         help="Public lower bound of cell variances (0 holds for any grid; as mpc serve).",
-        bounds=Bounds(at_least=0),
+        ge=0,
     )
     sigma2_max: float | None = option(
-        None, help="Public upper bound of cell variances (default: none; required).", bounds=Bounds()
+        None, help="Public upper bound of cell variances (default: none; required)."
     )
 
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices
+    def model_post_init(self, context: Any, /) -> None:
         lo, hi = self.sigma2_min, self.sigma2_max
         if hi is None or not lo < hi:
             raise InvalidParameterError(
@@ -420,43 +391,39 @@ def resolve_unit(o: PmMapOptions, columns: list[str]) -> tuple[str, str | None]:
     return unit, name
 
 
-GRID_ERROR = "need exact_max >= 2, inducing >= 2, min_readings >= 2, cv_folds 0 or >= 2"
-GRID_PARAMETERS = ("exact_max", "inducing", "min_readings", "cv_folds")
-
-
-@dataclass(frozen=True, kw_only=True)
-class InterpolateOptions:
-    """The options of `sensing interpolate` / :func:`urbandp.sensing.interpolate` (not a release: owner only)."""
+class InterpolateOptions(ReleaseOptions):
+    """The options of `sensing interpolate` / :func:`urbandp.sensing.interpolate` (not a release: owner only),
+    each declared once (as :class:`DpMapOptions`'s): the command's flags are built from these fields."""
 
     input_path: Path
     out: Path
-    cell_metres: float = 500.0
-    window_minutes: int = 60
-    kernel: str = "matern32"
-    exact_max: int = 2000
-    inducing: int = 500
-    min_readings: int = 3
-    cv: bool = False
-    cv_folds: int = 0
-    cv_max_windows: int = 0
-    cv_refit: bool = False
-    grid_format: str = "parquet"
-    plot: bool = False
-    bbox: Box | None = None
-    value_column: str | None = None
+    cell_metres: float = option(500.0, help=CELL_METRES_HELP, gt=0)
+    window_minutes: int = option(60, help=WINDOW_MINUTES_HELP, ge=1)
+    kernel: str = option("matern32", help=KERNEL_HELP, choices=KERNELS)
+    exact_max: int = option(2000, help="Exact GP up to this many readings per window; SGPR beyond.", ge=2)
+    inducing: int = option(500, help="Inducing points of the sparse GP.", ge=2)
+    min_readings: int = option(3, help="Skip windows with fewer readings.", ge=2)
+    cv: bool = option(False, help="Cross-validate against IDW (5 folds unless --cv-folds is given).")
+    cv_folds: int = option(
+        0, help="K-fold cross-validation against IDW (0 = off unless --cv, which means 5).", ge=0
+    )
+    cv_max_windows: int = option(0, help="Cross-validate at most this many windows (0 = all).", ge=0)
+    cv_refit: bool = option(
+        False, help="Re-optimise hyper-parameters in every fold (default: reuse the window's fit)."
+    )
+    grid_format: str = option("parquet", help="parquet | csv (file DIR/grid.<format>).", choices=GRID_FORMATS)
+    plot: bool = option(False, help="Also write map_mu_sigma2.png (matplotlib adds ~1 s).", negatable=True)
+    bbox: Box | None = option(
+        None,
+        help="Public box lat_min,lon_min,lat_max,lon_max (default: the readings' extent, not DP).",
+        cli_type=str | None,
+    )
+    value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
 
-    def __post_init__(self) -> None:
-        from urbandp.sensing.grid import GRID_FORMATS
-
-        check_grid_options(self.cell_metres, self.window_minutes, self.kernel)
-        if self.exact_max < 2 or self.inducing < 2 or self.min_readings < 2:
-            raise InvalidParameterError(GRID_ERROR, parameters=GRID_PARAMETERS)
-        if self.cv_folds < 0 or self.cv_folds == 1:
-            raise InvalidParameterError(GRID_ERROR, parameters=GRID_PARAMETERS)
-        if self.grid_format not in GRID_FORMATS:
+    def model_post_init(self, context: Any, /) -> None:
+        if self.cv_folds == 1:
             raise InvalidParameterError(
-                f"grid_format must be one of {', '.join(GRID_FORMATS)}, got {self.grid_format!r}",
-                parameters="grid_format",
+                "cv_folds must be 0 (off) or at least 2, got 1", parameters="cv_folds"
             )
         check_box(self.bbox)
 

@@ -36,20 +36,13 @@ class LineProgress:
 
 
 def progress() -> Any:
-    """A transient progress bar on stderr, or :class:`LineProgress` lines when stderr is not a terminal."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """urbandp's progress display (:func:`urbandp.progress.progress_display`), or :class:`LineProgress` lines when
+    stderr is not a terminal."""
+    from urbandp.progress import progress_display
 
     if not sys.stderr.isatty():
         return LineProgress()
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
+    return progress_display()
 
 
 class WindowClock:

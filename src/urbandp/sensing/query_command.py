@@ -57,13 +57,12 @@ def run_query_command(
         rel = query(
             grid_csv,
             rect=(box[0], box[1], box[2], box[3]),
-            type=type,
             select=None if sel is None else (sel[0], sel[1], sel[2], sel[3]),
             cells=cells,
             session=Session(allow_meaningless_epsilon=allow_meaningless_epsilon),
             out=out,
             overwrite=overwrite,
-            **options,
+            **{**options, "type": type},  # a word of the command line: the model checks it
         )
     for line in rel.warnings:
         print(f"note: {line}", file=sys.stderr)

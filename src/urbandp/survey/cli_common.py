@@ -3,7 +3,7 @@ options of its spec (:func:`head`, :func:`tail`: the input, ``--out``, ``--confi
 ``--overwrite``), and :func:`run_release`, which calls a release of :mod:`urbandp.survey.api` and prints its
 warnings and its summary (parse -> library -> print; the guards, the charge and the writing are the library's).
 
-A release's own options are declared once, on the fields of its spec (:mod:`urbandp.spec_options`), and become
+A release's own options are declared once, on the fields of its spec (:mod:`urbandp.release_options`), and become
 the command's flags through :func:`urbandp.cli_spec.spec_parameters`."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import typer
 from urbandp.cli_config import config_option
 from urbandp.cli_options import Overwrite
 from urbandp.cli_spec import command_signature, keyword, spec_parameters
-from urbandp.spec_options import declared_options
+from urbandp.release_options import declared_options
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 

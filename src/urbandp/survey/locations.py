@@ -78,19 +78,19 @@ class BoundingBox:
     """Geographic bounding box for outlier removal (report section 2.2: N44.1-N46.1, W91-W94.3 for the Twin Cities)."""
 
     min_lat: float
-    max_lat: float
     min_lon: float
+    max_lat: float
     max_lon: float
 
     def __post_init__(self) -> None:
         if not (-90 <= self.min_lat < self.max_lat <= 90 and -180 <= self.min_lon < self.max_lon <= 180):
-            raise ValueError("bounding box must be min_lat,max_lat,min_lon,max_lon with min < max")
+            raise ValueError("bounding box must be min_lat,min_lon,max_lat,max_lon with min < max")
 
     @classmethod
     def parse(cls, text: str) -> BoundingBox:
         parts = [float(x) for x in text.split(",")]
         if len(parts) != 4:
-            raise ValueError("bounding box needs four numbers: min_lat,max_lat,min_lon,max_lon")
+            raise ValueError("bounding box needs four numbers: min_lat,min_lon,max_lat,max_lon")
         return cls(*parts)
 
     def clamp(self, lat: np.ndarray, lon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -3,21 +3,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 import urbandp.survey.release as release
+import urbandp.survey.shared_options as shared
 import urbandp.survey.trips as tr
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.spec_options import Bounds, check_options, option
+from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.charge import PERSON, TRIP, SurveyCharge
 from urbandp.survey.io import read_list, read_table, require_columns
 from urbandp.survey.report import OdPrivacyReport, ledger
 from urbandp.survey.result import SurveyRelease
-from urbandp.survey.sampling import SOURCES
 
 NEIGHBOURING = (
     "replace-one (one trip's origin-destination pair, any value: a pair with a block outside the declared list is "
@@ -38,10 +38,9 @@ OWNER_FILES = ["utility.json", "quarantine.csv", "input_report.json"]
 METHODS = ("rr", "histogram", "histogram-joint")
 
 
-@dataclass(frozen=True)
-class OdSpec:
+class OdSpec(ReleaseOptions):
     """The options of ``survey od-randomize`` (``origin``/``dest`` are --from/--to), each declared once on its
-    field (:func:`urbandp.spec_options.option`): the command's flags are built from the fields and
+    field (:func:`urbandp.release_options.option`): the command's flags are built from the fields and
     :func:`urbandp.survey.api.od_randomize` takes them as keywords with the same defaults."""
 
     origin: str = option(help="Origin block column.", flag="--from")
@@ -52,17 +51,18 @@ class OdSpec:
     blocks: int | None = option(
         None,
         help="Declared blocks are 1..N (default: none; give this or --blocks-file).",
-        bounds=Bounds(at_least=2),
+        ge=2,
     )
     keep_probability: float | None = option(
         None,
         help="Report eq. 13 keep probability p (default: none; give this or --epsilon).",
-        bounds=Bounds(at_least=0, below=1),
+        ge=0,
+        lt=1,
     )
     epsilon: float | None = option(
         None,
         help="Target epsilon per trip instead of p (default: none; give this or --keep-probability).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     person: str | None = option(
         None,
@@ -73,24 +73,23 @@ class OdSpec:
         None,
         help="Public bound K on the trips released per person (the others are dropped; which ones is a keyed "
         "hash of the person's own trips): the loss per person is K x epsilon per trip (default: none).",
-        bounds=Bounds(at_least=1),
+        ge=1,
     )
     method: str = option(
         "rr",
         help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP).",
         choices=("rr", "histogram", "histogram-joint"),
     )
-    sampler: str = option("opendp", help=release.SAMPLER_HELP, choices=tuple(SOURCES))
-    separator: str = option(",", help=release.SEPARATOR_HELP)
+    sampler: str = shared.sampler()
+    separator: str = shared.separator()
     budget_epsilon: float | None = option(
-        None, help="Refuse to spend more than this (default: no cap).", bounds=Bounds(above=0)
+        None, help="Refuse to spend more than this (default: no cap).", gt=0
     )
-    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
-    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
+    id_column: str | None = shared.id_column()
+    keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.od_randomize (Python)"
 
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices, before the data is read
+    def model_post_init(self, context: Any, /) -> None:
         check_person(self.person, self.max_trips_per_person)
 
     @property

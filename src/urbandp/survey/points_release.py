@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+from pydantic import field_validator
 
 import urbandp.survey.locations as loc
 import urbandp.survey.release as release
+import urbandp.survey.shared_options as shared
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.spec_options import Bounds, check_options, option
+from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import float_column, read_table, require_columns
 from urbandp.survey.report import PointsPrivacyReport, ledger
@@ -42,10 +43,9 @@ GEO_IND_UNIT = "metre (geo-indistinguishability)"
 """The unit perturb-points states its loss in, in privacy.json's ledger: epsilon per metre of distance."""
 
 
-@dataclass(frozen=True)
-class PointsSpec:
+class PointsSpec(ReleaseOptions):
     """The options of ``survey perturb-points``, each declared once on its field
-    (:func:`urbandp.spec_options.option`): the command's flags are built from the fields and
+    (:func:`urbandp.release_options.option`): the command's flags are built from the fields and
     :func:`urbandp.survey.api.perturb_points` takes them as keywords with the same defaults."""
 
     lat: str = option(help="Latitude column (degrees).")
@@ -53,31 +53,36 @@ class PointsSpec:
     epsilon_per_metre: float | None = option(
         None,
         help="Planar Laplace epsilon per metre (default: none; give this or --scale-metres).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     scale_metres: float | None = option(
         None,
         help="Per-axis Laplace scale b in metres (default: none; give this or --epsilon-per-metre).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
-    bbox: str | None = option(
-        None, help="Outlier box min_lat,max_lat,min_lon,max_lon (default: no outlier removal)."
+    bbox: str | None = option(  # from Python also 4 numbers, a tuple or a list
+        None, help="Outlier box min_lat,min_lon,max_lat,max_lon (default: no outlier removal)."
     )
-    separator: str = option(",", help=release.SEPARATOR_HELP)
+    separator: str = shared.separator()
     budget_epsilon: float | None = option(
         None,
         help="Refuse if epsilon per metre x --budget-metres exceeds this (default: no cap).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     budget_metres: float = option(  # 0 m would book epsilon 0
-        1000.0, help="Distance at which the budget applies.", bounds=Bounds(above=0)
+        1000.0, help="Distance at which the budget applies.", gt=0
     )
-    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
-    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
+    id_column: str | None = shared.id_column()
+    keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.perturb_points (Python)"
 
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices, before the data is read
+    @field_validator("bbox", mode="before")
+    @classmethod
+    def _box_as_text(cls, value: object) -> object:
+        """A box given as 4 numbers (a tuple or a list) is the text the flag takes: ``44.0,46.0,-94.0,-92.0``."""
+        if isinstance(value, (tuple, list)):
+            return ",".join(map(str, value))
+        return value
 
     def box(self) -> loc.BoundingBox | None:
         """The declared --bbox, checked."""

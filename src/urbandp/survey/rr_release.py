@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from pydantic import field_validator
 
 import urbandp.survey.randomized_response as rr
 import urbandp.survey.release as release
+import urbandp.survey.shared_options as shared
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.spec_options import Bounds, check_options, option
+from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.categorical import (
     Declared,
     Validated,
@@ -25,7 +27,6 @@ from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
 from urbandp.survey.report import RandomizePrivacyReport, ledger
 from urbandp.survey.result import SurveyRelease
-from urbandp.survey.sampling import SOURCES
 
 NEIGHBOURING = (
     "replace-one (one respondent's answer, any value: an answer that is missing or off the declared list is "
@@ -40,10 +41,9 @@ REPORT_REPLACEMENT_NOT_DP = (
 OWNER_FILES = ["quarantine.csv", "alias_report.csv", "input_report.json"]
 
 
-@dataclass(frozen=True)
-class RandomizeSpec:
+class RandomizeSpec(ReleaseOptions):
     """The options of ``survey randomize``, checked before the data is read. Each option (type, default, help,
-    flag) is declared once, on its field (:func:`urbandp.spec_options.option`): the command's flags are built from
+    flag) is declared once, on its field (:func:`urbandp.release_options.option`): the command's flags are built from
     the fields and :func:`urbandp.survey.api.randomize` takes them as keywords with the same defaults."""
 
     column: str = option(help="Column to randomize.")
@@ -60,12 +60,13 @@ class RandomizeSpec:
     epsilon: float | None = option(
         None,
         help="Epsilon per respondent for k-RR (default: none; give this or --theta).",
-        bounds=Bounds(above=0),
+        gt=0,
     )
     theta: float | None = option(
         None,
         help="Binary RR truth probability, 2 categories only (default: none; give this or --epsilon).",
-        bounds=Bounds(above=0, below=1),
+        gt=0,
+        lt=1,
     )
     aliases: Path | None = option(None, help="Alias table: 'alias,canonical' lines (default: no aliases).")
     method: str = option(
@@ -76,19 +77,25 @@ class RandomizeSpec:
     p: float | None = option(
         None,
         help="Keep probability for --method report-replacement (default: none).",
-        bounds=Bounds(at_least=0, below=1),
+        ge=0,
+        lt=1,
     )
-    sampler: str = option("opendp", help=release.SAMPLER_HELP, choices=tuple(SOURCES))
-    separator: str = option(",", help=release.SEPARATOR_HELP)
+    sampler: str = shared.sampler()
+    separator: str = shared.separator()
     budget_epsilon: float | None = option(
-        None, help="Refuse to spend more than this (default: no cap).", bounds=Bounds(above=0)
+        None, help="Refuse to spend more than this (default: no cap).", gt=0
     )
-    id_column: str | None = option(None, help=release.ID_COLUMN_HELP, flag="--id")
-    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
+    id_column: str | None = shared.id_column()
+    keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.randomize (Python)"
 
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices, before the data is read
+    @field_validator("categories", mode="before")
+    @classmethod
+    def _list_as_text(cls, value: object) -> object:
+        """A declared list given as a list (or tuple) of names is the text the flag takes: ``A,B,C``."""
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return ",".join(value)
+        return value
 
 
 @dataclass

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 CENTRE = (44.97, -93.22)  # Minneapolis-Saint Paul
-TWIN_CITIES_BBOX = "44.1,46.1,-94.3,-91.0"  # report section 2.2
+TWIN_CITIES_BBOX = "44.1,-94.3,46.1,-91.0"  # report section 2.2
 MODELS = {
     "gas": ["Toyota Camry", "Honda Civic", "Ford F-150", "Chevrolet Malibu", "Subaru Outback", "Lotus Evora"],
     "diesel": ["Ford F-250", "Ram 2500", "Volkswagen Jetta TDI"],

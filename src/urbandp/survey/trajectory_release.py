@@ -7,14 +7,16 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 import urbandp.survey.release as release
+import urbandp.survey.shared_options as shared
 import urbandp.survey.ssd as ssd
 from urbandp.errors import InputError
-from urbandp.spec_options import Bounds, check_options, option
+from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.charge import SurveyCharge
 from urbandp.survey.io import read_table, require_columns
 from urbandp.survey.od_release import check_person
@@ -32,24 +34,19 @@ OWNER_FILES = ["original_vs_perturbed.png", "quarantine.csv", "input_report.json
 Plot = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-@dataclass(frozen=True)
-class TrajectoriesSpec:
+class TrajectoriesSpec(ReleaseOptions):
     """The options of ``survey perturb-trajectories``, each declared once on its field
-    (:func:`urbandp.spec_options.option`): the command's flags are built from the fields and
+    (:func:`urbandp.release_options.option`): the command's flags are built from the fields and
     :func:`urbandp.survey.api.perturb_trajectories` takes them as keywords with the same defaults."""
 
     lat: str = option(help="Latitude column.")
     lon: str = option(help="Longitude column.")
     trip: str = option(help="Trip (trajectory) id column.")
-    epsilon: float = option(help="SSD parameter epsilon (per step, report eq. 16).", bounds=Bounds(above=0))
-    max_step_metres: float = option(help="Declared maximum step M (metres).", bounds=Bounds(above=0))
+    epsilon: float = option(help="SSD parameter epsilon (per step, report eq. 16).", gt=0)
+    max_step_metres: float = option(help="Declared maximum step M (metres).", gt=0)
     order: str | None = option(None, help="Column giving the point order, e.g. time (default: file order).")
-    every: int = option(
-        1, help="Keep every k-th point of each trip (fewer steps, less epsilon).", bounds=Bounds(at_least=1)
-    )
-    max_trips: int | None = option(
-        None, help="Process only the first K trips (default: all).", bounds=Bounds(at_least=1)
-    )
+    every: int = option(1, help="Keep every k-th point of each trip (fewer steps, less epsilon).", ge=1)
+    max_trips: int | None = option(None, help="Process only the first K trips (default: all).", ge=1)
     person: str | None = option(
         None,
         help="Person id column: with --max-trips-per-person each person keeps at most that many trips "
@@ -59,17 +56,14 @@ class TrajectoriesSpec:
         None,
         help="Public bound K on the trips released per person (the others are dropped; which ones is a keyed "
         "hash of the person's own trips): a person loses at most K trips' worth (default: none).",
-        bounds=Bounds(at_least=1),
+        ge=1,
     )
-    separator: str = option(",", help=release.SEPARATOR_HELP)
-    budget_epsilon: float | None = option(
-        None, help="Refuse trips costing more (default: no cap).", bounds=Bounds(above=0)
-    )
-    keep_columns: str | None = option(None, help=release.KEEP_COLUMNS_HELP)
+    separator: str = shared.separator()
+    budget_epsilon: float | None = option(None, help="Refuse trips costing more (default: no cap).", gt=0)
+    keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.perturb_trajectories (Python)"
 
-    def __post_init__(self) -> None:
-        check_options(self)  # each option's declared bounds or choices, before the data is read
+    def model_post_init(self, context: Any, /) -> None:
         check_person(self.person, self.max_trips_per_person)
 
 
@@ -224,6 +218,8 @@ def plot_trajectories(plots: list[Plot], path: Path, *, epsilon: float, m: float
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from urbandp.geodesy import degree_aspect
+
     shown = plots[:6]
     cols = min(3, len(shown))
     rows = (len(shown) + cols - 1) // cols
@@ -236,7 +232,7 @@ def plot_trajectories(plots: list[Plot], path: Path, *, epsilon: float, m: float
         ax.plot([lo[0], lo[-1]], [la[0], la[-1]], "o", color="tab:blue", ms=5, label="start/end (exact)")
         ax.set_title(f"trip {k + 1}: {len(la)} points", fontsize=9)
         ax.tick_params(labelsize=7)
-        ax.set_aspect(1.0 / np.cos(np.radians(float(np.mean(la)))))
+        ax.set_aspect(degree_aspect(float(np.mean(la)), float(np.mean(lo))))
         if k == 0:
             ax.legend(fontsize=7)
     fig.suptitle(

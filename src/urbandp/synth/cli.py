@@ -45,8 +45,6 @@ def fleet(
 
     Example: urbandp synth fleet --vehicles 500 --days 30 --out out/fleet.parquet --seed 7 --gtfs-out out/gtfs
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from urbandp.synth.fleet import FleetSpec, fleet_format, write_fleet_days, write_fleet_gtfs
 
@@ -55,6 +53,7 @@ def fleet(
     except ValueError:
         raise InputError(f"--start must be a date like 2021-11-15, got {start!r}") from None
     from urbandp.outputs import atomic_output_dir, check_output_file, check_output_path
+    from urbandp.progress import progress_bar
 
     fleet_format(out)
     check_output_file(out)
@@ -74,23 +73,13 @@ def fleet(
         dirty_fraction=dirty_fraction,
         routes=routes,
     )
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("generating days"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[records]:,} records"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("days", total=days, records=0)
+    with progress_bar("generating days", days) as bar:
         count = 0
 
         def advance(records: int) -> None:
             nonlocal count
             count += records
-            bar.update(task, advance=1, records=count)
+            bar(1, f"generating days: {count:,} records")
 
         try:
             path, written = write_fleet_days(spec, out, progress=advance)

@@ -39,6 +39,7 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import InputError, InvalidParameterError
+from urbandp.geodesy import PlanarProjection
 
 #: Column order of the ITMS shape.
 ITMS_COLUMNS: tuple[str, ...] = (
@@ -74,7 +75,6 @@ BAD_TIMESTAMPS: tuple[str, ...] = (
 #: Supported output formats, by file extension.
 FLEET_FORMATS: tuple[str, ...] = (".csv", ".jsonl", ".json", ".parquet")
 
-KM_PER_DEGREE_LAT = 111.32
 SECONDS_PER_DAY = 86_400
 #: Non-speeding vehicles never report more than this (km/h); speeders reach 60-85 km/h off-peak.
 NORMAL_SPEED_CAP = 55.0
@@ -94,6 +94,11 @@ class City:
     utc_offset: str = "+05:30"
     plate_prefix: str = "GJ05"
     timezone: str = "Asia/Kolkata"
+
+    def plane(self) -> PlanarProjection:
+        """The plane its routes are laid out on, in metres from the centre
+        (:meth:`urbandp.geodesy.PlanarProjection.synthetic_plane`)."""
+        return PlanarProjection.synthetic_plane(self.centre_lat, self.centre_lon)
 
 
 SURAT = City()
@@ -378,15 +383,15 @@ def _drive(
     n = clock.size
     x = np.interp(pos, fleet.axis_km, fleet.axis_x_km) + rng.normal(0.0, 0.008, n)
     y = np.interp(pos, fleet.axis_km, fleet.axis_y_km) + rng.normal(0.0, 0.008, n)
-    city = spec.city
+    lat, lon = spec.city.plane().to_degrees(np.column_stack([x, y]) * 1000.0)
     return _Records(
         owner=owner,
         veh=veh,
         route=route,
         seconds=np.floor(clock).astype(np.int64),
         speed=speed,
-        lon=city.centre_lon + x / (KM_PER_DEGREE_LAT * np.cos(np.radians(city.centre_lat))),
-        lat=city.centre_lat + y / KM_PER_DEGREE_LAT,
+        lon=lon,
+        lat=lat,
         leg=leg,
         up=up,
     )
@@ -828,8 +833,7 @@ def _block_trips(
 
 def _latlon(city: City, x_km: np.ndarray, y_km: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Degrees of km offsets from the centre, as the generator places its records."""
-    lat = city.centre_lat + y_km / KM_PER_DEGREE_LAT
-    lon = city.centre_lon + x_km / (KM_PER_DEGREE_LAT * np.cos(np.radians(city.centre_lat)))
+    lat, lon = city.plane().to_degrees(np.column_stack([x_km, y_km]) * 1000.0)
     return np.round(lat, 6), np.round(lon, 6)
 
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from urbandp.audit.differencing_attack import differencing_attack
 from urbandp.audit.tables import read_published_table
 from urbandp.cli import app
-from urbandp.counts import CountDomain, CountReleaseConfig, PrivacyUnit
+from urbandp.counts import CountDomain, CountsReleaseSpec, PrivacyUnit
 from urbandp.counts.aggregate import joint_from_events
 from urbandp.counts.marginals import time_marginal
 from urbandp.counts.output import _write_release, release_tables
@@ -75,7 +75,7 @@ def test_noise_scale_within_ten_percent_from_500_pairs(
 ) -> None:
     """Seeded discrete-Laplace(3) release; MLE sd ~ 0.034 b for 500 pairs, so 10% is ~3 sd (and seeded)."""
     domain, raw = world
-    rel = _release_counts(raw, domain, CountReleaseConfig(noise_scale=3.0), noise=SeededNoiseForSimulation(1))
+    rel = _release_counts(raw, domain, CountsReleaseSpec(noise_scale=3.0), noise=SeededNoiseForSimulation(1))
     _write_release(rel, domain, tmp_path / "rel")
     pairs = tmp_path / "pairs.csv"
     out = cli(
@@ -113,7 +113,7 @@ def test_noise_scale_within_ten_percent_from_500_pairs(
 
 def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarray], tmp_path: Path) -> None:
     domain, raw = world
-    config = CountReleaseConfig(noise_scale=3.0, suppress_below=10)
+    config = CountsReleaseSpec(noise_scale=3.0, suppress_below=10, sampling="dense")
     rel = _release_counts(raw, domain, config)  # OpenDP noise, as the CLI does
     _write_release(rel, domain, tmp_path / "rel")
     joint = str(tmp_path / "rel" / "joint.csv")
@@ -154,7 +154,7 @@ def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarr
 
 def test_every_attack_against_data61_release(world: tuple[CountDomain, np.ndarray], tmp_path: Path) -> None:
     domain, raw = world
-    rel = _release_counts(raw, domain, CountReleaseConfig(method="data61-2016", noise_scale=1.4))
+    rel = _release_counts(raw, domain, CountsReleaseSpec(method="data61-2016", noise_scale=1.4))
     _write_release(rel, domain, tmp_path / "rel")
     joint = str(tmp_path / "rel" / "joint.csv")
     zs = cli("audit", "zero-skipping", "--table", joint, "--threshold", "18")
@@ -181,7 +181,7 @@ def test_differencing_interval_coverage_over_simulated_data61_releases(
         rel = _release_counts(
             raw,
             domain,
-            CountReleaseConfig(method="data61-2016", noise_scale=p),
+            CountsReleaseSpec(method="data61-2016", noise_scale=p),
             noise=SeededNoiseForSimulation(100 + seed),
         )
         tables = release_tables(rel, domain)

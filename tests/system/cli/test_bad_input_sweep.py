@@ -245,7 +245,7 @@ GENERATED_VALUES: dict[str, tuple[tuple[str, str], ...]] = {
     "domain_gtfs": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
     "domain_geojson": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
     "domain_cells": (("{fifo}", "not a regular file"), ("/dev/null", "not a regular file")),
-    "bbox": (("-91,0,91,1", "--bbox"), ("0,0,1,inf", "--bbox")),  # survey perturb-points: its own order
+    "bbox": (("-91,0,91,1", "--bbox"), ("0,0,1,inf", "--bbox")),  # survey perturb-points
     "cell_metres": (("1e9", "--cell-metres 1e+09"),),
     "steepness": (("1e-300", "--steepness"),),
     "rho": (("1e-300", "--rho"),),

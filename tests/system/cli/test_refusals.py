@@ -46,7 +46,7 @@ ONE_LINE_CASES: dict[str, tuple[str, str]] = {
         "release {fleet} --out {out} --start 2021-11-15 --end 2031-11-15 --epsilon-per-day 10",
         "window cannot be stated",
     ),
-    "speed-max 1e300": (FLEET + " --epsilon-per-day 10 --speed-max 1e300", "speed_max"),
+    "speed-max 1e300": (FLEET + " --epsilon-per-day 10 --speed-max 1e300", "--speed-max"),
     "counts epsilon 1e-300": (COUNTS + " --epsilon 1e-300", "OpenDP cannot calibrate"),
     # issue 20 defect 3: these published the exact table (or a meaningless one) labelled DP
     "counts noise-scale 5e-324": (

@@ -27,6 +27,7 @@ browser_only = pytest.mark.skipif(
 OFFLINE = ["--host-resolver-rules=MAP * ~NOTFOUND"]
 HEADER_COLOURS = {"dp": (230, 244, 238), "notdp": (198, 40, 40), "empty": (255, 244, 214)}
 GTFS = Path(__file__).parents[2] / "fixtures" / "gtfs-surat-mini"
+ROUTES = Path(__file__).parents[2] / "fixtures" / "capmetro-routes-2015.geojson"
 
 
 def chromium(*args: str) -> subprocess.CompletedProcess[str]:
@@ -92,7 +93,9 @@ def test_header_colour_in_the_rendered_page(three: dict[str, Path], state: str, 
 
 def test_map_site_export(three: dict[str, Path], tmp_path: Path) -> None:
     site = tmp_path / "site"
-    res = run_urbandp("map", str(three["dp"]), "--out", str(site), "--gtfs", str(GTFS))
+    res = run_urbandp(
+        "map", str(three["dp"]), "--out", str(site), "--gtfs", str(GTFS), "--context", str(ROUTES)
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     names = {p.name for p in site.iterdir() if not p.name.startswith(".")}
     assert names == {
@@ -108,7 +111,14 @@ def test_map_site_export(three: dict[str, Path], tmp_path: Path) -> None:
     assert geo["type"] == "FeatureCollection" and len(geo["features"]) == speed.height > 0
     ring = geo["features"][0]["geometry"]["coordinates"][0]
     assert ring[0] == ring[-1] and -98 < ring[0][0] < -97 and 30 < ring[0][1] < 31  # lon, lat in Austin
+    # one GeoJSON writer: the site's hexagons are the release folder's, to the last digit
+    released = json.loads((three["dp"] / "hat_speed.geojson").read_text())["features"]
+    assert [f["geometry"] for f in geo["features"]] == [f["geometry"] for f in released]
+    assert [f["properties"]["mean_speed"] for f in geo["features"]] == speed["mean_speed"].to_list()
     assert len(list((site / "png").glob("slot_*.png"))) == speed["slot"].n_unique()
+    # the PNGs draw the --context routes (CapMetro's, around the Austin hexagons) in light grey, as the page does
+    rgb = np.asarray(Image.open(sorted((site / "png").glob("slot_*.png"))[0]).convert("RGB"), dtype=int)
+    assert (np.abs(rgb - [0xB8, 0xBE, 0xC6]).sum(axis=2) <= 12).sum() > 2000
     method = (site / "methodology.html").read_text()
     p = json.loads((site / "privacy.json").read_text())
     assert f"epsilon {p['cumulative_epsilon_per_day']:.4g} per day" in method and "vehicle-day" in method

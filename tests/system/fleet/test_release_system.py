@@ -287,7 +287,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         ),
         (
             lambda d, f: ["release", str(f), "--out", str(d / "o"), "--config", str(d / "bad.toml")],
-            "bad config",
+            "bad.toml: not TOML",
         ),
         (
             lambda d, f: ["release", str(f), "--out", str(d / "o"), "--config", str(d / "unknown.toml")],

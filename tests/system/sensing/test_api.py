@@ -6,7 +6,6 @@ tables and privacy.json with the noise-free test source."""
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +238,7 @@ def test_api_keywords_are_the_options_declared_once() -> None:
 
     for function, options in ((ud.sensing.dp_map, DpMapOptions), (ud.sensing.pm_map, PmMapOptions)):
         params = inspect.signature(function).parameters
-        declared = {f.name: f for f in fields(options)}
+        declared = options.model_fields
         for name in set(params) - {"data", "session", "out", "overwrite", "config"}:
             assert name in declared, name
             default = declared[name].default

@@ -59,5 +59,5 @@ def test_query_without_sigma2_min_states_the_error_scale(tmp_path: Path) -> None
 def test_sensing_query_and_mpc_serve_share_the_sigma2_min_default() -> None:
     from urbandp.mpc.cli import serve
 
-    default = inspect.signature(serve).parameters["sigma2_min"].default
-    assert default == QueryOptions.sigma2_min == 0.0
+    default = inspect.signature(serve).parameters["sigma2_min"].default.default  # typer.Option's default
+    assert default == QueryOptions.model_fields["sigma2_min"].default == 0.0

@@ -209,9 +209,9 @@ def _same(cli: dict[str, Any], api: dict[str, Any]) -> None:
                 "--epsilon-per-metre",
                 "0.01",
                 "--bbox",
-                "44.9,45.1,-93.4,-93.1",
+                "44.9,-93.4,45.1,-93.1",
             ],
-            {"lat": "lat", "lon": "lon", "epsilon_per_metre": 0.01, "bbox": (44.9, 45.1, -93.4, -93.1)},
+            {"lat": "lat", "lon": "lon", "epsilon_per_metre": 0.01, "bbox": (44.9, -93.4, 45.1, -93.1)},
             "points.csv",
         ),
         (

@@ -19,7 +19,7 @@ import urbandp as ud
 from urbandp.privacy.noise import ExactNoiseForTesting
 
 pytestmark = pytest.mark.system
-BOX = (44.9, 45.1, -93.4, -93.1)
+BOX = (44.9, -93.4, 45.1, -93.1)
 
 
 def _session() -> ud.Session:
@@ -99,7 +99,7 @@ def test_perturb_points_bbox_as_text_or_numbers_same_hash(folders: tuple[Path, P
         "--lon",
         "lon",
         "--bbox",
-        "44.90,45.1,-93.4,-93.10",
+        "44.90,-93.4,45.1,-93.10",
     )
     here = _cli(first, *args, "--epsilon-per-metre", "0.01")
     assert here == _cli(second, *args, "--epsilon-per-metre", "0.01")

@@ -175,7 +175,7 @@ def test_points_od_escape(survey_dir: Path, tmp_path: Path) -> None:
         "--epsilon-per-metre",
         "0.01",
         "--bbox",
-        "44.1,46.1,-94.3,-91.0",
+        "44.1,-94.3,46.1,-91.0",
         "--out",
         str(tmp_path / "p"),
     )

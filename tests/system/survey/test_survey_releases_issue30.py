@@ -86,7 +86,7 @@ RELEASES: dict[str, tuple[Callable[..., None], list[str]]] = {
         _homes,
         shlex.split(
             "survey perturb-points homes.csv --lat lat --lon lon --epsilon-per-metre 0.01 "
-            "--bbox 44.9,45.1,-93.4,-93.1"
+            "--bbox 44.9,-93.4,45.1,-93.1"
         ),
     ),
     "od-randomize": (

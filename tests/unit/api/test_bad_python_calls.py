@@ -301,7 +301,13 @@ def _parameters(function: str) -> Iterator[tuple[str, str]]:
         return
     for name, p in inspect.signature(_function_of(function)).parameters.items():
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
-            yield name, str(p.annotation)
+            # a signature built from a model holds types (bool), one written out holds their text ('bool')
+            yield name, p.annotation if isinstance(p.annotation, str) else _type_text(p.annotation)
+
+
+def _type_text(annotation: object) -> str:
+    """``bool`` -> ``'bool'``, ``float | None`` -> ``'float | None'``, as a written annotation reads."""
+    return getattr(annotation, "__name__", None) or str(annotation).replace("pathlib.", "")
 
 
 NUMBERS: list[tuple[str, object]] = [
@@ -563,22 +569,8 @@ def _with_data(function: str, keywords: dict[str, Any]) -> Call:
     raise AssertionError(function)
 
 
-# cases whose fix is in the option declarations of the count, survey, sensing and mpc wings (moved onto one
-# mechanism apart), one id a line: they stay in the set, expected to fail until then (strict: a fixed case fails
-# until its line goes)
-OPTION_MECHANISM = set((Path(__file__).parent / "option_mechanism_cases.txt").read_text().splitlines()) - {""}
-NOT_RUN = {"survey.od_randomize:blocks=10**400"}  # allocates until memory runs out: not run until fixed
-
-
 def _params() -> list[Any]:
-    params = []
-    for case in all_cases():
-        if case.id in OPTION_MECHANISM:
-            mark = pytest.mark.xfail(strict=True, reason="option mechanism", run=case.id not in NOT_RUN)
-            params.append(pytest.param(case, id=case.id, marks=mark))
-        else:
-            params.append(pytest.param(case, id=case.id))
-    return params
+    return [pytest.param(case, id=case.id) for case in all_cases()]
 
 
 @pytest.fixture(scope="module")

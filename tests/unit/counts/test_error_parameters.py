@@ -16,7 +16,7 @@ from urbandp.counts import api, selection, sparse
 from urbandp.counts.accounting import gaussian_plan, laplace_plan
 from urbandp.counts.domain import CountDomain
 from urbandp.counts.spec import CountsReleaseSpec
-from urbandp.counts.table_release import CountReleaseConfig, _charge_top_k
+from urbandp.counts.table_release import _charge_top_k
 from urbandp.counts.units import PrivacyUnit
 from urbandp.errors import InputError, InvalidParameterError, flag_of
 from urbandp.privacy.ledger import PrivacyLedger
@@ -37,8 +37,9 @@ def spec(**changes: Any) -> CountsReleaseSpec:
     return CountsReleaseSpec(**{**SPEC, **changes})
 
 
-def cfg(**changes: Any) -> CountReleaseConfig:
-    return CountReleaseConfig(**changes)
+def cfg(**changes: Any) -> CountsReleaseSpec:
+    """The spec, as the mechanism reads it (the spec is its one description)."""
+    return spec(**changes)
 
 
 CASES: list[tuple[str, Callable[[], object], str, tuple[str, ...], str]] = [
@@ -53,14 +54,14 @@ CASES: list[tuple[str, Callable[[], object], str, tuple[str, ...], str]] = [
         "--marginals must be one of auto, noisy-joint, published-joint, charged, got 'some'",
     ),
     (
-        "config: threshold (the API's keyword, not the field data61_threshold)",
-        lambda: cfg(data61_threshold=float("inf")),
+        "config: threshold",
+        lambda: cfg(threshold=float("inf")),
         "threshold must be a finite number, got inf", ("threshold",), "--threshold must be a finite number, got inf",
     ),
     (
         "config: top_k_epsilon", lambda: cfg(top_k_epsilon=float("nan")),
-        "top_k_epsilon must be a finite number, got nan", ("top_k_epsilon",),
-        "--top-k-epsilon must be a finite number, got nan",
+        "top_k_epsilon must be a finite number > 0, got nan", ("top_k_epsilon",),
+        "--top-k-epsilon must be a finite number > 0, got nan",
     ),
     (
         "config: suppress_below range", lambda: cfg(suppress_below=1e300),
@@ -71,16 +72,19 @@ CASES: list[tuple[str, Callable[[], object], str, tuple[str, ...], str]] = [
     ),
     (
         "config: precision", lambda: cfg(precision=-400),
-        "precision must be between -9 and 15 decimal places, got -400", ("precision",),
-        "--precision must be between -9 and 15 decimal places, got -400",
+        "precision must be an integer >= -9 and <= 15, got -400", ("precision",),
+        "--precision must be an integer >= -9 and <= 15, got -400",
     ),
     (
-        "config: delta", lambda: cfg(delta=1.5), "delta must be in [0, 1), got 1.5", ("delta",),
-        "--delta must be in [0, 1), got 1.5",
+        "config: delta (the shared guard's limit)", lambda: cfg(delta=1.5),
+        "delta 1.5 is above 1e-05 (it is the chance that the guarantee fails outright for a unit); use 1e-6 or "
+        "smaller", ("delta",),
+        "--delta 1.5 is above 1e-05 (it is the chance that the guarantee fails outright for a unit); use 1e-6 or "
+        "smaller",
     ),
     (
-        "config: marginal_scale", lambda: cfg(marginal_scale=0.0), "marginal_scale must be > 0, got 0.0",
-        ("marginal_scale",), "--marginal-scale must be > 0, got 0.0",
+        "config: marginal_scale", lambda: cfg(marginal_scale=0.0), "marginal_scale must be a finite number > 0, got 0.0",
+        ("marginal_scale",), "--marginal-scale must be a finite number > 0, got 0.0",
     ),
     (
         "config: both marginal options", lambda: cfg(marginal_epsilon=1.0, marginal_scale=1.0),
@@ -95,7 +99,7 @@ CASES: list[tuple[str, Callable[[], object], str, tuple[str, ...], str]] = [
     ),
     (
         "config: sparse with data61 ('method' is the word)",
-        lambda: cfg(sampling="sparse", method="data61-2016", noise_scale=1.4, suppress_below=18.0),
+        lambda: cfg(sampling="sparse", method="data61-2016", epsilon=None, noise_scale=1.4, suppress_below=18.0),
         "sampling sparse applies to the DP method only (data61-2016 is dense)", ("sampling",),
         "--sampling sparse applies to the DP method only (data61-2016 is dense)",
     ),

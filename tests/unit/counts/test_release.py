@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urbandp.counts import CountDomain, CountReleaseConfig, data61
+from urbandp.counts import CountDomain, CountsReleaseSpec, data61
 from urbandp.counts.marginals import consistent_nonnegative, project_rows_to_simplex
 from urbandp.counts.table_release import _release_counts
 from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
@@ -29,7 +29,7 @@ def raw_counts(domain: CountDomain, seed: int = 0) -> np.ndarray:
 def test_exact_release_returns_truth_and_marginals_are_sums() -> None:
     d = small_domain()
     raw = raw_counts(d)
-    rel = _release_counts(raw, d, CountReleaseConfig(epsilon=1.0), noise=EXACT)
+    rel = _release_counts(raw, d, CountsReleaseSpec(epsilon=1.0), noise=EXACT)
     assert np.array_equal(rel.joint, raw)
     assert np.array_equal(rel.location, raw.sum(axis=2))
     assert np.array_equal(rel.time[..., 0], raw[..., :4].sum(axis=3))  # bus = first four places
@@ -40,7 +40,7 @@ def test_exact_release_returns_truth_and_marginals_are_sums() -> None:
 def test_every_zero_cell_gets_noise() -> None:
     d = small_domain()
     zeros = np.zeros(d.shape, dtype=np.int64)
-    rel = _release_counts(zeros, d, CountReleaseConfig(noise_scale=2.0))
+    rel = _release_counts(zeros, d, CountsReleaseSpec(noise_scale=2.0))
     # P(discrete Laplace(2) = 0) = tanh(1/4) ~ 0.245; all 2,304 cells zero would have probability ~ 0.245^2304
     assert np.count_nonzero(rel.joint) > 0.6 * zeros.size
     assert (rel.joint < 0).any() and rel.privacy["zeros_perturbed"] is True
@@ -50,7 +50,7 @@ def test_every_zero_cell_gets_noise() -> None:
 def test_marginals_derived_from_noisy_joint_exactly() -> None:
     d = small_domain()
     rel = _release_counts(
-        raw_counts(d), d, CountReleaseConfig(epsilon=1.0, suppress_below=3, sampling="dense")
+        raw_counts(d), d, CountsReleaseSpec(epsilon=1.0, suppress_below=3, sampling="dense")
     )
     assert np.array_equal(rel.location, rel.joint.sum(axis=2))
     assert np.array_equal(rel.time.sum(axis=3), rel.joint.sum(axis=3))
@@ -59,7 +59,7 @@ def test_marginals_derived_from_noisy_joint_exactly() -> None:
 
 def test_consistent_option_is_nonnegative_and_exactly_consistent() -> None:
     d = small_domain()
-    rel = _release_counts(raw_counts(d), d, CountReleaseConfig(noise_scale=3.0, consistent=True, precision=0))
+    rel = _release_counts(raw_counts(d), d, CountsReleaseSpec(noise_scale=3.0, consistent=True, precision=0))
     assert (rel.joint >= 0).all() and (np.mod(rel.joint, 1) == 0).all()
     assert np.array_equal(rel.location, rel.joint.sum(axis=2))
     assert np.array_equal(rel.time.sum(axis=3), rel.joint.sum(axis=3))
@@ -123,7 +123,7 @@ def test_data61_output_impossible_on_neighbour_but_urbandp_is_bounded() -> None:
 
 def test_data61_release_is_labelled_not_dp() -> None:
     d = small_domain()
-    rel = _release_counts(raw_counts(d), d, CountReleaseConfig(method="data61-2016", noise_scale=1.4))
+    rel = _release_counts(raw_counts(d), d, CountsReleaseSpec(method="data61-2016", noise_scale=1.4))
     assert rel.privacy["differentially_private"] is False
     assert rel.privacy["epsilon"] is None
     assert rel.privacy["delta_lower_bound_theorem1"] == np.exp(-17 / 1.4) / 2.8

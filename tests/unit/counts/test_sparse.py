@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from urbandp.counts import CountDomain, CountReleaseConfig
+from urbandp.counts import CountDomain, CountsReleaseSpec
 from urbandp.counts.exact_sampling import (
     _floor_resolve,
     bernoulli_process,
@@ -78,8 +78,8 @@ def test_integer_threshold_follows_rounding() -> None:
     # rounding to tens (half to even): round(15, -1) = 20 >= 18 but round(14, -1) = 10
     assert integer_threshold(18.0, -1) == 15
     assert integer_threshold(1e6 + 0.5, -9) > 1e8  # rounding to 1e9: only values from 5e8 up reach it
-    with pytest.raises(InputError, match=r"^precision must be between -9 and 15"):
-        CountReleaseConfig(precision=-400)
+    with pytest.raises(InputError, match=r"^precision must be an integer >= -9 and <= 15"):
+        CountsReleaseSpec(epsilon=1.0, precision=-400)
 
 
 @settings(max_examples=60, deadline=None)
@@ -182,7 +182,7 @@ def tiny_domain() -> CountDomain:
 RAW = np.array([0, 0, 0, 4, 0, 0, 1, 0, 0, 0, 9, 0], dtype=np.int64)  # 9 zero cells
 
 
-def _outcomes(config: CountReleaseConfig, runs: int) -> np.ndarray:
+def _outcomes(config: CountsReleaseSpec, runs: int) -> np.ndarray:
     """(runs, 12) array: released value, or -999 for a suppressed cell."""
     d = tiny_domain()
     raw = RAW.reshape(d.shape)
@@ -213,8 +213,8 @@ def test_sparse_release_has_the_law_of_dense_then_suppress(mechanism: str) -> No
     common = {"mechanism": mechanism, "noise_scale": 2.0, "suppress_below": 3.0}
     if mechanism == "gaussian":
         common["delta"] = 1e-6
-    sparse = _outcomes(CountReleaseConfig(sampling="sparse", **common), runs)  # type: ignore[arg-type]
-    dense = _outcomes(CountReleaseConfig(sampling="dense", **common), runs)  # type: ignore[arg-type]
+    sparse = _outcomes(CountsReleaseSpec(sampling="sparse", **common), runs)  # type: ignore[arg-type]
+    dense = _outcomes(CountsReleaseSpec(sampling="dense", **common), runs)  # type: ignore[arg-type]
     zero_cells = np.flatnonzero(RAW == 0)
     # each non-zero cell: same law of (suppressed, value)
     for c in np.flatnonzero(RAW):
@@ -237,7 +237,7 @@ def test_sparse_input_and_marginals() -> None:
     d = tiny_domain()
     joint = SparseJoint.from_dense(RAW.reshape(d.shape))
     assert np.array_equal(joint.to_dense().ravel(), RAW) and joint.n_zero == 9
-    rel = _release_counts(joint, d, CountReleaseConfig(noise_scale=1.0, suppress_below=3, sampling="sparse"))
+    rel = _release_counts(joint, d, CountsReleaseSpec(noise_scale=1.0, suppress_below=3, sampling="sparse"))
     assert rel.joint is None and rel.cells is not None
     _idx, vals = rel.published()
     assert (vals >= 3).all()
@@ -260,7 +260,7 @@ def test_charged_marginals_are_charged_and_unbiased_in_exact_mode() -> None:
     from urbandp.privacy.noise import ExactNoiseForTesting
 
     d = tiny_domain()
-    cfg = CountReleaseConfig(noise_scale=1.0, suppress_below=3, sampling="sparse", marginal_epsilon=0.5)
+    cfg = CountsReleaseSpec(noise_scale=1.0, suppress_below=3, sampling="sparse", marginal_epsilon=0.5)
     rel = _release_counts(RAW.reshape(d.shape), d, cfg)
     assert rel.privacy["marginals"] == "charged_noisy_marginals"
     assert rel.privacy["total_epsilon"] == pytest.approx(2.0)  # joint 1 + two marginals 0.5 each
@@ -271,28 +271,27 @@ def test_charged_marginals_are_charged_and_unbiased_in_exact_mode() -> None:
 
 
 def test_sampling_choice_and_refusals() -> None:
-    assert CountReleaseConfig(suppress_below=18, sampling="auto").resolved_sampling == "sparse"
-    assert CountReleaseConfig(sampling="auto").resolved_sampling == "dense"
-    assert CountReleaseConfig(suppress_below=-1, sampling="auto").resolved_sampling == "dense"
-    assert (
-        CountReleaseConfig(suppress_below=18, sampling="auto", consistent=True).resolved_sampling == "dense"
-    )
+    def spec(**options: object) -> CountsReleaseSpec:
+        return CountsReleaseSpec(**{"epsilon": 1.0, **options})
+
+    assert spec(suppress_below=18, sampling="auto").resolved_sampling == "sparse"
+    assert spec(sampling="auto").resolved_sampling == "dense"
+    assert spec(suppress_below=-1, sampling="auto").resolved_sampling == "dense"
+    assert spec(suppress_below=18, sampling="auto", consistent=True).resolved_sampling == "dense"
     with pytest.raises(InputError, match="needs suppress_below"):
-        CountReleaseConfig(sampling="sparse")
+        spec(sampling="sparse")
     with pytest.raises(InputError, match="DP method only"):
-        CountReleaseConfig(method="data61-2016", noise_scale=1.4, sampling="sparse", suppress_below=18)
+        spec(method="data61-2016", epsilon=None, noise_scale=1.4, sampling="sparse", suppress_below=18)
     with pytest.raises(InputError, match="above 0"):
-        _ = CountReleaseConfig(sampling="sparse", suppress_below=0).resolved_sampling
+        _ = spec(sampling="sparse", suppress_below=0).resolved_sampling
     with pytest.raises(InputError, match="noisy-joint"):
-        _ = CountReleaseConfig(
-            sampling="sparse", suppress_below=5, marginals="noisy-joint"
-        ).resolved_marginals
+        _ = spec(sampling="sparse", suppress_below=5, marginals="noisy-joint").resolved_marginals
     for bad in (math.nan, math.inf):
         with pytest.raises(InputError, match="finite"):
-            CountReleaseConfig(data61_threshold=bad)
+            spec(threshold=bad)
     for bad in (0.0, -1.0, math.nan):
         with pytest.raises(InputError):
-            CountReleaseConfig(marginal_scale=bad)
+            spec(marginal_scale=bad)
 
 
 def test_opendp_noise_source_is_used_for_nonzero_cells() -> None:
@@ -303,17 +302,13 @@ def test_per_card_window_is_days_times_epsilon() -> None:
     d = CountDomain.from_json(
         {"days": {"start": "2016-08-08", "end": "2016-08-14"}, "places": {"bus": ["a"]}}
     )
-    from urbandp.counts import PrivacyUnit
-
     raw = np.zeros(d.shape, dtype=np.int64)
-    cfg = CountReleaseConfig(
-        epsilon=1.0, unit=PrivacyUnit("card-day", 4), suppress_below=18, sampling="sparse"
-    )
+    cfg = CountsReleaseSpec(epsilon=1.0, unit="card-day", max_events=4, suppress_below=18, sampling="sparse")
     w = _release_counts(raw, d, cfg).privacy["per_card_window"]
     assert w["days"] == 7 and w["epsilon"] == pytest.approx(7.0) and w["per_card_day_epsilon"] == 1.0
-    ev = _release_counts(raw, d, CountReleaseConfig(epsilon=1.0)).privacy["per_card_window"]
+    ev = _release_counts(raw, d, CountsReleaseSpec(epsilon=1.0, sampling="dense")).privacy["per_card_window"]
     assert ev["epsilon"] is None and "does not bound" in ev["epsilon_reason"]
-    g = CountReleaseConfig(mechanism="gaussian", noise_scale=4.0, delta=1e-6, unit=PrivacyUnit("card-day", 4))
+    g = CountsReleaseSpec(mechanism="gaussian", noise_scale=4.0, delta=1e-6, unit="card-day", max_events=4)
     gw = _release_counts(raw, d, g).privacy["per_card_window"]
     # zCDP adds over days: rho_card = 7 rho; its epsilon at the same delta is below 7 x the per-day epsilon
     assert gw["per_card_day_epsilon"] < gw["epsilon"] < 7 * gw["per_card_day_epsilon"]
@@ -324,7 +319,7 @@ def test_top_k_with_sparse_sampling_ranks_raw_place_totals_exactly_in_law() -> N
     rel = _release_counts(
         RAW.reshape(d.shape),
         d,
-        CountReleaseConfig(noise_scale=1.0, suppress_below=3, sampling="sparse", top_k=1, top_k_epsilon=50.0),
+        CountsReleaseSpec(noise_scale=1.0, suppress_below=3, sampling="sparse", top_k=1, top_k_epsilon=50.0),
     )
     # place totals: a = 0, b = 4 + 9 = 13, c = 1 -> at epsilon 50 the noisy top-1 is b
     assert rel.top_k == [1] and rel.privacy["total_epsilon"] == pytest.approx(51.0)

@@ -131,10 +131,11 @@ def test_spec_validators_name_the_parameter() -> None:
         "bad release config: coarsen splits an epsilon budget between release steps: it needs --epsilon-per-day "
         "and the report speed estimator",
     )
-    # a field's message names its key by all its names, as before (no parameter to rename)
+    # a field's message names it by its Python name, listed for the CLI to rename to its flag
     err = _refused(lambda: build_config({}, {"noise_scale": 1.0, "speed_max": -1.0}))
-    assert str(err).startswith("bad value for speed_max (--speed-max, or speed_max in [release]): ")
-    assert err.parameters == ()
+    assert str(err).startswith("bad value for speed_max: ")
+    assert err.parameters == ("speed_max",)
+    assert err.naming(lambda p: "--" + p.replace("_", "-")).startswith("bad value for --speed-max: ")
 
 
 def test_a_value_from_the_toml_is_named_by_its_key_in_the_file(tmp_path: Path) -> None:

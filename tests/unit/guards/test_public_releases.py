@@ -577,9 +577,7 @@ def test_the_counts_spec_refuses_a_delta_above_the_limit_from_python(delta: floa
 
 
 def _spec_defaults() -> dict[str, Any]:
-    from dataclasses import MISSING, fields
-
-    return {f.name: f.default for f in fields(CountsReleaseSpec) if f.default is not MISSING}
+    return {n: f.default for n, f in CountsReleaseSpec.model_fields.items() if not f.is_required()}
 
 
 def test_the_dp_map_refuses_a_delta_above_the_limit_before_reading(tmp_path: Path) -> None:

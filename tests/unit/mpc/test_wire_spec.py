@@ -158,6 +158,27 @@ def test_route_to_cells(tmp_path: Path) -> None:
         route_points(p)
 
 
+def test_route_cells_are_the_nearest_centroids_within_half_a_diagonal_in_metres() -> None:
+    """The k-d tree picks what a brute-force search in metres on the ellipsoid picks (here at 59.9 N, where a
+    degree of longitude is half one of latitude), on a 40 x 40 rectangle and 400 points in and around it."""
+    from urbandp.geodesy import WGS84
+
+    lat, lon = np.meshgrid(59.9 + np.arange(40) * 0.005, 10.7 + np.arange(40) * 0.01, indexing="ij")
+    lat, lon = lat.ravel(), lon.ravel()
+    rng = np.random.default_rng(7)
+    points = np.column_stack([rng.uniform(59.89, 60.11, 400), rng.uniform(10.68, 11.10, 400)])
+    v = cells_on_route(points, lat, lon)
+    spacing = WGS84.inv(10.7, 59.9, 10.7, 59.905)[2]  # the shorter side: 556 m north-south, 557 m east-west
+    n = len(lat)
+    d = WGS84.inv(
+        np.repeat(points[:, 1], n), np.repeat(points[:, 0], n), np.tile(lon, 400), np.tile(lat, 400)
+    )
+    d = np.asarray(d[2]).reshape(400, n)
+    expected = np.zeros(n, dtype=bool)
+    expected[d.argmin(axis=1)[d.min(axis=1) <= spacing * 0.7072]] = True
+    assert 50 < v.sum() < n and (v != expected).sum() <= 1  # ties at a cell's edge, within millimetres
+
+
 def test_hostport() -> None:
     assert parse_hostport("127.0.0.1:7700") == ("127.0.0.1", 7700)
     for bad in ["7700", "host:", ":80", "h:99999", "h:x"]:

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyproj
 import pytest
 import shapely
 from google.transit import gtfs_realtime_pb2
@@ -159,7 +160,9 @@ def geoparquet(path: Path, geometries: list[object], crs: object = "absent") -> 
 
 def test_geoparquet_points_become_latitude_and_longitude(tmp_path: Path) -> None:
     epsg4326 = {"id": {"authority": "EPSG", "code": 4326}, "name": "WGS 84"}
-    for crs in ("absent", epsg4326):
+    unnamed = pyproj.CRS.from_epsg(4326).to_json_dict()  # PROJJSON of WGS 84 without its identifier
+    del unnamed["id"]
+    for crs in ("absent", epsg4326, unnamed):
         path = geoparquet(
             tmp_path / "points.parquet", [shapely.Point(-97.75, 30.25), None, shapely.Point(-97.5, 30.5)], crs
         )
@@ -176,6 +179,11 @@ def test_geoparquet_in_another_crs_or_not_points_is_refused_in_one_line(tmp_path
     mercator = {"id": {"authority": "EPSG", "code": 3857}, "name": "WGS 84 / Pseudo-Mercator"}
     path = geoparquet(tmp_path / "m.parquet", [shapely.Point(-10881000.0, 3535000.0)], mercator)
     with pytest.raises(InputError, match="geometry column 'geometry' is in EPSG:3857; urbandp reads WGS 84"):
+        scan_records([path])
+    unnamed = pyproj.CRS.from_epsg(3857).to_json_dict()
+    del unnamed["id"]
+    path = geoparquet(tmp_path / "m2.parquet", [shapely.Point(-10881000.0, 3535000.0)], unnamed)
+    with pytest.raises(InputError, match="is in WGS 84 / Pseudo-Mercator; urbandp reads WGS 84"):
         scan_records([path])
     line = geoparquet(tmp_path / "l.parquet", [shapely.LineString([(0, 0), (1, 1)])])
     with pytest.raises(InputError, match="holds geometries that are not points"):

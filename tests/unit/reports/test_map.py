@@ -8,6 +8,7 @@ Debian's ``chromium`` where it is missing; without it those tests skip and say w
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -321,16 +322,19 @@ def test_gtfs_shapes_follow_shape_pt_sequence(tmp_path: Path) -> None:
     ("files", "message"),
     [
         ({}, "neither shapes.txt nor stops.txt"),
-        ({"stops.txt": "stop_id,stop_lat\n1,21.0\n"}, "stops.txt lacks column.*stop_lon"),
-        ({"stops.txt": "stop_lat,stop_lon\n21.0,72.0\nnorth,72.0\n"}, "invalid coordinates, first on line 3"),
-        ({"stops.txt": "stop_lat,stop_lon\n91.0,72.0\n"}, "invalid coordinates"),
+        ({"stops.txt": "stop_id,stop_lat\n1,21.0\n"}, "stops.txt line 2: stop_lon None is not a number"),
+        (
+            {"stops.txt": "stop_id,stop_lat,stop_lon\n1,21.0,72.0\n2,north,72.0\n"},
+            "stops.txt line 3: stop_lat 'north' is not a number in \\[-90, 90\\]",
+        ),
+        ({"stops.txt": "stop_id,stop_lat,stop_lon\n1,91.0,72.0\n"}, "stop_lat '91.0' is not a number"),
         (
             {"shapes.txt": "shape_id,shape_pt_lat,shape_pt_lon,shape_pt_sequence\na,21,72,first\n"},
-            "integer shape_pt_sequence",
+            "shape_pt_sequence 'first' is not an integer",
         ),
         (
             {"shapes.txt": "shape_id,shape_pt_lat,shape_pt_lon,shape_pt_sequence\na,,72,1\n"},
-            "invalid coordinates",
+            "shape_pt_lat None is not a number",
         ),
     ],
 )
@@ -343,8 +347,24 @@ def test_bad_gtfs_is_one_input_error(tmp_path: Path, files: dict[str, str], mess
     with pytest.raises(InputError, match="not found"):
         gtfs_overlay(tmp_path / "absent")
     (tmp_path / "bad.zip").write_text("not a zip")
-    with pytest.raises(InputError, match="not a readable zip"):
+    with pytest.raises(InputError, match="not a GTFS folder or readable zip"):
         gtfs_overlay(tmp_path / "bad.zip")
+
+
+def test_the_map_reads_a_feed_as_the_domain_does_within_its_caps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One GTFS reader: a pipe is refused unopened (it would block), a table over the row cap unparsed."""
+    from urbandp.records import gtfs_schedule
+
+    fifo = tmp_path / "pipe.zip"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        gtfs_overlay(fifo)
+    rows = len((GTFS / "shapes.txt").read_text().splitlines()) - 1
+    monkeypatch.setattr(gtfs_schedule, "MAX_GTFS_ROWS", rows - 1)
+    with pytest.raises(InputError, match=f"shapes.txt holds {rows:,} rows, more than {rows - 1:,}"):
+        gtfs_overlay(zipped_feed(tmp_path))
 
 
 def test_map_embeds_gtfs_routes_stops_and_geojson_context(tmp_path: Path) -> None:

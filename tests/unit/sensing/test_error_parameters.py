@@ -147,9 +147,15 @@ CASES: list[tuple[Callable[[], object], str, tuple[str, ...], str]] = [
     ),
     (
         lambda: _in(cv_folds=1),
-        "need exact_max >= 2, inducing >= 2, min_readings >= 2, cv_folds 0 or >= 2",
-        ("exact_max", "inducing", "min_readings", "cv_folds"),
-        "need --exact-max >= 2, --inducing >= 2, --min-readings >= 2, --cv-folds 0 or >= 2",
+        "cv_folds must be 0 (off) or at least 2, got 1",
+        ("cv_folds",),
+        "--cv-folds must be 0 (off) or at least 2, got 1",
+    ),
+    (
+        lambda: _in(inducing=1),
+        "inducing must be an integer >= 2, got 1",
+        ("inducing",),
+        "--inducing must be an integer >= 2, got 1",
     ),
     (
         lambda: _in(grid_format="x"),

@@ -128,7 +128,7 @@ CASES: dict[str, tuple[Callable[[], object], str, tuple[str, ...]]] = {
     ),
     "points bbox": (
         _points(epsilon_per_metre=0.01, bbox="1,2,3"),
-        "bbox: bounding box needs four numbers: min_lat,max_lat,min_lon,max_lon",
+        "bbox: bounding box needs four numbers: min_lat,min_lon,max_lat,max_lon",
         ("bbox",),
     ),
     "points one mechanism": (

@@ -28,7 +28,7 @@ def test_per_axis_epsilon_per_metre_from_opendp() -> None:
 
 
 def test_bbox_is_the_reports_twin_cities_box() -> None:
-    box = locations.BoundingBox.parse("44.1,46.1,-94.3,-91.0")
+    box = locations.BoundingBox.parse("44.1,-94.3,46.1,-91.0")
     inside = box.contains(np.array([44.97, 50.0]), np.array([-93.2, -93.2]))
     assert inside.tolist() == [True, False]
 

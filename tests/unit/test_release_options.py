@@ -1,17 +1,18 @@
-"""Each release's options are declared once, on the fields of its spec (issue 31), and the rest is held to it.
+"""Each release's options are declared once, as the fields of one pydantic model, and the rest is held to it.
 
-As scikit-learn's common tests hold every estimator to its ``_parameter_constraints``: for every spec listed in
-:data:`SPECS`, every option is a flag of its command with the field's flag, default, help and requiredness (the
-command declares no option of its own besides the run's: ``--out``, ``--dataset`` ...); the Python API takes every
-option as a keyword with the field's default (and no other option); every option declares the values it admits
-(bounds or choices) or is listed in :data:`ADMITS_ANY` with the reason; and a value outside each option's bounds
-or choices is refused in one line naming the option, from Python and (for one option of each kind) at the
-command line, where the flag is named.
+As scikit-learn's common tests hold every estimator to its ``_parameter_constraints``: for every model listed in
+:data:`SPECS`, every option has a help text and is a flag of its command with the field's flag, default, help and
+requiredness (the command declares no option of its own besides the run's: ``--out``, ``--dataset`` ...), shown by
+``--help``; the Python API's signature has every option as a keyword with the field's default and its type (and no
+other option); a ``--config`` file's key for every option is read; every option declares the values it admits
+(bounds, choices, a number or a switch by its type) or is listed in :data:`ADMITS_ANY` with the reason; and a value
+outside each option's bounds or choices, or of the wrong type, is refused in one line naming the option, from
+Python and (for one option of each kind) at the command line, where the flag is named.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import datetime as dt
 import importlib
 import inspect
 import math
@@ -23,7 +24,7 @@ import typer
 
 from urbandp.config_tables import REQUIRED
 from urbandp.errors import InvalidParameterError
-from urbandp.spec_options import Bounds, DeclaredOption, declared_options
+from urbandp.release_options import DeclaredOption, declared_options
 
 SPECS: dict[str, tuple[str, str, str]] = {
     # release -> (spec class, API function, command "group name")
@@ -87,9 +88,6 @@ API_RUN_KEYWORDS = {
 
 ADMITS_ANY: dict[tuple[str, str], str] = {
     ("counts release", "domain"): "a file, a CountDomain or its JSON object: read and checked by CountDomain",
-    ("counts release", "select_partitions"): "a switch",
-    ("counts release", "consistent"): "a switch",
-    ("counts release", "delta"): "the shared delta guard (privacy.guards.check_delta) judges it",
     ("counts release", "top_k_tap"): "a tap name of the public domain, checked against it",
     ("counts release", "spark_master"): "a Spark master URL, Spark's to judge",
     (
@@ -131,12 +129,10 @@ ADMITS_ANY: dict[tuple[str, str], str] = {
     ("survey od-randomize", "blocks_file"): "a file of block ids, read (at least 2 distinct)",
     ("sensing dp-map", "bbox"): "a public box, checked by options.check_box (min < max)",
     ("sensing pm-map", "bbox"): "a public box, checked by options.check_box (min < max)",
-    ("sensing dp-map", "bbox_from_data_not_private"): "a switch",
     (
         "sensing dp-map",
         "utility_epsilons",
     ): "a list of epsilons, each > 0, checked in DpMapOptions.__post_init__",
-    ("sensing dp-map", "delta"): "the shared delta guard (privacy.guards.check_delta) judges it",
     **{
         (release, name): "an ISO date or date-time, parsed by options.parse_window"
         for release in ("sensing dp-map", "sensing pm-map")
@@ -243,29 +239,30 @@ def test_the_api_takes_every_option_with_the_field_s_default_and_no_other(releas
 
 @pytest.mark.parametrize(("release", "option"), _cases(), ids=_ids(_cases()))
 def test_every_option_declares_what_it_admits_or_says_why_not(release: str, option: DeclaredOption) -> None:
-    declared = option.bounds is not None or option.choices is not None
+    assert option.help.strip(), (release, option.name)
+    declared = option.rule() is not None
     assert declared != ((release, option.name) in ADMITS_ANY), (release, option.name)
 
 
 def _outside(option: DeclaredOption) -> object:
-    """A value the option's bounds or choices do not admit."""
+    """A value the option's bounds or choices (or its type) do not admit."""
     if option.choices is not None:
         return "not-" + option.choices[0]
-    bounds = option.bounds
-    assert bounds is not None
+    if option.switch:
+        return "no"
     step = 1 if option.integer else 0.5
-    if bounds.above is not None:
-        return type(step)(bounds.above)
-    if bounds.at_least is not None:
-        return type(step)(bounds.at_least - step)
-    if bounds.at_most is not None:
-        return type(step)(bounds.at_most + step)
-    if bounds.below is not None:
-        return type(step)(bounds.below)
+    for sign, limit in option.limits:
+        if sign in (">", "<"):
+            return type(step)(limit)
+        return type(step)(limit - step if sign == ">=" else limit + step)
     return math.nan
 
 
-BOUNDED = [(r, o) for r, o in _cases() if o.bounds is not None or o.choices is not None]
+BOUNDED = [(r, o) for r, o in _cases() if o.rule() is not None]
+
+
+def _defaults(model: Any) -> dict[str, Any]:
+    return {n: f.default for n, f in model.model_fields.items() if not f.is_required()}
 
 
 @pytest.mark.parametrize(("release", "option"), BOUNDED, ids=_ids(BOUNDED))
@@ -273,30 +270,57 @@ def test_a_value_outside_the_option_s_bounds_is_refused_in_one_line_naming_it(
     release: str, option: DeclaredOption
 ) -> None:
     spec = _load(SPECS[release][0])
-    defaults = {f.name: f.default for f in dataclasses.fields(spec) if f.default is not dataclasses.MISSING}
-    spec(**{**defaults, **VALID[release]})  # valid as it stands
+    spec(**{**_defaults(spec), **VALID[release]})  # valid as it stands
     bad = _outside(option)
     with pytest.raises(InvalidParameterError) as caught:
-        spec(**{**defaults, **VALID[release], option.name: bad})
+        spec(**{**_defaults(spec), **VALID[release], option.name: bad})
     assert caught.value.parameters == (option.name,)
-    why = f" ({option.why})" if option.why else ""
-    assert str(caught.value) == f"{option.name} must be {_rule(option)}{why}, got {bad!r}"
+    why = f" ({option.why})" if option.why and option.limits else ""
+    assert str(caught.value) == f"{option.name} must be {option.rule()}{why}, got {bad!r}"
 
 
-def _rule(option: DeclaredOption) -> str:
-    if option.choices is not None:
-        return "one of " + ", ".join(option.choices)
-    assert option.bounds is not None
-    return option.bounds.describe(option.integer)
+def test_rules_say_the_numbers_they_admit() -> None:
+    from urbandp.counts.spec import CountsReleaseSpec
+
+    by_name = {o.name: o for o in declared_options(CountsReleaseSpec)}
+    assert by_name["epsilon"].rule() == "a finite number > 0"
+    assert by_name["precision"].rule() == "an integer >= -9 and <= 15"
+    assert by_name["budget_delta"].rule() == "a finite number >= 0 and < 1"
+    assert by_name["threshold"].rule() == "a finite number"
+    assert by_name["consistent"].rule() == "True or False"
+    assert by_name["unit"].rule() == "one of event, card-day"
 
 
-def test_bounds_describe_the_numbers_they_admit() -> None:
-    assert Bounds(above=0).describe(integer=False) == "a finite number > 0"
-    assert Bounds(at_least=-9, at_most=15).describe(integer=True) == "an integer >= -9 and <= 15"
-    assert Bounds(at_least=0, below=1).describe(integer=False) == "a finite number >= 0 and < 1"
-    assert Bounds().describe(integer=False) == "a finite number"
-    assert Bounds(at_least=0, below=1).admits(0.0) and not Bounds(at_least=0, below=1).admits(1.0)
-    assert not Bounds().admits(math.inf) and not Bounds(above=0).admits(math.nan)
+@pytest.mark.parametrize("release", SPECS)
+def test_the_api_signature_types_every_option_as_its_field(release: str) -> None:
+    """``help(ud.counts.release)`` shows each option with its type and default: the field's."""
+    keywords = inspect.signature(_load(SPECS[release][1])).parameters
+    for o in _options(release):
+        assert keywords[o.name].annotation == o.type, (release, o.name)
+        assert keywords[o.name].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+@pytest.mark.parametrize("release", SPECS)
+def test_every_option_is_a_key_of_the_command_s_config_table(release: str) -> None:
+    """``--config``'s table takes each option by its flag's name (``--id`` is ``id``)."""
+    from urbandp.cli_config import config_keys
+
+    keys = config_keys(_command(release))
+    for o in _options(release):
+        assert o.flag[2:].replace("-", "_") in keys, (release, o.name)
+
+
+@pytest.mark.parametrize("release", SPECS)
+def test_help_shows_every_option_with_its_default(release: str) -> None:
+    from typer.testing import CliRunner
+
+    from urbandp.cli import app
+
+    result = CliRunner().invoke(app, [*SPECS[release][2].split(" "), "--help"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    for o in _options(release):
+        assert o.flag in text, (release, o.name)
 
 
 def test_numpy_numbers_are_numbers() -> None:
@@ -305,7 +329,7 @@ def test_numpy_numbers_are_numbers() -> None:
 
     from urbandp.counts.spec import CountsReleaseSpec
 
-    defaults = {f.name: f.default for f in dataclasses.fields(CountsReleaseSpec)}
+    defaults = _defaults(CountsReleaseSpec)
     spec = CountsReleaseSpec(
         **{**defaults, **VALID["counts release"], "max_events": np.int64(4), "epsilon": np.float64(1.5)}
     )
@@ -313,21 +337,25 @@ def test_numpy_numbers_are_numbers() -> None:
 
 
 def test_numbers_are_kept_as_python_numbers_however_large() -> None:
-    """Review of issue 31: ``top_k=10**400`` overflowed ``float()`` (exit 70), and ``np.float32`` epsilons reached
+    """``top_k=10**400`` (no count is that large) is refused in one line; it once overflowed ``float()`` (exit 70), and ``np.float32`` epsilons reached
     the accountant's bisection, which never ended in float32; a whole float ``4.0`` for an integer is 4."""
     import numpy as np
 
     from urbandp.counts.spec import CountsReleaseSpec
     from urbandp.survey.trajectory_release import TrajectoriesSpec
 
-    defaults = {f.name: f.default for f in dataclasses.fields(CountsReleaseSpec)}
+    defaults = _defaults(CountsReleaseSpec)
     base = {**defaults, **VALID["counts release"]}
     spec = CountsReleaseSpec(
-        **{**base, "max_events": 4.0, "epsilon": np.float32(0.5), "top_k": 10**400, "top_k_epsilon": 1}
+        **{**base, "max_events": 4.0, "epsilon": np.float32(0.5), "top_k": 10**15, "top_k_epsilon": 1}
     )
     assert spec.max_events == 4 and type(spec.max_events) is int
     assert spec.epsilon == 0.5 and type(spec.epsilon) is float
-    assert spec.top_k == 10**400 and type(spec.top_k_epsilon) is float
+    assert spec.top_k == 10**15 and type(spec.top_k_epsilon) is float
+    with pytest.raises(
+        InvalidParameterError, match=r"^top_k must be an integer >= 1, got an integer of 401 digits$"
+    ):
+        CountsReleaseSpec(**{**base, "top_k": 10**400, "top_k_epsilon": 1})
     with pytest.raises(
         InvalidParameterError, match=r"^budget_delta must be a finite number >= 0 and < 1, got "
     ):
@@ -341,8 +369,8 @@ def test_numbers_are_kept_as_python_numbers_however_large() -> None:
 def test_an_integer_option_refuses_a_fraction_and_a_switch() -> None:
     from urbandp.counts.spec import CountsReleaseSpec
 
-    defaults = {f.name: f.default for f in dataclasses.fields(CountsReleaseSpec)}
-    for bad in (1.5, True):
+    defaults = _defaults(CountsReleaseSpec)
+    for bad in (1.5, True, "4"):
         with pytest.raises(InvalidParameterError, match=r"^max_events must be an integer >= 1, got"):
             CountsReleaseSpec(**{**defaults, **VALID["counts release"], "max_events": bad})
 
@@ -358,7 +386,6 @@ def test_an_integer_option_refuses_a_fraction_and_a_switch() -> None:
 def test_the_command_line_names_the_flag_of_a_value_out_of_bounds(
     flags: list[str], line: str, tmp_path: Path
 ) -> None:
-    """Before issue 31's bounds, ``--top-k-epsilon -1`` ended in an internal error (exit 70)."""
     from typer.testing import CliRunner
 
     from urbandp.cli import app
@@ -389,3 +416,109 @@ def test_a_negatable_switch_takes_its_off_form_and_errors_name_it_by_its_flag(tm
         assert result.stderr.strip() == (
             "urbandp: error: give a public --bbox (or --bbox-from-data-not-private, which is not DP)"
         )
+
+
+# --- strict types for Python callers: a wrong type is refused naming the option, a reasonable spelling is taken --
+
+
+def _counts(**given: Any) -> Any:
+    from urbandp.counts.spec import CountsReleaseSpec
+
+    return CountsReleaseSpec(**{**VALID["counts release"], **given})
+
+
+@pytest.mark.parametrize(
+    ("given", "line"),
+    [
+        ({"consistent": "no"}, "consistent must be True or False, got 'no'"),
+        ({"select_partitions": 1}, "select_partitions must be True or False, got 1"),
+        ({"delta": "0.1"}, "delta must be a finite number, got '0.1'"),
+        ({"epsilon": "4"}, "epsilon must be a finite number > 0, got '4'"),
+        ({"epsilon": 10**400}, "epsilon must be a finite number > 0, got an integer of 401 digits"),
+        ({"top_k_tap": 3}, "top_k_tap: 3 is not a value it takes"),
+        ({"epsilonn": 1.0}, "epsilonn is not an option (did you mean epsilon?)"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_the_option(given: dict[str, Any], line: str) -> None:
+    with pytest.raises(InvalidParameterError) as caught:
+        _counts(**given)
+    assert str(caught.value) == line
+    assert caught.value.parameters == tuple(given)
+
+
+def test_the_api_refuses_an_unknown_keyword_naming_it_before_reading_data(tmp_path: Path) -> None:
+    import urbandp as ud
+
+    with pytest.raises(InvalidParameterError) as caught:
+        ud.counts.release(tmp_path / "none.csv", epsilon_per_day=4, domain={"days": ["2024-01-01"]})
+    assert str(caught.value) == "release() has no option epsilon_per_day (did you mean epsilon?)"
+    with pytest.raises(InvalidParameterError) as caught:
+        ud.survey.randomize(tmp_path / "none.csv", column="model", categoriess="a,b", epsilon=1)
+    assert str(caught.value) == "randomize() has no option categoriess (did you mean categories?)"
+
+
+def test_a_survey_number_too_large_for_a_float_is_refused_in_one_line(tmp_path: Path) -> None:
+    import urbandp as ud
+
+    with pytest.raises(InvalidParameterError) as caught:
+        ud.survey.randomize(tmp_path / "none.csv", column="model", categories="a,b", epsilon=10**400)
+    assert str(caught.value) == "epsilon must be a finite number > 0, got an integer of 401 digits"
+    with pytest.raises(InvalidParameterError, match=r"^column: 3 is not a value it takes$"):
+        ud.survey.randomize(tmp_path / "none.csv", column=3, categories="a,b", epsilon=1)
+
+
+def test_a_list_is_taken_for_a_tuple_and_a_date_for_its_iso_text() -> None:
+    from urbandp.sensing.options import DpMapOptions, PmMapOptions
+    from urbandp.survey.points_release import PointsSpec
+
+    points = PointsSpec(lat="lat", lon="lon", scale_metres=100.0, bbox=[44, -94, 46, -92])
+    assert points.bbox == "44,-94,46,-92"
+    assert points == PointsSpec(lat="lat", lon="lon", scale_metres=100.0, bbox="44,-94,46,-92")
+    pm = PmMapOptions(
+        input_path=Path("r.csv"),
+        bbox=[22.45, 88.30, 22.65, 88.47],
+        start=dt.date(2024, 1, 15),
+        end="2024-01-16",
+    )
+    assert pm.bbox == (22.45, 88.30, 22.65, 88.47) and pm.start == "2024-01-15"
+    dp = DpMapOptions(input_path=Path("r.csv"), bbox=(22.45, 88.30, 22.65, 88.47), utility_epsilons=[1, 2])
+    assert dp.utility_epsilons == (1.0, 2.0)
+    with pytest.raises(InvalidParameterError, match=r"^utility_epsilons: '1,2' is not a value it takes$"):
+        DpMapOptions(input_path=Path("r.csv"), bbox=(22.45, 88.30, 22.65, 88.47), utility_epsilons="1,2")
+
+
+def test_help_of_an_api_function_shows_every_option_with_its_default() -> None:
+    import pydoc
+
+    import urbandp as ud
+
+    text = pydoc.render_doc(ud.counts.release, renderer=pydoc.plaintext)
+    for o in _options("counts release"):
+        assert f"{o.name}: " in text, o.name
+    assert "budget_delta: float = 1e-05" in text
+    assert "max_events: int = 1" in text
+
+
+def test_help_of_the_fleet_release_shows_every_option_with_the_default_the_code_applies() -> None:
+    import urbandp as ud
+    from urbandp.fleet.config import HatReleaseConfig
+    from urbandp.fleet.options import INPUT_DEFAULTS, OPTION_NAMES
+
+    keywords = inspect.signature(ud.fleet.release).parameters
+    for name in OPTION_NAMES:
+        assert keywords[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+    assert keywords["speed_max"].default == HatReleaseConfig.model_fields["speed_max"].default
+    assert keywords["resolution"].default == HatReleaseConfig.model_fields["resolution"].default
+    assert keywords["speed_reject_above"].default == INPUT_DEFAULTS["speed_reject_above"]
+    assert keywords["epsilon_per_day"].default is None and "session" in keywords
+
+
+def test_the_api_s_keyword_types_are_generated_from_the_models() -> None:
+    """``urbandp.option_types`` (the ``TypedDict`` each API function's ``**options`` is typed with, for type
+    checkers and editors) is what ``python -m urbandp.option_types_gen`` writes from the models' fields."""
+    from urbandp import option_types, option_types_gen
+
+    assert option_types_gen.main(["--check"]) == 0
+    for name, reference in option_types_gen.MODELS.items():
+        typed = getattr(option_types, name).__annotations__
+        assert list(typed) == [o.name for o in declared_options(_load(reference))], name
