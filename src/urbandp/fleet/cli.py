@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
+from urbandp.cli_support import cli_text
 from urbandp.errors import InputError
 from urbandp.fleet.options import RELEASE_OPTIONS
 from urbandp.fleet.spec import (
@@ -106,7 +107,7 @@ def release(**a: Any) -> None:
         )
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
     for text in [*rel.owner_warnings, *rel.warnings]:
-        _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
+        _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {cli_text(text)}", highlight=False, soft_wrap=True)
     print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
     if a["strict"] and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)
