@@ -175,3 +175,15 @@ def test_a_not_dp_refusal_names_the_parameters_of_its_reasons() -> None:
         refuse_not_dp("city", [reason])
     assert caught.value.parameters == ("dataset", "bbox_from_data_not_private")
     assert "(--bbox-from-data-not-private)" in caught.value.naming(flag_of)
+
+
+def test_an_audit_finding_names_the_parameter() -> None:
+    """The finding is JSON, printed as it is by ``urbandp audit zero-skipping``: it names the parameter."""
+    import numpy as np
+
+    from urbandp.audit.zero_skipping_attack import zero_skipping_attack
+
+    res = zero_skipping_attack(np.array([20.0, 25.0, 30.0, 19.0]), threshold=18, method="unknown", scale=None)
+    assert res["finding"] == (
+        "zeros may be skipped; noise scale unknown (estimate it with the noise-scale attack, or give scale)"
+    )
