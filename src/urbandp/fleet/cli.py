@@ -106,8 +106,13 @@ def release(**a: Any) -> None:
             **given,
         )
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
+    from urbandp.fleet.guardrails import as_flags
+
+    # the library names parameters, the command line flags: an Advice's parameters, then the fleet's name=value
     for text in [*rel.owner_warnings, *rel.warnings]:
-        _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {cli_text(text)}", highlight=False, soft_wrap=True)
+        _CONSOLE.print(
+            f"[bold yellow]urbandp: warning:[/] {as_flags(cli_text(text))}", highlight=False, soft_wrap=True
+        )
     print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
     if a["strict"] and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)
