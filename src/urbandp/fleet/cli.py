@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
+from urbandp.cli_support import cli_text
 from urbandp.errors import InputError
 from urbandp.fleet.options import RELEASE_OPTIONS
 from urbandp.fleet.spec import (
@@ -107,8 +108,11 @@ def release(**a: Any) -> None:
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
     from urbandp.fleet.guardrails import as_flags
 
-    for text in [*rel.owner_warnings, *rel.warnings]:  # the library names parameters, the command line flags
-        _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {as_flags(text)}", highlight=False, soft_wrap=True)
+    # the library names parameters, the command line flags: an Advice's parameters, then the fleet's name=value
+    for text in [*rel.owner_warnings, *rel.warnings]:
+        _CONSOLE.print(
+            f"[bold yellow]urbandp: warning:[/] {as_flags(cli_text(text))}", highlight=False, soft_wrap=True
+        )
     print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
     if a["strict"] and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)
