@@ -42,6 +42,7 @@ from urbandp._version import __version__
 if TYPE_CHECKING:
     from urbandp import audit, budget, counts, estimators, fleet, mpc, sensing, survey
     from urbandp.errors import (
+        Advice,
         BudgetExceededError,
         InputDataError,
         InputError,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from urbandp.session import Session
 
 _HOME = {
+    "Advice": "urbandp.errors",
     "Session": "urbandp.session",
     "BudgetExceededError": "urbandp.errors",
     "InputDataError": "urbandp.errors",
@@ -67,6 +69,7 @@ _HOME = {
 _WINGS = ("fleet", "counts", "survey", "sensing", "estimators", "audit", "budget", "mpc")
 
 __all__ = [
+    "Advice",
     "BudgetExceededError",
     "InputDataError",
     "InputError",
