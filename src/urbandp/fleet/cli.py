@@ -126,8 +126,10 @@ def release(
             **given,
         )
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
-    for text in [*rel.owner_warnings, *rel.warnings]:
-        _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
+    from urbandp.fleet.guardrails import as_flags
+
+    for text in [*rel.owner_warnings, *rel.warnings]:  # the library names parameters, the command line flags
+        _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {as_flags(text)}", highlight=False, soft_wrap=True)
     print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
     if run.strict and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)

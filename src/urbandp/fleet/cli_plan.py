@@ -18,7 +18,9 @@ def plan(**a: Any) -> None:
     """Plan a release before spending budget: expected noise per HAT, selection, what reaches a target error.
 
     Takes the options of `urbandp release`. Spends nothing and reads only public parameters unless
-    --histogram-epsilon is given (then a DP histogram of vehicle-days per HAT, charged and reported).
+    --histogram-epsilon is given (then a DP histogram of vehicle-days per HAT, charged and reported). Predicts the
+    shown and useful HATs, with an interval, by running the release itself on fleets drawn from the schedule
+    (--domain-gtfs), the histogram, or a --domain-geojson route domain with --fleet-size.
 
     Example: urbandp plan fleet.parquet --out out/plan --epsilon-per-day 10 --start 2021-11-15 --end 2021-12-15
     --domain-bbox 21.09,72.75,21.25,72.91 --target-error 2
@@ -34,8 +36,17 @@ def _plan(a: dict[str, Any]) -> None:
     """The plan of :func:`plan`'s options ``a``: written to ``a["out"]``/plan.json and printed."""
     from rich.console import Console
 
-    from urbandp.fleet.forecast import cfg_k, check_target_error, dp_histogram, make_plan, per_hat_counts
+    from urbandp.fleet.forecast import (
+        cfg_k,
+        check_target_error,
+        dp_histogram,
+        make_plan,
+        paid_pilot,
+        per_hat_counts,
+        pilot_loss,
+    )
     from urbandp.fleet.pipeline import public_window, window_days
+    from urbandp.fleet.predict import M_HISTOGRAM_SHARE
     from urbandp.fleet.public_domain import load_public_domain
     from urbandp.outputs import atomic_output_dir, dumps_strict, write_json
     from urbandp.privacy.loss import Loss
@@ -46,6 +57,8 @@ def _plan(a: dict[str, Any]) -> None:
     cfg, options, columns = configure(a)
     options = with_feed_zone(options, cfg.domain_gtfs)  # the release's time zone, as the release reads it
     check_target_error(a["target_error"])
+    if a["fleet_size"] is not None and not (math.isfinite(a["fleet_size"]) and a["fleet_size"] > 0):
+        raise InputError("--fleet-size must be a finite number of vehicles a day above 0")
     first, last, day_set = public_window(cfg)
     if first is None or last is None:
         raise InputError(
@@ -54,8 +67,9 @@ def _plan(a: dict[str, Any]) -> None:
     expand_inputs(a["inputs"])  # read only with --histogram-epsilon, but a wrong path is said now
     public_days = window_days(first, last, day_set)
     days = len(public_days)
-    histogram = None
+    histogram = m_histogram = pilot = None
     spent = 0.0
+    domain = load_public_domain(cfg, public_days)
     # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
     # data spends budget, so only that is charged (with --dataset), reserved before its noise.
     check_dataset(a["dataset"])
@@ -81,22 +95,36 @@ def _plan(a: dict[str, Any]) -> None:
             quarantine_on_failure(a["out"], loaded.require_valid)
             contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
             k = cfg_k(cfg)
-            session.reserve(
-                Loss.pure(eps_h),
-                list(public_days),
-                "fleet-plan-histogram-laplace",
-                {"epsilon": eps_h, "k": k},
-            )
-            histogram, spent = dp_histogram(
-                per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
-            )
+            if domain is None:  # no public domain: the Laplace histogram of vehicle-days per HAT (L1 2K)
+                session.reserve(
+                    Loss.pure(eps_h),
+                    list(public_days),
+                    "fleet-plan-histogram-laplace",
+                    {"epsilon": eps_h, "k": k},
+                )
+                histogram, spent = dp_histogram(
+                    per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
+                )
+            else:  # a pilot of the release's own noisy counts and a histogram of HATs per vehicle-day (zCDP)
+                loss = pilot_loss(cfg, eps_h)
+                session.conversion_delta = cfg.delta
+                session.reserve(
+                    loss, list(public_days), "fleet-plan-pilot-gaussian",
+                    {"epsilon": eps_h, "rho": loss.rho, "hats_per_vehicle_day_share": M_HISTOGRAM_SHARE},
+                    window=loss.group(days), gaussian=True,
+                )  # fmt: skip
+                paid = paid_pilot(contributions, cfg, days, domain, loss.rho, session.noise)
+                m_histogram, pilot, spent = paid.m_histogram, paid.pilot, eps_h
         result = make_plan(
             cfg,
             days,
             target_error=a["target_error"],
             histogram=histogram,
             histogram_epsilon=spent,
-            domain=load_public_domain(cfg, public_days),
+            domain=domain,
+            m_histogram=m_histogram,
+            fleet_size=a["fleet_size"],
+            pilot=pilot,
         )
         result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
         result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -125,7 +153,14 @@ def _plan_signature() -> None:
         "histogram_epsilon": typer.Option(
             None,
             "--histogram-epsilon",
-            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (default: off, spends nothing).",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (with --contribution-bounding l2 "
+            "or --domain-geojson a fifth of it on one of HATs per vehicle-day) (default: off, spends nothing).",
+        ),
+        "fleet_size": typer.Option(
+            None,
+            "--fleet-size",
+            help="Public number of vehicles a day, for the prediction over a --domain-geojson route domain "
+            "(default: none).",
         ),
     }
     for name, default in extra.items():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -40,13 +41,14 @@ from urbandp.fleet.plan import (
     scale_for,
     speed_sensitivities,
 )
+from urbandp.fleet.predict import TYPICAL_SPEED
 from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, calibrate_selection, domain_cells
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
+from urbandp.privacy.loss import Loss
 from urbandp.privacy.mechanisms import calibrate
 from urbandp.privacy.noise import NoiseSource
 
 HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-TYPICAL_SPEED = 25.0  # km/h, only for the delta-method term of the mean's sd (stated in the output)
 
 
 @dataclass(frozen=True)
@@ -115,39 +117,41 @@ def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float
 
 
 PRIOR_EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
+PRIOR_RUNS = 3
+"""Simulated releases per epsilon of the schedule prior's table (the headline prediction has :data:`RUNS`)."""
 
 
 def schedule_prior(
-    cfg: HatReleaseConfig, days: int, domain: PublicDomain, hats: int | None
+    cfg: HatReleaseConfig, days: int, domain: PublicDomain, prediction: dict[str, object]
 ) -> dict[str, object]:
-    """Useful HATs expected from the GTFS schedule at this epsilon and at :data:`PRIOR_EPSILONS`."""
-    from urbandp.fleet.prior import predict_useful
+    """Useful HATs expected from the GTFS schedule at this epsilon (``prediction``, the release run on fleets
+    drawn from the schedule, :func:`urbandp.fleet.predict.simulate`) and at :data:`PRIOR_EPSILONS`."""
+    from urbandp.fleet.predict import schedule_profile, simulate
 
-    def at(c: HatReleaseConfig) -> dict[str, object]:
-        pred = predict_noise(c, days, 1.0, hats)
-        assert pred.sd_sum is not None and pred.sd_count is not None
-        got = predict_useful(c, days, domain, pred.sd_sum, pred.sd_count, pred.threshold, TYPICAL_SPEED)
-        return {
-            "epsilon_per_day": c.epsilon_per_day,
-            "expected_useful_hats": got.expected_useful,
-            "sd": got.sd,
-        }
+    profile = schedule_profile(domain, cfg)
 
-    here = at(cfg)
-    table = [at(cfg.model_copy(update={"epsilon_per_day": e})) for e in PRIOR_EPSILONS]
+    def useful(got: dict[str, object]) -> dict[str, float]:
+        return cast(dict[str, float], got["useful"])
+
+    table = []
+    for e in PRIOR_EPSILONS:
+        got = simulate(
+            cfg.model_copy(update={"epsilon_per_day": e}), days, profile, domain, PRIOR_RUNS
+        ).to_json()
+        table.append(
+            {"epsilon_per_day": e, "expected_useful_hats": useful(got)["mean"], "sd": useful(got)["sd"]}
+        )
     m = domain.hats_per_vehicle_day
     return {
-        **here,
+        "epsilon_per_day": cfg.epsilon_per_day,
+        "expected_useful_hats": useful(prediction)["mean"],
+        "sd": useful(prediction)["sd"],
+        "interval95": [useful(prediction)["low"], useful(prediction)["high"]],
         "target_width_kmh": cfg.target_width,
         "scheduled_hats": int(domain.scheduled_trips.height) if domain.scheduled_trips is not None else 0,
         "by_epsilon": table,
         "hats_per_vehicle_day": m,
-        "assumptions": (
-            "every scheduled vehicle reports; a vehicle-day is one block_id's day (vehicle-days per HAT: distinct "
-            f"blocks, and HATs per day m, from the schedule{'' if m else '; the feed has no block_id, so trips and m = K'}); "
-            "intervals at a mean speed of "
-            f"{TYPICAL_SPEED:g} km/h; useful: 95% interval at most target_width_kmh wide"
-        ),
+        "assumptions": profile.assumptions + "; the release itself run on fleets drawn from the schedule",
     }
 
 
@@ -203,12 +207,104 @@ def dp_histogram(
     return bins, histogram.loss(2.0 * k).epsilon
 
 
+def dp_m_histogram(
+    hats_per_vehicle_day: np.ndarray, rho: float, noise: NoiseSource
+) -> tuple[list[dict[str, float]], float]:
+    """Gaussian histogram of HATs per vehicle-day in :data:`urbandp.fleet.predict.M_EDGES` bins; returns (bins,
+    rho spent). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1; OpenDP's map)."""
+    from urbandp.fleet.predict import M_EDGES
+
+    edges = np.array([*M_EDGES, np.inf])
+    counts = np.histogram(hats_per_vehicle_day, bins=edges)[0].astype(float)
+    histogram = calibrate("gaussian", 1.0, rho)
+    noisy = histogram.draw(counts, noise)
+    bins = [
+        {"from": float(a), "to": float(b), "noisy_vehicle_days": max(float(v), 0.0),
+         "noisy_vehicle_days_unclamped": float(v), "noise_sd": histogram.std}
+        for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
+    ]  # fmt: skip
+    return bins, histogram.loss(1.0).rho
+
+
+def dp_pilot(
+    contributions: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    days: int,
+    rho: float,
+    grid: pl.DataFrame,
+    noise: NoiseSource,
+) -> tuple[pl.DataFrame, float, float]:
+    """A pilot of the release over its public domain: the release's own L2-normalised weights and its own noisy
+    count of every domain HAT (:func:`urbandp.fleet.measure.select_hats`'s calibration: Gaussian, L2 sensitivity 1)
+    at ``rho`` per vehicle-day, whatever the release's bounding (under truncation the weights' sensitivity 1 gives
+    sqrt K times less noise than counts truncated to K; the planner turns weighted counts back into vehicle-days
+    with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)``, the noise sd and the
+    rho spent (OpenDP's map). Contributions must already be restricted to the domain."""
+    from urbandp.fleet.measure import l2_normalised, per_hat_aggregates
+    from urbandp.fleet.selection import calibrate_selection, measure_selection
+
+    bounded, k = l2_normalised(contributions), 1
+    cal = calibrate_selection(
+        gaussian=True, k=k, days=days, budget=rho, delta=cfg.delta, min_per_day=cfg.min_per_day,
+        domain_size=grid.height, release_all=True,
+    )  # fmt: skip
+    result = measure_selection(cal, per_hat_aggregates(bounded, cfg.speed_limit), noise, grid)
+    return result.hats.select("cell", "slot", "noisy_n"), cal.scale, cal.cost_day
+
+
+def hats_per_vehicle_day(contributions: pl.DataFrame) -> np.ndarray:
+    """True HATs per vehicle-day (input of :func:`dp_m_histogram` only)."""
+    return contributions.group_by("vehicle", "day").len()["len"].to_numpy()
+
+
+@dataclass(frozen=True)
+class PaidPilot:
+    """What ``--histogram-epsilon`` buys over a public domain: the histogram of HATs per vehicle-day and the pilot's
+    noisy counts with their noise sd (:func:`paid_pilot`)."""
+
+    m_histogram: list[dict[str, float]]
+    pilot: tuple[pl.DataFrame, float]
+    rho: float
+
+
+def pilot_loss(cfg: HatReleaseConfig, epsilon: float) -> Loss:
+    """The pilot's loss per vehicle-day: the rho whose conversion at the release's delta is ``epsilon``."""
+    from urbandp.privacy.noise import rho_for_epsilon
+
+    return Loss.zcdp(rho_for_epsilon(epsilon, cfg.delta))
+
+
+def paid_pilot(
+    contributions: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    days: int,
+    domain: PublicDomain,
+    rho: float,
+    noise: NoiseSource,
+) -> PaidPilot:
+    """Spend ``rho`` per vehicle-day on the planner's inputs over a public domain: the contributions off the domain
+    dropped (as the release drops them), then :data:`urbandp.fleet.predict.M_HISTOGRAM_SHARE` of ``rho`` on the
+    histogram of HATs per vehicle-day (:func:`dp_m_histogram`) and the rest on the pilot (:func:`dp_pilot`). Both
+    Gaussian, so the two compose by adding rho; over D days a vehicle pays the group bound D^2 rho."""
+    from urbandp.fleet.predict import M_HISTOGRAM_SHARE
+    from urbandp.fleet.public_domain import domain_grid, restrict_to_domain
+    from urbandp.grid.slots import SlotSpec
+
+    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
+    kept = restrict_to_domain(contributions, grid, domain)[0]
+    m_histogram, rho_m = dp_m_histogram(hats_per_vehicle_day(kept), M_HISTOGRAM_SHARE * rho, noise)
+    hats, sd, rho_p = dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise)
+    return PaidPilot(m_histogram, (hats, sd), rho_m + rho_p)
+
+
 def cfg_k(cfg: HatReleaseConfig) -> int:
     """K of a config (96 when it is read from the data, as the histogram assumes)."""
     return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
 
 
-def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> tuple[float, float]:
+def expected_passing(
+    pred: NoisePrediction, bins: list[dict[str, float]], weight: float = 1.0
+) -> tuple[float, float]:
     """Expected HATs passing selection from a noisy histogram, and the sd of that estimate from the histogram's
     noise: sum over bins of the bin's count x the pass probability at the bin's centre.
 
@@ -218,7 +314,7 @@ def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> tup
     total = var = 0.0
     for b in bins:
         hi = b["to"] if math.isfinite(b["to"]) else 2 * b["from"]
-        p = pass_probability(pred, math.sqrt(b["from"] * hi))
+        p = pass_probability(pred, weight * math.sqrt(b["from"] * hi))
         total += b.get("noisy_hats_unclamped", b["noisy_hats"]) * p
         var += (p * b.get("noise_sd", 0.0)) ** 2
     return max(total, 0.0), math.sqrt(var)
@@ -257,12 +353,17 @@ def _noise_section(
     ns: list[float],
     histogram_epsilon: float,
     reads: bool,
+    typical_m: float | None = None,
 ) -> dict[str, object]:
-    """The report's head: what the plan spends, the mechanism, the noise of each column and, at each size in
-    ``ns``, the sd of the mean and the probability of passing selection."""
+    """The report's head: what the plan spends, the mechanism, the bounding, the noise of each column and, at each
+    size in ``ns``, the sd of the mean and the probability of passing selection. Under L2 weights the sizes are
+    weighted counts (a vehicle-day of m HATs counts ``1/sqrt(m)``), with the unweighted figure at ``typical_m``."""
+    l2 = cfg.contribution_bounding == "l2"
+    m = typical_m
     rows = [
         {
             "vehicle_days": n,
+            **({"vehicle_days_unweighted": round(n * math.sqrt(m), 1)} if l2 and m else {}),
             "sd_mean_speed": sd_of_mean(predict_noise(cfg, days, n), cfg, days, n),
             "pass_probability": pass_probability(pred, n),
         }
@@ -277,7 +378,22 @@ def _noise_section(
         "mechanism": cfg.resolved_mechanism,
         "neighbouring": cfg.neighbouring,
         "days": days,
-        "max_hats_per_vehicle_day": cfg.max_hats_per_vehicle_day,
+        "contribution_bounding": cfg.contribution_bounding,
+        "max_hats_per_vehicle_day": None if l2 else cfg.max_hats_per_vehicle_day,
+        "bounding_note": (
+            "l2: no cap on HATs per vehicle-day; every domain HAT a vehicle-day visits is kept with weight 1/sqrt(m) "
+            "(m its HATs), the sensitivities of K = 1"
+            if l2
+            else f"truncate: each vehicle-day keeps at most K = {cfg.max_hats_per_vehicle_day} HATs"
+        ),
+        "vehicle_days_are": (
+            "weighted counts: each vehicle-day adds 1/sqrt(m) to each of its m HATs (vehicle_days_unweighted: the "
+            f"count of vehicle-days of m = {typical_m:.0f} HATs giving that weight)"
+            if l2 and typical_m
+            else "weighted counts: each vehicle-day adds 1/sqrt(m) to each of its m HATs"
+            if l2
+            else "vehicle-days (each kept HAT of a vehicle-day counts 1)"
+        ),
         "noise_sd": {
             "noisy_sum": pred.sd_sum,
             "noisy_vehicle_days": pred.sd_count,
@@ -306,16 +422,23 @@ def _budget_split(cfg: HatReleaseConfig, days: int) -> dict[str, object]:
 
 
 def _passing_section(
-    cfg: HatReleaseConfig, pred: NoisePrediction, histogram: list[dict[str, float]] | None
+    cfg: HatReleaseConfig,
+    pred: NoisePrediction,
+    histogram: list[dict[str, float]] | None,
+    typical_m: float | None = None,
 ) -> dict[str, object]:
-    """The expected HATs passing selection from the DP histogram (:func:`expected_passing`), with a warning when
-    the histogram's noise swamps the estimate; without a histogram, why there is none."""
+    """The expected HATs passing selection from the DP histogram (:func:`expected_passing`; under L2 weights a
+    HAT's count is its vehicle-days x ``1/sqrt(typical_m)``), with a warning when the histogram's noise swamps the
+    estimate; without a histogram, why there is none."""
     if histogram is None:
         return {
             "expected_hats_passing": None,
             "expected_hats_passing_reason": "needs the distribution of vehicle-days per HAT: --histogram-epsilon",
         }
-    expected, sd = expected_passing(pred, histogram)
+    weight = 1.0
+    if cfg.contribution_bounding == "l2":
+        weight = 1.0 / math.sqrt(typical_m or cfg_k(cfg))
+    expected, sd = expected_passing(pred, histogram, weight)
     out: dict[str, object] = {
         "histogram": histogram,
         "expected_hats_passing": expected,
@@ -331,16 +454,37 @@ def _passing_section(
 
 
 def _prior_section(
-    cfg: HatReleaseConfig, days: int, domain: PublicDomain, hats: int | None
+    cfg: HatReleaseConfig, days: int, domain: PublicDomain, prediction: dict[str, object] | None
 ) -> dict[str, object]:
-    """The schedule prior (:func:`schedule_prior`) when the domain has a schedule and epsilon is given, else why
-    not."""
-    if domain.scheduled_trips is not None and cfg.epsilon_per_day is not None:
-        return {"schedule_prior": schedule_prior(cfg, days, domain, hats)}
+    """The schedule prior (:func:`schedule_prior`) when the domain has a schedule and the prediction came from it,
+    else why not."""
+    if (
+        domain.scheduled_trips is not None
+        and prediction is not None
+        and prediction.get("source") == "schedule"
+    ):
+        return {"schedule_prior": schedule_prior(cfg, days, domain, prediction)}
     return {
         "schedule_prior": None,
-        "schedule_prior_reason": "needs a schedule (--domain-gtfs with stop_times) and --epsilon-per-day",
+        "schedule_prior_reason": "needs a schedule (--domain-gtfs with stop_times) and --epsilon-per-day; "
+        "other inputs: see prediction",
     }
+
+
+def _typical_m(domain: PublicDomain | None, m_histogram: list[dict[str, float]] | None) -> float | None:
+    """HATs per vehicle-day where known before the release: the schedule's, else the median of the DP histogram
+    of HATs per vehicle-day (its noisy counts clamped at 0, each bin at its geometric centre)."""
+    if domain is not None and domain.hats_per_vehicle_day:
+        return float(domain.hats_per_vehicle_day)
+    if not m_histogram:
+        return None
+    centres = [
+        math.sqrt(b["from"] * (b["to"] if math.isfinite(b["to"]) else 2 * b["from"])) for b in m_histogram
+    ]
+    counts = np.array([max(b.get("noisy_vehicle_days", 0.0), 0.0) for b in m_histogram])
+    if counts.sum() <= 0:
+        return None
+    return float(centres[int(np.searchsorted(np.cumsum(counts), counts.sum() / 2))])
 
 
 def _target_section(
@@ -375,25 +519,55 @@ def make_plan(
     histogram: list[dict[str, float]] | None = None,
     histogram_epsilon: float = 0.0,
     domain: PublicDomain | None = None,
+    m_histogram: list[dict[str, float]] | None = None,
+    fleet_size: float | None = None,
+    runs: int | None = None,
+    pilot: tuple[pl.DataFrame, float] | None = None,
 ) -> dict[str, object]:
     """The planner's report (also written as JSON).
 
     ``target_error`` (``--target-error``), the sd of a released mean in km/h, must be a finite number above 0: the
     epsilon it needs grows as ``1 / target_error**2`` (:func:`epsilon_for_target`). ``domain``: the public domain
     (:func:`urbandp.fleet.public_domain.load_public_domain`); with a GTFS schedule the report adds the expected
-    useful HATs (:mod:`urbandp.fleet.prior`), spending nothing.
+    useful HATs, spending nothing. ``prediction``: shown and useful HATs (pooled too with ``borrow_strength``) with
+    a 95% interval, from the release itself run on fleets drawn from the schedule, the DP histograms
+    (``histogram``, ``m_histogram``: HATs per vehicle-day) or a GeoJSON domain's route lengths with ``fleet_size``
+    (:mod:`urbandp.fleet.predict`).
     """
+    from urbandp.fleet.predict import RUNS, predict_release
+
     check_target_error(target_error)
     hats = _domain_hats(cfg, domain)
     pred = predict_noise(cfg, days, 1.0, hats)
     ns = _vehicle_day_sizes(cfg, days, pred)
-    out = _noise_section(cfg, days, pred, ns, histogram_epsilon, bool(histogram))
+    m = _typical_m(domain, m_histogram)
+    out = _noise_section(cfg, days, pred, ns, histogram_epsilon, bool(histogram) or pilot is not None, m)
+    if pilot is not None:
+        out["spends"] = {
+            "epsilon": histogram_epsilon,
+            "what": "a pilot: the release's own noisy count of every domain HAT, and a histogram of HATs per "
+            "vehicle-day (Gaussian noise, zCDP; epsilon at the release's delta)",
+        }
     out["loss"] = _release_loss_section(cfg, days)
     if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
         out["budget_split"] = _budget_split(cfg, days)
-    out.update(_passing_section(cfg, pred, histogram))
+    out.update(_passing_section(cfg, pred, histogram, m))
+    if m_histogram:
+        out["hats_per_vehicle_day_histogram"] = m_histogram
+    predicted = predict_release(
+        cfg, days, domain, histogram=histogram, m_histogram=m_histogram, fleet_size=fleet_size,
+        pilot=pilot, runs=runs or RUNS,
+    )  # fmt: skip
+    out.update(predicted)
+    prediction = predicted["prediction"]
+    if pilot is not None and isinstance(
+        prediction, dict
+    ):  # the pilot's HATs passing: the release run on them
+        released = cast(dict[str, float], prediction["released"])
+        out["expected_hats_passing"], out["expected_hats_passing_sd"] = released["mean"], released["sd"]
+        out.pop("expected_hats_passing_reason", None)
     if domain is not None:
-        out.update(_prior_section(cfg, days, domain, hats))
+        out.update(_prior_section(cfg, days, domain, cast(dict[str, object] | None, predicted["prediction"])))
     if target_error is not None:
         out["target_error"] = _target_section(cfg, days, ns, target_error)
     return out

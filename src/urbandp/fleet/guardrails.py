@@ -13,13 +13,15 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import polars as pl
 
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.plan import plan_release
-from urbandp.fleet.selection import calibrate_selection
 from urbandp.privacy import guards
 from urbandp.privacy.loss import Loss
 from urbandp.privacy.noise import gaussian_rho, laplace_epsilon
@@ -32,56 +34,165 @@ EXIT_USELESS = 3
 
 
 def _threshold(cfg: HatReleaseConfig, days: int, domain_size: int | None) -> float | None:
-    if cfg.selection != "dp" or cfg.max_hats_per_vehicle_day == "observed":
+    """The selection threshold the release of ``cfg`` uses (the planner's :func:`~urbandp.fleet.forecast.predict_noise`,
+    which calibrates it as the release does: K = 1 under L2 weights, the domain's size, the levels' share of the
+    expected false positives); None without DP selection or with K read from the data."""
+    from urbandp.fleet.forecast import predict_noise
+
+    if cfg.selection != "dp" or cfg.max_hats_per_vehicle_day == "observed" or cfg.epsilon_per_day is None:
         return None
-    plan = plan_release(cfg, days)
-    cal = calibrate_selection(
-        gaussian=plan.gaussian,
-        k=int(cfg.max_hats_per_vehicle_day),
-        days=days,
-        budget=plan.selection_budget,
-        delta=plan.threshold_delta,
-        min_per_day=cfg.min_per_day,
-        domain_size=domain_size,
-    )
-    return cal.threshold
+    return predict_noise(cfg, days, 1.0, domain_size).threshold
 
 
-def options_that_help(cfg: HatReleaseConfig, days: int, domain_size: int | None) -> list[str]:
-    """The three changes that lower the selection threshold most (public computation from OpenDP's maps)."""
-    base = _threshold(cfg, days, domain_size)
-    out: list[tuple[float, str]] = []
-    if base is None:
-        if cfg.selection == "public-threshold":
-            out.append((0.0, f"--min-vehicles-per-day below {cfg.min_per_day:g} (threshold x D)"))
-        out.append((1.0, f"--resolution {max(cfg.resolution - 1, 0)} (cells about 7x larger)"))
-        out.append((2.0, f"--slot-minutes {cfg.slot_minutes * 2} (slots twice as long)"))
-        return [text for _, text in out[:3]]
-    k = int(cfg.max_hats_per_vehicle_day)
-    candidates: list[tuple[str, dict[str, object]]] = [
-        (f"--max-hats-per-vehicle-day {max(1, k // 4)}", {"max_hats_per_vehicle_day": max(1, k // 4)}),
-        (
-            f"--min-vehicles-per-day {cfg.min_per_day / 4:g}",
-            {"min_vehicles_per_day": cfg.min_per_day / 4},
-        ),
-    ]
+ADVICE_RUNS = 4
+"""Simulated releases per alternative when the advice predicts useful HATs."""
+
+
+def alternatives(cfg: HatReleaseConfig) -> list[tuple[str, dict[str, object]]]:
+    """Changes of the parameters that matter under ``cfg`` (as ``name=value`` and the config update): epsilon
+    doubled; under truncation K quartered; the threshold's floor quartered with DP selection; the selection's share
+    only where it has one (presence-public or a user-level estimator); L2 weights where truncation is used and
+    allowed (Gaussian noise over a public domain)."""
+    out: list[tuple[str, dict[str, object]]] = []
     if cfg.epsilon_per_day is not None:
-        candidates.append(
-            (f"--epsilon-per-day {cfg.epsilon_per_day * 2:g}", {"epsilon_per_day": cfg.epsilon_per_day * 2})
+        out.append(
+            (f"epsilon_per_day={cfg.epsilon_per_day * 2:g}", {"epsilon_per_day": cfg.epsilon_per_day * 2})
         )
-        candidates.append(("--selection-fraction 0.3", {"selection_fraction": 0.3}))
-    for text, change in candidates:
-        alt = cfg.model_copy(update=change)
+    truncating = cfg.contribution_bounding == "truncate" and cfg.max_hats_per_vehicle_day != "observed"
+    if truncating:
+        k = int(cfg.max_hats_per_vehicle_day)
+        out.append(
+            (f"max_hats_per_vehicle_day={max(1, k // 4)}", {"max_hats_per_vehicle_day": max(1, k // 4)})
+        )
+    if cfg.selection == "dp":
+        out.append(
+            (f"min_vehicles_per_day={cfg.min_per_day / 4:g}", {"min_vehicles_per_day": cfg.min_per_day / 4})
+        )
+    if cfg.selection == "dp" and not (cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report"):
+        out.append(("selection_fraction=0.3", {"selection_fraction": 0.3}))
+    if truncating and cfg.public_domain and cfg.resolved_mechanism == "gaussian":
+        text = "contribution_bounding=l2" + (
+            "" if tuple(cfg.queries) == ("speed",) else " with queries=speed"
+        )
+        out.append((text, {"contribution_bounding": "l2", "queries": ("speed",)}))
+    return out
+
+
+def options_that_help(
+    cfg: HatReleaseConfig, days: int, domain_size: int | None, release: HatRelease | None = None
+) -> list[str]:
+    """The three changes that help most, each with the threshold the release would use under it and, with the
+    ``release`` (its noisy counts as the fleet, post-processing), the useful HATs the planner predicts for it
+    (:func:`urbandp.fleet.predict.simulate` on that release's spec). Parameters are named as in the library
+    (``epsilon_per_day=8``); the command line shows them as flags (:func:`as_flags`)."""
+    base = _threshold(cfg, days, domain_size)
+    if base is None:
+        generic = []
+        if cfg.selection == "public-threshold":
+            generic.append(f"min_vehicles_per_day below {cfg.min_per_day:g} (threshold x D)")
+        generic.append(f"resolution={max(cfg.resolution - 1, 0)} (cells about 7x larger)")
+        generic.append(f"slot_minutes={cfg.slot_minutes * 2} (slots twice as long)")
+        return generic[:3]
+    scored: list[tuple[tuple[int, float], str]] = []
+    profile = _released_profile(release, cfg) if release is not None else None
+    for text, change in alternatives(cfg):
+        try:
+            alt = cfg.model_copy(update=change)
+            HatReleaseConfig.model_validate(alt.model_dump())
+        except ValueError:
+            continue
         t = _threshold(alt, days, domain_size)
-        if t is not None and t < base:
-            out.append((t, f"{text}: threshold {t:,.0f} vehicle-days"))
+        if t is None:
+            continue
+        # the released counts stand for the fleet where the bounding stays as it was (not for a new K or L2)
+        same_bounding = not ({"contribution_bounding", "max_hats_per_vehicle_day"} & set(change))
+        useful = (
+            _predicted_useful(alt, days, profile, release)
+            if profile is not None and release is not None and same_bounding
+            else None
+        )
+        if useful is None and t >= base:
+            continue
+        unit = "weighted vehicle-days" if alt.contribution_bounding == "l2" else "vehicle-days"
+        said = f"{text}: threshold {t:,.1f} {unit}" + (
+            "" if useful is None else f", about {useful:.0f} useful HATs"
+        )
+        scored.append(((0, -useful) if useful is not None else (1, t), said))
     if not cfg.public_domain:
-        out.append((math.inf, "--domain-bbox (a public extent): no delta, usually a lower threshold"))
-    out.sort(key=lambda item: item[0])
+        scored.append(
+            (
+                (2, 0.0),
+                "a public extent (domain_bbox=MIN_LAT,MIN_LON,MAX_LAT,MAX_LON): no delta, usually a lower threshold",
+            )
+        )
+    scored.sort(key=lambda item: item[0])
     generic = [
-        f"--resolution {max(cfg.resolution - 1, 0)} or --slot-minutes {cfg.slot_minutes * 2}: more vehicle-days per HAT",
+        f"resolution={max(cfg.resolution - 1, 0)} or slot_minutes={cfg.slot_minutes * 2}: more vehicle-days per HAT"
     ]
-    return ([text for _, text in out] + generic)[:3]
+    return ([text for _, text in scored] + generic)[:3]
+
+
+def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> object | None:
+    """The released HATs' noisy counts as a fleet profile (post-processing of DP outputs): a HAT's count per day
+    is its noisy count / D, vehicle-days of one HAT each, so the weights of the same bounding give back the noisy
+    count. None without a public domain or noisy counts."""
+    from urbandp.fleet.predict import FleetProfile
+
+    speed = release.speed
+    if not cfg.public_domain or "noisy_vehicle_days" not in speed.columns or speed.height == 0:
+        return None
+    import h3
+
+    from urbandp.grid.slots import SlotSpec
+
+    days = int(cast(int, release.privacy["days"]))
+    spec = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    index = {spec.label(s): s for s in spec.slots}
+    hats = speed.select(
+        pl.col("h3_cell").map_elements(h3.str_to_int, return_dtype=pl.UInt64).alias("cell"),
+        pl.col("slot").replace_strict(index, return_dtype=pl.Int16).alias("slot"),
+        (pl.col("noisy_vehicle_days").fill_null(0.0).cast(pl.Float64) / days).alias("per_day"),
+    )
+    return FleetProfile("release", lambda _rng: (hats, np.array([1.0])), "the release's noisy counts")
+
+
+def _predicted_useful(cfg: HatReleaseConfig, days: int, profile: object, release: HatRelease) -> float | None:
+    """Useful HATs (pooled where the release pools) the planner predicts for ``cfg`` on ``profile``; None where
+    the public domain cannot be read without the window's days (a schedule, and a window taken from the data)."""
+    import datetime as dt
+
+    from urbandp.fleet.pipeline import public_window, window_days
+    from urbandp.fleet.predict import FleetProfile, simulate
+    from urbandp.fleet.public_domain import load_public_domain
+
+    assert isinstance(profile, FleetProfile)
+    first, last, day_set = public_window(cfg)
+    window = release.privacy.get("window")
+    if (first is None or last is None) and isinstance(window, dict):
+        first, last = dt.date.fromisoformat(window["start"]), dt.date.fromisoformat(window["end"])
+    if cfg.domain_gtfs is not None and (first is None or last is None):
+        return None
+    public = window_days(first, last, day_set) if first is not None and last is not None else None
+    got = simulate(cfg, days, profile, load_public_domain(cfg, public), ADVICE_RUNS)
+    key = "useful_pooled" if "useful_pooled" in got.counts else "useful"
+    return float(np.mean(got.counts[key]))
+
+
+_NAMED_VALUE = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)*)=([^\s:;]+)")
+
+
+def as_flags(text: str) -> str:
+    """A library message for the command line: each ``name=value`` of a release option becomes ``--name value``
+    (``epsilon_per_day=8`` -> ``--epsilon-per-day 8``), other text unchanged."""
+    from urbandp.errors import flag_of
+
+    fields = set(HatReleaseConfig.model_fields)
+
+    def swap(match: re.Match[str]) -> str:
+        name, value = match.group(1), match.group(2)
+        return f"{flag_of(name)} {value}" if name in fields else match.group(0)
+
+    return _NAMED_VALUE.sub(swap, text)
 
 
 def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
@@ -111,7 +222,9 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
         parts.append(
             "no noisy count passed it, so the busiest HAT holds fewer vehicle-days than the threshold"
         )
-    parts.append("options that change it most: " + "; ".join(options_that_help(cfg, days, domain_size)))
+    parts.append(
+        "options that change it most: " + "; ".join(options_that_help(cfg, days, domain_size, release))
+    )
     return [". ".join(parts)]
 
 

@@ -17,9 +17,14 @@ the plain estimate sometimes lands near 0, which shrinks every HAT hard and narr
 Austin days 4 of 10 releases then showed 38-83 "useful" HATs instead of 5-20); an overstated ``tau`` only widens the
 intervals towards the per-HAT ones.
 
-Each HAT's own weight and interval read ``sigma_i^2`` one sd below its noisy count (:func:`_count_for_variance`):
-a count the noise overstated would otherwise give a variance too small, and the label ``pooled_useful`` would pick
-exactly those HATs. The prior means and ``tau`` are fitted at the noisy counts.
+The count is read at its empirical Bayes estimate ``N^ = E[N | N~]`` (:func:`tweedie_counts`, Tweedie's formula
+over the release's noisy counts; Efron 2011). Given the noisy count, the published mean's error is
+``(e_S - c e_N) / N~`` with ``c = theta - U/2``: the label ``pooled_useful`` picks HATs whose count the noise
+overstated (``E[e_N | N~] > 0``), whose means are then biased towards ``U/2`` and whose variance read at ``N~`` is
+too small. So each HAT is pooled as ``Y^ = U/2 + S~ / N^``, whose error ``(c (N - N^) + e_S) / N^`` has mean 0
+given ``N~``, with the variance ``(sd_S^2 + c^2 sd_N^2) / N^^2`` and ``c`` read from the leave-one-out prior mean
+``mu_i`` (not from the HAT's own noisy mean, which the label would also select), never below the variance at the
+noisy count. The prior means and ``tau`` are fitted with the variances at the noisy counts.
 
 The interval is their **robust EBCI** (eq. 7): ``theta_i +- cva(sigma_i^2 / m_i) w_i sigma_i``, where
 ``cva(t)`` is the critical value that keeps the *worst-case* non-coverage at 5% over every distribution of the
@@ -40,9 +45,6 @@ import polars as pl
 
 POOLED_COLUMNS = ("pooled_mean_speed", "pooled_ci95_low", "pooled_ci95_high", "pooled_useful")
 Z_975 = 1.959963984540054
-COUNT_SDS_BELOW = 1.0
-"""How far below its noisy value a HAT's count is read for its pooled interval's noise variance: one sd of the
-count's noise (its published 95% interval's lower half-width over 1.96; never below that interval's lower end)."""
 
 
 def _normal_sf(x: np.ndarray) -> np.ndarray:
@@ -231,23 +233,30 @@ def noise_sds(privacy: Mapping[str, object]) -> tuple[float, float]:
     return float(speed) * per_sd, float(count) * per_sd
 
 
-def _count_for_variance(speed: pl.DataFrame) -> np.ndarray:
-    """The count each pooled interval's noise variance is read at: one sd below the noisy count (the sd from the
-    published 95% count interval, ``(N~ - vehicle_days_ci95_low) / 1.96``, selection-aware), else the noisy count.
+def tweedie_counts(noisy: np.ndarray, released: np.ndarray, sd_count: float, low: np.ndarray) -> np.ndarray:
+    """Each count's empirical Bayes estimate ``E[N | N~]`` by Tweedie's formula (Robbins 1956; Efron 2011,
+    "Tweedie's Formula and Selection Bias", JASA 106(496), eq. 2.8): ``N~ + sd^2 (log f)'(N~)``.
 
-    The variance of ``U/2 + S~/N~`` is about ``(sd_S^2 + (Y - U/2)^2 sd_N^2) / N^2``; read at the noisy count, a
-    count that the noise overstated gives a variance too small, hence a pooled interval too narrow, and those are
-    the HATs the label ``pooled_useful`` picks: on a synthetic fleet whose counts are a few vehicle-days next to a
-    noise sd of 2, 89.6% of the pooled-useful intervals held the truth. Read one sd lower, 93.6% held (two sd
-    lower, at the interval's end: 96.2%, but on four real Austin days a third fewer useful HATs). The prior means
-    and the spread are still fitted at the noisy count (:func:`pool`): only each HAT's own interval widens.
+    ``f`` is the density of the noisy counts, estimated by a Gaussian kernel (Silverman's bandwidth) over every
+    ``released`` HAT's noisy count: the counts of the whole release pool, so a HAT's estimate is not picked by its
+    own noise alone. Selection by the noisy count (the display threshold, the label) leaves ``E[N | N~]`` unchanged
+    (Efron 2011, section 3), which is why the estimate holds on the HATs a label picks. Kept at most ``N~`` (the
+    kernel estimate's fall at the display threshold would otherwise raise the counts there) and at least the
+    count's published 95% lower end ``low`` where it is positive.
     """
-    noisy = speed["noisy_vehicle_days"].to_numpy().astype(float)
-    if "vehicle_days_ci95_low" not in speed.columns:
-        return noisy
-    low = speed["vehicle_days_ci95_low"].to_numpy().astype(float)
-    below = noisy - COUNT_SDS_BELOW * (noisy - low) / Z_975
-    return np.where(np.isfinite(low) & (low > 0), np.maximum(below, low), noisy)
+    pool_counts = released[np.isfinite(released)]
+    if pool_counts.size < 3 or not sd_count > 0:
+        return noisy.copy()
+    iqr = float(np.subtract(*np.percentile(pool_counts, [75, 25])))
+    spread = min(float(np.std(pool_counts)), iqr / 1.34) or float(np.std(pool_counts))
+    h = 0.9 * spread * pool_counts.size**-0.2  # Silverman's rule of thumb
+    if not h > 0:
+        return noisy.copy()
+    d = (pool_counts[None, :] - noisy[:, None]) / h
+    kernel = np.exp(-0.5 * d * d)
+    slope = (kernel * d).sum(axis=1) / h / np.maximum(kernel.sum(axis=1), np.finfo(float).tiny)  # (log f)'
+    shrunk = noisy + np.minimum(sd_count**2 * slope, 0.0)
+    return np.where(np.isfinite(low) & (low > 0), np.maximum(shrunk, low), np.maximum(shrunk, 0.0))
 
 
 def with_pooled_means(
@@ -263,12 +272,22 @@ def with_pooled_means(
     idx = np.flatnonzero(shown)
     y = speed["mean_speed"].to_numpy()[idx].astype(float)
     n = speed["noisy_vehicle_days"].to_numpy()[idx].astype(float)
-    n_low = _count_for_variance(speed)[idx]
-    spread = sd_sum**2 + (y - speed_max / 2.0) ** 2 * sd_count**2
-    var = spread / np.maximum(n, 1e-9) ** 2
-    var_interval = spread / np.maximum(np.minimum(n_low, n), 1e-9) ** 2
+    low = (
+        speed["vehicle_days_ci95_low"].to_numpy()[idx].astype(float)
+        if "vehicle_days_ci95_low" in speed.columns
+        else np.full(idx.size, np.nan)
+    )
+    released = speed["noisy_vehicle_days"].to_numpy().astype(float)
+    n_hat = np.minimum(tweedie_counts(n, released, sd_count, low), n)
+    n_hat = np.where(n_hat > 0, n_hat, n)
+    y_hat = speed_max / 2.0 + (y - speed_max / 2.0) * n / np.maximum(n_hat, 1e-9)  # U/2 + S~ / E[N | N~]
+    var = (sd_sum**2 + (y - speed_max / 2.0) ** 2 * sd_count**2) / np.maximum(n, 1e-9) ** 2
     cells = [str(c) for c in speed["h3_cell"].to_numpy()[idx]]
-    pooled = pool(y, var, cells, speed_max, var_interval)
+    var_interval = None
+    if y.size >= 2:
+        mu, _ = _prior_means(y_hat, np.maximum(var, np.finfo(float).tiny), list(_group_keys(cells)))
+        var_interval = (sd_sum**2 + (mu - speed_max / 2.0) ** 2 * sd_count**2) / np.maximum(n_hat, 1e-9) ** 2
+    pooled = pool(y_hat, var, cells, speed_max, var_interval)
     columns = {}
     for name, values in zip(POOLED_COLUMNS[:3], (pooled.mean, pooled.low, pooled.high), strict=True):
         full = np.full(speed.height, np.nan)
@@ -287,9 +306,11 @@ def with_pooled_means(
         "hats_pooled": int(np.isfinite(pooled.mean).sum()),
         "tau_kmh": None if not np.isfinite(pooled.tau) else round(pooled.tau, 3),
         "useful_hats_pooled": int(out["pooled_useful"].sum()),
-        "noise_variance": "each pooled interval reads its mean's noise variance one sd below the noisy count (the "
-        "sd from vehicle_days_ci95_low), so a count the noise overstated neither narrows the interval nor makes it "
-        "pooled_useful; the prior means and tau are fitted at the noisy counts",
+        "noise_variance": "each pooled mean is S~ over the count's empirical Bayes estimate E[N | N~] (Tweedie's "
+        "formula over the release's noisy counts), and its interval reads the noise variance at that count with "
+        "the parent's mean in the count's term, never below the variance at the noisy count: a count the noise "
+        "overstated neither narrows the interval nor biases the mean; the prior means and tau are fitted with the "
+        "variances at the noisy counts",
         "guarantee": "pooled_ci95 intervals cover the HATs' true means at 95% on average over the pooled HATs "
         "(not for each HAT); ci95_low/high stay the per-HAT intervals",
         "promise_shown": "95% on average over the pooled HATs",

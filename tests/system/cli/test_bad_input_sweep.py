@@ -104,6 +104,7 @@ EXTRA_CASES = (
     ("plan", "--delta", "0.99", "--delta"),
     ("plan", "--target-error", "0", "--target-error"),
     ("plan", "--target-error", "-1", "--target-error"),
+    ("plan", "--fleet-size", "0", "--fleet-size"),
     ("explore", "--min-vehicles-per-day", "-1", "--min-vehicles-per-day"),
     ("release", "--dates", "2021-11-15,,2021-11-16", "--dates"),
     ("release", "--dates-file", "{days}", "--dates"),  # with --dates: the pair is refused, never one dropped

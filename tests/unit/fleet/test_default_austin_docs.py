@@ -14,10 +14,23 @@ def test_the_docs_table_is_the_benchmark_s_markdown() -> None:
     by = {(r["config"], r["epsilon_per_day"]): r for r in results["rows"]}
     # the figures the docs' prose states
     assert (
-        round(by[("default", 4.0)]["useful"], 1) == 22.3
-        and round(by[("default", 10.0)]["useful"], 1) == 108.7
+        round(by[("default", 4.0)]["useful"], 1) == 25.1
+        and round(by[("default", 10.0)]["useful"], 1) == 120.4
     )
+    docs = (REPO / "docs" / "fleet.md").read_text()
+    assert "the defaults give 25.1 and 120.4" in docs
     assert all(r["empty_shown"] == 0 for r in results["rows"])
+
+
+def test_the_docs_table_of_pooling_rules_is_the_benchmark_s() -> None:
+    results = json.loads((REPO / "benchmarks" / "results" / "pooling_rules.json").read_text())["results"]
+    assert results["markdown"] in (REPO / "docs" / "fleet.md").read_text()
+    by = {r["rule"]: r for r in results["rows"]}
+    # the default keeps the synthetic useful subset's coverage (tolerance 0.92) with more useful HATs than one sd
+    assert by["default"]["synthetic"]["coverage_useful"] >= 0.92
+    assert by["default"]["synthetic"]["useful_draws"] > by["one-sd"]["synthetic"]["useful_draws"]
+    for eps in ("eps4", "eps10"):
+        assert by["default"][eps]["useful"] > by["one-sd"][eps]["useful"]
 
 
 def test_the_peer_table_of_the_default_is_the_benchmark_s() -> None:

@@ -230,6 +230,13 @@ MECHANISMS = {
     + "estimators.release (a documented building block)",
     "urbandp.estimators.hat.estimate_hat_means": _DRAW + "fleet.release (one mean per HAT)",
     "urbandp.fleet.forecast.dp_histogram": "the planner's DP histogram, " + _DRAW + "plan",
+    "urbandp.fleet.forecast.dp_m_histogram": "the planner's DP histogram of HATs per vehicle-day, "
+    + _DRAW
+    + "plan",
+    "urbandp.fleet.forecast.dp_pilot": "the planner's pilot (the release's own noisy counts), "
+    + _DRAW
+    + "plan",
+    "urbandp.fleet.forecast.paid_pilot": "the planner's paid inputs (pilot and histogram), " + _DRAW + "plan",
     "urbandp.fleet.measure.select_hats": _DRAW + "fleet.release",
     "urbandp.fleet.measure.fieller_z": "reads noise.is_private only (Fieller's z): draws nothing",
     "urbandp.fleet.measure.measure_queries": _DRAW + "fleet.release",

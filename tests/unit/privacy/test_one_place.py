@@ -40,4 +40,9 @@ def test_fleet_noise_is_drawn_only_in_the_measure_step() -> None:
     # own DP histogram (a release of its own, charged by its session)
     assert draws == {"fleet/measure.py", "fleet/selection.py", "fleet/forecast.py"}
     assert _hits(r"def measure_selection\(", SRC / "fleet") == {"fleet/selection.py"}
-    assert _hits(r"measure_selection\(", SRC / "fleet") == {"fleet/selection.py", "fleet/measure.py"}
+    # forecast.py: the planner's pilot runs the release's own selection (charged by the plan's session)
+    assert _hits(r"measure_selection\(", SRC / "fleet") == {
+        "fleet/selection.py",
+        "fleet/measure.py",
+        "fleet/forecast.py",
+    }
