@@ -21,6 +21,7 @@ from urbandp.errors import (
     InputError,
     calibration_error_line,
     flag_of,
+    name_parameters,
     one_line,
     os_error_line,
 )
@@ -73,22 +74,24 @@ def option_flags(fn: Callable[..., object]) -> dict[str, str]:
     return flags
 
 
-def _cli_names(fn: Callable[..., object]) -> Callable[[str], str]:
+def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
     """How the command line calls a library parameter: its flag (``speed_max`` -> ``--speed-max``), or the file
     key when the command took the value from its ``--config`` file (``speed_max in cfg.toml [counts.release]``).
 
     A library parameter is found by the command's parameter name or by its flag (the CLI's ``p`` is the
-    library's ``keep_probability``, the flag ``--keep-probability``)."""
+    library's ``keep_probability``, the flag ``--keep-probability``). The flags are those of ``fn``, or of the
+    command running now when ``fn`` is None."""
     from typer._click.core import ParameterSource
     from typer._click.globals import get_current_context
 
     from urbandp.cli_config import CONFIG_NAMES
 
+    ctx = get_current_context(silent=True)
+    flags = option_flags(fn) if fn is not None else _context_flags(ctx)
     command_param: dict[str, str] = {}
-    for name, flag in option_flags(fn).items():
+    for name, flag in flags.items():
         command_param[flag[2:].replace("-", "_")] = name
         command_param[name] = name
-    ctx = get_current_context(silent=True)
     from_file: dict[str, str] = ctx.meta.get(CONFIG_NAMES, {}) if ctx is not None else {}
 
     def name_of(parameter: str) -> str:
@@ -99,9 +102,31 @@ def _cli_names(fn: Callable[..., object]) -> Callable[[str], str]:
             and ctx.get_parameter_source(name) is ParameterSource.DEFAULT_MAP
         ):
             return from_file[name]
-        return option_flags(fn).get(name, flag_of(parameter)) if name else flag_of(parameter)
+        return flags.get(name, flag_of(parameter)) if name else flag_of(parameter)
 
     return name_of
+
+
+def _context_flags(ctx: object) -> dict[str, str]:
+    """Parameter name -> flag of the command running in the Click context ``ctx`` (none outside a command)."""
+    flags: dict[str, str] = {}
+    for param in getattr(getattr(ctx, "command", None), "params", ()):
+        long = [d.split("/")[0] for d in getattr(param, "opts", ()) if d.startswith("--")]
+        if param.name and long:
+            flags[param.name] = long[0]
+    return flags
+
+
+def cli_text(text: object) -> str:
+    """A library text as the command line shows it: the parameters an :class:`~urbandp.errors.Advice` (or an
+    error) names, renamed to the running command's flags, or to its ``--config`` file's keys. The one renaming
+    of every wing's ``urbandp: warning:`` lines (a Python caller reads the same text with the parameters).
+
+    ``text`` may be the Python warning that carries it (``warnings.warn(advice, ReleaseWarning)``)."""
+    if isinstance(text, Warning) and text.args:
+        text = text.args[0]
+    parameters = getattr(text, "parameters", ())
+    return name_parameters(str(text), parameters, _cli_names()) if parameters else str(text)
 
 
 def check_finite_numbers(kwargs: dict[str, object], flags: dict[str, str]) -> None:

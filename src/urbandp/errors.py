@@ -15,7 +15,9 @@ Exit 3 is not an error: ``urbandp release --strict`` ends with 3 when the releas
 Library messages name a parameter as Python calls it (``epsilon_per_day must be > 0``) and list it in the
 error's ``parameters``; whoever shows the message renames them with :meth:`InputError.naming`: the command line
 to its flags (``--epsilon-per-day must be > 0``), a TOML file to its key (``epsilon_per_day in cfg.toml
-[counts.release] must be > 0``). One message, written once, in the library.
+[counts.release] must be > 0``). One message, written once, in the library. Warnings and advice do the same
+as an :class:`Advice` (a ``str`` with ``parameters``); privacy.json, read from Python and from the command line
+alike, names parameters only.
 """
 
 from __future__ import annotations
@@ -56,22 +58,8 @@ class InputError(UrbandpError):
 
     def naming(self, name_of: Callable[[str], str]) -> str:
         """The message with each of its :attr:`parameters`, as a whole word, replaced by ``name_of(parameter)``
-        (``start`` -> ``--start``). Never inside another word or a value the message echoes: ``start_date``,
-        ``--start``, a path or URL segment (``/out/``, ``out.csv``) and a quoted value (``got 'start'``) stay."""
-        text = str(self)
-        if not self.parameters:
-            return text
-        names = sorted(set(self.parameters), key=len, reverse=True)
-        one = "(?:" + "|".join(map(re.escape, names)) + ")"
-        # a parameter, or several joined by "/" (start/end), standing alone: not in a path, a file name or a word
-        word = re.compile(rf"(?<![\w\-/.])({one}(?:/{one})*)(?![\w\-/]|\.\w)")
-
-        def rename(match: re.Match[str]) -> str:
-            return "/".join(name_of(name) for name in match.group(1).split("/"))
-
-        # a quoted value is copied as it is; the text around it is renamed
-        parts = re.split(r"('[^'\n]*')", text)
-        return "".join(part if i % 2 else word.sub(rename, part) for i, part in enumerate(parts))
+        (``start`` -> ``--start``); see :func:`name_parameters`."""
+        return name_parameters(str(self), self.parameters, name_of)
 
     def renamed(self, name_of: Callable[[str], str | None]) -> InputError:
         """The same error (same class) with the parameters for which ``name_of`` gives a name renamed in its
@@ -82,6 +70,62 @@ class InputError(UrbandpError):
         InputError.__init__(copy, text, parameters=[p for p in self.parameters if new[p] is None])
         copy.__dict__.update({k: v for k, v in self.__dict__.items() if k != "parameters"})
         return copy
+
+
+QUOTE = '"'
+
+
+def name_parameters(text: str, parameters: Iterable[str], name_of: Callable[[str], str]) -> str:
+    """``text`` with each of ``parameters``, as a whole word, replaced by ``name_of(parameter)`` (``start`` ->
+    ``--start``): the one renaming of every library message, error or :class:`Advice`, for another reader.
+
+    Never inside another word or a value the text echoes: ``start_date``, ``--start``, a path or URL segment
+    (``/out/``, ``out.csv``) and a quoted value (``got 'start'``) stay. A parameter given a value as Python
+    spells it (``suppress_below=3``, ``speed_unit="m/s"``) becomes the flag and the value as a shell takes them
+    (``--suppress-below 3``, ``--speed-unit m/s``), or as a TOML file does for its key (``speed_unit in c.toml
+    [input] = "m/s"``).
+    """
+    names = sorted(set(parameters), key=len, reverse=True)
+    if not names:
+        return text
+    one = "(?:" + "|".join(map(re.escape, names)) + ")"
+    # a parameter, or several joined by "/" (start/end), standing alone: not in a path, a file name or a word;
+    # optionally with a value in Python's spelling (name=3, name="m/s")
+    word = re.compile(rf'(?<![\w\-/.])({one}(?:/{one})*)(?![\w\-/]|\.\w)(?:=("[^"\n]*"|[^\s,;)"]+))?')
+
+    def rename(match: re.Match[str]) -> str:
+        renamed = "/".join(name_of(name) for name in match.group(1).split("/"))
+        value = match.group(2)
+        if value is None:
+            return renamed
+        if renamed.startswith("-"):  # a flag: its value as a shell takes it
+            return f"{renamed} {value.strip(QUOTE)}"
+        return f"{renamed} = {value}"
+
+    # a single-quoted value is copied as it is; the text around it is renamed
+    parts = re.split(r"('[^'\n]*')", text)
+    return "".join(part if i % 2 else word.sub(rename, part) for i, part in enumerate(parts))
+
+
+class Advice(str):
+    """A library text that names parameters: a warning, an advice, a finding (``raise suppress_below=3``).
+
+    It is the text itself (a ``str``: printed, compared, written to JSON as it is, so a Python caller reads the
+    parameter as it passes it) and lists the parameters it names in :attr:`parameters`, as
+    :class:`InputError` does, so that whoever shows it renames them: the command line to its flags
+    (``--suppress-below 3``) with :meth:`naming`.
+    """
+
+    parameters: tuple[str, ...]
+
+    def __new__(cls, text: str, *, parameters: str | Iterable[str] = ()) -> Advice:
+        self = super().__new__(cls, text)
+        self.parameters = (parameters,) if isinstance(parameters, str) else tuple(parameters)
+        return self
+
+    def naming(self, name_of: Callable[[str], str]) -> str:
+        """The text with each of its :attr:`parameters` renamed by ``name_of`` (:func:`name_parameters`)."""
+        return name_parameters(str(self), self.parameters, name_of)
 
 
 class InvalidParameterError(InputError):

@@ -6,7 +6,9 @@ shape, as Tumult Analytics' and OpenDP's releases do:
 * ``table``: the main published table (a Polars ``DataFrame``; ``table.to_pandas()`` for pandas), ``tables`` all of
   them by name;
 * ``privacy``: the typed :class:`~urbandp.privacy.report.PrivacyReport`; ``privacy.to_json()`` is privacy.json;
-* ``warnings``: what the release says about itself (public or DP figures only; also emitted as Python warnings);
+* ``warnings``: what the release says about itself (public or DP figures only; also emitted as Python warnings).
+  A warning names parameters as Python passes them (``suppress_below=42``); one that names any is an
+  :class:`~urbandp.errors.Advice` listing them, which the command line shows with its flags;
 * ``owner``: figures read from the true data (exact counts, quarantine, warnings about the input) for the data
   owner only: never published, written to ``owner_only/<name>/`` beside the release folder;
 * ``write(out, overwrite=False)``: the same folder the command line writes.

@@ -189,7 +189,7 @@ def zero_skipping_attack(
         return out | _exposure_without_skipping(privacy.get("epsilon") if privacy else None, group_sizes)
     if scale is None or scale <= 0:
         out["finding"] = (
-            "zeros may be skipped; noise scale unknown (run `urbandp audit noise-scale` or pass --scale)"
+            "zeros may be skipped; noise scale unknown (estimate it with the noise-scale attack, or give scale)"
         )
         out["delta_lower_bound_theorem1"] = None
         return out

@@ -200,7 +200,7 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
         "top_k_epsilon": top_k_epsilon,
         "total_epsilon": total_eps,
         "total_delta": total_delta,
-        "composition": "rho summed over the Gaussian tables, converted once at --delta"
+        "composition": "rho summed over the Gaussian tables, converted once at delta"
         if plan.rho is not None
         else "pure epsilon summed over the tables",
         "differentially_private": not not_dp,

@@ -13,7 +13,7 @@ import typer
 from urbandp.cli_config import config_option
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.cli_spec import command_signature, keyword, spec_parameters
-from urbandp.cli_support import cli_guard
+from urbandp.cli_support import cli_guard, cli_text
 from urbandp.counts.prepare_command import prepare
 from urbandp.counts.spec import CountsReleaseSpec
 from urbandp.counts.synth_command import synth
@@ -83,7 +83,7 @@ def release(**options: Any) -> None:
         typer.echo(dumps_strict(plan, indent=None))
         advised = plan.get("suppression_advice")
         if isinstance(advised, dict):
-            typer.echo(f"urbandp: advice: {advice_line(advised, plan.get('unit'))}", err=True)
+            typer.echo(f"urbandp: advice: {cli_text(advice_line(advised, plan.get('unit')))}", err=True)
         return
     session = Session(
         options["budget_store"], options["dataset"], allow_meaningless_epsilon=allow_meaningless_epsilon
@@ -112,7 +112,7 @@ def _print_summary(rel: CountsRelease, out: Path) -> None:
 
     privacy = rel.privacy.to_dict()
     for text in rel.warnings:
-        typer.echo(f"urbandp: warning: {text}", err=True)
+        typer.echo(f"urbandp: warning: {cli_text(text)}", err=True)
     if rel.domain is None:  # partition selection
         keys: tuple[str, ...] = ("method", "epsilon", "delta", "threshold")
         summary = {k: privacy.get(k) for k in keys}

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from urbandp.cli_options import Overwrite
-from urbandp.cli_support import cli_guard
+from urbandp.cli_support import cli_guard, cli_text
 
 
 @cli_guard
@@ -71,6 +71,6 @@ def prepare(
         prepared.table.write_csv(d.release / "counts.csv")
         write_json(d.release / "domain.json", prepared.domain.to_json())
     for text in prepared.warnings:
-        typer.echo(f"urbandp: warning: {text}", err=True)
+        typer.echo(f"urbandp: warning: {cli_text(text)}", err=True)
     summary = {"counts": str(out / "counts.csv"), "domain": str(out / "domain.json"), **prepared.summary()}
     typer.echo(dumps_strict(summary, indent=None))

@@ -41,7 +41,7 @@ from urbandp.counts.tails import IntegerNoise
 from urbandp.counts.threshold_advice import recommended_threshold
 from urbandp.counts.topk import noisy_top_k
 from urbandp.counts.window import per_card_window
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp.errors import Advice, InputError, InvalidParameterError
 from urbandp.privacy.guards import noise_reasons
 from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp.privacy.noise import NoiseSource, OpenDPNoise
@@ -327,9 +327,10 @@ def suppression_report(
         "the bound multiplies by every cell of the public domain",
     }
     if n_cells * p > 1.0:
-        report["warning"] = (
+        report["warning"] = Advice(
             f"up to {n_cells * p:,.0f} published cells may be pure noise on a raw zero (P = {p:.3g} per cell over "
-            f"{n_cells:,} cells); --suppress-below {suggested} keeps that below one"
+            f"{n_cells:,} cells); suppress_below={suggested} keeps that below one",
+            parameters="suppress_below",
         )
     return report
 

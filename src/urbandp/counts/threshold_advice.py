@@ -16,6 +16,7 @@ no budget. ``urbandp counts release --dry-run`` states it before any data is rea
 from __future__ import annotations
 
 from urbandp.counts.tails import IntegerNoise
+from urbandp.errors import Advice
 
 AT_MOST = 1.0
 """The expected number of noise-only cells the recommendation allows (one over the whole domain)."""
@@ -63,10 +64,11 @@ def advice(law: IntegerNoise, n_cells: int, at_most: float = AT_MOST) -> dict[st
     }
 
 
-def advice_line(advised: dict[str, object], unit: object) -> str:
+def advice_line(advised: dict[str, object], unit: object) -> Advice:
     """The advice in one line, as ``counts release --dry-run`` prints it on stderr (from :func:`advice`)."""
-    return (
-        f"--suppress-below {advised['recommended_suppress_below']} keeps the expected noise-only cells at most "
+    return Advice(
+        f"suppress_below={advised['recommended_suppress_below']} keeps the expected noise-only cells at most "
         f"{advised['target_expected_noise_only_cells']:g} ({advised['expected_noise_only_cells_at_most']:.2g} over "
-        f"{advised['cells']:,} cells at noise scale {advised['noise_scale']:g}, unit {unit})"
+        f"{advised['cells']:,} cells at noise scale {advised['noise_scale']:g}, unit {unit})",
+        parameters="suppress_below",
     )

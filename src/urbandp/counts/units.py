@@ -51,7 +51,7 @@ class PrivacyUnit:
         if self.bounding == "declared" and self.kind == "card-day":
             return (
                 f"add/remove one {self.name}, IF the pre-aggregated counts were bounded upstream as declared "
-                f"(--max-events {self.max_events}, --max-per-cell {self.max_per_cell}): urbandp cannot verify it "
+                f"(max_events={self.max_events}, max_per_cell={self.max_per_cell}): urbandp cannot verify it "
                 "from counts; the guarantee holds only for that declared bounding"
             )
         return f"add/remove one {self.name}"

@@ -48,7 +48,7 @@ def per_card_window(
             "days": days,
             "epsilon": None,
             "epsilon_reason": "unit 'event' does not bound the taps of one card: no per-card guarantee; "
-            "use --unit card-day",
+            'use unit="card-day"',
             "delta": None,
             "per_card_day_epsilon": None,
         }

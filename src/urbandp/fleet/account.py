@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import polars as pl
 
-from urbandp.errors import BudgetExceededError, InvalidParameterError
+from urbandp.errors import Advice, BudgetExceededError, InvalidParameterError
 from urbandp.fleet.composition import top_k_sum
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.measure import ClipChoice, Measured, cell_expr
@@ -101,9 +101,10 @@ def _window_delta_warning(delta_window: float, days: int) -> str | None:
     """The warning when the delta over the window is above 1e-5 (presence weakly protected); else None."""
     if delta_window <= 1e-5:
         return None
-    return (
+    return Advice(
         f"delta per window is {delta_window:.3g}, not small: a vehicle's presence over the {days}-day window is "
-        "weakly protected; give --domain-bbox (no delta for selection) or a shorter window"
+        "weakly protected; give domain_bbox (no delta for selection) or a shorter window",
+        parameters="domain_bbox",
     )
 
 

@@ -298,8 +298,8 @@ def _result(
         tables=tables,
         privacy=FleetPrivacyReport.from_document(p),
         owner={"report": hat.owner_report, "notes": hat.owner_notes, "quarantine": loaded.quarantine},
-        warnings=[str(w) for w in cast(list[str], p["warnings"])],
-        owner_warnings=[str(w) for w in owner_warnings],
+        warnings=list(cast(list[str], p["warnings"])),  # an Advice stays one: the CLI renames it
+        owner_warnings=list(owner_warnings),
         hat_release=hat,
         loaded=loaded,
         config=cfg,

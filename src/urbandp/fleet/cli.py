@@ -14,6 +14,7 @@ from rich.console import Console
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
 from urbandp.cli_spec import command_signature, keyword, option_parameters, spec_parameters
+from urbandp.cli_support import cli_text
 from urbandp.errors import InputError
 from urbandp.fleet.options import (
     CONTEXT_HELP,
@@ -128,8 +129,11 @@ def release(
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
     from urbandp.fleet.guardrails import as_flags
 
-    for text in [*rel.owner_warnings, *rel.warnings]:  # the library names parameters, the command line flags
-        _CONSOLE.print(f"[bold yellow]urbandp: warning:[/] {as_flags(text)}", highlight=False, soft_wrap=True)
+    # the library names parameters, the command line flags: an Advice's parameters, then the fleet's name=value
+    for text in [*rel.owner_warnings, *rel.warnings]:
+        _CONSOLE.print(
+            f"[bold yellow]urbandp: warning:[/] {as_flags(cli_text(text))}", highlight=False, soft_wrap=True
+        )
     print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
     if run.strict and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)

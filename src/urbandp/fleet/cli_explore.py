@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from urbandp.cli_options import Overwrite
+from urbandp.cli_support import cli_text
 from urbandp.errors import InputError
 from urbandp.fleet.cli import TIMESTAMP_FORMAT_HELP, quarantine_on_failure
 from urbandp.fleet.spec import parse_columns, parse_date, read_toml, toml_date, validation_options
@@ -101,7 +102,7 @@ def explore(
         loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
     pngs = [out / name for name in names]
     for text in loaded.warnings:
-        err.print(f"[bold yellow]urbandp: warning:[/] {text}", highlight=False, soft_wrap=True)
+        err.print(f"[bold yellow]urbandp: warning:[/] {cli_text(text)}", highlight=False, soft_wrap=True)
     console.print(f"[bold red]{OWNER_ONLY}[/]")
     console.print(
         f"records in {loaded.records_in:,}: used {clean.height:,}, quarantined {loaded.quarantine.height:,} "

@@ -88,9 +88,9 @@ def empty_reason(p: Mapping[str, object]) -> str:
             why += f" (the count's noise has scale {scale:.3g})"
     why += "."
     change = (
-        " What would change it: a larger epsilon per day, fewer days in the window (--dates, --weekdays), a "
-        "public extent (--domain-bbox, which needs no delta for selection), a coarser H3 resolution, longer slots, "
-        "or --coarsen to release parents where cells are sparse. Run 'urbandp plan' to see the expected count first."
+        " What would change it: a larger epsilon per day, fewer days in the window (dates, weekdays), a "
+        "public extent (domain_bbox, which needs no delta for selection), a coarser H3 resolution, longer slots, "
+        "or coarsen to release parents where cells are sparse. Run 'urbandp plan' to see the expected count first."
     )
     return why + change
 

@@ -18,7 +18,7 @@ import polars as pl
 
 from urbandp.contributions import ContributionSpec, get_backend
 from urbandp.contributions.polars_backend import window_filter
-from urbandp.errors import InputError
+from urbandp.errors import Advice, InputError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import (
@@ -346,10 +346,11 @@ def swapped_bbox_hint(contributions: pl.DataFrame, cfg: HatReleaseConfig, outsid
             captured += int(n)
     if 2 * captured <= in_window:
         return None
-    return (
-        f"most records of the window lie outside --domain-bbox {a:g},{b:g},{c:g},{d:g}, and the box with latitude "
+    return Advice(
+        f"most records of the window lie outside domain_bbox {a:g},{b:g},{c:g},{d:g}, and the box with latitude "
         f"and longitude swapped ({b:g},{a:g},{d:g},{c:g}) would hold most of them: the order is min_lat,min_lon,"
-        "max_lat,max_lon; check it (the counts are in owner_only/)"
+        "max_lat,max_lon; check it (the counts are in owner_only/)",
+        parameters="domain_bbox",
     )
 
 
@@ -588,9 +589,10 @@ def release_fleet(
     if window_warning:
         p["warnings"] = [*cast(list[str], p["warnings"]), window_warning]
     if derived:
-        reason = (
+        reason = Advice(
             "the date window (hence D, which sets the speeding sensitivity, the threshold and the group size) was "
-            "derived from the data's first and last day; give --start and --end to make it public"
+            "derived from the data's first and last day; give start and end to make it public",
+            parameters=("start", "end"),
         )
         p["not_dp_reasons"] = [*p["not_dp_reasons"], reason]  # type: ignore[misc]
         p["differentially_private"] = False
@@ -606,16 +608,22 @@ def input_warnings(
     loaded: LoadedRecords, opts: ValidationOptions, in_window: int, cfg: HatReleaseConfig
 ) -> list[str]:
     """Warnings about how the records were read; the counts stay in owner_only/."""
-    out = []
+    out: list[str] = []
     if loaded.records_outside_window > in_window:
         out.append(
-            f"most valid records fall outside the window (days and --hours {cfg.hours[0]}-{cfg.hours[1]}): check "
-            "--hours, --start/--end or --dates, and --timezone (the counts are in owner_only/)"
+            Advice(
+                f"most valid records fall outside the window (days and hours {cfg.hours[0]}-{cfg.hours[1]}): check "
+                "hours, start/end or dates, and timezone (the counts are in owner_only/)",
+                parameters=("hours", "start", "end", "dates", "timezone"),
+            )
         )
     if opts.timezone is None and any("epoch" in kind for kind in loaded.timestamp_formats.values()):
         out.append(
-            "epoch timestamps are instants and were read as UTC wall-clock time, so the hour slots are UTC hours; "
-            "give --timezone (e.g. America/Chicago) for local hours"
+            Advice(
+                "epoch timestamps are instants and were read as UTC wall-clock time, so the hour slots are UTC "
+                'hours; give timezone (e.g. timezone="America/Chicago") for local hours',
+                parameters="timezone",
+            )
         )
     return out
 
@@ -631,16 +639,17 @@ def large_window_warning(p: dict[str, object]) -> str | None:
         return None
     if window <= WINDOW_WARNING_RATIO * day:
         return None
-    return (
+    return Advice(
         f"epsilon per window is {window:.4g} over {p.get('days')} public days, {window / day:.0f}x the "
         f"{day:.4g} per day: a vehicle present on every day is protected only at the window's figure; release "
-        "fewer days (--dates, --weekdays) or spend less per day"
+        "fewer days (dates, weekdays) or spend less per day",
+        parameters=("dates", "weekdays"),
     )
 
 
 def _day_set_rule(cfg: HatReleaseConfig) -> str:
     if cfg.dates:
-        rule = "the listed dates (--dates / --dates-file)"
+        rule = "the listed dates (dates / dates_file)"
     elif cfg.weekdays:
         rule = f"weekdays {cfg.weekdays} within start..end"
     else:

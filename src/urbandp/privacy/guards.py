@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from urbandp.errors import InvalidParameterError
+from urbandp.errors import Advice, InvalidParameterError
 
 if TYPE_CHECKING:
     from urbandp.privacy.loss import Loss
@@ -43,8 +43,6 @@ MAX_DELTA = 1e-5
 """Largest delta accepted: a delta is the chance that the guarantee fails outright, per unit."""
 ALLOW_PARAMETER = "allow_meaningless_epsilon"
 """The parameter that turns a meaningless-loss refusal into a NOT DP label (a refusal names it; the CLI its flag)."""
-ALLOW_FLAG = "--allow-meaningless-epsilon"
-"""Its flag, as the NOT DP labels (``not_dp_reasons`` in privacy.json) name it."""
 
 
 def check_delta(delta: float, option: str, units: int | None = None) -> None:
@@ -91,7 +89,11 @@ def meaningless_reasons(loss: Loss, conversion_delta: float | None, *, per: str,
             f"the loss, or give {ALLOW_PARAMETER} to run it labelled NOT differentially private",
             parameters=ALLOW_PARAMETER,
         )
-    return [f"{r} ({ALLOW_FLAG}): no meaningful protection" for r in reasons]
+    # privacy.json's not_dp_reasons name the parameter; the command line shows its flag
+    return [
+        Advice(f"{r} ({ALLOW_PARAMETER}): no meaningful protection", parameters=ALLOW_PARAMETER)
+        for r in reasons
+    ]
 
 
 NOT_PRIVATE_NOISE = (
@@ -118,5 +120,5 @@ def refuse_not_dp(dataset: str | None, reasons: Sequence[str]) -> None:
         raise InvalidParameterError(
             f"dataset: this release is NOT differentially private ({'; '.join(reasons)}); it cannot be "
             "charged to a budget as DP spend",
-            parameters="dataset",
+            parameters=("dataset", *(p for r in reasons for p in getattr(r, "parameters", ()))),
         )

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from urbandp.errors import InputError
+from urbandp.errors import Advice, InputError
 
 SPEED_FACTORS_TO_KMH = {"km/h": 1.0, "kmh": 1.0, "kph": 1.0, "mph": 1.609344, "m/s": 3.6, "mps": 3.6}
 
@@ -455,7 +455,7 @@ def speed_unit_warnings(kept: pl.DataFrame, options: ValidationOptions) -> list[
         .collect()
     )
     units = [options.speed_unit, *(u for _, u in switches)]
-    out = []
+    out: list[str] = []
     for row in stats.iter_rows(named=True):
         i = int(row["span"])
         unit = units[i]
@@ -471,9 +471,12 @@ def speed_unit_warnings(kept: pl.DataFrame, options: ValidationOptions) -> list[
             )
         # No data-derived figure in the text: it is published in privacy.json's warnings.
         out.append(
-            f"speeds of {where}, read as {unit}, look like m/s by their distribution (95th percentile of moving "
-            f"speeds below {SLOW_P95_KMH:g} km/h, where a bus fleet's is 40-70; mph read as km/h looks alike); if "
-            "the input is in m/s, give --speed-unit m/s (or --speed-unit-since DAY=m/s)"
+            Advice(
+                f"speeds of {where}, read as {unit}, look like m/s by their distribution (95th percentile of moving "
+                f"speeds below {SLOW_P95_KMH:g} km/h, where a bus fleet's is 40-70; mph read as km/h looks alike); if "
+                'the input is in m/s, give speed_unit="m/s" (or speed_unit_since DAY=m/s from that day)',
+                parameters=("speed_unit", "speed_unit_since"),
+            )
         )
     return out
 

@@ -18,7 +18,7 @@ import typer
 from urbandp.cli_config import config_option
 from urbandp.cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
 from urbandp.cli_spec import command_signature, keyword, spec_parameters
-from urbandp.cli_support import cli_guard
+from urbandp.cli_support import cli_guard, cli_text
 from urbandp.sensing import cli_options as opts
 from urbandp.sensing.options import DpMapOptions, InterpolateOptions, PmMapOptions, QueryOptions
 
@@ -214,4 +214,4 @@ def plan(
         cell_sizes=parse_cell_sizes(cell_metres),
         windows_days=parse_windows(windows),
     )
-    print(plan_text(rows, best, epsilon))
+    print(cli_text(plan_text(rows, best, epsilon)))

@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from urbandp.cli_support import cli_text
 from urbandp.results import OwnerWarning, ReleaseWarning
 
 
@@ -46,7 +47,7 @@ def run(
             **options,
         )
     for line in rel.warnings:
-        print(f"urbandp: warning: {line}", file=sys.stderr)
+        print(f"urbandp: warning: {cli_text(line)}", file=sys.stderr)
     for line in rel.owner["timing"]:
         print(f"urbandp: dp-map timing (owner only): {line}", file=sys.stderr)
     privacy = rel.privacy

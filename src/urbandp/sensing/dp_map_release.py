@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from urbandp.errors import InputDataError, InvalidParameterError
+from urbandp.errors import Advice, InputDataError, InvalidParameterError
 from urbandp.outputs import owner_dir_for
 from urbandp.sensing.options import DpMapOptions, parse_window
 from urbandp.sensing.release import SensingRelease, owner_files, staged
@@ -134,11 +134,19 @@ def not_dp_reasons(o: DpMapOptions) -> list[str]:
     reasons: list[str] = []
     if o.start is None:
         reasons.append(
-            "the time window (first to last released window) was derived from the data's first and last "
-            "reading; give --start and --end to make it public"
+            Advice(
+                "the time window (first to last released window) was derived from the data's first and last "
+                "reading; give start and end to make it public",
+                parameters=("start", "end"),
+            )
         )
     if o.bbox is None:
-        reasons.append("the bounding box was taken from the readings (--bbox-from-data-not-private)")
+        reasons.append(
+            Advice(
+                "the bounding box was taken from the readings (bbox_from_data_not_private)",
+                parameters="bbox_from_data_not_private",
+            )
+        )
     if o.calibration == "paper":
         reasons.append(
             "paper calibration: b = Delta/epsilon with the upper bound taken from the data (no finite epsilon)"
@@ -397,9 +405,9 @@ def _privacy(o: DpMapOptions, rel: DpMapRelease, inputs: _Inputs, not_dp: list[s
     if plan is not None:
         privacy["budget_booked"] = {"unit": "vehicle-day", "epsilon_per_day": plan.epsilon_per_vehicle_day}
     privacy["bbox"] = [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max]
-    privacy["bbox_source"] = "--bbox (public)" if o.bbox else "from the readings: NOT differentially private"
+    privacy["bbox_source"] = "bbox (public)" if o.bbox else "from the readings: NOT differentially private"
     privacy["windows_source"] = (
-        f"public --start {o.start} --end {o.end}"
+        f"public: start {o.start}, end {o.end}"
         if o.start is not None
         else "every window from the first to the last reading (time range from the data: NOT DP)"
     )

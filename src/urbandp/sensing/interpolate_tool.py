@@ -157,7 +157,7 @@ def _report(
             "n_rows": grid.n_rows,
             "cells": grid.n_cells,
             "bbox": [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max],
-            "bbox_source": "--bbox" if o.bbox else "from the readings",
+            "bbox_source": "bbox" if o.bbox else "from the readings",
             "cell_id": "floor((x - x0)/z) + floor((y - y0)/z) * n_cols",
         },
         "windows": counts,
@@ -189,9 +189,9 @@ def _cross_validate(
         )
     summary = {k: v for k, v in cv_report.__dict__.items() if k != "per_window"}
     summary["hyperparameters"] = (
-        "re-optimised in every fold (--cv-refit)"
+        "re-optimised in every fold (cv_refit)"
         if o.cv_refit
-        else "the window's fit on all its readings, reused in every fold (optimistic; --cv-refit refits)"
+        else "the window's fit on all its readings, reused in every fold (optimistic; cv_refit refits)"
     )
     if cv_report.per_window:
         pl.DataFrame(cv_report.per_window).write_csv(folder / "cv_windows.csv")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from urbandp.errors import InvalidParameterError
+from urbandp.errors import Advice, InvalidParameterError
 from urbandp.sensing.grid import SquareGrid
 from urbandp.sensing.options import check_box
 from urbandp.sensing.pm_map_mechanism import DEFAULT_CLIP, plan_pm_map
@@ -142,16 +142,17 @@ def parse_windows(text: str) -> tuple[float, ...]:
     return tuple(out)
 
 
-def window_flag(days: float) -> str:
-    """The pm-map flag for a window of ``days``: ``--window hour|day|week`` or ``--window <minutes>``."""
+def window_option(days: float) -> str:
+    """The pm-map option for a window of ``days``: ``window="hour|day|week"`` or ``window_minutes=<minutes>``."""
     for name, d in (("hour", 1 / 24), ("day", 1.0), ("week", 7.0)):
         if math.isclose(days, d):
-            return f"--window {name}"
-    return f"--window {round(days * 1440)}"
+            return f'window="{name}"'
+    return f"window_minutes={round(days * 1440)}"
 
 
-def plan_text(rows: list[PlanRow], best: PlanRow | None, epsilon: float) -> str:
-    """The table `urbandp sensing plan` prints, and its recommendation."""
+def plan_text(rows: list[PlanRow], best: PlanRow | None, epsilon: float) -> Advice:
+    """The table `urbandp sensing plan` prints, and its recommendation in pm-map's parameters (an
+    :class:`~urbandp.errors.Advice`: the command line shows them as flags)."""
     lines = [
         f"{'window':>10} {'cell m':>7} {'cells':>7} {'readings/cell':>14} {'DP noise sd':>12} "
         f"{'sampling sd':>12}  informative"
@@ -168,8 +169,8 @@ def plan_text(rows: list[PlanRow], best: PlanRow | None, epsilon: float) -> str:
         )
     else:
         lines.append(
-            f"plan: {window_flag(best.window_days)} --cell-metres {best.cell_metres:g} (the shortest informative "
+            f"plan: {window_option(best.window_days)} cell_metres={best.cell_metres:g} (the shortest informative "
             f"window, then the finest cells): about {best.readings_per_cell:.0f} readings per visited cell, noise "
             f"sd {best.total_sd:.3g} ug/m3 of its mean"
         )
-    return "\n".join(lines)
+    return Advice("\n".join(lines), parameters=("window", "window_minutes", "cell_metres"))

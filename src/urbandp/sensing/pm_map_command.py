@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from urbandp.cli_support import cli_text
 from urbandp.results import OwnerWarning, ReleaseWarning
 
 
@@ -39,7 +40,7 @@ def run(
         warnings.simplefilter("ignore", OwnerWarning)
         rel = pm_map(input_path, bbox=box, session=session, out=out, overwrite=overwrite, **options)
     for line in rel.owner_warnings:
-        print(f"urbandp: warning (owner only, from the true readings): {line}", file=sys.stderr)
+        print(f"urbandp: warning (owner only, from the true readings): {cli_text(line)}", file=sys.stderr)
     p = rel.privacy
     assert isinstance(p, PmMapPrivacyReport)
     label = p.privacy_unit or ""

@@ -303,7 +303,7 @@ def _per_vehicle_json(plan: Any, vl: Any) -> dict[str, Any]:
             "epsilon_per_vehicle_release": None,
             "rule": f"a vehicle with m readings in a window pays m x {plan.epsilon:g} there, and the sum over its "
             "windows over the release; nothing public bounds m under the reading unit",
-            "how_to_bound": "give the readings a vehicle id column (--vehicle-column) and use the vehicle-window "
+            "how_to_bound": "give the readings a vehicle id column (vehicle_column) and use the vehicle-window "
             "unit (the default when such a column exists)",
         }
     return {

@@ -70,7 +70,7 @@ def _selection(
         wanted = set(read_cells_file(o.cells))
         v = np.isin(cell_ids, sorted(wanted))
         outside = len(wanted) - int(v.sum())
-        notes = [f"{outside} cell(s) of {o.cells} lie outside --rect and are ignored"] if outside else []
+        notes = [f"{outside} cell(s) of {o.cells} lie outside rect and are ignored"] if outside else []
         return v, notes
     if o.select is not None:
         return rectangle_mask(lat, lon, o.select), []

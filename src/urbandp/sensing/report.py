@@ -14,7 +14,7 @@ SPEC_HASH_LEAVES_OUT = ("input_path", "out", "dataset", "budget_store", "allow_m
 is booked (the session's store, dataset and its guard's flag, none of them options of the Python release)."""
 
 SPEC_SHA256_DOC = (
-    "sha256 of the release spec: every option, a file option (--cells) by its content; not the input and output "
+    "sha256 of the release spec: every option, a file option (cells) by its content; not the input and output "
     "paths or the budget store (same hash: same parameters)"
 )
 
@@ -45,7 +45,7 @@ class DpMapPrivacyReport(PrivacyReport):
     )
     delta_per_vehicle_day: float | None = Field(None, description="its delta")
     epsilon_vehicle_upper_bound: float | None = Field(None, description="a vehicle in all W windows")
-    epsilon_budget: float | None = Field(None, description="the run's own cap (--budget), if any")
+    epsilon_budget: float | None = Field(None, description="the run's own cap (budget), if any")
     bbox: list[float] = Field(description="the grid's box lat_min, lon_min, lat_max, lon_max")
     not_dp_outputs: dict[str, str] = Field(
         default_factory=dict, description="the owner-only files beside the release, NOT DP"

@@ -19,6 +19,7 @@ import typer
 from urbandp.cli_config import config_option
 from urbandp.cli_options import Overwrite
 from urbandp.cli_spec import command_signature, keyword, spec_parameters
+from urbandp.cli_support import cli_text
 from urbandp.release_options import declared_options
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -119,7 +120,7 @@ def run_release(
         rel = release(data, session=session, out=out, command_line=command_line(), **options)
     for item in caught:
         if issubclass(item.category, (ReleaseWarning, OwnerWarning)):
-            typer.echo(f"urbandp: warning: {item.message}", err=True)
+            typer.echo(f"urbandp: warning: {cli_text(item.message)}", err=True)
         else:
             warnings.showwarning(item.message, item.category, item.filename, item.lineno)
     typer.echo(f"{rel.summary} -> {out}")

@@ -12,7 +12,7 @@ import polars as pl
 import urbandp.survey.release as release
 import urbandp.survey.shared_options as shared
 import urbandp.survey.trips as tr
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp.errors import Advice, InputError, InvalidParameterError
 from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.charge import PERSON, TRIP, SurveyCharge
 from urbandp.survey.io import read_list, read_table, require_columns
@@ -216,7 +216,9 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     nb = len(ids)
     p = spec.keep(nb)
     if spec.method in ("histogram", "histogram-joint"):
-        charge.refuse_not_dp(f"--method {spec.method} draws replacements from the true histogram")
+        charge.refuse_not_dp(
+            Advice(f'method="{spec.method}" draws replacements from the true histogram', parameters="method")
+        )
     elif spec.max_trips_per_person is not None:  # the loss per person, against the one limit, before the data
         k, per_trip = spec.max_trips_per_person, tr.od_epsilon(nb, p)
         what = f"max_trips_per_person x epsilon per trip ({k} x {per_trip:.4g}) ="

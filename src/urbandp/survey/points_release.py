@@ -160,7 +160,7 @@ def points_body(spec: PointsSpec, path: Path, label: str, charge: SurveyCharge) 
         },
         file_name="points.csv",
         summary=f"perturbed {n:,} points ({cost['mechanism']}, epsilon {eps:.4g} at {spec.budget_metres:g} m); "
-        f"quarantined {la.size - n:,}, moved into --bbox {clamped:,}",
+        f"quarantined {la.size - n:,}, moved into the box {clamped:,}",
     )
 
 

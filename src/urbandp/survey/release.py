@@ -1,6 +1,6 @@
 """What a survey release publishes besides its noisy column, and what stays with the owner.
 
-* Columns copied through: only those the user names (``--id``, ``--keep-columns``; ``--within`` and ``--trip``
+* Columns copied through: only those the user names (``id_column``, ``keep_columns``; ``within`` and ``trip``
   where the command needs them), each one the user's declaration that the column is public. The declaration is
   written to ``privacy.json`` under ``public_columns``; it is not a "not DP" reason, because the noisy column is
   DP under the stated neighbouring relation *given* the public columns. A column that is not public must not be
@@ -82,7 +82,8 @@ def public_columns(
     protected: Sequence[str],
     options: Sequence[str] = ("id_column", "keep_columns"),
 ) -> dict[str, str]:
-    """The columns copied through, each with why: ``--id``, ``--keep-columns`` and ``needed`` (option -> column).
+    """The columns copied through, each with the parameter that named it: ``id_column``, ``keep_columns`` and
+    ``needed`` (parameter -> column).
 
     Refuses a column that is missing or that is also a protected (noisy) column; ``options`` are the release's
     parameters that name copied columns (the advice of that refusal).
@@ -91,10 +92,10 @@ def public_columns(
     for option, col in needed.items():
         named.setdefault(col, option)
     if id_column:
-        named.setdefault(id_column, "--id")
+        named.setdefault(id_column, "id_column")
     for col in (c.strip() for c in (keep or "").split(",")):
         if col:
-            named.setdefault(col, "--keep-columns")
+            named.setdefault(col, "keep_columns")
     missing = [c for c in named if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)} (have: {', '.join(frame.columns)})")

@@ -68,7 +68,7 @@ class PointsPrivacyReport(SurveyPrivacyReport):
     metric: str
     epsilon_at_1km: float
     epsilon_at_budget_metres: float = Field(
-        description="epsilon_per_metre x budget_metres: what --budget-epsilon caps (not a DP epsilon)"
+        description="epsilon_per_metre x budget_metres: what budget_epsilon caps (not a DP epsilon)"
     )
     budget_metres: float
     scale_metres: float | None = None

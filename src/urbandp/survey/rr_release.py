@@ -13,7 +13,7 @@ from pydantic import field_validator
 import urbandp.survey.randomized_response as rr
 import urbandp.survey.release as release
 import urbandp.survey.shared_options as shared
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp.errors import Advice, InputError, InvalidParameterError
 from urbandp.release_options import ReleaseOptions, option
 from urbandp.survey.categorical import (
     Declared,
@@ -30,7 +30,7 @@ from urbandp.survey.result import SurveyRelease
 
 NEIGHBOURING = (
     "replace-one (one respondent's answer, any value: an answer that is missing or off the declared list is "
-    "released as a uniform draw over the list, so no row is dropped for it; a row whose public --within group is "
+    "released as a uniform draw over the list, so no row is dropped for it; a row whose public within group is "
     "missing or undeclared is not released: that depends only on the public column)"
 )
 REPORT_REPLACEMENT_NOT_DP = (
@@ -152,8 +152,11 @@ def _krr(spec: RandomizeSpec, checked: Validated, declared: Declared, charge: Su
         eps = rr.within_epsilon(lists, by_code)
         if eps < spec.epsilon * (1 - 1e-9):
             warnings.append(
-                f"--epsilon {spec.epsilon:g}: k-RR spends at most {eps:.6g} here (its truth probability cannot be "
-                "closer to 1 in double precision); that is what is released and charged"
+                Advice(
+                    f"epsilon={spec.epsilon:g}: k-RR spends at most {eps:.6g} here (its truth probability cannot "
+                    "be closer to 1 in double precision); that is what is released and charged",
+                    parameters="epsilon",
+                )
             )
         params = {"epsilon": eps, "column": spec.column, "within": spec.within}
         charge.reserve(eps, "survey-krr", params)
@@ -180,7 +183,7 @@ def randomize_body(spec: RandomizeSpec, path: Path, label: str, charge: SurveyCh
     declared = declared_categories(spec.categories, spec.categories_file, spec.within)
     frame = read_table(path, spec.separator)
     require_columns(frame, Path(label), spec.column, *([spec.within] if spec.within else []))
-    needed = {"--within": spec.within} if spec.within else {}
+    needed = {"within": spec.within} if spec.within else {}
     public = release.public_columns(
         frame, Path(label), spec.keep_columns, spec.id_column, needed, [spec.column]
     )

@@ -27,7 +27,7 @@ from urbandp.survey.trips import keep_per_person
 NOT_DP = [
     "perturb-trajectories publishes every trip's start and end point unchanged",
     "the reachability loop depends on the true end point (leakage not accounted)",
-    "a trip with a step longer than --max-step-metres or fewer than 3 points is quarantined (owner only), "
+    "a trip with a step longer than max_step_metres or fewer than 3 points is quarantined (owner only), "
     "not released: its absence depends on its true points",
 ]
 OWNER_FILES = ["original_vs_perturbed.png", "quarantine.csv", "input_report.json"]
@@ -133,7 +133,7 @@ def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: Su
     frame = read_table(path, spec.separator)
     extra = [c for c in (spec.order, spec.person) if c]
     require_columns(frame, Path(label), spec.lat, spec.lon, spec.trip, *extra)
-    needed = {"--trip": spec.trip}
+    needed = {"trip": spec.trip}
     public = release.public_columns(
         frame, Path(label), spec.keep_columns, None, needed, [spec.lat, spec.lon], options=("keep_columns",)
     )

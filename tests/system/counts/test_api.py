@@ -217,6 +217,9 @@ def test_warnings_are_python_warnings(taps: dict[str, Any]) -> None:
     kinds = {type(w.message) for w in seen}
     assert ReleaseWarning in kinds and OwnerWarning in kinds
     assert rel.warnings and "pure noise on a raw zero" in rel.warnings[0]
+    # the parameter as Python passes it; the command line names --suppress-below
+    assert re.search(r"; suppress_below=\d+ keeps that below one$", rel.warnings[0])
+    assert rel.warnings[0].parameters == ("suppress_below",)  # type: ignore[attr-defined]
     assert rel.owner_warnings == [
         f"1 of {broken.height} input rows quarantined (see owner_only/<out>/quarantine.*)"
     ]

@@ -127,3 +127,25 @@ def test_the_command_states_the_advice_before_reading_data(tmp_path: Path) -> No
         "urbandp: advice: --suppress-below 39 keeps the expected noise-only cells at most 1 (0.94 over 28,800 "
         "cells at noise scale 4, unit card-day (at most 4 events))\n"
     )
+
+
+def test_the_advice_names_the_config_key_when_the_threshold_came_from_the_file(tmp_path: Path) -> None:
+    """The advice is one library text with its parameter; the command renames it to the flag (above) or, for a
+    threshold read from ``--config``, to the file's key, with the value as TOML writes it."""
+    from typer.testing import CliRunner
+
+    from urbandp.cli import app
+    from urbandp.outputs import write_json
+
+    domain, config = tmp_path / "domain.json", tmp_path / "c.toml"
+    write_json(domain, DOMAIN)
+    (tmp_path / "empty.csv").write_text("")
+    config.write_text("[counts.release]\nsuppress_below = 18\n")
+    res = CliRunner().invoke(app, ["counts", "release", str(tmp_path / "empty.csv"), "--domain", str(domain),
+                                   "--input-kind", "counts", "--unit", "card-day", "--max-events", "4", "--epsilon",
+                                   "1", "--config", str(config), "--out", str(tmp_path / "o"), "--dry-run"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert res.stderr == (
+        f"urbandp: advice: suppress_below in {config} [counts.release] = 39 keeps the expected noise-only cells at "
+        "most 1 (0.94 over 28,800 cells at noise scale 4, unit card-day (at most 4 events))\n"
+    )

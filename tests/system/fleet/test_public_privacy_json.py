@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from urbandp_process import owner_report, run_urbandp
 
+from urbandp.errors import flag_of, name_parameters
+
 pytestmark = pytest.mark.system
 
 HEADER = "vehicle_id,timestamp,speed,latitude,longitude\n"
@@ -132,6 +134,17 @@ def test_neighbouring_inputs_give_the_same_public_privacy_json_up_to_noise(runs:
     assert a["differentially_private"] is True
 
 
+OWNER_WARNING_PARAMETERS = {  # what each owner warning names
+    "look like m/s": ("speed_unit", "speed_unit_since"),
+    "most valid records fall outside": ("hours", "start", "end", "dates", "timezone"),
+    "epoch timestamps": ("timezone",),
+}
+
+
+def _parameters(text: str) -> tuple[str, ...]:
+    return next((p for key, p in OWNER_WARNING_PARAMETERS.items() if key in text), ())
+
+
 def test_the_data_derived_warnings_reach_the_owner_only(runs: dict[str, Any]) -> None:
     without, with_x = runs["without"], runs["with"]
     # the data flipped each warning: the slow fleet looks like m/s; the extra vehicle puts most records outside
@@ -143,8 +156,9 @@ def test_the_data_derived_warnings_reach_the_owner_only(runs: dict[str, Any]) ->
     assert with_x["owner"]["input"]["timestamp_formats_seen"] == {"fleet.csv": "epoch-s"}
     assert with_x["owner"]["input"]["empty_lines_skipped"] == 0
     for run in (without, with_x):
-        for text in run["owner"]["warnings"]:
-            assert f"urbandp: warning: {text}" in run["stderr"]
+        for text in run["owner"]["warnings"]:  # the owner's JSON names parameters, the command line flags
+            assert f"urbandp: warning: {name_parameters(text, _parameters(text), flag_of)}" in run["stderr"]
+            assert "--" not in text
         public = json.dumps(run["privacy"])
         assert "look like m/s" not in public and "most valid records fall outside" not in public
         assert "timestamp_formats_seen" not in public and "empty_lines_skipped" not in public

@@ -122,6 +122,7 @@ def test_explore_on_speeds_in_ms_read_as_kmh_warns(tmp_path: Path) -> None:
     proc = _run("explore", str(src), "--out", str(tmp_path / "ex"))
     assert proc.returncode == 0, proc.stderr
     assert "look like m/s" in proc.stderr
+    assert "give --speed-unit m/s (or --speed-unit-since DAY=m/s from that day)" in proc.stderr
 
 
 def test_a_fifo_input_is_refused_at_once(tmp_path: Path) -> None:
@@ -194,9 +195,12 @@ def test_release_warns_the_owner_about_ms_read_as_kmh(tmp_path: Path) -> None:
     proc = _run("release", str(src), "--out", str(out), "--epsilon-per-day", "10", "--no-map")
     assert proc.returncode == 0, proc.stderr
     assert "look like m/s" in proc.stderr
+    # the command line names the flags; the owner's report, read from Python too, the parameters
+    assert "give --speed-unit m/s (or --speed-unit-since DAY=m/s from that day)" in proc.stderr
     p = json.loads((out / "privacy.json").read_text())
     assert not any("look like m/s" in w for w in p["warnings"])
-    assert any("read as km/h, look like m/s" in w for w in owner_report(out)["warnings"])
+    [owner] = [w for w in owner_report(out)["warnings"] if "read as km/h, look like m/s" in w]
+    assert owner.endswith('give speed_unit="m/s" (or speed_unit_since DAY=m/s from that day)')
     assert p["input"]["speed_unit"] == "km/h" and p["input"]["timezone"] is None
     assert p["input"]["column_mapping"]["vehicle"] == "vehicle_id"
     ok = _run(

@@ -64,7 +64,7 @@ def test_public_window_is_dp_and_releases_every_window_in_it(synthetic: Path, tm
     priv = _strict((tmp_path / "pub" / "privacy.json").read_text())
     assert priv["differentially_private"] is True and priv["not_dp_reasons"] == []
     assert priv["windows_released"] == 3  # 08:00, 09:00 and the empty 10:00 window: the window is public
-    assert priv["windows_source"].startswith("public --start 2024-01-15T08:00")
+    assert priv["windows_source"].startswith("public: start 2024-01-15T08:00")
 
 
 def test_window_derived_from_data_is_labelled_not_dp(synthetic: Path, tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_vehicle_day_loss_above_100_is_refused_or_labelled_not_dp(synthetic: Pat
     assert priv["epsilon_per_reading"] == pytest.approx(48.67, abs=0.01)
     assert priv["differentially_private"] is False and priv["dp_label"] == "NOT differentially private"
     assert priv["not_dp_reasons"] == [
-        "epsilon 112 per vehicle-day is above 100 (--allow-meaningless-epsilon): no meaningful protection"
+        "epsilon 112 per vehicle-day is above 100 (allow_meaningless_epsilon): no meaningful protection"
     ]
     assert priv["budget_booked"] == {
         "unit": "vehicle-day",

@@ -8,7 +8,7 @@ import pytest
 from urbandp_process import assert_refused, run_urbandp
 
 from urbandp.errors import InputError
-from urbandp.sensing.planner import parse_windows, plan_sensing, window_flag
+from urbandp.sensing.planner import parse_windows, plan_sensing, plan_text, window_option
 
 KOLKATA = (22.45, 88.30, 22.65, 88.47)  # 414 cells of 1 km
 
@@ -35,7 +35,11 @@ def test_kolkata_autumn_season_informative_daily_not() -> None:
         cell_sizes=(1000.0,), windows_days=(1.0, 47.0),
     )  # fmt: skip
     assert [r.informative for r in rows] == [False, True] and best is rows[1]
-    assert window_flag(47.0) == "--window 67680" and window_flag(7.0) == "--window week"
+    assert window_option(47.0) == "window_minutes=67680" and window_option(7.0) == 'window="week"'
+    # the library's recommendation names pm_map's parameters; the command shows them as flags (below)
+    text = plan_text(rows, best, 4.0)
+    assert text.splitlines()[-1].startswith("plan: window_minutes=67680 cell_metres=1000 (the shortest")
+    assert "--" not in text and set(text.parameters) == {"window", "window_minutes", "cell_metres"}
 
 
 def test_bad_figures_are_refused() -> None:

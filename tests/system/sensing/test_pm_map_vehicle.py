@@ -93,7 +93,7 @@ def test_the_guard_sees_the_loss_per_vehicle_day(fleet: Path, tmp_path: Path) ->
     assert rc == 0 and p is not None, err
     assert p["differentially_private"] is False and p["dp_label"] == "NOT differentially private"
     assert p["not_dp_reasons"] == [
-        "epsilon 120 per vehicle-day is above 100 (--allow-meaningless-epsilon): no meaningful protection"
+        "epsilon 120 per vehicle-day is above 100 (allow_meaningless_epsilon): no meaningful protection"
     ]
     rc, err, p = _pm(fleet, tmp_path / "ok", "--epsilon", "24")  # 96 per vehicle-day
     assert rc == 0 and p is not None and p["differentially_private"] is True, err

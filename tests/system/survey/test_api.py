@@ -177,6 +177,9 @@ def test_the_k_rr_float_limit_is_a_release_warning() -> None:
         warnings.simplefilter("always")
         rel = ud.survey.randomize(_vehicles(), column="model", categories=CATS, epsilon=40.0)
     assert [w.category for w in caught] == [ReleaseWarning] and rel.warnings
+    # the parameter as Python passes it (the command line says --epsilon 40)
+    assert rel.warnings[0].startswith("epsilon=40: k-RR spends at most")
+    assert rel.warnings[0].parameters == ("epsilon",)  # type: ignore[attr-defined]
     assert rel.privacy.epsilon < 40  # type: ignore[attr-defined]
 
 

@@ -134,13 +134,13 @@ def test_release_copies_only_declared_public_columns(tmp_path: Path) -> None:
     assert pl.read_csv(tmp_path / "r1" / "randomized.csv").columns == ["household", "fuel", "model"]
     priv = json.loads((tmp_path / "r1" / "privacy.json").read_text())
     assert priv["differentially_private"] is True and priv["not_dp_reasons"] == []
-    assert priv["public_columns"]["columns"] == {"fuel": "--within", "household": "--id"}
+    assert priv["public_columns"]["columns"] == {"fuel": "within", "household": "id_column"}
 
     res = run_urbandp(*base, "--keep-columns", "free_text", "--out", "r2", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert pl.read_csv(tmp_path / "r2" / "randomized.csv").columns == ["fuel", "model", "free_text"]
     priv = json.loads((tmp_path / "r2" / "privacy.json").read_text())
-    assert priv["public_columns"]["columns"] == {"fuel": "--within", "free_text": "--keep-columns"}
+    assert priv["public_columns"]["columns"] == {"fuel": "within", "free_text": "keep_columns"}
 
     assert_refused(
         run_urbandp(*base, "--keep-columns", "nope", "--out", "r3", cwd=tmp_path), "missing column"

@@ -281,7 +281,7 @@ def test_the_session_s_guards_at_their_limits() -> None:
     assert err.value.parameters == ("allow_meaningless_epsilon",)
     allowed = ReleaseCharge(None, None, unit="vehicle-day", allow_meaningless_epsilon=True)
     reasons = [
-        "epsilon 150 per vehicle-day is above 100 (--allow-meaningless-epsilon): no meaningful protection"
+        "epsilon 150 per vehicle-day is above 100 (allow_meaningless_epsilon): no meaningful protection"
     ]
     assert allowed.check_loss(Loss(epsilon=150.0)) == reasons
     booked = ReleaseCharge(
@@ -289,7 +289,7 @@ def test_the_session_s_guards_at_their_limits() -> None:
     )
     with pytest.raises(InvalidParameterError, match="NOT differentially private") as err:
         booked.check_loss(Loss(epsilon=150.0))
-    assert err.value.parameters == ("dataset",)
+    assert err.value.parameters == ("dataset", "allow_meaningless_epsilon")  # the quoted reason names it
 
 
 def test_the_counts_release_refuses_a_delta_above_the_limit_before_reading_the_input() -> None:

@@ -164,6 +164,9 @@ def test_speeds_in_ms_read_as_kmh_or_mph_are_warned_about(tmp_path: Path) -> Non
     for unit in ("km/h", "mph"):
         warnings = load_records([path], options=ValidationOptions(speed_unit=unit)).warnings
         assert len(warnings) == 1 and f"read as {unit}, look like m/s" in warnings[0]
+        # a Python caller reads the parameters it passes; the command line renames them (Advice.parameters)
+        assert warnings[0].endswith('give speed_unit="m/s" (or speed_unit_since DAY=m/s from that day)')
+        assert warnings[0].parameters == ("speed_unit", "speed_unit_since")  # type: ignore[attr-defined]
     assert load_records([path], options=ValidationOptions(speed_unit="m/s")).warnings == []
     # The same distribution in km/h (x 3.6) is a bus fleet: no warning.
     kmh = [
