@@ -277,7 +277,7 @@ MUTATIONS = (
         'guards.check_delta(loss_per_day.delta, "delta (per unit and day)")',
         "pass",
         (f"{SURVIVORS}::test_a_session_alone_refuses_a_delta_above_the_limit",),
-        "a Session alone books any delta per unit and day",
+        "a ReleaseCharge alone books any delta per unit and day",
     ),
     Mutation(
         "session_conversion_delta_guard_removed",
@@ -285,7 +285,7 @@ MUTATIONS = (
         'guards.check_delta(self.conversion_delta, "delta")',
         "pass",
         (f"{SURVIVORS}::test_the_session_s_guards_at_their_limits",),
-        "a Session alone converts zCDP at any delta",
+        "a ReleaseCharge alone converts zCDP at any delta",
     ),
     Mutation(
         "guards_max_delta_x10",
