@@ -11,9 +11,8 @@ markers is rewritten, from :data:`BLOCKS` ``[KEY]``:
 
 * ``options <command>``: the options of ``urbandp <command>`` as a table (option, default, meaning), read from the
   command the CLI builds (``urbandp.cli``), whose flags and help are themselves built from the option declarations
-  (the fleet's :data:`urbandp.fleet.options.RELEASE_OPTIONS` with :class:`~urbandp.fleet.config.HatReleaseConfig`'s
-  defaults; the other wings' specs through :mod:`urbandp.release_options`): a default in the table is the one
-  ``--help`` states;
+  (each option one field of its release's model, :mod:`urbandp.release_options`): a default in the table is the
+  one ``--help`` states;
 * a figure: computed by the function the tool itself calls (the map's hatching width, a release's noise-only
   cells).
 

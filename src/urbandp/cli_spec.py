@@ -2,7 +2,7 @@
 
 :func:`spec_parameters` turns the fields of a spec (:mod:`urbandp.release_options`) into Typer parameters: the flag,
 the help and the default (shown by ``--help``) are the field's. :func:`command_signature` gives a command
-function taking ``**options`` the signature Typer reads, as :mod:`urbandp.fleet.cli` does for the fleet's table.
+function taking ``**options`` the signature Typer reads.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from urbandp.release_options import declared_options
+from urbandp.release_options import DeclaredOption, declared_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,16 +24,20 @@ def spec_parameters(
     """The Typer parameters of ``spec``'s options, in field order (or in the order of ``only``)."""
     options = {o.name: o for o in declared_options(spec)}
     names = list(only) if only is not None else [n for n in options if n not in leave_out]
+    return option_parameters([options[name] for name in names])
+
+
+def option_parameters(options: Sequence[DeclaredOption]) -> list[inspect.Parameter]:
+    """The Typer parameters of declared options, in the order given (options of several models)."""
     params = []
-    for name in names:
-        declared = options[name]
+    for declared in options:
         default = ... if declared.required else declared.command_line_default
         flag = declared.flag
         if declared.negatable:
             flag = f"{flag}/--no-{flag[2:]}"
         params.append(
             inspect.Parameter(
-                name,
+                declared.name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=typer.Option(default, flag, help=declared.help),
                 annotation=declared.cli_type,

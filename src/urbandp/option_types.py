@@ -4,6 +4,7 @@ from the release models' fields (:mod:`urbandp.release_options`): do not edit.""
 
 from __future__ import annotations
 
+import datetime
 import pathlib
 import typing
 
@@ -190,3 +191,55 @@ class InterpolateKeywords(typing.TypedDict, total=False):
     plot: bool
     bbox: tuple[float, float, float, float] | None
     value_column: str | None
+
+
+class FleetReleaseKeywords(typing.TypedDict, total=False):
+    """The options listed by :func:`urbandp.fleet.options.keyword_types`."""
+
+    resolution: int | None
+    slot_minutes: int | None
+    hours: tuple[int, int] | str | None
+    start: datetime.date | str | None
+    end: datetime.date | str | None
+    dates: tuple[datetime.date, ...] | str | None
+    dates_file: pathlib.Path | None
+    weekdays: str | None
+    holidays: tuple[datetime.date, ...] | str | None
+    speed_max: float | None
+    speed_limit: float | None
+    noise_scale: float | None
+    epsilon_per_day: float | None
+    budget_per_day: float | None
+    selection: typing.Literal["dp", "public-threshold"] | None
+    domain_bbox: tuple[float, float, float, float] | str | None
+    domain_gtfs: pathlib.Path | None
+    domain_geojson: pathlib.Path | None
+    domain_cells: pathlib.Path | None
+    domain_ring: int | None
+    contribution_bounding: typing.Literal["auto", "truncate", "l2"] | None
+    borrow_strength: typing.Literal["auto", "none", "parent"] | None
+    target_width: float | None
+    selection_epsilon: float | None
+    delta: float | None
+    min_vehicles_per_day: float | None
+    max_hats_per_vehicle_day: int | typing.Literal["observed"] | str | None
+    speed_share: float | None
+    queries: tuple[typing.Literal["speed", "speeding"], ...] | str | None
+    selection_fraction: float | None
+    neighbouring: typing.Literal["add-remove", "presence-public"] | None
+    mechanism: typing.Literal["gaussian", "laplace"] | None
+    speed_estimator: (
+        typing.Literal["report", "baseline", "array-averaging", "levy", "quantile", "clipped-mean"] | None
+    )
+    precision: int | None
+    speed_unit: str | None
+    speed_unit_since: list[str] | dict[datetime.date | str, str] | None
+    timezone: str | None
+    speed_reject_above: float | None
+    timestamp_format: str | None
+    clip_bound: typing.Literal["public", "dp-quantile"] | None
+    clip_quantile: float | None
+    clip_share: float | None
+    coarsen: typing.Literal["none", "parent1", "parent2", "slot2", "auto"] | None
+    coarsen_share: float | None
+    coarsen_rule: typing.Literal["exclusive", "fill"] | None

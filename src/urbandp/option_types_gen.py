@@ -28,8 +28,10 @@ MODELS: dict[str, str] = {
     "PmMapKeywords": "urbandp.sensing.options:PmMapOptions",
     "QueryKeywords": "urbandp.sensing.options:QueryOptions",
     "InterpolateKeywords": "urbandp.sensing.options:InterpolateOptions",
+    "FleetReleaseKeywords": "urbandp.fleet.options:keyword_types",
 }
-"""TypedDict name -> the model whose options it types (``module:class``)."""
+"""TypedDict name -> the model whose options it types (``module:class``), or the function that lists a release's
+keywords and their types where its options span models (``module:function``)."""
 
 TARGET = Path(__file__).with_name("option_types.py")
 
@@ -49,6 +51,8 @@ def _source(hint: Any, imports: set[str]) -> str:
     if hint is Ellipsis:
         return "..."
     origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        return "typing.Literal[" + ", ".join(json.dumps(a) for a in typing.get_args(hint)) + "]"
     if origin in (typing.Union, types.UnionType):
         return " | ".join(_source(arg, imports) for arg in typing.get_args(hint))
     if origin is not None:
@@ -73,6 +77,12 @@ def _annotation(option: DeclaredOption, imports: set[str]) -> str:
     return words + (" | None" if type(None) in option.kinds else "")
 
 
+def _field(name: str, annotation: str) -> str:
+    """One key of a ``TypedDict``, wrapped as ``ruff format`` wraps a line over 110 characters."""
+    line = f"    {name}: {annotation}"
+    return line if len(line) <= 110 else f"    {name}: (\n        {annotation}\n    )"
+
+
 def _load(reference: str) -> Any:
     import importlib
 
@@ -85,11 +95,16 @@ def generate() -> str:
     imports: set[str] = {"typing"}
     classes = []
     for name, reference in MODELS.items():
-        model = _load(reference)
+        found = _load(reference)
         lines = [f"class {name}(typing.TypedDict, total=False):"]
-        lines.append(f'    """The options of :class:`{reference.replace(":", ".")}`."""')
-        lines.append("")
-        lines += [f"    {o.name}: {_annotation(o, imports)}" for o in declared_options(model)]
+        if isinstance(found, type):
+            lines.append(f'    """The options of :class:`{reference.replace(":", ".")}`."""')
+            lines.append("")
+            lines += [_field(o.name, _annotation(o, imports)) for o in declared_options(found)]
+        else:
+            lines.append(f'    """The options listed by :func:`{reference.replace(":", ".")}`."""')
+            lines.append("")
+            lines += [_field(n, _source(hint, imports)) for n, hint in found()]
         classes.append("\n".join(lines))
     ours = sorted(m for m in imports if m.split(".")[0] == "urbandp")
     head = (

@@ -71,6 +71,7 @@ class CommandLine:
     cli_default: Any = AS_FIELD
     negatable: bool = False
     why: str | None = None
+    table: str | None = None
 
 
 def option(
@@ -87,16 +88,44 @@ def option(
     cli_default: Any = AS_FIELD,
     negatable: bool = False,
     why: str | None = None,
+    table: str | None = None,
 ) -> Any:
     """A field that is an option of its release (no ``default``: the option is required).
 
-    ``cli_default``: the default as the command line takes it, where ``cli_type`` is text the command parses
-    (``"0.5,1,10"`` for the tuple ``(0.5, 1.0, 10.0)``); ``negatable``: a switch that also takes ``--no-<flag>``;
-    ``why``: the reason for the bounds, said when a value is refused."""
+    ``help`` may say the field's default as ``{default}`` (a float as ``%g``, a tuple comma-separated;
+    ``{default[0]}`` is its first item), so the help never restates it. ``cli_default``: the default as the
+    command line takes it, where ``cli_type`` is text the command parses (``"0.5,1,10"`` for the tuple
+    ``(0.5, 1.0, 10.0)``), or None where a flag left out must let a config file's value through; ``negatable``: a
+    switch that also takes ``--no-<flag>``; ``why``: the reason for the bounds, said when a value is refused;
+    ``table``: the TOML table of a ``--config`` file that sets it, where the release's file has tables."""
     field: Any = Field(default, description=help, gt=gt, ge=ge, lt=lt, le=le)
     chosen = None if choices is None else tuple(choices)
-    field.metadata.append(CommandLine(flag, cli_type, chosen, cli_default, negatable, why))
+    field.metadata.append(CommandLine(flag, cli_type, chosen, cli_default, negatable, why, table))
     return field
+
+
+class _Shown:
+    """A default as a help text says it (:func:`option`'s ``{default}``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __getitem__(self, index: int) -> Any:
+        return self.value[index]
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            return format(self.value, spec)
+        if isinstance(self.value, float):
+            return f"{self.value:g}"
+        if isinstance(self.value, tuple):
+            return ",".join(map(str, self.value))
+        return str(self.value)
+
+
+def _help(description: str | None, default: Any) -> str:
+    text = description or ""
+    return text.format(default=_Shown(default)) if "{default" in text else text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +143,7 @@ class DeclaredOption:
     cli_default: Any
     negatable: bool
     why: str | None
+    table: str | None = None
 
     @property
     def required(self) -> bool:
@@ -268,7 +298,7 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
                 name=name,
                 type=field.annotation,
                 default=field.default,
-                help=field.description or "",
+                help=_help(field.description, field.default),
                 flag=info.flag or "--" + name.replace("_", "-"),
                 cli_type=info.cli_type if info.cli_type is not None else field.annotation,
                 limits=limits,
@@ -276,6 +306,7 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
                 cli_default=info.cli_default,
                 negatable=info.negatable,
                 why=info.why,
+                table=info.table,
             )
         )
     return tuple(found)

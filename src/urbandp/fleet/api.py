@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 from urbandp.arguments import (
     check_date,
@@ -44,7 +44,7 @@ from urbandp.errors import InputError, InvalidParameterError
 from urbandp.fleet.account import HatRelease
 from urbandp.fleet.config import HatReleaseConfig
 from urbandp.fleet.guardrails import release_warnings
-from urbandp.fleet.options import OPTION_NAMES, RELEASE_OPTIONS, api_signature
+from urbandp.fleet.options import OPTION_NAMES, api_signature, release_options
 from urbandp.fleet.pipeline import (
     LoadedRecords,
     NoValidRecords,
@@ -55,6 +55,7 @@ from urbandp.fleet.pipeline import (
 from urbandp.fleet.report import FleetPrivacyReport
 from urbandp.fleet.spec import configure, file_keys, named_by, python_values
 from urbandp.frames import TableLike, input_paths
+from urbandp.option_types import FleetReleaseKeywords
 from urbandp.outputs import check_output_path, output_policy
 from urbandp.privacy.budget_store import checkpoint
 from urbandp.provenance import parameters_hash
@@ -154,17 +155,17 @@ def release(
     with_map: bool = True,
     map_inputs: dict[str, object] | None = None,
     step: Callable[[str], None] | None = None,
-    **options: Any,
+    **options: Unpack[FleetReleaseKeywords],
 ) -> FleetRelease:
     """Release DP average speeds (and speeding counts) per hexagon and time slot (ITMS report, section III).
 
     ``data``: input files or folders (CSV, JSON, JSON Lines, Parquet), or a table (Polars, pandas, GeoPandas
-    points, Arrow). ``options``: the flags of ``urbandp release`` with underscores (:data:`OPTION_NAMES`), as text
+    points, Arrow). ``options``: the flags of ``urbandp fleet release`` with underscores (:data:`OPTION_NAMES`), as text
     or Python values (``start=datetime.date(...)``, ``domain_bbox=(lat0, lon0, lat1, lon1)``, ``hours=(6, 22)``).
     ``config``: a TOML file as ``--config`` takes. ``session``: the budget it charges (default: none charged).
     ``out``: write the folder inside the charge (its sha256 recorded); else call ``write`` later.
     """
-    options = python_options(options)
+    checked = python_options(options)
     columns = check_mapping(columns, "columns")
     with_map = check_switch(with_map, "with_map")
     overwrite = check_switch(overwrite, "overwrite")
@@ -177,7 +178,7 @@ def release(
         raise InvalidParameterError(f"map_inputs must be a dict, got {map_inputs!r}", parameters="map_inputs")
     if step is not None and not callable(step):
         raise InvalidParameterError(f"step must be a function of one text, got {step!r}", parameters="step")
-    given = python_values({**dict.fromkeys(OPTION_NAMES), **options, "columns": columns})
+    given = python_values({**dict.fromkeys(OPTION_NAMES), **checked, "columns": columns})
     a = {**given, "config": config}
     cfg, validation, mapping = configure(a)
     # the release's time zone: timezone, else the GTFS domain's agency_timezone (zone-aware columns need one)
@@ -226,8 +227,9 @@ def release(
     return result
 
 
-_KIND = {o.name: str(o.annotation).replace("pathlib.", "") for o in RELEASE_OPTIONS}
-"""Each option's declared type (:data:`urbandp.fleet.options.RELEASE_OPTIONS`), read as ``int | None``, ..."""
+_KIND = {o.name: str(o.cli_type).replace("pathlib.", "") for o in release_options()}
+"""Each option's type on the command line (:func:`urbandp.fleet.options.release_options`), read as ``int | None``,
+..."""
 
 
 def python_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,36 +13,23 @@ import typer
 from rich.console import Console
 
 from urbandp.cli_options import AllowMeaninglessEpsilon, Overwrite
+from urbandp.cli_spec import command_signature, keyword, option_parameters, spec_parameters
 from urbandp.cli_support import cli_text
 from urbandp.errors import InputError
-from urbandp.fleet.options import RELEASE_OPTIONS
-from urbandp.fleet.spec import (
-    parse_columns,
+from urbandp.fleet.options import (
+    CONTEXT_HELP,
+    GTFS_HELP,
+    OPTION_NAMES,
+    TILES_HELP,
+    TIMESTAMP_FORMAT_HELP,
+    RunOptions,
+    release_options,
 )
+from urbandp.fleet.spec import parse_columns
+
+__all__ = ["TIMESTAMP_FORMAT_HELP", "check_dataset", "map_site", "quarantine_on_failure", "release"]
 
 _CONSOLE = Console(stderr=True)
-DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget (default: no store is charged)."
-BUDGET_STORE_HELP = (
-    "Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
-)
-
-GTFS_HELP = (
-    "GTFS feed (a folder or the gtfs.zip agencies ship): routes and stops drawn on the map (default: none)."
-)
-TILES_HELP = (
-    "Basemap: an XYZ tile URL template such as https://tile.example.org/{z}/{x}/{y}.png, 'osm' (default: "
-    "OpenStreetMap's standard tiles, with their attribution) or 'none'. Offline, the map shows the hexagons "
-    "without tiles and says so."
-)
-CONTEXT_HELP = (
-    "A GeoJSON file drawn as public context on the map (depots, districts, ...); repeatable (default: none)."
-)
-
-
-TIMESTAMP_FORMAT_HELP = (
-    "Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
-    'strftime pattern such as "%d/%m/%Y %H:%M" (default: auto).'
-)
 
 
 def check_dataset(name: str | None) -> None:
@@ -66,7 +53,41 @@ def quarantine_on_failure(out: Path, run: Any) -> Any:
         ) from None
 
 
-def release(**a: Any) -> None:
+@command_signature(
+    [
+        inspect.Parameter(
+            "inputs",
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=typer.Argument(..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."),
+            annotation=list[Path],
+        ),
+        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
+        keyword(
+            "config",
+            Path | None,
+            typer.Option(
+                None,
+                "--config",
+                help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
+            ),
+        ),
+    ],
+    option_parameters(release_options()),
+    spec_parameters(RunOptions),
+    [
+        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
+        keyword("overwrite", Overwrite, False),
+    ],
+)
+def release(
+    inputs: list[Path],
+    *,
+    out: Path,
+    config: Path | None,
+    allow_meaningless_epsilon: bool,
+    overwrite: bool,
+    **options: Any,
+) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
     Example: urbandp release fleet.parquet --out out/release --epsilon-per-day 10
@@ -76,31 +97,31 @@ def release(**a: Any) -> None:
     from urbandp.fleet.guardrails import EXIT_USELESS
     from urbandp.session import Session
 
-    check_dataset(a["dataset"])
-    if (a["gtfs"] is not None or a["context"] or a["tiles"] is not None) and a["no_map"]:
+    run = RunOptions.of(options)
+    check_dataset(run.dataset)
+    if (run.gtfs is not None or run.context or run.tiles is not None) and run.no_map:
         raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
     map_options: dict[str, Any] = {}
-    if not a["no_map"]:  # checked before any record is read or noise drawn (--no-map: nothing read, 21 ms)
+    if not run.no_map:  # checked before any record is read or noise drawn (--no-map: nothing read, 21 ms)
         from urbandp.reports.map import map_inputs
 
-        map_options = map_inputs(a["tiles"], a["gtfs"], a["context"])
-    given = {name: a[name] for name in api.OPTION_NAMES}
-    budget = Session(
-        a["budget_store"], a["dataset"], allow_meaningless_epsilon=a["allow_meaningless_epsilon"]
-    )
+        map_options = map_inputs(run.tiles, run.gtfs, run.context)
+    given = {name: options[name] for name in OPTION_NAMES}
+    column = options["column"]
+    budget = Session(run.budget_store, run.dataset, allow_meaningless_epsilon=allow_meaningless_epsilon)
     with _progress() as step, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # printed below as one-line urbandp: warnings
         # the library's release path: the guards, the charge before noise, the folder, the commit (fleet/api.py)
         rel = api.release(
-            a["inputs"],
-            config=a["config"],
-            columns=dict(parse_columns(a["column"], {})) if a["column"] else None,
-            engine=a["engine"],
-            spark_master=a["spark_master"],
+            inputs,
+            config=config,
+            columns=dict(parse_columns(column, {})) if column else None,
+            engine=run.engine,
+            spark_master=run.spark_master,
             session=budget,
-            out=a["out"],
-            overwrite=a["overwrite"],
-            with_map=not a["no_map"],
+            out=out,
+            overwrite=overwrite,
+            with_map=not run.no_map,
             map_inputs=map_options,
             step=step,
             **given,
@@ -114,7 +135,7 @@ def release(**a: Any) -> None:
             f"[bold yellow]urbandp: warning:[/] {as_flags(cli_text(text))}", highlight=False, soft_wrap=True
         )
     print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
-    if a["strict"] and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
+    if run.strict and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)
 
 
@@ -126,87 +147,6 @@ def _progress() -> Iterator[Callable[[str], None]]:
 
     with progress_bar("starting") as advance:
         yield lambda name: advance(0, name)
-
-
-def _release_signature() -> None:
-    """``release`` takes the inputs and ``--out``, every release option (declared once in
-    :mod:`urbandp.fleet.options`) and the run's own options (map, budget, engine, output)."""
-    run: dict[str, Any] = {
-        "no_map": (bool, typer.Option(False, "--no-map", help="Skip map.html.")),
-        "gtfs": (Path | None, typer.Option(None, "--gtfs", help=GTFS_HELP)),
-        "tiles": (str | None, typer.Option(None, "--tiles", help=TILES_HELP)),
-        "context": (list[Path] | None, typer.Option(None, "--context", help=CONTEXT_HELP)),
-        "strict": (
-            bool,
-            typer.Option(
-                False,
-                "--strict",
-                help="Exit 3 when the release is useless (nothing released or every interval > U/2).",
-            ),
-        ),
-        "dataset": (str | None, typer.Option(None, "--dataset", help=DATASET_HELP)),
-        "budget_store": (str | None, typer.Option(None, "--budget-store", help=BUDGET_STORE_HELP)),
-        "engine": (
-            str,
-            typer.Option(
-                "polars",
-                "--engine",
-                help="Record-level stage: polars (in-process) or spark, see docs/scale-out.md (default: polars).",
-            ),
-        ),
-        "spark_master": (
-            str | None,
-            typer.Option(
-                None,
-                "--spark-master",
-                help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*]).",
-            ),
-        ),
-    }
-    head = [
-        inspect.Parameter(
-            "inputs",
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=typer.Argument(..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."),
-            annotation=list[Path],
-        ),
-        inspect.Parameter(
-            "out",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(..., "--out", help="Output directory."),
-            annotation=Path,
-        ),
-        inspect.Parameter(
-            "config",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(
-                None,
-                "--config",
-                help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
-            ),
-            annotation=Path | None,
-        ),
-    ]
-    params = [
-        *head,
-        *(option.parameter() for option in RELEASE_OPTIONS),
-        *(
-            inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t)
-            for n, (t, d) in run.items()
-        ),
-        inspect.Parameter(
-            "allow_meaningless_epsilon",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=False,
-            annotation=AllowMeaninglessEpsilon,
-        ),
-        inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Overwrite),
-    ]
-    release.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    release.__annotations__ = {p.name: p.annotation for p in params}
-
-
-_release_signature()
 
 
 def map_site(

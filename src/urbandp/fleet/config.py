@@ -19,7 +19,6 @@ from typing import Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Field,
     PrivateAttr,
     ValidationError,
     field_validator,
@@ -29,6 +28,7 @@ from pydantic import (
 from urbandp.config_tables import named_in_file
 from urbandp.errors import InputError
 from urbandp.privacy import guards
+from urbandp.release_options import option
 
 Selection = Literal["dp", "public-threshold"]
 Neighbouring = Literal["add-remove", "presence-public"]
@@ -83,158 +83,236 @@ class ParameterValueError(ValueError):
         self.parameters = parameters
 
 
+def _option(default: Any, *, help: str, cli_type: Any, **bounds: Any) -> Any:
+    """An option of the release spec (:func:`urbandp.release_options.option`), set in a ``--config`` file's
+    ``[release]`` table; a flag left out is None, so the file's value or the field's default applies."""
+    return option(default, help=help, cli_type=cli_type, cli_default=None, table="release", **bounds)
+
+
 class HatReleaseConfig(BaseModel):
-    """All parameters of ``urbandp release`` (frozen; validated on construction)."""
+    """All parameters of ``urbandp fleet release`` (frozen; validated on construction). Each option is declared
+    once, as a field: its type, default, bounds, ``--help`` text, flag and TOML key; ``urbandp fleet release``'s
+    flags, :func:`urbandp.fleet.release`'s signature and its keyword types are built from the fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     _chosen: dict[str, str] = PrivateAttr(default_factory=dict)
 
-    resolution: int = Field(7, ge=0, le=15)
-    slot_minutes: int = 60
-    hours: tuple[int, int] = (9, 21)
-    start: dt.date | None = None
-    end: dt.date | None = None
-    dates: tuple[dt.date, ...] | None = Field(
+    resolution: int = _option(7, help="H3 resolution (default: {default}).", cli_type=int | None, ge=0, le=15)
+    slot_minutes: int = _option(
+        60, help="Time-slot length in minutes (default: {default}).", cli_type=int | None
+    )
+    hours: tuple[int, int] = _option(
+        (9, 21), help="Daily hour window START-END (default: {default[0]}-{default[1]}).", cli_type=str | None
+    )
+    start: dt.date | None = _option(
+        None, help="First day YYYY-MM-DD (public window; default: first day in data).", cli_type=str | None
+    )
+    end: dt.date | None = _option(
+        None, help="Last day YYYY-MM-DD (public window; default: last day in data).", cli_type=str | None
+    )
+    dates: tuple[dt.date, ...] | None = _option(
         None,
-        description="public day set: the days released (D is their number); start/end default to its span",
+        help="Public day set: comma-separated YYYY-MM-DD days to release; D is their number, the window spans them "
+        "(default: every day of --start..--end).",
+        cli_type=str | None,
     )
-    weekdays: str | None = Field(
-        None, description="public day set: these weekdays within start..end, e.g. mon-fri or mon,wed,sat"
+    weekdays: str | None = _option(
+        None,
+        help="Public day set: these weekdays within --start..--end, e.g. mon-fri or sat,sun (default: all).",
+        cli_type=str | None,
     )
-    holidays: tuple[dt.date, ...] = Field(
-        (), description="days left out of the public day set (agency holidays)"
+    holidays: tuple[dt.date, ...] = _option(
+        (),
+        help="Days left out of the public day set: comma-separated dates or a file of dates (default: none).",
+        cli_type=str | None,
     )
-    speed_max: float = Field(
+    speed_max: float = _option(
         65.0,
+        help="U: speeds clipped to [0, U] km/h for Query 1 (default: {default}).",
+        cli_type=float | None,
         ge=1,
         le=500,
-        description="U: speeds are clipped to [0, U] for Query 1 (km/h; at least 1, at most 500: the noise is "
-        "calibrated to U, and a U near 0 underflows it)",
+        why="the noise is calibrated to U, and a U near 0 underflows it",
     )
-    speed_limit: float = Field(35.0, gt=0, le=500, description="Query 2 threshold (km/h; at most 500)")
-    noise_scale: float | None = Field(None, gt=0, description="Laplace scale B shared by both queries")
-    epsilon_per_day: float | None = Field(
-        None, gt=0, description="cumulative epsilon per vehicle-day to spend"
+    speed_limit: float = _option(
+        35.0, help="Query 2 threshold in km/h (default: {default}).", cli_type=float | None, gt=0, le=500
     )
-    speed_share: float | None = Field(
+    noise_scale: float | None = _option(
         None,
+        help="Laplace scale B for both queries (default: none; give this or --epsilon-per-day).",
+        cli_type=float | None,
         gt=0,
-        lt=1,
-        description="share of the query budget for Query 1; default: report's shared B under replace-one, 0.5 under add-remove",
     )
-    budget_per_day: float | None = Field(
-        None, gt=0, description="refuse a release whose cumulative epsilon per day exceeds this"
-    )
-    selection: Selection = "dp"
-    selection_epsilon: float = Field(
-        1.0, gt=0, description="epsilon per day for DP selection when B is given"
-    )
-    selection_fraction: float = Field(
-        0.1,
+    epsilon_per_day: float | None = _option(
+        None,
+        help="Cumulative epsilon per vehicle-day; the noise is calibrated from it (default: none; give this or "
+        "--noise-scale).",
+        cli_type=float | None,
         gt=0,
-        lt=1,
-        description="share of epsilon_per_day for DP selection under presence-public or a user-level estimator "
-        "(under add/remove the selection's count is the mean's denominator and the split is computed)",
     )
-    queries: tuple[Query, ...] = Field(
-        ("speed",),
-        description="what to release: speed (Query 1, mean speed per HAT) and optionally speeding (Query 2, "
-        "vehicles over the limit per day); speeding takes a third of the budget when asked for",
-    )
-    domain_bbox: tuple[float, float, float, float] | None = Field(
+    budget_per_day: float | None = _option(
         None,
-        description="public extent (min_lat, min_lon, max_lat, max_lon): DP selection over all its HATs, no delta",
+        help="Refuse the release if epsilon per day would exceed this (default: no cap).",
+        cli_type=float | None,
+        gt=0,
     )
-    domain_gtfs: Path | None = Field(
+    selection: Selection = _option(
+        "dp", help="HAT selection: dp or public-threshold (not DP) (default: {default}).", cli_type=str | None
+    )
+    domain_bbox: tuple[float, float, float, float] | None = _option(
         None,
-        description="public domain from a GTFS feed (zip or folder): the cells its shapes pass through x the slots "
-        "with scheduled service on the public days; every domain HAT released with noise",
+        help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection (default: no extent; approximate-DP "
+        "selection).",
+        cli_type=str | None,
     )
-    domain_geojson: Path | None = Field(
+    domain_gtfs: Path | None = _option(
         None,
-        description="public domain from a GeoJSON of routes or corridors (WGS84): the cells they pass through x "
-        "every slot; every domain HAT released with noise",
+        help="Public domain from the agency's GTFS feed (zip or folder): the cells its shapes pass through x the slots "
+        "with scheduled service on the public days; every domain HAT released with noise (default: none).",
+        cli_type=Path | None,
     )
-    domain_cells: Path | None = Field(
+    domain_geojson: Path | None = _option(
         None,
-        description="public domain from a list of H3 cells (one per line or an h3_cell column) x every slot; "
-        "every domain HAT released with noise",
+        help="Public domain from a GeoJSON of routes or corridors: the cells they pass through x every slot; every "
+        "domain HAT released with noise (default: none).",
+        cli_type=Path | None,
     )
-    domain_ring: int = Field(
+    domain_cells: Path | None = _option(
+        None,
+        help="Public domain from a file of H3 cells (one per line or an h3_cell column) x every slot (default: none).",
+        cli_type=Path | None,
+    )
+    domain_ring: int = _option(
         0,
+        help="Widen a GTFS or GeoJSON domain by this many rings of neighbouring cells (default: {default}).",
+        cli_type=int | None,
         ge=0,
         le=3,
-        description="widen a GTFS or GeoJSON domain by this many rings of neighbouring H3 cells (GPS noise "
-        "and cell edges put records beside the route's own cells)",
     )
-    contribution_bounding: ContributionBounding = Field(
+    contribution_bounding: ContributionBounding = _option(
         "auto",
-        description="auto: l2 where the release allows it (a public domain, Gaussian noise, add-remove, DP "
-        "selection, the report estimator, one level, the public clip bound, speed only, a public K), else "
-        "truncate; truncate: each vehicle-day keeps K HATs (K = max_hats_per_vehicle_day); l2: each vehicle-day "
-        "keeps every domain HAT it visits with weight 1/sqrt(m) (m: its HATs), so its weights have L2 norm 1 "
-        "(docs/fleet.md, 'L2-normalised contributions'). Resolved when the spec is built: the spec holds "
-        "truncate or l2, never auto",
+        help="auto (l2 where the release allows it, else truncate), truncate (K HATs per vehicle-day) or l2 (every "
+        "domain HAT, weights 1/sqrt(m); Gaussian over a public domain) (default: {default}).",
+        cli_type=str | None,
     )
-    borrow_strength: BorrowStrength = Field(
+    borrow_strength: BorrowStrength = _option(
         "auto",
-        description="auto: parent where the release allows it (add-remove, the report estimator, one level, the "
-        "speed query), else none; none, or parent: also publish robust empirical Bayes means and intervals "
-        "(pooled_mean_speed, pooled_ci95_low/high, pooled_useful) that borrow strength from the other shown HATs "
-        "of the H3 parent; post-processing of the noisy outputs, no privacy cost; the intervals hold at 95% on "
-        "average over the pooled HATs (docs/fleet.md, 'Borrowing strength'). Resolved when the spec is built",
+        help="auto (parent where the release allows it, else none), none, or parent: also publish robust empirical "
+        "Bayes means and intervals pooled with the other HATs of the H3 parent (post-processing, no privacy "
+        "cost; 95% coverage on average over HATs) (default: {default}).",
+        cli_type=str | None,
     )
-    target_width: float = Field(
+    target_width: float = _option(
         10.0,
+        help="Usefulness target: a mean is useful when its 95% interval is at most this wide, km/h (default: "
+        "{default}).",
+        cli_type=float | None,
         gt=0,
-        description="public usefulness target: a released mean is useful when its 95% interval is at most this "
-        "wide (km/h); counted in privacy.json, drawn on the map",
     )
-    delta: float = Field(
+    selection_epsilon: float = _option(
+        1.0,
+        help="Epsilon per day for DP selection when B is given (default: {default}).",
+        cli_type=float | None,
+        gt=0,
+    )
+    delta: float = _option(
         1e-6,
+        help="Target delta per vehicle-day of DP selection (default: {default}).",
+        cli_type=float | None,
         gt=0,
-        description="target delta per vehicle-day of DP selection (and of the zCDP conversion); at most 1e-5",
     )
-    min_vehicles_per_day: float | None = Field(
+    min_vehicles_per_day: float | None = _option(
         None,
+        help="Floor of the selection threshold: vehicles per day per HAT, 0 allowed; the DP threshold may be higher "
+        f"(default: {MIN_PER_DAY_DEFAULT['dp']:g} for DP selection, {MIN_PER_DAY_DEFAULT['public-threshold']:g} "
+        "for public-threshold).",
+        cli_type=float | None,
         ge=0,
-        description="threshold per day of the window on vehicle-days per HAT; default 10 for public-threshold "
-        "(the report), 3 for DP selection (whose noise-based threshold already keeps empty HATs out)",
     )
-    max_hats_per_vehicle_day: int | Literal["observed"] = Field(
+    max_hats_per_vehicle_day: int | Literal["observed"] = _option(
         96,
-        description="K: public bound enforced by truncation; 'observed' reads K from the data (report, not DP)",
+        help="K, public bound enforced by truncation, or 'observed' as in the report, not DP (default: {default}).",
+        cli_type=str | None,
     )
-    neighbouring: Neighbouring = "add-remove"
-    mechanism: Mechanism | None = Field(
+    speed_share: float | None = _option(
         None,
-        description="gaussian (zCDP, default with --epsilon-per-day) or laplace (pure DP; default with --noise-scale)",
+        help="With --queries speed,speeding: share of the two queries' budget for Query 1 (default: the report's "
+        "shared B under presence-public; under add-remove speeding gets a third of the budget).",
+        cli_type=float | None,
+        gt=0,
+        lt=1,
     )
-    speed_estimator: SpeedEstimator = "report"
-    precision: int = Field(2, ge=0, le=10)
-    clip_bound: ClipBound = Field(
+    queries: tuple[Query, ...] = _option(
+        ("speed",),
+        help="What to release: speed, or speed,speeding to add Query 2 (vehicles over --speed-limit per day) "
+        "(default: {default}).",
+        cli_type=str | None,
+    )
+    selection_fraction: float = _option(
+        0.1,
+        help="Share of the budget for DP selection under presence-public or a user-level estimator (default: "
+        "{default}; under add-remove the split is computed).",
+        cli_type=float | None,
+        gt=0,
+        lt=1,
+    )
+    neighbouring: Neighbouring = _option(
+        "add-remove",
+        help="add-remove (presence protected) or presence-public (the report's replace-one: DP for speeds, presence "
+        "public) (default: {default}).",
+        cli_type=str | None,
+    )
+    mechanism: Mechanism | None = _option(
+        None,
+        help="Noise: gaussian (zCDP, default with --epsilon-per-day) or laplace (pure DP; default with --noise-scale).",
+        cli_type=str | None,
+    )
+    speed_estimator: SpeedEstimator = _option(
+        "report",
+        help="Query 1 estimator: report, baseline, array-averaging, levy, quantile, clipped-mean (default: {default}).",
+        cli_type=str | None,
+    )
+    precision: int = _option(
+        2, help="Decimal places of released values (default: {default}).", cli_type=int | None, ge=0, le=10
+    )
+    clip_bound: ClipBound = _option(
         "public",
-        description="public: clip vehicle-day mean speeds at speed_max U; dp-quantile: at a DP quantile U' <= U "
-        "of the vehicle-days' largest HAT mean speed (costs clip_share of the budget)",
+        help="Clip bound of HAT mean speeds: public (--speed-max U) or dp-quantile (a DP quantile U' <= U) (default: "
+        "{default}).",
+        cli_type=str | None,
     )
-    clip_quantile: float = Field(
-        0.9, gt=0, lt=1, description="level alpha of the DP quantile (dp-quantile clip bound)"
+    clip_quantile: float = _option(
+        0.9,
+        help="Quantile of the vehicle-days' largest HAT mean speed for dp-quantile (default: {default}).",
+        cli_type=float | None,
+        gt=0,
+        lt=1,
     )
-    clip_share: float = Field(
-        0.05, gt=0, lt=0.5, description="share of the per-day budget spent on the DP clip bound"
+    clip_share: float = _option(
+        0.05,
+        help="Share of the budget for the dp-quantile bound (default: {default}).",
+        cli_type=float | None,
+        gt=0,
+        lt=0.5,
     )
-    coarsen: Coarsen = Field(
+    coarsen: Coarsen = _option(
         "none",
-        description="also release a coarser level where the finest HAT did not pass: H3 parent one (parent1) or "
-        "two (parent2) levels up, a merged pair of slots (slot2), or parent1 then parent2 (auto)",
+        help="Where the finest HAT does not pass, release a coarser one: none, parent1, parent2, slot2, auto (default: "
+        "{default}).",
+        cli_type=str | None,
     )
-    coarsen_rule: CoarsenRule = Field(
+    coarsen_share: float = _option(
+        0.3,
+        help="Share of the budget for the coarser level(s) (default: {default}).",
+        cli_type=float | None,
+        gt=0,
+        lt=1,
+    )
+    coarsen_rule: CoarsenRule = _option(
         "fill",
-        description="fill: a coarser HAT stands for the part of it no finer level released (its remainder); "
-        "exclusive: a coarser HAT only where no finer HAT inside it was released",
-    )
-    coarsen_share: float = Field(
-        0.3, gt=0, lt=1, description="share of the per-day budget for the coarser level(s), split evenly"
+        help="fill (a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT "
+        "inside it was released) (default: {default}).",
+        cli_type=str | None,
     )
 
     @field_validator("neighbouring", mode="before")

@@ -1,307 +1,196 @@
-"""The options of ``urbandp release`` (and ``plan``, and :func:`urbandp.fleet.release`), declared once.
+"""The options of ``urbandp fleet release`` (and ``plan``, and :func:`urbandp.fleet.release`), each declared once.
 
-Each :class:`ReleaseOption` states the option's name (the Python keyword; the flag is ``--`` + the name with dashes),
-its command-line type, its help and where a TOML ``--config`` takes it (``[release]``, ``[input]`` or
-``[columns]``). The defaults shown in ``--help`` are read from the code that applies them
-(:class:`~urbandp.fleet.config.HatReleaseConfig` for the release's spec, :data:`INPUT_DEFAULTS` for the records'
-validation), so help and behaviour cannot drift; a test checks every option
-against the CLI, the TOML reader and the spec.
+Every option is one field made with :func:`urbandp.release_options.option` (type, default, bounds, help, flag,
+command-line type, TOML table): the release spec's on :class:`~urbandp.fleet.config.HatReleaseConfig` (the
+``[release]`` table), the records' on :class:`RecordOptions` (``[input]``, ``[columns]`` and the day file). The
+command's flags and ``--help`` (:func:`release_parameters`), the TOML keys a ``--config`` file takes, the signature
+``help(urbandp.fleet.release)`` shows (:func:`api_signature`) and its generated keyword types
+(:mod:`urbandp.option_types`) are built from the fields; :class:`RunOptions` declares the command's own options
+(map, budget store, engine) the same way.
 """
 
 from __future__ import annotations
 
-import inspect
+import datetime as dt
+import functools
+import operator
+import types
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import typer
+from pydantic import BaseModel, ConfigDict
 
-from urbandp.fleet.config import MIN_PER_DAY_DEFAULT, HatReleaseConfig
+from urbandp.fleet.config import HatReleaseConfig
+from urbandp.release_options import DeclaredOption, declared_options, option
 
-INPUT_DEFAULTS: dict[str, object] = {
-    "speed_unit": "km/h",
-    "speed_reject_above": 150.0,
-    "timestamp_format": "auto",
-}
-"""Defaults of the records' validation options (:func:`urbandp.fleet.spec.validation_options` applies them)."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True)
-class ReleaseOption:
-    """One option of a fleet release: its name, command-line type, help (``{default}`` filled in) and TOML table."""
+class RecordOptions(BaseModel):
+    """The records' options: how the input's speeds, times and columns are read (the ``[input]`` and ``[columns]``
+    tables of a ``--config`` file) and the public day set's file. A flag left out is None, so the file's value or
+    the field's default applies (:func:`urbandp.fleet.spec.validation_options`)."""
 
-    name: str
-    annotation: Any
-    help: str
-    toml_table: str | None = "release"
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-    @property
-    def default(self) -> object:
-        """The default the code applies (None where the help says what happens instead)."""
-        if self.name == "min_vehicles_per_day":
-            return f"{MIN_PER_DAY_DEFAULT['dp']:g} for DP selection, {MIN_PER_DAY_DEFAULT['public-threshold']:g} for public-threshold"
-        if self.name in HatReleaseConfig.model_fields:
-            value = HatReleaseConfig.model_fields[self.name].default
-            return None if value == () else value
-        return INPUT_DEFAULTS.get(self.name)
-
-    def help_text(self) -> str:
-        value = self.default
-        if isinstance(value, tuple):
-            shown = "-".join(str(v) for v in value) if self.name == "hours" else ",".join(map(str, value))
-        elif isinstance(value, float):
-            shown = f"{value:g}"
-        else:
-            shown = str(value)
-        return self.help.replace("{default}", shown)
-
-    def parameter(self) -> inspect.Parameter:
-        """The Typer parameter: not given (None) unless typed, so the spec's default applies."""
-        option = typer.Option(None, self.flag, help=self.help_text())
-        return inspect.Parameter(
-            self.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=self.annotation
-        )
-
-
-RELEASE_OPTIONS: tuple[ReleaseOption, ...] = (
-    ReleaseOption("resolution", int | None, "H3 resolution (default: {default})."),
-    ReleaseOption("slot_minutes", int | None, "Time-slot length in minutes (default: {default})."),
-    ReleaseOption("hours", str | None, "Daily hour window START-END (default: {default})."),
-    ReleaseOption("start", str | None, "First day YYYY-MM-DD (public window; default: first day in data)."),
-    ReleaseOption("end", str | None, "Last day YYYY-MM-DD (public window; default: last day in data)."),
-    ReleaseOption(
-        "dates",
-        str | None,
-        "Public day set: comma-separated YYYY-MM-DD days to release; D is their number, the window spans them (default: every day of --start..--end).",
-    ),
-    ReleaseOption(
-        "dates_file",
-        Path | None,
-        "Public day set from a file, one YYYY-MM-DD per line, # comments (default: none).",
-        toml_table=None,
-    ),
-    ReleaseOption(
-        "weekdays",
-        str | None,
-        "Public day set: these weekdays within --start..--end, e.g. mon-fri or sat,sun (default: all).",
-    ),
-    ReleaseOption(
-        "holidays",
-        str | None,
-        "Days left out of the public day set: comma-separated dates or a file of dates (default: none).",
-    ),
-    ReleaseOption(
-        "speed_max", float | None, "U: speeds clipped to [0, U] km/h for Query 1 (default: {default})."
-    ),
-    ReleaseOption("speed_limit", float | None, "Query 2 threshold in km/h (default: {default})."),
-    ReleaseOption(
-        "noise_scale",
-        float | None,
-        "Laplace scale B for both queries (default: none; give this or --epsilon-per-day).",
-    ),
-    ReleaseOption(
-        "epsilon_per_day",
-        float | None,
-        "Cumulative epsilon per vehicle-day; the noise is calibrated from it (default: none; give this or --noise-scale).",
-    ),
-    ReleaseOption(
-        "budget_per_day",
-        float | None,
-        "Refuse the release if epsilon per day would exceed this (default: no cap).",
-    ),
-    ReleaseOption(
-        "selection", str | None, "HAT selection: dp or public-threshold (not DP) (default: {default})."
-    ),
-    ReleaseOption(
-        "domain_bbox",
-        str | None,
-        "Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection (default: no extent; approximate-DP selection).",
-    ),
-    ReleaseOption(
-        "domain_gtfs",
-        Path | None,
-        "Public domain from the agency's GTFS feed (zip or folder): the cells its shapes pass through x the slots "
-        "with scheduled service on the public days; every domain HAT released with noise (default: none).",
-    ),
-    ReleaseOption(
-        "domain_geojson",
-        Path | None,
-        "Public domain from a GeoJSON of routes or corridors: the cells they pass through x every slot; every "
-        "domain HAT released with noise (default: none).",
-    ),
-    ReleaseOption(
-        "domain_cells",
-        Path | None,
-        "Public domain from a file of H3 cells (one per line or an h3_cell column) x every slot (default: none).",
-    ),
-    ReleaseOption(
-        "domain_ring",
-        int | None,
-        "Widen a GTFS or GeoJSON domain by this many rings of neighbouring cells (default: {default}).",
-    ),
-    ReleaseOption(
-        "contribution_bounding",
-        str | None,
-        "auto (l2 where the release allows it, else truncate), truncate (K HATs per vehicle-day) or l2 (every "
-        "domain HAT, weights 1/sqrt(m); Gaussian over a public domain) (default: {default}).",
-    ),
-    ReleaseOption(
-        "borrow_strength",
-        str | None,
-        "auto (parent where the release allows it, else none), none, or parent: also publish robust empirical "
-        "Bayes means and intervals pooled with the other HATs of the H3 parent (post-processing, no privacy "
-        "cost; 95% coverage on average over HATs) (default: {default}).",
-    ),
-    ReleaseOption(
-        "target_width",
-        float | None,
-        "Usefulness target: a mean is useful when its 95% interval is at most this wide, km/h (default: {default}).",
-    ),
-    ReleaseOption(
-        "selection_epsilon",
-        float | None,
-        "Epsilon per day for DP selection when B is given (default: {default}).",
-    ),
-    ReleaseOption(
-        "delta", float | None, "Target delta per vehicle-day of DP selection (default: {default})."
-    ),
-    ReleaseOption(
-        "min_vehicles_per_day",
-        float | None,
-        "Floor of the selection threshold: vehicles per day per HAT, 0 allowed; the DP threshold may be higher (default: {default}).",
-    ),
-    ReleaseOption(
-        "max_hats_per_vehicle_day",
-        str | None,
-        "K, public bound enforced by truncation, or 'observed' as in the report, not DP (default: {default}).",
-    ),
-    ReleaseOption(
-        "speed_share",
-        float | None,
-        "With --queries speed,speeding: share of the two queries' budget for Query 1 (default: the report's shared B under presence-public; under add-remove speeding gets a third of the budget).",
-    ),
-    ReleaseOption(
-        "queries",
-        str | None,
-        "What to release: speed, or speed,speeding to add Query 2 (vehicles over --speed-limit per day) (default: {default}).",
-    ),
-    ReleaseOption(
-        "selection_fraction",
-        float | None,
-        "Share of the budget for DP selection under presence-public or a user-level estimator (default: {default}; under add-remove the split is computed).",
-    ),
-    ReleaseOption(
-        "neighbouring",
-        str | None,
-        "add-remove (presence protected) or presence-public (the report's replace-one: DP for speeds, presence public) (default: {default}).",
-    ),
-    ReleaseOption(
-        "mechanism",
-        str | None,
-        "Noise: gaussian (zCDP, default with --epsilon-per-day) or laplace (pure DP; default with --noise-scale).",
-    ),
-    ReleaseOption(
-        "speed_estimator",
-        str | None,
-        "Query 1 estimator: report, baseline, array-averaging, levy, quantile, clipped-mean (default: {default}).",
-    ),
-    ReleaseOption("precision", int | None, "Decimal places of released values (default: {default})."),
-    ReleaseOption(
-        "speed_unit",
-        str | None,
-        "Speed unit of the input: km/h, mph or m/s (default: {default}).",
-        toml_table="input",
-    ),
-    ReleaseOption(
-        "speed_unit_since",
-        list[str] | None,
-        "Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout).",
-        toml_table="input",
-    ),
-    ReleaseOption(
-        "timezone",
-        str | None,
-        "The release's time zone (IANA, e.g. America/Chicago): the hour slots are its local hours, and every "
+    dates_file: Path | None = option(
+        None,
+        help="Public day set from a file, one YYYY-MM-DD per line, # comments (default: none).",
+        cli_default=None,
+    )
+    speed_unit: str = option(
+        "km/h",
+        help="Speed unit of the input: km/h, mph or m/s (default: {default}).",
+        cli_type=str | None,
+        cli_default=None,
+        table="input",
+    )
+    speed_unit_since: list[str] | dict[dt.date | str, str] | None = option(
+        None,
+        help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout).",
+        cli_type=list[str] | None,
+        cli_default=None,
+        table="input",
+    )
+    timezone: str | None = option(
+        None,
+        help="The release's time zone (IANA, e.g. America/Chicago): the hour slots are its local hours, and every "
         "timestamp with a known instant is converted to it; needed for a zone-aware timestamp column (default: "
         "the --domain-gtfs feed's agency_timezone, else the wall-clock time written in the timestamps).",
-        toml_table="input",
-    ),
-    ReleaseOption(
-        "speed_reject_above",
-        float | None,
-        "Quarantine speeds above this many km/h (default: {default}).",
-        toml_table="input",
-    ),
-    ReleaseOption(
-        "timestamp_format",
-        str | None,
-        'Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a strftime pattern such as "%d/%m/%Y %H:%M" (default: {default}).',
-        toml_table="input",
-    ),
-    ReleaseOption(
-        "column",
-        list[str] | None,
-        "Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: the ITMS names).",
-        toml_table="columns",
-    ),
-    ReleaseOption(
-        "clip_bound",
-        str | None,
-        "Clip bound of HAT mean speeds: public (--speed-max U) or dp-quantile (a DP quantile U' <= U) (default: {default}).",
-    ),
-    ReleaseOption(
-        "clip_quantile",
-        float | None,
-        "Quantile of the vehicle-days' largest HAT mean speed for dp-quantile (default: {default}).",
-    ),
-    ReleaseOption(
-        "clip_share", float | None, "Share of the budget for the dp-quantile bound (default: {default})."
-    ),
-    ReleaseOption(
-        "coarsen",
-        str | None,
-        "Where the finest HAT does not pass, release a coarser one: none, parent1, parent2, slot2, auto (default: {default}).",
-    ),
-    ReleaseOption(
-        "coarsen_share", float | None, "Share of the budget for the coarser level(s) (default: {default})."
-    ),
-    ReleaseOption(
-        "coarsen_rule",
-        str | None,
-        "fill (a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT inside it was released) (default: {default}).",
-    ),
-)
-"""Every option of a fleet release, in ``--help`` order."""
+        cli_default=None,
+        table="input",
+    )
+    speed_reject_above: float = option(
+        150.0,
+        help="Quarantine speeds above this many km/h (default: {default}).",
+        cli_type=float | None,
+        cli_default=None,
+        gt=0,
+        table="input",
+    )
+    timestamp_format: str = option(
+        "auto",
+        help="Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
+        'strftime pattern such as "%d/%m/%Y %H:%M" (default: {default}).',
+        cli_type=str | None,
+        cli_default=None,
+        table="input",
+    )
+    column: list[str] | None = option(
+        None,
+        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: "
+        "the ITMS names).",
+        cli_default=None,
+        table="columns",
+    )
 
-OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in RELEASE_OPTIONS if o.name != "column")
+
+def _declared(model: type[BaseModel], name: str) -> DeclaredOption:
+    return next(o for o in declared_options(model) if o.name == name)
+
+
+def release_options() -> tuple[DeclaredOption, ...]:
+    """Every option of a fleet release, in ``--help`` order: the spec's, with the day file after ``dates`` and the
+    records' options after ``precision`` (before the clip bound and coarser levels)."""
+    spec = list(declared_options(HatReleaseConfig))
+    records = list(declared_options(RecordOptions))
+    names = [o.name for o in spec]
+    day, after = names.index("dates") + 1, names.index("precision") + 1
+    return (*spec[:day], records[0], *spec[day:after], *records[1:], *spec[after:])
+
+
+INPUT_KEYS: tuple[str, ...] = tuple(o.name for o in declared_options(RecordOptions) if o.table == "input")
+"""The keys of a ``--config`` file's ``[input]`` table."""
+
+OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in release_options() if o.name != "column")
 """The release options as keywords of :func:`urbandp.fleet.release` (``columns`` there is ``--column``)."""
+
+TIMESTAMP_FORMAT_HELP = _declared(RecordOptions, "timestamp_format").help
+"""The ``--timestamp-format`` help, for the commands that read records without releasing (``explore``)."""
+
+
+def keyword_type(declared: DeclaredOption) -> Any:
+    """The type :func:`urbandp.fleet.release` takes for an option: the field's Python value or the command line's
+    text (``hours=(6, 22)`` or ``"6-22"``, ``start=date(...)`` or ``"2021-11-15"``), or None; a word of declared
+    choices as its ``Literal``."""
+    kinds = [*_kinds(declared.type)]
+    if not all(typing.get_origin(k) is typing.Literal for k in kinds):
+        kinds += [k for k in _kinds(declared.cli_type) if k not in kinds]
+    return functools.reduce(operator.or_, [*kinds, None])
+
+
+def _kinds(hint: Any) -> tuple[Any, ...]:
+    """The members of a union other than None (``int | None`` -> ``(int,)``)."""
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    return tuple(k for k in members if k is not type(None))
+
+
+def keyword_default(declared: DeclaredOption) -> Any:
+    """The default :func:`urbandp.fleet.release` shows: the field's (an empty tuple as None, nothing given)."""
+    return None if declared.default == () else declared.default
 
 
 def api_signature(fn: F) -> F:
-    """Give :func:`urbandp.fleet.release` (which takes ``**options``) every option of :data:`RELEASE_OPTIONS` as
-    a keyword, with the default the code applies and the type the command line takes, in the signature that
-    ``help()`` and editors read; None where the default depends on other options (the help says which)."""
+    """Give :func:`urbandp.fleet.release` (which takes ``**options``) every option as a keyword, with the field's
+    default and :func:`keyword_type`, in the signature that ``help()`` and editors read."""
     from urbandp.release_options import with_keywords
 
     fn.__signature__ = with_keywords(  # type: ignore[attr-defined]
         fn,
-        [
-            (
-                o.name,
-                o.default
-                if isinstance(o.default, (int, float, str, tuple)) and o.name != "min_vehicles_per_day"
-                else None,
-                o.annotation,
-            )
-            for o in RELEASE_OPTIONS
-            if o.name in OPTION_NAMES
-        ],
+        [(o.name, keyword_default(o), keyword_type(o)) for o in release_options() if o.name in OPTION_NAMES],
     )
     return fn
+
+
+def keyword_types() -> list[tuple[str, Any]]:
+    """(keyword, type) of every option :func:`urbandp.fleet.release` takes (:mod:`urbandp.option_types_gen`)."""
+    return [(o.name, keyword_type(o)) for o in release_options() if o.name in OPTION_NAMES]
+
+
+DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget (default: no store is charged)."
+BUDGET_STORE_HELP = (
+    "Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+)
+GTFS_HELP = (
+    "GTFS feed (a folder or the gtfs.zip agencies ship): routes and stops drawn on the map (default: none)."
+)
+TILES_HELP = (
+    "Basemap: an XYZ tile URL template such as https://tile.example.org/{z}/{x}/{y}.png, 'osm' (default: "
+    "OpenStreetMap's standard tiles, with their attribution) or 'none'. Offline, the map shows the hexagons "
+    "without tiles and says so."
+)
+CONTEXT_HELP = (
+    "A GeoJSON file drawn as public context on the map (depots, districts, ...); repeatable (default: none)."
+)
+
+
+class RunOptions(BaseModel):
+    """The options of ``urbandp fleet release`` that are the run's, not the release's: the map, the exit status,
+    the budget store charged and the engine of the record-level stage. The command reads them as this typed
+    object."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    no_map: bool = option(False, help="Skip map.html.")
+    gtfs: Path | None = option(None, help=GTFS_HELP)
+    tiles: str | None = option(None, help=TILES_HELP)
+    context: list[Path] | None = option(None, help=CONTEXT_HELP)
+    strict: bool = option(
+        False, help="Exit 3 when the release is useless (nothing released or every interval > U/2)."
+    )
+    dataset: str | None = option(None, help=DATASET_HELP)
+    budget_store: str | None = option(None, help=BUDGET_STORE_HELP)
+    engine: str = option(
+        "polars",
+        help="Record-level stage: polars (in-process) or spark, see docs/scale-out.md (default: {default}).",
+    )
+    spark_master: str | None = option(
+        None, help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*])."
+    )
+
+    @classmethod
+    def of(cls, values: typing.Mapping[str, Any]) -> RunOptions:
+        """The run's options from the command's parameters (which hold others too)."""
+        return cls(**{name: values[name] for name in cls.model_fields})

@@ -221,13 +221,16 @@ def pool(
 
 
 def noise_sds(privacy: Mapping[str, object]) -> tuple[float, float]:
-    """The noise standard deviations of the centred sum and of the count, from privacy.json's public scales."""
+    """The noise standard deviations of the centred sum and of the count, from privacy.json's public scales; the
+    count's is 0 where the release has no noisy count (the mean divides by the true count)."""
     scales = privacy.get("noise_scale")
     if not isinstance(scales, Mapping):
         raise ValueError("the release records no noise scales")
     per_sd = 1.0 if str(privacy.get("noise_scale_kind", "")).startswith("gaussian") else float(np.sqrt(2.0))
     count = scales.get("count") if scales.get("count") is not None else scales.get("selection")
     speed = scales.get("speed")
+    if count is None and "count" in scales:
+        count = 0.0  # no noisy count: the mean divides by the true count (public threshold, presence public)
     if not isinstance(speed, (int, float)) or not isinstance(count, (int, float)):
         raise ValueError("the release records no speed or count noise scale")
     return float(speed) * per_sd, float(count) * per_sd

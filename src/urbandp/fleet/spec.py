@@ -84,13 +84,14 @@ def _unit_switches(items: list[str]) -> tuple[tuple[dt.date, str], ...]:
 
 
 SECTIONS = ("release", "input", "columns")
-INPUT_KEYS = ("speed_unit", "timezone", "speed_reject_above", "speed_unit_since", "timestamp_format")
 
 
 def read_toml(path: Path | None) -> dict[str, Any]:
     """Parse a TOML config (:func:`urbandp.config_tables.read_document`, the one TOML reader); unknown sections
     or [input] keys are refused naming the closest valid one."""
     import difflib
+
+    from urbandp.fleet.options import INPUT_KEYS
 
     if path is None:
         return {}
@@ -144,8 +145,10 @@ def validation_options(
     """
     import math
 
+    from urbandp.fleet.options import RecordOptions
     from urbandp.records.validation import ValidationOptions
 
+    default = {name: field.default for name, field in RecordOptions.model_fields.items()}
     section = config.get("input", {})
     given = {
         "speed_unit": speed_unit,
@@ -154,7 +157,11 @@ def validation_options(
         "timestamp_format": timestamp_format,
     }
     from_file = {k for k, v in given.items() if v is None and k in section}
-    limit = float(section.get("speed_reject_above", 150.0)) if reject_above is None else reject_above
+    limit = (
+        float(section.get("speed_reject_above", default["speed_reject_above"]))
+        if reject_above is None
+        else reject_above
+    )
     try:
         if not (math.isfinite(limit) and limit > 0):
             raise InputError(
@@ -163,13 +170,15 @@ def validation_options(
             )
         # an option given empty ("") is refused by ValidationOptions, never read as "not given"
         return ValidationOptions(
-            speed_unit=speed_unit if speed_unit is not None else section.get("speed_unit", "km/h"),
+            speed_unit=speed_unit
+            if speed_unit is not None
+            else section.get("speed_unit", default["speed_unit"]),
             speed_unit_since=_parse_unit_switches(unit_since, section, file),
             timezone=timezone if timezone is not None else section.get("timezone"),
             speed_reject_above_kmh=limit,
             timestamp_format=timestamp_format
             if timestamp_format is not None
-            else section.get("timestamp_format", "auto"),
+            else section.get("timestamp_format", default["timestamp_format"]),
         )
     except InputError as err:
         raise named_in_file(err, file, "input", from_file) from None
@@ -252,7 +261,7 @@ def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
 
 def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan."""
-    from urbandp.fleet.config import build_config
+    from urbandp.fleet.config import HatReleaseConfig, build_config
     from urbandp.grid.slots import parse_hours
 
     toml = read_toml(a["config"])
@@ -265,40 +274,8 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
                 "max_hats_per_vehicle_day must be a whole number or 'observed'",
                 parameters="max_hats_per_vehicle_day",
             ) from None
-    names = [
-        "resolution",
-        "slot_minutes",
-        "speed_max",
-        "speed_limit",
-        "noise_scale",
-        "epsilon_per_day",
-        "budget_per_day",
-        "selection",
-        "selection_epsilon",
-        "delta",
-        "min_vehicles_per_day",
-        "neighbouring",
-        "mechanism",
-        "speed_share",
-        "speed_estimator",
-        "precision",
-        "clip_bound",
-        "clip_quantile",
-        "clip_share",
-        "coarsen",
-        "coarsen_share",
-        "coarsen_rule",
-        "queries",
-        "selection_fraction",
-        "domain_gtfs",
-        "domain_geojson",
-        "domain_cells",
-        "domain_ring",
-        "target_width",
-        "contribution_bounding",
-        "borrow_strength",
-    ]
-    overrides: dict[str, object] = {name: a[name] for name in names}
+    # every option of the spec as given; those the command line writes as text are parsed below
+    overrides: dict[str, object] = {name: a.get(name) for name in HatReleaseConfig.model_fields}
     overrides.update(
         {
             "hours": parse_hours(a["hours"])
@@ -307,7 +284,6 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
             "start": parse_date(a["start"], "start"),
             "end": parse_date(a["end"], "end"),
             "dates": _day_list(a.get("dates"), a.get("dates_file"), "dates"),
-            "weekdays": a.get("weekdays"),
             "holidays": _day_list(a.get("holidays"), None, "holidays"),
             "domain_bbox": _bbox(a["domain_bbox"]),
             "max_hats_per_vehicle_day": k,

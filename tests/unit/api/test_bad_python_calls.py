@@ -284,11 +284,11 @@ def _kind(annotation: str) -> str | None:
 
 def _fleet_parameters() -> Iterator[tuple[str, str]]:
     """``ud.fleet.release``'s options (declared apart from its signature) and its own keywords."""
-    from urbandp.fleet.options import OPTION_NAMES, RELEASE_OPTIONS
+    from urbandp.fleet.options import OPTION_NAMES, release_options
 
-    for option in RELEASE_OPTIONS:
+    for option in release_options():
         if option.name in OPTION_NAMES:
-            text = getattr(option.annotation, "__name__", None) or str(option.annotation)
+            text = getattr(option.cli_type, "__name__", None) or str(option.cli_type)
             yield option.name, text.replace("pathlib.Path", "Path")
     for name, p in inspect.signature(ud.fleet.release).parameters.items():
         if p.kind is p.KEYWORD_ONLY:

@@ -248,3 +248,19 @@ def test_the_pngs_and_the_map_name_the_pooled_value(tmp_path: Path) -> None:
 
     assert _legend({"borrow_strength": {"hats_pooled": 3}}) == "pooled mean of vehicle-day mean speeds (km/h)"
     assert _legend({}) == "mean of vehicle-day mean speeds (km/h)"
+
+
+def test_a_release_without_a_noisy_count_pools_with_the_count_s_sd_at_zero() -> None:
+    """Public-threshold selection (or presence-public) divides by the true count: privacy.json records the count's
+    scale as null, and pooling reads its sd as 0 instead of failing (it used to end the release in an internal
+    error); a release that records no scales at all is still refused."""
+    from urbandp.fleet.pooling import noise_sds
+
+    scales = {"speed": 3.0, "speeding": None, "selection": None, "count": None}
+    assert noise_sds({"noise_scale": scales, "noise_scale_kind": "laplace b"}) == (3.0 * 2**0.5, 0.0)
+    assert noise_sds({"noise_scale": {**scales, "count": 2.0}, "noise_scale_kind": "gaussian sigma"}) == (
+        3.0,
+        2.0,
+    )
+    with pytest.raises(ValueError):
+        noise_sds({"noise_scale": {"speed": 3.0}})
