@@ -1,17 +1,35 @@
 """urbandp: differentially private release of urban mobility and sensor data.
 
-The public Python API::
+The public API is what ``urbandp`` and its wings list in ``__all__``: the release functions of
+:mod:`urbandp.fleet`, :mod:`urbandp.counts`, :mod:`urbandp.survey` and :mod:`urbandp.sensing`,
+:mod:`urbandp.estimators`' mean estimators, :mod:`urbandp.audit`'s attacks on published tables,
+:mod:`urbandp.budget`'s budget store, :class:`Session`, the errors and the result types. Every other module is
+``_``-prefixed: internal, free to change. A budget declared once, two releases, the second refused before any
+noise is drawn:
 
-    import urbandp as ud
-    ud.budget.declare("budget.sqlite", "austin", unit="vehicle-day", epsilon_total=40)
-    with ud.Session(store="budget.sqlite", dataset="austin") as s:
-        rel = ud.fleet.release(df, start="2017-04-18", end="2017-04-18", epsilon_per_day=4, session=s)
-    rel.table, rel.privacy.to_json(), rel.write("out/rel")
+```pycon
+>>> import tempfile, pathlib
+>>> import polars as pl
+>>> import urbandp as ud
+>>> store = str(pathlib.Path(tempfile.mkdtemp()) / "budget.sqlite")
+>>> caps = ud.budget.declare(store, "survey-2024", unit="respondent", epsilon_total=1.5)
+>>> df = pl.DataFrame({"fuel": ["gas", "diesel", "gas", "electric"] * 5})
+>>> with ud.Session(store=store, dataset="survey-2024") as s:
+...     rel = ud.survey.randomize(df, column="fuel", categories="gas,diesel,electric", epsilon=1,
+...                               survey_date="2024-05-01", session=s)
+...     ud.survey.randomize(df, column="fuel", categories="gas,diesel,electric", epsilon=1,
+...                         survey_date="2024-05-01", session=s)
+Traceback (most recent call last):
+...
+urbandp.errors.BudgetExceededError: total privacy budget of 'survey-2024' exceeded: asked epsilon=1 over 1 day, left 0.5 of 1.5
+>>> rel
+SurveyRelease(DP, randomized: 20 rows, 0 warning(s))
 
-Wings: :mod:`urbandp.fleet` (fleet GPS -> DP speeds per hexagon and time slot), :mod:`urbandp.counts` (count
-tables), :mod:`urbandp.survey` (travel surveys), :mod:`urbandp.sensing` (sensor fleets), :mod:`urbandp.estimators`
-(user-level mean estimators), :mod:`urbandp.audit` (attacks on published tables). Names are imported on first use,
-so that ``import urbandp`` (and the command line) stays fast.
+```
+
+``rel.table`` is the published table (Polars; ``.to_pandas()``), ``rel.privacy`` the typed privacy report
+(``rel.privacy.to_json()`` is privacy.json), ``rel.write("out/rel")`` writes the release folder. Names are
+imported on first use, so that ``import urbandp`` (and the command line) stays fast.
 """
 
 from __future__ import annotations
@@ -22,8 +40,9 @@ from typing import TYPE_CHECKING, Any
 from urbandp._version import __version__
 
 if TYPE_CHECKING:
-    from urbandp import audit, budget, counts, estimators, fleet, sensing, survey
+    from urbandp import audit, budget, counts, estimators, fleet, mpc, sensing, survey
     from urbandp.errors import (
+        Advice,
         BudgetExceededError,
         InputDataError,
         InputError,
@@ -35,6 +54,7 @@ if TYPE_CHECKING:
     from urbandp.session import Session
 
 _HOME = {
+    "Advice": "urbandp.errors",
     "Session": "urbandp.session",
     "BudgetExceededError": "urbandp.errors",
     "InputDataError": "urbandp.errors",
@@ -46,9 +66,10 @@ _HOME = {
     "ReleaseWarning": "urbandp.results",
     "OwnerWarning": "urbandp.results",
 }
-_WINGS = ("fleet", "counts", "survey", "sensing", "estimators", "audit", "budget")
+_WINGS = ("fleet", "counts", "survey", "sensing", "estimators", "audit", "budget", "mpc")
 
 __all__ = [
+    "Advice",
     "BudgetExceededError",
     "InputDataError",
     "InputError",
@@ -65,6 +86,7 @@ __all__ = [
     "counts",
     "estimators",
     "fleet",
+    "mpc",
     "sensing",
     "survey",
 ]

@@ -92,8 +92,9 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
 
 
 def _is_cli_module(path: Path) -> bool:
-    """The command-line layer: cli.py, cli_*.py, *_command.py and __main__.py (docs/architecture.md)."""
-    name = path.name
+    """The command-line layer: cli.py, cli_*.py, *_command.py and __main__.py (docs/architecture.md), internal
+    (``_cli.py``) or not."""
+    name = path.name.lstrip("_") if path.name != "__main__.py" else path.name
     return (
         name == "cli.py" or name.startswith("cli_") or name.endswith("_command.py") or name == "__main__.py"
     )

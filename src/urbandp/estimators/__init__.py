@@ -2,31 +2,30 @@
 Spatio-Temporal IoT Datasets*): BASELINE, ARRAY-AVERAGING, LEVY, QUANTILE, and CLIPPED-MEAN
 (our counts-private alternative, DP under add/remove-one-unit).
 
->>> from urbandp.estimators import ArrayAveraging
->>> from urbandp.privacy.noise import OpenDPNoise
->>> est = ArrayAveraging(upper=65.0, grouping="bestfit", m_ub="median")
->>> result = est.estimate(values_per_unit, epsilon=1.0, noise=OpenDPNoise())  # doctest: +SKIP
+:func:`release` releases one mean with a :class:`urbandp.Session` (the store's budget, the guards, the record);
+one mean per HAT goes through the fleet (``ud.fleet.release(..., speed_estimator="clipped-mean")``):
 
-These are building blocks: ``estimate(values, epsilon=..., noise=...)`` draws from the noise source it is given
-and records what it spent (``MeanEstimate.steps``), but reserves no budget and runs no guard. A release, with a
-:class:`urbandp.Session` (the store's budget, the guards, the record) goes through :func:`release` (one mean)
-or the fleet wing (one mean per HAT)::
+```pycon
+>>> import polars as pl
+>>> import urbandp as ud
+>>> df = pl.DataFrame({"vehicle_id": [1, 1, 2, 2, 3, 3, 4, 4] * 3,
+...                    "speed": [30.0, 40, 50, 20, 35, 45, 25, 55] * 3})
+>>> rel = ud.estimators.release(df, unit_column="vehicle_id", value_column="speed", upper=65, epsilon=1,
+...                             day="2015-03-18")
+>>> rel.privacy.estimator, rel.privacy.epsilon, rel.privacy.interval
+('CLIPPED-MEAN', 1.0, [0.0, 65.0])
 
-    import urbandp as ud
-    with ud.Session(store="budget.sqlite", dataset="austin") as s:
-        rel = ud.estimators.release(df, unit_column="vehicle_id", value_column="speed", upper=65, epsilon=1,
-                                    day="2015-03-18", session=s)  # doctest: +SKIP
-        rel = ud.fleet.release(df, ..., speed_estimator="clipped-mean", session=s)  # doctest: +SKIP
+```
 
-Passing ``noise=charge.noise`` of a Session's charge by hand would draw without reserving: do not.
-:func:`release` and its types are exported lazily (they import polars). One mean per HAT
-(``urbandp.estimators.hat``) is not exported: it draws a table of means with no guard, and the fleet runs it
-inside its charge (``ud.fleet.release(..., speed_estimator=...)``).
+The estimators' classes (:class:`ArrayAveraging`, :class:`Baseline`, :class:`ClippedMean`, :class:`Levy`,
+:class:`Quantile`) are building blocks: ``estimate(values, epsilon=..., noise=...)`` draws from the noise source
+it is given (:class:`OpenDPNoise`: OpenDP's samplers) and records what it spent (``MeanEstimate.steps``), but
+reserves no budget and runs no guard. Passing the noise of a Session's charge by hand would draw without
+reserving: do not.
 
 Guarantee of the paper's four: Def. II.1 (replace one unit's values; units and counts fixed and public);
-CLIPPED-MEAN: add/remove-one-unit. See
-:mod:`urbandp.estimators.core` and docs/estimators.md. The Monte Carlo simulation lives in
-:mod:`urbandp.experiments` and is never imported from here.
+CLIPPED-MEAN: add/remove-one-unit. See docs/estimators.md. :func:`release` and its types are exported lazily
+(they import polars); every other module here is internal.
 """
 
 from typing import TYPE_CHECKING
@@ -45,7 +44,8 @@ from urbandp.estimators.core import (
     Quantile,
 )
 from urbandp.estimators.grouping import GroupingPlan, bestfit, wraparound
-from urbandp.lazy import lazy_names
+from urbandp.lazy import lazy_names as _lazy_names
+from urbandp.privacy.noise import OpenDPNoise
 
 if TYPE_CHECKING:
     from urbandp.estimators.api import (
@@ -70,6 +70,7 @@ __all__ = [
     "GroupingPlan",
     "Levy",
     "MeanEstimate",
+    "OpenDPNoise",
     "PrivacyCost",
     "PrivacyStep",
     "Quantile",
@@ -83,17 +84,15 @@ __all__ = [
     "wraparound",
 ]
 
-_LAZY = {
-    "ESTIMATORS": "hat",
-    "build_estimator": "hat",
-    "EstimatorRelease": "api",
-    "EstimatorReleaseSpec": "api",
-    "release": "api",
-    "release_spec": "api",
-    "EstimatorPrivacyReport": "report",
+_HOME = {
+    "ESTIMATORS": "urbandp.estimators.hat",
+    "build_estimator": "urbandp.estimators.hat",
+    "EstimatorRelease": "urbandp.estimators.api",
+    "EstimatorReleaseSpec": "urbandp.estimators.api",
+    "release": "urbandp.estimators.api",
+    "release_spec": "urbandp.estimators.api",
+    "EstimatorPrivacyReport": "urbandp.estimators.report",
 }
 
 
-__getattr__, __dir__ = lazy_names(
-    __name__, {name: f"urbandp.estimators.{module}" for name, module in _LAZY.items()}, __all__
-)
+__getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

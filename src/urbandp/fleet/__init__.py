@@ -1,37 +1,58 @@
 """Fleet GPS wing: records -> HATs -> vehicle-level bounding -> DP speeds per HAT (ITMS technical report).
 
-The public API (:mod:`urbandp.fleet.api`): :func:`release` returns a :class:`FleetRelease` (tables, typed
-:class:`FleetPrivacyReport`, owner material apart); the names are imported on first use (PEP 562), so that the
-command line stays fast.
+:func:`release` returns a :class:`FleetRelease` (tables, the typed :class:`FleetPrivacyReport`, owner material
+apart); its options are the fields of :class:`HatReleaseConfig`. A release on a tiny in-memory fleet over a
+public extent (``domain_bbox``: the HATs are fixed before any record is read):
 
-Modules, in the order a release runs: ``spec`` and ``config`` (the options and the frozen spec), ``plan`` (the
-mechanism, K, D, U and the budget split from public parameters), ``guardrails`` (the guards before reading, before
-noise, after accounting), ``measure`` (truncation, selection, noise: the only draws), ``account`` (the loss per HAT,
-per day, per window), ``hat_release`` (the levels in order), ``pipeline`` (read, validate, contributions, write),
-``report`` (privacy.json, typed), ``explore`` (data-owner exploration, not DP) and ``cli``.
+```pycon
+>>> import datetime as dt
+>>> import warnings
+>>> import polars as pl
+>>> import urbandp as ud
+>>> df = pl.DataFrame(
+...     [
+...         {"vehicle_id": f"v{v}", "timestamp": dt.datetime(2021, 11, 15, 10, i), "lat": 21.17 + 0.0005 * i,
+...          "lon": 72.83, "speed": 20.0 + v}
+...         for v in range(6)
+...         for i in range(20)
+...     ]
+... )
+>>> with warnings.catch_warnings():
+...     warnings.simplefilter("ignore")  # a fleet this small releases little, and says so
+...     rel = ud.fleet.release(df, start="2021-11-15", end="2021-11-15", epsilon_per_day=4,
+...                            domain_bbox=(21.09, 72.75, 21.25, 72.91))
+>>> rel.privacy.differentially_private
+True
+>>> rel.table.columns[:4]
+['h3_cell', 'resolution', 'slot', 'mean_speed']
+
+```
+
+With a budget store, pass ``session=ud.Session(store=..., dataset=...)``: the release is refused before any noise
+once the dataset's budget is spent (see :mod:`urbandp.budget`). Everything else in this package is internal
+(``_``-prefixed modules). The names are imported on first use (PEP 562), so that the command line stays fast.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from urbandp.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
-    from urbandp.fleet.api import FleetRelease, release
+    from urbandp.fleet.api import FleetRelease, MapView, release
     from urbandp.fleet.config import HatReleaseConfig
     from urbandp.fleet.report import FleetPrivacyReport
 
-__all__ = ["FleetPrivacyReport", "FleetRelease", "HatReleaseConfig", "release"]
+__all__ = ["FleetPrivacyReport", "FleetRelease", "HatReleaseConfig", "MapView", "release"]
 
 _HOME = {
     "release": "urbandp.fleet.api",
     "FleetRelease": "urbandp.fleet.api",
+    "MapView": "urbandp.fleet.api",
     "FleetPrivacyReport": "urbandp.fleet.report",
     "HatReleaseConfig": "urbandp.fleet.config",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

@@ -2,15 +2,26 @@
 
 The server holds ``mu`` and ``sigma^2`` per cell (the ``sensing interpolate`` grid); the client holds the 0/1
 selection ``v`` over the cells of its obfuscation rectangle. Both run the same SPU program under the CHEETAH
-protocol (two parties, no dealer, semi-honest); only the client learns the output. See ``docs/mpc.md``.
+protocol (two parties, no dealer, semi-honest); only the client learns the output. The parties are run by the
+``urbandp mpc`` commands; see docs/mpc.md.
 
 Optional extra ``urbandp[mpc]`` (``spu``); everything that does not need SPU (wire format, parameters,
-sensitivities) imports without it.
+sensitivities) imports without it. :func:`spu_missing_reason` says whether SPU is usable here:
+
+```pycon
+>>> import urbandp.mpc
+>>> reason = urbandp.mpc.spu_missing_reason(in_process=False)
+>>> reason is None or reason.startswith("SecretFlow SPU is not usable here")
+True
+
+```
 """
 
 from __future__ import annotations
 
 import functools
+
+__all__ = ["spu_missing_reason"]
 
 
 @functools.lru_cache(maxsize=1)

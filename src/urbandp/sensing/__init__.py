@@ -1,18 +1,37 @@
 """Sensor fleets: GP interpolation, DP variance maps, DP PM2.5 maps, aggregate queries with error propagation.
 
-The public API (:mod:`urbandp.sensing.api`): :func:`dp_map`, :func:`pm_map` and :func:`query` are
-releases (a charge of :class:`urbandp.Session`, the guards before any noise); :func:`interpolate` is NOT a
-release, the data owner's tool. Names are imported on first use (PEP 562), so that ``urbandp sensing --help``
-stays fast.
+:func:`dp_map`, :func:`pm_map` and :func:`query` are releases (a charge of :class:`urbandp.Session`, the guards
+before any noise); :func:`interpolate` is NOT a release, the data owner's tool. The grid is fixed by the public
+bounding box, so a map's shape is public:
 
-The mechanisms live in :mod:`urbandp.sensing.dp_map_mechanism`, :mod:`urbandp.sensing.pm_map_mechanism` and
-:mod:`urbandp.sensing.interpolation` (named apart from the functions, so that importing one never hides a function).
+```pycon
+>>> import polars as pl
+>>> import urbandp as ud
+>>> readings = pl.DataFrame({
+...     "time": [f"2024-01-15T08:{m:02d}:00" for m in range(0, 60, 5)] * 3,
+...     "lat": [22.50 + 0.004 * i for i in range(12)] * 3,
+...     "lon": [88.33 + 0.004 * i for i in range(12)] * 3,
+...     "value": [40.0 + i for i in range(36)],
+...     "vehicle": [f"v{k}" for k in range(3) for _ in range(12)],
+... })
+>>> rel = ud.sensing.pm_map(readings, bbox=(22.49, 88.32, 22.60, 88.44), start="2024-01-15T08:00",
+...                         end="2024-01-15T10:00", epsilon=2)
+>>> rel
+PmMapResult(DP, pm_cells: 338 rows, pm_grid: 338 rows, 0 warning(s))
+>>> rel.table.columns[:6]
+['window', 'cell_id', 'lat', 'lon', 'noisy_count', 'noisy_sum']
+
+```
+
+Names are imported on first use (PEP 562), so that ``urbandp sensing --help`` stays fast. Every other module here
+is internal.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from urbandp.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from urbandp.sensing.api import dp_map, interpolate, pm_map, query
@@ -51,7 +70,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

@@ -1,20 +1,33 @@
 """Travel-survey privacy toolkit (report: "Differential privacy in travel data", MPI 2021).
 
-Public API (:mod:`urbandp.survey.api`): :func:`randomize`, :func:`estimate`, :func:`perturb_points`,
-:func:`perturb_trajectories`, :func:`od_randomize`, :func:`od_estimate`, each returning a :class:`SurveyRelease`
-(``estimate``, ``od_estimate``: a table).
-The names are imported on first use (PEP 562), so that ``urbandp survey --help`` stays fast.
+The releases :func:`randomize` (randomized response on one column), :func:`perturb_points` (per-axis or planar
+Laplace on locations), :func:`perturb_trajectories` and :func:`od_randomize` (origin-destination trips, section
+6.3) each return a :class:`SurveyRelease`; :func:`estimate` and :func:`od_estimate` de-bias a randomized table
+(post-processing: no budget).
 
-Modules: :mod:`randomized_response` (binary / k-ary RR, the report's sub-category replacement, de-biasing),
-:mod:`categorical` (declared lists, aliases, quarantine), :mod:`locations` (per-axis and planar Laplace),
-:mod:`escape` (simulation of block escape, not a release), :mod:`trips` (OD randomized response, section 6.3),
-:mod:`ssd` (trajectory perturbation), :mod:`sampling` (exact column-wide random sources), :mod:`synth`.
+```pycon
+>>> import polars as pl
+>>> import urbandp as ud
+>>> df = pl.DataFrame({"fuel": ["gas", "diesel", "gas", "electric"] * 5})
+>>> rel = ud.survey.randomize(df, column="fuel", categories="gas,diesel,electric", epsilon=1)
+>>> rel
+SurveyRelease(DP, randomized: 20 rows, 0 warning(s))
+>>> round(rel.privacy.epsilon, 9)
+1.0
+>>> sorted(set(rel.table["fuel"]) - {"gas", "diesel", "electric"})
+[]
+
+```
+
+The names are imported on first use (PEP 562), so that ``urbandp survey --help`` stays fast. Every other module
+here is internal.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from urbandp.lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from urbandp.survey.api import (
@@ -40,9 +53,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "SurveyPrivacyReport":
-        return importlib.import_module("urbandp.survey.report").SurveyPrivacyReport
-    if name in __all__:
-        return getattr(importlib.import_module("urbandp.survey.api"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+_HOME = {name: "urbandp.survey.api" for name in __all__ if name != "SurveyPrivacyReport"}
+_HOME["SurveyPrivacyReport"] = "urbandp.survey.report"
+
+
+__getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

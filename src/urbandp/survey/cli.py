@@ -14,7 +14,7 @@ import importlib
 
 from urbandp.survey.cli_common import app
 
-for _module in ("cli_randomize", "cli_points", "cli_trips"):  # registers the commands, in the order of --help
-    importlib.import_module(f"urbandp.survey.{_module}")
+for _module in ("urbandp.survey.cli_randomize", "urbandp.survey.cli_points", "urbandp.survey.cli_trips"):
+    importlib.import_module(_module)  # registers the commands, in the order of --help
 
 __all__ = ["app"]

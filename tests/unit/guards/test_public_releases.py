@@ -261,10 +261,13 @@ MECHANISMS = {
 
 
 def _public_modules() -> Iterator[Any]:
+    """Every module but ``__main__`` (it runs the CLI), internal (``_``-prefixed) ones included: a callable not
+    ``_``-prefixed in an internal module is one a release may call, so it is classified here too."""
     for info in pkgutil.walk_packages(urbandp.__path__, "urbandp."):
-        if any(part.startswith("_") for part in info.name.split(".")[1:]):
+        if any(part.startswith("__") for part in info.name.split(".")[1:]):
             continue
-        if info.name.startswith("urbandp.mpc.") and info.name.split(".")[-1] in ("server", "client", "party"):
+        leaf = info.name.split(".")[-1].lstrip("_")
+        if info.name.startswith("urbandp.mpc.") and leaf in ("server", "client", "party"):
             continue  # they import SecretFlow SPU (an optional extra); the mpc server charges through a Session
         yield importlib.import_module(info.name)
 
