@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m urbandp.demo out/demo
+	$(PY) -m urbandp._demo out/demo
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -19,7 +19,7 @@ cd "$work"  # never the checkout: the installed package must be what runs
 # every module imports with the runtime dependencies alone (extras' modules import their extra lazily)
 "$work/venv/bin/python" "$repo/.ci/import_all.py"
 "$work/venv/bin/urbandp" --version
-"$work/venv/bin/python" -m urbandp.demo "$work/demo" >/dev/null
+"$work/venv/bin/python" -m urbandp._demo "$work/demo" >/dev/null
 test -s "$work/demo/release/privacy.json"
 # README recipes: the fleet release with a public extent, and plan with one
 "$work/venv/bin/urbandp" synth fleet --vehicles 20 --days 2 --out "$work/fleet.parquet" --seed 1 >/dev/null

@@ -4,7 +4,7 @@ Scenario A (10 M cells, 5% non-zero, card-day k=4, epsilon 1 -> discrete Laplace
 measured side by side in one run:
 
 * sparse: ``_release_counts(..., sampling="sparse")`` -- OpenDP noise on the non-zero cells only, the published
-  zero cells sampled exactly (:mod:`urbandp.counts.sparse`), marginals from the published joint;
+  zero cells sampled exactly (:mod:`urbandp.counts._sparse`), marginals from the published joint;
 * dense (baseline): ``sampling="dense"`` -- one OpenDP draw per cell (chunked on all cores), marginals from the
   full noisy joint (today's path, unchanged).
 
@@ -39,7 +39,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "counts.json"
 
 def make_world(cells: int, nonzero_share: float, seed: int = 0) -> Any:
     from urbandp.counts import CountDomain
-    from urbandp.counts.sparse import SparseJoint
+    from urbandp.counts._sparse import SparseJoint
 
     days, taps, bins = 7, 2, 96
     n_places = -(-cells // (days * taps * bins))
@@ -63,7 +63,7 @@ def config(sampling: str, **kw: Any) -> Any:
 
 
 def timed_release(raw: Any, domain: Any, cfg: Any) -> tuple[Any, float]:
-    from urbandp.counts.table_release import _release_counts
+    from urbandp.counts._table_release import _release_counts
 
     t0 = time.perf_counter()
     rel = _release_counts(raw, domain, cfg)
@@ -109,7 +109,7 @@ def main() -> None:
         print(json.dumps(scenario_100m(args.big_cells, 0.01)))
         return
 
-    from urbandp.counts.marginals import location_marginal_sparse, time_marginal_sparse
+    from urbandp.counts._marginals import location_marginal_sparse, time_marginal_sparse
 
     load_before = os.getloadavg()[0]
     domain, raw = make_world(args.cells, 0.05)

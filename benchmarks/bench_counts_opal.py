@@ -7,7 +7,7 @@ suppressed below 18 by the publisher, so no cell is a raw zero: the domain's 467
 
 Steps, as a user would run them (no script of one's own):
 
-1. ``counts prepare`` (:func:`urbandp.counts.prepare.prepare`) with ``column day=date, location=loc``: the
+1. ``counts prepare`` (:func:`urbandp.counts._prepare.prepare`) with ``column day=date, location=loc``: the
    domain (7 days x 2 taps x 1 bin x 648 places = 9,072 cells);
 2. ``counts release --dry-run`` at the README's unit (card-day, k = 4, epsilon 1: discrete Laplace scale 4):
    the recommended threshold and the noise-only cells it states;
@@ -91,10 +91,10 @@ def main() -> int:
         print(f"skipped: {DAILY} not present (the shared data folder beside the checkout)")
         return 0
     import urbandp as ud
-    from urbandp.counts.prepare import prepare
-    from urbandp.counts.spec import CountsReleaseSpec
-    from urbandp.counts.tails import IntegerNoise
-    from urbandp.outputs import write_json
+    from urbandp._outputs import write_json
+    from urbandp.counts._options import CountsReleaseSpec
+    from urbandp.counts._prepare import prepare
+    from urbandp.counts._tails import IntegerNoise
 
     load = os.getloadavg()
     prepared = prepare(DAILY, column=COLUMNS)

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.pipeline import release_fleet
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._pipeline import release_fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 MONTH = ROOT / "benchmarks" / "data" / "peers" / "synth_month.parquet"

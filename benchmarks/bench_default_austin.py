@@ -50,15 +50,15 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from results_file import write_results  # noqa: E402
-from urbandp.contributions import ContributionSpec, get_backend  # noqa: E402
-from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
-from urbandp.fleet.measure import l2_normalised  # noqa: E402
-from urbandp.fleet.pipeline import load_records, release_fleet  # noqa: E402
-from urbandp.fleet.selection import domain_cells  # noqa: E402
-from urbandp.grid.h3cells import cell_to_string  # noqa: E402
-from urbandp.grid.slots import SlotSpec  # noqa: E402
-from urbandp.privacy.noise import OpenDPNoise  # noqa: E402
-from urbandp.records.validation import ValidationOptions  # noqa: E402
+from urbandp._contributions import ContributionSpec, get_backend  # noqa: E402
+from urbandp._grid.h3cells import cell_to_string  # noqa: E402
+from urbandp._grid.slots import SlotSpec  # noqa: E402
+from urbandp._privacy.noise import OpenDPNoise  # noqa: E402
+from urbandp._records.validation import ValidationOptions  # noqa: E402
+from urbandp.fleet._measure import l2_normalised  # noqa: E402
+from urbandp.fleet._measure_selection import domain_cells  # noqa: E402
+from urbandp.fleet._options import HatReleaseConfig  # noqa: E402
+from urbandp.fleet._pipeline import load_records, release_fleet  # noqa: E402
 
 AUSTIN = ROOT.parent / "shared" / "data" / "austin-avl"
 DAYS = tuple(dt.date.fromisoformat(d) for d in ("2015-03-18", "2015-03-19", "2016-03-22", "2016-12-16"))

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from urbandp.experiments.mean_simulation import paper_algorithms, run_mae, simulate_errors
-from urbandp.experiments.synthetic_mean import synthetic_dataset
-from urbandp.privacy.noise import OpenDPNoise
+from urbandp._experiments.mean_simulation import paper_algorithms, run_mae, simulate_errors
+from urbandp._experiments.synthetic_mean import synthetic_dataset
+from urbandp._privacy.noise import OpenDPNoise
 
 RUNS = 10_000
 EPSILONS = (0.5, 1.0, 1.5, 2.0)

@@ -30,8 +30,8 @@ def _peak_gb() -> float:
 
 
 def run_ours(path: Path, mode: str) -> dict[str, float]:
-    from urbandp.fleet.config import HatReleaseConfig
-    from urbandp.fleet.pipeline import _write_release, release_fleet
+    from urbandp.fleet._options import HatReleaseConfig
+    from urbandp.fleet._pipeline import _write_release, release_fleet
 
     if mode == "report-method":
         cfg = HatReleaseConfig(noise_scale=1.0, neighbouring="replace-one", selection="public-threshold")
@@ -73,7 +73,7 @@ def _child(args: list[str]) -> dict[str, float]:
 
 
 def _ensure_file(vehicles: int, days: int) -> Path:
-    from urbandp.synth.fleet import FleetSpec, write_fleet_days
+    from urbandp._synth.fleet import FleetSpec, write_fleet_days
 
     DATA.mkdir(exist_ok=True)
     path = DATA / f"fleet_{vehicles}v_{days}d.parquet"

@@ -119,7 +119,7 @@ def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 def _ensure_file(vehicles: int, days: int) -> tuple[Path, int]:
-    from urbandp.synth.fleet import FleetSpec, write_fleet_days
+    from urbandp._synth.fleet import FleetSpec, write_fleet_days
 
     DATA.mkdir(exist_ok=True)
     path = DATA / f"itms_{vehicles}v_{days}d.jsonl"

@@ -3,7 +3,7 @@
 The same ITMS-shaped file as bench_jsonl.py (600 k records, nested ``location.coordinates``), read into the
 columns a release needs, by three readers in the same run, alternating, median of ``--repeat`` runs each:
 
-* ``urbandp``: :func:`urbandp.records.readers.read_json_lines` (schema from a sample, one multi-threaded parse, the
+* ``urbandp``: :func:`urbandp._records.readers.read_json_lines` (schema from a sample, one multi-threaded parse, the
   bad lines quarantined with their line numbers);
 * ``polars``: ``pl.read_ndjson`` of the whole file, then the same columns;
 * ``pyarrow``: ``pyarrow.json.read_json``, then the same columns.
@@ -37,7 +37,7 @@ COLUMNS = ["vehicle", "timestamp", "speed", "latitude", "longitude"]
 
 
 def _urbandp(path: Path) -> int:
-    from urbandp.records.readers import read_json_lines
+    from urbandp._records.readers import read_json_lines
 
     frame = read_json_lines(path)
     return frame.filter(pl.col("__record_ok")).height

@@ -5,7 +5,7 @@ For each fleet size and period the synthetic fleet's public schedule is written 
 planner predicts the release of the default configuration (L2-normalised contributions, borrowed strength, the
 route domain of the schedule widened by one ring, hours 6-22, 60-minute slots, resolution 7, epsilon per
 vehicle-day ``--epsilon``): useful HATs per HAT and pooled, with their 95% interval over the simulated releases
-(:func:`urbandp.fleet.predict.predict_release`, which runs the release itself on fleets drawn from the schedule).
+(:func:`urbandp.fleet._predict.predict_release`, which runs the release itself on fleets drawn from the schedule).
 
 docs/fleet.md's "Month-scale releases" table is this script's ``markdown`` (a test checks the two agree).
 
@@ -27,11 +27,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from results_file import write_results  # noqa: E402
-from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
-from urbandp.fleet.pipeline import public_window, window_days  # noqa: E402
-from urbandp.fleet.predict import predict_release  # noqa: E402
-from urbandp.fleet.public_domain import load_public_domain  # noqa: E402
-from urbandp.synth.fleet import FleetSpec, write_fleet_gtfs  # noqa: E402
+from urbandp._synth.fleet import FleetSpec, write_fleet_gtfs  # noqa: E402
+from urbandp.fleet._domain import load_public_domain  # noqa: E402
+from urbandp.fleet._options import HatReleaseConfig  # noqa: E402
+from urbandp.fleet._pipeline import public_window, window_days  # noqa: E402
+from urbandp.fleet._predict import predict_release  # noqa: E402
 
 START = dt.date(2021, 11, 15)
 

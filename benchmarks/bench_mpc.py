@@ -4,7 +4,7 @@ For n = 10, 50, 100, 200, 400 cells in the obfuscation rectangle and every funct
 query of that function and size on a connection: compiles the program), warm latency (median of the next
 queries) and bytes exchanged per warm query (both directions, read from the server process's /proc/PID/io:
 control socket and SPU link together); plus the connect time (TCP, SPU link and the dummy query that absorbs the
-OT set-up). The baseline in the same run is the plaintext reference (urbandp.sensing.queries) on the same
+OT set-up). The baseline in the same run is the plaintext reference (urbandp.sensing._queries) on the same
 cells; the paper's figures (EMP garbled circuits, laptop client) are printed beside.
 
     .venv/bin/python benchmarks/bench_mpc.py [--repeat 3] [--sizes 10,50,100,200,400]
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from urbandp.mpc import spu_missing_reason
-from urbandp.sensing.queries import clamp_sigma2, rectangle_mask, run_query
+from urbandp.sensing._queries import clamp_sigma2, rectangle_mask, run_query
 
 HERE = Path(__file__).parent
 FUNCTIONS = ["average", "min", "max", "min-exact", "max-exact", "count", "range"]
@@ -54,7 +54,7 @@ def io_bytes(pid: int) -> int:
 WORKER = """
 import json, sys, time
 import numpy as np
-from urbandp.mpc.client import Client
+from urbandp.mpc._client import Client
 t = time.perf_counter()
 c = Client(sys.argv[1], client_id="ab")
 print(json.dumps({"connect_s": time.perf_counter() - t}), flush=True)
@@ -212,7 +212,7 @@ def main() -> None:
     if args.ab:
         ab(args)
         return
-    from urbandp.mpc.client import Client
+    from urbandp.mpc._client import Client
 
     sizes = [int(s) for s in args.sizes.split(",")]
     tmp = Path(tempfile.mkdtemp())

@@ -7,7 +7,7 @@ day at delta 1e-6 per day, under one of three domains (``--domain``):
 * ``none``: each contender's own DP partition selection;
 * ``extent``: the public bounding box: every HAT of it is a public key (``keys.parquet``);
 * ``routes``: the public route domain (issue 33): the HATs of the agency's routes, computed here from public data
-  only with urbandp's :mod:`urbandp.fleet.public_domain` (``load_public_domain`` + ``domain_grid``: the cells the
+  only with urbandp's :mod:`urbandp.fleet._domain` (``load_public_domain`` + ``domain_grid``: the cells the
   routes pass through, widened by ``DOMAIN_RING`` = 1 ring, x the slots 0-23) and written as ``keys_routes.parquet``:
   for Austin the CapMetro routes of ``tests/fixtures/capmetro-routes-2015.geojson`` (urbandp: ``--domain-geojson
   ... --domain-ring 1``); for the synthetic month the GTFS feed ``benchmarks/data/peers/synth_month_gtfs`` when it
@@ -96,12 +96,12 @@ sys.path.insert(0, str(HERE))
 
 from peers.prepare import TRUNCATION_SEED, prepare, truncate  # noqa: E402
 from results_file import write_results  # noqa: E402
-from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
-from urbandp.fleet.measure import count_intervals, fieller_interval  # noqa: E402
-from urbandp.fleet.public_domain import domain_grid, load_public_domain  # noqa: E402
-from urbandp.fleet.selection import EXPECTED_FALSE_POSITIVES, false_positive_threshold  # noqa: E402
-from urbandp.grid.h3cells import cell_to_string  # noqa: E402
-from urbandp.privacy.noise import rho_for_epsilon, zcdp_epsilon  # noqa: E402
+from urbandp._grid.h3cells import cell_to_string  # noqa: E402
+from urbandp._privacy.noise import rho_for_epsilon, zcdp_epsilon  # noqa: E402
+from urbandp.fleet._domain import domain_grid, load_public_domain  # noqa: E402
+from urbandp.fleet._measure import count_intervals, fieller_interval  # noqa: E402
+from urbandp.fleet._measure_selection import EXPECTED_FALSE_POSITIVES, false_positive_threshold  # noqa: E402
+from urbandp.fleet._options import HatReleaseConfig  # noqa: E402
 
 DATA = HERE / "data" / "peers"
 VENVS = HERE / ".peers"

@@ -6,7 +6,7 @@ configuration, and truncation to K = 96 with the same pooling), the plan is made
 
 * ``austin4`` (four public Capital Metro days, hours 6-22, a public extent): the plan buys a pilot with
   ``--histogram-epsilon`` (``--pilot-epsilon``, default 1): the release's own noisy count of every domain HAT and
-  a histogram of HATs per vehicle-day (:func:`urbandp.fleet.forecast.paid_pilot`), charged beside the release;
+  a histogram of HATs per vehicle-day (:func:`urbandp.fleet._plan_forecast.paid_pilot`), charged beside the release;
 * ``synth-month`` (``urbandp synth fleet``, 300 buses x 31 days, seed 1, and its own GTFS schedule): the plan
   reads the schedule only (``--domain-gtfs``, ring 1; spends nothing), and with ``--month-extent`` also the
   extent with a pilot;
@@ -36,13 +36,13 @@ sys.path.insert(0, str(HERE))
 
 from bench_useful import datasets, ensure_month  # noqa: E402
 from results_file import write_results  # noqa: E402
-from urbandp.contributions import ContributionSpec, get_backend  # noqa: E402
-from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
-from urbandp.fleet.forecast import make_plan, paid_pilot, pilot_loss  # noqa: E402
-from urbandp.fleet.pipeline import load_records, public_window, release_fleet, window_days  # noqa: E402
-from urbandp.fleet.public_domain import load_public_domain  # noqa: E402
-from urbandp.grid.slots import SlotSpec  # noqa: E402
-from urbandp.privacy.noise import OpenDPNoise  # noqa: E402
+from urbandp._contributions import ContributionSpec, get_backend  # noqa: E402
+from urbandp._grid.slots import SlotSpec  # noqa: E402
+from urbandp._privacy.noise import OpenDPNoise  # noqa: E402
+from urbandp.fleet._domain import load_public_domain  # noqa: E402
+from urbandp.fleet._options import HatReleaseConfig  # noqa: E402
+from urbandp.fleet._pipeline import load_records, public_window, release_fleet, window_days  # noqa: E402
+from urbandp.fleet._plan_forecast import make_plan, paid_pilot, pilot_loss  # noqa: E402
 
 
 def plan(

@@ -3,8 +3,8 @@
 For every window (hourly, and daily) with a static reading and at least three mobile readings, PM2.5 is predicted
 at the static stations' locations from the mobile (bus) readings of that window:
 
-* non-private: the GP of :mod:`urbandp.sensing.gp` on the raw readings, IDW (power 2) on them, and their mean;
-* DP (:mod:`urbandp.sensing.pm_map_mechanism`): noisy clipped sums and counts per 1 km cell and window at epsilon per
+* non-private: the GP of :mod:`urbandp.sensing._gp` on the raw readings, IDW (power 2) on them, and their mean;
+* DP (:mod:`urbandp.sensing._pm_map_mechanism`): noisy clipped sums and counts per 1 km cell and window at epsilon per
   reading, then the GP or IDW on the clear cells (post-processing), or the window's pooled noisy mean.
 
 and compared with what the static stations measured in that window (their mean per station and window). The DP
@@ -31,11 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from urbandp.privacy.noise import OpenDPNoise
-from urbandp.sensing.dp_map_mechanism import public_windows
-from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolation import KM, fit_window, idw_predict
-from urbandp.sensing.pm_map_mechanism import (
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.sensing._dp_map_mechanism import public_windows
+from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._interpolation import KM, fit_window, idw_predict
+from urbandp.sensing._pm_map_mechanism import (
     DEFAULT_CLIP,
     cell_aggregates,
     measure_pm_map,
@@ -44,7 +44,7 @@ from urbandp.sensing.pm_map_mechanism import (
     smooth_window,
     window_means,
 )
-from urbandp.sensing.readings import read_readings, window_starts
+from urbandp.sensing._readings import read_readings, window_starts
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "kolkata-pm25"
@@ -198,8 +198,8 @@ def kolkata_vehicle(repeats: int, window_minutes: int = 1440) -> dict[str, objec
 def synthetic_vehicle(repeats: int, vehicles: int = 40, hours: int = 24) -> dict[str, object]:
     """The synthetic fleet (ids, a known field): one reading a minute per vehicle (60 per vehicle-window), hourly
     windows, 1 km cells. RMSE against the true field at the cell centres (window mean; IDW over clear cells)."""
-    from urbandp.sensing.readings import Readings
-    from urbandp.sensing.synth import pollution_field, synth_readings
+    from urbandp.sensing._readings import Readings
+    from urbandp.sensing._synth import pollution_field, synth_readings
 
     df = synth_readings(vehicles * hours * 60, vehicles, hours, seed=7)
     r = Readings(

@@ -12,7 +12,7 @@ Rules (``N~`` the noisy count, ``N^ = E[N | N~]`` by Tweedie's formula, ``mu`` t
 * ``one-sd``: at ``N~`` minus one sd of the count's noise (the rule before);
 * ``tweedie-variance``: at ``N^``, the mean as published;
 * ``tweedie-own-mean``: the mean ``U/2 + S~/N^`` and the variance at ``N^`` with the HAT's own mean in ``c``;
-* ``default``: the library's (``urbandp.fleet.pooling``): as above with ``c`` from ``mu``;
+* ``default``: the library's (``urbandp.fleet._postprocess_pooling``): as above with ``c`` from ``mu``;
 * ``tweedie-second-moment``: as above with ``c^2 = (mu - U/2)^2 + tau^2 + v``, the prior's second moment.
 
     .venv/bin/python benchmarks/bench_pooling_rules.py [--runs 10]
@@ -38,9 +38,9 @@ sys.path.insert(0, str(HERE.parent / "tests" / "unit" / "fleet"))
 
 import bench_default_austin as austin  # noqa: E402
 from results_file import write_results  # noqa: E402
-from urbandp.fleet import pooling  # noqa: E402
-from urbandp.fleet.pipeline import release_fleet  # noqa: E402
-from urbandp.privacy.noise import OpenDPNoise  # noqa: E402
+from urbandp._privacy.noise import OpenDPNoise  # noqa: E402
+from urbandp.fleet import _postprocess_pooling as pooling  # noqa: E402
+from urbandp.fleet._pipeline import release_fleet  # noqa: E402
 
 RULES = ("noisy", "one-sd", "tweedie-variance", "tweedie-own-mean", "default", "tweedie-second-moment")
 LABELS = {

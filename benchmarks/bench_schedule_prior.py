@@ -1,6 +1,6 @@
 """Issue 33: the synthetic fleet's public schedule (``synth fleet --gtfs-out``) as the planner's prior.
 
-Writes the schedule of a synthetic fleet, reads it with :func:`urbandp.fleet.domain.domain_from_gtfs` (resolution
+Writes the schedule of a synthetic fleet, reads it with :func:`urbandp.fleet._domain_files.domain_from_gtfs` (resolution
 7, 60-minute slots, hours 6-22 by default) and compares, per HAT, the schedule's priors with the vehicle-days the
 generator's records actually hold (distinct vehicles per HAT and day, averaged over the days):
 
@@ -27,8 +27,8 @@ import numpy as np
 import polars as pl
 import polars_h3 as plh3
 
-from urbandp.fleet.domain import domain_from_gtfs
-from urbandp.synth.fleet import FleetSpec, generate_fleet, write_fleet_gtfs
+from urbandp._synth.fleet import FleetSpec, generate_fleet, write_fleet_gtfs
+from urbandp.fleet._domain_files import domain_from_gtfs
 
 
 def true_vehicle_days(spec: FleetSpec, resolution: int, hours: tuple[int, int]) -> tuple[pl.DataFrame, float]:

@@ -38,11 +38,11 @@ from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: E402
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from urbandp import geodesy  # noqa: E402
-from urbandp.sensing.gp import ExactGP, SparseGP  # noqa: E402
-from urbandp.sensing.grid import SquareGrid  # noqa: E402
-from urbandp.sensing.interpolation import KM  # noqa: E402
-from urbandp.sensing.synth import pollution_field, synth_readings  # noqa: E402
+from urbandp import _geodesy as geodesy  # noqa: E402
+from urbandp.sensing._gp import ExactGP, SparseGP  # noqa: E402
+from urbandp.sensing._grid import SquareGrid  # noqa: E402
+from urbandp.sensing._interpolation import KM  # noqa: E402
+from urbandp.sensing._synth import pollution_field, synth_readings  # noqa: E402
 
 
 def _xy(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, SquareGrid]:

@@ -80,8 +80,8 @@ def sklearn_fit_predict(readings_csv: str) -> dict[str, float]:
     from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
     from threadpoolctl import threadpool_limits
 
-    from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.interpolation import KM
+    from urbandp.sensing._grid import SquareGrid
+    from urbandp.sensing._interpolation import KM
 
     df = pl.read_csv(readings_csv)
     box = [float(v) for v in _grid_box().split(",")]
@@ -140,7 +140,7 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(ROOT / "src"))
-    from urbandp.sensing.synth import synth_readings
+    from urbandp.sensing._synth import synth_readings
 
     load_before = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="bench-sensing-cli-"))

@@ -9,7 +9,7 @@ reading. For each smoother (GP, IDW) it measures
   (``Static_*.csv``), DP and non-private, and their ratio.
 
 The non-private map is what an analyst with the raw readings would draw: the same smoother (the GP of
-:mod:`urbandp.sensing.gp`, or IDW) fitted on every clipped bus reading of the season, predicted at the cell
+:mod:`urbandp.sensing._gp`, or IDW) fitted on every clipped bus reading of the season, predicted at the cell
 centres. Also reported (``exact_cells``): each cell with readings at its exact mean and the smoother elsewhere,
 whose spread is mostly the sampling noise of cells with one or two readings. The DP rows are averaged over ``--repeats`` releases (OpenDP's sampler). Writes
 ``results/sensing_kolkata.json``.
@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from urbandp.privacy.noise import OpenDPNoise
-from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolation import KM, fit_window, idw_predict
-from urbandp.sensing.pm_map_mechanism import (
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._interpolation import KM, fit_window, idw_predict
+from urbandp.sensing._pm_map_mechanism import (
     DEFAULT_CLIP,
     cell_aggregates,
     measure_pm_map,
@@ -43,7 +43,7 @@ from urbandp.sensing.pm_map_mechanism import (
     smooth_cells,
     smooth_window,
 )
-from urbandp.sensing.readings import read_readings
+from urbandp.sensing._readings import read_readings
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "kolkata-pm25"

@@ -32,7 +32,7 @@ DATA = HERE / "data"
 
 def dataset(millions: int) -> Path:
     """A synthetic fleet of about ``millions`` M records (500 vehicles, 1,000 records per vehicle-day)."""
-    from urbandp.synth.fleet import generate_fleet, write_fleet
+    from urbandp._synth.fleet import generate_fleet, write_fleet
 
     path = DATA / f"spark-fleet-{millions}m.parquet"
     if not path.exists():
@@ -79,14 +79,14 @@ class PeakMemory:
 
 
 def run_one(path: Path, engine: str, master: str | None) -> dict[str, float | str | None]:
-    from urbandp.fleet.config import HatReleaseConfig
-    from urbandp.fleet.pipeline import _write_release, release_fleet
+    from urbandp.fleet._options import HatReleaseConfig
+    from urbandp.fleet._pipeline import _write_release, release_fleet
 
     cfg = HatReleaseConfig(noise_scale=1.0, neighbouring="replace-one", selection="public-threshold")
     with PeakMemory() as peak:
         startup = None
         if engine == "spark":
-            from urbandp.contributions.spark_session import get_spark
+            from urbandp._contributions.spark_session import get_spark
 
             t0 = time.perf_counter()
             get_spark(master)

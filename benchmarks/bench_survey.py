@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import opendp.prelude as dp
 
-from urbandp.survey.locations import axis_laplace_offsets, planar_laplace_offsets
-from urbandp.survey.randomized_response import krr_prob, randomize_codes
-from urbandp.survey.sampling import OpenDPBits, OSRandomBits
+from urbandp.survey._locations import axis_laplace_offsets, planar_laplace_offsets
+from urbandp.survey._randomized_response import krr_prob, randomize_codes
+from urbandp.survey._sampling import OpenDPBits, OSRandomBits
 
 dp.enable_features("contrib")
 RESULTS = Path(__file__).parent / "results" / "survey.json"

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 import urbandp as ud
-from urbandp.survey.trips import total_variation
+from urbandp.survey._trips import total_variation
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "geolife-sample" / "geolife_sample.txt.gz"
 GAP_MINUTES = 20
@@ -148,7 +148,7 @@ def main() -> None:
     trips = geolife_trips()
     per_user = dict(trips.group_by("person").len().sort("person").rows())
     print(f"GeoLife: {trips.height} trips ({per_user}), {SIDE}x{SIDE} blocks, keep probability {KEEP}")
-    from urbandp.survey.trips import od_epsilon
+    from urbandp.survey._trips import od_epsilon
 
     unbounded = max(per_user.values()) * od_epsilon(SIDE * SIDE, KEEP)
     print(

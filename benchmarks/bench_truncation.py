@@ -5,7 +5,7 @@ only the vehicle-day's own presence), but it changes how many HATs reach the sel
 on the peer benchmark's tables (``bench_peers.py`` prepares them) and the same calibration:
 
 * baseline: the previous policy, a keyed hash of (vehicle, day, cell, slot) alone;
-* urbandp: :func:`urbandp.fleet.measure.truncate_vehicle_days` (daytime first, long dwells last, then the hash).
+* urbandp: :func:`urbandp.fleet._measure.truncate_vehicle_days` (daytime first, long dwells last, then the hash).
 
 For each data set x epsilon x extent cell it reports the **expected** HATs released, sum over HATs of
 P(count + N(0, sigma^2) >= threshold), with sigma and the threshold taken from urbandp's own release of the same
@@ -33,11 +33,11 @@ sys.path.insert(0, str(HERE))
 
 from bench_peers import AUSTIN_BBOX, DELTA, RESOLUTION, SURAT_BBOX, K, U, datasets, ensure_data  # noqa: E402
 from results_file import write_results  # noqa: E402
-from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
-from urbandp.fleet.hat_release import _release_hats  # noqa: E402
-from urbandp.fleet.measure import truncate_vehicle_days, truncation_key  # noqa: E402
-from urbandp.fleet.selection import domain_cells  # noqa: E402
-from urbandp.privacy.noise import ExactNoiseForTesting  # noqa: E402
+from urbandp._privacy.noise import ExactNoiseForTesting  # noqa: E402
+from urbandp.fleet._hat_release import _release_hats  # noqa: E402
+from urbandp.fleet._measure import truncate_vehicle_days, truncation_key  # noqa: E402
+from urbandp.fleet._measure_selection import domain_cells  # noqa: E402
+from urbandp.fleet._options import HatReleaseConfig  # noqa: E402
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 BBOX = {"synth-month": SURAT_BBOX, "austin4": AUSTIN_BBOX, "austin1": AUSTIN_BBOX}

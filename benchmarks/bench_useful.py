@@ -41,13 +41,13 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from results_file import write_results  # noqa: E402
-from urbandp.contributions import ContributionSpec, get_backend  # noqa: E402
-from urbandp.fleet.config import HatReleaseConfig  # noqa: E402
-from urbandp.fleet.pipeline import load_records, release_fleet  # noqa: E402
-from urbandp.grid.h3cells import cell_to_string  # noqa: E402
-from urbandp.grid.slots import SlotSpec  # noqa: E402
-from urbandp.privacy.noise import OpenDPNoise  # noqa: E402
-from urbandp.records.validation import ValidationOptions  # noqa: E402
+from urbandp._contributions import ContributionSpec, get_backend  # noqa: E402
+from urbandp._grid.h3cells import cell_to_string  # noqa: E402
+from urbandp._grid.slots import SlotSpec  # noqa: E402
+from urbandp._privacy.noise import OpenDPNoise  # noqa: E402
+from urbandp._records.validation import ValidationOptions  # noqa: E402
+from urbandp.fleet._options import HatReleaseConfig  # noqa: E402
+from urbandp.fleet._pipeline import load_records, release_fleet  # noqa: E402
 
 AUSTIN = ROOT.parent / "shared" / "data" / "austin-avl"
 AUSTIN_DAYS = tuple(
@@ -199,9 +199,9 @@ def run(
 
 def predicted_useful(cfg: HatReleaseConfig, privacy: dict[str, Any]) -> dict[str, Any]:
     """What ``urbandp plan --domain-gtfs`` predicts for this release from the schedule alone (spends nothing)."""
-    from urbandp.fleet.forecast import make_plan
-    from urbandp.fleet.pipeline import public_window, window_days
-    from urbandp.fleet.public_domain import load_public_domain
+    from urbandp.fleet._domain import load_public_domain
+    from urbandp.fleet._pipeline import public_window, window_days
+    from urbandp.fleet._plan_forecast import make_plan
 
     first, last, day_set = public_window(cfg)
     assert first is not None and last is not None

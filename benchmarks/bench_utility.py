@@ -43,16 +43,16 @@ import numpy as np
 import polars as pl
 import polars_h3 as plh3
 
-from urbandp.contributions import ContributionSpec, get_backend
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.levels import MergedSlotSpec, coarse_contributions, released_units
-from urbandp.fleet.pipeline import load_records
-from urbandp.grid.h3cells import cell_to_string
-from urbandp.grid.slots import SlotSpec
-from urbandp.privacy.noise import OpenDPNoise
-from urbandp.records.validation import ValidationOptions
-from urbandp.synth.fleet import FleetSpec, write_fleet_days
+from urbandp._contributions import ContributionSpec, get_backend
+from urbandp._grid.h3cells import cell_to_string
+from urbandp._grid.slots import SlotSpec
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp._records.validation import ValidationOptions
+from urbandp._synth.fleet import FleetSpec, write_fleet_days
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._levels import MergedSlotSpec, coarse_contributions, released_units
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._pipeline import load_records
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"

@@ -11,7 +11,7 @@ markers is rewritten, from :data:`BLOCKS` ``[KEY]``:
 
 * ``options <command>``: the options of ``urbandp <command>`` as a table (option, default, meaning), read from the
   command the CLI builds (``urbandp.cli``), whose flags and help are themselves built from the option declarations
-  (each option one field of its release's model, :mod:`urbandp.release_options`): a default in the table is the
+  (each option one field of its release's model, :mod:`urbandp._release_options`): a default in the table is the
   one ``--help`` states;
 * a figure: computed by the function the tool itself calls (the map's hatching width, a release's noise-only
   cells).
@@ -127,7 +127,7 @@ def option_table(path: str) -> str:
 
 def target_width() -> str:
     """The fleet's public usefulness target, the width (km/h) over which the map hatches a mean."""
-    from urbandp.fleet.config import HatReleaseConfig
+    from urbandp.fleet._options import HatReleaseConfig
 
     return f"{HatReleaseConfig.model_fields['target_width'].default:g}"
 
@@ -143,8 +143,8 @@ README_RECIPE = {"epsilon": 1.0, "max_events": 4, "threshold": 18}
 
 def _synth_cells() -> int:
     """The cells of the public domain ``urbandp counts synth`` writes with its defaults (no tap is drawn)."""
+    from urbandp._synth.taps import generate_taps
     from urbandp.counts import CountDomain
-    from urbandp.synth.taps import generate_taps
 
     taps = generate_taps(trips_per_day=0, ferry_trips_per_day=0, days=7, seed=0)
     return CountDomain.from_json(taps.domain).n_cells
@@ -153,9 +153,9 @@ def _synth_cells() -> int:
 def noise_only(unit: Any, epsilon: float, threshold: int, cells: int) -> tuple[float, dict[str, Any]]:
     """The noise scale the counts release calibrates for ``unit`` at ``epsilon`` (discrete Laplace), and its own
     statement about raw-zero cells (``privacy.json`` ``suppression``)."""
-    from urbandp.counts.accounting import laplace_plan
-    from urbandp.counts.table_release import suppression_report
-    from urbandp.counts.tails import IntegerNoise
+    from urbandp.counts._accounting import laplace_plan
+    from urbandp.counts._table_release import suppression_report
+    from urbandp.counts._tails import IntegerNoise
 
     plan = laplace_plan(unit, epsilon=epsilon)
     law = IntegerNoise(plan.mechanism, plan.noise_scale)
@@ -194,8 +194,8 @@ def counts_noise_only() -> str:
 
 def _advice(scale: float, cells: int) -> dict[str, Any]:
     """What ``counts release --dry-run`` recommends for a discrete Laplace of ``scale`` over ``cells`` cells."""
-    from urbandp.counts.tails import IntegerNoise
-    from urbandp.counts.threshold_advice import advice
+    from urbandp.counts._tails import IntegerNoise
+    from urbandp.counts._threshold_advice import advice
 
     return advice(IntegerNoise("discrete_laplace", scale), cells)
 

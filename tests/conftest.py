@@ -92,7 +92,7 @@ def spark():  # type: ignore[no-untyped-def]
     pytest.importorskip(
         "pyspark", reason="PySpark not installed (pip install 'urbandp[spark]'): Spark tests skip"
     )
-    from urbandp.contributions.spark_session import get_spark, spark_missing_reason
+    from urbandp._contributions.spark_session import get_spark, spark_missing_reason
 
     reason = spark_missing_reason()
     if reason is not None:

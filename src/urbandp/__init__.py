@@ -41,6 +41,8 @@ from urbandp._version import __version__
 
 if TYPE_CHECKING:
     from urbandp import audit, budget, counts, estimators, fleet, mpc, sensing, survey
+    from urbandp._privacy.report import PrivacyReport
+    from urbandp._session import Session
     from urbandp.errors import (
         Advice,
         BudgetExceededError,
@@ -49,19 +51,17 @@ if TYPE_CHECKING:
         InvalidParameterError,
         UrbandpError,
     )
-    from urbandp.privacy.report import PrivacyReport
     from urbandp.results import OwnerWarning, Release, ReleaseWarning
-    from urbandp.session import Session
 
 _HOME = {
     "Advice": "urbandp.errors",
-    "Session": "urbandp.session",
+    "Session": "urbandp._session",
     "BudgetExceededError": "urbandp.errors",
     "InputDataError": "urbandp.errors",
     "InputError": "urbandp.errors",
     "InvalidParameterError": "urbandp.errors",
     "UrbandpError": "urbandp.errors",
-    "PrivacyReport": "urbandp.privacy.report",
+    "PrivacyReport": "urbandp._privacy.report",
     "Release": "urbandp.results",
     "ReleaseWarning": "urbandp.results",
     "OwnerWarning": "urbandp.results",

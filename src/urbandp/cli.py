@@ -1,6 +1,6 @@
 """The ``urbandp`` command line: one Typer app, one sub-command group per wing.
 
-Every command turns unusable input into one line on stderr and exit code 2 (:func:`urbandp.cli_support.cli_guard`).
+Every command turns unusable input into one line on stderr and exit code 2 (:func:`urbandp._cli_support.cli_guard`).
 Heavy imports happen inside commands so that ``urbandp --help`` stays fast, and a run of one command imports only
 its own wing's command module (:func:`build_app`): the whole CLI is what the JSON Lines benchmark times.
 """
@@ -12,19 +12,19 @@ import sys
 
 import typer
 
-from urbandp.fleet.commands import HELP as FLEET_HELP
-from urbandp.fleet.commands import fleet_group
-from urbandp.fleet.commands import register as register_fleet
+from urbandp.fleet._commands import HELP as FLEET_HELP
+from urbandp.fleet._commands import fleet_group
+from urbandp.fleet._commands import register as register_fleet
 
 GROUPS: dict[str, tuple[str, str]] = {
-    "synth": ("urbandp.synth.cli", "Generate realistic synthetic inputs (fleet GPS, ...)."),
-    "experiment": ("urbandp.experiments.cli", "Utility experiments (Monte Carlo, not releases)."),
-    "counts": ("urbandp.counts.cli", "Count tables (smart-card taps) released with DP."),
-    "audit": ("urbandp.audit.cli", "Attacks on published tables (what an adversary learns)."),
-    "sensing": ("urbandp.sensing.cli", "Sensor fleets: GP interpolation, DP maps, aggregate queries."),
-    "survey": ("urbandp.survey.cli", "Travel surveys: randomized response, locations, trips."),
-    "mpc": ("urbandp.mpc.cli", "Secure two-party queries over sensor maps (SPU, optional extra)."),
-    "budget": ("urbandp.budget.cli", "Privacy budget store across releases (init, show, history)."),
+    "synth": ("urbandp._synth.cli", "Generate realistic synthetic inputs (fleet GPS, ...)."),
+    "experiment": ("urbandp._experiments.cli", "Utility experiments (Monte Carlo, not releases)."),
+    "counts": ("urbandp.counts._cli", "Count tables (smart-card taps) released with DP."),
+    "audit": ("urbandp.audit._cli", "Attacks on published tables (what an adversary learns)."),
+    "sensing": ("urbandp.sensing._cli", "Sensor fleets: GP interpolation, DP maps, aggregate queries."),
+    "survey": ("urbandp.survey._cli", "Travel surveys: randomized response, locations, trips."),
+    "mpc": ("urbandp.mpc._cli", "Secure two-party queries over sensor maps (SPU, optional extra)."),
+    "budget": ("urbandp.budget._cli", "Privacy budget store across releases (init, show, history)."),
 }
 """Sub-command groups: name -> (module holding its Typer ``app``, one-line help)."""
 
@@ -52,7 +52,7 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 def _print_version(value: bool) -> None:
     if value:
-        from urbandp.provenance import version_line
+        from urbandp._provenance import version_line
 
         print(version_line())
         raise typer.Exit()

@@ -1,11 +1,11 @@
 """What a release returns in Python: its published tables, its typed privacy report, and the owner's material apart.
 
-Every wing's result (``urbandp.fleet.release(...)`` returns a :class:`urbandp.fleet.api.FleetRelease`) has this
+Every wing's result (``urbandp.fleet.release(...)`` returns a :class:`urbandp.fleet._api.FleetRelease`) has this
 shape, as Tumult Analytics' and OpenDP's releases do:
 
 * ``table``: the main published table (a Polars ``DataFrame``; ``table.to_pandas()`` for pandas), ``tables`` all of
   them by name;
-* ``privacy``: the typed :class:`~urbandp.privacy.report.PrivacyReport`; ``privacy.to_json()`` is privacy.json;
+* ``privacy``: the typed :class:`~urbandp._privacy.report.PrivacyReport`; ``privacy.to_json()`` is privacy.json;
 * ``warnings``: what the release says about itself (public or DP figures only; also emitted as Python warnings).
   A warning names parameters as Python passes them (``suppress_below=42``); one that names any is an
   :class:`~urbandp.errors.Advice` listing them, which the command line shows with its flags;
@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from urbandp.privacy.report import PrivacyReport
+from urbandp._privacy.report import PrivacyReport
 
 
 class ReleaseWarning(UserWarning):

@@ -59,7 +59,7 @@ MUTATIONS = (
     # --- composition and the fleet's accounting -----------------------------------------------------------------
     Mutation(
         "top_k_smallest",
-        "fleet/composition.py",
+        "fleet/_account_composition.py",
         "v = np.sort(np.asarray(values, dtype=float))[::-1]",
         "v = np.sort(np.asarray(values, dtype=float))",
         (f"{EDGES}::test_top_k_sum_takes_the_k_largest_of_mixed_costs",),
@@ -67,7 +67,7 @@ MUTATIONS = (
     ),
     Mutation(
         "rho_composition_max",
-        "privacy/loss.py",
+        "_privacy/loss.py",
         "min(1.0, self.delta + other.delta), self.rho + other.rho)",
         "min(1.0, self.delta + other.delta), max(self.rho, other.rho))",
         (MAPS,),
@@ -75,7 +75,7 @@ MUTATIONS = (
     ),
     Mutation(
         "group_rho_linear",
-        "privacy/loss.py",
+        "_privacy/loss.py",
         "return Loss(epsilon=k * self.epsilon, rho=k * k * self.rho)",
         "return Loss(epsilon=k * self.epsilon, rho=k * self.rho)",
         (MAPS,),
@@ -83,7 +83,7 @@ MUTATIONS = (
     ),
     Mutation(
         "loss_times_delta_unmultiplied",
-        "privacy/loss.py",
+        "_privacy/loss.py",
         "return Loss(k * self.epsilon, min(1.0, k * self.delta), k * self.rho)",
         "return Loss(k * self.epsilon, self.delta, k * self.rho)",
         (f"{SURVIVORS}::test_loss_times_multiplies_every_part",),
@@ -91,7 +91,7 @@ MUTATIONS = (
     ),
     Mutation(
         "store_window_delta_max",
-        "privacy/budget_store.py",
+        "_privacy/budget_store.py",
         "return min(1.0, math.fsum(deltas_per_day))",
         "return max(deltas_per_day)",
         (f"{SURVIVORS}::test_the_store_s_default_window_delta_sums_a_spanning_unit_s_days",),
@@ -100,7 +100,7 @@ MUTATIONS = (
     # --- OpenDP's maps and samplers -----------------------------------------------------------------------------
     Mutation(
         "laplace_sensitivity_halved",
-        "privacy/noise.py",
+        "_privacy/noise.py",
         "    return float(m.map(float(sensitivity)))\n\n\ndef gaussian_rho",
         "    return float(m.map(0.5 * float(sensitivity)))\n\n\ndef gaussian_rho",
         (MAPS,),
@@ -108,7 +108,7 @@ MUTATIONS = (
     ),
     Mutation(
         "gaussian_sensitivity_halved",
-        "privacy/noise.py",
+        "_privacy/noise.py",
         "    return float(m.map(float(sensitivity)))\n\n\n@functools.lru_cache(maxsize=1024)\ndef zcdp_epsilon",
         "    return float(m.map(0.5 * float(sensitivity)))\n\n\n@functools.lru_cache(maxsize=1024)\ndef zcdp_epsilon",
         (MAPS,),
@@ -116,7 +116,7 @@ MUTATIONS = (
     ),
     Mutation(
         "zcdp_conversion_at_rho_over_2",
-        "privacy/noise.py",
+        "_privacy/noise.py",
         "d_in = float(np.nextafter(np.sqrt(2.0 * rho), np.inf))",
         "d_in = float(np.nextafter(np.sqrt(rho), np.inf))",
         (f"{CORE}::test_a_zcdp_charge_is_booked_at_its_converted_epsilon",),
@@ -124,7 +124,7 @@ MUTATIONS = (
     ),
     Mutation(
         "bounded_laplace_b_x0.9",
-        "sensing/bounded_laplace.py",
+        "sensing/_bounded_laplace.py",
         "        b = self.scale\n",
         "        b = 0.9 * self.scale\n",
         (f"{SAMPLERS}::test_bounded_laplace_draws_at_its_calibrated_scale_within_a_tenth",),
@@ -132,7 +132,7 @@ MUTATIONS = (
     ),
     Mutation(
         "sampler_scale_x0.9",
-        "privacy/noise.py",
+        "_privacy/noise.py",
         "m = make(dp.vector_domain(atom), metric, scale)",
         "m = make(dp.vector_domain(atom), metric, 0.9 * scale)",
         (f"{SAMPLERS}::test_sampler_has_its_stated_scale_within_a_tenth",),
@@ -140,7 +140,7 @@ MUTATIONS = (
     ),
     Mutation(
         "sampler_scale_x1.1",
-        "privacy/noise.py",
+        "_privacy/noise.py",
         "m = make(dp.vector_domain(atom), metric, scale)",
         "m = make(dp.vector_domain(atom), metric, 1.1 * scale)",
         (f"{SAMPLERS}::test_sampler_has_its_stated_scale_within_a_tenth",),
@@ -148,7 +148,7 @@ MUTATIONS = (
     ),
     Mutation(
         "discrete_gaussian_is_laplace",
-        "privacy/noise.py",
+        "_privacy/noise.py",
         "_per_scale(\n            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=True, integer=True)",
         "_per_scale(\n            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=False, integer=True)",
         (f"{SAMPLERS}::test_sampler_has_its_stated_scale_within_a_tenth",),
@@ -157,7 +157,7 @@ MUTATIONS = (
     # --- the fleet's selection over a window (L2 distances) -----------------------------------------------------
     Mutation(
         "threshold_l2_floor",
-        "fleet/selection.py",
+        "fleet/_measure_selection.py",
         "return (days * k, math.ceil(days * math.sqrt(k)), days)",
         "return (days * k, math.floor(days * math.sqrt(k)), days)",
         (f"{WINDOW}::test_one_day_gaussian_distance_rounds_up_at_non_square_k",),
@@ -165,7 +165,7 @@ MUTATIONS = (
     ),
     Mutation(
         "window_l2_ceil",
-        "fleet/selection.py",
+        "fleet/_measure_selection.py",
         "twin.map((days * k, window_l2(k, days), float(days)))",
         "twin.map((days * k, float(math.ceil(window_l2(k, days))), float(days)))",
         (f"{WINDOW}::test_gaussian_window_cost_is_d_squared_times_the_day",),
@@ -173,7 +173,7 @@ MUTATIONS = (
     ),
     Mutation(
         "window_one_day",
-        "fleet/selection.py",
+        "fleet/_measure_selection.py",
         "twin.map((days * k, window_l2(k, days), float(days)))",
         "twin.map((k, window_l2(k, 1), 1.0))",
         (f"{WINDOW}::test_gaussian_window_cost_is_d_squared_times_the_day",),
@@ -182,7 +182,7 @@ MUTATIONS = (
     # --- public domains -------------------------------------------------------------------------------------------
     Mutation(
         "domain_gaussian_day_at_one_hat",
-        "fleet/selection.py",
+        "fleet/_measure_selection.py",
         "cost_day = gaussian_rho(math.sqrt(k), scale)",
         "cost_day = gaussian_rho(1.0, scale)",
         (f"{SURVIVORS}::test_a_public_extent_charges_k_hats_a_day_and_d_squared_over_the_window",),
@@ -190,7 +190,7 @@ MUTATIONS = (
     ),
     Mutation(
         "domain_laplace_day_at_one_hat",
-        "fleet/selection.py",
+        "fleet/_measure_selection.py",
         "cost_day = discrete_laplace_epsilon(k, scale)",
         "cost_day = discrete_laplace_epsilon(1, scale)",
         (f"{SURVIVORS}::test_a_public_extent_charges_k_hats_a_day_and_d_squared_over_the_window",),
@@ -198,7 +198,7 @@ MUTATIONS = (
     ),
     Mutation(
         "domain_gaussian_window_sqrt_d",
-        "fleet/selection.py",
+        "fleet/_measure_selection.py",
         "window = (gaussian_rho(days * math.sqrt(k), scale), 0.0)",
         "window = (gaussian_rho(math.sqrt(days * k), scale), 0.0)",
         (f"{SURVIVORS}::test_a_public_extent_charges_k_hats_a_day_and_d_squared_over_the_window",),
@@ -206,7 +206,7 @@ MUTATIONS = (
     ),
     Mutation(
         "fp_threshold_gaussian_minus_1sd",
-        "fleet/selection.py",
+        "fleet/_measure_selection.py",
         "t = scale * NormalDist().inv_cdf(1.0 - f / m) if gaussian",
         "t = scale * (NormalDist().inv_cdf(1.0 - f / m) - 1.0) if gaussian",
         (f"{SURVIVORS}::test_an_extent_releases_only_counts_past_the_false_positive_threshold",),
@@ -214,7 +214,7 @@ MUTATIONS = (
     ),
     Mutation(
         "fp_threshold_laplace_minus_1sd",
-        "fleet/selection.py",
+        "fleet/_measure_selection.py",
         "else math.ceil(scale * math.log(m / (2.0 * f)))",
         "else math.ceil(scale * (math.log(m / (2.0 * f)) - math.sqrt(2.0)))",
         (f"{SURVIVORS}::test_an_extent_releases_only_counts_past_the_false_positive_threshold",),
@@ -223,7 +223,7 @@ MUTATIONS = (
     # --- L2-normalised contributions ------------------------------------------------------------------------------
     Mutation(
         "l2_weight_unnormalised",
-        "fleet/measure.py",
+        "fleet/_measure.py",
         'return contributions.with_columns((1.0 / m.sqrt()).alias("weight"))',
         'return contributions.with_columns((1.0 / m.sqrt() ** 0.5).alias("weight"))',
         (f"{DOMAIN}::test_l2_weights_move_the_counts_by_exactly_1_and_the_centred_sums_by_at_most_u_over_2",),
@@ -232,7 +232,7 @@ MUTATIONS = (
     # --- what is shown: intervals, withheld means, pooling --------------------------------------------------------
     Mutation(
         "fieller_z_doubled",
-        "fleet/measure.py",
+        "fleet/_measure.py",
         "return noise.half_width() / noise.std",
         "return 2.0 * noise.half_width() / noise.std",
         (f"{EDGES}::test_fieller_interval_covers_95_percent_not_more_not_less",),
@@ -240,7 +240,7 @@ MUTATIONS = (
     ),
     Mutation(
         "withheld_1sd",
-        "fleet/measure.py",
+        "fleet/_measure.py",
         "ok = (noisy_n >= max(1.0, 2.0 * sd_n)) & shown",
         "ok = (noisy_n >= max(1.0, 1.0 * sd_n)) & shown",
         (f"{SURVIVORS}::test_a_gaussian_count_between_1_96_and_2_sd_is_withheld",),
@@ -248,7 +248,7 @@ MUTATIONS = (
     ),
     Mutation(
         "count_interval_reaches_0_threshold",
-        "fleet/measure.py",
+        "fleet/_measure.py",
         "    return low, high, low > 0\n",
         "    return low, high, low >= 0\n",
         (f"{SURVIVORS}::test_a_count_at_the_selection_threshold_shows_no_mean",),
@@ -256,7 +256,7 @@ MUTATIONS = (
     ),
     Mutation(
         "count_interval_reaches_0_route",
-        "fleet/measure.py",
+        "fleet/_measure.py",
         "return low, high, passed & (low > 0)",
         "return low, high, passed",
         (f"{SURVIVORS}::test_a_route_domain_hat_just_past_the_threshold_shows_no_mean",),
@@ -264,7 +264,7 @@ MUTATIONS = (
     ),
     Mutation(
         "pooling_tau_moment",
-        "fleet/pooling.py",
+        "fleet/_postprocess_pooling.py",
         "tau2 = max(_spread_upper_bound((y - mu) ** 2, var + v), floor)",
         "tau2 = max(float(np.mean((y - mu) ** 2 - (var + v))), floor)",
         (f"{SURVIVORS}::test_pool_fits_the_spread_at_the_q_profile_upper_bound",),
@@ -273,7 +273,7 @@ MUTATIONS = (
     # --- guards -----------------------------------------------------------------------------------------------------
     Mutation(
         "session_delta_guard_removed",
-        "privacy/session.py",
+        "_privacy/session.py",
         'guards.check_delta(loss_per_day.delta, "delta (per unit and day)")',
         "pass",
         (f"{SURVIVORS}::test_a_session_alone_refuses_a_delta_above_the_limit",),
@@ -281,7 +281,7 @@ MUTATIONS = (
     ),
     Mutation(
         "session_conversion_delta_guard_removed",
-        "privacy/session.py",
+        "_privacy/session.py",
         'guards.check_delta(self.conversion_delta, "delta")',
         "pass",
         (f"{SURVIVORS}::test_the_session_s_guards_at_their_limits",),
@@ -289,7 +289,7 @@ MUTATIONS = (
     ),
     Mutation(
         "guards_max_delta_x10",
-        "privacy/guards.py",
+        "_privacy/guards.py",
         "MAX_DELTA = 1e-5\n",
         "MAX_DELTA = 1e-4\n",
         (f"{SURVIVORS}::test_the_session_s_guards_at_their_limits",),
@@ -297,7 +297,7 @@ MUTATIONS = (
     ),
     Mutation(
         "guards_sane_epsilon_x2",
-        "privacy/guards.py",
+        "_privacy/guards.py",
         "    elif eps > SANE_EPSILON:\n",
         "    elif eps > 2 * SANE_EPSILON:\n",
         (f"{SURVIVORS}::test_the_session_s_guards_at_their_limits",),
@@ -305,7 +305,7 @@ MUTATIONS = (
     ),
     Mutation(
         "guards_not_dp_refusal_removed",
-        "privacy/guards.py",
+        "_privacy/guards.py",
         "    if dataset is not None and reasons:\n",
         "    if False:\n",
         (
@@ -316,7 +316,7 @@ MUTATIONS = (
     ),
     Mutation(
         "counts_spec_delta_guard_removed",
-        "counts/spec.py",
+        "counts/_options.py",
         '        check_delta(self.delta, "delta")\n',
         "",
         (f"{SURVIVORS}::test_the_counts_release_refuses_a_delta_above_the_limit_before_reading_the_input",),
@@ -325,7 +325,7 @@ MUTATIONS = (
     # --- sensing pm-map -------------------------------------------------------------------------------------------
     Mutation(
         "pm_map_reading_loss_as_unit",
-        "sensing/pm_map_mechanism.py",
+        "sensing/_pm_map_mechanism.py",
         "return self.count.loss(2.0) + self.total.loss(self.clip)",
         "return self.loss_per_unit()",
         (f"{PM_MAP}::test_loss_per_reading_is_two_epsilon_over_m",),
@@ -333,7 +333,7 @@ MUTATIONS = (
     ),
     Mutation(
         "pm_map_evenly_spaced_ranks",
-        "sensing/pm_map_mechanism.py",
+        "sensing/_pm_map_mechanism.py",
         "keep[order] = rank_sorted < int(max_readings)",
         "keep[order] = (rank_sorted * int(max_readings)) % np.maximum(np.diff(np.append(group_start, n))"
         "[np.cumsum(new_group) - 1], 1) < int(max_readings)",

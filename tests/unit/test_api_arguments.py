@@ -60,7 +60,7 @@ def test_the_fleet_release_refuses_a_bad_argument_naming_it(keywords: dict[str, 
 
 
 def test_a_number_is_a_finite_real_never_a_string_a_bool_or_an_overflow() -> None:
-    from urbandp.arguments import check_number
+    from urbandp._arguments import check_number
 
     assert check_number(np.float32(0.5), "p") == 0.5 and check_number(np.int64(4), "k", integer=True) == 4
     assert check_number(2.0, "k", integer=True) == 2 and check_number(None, "p", optional=True) is None
@@ -81,7 +81,7 @@ def test_a_number_is_a_finite_real_never_a_string_a_bool_or_an_overflow() -> Non
 def test_a_day_is_a_date_a_midnight_datetime_or_iso_text() -> None:
     import datetime as dt
 
-    from urbandp.arguments import check_date
+    from urbandp._arguments import check_date
 
     day = dt.date(2024, 1, 15)
     assert (

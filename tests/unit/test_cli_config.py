@@ -15,7 +15,7 @@ import typer
 from typer import _click
 from typer.core import TyperOption
 
-from urbandp.cli_config import COMMAND_LINE_ONLY, CONFIG_TABLES, config_keys
+from urbandp._cli_config import COMMAND_LINE_ONLY, CONFIG_TABLES, config_keys
 
 
 def _command(table: str) -> _click.core.Command:
@@ -23,7 +23,7 @@ def _command(table: str) -> _click.core.Command:
     import importlib
 
     group, name = table.split(".", 1)
-    app = importlib.import_module(f"urbandp.{group}.cli").app
+    app = importlib.import_module(f"urbandp.{group}._cli").app
     return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined, no-any-return]
 
 

@@ -20,19 +20,19 @@ import pytest
 import typer
 
 import urbandp as ud
-from urbandp.cli_config import config_keys
-from urbandp.config_tables import CALLER_ONLY, CONFIG_TABLES, SESSION_KEYS
+from urbandp._cli_config import config_keys
+from urbandp._config_tables import CALLER_ONLY, CONFIG_TABLES, SESSION_KEYS
 from urbandp.errors import InputDataError, InvalidParameterError
 
 API = {
-    "counts.release": "urbandp.counts.api:release",
-    "survey.randomize": "urbandp.survey.api:randomize",
-    "survey.perturb-points": "urbandp.survey.api:perturb_points",
-    "survey.od-randomize": "urbandp.survey.api:od_randomize",
-    "survey.perturb-trajectories": "urbandp.survey.api:perturb_trajectories",
-    "sensing.dp-map": "urbandp.sensing.api:dp_map",
-    "sensing.pm-map": "urbandp.sensing.api:pm_map",
-    "sensing.query": "urbandp.sensing.api:query",
+    "counts.release": "urbandp.counts._api:release",
+    "survey.randomize": "urbandp.survey._api:randomize",
+    "survey.perturb-points": "urbandp.survey._api:perturb_points",
+    "survey.od-randomize": "urbandp.survey._api:od_randomize",
+    "survey.perturb-trajectories": "urbandp.survey._api:perturb_trajectories",
+    "sensing.dp-map": "urbandp.sensing._api:dp_map",
+    "sensing.pm-map": "urbandp.sensing._api:pm_map",
+    "sensing.query": "urbandp.sensing._api:query",
 }
 
 
@@ -43,10 +43,10 @@ def _api(table: str) -> Any:
 
 @pytest.mark.parametrize("table", CONFIG_TABLES)
 def test_every_key_of_the_command_table_is_a_keyword_of_its_api_function(table: str) -> None:
-    from urbandp.config_tables import key_aliases
+    from urbandp._config_tables import key_aliases
 
     group, name = table.split(".", 1)
-    command = typer.main.get_command(importlib.import_module(f"urbandp.{group}.cli").app).commands[name]  # type: ignore[attr-defined]
+    command = typer.main.get_command(importlib.import_module(f"urbandp.{group}._cli").app).commands[name]  # type: ignore[attr-defined]
     fn = _api(table)
     keywords = set(inspect.signature(fn).parameters)
     assert "config" in keywords, f"{API[table]} takes no config="
@@ -58,7 +58,7 @@ def test_every_key_of_the_command_table_is_a_keyword_of_its_api_function(table: 
 
 @pytest.fixture(scope="module")
 def taps(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[str, Any]]:
-    from urbandp.synth.taps import generate_taps
+    from urbandp._synth.taps import generate_taps
 
     synth = generate_taps(trips_per_day=120, ferry_trips_per_day=20, days=1, seed=5)
     return synth.events, synth.domain
@@ -152,7 +152,7 @@ def test_a_file_without_the_table_or_not_toml_is_refused(taps: Any, tmp_path: Pa
 
 def test_the_store_and_dataset_of_the_file_must_be_the_session_s(taps: Any, tmp_path: Path) -> None:
     events, domain = taps
-    from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
+    from urbandp._privacy.budget_store import BudgetStore, DatasetCaps
 
     store = tmp_path / "budget.sqlite"
     ledger = BudgetStore(str(store))
@@ -233,10 +233,10 @@ def test_a_required_keyword_left_out_is_named_in_one_line(tmp_path: Path) -> Non
 def test_every_keyword_of_the_api_function_is_an_option_with_its_default_and_help(table: str) -> None:
     """The other way round (scikit-learn's common test): each keyword a caller may set has the command's flag, a
     key in the file, help text, and the same default; a keyword the API requires is required by the command."""
-    from urbandp.config_tables import REQUIRED, key_aliases
+    from urbandp._config_tables import REQUIRED, key_aliases
 
     group, name = table.split(".", 1)
-    command = typer.main.get_command(importlib.import_module(f"urbandp.{group}.cli").app).commands[name]  # type: ignore[attr-defined]
+    command = typer.main.get_command(importlib.import_module(f"urbandp.{group}._cli").app).commands[name]  # type: ignore[attr-defined]
     fn = _api(table)
     aliases = key_aliases(fn)
     options = {aliases.get(key, key): param for key, param in config_keys(command).items()}

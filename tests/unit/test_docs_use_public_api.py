@@ -1,7 +1,7 @@
 """The examples a user copies (README, the docs' pages, the getting-started page, the tutorial) use the public API
 only: every module they import is public, and every name they take from a public package is in its ``__all__``.
 
-An example that reaches into an internal module (``from urbandp.fleet.pipeline import ...``, ``ud.fleet.api``)
+An example that reaches into an internal module (``from urbandp.fleet._pipeline import ...``, ``ud.fleet.api``)
 teaches a name that may change without notice; this test fails on it.
 """
 
@@ -108,8 +108,8 @@ def test_no_example_imports_an_internal_module() -> None:
 @pytest.mark.parametrize(
     ("code", "bad"),
     [
-        ("from urbandp.fleet.pipeline import release_fleet", ["from urbandp.fleet.pipeline import ..."]),
-        ("import urbandp.privacy.noise", ["import urbandp.privacy.noise"]),
+        ("from urbandp.fleet._pipeline import release_fleet", ["from urbandp.fleet._pipeline import ..."]),
+        ("import urbandp._privacy.noise", ["import urbandp._privacy.noise"]),
         ("import urbandp as ud\nud.fleet.api.release(df)", ["ud.fleet.api"]),
         ("from urbandp.counts import _release_counts", ["from urbandp.counts import _release_counts"]),
         ("import urbandp as ud\nrel = ud.fleet.release(df)\nud.Session(store='s')", []),

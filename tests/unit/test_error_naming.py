@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from urbandp.cli import app
 from urbandp.errors import InputDataError, InputError, InvalidParameterError, flag_of
-from urbandp.sensing.options import InterpolateOptions
+from urbandp.sensing._options import InterpolateOptions
 
 RUN = CliRunner()
 

@@ -44,8 +44,8 @@ def _refused(call: Any, *parameters: str, kind: type[Exception] = InvalidParamet
     [(22.45, 88.30, 22.65, float("inf")), (-91.0, 0.0, 91.0, 1.0), (22.0, -181.0, 23.0, 88.0)],
 )
 def test_a_box_off_the_globe_is_refused_naming_bbox(box: tuple[float, ...]) -> None:
-    from urbandp.sensing.grid import SquareGrid
-    from urbandp.sensing.options import DpMapOptions, PmMapOptions
+    from urbandp.sensing._grid import SquareGrid
+    from urbandp.sensing._options import DpMapOptions, PmMapOptions
 
     err = _refused(lambda: DpMapOptions(input_path=Path("r.csv"), bbox=box, epsilon=1.0), "bbox")
     assert "latitudes in [-90, 90] and longitudes in [-180, 180]" in str(err)
@@ -54,7 +54,7 @@ def test_a_box_off_the_globe_is_refused_naming_bbox(box: tuple[float, ...]) -> N
 
 
 def test_a_window_of_millennia_is_refused_before_any_window_is_listed() -> None:
-    from urbandp.sensing.options import MAX_CELL_WINDOWS, DpMapOptions, PmMapOptions
+    from urbandp.sensing._options import MAX_CELL_WINDOWS, DpMapOptions, PmMapOptions
 
     far = {"start": "0001-01-01", "end": "9999-12-31"}
     err = _refused(
@@ -68,14 +68,14 @@ def test_a_window_of_millennia_is_refused_before_any_window_is_listed() -> None:
 
 @pytest.mark.parametrize("cell_metres", [1e9, 1e8])
 def test_a_cell_larger_than_the_globe_allows_is_refused_naming_cell_metres(cell_metres: float) -> None:
-    from urbandp.sensing.grid import SquareGrid
+    from urbandp.sensing._grid import SquareGrid
 
     err = _refused(lambda: SquareGrid(*BOX, cell_metres), "cell_metres")
     assert "off the globe" in str(err)
 
 
 def test_a_grid_around_the_readings_padded_off_the_globe_is_refused_naming_cell_metres() -> None:
-    from urbandp.sensing.grid import SquareGrid
+    from urbandp.sensing._grid import SquareGrid
 
     lat, lon = np.array([22.5, 22.6]), np.array([88.3, 88.4])
     err = _refused(lambda: SquareGrid.covering(lat, lon, 1e9), "cell_metres")
@@ -84,7 +84,7 @@ def test_a_grid_around_the_readings_padded_off_the_globe_is_refused_naming_cell_
 
 
 def test_a_large_cell_that_stays_on_the_globe_gives_finite_centres() -> None:
-    from urbandp.sensing.grid import SquareGrid
+    from urbandp.sensing._grid import SquareGrid
 
     grid = SquareGrid(*BOX, 1e6)
     ids, lat, lon = grid.centroids()
@@ -93,7 +93,7 @@ def test_a_large_cell_that_stays_on_the_globe_gives_finite_centres() -> None:
 
 @pytest.mark.parametrize("steepness", [1e-300, 1e-4, 1e4])
 def test_a_steepness_outside_its_bounds_is_refused(steepness: float) -> None:
-    from urbandp.sensing.options import QueryOptions
+    from urbandp.sensing._options import QueryOptions
 
     err = _refused(
         lambda: QueryOptions(rect=BOX, sigma2_min=0.0, sigma2_max=900.0, steepness=steepness), "steepness"
@@ -103,14 +103,14 @@ def test_a_steepness_outside_its_bounds_is_refused(steepness: float) -> None:
 
 @pytest.mark.parametrize("rho", [1e-300, -1e-300, 1e4])
 def test_a_rho_outside_its_bounds_is_refused(rho: float) -> None:
-    from urbandp.sensing.options import QueryOptions
+    from urbandp.sensing._options import QueryOptions
 
     _refused(lambda: QueryOptions(rect=BOX, sigma2_min=0.0, sigma2_max=900.0, rho=rho), "rho")
 
 
 def test_a_sensitivity_that_underflows_to_zero_is_refused_not_an_internal_error() -> None:
-    from urbandp.privacy.noise import OpenDPNoise
-    from urbandp.sensing.queries import QueryResult, privatize_error
+    from urbandp._privacy.noise import OpenDPNoise
+    from urbandp.sensing._queries import QueryResult, privatize_error
 
     result = QueryResult(3.0, 0.5, 8, True)
     for steepness, sigma2_max in ((1e-300, 900.0), (1e-3, 1e-320)):
@@ -123,9 +123,9 @@ def test_a_sensitivity_that_underflows_to_zero_is_refused_not_an_internal_error(
 
 
 def test_a_grid_window_of_nan_is_refused_not_answered_with_a_dp_label(tmp_path: Path) -> None:
-    from urbandp.sensing.options import QueryOptions
-    from urbandp.sensing.query_release import run_sensing_query
-    from urbandp.session import Session
+    from urbandp._session import Session
+    from urbandp.sensing._options import QueryOptions
+    from urbandp.sensing._query_release import run_sensing_query
 
     grid = tmp_path / "grid.csv"
     rows = [f"{i},22.5{i},88.3{i},2023-10-09T11:00,{'nan' if i < 4 else 40 + i},9" for i in range(8)]
@@ -139,7 +139,7 @@ def test_a_grid_window_of_nan_is_refused_not_answered_with_a_dp_label(tmp_path: 
 
 
 def test_a_noise_scale_that_overflows_the_counts_is_refused() -> None:
-    from urbandp.counts.spec import MAX_NOISE_SCALE, CountsReleaseSpec
+    from urbandp.counts._options import MAX_NOISE_SCALE, CountsReleaseSpec
 
     base: dict[str, Any] = {"domain": "domain.json", "unit": "event", "epsilon": None}
     err = _refused(lambda: CountsReleaseSpec(**base, noise_scale=1e300), "noise_scale")
@@ -151,7 +151,7 @@ def test_a_noise_scale_that_overflows_the_counts_is_refused() -> None:
 
 
 def test_k_beyond_what_opendp_takes_is_refused_naming_it() -> None:
-    from urbandp.fleet.config import MAX_HATS_PER_VEHICLE_DAY, build_config
+    from urbandp.fleet._options import MAX_HATS_PER_VEHICLE_DAY, build_config
 
     for k in (10**23, 2**32, MAX_HATS_PER_VEHICLE_DAY + 1):
         err = _refused(
@@ -165,7 +165,7 @@ def test_k_beyond_what_opendp_takes_is_refused_naming_it() -> None:
 
 
 def test_a_speed_clip_near_zero_is_refused() -> None:
-    from urbandp.fleet.config import build_config
+    from urbandp.fleet._options import build_config
 
     err = _refused(lambda: build_config({}, {"epsilon_per_day": 4.0, "speed_max": 1e-300}), kind=InputError)
     assert "speed_max" in str(err) and "greater than or equal to 1" in str(err)
@@ -174,7 +174,7 @@ def test_a_speed_clip_near_zero_is_refused() -> None:
 
 @pytest.mark.parametrize("table", [True, False])
 def test_a_file_value_of_the_wrong_type_is_refused_even_when_the_flag_replaces_it(table: bool) -> None:
-    from urbandp.fleet.config import build_config
+    from urbandp.fleet._options import build_config
 
     values: dict[str, object] = {"epsilon_per_day": [1, 2]}
     toml = {"release": values} if table else values
@@ -213,7 +213,7 @@ def _within(seconds: float, call: Any, fifo: Path) -> BaseException | None:
 
 
 def test_a_pipe_or_a_device_is_never_read_as_a_domain(tmp_path: Path) -> None:
-    from urbandp.fleet.domain import domain_from_cells, domain_from_geojson, domain_from_gtfs
+    from urbandp.fleet._domain_files import domain_from_cells, domain_from_geojson, domain_from_gtfs
 
     fifo = tmp_path / "routes.geojson"
     os.mkfifo(fifo)  # opening it for reading would block until a writer comes
@@ -230,8 +230,8 @@ def test_a_pipe_or_a_device_is_never_read_as_a_domain(tmp_path: Path) -> None:
 def test_a_domain_file_above_the_size_cap_is_refused_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from urbandp.fleet import domain
-    from urbandp.records import gtfs_schedule
+    from urbandp._records import gtfs_schedule
+    from urbandp.fleet import _domain_files as domain
 
     path = tmp_path / "cells.txt"
     path.write_text("872830828ffffff\n" * 10)
@@ -244,8 +244,8 @@ def test_a_domain_file_above_the_size_cap_is_refused_unread(
 def test_a_gtfs_table_above_the_row_cap_is_refused_before_it_is_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from urbandp.fleet import domain
-    from urbandp.records import gtfs_schedule
+    from urbandp._records import gtfs_schedule
+    from urbandp.fleet import _domain_files as domain
 
     feed = tmp_path / "feed"
     shutil.copytree(FEED, feed)
@@ -284,7 +284,7 @@ def test_a_gtfs_table_above_the_row_cap_is_refused_before_it_is_parsed(
 def test_a_region_sized_polygon_is_refused_before_h3_fills_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ring: list[list[int]]
 ) -> None:
-    from urbandp.fleet import domain
+    from urbandp.fleet import _domain_files as domain
 
     path = tmp_path / "region.geojson"
     path.write_text(json.dumps({"type": "Polygon", "coordinates": [ring]}))
@@ -294,7 +294,7 @@ def test_a_region_sized_polygon_is_refused_before_h3_fills_it(
 
 
 def test_a_city_polygon_is_still_filled(tmp_path: Path) -> None:
-    from urbandp.fleet.domain import domain_from_geojson
+    from urbandp.fleet._domain_files import domain_from_geojson
 
     ring = [[72.78, 21.15], [72.82, 21.15], [72.82, 21.19], [72.78, 21.19], [72.78, 21.15]]
     path = tmp_path / "city.geojson"
@@ -303,7 +303,7 @@ def test_a_city_polygon_is_still_filled(tmp_path: Path) -> None:
 
 
 def _route(swap: bool, tmp_path: Path) -> Any:
-    from urbandp.fleet.domain import domain_from_geojson
+    from urbandp.fleet._domain_files import domain_from_geojson
 
     line = [(21.17, 72.78), (21.17, 72.84), (21.21, 72.84)]  # (lat, lon) in Surat
     coords = [[la, lo] if swap else [lo, la] for la, lo in line]
@@ -313,7 +313,7 @@ def _route(swap: bool, tmp_path: Path) -> Any:
 
 
 def test_a_route_domain_with_latitude_and_longitude_swapped_is_refused(tmp_path: Path) -> None:
-    from urbandp.fleet.public_domain import domain_grid, restrict_to_domain
+    from urbandp.fleet._domain import domain_grid, restrict_to_domain
 
     swapped, line = _route(True, tmp_path)
     right, _ = _route(False, tmp_path)
@@ -353,7 +353,7 @@ def test_a_route_domain_with_latitude_and_longitude_swapped_is_refused(tmp_path:
 def test_a_column_read_for_two_roles_or_a_mapping_left_unused_is_refused(
     columns: list[str], mapping: dict[str, str], said: str
 ) -> None:
-    from urbandp.records.schema import ColumnMapping
+    from urbandp._records.schema import ColumnMapping
 
     err = _refused(lambda: ColumnMapping.resolve(columns, mapping), "column", kind=InputError)
     assert said in str(err)
@@ -362,7 +362,7 @@ def test_a_column_read_for_two_roles_or_a_mapping_left_unused_is_refused(
 
 
 def test_a_latin1_json_lines_file_is_refused_as_not_utf8_from_its_first_line(tmp_path: Path) -> None:
-    from urbandp.records.readers import read_json_lines
+    from urbandp._records.readers import read_json_lines
 
     record = {
         "license_plate": "GJ05 \u00e9",
@@ -380,7 +380,7 @@ def test_a_latin1_json_lines_file_is_refused_as_not_utf8_from_its_first_line(tmp
 
 
 def test_escape_refuses_polygons_without_an_area_or_away_from_the_points(tmp_path: Path) -> None:
-    from urbandp.survey.escape import load_polygons, polygon_escape
+    from urbandp.survey._escape import load_polygons, polygon_escape
 
     bad = tmp_path / "bad.geojson"
     bad.write_text(json.dumps({"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [0, 0], [0, 0]]]}))

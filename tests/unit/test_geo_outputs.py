@@ -1,4 +1,4 @@
-"""urbandp.geo_outputs: H3 and grid cell polygons, GeoParquet 1.1 metadata, GeoJSON read back by GDAL (pyogrio)."""
+"""urbandp._geo_outputs: H3 and grid cell polygons, GeoParquet 1.1 metadata, GeoJSON read back by GDAL (pyogrio)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import shapely
 
-from urbandp.geo_outputs import (
+from urbandp._geo_outputs import (
     GEOPARQUET_VERSION,
     box_polygons,
     h3_polygons,
@@ -21,8 +21,8 @@ from urbandp.geo_outputs import (
     write_geoparquet,
     write_h3_table,
 )
-from urbandp.geodesy import WGS84
-from urbandp.sensing.grid import SquareGrid
+from urbandp._geodesy import WGS84
+from urbandp.sensing._grid import SquareGrid
 
 pyogrio = pytest.importorskip("pyogrio")
 

@@ -1,4 +1,4 @@
-"""Metric positions on the WGS 84 ellipsoid (urbandp.geodesy): a displacement of d metres lands d metres away."""
+"""Metric positions on the WGS 84 ellipsoid (urbandp._geodesy): a displacement of d metres lands d metres away."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from urbandp import geodesy
+from urbandp import _geodesy as geodesy
 
 
 @pytest.mark.parametrize("lat", [0.0, 45.0, 60.0, -33.9])
@@ -61,14 +61,14 @@ COS_LATITUDE = re.compile(r"cos\((?:np|math)\.radians\(")
 
 def test_no_metres_per_degree_constant_or_cos_latitude_outside_geodesy() -> None:
     """One metre conversion: the synthetic fleet's plane, the MPC client's cells, the PNG maps' and the plots'
-    aspects all go through urbandp.geodesy (pyproj)."""
+    aspects all go through urbandp._geodesy (pyproj)."""
     src = Path(geodesy.__file__).resolve().parents[1]
     found = {
         str(path.relative_to(src))
         for path in src.rglob("*.py")
         if HAND_CONSTANT.search(text := path.read_text(encoding="utf-8")) or COS_LATITUDE.search(text)
     }
-    assert found == {"urbandp/geodesy.py"}
+    assert found == {"urbandp/_geodesy.py"}
 
 
 def test_the_synthetic_plane_is_the_generators_spherical_formula() -> None:

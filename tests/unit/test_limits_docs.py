@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from urbandp.counts.spec import MAX_NOISE_SCALE
-from urbandp.fleet.config import MAX_DOMAIN_CELLS, MAX_HATS_PER_VEHICLE_DAY, HatReleaseConfig
-from urbandp.records.gtfs_schedule import MAX_DOMAIN_FILE_BYTES, MAX_GTFS_ROWS
-from urbandp.sensing.options import MAX_CELL_WINDOWS
-from urbandp.sensing.queries import MAX_STEEPNESS, MIN_STEEPNESS
+from urbandp._records.gtfs_schedule import MAX_DOMAIN_FILE_BYTES, MAX_GTFS_ROWS
+from urbandp.counts._options import MAX_NOISE_SCALE
+from urbandp.fleet._options import MAX_DOMAIN_CELLS, MAX_HATS_PER_VEHICLE_DAY, HatReleaseConfig
+from urbandp.sensing._options import MAX_CELL_WINDOWS
+from urbandp.sensing._queries import MAX_STEEPNESS, MIN_STEEPNESS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "outputs.md"
 

@@ -1,7 +1,7 @@
 """Library messages (errors, warnings, advice, privacy.json texts) name parameters; only the CLI names flags.
 
 The library writes ``suppress_below=3`` and lists the parameter (``Advice.parameters``, ``InputError.parameters``);
-each wing's command shows it through the one renaming (``cli_support.cli_text``) as ``--suppress-below 3``.
+each wing's command shows it through the one renaming (``_cli_support.cli_text``) as ``--suppress-below 3``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from urbandp.counts.threshold_advice import advice_line
+from urbandp._privacy.guards import refuse_not_dp
+from urbandp.counts._threshold_advice import advice_line
 from urbandp.errors import Advice, InvalidParameterError, flag_of, name_parameters
-from urbandp.privacy.guards import refuse_not_dp
 from urbandp.results import ReleaseWarning
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "urbandp"
@@ -27,19 +27,19 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]+")
 ALLOWED: dict[str, set[str]] = {
     # not a message: a shell command, a script's own argument
     "mpc/__init__.py": {"--no-deps"},  # the pip command that installs the extra
-    "option_types_gen.py": {"--check"},  # the generator's own argv
-    "survey/demo.py": {"*"},  # make demo: runs the commands as a user types them
+    "_option_types_gen.py": {"--check"},  # the generator's own argv
+    "survey/_demo.py": {"*"},  # make demo: runs the commands as a user types them
     # the fleet's advice (guardrails, plan, forecast) and its release options, reworded by their own change:
     # drop each entry as it goes (test_every_allowance_is_still_needed says when)
-    "fleet/guardrails.py": {"--start", "--end", "--dates", "--max-hats-per-vehicle-day"},
-    "fleet/plan.py": {"--noise-scale"},
-    "fleet/forecast.py": {
+    "fleet/_guardrails.py": {"--start", "--end", "--dates", "--max-hats-per-vehicle-day"},
+    "fleet/_plan.py": {"--noise-scale"},
+    "fleet/_plan_forecast.py": {
         "--domain-gtfs",
         "--epsilon-per-day",
         "--histogram-epsilon",
         "--max-hats-per-vehicle-day",
     },
-    "fleet/config.py": {"--delta"},
+    "fleet/_options.py": {"--delta"},
 }
 
 
@@ -186,7 +186,7 @@ def test_an_audit_finding_names_the_parameter() -> None:
     """The finding is JSON, printed as it is by ``urbandp audit zero-skipping``: it names the parameter."""
     import numpy as np
 
-    from urbandp.audit.zero_skipping_attack import zero_skipping_attack
+    from urbandp.audit._zero_skipping_attack import zero_skipping_attack
 
     res = zero_skipping_attack(np.array([20.0, 25.0, 30.0, 19.0]), threshold=18, method="unknown", scale=None)
     assert res["finding"] == (

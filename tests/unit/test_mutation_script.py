@@ -31,8 +31,8 @@ def test_mutation_names_are_unique_and_the_set_covers_every_area() -> None:
     names = [m.name for m in MUTATIONS]
     assert len(names) == len(set(names))
     paths = {m.path for m in MUTATIONS}
-    for area in ("privacy/guards.py", "privacy/session.py", "privacy/budget_store.py", "fleet/pooling.py",
-                 "fleet/measure.py", "fleet/selection.py", "counts/spec.py", "sensing/pm_map_mechanism.py"):  # fmt: skip
+    for area in ("_privacy/guards.py", "_privacy/session.py", "_privacy/budget_store.py", "fleet/_postprocess_pooling.py",
+                 "fleet/_measure.py", "fleet/_measure_selection.py", "counts/_options.py", "sensing/_pm_map_mechanism.py"):  # fmt: skip
         assert area in paths, area
 
 

@@ -1,4 +1,4 @@
-"""urbandp.progress: the one progress set-up of the long jobs, drawn on stderr on a terminal, silent elsewhere."""
+"""urbandp._progress: the one progress set-up of the long jobs, drawn on stderr on a terminal, silent elsewhere."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from urbandp.progress import progress_bar, progress_display
+from urbandp._progress import progress_bar, progress_display
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "urbandp"
 
@@ -54,10 +54,10 @@ def test_the_display_is_transient_on_stderr() -> None:
 
 
 def test_every_progress_display_of_the_package_is_set_up_here() -> None:
-    """Six commands set up their own Rich display before; now only urbandp/progress.py builds one."""
+    """Six commands set up their own Rich display before; now only urbandp/_progress.py builds one."""
     builders = sorted(
         str(p.relative_to(SRC))
         for p in SRC.rglob("*.py")
         if re.search(r"\bProgress\(|from rich\.progress import", p.read_text(encoding="utf-8"))
     )
-    assert builders == ["progress.py"]
+    assert builders == ["_progress.py"]

@@ -22,34 +22,34 @@ from typing import Any
 import pytest
 import typer
 
-from urbandp.config_tables import REQUIRED
+from urbandp._config_tables import REQUIRED
+from urbandp._release_options import DeclaredOption, declared_options
 from urbandp.errors import InvalidParameterError
-from urbandp.release_options import DeclaredOption, declared_options
 
 SPECS: dict[str, tuple[str, str, str]] = {
     # release -> (spec class, API function, command "group name")
     "counts release": (
-        "urbandp.counts.spec:CountsReleaseSpec",
-        "urbandp.counts.api:release",
+        "urbandp.counts._options:CountsReleaseSpec",
+        "urbandp.counts._api:release",
         "counts release",
     ),
     **{
         f"survey {command}": (
             f"urbandp.survey.{module}:{spec}",
-            f"urbandp.survey.api:{function}",
+            f"urbandp.survey._api:{function}",
             f"survey {command}",
         )
         for command, module, spec, function in (
-            ("randomize", "rr_release", "RandomizeSpec", "randomize"),
-            ("perturb-points", "points_release", "PointsSpec", "perturb_points"),
-            ("od-randomize", "od_release", "OdSpec", "od_randomize"),
-            ("perturb-trajectories", "trajectory_release", "TrajectoriesSpec", "perturb_trajectories"),
+            ("randomize", "_rr_release", "RandomizeSpec", "randomize"),
+            ("perturb-points", "_points_release", "PointsSpec", "perturb_points"),
+            ("od-randomize", "_od_release", "OdSpec", "od_randomize"),
+            ("perturb-trajectories", "_trajectory_release", "TrajectoriesSpec", "perturb_trajectories"),
         )
     },
     **{
         f"sensing {command}": (
-            f"urbandp.sensing.options:{spec}",
-            f"urbandp.sensing.api:{function}",
+            f"urbandp.sensing._options:{spec}",
+            f"urbandp.sensing._api:{function}",
             f"sensing {command}",
         )
         for command, spec, function in (
@@ -93,7 +93,7 @@ ADMITS_ANY: dict[tuple[str, str], str] = {
     (
         "counts release",
         "column",
-    ): "ROLE=NAME items, checked by counts.columns.column_map and against the header",
+    ): "ROLE=NAME items, checked by counts._columns.column_map and against the header",
     **{
         (release, name): "a column of the input, checked against its header"
         for release, names in {
@@ -190,7 +190,7 @@ def _options(release: str) -> tuple[DeclaredOption, ...]:
 
 def _command(release: str) -> Any:
     group, name = SPECS[release][2].split(" ")
-    app = importlib.import_module(f"urbandp.{group}.cli").app
+    app = importlib.import_module(f"urbandp.{group}._cli").app
     return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
 
 
@@ -280,7 +280,7 @@ def test_a_value_outside_the_option_s_bounds_is_refused_in_one_line_naming_it(
 
 
 def test_rules_say_the_numbers_they_admit() -> None:
-    from urbandp.counts.spec import CountsReleaseSpec
+    from urbandp.counts._options import CountsReleaseSpec
 
     by_name = {o.name: o for o in declared_options(CountsReleaseSpec)}
     assert by_name["epsilon"].rule() == "a finite number > 0"
@@ -303,7 +303,7 @@ def test_the_api_signature_types_every_option_as_its_field(release: str) -> None
 @pytest.mark.parametrize("release", SPECS)
 def test_every_option_is_a_key_of_the_command_s_config_table(release: str) -> None:
     """``--config``'s table takes each option by its flag's name (``--id`` is ``id``)."""
-    from urbandp.cli_config import config_keys
+    from urbandp._cli_config import config_keys
 
     keys = config_keys(_command(release))
     for o in _options(release):
@@ -327,7 +327,7 @@ def test_numpy_numbers_are_numbers() -> None:
     """A notebook's options often come out of numpy: ``np.int64(4)`` is an integer, ``np.float64(1.5)`` a number."""
     import numpy as np
 
-    from urbandp.counts.spec import CountsReleaseSpec
+    from urbandp.counts._options import CountsReleaseSpec
 
     defaults = _defaults(CountsReleaseSpec)
     spec = CountsReleaseSpec(
@@ -341,8 +341,8 @@ def test_numbers_are_kept_as_python_numbers_however_large() -> None:
     the accountant's bisection, which never ended in float32; a whole float ``4.0`` for an integer is 4."""
     import numpy as np
 
-    from urbandp.counts.spec import CountsReleaseSpec
-    from urbandp.survey.trajectory_release import TrajectoriesSpec
+    from urbandp.counts._options import CountsReleaseSpec
+    from urbandp.survey._trajectory_release import TrajectoriesSpec
 
     defaults = _defaults(CountsReleaseSpec)
     base = {**defaults, **VALID["counts release"]}
@@ -367,7 +367,7 @@ def test_numbers_are_kept_as_python_numbers_however_large() -> None:
 
 
 def test_an_integer_option_refuses_a_fraction_and_a_switch() -> None:
-    from urbandp.counts.spec import CountsReleaseSpec
+    from urbandp.counts._options import CountsReleaseSpec
 
     defaults = _defaults(CountsReleaseSpec)
     for bad in (1.5, True, "4"):
@@ -422,7 +422,7 @@ def test_a_negatable_switch_takes_its_off_form_and_errors_name_it_by_its_flag(tm
 
 
 def _counts(**given: Any) -> Any:
-    from urbandp.counts.spec import CountsReleaseSpec
+    from urbandp.counts._options import CountsReleaseSpec
 
     return CountsReleaseSpec(**{**VALID["counts release"], **given})
 
@@ -468,8 +468,8 @@ def test_a_survey_number_too_large_for_a_float_is_refused_in_one_line(tmp_path: 
 
 
 def test_a_list_is_taken_for_a_tuple_and_a_date_for_its_iso_text() -> None:
-    from urbandp.sensing.options import DpMapOptions, PmMapOptions
-    from urbandp.survey.points_release import PointsSpec
+    from urbandp.sensing._options import DpMapOptions, PmMapOptions
+    from urbandp.survey._points_release import PointsSpec
 
     points = PointsSpec(lat="lat", lon="lon", scale_metres=100.0, bbox=[44, -94, 46, -92])
     assert points.bbox == "44,-94,46,-92"
@@ -501,8 +501,8 @@ def test_help_of_an_api_function_shows_every_option_with_its_default() -> None:
 
 def test_help_of_the_fleet_release_shows_every_option_with_the_default_the_code_applies() -> None:
     import urbandp as ud
-    from urbandp.fleet.config import HatReleaseConfig
-    from urbandp.fleet.options import OPTION_NAMES, RecordOptions
+    from urbandp.fleet._options import HatReleaseConfig
+    from urbandp.fleet._options_flags import OPTION_NAMES, RecordOptions
 
     keywords = inspect.signature(ud.fleet.release).parameters
     for name in OPTION_NAMES:
@@ -514,9 +514,10 @@ def test_help_of_the_fleet_release_shows_every_option_with_the_default_the_code_
 
 
 def test_the_api_s_keyword_types_are_generated_from_the_models() -> None:
-    """``urbandp.option_types`` (the ``TypedDict`` each API function's ``**options`` is typed with, for type
-    checkers and editors) is what ``python -m urbandp.option_types_gen`` writes from the models' fields."""
-    from urbandp import option_types, option_types_gen
+    """``urbandp._option_types`` (the ``TypedDict`` each API function's ``**options`` is typed with, for type
+    checkers and editors) is what ``python -m urbandp._option_types_gen`` writes from the models' fields."""
+    from urbandp import _option_types as option_types
+    from urbandp import _option_types_gen as option_types_gen
 
     assert option_types_gen.main(["--check"]) == 0
     for name, reference in option_types_gen.MODELS.items():

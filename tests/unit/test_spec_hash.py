@@ -1,4 +1,4 @@
-"""The release spec's hash (issue 32, :func:`urbandp.provenance.spec_sha256`): a file option enters by its content,
+"""The release spec's hash (issue 32, :func:`urbandp._provenance.spec_sha256`): a file option enters by its content,
 a number by its value whatever its Python type, and the fields a wing leaves out never enter."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from urbandp.provenance import canonical, spec_fields, spec_sha256
-from urbandp.sensing.options import QueryOptions
-from urbandp.sensing.report import spec_sha256 as sensing_hash
+from urbandp._provenance import canonical, spec_fields, spec_sha256
+from urbandp.sensing._options import QueryOptions
+from urbandp.sensing._report import spec_sha256 as sensing_hash
 
 QUERY = {"rect": (22.5, 88.3, 22.6, 88.4), "sigma2_min": 0.0, "sigma2_max": 1.0}
 

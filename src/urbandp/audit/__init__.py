@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from urbandp.lazy import lazy_names as _lazy_names
+from urbandp._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
-    from urbandp.audit.api import (
+    from urbandp.audit._api import (
         AuditResult,
         DifferencingResult,
         NoiseScaleResult,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         pairs,
         zero_skipping,
     )
-    from urbandp.audit.tables import PublishedTable
+    from urbandp.audit._tables import PublishedTable
 
 __all__ = [
     "AuditResult",
@@ -54,8 +54,8 @@ __all__ = [
     "zero_skipping",
 ]
 
-_HOME = {name: "urbandp.audit.api" for name in __all__ if name != "PublishedTable"}
-_HOME["PublishedTable"] = "urbandp.audit.tables"
+_HOME = {name: "urbandp.audit._api" for name in __all__ if name != "PublishedTable"}
+_HOME["PublishedTable"] = "urbandp.audit._tables"
 
 
 __getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

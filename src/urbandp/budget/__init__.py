@@ -18,6 +18,6 @@ DatasetCaps(name='austin', unit='vehicle-day', epsilon_per_day=None, epsilon_tot
 ```
 """
 
-from urbandp.budget.api import BudgetStatus, DatasetCaps, Remaining, declare, history, remaining, show
+from urbandp.budget._api import BudgetStatus, DatasetCaps, Remaining, declare, history, remaining, show
 
 __all__ = ["BudgetStatus", "DatasetCaps", "Remaining", "declare", "history", "remaining", "show"]

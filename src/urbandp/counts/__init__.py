@@ -34,15 +34,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from urbandp.lazy import lazy_names as _lazy_names
+from urbandp._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
-    from urbandp.counts.api import CountsRelease, dry_run, release, release_spec
-    from urbandp.counts.domain import CountDomain
-    from urbandp.counts.report import CountsPrivacyReport
-    from urbandp.counts.spec import CountsReleaseSpec
-    from urbandp.counts.table_release import CountRelease
-    from urbandp.counts.units import PrivacyUnit
+    from urbandp.counts._api import CountsRelease, dry_run, release, release_spec
+    from urbandp.counts._domain import CountDomain
+    from urbandp.counts._options import CountsReleaseSpec
+    from urbandp.counts._report import CountsPrivacyReport
+    from urbandp.counts._table_release import CountRelease
+    from urbandp.counts._units import PrivacyUnit
 
 __all__ = [
     "CountDomain",
@@ -57,15 +57,15 @@ __all__ = [
 ]
 
 _HOME = {
-    "release": "urbandp.counts.api",
-    "release_spec": "urbandp.counts.api",
-    "dry_run": "urbandp.counts.api",
-    "CountsRelease": "urbandp.counts.api",
-    "CountsPrivacyReport": "urbandp.counts.report",
-    "CountsReleaseSpec": "urbandp.counts.spec",
-    "CountDomain": "urbandp.counts.domain",
-    "CountRelease": "urbandp.counts.table_release",
-    "PrivacyUnit": "urbandp.counts.units",
+    "release": "urbandp.counts._api",
+    "release_spec": "urbandp.counts._api",
+    "dry_run": "urbandp.counts._api",
+    "CountsRelease": "urbandp.counts._api",
+    "CountsPrivacyReport": "urbandp.counts._report",
+    "CountsReleaseSpec": "urbandp.counts._options",
+    "CountDomain": "urbandp.counts._domain",
+    "CountRelease": "urbandp.counts._table_release",
+    "PrivacyUnit": "urbandp.counts._units",
 }
 
 

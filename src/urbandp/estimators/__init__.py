@@ -30,8 +30,10 @@ CLIPPED-MEAN: add/remove-one-unit. See docs/estimators.md. :func:`release` and i
 
 from typing import TYPE_CHECKING
 
-from urbandp.estimators.bounds import choose_m_ub, eq1_argmax, paper_median
-from urbandp.estimators.core import (
+from urbandp._lazy import lazy_names as _lazy_names
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.estimators._bounds import choose_m_ub, eq1_argmax, paper_median
+from urbandp.estimators._core import (
     ADD_REMOVE,
     NEIGHBOURING,
     ArrayAveraging,
@@ -43,19 +45,17 @@ from urbandp.estimators.core import (
     PrivacyStep,
     Quantile,
 )
-from urbandp.estimators.grouping import GroupingPlan, bestfit, wraparound
-from urbandp.lazy import lazy_names as _lazy_names
-from urbandp.privacy.noise import OpenDPNoise
+from urbandp.estimators._grouping import GroupingPlan, bestfit, wraparound
 
 if TYPE_CHECKING:
-    from urbandp.estimators.api import (
+    from urbandp.estimators._api import (
         EstimatorRelease,
         EstimatorReleaseSpec,
         release,
         release_spec,
     )
-    from urbandp.estimators.hat import ESTIMATORS, build_estimator
-    from urbandp.estimators.report import EstimatorPrivacyReport
+    from urbandp.estimators._hat_means import ESTIMATORS, build_estimator
+    from urbandp.estimators._report import EstimatorPrivacyReport
 
 __all__ = [
     "ADD_REMOVE",
@@ -85,13 +85,13 @@ __all__ = [
 ]
 
 _HOME = {
-    "ESTIMATORS": "urbandp.estimators.hat",
-    "build_estimator": "urbandp.estimators.hat",
-    "EstimatorRelease": "urbandp.estimators.api",
-    "EstimatorReleaseSpec": "urbandp.estimators.api",
-    "release": "urbandp.estimators.api",
-    "release_spec": "urbandp.estimators.api",
-    "EstimatorPrivacyReport": "urbandp.estimators.report",
+    "ESTIMATORS": "urbandp.estimators._hat_means",
+    "build_estimator": "urbandp.estimators._hat_means",
+    "EstimatorRelease": "urbandp.estimators._api",
+    "EstimatorReleaseSpec": "urbandp.estimators._api",
+    "release": "urbandp.estimators._api",
+    "release_spec": "urbandp.estimators._api",
+    "EstimatorPrivacyReport": "urbandp.estimators._report",
 }
 
 

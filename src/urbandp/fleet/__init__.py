@@ -37,21 +37,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from urbandp.lazy import lazy_names as _lazy_names
+from urbandp._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
-    from urbandp.fleet.api import FleetRelease, MapView, release
-    from urbandp.fleet.config import HatReleaseConfig
-    from urbandp.fleet.report import FleetPrivacyReport
+    from urbandp.fleet._api import FleetRelease, MapView, release
+    from urbandp.fleet._options import HatReleaseConfig
+    from urbandp.fleet._report import FleetPrivacyReport
 
 __all__ = ["FleetPrivacyReport", "FleetRelease", "HatReleaseConfig", "MapView", "release"]
 
 _HOME = {
-    "release": "urbandp.fleet.api",
-    "FleetRelease": "urbandp.fleet.api",
-    "MapView": "urbandp.fleet.api",
-    "FleetPrivacyReport": "urbandp.fleet.report",
-    "HatReleaseConfig": "urbandp.fleet.config",
+    "release": "urbandp.fleet._api",
+    "FleetRelease": "urbandp.fleet._api",
+    "MapView": "urbandp.fleet._api",
+    "FleetPrivacyReport": "urbandp.fleet._report",
+    "HatReleaseConfig": "urbandp.fleet._options",
 }
 
 

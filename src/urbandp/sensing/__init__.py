@@ -31,15 +31,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from urbandp.lazy import lazy_names as _lazy_names
+from urbandp._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
-    from urbandp.sensing.api import dp_map, interpolate, pm_map, query
-    from urbandp.sensing.dp_map_release import DpMapResult
-    from urbandp.sensing.interpolate_tool import Interpolation
-    from urbandp.sensing.pm_map_release import PmMapResult
-    from urbandp.sensing.query_release import QueryAnswer
-    from urbandp.sensing.report import DpMapPrivacyReport, PmMapPrivacyReport, QueryPrivacyReport
+    from urbandp.sensing._api import dp_map, interpolate, pm_map, query
+    from urbandp.sensing._dp_map_release import DpMapResult
+    from urbandp.sensing._interpolate_tool import Interpolation
+    from urbandp.sensing._pm_map_release import PmMapResult
+    from urbandp.sensing._query_release import QueryAnswer
+    from urbandp.sensing._report import DpMapPrivacyReport, PmMapPrivacyReport, QueryPrivacyReport
 
 __all__ = [
     "DpMapPrivacyReport",
@@ -56,17 +56,17 @@ __all__ = [
 ]
 
 _HOME = {
-    "dp_map": "urbandp.sensing.api",
-    "pm_map": "urbandp.sensing.api",
-    "query": "urbandp.sensing.api",
-    "interpolate": "urbandp.sensing.api",
-    "DpMapResult": "urbandp.sensing.dp_map_release",
-    "PmMapResult": "urbandp.sensing.pm_map_release",
-    "QueryAnswer": "urbandp.sensing.query_release",
-    "Interpolation": "urbandp.sensing.interpolate_tool",
-    "DpMapPrivacyReport": "urbandp.sensing.report",
-    "PmMapPrivacyReport": "urbandp.sensing.report",
-    "QueryPrivacyReport": "urbandp.sensing.report",
+    "dp_map": "urbandp.sensing._api",
+    "pm_map": "urbandp.sensing._api",
+    "query": "urbandp.sensing._api",
+    "interpolate": "urbandp.sensing._api",
+    "DpMapResult": "urbandp.sensing._dp_map_release",
+    "PmMapResult": "urbandp.sensing._pm_map_release",
+    "QueryAnswer": "urbandp.sensing._query_release",
+    "Interpolation": "urbandp.sensing._interpolate_tool",
+    "DpMapPrivacyReport": "urbandp.sensing._report",
+    "PmMapPrivacyReport": "urbandp.sensing._report",
+    "QueryPrivacyReport": "urbandp.sensing._report",
 }
 
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from urbandp.lazy import lazy_names as _lazy_names
+from urbandp._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
-    from urbandp.survey.api import (
+    from urbandp.survey._api import (
         SurveyRelease,
         estimate,
         od_estimate,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         perturb_trajectories,
         randomize,
     )
-    from urbandp.survey.report import SurveyPrivacyReport
+    from urbandp.survey._report import SurveyPrivacyReport
 
 __all__ = [
     "SurveyPrivacyReport",
@@ -53,8 +53,8 @@ __all__ = [
 ]
 
 
-_HOME = {name: "urbandp.survey.api" for name in __all__ if name != "SurveyPrivacyReport"}
-_HOME["SurveyPrivacyReport"] = "urbandp.survey.report"
+_HOME = {name: "urbandp.survey._api" for name in __all__ if name != "SurveyPrivacyReport"}
+_HOME["SurveyPrivacyReport"] = "urbandp.survey._report"
 
 
 __getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

@@ -15,8 +15,8 @@ import pytest
 from urbandp_process import run_urbandp
 
 import urbandp as ud
+from urbandp._outputs import dumps_strict
 from urbandp.errors import InputError
-from urbandp.outputs import dumps_strict
 
 pytestmark = pytest.mark.system
 ROUTE = "ferry:A>B"
@@ -188,6 +188,8 @@ def test_the_audit_namespace_is_public_lazy_and_takes_no_session() -> None:
     for fn in (ud.audit.noise_scale, ud.audit.zero_skipping, ud.audit.differencing, ud.audit.pairs):
         assert "session" not in inspect.signature(fn).parameters  # audits read published tables: no budget
         assert "no Session, no budget" in " ".join((fn.__doc__ or "").split())
-    code = "import urbandp.audit.cli, sys; print('urbandp.audit.api' in sys.modules, 'polars' in sys.modules)"
+    code = (
+        "import urbandp.audit._cli, sys; print('urbandp.audit._api' in sys.modules, 'polars' in sys.modules)"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.split() == ["False", "False"]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from urbandp.audit.noise_scale_attack import difference_axis_label
-from urbandp.audit.zero_skipping_attack import detection_curves, paper_detection_figure
+from urbandp.audit._noise_scale_attack import difference_axis_label
+from urbandp.audit._zero_skipping_attack import detection_curves, paper_detection_figure
 from urbandp.cli import app
 
 pytestmark = pytest.mark.system

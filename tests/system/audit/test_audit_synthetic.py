@@ -1,6 +1,6 @@
 """Every attack run against urbandp's own count release and against the Data61 2016 method, on synthetic taps.
 
-Releases here go through :func:`urbandp.counts.table_release._release_counts`; where a test needs a *seeded* release
+Releases here go through :func:`urbandp.counts._table_release._release_counts`; where a test needs a *seeded* release
 (to make a statistical check reproducible) it injects a numpy noise source defined in this test file -- simulation
 only, unreachable from the CLI.
 """
@@ -17,15 +17,15 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from urbandp.audit.differencing_attack import differencing_attack
-from urbandp.audit.tables import read_published_table
+from urbandp._synth.taps import CIRCULAR_QUAY_3, MANLY, generate_taps
+from urbandp.audit._differencing_attack import differencing_attack
+from urbandp.audit._tables import read_published_table
 from urbandp.cli import app
 from urbandp.counts import CountDomain, CountsReleaseSpec, PrivacyUnit
-from urbandp.counts.aggregate import joint_from_events
-from urbandp.counts.marginals import time_marginal
-from urbandp.counts.output import _write_release, release_tables
-from urbandp.counts.table_release import _release_counts
-from urbandp.synth.taps import CIRCULAR_QUAY_3, MANLY, generate_taps
+from urbandp.counts._aggregate import joint_from_events
+from urbandp.counts._marginals import time_marginal
+from urbandp.counts._table_release import _release_counts
+from urbandp.counts._write import _write_release, release_tables
 
 pytestmark = pytest.mark.system
 RUN = CliRunner()

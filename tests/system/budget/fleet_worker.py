@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import urbandp.outputs as outputs
-from urbandp.privacy.budget_store import checkpoint
+import urbandp._outputs as outputs
+from urbandp._privacy.budget_store import checkpoint
 
 _write_json = outputs.write_json
 

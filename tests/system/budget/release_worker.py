@@ -9,11 +9,11 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from urbandp._outputs import atomic_output_dir
+from urbandp._privacy.budget_store import checkpoint
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.session import ReleaseCharge
 from urbandp.errors import BudgetExceededError, InputError
-from urbandp.outputs import atomic_output_dir
-from urbandp.privacy.budget_store import checkpoint
-from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import ReleaseCharge
 
 
 def main() -> int:

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 from warm_process import run_warm
 
+from urbandp._privacy.budget_store import BudgetStore, DatasetCaps
 from urbandp.cli import app
-from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
 
 runner = CliRunner()
 
@@ -145,7 +145,7 @@ def _snapshot(url: str) -> tuple[object, ...]:
 
 @pytest.fixture(scope="module")
 def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from urbandp.survey.synth import write_survey
+    from urbandp.survey._synth import write_survey
 
     out = tmp_path_factory.mktemp("survey") / "data"
     write_survey(out, households=200, seed=1)

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import urbandp.counts.partitions
-import urbandp.counts.table_release
+import urbandp.counts._partitions
+import urbandp.counts._table_release
+from urbandp._privacy.budget_store import STATUS_COMMITTED, STATUS_RESERVED, BudgetStore, DatasetCaps
 from urbandp.cli import app
-from urbandp.privacy.budget_store import STATUS_COMMITTED, STATUS_RESERVED, BudgetStore, DatasetCaps
 
 runner = CliRunner()
 UNIT = ["--unit", "card-day", "--max-events", "4"]
@@ -69,13 +69,13 @@ def test_domain_release_reserves_before_noise(
     tmp_path: Path, taps: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = _store(tmp_path, per_day=1.5)
-    seen = _spy(monkeypatch, urbandp.counts.table_release, "_release_counts", url, fail=True)
+    seen = _spy(monkeypatch, urbandp.counts._table_release, "_release_counts", url, fail=True)
     r = runner.invoke(app, [*_domain_args(taps, url, "1"), "--out", str(tmp_path / "rel")])
     assert r.exit_code == 70 and "internal error" in r.output and "RuntimeError: noise drawn" in r.output
     assert seen == [[STATUS_RESERVED]]  # the reservation was in the store when the noise started
     assert _statuses(url) == ["aborted after noise"]  # and kept when the run failed after it (issue 20)
     monkeypatch.undo()
-    seen = _spy(monkeypatch, urbandp.counts.table_release, "_release_counts", url, fail=False)
+    seen = _spy(monkeypatch, urbandp.counts._table_release, "_release_counts", url, fail=False)
     r = runner.invoke(app, [*_domain_args(taps, url, "2"), "--out", str(tmp_path / "rel")])
     assert r.exit_code == 4
     assert "asked epsilon=2 per card-day, left 0.5 of 1.5" in r.output
@@ -87,7 +87,7 @@ def test_partition_selection_is_charged_on_the_days_with_events(
     tmp_path: Path, taps: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = _store(tmp_path, per_day=1.5)
-    seen = _spy(monkeypatch, urbandp.counts.partitions, "select_partitions", url, fail=False)
+    seen = _spy(monkeypatch, urbandp.counts._partitions, "select_partitions", url, fail=False)
     args = ["counts", "release", str(taps / "events.csv"), "--select-partitions", "--delta", "1e-6", *UNIT]
     args += ["--epsilon", "1", "--dataset", "opal", "--budget-store", url]
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "sel1")])

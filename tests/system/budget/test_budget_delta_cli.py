@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from urbandp_process import assert_refused, run_urbandp
 
-from urbandp.privacy.budget_store import BudgetStore
+from urbandp._privacy.budget_store import BudgetStore
 
 pytestmark = pytest.mark.system
 
@@ -106,7 +106,7 @@ def test_default_delta_cap_and_raising_it(tmp_path: Path) -> None:
 def test_a_version_3_postgresql_store_migrates(postgres_url: str) -> None:
     import psycopg
 
-    from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
+    from urbandp._privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS cap_changes, charges, releases, datasets, schema_version")

@@ -22,10 +22,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from urbandp.cli import app
-from urbandp.errors import BudgetExceededError
-from urbandp.fleet import selection
-from urbandp.privacy.budget_store import (
+from urbandp._privacy.budget_store import (
     ENV_TEST_PAUSE,
     STATUS_COMMITTED,
     STATUS_CRASHED,
@@ -34,7 +31,10 @@ from urbandp.privacy.budget_store import (
     DatasetCaps,
     days_of_window,
 )
-from urbandp.privacy.noise import OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+from urbandp._privacy.noise import OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+from urbandp.cli import app
+from urbandp.errors import BudgetExceededError
+from urbandp.fleet import _measure_selection as selection
 
 runner = CliRunner()
 WORKER = Path(__file__).with_name("fleet_worker.py")

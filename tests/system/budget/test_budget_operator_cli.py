@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from urbandp_process import assert_refused, run_urbandp
 
-from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATED_OPERATOR, MIGRATIONS
-from urbandp.privacy.budget_store import ENV_OPERATOR, BudgetStore
+from urbandp._privacy.budget_migrations import LATEST_VERSION, MIGRATED_OPERATOR, MIGRATIONS
+from urbandp._privacy.budget_store import ENV_OPERATOR, BudgetStore
 
 pytestmark = pytest.mark.system
 

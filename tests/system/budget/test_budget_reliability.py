@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from urbandp.privacy.budget_store import (
+from urbandp._privacy.budget_store import (
     ENV_TEST_PAUSE,
     STATUS_COMMITTED,
     STATUS_CRASHED,

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import urbandp.survey.locations
-import urbandp.survey.randomized_response
-import urbandp.survey.trips
+import urbandp.survey._locations
+import urbandp.survey._randomized_response
+import urbandp.survey._trips
+from urbandp._privacy.budget_store import STATUS_COMMITTED, STATUS_RESERVED, BudgetStore
 from urbandp.cli import app
-from urbandp.privacy.budget_store import STATUS_COMMITTED, STATUS_RESERVED, BudgetStore
-from urbandp.survey.synth import write_survey
+from urbandp.survey._synth import write_survey
 
 runner = CliRunner()
 DAY = "2021-10-05"
@@ -70,7 +70,7 @@ def test_randomize_reserves_before_noise_and_stops_at_the_total(
 ) -> None:
     url = str(tmp_path / "budget.sqlite")
     _init(url, "nhts", "respondent", "3")
-    seen = _spy(monkeypatch, urbandp.survey.randomized_response, "randomize_within", url, "nhts")
+    seen = _spy(monkeypatch, urbandp.survey._randomized_response, "randomize_within", url, "nhts")
     charged = ["--dataset", "nhts", "--survey-date", DAY, "--epsilon", "1.5"]
     for i in (1, 2):
         r = _randomize(survey, tmp_path / f"rr{i}", url, *charged)
@@ -105,7 +105,7 @@ def test_points_are_geo_indistinguishable_not_dp_and_never_booked(
     refused with a dataset (nothing drawn, nothing booked) and states geo-indistinguishability in its own unit."""
     url = str(tmp_path / "budget.sqlite")
     _init(url, "homes", "respondent", "2.5")
-    seen = _spy(monkeypatch, urbandp.survey.locations, "planar_laplace_offsets", url, "homes")
+    seen = _spy(monkeypatch, urbandp.survey._locations, "planar_laplace_offsets", url, "homes")
     args = ["survey", "perturb-points", str(survey / "homes.csv"), "--lat", "lat", "--lon", "lon"]
     args += ["--epsilon-per-metre", "0.002"]
     charged = ["--dataset", "homes", "--survey-date", DAY, "--budget-store", url]
@@ -130,12 +130,12 @@ def test_points_are_geo_indistinguishable_not_dp_and_never_booked(
 def test_od_trips_charge_a_trip_dataset(
     tmp_path: Path, survey: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from urbandp.survey.trips import od_epsilon
+    from urbandp.survey._trips import od_epsilon
 
     url = str(tmp_path / "budget.sqlite")
     _init(url, "nhts", "respondent", "10")
     _init(url, "nhts-trips", "trip", "10")
-    seen = _spy(monkeypatch, urbandp.survey.trips, "od_randomize", url, "nhts-trips")
+    seen = _spy(monkeypatch, urbandp.survey._trips, "od_randomize", url, "nhts-trips")
     args = ["survey", "od-randomize", str(survey / "trips.csv"), "--from", "from_county", "--to", "to_county"]
     args += ["--blocks", "19", "--keep-probability", "0.5", "--survey-date", DAY, "--budget-store", url]
     r = runner.invoke(app, [*args, "--dataset", "nhts", "--out", str(tmp_path / "od0")])

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from urbandp_process import run_urbandp
 
-from urbandp.privacy.budget_store import BudgetStore
+from urbandp._privacy.budget_store import BudgetStore
 
 pytestmark = pytest.mark.system
 

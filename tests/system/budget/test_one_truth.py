@@ -1,6 +1,6 @@
 """One truth per release: the budget store books exactly the loss the release's privacy.json states.
 
-The release's loss is one object (:class:`urbandp.privacy.loss.ReleaseLoss`), made by the code that calibrates the
+The release's loss is one object (:class:`urbandp._privacy.loss.ReleaseLoss`), made by the code that calibrates the
 noise (the fleet's plan) and read by privacy.json, the store's booking and caps, ``budget show`` and ``budget
 history``. Measured before: a Gaussian fleet release at epsilon 4 a day over 3 days was booked as 12 (3 x 4) while
 its privacy.json stated 14.33 over the window (one vehicle on all 3 days costs 9 rho, Bun and Steinke 2016, Prop.
@@ -22,10 +22,10 @@ import pytest
 from typer.testing import CliRunner
 
 import urbandp as ud
+from urbandp._privacy.budget_store import BudgetStore, DatasetCaps
+from urbandp._synth.fleet import generate_fleet
 from urbandp.cli import app
 from urbandp.errors import BudgetExceededError
-from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
-from urbandp.synth.fleet import generate_fleet
 
 pytestmark = [pytest.mark.system, pytest.mark.filterwarnings("ignore::UserWarning")]
 START = dt.date(2024, 3, 4)
@@ -190,7 +190,7 @@ def test_dp_map_books_what_privacy_json_states(tmp_path: Path) -> None:
 
 def test_survey_books_what_privacy_json_states(tmp_path: Path) -> None:
     """A respondent is in one survey wave: the release's epsilon, booked once, is what privacy.json states."""
-    from urbandp.survey.synth import write_survey
+    from urbandp.survey._synth import write_survey
 
     data = tmp_path / "survey"
     write_survey(data, households=200, seed=4)

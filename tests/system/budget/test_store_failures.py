@@ -58,7 +58,7 @@ def test_reinit_without_a_cap_keeps_the_cap(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     assert "total 40.0" in res.stdout and "per day 5.0" in res.stdout
-    from urbandp.privacy.budget_store import BudgetStore
+    from urbandp._privacy.budget_store import BudgetStore
 
     caps = BudgetStore(store).caps("d")
     assert (caps.epsilon_per_day, caps.epsilon_total) == (5.0, 40.0)
@@ -169,7 +169,7 @@ def test_fleet_write_failing_after_noise_keeps_the_charge_and_shows_no_noise(tmp
     assert (
         "noisy" not in failed.stderr and "warning" not in failed.stderr
     )  # nothing drawn from noise is shown
-    from urbandp.privacy.budget_store import STATUS_ABORTED, BudgetStore
+    from urbandp._privacy.budget_store import STATUS_ABORTED, BudgetStore
 
     s = BudgetStore(store)
     assert [h["status"] for h in s.history("surat")] == [STATUS_ABORTED]
@@ -188,7 +188,7 @@ def test_store_full_at_commit_says_the_release_was_published(tmp_path: Path) -> 
     import sys
     import time
 
-    from urbandp.privacy.budget_store import ENV_TEST_PAUSE, STATUS_CRASHED, BudgetStore
+    from urbandp._privacy.budget_store import ENV_TEST_PAUSE, STATUS_CRASHED, BudgetStore
 
     fleet, out, flag = tmp_path / "fleet.parquet", tmp_path / "rel", tmp_path / "paused"
     assert (

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from urbandp.cli import _wanted_group, build_app
-from urbandp.fleet.commands import HELP
+from urbandp.fleet._commands import HELP
 
 RUN = CliRunner()
 COMMANDS = ("release", "plan", "explore", "map")

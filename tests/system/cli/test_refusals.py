@@ -321,7 +321,7 @@ def test_full_disk_names_the_output_and_leaves_nothing(inputs: dict[str, str], t
 
 
 def test_unreachable_spark_master_is_one_line(inputs: dict[str, str]) -> None:
-    from urbandp.contributions.spark_session import spark_missing_reason
+    from urbandp._contributions.spark_session import spark_missing_reason
 
     reason = spark_missing_reason()
     if reason is not None:

@@ -70,7 +70,7 @@ def _refused_alike(
 
 
 def test_counts_release_from_a_config_file(tmp_path: Path) -> None:
-    from urbandp.synth.taps import generate_taps
+    from urbandp._synth.taps import generate_taps
 
     synth = generate_taps(trips_per_day=120, ferry_trips_per_day=20, days=1, seed=5)
     synth.events.write_csv(tmp_path / "events.csv")

@@ -20,15 +20,15 @@ import pytest
 from typer.testing import CliRunner
 
 import urbandp as ud
-import urbandp.counts.cli
+import urbandp.counts._cli
+from urbandp._privacy.budget_store import STATUS_COMMITTED, BudgetStore, DatasetCaps
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp._synth.taps import generate_taps
 from urbandp.cli import app
-from urbandp.counts.aggregate import joint_from_events
-from urbandp.counts.domain import CountDomain
-from urbandp.counts.units import PrivacyUnit
-from urbandp.privacy.budget_store import STATUS_COMMITTED, BudgetStore, DatasetCaps
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.counts._aggregate import joint_from_events
+from urbandp.counts._domain import CountDomain
+from urbandp.counts._units import PrivacyUnit
 from urbandp.results import OwnerWarning, ReleaseWarning
-from urbandp.synth.taps import generate_taps
 
 pytestmark = pytest.mark.system
 CARD = {"unit": "card-day", "max_events": 4}
@@ -227,7 +227,7 @@ def test_warnings_are_python_warnings(taps: dict[str, Any]) -> None:
 
 
 def _cli_defaults() -> dict[str, Any]:
-    params = inspect.signature(urbandp.counts.cli.release).parameters
+    params = inspect.signature(urbandp.counts._cli.release).parameters
     rename = {"fmt": "format"}
     skip = {
         "input",
@@ -252,8 +252,8 @@ def test_api_defaults_are_the_cli_defaults() -> None:
 
 
 def test_release_is_the_function_even_after_the_table_module_is_imported() -> None:
-    importlib.import_module("urbandp.counts.table_release")
-    assert callable(ud.counts.release) and ud.counts.release.__module__ == "urbandp.counts.api"
+    importlib.import_module("urbandp.counts._table_release")
+    assert callable(ud.counts.release) and ud.counts.release.__module__ == "urbandp.counts._api"
     assert ud.counts.CountDomain is CountDomain
     # the mechanism over a raw joint array draws without any guard: internal, not exported
     assert not hasattr(ud.counts, "release_counts") and "release_counts" not in ud.counts.__all__
@@ -276,7 +276,7 @@ def _comparable(folder: Path) -> dict[str, Any]:
 def test_cli_and_api_give_the_same_folder(
     options: dict[str, Any], taps: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("urbandp.privacy.session.OpenDPNoise", exact)
+    monkeypatch.setattr("urbandp._privacy.session.OpenDPNoise", exact)
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in options.items()]
     cli_out = tmp_path / "cli" / "rel"
     cli_out.parent.mkdir()

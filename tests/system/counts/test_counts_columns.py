@@ -14,9 +14,9 @@ import pytest
 from urbandp_process import assert_refused, owner_report, run_urbandp
 
 import urbandp as ud
-from urbandp.counts.prepare import DOMAIN_WARNING, prepare
+from urbandp._privacy.noise import ExactNoiseForTesting
+from urbandp.counts._prepare import DOMAIN_WARNING, prepare
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.privacy.noise import ExactNoiseForTesting
 
 pytestmark = pytest.mark.system
 REPO = Path(__file__).resolve().parents[3]
@@ -169,7 +169,7 @@ def test_prepare_melts_tap_columns_and_reads_bins(tmp_path: Path) -> None:
 
 def test_event_input_with_its_own_names(tmp_path: Path) -> None:
     """Events whose timestamp and card columns are named otherwise release, with ``column``, the same table."""
-    from urbandp.synth.taps import generate_taps
+    from urbandp._synth.taps import generate_taps
 
     taps = generate_taps(trips_per_day=30, ferry_trips_per_day=5, days=1, seed=1)
     plain, renamed = tmp_path / "plain.csv", tmp_path / "renamed.csv"

@@ -15,8 +15,8 @@ import pytest
 from urbandp_process import run_urbandp
 
 import urbandp as ud
-from urbandp.privacy.noise import ExactNoiseForTesting
-from urbandp.synth.taps import generate_taps
+from urbandp._privacy.noise import ExactNoiseForTesting
+from urbandp._synth.taps import generate_taps
 
 pytestmark = pytest.mark.system
 OPTIONS = {"unit": "card-day", "max_events": 4, "suppress_below": 5.0}

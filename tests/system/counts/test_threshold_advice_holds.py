@@ -19,7 +19,7 @@ import pytest
 from urbandp_process import owner_report
 
 import urbandp as ud
-from urbandp.counts.spec import CountsReleaseSpec
+from urbandp.counts._options import CountsReleaseSpec
 
 pytestmark = pytest.mark.system
 DAYS = [f"2016-08-{d:02d}" for d in range(1, 31)]
@@ -87,7 +87,7 @@ def test_the_readme_recipe_uses_the_threshold_the_tool_recommends() -> None:
     recommendation and uses it: one figure, from the code."""
     import re
 
-    from urbandp.synth.taps import generate_taps
+    from urbandp._synth.taps import generate_taps
 
     domain = generate_taps(trips_per_day=0, ferry_trips_per_day=0, days=7, seed=0).domain
     plan = ud.counts.dry_run(CountsReleaseSpec(domain=domain, unit="card-day", max_events=4, epsilon=1.0))
@@ -108,7 +108,7 @@ def test_the_command_states_the_advice_before_reading_data(tmp_path: Path) -> No
     ``suppression`` object the release would state: the same figures as the library's."""
     from urbandp_process import run_urbandp
 
-    from urbandp.outputs import write_json
+    from urbandp._outputs import write_json
 
     domain = tmp_path / "domain.json"
     write_json(domain, DOMAIN)
@@ -134,8 +134,8 @@ def test_the_advice_names_the_config_key_when_the_threshold_came_from_the_file(t
     threshold read from ``--config``, to the file's key, with the value as TOML writes it."""
     from typer.testing import CliRunner
 
+    from urbandp._outputs import write_json
     from urbandp.cli import app
-    from urbandp.outputs import write_json
 
     domain, config = tmp_path / "domain.json", tmp_path / "c.toml"
     write_json(domain, DOMAIN)

@@ -87,7 +87,7 @@ def test_each_option_table_lists_every_flag_of_the_command(page: str, command: s
 
 def test_the_fleet_table_states_the_min_vehicles_default_of_help() -> None:
     """fleet.md said 3 for DP selection; --help, from the code that applies it, says 0."""
-    from urbandp.fleet.config import MIN_PER_DAY_DEFAULT
+    from urbandp.fleet._options import MIN_PER_DAY_DEFAULT
 
     row = next(
         ln for ln in _block("fleet.md", "options release").splitlines() if "`--min-vehicles-per-day`" in ln
@@ -100,8 +100,8 @@ def test_the_fleet_table_states_the_min_vehicles_default_of_help() -> None:
 
 def test_the_map_docs_state_the_hatching_width_the_map_uses() -> None:
     """map.md said U/2 (32.5 km/h); the map hatches above the release's target width (10 km/h)."""
-    from urbandp.fleet.api import map_options_for
-    from urbandp.fleet.config import HatReleaseConfig
+    from urbandp.fleet._api import map_options_for
+    from urbandp.fleet._options import HatReleaseConfig
 
     hatch = map_options_for(HatReleaseConfig(epsilon_per_day=1.0))["interval_threshold"]
     assert hatch == 10.0
@@ -116,8 +116,8 @@ def test_the_counts_docs_state_the_noise_only_cells_the_tool_warns_of(tmp_path: 
     """The README's recipe (card-day, k = 4, epsilon 1, threshold 18) on `counts synth`'s domain: the release's own
     warning is the figure counts.md states."""
     import urbandp as ud
-    from urbandp.outputs import write_json
-    from urbandp.synth.taps import generate_taps
+    from urbandp._outputs import write_json
+    from urbandp._synth.taps import generate_taps
 
     taps = generate_taps(trips_per_day=40, ferry_trips_per_day=5, days=7, seed=0)
     events, domain = tmp_path / "events.csv", tmp_path / "domain.json"

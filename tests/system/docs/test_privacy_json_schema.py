@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import urbandp as ud
-from urbandp.fleet.report import FleetPrivacyReport
-from urbandp.privacy.report import PrivacyReport
-from urbandp.synth.fleet import generate_fleet
+from urbandp._privacy.report import PrivacyReport
+from urbandp._synth.fleet import generate_fleet
+from urbandp.fleet._report import FleetPrivacyReport
 
 pytestmark = pytest.mark.system
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -91,7 +91,7 @@ def test_a_real_fleet_release_validates_against_its_published_schema(tmp_path: P
     assert rel.privacy.hats_released > 0
     rel.write(tmp_path / "rel")
     document = json.loads((tmp_path / "rel" / "privacy.json").read_text(encoding="utf-8"))
-    schema = _published()["urbandp.fleet.report.FleetPrivacyReport"]
+    schema = _published()["urbandp.fleet._report.FleetPrivacyReport"]
     _check_against(schema, document)
     # epsilon 4 a day by the zCDP bound the noise is calibrated to: 3.74 by the exact Gaussian curve
     assert FleetPrivacyReport.model_validate(document).cumulative_epsilon_per_day == pytest.approx(

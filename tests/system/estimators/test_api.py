@@ -18,9 +18,9 @@ import polars as pl
 import pytest
 
 import urbandp as ud
+from urbandp._privacy.budget_store import STATUS_COMMITTED, BudgetStore, DatasetCaps
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.estimators import ArrayAveraging, Baseline, ClippedMean, Levy, Quantile
-from urbandp.privacy.budget_store import STATUS_COMMITTED, BudgetStore, DatasetCaps
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
 
 pytestmark = pytest.mark.system
 U = 65.0

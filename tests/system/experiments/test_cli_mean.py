@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 from warm_process import run_warm
 
-from urbandp.experiments.cli import app
+from urbandp._experiments.cli import app
 
 REPO = Path(__file__).resolve().parents[3]
 AUSTIN = REPO.parent / "shared" / "data" / "austin-avl"

@@ -87,7 +87,7 @@ def test_mean_output_replaced_whole_and_no_partial_on_failure(
     def boom(*a: object, **k: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("urbandp.experiments.mean_experiment.plot_mae", boom)
+    monkeypatch.setattr("urbandp._experiments.mean_experiment.plot_mae", boom)
     failed = RUN.invoke(app, [*MEAN, "--seed", "7", "--out", str(out), "--overwrite"], catch_exceptions=False)
     assert failed.exit_code == 2  # cli_guard turns the OSError into one line and exit 2
     assert (out / "mae.csv").read_bytes() == before

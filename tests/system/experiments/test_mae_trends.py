@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-from urbandp.experiments.mean_simulation import MaeRow, paper_algorithms, run_mae
-from urbandp.experiments.synthetic_mean import synthetic_dataset
+from urbandp._experiments.mean_simulation import MaeRow, paper_algorithms, run_mae
+from urbandp._experiments.synthetic_mean import synthetic_dataset
 
 RUNS = 2000
 EPSILONS = (0.5, 1.0, 1.5, 2.0)

@@ -8,11 +8,11 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
+from urbandp._experiments.mean_simulation import _noisy_argmax, simulate_errors
+from urbandp._experiments.synthetic_mean import draw_samples
+from urbandp._privacy.noise import OpenDPNoise
 from urbandp.estimators import ClippedMean, Levy, Quantile
-from urbandp.estimators.selection import private_argmax, quantile_scores
-from urbandp.experiments.mean_simulation import _noisy_argmax, simulate_errors
-from urbandp.experiments.synthetic_mean import draw_samples
-from urbandp.privacy.noise import OpenDPNoise
+from urbandp.estimators._selection import private_argmax, quantile_scores
 
 dp.enable_features("contrib")
 

@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 import urbandp as ud
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp._synth.fleet import generate_fleet
 from urbandp.cli import app
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.synth.fleet import generate_fleet
 
 pytestmark = pytest.mark.system
 START = dt.date(2024, 3, 4)
@@ -156,7 +156,7 @@ def test_cli_and_api_write_the_same_folder(
     fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Parity: the same options through ``urbandp release`` and ``ud.fleet.release``, the exact test noise."""
-    monkeypatch.setattr("urbandp.privacy.session.OpenDPNoise", exact)
+    monkeypatch.setattr("urbandp._privacy.session.OpenDPNoise", exact)
     res = CliRunner().invoke(
         app,
         ["release", str(fleet), "--out", str(tmp_path / "cli"), "--start", "2024-03-04", "--end", "2024-03-05",

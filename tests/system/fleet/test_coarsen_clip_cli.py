@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from urbandp._synth.fleet import generate_fleet, write_fleet
 from urbandp.cli import app
-from urbandp.synth.fleet import generate_fleet, write_fleet
 
 runner = CliRunner()
 BBOX = "21.09,72.75,21.25,72.91"

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 from urbandp_process import run_urbandp
 
-from urbandp.synth.fleet import generate_fleet, write_fleet
+from urbandp._synth.fleet import generate_fleet, write_fleet
 
 BBOX = "21.09,72.75,21.25,72.91"
 

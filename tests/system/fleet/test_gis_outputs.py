@@ -13,7 +13,7 @@ import pytest
 import shapely
 from urbandp_process import run_urbandp
 
-from urbandp.synth.fleet import generate_fleet, write_fleet
+from urbandp._synth.fleet import generate_fleet, write_fleet
 
 pyogrio = pytest.importorskip("pyogrio")
 pytestmark = pytest.mark.system

@@ -23,8 +23,8 @@ from google.transit import gtfs_realtime_pb2
 from urbandp_process import assert_refused, run_urbandp
 
 import urbandp as ud
-from urbandp.privacy.noise import ExactNoiseForTesting
-from urbandp.synth.fleet import generate_fleet
+from urbandp._privacy.noise import ExactNoiseForTesting
+from urbandp._synth.fleet import generate_fleet
 
 pytestmark = pytest.mark.system
 START = dt.date(2024, 3, 4)

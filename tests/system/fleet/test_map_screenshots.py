@@ -20,7 +20,7 @@ from PIL import Image
 from tile_server import PAPER, TileServer
 from urbandp_process import run_urbandp
 
-from urbandp.reports.map import VIRIDIS
+from urbandp._reports.map import VIRIDIS
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 pytestmark = pytest.mark.skipif(

@@ -69,7 +69,7 @@ ACCOUNTING_FOLLOWS_SELECTION = (
     "budget_split",
 )
 NOISE_DERIVED_WARNINGS = ("the release holds no HAT", "every released HAT's 95% interval")
-"""Openings of the warnings computed from the released (noisy) tables (fleet/guardrails.py release_warnings)."""
+"""Openings of the warnings computed from the released (noisy) tables (fleet/_guardrails.py release_warnings)."""
 
 
 def _rows(vehicle: str, n: int, hour: int, speed: float, epoch: bool) -> list[str]:

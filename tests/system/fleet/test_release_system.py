@@ -17,12 +17,12 @@ from scipy import stats
 from typer.testing import CliRunner
 from warm_process import run_warm
 
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp._synth.fleet import generate_fleet, write_fleet
 from urbandp.cli import app
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.pipeline import load_records, release_fleet
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.synth.fleet import generate_fleet, write_fleet
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._pipeline import load_records, release_fleet
 
 runner = CliRunner()
 REQUIRED_PRIVACY_KEYS = {
@@ -103,7 +103,7 @@ def test_cli_release_writes_every_output_with_consistent_accounting(fleet_file: 
     html = (out / "map.html").read_text()
     # Leaflet is inlined: nothing is loaded but the basemap tiles (OpenStreetMap's by default, with attribution)
     assert re.search(r"<(link|img|iframe)\b|<script[^>]*\bsrc=|@import", html) is None
-    from urbandp.reports.map import leaflet_assets
+    from urbandp._reports.map import leaflet_assets
 
     found = set(re.findall(r"https?://[^\"'\s<>)\\]+", html))
     inlined = set(re.findall(r"https?://[^\"'\s<>)\\]+", "".join(leaflet_assets()[:2])))
@@ -135,7 +135,7 @@ def test_exact_answers_match_an_independent_pandas_h3_computation(fleet_file: Pa
         allow_meaningless_epsilon=True,
     )
     assert release.privacy["differentially_private"] is False
-    from urbandp.records.validation import ValidationOptions
+    from urbandp._records.validation import ValidationOptions
 
     # every valid record, with coordinates; presence-public keeps bad speeds for presence, imputed (issue 21)
     df = load_records([fleet_file], options=ValidationOptions(impute_speed_kmh=32.5)).clean.to_pandas()
@@ -422,7 +422,7 @@ def test_release_on_real_austin_avl(shared_data: Path, tmp_path: Path) -> None:
     assert in_mph_steps.mean() > 0.99
     import datetime as dt
 
-    from urbandp.records.validation import ValidationOptions
+    from urbandp._records.validation import ValidationOptions
 
     conv = load_records(
         [austin / "2016-11-25.csv"],
@@ -499,14 +499,14 @@ def test_toml_config_sets_release_input_and_columns(tmp_path: Path) -> None:
 
 
 def test_a_cli_release_never_loads_the_numpy_simulation(fleet_file: Path, tmp_path: Path) -> None:
-    """docs/design.md rule 1: numpy noise lives in urbandp.experiments' simulation, which a release never imports."""
+    """docs/design.md rule 1: numpy noise lives in urbandp._experiments' simulation, which a release never imports."""
     code = (
         "import sys; from typer.testing import CliRunner; from urbandp.cli import app; "
         f"r = CliRunner().invoke(app, ['release', {str(fleet_file)!r}, '--out', {str(tmp_path / 'o')!r}, "
         "'--noise-scale', '1', '--no-map']); assert r.exit_code == 0, r.output; "
-        "print(sorted(m for m in sys.modules if m.startswith('urbandp.experiments')))"
+        "print(sorted(m for m in sys.modules if m.startswith('urbandp._experiments')))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    assert out.stdout.strip().splitlines()[-1] == "['urbandp.experiments', 'urbandp.experiments.cli']"
+    assert out.stdout.strip().splitlines()[-1] == "['urbandp._experiments', 'urbandp._experiments.cli']"

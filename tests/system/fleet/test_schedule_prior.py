@@ -11,9 +11,9 @@ from pathlib import Path
 
 from urbandp_process import run_urbandp
 
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.pipeline import release_fleet
-from urbandp.privacy.noise import OpenDPNoise
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._pipeline import release_fleet
 
 
 def test_plan_over_the_fleet_s_schedule_predicts_the_useful_hats_of_its_releases(tmp_path: Path) -> None:

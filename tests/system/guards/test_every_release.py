@@ -1,7 +1,7 @@
 """Every release command passes every guard (issue 30: "a test enumerates every release function and proves each
 guard fires on it").
 
-The guards live in the library's release path (``urbandp.privacy.guards``, run by ``Session``): the delta limit,
+The guards live in the library's release path (``urbandp._privacy.guards``, run by ``Session``): the delta limit,
 the meaningless-loss limit, the NOT DP refusal with a budget dataset, and output safety. Each release command is
 run here as a real process, once per guard that applies to it, and must be refused in one line (exit 2), with no
 output folder and nothing booked in the budget store.

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from urbandp.mpc.client import Client
+from urbandp.mpc._client import Client
 
 
 def main() -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from urbandp.mpc.server import Server, ServerConfig, ServerGrid
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.mpc._server import Server, ServerConfig, ServerGrid
 
 
 def main() -> None:

@@ -12,10 +12,10 @@ import numpy as np
 def main() -> None:
     import spu.utils.simulation as spsim
 
-    from urbandp.mpc import party
-    from urbandp.mpc.program import build
-    from urbandp.mpc.spec import MAX_CELLS, QuerySpec
-    from urbandp.sensing.queries import run_query
+    from urbandp.mpc import _party as party
+    from urbandp.mpc._program import build
+    from urbandp.mpc._spec import MAX_CELLS, QuerySpec
+    from urbandp.sensing._queries import run_query
 
     sim = spsim.Simulator(2, party.runtime_config())  # party.runtime_config enables x64 (exact noise)
     rng = np.random.default_rng(11)

@@ -1,4 +1,4 @@
-"""The secure answers equal the plaintext reference (urbandp.sensing.queries) within 1e-3 relative (the squared
+"""The secure answers equal the plaintext reference (urbandp.sensing._queries) within 1e-3 relative (the squared
 error: or a few fixed-point lattice steps when it is tiny), and the threshold bit exactly, over random grids,
 rectangles and selections; one noise-free server process (exact_server.py) and one client process
 (drive_client.py) holding one connection for all the queries of the module."""
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from urbandp.mpc import spu_missing_reason
-from urbandp.mpc.spec import MAX_CELLS
-from urbandp.sensing.queries import clamp_sigma2, error2_range, rectangle_mask, run_query
+from urbandp.mpc._spec import MAX_CELLS
+from urbandp.sensing._queries import clamp_sigma2, error2_range, rectangle_mask, run_query
 
 REASON = spu_missing_reason(in_process=False)
 pytestmark = [

@@ -1,4 +1,4 @@
-"""``urbandp mpc serve``'s options are declared once, on :class:`urbandp.mpc.spec.ServeOptions`: its flags, help
+"""``urbandp mpc serve``'s options are declared once, on :class:`urbandp.mpc._spec.ServeOptions`: its flags, help
 and defaults are the fields', and a value outside an option's bounds is refused naming that option alone (the
 command once refused five options in one line: ``need --alpha >= 1, --epsilon > 0, ...``). Needs no SPU: the
 options are checked before the server starts."""
@@ -11,13 +11,13 @@ import pytest
 import typer
 from urbandp_process import assert_refused, run_urbandp
 
+from urbandp._release_options import declared_options
 from urbandp.errors import InvalidParameterError
-from urbandp.mpc.spec import ServeOptions
-from urbandp.release_options import declared_options
+from urbandp.mpc._spec import ServeOptions
 
 
 def test_every_serve_option_is_a_flag_with_the_field_s_default_and_help() -> None:
-    from urbandp.mpc.cli import app
+    from urbandp.mpc._cli import app
 
     params = {p.name: p for p in typer.main.get_command(app).commands["serve"].params}  # type: ignore[attr-defined]
     for o in declared_options(ServeOptions):

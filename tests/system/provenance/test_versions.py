@@ -11,7 +11,7 @@ import pytest
 from urbandp_process import run_urbandp
 
 import urbandp
-from urbandp.privacy.report import privacy_document
+from urbandp._privacy.report import privacy_document
 
 pytestmark = pytest.mark.system
 

@@ -15,11 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 import urbandp as ud
+from urbandp._config_tables import REQUIRED
+from urbandp._privacy.guards import NOT_PRIVATE_NOISE
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.cli import app
-from urbandp.config_tables import REQUIRED
-from urbandp.privacy.guards import NOT_PRIVATE_NOISE
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.sensing.options import DpMapOptions, PmMapOptions
+from urbandp.sensing._options import DpMapOptions, PmMapOptions
 
 pytestmark = pytest.mark.system
 runner = CliRunner()
@@ -180,7 +180,7 @@ def test_cli_and_api_parity(
     release: str,
     options: dict[str, Any],
 ) -> None:
-    monkeypatch.setattr("urbandp.privacy.session.OpenDPNoise", _exact)
+    monkeypatch.setattr("urbandp._privacy.session.OpenDPNoise", _exact)
     cli_out = tmp_path / "cli"
     args = ["sensing", command, str(readings), "--bbox", BOX, "--start", START, "--end", END, *flags]
     res = runner.invoke(app, [*args, "--out", str(cli_out)])
@@ -213,7 +213,7 @@ def test_query_through_the_api_and_the_cli(
         ud.sensing.query(grid, session=ud.Session(_store(tmp_path, 10.0), "pm25"), **q)
     with pytest.raises(ud.InvalidParameterError):
         ud.sensing.query(grid, **{**q, "epsilon": 1000.0})
-    monkeypatch.setattr("urbandp.privacy.session.OpenDPNoise", _exact)
+    monkeypatch.setattr("urbandp._privacy.session.OpenDPNoise", _exact)
     args = [
         "sensing",
         "query",

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from urbandp._privacy.budget_store import BudgetStore, DatasetCaps
 from urbandp.cli import app
-from urbandp.privacy.budget_store import BudgetStore, DatasetCaps
-from urbandp.sensing import bounded_laplace
+from urbandp.sensing import _bounded_laplace as bounded_laplace
 
 pytestmark = pytest.mark.system
 runner = CliRunner()
@@ -104,7 +104,7 @@ def test_release_folder_holds_only_dp_material(synthetic: Path, tmp_path: Path) 
 
 
 def test_vehicle_day_loss_above_100_is_refused_or_labelled_not_dp(synthetic: Path, tmp_path: Path) -> None:
-    """Issue 30 item 6: one SANE_EPSILON (privacy/guards.py), applied to what a vehicle pays in a day. 169 cells x
+    """Issue 30 item 6: one SANE_EPSILON (_privacy/guards.py), applied to what a vehicle pays in a day. 169 cells x
     0.5 per window, 3 windows on one day: 48.67 per reading (a window's map) but 112.14 per vehicle-day."""
     res = _dp_map(synthetic, tmp_path / "big", *WINDOW, "--epsilon", "0.5")
     assert res.exit_code == 2 and "epsilon 112 per vehicle-day is above 100" in res.output
@@ -208,7 +208,7 @@ def test_failing_run_leaves_old_output_and_keeps_the_charge(
     def boom(*a: Any, **k: Any) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("urbandp.sensing.plots.rmse_cdf", boom)
+    monkeypatch.setattr("urbandp.sensing._plots.rmse_cdf", boom)
     failed = runner.invoke(
         app,
         [

@@ -8,7 +8,7 @@ import pytest
 from urbandp_process import assert_refused, run_urbandp
 
 from urbandp.errors import InputError
-from urbandp.sensing.planner import parse_windows, plan_sensing, plan_text, window_option
+from urbandp.sensing._planner import parse_windows, plan_sensing, plan_text, window_option
 
 KOLKATA = (22.45, 88.30, 22.65, 88.47)  # 414 cells of 1 km
 

@@ -88,7 +88,7 @@ def _assert_grid_polygons_in_gdal(path: Path, grid: pl.DataFrame, bbox: str, sid
     import pytest
     import shapely
 
-    from urbandp.sensing.grid import SquareGrid
+    from urbandp.sensing._grid import SquareGrid
 
     pyogrio = pytest.importorskip("pyogrio")
     info = pyogrio.read_info(path)

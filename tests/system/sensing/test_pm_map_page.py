@@ -12,7 +12,7 @@ import polars as pl
 from urbandp_process import run_urbandp
 
 import urbandp as ud
-from urbandp.sensing.map_page import AQI_BAND, Z95, pm_frame
+from urbandp.sensing._map_page import AQI_BAND, Z95, pm_frame
 
 BOX = (22.50, 88.30, 22.53, 88.33)  # about 3 x 3 km: 9 cells of 1 km (4 x 4 with the edges)
 

@@ -13,9 +13,9 @@ import pytest
 from urbandp_process import run_urbandp
 
 import urbandp as ud
-from urbandp.sensing.options import QueryOptions
-from urbandp.sensing.queries import describe_error2, error2_interval
-from urbandp.sensing.synth import write_synth_readings
+from urbandp.sensing._options import QueryOptions
+from urbandp.sensing._queries import describe_error2, error2_interval
+from urbandp.sensing._synth import write_synth_readings
 
 BBOX = (22.49, 88.32, 22.60, 88.44)
 
@@ -57,7 +57,7 @@ def test_query_without_sigma2_min_states_the_error_scale(tmp_path: Path) -> None
 
 
 def test_sensing_query_and_mpc_serve_share_the_sigma2_min_default() -> None:
-    from urbandp.mpc.cli import serve
+    from urbandp.mpc._cli import serve
 
     default = inspect.signature(serve).parameters["sigma2_min"].default.default  # typer.Option's default
     assert default == QueryOptions.model_fields["sigma2_min"].default == 0.0

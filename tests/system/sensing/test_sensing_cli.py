@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from urbandp.cli import app
-from urbandp.sensing.queries import error2_range
+from urbandp.sensing._queries import error2_range
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO.parent / "shared" / "data"

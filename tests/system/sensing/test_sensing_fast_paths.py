@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from urbandp.cli import app
 from urbandp.errors import InputError
-from urbandp.sensing import gp as gp_module
-from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolation import cross_validate, interpolate_windows
-from urbandp.sensing.queries import read_grid_window
-from urbandp.sensing.readings import read_readings
+from urbandp.sensing import _gp as gp_module
+from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._interpolation import cross_validate, interpolate_windows
+from urbandp.sensing._queries import read_grid_window
+from urbandp.sensing._readings import read_readings
 
 pytestmark = pytest.mark.system
 runner = CliRunner()
@@ -171,7 +171,7 @@ def test_cli_cv_flag_and_refit(readings_csv: Path, tmp_path: Path) -> None:
 
 
 def test_mpc_server_reads_the_parquet_grid_like_the_csv(interpolated: Path, tmp_path: Path) -> None:
-    from urbandp.mpc.server import ServerGrid
+    from urbandp.mpc._server import ServerGrid
 
     full = pl.read_parquet(interpolated / "grid.parquet")
     full.write_csv(tmp_path / "grid.csv")

@@ -16,8 +16,8 @@ import pytest
 from urbandp_process import run_urbandp
 
 import urbandp as ud
-from urbandp.privacy.noise import ExactNoiseForTesting
-from urbandp.sensing.synth import synth_readings
+from urbandp._privacy.noise import ExactNoiseForTesting
+from urbandp.sensing._synth import synth_readings
 
 pytestmark = pytest.mark.system
 BBOX = (22.49, 88.32, 22.60, 88.44)

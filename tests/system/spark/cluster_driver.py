@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 import urbandp as ud
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp._privacy.noise import ExactNoiseForTesting
 
 #: the fleet release as tests/unit/contributions/test_spark_equality.py makes it: every HAT with a vehicle-day; the
 #: typed fleet's instants read in Surat's zone (the offsets of the text fleet)

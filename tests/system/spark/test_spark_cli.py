@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 from urbandp_process import owner_report
 
+from urbandp._synth.fleet import generate_fleet, write_fleet
 from urbandp.cli import app
-from urbandp.synth.fleet import generate_fleet, write_fleet
 
 runner = CliRunner()
 
@@ -89,7 +89,7 @@ def test_without_java_the_spark_engine_says_so(
     fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No Java on PATH (or no PySpark): one clear line and exit 2, not a Java stack trace."""
-    from urbandp.contributions import spark_session
+    from urbandp._contributions import spark_session
 
     if spark_session.spark_missing_reason() is None:
         monkeypatch.delenv("JAVA_HOME", raising=False)

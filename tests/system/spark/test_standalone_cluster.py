@@ -41,7 +41,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
     pytest.importorskip(
         "pyspark", reason="PySpark not installed (pip install 'urbandp[spark]'): Spark tests skip"
     )
-    from urbandp.contributions.spark_session import spark_missing_reason
+    from urbandp._contributions.spark_session import spark_missing_reason
 
     reason = spark_missing_reason()
     if reason is not None:

@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 import urbandp as ud
-import urbandp.survey.charge
+import urbandp.survey._charge
+from urbandp._privacy.noise import ExactNoiseForTesting
 from urbandp.cli import app
-from urbandp.privacy.noise import ExactNoiseForTesting
 from urbandp.results import ReleaseWarning
 
 pytestmark = pytest.mark.system
@@ -97,7 +97,7 @@ def test_a_second_release_the_store_cannot_afford_is_refused_before_any_draw(
     url = str(tmp_path / "budget.sqlite")
     _init(url, "travel", "respondent", "1.5")
     draws: list[str] = []
-    original = urbandp.survey.charge.bit_source
+    original = urbandp.survey._charge.bit_source
 
     def spy(name: str) -> Any:
         source = original(name)
@@ -110,7 +110,7 @@ def test_a_second_release_the_store_cannot_afford_is_refused_before_any_draw(
         source.bernoulli = bernoulli  # type: ignore[method-assign]
         return source
 
-    monkeypatch.setattr(urbandp.survey.charge, "bit_source", spy)
+    monkeypatch.setattr(urbandp.survey._charge, "bit_source", spy)
     options: dict[str, Any] = {"column": "model", "categories": CATS, "epsilon": 1.0, "survey_date": DAY}
     with ud.Session(store=url, dataset="travel") as s:
         first = ud.survey.randomize(_vehicles(), session=s, out=tmp_path / "one", **options)
@@ -238,7 +238,7 @@ def test_cli_and_api_agree_with_the_exact_test_source(
     api = getattr(ud.survey, function)(
         csv, session=ud.Session(noise=_exact()), out=tmp_path / "api" / "rel", **options
     )
-    monkeypatch.setattr("urbandp.privacy.session.OpenDPNoise", _exact)
+    monkeypatch.setattr("urbandp._privacy.session.OpenDPNoise", _exact)
     res = CliRunner().invoke(
         app, ["survey", command, str(csv), *args, "--out", str(tmp_path / "cli" / "rel")]
     )

@@ -16,7 +16,7 @@ import pytest
 from urbandp_process import run_urbandp
 
 import urbandp as ud
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp._privacy.noise import ExactNoiseForTesting
 
 pytestmark = pytest.mark.system
 BOX = (44.9, -93.4, 45.1, -93.1)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from urbandp_process import assert_refused, run_urbandp
 
 from urbandp.cli import app
-from urbandp.survey.synth import write_survey
+from urbandp.survey._synth import write_survey
 
 pytestmark = pytest.mark.system
 runner = CliRunner()

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 from urbandp_process import assert_refused, run_urbandp
 
-from urbandp.privacy.budget_store import BudgetStore
-from urbandp.survey.synth import write_survey
-from urbandp.survey.trips import od_epsilon, per_person_epsilon
+from urbandp._privacy.budget_store import BudgetStore
+from urbandp.survey._synth import write_survey
+from urbandp.survey._trips import od_epsilon, per_person_epsilon
 
 pytestmark = pytest.mark.system
 

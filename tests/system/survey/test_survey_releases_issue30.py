@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from urbandp_process import assert_refused, run_urbandp
 
-from urbandp.survey import randomized_response as rr
+from urbandp.survey import _randomized_response as rr
 
 pytestmark = pytest.mark.system
 

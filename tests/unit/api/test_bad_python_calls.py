@@ -84,7 +84,7 @@ class Inputs:
 
 
 def _inputs(tmp: Path) -> Inputs:
-    from urbandp.sensing.synth import synth_readings
+    from urbandp.sensing._synth import synth_readings
 
     readings = tmp / "readings.csv"
     synth_readings(300, hours=24).write_csv(readings)
@@ -179,7 +179,7 @@ def _session(i: Inputs, kw: dict[str, Any]) -> object:
 
 
 def _mpc_query(i: Inputs, kw: dict[str, Any]) -> object:
-    from urbandp.mpc.client import Client
+    from urbandp.mpc._client import Client
 
     client = Client.__new__(Client)  # not connected: the checks come before the client talks to a server
     return client.query(**{"function": "average", "rect": RECT, "cells": [1], **kw})
@@ -190,7 +190,7 @@ def _function_of(name: str) -> Callable[..., Any]:
     if name == "Session":
         return ud.Session
     if name == "mpc.query":
-        from urbandp.mpc.client import Client
+        from urbandp.mpc._client import Client
 
         return Client.query
     return getattr(getattr(ud, wing), attr)
@@ -284,7 +284,7 @@ def _kind(annotation: str) -> str | None:
 
 def _fleet_parameters() -> Iterator[tuple[str, str]]:
     """``ud.fleet.release``'s options (declared apart from its signature) and its own keywords."""
-    from urbandp.fleet.options import OPTION_NAMES, release_options
+    from urbandp.fleet._options_flags import OPTION_NAMES, release_options
 
     for option in release_options():
         if option.name in OPTION_NAMES:

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from urbandp.audit.differencing_attack import differencing_attack
-from urbandp.audit.laplace_math import LaplaceSum, theorem5_halfwidth
-from urbandp.audit.tables import PublishedTable, read_published_table
-from urbandp.audit.zero_skipping_attack import (
+from urbandp.audit._differencing_attack import differencing_attack
+from urbandp.audit._laplace_math import LaplaceSum, theorem5_halfwidth
+from urbandp.audit._tables import PublishedTable, read_published_table
+from urbandp.audit._zero_skipping_attack import (
     detection_probability,
     paper_detection_figure,
     zero_skipping_attack,

@@ -10,12 +10,12 @@ import polars as pl
 import pytest
 
 import urbandp as ud
-from urbandp.audit import cli
-from urbandp.audit.differencing_attack import differencing_attack
-from urbandp.audit.noise_scale_attack import noise_scale_attack
-from urbandp.audit.tables import published_table_from_frame
-from urbandp.audit.zero_skipping_attack import zero_skipping_attack
-from urbandp.cli_support import _cli_names
+from urbandp._cli_support import _cli_names
+from urbandp.audit import _cli as cli
+from urbandp.audit._differencing_attack import differencing_attack
+from urbandp.audit._noise_scale_attack import noise_scale_attack
+from urbandp.audit._tables import published_table_from_frame
+from urbandp.audit._zero_skipping_attack import zero_skipping_attack
 from urbandp.errors import InputDataError, InvalidParameterError
 
 TABLE = pl.DataFrame({"mode": ["bus"], "day": [1], "tap": ["on"], "location": ["A"], "count": [40.0]})

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from urbandp.audit.laplace_math import (
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.audit._laplace_math import (
     LaplaceSum,
     difference_logpdf,
     discrete_difference_logpmf,
     fit_difference_scale,
     theorem5_halfwidth,
 )
-from urbandp.privacy.noise import OpenDPNoise
 
 
 def test_difference_density_integrates_to_one_on_the_real_line() -> None:

@@ -12,7 +12,7 @@ import polars as pl
 import polars_h3 as plh3
 import pytest
 
-from urbandp.synth.fleet import generate_fleet, write_fleet
+from urbandp._synth.fleet import generate_fleet, write_fleet
 
 BASELINE_FILE = Path(__file__).resolve().parents[3] / "benchmarks" / "baseline_itms_pandas.py"
 

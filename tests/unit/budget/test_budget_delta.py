@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from urbandp.errors import BudgetExceededError, InputError
-from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
-from urbandp.privacy.budget_store import (
+from urbandp._privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
+from urbandp._privacy.budget_store import (
     DEFAULT_DELTA_TOTAL,
     STATUS_RESERVED,
     BudgetStore,
     DatasetCaps,
     days_of_window,
 )
-from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import NoiseBeforeReservation, ReleaseCharge
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.session import NoiseBeforeReservation, ReleaseCharge
+from urbandp.errors import BudgetExceededError, InputError
 
 D0 = dt.date(2024, 3, 4)
 WEEK = days_of_window(D0, D0 + dt.timedelta(days=6))

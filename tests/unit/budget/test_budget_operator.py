@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 import urbandp as ud
+from urbandp._privacy.budget_migrations import LATEST_VERSION, MIGRATED_OPERATOR, MIGRATIONS
+from urbandp._privacy.budget_store import ENV_OPERATOR, BudgetStore, DatasetCaps, resolve_operator
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.session import ReleaseCharge
 from urbandp.errors import InputError
-from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATED_OPERATOR, MIGRATIONS
-from urbandp.privacy.budget_store import ENV_OPERATOR, BudgetStore, DatasetCaps, resolve_operator
-from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import ReleaseCharge
 
 D0 = dt.date(2024, 3, 4)
 

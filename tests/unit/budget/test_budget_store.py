@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from urbandp.errors import BudgetExceededError, InputError
-from urbandp.privacy.budget_store import (
+from urbandp._privacy.budget_store import (
     STATUS_ABORTED,
     STATUS_COMMITTED,
     BudgetStore,
     DatasetCaps,
     days_of_window,
 )
-from urbandp.privacy.loss import Loss
-from urbandp.privacy.session import ReleaseCharge
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.session import ReleaseCharge
+from urbandp.errors import BudgetExceededError, InputError
 
 D0 = dt.date(2024, 3, 4)
 
@@ -106,7 +106,7 @@ def _charge_ds(url: str, ds: str, unit: str) -> None:
 def test_schema_is_versioned_and_a_newer_store_is_refused(tmp_path: Path) -> None:
     import sqlite3
 
-    from urbandp.privacy.budget_migrations import LATEST_VERSION
+    from urbandp._privacy.budget_migrations import LATEST_VERSION
 
     url = _store(tmp_path)
     con = sqlite3.connect(url)
@@ -119,7 +119,7 @@ def test_schema_is_versioned_and_a_newer_store_is_refused(tmp_path: Path) -> Non
 
 
 def test_group_rho_is_d_squared_rho_and_pure_epsilon_enters_as_half_its_square() -> None:
-    from urbandp.privacy.budget_store import group_rho
+    from urbandp._privacy.budget_store import group_rho
 
     assert group_rho([(1.0, 0.02)] * 7) == pytest.approx(49 * 0.02)  # Bun and Steinke 2016, Prop. 1.9
     assert group_rho([(1.0, 0.01), (1.0, 0.03)]) == pytest.approx(4 * 0.03)  # the largest day bounds each
@@ -155,7 +155,7 @@ def test_rho_total_caps_the_group_cost_over_all_releases(tmp_path: Path) -> None
 def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
     import sqlite3
 
-    from urbandp.privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
+    from urbandp._privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
 
     url = str(tmp_path / "v1.sqlite")
     con = sqlite3.connect(url)

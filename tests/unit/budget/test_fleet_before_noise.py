@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from urbandp.fleet.config import build_config
-from urbandp.fleet.pipeline import PlannedCharge, release_fleet
-from urbandp.privacy.noise import OpenDPNoise, rho_for_epsilon
-from urbandp.synth.fleet import generate_fleet
+from urbandp._privacy.noise import OpenDPNoise, rho_for_epsilon
+from urbandp._synth.fleet import generate_fleet
+from urbandp.fleet._options import build_config
+from urbandp.fleet._pipeline import PlannedCharge, release_fleet
 
 
 class CountingNoise(OpenDPNoise):

@@ -1,4 +1,4 @@
-"""The fleet's one loss (``fleet.plan.planned_loss``), from public parameters: per vehicle-day and over the window.
+"""The fleet's one loss (``fleet._plan.planned_loss``), from public parameters: per vehicle-day and over the window.
 
 Measured before: the store booked D x (epsilon per day) for a Gaussian release that pools its D days, while its
 privacy.json stated the group cost D^2 rho converted once: 12 against 14.33 at epsilon 4 a day over 3 days
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.plan import plan_release, planned_loss
-from urbandp.privacy.loss import Loss
+from urbandp._privacy.loss import Loss
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._plan import plan_release, planned_loss
 
 BBOX = (21.09, 72.75, 21.25, 72.91)
 
@@ -69,7 +69,7 @@ def test_l2_weights_are_costed_at_the_next_float_above_their_norm() -> None:
     ulp): OpenDP's map is read at the next float above the sensitivity, never at exactly 1 x the sensitivity."""
     import math
 
-    from urbandp.privacy.noise import gaussian_rho
+    from urbandp._privacy.noise import gaussian_rho
 
     worst = max(m * (1 / math.sqrt(m)) ** 2 for m in range(1, 5000))
     assert 1 < math.sqrt(worst) <= math.nextafter(1.0, 2.0)

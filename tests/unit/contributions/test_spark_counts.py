@@ -14,9 +14,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from urbandp._synth.taps import generate_taps
 from urbandp.counts import CountDomain, PrivacyUnit
-from urbandp.counts.aggregate import joint_from_events, read_table
-from urbandp.synth.taps import generate_taps
+from urbandp.counts._aggregate import joint_from_events, read_table
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -42,7 +42,7 @@ def taps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CountDomain]:
     "unit", [PrivacyUnit("event"), PrivacyUnit("card-day", 3, 1)], ids=["event", "card-day"]
 )
 def test_spark_per_event_stage_equals_polars(taps: tuple[Path, CountDomain], unit: PrivacyUnit) -> None:
-    from urbandp.contributions.spark_counts import joint_from_events_spark
+    from urbandp._contributions.spark_counts import joint_from_events_spark
 
     path, domain = taps
     ours = joint_from_events(read_table(path), domain, unit)

@@ -16,13 +16,13 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from urbandp.contributions import ContributionSpec, PolarsBackend
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.pipeline import load_records, release_fleet
-from urbandp.grid.slots import SlotSpec
-from urbandp.privacy.noise import ExactNoiseForTesting
-from urbandp.records.validation import ValidationOptions
-from urbandp.synth.fleet import flatten_for_csv, generate_fleet, write_fleet
+from urbandp._contributions import ContributionSpec, PolarsBackend
+from urbandp._grid.slots import SlotSpec
+from urbandp._privacy.noise import ExactNoiseForTesting
+from urbandp._records.validation import ValidationOptions
+from urbandp._synth.fleet import flatten_for_csv, generate_fleet, write_fleet
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._pipeline import load_records, release_fleet
 
 pytestmark = [pytest.mark.usefixtures("spark"), pytest.mark.filterwarnings("ignore::FutureWarning")]
 NO_NOISE = ExactNoiseForTesting(acknowledge_not_private=True)
@@ -80,7 +80,7 @@ def dirty(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def _spark_load(paths: list[Path], spec: ContributionSpec, options: ValidationOptions | None = None):  # type: ignore[no-untyped-def]
-    from urbandp.contributions.spark_backend import SparkBackend
+    from urbandp._contributions.spark_backend import SparkBackend
 
     return SparkBackend(scratch=paths[0].parent).load(
         paths, None, options, spec
@@ -170,7 +170,7 @@ def test_a_real_austin_day_gives_identical_releases(shared_data: Path) -> None:
 
 
 def test_the_backend_seam_gives_the_polars_contributions(dirty: list[Path]) -> None:
-    from urbandp.contributions import get_backend
+    from urbandp._contributions import get_backend
 
     spec = ContributionSpec(8, SlotSpec(30, 6, 22), keep_speeds=False)
     clean = load_records(dirty).clean.with_columns(pl.col("vehicle").cast(pl.String))

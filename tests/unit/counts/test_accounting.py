@@ -8,10 +8,10 @@ import numpy as np
 import opendp.prelude as dp
 import pytest
 
-from urbandp.counts.accounting import gaussian_plan, laplace_plan
-from urbandp.counts.partitions import calibrate_threshold, threshold_measurement
-from urbandp.counts.topk import noisy_top_k
-from urbandp.counts.units import PrivacyUnit
+from urbandp.counts._accounting import gaussian_plan, laplace_plan
+from urbandp.counts._partitions import calibrate_threshold, threshold_measurement
+from urbandp.counts._topk import noisy_top_k
+from urbandp.counts._units import PrivacyUnit
 from urbandp.errors import InputError
 
 dp.enable_features("contrib")
@@ -87,7 +87,7 @@ def test_top_k_epsilon_and_selection() -> None:
 
 
 def test_partition_selection_card_day_uses_l0_l1_linf() -> None:
-    from urbandp.counts.partitions import select_partitions
+    from urbandp.counts._partitions import select_partitions
 
     unit = PrivacyUnit("card-day", 3, 1)
     sel = select_partitions({"a": 500, "b": 1}, unit, scale=3.0, delta=1e-6)

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 
 from urbandp.counts import CountDomain, PrivacyUnit
-from urbandp.counts.aggregate import joint_from_counts, joint_from_events
+from urbandp.counts._aggregate import joint_from_counts, joint_from_events
 
 DOMAIN = CountDomain.from_json({"days": ["2016-08-08"], "places": {"ferry": ["A", "B"]}})
 

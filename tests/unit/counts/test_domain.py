@@ -114,7 +114,7 @@ def test_each_problem_is_named_in_one_line(change: dict[str, object], message: s
 
 def test_the_domain_file_is_a_pydantic_model() -> None:
     """DomainFile validates the file (strict types, unknown keys refused) and expands a days range."""
-    from urbandp.counts.domain import DomainFile
+    from urbandp.counts._domain import DomainFile
 
     model = DomainFile.model_validate(
         {"days": {"start": "2016-08-08", "end": "2016-08-10"}, "places": {"bus": [2000, "A"]}}

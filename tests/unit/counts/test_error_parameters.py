@@ -12,14 +12,16 @@ from typing import Any, cast
 
 import pytest
 
-from urbandp.counts import api, selection, sparse
-from urbandp.counts.accounting import gaussian_plan, laplace_plan
-from urbandp.counts.domain import CountDomain
-from urbandp.counts.spec import CountsReleaseSpec
-from urbandp.counts.table_release import _charge_top_k
-from urbandp.counts.units import PrivacyUnit
+from urbandp._privacy.ledger import PrivacyLedger
+from urbandp.counts import _api as api
+from urbandp.counts import _selection as selection
+from urbandp.counts import _sparse as sparse
+from urbandp.counts._accounting import gaussian_plan, laplace_plan
+from urbandp.counts._domain import CountDomain
+from urbandp.counts._options import CountsReleaseSpec
+from urbandp.counts._table_release import _charge_top_k
+from urbandp.counts._units import PrivacyUnit
 from urbandp.errors import InputError, InvalidParameterError, flag_of
-from urbandp.privacy.ledger import PrivacyLedger
 
 SPEC: dict[str, Any] = dict(
     domain="domain.json", select_partitions=False, input_kind="events", unit="event", max_events=1,

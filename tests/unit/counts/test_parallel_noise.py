@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from urbandp.counts.parallel_noise import CHUNK, add_noise
-from urbandp.privacy.noise import OpenDPNoise
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.counts._parallel_noise import CHUNK, add_noise
 
 
 def test_parallel_chunks_give_discrete_laplace_noise() -> None:

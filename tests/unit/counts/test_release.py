@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urbandp.counts import CountDomain, CountsReleaseSpec, data61
-from urbandp.counts.marginals import consistent_nonnegative, project_rows_to_simplex
-from urbandp.counts.table_release import _release_counts
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.counts import CountDomain, CountsReleaseSpec
+from urbandp.counts import _data61 as data61
+from urbandp.counts._marginals import consistent_nonnegative, project_rows_to_simplex
+from urbandp.counts._table_release import _release_counts
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 

@@ -19,19 +19,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from urbandp._privacy.noise import OpenDPNoise
 from urbandp.counts import CountDomain, CountsReleaseSpec
-from urbandp.counts.exact_sampling import (
+from urbandp.counts._exact_sampling import (
     _floor_resolve,
     bernoulli_process,
     floor_log_uniform,
     iv_precision,
     uniform_words,
 )
-from urbandp.counts.sparse import SparseJoint, integer_threshold, zero_cell_positions
-from urbandp.counts.table_release import _release_counts
-from urbandp.counts.tails import IntegerNoise, interval_bounds, tail_brute_force
+from urbandp.counts._sparse import SparseJoint, integer_threshold, zero_cell_positions
+from urbandp.counts._table_release import _release_counts
+from urbandp.counts._tails import IntegerNoise, interval_bounds, tail_brute_force
 from urbandp.errors import InputError
-from urbandp.privacy.noise import OpenDPNoise
 
 ALPHA = 1e-6
 CASES = [
@@ -257,7 +257,7 @@ def test_sparse_input_and_marginals() -> None:
 
 
 def test_charged_marginals_are_charged_and_unbiased_in_exact_mode() -> None:
-    from urbandp.privacy.noise import ExactNoiseForTesting
+    from urbandp._privacy.noise import ExactNoiseForTesting
 
     d = tiny_domain()
     cfg = CountsReleaseSpec(noise_scale=1.0, suppress_below=3, sampling="sparse", marginal_epsilon=0.5)
@@ -329,7 +329,7 @@ def test_floor_log_uniform_with_a_rate_beyond_floats_returns_the_cap() -> None:
     """A skip rate L = ln(1 - p) with p below the smallest float (a huge threshold) used to overflow in floor()."""
     from mpmath import iv
 
-    from urbandp.counts.exact_sampling import floor_log_uniform
+    from urbandp.counts._exact_sampling import floor_log_uniform
 
     draws = floor_log_uniform(5, lambda prec: -iv.exp(-iv.mpf(10**4)), cap=1000)
     assert draws.tolist() == [1000] * 5

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from urbandp.counts.tails import IntegerNoise
-from urbandp.counts.threshold_advice import advice, expected_noise_only, recommended_threshold
+from urbandp.counts._tails import IntegerNoise
+from urbandp.counts._threshold_advice import advice, expected_noise_only, recommended_threshold
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ import sys
 import numpy as np
 import pytest
 
+from urbandp._experiments.synthetic_mean import itms_like_counts, synthetic_dataset
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.estimators import (
     ArrayAveraging,
     Baseline,
@@ -19,9 +21,7 @@ from urbandp.estimators import (
     paper_median,
     wraparound,
 )
-from urbandp.estimators.selection import noisy_max_scale, quantile_scale
-from urbandp.experiments.synthetic_mean import itms_like_counts, synthetic_dataset
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.estimators._selection import noisy_max_scale, quantile_scale
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 
@@ -138,10 +138,10 @@ def test_bad_parameters_are_refused() -> None:
 def test_release_code_cannot_reach_the_simulation() -> None:
     code = (
         "import importlib.util, sys\n"
-        "import urbandp.estimators, urbandp.estimators.hat\n"
-        "if importlib.util.find_spec('urbandp.fleet.hat_release') is not None:\n"
-        "    import urbandp.fleet.hat_release\n"
-        "bad = [m for m in sys.modules if m.startswith('urbandp.experiments')]\n"
+        "import urbandp.estimators, urbandp.estimators._hat_means\n"
+        "if importlib.util.find_spec('urbandp.fleet._hat_release') is not None:\n"
+        "    import urbandp.fleet._hat_release\n"
+        "bad = [m for m in sys.modules if m.startswith('urbandp._experiments')]\n"
         "print(bad)\n"
         "sys.exit(1 if bad else 0)\n"
     )

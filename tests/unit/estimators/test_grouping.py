@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from urbandp.estimators import bestfit, eq1_argmax, paper_median, wraparound
-from urbandp.estimators.bounds import choose_m_ub, eq1_objective
+from urbandp.estimators._bounds import choose_m_ub, eq1_objective
 
 
 def test_wraparound_splits_a_unit_over_two_arrays() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.errors import InputError
-from urbandp.estimators.hat import estimate_hat_means
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.estimators._hat_means import estimate_hat_means
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from urbandp.errors import InvalidParameterError
-from urbandp.estimators.api import EstimatorReleaseSpec
+from urbandp.estimators._api import EstimatorReleaseSpec
 
 BASE: dict[str, Any] = {"unit_column": "vid", "value_column": "speed", "epsilon": 1.0, "upper": 65.0}
 

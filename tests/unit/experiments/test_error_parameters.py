@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from urbandp.cli_support import _cli_names
+from urbandp._cli_support import _cli_names
+from urbandp._experiments import cli
+from urbandp._experiments.busiest_hat import extract_busiest_hat
+from urbandp._experiments.mean_experiment import parse_epsilons
 from urbandp.errors import InvalidParameterError
-from urbandp.experiments import cli
-from urbandp.experiments.busiest_hat import extract_busiest_hat
-from urbandp.experiments.mean_experiment import parse_epsilons
 
 
 @pytest.mark.parametrize(

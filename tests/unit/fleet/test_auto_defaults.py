@@ -8,10 +8,10 @@ import datetime as dt
 import pytest
 
 from urbandp.errors import InputError
-from urbandp.fleet.config import HatReleaseConfig, build_config
-from urbandp.fleet.hat_release import estimand
-from urbandp.fleet.map_page import map_header
-from urbandp.fleet.plan import plan_release
+from urbandp.fleet._hat_release import estimand
+from urbandp.fleet._map_page import map_header
+from urbandp.fleet._options import HatReleaseConfig, build_config
+from urbandp.fleet._plan import plan_release
 
 BBOX = (21.09, 72.75, 21.25, 72.91)
 
@@ -88,7 +88,7 @@ def test_the_map_header_names_the_estimand_and_the_promise_shown() -> None:
 
 
 def test_the_methodology_page_describes_the_bounding_used_and_the_estimand() -> None:
-    from urbandp.fleet.map_page import methodology_html
+    from urbandp.fleet._map_page import methodology_html
 
     base = {"dp_label": "DP", "hats_released": 3, "neighbouring": "add-remove", "max_hats_per_vehicle_day": 1}
     l2 = methodology_html(

@@ -12,25 +12,25 @@ import polars as pl
 import polars_h3 as plh3
 import pytest
 
-from urbandp.errors import InputError
-from urbandp.estimators.bounds import (
-    private_upper_bound,
-    quantile_bound_measurement,
-    quantile_bound_scale,
-)
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.levels import MergedSlotSpec, coarse_contributions, covered_keys
-from urbandp.fleet.measure import CLIP_CANDIDATES, clip_statistic, truncate_vehicle_days
-from urbandp.fleet.plan import plan_release
-from urbandp.grid.slots import SlotSpec
-from urbandp.privacy.noise import (
+from urbandp._grid.slots import SlotSpec
+from urbandp._privacy.noise import (
     ExactNoiseForTesting,
     OpenDPNoise,
     gaussian_rho,
     rho_for_epsilon,
     zcdp_epsilon,
 )
+from urbandp.errors import InputError
+from urbandp.estimators._bounds import (
+    private_upper_bound,
+    quantile_bound_measurement,
+    quantile_bound_scale,
+)
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._levels import MergedSlotSpec, coarse_contributions, covered_keys
+from urbandp.fleet._measure import CLIP_CANDIDATES, clip_statistic, truncate_vehicle_days
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._plan import plan_release
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 D0 = dt.date(2021, 11, 15)

@@ -14,12 +14,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from urbandp.fleet.composition import top_k_sum
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.measure import fieller_interval, fieller_z
-from urbandp.privacy.mechanisms import Gaussian, Laplace
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp._privacy.mechanisms import Gaussian, Laplace
+from urbandp._privacy.noise import ExactNoiseForTesting
+from urbandp.fleet._account_composition import top_k_sum
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._measure import fieller_interval, fieller_z
+from urbandp.fleet._options import HatReleaseConfig
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 D0 = dt.date(2021, 11, 15)

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from urbandp.errors import InputDataError, InvalidParameterError
-from urbandp.fleet.domain import domain_from_cells, domain_from_geojson, domain_from_gtfs
+from urbandp.fleet._domain_files import domain_from_cells, domain_from_geojson, domain_from_gtfs
 
 FEED = Path(__file__).resolve().parents[2] / "fixtures" / "gtfs-mini-schedule"
 RES = 7

@@ -16,27 +16,33 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from urbandp.contributions.base import ContributionSpec
-from urbandp.contributions.spark_backend import _input_error
-from urbandp.contributions.spark_session import check_engine, check_master_reachable
+from urbandp._contributions.base import ContributionSpec
+from urbandp._contributions.spark_backend import _input_error
+from urbandp._contributions.spark_session import check_engine, check_master_reachable
+from urbandp._grid.slots import parse_hours
+from urbandp._outputs import check_output_file, output_policy
+from urbandp._privacy.budget_store import DatasetCaps
+from urbandp._privacy.guards import check_delta, meaningless_reasons, refuse_not_dp
+from urbandp._privacy.loss import Loss
+from urbandp._records.gtfs_realtime import check_speed_unit
+from urbandp._records.schema import ColumnMapping
+from urbandp._records.validation import ValidationOptions
+from urbandp._reports.map import parse_tiles, read_context
 from urbandp.errors import InputError, flag_of
-from urbandp.fleet import api
-from urbandp.fleet.config import build_config
-from urbandp.fleet.explore import check_min_vehicles_per_day
-from urbandp.fleet.forecast import check_target_error
-from urbandp.fleet.guardrails import _refuse_unchargeable
-from urbandp.fleet.pipeline import NoValidRecords, date_window
-from urbandp.fleet.public_domain import load_public_domain
-from urbandp.fleet.spec import _day_list, configure, parse_columns, python_values, validation_options
-from urbandp.grid.slots import parse_hours
-from urbandp.outputs import check_output_file, output_policy
-from urbandp.privacy.budget_store import DatasetCaps
-from urbandp.privacy.guards import check_delta, meaningless_reasons, refuse_not_dp
-from urbandp.privacy.loss import Loss
-from urbandp.records.gtfs_realtime import check_speed_unit
-from urbandp.records.schema import ColumnMapping
-from urbandp.records.validation import ValidationOptions
-from urbandp.reports.map import parse_tiles, read_context
+from urbandp.fleet import _api as api
+from urbandp.fleet._domain import load_public_domain
+from urbandp.fleet._explore import check_min_vehicles_per_day
+from urbandp.fleet._guardrails import _refuse_unchargeable
+from urbandp.fleet._options import build_config
+from urbandp.fleet._options_input import (
+    _day_list,
+    configure,
+    parse_columns,
+    python_values,
+    validation_options,
+)
+from urbandp.fleet._pipeline import NoValidRecords, date_window
+from urbandp.fleet._plan_forecast import check_target_error
 
 
 def _refused(call: Callable[[], object]) -> InputError:

@@ -9,11 +9,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.forecast import make_plan, pass_probability, predict_noise, sd_of_mean
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.selection import domain_cells
-from urbandp.privacy.noise import OpenDPNoise
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._measure_selection import domain_cells
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._plan_forecast import make_plan, pass_probability, predict_noise, sd_of_mean
 
 BBOX = (21.09, 72.75, 21.25, 72.91)
 K, PER_HAT, SLOTS = 4, 200, (9, 10, 11, 12)
@@ -95,7 +95,7 @@ def test_histogram_estimate_is_unbiased_and_states_its_noise() -> None:
     """Issue 21: the estimate used every noisy bin clamped at 0, so the positive noise of empty bins counted as HATs
     (thousands at K = 96, epsilon 0.1). It now sums the unclamped bins, states the sd the histogram's noise gives
     it, and warns when that is over 20% of the estimate."""
-    from urbandp.fleet.forecast import dp_histogram, expected_passing
+    from urbandp.fleet._plan_forecast import dp_histogram, expected_passing
 
     cfg = HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=BBOX, max_hats_per_vehicle_day=8)
     per_hat = np.array([400] * 200)  # 200 HATs far above any threshold

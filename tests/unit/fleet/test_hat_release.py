@@ -10,13 +10,13 @@ import numpy as np
 import polars as pl
 import pytest
 
+from urbandp._privacy.noise import ExactNoiseForTesting
 from urbandp.errors import BudgetExceededError
-from urbandp.fleet.composition import top_k_sum, window_delta
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.measure import truncate_vehicle_days
-from urbandp.fleet.selection import _threshold_measurement, smallest_threshold
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp.fleet._account_composition import top_k_sum, window_delta
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._measure import truncate_vehicle_days
+from urbandp.fleet._measure_selection import _threshold_measurement, smallest_threshold
+from urbandp.fleet._options import HatReleaseConfig
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 D0 = dt.date(2021, 11, 15)
@@ -341,7 +341,7 @@ def test_user_level_estimator_needs_epsilon_not_scale() -> None:
 
 def test_gaussian_zcdp_calibration_pinned_from_opendp_maps() -> None:
     """Gaussian default: rho budget from OpenDP's zCDP -> (eps, delta) map; L2 sensitivity sqrt(K) U, not K U."""
-    from urbandp.privacy.noise import rho_for_epsilon, zcdp_epsilon
+    from urbandp._privacy.noise import rho_for_epsilon, zcdp_epsilon
 
     c = cfg(epsilon_per_day=4.0, neighbouring="add-remove", selection="public-threshold", delta=1e-6)
     assert c.resolved_mechanism == "gaussian"
@@ -374,7 +374,7 @@ def test_gaussian_needs_about_sqrt_k_less_noise_than_laplace_at_large_k() -> Non
     The L2 sensitivity is sqrt(K) U instead of K U (9.8x), but the zCDP -> (eps, delta) conversion gives some of it
     back: measured 3.06x at eps 1, 2.43x at eps 10, 1.96x at eps 30 (sd of Laplace = sqrt(2) b).
     """
-    from urbandp.privacy.noise import rho_for_epsilon
+    from urbandp._privacy.noise import rho_for_epsilon
 
     eps, k, u = 10.0, 96, 65.0
     laplace_sd = math.sqrt(2) * k * u / eps
@@ -421,7 +421,7 @@ def test_clipped_mean_under_presence_public_is_refused() -> None:
 def test_threshold_selection_window_delta_comes_from_the_map_at_the_window_distance() -> None:
     """Issue 9 item 6: the window's (epsilon, delta) of the unknown-domain selection is OpenDP's map at
     (D K, D K, D) (Laplace), not group privacy's D e^((D-1) eps) delta, which is 1 for realistic D."""
-    from urbandp.fleet.selection import calibrate_selection
+    from urbandp.fleet._measure_selection import calibrate_selection
 
     d, k = 30, 2
     cal = calibrate_selection(

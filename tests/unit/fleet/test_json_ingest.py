@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import urbandp.records.readers as readers
-from urbandp.fleet.pipeline import load_records
+import urbandp._records.readers as readers
+from urbandp.fleet._pipeline import load_records
 
 
 def _record(i: int, **over: object) -> dict[str, object]:

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from urbandp._privacy.guards import ALLOW_PARAMETER
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp._privacy.session import ReleaseCharge
+from urbandp._synth.fleet import generate_fleet
 from urbandp.errors import InvalidParameterError
-from urbandp.fleet.config import HatReleaseConfig, build_config
-from urbandp.fleet.pipeline import release_fleet
-from urbandp.privacy.guards import ALLOW_PARAMETER
-from urbandp.privacy.noise import OpenDPNoise
-from urbandp.privacy.session import ReleaseCharge
-from urbandp.synth.fleet import generate_fleet
+from urbandp.fleet._options import HatReleaseConfig, build_config
+from urbandp.fleet._pipeline import release_fleet
 
 START = dt.date(2024, 3, 4)
 WINDOW = {"start": START, "end": START + dt.timedelta(days=2)}

@@ -11,13 +11,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-import urbandp.privacy.dp_prelude as dp
-from urbandp.contributions.base import CONTRIBUTION_SCHEMA
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.measure import fieller_interval, truncate_vehicle_days
-from urbandp.fleet.plan import plan_release
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+import urbandp._privacy.dp_prelude as dp
+from urbandp._contributions.base import CONTRIBUTION_SCHEMA
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._measure import fieller_interval, truncate_vehicle_days
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._plan import plan_release
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 D0 = dt.date(2021, 11, 15)
@@ -156,8 +156,8 @@ def test_intervals_cover_at_least_93_percent_at_small_counts() -> None:
 
 
 def test_window_epsilon_over_ten_times_the_day_is_warned() -> None:
-    from urbandp.fleet.map_page import map_header
-    from urbandp.fleet.pipeline import large_window_warning
+    from urbandp.fleet._map_page import map_header
+    from urbandp.fleet._pipeline import large_window_warning
 
     p = {"cumulative_epsilon_per_day": 1.0, "epsilon_per_window": 31.0, "days": 31}
     text = large_window_warning(p)
@@ -188,7 +188,7 @@ def test_presence_public_keeps_a_record_with_a_bad_speed_for_presence(tmp_path: 
     presence-public + public-threshold. Presence (hence N and the HAT set) must not depend on a speed."""
     from pathlib import Path
 
-    from urbandp.fleet.pipeline import release_fleet
+    from urbandp.fleet._pipeline import release_fleet
 
     lines = ["vehicle_id,timestamp,speed,latitude,longitude"]
     for v in range(3):  # three vehicles in two cells (slot 9), each HAT exactly at the threshold of 3
@@ -206,7 +206,7 @@ def test_presence_public_keeps_a_record_with_a_bad_speed_for_presence(tmp_path: 
         start=D0,
         end=D0,
     )
-    from urbandp.records.validation import ValidationOptions
+    from urbandp._records.validation import ValidationOptions
 
     release, _ = release_fleet(
         [path],
@@ -242,7 +242,11 @@ def test_unknown_domain_threshold_is_the_per_day_one_and_the_window_delta_is_sta
     that OpenDP's window map existed, but that cost HATs and bought nothing: at threshold D the window's delta is
     already 1 (one vehicle alone in a HAT every day). Now the threshold is the per-day one; the window's noise cost
     is OpenDP's map at distance D (it does not depend on the threshold) and its delta is stated as 1."""
-    from urbandp.fleet.selection import _threshold_measurement, calibrate_selection, threshold_distance
+    from urbandp.fleet._measure_selection import (
+        _threshold_measurement,
+        calibrate_selection,
+        threshold_distance,
+    )
 
     cal = calibrate_selection(
         gaussian=True, k=32, days=31, budget=0.7, delta=2.5e-7, min_per_day=0.0, domain_size=None
@@ -264,7 +268,7 @@ def test_public_extent_threshold_is_exact_for_continuous_gaussian_counts() -> No
     passed about 8 of 362 HATs fewer); the discrete Laplace counts are integers, so ceil(t) passes the same HATs."""
     from statistics import NormalDist
 
-    from urbandp.fleet.selection import false_positive_threshold
+    from urbandp.fleet._measure_selection import false_positive_threshold
 
     sigma, m = 4.559490868346636, 6120
     t = false_positive_threshold(sigma, m, 0.0, gaussian=True)

@@ -1,4 +1,4 @@
-"""The fleet's ``--config`` file is parsed by the one TOML reader (:func:`urbandp.config_tables.read_document`),
+"""The fleet's ``--config`` file is parsed by the one TOML reader (:func:`urbandp._config_tables.read_document`),
 as the other wings' files are: the same one-line refusals for a missing, malformed or unreadable file."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from urbandp.config_tables import read_document
+from urbandp._config_tables import read_document
 from urbandp.errors import InputDataError
-from urbandp.fleet.spec import read_toml
+from urbandp.fleet._options_input import read_toml
 
 
 @pytest.mark.parametrize("text", [None, "[release\n", b"\xff\xfe[release]"])

@@ -11,13 +11,13 @@ import typer
 from pydantic import BaseModel
 
 import urbandp as ud
-from urbandp import option_types
+from urbandp import _option_types as option_types
+from urbandp._release_options import declared_options, option
 from urbandp.cli import app
-from urbandp.fleet import options as fleet_options
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.options import INPUT_KEYS, OPTION_NAMES, RecordOptions, RunOptions, release_options
-from urbandp.fleet.spec import read_toml
-from urbandp.release_options import declared_options, option
+from urbandp.fleet import _options_flags as fleet_options
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options_flags import INPUT_KEYS, OPTION_NAMES, RecordOptions, RunOptions, release_options
+from urbandp.fleet._options_input import read_toml
 
 
 def _command(*path: str) -> click.Command:

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.pipeline import release_fleet
-from urbandp.fleet.plan import planned_window_delta
-from urbandp.privacy.budget_store import DatasetCaps, open_store
-from urbandp.privacy.session import ReleaseCharge
-from urbandp.synth.fleet import generate_fleet
+from urbandp._privacy.budget_store import DatasetCaps, open_store
+from urbandp._privacy.session import ReleaseCharge
+from urbandp._synth.fleet import generate_fleet
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._pipeline import release_fleet
+from urbandp.fleet._plan import planned_window_delta
 
 START = dt.date(2024, 3, 4)
 DAYS = 3

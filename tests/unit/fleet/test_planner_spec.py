@@ -14,15 +14,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.forecast import make_plan, paid_pilot, pilot_loss, predict_noise
-from urbandp.fleet.guardrails import as_flags, options_that_help
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.pooling import with_pooled_means
-from urbandp.fleet.predict import hats_per_slot, route_lengths
-from urbandp.fleet.public_domain import load_public_domain
-from urbandp.fleet.selection import domain_cells
-from urbandp.privacy.noise import OpenDPNoise
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.fleet._domain import load_public_domain
+from urbandp.fleet._guardrails import as_flags, options_that_help
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._measure_selection import domain_cells
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._plan_forecast import make_plan, paid_pilot, pilot_loss, predict_noise
+from urbandp.fleet._postprocess_pooling import with_pooled_means
+from urbandp.fleet._predict import hats_per_slot, route_lengths
 
 BBOX = (21.09, 72.75, 21.25, 72.91)
 DAY = dt.date(2021, 11, 15)

@@ -1,4 +1,4 @@
-"""Issue 33, "borrow strength, for free": robust empirical Bayes means and intervals (fleet/pooling.py).
+"""Issue 33, "borrow strength, for free": robust empirical Bayes means and intervals (fleet/_postprocess_pooling.py).
 
 The critical values are checked by brute force against their definition (AKP 2022, eq. 7: the worst non-coverage
 over distributions of the normalised bias with a given second moment is at most 5%); the average coverage is a
@@ -14,8 +14,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.pooling import (
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._postprocess_pooling import (
     POOLED_COLUMNS,
     _noncoverage,
     pool,
@@ -165,9 +165,9 @@ def test_borrow_strength_is_refused_where_the_noisy_mean_is_not_s_over_n(
 def test_a_release_with_borrow_strength_publishes_the_pooled_columns(tmp_path: Path) -> None:
     """Through the library's release path on one real Austin day: the per-HAT columns are those of the same
     release without pooling (same noise seed), the pooled columns are added, privacy.json says what was done."""
-    from urbandp.fleet.pipeline import release_fleet
-    from urbandp.privacy.noise import ExactNoiseForTesting
-    from urbandp.records.validation import ValidationOptions
+    from urbandp._privacy.noise import ExactNoiseForTesting
+    from urbandp._records.validation import ValidationOptions
+    from urbandp.fleet._pipeline import release_fleet
 
     day = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "austin-avl" / "2016-11-24.csv"
     if not day.exists():
@@ -204,7 +204,7 @@ def test_a_single_shown_mean_has_nothing_to_borrow_from() -> None:
 
 
 def test_the_map_draws_the_pooled_values_where_there_are_some() -> None:
-    from urbandp.fleet.map_page import map_frame, map_header
+    from urbandp.fleet._map_page import map_frame, map_header
 
     speed, privacy = _table()
     speed = speed.with_columns(
@@ -225,7 +225,7 @@ def test_the_spread_is_taken_at_an_upper_bound_that_holds_its_level() -> None:
     """60 HATs, true spread tau^2 = 9, noise variances 4-100: the Q-profile bound is at least the true tau^2 in 95%
     of 1,000 draws, within 3 binomial sd (0.929), with normal deviations (measured 0.955) and heavier-tailed t(5)
     ones (0.944); the plain moment estimate is below it about half the time."""
-    from urbandp.fleet.pooling import _spread_upper_bound
+    from urbandp.fleet._postprocess_pooling import _spread_upper_bound
 
     floor = 0.95 - 3 * math.sqrt(0.95 * 0.05 / 1000)
     for heavy in (False, True):
@@ -244,7 +244,7 @@ def test_the_spread_is_taken_at_an_upper_bound_that_holds_its_level() -> None:
 def test_the_pngs_and_the_map_name_the_pooled_value(tmp_path: Path) -> None:
     """A release with ``borrow_strength`` in its privacy.json is drawn as the pooled mean of vehicle-day mean
     speeds, else their mean (the estimand named)."""
-    from urbandp.fleet.map_page import _legend
+    from urbandp.fleet._map_page import _legend
 
     assert _legend({"borrow_strength": {"hats_pooled": 3}}) == "pooled mean of vehicle-day mean speeds (km/h)"
     assert _legend({}) == "mean of vehicle-day mean speeds (km/h)"
@@ -254,7 +254,7 @@ def test_a_release_without_a_noisy_count_pools_with_the_count_s_sd_at_zero() -> 
     """Public-threshold selection (or presence-public) divides by the true count: privacy.json records the count's
     scale as null, and pooling reads its sd as 0 instead of failing (it used to end the release in an internal
     error); a release that records no scales at all is still refused."""
-    from urbandp.fleet.pooling import noise_sds
+    from urbandp.fleet._postprocess_pooling import noise_sds
 
     scales = {"speed": 3.0, "speeding": None, "selection": None, "count": None}
     assert noise_sds({"noise_scale": scales, "noise_scale_kind": "laplace b"}) == (3.0 * 2**0.5, 0.0)

@@ -12,12 +12,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-import urbandp.privacy.dp_prelude as dp
-from urbandp.contributions.base import CONTRIBUTION_SCHEMA
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.measure import l2_normalised, per_hat_aggregates, selected_count_interval
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+import urbandp._privacy.dp_prelude as dp
+from urbandp._contributions.base import CONTRIBUTION_SCHEMA
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._measure import l2_normalised, per_hat_aggregates, selected_count_interval
+from urbandp.fleet._options import HatReleaseConfig
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 D0 = dt.date(2021, 11, 15)

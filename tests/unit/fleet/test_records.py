@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from urbandp._records.validation import REASONS, ValidationOptions
 from urbandp.errors import InputError
-from urbandp.fleet.pipeline import load_records
-from urbandp.records.validation import REASONS, ValidationOptions
+from urbandp.fleet._pipeline import load_records
 
 HEADER = "license_plate,observationDateTime,location.coordinates,speed\n"
 

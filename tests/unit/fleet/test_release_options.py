@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from urbandp.cli import app
 from urbandp.errors import InputError
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.options import OPTION_NAMES, RecordOptions, release_options
-from urbandp.fleet.spec import configure, python_values
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options_flags import OPTION_NAMES, RecordOptions, release_options
+from urbandp.fleet._options_input import configure, python_values
 
 BASE: dict[str, Any] = {"epsilon_per_day": "4", "start": "2024-03-04", "end": "2024-03-05"}
 """What every case adds (a release needs a budget and a public window)."""
@@ -208,7 +208,7 @@ def test_an_invalid_value_is_refused_in_one_line(name: str) -> None:
 
 def test_the_python_keywords_are_the_options() -> None:
     """``ud.fleet.release`` takes every option as a keyword (``columns`` for ``--column``), Python values too."""
-    from urbandp.fleet import api
+    from urbandp.fleet import _api as api
 
     assert set(api.OPTION_NAMES) == set(NAMES) - {"column"}
     assert "columns" in inspect.signature(api.release).parameters

@@ -18,9 +18,9 @@ import pyarrow as pa
 import pytest
 
 import urbandp as ud
+from urbandp._privacy.noise import ExactNoiseForTesting
+from urbandp._records.timezones import feed_timezone
 from urbandp.errors import InputError
-from urbandp.privacy.noise import ExactNoiseForTesting
-from urbandp.records.timezones import feed_timezone
 
 FEED = (
     Path(__file__).resolve().parents[2] / "fixtures" / "gtfs-mini-schedule"
@@ -179,7 +179,7 @@ def test_a_feed_with_two_zones_or_an_unknown_one_is_refused(tmp_path: Path) -> N
 
 def test_the_parquet_check_of_an_engine_that_reads_files_itself(tmp_path: Path) -> None:
     """The Spark engine reads the files on its own: the footer check refuses what the default engine refuses."""
-    from urbandp.records.timezones import check_parquet_instants
+    from urbandp._records.timezones import check_parquet_instants
 
     instants, naive, text = tmp_path / "i.parquet", tmp_path / "n.parquet", tmp_path / "t.csv"
     records().write_parquet(instants)

@@ -1,4 +1,4 @@
-"""The pooled intervals' count: ``E[N | N~]`` by Tweedie's formula over the release's noisy counts (fleet/pooling.py).
+"""The pooled intervals' count: ``E[N | N~]`` by Tweedie's formula over the release's noisy counts (fleet/_postprocess_pooling.py).
 
 For an exponential distribution of true counts (mean ``m``) and Gaussian noise (sd ``s``) the posterior of ``N``
 given a noisy count ``x`` well above 0 is normal with mean ``x - s^2 / m`` (the prior's ``exp(-N / m)`` times the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from urbandp.fleet.pooling import tweedie_counts
+from urbandp.fleet._postprocess_pooling import tweedie_counts
 
 
 def test_tweedie_count_is_the_posterior_mean_of_an_exponential_fleet() -> None:

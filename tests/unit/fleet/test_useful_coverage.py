@@ -4,7 +4,7 @@ A statistical test on a synthetic release whose truth is known exactly. 2,401 HA
 cell, so 343 H3 parents of 7), true means of 12-30 km/h per parent plus t(5) x 3 km/h per HAT, vehicle-day counts
 exponential with mean 6, Gaussian noise sd 2 on the count and 20 on the centred sum: counts small next to their
 noise, where a count that the noise overstated makes an interval look narrow. Each HAT is released the way
-``urbandp.fleet.measure`` releases a route-domain HAT (the display threshold, the selection-aware count interval,
+``urbandp.fleet._measure`` releases a route-domain HAT (the display threshold, the selection-aware count interval,
 Fieller's interval), then the published table is labelled and pooled by the library's own code.
 
 Power and what each rule gave (6 releases, the same seed): the pooled interval reading its variance at the noisy
@@ -26,9 +26,9 @@ import h3
 import numpy as np
 import polars as pl
 
-from urbandp.fleet.measure import count_intervals, fieller_interval
-from urbandp.fleet.pooling import with_pooled_means
-from urbandp.fleet.usefulness import useful_expr
+from urbandp.fleet._measure import count_intervals, fieller_interval
+from urbandp.fleet._postprocess_pooling import with_pooled_means
+from urbandp.fleet._postprocess_usefulness import useful_expr
 
 U = 65.0
 Z = 1.959963984540054

@@ -15,17 +15,17 @@ import numpy as np
 import polars as pl
 import pytest
 
-import urbandp.privacy.dp_prelude as dp
-from urbandp.contributions.base import CONTRIBUTION_SCHEMA
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.fleet.hat_release import _release_hats
-from urbandp.fleet.selection import (
+import urbandp._privacy.dp_prelude as dp
+from urbandp._contributions.base import CONTRIBUTION_SCHEMA
+from urbandp._privacy.noise import ExactNoiseForTesting
+from urbandp.fleet._hat_release import _release_hats
+from urbandp.fleet._measure_selection import (
     _threshold_measurement,
     calibrate_selection,
     threshold_distance,
     window_l2,
 )
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp.fleet._options import HatReleaseConfig
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 

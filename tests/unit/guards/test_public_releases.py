@@ -1,7 +1,7 @@
 """Nothing public releases without the guards, from Python: every public callable of every wing that returns or
 writes a labelled release is found by walking urbandp's public modules, and each one is shown to pass each guard.
 
-The guards (``urbandp.privacy.guards``, run by the Session's charge): the meaningless-loss limit, the delta limit,
+The guards (``urbandp._privacy.guards``, run by the Session's charge): the meaningless-loss limit, the delta limit,
 a noise source that is not private (the release is labelled NOT DP, and refused with a budget dataset), and output
 safety. The command line's counterpart runs each command as a real process (the system tests' guards folder).
 """
@@ -27,14 +27,14 @@ from typer.testing import CliRunner
 
 import urbandp
 import urbandp as ud
+from urbandp._privacy.budget_store import DatasetCaps, open_store
+from urbandp._privacy.guards import MAX_DELTA, NOT_PRIVATE_NOISE, noise_reasons
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp._privacy.session import NoiseBeforeReservation, ReleaseCharge
 from urbandp.cli import app
-from urbandp.counts.spec import CountsReleaseSpec
+from urbandp.counts._options import CountsReleaseSpec
 from urbandp.errors import InvalidParameterError, UrbandpError
-from urbandp.privacy.budget_store import DatasetCaps, open_store
-from urbandp.privacy.guards import MAX_DELTA, NOT_PRIVATE_NOISE, noise_reasons
-from urbandp.privacy.loss import Loss
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.privacy.session import NoiseBeforeReservation, ReleaseCharge
 
 SENSING_BOX = (22.49, 88.32, 22.60, 88.44)
 DAY = "2024-01-15"
@@ -87,8 +87,8 @@ def _fleet(d: Path, eps: float, session: ud.Session | None, out: Path | None, **
 
 def _release_fleet(d: Path, eps: float, session: ud.Session | None, out: Path | None, **extra: Any) -> Any:
     """The pipeline's release: a Python entry point of its own (a local charge from ``noise`` without a session)."""
-    from urbandp.fleet.config import HatReleaseConfig
-    from urbandp.fleet.pipeline import release_fleet
+    from urbandp.fleet._options import HatReleaseConfig
+    from urbandp.fleet._pipeline import release_fleet
 
     assert out is None
     cfg = HatReleaseConfig(epsilon_per_day=eps, start=FLEET_WINDOW["start"], end=FLEET_WINDOW["end"], **extra)
@@ -168,93 +168,95 @@ class PublicRelease:
 
 
 RELEASES = [
-    PublicRelease("urbandp.fleet.api.release", _fleet, "vehicle-day", {"delta": 0.99}),
+    PublicRelease("urbandp.fleet._api.release", _fleet, "vehicle-day", {"delta": 0.99}),
     PublicRelease(
-        "urbandp.fleet.pipeline.release_fleet", _release_fleet, "vehicle-day", {"delta": 0.99}, writes=False
+        "urbandp.fleet._pipeline.release_fleet", _release_fleet, "vehicle-day", {"delta": 0.99}, writes=False
     ),
     PublicRelease(
-        "urbandp.counts.api.release", _counts, "card-day", {"mechanism": "gaussian", "delta": 0.99}
+        "urbandp.counts._api.release", _counts, "card-day", {"mechanism": "gaussian", "delta": 0.99}
     ),
-    PublicRelease("urbandp.counts.api.release", _selected, "card-day", {"delta": 0.99}),
-    PublicRelease("urbandp.survey.api.randomize", _randomize, "respondent"),
+    PublicRelease("urbandp.counts._api.release", _selected, "card-day", {"delta": 0.99}),
+    PublicRelease("urbandp.survey._api.randomize", _randomize, "respondent"),
     PublicRelease(
-        "urbandp.survey.api.perturb_points", _points, "respondent", dp=False
+        "urbandp.survey._api.perturb_points", _points, "respondent", dp=False
     ),  # geo-indistinguishable
-    PublicRelease("urbandp.survey.api.od_randomize", _od, "trip"),
+    PublicRelease("urbandp.survey._api.od_randomize", _od, "trip"),
     PublicRelease(
-        "urbandp.survey.api.perturb_trajectories", _trajectories, "respondent", dp=False, reserves=False
+        "urbandp.survey._api.perturb_trajectories", _trajectories, "respondent", dp=False, reserves=False
     ),
-    PublicRelease("urbandp.sensing.api.dp_map", _dp_map, "vehicle-day", {"delta": 0.99}),
-    PublicRelease("urbandp.sensing.api.pm_map", _pm_map, "vehicle-day"),
-    PublicRelease("urbandp.sensing.api.query", _query, "reading", dp=False, writes=False),  # writes a file
-    PublicRelease("urbandp.estimators.api.release", _mean, "vehicle-day"),
+    PublicRelease("urbandp.sensing._api.dp_map", _dp_map, "vehicle-day", {"delta": 0.99}),
+    PublicRelease("urbandp.sensing._api.pm_map", _pm_map, "vehicle-day"),
+    PublicRelease("urbandp.sensing._api.query", _query, "reading", dp=False, writes=False),  # writes a file
+    PublicRelease("urbandp.estimators._api.release", _mean, "vehicle-day"),
 ]
 BY_NAME = {r.name: r for r in RELEASES}  # counts.release twice: on a public domain, and selecting partitions
 
 DELEGATES = {
-    "urbandp.counts.api.release_spec": "urbandp.counts.api.release",
-    "urbandp.estimators.api.release_spec": "urbandp.estimators.api.release",
-    "urbandp.sensing.dp_map_release.run_dp_map": "urbandp.sensing.api.dp_map",
-    "urbandp.sensing.pm_map_release.run_pm_map": "urbandp.sensing.api.pm_map",
-    "urbandp.sensing.query_release.run_sensing_query": "urbandp.sensing.api.query",
-    "urbandp.survey.result.run_release": "urbandp.survey.api.randomize",
-    "urbandp.counts.selection.release_selected": "urbandp.counts.api.release_spec",
-    "urbandp.survey.rr_release.randomize_body": "urbandp.survey.api.randomize",
-    "urbandp.survey.points_release.points_body": "urbandp.survey.api.perturb_points",
-    "urbandp.survey.od_release.od_body": "urbandp.survey.api.od_randomize",
-    "urbandp.survey.trajectory_release.trajectories_body": "urbandp.survey.api.perturb_trajectories",
+    "urbandp.counts._api.release_spec": "urbandp.counts._api.release",
+    "urbandp.estimators._api.release_spec": "urbandp.estimators._api.release",
+    "urbandp.sensing._dp_map_release.run_dp_map": "urbandp.sensing._api.dp_map",
+    "urbandp.sensing._pm_map_release.run_pm_map": "urbandp.sensing._api.pm_map",
+    "urbandp.sensing._query_release.run_sensing_query": "urbandp.sensing._api.query",
+    "urbandp.survey._result.run_release": "urbandp.survey._api.randomize",
+    "urbandp.counts._selection.release_selected": "urbandp.counts._api.release_spec",
+    "urbandp.survey._rr_release.randomize_body": "urbandp.survey._api.randomize",
+    "urbandp.survey._points_release.points_body": "urbandp.survey._api.perturb_points",
+    "urbandp.survey._od_release.od_body": "urbandp.survey._api.od_randomize",
+    "urbandp.survey._trajectory_release.trajectories_body": "urbandp.survey._api.perturb_trajectories",
 }
 """Public callables that release only inside a charge they are given or open (their caller's guards): each is
 called by the release named, whose call below passes every guard."""
 
 NOT_RELEASES = {
-    "urbandp.privacy.report.write_privacy_json": "the one serializer: it writes the document it is given",
-    "urbandp.sensing.release.SensingRelease.write_folder": "writes a release the Session already charged",
-    "urbandp.survey.result.SurveyRelease.write_folder": "writes a release the Session already charged",
-    "urbandp.survey.cli_points.escape": "the escape simulation (a command), labelled NOT DP, never charged",
+    "urbandp._privacy.report.write_privacy_json": "the one serializer: it writes the document it is given",
+    "urbandp.sensing._result.SensingRelease.write_folder": "writes a release the Session already charged",
+    "urbandp.survey._result.SurveyRelease.write_folder": "writes a release the Session already charged",
+    "urbandp.survey._cli_points.escape": "the escape simulation (a command), labelled NOT DP, never charged",
 }
 """Public callables that write privacy.json without drawing: they label what they are given."""
 
 
 _DRAW = "draws into bare values (no privacy verdict, no file) inside the charge of "
 MECHANISMS = {
-    "urbandp.counts.data61.second_algorithm": "the NOT DP Data61 method's step, " + _DRAW + "counts.release",
-    "urbandp.counts.parallel_noise.add_noise": _DRAW + "counts.release",
-    "urbandp.counts.sparse.sparse_release": _DRAW + "counts.release",
-    "urbandp.estimators.core.Baseline.estimate": _DRAW + "estimators.release (a documented building block)",
-    "urbandp.estimators.core.ArrayAveraging.estimate": _DRAW
+    "urbandp.counts._data61.second_algorithm": "the NOT DP Data61 method's step, " + _DRAW + "counts.release",
+    "urbandp.counts._parallel_noise.add_noise": _DRAW + "counts.release",
+    "urbandp.counts._sparse.sparse_release": _DRAW + "counts.release",
+    "urbandp.estimators._core.Baseline.estimate": _DRAW + "estimators.release (a documented building block)",
+    "urbandp.estimators._core.ArrayAveraging.estimate": _DRAW
     + "estimators.release (a documented building block)",
-    "urbandp.estimators.core.Levy.estimate": _DRAW + "estimators.release (a documented building block)",
-    "urbandp.estimators.core.Quantile.estimate": _DRAW + "estimators.release (a documented building block)",
-    "urbandp.estimators.core.ClippedMean.estimate": _DRAW
+    "urbandp.estimators._core.Levy.estimate": _DRAW + "estimators.release (a documented building block)",
+    "urbandp.estimators._core.Quantile.estimate": _DRAW + "estimators.release (a documented building block)",
+    "urbandp.estimators._core.ClippedMean.estimate": _DRAW
     + "estimators.release (a documented building block)",
-    "urbandp.estimators.hat.estimate_hat_means": _DRAW + "fleet.release (one mean per HAT)",
-    "urbandp.fleet.forecast.dp_histogram": "the planner's DP histogram, " + _DRAW + "plan",
-    "urbandp.fleet.forecast.dp_m_histogram": "the planner's DP histogram of HATs per vehicle-day, "
+    "urbandp.estimators._hat_means.estimate_hat_means": _DRAW + "fleet.release (one mean per HAT)",
+    "urbandp.fleet._plan_forecast.dp_histogram": "the planner's DP histogram, " + _DRAW + "plan",
+    "urbandp.fleet._plan_forecast.dp_m_histogram": "the planner's DP histogram of HATs per vehicle-day, "
     + _DRAW
     + "plan",
-    "urbandp.fleet.forecast.dp_pilot": "the planner's pilot (the release's own noisy counts), "
+    "urbandp.fleet._plan_forecast.dp_pilot": "the planner's pilot (the release's own noisy counts), "
     + _DRAW
     + "plan",
-    "urbandp.fleet.forecast.paid_pilot": "the planner's paid inputs (pilot and histogram), " + _DRAW + "plan",
-    "urbandp.fleet.measure.select_hats": _DRAW + "fleet.release",
-    "urbandp.fleet.measure.fieller_z": "reads noise.is_private only (Fieller's z): draws nothing",
-    "urbandp.fleet.measure.measure_queries": _DRAW + "fleet.release",
-    "urbandp.fleet.measure.user_level_means": _DRAW + "fleet.release",
-    "urbandp.fleet.measure.choose_clip_bound": _DRAW + "fleet.release",
-    "urbandp.fleet.selection.Threshold.draw": _DRAW + "fleet.release",
-    "urbandp.fleet.selection.measure_selection": _DRAW + "fleet.release",
-    "urbandp.mpc.program.clamp_noisy": "the secure program's clamp of a noise share drawn by the server",
-    "urbandp.mpc.spec.draw_noise": _DRAW + "the mpc server (each query booked before it is drawn)",
-    "urbandp.privacy.mechanisms.Mechanism.draw": _DRAW + "each wing's release",
-    "urbandp.privacy.mechanisms.Laplace.draw": _DRAW + "each wing's release",
-    "urbandp.privacy.mechanisms.Gaussian.draw": _DRAW + "each wing's release",
-    "urbandp.sensing.bounded_laplace.BoundedLaplace.draw": _DRAW + "sensing.dp_map",
-    "urbandp.sensing.bounded_laplace.BoundedLaplace.release": _DRAW + "sensing.dp_map",
-    "urbandp.sensing.pm_map_mechanism.measure_pm_map": _DRAW + "sensing.pm_map",
-    "urbandp.sensing.queries.privatize_error": _DRAW + "sensing.query",
-    "urbandp.survey.locations.planar_laplace_offsets": _DRAW + "survey.perturb_points",
-    "urbandp.survey.locations.axis_laplace_offsets": _DRAW + "survey.perturb_points",
+    "urbandp.fleet._plan_forecast.paid_pilot": "the planner's paid inputs (pilot and histogram), "
+    + _DRAW
+    + "plan",
+    "urbandp.fleet._measure.select_hats": _DRAW + "fleet.release",
+    "urbandp.fleet._measure.fieller_z": "reads noise.is_private only (Fieller's z): draws nothing",
+    "urbandp.fleet._measure.measure_queries": _DRAW + "fleet.release",
+    "urbandp.fleet._measure.user_level_means": _DRAW + "fleet.release",
+    "urbandp.fleet._measure.choose_clip_bound": _DRAW + "fleet.release",
+    "urbandp.fleet._measure_selection.Threshold.draw": _DRAW + "fleet.release",
+    "urbandp.fleet._measure_selection.measure_selection": _DRAW + "fleet.release",
+    "urbandp.mpc._program.clamp_noisy": "the secure program's clamp of a noise share drawn by the server",
+    "urbandp.mpc._spec.draw_noise": _DRAW + "the mpc server (each query booked before it is drawn)",
+    "urbandp._privacy.mechanisms.Mechanism.draw": _DRAW + "each wing's release",
+    "urbandp._privacy.mechanisms.Laplace.draw": _DRAW + "each wing's release",
+    "urbandp._privacy.mechanisms.Gaussian.draw": _DRAW + "each wing's release",
+    "urbandp.sensing._bounded_laplace.BoundedLaplace.draw": _DRAW + "sensing.dp_map",
+    "urbandp.sensing._bounded_laplace.BoundedLaplace.release": _DRAW + "sensing.dp_map",
+    "urbandp.sensing._pm_map_mechanism.measure_pm_map": _DRAW + "sensing.pm_map",
+    "urbandp.sensing._queries.privatize_error": _DRAW + "sensing.query",
+    "urbandp.survey._locations.planar_laplace_offsets": _DRAW + "survey.perturb_points",
+    "urbandp.survey._locations.axis_laplace_offsets": _DRAW + "survey.perturb_points",
 }
 """Public callables that take a noise source and return bare noisy values: no privacy.json, no ``privacy``, no
 "differentially_private" to misstate. Each is a step of a release that calls it inside its charge."""
@@ -326,7 +328,7 @@ def test_every_public_callable_that_releases_is_listed_here() -> None:
     assert set(found) - listed == set(), {k: found[k] for k in set(found) - listed}
     assert listed - set(found) == set()  # no stale entry: each one listed is found
     for name in (*BY_NAME, *DELEGATES):  # no building block that takes a noise source releases publicly
-        assert "noise" not in found[name] or name == "urbandp.fleet.pipeline.release_fleet", found[name]
+        assert "noise" not in found[name] or name == "urbandp.fleet._pipeline.release_fleet", found[name]
 
 
 def test_every_public_callable_that_takes_a_noise_source_is_classified() -> None:
@@ -340,7 +342,7 @@ def test_every_public_callable_that_takes_a_noise_source_is_classified() -> None
         for name, fn in _callables(module)
         if "noise" in inspect.signature(fn).parameters
     }
-    assert takes_noise == set(MECHANISMS) | {"urbandp.fleet.pipeline.release_fleet"}
+    assert takes_noise == set(MECHANISMS) | {"urbandp.fleet._pipeline.release_fleet"}
     exported = {
         f"urbandp.{wing}.{name}"
         for wing in WINGS
@@ -377,9 +379,9 @@ def _called_in_module(module_name: str, callee: str) -> bool:
 
 @pytest.mark.parametrize(
     "name",
-    ["urbandp.fleet.hat_release.release_hats", "urbandp.fleet.pipeline.write_release",
-     "urbandp.counts.table_release.release_counts", "urbandp.counts.output.write_release",
-     "urbandp.sensing.dp_map_mechanism.release_dp_map"],
+    ["urbandp.fleet._hat_release.release_hats", "urbandp.fleet._pipeline.write_release",
+     "urbandp.counts._table_release.release_counts", "urbandp.counts._write.write_release",
+     "urbandp.sensing._dp_map_mechanism.release_dp_map"],
 )  # fmt: skip
 def test_the_unguarded_building_blocks_are_internal(name: str) -> None:
     module_name, _, leaf = name.rpartition(".")
@@ -593,7 +595,7 @@ def test_the_dp_map_refuses_a_delta_above_the_limit_before_reading(tmp_path: Pat
 def test_the_mpc_server_books_no_query_drawn_from_a_source_that_is_not_private(tmp_path: Path) -> None:
     """Each secure query is booked through a Session that holds the server's noise source: an exact one is
     refused before anything is booked (the server refuses it at start, the same rule)."""
-    from urbandp.mpc.server import ClientBudget, declare_default_dataset
+    from urbandp.mpc._server import ClientBudget, declare_default_dataset
 
     url = str(tmp_path / "b.sqlite")
     declare_default_dataset(url, "mpc:grid:w")
@@ -608,7 +610,7 @@ def test_the_mpc_server_books_no_query_drawn_from_a_source_that_is_not_private(t
 
 
 def test_the_mpc_server_refuses_a_source_that_is_not_private_at_start(tmp_path: Path) -> None:
-    from urbandp.mpc.server import Server, ServerConfig, ServerGrid
+    from urbandp.mpc._server import Server, ServerConfig, ServerGrid
 
     one = np.array([1.0])
     grid = ServerGrid(np.array([7], dtype=np.int64), one, one, one, one, "2023-10-09T00:00", "g")

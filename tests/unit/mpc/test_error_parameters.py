@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from urbandp.cli_support import _cli_names
+from urbandp._cli_support import _cli_names
 from urbandp.errors import InvalidParameterError
-from urbandp.mpc import cli
-from urbandp.mpc.client import Client
+from urbandp.mpc import _cli as cli
+from urbandp.mpc._client import Client
 
 RECT = (22.50, 88.32, 22.56, 88.37)
 

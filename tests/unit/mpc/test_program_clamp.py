@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from urbandp.mpc.program import clamp_noisy
+from urbandp.mpc._program import clamp_noisy
 
 
 def _reference(e2: float, noise: float, lo: float, hi: float) -> float:

@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-import urbandp.mpc.routes as mpc_routes
+import urbandp.mpc._routes as mpc_routes
 from urbandp.errors import InputError
-from urbandp.mpc import wire
-from urbandp.mpc.routes import ANSWER_KEYS, plot_routes, query_routes
+from urbandp.mpc import _wire as wire
+from urbandp.mpc._routes import ANSWER_KEYS, plot_routes, query_routes
 
 RECT = (22.49, 88.32, 22.61, 88.42)
 
@@ -82,7 +82,7 @@ def test_plot_writes_the_png_with_refused_routes_labelled(client: type[_Client],
     plot_routes(png, RECT, answers, pts)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in tmp_path.iterdir()] == ["routes.png"]  # written atomically, no temporary left
-    from urbandp.mpc.routes import _label
+    from urbandp.mpc._routes import _label
 
     assert _label(answers[0]) == "a: 41.0 ug/m3, DP error 0.50 (7 cells)"
     assert _label(answers[1]) == "b: refused (fewer than alpha cells)"

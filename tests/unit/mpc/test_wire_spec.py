@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from urbandp._privacy.mechanisms import laplace_scale
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
 from urbandp.errors import InputError
-from urbandp.mpc import wire
-from urbandp.mpc.client import cells_on_route, parse_hostport, route_points
-from urbandp.mpc.server import ClientBudget, declare_default_dataset
-from urbandp.mpc.spec import FXP_FRACTION_BITS, SLACK_RELATIVE, SLACK_UNITS, QuerySpec, draw_noise
-from urbandp.privacy.mechanisms import laplace_scale
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
+from urbandp.mpc import _wire as wire
+from urbandp.mpc._client import cells_on_route, parse_hostport, route_points
+from urbandp.mpc._server import ClientBudget, declare_default_dataset
+from urbandp.mpc._spec import FXP_FRACTION_BITS, SLACK_RELATIVE, SLACK_UNITS, QuerySpec, draw_noise
 
 
 def test_frames_roundtrip_and_share_layout() -> None:
@@ -117,7 +117,7 @@ def test_budget_refuses_beyond_total_and_survives_a_restart(tmp_path: Path) -> N
     what each client already spent; the dataset's cap bounds all clients together."""
     import datetime as dt
 
-    from urbandp.privacy.budget_store import BudgetStore
+    from urbandp._privacy.budget_store import BudgetStore
 
     store = str(tmp_path / "b.sqlite")
     declare_default_dataset(store, "mpc:grid:w")
@@ -161,7 +161,7 @@ def test_route_to_cells(tmp_path: Path) -> None:
 def test_route_cells_are_the_nearest_centroids_within_half_a_diagonal_in_metres() -> None:
     """The k-d tree picks what a brute-force search in metres on the ellipsoid picks (here at 59.9 N, where a
     degree of longitude is half one of latitude), on a 40 x 40 rectangle and 400 points in and around it."""
-    from urbandp.geodesy import WGS84
+    from urbandp._geodesy import WGS84
 
     lat, lon = np.meshgrid(59.9 + np.arange(40) * 0.005, 10.7 + np.arange(40) * 0.01, indexing="ij")
     lat, lon = lat.ravel(), lon.ravel()

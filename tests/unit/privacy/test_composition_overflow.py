@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from urbandp.privacy.loss import homogeneous_delta, optimal_homogeneous_epsilon
+from urbandp._privacy.loss import homogeneous_delta, optimal_homogeneous_epsilon
 
 
 @pytest.mark.parametrize("epsilon", [710.0, 1e5, 1e300])

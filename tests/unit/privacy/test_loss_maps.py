@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from urbandp.privacy.loss import Loss
-from urbandp.privacy.noise import gaussian_rho, laplace_epsilon
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.noise import gaussian_rho, laplace_epsilon
 
 
 def test_gaussian_rho_is_the_squared_sensitivity_over_twice_the_variance() -> None:

@@ -24,12 +24,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from urbandp.contributions.base import CONTRIBUTION_SCHEMA
+from urbandp._contributions.base import CONTRIBUTION_SCHEMA
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.noise import ExactNoiseForTesting
 from urbandp.errors import InvalidParameterError
-from urbandp.fleet import hat_release
-from urbandp.fleet.config import HatReleaseConfig
-from urbandp.privacy.loss import Loss
-from urbandp.privacy.noise import ExactNoiseForTesting
+from urbandp.fleet import _hat_release as hat_release
+from urbandp.fleet._options import HatReleaseConfig
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 # The fleet's building block, called directly with exact noise (no ReleaseCharge, no guard); where it is internal
@@ -129,7 +129,7 @@ def test_a_public_extent_charges_k_hats_a_day_and_d_squared_over_the_window() ->
     K = 4, D = 3 days, epsilon 10 a day: a vehicle-day moves K counts by 1, L2 sqrt K = 2, so the selection's rho
     a day is OpenDP's map at 2 / sigma (4 HATs' rho, not one's); over the window one vehicle moves them by
     D sqrt K = 6 (L2), so the window's rho is 9 x the day's (not the 3 x of an L2 distance sqrt(D K))."""
-    import urbandp.privacy.dp_prelude as dp
+    import urbandp._privacy.dp_prelude as dp
 
     end = D0 + dt.timedelta(days=2)
     c = config(
@@ -207,7 +207,7 @@ def test_loss_times_multiplies_every_part() -> None:
 def test_the_store_s_default_window_delta_sums_a_spanning_unit_s_days() -> None:
     """Mutation store_window_delta_max: a vehicle-day unit present on every day pays every day's delta (basic
     composition); a unit that lies in one day pays the largest."""
-    from urbandp.privacy.budget_store import default_window_delta
+    from urbandp._privacy.budget_store import default_window_delta
 
     assert default_window_delta("vehicle-day", [1e-7, 3e-7, 2e-7]) == pytest.approx(6e-7, rel=1e-15)
     assert default_window_delta("event", [1e-7, 3e-7, 2e-7]) == 3e-7
@@ -228,7 +228,7 @@ def test_pool_fits_the_spread_at_the_q_profile_upper_bound() -> None:
     from scipy.optimize import brentq
     from scipy.stats import chi2
 
-    from urbandp.fleet.pooling import pool
+    from urbandp.fleet._postprocess_pooling import pool
 
     parents = sorted(h3.grid_disk(h3.latlng_to_cell(30.27, -97.74, 6), 1))[:2]
     cells = [c for p in parents for c in sorted(h3.cell_to_children(p, 7))]  # 7 children each
@@ -249,7 +249,7 @@ def test_pool_fits_the_spread_at_the_q_profile_upper_bound() -> None:
 
 def test_a_session_alone_refuses_a_delta_above_the_limit() -> None:
     """Mutation session_delta_guard_removed: the ReleaseCharge's own guard, without any spec in front of it."""
-    from urbandp.privacy.session import ReleaseCharge
+    from urbandp._privacy.session import ReleaseCharge
 
     session = ReleaseCharge(None, None, unit="vehicle-day")
     with pytest.raises(InvalidParameterError, match=r"delta \(per unit and day\) 0.01 is above 1e-05"):
@@ -265,7 +265,7 @@ def test_the_session_s_guards_at_their_limits() -> None:
     guards_not_dp_refusal_removed: delta 1e-5 is accepted and 2e-5 refused (per unit and day, and as the zCDP
     conversion delta); epsilon 100 per vehicle-day is accepted and 150 refused, or with allow_meaningless_epsilon
     returned as a NOT DP reason, which a budget dataset refuses (nothing is opened: the store does not exist)."""
-    from urbandp.privacy.session import ReleaseCharge
+    from urbandp._privacy.session import ReleaseCharge
 
     alone = ReleaseCharge(None, None, unit="vehicle-day")
     assert alone.check_loss(Loss(epsilon=1.0, delta=1e-5)) == []

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from urbandp._privacy.ledger import LedgerEntry, PrivacyLedger
+from urbandp._privacy.mechanisms import laplace_scale
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
+from urbandp._privacy.rounding import round_to_precision
 from urbandp.errors import BudgetExceededError
-from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
-from urbandp.privacy.mechanisms import laplace_scale
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
-from urbandp.privacy.rounding import round_to_precision
 
 
 def test_laplace_epsilon_is_sensitivity_over_scale() -> None:
@@ -76,7 +76,7 @@ def test_long_vectors_are_drawn_on_every_core_without_mixing_up_elements(
     """Vectors over THREAD_CHUNK values run as one OpenDP call per core (threads): every element keeps its own
     position (values 1,000 apart, noise of scale 1) and the noise is still Laplace(1) (KS test, p > 1e-4), for the
     finest granularity and for the lattice draws alike."""
-    import urbandp.privacy.noise as noise_mod
+    import urbandp._privacy.noise as noise_mod
 
     monkeypatch.setattr(noise_mod.os, "cpu_count", lambda: 3)  # 3 chunks even on a 2-core machine
     values = np.arange(3 * noise_mod.THREAD_CHUNK, dtype=float) * 1000.0

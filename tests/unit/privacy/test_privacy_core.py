@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from urbandp._privacy.budget_store import STATUS_ABORTED, STATUS_COMMITTED, BudgetStore, DatasetCaps
+from urbandp._privacy.guards import check_delta, meaningless_reasons
+from urbandp._privacy.loss import Loss, homogeneous_delta, optimal_homogeneous_epsilon
+from urbandp._privacy.mechanisms import Gaussian, Laplace, calibrate
+from urbandp._privacy.noise import ExactNoiseForTesting, rho_for_epsilon, zcdp_epsilon
+from urbandp._privacy.session import NoiseBeforeReservation, ReleaseCharge
 from urbandp.errors import BudgetExceededError, InputError
-from urbandp.privacy.budget_store import STATUS_ABORTED, STATUS_COMMITTED, BudgetStore, DatasetCaps
-from urbandp.privacy.guards import check_delta, meaningless_reasons
-from urbandp.privacy.loss import Loss, homogeneous_delta, optimal_homogeneous_epsilon
-from urbandp.privacy.mechanisms import Gaussian, Laplace, calibrate
-from urbandp.privacy.noise import ExactNoiseForTesting, rho_for_epsilon, zcdp_epsilon
-from urbandp.privacy.session import NoiseBeforeReservation, ReleaseCharge
 
 D0 = dt.date(2024, 3, 4)
 
@@ -204,7 +204,7 @@ def test_release_help_reads_its_defaults_from_the_spec(monkeypatch: pytest.Monke
     from typer.testing import CliRunner
 
     from urbandp.cli import app
-    from urbandp.fleet.config import MIN_PER_DAY_DEFAULT, HatReleaseConfig
+    from urbandp.fleet._options import MIN_PER_DAY_DEFAULT, HatReleaseConfig
 
     monkeypatch.setenv("COLUMNS", "400")
     text = " ".join(CliRunner().invoke(app, ["release", "--help"]).output.split())
@@ -218,9 +218,9 @@ def test_release_help_reads_its_defaults_from_the_spec(monkeypatch: pytest.Monke
 def test_every_additive_mechanism_implements_the_one_protocol() -> None:
     """Issue 20: Laplace, Gaussian (continuous and discrete), the thresholds and the bounded Laplace are all a
     Mechanism: a loss at a sensitivity (as a Loss), an error, a draw and a description."""
-    from urbandp.fleet.selection import Threshold, calibrate_selection
-    from urbandp.privacy.mechanisms import Mechanism
-    from urbandp.sensing.bounded_laplace import BoundedLaplace
+    from urbandp._privacy.mechanisms import Mechanism
+    from urbandp.fleet._measure_selection import Threshold, calibrate_selection
+    from urbandp.sensing._bounded_laplace import BoundedLaplace
 
     cal = calibrate_selection(
         gaussian=False, k=4, days=1, budget=1.0, delta=1e-7, min_per_day=0, domain_size=None

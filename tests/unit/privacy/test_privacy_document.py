@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from urbandp.privacy.report import PrivacyDocumentError, privacy_document, write_privacy_json
+from urbandp._privacy.report import PrivacyDocumentError, privacy_document, write_privacy_json
 
 
 def test_header_first_and_flag_from_reasons(tmp_path: Path) -> None:

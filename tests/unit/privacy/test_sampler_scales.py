@@ -29,8 +29,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from urbandp.privacy.noise import OpenDPNoise
-from urbandp.sensing.bounded_laplace import BoundedLaplace
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.sensing._bounded_laplace import BoundedLaplace
 
 Z = 5.3
 Moments = Callable[[float], tuple[float, float]]  # scale -> (mean, sd) of g(X)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from urbandp._records.readers import read_error_line
 from urbandp.errors import InputError
-from urbandp.fleet.pipeline import NoValidRecords, load_records
-from urbandp.records.readers import read_error_line
+from urbandp.fleet._pipeline import NoValidRecords, load_records
 
 HEADER = "vehicle_id,timestamp,speed,latitude,longitude\n"
 
@@ -38,7 +38,7 @@ def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
         return
     code = (
         "import sys; from pathlib import Path; from urbandp.errors import InputError; "
-        "from urbandp.fleet.pipeline import load_records\n"
+        "from urbandp.fleet._pipeline import load_records\n"
         "try:\n    load_records([Path(sys.argv[1])])\nexcept InputError as err:\n    print(err); sys.exit(3)"
     )
     folder = shared_tmp()

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from urbandp.contributions import ContributionSpec
+from urbandp._contributions import ContributionSpec
+from urbandp._grid.slots import SlotSpec
+from urbandp._records.validation import REASONS, ValidationOptions
 from urbandp.errors import InputError
-from urbandp.fleet.pipeline import load_records
-from urbandp.grid.slots import SlotSpec
-from urbandp.records.validation import REASONS, ValidationOptions
+from urbandp.fleet._pipeline import load_records
 
 FUZZ = settings(
     max_examples=40,

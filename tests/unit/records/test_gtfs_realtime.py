@@ -16,11 +16,11 @@ import pytest
 import shapely
 from google.transit import gtfs_realtime_pb2
 
+from urbandp._records.gtfs_realtime import read_gtfs_realtime
+from urbandp._records.readers import expand_inputs, scan_records
+from urbandp._records.validation import ValidationOptions
 from urbandp.errors import InputError
-from urbandp.fleet.pipeline import load_records
-from urbandp.records.gtfs_realtime import read_gtfs_realtime
-from urbandp.records.readers import expand_inputs, scan_records
-from urbandp.records.validation import ValidationOptions
+from urbandp.fleet._pipeline import load_records
 
 T0 = 1_709_532_000  # 2024-03-04 06:00 UTC
 

@@ -1,4 +1,4 @@
-"""urbandp.records.gtfs_schedule: the one reader of GTFS Schedule feeds (folder or zip)."""
+"""urbandp._records.gtfs_schedule: the one reader of GTFS Schedule feeds (folder or zip)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from urbandp._records.gtfs_schedule import read_feed, read_shapes, read_stops, read_tables
 from urbandp.errors import InputDataError
-from urbandp.records.gtfs_schedule import read_feed, read_shapes, read_stops, read_tables
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "urbandp"
 FEED = Path(__file__).resolve().parents[2] / "fixtures" / "gtfs-mini-schedule"
@@ -21,7 +21,7 @@ def test_only_the_gtfs_readers_open_zip_files() -> None:
     openers = sorted(
         str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if re.search(r"\bzipfile\b", p.read_text("utf-8"))
     )
-    assert openers == ["records/gtfs_realtime.py", "records/gtfs_schedule.py"]
+    assert openers == ["_records/gtfs_realtime.py", "_records/gtfs_schedule.py"]
 
 
 def test_a_zip_with_the_feed_in_one_folder_reads_as_the_folder(tmp_path: Path) -> None:

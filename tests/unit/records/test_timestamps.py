@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from urbandp._records.validation import ValidationOptions, classify_timestamps
 from urbandp.errors import InputError
-from urbandp.fleet.pipeline import NoValidRecords, date_window, load_records
-from urbandp.records.validation import ValidationOptions, classify_timestamps
+from urbandp.fleet._pipeline import NoValidRecords, date_window, load_records
 
 HEADER = "vehicle_id,timestamp,speed,latitude,longitude\n"
 T0 = dt.datetime(2016, 11, 24, 9, 0, tzinfo=dt.UTC)
@@ -118,7 +118,7 @@ def test_implausible_timestamps_get_their_own_reason_and_leave_the_window_alone(
     assert q.height == 1
     assert q["reason"][0] == "implausible_timestamp"
     assert q["timestamp_raw"][0] == stamp  # the raw text is kept
-    from urbandp.fleet.config import HatReleaseConfig
+    from urbandp.fleet._options import HatReleaseConfig
 
     start, end, derived = date_window(HatReleaseConfig(epsilon_per_day=1.0), loaded.clean_lazy)
     assert (start, end, derived) == (dt.date(2016, 11, 24), dt.date(2016, 11, 24), True)

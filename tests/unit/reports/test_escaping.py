@@ -17,8 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
-from urbandp.fleet.map_page import methodology_html, write_release_map
-from urbandp.reports.map import MapHeader, write_hat_map
+from urbandp._reports.map import MapHeader, write_hat_map
+from urbandp.fleet._map_page import methodology_html, write_release_map
 
 SCRIPT = "</script><script>alert(1)</script>"
 IMG = "<img src=x onerror=alert`1`>"  # no "/" and no parentheses: a valid file name and a legend's "(unit)"

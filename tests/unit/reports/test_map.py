@@ -23,8 +23,7 @@ import pytest
 from PIL import Image
 from tile_server import TILE, TileServer
 
-from urbandp.errors import InputError
-from urbandp.reports.map import (
+from urbandp._reports.map import (
     CLAMPED,
     OFF,
     VALUE,
@@ -37,6 +36,7 @@ from urbandp.reports.map import (
     read_context,
     write_hat_map,
 )
+from urbandp.errors import InputError
 
 SLOTS = [f"{h:02d}:00-{h + 1:02d}:00" for h in range(9, 21)]
 CENTRE = "8742d9d69ffffff"  # Surat, resolution 7
@@ -263,7 +263,7 @@ def test_domain_outline_behind_the_released_cells(tmp_path: Path) -> None:
 def test_a_large_domain_is_outlined_from_its_compacted_cover(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import urbandp.reports.map as map_module
+    import urbandp._reports.map as map_module
 
     parent = pl.DataFrame({"c": [CENTRE]}).select(plh3.cell_to_parent("c", 6))["c"][0]
     children = pl.DataFrame({"c": [parent]}).select(plh3.cell_to_children("c", 7)).explode("c")["c"].to_list()
@@ -355,7 +355,7 @@ def test_the_map_reads_a_feed_as_the_domain_does_within_its_caps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One GTFS reader: a pipe is refused unopened (it would block), a table over the row cap unparsed."""
-    from urbandp.records import gtfs_schedule
+    from urbandp._records import gtfs_schedule
 
     fifo = tmp_path / "pipe.zip"
     os.mkfifo(fifo)

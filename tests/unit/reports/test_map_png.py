@@ -10,8 +10,8 @@ import polars as pl
 import polars_h3 as plh3
 from PIL import Image
 
-from urbandp.reports.map import MapHeader
-from urbandp.reports.map_png import ROUTE_GREY, context_lines, write_slot_pngs
+from urbandp._reports.map import MapHeader
+from urbandp._reports.map_png import ROUTE_GREY, context_lines, write_slot_pngs
 
 GTFS = Path(__file__).parents[2] / "fixtures" / "gtfs-surat-mini"
 CENTRE = "8742d9d69ffffff"  # Surat, resolution 7 (the fixture feed's routes cross it)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from urbandp._outputs import MARKER, atomic_output_dir, dumps_strict, output_policy, owner_dir_for
 from urbandp.errors import InputError
-from urbandp.outputs import MARKER, atomic_output_dir, dumps_strict, output_policy, owner_dir_for
 
 
 def test_success_replaces_old_output_whole(tmp_path: Path) -> None:

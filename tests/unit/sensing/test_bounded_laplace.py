@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.sensing.bounded_laplace import (
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
+from urbandp.sensing._bounded_laplace import (
     LATTICE_EXPONENT,
     BoundedLaplace,
     actual_epsilon,

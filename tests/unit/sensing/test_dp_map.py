@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.errors import BudgetExceededError, InputError
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.sensing.bounded_laplace import LATTICE_EXPONENT, holohan_scale, lattice_epsilon
-from urbandp.sensing.dp_map_mechanism import _release_dp_map, fit_for_release, rmse_vs_epsilon
-from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.readings import Readings
+from urbandp.sensing._bounded_laplace import LATTICE_EXPONENT, holohan_scale, lattice_epsilon
+from urbandp.sensing._dp_map_mechanism import _release_dp_map, fit_for_release, rmse_vs_epsilon
+from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._readings import Readings
 
 EXACT = ExactNoiseForTesting(acknowledge_not_private=True)
 
@@ -84,7 +84,7 @@ def test_plan_prices_the_release_before_noise() -> None:
     bound with probability (1 - exp(-1/20)) / 2."""
     import math
 
-    from urbandp.sensing.dp_map_mechanism import plan_dp_map
+    from urbandp.sensing._dp_map_mechanism import plan_dp_map
 
     plan = plan_dp_map(3, 169, 0.05)
     assert plan.scale == pytest.approx(20.0, rel=1e-9)
@@ -100,8 +100,8 @@ def test_plan_prices_the_release_before_noise() -> None:
 
 @pytest.mark.parametrize("epsilon", [1e-300, 1e-6, 1e-3])
 def test_meaningless_epsilon_refused_without_running_the_calibration(epsilon: float) -> None:
-    from urbandp.sensing.bounded_laplace import check_meaningful
-    from urbandp.sensing.dp_map_mechanism import plan_dp_map
+    from urbandp.sensing._bounded_laplace import check_meaningful
+    from urbandp.sensing._dp_map_mechanism import plan_dp_map
 
     with pytest.raises(ValueError, match="practically uniform"):
         check_meaningful(epsilon, 1.0, 0.0, 1.0)
@@ -114,7 +114,7 @@ def test_unbounded_work_is_refused_before_the_composition() -> None:
     """A year of one-minute windows over 235,000 cells: refused at once (the limit on the sampler's draws), not
     after composing W x G = 1.2e11 cells (that allocated 213 GiB: MemoryError, exit 70 on the command line)."""
     from urbandp.errors import InvalidParameterError
-    from urbandp.sensing.dp_map_mechanism import plan_dp_map
+    from urbandp.sensing._dp_map_mechanism import plan_dp_map
 
     with pytest.raises(
         InvalidParameterError, match=r"^525600 windows x 235000 cells need about 3\.91e\+11 noise"
@@ -125,7 +125,7 @@ def test_unbounded_work_is_refused_before_the_composition() -> None:
 def test_public_windows_cover_the_interval_including_empty_ones() -> None:
     import numpy as np
 
-    from urbandp.sensing.dp_map_mechanism import public_windows
+    from urbandp.sensing._dp_map_mechanism import public_windows
 
     w = public_windows(np.datetime64("2024-01-15T08:30"), np.datetime64("2024-01-15T11:00"), 60)
     assert [str(x) for x in w] == ["2024-01-15T08:30", "2024-01-15T09:30", "2024-01-15T10:30"]

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 import urbandp as ud
 from urbandp.cli import app
 from urbandp.errors import InputDataError, InputError, InvalidParameterError, flag_of
-from urbandp.sensing.dp_map_mechanism import plan_dp_map, public_windows
-from urbandp.sensing.options import (
+from urbandp.sensing._dp_map_mechanism import plan_dp_map, public_windows
+from urbandp.sensing._options import (
     DpMapOptions,
     InterpolateOptions,
     PmMapOptions,
@@ -29,8 +29,8 @@ from urbandp.sensing.options import (
     parse_window,
     resolve_unit,
 )
-from urbandp.sensing.pm_map_mechanism import plan_pm_map
-from urbandp.sensing.synth import write_synth_readings
+from urbandp.sensing._pm_map_mechanism import plan_pm_map
+from urbandp.sensing._synth import write_synth_readings
 
 RUN = CliRunner()
 BOX = (22.49, 88.32, 22.60, 88.44)

@@ -7,7 +7,7 @@ import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
-from urbandp.sensing.gp import (
+from urbandp.sensing._gp import (
     Bounds,
     ExactGP,
     Hyperparameters,
@@ -18,7 +18,7 @@ from urbandp.sensing.gp import (
     profiled_log_marginal_likelihood,
     sgpr_bound,
 )
-from urbandp.sensing.kernels import distances
+from urbandp.sensing._kernels import distances
 
 
 def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

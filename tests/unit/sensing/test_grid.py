@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urbandp import geodesy
-from urbandp.sensing.grid import SquareGrid
+from urbandp import _geodesy as geodesy
+from urbandp.sensing._grid import SquareGrid
 
 
 def _box(lat_c: float, lon_c: float, half_m: float) -> tuple[float, float, float, float]:
@@ -28,7 +28,7 @@ def _box(lat_c: float, lon_c: float, half_m: float) -> tuple[float, float, float
 
 
 CITY_BOXES = {"Kolkata 22.6N": _box(22.57, 88.36, 25_000.0), "Oslo 59.9N": _box(59.91, 10.75, 25_000.0)}
-"""50 km by 50 km boxes: the city-sized boxes of the projection choice (urbandp.geodesy's docstring)."""
+"""50 km by 50 km boxes: the city-sized boxes of the projection choice (urbandp._geodesy's docstring)."""
 
 
 def _grid() -> SquareGrid:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolation import KM, cross_validate, idw_predict, interpolate_windows
-from urbandp.sensing.leakage import leakage
-from urbandp.sensing.readings import Readings
+from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._interpolation import KM, cross_validate, idw_predict, interpolate_windows
+from urbandp.sensing._leakage import leakage
+from urbandp.sensing._readings import Readings
 
 
 def _route_readings(n: int = 120, seed: int = 0) -> Readings:

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.errors import InputError
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolation import KM
-from urbandp.sensing.pm_map_mechanism import (
+from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._interpolation import KM
+from urbandp.sensing._pm_map_mechanism import (
     cell_aggregates,
     cell_means,
     measure_pm_map,
@@ -20,7 +20,7 @@ from urbandp.sensing.pm_map_mechanism import (
     smooth_window,
     window_means,
 )
-from urbandp.sensing.readings import Readings
+from urbandp.sensing._readings import Readings
 
 BBOX = (22.50, 88.30, 22.52, 88.32)  # about 2.2 x 2.1 km: 9 cells of 800 m
 
@@ -118,7 +118,7 @@ def test_noise_is_drawn_on_every_cell_including_empty_ones() -> None:
 def test_truncation_keeps_at_most_m_per_vehicle_window_by_time_only() -> None:
     """At most M readings per vehicle-window, chosen from their times (and vehicle) only, whatever the input
     order; the stability under removing one reading is measured in test_pm_map_reading_loss."""
-    from urbandp.sensing.pm_map_mechanism import truncate_vehicle_windows
+    from urbandp.sensing._pm_map_mechanism import truncate_vehicle_windows
 
     t = np.datetime64("2024-01-15T08:00") + np.arange(13).astype("timedelta64[m]")
     vehicle = np.array(["a"] * 10 + ["b"] * 3)
@@ -137,8 +137,8 @@ def test_truncation_keeps_at_most_m_per_vehicle_window_by_time_only() -> None:
 def test_vehicle_window_plan_scales_the_noise_with_m_and_states_vehicle_losses() -> None:
     """The sensitivities are M and M C/2 (L1, a unit's M readings spread over its window's cells): at epsilon 2
     and M = 10 the scales are 10 and 1250; a vehicle pays k x 2 a day and W x 2 over the release."""
-    from urbandp.sensing.pm_map_mechanism import vehicle_losses
-    from urbandp.sensing.readings import windows_per_day
+    from urbandp.sensing._pm_map_mechanism import vehicle_losses
+    from urbandp.sensing._readings import windows_per_day
 
     plan = plan_pm_map(2.0, 250.0, 10, "vehicle-window")
     assert plan.count_sensitivity == 10.0 and plan.sum_sensitivity == 1250.0

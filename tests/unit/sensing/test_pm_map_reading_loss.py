@@ -9,9 +9,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.pm_map_mechanism import cell_aggregates, plan_pm_map, truncate_vehicle_windows
-from urbandp.sensing.readings import Readings
+from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._pm_map_mechanism import cell_aggregates, plan_pm_map, truncate_vehicle_windows
+from urbandp.sensing._readings import Readings
 
 BBOX = (22.50, 88.30, 22.60, 88.40)  # 11 km square: 100 cells of 1.1 km
 WINDOW = np.array([np.datetime64("2024-01-15T08:00")])

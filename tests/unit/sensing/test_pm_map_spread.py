@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbandp.privacy.noise import OpenDPNoise
-from urbandp.sensing.grid import SquareGrid
-from urbandp.sensing.interpolation import KM
-from urbandp.sensing.pm_map_mechanism import (
+from urbandp._privacy.noise import OpenDPNoise
+from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._interpolation import KM
+from urbandp.sensing._pm_map_mechanism import (
     between_variance,
     cell_aggregates,
     cell_means,
@@ -18,7 +18,7 @@ from urbandp.sensing.pm_map_mechanism import (
     shrink,
     smooth_window,
 )
-from urbandp.sensing.readings import Readings
+from urbandp.sensing._readings import Readings
 
 BOX = (22.50, 88.30, 22.59, 88.40)  # about 10 x 10 km: 100 cells of 1 km
 

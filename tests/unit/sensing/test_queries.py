@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbandp.privacy.mechanisms import laplace_scale
-from urbandp.privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
-from urbandp.sensing.queries import (
+from urbandp._privacy.mechanisms import laplace_scale
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
+from urbandp.sensing._queries import (
     average,
     clamp_sigma2,
     count_above,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from urbandp.errors import InputError
-from urbandp.sensing.readings import read_readings, window_starts
+from urbandp.sensing._readings import read_readings, window_starts
 
 
 def test_kolkata_format_and_quarantine(tmp_path: Path) -> None:

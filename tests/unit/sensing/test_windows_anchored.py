@@ -11,8 +11,8 @@ import pytest
 
 import urbandp as ud
 from urbandp.errors import InputError
-from urbandp.sensing.options import window_length
-from urbandp.sensing.readings import window_starts
+from urbandp.sensing._options import window_length
+from urbandp.sensing._readings import window_starts
 
 BBOX = (22.50, 88.30, 22.52, 88.32)
 
@@ -76,7 +76,7 @@ def test_dp_map_windows_start_at_start_and_hold_their_readings(tmp_path: Path) -
 
     import polars as pl
 
-    from urbandp.sensing.synth import write_synth_readings
+    from urbandp.sensing._synth import write_synth_readings
 
     path = write_synth_readings(tmp_path / "s.csv", 600, 4, 3, 3)
     times = pl.read_csv(path)["time"].str.to_datetime().to_numpy().astype("datetime64[m]")

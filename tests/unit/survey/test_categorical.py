@@ -7,7 +7,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from urbandp.survey.categorical import Declared, decode, validate
+from urbandp.survey._categorical import Declared, decode, validate
 
 
 def test_validate_reasons_and_aliases() -> None:
@@ -40,8 +40,8 @@ def test_validate_reasons_and_aliases() -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.integers(2, 40), st.floats(0.05, 0.95), st.lists(st.integers(0, 1000), min_size=1, max_size=200))
 def test_randomize_codes_stays_in_declared_range(k: int, prob: float, raw: list[int]) -> None:
-    from urbandp.survey.randomized_response import randomize_codes
-    from urbandp.survey.sampling import OSRandomBits
+    from urbandp.survey._randomized_response import randomize_codes
+    from urbandp.survey._sampling import OSRandomBits
 
     codes = np.array(raw) % k
     out = randomize_codes(codes, k, prob, OSRandomBits())

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from urbandp.errors import InvalidParameterError
-from urbandp.survey import randomized_response as rr
-from urbandp.survey import ssd
-from urbandp.survey import trips as tr
+from urbandp.survey import _randomized_response as rr
+from urbandp.survey import _ssd as ssd
+from urbandp.survey import _trips as tr
 
 
 @pytest.mark.parametrize("k", [2, 3, 14, 361])

@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from urbandp.survey import escape, locations, ssd, trips
+from urbandp.survey import _escape as escape
+from urbandp.survey import _locations as locations
+from urbandp.survey import _ssd as ssd
+from urbandp.survey import _trips as trips
 
 
 def test_planar_laplace_radius_is_gamma2_and_angle_uniform() -> None:

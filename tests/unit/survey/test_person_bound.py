@@ -17,10 +17,10 @@ import polars as pl
 import pytest
 
 import urbandp as ud
+from urbandp._privacy.noise import ExactNoiseForTesting
 from urbandp.errors import InvalidParameterError
-from urbandp.privacy.noise import ExactNoiseForTesting
-from urbandp.survey.locations import BoundingBox
-from urbandp.survey.trips import keep_per_person, od_epsilon, od_estimate, per_person_epsilon
+from urbandp.survey._locations import BoundingBox
+from urbandp.survey._trips import keep_per_person, od_epsilon, od_estimate, per_person_epsilon
 
 
 def _exact() -> ud.Session:
@@ -154,7 +154,7 @@ def test_clamping_into_the_box_can_lengthen_a_distance() -> None:
 
 
 def test_perturb_trajectories_keeps_at_most_k_trips_per_person(tmp_path: Path) -> None:
-    from urbandp.survey.synth import write_survey
+    from urbandp.survey._synth import write_survey
 
     write_survey(tmp_path, households=10, seed=0)
     points = pl.read_csv(tmp_path / "trajectories.csv").with_columns(

@@ -13,8 +13,8 @@ import opendp.prelude as dp
 import pytest
 from scipy import stats
 
-from urbandp.survey import randomized_response as rr
-from urbandp.survey.sampling import OpenDPBits, OSRandomBits
+from urbandp.survey import _randomized_response as rr
+from urbandp.survey._sampling import OpenDPBits, OSRandomBits
 
 dp.enable_features("contrib")
 

@@ -1,4 +1,4 @@
-"""The synthetic survey's trajectories step 100 m on the WGS 84 ellipsoid (urbandp.geodesy), not by a
+"""The synthetic survey's trajectories step 100 m on the WGS 84 ellipsoid (urbandp._geodesy), not by a
 metres-per-degree constant (issue 32)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbandp.geodesy import WGS84
-from urbandp.survey.synth import TRAJECTORY_STEP_M, write_survey
+from urbandp._geodesy import WGS84
+from urbandp.survey._synth import TRAJECTORY_STEP_M, write_survey
 
 ROUNDING_M = 0.14
 """Both endpoints are rounded to 1e-6 degrees: at most 0.5e-6 deg x (111.2 km north, 78.9 km east per degree near

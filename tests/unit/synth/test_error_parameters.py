@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from urbandp.cli_support import _cli_names
+from urbandp._cli_support import _cli_names
+from urbandp._synth import cli
+from urbandp._synth.fleet import FleetSpec, generate_fleet
 from urbandp.errors import InvalidParameterError
-from urbandp.synth import cli
-from urbandp.synth.fleet import FleetSpec, generate_fleet
 
 BASE = {"vehicles": 2, "days": 1, "seed": 0}
 

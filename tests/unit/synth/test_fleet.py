@@ -11,9 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from urbandp.errors import InputError
-from urbandp.synth.cli import app
-from urbandp.synth.fleet import (
+from urbandp._synth.cli import app
+from urbandp._synth.fleet import (
     DIRTY_KINDS,
     ITMS_COLUMNS,
     FleetSpec,
@@ -21,6 +20,7 @@ from urbandp.synth.fleet import (
     write_fleet,
     write_fleet_days,
 )
+from urbandp.errors import InputError
 
 SCHEMA = {
     "id": pl.String,

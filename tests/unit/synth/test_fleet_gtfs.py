@@ -12,8 +12,8 @@ import polars_h3 as plh3
 import pytest
 from urbandp_process import assert_refused, run_urbandp
 
-from urbandp.fleet.domain import PublicDomain, domain_from_gtfs
-from urbandp.synth.fleet import STOP_SPACING_KM, FleetSpec, generate_fleet, write_fleet_gtfs
+from urbandp._synth.fleet import STOP_SPACING_KM, FleetSpec, generate_fleet, write_fleet_gtfs
+from urbandp.fleet._domain_files import PublicDomain, domain_from_gtfs
 
 FILES = ("agency.txt", "calendar.txt", "routes.txt", "shapes.txt", "stop_times.txt", "stops.txt", "trips.txt")
 VEHICLES, DAYS, SEED = 100, 2, 1

@@ -1,0 +1,177 @@
+"""``--config FILE.toml`` for the release commands of the counts, survey and sensing wings.
+
+The fleet's ``urbandp release`` reads its own ``[release]``, ``[input]`` and ``[columns]`` tables
+(:func:`urbandp.fleet._options_input.read_toml`). The other wings' release commands share this one mechanism, Click's
+``default_map`` (Typer's own copy of Click): an eager ``--config`` callback reads the command's table and hands it to Click as the defaults
+of the command's options, so a value from the file is converted and checked by exactly the code that checks the
+flag (Click's type, then the command's own validation), and a flag typed on the command line wins over the file.
+
+The file holds one table per command, named after it: ``[counts.release]``, ``[survey.randomize]``,
+``[sensing.dp-map]`` (:data:`urbandp._config_tables.CONFIG_TABLES`; the Python API reads the same file there). A table's keys are the options' flags without the leading dashes,
+with underscores (``--keep-probability`` is ``keep_probability``; a dashed key is read alike). One file may hold
+the tables of several commands; each command reads only its own and refuses a file without it, so a file written
+for one command is never half-applied to another.
+
+Left on the command line (:data:`COMMAND_LINE_ONLY`): the input, ``--out``, and the switches that authorise
+something or change what the run does (``--overwrite``, ``--allow-meaningless-epsilon``, ``--dry-run``).
+
+An unknown table or key, a value of the wrong TOML type, or one Click refuses is one line naming the file and the
+key, exit 2 (:class:`ConfigError`). As for the fleet, privacy.json does not record the file: the release's
+``spec_sha256`` is that of the resolved options, equal to the flag-driven release's; a survey release's
+``command`` (and the budget store's command line) keeps the ``--config`` path as typed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer import _click
+from typer.core import TyperOption
+
+from urbandp._config_tables import CONFIG_TABLES, read_document
+from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, flag_of
+
+CONFIG_NAMES = "urbandp.config_names"
+"""``ctx.meta`` key: parameter name -> how an error names a value read from the file (``epsilon in cfg.toml
+[counts.release]``); :func:`urbandp._cli_support.cli_guard` uses it when the value did come from the file."""
+
+COMMAND_LINE_ONLY = frozenset({"config", "out", "overwrite", "allow_meaningless_epsilon", "dry_run", "help"})
+"""Options a config file cannot set: the output target and the switches that authorise or change the run."""
+
+CONFIG_HELP = "TOML file whose [{table}] table sets this command's options by flag name, e.g. epsilon = 1; flags typed here win (default: none)."
+
+
+class ConfigError(_click.exceptions.ClickException):
+    """An unusable ``--config`` file: one ``urbandp: error:`` line, exit 2 (printed by :func:`urbandp.cli.main`)."""
+
+    exit_code = EXIT_UNUSABLE_INPUT
+
+
+def toml_key(param: _click.core.Parameter) -> str | None:
+    """The key of an option in its command's table: its long flag without dashes, ``-`` as ``_``; None for an
+    argument or an option left to the command line."""
+    if not isinstance(param, TyperOption) or param.name in COMMAND_LINE_ONLY:
+        return None
+    long = [o for o in param.opts if o.startswith("--")]
+    return long[0][2:].replace("-", "_") if long else None
+
+
+def config_keys(command: _click.core.Command) -> dict[str, TyperOption]:
+    """Every key a command's table may hold -> the option it sets."""
+    return {key: p for p in command.params if isinstance(p, TyperOption) and (key := toml_key(p)) is not None}
+
+
+def config_option(table: str) -> Any:
+    """The ``--config`` option of the command whose table is ``table`` (one of :data:`CONFIG_TABLES`)."""
+    if table not in CONFIG_TABLES:
+        raise ValueError(f"{table} is not in CONFIG_TABLES")
+
+    def load(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+        if value is None or ctx.resilient_parsing:
+            return value
+        path = Path(value)
+        ctx.default_map = {**(ctx.default_map or {}), **read_config(path, table, ctx)}
+        return path
+
+    return typer.Option(
+        None,
+        "--config",
+        is_eager=True,
+        callback=load,
+        help=CONFIG_HELP.format(table=table),
+        show_default=False,
+    )
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    """The TOML document at ``path``; a missing, unreadable or malformed file is a :class:`ConfigError`."""
+    try:
+        return read_document(path)
+    except InputDataError as err:  # the library's reader, its message naming the flag
+        raise ConfigError(err.naming(flag_of)) from None
+
+
+def _hint(word: str, choices: list[str], form: str) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {form.format(close[0])}?)" if close else ""
+
+
+def command_table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any]:
+    """The command's table of a parsed file; top-level keys and unknown tables are refused."""
+    known = {t.split(".")[0] for t in CONFIG_TABLES}
+    for group, value in data.items():
+        if not isinstance(value, dict):
+            raise ConfigError(
+                f"--config {path}: key '{group}' is outside a table; put the options in a [{table}] table"
+            )
+        if group not in known:
+            raise ConfigError(
+                f"--config {path}: unknown table [{group}]" + _hint(group, sorted(known), "[{}]")
+            )
+        for name in value:
+            if f"{group}.{name}" not in CONFIG_TABLES:
+                ours = [t.split(".", 1)[1] for t in CONFIG_TABLES if t.startswith(group + ".")]
+                hint = _hint(name, ours, "[" + group + ".{}]")
+                raise ConfigError(f"--config {path}: unknown table [{group}.{name}]{hint}")
+    group, name = table.split(".", 1)
+    section = data.get(group, {}).get(name)
+    if section is None:
+        raise ConfigError(f"--config {path} has no [{table}] table")
+    if not isinstance(section, dict):
+        raise ConfigError(f"--config {path}: [{table}] must be a table of options")
+    return section
+
+
+def _kind(param: TyperOption) -> tuple[tuple[type, ...], str]:
+    """The TOML value types an option takes, and how to say it."""
+    annotation = param.type_descriptor.annotation
+    if param.is_flag or annotation is bool:
+        return (bool,), "true or false"
+    if annotation is int:
+        return (int,), "a whole number"
+    if annotation is float:
+        return (int, float), "a number"
+    return (str,), "a string"
+
+
+def check_value(key: str, value: object, param: TyperOption, ctx: _click.Context, where: str) -> object:
+    """``value`` for ``param`` if it has the option's TOML type and Typer's coercion takes it (the coercion a
+    typed flag goes through); else a :class:`ConfigError` naming ``where`` (the file and table) and the key.
+
+    The TOML type is checked first because the coercion is lenient for text typed on a command line: it would
+    read ``window_minutes = "60"`` as 60 and ``consistent = "yes"`` as true. A TOML date or date-time given to a
+    text option (``start = 2023-09-15``) is passed on as its ISO text, as the fleet's ``[release]`` reads it."""
+    types, said = _kind(param)
+    if str in types and isinstance(value, (dt.date, dt.datetime, dt.time)):
+        value = value.isoformat()
+    items = value if param.multiple and isinstance(value, list) else [value]
+    for item in items:
+        if (isinstance(item, bool) and bool not in types) or not isinstance(item, types):
+            raise ConfigError(f"{where}: {key} = {item!r} is not {said}")
+    try:
+        param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+    except _click.exceptions.BadParameter as err:
+        raise ConfigError(f"{where}: {key} = {value!r}: {err.format_message()}") from None
+    return value
+
+
+def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object]:
+    """The ``default_map`` of the command run in ``ctx`` from ``[table]`` of ``path``: parameter name -> value."""
+    section = command_table(_parse(path), table, path)
+    keys = config_keys(ctx.command)
+    where = f"--config {path} [{table}]"
+    found: dict[str, object] = {}
+    for key, value in section.items():
+        param = keys.get(key.replace("-", "_"))
+        if param is None or param.name is None:
+            flag = "--" + key.replace("_", "-")
+            if any(flag in p.opts for p in ctx.command.params):
+                raise ConfigError(f"{where}: {key} is set on the command line only ({flag})")
+            raise ConfigError(f"{where}: unknown key '{key}'" + _hint(key, sorted(keys), "'{}'"))
+        found[param.name] = check_value(key, value, param, ctx, where)
+        ctx.meta.setdefault(CONFIG_NAMES, {})[param.name] = f"{key} in {path} [{table}]"
+    return found

@@ -1,0 +1,257 @@
+"""One TOML file of release options, read alike by the command line and the Python API.
+
+A file holds one table per release command, named after it (:data:`CONFIG_TABLES`): ``[counts.release]``,
+``[survey.randomize]``, ``[sensing.dp-map]``. A table's keys are the options' names: the flags without the
+leading dashes, with underscores (``--keep-probability`` is ``keep_probability``), which are also the keywords
+of the Python API. ``urbandp <wing> <command> --config FILE`` reads it through Click (:mod:`urbandp._cli_config`);
+``ud.counts.release(data, config=FILE)`` and the other API functions read it here (:func:`takes_config`).
+
+In both, a value given directly wins over the file (a flag typed; a keyword passed), the file's values go
+through the same checks as the given ones, and an error about a value read from the file names the file's key
+(``epsilon in cfg.toml [counts.release] must be > 0``), not the flag or the keyword.
+
+Left to the caller (never read from a file, as on the command line): the data, ``out``, ``overwrite``, the
+``session``; a file's ``budget_store`` and ``dataset`` keys (which the CLI reads) must agree with the session
+passed, so that a file written for the command line is never half-applied in Python.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import functools
+import inspect
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from urbandp.errors import InputDataError, InputError, InvalidParameterError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+CONFIG_TABLES: tuple[str, ...] = (
+    "counts.release",
+    "survey.randomize",
+    "survey.perturb-points",
+    "survey.od-randomize",
+    "survey.perturb-trajectories",
+    "sensing.dp-map",
+    "sensing.pm-map",
+    "sensing.query",
+)
+"""The release commands that take a config file, by table name (group.command, as typed on the command line)."""
+
+CALLER_ONLY = frozenset({"data", "grid", "config", "out", "overwrite", "session", "progress", "command_line"})
+"""API keywords a config file cannot set: the data, the output target and the session."""
+
+SESSION_KEYS = {"budget_store": "store", "dataset": "dataset"}
+"""File keys that the command line reads into its budget session -> the :class:`urbandp.Session` attribute."""
+
+
+ALIASES_ATTRIBUTE = "__urbandp_config_aliases__"
+
+
+class _Required:
+    """The default of a keyword that a call must give, by keyword or from its config file."""
+
+    def __repr__(self) -> str:
+        return "<required: a keyword or a config key>"
+
+
+REQUIRED: Any = _Required()
+"""Default of a required keyword of a :func:`takes_config` function: a type checker lets ``f(data, config=FILE)``
+leave it out, and the call is refused in one line naming it when neither the keyword nor the file gives it."""
+
+
+def in_file(path: Path, table: str | None) -> Callable[[str], str]:
+    """How an error names a value read from the config file: ``speed_max in cfg.toml [release]``."""
+    return lambda key: f"{key} in {path}" + (f" [{table}]" if table else "")
+
+
+def named_in_file(err: InputError, path: Path | None, table: str | None, keys: Collection[str]) -> InputError:
+    """``err`` with each of its parameters whose value came from the file (``keys``) named as the file's key
+    (:meth:`~urbandp.errors.InputError.renamed`); the others stay parameters for the caller (a flag at the CLI)."""
+    if path is None:
+        return err
+    name = in_file(path, table)
+    return err.renamed(lambda p: name(p) if p in keys else None)
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """The TOML document at ``path``; a missing, unreadable or malformed file is refused in one line."""
+    if not path.is_file():
+        raise InputDataError(f"config {path}: not found", parameters="config")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise InputDataError(f"config {path}: not TOML ({err})", parameters="config") from None
+    except OSError as err:
+        raise InputDataError(
+            f"config {path}: cannot be read ({err.strerror or err})", parameters="config"
+        ) from None
+
+
+def table_of(data: Mapping[str, Any], table: str, path: Path) -> dict[str, Any]:
+    """``[table]`` of a parsed file, as a dict; a file without it, or one that is not a table, is refused."""
+    group, name = table.split(".", 1)
+    outer = data.get(group)
+    section = outer.get(name) if isinstance(outer, dict) else None
+    if section is None:
+        raise InputDataError(f"config {path} has no [{table}] table")
+    if not isinstance(section, dict):
+        raise InputDataError(f"config {path}: [{table}] must be a table of options")
+    return dict(section)
+
+
+def _hint(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _runtime_types(fn: Callable[..., object]) -> dict[str, tuple[Any, ...]]:
+    """Parameter -> the runtime types its annotation allows (one imported only for the type checker: any)."""
+    found: dict[str, tuple[Any, ...]] = {}
+    for name, param in inspect.signature(fn).parameters.items():
+        holder = type(
+            "_Annotation", (), {"__annotations__": {name: param.annotation}, "__module__": fn.__module__}
+        )
+        try:
+            hint = typing.get_type_hints(holder).get(name, Any)
+        except (NameError, TypeError):
+            hint = Any
+        found[name] = _flatten(hint)
+    return found
+
+
+def _flatten(hint: Any) -> tuple[Any, ...]:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(t for arg in typing.get_args(hint) for t in _flatten(arg))
+    return (hint,)
+
+
+def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
+    """(accepted, value as the keyword takes it) for a TOML value and a keyword's runtime types.
+
+    A TOML date is given as its ISO text where text is taken; a list where a tuple is; a comma list of numbers
+    (``bbox = "30.1,-97.9,30.5,-97.6"``, as the flag takes it) where only a tuple of numbers is."""
+    if Any in allowed:
+        return True, value
+    origins = {typing.get_origin(t) or t for t in allowed}
+    if isinstance(value, bool):
+        return bool in origins, value
+    if isinstance(value, int) and (int in origins or float in origins):
+        return True, value
+    if isinstance(value, float):
+        return float in origins, value
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        if isinstance(value, dt.date) and dt.date in origins:
+            return True, value
+        return str in origins, value.isoformat()
+    if isinstance(value, str):
+        if str in origins or Path in origins:
+            return True, value
+        if tuple in origins:
+            try:
+                return True, tuple(float(part) for part in value.split(","))
+            except ValueError:
+                return False, value
+        return False, value
+    if isinstance(value, list):
+        return tuple in origins or list in origins, tuple(value) if tuple in origins else value
+    return False, value
+
+
+def read_options(
+    path: Path, table: str, fn: Callable[..., object], aliases: Mapping[str, str], session: object
+) -> dict[str, tuple[str, object]]:
+    """``[table]`` of ``path`` as ``fn``'s keywords: keyword -> (the file's key, value). Unknown keys, values of
+    the wrong type and keys the caller sets (the data, ``out``, the session) are refused, naming file and key."""
+    where = f"{path} [{table}]"
+    allowed = _runtime_types(fn)
+    settable = sorted(set(allowed) - CALLER_ONLY)
+    found: dict[str, tuple[str, object]] = {}
+    for key, value in table_of(read_document(path), table, path).items():
+        name = key.replace("-", "_")
+        name = aliases.get(name, name)
+        if name in SESSION_KEYS:
+            _check_session_key(key, value, SESSION_KEYS[name], session, where)
+            continue
+        if name in CALLER_ONLY or name not in allowed:
+            said = "is set by the caller, not a config file" if name in CALLER_ONLY else "is not an option"
+            raise InvalidParameterError(f"{key} in {where} {said}" + _hint(name, settable))
+        ok, converted = _convert(value, allowed[name])
+        if not ok:
+            raise InvalidParameterError(
+                f"{key} in {where} = {value!r} is not a value {fn.__name__}'s {name} takes"
+            )
+        found[name] = (key, converted)
+    return found
+
+
+def _check_session_key(key: str, value: object, attribute: str, session: object, where: str) -> None:
+    """A file's ``budget_store`` or ``dataset`` must be what the session passed holds (the CLI charges them)."""
+    held = getattr(session, attribute, None) if session is not None else None
+    if session is None or held != str(value):
+        raise InvalidParameterError(
+            f"{key} in {where} = {value!r}: in Python the budget store is charged through "
+            f"session=urbandp.Session(store=..., dataset=...); pass a session whose {attribute} is {str(value)!r}"
+        )
+
+
+def takes_config(
+    table: str, aliases: Mapping[str, str] | None = None
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Give an API release function the keyword ``config``: a TOML file whose ``[table]`` sets its options.
+
+    Keywords passed win over the file; an :class:`InputError` about a value from the file names the file's key.
+    ``aliases``: a file key -> the keyword, where the command line's flag cannot be a Python keyword
+    (``from`` -> ``origin``)."""
+    if table not in CONFIG_TABLES:
+        raise ValueError(f"{table} is not in CONFIG_TABLES")
+    names = dict(aliases or {})
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        required = [n for n, p in inspect.signature(fn).parameters.items() if p.default is REQUIRED]
+
+        @functools.wraps(fn)
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            path = kwargs.pop("config", None)
+            if path is None:
+                _check_required(fn.__name__, required, kwargs, None)
+                return fn(*args, **kwargs)
+            read = read_options(Path(str(path)), table, fn, names, kwargs.get("session"))
+            key_in = in_file(Path(str(path)), table)
+            from_file = {name: key_in(key) for name, (key, _) in read.items() if name not in kwargs}
+            merged: dict[str, Any] = {name: value for name, (_, value) in read.items()}
+            merged.update(kwargs)
+            _check_required(fn.__name__, required, merged, f"{path} [{table}]")
+            try:
+                return fn(*args, **merged)
+            except InputError as err:
+                raise err.renamed(from_file.get) from None
+
+        setattr(call, ALIASES_ATTRIBUTE, dict(names))
+        return call
+
+    return decorate
+
+
+def _check_required(
+    function: str, required: list[str], given: Mapping[str, object], where: str | None
+) -> None:
+    missing = [name for name in required if given.get(name, REQUIRED) is REQUIRED]
+    if missing:
+        them, keywords = ("it", "a keyword") if len(missing) == 1 else ("them", "keywords")
+        source = f"as {keywords} or in {where}" if where else f"as {keywords} (or in a config file, config=)"
+        raise InvalidParameterError(
+            f"{function} needs {', '.join(missing)}: give {them} {source}", parameters=missing
+        )
+
+
+def key_aliases(fn: Callable[..., object]) -> dict[str, str]:
+    """The file keys that a :func:`takes_config` function reads under another keyword (``id`` -> ``id_column``)."""
+    return dict(getattr(fn, ALIASES_ATTRIBUTE, {}))

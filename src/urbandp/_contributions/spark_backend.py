@@ -1,0 +1,622 @@
+"""Apache Spark backend for the record-level stage: when a city's records outgrow one machine.
+
+Everything that touches every record runs on Spark executors: reading (CSV, JSON Lines, JSON, Parquet, the ITMS
+nested ``location.coordinates`` included), validation, the H3 cell, the window, duplicate detection and the
+per (cell, slot, day, vehicle) aggregation of ITMS report IV A-D. Only the contributions table (one row per
+vehicle-HAT-day, see :mod:`urbandp._contributions.base`) and a few counts come back to the driver; the quarantine is
+written by Spark as Parquet.
+
+Equality with the Polars engine is by construction where it can be: each Arrow batch is turned into the canonical
+record columns and validated by the very Polars functions the in-process pipeline uses
+(:func:`urbandp._records.validation.validate`, :func:`urbandp._contributions.polars_backend.window_filter`,
+:func:`urbandp._grid.h3cells.cell_expr`: polars-h3, vectorised, inside ``mapInArrow``), so the quarantine reasons
+cannot drift. Only the genuinely global steps are Spark operators:
+
+* duplicates: among the valid records inside the window, the copy of a (vehicle, timestamp) kept is the first in
+  input order (file, then row), the rule of :func:`urbandp._records.validation.later_duplicates`. Input order is
+  read from Spark's file metadata: (file, byte offset of the split, position inside the split), which orders
+  rows exactly as (file, row) does; a ``min_by`` aggregation picks the first copy (a hash aggregation, no sort);
+* the aggregation (count, mean of speeds clipped to [0, U], max; the clipped speeds in input order when asked).
+
+The aggregation is exact and splits over partitions; only the floating-point summation order of the mean differs
+from Polars (the means agree to about 1e-15 relative).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+import polars as pl
+import pyarrow as pa
+
+from urbandp._contributions.base import CONTRIBUTION_SCHEMA, ContributionSpec
+from urbandp._contributions.polars_backend import window_filter
+from urbandp._contributions.spark_session import get_spark
+from urbandp._grid.h3cells import cell_expr
+from urbandp._records.readers import SUFFIXES, _as_float, _coordinate_pair, expand_inputs, input_kind
+from urbandp._records.schema import ColumnMapping
+from urbandp._records.timezones import check_parquet_instants
+from urbandp._records.validation import QUARANTINE_COLUMNS, REASONS, ValidationOptions, validate
+from urbandp.errors import InputError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame as SparkFrame
+    from pyspark.sql import SparkSession
+
+#: reason code of a valid record outside the date/hour window (counted, never a statistic, not quarantined)
+OUTSIDE = 100
+#: reason code of a later duplicate: the last of :data:`REASONS` (codes 1.. are REASONS in order)
+DUPLICATE = len(REASONS)
+CORRUPT = "_corrupt_record"
+
+# What each Arrow batch becomes. ``kind`` 1 rows are per-batch counts per (file, split, reason); ``kind`` 0 rows
+# are the valid records inside the window (with their H3 cell, slot and day) and the rejected ones (with their raw
+# values for the quarantine). Records outside the window are only counted.
+MARKED = pa.schema(
+    [
+        ("kind", pa.int8()),
+        ("source", pa.int32()),
+        ("block", pa.int64()),
+        ("ordinal", pa.int64()),
+        ("okey", pa.int64()),
+        ("reason", pa.int16()),
+        ("n", pa.int64()),
+        ("vehicle", pa.string()),
+        ("timestamp", pa.timestamp("us")),
+        ("cell", pa.int64()),
+        ("slot", pa.int16()),
+        ("day", pa.date32()),
+        ("speed", pa.float64()),
+        ("timestamp_raw", pa.string()),
+        ("latitude", pa.float64()),
+        ("longitude", pa.float64()),
+        ("speed_raw", pa.float64()),
+    ]
+)
+MARKED_DDL = (
+    "kind tinyint, source int, block bigint, ordinal bigint, okey bigint, reason smallint, n bigint, vehicle string, "
+    "timestamp timestamp_ntz, cell bigint, slot smallint, day date, speed double, timestamp_raw string, "
+    "latitude double, longitude double, speed_raw double"
+)
+
+
+def _local_path(uri: str) -> str:
+    """The file system path of a ``file:`` URI as Spark reports it (other schemes are kept whole)."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme in ("", "file") else uri
+
+
+def _arrow_batches(frame: pl.DataFrame) -> Iterator[pa.RecordBatch]:
+    """``frame`` (already in :data:`MARKED`'s column order) as Arrow batches of exactly that schema."""
+    table = frame.to_arrow().cast(MARKED)
+    yield from table.to_batches()
+
+
+@dataclass(frozen=True)
+class RecordKeyer:
+    """The per-batch function run inside ``mapInArrow``: canonical columns -> validation -> window -> H3 cell.
+
+    ``files`` are the resolved input paths in input order (their index is ``source``); ``corrupt`` names Spark's
+    corrupt-record column (a JSON line that does not parse), when the input has one.
+    """
+
+    files: tuple[str, ...]
+    mapping: ColumnMapping
+    options: ValidationOptions
+    window: ContributionSpec
+    corrupt: str | None = None
+    columns: tuple[str, ...] = ()  # the input's column names; batches arrive with them as __c0, __c1, ...
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        index = {f: i for i, f in enumerate(self.files)}
+        seen: dict[tuple[int, int], int] = {}  # rows already passed per (file, split) in this partition
+        for rb in batches:
+            if rb.num_rows:
+                frame = pl.from_arrow(rb)
+                assert isinstance(frame, pl.DataFrame)
+                frame = frame.rename({f"__c{i}": c for i, c in enumerate(self.columns)})
+                yield from _arrow_batches(self.mark(frame, index, seen))
+
+    def canonical(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The raw canonical columns of :func:`urbandp._records.readers.scan_records`, from one batch."""
+        schema, m = frame.schema, self.mapping
+        if m.coordinates:
+            lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
+        else:
+            assert m.latitude is not None and m.longitude is not None
+            lat = _as_float(pl.col(m.latitude), schema[m.latitude])
+            lon = _as_float(pl.col(m.longitude), schema[m.longitude])
+        ts_dtype = schema[m.timestamp]
+        ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
+        ok = pl.col(self.corrupt).is_null() if self.corrupt else pl.lit(True)
+        return frame.select(
+            pl.col("source"),
+            pl.col("block"),
+            pl.col("ordinal"),
+            pl.col("okey"),
+            ok.alias("record_ok"),
+            pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
+            ts.alias("timestamp_raw"),
+            lat.alias("latitude"),
+            lon.alias("longitude"),
+            _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+        )
+
+    def mark(
+        self, frame: pl.DataFrame, index: dict[str, int], seen: dict[tuple[int, int], int]
+    ) -> pl.DataFrame:
+        names = {f: index[_local_path(f)] for f in frame["__file"].unique().to_list()}
+        frame = frame.with_columns(
+            pl.col("__file").replace_strict(names, return_dtype=pl.Int32).alias("source"),
+            pl.col("__block").cast(pl.Int64).alias("block"),
+        )
+        if "__row" in frame.columns:  # Parquet: Spark knows each row's index in its file
+            frame = frame.with_columns(
+                pl.lit(0, pl.Int64).alias("block"), pl.col("__row").cast(pl.Int64).alias("ordinal")
+            )
+            return self.checked(frame, pl.col("ordinal"))
+        # position inside the split: rows of one split arrive in file order, split after split
+        keys = frame.group_by("source", "block", maintain_order=True).len()
+        base = pl.DataFrame(
+            {
+                "source": keys["source"],
+                "block": keys["block"],
+                "_base": [seen.get((s, b), 0) for s, b in zip(keys["source"], keys["block"], strict=True)],
+            }
+        )
+        for s, b, n in keys.iter_rows():
+            seen[(s, b)] = seen.get((s, b), 0) + n
+        frame = frame.with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int64).over("source", "block").alias("_pos")
+        )
+        frame = frame.join(base, on=["source", "block"], how="left").with_columns(
+            (pl.col("_base") + pl.col("_pos")).alias("ordinal")
+        )
+        # text: a row takes at least one byte, so split start + position grows with the row inside a file
+        return self.checked(frame, pl.col("block") + pl.col("ordinal"))
+
+    def checked(self, frame: pl.DataFrame, position: pl.Expr) -> pl.DataFrame:
+        """Validate, window and key one batch that carries ``source``, ``block`` and ``ordinal``.
+
+        ``okey`` (file index x 2^44 + ``position``) orders records as (file, row) does, in one integer: the
+        duplicate rule's "first copy" is then a fixed-width ``min_by``, which Spark aggregates by hashing.
+        """
+        frame = frame.with_columns(((pl.col("source").cast(pl.Int64) * (1 << 44)) + position).alias("okey"))
+        checked = validate(self.canonical(frame).lazy(), self.options)
+        inside = window_filter(self.window).fill_null(False)
+        reason = (
+            pl.when((pl.col("reason_code") == 0) & ~inside)
+            .then(pl.lit(OUTSIDE, pl.Int16))
+            .otherwise(pl.col("reason_code").cast(pl.Int16))
+        )
+        rows = checked.with_columns(reason.alias("reason")).collect()
+        counts = rows.group_by("source", "block", "reason").agg(pl.len().cast(pl.Int64).alias("n"))
+        ts = pl.col("timestamp")
+        keys = [
+            pl.lit(0, pl.Int8).alias("kind"),
+            pl.col("source", "block", "ordinal", "okey", "reason", "vehicle", "timestamp"),
+        ]
+        valid = rows.filter(pl.col("reason") == 0).select(
+            *keys,
+            cell_expr(self.window.resolution).cast(pl.Int64).alias("cell"),
+            self.window.slots.slot_expr(ts).alias("slot"),
+            ts.dt.date().alias("day"),
+            "speed",
+        )
+        rejected = rows.filter((pl.col("reason") > 0) & (pl.col("reason") != OUTSIDE)).select(
+            *keys,
+            pl.col("timestamp_raw").cast(pl.String),
+            "latitude",
+            "longitude",
+            "speed_raw",
+        )
+        summary = counts.with_columns(pl.lit(1, pl.Int8).alias("kind"))
+        out = pl.concat([valid, rejected, summary], how="diagonal_relaxed")
+        return out.select(
+            [out[name] if name in out.columns else pl.lit(None).alias(name) for name in MARKED.names]
+        )
+
+
+def _spark_errors() -> tuple[type[BaseException], ...]:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    return (PySparkException, Py4JJavaError)
+
+
+def _input_error(err: BaseException) -> InputError:
+    text = str(err).strip().splitlines()
+    first = next((line for line in text if line.strip()), type(err).__name__)
+    return InputError(f"engine spark: cannot read input: {first[:300]}", parameters="engine")
+
+
+def _groups(files: list[Path]) -> list[tuple[str, list[int]]]:
+    """Files read by one Spark reader each: CSV grouped by header line, Parquet by schema, JSON by kind.
+
+    Spark reads the files of one reader with one schema (CSV columns even by position), while Polars reads each
+    file with its own header; grouping keeps the two equal. Groups come in order of their first file.
+    """
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, path in enumerate(files):
+        kind = SUFFIXES[path.suffix.lower()]
+        key = ""
+        try:
+            if kind == "csv":
+                with path.open(encoding="utf-8", errors="replace") as handle:
+                    key = handle.readline().strip()
+            elif kind == "parquet":
+                import pyarrow.parquet as pq
+
+                key = ",".join(pq.read_schema(path).names)
+        except (OSError, pa.ArrowException) as err:
+            raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+        groups.setdefault((kind, key), []).append(i)
+    return [(kind, idx) for (kind, _), idx in groups.items()]
+
+
+def _read(spark: SparkSession, kind: str, paths: list[str]) -> SparkFrame:
+    reader = spark.read
+    if kind == "csv":
+        # all columns as text (as Polars reads them), RFC 4180 quotes ("" inside a quoted field)
+        return reader.options(header=True, inferSchema=False, escape='"', mode="PERMISSIVE").csv(paths)
+    if kind in ("jsonl", "json"):
+        return reader.options(
+            mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT, multiLine=kind == "json"
+        ).json(paths)
+    return reader.parquet(*paths)
+
+
+def _narrow(sdf: SparkFrame, name: str) -> Any:
+    """Column ``name``; of a nested ITMS location only its ``coordinates`` list (what the validation reads)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    column = F.col(f"`{name}`")
+    dtype = sdf.schema[name].dataType
+    if isinstance(dtype, StructType) and "coordinates" in dtype.fieldNames():
+        return column.getField("coordinates")
+    return column
+
+
+def _to_polars(frame: SparkFrame) -> pl.DataFrame:
+    """Collect a (small) Spark result to the driver through Arrow."""
+    to_arrow = getattr(frame, "toArrow", None)
+    if to_arrow is not None:  # PySpark 4
+        out = pl.from_arrow(to_arrow())
+    else:  # PySpark 3.5
+        out = pl.from_pandas(frame.toPandas())
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
+def _aggregate(kept: SparkFrame, spec: ContributionSpec) -> SparkFrame:
+    """Per (cell, slot, day, vehicle): n_records, mean of speeds clipped to [0, U], max speed (ITMS IV C, D)."""
+    from pyspark.sql import functions as F
+
+    clipped = F.least(F.greatest(F.col("speed"), F.lit(0.0)), F.lit(float(spec.speed_max)))
+    aggs = [
+        F.count(F.lit(1)).alias("n_records"),
+        F.avg(clipped).alias("mean_speed"),
+        F.max("speed").alias("max_speed"),
+    ]
+    if "dups" in kept.columns:
+        aggs.append(F.sum("dups").alias("dups"))
+    if spec.keep_speeds:  # in input order, as Polars lists them
+        aggs.append(F.array_sort(F.collect_list(F.struct(F.col("o"), clipped.alias("v")))).alias("_s"))
+    out = kept.groupBy("cell", "slot", "day", "vehicle").agg(*aggs)
+    if spec.keep_speeds:
+        out = out.withColumn("speeds", F.transform("_s", lambda x: x["v"])).drop("_s")
+    return out
+
+
+def _typed(contrib: pl.DataFrame, keep_speeds: bool) -> pl.DataFrame:
+    cols = [pl.col(c).cast(t) for c, t in CONTRIBUTION_SCHEMA.items()]
+    if keep_speeds:
+        cols.append(pl.col("speeds").cast(pl.List(pl.Float64)))
+    return contrib.select(cols).sort("cell", "slot", "day", "vehicle")
+
+
+@dataclass
+class SparkLoad:
+    """What the Spark record-level stage hands back to the driver: counts, the contributions, the quarantine path."""
+
+    contributions: pl.DataFrame
+    records_in: int
+    reasons: dict[str, int]
+    records_outside_window: int
+    files: list[Path]
+    mapping: ColumnMapping
+    quarantine_parquet: Path
+
+    @property
+    def records_quarantined(self) -> int:
+        return sum(self.reasons.values())
+
+
+class SparkBackend:
+    """The record-level stage on Apache Spark (``--engine spark``); ``master`` defaults to ``local[*]``."""
+
+    name = "spark"
+
+    def __init__(self, master: str | None = None, scratch: Path | None = None) -> None:
+        self.master = master
+        self.scratch = scratch
+
+    @property
+    def spark(self) -> SparkSession:
+        return get_spark(self.master)
+
+    def contributions(
+        self, records: pl.DataFrame | pl.LazyFrame | Any, spec: ContributionSpec
+    ) -> pl.DataFrame:
+        """The :class:`ContributionBackend` seam: canonical valid records (``vehicle``, ``timestamp``, ``latitude``,
+        ``longitude``, ``speed``; a Polars frame or a Spark DataFrame) -> contributions computed on Spark.
+
+        Like the Polars backend this neither validates nor removes duplicates; :meth:`load` does the whole stage.
+        """
+        from pyspark.sql import functions as F
+
+        frame: Any = records
+        if isinstance(records, (pl.DataFrame, pl.LazyFrame)):
+            cols = records.lazy().select("vehicle", "timestamp", "latitude", "longitude", "speed").collect()
+            table = cols.to_arrow().cast(
+                pa.schema(
+                    [
+                        ("vehicle", pa.string()),
+                        ("timestamp", pa.timestamp("us")),
+                        ("latitude", pa.float64()),
+                        ("longitude", pa.float64()),
+                        ("speed", pa.float64()),
+                    ]
+                )
+            )
+            spark = self.spark
+            frame = spark.createDataFrame(table if spark.version >= "4" else table.to_pandas())
+        keyed = frame.mapInArrow(
+            _KeyOnly(spec), "vehicle string, cell bigint, slot smallint, day date, speed double"
+        ).withColumn("o", F.lit(0))
+        return _typed(_to_polars(_aggregate(keyed, spec)), spec.keep_speeds)
+
+    def load(
+        self,
+        paths: list[Path],
+        columns: dict[str, str] | None = None,
+        options: ValidationOptions | None = None,
+        window: ContributionSpec | None = None,
+    ) -> SparkLoad:
+        """Read, validate, window, key, de-duplicate and aggregate every input file on Spark.
+
+        ``window`` is the release's window (its dates may be open: then the release derives them from the data).
+        Raises :class:`InputError` for unusable input, as :func:`urbandp.fleet._pipeline.load_records` does.
+        """
+        spark = self.spark  # first: says plainly when PySpark or Java is missing
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        files = expand_inputs(list(paths))
+        if any(input_kind(f) == "gtfs-realtime" for f in files):
+            raise InputError(
+                "engine spark reads CSV, JSON, JSON Lines and Parquet; GTFS-realtime snapshots are read by the "
+                "default engine",
+                parameters="engine",
+            )
+        options = options or ValidationOptions()
+        # a zone-aware timestamp column needs the release's zone, as on the default engine
+        check_parquet_instants([f for f in files if input_kind(f) == "parquet"], columns, options.timezone)
+        if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
+            options = dataclasses.replace(options, latest_plausible=options.plausible_until)
+        window = window or ContributionSpec()
+        resolved = tuple(str(f.resolve()) for f in files)
+        parts = []
+        first_mapping: ColumnMapping | None = None
+        errors = _spark_errors()
+        try:
+            for kind, idx in _groups(files):
+                sdf = _read(spark, kind, [resolved[i] for i in idx])
+                names = [c for c in sdf.columns if c != CORRUPT]
+                mapping = ColumnMapping.resolve(names, columns)
+                first_mapping = first_mapping or mapping
+                corrupt = CORRUPT if CORRUPT in sdf.columns else None
+                # only the mapped columns cross from the JVM to Python (the transfer is the costliest step)
+                used = [
+                    c
+                    for c in dict.fromkeys(
+                        [
+                            mapping.vehicle,
+                            mapping.timestamp,
+                            mapping.speed,
+                            mapping.latitude,
+                            mapping.longitude,
+                            mapping.coordinates,
+                            corrupt,
+                        ]
+                    )
+                    if c is not None
+                ]
+                keyer = RecordKeyer(resolved, mapping, options, window, corrupt, tuple(used))
+                # columns by position (names such as "location.coordinates" would be read as struct paths)
+                meta = sdf.select(
+                    *[_narrow(sdf, c).alias(f"__c{i}") for i, c in enumerate(used)],
+                    F.col("_metadata.file_path").alias("__file"),
+                    F.col("_metadata.file_block_start").alias("__block"),
+                    *([F.col("_metadata.row_index").alias("__row")] if kind == "parquet" else []),
+                )
+                parts.append(meta.mapInArrow(keyer, MARKED_DDL))
+        except errors as err:
+            raise _input_error(err) from None
+        assert first_mapping is not None
+        marked = reduce(lambda a, b: a.unionByName(b), parts).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            try:
+                return self._finish(marked, files, first_mapping, window)
+            except errors as err:
+                raise _input_error(err) from None
+        finally:
+            marked.unpersist()
+
+    def _finish(
+        self, marked: SparkFrame, files: list[Path], mapping: ColumnMapping, window: ContributionSpec
+    ) -> SparkLoad:
+        """One collect (counts, contributions, the first copy of each duplicated record), then the quarantine."""
+        from pyspark.sql import functions as F
+
+        valid = marked.filter((F.col("kind") == 0) & (F.col("reason") == 0))
+        okey = F.col("okey")
+        copies = valid.groupBy("vehicle", "timestamp").agg(
+            F.count(F.lit(1)).alias("copies"),
+            F.min(okey).alias("o"),
+            *(F.min_by(c, okey).alias(c) for c in ("cell", "slot", "day", "speed")),
+        )
+        kept = copies.select(
+            "vehicle", (F.col("copies") - 1).alias("dups"), "cell", "slot", "day", "speed", "o"
+        )
+        stats_part = (
+            marked.filter(F.col("kind") == 1).groupBy("source", "block", "reason").agg(F.sum("n").alias("n"))
+        )
+        firsts_part = copies.filter(F.col("copies") > 1).select(
+            "vehicle", "timestamp", F.col("o").alias("first")
+        )
+        # three small results in one job: the aggregation of `copies` is shared (Spark reuses the exchange)
+        parts = [_aggregate(kept, window), stats_part, firsts_part]
+        tagged = [p.withColumn("_part", F.lit(i)) for i, p in enumerate(parts)]
+        got = _to_polars(reduce(lambda x, y: x.unionByName(y, allowMissingColumns=True), tagged))
+        collected = got.filter(pl.col("_part") == 0)
+        stats = got.filter(pl.col("_part") == 1).select("source", "block", "reason", "n")
+        firsts = got.filter(pl.col("_part") == 2).select("vehicle", "timestamp", "first")
+        records_in = int(stats["n"].sum()) if stats.height else 0
+        if records_in == 0:
+            raise InputError("input holds no records")
+        by_reason = dict(stats.group_by("reason").agg(pl.col("n").sum()).iter_rows())
+        duplicates = int(collected["dups"].sum()) if collected.height else 0
+        contributions = _typed(collected, window.keep_speeds)
+        reasons = {r: int(by_reason.get(code, 0)) for code, r in enumerate(REASONS, start=1)}
+        reasons["duplicate"] = duplicates
+        path = self._write_quarantine(marked, valid, firsts, stats, files)
+        return SparkLoad(
+            contributions=contributions,
+            records_in=records_in,
+            reasons=reasons,
+            records_outside_window=int(by_reason.get(OUTSIDE, 0)),
+            files=files,
+            mapping=mapping,
+            quarantine_parquet=path,
+        )
+
+    def _write_quarantine(
+        self,
+        marked: SparkFrame,
+        valid: SparkFrame,
+        firsts: pl.DataFrame,
+        stats: pl.DataFrame,
+        files: list[Path],
+    ) -> Path:
+        """Rejected rows and later duplicates, with their reason and 1-based row in their file, as Parquet.
+
+        ``firsts`` (collected: one row per duplicated (vehicle, timestamp)) is broadcast to find the later copies
+        among the cached valid records without a shuffle.
+        """
+        from pyspark.sql import functions as F
+
+        spark = self.spark
+        rejected = marked.filter((F.col("kind") == 0) & (F.col("reason") > 0)).select(
+            "source",
+            "block",
+            "ordinal",
+            "okey",
+            "reason",
+            "vehicle",
+            "timestamp_raw",
+            "latitude",
+            "longitude",
+            "speed_raw",
+        )
+        if firsts.height:
+            firsts_sdf = spark.createDataFrame(
+                firsts.to_pandas(), "vehicle string, timestamp timestamp_ntz, first bigint"
+            )
+            later = F.col("okey") > F.col("first")
+            dups = (
+                valid.join(F.broadcast(firsts_sdf), ["vehicle", "timestamp"])
+                .filter(later)
+                .select(
+                    "source", "block", "ordinal", "okey", F.lit(DUPLICATE).cast("smallint").alias("reason"), "vehicle",
+                    F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss").alias("timestamp_raw"),
+                    F.lit(None).cast("double").alias("latitude"), F.lit(None).cast("double").alias("longitude"),
+                    F.col("speed").alias("speed_raw"),
+                )
+            )  # fmt: skip
+            rejected = rejected.unionByName(dups)
+        # rows before each split: the splits of a file in byte order, their sizes from the per-batch counts
+        sizes = stats.group_by("source", "block").agg(pl.col("n").sum()).sort("source", "block")
+        offsets = sizes.with_columns(
+            (pl.col("n").cum_sum().over("source") - pl.col("n")).alias("offset")
+        ).select(
+            pl.col("source").cast(pl.Int32), pl.col("block").cast(pl.Int64), pl.col("offset").cast(pl.Int64)
+        )
+        offsets_sdf = spark.createDataFrame(offsets.to_pandas(), "source int, block bigint, offset bigint")
+        names = F.array(*[F.lit(f.name) for f in files])
+        reason_names = F.array(*[F.lit(r) for r in REASONS])
+        quarantine = (
+            rejected.join(F.broadcast(offsets_sdf), ["source", "block"])
+            .select(
+                F.col("source").alias("_s"),
+                F.element_at(names, F.col("source") + 1).alias("source"),
+                (F.col("offset") + F.col("ordinal") + 1).alias("row"),
+                F.element_at(reason_names, F.col("reason").cast("int")).alias("reason"),
+                *QUARANTINE_COLUMNS[3:],
+            )
+            .sortWithinPartitions(
+                "_s", "row"
+            )  # no global sort (a sampling job): readers sort if they need to
+            .drop("_s")
+        )
+        root = self.scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
+        path = Path(root) / f"urbandp-quarantine-{uuid.uuid4().hex[:12]}.parquet"
+        quarantine.write.mode("overwrite").parquet(str(path))
+        return path
+
+
+@dataclass(frozen=True)
+class _KeyOnly:
+    """Batch function for :meth:`SparkBackend.contributions`: the window, then H3 cell, slot and day."""
+
+    spec: ContributionSpec
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        schema = pa.schema(
+            [
+                ("vehicle", pa.string()),
+                ("cell", pa.int64()),
+                ("slot", pa.int16()),
+                ("day", pa.date32()),
+                ("speed", pa.float64()),
+            ]
+        )
+        for rb in batches:
+            frame = pl.from_arrow(rb)
+            assert isinstance(frame, pl.DataFrame)
+            dtype = frame.schema["timestamp"]
+            ts = pl.col("timestamp")
+            if isinstance(dtype, pl.Datetime) and dtype.time_zone:  # Spark's session zone is UTC
+                ts = ts.dt.replace_time_zone(None)
+            out = (
+                frame.with_columns(ts.cast(pl.Datetime("us")))
+                .filter(window_filter(self.spec).fill_null(False))
+                .select(
+                    pl.col("vehicle").cast(pl.String),
+                    cell_expr(self.spec.resolution).cast(pl.Int64).alias("cell"),
+                    self.spec.slots.slot_expr(pl.col("timestamp")).alias("slot"),
+                    pl.col("timestamp").dt.date().alias("day"),
+                    pl.col("speed").cast(pl.Float64),
+                )
+            )
+            yield from out.to_arrow().cast(schema).to_batches()

@@ -1,0 +1,223 @@
+"""The count-table release's per-event stage on Apache Spark (``urbandp counts release --engine spark``).
+
+Same result as :func:`urbandp.counts._aggregate.joint_from_events`: each Arrow batch is parsed and placed in the
+public domain by the same Polars code (timestamp to local wall-clock time, day and time bin, the ``_index_rows``
+lookup of day, tap, (mode, location) and bin, with the same quarantine reasons), then the global step, card-day
+bounding, runs as Spark window functions: a card's first ``k`` taps of a day, then at most ``m`` of them per
+cell, "first" in (timestamp, input order), the order :mod:`urbandp.counts._aggregate` sorts by. This truncation is
+the stable transformation that the sensitivities of :mod:`urbandp.counts._units` assume. Only the non-zero cells
+of the joint (index, count) come back to the driver; the quarantine is written by Spark as Parquet.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from urbandp._contributions.spark_backend import _input_error, _spark_errors, _to_polars
+from urbandp._contributions.spark_session import get_spark
+from urbandp.counts._aggregate import EVENT_COLUMNS, JointCounts, _index_rows
+from urbandp.counts._domain import CountDomain
+from urbandp.counts._sparse import SparseJoint
+from urbandp.counts._units import PrivacyUnit
+from urbandp.errors import InputError
+
+
+@dataclass
+class SparkJointCounts(JointCounts):
+    """:class:`JointCounts` whose quarantine stays on Spark's side: written as Parquet, counted per reason here."""
+
+    reasons: dict[str, int] = field(default_factory=dict)
+    quarantine_parquet: Path | None = None
+
+    @property
+    def quarantined_rows(self) -> int:
+        return sum(self.reasons.values())
+
+
+def _schema(n_columns: int) -> pa.Schema:
+    fields = [
+        ("kind", pa.int8()),
+        ("block", pa.int64()),
+        ("ordinal", pa.int64()),
+        ("n", pa.int64()),
+        ("card", pa.string()),
+        ("day", pa.string()),
+        ("ts", pa.timestamp("us")),
+        ("cell", pa.int64()),
+        ("reason", pa.string()),
+    ]
+    return pa.schema(fields + [(f"__c{i}", pa.string()) for i in range(n_columns)])
+
+
+def _ddl(n_columns: int) -> str:
+    return (
+        "kind tinyint, block bigint, ordinal bigint, n bigint, card string, day string, ts timestamp_ntz, "
+        "cell bigint, reason string" + "".join(f", __c{i} string" for i in range(n_columns))
+    )
+
+
+@dataclass(frozen=True)
+class EventKeyer:
+    """Per-batch function inside ``mapInArrow``: the row-wise part of ``joint_from_events`` on one batch."""
+
+    columns: tuple[str, ...]
+    domain: CountDomain
+    unit: PrivacyUnit
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        seen: dict[tuple[str, int], int] = {}
+        schema = _schema(len(self.columns))
+        for rb in batches:
+            if rb.num_rows:
+                frame = pl.from_arrow(rb)
+                assert isinstance(frame, pl.DataFrame)
+                yield from self.key(frame, seen).to_arrow().cast(schema).to_batches()
+
+    def key(self, frame: pl.DataFrame, seen: dict[tuple[str, int], int]) -> pl.DataFrame:
+        raw = [f"__c{i}" for i in range(len(self.columns))]
+        keys = frame.group_by("__file", "__block", maintain_order=True).len()
+        base = keys.with_columns(
+            pl.Series(
+                "_base", [seen.get((f, b), 0) for f, b in zip(keys["__file"], keys["__block"], strict=True)]
+            )
+        ).drop("len")
+        for f, b, n in keys.iter_rows():
+            seen[(f, b)] = seen.get((f, b), 0) + n
+        frame = (
+            frame.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("__file", "__block").alias("_pos"))
+            .join(base, on=["__file", "__block"], how="left")
+            .with_columns(
+                (pl.col("_base") + pl.col("_pos")).alias("ordinal"), pl.col("__block").alias("block")
+            )
+        )
+        df = frame.rename(dict(zip(raw, self.columns, strict=True)))
+        df = df.with_columns(pl.col(c).alias(r) for c, r in zip(self.columns, raw, strict=True))
+        ts = pl.col("timestamp")
+        if df.schema["timestamp"] == pl.String:  # as joint_from_events: local wall-clock time, offset dropped
+            ts = (
+                ts.str.strip_chars()
+                .str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "")
+                .str.to_datetime(strict=False, time_unit="us")
+            )
+        df = df.with_columns(_ts=ts)
+        if df.schema["_ts"] != pl.Datetime("us"):
+            df = df.with_columns(pl.col("_ts").dt.replace_time_zone(None).cast(pl.Datetime("us")))
+        minutes = pl.col("_ts").dt.hour().cast(pl.Int64) * 60 + pl.col("_ts").dt.minute().cast(pl.Int64)
+        df = df.with_columns(
+            day=pl.col("_ts").dt.date().cast(pl.String),
+            bin_idx=minutes // self.domain.bin_minutes,
+            _bad=pl.when(pl.any_horizontal([pl.col(c).is_null() for c in EVENT_COLUMNS]))
+            .then(pl.lit("missing value"))
+            .when(pl.col("_ts").is_null())
+            .then(pl.lit("unparsable timestamp")),
+        )
+        if self.unit.kind == "card-day":
+            df = df.with_columns(
+                _bad=pl.when(pl.col("_bad").is_null() & pl.col("card_id").is_null())
+                .then(pl.lit("missing card_id"))
+                .otherwise(pl.col("_bad"))
+            )
+        good, bad = _index_rows(df, self.domain)
+        card = pl.col("card_id").cast(pl.String) if "card_id" in good.columns else pl.lit(None, pl.String)
+        good_rows = good.select(
+            pl.lit(0, pl.Int8).alias("kind"), "block", "ordinal", card.alias("card"), "day",
+            pl.col("_ts").alias("ts"), "cell",
+        )  # fmt: skip
+        bad_rows = bad.select(
+            pl.lit(0, pl.Int8).alias("kind"),
+            "block",
+            "ordinal",
+            "reason",
+            *(pl.col(r).cast(pl.String) for r in raw),
+        )
+        summary = pl.DataFrame({"kind": [1], "n": [frame.height]}, schema={"kind": pl.Int8, "n": pl.Int64})
+        out = pl.concat([good_rows, bad_rows, summary], how="diagonal_relaxed")
+        names = _schema(len(self.columns)).names
+        return out.select([pl.col(n) if n in out.columns else pl.lit(None).alias(n) for n in names])
+
+
+def joint_from_events_spark(
+    path: Path, domain: CountDomain, unit: PrivacyUnit, master: str | None = None, scratch: Path | None = None
+) -> SparkJointCounts:
+    """Events ``mode, timestamp, tap, location[, card_id]`` (CSV or Parquet) -> sparse joint counts, on Spark."""
+    if not path.is_file():
+        raise InputError(f"input file not found: {path}")
+    spark = get_spark(master)  # first: says plainly when PySpark or Java is missing
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    errors = _spark_errors()
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            sdf = spark.read.parquet(str(path.resolve()))
+        else:
+            sdf = spark.read.options(header=True, inferSchema=False, escape='"').csv(str(path.resolve()))
+        columns = tuple(sdf.columns)
+        needed = EVENT_COLUMNS + (("card_id",) if unit.kind == "card-day" else ())
+        missing = [c for c in needed if c not in columns]
+        if missing:
+            raise InputError(
+                f"event input is missing column(s) {', '.join(missing)} (has {', '.join(columns)})"
+            )
+        meta = sdf.select(
+            *[F.col(f"`{c}`").alias(f"__c{i}") for i, c in enumerate(columns)],
+            F.col("_metadata.file_path").alias("__file"),
+            F.col("_metadata.file_block_start").alias("__block"),
+        )
+        marked = meta.mapInArrow(EventKeyer(columns, domain, unit), _ddl(len(columns)))
+    except errors as err:
+        raise _input_error(err) from None
+    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        try:
+            return _finish(marked, columns, domain, unit, scratch)
+        except errors as err:
+            raise _input_error(err) from None
+    finally:
+        marked.unpersist()
+
+
+def _finish(
+    marked: object, columns: tuple[str, ...], domain: CountDomain, unit: PrivacyUnit, scratch: Path | None
+) -> SparkJointCounts:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    n_input = int(marked.filter(F.col("kind") == 1).agg(F.sum("n")).collect()[0][0] or 0)  # type: ignore[attr-defined]
+    if n_input == 0:
+        raise InputError("input has no rows")
+    rows = marked.filter(F.col("kind") == 0)  # type: ignore[attr-defined]
+    good = rows.filter(F.col("reason").isNull())
+    if unit.kind == "card-day":
+        order = [F.col("ts"), F.col("block"), F.col("ordinal")]
+        per_day = Window.partitionBy("card", "day").orderBy(*order)
+        good = good.withColumn("_r", F.row_number().over(per_day)).filter(F.col("_r") <= unit.max_events)
+        per_cell = Window.partitionBy("card", "day", "cell").orderBy(*order)
+        good = good.withColumn("_c", F.row_number().over(per_cell)).filter(F.col("_c") <= unit.max_per_cell)
+    cells = _to_polars(good.groupBy("cell").agg(F.count(F.lit(1)).alias("w"))).sort("cell")
+    bad = rows.filter(F.col("reason").isNotNull())
+    reasons = {str(r): int(n) for r, n in bad.groupBy("reason").count().collect()}
+    n_good = int(cells["w"].sum()) if cells.height else 0
+    sparse = SparseJoint(
+        domain.shape,
+        cells["cell"].to_numpy().astype(np.int64) if cells.height else np.zeros(0, np.int64),
+        cells["w"].to_numpy().astype(np.int64) if cells.height else np.zeros(0, np.int64),
+    )
+    root = scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
+    out = Path(root) / f"urbandp-quarantine-{uuid.uuid4().hex[:12]}.parquet"
+    bad.orderBy("block", "ordinal").select(
+        *[F.col(f"__c{i}").alias(c) for i, c in enumerate(columns)], "reason"
+    ).write.mode("overwrite").parquet(str(out))
+    n_bad = sum(reasons.values())
+    empty = pl.DataFrame(schema={**{c: pl.String for c in columns}, "reason": pl.String})
+    truncated = n_input - n_bad - n_good if unit.kind == "card-day" else 0
+    return SparkJointCounts(sparse, empty, n_input, truncated, reasons=reasons, quarantine_parquet=out)

@@ -1,0 +1,200 @@
+"""One mechanism type: a noise law at a scale, its privacy loss at a sensitivity, its error, and its draw.
+
+Every additive mechanism of a release implements :class:`Mechanism`:
+
+* ``loss(sensitivity)``: the :class:`~urbandp._privacy.loss.Loss` from OpenDP's privacy map (pure epsilon for
+  Laplace, zCDP rho for Gaussian), rounded outward by OpenDP;
+* ``std`` and ``half_width(level)``: the error a reader of the release should expect;
+* ``draw(values, noise)``: the noisy values, through a :class:`~urbandp._privacy.noise.NoiseSource` (OpenDP's
+  samplers in a release). A release draws only through the :class:`~urbandp._privacy.session.ReleaseCharge`'s source,
+  so the session knows when the first sampler ran;
+* ``describe()``: what privacy.json says of it.
+
+:func:`calibrate` is the one place a scale is found for a target loss: OpenDP's ``binary_search_param`` over the
+same measurement whose map gives the loss, so the stated loss is exactly what the map says for the scale used
+(no hand-written ``nextafter`` loop). Outside this module the protocol is implemented by the thresholds of
+partition selection (:class:`urbandp.fleet._measure_selection.Threshold`: noisy counts kept over a threshold, loss from
+OpenDP's threshold map with a delta) and the bounded Laplace of the sensing maps
+(:class:`urbandp.sensing._bounded_laplace.BoundedLaplace`: loss on its noise lattice).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+import urbandp._privacy.dp_prelude as dp
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.noise import NoiseSource
+
+dp.enable_features("contrib")
+
+Z95 = 1.959963984540054
+"""Two-sided 95% quantile of the standard normal."""
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """An additive noise mechanism at a fixed scale."""
+
+    name: str
+    scale: float
+
+    def loss(self, sensitivity: float) -> Loss: ...
+
+    @property
+    def std(self) -> float: ...
+
+    def half_width(self, level: float = 0.95) -> float: ...
+
+    def draw(self, values: np.ndarray, noise: NoiseSource) -> np.ndarray: ...
+
+    def describe(self) -> dict[str, object]: ...
+
+
+def _measurement(gaussian: bool, discrete: bool, scale: float) -> dp.Measurement:
+    """The scalar OpenDP measurement whose map is the mechanism's loss (absolute distance on one value)."""
+    atom = dp.atom_domain(T="i64") if discrete else dp.atom_domain(T=float, nan=False)
+    metric = dp.absolute_distance(T="i64" if discrete else float)
+    make = dp.m.make_gaussian if gaussian else dp.m.make_laplace
+    return make(atom, metric, float(scale))
+
+
+def _d_in(discrete: bool, sensitivity: float) -> float | int:
+    if discrete:
+        if not float(sensitivity).is_integer():
+            raise ValueError(f"a discrete mechanism needs an integer sensitivity, got {sensitivity}")
+        return int(sensitivity)
+    return float(sensitivity)
+
+
+@dataclass(frozen=True)
+class Laplace:
+    """Laplace noise of scale ``b`` (discrete: two-sided geometric on the integers); pure epsilon = Delta_1 / b."""
+
+    scale: float
+    discrete: bool = False
+
+    @property
+    def name(self) -> str:
+        return "discrete_laplace" if self.discrete else "laplace"
+
+    def loss(self, sensitivity: float) -> Loss:
+        if self.scale <= 0:
+            return Loss.pure(math.inf)
+        return Loss.pure(
+            float(_measurement(False, self.discrete, self.scale).map(_d_in(self.discrete, sensitivity)))
+        )
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(2.0) * self.scale
+
+    def half_width(self, level: float = 0.95) -> float:
+        """``b ln(1 / (1 - level))``: P(|X| > t) = exp(-t / b) for continuous Laplace."""
+        return self.scale * math.log(1.0 / (1.0 - level))
+
+    def draw(self, values: np.ndarray, noise: NoiseSource) -> np.ndarray:
+        return (
+            noise.discrete_laplace(values, self.scale) if self.discrete else noise.laplace(values, self.scale)
+        )
+
+    def describe(self) -> dict[str, object]:
+        return {"mechanism": self.name, "scale": self.scale, "std": self.std}
+
+
+@dataclass(frozen=True)
+class Gaussian:
+    """Gaussian noise of standard deviation ``sigma`` (discrete: Canonne, Kamath, Steinke 2020); zCDP
+    rho = Delta_2^2 / (2 sigma^2) (Bun and Steinke 2016, Prop. 1.6)."""
+
+    scale: float
+    discrete: bool = False
+
+    @property
+    def name(self) -> str:
+        return "discrete_gaussian" if self.discrete else "gaussian"
+
+    def loss(self, sensitivity: float) -> Loss:
+        if self.scale <= 0:
+            return Loss.zcdp(math.inf)
+        return Loss.zcdp(
+            float(_measurement(True, self.discrete, self.scale).map(_d_in(self.discrete, sensitivity)))
+        )
+
+    @property
+    def std(self) -> float:
+        return self.scale
+
+    def half_width(self, level: float = 0.95) -> float:
+        if level == 0.95:
+            return Z95 * self.scale
+        from statistics import NormalDist
+
+        return NormalDist().inv_cdf(0.5 + level / 2) * self.scale
+
+    def draw(self, values: np.ndarray, noise: NoiseSource) -> np.ndarray:
+        return (
+            noise.discrete_gaussian(values, self.scale)
+            if self.discrete
+            else noise.gaussian(values, self.scale)
+        )
+
+    def describe(self) -> dict[str, object]:
+        return {"mechanism": self.name, "scale": self.scale, "std": self.std}
+
+
+def mechanism(kind: str, scale: float, *, discrete: bool = False) -> Laplace | Gaussian:
+    """The mechanism named ``laplace`` or ``gaussian`` at ``scale``."""
+    if kind == "laplace":
+        return Laplace(float(scale), discrete)
+    if kind == "gaussian":
+        return Gaussian(float(scale), discrete)
+    raise ValueError(f"unknown mechanism {kind!r} (laplace or gaussian)")
+
+
+def calibrate(kind: str, sensitivity: float, target: float, *, discrete: bool = False) -> Laplace | Gaussian:
+    """The mechanism of the smallest scale whose OpenDP map gives at most ``target`` at ``sensitivity``.
+
+    ``target`` is epsilon for ``laplace`` and rho for ``gaussian``. One OpenDP ``binary_search_param`` over the
+    very measurement whose map states the loss, so ``calibrate(...).loss(sensitivity)`` never exceeds ``target``.
+    """
+    if not (target > 0 and math.isfinite(target)):
+        raise ValueError(f"the target loss must be finite and > 0, got {target}")
+    if not (sensitivity > 0 and math.isfinite(sensitivity)):
+        raise ValueError(f"the sensitivity must be finite and > 0, got {sensitivity}")
+    gaussian = kind == "gaussian"
+    if kind not in ("laplace", "gaussian"):
+        raise ValueError(f"unknown mechanism {kind!r} (laplace or gaussian)")
+    scale = float(
+        dp.binary_search_param(
+            lambda s: _measurement(gaussian, discrete, s),
+            d_in=_d_in(discrete, sensitivity),
+            d_out=float(target),
+        )
+    )
+    return mechanism(kind, scale, discrete=discrete)
+
+
+def smallest_scale(cost: Callable[[float], float], target: float, guess: float) -> float:
+    """The smallest noise scale whose ``cost`` (an OpenDP privacy map at that scale, decreasing in it) is at most
+    ``target``: OpenDP's ``binary_search`` between ``guess / 2`` and ``2 guess``.
+
+    For costs that are not one measurement's map (a sum of top-K per-HAT maps over several queries, a threshold's
+    epsilon at a fixed threshold): ``guess`` is the analytic scale, which OpenDP's outward rounding misses by ulps.
+    """
+    if not (target > 0 and math.isfinite(target)) or not (guess > 0 and math.isfinite(guess)):
+        raise ValueError(f"the target loss and the guess must be finite and > 0, got {target} and {guess}")
+    return float(dp.binary_search(lambda s: cost(s) <= target, bounds=(guess / 2.0, guess * 2.0), T=float))
+
+
+def laplace_scale(sensitivity: float, epsilon: float) -> float:
+    """Smallest Laplace scale ``b`` whose OpenDP privacy map gives at most ``epsilon`` at ``sensitivity``
+    (:func:`calibrate`, OpenDP's ``binary_search_param``)."""
+    if epsilon <= 0 or not np.isfinite(epsilon):
+        raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
+    return calibrate("laplace", float(sensitivity), float(epsilon)).scale

@@ -1,0 +1,210 @@
+"""GTFS-realtime ``VehiclePositions`` snapshots as records (what agencies' feed archives hold).
+
+An agency's archive is a folder (or a ``.zip``/``.tar``/``.tar.gz``/``.tgz``) of protobuf ``FeedMessage``
+snapshots, one every 10-30 s, each the latest position of every vehicle. The snapshots are parsed with the
+official bindings (``gtfs-realtime-bindings``: ``google.transit.gtfs_realtime_pb2``) and read as one input:
+
+* every entity holding a ``vehicle`` (a ``VehiclePosition``) is one record: the vehicle is ``vehicle.vehicle.id``
+  (``vehicle.vehicle.label`` when the id is empty; none of the two: ``missing_vehicle``), the time is
+  ``vehicle.timestamp`` (the snapshot header's ``timestamp`` when absent) in POSIX seconds, UTC; the position is
+  ``vehicle.position`` (latitude, longitude, WGS 84) and the speed ``vehicle.position.speed``, which the GTFS-realtime
+  reference defines in metres per second: converted here to km/h (x 3.6), so the feed needs no ``--speed-unit``;
+* a vehicle that did not report again between two snapshots repeats the same position with the same timestamp: the
+  records are de-duplicated by (vehicle, timestamp) across the snapshots, the first kept, before validation (a
+  repeat is the same fix, not a ``duplicate`` to quarantine);
+* a snapshot the bindings cannot parse is one record that failed to read (``unparseable_record``), its ``vehicle``
+  column holding ``corrupt GTFS-realtime snapshot <name>: <error>``: quarantined by file, counted, never fatal.
+
+Snapshots are read in name order (archivers name them by time). The frame has the columns of the tolerant
+readers (``__line``, ``__record_ok``), so :func:`urbandp._records.readers.scan_records` maps it like any input.
+"""
+
+from __future__ import annotations
+
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+
+from urbandp.errors import InputError, one_line
+
+KIND = "gtfs-realtime"
+SNAPSHOT_SUFFIX = ".pb"
+ARCHIVE_SUFFIXES = ((".zip",), (".tar",), (".tgz",), (".tar", ".gz"))
+MS_TO_KMH = 3.6
+"""GTFS-realtime ``Position.speed`` is in metres per second (the reference); records carry km/h."""
+
+SCHEMA: dict[str, pl.DataType] = {
+    "vehicle": pl.String(),
+    "timestamp": pl.Datetime("us", "UTC"),
+    "latitude": pl.Float64(),
+    "longitude": pl.Float64(),
+    "speed": pl.Float64(),
+    "__line": pl.UInt32(),
+    "__record_ok": pl.Boolean(),
+}
+
+
+def is_archive(path: Path) -> bool:
+    """Whether ``path`` is named like an archive of snapshots (``.zip``, ``.tar``, ``.tar.gz``, ``.tgz``)."""
+    suffixes = tuple(s.lower() for s in Path(path).suffixes)
+    return any(suffixes[-len(a) :] == a for a in ARCHIVE_SUFFIXES)
+
+
+def is_snapshot_name(name: str) -> bool:
+    """Whether a file or archive member name is a protobuf snapshot (``.pb``)."""
+    return name.lower().endswith(SNAPSHOT_SUFFIX)
+
+
+def folder_snapshots(folder: Path) -> list[Path]:
+    """The ``.pb`` snapshots directly inside ``folder``, in name order."""
+    return sorted(f for f in Path(folder).iterdir() if f.is_file() and is_snapshot_name(f.name))
+
+
+def snapshots(path: Path) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of every snapshot of a ``.pb`` file, a folder or an archive, in name order.
+
+    Raises :class:`InputError` for an archive that cannot be opened or holds no ``.pb`` member.
+    """
+    path = Path(path)
+    if path.is_dir():
+        for f in folder_snapshots(path):
+            yield f.name, f.read_bytes()
+        return
+    if not is_archive(path):
+        yield path.name, path.read_bytes()
+        return
+    found = False
+    try:
+        if path.suffix.lower() == ".zip":
+            with zipfile.ZipFile(path) as archive:
+                for info in sorted(archive.infolist(), key=lambda i: i.filename):
+                    if not info.is_dir() and is_snapshot_name(info.filename):
+                        found = True
+                        yield info.filename, archive.read(info)
+        else:
+            with tarfile.open(path, "r:*") as archive:
+                for member in sorted(archive.getmembers(), key=lambda m: m.name):
+                    handle = archive.extractfile(member) if member.isfile() else None
+                    if handle is not None and is_snapshot_name(member.name):
+                        found = True
+                        yield member.name, handle.read()
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as err:
+        raise InputError(f"cannot read {path}: not a readable archive ({one_line(str(err))})") from None
+    if not found:
+        raise InputError(f"cannot read {path}: no GTFS-realtime snapshot (.pb member) in the archive")
+
+
+class _Columns:
+    """The records being collected, column by column, with the (vehicle, timestamp) pairs already seen."""
+
+    def __init__(self) -> None:
+        self.vehicle: list[str | None] = []
+        self.timestamp: list[int | None] = []
+        self.latitude: list[float | None] = []
+        self.longitude: list[float | None] = []
+        self.speed: list[float | None] = []
+        self.ok: list[bool] = []
+        self.seen: set[tuple[str, int]] = set()
+        self.repeats = 0
+
+    def add(
+        self,
+        vehicle: str | None,
+        timestamp: int | None,
+        position: tuple[float | None, float | None, float | None],
+        ok: bool = True,
+    ) -> None:
+        if ok and vehicle and timestamp is not None:
+            key = (vehicle, timestamp)
+            if key in self.seen:
+                self.repeats += 1
+                return
+            self.seen.add(key)
+        self.vehicle.append(vehicle)
+        self.timestamp.append(timestamp)
+        self.latitude.append(position[0])
+        self.longitude.append(position[1])
+        self.speed.append(position[2])
+        self.ok.append(ok)
+
+    def frame(self) -> pl.DataFrame:
+        n = len(self.ok)
+        seconds = pl.Series("timestamp", self.timestamp, dtype=pl.Int64)
+        return pl.DataFrame(
+            {
+                "vehicle": pl.Series(self.vehicle, dtype=pl.String),
+                "timestamp": pl.from_epoch(seconds, time_unit="s")
+                .cast(pl.Datetime("us"))
+                .dt.replace_time_zone("UTC"),
+                "latitude": pl.Series(self.latitude, dtype=pl.Float64),
+                "longitude": pl.Series(self.longitude, dtype=pl.Float64),
+                "speed": pl.Series(self.speed, dtype=pl.Float64) * MS_TO_KMH,
+                "__line": pl.Series(range(1, n + 1), dtype=pl.UInt32),
+                "__record_ok": pl.Series(self.ok, dtype=pl.Boolean),
+            },
+            schema=SCHEMA,
+        )
+
+
+def _add_snapshot(columns: _Columns, name: str, data: bytes) -> None:
+    """The vehicle positions of one snapshot, or one failed record naming the snapshot when it does not parse."""
+    from google.protobuf.message import DecodeError
+    from google.transit import gtfs_realtime_pb2
+
+    feed = gtfs_realtime_pb2.FeedMessage()
+    try:
+        feed.ParseFromString(data)
+        if not feed.IsInitialized():
+            raise DecodeError("missing required fields: " + ", ".join(feed.FindInitializationErrors()))
+    except (DecodeError, RuntimeError, ValueError) as err:
+        reason = one_line(str(err)) or type(err).__name__
+        columns.add(f"corrupt GTFS-realtime snapshot {name}: {reason}", None, (None, None, None), ok=False)
+        return
+    header_time = int(feed.header.timestamp) if feed.header.HasField("timestamp") else None
+    for entity in feed.entity:
+        if not entity.HasField("vehicle"):
+            continue  # a trip update or an alert: not a position
+        vp = entity.vehicle
+        descriptor = vp.vehicle
+        vehicle = descriptor.id or descriptor.label or None
+        timestamp = int(vp.timestamp) if vp.HasField("timestamp") else header_time
+        if vp.HasField("position"):
+            pos = vp.position
+            speed = float(pos.speed) if pos.HasField("speed") else None
+            columns.add(vehicle, timestamp, (float(pos.latitude), float(pos.longitude), speed))
+        else:
+            columns.add(vehicle, timestamp, (None, None, None))
+
+
+def read_gtfs_realtime(path: Path) -> pl.DataFrame:
+    """Every vehicle position of a snapshot, folder or archive as one frame (see the module docstring).
+
+    Columns: ``vehicle``, ``timestamp`` (UTC), ``latitude``, ``longitude``, ``speed`` (km/h), ``__line`` (the
+    record's number after de-duplication, in reading order) and ``__record_ok`` (false for a corrupt snapshot).
+    """
+    columns = _Columns()
+    n_snapshots = 0
+    for name, data in snapshots(path):
+        n_snapshots += 1
+        _add_snapshot(columns, name, data)
+    if n_snapshots == 0:
+        raise InputError(f"cannot read {path}: no GTFS-realtime snapshot (.pb file) in it")
+    return columns.frame()
+
+
+def check_speed_unit(has_feed: bool, speed_unit: str, speed_unit_since: tuple[object, ...]) -> None:
+    """Refuse a declared speed unit other than km/h when a GTFS-realtime input is read.
+
+    The feed's speeds are m/s by the GTFS-realtime reference and this reader already gives km/h; ``--speed-unit``
+    (which applies to every input of a run) would convert them a second time.
+    """
+    if has_feed and (speed_unit.lower() not in ("km/h", "kmh", "kph") or speed_unit_since):
+        raise InputError(
+            f"speed_unit {speed_unit} cannot apply to GTFS-realtime input: its speeds are m/s by the "
+            "specification and read as such; leave speed_unit out (release other files with another unit "
+            "separately)",
+            parameters="speed_unit",
+        )

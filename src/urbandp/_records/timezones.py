@@ -1,0 +1,179 @@
+"""Zone-aware timestamps: a typed timestamp column with a time zone is an instant, read in the release's zone.
+
+Hour slots are local hours: a bus at 07:15 in Austin belongs to the 07:00 slot, whatever the clock of the
+computer that wrote the file said. A column of instants (a pandas ``datetime64[ns, UTC]`` column, a Polars
+``Datetime`` with a ``time_zone``, an Arrow or Parquet ``timestamp`` with a ``tz``) does not say which wall clock
+is meant: ``pd.to_datetime(..., utc=True)`` turns Austin's 07:15 (-06:00) into 13:15 UTC. Such a column is
+therefore converted to the release's time zone before slotting, and refused when no zone is known:
+
+* ``timezone`` (``--timezone``), an IANA zone such as ``America/Chicago``;
+* else the ``agency_timezone`` of the GTFS feed given as the release's domain (``domain_gtfs``), which the GTFS
+  reference requires to be the same for every agency of a feed (:func:`feed_timezone`).
+
+ISO text with a UTC offset (``2016-11-24T07:15:00-06:00``) is read by :mod:`urbandp._records.validation`: converted
+to the same zone when one is known, else its wall clock as written (the offset the agency wrote). A zone-aware
+column and the same instants written as text with their local offsets therefore give the same release.
+
+Fixed offsets (pandas ``UTC+05:30``, Arrow ``+05:30``), which Polars does not take as a time zone, are read as
+the same instants in UTC (:func:`arrow_schema_in_utc`, :func:`pandas_in_utc`): nothing is refused for its
+zone's spelling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import functools
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from urbandp.errors import InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from urbandp._records.validation import ValidationOptions
+
+
+@functools.lru_cache(maxsize=256)
+def polars_reads_zone(zone: str) -> bool:
+    """Whether Polars takes ``zone`` as a time zone (IANA names and ``UTC``; not fixed offsets like ``+05:30``)."""
+    try:
+        pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(zone)
+    except Exception:  # Polars raises ComputeError on a name it cannot parse
+        return False
+    return True
+
+
+def arrow_schema_in_utc(schema: pa.Schema) -> pa.Schema | None:
+    """``schema`` with every timestamp whose zone Polars cannot read (a fixed offset) in UTC instead, or None when
+    there is none. The stored values are UTC instants either way (Arrow and Parquet store instants), so only the
+    label changes."""
+    import pyarrow as pa
+
+    fields = list(schema)
+    changed = False
+    for i, f in enumerate(fields):
+        if pa.types.is_timestamp(f.type) and f.type.tz and not polars_reads_zone(f.type.tz):
+            fields[i] = f.with_type(pa.timestamp(f.type.unit, "UTC"))
+            changed = True
+    return pa.schema(fields, metadata=schema.metadata) if changed else None
+
+
+def arrow_in_utc(table: Any) -> Any:
+    """A PyArrow table (or record batch) with fixed-offset timestamps relabelled UTC (same instants)."""
+    if not hasattr(table, "schema") or not hasattr(table, "cast"):
+        return table
+    schema = arrow_schema_in_utc(table.schema)
+    return table if schema is None else table.cast(schema)
+
+
+def pandas_in_utc(frame: Any) -> Any:
+    """A pandas frame whose zone-aware columns with a fixed offset (``datetime64[ns, UTC+05:30]``) are converted to
+    UTC (same instants); other columns, and IANA zones, as they are."""
+    import pandas as pd
+
+    fixed = [
+        name
+        for name, dtype in frame.dtypes.items()
+        if isinstance(dtype, pd.DatetimeTZDtype) and not polars_reads_zone(str(dtype.tz))
+    ]
+    if not fixed:
+        return frame
+    return frame.assign(**{str(name): frame[name].dt.tz_convert("UTC") for name in fixed})
+
+
+def check_instants(dtype: object, column: str, timezone: str | None) -> None:
+    """Refuse a zone-aware timestamp column (instants) when the release's time zone is unknown (one line naming
+    ``timezone``): its hours would otherwise be the column's zone's hours (UTC for ``pd.to_datetime(...,
+    utc=True)``), not the local hours the slots mean."""
+    if timezone is not None or not isinstance(dtype, pl.Datetime) or dtype.time_zone is None:
+        return
+    _refuse_instants(column, dtype.time_zone)
+
+
+def _refuse_instants(column: str, zone: str) -> None:
+    raise InputError(
+        f"the timestamp column '{column}' holds instants (zone-aware, {zone}), and the release's time "
+        "zone is unknown: give timezone (an IANA zone such as America/Chicago) or a GTFS domain with "
+        "agency_timezone, so the hour slots are local hours",
+        parameters="timezone",
+    )
+
+
+def _agency_text(feed: Path) -> bytes | None:
+    """The bytes of ``agency.txt`` in a GTFS folder or zip, None when absent or when the feed cannot be read (the
+    domain's reader, the same :func:`urbandp._records.gtfs_schedule.read_feed`, says what is wrong with it)."""
+    from urbandp._records.gtfs_schedule import read_feed
+
+    try:
+        return read_feed(feed, ("agency.txt",), digest=False).files.get("agency.txt")
+    except InputError:
+        return None
+
+
+def feed_timezone(feed: Path) -> str | None:
+    """The ``agency_timezone`` of a GTFS feed (a folder or a zip), or None when the feed has no ``agency.txt`` or
+    no such column. Several different zones, or one Polars does not know, are refused in one line naming
+    ``domain_gtfs`` and ``timezone`` (the GTFS reference requires one zone per feed)."""
+    raw = _agency_text(Path(feed))
+    if raw is None:
+        return None
+    try:
+        table = pl.read_csv(io.BytesIO(raw), infer_schema=False, encoding="utf8-lossy")
+    except pl.exceptions.PolarsError:
+        return None
+    table = table.rename({c: c.strip().lstrip("\ufeff") for c in table.columns})
+    if "agency_timezone" not in table.columns:
+        return None
+    zones = sorted({z.strip() for z in table["agency_timezone"].drop_nulls().to_list() if z.strip()})
+    if not zones:
+        return None
+    if len(zones) > 1:
+        raise InputError(
+            f"domain_gtfs: agency.txt of {Path(feed).name} names several time zones ({', '.join(zones)}); give "
+            "timezone",
+            parameters=("domain_gtfs", "timezone"),
+        )
+    if not polars_reads_zone(zones[0]):
+        raise InputError(
+            f"domain_gtfs: agency.txt of {Path(feed).name} names an unknown time zone '{zones[0]}'; give timezone",
+            parameters=("domain_gtfs", "timezone"),
+        )
+    return zones[0]
+
+
+def with_feed_zone(options: ValidationOptions, feed: Path | None) -> ValidationOptions:
+    """``options`` with the release's time zone: ``options.timezone`` when given, else the ``agency_timezone`` of
+    the GTFS domain ``feed`` (:func:`feed_timezone`), else none (a zone-aware column is then refused)."""
+    if options.timezone is not None or feed is None:
+        return options
+    zone = feed_timezone(Path(feed))
+    return options if zone is None else dataclasses.replace(options, timezone=zone)
+
+
+def check_parquet_instants(
+    files: Sequence[Path], columns: dict[str, str] | None, timezone: str | None
+) -> None:
+    """:func:`check_instants` on the timestamp column of each Parquet file in ``files``, from its schema alone (the footer):
+    for an engine that reads the files itself (Spark), so it refuses what the default engine refuses. A file
+    whose columns do not map is left to that engine's own message."""
+    if timezone is not None:
+        return
+    import pyarrow.parquet as pq
+
+    from urbandp._records.schema import ColumnMapping
+
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+            mapping = ColumnMapping.resolve(list(schema.names), columns)
+        except (InputError, OSError, ValueError):
+            continue
+        zone = getattr(schema.field(mapping.timestamp).type, "tz", None)
+        if zone:
+            _refuse_instants(mapping.timestamp, str(zone))

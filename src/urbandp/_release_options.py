@@ -1,0 +1,377 @@
+"""A release's options declared once, as the fields of one pydantic model.
+
+Each release has one model (:class:`urbandp.counts._options.CountsReleaseSpec`,
+:class:`urbandp.survey._rr_release.RandomizeSpec`, :class:`urbandp.sensing._options.DpMapOptions`, ...), a
+:class:`ReleaseOptions`. Each option is one field made with :func:`option`: its name (the Python keyword; the flag
+is ``--`` and the name with dashes unless the field says otherwise), its type, its default, its bounds (pydantic's
+``gt``/``ge``/``lt``/``le``) or choices, its help (the field's ``description``) and what the command line needs
+besides (flag, command-line type, ``--no-`` form), in one place. From the fields:
+
+- :func:`urbandp._cli_spec.spec_parameters` builds the command's Typer options, so ``--help`` shows the field's
+  default and its help, and ``--config`` reads the flags' keys (:mod:`urbandp._cli_config`);
+- :func:`takes_options` gives the Python API function (``ud.counts.release``, ``ud.survey.randomize``, ...) that
+  takes ``**options`` the signature ``help()`` shows, and :mod:`urbandp._option_types` (generated from the fields
+  by :mod:`urbandp._option_types_gen`) types those ``**options`` for type checkers and editors;
+- the docs' option tables are read from the commands (``docs/gen_from_code.py``).
+
+Validation is pydantic's, with the types held strictly for Python callers (scikit-learn's parameter validation,
+Tumult's frozen specs): a switch takes ``True`` or ``False`` only, a number is never text, every number is finite
+(an ``int`` too large for a float is refused, not an ``OverflowError``), a whole float is taken for an integer and
+numpy's numbers for Python's; a list is taken where a tuple is declared, and a ``datetime.date`` where ISO text is.
+A refusal is one :class:`~urbandp.errors.InvalidParameterError` naming the option; the model's
+``model_post_init`` then holds the checks between options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import difflib
+import functools
+import inspect
+import math
+import numbers
+import types
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import annotated_types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticUndefined
+
+from urbandp.errors import InvalidParameterError
+
+
+class _AsField:
+    def __repr__(self) -> str:
+        return "<the field's default>"
+
+
+AS_FIELD: Any = _AsField()
+"""The ``cli_default`` of an option that the command line takes with the field's own default."""
+
+_LIMITS: tuple[tuple[type, str, str], ...] = (
+    (annotated_types.Gt, "gt", ">"),
+    (annotated_types.Ge, "ge", ">="),
+    (annotated_types.Le, "le", "<="),
+    (annotated_types.Lt, "lt", "<"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandLine:
+    """What a field adds for the command line and for refusals (kept in the field's metadata, which pydantic
+    leaves alone): the flag and type where they are not the name's (``id_column`` is ``--id``; a box given as a
+    tuple is text there), its default as text it parses, a ``--no-`` form, the choices and the bounds' reason."""
+
+    flag: str | None = None
+    cli_type: Any = None
+    choices: tuple[str, ...] | None = None
+    cli_default: Any = AS_FIELD
+    negatable: bool = False
+    why: str | None = None
+    table: str | None = None
+
+
+def option(
+    default: Any = PydanticUndefined,
+    *,
+    help: str,
+    flag: str | None = None,
+    cli_type: Any = None,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+    choices: Sequence[str] | None = None,
+    cli_default: Any = AS_FIELD,
+    negatable: bool = False,
+    why: str | None = None,
+    table: str | None = None,
+) -> Any:
+    """A field that is an option of its release (no ``default``: the option is required).
+
+    ``help`` may say the field's default as ``{default}`` (a float as ``%g``, a tuple comma-separated;
+    ``{default[0]}`` is its first item), so the help never restates it. ``cli_default``: the default as the
+    command line takes it, where ``cli_type`` is text the command parses (``"0.5,1,10"`` for the tuple
+    ``(0.5, 1.0, 10.0)``), or None where a flag left out must let a config file's value through; ``negatable``: a
+    switch that also takes ``--no-<flag>``; ``why``: the reason for the bounds, said when a value is refused;
+    ``table``: the TOML table of a ``--config`` file that sets it, where the release's file has tables."""
+    field: Any = Field(default, description=help, gt=gt, ge=ge, lt=lt, le=le)
+    chosen = None if choices is None else tuple(choices)
+    field.metadata.append(CommandLine(flag, cli_type, chosen, cli_default, negatable, why, table))
+    return field
+
+
+class _Shown:
+    """A default as a help text says it (:func:`option`'s ``{default}``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __getitem__(self, index: int) -> Any:
+        return self.value[index]
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            return format(self.value, spec)
+        if isinstance(self.value, float):
+            return f"{self.value:g}"
+        if isinstance(self.value, tuple):
+            return ",".join(map(str, self.value))
+        return str(self.value)
+
+
+def _help(description: str | None, default: Any) -> str:
+    text = description or ""
+    return text.format(default=_Shown(default)) if "{default" in text else text
+
+
+@dataclasses.dataclass(frozen=True)
+class DeclaredOption:
+    """One option of a release as its model declares it."""
+
+    name: str
+    type: Any
+    default: Any
+    help: str
+    flag: str
+    cli_type: Any
+    limits: tuple[tuple[str, float], ...]
+    choices: tuple[str, ...] | None
+    cli_default: Any
+    negatable: bool
+    why: str | None
+    table: str | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is PydanticUndefined
+
+    @property
+    def command_line_default(self) -> Any:
+        """The default as the command line takes it (the field's, unless the field declares its text)."""
+        return self.default if self.cli_default is AS_FIELD else self.cli_default
+
+    @property
+    def kinds(self) -> tuple[Any, ...]:
+        """The runtime types the field's annotation allows (``float | None`` -> ``(float, NoneType)``)."""
+        return _flatten(self.type)
+
+    @property
+    def integer(self) -> bool:
+        return int in self.kinds
+
+    @property
+    def number(self) -> bool:
+        return int in self.kinds or float in self.kinds
+
+    @property
+    def switch(self) -> bool:
+        return bool in self.kinds
+
+    def rule(self) -> str | None:
+        """What the option admits, said as a refusal says it (``a finite number > 0``, ``one of a, b``,
+        ``True or False``); None for an option whose values are judged elsewhere (a column name, a file)."""
+        if self.choices is not None:
+            return "one of " + ", ".join(self.choices)
+        if self.switch:
+            return "True or False"
+        if not self.number:
+            return None
+        limits = " and ".join(f"{sign} {limit:g}" for sign, limit in self.limits)
+        return " ".join(["an integer" if self.integer else "a finite number", limits]).rstrip()
+
+    def refusal(self, value: object) -> InvalidParameterError:
+        rule = self.rule()
+        if rule is None:
+            return InvalidParameterError(
+                f"{self.name}: {value!r} is not a value it takes", parameters=self.name
+            )
+        why = f" ({self.why})" if self.why and self.limits else ""
+        return InvalidParameterError(
+            f"{self.name} must be {rule}{why}, got {_shown(value)}", parameters=self.name
+        )
+
+    def normalised(self, value: object) -> object:
+        """``value`` as the model keeps it, or its refusal: numbers as Python ``int``/``float`` (numpy's too; a
+        whole float for an integer), a switch a real bool, a date as ISO text where text is declared, a choice
+        one of the declared words. Bounds are pydantic's."""
+        if value is None:
+            if type(None) in self.kinds or self.rule() is None:
+                return value
+            raise self.refusal(value)
+        if self.switch and not self.number:
+            if type(value).__name__ == "bool_" and hasattr(value, "item"):  # numpy's bool
+                value = value.item()
+            if not isinstance(value, bool):
+                raise self.refusal(value)
+            return value
+        if self.number:
+            return self._number(value)
+        if self.choices is not None and value not in self.choices:
+            raise self.refusal(value)
+        if isinstance(value, (dt.date, dt.time)) and str in self.kinds and dt.date not in self.kinds:
+            return value.isoformat()
+        return value
+
+    def _number(self, value: object) -> int | float:
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):  # True is a switch, not 1
+            raise self.refusal(value)
+        try:
+            number: float = float(value)
+        except OverflowError:  # an int beyond float's range: no amount, count or bound is that large
+            raise self.refusal(value) from None
+        if isinstance(value, numbers.Integral):
+            return int(value) if self.integer else number
+        if self.integer and number.is_integer():
+            return int(number)
+        if self.integer or not math.isfinite(number):
+            raise self.refusal(value)
+        return number
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
+        return f"an integer of {len(str(abs(value)))} digits"
+    return repr(value)
+
+
+def _flatten(hint: Any) -> tuple[Any, ...]:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(t for arg in typing.get_args(hint) for t in _flatten(arg))
+    return (typing.get_origin(hint) or hint,)
+
+
+class ReleaseOptions(BaseModel):
+    """The options of one release: a frozen pydantic model whose fields made with :func:`option` are the
+    options; other fields (the input path, where the loss is booked) are the run's. Construction checks each
+    option's type, bounds and choices and refuses the first bad one in one line naming it; ``model_post_init``
+    (a subclass's) holds the checks between options."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    def __init__(self, **values: Any) -> None:
+        declared = {o.name: o for o in declared_options(type(self))}
+        kept = {n: declared[n].normalised(v) if n in declared else v for n, v in values.items()}
+        try:
+            super().__init__(**kept)
+        except ValidationError as err:
+            raise _refusal(type(self), err, values) from None  # the value as the caller gave it
+
+
+def _refusal(
+    model: type[ReleaseOptions], err: ValidationError, values: dict[str, Any]
+) -> InvalidParameterError:
+    first = err.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    declared = {o.name: o for o in declared_options(model)}
+    if first["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(name, list(model.model_fields), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return InvalidParameterError(f"{name} is not an option{hint}", parameters=name)
+    if first["type"] == "missing":
+        return InvalidParameterError(f"{name} is required: give it", parameters=name)
+    if name in declared:
+        return declared[name].refusal(values.get(name, first["input"]))
+    return InvalidParameterError(f"{name}: {first['msg'].lower()}, got {first['input']!r}", parameters=name)
+
+
+@functools.cache
+def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
+    """The options of ``model``, in field order; fields that are not options are left out."""
+    found = []
+    for name, field in model.model_fields.items():
+        extra = [m for m in field.metadata if isinstance(m, CommandLine)]
+        if not extra:
+            continue
+        info = extra[0]
+        limits = tuple(
+            (sign, getattr(m, attr))
+            for kind, attr, sign in _LIMITS
+            for m in field.metadata
+            if isinstance(m, kind)
+        )
+        found.append(
+            DeclaredOption(
+                name=name,
+                type=field.annotation,
+                default=field.default,
+                help=_help(field.description, field.default),
+                flag=info.flag or "--" + name.replace("_", "-"),
+                cli_type=info.cli_type if info.cli_type is not None else field.annotation,
+                limits=limits,
+                choices=info.choices,
+                cli_default=info.cli_default,
+                negatable=info.negatable,
+                why=info.why,
+                table=info.table,
+            )
+        )
+    return tuple(found)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def takes_options(model: type[ReleaseOptions]) -> Callable[[F], F]:
+    """Give an API function that takes ``**options`` every option of ``model`` as a keyword, with the field's
+    default, in the signature ``help()``, editors and :func:`urbandp._config_tables.takes_config` read (a required
+    option defaults to :data:`urbandp._config_tables.REQUIRED`: given by keyword or from a config file). A keyword
+    that is neither the function's own nor an option is refused in one line naming it."""
+    from urbandp._arguments import unknown_keywords
+    from urbandp._config_tables import REQUIRED
+
+    declared = declared_options(model)
+    names = {o.name for o in declared}
+
+    def decorate(fn: F) -> F:
+        own = inspect.signature(fn).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own.values()):
+            raise TypeError(f"{fn.__name__} must take **options")
+        options = [(o.name, REQUIRED if o.required else o.default, o.type) for o in declared]
+        known = names | set(own)
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            unknown = sorted(set(kwargs) - known)
+            if unknown:
+                raise unknown_keywords(fn.__name__, unknown, sorted(known))
+            _check_run_keywords(kwargs)
+            return fn(*args, **kwargs)
+
+        call.__signature__ = with_keywords(fn, options)  # type: ignore[attr-defined]
+        return typing.cast(F, call)
+
+    return decorate
+
+
+def with_keywords(fn: Callable[..., Any], options: Sequence[tuple[str, Any, Any]]) -> inspect.Signature:
+    """``fn``'s signature with its ``**options`` spelled out: ``options`` (name, default, type) as keyword-only
+    parameters after its positional ones and before its own keywords."""
+    signature = inspect.signature(fn)
+    own = list(signature.parameters.values())
+    positional = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    keywords = [p for p in own if p.kind is p.KEYWORD_ONLY]
+    spelled = [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t) for n, d, t in options
+    ]
+    return inspect.Signature(
+        [*positional, *spelled, *keywords], return_annotation=signature.return_annotation
+    )
+
+
+def _check_run_keywords(kwargs: dict[str, Any]) -> None:
+    """The keywords every release function shares beside its options, checked before anything is read:
+    ``overwrite`` a switch (``"no"`` is not False), ``session`` a :class:`urbandp.Session`."""
+    from urbandp._arguments import check_switch
+    from urbandp._session import Session
+
+    if "overwrite" in kwargs:
+        kwargs["overwrite"] = check_switch(kwargs["overwrite"], "overwrite")
+    session = kwargs.get("session")
+    if session is not None and not isinstance(session, Session):
+        raise InvalidParameterError(
+            f"session must be a urbandp.Session, got {session!r}", parameters="session"
+        )

@@ -1,0 +1,553 @@
+"""The Python API of the auditor: the attacks of ``urbandp audit`` as functions with typed results.
+
+Culnane, Rubinstein, Teague (2017), *Privacy Assessment of De-identified Opal Data*: the noise scale read off pairs
+of published counts (section 2, Appendix D), skipped zeros and Theorem 1 (section 3, Appendix C), and suppressed
+cells recovered by differencing a marginal (section 4, Appendix E)::
+
+    import urbandp as ud
+    p = ud.audit.pairs("rel/joint.csv", route=["ferry:Manly Wharf>Circular Quay No. 3 Wharf"])
+    fit = ud.audit.noise_scale(p.table, model="discrete")
+    ud.audit.zero_skipping("rel/joint.csv", threshold=18).vulnerable
+    ud.audit.differencing("rel/joint.csv", "rel/time.csv").gain_beyond_noise
+
+An audit reads **published** tables only: it spends no privacy budget and takes no :class:`urbandp.Session` (the
+adversary has the release, not the raw data). Each input is a path (CSV or Parquet, read by the same tolerant
+reader as the CLI: junk lines are quarantined) or a table object (Polars eager or lazy, pandas, PyArrow; see
+:func:`urbandp._frames.to_polars`), treated like a Parquet file. ``privacy`` is the release's ``privacy.json``
+(a path, or the parsed mapping); for a path table it defaults to the one lying next to the table, as in the CLI.
+
+Each result's ``to_dict()`` is the JSON object the command prints; ``write_report(dir)`` writes what ``--report``
+writes. The commands in :mod:`urbandp.audit._cli` call these functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import numpy as np
+import polars as pl
+
+from urbandp import _arguments as arguments
+from urbandp._frames import TableLike, to_polars
+from urbandp._outputs import check_output_file, check_report_dir, current_policy, output_policy
+from urbandp.audit._tables import (
+    PublishedTable,
+    published_table_from_frame,
+    read_published_table,
+    sibling_privacy,
+)
+from urbandp.errors import InputDataError, InvalidParameterError
+
+METHODS = ("auto", "data61-2016", "urbandp", "unknown")
+"""``method`` of :func:`zero_skipping` (``--method``)."""
+
+PrivacyLike = str | os.PathLike[str] | Mapping[str, object] | None
+"""A release's ``privacy.json``: a path, the parsed object, or ``None`` (next to a path table, if there is one)."""
+
+
+# --- inputs ---------------------------------------------------------------------------------------------------
+
+
+def _is_path(data: object) -> bool:
+    return isinstance(data, (str, os.PathLike))
+
+
+def _paths(*items: object) -> list[Path]:
+    return [Path(cast("str", p)) for p in items if _is_path(p)]
+
+
+@contextlib.contextmanager
+def _outputs(inputs: list[Path], overwrite: bool) -> Iterator[None]:
+    """The output checks protect the inputs; under a CLI command its policy (``--overwrite``, its inputs) holds too."""
+    outer = current_policy()
+    with output_policy([*outer.inputs, *inputs], overwrite=overwrite or outer.overwrite):
+        yield
+
+
+def _table(data: TableLike, parameter: str) -> PublishedTable:
+    arguments.check_table(data, parameter)
+    if _is_path(data):
+        return read_published_table(Path(data))
+    return published_table_from_frame(to_polars(data, parameter))
+
+
+def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None:
+    """``privacy`` as a mapping: given, read from the path given, or the ``privacy.json`` next to a path table."""
+    if isinstance(privacy, Mapping):
+        return dict(privacy)
+    arguments.check_path(privacy, "privacy", optional=True)
+    explicit = Path(privacy) if privacy is not None else None
+    if _is_path(table):
+        return sibling_privacy(Path(cast("str", table)), explicit)
+    return sibling_privacy(explicit, explicit) if explicit is not None else None
+
+
+def _is_positive_finite(value: float) -> bool:
+    return value > 0 and math.isfinite(value)
+
+
+def _positive_finite(value: object, parameter: str) -> float | None:
+    """``value`` as a float; :class:`InvalidParameterError` naming ``parameter`` unless it is None or a positive
+    finite number."""
+    number = arguments.check_number(value, parameter, optional=True)
+    if number is not None and not _is_positive_finite(number):
+        raise InvalidParameterError(
+            f"{parameter} must be a positive finite number, got {value}", parameters=parameter
+        )
+    return number
+
+
+def _alpha(alpha: object) -> float:
+    number = arguments.check_number(alpha, "alpha")
+    if not 0 < number < 1:
+        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
+    return number
+
+
+def _common(report: object, overwrite: object, parameter: str = "report") -> tuple[Path | None, bool]:
+    """The ``report`` folder (``out`` file) as a path or None, and the ``overwrite`` switch every attack takes."""
+    folder = arguments.check_path(report, parameter, optional=True)
+    return (None if folder is None else Path(folder)), arguments.check_switch(overwrite, "overwrite")
+
+
+def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> float | None:
+    """``scale`` if given, else ``privacy.json``'s ``noise_scale`` (validated), else ``None``."""
+    if scale is not None:
+        return _positive_finite(scale, "scale")
+    value = privacy.get("noise_scale") if privacy else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not _is_positive_finite(float(value)):  # the release's file, not a parameter of the call
+            raise InputDataError(
+                f"privacy.json noise_scale must be a positive finite number, got {float(value)}"
+            )
+        return float(value)
+    return None
+
+
+def _group_sizes(group_sizes: str | Sequence[int]) -> tuple[int, ...]:
+    if isinstance(group_sizes, str):
+        try:
+            gs = tuple(int(g) for g in group_sizes.split(",") if g.strip())
+        except ValueError:
+            raise InvalidParameterError(
+                f"group_sizes must be integers like 1,5,12, got {group_sizes!r}", parameters="group_sizes"
+            ) from None
+    else:
+        gs = tuple(int(g) for g in arguments.check_numbers(group_sizes, "group_sizes", integer=True))
+    if not gs or min(gs) < 1:
+        raise InvalidParameterError("group_sizes must be positive integers", parameters="group_sizes")
+    return gs
+
+
+def _optional_float(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _optional_bool(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+# --- results --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """What an attack found. ``to_dict()`` is the JSON object ``urbandp audit <attack>`` prints."""
+
+    details: dict[str, object] = field(repr=False)
+
+    def to_dict(self) -> dict[str, object]:
+        """The command's JSON object (a copy; non-finite numbers are written as ``null`` by the CLI)."""
+        return copy.deepcopy(self.details)
+
+    @property
+    def finding(self) -> str | None:
+        """The one-sentence finding, where the attack states one."""
+        value = self.details.get("finding")
+        return value if isinstance(value, str) else None
+
+    @property
+    def warning(self) -> str | None:
+        value = self.details.get("warning")
+        return value if isinstance(value, str) else None
+
+    def _write(
+        self,
+        directory: str | os.PathLike[str],
+        name: str,
+        title: str,
+        method: str,
+        plot: Callable[[dict[str, object], Path], None],
+        extra: Callable[[Path], None] | None = None,
+    ) -> None:
+        """``<name>.md`` (``title``, the ``method`` in words, the result) and ``<name>.png`` (``plot``) in
+        ``directory``, with what ``extra`` writes there, staged and moved in whole."""
+        from urbandp.audit._report import staged_files, write_report
+
+        result = self.to_dict()
+        with staged_files(Path(directory)) as stage:
+            if extra is not None:
+                extra(stage)
+            write_report(stage, name, title, result, method, {f"{name}.png": lambda p: plot(result, p)})
+
+
+@dataclass(frozen=True)
+class NoiseScaleResult(AuditResult):
+    """Attack 1 (section 2, Appendix D): the maximum-likelihood noise scale of the pairs' differences ``a - b``."""
+
+    scale: float = 0.0
+    low: float = 0.0
+    high: float = 0.0
+    n_pairs: int = 0
+    model: str = "continuous"
+    raw_equality_plausible: bool | None = None
+    implied_epsilon_per_event: float | None = None
+    rows_dropped_non_numeric: int = 0
+    differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+
+    def write_report(self, directory: str | os.PathLike[str]) -> None:
+        """``noise-scale.md`` and ``noise-scale.png`` in ``directory`` (what ``--report`` writes)."""
+        from urbandp.audit._noise_scale_attack import plot_differences
+
+        self._write(
+            directory,
+            "noise-scale",
+            "Noise scale read off the published table",
+            "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
+            "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
+            lambda result, p: plot_differences(self.differences, result, p),
+        )
+
+
+@dataclass(frozen=True)
+class ZeroSkippingResult(AuditResult):
+    """Attack 2 (section 3, Theorem 1): could zeros have been skipped, and what does that expose."""
+
+    threshold: float = 0.0
+    declared_method: str = "unknown"
+    zeros_may_be_skipped: bool = False
+    vulnerable: bool | None = None
+    verdict: str = ""
+    scale: float | None = None
+    delta_lower_bound_theorem1: float | None = None
+    delta_lower_bound_exact: float | None = None
+    quarantined_rows: int = 0
+    quarantine: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False)
+
+    def write_report(self, directory: str | os.PathLike[str]) -> None:
+        """``zero-skipping.md``, ``zero-skipping.png`` and ``quarantine.csv`` in ``directory`` (``--report``)."""
+        from urbandp.audit._zero_skipping_attack import plot_detection
+
+        self._write(
+            directory,
+            "zero-skipping",
+            "Were zeros skipped? (Theorem 1)",
+            "Whether the table could come from a method that leaves zero cells unperturbed, and the "
+            "probability that a suspected individual or group is detected with certainty "
+            "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
+            plot_detection,
+            lambda stage: self.quarantine.write_csv(stage / "quarantine.csv"),
+        )
+
+
+@dataclass(frozen=True)
+class DifferencingResult(AuditResult):
+    """Attack 3 (section 4, Appendix E): suppressed joint cells recovered from a marginal, with exact intervals."""
+
+    alpha: float = 0.05
+    scale: float = 0.0
+    marginal_scale: float = 0.0
+    marginals_derived: bool = False
+    groups_checked: int = 0
+    groups_with_recoverable_hidden_count: int = 0
+    gain_beyond_noise: bool | None = None
+    quarantined_rows: int = 0
+
+    @property
+    def cells(self) -> pl.DataFrame:
+        """The listed cells (estimate, low, high, ...) as a table."""
+        raw = self.details.get("cells")
+        return pl.DataFrame(raw) if isinstance(raw, list) and raw else pl.DataFrame()
+
+    def write_report(self, directory: str | os.PathLike[str]) -> None:
+        """``differencing.md`` and ``differencing.png`` in ``directory`` (what ``--report`` writes)."""
+        from urbandp.audit._differencing_attack import plot_cells
+
+        self._write(
+            directory,
+            "differencing",
+            "Suppressed cells recovered by differencing",
+            "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
+            "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
+            plot_cells,
+        )
+
+
+PAIRS_WARNING = (
+    "pairs with a suppressed or missing side were dropped; if the table was thresholded, the kept pairs "
+    "are selected on their noise and the scale estimate is biased (low) for small counts"
+)
+
+
+@dataclass(frozen=True)
+class PairsResult:
+    """``a, b`` pairs (published counts equal in the raw data) for :func:`noise_scale`, built from routes."""
+
+    table: pl.DataFrame  # route, day[, bin], a, b
+    pairs_with_a_missing_side: int
+    quarantined_rows: int
+    out: Path | None = None
+
+    @property
+    def warning(self) -> str | None:
+        return PAIRS_WARNING if self.pairs_with_a_missing_side else None
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON object ``urbandp audit pairs`` prints (``out`` is ``None`` until the pairs are written)."""
+        result: dict[str, object] = {
+            "pairs": self.table.height,
+            "pairs_with_a_missing_side": self.pairs_with_a_missing_side,
+            "out": None if self.out is None else str(self.out),
+            "quarantined_rows": self.quarantined_rows,
+        }
+        if self.warning:
+            result["warning"] = self.warning
+        return result
+
+    def write(self, out: str | os.PathLike[str], overwrite: bool = False) -> PairsResult:
+        """Write the pairs CSV to ``out`` (atomically; an existing file only with ``overwrite``); return the
+        result with ``out`` set."""
+        from urbandp._outputs import atomic_output_file
+
+        target = Path(out)
+        with _outputs([], overwrite), atomic_output_file(target) as tmp:
+            self.table.write_csv(tmp)
+        return PairsResult(self.table, self.pairs_with_a_missing_side, self.quarantined_rows, target)
+
+
+# --- the attacks ----------------------------------------------------------------------------------------------
+
+
+@arguments.check_keywords
+def noise_scale(
+    pairs: TableLike,
+    *,
+    model: str = "continuous",
+    alpha: float = 0.05,
+    report: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+) -> NoiseScaleResult:
+    """Estimate the noise scale from pairs of published counts equal in the raw data (``urbandp audit noise-scale``).
+
+    ``pairs``: a CSV path or a table with columns ``a, b`` (optional ``route``), e.g. :func:`pairs`'s ``.table``.
+    ``model``: ``continuous`` (Laplace, Appendix D density, the Opal case) or ``discrete`` (discrete Laplace,
+    urbandp releases). Maximum likelihood with a profile-likelihood interval at level ``1 - alpha``. Reads a
+    published table only: no Session, no budget.
+    """
+    from urbandp.audit._noise_scale_attack import noise_scale_attack, pair_differences, read_pairs
+
+    alpha = _alpha(alpha)
+    model = str(arguments.check_name(model, "model"))
+    report, overwrite = _common(report, overwrite)
+    arguments.check_table(pairs, "pairs")
+    with _outputs(_paths(pairs), overwrite):
+        if report is not None:
+            check_report_dir(report)
+        if _is_path(pairs):
+            u, dropped, groups = read_pairs(Path(pairs))
+        else:
+            u, dropped, groups = pair_differences(to_polars(pairs, "pairs"))
+        details = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
+        details["rows_dropped_non_numeric"] = dropped
+        result = NoiseScaleResult(
+            details,
+            scale=float(cast(float, details["scale"])),
+            low=float(cast(float, details["low"])),
+            high=float(cast(float, details["high"])),
+            n_pairs=int(cast(int, details["n_pairs"])),
+            model=model,
+            raw_equality_plausible=_optional_bool(details.get("raw_equality_plausible")),
+            implied_epsilon_per_event=_optional_float(details.get("implied_epsilon_per_event")),
+            rows_dropped_non_numeric=dropped,
+            differences=u,
+        )
+        if report is not None:
+            result.write_report(report)
+    return result
+
+
+@arguments.check_keywords
+def zero_skipping(
+    table: TableLike,
+    *,
+    threshold: float = 18.0,
+    method: str = "auto",
+    scale: float | None = None,
+    privacy: PrivacyLike = None,
+    group_sizes: str | Sequence[int] = (1, 5, 12),
+    report: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+) -> ZeroSkippingResult:
+    """Decide whether zeros could have been skipped; Theorem 1's delta bound and detection probabilities
+    (``urbandp audit zero-skipping``).
+
+    ``method``: ``auto`` (``privacy``'s ``method``), ``data61-2016``, ``urbandp`` or ``unknown``; ``scale``: the
+    noise scale p (default: ``privacy``'s ``noise_scale``). Reads a published table only: no Session, no budget.
+    """
+    from urbandp.audit._zero_skipping_attack import zero_skipping_attack
+
+    if method not in METHODS:
+        raise InvalidParameterError(
+            f"method must be auto, data61-2016, urbandp or unknown, got {method!r}", parameters="method"
+        )
+    gs = _group_sizes(group_sizes)
+    threshold = arguments.check_number(
+        threshold, "threshold", minimum=0
+    )  # a float: printed as the CLI does (18.0)
+    report, overwrite = _common(report, overwrite)
+    with _outputs(_paths(table, privacy), overwrite):
+        if report is not None:
+            check_report_dir(report)
+        pub = _table(table, "table")
+        wants = method in ("auto", "urbandp") or privacy is not None
+        priv = _privacy(privacy, table) if wants else None
+        details = zero_skipping_attack(
+            pub.table["count"].to_numpy(),
+            threshold=threshold,
+            method=method,
+            scale=_scale_from(scale, priv),
+            privacy=priv,
+            group_sizes=gs,
+        )
+        details["quarantined_rows"] = pub.quarantine.height
+        details["quarantine_reasons"] = sorted(set(pub.quarantine["reason"].to_list()))
+        result = ZeroSkippingResult(
+            details,
+            threshold=threshold,
+            declared_method=str(details["declared_method"]),
+            zeros_may_be_skipped=bool(details["zeros_may_be_skipped"]),
+            vulnerable=_optional_bool(details.get("vulnerable")),
+            verdict=str(details["verdict"]),
+            scale=_optional_float(details.get("scale")),
+            delta_lower_bound_theorem1=_optional_float(details.get("delta_lower_bound_theorem1")),
+            delta_lower_bound_exact=_optional_float(details.get("delta_lower_bound_exact")),
+            quarantined_rows=pub.quarantine.height,
+            quarantine=pub.quarantine,
+        )
+        if report is not None:
+            result.write_report(report)
+    return result
+
+
+@arguments.check_keywords
+def differencing(
+    joint: TableLike,
+    marginal: TableLike,
+    *,
+    scale: float | None = None,
+    marginal_scale: float | None = None,
+    privacy: PrivacyLike = None,
+    alpha: float = 0.05,
+    max_cells: int = 1000,
+    report: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+) -> DifferencingResult:
+    """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms
+    (``urbandp audit differencing``).
+
+    A null count in ``joint`` is a suppressed cell. ``scale`` (default: ``privacy``'s ``noise_scale``; required
+    otherwise) is the joint cells' noise scale, ``marginal_scale`` the marginal's (default: ``scale``). Reads
+    published tables only: no Session, no budget.
+    """
+    from urbandp.audit._differencing_attack import differencing_attack
+
+    alpha = _alpha(alpha)
+    marginal_scale = _positive_finite(marginal_scale, "marginal_scale")
+    max_cells = int(arguments.check_number(max_cells, "max_cells", integer=True))
+    if max_cells < 0:
+        raise InvalidParameterError(f"max_cells must be >= 0, got {max_cells}", parameters="max_cells")
+    report, overwrite = _common(report, overwrite)
+    with _outputs(_paths(joint, marginal, privacy), overwrite):
+        if report is not None:
+            check_report_dir(report)
+        j = _table(joint, "joint")
+        m = _table(marginal, "marginal")
+        priv = _privacy(privacy, joint)
+        s = _scale_from(scale, priv)
+        if s is None:
+            raise InvalidParameterError(
+                "no scale given and no noise_scale in privacy.json (estimate it with `urbandp audit noise-scale`)",
+                parameters="scale",
+            )
+        derived = bool(
+            priv and priv.get("marginals") in ("derived_from_noisy_joint", "derived_from_published_joint")
+        )
+        details = differencing_attack(
+            j,
+            m,
+            scale=s,
+            marginal_scale=marginal_scale,
+            alpha=alpha,
+            marginals_derived=derived,
+            max_cells=max_cells,
+        )
+        details["quarantined_rows"] = j.quarantine.height + m.quarantine.height
+        result = DifferencingResult(
+            details,
+            alpha=alpha,
+            scale=s,
+            marginal_scale=float(cast(float, details["marginal_scale"])),
+            marginals_derived=derived,
+            groups_checked=int(cast(int, details["groups_checked"])),
+            groups_with_recoverable_hidden_count=int(
+                cast(int, details["groups_with_recoverable_hidden_count"])
+            ),
+            gain_beyond_noise=_optional_bool(details.get("gain_beyond_noise")),
+            quarantined_rows=j.quarantine.height + m.quarantine.height,
+        )
+        if report is not None:
+            result.write_report(report)
+    return result
+
+
+@arguments.check_keywords
+def pairs(
+    table: TableLike,
+    *,
+    route: str | Sequence[str],
+    lag_minutes: int = 30,
+    out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+) -> PairsResult:
+    """Build ``a, b`` pairs (counts equal in the raw data) for :func:`noise_scale` (``urbandp audit pairs``).
+
+    ``route``: one or more ``mode:FROM>TO``; the tap-ons at FROM in a bin are paired with the tap-offs at TO
+    ``lag_minutes`` later (the same day for daily tables). With ``out`` the pairs CSV is written there (as the
+    CLI's ``--out``); else ``result.write(path)`` writes it later. Reads a published table only: no Session, no
+    budget.
+    """
+    from urbandp.audit._route_pairs import route_pairs
+
+    routes = list(arguments.check_texts(route, "route"))
+    lag_minutes = int(arguments.check_number(lag_minutes, "lag_minutes", integer=True))
+    if not 0 <= lag_minutes < 24 * 60:
+        raise InvalidParameterError(
+            f"lag_minutes must be between 0 and 1439, got {lag_minutes}", parameters="lag_minutes"
+        )
+    target, overwrite = _common(out, overwrite, "out")
+    with _outputs(_paths(table), overwrite):
+        if target is not None:
+            check_output_file(target)
+        pub = _table(table, "table")
+        df, incomplete = route_pairs(pub.table, routes, lag_minutes)
+        result = PairsResult(df, incomplete, pub.quarantine.height)
+        if target is not None:
+            result = result.write(target, overwrite)
+    return result

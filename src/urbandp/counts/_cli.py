@@ -1,0 +1,141 @@
+"""CLI group `urbandp counts`: release tap-count tables with DP, and make synthetic raw taps with known truth."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from urbandp._cli_config import config_option
+from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
+from urbandp._cli_spec import command_signature, keyword, spec_parameters
+from urbandp._cli_support import cli_guard, cli_text
+from urbandp.counts._options import CountsReleaseSpec
+from urbandp.counts._prepare_command import prepare
+from urbandp.counts._synth_command import synth
+
+if TYPE_CHECKING:
+    from urbandp.counts._api import CountsRelease
+
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
+
+
+@app.command()
+@cli_guard
+@command_signature(
+    [
+        inspect.Parameter(
+            "input",
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=typer.Argument(
+                ..., help="Events (mode,timestamp,tap,location[,card_id]) or counts (CSV/Parquet)."
+            ),
+            annotation=Path,
+        ),
+        keyword("out", Path, typer.Option(..., "--out", help="Output folder.")),
+        keyword("config", Path | None, config_option("counts.release")),
+    ],
+    spec_parameters(CountsReleaseSpec),
+    [
+        keyword("dataset", Dataset, None),
+        keyword("budget_store", BudgetStoreUrl, None),
+        keyword(
+            "dry_run",
+            bool,
+            typer.Option(
+                False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
+            ),
+        ),
+        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
+        keyword("overwrite", Overwrite, False),
+    ],
+)
+def release(**options: Any) -> None:
+    """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
+
+    With --suppress-below the default sparse sampler draws OpenDP noise for the non-zero cells and samples the
+    published zero cells exactly (same output law as noise on every cell then suppression); without it every
+    cell gets an OpenDP draw.
+
+    Example:
+
+        urbandp counts synth --out taps/ && urbandp counts release taps/events.csv --domain taps/domain.json
+        --unit card-day --max-events 4 --epsilon 1 --suppress-below 18 --out rel/
+    """
+    import warnings
+
+    from urbandp._outputs import dumps_strict
+    from urbandp._session import Session
+    from urbandp.counts._api import dry_run as cost
+    from urbandp.counts._api import release_spec
+    from urbandp.counts._threshold_advice import advice_line
+    from urbandp.results import OwnerWarning, ReleaseWarning
+
+    spec = CountsReleaseSpec.from_options(options)
+    input, out = options["input"], options["out"]
+    allow_meaningless_epsilon = options["allow_meaningless_epsilon"]
+    if options["dry_run"]:
+        plan = cost(spec, allow_meaningless_epsilon=allow_meaningless_epsilon)
+        typer.echo(dumps_strict(plan, indent=None))
+        advised = plan.get("suppression_advice")
+        if isinstance(advised, dict):
+            typer.echo(f"urbandp: advice: {cli_text(advice_line(advised, plan.get('unit')))}", err=True)
+        return
+    session = Session(
+        options["budget_store"], options["dataset"], allow_meaningless_epsilon=allow_meaningless_epsilon
+    )
+    with warnings.catch_warnings():  # the command prints its own warning lines
+        warnings.simplefilter("ignore", ReleaseWarning)
+        warnings.simplefilter("ignore", OwnerWarning)
+        rel = release_spec(
+            input, spec, session=session, out=out, overwrite=options["overwrite"], progress=_progress_bar
+        )
+    _print_summary(rel, out)
+
+
+@contextlib.contextmanager
+def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
+    """The progress of the noise draws (:func:`urbandp._progress.progress_bar`)."""
+    from urbandp._progress import progress_bar
+
+    with progress_bar("adding OpenDP noise", total) as advance:
+        yield advance
+
+
+def _print_summary(rel: CountsRelease, out: Path) -> None:
+    """The one-line JSON summary on stdout (and the release's warnings on stderr), once the charge is committed."""
+    from urbandp._outputs import dumps_strict
+
+    privacy = rel.privacy.to_dict()
+    for text in rel.warnings:
+        typer.echo(f"urbandp: warning: {cli_text(text)}", err=True)
+    if rel.domain is None:  # partition selection
+        keys: tuple[str, ...] = ("method", "epsilon", "delta", "threshold")
+        summary = {k: privacy.get(k) for k in keys}
+    else:
+        keys = (
+            "method",
+            "differentially_private",
+            "unit",
+            "mechanism",
+            "sampling",
+            "marginals",
+            "epsilon",
+            "delta",
+            "noise_scale",
+            "total_epsilon",
+        )
+        summary = {k: privacy.get(k) for k in keys}
+        card = privacy.get("per_card_window")
+        if isinstance(card, dict):
+            summary["per_card_window_epsilon"] = card.get("epsilon")
+    summary["out"] = str(out)
+    typer.echo(dumps_strict(summary, indent=None))
+
+
+app.command(name="synth")(synth)
+app.command(name="prepare")(prepare)

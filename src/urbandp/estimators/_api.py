@@ -1,0 +1,417 @@
+"""The Python API of the user-level mean estimators: ``urbandp.estimators.release``.
+
+::
+
+    import urbandp as ud
+    with ud.Session(store="budget.sqlite", dataset="austin") as s:
+        rel = ud.estimators.release("avl.csv", unit_column="vehicle_id", value_column="speed", upper=65,
+                                    epsilon=1, day="2015-03-18", session=s)
+    rel.table                      # one row: estimator, estimate, noise_scale, interval, epsilon
+    rel.privacy.epsilon_spent      # the typed report; rel.privacy.to_json() is privacy.json
+    rel.write("out/mean")          # the release folder, owner_only/mean/ beside it
+
+One user-level mean (Gupta et al., *Mean Estimation with User-Level Privacy for Spatio-Temporal IoT Datasets*)
+through one charge of the :class:`urbandp.Session`: the guards and the store's reservation run before any noise,
+and every draw goes through the charge (docs/architecture.md, section 4).
+
+Guarantees (docs/estimators.md): CLIPPED-MEAN is epsilon-DP under add/remove-one-unit. The paper's four
+(BASELINE, ARRAY-AVERAGING, LEVY, QUANTILE) are epsilon-DP under Def. II.1 only (replace one unit's values; the
+units and their counts public); under add/remove-one-unit, the relation of the budget store's units, they are NOT
+DP. As in the fleet (``speed_estimator`` under ``neighbouring="add-remove"``), such a release is labelled NOT DP and
+refused with a budget dataset: it is never booked as DP spend.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from urbandp._arguments import (
+    check_date,
+    check_keywords,
+    check_name,
+    check_number,
+    check_path,
+    check_switch,
+    check_table,
+)
+from urbandp._frames import TableLike, input_paths
+from urbandp._outputs import atomic_output_dir, output_policy, write_json
+from urbandp._privacy.budget_store import UNITS
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.report import write_privacy_json
+from urbandp._privacy.session import ReleaseCharge
+from urbandp._session import Session, check_session
+from urbandp.errors import InputDataError, InvalidParameterError
+from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _Estimator
+from urbandp.estimators._report import EstimatorPrivacyReport
+from urbandp.results import Release
+
+ESTIMATOR_NAMES: tuple[str, ...] = tuple(BY_NAME)
+_OPTIONS: dict[str, tuple[str, ...]] = {
+    "clipped-mean": ("m_ub", "m_cap"),
+    "baseline": (),
+    "array-averaging": ("grouping", "m_ub"),
+    "levy": ("grouping", "m_ub", "gamma"),
+    "quantile": ("grouping", "m_ub", "rule", "n_candidates"),
+}
+"""The estimator options each estimator takes (its constructor's parameters besides ``upper``)."""
+ADD_REMOVE_LABEL = "epsilon-DP under add/remove-one-unit (a unit's presence, count and values protected)"
+QUARANTINE_NOTE = "raw rejected input rows with their reason"
+INPUT_REPORT_NOTE = "row, unit and sample counts of the true input (and clipped values)"
+
+
+def _bad(message: str, *names: str) -> InvalidParameterError:
+    return InvalidParameterError(message, parameters=names)
+
+
+def _positive(value: object, name: str) -> float:
+    return check_number(value, name, above=0)
+
+
+_OPTION_KINDS: dict[str, str] = {
+    "grouping": "text",
+    "m_ub": "integer or text",
+    "gamma": "number",
+    "rule": "text",
+    "n_candidates": "integer",
+    "m_cap": "integer",
+}
+"""What each estimator option takes from Python (its range is the estimator's own check)."""
+
+
+def _option(name: str, value: object) -> object:
+    kind = _OPTION_KINDS[name]
+    if kind == "text" or (kind == "integer or text" and isinstance(value, str)):
+        return check_name(value, name)
+    return check_number(value, name, integer=kind != "number")
+
+
+@dataclass(frozen=True)
+class EstimatorReleaseSpec:
+    """The options of one release, validated once (each error names the keyword, listed in ``parameters``).
+
+    ``options`` holds the estimator's own options given (``grouping``, ``m_ub``, ``gamma``, ``rule``,
+    ``n_candidates``, ``m_cap``); an option the chosen estimator does not take is refused.
+    """
+
+    unit_column: str
+    value_column: str
+    epsilon: float
+    upper: float
+    estimator: str = "clipped-mean"
+    options: tuple[tuple[str, Any], ...] = ()
+    unit: str = "vehicle-day"
+    day: dt.date | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("unit_column", "value_column"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise _bad(f"{name} must name a column, got {getattr(self, name)!r}", name)
+        if self.estimator not in ESTIMATOR_NAMES:
+            raise _bad(
+                f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}, got {self.estimator!r}", "estimator"
+            )
+        object.__setattr__(self, "epsilon", _positive(self.epsilon, "epsilon"))
+        object.__setattr__(self, "upper", _positive(self.upper, "upper"))
+        if self.unit not in UNITS:
+            raise _bad(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", "unit")
+        object.__setattr__(self, "day", check_date(self.day, "day", optional=True))
+        takes = _OPTIONS[self.estimator]
+        object.__setattr__(self, "options", tuple((n, _option(n, v)) for n, v in self.options))
+        for name, _ in self.options:
+            if name not in takes:
+                raise _bad(
+                    f"{name} does not apply to estimator {self.estimator} (it takes: {', '.join(takes) or 'none'})",
+                    name,
+                )
+        self.build()  # the constructor's checks, renamed to the keyword
+
+    def build(self) -> _Estimator:
+        """The configured building block (:mod:`urbandp.estimators._core`)."""
+        try:
+            return BY_NAME[self.estimator](upper=self.upper, **dict(self.options))
+        except (TypeError, ValueError) as err:
+            text = str(err)
+            named = [n for n, _ in self.options if text.startswith(n)] or [n for n, _ in self.options]
+            raise _bad(text, *named) from None
+
+    @property
+    def paper(self) -> bool:
+        return self.estimator in PAPER_ESTIMATORS
+
+    def not_dp_reasons(self) -> list[str]:
+        """The fleet's rule (``HatReleaseConfig.differentially_private``): the paper's estimators under
+        add/remove-one-unit read each unit's count, which that relation protects."""
+        if not self.paper:
+            return []
+        return [
+            f"estimator {self.estimator} assumes unit counts are public (paper Def. II.1, replace-one); not DP "
+            "under add/remove-one-unit; use clipped-mean"
+        ]
+
+    def params(self) -> dict[str, Any]:
+        return {"estimator": self.estimator, "upper": self.upper, **dict(self.options)}
+
+
+@dataclass(repr=False)
+class EstimatorRelease(Release):
+    """One released mean: ``table`` one row (estimator, estimate, noise_scale, interval, epsilon); ``privacy``
+    its :class:`EstimatorPrivacyReport`; ``owner`` the quarantine and the input report (true data, never
+    published); ``estimate`` the building block's full result (its private counts included: owner material)."""
+
+    inputs: tuple[Path, ...] = ()
+
+    def write(self, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
+        """Write the release folder ``out`` (estimate.csv, privacy.json) and ``owner_only/<name>/`` beside it;
+        an earlier urbandp output is replaced only with ``overwrite``; any other folder is refused."""
+        with output_policy(self.inputs, overwrite=check_switch(overwrite, "overwrite")):
+            return _write_folder(self, Path(str(check_path(out, "out"))))
+
+
+@check_keywords
+def release(
+    data: TableLike,
+    *,
+    unit_column: str,
+    value_column: str,
+    epsilon: float,
+    upper: float,
+    estimator: str = "clipped-mean",
+    grouping: str | None = None,
+    m_ub: str | int | None = None,
+    gamma: float | None = None,
+    rule: str | None = None,
+    n_candidates: int | None = None,
+    m_cap: int | None = None,
+    unit: str = "vehicle-day",
+    day: str | dt.date | None = None,
+    session: Session | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+) -> EstimatorRelease:
+    """Release one user-level mean of ``value_column`` with DP, each distinct ``unit_column`` value one privacy
+    unit (``unit``, as the budget store names it: the column must identify that unit, e.g. a vehicle in a one-day
+    file for ``vehicle-day``).
+
+    ``estimator``: ``clipped-mean`` (default; add/remove-one-unit) or the paper's ``baseline``,
+    ``array-averaging``, ``levy``, ``quantile`` (Def. II.1 only: labelled NOT DP, refused with a dataset).
+    ``upper``: the public bound U (values are clipped to [0, U]). ``grouping``, ``m_ub``, ``gamma``, ``rule``,
+    ``n_candidates``, ``m_cap``: the estimator's own options (None: its default; see docs/estimators.md).
+    ``day``: the day the store books (required with a dataset). ``session``: the :class:`urbandp.Session`
+    charged (None: the guards apply, no store is charged). ``out``: write the folder inside the charge.
+    Raises :class:`~urbandp.errors.BudgetExceededError` before any noise when the store cannot afford it.
+    """
+    check_table(data)
+    given = {"grouping": grouping, "m_ub": m_ub, "gamma": gamma, "rule": rule}
+    given |= {"n_candidates": n_candidates, "m_cap": m_cap}
+    spec = EstimatorReleaseSpec(
+        unit_column,
+        value_column,
+        epsilon,
+        upper,
+        estimator,
+        tuple((k, v) for k, v in given.items() if v is not None),
+        unit,
+        check_date(day, "day", optional=True),
+    )
+    rel = release_spec(data, spec, session=session, out=out, overwrite=overwrite)
+    rel.emit_warnings()
+    return rel
+
+
+def release_spec(
+    data: TableLike,
+    spec: EstimatorReleaseSpec,
+    *,
+    session: Session | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+) -> EstimatorRelease:
+    """:func:`release` for a checked :class:`EstimatorReleaseSpec` (warnings not emitted)."""
+    s = check_session(session)
+    target = None if out is None else Path(str(check_path(out, "out")))
+    overwrite = check_switch(overwrite, "overwrite")
+    day = _booked_day(s, spec)
+    with input_paths(data) as paths, output_policy(_protected(paths, s), overwrite=overwrite):
+        values, owner = _read_values(paths, spec)
+        est = spec.build()
+        _check_prepared(est, values)
+        charge = s.charge(spec.unit, out=target)
+        with charge:
+            charge.refuse_not_dp(spec.not_dp_reasons())  # before the store and any noise
+            charge.reserve(Loss.pure(spec.epsilon), [day], f"estimators-{spec.estimator}", spec.params())
+            charge.mark_drawn()  # selection steps (LEVY, QUANTILE, dp-median) invoke OpenDP's samplers directly
+            result = est.estimate(values, spec.epsilon, charge.noise)
+            rel = _result(result, spec, charge, owner, day)
+            rel.inputs = tuple(_protected(paths, s))
+            if target is not None:
+                _write_folder(rel, target)
+                charge.set_output(target)
+        s.committed(charge)
+    return rel
+
+
+def _booked_day(session: Session, spec: EstimatorReleaseSpec) -> dt.date:
+    if spec.day is not None:
+        return spec.day
+    if session.dataset is not None:
+        raise _bad("dataset needs day YYYY-MM-DD (the day the store books the release on)", "dataset", "day")
+    return dt.date.today()  # booked nowhere without a dataset
+
+
+def _protected(paths: list[Path], session: Session) -> list[Path]:
+    """The run's inputs, never overwritten by its output: the data and a SQLite budget store."""
+    found = [*paths]
+    if session.store is not None and "://" not in session.store:
+        found.append(Path(session.store))
+    return found
+
+
+def _read_table(path: Path) -> pl.DataFrame:
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            return pl.read_parquet(path)
+        return pl.read_csv(path, infer_schema_length=10000)
+    except (OSError, pl.exceptions.PolarsError) as err:
+        raise InputDataError(f"data: cannot read {path.name} ({type(err).__name__})") from None
+
+
+def _read_values(paths: list[Path], spec: EstimatorReleaseSpec) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """Every unit's values, and the owner's material: the quarantine (rows without a unit or a finite value,
+    with their reason) and the row counts of the true input."""
+    frames = [_read_table(p) for p in paths]
+    for frame in frames:
+        named = {"unit_column": spec.unit_column, "value_column": spec.value_column}
+        missing = {p: c for p, c in named.items() if c not in frame.columns}
+        if missing:
+            raise InputDataError(
+                f"data: no column {', '.join(missing.values())} ({', '.join(missing)}; columns: "
+                f"{', '.join(frame.columns)})",
+                parameters=tuple(missing),
+            )
+    rows = pl.concat(
+        [f.select(pl.col(spec.unit_column).cast(pl.String), pl.col(spec.value_column)) for f in frames]
+    ).with_columns(pl.col(spec.value_column).cast(pl.Float64, strict=False).alias("_value"))
+    reason = (
+        pl.when(pl.col(spec.unit_column).is_null())
+        .then(pl.lit("missing_unit"))
+        .when(pl.col("_value").is_null())
+        .then(pl.lit("missing_or_non_numeric_value"))
+        .when(~pl.col("_value").is_finite())
+        .then(pl.lit("non_finite_value"))
+    )
+    rows = rows.with_columns(reason.alias("reason"))
+    quarantine = rows.filter(pl.col("reason").is_not_null()).drop("_value")
+    kept = rows.filter(pl.col("reason").is_null())
+    if kept.height == 0:
+        raise InputDataError(f"data: no row has a unit and a finite {spec.value_column} ({rows.height} rows)")
+    grouped = kept.group_by(spec.unit_column).agg(pl.col("_value")).sort(spec.unit_column)
+    values = [np.asarray(v, dtype=float) for v in grouped["_value"].to_list()]
+    report = {
+        "note": "raw-data statistics for the data owner; not differentially private, do not publish",
+        "input_rows": rows.height,
+        "quarantined_rows": quarantine.height,
+        "quarantine_reasons": dict(quarantine["reason"].value_counts().iter_rows()),
+        "n_units": len(values),
+        "n_samples": kept.height,
+    }
+    return values, {"quarantine": quarantine, "input_report": report}
+
+
+def _check_prepared(est: _Estimator, values: list[np.ndarray]) -> None:
+    """The estimator's noise-free preparation, run before the reservation: a dataset it cannot use (no full
+    array of length m_UB) is refused before anything is charged (it reads only the counts)."""
+    try:
+        est.prepare(values)
+    except ValueError as err:
+        raise InputDataError(f"data: {err}") from None
+
+
+def _document(
+    result: MeanEstimate, spec: EstimatorReleaseSpec, charge: ReleaseCharge, day: dt.date
+) -> dict[str, Any]:
+    """privacy.json: public parameters and DP figures; the counts only where the guarantee holds them public."""
+    reasons = list(charge.not_dp_reasons)
+    label = f"epsilon-DP under {result.neighbouring}" if spec.paper else ADD_REMOVE_LABEL
+    doc: dict[str, Any] = {
+        "differentially_private": not reasons,
+        "dp_label": label if not reasons else "NOT differentially private",
+        "not_dp_reasons": reasons,
+        "privacy_unit": spec.unit,
+        "neighbouring": result.neighbouring,
+        "estimator": result.estimator,
+        "estimator_option": spec.estimator,
+        "dp_under": label,
+        "counts_public": result.counts_public,
+        "epsilon": spec.epsilon,
+        "delta": 0.0,
+        "epsilon_spent": result.epsilon_spent,
+        "upper": spec.upper,
+        "noise_scale": result.noise_scale,
+        "sensitivity": result.sensitivity,
+        "interval": [float(result.interval[0]), float(result.interval[1])],
+        "m_ub": result.m_ub,
+        "steps": [asdict(s) for s in result.steps],
+        "options": dict(spec.options),
+        "day": day.isoformat(),
+        "noise_source": "OpenDP" if result.is_private else "NONE (test source: not private)",
+    }
+    if result.counts_public:  # Def. II.1: the units and their counts are public (paper section II-C)
+        doc |= {"n_units": result.n_units, "n_samples": result.n_samples, "n_arrays": result.n_arrays}
+        doc["grouping"] = result.grouping
+    return doc
+
+
+def _result(
+    result: MeanEstimate,
+    spec: EstimatorReleaseSpec,
+    charge: ReleaseCharge,
+    owner: dict[str, Any],
+    day: dt.date,
+) -> EstimatorRelease:
+    table = pl.DataFrame(
+        {
+            "estimator": [result.estimator],
+            "estimate": [result.estimate],
+            "noise_scale": [result.noise_scale],
+            "interval_low": [float(result.interval[0])],
+            "interval_high": [float(result.interval[1])],
+            "epsilon": [spec.epsilon],
+        }
+    )
+    owner["input_report"]["n_clipped"] = result.n_clipped
+    owner["estimate"] = result
+    q_rows = owner["input_report"]["quarantined_rows"]
+    owner_warnings = (
+        [f"{q_rows} input rows quarantined (see owner_only/<out>/quarantine.csv)"] if q_rows else []
+    )
+    if result.n_clipped:
+        owner_warnings.append(f"{result.n_clipped} values clipped to [0, {spec.upper:g}]")
+    return EstimatorRelease(
+        tables={"estimate": table},
+        privacy=EstimatorPrivacyReport.from_document(_document(result, spec, charge, day)),
+        owner=owner,
+        owner_warnings=owner_warnings,
+    )
+
+
+def _write_folder(rel: EstimatorRelease, out: Path) -> dict[str, Path]:
+    """The release folder (estimate.csv, privacy.json) and ``owner_only/<name>/`` (quarantine, input report),
+    swapped in whole (:func:`urbandp._outputs.atomic_output_dir`)."""
+    outputs = {
+        f"../owner_only/{out.name}/quarantine.csv": QUARANTINE_NOTE,
+        f"../owner_only/{out.name}/input_report.json": INPUT_REPORT_NOTE,
+    }
+    rel.privacy = EstimatorPrivacyReport.from_document({**rel.privacy.to_dict(), "not_dp_outputs": outputs})
+    with atomic_output_dir(out) as d:
+        rel.owner["quarantine"].write_csv(d.owner_path("quarantine.csv"))
+        write_json(d.owner_path("input_report.json"), rel.owner["input_report"])
+        rel.table.write_csv(d.release / "estimate.csv")
+        write_privacy_json(d.release, rel.privacy.to_dict())
+    return {"estimate": out / "estimate.csv", "privacy": out / "privacy.json"}

@@ -1,0 +1,181 @@
+"""Top-level fleet commands: ``urbandp release`` and ``urbandp explore`` (ITMS report sections II-IV)."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from urbandp._cli_options import AllowMeaninglessEpsilon, Overwrite
+from urbandp._cli_spec import command_signature, keyword, option_parameters, spec_parameters
+from urbandp._cli_support import cli_text
+from urbandp.errors import InputError
+from urbandp.fleet._options_flags import (
+    CONTEXT_HELP,
+    GTFS_HELP,
+    OPTION_NAMES,
+    TILES_HELP,
+    TIMESTAMP_FORMAT_HELP,
+    RunOptions,
+    release_options,
+)
+from urbandp.fleet._options_input import parse_columns
+
+__all__ = ["TIMESTAMP_FORMAT_HELP", "check_dataset", "map_site", "quarantine_on_failure", "release"]
+
+_CONSOLE = Console(stderr=True)
+
+
+def check_dataset(name: str | None) -> None:
+    """Refuse ``--dataset ""`` before the budget store is opened (it would be created for nothing)."""
+    if name is not None and not name.strip():
+        raise InputError(
+            "--dataset is empty: give the name of a dataset of the budget store, or leave it out"
+        )
+
+
+def quarantine_on_failure(out: Path, run: Any) -> Any:
+    """Run ``run()``; when every record was quarantined, write quarantine.csv to owner_only/ and say where."""
+    from urbandp.fleet._pipeline import NoValidRecords, write_owner_quarantine
+
+    try:
+        return run()
+    except NoValidRecords as err:
+        path = write_owner_quarantine(out, err.quarantine)
+        raise InputError(
+            f"{err}; the rows and their reasons are in {path}", parameters=err.parameters
+        ) from None
+
+
+@command_signature(
+    [
+        inspect.Parameter(
+            "inputs",
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=typer.Argument(..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."),
+            annotation=list[Path],
+        ),
+        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
+        keyword(
+            "config",
+            Path | None,
+            typer.Option(
+                None,
+                "--config",
+                help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
+            ),
+        ),
+    ],
+    option_parameters(release_options()),
+    spec_parameters(RunOptions),
+    [
+        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
+        keyword("overwrite", Overwrite, False),
+    ],
+)
+def release(
+    inputs: list[Path],
+    *,
+    out: Path,
+    config: Path | None,
+    allow_meaningless_epsilon: bool,
+    overwrite: bool,
+    **options: Any,
+) -> None:
+    """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
+
+    Example: urbandp release fleet.parquet --out out/release --epsilon-per-day 10
+    """
+    from urbandp._session import Session
+    from urbandp.fleet import _api as api
+    from urbandp.fleet._cli_summary import print_summary
+    from urbandp.fleet._guardrails import EXIT_USELESS
+
+    run = RunOptions.of(options)
+    check_dataset(run.dataset)
+    if (run.gtfs is not None or run.context or run.tiles is not None) and run.no_map:
+        raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
+    map_options: dict[str, Any] = {}
+    if not run.no_map:  # checked before any record is read or noise drawn (--no-map: nothing read, 21 ms)
+        from urbandp._reports.map import map_inputs
+
+        map_options = map_inputs(run.tiles, run.gtfs, run.context)
+    given = {name: options[name] for name in OPTION_NAMES}
+    column = options["column"]
+    budget = Session(run.budget_store, run.dataset, allow_meaningless_epsilon=allow_meaningless_epsilon)
+    with _progress() as step, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # printed below as one-line urbandp: warnings
+        # the library's release path: the guards, the charge before noise, the folder, the commit (fleet/_api.py)
+        rel = api.release(
+            inputs,
+            config=config,
+            columns=dict(parse_columns(column, {})) if column else None,
+            engine=run.engine,
+            spark_master=run.spark_master,
+            session=budget,
+            out=out,
+            overwrite=overwrite,
+            with_map=not run.no_map,
+            map_inputs=map_options,
+            step=step,
+            **given,
+        )
+    # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
+    from urbandp.fleet._guardrails import as_flags
+
+    # the library names parameters, the command line flags: an Advice's parameters, then the fleet's name=value
+    for text in [*rel.owner_warnings, *rel.warnings]:
+        _CONSOLE.print(
+            f"[bold yellow]urbandp: warning:[/] {as_flags(cli_text(text))}", highlight=False, soft_wrap=True
+        )
+    print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
+    if run.strict and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
+        raise typer.Exit(EXIT_USELESS)
+
+
+@contextlib.contextmanager
+def _progress() -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr naming the running stage (:func:`urbandp._progress.progress_bar`); yields the function
+    that names it."""
+    from urbandp._progress import progress_bar
+
+    with progress_bar("starting") as advance:
+        yield lambda name: advance(0, name)
+
+
+def map_site(
+    release_dir: Path = typer.Argument(..., help="A release folder (of 'release' or 'sensing pm-map')."),
+    out: Path = typer.Option(..., "--out", help="The website folder to write (index.html, GeoJSON, ...)."),
+    tiles: str | None = typer.Option(None, "--tiles", help=TILES_HELP),
+    gtfs: Path | None = typer.Option(None, "--gtfs", help=GTFS_HELP),
+    context: list[Path] | None = typer.Option(None, "--context", help=CONTEXT_HELP),
+    no_png: bool = typer.Option(False, "--no-png", help="Skip the PNG per slot."),
+    overwrite: Overwrite = False,
+) -> None:
+    """Export a release as a static website to upload as is (post-processing: no budget is spent).
+
+    Writes index.html (the map, which opens offline), hat_speed.geojson, methodology.html (how the numbers were
+    protected, in plain language, from privacy.json), the published files and png/ (a PNG per slot, for reports).
+
+    Example: urbandp map out/rel --out site/ --gtfs gtfs.zip --context depots.geojson
+    """
+    from urbandp._reports.map import map_inputs
+    from urbandp.fleet._map_page import write_site
+
+    options = map_inputs(tiles, gtfs, context)  # the output policy (inputs protected) is set by cli_guard
+    if (
+        release_dir / "pm_grid.csv"
+    ).is_file():  # a `sensing pm-map` release: the same page on its square grid
+        from urbandp.sensing._map_page import write_pm_site
+
+        written, what = write_pm_site(release_dir, out, **options), "PM2.5 map of a sensing pm-map release"
+    else:
+        written = write_site(release_dir, out, pngs=not no_png, **options)
+        what = f"methodology: {out / 'methodology.html'}"
+    typer.echo(f"Website: {out / 'index.html'} ({len(written)} files; {what})")

@@ -1,0 +1,174 @@
+"""``urbandp plan``: what a release will give before any budget is spent (it takes ``release``'s options)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import sys
+from typing import Any
+
+import typer
+
+from urbandp.errors import InputError
+from urbandp.fleet._cli import check_dataset, quarantine_on_failure, release
+from urbandp.fleet._options_input import configure
+
+
+def plan(**a: Any) -> None:
+    """Plan a release before spending budget: expected noise per HAT, selection, what reaches a target error.
+
+    Takes the options of `urbandp release`. Spends nothing and reads only public parameters unless
+    --histogram-epsilon is given (then a DP histogram of vehicle-days per HAT, charged and reported). Predicts the
+    shown and useful HATs, with an interval, by running the release itself on fleets drawn from the schedule
+    (--domain-gtfs), the histogram, or a --domain-geojson route domain with --fleet-size.
+
+    Example: urbandp plan fleet.parquet --out out/plan --epsilon-per-day 10 --start 2021-11-15 --end 2021-12-15
+    --domain-bbox 21.09,72.75,21.25,72.91 --target-error 2
+    """
+    from urbandp.fleet._options_input import file_keys, named_by
+
+    # an error about a value read from the config file names its key there, as release's do
+    with named_by(file_keys(a)):
+        _plan(a)
+
+
+def _plan(a: dict[str, Any]) -> None:
+    """The plan of :func:`plan`'s options ``a``: written to ``a["out"]``/plan.json and printed."""
+    from rich.console import Console
+
+    from urbandp._outputs import atomic_output_dir, dumps_strict, write_json
+    from urbandp._privacy.loss import Loss
+    from urbandp._privacy.session import ReleaseCharge
+    from urbandp._records.readers import expand_inputs
+    from urbandp._records.timezones import with_feed_zone
+    from urbandp.fleet._domain import load_public_domain
+    from urbandp.fleet._pipeline import public_window, window_days
+    from urbandp.fleet._plan_forecast import (
+        cfg_k,
+        check_target_error,
+        dp_histogram,
+        make_plan,
+        paid_pilot,
+        per_hat_counts,
+        pilot_loss,
+    )
+    from urbandp.fleet._predict import M_HISTOGRAM_SHARE
+
+    cfg, options, columns = configure(a)
+    options = with_feed_zone(options, cfg.domain_gtfs)  # the release's time zone, as the release reads it
+    check_target_error(a["target_error"])
+    if a["fleet_size"] is not None and not (math.isfinite(a["fleet_size"]) and a["fleet_size"] > 0):
+        raise InputError("--fleet-size must be a finite number of vehicles a day above 0")
+    first, last, day_set = public_window(cfg)
+    if first is None or last is None:
+        raise InputError(
+            "plan needs the public window: give --start and --end, or --dates (D sets the noise)"
+        )
+    expand_inputs(a["inputs"])  # read only with --histogram-epsilon, but a wrong path is said now
+    public_days = window_days(first, last, day_set)
+    days = len(public_days)
+    histogram = m_histogram = pilot = None
+    spent = 0.0
+    domain = load_public_domain(cfg, public_days)
+    # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
+    # data spends budget, so only that is charged (with --dataset), reserved before its noise.
+    check_dataset(a["dataset"])
+    charged = a["dataset"] if a["histogram_epsilon"] is not None else None
+    with ReleaseCharge(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
+        if a["histogram_epsilon"] is not None:
+            eps_h = float(a["histogram_epsilon"])
+            if not (math.isfinite(eps_h) and eps_h > 0):
+                raise InputError("--histogram-epsilon must be a finite number above 0")
+            from urbandp._contributions import ContributionSpec, get_backend
+            from urbandp._grid.slots import SlotSpec
+            from urbandp.fleet._pipeline import load_records
+
+            spec = ContributionSpec(
+                cfg.resolution,
+                SlotSpec(cfg.slot_minutes, *cfg.hours),
+                first,
+                last,
+                cfg.speed_max,
+                days=day_set,
+            )
+            loaded = load_records(a["inputs"], columns, options, window=spec)
+            quarantine_on_failure(a["out"], loaded.require_valid)
+            contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+            k = cfg_k(cfg)
+            if domain is None:  # no public domain: the Laplace histogram of vehicle-days per HAT (L1 2K)
+                session.reserve(
+                    Loss.pure(eps_h),
+                    list(public_days),
+                    "fleet-plan-histogram-laplace",
+                    {"epsilon": eps_h, "k": k},
+                )
+                histogram, spent = dp_histogram(
+                    per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
+                )
+            else:  # a pilot of the release's own noisy counts and a histogram of HATs per vehicle-day (zCDP)
+                loss = pilot_loss(cfg, eps_h)
+                session.conversion_delta = cfg.delta
+                session.reserve(
+                    loss, list(public_days), "fleet-plan-pilot-gaussian",
+                    {"epsilon": eps_h, "rho": loss.rho, "hats_per_vehicle_day_share": M_HISTOGRAM_SHARE},
+                    window=loss.group(days), gaussian=True,
+                )  # fmt: skip
+                paid = paid_pilot(contributions, cfg, days, domain, loss.rho, session.noise)
+                m_histogram, pilot, spent = paid.m_histogram, paid.pilot, eps_h
+        result = make_plan(
+            cfg,
+            days,
+            target_error=a["target_error"],
+            histogram=histogram,
+            histogram_epsilon=spent,
+            domain=domain,
+            m_histogram=m_histogram,
+            fleet_size=a["fleet_size"],
+            pilot=pilot,
+        )
+        result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
+        result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        with atomic_output_dir(a["out"]) as d:
+            write_json(d.release / "plan.json", result)
+        session.set_output(a["out"])
+        # plain stdout, never Rich: Rich wraps long lines at 80 columns when piped, which broke the JSON
+        session.later(lambda: print(dumps_strict(result), flush=True))
+        session.later(lambda: Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}"))
+
+
+def _plan_signature() -> None:
+    """``plan`` takes release's options (minus the output-only ones) plus its own."""
+    import inspect
+
+    # the output-only options, and the engine: the planner reads no record (its histogram runs in-process), so
+    # --engine/--spark-master would be silently ignored
+    skip = {"no_map", "gtfs", "tiles", "context", "strict", "engine", "spark_master"}
+    params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
+    extra = {
+        "target_error": typer.Option(
+            None,
+            "--target-error",
+            help="Target sd of a released mean in km/h (default: none; no search for settings).",
+        ),
+        "histogram_epsilon": typer.Option(
+            None,
+            "--histogram-epsilon",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (with --contribution-bounding l2 "
+            "or --domain-geojson a fifth of it on one of HATs per vehicle-day) (default: off, spends nothing).",
+        ),
+        "fleet_size": typer.Option(
+            None,
+            "--fleet-size",
+            help="Public number of vehicles a day, for the prediction over a --domain-geojson route domain "
+            "(default: none).",
+        ),
+    }
+    for name, default in extra.items():
+        params.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=float | None)
+        )
+    plan.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    plan.__annotations__ = {p.name: p.annotation for p in params}
+
+
+_plan_signature()

@@ -1,0 +1,196 @@
+"""The options of ``urbandp fleet release`` (and ``plan``, and :func:`urbandp.fleet.release`), each declared once.
+
+Every option is one field made with :func:`urbandp._release_options.option` (type, default, bounds, help, flag,
+command-line type, TOML table): the release spec's on :class:`~urbandp.fleet._options.HatReleaseConfig` (the
+``[release]`` table), the records' on :class:`RecordOptions` (``[input]``, ``[columns]`` and the day file). The
+command's flags and ``--help`` (:func:`release_parameters`), the TOML keys a ``--config`` file takes, the signature
+``help(urbandp.fleet.release)`` shows (:func:`api_signature`) and its generated keyword types
+(:mod:`urbandp._option_types`) are built from the fields; :class:`RunOptions` declares the command's own options
+(map, budget store, engine) the same way.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import operator
+import types
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from urbandp._release_options import DeclaredOption, declared_options, option
+from urbandp.fleet._options import HatReleaseConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RecordOptions(BaseModel):
+    """The records' options: how the input's speeds, times and columns are read (the ``[input]`` and ``[columns]``
+    tables of a ``--config`` file) and the public day set's file. A flag left out is None, so the file's value or
+    the field's default applies (:func:`urbandp.fleet._options_input.validation_options`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dates_file: Path | None = option(
+        None,
+        help="Public day set from a file, one YYYY-MM-DD per line, # comments (default: none).",
+        cli_default=None,
+    )
+    speed_unit: str = option(
+        "km/h",
+        help="Speed unit of the input: km/h, mph or m/s (default: {default}).",
+        cli_type=str | None,
+        cli_default=None,
+        table="input",
+    )
+    speed_unit_since: list[str] | dict[dt.date | str, str] | None = option(
+        None,
+        help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout).",
+        cli_type=list[str] | None,
+        cli_default=None,
+        table="input",
+    )
+    timezone: str | None = option(
+        None,
+        help="The release's time zone (IANA, e.g. America/Chicago): the hour slots are its local hours, and every "
+        "timestamp with a known instant is converted to it; needed for a zone-aware timestamp column (default: "
+        "the --domain-gtfs feed's agency_timezone, else the wall-clock time written in the timestamps).",
+        cli_default=None,
+        table="input",
+    )
+    speed_reject_above: float = option(
+        150.0,
+        help="Quarantine speeds above this many km/h (default: {default}).",
+        cli_type=float | None,
+        cli_default=None,
+        gt=0,
+        table="input",
+    )
+    timestamp_format: str = option(
+        "auto",
+        help="Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
+        'strftime pattern such as "%d/%m/%Y %H:%M" (default: {default}).',
+        cli_type=str | None,
+        cli_default=None,
+        table="input",
+    )
+    column: list[str] | None = option(
+        None,
+        help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: "
+        "the ITMS names).",
+        cli_default=None,
+        table="columns",
+    )
+
+
+def _declared(model: type[BaseModel], name: str) -> DeclaredOption:
+    return next(o for o in declared_options(model) if o.name == name)
+
+
+def release_options() -> tuple[DeclaredOption, ...]:
+    """Every option of a fleet release, in ``--help`` order: the spec's, with the day file after ``dates`` and the
+    records' options after ``precision`` (before the clip bound and coarser levels)."""
+    spec = list(declared_options(HatReleaseConfig))
+    records = list(declared_options(RecordOptions))
+    names = [o.name for o in spec]
+    day, after = names.index("dates") + 1, names.index("precision") + 1
+    return (*spec[:day], records[0], *spec[day:after], *records[1:], *spec[after:])
+
+
+INPUT_KEYS: tuple[str, ...] = tuple(o.name for o in declared_options(RecordOptions) if o.table == "input")
+"""The keys of a ``--config`` file's ``[input]`` table."""
+
+OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in release_options() if o.name != "column")
+"""The release options as keywords of :func:`urbandp.fleet.release` (``columns`` there is ``--column``)."""
+
+TIMESTAMP_FORMAT_HELP = _declared(RecordOptions, "timestamp_format").help
+"""The ``--timestamp-format`` help, for the commands that read records without releasing (``explore``)."""
+
+
+def keyword_type(declared: DeclaredOption) -> Any:
+    """The type :func:`urbandp.fleet.release` takes for an option: the field's Python value or the command line's
+    text (``hours=(6, 22)`` or ``"6-22"``, ``start=date(...)`` or ``"2021-11-15"``), or None; a word of declared
+    choices as its ``Literal``."""
+    kinds = [*_kinds(declared.type)]
+    if not all(typing.get_origin(k) is typing.Literal for k in kinds):
+        kinds += [k for k in _kinds(declared.cli_type) if k not in kinds]
+    return functools.reduce(operator.or_, [*kinds, None])
+
+
+def _kinds(hint: Any) -> tuple[Any, ...]:
+    """The members of a union other than None (``int | None`` -> ``(int,)``)."""
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    return tuple(k for k in members if k is not type(None))
+
+
+def keyword_default(declared: DeclaredOption) -> Any:
+    """The default :func:`urbandp.fleet.release` shows: the field's (an empty tuple as None, nothing given)."""
+    return None if declared.default == () else declared.default
+
+
+def api_signature(fn: F) -> F:
+    """Give :func:`urbandp.fleet.release` (which takes ``**options``) every option as a keyword, with the field's
+    default and :func:`keyword_type`, in the signature that ``help()`` and editors read."""
+    from urbandp._release_options import with_keywords
+
+    fn.__signature__ = with_keywords(  # type: ignore[attr-defined]
+        fn,
+        [(o.name, keyword_default(o), keyword_type(o)) for o in release_options() if o.name in OPTION_NAMES],
+    )
+    return fn
+
+
+def keyword_types() -> list[tuple[str, Any]]:
+    """(keyword, type) of every option :func:`urbandp.fleet.release` takes (:mod:`urbandp._option_types_gen`)."""
+    return [(o.name, keyword_type(o)) for o in release_options() if o.name in OPTION_NAMES]
+
+
+DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget (default: no store is charged)."
+BUDGET_STORE_HELP = (
+    "Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+)
+GTFS_HELP = (
+    "GTFS feed (a folder or the gtfs.zip agencies ship): routes and stops drawn on the map (default: none)."
+)
+TILES_HELP = (
+    "Basemap: an XYZ tile URL template such as https://tile.example.org/{z}/{x}/{y}.png, 'osm' (default: "
+    "OpenStreetMap's standard tiles, with their attribution) or 'none'. Offline, the map shows the hexagons "
+    "without tiles and says so."
+)
+CONTEXT_HELP = (
+    "A GeoJSON file drawn as public context on the map (depots, districts, ...); repeatable (default: none)."
+)
+
+
+class RunOptions(BaseModel):
+    """The options of ``urbandp fleet release`` that are the run's, not the release's: the map, the exit status,
+    the budget store charged and the engine of the record-level stage. The command reads them as this typed
+    object."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    no_map: bool = option(False, help="Skip map.html.")
+    gtfs: Path | None = option(None, help=GTFS_HELP)
+    tiles: str | None = option(None, help=TILES_HELP)
+    context: list[Path] | None = option(None, help=CONTEXT_HELP)
+    strict: bool = option(
+        False, help="Exit 3 when the release is useless (nothing released or every interval > U/2)."
+    )
+    dataset: str | None = option(None, help=DATASET_HELP)
+    budget_store: str | None = option(None, help=BUDGET_STORE_HELP)
+    engine: str = option(
+        "polars",
+        help="Record-level stage: polars (in-process) or spark, see docs/scale-out.md (default: {default}).",
+    )
+    spark_master: str | None = option(
+        None, help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*])."
+    )
+
+    @classmethod
+    def of(cls, values: typing.Mapping[str, Any]) -> RunOptions:
+        """The run's options from the command's parameters (which hold others too)."""
+        return cls(**{name: values[name] for name in cls.model_fields})

@@ -1,0 +1,344 @@
+"""The fleet release's options as the library takes them: one mapping from option names (the CLI's flags with
+underscores) to the spec (:class:`~urbandp.fleet._options.HatReleaseConfig`), the records' validation options and the
+column mapping, shared by ``urbandp release``, ``urbandp plan`` and the Python API (:func:`urbandp.fleet.release`).
+
+Values may be given as the command line writes them (text: ``"2021-11-15"``, ``"6-22"``, ``"a,b,c,d"``) or as
+Python values (dates, tuples, lists, dicts): :func:`python_values` turns the latter into the former, so that one
+parser checks both and the messages agree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from urbandp._config_tables import in_file, named_in_file, read_document
+from urbandp.errors import InputError
+
+
+def file_keys(a: Mapping[str, Any]) -> dict[str, str]:
+    """Parameter -> its key in the config file (``start in cfg.toml [release]``), for each value the release
+    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file rather than from a parameter."""
+    from urbandp.fleet._options import file_values
+
+    path = a.get("config")
+    if path is None:
+        return {}
+    toml = read_toml(path)
+    table, values = file_values(toml, dict(a))
+    names = {k: in_file(path, table)(k) for k in values}
+    names.update({k: in_file(path, "input")(k) for k in toml.get("input", {}) if a.get(k) is None})
+    return names
+
+
+@contextlib.contextmanager
+def named_by(names: Mapping[str, str]) -> Iterator[None]:
+    """Rename, in an :class:`InputError` raised inside, each parameter found in ``names`` (:func:`file_keys`)."""
+    try:
+        yield
+    except InputError as err:
+        if not names or not set(err.parameters) & set(names):
+            raise
+        raise err.renamed(names.get) from None
+
+
+def parse_columns(items: list[str] | None, config: dict[str, Any]) -> dict[str, str]:
+    columns = {str(k): str(v) for k, v in config.get("columns", {}).items()}
+    for item in items or []:
+        if "=" not in item:
+            raise InputError(
+                f"column must look like NAME=SOURCE (e.g. vehicle=bus_id), got '{item}'", parameters="column"
+            )
+        name, source = item.split("=", 1)
+        columns[name.strip()] = source.strip()
+    return columns
+
+
+def _parse_unit_switches(
+    items: list[str] | None, config: dict[str, Any], file: Path | None = None
+) -> tuple[tuple[dt.date, str], ...]:
+    """The file's ``[input.speed_unit_since]`` table, then the ``speed_unit_since`` items (``2016-01-01=m/s``);
+    a bad entry of the file is named by its key in ``file``."""
+    from_file = [f"{k}={v}" for k, v in config.get("speed_unit_since", {}).items()]
+    try:
+        first = _unit_switches(from_file)
+    except InputError as err:
+        raise named_in_file(err, file, "input", {"speed_unit_since"}) from None
+    return first + _unit_switches(list(items or []))
+
+
+def _unit_switches(items: list[str]) -> tuple[tuple[dt.date, str], ...]:
+    out = []
+    for item in items:
+        try:
+            day, unit = item.split("=", 1)
+            out.append((dt.date.fromisoformat(day.strip()), unit.strip()))
+        except ValueError:
+            raise InputError(
+                f"speed_unit_since must look like 2016-01-01=m/s, got '{item}'", parameters="speed_unit_since"
+            ) from None
+    return tuple(out)
+
+
+SECTIONS = ("release", "input", "columns")
+
+
+def read_toml(path: Path | None) -> dict[str, Any]:
+    """Parse a TOML config (:func:`urbandp._config_tables.read_document`, the one TOML reader); unknown sections
+    or [input] keys are refused naming the closest valid one."""
+    import difflib
+
+    from urbandp.fleet._options_flags import INPUT_KEYS
+
+    if path is None:
+        return {}
+    data = read_document(path)  # the one TOML reader: a missing, unreadable or malformed file in one line
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in SECTIONS:
+            close = difflib.get_close_matches(key, SECTIONS, n=1)
+            raise InputError(
+                f"unknown config section [{key}]" + (f" (did you mean [{close[0]}]?)" if close else "")
+            )
+    for name in ("input", "columns"):
+        if name in data and not isinstance(data[name], dict):
+            raise InputError(f'config: [{name}] must be a table, e.g. [{name}] speed_unit = "mph"')
+    for key, value in data.get("input", {}).items():
+        if key not in INPUT_KEYS:
+            close = difflib.get_close_matches(key, INPUT_KEYS, n=1)
+            raise InputError(
+                f"unknown config key 'input.{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+            )
+        if key == "speed_unit_since":
+            if not isinstance(value, dict):
+                raise InputError(
+                    'config: [input.speed_unit_since] must be a table, e.g. "2016-01-01" = "m/s"'
+                )
+        elif key == "speed_reject_above":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError("bad config value for input.speed_reject_above: a number of km/h, e.g. 150")
+        elif not isinstance(value, str):
+            example = {"speed_unit": '"mph"', "timestamp_format": '"epoch-s"'}.get(key, '"Asia/Kolkata"')
+            raise InputError(f"bad config value for input.{key}: a string, e.g. {key} = {example}")
+    for key, value in data.get("columns", {}).items():
+        if not isinstance(value, str):
+            raise InputError(f'bad config value for columns.{key}: a column name, e.g. {key} = "bus_id"')
+    return data
+
+
+def validation_options(
+    config: dict[str, Any],
+    speed_unit: str | None,
+    unit_since: list[str] | None,
+    timezone: str | None,
+    reject_above: float | None,
+    timestamp_format: str | None = None,
+    *,
+    file: Path | None = None,
+):
+    """The records' validation options: each given value, else the ``[input]`` table's, else the default.
+
+    With ``file`` (the config's path), an error about a value read from the file names it as the file's key
+    (``timezone in cfg.toml [input]``); an error about a given value names the parameter (``timezone``).
+    """
+    import math
+
+    from urbandp._records.validation import ValidationOptions
+    from urbandp.fleet._options_flags import RecordOptions
+
+    default = {name: field.default for name, field in RecordOptions.model_fields.items()}
+    section = config.get("input", {})
+    given = {
+        "speed_unit": speed_unit,
+        "timezone": timezone,
+        "speed_reject_above": reject_above,
+        "timestamp_format": timestamp_format,
+    }
+    from_file = {k for k, v in given.items() if v is None and k in section}
+    limit = (
+        float(section.get("speed_reject_above", default["speed_reject_above"]))
+        if reject_above is None
+        else reject_above
+    )
+    try:
+        if not (math.isfinite(limit) and limit > 0):
+            raise InputError(
+                f"speed_reject_above must be a finite number of km/h above 0, got {limit:g}",
+                parameters="speed_reject_above",
+            )
+        # an option given empty ("") is refused by ValidationOptions, never read as "not given"
+        return ValidationOptions(
+            speed_unit=speed_unit
+            if speed_unit is not None
+            else section.get("speed_unit", default["speed_unit"]),
+            speed_unit_since=_parse_unit_switches(unit_since, section, file),
+            timezone=timezone if timezone is not None else section.get("timezone"),
+            speed_reject_above_kmh=limit,
+            timestamp_format=timestamp_format
+            if timestamp_format is not None
+            else section.get("timestamp_format", default["timestamp_format"]),
+        )
+    except InputError as err:
+        raise named_in_file(err, file, "input", from_file) from None
+
+
+def parse_date(text: str | None, parameter: str) -> dt.date | None:
+    """``YYYY-MM-DD`` to a date; an error names ``parameter`` (a parameter's name, listed in the error's
+    ``parameters``, or a text such as ``start in cfg.toml [release]``, left as it is)."""
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise InputError(
+            f"{parameter} must be a date YYYY-MM-DD, got '{text}'",
+            parameters=(parameter,) if parameter.isidentifier() else (),
+        ) from None
+
+
+def _day_list(text: str | None, path: Path | None, parameter: str) -> tuple[dt.date, ...] | None:
+    """Dates from a comma list or a file (one YYYY-MM-DD per line, # comments, a UTF-8 BOM allowed); a list that
+    names an existing file is read as that file (an agency holiday list).
+
+    ``parameter`` names the list (``dates``; its file is ``dates_file``). An empty list (``dates=""``) or an empty item (``2021-11-15,,2021-11-16``) is refused, never read as "no day
+    set" or skipped: a missing date would silently change D.
+    """
+    file = f"{parameter}_file"
+    if text is not None and path is not None:
+        raise InputError(
+            f"give {parameter} or {file}, not both (one would be dropped)", parameters=(parameter, file)
+        )
+    if text is not None and Path(text).is_file():
+        path, text = Path(text), None
+    items: list[str] = []
+    if text is not None:
+        items = [t.strip() for t in text.split(",")]
+        if not text.strip() or "" in items:
+            raise InputError(
+                f"{parameter} {text!r} holds an empty date: give comma-separated YYYY-MM-DD days, e.g. "
+                "2021-11-15,2021-11-16",
+                parameters=parameter,
+            )
+    if path is not None:
+        if not path.is_file():
+            raise InputError(f"{file} not found: {path}", parameters=file)
+        try:
+            content = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors) is not part of a date
+        except UnicodeDecodeError:
+            raise InputError(f"{path} is not UTF-8 text: give one YYYY-MM-DD date per line") from None
+        for line in content.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                items += [t.strip() for t in line.split(",") if t.strip()]
+        if not items:
+            raise InputError(f"{path} holds no date")
+    if not items:
+        return None
+    return tuple(sorted({parse_date(t, parameter) for t in items}))  # type: ignore[misc]
+
+
+def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
+    import math
+
+    from urbandp.fleet._options import parse_bbox
+
+    if text is None:
+        return None
+    try:
+        a, b, c, d = parse_bbox(text)
+    except ValueError as err:
+        raise InputError(f"domain_bbox {err}", parameters="domain_bbox") from None
+    if not all(math.isfinite(x) for x in (a, b, c, d)):
+        raise InputError(f"domain_bbox must hold four finite numbers, got '{text}'", parameters="domain_bbox")
+    if not (a < c and b < d):
+        raise InputError(
+            "domain_bbox needs min_lat < max_lat and min_lon < max_lon", parameters="domain_bbox"
+        )
+    return a, b, c, d
+
+
+def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
+    """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan."""
+    from urbandp._grid.slots import parse_hours
+    from urbandp.fleet._options import HatReleaseConfig, build_config
+
+    toml = read_toml(a["config"])
+    k: int | str | None = a["max_hats_per_vehicle_day"]
+    if k is not None and k != "observed":
+        try:
+            k = int(k)
+        except ValueError:
+            raise InputError(
+                "max_hats_per_vehicle_day must be a whole number or 'observed'",
+                parameters="max_hats_per_vehicle_day",
+            ) from None
+    # every option of the spec as given; those the command line writes as text are parsed below
+    overrides: dict[str, object] = {name: a.get(name) for name in HatReleaseConfig.model_fields}
+    overrides.update(
+        {
+            "hours": parse_hours(a["hours"])
+            if a["hours"] is not None
+            else None,  # "" refused, not "not given"
+            "start": parse_date(a["start"], "start"),
+            "end": parse_date(a["end"], "end"),
+            "dates": _day_list(a.get("dates"), a.get("dates_file"), "dates"),
+            "holidays": _day_list(a.get("holidays"), None, "holidays"),
+            "domain_bbox": _bbox(a["domain_bbox"]),
+            "max_hats_per_vehicle_day": k,
+        }
+    )
+    cfg = build_config(toml, overrides, source=a["config"])
+    options = validation_options(
+        toml,
+        a["speed_unit"],
+        a["speed_unit_since"],
+        a["timezone"],
+        a["speed_reject_above"],
+        a.get("timestamp_format"),
+        file=a["config"],
+    )
+    return cfg, options, parse_columns(a["column"], toml)
+
+
+def _text_list(value: str | Iterable[object] | None) -> str | None:
+    """A list of dates (or texts) as the comma-separated text the CLI takes."""
+    if value is None or isinstance(value, str):
+        return value
+    return ",".join(v.isoformat() if isinstance(v, dt.date) else str(v) for v in value)
+
+
+def python_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The API's Python values as the command line's text (dates, tuples, lists, dicts), others unchanged."""
+    out = dict(values)
+    for name in ("start", "end"):
+        if isinstance(out.get(name), dt.date):
+            out[name] = out[name].isoformat()
+    for name in ("dates", "holidays"):
+        out[name] = _text_list(out.get(name))
+    bbox = out.get("domain_bbox")
+    if bbox is not None and not isinstance(bbox, str):
+        out["domain_bbox"] = ",".join(repr(float(v)) for v in bbox)
+    hours = out.get("hours")
+    if hours is not None and not isinstance(hours, str):
+        start_hour, end_hour = hours
+        out["hours"] = f"{int(start_hour)}-{int(end_hour)}"
+    queries = out.get("queries")
+    if queries is not None and not isinstance(queries, str):
+        out["queries"] = ",".join(queries)
+    k = out.get("max_hats_per_vehicle_day")
+    if isinstance(k, int) and not isinstance(k, bool):
+        out["max_hats_per_vehicle_day"] = str(k)
+    columns = out.pop("columns", None)
+    out["column"] = [f"{name}={source}" for name, source in columns.items()] if columns else None
+    since = out.get("speed_unit_since")
+    if isinstance(since, Mapping):
+        out["speed_unit_since"] = [
+            f"{d.isoformat() if isinstance(d, dt.date) else d}={unit}" for d, unit in since.items()
+        ]
+    return out
+
+
+def toml_date(value: Any) -> str | None:
+    return None if value is None else str(value)

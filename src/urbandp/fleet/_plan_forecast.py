@@ -1,0 +1,598 @@
+"""The forecast of a fleet release before spending budget: what ``urbandp plan`` reports; the release's own
+plan, which this forecast reads, is :mod:`urbandp.fleet._plan`.
+
+:func:`plan_from_public` reads public parameters only (the release config and D, the public window's days) and
+predicts from the same calibration the release uses (:func:`urbandp.fleet._hat_release.plan_release`,
+:func:`urbandp.fleet._measure_selection.calibrate_selection`, OpenDP's maps):
+
+* the noise of every released column: the sd of the noisy sum, of the noisy count, of Query 2, and of the mean at
+  a HAT holding ``n`` vehicle-days, ``sd(mean) ~ sqrt(sd_sum^2 + mean^2 sd_count^2) / n`` (delta method);
+* the selection threshold and the probability that a HAT with ``n`` vehicle-days passes it;
+* what reaches ``target_error`` (the sd of the mean at ``n`` vehicle-days): the epsilon per day, the largest K, and
+  how many vehicle-days per HAT are needed (coarser resolution or longer slots bring more: about 7x per H3 level).
+
+Under add/remove the speed noise does not depend on the data at all; under presence-public it depends on the
+public N of the released HATs, which the planner takes as ``n`` for all K HATs of a vehicle-day (worst case).
+
+The expected number of HATs passing selection needs the distribution of vehicle-days per HAT. That is data: the
+planner gets it only through :func:`dp_histogram` (a Laplace histogram of HAT counts in fixed bins, L1 sensitivity
+2K under add/remove: each of a vehicle-day's K HATs moves one bin; charged to the plan's ledger).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import cast
+
+import numpy as np
+import polars as pl
+
+from urbandp._privacy.ledger import LedgerEntry, PrivacyLedger
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.mechanisms import calibrate
+from urbandp._privacy.noise import NoiseSource
+from urbandp.errors import InvalidParameterError
+from urbandp.fleet._domain_files import PublicDomain
+from urbandp.fleet._measure_selection import EXPECTED_FALSE_POSITIVES, calibrate_selection, domain_cells
+from urbandp.fleet._options import COARSEN_LEVELS, HatReleaseConfig
+from urbandp.fleet._plan import (
+    QueryScales,
+    ReleasePlan,
+    calibrate_queries,
+    plan_release,
+    planned_loss,
+    scale_for,
+    speed_sensitivities,
+)
+from urbandp.fleet._predict import TYPICAL_SPEED
+
+HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+@dataclass(frozen=True)
+class NoisePrediction:
+    sd_sum: float | None  # add/remove: sd of noisy_sum
+    sd_count: float | None  # sd of noisy_vehicle_days (selection or count)
+    sd_speeding: float
+    threshold: float | None
+    selection_sd: float | None
+
+
+def _sd(plan: ReleasePlan, scale: float) -> float:
+    return plan.noise(scale).std
+
+
+def predict_noise(
+    cfg: HatReleaseConfig, days: int, n: float, domain_hats: int | None = None
+) -> NoisePrediction:
+    """The noise sds the release will use, assuming at least K HATs are released (the usual case).
+
+    ``domain_hats``: the size of a public route domain (:func:`urbandp.fleet._domain.domain_grid`), which sets
+    its display threshold; an extent's is counted here.
+    """
+    plan = plan_release(cfg, days)
+    k = plan.k or 96
+    domain = domain_hats
+    if domain is None and cfg.domain_bbox is not None:
+        from urbandp._grid.slots import SlotSpec
+
+        slots = SlotSpec(cfg.slot_minutes, *cfg.hours).slots
+        domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(slots)
+    threshold = selection_sd = None
+    if cfg.selection == "dp":
+        cal = calibrate_selection(
+            gaussian=plan.gaussian,
+            k=k,
+            days=days,
+            budget=plan.selection_budget,
+            delta=plan.threshold_delta,
+            min_per_day=cfg.min_per_day,
+            domain_size=domain,
+            false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
+        )
+        threshold, selection_sd = cal.threshold, _sd(plan, cal.scale)
+
+    ns = np.full(k, float(n))
+    scales: QueryScales = calibrate_queries(cfg, plan, ns, k)
+    sd_count = selection_sd
+    if scales.count is not None:
+        sd_count = _sd(plan, scales.count)
+    sd_sum = _sd(plan, scales.speed) if cfg.neighbouring == "add-remove" else None
+    return NoisePrediction(sd_sum, sd_count, _sd(plan, scales.speeding), threshold, selection_sd)
+
+
+def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float) -> float:
+    """Predicted sd of the released mean at a HAT with ``n`` vehicle-days (delta method under add/remove)."""
+    if cfg.neighbouring == "presence-public":
+        plan = plan_release(cfg, days)
+        k = plan.k or 96
+        scales = _presence_scale(cfg, plan, n, k)
+        return _sd(plan, scales)
+    assert pred.sd_sum is not None
+    sd_n = pred.sd_count or 0.0
+    centre = min(cfg.speed_max, TYPICAL_SPEED) - cfg.speed_max / 2  # the sum is centred at U/2
+    return math.sqrt(pred.sd_sum**2 + centre**2 * sd_n**2) / n
+
+
+PRIOR_EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
+PRIOR_RUNS = 3
+"""Simulated releases per epsilon of the schedule prior's table (the headline prediction has :data:`RUNS`)."""
+
+
+def schedule_prior(
+    cfg: HatReleaseConfig, days: int, domain: PublicDomain, prediction: dict[str, object]
+) -> dict[str, object]:
+    """Useful HATs expected from the GTFS schedule at this epsilon (``prediction``, the release run on fleets
+    drawn from the schedule, :func:`urbandp.fleet._predict.simulate`) and at :data:`PRIOR_EPSILONS`."""
+    from urbandp.fleet._predict import schedule_profile, simulate
+
+    profile = schedule_profile(domain, cfg)
+
+    def useful(got: dict[str, object]) -> dict[str, float]:
+        return cast(dict[str, float], got["useful"])
+
+    table = []
+    for e in PRIOR_EPSILONS:
+        got = simulate(
+            cfg.model_copy(update={"epsilon_per_day": e}), days, profile, domain, PRIOR_RUNS
+        ).to_json()
+        table.append(
+            {"epsilon_per_day": e, "expected_useful_hats": useful(got)["mean"], "sd": useful(got)["sd"]}
+        )
+    m = domain.hats_per_vehicle_day
+    return {
+        "epsilon_per_day": cfg.epsilon_per_day,
+        "expected_useful_hats": useful(prediction)["mean"],
+        "sd": useful(prediction)["sd"],
+        "interval95": [useful(prediction)["low"], useful(prediction)["high"]],
+        "target_width_kmh": cfg.target_width,
+        "scheduled_hats": int(domain.scheduled_trips.height) if domain.scheduled_trips is not None else 0,
+        "by_epsilon": table,
+        "hats_per_vehicle_day": m,
+        "assumptions": profile.assumptions + "; the release itself run on fleets drawn from the schedule",
+    }
+
+
+def _presence_scale(cfg: HatReleaseConfig, plan: ReleasePlan, n: float, k: int) -> float:
+
+    return calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed
+
+
+def pass_probability(pred: NoisePrediction, n: float) -> float:
+    """Probability that a HAT with ``n`` true vehicle-days passes the selection threshold."""
+    if pred.threshold is None or pred.selection_sd is None:
+        return 1.0 if pred.threshold is None else float(n >= pred.threshold)
+    return 1.0 - NormalDist(n, pred.selection_sd).cdf(pred.threshold - 0.5)
+
+
+def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float) -> float | None:
+    """Epsilon per day whose predicted sd of the mean at ``n`` vehicle-days equals ``target``.
+
+    Every scale of the release is proportional to 1 / budget (Laplace, budget epsilon) or 1 / sqrt(budget)
+    (Gaussian, budget rho), and so is the sd of the mean; so the budget is solved in closed form from one
+    prediction and converted back to epsilon by OpenDP's map.
+    """
+    from urbandp._privacy.noise import zcdp_epsilon
+
+    eps0 = cfg.epsilon_per_day or 10.0
+    c = cfg.model_copy(update={"epsilon_per_day": eps0, "noise_scale": None})
+    sd0 = sd_of_mean(predict_noise(c, days, n), c, days, n)
+    plan = plan_release(c, days)
+    if not plan.gaussian:
+        return eps0 * sd0 / target
+    assert plan.total_budget is not None and plan.conversion_delta is not None
+    # every share (clip bound, levels, selection, queries) scales with the total rho
+    return zcdp_epsilon(plan.total_budget * (sd0 / target) ** 2, plan.conversion_delta)
+
+
+def dp_histogram(
+    per_hat_counts: np.ndarray, k: int, epsilon: float, noise: NoiseSource
+) -> tuple[list[dict[str, float]], float]:
+    """Laplace histogram of vehicle-days per HAT in :data:`HISTOGRAM_EDGES` bins; returns (bins, epsilon spent).
+
+    Add/remove one vehicle-day moves each of its <= K HATs by one vehicle-day, so at most 2K bin counts change by
+    1 (L1 sensitivity 2K); noise scale 2K / epsilon (OpenDP's Laplace; epsilon from its map).
+    """
+    edges = np.array([*HISTOGRAM_EDGES, np.inf])
+    counts = np.histogram(per_hat_counts, bins=edges)[0].astype(float)
+    histogram = calibrate("laplace", 2.0 * k, epsilon)
+    noisy = histogram.draw(counts, noise)
+    bins = [
+        {"from": float(a), "to": float(b), "noisy_hats": max(float(v), 0.0), "noisy_hats_unclamped": float(v),
+         "noise_sd": histogram.std}
+        for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
+    ]  # fmt: skip
+    return bins, histogram.loss(2.0 * k).epsilon
+
+
+def dp_m_histogram(
+    hats_per_vehicle_day: np.ndarray, rho: float, noise: NoiseSource
+) -> tuple[list[dict[str, float]], float]:
+    """Gaussian histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins; returns (bins,
+    rho spent). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1; OpenDP's map)."""
+    from urbandp.fleet._predict import M_EDGES
+
+    edges = np.array([*M_EDGES, np.inf])
+    counts = np.histogram(hats_per_vehicle_day, bins=edges)[0].astype(float)
+    histogram = calibrate("gaussian", 1.0, rho)
+    noisy = histogram.draw(counts, noise)
+    bins = [
+        {"from": float(a), "to": float(b), "noisy_vehicle_days": max(float(v), 0.0),
+         "noisy_vehicle_days_unclamped": float(v), "noise_sd": histogram.std}
+        for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
+    ]  # fmt: skip
+    return bins, histogram.loss(1.0).rho
+
+
+def dp_pilot(
+    contributions: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    days: int,
+    rho: float,
+    grid: pl.DataFrame,
+    noise: NoiseSource,
+) -> tuple[pl.DataFrame, float, float]:
+    """A pilot of the release over its public domain: the release's own L2-normalised weights and its own noisy
+    count of every domain HAT (:func:`urbandp.fleet._measure.select_hats`'s calibration: Gaussian, L2 sensitivity 1)
+    at ``rho`` per vehicle-day, whatever the release's bounding (under truncation the weights' sensitivity 1 gives
+    sqrt K times less noise than counts truncated to K; the planner turns weighted counts back into vehicle-days
+    with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)``, the noise sd and the
+    rho spent (OpenDP's map). Contributions must already be restricted to the domain."""
+    from urbandp.fleet._measure import l2_normalised, per_hat_aggregates
+    from urbandp.fleet._measure_selection import calibrate_selection, measure_selection
+
+    bounded, k = l2_normalised(contributions), 1
+    cal = calibrate_selection(
+        gaussian=True, k=k, days=days, budget=rho, delta=cfg.delta, min_per_day=cfg.min_per_day,
+        domain_size=grid.height, release_all=True,
+    )  # fmt: skip
+    result = measure_selection(cal, per_hat_aggregates(bounded, cfg.speed_limit), noise, grid)
+    return result.hats.select("cell", "slot", "noisy_n"), cal.scale, cal.cost_day
+
+
+def hats_per_vehicle_day(contributions: pl.DataFrame) -> np.ndarray:
+    """True HATs per vehicle-day (input of :func:`dp_m_histogram` only)."""
+    return contributions.group_by("vehicle", "day").len()["len"].to_numpy()
+
+
+@dataclass(frozen=True)
+class PaidPilot:
+    """What ``--histogram-epsilon`` buys over a public domain: the histogram of HATs per vehicle-day and the pilot's
+    noisy counts with their noise sd (:func:`paid_pilot`)."""
+
+    m_histogram: list[dict[str, float]]
+    pilot: tuple[pl.DataFrame, float]
+    rho: float
+
+
+def pilot_loss(cfg: HatReleaseConfig, epsilon: float) -> Loss:
+    """The pilot's loss per vehicle-day: the rho whose conversion at the release's delta is ``epsilon``."""
+    from urbandp._privacy.noise import rho_for_epsilon
+
+    return Loss.zcdp(rho_for_epsilon(epsilon, cfg.delta))
+
+
+def paid_pilot(
+    contributions: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    days: int,
+    domain: PublicDomain,
+    rho: float,
+    noise: NoiseSource,
+) -> PaidPilot:
+    """Spend ``rho`` per vehicle-day on the planner's inputs over a public domain: the contributions off the domain
+    dropped (as the release drops them), then :data:`urbandp.fleet._predict.M_HISTOGRAM_SHARE` of ``rho`` on the
+    histogram of HATs per vehicle-day (:func:`dp_m_histogram`) and the rest on the pilot (:func:`dp_pilot`). Both
+    Gaussian, so the two compose by adding rho; over D days a vehicle pays the group bound D^2 rho."""
+    from urbandp._grid.slots import SlotSpec
+    from urbandp.fleet._domain import domain_grid, restrict_to_domain
+    from urbandp.fleet._predict import M_HISTOGRAM_SHARE
+
+    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
+    kept = restrict_to_domain(contributions, grid, domain)[0]
+    m_histogram, rho_m = dp_m_histogram(hats_per_vehicle_day(kept), M_HISTOGRAM_SHARE * rho, noise)
+    hats, sd, rho_p = dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise)
+    return PaidPilot(m_histogram, (hats, sd), rho_m + rho_p)
+
+
+def cfg_k(cfg: HatReleaseConfig) -> int:
+    """K of a config (96 when it is read from the data, as the histogram assumes)."""
+    return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+
+
+def expected_passing(
+    pred: NoisePrediction, bins: list[dict[str, float]], weight: float = 1.0
+) -> tuple[float, float]:
+    """Expected HATs passing selection from a noisy histogram, and the sd of that estimate from the histogram's
+    noise: sum over bins of the bin's count x the pass probability at the bin's centre.
+
+    The unclamped noisy counts are used (clamping each bin at 0 adds the positive part of the noise of every empty
+    bin: with K = 96 at epsilon 0.1 that bias alone was thousands of HATs). The estimate is post-processing.
+    """
+    total = var = 0.0
+    for b in bins:
+        hi = b["to"] if math.isfinite(b["to"]) else 2 * b["from"]
+        p = pass_probability(pred, weight * math.sqrt(b["from"] * hi))
+        total += b.get("noisy_hats_unclamped", b["noisy_hats"]) * p
+        var += (p * b.get("noise_sd", 0.0)) ** 2
+    return max(total, 0.0), math.sqrt(var)
+
+
+def check_target_error(target_error: float | None) -> None:
+    """Refuse a ``--target-error`` that no release can reach: 0, negative or not finite."""
+    if target_error is not None and not (math.isfinite(target_error) and target_error > 0):
+        raise InvalidParameterError(
+            f"target_error must be a finite sd in km/h above 0, got {target_error:g}: no release reaches it",
+            parameters="target_error",
+        )
+
+
+def _domain_hats(cfg: HatReleaseConfig, domain: PublicDomain | None) -> int | None:
+    """Number of HATs (cell x slot) of the public domain at the config's slots, or None without a domain."""
+    if domain is None:
+        return None
+    from urbandp._grid.slots import SlotSpec
+    from urbandp.fleet._domain import domain_grid
+
+    return int(domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots).height)
+
+
+def _vehicle_day_sizes(cfg: HatReleaseConfig, days: int, pred: NoisePrediction) -> list[float]:
+    """The HAT sizes (vehicle-days) the report is given at: 0.5, 1, 2, 4 and 10 x the selection threshold (or x
+    the minimum per day x D without selection), at least 1."""
+    base_t = pred.threshold or cfg.min_per_day * days
+    return sorted({max(1.0, round(base_t * f)) for f in (0.5, 1, 2, 4, 10)})
+
+
+def _noise_section(
+    cfg: HatReleaseConfig,
+    days: int,
+    pred: NoisePrediction,
+    ns: list[float],
+    histogram_epsilon: float,
+    reads: bool,
+    typical_m: float | None = None,
+) -> dict[str, object]:
+    """The report's head: what the plan spends, the mechanism, the bounding, the noise of each column and, at each
+    size in ``ns``, the sd of the mean and the probability of passing selection. Under L2 weights the sizes are
+    weighted counts (a vehicle-day of m HATs counts ``1/sqrt(m)``), with the unweighted figure at ``typical_m``."""
+    l2 = cfg.contribution_bounding == "l2"
+    m = typical_m
+    rows = [
+        {
+            "vehicle_days": n,
+            **({"vehicle_days_unweighted": round(n * math.sqrt(m), 1)} if l2 and m else {}),
+            "sd_mean_speed": sd_of_mean(predict_noise(cfg, days, n), cfg, days, n),
+            "pass_probability": pass_probability(pred, n),
+        }
+        for n in ns
+    ]
+    return {
+        "spends": {
+            "epsilon": histogram_epsilon,
+            "what": "DP histogram of vehicle-days per HAT" if reads else None,
+        },
+        "reads_data": reads,
+        "mechanism": cfg.resolved_mechanism,
+        "neighbouring": cfg.neighbouring,
+        "days": days,
+        "contribution_bounding": cfg.contribution_bounding,
+        "max_hats_per_vehicle_day": None if l2 else cfg.max_hats_per_vehicle_day,
+        "bounding_note": (
+            "l2: no cap on HATs per vehicle-day; every domain HAT a vehicle-day visits is kept with weight 1/sqrt(m) "
+            "(m its HATs), the sensitivities of K = 1"
+            if l2
+            else f"truncate: each vehicle-day keeps at most K = {cfg.max_hats_per_vehicle_day} HATs"
+        ),
+        "vehicle_days_are": (
+            "weighted counts: each vehicle-day adds 1/sqrt(m) to each of its m HATs (vehicle_days_unweighted: the "
+            f"count of vehicle-days of m = {typical_m:.0f} HATs giving that weight)"
+            if l2 and typical_m
+            else "weighted counts: each vehicle-day adds 1/sqrt(m) to each of its m HATs"
+            if l2
+            else "vehicle-days (each kept HAT of a vehicle-day counts 1)"
+        ),
+        "noise_sd": {
+            "noisy_sum": pred.sd_sum,
+            "noisy_vehicle_days": pred.sd_count,
+            "vehicles_over_limit_per_day": pred.sd_speeding,
+        },
+        "selection_threshold_vehicle_days": pred.threshold,
+        "per_vehicle_days": rows,
+        "note": (
+            f"sd of the mean by the delta method at a mean speed of {TYPICAL_SPEED:g} km/h; intervals: 1.96 sd. "
+            "Coarser H3 resolution (one level) gathers about 7x the vehicle-days per HAT, slots twice as long 2x."
+        ),
+    }
+
+
+def _budget_split(cfg: HatReleaseConfig, days: int) -> dict[str, object]:
+    """How the budget is shared between the DP clip bound and the coarsening levels."""
+    plan = plan_release(cfg, days)
+    return {
+        "total": plan.total_budget,
+        "clip_bound": plan.clip_budget,
+        "levels": list(plan.level_budgets),
+        "unit": plan.currency,
+        "note": "the noise above is the finest level's, at its share of the budget; with clip_bound "
+        "dp-quantile it assumes U (the DP bound U' <= U is only known after the release)",
+    }
+
+
+def _passing_section(
+    cfg: HatReleaseConfig,
+    pred: NoisePrediction,
+    histogram: list[dict[str, float]] | None,
+    typical_m: float | None = None,
+) -> dict[str, object]:
+    """The expected HATs passing selection from the DP histogram (:func:`expected_passing`; under L2 weights a
+    HAT's count is its vehicle-days x ``1/sqrt(typical_m)``), with a warning when the histogram's noise swamps the
+    estimate; without a histogram, why there is none."""
+    if histogram is None:
+        return {
+            "expected_hats_passing": None,
+            "expected_hats_passing_reason": "needs the distribution of vehicle-days per HAT: --histogram-epsilon",
+        }
+    weight = 1.0
+    if cfg.contribution_bounding == "l2":
+        weight = 1.0 / math.sqrt(typical_m or cfg_k(cfg))
+    expected, sd = expected_passing(pred, histogram, weight)
+    out: dict[str, object] = {
+        "histogram": histogram,
+        "expected_hats_passing": expected,
+        "expected_hats_passing_sd": sd,
+    }
+    if sd > 0.2 * max(expected, 1.0):
+        out["expected_hats_passing_warning"] = (
+            f"the histogram's noise (sd {sd:.0f} HATs on this estimate) is more than 20% of it: the histogram "
+            f"moves by up to 2K = {2 * (cfg_k(cfg))} bin counts per vehicle-day; raise --histogram-epsilon or "
+            "lower --max-hats-per-vehicle-day for a usable estimate"
+        )
+    return out
+
+
+def _prior_section(
+    cfg: HatReleaseConfig, days: int, domain: PublicDomain, prediction: dict[str, object] | None
+) -> dict[str, object]:
+    """The schedule prior (:func:`schedule_prior`) when the domain has a schedule and the prediction came from it,
+    else why not."""
+    if (
+        domain.scheduled_trips is not None
+        and prediction is not None
+        and prediction.get("source") == "schedule"
+    ):
+        return {"schedule_prior": schedule_prior(cfg, days, domain, prediction)}
+    return {
+        "schedule_prior": None,
+        "schedule_prior_reason": "needs a schedule (--domain-gtfs with stop_times) and --epsilon-per-day; "
+        "other inputs: see prediction",
+    }
+
+
+def _typical_m(domain: PublicDomain | None, m_histogram: list[dict[str, float]] | None) -> float | None:
+    """HATs per vehicle-day where known before the release: the schedule's, else the median of the DP histogram
+    of HATs per vehicle-day (its noisy counts clamped at 0, each bin at its geometric centre)."""
+    if domain is not None and domain.hats_per_vehicle_day:
+        return float(domain.hats_per_vehicle_day)
+    if not m_histogram:
+        return None
+    centres = [
+        math.sqrt(b["from"] * (b["to"] if math.isfinite(b["to"]) else 2 * b["from"])) for b in m_histogram
+    ]
+    counts = np.array([max(b.get("noisy_vehicle_days", 0.0), 0.0) for b in m_histogram])
+    if counts.sum() <= 0:
+        return None
+    return float(centres[int(np.searchsorted(np.cumsum(counts), counts.sum() / 2))])
+
+
+def _target_section(
+    cfg: HatReleaseConfig, days: int, ns: list[float], target_error: float
+) -> dict[str, object]:
+    """What reaches ``target_error``: the epsilon per day needed at each size in ``ns``
+    (:func:`epsilon_for_target`) and the largest K at this epsilon at the middle size."""
+    reach = [
+        {"vehicle_days": n, "epsilon_per_day": epsilon_for_target(cfg, days, n, target_error)} for n in ns
+    ]
+    n_mid = ns[len(ns) // 2]
+    k_ok = None
+    if cfg.epsilon_per_day is not None:
+        for k in range(cfg_k(cfg), 0, -1):
+            c = cfg.model_copy(update={"max_hats_per_vehicle_day": k})
+            if sd_of_mean(predict_noise(c, days, n_mid), c, days, n_mid) <= target_error:
+                k_ok = k
+                break
+    return {
+        "km_h": target_error,
+        "epsilon_per_day_needed": reach,
+        "largest_k_at_this_epsilon": k_ok,
+        "at_vehicle_days": n_mid,
+    }
+
+
+def make_plan(
+    cfg: HatReleaseConfig,
+    days: int,
+    *,
+    target_error: float | None = None,
+    histogram: list[dict[str, float]] | None = None,
+    histogram_epsilon: float = 0.0,
+    domain: PublicDomain | None = None,
+    m_histogram: list[dict[str, float]] | None = None,
+    fleet_size: float | None = None,
+    runs: int | None = None,
+    pilot: tuple[pl.DataFrame, float] | None = None,
+) -> dict[str, object]:
+    """The planner's report (also written as JSON).
+
+    ``target_error`` (``--target-error``), the sd of a released mean in km/h, must be a finite number above 0: the
+    epsilon it needs grows as ``1 / target_error**2`` (:func:`epsilon_for_target`). ``domain``: the public domain
+    (:func:`urbandp.fleet._domain.load_public_domain`); with a GTFS schedule the report adds the expected
+    useful HATs, spending nothing. ``prediction``: shown and useful HATs (pooled too with ``borrow_strength``) with
+    a 95% interval, from the release itself run on fleets drawn from the schedule, the DP histograms
+    (``histogram``, ``m_histogram``: HATs per vehicle-day) or a GeoJSON domain's route lengths with ``fleet_size``
+    (:mod:`urbandp.fleet._predict`).
+    """
+    from urbandp.fleet._predict import RUNS, predict_release
+
+    check_target_error(target_error)
+    hats = _domain_hats(cfg, domain)
+    pred = predict_noise(cfg, days, 1.0, hats)
+    ns = _vehicle_day_sizes(cfg, days, pred)
+    m = _typical_m(domain, m_histogram)
+    out = _noise_section(cfg, days, pred, ns, histogram_epsilon, bool(histogram) or pilot is not None, m)
+    if pilot is not None:
+        out["spends"] = {
+            "epsilon": histogram_epsilon,
+            "what": "a pilot: the release's own noisy count of every domain HAT, and a histogram of HATs per "
+            "vehicle-day (Gaussian noise, zCDP; epsilon at the release's delta)",
+        }
+    out["loss"] = _release_loss_section(cfg, days)
+    if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
+        out["budget_split"] = _budget_split(cfg, days)
+    out.update(_passing_section(cfg, pred, histogram, m))
+    if m_histogram:
+        out["hats_per_vehicle_day_histogram"] = m_histogram
+    predicted = predict_release(
+        cfg, days, domain, histogram=histogram, m_histogram=m_histogram, fleet_size=fleet_size,
+        pilot=pilot, runs=runs or RUNS,
+    )  # fmt: skip
+    out.update(predicted)
+    prediction = predicted["prediction"]
+    if pilot is not None and isinstance(
+        prediction, dict
+    ):  # the pilot's HATs passing: the release run on them
+        released = cast(dict[str, float], prediction["released"])
+        out["expected_hats_passing"], out["expected_hats_passing_sd"] = released["mean"], released["sd"]
+        out.pop("expected_hats_passing_reason", None)
+    if domain is not None:
+        out.update(_prior_section(cfg, days, domain, cast(dict[str, object] | None, predicted["prediction"])))
+    if target_error is not None:
+        out["target_error"] = _target_section(cfg, days, ns, target_error)
+    return out
+
+
+def _release_loss_section(cfg: HatReleaseConfig, days: int) -> dict[str, object] | None:
+    """The loss the release with these options states (privacy.json's ``loss``), from the same object the
+    release reserves and the store books (:func:`urbandp.fleet._plan.planned_loss`); None when it follows from
+    the data (a noise scale without a budget)."""
+    loss = planned_loss(cfg, days)
+    return None if loss is None else loss.to_json()
+
+
+def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) -> np.ndarray:
+    """True vehicle-days per HAT after truncation (input of :func:`dp_histogram` only)."""
+    from urbandp.fleet._measure import truncate_vehicle_days
+
+    kept, _ = truncate_vehicle_days(contributions, k, slot_minutes)
+    return kept.group_by("cell", "slot").len()["len"].to_numpy()
+
+
+def charge_histogram(epsilon: float, neighbouring: str) -> PrivacyLedger:
+    ledger = PrivacyLedger()
+    ledger.charge(LedgerEntry("planner histogram", epsilon, 0.0, "vehicle-day", neighbouring, "laplace"))
+    return ledger
+
+
+__all__ = ["dp_histogram", "make_plan", "predict_noise", "scale_for", "sd_of_mean", "speed_sensitivities"]

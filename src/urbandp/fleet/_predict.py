@@ -1,0 +1,554 @@
+"""The planner's prediction: the release's own code run on fleets drawn from public or paid-for inputs.
+
+``urbandp plan`` does not restate the release in a second set of formulas. It draws a synthetic fleet that matches
+what is known before any record is read (a :class:`FleetProfile`: vehicle-days expected per HAT and HATs per
+vehicle-day), runs the release itself on it (:func:`urbandp.fleet._hat_release._release_hats`: the same bounding, L2
+weights or truncation to K, public domain, selection threshold, noise scales, count and Fieller intervals, the
+``useful`` label) and, with ``borrow_strength``, the same pooling (:func:`urbandp.fleet._postprocess_pooling.with_pooled_means`),
+then counts what the release would show. Repeating this ``runs`` times, each time with a fresh draw of the fleet
+(and of the paid inputs' noise, where the profile comes from a DP histogram) and of the release's noise, gives the
+prediction and its interval: the 2.5% and 97.5% quantiles over the runs.
+
+Profiles (:func:`schedule_profile`, :func:`histogram_profile`, :func:`route_profile`):
+
+* a GTFS schedule: distinct blocks (vehicles) per HAT and day, and the HATs a block passes (spends nothing);
+* a DP histogram of vehicle-days per HAT (``--histogram-epsilon``, :func:`urbandp.fleet._plan_forecast.dp_histogram`),
+  placed on the domain's HATs (on a route domain, more vehicle-days where more route runs through the cell); under
+  L2 weights also a DP histogram of HATs per vehicle-day (sensitivity 1), which sets the weights ``1/sqrt(m)``;
+* a GeoJSON route domain: the length of route in each cell and either a public fleet size (vehicles per day) or
+  the DP histogram of HATs per vehicle-day (which also gives the vehicle-days per day).
+
+Speeds are not known before the release and do not change which HATs are released; they set the intervals'
+centre term and the spread that pooling borrows from. The synthetic HAT means are drawn around
+:data:`TYPICAL_SPEED` with a public spread (:data:`HAT_SPEED_SD`), each vehicle-day's around its HAT's
+(:data:`VEHICLE_DAY_SPEED_SD`); both are stated in plan.json. The fleet is synthetic, so running the release on it
+spends nothing (the noise drawn here is never published as a release).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from urbandp.fleet._domain_files import PublicDomain
+from urbandp.fleet._options import HatReleaseConfig
+
+TYPICAL_SPEED = 25.0
+"""km/h: the centre of the synthetic HAT means (public assumption, stated in plan.json)."""
+PARENT_SPEED_SD = 6.0
+"""km/h: spread of the synthetic means of H3 parents (one level up) around :data:`TYPICAL_SPEED`."""
+HAT_SPEED_SD = 4.0
+"""km/h: spread of a synthetic HAT mean around its parent's (what pooling borrows across)."""
+VEHICLE_DAY_SPEED_SD = 12.0
+"""km/h: spread of a vehicle-day's mean speed around its HAT's mean."""
+RUNS = 12
+"""Releases simulated per prediction (each with a fresh fleet and fresh noise)."""
+M_HISTOGRAM_SHARE = 0.2
+"""Under L2 weights, the share of ``--histogram-epsilon`` spent on the histogram of HATs per vehicle-day."""
+M_EDGES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+"""Bins of the DP histogram of HATs per vehicle-day (the last bin is open)."""
+
+Sampler = Callable[[np.random.Generator], tuple[pl.DataFrame, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class FleetProfile:
+    """What is known of the fleet before a release, as a sampler of synthetic fleets.
+
+    ``sample(rng)`` gives the HATs ``(cell UInt64, slot Int16, per_day Float64)``, the expected vehicle-days per
+    day of each (before any bounding), and a sample of HATs per vehicle-day ``m``; a profile read from DP
+    histograms draws their noise afresh each time, so the prediction's interval holds the inputs' uncertainty.
+    """
+
+    source: str
+    sample: Sampler
+    assumptions: str
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Counts over the simulated releases: mean and 2.5% / 97.5% quantiles, and the release's own figures."""
+
+    runs: int
+    counts: dict[str, list[float]]
+    threshold: float | None
+    noise_sd: dict[str, float | None]
+
+    def summary(self, key: str) -> dict[str, float]:
+        v = np.asarray(self.counts[key], dtype=float)
+        return {
+            "mean": round(float(v.mean()), 2),
+            "low": round(float(np.percentile(v, 2.5)), 2),
+            "high": round(float(np.percentile(v, 97.5)), 2),
+            "sd": round(float(v.std(ddof=1)) if v.size > 1 else 0.0, 2),
+        }
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "runs": self.runs,
+            **{key: self.summary(key) for key in self.counts},
+            "selection_threshold": self.threshold,
+            "noise_sd": self.noise_sd,
+        }
+
+
+def synthetic_contributions(
+    hats: pl.DataFrame, m: np.ndarray, days: int, rng: np.random.Generator, speed_max: float
+) -> pl.DataFrame:
+    """A fleet's contributions (one row per vehicle-day and HAT) with the expected vehicle-days of ``hats``.
+
+    Each day a HAT gets ``per_day`` vehicle-days rounded at random (its floor, plus one with the fraction's
+    probability); the visits are dealt to vehicle-days whose sizes are drawn from ``m``, so the L2 weights
+    ``1/sqrt(m)`` follow ``m``'s distribution, each vehicle-day's places spread evenly over the day so that a HAT's
+    visits go to distinct vehicle-days (one dealt the same HAT twice would keep it once).
+    """
+    per_day = hats["per_day"].to_numpy().astype(float)
+    cells = hats["cell"].to_numpy()
+    slots = hats["slot"].to_numpy()
+    mu = np.clip(_hat_means(hats, rng), 2.0, speed_max - 2.0)
+    sizes_pool = np.maximum(np.asarray(m, dtype=float).round().astype(int), 1)
+    frames = []
+    base = dt.date(2000, 1, 3)
+    for d in range(days):
+        counts = np.floor(per_day).astype(int) + (rng.random(per_day.size) < per_day % 1.0)
+        visits = np.repeat(np.arange(per_day.size), counts)
+        if visits.size == 0:
+            continue
+        sizes = rng.choice(sizes_pool, size=visits.size // max(int(sizes_pool.min()), 1) + 1)
+        sizes = sizes[: int(np.searchsorted(np.cumsum(sizes), visits.size)) + 1]
+        # a vehicle-day of m HATs takes m places evenly spread over the day's visits (systematic, random start),
+        # so a HAT's visits (consecutive) go to distinct vehicle-days
+        place = (np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)).astype(float)
+        place = (place + np.repeat(rng.random(sizes.size), sizes)) / np.repeat(sizes, sizes)
+        owner = np.repeat(np.arange(sizes.size), sizes)[np.argsort(place, kind="stable")][: visits.size]
+        speed = np.clip(mu[visits] + rng.normal(0.0, VEHICLE_DAY_SPEED_SD, visits.size), 0.0, speed_max)
+        frames.append(
+            pl.DataFrame(
+                {
+                    "cell": pl.Series(cells[visits], dtype=pl.UInt64),
+                    "slot": pl.Series(slots[visits], dtype=pl.Int16),
+                    "day": pl.Series([base + dt.timedelta(days=d)] * visits.size, dtype=pl.Date),
+                    "vehicle": pl.Series(owner.astype(str), dtype=pl.String),
+                    "n_records": pl.Series(np.ones(visits.size), dtype=pl.UInt32),
+                    "mean_speed": speed,
+                    "max_speed": speed,
+                }
+            )
+        )
+    if not frames:
+        return pl.DataFrame(
+            schema={"cell": pl.UInt64, "slot": pl.Int16, "day": pl.Date, "vehicle": pl.String,
+                    "n_records": pl.UInt32, "mean_speed": pl.Float64, "max_speed": pl.Float64}
+        )  # fmt: skip
+    return pl.concat(frames).unique(["cell", "slot", "day", "vehicle"], keep="first")
+
+
+def _hat_means(hats: pl.DataFrame, rng: np.random.Generator) -> np.ndarray:
+    """Synthetic true HAT means: :data:`TYPICAL_SPEED`, plus an effect of the H3 parent (:data:`PARENT_SPEED_SD`),
+    plus the HAT's own (:data:`HAT_SPEED_SD`)."""
+    import h3
+    import polars_h3 as plh3
+
+    if hats.height == 0:
+        return np.zeros(0)
+    res = h3.get_resolution(h3.int_to_str(int(hats["cell"][0])))
+    parent = hats.select(plh3.cell_to_parent("cell", max(res - 1, 0)).alias("p"))["p"]
+    codes = parent.rank("dense").to_numpy().astype(int) - 1
+    effect = rng.normal(0.0, PARENT_SPEED_SD, int(codes.max()) + 1)
+    return TYPICAL_SPEED + effect[codes] + rng.normal(0.0, HAT_SPEED_SD, hats.height)
+
+
+def simulate(
+    cfg: HatReleaseConfig,
+    days: int,
+    profile: FleetProfile,
+    domain: PublicDomain | None,
+    runs: int = RUNS,
+    seed: int | None = None,
+) -> Prediction:
+    """Run the release of ``cfg`` over ``days`` public days ``runs`` times on fleets drawn from ``profile``.
+
+    Counted per run: HATs released, means shown, useful HATs (privacy.json's ``usefulness``) and, with
+    ``borrow_strength``, pooled useful HATs. The selection threshold and the noise sds are the release's own
+    (its privacy.json), which do not depend on the fleet over a public domain.
+    """
+    from urbandp._grid.slots import SlotSpec
+    from urbandp._privacy.noise import OpenDPNoise
+    from urbandp.fleet._hat_release import _release_hats
+    from urbandp.fleet._postprocess_pooling import noise_sds, with_pooled_means
+
+    rng = np.random.default_rng(seed)
+    slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    counts: dict[str, list[float]] = {"released": [], "shown": [], "useful": []}
+    pooling = cfg.borrow_strength != "none"
+    if pooling:
+        counts["useful_pooled"] = []
+    threshold: float | None = None
+    sds: dict[str, float | None] = {"noisy_sum": None, "noisy_vehicle_days": None}
+    for _ in range(max(runs, 2)):
+        hats, m = profile.sample(rng)
+        contributions = synthetic_contributions(hats, m, days, rng, cfg.speed_max)
+        release = _release_hats(contributions, cfg, days, OpenDPNoise(), slots=slots, domain=domain)
+        speed, p = release.speed, release.privacy
+        use = p["usefulness"]
+        assert isinstance(use, dict)
+        counts["released"].append(float(use["hats_released"]))
+        counts["shown"].append(float(use["means_shown"]))
+        counts["useful"].append(float(use["useful_hats"]))
+        selection = p.get("selection")
+        if isinstance(selection, dict) and selection.get("threshold_vehicle_days") is not None:
+            threshold = float(selection["threshold_vehicle_days"])
+        try:
+            sd_sum, sd_count = noise_sds(p)
+            sds = {"noisy_sum": sd_sum, "noisy_vehicle_days": sd_count}
+        except ValueError:
+            pass
+        if pooling:
+            pooled = 0.0
+            if speed.height:
+                speed, report = with_pooled_means(speed, p, cfg.speed_max, cfg.target_width, cfg.precision)
+                pooled = float(report["useful_hats_pooled"])  # type: ignore[arg-type]
+            counts["useful_pooled"].append(pooled)
+    return Prediction(max(runs, 2), counts, threshold, sds)
+
+
+# --- profiles ---------------------------------------------------------------------------------------------------
+
+
+def schedule_profile(domain: PublicDomain, cfg: HatReleaseConfig) -> FleetProfile:
+    """From a GTFS schedule: distinct blocks per HAT and day (trips without ``block_id``) and the HATs a block
+    passes (K without ``block_id``). Nothing is drawn but the fleet itself."""
+    from urbandp.fleet._plan_prior import scheduled_vehicle_days
+
+    frame = domain.scheduled_vehicles if domain.scheduled_vehicles is not None else domain.scheduled_trips
+    assert frame is not None
+    hats = frame.select(
+        pl.col("cell").cast(pl.UInt64),
+        pl.col("slot").cast(pl.Int16),
+        pl.Series("per_day", scheduled_vehicle_days(domain), dtype=pl.Float64),
+    )
+    m = np.array([domain.hats_per_vehicle_day or _k(cfg)], dtype=float)
+    by = "blocks" if domain.scheduled_vehicles is not None else "trips (the feed has no block_id)"
+    return FleetProfile(
+        "schedule",
+        lambda _rng: (hats, m),
+        f"every scheduled vehicle reports; vehicle-days per HAT and day: distinct {by} of the schedule; "
+        f"HATs per vehicle-day {float(m[0]):.1f} from the schedule",
+    )
+
+
+def _k(cfg: HatReleaseConfig) -> int:
+    return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
+
+
+def _bin_values(
+    bins: list[dict[str, float]], rng: np.random.Generator, integer: bool, cap: int | None = None
+) -> np.ndarray:
+    """Values drawn from a DP histogram: each bin's count redrawn with the bin's own noise (the count is the
+    noisy one plus a fresh draw of that noise: its uncertainty), clamped at 0, and that many values spread
+    log-uniformly over the bin (the open last bin: up to twice its start)."""
+    out = []
+    for b in bins:
+        sd = float(b.get("noise_sd", 0.0))
+        named = [key for key in b if key.endswith("_unclamped")] or [
+            key for key in b if key.startswith("noisy_")
+        ]
+        noisy = float(b[named[0]]) if named else 0.0
+        count = max(0, round(noisy + (rng.laplace(0.0, sd / math.sqrt(2.0)) if sd > 0 else 0.0)))
+        if cap is not None:
+            count = min(count, cap)
+        lo = float(b["from"])
+        hi = float(b["to"]) if math.isfinite(float(b["to"])) else 2.0 * lo
+        v = np.exp(rng.uniform(math.log(lo), math.log(hi), count))
+        out.append(np.floor(v) if integer else v)
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _place(
+    values: np.ndarray, grid: pl.DataFrame, weights: np.ndarray | None, rng: np.random.Generator
+) -> pl.DataFrame:
+    """Put ``values`` on distinct HATs of ``grid``, the largest where a random key ranks highest: a key per cell
+    (Gumbel, plus the log of ``weights``, the route length of the cell) shared by its slots, plus a smaller one per
+    HAT, so that busy HATs gather in busy cells as a route's do."""
+    n = min(values.size, grid.height)
+    codes = grid["cell"].rank("dense").to_numpy().astype(int) - 1
+    keys = rng.gumbel(size=int(codes.max()) + 1 if codes.size else 0)[codes] + 0.3 * rng.gumbel(
+        size=grid.height
+    )
+    if weights is not None:
+        with np.errstate(divide="ignore"):
+            keys = keys + np.log(np.maximum(weights, 1e-12))
+    where = np.argsort(-keys)[:n]
+    top = np.sort(values)[::-1][:n]
+    return grid[where].with_columns(pl.Series("per_day", top, dtype=pl.Float64))
+
+
+def pilot_profile(
+    pilot: pl.DataFrame, sd: float, m_bins: list[dict[str, float]] | None, days: int, cfg: HatReleaseConfig
+) -> FleetProfile:
+    """From the pilot's noisy counts of every domain HAT (:func:`urbandp.fleet._plan_forecast.dp_pilot`), smoothed as a
+    cell's total spread over the slots by the day's profile (:func:`cell_by_slot`): a HAT's own noisy count is
+    too noisy at an affordable pilot, a cell's total over its slots and a slot's total over the cells are not.
+    Each run redraws the pilot's noise around the smoothed counts (a parametric bootstrap) and smooths again, so
+    the prediction holds the pilot's uncertainty. The pilot's L2-weighted counts become vehicle-days per day by the
+    mean weight of a HAT visit ``sum sqrt(m) / sum m`` over the histogram of HATs per vehicle-day (the release run
+    on them truncates to K where it truncates)."""
+    keys = pilot.select("cell", "slot")
+    smoothed = cell_by_slot(keys, pilot["noisy_n"].to_numpy().astype(float), sd)
+
+    def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
+        # HATs per vehicle-day before any bounding: the release itself truncates to K where it truncates
+        m = _m_sample(m_bins, cfg.model_copy(update={"contribution_bounding": "l2"}), rng)
+        weight = float(np.sqrt(m).sum() / m.sum())  # the pilot's counts are L2-weighted
+        count = cell_by_slot(keys, smoothed + rng.normal(0.0, sd, smoothed.size), sd) / weight
+        hats = keys.with_columns(pl.Series("per_day", count / days, dtype=pl.Float64))
+        return hats.filter(pl.col("per_day") > 0), m
+
+    return FleetProfile(
+        "pilot",
+        sample,
+        "the pilot's noisy counts of every domain HAT smoothed as cell total x the day's slot profile (redrawn "
+        "with the pilot's noise each run)"
+        + (
+            "; the L2 weights and HATs per vehicle-day from the DP histogram of HATs per vehicle-day"
+            if m_bins
+            else ""
+        ),
+    )
+
+
+def cell_by_slot(keys: pl.DataFrame, noisy: np.ndarray, sd: float) -> np.ndarray:
+    """Noisy HAT counts smoothed to ``cell total x slot share``: each cell's sum over its slots (kept where it
+    passes 2 sd of its noise, else 0) times each slot's share of the sum over all cells, plus the HAT's own
+    departure from that shrunk by its share of signal (a James-Stein step). Post-processing of the noisy counts."""
+    frame = keys.with_columns(pl.Series("x", noisy, dtype=pl.Float64))
+    cells = frame.group_by("cell").agg(pl.col("x").sum().alias("cell_total"), pl.len().alias("slots"))
+    slots = frame.group_by("slot").agg(pl.col("x").sum().clip(0.0).alias("slot_total"))
+    joined = frame.join(cells, on="cell", how="left", maintain_order="left").join(
+        slots, on="slot", how="left", maintain_order="left"
+    )
+    total = float(slots["slot_total"].sum())
+    if total <= 0:
+        return np.zeros(noisy.size)
+    cell_total = joined["cell_total"].to_numpy()
+    kept = np.where(cell_total > 2.0 * sd * np.sqrt(joined["slots"].to_numpy()), cell_total, 0.0)
+    smooth = kept * joined["slot_total"].to_numpy() / total
+    # each HAT's own departure from it, shrunk by its share of signal: tau^2 / (tau^2 + sd^2), tau^2 the spread
+    # of the departures beyond the noise (method of moments over the HATs of the cells kept)
+    departure = noisy - smooth
+    busy = kept > 0
+    tau2 = max(float(np.mean(departure[busy] ** 2)) - sd**2, 0.0) if busy.any() else 0.0
+    shrunk = smooth + (tau2 / (tau2 + sd**2)) * departure
+    return np.asarray(np.where(busy, np.maximum(shrunk, 0.0), 0.0), dtype=float)
+
+
+def histogram_profile(
+    bins: list[dict[str, float]],
+    m_bins: list[dict[str, float]] | None,
+    grid: pl.DataFrame,
+    days: int,
+    cfg: HatReleaseConfig,
+    weights: np.ndarray | None = None,
+) -> FleetProfile:
+    """From the DP histogram of vehicle-days per HAT over the window (and, under L2 weights, of HATs per
+    vehicle-day), placed on the domain's HATs ``grid`` (``weights``: route length of each grid row's cell)."""
+
+    def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
+        totals = _bin_values(bins, rng, integer=False, cap=grid.height)
+        hats = _place(totals / days, grid, weights, rng)
+        return hats, _m_sample(m_bins, cfg, rng)
+
+    return FleetProfile(
+        "histogram",
+        sample,
+        "the DP histogram of vehicle-days per HAT (redrawn with its noise each run), placed on the domain's HATs"
+        + (" where more route runs" if weights is not None else " at random")
+        + ("; HATs per vehicle-day from its DP histogram" if m_bins else ""),
+    )
+
+
+def _m_sample(
+    m_bins: list[dict[str, float]] | None, cfg: HatReleaseConfig, rng: np.random.Generator
+) -> np.ndarray:
+    """HATs per vehicle-day drawn from their DP histogram; K without one (truncation keeps at most K)."""
+    if m_bins:
+        m = _bin_values(m_bins, rng, integer=True)
+        if m.size:
+            return np.minimum(m, _k(cfg)) if cfg.contribution_bounding == "truncate" else m
+    return np.array([float(_k(cfg))])
+
+
+def route_lengths(path: Path, resolution: int, step_km: float = 0.02) -> pl.DataFrame:
+    """Kilometres of route in each H3 cell of a GeoJSON file's lines (points every ``step_km`` along each
+    segment, each standing for ``step_km``)."""
+    import json
+
+    import h3
+
+    from urbandp.fleet._domain_files import _collect, _geometries
+
+    value = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
+    lines: list[np.ndarray] = []
+    for geometry in _geometries(value, str(path)):
+        _collect(geometry, str(path), lines, [], [])
+    length: dict[int, float] = {}
+    for line in lines:
+        for (lon0, lat0), (lon1, lat1) in itertools.pairwise(line):
+            km = h3.great_circle_distance((lat0, lon0), (lat1, lon1), unit="km")
+            steps = max(1, math.ceil(km / step_km))
+            for t in (np.arange(steps) + 0.5) / steps:
+                cell = h3.str_to_int(
+                    h3.latlng_to_cell(lat0 + t * (lat1 - lat0), lon0 + t * (lon1 - lon0), resolution)
+                )
+                length[cell] = length.get(cell, 0.0) + km / steps
+    return pl.DataFrame(
+        {"cell": pl.Series(list(length), dtype=pl.UInt64), "route_km": list(length.values())},
+        schema={"cell": pl.UInt64, "route_km": pl.Float64},
+    )
+
+
+def grid_weights(grid: pl.DataFrame, lengths: pl.DataFrame) -> np.ndarray:
+    """Route kilometres of each grid row's cell (0 for a cell only the domain's ring added)."""
+    joined = grid.join(lengths, on="cell", how="left", maintain_order="left")
+    return joined["route_km"].fill_null(0.0).to_numpy()
+
+
+def route_profile(
+    grid: pl.DataFrame,
+    lengths: pl.DataFrame,
+    cfg: HatReleaseConfig,
+    *,
+    fleet_size: float | None = None,
+    m_bins: list[dict[str, float]] | None = None,
+    days: int = 1,
+) -> FleetProfile:
+    """From the route length in each cell: a day's HAT visits (vehicles per day x HATs per vehicle-day) shared
+    over the domain's HATs in proportion to their cell's route length, evenly over the slots.
+
+    Vehicles per day and HATs per vehicle-day come from the DP histogram of HATs per vehicle-day (its total over
+    the window / D, and its values) or, with a public ``fleet_size`` alone, every vehicle runs through the hours
+    and passes :func:`hats_per_slot` HATs per slot.
+    """
+    w = grid_weights(grid, lengths)
+    share = w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / max(w.size, 1))
+    slots = max(int(grid["slot"].n_unique()), 1)
+    if m_bins:
+
+        def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
+            m = _bin_values(m_bins, rng, integer=True)
+            m = np.maximum(m, 1.0)
+            visits = float(m.sum()) / days
+            return grid.with_columns(pl.Series("per_day", visits * share, dtype=pl.Float64)), m
+
+        how = "vehicle-days and HATs per vehicle-day from the DP histogram of HATs per vehicle-day"
+        return FleetProfile("route-length", sample, _route_text(how))
+    assert fleet_size is not None
+    m_one = float(slots * hats_per_slot(cfg))
+    hats = grid.with_columns(pl.Series("per_day", fleet_size * m_one * share, dtype=pl.Float64))
+    how = (
+        f"a public fleet of {fleet_size:g} vehicles a day, each through all {slots} slots passing "
+        f"{hats_per_slot(cfg):.1f} HATs per slot (m = {m_one:.0f})"
+    )
+    return FleetProfile("route-length", lambda _rng: (hats, np.array([m_one])), _route_text(how))
+
+
+def _route_text(how: str) -> str:
+    return f"HAT visits shared over the domain's cells in proportion to their route length, evenly over slots; {how}"
+
+
+def hats_per_slot(cfg: HatReleaseConfig) -> float:
+    """Cells a bus passes in one slot at :data:`TYPICAL_SPEED` / 2 (stops included) along a route: the distance
+    over the spacing of H3 cell centres (sqrt 3 x the mean edge length), at least 1."""
+    import h3
+
+    spacing = math.sqrt(3.0) * h3.average_hexagon_edge_length(cfg.resolution, unit="km")
+    return max(1.0, TYPICAL_SPEED / 2.0 * cfg.slot_minutes / 60.0 / spacing)
+
+
+# --- the planner's choice of profile ----------------------------------------------------------------------------
+
+
+def choose_profile(
+    cfg: HatReleaseConfig,
+    days: int,
+    domain: PublicDomain | None,
+    *,
+    histogram: list[dict[str, float]] | None = None,
+    m_histogram: list[dict[str, float]] | None = None,
+    fleet_size: float | None = None,
+    pilot: tuple[pl.DataFrame, float] | None = None,
+) -> tuple[FleetProfile | None, str | None]:
+    """The best profile the inputs allow, or None and why: the DP histogram (the data's own), else the schedule,
+    else a GeoJSON route domain's lengths with a fleet size or the histogram of HATs per vehicle-day."""
+    from urbandp._grid.slots import SlotSpec
+    from urbandp.fleet._domain import domain_grid
+
+    if domain is None:
+        return None, (
+            "needs a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells): the planner runs "
+            "the release over the domain's HATs"
+        )
+    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
+    if pilot is not None:
+        return pilot_profile(pilot[0], pilot[1], m_histogram, days, cfg), None
+    lengths = route_lengths(cfg.domain_geojson, cfg.resolution) if cfg.domain_geojson is not None else None
+    if histogram:
+        weights = None if lengths is None else grid_weights(grid, lengths)
+        return histogram_profile(histogram, m_histogram, grid, days, cfg, weights), None
+    if domain.scheduled_trips is not None:
+        return schedule_profile(domain, cfg), None
+    if lengths is not None and (fleet_size is not None or m_histogram):
+        return route_profile(grid, lengths, cfg, fleet_size=fleet_size, m_bins=m_histogram, days=days), None
+    return None, (
+        "needs what the fleet looks like: a schedule (domain_gtfs with stop_times), histogram_epsilon (a DP "
+        "histogram of the data), or with domain_geojson a fleet_size (vehicles a day)"
+    )
+
+
+def predict_release(
+    cfg: HatReleaseConfig,
+    days: int,
+    domain: PublicDomain | None,
+    *,
+    histogram: list[dict[str, float]] | None = None,
+    m_histogram: list[dict[str, float]] | None = None,
+    fleet_size: float | None = None,
+    pilot: tuple[pl.DataFrame, float] | None = None,
+    runs: int = RUNS,
+) -> dict[str, object]:
+    """plan.json's ``prediction``: the release of ``cfg`` run ``runs`` times on fleets of the chosen profile
+    (:func:`choose_profile`, :func:`simulate`), or why there is none."""
+    if cfg.epsilon_per_day is None:
+        return {
+            "prediction": None,
+            "prediction_reason": "needs epsilon_per_day (a noise scale alone is not planned)",
+        }
+    profile, why = choose_profile(
+        cfg, days, domain, histogram=histogram, m_histogram=m_histogram, fleet_size=fleet_size, pilot=pilot
+    )
+    if profile is None:
+        return {"prediction": None, "prediction_reason": why}
+    got = simulate(cfg, days, profile, domain, runs).to_json()
+    return {
+        "prediction": {
+            **got,
+            "source": profile.source,
+            "assumptions": (
+                f"{profile.assumptions}; synthetic speeds: HAT means {TYPICAL_SPEED:g} km/h +- {PARENT_SPEED_SD:g} "
+                f"(H3 parent) +- {HAT_SPEED_SD:g} (HAT), vehicle-days +- {VEHICLE_DAY_SPEED_SD:g} around them"
+            ),
+            "method": (
+                "the release itself (bounding, domain, selection threshold, noise scales, intervals, useful label"
+                + (", pooling" if cfg.borrow_strength != "none" else "")
+                + f") run {got['runs']} times on synthetic fleets drawn from the profile; mean and 2.5%-97.5% "
+                "quantiles over the runs; spends nothing beyond the histograms"
+            ),
+        }
+    }

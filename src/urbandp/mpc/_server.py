@@ -1,0 +1,347 @@
+"""``urbandp mpc serve``: the fleet's side of Prac2PC (paper VII-A steps 3-5) with a per-client budget.
+
+The server holds ``mu`` and ``sigma^2`` per cell for one window, the threshold ``alpha`` and the public bounds of
+the cell variances; it draws the noise of every query itself (OpenDP). Each client connection gets its own SPU
+link and runtime, absorbs the OT set-up with a dummy query, then runs any number of queries. Every query costs
+``epsilon`` from the client's budget whether or not it is answered (the server never learns ``beta``); a query
+beyond the budget is refused with a message saying what was asked and what is left. The budget is kept in the
+budget store (:class:`ClientBudget`), so a restart does not reset it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from urbandp._privacy.noise import NoiseSource, OpenDPNoise
+from urbandp.errors import InputError
+from urbandp.mpc import _wire as wire
+from urbandp.mpc._spec import FUNCTIONS, MAX_CELLS, QuerySpec, draw_noise
+from urbandp.sensing._queries import clamp_sigma2, rectangle_mask
+
+DUMMY = "min"  # the dummy query uses exp, log and comparisons: it triggers every OT/HE set-up
+
+
+@dataclass
+class ServerGrid:
+    """One window of the ``sensing interpolate`` grid, sorted by cell id."""
+
+    cell_id: np.ndarray
+    lat: np.ndarray
+    lon: np.ndarray
+    mu: np.ndarray
+    sigma2: np.ndarray
+    window: str
+    source: str = "grid"  # the grid file's name: names the default budget-store dataset
+
+    @classmethod
+    def read(cls, path: Path, window: str | None) -> ServerGrid:
+        import polars as pl
+
+        if not path.is_file():
+            raise InputError(f"grid file not found: {path}")
+        try:
+            g = pl.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pl.read_csv(path)
+        except Exception as err:
+            raise InputError(f"{path}: cannot read ({str(err).splitlines()[0]})") from None
+        missing = {"cell_id", "lat", "lon", "window", "mu", "sigma2"} - set(g.columns)
+        if missing:
+            raise InputError(f"{path}: missing columns {', '.join(sorted(missing))}")
+        if g.height == 0:
+            raise InputError(f"{path}: no rows")
+        windows = g["window"].cast(pl.Utf8).unique(maintain_order=True).to_list()
+        w = window or windows[0]
+        if w not in windows:
+            raise InputError(f"window {w!r} not in {path} (first: {windows[0]})")
+        gw = g.filter(pl.col("window").cast(pl.Utf8) == w).sort("cell_id")
+        values = gw.select(pl.col("lat", "lon", "mu", "sigma2").cast(pl.Float64, strict=False))
+        bad = values.select(pl.any_horizontal(pl.all().is_null() | ~pl.all().is_finite()).sum()).item()
+        if bad:
+            raise InputError(
+                f"{path}: {bad:,} of {gw.height:,} cells of window {w} have a missing or non-finite lat, lon, mu "
+                "or sigma2; the server would answer nan"
+            )
+        return cls(
+            gw["cell_id"].to_numpy().astype(np.int64),
+            gw["lat"].to_numpy().astype(float),
+            gw["lon"].to_numpy().astype(float),
+            gw["mu"].to_numpy().astype(float),
+            gw["sigma2"].to_numpy().astype(float),
+            str(w),
+            path.stem,
+        )
+
+
+@dataclass
+class ServerConfig:
+    alpha: int
+    epsilon: float
+    epsilon_budget: float
+    sigma2_min: float
+    sigma2_max: float
+    rho: float = 1.0
+    steepness: float = 1.0
+    timeout: float = 60.0
+    idle_timeout: float = 600.0
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "alpha": self.alpha,
+            "epsilon_per_query": self.epsilon,
+            "epsilon_budget": self.epsilon_budget,
+            "sigma2_min": self.sigma2_min,
+            "sigma2_max": self.sigma2_max,
+            "rho": self.rho,
+            "steepness": self.steepness,
+            "max_cells": MAX_CELLS,
+        }
+
+
+@dataclass
+class ClientBudget:
+    """Per-client privacy odometer kept in the budget store (docs/design.md rule 5), so it survives restarts.
+
+    Every query is a release of the store's ``dataset`` (unit: reading) booked on the window's day with the
+    client's name in its parameters; a client's spend is the sum of its booked queries, read back from the store,
+    and the dataset's own caps bound all clients together (a new ``--client-id`` gets a fresh per-client
+    allowance, but never more than the dataset's cap). Without ``--dataset`` the server declares
+    ``mpc:<grid>:<window>`` with the sanity cap of epsilon 100 per reading per day.
+    """
+
+    total: float
+    store_url: str | None
+    dataset: str
+    day: dt.date
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # the server's noise source: the ReleaseCharge that books each query refuses one that is not private
+    noise: NoiseSource | None = None
+
+    def spent(self, client: str) -> float:
+        from urbandp._privacy.budget_store import open_store
+
+        store = open_store(self.store_url)
+        try:
+            return math.fsum(
+                h["epsilon_sum"]
+                for h in store.history(self.dataset)
+                if h["mechanism"] == MPC_MECHANISM and h["params"].get("client") == client
+            )
+        finally:
+            store.close()
+
+    def charge(self, client: str, epsilon: float) -> float:
+        """Book ``epsilon`` for ``client`` (committed at once: the answer may be revealed); returns what is left."""
+        from urbandp._privacy.loss import Loss
+        from urbandp._privacy.session import ReleaseCharge
+
+        with self.lock:
+            used = self.spent(client)
+            if used + epsilon > self.total * (1 + 1e-12):
+                raise InputError(
+                    f"privacy budget exhausted for client {client!r}: this query asks epsilon {epsilon:g}, "
+                    f"{used:g} of {self.total:g} already spent ({max(self.total - used, 0.0):g} left)"
+                )
+            with ReleaseCharge(
+                self.dataset,
+                self.store_url,
+                unit="reading",
+                noise=self.noise,
+                command_line="urbandp mpc serve",
+            ) as s:
+                s.reserve(Loss.pure(epsilon), [self.day], MPC_MECHANISM, {"client": client})
+            return self.total - (used + epsilon)
+
+
+MPC_MECHANISM = "mpc-query-laplace"
+
+
+def declare_default_dataset(store_url: str | None, name: str) -> None:
+    """Declare ``name`` (unit reading, epsilon 100 per day: the sanity limit) if the store does not hold it."""
+    from urbandp._privacy.budget_store import DatasetCaps, open_store
+    from urbandp._privacy.guards import SANE_EPSILON
+
+    store = open_store(store_url)
+    try:
+        store.caps(name)
+    except InputError:  # not declared yet
+        store.init_dataset(DatasetCaps(name, "reading", SANE_EPSILON))
+    finally:
+        store.close()
+
+
+class Server:
+    def __init__(
+        self,
+        grid: ServerGrid,
+        config: ServerConfig,
+        host: str,
+        port: int,
+        noise: NoiseSource | None = None,
+        *,
+        dataset: str | None = None,
+        budget_store: str | None = None,
+    ) -> None:
+        self.grid = grid
+        self.config = config
+        self.host = host
+        self.port = port
+        self.noise = noise if noise is not None else OpenDPNoise()
+        if dataset is None:
+            dataset = f"mpc:{grid.source}:{grid.window}"
+            declare_default_dataset(budget_store, dataset)
+        day = dt.date.fromisoformat(str(grid.window)[:10])
+        self.budget = ClientBudget(config.epsilon_budget, budget_store, dataset, day, noise=self.noise)
+        from urbandp._privacy.session import ReleaseCharge
+
+        # every query is booked to the dataset: a noise source that is not private is refused before any client
+        ReleaseCharge(dataset, budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
+        self.sigma2 = clamp_sigma2(grid.sigma2, config.sigma2_min, config.sigma2_max)
+        self.log: Callable[[str], None] = print
+
+    def spec(self, function: str, n_rect: int) -> QuerySpec:
+        c = self.config
+        return QuerySpec(function, n_rect, c.alpha, c.rho, c.steepness, c.sigma2_min, c.sigma2_max)
+
+    def serve_forever(self, ready: threading.Event | None = None, max_clients: int | None = None) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as lsock:
+            lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                lsock.bind((self.host, self.port))
+            except OSError as err:
+                raise InputError(f"cannot listen on {self.host}:{self.port} ({err.strerror})") from None
+            lsock.listen(8)
+            self.log(
+                f"urbandp mpc: serving window {self.grid.window} ({len(self.grid.cell_id)} cells) on {self.host}:{self.port}"
+            )
+            if ready is not None:
+                ready.set()
+            served = 0
+            while max_clients is None or served < max_clients:
+                conn, addr = lsock.accept()
+                wire.no_delay(conn)
+                served += 1
+                t = threading.Thread(target=self._client, args=(conn, addr[0]), daemon=True)
+                t.start()
+                if max_clients is not None and served >= max_clients:
+                    t.join()
+
+    def _client(self, conn: socket.socket, peer_ip: str) -> None:
+        from urbandp.mpc._party import SERVER, Party, free_port
+
+        party = None
+        who = peer_ip
+        try:
+            conn.settimeout(self.config.timeout)
+            hello = wire.recv_json(conn, "hello")
+            if hello.get("protocol") != wire.PROTOCOL:
+                wire.send_json(
+                    conn,
+                    {
+                        "type": "error",
+                        "message": f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}",
+                    },
+                )
+                return
+            who = str(hello.get("client_id") or peer_ip)[:200]
+            client_link = str(hello.get("link", ""))
+            link_host = conn.getsockname()[0]
+            server_link = f"{link_host}:{free_port(link_host)}"
+            session = uuid.uuid4().hex
+            wire.send_json(
+                conn,
+                {
+                    "type": "welcome",
+                    "protocol": wire.PROTOCOL,
+                    "session": session,
+                    "link": server_link,
+                    "window": self.grid.window,
+                    "params": self.config.public(),
+                    "epsilon_spent": self.budget.spent(who),
+                },
+            )
+            party = Party(SERVER, session, server_link, client_link, conn, self.config.timeout)
+            # dummy query at connect: absorbs the OT set-up; no data, no noise, no budget
+            dummy = self.spec(DUMMY, 4)
+            z = np.zeros(4)
+            party.run(dummy, {"mu": z, "sigma2": z, "noise": np.zeros(())})
+            self.log(f"client {who}: connected, OT set up")
+            conn.settimeout(self.config.idle_timeout)
+            while True:
+                msg = wire.recv_json(conn)
+                conn.settimeout(self.config.timeout)
+                if msg["type"] == "bye":
+                    return
+                if msg["type"] != "query":
+                    raise wire.PeerError(f"protocol error: unexpected message {msg['type']!r}")
+                self._query(conn, party, who, msg)
+                conn.settimeout(self.config.idle_timeout)
+        except wire.PeerError as err:
+            self.log(f"client {who}: {err}")
+        except Exception as err:  # one client's failure must not stop the server
+            self.log(
+                f"client {who}: failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+            )
+        finally:
+            if party is not None:
+                party.close()
+            conn.close()
+
+    def _query(self, conn: socket.socket, party: Any, who: str, msg: dict[str, Any]) -> None:
+        function = msg.get("function")
+        rect = msg.get("rect")
+        if function not in FUNCTIONS:
+            wire.send_json(
+                conn, {"type": "error", "message": f"function must be one of {', '.join(FUNCTIONS)}"}
+            )
+            return
+        if not (isinstance(rect, list) and len(rect) == 4 and all(isinstance(x, (int, float)) for x in rect)):
+            wire.send_json(conn, {"type": "error", "message": "rect must be 4 numbers lat1,lon1,lat2,lon2"})
+            return
+        mask = rectangle_mask(self.grid.lat, self.grid.lon, tuple(float(x) for x in rect))
+        n = int(mask.sum())
+        if not 1 <= n <= MAX_CELLS:
+            wire.send_json(
+                conn,
+                {"type": "error", "message": f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}"},
+            )
+            return
+        spec = self.spec(str(function), n)
+        try:
+            left = self.budget.charge(who, self.config.epsilon)
+        except InputError as err:
+            wire.send_json(conn, {"type": "error", "message": str(err)})
+            return
+        from urbandp.mpc._party import compile_spec, executable_digest
+
+        noise, epsilon = draw_noise(spec, self.config.epsilon, self.noise)
+        # the budget is charged above, before anything is revealed; the server's input shares travel in the
+        # same message as the acceptance (uniformly random: nothing is revealed if the client then refuses)
+        mine = {"mu": self.grid.mu[mask], "sigma2": self.sigma2[mask], "noise": np.asarray(noise)}
+        accept = wire.json_frame(
+            {
+                "type": "accept",
+                "n_rect": n,
+                "cell_id": self.grid.cell_id[mask].tolist(),
+                "lat": self.grid.lat[mask].tolist(),
+                "lon": self.grid.lon[mask].tolist(),
+                "epsilon": epsilon,
+                "epsilon_left": left,
+                "digest": executable_digest(compile_spec(spec)),
+            }
+        )
+        wire.send_bytes(conn, accept + party.share_inputs(mine))
+        wire.recv_json(conn, "go")  # followed by the client's input shares
+        party.receive_inputs()
+        party.compute(spec)
+        self.log(
+            f"client {who}: {function} over a rectangle of {n} cells, epsilon {epsilon:.6g} ({left:.6g} left)"
+        )

@@ -1,6 +1,0 @@
-"""Privacy units, noise sources (thin wrappers over OpenDP), calibration and the ledger."""
-
-from urbandp.privacy.ledger import LedgerEntry, PrivacyLedger
-from urbandp.privacy.noise import ExactNoiseForTesting, NoiseSource, OpenDPNoise
-
-__all__ = ["ExactNoiseForTesting", "LedgerEntry", "NoiseSource", "OpenDPNoise", "PrivacyLedger"]

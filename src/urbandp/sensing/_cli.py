@@ -1,0 +1,217 @@
+"""CLI group `urbandp sensing`: GP interpolation, DP variance maps, aggregate queries, synthetic readings.
+
+Thin: each command takes its flags, hands them to the library (:mod:`urbandp.sensing._api` through the
+``*_command`` modules, which also print) and prints the result. The releases' flags (`dp-map`, `pm-map`, `query`)
+are built from the fields of their option classes (:mod:`urbandp.sensing._options`) by
+:func:`urbandp._cli_spec.spec_parameters`; only where the run reads, writes and books its loss is declared here.
+The other commands take the typed aliases of :mod:`urbandp.sensing._cli_options`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from urbandp._cli_config import config_option
+from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
+from urbandp._cli_spec import command_signature, keyword, spec_parameters
+from urbandp._cli_support import cli_guard, cli_text
+from urbandp.sensing import _cli_options as opts
+from urbandp.sensing._options import DpMapOptions, InterpolateOptions, PmMapOptions, QueryOptions
+
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
+
+
+@app.command()
+@cli_guard
+def synth(
+    out: opts.SynthOut,
+    readings: opts.SynthReadings = 1400,
+    vehicles: opts.SynthVehicles = 10,
+    hours: opts.SynthHours = 1,
+    seed: opts.SynthSeed = 0,
+    overwrite: Overwrite = False,
+) -> None:
+    """Write synthetic fleet readings of a smooth pollution field (for trying the other commands).
+
+    Example: urbandp sensing synth out/readings.csv --readings 1400 --vehicles 10
+    """
+    from urbandp.sensing._synth import write_synth_readings
+
+    print(f"wrote {readings} readings to {write_synth_readings(out, readings, vehicles, hours, seed)}")
+
+
+def _argument(name: str, metavar: str, help: str) -> inspect.Parameter:
+    """The command's one positional argument: the file it reads."""
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=typer.Argument(..., metavar=metavar, help=help),
+        annotation=Path,
+    )
+
+
+@app.command()
+@cli_guard
+@command_signature(
+    [
+        _argument("input_path", "INPUT", opts.READINGS_HELP),
+        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
+    ],
+    spec_parameters(InterpolateOptions),
+    [keyword("overwrite", Overwrite, False)],
+)
+def interpolate(**options: Any) -> None:
+    """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
+
+    The grid is the server's private input (NOT differentially private); see `dp-map` and `query` for releases.
+    Parquet holds one row group per window, so `query` reads one window; `--grid-format csv` writes grid.csv.
+
+    Example: urbandp sensing interpolate kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
+    """
+    from urbandp.sensing._interpolate_tool import run_interpolate
+    from urbandp.sensing._options import parse_box
+
+    options.pop("overwrite")  # read by cli_guard into the run's output policy
+    o = InterpolateOptions(**{**options, "bbox": parse_box(options["bbox"])})
+    print(run_interpolate(o).summary())
+
+
+def _readings(table: str) -> list[inspect.Parameter]:
+    """The readings a map release reads, the folder it writes and its --config."""
+    return [
+        _argument("input_path", "INPUT", opts.READINGS_HELP),
+        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
+        keyword("config", Path | None, config_option(table)),
+    ]
+
+
+def _booked() -> list[inspect.Parameter]:
+    """Where a map release books its loss, and the switches that authorise the run."""
+    return [
+        keyword("dataset", Dataset, None),
+        keyword("budget_store", BudgetStoreUrl, None),
+        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
+        keyword("overwrite", Overwrite, False),
+    ]
+
+
+@app.command("dp-map")
+@cli_guard
+@command_signature(_readings("sensing.dp-map"), spec_parameters(DpMapOptions), _booked())
+def dp_map(**options: Any) -> None:
+    """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
+
+    Publishable (DIR/): dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units) and
+    privacy.json. Data-owner material, NOT DP (owner_only/<name>/ beside DIR): quarantine.csv, input_report.json,
+    leakage.csv + leakage_summary.json, dp_sigma2.png (true map and reading locations), rmse_vs_epsilon.csv +
+    .png (paper Fig. 6). Without --start/--end the window comes from the data and the release is NOT DP.
+
+    Example: urbandp sensing dp-map kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
+    """
+    del options["config"]  # read into the options' defaults by --config's callback
+    from urbandp.sensing._dp_map_command import run
+
+    run(**options)
+
+
+@app.command("pm-map")
+@cli_guard
+@command_signature(_readings("sensing.pm-map"), spec_parameters(PmMapOptions), _booked())
+def pm_map(**options: Any) -> None:
+    """A differentially private map of PM2.5 itself: noisy clipped sums and counts per cell and window, smoothed.
+
+    Publishable (DIR/): pm_cells.csv (noisy count and sum per cell and window, the mean derived from them),
+    pm_grid.csv (the map smoothed by --smoother, post-processing) and privacy.json. The unit is one
+    vehicle-window (at most M readings) when the readings carry vehicle ids, else one reading; windows compose in
+    parallel, so the release costs --epsilon per unit, and privacy.json states what a vehicle pays per window,
+    per day and over the release. docs/sensing.md measures its RMSE at the Kolkata static stations.
+
+    Example: urbandp sensing pm-map kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
+    """
+    del options["config"]  # read into the options' defaults by --config's callback
+    from urbandp.sensing._pm_map_command import run
+
+    run(**options)
+
+
+@app.command()
+@cli_guard
+@command_signature(
+    [
+        _argument("grid_csv", "GRID", "grid.parquet (or grid.csv) written by `interpolate`."),
+        keyword("config", Path | None, config_option("sensing.query")),
+    ],
+    spec_parameters(QueryOptions),
+    [
+        keyword(
+            "out",
+            Path | None,
+            typer.Option(None, "--out", help="Also write the answer as JSON here (default: stdout only)."),
+        ),
+        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
+        keyword("overwrite", Overwrite, False),
+    ],
+)
+def query(**options: Any) -> None:
+    """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
+
+    Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
+    """
+    del options["config"]  # read into the options' defaults by --config's callback
+    from urbandp.sensing._query_command import run_query_command
+
+    run_query_command(**options)
+
+
+@app.command("plan")
+@cli_guard
+def plan(
+    bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")],
+    readings_per_day: Annotated[
+        float,
+        typer.Option(help="Readings the fleet takes per day in the box (public knowledge or a paid count)."),
+    ],
+    share_visited: Annotated[
+        float, typer.Option(help="Share of the box's cells the fleet's routes visit, in (0, 1].")
+    ],
+    epsilon: Annotated[float, typer.Option(help="Epsilon per reading of the planned pm-map.")] = 1.0,
+    spread_between: Annotated[
+        float, typer.Option(help="Spread (sd, ug/m3) of PM2.5 between places: the signal a map should show.")
+    ] = 10.0,
+    spread_within: Annotated[
+        float, typer.Option(help="Spread (sd, ug/m3) of readings within one cell and window.")
+    ] = 25.0,
+    level: Annotated[float, typer.Option(help="Typical PM2.5 (ug/m3).")] = 50.0,
+    clip: Annotated[float, typer.Option(help="Public upper bound of a reading, as pm-map --clip.")] = 250.0,
+    cell_metres: Annotated[str, typer.Option(help="Candidate cell sides in metres.")] = "250,500,1000,2000",
+    windows: Annotated[
+        str, typer.Option(help="Candidate windows: hour, day, week or days.")
+    ] = "hour,day,week,30,90",
+) -> None:
+    """Plan a pm-map from public figures: the shortest window and finest cells at which a cell's DP mean carries
+    more signal than noise. Reads no data and spends no budget.
+
+    Example: urbandp sensing plan --bbox 22.45,88.30,22.65,88.47 --readings-per-day 295 --share-visited 0.26 --epsilon 4
+    """
+    from urbandp.sensing._options import parse_box
+    from urbandp.sensing._planner import parse_cell_sizes, parse_windows, plan_sensing, plan_text
+
+    box = parse_box(bbox)
+    assert box is not None
+    rows, best = plan_sensing(
+        bbox=box,
+        readings_per_day=readings_per_day,
+        share_visited=share_visited,
+        epsilon=epsilon,
+        spread_between=spread_between,
+        spread_within=spread_within,
+        level=level,
+        clip=clip,
+        cell_sizes=parse_cell_sizes(cell_metres),
+        windows_days=parse_windows(windows),
+    )
+    print(cli_text(plan_text(rows, best, epsilon)))

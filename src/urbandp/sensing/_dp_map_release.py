@@ -1,0 +1,417 @@
+"""The dp-map release (:func:`urbandp.sensing.dp_map`, `urbandp sensing dp-map`), in the order that keeps it
+honest (docs/design.md, "Outputs", rule 5).
+
+1. Validate every option (:class:`~urbandp.sensing._options.DpMapOptions`) and the output path.
+2. Read the readings (bad rows to a staging quarantine), restrict them to the public ``start``/``end`` window.
+3. Compute the cost before any noise (:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`): refuse an over-budget
+   release, or one whose noise would be meaningless, before a single draw.
+4. Reserve the charge (the Session's guards, the budget store of its dataset) BEFORE any noise; a run that fails
+   after it stays charged (``aborted after noise``). A release labelled NOT DP is refused with a dataset.
+5. Fit and add noise; the release holds only the DP map and privacy.json; the quarantine, the leakage measures,
+   the true-sigma2 plot (it shows every reading's location) and the utility curve are the owner's material
+   (``owner_only/<name>/`` beside the folder), listed in privacy.json as not DP. With ``out`` the folder is
+   written inside the charge, so its sha256 is recorded when the charge commits.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from urbandp._outputs import owner_dir_for
+from urbandp.errors import Advice, InputDataError, InvalidParameterError
+from urbandp.sensing._options import DpMapOptions, parse_window
+from urbandp.sensing._report import spec_sha256
+from urbandp.sensing._result import SensingRelease, owner_files, staged
+
+if TYPE_CHECKING:
+    from urbandp._outputs import OutputDirs
+    from urbandp._privacy.session import ReleaseCharge
+    from urbandp._session import Session
+    from urbandp.sensing._dp_map_mechanism import DpMapPlan, DpMapRelease
+    from urbandp.sensing._grid import SquareGrid
+    from urbandp.sensing._interpolation import WindowResult
+    from urbandp.sensing._progress import WindowClock
+    from urbandp.sensing._readings import Readings
+
+OWNER_FILES = {
+    "quarantine.csv": "raw rejected readings with their reason",
+    "input_report.json": "row counts of the raw input",
+    "leakage.csv": "per window: true counts of readings and visited cells, leakage before/after noise",
+    "leakage_summary.json": "mean leakage measures over windows (computed from the true readings)",
+    "dp_sigma2.png": "true sigma_p^2 beside the DP map, with every reading's location (the routes)",
+    "rmse_vs_epsilon.csv": "utility experiment: RMSE against the true sigma_p^2 per window",
+    "rmse_vs_epsilon.png": "utility experiment: CDF of that RMSE (paper Fig. 6)",
+    "window_timing.csv": "seconds per window of the GP fits and the noise (grows with a window's true readings)",
+}
+
+
+class DpMapResult(SensingRelease):
+    """The result of :func:`urbandp.sensing.dp_map`: ``table`` is dp_grid.csv (cell_id, lat, lon, window,
+    sigma2_dp), ``privacy`` a :class:`~urbandp.sensing._report.DpMapPrivacyReport`."""
+
+
+@dataclass
+class _Inputs:
+    """What the release reads before its charge: the public windows, the grid, the plan (None: paper)."""
+
+    readings: Readings
+    rows: dict[str, Any]
+    windows: np.ndarray
+    grid: SquareGrid
+    plan: DpMapPlan | None
+    public_window: bool
+
+
+def check_epsilons(o: DpMapOptions) -> None:
+    """The delta limit and the bounded Laplace's floor on epsilon, for the map and the utility curve."""
+    from urbandp._privacy.guards import check_delta
+    from urbandp.sensing._bounded_laplace import check_meaningful
+
+    check_delta(o.delta, "delta")
+    hi = o.sensitivity if o.upper is None else o.upper
+    for e in (o.epsilon, *o.utility_epsilons):  # same floor for the utility curve (closed form breaks below)
+        try:
+            check_meaningful(e, o.sensitivity, 0.0, hi)
+        except ValueError as err:
+            if e == o.epsilon:  # err names epsilon and its value: "epsilon 0.001 needs ..."
+                raise InvalidParameterError(str(err), parameters="epsilon") from None
+            raise InvalidParameterError(f"utility_epsilons: {err}", parameters="utility_epsilons") from None
+
+
+def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
+    """Read the readings, keep those inside the public window, build the grid and the plan (before any noise)."""
+    from urbandp.sensing._dp_map_mechanism import all_windows, plan_dp_map, public_windows
+    from urbandp.sensing._grid import SquareGrid
+    from urbandp.sensing._readings import read_readings, windows_per_day
+
+    readings, load = read_readings(o.input_path, o.value_column, quarantine, o.bbox)
+    rows: dict[str, Any] = dict(load.__dict__)
+    if o.start is not None and o.end is not None:
+        start, end = parse_window(o.start, o.end)
+        t = readings.time.astype("datetime64[m]")
+        inside = (t >= start) & (t < end)
+        rows["rows_outside_window"] = int((~inside).sum())
+        if not inside.any():
+            raise InputDataError(
+                f"no usable reading inside start {o.start} end {o.end} "
+                f"({len(readings)} usable readings lie outside it)",
+                parameters=("start", "end"),
+            )
+        readings = readings.subset(inside)
+        windows = public_windows(start, end, o.window_minutes)
+    else:
+        windows = all_windows(readings, o.window_minutes)
+    if o.bbox is not None:
+        grid = SquareGrid(*o.bbox, o.cell_metres)
+    else:
+        grid = SquareGrid.covering(readings.lat, readings.lon, o.cell_metres)
+    if grid.n_cells > 250_000:
+        raise InvalidParameterError(
+            f"grid of {grid.n_cells} cells is too large; use a larger cell_metres", parameters="cell_metres"
+        )
+    plan = None
+    if o.calibration != "paper":
+        per_day = windows_per_day(windows, o.window_minutes)
+        plan = plan_dp_map(len(windows), grid.n_cells, o.epsilon, o.sensitivity, o.upper, o.delta, per_day)
+        plan.check()  # before any noise: meaningless noise or unbounded work
+    elif len(readings) < o.min_readings:
+        raise InputDataError(
+            f"the paper's calibration releases only fitted windows; none has {o.min_readings} readings "
+            f"({len(readings)} usable)"
+        )
+    return _Inputs(readings, rows, windows, grid, plan, o.start is not None)
+
+
+def not_dp_reasons(o: DpMapOptions) -> list[str]:
+    """Why the release would be NOT DP, from its options alone (refused with a dataset, before any noise)."""
+    reasons: list[str] = []
+    if o.start is None:
+        reasons.append(
+            Advice(
+                "the time window (first to last released window) was derived from the data's first and last "
+                "reading; give start and end to make it public",
+                parameters=("start", "end"),
+            )
+        )
+    if o.bbox is None:
+        reasons.append(
+            Advice(
+                "the bounding box was taken from the readings (bbox_from_data_not_private)",
+                parameters="bbox_from_data_not_private",
+            )
+        )
+    if o.calibration == "paper":
+        reasons.append(
+            "paper calibration: b = Delta/epsilon with the upper bound taken from the data (no finite epsilon)"
+        )
+    return reasons
+
+
+def _reserve(o: DpMapOptions, charge: ReleaseCharge, inputs: _Inputs) -> None:
+    """Reserve before any noise; the loss per vehicle-day is booked, so the one guard (_privacy/guards.py, in
+    reserve) checks what a vehicle pays in a day. Kept (aborted after noise) if anything after it fails."""
+    from urbandp._privacy.loss import Loss
+    from urbandp._privacy.session import days_between
+
+    plan = inputs.plan
+    days = sorted({str(w)[:10] for w in inputs.windows})
+    charge.reserve(
+        plan.loss_per_vehicle_day() if plan is not None else Loss(),
+        days_between(days[0], days[-1]),
+        "sensing-dp-map",
+        {"epsilon_cell": o.epsilon, "cells": inputs.grid.n_cells, "windows": len(inputs.windows)},
+        cap_on=plan.loss_total() if plan is not None else Loss(),
+    )
+
+
+def _measure(
+    o: DpMapOptions, inputs: _Inputs, noise: Any, clocks: tuple[WindowClock, WindowClock]
+) -> tuple[DpMapRelease, list[WindowResult]]:
+    """Fit a GP per window and draw the bounded Laplace noise (OpenDP), with progress on stderr."""
+    from urbandp.sensing._dp_map_mechanism import _release_dp_map, fit_for_release
+    from urbandp.sensing._gp import blas_threads_limit
+    from urbandp.sensing._progress import progress
+
+    fit_clock, noise_clock = clocks
+    with blas_threads_limit(), progress() as bar:
+        fit_task = bar.add_task("GP per window", total=None)
+
+        def fit_progress(i: int, n: int) -> None:
+            fit_clock.tick(i, n)
+            bar.update(fit_task, completed=i, total=n)
+
+        def noise_progress(i: int, n: int) -> None:
+            noise_clock.tick(i, n)
+            bar.update(noise_task, completed=i, total=n)
+
+        r, grid = inputs.readings, inputs.grid
+        fitted = fit_for_release(
+            r,
+            grid,
+            o.sensitivity,
+            o.calibration,
+            o.window_minutes,
+            o.kernel,
+            o.min_readings,
+            progress=fit_progress,
+            origin=inputs.windows[0] if o.calibration != "paper" and len(inputs.windows) else None,
+        )
+        noise_task = bar.add_task("bounded Laplace (OpenDP)", total=None)
+        noise_clock.restart()
+        if o.calibration == "paper" and not fitted:
+            raise InputDataError(f"no window has at least {o.min_readings} readings")
+        rel = _release_dp_map(
+            r,
+            grid,
+            o.epsilon,
+            noise,
+            o.sensitivity,
+            o.upper,
+            o.calibration,
+            o.window_minutes,
+            o.kernel,
+            o.min_readings,
+            None,  # the cap (--budget) was checked by the session, on the whole map, before any noise
+            fitted=fitted,
+            progress=noise_progress,
+            windows=inputs.windows if o.calibration != "paper" else None,
+        )
+    return rel, fitted
+
+
+def run_dp_map(o: DpMapOptions, session: Session) -> DpMapResult:
+    """Run the release (see the module docstring) in a charge of ``session``; returns the result (written to
+    ``o.out`` inside the charge when given)."""
+    from urbandp._outputs import check_output_path
+    from urbandp._privacy.loss import Loss
+    from urbandp.sensing._progress import WindowClock
+
+    if o.out is not None:
+        check_output_path(o.out)
+    check_epsilons(o)
+    with tempfile.TemporaryDirectory(prefix="urbandp-dpmap-") as stage:
+        d = staged(Path(stage) / "owner")
+        q_stage = Path(stage) / "quarantine.csv"
+        inputs = _read(o, q_stage)
+        charge = session.charge("vehicle-day", out=o.out)
+        charge.cap = None if o.budget is None else Loss.approx_dp(o.budget, 1.0)
+        with charge:
+            charge.refuse_not_dp(not_dp_reasons(o))
+            _reserve(o, charge, inputs)
+            not_dp = list(charge.not_dp_reasons)  # with a meaningless loss allowed: its reasons
+            shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
+            clocks = (WindowClock(), WindowClock())
+            rel, fitted = _measure(o, inputs, charge.noise, clocks)
+            result = _result(o, d, rel, inputs, fitted, not_dp, clocks)
+            if o.out is not None:
+                result.write_folder(o.out)
+                charge.set_output(o.out)
+        session.committed(charge)
+    return result
+
+
+def _result(
+    o: DpMapOptions,
+    d: OutputDirs,
+    rel: DpMapRelease,
+    inputs: _Inputs,
+    fitted: list[WindowResult],
+    not_dp: list[str],
+    clocks: tuple[WindowClock, WindowClock],
+) -> DpMapResult:
+    """The result: the DP table, the typed report, the owner's files (staged in ``d.owner``) and warnings."""
+    from urbandp.sensing._report import DpMapPrivacyReport
+
+    table = _dp_grid(o, rel, inputs.grid)
+    _owner_material(o, d, rel, inputs, fitted)
+    fit_clock, noise_clock = clocks
+    pl.DataFrame(
+        {
+            "stage": ["gp_fit"] * len(fit_clock.seconds) + ["noise"] * len(noise_clock.seconds),
+            "seconds": fit_clock.seconds + noise_clock.seconds,
+        }
+    ).write_csv(d.owner_path("window_timing.csv"))
+    files = owner_files(d.owner)
+    # the noise is drawn in bulk (one OpenDP call per core), so only its total time means something
+    timing = [fit_clock.summary("GP fits"), noise_clock.summary("noise", per_window=False)]
+    document = _privacy(o, rel, inputs, not_dp)
+    document["not_dp_outputs"] = _owner_paths(files)(o.out)
+    return DpMapResult(
+        tables={"dp_grid": table},
+        privacy=DpMapPrivacyReport.from_document(document),
+        owner={"files": files, "input_report": {"rows": inputs.rows}, "timing": timing},
+        warnings=[f"NOT differentially private: {reason}" for reason in not_dp],
+        owner_paths=_owner_paths(files),
+        grid=inputs.grid,
+    )
+
+
+def _owner_paths(files: dict[str, bytes]) -> Any:
+    """privacy.json's ``not_dp_outputs`` for a folder ``out``: the owner files beside it."""
+
+    def paths(out: Path | None) -> dict[str, str]:
+        owner = owner_dir_for(out) if out is not None else Path("owner_only")
+        return {str(owner / name): why for name, why in OWNER_FILES.items() if name in files}
+
+    return paths
+
+
+def _dp_grid(o: DpMapOptions, rel: DpMapRelease, grid: SquareGrid) -> pl.DataFrame:
+    """dp_grid.csv: the noisy standardised sigma_p^2 of every cell of every window, rounded (Mironov 2012)."""
+    from urbandp._privacy.rounding import round_to_precision
+
+    ids, lat, lon = grid.centroids()
+    return pl.concat(
+        [
+            pl.DataFrame(
+                {
+                    "cell_id": ids,
+                    "lat": np.round(lat, 6),
+                    "lon": np.round(lon, 6),
+                    "window": [str(w.window.astype("datetime64[m]"))] * len(ids),
+                    "sigma2_dp": round_to_precision(w.sigma2_dp, o.precision),
+                }
+            )
+            for w in rel.windows
+        ]
+    )
+
+
+def _owner_material(
+    o: DpMapOptions, d: OutputDirs, rel: DpMapRelease, inputs: _Inputs, fitted: list[WindowResult]
+) -> None:
+    """Write the owner's files (NOT DP) into ``d.owner``: input report, leakage, true map, utility curve."""
+    from urbandp._outputs import write_json
+    from urbandp.sensing._dp_map_mechanism import rmse_vs_epsilon
+    from urbandp.sensing._plots import rmse_cdf
+
+    write_json(d.owner_path("input_report.json"), {"note": "raw-data counts; NOT DP", "rows": inputs.rows})
+    _leakage(o, d, rel, inputs.grid)
+    if o.utility_epsilons and fitted:
+        rows_u = rmse_vs_epsilon(fitted, list(o.utility_epsilons), o.sensitivity, o.upper, o.calibration)
+        pl.DataFrame(rows_u).write_csv(d.owner_path("rmse_vs_epsilon.csv"))
+        rmse_cdf(
+            rows_u,
+            d.owner_path("rmse_vs_epsilon.png"),
+            f"RMSE of DP sigma_p^2 over {len(fitted)} windows ({o.calibration})",
+        )
+
+
+def _leakage(o: DpMapOptions, d: OutputDirs, rel: DpMapRelease, grid: SquareGrid) -> None:
+    """leakage.csv, leakage_summary.json and the true-vs-DP plot of the busiest window (owner only)."""
+    from urbandp._outputs import write_json
+    from urbandp.sensing._plots import contour_panels
+
+    leak_rows = [
+        {
+            "window": str(w.window.astype("datetime64[m]")),
+            "n_readings": w.n_readings,
+            "visited_cells": w.leak_before.visited_cells,
+            "spearman_before": w.leak_before.spearman_distance,
+            "spearman_after": w.leak_after.spearman_distance,
+            "recall_before": w.leak_before.visited_recall,
+            "recall_after": w.leak_after.visited_recall,
+            "recall_chance": w.leak_before.visited_recall_chance,
+        }
+        for w in rel.windows
+        if w.leak_before is not None and w.leak_after is not None
+    ]
+    if leak_rows:
+        lk = pl.DataFrame(leak_rows)
+        lk.write_csv(d.owner_path("leakage.csv"))
+        means = {c: lk[c].drop_nans().mean() for c in lk.columns if c != "window"}
+        summary = {c: float(v) for c, v in means.items()}  # type: ignore[arg-type]
+        write_json(
+            d.owner_path("leakage_summary.json"),
+            {"note": "computed from the true readings; NOT DP", "leakage_mean": summary},
+        )
+    with_leak = [w for w in rel.windows if w.leak_before is not None]
+    if with_leak:
+        w = max(with_leak, key=lambda w: w.n_readings)
+        contour_panels(
+            grid,
+            [
+                ("sigma_p^2 (standardised, TRUE)", w.sigma2_std),
+                (f"DP sigma_p^2, eps/cell={o.epsilon:g}", w.sigma2_dp),
+            ],
+            d.owner_path("dp_sigma2.png"),
+            f"window {w.window} (owner only: shows the true map and the readings)",
+            w.fitted.reading_xy_km if w.fitted is not None else None,
+        )
+
+
+def _privacy(o: DpMapOptions, rel: DpMapRelease, inputs: _Inputs, not_dp: list[str]) -> dict[str, Any]:
+    """privacy.json's content (public parameters and figures computed from them only)."""
+    grid, plan = inputs.grid, inputs.plan
+    privacy: dict[str, Any] = dict(rel.privacy)
+    if plan is not None:
+        privacy.update(plan.to_json())
+        privacy["epsilon_budget"] = o.budget
+    if not_dp:
+        privacy["differentially_private"] = False
+    privacy["not_dp_reasons"] = not_dp
+    privacy["dp_label"] = (
+        "differentially private (per reading, and per vehicle-day)"
+        if not not_dp
+        else "NOT differentially private"
+    )
+    if plan is not None:
+        privacy["budget_booked"] = {"unit": "vehicle-day", "epsilon_per_day": plan.epsilon_per_vehicle_day}
+    privacy["bbox"] = [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max]
+    privacy["bbox_source"] = "bbox (public)" if o.bbox else "from the readings: NOT differentially private"
+    privacy["windows_source"] = (
+        f"public: start {o.start}, end {o.end}"
+        if o.start is not None
+        else "every window from the first to the last reading (time range from the data: NOT DP)"
+    )
+    privacy["released_unit"] = "standardised sigma_p^2 (fraction of the window's value variance)"
+    privacy["warnings"] = []
+    privacy["spec_sha256"] = spec_sha256("dp-map", o)
+    return privacy

@@ -1,0 +1,548 @@
+"""Gaussian-process regression for the fleet-sensing maps (paper sections II and V, eqs. (1)-(5)).
+
+Why a compact numpy/scipy engine instead of scikit-learn or GPy: we measured (docs/sensing.md)
+4-7 s (scikit-learn) and 3.8-4.6 s (GPy) to fit 1,400 readings and 1.4-2.8 s to predict a 100x100 grid, and
+neither fits 20,000 readings on this machine. The targets (fit <= 3 s, predict <= 1 s, 20,000 end to end <= 60 s)
+need (a) one Cholesky per likelihood evaluation with the *analytic* gradient, (b) a cheap multi-start and
+(c) a sparse method beyond a few thousand readings. docs/sensing.md gives the numbers measured side by side.
+
+Two models share one interface (``fit`` then ``predict``):
+
+* :class:`ExactGP` -- exact GP on standardised values; hyper-parameters (kernel variance ``sigma_f^2``,
+  length-scale ``l``, noise variance ``sigma_n^2``) maximise the log marginal likelihood
+  (Rasmussen & Williams 2006, eq. 5.8) with its analytic gradient (eq. 5.9) by L-BFGS-B over log-parameters,
+  started from the best few of a small grid of initial length-scales ("restarts").
+* :class:`SparseGP` -- Titsias (2009) variational sparse GP (SGPR) with ``M`` inducing points chosen by k-means.
+  Its hyper-parameters start from an :class:`ExactGP` fitted on a random subsample (default 1,000 readings) and
+  are refined by maximising the collapsed evidence lower bound (Titsias 2009, eq. 9) over all readings with its
+  analytic gradient; the posterior then uses all readings through the optimal q(u). The bound is reported.
+
+The predictive variance returned is the posterior variance of the latent field, ``sigma_p^2`` of eq. (5)
+(the paper's map quantity); it is at most ``sigma_f^2``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import minimize
+
+from urbandp.sensing._kernels import check_kernel, distances, kernel_value, value_and_dlog_lengthscale
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Kernel variance sigma_f^2, length-scale l (same unit as the inputs) and noise variance sigma_n^2."""
+
+    variance: float
+    lengthscale: float
+    noise: float
+
+    def as_log(self) -> np.ndarray:
+        return np.log([self.variance, self.lengthscale, self.noise])
+
+    @classmethod
+    def from_log(cls, theta: np.ndarray) -> Hyperparameters:
+        v, ell, s = np.exp(theta)
+        return cls(float(v), float(ell), float(s))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Box for the optimiser (natural units). ``variance`` may be capped so that a DP sensitivity holds (VI-A)."""
+
+    variance: tuple[float, float] = (1e-2, 1e2)
+    lengthscale: tuple[float, float] = (1e-3, 1e3)
+    noise_ratio: tuple[float, float] = (1e-6, 10.0)
+    """g = sigma_n^2 / sigma_f^2 (the noise-to-signal ratio the profiled optimiser works with)."""
+
+    def as_log(self) -> list[tuple[float, float]]:
+        """Log-bounds of the profiled optimiser's parameters (log l, log g)."""
+        return [(math.log(a), math.log(b)) for a, b in (self.lengthscale, self.noise_ratio)]
+
+
+def _chol(k: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor, adding jitter only if the matrix is numerically not positive definite."""
+    jitter = 0.0
+    scale = float(np.mean(np.diag(k)))
+    for _ in range(6):
+        try:
+            if jitter:
+                k = k + jitter * np.eye(k.shape[0])
+            return sla.cholesky(k, lower=True, check_finite=False)
+        except sla.LinAlgError:
+            jitter = scale * (1e-10 if jitter == 0.0 else jitter / scale * 100.0)
+    raise sla.LinAlgError("covariance matrix is not positive definite even with jitter")
+
+
+def _kinv_lower(chol: np.ndarray) -> np.ndarray:
+    """Lower triangle of K^{-1} from its Cholesky factor (LAPACK dpotri); the upper triangle is zero."""
+    k_inv, info = sla.lapack.dpotri(chol, lower=1)
+    if info != 0:
+        raise sla.LinAlgError("dpotri failed")
+    return k_inv
+
+
+def _sym_inner(lower: np.ndarray, full: np.ndarray) -> float:
+    """sum(S * D) for symmetric S given by its lower triangle ``lower`` and symmetric ``full`` D."""
+    return 2.0 * float(np.sum(lower * full)) - float(np.dot(np.diag(lower), np.diag(full)))
+
+
+def log_marginal_likelihood(
+    kernel: str, r: np.ndarray, y: np.ndarray, theta: np.ndarray, with_gradient: bool = True
+) -> tuple[float, np.ndarray]:
+    """Log marginal likelihood log p(y | X, theta) and its gradient in log-parameters (sigma_f^2, l, sigma_n^2).
+
+    Rasmussen & Williams (2006) eq. 5.8: ``-1/2 y^T K_y^{-1} y - 1/2 log|K_y| - n/2 log 2 pi``,
+    gradient eq. 5.9: ``1/2 tr((alpha alpha^T - K_y^{-1}) dK_y/dtheta_j)``; ``r`` is the n x n distance matrix.
+    """
+    hp = Hyperparameters.from_log(theta)
+    n = y.shape[0]
+    k, dk_dlogl = value_and_dlog_lengthscale(kernel, r, hp.variance, hp.lengthscale)
+    k[np.diag_indices(n)] += hp.noise
+    chol = _chol(k)
+    alpha = sla.cho_solve((chol, True), y, check_finite=False)
+    lml = -0.5 * float(y @ alpha) - float(np.sum(np.log(np.diag(chol)))) - 0.5 * n * LOG_2PI
+    if not with_gradient:
+        return lml, np.zeros(3)
+    k_inv = _kinv_lower(chol)
+    tr_inv = float(np.sum(np.diag(k_inv)))
+    # K = K_y - sigma_n^2 I, so tr(K_y^-1 K) = n - sigma_n^2 tr(K_y^-1)
+    a_k_a = float(y @ alpha) - hp.noise * float(alpha @ alpha)
+    grad = np.array(
+        [
+            0.5 * (a_k_a - (n - hp.noise * tr_inv)),
+            0.5 * (float(alpha @ (dk_dlogl @ alpha)) - _sym_inner(k_inv, dk_dlogl)),
+            0.5 * hp.noise * (float(alpha @ alpha) - tr_inv),
+        ]
+    )
+    return lml, grad
+
+
+def profiled_log_marginal_likelihood(
+    kernel: str,
+    r: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    variance_bounds: tuple[float, float],
+    with_gradient: bool = True,
+) -> tuple[float, np.ndarray, float]:
+    """Log marginal likelihood with the kernel variance profiled out; ``theta = (log l, log g)``.
+
+    Writing ``K_y = sigma_f^2 (R + g I)`` (``g = sigma_n^2 / sigma_f^2``), the maximising
+    ``sigma_f^2 = y^T (R + g I)^{-1} y / n`` is closed-form; it is clamped to ``variance_bounds`` (the likelihood
+    is unimodal in sigma_f^2, so the clamp is the constrained maximiser). By the envelope theorem the gradient in
+    (log l, log g) is the partial gradient of eq. 5.9 at that sigma_f^2. Returns (lml, gradient, sigma_f^2).
+    Maximising this over two parameters gives the same optimum as :func:`log_marginal_likelihood` over three,
+    in fewer L-BFGS-B iterations.
+    """
+    ell, g = float(np.exp(theta[0])), float(np.exp(theta[1]))
+    n = y.shape[0]
+    rk, dr = value_and_dlog_lengthscale(kernel, r, 1.0, ell)
+    rk[np.diag_indices(n)] += g
+    chol = _chol(rk)
+    beta = sla.cho_solve((chol, True), y, check_finite=False)
+    quad = float(y @ beta)
+    sf2 = float(np.clip(quad / n, *variance_bounds))
+    logdet = 2.0 * float(np.sum(np.log(np.diag(chol))))
+    lml = -0.5 * quad / sf2 - 0.5 * logdet - 0.5 * n * math.log(sf2) - 0.5 * n * LOG_2PI
+    if not with_gradient:
+        return lml, np.zeros(2), sf2
+    r_inv = _kinv_lower(chol)
+    tr_inv = float(np.sum(np.diag(r_inv)))
+    grad = np.array(
+        [
+            0.5 * (float(beta @ (dr @ beta)) / sf2 - _sym_inner(r_inv, dr)),
+            0.5 * g * (float(beta @ beta) / sf2 - tr_inv),
+        ]
+    )
+    return lml, grad, sf2
+
+
+@dataclass
+class _Standardiser:
+    mean: float
+    sd: float
+
+    @classmethod
+    def of(cls, y: np.ndarray) -> _Standardiser:
+        sd = float(np.std(y))
+        return cls(float(np.mean(y)), sd if sd > 0 else 1.0)
+
+
+class _OriginalUnits:
+    """``predict`` in the original units of ``y``, shared by both GP engines (they fit on standardised values)."""
+
+    standardiser_: _Standardiser
+
+    def predict_standardised(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def predict(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and latent variance sigma_p^2 in the original units of ``y``."""
+        m, v = self.predict_standardised(x_new)
+        st = self.standardiser_
+        return m * st.sd + st.mean, v * st.sd**2
+
+
+@dataclass
+class ExactGP(_OriginalUnits):
+    """Exact GP regression with hyper-parameters optimised on standardised values (paper section V).
+
+    ``restarts`` L-BFGS-B runs start from the best of ``n_initial`` log-spaced initial length-scales between
+    5% and 100% of the input extent (a deterministic multi-start; no randomness, so results are reproducible).
+    A restart that comes within 0.05 (in log-parameters) of an optimum already found stops there: it is in the
+    same basin and would only repeat that optimum.
+    ``hyperparameters`` fixes them and skips the optimisation.
+    """
+
+    kernel: str = "matern32"
+    restarts: int = 1
+    n_initial: int = 5
+    bounds: Bounds = field(default_factory=Bounds)
+    hyperparameters: Hyperparameters | None = None
+    max_iter: int = 200
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> ExactGP:
+        check_kernel(self.kernel)
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if x.ndim != 2 or x.shape[0] != y.shape[0] or y.shape[0] < 2:
+            raise ValueError("need at least 2 readings with 2-D inputs")
+        self.standardiser_ = _Standardiser.of(y)
+        ys = (y - self.standardiser_.mean) / self.standardiser_.sd
+        r = distances(x, x)
+        if self.hyperparameters is None:
+            self.hyperparameters_, self.log_marginal_likelihood_ = self._optimise(r, ys)
+        else:
+            self.hyperparameters_ = self.hyperparameters
+            self.log_marginal_likelihood_, _ = log_marginal_likelihood(
+                self.kernel, r, ys, self.hyperparameters.as_log(), with_gradient=False
+            )
+        hp = self.hyperparameters_
+        k_y = kernel_value(self.kernel, r, hp.variance, hp.lengthscale)
+        k_y[np.diag_indices(len(ys))] += hp.noise
+        self.chol_ = _chol(k_y)
+        self.alpha_ = sla.cho_solve((self.chol_, True), ys, check_finite=False)
+        self.x_train_ = x
+        return self
+
+    def _optimise(self, r: np.ndarray, ys: np.ndarray) -> tuple[Hyperparameters, float]:
+        extent = float(np.max(r)) if r.size else 1.0
+        extent = extent if extent > 0 else 1.0
+        log_bounds = self.bounds.as_log()
+        lo = [b[0] for b in log_bounds]
+        hi = [b[1] for b in log_bounds]
+        vb = self.bounds.variance
+
+        def profiled(theta: np.ndarray, grad: bool) -> tuple[float, np.ndarray, float]:
+            return profiled_log_marginal_likelihood(self.kernel, r, ys, theta, vb, with_gradient=grad)
+
+        starts = []
+        for ell in np.geomspace(0.05 * extent, extent, self.n_initial):
+            theta = np.clip(np.log([ell, 0.1]), lo, hi)
+            try:
+                lml, _, _ = profiled(theta, False)
+            except sla.LinAlgError:
+                continue
+            starts.append((lml, theta))
+        if not starts:
+            raise sla.LinAlgError("no initial hyper-parameters gave a positive definite covariance")
+        starts.sort(key=lambda s: -s[0])
+        best_lml, best_theta = starts[0]
+
+        def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            try:
+                lml, grad, _ = profiled(theta, True)
+            except sla.LinAlgError:
+                return 1e25, np.zeros(2)
+            return -lml, -grad
+
+        optima: list[np.ndarray] = []
+
+        def same_basin(intermediate_result: object) -> None:
+            # a restart whose iterate reaches an optimum already found is in the same basin: stop it early
+            x_now = np.asarray(intermediate_result.x)  # type: ignore[attr-defined]
+            if any(np.max(np.abs(x_now - o)) < 5e-2 for o in optima):
+                raise StopIteration
+
+        for _, theta0 in starts[: max(1, self.restarts)]:
+            res = minimize(
+                objective,
+                theta0,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=log_bounds,
+                options={"maxiter": self.max_iter, "ftol": 1e-9},
+                callback=same_basin,
+            )
+            optima.append(np.asarray(res.x))
+            if np.isfinite(res.fun) and -res.fun > best_lml:
+                best_lml, best_theta = -float(res.fun), np.asarray(res.x)
+        lml, _, sf2 = profiled(best_theta, False)
+        ell, g = np.exp(best_theta)
+        return Hyperparameters(sf2, float(ell), float(g) * sf2), lml
+
+    def predict_standardised(self, x_new: np.ndarray, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and latent variance in standardised units (eqs. (4) and (5))."""
+        hp = self.hyperparameters_
+        x_new = np.asarray(x_new, dtype=float)
+        mean = np.empty(len(x_new))
+        var = np.empty(len(x_new))
+        for s in range(0, len(x_new), chunk):
+            ks = kernel_value(
+                self.kernel, distances(x_new[s : s + chunk], self.x_train_), hp.variance, hp.lengthscale
+            )
+            mean[s : s + chunk] = ks @ self.alpha_
+            v = sla.solve_triangular(self.chol_, ks.T, lower=True, check_finite=False)
+            var[s : s + chunk] = hp.variance - np.einsum("ij,ij->j", v, v)
+        return mean, np.maximum(var, 0.0)
+
+
+def choose_inducing_points(x: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
+    """``m`` inducing locations by k-means (scipy ``kmeans2``, k-means++ start) over the readings."""
+    from scipy.cluster.vq import kmeans2  # sparse GP only; scipy.cluster pulls in scipy.spatial (slow import)
+
+    x = np.asarray(x, dtype=float)
+    unique = np.unique(x, axis=0)
+    if len(unique) <= m:
+        return unique
+    rng = np.random.default_rng(seed)
+    sample = x if len(x) <= 20 * m else x[rng.choice(len(x), 20 * m, replace=False)]
+    centroids, _ = kmeans2(sample, m, minit="++", seed=rng, iter=10)
+    return np.unique(centroids, axis=0)
+
+
+def sgpr_bound(
+    kernel: str,
+    r_uf: np.ndarray,
+    r_uu: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    with_gradient: bool = True,
+) -> tuple[float, np.ndarray]:
+    """Titsias (2009) collapsed bound (eq. 9) and its analytic gradient in (log sigma_f^2, log l, log sigma_n^2).
+
+    ``F = log N(y | 0, Q + s^2 I) - tr(K_ff - Q) / (2 s^2)``, ``Q = K_fu K_uu^{-1} K_uf``. With ``Lambda = Q + s^2 I``,
+    ``alpha = Lambda^{-1} y`` and ``H = (alpha alpha^T - Lambda^{-1}) / 2 + I / (2 s^2)``, the adjoints are
+    ``dF/dK_uf = 2 P H``, ``dF/dK_uu = -P H P^T`` (``P = K_uu^{-1} K_uf``), ``dF/dk_ii = -1/(2 s^2)`` and
+    ``dF/ds^2 = tr(G) + (tr K_ff - tr Q) / (2 s^4)``; in the whitened form ``A = L^{-1} K_uf / s``,
+    ``B = I + A A^T`` these need only M x N products (Woodbury: ``Lambda^{-1} = (I - A^T B^{-1} A) / s^2``).
+    ``r_uf`` (M x N) and ``r_uu`` are distance matrices; the jitter on K_uu is ``1e-6 sigma_f^2``.
+    """
+    sf2, ell, s2 = (float(v) for v in np.exp(theta))
+    m, n = r_uf.shape
+    kuu, dkuu = value_and_dlog_lengthscale(kernel, r_uu, sf2, ell)
+    kuu[np.diag_indices(m)] += 1e-6 * sf2
+    kuf, dkuf = value_and_dlog_lengthscale(kernel, r_uf, sf2, ell)
+    chol = _chol(kuu)
+    sigma = math.sqrt(s2)
+    a = sla.solve_triangular(chol, kuf, lower=True, check_finite=False)
+    a /= sigma
+    aat = a @ a.T
+    b = aat + np.eye(m)
+    chol_b = _chol(b)
+    ay = a @ y
+    c = sla.solve_triangular(chol_b, ay, lower=True, check_finite=False) / sigma
+    tr_aat = float(np.trace(aat))
+    bound = (
+        -0.5 * n * LOG_2PI
+        - float(np.sum(np.log(np.diag(chol_b))))
+        - 0.5 * n * math.log(s2)
+        - 0.5 * float(y @ y) / s2
+        + 0.5 * float(c @ c)
+        - 0.5 * n * sf2 / s2
+        + 0.5 * tr_aat
+    )
+    if not with_gradient:
+        return bound, np.zeros(3)
+    b_inv = sla.cho_solve((chol_b, True), np.eye(m), check_finite=False)
+    b_inv_a = sla.cho_solve((chol_b, True), a, check_finite=False)
+    alpha = (y - a.T @ (b_inv @ ay)) / s2
+    a_alpha = a @ alpha
+    inner = np.outer(0.5 * a_alpha, alpha)
+    inner += (a - b_inv_a) * (0.5 / s2)
+    ph = sla.solve_triangular(chol, inner, lower=True, trans="T", check_finite=False)
+    ph *= sigma  # P H = s L^{-T} [(A alpha) alpha^T / 2 + (A - B^{-1} A) / (2 s^2)]
+    inner_uu = 0.5 * np.outer(a_alpha, a_alpha) + (b - 2.0 * np.eye(m) + b_inv) * (0.5 / s2)
+    w = sla.solve_triangular(chol, inner_uu, lower=True, trans="T", check_finite=False)
+    php = s2 * sla.solve_triangular(chol, w.T, lower=True, trans="T", check_finite=False).T
+    tr_g = 0.5 * (float(alpha @ alpha) - (n - m + float(np.trace(b_inv))) / s2)
+    d_s2 = tr_g + (n * sf2 - s2 * tr_aat) / (2.0 * s2 * s2)
+    grad = np.array(
+        [
+            2.0 * float(np.sum(ph * kuf)) - float(np.sum(php * kuu)) - 0.5 * n * sf2 / s2,
+            2.0 * float(np.sum(ph * dkuf)) - float(np.sum(php * dkuu)),
+            d_s2 * s2,
+        ]
+    )
+    return bound, grad
+
+
+@dataclass
+class SparseGP(_OriginalUnits):
+    """Titsias (2009) variational sparse GP regression (SGPR) with k-means inducing points.
+
+    Hyper-parameters: an :class:`ExactGP` fitted on ``subsample`` random readings (``seed``) gives the start;
+    then L-BFGS-B maximises the collapsed bound (:func:`sgpr_bound`, analytic gradient) over *all* readings with
+    ``opt_inducing`` k-means inducing points for at most ``opt_iter`` iterations (fewer inducing points than the
+    final ``n_inducing`` keep each bound evaluation O(N M^2) cheap). With them fixed, q(u) is the optimal
+    variational distribution of Titsias (2009) eq. (10) and prediction is
+    ``mu = K_*m L^-T LB^-T c`` with variance ``k_** - |L^-1 k_m*|^2 + |LB^-1 L^-1 k_m*|^2``.
+    """
+
+    kernel: str = "matern32"
+    n_inducing: int = 500
+    subsample: int = 1000
+    restarts: int = 1
+    bounds: Bounds = field(default_factory=Bounds)
+    hyperparameters: Hyperparameters | None = None
+    seed: int = 0
+    optimise_bound: bool = True
+    opt_inducing: int = 200
+    opt_iter: int = 30
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> SparseGP:
+        check_kernel(self.kernel)
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        rng = np.random.default_rng(self.seed)
+        self.standardiser_ = _Standardiser.of(y)
+        ys = (y - self.standardiser_.mean) / self.standardiser_.sd
+        if self.hyperparameters is None:
+            idx = rng.choice(len(x), min(self.subsample, len(x)), replace=False)
+            exact = ExactGP(kernel=self.kernel, restarts=self.restarts, bounds=self.bounds).fit(
+                x[idx], y[idx]
+            )
+            # the subsample was standardised with its own mean/sd; rescale variances to the full-data sd
+            ratio = (exact.standardiser_.sd / self.standardiser_.sd) ** 2
+            hp = exact.hyperparameters_
+            lo_v, hi_v = self.bounds.variance
+            start = Hyperparameters(
+                float(np.clip(hp.variance * ratio, lo_v, hi_v)), hp.lengthscale, hp.noise * ratio
+            )
+            self.hyperparameters_ = self._optimise_bound(x, ys, start) if self.optimise_bound else start
+        else:
+            self.hyperparameters_ = self.hyperparameters
+        hp = self.hyperparameters_
+        z = choose_inducing_points(x, self.n_inducing, self.seed)
+        sigma = math.sqrt(hp.noise)
+        kmm = kernel_value(self.kernel, distances(z, z), hp.variance, hp.lengthscale)
+        kmm[np.diag_indices(len(z))] += 1e-8 * hp.variance
+        self.chol_mm_ = _chol(kmm)
+        a = np.empty((len(z), len(x)))
+        for s in range(0, len(x), 8192):
+            kmn = kernel_value(self.kernel, distances(z, x[s : s + 8192]), hp.variance, hp.lengthscale)
+            a[:, s : s + 8192] = (
+                sla.solve_triangular(self.chol_mm_, kmn, lower=True, check_finite=False) / sigma
+            )
+        b = a @ a.T
+        b[np.diag_indices(len(z))] += 1.0
+        self.chol_b_ = _chol(b)
+        self.c_ = sla.solve_triangular(self.chol_b_, a @ ys, lower=True, check_finite=False) / sigma
+        n = len(x)
+        # Titsias (2009) eq. (9): log N(y | 0, Q + s^2 I) - tr(K - Q) / (2 s^2)
+        self.elbo_ = float(
+            -0.5 * n * LOG_2PI
+            - np.sum(np.log(np.diag(self.chol_b_)))
+            - 0.5 * n * math.log(hp.noise)
+            - 0.5 * float(ys @ ys) / hp.noise
+            + 0.5 * float(self.c_ @ self.c_)
+            - 0.5 * (n * hp.variance - hp.noise * float(np.sum(a * a))) / hp.noise
+        )
+        self.inducing_points_ = z
+        return self
+
+    def _optimise_bound(self, x: np.ndarray, ys: np.ndarray, start: Hyperparameters) -> Hyperparameters:
+        """Maximise the collapsed bound over all readings (``opt_inducing`` k-means points, ``opt_iter`` steps)."""
+        z = choose_inducing_points(x, min(self.opt_inducing, self.n_inducing), self.seed)
+        r_uf = distances(z, x)
+        r_uu = distances(z, z)
+        vb, lb, gb = self.bounds.variance, self.bounds.lengthscale, self.bounds.noise_ratio
+        log_bounds = [
+            (math.log(vb[0]), math.log(vb[1])),
+            (math.log(lb[0]), math.log(lb[1])),
+            (math.log(gb[0] * vb[0]), math.log(gb[1] * vb[1])),
+        ]
+        theta0 = np.clip(start.as_log(), [b[0] for b in log_bounds], [b[1] for b in log_bounds])
+
+        def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            try:
+                f, g = sgpr_bound(self.kernel, r_uf, r_uu, ys, theta)
+            except sla.LinAlgError:
+                return 1e25, np.zeros(3)
+            return -f, -g
+
+        f0, _ = objective(theta0)
+        res = minimize(
+            objective,
+            theta0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=log_bounds,
+            options={"maxiter": self.opt_iter, "ftol": 1e-9},
+        )
+        self.bound_start_, self.bound_optimised_ = -f0, -float(res.fun)
+        return Hyperparameters.from_log(res.x) if res.fun <= f0 else start
+
+    def predict_standardised(self, x_new: np.ndarray, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+        hp = self.hyperparameters_
+        x_new = np.asarray(x_new, dtype=float)
+        mean = np.empty(len(x_new))
+        var = np.empty(len(x_new))
+        for s in range(0, len(x_new), chunk):
+            kms = kernel_value(
+                self.kernel,
+                distances(self.inducing_points_, x_new[s : s + chunk]),
+                hp.variance,
+                hp.lengthscale,
+            )
+            t1 = sla.solve_triangular(self.chol_mm_, kms, lower=True, check_finite=False)
+            t2 = sla.solve_triangular(self.chol_b_, t1, lower=True, check_finite=False)
+            mean[s : s + chunk] = t2.T @ self.c_
+            var[s : s + chunk] = hp.variance - np.einsum("ij,ij->j", t1, t1) + np.einsum("ij,ij->j", t2, t2)
+        return mean, np.clip(var, 0.0, hp.variance)
+
+
+def make_gp(
+    n_readings: int,
+    kernel: str = "matern32",
+    exact_max: int = 2000,
+    n_inducing: int = 500,
+    bounds: Bounds | None = None,
+    restarts: int = 1,
+) -> ExactGP | SparseGP:
+    """Exact GP up to ``exact_max`` readings, SGPR beyond (the choice is reported as ``method``)."""
+    bounds = bounds or Bounds()
+    if n_readings <= exact_max:
+        return ExactGP(kernel=kernel, bounds=bounds, restarts=restarts)
+    return SparseGP(kernel=kernel, n_inducing=n_inducing, bounds=bounds, restarts=restarts)
+
+
+def blas_threads_limit(default: int = 1):
+    """Context manager limiting BLAS threads (env ``URBANDP_BLAS_THREADS``, default 1; 0 = library default).
+
+    Measured on the shared 2-core machine (docs/sensing.md): fitting 1,400 readings took 3.1 s with one BLAS
+    thread and 11.7 s with OpenBLAS's default two under load from other processes (spinning worker threads).
+    Uses threadpoolctl when installed (it comes with scikit-learn); otherwise does nothing.
+    """
+    import contextlib
+    import os
+
+    n = int(os.environ.get("URBANDP_BLAS_THREADS", default))
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas") if n > 0 else contextlib.nullcontext()
+
+
+def method_name(model: ExactGP | SparseGP) -> str:
+    if isinstance(model, SparseGP):
+        return f"sgpr(m={len(model.inducing_points_)})"
+    return "exact"

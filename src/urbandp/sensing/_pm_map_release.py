@@ -1,0 +1,369 @@
+"""The pm-map release (:func:`urbandp.sensing.pm_map`, `urbandp sensing pm-map`): a DP map of PM2.5
+(:mod:`urbandp.sensing._pm_map_mechanism`), released through a charge of the Session.
+
+Order: options and output checked; readings read (bad rows to a staging quarantine) and kept inside the public
+``start``/``end`` window and ``bbox``; the loss planned and reserved before any noise; the noisy cells drawn
+once. The release holds only DP outputs: ``pm_cells`` (the noisy sums and counts, and the cell means derived from
+them) and ``pm_grid`` (the smoothed map, post-processing); the quarantine and the exact row counts are the owner's
+(``owner_only/<name>/``). With ``out`` the folder is written inside the charge (its sha256 recorded at commit).
+
+The privacy unit (:func:`~urbandp.sensing._options.resolve_unit`): one vehicle-window, truncated to ``M``
+readings, when the readings carry a vehicle id (``vehicle_column``, default a column named ``vehicle``); one
+reading otherwise, or with ``unit="reading"``. The charge books the loss per **vehicle-day** (``k`` windows of a
+day x epsilon) under the vehicle unit, per reading otherwise, so the one loss guard (:mod:`urbandp._privacy.guards`,
+in ``ReleaseCharge.reserve``) sees what a vehicle pays in a day. privacy.json holds public parameters and the figures
+computed from them only; anything read off the readings (rows used, readings dropped by the truncation, the
+largest number of readings of a vehicle-window) is the owner's (``input_report.json``, owner warnings).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from urbandp.errors import InputDataError, InvalidParameterError
+from urbandp.sensing._options import MAX_CELL_WINDOWS, PmMapOptions, parse_window, resolve_unit
+from urbandp.sensing._report import spec_sha256
+from urbandp.sensing._result import SensingRelease, owner_files, staged
+
+if TYPE_CHECKING:
+    from urbandp._privacy.loss import Loss
+    from urbandp._session import Session
+    from urbandp.sensing._grid import SquareGrid
+    from urbandp.sensing._pm_map_mechanism import NoisyCells, PmMapPlan, VehicleLosses
+    from urbandp.sensing._readings import LoadReport, Readings
+
+
+class PmMapResult(SensingRelease):
+    """The result of :func:`urbandp.sensing.pm_map`: ``table`` is pm_cells.csv (noisy count, sum and mean per
+    cell and window), ``tables["pm_grid"]`` the smoothed map, ``privacy`` a
+    :class:`~urbandp.sensing._report.PmMapPrivacyReport`."""
+
+
+@dataclass
+class _Plan:
+    """Everything decided from public parameters and the file's header, before a reading is read."""
+
+    unit: str
+    vehicle_column: str | None
+    m: int
+    plan: PmMapPlan
+    windows: np.ndarray
+    losses: VehicleLosses
+    booked: Loss
+    grid: SquareGrid
+
+    @property
+    def vehicle(self) -> bool:
+        return self.unit == "vehicle-window"
+
+    @property
+    def session_unit(self) -> str:
+        return "vehicle-day" if self.vehicle else "reading"
+
+
+def _plan(o: PmMapOptions) -> _Plan:
+    """The unit, the plan (OpenDP calibration), the public windows and grid, and the loss booked per day."""
+    from urbandp.sensing._dp_map_mechanism import public_windows
+    from urbandp.sensing._grid import SquareGrid
+    from urbandp.sensing._pm_map_mechanism import plan_pm_map, vehicle_losses
+    from urbandp.sensing._readings import csv_columns
+
+    unit, vehicle_column = resolve_unit(o, csv_columns(o.input_path))
+    m = o.max_readings_per_vehicle_window if unit == "vehicle-window" else 1
+    plan = plan_pm_map(o.epsilon, o.clip, m, unit)  # public parameters only
+    start, end = parse_window(o.start, o.end)
+    windows = public_windows(start, end, o.window_minutes)
+    vl = vehicle_losses(plan, windows, o.window_minutes)
+    # the loss booked per day, what the guard checks: a vehicle's k windows of a day, or one reading
+    booked = vl.per_vehicle_day if vl.per_vehicle_day is not None else plan.loss_per_unit()
+    grid = SquareGrid(*o.bbox, o.cell_metres)
+    if len(windows) * grid.n_cells > MAX_CELL_WINDOWS:
+        raise InvalidParameterError(
+            f"{len(windows)} windows x {grid.n_cells} cells is too many cells to noise; use larger "
+            "cell_metres or window_minutes, or a shorter start/end",
+            parameters=("cell_metres", "window_minutes", "start", "end"),
+        )
+    return _Plan(unit, vehicle_column, m, plan, windows, vl, booked, grid)
+
+
+def _read(o: PmMapOptions, p: _Plan, quarantine: Path) -> tuple[Readings, LoadReport, int]:
+    """The readings inside the public window (and box), the load report, and how many lay outside the window."""
+    from urbandp.sensing._readings import read_readings
+
+    readings, load = read_readings(o.input_path, o.value_column, quarantine, o.bbox, p.vehicle_column)
+    start, end = parse_window(o.start, o.end)
+    t = readings.time.astype("datetime64[m]")
+    inside = (t >= start) & (t < end)
+    if not inside.any():
+        raise InputDataError(
+            f"no usable reading inside start {o.start} end {o.end}", parameters=("start", "end")
+        )
+    return readings.subset(inside), load, int((~inside).sum())
+
+
+def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
+    """Run the release in a charge of ``session``; returns the result (written to ``o.out`` inside the charge
+    when given)."""
+    from urbandp._outputs import check_output_path, write_json
+    from urbandp._privacy.session import days_between
+    from urbandp.sensing._pm_map_mechanism import cell_aggregates, measure_pm_map
+
+    if o.out is not None:
+        check_output_path(o.out)
+    p = _plan(o)
+    with tempfile.TemporaryDirectory(prefix="urbandp-pmmap-") as stage:
+        d = staged(Path(stage) / "owner")
+        q_stage = Path(stage) / "quarantine.csv"
+        readings, load, outside = _read(o, p, q_stage)
+        days = sorted({str(w)[:10] for w in p.windows})
+        charge = session.charge(p.session_unit, out=o.out)
+        with charge:
+            # the guards run here (delta, meaningless loss per vehicle-day or reading), before any noise
+            charge.reserve(p.booked, days_between(days[0], days[-1]), "sensing-pm-map", _params(o, p))
+            not_dp = list(charge.not_dp_reasons)
+            shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
+            vehicles = readings.vehicle if p.vehicle else None
+            agg = cell_aggregates(readings, p.grid, p.windows, o.window_minutes, p.plan.clip, vehicles, p.m)
+            noisy = measure_pm_map(p.plan, agg, charge.noise)  # the only draws
+            tables = _tables(o, p, noisy)
+            owner = _owner_report(
+                p.plan, load, outside, agg, readings, p.windows, o.window_minutes, p.vehicle_column
+            )
+            write_json(d.owner_path("input_report.json"), owner)
+            result = _result(o, p, tables, owner, owner_files(d.owner), not_dp)
+            if o.out is not None:
+                result.write_folder(o.out)
+                charge.set_output(o.out)
+        session.committed(charge)
+    return result
+
+
+def _params(o: PmMapOptions, p: _Plan) -> dict[str, Any]:
+    """The parameters recorded with the charge in the budget store."""
+    return {
+        "unit": p.unit,
+        "epsilon_per_unit": o.epsilon,
+        "max_readings_per_vehicle_window": p.m if p.vehicle else None,
+        "clip": o.clip,
+        "cells": p.grid.n_cells,
+        "windows": len(p.windows),
+    }
+
+
+def _result(
+    o: PmMapOptions,
+    p: _Plan,
+    tables: dict[str, pl.DataFrame],
+    owner: dict[str, Any],
+    files: dict[str, bytes],
+    not_dp: list[str],
+) -> PmMapResult:
+    """The result: the two DP tables, the typed report, the owner's report and files, its warnings."""
+    from urbandp.sensing._report import PmMapPrivacyReport
+
+    def paths(out: Path | None) -> dict[str, str]:
+        name = out.name if out is not None else "<out>"
+        return {
+            f"../owner_only/{name}/quarantine.csv": "raw rejected readings with their reason",
+            f"../owner_only/{name}/input_report.json": "exact row counts of the raw input, readings "
+            "dropped by the truncation, warnings read off the readings",
+        }
+
+    document = _privacy(o, p, not_dp)
+    document["not_dp_outputs"] = paths(o.out)
+    return PmMapResult(
+        tables=tables,
+        privacy=PmMapPrivacyReport.from_document(document),
+        owner={"files": files, "input_report": owner},
+        owner_warnings=list(owner["warnings"]),
+        owner_paths=paths,
+        grid=p.grid,
+    )
+
+
+def _tables(o: PmMapOptions, p: _Plan, noisy: NoisyCells) -> dict[str, pl.DataFrame]:
+    """pm_cells (noisy counts and sums, the means derived from them) and pm_grid (smoothed): post-processing of
+    the noisy cells only, rounded (Mironov 2012)."""
+    from urbandp._privacy.rounding import round_to_precision
+    from urbandp.sensing._interpolation import KM
+    from urbandp.sensing._pm_map_mechanism import cell_means, mean_noise_var, smooth_window, window_means
+
+    plan, grid, windows = p.plan, p.grid, p.windows
+    means, clear = cell_means(plan, noisy)
+    city = window_means(plan, noisy)
+    cell_id, lat, lon = grid.centroids()
+    g = grid.n_cells
+    labels = np.repeat(np.datetime_as_string(windows.astype("datetime64[m]")), g)
+    where = {
+        "window": labels,
+        "cell_id": np.tile(cell_id, len(windows)),
+        "lat": np.tile(lat, len(windows)),
+        "lon": np.tile(lon, len(windows)),
+    }
+    sums = np.maximum(plan.clip / 2.0 * noisy.counts + noisy.centred_sums, 0.0).ravel()
+    cells = pl.DataFrame(
+        {
+            **where,
+            "noisy_count": round_to_precision(np.maximum(noisy.counts.ravel(), 0.0), o.precision),
+            "noisy_sum": round_to_precision(sums, o.precision),
+            "mean_pm": round_to_precision(means.ravel(), o.precision),
+            "mean_pm_noise_sd": round_to_precision(
+                np.sqrt(mean_noise_var(plan, means, noisy.counts)).ravel(), o.precision
+            ),
+            "count_clear_of_noise": clear.ravel(),
+        },
+        nan_to_null=True,
+    )
+    x_new = grid.centroids_metres() / KM
+    smoothed = np.vstack(
+        [smooth_window(plan, noisy, i, grid, x_new, o.smoother, city=city) for i in range(len(windows))]
+    )
+    grid_table = pl.DataFrame(
+        {
+            **where,
+            "pm": round_to_precision(smoothed.ravel(), o.precision),
+            "window_mean_pm": round_to_precision(np.repeat(city, g), o.precision),
+        }
+    )
+    return {"pm_cells": cells, "pm_grid": grid_table}
+
+
+def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
+    """privacy.json's content: public parameters and the figures computed from them only."""
+    plan, vl, booked, m, vehicle_column = p.plan, p.losses, p.booked, p.m, p.vehicle_column
+    g, windows, session_unit, vehicle = p.grid.n_cells, p.windows, p.session_unit, p.vehicle
+    eps = plan.loss_per_unit().epsilon
+    label = "one vehicle-window" if vehicle else "one reading"
+    privacy: dict[str, Any] = {
+        "differentially_private": not not_dp,
+        "dp_label": f"DP (add/remove {label})" if not not_dp else "NOT differentially private",
+        "not_dp_reasons": not_dp,
+        "privacy_unit": label,
+        "neighbouring": (
+            f"add/remove all of one vehicle's readings in one window (column {vehicle_column!r}), of which "
+            f"at most {m} are kept: the lowest in a pseudo-random order keyed on each reading's own time and "
+            "vehicle (never a value or a place)"
+            if vehicle
+            else "add/remove one reading (a vehicle's many readings are many units: no vehicle id used)"
+        ),
+        "epsilon_per_unit": eps,
+        "epsilon_per_reading": plan.loss_per_reading().epsilon,
+        "epsilon_per_reading_note": (
+            "add/remove one reading of a vehicle-window changes at most two of its kept readings (it leaves, "
+            "the next in the keyed order enters): L1 distances 2 (count) and clip (centred sum), so "
+            f"2 epsilon / M = 2 x {plan.epsilon:g} / {m}"
+            if vehicle
+            else "the unit"
+        ),
+        "per_vehicle": _per_vehicle_json(plan, vl),
+        "budget_booked": {"unit": session_unit, "epsilon_per_day": booked.epsilon},
+        "delta": 0.0,
+        "composition": f"a {label[4:]} lies in one window and its readings in that window's cells: "
+        "the windows compose in parallel, so the whole release costs epsilon per unit; in its window, "
+        "count + centred sum at L1 sensitivities M and M x clip/2",
+        "mechanism": "laplace (OpenDP) on every cell of every window of the public grid, empty ones included",
+        "count": {"sensitivity": plan.count_sensitivity, "scale": plan.count.scale,
+                  "epsilon": plan.count.loss(plan.count_sensitivity).epsilon},
+        "centred_sum": {"sensitivity": plan.sum_sensitivity, "scale": plan.total.scale,
+                        "epsilon": plan.total.loss(plan.sum_sensitivity).epsilon},
+        "clip": {"low": 0.0, "high": plan.clip, "note": "readings clipped to [0, clip] and centred at clip/2"},
+        "grid": {"bbox": list(o.bbox), "cell_metres": o.cell_metres, "cells": g},
+        "windows": {"start": o.start, "end": o.end, "minutes": o.window_minutes, "count": len(windows)},
+        "post_processing": {
+            "mean_pm": "clip/2 + noisy centred sum / noisy count where the count is at least max(1, 2 sd "
+            "of its noise) (count_clear_of_noise), else null; mean_pm_noise_sd is its first-order noise sd "
+            "(read a cell's mean only where this is small)",
+            "window_mean_pm": "the window's mean over all cells, shrunk toward the whole release's mean by "
+            "its known noise variance (empirical Bayes)",
+            "pm": f"per window: a clear cell's own mean shrunk by its noise toward a {o.smoother} surface fitted "
+            "on the cells that carry more signal than noise; the surface where no count is clear; the window's "
+            "mean where fewer than 3 cells are clear",
+        },
+        "noisy_sum": "clip/2 x noisy count + noisy centred sum, clamped at 0 (post-processing)",
+        "utility": "docs/sensing.md, 'A DP map of PM2.5': RMSE at the Kolkata static stations",
+        "spec_sha256": spec_sha256("pm-map", o),
+    }  # fmt: skip
+    return privacy
+
+
+def _per_vehicle_json(plan: Any, vl: Any) -> dict[str, Any]:
+    """privacy.json's per-vehicle figures (public: the plan and the public windows only)."""
+    if vl.per_vehicle_window is None:
+        return {
+            "bounded": False,
+            "epsilon_per_vehicle_window": None,
+            "epsilon_per_vehicle_day": None,
+            "epsilon_per_vehicle_release": None,
+            "rule": f"a vehicle with m readings in a window pays m x {plan.epsilon:g} there, and the sum over its "
+            "windows over the release; nothing public bounds m under the reading unit",
+            "how_to_bound": "give the readings a vehicle id column (vehicle_column) and use the vehicle-window "
+            "unit (the default when such a column exists)",
+        }
+    return {
+        "bounded": True,
+        "max_readings_per_vehicle_window": plan.readings_per_unit,
+        "epsilon_per_vehicle_window": vl.per_vehicle_window.epsilon,
+        "windows_per_day_max": vl.windows_per_day,
+        "epsilon_per_vehicle_day": vl.per_vehicle_day.epsilon,
+        "windows": vl.windows,
+        "epsilon_per_vehicle_release": vl.per_vehicle_release.epsilon,
+        "composition": "basic: a vehicle-window costs epsilon; a vehicle in k windows of a day pays k x epsilon "
+        "that day, and W x epsilon if it is in all W windows of the release",
+    }
+
+
+def _owner_report(
+    plan: Any,
+    load: Any,
+    outside: int,
+    agg: Any,
+    readings: Any,
+    windows: np.ndarray,
+    window_minutes: int,
+    vehicle_column: str | None,
+) -> dict[str, Any]:
+    """input_report.json (owner only): exact counts read off the readings, and the warnings they raise."""
+    from urbandp.sensing._readings import window_starts
+
+    report: dict[str, Any] = {
+        "note": "exact counts of the raw input: not differentially private, do not publish",
+        **load.__dict__,
+        "rows_outside_window": outside,
+        "readings_used": int(agg.counts.sum()),
+        "readings_dropped": agg.readings_dropped,
+        "warnings": [],
+    }
+    if readings.vehicle is None or len(readings) == 0:
+        return report
+    starts = window_starts(readings.time, window_minutes, windows[0]).astype("datetime64[m]")
+    _, per_unit = np.unique(
+        np.stack([readings.vehicle, starts.astype(str)], axis=1), axis=0, return_counts=True
+    )
+    most = int(per_unit.max())
+    report["vehicle_column"] = vehicle_column
+    report["vehicle_windows"] = len(per_unit)
+    report["readings_per_vehicle_window_max"] = most
+    report["readings_per_vehicle_window_median"] = float(np.median(per_unit))
+    if plan.unit == "vehicle-window":
+        over = int((per_unit > plan.readings_per_unit).sum())
+        report["vehicle_windows_truncated"] = over
+        if over:
+            report["warnings"].append(
+                f"{over} of {len(per_unit)} vehicle-windows hold more than {plan.readings_per_unit} readings "
+                f"(up to {most}); their surplus readings were dropped ({agg.readings_dropped} readings in all, "
+                "with those outside the windows or grid)"
+            )
+    else:
+        report["epsilon_per_vehicle_window_observed_max"] = most * plan.epsilon
+        report["warnings"].append(
+            f"unit: one reading, yet a vehicle has up to {most} readings in one window: it is protected only at "
+            f"{most} x {plan.epsilon:g} = {most * plan.epsilon:g} there; the vehicle-window unit bounds this"
+        )
+    return report

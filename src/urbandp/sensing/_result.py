@@ -1,0 +1,129 @@
+"""What the sensing releases return in Python (:class:`SensingRelease`) and how they are written: the same folder
+the command line writes, through :func:`urbandp._outputs.atomic_output_dir` (a release folder with only DP
+tables and privacy.json, the owner's material in ``owner_only/<name>/`` beside it).
+
+The owner-only files are kept in memory (``owner["files"]``: name -> bytes) so that ``rel.write(out)`` after the
+release writes exactly what the command line writes during it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from urbandp._frames import TableLike, to_polars
+from urbandp._outputs import atomic_output_dir, output_policy, owner_dir_for
+from urbandp._privacy.report import PrivacyReport, write_privacy_json
+from urbandp.errors import InputDataError
+from urbandp.results import Release
+
+if TYPE_CHECKING:
+    from urbandp.sensing._grid import SquareGrid
+
+OwnerPaths = Callable[[Path | None], dict[str, str]]
+
+
+def _no_owner_paths(out: Path | None) -> dict[str, str]:
+    return {}
+
+
+@dataclass(repr=False)
+class SensingRelease(Release):
+    """A sensing release (dp-map, pm-map): ``tables`` are written as ``<name>.csv`` (and, the tables with a
+    ``cell_id`` of :attr:`grid`, as GeoParquet ``<name>.parquet`` and ``<name>.geojson`` with the cell polygons);
+    ``owner["files"]`` into ``owner_only/<name>/``; ``privacy`` as privacy.json, its ``not_dp_outputs`` naming
+    the owner files of the folder it is written to."""
+
+    owner_paths: OwnerPaths = field(default=_no_owner_paths)
+    out: Path | None = None
+    """Where the release was written (None until :meth:`write`)."""
+    grid: SquareGrid | None = None
+    """The public grid of the tables' ``cell_id`` (None: no GIS copies)."""
+
+    def write(self, out: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
+        """Write the release folder ``out`` and ``owner_only/<name>/`` beside it; a folder urbandp wrote before is
+        replaced only with ``overwrite``; any other existing folder is refused."""
+        with output_policy((), overwrite=overwrite):
+            return self.write_folder(Path(out))
+
+    def write_folder(self, out: Path) -> dict[str, Path]:
+        """:meth:`write` under the running output policy (inside a release's charge, or the command line's)."""
+        privacy = self.privacy_for(out)
+        written: dict[str, Path] = {}
+        with atomic_output_dir(out) as d:
+            for name, frame in self.tables.items():
+                frame.write_csv(d.release / f"{name}.csv")
+                written[name] = out / f"{name}.csv"
+                written.update(self._write_gis(frame, d.release, out, name))
+            for name, content in self.owner.get("files", {}).items():
+                d.owner_path(name).write_bytes(content)
+                written[name] = owner_dir_for(out) / name
+            write_privacy_json(d.release, privacy.to_dict())
+        written["privacy"] = out / "privacy.json"
+        self.privacy, self.out = privacy, out
+        return written
+
+    def _write_gis(self, frame: Any, folder: Path, out: Path, name: str) -> dict[str, Path]:
+        """GeoParquet and GeoJSON of a grid table (:mod:`urbandp._geo_outputs`): its rows, the cells' polygons."""
+        from urbandp._geo_outputs import write_geo_pair
+
+        if self.grid is None or "cell_id" not in frame.columns:
+            return {}
+        polygons = self.grid.cell_polygons(frame["cell_id"].to_numpy())
+        parquet, geojson = write_geo_pair(frame, polygons, folder, name)
+        return {f"{name} geoparquet": out / parquet.name, f"{name} geojson": out / geojson.name}
+
+    def privacy_for(self, out: Path | None) -> PrivacyReport:
+        """The privacy report as written into ``out``: ``not_dp_outputs`` names the owner files there."""
+        paths = self.owner_paths(out)
+        if not paths:
+            return self.privacy
+        document = {**self.privacy.to_dict(), "not_dp_outputs": paths}
+        return type(self.privacy).from_document(document)
+
+
+def owner_files(folder: Path) -> dict[str, bytes]:
+    """The files a release staged in its owner folder (README excepted: the writer adds it), by name."""
+    if not folder.exists():
+        return {}
+    return {
+        p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file() and p.name != "README.txt"
+    }
+
+
+def is_path(data: object) -> bool:
+    """``data`` names a file (a path, or a list of one path)."""
+    if isinstance(data, (list, tuple)) and len(data) == 1:
+        data = data[0]
+    return isinstance(data, (str, os.PathLike))
+
+
+@contextlib.contextmanager
+def readings_csv(data: TableLike, parameter: str = "data") -> Iterator[Path]:
+    """The readings as one CSV file (the sensing readers are CSV readers, the one place rows are validated and
+    quarantined): the path as given, or the table written to a private temporary CSV (removed on exit)."""
+    if is_path(data):
+        yield Path(data[0] if isinstance(data, (list, tuple)) else data)
+        return
+    if isinstance(data, (list, tuple)):
+        raise InputDataError(f"{parameter}: give one CSV of readings, got {len(data)} paths")
+    frame = to_polars(data, parameter)
+    if frame.height == 0:
+        raise InputDataError(f"{parameter}: the table holds no rows")
+    with tempfile.TemporaryDirectory(prefix="urbandp-readings-") as tmp:
+        path = Path(tmp) / "readings.csv"
+        frame.write_csv(path)
+        yield path
+
+
+def staged(owner: Path) -> Any:
+    """Staging folders for a release computed before it is written (:class:`urbandp._outputs.OutputDirs`)."""
+    from urbandp._outputs import OutputDirs
+
+    owner.parent.mkdir(parents=True, exist_ok=True)
+    return OutputDirs(release=owner.parent / "release", owner=owner)

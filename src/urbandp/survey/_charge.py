@@ -1,0 +1,144 @@
+"""One survey release's charge: the public :class:`urbandp.Session` charged in the unit the release declares.
+
+Every survey release function (:mod:`urbandp.survey._api`) runs inside one :class:`SurveyCharge`: ``budget_epsilon``
+is the run's cap and ``survey_date`` the day the store books (a survey has no per-day structure; the dataset's
+``--epsilon-total`` composes its releases). The epsilon is reserved before any draw (docs/design.md privacy rule 5),
+every draw of a DP path goes through the charge (:meth:`SurveyCharge.bits`), and a NOT DP path is refused with a
+dataset (:meth:`SurveyCharge.refuse_not_dp`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+from urbandp._privacy.loss import Loss
+from urbandp._privacy.session import ReleaseCharge
+from urbandp._session import Session
+from urbandp.errors import InvalidParameterError
+from urbandp.survey._sampling import BitSource, bit_source
+
+RESPONDENT = "respondent"
+TRIP = "trip"
+PERSON = "person"
+
+
+class ExactBitsForTesting:
+    """The survey's counterpart of :class:`urbandp._privacy.noise.ExactNoiseForTesting`: every Bernoulli draw keeps
+    the truth and every uniform draw is 0. NOT private; chosen only when the session's noise source is not."""
+
+    name = "exact-for-testing (NOT private)"
+
+    def bernoulli(self, n: int, prob: float) -> np.ndarray:
+        return np.ones(n, dtype=bool)
+
+    def uniform_int(self, n: int, k: int) -> np.ndarray:
+        return np.zeros(n, dtype=np.int64)
+
+
+class _GatedBits:
+    """A :class:`BitSource` that asks the charge before every draw (no draw before the reservation)."""
+
+    def __init__(self, source: BitSource, charge: ReleaseCharge) -> None:
+        self._source, self._charge, self.name = source, charge, source.name
+
+    def bernoulli(self, n: int, prob: float) -> np.ndarray:
+        self._charge.mark_drawn()
+        return self._source.bernoulli(n, prob)
+
+    def uniform_int(self, n: int, k: int) -> np.ndarray:
+        self._charge.mark_drawn()
+        return self._source.uniform_int(n, k)
+
+
+def survey_day(dataset: str | None, survey_date: str | dt.date | None) -> dt.date:
+    """The day the store books (``survey_date``; required with a dataset)."""
+    if dataset is None:
+        return dt.date.today()  # booked nowhere without a dataset
+    if survey_date is None:
+        raise InvalidParameterError(
+            "dataset needs survey_date YYYY-MM-DD (the day the answers were collected)",
+            parameters=("dataset", "survey_date"),
+        )
+    if isinstance(survey_date, dt.date):
+        return survey_date
+    try:
+        return dt.date.fromisoformat(survey_date)
+    except ValueError:
+        raise InvalidParameterError(
+            f"survey_date must be a date YYYY-MM-DD, got '{survey_date}'", parameters="survey_date"
+        ) from None
+
+
+class SurveyCharge:
+    """The charge of one survey release in ``unit`` (see the module docstring); a context manager."""
+
+    def __init__(
+        self,
+        session: Session | None,
+        unit: str,
+        *,
+        out: Path | None,
+        budget_epsilon: float | None,
+        survey_date: str | dt.date | None,
+        command_line: str | None,
+    ) -> None:
+        if budget_epsilon is not None and not (math.isfinite(budget_epsilon) and budget_epsilon > 0):
+            raise InvalidParameterError(
+                f"budget_epsilon must be a number above 0 (the cap on this release), got {budget_epsilon:g}",
+                parameters="budget_epsilon",
+            )
+        self.session = session if session is not None else Session()
+        self.day = survey_day(self.session.dataset, survey_date)
+        self.budget_epsilon = budget_epsilon
+        self.charge = self.session.charge(unit, out=out, command_line=command_line)
+        self.charge.cap = None if budget_epsilon is None else Loss.pure(budget_epsilon)
+
+    @property
+    def private(self) -> bool:
+        """False when the session's noise source is the exact test source."""
+        return bool(self.charge.noise.is_private)
+
+    @property
+    def not_dp_reasons(self) -> list[str]:
+        """The charge's NOT DP reasons: a noise source that is not private is one of them (the Session's rule,
+        :func:`urbandp._privacy.guards.noise_reasons`), as are a meaningless loss allowed and the wing's own."""
+        return list(self.charge.not_dp_reasons)
+
+    def refuse_not_dp(self, why: str) -> None:
+        """Refuse a dataset for a release whose privacy loss is not bounded (not DP): a budget cannot hold it."""
+        self.charge.refuse_not_dp([why])
+
+    def reserve(self, epsilon: float, mechanism: str, params: Mapping[str, object]) -> None:
+        """Reserve ``epsilon`` per unit on the survey day (the guards, the cap, the store), before any draw."""
+        self.charge.reserve(Loss.pure(epsilon), [self.day], mechanism, params)
+
+    def bits(self, sampler: str) -> BitSource:
+        """The random source of a DP path: drawing before :meth:`reserve` raises."""
+        if not self.private:
+            return ExactBitsForTesting()
+        return _GatedBits(bit_source(sampler), self.charge)
+
+    def ungated_bits(self, sampler: str) -> BitSource:
+        """The random source of a NOT DP path (nothing reserved: refused with a dataset beforehand)."""
+        return ExactBitsForTesting() if not self.private else bit_source(sampler)
+
+    def published(self, out: Path) -> None:
+        """The folder is written: its content hash is recorded when the charge commits."""
+        self.charge.set_output(out)
+
+    def __enter__(self) -> SurveyCharge:
+        self.charge.__enter__()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.charge.__exit__(kind, err, tb)
+        if kind is None:
+            self.session.committed(self.charge)

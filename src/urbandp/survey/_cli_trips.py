@@ -1,0 +1,115 @@
+"""``urbandp survey od-randomize``, ``od-estimate`` and ``perturb-trajectories``: thin callers of
+:func:`urbandp.survey.od_randomize` (report eq. 13, section 6.3), :func:`urbandp.survey.od_estimate` (its inverse)
+and :func:`urbandp.survey.perturb_trajectories` (report section 6.1, eq. 16)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from urbandp._cli_options import Overwrite
+from urbandp._cli_support import cli_guard
+from urbandp.survey._cli_common import app, release_signature, run_spec_release
+from urbandp.survey._od_release import OdSpec
+from urbandp.survey._trajectory_release import TrajectoriesSpec
+
+
+@app.command("od-randomize")
+@cli_guard
+@release_signature(
+    OdSpec,
+    "CSV or Parquet of trips, one origin-destination pair per row.",
+    "Output directory (trips.csv + privacy.json).",
+    "survey.od-randomize",
+)
+def od_randomize(**options: Any) -> None:
+    """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3).
+
+    Example: urbandp survey od-randomize out/survey/trips.csv --from from_county --to to_county --blocks 19 --id trip --keep-probability 0.5 --out out/trips-rr
+
+    A trip with a block outside the declared list is released as a uniform draw over all pairs (never dropped).
+    With --person and --max-trips-per-person K each person keeps at most K trips and privacy.json states the loss
+    per person (K x epsilon per trip); the release then charges a 'person' dataset.
+    """
+    import urbandp.survey._api as api
+
+    run_spec_release(api.od_randomize, OdSpec, options)
+
+
+@app.command("od-estimate")
+@cli_guard
+def od_estimate(
+    released: Path = typer.Argument(..., help="Released trips (trips.csv from 'survey od-randomize')."),
+    origin: str = typer.Option(..., "--from", help="Origin block column."),
+    dest: str = typer.Option(..., "--to", help="Destination block column."),
+    blocks_file: Path | None = typer.Option(
+        None, "--blocks-file", help="As for 'od-randomize' (default: none; give this or --blocks)."
+    ),
+    blocks: int | None = typer.Option(
+        None, "--blocks", help="As for 'od-randomize' (default: none; give this or --blocks-file)."
+    ),
+    keep_probability: float | None = typer.Option(
+        None,
+        "--keep-probability",
+        help="Keep probability used by 'od-randomize' (default: none; or --epsilon).",
+    ),
+    epsilon: float | None = typer.Option(
+        None,
+        "--epsilon",
+        help="Epsilon per trip used by 'od-randomize' (default: none; or --keep-probability).",
+    ),
+    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output CSV: from, to, released, estimate, sd, ci_low, ci_high (one row per pair)."
+    ),
+    overwrite: Overwrite = False,
+) -> None:
+    """De-biased OD counts with 95 % intervals from released trips (inverse of report eq. 13; post-processing).
+
+    Example: urbandp survey od-estimate out/trips-rr/trips.csv --from from_county --to to_county --blocks 19 --keep-probability 0.5 --out od.csv
+
+    The estimate is unbiased (left unclipped, so it can be negative); the interval is estimate +- 1.96 x the
+    estimator's analytic standard deviation, clipped to [0, trips].
+    """
+    import polars as pl
+
+    import urbandp.survey._api as api
+
+    table = api.od_estimate(
+        released,
+        origin=origin,
+        dest=dest,
+        blocks_file=blocks_file,
+        blocks=blocks,
+        keep_probability=keep_probability,
+        epsilon=epsilon,
+        separator=separator,
+        out=out,
+        overwrite=overwrite,
+    )
+    top = table.sort("estimate", descending=True).head(10)
+    with pl.Config(tbl_rows=20, float_precision=2):
+        typer.echo(f"de-biased {table.height:,} pairs from {int(table['released'].sum()):,} trips -> {out}")
+        typer.echo(str(top))
+
+
+@app.command("perturb-trajectories")
+@cli_guard
+@release_signature(
+    TrajectoriesSpec,
+    "CSV or Parquet of GPS points.",
+    "Output directory (trajectories.csv + privacy.json).",
+    "survey.perturb-trajectories",
+)
+def perturb_trajectories(**options: Any) -> None:
+    """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/.
+
+    Example: urbandp survey perturb-trajectories trips.csv --lat Y --lon X --trip trajectory_id --order t --epsilon 50 --out out/trajectories
+
+    Released: --trip, --lat, --lon and --keep-columns. NOT DP (start and end points exact): refuses --dataset.
+    """
+    import urbandp.survey._api as api
+
+    run_spec_release(api.perturb_trajectories, TrajectoriesSpec, options)

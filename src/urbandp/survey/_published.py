@@ -1,0 +1,130 @@
+"""What a survey release publishes besides its noisy column, and what stays with the owner.
+
+* Columns copied through: only those the user names (``id_column``, ``keep_columns``; ``within`` and ``trip``
+  where the command needs them), each one the user's declaration that the column is public. The declaration is
+  written to ``privacy.json`` under ``public_columns``; it is not a "not DP" reason, because the noisy column is
+  DP under the stated neighbouring relation *given* the public columns. A column that is not public must not be
+  named (it is then dropped, never copied).
+* Nothing computed from the true data goes to ``privacy.json``: row counts, quarantine counts and data-dependent
+  numbers go to ``owner_only/<name>/input_report.json`` (and warnings to stderr).
+* One limit on epsilon: :func:`check_epsilon` runs the core guard (:data:`urbandp._privacy.guards.SANE_EPSILON`)
+  on the epsilon the user asked for, before any clamping a mechanism might apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from urbandp.errors import InputError, InvalidParameterError
+
+KEEP_COLUMNS_HELP = (
+    "Comma list of columns copied through unchanged: you declare them public (they are not protected). "
+    "Default: none (only --id, and the columns the command needs)."
+)
+"""``--keep-columns`` (the ``keep_columns`` field of every survey release's spec)."""
+ID_COLUMN_HELP = "Row identifier column copied through unchanged (declared public). Default: none (rows keep the input order)."
+"""``--id`` (the ``id_column`` field of the specs of the releases that copy a row identifier)."""
+SAMPLER_HELP = (
+    "Random source: 'opendp' (OpenDP bit-vector RR, default) or 'os' (OS CSPRNG, integer-exact, faster)."
+)
+"""``--sampler`` (the ``sampler`` field of the randomized-response specs)."""
+SEPARATOR_HELP = "CSV field separator."
+"""``--separator`` (the ``separator`` field of every survey release's spec)."""
+
+PUBLIC_NOTE = (
+    "declared public by the user: copied unchanged, not protected by the noise; the release is DP for its noisy "
+    "columns given these columns (a column that is not public must not be named: then it is dropped)"
+)
+OWNER_NOTE = "exact counts of the true data, for the data owner only; NOT DP, never published"
+
+
+def positive(name: str, value: float | None) -> None:
+    """Refuse a given number that is not finite and above 0 (``name`` is the parameter, as Python names it)."""
+    import math
+
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise InvalidParameterError(f"{name} must be a finite number > 0, got {value}", parameters=name)
+
+
+def check_epsilon(
+    epsilon: float | None, unit: str, what: str = "epsilon", parameters: tuple[str, ...] = ("epsilon",)
+) -> None:
+    """Refuse an asked epsilon above the core's one limit (``SANE_EPSILON``), as the core guard decides.
+
+    ``what`` names the epsilon in the message (its first word is what to make smaller) and ``parameters`` are
+    the parameters it mentions (the command line shows them as flags). The survey commands have no
+    ``--allow-meaningless-epsilon``: the guard's reasons are asked for (``allow``) and turned into a refusal that
+    does not point at a flag these commands lack.
+    """
+    if epsilon is None:
+        return
+    from urbandp._privacy import guards
+    from urbandp._privacy.loss import Loss
+
+    reasons = guards.meaningless_reasons(Loss.pure(epsilon), None, per=unit, allow=True)
+    if reasons:
+        raise InvalidParameterError(
+            f"{what} {epsilon:g} is above {guards.SANE_EPSILON:g} per {unit}: the noise would protect nobody; "
+            f"use a smaller {what.split()[0]}",
+            parameters=parameters,
+        )
+
+
+def public_columns(
+    frame: pl.DataFrame,
+    path: Path,
+    keep: str | None,
+    id_column: str | None,
+    needed: Mapping[str, str],
+    protected: Sequence[str],
+    options: Sequence[str] = ("id_column", "keep_columns"),
+) -> dict[str, str]:
+    """The columns copied through, each with the parameter that named it: ``id_column``, ``keep_columns`` and
+    ``needed`` (parameter -> column).
+
+    Refuses a column that is missing or that is also a protected (noisy) column; ``options`` are the release's
+    parameters that name copied columns (the advice of that refusal).
+    """
+    named: dict[str, str] = {}
+    for option, col in needed.items():
+        named.setdefault(col, option)
+    if id_column:
+        named.setdefault(id_column, "id_column")
+    for col in (c.strip() for c in (keep or "").split(",")):
+        if col:
+            named.setdefault(col, "keep_columns")
+    missing = [c for c in named if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)} (have: {', '.join(frame.columns)})")
+    clash = [c for c in named if c in protected]
+    if clash:
+        raise InvalidParameterError(
+            f"{', '.join(clash)}: a column cannot be both perturbed and copied through unchanged "
+            f"(remove it from {'/'.join(options)})",
+            parameters=tuple(options),
+        )
+    return named
+
+
+def select_released(frame: pl.DataFrame, public: Mapping[str, str], protected: Sequence[str]) -> pl.DataFrame:
+    """Only the public and the protected columns, in the input's order; every other column is dropped."""
+    keep = set(public) | set(protected)
+    return frame.select([c for c in frame.columns if c in keep])
+
+
+def declaration(public: Mapping[str, str]) -> dict[str, object]:
+    """privacy.json's ``public_columns``: the user's declaration (column -> the option that named it)."""
+    return {"columns": dict(public), "note": PUBLIC_NOTE}
+
+
+def owner_files(out: Path, names: Sequence[str]) -> list[str]:
+    """The owner-only files of a release, always the same list for a command (so it says nothing about data)."""
+    return [f"owner_only/{out.name}/{n}" for n in names]
+
+
+def input_report(counts: Mapping[str, object]) -> dict[str, object]:
+    """``owner_only/<name>/input_report.json``: what the run saw in the true data."""
+    return {"not_dp": OWNER_NOTE, **counts}
