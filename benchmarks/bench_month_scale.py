@@ -29,8 +29,11 @@ sys.path.insert(0, str(HERE))
 from results_file import write_results  # noqa: E402
 from urbandp._synth.fleet import FleetSpec, write_fleet_gtfs  # noqa: E402
 from urbandp.fleet._domain import load_public_domain  # noqa: E402
-from urbandp.fleet._options import HatReleaseConfig  # noqa: E402
-from urbandp.fleet._pipeline import public_window, window_days  # noqa: E402
+from urbandp.fleet._options import (  # noqa: E402
+    HatReleaseConfig,
+    public_window,
+    window_days,
+)
 from urbandp.fleet._predict import predict_release  # noqa: E402
 
 START = dt.date(2021, 11, 15)

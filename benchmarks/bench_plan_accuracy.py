@@ -40,8 +40,12 @@ from urbandp._contributions import ContributionSpec, get_backend  # noqa: E402
 from urbandp._grid.slots import SlotSpec  # noqa: E402
 from urbandp._privacy.noise import OpenDPNoise  # noqa: E402
 from urbandp.fleet._domain import load_public_domain  # noqa: E402
-from urbandp.fleet._options import HatReleaseConfig  # noqa: E402
-from urbandp.fleet._pipeline import load_records, public_window, release_fleet, window_days  # noqa: E402
+from urbandp.fleet._options import (  # noqa: E402
+    HatReleaseConfig,
+    public_window,
+    window_days,
+)
+from urbandp.fleet._pipeline import load_records, release_fleet  # noqa: E402
 from urbandp.fleet._plan_forecast import make_plan, paid_pilot, pilot_loss  # noqa: E402
 
 

@@ -200,7 +200,7 @@ def run(
 def predicted_useful(cfg: HatReleaseConfig, privacy: dict[str, Any]) -> dict[str, Any]:
     """What ``urbandp plan --domain-gtfs`` predicts for this release from the schedule alone (spends nothing)."""
     from urbandp.fleet._domain import load_public_domain
-    from urbandp.fleet._pipeline import public_window, window_days
+    from urbandp.fleet._options import public_window, window_days
     from urbandp.fleet._plan_forecast import make_plan
 
     first, last, day_set = public_window(cfg)

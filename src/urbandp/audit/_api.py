@@ -34,7 +34,7 @@ from typing import cast
 import numpy as np
 import polars as pl
 
-from urbandp import _arguments as arguments
+import urbandp._arguments as arguments
 from urbandp._frames import TableLike, to_polars
 from urbandp._outputs import check_output_file, check_report_dir, current_policy, output_policy
 from urbandp.audit._tables import (

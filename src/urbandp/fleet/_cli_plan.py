@@ -5,13 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from urbandp.errors import InputError
 from urbandp.fleet._cli import check_dataset, quarantine_on_failure, release
 from urbandp.fleet._options_input import configure
+
+if TYPE_CHECKING:
+    from urbandp._privacy.session import ReleaseCharge
+    from urbandp.fleet._domain import PublicDomain
+    from urbandp.fleet._options import HatReleaseConfig
 
 
 def plan(**a: Any) -> None:
@@ -37,22 +42,15 @@ def _plan(a: dict[str, Any]) -> None:
     from rich.console import Console
 
     from urbandp._outputs import atomic_output_dir, dumps_strict, write_json
-    from urbandp._privacy.loss import Loss
     from urbandp._privacy.session import ReleaseCharge
     from urbandp._records.readers import expand_inputs
     from urbandp._records.timezones import with_feed_zone
     from urbandp.fleet._domain import load_public_domain
-    from urbandp.fleet._pipeline import public_window, window_days
+    from urbandp.fleet._options import public_window, window_days
     from urbandp.fleet._plan_forecast import (
-        cfg_k,
         check_target_error,
-        dp_histogram,
         make_plan,
-        paid_pilot,
-        per_hat_counts,
-        pilot_loss,
     )
-    from urbandp.fleet._predict import M_HISTOGRAM_SHARE
 
     cfg, options, columns = configure(a)
     options = with_feed_zone(options, cfg.domain_gtfs)  # the release's time zone, as the release reads it
@@ -76,45 +74,9 @@ def _plan(a: dict[str, Any]) -> None:
     charged = a["dataset"] if a["histogram_epsilon"] is not None else None
     with ReleaseCharge(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
         if a["histogram_epsilon"] is not None:
-            eps_h = float(a["histogram_epsilon"])
-            if not (math.isfinite(eps_h) and eps_h > 0):
-                raise InputError("--histogram-epsilon must be a finite number above 0")
-            from urbandp._contributions import ContributionSpec, get_backend
-            from urbandp._grid.slots import SlotSpec
-            from urbandp.fleet._pipeline import load_records
-
-            spec = ContributionSpec(
-                cfg.resolution,
-                SlotSpec(cfg.slot_minutes, *cfg.hours),
-                first,
-                last,
-                cfg.speed_max,
-                days=day_set,
+            histogram, m_histogram, pilot, spent = _paid_inputs(
+                a, cfg, (columns, options), session, domain, (first, last, day_set)
             )
-            loaded = load_records(a["inputs"], columns, options, window=spec)
-            quarantine_on_failure(a["out"], loaded.require_valid)
-            contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
-            k = cfg_k(cfg)
-            if domain is None:  # no public domain: the Laplace histogram of vehicle-days per HAT (L1 2K)
-                session.reserve(
-                    Loss.pure(eps_h),
-                    list(public_days),
-                    "fleet-plan-histogram-laplace",
-                    {"epsilon": eps_h, "k": k},
-                )
-                histogram, spent = dp_histogram(
-                    per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
-                )
-            else:  # a pilot of the release's own noisy counts and a histogram of HATs per vehicle-day (zCDP)
-                loss = pilot_loss(cfg, eps_h)
-                session.conversion_delta = cfg.delta
-                session.reserve(
-                    loss, list(public_days), "fleet-plan-pilot-gaussian",
-                    {"epsilon": eps_h, "rho": loss.rho, "hats_per_vehicle_day_share": M_HISTOGRAM_SHARE},
-                    window=loss.group(days), gaussian=True,
-                )  # fmt: skip
-                paid = paid_pilot(contributions, cfg, days, domain, loss.rho, session.noise)
-                m_histogram, pilot, spent = paid.m_histogram, paid.pilot, eps_h
         result = make_plan(
             cfg,
             days,
@@ -134,6 +96,70 @@ def _plan(a: dict[str, Any]) -> None:
         # plain stdout, never Rich: Rich wraps long lines at 80 columns when piped, which broke the JSON
         session.later(lambda: print(dumps_strict(result), flush=True))
         session.later(lambda: Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}"))
+
+
+def _paid_inputs(
+    a: dict[str, Any],
+    cfg: HatReleaseConfig,
+    reading: tuple[dict[str, str], Any],
+    session: ReleaseCharge,
+    domain: PublicDomain | None,
+    window: tuple[dt.date, dt.date, tuple[dt.date, ...] | None],
+) -> tuple[Any, Any, Any, float]:
+    """What ``--histogram-epsilon`` buys, charged to ``session`` before its noise: without a public domain the
+    Laplace histogram of vehicle-days per HAT, with one a pilot of the release's own noisy counts and a histogram
+    of HATs per vehicle-day. Returns (histogram, HATs-per-vehicle-day histogram, pilot, epsilon spent)."""
+    from urbandp._contributions import ContributionSpec, get_backend
+    from urbandp._grid.slots import SlotSpec
+    from urbandp._privacy.loss import Loss
+    from urbandp.fleet._options import window_days
+    from urbandp.fleet._pipeline import load_records
+    from urbandp.fleet._plan_forecast import cfg_k, dp_histogram, paid_pilot, per_hat_counts, pilot_loss
+    from urbandp.fleet._predict import M_HISTOGRAM_SHARE
+
+    columns, options = reading
+    first, last, day_set = window
+    public_days = window_days(first, last, day_set)
+    days = len(public_days)
+    histogram = m_histogram = pilot = None
+    spent = 0.0
+    eps_h = float(a["histogram_epsilon"])
+    if not (math.isfinite(eps_h) and eps_h > 0):
+        raise InputError("--histogram-epsilon must be a finite number above 0")
+
+    spec = ContributionSpec(
+        cfg.resolution,
+        SlotSpec(cfg.slot_minutes, *cfg.hours),
+        first,
+        last,
+        cfg.speed_max,
+        days=day_set,
+    )
+    loaded = load_records(a["inputs"], columns, options, window=spec)
+    quarantine_on_failure(a["out"], loaded.require_valid)
+    contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
+    k = cfg_k(cfg)
+    if domain is None:  # no public domain: the Laplace histogram of vehicle-days per HAT (L1 2K)
+        session.reserve(
+            Loss.pure(eps_h),
+            list(public_days),
+            "fleet-plan-histogram-laplace",
+            {"epsilon": eps_h, "k": k},
+        )
+        histogram, spent = dp_histogram(
+            per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
+        )
+    else:  # a pilot of the release's own noisy counts and a histogram of HATs per vehicle-day (zCDP)
+        loss = pilot_loss(cfg, eps_h)
+        session.conversion_delta = cfg.delta
+        session.reserve(
+            loss, list(public_days), "fleet-plan-pilot-gaussian",
+            {"epsilon": eps_h, "rho": loss.rho, "hats_per_vehicle_day_share": M_HISTOGRAM_SHARE},
+            window=loss.group(days), gaussian=True,
+        )  # fmt: skip
+        paid = paid_pilot(contributions, cfg, days, domain, loss.rho, session.noise)
+        m_histogram, pilot, spent = paid.m_histogram, paid.pilot, eps_h
+    return histogram, m_histogram, pilot, spent
 
 
 def _plan_signature() -> None:

@@ -162,7 +162,7 @@ def _predicted_useful(cfg: HatReleaseConfig, days: int, profile: object, release
     import datetime as dt
 
     from urbandp.fleet._domain import load_public_domain
-    from urbandp.fleet._pipeline import public_window, window_days
+    from urbandp.fleet._options import public_window, window_days
     from urbandp.fleet._predict import FleetProfile, simulate
 
     assert isinstance(profile, FleetProfile)

@@ -809,3 +809,23 @@ def _line_of(first: dict[str, Any], plain: bool = False) -> str:
     # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration)
     names = where if plain else f"{where} ({flag}, or {where} in [release])"
     return f"bad value for {names}: {msg}" + (f" (example: {where} = {example})" if example else "")
+
+
+def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:
+    """(start, end, day set) known before reading: a --dates list spans its first to last day."""
+    start, end = cfg.start, cfg.end
+    if cfg.dates:
+        start, end = start or min(cfg.dates), end or max(cfg.dates)
+    days = cfg.public_days(start, end) if start is not None and end is not None else None
+    if days is not None and not days:
+        raise InputError(
+            "the public day set is empty (every day of the window is a holiday or another weekday)"
+        )
+    return start, end, days
+
+
+def window_days(start: dt.date, end: dt.date, day_set: tuple[dt.date, ...] | None) -> tuple[dt.date, ...]:
+    """The public days of a release: the day set, or every calendar day of ``start..end``."""
+    if day_set is not None:
+        return day_set
+    return tuple(start + dt.timedelta(days=i) for i in range((end - start).days + 1))

@@ -53,31 +53,11 @@ from urbandp.fleet._guardrails import (
     state_loss,
 )
 from urbandp.fleet._hat_release import _release_hats
-from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options import HatReleaseConfig, public_window, window_days
 from urbandp.fleet._plan import PlannedCharge, plan_release, planned_loss, planned_window_delta
 from urbandp.fleet._postprocess_pooling import with_pooled_means
 
 Step = Callable[[str], None]
-
-
-def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:
-    """(start, end, day set) known before reading: a --dates list spans its first to last day."""
-    start, end = cfg.start, cfg.end
-    if cfg.dates:
-        start, end = start or min(cfg.dates), end or max(cfg.dates)
-    days = cfg.public_days(start, end) if start is not None and end is not None else None
-    if days is not None and not days:
-        raise InputError(
-            "the public day set is empty (every day of the window is a holiday or another weekday)"
-        )
-    return start, end, days
-
-
-def window_days(start: dt.date, end: dt.date, day_set: tuple[dt.date, ...] | None) -> tuple[dt.date, ...]:
-    """The public days of a release: the day set, or every calendar day of ``start..end``."""
-    if day_set is not None:
-        return day_set
-    return tuple(start + dt.timedelta(days=i) for i in range((end - start).days + 1))
 
 
 def planned_charge(
@@ -575,6 +555,18 @@ def release_fleet(
     release = _release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
     p = release.privacy
     state_loss(session, p, charge)  # the loss reserved is the loss stated, before any figure is read from it
+    _post_process(release, cfg, derived)
+    _describe_and_report(
+        release, loaded, contributions, cfg, options, (start, end, derived), day_set, command_line
+    )
+    label_after_accounting(session, p)
+    return release, loaded
+
+
+def _post_process(release: HatRelease, cfg: HatReleaseConfig, derived: bool) -> None:
+    """After accounting, from the noisy outputs and public facts only: pooled means (borrowed strength), which
+    promise the shown values carry, the long-window warning, and the NOT DP label when the window was derived."""
+    p = release.privacy
     if cfg.borrow_strength != "none":  # post-processing of the noisy table (fleet/_postprocess_pooling.py)
         release.speed, p["borrow_strength"] = with_pooled_means(
             release.speed, p, cfg.speed_max, cfg.target_width, cfg.precision
@@ -597,11 +589,6 @@ def release_fleet(
         p["not_dp_reasons"] = [*p["not_dp_reasons"], reason]  # type: ignore[misc]
         p["differentially_private"] = False
         p["dp_label"] = "NOT differentially private"
-    _describe_and_report(
-        release, loaded, contributions, cfg, options, (start, end, derived), day_set, command_line
-    )
-    label_after_accounting(session, p)
-    return release, loaded
 
 
 def input_warnings(
