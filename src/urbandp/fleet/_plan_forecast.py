@@ -64,6 +64,16 @@ def _sd(plan: ReleasePlan, scale: float) -> float:
     return plan.noise(scale).std
 
 
+def _selection_sd(plan: ReleasePlan, scale: float) -> float:
+    """The sd of the selection's noisy count: OpenDP's discrete Laplace on the integer count under pure DP,
+    ``sqrt(2 e^(-1/b)) / (1 - e^(-1/b))`` (Canonne, Kamath, Steinke 2020, section 2), about 4% below the continuous
+    ``sqrt(2) b`` at ``b = 1``; the Gaussian's discrete twin has the continuous sd to within 1e-8 for sigma >= 1."""
+    if plan.gaussian:
+        return _sd(plan, scale)
+    q = math.exp(-1.0 / scale)
+    return math.sqrt(2.0 * q) / (1.0 - q)
+
+
 def predict_noise(
     cfg: HatReleaseConfig, days: int, n: float, domain_hats: int | None = None
 ) -> NoisePrediction:
@@ -92,7 +102,7 @@ def predict_noise(
             domain_size=domain,
             false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
         )
-        threshold, selection_sd = cal.threshold, _sd(plan, cal.scale)
+        threshold, selection_sd = cal.threshold, _selection_sd(plan, cal.scale)
 
     ns = np.full(k, float(n))
     scales: QueryScales = calibrate_queries(cfg, plan, ns, k)
