@@ -24,11 +24,12 @@ The predictive variance returned is the posterior variance of the latent field, 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 
 from urbandp.sensing._kernels import check_kernel, distances, kernel_value, value_and_dlog_lengthscale
 
@@ -164,6 +165,26 @@ def profiled_log_marginal_likelihood(
     return lml, grad, sf2
 
 
+def _lbfgsb(
+    objective: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    theta0: np.ndarray,
+    log_bounds: list[tuple[float, float]],
+    max_iter: int,
+    callback: Callable[[object], None] | None = None,
+) -> OptimizeResult:
+    """Minimise ``objective`` (value and analytic gradient) over log hyper-parameters within ``log_bounds`` by
+    L-BFGS-B, as both GP engines fit theirs (the exact GP's marginal likelihood, the sparse GP's bound)."""
+    return minimize(
+        objective,
+        theta0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=log_bounds,
+        options={"maxiter": max_iter, "ftol": 1e-9},
+        callback=callback,
+    )
+
+
 @dataclass
 class _Standardiser:
     mean: float
@@ -285,15 +306,7 @@ class ExactGP(_OriginalUnits):
                 raise StopIteration
 
         for _, theta0 in starts[: max(1, self.restarts)]:
-            res = minimize(
-                objective,
-                theta0,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=log_bounds,
-                options={"maxiter": self.max_iter, "ftol": 1e-9},
-                callback=same_basin,
-            )
+            res = _lbfgsb(objective, theta0, log_bounds, self.max_iter, callback=same_basin)
             optima.append(np.asarray(res.x))
             if np.isfinite(res.fun) and -res.fun > best_lml:
                 best_lml, best_theta = -float(res.fun), np.asarray(res.x)
@@ -483,14 +496,7 @@ class SparseGP(_OriginalUnits):
             return -f, -g
 
         f0, _ = objective(theta0)
-        res = minimize(
-            objective,
-            theta0,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=log_bounds,
-            options={"maxiter": self.opt_iter, "ftol": 1e-9},
-        )
+        res = _lbfgsb(objective, theta0, log_bounds, self.opt_iter)
         self.bound_start_, self.bound_optimised_ = -f0, -float(res.fun)
         return Hyperparameters.from_log(res.x) if res.fun <= f0 else start
 
