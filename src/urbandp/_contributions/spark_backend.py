@@ -45,7 +45,7 @@ from urbandp._grid.h3cells import cell_expr
 from urbandp._records.readers import SUFFIXES, _as_float, _coordinate_pair, expand_inputs, input_kind
 from urbandp._records.schema import ColumnMapping
 from urbandp._records.timezones import check_parquet_instants
-from urbandp._records.validation import QUARANTINE_COLUMNS, REASONS, ValidationOptions, validate
+from urbandp._records.validation import RAW_FIELDS, REASONS, ValidationOptions, validate
 from urbandp.errors import InputError
 
 if TYPE_CHECKING:
@@ -528,16 +528,7 @@ class SparkBackend:
 
         spark = self.spark
         rejected = marked.filter((F.col("kind") == 0) & (F.col("reason") > 0)).select(
-            "source",
-            "block",
-            "ordinal",
-            "okey",
-            "reason",
-            "vehicle",
-            "timestamp_raw",
-            "latitude",
-            "longitude",
-            "speed_raw",
+            "source", "block", "ordinal", "okey", "reason", *RAW_FIELDS
         )
         if firsts.height:
             firsts_sdf = spark.createDataFrame(
@@ -572,7 +563,7 @@ class SparkBackend:
                 F.element_at(names, F.col("source") + 1).alias("source"),
                 (F.col("offset") + F.col("ordinal") + 1).alias("row"),
                 F.element_at(reason_names, F.col("reason").cast("int")).alias("reason"),
-                *QUARANTINE_COLUMNS[3:],
+                *RAW_FIELDS,
             )
             .sortWithinPartitions(
                 "_s", "row"

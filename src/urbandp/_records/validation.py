@@ -362,16 +362,9 @@ def later_duplicates(frame: pl.DataFrame) -> pl.Series | None:
     return pl.Series("later_duplicate", mask)
 
 
-QUARANTINE_COLUMNS = (
-    "source",
-    "row",
-    "reason",
-    "vehicle",
-    "timestamp_raw",
-    "latitude",
-    "longitude",
-    "speed_raw",
-)
+RAW_FIELDS = ("vehicle", "timestamp_raw", "latitude", "longitude", "speed_raw")
+"""The record's fields as read, quoted in the quarantine file after its source, row and reason."""
+QUARANTINE_COLUMNS = ("source", "row", "reason", *RAW_FIELDS)
 
 
 def rejected_rows(validated: pl.LazyFrame) -> pl.LazyFrame:

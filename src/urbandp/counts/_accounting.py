@@ -14,6 +14,7 @@ reported epsilon is exactly what the map says for the scale used.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import urbandp._privacy.dp_prelude as dp
@@ -68,20 +69,27 @@ class NoisePlan:
         }
 
 
-def laplace_plan(unit: PrivacyUnit, *, epsilon: float | None = None, scale: float | None = None) -> NoisePlan:
-    """Discrete Laplace: give ``epsilon`` (scale is calibrated) or ``scale`` (epsilon is computed)."""
+def _noise_scale(epsilon: float | None, scale: float | None, calibrate: Callable[[float], float]) -> float:
+    """``scale`` as given, or ``calibrate(epsilon)``: exactly one of the two must be given, and an epsilon must be
+    finite and > 0."""
     if (epsilon is None) == (scale is None):
-        raise InvalidParameterError(  # the release's keywords (this function's scale is its noise_scale)
+        raise InvalidParameterError(  # the release's keywords (the plans' scale is their noise_scale)
             "give exactly one of epsilon and noise_scale", parameters=("epsilon", "noise_scale")
         )
-    if scale is None:
-        if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
-            raise InvalidParameterError(
-                f"epsilon must be finite and > 0, got {epsilon}", parameters="epsilon"
-            )
-        scale = float(
-            dp.binary_search_param(discrete_laplace_measurement, d_in=unit.l1, d_out=float(epsilon))
-        )
+    if scale is not None:
+        return scale
+    if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
+        raise InvalidParameterError(f"epsilon must be finite and > 0, got {epsilon}", parameters="epsilon")
+    return calibrate(float(epsilon))
+
+
+def laplace_plan(unit: PrivacyUnit, *, epsilon: float | None = None, scale: float | None = None) -> NoisePlan:
+    """Discrete Laplace: give ``epsilon`` (scale is calibrated) or ``scale`` (epsilon is computed)."""
+    scale = _noise_scale(
+        epsilon,
+        scale,
+        lambda e: float(dp.binary_search_param(discrete_laplace_measurement, d_in=unit.l1, d_out=e)),
+    )
     if not (scale > 0 and math.isfinite(scale)):
         raise InvalidParameterError(
             f"noise_scale must be finite and > 0, got {scale}", parameters="noise_scale"
@@ -96,22 +104,17 @@ def gaussian_plan(
     """Discrete Gaussian under zCDP converted to (epsilon, delta) at the given ``delta``."""
     if not (0 < delta < 1):
         raise InputError(f"the Gaussian mechanism needs 0 < delta < 1, got {delta}")
-    if (epsilon is None) == (scale is None):
-        raise InvalidParameterError(  # the release's keywords (this function's scale is its noise_scale)
-            "give exactly one of epsilon and noise_scale", parameters=("epsilon", "noise_scale")
-        )
-    if scale is None:
-        if not (epsilon is not None and epsilon > 0 and math.isfinite(epsilon)):
-            raise InvalidParameterError(
-                f"epsilon must be finite and > 0, got {epsilon}", parameters="epsilon"
-            )
-        scale = float(
+    scale = _noise_scale(
+        epsilon,
+        scale,
+        lambda e: float(
             dp.binary_search_param(
                 lambda s: _gaussian_approx(s, delta, unit.l2)[0],
                 d_in=_gaussian_approx(1.0, delta, unit.l2)[1],
-                d_out=(float(epsilon), float(delta)),
+                d_out=(e, float(delta)),
             )
-        )
+        ),
+    )
     meas, d_in = _gaussian_approx(scale, delta, unit.l2)
     eps, dlt = meas.map(d_in)
     rho = unit.l2_squared / (2.0 * scale * scale)

@@ -254,9 +254,7 @@ def _release_selected(
             owner={"quarantine": sel.quarantine, "input_report": sel.input_report},
             owner_warnings=_owner_warnings(sel.input_report),
         )
-        if out is not None:
-            _write_folder(rel, out)
-            charge.set_output(out)
+        _write_charged(rel, out, charge)
     session.committed(charge)
     return rel
 
@@ -363,9 +361,7 @@ def _release_on_domain(
             domain=dom,
             format=spec.format,
         )
-        if out is not None:
-            _write_folder(rel, out)
-            charge.set_output(out)
+        _write_charged(rel, out, charge)
     session.committed(charge)
     return rel
 
@@ -414,6 +410,13 @@ def _owner_warnings(report: dict[str, object]) -> list[str]:
             f"{rows} of {report['input_rows']} input rows quarantined (see owner_only/<out>/quarantine.*)"
         ]
     return []
+
+
+def _write_charged(rel: CountsRelease, out: Path | None, charge: ReleaseCharge) -> None:
+    """Write the release folder when ``out`` is given (:func:`_write_folder`) and record it on the open charge."""
+    if out is not None:
+        _write_folder(rel, out)
+        charge.set_output(out)
 
 
 def _write_folder(rel: CountsRelease, out: Path) -> dict[str, Path]:

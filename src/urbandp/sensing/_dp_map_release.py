@@ -108,14 +108,7 @@ def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
         windows = public_windows(start, end, o.window_minutes)
     else:
         windows = all_windows(readings, o.window_minutes)
-    if o.bbox is not None:
-        grid = SquareGrid(*o.bbox, o.cell_metres)
-    else:
-        grid = SquareGrid.covering(readings.lat, readings.lon, o.cell_metres)
-    if grid.n_cells > 250_000:
-        raise InvalidParameterError(
-            f"grid of {grid.n_cells} cells is too large; use a larger cell_metres", parameters="cell_metres"
-        )
+    grid = SquareGrid.for_release(o.bbox, readings.lat, readings.lon, o.cell_metres)
     plan = None
     if o.calibration != "paper":
         per_day = windows_per_day(windows, o.window_minutes)

@@ -24,11 +24,12 @@ The predictive variance returned is the posterior variance of the latent field, 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
+from scipy.optimize import OptimizeResult, minimize
 
 from urbandp.sensing._kernels import check_kernel, distances, kernel_value, value_and_dlog_lengthscale
 
@@ -164,6 +165,26 @@ def profiled_log_marginal_likelihood(
     return lml, grad, sf2
 
 
+def _lbfgsb(
+    objective: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    theta0: np.ndarray,
+    log_bounds: list[tuple[float, float]],
+    max_iter: int,
+    callback: Callable[[object], None] | None = None,
+) -> OptimizeResult:
+    """Minimise ``objective`` (value and analytic gradient) over log hyper-parameters within ``log_bounds`` by
+    L-BFGS-B, as both GP engines fit theirs (the exact GP's marginal likelihood, the sparse GP's bound)."""
+    return minimize(
+        objective,
+        theta0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=log_bounds,
+        options={"maxiter": max_iter, "ftol": 1e-9},
+        callback=callback,
+    )
+
+
 @dataclass
 class _Standardiser:
     mean: float
@@ -179,9 +200,22 @@ class _OriginalUnits:
     """``predict`` in the original units of ``y``, shared by both GP engines (they fit on standardised values)."""
 
     standardiser_: _Standardiser
+    hyperparameters_: Hyperparameters
 
-    def predict_standardised(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _posterior(self, xs: np.ndarray, hp: Hyperparameters) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and (unclipped) latent variance at the points ``xs``, in standardised units."""
         raise NotImplementedError
+
+    def predict_standardised(self, x_new: np.ndarray, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and latent variance in standardised units (eqs. (4) and (5)), ``chunk`` points at a
+        time; the variance clipped to [0, sigma_f^2] against rounding."""
+        hp = self.hyperparameters_
+        x_new = np.asarray(x_new, dtype=float)
+        mean = np.empty(len(x_new))
+        var = np.empty(len(x_new))
+        for s in range(0, len(x_new), chunk):
+            mean[s : s + chunk], var[s : s + chunk] = self._posterior(x_new[s : s + chunk], hp)
+        return mean, np.clip(var, 0.0, hp.variance)
 
     def predict(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and latent variance sigma_p^2 in the original units of ``y``."""
@@ -272,15 +306,7 @@ class ExactGP(_OriginalUnits):
                 raise StopIteration
 
         for _, theta0 in starts[: max(1, self.restarts)]:
-            res = minimize(
-                objective,
-                theta0,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=log_bounds,
-                options={"maxiter": self.max_iter, "ftol": 1e-9},
-                callback=same_basin,
-            )
+            res = _lbfgsb(objective, theta0, log_bounds, self.max_iter, callback=same_basin)
             optima.append(np.asarray(res.x))
             if np.isfinite(res.fun) and -res.fun > best_lml:
                 best_lml, best_theta = -float(res.fun), np.asarray(res.x)
@@ -288,20 +314,11 @@ class ExactGP(_OriginalUnits):
         ell, g = np.exp(best_theta)
         return Hyperparameters(sf2, float(ell), float(g) * sf2), lml
 
-    def predict_standardised(self, x_new: np.ndarray, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and latent variance in standardised units (eqs. (4) and (5))."""
-        hp = self.hyperparameters_
-        x_new = np.asarray(x_new, dtype=float)
-        mean = np.empty(len(x_new))
-        var = np.empty(len(x_new))
-        for s in range(0, len(x_new), chunk):
-            ks = kernel_value(
-                self.kernel, distances(x_new[s : s + chunk], self.x_train_), hp.variance, hp.lengthscale
-            )
-            mean[s : s + chunk] = ks @ self.alpha_
-            v = sla.solve_triangular(self.chol_, ks.T, lower=True, check_finite=False)
-            var[s : s + chunk] = hp.variance - np.einsum("ij,ij->j", v, v)
-        return mean, np.maximum(var, 0.0)
+    def _posterior(self, xs: np.ndarray, hp: Hyperparameters) -> tuple[np.ndarray, np.ndarray]:
+        """Eqs. (4) and (5): ``k*^T alpha`` and ``sigma_f^2 - v^T v`` with ``v = L^-1 k*``."""
+        ks = kernel_value(self.kernel, distances(xs, self.x_train_), hp.variance, hp.lengthscale)
+        v = sla.solve_triangular(self.chol_, ks.T, lower=True, check_finite=False)
+        return ks @ self.alpha_, hp.variance - np.einsum("ij,ij->j", v, v)
 
 
 def choose_inducing_points(x: np.ndarray, m: int, seed: int = 0) -> np.ndarray:
@@ -479,34 +496,16 @@ class SparseGP(_OriginalUnits):
             return -f, -g
 
         f0, _ = objective(theta0)
-        res = minimize(
-            objective,
-            theta0,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=log_bounds,
-            options={"maxiter": self.opt_iter, "ftol": 1e-9},
-        )
+        res = _lbfgsb(objective, theta0, log_bounds, self.opt_iter)
         self.bound_start_, self.bound_optimised_ = -f0, -float(res.fun)
         return Hyperparameters.from_log(res.x) if res.fun <= f0 else start
 
-    def predict_standardised(self, x_new: np.ndarray, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-        hp = self.hyperparameters_
-        x_new = np.asarray(x_new, dtype=float)
-        mean = np.empty(len(x_new))
-        var = np.empty(len(x_new))
-        for s in range(0, len(x_new), chunk):
-            kms = kernel_value(
-                self.kernel,
-                distances(self.inducing_points_, x_new[s : s + chunk]),
-                hp.variance,
-                hp.lengthscale,
-            )
-            t1 = sla.solve_triangular(self.chol_mm_, kms, lower=True, check_finite=False)
-            t2 = sla.solve_triangular(self.chol_b_, t1, lower=True, check_finite=False)
-            mean[s : s + chunk] = t2.T @ self.c_
-            var[s : s + chunk] = hp.variance - np.einsum("ij,ij->j", t1, t1) + np.einsum("ij,ij->j", t2, t2)
-        return mean, np.clip(var, 0.0, hp.variance)
+    def _posterior(self, xs: np.ndarray, hp: Hyperparameters) -> tuple[np.ndarray, np.ndarray]:
+        """The SGPR predictive mean and latent variance through the inducing points' Cholesky factors."""
+        kms = kernel_value(self.kernel, distances(self.inducing_points_, xs), hp.variance, hp.lengthscale)
+        t1 = sla.solve_triangular(self.chol_mm_, kms, lower=True, check_finite=False)
+        t2 = sla.solve_triangular(self.chol_b_, t1, lower=True, check_finite=False)
+        return t2.T @ self.c_, hp.variance - np.einsum("ij,ij->j", t1, t1) + np.einsum("ij,ij->j", t2, t2)
 
 
 def make_gp(

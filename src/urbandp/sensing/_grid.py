@@ -39,6 +39,10 @@ Away from the equator the envelope's extremes lie at corners and edge midpoints 
 the central meridian); across the equator a 50 km box's west and east edges bulge between samples by 0.04 mm."""
 
 
+MAX_CELLS = 250_000
+"""The most cells a release grid may have (the interpolation and the DP map are refused above it)."""
+
+
 @dataclass(frozen=True)
 class SquareGrid:
     """A public grid: bounding box (degrees) and cell side (metres). Build it with :meth:`covering`."""
@@ -76,6 +80,24 @@ class SquareGrid:
                 "the size of the area mapped); use a smaller cell_metres",
                 parameters="cell_metres",
             )
+
+    @classmethod
+    def for_release(
+        cls,
+        bbox: tuple[float, float, float, float] | None,
+        lat: np.ndarray,
+        lon: np.ndarray,
+        cell_metres: float,
+    ) -> SquareGrid:
+        """The grid over the public ``bbox`` when given, else :meth:`covering` the readings; refused (naming
+        ``cell_metres``) above :data:`MAX_CELLS` cells."""
+        grid = cls(*bbox, cell_metres) if bbox is not None else cls.covering(lat, lon, cell_metres)
+        if grid.n_cells > MAX_CELLS:
+            raise InvalidParameterError(
+                f"grid of {grid.n_cells} cells is too large; use a larger cell_metres",
+                parameters="cell_metres",
+            )
+        return grid
 
     @classmethod
     def covering(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from urbandp._progress import progress_display
-from urbandp.errors import InputDataError, InvalidParameterError
+from urbandp.errors import InputDataError
 from urbandp.sensing._options import InterpolateOptions
 
 if TYPE_CHECKING:
@@ -56,14 +56,7 @@ def load(o: InterpolateOptions, folder: Path) -> tuple[Readings, LoadReport, Squ
     from urbandp.sensing._readings import read_readings
 
     readings, report = read_readings(o.input_path, o.value_column, folder / "quarantine.csv", o.bbox)
-    if o.bbox is not None:
-        grid = SquareGrid(*o.bbox, o.cell_metres)
-    else:
-        grid = SquareGrid.covering(readings.lat, readings.lon, o.cell_metres)
-    if grid.n_cells > 250_000:
-        raise InvalidParameterError(
-            f"grid of {grid.n_cells} cells is too large; use a larger cell_metres", parameters="cell_metres"
-        )
+    grid = SquareGrid.for_release(o.bbox, readings.lat, readings.lon, o.cell_metres)
     return readings, report, grid
 
 
