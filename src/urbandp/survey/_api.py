@@ -124,17 +124,7 @@ def estimate(
         data,
         out,
         check_switch(overwrite, "overwrite"),
-        lambda path, label: estimate_table(
-            path,
-            label,
-            column=spec.column,
-            categories=spec.categories,
-            categories_file=spec.categories_file,
-            within=spec.within,
-            epsilon=spec.epsilon,
-            theta=spec.theta,
-            separator=spec.separator,
-        ),
+        lambda path, label: estimate_table(path, label, spec),
     )
 
 
