@@ -51,16 +51,6 @@ if TYPE_CHECKING:
         RandomizeKeywords,
     )
 
-__all__ = [
-    "SurveyRelease",
-    "estimate",
-    "od_estimate",
-    "od_randomize",
-    "perturb_points",
-    "perturb_trajectories",
-    "randomize",
-]
-
 PathLike = str | Path
 
 
