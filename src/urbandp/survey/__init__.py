@@ -31,7 +31,6 @@ from urbandp._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from urbandp.survey._api import (
-        SurveyRelease,
         estimate,
         od_estimate,
         od_randomize,
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
         randomize,
     )
     from urbandp.survey._report import SurveyPrivacyReport
+    from urbandp.survey._result import SurveyRelease
 
 __all__ = [
     "SurveyPrivacyReport",
@@ -53,8 +53,10 @@ __all__ = [
 ]
 
 
-_HOME = {name: "urbandp.survey._api" for name in __all__ if name != "SurveyPrivacyReport"}
+# Each public name's module: the list above is the only one (the modules themselves are internal).
+_HOME = {name: "urbandp.survey._api" for name in __all__}
 _HOME["SurveyPrivacyReport"] = "urbandp.survey._report"
+_HOME["SurveyRelease"] = "urbandp.survey._result"
 
 
 __getattr__, __dir__ = _lazy_names(__name__, _HOME, __all__)

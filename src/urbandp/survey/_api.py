@@ -51,16 +51,6 @@ if TYPE_CHECKING:
         RandomizeKeywords,
     )
 
-__all__ = [
-    "SurveyRelease",
-    "estimate",
-    "od_estimate",
-    "od_randomize",
-    "perturb_points",
-    "perturb_trajectories",
-    "randomize",
-]
-
 PathLike = str | Path
 
 
@@ -124,17 +114,7 @@ def estimate(
         data,
         out,
         check_switch(overwrite, "overwrite"),
-        lambda path, label: estimate_table(
-            path,
-            label,
-            column=spec.column,
-            categories=spec.categories,
-            categories_file=spec.categories_file,
-            within=spec.within,
-            epsilon=spec.epsilon,
-            theta=spec.theta,
-            separator=spec.separator,
-        ),
+        lambda path, label: estimate_table(path, label, spec),
     )
 
 

@@ -271,24 +271,15 @@ def _randomize_report(
     )
 
 
-def estimate_table(
-    data: Path,
-    label: str,
-    *,
-    column: str,
-    categories: str | None,
-    categories_file: Path | None,
-    within: str | None,
-    epsilon: float | None,
-    theta: float | None,
-    separator: str,
-) -> pl.DataFrame:
-    """De-biased shares with 95 % CIs (report eq. 6): post-processing of a randomized column, no budget."""
+def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
+    """De-biased shares with 95 % CIs (report eq. 6): post-processing of a randomized column, no budget; only
+    the release's public parameters (``spec``'s column, declared lists, epsilon or theta) are used."""
+    column, within, epsilon, theta = spec.column, spec.within, spec.epsilon, spec.theta
     release.positive("epsilon", epsilon)
     if (epsilon is None) == (theta is None):
         raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
-    declared = declared_categories(categories, categories_file, within)
-    frame = read_table(data, separator)
+    declared = declared_categories(spec.categories, spec.categories_file, within)
+    frame = read_table(data, spec.separator)
     require_columns(frame, Path(label), column, *([within] if within else []))
     rows = []
     for g, cats in declared.lists.items():
