@@ -78,4 +78,6 @@ def test_the_map_keeps_the_spread_of_the_noisy_cells(smoother: str) -> None:
     assert np.std(m) >= 0.7 * float(np.std(field(x)))
     # and it is the field: close to it at the cells measured, correlated with it everywhere
     assert np.sqrt(np.mean((m[measured] - field(x)[measured]) ** 2)) < 3.0
-    assert np.corrcoef(m, field(x))[0, 1] > 0.9
+    # IDW's correlation over 10 draws of the (unseeded, OpenDP) noise: 0.905-0.920, sd about 0.005, so 0.9 failed
+    # about one run in fifty (0.8995 seen twice); 0.88 is 6 sd below its mean. The GP keeps 0.9.
+    assert np.corrcoef(m, field(x))[0, 1] > (0.9 if smoother == "gp" else 0.88)
