@@ -37,6 +37,7 @@ import polars as pl
 import polars_h3 as plh3
 
 import urbandp._privacy.dp_prelude as dp
+from urbandp._privacy.bisection import smallest_passing
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.mechanisms import smallest_scale
 from urbandp._privacy.noise import NoiseSource, gaussian_rho
@@ -196,13 +197,7 @@ def smallest_threshold(scale: float, k: int, delta: float, at_least: float, gaus
     hi = lo * 2
     while not ok(hi):
         hi *= 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_passing(ok, lo, hi)
 
 
 def domain_cells(bbox: tuple[float, float, float, float], resolution: int) -> pl.Series:
