@@ -356,24 +356,10 @@ def _noisy_counts(
 
 
 def _user_level_speed(
-    cfg: HatReleaseConfig,
-    released: pl.DataFrame,
-    scales: QueryScales,
-    noise: NoiseSource,
-    contributions: pl.DataFrame,
-    slots: SlotSpec,
-    k_eff: int,
+    cfg: HatReleaseConfig, mean: np.ndarray, costs: np.ndarray, speed_scales: np.ndarray
 ) -> _SpeedAnswer:
     """Query 1 by a user-level estimator (:func:`user_level_means`), clamped to [0, U]; no interval."""
-    h = released.height
-    nan = np.full(h, np.nan)
-    # no HAT released (h = 0): nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
-    mean, costs, speed_scales = (
-        user_level_means(contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots)
-        if h
-        else (np.zeros(0), np.zeros(0), np.zeros(0))
-    )
-    clamped = (mean < 0.0) | (mean > cfg.speed_max)
+    nan = np.full(mean.size, np.nan)
     return _SpeedAnswer(
         mean=np.clip(mean, 0.0, cfg.speed_max),
         low=nan.copy(),
@@ -381,7 +367,7 @@ def _user_level_speed(
         noisy_sum=nan.copy(),
         speed_scales=speed_scales,
         costs=costs,
-        clamped=clamped,
+        clamped=(mean < 0.0) | (mean > cfg.speed_max),
         count_low=nan.copy(),
         count_high=nan.copy(),
     )
@@ -505,7 +491,17 @@ def measure_queries(
     """
     noisy_n = _noisy_counts(cfg, plan, released, scales, noise)
     if cfg.speed_estimator != "report":
-        speed = _user_level_speed(cfg, released, scales, noise, contributions, slots, k_eff)
+        # no HAT released: nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
+        budget = scales.speed_budget / max(k_eff, 1)
+        empty = (np.zeros(0), np.zeros(0), np.zeros(0))
+        speed = _user_level_speed(
+            cfg,
+            *(
+                user_level_means(contributions, released, cfg, budget, noise, slots)
+                if released.height
+                else empty
+            ),
+        )
     elif cfg.neighbouring == "presence-public":
         speed = _presence_public_speed(cfg, plan, released, scales, noise)
     else:
