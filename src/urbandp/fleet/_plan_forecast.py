@@ -29,7 +29,6 @@ from typing import cast
 import numpy as np
 import polars as pl
 
-from urbandp._privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.mechanisms import calibrate
 from urbandp._privacy.noise import NoiseSource
@@ -46,7 +45,7 @@ from urbandp.fleet._plan import (
     scale_for,
     speed_sensitivities,
 )
-from urbandp.fleet._predict import TYPICAL_SPEED
+from urbandp.fleet._predict import TYPICAL_SPEED, cfg_k
 
 HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
@@ -197,6 +196,29 @@ def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float
     return zcdp_epsilon(plan.total_budget * (sd0 / target) ** 2, plan.conversion_delta)
 
 
+def _dp_bins(
+    values: np.ndarray,
+    edges: tuple[int, ...],
+    mechanism: str,
+    sensitivity: float,
+    budget: float,
+    noise: NoiseSource,
+    name: str,
+) -> tuple[list[dict[str, float]], Loss]:
+    """A histogram of ``values`` in ``edges`` bins (the last one open) with OpenDP's ``mechanism`` calibrated to
+    ``budget`` at ``sensitivity``; each bin's noisy count clamped at 0 and unclamped, and the loss spent."""
+    bounds = np.array([*edges, np.inf])
+    counts = np.histogram(values, bins=bounds)[0].astype(float)
+    histogram = calibrate(mechanism, sensitivity, budget)
+    noisy = histogram.draw(counts, noise)
+    bins = [
+        {"from": float(a), "to": float(b), name: max(float(v), 0.0), f"{name}_unclamped": float(v),
+         "noise_sd": histogram.std}
+        for a, b, v in zip(bounds[:-1], bounds[1:], noisy, strict=True)
+    ]  # fmt: skip
+    return bins, histogram.loss(sensitivity)
+
+
 def dp_histogram(
     per_hat_counts: np.ndarray, k: int, epsilon: float, noise: NoiseSource
 ) -> tuple[list[dict[str, float]], float]:
@@ -205,16 +227,8 @@ def dp_histogram(
     Add/remove one vehicle-day moves each of its <= K HATs by one vehicle-day, so at most 2K bin counts change by
     1 (L1 sensitivity 2K); noise scale 2K / epsilon (OpenDP's Laplace; epsilon from its map).
     """
-    edges = np.array([*HISTOGRAM_EDGES, np.inf])
-    counts = np.histogram(per_hat_counts, bins=edges)[0].astype(float)
-    histogram = calibrate("laplace", 2.0 * k, epsilon)
-    noisy = histogram.draw(counts, noise)
-    bins = [
-        {"from": float(a), "to": float(b), "noisy_hats": max(float(v), 0.0), "noisy_hats_unclamped": float(v),
-         "noise_sd": histogram.std}
-        for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
-    ]  # fmt: skip
-    return bins, histogram.loss(2.0 * k).epsilon
+    bins, loss = _dp_bins(per_hat_counts, HISTOGRAM_EDGES, "laplace", 2.0 * k, epsilon, noise, "noisy_hats")
+    return bins, loss.epsilon
 
 
 def dp_m_histogram(
@@ -224,16 +238,8 @@ def dp_m_histogram(
     rho spent). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1; OpenDP's map)."""
     from urbandp.fleet._predict import M_EDGES
 
-    edges = np.array([*M_EDGES, np.inf])
-    counts = np.histogram(hats_per_vehicle_day, bins=edges)[0].astype(float)
-    histogram = calibrate("gaussian", 1.0, rho)
-    noisy = histogram.draw(counts, noise)
-    bins = [
-        {"from": float(a), "to": float(b), "noisy_vehicle_days": max(float(v), 0.0),
-         "noisy_vehicle_days_unclamped": float(v), "noise_sd": histogram.std}
-        for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
-    ]  # fmt: skip
-    return bins, histogram.loss(1.0).rho
+    bins, loss = _dp_bins(hats_per_vehicle_day, M_EDGES, "gaussian", 1.0, rho, noise, "noisy_vehicle_days")
+    return bins, loss.rho
 
 
 def dp_pilot(
@@ -305,11 +311,6 @@ def paid_pilot(
     m_histogram, rho_m = dp_m_histogram(hats_per_vehicle_day(kept), M_HISTOGRAM_SHARE * rho, noise)
     hats, sd, rho_p = dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise)
     return PaidPilot(m_histogram, (hats, sd), rho_m + rho_p)
-
-
-def cfg_k(cfg: HatReleaseConfig) -> int:
-    """K of a config (96 when it is read from the data, as the histogram assumes)."""
-    return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
 
 
 def expected_passing(
@@ -597,12 +598,6 @@ def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) 
 
     kept, _ = truncate_vehicle_days(contributions, k, slot_minutes)
     return kept.group_by("cell", "slot").len()["len"].to_numpy()
-
-
-def charge_histogram(epsilon: float, neighbouring: str) -> PrivacyLedger:
-    ledger = PrivacyLedger()
-    ledger.charge(LedgerEntry("planner histogram", epsilon, 0.0, "vehicle-day", neighbouring, "laplace"))
-    return ledger
 
 
 __all__ = ["dp_histogram", "make_plan", "predict_noise", "scale_for", "sd_of_mean", "speed_sensitivities"]

@@ -234,7 +234,7 @@ def schedule_profile(domain: PublicDomain, cfg: HatReleaseConfig) -> FleetProfil
         pl.col("slot").cast(pl.Int16),
         pl.Series("per_day", scheduled_vehicle_days(domain), dtype=pl.Float64),
     )
-    m = np.array([domain.hats_per_vehicle_day or _k(cfg)], dtype=float)
+    m = np.array([domain.hats_per_vehicle_day or cfg_k(cfg)], dtype=float)
     by = "blocks" if domain.scheduled_vehicles is not None else "trips (the feed has no block_id)"
     return FleetProfile(
         "schedule",
@@ -244,7 +244,8 @@ def schedule_profile(domain: PublicDomain, cfg: HatReleaseConfig) -> FleetProfil
     )
 
 
-def _k(cfg: HatReleaseConfig) -> int:
+def cfg_k(cfg: HatReleaseConfig) -> int:
+    """K of a config (96 when it is read from the data, as the histograms assume)."""
     return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
 
 
@@ -383,8 +384,8 @@ def _m_sample(
     if m_bins:
         m = _bin_values(m_bins, rng, integer=True)
         if m.size:
-            return np.minimum(m, _k(cfg)) if cfg.contribution_bounding == "truncate" else m
-    return np.array([float(_k(cfg))])
+            return np.minimum(m, cfg_k(cfg)) if cfg.contribution_bounding == "truncate" else m
+    return np.array([float(cfg_k(cfg))])
 
 
 def route_lengths(path: Path, resolution: int, step_km: float = 0.02) -> pl.DataFrame:
@@ -474,46 +475,6 @@ def hats_per_slot(cfg: HatReleaseConfig) -> float:
     return max(1.0, TYPICAL_SPEED / 2.0 * cfg.slot_minutes / 60.0 / spacing)
 
 
-# --- the planner's choice of profile ----------------------------------------------------------------------------
-
-
-def choose_profile(
-    cfg: HatReleaseConfig,
-    days: int,
-    domain: PublicDomain | None,
-    *,
-    histogram: list[dict[str, float]] | None = None,
-    m_histogram: list[dict[str, float]] | None = None,
-    fleet_size: float | None = None,
-    pilot: tuple[pl.DataFrame, float] | None = None,
-) -> tuple[FleetProfile | None, str | None]:
-    """The best profile the inputs allow, or None and why: the DP histogram (the data's own), else the schedule,
-    else a GeoJSON route domain's lengths with a fleet size or the histogram of HATs per vehicle-day."""
-    from urbandp._grid.slots import SlotSpec
-    from urbandp.fleet._domain import domain_grid
-
-    if domain is None:
-        return None, (
-            "needs a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells): the planner runs "
-            "the release over the domain's HATs"
-        )
-    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
-    if pilot is not None:
-        return pilot_profile(pilot[0], pilot[1], m_histogram, days, cfg), None
-    lengths = route_lengths(cfg.domain_geojson, cfg.resolution) if cfg.domain_geojson is not None else None
-    if histogram:
-        weights = None if lengths is None else grid_weights(grid, lengths)
-        return histogram_profile(histogram, m_histogram, grid, days, cfg, weights), None
-    if domain.scheduled_trips is not None:
-        return schedule_profile(domain, cfg), None
-    if lengths is not None and (fleet_size is not None or m_histogram):
-        return route_profile(grid, lengths, cfg, fleet_size=fleet_size, m_bins=m_histogram, days=days), None
-    return None, (
-        "needs what the fleet looks like: a schedule (domain_gtfs with stop_times), histogram_epsilon (a DP "
-        "histogram of the data), or with domain_geojson a fleet_size (vehicles a day)"
-    )
-
-
 def predict_release(
     cfg: HatReleaseConfig,
     days: int,
@@ -525,18 +486,42 @@ def predict_release(
     pilot: tuple[pl.DataFrame, float] | None = None,
     runs: int = RUNS,
 ) -> dict[str, object]:
-    """plan.json's ``prediction``: the release of ``cfg`` run ``runs`` times on fleets of the chosen profile
-    (:func:`choose_profile`, :func:`simulate`), or why there is none."""
+    """plan.json's ``prediction``: the release of ``cfg`` run ``runs`` times (:func:`simulate`) on fleets of the
+    best profile the inputs allow, or why there is none. The profile: the pilot or the DP histogram (the data's
+    own), else the schedule, else a GeoJSON route domain's lengths with a fleet size or the histogram of HATs per
+    vehicle-day."""
+    from urbandp._grid.slots import SlotSpec
+    from urbandp.fleet._domain import domain_grid
+
     if cfg.epsilon_per_day is None:
         return {
             "prediction": None,
             "prediction_reason": "needs epsilon_per_day (a noise scale alone is not planned)",
         }
-    profile, why = choose_profile(
-        cfg, days, domain, histogram=histogram, m_histogram=m_histogram, fleet_size=fleet_size, pilot=pilot
-    )
-    if profile is None:
-        return {"prediction": None, "prediction_reason": why}
+    if domain is None:
+        return {
+            "prediction": None,
+            "prediction_reason": "needs a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells): "
+            "the planner runs the release over the domain's HATs",
+        }
+    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
+    geojson = cfg.domain_geojson if pilot is None else None
+    lengths = route_lengths(geojson, cfg.resolution) if geojson is not None else None
+    if pilot is not None:
+        profile = pilot_profile(pilot[0], pilot[1], m_histogram, days, cfg)
+    elif histogram:
+        weights = None if lengths is None else grid_weights(grid, lengths)
+        profile = histogram_profile(histogram, m_histogram, grid, days, cfg, weights)
+    elif domain.scheduled_trips is not None:
+        profile = schedule_profile(domain, cfg)
+    elif lengths is not None and (fleet_size is not None or m_histogram):
+        profile = route_profile(grid, lengths, cfg, fleet_size=fleet_size, m_bins=m_histogram, days=days)
+    else:
+        return {
+            "prediction": None,
+            "prediction_reason": "needs what the fleet looks like: a schedule (domain_gtfs with stop_times), "
+            "histogram_epsilon (a DP histogram of the data), or with domain_geojson a fleet_size (vehicles a day)",
+        }
     got = simulate(cfg, days, profile, domain, runs).to_json()
     return {
         "prediction": {
