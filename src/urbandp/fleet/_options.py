@@ -800,7 +800,8 @@ def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None
     days = cfg.public_days(start, end) if start is not None and end is not None else None
     if days is not None and not days:
         raise InputError(
-            "the public day set is empty (every day of the window is a holiday or another weekday)"
+            "the public day set is empty (every day of the window is a holiday or another weekday)",
+            parameters=("dates", "weekdays", "holidays"),
         )
     return start, end, days
 
