@@ -27,15 +27,19 @@ from urbandp._privacy.mechanisms import Gaussian, Laplace
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InputError
 from urbandp.fleet._measure_selection import (
-    EXPECTED_FALSE_POSITIVES,
     SelectionResult,
-    calibrate_selection,
     domain_cells,
     measure_selection,
     public_threshold,
 )
-from urbandp.fleet._options import COARSEN_LEVELS, HatReleaseConfig
-from urbandp.fleet._plan import QueryScales, ReleasePlan, hat_costs, speed_sensitivities
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._plan import (
+    QueryScales,
+    ReleasePlan,
+    calibrate_level_selection,
+    hat_costs,
+    speed_sensitivities,
+)
 
 # Truncation key: a fixed public seed; the hash reads only (vehicle, day, cell, slot), i.e. presence.
 TRUNCATION_SEED = 20211115
@@ -137,21 +141,14 @@ def per_hat_aggregates(contributions: pl.DataFrame, speed_limit: float) -> pl.Da
 
     With a ``weight`` column (:func:`l2_normalised`) N and the sum are weighted: ``sum w`` and ``sum w x``.
     """
-    if "weight" in contributions.columns:
-        return (
-            contributions.group_by("cell", "slot")
-            .agg(
-                pl.col("weight").sum().alias("n"),
-                (pl.col("weight") * pl.col("mean_speed")).sum().alias("sum_mean_speed"),
-                (pl.col("max_speed") > speed_limit).sum().cast(pl.Int64).alias("n_over_limit"),
-            )
-            .sort("cell", "slot")
-        )
+    weighted = "weight" in contributions.columns
+    n = pl.col("weight").sum() if weighted else pl.len().cast(pl.Int64)
+    total = (pl.col("weight") * pl.col("mean_speed")).sum() if weighted else pl.col("mean_speed").sum()
     return (
         contributions.group_by("cell", "slot")
         .agg(
-            pl.len().cast(pl.Int64).alias("n"),
-            pl.col("mean_speed").sum().alias("sum_mean_speed"),
+            n.alias("n"),
+            total.alias("sum_mean_speed"),
             (pl.col("max_speed") > speed_limit).sum().cast(pl.Int64).alias("n_over_limit"),
         )
         .sort("cell", "slot")
@@ -182,18 +179,7 @@ def select_hats(
         grid = pl.DataFrame({"cell": cells.cast(pl.UInt64)}).join(
             pl.DataFrame({"slot": pl.Series(slots.slots, dtype=pl.Int16)}), how="cross"
         )
-    cal = calibrate_selection(
-        gaussian=plan.gaussian,
-        k=k,
-        days=plan.days,
-        budget=plan.selection_budget,
-        delta=plan.threshold_delta,
-        min_per_day=cfg.min_per_day,
-        domain_size=None if grid is None else grid.height,
-        # with coarser levels the expected number of released empty HATs (0.05 per release) is shared by the levels
-        false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
-        release_all=release_all,
-    )
+    cal = calibrate_level_selection(cfg, plan, k, None if grid is None else grid.height, release_all)
     return measure_selection(cal, per_hat, noise, grid)
 
 

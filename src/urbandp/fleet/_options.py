@@ -321,7 +321,7 @@ class HatReleaseConfig(BaseModel):
     @classmethod
     def _from_text(cls, value: object, info: ValidationInfo) -> object:
         """A value given as text (a flag's, a TOML file's) read into the field's form (:data:`_TEXT_READERS`)."""
-        return _TEXT_READERS[info.field_name](value) if isinstance(value, str) else value
+        return _TEXT_READERS[str(info.field_name)](value) if isinstance(value, str) else value
 
     @field_validator("queries", mode="before")
     @classmethod

@@ -34,11 +34,12 @@ from urbandp._privacy.mechanisms import calibrate
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet._domain_files import PublicDomain
-from urbandp.fleet._measure_selection import EXPECTED_FALSE_POSITIVES, calibrate_selection, domain_cells
-from urbandp.fleet._options import COARSEN_LEVELS, HatReleaseConfig
+from urbandp.fleet._measure_selection import calibrate_selection, domain_cells
+from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import (
     QueryScales,
     ReleasePlan,
+    calibrate_level_selection,
     calibrate_queries,
     plan_release,
     planned_loss,
@@ -91,16 +92,7 @@ def predict_noise(
         domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(slots)
     threshold = selection_sd = None
     if cfg.selection == "dp":
-        cal = calibrate_selection(
-            gaussian=plan.gaussian,
-            k=k,
-            days=days,
-            budget=plan.selection_budget,
-            delta=plan.threshold_delta,
-            min_per_day=cfg.min_per_day,
-            domain_size=domain,
-            false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
-        )
+        cal = calibrate_level_selection(cfg, plan, k, domain)
         threshold, selection_sd = cal.threshold, _selection_sd(plan, cal.scale)
 
     ns = np.full(k, float(n))
@@ -257,7 +249,7 @@ def dp_pilot(
     with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)``, the noise sd and the
     rho spent (OpenDP's map). Contributions must already be restricted to the domain."""
     from urbandp.fleet._measure import l2_normalised, per_hat_aggregates
-    from urbandp.fleet._measure_selection import calibrate_selection, measure_selection
+    from urbandp.fleet._measure_selection import measure_selection
 
     bounded, k = l2_normalised(contributions), 1
     cal = calibrate_selection(
