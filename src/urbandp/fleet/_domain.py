@@ -207,8 +207,6 @@ def _bbox_domain(bbox: tuple[float, float, float, float], resolution: int) -> Pu
         source_sha256="",
         resolution=resolution,
         cells=cells,
-        hats=None,
-        scheduled_trips=None,
     )
 
 

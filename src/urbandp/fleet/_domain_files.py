@@ -78,8 +78,8 @@ class PublicDomain:
     source_sha256: str
     resolution: int
     cells: pl.Series
-    hats: pl.DataFrame | None
-    scheduled_trips: pl.DataFrame | None
+    hats: pl.DataFrame | None = None
+    scheduled_trips: pl.DataFrame | None = None
     hats_per_vehicle_day: float | None = None
     scheduled_vehicles: pl.DataFrame | None = None
 
@@ -154,8 +154,6 @@ def domain_from_cells(path: Path, resolution: int) -> PublicDomain:
         source_sha256=hashlib.sha256(raw).hexdigest(),
         resolution=resolution,
         cells=_cells_series(_at_resolution(cells["cell"], resolution), f"cells {path}"),
-        hats=None,
-        scheduled_trips=None,
     )
 
 
@@ -341,17 +339,8 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     """
     resolution = _check_resolution(resolution)
     path = Path(path)
-    raw = read_public_file(path, "GeoJSON")
     what = f"GeoJSON {path}"
-    try:
-        value = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputDataError(f"{what}: not readable JSON ({err})") from None
-    lines: list[np.ndarray] = []
-    points: list[np.ndarray] = []
-    polygons: list[dict[str, Any]] = []
-    for geometry in _geometries(value, what):
-        _collect(geometry, what, lines, points, polygons)
+    raw, lines, points, polygons = read_geojson(path)
     for polygon in polygons:  # before any cell is made, from the rings' lines or the fill
         _check_polygon_cells(polygon, resolution, what)
     found: list[np.ndarray] = []
@@ -376,9 +365,24 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
         source_sha256=hashlib.sha256(raw).hexdigest(),
         resolution=resolution,
         cells=_cells_series(cells, what),
-        hats=None,
-        scheduled_trips=None,
     )
+
+
+def read_geojson(path: Path) -> tuple[bytes, list[np.ndarray], list[np.ndarray], list[dict[str, Any]]]:
+    """A GeoJSON file's bytes and its geometries: lines (rings included) and points as [lon, lat] arrays, and the
+    polygons; a file that is not GeoJSON is refused in one line."""
+    raw = read_public_file(path, "GeoJSON")
+    what = f"GeoJSON {path}"
+    try:
+        value = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputDataError(f"{what}: not readable JSON ({err})") from None
+    lines: list[np.ndarray] = []
+    points: list[np.ndarray] = []
+    polygons: list[dict[str, Any]] = []
+    for geometry in _geometries(value, what):
+        _collect(geometry, what, lines, points, polygons)
+    return raw, lines, points, polygons
 
 
 def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) -> None:

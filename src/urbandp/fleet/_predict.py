@@ -391,16 +391,11 @@ def _m_sample(
 def route_lengths(path: Path, resolution: int, step_km: float = 0.02) -> pl.DataFrame:
     """Kilometres of route in each H3 cell of a GeoJSON file's lines (points every ``step_km`` along each
     segment, each standing for ``step_km``)."""
-    import json
-
     import h3
 
-    from urbandp.fleet._domain_files import _collect, _geometries
+    from urbandp.fleet._domain_files import read_geojson
 
-    value = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
-    lines: list[np.ndarray] = []
-    for geometry in _geometries(value, str(path)):
-        _collect(geometry, str(path), lines, [], [])
+    lines = read_geojson(Path(path))[1]
     length: dict[int, float] = {}
     for line in lines:
         for (lon0, lat0), (lon1, lat1) in itertools.pairwise(line):
