@@ -50,7 +50,7 @@ from urbandp._session import Session, check_session
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.fleet._account import HatRelease
 from urbandp.fleet._guardrails import release_warnings
-from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options import DOMAIN_SOURCES, HatReleaseConfig
 from urbandp.fleet._options_flags import OPTION_NAMES, api_signature, release_options
 from urbandp.fleet._options_input import configure, file_keys, named_by, python_values
 from urbandp.fleet._pipeline import (
@@ -123,7 +123,7 @@ def _spec_by_content(cfg: HatReleaseConfig, privacy: dict[str, object]) -> dict[
     the same spec on a copy of the feed elsewhere hashes alike."""
     spec = cfg.model_dump(mode="json")
     domain = privacy.get("domain")
-    for name in ("domain_gtfs", "domain_geojson", "domain_cells"):
+    for name in DOMAIN_SOURCES[1:]:
         if spec.get(name) is not None and isinstance(domain, dict):
             spec[name] = f"sha256:{domain.get('source_sha256')}"
     return spec

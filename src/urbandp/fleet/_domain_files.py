@@ -885,6 +885,29 @@ def _service_days(feed: FeedTables, dates: list[dt.date]) -> pl.DataFrame:
     return base.unique()
 
 
+def _in_window(occupancy: pl.DataFrame, spec: SlotSpec) -> pl.DataFrame:
+    """The occupancy in the window's slots, each row's ``slot_abs`` as its ``slot`` of the day and its ``offset``,
+    the days after its service day."""
+    per_day = 1440 // spec.slot_minutes
+    window = pl.Series(spec.slots, dtype=pl.Int64).implode()
+    return occupancy.with_columns(
+        offset=pl.col("slot_abs") // per_day, slot=pl.col("slot_abs") % per_day
+    ).filter(pl.col("slot").is_in(window))
+
+
+def _on_public_days(frame: pl.DataFrame, feed: FeedTables, days: list[dt.date]) -> pl.DataFrame:
+    """``frame`` (with ``service_id`` and ``offset``) once per date its service runs, with the calendar ``day`` it
+    falls on (the service date plus the offset), kept where that is a public day."""
+    max_offset = int(frame.select(pl.col("offset").max()).item() or 0) if frame.height else 0
+    dates = sorted({d - dt.timedelta(days=k) for d in days for k in range(max_offset + 1)})
+    public = pl.Series(days, dtype=pl.Date).implode()
+    return (
+        frame.join(_service_days(feed, dates), on="service_id")
+        .with_columns(day=pl.col("date") + pl.duration(days=pl.col("offset")))
+        .filter(pl.col("day").is_in(public))
+    )
+
+
 def _scheduled_trips(
     occupancy: pl.DataFrame,
     trip_service: pl.DataFrame,
@@ -894,23 +917,14 @@ def _scheduled_trips(
     what: str,
 ) -> pl.DataFrame:
     """``(cell, slot, trips_per_day)`` for the HATs with service: distinct trips per HAT and public day, averaged."""
-    per_day = 1440 // spec.slot_minutes
-    window = pl.Series(spec.slots, dtype=pl.Int64).implode()
     counts = (
-        occupancy.with_columns(offset=pl.col("slot_abs") // per_day, slot=pl.col("slot_abs") % per_day)
-        .filter(pl.col("slot").is_in(window))
+        _in_window(occupancy, spec)
         .join(trip_service, on="trip")
         .group_by("service_id", "offset", "cell", "slot")
         .agg(pl.col("trip").n_unique().alias("n"))
     )
-    max_offset = int(counts.select(pl.col("offset").max()).item() or 0) if counts.height else 0
-    dates = sorted({d - dt.timedelta(days=k) for d in days for k in range(max_offset + 1)})
-    running = _service_days(feed, dates)
-    public = pl.Series(days, dtype=pl.Date).implode()
     out = (
-        counts.join(running, on="service_id")
-        .with_columns(day=pl.col("date") + pl.duration(days=pl.col("offset")))
-        .filter(pl.col("day").is_in(public))
+        _on_public_days(counts, feed, days)
         .group_by("cell", "slot")
         .agg((pl.col("n").sum() / len(days)).alias("trips_per_day"))
     )
@@ -945,24 +959,8 @@ def _block_priors(
     blocked = plan.trip_block.filter(pl.col("block_id").is_not_null())
     if blocked.height == 0:
         return None, None
-    per_day = 1440 // spec.slot_minutes
-    window = pl.Series(spec.slots, dtype=pl.Int64).implode()
-    dated = (
-        occupancy.join(blocked, on="trip")
-        .join(plan.trip_service, on="trip")
-        .with_columns(offset=pl.col("slot_abs") // per_day, slot=pl.col("slot_abs") % per_day)
-        .filter(pl.col("slot").is_in(window))
-    )
-    max_offset = int(dated.select(pl.col("offset").max()).item() or 0) if dated.height else 0
-    service_dates = sorted({d - dt.timedelta(days=k) for d in days for k in range(max_offset + 1)})
-    public = pl.Series(days, dtype=pl.Date).implode()
-    hats = (
-        dated.join(_service_days(feed, service_dates), on="service_id")
-        .with_columns(day=pl.col("date") + pl.duration(days=pl.col("offset")))
-        .filter(pl.col("day").is_in(public))
-        .select("block_id", "day", "cell", "slot")
-        .unique()
-    )
+    dated = _in_window(occupancy.join(blocked, on="trip").join(plan.trip_service, on="trip"), spec)
+    hats = _on_public_days(dated, feed, days).select("block_id", "day", "cell", "slot").unique()
     if hats.height == 0:
         return None, None
     vehicles = (

@@ -27,6 +27,7 @@ from urbandp._reports.map import (
     write_hat_map,
 )
 from urbandp.errors import InputError
+from urbandp.fleet._postprocess_pooling import POOLED_COLUMNS
 
 TITLE = "Mean of vehicle-day mean speeds per hexagon and hour"
 LEGEND = "mean of vehicle-day mean speeds (km/h)"
@@ -203,7 +204,7 @@ def _read_release(release_dir: Path) -> tuple[pl.DataFrame, dict[str, object], l
             infer_schema_length=None,
             schema_overrides={
                 c: pl.Float64
-                for c in (*MAP_COLUMNS[2:], "pooled_mean_speed", "pooled_ci95_low", "pooled_ci95_high")
+                for c in (*MAP_COLUMNS[2:], *POOLED_COLUMNS[:3])
                 if c not in ("resolution", "clamped")
             },
         )
@@ -316,13 +317,7 @@ def write_site(
             interval_threshold=_target_width(privacy),
         )
         # the published columns as they are (per-HAT and, with --borrow-strength, pooled side by side)
-        geo_columns = [
-            *MAP_COLUMNS,
-            "pooled_mean_speed",
-            "pooled_ci95_low",
-            "pooled_ci95_high",
-            "pooled_useful",
-        ]
+        geo_columns = [*MAP_COLUMNS, *POOLED_COLUMNS]
         write_h3_geojson(
             speed.select([c for c in geo_columns if c in speed.columns]), d.release / "hat_speed.geojson"
         )

@@ -384,9 +384,7 @@ class HatReleaseConfig(BaseModel):
             days = sorted(set(self.dates))
         else:
             wanted = parse_weekdays(self.weekdays) if self.weekdays else set(range(7))
-            span = (end - start).days + 1
-            days = [start + dt.timedelta(days=i) for i in range(span)]
-            days = [d for d in days if d.weekday() in wanted]
+            days = [d for d in window_days(start, end, None) if d.weekday() in wanted]
         skip = set(self.holidays)
         return tuple(d for d in days if d not in skip and start <= d <= end)
 

@@ -60,16 +60,12 @@ class NoisePrediction:
     selection_sd: float | None
 
 
-def _sd(plan: ReleasePlan, scale: float) -> float:
-    return plan.noise(scale).std
-
-
 def _selection_sd(plan: ReleasePlan, scale: float) -> float:
     """The sd of the selection's noisy count: OpenDP's discrete Laplace on the integer count under pure DP,
     ``sqrt(2 e^(-1/b)) / (1 - e^(-1/b))`` (Canonne, Kamath, Steinke 2020, section 2), about 4% below the continuous
     ``sqrt(2) b`` at ``b = 1``; the Gaussian's discrete twin has the continuous sd to within 1e-8 for sigma >= 1."""
     if plan.gaussian:
-        return _sd(plan, scale)
+        return plan.noise(scale).std
     q = math.exp(-1.0 / scale)
     return math.sqrt(2.0 * q) / (1.0 - q)
 
@@ -99,9 +95,9 @@ def predict_noise(
     scales: QueryScales = calibrate_queries(cfg, plan, ns, k)
     sd_count = selection_sd
     if scales.count is not None:
-        sd_count = _sd(plan, scales.count)
-    sd_sum = _sd(plan, scales.speed) if cfg.neighbouring == "add-remove" else None
-    return NoisePrediction(sd_sum, sd_count, _sd(plan, scales.speeding), threshold, selection_sd)
+        sd_count = plan.noise(scales.count).std
+    sd_sum = plan.noise(scales.speed).std if cfg.neighbouring == "add-remove" else None
+    return NoisePrediction(sd_sum, sd_count, plan.noise(scales.speeding).std, threshold, selection_sd)
 
 
 def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float) -> float:
@@ -109,8 +105,7 @@ def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float
     if cfg.neighbouring == "presence-public":
         plan = plan_release(cfg, days)
         k = plan.k or 96
-        scales = _presence_scale(cfg, plan, n, k)
-        return _sd(plan, scales)
+        return plan.noise(calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed).std
     assert pred.sd_sum is not None
     sd_n = pred.sd_count or 0.0
     centre = min(cfg.speed_max, TYPICAL_SPEED) - cfg.speed_max / 2  # the sum is centred at U/2
@@ -154,11 +149,6 @@ def schedule_prior(
         "hats_per_vehicle_day": m,
         "assumptions": profile.assumptions + "; the release itself run on fleets drawn from the schedule",
     }
-
-
-def _presence_scale(cfg: HatReleaseConfig, plan: ReleasePlan, n: float, k: int) -> float:
-
-    return calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed
 
 
 def pass_probability(pred: NoisePrediction, n: float) -> float:

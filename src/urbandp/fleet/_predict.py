@@ -9,14 +9,9 @@ then counts what the release would show. Repeating this ``runs`` times, each tim
 (and of the paid inputs' noise, where the profile comes from a DP histogram) and of the release's noise, gives the
 prediction and its interval: the 2.5% and 97.5% quantiles over the runs.
 
-Profiles (:func:`schedule_profile`, :func:`histogram_profile`, :func:`route_profile`):
-
-* a GTFS schedule: distinct blocks (vehicles) per HAT and day, and the HATs a block passes (spends nothing);
-* a DP histogram of vehicle-days per HAT (``--histogram-epsilon``, :func:`urbandp.fleet._plan_forecast.dp_histogram`),
-  placed on the domain's HATs (on a route domain, more vehicle-days where more route runs through the cell); under
-  L2 weights also a DP histogram of HATs per vehicle-day (sensitivity 1), which sets the weights ``1/sqrt(m)``;
-* a GeoJSON route domain: the length of route in each cell and either a public fleet size (vehicles per day) or
-  the DP histogram of HATs per vehicle-day (which also gives the vehicle-days per day).
+Profiles (what is known before the release): a GTFS schedule (:func:`schedule_profile`, spends nothing), the pilot
+or DP histograms bought with ``--histogram-epsilon`` (:func:`pilot_profile`, :func:`histogram_profile`), or a GeoJSON
+route domain's lengths with a fleet size (:func:`route_profile`).
 
 Speeds are not known before the release and do not change which HATs are released; they set the intervals'
 centre term and the spread that pooling borrows from. The synthetic HAT means are drawn around
@@ -223,19 +218,23 @@ def simulate(
 
 
 def schedule_profile(domain: PublicDomain, cfg: HatReleaseConfig) -> FleetProfile:
-    """From a GTFS schedule: distinct blocks per HAT and day (trips without ``block_id``) and the HATs a block
-    passes (K without ``block_id``). Nothing is drawn but the fleet itself."""
-    from urbandp.fleet._plan_prior import scheduled_vehicle_days
+    """From a GTFS schedule, public and read without any data: distinct blocks per HAT and day (trips without
+    ``block_id``) and the HATs a block passes (K without ``block_id``). Nothing is drawn but the fleet itself.
 
-    frame = domain.scheduled_vehicles if domain.scheduled_vehicles is not None else domain.scheduled_trips
+    Blocks, not trips, where the feed has them: a vehicle passing a cell out and back within one slot is two trips
+    but one vehicle-day. On the synthetic fleet the trips overstate vehicle-days about 2x (median true/trips 0.46),
+    the blocks do not (0.93; ``benchmarks/bench_schedule_prior.py``); ``benchmarks/bench_plan_accuracy.py`` compares
+    the prediction with releases."""
+    blocks = domain.scheduled_vehicles is not None
+    frame = domain.scheduled_vehicles if blocks else domain.scheduled_trips
     assert frame is not None
     hats = frame.select(
         pl.col("cell").cast(pl.UInt64),
         pl.col("slot").cast(pl.Int16),
-        pl.Series("per_day", scheduled_vehicle_days(domain), dtype=pl.Float64),
+        pl.col("vehicles_per_day" if blocks else "trips_per_day").cast(pl.Float64).alias("per_day"),
     )
     m = np.array([domain.hats_per_vehicle_day or cfg_k(cfg)], dtype=float)
-    by = "blocks" if domain.scheduled_vehicles is not None else "trips (the feed has no block_id)"
+    by = "blocks" if blocks else "trips (the feed has no block_id)"
     return FleetProfile(
         "schedule",
         lambda _rng: (hats, m),
