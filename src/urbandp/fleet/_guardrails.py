@@ -143,10 +143,8 @@ def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> object | No
         return None
     import h3
 
-    from urbandp._grid.slots import SlotSpec
-
     days = int(cast(int, release.privacy["days"]))
-    spec = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    spec = cfg.slot_spec
     index = {spec.label(s): s for s in spec.slots}
     hats = speed.select(
         pl.col("h3_cell").map_elements(h3.str_to_int, return_dtype=pl.UInt64).alias("cell"),

@@ -66,7 +66,7 @@ def _release_hats(
     loaded here from an extent when not given): contributions off it are dropped before truncation.
     """
     plan = plan_release(cfg, days)
-    slots = slots or SlotSpec(cfg.slot_minutes, *cfg.hours)
+    slots = slots or cfg.slot_spec
     not_dp: list[str] = []
     if domain is None and cfg.public_domain:
         domain = load_public_domain(cfg)

@@ -15,7 +15,7 @@ import difflib
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,9 @@ from urbandp._config_tables import named_in_file
 from urbandp._privacy import guards
 from urbandp._release_options import option
 from urbandp.errors import InputError
+
+if TYPE_CHECKING:
+    from urbandp._grid.slots import SlotSpec
 
 Selection = Literal["dp", "public-threshold"]
 Neighbouring = Literal["add-remove", "presence-public"]
@@ -387,6 +390,13 @@ class HatReleaseConfig(BaseModel):
             days = [d for d in window_days(start, end, None) if d.weekday() in wanted]
         skip = set(self.holidays)
         return tuple(d for d in days if d not in skip and start <= d <= end)
+
+    @property
+    def slot_spec(self) -> SlotSpec:
+        """The release's time slots: ``slot_minutes`` long, within ``hours``."""
+        from urbandp._grid.slots import SlotSpec
+
+        return SlotSpec(self.slot_minutes, *self.hours)
 
     @property
     def route_domain(self) -> bool:

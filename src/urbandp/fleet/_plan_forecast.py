@@ -82,10 +82,7 @@ def predict_noise(
     k = plan.k or 96
     domain = domain_hats
     if domain is None and cfg.domain_bbox is not None:
-        from urbandp._grid.slots import SlotSpec
-
-        slots = SlotSpec(cfg.slot_minutes, *cfg.hours).slots
-        domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(slots)
+        domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(cfg.slot_spec.slots)
     threshold = selection_sd = None
     if cfg.selection == "dp":
         cal = calibrate_level_selection(cfg, plan, k, domain)
@@ -284,11 +281,10 @@ def paid_pilot(
     dropped (as the release drops them), then :data:`urbandp.fleet._predict.M_HISTOGRAM_SHARE` of ``rho`` on the
     histogram of HATs per vehicle-day (:func:`dp_m_histogram`) and the rest on the pilot (:func:`dp_pilot`). Both
     Gaussian, so the two compose by adding rho; over D days a vehicle pays the group bound D^2 rho."""
-    from urbandp._grid.slots import SlotSpec
     from urbandp.fleet._domain import domain_grid, restrict_to_domain
     from urbandp.fleet._predict import M_HISTOGRAM_SHARE
 
-    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
+    grid = domain_grid(domain, cfg.slot_spec.slots)
     kept = restrict_to_domain(contributions, grid, domain)[0]
     m_histogram, rho_m = dp_m_histogram(hats_per_vehicle_day(kept), M_HISTOGRAM_SHARE * rho, noise)
     hats, sd, rho_p = dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise)
@@ -326,10 +322,9 @@ def _domain_hats(cfg: HatReleaseConfig, domain: PublicDomain | None) -> int | No
     """Number of HATs (cell x slot) of the public domain at the config's slots, or None without a domain."""
     if domain is None:
         return None
-    from urbandp._grid.slots import SlotSpec
     from urbandp.fleet._domain import domain_grid
 
-    return int(domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots).height)
+    return int(domain_grid(domain, cfg.slot_spec.slots).height)
 
 
 def _vehicle_day_sizes(cfg: HatReleaseConfig, days: int, pred: NoisePrediction) -> list[float]:

@@ -174,13 +174,12 @@ def simulate(
     ``borrow_strength``, pooled useful HATs. The selection threshold and the noise sds are the release's own
     (its privacy.json), which do not depend on the fleet over a public domain.
     """
-    from urbandp._grid.slots import SlotSpec
     from urbandp._privacy.noise import OpenDPNoise
     from urbandp.fleet._hat_release import _release_hats
     from urbandp.fleet._postprocess_pooling import noise_sds, with_pooled_means
 
     rng = np.random.default_rng(seed)
-    slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    slots = cfg.slot_spec
     counts: dict[str, list[float]] = {"released": [], "shown": [], "useful": []}
     pooling = cfg.borrow_strength != "none"
     if pooling:
@@ -484,7 +483,6 @@ def predict_release(
     best profile the inputs allow, or why there is none. The profile: the pilot or the DP histogram (the data's
     own), else the schedule, else a GeoJSON route domain's lengths with a fleet size or the histogram of HATs per
     vehicle-day."""
-    from urbandp._grid.slots import SlotSpec
     from urbandp.fleet._domain import domain_grid
 
     if cfg.epsilon_per_day is None:
@@ -498,7 +496,7 @@ def predict_release(
             "prediction_reason": "needs a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells): "
             "the planner runs the release over the domain's HATs",
         }
-    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
+    grid = domain_grid(domain, cfg.slot_spec.slots)
     geojson = cfg.domain_geojson if pilot is None else None
     lengths = route_lengths(geojson, cfg.resolution) if geojson is not None else None
     if pilot is not None:
