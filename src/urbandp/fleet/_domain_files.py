@@ -210,18 +210,13 @@ class _Runs:
     end: np.ndarray
 
 
-def _geodesic_m(lat1: np.ndarray, lon1: np.ndarray, lat2: np.ndarray, lon2: np.ndarray) -> np.ndarray:
-    """Metres between point pairs along the WGS 84 geodesic (:data:`urbandp._geodesy.WGS84`, pyproj)."""
-    _, _, metres = WGS84.inv(lon1, lat1, lon2, lat2)
-    return np.asarray(metres, dtype=np.float64)
-
-
 def _path_lengths(lat: np.ndarray, lon: np.ndarray, path: np.ndarray) -> np.ndarray:
-    """Metres along its path of each vertex (vertices grouped by path, in order)."""
+    """Metres along its path of each vertex (vertices grouped by path, in order), along the WGS 84 geodesic
+    (:data:`urbandp._geodesy.WGS84`, pyproj)."""
     seg = np.zeros(lat.size)
     if lat.size > 1:
-        same = path[1:] == path[:-1]
-        seg[1:] = np.where(same, _geodesic_m(lat[:-1], lon[:-1], lat[1:], lon[1:]), 0.0)
+        _, _, metres = WGS84.inv(lon[:-1], lat[:-1], lon[1:], lat[1:])
+        seg[1:] = np.where(path[1:] == path[:-1], np.asarray(metres, dtype=np.float64), 0.0)
     cum = np.cumsum(seg)
     first = np.r_[True, path[1:] != path[:-1]] if lat.size else np.zeros(0, dtype=bool)
     base = (
@@ -683,9 +678,10 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
     st = _stop_times_by_pattern(feed, what, shape_ids)
     vertices = _shape_vertices(feed.shapes)
     paths = _pattern_paths(st, vertices, len(shape_ids))
-    st = st.drop("row", "n").with_columns(
-        d=pl.Series(np.concatenate([paths.d[p] for p in _pattern_sequence(st)]))
-    )
+    patterns = st.unique("trip_id", keep="first", maintain_order=True)[
+        "pattern"
+    ]  # each trip's, in st's order
+    st = st.drop("row", "n").with_columns(d=pl.Series(np.concatenate([paths.d[p] for p in patterns])))
     st = _instances(st, feed.frequencies)
     trip_service = st.unique("trip", keep="first").sort("trip").select("trip", "service_id")
     trip_block = st.unique("trip", keep="first").sort("trip").select("trip", "block_id")
@@ -711,11 +707,6 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
         anchor_arr=arr,
         anchor_dep=dep,
     )
-
-
-def _pattern_sequence(st: pl.DataFrame) -> list[int]:
-    """The pattern of each trip in the order of ``st`` (sorted by trip)."""
-    return st.unique("trip_id", keep="first", maintain_order=True)["pattern"].to_list()
 
 
 def _shape_vertices(

@@ -536,7 +536,10 @@ def make_plan(
             "what": "a pilot: the release's own noisy count of every domain HAT, and a histogram of HATs per "
             "vehicle-day (Gaussian noise, zCDP; epsilon at the release's delta)",
         }
-    out["loss"] = _release_loss_section(cfg, days)
+    # privacy.json's ``loss`` for these options: the object the release reserves and the store books (None when
+    # it follows from the data, a noise scale without a budget)
+    loss = planned_loss(cfg, days)
+    out["loss"] = None if loss is None else loss.to_json()
     if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
         out["budget_split"] = _budget_split(cfg, days)
     out.update(_passing_section(cfg, pred, histogram, m))
@@ -559,14 +562,6 @@ def make_plan(
     if target_error is not None:
         out["target_error"] = _target_section(cfg, days, ns, target_error)
     return out
-
-
-def _release_loss_section(cfg: HatReleaseConfig, days: int) -> dict[str, object] | None:
-    """The loss the release with these options states (privacy.json's ``loss``), from the same object the
-    release reserves and the store books (:func:`urbandp.fleet._plan.planned_loss`); None when it follows from
-    the data (a noise scale without a budget)."""
-    loss = planned_loss(cfg, days)
-    return None if loss is None else loss.to_json()
 
 
 def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) -> np.ndarray:
