@@ -221,14 +221,14 @@ def _route_domain(
 ) -> PublicDomain:
     """A domain read from a file (cached per file state), widened by ``ring``; ``schedule`` (slot minutes, hours,
     public days) for a GTFS feed."""
-    from urbandp.fleet import _domain_files as files
+    from urbandp.fleet._domain_files import domain_from_cells, domain_from_geojson, domain_from_gtfs
 
     if kind == "cells":
-        return files.domain_from_cells(path, resolution)
+        return domain_from_cells(path, resolution)
     if kind == "geojson":
-        return widened(files.domain_from_geojson(path, resolution), ring)
+        return widened(domain_from_geojson(path, resolution), ring)
     assert schedule is not None
-    return widened(files.domain_from_gtfs(path, resolution, *schedule), ring)
+    return widened(domain_from_gtfs(path, resolution, *schedule), ring)
 
 
 def domain_cell_strings(cfg: HatReleaseConfig) -> list[str] | None:
