@@ -526,8 +526,10 @@ class HatReleaseConfig(BaseModel):
             object.__setattr__(self, "contribution_bounding", value)  # frozen: set once, while validating
         else:
             chosen["contribution_bounding"] = f"given: {self.contribution_bounding}"
-            if self.contribution_bounding == "l2":
-                _check_l2_bounding(self)
+            if self.contribution_bounding == "l2" and missing:  # an explicit l2 the release does not allow
+                text = ", ".join(missing)
+                named = ("epsilon_per_day",) if "epsilon_per_day" in text else ()
+                raise ParameterValueError("contribution_bounding l2 needs " + text, *named)
         pool_missing = borrow_missing(self)
         if self.borrow_strength == "auto":
             chosen["borrow_strength"] = (
@@ -538,8 +540,8 @@ class HatReleaseConfig(BaseModel):
             object.__setattr__(self, "borrow_strength", "none" if pool_missing else "parent")
         else:
             chosen["borrow_strength"] = f"given: {self.borrow_strength}"
-            if self.borrow_strength != "none":
-                _check_borrow_strength(self)
+            if self.borrow_strength != "none" and pool_missing:  # an explicit parent it does not allow
+                raise ValueError("borrow_strength needs " + ", ".join(pool_missing))
         self._chosen = chosen
 
     @property
@@ -575,15 +577,6 @@ def l2_missing(cfg: HatReleaseConfig) -> list[str]:
     return [what for ok, what in needs if not ok]
 
 
-def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
-    """An explicit ``contribution_bounding = "l2"`` the release does not allow is refused in one line."""
-    missing = l2_missing(cfg)
-    if missing:
-        text = ", ".join(missing)
-        named = ("epsilon_per_day",) if "epsilon_per_day" in text else ()
-        raise ParameterValueError("contribution_bounding l2 needs " + text, *named)
-
-
 def borrow_missing(cfg: HatReleaseConfig) -> list[str]:
     """What pooling needs that ``cfg`` lacks (empty: allowed). Pooling reads the noisy mean ``U/2 + S~/N~`` and
     the noise of both: add/remove, the report estimator, one level."""
@@ -594,13 +587,6 @@ def borrow_missing(cfg: HatReleaseConfig) -> list[str]:
         ("speed" in cfg.queries, "the speed query"),
     ]
     return [what for ok, what in needs if not ok]
-
-
-def _check_borrow_strength(cfg: HatReleaseConfig) -> None:
-    """An explicit ``borrow_strength = "parent"`` the release does not allow is refused in one line."""
-    missing = borrow_missing(cfg)
-    if missing:
-        raise ValueError("borrow_strength needs " + ", ".join(missing))
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
