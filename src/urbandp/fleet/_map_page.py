@@ -305,7 +305,6 @@ def write_site(
 
     speed, privacy, published = _read_release(release_dir)
     header = map_header(privacy)
-    written: dict[str, Path] = {}
     with atomic_output_dir(out) as d:
         write_release_map(
             d.release / "index.html",
@@ -338,9 +337,7 @@ def write_site(
                 names.append(f"png/{png.name}")
         (d.release / "methodology.html").write_text(methodology_html(privacy, names), encoding="utf-8")
         names.append("methodology.html")
-    for n in names:
-        written[n] = Path(out) / n
-    return written
+    return {n: Path(out) / n for n in names}
 
 
 __all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]
