@@ -261,9 +261,8 @@ class SelectionCalibration:
     release_all: bool = False  # a route domain: every domain HAT released, the threshold not applied
 
 
-@lru_cache(
-    maxsize=64
-)  # public parameters only; the plan (charge) and the release calibrate the same selection
+# cached: public parameters only, and the plan (charge), the planner and the release calibrate the same selection
+@lru_cache(maxsize=64)
 def calibrate_selection(
     *,
     gaussian: bool,

@@ -551,9 +551,8 @@ def make_plan(
     )  # fmt: skip
     out.update(predicted)
     prediction = predicted["prediction"]
-    if pilot is not None and isinstance(
-        prediction, dict
-    ):  # the pilot's HATs passing: the release run on them
+    # with a pilot, the HATs passing are the release's own run on the pilot's fleets
+    if pilot is not None and isinstance(prediction, dict):
         released = cast(dict[str, float], prediction["released"])
         out["expected_hats_passing"], out["expected_hats_passing_sd"] = released["mean"], released["sd"]
         out.pop("expected_hats_passing_reason", None)
