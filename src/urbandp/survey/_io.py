@@ -54,12 +54,5 @@ def read_list(path: Path) -> list[str]:
     return values
 
 
-def write_frame(frame: pl.DataFrame, path: Path) -> None:
-    if path.suffix.lower() in (".parquet", ".pq"):
-        frame.write_parquet(path)
-    else:
-        frame.write_csv(path)
-
-
 def command_line() -> str:
     return " ".join(shlex.quote(a) for a in ["urbandp", *sys.argv[1:]])
