@@ -13,6 +13,7 @@ reported epsilon is exactly what the map says for the scale used.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,13 +61,10 @@ class NoisePlan:
     rho: float | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "mechanism": self.mechanism,
-            "noise_scale": self.noise_scale,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "rho_zcdp": self.rho,
-        }
+        """The plan as privacy.json states it, its fields in order (``rho`` as ``rho_zcdp``)."""
+        plan = dataclasses.asdict(self)
+        plan["rho_zcdp"] = plan.pop("rho")
+        return plan
 
 
 def _noise_scale(epsilon: float | None, scale: float | None, calibrate: Callable[[float], float]) -> float:
