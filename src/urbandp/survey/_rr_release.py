@@ -82,9 +82,7 @@ class RandomizeSpec(ReleaseOptions):
     )
     sampler: str = shared.sampler()
     separator: str = shared.separator()
-    budget_epsilon: float | None = option(
-        None, help="Refuse to spend more than this (default: no cap).", gt=0
-    )
+    budget_epsilon: float | None = shared.budget_epsilon()
     id_column: str | None = shared.id_column()
     keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.randomize (Python)"

@@ -52,12 +52,7 @@ class TrajectoriesSpec(ReleaseOptions):
         help="Person id column: with --max-trips-per-person each person keeps at most that many trips "
         "(default: none; the loss per person is unbounded).",
     )
-    max_trips_per_person: int | None = option(
-        None,
-        help="Public bound K on the trips released per person (the others are dropped; which ones is a keyed "
-        "hash of the person's own trips): a person loses at most K trips' worth (default: none).",
-        ge=1,
-    )
+    max_trips_per_person: int | None = shared.max_trips_per_person("a person loses at most K trips' worth")
     separator: str = shared.separator()
     budget_epsilon: float | None = option(None, help="Refuse trips costing more (default: no cap).", gt=0)
     keep_columns: str | None = shared.keep_columns()
