@@ -125,6 +125,10 @@ class OdSpec(ReleaseOptions):
         return p
 
 
+ESTIMATE_OPTIONS = ("origin", "dest", "blocks_file", "blocks", "keep_probability", "epsilon", "separator")
+"""The options of :class:`OdSpec` that de-biasing a release reads (:func:`urbandp.survey.od_estimate`)."""
+
+
 def check_person(person: str | None, max_trips: int | None) -> None:
     """``person`` and ``max_trips_per_person`` come together: a bound needs whose trips it counts, and a person
     column without a bound would leave the loss per person unbounded."""

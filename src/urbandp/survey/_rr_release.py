@@ -96,6 +96,10 @@ class RandomizeSpec(ReleaseOptions):
         return value
 
 
+ESTIMATE_OPTIONS = ("column", "categories", "categories_file", "within", "epsilon", "theta", "separator")
+"""The options of :class:`RandomizeSpec` that de-biasing a release reads (:func:`urbandp.survey.estimate`)."""
+
+
 @dataclass
 class _Drawn:
     """What a method drew: the new codes, the epsilon (None: NOT DP), its description and owner figures."""
