@@ -40,6 +40,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
+from urbandp._arguments import shown
 from urbandp.errors import InvalidParameterError
 
 
@@ -191,7 +192,7 @@ class DeclaredOption:
             )
         why = f" ({self.why})" if self.why and self.limits else ""
         return InvalidParameterError(
-            f"{self.name} must be {rule}{why}, got {_shown(value)}", parameters=self.name
+            f"{self.name} must be {rule}{why}, got {shown(value)}", parameters=self.name
         )
 
     def normalised(self, value: object) -> object:
@@ -230,12 +231,6 @@ class DeclaredOption:
         if self.integer or not math.isfinite(number):
             raise self.refusal(value)
         return number
-
-
-def _shown(value: object) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
-        return f"an integer of {len(str(abs(value)))} digits"
-    return repr(value)
 
 
 def _flatten(hint: Any) -> tuple[Any, ...]:
