@@ -26,7 +26,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -84,7 +83,9 @@ def randomize(
     ``method="report-replacement"`` with ``p`` (eqs. 8-12, NOT DP, refused with a dataset)."""
     spec = RandomizeSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(RESPONDENT, spec, partial(randomize_body, spec))
+    return run.release(
+        RESPONDENT, spec, lambda path, label, charge: randomize_body(spec, path, label, charge)
+    )
 
 
 @takes_options(RandomizeSpec, only=RR_ESTIMATE_OPTIONS)
@@ -99,7 +100,7 @@ def estimate(
     a :func:`randomize` output, no budget. With ``out`` the table is also written as a CSV file. The options are
     :func:`randomize`'s that the release was made with, checked as there."""
     spec = RandomizeSpec(**options)
-    return _post_process(data, out, overwrite, partial(estimate_table, spec=spec))
+    return _post_process(data, out, overwrite, lambda path, label: estimate_table(path, label, spec))
 
 
 def _post_process(
@@ -142,7 +143,7 @@ def perturb_points(
     the box, coordinate by coordinate (which can lengthen a distance)."""
     spec = PointsSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(RESPONDENT, spec, partial(points_body, spec))
+    return run.release(RESPONDENT, spec, lambda path, label, charge: points_body(spec, path, label, charge))
 
 
 @takes_config("survey.od-randomize", _file_keys(OdSpec))
@@ -164,7 +165,11 @@ def od_randomize(
     most that many trips and the release protects a person (unit ``person``, charged K x epsilon per trip)."""
     spec = OdSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(PERSON if spec.per_person else TRIP, spec, partial(od_body, spec))
+    return run.release(
+        PERSON if spec.per_person else TRIP,
+        spec,
+        lambda path, label, charge: od_body(spec, path, label, charge),
+    )
 
 
 @takes_options(OdSpec, only=OD_ESTIMATE_OPTIONS)
@@ -180,7 +185,7 @@ def od_estimate(
     (analytic) and a 95 % interval. Post-processing, no budget: give the blocks and ``keep_probability`` (or
     ``epsilon`` per trip) the release was made with. With ``out`` the table is also written as a CSV file."""
     spec = OdSpec(**options)
-    return _post_process(data, out, overwrite, partial(od_estimate_table, spec=spec))
+    return _post_process(data, out, overwrite, lambda path, label: od_estimate_table(path, label, spec))
 
 
 @takes_config("survey.perturb-trajectories", _file_keys(TrajectoriesSpec))
@@ -201,7 +206,11 @@ def perturb_trajectories(
     ``max_trips_per_person`` each person keeps at most that many trips."""
     spec = TrajectoriesSpec(**options, **_command(command_line))
     run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(TRIP if spec.person is None else PERSON, spec, partial(trajectories_body, spec))
+    return run.release(
+        TRIP if spec.person is None else PERSON,
+        spec,
+        lambda path, label, charge: trajectories_body(spec, path, label, charge),
+    )
 
 
 def _command(line: str | None) -> dict[str, str]:
