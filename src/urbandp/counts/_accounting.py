@@ -142,23 +142,14 @@ def release_loss(plan: NoisePlan, marginal_plan: NoisePlan | None, top_k_epsilon
 
 def table_entry(name: str, plan: NoisePlan, unit: PrivacyUnit, detail: dict[str, object]) -> LedgerEntry:
     """The ledger entry of one noisy table, in its own currency (rho for the Gaussian, epsilon for Laplace)."""
-    if plan.rho is not None:
-        return LedgerEntry(
-            name,
-            0.0,
-            0.0,
-            unit.name,
-            unit.neighbouring,
-            plan.mechanism,
-            {**detail, "noise_scale": plan.noise_scale},
-            plan.rho,
-        )
+    gaussian = plan.rho is not None
     return LedgerEntry(
         name,
-        plan.epsilon,
-        plan.delta,
+        0.0 if gaussian else plan.epsilon,
+        0.0 if gaussian else plan.delta,
         unit.name,
         unit.neighbouring,
         plan.mechanism,
         {**detail, "noise_scale": plan.noise_scale},
+        plan.rho or 0.0,
     )
