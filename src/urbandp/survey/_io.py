@@ -1,4 +1,4 @@
-"""Reading survey tables (CSV / Parquet) and writing quarantine rows, for the survey CLI."""
+"""Reading survey tables (CSV / Parquet), their columns and declared lists, for the survey releases and CLI."""
 
 from __future__ import annotations
 
