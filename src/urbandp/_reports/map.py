@@ -16,7 +16,7 @@ What an agency needs to read the map honestly:
 * cells whose 95% interval is wider than a threshold (default U/2) hatched instead of coloured, and cells whose
   count was released but whose mean was withheld or clamped drawn as "count only" (dashed outline, no colour);
 * a counter that counts what is drawn;
-* context that needs no tile server: the public domain's outline (:func:`domain_cells_for_bbox`), a GTFS feed's
+* context that needs no tile server: the public domain's outline (``domain_cells``), a GTFS feed's
   routes and stops (a folder or the ``gtfs.zip`` agencies ship, :func:`gtfs_overlay`) and any GeoJSON file
   (:func:`read_context`). The context stays visible in every state.
 
@@ -265,30 +265,6 @@ def map_inputs(tiles: str | None, gtfs: Path | None, context: Sequence[Path] | N
     for path in context or []:
         read_context(path)
     return {"tiles": parse_tiles(tiles), "gtfs": gtfs, "context": list(context or [])}
-
-
-def domain_cells_for_bbox(bbox: Sequence[float], resolution: int) -> list[str]:
-    """The H3 cells whose centroid lies in a public box ``(min_lat, min_lon, max_lat, max_lon)``, sorted.
-
-    The same cells as the fleet release's ``--domain-bbox`` at the release resolution (H3 polygon-to-cells uses
-    centroid containment), so the map can outline the whole public domain behind the released cells.
-    """
-    import polars_h3 as plh3
-
-    if len(bbox) != 4:
-        raise InputError("domain bbox must be min_lat,min_lon,max_lat,max_lon")
-    a, b, c, d = (float(x) for x in bbox)
-    if not (-90 <= a < c <= 90 and -180 <= b < d <= 180):
-        raise InputError(
-            f"domain bbox {a},{b},{c},{d} must have -90 <= min_lat < max_lat <= 90 and min_lon < max_lon"
-        )
-    if not 0 <= int(resolution) <= 15:
-        raise InputError(f"H3 resolution must be 0..15, got {resolution}")
-    wkt = f"POLYGON(({b} {a}, {d} {a}, {d} {c}, {b} {c}, {b} {a}))"
-    cells = (
-        pl.DataFrame({"g": [wkt]}).select(plh3.polygon_to_cells("g", int(resolution)).alias("c")).explode("c")
-    )
-    return sorted(cells.select(plh3.int_to_str("c"))["c"].drop_nulls().unique().to_list())
 
 
 def _check_frame(frame: pl.DataFrame, value_col: str) -> pl.DataFrame:
