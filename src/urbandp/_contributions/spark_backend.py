@@ -42,7 +42,7 @@ from urbandp._contributions.base import CONTRIBUTION_SCHEMA, ContributionSpec
 from urbandp._contributions.polars_backend import window_filter
 from urbandp._contributions.spark_session import get_spark
 from urbandp._grid.h3cells import cell_expr
-from urbandp._records.readers import SUFFIXES, _as_float, _coordinate_pair, expand_inputs, input_kind
+from urbandp._records.readers import SUFFIXES, canonical_columns, expand_inputs, input_kind
 from urbandp._records.schema import ColumnMapping
 from urbandp._records.timezones import check_parquet_instants
 from urbandp._records.validation import RAW_FIELDS, REASONS, ValidationOptions, validate
@@ -82,11 +82,53 @@ MARKED = pa.schema(
         ("speed_raw", pa.float64()),
     ]
 )
-MARKED_DDL = (
-    "kind tinyint, source int, block bigint, ordinal bigint, okey bigint, reason smallint, n bigint, vehicle string, "
-    "timestamp timestamp_ntz, cell bigint, slot smallint, day date, speed double, timestamp_raw string, "
-    "latitude double, longitude double, speed_raw double"
-)
+_SPARK_TYPES = {
+    pa.int8(): "tinyint",
+    pa.int16(): "smallint",
+    pa.int32(): "int",
+    pa.int64(): "bigint",
+    pa.float64(): "double",
+    pa.string(): "string",
+    pa.date32(): "date",
+    pa.timestamp("us"): "timestamp_ntz",
+}
+
+
+def spark_ddl(schema: pa.Schema) -> str:
+    """Spark's DDL of an Arrow schema of flat columns: the result type of a ``mapInArrow`` that yields it."""
+    return ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in schema)
+
+
+def _marked(*names: str) -> pa.Schema:
+    """The columns ``names`` of :data:`MARKED`, with its types."""
+    return pa.schema([MARKED.field(n) for n in names])
+
+
+MARKED_DDL = spark_ddl(MARKED)
+#: What :meth:`SparkBackend.contributions` sends to Spark, and what its batch function (:class:`_KeyOnly`) yields.
+RECORDS = _marked("vehicle", "timestamp", "latitude", "longitude", "speed")
+KEYED = _marked("vehicle", "cell", "slot", "day", "speed")
+
+
+def split_ordinals(
+    frame: pl.DataFrame, file: str, block: str, seen: dict[tuple[Any, int], int]
+) -> pl.DataFrame:
+    """``frame`` with ``ordinal``, each row's position inside its (``file``, ``block``) split.
+
+    Spark hands a partition's rows of one split in file order, batch after batch; ``seen`` counts the rows of each
+    split already passed in this partition (updated here).
+    """
+    keys = frame.group_by(file, block, maintain_order=True).len()
+    base = keys.with_columns(
+        pl.Series("_base", [seen.get((f, b), 0) for f, b in zip(keys[file], keys[block], strict=True)])
+    ).drop("len")
+    for f, b, n in keys.iter_rows():
+        seen[(f, b)] = seen.get((f, b), 0) + n
+    return (
+        frame.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over(file, block).alias("_pos"))
+        .join(base, on=[file, block], how="left")
+        .with_columns((pl.col("_base") + pl.col("_pos")).alias("ordinal"))
+    )
 
 
 def _local_path(uri: str) -> str:
@@ -128,15 +170,6 @@ class RecordKeyer:
 
     def canonical(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The raw canonical columns of :func:`urbandp._records.readers.scan_records`, from one batch."""
-        schema, m = frame.schema, self.mapping
-        if m.coordinates:
-            lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
-        else:
-            assert m.latitude is not None and m.longitude is not None
-            lat = _as_float(pl.col(m.latitude), schema[m.latitude])
-            lon = _as_float(pl.col(m.longitude), schema[m.longitude])
-        ts_dtype = schema[m.timestamp]
-        ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
         ok = pl.col(self.corrupt).is_null() if self.corrupt else pl.lit(True)
         return frame.select(
             pl.col("source"),
@@ -144,11 +177,7 @@ class RecordKeyer:
             pl.col("ordinal"),
             pl.col("okey"),
             ok.alias("record_ok"),
-            pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
-            ts.alias("timestamp_raw"),
-            lat.alias("latitude"),
-            lon.alias("longitude"),
-            _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+            *canonical_columns(self.mapping, frame.schema),
         )
 
     def mark(
@@ -164,23 +193,7 @@ class RecordKeyer:
                 pl.lit(0, pl.Int64).alias("block"), pl.col("__row").cast(pl.Int64).alias("ordinal")
             )
             return self.checked(frame, pl.col("ordinal"))
-        # position inside the split: rows of one split arrive in file order, split after split
-        keys = frame.group_by("source", "block", maintain_order=True).len()
-        base = pl.DataFrame(
-            {
-                "source": keys["source"],
-                "block": keys["block"],
-                "_base": [seen.get((s, b), 0) for s, b in zip(keys["source"], keys["block"], strict=True)],
-            }
-        )
-        for s, b, n in keys.iter_rows():
-            seen[(s, b)] = seen.get((s, b), 0) + n
-        frame = frame.with_columns(
-            pl.int_range(pl.len(), dtype=pl.Int64).over("source", "block").alias("_pos")
-        )
-        frame = frame.join(base, on=["source", "block"], how="left").with_columns(
-            (pl.col("_base") + pl.col("_pos")).alias("ordinal")
-        )
+        frame = split_ordinals(frame, "source", "block", seen)
         # text: a row takes at least one byte, so split start + position grows with the row inside a file
         return self.checked(frame, pl.col("block") + pl.col("ordinal"))
 
@@ -368,22 +381,10 @@ class SparkBackend:
         frame: Any = records
         if isinstance(records, (pl.DataFrame, pl.LazyFrame)):
             cols = records.lazy().select("vehicle", "timestamp", "latitude", "longitude", "speed").collect()
-            table = cols.to_arrow().cast(
-                pa.schema(
-                    [
-                        ("vehicle", pa.string()),
-                        ("timestamp", pa.timestamp("us")),
-                        ("latitude", pa.float64()),
-                        ("longitude", pa.float64()),
-                        ("speed", pa.float64()),
-                    ]
-                )
-            )
+            table = cols.to_arrow().cast(RECORDS)
             spark = self.spark
             frame = spark.createDataFrame(table if spark.version >= "4" else table.to_pandas())
-        keyed = frame.mapInArrow(
-            _KeyOnly(spec), "vehicle string, cell bigint, slot smallint, day date, speed double"
-        ).withColumn("o", F.lit(0))
+        keyed = frame.mapInArrow(_KeyOnly(spec), spark_ddl(KEYED)).withColumn("o", F.lit(0))
         return _typed(_to_polars(_aggregate(keyed, spec)), spec.keep_speeds)
 
     def load(
@@ -583,15 +584,6 @@ class _KeyOnly:
     spec: ContributionSpec
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        schema = pa.schema(
-            [
-                ("vehicle", pa.string()),
-                ("cell", pa.int64()),
-                ("slot", pa.int16()),
-                ("day", pa.date32()),
-                ("speed", pa.float64()),
-            ]
-        )
         for rb in batches:
             frame = pl.from_arrow(rb)
             assert isinstance(frame, pl.DataFrame)
@@ -610,4 +602,4 @@ class _KeyOnly:
                     pl.col("speed").cast(pl.Float64),
                 )
             )
-            yield from out.to_arrow().cast(schema).to_batches()
+            yield from out.to_arrow().cast(KEYED).to_batches()

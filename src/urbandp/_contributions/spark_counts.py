@@ -22,7 +22,13 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from urbandp._contributions.spark_backend import _input_error, _spark_errors, _to_polars
+from urbandp._contributions.spark_backend import (
+    _input_error,
+    _spark_errors,
+    _to_polars,
+    spark_ddl,
+    split_ordinals,
+)
 from urbandp._contributions.spark_session import get_spark
 from urbandp.counts._aggregate import EVENT_COLUMNS, JointCounts, _index_rows
 from urbandp.counts._domain import CountDomain
@@ -58,13 +64,6 @@ def _schema(n_columns: int) -> pa.Schema:
     return pa.schema(fields + [(f"__c{i}", pa.string()) for i in range(n_columns)])
 
 
-def _ddl(n_columns: int) -> str:
-    return (
-        "kind tinyint, block bigint, ordinal bigint, n bigint, card string, day string, ts timestamp_ntz, "
-        "cell bigint, reason string" + "".join(f", __c{i} string" for i in range(n_columns))
-    )
-
-
 @dataclass(frozen=True)
 class EventKeyer:
     """Per-batch function inside ``mapInArrow``: the row-wise part of ``joint_from_events`` on one batch."""
@@ -84,20 +83,8 @@ class EventKeyer:
 
     def key(self, frame: pl.DataFrame, seen: dict[tuple[str, int], int]) -> pl.DataFrame:
         raw = [f"__c{i}" for i in range(len(self.columns))]
-        keys = frame.group_by("__file", "__block", maintain_order=True).len()
-        base = keys.with_columns(
-            pl.Series(
-                "_base", [seen.get((f, b), 0) for f, b in zip(keys["__file"], keys["__block"], strict=True)]
-            )
-        ).drop("len")
-        for f, b, n in keys.iter_rows():
-            seen[(f, b)] = seen.get((f, b), 0) + n
-        frame = (
-            frame.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("__file", "__block").alias("_pos"))
-            .join(base, on=["__file", "__block"], how="left")
-            .with_columns(
-                (pl.col("_base") + pl.col("_pos")).alias("ordinal"), pl.col("__block").alias("block")
-            )
+        frame = split_ordinals(frame, "__file", "__block", seen).with_columns(
+            pl.col("__block").alias("block")
         )
         df = frame.rename(dict(zip(raw, self.columns, strict=True)))
         df = df.with_columns(pl.col(c).alias(r) for c, r in zip(self.columns, raw, strict=True))
@@ -173,7 +160,7 @@ def joint_from_events_spark(
             F.col("_metadata.file_path").alias("__file"),
             F.col("_metadata.file_block_start").alias("__block"),
         )
-        marked = meta.mapInArrow(EventKeyer(columns, domain, unit), _ddl(len(columns)))
+        marked = meta.mapInArrow(EventKeyer(columns, domain, unit), spark_ddl(_schema(len(columns))))
     except errors as err:
         raise _input_error(err) from None
     marked = marked.persist(StorageLevel.MEMORY_AND_DISK)

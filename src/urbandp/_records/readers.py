@@ -706,6 +706,25 @@ def _timestamp_text(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     return expr.cast(pl.String)
 
 
+def canonical_columns(m: ColumnMapping, schema: pl.Schema) -> list[pl.Expr]:
+    """The raw canonical ``vehicle``, ``timestamp_raw``, ``latitude``, ``longitude`` and ``speed_raw`` of a frame
+    whose columns ``m`` maps (``schema``: their types); the Spark engine builds its batches with them too."""
+    if m.coordinates:
+        lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
+    else:
+        assert m.latitude is not None and m.longitude is not None  # ColumnMapping.resolve: pair or both
+        lat = _as_float(pl.col(m.latitude), schema[m.latitude])
+        lon = _as_float(pl.col(m.longitude), schema[m.longitude])
+    ts = pl.col(m.timestamp)
+    return [
+        pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
+        (ts if isinstance(schema[m.timestamp], pl.Datetime) else ts.cast(pl.String)).alias("timestamp_raw"),
+        lat.alias("latitude"),
+        lon.alias("longitude"),
+        _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+    ]
+
+
 def scan_records(
     paths: list[Path], columns: dict[str, str] | None = None, *, timezone: str | None = None
 ) -> tuple[pl.LazyFrame, ColumnMapping, list[Path]]:
@@ -727,16 +746,8 @@ def scan_records(
         )  # canonical names already: a --column map is for the others
         m = ColumnMapping.resolve(list(schema.names()), None if own else columns)
         mapping = mapping or m
-        if m.coordinates:
-            lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
-        else:
-            assert m.latitude is not None and m.longitude is not None  # ColumnMapping.resolve: pair or both
-            lat = _as_float(pl.col(m.latitude), schema[m.latitude])
-            lon = _as_float(pl.col(m.longitude), schema[m.longitude])
-        ts_dtype = schema[m.timestamp]
         if not own:
-            timezones.check_instants(ts_dtype, m.timestamp, timezone)
-        ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
+            timezones.check_instants(schema[m.timestamp], m.timestamp, timezone)
         tolerant = "__line" in schema
         numbered = lf if tolerant else lf.with_row_index("__line", offset=1)
         # A CSV line with no value in any field (a blank line, or separators only) is not a record: flagged here,
@@ -751,11 +762,7 @@ def scan_records(
                 pl.lit(index, dtype=pl.UInt16).alias("source"),
                 pl.col("__line").cast(pl.UInt32).alias("row"),
                 (pl.col("__record_ok") if tolerant else pl.lit(True)).alias("record_ok"),
-                pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
-                ts.alias("timestamp_raw"),
-                lat.alias("latitude"),
-                lon.alias("longitude"),
-                _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+                *canonical_columns(m, schema),
                 empty.alias("empty_line"),
             )
         )
