@@ -58,56 +58,38 @@ OUTSIDE = 100
 DUPLICATE = len(REASONS)
 CORRUPT = "_corrupt_record"
 
-# What each Arrow batch becomes. ``kind`` 1 rows are per-batch counts per (file, split, reason); ``kind`` 0 rows
-# are the valid records inside the window (with their H3 cell, slot and day) and the rejected ones (with their raw
-# values for the quarantine). Records outside the window are only counted.
-MARKED = pa.schema(
-    [
-        ("kind", pa.int8()),
-        ("source", pa.int32()),
-        ("block", pa.int64()),
-        ("ordinal", pa.int64()),
-        ("okey", pa.int64()),
-        ("reason", pa.int16()),
-        ("n", pa.int64()),
-        ("vehicle", pa.string()),
-        ("timestamp", pa.timestamp("us")),
-        ("cell", pa.int64()),
-        ("slot", pa.int16()),
-        ("day", pa.date32()),
-        ("speed", pa.float64()),
-        ("timestamp_raw", pa.string()),
-        ("latitude", pa.float64()),
-        ("longitude", pa.float64()),
-        ("speed_raw", pa.float64()),
-    ]
-)
-_SPARK_TYPES = {
-    pa.int8(): "tinyint",
-    pa.int16(): "smallint",
-    pa.int32(): "int",
-    pa.int64(): "bigint",
-    pa.float64(): "double",
-    pa.string(): "string",
-    pa.date32(): "date",
-    pa.timestamp("us"): "timestamp_ntz",
+_ARROW_TYPES = {
+    "tinyint": pa.int8(),
+    "smallint": pa.int16(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "date": pa.date32(),
+    "timestamp_ntz": pa.timestamp("us"),
 }
 
 
-def spark_ddl(schema: pa.Schema) -> str:
-    """Spark's DDL of an Arrow schema of flat columns: the result type of a ``mapInArrow`` that yields it."""
-    return ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in schema)
+def arrow_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema of a Spark DDL of flat columns (``"kind tinyint, n bigint"``): what the batches of a
+    ``mapInArrow`` with that result type hold."""
+    return pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in (c.split() for c in ddl.split(","))])
 
 
-def _marked(*names: str) -> pa.Schema:
-    """The columns ``names`` of :data:`MARKED`, with its types."""
-    return pa.schema([MARKED.field(n) for n in names])
-
-
-MARKED_DDL = spark_ddl(MARKED)
+# What each Arrow batch becomes. ``kind`` 1 rows are per-batch counts per (file, split, reason); ``kind`` 0 rows
+# are the valid records inside the window (with their H3 cell, slot and day) and the rejected ones (with their raw
+# values for the quarantine). Records outside the window are only counted.
+MARKED_DDL = (
+    "kind tinyint, source int, block bigint, ordinal bigint, okey bigint, reason smallint, n bigint, vehicle string, "
+    "timestamp timestamp_ntz, cell bigint, slot smallint, day date, speed double, timestamp_raw string, "
+    "latitude double, longitude double, speed_raw double"
+)
+MARKED = arrow_schema(MARKED_DDL)
 #: What :meth:`SparkBackend.contributions` sends to Spark, and what its batch function (:class:`_KeyOnly`) yields.
-RECORDS = _marked("vehicle", "timestamp", "latitude", "longitude", "speed")
-KEYED = _marked("vehicle", "cell", "slot", "day", "speed")
+RECORDS = arrow_schema(
+    "vehicle string, timestamp timestamp_ntz, latitude double, longitude double, speed double"
+)
+KEYED_DDL = "vehicle string, cell bigint, slot smallint, day date, speed double"
 
 
 def split_ordinals(
@@ -384,7 +366,7 @@ class SparkBackend:
             table = cols.to_arrow().cast(RECORDS)
             spark = self.spark
             frame = spark.createDataFrame(table if spark.version >= "4" else table.to_pandas())
-        keyed = frame.mapInArrow(_KeyOnly(spec), spark_ddl(KEYED)).withColumn("o", F.lit(0))
+        keyed = frame.mapInArrow(_KeyOnly(spec), KEYED_DDL).withColumn("o", F.lit(0))
         return _typed(_to_polars(_aggregate(keyed, spec)), spec.keep_speeds)
 
     def load(
@@ -602,4 +584,4 @@ class _KeyOnly:
                     pl.col("speed").cast(pl.Float64),
                 )
             )
-            yield from out.to_arrow().cast(KEYED).to_batches()
+            yield from out.to_arrow().cast(arrow_schema(KEYED_DDL)).to_batches()

@@ -26,7 +26,7 @@ from urbandp._contributions.spark_backend import (
     _input_error,
     _spark_errors,
     _to_polars,
-    spark_ddl,
+    arrow_schema,
     split_ordinals,
 )
 from urbandp._contributions.spark_session import get_spark
@@ -49,19 +49,13 @@ class SparkJointCounts(JointCounts):
         return sum(self.reasons.values())
 
 
-def _schema(n_columns: int) -> pa.Schema:
-    fields = [
-        ("kind", pa.int8()),
-        ("block", pa.int64()),
-        ("ordinal", pa.int64()),
-        ("n", pa.int64()),
-        ("card", pa.string()),
-        ("day", pa.string()),
-        ("ts", pa.timestamp("us")),
-        ("cell", pa.int64()),
-        ("reason", pa.string()),
-    ]
-    return pa.schema(fields + [(f"__c{i}", pa.string()) for i in range(n_columns)])
+def _ddl(n_columns: int) -> str:
+    """What each Arrow batch becomes: ``kind`` 1 rows count a batch's rows; ``kind`` 0 rows are the events placed in
+    the domain (``cell``) and the rejected ones (``reason``), with the raw columns ``__c0``, ``__c1``, ..."""
+    return (
+        "kind tinyint, block bigint, ordinal bigint, n bigint, card string, day string, ts timestamp_ntz, "
+        "cell bigint, reason string" + "".join(f", __c{i} string" for i in range(n_columns))
+    )
 
 
 @dataclass(frozen=True)
@@ -74,7 +68,7 @@ class EventKeyer:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         seen: dict[tuple[str, int], int] = {}
-        schema = _schema(len(self.columns))
+        schema = arrow_schema(_ddl(len(self.columns)))
         for rb in batches:
             if rb.num_rows:
                 frame = pl.from_arrow(rb)
@@ -128,7 +122,7 @@ class EventKeyer:
         )
         summary = pl.DataFrame({"kind": [1], "n": [frame.height]}, schema={"kind": pl.Int8, "n": pl.Int64})
         out = pl.concat([good_rows, bad_rows, summary], how="diagonal_relaxed")
-        names = _schema(len(self.columns)).names
+        names = arrow_schema(_ddl(len(self.columns))).names
         return out.select([pl.col(n) if n in out.columns else pl.lit(None).alias(n) for n in names])
 
 
@@ -160,7 +154,7 @@ def joint_from_events_spark(
             F.col("_metadata.file_path").alias("__file"),
             F.col("_metadata.file_block_start").alias("__block"),
         )
-        marked = meta.mapInArrow(EventKeyer(columns, domain, unit), spark_ddl(_schema(len(columns))))
+        marked = meta.mapInArrow(EventKeyer(columns, domain, unit), _ddl(len(columns)))
     except errors as err:
         raise _input_error(err) from None
     marked = marked.persist(StorageLevel.MEMORY_AND_DISK)

@@ -437,11 +437,7 @@ def _check_utf8(mm: mmap.mmap, path: Path, chunk: int = 8 << 20) -> None:
         try:
             decoder.decode(mm[at : at + chunk], final=at + chunk >= size)
         except UnicodeDecodeError as err:
-            line = mm[: at + max(err.start, 0)].count(b"\n") + 1
-            raise InputError(
-                f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
-                "latin1 -t utf-8 in.jsonl > out.jsonl)"
-            ) from None
+            raise _not_utf8(path, mm[: at + max(err.start, 0)].count(b"\n") + 1) from None
 
 
 def _line_layout(mm: mmap.mmap, chunk: int = 8 << 20) -> tuple[int, bool, bool]:
@@ -572,13 +568,24 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     whole = _whole_file(path, schema)
     if whole is not None:
         return whole
-    frames: list[pl.DataFrame] = []
-    for block, start, n in _line_blocks(path):
-        frames.extend(_parse_block(block, start, n, schema))
+    frames = [f for block, start, n in _line_blocks(path) for f in _parse_block(block, start, n, schema)]
+    return _joined(frames, schema)
+
+
+def _joined(frames: list[pl.DataFrame], schema: dict[str, DType]) -> pl.DataFrame:
+    """The parsed pieces of a file in one frame (an empty one of ``schema`` when none holds a row)."""
     frames = [f for f in frames if f.height]
     if not frames:
         return _numbered(pl.DataFrame(schema=schema), [])
     return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
+
+
+def _not_utf8(path: Path, line: int) -> InputError:
+    """The one line for a JSON file whose ``line`` is not UTF-8 text (Latin-1, say)."""
+    return InputError(
+        f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
+        "latin1 -t utf-8 in.jsonl > out.jsonl)"
+    )
 
 
 def _refuse_non_utf8_head(path: Path) -> None:
@@ -588,10 +595,7 @@ def _refuse_non_utf8_head(path: Path) -> None:
         try:
             line.decode("utf-8")
         except UnicodeDecodeError:
-            raise InputError(
-                f"cannot read {path}: line {number:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
-                "latin1 -t utf-8 in.jsonl > out.jsonl)"
-            ) from None
+            raise _not_utf8(path, number) from None
 
 
 def _head_lines(path: Path, max_bytes: int = 1 << 20) -> list[bytes]:
@@ -622,10 +626,7 @@ def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     wanted = list(schema)
     lines = [json.dumps({k: r.get(k) for k in wanted}) if isinstance(r, dict) else "null" for r in data]
     blob = "\n".join(lines).encode()
-    frames = [f for f in _parse_block(blob, 1, len(lines), schema) if f.height] if lines else []
-    if not frames:
-        return _numbered(pl.DataFrame(schema=schema), [])
-    return pl.concat(frames, how="vertical")
+    return _joined(_parse_block(blob, 1, len(lines), schema) if lines else [], schema)
 
 
 def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame:
