@@ -410,21 +410,7 @@ class SparkBackend:
                 first_mapping = first_mapping or mapping
                 corrupt = CORRUPT if CORRUPT in sdf.columns else None
                 # only the mapped columns cross from the JVM to Python (the transfer is the costliest step)
-                used = [
-                    c
-                    for c in dict.fromkeys(
-                        [
-                            mapping.vehicle,
-                            mapping.timestamp,
-                            mapping.speed,
-                            mapping.latitude,
-                            mapping.longitude,
-                            mapping.coordinates,
-                            corrupt,
-                        ]
-                    )
-                    if c is not None
-                ]
+                used = [c for c in dict.fromkeys([*dataclasses.astuple(mapping), corrupt]) if c is not None]
                 keyer = RecordKeyer(resolved, mapping, options, window, corrupt, tuple(used))
                 # columns by position (names such as "location.coordinates" would be read as struct paths)
                 meta = sdf.select(

@@ -177,10 +177,8 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
                 lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
             elif kind == "parquet":
                 lf = _scan_parquet(path, points=False)
-            elif kind == "jsonl":  # a Polars scan would infer its schema from the whole file
+            else:  # JSON Lines: a Polars scan would infer its schema from the whole file
                 out[given.name] = _json_lines_head(path, column, n)
-                continue
-            else:
                 continue
             out[given.name] = lf.select(pl.col(column)).head(n).collect().to_series()
         except Exception:  # a sample is only for the report; validation reports every row

@@ -132,11 +132,7 @@ class FleetSpec:
             )
         if self.seed < 0:
             raise InvalidParameterError(f"seed must be non-negative, got {self.seed}", parameters="seed")
-        if not 2 <= self.records_per_vehicle_day <= 20_000:
-            raise InvalidParameterError(
-                f"records_per_vehicle_day must be between 2 and 20000, got {self.records_per_vehicle_day}",
-                parameters="records_per_vehicle_day",
-            )
+        self._between("records_per_vehicle_day", 2, 20_000)
         expected = self.vehicles * self.days * self.records_per_vehicle_day
         if expected > MAX_RECORDS:
             raise InvalidParameterError(
@@ -144,20 +140,14 @@ class FleetSpec:
                 f"{MAX_RECORDS:,} are generated in one file (about 20 GB of CSV)",
                 parameters=("vehicles", "days", "records_per_vehicle_day"),
             )
-        if not 0.0 <= self.dirty_fraction <= 0.5:
-            raise InvalidParameterError(
-                f"dirty_fraction must be between 0 and 0.5, got {self.dirty_fraction}",
-                parameters="dirty_fraction",
-            )
-        if not 1 <= self.routes <= 200:
-            raise InvalidParameterError(
-                f"routes must be between 1 and 200, got {self.routes}", parameters="routes"
-            )
-        if not 0.0 <= self.speeder_fraction <= 1.0:
-            raise InvalidParameterError(
-                f"speeder_fraction must be between 0 and 1, got {self.speeder_fraction}",
-                parameters="speeder_fraction",
-            )
+        self._between("dirty_fraction", 0, 0.5)
+        self._between("routes", 1, 200)
+        self._between("speeder_fraction", 0, 1)
+
+    def _between(self, name: str, lo: float, hi: float) -> None:
+        value = getattr(self, name)
+        if not lo <= value <= hi:
+            raise InvalidParameterError(f"{name} must be between {lo} and {hi}, got {value}", parameters=name)
 
 
 @dataclass(frozen=True)
