@@ -511,17 +511,22 @@ def _scale(
     return _Scale(lo, hi, speed_max is not None, threshold if has_ci else None)
 
 
-def _payload(
-    released: _Released,
-    scale: _Scale,
-    context: _Context,
-    *,
-    legend: str,
-    value_col: str,
-    tiles: TileSource | None,
-    cell_word: str = "hexagon",
-) -> dict[str, object]:
+@dataclass(frozen=True)
+class _Page:
+    """What one map page shows: the released cells, their colour scale, the context layers, the legend (its unit in
+    parentheses at the end), the basemap and the word for a cell."""
+
+    released: _Released
+    scale: _Scale
+    context: _Context
+    legend: str
+    tiles: TileSource | None
+    cell_word: str
+
+
+def _payload(page: _Page, value_col: str) -> dict[str, object]:
     """The data the page's script draws (embedded by Jinja's ``tojson``)."""
+    released, scale, context, legend, tiles = page.released, page.scale, page.context, page.legend, page.tiles
     cells, resolutions, grids, overlay = released.cells, released.resolutions, released.grids, context.overlay
     return {
         "cells": cells,
@@ -548,7 +553,7 @@ def _payload(
         "stops": [(round(a, 6), round(b, 6)) for a, b in overlay.stops] if overlay else [],
         "context": context.files,
         "tiles": None if tiles is None else {"url": tiles.url, "attribution": tiles.attribution},
-        "cell_word": cell_word,
+        "cell_word": page.cell_word,
         "cell_label": "H3 cell" if resolutions else "grid cell",
     }
 
@@ -568,28 +573,17 @@ def _legend_parts(scale: _Scale) -> dict[str, object]:
     }
 
 
-def _render_map(
-    payload: dict[str, object],
-    released: _Released,
-    scale: _Scale,
-    context: _Context,
-    *,
-    title: str,
-    legend: str,
-    header: MapHeader,
-    tiles: TileSource | None,
-    cell_word: str = "hexagon",
-) -> str:
+def _render_map(page: _Page, payload: dict[str, object], title: str, header: MapHeader) -> str:
     """The page: :data:`TEMPLATE` rendered with the payload, the legend and Leaflet inlined."""
     css, js, version = leaflet_assets()
-    overlay = context.overlay
+    released, context, overlay = page.released, page.context, page.context.overlay
     return render_page(
         TEMPLATE,
         title=title,
-        legend=legend,
+        legend=page.legend,
         header=header,
-        **_legend_parts(scale),
-        unit=_unit(legend),
+        **_legend_parts(page.scale),
+        unit=_unit(page.legend),
         has_domain=bool(context.domain_rings),
         has_routes=overlay is not None and bool(overlay.shapes),
         has_stops=overlay is not None and bool(overlay.stops),
@@ -597,8 +591,8 @@ def _render_map(
         resolutions=sorted(set(released.resolutions)),
         has_ci=released.has_ci,
         gtfs_source=None if overlay is None else overlay.source,
-        has_tiles=tiles is not None,
-        cell_word=cell_word,
+        has_tiles=page.tiles is not None,
+        cell_word=page.cell_word,
         cell_label_article="an H3 cell" if released.resolutions else "a grid cell id",
         data=payload,
         leaflet_css=Markup(css.replace("</style", "<\\/style")),
@@ -659,18 +653,6 @@ def write_hat_map(
     released = _released(data, frame, cell_rings)
     layers = _Context(overlay, files, _domain_rings(domain_cells, released.cells))
     scale = _scale(released.grids["value"], speed_max, interval_threshold, released.has_ci)
-    payload = _payload(
-        released, scale, layers, legend=legend, value_col=value_col, tiles=tiles, cell_word=cell_word
-    )
-    page = _render_map(
-        payload,
-        released,
-        scale,
-        layers,
-        title=title,
-        legend=legend,
-        header=header if header is not None else _default_header(subtitle),
-        tiles=tiles,
-        cell_word=cell_word,
-    )
-    _write_page(path, page)
+    page = _Page(released, scale, layers, legend, tiles, cell_word)
+    header = header if header is not None else _default_header(subtitle)
+    _write_page(path, _render_map(page, _payload(page, value_col), title, header))
