@@ -379,35 +379,20 @@ def rejected_rows(validated: pl.LazyFrame) -> pl.LazyFrame:
 def quarantine_frame(rejected: pl.DataFrame, duplicates: pl.DataFrame) -> pl.DataFrame:
     """Rejected rows and duplicates with their reason, in the columns written to ``quarantine.csv``.
 
-    ``duplicates`` should hold the duplicate rows' RAW columns (``timestamp_raw``, ``latitude``, ``longitude``,
-    ``speed_raw``: see :func:`raw_rows`), so the quarantine shows what the input said. A frame of parsed rows
-    (``timestamp``, ``speed``) is still accepted: its values are then the parsed ones.
+    ``duplicates`` holds the duplicate rows' raw columns (:func:`raw_rows`), so the quarantine shows what the input
+    said; with no row it may have any columns.
     """
-    if "timestamp_raw" in duplicates.columns:
-        dup = duplicates.select(
-            pl.col("source"),
-            pl.col("row"),
-            pl.lit("duplicate").alias("reason"),
-            pl.col("vehicle").cast(pl.String),
-            pl.col("timestamp_raw").cast(pl.String),
-            pl.col("latitude"),
-            pl.col("longitude"),
-            pl.col("speed_raw"),
-        )
-    else:
-        dup = duplicates.select(
-            pl.col("source"),
-            pl.col("row"),
-            pl.lit("duplicate").alias("reason"),
-            pl.col("vehicle").cast(pl.String),
-            pl.col("timestamp").dt.strftime("%Y-%m-%dT%H:%M:%S").alias("timestamp_raw"),
-            *(  # a release pass keeps the H3 cell instead of the coordinates
-                pl.col(c) if c in duplicates.columns else pl.lit(None, pl.Float64).alias(c)
-                for c in ("latitude", "longitude")
-            ),
-            pl.col("speed").alias("speed_raw"),
-        )
     bad = rejected.select(QUARANTINE_COLUMNS).with_columns(pl.col("timestamp_raw").cast(pl.String))
+    if duplicates.height == 0:
+        return bad.sort("source", "row")
+    dup = duplicates.select(
+        "source",
+        "row",
+        pl.lit("duplicate").alias("reason"),
+        pl.col("vehicle").cast(pl.String),
+        pl.col("timestamp_raw").cast(pl.String),
+        *RAW_FIELDS[2:],
+    )
     return pl.concat([bad, dup], how="vertical_relaxed").sort("source", "row")
 
 
