@@ -534,9 +534,8 @@ class SparkBackend:
                 F.element_at(reason_names, F.col("reason").cast("int")).alias("reason"),
                 *RAW_FIELDS,
             )
-            .sortWithinPartitions(
-                "_s", "row"
-            )  # no global sort (a sampling job): readers sort if they need to
+            # no global sort (a sampling job): readers sort if they need to
+            .sortWithinPartitions("_s", "row")
             .drop("_s")
         )
         root = self.scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())

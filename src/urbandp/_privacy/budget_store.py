@@ -184,9 +184,8 @@ class BudgetStore:
         self.operator = resolve_operator(operator)
         self.is_pg = self.url.startswith(("postgresql://", "postgres://"))
         self._conn: Any
-        self._operational: type[Exception] = (
-            sqlite3.OperationalError
-        )  # the driver's "the database failed" error
+        # the driver's "the database failed" error
+        self._operational: type[Exception] = sqlite3.OperationalError
         if self.is_pg:
             try:
                 import psycopg

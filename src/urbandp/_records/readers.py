@@ -267,9 +267,8 @@ def _json_reading_schema(
         if optional is not None and optional not in schema:
             values = [rec.get(optional) for rec in sample]
             numeric = optional in (m.latitude, m.longitude, m.speed) and all(v is None for v in values)
-            schema[optional] = (
-                pl.Float64 if numeric else _json_dtype(values)
-            )  # absent from the sample: a number
+            # absent from the sample: a number
+            schema[optional] = pl.Float64 if numeric else _json_dtype(values)
     pair = schema.get(m.coordinates) if m.coordinates else None
     if isinstance(pair, pl.Struct) and "coordinates" in {f.name for f in pair.fields}:
         schema[m.coordinates] = pl.Struct({"coordinates": pair.to_schema()["coordinates"]})  # type: ignore[index]
@@ -740,9 +739,8 @@ def scan_records(
     for index, path in enumerate(files):
         lf = _scan_one(path, columns)
         schema = _schema(lf, path)
-        own = (
-            input_kind(path) == gtfs_realtime.KIND
-        )  # canonical names already: a --column map is for the others
+        # a GTFS-realtime input has the canonical names already: a --column map is for the others
+        own = input_kind(path) == gtfs_realtime.KIND
         m = ColumnMapping.resolve(list(schema.names()), None if own else columns)
         mapping = mapping or m
         if not own:
