@@ -383,19 +383,16 @@ class BudgetStore:
         rows = self._exec(f"SELECT {column} FROM releases WHERE dataset = ?", (name,))
         return math.fsum(float(v or 0.0) for (v,) in rows)
 
-    def _delta_per_day(self, name: str) -> dict[str, float]:
+    def delta_per_day(self, name: str) -> dict[str, float]:
+        """``{day: delta}``: the deltas charged on each day, summed over releases (basic composition, Dwork and
+        Roth 2014, Thm 3.16): what one unit-day pays."""
+        self.caps(name)
         rows = self._exec(
             "SELECT c.day, SUM(COALESCE(c.delta, 0)) FROM charges c JOIN releases r ON r.id = c.release_id "
             "WHERE r.dataset = ? GROUP BY c.day",
             (name,),
         )
         return {str(d): float(v) for d, v in rows}
-
-    def delta_per_day(self, name: str) -> dict[str, float]:
-        """``{day: delta}``: the deltas charged on each day, summed over releases (basic composition, Dwork and
-        Roth 2014, Thm 3.16): what one unit-day pays."""
-        self.caps(name)
-        return self._delta_per_day(name)
 
     def delta_spent(self, name: str) -> float:
         """The composed delta of all releases of ``name``: the sum of their window deltas (Thm 3.16), what a unit
