@@ -332,10 +332,6 @@ class SparkLoad:
     mapping: ColumnMapping
     quarantine_parquet: Path
 
-    @property
-    def records_quarantined(self) -> int:
-        return sum(self.reasons.values())
-
 
 class SparkBackend:
     """The record-level stage on Apache Spark (``--engine spark``); ``master`` defaults to ``local[*]``."""

@@ -295,10 +295,6 @@ def _numbered(frame: pl.DataFrame, lines: np.ndarray | range | list[int], ok: bo
     )
 
 
-def _failed(schema: dict[str, DType], lines: list[int]) -> pl.DataFrame:
-    return _numbered(pl.DataFrame(schema=schema).clear(len(lines)), lines, ok=False)
-
-
 def _bulk(data: bytes, schema: dict[str, DType]) -> pl.DataFrame | None:
     """One Polars parse of whole lines with the fixed schema; None when the parser rejects the bytes.
 
@@ -366,7 +362,7 @@ def _parse_line_by_line(lines: list[bytes], first_line: int, schema: dict[str, D
             else:
                 failed.append(number)
     if failed:
-        out.append(_failed(schema, failed))
+        out.append(_numbered(pl.DataFrame(schema=schema).clear(len(failed)), failed, ok=False))
     return out
 
 
