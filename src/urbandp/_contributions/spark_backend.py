@@ -85,7 +85,8 @@ MARKED_DDL = (
     "latitude double, longitude double, speed_raw double"
 )
 MARKED = arrow_schema(MARKED_DDL)
-#: What :meth:`SparkBackend.contributions` sends to Spark, and what its batch function (:class:`_KeyOnly`) yields.
+# The valid records :meth:`SparkBackend.contributions` sends to Spark (RECORDS) and what its batch function,
+# :class:`_KeyOnly`, yields (KEYED_DDL).
 RECORDS = arrow_schema(
     "vehicle string, timestamp timestamp_ntz, latitude double, longitude double, speed double"
 )
