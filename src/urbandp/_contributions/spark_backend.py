@@ -28,11 +28,11 @@ import dataclasses
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import polars as pl
@@ -57,6 +57,7 @@ OUTSIDE = 100
 #: reason code of a later duplicate: the last of :data:`REASONS` (codes 1.. are REASONS in order)
 DUPLICATE = len(REASONS)
 CORRUPT = "_corrupt_record"
+T = TypeVar("T")
 
 _ARROW_TYPES = {
     "tinyint": pa.int8(),
@@ -235,6 +236,27 @@ def _input_error(err: BaseException) -> InputError:
     return InputError(f"engine spark: cannot read input: {first[:300]}", parameters="engine")
 
 
+def run_cached(marked: SparkFrame, finish: Callable[[SparkFrame], T]) -> T:
+    """``finish(marked)`` with ``marked`` kept by Spark (in memory, spilled to disk) meanwhile, so that the jobs
+    ``finish`` runs read the input once; an error of Spark's becomes one line (:func:`_input_error`)."""
+    from pyspark import StorageLevel
+
+    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return finish(marked)
+    except _spark_errors() as err:
+        raise _input_error(err) from None
+    finally:
+        marked.unpersist()
+
+
+def quarantine_path(scratch: Path | None) -> Path:
+    """A new Parquet folder for a quarantine written by Spark: in ``scratch``, else ``$URBANDP_SPARK_SCRATCH``, else
+    the temporary folder."""
+    root = scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
+    return Path(root) / f"urbandp-quarantine-{uuid.uuid4().hex[:12]}.parquet"
+
+
 def _groups(files: list[Path]) -> list[tuple[str, list[int]]]:
     """Files read by one Spark reader each: CSV grouped by header line, Parquet by schema, JSON by kind.
 
@@ -379,7 +401,6 @@ class SparkBackend:
         Raises :class:`InputError` for unusable input, as :func:`urbandp.fleet._pipeline.load_records` does.
         """
         spark = self.spark  # first: says plainly when PySpark or Java is missing
-        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         files = expand_inputs(list(paths))
@@ -420,14 +441,8 @@ class SparkBackend:
         except errors as err:
             raise _input_error(err) from None
         assert first_mapping is not None
-        marked = reduce(lambda a, b: a.unionByName(b), parts).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            try:
-                return self._finish(marked, files, first_mapping, window)
-            except errors as err:
-                raise _input_error(err) from None
-        finally:
-            marked.unpersist()
+        marked = reduce(lambda a, b: a.unionByName(b), parts)
+        return run_cached(marked, lambda m: self._finish(m, files, first_mapping, window))
 
     def _finish(
         self, marked: SparkFrame, files: list[Path], mapping: ColumnMapping, window: ContributionSpec
@@ -535,8 +550,7 @@ class SparkBackend:
             .sortWithinPartitions("_s", "row")
             .drop("_s")
         )
-        root = self.scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
-        path = Path(root) / f"urbandp-quarantine-{uuid.uuid4().hex[:12]}.parquet"
+        path = quarantine_path(self.scratch)
         quarantine.write.mode("overwrite").parquet(str(path))
         return path
 

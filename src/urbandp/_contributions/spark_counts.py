@@ -11,9 +11,6 @@ of the joint (index, count) come back to the driver; the quarantine is written b
 
 from __future__ import annotations
 
-import os
-import tempfile
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +24,8 @@ from urbandp._contributions.spark_backend import (
     _spark_errors,
     _to_polars,
     arrow_schema,
+    quarantine_path,
+    run_cached,
     split_ordinals,
 )
 from urbandp._contributions.spark_session import get_spark
@@ -133,7 +132,6 @@ def joint_from_events_spark(
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
     spark = get_spark(master)  # first: says plainly when PySpark or Java is missing
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     errors = _spark_errors()
@@ -157,14 +155,7 @@ def joint_from_events_spark(
         marked = meta.mapInArrow(EventKeyer(columns, domain, unit), _ddl(len(columns)))
     except errors as err:
         raise _input_error(err) from None
-    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        try:
-            return _finish(marked, columns, domain, unit, scratch)
-        except errors as err:
-            raise _input_error(err) from None
-    finally:
-        marked.unpersist()
+    return run_cached(marked, lambda m: _finish(m, columns, domain, unit, scratch))
 
 
 def _finish(
@@ -193,8 +184,7 @@ def _finish(
         cells["cell"].to_numpy().astype(np.int64) if cells.height else np.zeros(0, np.int64),
         cells["w"].to_numpy().astype(np.int64) if cells.height else np.zeros(0, np.int64),
     )
-    root = scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
-    out = Path(root) / f"urbandp-quarantine-{uuid.uuid4().hex[:12]}.parquet"
+    out = quarantine_path(scratch)
     bad.orderBy("block", "ordinal").select(
         *[F.col(f"__c{i}").alias(c) for i, c in enumerate(columns)], "reason"
     ).write.mode("overwrite").parquet(str(out))

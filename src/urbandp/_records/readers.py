@@ -11,11 +11,12 @@ its file), ``vehicle`` (str), ``timestamp_raw`` (str, or an already typed dateti
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import mmap
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -230,12 +231,8 @@ def _json_keys(path: Path, columns: dict[str, str] | None) -> list[str]:
     """
     names: dict[str, None] = {}
     with path.open("rb") as handle:
-        for line in handle:
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and any(k not in names for k in obj):
+        for obj in _objects(handle):
+            if any(k not in names for k in obj):
                 names.update(dict.fromkeys(obj))
                 try:
                     ColumnMapping.resolve(list(names), columns)
@@ -275,18 +272,19 @@ def _json_reading_schema(
     return schema
 
 
-def _sample_records(lines: list[bytes]) -> list[dict[str, object]]:
-    sample: list[dict[str, object]] = []
+def _objects(lines: Iterable[bytes]) -> Iterator[dict[str, object]]:
+    """The JSON objects among ``lines``, in order (lines that do not parse, and other JSON values, skipped)."""
     for line in lines:
-        if len(sample) >= JSON_SAMPLE_RECORDS:
-            break
         try:
             obj = json.loads(line)
         except ValueError:
             continue
         if isinstance(obj, dict):
-            sample.append(obj)
-    return sample
+            yield obj
+
+
+def _sample_records(lines: list[bytes]) -> list[dict[str, object]]:
+    return list(itertools.islice(_objects(lines), JSON_SAMPLE_RECORDS))
 
 
 def _numbered(frame: pl.DataFrame, lines: np.ndarray | range | list[int], ok: bool = True) -> pl.DataFrame:
