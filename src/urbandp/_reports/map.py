@@ -406,15 +406,6 @@ class _Scale:
     threshold: float | None
 
 
-@dataclass(frozen=True)
-class _Context:
-    """Public context drawn under and over the cells: the GTFS overlay, GeoJSON files, the domain's outline."""
-
-    overlay: GtfsOverlay | None
-    files: list[dict[str, object]]
-    domain_rings: list[list[LatLon]]
-
-
 def _check_positive(name: str, value: float | None) -> None:
     """:class:`InputError` unless ``value`` is None or a finite positive number."""
     if value is not None and not (math.isfinite(value) and value > 0):
@@ -513,12 +504,15 @@ def _scale(
 
 @dataclass(frozen=True)
 class _Page:
-    """What one map page shows: the released cells, their colour scale, the context layers, the legend (its unit in
-    parentheses at the end), the basemap and the word for a cell."""
+    """What one map page shows: the released cells, their colour scale, the public context drawn under and over
+    them (the GTFS overlay, GeoJSON files, the domain's outline), the legend (its unit in parentheses at the end),
+    the basemap and the word for a cell."""
 
     released: _Released
     scale: _Scale
-    context: _Context
+    overlay: GtfsOverlay | None
+    files: list[dict[str, object]]
+    domain_rings: list[list[LatLon]]
     legend: str
     tiles: TileSource | None
     cell_word: str
@@ -526,8 +520,8 @@ class _Page:
 
 def _payload(page: _Page, value_col: str) -> dict[str, object]:
     """The data the page's script draws (embedded by Jinja's ``tojson``)."""
-    released, scale, context, legend, tiles = page.released, page.scale, page.context, page.legend, page.tiles
-    cells, resolutions, grids, overlay = released.cells, released.resolutions, released.grids, context.overlay
+    released, scale, overlay, legend, tiles = page.released, page.scale, page.overlay, page.legend, page.tiles
+    cells, resolutions, grids = released.cells, released.resolutions, released.grids
     return {
         "cells": cells,
         "resolutions": resolutions,
@@ -548,10 +542,10 @@ def _payload(page: _Page, value_col: str) -> dict[str, object]:
         "unit": _unit(legend).strip(),
         "value_col": value_col,
         "colours": VIRIDIS,
-        "domain_rings": context.domain_rings,
+        "domain_rings": page.domain_rings,
         "routes": [_simplified(line) for line in overlay.shapes] if overlay else [],
         "stops": [(round(a, 6), round(b, 6)) for a, b in overlay.stops] if overlay else [],
-        "context": context.files,
+        "context": page.files,
         "tiles": None if tiles is None else {"url": tiles.url, "attribution": tiles.attribution},
         "cell_word": page.cell_word,
         "cell_label": "H3 cell" if resolutions else "grid cell",
@@ -576,7 +570,7 @@ def _legend_parts(scale: _Scale) -> dict[str, object]:
 def _render_map(page: _Page, payload: dict[str, object], title: str, header: MapHeader) -> str:
     """The page: :data:`TEMPLATE` rendered with the payload, the legend and Leaflet inlined."""
     css, js, version = leaflet_assets()
-    released, context, overlay = page.released, page.context, page.context.overlay
+    released, overlay = page.released, page.overlay
     return render_page(
         TEMPLATE,
         title=title,
@@ -584,10 +578,10 @@ def _render_map(page: _Page, payload: dict[str, object], title: str, header: Map
         header=header,
         **_legend_parts(page.scale),
         unit=_unit(page.legend),
-        has_domain=bool(context.domain_rings),
+        has_domain=bool(page.domain_rings),
         has_routes=overlay is not None and bool(overlay.shapes),
         has_stops=overlay is not None and bool(overlay.stops),
-        context_names=[str(c["name"]) for c in context.files],
+        context_names=[str(c["name"]) for c in page.files],
         resolutions=sorted(set(released.resolutions)),
         has_ci=released.has_ci,
         gtfs_source=None if overlay is None else overlay.source,
@@ -651,8 +645,8 @@ def write_hat_map(
     overlay = gtfs_overlay(gtfs_dir) if gtfs_dir is not None else None
     files = [read_context(p) for p in context]
     released = _released(data, frame, cell_rings)
-    layers = _Context(overlay, files, _domain_rings(domain_cells, released.cells))
     scale = _scale(released.grids["value"], speed_max, interval_threshold, released.has_ci)
-    page = _Page(released, scale, layers, legend, tiles, cell_word)
+    domain_rings = _domain_rings(domain_cells, released.cells)
+    page = _Page(released, scale, overlay, files, domain_rings, legend, tiles, cell_word)
     header = header if header is not None else _default_header(subtitle)
     _write_page(path, _render_map(page, _payload(page, value_col), title, header))
