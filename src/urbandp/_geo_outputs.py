@@ -170,17 +170,3 @@ def write_h3_table(
 def _check_rows(frame: pl.DataFrame, polygons: np.ndarray) -> None:
     if len(polygons) != frame.height:
         raise ValueError(f"{len(polygons)} polygons for {frame.height} rows")
-
-
-__all__ = [
-    "GEOPARQUET_VERSION",
-    "box_polygons",
-    "geo_metadata",
-    "h3_polygons",
-    "wgs84_projjson",
-    "write_geo_pair",
-    "write_geojson",
-    "write_geoparquet",
-    "write_h3_geojson",
-    "write_h3_table",
-]

@@ -321,17 +321,3 @@ def _read_frequencies(files: dict[str, bytes], what: str) -> pl.DataFrame:
 
 def _date(column: str) -> pl.Expr:
     return pl.col(column).str.strptime(pl.Date, "%Y%m%d", strict=False)
-
-
-__all__ = [
-    "GTFS_FILES",
-    "MAX_DOMAIN_FILE_BYTES",
-    "MAX_GTFS_ROWS",
-    "FeedFiles",
-    "FeedTables",
-    "read_feed",
-    "read_public_file",
-    "read_shapes",
-    "read_stops",
-    "read_tables",
-]

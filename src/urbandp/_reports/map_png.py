@@ -168,6 +168,3 @@ def write_slot_pngs(
         plt.close(fig)
         paths.append(path)
     return paths
-
-
-__all__: Sequence[str] = ("write_slot_pngs",)
