@@ -219,13 +219,8 @@ def check_output_target(out: Path, option: str = "out") -> Path:
 
 
 def check_output_path(out: Path, option: str = "out") -> Path:
-    """Refuse an output folder that cannot be written or must not be replaced, with one clear line (exit 2).
-
-    Checks, before any work: not the working directory, not overlapping an input of the run, not named
-    ``owner_only`` nor inside a folder so named, the parent is a writable directory, ``owner_only`` beside it is
-    not a file, and an existing folder (release or owner) is an
-    unchanged urbandp output and ``--overwrite`` was given (see the module docstring).
-    """
+    """Refuse, in one line (exit 2), an output folder that cannot be written or must not be replaced (the rules
+    of the module docstring), before any work; also one named ``owner_only`` or inside a folder so named."""
     out = check_output_target(Path(out), option)
     policy = current_policy()
     if OWNER_ONLY in (out.name, out.parent.name):

@@ -1,9 +1,9 @@
 """Readers for CSV, JSON (array), JSON Lines, Parquet (GeoParquet points included) and GTFS-realtime snapshots
 (:mod:`urbandp._records.gtfs_realtime`) into one canonical lazy frame.
 
-Every input becomes a Polars ``LazyFrame`` with the raw canonical columns ``source`` (index into the file list), ``record_ok`` (false for a line that could not be
-parsed at all), ``row`` (1-based data row in
-its file), ``vehicle`` (str), ``timestamp_raw`` (str, or an already typed datetime), ``latitude``, ``longitude`` and
+Every input becomes a Polars ``LazyFrame`` with the raw canonical columns ``source`` (index into the file list),
+``record_ok`` (false for a line that could not be parsed at all), ``row`` (1-based data row in its file),
+``vehicle`` (str), ``timestamp_raw`` (str, or an already typed datetime), ``latitude``, ``longitude`` and
 ``speed_raw`` (float, in the input's unit; null where absent or unparseable). Parsing and unit conversion happen in
 :mod:`urbandp._records.validation`, so a bad value becomes a quarantined row with a reason, never a crash.
 """
