@@ -118,17 +118,15 @@ class OpenDPNoise:
 
         return sample
 
-    def _draw(
-        self, values: np.ndarray, scale: float | np.ndarray, gaussian: bool, integer: bool
-    ) -> np.ndarray:
-        v = np.asarray(values, dtype=np.int64 if integer else float)
-        return _per_scale(v, scale, self._sampler(gaussian, integer))
-
     def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return self._draw(values, scale, gaussian=False, integer=False)
+        return _per_scale(
+            np.asarray(values, dtype=float), scale, self._sampler(gaussian=False, integer=False)
+        )
 
     def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return self._draw(values, scale, gaussian=False, integer=True)
+        return _per_scale(
+            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=False, integer=True)
+        )
 
     def laplace_on_lattice(self, values: np.ndarray, scale: float, exponent: int) -> np.ndarray:
         """Laplace noise on the lattice ``2^exponent Z``: OpenDP ``make_laplace(..., k=exponent)`` over a sized
@@ -149,10 +147,12 @@ class OpenDPNoise:
         return on_every_core(v, draw).reshape(np.shape(values))
 
     def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return self._draw(values, scale, gaussian=True, integer=False)
+        return _per_scale(np.asarray(values, dtype=float), scale, self._sampler(gaussian=True, integer=False))
 
     def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return self._draw(values, scale, gaussian=True, integer=True)
+        return _per_scale(
+            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=True, integer=True)
+        )
 
 
 class ExactNoiseForTesting:
@@ -186,7 +186,10 @@ def laplace_epsilon(sensitivity: float, scale: float) -> float:
 
     Dwork, McSherry, Nissim, Smith 2006; ITMS report section III D (``epsilon = sensitivity / B``).
     """
-    return _scalar_map(dp.m.make_laplace, sensitivity, scale)
+    if scale <= 0:
+        return float("inf")
+    m = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), float(scale))
+    return float(m.map(float(sensitivity)))
 
 
 def gaussian_rho(sensitivity: float, scale: float) -> float:
@@ -194,15 +197,9 @@ def gaussian_rho(sensitivity: float, scale: float) -> float:
 
     ``rho = sensitivity^2 / (2 sigma^2)`` (Bun and Steinke 2016, Prop. 1.6), rounded outward by OpenDP.
     """
-    return _scalar_map(dp.m.make_gaussian, sensitivity, scale)
-
-
-def _scalar_map(make: Callable[..., dp.Measurement], sensitivity: float, scale: float) -> float:
-    """OpenDP's privacy map of ``make`` (Laplace or Gaussian) on one float at ``scale``, at ``sensitivity``;
-    infinite for no noise."""
     if scale <= 0:
         return float("inf")
-    m = make(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), float(scale))
+    m = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), float(scale))
     return float(m.map(float(sensitivity)))
 
 
