@@ -413,7 +413,7 @@ class SparkBackend:
         options = options or ValidationOptions()
         # a zone-aware timestamp column needs the release's zone, as on the default engine
         check_parquet_instants([f for f in files if input_kind(f) == "parquet"], columns, options.timezone)
-        if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
+        if options.latest_plausible is None:  # one "now" for every executor
             options = dataclasses.replace(options, latest_plausible=options.plausible_until)
         window = window or ContributionSpec()
         resolved = tuple(str(f.resolve()) for f in files)
