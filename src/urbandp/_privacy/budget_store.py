@@ -68,6 +68,8 @@ DEFAULT_DELTA_TOTAL = MAX_DELTA
 fails outright for a unit; those chances add up over releases, and the history's should stay within the one a
 single release is allowed."""
 TOL = 1e-9
+LOSS_CAPS = tuple(f for f in CAP_FIELDS if f != "delta_total")
+"""The caps of :data:`CAP_FIELDS` on a privacy loss (all but ``delta_total``); a dataset declares at least one."""
 MIGRATION_LOCK_KEY = 0x75726264  # "urbd": the PostgreSQL advisory lock that serialises schema migrations
 
 STATUS_RESERVED = "reserved"
@@ -142,25 +144,19 @@ class DatasetCaps:
 
     def require_a_loss_cap(self) -> None:
         """A dataset is declared with at least one epsilon or rho cap."""
-        if all(
-            v is None for v in (self.epsilon_per_day, self.epsilon_total, self.rho_per_day, self.rho_total)
-        ):
+        if all(getattr(self, f) is None for f in LOSS_CAPS):
             raise InputError(
                 "declare at least one cap (epsilon_per_day, epsilon_total, rho_per_day or rho_total)",
-                parameters=("epsilon_per_day", "epsilon_total", "rho_per_day", "rho_total"),
+                parameters=LOSS_CAPS,
             )
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
             raise InputError(f"unknown privacy unit {self.unit!r}; expected one of {', '.join(UNITS)}")
-        for label, v in (
-            ("epsilon per day", self.epsilon_per_day),
-            ("epsilon total", self.epsilon_total),
-            ("rho per day", self.rho_per_day),
-            ("rho total", self.rho_total),
-        ):
+        for field in LOSS_CAPS:
+            v = getattr(self, field)
             if v is not None and not (v > 0 and math.isfinite(v)):
-                raise InputError(f"{label} must be a positive finite number, got {v}")
+                raise InputError(f"{field.replace('_', ' ')} must be a positive finite number, got {v}")
         if self.delta_total is not None and not 0 <= self.delta_total <= 1:
             raise InputError(f"delta total must be a number in [0, 1], got {self.delta_total}")
         if self.delta_total is None:  # --delta-total alone changes the delta cap of a declared dataset
