@@ -520,12 +520,18 @@ class SparkBackend:
                 valid.join(F.broadcast(firsts_sdf), ["vehicle", "timestamp"])
                 .filter(later)
                 .select(
-                    "source", "block", "ordinal", "okey", F.lit(DUPLICATE).cast("smallint").alias("reason"), "vehicle",
+                    "source",
+                    "block",
+                    "ordinal",
+                    "okey",
+                    F.lit(DUPLICATE).cast("smallint").alias("reason"),
+                    "vehicle",
                     F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss").alias("timestamp_raw"),
-                    F.lit(None).cast("double").alias("latitude"), F.lit(None).cast("double").alias("longitude"),
+                    F.lit(None).cast("double").alias("latitude"),
+                    F.lit(None).cast("double").alias("longitude"),
                     F.col("speed").alias("speed_raw"),
                 )
-            )  # fmt: skip
+            )
             rejected = rejected.unionByName(dups)
         # rows before each split: the splits of a file in byte order, their sizes from the per-batch counts
         sizes = stats.group_by("source", "block").agg(pl.col("n").sum()).sort("source", "block")

@@ -109,9 +109,14 @@ class EventKeyer:
         good, bad = _index_rows(df, self.domain)
         card = pl.col("card_id").cast(pl.String) if "card_id" in good.columns else pl.lit(None, pl.String)
         good_rows = good.select(
-            pl.lit(0, pl.Int8).alias("kind"), "block", "ordinal", card.alias("card"), "day",
-            pl.col("_ts").alias("ts"), "cell",
-        )  # fmt: skip
+            pl.lit(0, pl.Int8).alias("kind"),
+            "block",
+            "ordinal",
+            card.alias("card"),
+            "day",
+            pl.col("_ts").alias("ts"),
+            "cell",
+        )
         bad_rows = bad.select(
             pl.lit(0, pl.Int8).alias("kind"),
             "block",
