@@ -120,18 +120,13 @@ class FleetSpec:
     city: City = field(default_factory=lambda: SURAT)
 
     def __post_init__(self) -> None:
-        if self.vehicles < 1:
-            raise InvalidParameterError(
-                f"vehicles must be at least 1, got {self.vehicles}", parameters="vehicles"
-            )
-        if self.days < 1:
-            raise InvalidParameterError(f"days must be at least 1, got {self.days}", parameters="days")
+        self._require("vehicles", self.vehicles >= 1, "at least 1")
+        self._require("days", self.days >= 1, "at least 1")
         if self.days > MAX_DAYS:
             raise InvalidParameterError(
                 f"days must be at most {MAX_DAYS:,} (ten years), got {self.days:,}", parameters="days"
             )
-        if self.seed < 0:
-            raise InvalidParameterError(f"seed must be non-negative, got {self.seed}", parameters="seed")
+        self._require("seed", self.seed >= 0, "non-negative")
         self._between("records_per_vehicle_day", 2, 20_000)
         expected = self.vehicles * self.days * self.records_per_vehicle_day
         if expected > MAX_RECORDS:
@@ -145,9 +140,11 @@ class FleetSpec:
         self._between("speeder_fraction", 0, 1)
 
     def _between(self, name: str, lo: float, hi: float) -> None:
-        value = getattr(self, name)
-        if not lo <= value <= hi:
-            raise InvalidParameterError(f"{name} must be between {lo} and {hi}, got {value}", parameters=name)
+        self._require(name, lo <= getattr(self, name) <= hi, f"between {lo} and {hi}")
+
+    def _require(self, name: str, ok: bool, rule: str) -> None:
+        if not ok:
+            raise InvalidParameterError(f"{name} must be {rule}, got {getattr(self, name)}", parameters=name)
 
 
 @dataclass(frozen=True)
