@@ -13,7 +13,6 @@ import itertools
 import json
 import socket
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +238,3 @@ class Client:
             wire.send_json(self.sock, {"type": "bye"})
         self.party.close()
         self.sock.close()
-
-
-def new_client_id() -> str:
-    return uuid.uuid4().hex[:8]

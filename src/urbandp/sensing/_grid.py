@@ -244,22 +244,7 @@ class SquareGrid:
         ring = np.stack([lon, lat], axis=-1)
         return np.asarray(shapely.polygons(np.concatenate([ring, ring[:, :1]], axis=1)), dtype=object)
 
-    def cell_bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(south, west, north, east) in degrees of each cell: the lon/lat envelope of its :meth:`cell_corners`
-        (the cell itself is a quadrilateral slightly turned from the meridians; :meth:`cell_polygons`)."""
-        lat, lon = self.cell_corners(ids)
-        return lat.min(axis=1), lon.min(axis=1), lat.max(axis=1), lon.max(axis=1)
 
-    def cells_in_rectangle(self, lat1: float, lon1: float, lat2: float, lon2: float) -> np.ndarray:
-        """Ids of the cells whose centroid lies in the rectangle with diagonal vertices (lat1, lon1)-(lat2, lon2)."""
-        ids, lat, lon = self.centroids()
-        lo_lat, hi_lat = sorted((lat1, lat2))
-        lo_lon, hi_lon = sorted((lon1, lon2))
-        inside = (lat >= lo_lat) & (lat <= hi_lat) & (lon >= lo_lon) & (lon <= hi_lon)
-        return ids[inside]
-
-
-GRID_COLUMNS = ("cell_id", "lat", "lon", "window", "mu", "sigma2")
 GRID_FORMATS = ("parquet", "csv")
 
 

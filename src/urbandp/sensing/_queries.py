@@ -273,17 +273,6 @@ def error2_range(
     raise ValueError(f"unknown query {query!r}")
 
 
-def error2_sensitivity(
-    query: str, n_selected: int, sigma2_min: float, sigma2_max: float, steepness: float = 1.0
-) -> float:
-    """Per-reading L1 sensitivity of ``E^2``: the width of :func:`error2_range`.
-
-    AVERAGE: ``(sigma2_max - sigma2_min) / n`` (not the paper's per-cell ``/ n^2``).
-    """
-    lo, hi = error2_range(query, n_selected, sigma2_min, sigma2_max, steepness)
-    return hi - lo
-
-
 def privatize_error(
     result: QueryResult,
     query: str,
