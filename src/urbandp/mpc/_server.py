@@ -26,7 +26,7 @@ from urbandp._privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.errors import InputError
 from urbandp.mpc import _wire as wire
 from urbandp.mpc._spec import FUNCTIONS, MAX_CELLS, QuerySpec, draw_noise
-from urbandp.sensing._queries import clamp_sigma2, rectangle_mask
+from urbandp.sensing._queries import clamp_sigma2, read_grid_window, rectangle_mask
 
 DUMMY = "min"  # the dummy query uses exp, log and comparisons: it triggers every OT/HE set-up
 
@@ -45,40 +45,14 @@ class ServerGrid:
 
     @classmethod
     def read(cls, path: Path, window: str | None) -> ServerGrid:
-        import polars as pl
-
-        if not path.is_file():
-            raise InputError(f"grid file not found: {path}")
-        try:
-            g = pl.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pl.read_csv(path)
-        except Exception as err:
-            raise InputError(f"{path}: cannot read ({str(err).splitlines()[0]})") from None
-        missing = {"cell_id", "lat", "lon", "window", "mu", "sigma2"} - set(g.columns)
-        if missing:
-            raise InputError(f"{path}: missing columns {', '.join(sorted(missing))}")
-        if g.height == 0:
-            raise InputError(f"{path}: no rows")
-        windows = g["window"].cast(pl.Utf8).unique(maintain_order=True).to_list()
-        w = window or windows[0]
-        if w not in windows:
-            raise InputError(f"window {w!r} not in {path} (first: {windows[0]})")
-        gw = g.filter(pl.col("window").cast(pl.Utf8) == w).sort("cell_id")
-        values = gw.select(pl.col("lat", "lon", "mu", "sigma2").cast(pl.Float64, strict=False))
-        bad = values.select(pl.any_horizontal(pl.all().is_null() | ~pl.all().is_finite()).sum()).item()
+        w, cell_id, *values = read_grid_window(path, window, None)
+        bad = int((~np.isfinite(np.stack(values)).all(axis=0)).sum())
         if bad:
             raise InputError(
-                f"{path}: {bad:,} of {gw.height:,} cells of window {w} have a missing or non-finite lat, lon, mu "
-                "or sigma2; the server would answer nan"
+                f"{path}: {bad:,} of {len(cell_id):,} cells of window {w} have a missing or non-finite lat, lon, "
+                "mu or sigma2; the server would answer nan"
             )
-        return cls(
-            gw["cell_id"].to_numpy().astype(np.int64),
-            gw["lat"].to_numpy().astype(float),
-            gw["lon"].to_numpy().astype(float),
-            gw["mu"].to_numpy().astype(float),
-            gw["sigma2"].to_numpy().astype(float),
-            str(w),
-            path.stem,
-        )
+        return cls(cell_id.astype(np.int64), *values, str(w), path.stem)
 
 
 @dataclass

@@ -122,25 +122,21 @@ class DpMapPlan:
     epsilon_per_vehicle_day: float = 0.0
     basic_per_vehicle_day: float = 0.0
 
+    def _loss(self, epsilon: float, basic: float) -> Loss:
+        """``epsilon`` at ``delta``; at delta 0 where the optimal composition is no tighter than the basic sum."""
+        return Loss.approx_dp(epsilon, self.delta if epsilon < basic else 0.0)
+
     def loss_per_reading(self) -> Loss:
         """The loss of one reading under add/remove (its window's map of G cells, composed optimally)."""
-        return Loss.approx_dp(
-            self.epsilon_per_window_map,
-            self.delta if self.epsilon_per_window_map < self.basic_per_window_map else 0.0,
-        )
+        return self._loss(self.epsilon_per_window_map, self.basic_per_window_map)
 
     def loss_per_vehicle_day(self) -> Loss:
         """The loss of a vehicle on one day: the ``k x G`` cells of the day's windows, composed optimally."""
-        return Loss.approx_dp(
-            self.epsilon_per_vehicle_day,
-            self.delta if self.epsilon_per_vehicle_day < self.basic_per_vehicle_day else 0.0,
-        )
+        return self._loss(self.epsilon_per_vehicle_day, self.basic_per_vehicle_day)
 
     def loss_total(self) -> Loss:
         """The loss of a vehicle with readings in every window (W x G cells, composed optimally)."""
-        return Loss.approx_dp(
-            self.epsilon_total, self.delta if self.epsilon_total < self.basic_total else 0.0
-        )
+        return self._loss(self.epsilon_total, self.basic_total)
 
     def to_json(self) -> dict[str, object]:
         """privacy.json's composition figures: the tight ones, and the basic sums for comparison."""
