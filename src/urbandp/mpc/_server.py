@@ -45,14 +45,14 @@ class ServerGrid:
 
     @classmethod
     def read(cls, path: Path, window: str | None) -> ServerGrid:
-        w, cell_id, *values = read_grid_window(path, window, None)
-        bad = int((~np.isfinite(np.stack(values)).all(axis=0)).sum())
+        w, cell_id, lat, lon, mu, sigma2 = read_grid_window(path, window, None)
+        bad = int((~np.isfinite(np.stack([lat, lon, mu, sigma2])).all(axis=0)).sum())
         if bad:
             raise InputError(
                 f"{path}: {bad:,} of {len(cell_id):,} cells of window {w} have a missing or non-finite lat, lon, "
                 "mu or sigma2; the server would answer nan"
             )
-        return cls(cell_id.astype(np.int64), *values, str(w), path.stem)
+        return cls(cell_id.astype(np.int64), lat, lon, mu, sigma2, str(w), path.stem)
 
 
 @dataclass
