@@ -50,22 +50,25 @@ class PmMapResult(SensingRelease):
 class _Plan:
     """Everything decided from public parameters and the file's header, before a reading is read."""
 
-    unit: str
     vehicle_column: str | None
-    m: int
     plan: PmMapPlan
     windows: np.ndarray
     losses: VehicleLosses
-    booked: Loss
     grid: SquareGrid
 
     @property
     def vehicle(self) -> bool:
-        return self.unit == "vehicle-window"
+        return self.plan.unit == "vehicle-window"
 
     @property
     def session_unit(self) -> str:
         return "vehicle-day" if self.vehicle else "reading"
+
+    @property
+    def booked(self) -> Loss:
+        """The loss booked per day, what the guard checks: a vehicle's k windows of a day, or one reading."""
+        per_day = self.losses.per_vehicle_day
+        return per_day if per_day is not None else self.plan.loss_per_unit()
 
 
 def _plan(o: PmMapOptions) -> _Plan:
@@ -80,9 +83,6 @@ def _plan(o: PmMapOptions) -> _Plan:
     plan = plan_pm_map(o.epsilon, o.clip, m, unit)  # public parameters only
     start, end = parse_window(o.start, o.end)
     windows = public_windows(start, end, o.window_minutes)
-    vl = vehicle_losses(plan, windows, o.window_minutes)
-    # the loss booked per day, what the guard checks: a vehicle's k windows of a day, or one reading
-    booked = vl.per_vehicle_day if vl.per_vehicle_day is not None else plan.loss_per_unit()
     grid = SquareGrid(*o.bbox, o.cell_metres)
     if len(windows) * grid.n_cells > MAX_CELL_WINDOWS:
         raise InvalidParameterError(
@@ -90,7 +90,7 @@ def _plan(o: PmMapOptions) -> _Plan:
             "cell_metres or window_minutes, or a shorter start/end",
             parameters=("cell_metres", "window_minutes", "start", "end"),
         )
-    return _Plan(unit, vehicle_column, m, plan, windows, vl, booked, grid)
+    return _Plan(vehicle_column, plan, windows, vehicle_losses(plan, windows, o.window_minutes), grid)
 
 
 def _read(o: PmMapOptions, p: _Plan, quarantine: Path) -> tuple[Readings, LoadReport, int]:
@@ -130,7 +130,9 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
             not_dp = list(charge.not_dp_reasons)
             shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
             vehicles = readings.vehicle if p.vehicle else None
-            agg = cell_aggregates(readings, p.grid, p.windows, o.window_minutes, p.plan.clip, vehicles, p.m)
+            agg = cell_aggregates(
+                readings, p.grid, p.windows, o.window_minutes, p.plan.clip, vehicles, p.plan.readings_per_unit
+            )
             noisy = measure_pm_map(p.plan, agg, charge.noise)  # the only draws
             tables = _tables(o, p, noisy)
             owner = _owner_report(
@@ -148,9 +150,9 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
 def _params(o: PmMapOptions, p: _Plan) -> dict[str, Any]:
     """The parameters recorded with the charge in the budget store."""
     return {
-        "unit": p.unit,
+        "unit": p.plan.unit,
         "epsilon_per_unit": o.epsilon,
-        "max_readings_per_vehicle_window": p.m if p.vehicle else None,
+        "max_readings_per_vehicle_window": p.plan.readings_per_unit if p.vehicle else None,
         "clip": o.clip,
         "cells": p.grid.n_cells,
         "windows": len(p.windows),
@@ -237,7 +239,13 @@ def _tables(o: PmMapOptions, p: _Plan, noisy: NoisyCells) -> dict[str, pl.DataFr
 
 def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
     """privacy.json's content: public parameters and the figures computed from them only."""
-    plan, vl, booked, m, vehicle_column = p.plan, p.losses, p.booked, p.m, p.vehicle_column
+    plan, vl, booked, m, vehicle_column = (
+        p.plan,
+        p.losses,
+        p.booked,
+        p.plan.readings_per_unit,
+        p.vehicle_column,
+    )
     g, windows, session_unit, vehicle = p.grid.n_cells, p.windows, p.session_unit, p.vehicle
     eps = plan.loss_per_unit().epsilon
     label = "one vehicle-window" if vehicle else "one reading"
