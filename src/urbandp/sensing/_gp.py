@@ -508,21 +508,6 @@ class SparseGP(_OriginalUnits):
         return t2.T @ self.c_, hp.variance - np.einsum("ij,ij->j", t1, t1) + np.einsum("ij,ij->j", t2, t2)
 
 
-def make_gp(
-    n_readings: int,
-    kernel: str = "matern32",
-    exact_max: int = 2000,
-    n_inducing: int = 500,
-    bounds: Bounds | None = None,
-    restarts: int = 1,
-) -> ExactGP | SparseGP:
-    """Exact GP up to ``exact_max`` readings, SGPR beyond (the choice is reported as ``method``)."""
-    bounds = bounds or Bounds()
-    if n_readings <= exact_max:
-        return ExactGP(kernel=kernel, bounds=bounds, restarts=restarts)
-    return SparseGP(kernel=kernel, n_inducing=n_inducing, bounds=bounds, restarts=restarts)
-
-
 def blas_threads_limit(default: int = 1):
     """Context manager limiting BLAS threads (env ``URBANDP_BLAS_THREADS``, default 1; 0 = library default).
 
