@@ -271,7 +271,6 @@ def _release_dp_map(
     window_minutes: int = 60,
     kernel: str = "matern32",
     min_readings: int = 3,
-    budget_epsilon: float | None = None,
     fitted: list[WindowResult] | None = None,
     progress: Callable[[int, int], None] | None = None,
     windows: np.ndarray | None = None,
@@ -300,50 +299,44 @@ def _release_dp_map(
         readings.time, window_minutes, windows[0] if calibration != "paper" and len(windows) else None
     )
     cell_of = grid.cell_id(readings.lat, readings.lon)
-    ledger = PrivacyLedger(budget_epsilon)
+    ledger = PrivacyLedger()  # the release's cap is the session's, checked on the whole map before any noise
     out: list[DpWindow] = []
     true_maps = [
         by_window[w].sigma2_std if w in by_window else np.full(n_cells, float(sensitivity)) for w in windows
     ]
-    batched: np.ndarray | None = None
-    if calibration != "paper" and true_maps and budget_epsilon is None:
-        # One mechanism for every window (same epsilon, sensitivity and bounds): its rejection sampling runs over all
-        # windows' cells at once, a few OpenDP calls in all instead of ~17 per window. Each cell still gets its own
-        # independent draws, so the output distribution is unchanged. With a local budget the windows are drawn one by
-        # one, so that a refused window draws nothing.
-        shared = BoundedLaplace(epsilon_cell, sensitivity, 0.0, upper, calibration="holohan")
-        batched = shared.release(np.stack(true_maps), noise)
+    # One mechanism for every window (same epsilon, sensitivity and bounds): its rejection sampling runs over all
+    # windows' cells at once, a few OpenDP calls in all instead of ~17 per window. Each cell still gets its own
+    # independent draws, so the output distribution is unchanged.
+    shared = BoundedLaplace(epsilon_cell, sensitivity, 0.0, upper, calibration="holohan")
+    batched = shared.release(np.stack(true_maps), noise) if calibration != "paper" and true_maps else None
     for i, w in enumerate(windows):
         res = by_window.get(w)
         n = int((starts == w).sum())
         s2 = true_maps[i]
-        if calibration == "paper":
-            hi = float(max(s2.max(), 1e-12))  # data-dependent bound, as the paper
-            mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="paper")
-        else:
-            hi = upper
-            mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="holohan")
-        scale = mech.scale
-        eps_actual = mech.epsilon_actual
+        mech = shared
+        if calibration == "paper":  # data-dependent bound, as the paper
+            mech = BoundedLaplace(
+                epsilon_cell, sensitivity, 0.0, float(max(s2.max(), 1e-12)), calibration="paper"
+            )
         noisy = batched[i] if batched is not None else mech.release(s2, noise)
         if calibration != "paper":
             ledger.charge(
                 LedgerEntry(
                     name=f"dp-map sigma2 window {w}",
-                    epsilon=n_cells * eps_actual,
+                    epsilon=n_cells * mech.epsilon_actual,
                     unit="reading",
                     neighbouring="add/remove one reading (replace-one: two windows, see privacy.json)",
                     mechanism="bounded-laplace (Holohan)",
                     detail={
                         "cells": n_cells,
-                        "epsilon_cell": eps_actual,
-                        "scale": scale,
+                        "epsilon_cell": mech.epsilon_actual,
+                        "scale": mech.scale,
                         "sensitivity": sensitivity,
-                        "bounds": [0.0, hi],
+                        "bounds": [0.0, mech.upper],
                     },
                 )
             )
-        dw = DpWindow(w, n, s2, noisy, hi, scale, eps_actual, res)
+        dw = DpWindow(w, n, s2, noisy, mech.upper, mech.scale, mech.epsilon_actual, res)
         if res is not None and n > 0:
             mask = starts == w
             visited = np.zeros(n_cells, dtype=bool)

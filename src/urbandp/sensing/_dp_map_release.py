@@ -211,7 +211,6 @@ def _measure(
             o.window_minutes,
             o.kernel,
             o.min_readings,
-            None,  # the cap (--budget) was checked by the session, on the whole map, before any noise
             fitted=fitted,
             progress=noise_progress,
             windows=inputs.windows if o.calibration != "paper" else None,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.errors import BudgetExceededError, InputError
+from urbandp.errors import InputError
 from urbandp.sensing._bounded_laplace import LATTICE_EXPONENT, holohan_scale, lattice_epsilon
 from urbandp.sensing._dp_map_mechanism import _release_dp_map, fit_for_release, rmse_vs_epsilon
 from urbandp.sensing._grid import SquareGrid
@@ -64,11 +64,6 @@ def test_paper_version_is_labelled_and_uses_data_bounds() -> None:
     w = rel.windows[0]
     assert w.scale == 1.0 and w.upper == pytest.approx(float(w.sigma2_std.max()))
     assert np.all((w.sigma2_dp >= 0) & (w.sigma2_dp <= w.upper))
-
-
-def test_budget_is_enforced() -> None:
-    with pytest.raises(BudgetExceededError):
-        _release_dp_map(_readings(), GRID, 1.0, EXACT, budget_epsilon=GRID.n_cells * 1.5)
 
 
 def test_rmse_falls_with_epsilon() -> None:
