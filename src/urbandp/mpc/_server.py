@@ -10,6 +10,7 @@ budget store (:class:`ClientBudget`), so a restart does not reset it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import socket
@@ -68,16 +69,10 @@ class ServerConfig:
     idle_timeout: float = 600.0
 
     def public(self) -> dict[str, Any]:
-        return {
-            "alpha": self.alpha,
-            "epsilon_per_query": self.epsilon,
-            "epsilon_budget": self.epsilon_budget,
-            "sigma2_min": self.sigma2_min,
-            "sigma2_max": self.sigma2_max,
-            "rho": self.rho,
-            "steepness": self.steepness,
-            "max_cells": MAX_CELLS,
-        }
+        """What a client is told: every parameter but the time-outs (``epsilon`` is per query), the cell limit."""
+        shown = {k: v for k, v in dataclasses.asdict(self).items() if not k.endswith("timeout")}
+        shown["epsilon_per_query"] = shown.pop("epsilon")
+        return {**shown, "max_cells": MAX_CELLS}
 
 
 @dataclass
@@ -217,14 +212,7 @@ class Server:
             conn.settimeout(self.config.timeout)
             hello = wire.recv_json(conn, "hello")
             if hello.get("protocol") != wire.PROTOCOL:
-                wire.send_json(
-                    conn,
-                    {
-                        "type": "error",
-                        "message": f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}",
-                    },
-                )
-                return
+                return _refuse(conn, f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}")
             who = str(hello.get("client_id") or peer_ip)[:200]
             client_link = str(hello.get("link", ""))
             link_host = conn.getsockname()[0]
@@ -273,27 +261,18 @@ class Server:
         function = msg.get("function")
         rect = msg.get("rect")
         if function not in FUNCTIONS:
-            wire.send_json(
-                conn, {"type": "error", "message": f"function must be one of {', '.join(FUNCTIONS)}"}
-            )
-            return
+            return _refuse(conn, f"function must be one of {', '.join(FUNCTIONS)}")
         if not (isinstance(rect, list) and len(rect) == 4 and all(isinstance(x, (int, float)) for x in rect)):
-            wire.send_json(conn, {"type": "error", "message": "rect must be 4 numbers lat1,lon1,lat2,lon2"})
-            return
+            return _refuse(conn, "rect must be 4 numbers lat1,lon1,lat2,lon2")
         mask = rectangle_mask(self.grid.lat, self.grid.lon, tuple(float(x) for x in rect))
         n = int(mask.sum())
         if not 1 <= n <= MAX_CELLS:
-            wire.send_json(
-                conn,
-                {"type": "error", "message": f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}"},
-            )
-            return
+            return _refuse(conn, f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}")
         spec = self.spec(str(function), n)
         try:
             left = self.budget.charge(who, self.config.epsilon)
         except InputError as err:
-            wire.send_json(conn, {"type": "error", "message": str(err)})
-            return
+            return _refuse(conn, str(err))
         from urbandp.mpc._party import compile_spec, executable_digest
 
         noise, epsilon = draw_noise(spec, self.config.epsilon, self.noise)
@@ -319,3 +298,8 @@ class Server:
         self.log(
             f"client {who}: {function} over a rectangle of {n} cells, epsilon {epsilon:.6g} ({left:.6g} left)"
         )
+
+
+def _refuse(conn: socket.socket, message: str) -> None:
+    """Tell the client why its request is refused (its ``PeerError`` on the other side)."""
+    wire.send_json(conn, {"type": "error", "message": message})
