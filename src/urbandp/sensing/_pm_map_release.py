@@ -19,7 +19,6 @@ largest number of readings of a vehicle-window) is the owner's (``input_report.j
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,7 @@ import polars as pl
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.sensing._options import MAX_CELL_WINDOWS, PmMapOptions, parse_window, resolve_unit
 from urbandp.sensing._report import spec_sha256
-from urbandp.sensing._result import SensingRelease, owner_files, staged
+from urbandp.sensing._result import SensingRelease, owner_files, staging
 
 if TYPE_CHECKING:
     from urbandp._privacy.loss import Loss
@@ -118,9 +117,7 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
     if o.out is not None:
         check_output_path(o.out)
     p = _plan(o)
-    with tempfile.TemporaryDirectory(prefix="urbandp-pmmap-") as stage:
-        d = staged(Path(stage) / "owner")
-        q_stage = Path(stage) / "quarantine.csv"
+    with staging("pmmap") as (d, q_stage):
         readings, load, outside = _read(o, p, q_stage)
         days = sorted({str(w)[:10] for w in p.windows})
         charge = session.charge(p.session_unit, out=o.out)
@@ -140,9 +137,7 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
             )
             write_json(d.owner_path("input_report.json"), owner)
             result = _result(o, p, tables, owner, owner_files(d.owner), not_dp)
-            if o.out is not None:
-                result.write_folder(o.out)
-                charge.set_output(o.out)
+            result.write_in_charge(charge, o.out)
         session.committed(charge)
     return result
 
