@@ -64,25 +64,22 @@ def _readings(data: TableLike, overwrite: bool) -> Iterator[Path]:
 
 def _map(
     data: TableLike,
-    model: type[DpMapOptions | PmMapOptions],
-    run: Callable[[Any, Session], R],
     session: Session | None,
     out: str | Path | None,
     overwrite: bool,
-    options: dict[str, Any],
+    release: Callable[[dict[str, Any], Session], R],
 ) -> R:
-    """Run a map release in a charge of ``session``: ``model``'s options with where it reads, writes and books."""
+    """Run a map release in a charge of ``session``: ``release`` gets where its options read, write and book."""
     s = _session(session)
     with _readings(data, overwrite) as path:
-        o = model(
-            input_path=path,
-            out=None if out is None else Path(out),
-            dataset=s.dataset,
-            budget_store=s.store,
-            allow_meaningless_epsilon=s.allow_meaningless_epsilon,
-            **options,
-        )
-        rel = run(o, s)
+        where = {
+            "input_path": path,
+            "out": None if out is None else Path(out),
+            "dataset": s.dataset,
+            "budget_store": s.store,
+            "allow_meaningless_epsilon": s.allow_meaningless_epsilon,
+        }
+        rel = release(where, s)
     rel.emit_warnings()
     return rel
 
@@ -107,7 +104,9 @@ def dp_map(
     """
     from urbandp.sensing._dp_map_release import run_dp_map
 
-    return _map(data, DpMapOptions, run_dp_map, session, out, overwrite, dict(options))
+    return _map(
+        data, session, out, overwrite, lambda where, s: run_dp_map(DpMapOptions(**where, **options), s)
+    )
 
 
 @takes_config("sensing.pm-map")
@@ -130,7 +129,9 @@ def pm_map(
     """
     from urbandp.sensing._pm_map_release import run_pm_map
 
-    return _map(data, PmMapOptions, run_pm_map, session, out, overwrite, dict(options))
+    return _map(
+        data, session, out, overwrite, lambda where, s: run_pm_map(PmMapOptions(**where, **options), s)
+    )
 
 
 @takes_config("sensing.query")
