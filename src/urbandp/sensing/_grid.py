@@ -43,6 +43,18 @@ MAX_CELLS = 250_000
 """The most cells a release grid may have (the interpolation and the DP map are refused above it)."""
 
 
+def check_on_globe(box: tuple[float, float, float, float], parameter: str = "bbox") -> None:
+    """A box of finite WGS 84 degrees: latitudes in [-90, 90], longitudes in [-180, 180] (an infinite or off-globe
+    corner has no projection to put a grid on)."""
+    lat_min, lon_min, lat_max, lon_max = box
+    if not (lat_min >= -90 and lat_max <= 90 and lon_min >= -180 and lon_max <= 180):
+        raise InvalidParameterError(
+            f"{parameter} must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
+            f"{','.join(f'{v:g}' for v in box)}",
+            parameters=parameter,
+        )
+
+
 @dataclass(frozen=True)
 class SquareGrid:
     """A public grid: bounding box (degrees) and cell side (metres). Build it with :meth:`covering`."""
@@ -58,13 +70,7 @@ class SquareGrid:
             raise ValueError(f"cell side must be > 0 metres, got {self.cell_metres}")
         if not (self.lat_max >= self.lat_min and self.lon_max >= self.lon_min):
             raise ValueError("bounding box must have lat_max >= lat_min and lon_max >= lon_min")
-        box = (self.lat_min, self.lon_min, self.lat_max, self.lon_max)
-        if not (self.lat_min >= -90 and self.lat_max <= 90 and self.lon_min >= -180 and self.lon_max <= 180):
-            raise InvalidParameterError(
-                f"bbox must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
-                f"{','.join(f'{v:g}' for v in box)}",
-                parameters="bbox",
-            )
+        check_on_globe((self.lat_min, self.lon_min, self.lat_max, self.lon_max))
         self._check_reach()
 
     def _check_reach(self) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InvalidParameterError
 from urbandp.sensing._bounded_laplace import CALIBRATIONS
-from urbandp.sensing._grid import GRID_FORMATS
+from urbandp.sensing._grid import GRID_FORMATS, check_on_globe
 from urbandp.sensing._kernels import KERNELS
 from urbandp.sensing._pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
 from urbandp.sensing._queries import MAX_STEEPNESS, MIN_STEEPNESS, QUERY_TYPES, STEEPNESS_WHY
@@ -46,22 +46,15 @@ PRECISION_HELP = "Decimal places of released values."
 
 
 def check_box(box: Box | None, parameter: str = "bbox") -> None:
-    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``), of
-    finite WGS 84 degrees: latitudes in [-90, 90], longitudes in [-180, 180] (an infinite or off-globe corner has
-    no projection to put a grid on)."""
+    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``), on
+    the globe (:func:`urbandp.sensing._grid.check_on_globe`)."""
     if box is None:
         return
     if not (len(box) == 4 and box[0] < box[2] and box[1] < box[3]):
         raise InvalidParameterError(
             f"{parameter} must be lat_min,lon_min,lat_max,lon_max with min < max", parameters=parameter
         )
-    lat_min, lon_min, lat_max, lon_max = box
-    if not (lat_min >= -90 and lat_max <= 90 and lon_min >= -180 and lon_max <= 180):
-        raise InvalidParameterError(
-            f"{parameter} must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
-            f"{','.join(f'{v:g}' for v in box)}",
-            parameters=parameter,
-        )
+    check_on_globe(box, parameter)
 
 
 def check_window_count(start: str | None, end: str | None, window_minutes: int) -> None:
