@@ -147,34 +147,33 @@ def declare_default_dataset(store_url: str | None, name: str) -> None:
         store.close()
 
 
+@dataclass
 class Server:
-    def __init__(
-        self,
-        grid: ServerGrid,
-        config: ServerConfig,
-        host: str,
-        port: int,
-        noise: NoiseSource | None = None,
-        *,
-        dataset: str | None = None,
-        budget_store: str | None = None,
-    ) -> None:
-        self.grid = grid
-        self.config = config
-        self.host = host
-        self.port = port
-        self.noise = noise if noise is not None else OpenDPNoise()
-        if dataset is None:
-            dataset = f"mpc:{grid.source}:{grid.window}"
-            declare_default_dataset(budget_store, dataset)
-        day = dt.date.fromisoformat(str(grid.window)[:10])
-        self.budget = ClientBudget(config.epsilon_budget, budget_store, dataset, day, noise=self.noise)
+    """One window of a grid served to any number of clients, each query booked to ``dataset`` in the budget store
+    (default ``mpc:<grid>:<window>``, declared when new) and drawn from ``noise``."""
+
+    grid: ServerGrid
+    config: ServerConfig
+    host: str
+    port: int
+    noise: NoiseSource = field(default_factory=OpenDPNoise)
+    dataset: str | None = field(default=None, kw_only=True)
+    budget_store: str | None = field(default=None, kw_only=True)
+    log: Callable[[str], None] = field(default=print, kw_only=True)
+
+    def __post_init__(self) -> None:
         from urbandp._privacy.session import ReleaseCharge
 
+        if self.dataset is None:
+            self.dataset = f"mpc:{self.grid.source}:{self.grid.window}"
+            declare_default_dataset(self.budget_store, self.dataset)
+        day = dt.date.fromisoformat(str(self.grid.window)[:10])
+        self.budget = ClientBudget(
+            self.config.epsilon_budget, self.budget_store, self.dataset, day, noise=self.noise
+        )
         # every query is booked to the dataset: a noise source that is not private is refused before any client
-        ReleaseCharge(dataset, budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
-        self.sigma2 = clamp_sigma2(grid.sigma2, config.sigma2_min, config.sigma2_max)
-        self.log: Callable[[str], None] = print
+        ReleaseCharge(self.dataset, self.budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
+        self.sigma2 = clamp_sigma2(self.grid.sigma2, self.config.sigma2_min, self.config.sigma2_max)
 
     def spec(self, function: str, n_rect: int) -> QuerySpec:
         c = self.config

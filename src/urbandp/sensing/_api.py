@@ -10,13 +10,12 @@
     rel.privacy.epsilon_per_unit # the typed report; rel.privacy.to_json() is privacy.json
     rel.write("out/pm")          # the folder `urbandp sensing pm-map --out out/pm` writes
 
-Keywords are named as the command's flags with underscores, with the same defaults and validation: each option is
-declared once, as a field of its model in :mod:`urbandp.sensing._options`, from which each function's signature is
-built (:func:`urbandp._release_options.takes_options`). ``data`` is a CSV
-path or a table (pandas, Polars eager or lazy, Arrow, GeoPandas points), written to a private temporary CSV for
-the readings' reader (the one place rows are validated and quarantined). Each release runs in a charge of
-``session`` (default: ``urbandp.Session()``, no store charged): the guards fire and the budget is reserved before
-any noise; a release the store cannot afford raises :class:`~urbandp.errors.BudgetExceededError` first.
+Keywords are named as the command's flags with underscores, with the same defaults and validation (each option
+a field of its model in :mod:`urbandp.sensing._options`). ``data`` is a CSV path or a table (pandas, Polars eager
+or lazy, Arrow, GeoPandas points), written to a private temporary CSV for the readings' reader (the one place rows
+are validated and quarantined). Each release runs in a charge of ``session`` (default: ``urbandp.Session()``, no
+store charged): the guards fire and the budget is reserved before any noise; a release the store cannot afford
+raises :class:`~urbandp.errors.BudgetExceededError` first.
 ``config``: a TOML file whose table (``[sensing.dp-map]``, ``[sensing.pm-map]``, ``[sensing.query]``) sets options
 by name, the file ``--config`` reads; keywords passed win (:mod:`urbandp._config_tables`).
 """

@@ -1,10 +1,8 @@
 """Gaussian-process regression for the fleet-sensing maps (paper sections II and V, eqs. (1)-(5)).
 
-Why a compact numpy/scipy engine instead of scikit-learn or GPy: we measured (docs/sensing.md)
-4-7 s (scikit-learn) and 3.8-4.6 s (GPy) to fit 1,400 readings and 1.4-2.8 s to predict a 100x100 grid, and
-neither fits 20,000 readings on this machine. The targets (fit <= 3 s, predict <= 1 s, 20,000 end to end <= 60 s)
-need (a) one Cholesky per likelihood evaluation with the *analytic* gradient, (b) a cheap multi-start and
-(c) a sparse method beyond a few thousand readings. docs/sensing.md gives the numbers measured side by side.
+Why not scikit-learn or GPy: they took 4-7 s and 3.8-4.6 s to fit 1,400 readings and neither fits 20,000 on
+this machine (docs/sensing.md, measured side by side); fitting in seconds needs one Cholesky per likelihood
+evaluation with the *analytic* gradient, a cheap multi-start and a sparse method beyond a few thousand readings.
 
 Two models share one interface (``fit`` then ``predict``):
 

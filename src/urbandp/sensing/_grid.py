@@ -12,12 +12,10 @@ cells, and points on its east/north edge fall in the last column/row. Points out
 
 The plane is pyproj's transverse Mercator on the WGS 84 ellipsoid centred on the middle of the box
 (:func:`urbandp._geodesy.box_projection`, chosen on the measurements in :mod:`urbandp._geodesy`): a cell is a ``z``
-by ``z`` square on the ground to 8e-6 of ``z`` at the corners of a 50 km box (4 mm for 500 m cells; the spherical
-equirectangular formula used before, ``x = R cos(lat_0) (lon - lon_0)``, ``y = R (lat - lat_0)``, was off by 4e-3
-there at 22.6 N: 2 m per cell and 206 m across the box). The box's outline, projected, is not quite a rectangle, so
-``(x_0, y_0)`` and ``l``, ``b`` are its envelope: every point of the box lies in the grid. A cell maps back to
-lon/lat as a quadrilateral (:meth:`SquareGrid.cell_corners`) turned from the meridians by the meridian convergence
-(at the corners of a 50 km box: 0.09 degree at 22.6 N, 0.39 degree at 59.9 N), not a lon/lat rectangle.
+by ``z`` square on the ground to 8e-6 of ``z`` at the corners of a 50 km box (4 mm for 500 m cells). The box's
+outline, projected, is not quite a rectangle, so ``(x_0, y_0)`` and ``l``, ``b`` are its envelope: every point of
+the box lies in the grid. A cell maps back to lon/lat as a quadrilateral (:meth:`SquareGrid.cell_corners`) turned
+from the meridians by the meridian convergence (0.09 degree at 22.6 N at the corners of a 50 km box).
 """
 
 from __future__ import annotations

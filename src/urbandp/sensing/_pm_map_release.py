@@ -3,9 +3,8 @@
 
 Order: options and output checked; readings read (bad rows to a staging quarantine) and kept inside the public
 ``start``/``end`` window and ``bbox``; the loss planned and reserved before any noise; the noisy cells drawn
-once. The release holds only DP outputs: ``pm_cells`` (the noisy sums and counts, and the cell means derived from
-them) and ``pm_grid`` (the smoothed map, post-processing); the quarantine and the exact row counts are the owner's
-(``owner_only/<name>/``). With ``out`` the folder is written inside the charge (its sha256 recorded at commit).
+once. The release holds only DP outputs (``pm_cells``, and ``pm_grid`` by post-processing); the quarantine and
+the exact row counts are the owner's (``owner_only/<name>/``).
 
 The privacy unit (:func:`~urbandp.sensing._options.resolve_unit`): one vehicle-window, truncated to ``M``
 readings, when the readings carry a vehicle id (``vehicle_column``, default a column named ``vehicle``); one
