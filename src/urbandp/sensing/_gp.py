@@ -197,8 +197,15 @@ class _Standardiser:
 class _OriginalUnits:
     """``predict`` in the original units of ``y``, shared by both GP engines (they fit on standardised values)."""
 
+    kernel: str
     standardiser_: _Standardiser
     hyperparameters_: Hyperparameters
+
+    def _standardise(self, y: np.ndarray) -> np.ndarray:
+        """``y`` in standardised units (its mean and sd kept for :meth:`predict`), after the kernel is checked."""
+        check_kernel(self.kernel)
+        self.standardiser_ = _Standardiser.of(y)
+        return (y - self.standardiser_.mean) / self.standardiser_.sd
 
     def _posterior(self, xs: np.ndarray, hp: Hyperparameters) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and (unclipped) latent variance at the points ``xs``, in standardised units."""
@@ -241,13 +248,11 @@ class ExactGP(_OriginalUnits):
     max_iter: int = 200
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> ExactGP:
-        check_kernel(self.kernel)
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
         if x.ndim != 2 or x.shape[0] != y.shape[0] or y.shape[0] < 2:
             raise ValueError("need at least 2 readings with 2-D inputs")
-        self.standardiser_ = _Standardiser.of(y)
-        ys = (y - self.standardiser_.mean) / self.standardiser_.sd
+        ys = self._standardise(y)
         r = distances(x, x)
         if self.hyperparameters is None:
             self.hyperparameters_, self.log_marginal_likelihood_ = self._optimise(r, ys)
@@ -423,12 +428,10 @@ class SparseGP(_OriginalUnits):
     opt_iter: int = 30
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> SparseGP:
-        check_kernel(self.kernel)
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
         rng = np.random.default_rng(self.seed)
-        self.standardiser_ = _Standardiser.of(y)
-        ys = (y - self.standardiser_.mean) / self.standardiser_.sd
+        ys = self._standardise(y)
         if self.hyperparameters is None:
             idx = rng.choice(len(x), min(self.subsample, len(x)), replace=False)
             exact = ExactGP(kernel=self.kernel, restarts=self.restarts, bounds=self.bounds).fit(
