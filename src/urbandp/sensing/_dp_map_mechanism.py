@@ -265,17 +265,16 @@ def _release_dp_map(
     grid: SquareGrid,
     epsilon_cell: float,
     noise: NoiseSource,
+    fitted: list[WindowResult],
     sensitivity: float = 1.0,
     upper: float | None = None,
     calibration: str = "holohan",
     window_minutes: int = 60,
-    kernel: str = "matern32",
-    min_readings: int = 3,
-    fitted: list[WindowResult] | None = None,
     progress: Callable[[int, int], None] | None = None,
     windows: np.ndarray | None = None,
 ) -> DpMapRelease:
-    """Release one noisy sigma_p^2 map per window (see the module docstring for the accounting).
+    """Release one noisy sigma_p^2 map per window of the GPs ``fitted`` (:func:`fit_for_release`; see the module
+    docstring for the accounting).
 
     ``windows``: the public list of window starts (:func:`public_windows`); default every window from the first
     to the last reading (:func:`all_windows`, derived from the data).
@@ -283,11 +282,6 @@ def _release_dp_map(
     upper = sensitivity if upper is None else float(upper)
     if upper < sensitivity:
         raise ValueError("upper must be >= sensitivity (the capped kernel variance)")
-    if fitted is None:
-        origin = windows[0] if windows is not None and len(windows) and calibration != "paper" else None
-        fitted = fit_for_release(
-            readings, grid, sensitivity, calibration, window_minutes, kernel, min_readings, origin=origin
-        )
     by_window = {r.window: r for r in fitted}
     if calibration == "paper":
         windows = np.array(sorted(by_window))
