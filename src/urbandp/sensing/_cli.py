@@ -9,20 +9,32 @@ The other commands take the typed aliases of :mod:`urbandp.sensing._cli_options`
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
+import functools
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from urbandp._cli_config import config_option
 from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
-from urbandp._cli_spec import command_signature, keyword, spec_parameters
+from urbandp._cli_spec import OptionsOf, typed_command
 from urbandp._cli_support import cli_guard, cli_text
 from urbandp.sensing import _cli_options as opts
-from urbandp.sensing._options import DpMapOptions, InterpolateOptions, PmMapOptions, QueryOptions
+from urbandp.sensing._options import (
+    DpMapOptions,
+    InterpolateOptions,
+    PmMapOptions,
+    QueryOptions,
+    parse_box,
+    parse_numbers,
+    parse_utility_epsilons,
+)
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
+R = TypeVar("R")
 
 
 @app.command()
@@ -44,27 +56,25 @@ def synth(
     print(f"wrote {readings} readings to {write_synth_readings(out, readings, vehicles, hours, seed)}")
 
 
-def _argument(name: str, metavar: str, help: str) -> inspect.Parameter:
-    """The command's one positional argument: the file it reads."""
-    return inspect.Parameter(
-        name,
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        default=typer.Argument(..., metavar=metavar, help=help),
-        annotation=Path,
-    )
+Readings = Annotated[Path, typer.Argument(metavar="INPUT", help=opts.READINGS_HELP)]
+OutDir = Annotated[Path, typer.Option("--out", help="Output directory.")]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class InterpolateArguments:
+    """``urbandp sensing interpolate``: the readings, the folder and the options of
+    :class:`~urbandp.sensing._options.InterpolateOptions`."""
+
+    input_path: Readings
+    out: OutDir
+    options: Annotated[dict[str, Any], OptionsOf(InterpolateOptions, parse={"bbox": parse_box})]
+    overwrite: Overwrite = False
 
 
 @app.command()
 @cli_guard
-@command_signature(
-    [
-        _argument("input_path", "INPUT", opts.READINGS_HELP),
-        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
-    ],
-    spec_parameters(InterpolateOptions),
-    [keyword("overwrite", Overwrite, False)],
-)
-def interpolate(**options: Any) -> None:
+@typed_command(InterpolateArguments)
+def interpolate(a: InterpolateArguments) -> None:
     """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
 
     The grid is the server's private input (NOT differentially private); see `dp-map` and `query` for releases.
@@ -73,36 +83,62 @@ def interpolate(**options: Any) -> None:
     Example: urbandp sensing interpolate kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
     """
     from urbandp.sensing._interpolate_tool import run_interpolate
-    from urbandp.sensing._options import parse_box
 
-    options.pop("overwrite")  # read by cli_guard into the run's output policy
-    o = InterpolateOptions(**{**options, "bbox": parse_box(options["bbox"])})
-    print(run_interpolate(o).summary())
+    print(run_interpolate(InterpolateOptions(input_path=a.input_path, out=a.out, **a.options)).summary())
 
 
-def _readings(table: str) -> list[inspect.Parameter]:
-    """The readings a map release reads, the folder it writes and its --config."""
-    return [
-        _argument("input_path", "INPUT", opts.READINGS_HELP),
-        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
-        keyword("config", Path | None, config_option(table)),
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MapArguments:
+    """A map release (``dp-map``, ``pm-map``): the readings, the folder, the ``--config`` file and the options (a
+    subclass declares both, in these places), and where the loss is booked, as the library's function takes them."""
+
+    input_path: Readings
+    out: OutDir
+    config: Path | None = None  # read by its callback into the options' defaults
+    options: dict[str, Any]
+    dataset: Dataset = None
+    budget_store: BudgetStoreUrl = None
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False
+    overwrite: Overwrite = False
+
+    def run(self, release: Callable[..., R], options: dict[str, Any]) -> R:
+        """``release(readings, session=..., out=..., **options)`` with the release's warnings left to the
+        command, which prints them as its own lines."""
+        import warnings
+
+        from urbandp._session import Session
+        from urbandp.results import OwnerWarning, ReleaseWarning
+
+        session = Session(
+            self.budget_store, self.dataset, allow_meaningless_epsilon=self.allow_meaningless_epsilon
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ReleaseWarning)
+            warnings.simplefilter("ignore", OwnerWarning)
+            return release(
+                self.input_path, session=session, out=self.out, overwrite=self.overwrite, **options
+            )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DpMapArguments(MapArguments):
+    config: Annotated[Path | None, config_option("sensing.dp-map")] = None
+    options: Annotated[
+        dict[str, Any],
+        OptionsOf(DpMapOptions, parse={"bbox": parse_box, "utility_epsilons": parse_utility_epsilons}),
     ]
 
 
-def _booked() -> list[inspect.Parameter]:
-    """Where a map release books its loss, and the switches that authorise the run."""
-    return [
-        keyword("dataset", Dataset, None),
-        keyword("budget_store", BudgetStoreUrl, None),
-        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
-        keyword("overwrite", Overwrite, False),
-    ]
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PmMapArguments(MapArguments):
+    config: Annotated[Path | None, config_option("sensing.pm-map")] = None
+    options: Annotated[dict[str, Any], OptionsOf(PmMapOptions, parse={"bbox": parse_box})]
 
 
 @app.command("dp-map")
 @cli_guard
-@command_signature(_readings("sensing.dp-map"), spec_parameters(DpMapOptions), _booked())
-def dp_map(**options: Any) -> None:
+@typed_command(DpMapArguments)
+def dp_map(a: DpMapArguments) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
     Publishable (DIR/): dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units) and
@@ -112,16 +148,16 @@ def dp_map(**options: Any) -> None:
 
     Example: urbandp sensing dp-map kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
-    del options["config"]  # read into the options' defaults by --config's callback
-    from urbandp.sensing._dp_map_command import run
+    from urbandp.sensing._api import dp_map as release
+    from urbandp.sensing._dp_map_command import print_result
 
-    run(**options)
+    print_result(a.run(release, a.options), a.out, **a.options)
 
 
 @app.command("pm-map")
 @cli_guard
-@command_signature(_readings("sensing.pm-map"), spec_parameters(PmMapOptions), _booked())
-def pm_map(**options: Any) -> None:
+@typed_command(PmMapArguments)
+def pm_map(a: PmMapArguments) -> None:
     """A differentially private map of PM2.5 itself: noisy clipped sums and counts per cell and window, smoothed.
 
     Publishable (DIR/): pm_cells.csv (noisy count and sum per cell and window, the mean derived from them),
@@ -132,39 +168,63 @@ def pm_map(**options: Any) -> None:
 
     Example: urbandp sensing pm-map kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
     """
-    del options["config"]  # read into the options' defaults by --config's callback
-    from urbandp.sensing._pm_map_command import run
+    from urbandp.sensing._api import pm_map as release
+    from urbandp.sensing._pm_map_command import print_result
 
-    run(**options)
+    print_result(a.run(release, a.options), a.out, **a.options)
+
+
+def _rect(parameter: str) -> Callable[[str | None], tuple[float, ...] | None]:
+    """``--rect``/``--select`` text as four numbers (two corners, in any order)."""
+    return functools.partial(parse_numbers, n=4, parameter=parameter)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QueryArguments:
+    """``urbandp sensing query``: the grid, the options of :class:`~urbandp.sensing._options.QueryOptions`, and
+    where the answer is also written."""
+
+    grid_csv: Annotated[
+        Path, typer.Argument(metavar="GRID", help="grid.parquet (or grid.csv) written by `interpolate`.")
+    ]
+    config: Annotated[Path | None, config_option("sensing.query")] = None  # read by its callback
+    options: Annotated[
+        dict[str, Any], OptionsOf(QueryOptions, parse={"rect": _rect("rect"), "select": _rect("select")})
+    ]
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Also write the answer as JSON here (default: stdout only).")
+    ] = None
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False
+    overwrite: Overwrite = False
 
 
 @app.command()
 @cli_guard
-@command_signature(
-    [
-        _argument("grid_csv", "GRID", "grid.parquet (or grid.csv) written by `interpolate`."),
-        keyword("config", Path | None, config_option("sensing.query")),
-    ],
-    spec_parameters(QueryOptions),
-    [
-        keyword(
-            "out",
-            Path | None,
-            typer.Option(None, "--out", help="Also write the answer as JSON here (default: stdout only)."),
-        ),
-        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
-        keyword("overwrite", Overwrite, False),
-    ],
-)
-def query(**options: Any) -> None:
+@typed_command(QueryArguments)
+def query(a: QueryArguments) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 
     Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
-    del options["config"]  # read into the options' defaults by --config's callback
-    from urbandp.sensing._query_command import run_query_command
+    import warnings
 
-    run_query_command(**options)
+    from urbandp._session import Session
+    from urbandp.results import ReleaseWarning
+    from urbandp.sensing._api import query as release
+    from urbandp.sensing._query_command import print_answer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseWarning)
+        rel = release(
+            a.grid_csv,
+            session=Session(allow_meaningless_epsilon=a.allow_meaningless_epsilon),
+            out=a.out,
+            overwrite=a.overwrite,
+            **a.options,
+        )
+    for line in rel.warnings:
+        print(f"note: {line}", file=sys.stderr)
+    print_answer(rel)
 
 
 @app.command("plan")
@@ -197,7 +257,6 @@ def plan(
 
     Example: urbandp sensing plan --bbox 22.45,88.30,22.65,88.47 --readings-per-day 295 --share-visited 0.26 --epsilon 4
     """
-    from urbandp.sensing._options import parse_box
     from urbandp.sensing._planner import parse_cell_sizes, parse_windows, plan_sensing, plan_text
 
     box = parse_box(bbox)

@@ -1,51 +1,26 @@
-"""`urbandp sensing dp-map`, the command's side: flags -> :func:`urbandp.sensing.dp_map` -> printed lines.
+"""`urbandp sensing dp-map`, the command's side: what it prints of :func:`urbandp.sensing.dp_map`'s result.
 
 The release itself (guards, Session, privacy.json, the folder) is the library's
-(:mod:`urbandp.sensing._dp_map_release`); here only the flags are parsed and the result printed.
+(:mod:`urbandp.sensing._dp_map_release`).
 """
 
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from urbandp._cli_support import cli_text
-from urbandp.results import OwnerWarning, ReleaseWarning
+
+if TYPE_CHECKING:
+    from urbandp.sensing._dp_map_release import DpMapResult
 
 
-def run(
-    input_path: Path,
-    out: Path,
-    *,
-    bbox: str | None,
-    utility_epsilons: str,
-    dataset: str | None,
-    budget_store: str | None,
-    allow_meaningless_epsilon: bool,
-    overwrite: bool,
-    **options: Any,
-) -> None:
-    """Run the release through the library and print what the command always printed."""
-    from urbandp._session import Session
-    from urbandp.sensing._api import dp_map
-    from urbandp.sensing._options import parse_box, parse_utility_epsilons
+def print_result(rel: DpMapResult, out: Path, *, epsilon: float, **options: object) -> None:
+    """What the command prints of a release written to ``out`` with ``options``: its warnings, the owner's
+    timings, one summary line."""
     from urbandp.sensing._report import DpMapPrivacyReport
 
-    session = Session(budget_store, dataset, allow_meaningless_epsilon=allow_meaningless_epsilon)
-    with warnings.catch_warnings():  # printed below as the command's own lines
-        warnings.simplefilter("ignore", ReleaseWarning)
-        warnings.simplefilter("ignore", OwnerWarning)
-        rel = dp_map(
-            input_path,
-            bbox=parse_box(bbox),
-            utility_epsilons=parse_utility_epsilons(utility_epsilons),
-            session=session,
-            out=out,
-            overwrite=overwrite,
-            **options,
-        )
     for line in rel.warnings:
         print(f"urbandp: warning: {cli_text(line)}", file=sys.stderr)
     for line in rel.owner["timing"]:
@@ -56,7 +31,7 @@ def run(
         cost = "epsilon: none (paper calibration: NOT differentially private)"
     else:
         cost = (
-            f"epsilon per cell {options['epsilon']:g} (per reading / window map "
+            f"epsilon per cell {epsilon:g} (per reading / window map "
             f"{privacy.epsilon_per_window_map:.6g} at delta {privacy.delta_per_reading:.2g}; per vehicle-day "
             f"{privacy.epsilon_per_vehicle_day:.6g}; vehicle in every window "
             f"{privacy.epsilon_vehicle_upper_bound:.6g})"

@@ -1,44 +1,26 @@
-"""`urbandp sensing pm-map`, the command's side: flags -> :func:`urbandp.sensing.pm_map` -> printed lines.
+"""`urbandp sensing pm-map`, the command's side: what it prints of :func:`urbandp.sensing.pm_map`'s result.
 
 The release itself (unit, plan, Session, privacy.json, the folder) is the library's
-(:mod:`urbandp.sensing._pm_map_release`); here only the flags are parsed and the result printed.
+(:mod:`urbandp.sensing._pm_map_release`).
 """
 
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from urbandp._cli_support import cli_text
-from urbandp.results import OwnerWarning, ReleaseWarning
+
+if TYPE_CHECKING:
+    from urbandp.sensing._pm_map_release import PmMapResult
 
 
-def run(
-    input_path: Path,
-    out: Path,
-    *,
-    bbox: str,
-    dataset: str | None,
-    budget_store: str | None,
-    allow_meaningless_epsilon: bool,
-    overwrite: bool,
-    **options: Any,
-) -> None:
-    """Run the release through the library and print what the command always printed."""
-    from urbandp._session import Session
-    from urbandp.sensing._api import pm_map
-    from urbandp.sensing._options import parse_box
+def print_result(rel: PmMapResult, out: Path, *, smoother: str, **options: object) -> None:
+    """What the command prints of a release written to ``out`` with ``options``: the owner's warnings and one
+    summary line."""
     from urbandp.sensing._report import PmMapPrivacyReport
 
-    box = parse_box(bbox)
-    assert box is not None
-    session = Session(budget_store, dataset, allow_meaningless_epsilon=allow_meaningless_epsilon)
-    with warnings.catch_warnings():  # printed below as the command's own lines
-        warnings.simplefilter("ignore", ReleaseWarning)
-        warnings.simplefilter("ignore", OwnerWarning)
-        rel = pm_map(input_path, bbox=box, session=session, out=out, overwrite=overwrite, **options)
     for line in rel.owner_warnings:
         print(f"urbandp: warning (owner only, from the true readings): {cli_text(line)}", file=sys.stderr)
     p = rel.privacy
@@ -56,5 +38,5 @@ def run(
         f"{p.windows['count']} windows x {p.grid['cells']} cells; "  # type: ignore[attr-defined]
         f"epsilon {p.epsilon_per_unit:.4g} per {label[4:]}"
         + per_vehicle
-        + f" (Laplace on counts and centred sums, clip {clip:g}); smoother {options['smoother']} -> {out}"
+        + f" (Laplace on counts and centred sums, clip {clip:g}); smoother {smoother} -> {out}"
     )

@@ -4,25 +4,27 @@ and :func:`urbandp.survey.estimate` (report sections 3.3, 4.1; eqs. 5 and 6)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from urbandp._cli_options import Overwrite
+from urbandp._cli_spec import typed_command
 from urbandp._cli_support import cli_guard
-from urbandp.survey._cli_common import app, release_signature, run_spec_release
+from urbandp.survey._cli_common import SurveyArguments, app, release_arguments
 from urbandp.survey._rr_release import RandomizeSpec
 
 
 @app.command()
 @cli_guard
-@release_signature(
-    RandomizeSpec,
-    "CSV or Parquet file, one respondent answer per row.",
-    "Output directory (randomized.csv + privacy.json).",
-    "survey.randomize",
+@typed_command(
+    release_arguments(
+        RandomizeSpec,
+        "CSV or Parquet file, one respondent answer per row.",
+        "Output directory (randomized.csv + privacy.json).",
+        "survey.randomize",
+    )
 )
-def randomize(**options: Any) -> None:
+def randomize(a: SurveyArguments) -> None:
     """Randomize one categorical column with randomized response (report sections 3.3, 4.1).
 
     Example: urbandp survey randomize vehicles.csv --column model --categories-file models.csv --within fuel
@@ -32,7 +34,7 @@ def randomize(**options: Any) -> None:
     """
     import urbandp.survey._api as api
 
-    run_spec_release(api.randomize, RandomizeSpec, options)
+    a.run(api.randomize)
 
 
 @app.command()

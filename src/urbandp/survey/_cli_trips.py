@@ -5,26 +5,28 @@ and :func:`urbandp.survey.perturb_trajectories` (report section 6.1, eq. 16)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from urbandp._cli_options import Overwrite
+from urbandp._cli_spec import typed_command
 from urbandp._cli_support import cli_guard
-from urbandp.survey._cli_common import app, release_signature, run_spec_release
+from urbandp.survey._cli_common import SurveyArguments, app, release_arguments
 from urbandp.survey._od_release import OdSpec
 from urbandp.survey._trajectory_release import TrajectoriesSpec
 
 
 @app.command("od-randomize")
 @cli_guard
-@release_signature(
-    OdSpec,
-    "CSV or Parquet of trips, one origin-destination pair per row.",
-    "Output directory (trips.csv + privacy.json).",
-    "survey.od-randomize",
+@typed_command(
+    release_arguments(
+        OdSpec,
+        "CSV or Parquet of trips, one origin-destination pair per row.",
+        "Output directory (trips.csv + privacy.json).",
+        "survey.od-randomize",
+    )
 )
-def od_randomize(**options: Any) -> None:
+def od_randomize(a: SurveyArguments) -> None:
     """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3).
 
     Example: urbandp survey od-randomize out/survey/trips.csv --from from_county --to to_county --blocks 19 --id trip --keep-probability 0.5 --out out/trips-rr
@@ -35,7 +37,7 @@ def od_randomize(**options: Any) -> None:
     """
     import urbandp.survey._api as api
 
-    run_spec_release(api.od_randomize, OdSpec, options)
+    a.run(api.od_randomize)
 
 
 @app.command("od-estimate")
@@ -97,13 +99,15 @@ def od_estimate(
 
 @app.command("perturb-trajectories")
 @cli_guard
-@release_signature(
-    TrajectoriesSpec,
-    "CSV or Parquet of GPS points.",
-    "Output directory (trajectories.csv + privacy.json).",
-    "survey.perturb-trajectories",
+@typed_command(
+    release_arguments(
+        TrajectoriesSpec,
+        "CSV or Parquet of GPS points.",
+        "Output directory (trajectories.csv + privacy.json).",
+        "survey.perturb-trajectories",
+    )
 )
-def perturb_trajectories(**options: Any) -> None:
+def perturb_trajectories(a: SurveyArguments) -> None:
     """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/.
 
     Example: urbandp survey perturb-trajectories trips.csv --lat Y --lon X --trip trajectory_id --order t --epsilon 50 --out out/trajectories
@@ -112,4 +116,4 @@ def perturb_trajectories(**options: Any) -> None:
     """
     import urbandp.survey._api as api
 
-    run_spec_release(api.perturb_trajectories, TrajectoriesSpec, options)
+    a.run(api.perturb_trajectories)
