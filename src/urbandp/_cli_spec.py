@@ -20,12 +20,16 @@ import dataclasses
 import inspect
 import typing
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
 
+from urbandp._cli_support import cli_guard
 from urbandp._release_options import DeclaredOption, declared_options
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -49,13 +53,6 @@ class OptionsOf:
         options = {o.name: o for o in found}
         names = list(self.only) if self.only is not None else [n for n in options if n not in self.leave_out]
         return [options[name] for name in names]
-
-
-def spec_parameters(
-    spec: type, *, leave_out: Collection[str] = (), only: Sequence[str] | None = None
-) -> list[inspect.Parameter]:
-    """The Typer parameters of ``spec``'s options, in field order (or in the order of ``only``)."""
-    return option_parameters(OptionsOf(spec, leave_out, only).declared(spec))
 
 
 def option_parameters(options: Sequence[DeclaredOption]) -> list[inspect.Parameter]:
@@ -122,15 +119,39 @@ def typed_command(arguments: type[A]) -> Callable[[Callable[[A], R]], Callable[.
     grouped = {name for group in groups for name in group.names}
 
     def decorate(fn: Callable[[A], R]) -> Callable[..., R]:
-        def command(**given: Any) -> R:
+        def run(**given: Any) -> R:
             values = {name: value for name, value in given.items() if name not in grouped}
             values.update({group.field: group.value(given) for group in groups})
             return fn(arguments(**values))
 
-        command.__name__, command.__qualname__, command.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-        command.__module__ = fn.__module__
-        command.__signature__ = inspect.Signature(params)
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        return command
+        typer_reads: Any = run  # the signature and annotations Typer reads: the fields', not run's
+        typer_reads.__signature__ = inspect.Signature(params)
+        typer_reads.__annotations__ = {p.name: p.annotation for p in params}
+        typer_reads.__wrapped__ = fn  # the typed body, for readers (inspect.signature stops at __signature__)
+        run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+        run.__module__ = fn.__module__
+        return run
 
     return decorate
+
+
+def command(
+    app: typer.Typer, arguments: type[A], name: str | None = None
+) -> Callable[[Callable[[A], R]], Callable[..., R]]:
+    """Register ``fn(args: arguments)`` on ``app`` as the command ``name`` (default: the function's), a
+    :func:`typed_command` behind the error guard (:func:`urbandp._cli_support.cli_guard`)."""
+
+    def register(fn: Callable[[A], R]) -> Callable[..., R]:
+        guarded = cli_guard(typed_command(arguments)(fn))
+        app.command(name)(guarded)
+        return guarded
+
+    return register
+
+
+def keywords(arguments: DataclassInstance, *leave_out: str) -> dict[str, Any]:
+    """The fields of a command's ``arguments`` (a dataclass) as the keywords of the library function whose
+    parameters they are, by the same names, but ``leave_out``."""
+    return {
+        f.name: getattr(arguments, f.name) for f in dataclasses.fields(arguments) if f.name not in leave_out
+    }

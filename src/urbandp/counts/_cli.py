@@ -12,8 +12,8 @@ import typer
 
 from urbandp._cli_config import config_option
 from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
-from urbandp._cli_spec import OptionsOf, typed_command
-from urbandp._cli_support import cli_guard, cli_text
+from urbandp._cli_spec import OptionsOf, command
+from urbandp._cli_support import cli_text, quietly
 from urbandp.counts._options import CountsReleaseSpec
 from urbandp.counts._prepare_command import prepare
 from urbandp.counts._synth_command import synth
@@ -44,9 +44,7 @@ class ReleaseArguments:
     overwrite: Overwrite = False
 
 
-@app.command()
-@cli_guard
-@typed_command(ReleaseArguments)
+@command(app, ReleaseArguments)
 def release(a: ReleaseArguments) -> None:
     """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
 
@@ -59,14 +57,11 @@ def release(a: ReleaseArguments) -> None:
         urbandp counts synth --out taps/ && urbandp counts release taps/events.csv --domain taps/domain.json
         --unit card-day --max-events 4 --epsilon 1 --suppress-below 18 --out rel/
     """
-    import warnings
-
     from urbandp._outputs import dumps_strict
     from urbandp._session import Session
     from urbandp.counts._api import dry_run as cost
     from urbandp.counts._api import release_spec
     from urbandp.counts._threshold_advice import advice_line
-    from urbandp.results import OwnerWarning, ReleaseWarning
 
     if a.dry_run:
         plan = cost(a.spec, allow_meaningless_epsilon=a.allow_meaningless_epsilon)
@@ -76,12 +71,15 @@ def release(a: ReleaseArguments) -> None:
             typer.echo(f"urbandp: advice: {cli_text(advice_line(advised, plan.get('unit')))}", err=True)
         return
     session = Session(a.budget_store, a.dataset, allow_meaningless_epsilon=a.allow_meaningless_epsilon)
-    with warnings.catch_warnings():  # the command prints its own warning lines
-        warnings.simplefilter("ignore", ReleaseWarning)
-        warnings.simplefilter("ignore", OwnerWarning)
-        rel = release_spec(
-            a.input, a.spec, session=session, out=a.out, overwrite=a.overwrite, progress=_progress_bar
-        )
+    rel = quietly(
+        release_spec,
+        a.input,
+        a.spec,
+        session=session,
+        out=a.out,
+        overwrite=a.overwrite,
+        progress=_progress_bar,
+    )
     _print_summary(rel, a.out)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from urbandp._cli_options import BudgetStoreUrl, Overwrite
-from urbandp._cli_spec import OptionsOf, typed_command
+from urbandp._cli_spec import OptionsOf, command
 from urbandp._cli_support import cli_guard
 from urbandp._outputs import check_output_file, dumps_strict
 from urbandp.errors import InputError
@@ -65,9 +65,7 @@ class ServeArguments:
     budget_store: BudgetStoreUrl = None
 
 
-@app.command()
-@cli_guard
-@typed_command(ServeArguments)
+@command(app, ServeArguments)
 def serve(a: ServeArguments) -> None:
     """Serve private queries over one window of an interpolated grid (privacy unit: one reading).
 

@@ -1,10 +1,9 @@
 """CLI group `urbandp sensing`: GP interpolation, DP variance maps, aggregate queries, synthetic readings.
 
-Thin: each command takes its flags, hands them to the library (:mod:`urbandp.sensing._api` through the
-``*_command`` modules, which also print) and prints the result. The releases' flags (`dp-map`, `pm-map`, `query`)
-are built from the fields of their option classes (:mod:`urbandp.sensing._options`) by
-:func:`urbandp._cli_spec.spec_parameters`; only where the run reads, writes and books its loss is declared here.
-The other commands take the typed aliases of :mod:`urbandp.sensing._cli_options`.
+Thin: each command hands its typed arguments to the library (:mod:`urbandp.sensing._api`) and prints the result.
+The options of `interpolate`, `dp-map`, `pm-map` and `query` are the fields of their option classes
+(:mod:`urbandp.sensing._options`, :class:`urbandp._cli_spec.OptionsOf`); only where the run reads, writes and
+books its loss is declared here.
 """
 
 from __future__ import annotations
@@ -14,15 +13,14 @@ import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from urbandp._cli_config import config_option
 from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
-from urbandp._cli_spec import OptionsOf, typed_command
-from urbandp._cli_support import cli_guard, cli_text
-from urbandp.sensing import _cli_options as opts
+from urbandp._cli_spec import OptionsOf, command
+from urbandp._cli_support import cli_guard, cli_text, quietly
 from urbandp.sensing._options import (
     DpMapOptions,
     InterpolateOptions,
@@ -33,6 +31,11 @@ from urbandp.sensing._options import (
     parse_utility_epsilons,
 )
 
+if TYPE_CHECKING:
+    from urbandp.sensing._dp_map_release import DpMapResult
+    from urbandp.sensing._pm_map_release import PmMapResult
+    from urbandp.sensing._query_release import QueryAnswer
+
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 R = TypeVar("R")
 
@@ -40,11 +43,11 @@ R = TypeVar("R")
 @app.command()
 @cli_guard
 def synth(
-    out: opts.SynthOut,
-    readings: opts.SynthReadings = 1400,
-    vehicles: opts.SynthVehicles = 10,
-    hours: opts.SynthHours = 1,
-    seed: opts.SynthSeed = 0,
+    out: Annotated[Path, typer.Argument(help="CSV to write (lat, lon, time, value, vehicle).")],
+    readings: Annotated[int, typer.Option(help="Number of readings.")] = 1400,
+    vehicles: Annotated[int, typer.Option(help="Number of vehicles.")] = 10,
+    hours: Annotated[int, typer.Option(help="Hours (one-hour windows) the readings span.")] = 1,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     overwrite: Overwrite = False,
 ) -> None:
     """Write synthetic fleet readings of a smooth pollution field (for trying the other commands).
@@ -56,7 +59,9 @@ def synth(
     print(f"wrote {readings} readings to {write_synth_readings(out, readings, vehicles, hours, seed)}")
 
 
-Readings = Annotated[Path, typer.Argument(metavar="INPUT", help=opts.READINGS_HELP)]
+Readings = Annotated[
+    Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
+]
 OutDir = Annotated[Path, typer.Option("--out", help="Output directory.")]
 
 
@@ -71,9 +76,7 @@ class InterpolateArguments:
     overwrite: Overwrite = False
 
 
-@app.command()
-@cli_guard
-@typed_command(InterpolateArguments)
+@command(app, InterpolateArguments)
 def interpolate(a: InterpolateArguments) -> None:
     """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
 
@@ -101,23 +104,16 @@ class MapArguments:
     allow_meaningless_epsilon: AllowMeaninglessEpsilon = False
     overwrite: Overwrite = False
 
-    def run(self, release: Callable[..., R], options: dict[str, Any]) -> R:
-        """``release(readings, session=..., out=..., **options)`` with the release's warnings left to the
-        command, which prints them as its own lines."""
-        import warnings
-
+    def run(self, release: Callable[..., R]) -> R:
+        """``release(readings, session=..., out=..., **options)``, its warnings left to the command."""
         from urbandp._session import Session
-        from urbandp.results import OwnerWarning, ReleaseWarning
 
         session = Session(
             self.budget_store, self.dataset, allow_meaningless_epsilon=self.allow_meaningless_epsilon
         )
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ReleaseWarning)
-            warnings.simplefilter("ignore", OwnerWarning)
-            return release(
-                self.input_path, session=session, out=self.out, overwrite=self.overwrite, **options
-            )
+        return quietly(
+            release, self.input_path, session=session, out=self.out, overwrite=self.overwrite, **self.options
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -135,9 +131,7 @@ class PmMapArguments(MapArguments):
     options: Annotated[dict[str, Any], OptionsOf(PmMapOptions, parse={"bbox": parse_box})]
 
 
-@app.command("dp-map")
-@cli_guard
-@typed_command(DpMapArguments)
+@command(app, DpMapArguments, "dp-map")
 def dp_map(a: DpMapArguments) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
@@ -149,14 +143,11 @@ def dp_map(a: DpMapArguments) -> None:
     Example: urbandp sensing dp-map kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
     from urbandp.sensing._api import dp_map as release
-    from urbandp.sensing._dp_map_command import print_result
 
-    print_result(a.run(release, a.options), a.out, **a.options)
+    _print_dp_map(a.run(release), a.out, **a.options)
 
 
-@app.command("pm-map")
-@cli_guard
-@typed_command(PmMapArguments)
+@command(app, PmMapArguments, "pm-map")
 def pm_map(a: PmMapArguments) -> None:
     """A differentially private map of PM2.5 itself: noisy clipped sums and counts per cell and window, smoothed.
 
@@ -169,9 +160,8 @@ def pm_map(a: PmMapArguments) -> None:
     Example: urbandp sensing pm-map kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
     """
     from urbandp.sensing._api import pm_map as release
-    from urbandp.sensing._pm_map_command import print_result
 
-    print_result(a.run(release, a.options), a.out, **a.options)
+    _print_pm_map(a.run(release), a.out, **a.options)
 
 
 def _rect(parameter: str) -> Callable[[str | None], tuple[float, ...] | None]:
@@ -198,33 +188,20 @@ class QueryArguments:
     overwrite: Overwrite = False
 
 
-@app.command()
-@cli_guard
-@typed_command(QueryArguments)
+@command(app, QueryArguments)
 def query(a: QueryArguments) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 
     Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
-    import warnings
-
     from urbandp._session import Session
-    from urbandp.results import ReleaseWarning
     from urbandp.sensing._api import query as release
-    from urbandp.sensing._query_command import print_answer
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ReleaseWarning)
-        rel = release(
-            a.grid_csv,
-            session=Session(allow_meaningless_epsilon=a.allow_meaningless_epsilon),
-            out=a.out,
-            overwrite=a.overwrite,
-            **a.options,
-        )
+    session = Session(allow_meaningless_epsilon=a.allow_meaningless_epsilon)
+    rel = quietly(release, a.grid_csv, session=session, out=a.out, overwrite=a.overwrite, **a.options)
     for line in rel.warnings:
         print(f"note: {line}", file=sys.stderr)
-    print_answer(rel)
+    _print_answer(rel)
 
 
 @app.command("plan")
@@ -274,3 +251,76 @@ def plan(
         windows_days=parse_windows(windows),
     )
     print(cli_text(plan_text(rows, best, epsilon)))
+
+
+def _print_dp_map(rel: DpMapResult, out: Path, *, epsilon: float, **options: object) -> None:
+    """What the command prints of a release written to ``out`` with ``options``: its warnings, the owner's
+    timings, one summary line."""
+    from urbandp.sensing._report import DpMapPrivacyReport
+
+    for line in rel.warnings:
+        print(f"urbandp: warning: {cli_text(line)}", file=sys.stderr)
+    for line in rel.owner["timing"]:
+        print(f"urbandp: dp-map timing (owner only): {line}", file=sys.stderr)
+    privacy = rel.privacy
+    assert isinstance(privacy, DpMapPrivacyReport)
+    if privacy.calibration == "paper":
+        cost = "epsilon: none (paper calibration: NOT differentially private)"
+    else:
+        cost = (
+            f"epsilon per cell {epsilon:g} (per reading / window map "
+            f"{privacy.epsilon_per_window_map:.6g} at delta {privacy.delta_per_reading:.2g}; per vehicle-day "
+            f"{privacy.epsilon_per_vehicle_day:.6g}; vehicle in every window "
+            f"{privacy.epsilon_vehicle_upper_bound:.6g})"
+        )
+    print(
+        f"{privacy.windows_released} windows x {privacy.cells_per_window} cells; {cost}; {privacy.dp_label} -> "
+        f"{out} (owner-only material, not DP: {out.parent / 'owner_only' / out.name})"
+    )
+
+
+def _print_pm_map(rel: PmMapResult, out: Path, *, smoother: str, **options: object) -> None:
+    """What the command prints of a release written to ``out`` with ``options``: the owner's warnings and one
+    summary line."""
+    from urbandp.sensing._report import PmMapPrivacyReport
+
+    for line in rel.owner_warnings:
+        print(f"urbandp: warning (owner only, from the true readings): {cli_text(line)}", file=sys.stderr)
+    p = rel.privacy
+    assert isinstance(p, PmMapPrivacyReport)
+    label = p.privacy_unit or ""
+    per_vehicle = ""
+    if p.per_vehicle.bounded:
+        m = p.per_vehicle.max_readings_per_vehicle_window  # type: ignore[attr-defined]
+        per_vehicle = (
+            f" (at most {m} readings, {p.epsilon_per_reading:.4g} per reading; "
+            f"{p.budget_booked.epsilon_per_day:.4g} per vehicle-day)"
+        )
+    clip = p.clip["high"]  # type: ignore[attr-defined]
+    print(
+        f"{p.windows['count']} windows x {p.grid['cells']} cells; "  # type: ignore[attr-defined]
+        f"epsilon {p.epsilon_per_unit:.4g} per {label[4:]}"
+        + per_vehicle
+        + f" (Laplace on counts and centred sums, clip {clip:g}); smoother {smoother} -> {out}"
+    )
+
+
+def _print_answer(rel: QueryAnswer) -> None:
+    """What `sensing query` prints: the answer on stdout, a summary (or the refusal) on stderr."""
+    from urbandp._outputs import dumps_strict
+
+    res = rel.result
+    print(dumps_strict(rel.printed, indent=None))
+    if not res.answered:
+        n = rel.answer["cells_selected"]
+        print(
+            f"refused: {n} cells selected < alpha = {rel.answer['alpha']} (nothing released)", file=sys.stderr
+        )
+    else:
+        from urbandp.sensing._queries import describe_error2
+
+        print(
+            f"{rel.answer['query']} over {res.n_selected} cells: value {res.value:.4f} (not DP), "
+            f"{describe_error2(res.noisy_error2, res.error2_scale())}; epsilon {res.epsilon:.6g}, per reading",
+            file=sys.stderr,
+        )

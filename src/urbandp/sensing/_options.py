@@ -1,7 +1,7 @@
 """The options of the sensing commands, each declared once: every option of `sensing dp-map`, `pm-map`, `query`
 and `interpolate` is a field of the pydantic model :class:`DpMapOptions`, :class:`PmMapOptions`,
 :class:`QueryOptions` or :class:`InterpolateOptions` made with :func:`urbandp._release_options.option` (its type,
-default, help, flag and bounds or choices). The commands' flags (:func:`urbandp._cli_spec.spec_parameters`) and
+default, help, flag and bounds or choices). The commands' flags (:class:`urbandp._cli_spec.OptionsOf`) and
 the Python API's signatures (:mod:`urbandp.sensing._api`) are built from these fields. Construction checks each
 option's type and bounds (Tumult-style), ``model_post_init`` the checks between options, so a value the command
 line refuses is refused from Python with the same one-line message. The fields that are not options

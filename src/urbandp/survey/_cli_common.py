@@ -32,6 +32,9 @@ SURVEY_DATE_HELP = (
 )
 
 
+Separator = Annotated[str, typer.Option("--separator", help="CSV field separator.")]
+"""``--separator`` of the commands that read a CSV file without a spec (``estimate``, ``od-estimate``, ``escape``)."""
+
 PUBLIC_OPTIONS = ("id_column", "keep_columns")
 """The spec options that name columns copied through (``--id``, ``--keep-columns``): listed after ``--out`` and
 the store's options in ``--help``, as they always were."""

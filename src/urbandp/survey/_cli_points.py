@@ -9,10 +9,10 @@ from pathlib import Path
 import typer
 
 from urbandp._cli_options import Overwrite
-from urbandp._cli_spec import typed_command
+from urbandp._cli_spec import command
 from urbandp._cli_support import cli_guard
 from urbandp.errors import InputError
-from urbandp.survey._cli_common import SurveyArguments, app, release_arguments
+from urbandp.survey._cli_common import Separator, SurveyArguments, app, release_arguments
 from urbandp.survey._points_release import PointsSpec
 
 MAX_ESCAPE_RUNS = 10_000
@@ -21,15 +21,15 @@ MAX_ESCAPE_GRID = 10_000
 """Cells per side of the escape grid (10^8 cells)."""
 
 
-@app.command("perturb-points")
-@cli_guard
-@typed_command(
+@command(
+    app,
     release_arguments(
         PointsSpec,
         "CSV or Parquet, one location per row (e.g. home locations).",
         "Output directory (points.csv + privacy.json).",
         "survey.perturb-points",
-    )
+    ),
+    "perturb-points",
 )
 def perturb_points(a: SurveyArguments) -> None:
     """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5).
@@ -77,7 +77,7 @@ def escape(
     ),
     runs: int = typer.Option(10, "--runs", help="Monte Carlo runs per point of the curve."),
     seed: int = typer.Option(0, "--seed", help="Simulation seed."),
-    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    separator: Separator = ",",
     out: Path = typer.Option(..., "--out", help="Output directory (escape.csv + escape.png, owner only)."),
     overwrite: Overwrite = False,
 ) -> None:
