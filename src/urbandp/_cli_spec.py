@@ -17,6 +17,7 @@ A command's arguments are a frozen, keyword-only dataclass; each field is either
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -124,12 +125,12 @@ def typed_command(arguments: type[A]) -> Callable[[Callable[[A], R]], Callable[.
             values.update({group.field: group.value(given) for group in groups})
             return fn(arguments(**values))
 
-        typer_reads: Any = run  # the signature and annotations Typer reads: the fields', not run's
+        functools.update_wrapper(run, fn, ("__module__", "__name__", "__qualname__", "__doc__"), ())
+        typer_reads: Any = (
+            run  # Typer reads the fields' parameters (inspect.signature stops at __signature__)
+        )
         typer_reads.__signature__ = inspect.Signature(params)
         typer_reads.__annotations__ = {p.name: p.annotation for p in params}
-        typer_reads.__wrapped__ = fn  # the typed body, for readers (inspect.signature stops at __signature__)
-        run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-        run.__module__ = fn.__module__
         return run
 
     return decorate

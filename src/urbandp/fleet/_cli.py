@@ -20,13 +20,12 @@ from urbandp.fleet._options_flags import (
     CONTEXT_HELP,
     GTFS_HELP,
     TILES_HELP,
-    TIMESTAMP_FORMAT_HELP,
     RunOptions,
     release_options,
 )
 from urbandp.fleet._options_input import parse_columns
 
-__all__ = ["TIMESTAMP_FORMAT_HELP", "check_dataset", "map_site", "quarantine_on_failure", "release"]
+__all__ = ["check_dataset", "map_site", "quarantine_on_failure", "release"]
 
 _CONSOLE = Console(stderr=True)
 

@@ -19,7 +19,7 @@ import typer
 
 from urbandp._cli_config import config_option
 from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
-from urbandp._cli_spec import OptionsOf, command
+from urbandp._cli_spec import OptionsOf, command, keywords
 from urbandp._cli_support import cli_guard, cli_text, quietly
 from urbandp.sensing._options import (
     DpMapOptions,
@@ -204,31 +204,36 @@ def query(a: QueryArguments) -> None:
     _print_answer(rel)
 
 
-@app.command("plan")
-@cli_guard
-def plan(
-    bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")],
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PlanArguments:
+    """``urbandp sensing plan``: the keywords of :func:`urbandp.sensing._planner.plan_sensing` by their names (the
+    box, the candidate cells and windows as text)."""
+
+    bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")]
     readings_per_day: Annotated[
         float,
         typer.Option(help="Readings the fleet takes per day in the box (public knowledge or a paid count)."),
-    ],
+    ]
     share_visited: Annotated[
         float, typer.Option(help="Share of the box's cells the fleet's routes visit, in (0, 1].")
-    ],
-    epsilon: Annotated[float, typer.Option(help="Epsilon per reading of the planned pm-map.")] = 1.0,
+    ]
+    epsilon: Annotated[float, typer.Option(help="Epsilon per reading of the planned pm-map.")] = 1.0
     spread_between: Annotated[
         float, typer.Option(help="Spread (sd, ug/m3) of PM2.5 between places: the signal a map should show.")
-    ] = 10.0,
+    ] = 10.0
     spread_within: Annotated[
         float, typer.Option(help="Spread (sd, ug/m3) of readings within one cell and window.")
-    ] = 25.0,
-    level: Annotated[float, typer.Option(help="Typical PM2.5 (ug/m3).")] = 50.0,
-    clip: Annotated[float, typer.Option(help="Public upper bound of a reading, as pm-map --clip.")] = 250.0,
-    cell_metres: Annotated[str, typer.Option(help="Candidate cell sides in metres.")] = "250,500,1000,2000",
-    windows: Annotated[
-        str, typer.Option(help="Candidate windows: hour, day, week or days.")
-    ] = "hour,day,week,30,90",
-) -> None:
+    ] = 25.0
+    level: Annotated[float, typer.Option(help="Typical PM2.5 (ug/m3).")] = 50.0
+    clip: Annotated[float, typer.Option(help="Public upper bound of a reading, as pm-map --clip.")] = 250.0
+    cell_metres: Annotated[str, typer.Option(help="Candidate cell sides in metres.")] = "250,500,1000,2000"
+    windows: Annotated[str, typer.Option(help="Candidate windows: hour, day, week or days.")] = (
+        "hour,day,week,30,90"
+    )
+
+
+@command(app, PlanArguments, "plan")
+def plan(a: PlanArguments) -> None:
     """Plan a pm-map from public figures: the shortest window and finest cells at which a cell's DP mean carries
     more signal than noise. Reads no data and spends no budget.
 
@@ -236,21 +241,15 @@ def plan(
     """
     from urbandp.sensing._planner import parse_cell_sizes, parse_windows, plan_sensing, plan_text
 
-    box = parse_box(bbox)
+    box = parse_box(a.bbox)
     assert box is not None
     rows, best = plan_sensing(
         bbox=box,
-        readings_per_day=readings_per_day,
-        share_visited=share_visited,
-        epsilon=epsilon,
-        spread_between=spread_between,
-        spread_within=spread_within,
-        level=level,
-        clip=clip,
-        cell_sizes=parse_cell_sizes(cell_metres),
-        windows_days=parse_windows(windows),
+        cell_sizes=parse_cell_sizes(a.cell_metres),
+        windows_days=parse_windows(a.windows),
+        **keywords(a, "bbox", "cell_metres", "windows"),
     )
-    print(cli_text(plan_text(rows, best, epsilon)))
+    print(cli_text(plan_text(rows, best, a.epsilon)))
 
 
 def _print_dp_map(rel: DpMapResult, out: Path, *, epsilon: float, **options: object) -> None:
