@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from urbandp._cli_options import Overwrite
-from urbandp._cli_spec import command
 from urbandp._cli_support import cli_guard
 from urbandp.errors import InputError
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from urbandp._outputs import OutputDirs
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -24,45 +17,41 @@ SYNTHETIC_CHOICES = ("itms-like", "sample-scaling", "user-scaling")
 MAX_RUNS = 1_000_000  # Monte Carlo runs per algorithm and epsilon: bounds the work (and memory) of one call
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class MeanArguments:
-    """``urbandp experiment mean``: where the table goes, the records or the synthetic setting, the runs."""
-
-    out: Annotated[Path, typer.Option("--out", help="Output folder (mae.csv, mae.png).")]
+@app.command("mean")
+@cli_guard
+def mean(
+    out: Annotated[Path, typer.Option("--out", help="Output folder (mae.csv, mae.png).")],
     input_file: Annotated[
         Path | None,
         typer.Option(
             "--input", help="One HAT's records, CSV or Parquet (default: none; give this or --synthetic)."
         ),
-    ] = None
+    ] = None,
     vehicle_col: Annotated[
         str, typer.Option("--vehicle-col", help="Column with the privacy unit (vehicle).")
-    ] = "vehicle_id"
-    value_col: Annotated[str, typer.Option("--value-col", help="Column with the values (speed).")] = "speed"
+    ] = "vehicle_id",
+    value_col: Annotated[str, typer.Option("--value-col", help="Column with the values (speed).")] = "speed",
     synthetic: Annotated[
         str | None,
         typer.Option(
             "--synthetic",
             help="itms-like | sample-scaling | user-scaling (default: none; give this or --input).",
         ),
-    ] = None
-    runs: Annotated[int, typer.Option("--runs", help="Monte Carlo runs per algorithm and epsilon.")] = 10000
-    epsilons: Annotated[str, typer.Option("--epsilons", help="Comma-separated epsilons.")] = "0.5,1,1.5,2"
-    upper: Annotated[float, typer.Option("--upper", help="Upper clipping bound U of the values.")] = 65.0
+    ] = None,
+    runs: Annotated[int, typer.Option("--runs", help="Monte Carlo runs per algorithm and epsilon.")] = 10000,
+    epsilons: Annotated[str, typer.Option("--epsilons", help="Comma-separated epsilons.")] = "0.5,1,1.5,2",
+    upper: Annotated[float, typer.Option("--upper", help="Upper clipping bound U of the values.")] = 65.0,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed of the synthetic data and of the simulation noise.")
-    ] = 0
+    ] = 0,
     array_m_ub: Annotated[
         str | None,
         typer.Option(
             "--array-m-ub", help="m_UB rule of ARRAY-AVERAGING: median | eq1 (default: as the paper)."
         ),
-    ] = None
-    overwrite: Overwrite = False
-
-
-@command(app, MeanArguments, "mean")
-def mean(a: MeanArguments) -> None:
+    ] = None,
+    overwrite: Overwrite = False,
+) -> None:
     """MAE of BASELINE, ARRAY-AVERAGING, LEVY, FIXEDQUANTILE, EPS-DEPENDENTQUANTILE against epsilon.
 
     Plus ARRAY-AVERAGING with WRAPAROUND and CLIPPED-MEAN (counts private). A utility experiment with simulated
@@ -81,26 +70,30 @@ def mean(a: MeanArguments) -> None:
     from urbandp._outputs import atomic_output_dir, check_output_path
 
     console = Console()
-    eps = parse_epsilons(a.epsilons)
-    if not 1 <= a.runs <= MAX_RUNS:
-        raise InputError(f"--runs must be between 1 and {MAX_RUNS}, got {a.runs}")
-    if not (a.upper > 0 and math.isfinite(a.upper)):
-        raise InputError(f"--upper must be a positive finite number, got {a.upper}")
-    if a.seed < 0:
-        raise InputError(f"--seed must be >= 0, got {a.seed}")
-    check_output_path(a.out)
-    if a.input_file is not None and a.synthetic is not None:
+    eps = parse_epsilons(epsilons)
+    if not 1 <= runs <= MAX_RUNS:
+        raise InputError(f"--runs must be between 1 and {MAX_RUNS}, got {runs}")
+    if not (upper > 0 and math.isfinite(upper)):
+        raise InputError(f"--upper must be a positive finite number, got {upper}")
+    if seed < 0:
+        raise InputError(f"--seed must be >= 0, got {seed}")
+    check_output_path(out)
+    if input_file is not None and synthetic is not None:
         raise InputError("give either --input or --synthetic, not both")
-    if a.synthetic is not None and a.synthetic not in SYNTHETIC_CHOICES:
-        raise InputError(f"--synthetic must be one of {', '.join(SYNTHETIC_CHOICES)}, got {a.synthetic!r}")
-    if a.array_m_ub is not None and a.array_m_ub not in ("median", "eq1"):
-        raise InputError(f"--array-m-ub must be median or eq1, got {a.array_m_ub!r}")
-    with atomic_output_dir(a.out) as d:
-        _mean_into(d, a, eps, console)
+    if synthetic is not None and synthetic not in SYNTHETIC_CHOICES:
+        raise InputError(f"--synthetic must be one of {', '.join(SYNTHETIC_CHOICES)}, got {synthetic!r}")
+    if array_m_ub is not None and array_m_ub not in ("median", "eq1"):
+        raise InputError(f"--array-m-ub must be median or eq1, got {array_m_ub!r}")
+    with atomic_output_dir(out) as d:
+        _mean_into(
+            d, out, input_file, vehicle_col, value_col, synthetic, runs, eps, upper, seed, array_m_ub, console
+        )
 
 
-def _mean_into(d: OutputDirs, a: MeanArguments, eps: list[float], console: Console) -> None:
-    """Body of `experiment mean`, writing into the temporary directories ``d`` (renamed into ``a.out`` at the end)."""
+def _mean_into(
+    d, out, input_file, vehicle_col, value_col, synthetic, runs, eps, upper, seed, array_m_ub, console
+):
+    """Body of `experiment mean`, writing into the temporary directories ``d`` (renamed into ``out`` at the end)."""
     import time
 
     from rich.table import Table
@@ -111,26 +104,26 @@ def _mean_into(d: OutputDirs, a: MeanArguments, eps: list[float], console: Conso
     from urbandp._outputs import owner_dir_for
     from urbandp._progress import progress_bar
 
-    if a.input_file is not None:
-        hat = load_hat(a.input_file, a.vehicle_col, a.value_col, a.upper, d.owner_path("quarantine.csv"))
+    if input_file is not None:
+        hat = load_hat(input_file, vehicle_col, value_col, upper, d.owner_path("quarantine.csv"))
         values = hat.values
-        source = f"{a.input_file.name}"
+        source = f"{input_file.name}"
         console.print(
             f"read {hat.n_rows} rows: {hat.n_rows - hat.n_quarantined} used, {hat.n_quarantined} quarantined"
             + (
-                f" (see {owner_dir_for(a.out) / 'quarantine.csv'}, raw rows: not DP)"
+                f" (see {owner_dir_for(out) / 'quarantine.csv'}, raw rows: not DP)"
                 if hat.n_quarantined
                 else ""
             )
-            + f", {hat.n_clipped} values clipped to {a.upper:g}; {len(values)} vehicles"
+            + f", {hat.n_clipped} values clipped to {upper:g}; {len(values)} vehicles"
         )
         setting = "input"
     else:
-        setting = a.synthetic or "itms-like"
-        values = synthetic_dataset(setting, upper=a.upper, seed=a.seed)
+        setting = synthetic or "itms-like"
+        values = synthetic_dataset(setting, upper=upper, seed=seed)
         source = f"synthetic {setting}"
-    rule = a.array_m_ub or ("eq1" if setting == "user-scaling" else "median")
-    algorithms = all_algorithms(a.upper, array_m_ub=rule)
+    rule = array_m_ub or ("eq1" if setting == "user-scaling" else "median")
+    algorithms = all_algorithms(upper, array_m_ub=rule)
     try:
         algorithms[1].estimator.prepare(values)
     except ValueError as err:
@@ -138,7 +131,7 @@ def _mean_into(d: OutputDirs, a: MeanArguments, eps: list[float], console: Conso
     started = time.perf_counter()
     with progress_bar("Monte Carlo", len(algorithms) * len(eps)) as advance:
         try:
-            rows = run_mae(algorithms, values, eps, a.runs, a.seed, progress=advance)
+            rows = run_mae(algorithms, values, eps, runs, seed, progress=advance)
         except ValueError as err:
             raise InputError(str(err)) from None
     elapsed = time.perf_counter() - started
@@ -148,16 +141,16 @@ def _mean_into(d: OutputDirs, a: MeanArguments, eps: list[float], console: Conso
     plot_mae(
         rows,
         d.release / "mae.png",
-        f"{source}: {n_units} units, {n_samples} samples, U={a.upper:g}, {a.runs} runs",
+        f"{source}: {n_units} units, {n_samples} samples, U={upper:g}, {runs} runs",
     )
-    table = Table(title=f"MAE ({source}, {a.runs} runs, {elapsed:.1f} s)")
+    table = Table(title=f"MAE ({source}, {runs} runs, {elapsed:.1f} s)")
     table.add_column("algorithm")
     for e in eps:
         table.add_column(f"eps={e:g}", justify="right")
     for label in dict.fromkeys(r.algorithm for r in rows):
         table.add_row(label, *[f"{r.mae:.4f}" for r in rows if r.algorithm == label])
     console.print(table)
-    console.print(f"wrote {a.out / 'mae.csv'} and {a.out / 'mae.png'}")
+    console.print(f"wrote {out / 'mae.csv'} and {out / 'mae.png'}")
 
 
 @app.command("busiest-hat")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from urbandp._cli_options import Overwrite
-from urbandp._cli_spec import command, keywords
 from urbandp._cli_support import cli_guard
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
@@ -21,7 +19,7 @@ STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_B
 
 def _cap(text: str) -> Any:
     """An optional cap of ``budget init`` (None: not set, or kept as declared)."""
-    return typer.Option(help=text)
+    return typer.Option(None, help=text)
 
 
 @contextlib.contextmanager
@@ -36,62 +34,54 @@ def _dataset_named() -> Iterator[None]:
         raise err.renamed(lambda p: p if p == "dataset" else None) from None
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class InitArguments:
-    """``urbandp budget init``: the dataset, then the keywords of :func:`urbandp.budget.declare` by their names."""
-
-    dataset: Annotated[str, typer.Argument(help="Dataset name.")]
-    unit: Annotated[
-        str,
-        typer.Option(help="Privacy unit: vehicle-day, card-day, event, reading, respondent, trip or person."),
-    ]
-    epsilon_per_day: Annotated[
-        float | None, _cap("Cap on epsilon per unit and calendar day (default: no per-day cap).")
-    ] = None
-    epsilon_total: Annotated[
-        float | None,
-        _cap(
-            "Cap on epsilon over all releases: the sum of each release's epsilon for a unit present on all of its "
-            "days, as its privacy.json states it (default: no total cap)."
-        ),
-    ] = None
-    rho_per_day: Annotated[float | None, _cap("Cap on zCDP rho per calendar day (default: no rho cap).")] = (
-        None
-    )
-    rho_total: Annotated[
-        float | None,
-        _cap(
-            "Cap on zCDP rho over all releases: each costs its rho for a unit on all of its D days (D^2 x its rho "
-            "per day when it pools the days) (default: no cap)."
-        ),
-    ] = None
-    delta_total: Annotated[
-        float | None,
-        _cap(
-            "Cap on delta over all releases: the sum of each release's delta for a unit present on all of its "
-            "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap)."
-        ),
-    ] = None
-    budget_store: Annotated[str | None, typer.Option(help=STORE_HELP)] = None
-    operator: Annotated[
-        str | None,
-        typer.Option(
-            help="Who changes the caps, recorded in budget history (default $URBANDP_OPERATOR, else the OS user name)."
-        ),
-    ] = None
-
-
-@command(app, InitArguments, "init")
-def init(a: InitArguments) -> None:
+@app.command("init")
+@cli_guard
+def init(
+    dataset: str = typer.Argument(..., help="Dataset name."),
+    unit: str = typer.Option(
+        ..., help="Privacy unit: vehicle-day, card-day, event, reading, respondent, trip or person."
+    ),
+    epsilon_per_day: float | None = _cap(
+        "Cap on epsilon per unit and calendar day (default: no per-day cap)."
+    ),
+    epsilon_total: float | None = _cap(
+        "Cap on epsilon over all releases: the sum of each release's epsilon for a unit present on all of its "
+        "days, as its privacy.json states it (default: no total cap)."
+    ),
+    rho_per_day: float | None = _cap("Cap on zCDP rho per calendar day (default: no rho cap)."),
+    rho_total: float | None = _cap(
+        "Cap on zCDP rho over all releases: each costs its rho for a unit on all of its D days (D^2 x its rho "
+        "per day when it pools the days) (default: no cap)."
+    ),
+    delta_total: float | None = _cap(
+        "Cap on delta over all releases: the sum of each release's delta for a unit present on all of its "
+        "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap)."
+    ),
+    budget_store: str | None = typer.Option(None, help=STORE_HELP),
+    operator: str | None = typer.Option(
+        None,
+        help="Who changes the caps, recorded in budget history (default $URBANDP_OPERATOR, else the OS user name).",
+    ),
+) -> None:
     """Declare DATASET with its caps (or change them; never below what is already spent). Every cap set or
     changed is recorded (who, when, old and new value) and shown by `budget history`.
 
     Example: urbandp budget init surat --unit vehicle-day --epsilon-per-day 12 --epsilon-total 400"""
     from urbandp.budget._api import declare
 
-    now = declare(a.budget_store, a.dataset, **keywords(a, "budget_store", "dataset"))
+    now = declare(
+        budget_store,
+        dataset,
+        unit=unit,
+        epsilon_per_day=epsilon_per_day,
+        epsilon_total=epsilon_total,
+        rho_per_day=rho_per_day,
+        rho_total=rho_total,
+        delta_total=delta_total,
+        operator=operator,
+    )
     typer.echo(
-        f"{a.dataset}: unit {a.unit}, epsilon per day {now.epsilon_per_day}, total {now.epsilon_total}, rho per day "
+        f"{dataset}: unit {unit}, epsilon per day {now.epsilon_per_day}, total {now.epsilon_total}, rho per day "
         f"{now.rho_per_day}"
         + ("" if now.rho_total is None else f", rho total {now.rho_total}")
         + ("" if now.delta_total is None else f", delta total {now.delta_total:g}")
