@@ -166,7 +166,8 @@ def _paid_inputs(
     days = len(public_days)
     histogram = m_histogram = pilot = None
     spent = 0.0
-    eps_h = float(a.histogram_epsilon or 0)
+    assert a.histogram_epsilon is not None  # called with --histogram-epsilon only
+    eps_h = float(a.histogram_epsilon)
     if not (math.isfinite(eps_h) and eps_h > 0):
         raise InputError("--histogram-epsilon must be a finite number above 0")
 
