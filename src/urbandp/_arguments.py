@@ -100,7 +100,7 @@ def check_number(
     bound += "" if above is None else f" > {above:g}"
     in_range = (minimum is None or number >= minimum) and (above is None or number > above)
     if not math.isfinite(number) or not in_range:
-        raise _bad(f"{parameter} must be a finite number{bound}, got {_short(value)}", parameter)
+        raise _bad(f"{parameter} must be a finite number{bound}, got {shown(value)}", parameter)
     if integer:
         if not number.is_integer():
             raise _bad(f"{parameter} must be an integer, got {value!r}", parameter)
@@ -243,8 +243,8 @@ def _sequence(value: object) -> list[object] | None:
     return None
 
 
-def _short(value: object) -> str:
+def shown(value: object) -> str:
     """``value`` for a message: an integer too large for a float by its digits, not its 400 digits."""
-    if isinstance(value, int) and abs(value) > 10**20:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
         return f"an integer of {len(str(abs(value)))} digits"
     return repr(value)

@@ -44,8 +44,8 @@ class CountsReleaseKeywords(typing.TypedDict, total=False):
     spark_master: str | None
 
 
-class RandomizeKeywords(typing.TypedDict, total=False):
-    """The options of :class:`urbandp.survey._rr_release.RandomizeSpec`."""
+class EstimateKeywords(typing.TypedDict, total=False):
+    """The options of :class:`urbandp.survey._rr_release.RandomizeSpec` that ``ESTIMATE_OPTIONS`` lists."""
 
     column: str
     categories: str | None
@@ -53,11 +53,16 @@ class RandomizeKeywords(typing.TypedDict, total=False):
     within: str | None
     epsilon: float | None
     theta: float | None
+    separator: str
+
+
+class RandomizeKeywords(EstimateKeywords, total=False):
+    """The options of :class:`urbandp.survey._rr_release.RandomizeSpec`."""
+
     aliases: pathlib.Path | None
     method: typing.Literal["krr", "report-replacement"]
     p: float | None
     sampler: typing.Literal["opendp", "os"]
-    separator: str
     budget_epsilon: float | None
     id_column: str | None
     keep_columns: str | None
@@ -78,8 +83,8 @@ class PerturbPointsKeywords(typing.TypedDict, total=False):
     keep_columns: str | None
 
 
-class OdRandomizeKeywords(typing.TypedDict, total=False):
-    """The options of :class:`urbandp.survey._od_release.OdSpec`."""
+class OdEstimateKeywords(typing.TypedDict, total=False):
+    """The options of :class:`urbandp.survey._od_release.OdSpec` that ``ESTIMATE_OPTIONS`` lists."""
 
     origin: str
     dest: str
@@ -87,11 +92,16 @@ class OdRandomizeKeywords(typing.TypedDict, total=False):
     blocks: int | None
     keep_probability: float | None
     epsilon: float | None
+    separator: str
+
+
+class OdRandomizeKeywords(OdEstimateKeywords, total=False):
+    """The options of :class:`urbandp.survey._od_release.OdSpec`."""
+
     person: str | None
     max_trips_per_person: int | None
     method: typing.Literal["rr", "histogram", "histogram-joint"]
     sampler: typing.Literal["opendp", "os"]
-    separator: str
     budget_epsilon: float | None
     id_column: str | None
     keep_columns: str | None

@@ -20,8 +20,10 @@ from urbandp._release_options import DeclaredOption, declared_options
 
 MODELS: dict[str, str] = {
     "CountsReleaseKeywords": "urbandp.counts._options:CountsReleaseSpec",
+    "EstimateKeywords": "urbandp.survey._rr_release:RandomizeSpec:ESTIMATE_OPTIONS",
     "RandomizeKeywords": "urbandp.survey._rr_release:RandomizeSpec",
     "PerturbPointsKeywords": "urbandp.survey._points_release:PointsSpec",
+    "OdEstimateKeywords": "urbandp.survey._od_release:OdSpec:ESTIMATE_OPTIONS",
     "OdRandomizeKeywords": "urbandp.survey._od_release:OdSpec",
     "PerturbTrajectoriesKeywords": "urbandp.survey._trajectory_release:TrajectoriesSpec",
     "DpMapKeywords": "urbandp.sensing._options:DpMapOptions",
@@ -30,8 +32,10 @@ MODELS: dict[str, str] = {
     "InterpolateKeywords": "urbandp.sensing._options:InterpolateOptions",
     "FleetReleaseKeywords": "urbandp.fleet._options_flags:keyword_types",
 }
-"""TypedDict name -> the model whose options it types (``module:class``), or the function that lists a release's
-keywords and their types where its options span models (``module:function``)."""
+"""TypedDict name -> the model whose options it types (``module:class``; ``module:class:NAMES``: those of its
+options that the module's tuple ``NAMES`` lists), or the function that lists a release's keywords and their types
+where its options span models (``module:function``). A model's TypedDict extends an earlier one of the same model
+whose options it all takes, and lists only the others."""
 
 TARGET = Path(__file__).with_name("_option_types.py")
 
@@ -83,26 +87,38 @@ def _field(name: str, annotation: str) -> str:
     return line if len(line) <= 110 else f"    {name}: (\n        {annotation}\n    )"
 
 
-def _load(reference: str) -> Any:
+def _load(reference: str) -> tuple[Any, tuple[str, ...] | None]:
+    """The model or function ``reference`` names, and the option names its ``NAMES`` part lists (None: all)."""
     import importlib
 
-    module, name = reference.split(":")
-    return getattr(importlib.import_module(module), name)
+    module, name, *names = reference.split(":")
+    found = importlib.import_module(module)
+    return getattr(found, name), (tuple(getattr(found, names[0])) if names else None)
 
 
 def generate() -> str:
     """The text of :mod:`urbandp._option_types`."""
     imports: set[str] = {"typing"}
     classes = []
+    typed: dict[str, tuple[Any, set[str]]] = {}  # the TypedDicts of models so far: (model, its options)
     for name, reference in MODELS.items():
-        found = _load(reference)
+        found, only = _load(reference)
+        module, attr, *names = reference.split(":")
         lines = [f"class {name}(typing.TypedDict, total=False):"]
         if isinstance(found, type):
-            lines.append(f'    """The options of :class:`{reference.replace(":", ".")}`."""')
+            options = [o for o in declared_options(found) if only is None or o.name in only]
+            keys = {o.name for o in options}
+            base = next((b for b, (m, k) in typed.items() if m is found and k < keys), None)
+            typed[name] = (found, keys)
+            if base is not None:
+                lines[0] = f"class {name}({base}, total=False):"
+                options = [o for o in options if o.name not in typed[base][1]]
+            listed = f" that ``{names[0]}`` lists" if names else ""
+            lines.append(f'    """The options of :class:`{module}.{attr}`{listed}."""')
             lines.append("")
-            lines += [_field(o.name, _annotation(o, imports)) for o in declared_options(found)]
+            lines += [_field(o.name, _annotation(o, imports)) for o in options]
         else:
-            lines.append(f'    """The options listed by :func:`{reference.replace(":", ".")}`."""')
+            lines.append(f'    """The options listed by :func:`{module}.{attr}`."""')
             lines.append("")
             lines += [_field(n, _source(hint, imports)) for n, hint in found()]
         classes.append("\n".join(lines))

@@ -40,6 +40,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
+from urbandp._arguments import shown
 from urbandp.errors import InvalidParameterError
 
 
@@ -191,7 +192,7 @@ class DeclaredOption:
             )
         why = f" ({self.why})" if self.why and self.limits else ""
         return InvalidParameterError(
-            f"{self.name} must be {rule}{why}, got {_shown(value)}", parameters=self.name
+            f"{self.name} must be {rule}{why}, got {shown(value)}", parameters=self.name
         )
 
     def normalised(self, value: object) -> object:
@@ -230,12 +231,6 @@ class DeclaredOption:
         if self.integer or not math.isfinite(number):
             raise self.refusal(value)
         return number
-
-
-def _shown(value: object) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
-        return f"an integer of {len(str(abs(value)))} digits"
-    return repr(value)
 
 
 def _flatten(hint: Any) -> tuple[Any, ...]:
@@ -315,22 +310,24 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def takes_options(model: type[ReleaseOptions]) -> Callable[[F], F]:
-    """Give an API function that takes ``**options`` every option of ``model`` as a keyword, with the field's
-    default, in the signature ``help()``, editors and :func:`urbandp._config_tables.takes_config` read (a required
-    option defaults to :data:`urbandp._config_tables.REQUIRED`: given by keyword or from a config file). A keyword
-    that is neither the function's own nor an option is refused in one line naming it."""
+def takes_options(model: type[ReleaseOptions], only: Sequence[str] | None = None) -> Callable[[F], F]:
+    """Give an API function that takes ``**options`` every option of ``model`` (or the ones named in ``only``) as
+    a keyword, with the field's default, in the signature ``help()``, editors and
+    :func:`urbandp._config_tables.takes_config` read (a required option of a function that takes ``config``
+    defaults to :data:`urbandp._config_tables.REQUIRED`: given by keyword or from a config file). A keyword that
+    is neither the function's own nor an option is refused in one line naming it."""
     from urbandp._arguments import unknown_keywords
     from urbandp._config_tables import REQUIRED
 
-    declared = declared_options(model)
+    declared = tuple(o for o in declared_options(model) if only is None or o.name in only)
     names = {o.name for o in declared}
 
     def decorate(fn: F) -> F:
         own = inspect.signature(fn).parameters
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own.values()):
             raise TypeError(f"{fn.__name__} must take **options")
-        options = [(o.name, REQUIRED if o.required else o.default, o.type) for o in declared]
+        missing = REQUIRED if "config" in own else inspect.Parameter.empty  # without a file: a plain keyword
+        options = [(o.name, missing if o.required else o.default, o.type) for o in declared]
         known = names | set(own)
 
         @functools.wraps(fn)

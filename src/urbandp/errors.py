@@ -25,10 +25,6 @@ from __future__ import annotations
 import errno
 import re
 from collections.abc import Callable, Iterable
-from typing import ParamSpec, TypeVar
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 EXIT_UNUSABLE_INPUT = 2
 EXIT_BUDGET_EXCEEDED = 4
@@ -42,7 +38,22 @@ class UrbandpError(Exception):
     exit_code = EXIT_INTERNAL
 
 
-class InputError(UrbandpError):
+class _NamesParameters:
+    """A library text that names parameters (:attr:`parameters`, by their Python names), renamed for another
+    reader by :meth:`naming`."""
+
+    parameters: tuple[str, ...]
+
+    def _name(self, parameters: str | Iterable[str]) -> None:
+        self.parameters = (parameters,) if isinstance(parameters, str) else tuple(parameters)
+
+    def naming(self, name_of: Callable[[str], str]) -> str:
+        """The text with each of its :attr:`parameters`, as a whole word, replaced by ``name_of(parameter)``
+        (``start`` -> ``--start``); see :func:`name_parameters`."""
+        return name_parameters(str(self), self.parameters, name_of)
+
+
+class InputError(_NamesParameters, UrbandpError):
     """Unusable input: missing file, missing required column, empty input, bad config or bad option.
 
     Raised by library code; the CLI prints ``urbandp: error: <message>`` and exits with code 2. ``parameters``
@@ -54,12 +65,7 @@ class InputError(UrbandpError):
 
     def __init__(self, message: str = "", *, parameters: str | Iterable[str] = ()) -> None:
         super().__init__(message)
-        self.parameters: tuple[str, ...] = (parameters,) if isinstance(parameters, str) else tuple(parameters)
-
-    def naming(self, name_of: Callable[[str], str]) -> str:
-        """The message with each of its :attr:`parameters`, as a whole word, replaced by ``name_of(parameter)``
-        (``start`` -> ``--start``); see :func:`name_parameters`."""
-        return name_parameters(str(self), self.parameters, name_of)
+        self._name(parameters)
 
     def renamed(self, name_of: Callable[[str], str | None]) -> InputError:
         """The same error (same class) with the parameters for which ``name_of`` gives a name renamed in its
@@ -107,7 +113,7 @@ def name_parameters(text: str, parameters: Iterable[str], name_of: Callable[[str
     return "".join(part if i % 2 else word.sub(rename, part) for i, part in enumerate(parts))
 
 
-class Advice(str):
+class Advice(_NamesParameters, str):
     """A library text that names parameters: a warning, an advice, a finding (``raise suppress_below=3``).
 
     It is the text itself (a ``str``: printed, compared, written to JSON as it is, so a Python caller reads the
@@ -116,16 +122,10 @@ class Advice(str):
     (``--suppress-below 3``) with :meth:`naming`.
     """
 
-    parameters: tuple[str, ...]
-
     def __new__(cls, text: str, *, parameters: str | Iterable[str] = ()) -> Advice:
         self = super().__new__(cls, text)
-        self.parameters = (parameters,) if isinstance(parameters, str) else tuple(parameters)
+        self._name(parameters)
         return self
-
-    def naming(self, name_of: Callable[[str], str]) -> str:
-        """The text with each of its :attr:`parameters` renamed by ``name_of`` (:func:`name_parameters`)."""
-        return name_parameters(str(self), self.parameters, name_of)
 
 
 class InvalidParameterError(InputError):

@@ -515,15 +515,25 @@ def test_help_of_the_fleet_release_shows_every_option_with_the_default_the_code_
 
 def test_the_api_s_keyword_types_are_generated_from_the_models() -> None:
     """``urbandp._option_types`` (the ``TypedDict`` each API function's ``**options`` is typed with, for type
-    checkers and editors) is what ``python -m urbandp._option_types_gen`` writes from the models' fields."""
+    checkers and editors) is what ``python -m urbandp._option_types_gen`` writes from the models' fields: every
+    option (or those a ``module:class:NAMES`` reference lists), its own or through the TypedDict it extends."""
     from urbandp import _option_types as option_types
     from urbandp import _option_types_gen as option_types_gen
 
     assert option_types_gen.main(["--check"]) == 0
     for name, reference in option_types_gen.MODELS.items():
         typed = getattr(option_types, name).__annotations__
-        found = _load(reference)
+        found, only = option_types_gen._load(reference)
         names = (
             [o.name for o in declared_options(found)] if isinstance(found, type) else [n for n, _ in found()]
         )
-        assert list(typed) == names, name
+        wanted = [n for n in names if only is None or n in only]
+        assert sorted(typed) == sorted(wanted) and len(typed) == len(wanted), name
+    import urbandp as ud
+
+    for typed_dict, function in [
+        ("EstimateKeywords", ud.survey.estimate),
+        ("OdEstimateKeywords", ud.survey.od_estimate),
+    ]:
+        keywords = set(inspect.signature(function).parameters) - {"data", "out", "overwrite"}
+        assert set(getattr(option_types, typed_dict).__annotations__) == keywords

@@ -26,7 +26,3 @@ def cell_expr(resolution: int, lat: str = "latitude", lon: str = "longitude") ->
 def cell_to_string(cell: pl.Expr) -> pl.Expr:
     """Hex string form used in outputs (e.g. ``8742d9d69ffffff``)."""
     return plh3.int_to_str(cell)
-
-
-def string_to_cell(cell: pl.Expr) -> pl.Expr:
-    return plh3.str_to_int(cell)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -73,22 +73,39 @@ def _d_in(discrete: bool, sensitivity: float) -> float | int:
 
 
 @dataclass(frozen=True)
-class Laplace:
-    """Laplace noise of scale ``b`` (discrete: two-sided geometric on the integers); pure epsilon = Delta_1 / b."""
+class _Additive:
+    """What Laplace and Gaussian share: the scale, a discrete (integer) form, the loss from OpenDP's map of the
+    scalar measurement and privacy.json's words. Each draws in its own ``draw``, the one call of its sampler."""
 
     scale: float
     discrete: bool = False
+    law: ClassVar[str]
 
     @property
     def name(self) -> str:
-        return "discrete_laplace" if self.discrete else "laplace"
+        return f"discrete_{self.law}" if self.discrete else self.law
+
+    @property
+    def std(self) -> float:
+        raise NotImplementedError
 
     def loss(self, sensitivity: float) -> Loss:
-        if self.scale <= 0:
-            return Loss.pure(math.inf)
-        return Loss.pure(
-            float(_measurement(False, self.discrete, self.scale).map(_d_in(self.discrete, sensitivity)))
-        )
+        gaussian = self.law == "gaussian"
+        value = math.inf
+        if self.scale > 0:
+            measurement = _measurement(gaussian, self.discrete, self.scale)
+            value = float(measurement.map(_d_in(self.discrete, sensitivity)))
+        return Loss.zcdp(value) if gaussian else Loss.pure(value)
+
+    def describe(self) -> dict[str, object]:
+        return {"mechanism": self.name, "scale": self.scale, "std": self.std}
+
+
+@dataclass(frozen=True)
+class Laplace(_Additive):
+    """Laplace noise of scale ``b`` (discrete: two-sided geometric on the integers); pure epsilon = Delta_1 / b."""
+
+    law: ClassVar[str] = "laplace"
 
     @property
     def std(self) -> float:
@@ -103,28 +120,13 @@ class Laplace:
             noise.discrete_laplace(values, self.scale) if self.discrete else noise.laplace(values, self.scale)
         )
 
-    def describe(self) -> dict[str, object]:
-        return {"mechanism": self.name, "scale": self.scale, "std": self.std}
-
 
 @dataclass(frozen=True)
-class Gaussian:
+class Gaussian(_Additive):
     """Gaussian noise of standard deviation ``sigma`` (discrete: Canonne, Kamath, Steinke 2020); zCDP
     rho = Delta_2^2 / (2 sigma^2) (Bun and Steinke 2016, Prop. 1.6)."""
 
-    scale: float
-    discrete: bool = False
-
-    @property
-    def name(self) -> str:
-        return "discrete_gaussian" if self.discrete else "gaussian"
-
-    def loss(self, sensitivity: float) -> Loss:
-        if self.scale <= 0:
-            return Loss.zcdp(math.inf)
-        return Loss.zcdp(
-            float(_measurement(True, self.discrete, self.scale).map(_d_in(self.discrete, sensitivity)))
-        )
+    law: ClassVar[str] = "gaussian"
 
     @property
     def std(self) -> float:
@@ -138,14 +140,9 @@ class Gaussian:
         return NormalDist().inv_cdf(0.5 + level / 2) * self.scale
 
     def draw(self, values: np.ndarray, noise: NoiseSource) -> np.ndarray:
-        return (
-            noise.discrete_gaussian(values, self.scale)
-            if self.discrete
-            else noise.gaussian(values, self.scale)
-        )
-
-    def describe(self) -> dict[str, object]:
-        return {"mechanism": self.name, "scale": self.scale, "std": self.std}
+        if self.discrete:
+            return noise.discrete_gaussian(values, self.scale)
+        return noise.gaussian(values, self.scale)
 
 
 def mechanism(kind: str, scale: float, *, discrete: bool = False) -> Laplace | Gaussian:

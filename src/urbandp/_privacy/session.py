@@ -157,13 +157,6 @@ class ReleaseCharge:
         return reasons
 
     # -- reserve -----------------------------------------------------------------------------------------------
-    def window_loss(self) -> Loss:
-        """The reserved loss over the window: what a unit present on every reserved day pays (the release's own
-        bound, or :meth:`default_window`)."""
-        if self.release_loss is None:
-            return Loss()
-        return self.release_loss.window
-
     def approx_per_day(self) -> tuple[float, float]:
         """The reserved per-day loss as (epsilon, delta), converted as the release states it."""
         assert self.release_loss is not None
@@ -383,25 +376,25 @@ class _GatedNoise:
         ):  # claim no lattice draws the source cannot make
             self.laplace_on_lattice = None  # type: ignore[method-assign,assignment]
 
-    def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+    def _draw(self, sampler: str, *args: Any) -> np.ndarray:
+        """The source's ``sampler`` on ``args``, once the session allows a draw."""
         self._session._before_draw()
-        return self._session._source.laplace(values, scale)
+        return getattr(self._session._source, sampler)(*args)
+
+    def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return self._draw("laplace", values, scale)
 
     def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        self._session._before_draw()
-        return self._session._source.discrete_laplace(values, scale)
+        return self._draw("discrete_laplace", values, scale)
 
     def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        self._session._before_draw()
-        return self._session._source.gaussian(values, scale)
+        return self._draw("gaussian", values, scale)
 
     def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        self._session._before_draw()
-        return self._session._source.discrete_gaussian(values, scale)
+        return self._draw("discrete_gaussian", values, scale)
 
     def laplace_on_lattice(self, values: np.ndarray, scale: float, exponent: int) -> np.ndarray:
-        self._session._before_draw()
-        return self._session._source.laplace_on_lattice(values, scale, exponent)  # type: ignore[attr-defined]
+        return self._draw("laplace_on_lattice", values, scale, exponent)
 
 
 def zcdp_cost(loss: Loss) -> float:

@@ -27,9 +27,9 @@ import copy
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import cast
+from typing import Self, TypeVar, cast
 
 import numpy as np
 import polars as pl
@@ -154,6 +154,17 @@ def _optional_bool(value: object) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+_READ: dict[str, Callable[[object], object]] = {
+    "float": lambda v: float(cast(float, v)),
+    "int": lambda v: int(cast(int, v)),
+    "str": str,
+    "bool": bool,
+    "float | None": _optional_float,
+    "bool | None": _optional_bool,
+}
+"""How :meth:`AuditResult._of` reads a field of each declared type from the command's JSON object."""
+
+
 # --- results --------------------------------------------------------------------------------------------------
 
 
@@ -166,6 +177,17 @@ class AuditResult:
     def to_dict(self) -> dict[str, object]:
         """The command's JSON object (a copy; non-finite numbers are written as ``null`` by the CLI)."""
         return copy.deepcopy(self.details)
+
+    @classmethod
+    def _of(cls, details: dict[str, object], **given: object) -> Self:
+        """The result of ``details`` (the command's JSON object): each field ``given``, else read from its key as
+        its declared type (a field ``details`` lacks keeps its default)."""
+        read = {
+            f.name: _READ[str(f.type)](details[f.name])
+            for f in fields(cls)
+            if f.name in details and f.name not in given and f.name != "details"
+        }
+        return cls(details, **read, **given)
 
     @property
     def finding(self) -> str | None:
@@ -334,6 +356,19 @@ class PairsResult:
 
 # --- the attacks ----------------------------------------------------------------------------------------------
 
+R = TypeVar("R", NoiseScaleResult, ZeroSkippingResult, DifferencingResult)
+
+
+def _attack(report: Path | None, overwrite: bool, inputs: list[Path], run: Callable[[], R]) -> R:
+    """``run`` an attack: the ``report`` folder is checked before any input is read and written after."""
+    with _outputs(inputs, overwrite):
+        if report is not None:
+            check_report_dir(report)
+        result = run()
+        if report is not None:
+            result.write_report(report)
+    return result
+
 
 @arguments.check_keywords
 def noise_scale(
@@ -357,30 +392,17 @@ def noise_scale(
     model = str(arguments.check_name(model, "model"))
     report, overwrite = _common(report, overwrite)
     arguments.check_table(pairs, "pairs")
-    with _outputs(_paths(pairs), overwrite):
-        if report is not None:
-            check_report_dir(report)
+
+    def run() -> NoiseScaleResult:
         if _is_path(pairs):
             u, dropped, groups = read_pairs(Path(pairs))
         else:
             u, dropped, groups = pair_differences(to_polars(pairs, "pairs"))
         details = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
         details["rows_dropped_non_numeric"] = dropped
-        result = NoiseScaleResult(
-            details,
-            scale=float(cast(float, details["scale"])),
-            low=float(cast(float, details["low"])),
-            high=float(cast(float, details["high"])),
-            n_pairs=int(cast(int, details["n_pairs"])),
-            model=model,
-            raw_equality_plausible=_optional_bool(details.get("raw_equality_plausible")),
-            implied_epsilon_per_event=_optional_float(details.get("implied_epsilon_per_event")),
-            rows_dropped_non_numeric=dropped,
-            differences=u,
-        )
-        if report is not None:
-            result.write_report(report)
-    return result
+        return NoiseScaleResult._of(details, model=model, differences=u)
+
+    return _attack(report, overwrite, _paths(pairs), run)
 
 
 @arguments.check_keywords
@@ -412,9 +434,8 @@ def zero_skipping(
         threshold, "threshold", minimum=0
     )  # a float: printed as the CLI does (18.0)
     report, overwrite = _common(report, overwrite)
-    with _outputs(_paths(table, privacy), overwrite):
-        if report is not None:
-            check_report_dir(report)
+
+    def run() -> ZeroSkippingResult:
         pub = _table(table, "table")
         wants = method in ("auto", "urbandp") or privacy is not None
         priv = _privacy(privacy, table) if wants else None
@@ -428,22 +449,9 @@ def zero_skipping(
         )
         details["quarantined_rows"] = pub.quarantine.height
         details["quarantine_reasons"] = sorted(set(pub.quarantine["reason"].to_list()))
-        result = ZeroSkippingResult(
-            details,
-            threshold=threshold,
-            declared_method=str(details["declared_method"]),
-            zeros_may_be_skipped=bool(details["zeros_may_be_skipped"]),
-            vulnerable=_optional_bool(details.get("vulnerable")),
-            verdict=str(details["verdict"]),
-            scale=_optional_float(details.get("scale")),
-            delta_lower_bound_theorem1=_optional_float(details.get("delta_lower_bound_theorem1")),
-            delta_lower_bound_exact=_optional_float(details.get("delta_lower_bound_exact")),
-            quarantined_rows=pub.quarantine.height,
-            quarantine=pub.quarantine,
-        )
-        if report is not None:
-            result.write_report(report)
-    return result
+        return ZeroSkippingResult._of(details, threshold=threshold, quarantine=pub.quarantine)
+
+    return _attack(report, overwrite, _paths(table, privacy), run)
 
 
 @arguments.check_keywords
@@ -474,9 +482,8 @@ def differencing(
     if max_cells < 0:
         raise InvalidParameterError(f"max_cells must be >= 0, got {max_cells}", parameters="max_cells")
     report, overwrite = _common(report, overwrite)
-    with _outputs(_paths(joint, marginal, privacy), overwrite):
-        if report is not None:
-            check_report_dir(report)
+
+    def run() -> DifferencingResult:
         j = _table(joint, "joint")
         m = _table(marginal, "marginal")
         priv = _privacy(privacy, joint)
@@ -499,22 +506,9 @@ def differencing(
             max_cells=max_cells,
         )
         details["quarantined_rows"] = j.quarantine.height + m.quarantine.height
-        result = DifferencingResult(
-            details,
-            alpha=alpha,
-            scale=s,
-            marginal_scale=float(cast(float, details["marginal_scale"])),
-            marginals_derived=derived,
-            groups_checked=int(cast(int, details["groups_checked"])),
-            groups_with_recoverable_hidden_count=int(
-                cast(int, details["groups_with_recoverable_hidden_count"])
-            ),
-            gain_beyond_noise=_optional_bool(details.get("gain_beyond_noise")),
-            quarantined_rows=j.quarantine.height + m.quarantine.height,
-        )
-        if report is not None:
-            result.write_report(report)
-    return result
+        return DifferencingResult._of(details, alpha=alpha, scale=s, marginals_derived=derived)
+
+    return _attack(report, overwrite, _paths(joint, marginal, privacy), run)
 
 
 @arguments.check_keywords

@@ -29,6 +29,7 @@ from typing import Any
 
 import polars as pl
 
+from urbandp._figures import saved_figure
 from urbandp.audit._laplace_math import LaplaceSum, theorem5_halfwidth
 from urbandp.audit._tables import PublishedTable
 from urbandp.errors import InputError, InvalidParameterError
@@ -267,26 +268,18 @@ def differencing_attack(
 
 
 def plot_cells(result: dict[str, object], path: str | Path, limit: int = 40) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     raw = result.get("cells")
     cells: list[dict[str, Any]] = list(raw)[:limit] if isinstance(raw, list) else []
-    fig, ax = plt.subplots(figsize=(7, 0.3 * max(len(cells), 4) + 1.2))
-    for i, c in enumerate(cells):
-        ax.errorbar(
-            c["estimate"],
-            i,
-            xerr=[[c["estimate"] - c["low"]], [c["high"] - c["estimate"]]],
-            fmt="o",
-            color="C3",
-        )
-    ax.axvline(0, color="#999", lw=0.8)
-    ax.set_yticks(range(len(cells)))
-    ax.set_yticklabels([str(c.get("hidden_cells"))[:40] for c in cells], fontsize=7)
-    ax.set_xlabel(f"estimated hidden count, {1 - float(result['alpha']):.0%} interval")  # type: ignore[arg-type]
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with saved_figure(path, figsize=(7, 0.3 * max(len(cells), 4) + 1.2)) as (_, ax):
+        for i, c in enumerate(cells):
+            ax.errorbar(
+                c["estimate"],
+                i,
+                xerr=[[c["estimate"] - c["low"]], [c["high"] - c["estimate"]]],
+                fmt="o",
+                color="C3",
+            )
+        ax.axvline(0, color="#999", lw=0.8)
+        ax.set_yticks(range(len(cells)))
+        ax.set_yticklabels([str(c.get("hidden_cells"))[:40] for c in cells], fontsize=7)
+        ax.set_xlabel(f"estimated hidden count, {1 - float(result['alpha']):.0%} interval")  # type: ignore[arg-type]

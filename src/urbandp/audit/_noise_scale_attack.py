@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from urbandp._figures import saved_figure
 from urbandp.audit._laplace_math import difference_logpdf, discrete_difference_logpmf, fit_difference_scale
 from urbandp.errors import InputError, InvalidParameterError
 
@@ -116,29 +117,23 @@ def difference_axis_label(result: dict[str, object]) -> str:
 
 
 def plot_differences(u: np.ndarray, result: dict[str, object], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    lim = max(1.0, float(np.percentile(np.abs(u), 99)) * 1.2)
-    edges = np.arange(-np.ceil(lim) - 0.5, np.ceil(lim) + 1.5, max(1.0, np.ceil(lim / 30)))
-    ax.hist(u, bins=edges.tolist(), color="#888", label=f"observed differences (n={u.size})")
-    b = float(result["scale"])  # type: ignore[arg-type]
-    if b > 0:
-        xs = np.linspace(edges[0], edges[-1], 400)
-        width = edges[1] - edges[0]
-        dens = (
-            np.exp(difference_logpdf(xs, b))
-            if result.get("model") == "continuous"
-            else np.exp(discrete_difference_logpmf(xs, b))
-        )
-        name = "fitted noise scale" if result.get("raw_equality_plausible") is not False else "fitted spread"
-        ax.plot(xs, dens * u.size * width, color="C0", label=f"{name}, b = {b:.3g}")
-    ax.set_xlabel(difference_axis_label(result))
-    ax.set_ylabel("pairs")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with saved_figure(path, figsize=(6, 4)) as (_, ax):
+        lim = max(1.0, float(np.percentile(np.abs(u), 99)) * 1.2)
+        edges = np.arange(-np.ceil(lim) - 0.5, np.ceil(lim) + 1.5, max(1.0, np.ceil(lim / 30)))
+        ax.hist(u, bins=edges.tolist(), color="#888", label=f"observed differences (n={u.size})")
+        b = float(result["scale"])  # type: ignore[arg-type]
+        if b > 0:
+            xs = np.linspace(edges[0], edges[-1], 400)
+            width = edges[1] - edges[0]
+            dens = (
+                np.exp(difference_logpdf(xs, b))
+                if result.get("model") == "continuous"
+                else np.exp(discrete_difference_logpmf(xs, b))
+            )
+            name = (
+                "fitted noise scale" if result.get("raw_equality_plausible") is not False else "fitted spread"
+            )
+            ax.plot(xs, dens * u.size * width, color="C0", label=f"{name}, b = {b:.3g}")
+        ax.set_xlabel(difference_axis_label(result))
+        ax.set_ylabel("pairs")
+        ax.legend()

@@ -20,6 +20,8 @@ import polars as pl
 from urbandp.errors import InputError
 
 ALIASES = {"loc": "location", "date": "day", "time": "bin"}
+QUARANTINE_SCHEMA = {"line": pl.Int64, "raw": pl.String, "reason": pl.String}
+"""A table's rejected lines: the line number, the raw line and why."""
 
 
 @dataclass
@@ -85,10 +87,7 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
     table = pl.DataFrame(
         rows, schema={**{n: pl.String for n in names[:-1]}, "count": pl.Float64}, orient="row"
     )
-    quarantine = pl.DataFrame(
-        bad, schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}, orient="row"
-    )
-    return PublishedTable(table, quarantine, path)
+    return PublishedTable(table, pl.DataFrame(bad, schema=QUARANTINE_SCHEMA, orient="row"), path)
 
 
 def published_table_from_frame(
@@ -112,9 +111,7 @@ def published_table_from_frame(
         raise InputError(
             f"{name}: the '{value_column}' column is not numeric ({str(err).splitlines()[0]})"
         ) from None
-    return PublishedTable(
-        table, pl.DataFrame(schema={"line": pl.Int64, "raw": pl.String, "reason": pl.String}), path
-    )
+    return PublishedTable(table, pl.DataFrame(schema=QUARANTINE_SCHEMA), path)
 
 
 def _records(reader: Iterator[list[str]], path: Path) -> list[list[str]]:

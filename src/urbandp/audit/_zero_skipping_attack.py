@@ -23,6 +23,7 @@ from typing import cast
 
 import numpy as np
 
+from urbandp._figures import saved_figure
 from urbandp.errors import InvalidParameterError
 
 
@@ -197,27 +198,19 @@ def zero_skipping_attack(
 
 
 def plot_detection(result: dict[str, object], path: str | Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     t, p = float(cast(float, result["threshold"])), cast("float | None", result.get("scale"))
-    fig, ax = plt.subplots(figsize=(6, 4))
-    if result.get("zeros_may_be_skipped") and p:
-        for (label, (gs, ys)), style in zip(
-            detection_curves(t, float(p), int(t) + 3).items(), ("o-", "x--"), strict=True
-        ):
-            if gs:
-                ax.semilogy(gs, ys, style, label=label)
-        ax.set_ylim(top=1.0)
-        ax.legend(fontsize=7)
-        if result.get("vulnerable") is None:
-            ax.set_title("IF zeros were skipped (cannot be ruled out)", fontsize=9)
-    else:
-        ax.text(0.5, 0.5, "zeros perturbed: no certain detection", ha="center", transform=ax.transAxes)
-    ax.set_xlabel("group size g")
-    ax.set_ylabel("probability of certain detection")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with saved_figure(path, figsize=(6, 4)) as (_, ax):
+        if result.get("zeros_may_be_skipped") and p:
+            for (label, (gs, ys)), style in zip(
+                detection_curves(t, float(p), int(t) + 3).items(), ("o-", "x--"), strict=True
+            ):
+                if gs:
+                    ax.semilogy(gs, ys, style, label=label)
+            ax.set_ylim(top=1.0)
+            ax.legend(fontsize=7)
+            if result.get("vulnerable") is None:
+                ax.set_title("IF zeros were skipped (cannot be ruled out)", fontsize=9)
+        else:
+            ax.text(0.5, 0.5, "zeros perturbed: no certain detection", ha="center", transform=ax.transAxes)
+        ax.set_xlabel("group size g")
+        ax.set_ylabel("probability of certain detection")

@@ -16,6 +16,7 @@ Every cap set or changed is recorded with who changed it (``operator``), as the 
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,22 +105,16 @@ def declare(
     declared = DatasetCaps(name, kind, **checked)
     if operator is not None and not isinstance(operator, str):  # the store checks the text (a one-line name)
         raise InvalidParameterError(f"operator must be a string, got {operator!r}", parameters="operator")
-    db = open_store(_store(store), operator=operator)  # the store refuses a blank name
-    try:
+    with closing(open_store(_store(store), operator=operator)) as db:  # the store refuses a blank name
         return db.init_dataset(declared)
-    finally:
-        db.close()
 
 
 @check_keywords
 def show(store: str | Path | None, dataset: str) -> BudgetStatus:
     """The caps of ``dataset`` and what its releases have spent, per day and over all releases."""
     name = _text(dataset, "dataset")
-    db = open_store(_store(store), create=False)
-    try:
+    with closing(open_store(_store(store), create=False)) as db:
         return _status(db, name)
-    finally:
-        db.close()
 
 
 @check_keywords
@@ -134,13 +129,10 @@ def history(store: str | Path | None, dataset: str) -> list[dict[str, Any]]:
     mechanism, content hash, operator, command line) and every change of its caps (``kind: "cap change"``: who,
     when, old and new value), by time."""
     name = _text(dataset, "dataset")
-    db = open_store(_store(store), create=False)
-    try:
+    with closing(open_store(_store(store), create=False)) as db:
         _caps(db, name)
         releases = [{"kind": "release", "at": r["reserved_at"], **r} for r in db.history(name)]
         changes = [{"kind": "cap change", "at": c["changed_at"], **c} for c in db.cap_changes(name)]
-    finally:
-        db.close()
     return sorted(changes + releases, key=lambda e: (e["at"], e["kind"] == "release"))
 
 

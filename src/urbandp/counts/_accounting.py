@@ -13,6 +13,7 @@ reported epsilon is exactly what the map says for the scale used.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,13 +61,10 @@ class NoisePlan:
     rho: float | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "mechanism": self.mechanism,
-            "noise_scale": self.noise_scale,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "rho_zcdp": self.rho,
-        }
+        """The plan as privacy.json states it, its fields in order (``rho`` as ``rho_zcdp``)."""
+        plan = dataclasses.asdict(self)
+        plan["rho_zcdp"] = plan.pop("rho")
+        return plan
 
 
 def _noise_scale(epsilon: float | None, scale: float | None, calibrate: Callable[[float], float]) -> float:
@@ -144,23 +142,14 @@ def release_loss(plan: NoisePlan, marginal_plan: NoisePlan | None, top_k_epsilon
 
 def table_entry(name: str, plan: NoisePlan, unit: PrivacyUnit, detail: dict[str, object]) -> LedgerEntry:
     """The ledger entry of one noisy table, in its own currency (rho for the Gaussian, epsilon for Laplace)."""
-    if plan.rho is not None:
-        return LedgerEntry(
-            name,
-            0.0,
-            0.0,
-            unit.name,
-            unit.neighbouring,
-            plan.mechanism,
-            {**detail, "noise_scale": plan.noise_scale},
-            plan.rho,
-        )
+    gaussian = plan.rho is not None
     return LedgerEntry(
         name,
-        plan.epsilon,
-        plan.delta,
+        0.0 if gaussian else plan.epsilon,
+        0.0 if gaussian else plan.delta,
         unit.name,
         unit.neighbouring,
         plan.mechanism,
         {**detail, "noise_scale": plan.noise_scale},
+        plan.rho or 0.0,
     )

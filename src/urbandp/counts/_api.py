@@ -48,7 +48,7 @@ from urbandp.counts._report import CountsPrivacyReport
 from urbandp.counts._selection import check_selection_input, release_selected
 from urbandp.counts._tails import IntegerNoise
 from urbandp.counts._window import per_card_window
-from urbandp.counts._write import release_tables
+from urbandp.counts._write import release_tables, write_tables
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.results import Release
 
@@ -429,20 +429,14 @@ def _write_folder(rel: CountsRelease, out: Path) -> dict[str, Path]:
         f"../owner_only/{out.name}/input_report.json": INPUT_REPORT_NOTE,
     }
     rel.privacy = CountsPrivacyReport.from_document({**rel.privacy.to_dict(), "not_dp_outputs": outputs})
-    written: dict[str, Path] = {}
     with atomic_output_dir(out) as d:
         if isinstance(quarantine, Path):  # written by Spark: a directory of part files
             _place(quarantine, Path(d.owner_path(q_name)), move=rel.owner.get("quarantine_moved") is None)
         else:
             quarantine.write_csv(d.owner_path(q_name))
         write_json(d.owner_path("input_report.json"), rel.owner["input_report"])
-        for name, table in rel.tables.items():
-            path = d.release / f"{name}.{rel.format}"
-            if rel.format == "parquet":
-                table.write_parquet(path)
-            else:
-                table.write_csv(path)
-            written[name] = out / path.name
+        tables = write_tables(rel.tables, d.release, rel.format)
+        written = {name: out / path.name for name, path in tables.items()}
         write_privacy_json(d.release, rel.privacy.to_dict())
         written["privacy"] = out / "privacy.json"
         if rel.domain is not None:

@@ -24,7 +24,6 @@ from pydantic_core import ErrorDetails
 
 from urbandp.errors import InputError
 
-AXES = ("day", "tap", "bin", "place")
 #: at most this many days (a century) in a domain
 MAX_DAYS = 36_600
 #: bytes per cell the dense path holds at once (raw int64, noise int64, released float64, mask, marginal temporaries)

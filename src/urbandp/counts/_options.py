@@ -249,11 +249,7 @@ class CountsReleaseSpec(ReleaseOptions):
         """What each charged marginal table costs (None unless marginals are charged)."""
         if self.resolved_marginals != "charged":
             return None
-        unit = self.marginal_unit()
-        eps = None if self.marginal_scale is not None else self.marginal_epsilon
-        if self.mechanism == "laplace":
-            return laplace_plan(unit, epsilon=eps, scale=self.marginal_scale)
-        return gaussian_plan(unit, delta=self.delta, epsilon=eps, scale=self.marginal_scale)
+        return self._noise_plan(self.marginal_unit(), self.marginal_epsilon, self.marginal_scale)
 
     def conversion_delta(self) -> float | None:
         """The delta at which the Gaussian's summed rho is stated as (epsilon, delta) (None for Laplace)."""
@@ -263,10 +259,14 @@ class CountsReleaseSpec(ReleaseOptions):
         """What the joint table costs (None for the non-DP Data61 method)."""
         if self.method == "data61-2016":
             return None
-        eps = None if self.noise_scale is not None else self.epsilon
+        return self._noise_plan(self.privacy_unit(), self.epsilon, self.noise_scale)
+
+    def _noise_plan(self, unit: PrivacyUnit, epsilon: float | None, scale: float | None) -> NoisePlan:
+        """A table's plan for ``unit``: the ``scale`` given, else the mechanism calibrated to ``epsilon``."""
+        epsilon = None if scale is not None else epsilon
         if self.mechanism == "laplace":
-            return laplace_plan(self.privacy_unit(), epsilon=eps, scale=self.noise_scale)
-        return gaussian_plan(self.privacy_unit(), delta=self.delta, epsilon=eps, scale=self.noise_scale)
+            return laplace_plan(unit, epsilon=epsilon, scale=scale)
+        return gaussian_plan(unit, delta=self.delta, epsilon=epsilon, scale=scale)
 
     def cap(self) -> Loss | None:
         """The run's own cap (``--budget-epsilon``, ``--budget-delta``), or None."""

@@ -110,15 +110,20 @@ def _write_release(
 ) -> dict[str, Path]:
     """Write the tables, ``privacy.json`` and ``domain.json`` (strict JSON) into the directory ``out``."""
     out.mkdir(parents=True, exist_ok=True)
+    written = write_tables(release_tables(release, domain), out, fmt)
+    write_privacy_json(out, release.privacy)
+    write_json(out / "domain.json", domain.to_json())
+    written["privacy"] = out / "privacy.json"
+    return written
+
+
+def write_tables(tables: dict[str, pl.DataFrame], directory: Path, fmt: str) -> dict[str, Path]:
+    """Each table as ``<name>.<fmt>`` (``csv`` or ``parquet``) in ``directory``; the files by table name."""
     written: dict[str, Path] = {}
-    for name, table in release_tables(release, domain).items():
-        path = out / f"{name}.{fmt}"
+    for name, table in tables.items():
+        written[name] = path = directory / f"{name}.{fmt}"
         if fmt == "parquet":
             table.write_parquet(path)
         else:
             table.write_csv(path)
-        written[name] = path
-    write_privacy_json(out, release.privacy)
-    write_json(out / "domain.json", domain.to_json())
-    written["privacy"] = out / "privacy.json"
     return written

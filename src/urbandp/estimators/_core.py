@@ -76,10 +76,6 @@ class PrivacyCost:
     neighbouring: str = NEIGHBOURING
     counts_public: bool = True
 
-    @property
-    def epsilon_budgeted(self) -> float:
-        return math.fsum(s.epsilon_budget for s in self.steps)
-
 
 @dataclass(frozen=True)
 class MeanEstimate:

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-GroupingName = Literal["wraparound", "bestfit"]
 GROUPINGS: tuple[str, ...] = ("wraparound", "bestfit")
 
 

@@ -31,20 +31,24 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import polars as pl
 
-from urbandp._arguments import check_date, check_keywords, check_switch
+from urbandp._arguments import check_date
 from urbandp._config_tables import takes_config
 from urbandp._frames import TableLike, input_paths
 from urbandp._release_options import declared_options, takes_options
 from urbandp._session import Session
 from urbandp.survey._charge import PERSON, RESPONDENT, TRIP
+from urbandp.survey._od_release import ESTIMATE_OPTIONS as OD_ESTIMATE_OPTIONS
 from urbandp.survey._od_release import OdSpec, od_body, od_estimate_table
 from urbandp.survey._points_release import PointsSpec, points_body
 from urbandp.survey._result import Body, SurveyRelease, run_release
+from urbandp.survey._rr_release import ESTIMATE_OPTIONS as RR_ESTIMATE_OPTIONS
 from urbandp.survey._rr_release import RandomizeSpec, estimate_table, randomize_body
 from urbandp.survey._trajectory_release import TrajectoriesSpec, trajectories_body
 
 if TYPE_CHECKING:
     from urbandp._option_types import (
+        EstimateKeywords,
+        OdEstimateKeywords,
         OdRandomizeKeywords,
         PerturbPointsKeywords,
         PerturbTrajectoriesKeywords,
@@ -84,38 +88,19 @@ def randomize(
     )
 
 
-@check_keywords
+@takes_options(RandomizeSpec, only=RR_ESTIMATE_OPTIONS)
 def estimate(
     data: TableLike,
     *,
-    column: str,
-    categories: str | None = None,
-    categories_file: PathLike | None = None,
-    within: str | None = None,
-    epsilon: float | None = None,
-    theta: float | None = None,
-    separator: str = ",",
     out: PathLike | None = None,
     overwrite: bool = False,
+    **options: Unpack[EstimateKeywords],
 ) -> pl.DataFrame:
     """De-biased shares with 95 % confidence intervals from randomized answers (report eq. 6): post-processing of
     a :func:`randomize` output, no budget. With ``out`` the table is also written as a CSV file. The options are
-    :func:`randomize`'s, checked as there."""
-    spec = RandomizeSpec(
-        column=column,
-        categories=categories,
-        categories_file=categories_file,
-        within=within,
-        epsilon=epsilon,
-        theta=theta,
-        separator=separator,
-    )
-    return _post_process(
-        data,
-        out,
-        check_switch(overwrite, "overwrite"),
-        lambda path, label: estimate_table(path, label, spec),
-    )
+    :func:`randomize`'s that the release was made with, checked as there."""
+    spec = RandomizeSpec(**options)
+    return _post_process(data, out, overwrite, lambda path, label: estimate_table(path, label, spec))
 
 
 def _post_process(
@@ -187,39 +172,20 @@ def od_randomize(
     )
 
 
-@check_keywords
+@takes_options(OdSpec, only=OD_ESTIMATE_OPTIONS)
 def od_estimate(
     data: TableLike,
     *,
-    origin: str,
-    dest: str,
-    blocks_file: PathLike | None = None,
-    blocks: int | None = None,
-    keep_probability: float | None = None,
-    epsilon: float | None = None,
-    separator: str = ",",
     out: PathLike | None = None,
     overwrite: bool = False,
+    **options: Unpack[OdEstimateKeywords],
 ) -> pl.DataFrame:
     """The de-biased OD table of an :func:`od_randomize` release (the inverse of report eq. 13): for every declared
     pair its released count, the unbiased estimate of its true count, the estimator's standard deviation
     (analytic) and a 95 % interval. Post-processing, no budget: give the blocks and ``keep_probability`` (or
     ``epsilon`` per trip) the release was made with. With ``out`` the table is also written as a CSV file."""
-    spec = OdSpec(
-        origin=origin,
-        dest=dest,
-        blocks_file=None if blocks_file is None else Path(blocks_file),
-        blocks=blocks,
-        keep_probability=keep_probability,
-        epsilon=epsilon,
-        separator=separator,
-    )
-    return _post_process(
-        data,
-        out,
-        check_switch(overwrite, "overwrite"),
-        lambda path, label: od_estimate_table(path, label, spec),
-    )
+    spec = OdSpec(**options)
+    return _post_process(data, out, overwrite, lambda path, label: od_estimate_table(path, label, spec))
 
 
 @takes_config("survey.perturb-trajectories", _file_keys(TrajectoriesSpec))

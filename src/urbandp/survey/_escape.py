@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm
 
+from urbandp._figures import saved_figure
 from urbandp.errors import InputError
 
 
@@ -172,29 +173,21 @@ def polygon_escape(
 
 def plot_collapse(results: Sequence[EscapeResult], path: Path) -> None:
     """Escape share and unchanged-block share against log10(b N), one curve per (layout, N) (report Fig. 15)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    keys = sorted({(r.layout, r.n) for r in results if r.layout != "polygons"})
-    for layout, n in keys:
-        rs = sorted((r for r in results if (r.layout, r.n) == (layout, n)), key=lambda r: r.scale)
-        bn = np.array([r.scale * r.n for r in rs])
-        style = "-" if layout == "uniform" else "--"
-        axes[0].plot(
-            np.log10(bn), [r.escape_share for r in rs], style, marker="o", ms=3, label=f"{layout} N={n}"
-        )
-        axes[1].plot(np.log10(bn), [r.unchanged_block_share for r in rs], style, marker="o", ms=3)
-    axes[0].set_xlabel("log10(b N)  (Laplace scale / grid spacing)")
-    axes[0].set_ylabel("share of points that left their block")
-    axes[1].set_xlabel("log10(b N)")
-    axes[1].set_ylabel("share of blocks with no net change")
-    axes[0].legend(fontsize=7)
-    axes[0].set_title("Escape share collapses onto b N (report Fig. 15)")
-    axes[1].set_title("Blocks with unchanged population (report Fig. 16)")
-    fig.text(0.01, 0.01, "Simulation on true locations: owner material, not DP.", fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    with saved_figure(path, 1, 2, figsize=(11, 4.2)) as (fig, axes):
+        keys = sorted({(r.layout, r.n) for r in results if r.layout != "polygons"})
+        for layout, n in keys:
+            rs = sorted((r for r in results if (r.layout, r.n) == (layout, n)), key=lambda r: r.scale)
+            bn = np.array([r.scale * r.n for r in rs])
+            style = "-" if layout == "uniform" else "--"
+            axes[0].plot(
+                np.log10(bn), [r.escape_share for r in rs], style, marker="o", ms=3, label=f"{layout} N={n}"
+            )
+            axes[1].plot(np.log10(bn), [r.unchanged_block_share for r in rs], style, marker="o", ms=3)
+        axes[0].set_xlabel("log10(b N)  (Laplace scale / grid spacing)")
+        axes[0].set_ylabel("share of points that left their block")
+        axes[1].set_xlabel("log10(b N)")
+        axes[1].set_ylabel("share of blocks with no net change")
+        axes[0].legend(fontsize=7)
+        axes[0].set_title("Escape share collapses onto b N (report Fig. 15)")
+        axes[1].set_title("Blocks with unchanged population (report Fig. 16)")
+        fig.text(0.01, 0.01, "Simulation on true locations: owner material, not DP.", fontsize=7)

@@ -1,4 +1,4 @@
-"""Reading survey tables (CSV / Parquet) and writing quarantine rows, for the survey CLI."""
+"""Reading survey tables (CSV / Parquet), their columns and declared lists, for the survey releases and CLI."""
 
 from __future__ import annotations
 
@@ -52,13 +52,6 @@ def read_list(path: Path) -> list[str]:
     if not values:
         raise InputError(f"{path} lists no values")
     return values
-
-
-def write_frame(frame: pl.DataFrame, path: Path) -> None:
-    if path.suffix.lower() in (".parquet", ".pq"):
-        frame.write_parquet(path)
-    else:
-        frame.write_csv(path)
 
 
 def command_line() -> str:

@@ -69,11 +69,8 @@ class OdSpec(ReleaseOptions):
         help="Person (respondent) id column: with --max-trips-per-person the release protects a person "
         "(default: none; the unit is one trip and the loss per person is unbounded).",
     )
-    max_trips_per_person: int | None = option(
-        None,
-        help="Public bound K on the trips released per person (the others are dropped; which ones is a keyed "
-        "hash of the person's own trips): the loss per person is K x epsilon per trip (default: none).",
-        ge=1,
+    max_trips_per_person: int | None = shared.max_trips_per_person(
+        "the loss per person is K x epsilon per trip"
     )
     method: str = option(
         "rr",
@@ -82,9 +79,7 @@ class OdSpec(ReleaseOptions):
     )
     sampler: str = shared.sampler()
     separator: str = shared.separator()
-    budget_epsilon: float | None = option(
-        None, help="Refuse to spend more than this (default: no cap).", gt=0
-    )
+    budget_epsilon: float | None = shared.budget_epsilon()
     id_column: str | None = shared.id_column()
     keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.od_randomize (Python)"
@@ -128,6 +123,10 @@ class OdSpec(ReleaseOptions):
                 f"keep_probability must be in [0, 1), got {p}", parameters="keep_probability"
             )
         return p
+
+
+ESTIMATE_OPTIONS = ("origin", "dest", "blocks_file", "blocks", "keep_probability", "epsilon", "separator")
+"""The options of :class:`OdSpec` that de-biasing a release reads (:func:`urbandp.survey.od_estimate`)."""
 
 
 def check_person(person: str | None, max_trips: int | None) -> None:

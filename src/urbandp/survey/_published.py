@@ -20,20 +20,6 @@ import polars as pl
 
 from urbandp.errors import InputError, InvalidParameterError
 
-KEEP_COLUMNS_HELP = (
-    "Comma list of columns copied through unchanged: you declare them public (they are not protected). "
-    "Default: none (only --id, and the columns the command needs)."
-)
-"""``--keep-columns`` (the ``keep_columns`` field of every survey release's spec)."""
-ID_COLUMN_HELP = "Row identifier column copied through unchanged (declared public). Default: none (rows keep the input order)."
-"""``--id`` (the ``id_column`` field of the specs of the releases that copy a row identifier)."""
-SAMPLER_HELP = (
-    "Random source: 'opendp' (OpenDP bit-vector RR, default) or 'os' (OS CSPRNG, integer-exact, faster)."
-)
-"""``--sampler`` (the ``sampler`` field of the randomized-response specs)."""
-SEPARATOR_HELP = "CSV field separator."
-"""``--separator`` (the ``separator`` field of every survey release's spec)."""
-
 PUBLIC_NOTE = (
     "declared public by the user: copied unchanged, not protected by the noise; the release is DP for its noisy "
     "columns given these columns (a column that is not public must not be named: then it is dropped)"

@@ -88,17 +88,6 @@ def krr_prob(k: int, epsilon: float) -> float:
     return prob
 
 
-def uniform_replacement_epsilon(t: int, p: float) -> float:
-    """Report eq. (13): keep with probability ``p``, else draw uniformly from all ``t`` values (the truth included).
-
-    Equal to k-RR with truth probability p + (1 - p) / t, so the exact value comes from :func:`krr_epsilon`:
-    ln((t p + 1 - p) / (1 - p)) ~ ln t. With p = 1/2: 2,500 blocks (t = 2500^2 OD pairs) gives 15.65 (the
-    report's ~16) and 19 counties (t = 19^2) gives 5.89 (the report's ~6).
-    """
-    prob = p + (1.0 - p) / t
-    return krr_epsilon(t, prob)
-
-
 def report_replacement_epsilon(p: float, subcategory_counts: Sequence[int]) -> float:
     """The report's epsilon for random replacement within a sub-category (eqs. 10 and 12). NOT DP AS WRITTEN.
 
@@ -133,15 +122,6 @@ def randomize_codes(codes: np.ndarray, k: int, prob: float, source: BitSource | 
     return out
 
 
-def randomize_binary(values: np.ndarray, theta: float, source: BitSource | None = None) -> np.ndarray:
-    """Binary RR (report section 3.3.1): the truth with probability theta, otherwise a fair coin."""
-    source = source or OpenDPBits()
-    values = np.asarray(values, dtype=bool)
-    truth = source.bernoulli(values.size, theta)
-    coin = source.bernoulli(values.size, 0.5)
-    return np.where(truth, values, coin)
-
-
 @dataclass(frozen=True)
 class Estimate:
     """A de-biased frequency with its 95 % normal confidence interval (clipped to [0, 1])."""
@@ -150,20 +130,6 @@ class Estimate:
     estimate: float
     ci_low: float
     ci_high: float
-
-
-def binary_estimate(reported_yes: int, n: int, theta: float) -> Estimate:
-    """Report eq. (6): (p_hat + p_t - 1) / (2 p_t - 1) with p_t = (1 + theta) / 2, and a 95 % CI.
-
-    The variance of the observed share is p_hat (1 - p_hat) / n, scaled by 1 / (2 p_t - 1)^2 = 1 / theta^2.
-    """
-    if n <= 0:
-        raise ValueError("no responses")
-    p_hat = reported_yes / n
-    p_t = (1.0 + theta) / 2.0
-    est = (p_hat + p_t - 1.0) / (2.0 * p_t - 1.0)
-    half = Z95 * math.sqrt(p_hat * (1.0 - p_hat) / n) / (2.0 * p_t - 1.0)
-    return Estimate("yes", est, max(0.0, est - half), min(1.0, est + half))
 
 
 def debias_counts(counts: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:

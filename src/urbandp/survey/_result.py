@@ -18,9 +18,6 @@ from urbandp.results import Release
 from urbandp.survey._charge import SurveyCharge
 from urbandp.survey._report import SurveyPrivacyReport, spec_sha256
 
-OwnerFile = pl.DataFrame | dict[str, object] | Callable[[Path], None]
-"""An owner-only file: a table (CSV), a JSON document, or a function that draws it (a PNG)."""
-
 
 @dataclass(repr=False)
 class SurveyRelease(Release):

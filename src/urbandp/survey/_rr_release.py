@@ -82,9 +82,7 @@ class RandomizeSpec(ReleaseOptions):
     )
     sampler: str = shared.sampler()
     separator: str = shared.separator()
-    budget_epsilon: float | None = option(
-        None, help="Refuse to spend more than this (default: no cap).", gt=0
-    )
+    budget_epsilon: float | None = shared.budget_epsilon()
     id_column: str | None = shared.id_column()
     keep_columns: str | None = shared.keep_columns()
     command: str = "urbandp.survey.randomize (Python)"
@@ -96,6 +94,10 @@ class RandomizeSpec(ReleaseOptions):
         if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
             return ",".join(value)
         return value
+
+
+ESTIMATE_OPTIONS = ("column", "categories", "categories_file", "within", "epsilon", "theta", "separator")
+"""The options of :class:`RandomizeSpec` that de-biasing a release reads (:func:`urbandp.survey.estimate`)."""
 
 
 @dataclass

@@ -15,6 +15,7 @@ import polars as pl
 import urbandp.survey._published as release
 import urbandp.survey._shared_options as shared
 import urbandp.survey._ssd as ssd
+from urbandp._figures import saved_figure
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InputError
 from urbandp.survey._charge import SurveyCharge
@@ -52,12 +53,7 @@ class TrajectoriesSpec(ReleaseOptions):
         help="Person id column: with --max-trips-per-person each person keeps at most that many trips "
         "(default: none; the loss per person is unbounded).",
     )
-    max_trips_per_person: int | None = option(
-        None,
-        help="Public bound K on the trips released per person (the others are dropped; which ones is a keyed "
-        "hash of the person's own trips): a person loses at most K trips' worth (default: none).",
-        ge=1,
-    )
+    max_trips_per_person: int | None = shared.max_trips_per_person("a person loses at most K trips' worth")
     separator: str = shared.separator()
     budget_epsilon: float | None = option(None, help="Refuse trips costing more (default: no cap).", gt=0)
     keep_columns: str | None = shared.keep_columns()
@@ -213,31 +209,25 @@ def _trajectories_report(
 
 def plot_trajectories(plots: list[Plot], path: Path, *, epsilon: float, m: float) -> None:
     """Owner only: the first six true trips and their perturbed versions."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from urbandp._geodesy import degree_aspect
 
     shown = plots[:6]
     cols = min(3, len(shown))
     rows = (len(shown) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.2 * rows), squeeze=False)
-    for ax in axes.ravel()[len(shown) :]:
-        ax.axis("off")
-    for k, (ax, (la, lo, nla, nlo)) in enumerate(zip(axes.ravel(), shown, strict=False)):
-        ax.plot(lo, la, "-", color="black", lw=1.4, label="original")
-        ax.plot(nlo, nla, "-", color="tab:red", lw=0.9, alpha=0.85, label="SSD perturbed")
-        ax.plot([lo[0], lo[-1]], [la[0], la[-1]], "o", color="tab:blue", ms=5, label="start/end (exact)")
-        ax.set_title(f"trip {k + 1}: {len(la)} points", fontsize=9)
-        ax.tick_params(labelsize=7)
-        ax.set_aspect(degree_aspect(float(np.mean(la)), float(np.mean(lo))))
-        if k == 0:
-            ax.legend(fontsize=7)
-    fig.suptitle(
-        f"SSD (report eq. 16), epsilon={epsilon:g}, M={m:g} m. Owner only: shows the true trips.", fontsize=10
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    size = (4.6 * cols, 4.2 * rows)
+    with saved_figure(path, rows, cols, figsize=size, squeeze=False) as (fig, axes):
+        for ax in axes.ravel()[len(shown) :]:
+            ax.axis("off")
+        for k, (ax, (la, lo, nla, nlo)) in enumerate(zip(axes.ravel(), shown, strict=False)):
+            ax.plot(lo, la, "-", color="black", lw=1.4, label="original")
+            ax.plot(nlo, nla, "-", color="tab:red", lw=0.9, alpha=0.85, label="SSD perturbed")
+            ax.plot([lo[0], lo[-1]], [la[0], la[-1]], "o", color="tab:blue", ms=5, label="start/end (exact)")
+            ax.set_title(f"trip {k + 1}: {len(la)} points", fontsize=9)
+            ax.tick_params(labelsize=7)
+            ax.set_aspect(degree_aspect(float(np.mean(la)), float(np.mean(lo))))
+            if k == 0:
+                ax.legend(fontsize=7)
+        fig.suptitle(
+            f"SSD (report eq. 16), epsilon={epsilon:g}, M={m:g} m. Owner only: shows the true trips.",
+            fontsize=10,
+        )

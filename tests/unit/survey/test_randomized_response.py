@@ -15,6 +15,7 @@ from scipy import stats
 
 from urbandp.survey import _randomized_response as rr
 from urbandp.survey._sampling import OpenDPBits, OSRandomBits
+from urbandp.survey._trips import od_epsilon
 
 dp.enable_features("contrib")
 
@@ -42,8 +43,8 @@ def test_krr_prob_spends_at_most_epsilon() -> None:
 
 def test_report_eq13_worked_numbers() -> None:
     """Report section 4.2 (~16 for 2,500 blocks) and section 6.1 (~6 for 19 counties), p = 1/2."""
-    blocks = rr.uniform_replacement_epsilon(2500**2, 0.5)
-    counties = rr.uniform_replacement_epsilon(19**2, 0.5)
+    blocks = od_epsilon(2500, 0.5)
+    counties = od_epsilon(19, 0.5)
     assert round(blocks) == 16 and blocks == pytest.approx(math.log(2500**2 + 1), rel=1e-12)
     assert round(counties) == 6 and counties == pytest.approx(math.log(19**2 + 1), rel=1e-12)
 
@@ -78,14 +79,16 @@ def test_krr_debiasing_unbiased_within_monte_carlo_error() -> None:
     assert np.abs(naive - truth).max() > 10 * se.max()
 
 
-def test_binary_eq6_estimate_and_interval() -> None:
-    n, theta, p_true = 100_000, 0.5, 0.3
-    values = np.arange(n) < p_true * n
-    out = rr.randomize_binary(values, theta, OSRandomBits())
-    e = rr.binary_estimate(int(out.sum()), n, theta)
-    half = (e.ci_high - e.ci_low) / 2
-    assert abs(e.estimate - p_true) < 4 / 1.96 * half
-    assert e.ci_low < e.estimate < e.ci_high
+def test_binary_rr_is_krr_of_two_with_the_eq6_estimate() -> None:
+    """Binary RR with theta is 2-RR with truth probability (1 + theta) / 2 (its epsilon, eq. 4), and de-biasing
+    its counts is eq. (6): (p_hat + p_t - 1) / (2 p_t - 1) with p_t = (1 + theta) / 2, standard error
+    sqrt(p_hat (1 - p_hat) / n) / theta."""
+    theta, yes, n = 0.5, 4_000, 10_000
+    p_t = (1 + theta) / 2
+    assert rr.krr_epsilon(2, p_t) == pytest.approx(rr.binary_epsilon(theta), rel=1e-12)
+    est, se = rr.debias_counts(np.array([yes, n - yes]), p_t)
+    assert est[0] == pytest.approx((0.4 + p_t - 1) / (2 * p_t - 1), rel=1e-12)  # 0.3
+    assert se[0] == pytest.approx(math.sqrt(0.4 * 0.6 / n) / theta, rel=1e-12)
 
 
 def test_randomize_within_keeps_groups_and_declared_lists() -> None:
