@@ -46,20 +46,8 @@ def spu_missing_reason(in_process: bool = True) -> str | None:
         "multiprocess cloudpickle termcolor (see docs/mpc.md)"
     )
     if not in_process:
-        import subprocess
-        import sys
-
-        res = subprocess.run(
-            [sys.executable, "-c", "import spu.libspu"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if res.returncode == 0:
-            return None
-        last = (res.stderr.strip().splitlines() or ["import failed"])[-1]
-        return f"SecretFlow SPU is not usable here ({last}); {hint}"
+        last = _child_import_error()
+        return None if last is None else f"SecretFlow SPU is not usable here ({last}); {hint}"
     try:
         import spu
         import spu.libspu  # noqa: F401

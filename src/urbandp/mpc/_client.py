@@ -13,7 +13,6 @@ import itertools
 import json
 import socket
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +111,6 @@ class Client:
 
         host, port = parse_hostport(server)
         self.timeout = timeout
-        t0 = time.perf_counter()
         try:
             self.sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as err:
@@ -135,7 +133,6 @@ class Client:
         from urbandp.mpc._server import DUMMY
 
         self.party.run(self._spec(DUMMY, 4), {"v": z, "theta": np.zeros(()), "theta2": np.zeros(())})
-        self.connect_seconds = time.perf_counter() - t0
 
     def _spec(self, function: str, n: int) -> QuerySpec:
         p = self.params
@@ -239,7 +236,3 @@ class Client:
             wire.send_json(self.sock, {"type": "bye"})
         self.party.close()
         self.sock.close()
-
-
-def new_client_id() -> str:
-    return uuid.uuid4().hex[:8]

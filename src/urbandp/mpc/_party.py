@@ -91,6 +91,11 @@ def executable_digest(ex: Any) -> str:
     return hashlib.sha256(bytes(ex.code)).hexdigest()[:16]
 
 
+def _framed(share: Any) -> bytes:
+    """An SPU share as the control socket carries it (:func:`urbandp.mpc._wire.share_frames`)."""
+    return wire.share_frames(bytes(share.meta), [bytes(c) for c in share.share_chunks])
+
+
 def free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -126,7 +131,6 @@ class Party:
             ) from None
         self.runtime = spu_api.Runtime(self.link, self.config)
         self.io = spu_api.Io(2, self.config)
-        self.bytes_sent = 0
 
     def share_inputs(self, mine: dict[str, np.ndarray]) -> bytes:
         """Secret-share my inputs: keep my shares, return the peer's as framed bytes for the control socket (the
@@ -140,8 +144,7 @@ class Party:
                 np.asarray(mine[name], dtype=np.float64), libspu.Visibility.VIS_SECRET
             )
             self.runtime.set_var(name, shares[self.rank])
-            peer = shares[1 - self.rank]
-            out.append(wire.share_frames(bytes(peer.meta), [bytes(c) for c in peer.share_chunks]))
+            out.append(_framed(shares[1 - self.rank]))
         return b"".join(out)
 
     def _recv_share(self) -> Any:
@@ -171,10 +174,7 @@ class Party:
         for name in (*INPUTS, *ex.output_names):
             self.runtime.del_var(name)
         if self.rank == SERVER:
-            wire.send_bytes(
-                self.ctrl,
-                b"".join(wire.share_frames(bytes(s.meta), [bytes(c) for c in s.share_chunks]) for s in out),
-            )
+            wire.send_bytes(self.ctrl, b"".join(_framed(s) for s in out))
             return None
         return [np.asarray(self.io.reconstruct([self._recv_share(), s])) for s in out]
 

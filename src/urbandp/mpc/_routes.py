@@ -18,9 +18,7 @@ from urbandp._outputs import atomic_output_file
 from urbandp.errors import InputError
 from urbandp.mpc import _wire as wire
 from urbandp.mpc._client import Client
-
-#: The keys of one answer as ``mpc query`` prints them.
-ANSWER_KEYS: tuple[str, ...] = ("function", "value", "error", "beta", "n_cells", "seconds")
+from urbandp.sensing._queries import ANSWER_KEYS
 
 Rect = tuple[float, float, float, float]
 

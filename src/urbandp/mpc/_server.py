@@ -10,6 +10,7 @@ budget store (:class:`ClientBudget`), so a restart does not reset it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import socket
@@ -26,7 +27,7 @@ from urbandp._privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.errors import InputError
 from urbandp.mpc import _wire as wire
 from urbandp.mpc._spec import FUNCTIONS, MAX_CELLS, QuerySpec, draw_noise
-from urbandp.sensing._queries import clamp_sigma2, rectangle_mask
+from urbandp.sensing._queries import clamp_sigma2, read_grid_window, rectangle_mask
 
 DUMMY = "min"  # the dummy query uses exp, log and comparisons: it triggers every OT/HE set-up
 
@@ -45,40 +46,14 @@ class ServerGrid:
 
     @classmethod
     def read(cls, path: Path, window: str | None) -> ServerGrid:
-        import polars as pl
-
-        if not path.is_file():
-            raise InputError(f"grid file not found: {path}")
-        try:
-            g = pl.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pl.read_csv(path)
-        except Exception as err:
-            raise InputError(f"{path}: cannot read ({str(err).splitlines()[0]})") from None
-        missing = {"cell_id", "lat", "lon", "window", "mu", "sigma2"} - set(g.columns)
-        if missing:
-            raise InputError(f"{path}: missing columns {', '.join(sorted(missing))}")
-        if g.height == 0:
-            raise InputError(f"{path}: no rows")
-        windows = g["window"].cast(pl.Utf8).unique(maintain_order=True).to_list()
-        w = window or windows[0]
-        if w not in windows:
-            raise InputError(f"window {w!r} not in {path} (first: {windows[0]})")
-        gw = g.filter(pl.col("window").cast(pl.Utf8) == w).sort("cell_id")
-        values = gw.select(pl.col("lat", "lon", "mu", "sigma2").cast(pl.Float64, strict=False))
-        bad = values.select(pl.any_horizontal(pl.all().is_null() | ~pl.all().is_finite()).sum()).item()
+        w, cell_id, lat, lon, mu, sigma2 = read_grid_window(path, window, None)
+        bad = int((~np.isfinite(np.stack([lat, lon, mu, sigma2])).all(axis=0)).sum())
         if bad:
             raise InputError(
-                f"{path}: {bad:,} of {gw.height:,} cells of window {w} have a missing or non-finite lat, lon, mu "
-                "or sigma2; the server would answer nan"
+                f"{path}: {bad:,} of {len(cell_id):,} cells of window {w} have a missing or non-finite lat, lon, "
+                "mu or sigma2; the server would answer nan"
             )
-        return cls(
-            gw["cell_id"].to_numpy().astype(np.int64),
-            gw["lat"].to_numpy().astype(float),
-            gw["lon"].to_numpy().astype(float),
-            gw["mu"].to_numpy().astype(float),
-            gw["sigma2"].to_numpy().astype(float),
-            str(w),
-            path.stem,
-        )
+        return cls(cell_id.astype(np.int64), lat, lon, mu, sigma2, str(w), path.stem)
 
 
 @dataclass
@@ -94,16 +69,10 @@ class ServerConfig:
     idle_timeout: float = 600.0
 
     def public(self) -> dict[str, Any]:
-        return {
-            "alpha": self.alpha,
-            "epsilon_per_query": self.epsilon,
-            "epsilon_budget": self.epsilon_budget,
-            "sigma2_min": self.sigma2_min,
-            "sigma2_max": self.sigma2_max,
-            "rho": self.rho,
-            "steepness": self.steepness,
-            "max_cells": MAX_CELLS,
-        }
+        """What a client is told: every parameter but the time-outs (``epsilon`` is per query), the cell limit."""
+        shown = {k: v for k, v in dataclasses.asdict(self).items() if not k.endswith("timeout")}
+        shown["epsilon_per_query"] = shown.pop("epsilon")
+        return {**shown, "max_cells": MAX_CELLS}
 
 
 @dataclass
@@ -178,34 +147,33 @@ def declare_default_dataset(store_url: str | None, name: str) -> None:
         store.close()
 
 
+@dataclass
 class Server:
-    def __init__(
-        self,
-        grid: ServerGrid,
-        config: ServerConfig,
-        host: str,
-        port: int,
-        noise: NoiseSource | None = None,
-        *,
-        dataset: str | None = None,
-        budget_store: str | None = None,
-    ) -> None:
-        self.grid = grid
-        self.config = config
-        self.host = host
-        self.port = port
-        self.noise = noise if noise is not None else OpenDPNoise()
-        if dataset is None:
-            dataset = f"mpc:{grid.source}:{grid.window}"
-            declare_default_dataset(budget_store, dataset)
-        day = dt.date.fromisoformat(str(grid.window)[:10])
-        self.budget = ClientBudget(config.epsilon_budget, budget_store, dataset, day, noise=self.noise)
+    """One window of a grid served to any number of clients, each query booked to ``dataset`` in the budget store
+    (default ``mpc:<grid>:<window>``, declared when new) and drawn from ``noise``."""
+
+    grid: ServerGrid
+    config: ServerConfig
+    host: str
+    port: int
+    noise: NoiseSource = field(default_factory=OpenDPNoise)
+    dataset: str | None = field(default=None, kw_only=True)
+    budget_store: str | None = field(default=None, kw_only=True)
+    log: Callable[[str], None] = field(default=print, kw_only=True)
+
+    def __post_init__(self) -> None:
         from urbandp._privacy.session import ReleaseCharge
 
+        if self.dataset is None:
+            self.dataset = f"mpc:{self.grid.source}:{self.grid.window}"
+            declare_default_dataset(self.budget_store, self.dataset)
+        day = dt.date.fromisoformat(str(self.grid.window)[:10])
+        self.budget = ClientBudget(
+            self.config.epsilon_budget, self.budget_store, self.dataset, day, noise=self.noise
+        )
         # every query is booked to the dataset: a noise source that is not private is refused before any client
-        ReleaseCharge(dataset, budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
-        self.sigma2 = clamp_sigma2(grid.sigma2, config.sigma2_min, config.sigma2_max)
-        self.log: Callable[[str], None] = print
+        ReleaseCharge(self.dataset, self.budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
+        self.sigma2 = clamp_sigma2(self.grid.sigma2, self.config.sigma2_min, self.config.sigma2_max)
 
     def spec(self, function: str, n_rect: int) -> QuerySpec:
         c = self.config
@@ -243,14 +211,7 @@ class Server:
             conn.settimeout(self.config.timeout)
             hello = wire.recv_json(conn, "hello")
             if hello.get("protocol") != wire.PROTOCOL:
-                wire.send_json(
-                    conn,
-                    {
-                        "type": "error",
-                        "message": f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}",
-                    },
-                )
-                return
+                return _refuse(conn, f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}")
             who = str(hello.get("client_id") or peer_ip)[:200]
             client_link = str(hello.get("link", ""))
             link_host = conn.getsockname()[0]
@@ -299,27 +260,18 @@ class Server:
         function = msg.get("function")
         rect = msg.get("rect")
         if function not in FUNCTIONS:
-            wire.send_json(
-                conn, {"type": "error", "message": f"function must be one of {', '.join(FUNCTIONS)}"}
-            )
-            return
+            return _refuse(conn, f"function must be one of {', '.join(FUNCTIONS)}")
         if not (isinstance(rect, list) and len(rect) == 4 and all(isinstance(x, (int, float)) for x in rect)):
-            wire.send_json(conn, {"type": "error", "message": "rect must be 4 numbers lat1,lon1,lat2,lon2"})
-            return
+            return _refuse(conn, "rect must be 4 numbers lat1,lon1,lat2,lon2")
         mask = rectangle_mask(self.grid.lat, self.grid.lon, tuple(float(x) for x in rect))
         n = int(mask.sum())
         if not 1 <= n <= MAX_CELLS:
-            wire.send_json(
-                conn,
-                {"type": "error", "message": f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}"},
-            )
-            return
+            return _refuse(conn, f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}")
         spec = self.spec(str(function), n)
         try:
             left = self.budget.charge(who, self.config.epsilon)
         except InputError as err:
-            wire.send_json(conn, {"type": "error", "message": str(err)})
-            return
+            return _refuse(conn, str(err))
         from urbandp.mpc._party import compile_spec, executable_digest
 
         noise, epsilon = draw_noise(spec, self.config.epsilon, self.noise)
@@ -345,3 +297,8 @@ class Server:
         self.log(
             f"client {who}: {function} over a rectangle of {n} cells, epsilon {epsilon:.6g} ({left:.6g} left)"
         )
+
+
+def _refuse(conn: socket.socket, message: str) -> None:
+    """Tell the client why its request is refused (its ``PeerError`` on the other side)."""
+    wire.send_json(conn, {"type": "error", "message": message})

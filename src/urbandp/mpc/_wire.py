@@ -51,10 +51,6 @@ def send_bytes(sock: socket.socket, data: bytes) -> None:
         raise PeerError(f"connection to the peer lost while sending ({err})") from None
 
 
-def send_frame(sock: socket.socket, data: bytes) -> None:
-    send_bytes(sock, frame(data))
-
-
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
     buf = bytearray()
     while len(buf) < n:
@@ -95,10 +91,6 @@ def recv_json(sock: socket.socket, expect: str | None = None) -> dict[str, Any]:
     if expect is not None and obj["type"] != expect:
         raise PeerError(f"protocol error: expected a {expect!r} message, got {obj['type']!r}")
     return obj
-
-
-def send_share(sock: socket.socket, meta: bytes, chunks: list[bytes]) -> None:
-    send_bytes(sock, share_frames(meta, chunks))
 
 
 def recv_share(sock: socket.socket, max_chunks: int = 4096) -> tuple[bytes, list[bytes]]:

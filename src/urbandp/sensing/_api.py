@@ -10,22 +10,23 @@
     rel.privacy.epsilon_per_unit # the typed report; rel.privacy.to_json() is privacy.json
     rel.write("out/pm")          # the folder `urbandp sensing pm-map --out out/pm` writes
 
-Keywords are named as the command's flags with underscores, with the same defaults and validation: each option is
-declared once, as a field of its model in :mod:`urbandp.sensing._options`, from which each function's signature is
-built (:func:`urbandp._release_options.takes_options`). ``data`` is a CSV
-path or a table (pandas, Polars eager or lazy, Arrow, GeoPandas points), written to a private temporary CSV for
-the readings' reader (the one place rows are validated and quarantined). Each release runs in a charge of
-``session`` (default: ``urbandp.Session()``, no store charged): the guards fire and the budget is reserved before
-any noise; a release the store cannot afford raises :class:`~urbandp.errors.BudgetExceededError` first.
+Keywords are named as the command's flags with underscores, with the same defaults and validation (each option
+a field of its model in :mod:`urbandp.sensing._options`). ``data`` is a CSV path or a table (pandas, Polars eager
+or lazy, Arrow, GeoPandas points), written to a private temporary CSV for the readings' reader (the one place rows
+are validated and quarantined). Each release runs in a charge of ``session`` (default: ``urbandp.Session()``, no
+store charged): the guards fire and the budget is reserved before any noise; a release the store cannot afford
+raises :class:`~urbandp.errors.BudgetExceededError` first.
 ``config``: a TOML file whose table (``[sensing.dp-map]``, ``[sensing.pm-map]``, ``[sensing.query]``) sets options
 by name, the file ``--config`` reads; keywords passed win (:mod:`urbandp._config_tables`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from urbandp._config_tables import takes_config
 from urbandp._frames import TableLike
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from urbandp.sensing._interpolate_tool import Interpolation
     from urbandp.sensing._pm_map_release import PmMapResult
     from urbandp.sensing._query_release import QueryAnswer
+    from urbandp.sensing._result import SensingRelease
+
+R = TypeVar("R", bound="SensingRelease")
 
 
 def _session(session: Session | None) -> Session:
@@ -47,14 +51,36 @@ def _session(session: Session | None) -> Session:
     return session if session is not None else Session()
 
 
-def _from_session(session: Session, path: Path, out: str | Path | None) -> dict[str, Any]:
-    return {
-        "input_path": path,
-        "out": None if out is None else Path(out),
-        "dataset": session.dataset,
-        "budget_store": session.store,
-        "allow_meaningless_epsilon": session.allow_meaningless_epsilon,
-    }
+@contextlib.contextmanager
+def _readings(data: TableLike, overwrite: bool) -> Iterator[Path]:
+    """The readings as one CSV path, under the output policy (an input file is never overwritten)."""
+    from urbandp._outputs import output_policy
+    from urbandp.sensing._result import is_path, readings_csv
+
+    with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
+        yield path
+
+
+def _map(
+    data: TableLike,
+    session: Session | None,
+    out: str | Path | None,
+    overwrite: bool,
+    release: Callable[[dict[str, Any], Session], R],
+) -> R:
+    """Run a map release in a charge of ``session``: ``release`` gets where its options read, write and book."""
+    s = _session(session)
+    with _readings(data, overwrite) as path:
+        where = {
+            "input_path": path,
+            "out": None if out is None else Path(out),
+            "dataset": s.dataset,
+            "budget_store": s.store,
+            "allow_meaningless_epsilon": s.allow_meaningless_epsilon,
+        }
+        rel = release(where, s)
+    rel.emit_warnings()
+    return rel
 
 
 @takes_config("sensing.dp-map")
@@ -75,16 +101,11 @@ def dp_map(
     Fig. 6 utility curve) is in ``rel.owner["files"]``, written to ``owner_only/<name>/`` by ``rel.write``.
     Without ``start``/``end`` (or with ``bbox_from_data_not_private``) the release is NOT DP and labelled so.
     """
-    from urbandp._outputs import output_policy
     from urbandp.sensing._dp_map_release import run_dp_map
-    from urbandp.sensing._result import is_path, readings_csv
 
-    s = _session(session)
-    with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
-        o = DpMapOptions(**_from_session(s, path, out), **options)
-        rel = run_dp_map(o, s)
-    rel.emit_warnings()
-    return rel
+    return _map(
+        data, session, out, overwrite, lambda where, s: run_dp_map(DpMapOptions(**where, **options), s)
+    )
 
 
 @takes_config("sensing.pm-map")
@@ -105,16 +126,11 @@ def pm_map(
     vehicle ids, else one reading; ``rel.privacy.per_vehicle`` states what a vehicle pays per window, day and
     release. ``rel.table`` is pm_cells.csv, ``rel.tables["pm_grid"]`` the smoothed map.
     """
-    from urbandp._outputs import output_policy
     from urbandp.sensing._pm_map_release import run_pm_map
-    from urbandp.sensing._result import is_path, readings_csv
 
-    s = _session(session)
-    with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
-        o = PmMapOptions(**_from_session(s, path, out), **options)
-        rel = run_pm_map(o, s)
-    rel.emit_warnings()
-    return rel
+    return _map(
+        data, session, out, overwrite, lambda where, s: run_pm_map(PmMapOptions(**where, **options), s)
+    )
 
 
 @takes_config("sensing.query")
@@ -154,11 +170,9 @@ def interpolate(
     """NOT A RELEASE: GP interpolation per window onto a square grid, the data owner's private input of
     :func:`query` (the paper's server side). Nothing here is differentially private; the folder ``out`` is for the
     owner only. Options as `urbandp sensing interpolate` (:class:`~urbandp.sensing._options.InterpolateOptions`)."""
-    from urbandp._outputs import output_policy
     from urbandp.sensing._interpolate_tool import run_interpolate
-    from urbandp.sensing._result import is_path, readings_csv
 
-    with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
+    with _readings(data, overwrite) as path:
         o = InterpolateOptions(input_path=path, out=Path(out), **options)
         result = run_interpolate(o)
     warnings.warn(

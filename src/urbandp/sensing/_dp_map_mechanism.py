@@ -122,25 +122,21 @@ class DpMapPlan:
     epsilon_per_vehicle_day: float = 0.0
     basic_per_vehicle_day: float = 0.0
 
+    def _loss(self, epsilon: float, basic: float) -> Loss:
+        """``epsilon`` at ``delta``; at delta 0 where the optimal composition is no tighter than the basic sum."""
+        return Loss.approx_dp(epsilon, self.delta if epsilon < basic else 0.0)
+
     def loss_per_reading(self) -> Loss:
         """The loss of one reading under add/remove (its window's map of G cells, composed optimally)."""
-        return Loss.approx_dp(
-            self.epsilon_per_window_map,
-            self.delta if self.epsilon_per_window_map < self.basic_per_window_map else 0.0,
-        )
+        return self._loss(self.epsilon_per_window_map, self.basic_per_window_map)
 
     def loss_per_vehicle_day(self) -> Loss:
         """The loss of a vehicle on one day: the ``k x G`` cells of the day's windows, composed optimally."""
-        return Loss.approx_dp(
-            self.epsilon_per_vehicle_day,
-            self.delta if self.epsilon_per_vehicle_day < self.basic_per_vehicle_day else 0.0,
-        )
+        return self._loss(self.epsilon_per_vehicle_day, self.basic_per_vehicle_day)
 
     def loss_total(self) -> Loss:
         """The loss of a vehicle with readings in every window (W x G cells, composed optimally)."""
-        return Loss.approx_dp(
-            self.epsilon_total, self.delta if self.epsilon_total < self.basic_total else 0.0
-        )
+        return self._loss(self.epsilon_total, self.basic_total)
 
     def to_json(self) -> dict[str, object]:
         """privacy.json's composition figures: the tight ones, and the basic sums for comparison."""
@@ -269,18 +265,16 @@ def _release_dp_map(
     grid: SquareGrid,
     epsilon_cell: float,
     noise: NoiseSource,
+    fitted: list[WindowResult],
     sensitivity: float = 1.0,
     upper: float | None = None,
     calibration: str = "holohan",
     window_minutes: int = 60,
-    kernel: str = "matern32",
-    min_readings: int = 3,
-    budget_epsilon: float | None = None,
-    fitted: list[WindowResult] | None = None,
     progress: Callable[[int, int], None] | None = None,
     windows: np.ndarray | None = None,
 ) -> DpMapRelease:
-    """Release one noisy sigma_p^2 map per window (see the module docstring for the accounting).
+    """Release one noisy sigma_p^2 map per window of the GPs ``fitted`` (:func:`fit_for_release`; see the module
+    docstring for the accounting).
 
     ``windows``: the public list of window starts (:func:`public_windows`); default every window from the first
     to the last reading (:func:`all_windows`, derived from the data).
@@ -288,11 +282,6 @@ def _release_dp_map(
     upper = sensitivity if upper is None else float(upper)
     if upper < sensitivity:
         raise ValueError("upper must be >= sensitivity (the capped kernel variance)")
-    if fitted is None:
-        origin = windows[0] if windows is not None and len(windows) and calibration != "paper" else None
-        fitted = fit_for_release(
-            readings, grid, sensitivity, calibration, window_minutes, kernel, min_readings, origin=origin
-        )
     by_window = {r.window: r for r in fitted}
     if calibration == "paper":
         windows = np.array(sorted(by_window))
@@ -304,50 +293,44 @@ def _release_dp_map(
         readings.time, window_minutes, windows[0] if calibration != "paper" and len(windows) else None
     )
     cell_of = grid.cell_id(readings.lat, readings.lon)
-    ledger = PrivacyLedger(budget_epsilon)
+    ledger = PrivacyLedger()  # the release's cap is the session's, checked on the whole map before any noise
     out: list[DpWindow] = []
     true_maps = [
         by_window[w].sigma2_std if w in by_window else np.full(n_cells, float(sensitivity)) for w in windows
     ]
-    batched: np.ndarray | None = None
-    if calibration != "paper" and true_maps and budget_epsilon is None:
-        # One mechanism for every window (same epsilon, sensitivity and bounds): its rejection sampling runs over all
-        # windows' cells at once, a few OpenDP calls in all instead of ~17 per window. Each cell still gets its own
-        # independent draws, so the output distribution is unchanged. With a local budget the windows are drawn one by
-        # one, so that a refused window draws nothing.
-        shared = BoundedLaplace(epsilon_cell, sensitivity, 0.0, upper, calibration="holohan")
-        batched = shared.release(np.stack(true_maps), noise)
+    # One mechanism for every window (same epsilon, sensitivity and bounds): its rejection sampling runs over all
+    # windows' cells at once, a few OpenDP calls in all instead of ~17 per window. Each cell still gets its own
+    # independent draws, so the output distribution is unchanged.
+    shared = BoundedLaplace(epsilon_cell, sensitivity, 0.0, upper, calibration="holohan")
+    batched = shared.release(np.stack(true_maps), noise) if calibration != "paper" and true_maps else None
     for i, w in enumerate(windows):
         res = by_window.get(w)
         n = int((starts == w).sum())
         s2 = true_maps[i]
-        if calibration == "paper":
-            hi = float(max(s2.max(), 1e-12))  # data-dependent bound, as the paper
-            mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="paper")
-        else:
-            hi = upper
-            mech = BoundedLaplace(epsilon_cell, sensitivity, 0.0, hi, calibration="holohan")
-        scale = mech.scale
-        eps_actual = mech.epsilon_actual
+        mech = shared
+        if calibration == "paper":  # data-dependent bound, as the paper
+            mech = BoundedLaplace(
+                epsilon_cell, sensitivity, 0.0, float(max(s2.max(), 1e-12)), calibration="paper"
+            )
         noisy = batched[i] if batched is not None else mech.release(s2, noise)
         if calibration != "paper":
             ledger.charge(
                 LedgerEntry(
                     name=f"dp-map sigma2 window {w}",
-                    epsilon=n_cells * eps_actual,
+                    epsilon=n_cells * mech.epsilon_actual,
                     unit="reading",
                     neighbouring="add/remove one reading (replace-one: two windows, see privacy.json)",
                     mechanism="bounded-laplace (Holohan)",
                     detail={
                         "cells": n_cells,
-                        "epsilon_cell": eps_actual,
-                        "scale": scale,
+                        "epsilon_cell": mech.epsilon_actual,
+                        "scale": mech.scale,
                         "sensitivity": sensitivity,
-                        "bounds": [0.0, hi],
+                        "bounds": [0.0, mech.upper],
                     },
                 )
             )
-        dw = DpWindow(w, n, s2, noisy, hi, scale, eps_actual, res)
+        dw = DpWindow(w, n, s2, noisy, mech.upper, mech.scale, mech.epsilon_actual, res)
         if res is not None and n > 0:
             mask = starts == w
             visited = np.zeros(n_cells, dtype=bool)

@@ -16,7 +16,6 @@ honest (docs/design.md, "Outputs", rule 5).
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from urbandp._outputs import owner_dir_for
 from urbandp.errors import Advice, InputDataError, InvalidParameterError
 from urbandp.sensing._options import DpMapOptions, parse_window
 from urbandp.sensing._report import spec_sha256
-from urbandp.sensing._result import SensingRelease, owner_files, staged
+from urbandp.sensing._result import SensingRelease, owner_files, staging
 
 if TYPE_CHECKING:
     from urbandp._outputs import OutputDirs
@@ -205,14 +204,11 @@ def _measure(
             grid,
             o.epsilon,
             noise,
+            fitted,
             o.sensitivity,
             o.upper,
             o.calibration,
             o.window_minutes,
-            o.kernel,
-            o.min_readings,
-            None,  # the cap (--budget) was checked by the session, on the whole map, before any noise
-            fitted=fitted,
             progress=noise_progress,
             windows=inputs.windows if o.calibration != "paper" else None,
         )
@@ -229,9 +225,7 @@ def run_dp_map(o: DpMapOptions, session: Session) -> DpMapResult:
     if o.out is not None:
         check_output_path(o.out)
     check_epsilons(o)
-    with tempfile.TemporaryDirectory(prefix="urbandp-dpmap-") as stage:
-        d = staged(Path(stage) / "owner")
-        q_stage = Path(stage) / "quarantine.csv"
+    with staging("dpmap") as (d, q_stage):
         inputs = _read(o, q_stage)
         charge = session.charge("vehicle-day", out=o.out)
         charge.cap = None if o.budget is None else Loss.approx_dp(o.budget, 1.0)
@@ -243,9 +237,7 @@ def run_dp_map(o: DpMapOptions, session: Session) -> DpMapResult:
             clocks = (WindowClock(), WindowClock())
             rel, fitted = _measure(o, inputs, charge.noise, clocks)
             result = _result(o, d, rel, inputs, fitted, not_dp, clocks)
-            if o.out is not None:
-                result.write_folder(o.out)
-                charge.set_output(o.out)
+            result.write_in_charge(charge, o.out)
         session.committed(charge)
     return result
 

@@ -1,10 +1,8 @@
 """Gaussian-process regression for the fleet-sensing maps (paper sections II and V, eqs. (1)-(5)).
 
-Why a compact numpy/scipy engine instead of scikit-learn or GPy: we measured (docs/sensing.md)
-4-7 s (scikit-learn) and 3.8-4.6 s (GPy) to fit 1,400 readings and 1.4-2.8 s to predict a 100x100 grid, and
-neither fits 20,000 readings on this machine. The targets (fit <= 3 s, predict <= 1 s, 20,000 end to end <= 60 s)
-need (a) one Cholesky per likelihood evaluation with the *analytic* gradient, (b) a cheap multi-start and
-(c) a sparse method beyond a few thousand readings. docs/sensing.md gives the numbers measured side by side.
+Why not scikit-learn or GPy: they took 4-7 s and 3.8-4.6 s to fit 1,400 readings and neither fits 20,000 on
+this machine (docs/sensing.md, measured side by side); fitting in seconds needs one Cholesky per likelihood
+evaluation with the *analytic* gradient, a cheap multi-start and a sparse method beyond a few thousand readings.
 
 Two models share one interface (``fit`` then ``predict``):
 
@@ -199,8 +197,15 @@ class _Standardiser:
 class _OriginalUnits:
     """``predict`` in the original units of ``y``, shared by both GP engines (they fit on standardised values)."""
 
+    kernel: str
     standardiser_: _Standardiser
     hyperparameters_: Hyperparameters
+
+    def _standardise(self, y: np.ndarray) -> np.ndarray:
+        """``y`` in standardised units (its mean and sd kept for :meth:`predict`), after the kernel is checked."""
+        check_kernel(self.kernel)
+        self.standardiser_ = _Standardiser.of(y)
+        return (y - self.standardiser_.mean) / self.standardiser_.sd
 
     def _posterior(self, xs: np.ndarray, hp: Hyperparameters) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and (unclipped) latent variance at the points ``xs``, in standardised units."""
@@ -243,13 +248,11 @@ class ExactGP(_OriginalUnits):
     max_iter: int = 200
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> ExactGP:
-        check_kernel(self.kernel)
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
         if x.ndim != 2 or x.shape[0] != y.shape[0] or y.shape[0] < 2:
             raise ValueError("need at least 2 readings with 2-D inputs")
-        self.standardiser_ = _Standardiser.of(y)
-        ys = (y - self.standardiser_.mean) / self.standardiser_.sd
+        ys = self._standardise(y)
         r = distances(x, x)
         if self.hyperparameters is None:
             self.hyperparameters_, self.log_marginal_likelihood_ = self._optimise(r, ys)
@@ -425,12 +428,10 @@ class SparseGP(_OriginalUnits):
     opt_iter: int = 30
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> SparseGP:
-        check_kernel(self.kernel)
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
         rng = np.random.default_rng(self.seed)
-        self.standardiser_ = _Standardiser.of(y)
-        ys = (y - self.standardiser_.mean) / self.standardiser_.sd
+        ys = self._standardise(y)
         if self.hyperparameters is None:
             idx = rng.choice(len(x), min(self.subsample, len(x)), replace=False)
             exact = ExactGP(kernel=self.kernel, restarts=self.restarts, bounds=self.bounds).fit(
@@ -506,21 +507,6 @@ class SparseGP(_OriginalUnits):
         t1 = sla.solve_triangular(self.chol_mm_, kms, lower=True, check_finite=False)
         t2 = sla.solve_triangular(self.chol_b_, t1, lower=True, check_finite=False)
         return t2.T @ self.c_, hp.variance - np.einsum("ij,ij->j", t1, t1) + np.einsum("ij,ij->j", t2, t2)
-
-
-def make_gp(
-    n_readings: int,
-    kernel: str = "matern32",
-    exact_max: int = 2000,
-    n_inducing: int = 500,
-    bounds: Bounds | None = None,
-    restarts: int = 1,
-) -> ExactGP | SparseGP:
-    """Exact GP up to ``exact_max`` readings, SGPR beyond (the choice is reported as ``method``)."""
-    bounds = bounds or Bounds()
-    if n_readings <= exact_max:
-        return ExactGP(kernel=kernel, bounds=bounds, restarts=restarts)
-    return SparseGP(kernel=kernel, n_inducing=n_inducing, bounds=bounds, restarts=restarts)
 
 
 def blas_threads_limit(default: int = 1):

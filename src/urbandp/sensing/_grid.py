@@ -12,12 +12,10 @@ cells, and points on its east/north edge fall in the last column/row. Points out
 
 The plane is pyproj's transverse Mercator on the WGS 84 ellipsoid centred on the middle of the box
 (:func:`urbandp._geodesy.box_projection`, chosen on the measurements in :mod:`urbandp._geodesy`): a cell is a ``z``
-by ``z`` square on the ground to 8e-6 of ``z`` at the corners of a 50 km box (4 mm for 500 m cells; the spherical
-equirectangular formula used before, ``x = R cos(lat_0) (lon - lon_0)``, ``y = R (lat - lat_0)``, was off by 4e-3
-there at 22.6 N: 2 m per cell and 206 m across the box). The box's outline, projected, is not quite a rectangle, so
-``(x_0, y_0)`` and ``l``, ``b`` are its envelope: every point of the box lies in the grid. A cell maps back to
-lon/lat as a quadrilateral (:meth:`SquareGrid.cell_corners`) turned from the meridians by the meridian convergence
-(at the corners of a 50 km box: 0.09 degree at 22.6 N, 0.39 degree at 59.9 N), not a lon/lat rectangle.
+by ``z`` square on the ground to 8e-6 of ``z`` at the corners of a 50 km box (4 mm for 500 m cells). The box's
+outline, projected, is not quite a rectangle, so ``(x_0, y_0)`` and ``l``, ``b`` are its envelope: every point of
+the box lies in the grid. A cell maps back to lon/lat as a quadrilateral (:meth:`SquareGrid.cell_corners`) turned
+from the meridians by the meridian convergence (0.09 degree at 22.6 N at the corners of a 50 km box).
 """
 
 from __future__ import annotations
@@ -43,6 +41,18 @@ MAX_CELLS = 250_000
 """The most cells a release grid may have (the interpolation and the DP map are refused above it)."""
 
 
+def check_on_globe(box: tuple[float, float, float, float], parameter: str = "bbox") -> None:
+    """A box of finite WGS 84 degrees: latitudes in [-90, 90], longitudes in [-180, 180] (an infinite or off-globe
+    corner has no projection to put a grid on)."""
+    lat_min, lon_min, lat_max, lon_max = box
+    if not (lat_min >= -90 and lat_max <= 90 and lon_min >= -180 and lon_max <= 180):
+        raise InvalidParameterError(
+            f"{parameter} must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
+            f"{','.join(f'{v:g}' for v in box)}",
+            parameters=parameter,
+        )
+
+
 @dataclass(frozen=True)
 class SquareGrid:
     """A public grid: bounding box (degrees) and cell side (metres). Build it with :meth:`covering`."""
@@ -58,13 +68,7 @@ class SquareGrid:
             raise ValueError(f"cell side must be > 0 metres, got {self.cell_metres}")
         if not (self.lat_max >= self.lat_min and self.lon_max >= self.lon_min):
             raise ValueError("bounding box must have lat_max >= lat_min and lon_max >= lon_min")
-        box = (self.lat_min, self.lon_min, self.lat_max, self.lon_max)
-        if not (self.lat_min >= -90 and self.lat_max <= 90 and self.lon_min >= -180 and self.lon_max <= 180):
-            raise InvalidParameterError(
-                f"bbox must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
-                f"{','.join(f'{v:g}' for v in box)}",
-                parameters="bbox",
-            )
+        check_on_globe((self.lat_min, self.lon_min, self.lat_max, self.lon_max))
         self._check_reach()
 
     def _check_reach(self) -> None:
@@ -244,22 +248,7 @@ class SquareGrid:
         ring = np.stack([lon, lat], axis=-1)
         return np.asarray(shapely.polygons(np.concatenate([ring, ring[:, :1]], axis=1)), dtype=object)
 
-    def cell_bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(south, west, north, east) in degrees of each cell: the lon/lat envelope of its :meth:`cell_corners`
-        (the cell itself is a quadrilateral slightly turned from the meridians; :meth:`cell_polygons`)."""
-        lat, lon = self.cell_corners(ids)
-        return lat.min(axis=1), lon.min(axis=1), lat.max(axis=1), lon.max(axis=1)
 
-    def cells_in_rectangle(self, lat1: float, lon1: float, lat2: float, lon2: float) -> np.ndarray:
-        """Ids of the cells whose centroid lies in the rectangle with diagonal vertices (lat1, lon1)-(lat2, lon2)."""
-        ids, lat, lon = self.centroids()
-        lo_lat, hi_lat = sorted((lat1, lat2))
-        lo_lon, hi_lon = sorted((lon1, lon2))
-        inside = (lat >= lo_lat) & (lat <= hi_lat) & (lon >= lo_lon) & (lon <= hi_lon)
-        return ids[inside]
-
-
-GRID_COLUMNS = ("cell_id", "lat", "lon", "window", "mu", "sigma2")
 GRID_FORMATS = ("parquet", "csv")
 
 

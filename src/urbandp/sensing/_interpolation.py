@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from urbandp.sensing._gp import Bounds, ExactGP, Hyperparameters, SparseGP, make_gp, method_name
+from urbandp.sensing._gp import Bounds, ExactGP, Hyperparameters, SparseGP, method_name
 from urbandp.sensing._grid import SquareGrid
 from urbandp.sensing._readings import Readings, window_starts
 
@@ -48,19 +48,17 @@ def fit_window(
     restarts: int = 1,
     hyperparameters: Hyperparameters | None = None,
 ) -> ExactGP | SparseGP:
-    """Fit the GP chosen by size: exact up to ``exact_max`` readings, SGPR beyond (paper App. B's O(n^3)).
+    """Fit the GP chosen by size: exact up to ``exact_max`` readings, SGPR beyond (paper App. B's O(n^3); the
+    choice is reported as ``method``).
 
     ``hyperparameters`` (in the standardised units of these ``values``) fixes them and skips the optimisation.
     """
-    model = make_gp(
-        len(values),
-        kernel=kernel,
-        exact_max=exact_max,
-        n_inducing=n_inducing,
-        bounds=bounds,
-        restarts=restarts,
-    )
-    model.hyperparameters = hyperparameters
+    b = bounds or Bounds()
+    model: ExactGP | SparseGP
+    if len(values) <= exact_max:
+        model = ExactGP(kernel, restarts=restarts, bounds=b, hyperparameters=hyperparameters)
+    else:
+        model = SparseGP(kernel, n_inducing, restarts=restarts, bounds=b, hyperparameters=hyperparameters)
     return model.fit(xy_km, values)
 
 

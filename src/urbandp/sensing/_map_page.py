@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from urbandp._reports.map import DEFAULT_TILES, LatLon, MapHeader, TileSource, write_hat_map
+from urbandp._reports.map import LatLon, MapHeader, TileSource, write_hat_map
 from urbandp.errors import InputError
 
 AQI_BAND = 30.0
@@ -113,14 +113,10 @@ def pm_header(privacy: Mapping[str, Any]) -> MapHeader:
 
 
 def write_pm_site(
-    release_dir: Path,
-    out: Path,
-    *,
-    tiles: TileSource | None = DEFAULT_TILES,
-    gtfs: Path | None = None,
-    context: Sequence[Path] = (),
+    release_dir: Path, out: Path, *, tiles: TileSource | None, gtfs: Path | None, context: Sequence[Path]
 ) -> dict[str, Path]:
-    """index.html (the map) and the published files of a pm-map release, in a folder to upload as is."""
+    """index.html (the map) and the published files of a pm-map release, in a folder to upload as is; ``tiles``,
+    ``gtfs`` and ``context`` as `urbandp map` reads them (:func:`urbandp._reports.map.map_inputs`)."""
     from urbandp._outputs import atomic_output_dir
 
     release_dir = Path(release_dir)

@@ -1,12 +1,8 @@
-"""The options of the sensing commands, each declared once: every option of `sensing dp-map`, `pm-map`, `query`
-and `interpolate` is a field of the pydantic model :class:`DpMapOptions`, :class:`PmMapOptions`,
-:class:`QueryOptions` or :class:`InterpolateOptions` made with :func:`urbandp._release_options.option` (its type,
-default, help, flag and bounds or choices). The commands' flags (:func:`urbandp._cli_spec.spec_parameters`) and
-the Python API's signatures (:mod:`urbandp.sensing._api`) are built from these fields. Construction checks each
-option's type and bounds (Tumult-style), ``model_post_init`` the checks between options, so a value the command
-line refuses is refused from Python with the same one-line message. The fields that are not options
-(``input_path``, ``out``, ``dataset``, ``budget_store``, ``allow_meaningless_epsilon``) are where the run reads,
-writes and books its loss.
+"""The options of `sensing dp-map`, `pm-map`, `query` and `interpolate`, each a field made with
+:func:`urbandp._release_options.option` (the commands' flags, through :class:`urbandp._cli_spec.OptionsOf`, and the
+API's signatures are built from them; the checks between options are in ``model_post_init``). The fields that are
+not options (``input_path``, ``out``, ``dataset``, ``budget_store``, ``allow_meaningless_epsilon``) are where the
+run reads, writes and books its loss.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ import numpy as np
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InvalidParameterError
 from urbandp.sensing._bounded_laplace import CALIBRATIONS
-from urbandp.sensing._grid import GRID_FORMATS
+from urbandp.sensing._grid import GRID_FORMATS, check_on_globe
 from urbandp.sensing._kernels import KERNELS
 from urbandp.sensing._pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
 from urbandp.sensing._queries import MAX_STEEPNESS, MIN_STEEPNESS, QUERY_TYPES, STEEPNESS_WHY
@@ -51,22 +47,15 @@ PRECISION_HELP = "Decimal places of released values."
 
 
 def check_box(box: Box | None, parameter: str = "bbox") -> None:
-    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``), of
-    finite WGS 84 degrees: latitudes in [-90, 90], longitudes in [-180, 180] (an infinite or off-globe corner has
-    no projection to put a grid on)."""
+    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``), on
+    the globe (:func:`urbandp.sensing._grid.check_on_globe`)."""
     if box is None:
         return
     if not (len(box) == 4 and box[0] < box[2] and box[1] < box[3]):
         raise InvalidParameterError(
             f"{parameter} must be lat_min,lon_min,lat_max,lon_max with min < max", parameters=parameter
         )
-    lat_min, lon_min, lat_max, lon_max = box
-    if not (lat_min >= -90 and lat_max <= 90 and lon_min >= -180 and lon_max <= 180):
-        raise InvalidParameterError(
-            f"{parameter} must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
-            f"{','.join(f'{v:g}' for v in box)}",
-            parameters=parameter,
-        )
+    check_on_globe(box, parameter)
 
 
 def check_window_count(start: str | None, end: str | None, window_minutes: int) -> None:
@@ -93,9 +82,7 @@ def sharpness(help: str) -> Any:
 
 
 class DpMapOptions(ReleaseOptions):
-    """The options of `sensing dp-map` / :func:`urbandp.sensing.dp_map`, each declared once
-    (:func:`urbandp._release_options.option`: the command's flags are built from these fields); each option's bounds
-    are checked by :class:`~urbandp._release_options.ReleaseOptions`, the checks between options in ``model_post_init``."""
+    """The options of `sensing dp-map` / :func:`urbandp.sensing.dp_map`."""
 
     input_path: Path
     out: Path | None = None
@@ -192,8 +179,7 @@ class DpMapOptions(ReleaseOptions):
 
 
 class PmMapOptions(ReleaseOptions):
-    """The options of `sensing pm-map` / :func:`urbandp.sensing.pm_map`, each declared once (as
-    :class:`DpMapOptions`'s); bounds checked by :class:`~urbandp._release_options.ReleaseOptions`."""
+    """The options of `sensing pm-map` / :func:`urbandp.sensing.pm_map`."""
 
     input_path: Path
     out: Path | None = None
@@ -270,8 +256,7 @@ def window_length(window: str, start: str, end: str) -> int:
 
 
 class QueryOptions(ReleaseOptions):
-    """The options of `sensing query` / :func:`urbandp.sensing.query`, each declared once (as
-    :class:`DpMapOptions`'s); bounds checked by :class:`~urbandp._release_options.ReleaseOptions`."""
+    """The options of `sensing query` / :func:`urbandp.sensing.query`."""
 
     rect: Box = option(help="Obfuscation rectangle lat1,lon1,lat2,lon2 (diagonal vertices).", cli_type=str)
     type: str = option(
@@ -392,8 +377,7 @@ def resolve_unit(o: PmMapOptions, columns: list[str]) -> tuple[str, str | None]:
 
 
 class InterpolateOptions(ReleaseOptions):
-    """The options of `sensing interpolate` / :func:`urbandp.sensing.interpolate` (not a release: owner only),
-    each declared once (as :class:`DpMapOptions`'s): the command's flags are built from these fields."""
+    """The options of `sensing interpolate` / :func:`urbandp.sensing.interpolate` (not a release: owner only)."""
 
     input_path: Path
     out: Path

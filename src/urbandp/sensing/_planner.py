@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from urbandp.errors import Advice, InvalidParameterError
 from urbandp.sensing._grid import SquareGrid
-from urbandp.sensing._options import check_box
+from urbandp.sensing._options import NAMED_WINDOWS, check_box
 from urbandp.sensing._pm_map_mechanism import DEFAULT_CLIP, plan_pm_map
 
 DEFAULT_CELLS = (250.0, 500.0, 1000.0, 2000.0)
@@ -126,7 +126,7 @@ def parse_cell_sizes(text: str) -> tuple[float, ...]:
 
 def parse_windows(text: str) -> tuple[float, ...]:
     """``hour,day,week,30`` -> window lengths in days (a number is days)."""
-    named = {"hour": 1 / 24, "day": 1.0, "week": 7.0}
+    named = {name: minutes / 1440 for name, minutes in NAMED_WINDOWS.items()}
     out = []
     for token in text.split(","):
         t = token.strip().lower()
@@ -144,8 +144,8 @@ def parse_windows(text: str) -> tuple[float, ...]:
 
 def window_option(days: float) -> str:
     """The pm-map option for a window of ``days``: ``window="hour|day|week"`` or ``window_minutes=<minutes>``."""
-    for name, d in (("hour", 1 / 24), ("day", 1.0), ("week", 7.0)):
-        if math.isclose(days, d):
+    for name, minutes in NAMED_WINDOWS.items():
+        if math.isclose(days, minutes / 1440):
             return f'window="{name}"'
     return f"window_minutes={round(days * 1440)}"
 

@@ -50,11 +50,7 @@ def contour_panels(
         ax.set_ylabel("km north")
         ax.set_aspect("equal")
     fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def rmse_cdf(rows: list[dict[str, object]], path: Path, title: str, unit: str = "std") -> Path:
@@ -73,8 +69,12 @@ def rmse_cdf(rows: list[dict[str, object]], path: Path, title: str, unit: str = 
     ax.set_ylabel("share of windows")
     ax.set_title(title)
     ax.legend()
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _plt().close(fig)
     return path

@@ -90,14 +90,10 @@ class PmMapPlan:
         return self.count.loss(self.count_sensitivity) + self.total.loss(self.sum_sensitivity)
 
     def loss_per_reading(self) -> Loss:
-        """The loss of one reading (add/remove one reading, its unit otherwise kept).
-
-        Under the reading unit this is the unit's. Under the vehicle-window unit, removing a reading from a
-        vehicle-window that holds more than M changes at most two kept readings (it leaves, the next in the keyed
-        order enters: :func:`truncate_vehicle_windows`), so the count vector moves by at most 2 and the
-        centred-sum vector by at most C in L1 norm: ``2 / b_count + C / b_sum = 2 epsilon / M``, evaluated by
-        OpenDP's maps. It is below the unit's epsilon for M >= 3, equal at M = 2 and twice it at M = 1.
-        """
+        """The loss of one reading (add/remove one reading, its unit otherwise kept): the unit's under the reading
+        unit; else at most two kept readings change (:func:`truncate_vehicle_windows`), L1 2 on the counts and C
+        on the centred sums: ``2 / b_count + C / b_sum = 2 epsilon / M`` by OpenDP's maps (below the unit's
+        epsilon for M >= 3, equal at M = 2, twice it at M = 1)."""
         if self.unit == "reading":
             return self.loss_per_unit()
         return self.count.loss(2.0) + self.total.loss(self.clip)
@@ -198,18 +194,13 @@ def truncate_vehicle_windows(
     vehicle: np.ndarray, window: np.ndarray, time: np.ndarray, max_readings: int
 ) -> np.ndarray:
     """Keep at most ``max_readings`` (M) readings of each (vehicle, window): the M of lowest
-    :func:`selection_priority` (a pseudo-random subset keyed on each reading's time; all when it has ``<= M``).
-    Ties (equal times) are broken by input order. Returns the mask of readings kept.
+    :func:`selection_priority` (all when it has ``<= M``; ties broken by input order). Returns the mask kept.
 
-    Two properties make the stated losses true. Removing one unit changes only its own kept readings (the choice
-    reads only the unit's own readings), so the unit's sensitivities M and M C/2 of :class:`PmMapPlan` hold.
-    Removing one reading changes at most one other kept reading of its unit, because every reading's place in
-    the order is its own: the kept set loses that reading and gains at most the next one in the order. So the
-    count vector moves by at most 2 and the centred-sum vector by at most C in L1 norm, whatever M
-    (:meth:`PmMapPlan.loss_per_reading`). A selection by evenly spaced ranks of time covers the window as well but
-    is not stable: removing one reading shifts every rank and can swap all M kept readings (2M and M C). The keyed
-    order spreads the kept readings over the window at random, as evenly spaced ranks did, where the first M in
-    time would keep only its first minutes.
+    The choice reads only the unit's own readings, so removing a unit changes only its kept readings (the
+    sensitivities M and M C/2 of :class:`PmMapPlan`); every reading's place in the order is its own, so removing
+    one reading swaps at most one other kept reading in (:meth:`PmMapPlan.loss_per_reading`). Evenly spaced ranks
+    of time are not stable (removing a reading shifts every rank: up to all M swapped); the first M in time would
+    keep only the window's first minutes.
     """
     n = len(vehicle)
     if n == 0:
@@ -314,7 +305,7 @@ def between_variance(values: np.ndarray, noise_var: np.ndarray, target: float | 
     return 0.5 * (lo + hi)
 
 
-def shrink(values: np.ndarray, noise_var: np.ndarray, target: float) -> np.ndarray:
+def shrink(values: np.ndarray, noise_var: np.ndarray, target: float | np.ndarray) -> np.ndarray:
     """Empirical-Bayes shrinkage with known noise variances (James and Stein 1961; Efron and Morris 1973):
     ``target + tau^2 / (tau^2 + v_i) (x_i - target)``, ``tau^2`` the spread of the true values around the target
     (:func:`between_variance`, weighted by precision). Post-processing of DP values: it costs nothing."""
@@ -430,12 +421,7 @@ def smooth_cells(
         model = fit_window(centroids[fit], values[fit], kernel)
         surface = np.nan_to_num(model.predict(points)[0], nan=fallback)
     at_cells, at_new = surface[: len(cells)], surface[len(cells) :]
-    if raw is None or noise_var is None:
-        own = values
-    else:
-        tau2 = between_variance(raw, noise_var, at_cells)
-        weight = tau2 / (tau2 + noise_var) if tau2 > 0 else np.zeros_like(raw)
-        own = at_cells + weight * (raw - at_cells)
+    own = values if raw is None or noise_var is None else shrink(raw, noise_var, at_cells)
     return np.clip(np.where(at >= 0, own[np.maximum(at, 0)], at_new), 0.0, clip)
 
 

@@ -3,23 +3,19 @@
 
 Order: options and output checked; readings read (bad rows to a staging quarantine) and kept inside the public
 ``start``/``end`` window and ``bbox``; the loss planned and reserved before any noise; the noisy cells drawn
-once. The release holds only DP outputs: ``pm_cells`` (the noisy sums and counts, and the cell means derived from
-them) and ``pm_grid`` (the smoothed map, post-processing); the quarantine and the exact row counts are the owner's
-(``owner_only/<name>/``). With ``out`` the folder is written inside the charge (its sha256 recorded at commit).
+once. The release holds only DP outputs (``pm_cells``, and ``pm_grid`` by post-processing); the quarantine and
+the exact row counts are the owner's (``owner_only/<name>/``).
 
-The privacy unit (:func:`~urbandp.sensing._options.resolve_unit`): one vehicle-window, truncated to ``M``
-readings, when the readings carry a vehicle id (``vehicle_column``, default a column named ``vehicle``); one
-reading otherwise, or with ``unit="reading"``. The charge books the loss per **vehicle-day** (``k`` windows of a
-day x epsilon) under the vehicle unit, per reading otherwise, so the one loss guard (:mod:`urbandp._privacy.guards`,
-in ``ReleaseCharge.reserve``) sees what a vehicle pays in a day. privacy.json holds public parameters and the figures
-computed from them only; anything read off the readings (rows used, readings dropped by the truncation, the
-largest number of readings of a vehicle-window) is the owner's (``input_report.json``, owner warnings).
+The privacy unit (:func:`~urbandp.sensing._options.resolve_unit`) is a vehicle-window of at most ``M`` readings
+when the readings carry vehicle ids, else one reading; the charge books the loss per **vehicle-day** (``k`` windows
+of a day x epsilon) or per reading, so the one loss guard (:mod:`urbandp._privacy.guards`) sees what a vehicle pays
+in a day. privacy.json holds public parameters and the figures computed from them only; anything read off the
+readings (rows used, readings dropped by the truncation) is the owner's (``input_report.json``, owner warnings).
 """
 
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +26,7 @@ import polars as pl
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.sensing._options import MAX_CELL_WINDOWS, PmMapOptions, parse_window, resolve_unit
 from urbandp.sensing._report import spec_sha256
-from urbandp.sensing._result import SensingRelease, owner_files, staged
+from urbandp.sensing._result import SensingRelease, owner_files, staging
 
 if TYPE_CHECKING:
     from urbandp._privacy.loss import Loss
@@ -50,22 +46,25 @@ class PmMapResult(SensingRelease):
 class _Plan:
     """Everything decided from public parameters and the file's header, before a reading is read."""
 
-    unit: str
     vehicle_column: str | None
-    m: int
     plan: PmMapPlan
     windows: np.ndarray
     losses: VehicleLosses
-    booked: Loss
     grid: SquareGrid
 
     @property
     def vehicle(self) -> bool:
-        return self.unit == "vehicle-window"
+        return self.plan.unit == "vehicle-window"
 
     @property
     def session_unit(self) -> str:
         return "vehicle-day" if self.vehicle else "reading"
+
+    @property
+    def booked(self) -> Loss:
+        """The loss booked per day, what the guard checks: a vehicle's k windows of a day, or one reading."""
+        per_day = self.losses.per_vehicle_day
+        return per_day if per_day is not None else self.plan.loss_per_unit()
 
 
 def _plan(o: PmMapOptions) -> _Plan:
@@ -80,9 +79,6 @@ def _plan(o: PmMapOptions) -> _Plan:
     plan = plan_pm_map(o.epsilon, o.clip, m, unit)  # public parameters only
     start, end = parse_window(o.start, o.end)
     windows = public_windows(start, end, o.window_minutes)
-    vl = vehicle_losses(plan, windows, o.window_minutes)
-    # the loss booked per day, what the guard checks: a vehicle's k windows of a day, or one reading
-    booked = vl.per_vehicle_day if vl.per_vehicle_day is not None else plan.loss_per_unit()
     grid = SquareGrid(*o.bbox, o.cell_metres)
     if len(windows) * grid.n_cells > MAX_CELL_WINDOWS:
         raise InvalidParameterError(
@@ -90,7 +86,7 @@ def _plan(o: PmMapOptions) -> _Plan:
             "cell_metres or window_minutes, or a shorter start/end",
             parameters=("cell_metres", "window_minutes", "start", "end"),
         )
-    return _Plan(unit, vehicle_column, m, plan, windows, vl, booked, grid)
+    return _Plan(vehicle_column, plan, windows, vehicle_losses(plan, windows, o.window_minutes), grid)
 
 
 def _read(o: PmMapOptions, p: _Plan, quarantine: Path) -> tuple[Readings, LoadReport, int]:
@@ -118,9 +114,7 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
     if o.out is not None:
         check_output_path(o.out)
     p = _plan(o)
-    with tempfile.TemporaryDirectory(prefix="urbandp-pmmap-") as stage:
-        d = staged(Path(stage) / "owner")
-        q_stage = Path(stage) / "quarantine.csv"
+    with staging("pmmap") as (d, q_stage):
         readings, load, outside = _read(o, p, q_stage)
         days = sorted({str(w)[:10] for w in p.windows})
         charge = session.charge(p.session_unit, out=o.out)
@@ -130,7 +124,9 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
             not_dp = list(charge.not_dp_reasons)
             shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
             vehicles = readings.vehicle if p.vehicle else None
-            agg = cell_aggregates(readings, p.grid, p.windows, o.window_minutes, p.plan.clip, vehicles, p.m)
+            agg = cell_aggregates(
+                readings, p.grid, p.windows, o.window_minutes, p.plan.clip, vehicles, p.plan.readings_per_unit
+            )
             noisy = measure_pm_map(p.plan, agg, charge.noise)  # the only draws
             tables = _tables(o, p, noisy)
             owner = _owner_report(
@@ -138,9 +134,7 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
             )
             write_json(d.owner_path("input_report.json"), owner)
             result = _result(o, p, tables, owner, owner_files(d.owner), not_dp)
-            if o.out is not None:
-                result.write_folder(o.out)
-                charge.set_output(o.out)
+            result.write_in_charge(charge, o.out)
         session.committed(charge)
     return result
 
@@ -148,9 +142,9 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
 def _params(o: PmMapOptions, p: _Plan) -> dict[str, Any]:
     """The parameters recorded with the charge in the budget store."""
     return {
-        "unit": p.unit,
+        "unit": p.plan.unit,
         "epsilon_per_unit": o.epsilon,
-        "max_readings_per_vehicle_window": p.m if p.vehicle else None,
+        "max_readings_per_vehicle_window": p.plan.readings_per_unit if p.vehicle else None,
         "clip": o.clip,
         "cells": p.grid.n_cells,
         "windows": len(p.windows),
@@ -237,7 +231,13 @@ def _tables(o: PmMapOptions, p: _Plan, noisy: NoisyCells) -> dict[str, pl.DataFr
 
 def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
     """privacy.json's content: public parameters and the figures computed from them only."""
-    plan, vl, booked, m, vehicle_column = p.plan, p.losses, p.booked, p.m, p.vehicle_column
+    plan, vl, booked, m, vehicle_column = (
+        p.plan,
+        p.losses,
+        p.booked,
+        p.plan.readings_per_unit,
+        p.vehicle_column,
+    )
     g, windows, session_unit, vehicle = p.grid.n_cells, p.windows, p.session_unit, p.vehicle
     eps = plan.loss_per_unit().epsilon
     label = "one vehicle-window" if vehicle else "one reading"

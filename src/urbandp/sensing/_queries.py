@@ -273,17 +273,6 @@ def error2_range(
     raise ValueError(f"unknown query {query!r}")
 
 
-def error2_sensitivity(
-    query: str, n_selected: int, sigma2_min: float, sigma2_max: float, steepness: float = 1.0
-) -> float:
-    """Per-reading L1 sensitivity of ``E^2``: the width of :func:`error2_range`.
-
-    AVERAGE: ``(sigma2_max - sigma2_min) / n`` (not the paper's per-cell ``/ n^2``).
-    """
-    lo, hi = error2_range(query, n_selected, sigma2_min, sigma2_max, steepness)
-    return hi - lo
-
-
 def privatize_error(
     result: QueryResult,
     query: str,
@@ -379,9 +368,10 @@ def rectangle_mask(lat: np.ndarray, lon: np.ndarray, rect: tuple[float, ...]) ->
 
 
 def read_grid_window(
-    path: Path, window: str | None, rect: tuple[float, ...]
+    path: Path, window: str | None, rect: tuple[float, ...] | None
 ) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One window's cells inside the obfuscation rectangle, read with the filter pushed into the scan.
+    """One window's cells inside the obfuscation rectangle (``rect`` None: all of them, as ``mpc serve`` holds),
+    read with the filter pushed into the scan.
 
     ``grid.parquet`` (written by ``interpolate``, one row group per window with statistics): only the row group of
     ``window`` is decoded, so a query costs the same on a grid of 10 windows or 10,000. ``grid.csv`` is streamed
@@ -409,18 +399,13 @@ def read_grid_window(
         if first.height == 0 or first.item() is None:
             raise InputError(f"{path}: no rows")
         w = window or str(first.item())
-        la1, lo1, la2, lo2 = rect
-        inside = (
-            (pl.col("window") == w)
-            & pl.col("lat").is_between(min(la1, la2), max(la1, la2))
-            & pl.col("lon").is_between(min(lo1, lo2), max(lo1, lo2))
-        )
-        cells = (
-            lf.filter(inside)
-            .select("cell_id", "lat", "lon", pl.col("mu").cast(pl.Float64), pl.col("sigma2").cast(pl.Float64))
-            .sort("cell_id")
-            .collect()
-        )
+        inside = pl.col("window") == w
+        if rect is not None:
+            la1, lo1, la2, lo2 = rect
+            inside &= pl.col("lat").is_between(min(la1, la2), max(la1, la2))
+            inside &= pl.col("lon").is_between(min(lo1, lo2), max(lo1, lo2))
+        numbers = pl.col("lat", "lon", "mu", "sigma2").cast(pl.Float64, strict=False)
+        cells = lf.filter(inside).select("cell_id", numbers).sort("cell_id").collect()
         if cells.height == 0 and lf.filter(pl.col("window") == w).select(pl.len()).collect().item() == 0:
             raise InputError(f"window {w!r} not in {path} (first: {first.item()})")
     except pl.exceptions.PolarsError as err:  # polars raises several types for unreadable files

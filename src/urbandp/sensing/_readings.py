@@ -87,15 +87,19 @@ def _parse_time(col: pl.Expr) -> pl.Expr:
     return pl.coalesce(*aware, *naive)
 
 
-def csv_columns(path: Path | str) -> list[str]:
-    """The header of a CSV of readings (its schema, not its values); :class:`InputError` if it cannot be read."""
-    path = Path(path)
+def _read_csv(path: Path, n_rows: int | None = None) -> pl.DataFrame:
+    """The CSV at ``path``, every column as text; :class:`InputError` in one line if it cannot be read."""
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
     try:
-        return list(pl.read_csv(path, infer_schema=False, n_rows=0, truncate_ragged_lines=True).columns)
+        return pl.read_csv(path, infer_schema=False, n_rows=n_rows, truncate_ragged_lines=True)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as err:
         raise InputError(f"{path}: cannot read as CSV ({str(err).splitlines()[0]})") from None
+
+
+def csv_columns(path: Path | str) -> list[str]:
+    """The header of a CSV of readings (its schema, not its values); :class:`InputError` if it cannot be read."""
+    return list(_read_csv(Path(path), n_rows=0).columns)
 
 
 def read_readings(
@@ -112,12 +116,7 @@ def read_readings(
     Raises :class:`InputError` for a missing file, a missing column or no usable row.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"input file not found: {path}")
-    try:
-        raw = pl.read_csv(path, infer_schema=False, truncate_ragged_lines=True)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as err:
-        raise InputError(f"{path}: cannot read as CSV ({str(err).splitlines()[0]})") from None
+    raw = _read_csv(path)
     if raw.height == 0:
         raise InputError(f"{path}: no rows")
     cols = raw.columns

@@ -78,6 +78,12 @@ class SensingRelease(Release):
         parquet, geojson = write_geo_pair(frame, polygons, folder, name)
         return {f"{name} geoparquet": out / parquet.name, f"{name} geojson": out / geojson.name}
 
+    def write_in_charge(self, charge: Any, out: Path | None) -> None:
+        """Write the folder ``out``, when given, inside the release's ``charge`` (its sha256 recorded at commit)."""
+        if out is not None:
+            self.write_folder(out)
+            charge.set_output(out)
+
     def privacy_for(self, out: Path | None) -> PrivacyReport:
         """The privacy report as written into ``out``: ``not_dp_outputs`` names the owner files there."""
         paths = self.owner_paths(out)
@@ -121,9 +127,14 @@ def readings_csv(data: TableLike, parameter: str = "data") -> Iterator[Path]:
         yield path
 
 
-def staged(owner: Path) -> Any:
-    """Staging folders for a release computed before it is written (:class:`urbandp._outputs.OutputDirs`)."""
+@contextlib.contextmanager
+def staging(release: str) -> Iterator[tuple[Any, Path]]:
+    """A private folder for a release computed before it is written: its :class:`urbandp._outputs.OutputDirs`
+    and the file the readings' quarantine is written to (removed on exit)."""
     from urbandp._outputs import OutputDirs
 
-    owner.parent.mkdir(parents=True, exist_ok=True)
-    return OutputDirs(release=owner.parent / "release", owner=owner)
+    with tempfile.TemporaryDirectory(prefix=f"urbandp-{release}-") as stage:
+        yield (
+            OutputDirs(release=Path(stage) / "release", owner=Path(stage) / "owner"),
+            Path(stage) / "quarantine.csv",
+        )

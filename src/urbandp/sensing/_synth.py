@@ -10,8 +10,6 @@ Positions are drawn in km east and north of ``(lat0, lon0)`` and placed on the W
 from __future__ import annotations
 
 import math
-import os
-import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -95,9 +93,9 @@ def write_synth_readings(out: Path, readings: int, vehicles: int = 10, hours: in
     """Write :func:`synth_readings` to the CSV ``out`` (`urbandp sensing synth`), refusing out-of-range sizes.
 
     At most :data:`MAX_SYNTH_READINGS` readings over :data:`MAX_SYNTH_HOURS` hours (one year). The CSV is
-    written to a temporary sibling and renamed into place, so a failure leaves no partial file.
+    written atomically (:func:`urbandp._outputs.atomic_output_file`): a failure leaves no partial file.
     """
-    from urbandp._outputs import check_output_file
+    from urbandp._outputs import atomic_output_file
 
     if readings < 2 or vehicles < 1 or hours < 1:
         raise InvalidParameterError(
@@ -109,12 +107,6 @@ def write_synth_readings(out: Path, readings: int, vehicles: int = 10, hours: in
         )
     if seed < 0:
         raise InvalidParameterError(f"seed must be >= 0, got {seed}", parameters="seed")
-    check_output_file(out, "OUT")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    try:  # temporary file renamed into place: no partial CSV on failure
+    with atomic_output_file(out, "OUT") as tmp:
         synth_readings(readings, vehicles, hours, seed).write_csv(tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out

@@ -25,7 +25,7 @@ def test_frames_roundtrip_and_share_layout() -> None:
     a, b = socket.socketpair()
     with a, b:
         wire.send_json(a, {"type": "query", "function": "average"})
-        wire.send_share(a, b"meta", [b"x" * 10, b""])
+        wire.send_bytes(a, wire.share_frames(b"meta", [b"x" * 10, b""]))
         assert wire.recv_json(b, "query")["function"] == "average"
         assert wire.recv_share(b) == (b"meta", [b"x" * 10, b""])
         # plain bytes, no pickle: the first frame is a 4-byte length and UTF-8 JSON
@@ -197,7 +197,7 @@ def test_wire_between_threads_many_messages() -> None:
     t = threading.Thread(target=reader)
     t.start()
     for i in range(50):
-        wire.send_share(a, b"m", [bytes(1000 * i)])
+        wire.send_bytes(a, wire.share_frames(b"m", [bytes(1000 * i)]))
     t.join()
     a.close()
     b.close()

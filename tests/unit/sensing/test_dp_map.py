@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.errors import BudgetExceededError, InputError
+from urbandp.errors import InputError
 from urbandp.sensing._bounded_laplace import LATTICE_EXPONENT, holohan_scale, lattice_epsilon
 from urbandp.sensing._dp_map_mechanism import _release_dp_map, fit_for_release, rmse_vs_epsilon
 from urbandp.sensing._grid import SquareGrid
@@ -37,7 +37,8 @@ def test_capped_variance_keeps_sigma2_in_the_domain() -> None:
 
 
 def test_release_accounting_and_empty_windows() -> None:
-    rel = _release_dp_map(_readings(), GRID, 1.0, EXACT, sensitivity=1.0, upper=2.0)
+    fitted = fit_for_release(_readings(), GRID, 1.0, "holohan", 60, "matern32", 3)
+    rel = _release_dp_map(_readings(), GRID, 1.0, EXACT, fitted, sensitivity=1.0, upper=2.0)
     g = GRID.n_cells
     assert [str(w.window) for w in rel.windows] == [
         "2024-01-01T08:00",
@@ -59,16 +60,12 @@ def test_release_accounting_and_empty_windows() -> None:
 
 
 def test_paper_version_is_labelled_and_uses_data_bounds() -> None:
-    rel = _release_dp_map(_readings(), GRID, 1.0, OpenDPNoise(), calibration="paper")
+    fitted = fit_for_release(_readings(), GRID, 1.0, "paper", 60, "matern32", 3)
+    rel = _release_dp_map(_readings(), GRID, 1.0, OpenDPNoise(), fitted, calibration="paper")
     assert rel.privacy["differentially_private"] is False and rel.ledger.entries == []
     w = rel.windows[0]
     assert w.scale == 1.0 and w.upper == pytest.approx(float(w.sigma2_std.max()))
     assert np.all((w.sigma2_dp >= 0) & (w.sigma2_dp <= w.upper))
-
-
-def test_budget_is_enforced() -> None:
-    with pytest.raises(BudgetExceededError):
-        _release_dp_map(_readings(), GRID, 1.0, EXACT, budget_epsilon=GRID.n_cells * 1.5)
 
 
 def test_rmse_falls_with_epsilon() -> None:

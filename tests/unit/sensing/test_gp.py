@@ -13,11 +13,11 @@ from urbandp.sensing._gp import (
     Hyperparameters,
     SparseGP,
     log_marginal_likelihood,
-    make_gp,
     method_name,
     profiled_log_marginal_likelihood,
     sgpr_bound,
 )
+from urbandp.sensing._interpolation import fit_window
 from urbandp.sensing._kernels import distances
 
 
@@ -135,12 +135,11 @@ def test_sgpr_close_to_exact_with_few_inducing_points() -> None:
     assert sparse.elbo_ <= exact.log_marginal_likelihood_ + 1e-6  # a lower bound (Titsias 2009)
 
 
-def test_make_gp_switches_to_sparse() -> None:
-    assert isinstance(make_gp(100), ExactGP)
-    assert isinstance(make_gp(5000), SparseGP)
+def test_fit_window_switches_to_sparse() -> None:
     x, y = _data(400, seed=6)
-    sp = make_gp(400, exact_max=300, n_inducing=50).fit(x, y)
-    assert method_name(sp) == "sgpr(m=50)"
+    assert isinstance(fit_window(x[:100], y[:100], exact_max=300), ExactGP)
+    sp = fit_window(x, y, exact_max=300, n_inducing=50)
+    assert isinstance(sp, SparseGP) and method_name(sp) == "sgpr(m=50)"
 
 
 @pytest.mark.parametrize("kernel", ["matern32", "matern52", "rbf"])

@@ -157,9 +157,6 @@ def test_cell_corners_and_polygons_are_the_cell_mapped_back() -> None:
 
     assert all(p.exterior.is_ccw and p.is_valid for p in polygons)
     assert shapely.contains_xy(polygons, lon, lat).all()
-    # the bounds are the polygons' envelopes, which the cells' own corners do not fill (meridian convergence)
-    south, west, north, east = g.cell_bounds(ids)
-    np.testing.assert_allclose(shapely.bounds(polygons), np.column_stack([west, south, east, north]), atol=0)
 
 
 def test_the_projection_is_built_once_per_grid_and_the_grid_pickles() -> None:
@@ -184,7 +181,5 @@ def test_covering_and_rectangle_selection() -> None:
         np.array([22.50, 22.55, 22.525, 22.525]),
     )
     np.testing.assert_allclose(pads, 250.0, atol=0.01)
-    sel = g.cells_in_rectangle(22.50, 88.33, 22.55, 88.40)
-    assert 0 < len(sel) < g.n_cells
     with pytest.raises(ValueError):
         SquareGrid(0, 0, 1, 1, 0.0)

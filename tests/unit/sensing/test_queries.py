@@ -13,7 +13,6 @@ from urbandp.sensing._queries import (
     count_above,
     count_range,
     error2_range,
-    error2_sensitivity,
     exact_extreme,
     logsumexp_extreme,
     privatize_error,
@@ -101,10 +100,14 @@ def test_error_propagation_matches_monte_carlo(query: str, kwargs: dict[str, flo
 
 def test_sensitivity_of_squared_error_is_per_reading() -> None:
     # one reading moves every cell's sigma^2: AVERAGE is (max - min) / n, not the paper's per-cell / n^2
-    assert error2_sensitivity("average", 10, 0.0, 2.0) == pytest.approx(2.0 / 10)
-    assert error2_sensitivity("min", 10, 0.5, 2.0) == pytest.approx(2.0 - 0.05)
-    assert error2_sensitivity("max-exact", 10, 0.5, 2.0) == 1.5
-    assert error2_sensitivity("count", 10, 0.0, 1.0, steepness=2.0) == pytest.approx(10 * 4 / 16)
+    def width(*args: object, **kwargs: float) -> float:
+        lo, hi = error2_range(*args, **kwargs)  # type: ignore[arg-type]
+        return hi - lo
+
+    assert width("average", 10, 0.0, 2.0) == pytest.approx(2.0 / 10)
+    assert width("min", 10, 0.5, 2.0) == pytest.approx(2.0 - 0.05)
+    assert width("max-exact", 10, 0.5, 2.0) == 1.5
+    assert width("count", 10, 0.0, 1.0, steepness=2.0) == pytest.approx(10 * 4 / 16)
     assert error2_range("average", 4, 1.0, 3.0) == (0.25, 0.75)
     # brute force: moving EVERY sigma_i^2 (and every mu_i) at once keeps E^2 inside the range
     rng = np.random.default_rng(0)
