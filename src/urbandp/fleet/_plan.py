@@ -1,12 +1,8 @@
-"""Step 1 of a fleet release: the plan, fixed from public parameters before any record is read.
+"""Step 1 of a fleet release (:mod:`urbandp.fleet._hat_release` runs the steps): the plan, fixed from public
+parameters before any record is read. The planner (``urbandp plan``), the guardrails and the budget reservation
+all read :func:`plan_release`, so what is reserved is what is spent.
 
-The release is a frozen spec (:class:`~urbandp.fleet._options.HatReleaseConfig`) -> a plan (this module) -> measure
-(:mod:`urbandp.fleet._measure`, the only place noise is drawn) -> account (:mod:`urbandp.fleet._account`, a pure
-function of plan and measurements). The planner (``urbandp plan``), the guardrails and the budget reservation all
-read :func:`plan_release`, so what is reserved is what is spent.
-
-* :class:`ReleasePlan`: mechanism, K, D, U, the budget per vehicle-day and its split between the selection's
-  noisy count, the centred sum, Query 2, the DP clip bound and the coarser levels (epsilon for Laplace, rho for
+* :class:`ReleasePlan`: mechanism, K, D, U, the budget per vehicle-day and its split (epsilon for Laplace, rho for
   Gaussian noise, from OpenDP's zCDP -> (epsilon, delta) conversion at the target delta). Its mechanism is a
   :class:`~urbandp._privacy.mechanisms.Mechanism`: the plan never branches on the noise law to draw or to cost.
 * :func:`calibrate_queries`: the queries' scales from the plan's shares and the number of HATs the selection

@@ -44,6 +44,10 @@ NOISE_DERIVED = {
     "usefulness.useful_hats",
     "usefulness.median_interval_width_kmh",
     "useless_release",
+    # pooling reads the noisy means shown (post-processing): how many it pooled, their spread and the useful ones
+    "borrow_strength.hats_pooled",
+    "borrow_strength.tau_kmh",
+    "borrow_strength.useful_hats_pooled",
     # the queries are sized to k_eff = min(K, HATs released) (plan.calibrate_queries): a function of the selection's
     # DP output, so their scales and per-HAT costs move with it (both runs state the same per-day loss)
     "noise_scale.speed",
