@@ -10,6 +10,7 @@ budget store (:class:`ClientBudget`), so a restart does not reset it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import math
@@ -97,15 +98,13 @@ class ClientBudget:
     def spent(self, client: str) -> float:
         from urbandp._privacy.budget_store import open_store
 
-        store = open_store(self.store_url)
-        try:
-            return math.fsum(
-                h["epsilon_sum"]
-                for h in store.history(self.dataset)
-                if h["mechanism"] == MPC_MECHANISM and h["params"].get("client") == client
-            )
-        finally:
-            store.close()
+        with contextlib.closing(open_store(self.store_url)) as store:
+            history = store.history(self.dataset)
+        return math.fsum(
+            h["epsilon_sum"]
+            for h in history
+            if h["mechanism"] == MPC_MECHANISM and h["params"].get("client") == client
+        )
 
     def charge(self, client: str, epsilon: float) -> float:
         """Book ``epsilon`` for ``client`` (committed at once: the answer may be revealed); returns what is left."""
@@ -138,13 +137,11 @@ def declare_default_dataset(store_url: str | None, name: str) -> None:
     from urbandp._privacy.budget_store import DatasetCaps, open_store
     from urbandp._privacy.guards import SANE_EPSILON
 
-    store = open_store(store_url)
-    try:
-        store.caps(name)
-    except InputError:  # not declared yet
-        store.init_dataset(DatasetCaps(name, "reading", SANE_EPSILON))
-    finally:
-        store.close()
+    with contextlib.closing(open_store(store_url)) as store:
+        try:
+            store.caps(name)
+        except InputError:  # not declared yet
+            store.init_dataset(DatasetCaps(name, "reading", SANE_EPSILON))
 
 
 @dataclass
