@@ -208,7 +208,7 @@ class Server:
             conn.settimeout(self.config.timeout)
             hello = wire.recv_json(conn, "hello")
             if hello.get("protocol") != wire.PROTOCOL:
-                return _refuse(conn, f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}")
+                return wire.send_error(conn, f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}")
             who = str(hello.get("client_id") or peer_ip)[:200]
             client_link = str(hello.get("link", ""))
             link_host = conn.getsockname()[0]
@@ -257,18 +257,18 @@ class Server:
         function = msg.get("function")
         rect = msg.get("rect")
         if function not in FUNCTIONS:
-            return _refuse(conn, f"function must be one of {', '.join(FUNCTIONS)}")
+            return wire.send_error(conn, f"function must be one of {', '.join(FUNCTIONS)}")
         if not (isinstance(rect, list) and len(rect) == 4 and all(isinstance(x, (int, float)) for x in rect)):
-            return _refuse(conn, "rect must be 4 numbers lat1,lon1,lat2,lon2")
+            return wire.send_error(conn, "rect must be 4 numbers lat1,lon1,lat2,lon2")
         mask = rectangle_mask(self.grid.lat, self.grid.lon, tuple(float(x) for x in rect))
         n = int(mask.sum())
         if not 1 <= n <= MAX_CELLS:
-            return _refuse(conn, f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}")
+            return wire.send_error(conn, f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}")
         spec = self.spec(str(function), n)
         try:
             left = self.budget.charge(who, self.config.epsilon)
         except InputError as err:
-            return _refuse(conn, str(err))
+            return wire.send_error(conn, str(err))
         from urbandp.mpc._party import compile_spec, executable_digest
 
         noise, epsilon = draw_noise(spec, self.config.epsilon, self.noise)
@@ -294,8 +294,3 @@ class Server:
         self.log(
             f"client {who}: {function} over a rectangle of {n} cells, epsilon {epsilon:.6g} ({left:.6g} left)"
         )
-
-
-def _refuse(conn: socket.socket, message: str) -> None:
-    """Tell the client why its request is refused (its ``PeerError`` on the other side)."""
-    wire.send_json(conn, {"type": "error", "message": message})
