@@ -66,7 +66,8 @@ def config_keys(command: _click.core.Command) -> dict[str, TyperOption]:
 
 
 def config_option(table: str) -> Any:
-    """The ``--config`` option of the command whose table is ``table`` (one of :data:`CONFIG_TABLES`)."""
+    """The ``--config`` option of the command whose table is ``table`` (one of :data:`CONFIG_TABLES`), for an
+    ``Annotated[Path | None, config_option(table)] = None`` field (:mod:`urbandp._cli_spec`)."""
     if table not in CONFIG_TABLES:
         raise ValueError(f"{table} is not in CONFIG_TABLES")
 
@@ -78,7 +79,6 @@ def config_option(table: str) -> Any:
         return path
 
     return typer.Option(
-        None,
         "--config",
         is_eager=True,
         callback=load,

@@ -1,30 +1,59 @@
-"""Typer options built from a release's spec: the command line declares no option of its own.
+"""Typed commands: a command takes one object, its arguments, whose fields are its Typer parameters.
 
-:func:`spec_parameters` turns the fields of a spec (:mod:`urbandp._release_options`) into Typer parameters: the flag,
-the help and the default (shown by ``--help``) are the field's. :func:`command_signature` gives a command
-function taking ``**options`` the signature Typer reads.
+A command's arguments are a frozen, keyword-only dataclass; each field is either
+
+- a Typer parameter written as Typer reads it, ``out: Annotated[Path, typer.Option("--out", help="...")]`` (its
+  default after ``=``), or
+- the options of a release, declared once on the fields of its model (:mod:`urbandp._release_options`):
+  ``spec: Annotated[CountsReleaseSpec, OptionsOf()]`` is the model's flags (the field's flag, help and default,
+  shown by ``--help``), and the command gets the model built from them; a field typed ``dict[str, Any]``,
+  ``Annotated[dict[str, Any], OptionsOf(DpMapOptions)]``, gets the options as given, for a library function
+  that takes them as keywords and checks them itself.
+
+:func:`typed_command` builds the signature Typer reads from the fields, in field order (the one place a command's
+``__signature__`` is written), and calls the command with the object, which mypy checks.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
-from collections.abc import Callable, Collection, Sequence
-from typing import Any, TypeVar
+import typing
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 
+from urbandp._cli_support import cli_guard
 from urbandp._release_options import DeclaredOption, declared_options
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 
-def spec_parameters(
-    spec: type, *, leave_out: Collection[str] = (), only: Sequence[str] | None = None
-) -> list[inspect.Parameter]:
-    """The Typer parameters of ``spec``'s options, in field order (or in the order of ``only``)."""
-    options = {o.name: o for o in declared_options(spec)}
-    names = list(only) if only is not None else [n for n in options if n not in leave_out]
-    return option_parameters([options[name] for name in names])
+@dataclasses.dataclass(frozen=True)
+class OptionsOf:
+    """Marks a field of a command's arguments as options declared on a model (or a list of declared options):
+    ``leave_out`` or ``only`` pick some (``only`` also orders them); ``parse`` turns the text a flag takes into
+    the model's value (``{"bbox": parse_box}``) before the model is built. Without ``source`` the options are
+    those of the field's own type."""
+
+    source: type[BaseModel] | Sequence[DeclaredOption] | None = None
+    leave_out: Collection[str] = ()
+    only: Sequence[str] | None = None
+    parse: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
+
+    def declared(self, field_type: Any) -> list[DeclaredOption]:
+        source = self.source if self.source is not None else field_type
+        found = declared_options(source) if isinstance(source, type) else tuple(source)
+        options = {o.name: o for o in found}
+        names = list(self.only) if self.only is not None else [n for n in options if n not in self.leave_out]
+        return [options[name] for name in names]
 
 
 def option_parameters(options: Sequence[DeclaredOption]) -> list[inspect.Parameter]:
@@ -46,19 +75,84 @@ def option_parameters(options: Sequence[DeclaredOption]) -> list[inspect.Paramet
     return params
 
 
-def keyword(name: str, annotation: Any, default: Any) -> inspect.Parameter:
-    """A command parameter that is not a spec option (``--out``, ``--dataset``, ``--overwrite``, ...)."""
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+@dataclasses.dataclass(frozen=True)
+class _Group:
+    """A field holding options: their names, and how the field's value is made from theirs."""
+
+    field: str
+    names: tuple[str, ...]
+    model: type[BaseModel] | None
+    parse: Mapping[str, Callable[[Any], Any]]
+
+    def value(self, given: Mapping[str, Any]) -> Any:
+        values = {n: self.parse[n](given[n]) if n in self.parse else given[n] for n in self.names}
+        return self.model(**values) if self.model is not None else values
 
 
-def command_signature(*groups: Sequence[inspect.Parameter]) -> Callable[[F], F]:
-    """Give the decorated command (``def cmd(**options)``) the parameters of ``groups``, in order, for Typer to
-    read (set before :func:`urbandp._cli_support.cli_guard`, which copies it)."""
-    params = [p for group in groups for p in group]
+def _fields(arguments: type) -> tuple[list[inspect.Parameter], list[_Group]]:
+    """The Typer parameters of a command's arguments, in field order, and the fields that hold options."""
+    hints = typing.get_type_hints(arguments, include_extras=True)
+    params: list[inspect.Parameter] = []
+    groups: list[_Group] = []
+    for field in dataclasses.fields(arguments):
+        hint = hints[field.name]
+        marks = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, OptionsOf)]
+        if not marks:
+            default = inspect.Parameter.empty if field.default is dataclasses.MISSING else field.default
+            params.append(
+                inspect.Parameter(
+                    field.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint
+                )
+            )
+            continue
+        field_type = typing.get_args(hint)[0]
+        declared = marks[0].declared(field_type)
+        params += option_parameters(declared)
+        model = field_type if isinstance(field_type, type) and issubclass(field_type, BaseModel) else None
+        groups.append(_Group(field.name, tuple(o.name for o in declared), model, marks[0].parse))
+    return params, groups
 
-    def decorate(fn: F) -> F:
-        fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        fn.__annotations__ = {p.name: p.annotation for p in params}
-        return fn
+
+def typed_command(arguments: type[A]) -> Callable[[Callable[[A], R]], Callable[..., R]]:
+    """Make ``fn(args: arguments)`` a Typer command: Typer reads the parameters of ``arguments``' fields, and
+    ``fn`` is called with one ``arguments`` object built from them (its name and docstring are the command's)."""
+    params, groups = _fields(arguments)
+    grouped = {name for group in groups for name in group.names}
+
+    def decorate(fn: Callable[[A], R]) -> Callable[..., R]:
+        def run(**given: Any) -> R:
+            values = {name: value for name, value in given.items() if name not in grouped}
+            values.update({group.field: group.value(given) for group in groups})
+            return fn(arguments(**values))
+
+        functools.update_wrapper(run, fn, ("__module__", "__name__", "__qualname__", "__doc__"), ())
+        typer_reads: Any = (
+            run  # Typer reads the fields' parameters (inspect.signature stops at __signature__)
+        )
+        typer_reads.__signature__ = inspect.Signature(params)
+        typer_reads.__annotations__ = {p.name: p.annotation for p in params}
+        return run
 
     return decorate
+
+
+def command(
+    app: typer.Typer, arguments: type[A], name: str | None = None
+) -> Callable[[Callable[[A], R]], Callable[..., R]]:
+    """Register ``fn(args: arguments)`` on ``app`` as the command ``name`` (default: the function's), a
+    :func:`typed_command` behind the error guard (:func:`urbandp._cli_support.cli_guard`)."""
+
+    def register(fn: Callable[[A], R]) -> Callable[..., R]:
+        guarded = cli_guard(typed_command(arguments)(fn))
+        app.command(name)(guarded)
+        return guarded
+
+    return register
+
+
+def keywords(arguments: DataclassInstance, *leave_out: str) -> dict[str, Any]:
+    """The fields of a command's ``arguments`` (a dataclass) as the keywords of the library function whose
+    parameters they are, by the same names, but ``leave_out``."""
+    return {
+        f.name: getattr(arguments, f.name) for f in dataclasses.fields(arguments) if f.name not in leave_out
+    }

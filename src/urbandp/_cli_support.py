@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from urbandp._outputs import check_output_target, check_report_dir, output_policy
 from urbandp.errors import (
@@ -127,6 +127,19 @@ def cli_text(text: object) -> str:
         text = text.args[0]
     parameters = getattr(text, "parameters", ())
     return name_parameters(str(text), parameters, _cli_names()) if parameters else str(text)
+
+
+def quietly(release: Callable[..., R], *args: Any, **keywords: Any) -> R:
+    """``release(*args, **keywords)`` with its release and owner warnings left to the command, which prints them
+    as its own ``urbandp: warning:`` lines once the charge is committed."""
+    import warnings
+
+    from urbandp.results import OwnerWarning, ReleaseWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReleaseWarning)
+        warnings.simplefilter("ignore", OwnerWarning)
+        return release(*args, **keywords)
 
 
 def check_finite_numbers(kwargs: dict[str, object], flags: dict[str, str]) -> None:

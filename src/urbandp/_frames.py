@@ -81,16 +81,27 @@ def to_polars(data: TableLike, parameter: str = "data") -> pl.DataFrame:
 
 @contextlib.contextmanager
 def input_paths(data: TableLike, parameter: str = "data") -> Iterator[list[Path]]:
-    """The input files of ``data``: its paths as given, or one temporary Parquet file holding the table (removed
-    on exit). The file is private to this process (``tempfile.mkdtemp``: mode 0700)."""
+    """The input files of ``data``: its paths as given, or one temporary Parquet file holding the table
+    (:func:`table_file`)."""
     if _is_paths(data):
         items = [data] if isinstance(data, (str, os.PathLike)) else list(data)
         yield [Path(p) for p in items]
         return
+    with table_file(data, parameter, "records.parquet") as path:
+        yield [path]
+
+
+@contextlib.contextmanager
+def table_file(data: TableLike, parameter: str, name: str) -> Iterator[Path]:
+    """The table ``data`` written to ``name`` (Parquet, or CSV for a ``.csv`` name) in a private temporary folder
+    (``tempfile.mkdtemp``: mode 0700), removed on exit; an empty table is refused."""
     frame = to_polars(data, parameter)
     if frame.height == 0:
         raise InputDataError(f"{parameter}: the table holds no rows")
-    with tempfile.TemporaryDirectory(prefix="urbandp-input-") as tmp:
-        path = Path(tmp) / "records.parquet"
-        frame.write_parquet(path)
-        yield [path]
+    with tempfile.TemporaryDirectory(prefix=f"urbandp-{Path(name).stem}-") as tmp:
+        path = Path(tmp) / name
+        if path.suffix == ".csv":
+            frame.write_csv(path)
+        else:
+            frame.write_parquet(path)
+        yield path

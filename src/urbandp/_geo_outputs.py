@@ -86,9 +86,8 @@ def write_geoparquet(frame: pl.DataFrame, polygons: np.ndarray, path: Path) -> P
     import shapely
 
     _check_rows(frame, polygons)
-    table = frame.to_arrow(
-        compat_level=pl.CompatLevel.oldest()
-    )  # large_string, not string_view: GDAL reads it
+    # large_string, not string_view: GDAL reads it
+    table = frame.to_arrow(compat_level=pl.CompatLevel.oldest())
     wkb = _binary_array(shapely.to_wkb(polygons, output_dimension=2))
     table = table.append_column(GEOMETRY_COLUMN, wkb)
     geo = geo_metadata(polygons)
@@ -135,9 +134,8 @@ def write_geojson(frame: pl.DataFrame, polygons: np.ndarray, path: Path) -> Path
 
     _check_rows(frame, polygons)
     geometries = shapely.to_geojson(polygons)
-    properties = (
-        frame.select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list()
-    )  # NaN, inf -> null
+    # NaN, inf -> null
+    properties = frame.select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list()
     features = (
         f'{{"type":"Feature","properties":{props},"geometry":{geometry}}}'
         for props, geometry in zip(properties, geometries, strict=True)
@@ -172,17 +170,3 @@ def write_h3_table(
 def _check_rows(frame: pl.DataFrame, polygons: np.ndarray) -> None:
     if len(polygons) != frame.height:
         raise ValueError(f"{len(polygons)} polygons for {frame.height} rows")
-
-
-__all__ = [
-    "GEOPARQUET_VERSION",
-    "box_polygons",
-    "geo_metadata",
-    "h3_polygons",
-    "wgs84_projjson",
-    "write_geo_pair",
-    "write_geojson",
-    "write_geoparquet",
-    "write_h3_geojson",
-    "write_h3_table",
-]

@@ -76,24 +76,22 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def _named(option: str, *more: str) -> tuple[str, ...]:
-    """The error's ``parameters``: ``option`` when it is a parameter's Python name (``out``; the CLI shows its flag),
-    none when a caller passed a flag or a description; then ``more``."""
-    return ((option,) if option.isidentifier() else ()) + more
+def _refusal(option: str, message: str, *more: str) -> InputError:
+    """The one-line error of an output ``option``; its ``parameters``: ``option`` when it is a parameter's Python
+    name (``out``; the CLI shows its flag), none when a caller passed a flag or a description; then ``more``."""
+    return InputError(message, parameters=((option,) if option.isidentifier() else ()) + more)
 
 
 def _check_not_cwd(out: Path, option: str) -> None:
     """Refuse ``""``, ``.``, ``..``, the working directory and its ancestors (``/`` included)."""
     if out.name in ("", ".."):  # "", "." and "/" all have an empty name
-        raise InputError(
-            f"{option} {str(out)!r} names the working directory or above it; give a new folder name",
-            parameters=_named(option),
+        raise _refusal(
+            option, f"{option} {str(out)!r} names the working directory or above it; give a new folder name"
         )
     real, cwd = _real(out), _real(Path.cwd())
     if real == cwd or real in cwd.parents:
-        raise InputError(
-            f"{option} {out} is the working directory or one of its parents; give a new folder name",
-            parameters=_named(option),
+        raise _refusal(
+            option, f"{option} {out} is the working directory or one of its parents; give a new folder name"
         )
 
 
@@ -105,20 +103,19 @@ def _check_not_overlapping_inputs(target: Path, option: str, inputs: Iterable[Pa
             continue
         source = _real(given)
         if source == real:
-            raise InputError(
-                f"{option} {target} is also an input of this run; give another output path",
-                parameters=_named(option),
+            raise _refusal(
+                option, f"{option} {target} is also an input of this run; give another output path"
             )
         if real in source.parents:
-            raise InputError(
+            raise _refusal(
+                option,
                 f"{option} {target} contains the input {given}; writing there could destroy it: give a new folder",
-                parameters=_named(option),
             )
         if source in real.parents:
-            raise InputError(
+            raise _refusal(
+                option,
                 f"{option} {target} lies inside the input folder {given}; the next run would read the output as "
                 "input: write it elsewhere",
-                parameters=_named(option),
             )
 
 
@@ -127,13 +124,9 @@ def _check_parents(out: Path, option: str) -> None:
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise InputError(
-                    f"{option} {out}: {parent} is a file, not a directory", parameters=_named(option)
-                )
+                raise _refusal(option, f"{option} {out}: {parent} is a file, not a directory")
             if not os.access(parent, os.W_OK | os.X_OK):
-                raise InputError(
-                    f"{option} {out}: directory {parent} is not writable", parameters=_named(option)
-                )
+                raise _refusal(option, f"{option} {out}: directory {parent} is not writable")
             return
 
 
@@ -192,30 +185,26 @@ def check_replaceable_dir(
         else f"the owner-only folder {folder} (beside {option} {owner_of})"
     )
     if folder.is_symlink() or not folder.is_dir():
-        raise InputError(
-            f"{what} is an existing file, not a folder urbandp wrote; give a new path",
-            parameters=_named(option),
-        )
+        raise _refusal(option, f"{what} is an existing file, not a folder urbandp wrote; give a new path")
     if not any(folder.iterdir()):
         return
     foreign = _foreign_entries(folder)
     if foreign is None:
-        raise InputError(
+        raise _refusal(
+            option,
             f"{what} is an existing folder that urbandp did not write (no {MARKER}); nothing was changed: give a "
             "new folder name (or empty this one yourself)",
-            parameters=_named(option),
         )
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise InputError(
+        raise _refusal(
+            option,
             f"{what} holds files urbandp did not write ({shown}); nothing was changed: move them away or give a new "
             "folder name",
-            parameters=_named(option),
         )
     if not overwrite and (owner_of is None or owner_of.exists()):
-        raise InputError(
-            f"{what} holds an earlier urbandp output; add overwrite to replace it",
-            parameters=_named(option, "overwrite"),
+        raise _refusal(
+            option, f"{what} holds an earlier urbandp output; add overwrite to replace it", "overwrite"
         )
 
 
@@ -230,32 +219,24 @@ def check_output_target(out: Path, option: str = "out") -> Path:
 
 
 def check_output_path(out: Path, option: str = "out") -> Path:
-    """Refuse an output folder that cannot be written or must not be replaced, with one clear line (exit 2).
-
-    Checks, before any work: not the working directory, not overlapping an input of the run, not named
-    ``owner_only`` nor inside a folder so named, the parent is a writable directory, ``owner_only`` beside it is
-    not a file, and an existing folder (release or owner) is an
-    unchanged urbandp output and ``--overwrite`` was given (see the module docstring).
-    """
+    """Refuse, in one line (exit 2), an output folder that cannot be written or must not be replaced (the rules
+    of the module docstring), before any work; also one named ``owner_only`` or inside a folder so named."""
     out = check_output_target(Path(out), option)
     policy = current_policy()
     if OWNER_ONLY in (out.name, out.parent.name):
         # owner_only/<name>/ beside the folder holds the owner's material: a folder named owner_only (or inside
         # one) would be replaced by, or nest, its own owner folder (owner_only/owner_only/), and lose it
-        raise InputError(
+        raise _refusal(
+            option,
             f"{option} {out}: '{OWNER_ONLY}' is the name of the owner-only folder written beside every output; "
             "give another folder name",
-            parameters=_named(option),
         )
     if out.exists() and not out.is_dir():
-        raise InputError(
-            f"{option} {out} is an existing file; give a directory path", parameters=_named(option)
-        )
+        raise _refusal(option, f"{option} {out} is an existing file; give a directory path")
     owner = owner_dir_for(out)
     if owner.parent.exists() and not owner.parent.is_dir():
-        raise InputError(
-            f"{option} {out}: {owner.parent} is a file; the owner-only folder must go there",
-            parameters=_named(option),
+        raise _refusal(
+            option, f"{option} {out}: {owner.parent} is a file; the owner-only folder must go there"
         )
     _check_not_overlapping_inputs(owner, option, policy.inputs)
     check_replaceable_dir(out, option, overwrite=policy.overwrite)
@@ -272,24 +253,19 @@ def check_report_dir(directory: Path, option: str = "report") -> Path:
     """
     directory = check_output_target(Path(directory), option)
     if directory.exists() and not directory.is_dir():
-        raise InputError(
-            f"{option} {directory} is an existing file; give a directory path", parameters=_named(option)
-        )
+        raise _refusal(option, f"{option} {directory} is an existing file; give a directory path")
     return directory
 
 
 def check_report_file(path: Path, option: str = "report") -> None:
     """A file about to be written into a report folder: it may replace only a file urbandp wrote there."""
     if path.is_dir():
-        raise InputError(
-            f"{option}: {path} is a folder; urbandp would write a file of that name there",
-            parameters=_named(option),
-        )
+        raise _refusal(option, f"{option}: {path} is a folder; urbandp would write a file of that name there")
     if (path.exists() or path.is_symlink()) and path.name not in (_read_manifest(path.parent) or set()):
-        raise InputError(
+        raise _refusal(
+            option,
             f"{option} {path.parent} holds {path.name}, which urbandp did not write; nothing was changed: move it "
             "away or give another folder",
-            parameters=_named(option),
         )
 
 
@@ -303,11 +279,9 @@ def check_output_file(out: Path, option: str = "out") -> Path:
     directory, one of the run's inputs, or an existing file without ``--overwrite``."""
     out = check_output_target(Path(out), option)
     if out.is_dir():
-        raise InputError(f"{option} {out} is a directory; give a file path", parameters=_named(option))
+        raise _refusal(option, f"{option} {out} is a directory; give a file path")
     if (out.exists() or out.is_symlink()) and not current_policy().overwrite:
-        raise InputError(
-            f"{option} {out} exists; add overwrite to replace it", parameters=_named(option, "overwrite")
-        )
+        raise _refusal(option, f"{option} {out} exists; add overwrite to replace it", "overwrite")
     return out
 
 
@@ -323,7 +297,7 @@ def atomic_output_file(out: Path, option: str = "out") -> Iterator[Path]:
     try:
         yield tmp
         if not tmp.exists():
-            raise InputError(f"{option} {out}: nothing was written", parameters=_named(option))
+            raise _refusal(option, f"{option} {out}: nothing was written")
         os.replace(tmp, out)
     except OSError as err:
         if is_disk_full(err):

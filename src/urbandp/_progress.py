@@ -63,6 +63,3 @@ def progress_bar(description: str, total: int | None = None) -> Iterator[Advance
             display.update(task, advance=n, description=description)
 
         yield advance
-
-
-__all__ = ["progress_bar", "progress_display"]

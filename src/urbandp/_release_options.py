@@ -7,7 +7,7 @@ is ``--`` and the name with dashes unless the field says otherwise), its type, i
 ``gt``/``ge``/``lt``/``le``) or choices, its help (the field's ``description``) and what the command line needs
 besides (flag, command-line type, ``--no-`` form), in one place. From the fields:
 
-- :func:`urbandp._cli_spec.spec_parameters` builds the command's Typer options, so ``--help`` shows the field's
+- :class:`urbandp._cli_spec.OptionsOf` makes them the command's Typer options, so ``--help`` shows the field's
   default and its help, and ``--config`` reads the flags' keys (:mod:`urbandp._cli_config`);
 - :func:`takes_options` gives the Python API function (``ud.counts.release``, ``ud.survey.randomize``, ...) that
   takes ``**options`` the signature ``help()`` shows, and :mod:`urbandp._option_types` (generated from the fields

@@ -28,11 +28,11 @@ import dataclasses
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import polars as pl
@@ -42,7 +42,7 @@ from urbandp._contributions.base import CONTRIBUTION_SCHEMA, ContributionSpec
 from urbandp._contributions.polars_backend import window_filter
 from urbandp._contributions.spark_session import get_spark
 from urbandp._grid.h3cells import cell_expr
-from urbandp._records.readers import SUFFIXES, _as_float, _coordinate_pair, expand_inputs, input_kind
+from urbandp._records.readers import SUFFIXES, canonical_columns, expand_inputs, input_kind
 from urbandp._records.schema import ColumnMapping
 from urbandp._records.timezones import check_parquet_instants
 from urbandp._records.validation import RAW_FIELDS, REASONS, ValidationOptions, validate
@@ -57,36 +57,62 @@ OUTSIDE = 100
 #: reason code of a later duplicate: the last of :data:`REASONS` (codes 1.. are REASONS in order)
 DUPLICATE = len(REASONS)
 CORRUPT = "_corrupt_record"
+T = TypeVar("T")
+
+_ARROW_TYPES = {
+    "tinyint": pa.int8(),
+    "smallint": pa.int16(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "date": pa.date32(),
+    "timestamp_ntz": pa.timestamp("us"),
+}
+
+
+def arrow_schema(ddl: str) -> pa.Schema:
+    """The Arrow schema of a Spark DDL of flat columns (``"kind tinyint, n bigint"``): what the batches of a
+    ``mapInArrow`` with that result type hold."""
+    return pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in (c.split() for c in ddl.split(","))])
+
 
 # What each Arrow batch becomes. ``kind`` 1 rows are per-batch counts per (file, split, reason); ``kind`` 0 rows
 # are the valid records inside the window (with their H3 cell, slot and day) and the rejected ones (with their raw
 # values for the quarantine). Records outside the window are only counted.
-MARKED = pa.schema(
-    [
-        ("kind", pa.int8()),
-        ("source", pa.int32()),
-        ("block", pa.int64()),
-        ("ordinal", pa.int64()),
-        ("okey", pa.int64()),
-        ("reason", pa.int16()),
-        ("n", pa.int64()),
-        ("vehicle", pa.string()),
-        ("timestamp", pa.timestamp("us")),
-        ("cell", pa.int64()),
-        ("slot", pa.int16()),
-        ("day", pa.date32()),
-        ("speed", pa.float64()),
-        ("timestamp_raw", pa.string()),
-        ("latitude", pa.float64()),
-        ("longitude", pa.float64()),
-        ("speed_raw", pa.float64()),
-    ]
-)
 MARKED_DDL = (
     "kind tinyint, source int, block bigint, ordinal bigint, okey bigint, reason smallint, n bigint, vehicle string, "
     "timestamp timestamp_ntz, cell bigint, slot smallint, day date, speed double, timestamp_raw string, "
     "latitude double, longitude double, speed_raw double"
 )
+MARKED = arrow_schema(MARKED_DDL)
+# The valid records :meth:`SparkBackend.contributions` sends to Spark (RECORDS) and what its batch function,
+# :class:`_KeyOnly`, yields (KEYED_DDL).
+RECORDS = arrow_schema(
+    "vehicle string, timestamp timestamp_ntz, latitude double, longitude double, speed double"
+)
+KEYED_DDL = "vehicle string, cell bigint, slot smallint, day date, speed double"
+
+
+def split_ordinals(
+    frame: pl.DataFrame, file: str, block: str, seen: dict[tuple[Any, int], int]
+) -> pl.DataFrame:
+    """``frame`` with ``ordinal``, each row's position inside its (``file``, ``block``) split.
+
+    Spark hands a partition's rows of one split in file order, batch after batch; ``seen`` counts the rows of each
+    split already passed in this partition (updated here).
+    """
+    keys = frame.group_by(file, block, maintain_order=True).len()
+    base = keys.with_columns(
+        pl.Series("_base", [seen.get((f, b), 0) for f, b in zip(keys[file], keys[block], strict=True)])
+    ).drop("len")
+    for f, b, n in keys.iter_rows():
+        seen[(f, b)] = seen.get((f, b), 0) + n
+    return (
+        frame.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over(file, block).alias("_pos"))
+        .join(base, on=[file, block], how="left")
+        .with_columns((pl.col("_base") + pl.col("_pos")).alias("ordinal"))
+    )
 
 
 def _local_path(uri: str) -> str:
@@ -128,15 +154,6 @@ class RecordKeyer:
 
     def canonical(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The raw canonical columns of :func:`urbandp._records.readers.scan_records`, from one batch."""
-        schema, m = frame.schema, self.mapping
-        if m.coordinates:
-            lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
-        else:
-            assert m.latitude is not None and m.longitude is not None
-            lat = _as_float(pl.col(m.latitude), schema[m.latitude])
-            lon = _as_float(pl.col(m.longitude), schema[m.longitude])
-        ts_dtype = schema[m.timestamp]
-        ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
         ok = pl.col(self.corrupt).is_null() if self.corrupt else pl.lit(True)
         return frame.select(
             pl.col("source"),
@@ -144,11 +161,7 @@ class RecordKeyer:
             pl.col("ordinal"),
             pl.col("okey"),
             ok.alias("record_ok"),
-            pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
-            ts.alias("timestamp_raw"),
-            lat.alias("latitude"),
-            lon.alias("longitude"),
-            _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+            *canonical_columns(self.mapping, frame.schema),
         )
 
     def mark(
@@ -164,23 +177,7 @@ class RecordKeyer:
                 pl.lit(0, pl.Int64).alias("block"), pl.col("__row").cast(pl.Int64).alias("ordinal")
             )
             return self.checked(frame, pl.col("ordinal"))
-        # position inside the split: rows of one split arrive in file order, split after split
-        keys = frame.group_by("source", "block", maintain_order=True).len()
-        base = pl.DataFrame(
-            {
-                "source": keys["source"],
-                "block": keys["block"],
-                "_base": [seen.get((s, b), 0) for s, b in zip(keys["source"], keys["block"], strict=True)],
-            }
-        )
-        for s, b, n in keys.iter_rows():
-            seen[(s, b)] = seen.get((s, b), 0) + n
-        frame = frame.with_columns(
-            pl.int_range(pl.len(), dtype=pl.Int64).over("source", "block").alias("_pos")
-        )
-        frame = frame.join(base, on=["source", "block"], how="left").with_columns(
-            (pl.col("_base") + pl.col("_pos")).alias("ordinal")
-        )
+        frame = split_ordinals(frame, "source", "block", seen)
         # text: a row takes at least one byte, so split start + position grows with the row inside a file
         return self.checked(frame, pl.col("block") + pl.col("ordinal"))
 
@@ -237,6 +234,27 @@ def _input_error(err: BaseException) -> InputError:
     text = str(err).strip().splitlines()
     first = next((line for line in text if line.strip()), type(err).__name__)
     return InputError(f"engine spark: cannot read input: {first[:300]}", parameters="engine")
+
+
+def run_cached(marked: SparkFrame, finish: Callable[[SparkFrame], T]) -> T:
+    """``finish(marked)`` with ``marked`` kept by Spark (in memory, spilled to disk) meanwhile, so that the jobs
+    ``finish`` runs read the input once; an error of Spark's becomes one line (:func:`_input_error`)."""
+    from pyspark import StorageLevel
+
+    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return finish(marked)
+    except _spark_errors() as err:
+        raise _input_error(err) from None
+    finally:
+        marked.unpersist()
+
+
+def quarantine_path(scratch: Path | None) -> Path:
+    """A new Parquet folder for a quarantine written by Spark: in ``scratch``, else ``$URBANDP_SPARK_SCRATCH``, else
+    the temporary folder."""
+    root = scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
+    return Path(root) / f"urbandp-quarantine-{uuid.uuid4().hex[:12]}.parquet"
 
 
 def _groups(files: list[Path]) -> list[tuple[str, list[int]]]:
@@ -337,10 +355,6 @@ class SparkLoad:
     mapping: ColumnMapping
     quarantine_parquet: Path
 
-    @property
-    def records_quarantined(self) -> int:
-        return sum(self.reasons.values())
-
 
 class SparkBackend:
     """The record-level stage on Apache Spark (``--engine spark``); ``master`` defaults to ``local[*]``."""
@@ -368,22 +382,10 @@ class SparkBackend:
         frame: Any = records
         if isinstance(records, (pl.DataFrame, pl.LazyFrame)):
             cols = records.lazy().select("vehicle", "timestamp", "latitude", "longitude", "speed").collect()
-            table = cols.to_arrow().cast(
-                pa.schema(
-                    [
-                        ("vehicle", pa.string()),
-                        ("timestamp", pa.timestamp("us")),
-                        ("latitude", pa.float64()),
-                        ("longitude", pa.float64()),
-                        ("speed", pa.float64()),
-                    ]
-                )
-            )
+            table = cols.to_arrow().cast(RECORDS)
             spark = self.spark
             frame = spark.createDataFrame(table if spark.version >= "4" else table.to_pandas())
-        keyed = frame.mapInArrow(
-            _KeyOnly(spec), "vehicle string, cell bigint, slot smallint, day date, speed double"
-        ).withColumn("o", F.lit(0))
+        keyed = frame.mapInArrow(_KeyOnly(spec), KEYED_DDL).withColumn("o", F.lit(0))
         return _typed(_to_polars(_aggregate(keyed, spec)), spec.keep_speeds)
 
     def load(
@@ -399,7 +401,6 @@ class SparkBackend:
         Raises :class:`InputError` for unusable input, as :func:`urbandp.fleet._pipeline.load_records` does.
         """
         spark = self.spark  # first: says plainly when PySpark or Java is missing
-        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         files = expand_inputs(list(paths))
@@ -412,7 +413,7 @@ class SparkBackend:
         options = options or ValidationOptions()
         # a zone-aware timestamp column needs the release's zone, as on the default engine
         check_parquet_instants([f for f in files if input_kind(f) == "parquet"], columns, options.timezone)
-        if getattr(options, "latest_plausible", "absent") is None:  # one "now" for every executor
+        if options.latest_plausible is None:  # one "now" for every executor
             options = dataclasses.replace(options, latest_plausible=options.plausible_until)
         window = window or ContributionSpec()
         resolved = tuple(str(f.resolve()) for f in files)
@@ -427,21 +428,7 @@ class SparkBackend:
                 first_mapping = first_mapping or mapping
                 corrupt = CORRUPT if CORRUPT in sdf.columns else None
                 # only the mapped columns cross from the JVM to Python (the transfer is the costliest step)
-                used = [
-                    c
-                    for c in dict.fromkeys(
-                        [
-                            mapping.vehicle,
-                            mapping.timestamp,
-                            mapping.speed,
-                            mapping.latitude,
-                            mapping.longitude,
-                            mapping.coordinates,
-                            corrupt,
-                        ]
-                    )
-                    if c is not None
-                ]
+                used = [c for c in dict.fromkeys([*dataclasses.astuple(mapping), corrupt]) if c is not None]
                 keyer = RecordKeyer(resolved, mapping, options, window, corrupt, tuple(used))
                 # columns by position (names such as "location.coordinates" would be read as struct paths)
                 meta = sdf.select(
@@ -454,14 +441,8 @@ class SparkBackend:
         except errors as err:
             raise _input_error(err) from None
         assert first_mapping is not None
-        marked = reduce(lambda a, b: a.unionByName(b), parts).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            try:
-                return self._finish(marked, files, first_mapping, window)
-            except errors as err:
-                raise _input_error(err) from None
-        finally:
-            marked.unpersist()
+        marked = reduce(lambda a, b: a.unionByName(b), parts)
+        return run_cached(marked, lambda m: self._finish(m, files, first_mapping, window))
 
     def _finish(
         self, marked: SparkFrame, files: list[Path], mapping: ColumnMapping, window: ContributionSpec
@@ -539,12 +520,18 @@ class SparkBackend:
                 valid.join(F.broadcast(firsts_sdf), ["vehicle", "timestamp"])
                 .filter(later)
                 .select(
-                    "source", "block", "ordinal", "okey", F.lit(DUPLICATE).cast("smallint").alias("reason"), "vehicle",
+                    "source",
+                    "block",
+                    "ordinal",
+                    "okey",
+                    F.lit(DUPLICATE).cast("smallint").alias("reason"),
+                    "vehicle",
                     F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss").alias("timestamp_raw"),
-                    F.lit(None).cast("double").alias("latitude"), F.lit(None).cast("double").alias("longitude"),
+                    F.lit(None).cast("double").alias("latitude"),
+                    F.lit(None).cast("double").alias("longitude"),
                     F.col("speed").alias("speed_raw"),
                 )
-            )  # fmt: skip
+            )
             rejected = rejected.unionByName(dups)
         # rows before each split: the splits of a file in byte order, their sizes from the per-batch counts
         sizes = stats.group_by("source", "block").agg(pl.col("n").sum()).sort("source", "block")
@@ -565,13 +552,11 @@ class SparkBackend:
                 F.element_at(reason_names, F.col("reason").cast("int")).alias("reason"),
                 *RAW_FIELDS,
             )
-            .sortWithinPartitions(
-                "_s", "row"
-            )  # no global sort (a sampling job): readers sort if they need to
+            # no global sort (a sampling job): readers sort if they need to
+            .sortWithinPartitions("_s", "row")
             .drop("_s")
         )
-        root = self.scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
-        path = Path(root) / f"urbandp-quarantine-{uuid.uuid4().hex[:12]}.parquet"
+        path = quarantine_path(self.scratch)
         quarantine.write.mode("overwrite").parquet(str(path))
         return path
 
@@ -583,15 +568,6 @@ class _KeyOnly:
     spec: ContributionSpec
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        schema = pa.schema(
-            [
-                ("vehicle", pa.string()),
-                ("cell", pa.int64()),
-                ("slot", pa.int16()),
-                ("day", pa.date32()),
-                ("speed", pa.float64()),
-            ]
-        )
         for rb in batches:
             frame = pl.from_arrow(rb)
             assert isinstance(frame, pl.DataFrame)
@@ -610,4 +586,4 @@ class _KeyOnly:
                     pl.col("speed").cast(pl.Float64),
                 )
             )
-            yield from out.to_arrow().cast(schema).to_batches()
+            yield from out.to_arrow().cast(arrow_schema(KEYED_DDL)).to_batches()

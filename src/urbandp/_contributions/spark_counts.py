@@ -11,9 +11,6 @@ of the joint (index, count) come back to the driver; the quarantine is written b
 
 from __future__ import annotations
 
-import os
-import tempfile
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +19,15 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from urbandp._contributions.spark_backend import _input_error, _spark_errors, _to_polars
+from urbandp._contributions.spark_backend import (
+    _input_error,
+    _spark_errors,
+    _to_polars,
+    arrow_schema,
+    quarantine_path,
+    run_cached,
+    split_ordinals,
+)
 from urbandp._contributions.spark_session import get_spark
 from urbandp.counts._aggregate import EVENT_COLUMNS, JointCounts, _index_rows
 from urbandp.counts._domain import CountDomain
@@ -43,22 +48,9 @@ class SparkJointCounts(JointCounts):
         return sum(self.reasons.values())
 
 
-def _schema(n_columns: int) -> pa.Schema:
-    fields = [
-        ("kind", pa.int8()),
-        ("block", pa.int64()),
-        ("ordinal", pa.int64()),
-        ("n", pa.int64()),
-        ("card", pa.string()),
-        ("day", pa.string()),
-        ("ts", pa.timestamp("us")),
-        ("cell", pa.int64()),
-        ("reason", pa.string()),
-    ]
-    return pa.schema(fields + [(f"__c{i}", pa.string()) for i in range(n_columns)])
-
-
 def _ddl(n_columns: int) -> str:
+    """What each Arrow batch becomes: ``kind`` 1 rows count a batch's rows; ``kind`` 0 rows are the events placed in
+    the domain (``cell``) and the rejected ones (``reason``), with the raw columns ``__c0``, ``__c1``, ..."""
     return (
         "kind tinyint, block bigint, ordinal bigint, n bigint, card string, day string, ts timestamp_ntz, "
         "cell bigint, reason string" + "".join(f", __c{i} string" for i in range(n_columns))
@@ -75,7 +67,7 @@ class EventKeyer:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         seen: dict[tuple[str, int], int] = {}
-        schema = _schema(len(self.columns))
+        schema = arrow_schema(_ddl(len(self.columns)))
         for rb in batches:
             if rb.num_rows:
                 frame = pl.from_arrow(rb)
@@ -84,20 +76,8 @@ class EventKeyer:
 
     def key(self, frame: pl.DataFrame, seen: dict[tuple[str, int], int]) -> pl.DataFrame:
         raw = [f"__c{i}" for i in range(len(self.columns))]
-        keys = frame.group_by("__file", "__block", maintain_order=True).len()
-        base = keys.with_columns(
-            pl.Series(
-                "_base", [seen.get((f, b), 0) for f, b in zip(keys["__file"], keys["__block"], strict=True)]
-            )
-        ).drop("len")
-        for f, b, n in keys.iter_rows():
-            seen[(f, b)] = seen.get((f, b), 0) + n
-        frame = (
-            frame.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("__file", "__block").alias("_pos"))
-            .join(base, on=["__file", "__block"], how="left")
-            .with_columns(
-                (pl.col("_base") + pl.col("_pos")).alias("ordinal"), pl.col("__block").alias("block")
-            )
+        frame = split_ordinals(frame, "__file", "__block", seen).with_columns(
+            pl.col("__block").alias("block")
         )
         df = frame.rename(dict(zip(raw, self.columns, strict=True)))
         df = df.with_columns(pl.col(c).alias(r) for c, r in zip(self.columns, raw, strict=True))
@@ -129,9 +109,14 @@ class EventKeyer:
         good, bad = _index_rows(df, self.domain)
         card = pl.col("card_id").cast(pl.String) if "card_id" in good.columns else pl.lit(None, pl.String)
         good_rows = good.select(
-            pl.lit(0, pl.Int8).alias("kind"), "block", "ordinal", card.alias("card"), "day",
-            pl.col("_ts").alias("ts"), "cell",
-        )  # fmt: skip
+            pl.lit(0, pl.Int8).alias("kind"),
+            "block",
+            "ordinal",
+            card.alias("card"),
+            "day",
+            pl.col("_ts").alias("ts"),
+            "cell",
+        )
         bad_rows = bad.select(
             pl.lit(0, pl.Int8).alias("kind"),
             "block",
@@ -141,7 +126,7 @@ class EventKeyer:
         )
         summary = pl.DataFrame({"kind": [1], "n": [frame.height]}, schema={"kind": pl.Int8, "n": pl.Int64})
         out = pl.concat([good_rows, bad_rows, summary], how="diagonal_relaxed")
-        names = _schema(len(self.columns)).names
+        names = arrow_schema(_ddl(len(self.columns))).names
         return out.select([pl.col(n) if n in out.columns else pl.lit(None).alias(n) for n in names])
 
 
@@ -152,7 +137,6 @@ def joint_from_events_spark(
     if not path.is_file():
         raise InputError(f"input file not found: {path}")
     spark = get_spark(master)  # first: says plainly when PySpark or Java is missing
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     errors = _spark_errors()
@@ -176,14 +160,7 @@ def joint_from_events_spark(
         marked = meta.mapInArrow(EventKeyer(columns, domain, unit), _ddl(len(columns)))
     except errors as err:
         raise _input_error(err) from None
-    marked = marked.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        try:
-            return _finish(marked, columns, domain, unit, scratch)
-        except errors as err:
-            raise _input_error(err) from None
-    finally:
-        marked.unpersist()
+    return run_cached(marked, lambda m: _finish(m, columns, domain, unit, scratch))
 
 
 def _finish(
@@ -212,8 +189,7 @@ def _finish(
         cells["cell"].to_numpy().astype(np.int64) if cells.height else np.zeros(0, np.int64),
         cells["w"].to_numpy().astype(np.int64) if cells.height else np.zeros(0, np.int64),
     )
-    root = scratch or Path(os.environ.get("URBANDP_SPARK_SCRATCH") or tempfile.gettempdir())
-    out = Path(root) / f"urbandp-quarantine-{uuid.uuid4().hex[:12]}.parquet"
+    out = quarantine_path(scratch)
     bad.orderBy("block", "ordinal").select(
         *[F.col(f"__c{i}").alias(c) for i, c in enumerate(columns)], "reason"
     ).write.mode("overwrite").parquet(str(out))

@@ -107,8 +107,7 @@ UTC wall-clock times, the instants Polars reads (``spark_backend`` drops the zon
 def with_engine_settings(spark: SparkSession) -> SparkSession:
     """``spark`` with the SQL time zone the engine needs, for a session urbandp did not build (spark-submit's, or
     one already active). Measured on a standalone cluster: under spark-submit with a driver JVM in
-    America/Chicago, typed UTC Parquet timestamps put 2,780 records in the window instead of Polars' 6,892
-    (measured on a standalone cluster)."""
+    America/Chicago, typed UTC Parquet timestamps put 2,780 records in the window instead of Polars' 6,892."""
     if spark.conf.get("spark.sql.session.timeZone") != ENGINE_SQL_ZONE:
         spark.conf.set("spark.sql.session.timeZone", ENGINE_SQL_ZONE)
     return spark

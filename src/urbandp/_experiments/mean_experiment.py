@@ -108,14 +108,9 @@ def load_hat(path: Path, vehicle_col: str, value_col: str, upper: float, quarant
 
 
 def write_csv(rows: Sequence[MaeRow], path: Path) -> None:
-    pl.DataFrame(
-        {
-            "algorithm": [r.algorithm for r in rows],
-            "epsilon": [r.epsilon for r in rows],
-            "mae": [r.mae for r in rows],
-            "runs": [r.runs for r in rows],
-        }
-    ).write_csv(path)
+    """``mae.csv``: ``algorithm, epsilon, mae, runs``, one row per algorithm and epsilon."""
+    columns = ("algorithm", "epsilon", "mae", "runs")
+    pl.DataFrame({c: [getattr(r, c) for r in rows] for c in columns}).write_csv(path)
 
 
 def plot_mae(rows: Sequence[MaeRow], path: Path, title: str) -> None:

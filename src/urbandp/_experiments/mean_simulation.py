@@ -188,15 +188,8 @@ def run_mae(
         for eps in epsilons:
             err = simulate_errors(alg.estimator, prep, float(eps), runs, np.random.default_rng(seeds[k]))
             k += 1
-            rows.append(
-                MaeRow(
-                    alg.label,
-                    float(eps),
-                    float(err.mean()),
-                    int(runs),
-                    float(err.std(ddof=1) / np.sqrt(runs)),
-                )
-            )
+            stderr = float(err.std(ddof=1) / np.sqrt(runs))
+            rows.append(MaeRow(alg.label, float(eps), float(err.mean()), int(runs), stderr))
             if progress is not None:
                 progress()
     return rows

@@ -68,6 +68,8 @@ DEFAULT_DELTA_TOTAL = MAX_DELTA
 fails outright for a unit; those chances add up over releases, and the history's should stay within the one a
 single release is allowed."""
 TOL = 1e-9
+LOSS_CAPS = tuple(f for f in CAP_FIELDS if f != "delta_total")
+"""The caps of :data:`CAP_FIELDS` on a privacy loss (all but ``delta_total``); a dataset declares at least one."""
 MIGRATION_LOCK_KEY = 0x75726264  # "urbd": the PostgreSQL advisory lock that serialises schema migrations
 
 STATUS_RESERVED = "reserved"
@@ -142,25 +144,19 @@ class DatasetCaps:
 
     def require_a_loss_cap(self) -> None:
         """A dataset is declared with at least one epsilon or rho cap."""
-        if all(
-            v is None for v in (self.epsilon_per_day, self.epsilon_total, self.rho_per_day, self.rho_total)
-        ):
+        if all(getattr(self, f) is None for f in LOSS_CAPS):
             raise InputError(
                 "declare at least one cap (epsilon_per_day, epsilon_total, rho_per_day or rho_total)",
-                parameters=("epsilon_per_day", "epsilon_total", "rho_per_day", "rho_total"),
+                parameters=LOSS_CAPS,
             )
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
             raise InputError(f"unknown privacy unit {self.unit!r}; expected one of {', '.join(UNITS)}")
-        for label, v in (
-            ("epsilon per day", self.epsilon_per_day),
-            ("epsilon total", self.epsilon_total),
-            ("rho per day", self.rho_per_day),
-            ("rho total", self.rho_total),
-        ):
+        for field in LOSS_CAPS:
+            v = getattr(self, field)
             if v is not None and not (v > 0 and math.isfinite(v)):
-                raise InputError(f"{label} must be a positive finite number, got {v}")
+                raise InputError(f"{field.replace('_', ' ')} must be a positive finite number, got {v}")
         if self.delta_total is not None and not 0 <= self.delta_total <= 1:
             raise InputError(f"delta total must be a number in [0, 1], got {self.delta_total}")
         if self.delta_total is None:  # --delta-total alone changes the delta cap of a declared dataset
@@ -184,9 +180,8 @@ class BudgetStore:
         self.operator = resolve_operator(operator)
         self.is_pg = self.url.startswith(("postgresql://", "postgres://"))
         self._conn: Any
-        self._operational: type[Exception] = (
-            sqlite3.OperationalError
-        )  # the driver's "the database failed" error
+        # the driver's "the database failed" error
+        self._operational: type[Exception] = sqlite3.OperationalError
         if self.is_pg:
             try:
                 import psycopg
@@ -311,35 +306,18 @@ class BudgetStore:
 
     def _declare(self, caps: DatasetCaps, existing: DatasetCaps | None) -> DatasetCaps:
         """Insert or update the dataset row (inside the caller's transaction); returns the caps in force."""
-        if existing is not None:
-            caps = DatasetCaps(
-                caps.name,
-                caps.unit,
-                existing.epsilon_per_day if caps.epsilon_per_day is None else caps.epsilon_per_day,
-                existing.epsilon_total if caps.epsilon_total is None else caps.epsilon_total,
-                existing.rho_per_day if caps.rho_per_day is None else caps.rho_per_day,
-                existing.rho_total if caps.rho_total is None else caps.rho_total,
-                existing.delta_total if caps.delta_total is None else caps.delta_total,
-            )
         if existing is None:
             caps.require_a_loss_cap()
             if caps.delta_total is None:
                 caps = dataclasses.replace(caps, delta_total=DEFAULT_DELTA_TOTAL)
             self._exec(
-                "INSERT INTO datasets (name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, "
-                "delta_total, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    caps.name,
-                    caps.unit,
-                    caps.epsilon_per_day,
-                    caps.epsilon_total,
-                    caps.rho_per_day,
-                    caps.rho_total,
-                    caps.delta_total,
-                    _now(),
-                ),
+                f"INSERT INTO datasets (name, unit, {', '.join(CAP_FIELDS)}, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (caps.name, caps.unit, *_cap_values(caps), _now()),
             )
             return caps
+        kept = {f: getattr(existing, f) for f in CAP_FIELDS if getattr(caps, f) is None}
+        caps = dataclasses.replace(caps, **kept)
         if existing.unit != caps.unit:
             raise InputError(
                 f"dataset {caps.name!r} is declared in unit {existing.unit}, not {caps.unit}; a unit cannot change"
@@ -352,45 +330,29 @@ class BudgetStore:
                     f"cannot lower epsilon per day of {caps.name!r} to {caps.epsilon_per_day:g}: "
                     f"{most[0]:.6g} already spent on {day}"
                 )
-        total = self._epsilon_spent(caps.name)
-        if caps.epsilon_total is not None and total > caps.epsilon_total + TOL:
-            raise InputError(
-                f"cannot lower epsilon total of {caps.name!r} to {caps.epsilon_total:g}: {total:.6g} already spent"
-            )
-        group = self._group_rho(caps.name)
-        if caps.rho_total is not None and group > caps.rho_total + TOL:
-            raise InputError(
-                f"cannot lower rho total of {caps.name!r} to {caps.rho_total:g}: {group:.6g} already spent"
-            )
-        delta = self._delta_spent(caps.name)
-        if caps.delta_total is not None and _over(delta, caps.delta_total):
-            raise InputError(
-                f"cannot lower delta total of {caps.name!r} to {caps.delta_total:g}: {delta:.3g} already spent"
-            )
+        for label, cap, column, fmt in (
+            ("epsilon total", caps.epsilon_total, "window_epsilon", ".6g"),
+            ("rho total", caps.rho_total, "window_rho", ".6g"),
+            ("delta total", caps.delta_total, "window_delta", ".3g"),
+        ):
+            spent = self._window_sum(caps.name, column)
+            if cap is not None and (_over(spent, cap) if column == "window_delta" else spent > cap + TOL):
+                raise InputError(
+                    f"cannot lower {label} of {caps.name!r} to {cap:g}: {spent:{fmt}} already spent"
+                )
         self._exec(
-            "UPDATE datasets SET epsilon_per_day = ?, epsilon_total = ?, rho_per_day = ?, rho_total = ?, "
-            "delta_total = ? WHERE name = ?",
-            (
-                caps.epsilon_per_day,
-                caps.epsilon_total,
-                caps.rho_per_day,
-                caps.rho_total,
-                caps.delta_total,
-                caps.name,
-            ),
+            f"UPDATE datasets SET {', '.join(f + ' = ?' for f in CAP_FIELDS)} WHERE name = ?",
+            (*_cap_values(caps), caps.name),
         )
         return caps
 
     def _caps(self, name: str) -> DatasetCaps | None:
         rows = self._exec(
-            "SELECT name, unit, epsilon_per_day, epsilon_total, rho_per_day, rho_total, delta_total FROM datasets "
+            f"SELECT name, unit, {', '.join(CAP_FIELDS)} FROM datasets "
             "WHERE name = ?" + (" FOR UPDATE" if self.is_pg else ""),
             (name,),
         )
-        if not rows:
-            return None
-        n, u, e, t, r, rt, dt_ = rows[0]
-        return DatasetCaps(n, u, e, t, r, rt, dt_)
+        return DatasetCaps(*rows[0]) if rows else None
 
     def caps(self, name: str) -> DatasetCaps:
         """The declared caps of ``name`` (InputError if it was never declared)."""
@@ -411,15 +373,16 @@ class BudgetStore:
         )
         return {str(d): (float(e), float(r)) for d, e, r in rows}
 
-    def _group_rho(self, name: str) -> float:
-        rows = self._exec("SELECT window_rho FROM releases WHERE dataset = ?", (name,))
+    def _window_sum(self, name: str, column: str) -> float:
+        """The sum over the releases of ``name`` of one window column (``window_epsilon``, ``window_rho`` or
+        ``window_delta``): basic composition over releases (Dwork and Roth 2014, Thm 3.16)."""
+        rows = self._exec(f"SELECT {column} FROM releases WHERE dataset = ?", (name,))
         return math.fsum(float(v or 0.0) for (v,) in rows)
 
-    def _epsilon_spent(self, name: str) -> float:
-        rows = self._exec("SELECT window_epsilon FROM releases WHERE dataset = ?", (name,))
-        return math.fsum(float(v or 0.0) for (v,) in rows)
-
-    def _delta_per_day(self, name: str) -> dict[str, float]:
+    def delta_per_day(self, name: str) -> dict[str, float]:
+        """``{day: delta}``: the deltas charged on each day, summed over releases (basic composition, Dwork and
+        Roth 2014, Thm 3.16): what one unit-day pays."""
+        self.caps(name)
         rows = self._exec(
             "SELECT c.day, SUM(COALESCE(c.delta, 0)) FROM charges c JOIN releases r ON r.id = c.release_id "
             "WHERE r.dataset = ? GROUP BY c.day",
@@ -427,32 +390,22 @@ class BudgetStore:
         )
         return {str(d): float(v) for d, v in rows}
 
-    def _delta_spent(self, name: str) -> float:
-        rows = self._exec("SELECT window_delta FROM releases WHERE dataset = ?", (name,))
-        return math.fsum(float(v or 0.0) for (v,) in rows)
-
-    def delta_per_day(self, name: str) -> dict[str, float]:
-        """``{day: delta}``: the deltas charged on each day, summed over releases (basic composition, Dwork and
-        Roth 2014, Thm 3.16): what one unit-day pays."""
-        self.caps(name)
-        return self._delta_per_day(name)
-
     def delta_spent(self, name: str) -> float:
         """The composed delta of all releases of ``name``: the sum of their window deltas (Thm 3.16), what a unit
         present on every day pays; ``delta_total`` caps it. Not capped at 1 here: the cap compares the sum."""
         self.caps(name)
-        return self._delta_spent(name)
+        return self._window_sum(name, "window_delta")
 
     def epsilon_spent(self, name: str) -> float:
         """The composed epsilon of all releases of ``name``: the sum of their window epsilons (Thm 3.16), what a
         unit present on every day pays; ``epsilon_total`` caps it."""
         self.caps(name)
-        return self._epsilon_spent(name)
+        return self._window_sum(name, "window_epsilon")
 
     def group_rho_spent(self, name: str) -> float:
         """zCDP cost of all releases for a unit present on every day (what ``rho_total`` caps)."""
         self.caps(name)
-        return self._group_rho(name)
+        return self._window_sum(name, "window_rho")
 
     def spend_per_day(self, name: str) -> dict[str, tuple[float, float]]:
         """``{day: (epsilon, rho)}`` charged so far (reserved, committed and crashed releases all count)."""
@@ -505,9 +458,11 @@ class BudgetStore:
             _check_days(dataset, unit, caps, charges_per_day, rho, spent)
             days = len(charges_per_day)
             if caps.rho_total is not None:
-                self._check_rho_total(dataset, caps.rho_total, window_rho, days)
+                self._check_total(dataset, "total zCDP budget", "group rho", caps.rho_total, window_rho, days)
             if caps.epsilon_total is not None:
-                self._check_epsilon_total(dataset, caps.epsilon_total, window_epsilon, days)
+                self._check_total(
+                    dataset, "total privacy budget", "epsilon", caps.epsilon_total, window_epsilon, days
+                )
             self._insert_release(
                 rid, dataset, mechanism, params, command_line, (window_delta, window_epsilon, window_rho)
             )
@@ -524,25 +479,16 @@ class BudgetStore:
                 )
         return rid
 
-    def _check_rho_total(self, dataset: str, rho_total: float, asked: float, days: int) -> None:
-        """Refuse a release whose zCDP cost over its window (what a unit on all of its days pays: D^2 rho for a
-        release that pools its days, Bun and Steinke 2016, Prop. 1.9) would take the dataset's past ``rho_total``."""
-        have = self._group_rho(dataset)
-        if have + asked > rho_total + TOL:
+    def _check_total(self, dataset: str, budget: str, loss: str, cap: float, asked: float, days: int) -> None:
+        """Refuse a release whose window loss (``loss``: ``epsilon`` or ``group rho``, what a unit present on all
+        of its days pays, as its privacy.json states it; D^2 rho for a release that pools its days, Bun and Steinke
+        2016, Prop. 1.9), added to those of the releases before it, passes ``cap`` (basic composition over
+        releases, Dwork and Roth 2014, Thm 3.16; Bun and Steinke 2016, Lemma 2.3)."""
+        have = self._window_sum(dataset, "window_rho" if loss == "group rho" else "window_epsilon")
+        if have + asked > cap + TOL:
             raise BudgetExceededError(
-                f"total zCDP budget of {dataset!r} exceeded: asked group rho={asked:.6g} over "
-                f"{_days(days)}, left {_left(rho_total, have):.6g} of {rho_total:g}"
-            )
-
-    def _check_epsilon_total(self, dataset: str, epsilon_total: float, asked: float, days: int) -> None:
-        """Refuse a release whose window epsilon, added to those of the releases before it, passes
-        ``epsilon_total`` (basic composition over releases, Dwork and Roth 2014, Thm 3.16; each release's window
-        epsilon is what a unit present on all of its days pays, as its privacy.json states it)."""
-        have = self._epsilon_spent(dataset)
-        if have + asked > epsilon_total + TOL:
-            raise BudgetExceededError(
-                f"total privacy budget of {dataset!r} exceeded: asked epsilon={asked:.6g} over "
-                f"{_days(days)}, left {_left(epsilon_total, have):.6g} of {epsilon_total:g}"
+                f"{budget} of {dataset!r} exceeded: asked {loss}={asked:.6g} over "
+                f"{_days(days)}, left {_left(cap, have):.6g} of {cap:g}"
             )
 
     def _insert_release(
@@ -584,7 +530,7 @@ class BudgetStore:
         """
         if caps.delta_total is None or asked == 0:
             return
-        have = self._delta_spent(caps.name)
+        have = self._window_sum(caps.name, "window_delta")
         if _over(have + asked, caps.delta_total):
             raise BudgetExceededError(
                 f"total delta budget of {caps.name!r} exceeded: asked delta={asked:.3g} over {_days(days)} (what a "
@@ -638,9 +584,9 @@ class BudgetStore:
         before the store recorded it, schema version 5); :meth:`cap_changes` holds the cap changes."""
         self.caps(dataset)
         rows = self._exec(
-            "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
-            "r.reserved_at, r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon), SUM(c.rho), "
-            "MAX(c.delta), r.window_delta, r.operator, r.window_epsilon, r.window_rho "
+            "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.reserved_at, "
+            "r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon), SUM(c.rho), MAX(c.delta), "
+            "r.window_delta, r.window_epsilon, r.window_rho, r.operator, r.host, r.pid "
             "FROM releases r LEFT JOIN charges c ON c.release_id = r.id WHERE r.dataset = ? "
             "GROUP BY r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
             "r.reserved_at, r.committed_at, r.window_delta, r.operator, r.window_epsilon, r.window_rho "
@@ -648,54 +594,54 @@ class BudgetStore:
             (dataset,),
         )
         out = []
-        for (
-            rid,
-            status,
-            mech,
-            params,
-            cmd,
-            chash,
-            host,
-            pid,
-            res_at,
-            com_at,
-            d0,
-            d1,
-            nd,
-            eps,
-            rho,
-            dlt,
-            wdlt,
-            who,
-            weps,
-            wrho,
-        ) in rows:
-            if status == STATUS_RESERVED and _is_dead(str(host), int(pid)):
-                status = STATUS_CRASHED
-            out.append(
-                {
-                    "id": rid,
-                    "status": status,
-                    "mechanism": mech,
-                    "params": json.loads(params),
-                    "command_line": cmd,
-                    "content_hash": chash,
-                    "reserved_at": res_at,
-                    "committed_at": com_at,
-                    "first_day": d0,
-                    "last_day": d1,
-                    "days": int(nd),
-                    "epsilon_sum": float(eps or 0.0),
-                    "rho_sum": None if rho is None else float(rho),
-                    "delta_per_day": None if dlt is None else float(dlt),
-                    "window_delta": float(wdlt or 0.0),
-                    "window_epsilon": float(weps or 0.0),
-                    "window_rho": float(wrho or 0.0),
-                    "operator": who,
-                    "host": host,
-                }
+        for row in rows:
+            entry = dict(zip(_HISTORY_FIELDS, row, strict=True))
+            pid = entry.pop("pid")
+            if entry["status"] == STATUS_RESERVED and _is_dead(str(entry["host"]), int(pid)):
+                entry["status"] = STATUS_CRASHED
+            rho, delta = entry["rho_sum"], entry["delta_per_day"]
+            entry.update(
+                params=json.loads(entry["params"]),
+                days=int(entry["days"]),
+                rho_sum=None if rho is None else float(rho),
+                delta_per_day=None if delta is None else float(delta),
+                **{
+                    k: float(entry[k] or 0.0)
+                    for k in ("epsilon_sum", "window_delta", "window_epsilon", "window_rho")
+                },
             )
+            out.append(entry)
         return out
+
+
+_HISTORY_FIELDS = (
+    "id",
+    "status",
+    "mechanism",
+    "params",
+    "command_line",
+    "content_hash",
+    "reserved_at",
+    "committed_at",
+    "first_day",
+    "last_day",
+    "days",
+    "epsilon_sum",
+    "rho_sum",
+    "delta_per_day",
+    "window_delta",
+    "window_epsilon",
+    "window_rho",
+    "operator",
+    "host",
+    "pid",
+)
+"""The keys of a :meth:`BudgetStore.history` entry, in the order of its query's columns (``pid`` is dropped)."""
+
+
+def _cap_values(caps: DatasetCaps) -> tuple[float | None, ...]:
+    """The caps of ``caps`` in the order of :data:`CAP_FIELDS` (the columns of ``datasets``)."""
+    return tuple(getattr(caps, f) for f in CAP_FIELDS)
 
 
 def group_rho(days: list[tuple[float, float | None]]) -> float:

@@ -7,8 +7,8 @@ Mironov 2012 least-significant-bit attack on naive floating-point Laplace).
 
 :class:`ExactNoiseForTesting` adds no noise. It exists so that system tests can check the exact answers of a
 release (Tumult-style "infinite budget"); it cannot be built without an explicit acknowledgement, the CLI
-offers no way to select it, and a release drawn from it is labelled NOT DP (never booked to a budget). Monte Carlo simulation noise (numpy) lives in :mod:`urbandp._experiments` and is never
-imported by a release.
+offers no way to select it, and a release drawn from it is labelled NOT DP (never booked to a budget). Monte Carlo
+simulation noise (numpy) lives in :mod:`urbandp._experiments` and is never imported by a release.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ import numpy as np
 import urbandp._privacy.dp_prelude as dp
 
 dp.enable_features("contrib")
-
-ArrayLike = np.ndarray
 
 
 @runtime_checkable

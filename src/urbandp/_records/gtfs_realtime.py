@@ -108,7 +108,6 @@ class _Columns:
         self.speed: list[float | None] = []
         self.ok: list[bool] = []
         self.seen: set[tuple[str, int]] = set()
-        self.repeats = 0
 
     def add(
         self,
@@ -120,7 +119,6 @@ class _Columns:
         if ok and vehicle and timestamp is not None:
             key = (vehicle, timestamp)
             if key in self.seen:
-                self.repeats += 1
                 return
             self.seen.add(key)
         self.vehicle.append(vehicle)

@@ -12,6 +12,7 @@ and the column. A feed is public information: nothing here reads records or spen
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import stat
@@ -145,63 +146,74 @@ class FeedTables:
     frequencies: pl.DataFrame | None  # trip_id, start, end, headway (seconds)
 
 
-def _table(
-    files: dict[str, bytes], name: str, required: Sequence[str], optional: Sequence[str], what: str
-) -> pl.DataFrame:
-    """The columns of one GTFS file as stripped strings (empty = null), with ``line`` (1-based, header = 1)."""
-    if name not in files:
-        raise InputDataError(f"{what}: no {name} in the feed")
-    try:
-        table = pl.read_csv(io.BytesIO(files[name]), infer_schema=False, encoding="utf8-lossy")
-    except pl.exceptions.PolarsError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputDataError(f"{what}: cannot read {name}: {first}") from None
-    table = table.rename({c: c.strip().lstrip("\ufeff") for c in table.columns})
-    missing = [c for c in required if c not in table.columns]
-    if missing:
-        raise InputDataError(
-            f"{what}: {name} lacks column(s) {', '.join(missing)} (has {', '.join(table.columns)})"
+@dataclass(frozen=True)
+class _Table:
+    """One GTFS file being read: ``frame`` holds its columns as stripped strings (empty = null) and ``line``
+    (1-based, header = 1); ``name`` (``stops.txt``) and ``what`` (the feed) are named by every message."""
+
+    frame: pl.DataFrame
+    name: str
+    what: str
+
+    @classmethod
+    def read(
+        cls, files: dict[str, bytes], name: str, required: Sequence[str], optional: Sequence[str], what: str
+    ) -> _Table:
+        """The ``required`` and the present ``optional`` columns of ``name`` (absent optional ones null)."""
+        if name not in files:
+            raise InputDataError(f"{what}: no {name} in the feed")
+        try:
+            table = pl.read_csv(io.BytesIO(files[name]), infer_schema=False, encoding="utf8-lossy")
+        except pl.exceptions.PolarsError as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise InputDataError(f"{what}: cannot read {name}: {first}") from None
+        table = table.rename({c: c.strip().lstrip("\ufeff") for c in table.columns})
+        missing = [c for c in required if c not in table.columns]
+        if missing:
+            raise InputDataError(
+                f"{what}: {name} lacks column(s) {', '.join(missing)} (has {', '.join(table.columns)})"
+            )
+        cols = [*required, *(c for c in optional if c in table.columns)]
+        out = table.select(
+            pl.when(pl.col(c).str.strip_chars() == "")
+            .then(None)
+            .otherwise(pl.col(c).str.strip_chars())
+            .alias(c)
+            for c in cols
+        ).with_row_index("line", offset=2)
+        out = out.with_columns(
+            pl.lit(None, dtype=pl.String).alias(c) for c in optional if c not in out.columns
         )
-    cols = [*required, *(c for c in optional if c in table.columns)]
-    out = table.select(
-        pl.when(pl.col(c).str.strip_chars() == "").then(None).otherwise(pl.col(c).str.strip_chars()).alias(c)
-        for c in cols
-    ).with_row_index("line", offset=2)
-    return out.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in optional if c not in out.columns)
+        return cls(out, name, what)
 
+    def check(self, ok: pl.Expr, column: str, expected: str) -> None:
+        """Refuse the first row where ``ok`` fails (or is null), naming its line, ``column`` and its value."""
+        bad = self.frame.filter(~ok.fill_null(False))
+        if bad.height:
+            line, value = bad.select("line", column).row(0)
+            raise InputDataError(
+                f"{self.what}: {self.name} line {line}: {column} {value!r} is not {expected} ({bad.height} such "
+                "row(s))"
+            )
 
-def _bad(table: pl.DataFrame, ok: pl.Expr, name: str, column: str, what: str, expected: str) -> None:
-    bad = table.filter(~ok.fill_null(False))
-    if bad.height:
-        line, value = bad.select("line", column).row(0)
-        raise InputDataError(
-            f"{what}: {name} line {line}: {column} {value!r} is not {expected} ({bad.height} such row(s))"
-        )
+    def number(self, column: str, lo: float, hi: float) -> _Table:
+        """``column`` as a number in [``lo``, ``hi``]."""
+        value = pl.col(column).cast(pl.Float64, strict=False)
+        self.check(value.is_between(lo, hi), column, f"a number in [{lo:g}, {hi:g}]")
+        return dataclasses.replace(self, frame=self.frame.with_columns(value.alias(column)))
 
-
-def _number(table: pl.DataFrame, column: str, name: str, what: str, lo: float, hi: float) -> pl.DataFrame:
-    value = pl.col(column).cast(pl.Float64, strict=False)
-    _bad(table, value.is_between(lo, hi), name, column, what, f"a number in [{lo:g}, {hi:g}]")
-    return table.with_columns(value.alias(column))
-
-
-def _seconds(table: pl.DataFrame, column: str, name: str, what: str) -> pl.DataFrame:
-    """``H:MM:SS`` (hours may pass 24) as seconds after the service day's midnight; empty stays null."""
-    parts = pl.col(column).str.split_exact(":", 2)
-    h, m, s = (parts.struct.field(f"field_{i}").cast(pl.Int64, strict=False) for i in range(3))
-    ok = (h >= 0) & m.is_between(0, 59) & s.is_between(0, 59) & (pl.col(column).str.len_bytes() <= 9)
-    parsed = table.with_columns(
-        pl.when(ok).then(h * 3600 + m * 60 + s).alias("_seconds"),
-    )
-    _bad(
-        parsed,
-        pl.col(column).is_null() | pl.col("_seconds").is_not_null(),
-        name,
-        column,
-        what,
-        "a time H:MM:SS",
-    )
-    return parsed.with_columns(pl.col("_seconds").alias(column)).drop("_seconds")
+    def seconds(self, *columns: str) -> _Table:
+        """``H:MM:SS`` (hours may pass 24) as seconds after the service day's midnight; empty stays null."""
+        frame = self.frame
+        for column in columns:
+            parts = pl.col(column).str.split_exact(":", 2)
+            h, m, s = (parts.struct.field(f"field_{i}").cast(pl.Int64, strict=False) for i in range(3))
+            ok = (h >= 0) & m.is_between(0, 59) & s.is_between(0, 59) & (pl.col(column).str.len_bytes() <= 9)
+            frame = frame.with_columns(pl.when(ok).then(h * 3600 + m * 60 + s).alias("_seconds"))
+            parsed = pl.col(column).is_null() | pl.col("_seconds").is_not_null()
+            dataclasses.replace(self, frame=frame).check(parsed, column, "a time H:MM:SS")
+            frame = frame.with_columns(pl.col("_seconds").alias(column)).drop("_seconds")
+        return dataclasses.replace(self, frame=frame)
 
 
 def read_tables(feed: FeedFiles) -> FeedTables:
@@ -210,39 +222,33 @@ def read_tables(feed: FeedFiles) -> FeedTables:
     files, what = feed.files, feed.what
     shapes = read_shapes(feed) if "shapes.txt" in files else None
     stops = read_stops(feed)
-    trips = _table(files, "trips.txt", ("route_id", "service_id", "trip_id"), ("shape_id", "block_id"), what)
-    trips = trips.select("trip_id", "service_id", "shape_id", "block_id").unique("trip_id", keep="first")
+    trips = _Table.read(
+        files, "trips.txt", ("route_id", "service_id", "trip_id"), ("shape_id", "block_id"), what
+    )
+    trips_frame = trips.frame.select("trip_id", "service_id", "shape_id", "block_id").unique(
+        "trip_id", keep="first"
+    )
     stop_times = _read_stop_times(files, what)
     calendar = _read_calendar(files, what) if "calendar.txt" in files else None
     calendar_dates = _read_calendar_dates(files, what) if "calendar_dates.txt" in files else None
     if calendar is None and calendar_dates is None:
         raise InputDataError(f"{what}: neither calendar.txt nor calendar_dates.txt (no service days)")
     frequencies = _read_frequencies(files, what) if "frequencies.txt" in files else None
-    return FeedTables(shapes, stops, trips, stop_times, calendar, calendar_dates, frequencies)
+    return FeedTables(shapes, stops, trips_frame, stop_times, calendar, calendar_dates, frequencies)
 
 
 def read_shapes(feed: FeedFiles) -> pl.DataFrame:
     """``shapes.txt``: shape_id, lat, lon, seq, sdt (Float64 or null), sorted by shape and sequence."""
-    files, what = feed.files, feed.what
-    shapes = _table(
-        files,
-        "shapes.txt",
-        ("shape_id", "shape_pt_lat", "shape_pt_lon", "shape_pt_sequence"),
-        ("shape_dist_traveled",),
-        what,
-    )
-    shapes = _number(shapes, "shape_pt_lat", "shapes.txt", what, -90, 90)
-    shapes = _number(shapes, "shape_pt_lon", "shapes.txt", what, -180, 180)
+    required = ("shape_id", "shape_pt_lat", "shape_pt_lon", "shape_pt_sequence")
+    shapes = _Table.read(feed.files, "shapes.txt", required, ("shape_dist_traveled",), feed.what)
+    shapes = shapes.number("shape_pt_lat", -90, 90).number("shape_pt_lon", -180, 180)
     seq = pl.col("shape_pt_sequence").cast(pl.Int64, strict=False)
-    _bad(
-        shapes,
+    shapes.check(
         seq.is_not_null() & pl.col("shape_id").is_not_null(),
-        "shapes.txt",
         "shape_pt_sequence",
-        what,
         "an integer with a shape_id",
     )
-    return shapes.select(
+    return shapes.frame.select(
         "shape_id",
         pl.col("shape_pt_lat").alias("lat"),
         pl.col("shape_pt_lon").alias("lon"),
@@ -254,29 +260,20 @@ def read_shapes(feed: FeedFiles) -> pl.DataFrame:
 def read_stops(feed: FeedFiles) -> pl.DataFrame:
     """``stops.txt``: stop_id, lat, lon of the stops with a position (stations, generic nodes and boarding areas
     without one are left out, as GTFS allows)."""
-    files, what = feed.files, feed.what
-    stops = _table(files, "stops.txt", ("stop_id",), ("stop_lat", "stop_lon"), what)
-    stops = stops.filter(pl.col("stop_lat").is_not_null() | pl.col("stop_lon").is_not_null())
-    stops = _number(stops, "stop_lat", "stops.txt", what, -90, 90)
-    stops = _number(stops, "stop_lon", "stops.txt", what, -180, 180)
-    return stops.select("stop_id", pl.col("stop_lat").alias("lat"), pl.col("stop_lon").alias("lon"))
+    stops = _Table.read(feed.files, "stops.txt", ("stop_id",), ("stop_lat", "stop_lon"), feed.what)
+    placed = stops.frame.filter(pl.col("stop_lat").is_not_null() | pl.col("stop_lon").is_not_null())
+    stops = dataclasses.replace(stops, frame=placed).number("stop_lat", -90, 90).number("stop_lon", -180, 180)
+    return stops.frame.select("stop_id", pl.col("stop_lat").alias("lat"), pl.col("stop_lon").alias("lon"))
 
 
 def _read_stop_times(files: dict[str, bytes], what: str) -> pl.DataFrame:
     """``stop_times.txt``: trip_id, seq, stop_id, arr, dep (seconds; either one stands for a missing other), sdt."""
-    st = _table(
-        files,
-        "stop_times.txt",
-        ("trip_id", "arrival_time", "departure_time", "stop_id", "stop_sequence"),
-        ("shape_dist_traveled",),
-        what,
-    )
-    st = _seconds(
-        _seconds(st, "arrival_time", "stop_times.txt", what), "departure_time", "stop_times.txt", what
-    )
+    required = ("trip_id", "arrival_time", "departure_time", "stop_id", "stop_sequence")
+    st = _Table.read(files, "stop_times.txt", required, ("shape_dist_traveled",), what)
+    st = st.seconds("arrival_time", "departure_time")
     seq = pl.col("stop_sequence").cast(pl.Int64, strict=False)
-    _bad(st, seq.is_not_null(), "stop_times.txt", "stop_sequence", what, "an integer")
-    return st.select(
+    st.check(seq.is_not_null(), "stop_sequence", "an integer")
+    return st.frame.select(
         "trip_id",
         seq.alias("seq"),
         "stop_id",
@@ -289,10 +286,10 @@ def _read_stop_times(files: dict[str, bytes], what: str) -> pl.DataFrame:
 def _read_calendar(files: dict[str, bytes], what: str) -> pl.DataFrame:
     """``calendar.txt``: service_id, start, end (dates) and week (7 booleans, Monday first)."""
     week = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-    calendar = _table(files, "calendar.txt", ("service_id", *week, "start_date", "end_date"), (), what)
+    calendar = _Table.read(files, "calendar.txt", ("service_id", *week, "start_date", "end_date"), (), what)
     for c in ("start_date", "end_date"):
-        _bad(calendar, _date(c).is_not_null(), "calendar.txt", c, what, "a date YYYYMMDD")
-    return calendar.select(
+        calendar.check(_date(c).is_not_null(), c, "a date YYYYMMDD")
+    return calendar.frame.select(
         "service_id",
         _date("start_date").alias("start"),
         _date("end_date").alias("end"),
@@ -302,30 +299,19 @@ def _read_calendar(files: dict[str, bytes], what: str) -> pl.DataFrame:
 
 def _read_calendar_dates(files: dict[str, bytes], what: str) -> pl.DataFrame:
     """``calendar_dates.txt``: service_id, date and exception_type (True: service added, False: removed)."""
-    calendar_dates = _table(files, "calendar_dates.txt", ("service_id", "date", "exception_type"), (), what)
-    _bad(calendar_dates, _date("date").is_not_null(), "calendar_dates.txt", "date", what, "a date YYYYMMDD")
-    _bad(
-        calendar_dates,
-        pl.col("exception_type").is_in(["1", "2"]),
-        "calendar_dates.txt",
-        "exception_type",
-        what,
-        "1 or 2",
-    )
-    return calendar_dates.select("service_id", _date("date").alias("date"), pl.col("exception_type") == "1")
+    dates = _Table.read(files, "calendar_dates.txt", ("service_id", "date", "exception_type"), (), what)
+    dates.check(_date("date").is_not_null(), "date", "a date YYYYMMDD")
+    dates.check(pl.col("exception_type").is_in(["1", "2"]), "exception_type", "1 or 2")
+    return dates.frame.select("service_id", _date("date").alias("date"), pl.col("exception_type") == "1")
 
 
 def _read_frequencies(files: dict[str, bytes], what: str) -> pl.DataFrame:
     """``frequencies.txt``: trip_id, start, end (seconds) and headway (seconds, positive)."""
-    frequencies = _table(
-        files, "frequencies.txt", ("trip_id", "start_time", "end_time", "headway_secs"), (), what
-    )
-    frequencies = _seconds(
-        _seconds(frequencies, "start_time", "frequencies.txt", what), "end_time", "frequencies.txt", what
-    )
+    required = ("trip_id", "start_time", "end_time", "headway_secs")
+    frequencies = _Table.read(files, "frequencies.txt", required, (), what).seconds("start_time", "end_time")
     headway = pl.col("headway_secs").cast(pl.Int64, strict=False)
-    _bad(frequencies, headway > 0, "frequencies.txt", "headway_secs", what, "a positive integer")
-    return frequencies.select(
+    frequencies.check(headway > 0, "headway_secs", "a positive integer")
+    return frequencies.frame.select(
         "trip_id",
         pl.col("start_time").alias("start"),
         pl.col("end_time").alias("end"),
@@ -335,17 +321,3 @@ def _read_frequencies(files: dict[str, bytes], what: str) -> pl.DataFrame:
 
 def _date(column: str) -> pl.Expr:
     return pl.col(column).str.strptime(pl.Date, "%Y%m%d", strict=False)
-
-
-__all__ = [
-    "GTFS_FILES",
-    "MAX_DOMAIN_FILE_BYTES",
-    "MAX_GTFS_ROWS",
-    "FeedFiles",
-    "FeedTables",
-    "read_feed",
-    "read_public_file",
-    "read_shapes",
-    "read_stops",
-    "read_tables",
-]

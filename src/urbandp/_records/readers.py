@@ -1,9 +1,9 @@
 """Readers for CSV, JSON (array), JSON Lines, Parquet (GeoParquet points included) and GTFS-realtime snapshots
 (:mod:`urbandp._records.gtfs_realtime`) into one canonical lazy frame.
 
-Every input becomes a Polars ``LazyFrame`` with the raw canonical columns ``source`` (index into the file list), ``record_ok`` (false for a line that could not be
-parsed at all), ``row`` (1-based data row in
-its file), ``vehicle`` (str), ``timestamp_raw`` (str, or an already typed datetime), ``latitude``, ``longitude`` and
+Every input becomes a Polars ``LazyFrame`` with the raw canonical columns ``source`` (index into the file list),
+``record_ok`` (false for a line that could not be parsed at all), ``row`` (1-based data row in its file),
+``vehicle`` (str), ``timestamp_raw`` (str, or an already typed datetime), ``latitude``, ``longitude`` and
 ``speed_raw`` (float, in the input's unit; null where absent or unparseable). Parsing and unit conversion happen in
 :mod:`urbandp._records.validation`, so a bad value becomes a quarantined row with a reason, never a crash.
 """
@@ -11,11 +11,12 @@ its file), ``vehicle`` (str), ``timestamp_raw`` (str, or an already typed dateti
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import mmap
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -177,10 +178,8 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
                 lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
             elif kind == "parquet":
                 lf = _scan_parquet(path, points=False)
-            elif kind == "jsonl":  # a Polars scan would infer its schema from the whole file
+            else:  # JSON Lines: a Polars scan would infer its schema from the whole file
                 out[given.name] = _json_lines_head(path, column, n)
-                continue
-            else:
                 continue
             out[given.name] = lf.select(pl.col(column)).head(n).collect().to_series()
         except Exception:  # a sample is only for the report; validation reports every row
@@ -232,12 +231,8 @@ def _json_keys(path: Path, columns: dict[str, str] | None) -> list[str]:
     """
     names: dict[str, None] = {}
     with path.open("rb") as handle:
-        for line in handle:
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and any(k not in names for k in obj):
+        for obj in _objects(handle):
+            if any(k not in names for k in obj):
                 names.update(dict.fromkeys(obj))
                 try:
                     ColumnMapping.resolve(list(names), columns)
@@ -269,37 +264,33 @@ def _json_reading_schema(
         if optional is not None and optional not in schema:
             values = [rec.get(optional) for rec in sample]
             numeric = optional in (m.latitude, m.longitude, m.speed) and all(v is None for v in values)
-            schema[optional] = (
-                pl.Float64 if numeric else _json_dtype(values)
-            )  # absent from the sample: a number
+            # absent from the sample: a number
+            schema[optional] = pl.Float64 if numeric else _json_dtype(values)
     pair = schema.get(m.coordinates) if m.coordinates else None
     if isinstance(pair, pl.Struct) and "coordinates" in {f.name for f in pair.fields}:
         schema[m.coordinates] = pl.Struct({"coordinates": pair.to_schema()["coordinates"]})  # type: ignore[index]
     return schema
 
 
-def _sample_records(lines: list[bytes]) -> list[dict[str, object]]:
-    sample: list[dict[str, object]] = []
+def _objects(lines: Iterable[bytes]) -> Iterator[dict[str, object]]:
+    """The JSON objects among ``lines``, in order (lines that do not parse, and other JSON values, skipped)."""
     for line in lines:
-        if len(sample) >= JSON_SAMPLE_RECORDS:
-            break
         try:
             obj = json.loads(line)
         except ValueError:
             continue
         if isinstance(obj, dict):
-            sample.append(obj)
-    return sample
+            yield obj
+
+
+def _sample_records(lines: list[bytes]) -> list[dict[str, object]]:
+    return list(itertools.islice(_objects(lines), JSON_SAMPLE_RECORDS))
 
 
 def _numbered(frame: pl.DataFrame, lines: np.ndarray | range | list[int], ok: bool = True) -> pl.DataFrame:
     return frame.with_columns(
         pl.Series("__line", lines, dtype=pl.UInt32), pl.lit(ok, dtype=pl.Boolean).alias("__record_ok")
     )
-
-
-def _failed(schema: dict[str, DType], lines: list[int]) -> pl.DataFrame:
-    return _numbered(pl.DataFrame(schema=schema).clear(len(lines)), lines, ok=False)
 
 
 def _bulk(data: bytes, schema: dict[str, DType]) -> pl.DataFrame | None:
@@ -369,7 +360,7 @@ def _parse_line_by_line(lines: list[bytes], first_line: int, schema: dict[str, D
             else:
                 failed.append(number)
     if failed:
-        out.append(_failed(schema, failed))
+        out.append(_numbered(pl.DataFrame(schema=schema).clear(len(failed)), failed, ok=False))
     return out
 
 
@@ -437,11 +428,7 @@ def _check_utf8(mm: mmap.mmap, path: Path, chunk: int = 8 << 20) -> None:
         try:
             decoder.decode(mm[at : at + chunk], final=at + chunk >= size)
         except UnicodeDecodeError as err:
-            line = mm[: at + max(err.start, 0)].count(b"\n") + 1
-            raise InputError(
-                f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
-                "latin1 -t utf-8 in.jsonl > out.jsonl)"
-            ) from None
+            raise _not_utf8(path, mm[: at + max(err.start, 0)].count(b"\n") + 1) from None
 
 
 def _line_layout(mm: mmap.mmap, chunk: int = 8 << 20) -> tuple[int, bool, bool]:
@@ -572,13 +559,24 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     whole = _whole_file(path, schema)
     if whole is not None:
         return whole
-    frames: list[pl.DataFrame] = []
-    for block, start, n in _line_blocks(path):
-        frames.extend(_parse_block(block, start, n, schema))
+    frames = [f for block, start, n in _line_blocks(path) for f in _parse_block(block, start, n, schema)]
+    return _joined(frames, schema)
+
+
+def _joined(frames: list[pl.DataFrame], schema: dict[str, DType]) -> pl.DataFrame:
+    """The parsed pieces of a file in one frame (an empty one of ``schema`` when none holds a row)."""
     frames = [f for f in frames if f.height]
     if not frames:
         return _numbered(pl.DataFrame(schema=schema), [])
     return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
+
+
+def _not_utf8(path: Path, line: int) -> InputError:
+    """The one line for a JSON file whose ``line`` is not UTF-8 text (Latin-1, say)."""
+    return InputError(
+        f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
+        "latin1 -t utf-8 in.jsonl > out.jsonl)"
+    )
 
 
 def _refuse_non_utf8_head(path: Path) -> None:
@@ -588,10 +586,7 @@ def _refuse_non_utf8_head(path: Path) -> None:
         try:
             line.decode("utf-8")
         except UnicodeDecodeError:
-            raise InputError(
-                f"cannot read {path}: line {number:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
-                "latin1 -t utf-8 in.jsonl > out.jsonl)"
-            ) from None
+            raise _not_utf8(path, number) from None
 
 
 def _head_lines(path: Path, max_bytes: int = 1 << 20) -> list[bytes]:
@@ -622,10 +617,7 @@ def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     wanted = list(schema)
     lines = [json.dumps({k: r.get(k) for k in wanted}) if isinstance(r, dict) else "null" for r in data]
     blob = "\n".join(lines).encode()
-    frames = [f for f in _parse_block(blob, 1, len(lines), schema) if f.height] if lines else []
-    if not frames:
-        return _numbered(pl.DataFrame(schema=schema), [])
-    return pl.concat(frames, how="vertical")
+    return _joined(_parse_block(blob, 1, len(lines), schema) if lines else [], schema)
 
 
 def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame:
@@ -706,6 +698,25 @@ def _timestamp_text(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     return expr.cast(pl.String)
 
 
+def canonical_columns(m: ColumnMapping, schema: pl.Schema) -> list[pl.Expr]:
+    """The raw canonical ``vehicle``, ``timestamp_raw``, ``latitude``, ``longitude`` and ``speed_raw`` of a frame
+    whose columns ``m`` maps (``schema``: their types); the Spark engine builds its batches with them too."""
+    if m.coordinates:
+        lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
+    else:
+        assert m.latitude is not None and m.longitude is not None  # ColumnMapping.resolve: pair or both
+        lat = _as_float(pl.col(m.latitude), schema[m.latitude])
+        lon = _as_float(pl.col(m.longitude), schema[m.longitude])
+    ts = pl.col(m.timestamp)
+    return [
+        pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
+        (ts if isinstance(schema[m.timestamp], pl.Datetime) else ts.cast(pl.String)).alias("timestamp_raw"),
+        lat.alias("latitude"),
+        lon.alias("longitude"),
+        _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+    ]
+
+
 def scan_records(
     paths: list[Path], columns: dict[str, str] | None = None, *, timezone: str | None = None
 ) -> tuple[pl.LazyFrame, ColumnMapping, list[Path]]:
@@ -722,21 +733,12 @@ def scan_records(
     for index, path in enumerate(files):
         lf = _scan_one(path, columns)
         schema = _schema(lf, path)
-        own = (
-            input_kind(path) == gtfs_realtime.KIND
-        )  # canonical names already: a --column map is for the others
+        # a GTFS-realtime input has the canonical names already: a --column map is for the others
+        own = input_kind(path) == gtfs_realtime.KIND
         m = ColumnMapping.resolve(list(schema.names()), None if own else columns)
         mapping = mapping or m
-        if m.coordinates:
-            lon, lat = _coordinate_pair(pl.col(m.coordinates), schema[m.coordinates])
-        else:
-            assert m.latitude is not None and m.longitude is not None  # ColumnMapping.resolve: pair or both
-            lat = _as_float(pl.col(m.latitude), schema[m.latitude])
-            lon = _as_float(pl.col(m.longitude), schema[m.longitude])
-        ts_dtype = schema[m.timestamp]
         if not own:
-            timezones.check_instants(ts_dtype, m.timestamp, timezone)
-        ts = pl.col(m.timestamp) if isinstance(ts_dtype, pl.Datetime) else pl.col(m.timestamp).cast(pl.String)
+            timezones.check_instants(schema[m.timestamp], m.timestamp, timezone)
         tolerant = "__line" in schema
         numbered = lf if tolerant else lf.with_row_index("__line", offset=1)
         # A CSV line with no value in any field (a blank line, or separators only) is not a record: flagged here,
@@ -751,11 +753,7 @@ def scan_records(
                 pl.lit(index, dtype=pl.UInt16).alias("source"),
                 pl.col("__line").cast(pl.UInt32).alias("row"),
                 (pl.col("__record_ok") if tolerant else pl.lit(True)).alias("record_ok"),
-                pl.col(m.vehicle).cast(pl.String).str.strip_chars().alias("vehicle"),
-                ts.alias("timestamp_raw"),
-                lat.alias("latitude"),
-                lon.alias("longitude"),
-                _as_float(pl.col(m.speed), schema[m.speed]).alias("speed_raw"),
+                *canonical_columns(m, schema),
                 empty.alias("empty_line"),
             )
         )

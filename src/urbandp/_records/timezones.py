@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,32 +104,25 @@ def _refuse_instants(column: str, zone: str) -> None:
     )
 
 
-def _agency_text(feed: Path) -> bytes | None:
-    """The bytes of ``agency.txt`` in a GTFS folder or zip, None when absent or when the feed cannot be read (the
-    domain's reader, the same :func:`urbandp._records.gtfs_schedule.read_feed`, says what is wrong with it)."""
-    from urbandp._records.gtfs_schedule import read_feed
+def _agency_zones(feed: Path) -> list[str]:
+    """The distinct ``agency_timezone`` values of a GTFS folder's or zip's ``agency.txt``; none when the feed, the
+    file or the column is absent or cannot be read (the domain's reader, the same
+    :func:`urbandp._records.gtfs_schedule.read_feed`, says what is wrong with the feed)."""
+    from urbandp._records.gtfs_schedule import _Table, read_feed
 
     try:
-        return read_feed(feed, ("agency.txt",), digest=False).files.get("agency.txt")
+        files = read_feed(feed, ("agency.txt",), digest=False)
+        table = _Table.read(files.files, "agency.txt", (), ("agency_timezone",), files.what).frame
     except InputError:
-        return None
+        return []
+    return sorted(set(table["agency_timezone"].drop_nulls().to_list()))
 
 
 def feed_timezone(feed: Path) -> str | None:
     """The ``agency_timezone`` of a GTFS feed (a folder or a zip), or None when the feed has no ``agency.txt`` or
     no such column. Several different zones, or one Polars does not know, are refused in one line naming
     ``domain_gtfs`` and ``timezone`` (the GTFS reference requires one zone per feed)."""
-    raw = _agency_text(Path(feed))
-    if raw is None:
-        return None
-    try:
-        table = pl.read_csv(io.BytesIO(raw), infer_schema=False, encoding="utf8-lossy")
-    except pl.exceptions.PolarsError:
-        return None
-    table = table.rename({c: c.strip().lstrip("\ufeff") for c in table.columns})
-    if "agency_timezone" not in table.columns:
-        return None
-    zones = sorted({z.strip() for z in table["agency_timezone"].drop_nulls().to_list() if z.strip()})
+    zones = _agency_zones(Path(feed))
     if not zones:
         return None
     if len(zones) > 1:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from urbandp._records.timezones import polars_reads_zone
 from urbandp.errors import Advice, InputError
 
 SPEED_FACTORS_TO_KMH = {"km/h": 1.0, "kmh": 1.0, "kph": 1.0, "mph": 1.609344, "m/s": 3.6, "mps": 3.6}
@@ -93,13 +94,11 @@ class ValidationOptions:
                     "timezone is empty: give an IANA zone such as Asia/Kolkata, or leave it out",
                     parameters="timezone",
                 )
-            try:
-                pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(self.timezone)
-            except Exception:
+            if not polars_reads_zone(self.timezone):
                 raise InputError(
                     f"unknown time zone '{self.timezone}' for timezone (an IANA zone such as Asia/Kolkata)",
                     parameters="timezone",
-                ) from None
+                )
         if not self.speed_reject_above_kmh > 0:
             raise InputError("speed_reject_above must be > 0")
         check_timestamp_format(self.timestamp_format)
@@ -379,35 +378,20 @@ def rejected_rows(validated: pl.LazyFrame) -> pl.LazyFrame:
 def quarantine_frame(rejected: pl.DataFrame, duplicates: pl.DataFrame) -> pl.DataFrame:
     """Rejected rows and duplicates with their reason, in the columns written to ``quarantine.csv``.
 
-    ``duplicates`` should hold the duplicate rows' RAW columns (``timestamp_raw``, ``latitude``, ``longitude``,
-    ``speed_raw``: see :func:`raw_rows`), so the quarantine shows what the input said. A frame of parsed rows
-    (``timestamp``, ``speed``) is still accepted: its values are then the parsed ones.
+    ``duplicates`` holds the duplicate rows' raw columns (:func:`raw_rows`), so the quarantine shows what the input
+    said; with no row it may have any columns.
     """
-    if "timestamp_raw" in duplicates.columns:
-        dup = duplicates.select(
-            pl.col("source"),
-            pl.col("row"),
-            pl.lit("duplicate").alias("reason"),
-            pl.col("vehicle").cast(pl.String),
-            pl.col("timestamp_raw").cast(pl.String),
-            pl.col("latitude"),
-            pl.col("longitude"),
-            pl.col("speed_raw"),
-        )
-    else:
-        dup = duplicates.select(
-            pl.col("source"),
-            pl.col("row"),
-            pl.lit("duplicate").alias("reason"),
-            pl.col("vehicle").cast(pl.String),
-            pl.col("timestamp").dt.strftime("%Y-%m-%dT%H:%M:%S").alias("timestamp_raw"),
-            *(  # a release pass keeps the H3 cell instead of the coordinates
-                pl.col(c) if c in duplicates.columns else pl.lit(None, pl.Float64).alias(c)
-                for c in ("latitude", "longitude")
-            ),
-            pl.col("speed").alias("speed_raw"),
-        )
     bad = rejected.select(QUARANTINE_COLUMNS).with_columns(pl.col("timestamp_raw").cast(pl.String))
+    if duplicates.height == 0:
+        return bad.sort("source", "row")
+    dup = duplicates.select(
+        "source",
+        "row",
+        pl.lit("duplicate").alias("reason"),
+        pl.col("vehicle").cast(pl.String),
+        pl.col("timestamp_raw").cast(pl.String),
+        *RAW_FIELDS[2:],
+    )
     return pl.concat([bad, dup], how="vertical_relaxed").sort("source", "row")
 
 

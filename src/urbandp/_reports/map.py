@@ -16,7 +16,7 @@ What an agency needs to read the map honestly:
 * cells whose 95% interval is wider than a threshold (default U/2) hatched instead of coloured, and cells whose
   count was released but whose mean was withheld or clamped drawn as "count only" (dashed outline, no colour);
 * a counter that counts what is drawn;
-* context that needs no tile server: the public domain's outline (:func:`domain_cells_for_bbox`), a GTFS feed's
+* context that needs no tile server: the public domain's outline (``domain_cells``), a GTFS feed's
   routes and stops (a folder or the ``gtfs.zip`` agencies ship, :func:`gtfs_overlay`) and any GeoJSON file
   (:func:`read_context`). The context stays visible in every state.
 
@@ -267,30 +267,6 @@ def map_inputs(tiles: str | None, gtfs: Path | None, context: Sequence[Path] | N
     return {"tiles": parse_tiles(tiles), "gtfs": gtfs, "context": list(context or [])}
 
 
-def domain_cells_for_bbox(bbox: Sequence[float], resolution: int) -> list[str]:
-    """The H3 cells whose centroid lies in a public box ``(min_lat, min_lon, max_lat, max_lon)``, sorted.
-
-    The same cells as the fleet release's ``--domain-bbox`` at the release resolution (H3 polygon-to-cells uses
-    centroid containment), so the map can outline the whole public domain behind the released cells.
-    """
-    import polars_h3 as plh3
-
-    if len(bbox) != 4:
-        raise InputError("domain bbox must be min_lat,min_lon,max_lat,max_lon")
-    a, b, c, d = (float(x) for x in bbox)
-    if not (-90 <= a < c <= 90 and -180 <= b < d <= 180):
-        raise InputError(
-            f"domain bbox {a},{b},{c},{d} must have -90 <= min_lat < max_lat <= 90 and min_lon < max_lon"
-        )
-    if not 0 <= int(resolution) <= 15:
-        raise InputError(f"H3 resolution must be 0..15, got {resolution}")
-    wkt = f"POLYGON(({b} {a}, {d} {a}, {d} {c}, {b} {c}, {b} {a}))"
-    cells = (
-        pl.DataFrame({"g": [wkt]}).select(plh3.polygon_to_cells("g", int(resolution)).alias("c")).explode("c")
-    )
-    return sorted(cells.select(plh3.int_to_str("c"))["c"].drop_nulls().unique().to_list())
-
-
 def _check_frame(frame: pl.DataFrame, value_col: str) -> pl.DataFrame:
     """Validate the columns; return ``h3_cell, slot, value, state`` (+ ``low, high``, ``vehicle_days``).
 
@@ -430,15 +406,6 @@ class _Scale:
     threshold: float | None
 
 
-@dataclass(frozen=True)
-class _Context:
-    """Public context drawn under and over the cells: the GTFS overlay, GeoJSON files, the domain's outline."""
-
-    overlay: GtfsOverlay | None
-    files: list[dict[str, object]]
-    domain_rings: list[list[LatLon]]
-
-
 def _check_positive(name: str, value: float | None) -> None:
     """:class:`InputError` unless ``value`` is None or a finite positive number."""
     if value is not None and not (math.isfinite(value) and value > 0):
@@ -535,18 +502,26 @@ def _scale(
     return _Scale(lo, hi, speed_max is not None, threshold if has_ci else None)
 
 
-def _payload(
-    released: _Released,
-    scale: _Scale,
-    context: _Context,
-    *,
-    legend: str,
-    value_col: str,
-    tiles: TileSource | None,
-    cell_word: str = "hexagon",
-) -> dict[str, object]:
+@dataclass(frozen=True)
+class _Page:
+    """What one map page shows: the released cells, their colour scale, the public context drawn under and over
+    them (the GTFS overlay, GeoJSON files, the domain's outline), the legend (its unit in parentheses at the end),
+    the basemap and the word for a cell."""
+
+    released: _Released
+    scale: _Scale
+    overlay: GtfsOverlay | None
+    files: list[dict[str, object]]
+    domain_rings: list[list[LatLon]]
+    legend: str
+    tiles: TileSource | None
+    cell_word: str
+
+
+def _payload(page: _Page, value_col: str) -> dict[str, object]:
     """The data the page's script draws (embedded by Jinja's ``tojson``)."""
-    cells, resolutions, grids, overlay = released.cells, released.resolutions, released.grids, context.overlay
+    released, scale, overlay, legend, tiles = page.released, page.scale, page.overlay, page.legend, page.tiles
+    cells, resolutions, grids = released.cells, released.resolutions, released.grids
     return {
         "cells": cells,
         "resolutions": resolutions,
@@ -567,12 +542,12 @@ def _payload(
         "unit": _unit(legend).strip(),
         "value_col": value_col,
         "colours": VIRIDIS,
-        "domain_rings": context.domain_rings,
+        "domain_rings": page.domain_rings,
         "routes": [_simplified(line) for line in overlay.shapes] if overlay else [],
         "stops": [(round(a, 6), round(b, 6)) for a, b in overlay.stops] if overlay else [],
-        "context": context.files,
+        "context": page.files,
         "tiles": None if tiles is None else {"url": tiles.url, "attribution": tiles.attribution},
-        "cell_word": cell_word,
+        "cell_word": page.cell_word,
         "cell_label": "H3 cell" if resolutions else "grid cell",
     }
 
@@ -592,37 +567,26 @@ def _legend_parts(scale: _Scale) -> dict[str, object]:
     }
 
 
-def _render_map(
-    payload: dict[str, object],
-    released: _Released,
-    scale: _Scale,
-    context: _Context,
-    *,
-    title: str,
-    legend: str,
-    header: MapHeader,
-    tiles: TileSource | None,
-    cell_word: str = "hexagon",
-) -> str:
+def _render_map(page: _Page, payload: dict[str, object], title: str, header: MapHeader) -> str:
     """The page: :data:`TEMPLATE` rendered with the payload, the legend and Leaflet inlined."""
     css, js, version = leaflet_assets()
-    overlay = context.overlay
+    released, overlay = page.released, page.overlay
     return render_page(
         TEMPLATE,
         title=title,
-        legend=legend,
+        legend=page.legend,
         header=header,
-        **_legend_parts(scale),
-        unit=_unit(legend),
-        has_domain=bool(context.domain_rings),
+        **_legend_parts(page.scale),
+        unit=_unit(page.legend),
+        has_domain=bool(page.domain_rings),
         has_routes=overlay is not None and bool(overlay.shapes),
         has_stops=overlay is not None and bool(overlay.stops),
-        context_names=[str(c["name"]) for c in context.files],
+        context_names=[str(c["name"]) for c in page.files],
         resolutions=sorted(set(released.resolutions)),
         has_ci=released.has_ci,
         gtfs_source=None if overlay is None else overlay.source,
-        has_tiles=tiles is not None,
-        cell_word=cell_word,
+        has_tiles=page.tiles is not None,
+        cell_word=page.cell_word,
         cell_label_article="an H3 cell" if released.resolutions else "a grid cell id",
         data=payload,
         leaflet_css=Markup(css.replace("</style", "<\\/style")),
@@ -681,20 +645,8 @@ def write_hat_map(
     overlay = gtfs_overlay(gtfs_dir) if gtfs_dir is not None else None
     files = [read_context(p) for p in context]
     released = _released(data, frame, cell_rings)
-    layers = _Context(overlay, files, _domain_rings(domain_cells, released.cells))
     scale = _scale(released.grids["value"], speed_max, interval_threshold, released.has_ci)
-    payload = _payload(
-        released, scale, layers, legend=legend, value_col=value_col, tiles=tiles, cell_word=cell_word
-    )
-    page = _render_map(
-        payload,
-        released,
-        scale,
-        layers,
-        title=title,
-        legend=legend,
-        header=header if header is not None else _default_header(subtitle),
-        tiles=tiles,
-        cell_word=cell_word,
-    )
-    _write_page(path, page)
+    domain_rings = _domain_rings(domain_cells, released.cells)
+    page = _Page(released, scale, overlay, files, domain_rings, legend, tiles, cell_word)
+    header = header if header is not None else _default_header(subtitle)
+    _write_page(path, _render_map(page, _payload(page, value_col), title, header))

@@ -151,9 +151,12 @@ def write_slot_pngs(
         ax.set_yticks([])
         ax.set_title(f"{slot}: {legend}", fontsize=12)
         fig.suptitle(
-            title, fontsize=8, color="white" if header.kind == "notdp" else "#1f2933",
-            backgroundcolor=NOT_DP_RED if header.kind == "notdp" else "none", y=0.995,
-        )  # fmt: skip
+            title,
+            fontsize=8,
+            color="white" if header.kind == "notdp" else "#1f2933",
+            backgroundcolor=NOT_DP_RED if header.kind == "notdp" else "none",
+            y=0.995,
+        )
         sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
         fig.colorbar(sm, ax=ax, fraction=0.035, pad=0.02, label=legend)
         n = len(index)
@@ -168,6 +171,3 @@ def write_slot_pngs(
         plt.close(fig)
         paths.append(path)
     return paths
-
-
-__all__: Sequence[str] = ("write_slot_pngs",)

@@ -2,45 +2,57 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from urbandp._cli_options import Overwrite
+from urbandp._cli_spec import command, keywords
 from urbandp._cli_support import cli_guard
 from urbandp.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
-@app.command()
-@cli_guard
-def fleet(
-    vehicles: int = typer.Option(..., "--vehicles", help="Number of vehicles (buses) in the fleet."),
-    days: int = typer.Option(..., "--days", help="Number of consecutive days."),
-    out: Path = typer.Option(..., "--out", help="Output file: .csv, .jsonl, .json or .parquet."),
-    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same file."),
-    start: str = typer.Option("2021-11-15", "--start", help="First day (YYYY-MM-DD), local time."),
-    records_per_vehicle_day: float = typer.Option(
-        1300.0,
-        "--records-per-vehicle-day",
-        help="Mean records per vehicle per day (varies by vehicle and day).",
-    ),
-    dirty_fraction: float = typer.Option(
-        0.002,
-        "--dirty-fraction",
-        help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates).",
-    ),
-    routes: int = typer.Option(28, "--routes", help="Number of fixed bus routes through the city."),
-    gtfs_out: Path | None = typer.Option(
-        None,
-        "--gtfs-out",
-        help="Also write the fleet's public schedule as a GTFS folder (the expected service of the generator, "
-        "one block per vehicle, from its parameters only), e.g. for release/plan --domain-gtfs. Default: none.",
-    ),
-    overwrite: Overwrite = False,
-) -> None:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FleetArguments:
+    """``urbandp synth fleet``: the fields of :class:`~urbandp._synth.fleet.FleetSpec` by their names (``--start``
+    as text), and where the records and the schedule are written."""
+
+    vehicles: Annotated[int, typer.Option("--vehicles", help="Number of vehicles (buses) in the fleet.")]
+    days: Annotated[int, typer.Option("--days", help="Number of consecutive days.")]
+    out: Annotated[Path, typer.Option("--out", help="Output file: .csv, .jsonl, .json or .parquet.")]
+    seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same file.")] = 0
+    start: Annotated[str, typer.Option("--start", help="First day (YYYY-MM-DD), local time.")] = "2021-11-15"
+    records_per_vehicle_day: Annotated[
+        float,
+        typer.Option(
+            "--records-per-vehicle-day", help="Mean records per vehicle per day (varies by vehicle and day)."
+        ),
+    ] = 1300.0
+    dirty_fraction: Annotated[
+        float,
+        typer.Option(
+            "--dirty-fraction", help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates)."
+        ),
+    ] = 0.002
+    routes: Annotated[int, typer.Option("--routes", help="Number of fixed bus routes through the city.")] = 28
+    gtfs_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--gtfs-out",
+            help="Also write the fleet's public schedule as a GTFS folder (the expected service of the generator, "
+            "one block per vehicle, from its parameters only), e.g. for release/plan --domain-gtfs. Default: none.",
+        ),
+    ] = None
+    overwrite: Overwrite = False
+
+
+@command(app, FleetArguments)
+def fleet(a: FleetArguments) -> None:
     """Generate synthetic bus GPS records in the IUDX ITMS shape (Surat-like city, fixed routes).
 
     Example: urbandp synth fleet --vehicles 500 --days 30 --out out/fleet.parquet --seed 7 --gtfs-out out/gtfs
@@ -49,12 +61,13 @@ def fleet(
     from urbandp._synth.fleet import FleetSpec, fleet_format, write_fleet_days, write_fleet_gtfs
 
     try:
-        first_day = dt.date.fromisoformat(start)
+        first_day = dt.date.fromisoformat(a.start)
     except ValueError:
-        raise InputError(f"--start must be a date like 2021-11-15, got {start!r}") from None
+        raise InputError(f"--start must be a date like 2021-11-15, got {a.start!r}") from None
     from urbandp._outputs import atomic_output_dir, check_output_file, check_output_path
     from urbandp._progress import progress_bar
 
+    out, gtfs_out = a.out, a.gtfs_out
     fleet_format(out)
     check_output_file(out)
     if gtfs_out is not None:
@@ -64,16 +77,8 @@ def fleet(
             raise InputError(
                 f"--gtfs-out {gtfs_out} would hold or replace the --out file {out}; give two separate places"
             )
-    spec = FleetSpec(
-        vehicles=vehicles,
-        days=days,
-        seed=seed,
-        start=first_day,
-        records_per_vehicle_day=records_per_vehicle_day,
-        dirty_fraction=dirty_fraction,
-        routes=routes,
-    )
-    with progress_bar("generating days", days) as bar:
+    spec = FleetSpec(start=first_day, **keywords(a, "start", "out", "gtfs_out", "overwrite"))
+    with progress_bar("generating days", a.days) as bar:
         count = 0
 
         def advance(records: int) -> None:
@@ -85,7 +90,7 @@ def fleet(
             path, written = write_fleet_days(spec, out, progress=advance)
         except OSError as err:
             raise InputError(f"cannot write {out}: {err.strerror or err}") from None
-    typer.echo(f"wrote {written:,} records ({vehicles} vehicles x {days} days) to {path}")
+    typer.echo(f"wrote {written:,} records ({a.vehicles} vehicles x {a.days} days) to {path}")
     if gtfs_out is not None:
         with atomic_output_dir(gtfs_out, "--gtfs-out") as d:
             rows = write_fleet_gtfs(spec, d.release)

@@ -120,23 +120,14 @@ class FleetSpec:
     city: City = field(default_factory=lambda: SURAT)
 
     def __post_init__(self) -> None:
-        if self.vehicles < 1:
-            raise InvalidParameterError(
-                f"vehicles must be at least 1, got {self.vehicles}", parameters="vehicles"
-            )
-        if self.days < 1:
-            raise InvalidParameterError(f"days must be at least 1, got {self.days}", parameters="days")
+        self._require("vehicles", self.vehicles >= 1, "at least 1")
+        self._require("days", self.days >= 1, "at least 1")
         if self.days > MAX_DAYS:
             raise InvalidParameterError(
                 f"days must be at most {MAX_DAYS:,} (ten years), got {self.days:,}", parameters="days"
             )
-        if self.seed < 0:
-            raise InvalidParameterError(f"seed must be non-negative, got {self.seed}", parameters="seed")
-        if not 2 <= self.records_per_vehicle_day <= 20_000:
-            raise InvalidParameterError(
-                f"records_per_vehicle_day must be between 2 and 20000, got {self.records_per_vehicle_day}",
-                parameters="records_per_vehicle_day",
-            )
+        self._require("seed", self.seed >= 0, "non-negative")
+        self._between("records_per_vehicle_day", 2, 20_000)
         expected = self.vehicles * self.days * self.records_per_vehicle_day
         if expected > MAX_RECORDS:
             raise InvalidParameterError(
@@ -144,20 +135,16 @@ class FleetSpec:
                 f"{MAX_RECORDS:,} are generated in one file (about 20 GB of CSV)",
                 parameters=("vehicles", "days", "records_per_vehicle_day"),
             )
-        if not 0.0 <= self.dirty_fraction <= 0.5:
-            raise InvalidParameterError(
-                f"dirty_fraction must be between 0 and 0.5, got {self.dirty_fraction}",
-                parameters="dirty_fraction",
-            )
-        if not 1 <= self.routes <= 200:
-            raise InvalidParameterError(
-                f"routes must be between 1 and 200, got {self.routes}", parameters="routes"
-            )
-        if not 0.0 <= self.speeder_fraction <= 1.0:
-            raise InvalidParameterError(
-                f"speeder_fraction must be between 0 and 1, got {self.speeder_fraction}",
-                parameters="speeder_fraction",
-            )
+        self._between("dirty_fraction", 0, 0.5)
+        self._between("routes", 1, 200)
+        self._between("speeder_fraction", 0, 1)
+
+    def _between(self, name: str, lo: float, hi: float) -> None:
+        self._require(name, lo <= getattr(self, name) <= hi, f"between {lo} and {hi}")
+
+    def _require(self, name: str, ok: bool, rule: str) -> None:
+        if not ok:
+            raise InvalidParameterError(f"{name} must be {rule}, got {getattr(self, name)}", parameters=name)
 
 
 @dataclass(frozen=True)
@@ -300,14 +287,15 @@ def _working_vehicles(rng: np.random.Generator, spec: FleetSpec) -> np.ndarray:
 
 
 def _draw_shifts(rng: np.random.Generator, m: int) -> _Shifts:
-    """Shifts of ``m`` vehicles: roughly 06:00-22:00 local with two breaks of 15-60 minutes."""
-    shift_start = 6 * 3600 + rng.uniform(0, 5400, m)
-    shift_end = 22 * 3600 - rng.uniform(0, 5400, m)
-    gap1 = rng.uniform(900, 3600, m)
-    gap2 = rng.uniform(900, 3600, m)
+    """Shifts of ``m`` vehicles: :data:`SHIFT_START_S` to :data:`SHIFT_END_S` local with two breaks of
+    :data:`BREAK_S` each, placed at :data:`BREAK_AT` of the active time."""
+    shift_start = SHIFT_START_S[0] + rng.uniform(0, SHIFT_START_S[1] - SHIFT_START_S[0], m)
+    shift_end = SHIFT_END_S[1] - rng.uniform(0, SHIFT_END_S[1] - SHIFT_END_S[0], m)
+    gap1 = rng.uniform(*BREAK_S, m)
+    gap2 = rng.uniform(*BREAK_S, m)
     active = shift_end - shift_start - gap1 - gap2
-    brk1 = active * rng.uniform(0.2, 0.45, m)
-    brk2 = active * rng.uniform(0.55, 0.8, m)
+    brk1 = active * rng.uniform(*BREAK_AT[0], m)
+    brk2 = active * rng.uniform(*BREAK_AT[1], m)
     return _Shifts(start=shift_start, gap1=gap1, gap2=gap2, active=active, brk1=brk1, brk2=brk2)
 
 
@@ -347,11 +335,13 @@ def _record_speeds(rng: np.random.Generator, fleet: _Fleet, veh: np.ndarray, clo
     sometimes 60-85 km/h off-peak."""
     n = clock.size
     peak = _in_peak(clock / 3600.0)
-    speed = fleet.cruise_kmh[veh] * np.where(peak, PEAK_SPEED_FACTOR, 1.0) * rng.lognormal(0.0, 0.25, n)
-    speed = np.minimum(speed, NORMAL_SPEED_CAP)
-    speed[rng.random(n) < np.where(peak, 0.2, 0.1)] = 0.0
-    speeding = fleet.speeder[veh] & ~peak & (rng.random(n) < 0.15)
-    speed[speeding] = rng.uniform(60.0, 85.0, int(speeding.sum()))
+    noise = rng.lognormal(0.0, SPEED_NOISE_SIGMA, n)
+    speed = np.minimum(
+        fleet.cruise_kmh[veh] * np.where(peak, PEAK_SPEED_FACTOR, 1.0) * noise, NORMAL_SPEED_CAP
+    )
+    speed[rng.random(n) < np.where(peak, STOPPED_SHARE[1], STOPPED_SHARE[0])] = 0.0
+    speeding = fleet.speeder[veh] & ~peak & (rng.random(n) < SPEEDING_SHARE)
+    speed[speeding] = rng.uniform(*SPEEDING_KMH, int(speeding.sum()))
     return np.asarray(speed)
 
 
@@ -528,11 +518,15 @@ def _day_stamps(date: dt.date, utc_offset: str) -> pl.Series:
     ).to_series()
 
 
-def iter_fleet_days(spec: FleetSpec) -> Iterator[pl.DataFrame]:
-    """Yield the records of each day in turn (day-major, then vehicle, then time)."""
+def iter_fleet_days(spec: FleetSpec, progress: Callable[[int], None] | None = None) -> Iterator[pl.DataFrame]:
+    """Yield the records of each day in turn (day-major, then vehicle, then time); ``progress`` (optional) is
+    called with the number of records of each day once the caller has taken it."""
     fleet = _build_fleet(spec)
     for day in range(spec.days):
-        yield _generate_day(spec, fleet, day)
+        frame = _generate_day(spec, fleet, day)
+        yield frame
+        if progress is not None:
+            progress(frame.height)
 
 
 def generate_fleet(
@@ -565,12 +559,7 @@ def generate_fleet(
         routes=routes,
         speeder_fraction=speeder_fraction,
     )
-    frames = []
-    for frame in iter_fleet_days(spec):
-        frames.append(frame)
-        if progress is not None:
-            progress(frame.height)
-    return pl.concat(frames, rechunk=False)
+    return pl.concat(iter_fleet_days(spec, progress), rechunk=False)
 
 
 def fleet_format(path: Path) -> str:
@@ -645,14 +634,12 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
 
         writer: pq.ParquetWriter | None = None
         try:
-            for frame in iter_fleet_days(spec):
+            for frame in iter_fleet_days(spec, progress):
                 table = frame.to_arrow()
                 if writer is None:
                     writer = pq.ParquetWriter(path, table.schema, compression="zstd")
                 writer.write_table(table)
                 written += frame.height
-                if progress is not None:
-                    progress(frame.height)
         finally:
             if writer is not None:
                 writer.close()
@@ -660,7 +647,7 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
     with path.open("wb") as out:
         if suffix == ".json":
             out.write(b"[")
-        for day, frame in enumerate(iter_fleet_days(spec)):
+        for day, frame in enumerate(iter_fleet_days(spec, progress)):
             if suffix == ".csv":
                 flatten_for_csv(frame).write_csv(out, include_header=day == 0)
             elif suffix == ".jsonl":
@@ -671,8 +658,6 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
                 if body:
                     out.write((b"," if written else b"") + body.encode())
             written += frame.height
-            if progress is not None:
-                progress(frame.height)
         if suffix == ".json":
             out.write(b"]\n")
     return written
@@ -689,7 +674,7 @@ STOP_SPACING_KM = 0.4
 """Stops of the schedule: evenly along each route, about this far apart (ends included)."""
 
 SHIFT_START_S = (6 * 3600, 6 * 3600 + 5400)
-"""Shift start: uniform between 06:00 and 07:30 (as drawn in :func:`_generate_day`)."""
+"""Shift start: uniform between 06:00 and 07:30 (as drawn in :func:`_draw_shifts`)."""
 SHIFT_END_S = (22 * 3600 - 5400, 22 * 3600)
 """Shift end: uniform between 20:30 and 22:00."""
 BREAK_S = (900.0, 3600.0)

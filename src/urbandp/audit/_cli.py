@@ -7,7 +7,8 @@ Each attack prints exactly one JSON object on stdout; ``--report DIR`` also writ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +30,27 @@ def _optional(flag: str, text: str) -> Any:
     return typer.Option(None, flag, help=text)
 
 
-def _run(attack: str, options: Mapping[str, object]) -> None:
-    """Call ``ud.audit.<attack>`` with the command's options (each named as the function's keyword) and print
-    its result."""
-    from urbandp.audit import _api as api
+def _attack(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register the decorated parameters and help as the command ``name``: it calls ``ud.audit.<name>`` with
+    them (each named as the function's keyword) and prints its result as one line of strict JSON (a
+    non-finite number as null, with a ``*_reason`` key)."""
 
-    _emit(getattr(api, attack)(**options).to_dict())
+    def register(declared: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(declared)
+        def command(**options: Any) -> None:
+            from urbandp._outputs import dumps_strict
+            from urbandp.audit import _api as api
+
+            result = getattr(api, name.replace("-", "_"))(**options)
+            typer.echo(dumps_strict(result.to_dict(), indent=None))
+
+        app.command(name)(cli_guard(command))
+        return declared
+
+    return register
 
 
-def _emit(result: dict[str, object]) -> None:
-    """One line of strict JSON on stdout: a non-finite number is written as null (with a ``*_reason`` key)."""
-    from urbandp._outputs import dumps_strict
-
-    typer.echo(dumps_strict(result, indent=None))
-
-
-@app.command("noise-scale")
-@cli_guard
+@_attack("noise-scale")
 def noise_scale(
     pairs: Path = typer.Option(
         ..., "--pairs", help="CSV with columns a,b: published counts equal in raw data."
@@ -64,11 +69,9 @@ def noise_scale(
         urbandp audit pairs --table rel/joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf" --out p.csv
         urbandp audit noise-scale --pairs p.csv --model discrete --report audit/
     """
-    _run("noise_scale", locals())
 
 
-@app.command("zero-skipping")
-@cli_guard
+@_attack("zero-skipping")
 def zero_skipping(
     table: Path = typer.Option(..., "--table", help="Published table (CSV/Parquet) with a count column."),
     threshold: float = typer.Option(18.0, "--threshold", help="Suppression threshold t of the release."),
@@ -89,11 +92,9 @@ def zero_skipping(
 
         urbandp audit zero-skipping --table opal/location_20160808-14.csv --threshold 18 --method data61-2016 --scale 1.4
     """
-    _run("zero_skipping", locals())
 
 
-@app.command("differencing")
-@cli_guard
+@_attack("differencing")
 def differencing(
     joint: Path = typer.Option(
         ..., "--joint", help="Published joint table (e.g. time x location); null/absent = suppressed."
@@ -117,11 +118,9 @@ def differencing(
 
         urbandp audit differencing --joint rel/joint.csv --marginal rel/time.csv --report audit/
     """
-    _run("differencing", locals())
 
 
-@app.command("pairs")
-@cli_guard
+@_attack("pairs")
 def pairs(
     table: Path = typer.Option(
         ..., "--table", help="Published table with mode, day, tap, location[, bin], count."
@@ -140,4 +139,3 @@ def pairs(
         urbandp audit pairs --table joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf"
         --route "ferry:Circular Quay No. 3 Wharf>Manly Wharf" --out pairs.csv
     """
-    _run("pairs", locals())

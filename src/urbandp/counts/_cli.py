@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
+import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from urbandp._cli_config import config_option
 from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
-from urbandp._cli_spec import command_signature, keyword, spec_parameters
-from urbandp._cli_support import cli_guard, cli_text
+from urbandp._cli_spec import OptionsOf, command
+from urbandp._cli_support import cli_text, quietly
 from urbandp.counts._options import CountsReleaseSpec
 from urbandp.counts._prepare_command import prepare
 from urbandp.counts._synth_command import synth
@@ -24,37 +24,28 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
-@app.command()
-@cli_guard
-@command_signature(
-    [
-        inspect.Parameter(
-            "input",
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=typer.Argument(
-                ..., help="Events (mode,timestamp,tap,location[,card_id]) or counts (CSV/Parquet)."
-            ),
-            annotation=Path,
-        ),
-        keyword("out", Path, typer.Option(..., "--out", help="Output folder.")),
-        keyword("config", Path | None, config_option("counts.release")),
-    ],
-    spec_parameters(CountsReleaseSpec),
-    [
-        keyword("dataset", Dataset, None),
-        keyword("budget_store", BudgetStoreUrl, None),
-        keyword(
-            "dry_run",
-            bool,
-            typer.Option(
-                False, "--dry-run", help="Print what the release would cost (no data read, nothing written)."
-            ),
-        ),
-        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
-        keyword("overwrite", Overwrite, False),
-    ],
-)
-def release(**options: Any) -> None:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReleaseArguments:
+    """``urbandp counts release``: the input, where it goes, the release's options and where it is charged."""
+
+    input: Annotated[
+        Path, typer.Argument(help="Events (mode,timestamp,tap,location[,card_id]) or counts (CSV/Parquet).")
+    ]
+    out: Annotated[Path, typer.Option("--out", help="Output folder.")]
+    config: Annotated[Path | None, config_option("counts.release")] = None
+    spec: Annotated[CountsReleaseSpec, OptionsOf()]
+    dataset: Dataset = None
+    budget_store: BudgetStoreUrl = None
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print what the release would cost (no data read, nothing written)."),
+    ] = False
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False
+    overwrite: Overwrite = False
+
+
+@command(app, ReleaseArguments)
+def release(a: ReleaseArguments) -> None:
     """Release a joint tap-count table and its marginals with DP (every cell, zeros included, is noised in law).
 
     With --suppress-below the default sparse sampler draws OpenDP noise for the non-zero cells and samples the
@@ -66,35 +57,30 @@ def release(**options: Any) -> None:
         urbandp counts synth --out taps/ && urbandp counts release taps/events.csv --domain taps/domain.json
         --unit card-day --max-events 4 --epsilon 1 --suppress-below 18 --out rel/
     """
-    import warnings
-
     from urbandp._outputs import dumps_strict
     from urbandp._session import Session
     from urbandp.counts._api import dry_run as cost
     from urbandp.counts._api import release_spec
     from urbandp.counts._threshold_advice import advice_line
-    from urbandp.results import OwnerWarning, ReleaseWarning
 
-    spec = CountsReleaseSpec.from_options(options)
-    input, out = options["input"], options["out"]
-    allow_meaningless_epsilon = options["allow_meaningless_epsilon"]
-    if options["dry_run"]:
-        plan = cost(spec, allow_meaningless_epsilon=allow_meaningless_epsilon)
+    if a.dry_run:
+        plan = cost(a.spec, allow_meaningless_epsilon=a.allow_meaningless_epsilon)
         typer.echo(dumps_strict(plan, indent=None))
         advised = plan.get("suppression_advice")
         if isinstance(advised, dict):
             typer.echo(f"urbandp: advice: {cli_text(advice_line(advised, plan.get('unit')))}", err=True)
         return
-    session = Session(
-        options["budget_store"], options["dataset"], allow_meaningless_epsilon=allow_meaningless_epsilon
+    session = Session(a.budget_store, a.dataset, allow_meaningless_epsilon=a.allow_meaningless_epsilon)
+    rel = quietly(
+        release_spec,
+        a.input,
+        a.spec,
+        session=session,
+        out=a.out,
+        overwrite=a.overwrite,
+        progress=_progress_bar,
     )
-    with warnings.catch_warnings():  # the command prints its own warning lines
-        warnings.simplefilter("ignore", ReleaseWarning)
-        warnings.simplefilter("ignore", OwnerWarning)
-        rel = release_spec(
-            input, spec, session=session, out=out, overwrite=options["overwrite"], progress=_progress_bar
-        )
-    _print_summary(rel, out)
+    _print_summary(rel, a.out)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,6 @@ the shared guard's (:func:`urbandp._privacy.guards.check_delta`), which names th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +42,6 @@ renames the input's columns): not in its hash."""
 class CountsReleaseSpec(ReleaseOptions):
     """Every option of a count release, declared once (:func:`urbandp._release_options.option`): the command's flags
     and ``--help`` are built from these fields, and :func:`urbandp.counts._api.release` takes them as keywords."""
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> CountsReleaseSpec:
-        """The spec from a mapping holding (at least) every field by name: the API's keywords, the CLI's flags."""
-        return cls(**{name: options[name] for name in cls.model_fields})
 
     domain: DomainLike = option(
         None,

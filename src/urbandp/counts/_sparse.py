@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from urbandp._privacy.bisection import smallest_passing
 from urbandp._privacy.noise import NoiseSource
 from urbandp._privacy.rounding import round_to_precision
 from urbandp.counts._exact_sampling import bernoulli_process
@@ -87,14 +88,7 @@ def integer_threshold(tau: float, precision: int | None) -> int:
     # rounding moves a value by at most half a step: below ceil(tau) - 2 steps nothing is published, above
     # ceil(tau) + 2 steps everything is; bisection between them (published(k) is monotone in k)
     step = 1 if precision is None or precision >= 0 else 10 ** (-precision)
-    lo, hi = math.ceil(tau) - 2 * step, math.ceil(tau) + 2 * step
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if published(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_passing(published, math.ceil(tau) - 2 * step, math.ceil(tau) + 2 * step)
 
 
 def zero_cell_positions(ranks: np.ndarray, nonzero_index: np.ndarray) -> np.ndarray:

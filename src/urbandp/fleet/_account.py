@@ -88,13 +88,20 @@ def ledger_entry(name: str, loss: Loss, neighbouring: str, mechanism: str) -> Le
     return LedgerEntry(name, loss.epsilon, loss.delta, "vehicle-day", neighbouring, mechanism, rho=loss.rho)
 
 
-def _new_ledger(cfg: HatReleaseConfig, plan: ReleasePlan) -> PrivacyLedger:
-    """An empty ledger with the release's budget per day (epsilon) and the plan's rho -> epsilon conversion delta."""
-    return PrivacyLedger(
+def _charged(cfg: HatReleaseConfig, plan: ReleasePlan, entries: list[LedgerEntry]) -> PrivacyLedger:
+    """A ledger with the release's budget per day (epsilon) and the plan's rho -> epsilon conversion delta,
+    charged with ``entries`` in order; a charge beyond the budget refuses the release."""
+    ledger = PrivacyLedger(
         budget_epsilon=cfg.budget_per_day or cfg.epsilon_per_day,
         budget_delta=None,
         conversion_delta=plan.conversion_delta,
     )
+    try:
+        for entry in entries:
+            ledger.charge(entry)
+    except BudgetExceededError as err:
+        raise BudgetExceededError(f"release refused: {err}") from None
+    return ledger
 
 
 def _window_delta_warning(delta_window: float, days: int) -> str | None:
@@ -154,19 +161,15 @@ def _charge_level(
     cfg: HatReleaseConfig, plan: ReleasePlan, selection: SelectionResult, scales: QueryScales, costs: DayCosts
 ) -> PrivacyLedger:
     """A ledger charged with the level's three steps (selection with its count, speed, speeding), or a refusal."""
-    ledger = _new_ledger(cfg, plan)
     sel_mech = selection.mechanism + (f" + {plan.mechanism} count" if scales.count else "")
     charges = [
         ("selection", plan.loss(costs.selection, selection.delta_per_day), sel_mech),
         ("speed", plan.loss(costs.speed), plan.mechanism),
         ("speeding", plan.loss(costs.speeding), plan.mechanism),
     ]
-    try:
-        for name, loss, mech in charges:
-            ledger.charge(ledger_entry(name, loss, cfg.neighbouring, mech))
-    except BudgetExceededError as err:
-        raise BudgetExceededError(f"release refused: {err}") from None
-    return ledger
+    return _charged(
+        cfg, plan, [ledger_entry(name, loss, cfg.neighbouring, mech) for name, loss, mech in charges]
+    )
 
 
 def _released_tables(
@@ -459,23 +462,17 @@ def _combined_ledger(
 ) -> PrivacyLedger:
     """One ledger: the clip bound's charge (if any), then every level's entries (named ``entry [level]`` when there
     are several levels); a charge beyond the budget refuses the release."""
-    ledger = _new_ledger(cfg, plan)
-    try:
-        if clip is not None:
-            ledger.charge(
-                ledger_entry(
-                    "clip bound (dp-quantile)",
-                    plan.loss(clip.cost_day),
-                    cfg.neighbouring,
-                    "opendp make_private_quantile" + (" (zCDP)" if plan.gaussian else ""),
-                )
-            )
-        for name, r in zip(names, results, strict=True):
-            for e in r.ledger.entries:
-                ledger.charge(replace(e, name=f"{e.name} [{name}]" if len(results) > 1 else e.name))
-    except BudgetExceededError as err:
-        raise BudgetExceededError(f"release refused: {err}") from None
-    return ledger
+    entries = [
+        replace(e, name=f"{e.name} [{name}]" if len(results) > 1 else e.name)
+        for name, r in zip(names, results, strict=True)
+        for e in r.ledger.entries
+    ]
+    if clip is not None:
+        quantile = "opendp make_private_quantile" + (" (zCDP)" if plan.gaussian else "")
+        entries.insert(
+            0, ledger_entry("clip bound (dp-quantile)", plan.loss(clip.cost_day), cfg.neighbouring, quantile)
+        )
+    return _charged(cfg, plan, entries)
 
 
 def _summed_per_query(

@@ -24,11 +24,6 @@ def top_k_sum(values: np.ndarray, k: int) -> float:
     return math.fsum(v[: max(0, int(k))].tolist())
 
 
-def window_epsilon(epsilon_per_day: float, days: int) -> float:
-    """Group privacy over the D vehicle-days of one vehicle (pure DP): ``D * epsilon_per_day``."""
-    return days * epsilon_per_day
-
-
 def window_delta(epsilon_per_day: float, delta_per_day: float, days: int) -> float:
     """Group privacy delta for D vehicle-days: ``D * exp((D-1) eps) * delta``, capped at 1."""
     if delta_per_day == 0:

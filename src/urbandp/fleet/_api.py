@@ -50,7 +50,7 @@ from urbandp._session import Session, check_session
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.fleet._account import HatRelease
 from urbandp.fleet._guardrails import release_warnings
-from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options import DOMAIN_SOURCES, HatReleaseConfig
 from urbandp.fleet._options_flags import OPTION_NAMES, api_signature, release_options
 from urbandp.fleet._options_input import configure, file_keys, named_by, python_values
 from urbandp.fleet._pipeline import (
@@ -123,7 +123,7 @@ def _spec_by_content(cfg: HatReleaseConfig, privacy: dict[str, object]) -> dict[
     the same spec on a copy of the feed elsewhere hashes alike."""
     spec = cfg.model_dump(mode="json")
     domain = privacy.get("domain")
-    for name in ("domain_gtfs", "domain_geojson", "domain_cells"):
+    for name in DOMAIN_SOURCES[1:]:
         if spec.get(name) is not None and isinstance(domain, dict):
             spec[name] = f"sha256:{domain.get('source_sha256')}"
     return spec
@@ -187,10 +187,9 @@ def release(
     from urbandp._contributions.spark_session import check_engine
 
     budget = session if session is not None else Session()
-    target = out
     # an error about a value read from the config file names its key there
     with named_by(file_keys(a)), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
-        charge = budget.charge(UNIT, out=target)
+        charge = budget.charge(UNIT, out=out)
         with charge:
             try:
                 hat, loaded = release_fleet(
@@ -204,9 +203,9 @@ def release(
                     spark_master=spark_master,
                 )
             except NoValidRecords as err:
-                if target is None:
+                if out is None:
                     raise
-                where = write_owner_quarantine(target, err.quarantine)
+                where = write_owner_quarantine(out, err.quarantine)
                 raise InputError(
                     f"{err}; the rows and their reasons are in {where}", parameters=err.parameters
                 ) from None
@@ -215,13 +214,13 @@ def release(
                 {"release": _spec_by_content(cfg, hat.privacy), "input": validation, "columns": mapping}
             )
             result = _result(hat, loaded, cfg, map_options_for(cfg, map_inputs))
-            if target is not None:
+            if out is not None:
                 checkpoint("after-noise")
                 result.written = _write_release(
-                    target, hat, loaded, with_map=with_map, map_options=result.map_options
+                    out, hat, loaded, with_map=with_map, map_options=result.map_options
                 )
                 result.privacy = FleetPrivacyReport.from_document(hat.privacy)  # with its not_dp_outputs
-                charge.set_output(target)
+                charge.set_output(out)
         budget.committed(charge)
     result.emit_warnings()
     return result

@@ -3,31 +3,29 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from urbandp._cli_options import AllowMeaninglessEpsilon, Overwrite
-from urbandp._cli_spec import command_signature, keyword, option_parameters, spec_parameters
+from urbandp._cli_spec import OptionsOf, typed_command
 from urbandp._cli_support import cli_text
 from urbandp.errors import InputError
 from urbandp.fleet._options_flags import (
     CONTEXT_HELP,
     GTFS_HELP,
-    OPTION_NAMES,
     TILES_HELP,
-    TIMESTAMP_FORMAT_HELP,
     RunOptions,
     release_options,
 )
 from urbandp.fleet._options_input import parse_columns
 
-__all__ = ["TIMESTAMP_FORMAT_HELP", "check_dataset", "map_site", "quarantine_on_failure", "release"]
+__all__ = ["check_dataset", "map_site", "quarantine_on_failure", "release"]
 
 _CONSOLE = Console(stderr=True)
 
@@ -53,41 +51,37 @@ def quarantine_on_failure(out: Path, run: Any) -> Any:
         ) from None
 
 
-@command_signature(
-    [
-        inspect.Parameter(
-            "inputs",
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=typer.Argument(..., help="Input files or directories (CSV, JSON, JSON Lines, Parquet)."),
-            annotation=list[Path],
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RecordsArguments:
+    """What ``urbandp fleet release`` and ``plan`` share: the records, the folder written, the config file and
+    every option of a release (:func:`urbandp.fleet._options_flags.release_options`), as the command line gives
+    them (text the library parses, :func:`urbandp.fleet._options_input.configure`)."""
+
+    inputs: Annotated[
+        list[Path], typer.Argument(help="Input files or directories (CSV, JSON, JSON Lines, Parquet).")
+    ]
+    out: Annotated[Path, typer.Option("--out", help="Output directory.")]
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
         ),
-        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
-        keyword(
-            "config",
-            Path | None,
-            typer.Option(
-                None,
-                "--config",
-                help="TOML config with [release], [input] and [columns] tables (default: none; flags only).",
-            ),
-        ),
-    ],
-    option_parameters(release_options()),
-    spec_parameters(RunOptions),
-    [
-        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
-        keyword("overwrite", Overwrite, False),
-    ],
-)
-def release(
-    inputs: list[Path],
-    *,
-    out: Path,
-    config: Path | None,
-    allow_meaningless_epsilon: bool,
-    overwrite: bool,
-    **options: Any,
-) -> None:
+    ] = None
+    options: Annotated[dict[str, Any], OptionsOf(release_options())]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReleaseArguments(RecordsArguments):
+    """``urbandp fleet release``: the records' and the release's options, then the run's."""
+
+    run: Annotated[RunOptions, OptionsOf()]
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False
+    overwrite: Overwrite = False
+
+
+@typed_command(ReleaseArguments)
+def release(a: ReleaseArguments) -> None:
     """Release DP average speeds and speeding counts per hexagon and time slot (HAT).
 
     Example: urbandp release fleet.parquet --out out/release --epsilon-per-day 10
@@ -97,7 +91,7 @@ def release(
     from urbandp.fleet._cli_summary import print_summary
     from urbandp.fleet._guardrails import EXIT_USELESS
 
-    run = RunOptions.of(options)
+    run = a.run
     check_dataset(run.dataset)
     if (run.gtfs is not None or run.context or run.tiles is not None) and run.no_map:
         raise InputError("--gtfs, --context and --tiles are for the map: they have no effect with --no-map")
@@ -106,21 +100,21 @@ def release(
         from urbandp._reports.map import map_inputs
 
         map_options = map_inputs(run.tiles, run.gtfs, run.context)
-    given = {name: options[name] for name in OPTION_NAMES}
-    column = options["column"]
-    budget = Session(run.budget_store, run.dataset, allow_meaningless_epsilon=allow_meaningless_epsilon)
+    given = dict(a.options)
+    column = given.pop("column")  # the API's ``columns`` mapping
+    budget = Session(run.budget_store, run.dataset, allow_meaningless_epsilon=a.allow_meaningless_epsilon)
     with _progress() as step, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # printed below as one-line urbandp: warnings
         # the library's release path: the guards, the charge before noise, the folder, the commit (fleet/_api.py)
         rel = api.release(
-            inputs,
-            config=config,
+            a.inputs,
+            config=a.config,
             columns=dict(parse_columns(column, {})) if column else None,
             engine=run.engine,
             spark_master=run.spark_master,
             session=budget,
-            out=out,
-            overwrite=overwrite,
+            out=a.out,
+            overwrite=a.overwrite,
             with_map=not run.no_map,
             map_inputs=map_options,
             step=step,

@@ -9,7 +9,8 @@ import typer
 from urbandp._cli_options import Overwrite
 from urbandp._cli_support import cli_text
 from urbandp.errors import InputError
-from urbandp.fleet._cli import TIMESTAMP_FORMAT_HELP, quarantine_on_failure
+from urbandp.fleet._cli import quarantine_on_failure
+from urbandp.fleet._options_flags import TIMESTAMP_FORMAT_HELP
 from urbandp.fleet._options_input import parse_columns, parse_date, read_toml, toml_date, validation_options
 
 

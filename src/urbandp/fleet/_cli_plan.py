@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from urbandp._cli_options import AllowMeaninglessEpsilon, Overwrite
+from urbandp._cli_spec import OptionsOf, typed_command
 from urbandp.errors import InputError
-from urbandp.fleet._cli import check_dataset, quarantine_on_failure, release
+from urbandp.fleet._cli import RecordsArguments, check_dataset, quarantine_on_failure
+from urbandp.fleet._options_flags import RunOptions
 from urbandp.fleet._options_input import configure
 
 if TYPE_CHECKING:
@@ -19,7 +23,46 @@ if TYPE_CHECKING:
     from urbandp.fleet._options import HatReleaseConfig
 
 
-def plan(**a: Any) -> None:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PlanArguments(RecordsArguments):
+    """``urbandp fleet plan``: release's records and options (not the map's, nor the engine: the planner reads no
+    record but in-process, for its histogram), where a paid histogram is charged, and the plan's own options."""
+
+    charge: Annotated[RunOptions, OptionsOf(only=("dataset", "budget_store"))]
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False
+    overwrite: Overwrite = False
+    target_error: Annotated[
+        float | None,
+        typer.Option(
+            "--target-error",
+            help="Target sd of a released mean in km/h (default: none; no search for settings).",
+        ),
+    ] = None
+    histogram_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--histogram-epsilon",
+            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (with --contribution-bounding l2 "
+            "or --domain-geojson a fifth of it on one of HATs per vehicle-day) (default: off, spends nothing).",
+        ),
+    ] = None
+    fleet_size: Annotated[
+        float | None,
+        typer.Option(
+            "--fleet-size",
+            help="Public number of vehicles a day, for the prediction over a --domain-geojson route domain "
+            "(default: none).",
+        ),
+    ] = None
+
+    @property
+    def given(self) -> dict[str, Any]:
+        """The release's options and the config file, as :func:`configure` takes them."""
+        return {**self.options, "config": self.config}
+
+
+@typed_command(PlanArguments)
+def plan(a: PlanArguments) -> None:
     """Plan a release before spending budget: expected noise per HAT, selection, what reaches a target error.
 
     Takes the options of `urbandp release`. Spends nothing and reads only public parameters unless
@@ -33,12 +76,12 @@ def plan(**a: Any) -> None:
     from urbandp.fleet._options_input import file_keys, named_by
 
     # an error about a value read from the config file names its key there, as release's do
-    with named_by(file_keys(a)):
+    with named_by(file_keys(a.given)):
         _plan(a)
 
 
-def _plan(a: dict[str, Any]) -> None:
-    """The plan of :func:`plan`'s options ``a``: written to ``a["out"]``/plan.json and printed."""
+def _plan(a: PlanArguments) -> None:
+    """The plan of :func:`plan`'s arguments ``a``: written to ``a.out``/plan.json and printed."""
     from rich.console import Console
 
     from urbandp._outputs import atomic_output_dir, dumps_strict, write_json
@@ -52,17 +95,17 @@ def _plan(a: dict[str, Any]) -> None:
         make_plan,
     )
 
-    cfg, options, columns = configure(a)
+    cfg, options, columns = configure(a.given)
     options = with_feed_zone(options, cfg.domain_gtfs)  # the release's time zone, as the release reads it
-    check_target_error(a["target_error"])
-    if a["fleet_size"] is not None and not (math.isfinite(a["fleet_size"]) and a["fleet_size"] > 0):
+    check_target_error(a.target_error)
+    if a.fleet_size is not None and not (math.isfinite(a.fleet_size) and a.fleet_size > 0):
         raise InputError("--fleet-size must be a finite number of vehicles a day above 0")
     first, last, day_set = public_window(cfg)
     if first is None or last is None:
         raise InputError(
             "plan needs the public window: give --start and --end, or --dates (D sets the noise)"
         )
-    expand_inputs(a["inputs"])  # read only with --histogram-epsilon, but a wrong path is said now
+    expand_inputs(a.inputs)  # read only with --histogram-epsilon, but a wrong path is said now
     public_days = window_days(first, last, day_set)
     days = len(public_days)
     histogram = m_histogram = pilot = None
@@ -70,36 +113,36 @@ def _plan(a: dict[str, Any]) -> None:
     domain = load_public_domain(cfg, public_days)
     # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
     # data spends budget, so only that is charged (with --dataset), reserved before its noise.
-    check_dataset(a["dataset"])
-    charged = a["dataset"] if a["histogram_epsilon"] is not None else None
-    with ReleaseCharge(charged, a["budget_store"], unit="vehicle-day", out=a["out"]) as session:
-        if a["histogram_epsilon"] is not None:
+    check_dataset(a.charge.dataset)
+    charged = a.charge.dataset if a.histogram_epsilon is not None else None
+    with ReleaseCharge(charged, a.charge.budget_store, unit="vehicle-day", out=a.out) as session:
+        if a.histogram_epsilon is not None:
             histogram, m_histogram, pilot, spent = _paid_inputs(
                 a, cfg, (columns, options), session, domain, (first, last, day_set)
             )
         result = make_plan(
             cfg,
             days,
-            target_error=a["target_error"],
+            target_error=a.target_error,
             histogram=histogram,
             histogram_epsilon=spent,
             domain=domain,
             m_histogram=m_histogram,
-            fleet_size=a["fleet_size"],
+            fleet_size=a.fleet_size,
             pilot=pilot,
         )
         result["command_line"] = " ".join(["urbandp", *sys.argv[1:]])
         result["generated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        with atomic_output_dir(a["out"]) as d:
+        with atomic_output_dir(a.out) as d:
             write_json(d.release / "plan.json", result)
-        session.set_output(a["out"])
+        session.set_output(a.out)
         # plain stdout, never Rich: Rich wraps long lines at 80 columns when piped, which broke the JSON
         session.later(lambda: print(dumps_strict(result), flush=True))
-        session.later(lambda: Console(stderr=True).print(f"wrote {a['out'] / 'plan.json'}"))
+        session.later(lambda: Console(stderr=True).print(f"wrote {a.out / 'plan.json'}"))
 
 
 def _paid_inputs(
-    a: dict[str, Any],
+    a: PlanArguments,
     cfg: HatReleaseConfig,
     reading: tuple[dict[str, str], Any],
     session: ReleaseCharge,
@@ -123,7 +166,8 @@ def _paid_inputs(
     days = len(public_days)
     histogram = m_histogram = pilot = None
     spent = 0.0
-    eps_h = float(a["histogram_epsilon"])
+    assert a.histogram_epsilon is not None  # called with --histogram-epsilon only
+    eps_h = float(a.histogram_epsilon)
     if not (math.isfinite(eps_h) and eps_h > 0):
         raise InputError("--histogram-epsilon must be a finite number above 0")
 
@@ -135,8 +179,8 @@ def _paid_inputs(
         cfg.speed_max,
         days=day_set,
     )
-    loaded = load_records(a["inputs"], columns, options, window=spec)
-    quarantine_on_failure(a["out"], loaded.require_valid)
+    loaded = load_records(a.inputs, columns, options, window=spec)
+    quarantine_on_failure(a.out, loaded.require_valid)
     contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
     k = cfg_k(cfg)
     if domain is None:  # no public domain: the Laplace histogram of vehicle-days per HAT (L1 2K)
@@ -160,41 +204,3 @@ def _paid_inputs(
         paid = paid_pilot(contributions, cfg, days, domain, loss.rho, session.noise)
         m_histogram, pilot, spent = paid.m_histogram, paid.pilot, eps_h
     return histogram, m_histogram, pilot, spent
-
-
-def _plan_signature() -> None:
-    """``plan`` takes release's options (minus the output-only ones) plus its own."""
-    import inspect
-
-    # the output-only options, and the engine: the planner reads no record (its histogram runs in-process), so
-    # --engine/--spark-master would be silently ignored
-    skip = {"no_map", "gtfs", "tiles", "context", "strict", "engine", "spark_master"}
-    params = [p for p in inspect.signature(release).parameters.values() if p.name not in skip]
-    extra = {
-        "target_error": typer.Option(
-            None,
-            "--target-error",
-            help="Target sd of a released mean in km/h (default: none; no search for settings).",
-        ),
-        "histogram_epsilon": typer.Option(
-            None,
-            "--histogram-epsilon",
-            help="Spend this epsilon on a DP histogram of vehicle-days per HAT (with --contribution-bounding l2 "
-            "or --domain-geojson a fifth of it on one of HATs per vehicle-day) (default: off, spends nothing).",
-        ),
-        "fleet_size": typer.Option(
-            None,
-            "--fleet-size",
-            help="Public number of vehicles a day, for the prediction over a --domain-geojson route domain "
-            "(default: none).",
-        ),
-    }
-    for name, default in extra.items():
-        params.append(
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=float | None)
-        )
-    plan.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    plan.__annotations__ = {p.name: p.annotation for p in params}
-
-
-_plan_signature()

@@ -55,24 +55,17 @@ def load_public_domain(cfg: HatReleaseConfig, days: Sequence[dt.date] | None = N
     if path is None:
         return None
     path = Path(path)
+    kind = "gtfs" if cfg.domain_gtfs else "geojson" if cfg.domain_geojson else "cells"
     if not path.exists():
-        name = next(
-            n for n in ("domain_gtfs", "domain_geojson", "domain_cells") if getattr(cfg, n) is not None
-        )
+        name = SOURCE_PARAMETER[kind]
         raise InputError(f"{name} {path}: no such file or folder", parameters=name)
-    stamp = _file_state(path)
-    if cfg.domain_gtfs is not None:
-        if not days:
-            raise InputError(
-                "domain_gtfs needs the public days (start/end or dates) to read the schedule",
-                parameters=("domain_gtfs", "start", "end", "dates"),
-            )
-        return _gtfs(
-            path, stamp, cfg.resolution, cfg.domain_ring, cfg.slot_minutes, tuple(cfg.hours), tuple(days)
+    if kind == "gtfs" and not days:
+        raise InputError(
+            "domain_gtfs needs the public days (start/end or dates) to read the schedule",
+            parameters=("domain_gtfs", "start", "end", "dates"),
         )
-    if cfg.domain_geojson is not None:
-        return _geojson(path, stamp, cfg.resolution, cfg.domain_ring)
-    return _cells(path, stamp, cfg.resolution)
+    schedule = (cfg.slot_minutes, tuple(cfg.hours), tuple(days or ())) if kind == "gtfs" else None
+    return _route_domain(kind, path, _file_state(path), cfg.resolution, cfg.domain_ring, schedule)
 
 
 def domain_grid(domain: PublicDomain, slots: Sequence[int]) -> pl.DataFrame:
@@ -214,38 +207,28 @@ def _bbox_domain(bbox: tuple[float, float, float, float], resolution: int) -> Pu
         source_sha256="",
         resolution=resolution,
         cells=cells,
-        hats=None,
-        scheduled_trips=None,
     )
 
 
 @lru_cache(maxsize=8)
-def _gtfs(
+def _route_domain(
+    kind: str,
     path: Path,
     _stamp: tuple[float, int],
     resolution: int,
     ring: int,
-    slot_minutes: int,
-    hours: tuple[int, int],
-    days: tuple[dt.date, ...],
+    schedule: tuple[int, tuple[int, int], tuple[dt.date, ...]] | None,
 ) -> PublicDomain:
-    from urbandp.fleet._domain_files import domain_from_gtfs
+    """A domain read from a file (cached per file state), widened by ``ring``; ``schedule`` (slot minutes, hours,
+    public days) for a GTFS feed."""
+    from urbandp.fleet._domain_files import domain_from_cells, domain_from_geojson, domain_from_gtfs
 
-    return widened(domain_from_gtfs(path, resolution, slot_minutes, hours, days), ring)
-
-
-@lru_cache(maxsize=8)
-def _geojson(path: Path, _stamp: tuple[float, int], resolution: int, ring: int) -> PublicDomain:
-    from urbandp.fleet._domain_files import domain_from_geojson
-
-    return widened(domain_from_geojson(path, resolution), ring)
-
-
-@lru_cache(maxsize=8)
-def _cells(path: Path, _stamp: tuple[float, int], resolution: int) -> PublicDomain:
-    from urbandp.fleet._domain_files import domain_from_cells
-
-    return domain_from_cells(path, resolution)
+    if kind == "cells":
+        return domain_from_cells(path, resolution)
+    if kind == "geojson":
+        return widened(domain_from_geojson(path, resolution), ring)
+    assert schedule is not None
+    return widened(domain_from_gtfs(path, resolution, *schedule), ring)
 
 
 def domain_cell_strings(cfg: HatReleaseConfig) -> list[str] | None:

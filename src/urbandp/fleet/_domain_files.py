@@ -78,8 +78,8 @@ class PublicDomain:
     source_sha256: str
     resolution: int
     cells: pl.Series
-    hats: pl.DataFrame | None
-    scheduled_trips: pl.DataFrame | None
+    hats: pl.DataFrame | None = None
+    scheduled_trips: pl.DataFrame | None = None
     hats_per_vehicle_day: float | None = None
     scheduled_vehicles: pl.DataFrame | None = None
 
@@ -154,8 +154,6 @@ def domain_from_cells(path: Path, resolution: int) -> PublicDomain:
         source_sha256=hashlib.sha256(raw).hexdigest(),
         resolution=resolution,
         cells=_cells_series(_at_resolution(cells["cell"], resolution), f"cells {path}"),
-        hats=None,
-        scheduled_trips=None,
     )
 
 
@@ -212,18 +210,13 @@ class _Runs:
     end: np.ndarray
 
 
-def _geodesic_m(lat1: np.ndarray, lon1: np.ndarray, lat2: np.ndarray, lon2: np.ndarray) -> np.ndarray:
-    """Metres between point pairs along the WGS 84 geodesic (:data:`urbandp._geodesy.WGS84`, pyproj)."""
-    _, _, metres = WGS84.inv(lon1, lat1, lon2, lat2)
-    return np.asarray(metres, dtype=np.float64)
-
-
 def _path_lengths(lat: np.ndarray, lon: np.ndarray, path: np.ndarray) -> np.ndarray:
-    """Metres along its path of each vertex (vertices grouped by path, in order)."""
+    """Metres along its path of each vertex (vertices grouped by path, in order), along the WGS 84 geodesic
+    (:data:`urbandp._geodesy.WGS84`, pyproj)."""
     seg = np.zeros(lat.size)
     if lat.size > 1:
-        same = path[1:] == path[:-1]
-        seg[1:] = np.where(same, _geodesic_m(lat[:-1], lon[:-1], lat[1:], lon[1:]), 0.0)
+        _, _, metres = WGS84.inv(lon[:-1], lat[:-1], lon[1:], lat[1:])
+        seg[1:] = np.where(path[1:] == path[:-1], np.asarray(metres, dtype=np.float64), 0.0)
     cum = np.cumsum(seg)
     first = np.r_[True, path[1:] != path[:-1]] if lat.size else np.zeros(0, dtype=bool)
     base = (
@@ -341,17 +334,8 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     """
     resolution = _check_resolution(resolution)
     path = Path(path)
-    raw = read_public_file(path, "GeoJSON")
     what = f"GeoJSON {path}"
-    try:
-        value = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputDataError(f"{what}: not readable JSON ({err})") from None
-    lines: list[np.ndarray] = []
-    points: list[np.ndarray] = []
-    polygons: list[dict[str, Any]] = []
-    for geometry in _geometries(value, what):
-        _collect(geometry, what, lines, points, polygons)
+    raw, lines, points, polygons = read_geojson(path)
     for polygon in polygons:  # before any cell is made, from the rings' lines or the fill
         _check_polygon_cells(polygon, resolution, what)
     found: list[np.ndarray] = []
@@ -376,9 +360,24 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
         source_sha256=hashlib.sha256(raw).hexdigest(),
         resolution=resolution,
         cells=_cells_series(cells, what),
-        hats=None,
-        scheduled_trips=None,
     )
+
+
+def read_geojson(path: Path) -> tuple[bytes, list[np.ndarray], list[np.ndarray], list[dict[str, Any]]]:
+    """A GeoJSON file's bytes and its geometries: lines (rings included) and points as [lon, lat] arrays, and the
+    polygons; a file that is not GeoJSON is refused in one line."""
+    raw = read_public_file(path, "GeoJSON")
+    what = f"GeoJSON {path}"
+    try:
+        value = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputDataError(f"{what}: not readable JSON ({err})") from None
+    lines: list[np.ndarray] = []
+    points: list[np.ndarray] = []
+    polygons: list[dict[str, Any]] = []
+    for geometry in _geometries(value, what):
+        _collect(geometry, what, lines, points, polygons)
+    return raw, lines, points, polygons
 
 
 def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) -> None:
@@ -679,9 +678,10 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
     st = _stop_times_by_pattern(feed, what, shape_ids)
     vertices = _shape_vertices(feed.shapes)
     paths = _pattern_paths(st, vertices, len(shape_ids))
-    st = st.drop("row", "n").with_columns(
-        d=pl.Series(np.concatenate([paths.d[p] for p in _pattern_sequence(st)]))
-    )
+    patterns = st.unique("trip_id", keep="first", maintain_order=True)[
+        "pattern"
+    ]  # each trip's, in st's order
+    st = st.drop("row", "n").with_columns(d=pl.Series(np.concatenate([paths.d[p] for p in patterns])))
     st = _instances(st, feed.frequencies)
     trip_service = st.unique("trip", keep="first").sort("trip").select("trip", "service_id")
     trip_block = st.unique("trip", keep="first").sort("trip").select("trip", "block_id")
@@ -707,11 +707,6 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
         anchor_arr=arr,
         anchor_dep=dep,
     )
-
-
-def _pattern_sequence(st: pl.DataFrame) -> list[int]:
-    """The pattern of each trip in the order of ``st`` (sorted by trip)."""
-    return st.unique("trip_id", keep="first", maintain_order=True)["pattern"].to_list()
 
 
 def _shape_vertices(
@@ -881,6 +876,29 @@ def _service_days(feed: FeedTables, dates: list[dt.date]) -> pl.DataFrame:
     return base.unique()
 
 
+def _in_window(occupancy: pl.DataFrame, spec: SlotSpec) -> pl.DataFrame:
+    """The occupancy in the window's slots, each row's ``slot_abs`` as its ``slot`` of the day and its ``offset``,
+    the days after its service day."""
+    per_day = 1440 // spec.slot_minutes
+    window = pl.Series(spec.slots, dtype=pl.Int64).implode()
+    return occupancy.with_columns(
+        offset=pl.col("slot_abs") // per_day, slot=pl.col("slot_abs") % per_day
+    ).filter(pl.col("slot").is_in(window))
+
+
+def _on_public_days(frame: pl.DataFrame, feed: FeedTables, days: list[dt.date]) -> pl.DataFrame:
+    """``frame`` (with ``service_id`` and ``offset``) once per date its service runs, with the calendar ``day`` it
+    falls on (the service date plus the offset), kept where that is a public day."""
+    max_offset = int(frame.select(pl.col("offset").max()).item() or 0) if frame.height else 0
+    dates = sorted({d - dt.timedelta(days=k) for d in days for k in range(max_offset + 1)})
+    public = pl.Series(days, dtype=pl.Date).implode()
+    return (
+        frame.join(_service_days(feed, dates), on="service_id")
+        .with_columns(day=pl.col("date") + pl.duration(days=pl.col("offset")))
+        .filter(pl.col("day").is_in(public))
+    )
+
+
 def _scheduled_trips(
     occupancy: pl.DataFrame,
     trip_service: pl.DataFrame,
@@ -890,23 +908,14 @@ def _scheduled_trips(
     what: str,
 ) -> pl.DataFrame:
     """``(cell, slot, trips_per_day)`` for the HATs with service: distinct trips per HAT and public day, averaged."""
-    per_day = 1440 // spec.slot_minutes
-    window = pl.Series(spec.slots, dtype=pl.Int64).implode()
     counts = (
-        occupancy.with_columns(offset=pl.col("slot_abs") // per_day, slot=pl.col("slot_abs") % per_day)
-        .filter(pl.col("slot").is_in(window))
+        _in_window(occupancy, spec)
         .join(trip_service, on="trip")
         .group_by("service_id", "offset", "cell", "slot")
         .agg(pl.col("trip").n_unique().alias("n"))
     )
-    max_offset = int(counts.select(pl.col("offset").max()).item() or 0) if counts.height else 0
-    dates = sorted({d - dt.timedelta(days=k) for d in days for k in range(max_offset + 1)})
-    running = _service_days(feed, dates)
-    public = pl.Series(days, dtype=pl.Date).implode()
     out = (
-        counts.join(running, on="service_id")
-        .with_columns(day=pl.col("date") + pl.duration(days=pl.col("offset")))
-        .filter(pl.col("day").is_in(public))
+        _on_public_days(counts, feed, days)
         .group_by("cell", "slot")
         .agg((pl.col("n").sum() / len(days)).alias("trips_per_day"))
     )
@@ -941,24 +950,8 @@ def _block_priors(
     blocked = plan.trip_block.filter(pl.col("block_id").is_not_null())
     if blocked.height == 0:
         return None, None
-    per_day = 1440 // spec.slot_minutes
-    window = pl.Series(spec.slots, dtype=pl.Int64).implode()
-    dated = (
-        occupancy.join(blocked, on="trip")
-        .join(plan.trip_service, on="trip")
-        .with_columns(offset=pl.col("slot_abs") // per_day, slot=pl.col("slot_abs") % per_day)
-        .filter(pl.col("slot").is_in(window))
-    )
-    max_offset = int(dated.select(pl.col("offset").max()).item() or 0) if dated.height else 0
-    service_dates = sorted({d - dt.timedelta(days=k) for d in days for k in range(max_offset + 1)})
-    public = pl.Series(days, dtype=pl.Date).implode()
-    hats = (
-        dated.join(_service_days(feed, service_dates), on="service_id")
-        .with_columns(day=pl.col("date") + pl.duration(days=pl.col("offset")))
-        .filter(pl.col("day").is_in(public))
-        .select("block_id", "day", "cell", "slot")
-        .unique()
-    )
+    dated = _in_window(occupancy.join(blocked, on="trip").join(plan.trip_service, on="trip"), spec)
+    hats = _on_public_days(dated, feed, days).select("block_id", "day", "cell", "slot").unique()
     if hats.height == 0:
         return None, None
     vehicles = (

@@ -143,10 +143,8 @@ def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> object | No
         return None
     import h3
 
-    from urbandp._grid.slots import SlotSpec
-
     days = int(cast(int, release.privacy["days"]))
-    spec = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    spec = cfg.slot_spec
     index = {spec.label(s): s for s in spec.slots}
     hats = speed.select(
         pl.col("h3_cell").map_elements(h3.str_to_int, return_dtype=pl.UInt64).alias("cell"),
@@ -262,14 +260,12 @@ def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> list
 
 
 def _public_day_count(cfg: HatReleaseConfig) -> int:
-    """D when the window is public (--start/--end or --dates), else 1 (the smallest loss is then the largest)."""
-    first, last = cfg.start, cfg.end
-    if cfg.dates:
-        first, last = first or min(cfg.dates), last or max(cfg.dates)
-    if first is None or last is None:
-        return 1
-    days = cfg.public_days(first, last)
-    return len(days) if days is not None else (last - first).days + 1
+    """D when the window is public (start/end or dates), else 1 (the smallest loss is then the largest); an empty
+    public day set is refused (:func:`urbandp.fleet._options.public_window`)."""
+    from urbandp.fleet._options import public_window, window_days
+
+    first, last, day_set = public_window(cfg)
+    return 1 if first is None or last is None else len(window_days(first, last, day_set))
 
 
 def _refuse_unchargeable(session: ReleaseCharge, cfg: HatReleaseConfig) -> None:

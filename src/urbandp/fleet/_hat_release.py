@@ -1,33 +1,20 @@
 """Differentially private release of the mean of vehicle-day mean speeds (Query 1) and speeding counts (Query 2) per
-HAT.
+HAT (ITMS report sections II D, III D-F and IV C-D, with the corrections docs/design.md requires).
 
-ITMS report sections II D, III D-F and IV C-D, with the corrections docs/design.md requires. The budget goes one way, each step in its own module:
+:func:`_release_hats` runs the steps in order, each in its own module: plan (:func:`~urbandp.fleet._plan.plan_release`,
+public parameters only), bound (:func:`~urbandp.fleet._measure.truncate_vehicle_days`, or L2 weights), select
+(:mod:`urbandp.fleet._measure_selection`), calibrate (:func:`~urbandp.fleet._plan.calibrate_queries`, from the HATs
+the selection released), measure (:func:`~urbandp.fleet._measure.measure_queries`, the only draw) and account
+(:func:`~urbandp.fleet._account.account`: per day the sum of the K largest per-HAT costs, III E step 3; per window
+OpenDP's maps at the window's distance). It is internal: it draws from the noise source it is given and states the
+loss, but reserves nothing and runs no guard; its one caller is :func:`urbandp.fleet._pipeline.release_fleet`,
+inside a charge of the session.
 
-1. **plan** (:mod:`urbandp.fleet._plan`, :func:`plan_release`): public parameters only: mechanism, K, D, U, the budget per day and its split
-   between selection and the queries (for Gaussian noise the budget is a rho, from OpenDP's zCDP -> (epsilon,
-   delta) conversion at the target delta);
-2. **bound** (:mod:`urbandp.fleet._measure`, :func:`truncate_vehicle_days`): a vehicle-day keeps at most K HATs, chosen from its presence only;
-3. **select** (:mod:`urbandp.fleet._measure_selection`): calibrated from the plan, measured once;
-4. **calibrate** (:func:`urbandp.fleet._plan.calibrate_queries`): the scales of Query 1 and Query 2 from the plan and the released
-   HATs (public after selection), checked against OpenDP's maps;
-5. **measure** (:func:`urbandp.fleet._measure.measure_queries`): the noise is drawn once, there and only there;
-6. **account** (:func:`urbandp.fleet._account.account`, a pure function of plan and measurements): per-HAT costs from OpenDP's maps, per day the sum of the K largest (a
-   vehicle-day touches at most K HATs; III E step 3), composed in epsilon (Laplace) or rho (Gaussian, converted
-   once to (epsilon, delta) by OpenDP), per window from the maps at the window's distance.
-
-This module only runs the steps in order (:func:`_release_hats`, internal: it draws from the noise source it is
-given and states the loss, but reserves nothing and runs no guard; the one caller is
-:func:`urbandp.fleet._pipeline.release_fleet`, inside a charge of the Session).
-
-Options: ``clip_bound="dp-quantile"`` spends a share of the budget on a DP clip bound U' <= U
-(:func:`urbandp.fleet._measure.choose_clip_bound`, after step 2); ``coarsen`` repeats steps 3-6 at coarser levels
-(H3 parents, merged slots; :mod:`urbandp.fleet._levels`) on what the finer levels did not release, and :func:`urbandp.fleet._account.combine_levels` composes the levels'
-costs (docs/fleet.md, "Coarser where sparse").
-
-Neighbouring relations: ``presence-public`` (the report's relation, alias ``replace-one``): which vehicles are in
-which HAT on which day is public (a scheduled bus's timetable); only speeds are protected, so N is public and
-Query 1's sensitivity is U/N. ``add-remove`` (default): a whole vehicle-day may be present or absent; Query 1 is a
-noisy sum (sensitivity U) over the selection's noisy count.
+``clip_bound="dp-quantile"`` spends a share of the budget on a DP clip bound U' <= U
+(:func:`urbandp.fleet._measure.choose_clip_bound`, after bounding); ``coarsen`` repeats select to account at coarser
+levels (H3 parents, merged slots; :mod:`urbandp.fleet._levels`) on what the finer levels did not release, and
+:func:`urbandp.fleet._account.combine_levels` composes the levels' costs (docs/fleet.md, "Coarser where sparse").
+The neighbouring relations are described in :mod:`urbandp.fleet._options`.
 """
 
 from __future__ import annotations
@@ -79,7 +66,7 @@ def _release_hats(
     loaded here from an extent when not given): contributions off it are dropped before truncation.
     """
     plan = plan_release(cfg, days)
-    slots = slots or SlotSpec(cfg.slot_minutes, *cfg.hours)
+    slots = slots or cfg.slot_spec
     not_dp: list[str] = []
     if domain is None and cfg.public_domain:
         domain = load_public_domain(cfg)

@@ -27,6 +27,7 @@ from urbandp._reports.map import (
     write_hat_map,
 )
 from urbandp.errors import InputError
+from urbandp.fleet._postprocess_pooling import POOLED_COLUMNS
 
 TITLE = "Mean of vehicle-day mean speeds per hexagon and hour"
 LEGEND = "mean of vehicle-day mean speeds (km/h)"
@@ -203,7 +204,7 @@ def _read_release(release_dir: Path) -> tuple[pl.DataFrame, dict[str, object], l
             infer_schema_length=None,
             schema_overrides={
                 c: pl.Float64
-                for c in (*MAP_COLUMNS[2:], "pooled_mean_speed", "pooled_ci95_low", "pooled_ci95_high")
+                for c in (*MAP_COLUMNS[2:], *POOLED_COLUMNS[:3])
                 if c not in ("resolution", "clamped")
             },
         )
@@ -304,7 +305,6 @@ def write_site(
 
     speed, privacy, published = _read_release(release_dir)
     header = map_header(privacy)
-    written: dict[str, Path] = {}
     with atomic_output_dir(out) as d:
         write_release_map(
             d.release / "index.html",
@@ -316,13 +316,7 @@ def write_site(
             interval_threshold=_target_width(privacy),
         )
         # the published columns as they are (per-HAT and, with --borrow-strength, pooled side by side)
-        geo_columns = [
-            *MAP_COLUMNS,
-            "pooled_mean_speed",
-            "pooled_ci95_low",
-            "pooled_ci95_high",
-            "pooled_useful",
-        ]
+        geo_columns = [*MAP_COLUMNS, *POOLED_COLUMNS]
         write_h3_geojson(
             speed.select([c for c in geo_columns if c in speed.columns]), d.release / "hat_speed.geojson"
         )
@@ -343,9 +337,7 @@ def write_site(
                 names.append(f"png/{png.name}")
         (d.release / "methodology.html").write_text(methodology_html(privacy, names), encoding="utf-8")
         names.append("methodology.html")
-    for n in names:
-        written[n] = Path(out) / n
-    return written
+    return {n: Path(out) / n for n in names}
 
 
 __all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]

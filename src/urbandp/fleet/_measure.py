@@ -26,21 +26,23 @@ from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.mechanisms import Gaussian, Laplace
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InputError
+from urbandp.fleet._domain import domain_grid, load_public_domain
 from urbandp.fleet._measure_selection import (
-    EXPECTED_FALSE_POSITIVES,
     SelectionResult,
-    calibrate_selection,
-    domain_cells,
     measure_selection,
     public_threshold,
 )
-from urbandp.fleet._options import COARSEN_LEVELS, HatReleaseConfig
-from urbandp.fleet._plan import QueryScales, ReleasePlan, hat_costs, speed_sensitivities
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._plan import (
+    QueryScales,
+    ReleasePlan,
+    calibrate_level_selection,
+    hat_costs,
+    speed_sensitivities,
+)
 
-# Truncation key: a fixed public seed; the hash reads only (vehicle, day, cell, slot), i.e. presence.
+# The truncation's public key seed and priors (:func:`truncate_vehicle_days`).
 TRUNCATION_SEED = 20211115
-# Public priors of the truncation: slots starting in [06:00, 22:00) are kept before night ones, and a vehicle-day's
-# HATs in one cell beyond 4 hours' worth come after its other HATs.
 DAYTIME_HOURS = (6, 22)
 DWELL_HOURS = 4
 
@@ -137,21 +139,14 @@ def per_hat_aggregates(contributions: pl.DataFrame, speed_limit: float) -> pl.Da
 
     With a ``weight`` column (:func:`l2_normalised`) N and the sum are weighted: ``sum w`` and ``sum w x``.
     """
-    if "weight" in contributions.columns:
-        return (
-            contributions.group_by("cell", "slot")
-            .agg(
-                pl.col("weight").sum().alias("n"),
-                (pl.col("weight") * pl.col("mean_speed")).sum().alias("sum_mean_speed"),
-                (pl.col("max_speed") > speed_limit).sum().cast(pl.Int64).alias("n_over_limit"),
-            )
-            .sort("cell", "slot")
-        )
+    weighted = "weight" in contributions.columns
+    n = pl.col("weight").sum() if weighted else pl.len().cast(pl.Int64)
+    total = (pl.col("weight") * pl.col("mean_speed")).sum() if weighted else pl.col("mean_speed").sum()
     return (
         contributions.group_by("cell", "slot")
         .agg(
-            pl.len().cast(pl.Int64).alias("n"),
-            pl.col("mean_speed").sum().alias("sum_mean_speed"),
+            n.alias("n"),
+            total.alias("sum_mean_speed"),
             (pl.col("max_speed") > speed_limit).sum().cast(pl.Int64).alias("n_over_limit"),
         )
         .sort("cell", "slot")
@@ -175,44 +170,33 @@ def select_hats(
     if cfg.selection == "public-threshold":
         return public_threshold(per_hat, slots.slots, cfg.min_per_day, plan.days)
     release_all = grid is not None and cfg.route_domain
-    if grid is None and cfg.domain_bbox is not None:
-        cells = domain_cells(cfg.domain_bbox, cfg.resolution)
-        if cells.len() == 0:
-            raise InputError("domain_bbox holds no H3 cell centroid at this resolution")
-        grid = pl.DataFrame({"cell": cells.cast(pl.UInt64)}).join(
-            pl.DataFrame({"slot": pl.Series(slots.slots, dtype=pl.Int16)}), how="cross"
-        )
-    cal = calibrate_selection(
-        gaussian=plan.gaussian,
-        k=k,
-        days=plan.days,
-        budget=plan.selection_budget,
-        delta=plan.threshold_delta,
-        min_per_day=cfg.min_per_day,
-        domain_size=None if grid is None else grid.height,
-        # with coarser levels the expected number of released empty HATs (0.05 per release) is shared by the levels
-        false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
-        release_all=release_all,
-    )
+    if grid is None and cfg.domain_bbox is not None:  # the extent at this level's resolution and slots
+        extent = load_public_domain(cfg)
+        assert extent is not None
+        grid = domain_grid(extent, slots.slots)
+    cal = calibrate_level_selection(cfg, plan, k, None if grid is None else grid.height, release_all)
     return measure_selection(cal, per_hat, noise, grid)
 
 
 @dataclass
 class Measured:
+    """Query 1's answer for each released HAT (post-processed: clamped, intervals), what it cost and how many
+    means were withheld; then the noisy counts and Query 2's answer (:func:`measure_queries`)."""
+
     mean_speed: np.ndarray
     ci_low: np.ndarray
     ci_high: np.ndarray
     noisy_sum: np.ndarray
-    noisy_n: np.ndarray
     speed_scales: np.ndarray
     speed_costs: np.ndarray  # per HAT per day (epsilon or rho)
-    over_per_day: np.ndarray
-    over_low: np.ndarray
-    over_high: np.ndarray
+    clamped: np.ndarray
+    count_low: np.ndarray  # 95% interval of N (selection-aware)
+    count_high: np.ndarray
     withheld: int = 0
-    clamped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    count_low: np.ndarray = field(default_factory=lambda: np.zeros(0))  # 95% interval of N (selection-aware)
-    count_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    noisy_n: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    over_per_day: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    over_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    over_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
@@ -325,22 +309,6 @@ def count_intervals(
     return low, high, low > 0
 
 
-@dataclass
-class _SpeedAnswer:
-    """Query 1's answer for each released HAT (post-processed), with what it cost and how it was withheld."""
-
-    mean: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    noisy_sum: np.ndarray
-    speed_scales: np.ndarray
-    costs: np.ndarray
-    clamped: np.ndarray
-    count_low: np.ndarray
-    count_high: np.ndarray
-    withheld: int = 0
-
-
 def _noisy_counts(
     cfg: HatReleaseConfig, plan: ReleasePlan, released: pl.DataFrame, scales: QueryScales, noise: NoiseSource
 ) -> np.ndarray:
@@ -356,32 +324,18 @@ def _noisy_counts(
 
 
 def _user_level_speed(
-    cfg: HatReleaseConfig,
-    released: pl.DataFrame,
-    scales: QueryScales,
-    noise: NoiseSource,
-    contributions: pl.DataFrame,
-    slots: SlotSpec,
-    k_eff: int,
-) -> _SpeedAnswer:
+    cfg: HatReleaseConfig, mean: np.ndarray, costs: np.ndarray, speed_scales: np.ndarray
+) -> Measured:
     """Query 1 by a user-level estimator (:func:`user_level_means`), clamped to [0, U]; no interval."""
-    h = released.height
-    nan = np.full(h, np.nan)
-    # no HAT released (h = 0): nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
-    mean, costs, speed_scales = (
-        user_level_means(contributions, released, cfg, scales.speed_budget / max(k_eff, 1), noise, slots)
-        if h
-        else (np.zeros(0), np.zeros(0), np.zeros(0))
-    )
-    clamped = (mean < 0.0) | (mean > cfg.speed_max)
-    return _SpeedAnswer(
-        mean=np.clip(mean, 0.0, cfg.speed_max),
-        low=nan.copy(),
-        high=nan.copy(),
+    nan = np.full(mean.size, np.nan)
+    return Measured(
+        mean_speed=np.clip(mean, 0.0, cfg.speed_max),
+        ci_low=nan.copy(),
+        ci_high=nan.copy(),
         noisy_sum=nan.copy(),
         speed_scales=speed_scales,
-        costs=costs,
-        clamped=clamped,
+        speed_costs=costs,
+        clamped=(mean < 0.0) | (mean > cfg.speed_max),
         count_low=nan.copy(),
         count_high=nan.copy(),
     )
@@ -389,7 +343,7 @@ def _user_level_speed(
 
 def _presence_public_speed(
     cfg: HatReleaseConfig, plan: ReleasePlan, released: pl.DataFrame, scales: QueryScales, noise: NoiseSource
-) -> _SpeedAnswer:
+) -> Measured:
     """Query 1 under presence-public: the noisy mean of each HAT (N public, sensitivity U/N), clamped to [0, U],
     with the noise's 95% interval."""
     h = released.height
@@ -400,13 +354,13 @@ def _presence_public_speed(
     s = released["sum_mean_speed"].to_numpy().astype(float)
     raw = plan.noise(scales.speed).draw(s / np.maximum(n, 1.0), noise) if h else np.zeros(0)
     half = plan.noise(scales.speed).half_width() if h else 0.0
-    return _SpeedAnswer(
-        mean=np.clip(raw, 0, u),
-        low=np.clip(raw - half, 0, u),
-        high=np.clip(raw + half, 0, u),
+    return Measured(
+        mean_speed=np.clip(raw, 0, u),
+        ci_low=np.clip(raw - half, 0, u),
+        ci_high=np.clip(raw + half, 0, u),
         noisy_sum=nan.copy(),
         speed_scales=np.full(h, scales.speed),
-        costs=costs,
+        speed_costs=costs,
         clamped=(raw < 0.0) | (raw > u),
         count_low=nan.copy(),
         count_high=nan.copy(),
@@ -423,7 +377,7 @@ def _add_remove_speed(
     selection_scale: float | None,
     selection_threshold: float | None,
     release_all: bool,
-) -> _SpeedAnswer:
+) -> Measured:
     """Query 1 under add/remove: ``U/2 + S~ / N~`` (``S~`` the noisy sum centred at U/2), withheld where N~ is
     too small, with Fieller's interval for the ratio and the selection-aware interval of N."""
     h = released.height
@@ -449,13 +403,13 @@ def _add_remove_speed(
     raw = u / 2.0 + noisy_centred / denom
     z = fieller_z(plan.noise(scales.speed))
     lo_c, hi_c = fieller_interval(noisy_centred, denom, sd_s, sd_n, z)
-    return _SpeedAnswer(
-        mean=np.clip(raw, 0.0, u),
-        low=np.clip(u / 2.0 + lo_c, 0, u),
-        high=np.clip(u / 2.0 + hi_c, 0, u),
+    return Measured(
+        mean_speed=np.clip(raw, 0.0, u),
+        ci_low=np.clip(u / 2.0 + lo_c, 0, u),
+        ci_high=np.clip(u / 2.0 + hi_c, 0, u),
         noisy_sum=np.maximum(u / 2.0 * noisy_n + noisy_centred, 0.0) if h else np.zeros(0),
         speed_scales=np.full(h, scales.speed),
-        costs=costs,
+        speed_costs=costs,
         clamped=ok & ((raw < 0.0) | (raw > u)),
         count_low=count_low,
         count_high=count_high,
@@ -505,28 +459,22 @@ def measure_queries(
     """
     noisy_n = _noisy_counts(cfg, plan, released, scales, noise)
     if cfg.speed_estimator != "report":
-        speed = _user_level_speed(cfg, released, scales, noise, contributions, slots, k_eff)
+        # no HAT released: nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
+        budget = scales.speed_budget / max(k_eff, 1)
+        empty = (np.zeros(0), np.zeros(0), np.zeros(0))
+        estimates = (
+            user_level_means(contributions, released, cfg, budget, noise, slots) if released.height else empty
+        )
+        speed = _user_level_speed(cfg, *estimates)
     elif cfg.neighbouring == "presence-public":
         speed = _presence_public_speed(cfg, plan, released, scales, noise)
     else:
         speed = _add_remove_speed(
             cfg, plan, released, scales, noise, noisy_n, selection_scale, selection_threshold, release_all
         )
-    over = _speeding_counts(plan, released, scales, noise)
-    return Measured(
-        speed.mean,
-        speed.low,
-        speed.high,
-        speed.noisy_sum,
-        np.maximum(noisy_n, 0.0),
-        speed.speed_scales,
-        speed.costs,
-        *over,
-        withheld=speed.withheld,
-        clamped=speed.clamped,
-        count_low=speed.count_low,
-        count_high=speed.count_high,
-    )
+    speed.noisy_n = np.maximum(noisy_n, 0.0)
+    speed.over_per_day, speed.over_low, speed.over_high = _speeding_counts(plan, released, scales, noise)
+    return speed
 
 
 def user_level_means(

@@ -37,6 +37,7 @@ import polars as pl
 import polars_h3 as plh3
 
 import urbandp._privacy.dp_prelude as dp
+from urbandp._privacy.bisection import smallest_passing
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.mechanisms import smallest_scale
 from urbandp._privacy.noise import NoiseSource, gaussian_rho
@@ -196,13 +197,7 @@ def smallest_threshold(scale: float, k: int, delta: float, at_least: float, gaus
     hi = lo * 2
     while not ok(hi):
         hi *= 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_passing(ok, lo, hi)
 
 
 def domain_cells(bbox: tuple[float, float, float, float], resolution: int) -> pl.Series:
@@ -266,9 +261,8 @@ class SelectionCalibration:
     release_all: bool = False  # a route domain: every domain HAT released, the threshold not applied
 
 
-@lru_cache(
-    maxsize=64
-)  # public parameters only; the plan (charge) and the release calibrate the same selection
+# cached: public parameters only, and the plan (charge), the planner and the release calibrate the same selection
+@lru_cache(maxsize=64)
 def calibrate_selection(
     *,
     gaussian: bool,
@@ -286,16 +280,17 @@ def calibrate_selection(
     ``release_all`` (a route domain, which is public): every domain HAT is released whatever its noisy count; the
     threshold is computed (it is what an extent would use) but not applied.
     """
+    # OpenDP's Gaussian threshold bounds the squared L2 norm by min(l2^2, l0 linf^2) = K at one vehicle-day, so
+    # sigma = sqrt(K / (2 rho)); starting from ceil(sqrt K) instead wasted up to a third of the budget at small K
+    guess = math.sqrt(k / (2.0 * budget)) if gaussian else k / budget
     if domain_size is not None:
-        if gaussian:
-            scale = smallest_scale(
-                lambda s: gaussian_rho(math.sqrt(k), s), budget, math.sqrt(k / (2.0 * budget))
-            )
+        if gaussian:  # a vehicle-day moves K counts by one: L2 norm sqrt K
+            scale = smallest_scale(lambda s: gaussian_rho(math.sqrt(k), s), budget, guess)
             cost_hat = gaussian_rho(1.0, scale)
             cost_day = gaussian_rho(math.sqrt(k), scale)
             window = (gaussian_rho(days * math.sqrt(k), scale), 0.0)
-        else:
-            scale = smallest_scale(lambda s: discrete_laplace_epsilon(k, s), budget, k / budget)
+        else:  # L1 norm K, OpenDP's integer Laplace
+            scale = smallest_scale(lambda s: discrete_laplace_epsilon(k, s), budget, guess)
             cost_hat = discrete_laplace_epsilon(1, scale)
             cost_day = discrete_laplace_epsilon(k, scale)
             window = (discrete_laplace_epsilon(days * k, scale), 0.0)
@@ -316,9 +311,6 @@ def calibrate_selection(
             release_all,
         )
     d_day = threshold_distance(k, 1, gaussian)
-    # OpenDP's Gaussian threshold bounds the squared L2 norm by min(l2^2, l0 linf^2) = K at one vehicle-day, so
-    # sigma = sqrt(K / (2 rho)); starting from ceil(sqrt K) instead wasted up to a third of the budget at small K
-    guess = math.sqrt(k / (2.0 * budget)) if gaussian else k / budget
     # The threshold is the per-day one (the privacy unit is a vehicle-day). It is not raised to D: over the
     # window one vehicle can move a HAT's count by D, and a vehicle alone in a HAT on >= threshold days is
     # released with probability >= 1/2, so the window's delta is ~1 below D and stays ~1 at D (0.99999 at 40 with

@@ -13,14 +13,16 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -29,6 +31,9 @@ from urbandp._config_tables import named_in_file
 from urbandp._privacy import guards
 from urbandp._release_options import option
 from urbandp.errors import InputError
+
+if TYPE_CHECKING:
+    from urbandp._grid.slots import SlotSpec
 
 Selection = Literal["dp", "public-threshold"]
 Neighbouring = Literal["add-remove", "presence-public"]
@@ -315,10 +320,11 @@ class HatReleaseConfig(BaseModel):
         cli_type=str | None,
     )
 
-    @field_validator("neighbouring", mode="before")
+    @field_validator("neighbouring", "hours", *DOMAIN_SOURCES, mode="before")
     @classmethod
-    def _alias(cls, value: object) -> object:
-        return NEIGHBOURING_ALIASES.get(value, value) if isinstance(value, str) else value
+    def _from_text(cls, value: object, info: ValidationInfo) -> object:
+        """A value given as text (a flag's, a TOML file's) read into the field's form (:data:`_TEXT_READERS`)."""
+        return _TEXT_READERS[str(info.field_name)](value) if isinstance(value, str) else value
 
     @field_validator("queries", mode="before")
     @classmethod
@@ -329,18 +335,6 @@ class HatReleaseConfig(BaseModel):
             if "speed" not in value:
                 raise ValueError("must include speed (e.g. speed or speed,speeding)")
             return tuple(dict.fromkeys(value))
-        return value
-
-    @field_validator("hours", mode="before")
-    @classmethod
-    def _hours_text(cls, value: object) -> object:
-        if isinstance(value, str):
-            from urbandp._grid.slots import parse_hours
-
-            try:
-                return parse_hours(value)
-            except InputError:
-                raise ValueError(f"must look like START-END hours, got '{value}'") from None
         return value
 
     @field_validator("slot_minutes")
@@ -358,18 +352,6 @@ class HatReleaseConfig(BaseModel):
                 f"the hour window must satisfy 0 <= start < end <= 24, got {value[0]}-{value[1]}"
             )
         return value
-
-    @field_validator("domain_gtfs", "domain_geojson", "domain_cells", mode="before")
-    @classmethod
-    def _path_given(cls, value: object) -> object:
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("must name a file or folder (given empty)")
-        return value
-
-    @field_validator("domain_bbox", mode="before")
-    @classmethod
-    def _bbox_text(cls, value: object) -> object:
-        return parse_bbox(value) if isinstance(value, str) else value
 
     @field_validator(
         "speed_max",
@@ -405,11 +387,16 @@ class HatReleaseConfig(BaseModel):
             days = sorted(set(self.dates))
         else:
             wanted = parse_weekdays(self.weekdays) if self.weekdays else set(range(7))
-            span = (end - start).days + 1
-            days = [start + dt.timedelta(days=i) for i in range(span)]
-            days = [d for d in days if d.weekday() in wanted]
+            days = [d for d in window_days(start, end, None) if d.weekday() in wanted]
         skip = set(self.holidays)
         return tuple(d for d in days if d not in skip and start <= d <= end)
+
+    @property
+    def slot_spec(self) -> SlotSpec:
+        """The release's time slots: ``slot_minutes`` long, within ``hours``."""
+        from urbandp._grid.slots import SlotSpec
+
+        return SlotSpec(self.slot_minutes, *self.hours)
 
     @property
     def route_domain(self) -> bool:
@@ -539,8 +526,10 @@ class HatReleaseConfig(BaseModel):
             object.__setattr__(self, "contribution_bounding", value)  # frozen: set once, while validating
         else:
             chosen["contribution_bounding"] = f"given: {self.contribution_bounding}"
-            if self.contribution_bounding == "l2":
-                _check_l2_bounding(self)
+            if self.contribution_bounding == "l2" and missing:  # an explicit l2 the release does not allow
+                text = ", ".join(missing)
+                named = ("epsilon_per_day",) if "epsilon_per_day" in text else ()
+                raise ParameterValueError("contribution_bounding l2 needs " + text, *named)
         pool_missing = borrow_missing(self)
         if self.borrow_strength == "auto":
             chosen["borrow_strength"] = (
@@ -551,8 +540,8 @@ class HatReleaseConfig(BaseModel):
             object.__setattr__(self, "borrow_strength", "none" if pool_missing else "parent")
         else:
             chosen["borrow_strength"] = f"given: {self.borrow_strength}"
-            if self.borrow_strength != "none":
-                _check_borrow_strength(self)
+            if self.borrow_strength != "none" and pool_missing:  # an explicit parent it does not allow
+                raise ValueError("borrow_strength needs " + ", ".join(pool_missing))
         self._chosen = chosen
 
     @property
@@ -588,15 +577,6 @@ def l2_missing(cfg: HatReleaseConfig) -> list[str]:
     return [what for ok, what in needs if not ok]
 
 
-def _check_l2_bounding(cfg: HatReleaseConfig) -> None:
-    """An explicit ``contribution_bounding = "l2"`` the release does not allow is refused in one line."""
-    missing = l2_missing(cfg)
-    if missing:
-        text = ", ".join(missing)
-        named = ("epsilon_per_day",) if "epsilon_per_day" in text else ()
-        raise ParameterValueError("contribution_bounding l2 needs " + text, *named)
-
-
 def borrow_missing(cfg: HatReleaseConfig) -> list[str]:
     """What pooling needs that ``cfg`` lacks (empty: allowed). Pooling reads the noisy mean ``U/2 + S~/N~`` and
     the noise of both: add/remove, the report estimator, one level."""
@@ -607,13 +587,6 @@ def borrow_missing(cfg: HatReleaseConfig) -> list[str]:
         ("speed" in cfg.queries, "the speed query"),
     ]
     return [what for ok, what in needs if not ok]
-
-
-def _check_borrow_strength(cfg: HatReleaseConfig) -> None:
-    """An explicit ``borrow_strength = "parent"`` the release does not allow is refused in one line."""
-    missing = borrow_missing(cfg)
-    if missing:
-        raise ValueError("borrow_strength needs " + ", ".join(missing))
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -640,6 +613,30 @@ def parse_bbox(text: str) -> tuple[float, float, float, float]:
             f"must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got '{text}'"
         ) from None
     return a, b, c, d
+
+
+def _hours(text: str) -> tuple[int, int]:
+    from urbandp._grid.slots import parse_hours
+
+    try:
+        return parse_hours(text)
+    except InputError:
+        raise ValueError(f"must look like START-END hours, got '{text}'") from None
+
+
+def _path(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must name a file or folder (given empty)")
+    return text
+
+
+_TEXT_READERS: dict[str, Callable[[str], object]] = {
+    "neighbouring": lambda text: NEIGHBOURING_ALIASES.get(text, text),
+    "hours": _hours,
+    "domain_bbox": parse_bbox,
+    **dict.fromkeys(DOMAIN_SOURCES[1:], _path),
+}
+"""How each option given as text is read: the report's name of a relation, hours START-END, a box, a file."""
 
 
 EXAMPLES = {
@@ -708,12 +705,7 @@ def _check_replaced(
     file holding ``epsilon_per_day = [1, 2]`` is refused whether or not the flag is typed too, so a file is never
     half-read. Each such value is validated in place of the given one; only a problem of that very key counts
     (the checks between options are the given values' business)."""
-    section = toml.get("release")
-    written = (
-        dict(section)
-        if isinstance(section, dict)
-        else {k: v for k, v in toml.items() if not isinstance(v, dict)}
-    )
+    written = _table(toml)
     for key in sorted(set(written) - set(from_file)):
         if key not in HatReleaseConfig.model_fields:
             continue  # an unknown key is refused with the file's values (extra_forbid)
@@ -729,23 +721,26 @@ def _check_replaced(
                 raise InputError(_line_of(dict(own[0]))) from None
 
 
+def _table(toml: dict[str, object]) -> dict[str, object]:
+    """The values a config file writes: its ``[release]`` table, else its top-level keys."""
+    section = toml.get("release")
+    if isinstance(section, dict):
+        return dict(section)
+    return {k: v for k, v in toml.items() if not isinstance(v, dict)}
+
+
 def file_values(
     toml: dict[str, object], overrides: dict[str, object]
 ) -> tuple[str | None, dict[str, object]]:
     """(the table, or None for top-level keys; the values the release takes from it): a file's value is used
     unless an override (not None) replaces it."""
-    section = toml.get("release")
-    values: dict[str, object] = (
-        dict(section)
-        if isinstance(section, dict)
-        else {k: v for k, v in toml.items() if not isinstance(v, dict)}
-    )
+    values = _table(toml)
     given = {k for k, v in overrides.items() if v is not None}
     # A flag for one of the pair (B, epsilon per day) replaces the other one coming from the file.
     for one, other in (("noise_scale", "epsilon_per_day"), ("epsilon_per_day", "noise_scale")):
         if one in given:
             values.pop(other, None)
-    return ("release" if isinstance(section, dict) else None), {
+    return ("release" if isinstance(toml.get("release"), dict) else None), {
         k: v for k, v in values.items() if k not in given
     }
 
@@ -769,7 +764,7 @@ def _validated(values: dict[str, object]) -> HatReleaseConfig:
         if refused and not _parameters(err):
             # the parameter by its Python name; the CLI names it by its flag, a config file by its key
             raise InputError(_line_of(first, plain=True), parameters=refused) from None
-        raise InputError(_one_line(err), parameters=_parameters(err)) from None
+        raise InputError(_line_of(dict(err.errors()[0])), parameters=_parameters(err)) from None
 
 
 def _field_of(first: dict[str, Any]) -> str:
@@ -781,20 +776,16 @@ def _field_of(first: dict[str, Any]) -> str:
 
 def _parameters(err: ValidationError) -> tuple[str, ...]:
     """The parameters the first validation problem's message names (:class:`ParameterValueError`), else none: a
-    field's message names its key by all its names (:func:`_one_line`)."""
+    field's message names its key by all its names (:func:`_line_of`)."""
     ctx = dict(err.errors()[0]).get("ctx")
     cause = ctx.get("error") if isinstance(ctx, dict) else None
     return cause.parameters if isinstance(cause, ParameterValueError) else ()
 
 
-def _one_line(err: ValidationError) -> str:
-    """The first validation problem as one line naming the key, with an example or the closest valid key."""
-    return _line_of(dict(err.errors()[0]))
-
-
 def _line_of(first: dict[str, Any], plain: bool = False) -> str:
-    """One validation problem (an entry of ``ValidationError.errors()``) as :func:`_one_line` says it; ``plain``
-    names the option by its Python name alone (for a reader that renames it)."""
+    """One validation problem (an entry of ``ValidationError.errors()``) as one line naming the key, with an
+    example or the closest valid key; ``plain`` names the option by its Python name alone (for a reader that
+    renames it)."""
     loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
     where = loc[0] if loc else ""
     if first.get("type") == "extra_forbidden":
@@ -819,7 +810,8 @@ def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None
     days = cfg.public_days(start, end) if start is not None and end is not None else None
     if days is not None and not days:
         raise InputError(
-            "the public day set is empty (every day of the window is a holiday or another weekday)"
+            "the public day set is empty (every day of the window is a holiday or another weekday)",
+            parameters=("dates", "weekdays", "holidays"),
         )
     return start, end, days
 

@@ -168,8 +168,8 @@ CONTEXT_HELP = (
 
 class RunOptions(BaseModel):
     """The options of ``urbandp fleet release`` that are the run's, not the release's: the map, the exit status,
-    the budget store charged and the engine of the record-level stage. The command reads them as this typed
-    object."""
+    the budget store charged and the engine of the record-level stage. The command gets them as this typed
+    object (:class:`urbandp.fleet._cli.ReleaseArguments`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -189,8 +189,3 @@ class RunOptions(BaseModel):
     spark_master: str | None = option(
         None, help="With --engine spark: master URL, e.g. spark://host:7077 (default: local[*])."
     )
-
-    @classmethod
-    def of(cls, values: typing.Mapping[str, Any]) -> RunOptions:
-        """The run's options from the command's parameters (which hold others too)."""
-        return cls(**{name: values[name] for name in cls.model_fields})

@@ -19,7 +19,6 @@ import polars as pl
 from urbandp._contributions import ContributionSpec, get_backend
 from urbandp._contributions.polars_backend import window_filter
 from urbandp._grid.h3cells import cell_expr
-from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.noise import NoiseSource, rho_for_epsilon
 from urbandp._privacy.report import write_privacy_json
 from urbandp._privacy.session import ReleaseCharge
@@ -534,7 +533,7 @@ def release_fleet(
         # presence (hence N) is public: one record's speed must not change which HATs exist, so a bad speed is
         # imputed (clamped, or U/2 when missing) instead of dropping the record
         options = replace(options or ValidationOptions(), impute_speed_kmh=cfg.speed_max / 2)
-    slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    slots = cfg.slot_spec
     keep_speeds = cfg.speed_estimator != "report"
     first, last, day_set = public_window(cfg)
     window = ContributionSpec(

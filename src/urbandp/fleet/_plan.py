@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from urbandp._privacy.noise import rho_for_epsilon
 from urbandp.errors import InputError
 from urbandp.fleet._account_composition import top_k_sum
 from urbandp.fleet._options import COARSEN_LEVELS, HatReleaseConfig
+
+if TYPE_CHECKING:
+    from urbandp.fleet._measure_selection import SelectionCalibration
 
 
 @dataclass(frozen=True)
@@ -298,24 +302,32 @@ def _selection_costs(cfg: HatReleaseConfig, plan: ReleasePlan, level: int) -> tu
     As :func:`urbandp.fleet._measure.select_hats` selects: the finest level over a public domain (an extent or a
     route domain) counts every domain HAT, a coarser level does so only over an extent.
     """
-    from urbandp.fleet._measure_selection import EXPECTED_FALSE_POSITIVES, calibrate_selection
-
     public = cfg.domain_bbox is not None or (level == 0 and cfg.public_domain)
     if cfg.selection != "dp" or plan.k is None or public:
         return None
-    levels = 1 + len(COARSEN_LEVELS[cfg.coarsen])
-    lv = plan.for_level(level)
-    cal = calibrate_selection(
-        gaussian=lv.gaussian,
-        k=plan.k,
-        days=plan.days,
-        budget=lv.selection_budget,
-        delta=lv.threshold_delta,
-        min_per_day=cfg.min_per_day,
-        domain_size=None,
-        false_positives=EXPECTED_FALSE_POSITIVES / levels,
-    )
+    cal = calibrate_level_selection(cfg, plan.for_level(level), plan.k, None)
     return cal.delta_day, plan.loss(*cal.window_cost)
+
+
+def calibrate_level_selection(
+    cfg: HatReleaseConfig, level: ReleasePlan, k: int, domain_size: int | None, release_all: bool = False
+) -> SelectionCalibration:
+    """The DP selection's scale and threshold at one release level, from public parameters only: the one
+    calibration the release draws with and the planner and the planned loss read. With coarser levels the
+    expected number of released empty HATs (0.05 per release) is shared by the levels."""
+    from urbandp.fleet._measure_selection import EXPECTED_FALSE_POSITIVES, calibrate_selection
+
+    return calibrate_selection(
+        gaussian=level.gaussian,
+        k=k,
+        days=level.days,
+        budget=level.selection_budget,
+        delta=level.threshold_delta,
+        min_per_day=cfg.min_per_day,
+        domain_size=domain_size,
+        false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
+        release_all=release_all,
+    )
 
 
 def planned_loss(cfg: HatReleaseConfig, days: int) -> ReleaseLoss | None:

@@ -29,24 +29,24 @@ from typing import cast
 import numpy as np
 import polars as pl
 
-from urbandp._privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.mechanisms import calibrate
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet._domain_files import PublicDomain
-from urbandp.fleet._measure_selection import EXPECTED_FALSE_POSITIVES, calibrate_selection, domain_cells
-from urbandp.fleet._options import COARSEN_LEVELS, HatReleaseConfig
+from urbandp.fleet._measure_selection import calibrate_selection, domain_cells
+from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import (
     QueryScales,
     ReleasePlan,
+    calibrate_level_selection,
     calibrate_queries,
     plan_release,
     planned_loss,
     scale_for,
     speed_sensitivities,
 )
-from urbandp.fleet._predict import TYPICAL_SPEED
+from urbandp.fleet._predict import TYPICAL_SPEED, cfg_k
 
 HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
@@ -60,16 +60,12 @@ class NoisePrediction:
     selection_sd: float | None
 
 
-def _sd(plan: ReleasePlan, scale: float) -> float:
-    return plan.noise(scale).std
-
-
 def _selection_sd(plan: ReleasePlan, scale: float) -> float:
     """The sd of the selection's noisy count: OpenDP's discrete Laplace on the integer count under pure DP,
     ``sqrt(2 e^(-1/b)) / (1 - e^(-1/b))`` (Canonne, Kamath, Steinke 2020, section 2), about 4% below the continuous
     ``sqrt(2) b`` at ``b = 1``; the Gaussian's discrete twin has the continuous sd to within 1e-8 for sigma >= 1."""
     if plan.gaussian:
-        return _sd(plan, scale)
+        return plan.noise(scale).std
     q = math.exp(-1.0 / scale)
     return math.sqrt(2.0 * q) / (1.0 - q)
 
@@ -86,31 +82,19 @@ def predict_noise(
     k = plan.k or 96
     domain = domain_hats
     if domain is None and cfg.domain_bbox is not None:
-        from urbandp._grid.slots import SlotSpec
-
-        slots = SlotSpec(cfg.slot_minutes, *cfg.hours).slots
-        domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(slots)
+        domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(cfg.slot_spec.slots)
     threshold = selection_sd = None
     if cfg.selection == "dp":
-        cal = calibrate_selection(
-            gaussian=plan.gaussian,
-            k=k,
-            days=days,
-            budget=plan.selection_budget,
-            delta=plan.threshold_delta,
-            min_per_day=cfg.min_per_day,
-            domain_size=domain,
-            false_positives=EXPECTED_FALSE_POSITIVES / (1 + len(COARSEN_LEVELS[cfg.coarsen])),
-        )
+        cal = calibrate_level_selection(cfg, plan, k, domain)
         threshold, selection_sd = cal.threshold, _selection_sd(plan, cal.scale)
 
     ns = np.full(k, float(n))
     scales: QueryScales = calibrate_queries(cfg, plan, ns, k)
     sd_count = selection_sd
     if scales.count is not None:
-        sd_count = _sd(plan, scales.count)
-    sd_sum = _sd(plan, scales.speed) if cfg.neighbouring == "add-remove" else None
-    return NoisePrediction(sd_sum, sd_count, _sd(plan, scales.speeding), threshold, selection_sd)
+        sd_count = plan.noise(scales.count).std
+    sd_sum = plan.noise(scales.speed).std if cfg.neighbouring == "add-remove" else None
+    return NoisePrediction(sd_sum, sd_count, plan.noise(scales.speeding).std, threshold, selection_sd)
 
 
 def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float) -> float:
@@ -118,8 +102,7 @@ def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float
     if cfg.neighbouring == "presence-public":
         plan = plan_release(cfg, days)
         k = plan.k or 96
-        scales = _presence_scale(cfg, plan, n, k)
-        return _sd(plan, scales)
+        return plan.noise(calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed).std
     assert pred.sd_sum is not None
     sd_n = pred.sd_count or 0.0
     centre = min(cfg.speed_max, TYPICAL_SPEED) - cfg.speed_max / 2  # the sum is centred at U/2
@@ -165,11 +148,6 @@ def schedule_prior(
     }
 
 
-def _presence_scale(cfg: HatReleaseConfig, plan: ReleasePlan, n: float, k: int) -> float:
-
-    return calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed
-
-
 def pass_probability(pred: NoisePrediction, n: float) -> float:
     """Probability that a HAT with ``n`` true vehicle-days passes the selection threshold."""
     if pred.threshold is None or pred.selection_sd is None:
@@ -197,6 +175,29 @@ def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float
     return zcdp_epsilon(plan.total_budget * (sd0 / target) ** 2, plan.conversion_delta)
 
 
+def _dp_bins(
+    values: np.ndarray,
+    edges: tuple[int, ...],
+    mechanism: str,
+    sensitivity: float,
+    budget: float,
+    noise: NoiseSource,
+    name: str,
+) -> tuple[list[dict[str, float]], Loss]:
+    """A histogram of ``values`` in ``edges`` bins (the last one open) with OpenDP's ``mechanism`` calibrated to
+    ``budget`` at ``sensitivity``; each bin's noisy count clamped at 0 and unclamped, and the loss spent."""
+    bounds = np.array([*edges, np.inf])
+    counts = np.histogram(values, bins=bounds)[0].astype(float)
+    histogram = calibrate(mechanism, sensitivity, budget)
+    noisy = histogram.draw(counts, noise)
+    bins = [
+        {"from": float(a), "to": float(b), name: max(float(v), 0.0), f"{name}_unclamped": float(v),
+         "noise_sd": histogram.std}
+        for a, b, v in zip(bounds[:-1], bounds[1:], noisy, strict=True)
+    ]  # fmt: skip
+    return bins, histogram.loss(sensitivity)
+
+
 def dp_histogram(
     per_hat_counts: np.ndarray, k: int, epsilon: float, noise: NoiseSource
 ) -> tuple[list[dict[str, float]], float]:
@@ -205,16 +206,8 @@ def dp_histogram(
     Add/remove one vehicle-day moves each of its <= K HATs by one vehicle-day, so at most 2K bin counts change by
     1 (L1 sensitivity 2K); noise scale 2K / epsilon (OpenDP's Laplace; epsilon from its map).
     """
-    edges = np.array([*HISTOGRAM_EDGES, np.inf])
-    counts = np.histogram(per_hat_counts, bins=edges)[0].astype(float)
-    histogram = calibrate("laplace", 2.0 * k, epsilon)
-    noisy = histogram.draw(counts, noise)
-    bins = [
-        {"from": float(a), "to": float(b), "noisy_hats": max(float(v), 0.0), "noisy_hats_unclamped": float(v),
-         "noise_sd": histogram.std}
-        for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
-    ]  # fmt: skip
-    return bins, histogram.loss(2.0 * k).epsilon
+    bins, loss = _dp_bins(per_hat_counts, HISTOGRAM_EDGES, "laplace", 2.0 * k, epsilon, noise, "noisy_hats")
+    return bins, loss.epsilon
 
 
 def dp_m_histogram(
@@ -224,16 +217,8 @@ def dp_m_histogram(
     rho spent). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1; OpenDP's map)."""
     from urbandp.fleet._predict import M_EDGES
 
-    edges = np.array([*M_EDGES, np.inf])
-    counts = np.histogram(hats_per_vehicle_day, bins=edges)[0].astype(float)
-    histogram = calibrate("gaussian", 1.0, rho)
-    noisy = histogram.draw(counts, noise)
-    bins = [
-        {"from": float(a), "to": float(b), "noisy_vehicle_days": max(float(v), 0.0),
-         "noisy_vehicle_days_unclamped": float(v), "noise_sd": histogram.std}
-        for a, b, v in zip(edges[:-1], edges[1:], noisy, strict=True)
-    ]  # fmt: skip
-    return bins, histogram.loss(1.0).rho
+    bins, loss = _dp_bins(hats_per_vehicle_day, M_EDGES, "gaussian", 1.0, rho, noise, "noisy_vehicle_days")
+    return bins, loss.rho
 
 
 def dp_pilot(
@@ -251,7 +236,7 @@ def dp_pilot(
     with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)``, the noise sd and the
     rho spent (OpenDP's map). Contributions must already be restricted to the domain."""
     from urbandp.fleet._measure import l2_normalised, per_hat_aggregates
-    from urbandp.fleet._measure_selection import calibrate_selection, measure_selection
+    from urbandp.fleet._measure_selection import measure_selection
 
     bounded, k = l2_normalised(contributions), 1
     cal = calibrate_selection(
@@ -296,20 +281,14 @@ def paid_pilot(
     dropped (as the release drops them), then :data:`urbandp.fleet._predict.M_HISTOGRAM_SHARE` of ``rho`` on the
     histogram of HATs per vehicle-day (:func:`dp_m_histogram`) and the rest on the pilot (:func:`dp_pilot`). Both
     Gaussian, so the two compose by adding rho; over D days a vehicle pays the group bound D^2 rho."""
-    from urbandp._grid.slots import SlotSpec
     from urbandp.fleet._domain import domain_grid, restrict_to_domain
     from urbandp.fleet._predict import M_HISTOGRAM_SHARE
 
-    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
+    grid = domain_grid(domain, cfg.slot_spec.slots)
     kept = restrict_to_domain(contributions, grid, domain)[0]
     m_histogram, rho_m = dp_m_histogram(hats_per_vehicle_day(kept), M_HISTOGRAM_SHARE * rho, noise)
     hats, sd, rho_p = dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise)
     return PaidPilot(m_histogram, (hats, sd), rho_m + rho_p)
-
-
-def cfg_k(cfg: HatReleaseConfig) -> int:
-    """K of a config (96 when it is read from the data, as the histogram assumes)."""
-    return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
 
 
 def expected_passing(
@@ -343,10 +322,9 @@ def _domain_hats(cfg: HatReleaseConfig, domain: PublicDomain | None) -> int | No
     """Number of HATs (cell x slot) of the public domain at the config's slots, or None without a domain."""
     if domain is None:
         return None
-    from urbandp._grid.slots import SlotSpec
     from urbandp.fleet._domain import domain_grid
 
-    return int(domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots).height)
+    return int(domain_grid(domain, cfg.slot_spec.slots).height)
 
 
 def _vehicle_day_sizes(cfg: HatReleaseConfig, days: int, pred: NoisePrediction) -> list[float]:
@@ -558,7 +536,10 @@ def make_plan(
             "what": "a pilot: the release's own noisy count of every domain HAT, and a histogram of HATs per "
             "vehicle-day (Gaussian noise, zCDP; epsilon at the release's delta)",
         }
-    out["loss"] = _release_loss_section(cfg, days)
+    # privacy.json's ``loss`` for these options: the object the release reserves and the store books (None when
+    # it follows from the data, a noise scale without a budget)
+    loss = planned_loss(cfg, days)
+    out["loss"] = None if loss is None else loss.to_json()
     if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
         out["budget_split"] = _budget_split(cfg, days)
     out.update(_passing_section(cfg, pred, histogram, m))
@@ -570,9 +551,8 @@ def make_plan(
     )  # fmt: skip
     out.update(predicted)
     prediction = predicted["prediction"]
-    if pilot is not None and isinstance(
-        prediction, dict
-    ):  # the pilot's HATs passing: the release run on them
+    # with a pilot, the HATs passing are the release's own run on the pilot's fleets
+    if pilot is not None and isinstance(prediction, dict):
         released = cast(dict[str, float], prediction["released"])
         out["expected_hats_passing"], out["expected_hats_passing_sd"] = released["mean"], released["sd"]
         out.pop("expected_hats_passing_reason", None)
@@ -583,26 +563,12 @@ def make_plan(
     return out
 
 
-def _release_loss_section(cfg: HatReleaseConfig, days: int) -> dict[str, object] | None:
-    """The loss the release with these options states (privacy.json's ``loss``), from the same object the
-    release reserves and the store books (:func:`urbandp.fleet._plan.planned_loss`); None when it follows from
-    the data (a noise scale without a budget)."""
-    loss = planned_loss(cfg, days)
-    return None if loss is None else loss.to_json()
-
-
 def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) -> np.ndarray:
     """True vehicle-days per HAT after truncation (input of :func:`dp_histogram` only)."""
     from urbandp.fleet._measure import truncate_vehicle_days
 
     kept, _ = truncate_vehicle_days(contributions, k, slot_minutes)
     return kept.group_by("cell", "slot").len()["len"].to_numpy()
-
-
-def charge_histogram(epsilon: float, neighbouring: str) -> PrivacyLedger:
-    ledger = PrivacyLedger()
-    ledger.charge(LedgerEntry("planner histogram", epsilon, 0.0, "vehicle-day", neighbouring, "laplace"))
-    return ledger
 
 
 __all__ = ["dp_histogram", "make_plan", "predict_noise", "scale_for", "sd_of_mean", "speed_sensitivities"]

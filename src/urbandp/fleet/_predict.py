@@ -9,14 +9,9 @@ then counts what the release would show. Repeating this ``runs`` times, each tim
 (and of the paid inputs' noise, where the profile comes from a DP histogram) and of the release's noise, gives the
 prediction and its interval: the 2.5% and 97.5% quantiles over the runs.
 
-Profiles (:func:`schedule_profile`, :func:`histogram_profile`, :func:`route_profile`):
-
-* a GTFS schedule: distinct blocks (vehicles) per HAT and day, and the HATs a block passes (spends nothing);
-* a DP histogram of vehicle-days per HAT (``--histogram-epsilon``, :func:`urbandp.fleet._plan_forecast.dp_histogram`),
-  placed on the domain's HATs (on a route domain, more vehicle-days where more route runs through the cell); under
-  L2 weights also a DP histogram of HATs per vehicle-day (sensitivity 1), which sets the weights ``1/sqrt(m)``;
-* a GeoJSON route domain: the length of route in each cell and either a public fleet size (vehicles per day) or
-  the DP histogram of HATs per vehicle-day (which also gives the vehicle-days per day).
+Profiles (what is known before the release): a GTFS schedule (:func:`schedule_profile`, spends nothing), the pilot
+or DP histograms bought with ``--histogram-epsilon`` (:func:`pilot_profile`, :func:`histogram_profile`), or a GeoJSON
+route domain's lengths with a fleet size (:func:`route_profile`).
 
 Speeds are not known before the release and do not change which HATs are released; they set the intervals'
 centre term and the spread that pooling borrows from. The synthetic HAT means are drawn around
@@ -179,13 +174,12 @@ def simulate(
     ``borrow_strength``, pooled useful HATs. The selection threshold and the noise sds are the release's own
     (its privacy.json), which do not depend on the fleet over a public domain.
     """
-    from urbandp._grid.slots import SlotSpec
     from urbandp._privacy.noise import OpenDPNoise
     from urbandp.fleet._hat_release import _release_hats
     from urbandp.fleet._postprocess_pooling import noise_sds, with_pooled_means
 
     rng = np.random.default_rng(seed)
-    slots = SlotSpec(cfg.slot_minutes, *cfg.hours)
+    slots = cfg.slot_spec
     counts: dict[str, list[float]] = {"released": [], "shown": [], "useful": []}
     pooling = cfg.borrow_strength != "none"
     if pooling:
@@ -223,19 +217,23 @@ def simulate(
 
 
 def schedule_profile(domain: PublicDomain, cfg: HatReleaseConfig) -> FleetProfile:
-    """From a GTFS schedule: distinct blocks per HAT and day (trips without ``block_id``) and the HATs a block
-    passes (K without ``block_id``). Nothing is drawn but the fleet itself."""
-    from urbandp.fleet._plan_prior import scheduled_vehicle_days
+    """From a GTFS schedule, public and read without any data: distinct blocks per HAT and day (trips without
+    ``block_id``) and the HATs a block passes (K without ``block_id``). Nothing is drawn but the fleet itself.
 
-    frame = domain.scheduled_vehicles if domain.scheduled_vehicles is not None else domain.scheduled_trips
+    Blocks, not trips, where the feed has them: a vehicle passing a cell out and back within one slot is two trips
+    but one vehicle-day. On the synthetic fleet the trips overstate vehicle-days about 2x (median true/trips 0.46),
+    the blocks do not (0.93; ``benchmarks/bench_schedule_prior.py``); ``benchmarks/bench_plan_accuracy.py`` compares
+    the prediction with releases."""
+    blocks = domain.scheduled_vehicles is not None
+    frame = domain.scheduled_vehicles if blocks else domain.scheduled_trips
     assert frame is not None
     hats = frame.select(
         pl.col("cell").cast(pl.UInt64),
         pl.col("slot").cast(pl.Int16),
-        pl.Series("per_day", scheduled_vehicle_days(domain), dtype=pl.Float64),
+        pl.col("vehicles_per_day" if blocks else "trips_per_day").cast(pl.Float64).alias("per_day"),
     )
-    m = np.array([domain.hats_per_vehicle_day or _k(cfg)], dtype=float)
-    by = "blocks" if domain.scheduled_vehicles is not None else "trips (the feed has no block_id)"
+    m = np.array([domain.hats_per_vehicle_day or cfg_k(cfg)], dtype=float)
+    by = "blocks" if blocks else "trips (the feed has no block_id)"
     return FleetProfile(
         "schedule",
         lambda _rng: (hats, m),
@@ -244,7 +242,8 @@ def schedule_profile(domain: PublicDomain, cfg: HatReleaseConfig) -> FleetProfil
     )
 
 
-def _k(cfg: HatReleaseConfig) -> int:
+def cfg_k(cfg: HatReleaseConfig) -> int:
+    """K of a config (96 when it is read from the data, as the histograms assume)."""
     return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
 
 
@@ -383,23 +382,18 @@ def _m_sample(
     if m_bins:
         m = _bin_values(m_bins, rng, integer=True)
         if m.size:
-            return np.minimum(m, _k(cfg)) if cfg.contribution_bounding == "truncate" else m
-    return np.array([float(_k(cfg))])
+            return np.minimum(m, cfg_k(cfg)) if cfg.contribution_bounding == "truncate" else m
+    return np.array([float(cfg_k(cfg))])
 
 
 def route_lengths(path: Path, resolution: int, step_km: float = 0.02) -> pl.DataFrame:
     """Kilometres of route in each H3 cell of a GeoJSON file's lines (points every ``step_km`` along each
     segment, each standing for ``step_km``)."""
-    import json
-
     import h3
 
-    from urbandp.fleet._domain_files import _collect, _geometries
+    from urbandp.fleet._domain_files import read_geojson
 
-    value = json.loads(Path(path).read_bytes().decode("utf-8-sig"))
-    lines: list[np.ndarray] = []
-    for geometry in _geometries(value, str(path)):
-        _collect(geometry, str(path), lines, [], [])
+    lines = read_geojson(Path(path))[1]
     length: dict[int, float] = {}
     for line in lines:
         for (lon0, lat0), (lon1, lat1) in itertools.pairwise(line):
@@ -474,46 +468,6 @@ def hats_per_slot(cfg: HatReleaseConfig) -> float:
     return max(1.0, TYPICAL_SPEED / 2.0 * cfg.slot_minutes / 60.0 / spacing)
 
 
-# --- the planner's choice of profile ----------------------------------------------------------------------------
-
-
-def choose_profile(
-    cfg: HatReleaseConfig,
-    days: int,
-    domain: PublicDomain | None,
-    *,
-    histogram: list[dict[str, float]] | None = None,
-    m_histogram: list[dict[str, float]] | None = None,
-    fleet_size: float | None = None,
-    pilot: tuple[pl.DataFrame, float] | None = None,
-) -> tuple[FleetProfile | None, str | None]:
-    """The best profile the inputs allow, or None and why: the DP histogram (the data's own), else the schedule,
-    else a GeoJSON route domain's lengths with a fleet size or the histogram of HATs per vehicle-day."""
-    from urbandp._grid.slots import SlotSpec
-    from urbandp.fleet._domain import domain_grid
-
-    if domain is None:
-        return None, (
-            "needs a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells): the planner runs "
-            "the release over the domain's HATs"
-        )
-    grid = domain_grid(domain, SlotSpec(cfg.slot_minutes, *cfg.hours).slots)
-    if pilot is not None:
-        return pilot_profile(pilot[0], pilot[1], m_histogram, days, cfg), None
-    lengths = route_lengths(cfg.domain_geojson, cfg.resolution) if cfg.domain_geojson is not None else None
-    if histogram:
-        weights = None if lengths is None else grid_weights(grid, lengths)
-        return histogram_profile(histogram, m_histogram, grid, days, cfg, weights), None
-    if domain.scheduled_trips is not None:
-        return schedule_profile(domain, cfg), None
-    if lengths is not None and (fleet_size is not None or m_histogram):
-        return route_profile(grid, lengths, cfg, fleet_size=fleet_size, m_bins=m_histogram, days=days), None
-    return None, (
-        "needs what the fleet looks like: a schedule (domain_gtfs with stop_times), histogram_epsilon (a DP "
-        "histogram of the data), or with domain_geojson a fleet_size (vehicles a day)"
-    )
-
-
 def predict_release(
     cfg: HatReleaseConfig,
     days: int,
@@ -525,18 +479,41 @@ def predict_release(
     pilot: tuple[pl.DataFrame, float] | None = None,
     runs: int = RUNS,
 ) -> dict[str, object]:
-    """plan.json's ``prediction``: the release of ``cfg`` run ``runs`` times on fleets of the chosen profile
-    (:func:`choose_profile`, :func:`simulate`), or why there is none."""
+    """plan.json's ``prediction``: the release of ``cfg`` run ``runs`` times (:func:`simulate`) on fleets of the
+    best profile the inputs allow, or why there is none. The profile: the pilot or the DP histogram (the data's
+    own), else the schedule, else a GeoJSON route domain's lengths with a fleet size or the histogram of HATs per
+    vehicle-day."""
+    from urbandp.fleet._domain import domain_grid
+
     if cfg.epsilon_per_day is None:
         return {
             "prediction": None,
             "prediction_reason": "needs epsilon_per_day (a noise scale alone is not planned)",
         }
-    profile, why = choose_profile(
-        cfg, days, domain, histogram=histogram, m_histogram=m_histogram, fleet_size=fleet_size, pilot=pilot
-    )
-    if profile is None:
-        return {"prediction": None, "prediction_reason": why}
+    if domain is None:
+        return {
+            "prediction": None,
+            "prediction_reason": "needs a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells): "
+            "the planner runs the release over the domain's HATs",
+        }
+    grid = domain_grid(domain, cfg.slot_spec.slots)
+    geojson = cfg.domain_geojson if pilot is None else None
+    lengths = route_lengths(geojson, cfg.resolution) if geojson is not None else None
+    if pilot is not None:
+        profile = pilot_profile(pilot[0], pilot[1], m_histogram, days, cfg)
+    elif histogram:
+        weights = None if lengths is None else grid_weights(grid, lengths)
+        profile = histogram_profile(histogram, m_histogram, grid, days, cfg, weights)
+    elif domain.scheduled_trips is not None:
+        profile = schedule_profile(domain, cfg)
+    elif lengths is not None and (fleet_size is not None or m_histogram):
+        profile = route_profile(grid, lengths, cfg, fleet_size=fleet_size, m_bins=m_histogram, days=days)
+    else:
+        return {
+            "prediction": None,
+            "prediction_reason": "needs what the fleet looks like: a schedule (domain_gtfs with stop_times), "
+            "histogram_epsilon (a DP histogram of the data), or with domain_geojson a fleet_size (vehicles a day)",
+        }
     got = simulate(cfg, days, profile, domain, runs).to_json()
     return {
         "prediction": {

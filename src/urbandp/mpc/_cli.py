@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from urbandp._cli_options import BudgetStoreUrl, Overwrite
-from urbandp._cli_spec import command_signature, keyword, spec_parameters
+from urbandp._cli_spec import OptionsOf, command
 from urbandp._cli_support import cli_guard
 from urbandp._outputs import check_output_file, dumps_strict
 from urbandp.errors import InputError
@@ -56,16 +57,21 @@ def _theta(text: str | None) -> tuple[float | None, float | None]:
     return ts[0], (ts[1] if len(ts) > 1 else None)
 
 
-@app.command()
-@cli_guard
-@command_signature(spec_parameters(ServeOptions), [keyword("budget_store", BudgetStoreUrl, None)])
-def serve(**options: Any) -> None:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServeArguments:
+    """``urbandp mpc serve``: the server's options, and the budget store its dataset is charged in."""
+
+    o: Annotated[ServeOptions, OptionsOf()]
+    budget_store: BudgetStoreUrl = None
+
+
+@command(app, ServeArguments)
+def serve(a: ServeArguments) -> None:
     """Serve private queries over one window of an interpolated grid (privacy unit: one reading).
 
     Example: urbandp mpc serve --grid out/ka/grid.parquet --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
     """
-    budget_store = options.pop("budget_store")
-    o = ServeOptions(**options)
+    o = a.o
     from urbandp.mpc._server import Server, ServerConfig, ServerGrid
 
     g = ServerGrid.read(
@@ -78,7 +84,7 @@ def serve(**options: Any) -> None:
     cfg = ServerConfig(
         o.alpha, o.epsilon, o.epsilon_budget, o.sigma2_min, o.sigma2_max, o.rho, o.steepness, o.timeout
     )
-    server = Server(g, cfg, host, port, dataset=o.dataset, budget_store=budget_store)
+    server = Server(g, cfg, host, port, dataset=o.dataset, budget_store=a.budget_store)
     server.log = lambda msg: typer.echo(msg, err=True)
     server.serve_forever(max_clients=o.max_clients)
 

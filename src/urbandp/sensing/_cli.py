@@ -1,38 +1,53 @@
 """CLI group `urbandp sensing`: GP interpolation, DP variance maps, aggregate queries, synthetic readings.
 
-Thin: each command takes its flags, hands them to the library (:mod:`urbandp.sensing._api` through the
-``*_command`` modules, which also print) and prints the result. The releases' flags (`dp-map`, `pm-map`, `query`)
-are built from the fields of their option classes (:mod:`urbandp.sensing._options`) by
-:func:`urbandp._cli_spec.spec_parameters`; only where the run reads, writes and books its loss is declared here.
-The other commands take the typed aliases of :mod:`urbandp.sensing._cli_options`.
+Thin: each command hands its typed arguments to the library (:mod:`urbandp.sensing._api`) and prints the result.
+The options of `interpolate`, `dp-map`, `pm-map` and `query` are the fields of their option classes
+(:mod:`urbandp.sensing._options`, :class:`urbandp._cli_spec.OptionsOf`); only where the run reads, writes and
+books its loss is declared here.
 """
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
+import functools
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from urbandp._cli_config import config_option
 from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
-from urbandp._cli_spec import command_signature, keyword, spec_parameters
-from urbandp._cli_support import cli_guard, cli_text
-from urbandp.sensing import _cli_options as opts
-from urbandp.sensing._options import DpMapOptions, InterpolateOptions, PmMapOptions, QueryOptions
+from urbandp._cli_spec import OptionsOf, command, keywords
+from urbandp._cli_support import cli_guard, cli_text, quietly
+from urbandp.sensing._options import (
+    DpMapOptions,
+    InterpolateOptions,
+    PmMapOptions,
+    QueryOptions,
+    parse_box,
+    parse_numbers,
+    parse_utility_epsilons,
+)
+
+if TYPE_CHECKING:
+    from urbandp.sensing._dp_map_release import DpMapResult
+    from urbandp.sensing._pm_map_release import PmMapResult
+    from urbandp.sensing._query_release import QueryAnswer
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
+R = TypeVar("R")
 
 
 @app.command()
 @cli_guard
 def synth(
-    out: opts.SynthOut,
-    readings: opts.SynthReadings = 1400,
-    vehicles: opts.SynthVehicles = 10,
-    hours: opts.SynthHours = 1,
-    seed: opts.SynthSeed = 0,
+    out: Annotated[Path, typer.Argument(help="CSV to write (lat, lon, time, value, vehicle).")],
+    readings: Annotated[int, typer.Option(help="Number of readings.")] = 1400,
+    vehicles: Annotated[int, typer.Option(help="Number of vehicles.")] = 10,
+    hours: Annotated[int, typer.Option(help="Hours (one-hour windows) the readings span.")] = 1,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     overwrite: Overwrite = False,
 ) -> None:
     """Write synthetic fleet readings of a smooth pollution field (for trying the other commands).
@@ -44,27 +59,25 @@ def synth(
     print(f"wrote {readings} readings to {write_synth_readings(out, readings, vehicles, hours, seed)}")
 
 
-def _argument(name: str, metavar: str, help: str) -> inspect.Parameter:
-    """The command's one positional argument: the file it reads."""
-    return inspect.Parameter(
-        name,
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        default=typer.Argument(..., metavar=metavar, help=help),
-        annotation=Path,
-    )
+Readings = Annotated[
+    Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
+]
+OutDir = Annotated[Path, typer.Option("--out", help="Output directory.")]
 
 
-@app.command()
-@cli_guard
-@command_signature(
-    [
-        _argument("input_path", "INPUT", opts.READINGS_HELP),
-        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
-    ],
-    spec_parameters(InterpolateOptions),
-    [keyword("overwrite", Overwrite, False)],
-)
-def interpolate(**options: Any) -> None:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class InterpolateArguments:
+    """``urbandp sensing interpolate``: the readings, the folder and the options of
+    :class:`~urbandp.sensing._options.InterpolateOptions`."""
+
+    input_path: Readings
+    out: OutDir
+    options: Annotated[dict[str, Any], OptionsOf(InterpolateOptions, parse={"bbox": parse_box})]
+    overwrite: Overwrite = False
+
+
+@command(app, InterpolateArguments)
+def interpolate(a: InterpolateArguments) -> None:
     """GP interpolation per window onto a square grid: DIR/grid.parquet (cell_id, lat, lon, window, mu, sigma2).
 
     The grid is the server's private input (NOT differentially private); see `dp-map` and `query` for releases.
@@ -73,36 +86,53 @@ def interpolate(**options: Any) -> None:
     Example: urbandp sensing interpolate kolkata-pm25/Mobile_Spring.csv --cell-metres 500 --out out/kolkata
     """
     from urbandp.sensing._interpolate_tool import run_interpolate
-    from urbandp.sensing._options import parse_box
 
-    options.pop("overwrite")  # read by cli_guard into the run's output policy
-    o = InterpolateOptions(**{**options, "bbox": parse_box(options["bbox"])})
-    print(run_interpolate(o).summary())
+    print(run_interpolate(InterpolateOptions(input_path=a.input_path, out=a.out, **a.options)).summary())
 
 
-def _readings(table: str) -> list[inspect.Parameter]:
-    """The readings a map release reads, the folder it writes and its --config."""
-    return [
-        _argument("input_path", "INPUT", opts.READINGS_HELP),
-        keyword("out", Path, typer.Option(..., "--out", help="Output directory.")),
-        keyword("config", Path | None, config_option(table)),
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MapArguments:
+    """A map release (``dp-map``, ``pm-map``): the readings, the folder, the ``--config`` file and the options (a
+    subclass declares both, in these places), and where the loss is booked, as the library's function takes them."""
+
+    input_path: Readings
+    out: OutDir
+    config: Path | None = None  # read by its callback into the options' defaults
+    options: dict[str, Any]
+    dataset: Dataset = None
+    budget_store: BudgetStoreUrl = None
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False
+    overwrite: Overwrite = False
+
+    def run(self, release: Callable[..., R]) -> R:
+        """``release(readings, session=..., out=..., **options)``, its warnings left to the command."""
+        from urbandp._session import Session
+
+        session = Session(
+            self.budget_store, self.dataset, allow_meaningless_epsilon=self.allow_meaningless_epsilon
+        )
+        return quietly(
+            release, self.input_path, session=session, out=self.out, overwrite=self.overwrite, **self.options
+        )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DpMapArguments(MapArguments):
+    config: Annotated[Path | None, config_option("sensing.dp-map")] = None
+    options: Annotated[
+        dict[str, Any],
+        OptionsOf(DpMapOptions, parse={"bbox": parse_box, "utility_epsilons": parse_utility_epsilons}),
     ]
 
 
-def _booked() -> list[inspect.Parameter]:
-    """Where a map release books its loss, and the switches that authorise the run."""
-    return [
-        keyword("dataset", Dataset, None),
-        keyword("budget_store", BudgetStoreUrl, None),
-        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
-        keyword("overwrite", Overwrite, False),
-    ]
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PmMapArguments(MapArguments):
+    config: Annotated[Path | None, config_option("sensing.pm-map")] = None
+    options: Annotated[dict[str, Any], OptionsOf(PmMapOptions, parse={"bbox": parse_box})]
 
 
-@app.command("dp-map")
-@cli_guard
-@command_signature(_readings("sensing.dp-map"), spec_parameters(DpMapOptions), _booked())
-def dp_map(**options: Any) -> None:
+@command(app, DpMapArguments, "dp-map")
+def dp_map(a: DpMapArguments) -> None:
     """Differentially private posterior-variance maps (bounded Laplace, Holohan et al.), leakage before/after.
 
     Publishable (DIR/): dp_grid.csv (cell_id, lat, lon, window, sigma2_dp in standardised units) and
@@ -112,16 +142,13 @@ def dp_map(**options: Any) -> None:
 
     Example: urbandp sensing dp-map kolkata-pm25/Mobile_Spring.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-04-25 --end 2023-04-27 --epsilon 1 --out out/dpmap
     """
-    del options["config"]  # read into the options' defaults by --config's callback
-    from urbandp.sensing._dp_map_command import run
+    from urbandp.sensing._api import dp_map as release
 
-    run(**options)
+    _print_dp_map(a.run(release), a.out, **a.options)
 
 
-@app.command("pm-map")
-@cli_guard
-@command_signature(_readings("sensing.pm-map"), spec_parameters(PmMapOptions), _booked())
-def pm_map(**options: Any) -> None:
+@command(app, PmMapArguments, "pm-map")
+def pm_map(a: PmMapArguments) -> None:
     """A differentially private map of PM2.5 itself: noisy clipped sums and counts per cell and window, smoothed.
 
     Publishable (DIR/): pm_cells.csv (noisy count and sum per cell and window, the mean derived from them),
@@ -132,86 +159,167 @@ def pm_map(**options: Any) -> None:
 
     Example: urbandp sensing pm-map kolkata-pm25/Mobile_Autumn.csv --bbox 22.45,88.30,22.65,88.47 --start 2023-09-15 --end 2023-10-31 --window-minutes 1440 --epsilon 4 --out out/pm
     """
-    del options["config"]  # read into the options' defaults by --config's callback
-    from urbandp.sensing._pm_map_command import run
+    from urbandp.sensing._api import pm_map as release
 
-    run(**options)
+    _print_pm_map(a.run(release), a.out, **a.options)
 
 
-@app.command()
-@cli_guard
-@command_signature(
-    [
-        _argument("grid_csv", "GRID", "grid.parquet (or grid.csv) written by `interpolate`."),
-        keyword("config", Path | None, config_option("sensing.query")),
-    ],
-    spec_parameters(QueryOptions),
-    [
-        keyword(
-            "out",
-            Path | None,
-            typer.Option(None, "--out", help="Also write the answer as JSON here (default: stdout only)."),
-        ),
-        keyword("allow_meaningless_epsilon", AllowMeaninglessEpsilon, False),
-        keyword("overwrite", Overwrite, False),
-    ],
-)
-def query(**options: Any) -> None:
+def _rect(parameter: str) -> Callable[[str | None], tuple[float, ...] | None]:
+    """``--rect``/``--select`` text as four numbers (two corners, in any order)."""
+    return functools.partial(parse_numbers, n=4, parameter=parameter)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QueryArguments:
+    """``urbandp sensing query``: the grid, the options of :class:`~urbandp.sensing._options.QueryOptions`, and
+    where the answer is also written."""
+
+    grid_csv: Annotated[
+        Path, typer.Argument(metavar="GRID", help="grid.parquet (or grid.csv) written by `interpolate`.")
+    ]
+    config: Annotated[Path | None, config_option("sensing.query")] = None  # read by its callback
+    options: Annotated[
+        dict[str, Any], OptionsOf(QueryOptions, parse={"rect": _rect("rect"), "select": _rect("select")})
+    ]
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Also write the answer as JSON here (default: stdout only).")
+    ] = None
+    allow_meaningless_epsilon: AllowMeaninglessEpsilon = False
+    overwrite: Overwrite = False
+
+
+@command(app, QueryArguments)
+def query(a: QueryArguments) -> None:
     """Aggregate query with propagated error (Table III) and a DP squared error (section VII-D).
 
     Example: urbandp sensing query out/kolkata/grid.parquet --rect 22.50,88.32,22.56,88.37 --type max --rho 0.5 --sigma2-min 0 --sigma2-max 800
     """
-    del options["config"]  # read into the options' defaults by --config's callback
-    from urbandp.sensing._query_command import run_query_command
+    from urbandp._session import Session
+    from urbandp.sensing._api import query as release
 
-    run_query_command(**options)
+    session = Session(allow_meaningless_epsilon=a.allow_meaningless_epsilon)
+    rel = quietly(release, a.grid_csv, session=session, out=a.out, overwrite=a.overwrite, **a.options)
+    for line in rel.warnings:
+        print(f"note: {line}", file=sys.stderr)
+    _print_answer(rel)
 
 
-@app.command("plan")
-@cli_guard
-def plan(
-    bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")],
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PlanArguments:
+    """``urbandp sensing plan``: the keywords of :func:`urbandp.sensing._planner.plan_sensing` by their names (the
+    box, the candidate cells and windows as text)."""
+
+    bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")]
     readings_per_day: Annotated[
         float,
         typer.Option(help="Readings the fleet takes per day in the box (public knowledge or a paid count)."),
-    ],
+    ]
     share_visited: Annotated[
         float, typer.Option(help="Share of the box's cells the fleet's routes visit, in (0, 1].")
-    ],
-    epsilon: Annotated[float, typer.Option(help="Epsilon per reading of the planned pm-map.")] = 1.0,
+    ]
+    epsilon: Annotated[float, typer.Option(help="Epsilon per reading of the planned pm-map.")] = 1.0
     spread_between: Annotated[
         float, typer.Option(help="Spread (sd, ug/m3) of PM2.5 between places: the signal a map should show.")
-    ] = 10.0,
+    ] = 10.0
     spread_within: Annotated[
         float, typer.Option(help="Spread (sd, ug/m3) of readings within one cell and window.")
-    ] = 25.0,
-    level: Annotated[float, typer.Option(help="Typical PM2.5 (ug/m3).")] = 50.0,
-    clip: Annotated[float, typer.Option(help="Public upper bound of a reading, as pm-map --clip.")] = 250.0,
-    cell_metres: Annotated[str, typer.Option(help="Candidate cell sides in metres.")] = "250,500,1000,2000",
-    windows: Annotated[
-        str, typer.Option(help="Candidate windows: hour, day, week or days.")
-    ] = "hour,day,week,30,90",
-) -> None:
+    ] = 25.0
+    level: Annotated[float, typer.Option(help="Typical PM2.5 (ug/m3).")] = 50.0
+    clip: Annotated[float, typer.Option(help="Public upper bound of a reading, as pm-map --clip.")] = 250.0
+    cell_metres: Annotated[str, typer.Option(help="Candidate cell sides in metres.")] = "250,500,1000,2000"
+    windows: Annotated[str, typer.Option(help="Candidate windows: hour, day, week or days.")] = (
+        "hour,day,week,30,90"
+    )
+
+
+@command(app, PlanArguments, "plan")
+def plan(a: PlanArguments) -> None:
     """Plan a pm-map from public figures: the shortest window and finest cells at which a cell's DP mean carries
     more signal than noise. Reads no data and spends no budget.
 
     Example: urbandp sensing plan --bbox 22.45,88.30,22.65,88.47 --readings-per-day 295 --share-visited 0.26 --epsilon 4
     """
-    from urbandp.sensing._options import parse_box
     from urbandp.sensing._planner import parse_cell_sizes, parse_windows, plan_sensing, plan_text
 
-    box = parse_box(bbox)
+    box = parse_box(a.bbox)
     assert box is not None
     rows, best = plan_sensing(
         bbox=box,
-        readings_per_day=readings_per_day,
-        share_visited=share_visited,
-        epsilon=epsilon,
-        spread_between=spread_between,
-        spread_within=spread_within,
-        level=level,
-        clip=clip,
-        cell_sizes=parse_cell_sizes(cell_metres),
-        windows_days=parse_windows(windows),
+        cell_sizes=parse_cell_sizes(a.cell_metres),
+        windows_days=parse_windows(a.windows),
+        **keywords(a, "bbox", "cell_metres", "windows"),
     )
-    print(cli_text(plan_text(rows, best, epsilon)))
+    print(cli_text(plan_text(rows, best, a.epsilon)))
+
+
+def _print_dp_map(rel: DpMapResult, out: Path, *, epsilon: float, **options: object) -> None:
+    """What the command prints of a release written to ``out`` with ``options``: its warnings, the owner's
+    timings, one summary line."""
+    from urbandp.sensing._report import DpMapPrivacyReport
+
+    for line in rel.warnings:
+        print(f"urbandp: warning: {cli_text(line)}", file=sys.stderr)
+    for line in rel.owner["timing"]:
+        print(f"urbandp: dp-map timing (owner only): {line}", file=sys.stderr)
+    privacy = rel.privacy
+    assert isinstance(privacy, DpMapPrivacyReport)
+    if privacy.calibration == "paper":
+        cost = "epsilon: none (paper calibration: NOT differentially private)"
+    else:
+        cost = (
+            f"epsilon per cell {epsilon:g} (per reading / window map "
+            f"{privacy.epsilon_per_window_map:.6g} at delta {privacy.delta_per_reading:.2g}; per vehicle-day "
+            f"{privacy.epsilon_per_vehicle_day:.6g}; vehicle in every window "
+            f"{privacy.epsilon_vehicle_upper_bound:.6g})"
+        )
+    print(
+        f"{privacy.windows_released} windows x {privacy.cells_per_window} cells; {cost}; {privacy.dp_label} -> "
+        f"{out} (owner-only material, not DP: {out.parent / 'owner_only' / out.name})"
+    )
+
+
+def _print_pm_map(rel: PmMapResult, out: Path, *, smoother: str, **options: object) -> None:
+    """What the command prints of a release written to ``out`` with ``options``: the owner's warnings and one
+    summary line."""
+    from urbandp.sensing._report import PmMapPrivacyReport
+
+    for line in rel.owner_warnings:
+        print(f"urbandp: warning (owner only, from the true readings): {cli_text(line)}", file=sys.stderr)
+    p = rel.privacy
+    assert isinstance(p, PmMapPrivacyReport)
+    label = p.privacy_unit or ""
+    per_vehicle = ""
+    if p.per_vehicle.bounded:
+        m = p.per_vehicle.max_readings_per_vehicle_window  # type: ignore[attr-defined]
+        per_vehicle = (
+            f" (at most {m} readings, {p.epsilon_per_reading:.4g} per reading; "
+            f"{p.budget_booked.epsilon_per_day:.4g} per vehicle-day)"
+        )
+    clip = p.clip["high"]  # type: ignore[attr-defined]
+    print(
+        f"{p.windows['count']} windows x {p.grid['cells']} cells; "  # type: ignore[attr-defined]
+        f"epsilon {p.epsilon_per_unit:.4g} per {label[4:]}"
+        + per_vehicle
+        + f" (Laplace on counts and centred sums, clip {clip:g}); smoother {smoother} -> {out}"
+    )
+
+
+def _print_answer(rel: QueryAnswer) -> None:
+    """What `sensing query` prints: the answer on stdout, a summary (or the refusal) on stderr."""
+    from urbandp._outputs import dumps_strict
+
+    res = rel.result
+    print(dumps_strict(rel.printed, indent=None))
+    if not res.answered:
+        n = rel.answer["cells_selected"]
+        print(
+            f"refused: {n} cells selected < alpha = {rel.answer['alpha']} (nothing released)", file=sys.stderr
+        )
+    else:
+        from urbandp.sensing._queries import describe_error2
+
+        print(
+            f"{rel.answer['query']} over {res.n_selected} cells: value {res.value:.4f} (not DP), "
+            f"{describe_error2(res.noisy_error2, res.error2_scale())}; epsilon {res.epsilon:.6g}, per reading",
+            file=sys.stderr,
+        )

@@ -1,7 +1,8 @@
 """The options of `sensing dp-map`, `pm-map`, `query` and `interpolate`, each a field made with
-:func:`urbandp._release_options.option` (the commands' flags and the API's signatures are built from them; the
-checks between options are in ``model_post_init``). The fields that are not options (``input_path``, ``out``,
-``dataset``, ``budget_store``, ``allow_meaningless_epsilon``) are where the run reads, writes and books its loss.
+:func:`urbandp._release_options.option` (the commands' flags, through :class:`urbandp._cli_spec.OptionsOf`, and the
+API's signatures are built from them; the checks between options are in ``model_post_init``). The fields that are
+not options (``input_path``, ``out``, ``dataset``, ``budget_store``, ``allow_meaningless_epsilon``) are where the
+run reads, writes and books its loss.
 """
 
 from __future__ import annotations

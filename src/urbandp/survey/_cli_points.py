@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from urbandp._cli_options import Overwrite
+from urbandp._cli_spec import command
 from urbandp._cli_support import cli_guard
 from urbandp.errors import InputError
-from urbandp.survey._cli_common import app, release_signature, run_spec_release
+from urbandp.survey._cli_common import Separator, SurveyArguments, app, release_arguments
 from urbandp.survey._points_release import PointsSpec
 
 MAX_ESCAPE_RUNS = 10_000
@@ -21,15 +21,17 @@ MAX_ESCAPE_GRID = 10_000
 """Cells per side of the escape grid (10^8 cells)."""
 
 
-@app.command("perturb-points")
-@cli_guard
-@release_signature(
-    PointsSpec,
-    "CSV or Parquet, one location per row (e.g. home locations).",
-    "Output directory (points.csv + privacy.json).",
-    "survey.perturb-points",
+@command(
+    app,
+    release_arguments(
+        PointsSpec,
+        "CSV or Parquet, one location per row (e.g. home locations).",
+        "Output directory (points.csv + privacy.json).",
+        "survey.perturb-points",
+    ),
+    "perturb-points",
 )
-def perturb_points(**options: Any) -> None:
+def perturb_points(a: SurveyArguments) -> None:
     """Perturb point locations: planar Laplace (geo-indistinguishability) or per-axis Laplace (report sec. 5).
 
     Example: urbandp survey perturb-points out/survey/homes.csv --lat lat --lon lon --id household --epsilon-per-metre 0.005 --out out/homes
@@ -39,7 +41,7 @@ def perturb_points(**options: Any) -> None:
     """
     import urbandp.survey._api as api
 
-    run_spec_release(api.perturb_points, PointsSpec, options)
+    a.run(api.perturb_points)
 
 
 def _escape_grid(
@@ -75,7 +77,7 @@ def escape(
     ),
     runs: int = typer.Option(10, "--runs", help="Monte Carlo runs per point of the curve."),
     seed: int = typer.Option(0, "--seed", help="Simulation seed."),
-    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
+    separator: Separator = ",",
     out: Path = typer.Option(..., "--out", help="Output directory (escape.csv + escape.png, owner only)."),
     overwrite: Overwrite = False,
 ) -> None:

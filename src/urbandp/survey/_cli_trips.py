@@ -4,27 +4,30 @@ and :func:`urbandp.survey.perturb_trajectories` (report section 6.1, eq. 16)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
 import typer
 
 from urbandp._cli_options import Overwrite
-from urbandp._cli_support import cli_guard
-from urbandp.survey._cli_common import app, release_signature, run_spec_release
+from urbandp._cli_spec import command, keywords
+from urbandp.survey._cli_common import Separator, SurveyArguments, app, release_arguments
 from urbandp.survey._od_release import OdSpec
 from urbandp.survey._trajectory_release import TrajectoriesSpec
 
 
-@app.command("od-randomize")
-@cli_guard
-@release_signature(
-    OdSpec,
-    "CSV or Parquet of trips, one origin-destination pair per row.",
-    "Output directory (trips.csv + privacy.json).",
-    "survey.od-randomize",
+@command(
+    app,
+    release_arguments(
+        OdSpec,
+        "CSV or Parquet of trips, one origin-destination pair per row.",
+        "Output directory (trips.csv + privacy.json).",
+        "survey.od-randomize",
+    ),
+    "od-randomize",
 )
-def od_randomize(**options: Any) -> None:
+def od_randomize(a: SurveyArguments) -> None:
     """Randomize origin-destination trips over blocks (report eq. 13 and section 6.3).
 
     Example: urbandp survey od-randomize out/survey/trips.csv --from from_county --to to_county --blocks 19 --id trip --keep-probability 0.5 --out out/trips-rr
@@ -35,37 +38,50 @@ def od_randomize(**options: Any) -> None:
     """
     import urbandp.survey._api as api
 
-    run_spec_release(api.od_randomize, OdSpec, options)
+    a.run(api.od_randomize)
 
 
-@app.command("od-estimate")
-@cli_guard
-def od_estimate(
-    released: Path = typer.Argument(..., help="Released trips (trips.csv from 'survey od-randomize')."),
-    origin: str = typer.Option(..., "--from", help="Origin block column."),
-    dest: str = typer.Option(..., "--to", help="Destination block column."),
-    blocks_file: Path | None = typer.Option(
-        None, "--blocks-file", help="As for 'od-randomize' (default: none; give this or --blocks)."
-    ),
-    blocks: int | None = typer.Option(
-        None, "--blocks", help="As for 'od-randomize' (default: none; give this or --blocks-file)."
-    ),
-    keep_probability: float | None = typer.Option(
-        None,
-        "--keep-probability",
-        help="Keep probability used by 'od-randomize' (default: none; or --epsilon).",
-    ),
-    epsilon: float | None = typer.Option(
-        None,
-        "--epsilon",
-        help="Epsilon per trip used by 'od-randomize' (default: none; or --keep-probability).",
-    ),
-    separator: str = typer.Option(",", "--separator", help="CSV field separator."),
-    out: Path = typer.Option(
-        ..., "--out", help="Output CSV: from, to, released, estimate, sd, ci_low, ci_high (one row per pair)."
-    ),
-    overwrite: Overwrite = False,
-) -> None:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OdEstimateArguments:
+    """``urbandp survey od-estimate``: the released trips, then the keywords of :func:`urbandp.survey.od_estimate`."""
+
+    released: Annotated[Path, typer.Argument(help="Released trips (trips.csv from 'survey od-randomize').")]
+    origin: Annotated[str, typer.Option("--from", help="Origin block column.")]
+    dest: Annotated[str, typer.Option("--to", help="Destination block column.")]
+    blocks_file: Annotated[
+        Path | None,
+        typer.Option("--blocks-file", help="As for 'od-randomize' (default: none; give this or --blocks)."),
+    ] = None
+    blocks: Annotated[
+        int | None,
+        typer.Option("--blocks", help="As for 'od-randomize' (default: none; give this or --blocks-file)."),
+    ] = None
+    keep_probability: Annotated[
+        float | None,
+        typer.Option(
+            "--keep-probability",
+            help="Keep probability used by 'od-randomize' (default: none; or --epsilon).",
+        ),
+    ] = None
+    epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--epsilon",
+            help="Epsilon per trip used by 'od-randomize' (default: none; or --keep-probability).",
+        ),
+    ] = None
+    separator: Separator = ","
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Output CSV: from, to, released, estimate, sd, ci_low, ci_high (one row per pair)."
+        ),
+    ]
+    overwrite: Overwrite = False
+
+
+@command(app, OdEstimateArguments, "od-estimate")
+def od_estimate(a: OdEstimateArguments) -> None:
     """De-biased OD counts with 95 % intervals from released trips (inverse of report eq. 13; post-processing).
 
     Example: urbandp survey od-estimate out/trips-rr/trips.csv --from from_county --to to_county --blocks 19 --keep-probability 0.5 --out od.csv
@@ -77,33 +93,24 @@ def od_estimate(
 
     import urbandp.survey._api as api
 
-    table = api.od_estimate(
-        released,
-        origin=origin,
-        dest=dest,
-        blocks_file=blocks_file,
-        blocks=blocks,
-        keep_probability=keep_probability,
-        epsilon=epsilon,
-        separator=separator,
-        out=out,
-        overwrite=overwrite,
-    )
+    table = api.od_estimate(a.released, **keywords(a, "released"))
     top = table.sort("estimate", descending=True).head(10)
     with pl.Config(tbl_rows=20, float_precision=2):
-        typer.echo(f"de-biased {table.height:,} pairs from {int(table['released'].sum()):,} trips -> {out}")
+        typer.echo(f"de-biased {table.height:,} pairs from {int(table['released'].sum()):,} trips -> {a.out}")
         typer.echo(str(top))
 
 
-@app.command("perturb-trajectories")
-@cli_guard
-@release_signature(
-    TrajectoriesSpec,
-    "CSV or Parquet of GPS points.",
-    "Output directory (trajectories.csv + privacy.json).",
-    "survey.perturb-trajectories",
+@command(
+    app,
+    release_arguments(
+        TrajectoriesSpec,
+        "CSV or Parquet of GPS points.",
+        "Output directory (trajectories.csv + privacy.json).",
+        "survey.perturb-trajectories",
+    ),
+    "perturb-trajectories",
 )
-def perturb_trajectories(**options: Any) -> None:
+def perturb_trajectories(a: SurveyArguments) -> None:
     """SSD trajectory perturbation (report section 6.1, eq. 16); original-vs-perturbed PNG in owner_only/.
 
     Example: urbandp survey perturb-trajectories trips.csv --lat Y --lon X --trip trajectory_id --order t --epsilon 50 --out out/trajectories
@@ -112,4 +119,4 @@ def perturb_trajectories(**options: Any) -> None:
     """
     import urbandp.survey._api as api
 
-    run_spec_release(api.perturb_trajectories, TrajectoriesSpec, options)
+    a.run(api.perturb_trajectories)

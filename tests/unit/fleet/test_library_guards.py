@@ -14,7 +14,7 @@ from urbandp._privacy.guards import ALLOW_PARAMETER
 from urbandp._privacy.noise import OpenDPNoise
 from urbandp._privacy.session import ReleaseCharge
 from urbandp._synth.fleet import generate_fleet
-from urbandp.errors import InvalidParameterError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.fleet._options import HatReleaseConfig, build_config
 from urbandp.fleet._pipeline import release_fleet
 
@@ -67,6 +67,16 @@ def test_a_meaningless_loss_is_refused_from_python_before_any_draw(
     with pytest.raises(InvalidParameterError, match=f"is above 100.*{ALLOW_PARAMETER}"):
         release_fleet([fleet], cfg, noise=noise)
     assert noise.draws == 0
+
+
+def test_a_noise_scale_over_an_empty_day_set_is_refused_naming_the_day_options(tmp_path: Path) -> None:
+    # the meaningless-loss guard divides by D before reading: an empty public day set is refused there, not a
+    # division by zero
+    cfg = HatReleaseConfig(noise_scale=1.0, weekdays="sat", start=START, end=START + dt.timedelta(days=1))
+    noise = LoggedNoise()
+    with pytest.raises(InputError, match="public day set is empty") as err:
+        release_fleet([tmp_path / "never-read.parquet"], cfg, noise=noise)
+    assert err.value.parameters == ("dates", "weekdays", "holidays") and noise.draws == 0
 
 
 def test_allowed_a_meaningless_loss_is_labelled_not_dp(fleet: Path) -> None:

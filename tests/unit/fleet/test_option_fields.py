@@ -116,6 +116,10 @@ def test_help_of_the_api_and_its_keyword_types_are_the_fields() -> None:
 
 
 def test_the_run_s_options_are_a_typed_object() -> None:
-    run = RunOptions.of({**dict.fromkeys(RunOptions.model_fields), "no_map": True, "strict": False,
-                         "engine": "polars", "epsilon_per_day": 4.0})  # fmt: skip
+    from urbandp.fleet._cli import ReleaseArguments
+
+    assert (
+        typing.get_args(typing.get_type_hints(ReleaseArguments, include_extras=True)["run"])[0] is RunOptions
+    )
+    run = RunOptions(no_map=True, engine="polars")
     assert run.no_map is True and run.engine == "polars" and run.dataset is None

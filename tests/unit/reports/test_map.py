@@ -30,7 +30,6 @@ from urbandp._reports.map import (
     VIRIDIS,
     WITHHELD,
     MapHeader,
-    domain_cells_for_bbox,
     gtfs_overlay,
     parse_tiles,
     read_context,
@@ -224,26 +223,6 @@ def test_cells_at_different_resolutions_are_drawn_at_their_own(tmp_path: Path) -
         7**0.5, rel=0.1
     )
     assert "coarser H3 resolution" in page and "resolutions 6, 7" in page
-
-
-def test_domain_cells_for_bbox_are_the_cells_whose_centre_is_inside() -> None:
-    import h3
-
-    lat, lon = 21.1892, 72.8277
-    box = (lat - 0.05, lon - 0.06, lat + 0.05, lon + 0.06)
-    cells = domain_cells_for_bbox(box, 7)
-    assert cells == sorted(cells) and len(cells) > 20
-    for cell in cells:
-        c_lat, c_lon = h3.cell_to_latlng(cell)
-        assert box[0] <= c_lat <= box[2] and box[1] <= c_lon <= box[3]
-    ring = {n for c in cells for n in h3.grid_disk(c, 1)} - set(cells)
-    assert ring and all(
-        not (box[0] <= la <= box[2] and box[1] <= lo <= box[3]) for la, lo in map(h3.cell_to_latlng, ring)
-    )
-    with pytest.raises(InputError, match="min_lat < max_lat"):
-        domain_cells_for_bbox((lat, lon, lat - 1, lon + 1), 7)
-    with pytest.raises(InputError, match="resolution"):
-        domain_cells_for_bbox(box, 16)
 
 
 def test_domain_outline_behind_the_released_cells(tmp_path: Path) -> None:
