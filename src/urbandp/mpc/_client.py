@@ -188,7 +188,7 @@ class Client:
         if vector is not None:  # a raw input vector (tests): forced to {0, 1} inside the computation
             v = np.asarray(vector, dtype=np.float64)
             if v.shape != ids.shape:
-                wire.send_json(self.sock, {"type": "error", "message": "bad vector length"})
+                wire.send_error(self.sock, "bad vector length")
                 raise InputError(f"vector has {v.size} entries, the rectangle {ids.size} cells")
         elif cells is not None:
             v = np.isin(ids, np.asarray(cells, dtype=np.int64))
@@ -197,9 +197,7 @@ class Client:
         spec = self._spec(function, int(acc["n_rect"]))
         digest = executable_digest(compile_spec(spec))
         if digest != acc.get("digest"):
-            wire.send_json(
-                self.sock, {"type": "error", "message": "compiled programs differ (urbandp versions?)"}
-            )
+            wire.send_error(self.sock, "compiled programs differ (urbandp versions?)")
             raise wire.PeerError("the server compiled a different program (urbandp versions differ?)")
         self.party.receive_inputs()
         mine = {

@@ -10,6 +10,7 @@ budget store (:class:`ClientBudget`), so a restart does not reset it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import math
@@ -97,15 +98,13 @@ class ClientBudget:
     def spent(self, client: str) -> float:
         from urbandp._privacy.budget_store import open_store
 
-        store = open_store(self.store_url)
-        try:
-            return math.fsum(
-                h["epsilon_sum"]
-                for h in store.history(self.dataset)
-                if h["mechanism"] == MPC_MECHANISM and h["params"].get("client") == client
-            )
-        finally:
-            store.close()
+        with contextlib.closing(open_store(self.store_url)) as store:
+            history = store.history(self.dataset)
+        return math.fsum(
+            h["epsilon_sum"]
+            for h in history
+            if h["mechanism"] == MPC_MECHANISM and h["params"].get("client") == client
+        )
 
     def charge(self, client: str, epsilon: float) -> float:
         """Book ``epsilon`` for ``client`` (committed at once: the answer may be revealed); returns what is left."""
@@ -138,13 +137,11 @@ def declare_default_dataset(store_url: str | None, name: str) -> None:
     from urbandp._privacy.budget_store import DatasetCaps, open_store
     from urbandp._privacy.guards import SANE_EPSILON
 
-    store = open_store(store_url)
-    try:
-        store.caps(name)
-    except InputError:  # not declared yet
-        store.init_dataset(DatasetCaps(name, "reading", SANE_EPSILON))
-    finally:
-        store.close()
+    with contextlib.closing(open_store(store_url)) as store:
+        try:
+            store.caps(name)
+        except InputError:  # not declared yet
+            store.init_dataset(DatasetCaps(name, "reading", SANE_EPSILON))
 
 
 @dataclass
@@ -211,7 +208,7 @@ class Server:
             conn.settimeout(self.config.timeout)
             hello = wire.recv_json(conn, "hello")
             if hello.get("protocol") != wire.PROTOCOL:
-                return _refuse(conn, f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}")
+                return wire.send_error(conn, f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}")
             who = str(hello.get("client_id") or peer_ip)[:200]
             client_link = str(hello.get("link", ""))
             link_host = conn.getsockname()[0]
@@ -260,18 +257,18 @@ class Server:
         function = msg.get("function")
         rect = msg.get("rect")
         if function not in FUNCTIONS:
-            return _refuse(conn, f"function must be one of {', '.join(FUNCTIONS)}")
+            return wire.send_error(conn, f"function must be one of {', '.join(FUNCTIONS)}")
         if not (isinstance(rect, list) and len(rect) == 4 and all(isinstance(x, (int, float)) for x in rect)):
-            return _refuse(conn, "rect must be 4 numbers lat1,lon1,lat2,lon2")
+            return wire.send_error(conn, "rect must be 4 numbers lat1,lon1,lat2,lon2")
         mask = rectangle_mask(self.grid.lat, self.grid.lon, tuple(float(x) for x in rect))
         n = int(mask.sum())
         if not 1 <= n <= MAX_CELLS:
-            return _refuse(conn, f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}")
+            return wire.send_error(conn, f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}")
         spec = self.spec(str(function), n)
         try:
             left = self.budget.charge(who, self.config.epsilon)
         except InputError as err:
-            return _refuse(conn, str(err))
+            return wire.send_error(conn, str(err))
         from urbandp.mpc._party import compile_spec, executable_digest
 
         noise, epsilon = draw_noise(spec, self.config.epsilon, self.noise)
@@ -297,8 +294,3 @@ class Server:
         self.log(
             f"client {who}: {function} over a rectangle of {n} cells, epsilon {epsilon:.6g} ({left:.6g} left)"
         )
-
-
-def _refuse(conn: socket.socket, message: str) -> None:
-    """Tell the client why its request is refused (its ``PeerError`` on the other side)."""
-    wire.send_json(conn, {"type": "error", "message": message})

@@ -77,6 +77,11 @@ def send_json(sock: socket.socket, obj: dict[str, Any]) -> None:
     send_bytes(sock, json_frame(obj))
 
 
+def send_error(sock: socket.socket, message: str) -> None:
+    """Refuse a request in one line: the peer's :func:`recv_json` raises it as :class:`PeerError`."""
+    send_json(sock, {"type": "error", "message": message})
+
+
 def recv_json(sock: socket.socket, expect: str | None = None) -> dict[str, Any]:
     """One JSON object; ``{"type": "error"}`` from the peer is raised as :class:`PeerError` with its message."""
     raw = recv_frame(sock)

@@ -22,9 +22,8 @@ by name, the file ``--config`` reads; keywords passed win (:mod:`urbandp._config
 
 from __future__ import annotations
 
-import contextlib
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
@@ -51,16 +50,6 @@ def _session(session: Session | None) -> Session:
     return session if session is not None else Session()
 
 
-@contextlib.contextmanager
-def _readings(data: TableLike, overwrite: bool) -> Iterator[Path]:
-    """The readings as one CSV path, under the output policy (an input file is never overwritten)."""
-    from urbandp._outputs import output_policy
-    from urbandp.sensing._result import is_path, readings_csv
-
-    with readings_csv(data) as path, output_policy([path] if is_path(data) else [], overwrite=overwrite):
-        yield path
-
-
 def _map(
     data: TableLike,
     session: Session | None,
@@ -69,8 +58,10 @@ def _map(
     release: Callable[[dict[str, Any], Session], R],
 ) -> R:
     """Run a map release in a charge of ``session``: ``release`` gets where its options read, write and book."""
+    from urbandp.sensing._result import readings_csv
+
     s = _session(session)
-    with _readings(data, overwrite) as path:
+    with readings_csv(data, overwrite) as path:
         where = {
             "input_path": path,
             "out": None if out is None else Path(out),
@@ -171,8 +162,9 @@ def interpolate(
     :func:`query` (the paper's server side). Nothing here is differentially private; the folder ``out`` is for the
     owner only. Options as `urbandp sensing interpolate` (:class:`~urbandp.sensing._options.InterpolateOptions`)."""
     from urbandp.sensing._interpolate_tool import run_interpolate
+    from urbandp.sensing._result import readings_csv
 
-    with _readings(data, overwrite) as path:
+    with readings_csv(data, overwrite) as path:
         o = InterpolateOptions(input_path=path, out=Path(out), **options)
         result = run_interpolate(o)
     warnings.warn(

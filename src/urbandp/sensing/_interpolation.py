@@ -45,7 +45,6 @@ def fit_window(
     exact_max: int = 2000,
     n_inducing: int = 500,
     bounds: Bounds | None = None,
-    restarts: int = 1,
     hyperparameters: Hyperparameters | None = None,
 ) -> ExactGP | SparseGP:
     """Fit the GP chosen by size: exact up to ``exact_max`` readings, SGPR beyond (paper App. B's O(n^3); the
@@ -56,9 +55,9 @@ def fit_window(
     b = bounds or Bounds()
     model: ExactGP | SparseGP
     if len(values) <= exact_max:
-        model = ExactGP(kernel, restarts=restarts, bounds=b, hyperparameters=hyperparameters)
+        model = ExactGP(kernel, bounds=b, hyperparameters=hyperparameters)
     else:
-        model = SparseGP(kernel, n_inducing, restarts=restarts, bounds=b, hyperparameters=hyperparameters)
+        model = SparseGP(kernel, n_inducing, bounds=b, hyperparameters=hyperparameters)
     return model.fit(xy_km, values)
 
 
@@ -71,7 +70,6 @@ def interpolate_windows(
     n_inducing: int = 500,
     bounds: Bounds | None = None,
     min_readings: int = 3,
-    restarts: int = 1,
     progress: Callable[[int, int], None] | None = None,
     origin: np.datetime64 | None = None,
 ) -> tuple[list[WindowResult], dict[str, int]]:
@@ -89,9 +87,7 @@ def interpolate_windows(
         if int(mask.sum()) < min_readings:
             skipped += 1
         else:
-            model = fit_window(
-                xy_all[mask], readings.value[mask], kernel, exact_max, n_inducing, bounds, restarts
-            )
+            model = fit_window(xy_all[mask], readings.value[mask], kernel, exact_max, n_inducing, bounds)
             m_std, v_std = model.predict_standardised(centroids)
             st = model.standardiser_
             lml = model.elbo_ if isinstance(model, SparseGP) else model.log_marginal_likelihood_

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from urbandp._privacy.loss import Loss
     from urbandp._session import Session
     from urbandp.sensing._grid import SquareGrid
-    from urbandp.sensing._pm_map_mechanism import NoisyCells, PmMapPlan, VehicleLosses
+    from urbandp.sensing._pm_map_mechanism import CellAggregates, NoisyCells, PmMapPlan, VehicleLosses
     from urbandp.sensing._readings import LoadReport, Readings
 
 
@@ -129,9 +129,7 @@ def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
             )
             noisy = measure_pm_map(p.plan, agg, charge.noise)  # the only draws
             tables = _tables(o, p, noisy)
-            owner = _owner_report(
-                p.plan, load, outside, agg, readings, p.windows, o.window_minutes, p.vehicle_column
-            )
+            owner = _owner_report(o, p, load, outside, agg, readings)
             write_json(d.owner_path("input_report.json"), owner)
             result = _result(o, p, tables, owner, owner_files(d.owner), not_dp)
             result.write_in_charge(charge, o.out)
@@ -320,18 +318,12 @@ def _per_vehicle_json(plan: Any, vl: Any) -> dict[str, Any]:
 
 
 def _owner_report(
-    plan: Any,
-    load: Any,
-    outside: int,
-    agg: Any,
-    readings: Any,
-    windows: np.ndarray,
-    window_minutes: int,
-    vehicle_column: str | None,
+    o: PmMapOptions, p: _Plan, load: LoadReport, outside: int, agg: CellAggregates, readings: Readings
 ) -> dict[str, Any]:
     """input_report.json (owner only): exact counts read off the readings, and the warnings they raise."""
     from urbandp.sensing._readings import window_starts
 
+    plan = p.plan
     report: dict[str, Any] = {
         "note": "exact counts of the raw input: not differentially private, do not publish",
         **load.__dict__,
@@ -342,12 +334,12 @@ def _owner_report(
     }
     if readings.vehicle is None or len(readings) == 0:
         return report
-    starts = window_starts(readings.time, window_minutes, windows[0]).astype("datetime64[m]")
+    starts = window_starts(readings.time, o.window_minutes, p.windows[0]).astype("datetime64[m]")
     _, per_unit = np.unique(
         np.stack([readings.vehicle, starts.astype(str)], axis=1), axis=0, return_counts=True
     )
     most = int(per_unit.max())
-    report["vehicle_column"] = vehicle_column
+    report["vehicle_column"] = p.vehicle_column
     report["vehicle_windows"] = len(per_unit)
     report["readings_per_vehicle_window_max"] = most
     report["readings_per_vehicle_window_median"] = float(np.median(per_unit))

@@ -102,26 +102,25 @@ def owner_files(folder: Path) -> dict[str, bytes]:
     }
 
 
-def is_path(data: object) -> bool:
-    """``data`` names a file (a path, or a list of one path)."""
-    if isinstance(data, (list, tuple)) and len(data) == 1:
-        data = data[0]
-    return isinstance(data, (str, os.PathLike))
-
-
 @contextlib.contextmanager
-def readings_csv(data: TableLike, parameter: str = "data") -> Iterator[Path]:
+def readings_csv(data: TableLike, overwrite: bool, parameter: str = "data") -> Iterator[Path]:
     """The readings as one CSV file (the sensing readers are CSV readers, the one place rows are validated and
-    quarantined): the path as given, or the table written to a private temporary CSV (removed on exit)."""
-    if is_path(data):
-        yield Path(data[0] if isinstance(data, (list, tuple)) else data)
+    quarantined), under the output policy (an input file is never replaced): the path as given (or a list of one
+    path), or the table written to a private temporary CSV (removed on exit)."""
+    one = data[0] if isinstance(data, (list, tuple)) and len(data) == 1 else data
+    if isinstance(one, (str, os.PathLike)):
+        with output_policy([Path(one)], overwrite=overwrite):
+            yield Path(one)
         return
     if isinstance(data, (list, tuple)):
         raise InputDataError(f"{parameter}: give one CSV of readings, got {len(data)} paths")
     frame = to_polars(data, parameter)
     if frame.height == 0:
         raise InputDataError(f"{parameter}: the table holds no rows")
-    with tempfile.TemporaryDirectory(prefix="urbandp-readings-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="urbandp-readings-") as tmp,
+        output_policy((), overwrite=overwrite),
+    ):
         path = Path(tmp) / "readings.csv"
         frame.write_csv(path)
         yield path
