@@ -22,30 +22,17 @@ zone's spelling.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from urbandp._records.validation import ValidationOptions, polars_reads_zone
 from urbandp.errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from urbandp._records.validation import ValidationOptions
-
-
-@functools.lru_cache(maxsize=256)
-def polars_reads_zone(zone: str) -> bool:
-    """Whether Polars takes ``zone`` as a time zone (IANA names and ``UTC``; not fixed offsets like ``+05:30``)."""
-    try:
-        pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(zone)
-    except Exception:  # Polars raises ComputeError on a name it cannot parse
-        return False
-    return True
 
 
 def arrow_schema_in_utc(schema: pa.Schema) -> pa.Schema | None:

@@ -28,13 +28,24 @@ release, so valid fast records still count as speeding in Query 2.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
-from urbandp._records.timezones import polars_reads_zone
 from urbandp.errors import Advice, InputError
+
+
+@functools.lru_cache(maxsize=256)
+def polars_reads_zone(zone: str) -> bool:
+    """Whether Polars takes ``zone`` as a time zone (IANA names and ``UTC``; not fixed offsets like ``+05:30``)."""
+    try:
+        pl.Series([dt.datetime(2020, 1, 1)]).dt.replace_time_zone(zone)
+    except Exception:  # Polars raises ComputeError on a name it cannot parse
+        return False
+    return True
+
 
 SPEED_FACTORS_TO_KMH = {"km/h": 1.0, "kmh": 1.0, "kph": 1.0, "mph": 1.609344, "m/s": 3.6, "mps": 3.6}
 
