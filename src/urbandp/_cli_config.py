@@ -1,24 +1,13 @@
-"""``--config FILE.toml`` for the release commands of the counts, survey and sensing wings.
+"""``--config FILE.toml`` for the release commands of the counts, survey and sensing wings (docs/counts.md, "Options
+from a file"; the fleet's ``urbandp release`` reads its own tables, :func:`urbandp.fleet._options_input.read_toml`).
 
-The fleet's ``urbandp release`` reads its own ``[release]``, ``[input]`` and ``[columns]`` tables
-(:func:`urbandp.fleet._options_input.read_toml`). The other wings' release commands share this one mechanism, Click's
-``default_map`` (Typer's own copy of Click): an eager ``--config`` callback reads the command's table and hands it to Click as the defaults
-of the command's options, so a value from the file is converted and checked by exactly the code that checks the
-flag (Click's type, then the command's own validation), and a flag typed on the command line wins over the file.
-
-The file holds one table per command, named after it: ``[counts.release]``, ``[survey.randomize]``,
-``[sensing.dp-map]`` (:data:`urbandp._config_tables.CONFIG_TABLES`; the Python API reads the same file there). A table's keys are the options' flags without the leading dashes,
-with underscores (``--keep-probability`` is ``keep_probability``; a dashed key is read alike). One file may hold
-the tables of several commands; each command reads only its own and refuses a file without it, so a file written
-for one command is never half-applied to another.
-
-Left on the command line (:data:`COMMAND_LINE_ONLY`): the input, ``--out``, and the switches that authorise
-something or change what the run does (``--overwrite``, ``--allow-meaningless-epsilon``, ``--dry-run``).
-
-An unknown table or key, a value of the wrong TOML type, or one Click refuses is one line naming the file and the
-key, exit 2 (:class:`ConfigError`). As for the fleet, privacy.json does not record the file: the release's
-``spec_sha256`` is that of the resolved options, equal to the flag-driven release's; a survey release's
-``command`` (and the budget store's command line) keeps the ``--config`` path as typed.
+An eager ``--config`` callback reads the command's table (:data:`urbandp._config_tables.CONFIG_TABLES`) and hands it
+to Click's ``default_map`` (Typer's own copy of Click) as the defaults of the command's options, so a value from the
+file is converted and checked by exactly the code that checks the flag, and a flag typed on the command line wins.
+Each command reads only its own table and refuses a file without it, so a file written for one command is never
+half-applied to another. :data:`COMMAND_LINE_ONLY` stays on the command line. A bad table, key or value is one line
+naming the file and the key, exit 2 (:class:`ConfigError`). privacy.json does not record the file: the release's
+``spec_sha256`` is that of the resolved options, equal to the flag-driven release's.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""One TOML file of release options, read alike by the command line and the Python API.
+"""One TOML file of release options, read alike by the command line (:mod:`urbandp._cli_config`) and the Python API
+(:func:`takes_config`): one table per release command (:data:`CONFIG_TABLES`), keyed by the options' names
+(docs/counts.md, "Options from a file" and "Python API").
 
-A file holds one table per release command, named after it (:data:`CONFIG_TABLES`): ``[counts.release]``,
-``[survey.randomize]``, ``[sensing.dp-map]``. A table's keys are the options' names: the flags without the
-leading dashes, with underscores (``--keep-probability`` is ``keep_probability``), which are also the keywords
-of the Python API. ``urbandp <wing> <command> --config FILE`` reads it through Click (:mod:`urbandp._cli_config`);
-``ud.counts.release(data, config=FILE)`` and the other API functions read it here (:func:`takes_config`).
-
-In both, a value given directly wins over the file (a flag typed; a keyword passed), the file's values go
-through the same checks as the given ones, and an error about a value read from the file names the file's key
-(``epsilon in cfg.toml [counts.release] must be > 0``), not the flag or the keyword.
-
-Left to the caller (never read from a file, as on the command line): the data, ``out``, ``overwrite``, the
-``session``; a file's ``budget_store`` and ``dataset`` keys (which the CLI reads) must agree with the session
-passed, so that a file written for the command line is never half-applied in Python.
+A value given directly wins over the file, the file's values go through the same checks as the given ones, and an
+error about a value read from the file names the file's key (``epsilon in cfg.toml [counts.release] must be > 0``).
+Never read from a file: the data, ``out``, ``overwrite``, the ``session``; a file's ``budget_store`` and
+``dataset`` keys (which the CLI reads) must agree with the session passed, so that a file written for the command
+line is never half-applied in Python.
 """
 
 from __future__ import annotations

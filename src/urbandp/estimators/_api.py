@@ -12,13 +12,9 @@
 
 One user-level mean (Gupta et al., *Mean Estimation with User-Level Privacy for Spatio-Temporal IoT Datasets*)
 through one charge of the :class:`urbandp.Session`: the guards and the store's reservation run before any noise,
-and every draw goes through the charge (docs/architecture.md, section 4).
-
-Guarantees (docs/estimators.md): CLIPPED-MEAN is epsilon-DP under add/remove-one-unit. The paper's four
-(BASELINE, ARRAY-AVERAGING, LEVY, QUANTILE) are epsilon-DP under Def. II.1 only (replace one unit's values; the
-units and their counts public); under add/remove-one-unit, the relation of the budget store's units, they are NOT
-DP. As in the fleet (``speed_estimator`` under ``neighbouring="add-remove"``), such a release is labelled NOT DP and
-refused with a budget dataset: it is never booked as DP spend.
+and every draw goes through the charge (docs/architecture.md, section 4). The paper's four estimators are DP under
+Def. II.1 only, so under add/remove-one-unit, the budget store's relation, they are labelled NOT DP and refused
+with a budget dataset, as in the fleet (docs/estimators.md, "Python API").
 """
 
 from __future__ import annotations

@@ -4,17 +4,12 @@ Gupta, Rameshwar, Tandon, Chakraborty, *Mean Estimation with User-Level Privacy 
 Datasets* (sections II-III). scikit-learn style: parameters go to the (frozen, validated) constructor, the work
 is one call, :meth:`estimate`, and :meth:`privacy_cost` says what a call will cost before it runs.
 
-Privacy unit and neighbouring relation
---------------------------------------
-One *unit* is one "user" of the paper (a vehicle, or a vehicle-day in a release). The guarantee is the paper's
-Def. II.1: **replace-one unit's values, with the set of units and every count m_l fixed**. The paper states that
-``L`` and ``{m_l}`` are known to the client (section II-C). Everything that picks ``m_UB`` (median of the ``m_l``,
-Lemma III.2, or eq. (1)), the grouping plan, ``K``/``K-bar``, ``tau`` and every sensitivity is a function of the
-counts only, so under that relation it costs nothing -- and it is *not* protected: the counts (who is in the
-HAT and with how many records) are treated as public. Every :class:`MeanEstimate` says so
-(``counts_public=True``). Under add/remove-one-unit or replace-one-unit-with-its-count these mechanisms are not
-differentially private as written (BASELINE's ``U m^* / sum m`` already depends on the counts).
-:class:`ClippedMean` (not in the paper) is the alternative that is DP under add/remove-one-unit.
+Privacy unit and relation (docs/estimators.md, "Privacy: neighbouring relation, what is public"): one *unit* is
+one "user" of the paper (a vehicle, or a vehicle-day in a release), and the guarantee is Def. II.1, replace-one
+unit's values with the units and their counts ``m_l`` public (section II-C). ``m_UB``, the grouping plan, ``tau``
+and every sensitivity read the counts only, so they cost nothing and are *not* protected; every
+:class:`MeanEstimate` says so (``counts_public=True``). :class:`ClippedMean` (not in the paper) is the alternative
+that is DP under add/remove-one-unit.
 
 Values are clipped to ``[0, upper]`` first (a per-sample map that needs no privacy).
 
