@@ -117,14 +117,13 @@ def _mean_estimate(
     interval: tuple[float, float],
     noise: NoiseSource,
     m_ub: int | None = None,
-    n_arrays: int | None = None,
-    grouping: str | None = None,
     *,
     public: bool = True,
 ) -> MeanEstimate:
     """The result of every estimator: the loss spent is the sum of its ``steps``, the noise scale and sensitivity
-    are those of its ``final`` step, the counts are read from ``prep`` (public under Def. II.1 only: ``public``
-    False for CLIPPED-MEAN, add/remove-one-unit)."""
+    are those of its ``final`` step, the counts and the grouping plan (``m_ub`` where there is none) are read from
+    ``prep`` (public under Def. II.1 only: ``public`` False for CLIPPED-MEAN, add/remove-one-unit)."""
+    plan = prep.plan
     return MeanEstimate(
         name,
         estimate,
@@ -135,9 +134,9 @@ def _mean_estimate(
         int(prep.counts.size),
         int(prep.counts.sum()),
         prep.n_clipped,
-        m_ub,
-        n_arrays,
-        grouping,
+        m_ub if plan is None else plan.m_ub,
+        None if plan is None else plan.n_arrays,
+        None if plan is None else plan.strategy,
         interval,
         tuple(steps),
         bool(noise.is_private),
@@ -277,32 +276,6 @@ class _Grouped(_Estimator):
         assert prep.plan is not None
         return eps, prep, prep.plan
 
-    def _result(
-        self,
-        prep: Prepared,
-        eps: float,
-        estimate: float,
-        final: PrivacyStep,
-        steps: tuple[PrivacyStep, ...],
-        interval: tuple[float, float],
-        noise: NoiseSource,
-    ) -> MeanEstimate:
-        assert prep.plan is not None
-        plan = prep.plan
-        return _mean_estimate(
-            self.name,
-            prep,
-            estimate,
-            eps,
-            steps,
-            final,
-            interval,
-            noise,
-            plan.m_ub,
-            plan.n_arrays,
-            plan.strategy,
-        )
-
 
 @dataclass(frozen=True)
 class ArrayAveraging(_Grouped):
@@ -328,7 +301,7 @@ class ArrayAveraging(_Grouped):
         out, step = self._laplace_step(
             "mean of array means", float(np.mean(prep.array_means)), self.sensitivity(plan), eps, noise
         )
-        return self._result(prep, eps, out, step, (step,), (0.0, float(self.upper)), noise)
+        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
 
 
 def clipped_mean(array_means: np.ndarray, low: float, high: float) -> float:
@@ -400,7 +373,7 @@ class Levy(_Grouped):
         out, lap = self._laplace_step(
             "clipped mean of array means", clipped_mean(prep.array_means, a, b), delta, eps / 2, noise
         )
-        return self._result(prep, eps, out, lap, (sel, lap), (a, b), noise)
+        return _mean_estimate(self.name, prep, out, eps, (sel, lap), lap, (a, b), noise)
 
 
 @dataclass(frozen=True)
@@ -481,8 +454,7 @@ class Quantile(_Grouped):
             "clipped mean of array means", clipped_mean(prep.array_means, a, b), delta, eps / 2, noise
         )
         steps.append(lap)
-        res = self._result(prep, eps, out, lap, tuple(steps), (a, b), noise)
-        return MeanEstimate(**{**res.__dict__, "estimator": self.label})
+        return _mean_estimate(self.label, prep, out, eps, steps, lap, (a, b), noise)
 
 
 ADD_REMOVE = "add/remove-one-unit (all of a unit's samples; its presence and count are protected)"
