@@ -21,7 +21,7 @@ import typer
 from typer import _click
 from typer.core import TyperOption
 
-from urbandp._config_tables import CONFIG_TABLES, read_document
+from urbandp._config_tables import CONFIG_TABLES, read_document, table_of
 from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, flag_of
 
 CONFIG_NAMES = "urbandp.config_names"
@@ -76,10 +76,11 @@ def config_option(table: str) -> Any:
     )
 
 
-def _parse(path: Path) -> dict[str, Any]:
-    """The TOML document at ``path``; a missing, unreadable or malformed file is a :class:`ConfigError`."""
+def _parse(path: Path, table: str) -> dict[str, Any]:
+    """``[table]`` of the TOML document at ``path``; a missing, unreadable or malformed file, or one without the
+    table, is a :class:`ConfigError`."""
     try:
-        return read_document(path)
+        return command_table(read_document(path), table, path)
     except InputDataError as err:  # the library's reader, its message naming the flag
         raise ConfigError(err.naming(flag_of)) from None
 
@@ -106,13 +107,7 @@ def command_table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any
                 ours = [t.split(".", 1)[1] for t in CONFIG_TABLES if t.startswith(group + ".")]
                 hint = _hint(name, ours, "[" + group + ".{}]")
                 raise ConfigError(f"--config {path}: unknown table [{group}.{name}]{hint}")
-    group, name = table.split(".", 1)
-    section = data.get(group, {}).get(name)
-    if section is None:
-        raise ConfigError(f"--config {path} has no [{table}] table")
-    if not isinstance(section, dict):
-        raise ConfigError(f"--config {path}: [{table}] must be a table of options")
-    return section
+    return table_of(data, table, path)
 
 
 def _kind(param: TyperOption) -> tuple[tuple[type, ...], str]:
@@ -150,7 +145,7 @@ def check_value(key: str, value: object, param: TyperOption, ctx: _click.Context
 
 def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object]:
     """The ``default_map`` of the command run in ``ctx`` from ``[table]`` of ``path``: parameter name -> value."""
-    section = command_table(_parse(path), table, path)
+    section = _parse(path, table)
     keys = config_keys(ctx.command)
     where = f"--config {path} [{table}]"
     found: dict[str, object] = {}

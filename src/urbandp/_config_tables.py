@@ -95,9 +95,9 @@ def table_of(data: Mapping[str, Any], table: str, path: Path) -> dict[str, Any]:
     outer = data.get(group)
     section = outer.get(name) if isinstance(outer, dict) else None
     if section is None:
-        raise InputDataError(f"config {path} has no [{table}] table")
+        raise InputDataError(f"config {path} has no [{table}] table", parameters="config")
     if not isinstance(section, dict):
-        raise InputDataError(f"config {path}: [{table}] must be a table of options")
+        raise InputDataError(f"config {path}: [{table}] must be a table of options", parameters="config")
     return dict(section)
 
 
