@@ -20,7 +20,7 @@ with a budget dataset, as in the fleet (docs/estimators.md, "Python API").
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +50,11 @@ from urbandp.results import Release
 
 ESTIMATOR_NAMES: tuple[str, ...] = tuple(BY_NAME)
 _OPTIONS: dict[str, tuple[str, ...]] = {
-    "clipped-mean": ("m_ub", "m_cap"),
-    "baseline": (),
-    "array-averaging": ("grouping", "m_ub"),
-    "levy": ("grouping", "m_ub", "gamma"),
-    "quantile": ("grouping", "m_ub", "rule", "n_candidates"),
+    name: tuple(f.name for f in fields(cls) if f.name not in ("upper", "levels"))
+    for name, cls in BY_NAME.items()
 }
-"""The estimator options each estimator takes (its constructor's parameters besides ``upper``)."""
+"""The estimator options each estimator takes: its constructor's parameters besides ``upper`` (and QUANTILE's
+``levels``, which a release leaves at FIXEDQUANTILE's)."""
 ADD_REMOVE_LABEL = "epsilon-DP under add/remove-one-unit (a unit's presence, count and values protected)"
 QUARANTINE_NOTE = "raw rejected input rows with their reason"
 INPUT_REPORT_NOTE = "row, unit and sample counts of the true input (and clipped values)"
@@ -70,22 +68,16 @@ def _positive(value: object, name: str) -> float:
     return check_number(value, name, above=0)
 
 
-_OPTION_KINDS: dict[str, str] = {
-    "grouping": "text",
-    "m_ub": "integer or text",
-    "gamma": "number",
-    "rule": "text",
-    "n_candidates": "integer",
-    "m_cap": "integer",
-}
-"""What each estimator option takes from Python (its range is the estimator's own check)."""
+_OPTION_KINDS: dict[str, str] = {f.name: str(f.type) for cls in BY_NAME.values() for f in fields(cls)}
+"""What each estimator option takes from Python, its constructor's annotation: a ``Literal`` of words, ``str |
+int`` (a word or an integer), ``float`` or ``int`` (its range is the estimator's own check)."""
 
 
 def _option(name: str, value: object) -> object:
     kind = _OPTION_KINDS[name]
-    if kind == "text" or (kind == "integer or text" and isinstance(value, str)):
+    if kind.startswith("Literal") or (kind == "str | int" and isinstance(value, str)):
         return check_name(value, name)
-    return check_number(value, name, integer=kind != "number")
+    return check_number(value, name, integer=kind != "float")
 
 
 @dataclass(frozen=True)
