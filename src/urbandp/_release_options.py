@@ -129,9 +129,10 @@ def _help(description: str | None, default: Any) -> str:
     return text.format(default=_Shown(default)) if "{default" in text else text
 
 
-@dataclasses.dataclass(frozen=True)
-class DeclaredOption:
-    """One option of a release as its model declares it."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeclaredOption(CommandLine):
+    """One option of a release as its model declares it: the field's name, type, default, help and bounds, and
+    what it adds for the command line, its flag and command-line type filled in."""
 
     name: str
     type: Any
@@ -140,11 +141,6 @@ class DeclaredOption:
     flag: str
     cli_type: Any
     limits: tuple[tuple[str, float], ...]
-    choices: tuple[str, ...] | None
-    cli_default: Any
-    negatable: bool
-    why: str | None
-    table: str | None = None
 
     @property
     def required(self) -> bool:
@@ -288,20 +284,16 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
             for m in field.metadata
             if isinstance(m, kind)
         )
+        flag = info.flag or "--" + name.replace("_", "-")
+        cli_type = info.cli_type if info.cli_type is not None else field.annotation
         found.append(
             DeclaredOption(
+                **{**vars(info), "flag": flag, "cli_type": cli_type},
                 name=name,
                 type=field.annotation,
                 default=field.default,
                 help=_help(field.description, field.default),
-                flag=info.flag or "--" + name.replace("_", "-"),
-                cli_type=info.cli_type if info.cli_type is not None else field.annotation,
                 limits=limits,
-                choices=info.choices,
-                cli_default=info.cli_default,
-                negatable=info.negatable,
-                why=info.why,
-                table=info.table,
             )
         )
     return tuple(found)
