@@ -665,10 +665,7 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
 
 # ------------------------------------------------------------------------------------------ public schedule (GTFS)
 #
-# The generator plans no timetable: each working vehicle starts its shift at a random point of its route's
-# back-and-forth cycle and drives at its cruise speed (slowed at peaks) until the shift ends, with two breaks. The
-# schedule below is the *expected* service of that process, derived from the fleet's parameters and route layout
-# only (never from generated records), so that a planner can read it as the agency's public GTFS.
+# The generator plans no timetable; the schedule below is the *expected* service of its process (docs/fleet.md).
 
 STOP_SPACING_KM = 0.4
 """Stops of the schedule: evenly along each route, about this far apart (ends included)."""
@@ -933,15 +930,10 @@ def _calendar_table(spec: FleetSpec) -> pl.DataFrame:
 def fleet_schedule(spec: FleetSpec) -> dict[str, pl.DataFrame]:
     """The fleet's public schedule as GTFS tables (file name -> table), the expected service of the generator.
 
-    Derived from the parameters and the route layout only, never from generated records: each vehicle is one
-    block that runs every day of the fleet (``calendar.txt`` service ``DAILY``); its shift start and end, its two
-    breaks and their places in the shift are evenly spread quantiles of the generator's uniform draws; a route's
-    vehicles start evenly spread over its back-and-forth cycle (so departures in each direction are a cycle time /
-    vehicles apart); running times integrate the vehicle's expected reported speed (:func:`_expected_speed_kmh`,
-    peak hours :data:`PEAK_HOURS` at :data:`PEAK_SPEED_FACTOR`). Stops every ~:data:`STOP_SPACING_KM` km along each
-    route; one shape per route and direction with ``shape_dist_traveled`` in metres; a route without vehicles is
-    left out. The day off (probability
-    ``day_off_probability``) is not in the schedule, as an agency's schedule does not list sick days.
+    Derived from the parameters and the route layout only, never from generated records; docs/fleet.md, section
+    "The synthetic fleet's public schedule", says how (one block per vehicle, every day; shifts and breaks at
+    evenly spread quantiles of the generator's draws; running times from :func:`_expected_speed_kmh`). A route
+    without vehicles is left out.
     """
     fleet = _build_fleet(spec)
     city = spec.city
