@@ -3,7 +3,7 @@
 Hour slots are local hours. A column of instants (pandas ``datetime64[ns, UTC]``, a Polars ``Datetime`` with a
 ``time_zone``, an Arrow or Parquet ``timestamp`` with a ``tz``) does not say which wall clock is meant, so it is
 converted to the release's zone (``timezone``, else the ``agency_timezone`` of the domain's GTFS feed,
-:func:`feed_timezone`) and refused when no zone is known (docs/records.md, "Time of day"). ISO text with a UTC
+:func:`feed_timezone`) and refused when no zone is known (docs/records.md, section "Timestamps"). ISO text with a UTC
 offset is read by :mod:`urbandp._records.validation`. Fixed offsets (pandas ``UTC+05:30``, Arrow ``+05:30``), which
 Polars does not take as a time zone, are read as the same instants in UTC (:func:`arrow_schema_in_utc`,
 :func:`pandas_in_utc`).

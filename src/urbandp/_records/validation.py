@@ -1,9 +1,9 @@
 """Parse, convert and validate raw records; every rejected row goes to quarantine with a reason.
 
 Rules (docs/design.md "nothing vanishes") are the names of :data:`REASONS`, applied in that order, first failure
-wins; docs/records.md, section "Quarantine reasons", gives an example row of each, and sections "Speeds and units"
-and "Plausible range" the unit switches (``(first_day, unit)``, a feed that changed firmware) and the
-plausible timestamps. Time: by default the wall-clock time written in the timestamp (an epoch number is UTC); with
+wins; docs/records.md, section "Quarantine reasons", gives an example row of each; its section "Speeds and units"
+gives the unit switches (``(first_day, unit)``, a feed that changed firmware) and its "Plausible range" paragraph
+the plausible timestamps. Time: by default the wall-clock time written in the timestamp (an epoch number is UTC); with
 ``timezone`` the instant in that zone.
 
 Clipping to the query bound (``--speed-max``) is NOT validation: it is contribution bounding and happens in the
