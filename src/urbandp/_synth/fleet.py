@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -585,16 +585,9 @@ def write_fleet(df: pl.DataFrame, path: Path | str) -> Path:
     ``location`` as a struct{type, coordinates: list<f64>}. Returns the path written.
     """
     path = Path(path)
-    suffix = fleet_format(path)
+    fleet_format(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".parquet":
-        df.write_parquet(path)
-    elif suffix == ".csv":
-        flatten_for_csv(df).write_csv(path)
-    elif suffix == ".jsonl":
-        df.write_ndjson(path)
-    else:
-        df.write_json(path)
+    _write_frames([df], path)
     return path
 
 
@@ -618,15 +611,15 @@ def write_fleet_days(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}{path.suffix}"
     try:
-        written = _stream_fleet_days(spec, tmp, progress)
+        written = _write_frames(iter_fleet_days(spec, progress), tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path, written
 
 
-def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], None] | None) -> int:
-    """Write ``spec`` day by day to ``path`` (format by extension); returns the number of records."""
+def _write_frames(frames: Iterable[pl.DataFrame], path: Path) -> int:
+    """Write ``frames`` one after the other to ``path`` (format by extension); returns the number of records."""
     suffix = fleet_format(path)
     written = 0
     if suffix == ".parquet":
@@ -634,7 +627,7 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
 
         writer: pq.ParquetWriter | None = None
         try:
-            for frame in iter_fleet_days(spec, progress):
+            for frame in frames:
                 table = frame.to_arrow()
                 if writer is None:
                     writer = pq.ParquetWriter(path, table.schema, compression="zstd")
@@ -647,7 +640,7 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
     with path.open("wb") as out:
         if suffix == ".json":
             out.write(b"[")
-        for day, frame in enumerate(iter_fleet_days(spec, progress)):
+        for day, frame in enumerate(frames):
             if suffix == ".csv":
                 flatten_for_csv(frame).write_csv(out, include_header=day == 0)
             elif suffix == ".jsonl":
