@@ -112,12 +112,6 @@ def _local_path(uri: str) -> str:
     return unquote(parsed.path) if parsed.scheme in ("", "file") else uri
 
 
-def _arrow_batches(frame: pl.DataFrame) -> Iterator[pa.RecordBatch]:
-    """``frame`` (already in :data:`MARKED`'s column order) as Arrow batches of exactly that schema."""
-    table = frame.to_arrow().cast(MARKED)
-    yield from table.to_batches()
-
-
 @dataclass(frozen=True)
 class RecordKeyer:
     """The per-batch function run inside ``mapInArrow``: canonical columns -> validation -> window -> H3 cell.
@@ -141,7 +135,7 @@ class RecordKeyer:
                 frame = pl.from_arrow(rb)
                 assert isinstance(frame, pl.DataFrame)
                 frame = frame.rename({f"__c{i}": c for i, c in enumerate(self.columns)})
-                yield from _arrow_batches(self.mark(frame, index, seen))
+                yield from self.mark(frame, index, seen).to_arrow().cast(MARKED).to_batches()
 
     def canonical(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The raw canonical columns of :func:`urbandp._records.readers.scan_records`, from one batch."""
