@@ -355,12 +355,8 @@ def _check_run_keywords(kwargs: dict[str, Any]) -> None:
     """The keywords every release function shares beside its options, checked before anything is read:
     ``overwrite`` a switch (``"no"`` is not False), ``session`` a :class:`urbandp.Session`."""
     from urbandp._arguments import check_switch
-    from urbandp._session import Session
+    from urbandp._session import check_session
 
     if "overwrite" in kwargs:
         kwargs["overwrite"] = check_switch(kwargs["overwrite"], "overwrite")
-    session = kwargs.get("session")
-    if session is not None and not isinstance(session, Session):
-        raise InvalidParameterError(
-            f"session must be a urbandp.Session, got {session!r}", parameters="session"
-        )
+    check_session(kwargs.get("session"))
