@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -211,12 +211,13 @@ class _Estimator:
         raise NotImplementedError
 
     def _laplace_step(
-        self, name: str, value: float, sensitivity: float, epsilon: float, noise: NoiseSource
+        self, planned: PrivacyStep, value: float, sensitivity: float, noise: NoiseSource
     ) -> tuple[float, PrivacyStep]:
-        scale = laplace_scale(sensitivity, epsilon) if sensitivity > 0 else 0.0
+        """``value`` plus Laplace noise calibrated to the ``planned`` step's share of epsilon, and the step."""
+        scale = laplace_scale(sensitivity, planned.epsilon_budget) if sensitivity > 0 else 0.0
         spent = laplace_epsilon(sensitivity, scale) if sensitivity > 0 else 0.0
         out = float(noise.laplace(np.array([value]), scale)[0]) if scale > 0 else float(value)
-        return out, PrivacyStep(name, "opendp.make_laplace", epsilon, spent, sensitivity, scale)
+        return out, replace(planned, epsilon=spent, d_in=sensitivity, scale=scale)
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ class Baseline(_Estimator):
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
         delta = self.sensitivity(prep.counts)
-        out, step = self._laplace_step("mean", prep.true_mean, delta, eps, noise)
+        out, step = self._laplace_step(self.privacy_cost(eps).steps[0], prep.true_mean, delta, noise)
         return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
 
 
@@ -298,8 +299,9 @@ class ArrayAveraging(_Grouped):
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
         eps, prep, plan = self._planned(values_per_unit, epsilon)
+        planned = self.privacy_cost(eps).steps[0]
         out, step = self._laplace_step(
-            "mean of array means", float(np.mean(prep.array_means)), self.sensitivity(plan), eps, noise
+            planned, float(np.mean(prep.array_means)), self.sensitivity(plan), noise
         )
         return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
 
@@ -358,21 +360,13 @@ class Levy(_Grouped):
         eps, prep, plan = self._planned(values_per_unit, epsilon)
         tau, n_bins = self.bins(plan)
         counts = self.bin_counts(prep.array_means, tau, n_bins)
-        sel_scale, sel_eps = noisy_max_scale(plan.influence, eps / 2)
+        pick, mean = self.privacy_cost(eps).steps
+        sel_scale, sel_eps = noisy_max_scale(plan.influence, pick.epsilon_budget)
         chosen = private_argmax(counts, sel_scale, private=bool(noise.is_private))
-        sel = PrivacyStep(
-            "interval: noisy max over tau-bins",
-            "opendp.make_noisy_max",
-            eps / 2,
-            sel_eps,
-            float(plan.influence),
-            sel_scale,
-        )
+        sel = replace(pick, epsilon=sel_eps, d_in=float(plan.influence), scale=sel_scale)
         a, b = self.interval(chosen, tau)
         delta = plan.influence * (b - a) / plan.n_arrays
-        out, lap = self._laplace_step(
-            "clipped mean of array means", clipped_mean(prep.array_means, a, b), delta, eps / 2, noise
-        )
+        out, lap = self._laplace_step(mean, clipped_mean(prep.array_means, a, b), delta, noise)
         return _mean_estimate(self.name, prep, out, eps, (sel, lap), lap, (a, b), noise)
 
 
@@ -429,30 +423,19 @@ class Quantile(_Grouped):
         eps, prep, plan = self._planned(values_per_unit, epsilon)
         cands = self.candidates()
         d_in = 2 * plan.influence
+        *quantiles, mean = self.privacy_cost(eps).steps
         steps: list[PrivacyStep] = []
         ends: list[float] = []
-        for name, alpha in zip(
-            ("lower quantile", "upper quantile"), self.quantile_levels(eps, plan.n_arrays), strict=True
-        ):
-            scale, spent = quantile_scale(plan.n_arrays, cands, alpha, d_in, eps / 4)
+        for planned, alpha in zip(quantiles, self.quantile_levels(eps, plan.n_arrays), strict=True):
+            scale, spent = quantile_scale(plan.n_arrays, cands, alpha, d_in, planned.epsilon_budget)
             ends.append(
                 private_quantile(prep.array_means, cands, alpha, scale, private=bool(noise.is_private))
             )
-            steps.append(
-                PrivacyStep(
-                    f"{name} (alpha={alpha:.6g})",
-                    "opendp.make_private_quantile",
-                    eps / 4,
-                    spent,
-                    float(d_in),
-                    scale,
-                )
-            )
+            name = f"{planned.name} (alpha={alpha:.6g})"
+            steps.append(replace(planned, name=name, epsilon=spent, d_in=float(d_in), scale=scale))
         a, b = min(ends), max(ends)
         delta = plan.influence * (b - a) / plan.n_arrays
-        out, lap = self._laplace_step(
-            "clipped mean of array means", clipped_mean(prep.array_means, a, b), delta, eps / 2, noise
-        )
+        out, lap = self._laplace_step(mean, clipped_mean(prep.array_means, a, b), delta, noise)
         steps.append(lap)
         return _mean_estimate(self.label, prep, out, eps, steps, lap, (a, b), noise)
 
@@ -548,9 +531,9 @@ class ClippedMean(_Estimator):
     ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
-        _, f_s, f_c = self.shares()
+        *bound, summed, counted = self.privacy_cost(eps).steps
         steps: list[PrivacyStep] = []
-        if self.m_ub == "dp-median":
+        if bound:
             scale, spent = self.count_bound_scale(eps)
             cands = self.candidates()
             if noise.is_private:
@@ -559,23 +542,14 @@ class ClippedMean(_Estimator):
                 m_ub = int(
                     cands[int(np.argmin(quantile_scores(prep.counts, np.asarray(cands, dtype=float), 0.5)))]
                 )
-            steps.append(
-                PrivacyStep(
-                    "m_UB: private median of counts",
-                    "opendp.make_private_quantile",
-                    eps / 4,
-                    spent,
-                    1.0,
-                    scale,
-                )
-            )
+            steps.append(replace(bound[0], epsilon=spent, d_in=1.0, scale=scale))
         else:
             m_ub = int(self.m_ub)
         half = float(self.upper) / 2
         centred = math.fsum(float(np.sum(v[:m_ub] - half)) for v in prep.values)
         kept = int(np.minimum(prep.counts, m_ub).sum())
-        noisy_sum, s_step = self._laplace_step("centred clipped sum", centred, half * m_ub, eps * f_s, noise)
-        noisy_count, c_step = self._laplace_step("clipped count", float(kept), float(m_ub), eps * f_c, noise)
+        noisy_sum, s_step = self._laplace_step(summed, centred, half * m_ub, noise)
+        noisy_count, c_step = self._laplace_step(counted, float(kept), float(m_ub), noise)
         steps += [s_step, c_step]
         value = float(np.clip(half + noisy_sum / max(noisy_count, 1.0), 0.0, float(self.upper)))
         return _mean_estimate(
