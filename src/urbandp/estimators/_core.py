@@ -27,18 +27,18 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-import urbandp._privacy.dp_prelude as dp
 from urbandp._privacy.mechanisms import laplace_scale
 from urbandp._privacy.noise import NoiseSource, laplace_epsilon
 from urbandp.estimators._bounds import choose_m_ub
 from urbandp.estimators._grouping import GROUPINGS, GroupingPlan, make_plan
 from urbandp.estimators._selection import (
+    best_candidate,
     calibrate_scale,
     noisy_max_scale,
     private_argmax,
     private_quantile,
+    quantile_measurement,
     quantile_scale,
-    quantile_scores,
 )
 
 NEIGHBOURING = "replace-one-unit-values (paper Def. II.1: units and their counts m_l fixed and public)"
@@ -499,14 +499,7 @@ class ClippedMean(_Estimator):
     def median_of_counts(self, scale: float) -> Any:
         """OpenDP's private median of the units' counts over :meth:`candidates` at ``scale`` (unknown size,
         symmetric distance)."""
-        return dp.m.make_private_quantile(
-            dp.vector_domain(dp.atom_domain(T=int)),
-            dp.symmetric_distance(),
-            dp.max_divergence(),
-            self.candidates(),
-            0.5,
-            scale,
-        )
+        return quantile_measurement(self.candidates(), 0.5, scale, atom=int)
 
     def count_bound_scale(self, epsilon: float) -> tuple[float, float]:
         """Scale and mapped epsilon of the private median of counts (symmetric distance 1)."""
@@ -535,13 +528,10 @@ class ClippedMean(_Estimator):
         steps: list[PrivacyStep] = []
         if bound:
             scale, spent = self.count_bound_scale(eps)
-            cands = self.candidates()
             if noise.is_private:
                 m_ub = int(self.median_of_counts(scale)([int(c) for c in prep.counts]))
             else:
-                m_ub = int(
-                    cands[int(np.argmin(quantile_scores(prep.counts, np.asarray(cands, dtype=float), 0.5)))]
-                )
+                m_ub = int(best_candidate(prep.counts, self.candidates(), 0.5))
             steps.append(replace(bound[0], epsilon=spent, d_in=1.0, scale=scale))
         else:
             m_ub = int(self.m_ub)
