@@ -19,8 +19,10 @@ import math
 import numbers
 import os
 import re
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, ParamSpec, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 import numpy as np
 
@@ -232,6 +234,14 @@ def unknown_keywords(function: str, unknown: Sequence[str], takes: Sequence[str]
         close = difflib.get_close_matches(word, list(takes), n=1)
         hints.append(word + (f" (did you mean {close[0]}?)" if close else ""))
     return InvalidParameterError(f"{function}() has no option {', '.join(hints)}", parameters=tuple(unknown))
+
+
+def runtime_types(hint: Any) -> tuple[Any, ...]:
+    """The runtime types an annotation allows, a generic as its origin (``float | None`` -> ``(float, NoneType)``,
+    ``tuple[float, ...] | None`` -> ``(tuple, NoneType)``)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(t for arg in typing.get_args(hint) for t in runtime_types(arg))
+    return (typing.get_origin(hint) or hint,)
 
 
 def _sequence(value: object) -> list[object] | None:

@@ -16,12 +16,12 @@ import difflib
 import functools
 import inspect
 import tomllib
-import types
 import typing
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from urbandp._arguments import runtime_types
 from urbandp.errors import InputDataError, InputError, InvalidParameterError
 
 P = ParamSpec("P")
@@ -117,14 +117,8 @@ def _runtime_types(fn: Callable[..., object]) -> dict[str, tuple[Any, ...]]:
             hint = typing.get_type_hints(holder).get(name, Any)
         except (NameError, TypeError):
             hint = Any
-        found[name] = _flatten(hint)
+        found[name] = runtime_types(hint)
     return found
-
-
-def _flatten(hint: Any) -> tuple[Any, ...]:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return tuple(t for arg in typing.get_args(hint) for t in _flatten(arg))
-    return (hint,)
 
 
 def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
@@ -134,7 +128,7 @@ def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
     (``bbox = "30.1,-97.9,30.5,-97.6"``, as the flag takes it) where only a tuple of numbers is."""
     if Any in allowed:
         return True, value
-    origins = {typing.get_origin(t) or t for t in allowed}
+    origins = set(allowed)
     if isinstance(value, bool):
         return bool in origins, value
     if isinstance(value, int) and (int in origins or float in origins):

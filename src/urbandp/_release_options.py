@@ -31,7 +31,6 @@ import functools
 import inspect
 import math
 import numbers
-import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -40,7 +39,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
-from urbandp._arguments import shown
+from urbandp._arguments import runtime_types, shown
 from urbandp.errors import InvalidParameterError
 
 
@@ -154,7 +153,7 @@ class DeclaredOption(CommandLine):
     @property
     def kinds(self) -> tuple[Any, ...]:
         """The runtime types the field's annotation allows (``float | None`` -> ``(float, NoneType)``)."""
-        return _flatten(self.type)
+        return runtime_types(self.type)
 
     @property
     def integer(self) -> bool:
@@ -227,12 +226,6 @@ class DeclaredOption(CommandLine):
         if self.integer or not math.isfinite(number):
             raise self.refusal(value)
         return number
-
-
-def _flatten(hint: Any) -> tuple[Any, ...]:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return tuple(t for arg in typing.get_args(hint) for t in _flatten(arg))
-    return (typing.get_origin(hint) or hint,)
 
 
 class ReleaseOptions(BaseModel):
