@@ -13,7 +13,6 @@ naming the file and the key, exit 2 (:class:`ConfigError`). privacy.json does no
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import typer
 from typer import _click
 from typer.core import TyperOption
 
-from urbandp._config_tables import CONFIG_TABLES, read_document, table_of
+from urbandp._config_tables import CONFIG_TABLES, did_you_mean, read_document, table_of
 from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, flag_of
 
 CONFIG_NAMES = "urbandp.config_names"
@@ -85,11 +84,6 @@ def _parse(path: Path, table: str) -> dict[str, Any]:
         raise ConfigError(err.naming(flag_of)) from None
 
 
-def _hint(word: str, choices: list[str], form: str) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {form.format(close[0])}?)" if close else ""
-
-
 def command_table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any]:
     """The command's table of a parsed file; top-level keys and unknown tables are refused."""
     known = {t.split(".")[0] for t in CONFIG_TABLES}
@@ -100,12 +94,12 @@ def command_table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any
             )
         if group not in known:
             raise ConfigError(
-                f"--config {path}: unknown table [{group}]" + _hint(group, sorted(known), "[{}]")
+                f"--config {path}: unknown table [{group}]" + did_you_mean(group, sorted(known), "[{}]")
             )
         for name in value:
             if f"{group}.{name}" not in CONFIG_TABLES:
                 ours = [t.split(".", 1)[1] for t in CONFIG_TABLES if t.startswith(group + ".")]
-                hint = _hint(name, ours, "[" + group + ".{}]")
+                hint = did_you_mean(name, ours, "[" + group + ".{}]")
                 raise ConfigError(f"--config {path}: unknown table [{group}.{name}]{hint}")
     return table_of(data, table, path)
 
@@ -155,7 +149,7 @@ def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object
             flag = "--" + key.replace("_", "-")
             if any(flag in p.opts for p in ctx.command.params):
                 raise ConfigError(f"{where}: {key} is set on the command line only ({flag})")
-            raise ConfigError(f"{where}: unknown key '{key}'" + _hint(key, sorted(keys), "'{}'"))
+            raise ConfigError(f"{where}: unknown key '{key}'" + did_you_mean(key, sorted(keys)))
         found[param.name] = check_value(key, value, param, ctx, where)
         ctx.meta.setdefault(CONFIG_NAMES, {})[param.name] = f"{key} in {path} [{table}]"
     return found

@@ -101,9 +101,10 @@ def table_of(data: Mapping[str, Any], table: str, path: Path) -> dict[str, Any]:
     return dict(section)
 
 
-def _hint(word: str, choices: list[str]) -> str:
+def did_you_mean(word: str, choices: list[str], form: str = "'{}'") -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to ``word`` (written as ``form`` says), or nothing."""
     close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    return f" (did you mean {form.format(close[0])}?)" if close else ""
 
 
 def _runtime_types(fn: Callable[..., object]) -> dict[str, tuple[Any, ...]]:
@@ -170,7 +171,7 @@ def read_options(
             continue
         if name in CALLER_ONLY or name not in allowed:
             said = "is set by the caller, not a config file" if name in CALLER_ONLY else "is not an option"
-            raise InvalidParameterError(f"{key} in {where} {said}" + _hint(name, settable))
+            raise InvalidParameterError(f"{key} in {where} {said}" + did_you_mean(name, settable))
         ok, converted = _convert(value, allowed[name])
         if not ok:
             raise InvalidParameterError(
