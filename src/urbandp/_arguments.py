@@ -227,12 +227,15 @@ def check_keywords(function: Callable[P, R]) -> Callable[P, R]:
     return checked
 
 
+def did_you_mean(word: str, choices: list[str], form: str = "'{}'") -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to ``word`` (written as ``form`` says), or nothing."""
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {form.format(close[0])}?)" if close else ""
+
+
 def unknown_keywords(function: str, unknown: Sequence[str], takes: Sequence[str]) -> InvalidParameterError:
     """The error for keywords ``function`` does not take, each with the closest one it takes."""
-    hints = []
-    for word in unknown:
-        close = difflib.get_close_matches(word, list(takes), n=1)
-        hints.append(word + (f" (did you mean {close[0]}?)" if close else ""))
+    hints = [word + did_you_mean(word, list(takes), "{}") for word in unknown]
     return InvalidParameterError(f"{function}() has no option {', '.join(hints)}", parameters=tuple(unknown))
 
 

@@ -20,7 +20,8 @@ import typer
 from typer import _click
 from typer.core import TyperOption
 
-from urbandp._config_tables import CONFIG_TABLES, did_you_mean, read_document, table_of
+from urbandp._arguments import did_you_mean
+from urbandp._config_tables import CONFIG_TABLES, read_document, table_of
 from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, flag_of
 
 CONFIG_NAMES = "urbandp.config_names"

@@ -12,7 +12,6 @@ line is never half-applied in Python.
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import functools
 import inspect
 import tomllib
@@ -21,7 +20,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from urbandp._arguments import runtime_types
+from urbandp._arguments import did_you_mean, runtime_types
 from urbandp.errors import InputDataError, InputError, InvalidParameterError
 
 P = ParamSpec("P")
@@ -99,12 +98,6 @@ def table_of(data: Mapping[str, Any], table: str, path: Path) -> dict[str, Any]:
     if not isinstance(section, dict):
         raise InputDataError(f"config {path}: [{table}] must be a table of options", parameters="config")
     return dict(section)
-
-
-def did_you_mean(word: str, choices: list[str], form: str = "'{}'") -> str:
-    """`` (did you mean 'x'?)`` for the choice closest to ``word`` (written as ``form`` says), or nothing."""
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {form.format(close[0])}?)" if close else ""
 
 
 def _runtime_types(fn: Callable[..., object]) -> dict[str, tuple[Any, ...]]:

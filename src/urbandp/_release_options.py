@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import difflib
 import functools
 import inspect
 import math
@@ -39,7 +38,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
-from urbandp._arguments import runtime_types, shown
+from urbandp._arguments import did_you_mean, runtime_types, shown
 from urbandp.errors import InvalidParameterError
 
 
@@ -252,8 +251,7 @@ def _refusal(
     name = str(first["loc"][0]) if first["loc"] else ""
     declared = {o.name: o for o in declared_options(model)}
     if first["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(name, list(model.model_fields), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = did_you_mean(name, list(model.model_fields), "{}")
         return InvalidParameterError(f"{name} is not an option{hint}", parameters=name)
     if first["type"] == "missing":
         return InvalidParameterError(f"{name} is required: give it", parameters=name)
