@@ -110,14 +110,12 @@ def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> fl
     """``scale`` if given, else ``privacy.json``'s ``noise_scale`` (validated), else ``None``."""
     if scale is not None:
         return _positive_finite(scale, "scale")
-    value = privacy.get("noise_scale") if privacy else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not _is_positive_finite(float(value)):  # the release's file, not a parameter of the call
-            raise InputDataError(
-                f"privacy.json noise_scale must be a positive finite number, got {float(value)}"
-            )
-        return float(value)
-    return None
+    value = _optional_float(privacy.get("noise_scale") if privacy else None)
+    if value is not None and not _is_positive_finite(
+        value
+    ):  # the release's file, not a parameter of the call
+        raise InputDataError(f"privacy.json noise_scale must be a positive finite number, got {value}")
+    return value
 
 
 def _group_sizes(group_sizes: str | Sequence[int]) -> tuple[int, ...]:
