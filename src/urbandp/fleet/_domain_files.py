@@ -296,13 +296,9 @@ def _gap_runs(
         return None
     paths, cells, starts = [], [], []
     for g in gaps:
+        a, b = (h3.int_to_str(int(c)) for c in r_cell[g - 1 : g + 1])
         try:
-            between = [
-                h3.str_to_int(c)
-                for c in h3.grid_path_cells(h3.int_to_str(int(r_cell[g - 1])), h3.int_to_str(int(r_cell[g])))[
-                    1:-1
-                ]
-            ]
+            between = [h3.str_to_int(c) for c in h3.grid_path_cells(a, b)[1:-1]]
         except h3.H3BaseException:  # across a pentagon's distortion: keep the two samples' cells only
             continue
         m = len(between)
@@ -340,7 +336,7 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
         _check_polygon_cells(polygon, resolution, what)
     found: list[np.ndarray] = []
     if lines:
-        found.append(_line_cells(lines, resolution))
+        found.append(np.unique(line_runs(lines, resolution).cell))
     if points:
         pts = np.vstack(points)
         found.append(_point_cells(pts[:, 1], pts[:, 0], resolution))
@@ -458,6 +454,17 @@ def _positions(coords: object, depth: int, what: str, kind: str) -> list[np.ndar
     return [array]
 
 
+_DEPTHS = {
+    "Point": 0,
+    "MultiPoint": 1,
+    "LineString": 1,
+    "MultiLineString": 2,
+    "Polygon": 2,
+    "MultiPolygon": 3,
+}
+"""How deep each geometry type nests its positions (RFC 7946 section 3.1; a Point is read as a one-position list)."""
+
+
 def _collect(
     geometry: dict[str, Any],
     what: str,
@@ -466,23 +473,19 @@ def _collect(
     polygons: list[dict[str, Any]],
 ) -> None:
     kind = geometry["type"]
+    if kind not in _DEPTHS:
+        raise InputDataError(f"{what}: unknown geometry type {kind!r}")
     coords = geometry.get("coordinates")
-    if kind == "Point":
-        points.extend(_positions([coords], 1, what, kind))
-    elif kind == "MultiPoint":
-        points.extend(_positions(coords, 1, what, kind))
-    elif kind == "LineString":
-        lines.extend(_positions(coords, 1, what, kind))
-    elif kind == "MultiLineString":
-        lines.extend(_positions(coords, 2, what, kind))
-    elif kind in ("Polygon", "MultiPolygon"):
-        rings = _positions(coords, 2 if kind == "Polygon" else 3, what, kind)
-        if any(r.shape[0] < 4 for r in rings):
+    arrays = _positions([coords] if kind == "Point" else coords, _DEPTHS[kind], what, kind)
+    if kind.endswith("Point"):
+        points.extend(arrays)
+    elif kind.endswith("Polygon"):
+        if any(r.shape[0] < 4 for r in arrays):
             raise InputDataError(f"{what}: a {kind} ring has fewer than 4 positions (RFC 7946 3.1.6)")
-        lines.extend(rings)
+        lines.extend(arrays)  # the rings, walked as lines
         polygons.append({"type": kind, "coordinates": coords})
     else:
-        raise InputDataError(f"{what}: unknown geometry type {kind!r}")
+        lines.extend(arrays)
 
 
 def _point_cells(lat: np.ndarray, lon: np.ndarray, resolution: int) -> np.ndarray:
@@ -490,11 +493,11 @@ def _point_cells(lat: np.ndarray, lon: np.ndarray, resolution: int) -> np.ndarra
     return frame.select(plh3.latlng_to_cell("lat", "lon", resolution))["lat"].to_numpy().astype(np.uint64)
 
 
-def _line_cells(lines: list[np.ndarray], resolution: int) -> np.ndarray:
-    """The cells a set of [lon, lat] polylines pass through."""
+def line_runs(lines: list[np.ndarray], resolution: int) -> _Runs:
+    """Where a set of [lon, lat] polylines run through cells (:func:`_runs`, line i is path i)."""
     coords = np.vstack(lines)
     path = np.repeat(np.arange(len(lines)), [len(a) for a in lines])
-    return np.unique(_runs(coords[:, 1], coords[:, 0], path, resolution).cell)
+    return _runs(coords[:, 1], coords[:, 0], path, resolution)
 
 
 # ---------------------------------------------------------------------------------------------------------- GTFS
@@ -639,11 +642,7 @@ def _pattern_paths(
         .agg(pl.col("row").first(), pl.col("n").first(), pl.col("shape").first())
         .sort("pattern")
     )
-    all_lat, all_lon, all_sdt = (
-        st["lat"].to_numpy(),
-        st["lon"].to_numpy(),
-        st["sdt"].fill_null(np.nan).to_numpy(),
-    )
+    all_lat, all_lon, all_sdt = (st[c].fill_null(np.nan).to_numpy() for c in ("lat", "lon", "sdt"))
     shape_lat, shape_lon, shape_path, shape_cum, shape_sdt = vertices
     bounds = np.searchsorted(shape_path, np.arange(n_shapes + 1))
     extra_lat: list[np.ndarray] = []
@@ -683,9 +682,7 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
     ]  # each trip's, in st's order
     st = st.drop("row", "n").with_columns(d=pl.Series(np.concatenate([paths.d[p] for p in patterns])))
     st = _instances(st, feed.frequencies)
-    trip_service = st.unique("trip", keep="first").sort("trip").select("trip", "service_id")
-    trip_block = st.unique("trip", keep="first").sort("trip").select("trip", "block_id")
-    trip_pattern = st.unique("trip", keep="first").sort("trip")["pattern"].to_numpy()
+    per_trip = st.unique("trip", keep="first").sort("trip")
     arr = st["arr"].to_numpy().astype(np.float64)
     dep = np.maximum(st["dep"].to_numpy().astype(np.float64), arr)
     trip = st["trip"].to_numpy()
@@ -699,9 +696,9 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
         lat=np.concatenate([shape_lat, *paths.extra_lat]),
         lon=np.concatenate([shape_lon, *paths.extra_lon]),
         path=np.concatenate([shape_path, extra_path]).astype(np.int64),
-        trip_path=paths.path[trip_pattern],
-        trip_service=trip_service,
-        trip_block=trip_block,
+        trip_path=paths.path[per_trip["pattern"].to_numpy()],
+        trip_service=per_trip.select("trip", "service_id"),
+        trip_block=per_trip.select("trip", "block_id"),
         anchor_trip=trip,
         anchor_d=st["d"].to_numpy(),
         anchor_arr=arr,

@@ -23,7 +23,6 @@ spends nothing (the noise drawn here is never published as a release).
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +48,17 @@ M_HISTOGRAM_SHARE = 0.2
 """Under L2 weights, the share of ``--histogram-epsilon`` spent on the histogram of HATs per vehicle-day."""
 M_EDGES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 """Bins of the DP histogram of HATs per vehicle-day (the last bin is open)."""
+
+CONTRIBUTION_SCHEMA = {
+    "cell": pl.UInt64,
+    "slot": pl.Int16,
+    "day": pl.Date,
+    "vehicle": pl.String,
+    "n_records": pl.UInt32,
+    "mean_speed": pl.Float64,
+    "max_speed": pl.Float64,
+}
+"""The columns of a synthetic fleet's contributions, as the release reads them from records."""
 
 Sampler = Callable[[np.random.Generator], tuple[pl.DataFrame, np.ndarray]]
 
@@ -124,24 +134,13 @@ def synthetic_contributions(
         place = (place + np.repeat(rng.random(sizes.size), sizes)) / np.repeat(sizes, sizes)
         owner = np.repeat(np.arange(sizes.size), sizes)[np.argsort(place, kind="stable")][: visits.size]
         speed = np.clip(mu[visits] + rng.normal(0.0, VEHICLE_DAY_SPEED_SD, visits.size), 0.0, speed_max)
+        day = [base + dt.timedelta(days=d)] * visits.size
+        values = (cells[visits], slots[visits], day, owner.astype(str), np.ones(visits.size), speed, speed)
         frames.append(
-            pl.DataFrame(
-                {
-                    "cell": pl.Series(cells[visits], dtype=pl.UInt64),
-                    "slot": pl.Series(slots[visits], dtype=pl.Int16),
-                    "day": pl.Series([base + dt.timedelta(days=d)] * visits.size, dtype=pl.Date),
-                    "vehicle": pl.Series(owner.astype(str), dtype=pl.String),
-                    "n_records": pl.Series(np.ones(visits.size), dtype=pl.UInt32),
-                    "mean_speed": speed,
-                    "max_speed": speed,
-                }
-            )
+            pl.DataFrame(dict(zip(CONTRIBUTION_SCHEMA, values, strict=True)), schema=CONTRIBUTION_SCHEMA)
         )
     if not frames:
-        return pl.DataFrame(
-            schema={"cell": pl.UInt64, "slot": pl.Int16, "day": pl.Date, "vehicle": pl.String,
-                    "n_records": pl.UInt32, "mean_speed": pl.Float64, "max_speed": pl.Float64}
-        )  # fmt: skip
+        return pl.DataFrame(schema=CONTRIBUTION_SCHEMA)
     return pl.concat(frames).unique(["cell", "slot", "day", "vehicle"], keep="first")
 
 
@@ -386,28 +385,17 @@ def _m_sample(
     return np.array([float(cfg_k(cfg))])
 
 
-def route_lengths(path: Path, resolution: int, step_km: float = 0.02) -> pl.DataFrame:
-    """Kilometres of route in each H3 cell of a GeoJSON file's lines (points every ``step_km`` along each
-    segment, each standing for ``step_km``)."""
-    import h3
-
-    from urbandp.fleet._domain_files import read_geojson
+def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
+    """Kilometres of route in each H3 cell of a GeoJSON file's lines: the stretch of each line in each cell, the
+    lines walked as for the domain's cells (:func:`urbandp.fleet._domain_files.line_runs`)."""
+    from urbandp.fleet._domain_files import line_runs, read_geojson
 
     lines = read_geojson(Path(path))[1]
-    length: dict[int, float] = {}
-    for line in lines:
-        for (lon0, lat0), (lon1, lat1) in itertools.pairwise(line):
-            km = h3.great_circle_distance((lat0, lon0), (lat1, lon1), unit="km")
-            steps = max(1, math.ceil(km / step_km))
-            for t in (np.arange(steps) + 0.5) / steps:
-                cell = h3.str_to_int(
-                    h3.latlng_to_cell(lat0 + t * (lat1 - lat0), lon0 + t * (lon1 - lon0), resolution)
-                )
-                length[cell] = length.get(cell, 0.0) + km / steps
-    return pl.DataFrame(
-        {"cell": pl.Series(list(length), dtype=pl.UInt64), "route_km": list(length.values())},
-        schema={"cell": pl.UInt64, "route_km": pl.Float64},
-    )
+    if not lines:  # points only: no route anywhere
+        return pl.DataFrame(schema={"cell": pl.UInt64, "route_km": pl.Float64})
+    runs = line_runs(lines, resolution)
+    km = pl.DataFrame({"cell": runs.cell, "route_km": (runs.end - runs.start) / 1000.0})
+    return km.group_by("cell", maintain_order=True).agg(pl.col("route_km").sum()).cast({"cell": pl.UInt64})
 
 
 def grid_weights(grid: pl.DataFrame, lengths: pl.DataFrame) -> np.ndarray:
