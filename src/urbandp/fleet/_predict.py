@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from urbandp._contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.fleet._domain_files import PublicDomain
 from urbandp.fleet._options import HatReleaseConfig
 
@@ -48,17 +49,6 @@ M_HISTOGRAM_SHARE = 0.2
 """Under L2 weights, the share of ``--histogram-epsilon`` spent on the histogram of HATs per vehicle-day."""
 M_EDGES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 """Bins of the DP histogram of HATs per vehicle-day (the last bin is open)."""
-
-CONTRIBUTION_SCHEMA = {
-    "cell": pl.UInt64,
-    "slot": pl.Int16,
-    "day": pl.Date,
-    "vehicle": pl.String,
-    "n_records": pl.UInt32,
-    "mean_speed": pl.Float64,
-    "max_speed": pl.Float64,
-}
-"""The columns of a synthetic fleet's contributions, as the release reads them from records."""
 
 Sampler = Callable[[np.random.Generator], tuple[pl.DataFrame, np.ndarray]]
 
