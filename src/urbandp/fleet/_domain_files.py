@@ -217,12 +217,8 @@ def _path_lengths(lat: np.ndarray, lon: np.ndarray, path: np.ndarray) -> np.ndar
     if lat.size > 1:
         _, _, metres = WGS84.inv(lon[:-1], lat[:-1], lon[1:], lat[1:])
         seg[1:] = np.where(path[1:] == path[:-1], np.asarray(metres, dtype=np.float64), 0.0)
-    cum = np.cumsum(seg)
-    first = np.r_[True, path[1:] != path[:-1]] if lat.size else np.zeros(0, dtype=bool)
-    base = (
-        np.maximum.accumulate(np.where(first, np.arange(lat.size), 0)) if lat.size else np.zeros(0, dtype=int)
-    )
-    return np.asarray(cum - cum[base], dtype=np.float64)
+    along = pl.DataFrame({"seg": seg, "path": path}).select(pl.col("seg").cum_sum().over("path"))
+    return along["seg"].to_numpy().astype(np.float64)
 
 
 def _runs(lat: np.ndarray, lon: np.ndarray, path: np.ndarray, resolution: int) -> _Runs:
