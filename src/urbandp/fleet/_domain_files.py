@@ -222,11 +222,9 @@ def _path_lengths(lat: np.ndarray, lon: np.ndarray, path: np.ndarray) -> np.ndar
 
 
 def _runs(lat: np.ndarray, lon: np.ndarray, path: np.ndarray, resolution: int) -> _Runs:
-    """The cells that polylines pass through, as runs along each path (vertices grouped by ``path``, in order).
-
-    Each segment is sampled every :data:`EDGE_FRACTION` x the mean edge length; consecutive samples in different
-    cells bound a run at their midpoint; samples in cells that are not neighbours are joined by ``grid_path_cells``.
-    """
+    """The cells that polylines pass through, as runs along each path (vertices grouped by ``path``, in order):
+    sampled and joined as the module docstring says, consecutive samples in different cells bounding a run at their
+    midpoint."""
     lat, lon = np.asarray(lat, dtype=np.float64), np.asarray(lon, dtype=np.float64)
     path = np.asarray(path, dtype=np.int64)
     dist = _path_lengths(lat, lon, path)
@@ -521,11 +519,8 @@ def domain_from_gtfs(
     (:data:`PROJECTION_TOLERANCE_M`), else along straight lines between the stops. The trip is in a cell during a
     slot when any moment of its time in the cell falls in the slot (cells as for lines, so none is skipped).
 
-    ``scheduled_trips.trips_per_day``: the distinct trips (trip ids, or frequency departures) in the cell during
-    the slot, summed over the public days and divided by their number (days without service count as 0).
-
-    ``scheduled_vehicles`` and ``hats_per_vehicle_day`` (when trips carry ``block_id``): see :class:`PublicDomain`
-    and :func:`_block_priors`.
+    The planner's priors ``scheduled_trips`` (a trip: a trip id, or one departure of a frequency trip),
+    ``scheduled_vehicles`` and ``hats_per_vehicle_day``: see :class:`PublicDomain` and :func:`_block_priors`.
     """
     resolution = _check_resolution(resolution)
     try:
