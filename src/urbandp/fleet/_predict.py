@@ -1,23 +1,15 @@
-"""The planner's prediction: the release's own code run on fleets drawn from public or paid-for inputs.
+"""The planner's prediction: the release's own code run on fleets drawn from public or paid-for inputs
+(docs/fleet.md, "Planner and guardrails", says which input gives which profile and how well it predicted).
 
-``urbandp plan`` does not restate the release in a second set of formulas. It draws a synthetic fleet that matches
-what is known before any record is read (a :class:`FleetProfile`: vehicle-days expected per HAT and HATs per
-vehicle-day), runs the release itself on it (:func:`urbandp.fleet._hat_release._release_hats`: the same bounding, L2
-weights or truncation to K, public domain, selection threshold, noise scales, count and Fieller intervals, the
-``useful`` label) and, with ``borrow_strength``, the same pooling (:func:`urbandp.fleet._postprocess_pooling.with_pooled_means`),
-then counts what the release would show. Repeating this ``runs`` times, each time with a fresh draw of the fleet
-(and of the paid inputs' noise, where the profile comes from a DP histogram) and of the release's noise, gives the
-prediction and its interval: the 2.5% and 97.5% quantiles over the runs.
+``urbandp plan`` does not restate the release in a second set of formulas. It draws a synthetic fleet matching what
+is known before any record is read (a :class:`FleetProfile`: vehicle-days expected per HAT and HATs per
+vehicle-day), runs the release itself on it (:func:`urbandp.fleet._hat_release._release_hats` and, with
+``borrow_strength``, :func:`urbandp.fleet._postprocess_pooling.with_pooled_means`) ``runs`` times, each with a fresh
+fleet and fresh noise, and reports the mean and the 2.5% and 97.5% quantiles of what the release would show.
 
-Profiles (what is known before the release): a GTFS schedule (:func:`schedule_profile`, spends nothing), the pilot
-or DP histograms bought with ``--histogram-epsilon`` (:func:`pilot_profile`, :func:`histogram_profile`), or a GeoJSON
-route domain's lengths with a fleet size (:func:`route_profile`).
-
-Speeds are not known before the release and do not change which HATs are released; they set the intervals'
-centre term and the spread that pooling borrows from. The synthetic HAT means are drawn around
-:data:`TYPICAL_SPEED` with a public spread (:data:`HAT_SPEED_SD`), each vehicle-day's around its HAT's
-(:data:`VEHICLE_DAY_SPEED_SD`); both are stated in plan.json. The fleet is synthetic, so running the release on it
-spends nothing (the noise drawn here is never published as a release).
+Speeds are not known before the release and do not change which HATs are released: the synthetic means are drawn
+around :data:`TYPICAL_SPEED` with the public spreads below, stated in plan.json. The fleet is synthetic, so running
+the release on it spends nothing (the noise drawn here is never published as a release).
 """
 
 from __future__ import annotations
