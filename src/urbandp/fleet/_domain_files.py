@@ -2,13 +2,8 @@
 
 A public domain fixes the HATs before any record is read: with one, every domain HAT is released with
 noise and no HAT is selected from the data (docs/fleet.md, "DP selection" over a public extent). Everything here
-reads public files only; nothing is charged.
-
-- :func:`domain_from_cells`: a list of H3 cells (text, one id a line, or CSV with an ``h3_cell``/``cell`` column).
-- :func:`domain_from_geojson`: the cells that routes or corridors (RFC 7946 GeoJSON, WGS84) pass through.
-- :func:`domain_from_gtfs`: the cells a GTFS feed's shapes pass through, and, from its schedule, the HATs with
-  scheduled service on the public days and the mean number of distinct scheduled trips per HAT and day, the
-  planner's prior (scheduled trips predict vehicle-days per HAT).
+reads public files only; nothing is charged. The readers: :func:`domain_from_cells`, :func:`domain_from_geojson`
+and :func:`domain_from_gtfs` (which adds the HATs with scheduled service and the planner's priors, :class:`PublicDomain`).
 
 Slots are numbered as everywhere in the fleet (:class:`urbandp._grid.slots.SlotSpec`): a slot is the wall-clock
 minutes since midnight divided by the slot length, so with 60-minute slots 09:00-10:00 is slot 9, and the window
