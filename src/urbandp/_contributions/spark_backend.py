@@ -1,25 +1,16 @@
 """Apache Spark backend for the record-level stage: when a city's records outgrow one machine.
 
-Everything that touches every record runs on Spark executors: reading (CSV, JSON Lines, JSON, Parquet, the ITMS
-nested ``location.coordinates`` included), validation, the H3 cell, the window, duplicate detection and the
-per (cell, slot, day, vehicle) aggregation of ITMS report IV A-D. Only the contributions table (one row per
-vehicle-HAT-day, see :mod:`urbandp._contributions.base`) and a few counts come back to the driver; the quarantine is
-written by Spark as Parquet.
+Everything that touches every record runs on Spark executors; only the contributions table (one row per
+vehicle-HAT-day, see :mod:`urbandp._contributions.base`) and a few counts come back to the driver, and the
+quarantine is written by Spark as Parquet. docs/scale-out.md, section "What runs where", has the table of each step.
 
-Equality with the Polars engine is by construction where it can be: each Arrow batch is turned into the canonical
-record columns and validated by the very Polars functions the in-process pipeline uses
-(:func:`urbandp._records.validation.validate`, :func:`urbandp._contributions.polars_backend.window_filter`,
-:func:`urbandp._grid.h3cells.cell_expr`: polars-h3, vectorised, inside ``mapInArrow``), so the quarantine reasons
-cannot drift. Only the genuinely global steps are Spark operators:
-
-* duplicates: among the valid records inside the window, the copy of a (vehicle, timestamp) kept is the first in
-  input order (file, then row), the rule of :func:`urbandp._records.validation.later_duplicates`. Input order is
-  read from Spark's file metadata: (file, byte offset of the split, position inside the split), which orders
-  rows exactly as (file, row) does; a ``min_by`` aggregation picks the first copy (a hash aggregation, no sort);
-* the aggregation (count, mean of speeds clipped to [0, U], max; the clipped speeds in input order when asked).
-
-The aggregation is exact and splits over partitions; only the floating-point summation order of the mean differs
-from Polars (the means agree to about 1e-15 relative).
+Equality with the Polars engine is by construction where it can be: each Arrow batch goes through ``mapInArrow``
+into the very Polars functions the in-process pipeline uses (:func:`urbandp._records.validation.validate`,
+:func:`urbandp._contributions.polars_backend.window_filter`, :func:`urbandp._grid.h3cells.cell_expr`), so the
+quarantine reasons cannot drift. Only the global steps are Spark operators: duplicates (the first copy in input
+order kept, the rule of :func:`urbandp._records.validation.later_duplicates`, input order read from Spark's file
+metadata and picked by a ``min_by`` hash aggregation, no sort) and the exact aggregation, whose means differ from
+Polars only by the floating-point summation order (about 1e-15 relative).
 """
 
 from __future__ import annotations
@@ -121,12 +112,6 @@ def _local_path(uri: str) -> str:
     return unquote(parsed.path) if parsed.scheme in ("", "file") else uri
 
 
-def _arrow_batches(frame: pl.DataFrame) -> Iterator[pa.RecordBatch]:
-    """``frame`` (already in :data:`MARKED`'s column order) as Arrow batches of exactly that schema."""
-    table = frame.to_arrow().cast(MARKED)
-    yield from table.to_batches()
-
-
 @dataclass(frozen=True)
 class RecordKeyer:
     """The per-batch function run inside ``mapInArrow``: canonical columns -> validation -> window -> H3 cell.
@@ -150,7 +135,7 @@ class RecordKeyer:
                 frame = pl.from_arrow(rb)
                 assert isinstance(frame, pl.DataFrame)
                 frame = frame.rename({f"__c{i}": c for i, c in enumerate(self.columns)})
-                yield from _arrow_batches(self.mark(frame, index, seen))
+                yield from self.mark(frame, index, seen).to_arrow().cast(MARKED).to_batches()
 
     def canonical(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The raw canonical columns of :func:`urbandp._records.readers.scan_records`, from one batch."""

@@ -1,30 +1,17 @@
 """A privacy budget that lasts across releases, processes and people (docs/design.md privacy rule 5).
 
-The store records, per dataset and privacy unit, the declared caps and every release's charge per calendar
-day. A release reserves its charges in ONE transaction before any noise is drawn (refused with what was asked
-and what is left when any day would pass a cap), commits them with the output's content hash after the outputs
-are written, keeps them as ``aborted after noise`` if the run fails once reserved, and leaves them charged if the
-process dies (kill -9): such a reservation shows as ``crashed/unconfirmed`` because its noise may have been seen.
+The store records, per dataset and privacy unit, the declared caps and every release's charge per calendar day,
+reserved in ONE transaction before any noise is drawn and never refunded (docs/budget.md, "Life of a release").
 Only :class:`urbandp._privacy.session.ReleaseCharge` reserves and commits; this module is its storage.
 
-Composition: basic sequential composition per calendar day (Dwork and Roth 2014, Thm 3.16): the epsilons of all
-releases that touch day d add up, and must stay <= ``epsilon_per_day``; rho adds per day the same way (Bun and
-Steinke 2016, Lemma 2.3). Over all days, each release records what a unit present on all of its days pays, as the
-release states it (its :class:`~urbandp._privacy.loss.ReleaseLoss`, booked by
-:class:`~urbandp._privacy.session.ReleaseCharge`): its window epsilon (for a release that pools its days under zCDP, the
-group cost D^2 rho of their Prop. 1.9 converted once; for a pure-DP release D x epsilon, Dwork and Roth 2014, Thm
-2.2) and its window zCDP cost. ``epsilon_total`` and ``rho_total`` cap their sums over releases (Thm 3.16; Lemma
-2.3).
+Composition (docs/budget.md, sections "Composition" and "Delta"): per calendar day the epsilons, rho and deltas of
+all releases add up (basic composition, Dwork and Roth 2014, Thm 3.16; rho: Bun and Steinke 2016, Lemma 2.3).
+Each release also books its window figures as its :class:`~urbandp._privacy.loss.ReleaseLoss` states them (what a
+unit present on all of its days pays: the group cost D^2 rho of their Prop. 1.9 converted once, or D x epsilon
+for pure DP, Dwork and Roth 2014, Thm 2.2); ``epsilon_total``, ``rho_total`` and ``delta_total`` cap their sums.
 
-Delta: the deltas of the charges on day d add up (basic composition, Thm 3.16), shown per day. Each
-release also records its *window delta*, the delta that a unit present on all of its days pays for it (for a
-fleet selection on an unknown domain, OpenDP's threshold map at distance D: 0.071 at K 8, D 7, epsilon 10). The
-window deltas of all releases add up (Thm 3.16 again) into the dataset's composed delta, which ``delta_total``
-caps (default :data:`DEFAULT_DELTA_TOTAL`).
-
-Backends: SQLite (stdlib ``sqlite3``, ``BEGIN IMMEDIATE`` takes the write lock before reading the spend, so
-concurrent reservations are serialised) and PostgreSQL (``psycopg``, extra ``budget-pg``; the dataset row is
-locked with ``SELECT ... FOR UPDATE``).
+Backends: SQLite (``BEGIN IMMEDIATE`` takes the write lock before reading the spend, so concurrent reservations
+are serialised) and PostgreSQL (``psycopg``, extra ``budget-pg``; ``SELECT ... FOR UPDATE`` on the dataset row).
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """The release guards: one limit table and one function per guard, for every wing and every entry point.
 
 Each guard is called from the library's release path, never from a command alone, so that the CLI, a notebook,
-a scheduler and the Spark engine pass the same checks. Where each one fires:
-
-===========================  ==========================================================  ===============================
-guard                        refuses                                                     called from
-===========================  ==========================================================  ===============================
-:func:`check_delta`          a delta above :data:`MAX_DELTA` (or above 1/n of a public     each wing's spec, and
-                             count of units)                                             ``ReleaseCharge.reserve``
-:func:`meaningless_reasons`  a loss per unit (per day) above :data:`SANE_EPSILON` or     ``ReleaseCharge.reserve``
-                             :data:`SANE_RHO`, or one that cannot be stated; with the
-                             allow flag it is labelled NOT DP instead
-:func:`noise_reasons`        nothing: a noise source that does not declare itself       ``ReleaseCharge.refuse_not_dp``
-                             private (``is_private = True``) makes the release NOT DP    (every charge, from
-                             (labelled so, then refused with a dataset)                  ``urbandp.Session.charge``)
-:func:`refuse_not_dp`        a release labelled NOT DP that would be booked to a budget  ``ReleaseCharge.refuse_not_dp``
-                             dataset as DP spend                                         and ``ReleaseCharge.reserve``
-output safety                an output folder that would replace input, the working      ``ReleaseCharge.__init__``
-                             directory, a foreign folder, or the owner-only folder       (``urbandp._outputs``)
-===========================  ==========================================================  ===============================
-
-The limits are the same for every wing: there is one :data:`SANE_EPSILON` (docs/privacy-core.md, "What is
-refused").
+a scheduler and the Spark engine pass the same checks: :func:`check_delta` (each wing's spec and
+``ReleaseCharge.reserve``), :func:`meaningless_reasons` (``ReleaseCharge.reserve``), :func:`noise_reasons` and
+:func:`refuse_not_dp` (``ReleaseCharge.refuse_not_dp`` and ``ReleaseCharge.reserve``). docs/privacy-core.md,
+section "The guards: what is refused, where, and why", has the table of what each refuses and why. The limits
+are the same for every wing: there is one :data:`SANE_EPSILON`.
 """
 
 from __future__ import annotations

@@ -1,38 +1,18 @@
 """The one owner of a release's privacy budget, in every wing: plan -> reserve -> measure -> commit.
 
 docs/design.md privacy rules 2 and 5. The pattern is OpenDP's compositor (the loss is fixed before ``release()``) and
-Tumult Analytics' ``Session``; the code is ours. A command opens one :class:`ReleaseCharge` around its whole run::
+Tumult Analytics' ``Session``; the code is ours. A command opens one :class:`ReleaseCharge` around its whole run;
+docs/privacy-core.md, section "The ReleaseCharge life cycle", shows its calls and the rules it enforces: the output
+path checked before anything is reserved, the whole loss reserved (run's cap, then the store, after the loss guards
+of :mod:`urbandp._privacy.guards`) before the first sampler runs (drawing from :attr:`ReleaseCharge.noise` before
+:meth:`ReleaseCharge.reserve` raises), never refunded once reserved (a refund would let fresh noise be averaged
+away for free), nothing from :meth:`ReleaseCharge.say` printed unless committed, and a release with
+``not_dp_reasons`` refused with ``--dataset``.
 
-    with ReleaseCharge(dataset, store_url, unit="vehicle-day", out=out, cap=Loss.pure(budget_epsilon)) as session:
-        session.refuse_not_dp(reasons)            # a release labelled NOT DP never books DP spend
-        session.reserve(loss_per_day, days, "fleet-hat-laplace", params)   # the ONE place budget is reserved
-        noisy = mechanism.draw(values, session.noise)                      # the ONE source of noise
-        ...write the outputs...
-        session.set_output(out)
-        session.say("summary")                    # printed only once the charge is committed
-    # here: committed with the output's sha256 (the ONE place budget is committed)
-
-Rules the session enforces:
-
-* the output path is checked before anything is reserved (:func:`urbandp._outputs.check_output_path`);
-* the whole loss is reserved in the store (``--dataset``) and checked against the run's own cap
-  (``--budget-epsilon``) before the first sampler runs; drawing from :attr:`ReleaseCharge.noise` before
-  :meth:`ReleaseCharge.reserve` is a programming error and raises;
-* once reserved, the charge is never refunded: a failed write or a refusal after noise commits it as
-  ``aborted after noise`` (a refund would let fresh noise be averaged away for free);
-* nothing passed to :meth:`ReleaseCharge.say` is printed unless the charge was committed, so no value derived from
-  noise is shown by a run that is not charged;
-* a release with ``not_dp_reasons`` is refused with ``--dataset`` (:meth:`ReleaseCharge.refuse_not_dp`);
-* the loss guards of :mod:`urbandp._privacy.guards` (delta limit, meaningless loss) run in :meth:`ReleaseCharge.reserve`,
-  so every release that reserves passes them, whichever entry point opened the session.
-
-The release's loss is one object, :class:`~urbandp._privacy.loss.ReleaseLoss` (:attr:`ReleaseCharge.release_loss`): its
-per-day loss and its window loss (what a unit present on every reserved day pays), made by the wing's code that
-calibrates the noise and passed to :meth:`ReleaseCharge.reserve` (``window=``; else :meth:`ReleaseCharge.default_window`). The
-store books exactly its figures: per day the converted (epsilon, delta) and rho, over the window the converted
-(epsilon, delta) and the zCDP cost; its ``epsilon_total``, ``rho_total`` and ``delta_total`` cap the sums of the
-releases' window figures. The wing's privacy.json states the same object, so the store and the release never
-disagree (a zCDP loss is converted once per figure: rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
+The release's loss is one object, :class:`~urbandp._privacy.loss.ReleaseLoss` (:attr:`ReleaseCharge.release_loss`),
+made by the wing's code that calibrates the noise and passed to :meth:`ReleaseCharge.reserve` (``window=``; else
+:meth:`ReleaseCharge.default_window`); the store and the wing's privacy.json state exactly its figures (a zCDP loss
+is converted once per figure: rho 1.0 is epsilon 7.77 at delta 1e-6, not "epsilon 1").
 
 If the store cannot confirm the charge once the outputs are in place (its disk is full), the run ends with one
 line saying the release was published and where, and that its charge stays booked, unconfirmed: the reservation

@@ -1,22 +1,12 @@
 """GTFS-realtime ``VehiclePositions`` snapshots as records (what agencies' feed archives hold).
 
-An agency's archive is a folder (or a ``.zip``/``.tar``/``.tar.gz``/``.tgz``) of protobuf ``FeedMessage``
-snapshots, one every 10-30 s, each the latest position of every vehicle. The snapshots are parsed with the
-official bindings (``gtfs-realtime-bindings``: ``google.transit.gtfs_realtime_pb2``) and read as one input:
-
-* every entity holding a ``vehicle`` (a ``VehiclePosition``) is one record: the vehicle is ``vehicle.vehicle.id``
-  (``vehicle.vehicle.label`` when the id is empty; none of the two: ``missing_vehicle``), the time is
-  ``vehicle.timestamp`` (the snapshot header's ``timestamp`` when absent) in POSIX seconds, UTC; the position is
-  ``vehicle.position`` (latitude, longitude, WGS 84) and the speed ``vehicle.position.speed``, which the GTFS-realtime
-  reference defines in metres per second: converted here to km/h (x 3.6), so the feed needs no ``--speed-unit``;
-* a vehicle that did not report again between two snapshots repeats the same position with the same timestamp: the
-  records are de-duplicated by (vehicle, timestamp) across the snapshots, the first kept, before validation (a
-  repeat is the same fix, not a ``duplicate`` to quarantine);
-* a snapshot the bindings cannot parse is one record that failed to read (``unparseable_record``), its ``vehicle``
-  column holding ``corrupt GTFS-realtime snapshot <name>: <error>``: quarantined by file, counted, never fatal.
-
-Snapshots are read in name order (archivers name them by time). The frame has the columns of the tolerant
-readers (``__line``, ``__record_ok``), so :func:`urbandp._records.readers.scan_records` maps it like any input.
+A folder (or a ``.zip``/``.tar``/``.tar.gz``/``.tgz``) of protobuf ``FeedMessage`` snapshots is one input, parsed
+with the official bindings (``gtfs-realtime-bindings``) in name order. docs/records.md, section "GTFS-realtime
+VehiclePositions", says which fields make a record: speeds are m/s by the GTFS-realtime reference, converted here to
+km/h (x 3.6); repeats of a fix across snapshots are de-duplicated by (vehicle, timestamp), the first kept, before
+validation; a snapshot that does not parse is one ``unparseable_record`` (its ``vehicle`` column holding
+``corrupt GTFS-realtime snapshot <name>: <error>``), never fatal. The frame has the columns of the tolerant readers
+(``__line``, ``__record_ok``), so :func:`urbandp._records.readers.scan_records` maps it like any input.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Zone-aware timestamps: a typed timestamp column with a time zone is an instant, read in the release's zone.
 
-Hour slots are local hours: a bus at 07:15 in Austin belongs to the 07:00 slot, whatever the clock of the
-computer that wrote the file said. A column of instants (a pandas ``datetime64[ns, UTC]`` column, a Polars
-``Datetime`` with a ``time_zone``, an Arrow or Parquet ``timestamp`` with a ``tz``) does not say which wall clock
-is meant: ``pd.to_datetime(..., utc=True)`` turns Austin's 07:15 (-06:00) into 13:15 UTC. Such a column is
-therefore converted to the release's time zone before slotting, and refused when no zone is known:
-
-* ``timezone`` (``--timezone``), an IANA zone such as ``America/Chicago``;
-* else the ``agency_timezone`` of the GTFS feed given as the release's domain (``domain_gtfs``), which the GTFS
-  reference requires to be the same for every agency of a feed (:func:`feed_timezone`).
-
-ISO text with a UTC offset (``2016-11-24T07:15:00-06:00``) is read by :mod:`urbandp._records.validation`: converted
-to the same zone when one is known, else its wall clock as written (the offset the agency wrote). A zone-aware
-column and the same instants written as text with their local offsets therefore give the same release.
-
-Fixed offsets (pandas ``UTC+05:30``, Arrow ``+05:30``), which Polars does not take as a time zone, are read as
-the same instants in UTC (:func:`arrow_schema_in_utc`, :func:`pandas_in_utc`): nothing is refused for its
-zone's spelling.
+Hour slots are local hours. A column of instants (pandas ``datetime64[ns, UTC]``, a Polars ``Datetime`` with a
+``time_zone``, an Arrow or Parquet ``timestamp`` with a ``tz``) does not say which wall clock is meant, so it is
+converted to the release's zone (``timezone``, else the ``agency_timezone`` of the domain's GTFS feed,
+:func:`feed_timezone`) and refused when no zone is known (docs/records.md, section "Timestamps"). ISO text with a UTC
+offset is read by :mod:`urbandp._records.validation`. Fixed offsets (pandas ``UTC+05:30``, Arrow ``+05:30``), which
+Polars does not take as a time zone, are read as the same instants in UTC (:func:`arrow_schema_in_utc`,
+:func:`pandas_in_utc`).
 """
 
 from __future__ import annotations

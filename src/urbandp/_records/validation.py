@@ -1,25 +1,10 @@
 """Parse, convert and validate raw records; every rejected row goes to quarantine with a reason.
 
-Rules (docs/design.md "nothing vanishes"), applied in this order, first failure wins:
-
-``unparseable_record`` - a JSON Lines line that is not a JSON object (read by the tolerant reader);
-``unparseable_timestamp`` - the timestamp is missing or cannot be read in the declared or detected layout (see
-:func:`parse_timestamp`: ISO 8601 ``YYYY-MM-DD[T ]HH:MM:SS...``, epoch seconds or milliseconds, or a declared
-``strftime`` pattern);
-``implausible_timestamp`` - it parses but lies before 1990-01-01 or more than two days after the time of the run
-(a unit's clock at epoch 0, year 0, a typo in the year): such a row would stretch a window derived from the data;
-``missing_vehicle``; ``missing_coordinates``; ``null_island`` (exactly (0, 0): a GPS unit's default fix, not a place); ``coordinates_out_of_range`` (|lat| > 90 or |lon| > 180);
-``missing_speed`` (absent, unparseable or NaN); ``negative_speed``; ``speed_above_maximum`` (above the plausibility
-limit, default 150 km/h: a sensor fault, not a fast bus); ``duplicate`` (a second record with the same vehicle
-and timestamp; the first is kept). In a release, duplicates are looked for among the valid rows inside the date and
-hour window (rows outside it are counted as ``records_outside_window`` and never enter a statistic).
-
-Speeds are converted to km/h. The unit may change on a date (real feeds change firmware: the Austin AVL data is mph
-in 2015 and m/s from 2016), so a list of ``(first_day, unit)`` switches is accepted.
-
-Time: by default the wall-clock time written in the timestamp is used (its own UTC offset, which is what a transit
-agency means by "9 am"; an epoch number, which has no wall clock, is UTC); with ``timezone`` the instant is
-converted to that zone. Formats, detection and reasons with examples: docs/records.md.
+Rules (docs/design.md "nothing vanishes") are the names of :data:`REASONS`, applied in that order, first failure
+wins; docs/records.md, section "Quarantine reasons", gives an example row of each; its section "Speeds and units"
+gives the unit switches (``(first_day, unit)``, a feed that changed firmware) and its "Plausible range" paragraph
+the plausible timestamps. Time: by default the wall-clock time written in the timestamp (an epoch number is UTC); with
+``timezone`` the instant in that zone.
 
 Clipping to the query bound (``--speed-max``) is NOT validation: it is contribution bounding and happens in the
 release, so valid fast records still count as speeding in Query 2.

@@ -1,24 +1,9 @@
 """The HAT map: one HTML file an agency can publish, on a real basemap, that opens offline.
 
-Built on Leaflet (BSD-2-Clause), the most used web-map library: 147 kB of JavaScript and 15 kB of CSS, with no
-dependency of its own. It comes from PyPI as ``xstatic-leaflet`` (XStatic packaging: the library's own release
-files as package data), and is **inlined** in the page, so the page needs no network to run. Only the basemap
-tiles come from the network (``tiles``: an XYZ URL template, default OpenStreetMap's standard tiles with their
-attribution; ``None`` for none). Offline, or when the tile server refuses, the hexagons stay on a plain background
-and a note says that the basemap could not be loaded: the page is never blank.
-
-What an agency needs to read the map honestly:
-
-* a header that states what the release is (:class:`MapHeader`): differentially private with epsilon per day and
-  per window (and rho) and the privacy unit; or a red "NOT differentially private: <reasons>"; or, for an empty
-  release, why nothing was released and what would change it;
-* a colour scale fixed to the physically possible range [0, U], the same for every slot;
-* cells whose 95% interval is wider than a threshold (default U/2) hatched instead of coloured, and cells whose
-  count was released but whose mean was withheld or clamped drawn as "count only" (dashed outline, no colour);
-* a counter that counts what is drawn;
-* context that needs no tile server: the public domain's outline (``domain_cells``), a GTFS feed's
-  routes and stops (a folder or the ``gtfs.zip`` agencies ship, :func:`gtfs_overlay`) and any GeoJSON file
-  (:func:`read_context`). The context stays visible in every state.
+docs/map.md says what the page shows and why: Leaflet (``xstatic-leaflet``) inlined so the page needs no network
+but for the basemap tiles (section "The web-map library: Leaflet, inlined"), the header (:class:`MapHeader`), the
+fixed colour scale [0, U], the hatched and "count only" cells, the counter, and the context drawn without a tile
+server (:func:`gtfs_overlay`, :func:`read_context`, the public domain's outline).
 
 The page is a Jinja2 template (``_reports/templates/hat_map.html``) rendered with autoescape on
 (:func:`render_page`): every text that reaches it (titles, legends, slot labels, context and GTFS names, header

@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -585,16 +585,9 @@ def write_fleet(df: pl.DataFrame, path: Path | str) -> Path:
     ``location`` as a struct{type, coordinates: list<f64>}. Returns the path written.
     """
     path = Path(path)
-    suffix = fleet_format(path)
+    fleet_format(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".parquet":
-        df.write_parquet(path)
-    elif suffix == ".csv":
-        flatten_for_csv(df).write_csv(path)
-    elif suffix == ".jsonl":
-        df.write_ndjson(path)
-    else:
-        df.write_json(path)
+    _write_frames([df], path)
     return path
 
 
@@ -618,15 +611,15 @@ def write_fleet_days(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}{path.suffix}"
     try:
-        written = _stream_fleet_days(spec, tmp, progress)
+        written = _write_frames(iter_fleet_days(spec, progress), tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path, written
 
 
-def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], None] | None) -> int:
-    """Write ``spec`` day by day to ``path`` (format by extension); returns the number of records."""
+def _write_frames(frames: Iterable[pl.DataFrame], path: Path) -> int:
+    """Write ``frames`` one after the other to ``path`` (format by extension); returns the number of records."""
     suffix = fleet_format(path)
     written = 0
     if suffix == ".parquet":
@@ -634,7 +627,7 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
 
         writer: pq.ParquetWriter | None = None
         try:
-            for frame in iter_fleet_days(spec, progress):
+            for frame in frames:
                 table = frame.to_arrow()
                 if writer is None:
                     writer = pq.ParquetWriter(path, table.schema, compression="zstd")
@@ -647,7 +640,7 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
     with path.open("wb") as out:
         if suffix == ".json":
             out.write(b"[")
-        for day, frame in enumerate(iter_fleet_days(spec, progress)):
+        for day, frame in enumerate(frames):
             if suffix == ".csv":
                 flatten_for_csv(frame).write_csv(out, include_header=day == 0)
             elif suffix == ".jsonl":
@@ -665,10 +658,7 @@ def _stream_fleet_days(spec: FleetSpec, path: Path, progress: Callable[[int], No
 
 # ------------------------------------------------------------------------------------------ public schedule (GTFS)
 #
-# The generator plans no timetable: each working vehicle starts its shift at a random point of its route's
-# back-and-forth cycle and drives at its cruise speed (slowed at peaks) until the shift ends, with two breaks. The
-# schedule below is the *expected* service of that process, derived from the fleet's parameters and route layout
-# only (never from generated records), so that a planner can read it as the agency's public GTFS.
+# The generator plans no timetable; the schedule below is the *expected* service of its process (docs/fleet.md).
 
 STOP_SPACING_KM = 0.4
 """Stops of the schedule: evenly along each route, about this far apart (ends included)."""
@@ -933,15 +923,10 @@ def _calendar_table(spec: FleetSpec) -> pl.DataFrame:
 def fleet_schedule(spec: FleetSpec) -> dict[str, pl.DataFrame]:
     """The fleet's public schedule as GTFS tables (file name -> table), the expected service of the generator.
 
-    Derived from the parameters and the route layout only, never from generated records: each vehicle is one
-    block that runs every day of the fleet (``calendar.txt`` service ``DAILY``); its shift start and end, its two
-    breaks and their places in the shift are evenly spread quantiles of the generator's uniform draws; a route's
-    vehicles start evenly spread over its back-and-forth cycle (so departures in each direction are a cycle time /
-    vehicles apart); running times integrate the vehicle's expected reported speed (:func:`_expected_speed_kmh`,
-    peak hours :data:`PEAK_HOURS` at :data:`PEAK_SPEED_FACTOR`). Stops every ~:data:`STOP_SPACING_KM` km along each
-    route; one shape per route and direction with ``shape_dist_traveled`` in metres; a route without vehicles is
-    left out. The day off (probability
-    ``day_off_probability``) is not in the schedule, as an agency's schedule does not list sick days.
+    Derived from the parameters and the route layout only, never from generated records; docs/fleet.md, section
+    "The synthetic fleet's public schedule", says how (one block per vehicle, every day; shifts and breaks at
+    evenly spread quantiles of the generator's draws; running times from :func:`_expected_speed_kmh`). A route
+    without vehicles is left out.
     """
     fleet = _build_fleet(spec)
     city = spec.city

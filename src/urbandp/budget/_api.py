@@ -155,11 +155,6 @@ def _status(db: BudgetStore, name: str) -> BudgetStatus:
     def left(cap: float | None, spent: float) -> float | None:
         return None if cap is None else max(cap - spent, 0.0)
 
-    per_day_left = (
-        None
-        if caps.epsilon_per_day is None
-        else left(caps.epsilon_per_day, max(day_eps.values(), default=0.0))
-    )
     return BudgetStatus(
         caps=caps,
         epsilon_per_day=day_eps,
@@ -172,7 +167,7 @@ def _status(db: BudgetStore, name: str) -> BudgetStatus:
             left(caps.epsilon_total, eps),
             left(caps.rho_total, rho),
             left(caps.delta_total, delta),
-            per_day_left,
+            left(caps.epsilon_per_day, max(day_eps.values(), default=0.0)),
         ),
     )
 

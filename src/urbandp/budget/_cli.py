@@ -103,6 +103,7 @@ def show(
     """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out).
 
     Example: urbandp budget show surat --out out/budget"""
+    from urbandp._privacy.budget_store import _left  # what is left of a cap (0 within the store's tolerance)
     from urbandp.budget._api import show as status_of
 
     with _dataset_named():
@@ -153,13 +154,6 @@ def _who(unit: str) -> str:
     from urbandp._privacy.budget_store import SPANNING_UNITS
 
     return f", for a {unit.removesuffix('-day')} present on every day" if unit in SPANNING_UNITS else ""
-
-
-def _left(cap: float, spent: float) -> float:
-    """What is left of a cap (0 within the store's tolerance)."""
-    from urbandp._privacy.budget_store import _left as left
-
-    return left(cap, spent)
 
 
 def _days(n: int) -> str:
