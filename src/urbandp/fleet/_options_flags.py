@@ -28,12 +28,6 @@ from urbandp.fleet._options import HatReleaseConfig
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _record_option(default: Any, *, help: str, table: str | None = "input", **extra: Any) -> Any:
-    """An option of the records (:func:`urbandp._release_options.option`) in a config file's ``table``, ``[input]``
-    unless said."""
-    return option(default, help=help, cli_default=None, table=table, **extra)
-
-
 class RecordOptions(BaseModel):
     """The records' options: how the input's speeds, times and columns are read (the ``[input]`` and ``[columns]``
     tables of a ``--config`` file) and the public day set's file. A flag left out is None, so the file's value or
@@ -41,44 +35,55 @@ class RecordOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    dates_file: Path | None = _record_option(
+    dates_file: Path | None = option(
         None,
-        table=None,
         help="Public day set from a file, one YYYY-MM-DD per line, # comments (default: none).",
+        cli_default=None,
     )
-    speed_unit: str = _record_option(
+    speed_unit: str = option(
         "km/h",
         help="Speed unit of the input: km/h, mph or m/s (default: {default}).",
         cli_type=str | None,
+        cli_default=None,
+        table="input",
     )
-    speed_unit_since: list[str] | dict[dt.date | str, str] | None = _record_option(
+    speed_unit_since: list[str] | dict[dt.date | str, str] | None = option(
         None,
         help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout).",
         cli_type=list[str] | None,
+        cli_default=None,
+        table="input",
     )
-    timezone: str | None = _record_option(
+    timezone: str | None = option(
         None,
         help="The release's time zone (IANA, e.g. America/Chicago): the hour slots are its local hours, and every "
         "timestamp with a known instant is converted to it; needed for a zone-aware timestamp column (default: "
         "the --domain-gtfs feed's agency_timezone, else the wall-clock time written in the timestamps).",
+        cli_default=None,
+        table="input",
     )
-    speed_reject_above: float = _record_option(
+    speed_reject_above: float = option(
         150.0,
         help="Quarantine speeds above this many km/h (default: {default}).",
         cli_type=float | None,
+        cli_default=None,
         gt=0,
+        table="input",
     )
-    timestamp_format: str = _record_option(
+    timestamp_format: str = option(
         "auto",
         help="Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
         'strftime pattern such as "%d/%m/%Y %H:%M" (default: {default}).',
         cli_type=str | None,
+        cli_default=None,
+        table="input",
     )
-    column: list[str] | None = _record_option(
+    column: list[str] | None = option(
         None,
-        table="columns",
         help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: "
         "the ITMS names).",
+        cli_default=None,
+        table="columns",
     )
 
 
