@@ -1,25 +1,14 @@
-"""GIS-ready copies of a release table: GeoParquet 1.1 and GeoJSON, written through one geometry layer.
+"""GIS-ready copies of a release table: GeoParquet 1.1 and GeoJSON (RFC 7946), written through one geometry layer.
 
-A release table (``hat_speed.csv``, a sensing grid) holds its place as an H3 cell id or a square grid cell; GIS
-tools (QGIS, kepler.gl, GDAL) need a geometry. This module turns each row's cell into its polygon, in WGS 84
-longitude/latitude, and writes the same rows, the same values, with that polygon:
-
-* **GeoParquet 1.1** (https://geoparquet.org/releases/v1.1.0/): the table through pyarrow, the polygons as WKB in a
-  ``geometry`` column, and the ``geo`` file metadata (version, primary column, encoding, geometry types, bbox, the
-  CRS as PROJJSON of EPSG:4326, counter-clockwise exterior rings). As the spec says ("Coordinate axis order"), the
-  WKB stores (x, y) = (longitude, latitude) whatever the CRS's own axis order.
-* **GeoJSON** (RFC 7946): a FeatureCollection, longitude/latitude WGS 84 (no ``crs`` member, as the RFC asks),
-  exterior rings counter-clockwise, non-finite values written as ``null`` (strict JSON; Polars' JSON encoder).
-
-This is the one GeoJSON and GeoParquet writer of urbandp (the release folders, the sensing grids, the map site's
-``hat_speed.geojson``: :func:`write_h3_geojson`). Why shapely + pyarrow (and pyproj for the CRS) and not
-geopandas: all three are already runtime dependencies; geopandas would add pandas and a GDAL wheel to every
-install for what is here one vectorised WKB encoding and a metadata dict. The layer writes the polygons of 100,000
-rows in well under a second (docs/outputs.md).
+Each row's cell (an H3 cell id or a square grid cell) becomes its polygon in WGS 84 longitude/latitude, exterior
+rings counter-clockwise; the files hold the rows and DP values of the CSV and nothing else. What the files hold,
+why shapely + pyarrow and not geopandas, and the timings: docs/outputs.md, "GIS-ready tables". As the GeoParquet
+spec says ("Coordinate axis order"), the WKB stores (x, y) = (longitude, latitude) whatever the CRS's axis order.
+This is the one GeoJSON and GeoParquet writer of urbandp (the release folders, the sensing grids, the map site).
 
 The polygons are public: an H3 cell's boundary is a function of its public id (h3-py, ``cell_to_boundary``), a
-grid cell's of the public grid. Adding them to a DP table is post-processing; the files hold the DP values of the
-CSV and nothing else. Polygons that cross the antimeridian are not split (city data never does).
+grid cell's of the public grid. Adding them to a DP table is post-processing. Polygons that cross the antimeridian
+are not split (city data never does).
 """
 
 from __future__ import annotations
@@ -155,16 +144,14 @@ def write_geo_pair(frame: pl.DataFrame, polygons: np.ndarray, folder: Path, stem
     )
 
 
-def write_h3_geojson(frame: pl.DataFrame, path: Path, column: str = "h3_cell") -> Path:
-    """:func:`write_geojson` of a table whose rows are H3 cells (``column``: the cell id as hex text)."""
-    return write_geojson(frame, h3_polygons(frame[column]), path)
+def write_h3_geojson(frame: pl.DataFrame, path: Path) -> Path:
+    """:func:`write_geojson` of a table whose rows are H3 cells (its ``h3_cell`` column: the cell id as hex text)."""
+    return write_geojson(frame, h3_polygons(frame["h3_cell"]), path)
 
 
-def write_h3_table(
-    frame: pl.DataFrame, folder: Path, stem: str, column: str = "h3_cell"
-) -> tuple[Path, Path]:
-    """:func:`write_geo_pair` of a table whose rows are H3 cells (``column``: the cell id as hex text)."""
-    return write_geo_pair(frame, h3_polygons(frame[column]), folder, stem)
+def write_h3_table(frame: pl.DataFrame, folder: Path, stem: str) -> tuple[Path, Path]:
+    """:func:`write_geo_pair` of a table whose rows are H3 cells (its ``h3_cell`` column: the cell id as hex text)."""
+    return write_geo_pair(frame, h3_polygons(frame["h3_cell"]), folder, stem)
 
 
 def _check_rows(frame: pl.DataFrame, polygons: np.ndarray) -> None:

@@ -1,14 +1,5 @@
-"""The Python API of the count tables: ``urbandp.counts.release``, the library's one release path.
-
-::
-
-    import urbandp as ud
-    with ud.Session(store="budget.sqlite", dataset="opal") as s:
-        rel = ud.counts.release("taps/events.csv", domain="taps/domain.json", unit="card-day", max_events=4,
-                                epsilon=1, suppress_below=18, session=s)
-    rel.table                      # the joint table (Polars); rel.tables["time"], rel.tables["location"]
-    rel.privacy.total_epsilon      # the typed privacy report; rel.privacy.to_json() is privacy.json
-    rel.write("out/rel")           # the folder ``urbandp counts release`` writes
+"""The Python API of the count tables: ``urbandp.counts.release``, the library's one release path (examples in
+docs/counts.md, section "Python API", and in :mod:`urbandp.counts`).
 
 ``urbandp counts release`` calls :func:`release`: the guards (delta limit, meaningless loss, NOT DP with a
 dataset), the cap and the budget store are passed here, in the release's charge

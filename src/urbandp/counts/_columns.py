@@ -1,16 +1,8 @@
 """Read a count table of any column names: the ``--column ROLE=NAME`` mapping and the value forms of real tables.
 
-A city's table rarely has urbandp's column names. Transport for NSW's Opal file (2016) is
-``mode,date,tap,loc,count`` with days written ``20160814`` and no time bin (one row per day); its 15-minute
-extracts name the bin ``time``. ``--column day=date --column location=loc`` says which column plays which role
-(as the fleet's ``--column vehicle=bus_id`` does), so such a file is released as it is, with no script:
-
-* :func:`column_map` checks the mapping (``ROLE=NAME`` items or a mapping; roles of the input kind only);
-* :func:`apply_columns` renames the input's columns to their roles (a named column the input lacks, or a role the
-  input already has under its own name, is one line naming ``column``);
-* :func:`normalise_days` reads a day written ``YYYYMMDD`` as the ISO date the domain holds;
-* a counts table without a ``bin`` column is a daily table: over a domain of one bin a day (``bin_minutes``
-  1440) its rows are that bin (:func:`fill_daily_bin`); over finer bins it is refused.
+How the mapping and the value forms are read is in docs/counts.md, section "Tables of any layout":
+:func:`column_map` checks the mapping, :func:`apply_columns` renames, :func:`normalise_days` reads ``YYYYMMDD``
+days and :func:`fill_daily_bin` gives a daily table its one bin.
 
 Renaming is the same for every input row (a per-row rule on public column names): it changes nothing in the
 privacy analysis, so it is not part of the release's spec hash.

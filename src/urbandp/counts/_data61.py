@@ -4,12 +4,9 @@ For every cell: if the raw count is 0, release 0 (zeros are skipped); otherwise 
 the value if it exceeds the threshold ``t`` (18 in the Opal release), else 0; round to an integer. Marginal tables
 are computed from the *raw* marginal counts by the same algorithm, as in the Opal release (section 4).
 
-Flaw (report section 3, Theorem 1, proof in Appendix C): a raw zero is never perturbed, so any released value
-``> t`` rules out every dataset with a zero in that cell; on a neighbouring dataset with count 1 that output has
-probability ``exp(-(t-1)/p)/2 > 0``. The privacy-loss ratio is unbounded: no epsilon works, and
-``delta >= exp(-(t-1)/p)/2`` (the report writes ``exp(-(t-1)/p)/(2p)``, the density at ``t``). Independently
-derived marginals also let differences recover suppressed cells (section 4, Appendix E). Kept here for comparison
-only; ``urbandp counts release`` uses the corrected method by default.
+Flaw (report section 3, Theorem 1; docs/counts.md, "Where the published method is not DP"): a raw zero is never
+perturbed, so a released value ``> t`` rules out a zero in that cell: no epsilon works, and
+``delta >= exp(-(t-1)/p)/2``. Kept here for comparison only; ``urbandp counts release`` uses the corrected method.
 """
 
 from __future__ import annotations

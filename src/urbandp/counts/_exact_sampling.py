@@ -8,16 +8,10 @@ Every sampler here is an inversion ``G = F(U)`` of a monotone function (the geom
 ``floor(ln U / L)``, a Bernoulli(``exp(-gamma)``) coin by ``ln U < -gamma``). An output is returned only once it is
 decided for *every* real ``U`` in the current interval, so its law is exactly that of ``F(U)`` for a real uniform
 ``U``: no floating-point shortcut shifts the distribution (Mironov 2012 is the cautionary tale). The decision is
-made in two tiers:
-
-1. float64 with a proven error margin. The float results differ from the exact values by at most a few units in
-   the last place (conversion of ``k``: 2^-53 relative; ``log``: a few ulp; one division); the margin used is
-   2^-36 relative (and absolute in ``ln U``), more than 2^14 times larger. A float64 result is accepted only if
-   the whole margin-widened interval gives one answer.
-2. otherwise (about one draw in 10^9, or when a float overflows or underflows) the element is decided in mpmath
-   interval arithmetic (``mpmath.iv``: outward rounding, so the true value is always inside), drawing 32 more bits
-   of ``U`` and 64 more bits of working precision until the interval decides. Since the boundary values are
-   transcendental, this ends with probability 1 (each round fails with probability about 2^-32).
+made in two tiers (stated with their margins in docs/counts.md, section "Sparse sampling"): float64 with a
+proven error margin (2^-36 relative, over 2^14 times the float error), and otherwise (about one draw in 10^9, or
+on overflow) ``mpmath.iv`` interval arithmetic with outward rounding, drawing 32 more bits of ``U`` and 64 more
+bits of precision until the interval decides (each round fails with probability about 2^-32).
 
 The sampled positions of the Bernoulli process (:func:`bernoulli_process`) realise at once the two random
 choices of Cormode, Procopiuc, Srivastava and Tran (ICDT 2012, section 4): the number of successes among ``Z``

@@ -5,12 +5,9 @@ derived from raw data separately from the time-and-location table, so difference
 Here marginals are sums of the *noisy* joint table (post-processing: no extra privacy cost, and every marginal
 is consistent with the joint by construction).
 
-Consistent non-negative least squares (post-processing): for every location-marginal group (day, tap, place:
-all time bins of one place) the joint cells ``y`` are replaced by the exact Euclidean projection onto
-``{x >= 0, sum(x) = max(0, sum(y))}`` -- the closest non-negative table that keeps each noisy location total
-(clipped at zero). The projection onto a scaled simplex is exact and sort-based (Held, Wolfe, Crowder 1974;
-Duchi et al. 2008, Fig. 1); all marginals are then derived from the projected joint, so they are exactly
-consistent and non-negative.
+Consistent non-negative least squares (post-processing; docs/counts.md, "Privacy accounting"): per (day, tap,
+place) the exact sort-based projection onto ``{x >= 0, sum(x) = max(0, sum(y))}`` (Held, Wolfe, Crowder 1974;
+Duchi et al. 2008, Fig. 1), from which all marginals are derived.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """``urbandp counts prepare``: a count table of any layout -> the long ``mode,day,tap,bin,location,count`` table and
 a domain file, the inputs ``urbandp counts release --input-kind counts`` takes.
 
-Transport for NSW's Opal file (2016, ``mode,date,tap,loc,count``, days ``20160814``, one row per day, two XML
-lines at its end) is prepared with ``--column day=date --column location=loc``; a wide table whose taps are
-columns (``mode,date,loc,on,off``) with ``--taps-as-columns on,off`` as well, each tap column becoming rows of
-that tap. What it writes:
-
-* ``counts.csv``: one row per (mode, day, tap, bin, location), days as ISO dates, the bin ``00:00`` for a daily
-  table; rows with a missing value or a count that is not a non-negative integer are dropped and counted. It is
-  the owner's raw table in another layout (NOT differentially private: the input of a release, not one);
-* ``domain.json``: the days from the first to the last day found, the taps and the bin width found (``1440`` for a
-  daily table, else the largest width that divides every bin), and the places: from ``--places`` (a public list,
-  ``mode,location``), else the (mode, location) pairs found in the table.
-
-A domain read off the data is public only when what it lists is public knowledge (every stop or station of the
-network, the days of the published week). The command says so in a warning; a release over a domain that lists
-only where people travelled discloses that list. ``--places`` (for example the operator's stop list) removes the
-doubt for the places.
+What it writes, and the Opal example, are in docs/counts.md, section "Tables of any layout". ``counts.csv`` is
+the owner's raw table in another layout (NOT differentially private: the input of a release, not one). A domain
+read off the data is public only when what it lists is public knowledge: a release over one that lists only where
+people travelled discloses that list, so the command warns, and ``--places`` (a public list) removes the doubt.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Sparse release of a thresholded count table: dense-then-suppress in law, without touching every zero cell.
 
 Cormode, Procopiuc, Srivastava and Tran, "Differentially private summaries for sparse data", ICDT 2012
-(section 4, the "high-pass filter"): when a cell is published only if its noisy value reaches a threshold, the
-zero cells of the domain do not need one draw each. With ``Z`` zero cells, integer noise ``X`` and threshold
-``t`` (in noise units), every zero cell is published independently with probability ``p = P(X >= t)``, so
-
-* the number of published zero cells is Binomial(``Z``, ``p``),
-* given their number, which zero cells they are is a uniform subset,
-* their values are iid draws of ``X`` conditioned on ``X >= t``.
-
-**Theorem** (ibid., Lemma 2 for the Laplace case; the proof only uses independence across cells, so it holds for
-any noise law): the published table has exactly the same distribution as adding noise to every cell and then
-suppressing the cells below the threshold. Hence the release has the privacy guarantee of the dense mechanism
-(post-processing), with the same epsilon and delta.
+(section 4, the "high-pass filter"; Lemma 2): the ``Z`` zero cells need no draw each: their published number is
+Binomial(``Z``, ``P(X >= t)``), their positions a uniform subset, their values iid ``X | X >= t``. The table then
+has exactly the law of noise on every cell followed by suppression (the proof uses only independence across
+cells, so it holds for any noise law): the dense mechanism's guarantee, same epsilon and delta. The theorem and
+its tests are stated in docs/counts.md, section "Sparse sampling".
 
 Here the non-zero cells get OpenDP noise as in the dense path; the zero cells' random choices come from
 :mod:`urbandp.counts._exact_sampling` (CSPRNG bits, exact decisions) with the tails of

@@ -7,13 +7,9 @@ Order of operations (docs/design.md rules 3, 4, 6):
    noisy joint), suppression of cells whose *noisy* value is below a threshold.
 ``method="data61-2016"`` runs the Second Algorithm instead (:mod:`urbandp.counts._data61`), labelled not DP.
 
-Sampling (``sampling``): ``dense`` draws OpenDP noise for every cell (step 2 as written). ``sparse`` (the default
-``auto`` picks it when a suppression threshold is set) draws OpenDP noise only for the non-zero cells and samples
-the published zero cells exactly (:mod:`urbandp.counts._sparse`, Cormode et al. ICDT 2012): the published table
-has the same law as dense-then-suppress. Marginals (``marginals``): ``noisy-joint`` (dense only: sums of every
-noisy cell, suppressed ones included; free), ``published-joint`` (sums of the published cells: free
-post-processing, biased low by the suppressed mass), or ``charged`` (their own OpenDP noise, charged to the
-ledger).
+``sampling="sparse"`` draws OpenDP noise only for the non-zero cells and samples the published zero cells exactly
+(:mod:`urbandp.counts._sparse`, Cormode et al. ICDT 2012): the same law as dense-then-suppress. The sampling and
+``marginals`` choices are in docs/counts.md, sections "Sparse sampling" and "Marginals".
 """
 
 from __future__ import annotations

@@ -66,9 +66,8 @@ class HatRelease:
     privacy: dict[str, object]
     ledger: PrivacyLedger = field(default_factory=PrivacyLedger)
     owner_notes: dict[str, object] = field(default_factory=dict)  # true-data notes for owner_only/, not DP
-    owner_report: dict[str, object] = field(
-        default_factory=dict
-    )  # exact counts: owner_only/input_report.json
+    # exact counts: owner_only/input_report.json
+    owner_report: dict[str, object] = field(default_factory=dict)
     keys: pl.DataFrame = field(default_factory=pl.DataFrame)  # released (cell, slot), for coarser levels
     window: Loss = field(default_factory=Loss)  # per vehicle over the window, before the rho conversion
 

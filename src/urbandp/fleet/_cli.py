@@ -163,9 +163,8 @@ def map_site(
     from urbandp.fleet._map_page import write_site
 
     options = map_inputs(tiles, gtfs, context)  # the output policy (inputs protected) is set by cli_guard
-    if (
-        release_dir / "pm_grid.csv"
-    ).is_file():  # a `sensing pm-map` release: the same page on its square grid
+    # a `sensing pm-map` release: the same page on its square grid
+    if (release_dir / "pm_grid.csv").is_file():
         from urbandp.sensing._map_page import write_pm_site
 
         written, what = write_pm_site(release_dir, out, **options), "PM2.5 map of a sensing pm-map release"

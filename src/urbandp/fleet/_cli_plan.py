@@ -90,10 +90,7 @@ def _plan(a: PlanArguments) -> None:
     from urbandp._records.timezones import with_feed_zone
     from urbandp.fleet._domain import load_public_domain
     from urbandp.fleet._options import public_window, window_days
-    from urbandp.fleet._plan_forecast import (
-        check_target_error,
-        make_plan,
-    )
+    from urbandp.fleet._plan_forecast import check_target_error, make_plan
 
     cfg, options, columns = configure(a.given)
     options = with_feed_zone(options, cfg.domain_gtfs)  # the release's time zone, as the release reads it
@@ -153,7 +150,6 @@ def _paid_inputs(
     Laplace histogram of vehicle-days per HAT, with one a pilot of the release's own noisy counts and a histogram
     of HATs per vehicle-day. Returns (histogram, HATs-per-vehicle-day histogram, pilot, epsilon spent)."""
     from urbandp._contributions import ContributionSpec, get_backend
-    from urbandp._grid.slots import SlotSpec
     from urbandp._privacy.loss import Loss
     from urbandp.fleet._options import window_days
     from urbandp.fleet._pipeline import load_records
@@ -165,20 +161,12 @@ def _paid_inputs(
     public_days = window_days(first, last, day_set)
     days = len(public_days)
     histogram = m_histogram = pilot = None
-    spent = 0.0
     assert a.histogram_epsilon is not None  # called with --histogram-epsilon only
     eps_h = float(a.histogram_epsilon)
     if not (math.isfinite(eps_h) and eps_h > 0):
         raise InputError("--histogram-epsilon must be a finite number above 0")
 
-    spec = ContributionSpec(
-        cfg.resolution,
-        SlotSpec(cfg.slot_minutes, *cfg.hours),
-        first,
-        last,
-        cfg.speed_max,
-        days=day_set,
-    )
+    spec = ContributionSpec(cfg.resolution, cfg.slot_spec, first, last, cfg.speed_max, days=day_set)
     loaded = load_records(a.inputs, columns, options, window=spec)
     quarantine_on_failure(a.out, loaded.require_valid)
     contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)

@@ -2,13 +2,8 @@
 
 A public domain fixes the HATs before any record is read: with one, every domain HAT is released with
 noise and no HAT is selected from the data (docs/fleet.md, "DP selection" over a public extent). Everything here
-reads public files only; nothing is charged.
-
-- :func:`domain_from_cells`: a list of H3 cells (text, one id a line, or CSV with an ``h3_cell``/``cell`` column).
-- :func:`domain_from_geojson`: the cells that routes or corridors (RFC 7946 GeoJSON, WGS84) pass through.
-- :func:`domain_from_gtfs`: the cells a GTFS feed's shapes pass through, and, from its schedule, the HATs with
-  scheduled service on the public days and the mean number of distinct scheduled trips per HAT and day, the
-  planner's prior (scheduled trips predict vehicle-days per HAT).
+reads public files only; nothing is charged. The readers: :func:`domain_from_cells`, :func:`domain_from_geojson`
+and :func:`domain_from_gtfs` (which adds the HATs with scheduled service and the planner's priors, :class:`PublicDomain`).
 
 Slots are numbered as everywhere in the fleet (:class:`urbandp._grid.slots.SlotSpec`): a slot is the wall-clock
 minutes since midnight divided by the slot length, so with 60-minute slots 09:00-10:00 is slot 9, and the window
@@ -217,20 +212,14 @@ def _path_lengths(lat: np.ndarray, lon: np.ndarray, path: np.ndarray) -> np.ndar
     if lat.size > 1:
         _, _, metres = WGS84.inv(lon[:-1], lat[:-1], lon[1:], lat[1:])
         seg[1:] = np.where(path[1:] == path[:-1], np.asarray(metres, dtype=np.float64), 0.0)
-    cum = np.cumsum(seg)
-    first = np.r_[True, path[1:] != path[:-1]] if lat.size else np.zeros(0, dtype=bool)
-    base = (
-        np.maximum.accumulate(np.where(first, np.arange(lat.size), 0)) if lat.size else np.zeros(0, dtype=int)
-    )
-    return np.asarray(cum - cum[base], dtype=np.float64)
+    along = pl.DataFrame({"seg": seg, "path": path}).select(pl.col("seg").cum_sum().over("path"))
+    return along["seg"].to_numpy().astype(np.float64)
 
 
 def _runs(lat: np.ndarray, lon: np.ndarray, path: np.ndarray, resolution: int) -> _Runs:
-    """The cells that polylines pass through, as runs along each path (vertices grouped by ``path``, in order).
-
-    Each segment is sampled every :data:`EDGE_FRACTION` x the mean edge length; consecutive samples in different
-    cells bound a run at their midpoint; samples in cells that are not neighbours are joined by ``grid_path_cells``.
-    """
+    """The cells that polylines pass through, as runs along each path (vertices grouped by ``path``, in order):
+    sampled and joined as the module docstring says, consecutive samples in different cells bounding a run at their
+    midpoint."""
     lat, lon = np.asarray(lat, dtype=np.float64), np.asarray(lon, dtype=np.float64)
     path = np.asarray(path, dtype=np.int64)
     dist = _path_lengths(lat, lon, path)
@@ -296,13 +285,9 @@ def _gap_runs(
         return None
     paths, cells, starts = [], [], []
     for g in gaps:
+        a, b = (h3.int_to_str(int(c)) for c in r_cell[g - 1 : g + 1])
         try:
-            between = [
-                h3.str_to_int(c)
-                for c in h3.grid_path_cells(h3.int_to_str(int(r_cell[g - 1])), h3.int_to_str(int(r_cell[g])))[
-                    1:-1
-                ]
-            ]
+            between = [h3.str_to_int(c) for c in h3.grid_path_cells(a, b)[1:-1]]
         except h3.H3BaseException:  # across a pentagon's distortion: keep the two samples' cells only
             continue
         m = len(between)
@@ -340,7 +325,7 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
         _check_polygon_cells(polygon, resolution, what)
     found: list[np.ndarray] = []
     if lines:
-        found.append(_line_cells(lines, resolution))
+        found.append(np.unique(line_runs(lines, resolution).cell))
     if points:
         pts = np.vstack(points)
         found.append(_point_cells(pts[:, 1], pts[:, 0], resolution))
@@ -458,6 +443,17 @@ def _positions(coords: object, depth: int, what: str, kind: str) -> list[np.ndar
     return [array]
 
 
+_DEPTHS = {
+    "Point": 0,
+    "MultiPoint": 1,
+    "LineString": 1,
+    "MultiLineString": 2,
+    "Polygon": 2,
+    "MultiPolygon": 3,
+}
+"""How deep each geometry type nests its positions (RFC 7946 section 3.1; a Point is read as a one-position list)."""
+
+
 def _collect(
     geometry: dict[str, Any],
     what: str,
@@ -466,23 +462,19 @@ def _collect(
     polygons: list[dict[str, Any]],
 ) -> None:
     kind = geometry["type"]
+    if kind not in _DEPTHS:
+        raise InputDataError(f"{what}: unknown geometry type {kind!r}")
     coords = geometry.get("coordinates")
-    if kind == "Point":
-        points.extend(_positions([coords], 1, what, kind))
-    elif kind == "MultiPoint":
-        points.extend(_positions(coords, 1, what, kind))
-    elif kind == "LineString":
-        lines.extend(_positions(coords, 1, what, kind))
-    elif kind == "MultiLineString":
-        lines.extend(_positions(coords, 2, what, kind))
-    elif kind in ("Polygon", "MultiPolygon"):
-        rings = _positions(coords, 2 if kind == "Polygon" else 3, what, kind)
-        if any(r.shape[0] < 4 for r in rings):
+    arrays = _positions([coords] if kind == "Point" else coords, _DEPTHS[kind], what, kind)
+    if kind.endswith("Point"):
+        points.extend(arrays)
+    elif kind.endswith("Polygon"):
+        if any(r.shape[0] < 4 for r in arrays):
             raise InputDataError(f"{what}: a {kind} ring has fewer than 4 positions (RFC 7946 3.1.6)")
-        lines.extend(rings)
+        lines.extend(arrays)  # the rings, walked as lines
         polygons.append({"type": kind, "coordinates": coords})
     else:
-        raise InputDataError(f"{what}: unknown geometry type {kind!r}")
+        lines.extend(arrays)
 
 
 def _point_cells(lat: np.ndarray, lon: np.ndarray, resolution: int) -> np.ndarray:
@@ -490,11 +482,11 @@ def _point_cells(lat: np.ndarray, lon: np.ndarray, resolution: int) -> np.ndarra
     return frame.select(plh3.latlng_to_cell("lat", "lon", resolution))["lat"].to_numpy().astype(np.uint64)
 
 
-def _line_cells(lines: list[np.ndarray], resolution: int) -> np.ndarray:
-    """The cells a set of [lon, lat] polylines pass through."""
+def line_runs(lines: list[np.ndarray], resolution: int) -> _Runs:
+    """Where a set of [lon, lat] polylines run through cells (:func:`_runs`, line i is path i)."""
     coords = np.vstack(lines)
     path = np.repeat(np.arange(len(lines)), [len(a) for a in lines])
-    return np.unique(_runs(coords[:, 1], coords[:, 0], path, resolution).cell)
+    return _runs(coords[:, 1], coords[:, 0], path, resolution)
 
 
 # ---------------------------------------------------------------------------------------------------------- GTFS
@@ -522,11 +514,8 @@ def domain_from_gtfs(
     (:data:`PROJECTION_TOLERANCE_M`), else along straight lines between the stops. The trip is in a cell during a
     slot when any moment of its time in the cell falls in the slot (cells as for lines, so none is skipped).
 
-    ``scheduled_trips.trips_per_day``: the distinct trips (trip ids, or frequency departures) in the cell during
-    the slot, summed over the public days and divided by their number (days without service count as 0).
-
-    ``scheduled_vehicles`` and ``hats_per_vehicle_day`` (when trips carry ``block_id``): see :class:`PublicDomain`
-    and :func:`_block_priors`.
+    The planner's priors ``scheduled_trips`` (a trip: a trip id, or one departure of a frequency trip),
+    ``scheduled_vehicles`` and ``hats_per_vehicle_day``: see :class:`PublicDomain` and :func:`_block_priors`.
     """
     resolution = _check_resolution(resolution)
     try:
@@ -639,11 +628,7 @@ def _pattern_paths(
         .agg(pl.col("row").first(), pl.col("n").first(), pl.col("shape").first())
         .sort("pattern")
     )
-    all_lat, all_lon, all_sdt = (
-        st["lat"].to_numpy(),
-        st["lon"].to_numpy(),
-        st["sdt"].fill_null(np.nan).to_numpy(),
-    )
+    all_lat, all_lon, all_sdt = (st[c].fill_null(np.nan).to_numpy() for c in ("lat", "lon", "sdt"))
     shape_lat, shape_lon, shape_path, shape_cum, shape_sdt = vertices
     bounds = np.searchsorted(shape_path, np.arange(n_shapes + 1))
     extra_lat: list[np.ndarray] = []
@@ -683,9 +668,7 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
     ]  # each trip's, in st's order
     st = st.drop("row", "n").with_columns(d=pl.Series(np.concatenate([paths.d[p] for p in patterns])))
     st = _instances(st, feed.frequencies)
-    trip_service = st.unique("trip", keep="first").sort("trip").select("trip", "service_id")
-    trip_block = st.unique("trip", keep="first").sort("trip").select("trip", "block_id")
-    trip_pattern = st.unique("trip", keep="first").sort("trip")["pattern"].to_numpy()
+    per_trip = st.unique("trip", keep="first").sort("trip")
     arr = st["arr"].to_numpy().astype(np.float64)
     dep = np.maximum(st["dep"].to_numpy().astype(np.float64), arr)
     trip = st["trip"].to_numpy()
@@ -699,9 +682,9 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
         lat=np.concatenate([shape_lat, *paths.extra_lat]),
         lon=np.concatenate([shape_lon, *paths.extra_lon]),
         path=np.concatenate([shape_path, extra_path]).astype(np.int64),
-        trip_path=paths.path[trip_pattern],
-        trip_service=trip_service,
-        trip_block=trip_block,
+        trip_path=paths.path[per_trip["pattern"].to_numpy()],
+        trip_service=per_trip.select("trip", "service_id"),
+        trip_block=per_trip.select("trip", "block_id"),
         anchor_trip=trip,
         anchor_d=st["d"].to_numpy(),
         anchor_arr=arr,

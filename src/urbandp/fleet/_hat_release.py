@@ -244,13 +244,6 @@ def _release_level(
     selection = select_hats(per_hat, cfg, plan, k, noise, slots, grid)
     if cfg.selection == "public-threshold" and cfg.neighbouring == "add-remove":
         not_dp.append("public-threshold selection reads true vehicle counts (report III C)")
-    if cfg.neighbouring == "presence-public" and cfg.speed_estimator in PAPER_ESTIMATORS:
-        presence_note = (
-            f"estimator {cfg.speed_estimator} reads each vehicle-day's record count: under presence-public the "
-            "record counts are treated as public too (only speed values are protected)"
-        )
-    else:
-        presence_note = None
     if cfg.neighbouring == "add-remove" and cfg.speed_estimator in PAPER_ESTIMATORS:
         not_dp.append(
             f"estimator {cfg.speed_estimator} assumes unit counts are public (presence-public); use clipped-mean"
@@ -292,6 +285,9 @@ def _release_level(
     result.keys = released.select("cell", "slot")
     result.privacy["hats_passing_selection"] = passed
     result.privacy["hats_covered_by_finer_level"] = passed - released.height if covered is not None else 0
-    if presence_note:
-        result.privacy["public_by_assumption"] = presence_note
+    if cfg.neighbouring == "presence-public" and cfg.speed_estimator in PAPER_ESTIMATORS:
+        result.privacy["public_by_assumption"] = (
+            f"estimator {cfg.speed_estimator} reads each vehicle-day's record count: under presence-public the "
+            "record counts are treated as public too (only speed values are protected)"
+        )
     return result

@@ -76,10 +76,9 @@ def truncate_vehicle_days(
 
     Each step reads no record count, no speed and no other vehicle-day, so two datasets with the same presence
     keep the same HATs and the same N (needed under presence-public, where N is public), and a vehicle-day's choice
-    never depends on others: the sensitivity analysis is that of any fixed truncation. Measured on the peer
-    benchmark's tables (``benchmarks/bench_truncation.py``: expected HATs released at the same noise), four Austin
-    days at epsilon 10 with a public extent pass 353.5 -> 365.8 HATs and the synthetic month 539.0 -> 550.8; no
-    cell loses more than 0.26 HATs. The two constants were chosen on those tables.
+    never depends on others: the sensitivity analysis is that of any fixed truncation. The two constants were
+    chosen on the peer benchmark's tables, where they pass more HATs at the same noise (docs/fleet.md, "Privacy
+    model", gives the figures).
     """
     key = truncation_key()
     start = pl.col("slot").cast(pl.Int32) * slot_minutes

@@ -681,13 +681,13 @@ def _write_release(
         )
     }
     speeding = "speeding" in p.get("queries", ["speed", "speeding"])  # type: ignore[operator]
-    speed_table, speeding_table = with_hex_id(release.speed), with_hex_id(release.speeding)
+    tables = {"speed": with_hex_id(release.speed)}
+    if speeding:
+        tables["speeding"] = with_hex_id(release.speeding)
     with atomic_output_dir(out_dir) as d:
-        speed_table.write_csv(d.release / "hat_speed.csv")
-        write_h3_table(speed_table, d.release, "hat_speed")
-        if speeding:
-            speeding_table.write_csv(d.release / "hat_speeding.csv")
-            write_h3_table(speeding_table, d.release, "hat_speeding")
+        for table, frame in tables.items():
+            frame.write_csv(d.release / f"hat_{table}.csv")
+            write_h3_table(frame, d.release, f"hat_{table}")
         if loaded.quarantine_parquet is None:
             loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
         else:  # written by Spark: moved in whole (a directory of part files)
@@ -699,17 +699,10 @@ def _write_release(
         write_privacy_json(d.release, p)
         if with_map:
             _write_map(d.release / "map.html", release, map_options or {})
-    for name, file in (
-        ("speed", "hat_speed.csv"),
-        ("speed geoparquet", "hat_speed.parquet"),
-        ("speed geojson", "hat_speed.geojson"),
-        ("speeding", "hat_speeding.csv"),
-        ("speeding geoparquet", "hat_speeding.parquet"),
-        ("speeding geojson", "hat_speeding.geojson"),
-        ("privacy", "privacy.json"),
-    ):
-        if not name.startswith("speeding") or speeding:
-            paths[name] = out_dir / file
+    for table in tables:
+        for kind, suffix in (("", "csv"), (" geoparquet", "parquet"), (" geojson", "geojson")):
+            paths[table + kind] = out_dir / f"hat_{table}.{suffix}"
+    paths["privacy"] = out_dir / "privacy.json"
     if with_map:
         paths["map"] = out_dir / "map.html"
     paths["quarantine"] = owner_dir_for(out_dir) / q_name

@@ -1,22 +1,15 @@
-"""The forecast of a fleet release before spending budget: what ``urbandp plan`` reports; the release's own
-plan, which this forecast reads, is :mod:`urbandp.fleet._plan`.
+"""The forecast of a fleet release before spending budget: what ``urbandp plan`` reports (docs/fleet.md, "Planner
+and guardrails", lists plan.json's figures); the release's own plan, which this forecast reads, is
+:mod:`urbandp.fleet._plan`.
 
-:func:`plan_from_public` reads public parameters only (the release config and D, the public window's days) and
-predicts from the same calibration the release uses (:func:`urbandp.fleet._hat_release.plan_release`,
-:func:`urbandp.fleet._measure_selection.calibrate_selection`, OpenDP's maps):
-
-* the noise of every released column: the sd of the noisy sum, of the noisy count, of Query 2, and of the mean at
-  a HAT holding ``n`` vehicle-days, ``sd(mean) ~ sqrt(sd_sum^2 + mean^2 sd_count^2) / n`` (delta method);
-* the selection threshold and the probability that a HAT with ``n`` vehicle-days passes it;
-* what reaches ``target_error`` (the sd of the mean at ``n`` vehicle-days): the epsilon per day, the largest K, and
-  how many vehicle-days per HAT are needed (coarser resolution or longer slots bring more: about 7x per H3 level).
-
-Under add/remove the speed noise does not depend on the data at all; under presence-public it depends on the
-public N of the released HATs, which the planner takes as ``n`` for all K HATs of a vehicle-day (worst case).
-
-The expected number of HATs passing selection needs the distribution of vehicle-days per HAT. That is data: the
-planner gets it only through :func:`dp_histogram` (a Laplace histogram of HAT counts in fixed bins, L1 sensitivity
-2K under add/remove: each of a vehicle-day's K HATs moves one bin; charged to the plan's ledger).
+:func:`make_plan` reads public parameters only (the release config and D, the public window's days) and predicts
+from the same calibration the release uses (:func:`urbandp.fleet._plan.plan_release`,
+:func:`urbandp.fleet._measure_selection.calibrate_selection`, OpenDP's maps): the sd of every noisy column and of
+the mean at ``n`` vehicle-days (delta method), the selection threshold and its pass probability, and what reaches
+``target_error``. Under add/remove the speed noise does not depend on the data at all; under presence-public it
+depends on the public N of the released HATs, which the planner takes as ``n`` for all K HATs of a vehicle-day
+(worst case). The distribution of vehicle-days per HAT is data: the planner gets it only through a charged DP
+histogram or pilot (:func:`dp_histogram`, :func:`paid_pilot`).
 """
 
 from __future__ import annotations

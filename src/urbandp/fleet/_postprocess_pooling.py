@@ -1,38 +1,22 @@
-"""Borrowing strength across HATs, for free: robust empirical Bayes means and intervals.
+"""Borrowing strength across HATs, for free: robust empirical Bayes means and intervals (docs/fleet.md, "Borrowing
+strength", states the method in full, its rules and what they measured).
 
 Post-processing of a released HAT table: it reads only the published noisy means, noisy vehicle-day counts and the
-public noise scales, so it costs no privacy. Each shown mean ``Y_i`` (noisy, standard error ``sigma_i`` from the
-known noise, delta method on ``U/2 + S~/N~``) is shrunk towards ``mu_i``, the precision-weighted mean of the
-*other* shown HATs of its H3 parent (resolution - 1, every slot; falling back to the grandparent, then to the
-whole release where the parent holds no other shown HAT):
+public noise scales, so it costs no privacy. Each shown mean ``Y_i`` (standard error ``sigma_i`` from the known
+noise, delta method on ``U/2 + S~/N~``) is shrunk towards ``mu_i``, the precision-weighted mean of the *other* shown
+HATs of its H3 parent (then the grandparent, then the whole release):
 
     theta_i = mu_i + w_i (Y_i - mu_i),   w_i = m_i / (m_i + sigma_i^2),   m_i = tau^2 + v_i,
 
-with ``v_i`` the variance of ``mu_i`` (from the others' noise) and ``tau^2`` the spread of true HAT means around
-their parent's, estimated from the noisy outputs by the moment equation ``E (Y - mu)^2 = sigma^2 + v + tau^2``
-(Armstrong, Kolesar and Plagborg-Moller 2022, "Robust Empirical Bayes Confidence Intervals", Econometrica 90(6),
-section 4.2, whose floor ``2 sum(sigma^4) / (n sum(sigma^2))`` is kept), and **taken at its one-sided 95%
-upper bound**, the Q-profile bound of random-effects meta-analysis (:func:`_spread_upper_bound`): with a few dozen HATs
-the plain estimate sometimes lands near 0, which shrinks every HAT hard and narrows every interval at once (on four
-Austin days 4 of 10 releases then showed 38-83 "useful" HATs instead of 5-20); an overstated ``tau`` only widens the
-intervals towards the per-HAT ones.
-
-The count is read at its empirical Bayes estimate ``N^ = E[N | N~]`` (:func:`tweedie_counts`, Tweedie's formula
-over the release's noisy counts; Efron 2011). Given the noisy count, the published mean's error is
-``(e_S - c e_N) / N~`` with ``c = theta - U/2``: the label ``pooled_useful`` picks HATs whose count the noise
-overstated (``E[e_N | N~] > 0``), whose means are then biased towards ``U/2`` and whose variance read at ``N~`` is
-too small. So each HAT is pooled as ``Y^ = U/2 + S~ / N^``, whose error ``(c (N - N^) + e_S) / N^`` has mean 0
-given ``N~``, with the variance ``(sd_S^2 + c^2 sd_N^2) / N^^2`` and ``c`` read from the leave-one-out prior mean
-``mu_i`` (not from the HAT's own noisy mean, which the label would also select), never below the variance at the
-noisy count. The prior means and ``tau`` are fitted with the variances at the noisy counts.
-
-The interval is their **robust EBCI** (eq. 7): ``theta_i +- cva(sigma_i^2 / m_i) w_i sigma_i``, where
-``cva(t)`` is the critical value that keeps the *worst-case* non-coverage at 5% over every distribution of the
-normalised bias ``b`` with ``E b^2 = t`` (only the second moment is assumed; no normal prior). Its guarantee is
-**average coverage**: at least 95% of the pooled HATs' intervals hold their true means, on average over the HATs;
-a single HAT far from its parent may be missed. That is a different promise from the per-HAT Fieller interval,
-so both are published, side by side. The parametric EB interval (``theta_i +- 1.96 w_i sigma_i``, Morris 1983)
-is not used: on four real Austin days it covered 80% (``benchmarks/bench_useful.py``).
+with ``tau^2`` from the moment equation of Armstrong, Kolesar and Plagborg-Moller 2022 ("Robust Empirical Bayes
+Confidence Intervals", Econometrica 90(6), section 4.2, their floor kept) **taken at its one-sided 95% upper
+bound** (:func:`_spread_upper_bound`): a plain estimate near 0 would narrow every interval at once. The count is
+read at ``N^ = E[N | N~]`` (:func:`tweedie_counts`; Efron 2011), as the ``pooled_useful`` label would otherwise pick
+the HATs whose count the noise overstated; the interval's variance reads ``c`` from the leave-one-out ``mu_i`` and
+is never below the variance at the noisy count. The interval is their **robust EBCI** (eq. 7),
+``theta_i +- cva(sigma_i^2 / m_i) w_i sigma_i``, assuming only the bias's second moment: its promise is **average
+coverage** over the pooled HATs, not per HAT, so the per-HAT Fieller interval is published beside it. The
+parametric EB interval (Morris 1983) covered 80% on four real Austin days and is not used.
 """
 
 from __future__ import annotations

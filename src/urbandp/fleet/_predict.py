@@ -1,29 +1,20 @@
-"""The planner's prediction: the release's own code run on fleets drawn from public or paid-for inputs.
+"""The planner's prediction: the release's own code run on fleets drawn from public or paid-for inputs
+(docs/fleet.md, "Planner and guardrails", says which input gives which profile and how well it predicted).
 
-``urbandp plan`` does not restate the release in a second set of formulas. It draws a synthetic fleet that matches
-what is known before any record is read (a :class:`FleetProfile`: vehicle-days expected per HAT and HATs per
-vehicle-day), runs the release itself on it (:func:`urbandp.fleet._hat_release._release_hats`: the same bounding, L2
-weights or truncation to K, public domain, selection threshold, noise scales, count and Fieller intervals, the
-``useful`` label) and, with ``borrow_strength``, the same pooling (:func:`urbandp.fleet._postprocess_pooling.with_pooled_means`),
-then counts what the release would show. Repeating this ``runs`` times, each time with a fresh draw of the fleet
-(and of the paid inputs' noise, where the profile comes from a DP histogram) and of the release's noise, gives the
-prediction and its interval: the 2.5% and 97.5% quantiles over the runs.
+``urbandp plan`` does not restate the release in a second set of formulas. It draws a synthetic fleet matching what
+is known before any record is read (a :class:`FleetProfile`: vehicle-days expected per HAT and HATs per
+vehicle-day), runs the release itself on it (:func:`urbandp.fleet._hat_release._release_hats` and, with
+``borrow_strength``, :func:`urbandp.fleet._postprocess_pooling.with_pooled_means`) ``runs`` times, each with a fresh
+fleet and fresh noise, and reports the mean and the 2.5% and 97.5% quantiles of what the release would show.
 
-Profiles (what is known before the release): a GTFS schedule (:func:`schedule_profile`, spends nothing), the pilot
-or DP histograms bought with ``--histogram-epsilon`` (:func:`pilot_profile`, :func:`histogram_profile`), or a GeoJSON
-route domain's lengths with a fleet size (:func:`route_profile`).
-
-Speeds are not known before the release and do not change which HATs are released; they set the intervals'
-centre term and the spread that pooling borrows from. The synthetic HAT means are drawn around
-:data:`TYPICAL_SPEED` with a public spread (:data:`HAT_SPEED_SD`), each vehicle-day's around its HAT's
-(:data:`VEHICLE_DAY_SPEED_SD`); both are stated in plan.json. The fleet is synthetic, so running the release on it
-spends nothing (the noise drawn here is never published as a release).
+Speeds are not known before the release and do not change which HATs are released: the synthetic means are drawn
+around :data:`TYPICAL_SPEED` with the public spreads below, stated in plan.json. The fleet is synthetic, so running
+the release on it spends nothing (the noise drawn here is never published as a release).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from urbandp._contributions.base import CONTRIBUTION_SCHEMA
 from urbandp.fleet._domain_files import PublicDomain
 from urbandp.fleet._options import HatReleaseConfig
 
@@ -124,24 +116,13 @@ def synthetic_contributions(
         place = (place + np.repeat(rng.random(sizes.size), sizes)) / np.repeat(sizes, sizes)
         owner = np.repeat(np.arange(sizes.size), sizes)[np.argsort(place, kind="stable")][: visits.size]
         speed = np.clip(mu[visits] + rng.normal(0.0, VEHICLE_DAY_SPEED_SD, visits.size), 0.0, speed_max)
+        day = [base + dt.timedelta(days=d)] * visits.size
+        values = (cells[visits], slots[visits], day, owner.astype(str), np.ones(visits.size), speed, speed)
         frames.append(
-            pl.DataFrame(
-                {
-                    "cell": pl.Series(cells[visits], dtype=pl.UInt64),
-                    "slot": pl.Series(slots[visits], dtype=pl.Int16),
-                    "day": pl.Series([base + dt.timedelta(days=d)] * visits.size, dtype=pl.Date),
-                    "vehicle": pl.Series(owner.astype(str), dtype=pl.String),
-                    "n_records": pl.Series(np.ones(visits.size), dtype=pl.UInt32),
-                    "mean_speed": speed,
-                    "max_speed": speed,
-                }
-            )
+            pl.DataFrame(dict(zip(CONTRIBUTION_SCHEMA, values, strict=True)), schema=CONTRIBUTION_SCHEMA)
         )
     if not frames:
-        return pl.DataFrame(
-            schema={"cell": pl.UInt64, "slot": pl.Int16, "day": pl.Date, "vehicle": pl.String,
-                    "n_records": pl.UInt32, "mean_speed": pl.Float64, "max_speed": pl.Float64}
-        )  # fmt: skip
+        return pl.DataFrame(schema=CONTRIBUTION_SCHEMA)
     return pl.concat(frames).unique(["cell", "slot", "day", "vehicle"], keep="first")
 
 
@@ -386,28 +367,17 @@ def _m_sample(
     return np.array([float(cfg_k(cfg))])
 
 
-def route_lengths(path: Path, resolution: int, step_km: float = 0.02) -> pl.DataFrame:
-    """Kilometres of route in each H3 cell of a GeoJSON file's lines (points every ``step_km`` along each
-    segment, each standing for ``step_km``)."""
-    import h3
-
-    from urbandp.fleet._domain_files import read_geojson
+def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
+    """Kilometres of route in each H3 cell of a GeoJSON file's lines: the stretch of each line in each cell, the
+    lines walked as for the domain's cells (:func:`urbandp.fleet._domain_files.line_runs`)."""
+    from urbandp.fleet._domain_files import line_runs, read_geojson
 
     lines = read_geojson(Path(path))[1]
-    length: dict[int, float] = {}
-    for line in lines:
-        for (lon0, lat0), (lon1, lat1) in itertools.pairwise(line):
-            km = h3.great_circle_distance((lat0, lon0), (lat1, lon1), unit="km")
-            steps = max(1, math.ceil(km / step_km))
-            for t in (np.arange(steps) + 0.5) / steps:
-                cell = h3.str_to_int(
-                    h3.latlng_to_cell(lat0 + t * (lat1 - lat0), lon0 + t * (lon1 - lon0), resolution)
-                )
-                length[cell] = length.get(cell, 0.0) + km / steps
-    return pl.DataFrame(
-        {"cell": pl.Series(list(length), dtype=pl.UInt64), "route_km": list(length.values())},
-        schema={"cell": pl.UInt64, "route_km": pl.Float64},
-    )
+    if not lines:  # points only: no route anywhere
+        return pl.DataFrame(schema={"cell": pl.UInt64, "route_km": pl.Float64})
+    runs = line_runs(lines, resolution)
+    km = pl.DataFrame({"cell": runs.cell, "route_km": (runs.end - runs.start) / 1000.0})
+    return km.group_by("cell", maintain_order=True).agg(pl.col("route_km").sum()).cast({"cell": pl.UInt64})
 
 
 def grid_weights(grid: pl.DataFrame, lengths: pl.DataFrame) -> np.ndarray:

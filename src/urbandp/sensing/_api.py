@@ -1,23 +1,11 @@
-"""The public Python API of the sensing wing: the releases the `urbandp sensing` commands run.
+"""The public Python API of the sensing wing: the releases the `urbandp sensing` commands run (examples, and how
+keywords and ``data`` are read, in docs/sensing.md, section "Python API").
 
-::
-
-    import urbandp as ud
-    with ud.Session(store="budget.sqlite", dataset="kolkata") as s:
-        rel = ud.sensing.pm_map(df, bbox=(22.45, 88.30, 22.65, 88.47), start="2023-09-15", end="2023-10-31",
-                                window_minutes=1440, epsilon=4, session=s)
-    rel.table                    # pm_cells: noisy counts, sums and means per cell and window (Polars)
-    rel.privacy.epsilon_per_unit # the typed report; rel.privacy.to_json() is privacy.json
-    rel.write("out/pm")          # the folder `urbandp sensing pm-map --out out/pm` writes
-
-Keywords are named as the command's flags with underscores, with the same defaults and validation (each option
-a field of its model in :mod:`urbandp.sensing._options`). ``data`` is a CSV path or a table (pandas, Polars eager
-or lazy, Arrow, GeoPandas points), written to a private temporary CSV for the readings' reader (the one place rows
-are validated and quarantined). Each release runs in a charge of ``session`` (default: ``urbandp.Session()``, no
-store charged): the guards fire and the budget is reserved before any noise; a release the store cannot afford
-raises :class:`~urbandp.errors.BudgetExceededError` first.
-``config``: a TOML file whose table (``[sensing.dp-map]``, ``[sensing.pm-map]``, ``[sensing.query]``) sets options
-by name, the file ``--config`` reads; keywords passed win (:mod:`urbandp._config_tables`).
+Each release runs in a charge of ``session`` (default: ``urbandp.Session()``, no store charged): the guards fire
+and the budget is reserved before any noise; a release the store cannot afford raises
+:class:`~urbandp.errors.BudgetExceededError` first. ``config``: a TOML file whose table (``[sensing.dp-map]``,
+``[sensing.pm-map]``, ``[sensing.query]``) sets options by name, the file ``--config`` reads; keywords passed win
+(:mod:`urbandp._config_tables`).
 """
 
 from __future__ import annotations

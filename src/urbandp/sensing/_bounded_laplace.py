@@ -1,21 +1,11 @@
 """The bounded Laplace mechanism (Holohan, Antonatos, Braghin, Mac Aonghusa 2018/2020), as used on sigma_p^2.
 
-Fleet-sensing paper section VI-A: noise ``Lap(Delta / epsilon)`` is added to each cell's posterior variance and
-samples outside ``[l, u]`` are rejected and re-drawn. The output density of that rejection sampler is
-
-    f_x(y) = exp(-|y - x| / b) / (2 b C_x(b)),   y in [l, u],
-    C_x(b) = 1 - (exp(-(x - l) / b) + exp(-(u - x) / b)) / 2     (mass of Lap(x, b) inside [l, u]).
-
-The normalising constant ``C_x(b)`` depends on the input ``x``: inputs near a bound lose more mass than inputs in
-the middle. The worst log density ratio over neighbouring inputs (|x - x'| <= Delta) is therefore
-
-    epsilon_actual(b) = Delta / b + log(C_{l+Delta}(b) / C_l(b))      (Holohan et al., Lemma 3 / Theorem 5),
-
-which exceeds ``epsilon`` when ``b = Delta / epsilon`` (the paper's choice): **the paper's mechanism is not
-epsilon-DP as written** whenever ``Delta < u - l``. :func:`holohan_scale` finds the smallest ``b`` with
-``epsilon_actual(b) <= epsilon`` (Holohan et al.'s condition ``b >= Delta / (epsilon - log DeltaC(b))``), the
-calibration used by default. When ``Delta >= u - l`` the ratio term is 1 (``C_l = C_u`` by symmetry) and both
-scales coincide; the tests pin both cases.
+Fleet-sensing paper section VI-A adds ``Lap(Delta / epsilon)`` to each cell's posterior variance and re-draws
+samples outside ``[l, u]``. The normaliser ``C_x(b)`` (the mass of ``Lap(x, b)`` inside ``[l, u]``) depends on the
+input, so the worst log density ratio is ``epsilon_actual(b) = Delta / b + log(C_{l+Delta}(b) / C_l(b))``
+(Holohan et al., Lemma 3 / Theorem 5): **the paper's mechanism is not epsilon-DP as written** whenever
+``Delta < u - l``. :func:`holohan_scale` finds the smallest ``b`` with ``epsilon_actual(b) <= epsilon``, the
+default calibration; the derivation and the pinned figures are in docs/sensing.md, section "DP variance maps".
 
 Sampling draws every Laplace variate from OpenDP (floating-point safe) and re-draws the out-of-bound ones until all
 are inside ``[l, u]``. The default (Holohan) mechanism draws on the lattice ``h Z`` with ``h = 2^-40``

@@ -13,18 +13,11 @@ Default (corrected) release, per window and cell:
 The paper's version (``calibration="paper"``, for comparison only): free kernel variance, bounds
 ``[0, max sigma_p^2 of the window]`` (data-dependent) and ``b = Delta / epsilon``. It is not differentially private.
 
-Accounting. Privacy unit: one reading, added or removed. Every cell of a window depends on every reading, so a
-window's map is ``G`` epsilon-DP cells composed: ``G * epsilon_cell`` by basic composition (the paper quotes the
-per-cell epsilon only), and far less at a small delta by the optimal composition of Kairouz, Oh and Viswanath
-(2015): 272 instead of 414 for 414 cells at epsilon 1, delta 1e-6. Windows hold disjoint readings, so a reading
-costs its window's map (parallel composition); a replace-one neighbour can move a reading into another window,
-which costs two windows' maps (``2G`` cells composed). The bound of section VI-A holds for any change of a
-window's readings, not only one reading's (every standardised ``sigma_p^2`` lies in ``[0, Delta]`` whatever the
-readings), so a window's map protects a whole vehicle's readings in it at the same epsilon, ids or not: a vehicle
-pays at most ``k x G`` cells composed on a day of ``k`` windows (the loss booked per **vehicle-day**, and the one
-the guard of :mod:`urbandp._privacy.guards` checks) and ``W x G`` over the release's ``W`` windows.
-The released variance is in standardised units (relative to the window's value variance): converting to
-original units multiplies by a data-dependent variance, which the paper does but which is not DP.
+Accounting (docs/sensing.md, "DP variance maps", in full): every cell of a window depends on every reading, so a
+window's map is ``G`` epsilon-DP cells composed (basic, or the optimal composition of Kairouz, Oh and Viswanath
+2015 at ``delta``); a replace-one neighbour can move a reading into another window (``2G`` cells). The VI-A bound
+holds for any change of a window's readings, so a vehicle pays ``k x G`` cells on a day of ``k`` windows: the
+loss booked per **vehicle-day** and guarded. The variance stays standardised (original units are not DP).
 """
 
 from __future__ import annotations

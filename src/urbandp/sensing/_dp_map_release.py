@@ -1,16 +1,11 @@
 """The dp-map release (:func:`urbandp.sensing.dp_map`, `urbandp sensing dp-map`), in the order that keeps it
-honest (docs/design.md, "Outputs", rule 5).
-
-1. Validate every option (:class:`~urbandp.sensing._options.DpMapOptions`) and the output path.
-2. Read the readings (bad rows to a staging quarantine), restrict them to the public ``start``/``end`` window.
-3. Compute the cost before any noise (:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`): refuse an over-budget
-   release, or one whose noise would be meaningless, before a single draw.
-4. Reserve the charge (the Session's guards, the budget store of its dataset) BEFORE any noise; a run that fails
-   after it stays charged (``aborted after noise``). A release labelled NOT DP is refused with a dataset.
-5. Fit and add noise; the release holds only the DP map and privacy.json; the quarantine, the leakage measures,
-   the true-sigma2 plot (it shows every reading's location) and the utility curve are the owner's material
-   (``owner_only/<name>/`` beside the folder), listed in privacy.json as not DP. With ``out`` the folder is
-   written inside the charge, so its sha256 is recorded when the charge commits.
+honest (docs/design.md, "Outputs", rule 5; docs/sensing.md, "DP variance maps", "Order of a release"): options
+and output checked; readings read (bad rows to a staging quarantine) and kept inside the public window; the cost
+planned (:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`) and reserved in the Session's charge BEFORE any
+noise (over budget, meaningless noise, or NOT DP with a dataset: refused before a draw; a failure after it stays
+charged); then the fit and the noise. The release holds only the DP map and privacy.json; what is read off the
+true readings is the owner's (``owner_only/<name>/``, listed as not DP). With ``out`` the folder is written
+inside the charge, so its sha256 is recorded when the charge commits.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """Gaussian-process regression for the fleet-sensing maps (paper sections II and V, eqs. (1)-(5)).
 
-Why not scikit-learn or GPy: they took 4-7 s and 3.8-4.6 s to fit 1,400 readings and neither fits 20,000 on
-this machine (docs/sensing.md, measured side by side); fitting in seconds needs one Cholesky per likelihood
-evaluation with the *analytic* gradient, a cheap multi-start and a sparse method beyond a few thousand readings.
-
-Two models share one interface (``fit`` then ``predict``):
-
-* :class:`ExactGP` -- exact GP on standardised values; hyper-parameters (kernel variance ``sigma_f^2``,
-  length-scale ``l``, noise variance ``sigma_n^2``) maximise the log marginal likelihood
-  (Rasmussen & Williams 2006, eq. 5.8) with its analytic gradient (eq. 5.9) by L-BFGS-B over log-parameters,
-  started from the best few of a small grid of initial length-scales ("restarts").
-* :class:`SparseGP` -- Titsias (2009) variational sparse GP (SGPR) with ``M`` inducing points chosen by k-means.
-  Its hyper-parameters start from an :class:`ExactGP` fitted on a random subsample (default 1,000 readings) and
-  are refined by maximising the collapsed evidence lower bound (Titsias 2009, eq. 9) over all readings with its
-  analytic gradient; the posterior then uses all readings through the optimal q(u). The bound is reported.
-
-The predictive variance returned is the posterior variance of the latent field, ``sigma_p^2`` of eq. (5)
-(the paper's map quantity); it is at most ``sigma_f^2``.
+Why not scikit-learn or GPy (measured too slow at 1,400 readings, infeasible at 20,000) and how the engine is
+built are in docs/sensing.md, section "Why our own GP engine (measured)". Two models share one interface (``fit``
+then ``predict``): :class:`ExactGP` maximises the log marginal likelihood (Rasmussen & Williams 2006, eq. 5.8)
+with its analytic gradient (eq. 5.9); :class:`SparseGP` is Titsias (2009) SGPR, refining an exact fit on a
+subsample by its collapsed bound (eq. 9). The predictive variance returned is the posterior variance of the
+latent field, ``sigma_p^2`` of eq. (5) (the paper's map quantity); it is at most ``sigma_f^2``.
 """
 
 from __future__ import annotations

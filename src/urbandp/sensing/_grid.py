@@ -1,21 +1,12 @@
 """The square grid of the fleet-sensing paper (section IV, "Query Granularity").
 
-A city is enclosed by a rectangle of width ``l`` and height ``b`` metres, divided into squares of side ``z``.
-With local planar coordinates ``(x, y)`` in metres (x east, y north) and ``(x_0, y_0)`` the south-west corner,
-the paper's cell id of a point is
-
-    i = floor((x - x_0) / z) + floor((y - y_0) / z) * (l / z)
-
-where ``l / z`` is the number of columns; we use ``n_cols = ceil(l / z)`` (and ``n_rows = ceil(b / z)``) so that a
-width that is not a multiple of ``z`` still gets whole cells: the grid extends the box east and north to whole
-cells, and points on its east/north edge fall in the last column/row. Points outside get id -1.
-
-The plane is pyproj's transverse Mercator on the WGS 84 ellipsoid centred on the middle of the box
-(:func:`urbandp._geodesy.box_projection`, chosen on the measurements in :mod:`urbandp._geodesy`): a cell is a ``z``
-by ``z`` square on the ground to 8e-6 of ``z`` at the corners of a 50 km box (4 mm for 500 m cells). The box's
-outline, projected, is not quite a rectangle, so ``(x_0, y_0)`` and ``l``, ``b`` are its envelope: every point of
-the box lies in the grid. A cell maps back to lon/lat as a quadrilateral (:meth:`SquareGrid.cell_corners`) turned
-from the meridians by the meridian convergence (0.09 degree at 22.6 N at the corners of a 50 km box).
+The paper's cell id ``i = floor((x - x_0) / z) + floor((y - y_0) / z) * n_cols`` of a point in local planar
+metres, with ``n_cols = ceil(l / z)`` and ``n_rows = ceil(b / z)`` so that the grid extends the box east and north
+to whole cells (points on its east/north edge fall in the last column/row, points outside get id -1). The plane
+is pyproj's transverse Mercator centred on the box (:func:`urbandp._geodesy.box_projection`); ``(x_0, y_0)``,
+``l`` and ``b`` are the envelope of the projected box, and a cell maps back to lon/lat as a quadrilateral
+(:meth:`SquareGrid.cell_corners`). Why this projection, and what it measures: docs/sensing.md, section "Grid and
+cell ids (paper section IV)".
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """How much the posterior variance map reveals where the vehicles drove (paper section V-C, Fig. 4(c)).
 
-sigma_p^2 (eq. 5) depends only on the reading locations, so low-variance cells trace the routes. Two measures:
-
-* ``spearman_distance``: Spearman rank correlation between a cell's sigma_p^2 and the distance from its centroid
-  to the nearest reading (close to 1 = the map is a distance map of the routes);
-* ``visited_recall``: an adversary who knows how many cells ``k`` hold at least one reading marks the ``k`` cells
-  with the lowest sigma_p^2 as visited; the share of truly visited cells so recovered (precision = recall at k).
-  A map that reveals nothing scores about ``k / n_cells`` (random guessing), reported as ``visited_recall_chance``.
-
-These are diagnostics computed from the private readings; they are not released.
+sigma_p^2 (eq. 5) depends only on the reading locations, so low-variance cells trace the routes:
+``spearman_distance`` (rank correlation of sigma_p^2 with the distance to the nearest reading) and
+``visited_recall`` (the share of visited cells among the ``k`` lowest-variance ones, against the chance rate
+``visited_recall_chance``), as docs/sensing.md, section "The leak (section V-C)", explains. These are
+diagnostics computed from the private readings; they are not released.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Plan a `sensing pm-map` release before any reading is read: for each window length and cell size, how many
-readings a cell gets and whether its DP mean carries more signal than noise.
-
-The inputs are public knowledge (what a data exchange can state without reading the data: the fleet's readings
-per day, the share of the box its routes cover, the spread of PM2.5 between places and within a cell from the
-literature or an earlier, already published release) or a paid histogram (a DP count of readings per cell,
-whose total per day is ``readings_per_day``). Nothing here touches the readings: it is arithmetic on public
-figures.
+readings a cell gets and whether its DP mean carries more signal than noise: arithmetic on public figures (or a
+paid DP histogram), never on the readings (docs/sensing.md, "Plan before the release", with the Kolkata check).
 
 Model, per candidate (window ``W`` days, cell side ``z``): the grid over the box has ``G(z)`` cells, the fleet
 visits ``share x G`` of them, so a visited cell holds ``n = R W / (share G)`` readings. The release
@@ -17,9 +12,6 @@ and the readings themselves add ``s^2 / n`` (``s`` the spread of readings within
 then fits on it (:func:`~urbandp.sensing._pm_map_mechanism.smooth_cells` uses the same rule), and its shrunk mean
 keeps at least half of its own deviation. The plan is the shortest window, then the finest cells, at which a
 visited cell is informative and its count clears its noise (``n >= 2 sd``).
-
-Checked against Kolkata autumn 2023 (docs/sensing.md): about 295 readings a day over 108 of 414 cells of 1 km;
-the planner calls the season window informative at epsilon 4 and the daily one not, as measured.
 """
 
 from __future__ import annotations

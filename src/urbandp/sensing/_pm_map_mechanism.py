@@ -22,17 +22,10 @@ variance, never the pollution. Here the values are published:
    compose in parallel: the release costs epsilon per unit. A vehicle present in ``k`` windows of a day pays
    ``k x epsilon`` that day, and ``W_v x epsilon`` over the ``W_v`` windows it is in (basic composition;
    :func:`vehicle_losses`).
-4. **Post-process** (no privacy cost): a window's city-wide mean ``C/2 + sum S~ / sum N~`` is shrunk toward the
-   whole release's mean by its known noise variance (:func:`shrink`, empirical Bayes); a cell's mean
-   ``C/2 + S~/N~`` (where ``N~`` is clear of its noise, ``>= max(1, 2 sd)``) is shrunk toward its window's the
-   same way (:func:`between_variance`: Paule-Mandel, each cell weighted by its precision); a GP
-   (:mod:`urbandp.sensing._gp`) or inverse-distance weighting fitted on the cells that carry more signal than
-   noise gives a surface; each clear cell keeps its own mean shrunk toward that surface by its noise, and the
-   cells without a clear count take the surface (:func:`smooth_cells`); the window's mean when fewer than three
-   cells are clear. The smoother fills gaps, it never flattens what the cells carry.
-
-Where it is useful and where not is measured in docs/sensing.md ("A DP map of PM2.5"): RMSE at the Kolkata static
-stations against the non-private GP and IDW, per epsilon.
+4. **Post-process** (no privacy cost): empirical-Bayes shrinkage of window and cell means (:func:`shrink`,
+   :func:`between_variance`) and a GP or IDW surface filling the cells without a clear count
+   (:func:`smooth_cells`); described, and measured against the Kolkata static stations per epsilon, in
+   docs/sensing.md, section "A DP map of PM2.5".
 """
 
 from __future__ import annotations

@@ -6,11 +6,9 @@ Order: options and output checked; readings read (bad rows to a staging quaranti
 once. The release holds only DP outputs (``pm_cells``, and ``pm_grid`` by post-processing); the quarantine and
 the exact row counts are the owner's (``owner_only/<name>/``).
 
-The privacy unit (:func:`~urbandp.sensing._options.resolve_unit`) is a vehicle-window of at most ``M`` readings
-when the readings carry vehicle ids, else one reading; the charge books the loss per **vehicle-day** (``k`` windows
-of a day x epsilon) or per reading, so the one loss guard (:mod:`urbandp._privacy.guards`) sees what a vehicle pays
-in a day. privacy.json holds public parameters and the figures computed from them only; anything read off the
-readings (rows used, readings dropped by the truncation) is the owner's (``input_report.json``, owner warnings).
+The unit (:func:`~urbandp.sensing._options.resolve_unit`) and what privacy.json may hold are in docs/sensing.md,
+"A DP map of PM2.5": the charge books the loss per **vehicle-day** (or per reading), so the one loss guard
+(:mod:`urbandp._privacy.guards`) sees what a vehicle pays in a day.
 """
 
 from __future__ import annotations

@@ -1,41 +1,18 @@
 """Aggregate queries over grid cells with error propagation (paper section VII-C, Table III) and DP (VII-D).
 
 This plaintext module is the reference the secure two-party version must match: every function is pure, takes
-numpy arrays and returns a :class:`QueryResult`. Inputs, as in the circuit of section VII-B:
+numpy arrays ``mu``, ``sigma2`` (the server's cells of the obfuscation rectangle) and ``v`` (the client's 0/1
+selection, eq. 11-12) and returns a :class:`QueryResult`; the threshold bit ``beta = [sum v >= alpha]`` (eq. 10)
+zeroes the answer. Propagated error eq. (13): ``E = sqrt(sum_i (df/dy_i)^2 sigma_i^2)``. The formulas of each
+query, where they depart from Table III (AVERAGE's error is eq. 16, COUNT's sigmoid eq. 20) and why, are in
+docs/sensing.md, section "Aggregate queries with error propagation".
 
-* ``mu``, ``sigma2``: the server's posterior mean and variance of the ``n`` cells of the obfuscation rectangle;
-* ``v``: the client's 0/1 selection vector (eq. 11-12); the threshold bit ``beta = [sum v >= alpha]`` (eq. 10)
-  zeroes every output when the selection is too small (``answered=False``, value and error 0).
-
-Propagated error (eq. 13): ``E = sqrt(sum_i (df/dy_i)^2 sigma_i^2)``.
-
-* AVERAGE, eq. (14)-(16): ``f = sum y_i / n``, ``E = sqrt(sum sigma_i^2) / n``. (Table III prints
-  ``sqrt(sum sigma_i^2 / n)``, which does not follow from eq. (13); we implement eq. (16).)
-* MIN / MAX, eq. (17)-(19): LogSumExp ``f = y* + log(sum exp(rho (y_i - y*))) / rho`` (rho > 0 max, rho < 0 min;
-  we shift by ``y* = max(rho y)/rho`` so exp never overflows), weights ``softmax(rho y)``. The exact variants
-  return the true min/max and the error of the arg-min/arg-max cell (the derivative of min is an indicator).
-* COUNT above theta, eq. (20)-(22): ``f = sum S(y_i, theta)``, ``S = 1 / (1 + exp(-k (y - theta)))``,
-  ``df/dy = k S (1 - S)``. (Table III's ``exp(-1/(y - theta))`` is a typo for eq. (20); ``k = 1`` is the paper's.)
-* RANGE theta1..theta2: ``f = sum S(y, theta1) - S(y, theta2)``, ``df/dy = k (S1 (1 - S1) - S2 (1 - S2))``.
-
-DP (section VII-D): Laplace noise is added to the squared propagated error ``E^2``. Privacy unit: ONE READING
-(add or remove one vehicle reading). The paper's database row is one cell's ``sigma_i^2`` (section VI-A), but a GP
-posterior variance depends on every reading, so one reading can move the ``sigma_i^2`` (and ``mu_i``) of every
-cell at once: a per-cell sensitivity understates epsilon by up to ``n`` times. The sensitivity used here is the
-width of the range of ``E^2`` over the public domain (cell variances in ``[sigma2_min, sigma2_max]``, any means)
-for the ``n`` selected cells, which bounds the change caused by any change of the readings (:func:`error2_range`):
-
-* AVERAGE: ``E^2 = sum sigma_i^2 / n^2`` lies in ``[sigma2_min / n, sigma2_max / n]``: sensitivity
-  ``(sigma2_max - sigma2_min) / n`` (the paper's ``/ n^2`` is the per-cell figure);
-* MIN / MAX (LogSumExp): softmax weights, ``sum w^2`` in ``[1/n, 1]``: ``[sigma2_min / n, sigma2_max]``;
-* exact MIN / MAX: one cell's variance: ``[sigma2_min, sigma2_max]``;
-* COUNT / RANGE: ``|w_i| <= k/4``: ``[0, n k^2 sigma2_max / 16]``.
-
-The noisy ``E^2`` is clamped to that same range (post-processing; the paper clamps to ``[sigma2_min,
-sigma2_max]``, which for AVERAGE pushes every answer up to at least ``sigma2_min``). ``sigma2_min`` and
-``sigma2_max`` must be public (the paper reads them from the GP output, which is data-dependent and not DP); cell
-variances are clamped into them first (:func:`clamp_sigma2`). The value ``f`` itself is not perturbed (as in the
-paper) and is not differentially private.
+DP (section VII-D): Laplace noise on ``E^2``, clamped to its range. Privacy unit: ONE READING. A GP posterior
+variance depends on every reading, so one reading moves every cell's ``sigma_i^2`` at once and the paper's
+per-cell sensitivity understates epsilon by up to ``n`` times; the sensitivity used is the width of the range of
+``E^2`` over the public domain (:func:`error2_range`). ``sigma2_min``/``sigma2_max`` must be public (the paper
+reads them from the GP output, which is not DP); cell variances are clamped into them first
+(:func:`clamp_sigma2`). The value ``f`` is not perturbed (as in the paper) and is not differentially private.
 """
 
 from __future__ import annotations
@@ -251,7 +228,8 @@ def run_query(
 def error2_range(
     query: str, n_selected: int, sigma2_min: float, sigma2_max: float, steepness: float = 1.0
 ) -> tuple[float, float]:
-    """Range ``[lo, hi]`` of ``E^2`` over the public domain for ``n_selected`` cells (module docstring).
+    """Range ``[lo, hi]`` of ``E^2`` over the public domain for ``n_selected`` cells (docs/sensing.md, section
+    "Aggregate queries with error propagation").
 
     Any change of the readings (one reading moves every cell's ``mu`` and ``sigma^2``) keeps ``E^2`` inside it,
     so ``hi - lo`` is a per-reading sensitivity, and the noisy ``E^2`` is clamped to it.

@@ -1,12 +1,5 @@
-"""The survey wing's public Python API: the release path that ``urbandp survey ...`` calls.
-
-::
-
-    import urbandp as ud
-    with ud.Session(store="budget.sqlite", dataset="travel-2021") as s:
-        rel = ud.survey.randomize(df, column="model", categories="Camry,Civic,Leaf", epsilon=1,
-                                  survey_date="2021-05-01", session=s)
-    rel.table, rel.privacy.epsilon, rel.write("out/vehicles-rr")
+"""The survey wing's public Python API: the release path that ``urbandp survey ...`` calls (examples in
+docs/survey.md, section "Python API").
 
 Each option is declared once, as a field of the release's model (:class:`RandomizeSpec`, :class:`PointsSpec`,
 :class:`OdSpec`, :class:`TrajectoriesSpec`; :mod:`urbandp._release_options`): the command's flags and the keywords

@@ -7,13 +7,11 @@
   proportional to exp(-epsilon * d(z, x)) in the plane; its radius is Gamma(2, 1/epsilon) and its direction
   uniform. Privacy loss epsilon * d for two locations d metres apart (Euclidean).
 
-Draws: the radius is |L1| + |L2| with L1, L2 OpenDP continuous Laplace(1/epsilon) draws (|Laplace(b)| is
-Exponential(b) and the sum of two independent Exponential(b) is Gamma(2, b)); the direction is 2 pi (U + 1/2) / 2^32
-with U an exact uniform 32-bit integer from :class:`urbandp.survey._sampling.OpenDPBits` (OpenDP's bit-vector
-randomized response as a source of fair bits). The angle grid (1.5e-9 rad, 1.5 micrometres at 1 km) does not
-depend on the true location, and the output is snapped to 1e-6 degrees afterwards. (An earlier version used
-atan2 of two OpenDP Gaussian draws, which is also exactly uniform in law but 3x slower.) Per-axis noise is OpenDP Laplace directly. Outputs are rounded to 1e-6
-degrees (about 0.1 m; docs/design.md rule 6). Metres become degrees along the geodesic on the WGS 84 ellipsoid
+Draws (docs/survey.md, section "Randomness"): the radius is |L1| + |L2| with L1, L2 OpenDP continuous
+Laplace(1/epsilon) draws (Gamma(2, 1/epsilon)); the direction is 2 pi (U + 1/2) / 2^32 with U an exact uniform
+32-bit integer from :class:`urbandp.survey._sampling.OpenDPBits`, a grid (1.5e-9 rad) that does not depend on the
+true location. Per-axis noise is OpenDP Laplace directly. Outputs are rounded to 1e-6 degrees (about 0.1 m;
+docs/design.md rule 6). Metres become degrees along the geodesic on the WGS 84 ellipsoid
 (:mod:`urbandp._geodesy`, pyproj): a displacement of d metres lands d metres away.
 
 Privacy unit: the respondent's (household's) location; one point per respondent.

@@ -1,12 +1,10 @@
 """What a survey release publishes besides its noisy column, and what stays with the owner.
 
-* Columns copied through: only those the user names (``id_column``, ``keep_columns``; ``within`` and ``trip``
-  where the command needs them), each one the user's declaration that the column is public. The declaration is
-  written to ``privacy.json`` under ``public_columns``; it is not a "not DP" reason, because the noisy column is
-  DP under the stated neighbouring relation *given* the public columns. A column that is not public must not be
-  named (it is then dropped, never copied).
-* Nothing computed from the true data goes to ``privacy.json``: row counts, quarantine counts and data-dependent
-  numbers go to ``owner_only/<name>/input_report.json`` (and warnings to stderr).
+* Columns copied through: only those the user names, each one the user's declaration that the column is public
+  (``public_columns`` in ``privacy.json``; not a "not DP" reason: the noisy column is DP *given* them).
+* Nothing computed from the true data goes to ``privacy.json``; it goes to ``owner_only/<name>/input_report.json``.
+  Both rules are stated in docs/survey.md, sections "What a release contains" and "privacy.json holds nothing
+  computed from the true data".
 * One limit on epsilon: :func:`check_epsilon` runs the core guard (:data:`urbandp._privacy.guards.SANE_EPSILON`)
   on the epsilon the user asked for, before any clamping a mechanism might apply.
 """

@@ -1,17 +1,11 @@
 """Exact, vectorised random draws for the survey wing (docs/design.md privacy rule 1).
 
-Randomized response needs, per row, one Bernoulli draw (keep the truth or not) and, for replaced rows, one
-uniform integer. OpenDP's scalar ``make_randomized_response`` costs about 0.1 ms per call through Python on the
-shared machine, so a 10 M-row column would take about 20 minutes. Two exact column-wide sources are offered:
-
-* :class:`OpenDPBits` (the default): OpenDP's ``make_randomized_response_bitvec`` (RAPPOR) applied to a whole
-  column at once. On an all-zero input bit vector with flip parameter ``f`` every output bit is an independent
-  Bernoulli(``f / 2``) draw from OpenDP's exact Bernoulli sampler; on an all-one input each bit is Bernoulli(``1 -
-  f / 2``). ``f = 1`` gives fair bits. Uniform integers in ``[0, k)`` come from fair bits by rejection (exact).
-* :class:`OSRandomBits` (opt-in, faster): the operating system's CSPRNG (``os.urandom``, the source OpenDP itself
-  draws from) with integer-only arithmetic: Bernoulli(``q``) is ``U < floor(q * 2**64)`` for a uniform 64-bit ``U``
-  (exact for every float ``q >= 2**-11``, within ``2**-64`` otherwise) and uniform integers by rejection. No
-  floating-point arithmetic touches the draws, so the Mironov (2012) attack on float noise does not apply.
+OpenDP's scalar ``make_randomized_response`` costs about 0.1 ms per call through Python, so two exact column-wide
+sources are offered (docs/survey.md, section "Randomness", with the tests that check them):
+:class:`OpenDPBits` (the default: OpenDP's ``make_randomized_response_bitvec`` on an all-zero or all-one bit
+vector gives independent Bernoulli(``f / 2``) or Bernoulli(``1 - f / 2``) bits from OpenDP's exact sampler) and
+:class:`OSRandomBits` (``os.urandom`` with integer-only arithmetic: Bernoulli(``q``) is ``U < floor(q * 2**64)``,
+exact for ``q >= 2**-11``). Uniform integers come by rejection; no float arithmetic touches a draw (Mironov 2012).
 
 numpy is used only to unpack and compare integers, never as a random source.
 """

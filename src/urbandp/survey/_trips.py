@@ -14,10 +14,7 @@
   public bound K, each person keeps at most K trips, chosen by a keyed hash with a fixed public seed that reads
   only that person's own trips (as the fleet bounds HATs per vehicle-day); the loss per person is then the
   composition of K eq. (13) releases, K x epsilon per trip (OpenDP ``make_composition``).
-* De-biasing (:func:`od_estimate`): the unbiased inverse of eq. (13) on a released OD table, with the analytic
-  variance of the estimator and normal 95 % intervals.
-* Utility metrics: total variation distance between the true and the reported histograms (from, to, joint) and
-  the share of trips whose (from, to) pair is reported unchanged.
+* De-biasing (:func:`od_estimate`) and utility metrics, described on their functions.
 """
 
 from __future__ import annotations
