@@ -19,8 +19,10 @@ import math
 import numbers
 import os
 import re
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, ParamSpec, TypeVar, overload
+from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 import numpy as np
 
@@ -225,13 +227,24 @@ def check_keywords(function: Callable[P, R]) -> Callable[P, R]:
     return checked
 
 
+def did_you_mean(word: str, choices: list[str], form: str = "'{}'") -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to ``word`` (written as ``form`` says), or nothing."""
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {form.format(close[0])}?)" if close else ""
+
+
 def unknown_keywords(function: str, unknown: Sequence[str], takes: Sequence[str]) -> InvalidParameterError:
     """The error for keywords ``function`` does not take, each with the closest one it takes."""
-    hints = []
-    for word in unknown:
-        close = difflib.get_close_matches(word, list(takes), n=1)
-        hints.append(word + (f" (did you mean {close[0]}?)" if close else ""))
+    hints = [word + did_you_mean(word, list(takes), "{}") for word in unknown]
     return InvalidParameterError(f"{function}() has no option {', '.join(hints)}", parameters=tuple(unknown))
+
+
+def runtime_types(hint: Any) -> tuple[Any, ...]:
+    """The runtime types an annotation allows, a generic as its origin (``float | None`` -> ``(float, NoneType)``,
+    ``tuple[float, ...] | None`` -> ``(tuple, NoneType)``)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(t for arg in typing.get_args(hint) for t in runtime_types(arg))
+    return (typing.get_origin(hint) or hint,)
 
 
 def _sequence(value: object) -> list[object] | None:

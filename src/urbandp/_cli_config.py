@@ -1,30 +1,18 @@
-"""``--config FILE.toml`` for the release commands of the counts, survey and sensing wings.
+"""``--config FILE.toml`` for the release commands of the counts, survey and sensing wings (docs/counts.md, "Options
+from a file"; the fleet's ``urbandp release`` reads its own tables, :func:`urbandp.fleet._options_input.read_toml`).
 
-The fleet's ``urbandp release`` reads its own ``[release]``, ``[input]`` and ``[columns]`` tables
-(:func:`urbandp.fleet._options_input.read_toml`). The other wings' release commands share this one mechanism, Click's
-``default_map`` (Typer's own copy of Click): an eager ``--config`` callback reads the command's table and hands it to Click as the defaults
-of the command's options, so a value from the file is converted and checked by exactly the code that checks the
-flag (Click's type, then the command's own validation), and a flag typed on the command line wins over the file.
-
-The file holds one table per command, named after it: ``[counts.release]``, ``[survey.randomize]``,
-``[sensing.dp-map]`` (:data:`urbandp._config_tables.CONFIG_TABLES`; the Python API reads the same file there). A table's keys are the options' flags without the leading dashes,
-with underscores (``--keep-probability`` is ``keep_probability``; a dashed key is read alike). One file may hold
-the tables of several commands; each command reads only its own and refuses a file without it, so a file written
-for one command is never half-applied to another.
-
-Left on the command line (:data:`COMMAND_LINE_ONLY`): the input, ``--out``, and the switches that authorise
-something or change what the run does (``--overwrite``, ``--allow-meaningless-epsilon``, ``--dry-run``).
-
-An unknown table or key, a value of the wrong TOML type, or one Click refuses is one line naming the file and the
-key, exit 2 (:class:`ConfigError`). As for the fleet, privacy.json does not record the file: the release's
-``spec_sha256`` is that of the resolved options, equal to the flag-driven release's; a survey release's
-``command`` (and the budget store's command line) keeps the ``--config`` path as typed.
+An eager ``--config`` callback reads the command's table (:data:`urbandp._config_tables.CONFIG_TABLES`) and hands it
+to Click's ``default_map`` (Typer's own copy of Click) as the defaults of the command's options, so a value from the
+file is converted and checked by exactly the code that checks the flag, and a flag typed on the command line wins.
+Each command reads only its own table and refuses a file without it, so a file written for one command is never
+half-applied to another. :data:`COMMAND_LINE_ONLY` stays on the command line. A bad table, key or value is one line
+naming the file and the key, exit 2 (:class:`ConfigError`). privacy.json does not record the file: the release's
+``spec_sha256`` is that of the resolved options, equal to the flag-driven release's.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +20,8 @@ import typer
 from typer import _click
 from typer.core import TyperOption
 
-from urbandp._config_tables import CONFIG_TABLES, read_document
+from urbandp._arguments import did_you_mean
+from urbandp._config_tables import CONFIG_TABLES, read_document, table_of
 from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, flag_of
 
 CONFIG_NAMES = "urbandp.config_names"
@@ -87,17 +76,13 @@ def config_option(table: str) -> Any:
     )
 
 
-def _parse(path: Path) -> dict[str, Any]:
-    """The TOML document at ``path``; a missing, unreadable or malformed file is a :class:`ConfigError`."""
+def _parse(path: Path, table: str) -> dict[str, Any]:
+    """``[table]`` of the TOML document at ``path``; a missing, unreadable or malformed file, or one without the
+    table, is a :class:`ConfigError`."""
     try:
-        return read_document(path)
+        return command_table(read_document(path), table, path)
     except InputDataError as err:  # the library's reader, its message naming the flag
         raise ConfigError(err.naming(flag_of)) from None
-
-
-def _hint(word: str, choices: list[str], form: str) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {form.format(close[0])}?)" if close else ""
 
 
 def command_table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any]:
@@ -110,20 +95,14 @@ def command_table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any
             )
         if group not in known:
             raise ConfigError(
-                f"--config {path}: unknown table [{group}]" + _hint(group, sorted(known), "[{}]")
+                f"--config {path}: unknown table [{group}]" + did_you_mean(group, sorted(known), "[{}]")
             )
         for name in value:
             if f"{group}.{name}" not in CONFIG_TABLES:
                 ours = [t.split(".", 1)[1] for t in CONFIG_TABLES if t.startswith(group + ".")]
-                hint = _hint(name, ours, "[" + group + ".{}]")
+                hint = did_you_mean(name, ours, "[" + group + ".{}]")
                 raise ConfigError(f"--config {path}: unknown table [{group}.{name}]{hint}")
-    group, name = table.split(".", 1)
-    section = data.get(group, {}).get(name)
-    if section is None:
-        raise ConfigError(f"--config {path} has no [{table}] table")
-    if not isinstance(section, dict):
-        raise ConfigError(f"--config {path}: [{table}] must be a table of options")
-    return section
+    return table_of(data, table, path)
 
 
 def _kind(param: TyperOption) -> tuple[tuple[type, ...], str]:
@@ -161,7 +140,7 @@ def check_value(key: str, value: object, param: TyperOption, ctx: _click.Context
 
 def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object]:
     """The ``default_map`` of the command run in ``ctx`` from ``[table]`` of ``path``: parameter name -> value."""
-    section = command_table(_parse(path), table, path)
+    section = _parse(path, table)
     keys = config_keys(ctx.command)
     where = f"--config {path} [{table}]"
     found: dict[str, object] = {}
@@ -171,7 +150,7 @@ def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object
             flag = "--" + key.replace("_", "-")
             if any(flag in p.opts for p in ctx.command.params):
                 raise ConfigError(f"{where}: {key} is set on the command line only ({flag})")
-            raise ConfigError(f"{where}: unknown key '{key}'" + _hint(key, sorted(keys), "'{}'"))
+            raise ConfigError(f"{where}: unknown key '{key}'" + did_you_mean(key, sorted(keys)))
         found[param.name] = check_value(key, value, param, ctx, where)
         ctx.meta.setdefault(CONFIG_NAMES, {})[param.name] = f"{key} in {path} [{table}]"
     return found

@@ -1,33 +1,26 @@
-"""One TOML file of release options, read alike by the command line and the Python API.
+"""One TOML file of release options, read alike by the command line (:mod:`urbandp._cli_config`) and the Python API
+(:func:`takes_config`): one table per release command (:data:`CONFIG_TABLES`), keyed by the options' names
+(docs/counts.md, "Options from a file" and "Python API").
 
-A file holds one table per release command, named after it (:data:`CONFIG_TABLES`): ``[counts.release]``,
-``[survey.randomize]``, ``[sensing.dp-map]``. A table's keys are the options' names: the flags without the
-leading dashes, with underscores (``--keep-probability`` is ``keep_probability``), which are also the keywords
-of the Python API. ``urbandp <wing> <command> --config FILE`` reads it through Click (:mod:`urbandp._cli_config`);
-``ud.counts.release(data, config=FILE)`` and the other API functions read it here (:func:`takes_config`).
-
-In both, a value given directly wins over the file (a flag typed; a keyword passed), the file's values go
-through the same checks as the given ones, and an error about a value read from the file names the file's key
-(``epsilon in cfg.toml [counts.release] must be > 0``), not the flag or the keyword.
-
-Left to the caller (never read from a file, as on the command line): the data, ``out``, ``overwrite``, the
-``session``; a file's ``budget_store`` and ``dataset`` keys (which the CLI reads) must agree with the session
-passed, so that a file written for the command line is never half-applied in Python.
+A value given directly wins over the file, the file's values go through the same checks as the given ones, and an
+error about a value read from the file names the file's key (``epsilon in cfg.toml [counts.release] must be > 0``).
+Never read from a file: the data, ``out``, ``overwrite``, the ``session``; a file's ``budget_store`` and
+``dataset`` keys (which the CLI reads) must agree with the session passed, so that a file written for the command
+line is never half-applied in Python.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import functools
 import inspect
 import tomllib
-import types
 import typing
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from urbandp._arguments import did_you_mean, runtime_types
 from urbandp.errors import InputDataError, InputError, InvalidParameterError
 
 P = ParamSpec("P")
@@ -101,15 +94,10 @@ def table_of(data: Mapping[str, Any], table: str, path: Path) -> dict[str, Any]:
     outer = data.get(group)
     section = outer.get(name) if isinstance(outer, dict) else None
     if section is None:
-        raise InputDataError(f"config {path} has no [{table}] table")
+        raise InputDataError(f"config {path} has no [{table}] table", parameters="config")
     if not isinstance(section, dict):
-        raise InputDataError(f"config {path}: [{table}] must be a table of options")
+        raise InputDataError(f"config {path}: [{table}] must be a table of options", parameters="config")
     return dict(section)
-
-
-def _hint(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _runtime_types(fn: Callable[..., object]) -> dict[str, tuple[Any, ...]]:
@@ -123,14 +111,8 @@ def _runtime_types(fn: Callable[..., object]) -> dict[str, tuple[Any, ...]]:
             hint = typing.get_type_hints(holder).get(name, Any)
         except (NameError, TypeError):
             hint = Any
-        found[name] = _flatten(hint)
+        found[name] = runtime_types(hint)
     return found
-
-
-def _flatten(hint: Any) -> tuple[Any, ...]:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return tuple(t for arg in typing.get_args(hint) for t in _flatten(arg))
-    return (hint,)
 
 
 def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
@@ -140,7 +122,7 @@ def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
     (``bbox = "30.1,-97.9,30.5,-97.6"``, as the flag takes it) where only a tuple of numbers is."""
     if Any in allowed:
         return True, value
-    origins = {typing.get_origin(t) or t for t in allowed}
+    origins = set(allowed)
     if isinstance(value, bool):
         return bool in origins, value
     if isinstance(value, int) and (int in origins or float in origins):
@@ -182,7 +164,7 @@ def read_options(
             continue
         if name in CALLER_ONLY or name not in allowed:
             said = "is set by the caller, not a config file" if name in CALLER_ONLY else "is not an option"
-            raise InvalidParameterError(f"{key} in {where} {said}" + _hint(name, settable))
+            raise InvalidParameterError(f"{key} in {where} {said}" + did_you_mean(name, settable))
         ok, converted = _convert(value, allowed[name])
         if not ok:
             raise InvalidParameterError(

@@ -1,23 +1,12 @@
-"""Output directories and files written atomically and safely, and strict JSON (docs/design.md, "Outputs").
+"""Output directories and files written atomically and safely, and strict JSON (docs/outputs.md).
 
-Every command that writes a directory writes it into a temporary sibling first and renames it into place at the
-end, so that a failing run never leaves a partial directory and a successful one never leaves stale files from an
-older run beside the new ones. Data-owner material (quarantine rows, true-value plots, leakage
-measures) goes to ``owner_only/<name>/`` beside the release directory ``<name>/``, never inside it.
-
-**What ``--out`` may replace** (docs/outputs.md). An output never costs the user a file:
-
-- a path that does not exist, or an empty directory, is written;
-- an existing directory is replaced only when urbandp wrote it: it holds the marker :data:`MARKER`, whose
-  manifest lists every entry urbandp put there, and nothing else; and only with ``--overwrite``;
-- a directory with anything else in it (or no marker) is refused, even with ``--overwrite``;
-- an existing file is replaced only with ``--overwrite`` (single-file outputs);
-- an output that contains, or lies inside, an input of the same run (or is the input) is refused;
-- ``--out .``, ``--out ""``, the working directory or any of its ancestors are refused.
-
-All these checks run before any work (and so before any privacy budget is reserved). The CLI fills in the
-run's input paths and ``--overwrite`` through :func:`output_policy` (set by :func:`urbandp._cli_support.cli_guard`), so
-no command can forget them.
+A directory is written into a temporary sibling and renamed into place at the end, so a failing run never leaves a
+partial directory and a successful one no stale files. Data-owner material (quarantine rows, true-value plots,
+leakage measures) goes to ``owner_only/<name>/`` beside the release directory ``<name>/``, never inside it.
+What ``--out`` may replace is docs/outputs.md's table: never a file urbandp did not write (the marker
+:data:`MARKER` lists what it wrote), an input of the run, or the working directory. All these checks run before any
+work (and so before any privacy budget is reserved); the CLI fills in the run's inputs and ``--overwrite`` through
+:func:`output_policy` (set by :func:`urbandp._cli_support.cli_guard`), so no command can forget them.
 """
 
 from __future__ import annotations
@@ -220,7 +209,7 @@ def check_output_target(out: Path, option: str = "out") -> Path:
 
 def check_output_path(out: Path, option: str = "out") -> Path:
     """Refuse, in one line (exit 2), an output folder that cannot be written or must not be replaced (the rules
-    of the module docstring), before any work; also one named ``owner_only`` or inside a folder so named."""
+    of docs/outputs.md), before any work; also one named ``owner_only`` or inside a folder so named."""
     out = check_output_target(Path(out), option)
     policy = current_policy()
     if OWNER_ONLY in (out.name, out.parent.name):

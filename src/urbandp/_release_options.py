@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import difflib
 import functools
 import inspect
 import math
 import numbers
-import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -40,7 +38,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
-from urbandp._arguments import shown
+from urbandp._arguments import did_you_mean, runtime_types, shown
 from urbandp.errors import InvalidParameterError
 
 
@@ -129,9 +127,10 @@ def _help(description: str | None, default: Any) -> str:
     return text.format(default=_Shown(default)) if "{default" in text else text
 
 
-@dataclasses.dataclass(frozen=True)
-class DeclaredOption:
-    """One option of a release as its model declares it."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DeclaredOption(CommandLine):
+    """One option of a release as its model declares it: the field's name, type, default, help and bounds, and
+    what it adds for the command line, its flag and command-line type filled in."""
 
     name: str
     type: Any
@@ -140,11 +139,6 @@ class DeclaredOption:
     flag: str
     cli_type: Any
     limits: tuple[tuple[str, float], ...]
-    choices: tuple[str, ...] | None
-    cli_default: Any
-    negatable: bool
-    why: str | None
-    table: str | None = None
 
     @property
     def required(self) -> bool:
@@ -158,7 +152,7 @@ class DeclaredOption:
     @property
     def kinds(self) -> tuple[Any, ...]:
         """The runtime types the field's annotation allows (``float | None`` -> ``(float, NoneType)``)."""
-        return _flatten(self.type)
+        return runtime_types(self.type)
 
     @property
     def integer(self) -> bool:
@@ -233,12 +227,6 @@ class DeclaredOption:
         return number
 
 
-def _flatten(hint: Any) -> tuple[Any, ...]:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return tuple(t for arg in typing.get_args(hint) for t in _flatten(arg))
-    return (typing.get_origin(hint) or hint,)
-
-
 class ReleaseOptions(BaseModel):
     """The options of one release: a frozen pydantic model whose fields made with :func:`option` are the
     options; other fields (the input path, where the loss is booked) are the run's. Construction checks each
@@ -263,8 +251,7 @@ def _refusal(
     name = str(first["loc"][0]) if first["loc"] else ""
     declared = {o.name: o for o in declared_options(model)}
     if first["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(name, list(model.model_fields), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = did_you_mean(name, list(model.model_fields), "{}")
         return InvalidParameterError(f"{name} is not an option{hint}", parameters=name)
     if first["type"] == "missing":
         return InvalidParameterError(f"{name} is required: give it", parameters=name)
@@ -288,20 +275,16 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
             for m in field.metadata
             if isinstance(m, kind)
         )
+        flag = info.flag or "--" + name.replace("_", "-")
+        cli_type = info.cli_type if info.cli_type is not None else field.annotation
         found.append(
             DeclaredOption(
+                **{**vars(info), "flag": flag, "cli_type": cli_type},
                 name=name,
                 type=field.annotation,
                 default=field.default,
                 help=_help(field.description, field.default),
-                flag=info.flag or "--" + name.replace("_", "-"),
-                cli_type=info.cli_type if info.cli_type is not None else field.annotation,
                 limits=limits,
-                choices=info.choices,
-                cli_default=info.cli_default,
-                negatable=info.negatable,
-                why=info.why,
-                table=info.table,
             )
         )
     return tuple(found)
@@ -363,12 +346,8 @@ def _check_run_keywords(kwargs: dict[str, Any]) -> None:
     """The keywords every release function shares beside its options, checked before anything is read:
     ``overwrite`` a switch (``"no"`` is not False), ``session`` a :class:`urbandp.Session`."""
     from urbandp._arguments import check_switch
-    from urbandp._session import Session
+    from urbandp._session import check_session
 
     if "overwrite" in kwargs:
         kwargs["overwrite"] = check_switch(kwargs["overwrite"], "overwrite")
-    session = kwargs.get("session")
-    if session is not None and not isinstance(session, Session):
-        raise InvalidParameterError(
-            f"session must be a urbandp.Session, got {session!r}", parameters="session"
-        )
+    check_session(kwargs.get("session"))

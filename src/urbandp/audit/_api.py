@@ -1,23 +1,12 @@
-"""The Python API of the auditor: the attacks of ``urbandp audit`` as functions with typed results.
+"""The Python API of the auditor: the attacks of ``urbandp audit`` as functions with typed results
+(docs/counts.md, "The auditor from Python").
 
 Culnane, Rubinstein, Teague (2017), *Privacy Assessment of De-identified Opal Data*: the noise scale read off pairs
 of published counts (section 2, Appendix D), skipped zeros and Theorem 1 (section 3, Appendix C), and suppressed
-cells recovered by differencing a marginal (section 4, Appendix E)::
-
-    import urbandp as ud
-    p = ud.audit.pairs("rel/joint.csv", route=["ferry:Manly Wharf>Circular Quay No. 3 Wharf"])
-    fit = ud.audit.noise_scale(p.table, model="discrete")
-    ud.audit.zero_skipping("rel/joint.csv", threshold=18).vulnerable
-    ud.audit.differencing("rel/joint.csv", "rel/time.csv").gain_beyond_noise
-
-An audit reads **published** tables only: it spends no privacy budget and takes no :class:`urbandp.Session` (the
-adversary has the release, not the raw data). Each input is a path (CSV or Parquet, read by the same tolerant
-reader as the CLI: junk lines are quarantined) or a table object (Polars eager or lazy, pandas, PyArrow; see
-:func:`urbandp._frames.to_polars`), treated like a Parquet file. ``privacy`` is the release's ``privacy.json``
-(a path, or the parsed mapping); for a path table it defaults to the one lying next to the table, as in the CLI.
-
-Each result's ``to_dict()`` is the JSON object the command prints; ``write_report(dir)`` writes what ``--report``
-writes. The commands in :mod:`urbandp.audit._cli` call these functions.
+cells recovered by differencing a marginal (section 4, Appendix E). An audit reads **published** tables only: it
+spends no privacy budget and takes no :class:`urbandp.Session` (the adversary has the release, not the raw data).
+A table object is read like a Parquet file (:func:`urbandp._frames.to_polars`). The commands in
+:mod:`urbandp.audit._cli` call these functions.
 """
 
 from __future__ import annotations
@@ -121,14 +110,12 @@ def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> fl
     """``scale`` if given, else ``privacy.json``'s ``noise_scale`` (validated), else ``None``."""
     if scale is not None:
         return _positive_finite(scale, "scale")
-    value = privacy.get("noise_scale") if privacy else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not _is_positive_finite(float(value)):  # the release's file, not a parameter of the call
-            raise InputDataError(
-                f"privacy.json noise_scale must be a positive finite number, got {float(value)}"
-            )
-        return float(value)
-    return None
+    value = _optional_float(privacy.get("noise_scale") if privacy else None)
+    if value is not None and not _is_positive_finite(
+        value
+    ):  # the release's file, not a parameter of the call
+        raise InputDataError(f"privacy.json noise_scale must be a positive finite number, got {value}")
+    return value
 
 
 def _group_sizes(group_sizes: str | Sequence[int]) -> tuple[int, ...]:

@@ -23,9 +23,8 @@ it is given (:class:`OpenDPNoise`: OpenDP's samplers) and records what it spent 
 reserves no budget and runs no guard. Passing the noise of a Session's charge by hand would draw without
 reserving: do not.
 
-Guarantee of the paper's four: Def. II.1 (replace one unit's values; units and counts fixed and public);
-CLIPPED-MEAN: add/remove-one-unit. See docs/estimators.md. :func:`release` and its types are exported lazily
-(they import polars); every other module here is internal.
+Guarantees: docs/estimators.md. :func:`release` and its types are exported lazily (they import polars); every
+other module here is internal.
 """
 
 from typing import TYPE_CHECKING

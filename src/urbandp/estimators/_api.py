@@ -12,19 +12,15 @@
 
 One user-level mean (Gupta et al., *Mean Estimation with User-Level Privacy for Spatio-Temporal IoT Datasets*)
 through one charge of the :class:`urbandp.Session`: the guards and the store's reservation run before any noise,
-and every draw goes through the charge (docs/architecture.md, section 4).
-
-Guarantees (docs/estimators.md): CLIPPED-MEAN is epsilon-DP under add/remove-one-unit. The paper's four
-(BASELINE, ARRAY-AVERAGING, LEVY, QUANTILE) are epsilon-DP under Def. II.1 only (replace one unit's values; the
-units and their counts public); under add/remove-one-unit, the relation of the budget store's units, they are NOT
-DP. As in the fleet (``speed_estimator`` under ``neighbouring="add-remove"``), such a release is labelled NOT DP and
-refused with a budget dataset: it is never booked as DP spend.
+and every draw goes through the charge (docs/architecture.md, section 4). The paper's four estimators are DP under
+Def. II.1 only, so under add/remove-one-unit, the budget store's relation, they are labelled NOT DP and refused
+with a budget dataset, as in the fleet (docs/estimators.md, "Python API").
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +50,11 @@ from urbandp.results import Release
 
 ESTIMATOR_NAMES: tuple[str, ...] = tuple(BY_NAME)
 _OPTIONS: dict[str, tuple[str, ...]] = {
-    "clipped-mean": ("m_ub", "m_cap"),
-    "baseline": (),
-    "array-averaging": ("grouping", "m_ub"),
-    "levy": ("grouping", "m_ub", "gamma"),
-    "quantile": ("grouping", "m_ub", "rule", "n_candidates"),
+    name: tuple(f.name for f in fields(cls) if f.name not in ("upper", "levels"))
+    for name, cls in BY_NAME.items()
 }
-"""The estimator options each estimator takes (its constructor's parameters besides ``upper``)."""
+"""The estimator options each estimator takes: its constructor's parameters besides ``upper`` (and QUANTILE's
+``levels``, which a release leaves at FIXEDQUANTILE's)."""
 ADD_REMOVE_LABEL = "epsilon-DP under add/remove-one-unit (a unit's presence, count and values protected)"
 QUARANTINE_NOTE = "raw rejected input rows with their reason"
 INPUT_REPORT_NOTE = "row, unit and sample counts of the true input (and clipped values)"
@@ -74,22 +68,16 @@ def _positive(value: object, name: str) -> float:
     return check_number(value, name, above=0)
 
 
-_OPTION_KINDS: dict[str, str] = {
-    "grouping": "text",
-    "m_ub": "integer or text",
-    "gamma": "number",
-    "rule": "text",
-    "n_candidates": "integer",
-    "m_cap": "integer",
-}
-"""What each estimator option takes from Python (its range is the estimator's own check)."""
+_OPTION_KINDS: dict[str, str] = {f.name: str(f.type) for cls in BY_NAME.values() for f in fields(cls)}
+"""What each estimator option takes from Python, its constructor's annotation: a ``Literal`` of words, ``str |
+int`` (a word or an integer), ``float`` or ``int`` (its range is the estimator's own check)."""
 
 
 def _option(name: str, value: object) -> object:
     kind = _OPTION_KINDS[name]
-    if kind == "text" or (kind == "integer or text" and isinstance(value, str)):
+    if kind.startswith("Literal") or (kind == "str | int" and isinstance(value, str)):
         return check_name(value, name)
-    return check_number(value, name, integer=kind != "number")
+    return check_number(value, name, integer=kind != "float")
 
 
 @dataclass(frozen=True)

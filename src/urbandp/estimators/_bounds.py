@@ -79,11 +79,9 @@ def quantile_bound_measurement(
     here on a dataset whose size is itself private. ``gaussian=True`` asks OpenDP for its zero-concentrated
     divergence (a rho, composed with the Gaussian release in rho); otherwise pure epsilon (max divergence).
     """
-    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-    measure = dp.zero_concentrated_divergence() if gaussian else dp.max_divergence()
-    return dp.m.make_private_quantile(
-        domain, dp.symmetric_distance(), measure, [float(c) for c in candidates], float(alpha), float(scale)
-    )
+    from urbandp.estimators._selection import quantile_measurement
+
+    return quantile_measurement(candidates, alpha, scale, gaussian=gaussian)
 
 
 def quantile_bound_scale(
@@ -119,11 +117,10 @@ def private_upper_bound(
 
     ``private=False`` (exact-answer tests only; not DP) returns the best-scoring candidate.
     """
-    from urbandp.estimators._selection import quantile_scores
+    from urbandp.estimators._selection import best_candidate
 
     vals = np.asarray(values, dtype=float)
-    cands = np.asarray(candidates, dtype=float)
     if not private:
-        return float(cands[int(np.argmin(quantile_scores(vals, cands, alpha)))])
-    meas = quantile_bound_measurement(cands.tolist(), alpha, scale, gaussian=gaussian)
+        return best_candidate(vals, candidates, alpha)
+    meas = quantile_bound_measurement(candidates, alpha, scale, gaussian=gaussian)
     return float(meas(vals.tolist()))

@@ -4,17 +4,12 @@ Gupta, Rameshwar, Tandon, Chakraborty, *Mean Estimation with User-Level Privacy 
 Datasets* (sections II-III). scikit-learn style: parameters go to the (frozen, validated) constructor, the work
 is one call, :meth:`estimate`, and :meth:`privacy_cost` says what a call will cost before it runs.
 
-Privacy unit and neighbouring relation
---------------------------------------
-One *unit* is one "user" of the paper (a vehicle, or a vehicle-day in a release). The guarantee is the paper's
-Def. II.1: **replace-one unit's values, with the set of units and every count m_l fixed**. The paper states that
-``L`` and ``{m_l}`` are known to the client (section II-C). Everything that picks ``m_UB`` (median of the ``m_l``,
-Lemma III.2, or eq. (1)), the grouping plan, ``K``/``K-bar``, ``tau`` and every sensitivity is a function of the
-counts only, so under that relation it costs nothing -- and it is *not* protected: the counts (who is in the
-HAT and with how many records) are treated as public. Every :class:`MeanEstimate` says so
-(``counts_public=True``). Under add/remove-one-unit or replace-one-unit-with-its-count these mechanisms are not
-differentially private as written (BASELINE's ``U m^* / sum m`` already depends on the counts).
-:class:`ClippedMean` (not in the paper) is the alternative that is DP under add/remove-one-unit.
+Privacy unit and relation (docs/estimators.md, "Privacy: neighbouring relation, what is public"): one *unit* is
+one "user" of the paper (a vehicle, or a vehicle-day in a release), and the guarantee is Def. II.1, replace-one
+unit's values with the units and their counts ``m_l`` public (section II-C). ``m_UB``, the grouping plan, ``tau``
+and every sensitivity read the counts only, so they cost nothing and are *not* protected; every
+:class:`MeanEstimate` says so (``counts_public=True``). :class:`ClippedMean` (not in the paper) is the alternative
+that is DP under add/remove-one-unit.
 
 Values are clipped to ``[0, upper]`` first (a per-sample map that needs no privacy).
 
@@ -27,23 +22,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-import urbandp._privacy.dp_prelude as dp
 from urbandp._privacy.mechanisms import laplace_scale
 from urbandp._privacy.noise import NoiseSource, laplace_epsilon
 from urbandp.estimators._bounds import choose_m_ub
 from urbandp.estimators._grouping import GROUPINGS, GroupingPlan, make_plan
 from urbandp.estimators._selection import (
+    best_candidate,
     calibrate_scale,
     noisy_max_scale,
     private_argmax,
     private_quantile,
+    quantile_measurement,
     quantile_scale,
-    quantile_scores,
 )
 
 NEIGHBOURING = "replace-one-unit-values (paper Def. II.1: units and their counts m_l fixed and public)"
@@ -122,14 +117,13 @@ def _mean_estimate(
     interval: tuple[float, float],
     noise: NoiseSource,
     m_ub: int | None = None,
-    n_arrays: int | None = None,
-    grouping: str | None = None,
     *,
     public: bool = True,
 ) -> MeanEstimate:
     """The result of every estimator: the loss spent is the sum of its ``steps``, the noise scale and sensitivity
-    are those of its ``final`` step, the counts are read from ``prep`` (public under Def. II.1 only: ``public``
-    False for CLIPPED-MEAN, add/remove-one-unit)."""
+    are those of its ``final`` step, the counts and the grouping plan (``m_ub`` where there is none) are read from
+    ``prep`` (public under Def. II.1 only: ``public`` False for CLIPPED-MEAN, add/remove-one-unit)."""
+    plan = prep.plan
     return MeanEstimate(
         name,
         estimate,
@@ -140,9 +134,9 @@ def _mean_estimate(
         int(prep.counts.size),
         int(prep.counts.sum()),
         prep.n_clipped,
-        m_ub,
-        n_arrays,
-        grouping,
+        m_ub if plan is None else plan.m_ub,
+        None if plan is None else plan.n_arrays,
+        None if plan is None else plan.strategy,
         interval,
         tuple(steps),
         bool(noise.is_private),
@@ -217,12 +211,13 @@ class _Estimator:
         raise NotImplementedError
 
     def _laplace_step(
-        self, name: str, value: float, sensitivity: float, epsilon: float, noise: NoiseSource
+        self, planned: PrivacyStep, value: float, sensitivity: float, noise: NoiseSource
     ) -> tuple[float, PrivacyStep]:
-        scale = laplace_scale(sensitivity, epsilon) if sensitivity > 0 else 0.0
+        """``value`` plus Laplace noise calibrated to the ``planned`` step's share of epsilon, and the step."""
+        scale = laplace_scale(sensitivity, planned.epsilon_budget) if sensitivity > 0 else 0.0
         spent = laplace_epsilon(sensitivity, scale) if sensitivity > 0 else 0.0
         out = float(noise.laplace(np.array([value]), scale)[0]) if scale > 0 else float(value)
-        return out, PrivacyStep(name, "opendp.make_laplace", epsilon, spent, sensitivity, scale)
+        return out, replace(planned, epsilon=spent, d_in=sensitivity, scale=scale)
 
 
 @dataclass(frozen=True)
@@ -242,7 +237,7 @@ class Baseline(_Estimator):
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
         delta = self.sensitivity(prep.counts)
-        out, step = self._laplace_step("mean", prep.true_mean, delta, eps, noise)
+        out, step = self._laplace_step(self.privacy_cost(eps).steps[0], prep.true_mean, delta, noise)
         return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
 
 
@@ -282,32 +277,6 @@ class _Grouped(_Estimator):
         assert prep.plan is not None
         return eps, prep, prep.plan
 
-    def _result(
-        self,
-        prep: Prepared,
-        eps: float,
-        estimate: float,
-        final: PrivacyStep,
-        steps: tuple[PrivacyStep, ...],
-        interval: tuple[float, float],
-        noise: NoiseSource,
-    ) -> MeanEstimate:
-        assert prep.plan is not None
-        plan = prep.plan
-        return _mean_estimate(
-            self.name,
-            prep,
-            estimate,
-            eps,
-            steps,
-            final,
-            interval,
-            noise,
-            plan.m_ub,
-            plan.n_arrays,
-            plan.strategy,
-        )
-
 
 @dataclass(frozen=True)
 class ArrayAveraging(_Grouped):
@@ -330,10 +299,11 @@ class ArrayAveraging(_Grouped):
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
         eps, prep, plan = self._planned(values_per_unit, epsilon)
+        planned = self.privacy_cost(eps).steps[0]
         out, step = self._laplace_step(
-            "mean of array means", float(np.mean(prep.array_means)), self.sensitivity(plan), eps, noise
+            planned, float(np.mean(prep.array_means)), self.sensitivity(plan), noise
         )
-        return self._result(prep, eps, out, step, (step,), (0.0, float(self.upper)), noise)
+        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
 
 
 def clipped_mean(array_means: np.ndarray, low: float, high: float) -> float:
@@ -390,22 +360,14 @@ class Levy(_Grouped):
         eps, prep, plan = self._planned(values_per_unit, epsilon)
         tau, n_bins = self.bins(plan)
         counts = self.bin_counts(prep.array_means, tau, n_bins)
-        sel_scale, sel_eps = noisy_max_scale(plan.influence, eps / 2)
+        pick, mean = self.privacy_cost(eps).steps
+        sel_scale, sel_eps = noisy_max_scale(plan.influence, pick.epsilon_budget)
         chosen = private_argmax(counts, sel_scale, private=bool(noise.is_private))
-        sel = PrivacyStep(
-            "interval: noisy max over tau-bins",
-            "opendp.make_noisy_max",
-            eps / 2,
-            sel_eps,
-            float(plan.influence),
-            sel_scale,
-        )
+        sel = replace(pick, epsilon=sel_eps, d_in=float(plan.influence), scale=sel_scale)
         a, b = self.interval(chosen, tau)
         delta = plan.influence * (b - a) / plan.n_arrays
-        out, lap = self._laplace_step(
-            "clipped mean of array means", clipped_mean(prep.array_means, a, b), delta, eps / 2, noise
-        )
-        return self._result(prep, eps, out, lap, (sel, lap), (a, b), noise)
+        out, lap = self._laplace_step(mean, clipped_mean(prep.array_means, a, b), delta, noise)
+        return _mean_estimate(self.name, prep, out, eps, (sel, lap), lap, (a, b), noise)
 
 
 @dataclass(frozen=True)
@@ -461,33 +423,21 @@ class Quantile(_Grouped):
         eps, prep, plan = self._planned(values_per_unit, epsilon)
         cands = self.candidates()
         d_in = 2 * plan.influence
+        *quantiles, mean = self.privacy_cost(eps).steps
         steps: list[PrivacyStep] = []
         ends: list[float] = []
-        for name, alpha in zip(
-            ("lower quantile", "upper quantile"), self.quantile_levels(eps, plan.n_arrays), strict=True
-        ):
-            scale, spent = quantile_scale(plan.n_arrays, cands, alpha, d_in, eps / 4)
+        for planned, alpha in zip(quantiles, self.quantile_levels(eps, plan.n_arrays), strict=True):
+            scale, spent = quantile_scale(plan.n_arrays, cands, alpha, d_in, planned.epsilon_budget)
             ends.append(
                 private_quantile(prep.array_means, cands, alpha, scale, private=bool(noise.is_private))
             )
-            steps.append(
-                PrivacyStep(
-                    f"{name} (alpha={alpha:.6g})",
-                    "opendp.make_private_quantile",
-                    eps / 4,
-                    spent,
-                    float(d_in),
-                    scale,
-                )
-            )
+            name = f"{planned.name} (alpha={alpha:.6g})"
+            steps.append(replace(planned, name=name, epsilon=spent, d_in=float(d_in), scale=scale))
         a, b = min(ends), max(ends)
         delta = plan.influence * (b - a) / plan.n_arrays
-        out, lap = self._laplace_step(
-            "clipped mean of array means", clipped_mean(prep.array_means, a, b), delta, eps / 2, noise
-        )
+        out, lap = self._laplace_step(mean, clipped_mean(prep.array_means, a, b), delta, noise)
         steps.append(lap)
-        res = self._result(prep, eps, out, lap, tuple(steps), (a, b), noise)
-        return MeanEstimate(**{**res.__dict__, "estimator": self.label})
+        return _mean_estimate(self.label, prep, out, eps, steps, lap, (a, b), noise)
 
 
 ADD_REMOVE = "add/remove-one-unit (all of a unit's samples; its presence and count are protected)"
@@ -549,14 +499,7 @@ class ClippedMean(_Estimator):
     def median_of_counts(self, scale: float) -> Any:
         """OpenDP's private median of the units' counts over :meth:`candidates` at ``scale`` (unknown size,
         symmetric distance)."""
-        return dp.m.make_private_quantile(
-            dp.vector_domain(dp.atom_domain(T=int)),
-            dp.symmetric_distance(),
-            dp.max_divergence(),
-            self.candidates(),
-            0.5,
-            scale,
-        )
+        return quantile_measurement(self.candidates(), 0.5, scale, atom=int)
 
     def count_bound_scale(self, epsilon: float) -> tuple[float, float]:
         """Scale and mapped epsilon of the private median of counts (symmetric distance 1)."""
@@ -581,34 +524,22 @@ class ClippedMean(_Estimator):
     ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
-        _, f_s, f_c = self.shares()
+        *bound, summed, counted = self.privacy_cost(eps).steps
         steps: list[PrivacyStep] = []
-        if self.m_ub == "dp-median":
+        if bound:
             scale, spent = self.count_bound_scale(eps)
-            cands = self.candidates()
             if noise.is_private:
                 m_ub = int(self.median_of_counts(scale)([int(c) for c in prep.counts]))
             else:
-                m_ub = int(
-                    cands[int(np.argmin(quantile_scores(prep.counts, np.asarray(cands, dtype=float), 0.5)))]
-                )
-            steps.append(
-                PrivacyStep(
-                    "m_UB: private median of counts",
-                    "opendp.make_private_quantile",
-                    eps / 4,
-                    spent,
-                    1.0,
-                    scale,
-                )
-            )
+                m_ub = int(best_candidate(prep.counts, self.candidates(), 0.5))
+            steps.append(replace(bound[0], epsilon=spent, d_in=1.0, scale=scale))
         else:
             m_ub = int(self.m_ub)
         half = float(self.upper) / 2
         centred = math.fsum(float(np.sum(v[:m_ub] - half)) for v in prep.values)
         kept = int(np.minimum(prep.counts, m_ub).sum())
-        noisy_sum, s_step = self._laplace_step("centred clipped sum", centred, half * m_ub, eps * f_s, noise)
-        noisy_count, c_step = self._laplace_step("clipped count", float(kept), float(m_ub), eps * f_c, noise)
+        noisy_sum, s_step = self._laplace_step(summed, centred, half * m_ub, noise)
+        noisy_count, c_step = self._laplace_step(counted, float(kept), float(m_ub), noise)
         steps += [s_step, c_step]
         value = float(np.clip(half + noisy_sum / max(noisy_count, 1.0), 0.0, float(self.upper)))
         return _mean_estimate(

@@ -71,10 +71,6 @@ class GroupingPlan:
         return array_sums / self.fill
 
 
-def _descending_order(counts: np.ndarray) -> np.ndarray:
-    return np.argsort(-counts, kind="stable")
-
-
 def _check_counts(counts: Sequence[int] | np.ndarray, m_ub: int) -> np.ndarray:
     c = np.asarray(counts, dtype=np.int64)
     if c.ndim != 1 or c.size == 0:
@@ -109,7 +105,7 @@ def _heavy_users_first(
 ) -> tuple[list[tuple[int, int, int, int]], list[int], list[int]]:
     """Both strategies of section III-A start alike: users in descending count order; each user with
     ``m_l >= m_UB`` fills an array of its own with its first ``m_UB`` samples. Returns (segments, heavy, light)."""
-    order = _descending_order(c)
+    order = np.argsort(-c, kind="stable")
     heavy = [int(u) for u in order if c[u] >= m_ub]
     segs = [(i, u, 0, m_ub) for i, u in enumerate(heavy)]
     light = [int(u) for u in order if c[u] < m_ub]

@@ -4,12 +4,9 @@
 frame that holds, per privacy unit, the unit's speed samples in that HAT. The lead's ``urbandp release
 --speed-estimator ...`` calls it and charges ``epsilon_hat`` per HAT to the ledger.
 
-Privacy (see docs/estimators.md): within one HAT the paper's four estimators are ``epsilon_hat``-DP under the
-paper's relation (replace one unit's values; the units present and their counts are public, ``counts_public``
-true). ``clipped-mean`` is ``epsilon_hat``-DP under add/remove-one-unit (counts private, ``counts_public`` false);
-with it, pass the public HAT domain as ``hats`` so that empty HATs are released too and the set of output rows does
-not reveal which HATs were visited. A unit that appears in several HATs pays ``epsilon_hat`` in each of them
-(sequential composition is the caller's job).
+Privacy: docs/estimators.md ("Release integration" and "Privacy"). With ``clipped-mean`` (DP under
+add/remove-one-unit), pass the public HAT domain as ``hats`` so that the set of output rows does not reveal which
+HATs were visited; a unit in several HATs pays ``epsilon_hat`` in each (the caller composes).
 """
 
 from __future__ import annotations

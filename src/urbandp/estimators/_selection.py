@@ -41,15 +41,24 @@ def calibrate_scale(
     return float(scale), float(eps)
 
 
-def _quantile_measurement(
-    n: int, candidates: Sequence[float] | np.ndarray, alpha: float, scale: float
+def quantile_measurement(
+    candidates: Sequence[float] | np.ndarray,
+    alpha: float,
+    scale: float,
+    *,
+    size: int | None = None,
+    atom: type = float,
+    gaussian: bool = False,
 ) -> dp.Measurement:
-    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=int(n))
+    """OpenDP's ``make_private_quantile`` over the public ``candidates`` (of type ``atom``), on ``size`` values or,
+    with ``size`` None, on a vector of unknown size; pure epsilon (max divergence), or rho with ``gaussian``."""
+    atoms = dp.atom_domain(T=float, nan=False) if atom is float else dp.atom_domain(T=atom)
+    measure = dp.zero_concentrated_divergence() if gaussian else dp.max_divergence()
     return dp.m.make_private_quantile(
-        domain,
+        dp.vector_domain(atoms, size=size),
         dp.symmetric_distance(),
-        dp.max_divergence(),
-        [float(c) for c in candidates],
+        measure,
+        [atom(c) for c in candidates],
         float(alpha),
         float(scale),
     )
@@ -65,7 +74,7 @@ def quantile_scale(
     """
 
     def at(scale: float) -> float:
-        return float(_quantile_measurement(n, candidates, alpha, scale).map(int(d_in)))
+        return float(quantile_measurement(candidates, alpha, scale, size=int(n)).map(int(d_in)))
 
     return calibrate_scale(at, epsilon, float(d_in) / float(epsilon))
 
@@ -76,6 +85,13 @@ def quantile_scores(values: np.ndarray, candidates: np.ndarray, alpha: float) ->
     below = np.searchsorted(xs, candidates, side="left")
     above = xs.size - np.searchsorted(xs, candidates, side="right")
     return np.abs((1.0 - alpha) * below - alpha * above)
+
+
+def best_candidate(values: np.ndarray, candidates: Sequence[float] | np.ndarray, alpha: float) -> float:
+    """The candidate of best score: what a private quantile draws without noise (exact-answer tests only; not
+    differentially private)."""
+    cands = np.asarray(candidates, dtype=float)
+    return float(cands[int(np.argmin(quantile_scores(values, cands, alpha)))])
 
 
 def private_quantile(
@@ -90,10 +106,8 @@ def private_quantile(
     (exact-answer tests only; not differentially private)."""
     vals = np.asarray(values, dtype=float)
     if not private:
-        scores = quantile_scores(vals, np.asarray(candidates, dtype=float), alpha)
-        return float(np.asarray(candidates, dtype=float)[int(np.argmin(scores))])
-    meas = _quantile_measurement(vals.size, candidates, alpha, scale)
-    return float(meas(vals.tolist()))
+        return best_candidate(vals, candidates, alpha)
+    return float(quantile_measurement(candidates, alpha, scale, size=vals.size)(vals.tolist()))
 
 
 def _noisy_max_measurement(scale: float) -> dp.Measurement:
