@@ -241,8 +241,9 @@ def _bin_values(
             key for key in b if key.startswith("noisy_")
         ]
         noisy = float(b[named[0]]) if named else 0.0
-        # NumPy, not OpenDP, on purpose: this redraws the uncertainty of a count that is already published with
-        # OpenDP noise (post-processing); what it feeds is a prediction (plan.json, the advice), never a release
+        # NumPy, not OpenDP, on purpose: this redraws the uncertainty of a count already published with OpenDP
+        # noise (post-processing); it feeds a prediction (plan.json, the advice's text), never a released value
+        # (pinned by the guard test that re-seeds NumPy under a release whose advice runs this simulation)
         count = max(0, round(noisy + (rng.laplace(0.0, sd / math.sqrt(2.0)) if sd > 0 else 0.0)))
         if cap is not None:
             count = min(count, cap)
