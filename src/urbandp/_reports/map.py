@@ -29,6 +29,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
+from urbandp._records.geojson import geojson_parts
 from urbandp.errors import InputError
 
 TEMPLATE = "hat_map.html"
@@ -196,7 +197,9 @@ def read_context(path: Path) -> dict[str, object]:
     """A GeoJSON file (RFC 7946) drawn as public context: ``{"name": ..., "geojson": the object}``.
 
     The legend's name is the file's top-level ``"name"`` member where it has one (GDAL writes it; RFC 7946 allows
-    foreign members), else the file name.
+    foreign members), else the file name. The file is walked as a domain's GeoJSON is
+    (:func:`urbandp._records.geojson.geojson_parts`): a malformed geometry or a position that is not
+    longitude/latitude is refused in one line.
     """
     path = Path(path)
     try:
@@ -212,34 +215,12 @@ def read_context(path: Path) -> dict[str, object]:
             f"context {path}: not GeoJSON (no FeatureCollection, Feature or geometry type)",
             parameters="context",
         )
-    bad = _first_position_off_the_globe(value)
-    if bad is not None:
-        raise InputError(
-            f"context {path}: position {bad} is not longitude/latitude (GeoJSON is WGS84 degrees, RFC 7946); "
-            "convert the file first, e.g. ogr2ogr -t_srs EPSG:4326",
-            parameters="context",
-        )
+    try:
+        geojson_parts(value, f"context {path}")
+    except InputError as err:
+        raise InputError(str(err), parameters="context") from None
     name = value.get("name")
     return {"name": name.strip() if isinstance(name, str) and name.strip() else path.name, "geojson": value}
-
-
-def _first_position_off_the_globe(value: object) -> list[float] | None:
-    """The first ``[lon, lat]`` position outside [-180, 180] x [-90, 90] in a GeoJSON object, or None."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.get(key) for key in ("features", "geometry", "geometries", "coordinates"))
-        elif isinstance(item, list):
-            if len(item) >= 2 and all(
-                isinstance(x, int | float) and not isinstance(x, bool) for x in item[:2]
-            ):
-                lon, lat = float(item[0]), float(item[1])
-                if not (-180.0 <= lon <= 180.0 and -90.0 <= lat <= 90.0):
-                    return [lon, lat]
-            else:
-                stack.extend(reversed(item))  # in file order
-    return None
 
 
 def map_inputs(tiles: str | None, gtfs: Path | None, context: Sequence[Path] | None) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from urbandp._geodesy import PlanarProjection, box_projection
+from urbandp._records.geojson import geojson_parts
 from urbandp._reports.map import (
     CLAMPED,
     OFF,
@@ -62,22 +63,10 @@ def _look(row: dict[str, Any] | None, threshold: float, cmap: Any, norm: Any) ->
 def context_lines(gtfs: Path | None, context: Sequence[Path] = ()) -> list[list[LatLon]]:
     """The route context as (lat, lon) polylines: the feed's shapes, then every line and polygon outline of the
     GeoJSON files (points are left out: the web map's stop markers would be specks here)."""
-    import json
-
-    import shapely
-
     lines = list(gtfs_overlay(gtfs).shapes) if gtfs is not None else []
     for path in context:
-        geometry = shapely.from_geojson(json.dumps(read_context(path)["geojson"]))
-        parts = [geometry]
-        while parts:
-            part = parts.pop(0)
-            if isinstance(part, shapely.Polygon):
-                parts.extend([part.exterior, *part.interiors])
-            elif isinstance(part, shapely.LineString):
-                lines.append([(float(lat), float(lon)) for lon, lat in part.coords])
-            elif hasattr(part, "geoms"):
-                parts.extend(part.geoms)
+        parts = geojson_parts(read_context(path)["geojson"], f"context {path}")[0]  # rings included
+        lines.extend([(float(lat), float(lon)) for lon, lat in part] for part in parts)
     return lines
 
 
