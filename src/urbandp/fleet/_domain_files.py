@@ -283,27 +283,22 @@ def _gap_runs(
     gaps = np.flatnonzero(~neighbour & ~first_of_path[1:]) + 1
     if gaps.size == 0:
         return None
-    paths, cells, starts = [], [], []
-    for g in gaps:
-        a, b = (h3.int_to_str(int(c)) for c in r_cell[g - 1 : g + 1])
-        try:
-            between = [h3.str_to_int(c) for c in h3.grid_path_cells(a, b)[1:-1]]
-        except h3.H3BaseException:  # across a pentagon's distortion: keep the two samples' cells only
-            continue
-        m = len(between)
-        width = (here_d[g] - prev_d[g]) / (m + 2)
-        for i, c in enumerate(between, start=1):
-            paths.append(r_path[g])
-            cells.append(c)
-            starts.append(prev_d[g] + i * width)
-        r_start[g] = prev_d[g] + (m + 1) * width
-    if not paths:
-        return None
-    return (
-        np.array(paths, dtype=np.int64),
-        np.array(cells, dtype=np.uint64),
-        np.array(starts, dtype=np.float64),
-    )
+    ends = pl.DataFrame({"a": r_cell[gaps - 1], "b": r_cell[gaps]}, schema={"a": pl.UInt64, "b": pl.UInt64})
+    walk = ends.select(plh3.grid_path_cells("a", "b").alias("p"))
+    inner = walk.select(pl.col("p").list.slice(1, pl.col("p").list.len() - 2))[
+        "p"
+    ]  # the cells strictly between
+    ok = (
+        inner.is_not_null()
+    )  # null across a pentagon's distortion: that gap keeps the two samples' cells only
+    gaps, inner = gaps[ok.to_numpy()], inner.filter(ok)
+    m = inner.list.len().to_numpy()
+    width = (here_d[gaps] - prev_d[gaps]) / (m + 2)
+    r_start[gaps] = prev_d[gaps] + (m + 1) * width
+    g = np.repeat(np.arange(gaps.size), m)
+    i = np.arange(g.size) - np.repeat(np.cumsum(m) - m, m) + 1
+    cells = inner.explode().drop_nulls().to_numpy().astype(np.uint64)
+    return r_path[gaps][g], cells, prev_d[gaps][g] + i * width[g]
 
 
 # ------------------------------------------------------------------------------------------------------- GeoJSON
