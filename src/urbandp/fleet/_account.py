@@ -133,6 +133,21 @@ class DayCosts:
         """The queries' part (speed, speeding and the noisy count): what group privacy multiplies over a window."""
         return self.speed + self.speeding + self.count
 
+    @property
+    def per_step(self) -> dict[str, float]:
+        """Each step's cost per vehicle-day, as privacy.json lists them."""
+        return {"speed": self.speed, "speeding": self.speeding, "selection": self.selection}
+
+
+def _each_epsilon(plan: ReleasePlan, per_step: dict[str, float]) -> dict[str, float | None]:
+    """Each step's epsilon per vehicle-day alone (Gaussian: its rho converted at the plan's conversion delta)."""
+    return {q: plan.loss(v).approx(plan.conversion_delta)[0] for q, v in per_step.items()}
+
+
+def _speed_sensitivity(cfg: HatReleaseConfig, bound: float) -> str | float:
+    """Query 1's sensitivity at the speed bound: ``bound``/N per HAT under presence-public, else ``bound``/2."""
+    return f"{bound}/N per HAT" if cfg.neighbouring == "presence-public" else bound / 2
+
 
 def _day_costs(
     plan: ReleasePlan,
@@ -259,7 +274,7 @@ def _noise_section(
         },
         "noise_scale_reason": None if hats else "no HAT passed selection: the queries drew no noise",
         "sensitivity": {
-            "speed": f"{cfg.speed_max}/N per HAT" if presence_public else cfg.speed_max / 2,
+            "speed": _speed_sensitivity(cfg, cfg.speed_max),
             "speed_note": None
             if presence_public
             else "add-remove: the sum of vehicle-day mean speeds centred at speed_max/2, so one vehicle-day moves "
@@ -295,11 +310,6 @@ def _per_day_section(
     cumulative epsilon and delta per day (Gaussian: the summed rho converted once)."""
     gauss = plan.gaussian
     per_hat = _per_hat_costs(selection, measured, costs, hats, "epsilon")
-    per_query = {
-        "speed": plan.loss(costs.speed).approx(plan.conversion_delta)[0],
-        "speeding": plan.loss(costs.speeding).approx(plan.conversion_delta)[0],
-        "selection": plan.loss(costs.selection).approx(plan.conversion_delta)[0],
-    }
     return {
         "epsilon_per_hat_per_day": {q: None if gauss else v for q, v in per_hat.items()},
         "epsilon_per_hat_per_day_reason": (
@@ -307,7 +317,7 @@ def _per_day_section(
             if gauss
             else None
         ),
-        "epsilon_per_day": per_query,
+        "epsilon_per_day": _each_epsilon(plan, costs.per_step),
         "epsilon_per_day_note": (
             "each query alone, converted from its rho at conversion_delta; the cumulative figure converts the "
             "summed rho once (tighter than the sum)"
@@ -383,7 +393,7 @@ def _rho_section(
     """Gaussian noise only: the rho per HAT, per day and per window, and the delta of the one conversion."""
     return {
         "rho_per_hat_per_day": _per_hat_costs(selection, measured, costs, hats, "rho"),
-        "rho_per_day": {"speed": costs.speed, "speeding": costs.speeding, "selection": costs.selection},
+        "rho_per_day": costs.per_step,
         "rho_per_window": window.rho,
         "conversion_delta": plan.conversion_delta,
     }
@@ -531,13 +541,6 @@ def _clip_section(cfg: HatReleaseConfig, plan: ReleasePlan, clip: ClipChoice) ->
     }
 
 
-def _clipped_sensitivity(cfg: HatReleaseConfig, sensitivity: object, bound: float) -> dict[str, object]:
-    """The levels' ``sensitivity`` with Query 1's sensitivity at the DP clip bound U' in place of U."""
-    sens = dict(sensitivity)  # type: ignore[call-overload]
-    sens["speed"] = f"{bound}/N per HAT" if cfg.neighbouring == "presence-public" else bound / 2
-    return sens
-
-
 def _merged_warnings(results: list[HatRelease], delta_window: float, days: int) -> list[str]:
     """The levels' warnings once each, their per-level delta warnings replaced by one for the combined window."""
     warnings = [w for r in results for w in r.privacy["warnings"]]  # type: ignore[attr-defined]
@@ -582,7 +585,7 @@ def combine_levels(
     window = sum((r.window for r in results), plan.loss(clip_window))
     eps_window, delta_window = _stated(window, plan, plan.days)
     p = dict(results[0].privacy)
-    p["epsilon_per_day"] = {q: plan.loss(v).approx(plan.conversion_delta)[0] for q, v in per_query.items()}
+    p["epsilon_per_day"] = _each_epsilon(plan, per_query)
     if plan.gaussian:
         p["rho_per_day"] = per_query
         p["rho_per_window"] = window.rho
@@ -599,7 +602,8 @@ def combine_levels(
         p["coarsen"] = _coarsen_section(cfg, plan, names, levels, results)
     if clip is not None:
         p["clip_bound"] = _clip_section(cfg, plan, clip)
-        p["sensitivity"] = _clipped_sensitivity(cfg, p["sensitivity"], clip.bound)
+        # Query 1's sensitivity at the DP clip bound U' in place of U
+        p["sensitivity"] = {**p["sensitivity"], "speed": _speed_sensitivity(cfg, clip.bound)}  # type: ignore[dict-item]
     p["warnings"] = _merged_warnings(results, delta_window, plan.days)
     speed = _stacked([r.speed for r in results], names)
     speeding = _stacked([r.speeding for r in results], names)

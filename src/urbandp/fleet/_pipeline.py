@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
@@ -104,7 +105,6 @@ class LoadedRecords:
     reasons: dict[str, int]
     files: list[Path]
     records_outside_window: int = 0
-    _clean: pl.DataFrame | None = None
     mapping: dict[str, str | None] = field(default_factory=dict)
     records_valid: int = -1  # valid, non-duplicate rows kept (inside the window when one was given)
     warnings: list[str] = field(default_factory=list)
@@ -119,11 +119,9 @@ class LoadedRecords:
         if self.quarantine.height >= self.records_in:
             raise NoValidRecords(self.records_in, self.reasons, self.quarantine)
 
-    @property
+    @cached_property
     def clean(self) -> pl.DataFrame:
-        if self._clean is None:
-            self._clean = self.clean_lazy.collect()
-        return self._clean
+        return self.clean_lazy.collect()
 
 
 def load_records(
