@@ -406,16 +406,11 @@ def _check_stated_resolutions(frame: pl.DataFrame, cells: list[str], resolutions
 
 def _grids(data: pl.DataFrame, cells: list[str], slots: list[str]) -> dict[str, list[list[float | None]]]:
     """One ``[slot][cell]`` grid per column of ``data`` after ``h3_cell, slot``; None where no row."""
-    cell_index = {c: i for i, c in enumerate(cells)}
-    slot_index = {s: i for i, s in enumerate(slots)}
-    grids: dict[str, list[list[float | None]]] = {
-        name: [[None] * len(cells) for _ in slots] for name in data.columns[2:]
-    }
-    for row in data.iter_rows(named=True):
-        i, j = slot_index[row["slot"]], cell_index[row["h3_cell"]]
-        for name, grid in grids.items():
-            grid[i][j] = row[name]
-    return grids
+    every = pl.DataFrame({"slot": slots}, schema={"slot": pl.String}).join(
+        pl.DataFrame({"h3_cell": cells}, schema={"h3_cell": pl.String}), how="cross"
+    )
+    full = every.join(data, on=["slot", "h3_cell"], how="left", maintain_order="left")
+    return {name: full[name].reshape((len(slots), len(cells))).to_list() for name in data.columns[2:]}
 
 
 def _released(
