@@ -240,12 +240,7 @@ def _runs(lat: np.ndarray, lon: np.ndarray, path: np.ndarray, resolution: int) -
     s_lon = lon[vertex] + frac * (lon[nxt] - lon[vertex])
     s_dist = dist[vertex] + frac * seg_len[vertex]
     s_path = path[vertex]
-    cells = (
-        pl.DataFrame({"lat": s_lat, "lon": s_lon})
-        .select(plh3.latlng_to_cell("lat", "lon", resolution).alias("c"))["c"]
-        .to_numpy()
-        .astype(np.uint64)
-    )
+    cells = _point_cells(s_lat, s_lon, resolution)
     new = np.r_[True, (cells[1:] != cells[:-1]) | (s_path[1:] != s_path[:-1])]
     idx = np.flatnonzero(new)
     r_path, r_cell = s_path[idx], cells[idx]
@@ -372,6 +367,7 @@ def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) ->
 
 
 def _point_cells(lat: np.ndarray, lon: np.ndarray, resolution: int) -> np.ndarray:
+    """The H3 cell (UInt64) of each point at ``resolution``."""
     frame = pl.DataFrame({"lat": lat, "lon": lon}, schema={"lat": pl.Float64, "lon": pl.Float64})
     return frame.select(plh3.latlng_to_cell("lat", "lon", resolution))["lat"].to_numpy().astype(np.uint64)
 
@@ -801,10 +797,13 @@ def _scheduled_trips(
             f"{what}: no trip is scheduled in the window {spec.label(spec.slots[0])[:5]}-"
             f"{spec.label(spec.slots[-1])[6:]} on the {len(days)} public day(s)"
         )
-    return out.select(
-        pl.col("cell").cast(pl.UInt64),
-        pl.col("slot").cast(pl.Int16),
-        pl.col("trips_per_day").cast(pl.Float64),
+    return _per_hat(out, "trips_per_day")
+
+
+def _per_hat(frame: pl.DataFrame, value: str) -> pl.DataFrame:
+    """``(cell UInt64, slot Int16, value Float64)`` of ``frame``, sorted by HAT."""
+    return frame.select(
+        pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16), pl.col(value).cast(pl.Float64)
     ).sort("cell", "slot")
 
 
@@ -831,15 +830,7 @@ def _block_priors(
     hats = _on_public_days(dated, feed, days).select("block_id", "day", "cell", "slot").unique()
     if hats.height == 0:
         return None, None
-    vehicles = (
-        hats.group_by("cell", "slot")
-        .agg((pl.len() / len(days)).alias("vehicles_per_day"))
-        .select(
-            pl.col("cell").cast(pl.UInt64),
-            pl.col("slot").cast(pl.Int16),
-            pl.col("vehicles_per_day").cast(pl.Float64),
-        )
-        .sort("cell", "slot")
-    )
+    per_day = hats.group_by("cell", "slot").agg((pl.len() / len(days)).alias("vehicles_per_day"))
+    vehicles = _per_hat(per_day, "vehicles_per_day")
     per_block = hats.group_by("block_id", "day").len()
     return vehicles, float(per_block["len"].mean())  # type: ignore[arg-type]
