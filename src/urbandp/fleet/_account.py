@@ -17,13 +17,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import polars as pl
 
+from urbandp._grid.h3cells import cell_to_string
 from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.rounding import round_to_precision
 from urbandp.errors import Advice, BudgetExceededError, InvalidParameterError
 from urbandp.fleet._account_composition import top_k_sum
-from urbandp.fleet._measure import ClipChoice, Measured, cell_expr
+from urbandp.fleet._measure import ClipChoice, Measured
 from urbandp.fleet._measure_selection import SelectionResult
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import QueryScales, ReleasePlan
@@ -202,7 +203,7 @@ def _released_tables(
     """
     h = released.height
     labels = released.select(slots.label_expr(pl.col("slot")).alias("slot"))["slot"]
-    cells = released.select(cell_expr()).to_series()
+    cells = released.select(cell_to_string(pl.col("cell"))).to_series()
     prec = cfg.precision
     cost_col = f"{plan.currency}_hat_day"
     keys = {"h3_cell": cells, "resolution": np.full(h, cfg.resolution, dtype=np.int64), "slot": labels}

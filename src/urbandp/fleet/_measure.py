@@ -22,6 +22,7 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 
+from urbandp._grid.h3cells import cell_to_string
 from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.mechanisms import Gaussian, Laplace
 from urbandp._privacy.noise import NoiseSource
@@ -495,12 +496,14 @@ def user_level_means(
         raise InputError("the user-level estimators need contributions computed with keep_speeds=True")
     keys = released.select("cell", "slot")
     frame = contributions.join(keys, on=["cell", "slot"], how="semi").select(
-        cell_expr().alias("h3_cell"),
+        cell_to_string(pl.col("cell")).alias("h3_cell"),
         slots.label_expr(pl.col("slot")).alias("slot"),
         pl.format("{}|{}", pl.col("vehicle"), pl.col("day")).alias("unit"),
         pl.col("speeds"),
     )
-    hats = keys.select(cell_expr().alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot"))
+    hats = keys.select(
+        cell_to_string(pl.col("cell")).alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot")
+    )
     est = estimate_hat_means(
         frame,
         cfg.speed_estimator,
@@ -515,12 +518,6 @@ def user_level_means(
         aligned["epsilon_hat"].to_numpy().astype(float),
         aligned["noise_scale"].to_numpy().astype(float),
     )
-
-
-def cell_expr() -> pl.Expr:
-    from urbandp._grid.h3cells import cell_to_string
-
-    return cell_to_string(pl.col("cell"))
 
 
 # --- clip bound ---------------------------------------------------------------------------------------------
