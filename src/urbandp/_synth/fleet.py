@@ -34,6 +34,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -530,18 +531,10 @@ def iter_fleet_days(spec: FleetSpec, progress: Callable[[int], None] | None = No
 
 
 def generate_fleet(
-    vehicles: int,
-    days: int,
-    seed: int,
-    *,
-    start: dt.date = dt.date(2021, 11, 15),
-    records_per_vehicle_day: float = 1300.0,
-    dirty_fraction: float = 0.002,
-    routes: int = 28,
-    speeder_fraction: float = 0.03,
-    progress: Callable[[int], None] | None = None,
+    vehicles: int, days: int, seed: int, *, progress: Callable[[int], None] | None = None, **options: Any
 ) -> pl.DataFrame:
-    """Generate a synthetic bus fleet in the ITMS shape (see the module docstring for the columns).
+    """Generate a synthetic bus fleet in the ITMS shape (see the module docstring for the columns): the records of
+    ``FleetSpec(vehicles, days, seed, **options)``, ``options`` being its other fields (:class:`FleetSpec`).
 
     ``progress`` (optional) is called with the number of records after each generated day.
 
@@ -549,16 +542,7 @@ def generate_fleet(
     >>> df.columns[:3]
     ['id', 'license_plate', 'trip_id']
     """
-    spec = FleetSpec(
-        vehicles=vehicles,
-        days=days,
-        seed=seed,
-        start=start,
-        records_per_vehicle_day=records_per_vehicle_day,
-        dirty_fraction=dirty_fraction,
-        routes=routes,
-        speeder_fraction=speeder_fraction,
-    )
+    spec = FleetSpec(vehicles, days, seed, **options)
     return pl.concat(iter_fleet_days(spec, progress), rechunk=False)
 
 
