@@ -30,6 +30,7 @@ import polars as pl
 from markupsafe import Markup
 
 from urbandp._records.geojson import geojson_parts
+from urbandp._records.gtfs_schedule import read_feed, read_public_file, read_shapes, read_stops
 from urbandp.errors import InputError
 
 TEMPLATE = "hat_map.html"
@@ -161,8 +162,6 @@ def gtfs_overlay(feed: Path) -> GtfsOverlay:
     Stops without a position (location types 3 and 4) are skipped, as GTFS allows. The feed is public
     information; nothing of the release is read here.
     """
-    from urbandp._records.gtfs_schedule import read_feed, read_shapes, read_stops
-
     feed = Path(feed)
     files = read_feed(feed, ("shapes.txt", "stops.txt"), digest=False)
     if not files.files:
@@ -202,22 +201,16 @@ def read_context(path: Path) -> dict[str, object]:
     longitude/latitude is refused in one line.
     """
     path = Path(path)
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"context {path}: not found", parameters="context") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    try:  # a regular file within the size cap (a pipe would block), as every public file is read
+        value = json.loads(read_public_file(path, "context").decode("utf-8-sig"))
+        if not isinstance(value, dict) or value.get("type") not in GEOJSON_TYPES:
+            raise InputError(f"context {path}: not GeoJSON (no FeatureCollection, Feature or geometry type)")
+        geojson_parts(value, f"context {path}")
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(
             f"context {path}: not a readable GeoJSON file ({err})", parameters="context"
         ) from None
-    if not isinstance(value, dict) or value.get("type") not in GEOJSON_TYPES:
-        raise InputError(
-            f"context {path}: not GeoJSON (no FeatureCollection, Feature or geometry type)",
-            parameters="context",
-        )
-    try:
-        geojson_parts(value, f"context {path}")
-    except InputError as err:
+    except InputError as err:  # every refusal names the parameter
         raise InputError(str(err), parameters="context") from None
     name = value.get("name")
     return {"name": name.strip() if isinstance(name, str) and name.strip() else path.name, "geojson": value}

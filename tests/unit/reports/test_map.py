@@ -396,6 +396,11 @@ def test_map_embeds_gtfs_routes_stops_and_geojson_context(tmp_path: Path) -> Non
     with pytest.raises(InputError, match="a position that is not") as err:
         read_context(named)  # walked as a domain's GeoJSON: a malformed geometry is refused, not drawn
     assert err.value.parameters == ("context",)
+    fifo = tmp_path / "pipe.geojson"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file") as err:
+        read_context(fifo)  # refused unopened, as every public file: reading a pipe would block
+    assert err.value.parameters == ("context",)
 
 
 def test_tiles_option() -> None:
