@@ -30,6 +30,7 @@ import h3
 import numpy as np
 import polars as pl
 import polars_h3 as plh3
+from h3.api import basic_int as h3_int
 
 from urbandp._geodesy import WGS84, PlanarProjection
 from urbandp._grid.slots import SlotSpec
@@ -319,13 +320,7 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     if points:
         pts = np.vstack(points)
         found.append(_point_cells(pts[:, 1], pts[:, 0], resolution))
-    for polygon in polygons:
-        found.append(
-            np.array(
-                [h3.str_to_int(c) for c in h3.h3shape_to_cells(h3.geo_to_h3shape(polygon), resolution)],
-                dtype=np.uint64,
-            )
-        )
+    found.extend(np.array(h3_int.geo_to_cells(polygon, resolution), dtype=np.uint64) for polygon in polygons)
     if not found:
         raise InputDataError(f"{what}: no geometry (Point, LineString, Polygon or their Multi- forms)")
     cells = np.unique(np.concatenate(found))
