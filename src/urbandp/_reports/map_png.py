@@ -82,7 +82,6 @@ def write_slot_pngs(
     *,
     header: MapHeader,
     speed_max: float,
-    value_col: str = "mean_speed",
     gtfs: Path | None = None,
     context: Sequence[Path] = (),
     legend: str = "mean speed (km/h)",
@@ -100,7 +99,7 @@ def write_slot_pngs(
     from matplotlib.collections import LineCollection, PolyCollection
     from matplotlib.colors import Normalize
 
-    data = _check_frame(frame, value_col)
+    data = _check_frame(frame, "mean_speed")
     if data.height == 0:
         return []
     folder = Path(folder)

@@ -530,20 +530,16 @@ def iter_fleet_days(spec: FleetSpec, progress: Callable[[int], None] | None = No
             progress(frame.height)
 
 
-def generate_fleet(
-    vehicles: int, days: int, seed: int, *, progress: Callable[[int], None] | None = None, **options: Any
-) -> pl.DataFrame:
+def generate_fleet(vehicles: int, days: int, seed: int, **options: Any) -> pl.DataFrame:
     """Generate a synthetic bus fleet in the ITMS shape (see the module docstring for the columns): the records of
     ``FleetSpec(vehicles, days, seed, **options)``, ``options`` being its other fields (:class:`FleetSpec`).
-
-    ``progress`` (optional) is called with the number of records after each generated day.
 
     >>> df = generate_fleet(vehicles=5, days=1, seed=1, records_per_vehicle_day=50)
     >>> df.columns[:3]
     ['id', 'license_plate', 'trip_id']
     """
     spec = FleetSpec(vehicles, days, seed, **options)
-    return pl.concat(iter_fleet_days(spec, progress), rechunk=False)
+    return pl.concat(iter_fleet_days(spec), rechunk=False)
 
 
 def fleet_format(path: Path) -> str:
