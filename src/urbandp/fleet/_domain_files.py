@@ -113,6 +113,14 @@ def _cells_series(cells: np.ndarray | pl.Series, what: str) -> pl.Series:
     return series
 
 
+def _file_domain(
+    kind: str, path: Path, raw: bytes, resolution: int, cells: np.ndarray | pl.Series, what: str
+) -> PublicDomain:
+    """The domain of a file's cells (no schedule), named by the file and the sha256 of its bytes."""
+    sha = hashlib.sha256(raw).hexdigest()
+    return PublicDomain(kind, path.name, sha, resolution, _cells_series(cells, what))
+
+
 # --------------------------------------------------------------------------------------------------------- cells
 
 
@@ -144,12 +152,8 @@ def domain_from_cells(path: Path, resolution: int) -> PublicDomain:
         raise InputDataError(
             f"cells {path}: line {line}: {value!r} is not an H3 cell id ({bad.height} invalid line(s) in all)"
         )
-    return PublicDomain(
-        kind="cells",
-        source=path.name,
-        source_sha256=hashlib.sha256(raw).hexdigest(),
-        resolution=resolution,
-        cells=_cells_series(_at_resolution(cells["cell"], resolution), f"cells {path}"),
+    return _file_domain(
+        "cells", path, raw, resolution, _at_resolution(cells["cell"], resolution), f"cells {path}"
     )
 
 
@@ -323,14 +327,7 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     found.extend(np.array(h3_int.geo_to_cells(polygon, resolution), dtype=np.uint64) for polygon in polygons)
     if not found:
         raise InputDataError(f"{what}: no geometry (Point, LineString, Polygon or their Multi- forms)")
-    cells = np.unique(np.concatenate(found))
-    return PublicDomain(
-        kind="geojson",
-        source=path.name,
-        source_sha256=hashlib.sha256(raw).hexdigest(),
-        resolution=resolution,
-        cells=_cells_series(cells, what),
-    )
+    return _file_domain("geojson", path, raw, resolution, np.unique(np.concatenate(found)), what)
 
 
 def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) -> None:

@@ -276,9 +276,7 @@ def _release_level(
         contributions,
         slots,
         k_eff,
-        selection_scale=selection.scale,
-        selection_threshold=selection.threshold,
-        release_all=selection.release_all,
+        selection,
     )
     result = account(cfg, plan, selection, scales, measured, released, slots, k, k_eff, truncated, not_dp)
     result.speed = with_count_interval(result.speed, measured, cfg)
