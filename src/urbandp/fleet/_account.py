@@ -150,33 +150,39 @@ def _speed_sensitivity(cfg: HatReleaseConfig, bound: float) -> str | float:
     return f"{bound}/N per HAT" if cfg.neighbouring == "presence-public" else bound / 2
 
 
-def _day_costs(
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    scales: QueryScales,
-    measured: Measured,
-    hats: int,
-    k_eff: int,
-) -> DayCosts:
+@dataclass(frozen=True)
+class _Level:
+    """What one level's accounting reads: the spec, the plan, the selection, the queries' scales and answers, and
+    the number of HATs released."""
+
+    cfg: HatReleaseConfig
+    plan: ReleasePlan
+    selection: SelectionResult
+    scales: QueryScales
+    measured: Measured
+    hats: int
+
+
+def _day_costs(lv: _Level, k_eff: int) -> DayCosts:
     """The per-day costs of :class:`DayCosts` from OpenDP's maps (``plan.cost``) and the measured per-HAT costs."""
+    plan, scales, hats = lv.plan, lv.scales, lv.hats
     speeding_hat = plan.cost(1.0 / plan.days, scales.speeding) if math.isfinite(scales.speeding) else 0.0
     count = 0.0
     if scales.count is not None:
         count = top_k_sum(np.full(hats, plan.cost(1.0, scales.count)), k_eff)
     return DayCosts(
-        speed=top_k_sum(measured.speed_costs, k_eff),
+        speed=top_k_sum(lv.measured.speed_costs, k_eff),
         speeding=top_k_sum(np.full(hats, speeding_hat), k_eff),
         speeding_hat=speeding_hat,
         count=count,
-        selection=selection.per_day(plan.currency) + count,
+        selection=lv.selection.per_day(plan.currency) + count,
     )
 
 
-def _charge_level(
-    cfg: HatReleaseConfig, plan: ReleasePlan, selection: SelectionResult, scales: QueryScales, costs: DayCosts
-) -> PrivacyLedger:
+def _charge_level(lv: _Level, costs: DayCosts) -> PrivacyLedger:
     """A ledger charged with the level's three steps (selection with its count, speed, speeding), or a refusal."""
-    sel_mech = selection.mechanism + (f" + {plan.mechanism} count" if scales.count else "")
+    cfg, plan, selection = lv.cfg, lv.plan, lv.selection
+    sel_mech = selection.mechanism + (f" + {plan.mechanism} count" if lv.scales.count else "")
     charges = [
         ("selection", plan.loss(costs.selection, selection.delta_per_day), sel_mech),
         ("speed", plan.loss(costs.speed), plan.mechanism),
@@ -188,24 +194,18 @@ def _charge_level(
 
 
 def _released_tables(
-    cfg: HatReleaseConfig,
-    plan: ReleasePlan,
-    scales: QueryScales,
-    measured: Measured,
-    released: pl.DataFrame,
-    slots: SlotSpec,
-    speeding_hat: float,
+    lv: _Level, released: pl.DataFrame, slots: SlotSpec, speeding_hat: float
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Query 1's and Query 2's tables: one row per released HAT, values rounded to ``cfg.precision``.
 
     Under presence-public N is public, so Query 1 carries no noisy sum or count; Query 2's table is empty when it
     was not asked for.
     """
-    h = released.height
+    cfg, measured, h = lv.cfg, lv.measured, released.height
     labels = released.select(slots.label_expr(pl.col("slot")).alias("slot"))["slot"]
     cells = released.select(cell_to_string(pl.col("cell"))).to_series()
     prec = cfg.precision
-    cost_col = f"{plan.currency}_hat_day"
+    cost_col = f"{lv.plan.currency}_hat_day"
     keys = {"h3_cell": cells, "resolution": np.full(h, cfg.resolution, dtype=np.int64), "slot": labels}
     speed = pl.DataFrame(
         {
@@ -227,7 +227,7 @@ def _released_tables(
             "vehicles_over_limit_per_day": round_to_precision(measured.over_per_day, prec),
             "ci95_low": round_to_precision(measured.over_low, prec),
             "ci95_high": round_to_precision(measured.over_high, prec),
-            "noise_scale": np.full(h, scales.speeding),
+            "noise_scale": np.full(h, lv.scales.speeding),
             cost_col: np.full(h, speeding_hat),
         },
         nan_to_null=True,
@@ -255,22 +255,16 @@ def _status_section(
     }
 
 
-def _noise_section(
-    cfg: HatReleaseConfig,
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    scales: QueryScales,
-    measured: Measured,
-    hats: int,
-) -> dict[str, object]:
+def _noise_section(lv: _Level) -> dict[str, object]:
     """The noise scales (Laplace b or Gaussian sigma) and the queries' sensitivities (ITMS report III D-E)."""
+    cfg, plan, scales, hats = lv.cfg, lv.plan, lv.scales, lv.hats
     presence_public = cfg.neighbouring == "presence-public"
     return {
         "noise_scale_kind": "gaussian sigma" if plan.gaussian else "laplace b",
         "noise_scale": {
-            "speed": float(np.nanmax(measured.speed_scales)) if hats else scales.speed,
+            "speed": float(np.nanmax(lv.measured.speed_scales)) if hats else scales.speed,
             "speeding": scales.speeding,
-            "selection": selection.scale,
+            "selection": lv.selection.scale,
             "count": scales.count,
         },
         "noise_scale_reason": None if hats else "no HAT passed selection: the queries drew no noise",
@@ -286,31 +280,24 @@ def _noise_section(
     }
 
 
-def _per_hat_costs(
-    selection: SelectionResult, measured: Measured, costs: DayCosts, hats: int, currency: str
-) -> dict[str, object]:
+def _per_hat_costs(lv: _Level, costs: DayCosts, currency: str) -> dict[str, object]:
     """The largest cost in one HAT per day of each step, in ``currency`` (``epsilon`` or ``rho``)."""
+    selection = lv.selection
     return {
-        "speed": float(measured.speed_costs.max()) if hats else 0.0,
-        "speeding": float(costs.speeding_hat) if hats else 0.0,
+        "speed": float(lv.measured.speed_costs.max()) if lv.hats else 0.0,
+        "speeding": float(costs.speeding_hat) if lv.hats else 0.0,
         "selection": selection.rho_per_hat_per_day
         if currency == "rho"
         else selection.epsilon_per_hat_per_day,
     }
 
 
-def _per_day_section(
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    measured: Measured,
-    costs: DayCosts,
-    ledger: PrivacyLedger,
-    hats: int,
-) -> dict[str, object]:
+def _per_day_section(lv: _Level, costs: DayCosts, ledger: PrivacyLedger) -> dict[str, object]:
     """Per HAT and per vehicle-day: each step's epsilon (Gaussian: converted from its rho alone) and the ledger's
     cumulative epsilon and delta per day (Gaussian: the summed rho converted once)."""
+    plan = lv.plan
     gauss = plan.gaussian
-    per_hat = _per_hat_costs(selection, measured, costs, hats, "epsilon")
+    per_hat = _per_hat_costs(lv, costs, "epsilon")
     return {
         "epsilon_per_hat_per_day": {q: None if gauss else v for q, v in per_hat.items()},
         "epsilon_per_hat_per_day_reason": (
@@ -383,20 +370,13 @@ def _settings_section(cfg: HatReleaseConfig, plan: ReleasePlan, truncated: int) 
     }
 
 
-def _rho_section(
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    measured: Measured,
-    costs: DayCosts,
-    window: Loss,
-    hats: int,
-) -> dict[str, object]:
+def _rho_section(lv: _Level, costs: DayCosts, window: Loss) -> dict[str, object]:
     """Gaussian noise only: the rho per HAT, per day and per window, and the delta of the one conversion."""
     return {
-        "rho_per_hat_per_day": _per_hat_costs(selection, measured, costs, hats, "rho"),
+        "rho_per_hat_per_day": _per_hat_costs(lv, costs, "rho"),
         "rho_per_day": costs.per_step,
         "rho_per_window": window.rho,
-        "conversion_delta": plan.conversion_delta,
+        "conversion_delta": lv.plan.conversion_delta,
     }
 
 
@@ -420,17 +400,18 @@ def account(
     window's distance; rho is converted once.
     """
     h = released.height
-    costs = _day_costs(plan, selection, scales, measured, h, k_eff)
-    ledger = _charge_level(cfg, plan, selection, scales, costs)
+    lv = _Level(cfg, plan, selection, scales, measured, h)
+    costs = _day_costs(lv, k_eff)
+    ledger = _charge_level(lv, costs)
     window = plan.loss(costs.queries).group(plan.days) + plan.loss(*selection.window_cost)
     eps_window, delta_window = _stated(window, plan, plan.days)
     warning = _window_delta_warning(delta_window, plan.days)
     warnings = [] if warning is None else [warning]
-    speed, speeding = _released_tables(cfg, plan, scales, measured, released, slots, costs.speeding_hat)
+    speed, speeding = _released_tables(lv, released, slots, costs.speeding_hat)
     privacy: dict[str, object] = {
         **_status_section(cfg, plan, not_dp, warnings),
-        **_noise_section(cfg, plan, selection, scales, measured, h),
-        **_per_day_section(plan, selection, measured, costs, ledger, h),
+        **_noise_section(lv),
+        **_per_day_section(lv, costs, ledger),
         "days": plan.days,
         "epsilon_per_window": eps_window,
         "delta_per_window": delta_window,
@@ -440,7 +421,7 @@ def account(
         "ledger": ledger.to_dict(),
     }
     if plan.gaussian:
-        privacy.update(_rho_section(plan, selection, measured, costs, window, h))
+        privacy.update(_rho_section(lv, costs, window))
     return HatRelease(speed=speed, speeding=speeding, privacy=privacy, ledger=ledger, window=window)
 
 
