@@ -653,20 +653,13 @@ def _write_release(
     paths: dict[str, Path] = {}
     p = release.privacy
     q_name = "quarantine.csv" if loaded.quarantine_parquet is None else "quarantine.parquet"
-    owner_files = [q_name, "owner_notes.json", "input_report.json"]
+    owner = f"../owner_only/{out_dir.name}"
     p["not_dp_outputs"] = {
-        f"../owner_only/{out_dir.name}/{name}": why
-        for name, why in zip(
-            owner_files,
-            (
-                "raw rejected rows with their reasons",
-                "days of the window without any record (read from true data)",
-                "exact counts of the records read, quarantined (per reason), inside and outside the window and the "
-                "extent, and of the vehicle-day HATs cut by truncation; how the input looked (empty lines, timestamp "
-                "formats) and the warnings read from the data (also on stderr)",
-            ),
-            strict=True,
-        )
+        f"{owner}/{q_name}": "raw rejected rows with their reasons",
+        f"{owner}/owner_notes.json": "days of the window without any record (read from true data)",
+        f"{owner}/input_report.json": "exact counts of the records read, quarantined (per reason), inside and "
+        "outside the window and the extent, and of the vehicle-day HATs cut by truncation; how the input looked "
+        "(empty lines, timestamp formats) and the warnings read from the data (also on stderr)",
     }
     speeding = "speeding" in p.get("queries", ["speed", "speeding"])  # type: ignore[operator]
     tables = {"speed": with_hex_id(release.speed)}
