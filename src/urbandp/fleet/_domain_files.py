@@ -457,14 +457,10 @@ def _stop_times_by_pattern(feed: FeedTables, what: str, shape_ids: list[str]) ->
         .join(feed.trips, on="trip_id", how="inner")
         .sort("trip_id", "seq")
     )
-    if feed.shapes is not None:
-        st = st.with_columns(
-            pl.col("shape_id")
-            .replace_strict(shape_ids, list(range(len(shape_ids))), default=None, return_dtype=pl.Int64)
-            .alias("shape")
-        )
-    else:
-        st = st.with_columns(pl.lit(None, dtype=pl.Int64).alias("shape"))
+    shape = pl.col("shape_id").replace_strict(
+        shape_ids, range(len(shape_ids)), default=None, return_dtype=pl.Int64
+    )
+    st = st.with_columns(shape.alias("shape"))  # null without a shape (or without shapes.txt)
     st = st.filter(pl.len().over("trip_id") >= 2)
     if st.height == 0:
         raise InputDataError(f"{what}: no trip with two timed stops in stop_times.txt")
