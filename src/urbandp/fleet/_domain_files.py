@@ -36,7 +36,7 @@ from urbandp._geodesy import WGS84, PlanarProjection
 from urbandp._grid.slots import SlotSpec
 from urbandp._records.geojson import read_geojson
 from urbandp._records.gtfs_schedule import FeedTables, read_feed, read_public_file, read_tables
-from urbandp.errors import InputDataError, InputError, InvalidParameterError
+from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.fleet._options import MAX_DOMAIN_CELLS
 
 EDGE_FRACTION = 0.05
@@ -95,12 +95,6 @@ class PublicDomain:
 # --------------------------------------------------------------------------------------------------- checks, hashes
 
 
-def _check_resolution(resolution: int) -> int:
-    if isinstance(resolution, bool) or not isinstance(resolution, int) or not 0 <= resolution <= 15:
-        raise InvalidParameterError(f"H3 resolution must be an integer 0..15, got {resolution!r}")
-    return resolution
-
-
 def _cells_series(cells: np.ndarray | pl.Series, what: str) -> pl.Series:
     """Unique sorted UInt64 cells; an empty or oversized domain is refused in one line."""
     series = pl.Series("cell", cells, dtype=pl.UInt64).unique().sort()
@@ -130,7 +124,6 @@ def domain_from_cells(path: Path, resolution: int) -> PublicDomain:
     Blank lines are skipped. A cell finer than ``resolution`` stands for its parent at ``resolution``, a coarser one
     for all its children there. An id that is not a valid H3 cell raises :class:`InputDataError` naming its line.
     """
-    resolution = _check_resolution(resolution)
     path = Path(path)
     raw = read_public_file(path, "cells")
     try:
@@ -312,7 +305,6 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     Point and MultiPoint: their cells. Feature, FeatureCollection and GeometryCollection are walked; features with a
     null geometry are skipped.
     """
-    resolution = _check_resolution(resolution)
     path = Path(path)
     what = f"GeoJSON {path}"
     raw, lines, points, polygons = read_geojson(path)
@@ -399,16 +391,8 @@ def domain_from_gtfs(
     The planner's priors ``scheduled_trips`` (a trip: a trip id, or one departure of a frequency trip),
     ``scheduled_vehicles`` and ``hats_per_vehicle_day``: see :class:`PublicDomain` and :func:`_block_priors`.
     """
-    resolution = _check_resolution(resolution)
-    try:
-        spec = SlotSpec(int(slot_minutes), int(hours[0]), int(hours[1]))
-    except (TypeError, ValueError, IndexError):
-        raise InvalidParameterError(f"hours must be (start, end) integers, got {hours!r}") from None
-    except InputError as err:
-        raise InvalidParameterError(str(err)) from None
+    spec = SlotSpec(slot_minutes, *hours)  # the spec's own checks ran where it was read
     public_days = sorted(set(days))
-    if not public_days or not all(isinstance(d, dt.date) for d in public_days):
-        raise InvalidParameterError("the public day set of a GTFS domain must hold at least one date")
     path = Path(path)
     what = f"gtfs {path.name}"
     files = read_feed(path)
