@@ -151,19 +151,23 @@ def _speed_sensitivity(cfg: HatReleaseConfig, bound: float) -> str | float:
 
 
 @dataclass(frozen=True)
-class _Level:
+class Level:
     """What one level's accounting reads: the spec, the plan, the selection, the queries' scales and answers, and
-    the number of HATs released."""
+    the HATs released (``cell``, ``slot``, ``n``...)."""
 
     cfg: HatReleaseConfig
     plan: ReleasePlan
     selection: SelectionResult
     scales: QueryScales
     measured: Measured
-    hats: int
+    released: pl.DataFrame
+
+    @property
+    def hats(self) -> int:
+        return self.released.height
 
 
-def _day_costs(lv: _Level, k_eff: int) -> DayCosts:
+def _day_costs(lv: Level, k_eff: int) -> DayCosts:
     """The per-day costs of :class:`DayCosts` from OpenDP's maps (``plan.cost``) and the measured per-HAT costs."""
     plan, scales, hats = lv.plan, lv.scales, lv.hats
     speeding_hat = plan.cost(1.0 / plan.days, scales.speeding) if math.isfinite(scales.speeding) else 0.0
@@ -179,7 +183,7 @@ def _day_costs(lv: _Level, k_eff: int) -> DayCosts:
     )
 
 
-def _charge_level(lv: _Level, costs: DayCosts) -> PrivacyLedger:
+def _charge_level(lv: Level, costs: DayCosts) -> PrivacyLedger:
     """A ledger charged with the level's three steps (selection with its count, speed, speeding), or a refusal."""
     cfg, plan, selection = lv.cfg, lv.plan, lv.selection
     sel_mech = selection.mechanism + (f" + {plan.mechanism} count" if lv.scales.count else "")
@@ -193,15 +197,13 @@ def _charge_level(lv: _Level, costs: DayCosts) -> PrivacyLedger:
     )
 
 
-def _released_tables(
-    lv: _Level, released: pl.DataFrame, slots: SlotSpec, speeding_hat: float
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _released_tables(lv: Level, slots: SlotSpec, speeding_hat: float) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Query 1's and Query 2's tables: one row per released HAT, values rounded to ``cfg.precision``.
 
     Under presence-public N is public, so Query 1 carries no noisy sum or count; Query 2's table is empty when it
     was not asked for.
     """
-    cfg, measured, h = lv.cfg, lv.measured, released.height
+    cfg, measured, released, h = lv.cfg, lv.measured, lv.released, lv.hats
     labels = released.select(slots.label_expr(pl.col("slot")).alias("slot"))["slot"]
     cells = released.select(cell_to_string(pl.col("cell"))).to_series()
     prec = cfg.precision
@@ -255,7 +257,7 @@ def _status_section(
     }
 
 
-def _noise_section(lv: _Level) -> dict[str, object]:
+def _noise_section(lv: Level) -> dict[str, object]:
     """The noise scales (Laplace b or Gaussian sigma) and the queries' sensitivities (ITMS report III D-E)."""
     cfg, plan, scales, hats = lv.cfg, lv.plan, lv.scales, lv.hats
     presence_public = cfg.neighbouring == "presence-public"
@@ -280,7 +282,7 @@ def _noise_section(lv: _Level) -> dict[str, object]:
     }
 
 
-def _per_hat_costs(lv: _Level, costs: DayCosts, currency: str) -> dict[str, object]:
+def _per_hat_costs(lv: Level, costs: DayCosts, currency: str) -> dict[str, object]:
     """The largest cost in one HAT per day of each step, in ``currency`` (``epsilon`` or ``rho``)."""
     selection = lv.selection
     return {
@@ -292,7 +294,7 @@ def _per_hat_costs(lv: _Level, costs: DayCosts, currency: str) -> dict[str, obje
     }
 
 
-def _per_day_section(lv: _Level, costs: DayCosts, ledger: PrivacyLedger) -> dict[str, object]:
+def _per_day_section(lv: Level, costs: DayCosts, ledger: PrivacyLedger) -> dict[str, object]:
     """Per HAT and per vehicle-day: each step's epsilon (Gaussian: converted from its rho alone) and the ledger's
     cumulative epsilon and delta per day (Gaussian: the summed rho converted once)."""
     plan = lv.plan
@@ -370,7 +372,7 @@ def _settings_section(cfg: HatReleaseConfig, plan: ReleasePlan, truncated: int) 
     }
 
 
-def _rho_section(lv: _Level, costs: DayCosts, window: Loss) -> dict[str, object]:
+def _rho_section(lv: Level, costs: DayCosts, window: Loss) -> dict[str, object]:
     """Gaussian noise only: the rho per HAT, per day and per window, and the delta of the one conversion."""
     return {
         "rho_per_hat_per_day": _per_hat_costs(lv, costs, "rho"),
@@ -380,34 +382,21 @@ def _rho_section(lv: _Level, costs: DayCosts, window: Loss) -> dict[str, object]
     }
 
 
-def account(
-    cfg: HatReleaseConfig,
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    scales: QueryScales,
-    measured: Measured,
-    released: pl.DataFrame,
-    slots: SlotSpec,
-    k: int,
-    k_eff: int,
-    truncated: int,
-    not_dp: list[str],
-) -> HatRelease:
+def account(lv: Level, slots: SlotSpec, k: int, k_eff: int, truncated: int, not_dp: list[str]) -> HatRelease:
     """Charge the ledger from OpenDP's maps and build the tables and privacy.json's content.
 
     Per vehicle-day (:class:`DayCosts`): each step's top-K sum of per-HAT costs (ITMS report III E step 3). Per
     window: the queries' per-day loss for the group of D vehicle-days, plus the selection's OpenDP map at the
     window's distance; rho is converted once.
     """
-    h = released.height
-    lv = _Level(cfg, plan, selection, scales, measured, h)
+    cfg, plan, selection, h = lv.cfg, lv.plan, lv.selection, lv.hats
     costs = _day_costs(lv, k_eff)
     ledger = _charge_level(lv, costs)
     window = plan.loss(costs.queries).group(plan.days) + plan.loss(*selection.window_cost)
     eps_window, delta_window = _stated(window, plan, plan.days)
     warning = _window_delta_warning(delta_window, plan.days)
     warnings = [] if warning is None else [warning]
-    speed, speeding = _released_tables(lv, released, slots, costs.speeding_hat)
+    speed, speeding = _released_tables(lv, slots, costs.speeding_hat)
     privacy: dict[str, object] = {
         **_status_section(cfg, plan, not_dp, warnings),
         **_noise_section(lv),
@@ -415,7 +404,7 @@ def account(
         "days": plan.days,
         "epsilon_per_window": eps_window,
         "delta_per_window": delta_window,
-        **_contribution_section(cfg, k, measured, h),
+        **_contribution_section(cfg, k, lv.measured, h),
         "selection": _selection_section(cfg, plan, selection),
         **_settings_section(cfg, plan, truncated),
         "ledger": ledger.to_dict(),
