@@ -113,7 +113,6 @@ def write_slot_pngs(
     norm = Normalize(0.0, speed_max if speed_max > 0 else 1.0)
     cmap = plt.get_cmap("viridis")
     threshold = interval_threshold or (speed_max / 2 if speed_max > 0 else math.inf)
-    index = {c: j for j, c in enumerate(cells)}
     prefix = "Differentially private: " if header.kind == "dp" else ""
     title = textwrap.fill(prefix + header.statement, 110)
     paths: list[Path] = []
@@ -147,9 +146,8 @@ def write_slot_pngs(
         )
         sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
         fig.colorbar(sm, ax=ax, fraction=0.035, pad=0.02, label=legend)
-        n = len(index)
         note = (
-            f"{len(rows)} of {n} released hexagons in this slot. Hatched: 95% interval wider than {threshold:g} km/h. Dashed: count "
+            f"{len(rows)} of {len(cells)} released hexagons in this slot. Hatched: 95% interval wider than {threshold:g} km/h. Dashed: count "
             "released, mean withheld or clamped. Grey: released in another slot. No basemap in this image"
             + (": light grey lines are the public routes." if routes else ".")
         )
