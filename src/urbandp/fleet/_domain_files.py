@@ -84,10 +84,10 @@ class PublicDomain:
         wanted = pl.Series("slot", sorted(set(slots)), dtype=pl.Int16)
         if self.hats is None:
             return (
-                self.cells.to_frame("cell")
+                self.cells.cast(pl.UInt64)
+                .to_frame("cell")
                 .join(wanted.to_frame(), how="cross")
                 .sort("cell", "slot")
-                .select(pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16))
             )
         return self.hats.filter(pl.col("slot").is_in(wanted.implode())).sort("cell", "slot")
 
@@ -525,9 +525,8 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
     st = _stop_times_by_pattern(feed, what, shape_ids)
     vertices = _shape_vertices(feed.shapes)
     paths = _pattern_paths(st, vertices, len(shape_ids))
-    patterns = st.unique("trip_id", keep="first", maintain_order=True)[
-        "pattern"
-    ]  # each trip's, in st's order
+    # each trip's pattern, in st's order
+    patterns = st.unique("trip_id", keep="first", maintain_order=True)["pattern"]
     st = st.drop("row", "n").with_columns(d=pl.Series(np.concatenate([paths.d[p] for p in patterns])))
     st = _instances(st, feed.frequencies)
     per_trip = st.unique("trip", keep="first").sort("trip")

@@ -326,7 +326,7 @@ def write_site(
             shutil.copyfile(f, d.release / f.name)
         names = ["index.html", "hat_speed.geojson", *[f.name for f in published]]
         if pngs:
-            for png in write_slot_pngs(
+            pictures = write_slot_pngs(
                 map_frame(speed),
                 d.release / "png",
                 header=header,
@@ -335,8 +335,8 @@ def write_site(
                 context=context,
                 interval_threshold=_target_width(privacy),
                 legend=_legend(privacy),
-            ):
-                names.append(f"png/{png.name}")
+            )
+            names += [f"png/{png.name}" for png in pictures]
         (d.release / "methodology.html").write_text(methodology_html(privacy, names), encoding="utf-8")
         names.append("methodology.html")
     return {n: Path(out) / n for n in names}
