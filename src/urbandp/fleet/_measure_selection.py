@@ -247,50 +247,30 @@ def calibrate_selection(
         threshold = false_positive_threshold(
             scale, domain_size, min_per_day * days, gaussian, false_positives
         )
-        return SelectionCalibration(
-            "dp-public-domain",
-            gaussian,
-            k,
-            days,
-            scale,
-            threshold,
-            cost_hat,
-            cost_day,
-            0.0,
-            window,
-            release_all,
-        )
-    d_day = threshold_distance(k, 1, gaussian)
-    # The threshold is the per-day one (the privacy unit is a vehicle-day). It is not raised to D: over the
-    # window one vehicle can move a HAT's count by D, and a vehicle alone in a HAT on >= threshold days is
-    # released with probability >= 1/2, so the window's delta is ~1 below D and stays ~1 at D (0.99999 at 40 with
-    # D = 31, K = 32). A floor of D cost HATs (31 against 27 at epsilon 10 on a month) and bought nothing.
-    threshold = smallest_threshold(guess, k, delta, max(min_per_day * days, 1.0), gaussian)
-    # OpenDP rounds its map outward: the smallest scale whose map at this threshold stays within budget
-    scale = smallest_scale(
-        lambda s: float(_threshold_measurement(s, threshold, gaussian).map(d_day)[0]), budget, guess
-    )
-    meas = _threshold_measurement(scale, threshold, gaussian)
-    cost_day, delta_day = meas.map(d_day)
-    cost_hat = meas.map((1, 1, 1))[0]
-    # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
-    # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
-    if threshold >= days:
-        w_eps, w_delta = _window_map(scale, threshold, k, days, gaussian)
+        method, delta_day = "dp-public-domain", 0.0
     else:
-        w_eps, w_delta = _window_map(scale, days, k, days, gaussian)[0], 1.0
-    return SelectionCalibration(
-        "dp",
-        gaussian,
-        k,
-        days,
-        scale,
-        float(threshold),
-        float(cost_hat),
-        float(cost_day),
-        float(delta_day),
-        (float(w_eps), float(w_delta)),
-    )
+        d_day = threshold_distance(k, 1, gaussian)
+        # The threshold is the per-day one (the privacy unit is a vehicle-day). It is not raised to D: over the
+        # window one vehicle can move a HAT's count by D, and a vehicle alone in a HAT on >= threshold days is
+        # released with probability >= 1/2, so the window's delta is ~1 below D and stays ~1 at D (0.99999 at 40
+        # with D = 31, K = 32). A floor of D cost HATs (31 against 27 at epsilon 10 on a month) and bought nothing.
+        t = smallest_threshold(guess, k, delta, max(min_per_day * days, 1.0), gaussian)
+        # OpenDP rounds its map outward: the smallest scale whose map at this threshold stays within budget
+        scale = smallest_scale(
+            lambda s: float(_threshold_measurement(s, t, gaussian).map(d_day)[0]), budget, guess
+        )
+        meas = _threshold_measurement(scale, t, gaussian)
+        cost_day, delta_day = meas.map(d_day)
+        cost_hat = meas.map((1, 1, 1))[0]
+        # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
+        # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
+        if t >= days:
+            w_eps, w_delta = _window_map(scale, t, k, days, gaussian)
+        else:
+            w_eps, w_delta = _window_map(scale, days, k, days, gaussian)[0], 1.0
+        method, threshold, window = "dp", float(t), (float(w_eps), float(w_delta))
+    costs = (float(cost_hat), float(cost_day), float(delta_day))
+    return SelectionCalibration(method, gaussian, k, days, scale, threshold, *costs, window, release_all)
 
 
 def measure_selection(
