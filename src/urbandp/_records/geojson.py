@@ -94,7 +94,7 @@ def _positions(coords: object, depth: int, what: str, kind: str) -> list[np.ndar
     return [array]
 
 
-_DEPTHS = {
+GEOMETRY_DEPTHS = {
     "Point": 0,
     "MultiPoint": 1,
     "LineString": 1,
@@ -113,10 +113,10 @@ def _collect(
     polygons: list[dict[str, Any]],
 ) -> None:
     kind = geometry["type"]
-    if kind not in _DEPTHS:
+    if kind not in GEOMETRY_DEPTHS:
         raise InputDataError(f"{what}: unknown geometry type {kind!r}")
     coords = geometry.get("coordinates")
-    arrays = _positions([coords] if kind == "Point" else coords, _DEPTHS[kind], what, kind)
+    arrays = _positions([coords] if kind == "Point" else coords, GEOMETRY_DEPTHS[kind], what, kind)
     if kind.endswith("Point"):
         points.extend(arrays)
     elif kind.endswith("Polygon"):

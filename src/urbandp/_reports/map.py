@@ -29,7 +29,7 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
-from urbandp._records.geojson import geojson_parts
+from urbandp._records.geojson import GEOMETRY_DEPTHS, geojson_parts
 from urbandp._records.gtfs_schedule import read_feed, read_public_file, read_shapes, read_stops
 from urbandp.errors import InputError
 
@@ -179,17 +179,7 @@ def gtfs_overlay(feed: Path) -> GtfsOverlay:
     return GtfsOverlay(shapes=shapes, stops=stops, source=feed.name)
 
 
-GEOJSON_TYPES = {
-    "FeatureCollection",
-    "Feature",
-    "Point",
-    "MultiPoint",
-    "LineString",
-    "MultiLineString",
-    "Polygon",
-    "MultiPolygon",
-    "GeometryCollection",
-}
+GEOJSON_TYPES = {"FeatureCollection", "Feature", "GeometryCollection", *GEOMETRY_DEPTHS}
 
 
 def read_context(path: Path) -> dict[str, object]:
