@@ -410,29 +410,22 @@ class BudgetStore:
         command_line: str,
         rho_per_day: Mapping[dt.date, float] | None = None,
         delta_per_day: Mapping[dt.date, float] | None = None,
-        window_delta: float | None = None,
-        window_epsilon: float | None = None,
-        window_rho: float | None = None,
+        *,
+        window_delta: float,
+        window_epsilon: float,
+        window_rho: float,
     ) -> str:
         """Reserve the charges in one transaction, or raise :class:`BudgetExceededError`; returns the id.
 
         ``charges_per_day`` holds each day's epsilon (a zCDP charge as its converted epsilon, so an epsilon cap
-        holds against it), ``rho_per_day`` its rho, ``delta_per_day`` its delta. ``window_delta``: the delta a
-        unit present on every charged day pays for this release (:func:`default_window_delta` when None), added
-        to the dataset's composed delta and checked against ``delta_total``. ``window_epsilon`` and ``window_rho``:
-        the epsilon and the zCDP cost a unit present on every charged day pays for this release, as the release
-        states them (:class:`urbandp._privacy.loss.ReleaseLoss`), added up and checked against ``epsilon_total`` and
-        ``rho_total``; None: :func:`default_window_epsilon` and :func:`group_rho` of the per-day charges.
+        holds against it), ``rho_per_day`` its rho, ``delta_per_day`` its delta. ``window_delta``,
+        ``window_epsilon`` and ``window_rho``: the delta, the epsilon and the zCDP cost a unit present on every
+        charged day pays for this release, as the release states them (:class:`urbandp._privacy.loss.ReleaseLoss`;
+        :meth:`urbandp._privacy.session.ReleaseCharge.default_window` when its wing states none), added up and
+        checked against ``delta_total``, ``epsilon_total`` and ``rho_total``.
         """
-        window_delta = _checked_request(unit, charges_per_day, delta_per_day, window_delta)
+        _check_request(charges_per_day, window_delta, window_epsilon, window_rho)
         rho = rho_per_day or {}
-        if window_epsilon is None:
-            window_epsilon = default_window_epsilon(unit, list(charges_per_day.values()))
-        if window_rho is None:
-            window_rho = group_rho([(charges_per_day[d], rho.get(d)) for d in charges_per_day])
-        for name, value in (("window epsilon", window_epsilon), ("window rho", window_rho)):
-            if not (value >= 0 and math.isfinite(value)):
-                raise InputError(f"a {name} must be a finite number >= 0, got {value}")
         rid = uuid.uuid4().hex
         with self._tx():
             caps = self.caps(dataset)
@@ -631,65 +624,21 @@ def _cap_values(caps: DatasetCaps) -> tuple[float | None, ...]:
     return tuple(getattr(caps, f) for f in CAP_FIELDS)
 
 
-def group_rho(days: list[tuple[float, float | None]]) -> float:
-    """zCDP cost of one release for a unit present on all of its ``D`` charged days: ``D**2 * max rho``.
-
-    ``days`` holds each charged day's (epsilon, rho). Group privacy for rho-zCDP over k changes costs k**2 rho
-    (Bun and Steinke 2016, Prop. 1.9); with unequal days the largest rho bounds each. A day charged in epsilon
-    only (a pure-DP release) enters as its zCDP cost: an epsilon-DP release is epsilon**2/2-zCDP (their Prop.
-    1.4), taken over the group: ``(D * max epsilon)**2 / 2``.
-    """
-    if not days:
-        return 0.0
-    d = len(days)
-    rhos = [r for _, r in days if r is not None]
-    if rhos:
-        return d * d * max(rhos)
-    return (d * max(e for e, _ in days)) ** 2 / 2.0
-
-
-def default_window_delta(unit: str, deltas_per_day: list[float]) -> float:
-    """The window delta of a release that states none: what its per-day deltas bound, capped at 1.
-
-    A unit that spans days (:data:`SPANNING_UNITS`: a vehicle on D days) pays every day's delta: their sum, the
-    basic composition bound (Dwork and Roth 2014, Thm 3.16) when each day's output depends on that day's unit-day
-    only. A release that pools the days (a fleet selection over the window) must state its own group bound. Any
-    other unit lies in one day: the largest day's delta.
-    """
-    if not deltas_per_day:
-        return 0.0
-    if unit in SPANNING_UNITS:
-        return min(1.0, math.fsum(deltas_per_day))
-    return max(deltas_per_day)
-
-
-def default_window_epsilon(unit: str, epsilons_per_day: list[float]) -> float:
-    """The window epsilon of a release that states none: for a unit that spans days the sum of its per-day
-    epsilons (basic composition over the unit's days, Dwork and Roth 2014, Thm 3.16), else the largest day's."""
-    if not epsilons_per_day:
-        return 0.0
-    return math.fsum(epsilons_per_day) if unit in SPANNING_UNITS else max(epsilons_per_day)
-
-
-def _checked_request(
-    unit: str,
-    charges_per_day: Mapping[dt.date, float],
-    delta_per_day: Mapping[dt.date, float] | None,
-    window_delta: float | None,
-) -> float:
-    """Check a reservation before the store is touched; returns its window delta (:func:`default_window_delta`
-    of ``delta_per_day`` when None). :class:`InputError`: no day charged, an epsilon that is not finite and
-    >= 0, a window delta outside [0, 1]."""
+def _check_request(
+    charges_per_day: Mapping[dt.date, float], window_delta: float, window_epsilon: float, window_rho: float
+) -> None:
+    """Check a reservation before the store is touched. :class:`InputError`: no day charged, an epsilon that is
+    not finite and >= 0, a window delta outside [0, 1], a window epsilon or rho that is not finite and >= 0."""
     if not charges_per_day:
         raise InputError("a release must charge at least one day")
     for day, eps in charges_per_day.items():
         if not (eps >= 0 and math.isfinite(eps)):
             raise InputError(f"charge on {day} must be a finite epsilon >= 0, got {eps}")
-    if window_delta is None:
-        window_delta = default_window_delta(unit, list((delta_per_day or {}).values()))
     if not 0 <= window_delta <= 1:
         raise InputError(f"a window delta must be a number in [0, 1], got {window_delta}")
-    return window_delta
+    for name, value in (("window epsilon", window_epsilon), ("window rho", window_rho)):
+        if not (value >= 0 and math.isfinite(value)):
+            raise InputError(f"a {name} must be a finite number >= 0, got {value}")
 
 
 def _check_days(

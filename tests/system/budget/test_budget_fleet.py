@@ -356,4 +356,7 @@ def test_kill_9_fleet_release_at_each_stage(tmp_path: Path, fleet: Path, stage: 
             "x",
             {},
             "",
+            window_delta=0.0,
+            window_epsilon=4.9,
+            window_rho=0.0,
         )
