@@ -213,10 +213,13 @@ class BudgetStore:
 
     def _exec(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         cur = self._conn.execute(self._q(sql), params)
-        try:
-            return list(cur.fetchall())
-        except Exception:  # statements without rows (psycopg raises on fetchall)
-            return []
+        return [] if cur.description is None else list(cur.fetchall())  # None: a statement without rows
+
+    def _records(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """The rows of ``sql`` as dicts keyed by their column names (the query's ``AS`` names)."""
+        cur = self._conn.execute(self._q(sql), params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
@@ -563,19 +566,19 @@ class BudgetStore:
         """Every release of ``dataset``, oldest first, with its days, charge, status and operator (None: booked
         before the store recorded it, schema version 5); :meth:`cap_changes` holds the cap changes."""
         self.caps(dataset)
-        rows = self._exec(
-            "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.reserved_at, "
-            "r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon), SUM(c.rho), MAX(c.delta), "
-            "r.window_delta, r.window_epsilon, r.window_rho, r.operator, r.host, r.pid "
+        rows = self._records(
+            "SELECT r.id AS id, r.status AS status, r.mechanism AS mechanism, r.params AS params, "
+            "r.command_line AS command_line, r.content_hash AS content_hash, r.reserved_at AS reserved_at, "
+            "r.committed_at AS committed_at, MIN(c.day) AS first_day, MAX(c.day) AS last_day, COUNT(c.day) AS days, "
+            "SUM(c.epsilon) AS epsilon_sum, SUM(c.rho) AS rho_sum, MAX(c.delta) AS delta_per_day, "
+            "r.window_delta AS window_delta, r.window_epsilon AS window_epsilon, r.window_rho AS window_rho, "
+            "r.operator AS operator, r.host AS host, r.pid AS pid "
             "FROM releases r LEFT JOIN charges c ON c.release_id = r.id WHERE r.dataset = ? "
-            "GROUP BY r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
-            "r.reserved_at, r.committed_at, r.window_delta, r.operator, r.window_epsilon, r.window_rho "
-            "ORDER BY r.reserved_at, r.id",
+            "GROUP BY r.id ORDER BY r.reserved_at, r.id",  # the other columns of r depend on its key, r.id
             (dataset,),
         )
         out = []
-        for row in rows:
-            entry = dict(zip(_HISTORY_FIELDS, row, strict=True))
+        for entry in rows:
             pid = entry.pop("pid")
             if entry["status"] == STATUS_RESERVED and _is_dead(str(entry["host"]), int(pid)):
                 entry["status"] = STATUS_CRASHED
@@ -592,31 +595,6 @@ class BudgetStore:
             )
             out.append(entry)
         return out
-
-
-_HISTORY_FIELDS = (
-    "id",
-    "status",
-    "mechanism",
-    "params",
-    "command_line",
-    "content_hash",
-    "reserved_at",
-    "committed_at",
-    "first_day",
-    "last_day",
-    "days",
-    "epsilon_sum",
-    "rho_sum",
-    "delta_per_day",
-    "window_delta",
-    "window_epsilon",
-    "window_rho",
-    "operator",
-    "host",
-    "pid",
-)
-"""The keys of a :meth:`BudgetStore.history` entry, in the order of its query's columns (``pid`` is dropped)."""
 
 
 def _cap_values(caps: DatasetCaps) -> tuple[float | None, ...]:
