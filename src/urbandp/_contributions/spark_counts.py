@@ -29,7 +29,7 @@ from urbandp._contributions.spark_backend import (
     split_ordinals,
 )
 from urbandp._contributions.spark_session import get_spark
-from urbandp.counts._aggregate import EVENT_COLUMNS, JointCounts, _index_rows
+from urbandp.counts._aggregate import EVENT_COLUMNS, JointCounts, place_events
 from urbandp.counts._domain import CountDomain
 from urbandp.counts._sparse import SparseJoint
 from urbandp.counts._units import PrivacyUnit
@@ -81,32 +81,7 @@ class EventKeyer:
         )
         df = frame.rename(dict(zip(raw, self.columns, strict=True)))
         df = df.with_columns(pl.col(c).alias(r) for c, r in zip(self.columns, raw, strict=True))
-        ts = pl.col("timestamp")
-        if df.schema["timestamp"] == pl.String:  # as joint_from_events: local wall-clock time, offset dropped
-            ts = (
-                ts.str.strip_chars()
-                .str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "")
-                .str.to_datetime(strict=False, time_unit="us")
-            )
-        df = df.with_columns(_ts=ts)
-        if df.schema["_ts"] != pl.Datetime("us"):
-            df = df.with_columns(pl.col("_ts").dt.replace_time_zone(None).cast(pl.Datetime("us")))
-        minutes = pl.col("_ts").dt.hour().cast(pl.Int64) * 60 + pl.col("_ts").dt.minute().cast(pl.Int64)
-        df = df.with_columns(
-            day=pl.col("_ts").dt.date().cast(pl.String),
-            bin_idx=minutes // self.domain.bin_minutes,
-            _bad=pl.when(pl.any_horizontal([pl.col(c).is_null() for c in EVENT_COLUMNS]))
-            .then(pl.lit("missing value"))
-            .when(pl.col("_ts").is_null())
-            .then(pl.lit("unparsable timestamp")),
-        )
-        if self.unit.kind == "card-day":
-            df = df.with_columns(
-                _bad=pl.when(pl.col("_bad").is_null() & pl.col("card_id").is_null())
-                .then(pl.lit("missing card_id"))
-                .otherwise(pl.col("_bad"))
-            )
-        good, bad = _index_rows(df, self.domain)
+        good, bad = place_events(df, self.domain, self.unit)
         card = pl.col("card_id").cast(pl.String) if "card_id" in good.columns else pl.lit(None, pl.String)
         good_rows = good.select(
             pl.lit(0, pl.Int8).alias("kind"),
