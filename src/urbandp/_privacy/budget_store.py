@@ -36,7 +36,7 @@ from typing import Any
 
 from urbandp._privacy.budget_migrations import CAP_FIELDS, LATEST_VERSION, MIGRATED_OPERATOR, MIGRATIONS
 from urbandp._privacy.guards import MAX_DELTA
-from urbandp.errors import BudgetExceededError, InputError, one_line
+from urbandp.errors import BudgetExceededError, InputError, InvalidParameterError, one_line
 
 ENV_STORE = "URBANDP_BUDGET_STORE"
 ENV_OPERATOR = "URBANDP_OPERATOR"
@@ -138,14 +138,20 @@ class DatasetCaps:
             )
 
     def __post_init__(self) -> None:
-        if self.unit not in UNITS:
-            raise InputError(f"unknown privacy unit {self.unit!r}; expected one of {', '.join(UNITS)}")
+        """The one check of a dataset's unit and caps, naming the parameter (``ud.budget.declare``'s and
+        ``budget init``'s)."""
+        if self.delta_total is not None and not 0 <= self.delta_total <= 1:
+            raise InvalidParameterError(
+                f"delta_total must be a number in [0, 1], got {self.delta_total!r}", parameters="delta_total"
+            )
         for field in LOSS_CAPS:
             v = getattr(self, field)
             if v is not None and not (v > 0 and math.isfinite(v)):
-                raise InputError(f"{field.replace('_', ' ')} must be a positive finite number, got {v}")
-        if self.delta_total is not None and not 0 <= self.delta_total <= 1:
-            raise InputError(f"delta total must be a number in [0, 1], got {self.delta_total}")
+                raise InvalidParameterError(f"{field} must be a number > 0, got {v!r}", parameters=field)
+        if self.unit not in UNITS:
+            raise InvalidParameterError(
+                f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", parameters="unit"
+            )
         if self.delta_total is None:  # --delta-total alone changes the delta cap of a declared dataset
             self.require_a_loss_cap()
         if self.unit in WHOLE_DATASET_UNITS and self.epsilon_total is None:
