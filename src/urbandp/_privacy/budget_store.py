@@ -698,10 +698,3 @@ def open_store(url: str | None, *, create: bool = True, operator: str | None = N
     """Open the store named by ``url`` (or the environment / default); ``create`` off: it must exist already.
     ``operator``: who acts (default ``$URBANDP_OPERATOR``, else the OS user name; :func:`resolve_operator`)."""
     return BudgetStore(resolve_store_url(url), create=create, operator=operator)
-
-
-def days_of_window(first: dt.date, last: dt.date) -> list[dt.date]:
-    """Every calendar day from ``first`` to ``last`` inclusive."""
-    if last < first:
-        raise InputError(f"window ends ({last}) before it starts ({first})")
-    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]

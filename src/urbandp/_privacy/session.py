@@ -375,6 +375,7 @@ def zcdp_cost(loss: Loss) -> float:
 
 def days_between(first: dt.date | str, last: dt.date | str) -> list[dt.date]:
     """Every calendar day of ``first..last`` inclusive (ISO strings accepted)."""
-    from urbandp._privacy.budget_store import days_of_window
-
-    return days_of_window(dt.date.fromisoformat(str(first)[:10]), dt.date.fromisoformat(str(last)[:10]))
+    first, last = (dt.date.fromisoformat(str(d)[:10]) for d in (first, last))
+    if last < first:
+        raise InputError(f"window ends ({last}) before it starts ({first})")
+    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]

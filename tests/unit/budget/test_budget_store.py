@@ -12,10 +12,9 @@ from urbandp._privacy.budget_store import (
     STATUS_COMMITTED,
     BudgetStore,
     DatasetCaps,
-    days_of_window,
 )
 from urbandp._privacy.loss import Loss
-from urbandp._privacy.session import ReleaseCharge
+from urbandp._privacy.session import ReleaseCharge, days_between
 from urbandp.errors import BudgetExceededError, InputError
 
 D0 = dt.date(2024, 3, 4)
@@ -36,7 +35,7 @@ def _charge(url: str, eps: float, days: list[dt.date]) -> None:
 
 def test_per_day_cap_refuses_with_asked_and_left(tmp_path: Path) -> None:
     url = _store(tmp_path, per_day=1.0)
-    _charge(url, 0.6, days_of_window(D0, D0 + dt.timedelta(days=6)))
+    _charge(url, 0.6, days_between(D0, D0 + dt.timedelta(days=6)))
     with pytest.raises(
         BudgetExceededError, match=r"2024-03-04: asked epsilon=0.5 per vehicle-day, left 0.4 of 1"
     ):
@@ -52,7 +51,7 @@ def test_per_day_cap_refuses_with_asked_and_left(tmp_path: Path) -> None:
 
 def test_total_cap(tmp_path: Path) -> None:
     url = _store(tmp_path, per_day=1.0, total=2.0)
-    _charge(url, 0.5, days_of_window(D0, D0 + dt.timedelta(days=3)))  # 2.0 in total
+    _charge(url, 0.5, days_between(D0, D0 + dt.timedelta(days=3)))  # 2.0 in total
     with pytest.raises(BudgetExceededError, match=r"total privacy budget .* left 0 of 2"):
         _charge(url, 0.1, [D0 + dt.timedelta(days=10)])
 
@@ -122,7 +121,7 @@ def test_rho_total_caps_the_group_cost_over_all_releases(tmp_path: Path) -> None
     url = str(tmp_path / "b.sqlite")
     s = BudgetStore(url)
     s.init_dataset(DatasetCaps("bus", "vehicle-day", None, None, None, rho_total=2.0))
-    week = days_of_window(D0, D0 + dt.timedelta(days=6))
+    week = days_between(D0, D0 + dt.timedelta(days=6))
 
     def reserve(days: list[dt.date], rho: float, group: float, command: str) -> None:
         # a release that pools its D days states its group cost D^2 rho (Bun and Steinke 2016, Prop. 1.9)
