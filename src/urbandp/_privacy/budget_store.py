@@ -67,11 +67,6 @@ STATUS_ABORTED = "aborted after noise"
 noise may have been drawn and shown; refunding it would let the noise be averaged away for free."""
 
 
-def resolve_store_url(option: str | None = None, config: str | None = None) -> str:
-    """The store to use: ``--budget-store``, then ``$URBANDP_BUDGET_STORE``, then the config, then the default."""
-    return option or os.environ.get(ENV_STORE) or config or DEFAULT_STORE
-
-
 def resolve_operator(option: str | None = None) -> str:
     """Who acts on the store: ``option`` (``--operator``, ``Session(operator=...)``), then ``$URBANDP_OPERATOR``,
     then the OS user name; a blank name is refused. Recorded with every cap change and every release."""
@@ -695,6 +690,7 @@ def _is_dead(host: str, pid: int) -> bool:
 
 
 def open_store(url: str | None, *, create: bool = True, operator: str | None = None) -> BudgetStore:
-    """Open the store named by ``url`` (or the environment / default); ``create`` off: it must exist already.
-    ``operator``: who acts (default ``$URBANDP_OPERATOR``, else the OS user name; :func:`resolve_operator`)."""
-    return BudgetStore(resolve_store_url(url), create=create, operator=operator)
+    """Open the store named by ``url`` (``--budget-store``), else ``$URBANDP_BUDGET_STORE``, else the default;
+    ``create`` off: it must exist already. ``operator``: who acts (default ``$URBANDP_OPERATOR``, else the OS user
+    name; :func:`resolve_operator`)."""
+    return BudgetStore(url or os.environ.get(ENV_STORE) or DEFAULT_STORE, create=create, operator=operator)
