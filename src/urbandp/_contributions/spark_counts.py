@@ -24,6 +24,7 @@ from urbandp._contributions.spark_backend import (
     _spark_errors,
     _to_polars,
     arrow_schema,
+    each_batch,
     quarantine_path,
     run_cached,
     split_ordinals,
@@ -67,12 +68,7 @@ class EventKeyer:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         seen: dict[tuple[str, int], int] = {}
-        schema = arrow_schema(_ddl(len(self.columns)))
-        for rb in batches:
-            if rb.num_rows:
-                frame = pl.from_arrow(rb)
-                assert isinstance(frame, pl.DataFrame)
-                yield from self.key(frame, seen).to_arrow().cast(schema).to_batches()
+        return each_batch(batches, arrow_schema(_ddl(len(self.columns))), lambda frame: self.key(frame, seen))
 
     def key(self, frame: pl.DataFrame, seen: dict[tuple[str, int], int]) -> pl.DataFrame:
         raw = [f"__c{i}" for i in range(len(self.columns))]
@@ -100,9 +96,7 @@ class EventKeyer:
             *(pl.col(r).cast(pl.String) for r in raw),
         )
         summary = pl.DataFrame({"kind": [1], "n": [frame.height]}, schema={"kind": pl.Int8, "n": pl.Int64})
-        out = pl.concat([good_rows, bad_rows, summary], how="diagonal_relaxed")
-        names = arrow_schema(_ddl(len(self.columns))).names
-        return out.select([pl.col(n) if n in out.columns else pl.lit(None).alias(n) for n in names])
+        return pl.concat([good_rows, bad_rows, summary], how="diagonal_relaxed")
 
 
 def joint_from_events_spark(
