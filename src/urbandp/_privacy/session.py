@@ -71,9 +71,7 @@ class ReleaseCharge:
         operator: str | None = None,
     ) -> None:
         self.dataset = dataset
-        self.operator = (
-            operator  # who is recorded with the release (None: $URBANDP_OPERATOR, else the OS user)
-        )
+        self.operator = operator  # recorded with the release (None: $URBANDP_OPERATOR, else the OS user)
         self.store_url = store_url
         self.unit = unit
         self.out = out
