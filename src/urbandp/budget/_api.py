@@ -89,7 +89,8 @@ def declare(
         "rho_total": rho_total,
         "delta_total": delta_total,
     }
-    checked = {key: _number(value, key) for key, value in caps.items()}  # ranges: DatasetCaps
+    # each cap None, or a finite real number >= 0 (a bool or a string is refused); their ranges: DatasetCaps
+    checked = {key: check_number(value, key, optional=True, minimum=0) for key, value in caps.items()}
     declared = DatasetCaps(name, _text(unit, "unit"), **checked)
     if operator is not None and not isinstance(operator, str):  # the store checks the text (a one-line name)
         raise InvalidParameterError(f"operator must be a string, got {operator!r}", parameters="operator")
@@ -166,8 +167,3 @@ def _store(store: object) -> str | None:
 
 def _text(value: object, parameter: str) -> str:
     return str(check_name(value, parameter))
-
-
-def _number(value: object, parameter: str) -> float | None:
-    """A cap: None, or a finite real number >= 0 (a bool or a string is refused, never read as a number)."""
-    return check_number(value, parameter, optional=True, minimum=0)
