@@ -49,11 +49,6 @@ def is_snapshot_name(name: str) -> bool:
     return name.lower().endswith(SNAPSHOT_SUFFIX)
 
 
-def folder_snapshots(folder: Path) -> list[Path]:
-    """The ``.pb`` snapshots directly inside ``folder``, in name order."""
-    return sorted(f for f in Path(folder).iterdir() if f.is_file() and is_snapshot_name(f.name))
-
-
 def snapshots(path: Path) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of every snapshot of a ``.pb`` file, a folder or an archive, in name order.
 
@@ -61,7 +56,7 @@ def snapshots(path: Path) -> Iterator[tuple[str, bytes]]:
     """
     path = Path(path)
     if path.is_dir():
-        for f in folder_snapshots(path):
+        for f in sorted(f for f in path.iterdir() if f.is_file() and is_snapshot_name(f.name)):
             yield f.name, f.read_bytes()
         return
     if not is_archive(path):
