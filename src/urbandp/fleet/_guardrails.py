@@ -34,14 +34,16 @@ EXIT_USELESS = 3
 
 
 def _threshold(cfg: HatReleaseConfig, days: int, domain_size: int | None) -> float | None:
-    """The selection threshold the release of ``cfg`` uses (the planner's :func:`~urbandp.fleet._plan_forecast.predict_noise`,
-    which calibrates it as the release does: K = 1 under L2 weights, the domain's size, the levels' share of the
-    expected false positives); None without DP selection or with K read from the data."""
-    from urbandp.fleet._plan_forecast import predict_noise
+    """The selection threshold the release of ``cfg`` uses: the release's own calibration
+    (:func:`~urbandp.fleet._plan.calibrate_level_selection`: K = 1 under L2 weights, the domain's size, the levels'
+    share of the expected false positives); None without DP selection or with K read from the data."""
+    from urbandp.fleet._plan import calibrate_level_selection, plan_release
 
     if cfg.selection != "dp" or cfg.max_hats_per_vehicle_day == "observed" or cfg.epsilon_per_day is None:
         return None
-    return predict_noise(cfg, days, 1.0, domain_size).threshold
+    plan = plan_release(cfg, days)
+    assert plan.k is not None
+    return calibrate_level_selection(cfg, plan, plan.k, domain_size).threshold
 
 
 ADVICE_RUNS = 4

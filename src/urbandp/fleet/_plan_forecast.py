@@ -30,14 +30,11 @@ from urbandp.fleet._domain_files import PublicDomain
 from urbandp.fleet._measure_selection import calibrate_selection, domain_cells
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import (
-    QueryScales,
     ReleasePlan,
     calibrate_level_selection,
     calibrate_queries,
     plan_release,
     planned_loss,
-    scale_for,
-    speed_sensitivities,
 )
 from urbandp.fleet._predict import TYPICAL_SPEED, cfg_k
 
@@ -46,11 +43,21 @@ HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192
 
 @dataclass(frozen=True)
 class NoisePrediction:
+    """The noise sds of the release's columns at a HAT of ``n`` vehicle-days, the sd of its mean, and the
+    selection's threshold and noise (:func:`predict_noise`)."""
+
     sd_sum: float | None  # add/remove: sd of noisy_sum
     sd_count: float | None  # sd of noisy_vehicle_days (selection or count)
     sd_speeding: float
+    sd_mean: float
     threshold: float | None
     selection_sd: float | None
+
+    def pass_probability(self, n: float) -> float:
+        """Probability that a HAT with ``n`` true vehicle-days passes the selection threshold."""
+        if self.threshold is None or self.selection_sd is None:
+            return 1.0 if self.threshold is None else float(n >= self.threshold)
+        return 1.0 - NormalDist(n, self.selection_sd).cdf(self.threshold - 0.5)
 
 
 def _selection_sd(plan: ReleasePlan, scale: float) -> float:
@@ -66,10 +73,14 @@ def _selection_sd(plan: ReleasePlan, scale: float) -> float:
 def predict_noise(
     cfg: HatReleaseConfig, days: int, n: float, domain_hats: int | None = None
 ) -> NoisePrediction:
-    """The noise sds the release will use, assuming at least K HATs are released (the usual case).
+    """The noise sds the release will use at a HAT of ``n`` vehicle-days, assuming at least K HATs are released
+    (the usual case), from the release's own calibration (:func:`urbandp.fleet._plan.calibrate_level_selection`,
+    :func:`urbandp.fleet._plan.calibrate_queries`).
 
     ``domain_hats``: the size of a public route domain (:func:`urbandp.fleet._domain.domain_grid`), which sets
-    its display threshold; an extent's is counted here.
+    its display threshold; an extent's is counted here. The sd of the mean is the speed noise's under
+    presence-public (N public), and under add/remove the delta method's on ``U/2 + S~/N~`` at a mean speed of
+    :data:`urbandp.fleet._predict.TYPICAL_SPEED`.
     """
     plan = plan_release(cfg, days)
     k = plan.k or 96
@@ -80,26 +91,14 @@ def predict_noise(
     if cfg.selection == "dp":
         cal = calibrate_level_selection(cfg, plan, k, domain)
         threshold, selection_sd = cal.threshold, _selection_sd(plan, cal.scale)
-
-    ns = np.full(k, float(n))
-    scales: QueryScales = calibrate_queries(cfg, plan, ns, k)
-    sd_count = selection_sd
-    if scales.count is not None:
-        sd_count = plan.noise(scales.count).std
-    sd_sum = plan.noise(scales.speed).std if cfg.neighbouring == "add-remove" else None
-    return NoisePrediction(sd_sum, sd_count, plan.noise(scales.speeding).std, threshold, selection_sd)
-
-
-def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float) -> float:
-    """Predicted sd of the released mean at a HAT with ``n`` vehicle-days (delta method under add/remove)."""
+    scales = calibrate_queries(cfg, plan, np.full(k, float(n)), k)
+    sd_count = selection_sd if scales.count is None else plan.noise(scales.count).std
+    sd_speed, sd_speeding = plan.noise(scales.speed).std, plan.noise(scales.speeding).std
     if cfg.neighbouring == "presence-public":
-        plan = plan_release(cfg, days)
-        k = plan.k or 96
-        return plan.noise(calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed).std
-    assert pred.sd_sum is not None
-    sd_n = pred.sd_count or 0.0
+        return NoisePrediction(None, sd_count, sd_speeding, sd_speed, threshold, selection_sd)
     centre = min(cfg.speed_max, TYPICAL_SPEED) - cfg.speed_max / 2  # the sum is centred at U/2
-    return math.sqrt(pred.sd_sum**2 + centre**2 * sd_n**2) / n
+    sd_mean = math.sqrt(sd_speed**2 + centre**2 * (sd_count or 0.0) ** 2) / n
+    return NoisePrediction(sd_speed, sd_count, sd_speeding, sd_mean, threshold, selection_sd)
 
 
 PRIOR_EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
@@ -141,13 +140,6 @@ def schedule_prior(
     }
 
 
-def pass_probability(pred: NoisePrediction, n: float) -> float:
-    """Probability that a HAT with ``n`` true vehicle-days passes the selection threshold."""
-    if pred.threshold is None or pred.selection_sd is None:
-        return 1.0 if pred.threshold is None else float(n >= pred.threshold)
-    return 1.0 - NormalDist(n, pred.selection_sd).cdf(pred.threshold - 0.5)
-
-
 def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float) -> float | None:
     """Epsilon per day whose predicted sd of the mean at ``n`` vehicle-days equals ``target``.
 
@@ -159,7 +151,7 @@ def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float
 
     eps0 = cfg.epsilon_per_day or 10.0
     c = cfg.model_copy(update={"epsilon_per_day": eps0, "noise_scale": None})
-    sd0 = sd_of_mean(predict_noise(c, days, n), c, days, n)
+    sd0 = predict_noise(c, days, n).sd_mean
     plan = plan_release(c, days)
     if not plan.gaussian:
         return eps0 * sd0 / target
@@ -240,11 +232,6 @@ def dp_pilot(
     return result.hats.select("cell", "slot", "noisy_n"), cal.scale, cal.cost_day
 
 
-def hats_per_vehicle_day(contributions: pl.DataFrame) -> np.ndarray:
-    """True HATs per vehicle-day (input of :func:`dp_m_histogram` only)."""
-    return contributions.group_by("vehicle", "day").len()["len"].to_numpy()
-
-
 @dataclass(frozen=True)
 class PaidPilot:
     """What ``--histogram-epsilon`` buys over a public domain: the histogram of HATs per vehicle-day and the pilot's
@@ -279,7 +266,8 @@ def paid_pilot(
 
     grid = domain_grid(domain, cfg.slot_spec.slots)
     kept = restrict_to_domain(contributions, grid, domain)[0]
-    m_histogram, rho_m = dp_m_histogram(hats_per_vehicle_day(kept), M_HISTOGRAM_SHARE * rho, noise)
+    per_vehicle_day = kept.group_by("vehicle", "day").len()["len"].to_numpy()
+    m_histogram, rho_m = dp_m_histogram(per_vehicle_day, M_HISTOGRAM_SHARE * rho, noise)
     hats, sd, rho_p = dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise)
     return PaidPilot(m_histogram, (hats, sd), rho_m + rho_p)
 
@@ -296,7 +284,7 @@ def expected_passing(
     total = var = 0.0
     for b in bins:
         hi = b["to"] if math.isfinite(b["to"]) else 2 * b["from"]
-        p = pass_probability(pred, weight * math.sqrt(b["from"] * hi))
+        p = pred.pass_probability(weight * math.sqrt(b["from"] * hi))
         total += b.get("noisy_hats_unclamped", b["noisy_hats"]) * p
         var += (p * b.get("noise_sd", 0.0)) ** 2
     return max(total, 0.0), math.sqrt(var)
@@ -345,8 +333,8 @@ def _noise_section(
         {
             "vehicle_days": n,
             **({"vehicle_days_unweighted": round(n * math.sqrt(m), 1)} if l2 and m else {}),
-            "sd_mean_speed": sd_of_mean(predict_noise(cfg, days, n), cfg, days, n),
-            "pass_probability": pass_probability(pred, n),
+            "sd_mean_speed": predict_noise(cfg, days, n).sd_mean,
+            "pass_probability": pred.pass_probability(n),
         }
         for n in ns
     ]
@@ -481,7 +469,7 @@ def _target_section(
     if cfg.epsilon_per_day is not None:
         for k in range(cfg_k(cfg), 0, -1):
             c = cfg.model_copy(update={"max_hats_per_vehicle_day": k})
-            if sd_of_mean(predict_noise(c, days, n_mid), c, days, n_mid) <= target_error:
+            if predict_noise(c, days, n_mid).sd_mean <= target_error:
                 k_ok = k
                 break
     return {
@@ -511,9 +499,10 @@ def make_plan(
     epsilon it needs grows as ``1 / target_error**2`` (:func:`epsilon_for_target`). ``domain``: the public domain
     (:func:`urbandp.fleet._domain.load_public_domain`); with a GTFS schedule the report adds the expected
     useful HATs, spending nothing. ``prediction``: shown and useful HATs (pooled too with ``borrow_strength``) with
-    a 95% interval, from the release itself run on fleets drawn from the schedule, the DP histograms
-    (``histogram``, ``m_histogram``: HATs per vehicle-day) or a GeoJSON domain's route lengths with ``fleet_size``
-    (:mod:`urbandp.fleet._predict`).
+    a 95% interval, from the release itself run on fleets drawn from the ``pilot`` (with ``m_histogram``, its
+    histogram of HATs per vehicle-day), the schedule or a GeoJSON domain's route lengths with ``fleet_size``
+    (:mod:`urbandp.fleet._predict`). ``histogram``: the DP histogram of vehicle-days per HAT bought without a
+    public domain, read by the closed form of the HATs passing selection (:func:`expected_passing`).
     """
     from urbandp.fleet._predict import RUNS, predict_release
 
@@ -539,9 +528,8 @@ def make_plan(
     if m_histogram:
         out["hats_per_vehicle_day_histogram"] = m_histogram
     predicted = predict_release(
-        cfg, days, domain, histogram=histogram, m_histogram=m_histogram, fleet_size=fleet_size,
-        pilot=pilot, runs=runs or RUNS,
-    )  # fmt: skip
+        cfg, days, domain, m_histogram=m_histogram, fleet_size=fleet_size, pilot=pilot, runs=runs or RUNS
+    )
     out.update(predicted)
     prediction = predicted["prediction"]
     # with a pilot, the HATs passing are the release's own run on the pilot's fleets
@@ -564,4 +552,4 @@ def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) 
     return kept.group_by("cell", "slot").len()["len"].to_numpy()
 
 
-__all__ = ["dp_histogram", "make_plan", "predict_noise", "scale_for", "sd_of_mean", "speed_sensitivities"]
+__all__ = ["dp_histogram", "make_plan", "predict_noise"]

@@ -13,7 +13,7 @@ from urbandp._privacy.noise import OpenDPNoise
 from urbandp.fleet._hat_release import _release_hats
 from urbandp.fleet._measure_selection import domain_cells
 from urbandp.fleet._options import HatReleaseConfig
-from urbandp.fleet._plan_forecast import make_plan, pass_probability, predict_noise, sd_of_mean
+from urbandp.fleet._plan_forecast import make_plan, predict_noise
 
 BBOX = (21.09, 72.75, 21.25, 72.91)
 K, PER_HAT, SLOTS = 4, 200, (9, 10, 11, 12)
@@ -60,7 +60,7 @@ def test_predicted_noise_matches_measured_within_10_percent(mechanism: str) -> N
         precision=9,
     )
     pred = predict_noise(cfg, 1, PER_HAT)
-    assert pass_probability(pred, PER_HAT) > 0.999
+    assert pred.pass_probability(PER_HAT) > 0.999
     sums, counts, means = [], [], []
     for _ in range(60):
         r = _release_hats(contrib, cfg, 1, OpenDPNoise())
@@ -72,7 +72,7 @@ def test_predicted_noise_matches_measured_within_10_percent(mechanism: str) -> N
         means.append(r.speed["mean_speed"].to_numpy() - 25.0)
     assert np.std(np.concatenate(sums)) == pytest.approx(pred.sd_sum, rel=0.10)
     assert np.std(np.concatenate(counts)) == pytest.approx(pred.sd_count, rel=0.10)
-    assert np.std(np.concatenate(means)) == pytest.approx(sd_of_mean(pred, cfg, 1, PER_HAT), rel=0.10)
+    assert np.std(np.concatenate(means)) == pytest.approx(pred.sd_mean, rel=0.10)
 
 
 def test_plan_spends_nothing_and_reports_targets() -> None:
@@ -87,7 +87,7 @@ def test_plan_spends_nothing_and_reports_targets() -> None:
     row = next(r for r in reach if r["epsilon_per_day"] is not None)
     c = cfg.model_copy(update={"epsilon_per_day": row["epsilon_per_day"]})
     n = row["vehicle_days"]
-    assert sd_of_mean(predict_noise(c, 30, n), c, 30, n) == pytest.approx(2.0, rel=1e-3)
+    assert predict_noise(c, 30, n).sd_mean == pytest.approx(2.0, rel=1e-3)
     assert math.isfinite(plan["noise_sd"]["noisy_sum"])  # type: ignore[index]
 
 
