@@ -29,6 +29,7 @@ from urbandp.fleet._options import HatReleaseConfig
 
 if TYPE_CHECKING:
     from urbandp.fleet._plan import PlannedCharge
+    from urbandp.fleet._predict import FleetProfile
 
 EXIT_USELESS = 3
 
@@ -134,7 +135,7 @@ def options_that_help(
     return ([text for _, text in scored] + generic)[:3]
 
 
-def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> object | None:
+def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> FleetProfile | None:
     """The released HATs' noisy counts as a fleet profile (post-processing of DP outputs): a HAT's count per day
     is its noisy count / D, vehicle-days of one HAT each, so the weights of the same bounding give back the noisy
     count. None without a public domain or noisy counts."""
@@ -156,16 +157,17 @@ def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> object | No
     return FleetProfile("release", lambda _rng: (hats, np.array([1.0])), "the release's noisy counts")
 
 
-def _predicted_useful(cfg: HatReleaseConfig, days: int, profile: object, release: HatRelease) -> float | None:
+def _predicted_useful(
+    cfg: HatReleaseConfig, days: int, profile: FleetProfile, release: HatRelease
+) -> float | None:
     """Useful HATs (pooled where the release pools) the planner predicts for ``cfg`` on ``profile``; None where
     the public domain cannot be read without the window's days (a schedule, and a window taken from the data)."""
     import datetime as dt
 
     from urbandp.fleet._domain import load_public_domain
     from urbandp.fleet._options import public_window, window_days
-    from urbandp.fleet._predict import FleetProfile, simulate
+    from urbandp.fleet._predict import simulate
 
-    assert isinstance(profile, FleetProfile)
     first, last, day_set = public_window(cfg)
     window = release.privacy.get("window")
     if (first is None or last is None) and isinstance(window, dict):

@@ -61,12 +61,10 @@ class FleetProfile:
 
 @dataclass(frozen=True)
 class Prediction:
-    """Counts over the simulated releases: mean and 2.5% / 97.5% quantiles, and the release's own figures."""
+    """Counts over the simulated releases: mean and 2.5% / 97.5% quantiles."""
 
     runs: int
     counts: dict[str, list[float]]
-    threshold: float | None
-    noise_sd: dict[str, float | None]
 
     def summary(self, key: str) -> dict[str, float]:
         v = np.asarray(self.counts[key], dtype=float)
@@ -78,12 +76,7 @@ class Prediction:
         }
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "runs": self.runs,
-            **{key: self.summary(key) for key in self.counts},
-            "selection_threshold": self.threshold,
-            "noise_sd": self.noise_sd,
-        }
+        return {"runs": self.runs, **{key: self.summary(key) for key in self.counts}}
 
 
 def synthetic_contributions(
@@ -142,56 +135,40 @@ def _hat_means(hats: pl.DataFrame, rng: np.random.Generator) -> np.ndarray:
 
 
 def simulate(
-    cfg: HatReleaseConfig,
-    days: int,
-    profile: FleetProfile,
-    domain: PublicDomain | None,
-    runs: int = RUNS,
-    seed: int | None = None,
+    cfg: HatReleaseConfig, days: int, profile: FleetProfile, domain: PublicDomain | None, runs: int = RUNS
 ) -> Prediction:
     """Run the release of ``cfg`` over ``days`` public days ``runs`` times on fleets drawn from ``profile``.
 
     Counted per run: HATs released, means shown, useful HATs (privacy.json's ``usefulness``) and, with
-    ``borrow_strength``, pooled useful HATs. The selection threshold and the noise sds are the release's own
-    (its privacy.json), which do not depend on the fleet over a public domain.
+    ``borrow_strength``, pooled useful HATs. (The selection threshold and the noise sds are the release's
+    calibration, which plan.json states once from :func:`urbandp.fleet._plan_forecast.predict_noise`.)
     """
     from urbandp._privacy.noise import OpenDPNoise
     from urbandp.fleet._hat_release import _release_hats
-    from urbandp.fleet._postprocess_pooling import noise_sds, with_pooled_means
+    from urbandp.fleet._postprocess_pooling import with_pooled_means
 
-    rng = np.random.default_rng(seed)
-    slots = cfg.slot_spec
+    rng = np.random.default_rng()
     counts: dict[str, list[float]] = {"released": [], "shown": [], "useful": []}
     pooling = cfg.borrow_strength != "none"
     if pooling:
         counts["useful_pooled"] = []
-    threshold: float | None = None
-    sds: dict[str, float | None] = {"noisy_sum": None, "noisy_vehicle_days": None}
     for _ in range(max(runs, 2)):
         hats, m = profile.sample(rng)
         contributions = synthetic_contributions(hats, m, days, rng, cfg.speed_max)
-        release = _release_hats(contributions, cfg, days, OpenDPNoise(), slots=slots, domain=domain)
+        release = _release_hats(contributions, cfg, days, OpenDPNoise(), slots=cfg.slot_spec, domain=domain)
         speed, p = release.speed, release.privacy
         use = p["usefulness"]
         assert isinstance(use, dict)
         counts["released"].append(float(use["hats_released"]))
         counts["shown"].append(float(use["means_shown"]))
         counts["useful"].append(float(use["useful_hats"]))
-        selection = p.get("selection")
-        if isinstance(selection, dict) and selection.get("threshold_vehicle_days") is not None:
-            threshold = float(selection["threshold_vehicle_days"])
-        try:
-            sd_sum, sd_count = noise_sds(p)
-            sds = {"noisy_sum": sd_sum, "noisy_vehicle_days": sd_count}
-        except ValueError:
-            pass
         if pooling:
             pooled = 0.0
             if speed.height:
                 speed, report = with_pooled_means(speed, p, cfg.speed_max, cfg.target_width, cfg.precision)
                 pooled = float(report["useful_hats_pooled"])  # type: ignore[arg-type]
             counts["useful_pooled"].append(pooled)
-    return Prediction(max(runs, 2), counts, threshold, sds)
+    return Prediction(max(runs, 2), counts)
 
 
 # --- profiles ---------------------------------------------------------------------------------------------------
