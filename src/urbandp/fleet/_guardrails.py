@@ -144,13 +144,13 @@ def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> FleetProfil
     speed = release.speed
     if not cfg.public_domain or "noisy_vehicle_days" not in speed.columns or speed.height == 0:
         return None
-    import h3
+    import polars_h3 as plh3
 
     days = int(cast(int, release.privacy["days"]))
     spec = cfg.slot_spec
     index = {spec.label(s): s for s in spec.slots}
     hats = speed.select(
-        pl.col("h3_cell").map_elements(h3.str_to_int, return_dtype=pl.UInt64).alias("cell"),
+        plh3.str_to_int("h3_cell").alias("cell"),
         pl.col("slot").replace_strict(index, return_dtype=pl.Int16).alias("slot"),
         (pl.col("noisy_vehicle_days").fill_null(0.0).cast(pl.Float64) / days).alias("per_day"),
     )

@@ -197,13 +197,12 @@ def dp_histogram(
 
 def dp_m_histogram(
     hats_per_vehicle_day: np.ndarray, rho: float, noise: NoiseSource
-) -> tuple[list[dict[str, float]], float]:
-    """Gaussian histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins; returns (bins,
-    rho spent). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1; OpenDP's map)."""
+) -> list[dict[str, float]]:
+    """Gaussian histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins, at ``rho``
+    (OpenDP's map). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1)."""
     from urbandp.fleet._predict import M_EDGES
 
-    bins, loss = _dp_bins(hats_per_vehicle_day, M_EDGES, "gaussian", 1.0, rho, noise, "noisy_vehicle_days")
-    return bins, loss.rho
+    return _dp_bins(hats_per_vehicle_day, M_EDGES, "gaussian", 1.0, rho, noise, "noisy_vehicle_days")[0]
 
 
 def dp_pilot(
@@ -213,13 +212,13 @@ def dp_pilot(
     rho: float,
     grid: pl.DataFrame,
     noise: NoiseSource,
-) -> tuple[pl.DataFrame, float, float]:
+) -> tuple[pl.DataFrame, float]:
     """A pilot of the release over its public domain: the release's own L2-normalised weights and its own noisy
     count of every domain HAT (:func:`urbandp.fleet._measure.select_hats`'s calibration: Gaussian, L2 sensitivity 1)
     at ``rho`` per vehicle-day, whatever the release's bounding (under truncation the weights' sensitivity 1 gives
     sqrt K times less noise than counts truncated to K; the planner turns weighted counts back into vehicle-days
-    with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)``, the noise sd and the
-    rho spent (OpenDP's map). Contributions must already be restricted to the domain."""
+    with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)`` and the noise sd.
+    Contributions must already be restricted to the domain."""
     from urbandp.fleet._measure import l2_normalised, per_hat_aggregates
     from urbandp.fleet._measure_selection import measure_selection
 
@@ -229,7 +228,7 @@ def dp_pilot(
         domain_size=grid.height, release_all=True,
     )  # fmt: skip
     result = measure_selection(cal, per_hat_aggregates(bounded, cfg.speed_limit), noise, grid)
-    return result.hats.select("cell", "slot", "noisy_n"), cal.scale, cal.cost_day
+    return result.hats.select("cell", "slot", "noisy_n"), cal.scale
 
 
 @dataclass(frozen=True)
@@ -239,7 +238,6 @@ class PaidPilot:
 
     m_histogram: list[dict[str, float]]
     pilot: tuple[pl.DataFrame, float]
-    rho: float
 
 
 def pilot_loss(cfg: HatReleaseConfig, epsilon: float) -> Loss:
@@ -267,9 +265,8 @@ def paid_pilot(
     grid = domain_grid(domain, cfg.slot_spec.slots)
     kept = restrict_to_domain(contributions, grid, domain)[0]
     per_vehicle_day = kept.group_by("vehicle", "day").len()["len"].to_numpy()
-    m_histogram, rho_m = dp_m_histogram(per_vehicle_day, M_HISTOGRAM_SHARE * rho, noise)
-    hats, sd, rho_p = dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise)
-    return PaidPilot(m_histogram, (hats, sd), rho_m + rho_p)
+    m_histogram = dp_m_histogram(per_vehicle_day, M_HISTOGRAM_SHARE * rho, noise)
+    return PaidPilot(m_histogram, dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise))
 
 
 def expected_passing(
@@ -299,15 +296,6 @@ def check_target_error(target_error: float | None) -> None:
         )
 
 
-def _domain_hats(cfg: HatReleaseConfig, domain: PublicDomain | None) -> int | None:
-    """Number of HATs (cell x slot) of the public domain at the config's slots, or None without a domain."""
-    if domain is None:
-        return None
-    from urbandp.fleet._domain import domain_grid
-
-    return int(domain_grid(domain, cfg.slot_spec.slots).height)
-
-
 def _vehicle_day_sizes(cfg: HatReleaseConfig, days: int, pred: NoisePrediction) -> list[float]:
     """The HAT sizes (vehicle-days) the report is given at: 0.5, 1, 2, 4 and 10 x the selection threshold (or x
     the minimum per day x D without selection), at least 1."""
@@ -320,13 +308,13 @@ def _noise_section(
     days: int,
     pred: NoisePrediction,
     ns: list[float],
-    histogram_epsilon: float,
-    reads: bool,
+    spends: dict[str, object],
     typical_m: float | None = None,
 ) -> dict[str, object]:
-    """The report's head: what the plan spends, the mechanism, the bounding, the noise of each column and, at each
-    size in ``ns``, the sd of the mean and the probability of passing selection. Under L2 weights the sizes are
-    weighted counts (a vehicle-day of m HATs counts ``1/sqrt(m)``), with the unweighted figure at ``typical_m``."""
+    """The report's head: what the plan spends (``spends``: the epsilon and what it buys, None when it reads no
+    data), the mechanism, the bounding, the noise of each column and, at each size in ``ns``, the sd of the mean
+    and the probability of passing selection. Under L2 weights the sizes are weighted counts (a vehicle-day of m
+    HATs counts ``1/sqrt(m)``), with the unweighted figure at ``typical_m``."""
     l2 = cfg.contribution_bounding == "l2"
     m = typical_m
     rows = [
@@ -339,11 +327,8 @@ def _noise_section(
         for n in ns
     ]
     return {
-        "spends": {
-            "epsilon": histogram_epsilon,
-            "what": "DP histogram of vehicle-days per HAT" if reads else None,
-        },
-        "reads_data": reads,
+        "spends": spends,
+        "reads_data": spends["what"] is not None,
         "mechanism": cfg.resolved_mechanism,
         "neighbouring": cfg.neighbouring,
         "days": days,
@@ -504,20 +489,21 @@ def make_plan(
     (:mod:`urbandp.fleet._predict`). ``histogram``: the DP histogram of vehicle-days per HAT bought without a
     public domain, read by the closed form of the HATs passing selection (:func:`expected_passing`).
     """
+    from urbandp.fleet._domain import domain_grid
     from urbandp.fleet._predict import RUNS, predict_release
 
     check_target_error(target_error)
-    hats = _domain_hats(cfg, domain)
+    hats = None if domain is None else domain_grid(domain, cfg.slot_spec.slots).height
     pred = predict_noise(cfg, days, 1.0, hats)
     ns = _vehicle_day_sizes(cfg, days, pred)
     m = _typical_m(domain, m_histogram)
-    out = _noise_section(cfg, days, pred, ns, histogram_epsilon, bool(histogram) or pilot is not None, m)
+    what = "DP histogram of vehicle-days per HAT" if histogram else None
     if pilot is not None:
-        out["spends"] = {
-            "epsilon": histogram_epsilon,
-            "what": "a pilot: the release's own noisy count of every domain HAT, and a histogram of HATs per "
-            "vehicle-day (Gaussian noise, zCDP; epsilon at the release's delta)",
-        }
+        what = (
+            "a pilot: the release's own noisy count of every domain HAT, and a histogram of HATs per vehicle-day "
+            "(Gaussian noise, zCDP; epsilon at the release's delta)"
+        )
+    out = _noise_section(cfg, days, pred, ns, {"epsilon": histogram_epsilon, "what": what}, m)
     # privacy.json's ``loss`` for these options: the object the release reserves and the store books (None when
     # it follows from the data, a noise scale without a budget)
     loss = planned_loss(cfg, days)
