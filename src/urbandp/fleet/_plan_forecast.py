@@ -380,10 +380,14 @@ def _passing_section(
     pred: NoisePrediction,
     histogram: list[dict[str, float]] | None,
     typical_m: float | None = None,
+    pilot_run: dict[str, float] | None = None,
 ) -> dict[str, object]:
-    """The expected HATs passing selection from the DP histogram (:func:`expected_passing`; under L2 weights a
-    HAT's count is its vehicle-days x ``1/sqrt(typical_m)``), with a warning when the histogram's noise swamps the
-    estimate; without a histogram, why there is none."""
+    """The expected HATs passing selection: with a pilot, the HATs the release released in its runs on the pilot's
+    fleets (``pilot_run``); else from the DP histogram (:func:`expected_passing`; under L2 weights a HAT's count is
+    its vehicle-days x ``1/sqrt(typical_m)``), with a warning when the histogram's noise swamps the estimate;
+    without either, why there is none."""
+    if pilot_run is not None:
+        return {"expected_hats_passing": pilot_run["mean"], "expected_hats_passing_sd": pilot_run["sd"]}
     if histogram is None:
         return {
             "expected_hats_passing": None,
@@ -412,11 +416,7 @@ def _prior_section(
 ) -> dict[str, object]:
     """The schedule prior (:func:`schedule_prior`) when the domain has a schedule and the prediction came from it,
     else why not."""
-    if (
-        domain.scheduled_trips is not None
-        and prediction is not None
-        and prediction.get("source") == "schedule"
-    ):
+    if prediction is not None and prediction.get("source") == "schedule":  # run on the domain's schedule
         return {"schedule_prior": schedule_prior(cfg, days, domain, prediction)}
     return {
         "schedule_prior": None,
@@ -510,21 +510,17 @@ def make_plan(
     out["loss"] = None if loss is None else loss.to_json()
     if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
         out["budget_split"] = _budget_split(cfg, days)
-    out.update(_passing_section(cfg, pred, histogram, m))
-    if m_histogram:
-        out["hats_per_vehicle_day_histogram"] = m_histogram
     predicted = predict_release(
         cfg, days, domain, m_histogram=m_histogram, fleet_size=fleet_size, pilot=pilot, runs=runs or RUNS
     )
+    prediction = cast(dict[str, object] | None, predicted["prediction"])
+    pilot_run = cast(dict[str, float], prediction["released"]) if pilot is not None and prediction else None
+    out.update(_passing_section(cfg, pred, histogram, m, pilot_run))
+    if m_histogram:
+        out["hats_per_vehicle_day_histogram"] = m_histogram
     out.update(predicted)
-    prediction = predicted["prediction"]
-    # with a pilot, the HATs passing are the release's own run on the pilot's fleets
-    if pilot is not None and isinstance(prediction, dict):
-        released = cast(dict[str, float], prediction["released"])
-        out["expected_hats_passing"], out["expected_hats_passing_sd"] = released["mean"], released["sd"]
-        out.pop("expected_hats_passing_reason", None)
     if domain is not None:
-        out.update(_prior_section(cfg, days, domain, cast(dict[str, object] | None, predicted["prediction"])))
+        out.update(_prior_section(cfg, days, domain, prediction))
     if target_error is not None:
         out["target_error"] = _target_section(cfg, days, ns, target_error)
     return out
