@@ -27,7 +27,7 @@ from urbandp._privacy.mechanisms import calibrate
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet._domain_files import PublicDomain
-from urbandp.fleet._measure_selection import calibrate_selection, domain_cells
+from urbandp.fleet._measure_selection import calibrate_selection
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import (
     ReleasePlan,
@@ -77,19 +77,16 @@ def predict_noise(
     (the usual case), from the release's own calibration (:func:`urbandp.fleet._plan.calibrate_level_selection`,
     :func:`urbandp.fleet._plan.calibrate_queries`).
 
-    ``domain_hats``: the size of a public route domain (:func:`urbandp.fleet._domain.domain_grid`), which sets
-    its display threshold; an extent's is counted here. The sd of the mean is the speed noise's under
+    ``domain_hats``: the size of the public domain (:func:`urbandp.fleet._domain.domain_grid`, as the release
+    counts it), which sets its display threshold; None: the threshold of an unknown domain. The sd of the mean is the speed noise's under
     presence-public (N public), and under add/remove the delta method's on ``U/2 + S~/N~`` at a mean speed of
     :data:`urbandp.fleet._predict.TYPICAL_SPEED`.
     """
     plan = plan_release(cfg, days)
     k = plan.k or 96
-    domain = domain_hats
-    if domain is None and cfg.domain_bbox is not None:
-        domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(cfg.slot_spec.slots)
     threshold = selection_sd = None
     if cfg.selection == "dp":
-        cal = calibrate_level_selection(cfg, plan, k, domain)
+        cal = calibrate_level_selection(cfg, plan, k, domain_hats)
         threshold, selection_sd = cal.threshold, _selection_sd(plan, cal.scale)
     scales = calibrate_queries(cfg, plan, np.full(k, float(n)), k)
     sd_count = selection_sd if scales.count is None else plan.noise(scales.count).std
