@@ -1,10 +1,12 @@
 """Guardrails of a fleet release: the guards every entry point passes, and the useless-release warnings.
 
-* The release guards, called by :func:`urbandp.fleet._pipeline.release_fleet` on its session:
-  :func:`refuse_before_reading` (meaningless loss, a budget dataset that cannot be charged),
+* The release guards, called by :func:`urbandp.fleet._pipeline.release_fleet` on its
+  :class:`~urbandp._privacy.session.ReleaseCharge`, whatever opened it (the CLI, a notebook, a scheduler, the Spark
+  engine): :func:`refuse_before_reading` (meaningless loss, a budget dataset that cannot be charged),
   :func:`reserve_planned` (the reservation, where the session runs the delta and loss guards) and
   :func:`state_loss` (privacy.json states the loss reserved) and :func:`label_after_accounting` (the meaningless-
-  loss guard on the stated loss, the NOT DP label). Each calls :mod:`urbandp._privacy.guards`.
+  loss guard on the stated loss, the NOT DP label). Each calls a guard of :mod:`urbandp._privacy.guards`, never a
+  copy of one; the delta limit is in the spec (HatReleaseConfig) and in ReleaseCharge.reserve.
 * The useless-release warnings: say before writing when a release will be useless, and what would change
   that. They read only the released (DP) tables, privacy.json's public parameters and OpenDP's maps
   (post-processing), so they can go into privacy.json.
@@ -230,10 +232,7 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
     return [". ".join(parts)]
 
 
-# -- the release guards of the library path -------------------------------------------------------------
-# Called by :func:`urbandp.fleet._pipeline.release_fleet` on its :class:`~urbandp._privacy.session.ReleaseCharge`, whatever
-# opened it (the CLI, a notebook, a scheduler, the Spark engine): each calls a guard of urbandp._privacy.guards, never
-# a copy of one. The delta limit is in the spec (HatReleaseConfig) and in ReleaseCharge.reserve.
+# -- the release guards of the library path (the module's docstring) ------------------------------------------------
 
 
 def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> list[str]:

@@ -313,11 +313,10 @@ def _noise_section(
     and the probability of passing selection. Under L2 weights the sizes are weighted counts (a vehicle-day of m
     HATs counts ``1/sqrt(m)``), with the unweighted figure at ``typical_m``."""
     l2 = cfg.contribution_bounding == "l2"
-    m = typical_m
     rows = [
         {
             "vehicle_days": n,
-            **({"vehicle_days_unweighted": round(n * math.sqrt(m), 1)} if l2 and m else {}),
+            **({"vehicle_days_unweighted": round(n * math.sqrt(typical_m), 1)} if l2 and typical_m else {}),
             "sd_mean_speed": predict_noise(cfg, days, n).sd_mean,
             "pass_probability": pred.pass_probability(n),
         }
