@@ -36,6 +36,7 @@ from urbandp.fleet._plan import (
     plan_release,
     planned_loss,
 )
+from urbandp.fleet._postprocess_pooling import mean_variance
 from urbandp.fleet._predict import TYPICAL_SPEED, cfg_k
 
 HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -94,7 +95,7 @@ def predict_noise(
     if cfg.neighbouring == "presence-public":
         return NoisePrediction(None, sd_count, sd_speeding, sd_speed, threshold, selection_sd)
     centre = min(cfg.speed_max, TYPICAL_SPEED) - cfg.speed_max / 2  # the sum is centred at U/2
-    sd_mean = math.sqrt(sd_speed**2 + centre**2 * (sd_count or 0.0) ** 2) / n
+    sd_mean = math.sqrt(mean_variance(sd_speed, sd_count or 0.0, np.asarray(centre), np.asarray(n)))
     return NoisePrediction(sd_speed, sd_count, sd_speeding, sd_mean, threshold, selection_sd)
 
 

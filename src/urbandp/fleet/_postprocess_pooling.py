@@ -204,6 +204,12 @@ def pool(
     )
 
 
+def mean_variance(sd_sum: float, sd_count: float, centred: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The noise variance of a released mean ``U/2 + S~/N~`` at ``n`` vehicle-days whose mean is ``centred`` from
+    U/2, by the delta method: ``(sd_S^2 + (mu - U/2)^2 sd_N^2) / n^2`` (:func:`urbandp.fleet._plan.count_sum_split`)."""
+    return (sd_sum**2 + centred**2 * sd_count**2) / np.maximum(n, 1e-9) ** 2
+
+
 def noise_sds(privacy: Mapping[str, object]) -> tuple[float, float]:
     """The noise standard deviations of the centred sum and of the count, from privacy.json's public scales; the
     count's is 0 where the release has no noisy count (the mean divides by the true count)."""
@@ -268,15 +274,11 @@ def with_pooled_means(
     n_hat = np.minimum(tweedie_counts(n, released, sd_count, low), n)
     n_hat = np.where(n_hat > 0, n_hat, n)
     y_hat = speed_max / 2.0 + (y - speed_max / 2.0) * n / np.maximum(n_hat, 1e-9)  # U/2 + S~ / E[N | N~]
-    var = (sd_sum**2 + (y - speed_max / 2.0) ** 2 * sd_count**2) / np.maximum(n, 1e-9) ** 2
+    var = mean_variance(sd_sum, sd_count, y - speed_max / 2.0, n)
     cells = [str(c) for c in speed["h3_cell"].to_numpy()[idx]]
-    # the interval's variance reads the count's term at the prior mean of the HAT's parent
+    # each interval reads the count's term at its prior mean, at E[N | N~]
     pooled = pool(
-        y_hat,
-        var,
-        cells,
-        speed_max,
-        lambda mu: (sd_sum**2 + (mu - speed_max / 2.0) ** 2 * sd_count**2) / np.maximum(n_hat, 1e-9) ** 2,
+        y_hat, var, cells, speed_max, lambda mu: mean_variance(sd_sum, sd_count, mu - speed_max / 2, n_hat)
     )
     columns = {}
     for name, values in zip(POOLED_COLUMNS[:3], (pooled.mean, pooled.low, pooled.high), strict=True):
