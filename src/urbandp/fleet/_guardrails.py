@@ -45,8 +45,7 @@ def _threshold(cfg: HatReleaseConfig, days: int, domain_size: int | None) -> flo
     if cfg.selection != "dp" or cfg.max_hats_per_vehicle_day == "observed" or cfg.epsilon_per_day is None:
         return None
     plan = plan_release(cfg, days)
-    assert plan.k is not None
-    return calibrate_level_selection(cfg, plan, plan.k, domain_size).threshold
+    return calibrate_level_selection(cfg, plan, cast(int, plan.k), domain_size).threshold
 
 
 ADVICE_RUNS = 4

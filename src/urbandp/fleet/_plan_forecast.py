@@ -112,28 +112,21 @@ def schedule_prior(
     from urbandp.fleet._predict import schedule_profile, simulate
 
     profile = schedule_profile(domain, cfg)
-
-    def useful(got: dict[str, object]) -> dict[str, float]:
-        return cast(dict[str, float], got["useful"])
-
     table = []
     for e in PRIOR_EPSILONS:
-        got = simulate(
-            cfg.model_copy(update={"epsilon_per_day": e}), days, profile, domain, PRIOR_RUNS
-        ).to_json()
-        table.append(
-            {"epsilon_per_day": e, "expected_useful_hats": useful(got)["mean"], "sd": useful(got)["sd"]}
-        )
-    m = domain.hats_per_vehicle_day
+        at_e = cfg.model_copy(update={"epsilon_per_day": e})
+        got = simulate(at_e, days, profile, domain, PRIOR_RUNS).summary("useful")
+        table.append({"epsilon_per_day": e, "expected_useful_hats": got["mean"], "sd": got["sd"]})
+    useful = cast(dict[str, float], prediction["useful"])
     return {
         "epsilon_per_day": cfg.epsilon_per_day,
-        "expected_useful_hats": useful(prediction)["mean"],
-        "sd": useful(prediction)["sd"],
-        "interval95": [useful(prediction)["low"], useful(prediction)["high"]],
+        "expected_useful_hats": useful["mean"],
+        "sd": useful["sd"],
+        "interval95": [useful["low"], useful["high"]],
         "target_width_kmh": cfg.target_width,
         "scheduled_hats": int(domain.scheduled_trips.height) if domain.scheduled_trips is not None else 0,
         "by_epsilon": table,
-        "hats_per_vehicle_day": m,
+        "hats_per_vehicle_day": domain.hats_per_vehicle_day,
         "assumptions": profile.assumptions + "; the release itself run on fleets drawn from the schedule",
     }
 
