@@ -206,23 +206,20 @@ def cfg_k(cfg: HatReleaseConfig) -> int:
 
 
 def _bin_values(bins: list[dict[str, float]], rng: np.random.Generator) -> np.ndarray:
-    """Whole values drawn from a DP histogram: each bin's count redrawn with the bin's own noise (the count is the
-    noisy one plus a fresh draw of that noise: its uncertainty), clamped at 0, and that many values spread
-    log-uniformly over the bin (the open last bin: up to twice its start)."""
+    """Whole values drawn from a DP histogram (:func:`urbandp.fleet._plan_forecast.dp_m_histogram`): each bin's
+    count redrawn with the bin's own noise (the count is the noisy one plus a fresh draw of that noise: its
+    uncertainty), clamped at 0, and that many values spread log-uniformly over the bin (the open last bin: up to
+    twice its start)."""
     out = []
     for b in bins:
-        sd = float(b.get("noise_sd", 0.0))
-        named = [key for key in b if key.endswith("_unclamped")] or [
-            key for key in b if key.startswith("noisy_")
-        ]
-        noisy = float(b[named[0]]) if named else 0.0
+        sd = float(b["noise_sd"])
         # NumPy, not OpenDP, on purpose: this redraws the uncertainty of a count already published with OpenDP
         # noise (post-processing); it feeds a prediction (plan.json, the advice's text), never a released value
         # (pinned by the guard test that re-seeds NumPy under a release whose advice runs this simulation)
-        count = max(0, round(noisy + (rng.laplace(0.0, sd / math.sqrt(2.0)) if sd > 0 else 0.0)))
+        noisy = b["noisy_vehicle_days_unclamped"] + (rng.laplace(0.0, sd / math.sqrt(2.0)) if sd > 0 else 0.0)
         lo = float(b["from"])
         hi = float(b["to"]) if math.isfinite(float(b["to"])) else 2.0 * lo
-        out.append(np.floor(np.exp(rng.uniform(math.log(lo), math.log(hi), count))))
+        out.append(np.floor(np.exp(rng.uniform(math.log(lo), math.log(hi), max(0, round(noisy))))))
     return np.concatenate(out) if out else np.zeros(0)
 
 
@@ -240,8 +237,10 @@ def pilot_profile(
     smoothed = cell_by_slot(keys, pilot["noisy_n"].to_numpy().astype(float), sd)
 
     def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
-        # HATs per vehicle-day before any bounding: the release itself truncates to K where it truncates
-        m = _m_sample(m_bins, cfg.model_copy(update={"contribution_bounding": "l2"}), rng)
+        # HATs per vehicle-day before any bounding (the release itself truncates to K where it truncates): drawn
+        # from their DP histogram, K without one
+        m = _bin_values(m_bins, rng) if m_bins else np.zeros(0)
+        m = m if m.size else np.array([float(cfg_k(cfg))])
         weight = float(np.sqrt(m).sum() / m.sum())  # the pilot's counts are L2-weighted
         count = cell_by_slot(keys, smoothed + rng.normal(0.0, sd, smoothed.size), sd) / weight
         hats = keys.with_columns(pl.Series("per_day", count / days, dtype=pl.Float64))
@@ -283,17 +282,6 @@ def cell_by_slot(keys: pl.DataFrame, noisy: np.ndarray, sd: float) -> np.ndarray
     tau2 = max(float(np.mean(departure[busy] ** 2)) - sd**2, 0.0) if busy.any() else 0.0
     shrunk = smooth + (tau2 / (tau2 + sd**2)) * departure
     return np.asarray(np.where(busy, np.maximum(shrunk, 0.0), 0.0), dtype=float)
-
-
-def _m_sample(
-    m_bins: list[dict[str, float]] | None, cfg: HatReleaseConfig, rng: np.random.Generator
-) -> np.ndarray:
-    """HATs per vehicle-day drawn from their DP histogram; K without one (truncation keeps at most K)."""
-    if m_bins:
-        m = _bin_values(m_bins, rng)
-        if m.size:
-            return np.minimum(m, cfg_k(cfg)) if cfg.contribution_bounding == "truncate" else m
-    return np.array([float(cfg_k(cfg))])
 
 
 def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
