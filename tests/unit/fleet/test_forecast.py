@@ -113,3 +113,19 @@ def test_histogram_estimate_is_unbiased_and_states_its_noise() -> None:
     assert np.std(estimates) == pytest.approx(sd, rel=0.2)
     noisy = make_plan(cfg, 1, histogram=dp_histogram(per_hat, 8, 0.05, noise)[0], histogram_epsilon=0.05)
     assert "expected_hats_passing_warning" in noisy and noisy["expected_hats_passing_sd"] > 100
+
+
+def test_the_plan_states_the_pooling_s_variance_of_a_mean() -> None:
+    """plan.json's sd of a released mean is the noise variance the pooled intervals read (one delta-method
+    function), at the plan's own noise sds and the planner's typical speed, exactly (two formulas of it disagreed
+    in the last digit)."""
+    from urbandp.fleet._postprocess_pooling import mean_variance
+    from urbandp.fleet._predict import TYPICAL_SPEED
+
+    cfg = HatReleaseConfig(epsilon_per_day=10.0, domain_bbox=BBOX)
+    centred = np.asarray(TYPICAL_SPEED - cfg.speed_max / 2)
+    for n in range(1, 61):
+        pred = predict_noise(cfg, 1, float(n))
+        assert pred.sd_sum is not None and pred.sd_count is not None
+        variance = mean_variance(pred.sd_sum, pred.sd_count, centred, np.asarray(float(n)))
+        assert pred.sd_mean == math.sqrt(variance), n
