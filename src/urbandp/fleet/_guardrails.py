@@ -23,7 +23,7 @@ import polars as pl
 
 from urbandp._privacy import guards
 from urbandp._privacy.loss import Loss
-from urbandp._privacy.noise import gaussian_rho, laplace_epsilon
+from urbandp._privacy.mechanisms import mechanism
 from urbandp._privacy.session import ReleaseCharge, days_between
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet._account import HatRelease
@@ -249,13 +249,10 @@ def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> list
         )
     else:
         assert cfg.noise_scale is not None  # the spec holds exactly one of the two
-        days = _public_day_count(cfg)
-        if cfg.resolved_mechanism == "gaussian":
-            loss = Loss.zcdp(gaussian_rho(1.0 / days, cfg.noise_scale))
-            reasons = guards.meaningless_reasons(loss, cfg.delta, per="vehicle-day (at least)", allow=allow)
-        else:
-            loss = Loss.pure(laplace_epsilon(1.0 / days, cfg.noise_scale))
-            reasons = guards.meaningless_reasons(loss, None, per="vehicle-day (at least)", allow=allow)
+        noise = mechanism(cfg.resolved_mechanism, cfg.noise_scale)
+        delta = cfg.delta if noise.law == "gaussian" else None  # zCDP is stated at the release's delta
+        loss = noise.loss(1.0 / _public_day_count(cfg))
+        reasons = guards.meaningless_reasons(loss, delta, per="vehicle-day (at least)", allow=allow)
     session.refuse_not_dp(reasons)
     _refuse_unchargeable(session, cfg)
     return reasons
