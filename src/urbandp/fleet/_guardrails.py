@@ -320,12 +320,10 @@ def reserve_planned(session: ReleaseCharge, charge: PlannedCharge) -> None:
         loss = Loss.zcdp(charge.rho_per_day)
     else:
         loss = Loss.pure(charge.epsilon_per_day)
-    window = loss.group(len(days))
-    if loss.rho > 0:  # Loss.approx adds the conversion delta once; the selections' window delta beside it
-        extra = charge.delta_per_window - (charge.conversion_delta or 0.0)
-    else:
-        extra = charge.delta_per_window
-    session.reserve(loss, days, mechanism, params, window=window + Loss(delta=max(0.0, extra)))
+    # Loss.approx adds rho's conversion delta once; the selections' window delta beside it
+    conversion = (charge.conversion_delta or 0.0) if loss.rho > 0 else 0.0
+    extra = Loss(delta=max(0.0, charge.delta_per_window - conversion))
+    session.reserve(loss, days, mechanism, params, window=loss.group(len(days)) + extra)
 
 
 STATED_KEYS = ("cumulative_epsilon_per_day", "delta_per_day", "epsilon_per_window", "delta_per_window")
