@@ -260,9 +260,7 @@ def paid_pilot(
     return PaidPilot(m_histogram, dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise))
 
 
-def expected_passing(
-    pred: NoisePrediction, bins: list[dict[str, float]], weight: float = 1.0
-) -> tuple[float, float]:
+def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> tuple[float, float]:
     """Expected HATs passing selection from a noisy histogram, and the sd of that estimate from the histogram's
     noise: sum over bins of the bin's count x the pass probability at the bin's centre.
 
@@ -272,7 +270,7 @@ def expected_passing(
     total = var = 0.0
     for b in bins:
         hi = b["to"] if math.isfinite(b["to"]) else 2 * b["from"]
-        p = pred.pass_probability(weight * math.sqrt(b["from"] * hi))
+        p = pred.pass_probability(math.sqrt(b["from"] * hi))
         total += b.get("noisy_hats_unclamped", b["noisy_hats"]) * p
         var += (p * b.get("noise_sd", 0.0)) ** 2
     return max(total, 0.0), math.sqrt(var)
@@ -369,13 +367,12 @@ def _passing_section(
     cfg: HatReleaseConfig,
     pred: NoisePrediction,
     histogram: list[dict[str, float]] | None,
-    typical_m: float | None = None,
     pilot_run: dict[str, float] | None = None,
 ) -> dict[str, object]:
     """The expected HATs passing selection: with a pilot, the HATs the release released in its runs on the pilot's
-    fleets (``pilot_run``); else from the DP histogram (:func:`expected_passing`; under L2 weights a HAT's count is
-    its vehicle-days x ``1/sqrt(typical_m)``), with a warning when the histogram's noise swamps the estimate;
-    without either, why there is none."""
+    fleets (``pilot_run``); else from the DP histogram of vehicle-days per HAT, bought only without a public domain
+    (so never under L2 weights, which need one; :func:`expected_passing`), with a warning when the histogram's
+    noise swamps the estimate; without either, why there is none."""
     if pilot_run is not None:
         return {"expected_hats_passing": pilot_run["mean"], "expected_hats_passing_sd": pilot_run["sd"]}
     if histogram is None:
@@ -383,10 +380,7 @@ def _passing_section(
             "expected_hats_passing": None,
             "expected_hats_passing_reason": "needs the distribution of vehicle-days per HAT: --histogram-epsilon",
         }
-    weight = 1.0
-    if cfg.contribution_bounding == "l2":
-        weight = 1.0 / math.sqrt(typical_m or cfg_k(cfg))
-    expected, sd = expected_passing(pred, histogram, weight)
+    expected, sd = expected_passing(pred, histogram)
     out: dict[str, object] = {
         "histogram": histogram,
         "expected_hats_passing": expected,
@@ -505,7 +499,7 @@ def make_plan(
     )
     prediction = cast(dict[str, object] | None, predicted["prediction"])
     pilot_run = cast(dict[str, float], prediction["released"]) if pilot is not None and prediction else None
-    out.update(_passing_section(cfg, pred, histogram, m, pilot_run))
+    out.update(_passing_section(cfg, pred, histogram, pilot_run))
     if m_histogram:
         out["hats_per_vehicle_day_histogram"] = m_histogram
     out.update(predicted)
