@@ -79,8 +79,9 @@ def predict_noise(
     :func:`urbandp.fleet._plan.calibrate_queries`).
 
     ``domain_hats``: the size of the public domain (:func:`urbandp.fleet._domain.domain_grid`, as the release
-    counts it), which sets its display threshold; None: the threshold of an unknown domain. The sd of the mean is the speed noise's under
-    presence-public (N public), and under add/remove the delta method's on ``U/2 + S~/N~`` at a mean speed of
+    counts it), which sets its display threshold; None: the threshold of an unknown domain. The sd of the mean is
+    the speed noise's under presence-public (N public), and under add/remove the delta method's on ``U/2 + S~/N~``
+    (:func:`urbandp.fleet._postprocess_pooling.mean_variance`) at a mean speed of
     :data:`urbandp.fleet._predict.TYPICAL_SPEED`.
     """
     plan = plan_release(cfg, days)
