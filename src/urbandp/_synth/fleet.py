@@ -42,18 +42,6 @@ import polars as pl
 from urbandp._geodesy import PlanarProjection
 from urbandp.errors import InputError, InvalidParameterError
 
-#: Column order of the ITMS shape.
-ITMS_COLUMNS: tuple[str, ...] = (
-    "id",
-    "license_plate",
-    "trip_id",
-    "route_id",
-    "trip_direction",
-    "observationDateTime",
-    "location",
-    "speed",
-)
-
 #: Kinds of dirty rows, drawn uniformly for each dirty row.
 DIRTY_KINDS: tuple[str, ...] = (
     "unparseable_timestamp",
@@ -455,7 +443,8 @@ def _itms_frame(
     has_coords: np.ndarray,
     observation: pl.Series,
 ) -> pl.DataFrame:
-    """The day's records in the ITMS shape (:data:`ITMS_COLUMNS`); trip ids are route-date-vehicle-leg."""
+    """The day's records in the ITMS shape (the module docstring's columns, in order); trip ids are
+    route-date-vehicle-leg."""
     # An (n, 2) array becomes a fixed-size list column and is cast to list<f64> (much faster than concat_list).
     coordinates = pl.Series(
         "coordinates", np.column_stack([np.round(records.lon, 6), np.round(records.lat, 6)])
