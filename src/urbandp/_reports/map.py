@@ -298,11 +298,6 @@ def _nice_length(value: float) -> float:
     return max(m * base for m in (1, 2, 5) if m * base <= value)
 
 
-def _inline_script(js: str) -> Markup:
-    """A library's JavaScript made safe inside an inline <script> element (then not escaped as text)."""
-    return Markup(js.replace("</script", "<\\/script").replace("<!--", "<\\!--"))
-
-
 def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
@@ -533,8 +528,9 @@ def _render_map(page: _Page, payload: dict[str, object], title: str, header: Map
         cell_word=page.cell_word,
         cell_label_article="an H3 cell" if released.resolutions else "a grid cell id",
         data=payload,
+        # Leaflet made safe inside inline <style> and <script> elements (then not escaped as text)
         leaflet_css=Markup(css.replace("</style", "<\\/style")),
-        leaflet_js=_inline_script(js),
+        leaflet_js=Markup(js.replace("</script", "<\\/script").replace("<!--", "<\\!--")),
         leaflet_version=version,
     )
 
