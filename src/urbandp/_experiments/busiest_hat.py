@@ -41,19 +41,13 @@ class BusiestHat:
 
 
 def _read(path: Path) -> pl.DataFrame:
-    from urbandp._records.readers import check_readable
+    from urbandp._experiments.mean_experiment import read_records
 
-    if not path.exists():
-        raise InputError(f"input file not found: {path}")
-    check_readable(path)
-    try:
-        df = pl.read_csv(path, infer_schema_length=0)
-    except Exception as err:
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+    df = read_records(path)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-    return df.select(REQUIRED).with_columns(
+    return df.select(pl.col(REQUIRED).cast(pl.String)).with_columns(
         pl.lit(path.name).alias("source"), pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).alias("row")
     )
 
@@ -83,7 +77,7 @@ def _write_quarantine(out: Path, bad: pl.DataFrame) -> Path:
     return write_owner_table(out.with_suffix(""), "quarantine.csv", bad)
 
 
-def _check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, int]) -> None:
+def check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, int]) -> None:
     if not inputs:
         raise InputError("no input files")
     start, end = hours
@@ -109,7 +103,7 @@ def extract_busiest_hat(
 
     from urbandp._records.validation import REASONS
 
-    _check_arguments(inputs, resolution, hours)
+    check_arguments(inputs, resolution, hours)
     start, end = hours
 
     frame = pl.concat([_read(Path(p)) for p in inputs]).with_columns(
