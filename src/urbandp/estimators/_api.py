@@ -64,10 +64,6 @@ def _bad(message: str, *names: str) -> InvalidParameterError:
     return InvalidParameterError(message, parameters=names)
 
 
-def _positive(value: object, name: str) -> float:
-    return check_number(value, name, above=0)
-
-
 _OPTION_KINDS: dict[str, str] = {f.name: str(f.type) for cls in BY_NAME.values() for f in fields(cls)}
 """What each estimator option takes from Python, its constructor's annotation: a ``Literal`` of words, ``str |
 int`` (a word or an integer), ``float`` or ``int`` (its range is the estimator's own check)."""
@@ -105,8 +101,8 @@ class EstimatorReleaseSpec:
             raise _bad(
                 f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}, got {self.estimator!r}", "estimator"
             )
-        object.__setattr__(self, "epsilon", _positive(self.epsilon, "epsilon"))
-        object.__setattr__(self, "upper", _positive(self.upper, "upper"))
+        object.__setattr__(self, "epsilon", check_number(self.epsilon, "epsilon", above=0))
+        object.__setattr__(self, "upper", check_number(self.upper, "upper", above=0))
         if self.unit not in UNITS:
             raise _bad(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", "unit")
         object.__setattr__(self, "day", check_date(self.day, "day", optional=True))
