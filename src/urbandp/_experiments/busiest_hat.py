@@ -41,9 +41,9 @@ class BusiestHat:
 
 
 def _read(path: Path) -> pl.DataFrame:
-    from urbandp._experiments.mean_experiment import read_records
+    from urbandp._table_reader import read_table
 
-    df = read_records(path)
+    df = read_table(path, allow_empty=True)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")

@@ -30,8 +30,9 @@ from urbandp._privacy.report import write_privacy_json
 from urbandp._privacy.session import ReleaseCharge, days_between
 from urbandp._release_options import takes_options
 from urbandp._session import Session
+from urbandp._table_reader import read_table
 from urbandp.counts._accounting import release_loss
-from urbandp.counts._aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
+from urbandp.counts._aggregate import JointCounts, joint_from_counts, joint_from_events
 from urbandp.counts._columns import apply_columns, column_map
 from urbandp.counts._domain import CountDomain
 from urbandp.counts._options import CountsReleaseSpec

@@ -13,9 +13,10 @@ import urbandp.survey._published as release
 import urbandp.survey._shared_options as shared
 import urbandp.survey._trips as tr
 from urbandp._release_options import ReleaseOptions, option
+from urbandp._table_reader import read_table
 from urbandp.errors import Advice, InputError, InvalidParameterError
 from urbandp.survey._charge import PERSON, TRIP, SurveyCharge
-from urbandp.survey._io import read_list, read_table, require_columns
+from urbandp.survey._io import read_list, require_columns
 from urbandp.survey._report import OdPrivacyReport, ledger
 from urbandp.survey._result import SurveyRelease
 

@@ -14,6 +14,7 @@ import urbandp.survey._published as release
 import urbandp.survey._randomized_response as rr
 import urbandp.survey._shared_options as shared
 from urbandp._release_options import ReleaseOptions, option
+from urbandp._table_reader import read_table
 from urbandp.errors import Advice, InputError, InvalidParameterError
 from urbandp.survey._categorical import (
     Declared,
@@ -24,7 +25,7 @@ from urbandp.survey._categorical import (
     validate,
 )
 from urbandp.survey._charge import SurveyCharge
-from urbandp.survey._io import read_table, require_columns
+from urbandp.survey._io import require_columns
 from urbandp.survey._report import RandomizePrivacyReport, ledger
 from urbandp.survey._result import SurveyRelease
 
