@@ -43,6 +43,7 @@ from urbandp._privacy.loss import Loss
 from urbandp._privacy.report import write_privacy_json
 from urbandp._privacy.session import ReleaseCharge
 from urbandp._session import Session, check_session
+from urbandp._table_reader import read_table
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _Estimator
 from urbandp.estimators._report import EstimatorPrivacyReport
@@ -257,19 +258,10 @@ def _protected(paths: list[Path], session: Session) -> list[Path]:
     return found
 
 
-def _read_table(path: Path) -> pl.DataFrame:
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema_length=10000)
-    except (OSError, pl.exceptions.PolarsError) as err:
-        raise InputDataError(f"data: cannot read {path.name} ({type(err).__name__})") from None
-
-
 def _read_values(paths: list[Path], spec: EstimatorReleaseSpec) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Every unit's values, and the owner's material: the quarantine (rows without a unit or a finite value,
     with their reason) and the row counts of the true input."""
-    frames = [_read_table(p) for p in paths]
+    frames = [read_table(p, allow_empty=True) for p in paths]
     for frame in frames:
         named = {"unit_column": spec.unit_column, "value_column": spec.value_column}
         missing = {p: c for p, c in named.items() if c not in frame.columns}
