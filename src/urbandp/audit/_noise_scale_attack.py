@@ -67,8 +67,6 @@ def noise_scale_attack(
         raise InvalidParameterError(
             f"model must be continuous or discrete, got {model!r}", parameters="model"
         )
-    if not 0 < alpha < 1:
-        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
     if np.all(u == 0):
         return {
             "attack": "noise-scale",
