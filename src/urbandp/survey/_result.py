@@ -102,12 +102,7 @@ def run_release(
         with (
             output_policy(paths, overwrite=overwrite),
             SurveyCharge(
-                session,
-                unit,
-                out=target,
-                budget_epsilon=spec.budget_epsilon,
-                survey_date=day,
-                command_line=None,
+                session, unit, out=target, budget_epsilon=spec.budget_epsilon, survey_date=day
             ) as charge,
         ):
             rel = body(spec, paths[0], label, charge)

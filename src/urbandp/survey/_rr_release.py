@@ -278,7 +278,6 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
     """De-biased shares with 95 % CIs (report eq. 6): post-processing of a randomized column, no budget; only
     the release's public parameters (``spec``'s column, declared lists, epsilon or theta) are used."""
     column, within, epsilon, theta = spec.column, spec.within, spec.epsilon, spec.theta
-    release.positive("epsilon", epsilon)
     if (epsilon is None) == (theta is None):
         raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
     declared = declared_categories(spec.categories, spec.categories_file, within)
