@@ -173,13 +173,11 @@ def busiest_hat(
     from rich.console import Console
 
     from urbandp._experiments.busiest_hat import check_arguments, extract_busiest_hat
+    from urbandp._grid.slots import parse_hours
     from urbandp._outputs import atomic_output_file
     from urbandp._records.readers import check_readable
 
-    try:
-        start, end = (int(h) for h in hours.split("-"))
-    except ValueError:
-        raise InputError(f"--hours must look like 9-21, got {hours!r}") from None
+    start, end = parse_hours(hours)
     for path in inputs:  # before any output is touched: a FIFO or a directory would block or crash the reader
         if path.exists():
             check_readable(path)
