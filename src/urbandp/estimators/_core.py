@@ -213,6 +213,13 @@ class _Estimator:
         out = float(noise.laplace(np.array([value]), scale)[0]) if scale > 0 else float(value)
         return out, replace(planned, epsilon=spent, d_in=sensitivity, scale=scale)
 
+    def _one_step(
+        self, prep: Prepared, eps: float, value: float, sensitivity: float, noise: NoiseSource
+    ) -> MeanEstimate:
+        """A one-step estimator's result: ``value`` plus Laplace noise for ``sensitivity`` with all of ``eps``."""
+        out, step = self._laplace_step(self.privacy_cost(eps).steps[0], value, sensitivity, noise)
+        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
+
 
 @dataclass(frozen=True)
 class Baseline(_Estimator):
@@ -230,9 +237,7 @@ class Baseline(_Estimator):
     ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
-        delta = self.sensitivity(prep.counts)
-        out, step = self._laplace_step(self.privacy_cost(eps).steps[0], prep.true_mean, delta, noise)
-        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
+        return self._one_step(prep, eps, prep.true_mean, self.sensitivity(prep.counts), noise)
 
 
 @dataclass(frozen=True)
@@ -288,11 +293,7 @@ class ArrayAveraging(_Grouped):
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
         eps, prep, plan = self._planned(values_per_unit, epsilon)
-        planned = self.privacy_cost(eps).steps[0]
-        out, step = self._laplace_step(
-            planned, float(np.mean(prep.array_means)), self.sensitivity(plan), noise
-        )
-        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
+        return self._one_step(prep, eps, float(np.mean(prep.array_means)), self.sensitivity(plan), noise)
 
 
 def clipped_mean(array_means: np.ndarray, low: float, high: float) -> float:
