@@ -70,13 +70,6 @@ def _reason() -> pl.Expr:
     return reason
 
 
-def _write_quarantine(out: Path, bad: pl.DataFrame) -> Path:
-    """``owner_only/<out stem>/quarantine.csv`` beside ``out``."""
-    from urbandp._outputs import write_owner_table
-
-    return write_owner_table(out.with_suffix(""), "quarantine.csv", bad)
-
-
 def check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, int]) -> None:
     if not inputs:
         raise InputError("no input files")
@@ -101,6 +94,7 @@ def extract_busiest_hat(
     CLI writes ``out`` as a temporary file and renames it to ``final_out``)."""
     import polars_h3 as plh3
 
+    from urbandp._outputs import write_owner_table
     from urbandp._records.validation import REASONS
 
     check_arguments(inputs, resolution, hours)
@@ -119,8 +113,9 @@ def extract_busiest_hat(
     reasons = {r: 0 for r in REASONS} | dict(bad.group_by("reason").len().iter_rows())
     quarantine_path = None
     if bad.height:
-        quarantine_path = _write_quarantine(
-            final_out or out,
+        quarantine_path = write_owner_table(  # owner_only/<out stem>/quarantine.csv beside out
+            (final_out or out).with_suffix(""),
+            "quarantine.csv",
             bad.select(
                 "source",
                 "row",
