@@ -9,7 +9,6 @@ transformation, so the sensitivities in :mod:`urbandp.counts._units` hold.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -57,22 +56,6 @@ def _sparse_from_cells(cells: np.ndarray, weights: np.ndarray | None, domain: Co
     )
     grouped = frame.group_by("cell").agg(pl.col("w").sum()).filter(pl.col("w") > 0).sort("cell")
     return SparseJoint(domain.shape, grouped["cell"].to_numpy(), grouped["w"].to_numpy().astype(np.int64))
-
-
-def read_table(path: Path) -> pl.DataFrame:
-    """Read CSV or Parquet; unusable files raise :class:`InputError`."""
-    if not path.is_file():
-        raise InputError(f"input file not found: {path}")
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            df = pl.read_parquet(path)
-        else:
-            df = pl.read_csv(path, infer_schema=False, truncate_ragged_lines=True)
-    except Exception as err:  # polars raises many error types for unreadable files
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
-    if df.height == 0:
-        raise InputError(f"input {path} has no rows")
-    return df
 
 
 def _require(df: pl.DataFrame, cols: tuple[str, ...], what: str) -> None:
