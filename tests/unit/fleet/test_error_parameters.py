@@ -38,7 +38,6 @@ from urbandp.fleet._options_input import (
     _day_list,
     configure,
     parse_columns,
-    python_values,
     validation_options,
 )
 from urbandp.fleet._pipeline import NoValidRecords, date_window
@@ -61,7 +60,7 @@ def _names(err: InputError, python: str, parameters: tuple[str, ...], cli: str) 
 
 def _options(**given: object) -> dict[str, object]:
     """The options of a release as :func:`configure` takes them (every other option not given)."""
-    return {**python_values({**dict.fromkeys(api.OPTION_NAMES), **given, "columns": None}), "config": None}
+    return {**dict.fromkeys(api.OPTION_NAMES), **given, "column": None, "config": None}
 
 
 def test_spec_options_name_the_parameter() -> None:
