@@ -27,7 +27,6 @@ from pydantic import (
     model_validator,
 )
 
-from urbandp._config_tables import named_in_file
 from urbandp._privacy import guards
 from urbandp._release_options import option
 from urbandp.errors import InputError
@@ -677,21 +676,15 @@ COARSEN_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
 
 
-def build_config(
-    toml: dict[str, object], overrides: dict[str, object], source: Path | None = None
-) -> HatReleaseConfig:
+def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatReleaseConfig:
     """``[release]`` (or top-level keys) of a parsed TOML config, non-None overrides applied, validated.
 
     Any problem (unknown key, bad value) raises :class:`InputError`, whose ``parameters`` are the parameters its
-    message names. With ``source`` (the file ``toml`` was read from), a parameter whose value came from the file
-    is named by its key instead (``speed_estimator in cfg.toml [release]``).
+    message names (:func:`urbandp.fleet._options_input.configure` names a value of the file by its key there).
     """
-    table, from_file = file_values(toml, overrides)
+    _, from_file = file_values(toml, overrides)
     values = {**from_file, **{k: v for k, v in overrides.items() if v is not None}}
-    try:
-        cfg = _validated(values)
-    except InputError as err:
-        raise named_in_file(err, source, table, from_file) from None
+    cfg = _validated(values)
     _check_replaced(toml, values, from_file)
     return cfg
 

@@ -24,13 +24,14 @@ from urbandp.fleet._options import HatReleaseConfig, build_config, file_values, 
 from urbandp.fleet._options_flags import INPUT_KEYS, OPTION_NAMES, RecordOptions, release_options
 
 
-def file_keys(a: Mapping[str, Any]) -> dict[str, str]:
+def file_keys(a: Mapping[str, Any], toml: dict[str, Any] | None = None) -> dict[str, str]:
     """Parameter -> its key in the config file (``start in cfg.toml [release]``), for each value the release
-    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file rather than from a parameter."""
+    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file (``toml``, once read) rather
+    than from a parameter."""
     path = a.get("config")
     if path is None:
         return {}
-    toml = read_toml(path)
+    toml = read_toml(path) if toml is None else toml
     table, values = file_values(toml, dict(a))
     names = {k: in_file(path, table)(k) for k in values}
     names.update({k: in_file(path, "input")(k) for k in toml.get("input", {}) if a.get(k) is None})
@@ -142,47 +143,35 @@ def validation_options(
     *,
     file: Path | None = None,
 ):
-    """The records' validation options: each given value, else the ``[input]`` table's, else the default.
-
-    With ``file`` (the config's path), an error about a value read from the file names it as the file's key
-    (``timezone in cfg.toml [input]``); an error about a given value names the parameter (``timezone``).
-    """
+    """The records' validation options: each given value, else the ``[input]`` table's, else the default. With
+    ``file`` (the config's path), a bad unit switch of the file is named by its key there."""
     from urbandp._records.validation import ValidationOptions
 
-    default = {name: field.default for name, field in RecordOptions.model_fields.items()}
     section = config.get("input", {})
-    given = {
+    given: dict[str, Any] = {
         "speed_unit": speed_unit,
         "timezone": timezone,
         "speed_reject_above": reject_above,
         "timestamp_format": timestamp_format,
     }
-    from_file = {k for k, v in given.items() if v is None and k in section}
-    limit = (
-        float(section.get("speed_reject_above", default["speed_reject_above"]))
-        if reject_above is None
-        else reject_above
-    )
-    try:
-        if not (math.isfinite(limit) and limit > 0):
-            raise InputError(
-                f"speed_reject_above must be a finite number of km/h above 0, got {limit:g}",
-                parameters="speed_reject_above",
-            )
-        # an option given empty ("") is refused by ValidationOptions, never read as "not given"
-        return ValidationOptions(
-            speed_unit=speed_unit
-            if speed_unit is not None
-            else section.get("speed_unit", default["speed_unit"]),
-            speed_unit_since=_parse_unit_switches(unit_since, section, file),
-            timezone=timezone if timezone is not None else section.get("timezone"),
-            speed_reject_above_kmh=limit,
-            timestamp_format=timestamp_format
-            if timestamp_format is not None
-            else section.get("timestamp_format", default["timestamp_format"]),
+    value = {
+        k: v if v is not None else section.get(k, RecordOptions.model_fields[k].default)
+        for k, v in given.items()
+    }
+    limit = float(value["speed_reject_above"])
+    if not (math.isfinite(limit) and limit > 0):
+        raise InputError(
+            f"speed_reject_above must be a finite number of km/h above 0, got {limit:g}",
+            parameters="speed_reject_above",
         )
-    except InputError as err:
-        raise named_in_file(err, file, "input", from_file) from None
+    # an option given empty ("") is refused by ValidationOptions, never read as "not given"
+    return ValidationOptions(
+        speed_unit=value["speed_unit"],
+        speed_unit_since=_parse_unit_switches(unit_since, section, file),
+        timezone=value["timezone"],
+        speed_reject_above_kmh=limit,
+        timestamp_format=value["timestamp_format"],
+    )
 
 
 def parse_date(text: str | None, parameter: str) -> dt.date | None:
@@ -337,16 +326,17 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     overrides: dict[str, object] = {name: given.get(name) for name in HatReleaseConfig.model_fields}
     overrides["dates"] = _day_list(given.get("dates"), given.get("dates_file"), "dates")
     overrides["holidays"] = _day_list(given.get("holidays"), None, "holidays")
-    cfg = build_config(toml, overrides, source=a["config"])
-    options = validation_options(
-        toml,
-        given.get("speed_unit"),
-        given.get("speed_unit_since"),
-        given.get("timezone"),
-        given.get("speed_reject_above"),
-        given.get("timestamp_format"),
-        file=a["config"],
-    )
+    with named_by(file_keys({**a, **overrides}, toml)):  # a value of the file is named by its key there
+        cfg = build_config(toml, overrides)
+        options = validation_options(
+            toml,
+            given.get("speed_unit"),
+            given.get("speed_unit_since"),
+            given.get("timezone"),
+            given.get("speed_reject_above"),
+            given.get("timestamp_format"),
+            file=a["config"],
+        )
     return cfg, options, parse_columns(a.get("column"), toml)
 
 
