@@ -50,6 +50,12 @@ class _AsField:
 AS_FIELD: Any = _AsField()
 """The ``cli_default`` of an option that the command line takes with the field's own default."""
 
+DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget (default: no store is charged)."
+BUDGET_STORE_HELP = (
+    "Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+)
+"""The help of the budget session's options, ``--dataset`` and ``--budget-store``, of every release command."""
+
 _LIMITS: tuple[tuple[type, str, str], ...] = (
     (annotated_types.Gt, "gt", ">"),
     (annotated_types.Ge, "ge", ">="),
