@@ -125,20 +125,15 @@ def _kinds(hint: Any) -> tuple[Any, ...]:
     return tuple(k for k in members if k is not type(None))
 
 
-def keyword_default(declared: DeclaredOption) -> Any:
-    """The default :func:`urbandp.fleet.release` shows: the field's (an empty tuple as None, nothing given)."""
-    return None if declared.default == () else declared.default
-
-
 def api_signature(fn: F) -> F:
     """Give :func:`urbandp.fleet.release` (which takes ``**options``) every option as a keyword, with the field's
-    default and :func:`keyword_type`, in the signature that ``help()`` and editors read."""
+    default (an empty tuple as None, nothing given) and :func:`keyword_type`, in the signature that ``help()``
+    and editors read."""
     from urbandp._release_options import with_keywords
 
-    fn.__signature__ = with_keywords(  # type: ignore[attr-defined]
-        fn,
-        [(o.name, keyword_default(o), keyword_type(o)) for o in release_options() if o.name in OPTION_NAMES],
-    )
+    defaults = {o.name: None if o.default == () else o.default for o in release_options()}
+    keywords = [(name, defaults[name], kind) for name, kind in keyword_types()]
+    fn.__signature__ = with_keywords(fn, keywords)  # type: ignore[attr-defined]
     return fn
 
 
