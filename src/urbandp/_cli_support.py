@@ -70,7 +70,7 @@ def option_flags(fn: Callable[..., object]) -> dict[str, str]:
             if long:
                 flags[name] = long[0]
                 break
-        flags.setdefault(name, "--" + name.replace("_", "-"))
+        flags.setdefault(name, flag_of(name))
     return flags
 
 

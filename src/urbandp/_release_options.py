@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
 from urbandp._arguments import did_you_mean, runtime_types, shown
-from urbandp.errors import InvalidParameterError
+from urbandp.errors import InvalidParameterError, flag_of
 
 
 class _AsField:
@@ -281,7 +281,7 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
             for m in field.metadata
             if isinstance(m, kind)
         )
-        flag = info.flag or "--" + name.replace("_", "-")
+        flag = info.flag or flag_of(name)
         cli_type = info.cli_type if info.cli_type is not None else field.annotation
         found.append(
             DeclaredOption(

@@ -29,7 +29,7 @@ from pydantic import (
 
 from urbandp._privacy import guards
 from urbandp._release_options import option
-from urbandp.errors import InputError
+from urbandp.errors import InputError, flag_of
 
 if TYPE_CHECKING:
     from urbandp._grid.slots import SlotSpec
@@ -789,7 +789,7 @@ def _line_of(first: dict[str, Any], plain: bool = False) -> str:
     if not where:
         return f"bad release config: {msg}"
     example = EXAMPLES.get(where)
-    flag = "--" + where.replace("_", "-")
+    flag = flag_of(where)
     # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration)
     names = where if plain else f"{where} ({flag}, or {where} in [release])"
     return f"bad value for {names}: {msg}" + (f" (example: {where} = {example})" if example else "")
