@@ -11,7 +11,6 @@ protected; Query 1 releases a noisy sum (sensitivity U - L) divided by a noisy c
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from urbandp._arguments import did_you_mean
 from urbandp._privacy import guards
 from urbandp._release_options import option
 from urbandp.errors import InputError, flag_of
@@ -782,9 +782,7 @@ def _line_of(first: dict[str, Any], plain: bool = False) -> str:
     loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
     where = loc[0] if loc else ""
     if first.get("type") == "extra_forbidden":
-        close = difflib.get_close_matches(where, list(HatReleaseConfig.model_fields), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        return f"unknown config key '{where}'{hint}"
+        return f"unknown config key '{where}'" + did_you_mean(where, list(HatReleaseConfig.model_fields))
     msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     if not where:
         return f"bad release config: {msg}"

@@ -16,7 +16,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from urbandp._arguments import check_date, check_name, check_number, check_numbers, check_path, check_texts
+from urbandp._arguments import (
+    check_date,
+    check_name,
+    check_number,
+    check_numbers,
+    check_path,
+    check_texts,
+    did_you_mean,
+)
 from urbandp._config_tables import in_file, named_in_file, read_document
 from urbandp._grid.slots import parse_hours
 from urbandp.errors import InputError
@@ -96,26 +104,18 @@ SECTIONS = ("release", "input", "columns")
 def read_toml(path: Path | None) -> dict[str, Any]:
     """Parse a TOML config (:func:`urbandp._config_tables.read_document`, the one TOML reader); unknown sections
     or [input] keys are refused naming the closest valid one."""
-    import difflib
-
     if path is None:
         return {}
     data = read_document(path)  # the one TOML reader: a missing, unreadable or malformed file in one line
     for key, value in data.items():
         if isinstance(value, dict) and key not in SECTIONS:
-            close = difflib.get_close_matches(key, SECTIONS, n=1)
-            raise InputError(
-                f"unknown config section [{key}]" + (f" (did you mean [{close[0]}]?)" if close else "")
-            )
+            raise InputError(f"unknown config section [{key}]" + did_you_mean(key, list(SECTIONS), "[{}]"))
     for name in ("input", "columns"):
         if name in data and not isinstance(data[name], dict):
             raise InputError(f'config: [{name}] must be a table, e.g. [{name}] speed_unit = "mph"')
     for key, value in data.get("input", {}).items():
         if key not in INPUT_KEYS:
-            close = difflib.get_close_matches(key, INPUT_KEYS, n=1)
-            raise InputError(
-                f"unknown config key 'input.{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
-            )
+            raise InputError(f"unknown config key 'input.{key}'" + did_you_mean(key, list(INPUT_KEYS)))
         if key == "speed_unit_since":
             if not isinstance(value, dict):
                 raise InputError(
