@@ -25,7 +25,7 @@ from urbandp._arguments import (
     check_texts,
     did_you_mean,
 )
-from urbandp._config_tables import in_file, named_in_file, read_document
+from urbandp._config_tables import in_file, read_document
 from urbandp._grid.slots import parse_hours
 from urbandp.errors import InputError
 from urbandp.fleet._options import HatReleaseConfig, build_config, file_values, parse_bbox
@@ -78,10 +78,8 @@ def _parse_unit_switches(
     """The file's ``[input.speed_unit_since]`` table, then the ``speed_unit_since`` items (``2016-01-01=m/s``);
     a bad entry of the file is named by its key in ``file``."""
     from_file = [f"{k}={v}" for k, v in config.get("speed_unit_since", {}).items()]
-    try:
+    with named_by({"speed_unit_since": in_file(file, "input")("speed_unit_since")} if file else {}):
         first = _unit_switches(from_file)
-    except InputError as err:
-        raise named_in_file(err, file, "input", {"speed_unit_since"}) from None
     return first + _unit_switches(list(items or []))
 
 
