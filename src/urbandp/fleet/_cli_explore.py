@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -50,7 +52,7 @@ def explore(
     """
     from rich.console import Console
 
-    from urbandp._grid.slots import SlotSpec, parse_hours
+    from urbandp._grid.slots import SlotSpec
     from urbandp._outputs import check_output_path
     from urbandp.fleet._explore import (
         OWNER_ONLY,
@@ -65,18 +67,15 @@ def explore(
     check_output_path(out)
     check_min_vehicles_per_day(min_vehicles_per_day)
     toml = read_toml(config)
-    section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
-    hours_text = (
-        hours if hours is not None else section.get("hours", HatReleaseConfig.model_fields["hours"].default)
-    )
-    window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text)
-    first = parse_date(start, "start") or parse_date(toml_date(section.get("start")), f"start in {config}")
-    last = parse_date(end, "end") or parse_date(toml_date(section.get("end")), f"end in {config}")
-    if first and last and first > last:
-        raise InputError(f"--start {first} is after --end {last}")
-    options = validation_options(
-        toml, speed_unit, speed_unit_since, timezone, speed_reject_above, timestamp_format
-    )
+    window_hours, first, last = _window(config, toml, hours, start, end)
+    given = {
+        "speed_unit": speed_unit,
+        "speed_unit_since": speed_unit_since,
+        "timezone": timezone,
+        "speed_reject_above": speed_reject_above,
+        "timestamp_format": timestamp_format,
+    }
+    options = validation_options(toml, given)
     slots = SlotSpec(slot_minutes, *window_hours)
     console = Console()
     err = Console(stderr=True)
@@ -112,3 +111,21 @@ def explore(
     console.print(comparison_table(result.table))
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))
     console.print(f"quarantine: {owner_dir_for(out) / 'quarantine.csv'}")
+
+
+def _window(
+    config: Path | None, toml: dict[str, Any], hours: str | None, start: str | None, end: str | None
+) -> tuple[tuple[int, ...], dt.date | None, dt.date | None]:
+    """The hour window and the first and last day explore reads: the flags', else the config's."""
+    from urbandp._grid.slots import parse_hours
+
+    section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
+    hours_text = (
+        hours if hours is not None else section.get("hours", HatReleaseConfig.model_fields["hours"].default)
+    )
+    window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text)
+    first = parse_date(start, "start") or parse_date(toml_date(section.get("start")), f"start in {config}")
+    last = parse_date(end, "end") or parse_date(toml_date(section.get("end")), f"end in {config}")
+    if first and last and first > last:
+        raise InputError(f"--start {first} is after --end {last}")
+    return window_hours, first, last

@@ -131,30 +131,15 @@ def read_toml(path: Path | None) -> dict[str, Any]:
     return data
 
 
-def validation_options(
-    config: dict[str, Any],
-    speed_unit: str | None,
-    unit_since: list[str] | None,
-    timezone: str | None,
-    reject_above: float | None,
-    timestamp_format: str | None = None,
-    *,
-    file: Path | None = None,
-):
-    """The records' validation options: each given value, else the ``[input]`` table's, else the default. With
-    ``file`` (the config's path), a bad unit switch of the file is named by its key there."""
+def validation_options(config: dict[str, Any], given: Mapping[str, Any], *, file: Path | None = None):
+    """The records' validation options: each value ``given`` (not None), else the ``[input]`` table's, else the
+    default. With ``file`` (the config's path), a bad unit switch of the file is named by its key there."""
     from urbandp._records.validation import ValidationOptions
 
     section = config.get("input", {})
-    given: dict[str, Any] = {
-        "speed_unit": speed_unit,
-        "timezone": timezone,
-        "speed_reject_above": reject_above,
-        "timestamp_format": timestamp_format,
-    }
     value = {
-        k: v if v is not None else section.get(k, RecordOptions.model_fields[k].default)
-        for k, v in given.items()
+        k: given[k] if given.get(k) is not None else section.get(k, RecordOptions.model_fields[k].default)
+        for k in ("speed_unit", "timezone", "speed_reject_above", "timestamp_format")
     }
     limit = float(value["speed_reject_above"])
     if not (math.isfinite(limit) and limit > 0):
@@ -165,7 +150,7 @@ def validation_options(
     # an option given empty ("") is refused by ValidationOptions, never read as "not given"
     return ValidationOptions(
         speed_unit=value["speed_unit"],
-        speed_unit_since=_parse_unit_switches(unit_since, section, file),
+        speed_unit_since=_parse_unit_switches(given.get("speed_unit_since"), section, file),
         timezone=value["timezone"],
         speed_reject_above_kmh=limit,
         timestamp_format=value["timestamp_format"],
@@ -326,15 +311,7 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     overrides["holidays"] = _day_list(given.get("holidays"), None, "holidays")
     with named_by(file_keys({**a, **overrides}, toml)):  # a value of the file is named by its key there
         cfg = build_config(toml, overrides)
-        options = validation_options(
-            toml,
-            given.get("speed_unit"),
-            given.get("speed_unit_since"),
-            given.get("timezone"),
-            given.get("speed_reject_above"),
-            given.get("timestamp_format"),
-            file=a["config"],
-        )
+        options = validation_options(toml, given, file=a["config"])
     return cfg, options, parse_columns(a.get("column"), toml)
 
 
