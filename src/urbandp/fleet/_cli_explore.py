@@ -12,7 +12,7 @@ from urbandp._cli_options import Overwrite
 from urbandp._cli_support import cli_text
 from urbandp.errors import InputError
 from urbandp.fleet._cli import quarantine_on_failure
-from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options import HatReleaseConfig, release_table
 from urbandp.fleet._options_flags import help_of
 from urbandp.fleet._options_input import parse_columns, parse_date, read_toml, toml_date, validation_options
 
@@ -119,7 +119,7 @@ def _window(
     """The hour window and the first and last day explore reads: the flags', else the config's."""
     from urbandp._grid.slots import parse_hours
 
-    section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
+    section: dict[str, Any] = release_table(toml)
     hours_text = (
         hours if hours is not None else section.get("hours", HatReleaseConfig.model_fields["hours"].default)
     )

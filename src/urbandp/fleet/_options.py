@@ -698,7 +698,7 @@ def _check_replaced(
     file holding ``epsilon_per_day = [1, 2]`` is refused whether or not the flag is typed too, so a file is never
     half-read. Each such value is validated in place of the given one; only a problem of that very key counts
     (the checks between options are the given values' business)."""
-    written = _table(toml)
+    written = release_table(toml)
     for key in sorted(set(written) - set(from_file)):
         if key not in HatReleaseConfig.model_fields:
             continue  # an unknown key is refused with the file's values (extra_forbid)
@@ -714,7 +714,7 @@ def _check_replaced(
                 raise InputError(_line_of(dict(own[0]))) from None
 
 
-def _table(toml: dict[str, object]) -> dict[str, object]:
+def release_table(toml: dict[str, object]) -> dict[str, object]:
     """The values a config file writes: its ``[release]`` table, else its top-level keys."""
     section = toml.get("release")
     if isinstance(section, dict):
@@ -727,7 +727,7 @@ def file_values(
 ) -> tuple[str | None, dict[str, object]]:
     """(the table, or None for top-level keys; the values the release takes from it): a file's value is used
     unless an override (not None) replaces it."""
-    values = _table(toml)
+    values = release_table(toml)
     given = {k for k, v in overrides.items() if v is not None}
     # A flag for one of the pair (B, epsilon per day) replaces the other one coming from the file.
     for one, other in (("noise_scale", "epsilon_per_day"), ("epsilon_per_day", "noise_scale")):
