@@ -26,7 +26,6 @@ from urbandp._arguments import (
     did_you_mean,
 )
 from urbandp._config_tables import in_file, read_document
-from urbandp._grid.slots import parse_hours
 from urbandp.errors import InputError
 from urbandp.fleet._options import HatReleaseConfig, build_config, file_values, parse_bbox
 from urbandp.fleet._options_flags import INPUT_KEYS, OPTION_NAMES, RecordOptions, release_options
@@ -270,6 +269,8 @@ def read_option(name: str, value: object) -> object:
     as numbers (``"4"``, NaN, ``True`` refused), a day as a date (from a date or ``YYYY-MM-DD``), ``hours`` as
     ``"6-22"`` or two integers, ``domain_bbox`` as text or four numbers, lists as lists of texts, files as
     paths."""
+    from urbandp._grid.slots import parse_hours  # polars: not imported by the command line's start
+
     kind = _KIND[name]
     if name in ("start", "end"):
         return check_date(value, name)
