@@ -244,7 +244,6 @@ MECHANISMS = {
     "urbandp.fleet._measure.measure_queries": _DRAW + "fleet.release",
     "urbandp.fleet._measure.user_level_means": _DRAW + "fleet.release",
     "urbandp.fleet._measure.choose_clip_bound": _DRAW + "fleet.release",
-    "urbandp.fleet._measure_selection.Threshold.draw": _DRAW + "fleet.release",
     "urbandp.fleet._measure_selection.measure_selection": _DRAW + "fleet.release",
     "urbandp.mpc._program.clamp_noisy": "the secure program's clamp of a noise share drawn by the server",
     "urbandp.mpc._spec.draw_noise": _DRAW + "the mpc server (each query booked before it is drawn)",
