@@ -81,35 +81,16 @@ def _sym_inner(lower: np.ndarray, full: np.ndarray) -> float:
     return 2.0 * float(np.sum(lower * full)) - float(np.dot(np.diag(lower), np.diag(full)))
 
 
-def log_marginal_likelihood(
-    kernel: str, r: np.ndarray, y: np.ndarray, theta: np.ndarray, with_gradient: bool = True
-) -> tuple[float, np.ndarray]:
-    """Log marginal likelihood log p(y | X, theta) and its gradient in log-parameters (sigma_f^2, l, sigma_n^2).
-
-    Rasmussen & Williams (2006) eq. 5.8: ``-1/2 y^T K_y^{-1} y - 1/2 log|K_y| - n/2 log 2 pi``,
-    gradient eq. 5.9: ``1/2 tr((alpha alpha^T - K_y^{-1}) dK_y/dtheta_j)``; ``r`` is the n x n distance matrix.
-    """
+def log_marginal_likelihood(kernel: str, r: np.ndarray, y: np.ndarray, theta: np.ndarray) -> float:
+    """Log marginal likelihood log p(y | X, theta) at log-parameters (sigma_f^2, l, sigma_n^2): Rasmussen & Williams
+    (2006) eq. 5.8, ``-1/2 y^T K_y^{-1} y - 1/2 log|K_y| - n/2 log 2 pi``; ``r`` is the n x n distance matrix."""
     hp = Hyperparameters.from_log(theta)
     n = y.shape[0]
-    k, dk_dlogl = value_and_dlog_lengthscale(kernel, r, hp.variance, hp.lengthscale)
+    k = kernel_value(kernel, r, hp.variance, hp.lengthscale)
     k[np.diag_indices(n)] += hp.noise
     chol = _chol(k)
     alpha = sla.cho_solve((chol, True), y, check_finite=False)
-    lml = -0.5 * float(y @ alpha) - float(np.sum(np.log(np.diag(chol)))) - 0.5 * n * LOG_2PI
-    if not with_gradient:
-        return lml, np.zeros(3)
-    k_inv = _kinv_lower(chol)
-    tr_inv = float(np.sum(np.diag(k_inv)))
-    # K = K_y - sigma_n^2 I, so tr(K_y^-1 K) = n - sigma_n^2 tr(K_y^-1)
-    a_k_a = float(y @ alpha) - hp.noise * float(alpha @ alpha)
-    grad = np.array(
-        [
-            0.5 * (a_k_a - (n - hp.noise * tr_inv)),
-            0.5 * (float(alpha @ (dk_dlogl @ alpha)) - _sym_inner(k_inv, dk_dlogl)),
-            0.5 * hp.noise * (float(alpha @ alpha) - tr_inv),
-        ]
-    )
-    return lml, grad
+    return -0.5 * float(y @ alpha) - float(np.sum(np.log(np.diag(chol)))) - 0.5 * n * LOG_2PI
 
 
 def profiled_log_marginal_likelihood(
@@ -247,8 +228,8 @@ class ExactGP(_OriginalUnits):
             self.hyperparameters_, self.log_marginal_likelihood_ = self._optimise(r, ys)
         else:
             self.hyperparameters_ = self.hyperparameters
-            self.log_marginal_likelihood_, _ = log_marginal_likelihood(
-                self.kernel, r, ys, self.hyperparameters.as_log(), with_gradient=False
+            self.log_marginal_likelihood_ = log_marginal_likelihood(
+                self.kernel, r, ys, self.hyperparameters.as_log()
             )
         hp = self.hyperparameters_
         k_y = kernel_value(self.kernel, r, hp.variance, hp.lengthscale)

@@ -41,7 +41,7 @@ from urbandp._privacy.mechanisms import Laplace, calibrate
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.sensing._grid import SquareGrid
-from urbandp.sensing._interpolation import KM, fit_window
+from urbandp.sensing._interpolation import KM, fit_window, idw_predict
 from urbandp.sensing._readings import Readings, window_starts, windows_per_day
 
 DEFAULT_MAX_READINGS = 3
@@ -409,24 +409,10 @@ def smooth_cells(
     centroids = grid.centroids_metres()[cells] / KM
     points = np.vstack([centroids, x_new_km])
     if smoother == "idw":
-        surface = idw_from_others(centroids[fit], values[fit], points)
+        surface = idw_predict(centroids[fit], values[fit], points, others=True)
     else:
         model = fit_window(centroids[fit], values[fit], kernel)
         surface = np.nan_to_num(model.predict(points)[0], nan=fallback)
     at_cells, at_new = surface[: len(cells)], surface[len(cells) :]
     own = values if raw is None or noise_var is None else shrink(raw, noise_var, at_cells)
     return np.clip(np.where(at >= 0, own[np.maximum(at, 0)], at_new), 0.0, clip)
-
-
-def idw_from_others(
-    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0
-) -> np.ndarray:
-    """IDW (Shepard 1968) at ``x_new`` from the training points other than one lying on it: at a cell's own
-    centroid the surface is its neighbours' view of it (its own value enters through the shrinkage instead)."""
-    from scipy.spatial.distance import cdist
-
-    d = cdist(x_new, x_train)
-    with np.errstate(divide="ignore"):
-        w = np.where(d <= 1e-12, 0.0, d ** (-power))
-    total = w.sum(axis=1)
-    return np.where(total > 0, (w @ y_train) / np.where(total > 0, total, 1.0), float(np.mean(y_train)))
