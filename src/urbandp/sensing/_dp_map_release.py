@@ -368,22 +368,53 @@ def _leakage(o: DpMapOptions, d: OutputDirs, rel: DpMapRelease, grid: SquareGrid
 
 
 def _privacy(o: DpMapOptions, rel: DpMapRelease, inputs: _Inputs, not_dp: list[str]) -> dict[str, Any]:
-    """privacy.json's content (public parameters and figures computed from them only)."""
+    """privacy.json's content (public parameters and figures computed from them only): the per-cell epsilon with
+    its lattice slack, the plan's composition figures and the ledger (Holohan et al. 2018), or, for the paper's
+    calibration, why no epsilon holds."""
+    from urbandp.sensing._bounded_laplace import LATTICE_EXPONENT
+
     grid, plan = inputs.grid, inputs.plan
-    privacy: dict[str, Any] = dict(rel.privacy)
+    privacy: dict[str, Any] = {
+        "mechanism": "bounded Laplace on standardised sigma_p^2 per cell (Holohan et al. 2018), OpenDP draws"
+        if plan is not None
+        else "paper's bounded Laplace (b = Delta/epsilon, data-dependent bounds)",
+        "calibration": o.calibration,
+        "differentially_private": not not_dp,
+        "unit": "reading",
+        "sensitivity_per_cell": o.sensitivity,
+        "sensitivity_source": "section VI-A: |f(D) - f(D')| <= sigma_f^2, kernel variance capped at Delta",
+        "epsilon_cell_requested": o.epsilon,
+        "cells_per_window": grid.n_cells,
+        "windows_released": len(rel.windows),
+    }
     if plan is not None:
+        privacy["epsilon_cell_actual_max"] = plan.epsilon_cell
+        privacy["noise_lattice"] = (
+            f"2^{LATTICE_EXPONENT} (OpenDP make_laplace k={LATTICE_EXPONENT}; the per-cell epsilon includes the "
+            "lattice slack, see urbandp.sensing._bounded_laplace)"
+        )
         privacy.update(plan.to_json())
+        privacy["ledger"] = rel.ledger.to_dict()
         privacy["epsilon_budget"] = o.budget
-    if not_dp:
-        privacy["differentially_private"] = False
+        privacy["budget_booked"] = {"unit": "vehicle-day", "epsilon_per_day": plan.epsilon_per_vehicle_day}
+    else:
+        privacy["epsilon"] = None
+        privacy["epsilon_reason"] = (
+            "not DP: the upper bound of the noise domain is the window's largest true sigma_p^2 (read from the "
+            "data), so no finite epsilon holds; 'epsilon_cell_requested' is only the paper's nominal parameter"
+        )
+        privacy["flaws"] = [
+            "b = Delta/epsilon ignores the input-dependent normaliser of the truncated Laplace (Holohan et al.)",
+            "bounds [0, max sigma_p^2] are taken from the data",
+            "Delta = 1 is not a sensitivity bound when the fitted kernel variance exceeds 1",
+            "epsilon is per cell; the map of G cells costs G x epsilon",
+        ]
     privacy["not_dp_reasons"] = not_dp
     privacy["dp_label"] = (
         "differentially private (per reading, and per vehicle-day)"
         if not not_dp
         else "NOT differentially private"
     )
-    if plan is not None:
-        privacy["budget_booked"] = {"unit": "vehicle-day", "epsilon_per_day": plan.epsilon_per_vehicle_day}
     privacy["bbox"] = [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max]
     privacy["bbox_source"] = "bbox (public)" if o.bbox else "from the readings: NOT differentially private"
     privacy["windows_source"] = (

@@ -46,16 +46,16 @@ KERNEL_HELP = "matern32 | matern52 | rbf."
 PRECISION_HELP = "Decimal places of released values."
 
 
-def check_box(box: Box | None, parameter: str = "bbox") -> None:
-    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``), on
-    the globe (:func:`urbandp.sensing._grid.check_on_globe`)."""
+def check_box(box: Box | None) -> None:
+    """A public box lat_min, lon_min, lat_max, lon_max with min < max, on the globe
+    (:func:`urbandp.sensing._grid.check_on_globe`)."""
     if box is None:
         return
-    if not (len(box) == 4 and box[0] < box[2] and box[1] < box[3]):
+    if not (box[0] < box[2] and box[1] < box[3]):
         raise InvalidParameterError(
-            f"{parameter} must be lat_min,lon_min,lat_max,lon_max with min < max", parameters=parameter
+            "bbox must be lat_min,lon_min,lat_max,lon_max with min < max", parameters="bbox"
         )
-    check_on_globe(box, parameter)
+    check_on_globe(box)
 
 
 def check_window_count(start: str | None, end: str | None, window_minutes: int) -> None:
@@ -307,10 +307,6 @@ class QueryOptions(ReleaseOptions):
             raise InvalidParameterError(
                 "type range needs theta2 > theta", parameters=("type", "theta2", "theta")
             )
-        if len(self.rect) != 4 or (self.select is not None and len(self.select) != 4):
-            raise InvalidParameterError(
-                "rect and select need 4 numbers lat1,lon1,lat2,lon2", parameters=("rect", "select")
-            )
         if self.cells is not None and self.select is not None:
             raise InvalidParameterError(
                 "give at most one of select and cells", parameters=("select", "cells")
@@ -430,13 +426,3 @@ def parse_numbers(text: str | None, n: int, parameter: str) -> tuple[float, ...]
             f"{parameter} needs {n} comma-separated numbers, got {text!r}", parameters=parameter
         )
     return vals
-
-
-def parse_box(text: str | None, parameter: str = "bbox") -> Box | None:
-    """A box given as text ``lat_min,lon_min,lat_max,lon_max`` (checked: min < max)."""
-    box = parse_numbers(text, 4, parameter)
-    if box is None:
-        return None
-    result = (box[0], box[1], box[2], box[3])
-    check_box(result, parameter)
-    return result

@@ -23,7 +23,7 @@ from urbandp.sensing._options import (
     InterpolateOptions,
     PmMapOptions,
     QueryOptions,
-    parse_box,
+    check_box,
     parse_numbers,
     parse_utility_epsilons,
     parse_window,
@@ -182,7 +182,7 @@ CASES: list[tuple[Callable[[], object], str, tuple[str, ...], str]] = [
         "--end must be an ISO date or date-time like 2023-04-25, got 'nope'",
     ),
     (
-        lambda: parse_box("2,2,1,1"),
+        lambda: check_box((2, 2, 1, 1)),
         "bbox must be lat_min,lon_min,lat_max,lon_max with min < max",
         ("bbox",),
         "--bbox must be lat_min,lon_min,lat_max,lon_max with min < max",
