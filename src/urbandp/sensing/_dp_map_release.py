@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from urbandp._outputs import owner_dir_for
 from urbandp.errors import Advice, InputDataError, InvalidParameterError
 from urbandp.sensing._options import DpMapOptions, parse_window
 from urbandp.sensing._report import spec_sha256
@@ -258,29 +257,16 @@ def _result(
             "seconds": fit_clock.seconds + noise_clock.seconds,
         }
     ).write_csv(d.owner_path("window_timing.csv"))
-    files = owner_files(d.owner)
     # the noise is drawn in bulk (one OpenDP call per core), so only its total time means something
     timing = [fit_clock.summary("GP fits"), noise_clock.summary("noise", per_window=False)]
-    document = _privacy(o, rel, inputs, not_dp)
-    document["not_dp_outputs"] = _owner_paths(files)(o.out)
     return DpMapResult(
         tables={"dp_grid": table},
-        privacy=DpMapPrivacyReport.from_document(document),
-        owner={"files": files, "input_report": {"rows": inputs.rows}, "timing": timing},
+        privacy=DpMapPrivacyReport.from_document(_privacy(o, rel, inputs, not_dp)),
+        owner={"files": owner_files(d.owner), "input_report": {"rows": inputs.rows}, "timing": timing},
         warnings=[f"NOT differentially private: {reason}" for reason in not_dp],
-        owner_paths=_owner_paths(files),
+        owner_notes=OWNER_FILES,
         grid=inputs.grid,
     )
-
-
-def _owner_paths(files: dict[str, bytes]) -> Any:
-    """privacy.json's ``not_dp_outputs`` for a folder ``out``: the owner files beside it."""
-
-    def paths(out: Path | None) -> dict[str, str]:
-        owner = owner_dir_for(out) if out is not None else Path("owner_only")
-        return {str(owner / name): why for name, why in OWNER_FILES.items() if name in files}
-
-    return paths
 
 
 def _dp_grid(o: DpMapOptions, rel: DpMapRelease, grid: SquareGrid) -> pl.DataFrame:

@@ -34,6 +34,13 @@ if TYPE_CHECKING:
     from urbandp.sensing._readings import LoadReport, Readings
 
 
+OWNER_FILES = {
+    "quarantine.csv": "raw rejected readings with their reason",
+    "input_report.json": "exact row counts of the raw input, readings dropped by the truncation, warnings read "
+    "off the readings",
+}
+
+
 class PmMapResult(SensingRelease):
     """The result of :func:`urbandp.sensing.pm_map`: ``table`` is pm_cells.csv (noisy count, sum and mean per
     cell and window), ``tables["pm_grid"]`` the smoothed map, ``privacy`` a
@@ -158,22 +165,12 @@ def _result(
     """The result: the two DP tables, the typed report, the owner's report and files, its warnings."""
     from urbandp.sensing._report import PmMapPrivacyReport
 
-    def paths(out: Path | None) -> dict[str, str]:
-        name = out.name if out is not None else "<out>"
-        return {
-            f"../owner_only/{name}/quarantine.csv": "raw rejected readings with their reason",
-            f"../owner_only/{name}/input_report.json": "exact row counts of the raw input, readings "
-            "dropped by the truncation, warnings read off the readings",
-        }
-
-    document = _privacy(o, p, not_dp)
-    document["not_dp_outputs"] = paths(o.out)
     return PmMapResult(
         tables=tables,
-        privacy=PmMapPrivacyReport.from_document(document),
+        privacy=PmMapPrivacyReport.from_document(_privacy(o, p, not_dp)),
         owner={"files": files, "input_report": owner},
         owner_warnings=list(owner["warnings"]),
-        owner_paths=paths,
+        owner_notes=OWNER_FILES,
         grid=p.grid,
     )
 
