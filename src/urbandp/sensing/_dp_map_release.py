@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from urbandp.errors import Advice, InputDataError, InvalidParameterError
+from urbandp.errors import Advice, InputDataError
 from urbandp.sensing._options import DpMapOptions, parse_window
 from urbandp.sensing._report import spec_sha256
 from urbandp.sensing._result import SensingRelease, owner_files, staging
@@ -60,22 +60,6 @@ class _Inputs:
     grid: SquareGrid
     plan: DpMapPlan | None
     public_window: bool
-
-
-def check_epsilons(o: DpMapOptions) -> None:
-    """The delta limit and the bounded Laplace's floor on epsilon, for the map and the utility curve."""
-    from urbandp._privacy.guards import check_delta
-    from urbandp.sensing._bounded_laplace import check_meaningful
-
-    check_delta(o.delta, "delta")
-    hi = o.sensitivity if o.upper is None else o.upper
-    for e in (o.epsilon, *o.utility_epsilons):  # same floor for the utility curve (closed form breaks below)
-        try:
-            check_meaningful(e, o.sensitivity, 0.0, hi)
-        except ValueError as err:
-            if e == o.epsilon:  # err names epsilon and its value: "epsilon 0.001 needs ..."
-                raise InvalidParameterError(str(err), parameters="epsilon") from None
-            raise InvalidParameterError(f"utility_epsilons: {err}", parameters="utility_epsilons") from None
 
 
 def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
@@ -218,7 +202,6 @@ def run_dp_map(o: DpMapOptions, session: Session) -> DpMapResult:
 
     if o.out is not None:
         check_output_path(o.out)
-    check_epsilons(o)
     with staging("dpmap") as (d, q_stage):
         inputs = _read(o, q_stage)
         charge = session.charge("vehicle-day", out=o.out)

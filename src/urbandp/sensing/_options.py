@@ -16,7 +16,7 @@ import numpy as np
 
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InvalidParameterError
-from urbandp.sensing._bounded_laplace import CALIBRATIONS
+from urbandp.sensing._bounded_laplace import CALIBRATIONS, check_meaningful
 from urbandp.sensing._grid import GRID_FORMATS, check_on_globe
 from urbandp.sensing._kernels import KERNELS
 from urbandp.sensing._pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
@@ -176,6 +176,26 @@ class DpMapOptions(ReleaseOptions):
                 "give both start and end (a public time window), or neither", parameters=("start", "end")
             )
         check_window_count(self.start, self.end, self.window_minutes)
+        self._check_epsilons()
+
+    def _check_epsilons(self) -> None:
+        """The delta limit and the bounded Laplace's floor on epsilon, for the map and the utility curve."""
+        from urbandp._privacy.guards import check_delta
+
+        check_delta(self.delta, "delta")
+        hi = self.sensitivity if self.upper is None else self.upper
+        for e in (
+            self.epsilon,
+            *self.utility_epsilons,
+        ):  # same floor for the utility curve (closed form breaks below)
+            try:
+                check_meaningful(e, self.sensitivity, 0.0, hi)
+            except ValueError as err:
+                if e == self.epsilon:  # err names epsilon and its value: "epsilon 0.001 needs ..."
+                    raise InvalidParameterError(str(err), parameters="epsilon") from None
+                raise InvalidParameterError(
+                    f"utility_epsilons: {err}", parameters="utility_epsilons"
+                ) from None
 
 
 class PmMapOptions(ReleaseOptions):

@@ -198,12 +198,9 @@ def windows_per_day(windows: np.ndarray, window_minutes: int) -> int:
     counts on both days)."""
     if len(windows) == 0:
         return 0
-    first = windows.astype("datetime64[D]")
-    last = (windows.astype("datetime64[m]") + np.timedelta64(int(window_minutes) - 1, "m")).astype(
-        "datetime64[D]"
-    )
-    per_day: dict[np.datetime64, int] = {}
-    for a, b in zip(first, last, strict=True):
-        for d in np.arange(a, b + np.timedelta64(1, "D")):
-            per_day[d] = per_day.get(d, 0) + 1
-    return max(per_day.values())
+    first = np.sort(windows.astype("datetime64[D]"))
+    end = windows.astype("datetime64[m]") + np.timedelta64(int(window_minutes) - 1, "m")
+    last = np.sort(end.astype("datetime64[D]"))
+    days = np.arange(first[0], last[-1] + np.timedelta64(1, "D"))
+    # on day d: the windows begun by d, less those ended before it
+    return int((np.searchsorted(first, days, "right") - np.searchsorted(last, days, "left")).max())
