@@ -79,10 +79,9 @@ def all_windows(readings: Readings, window_minutes: int) -> np.ndarray:
 
 
 def public_windows(start: np.datetime64, end: np.datetime64, window_minutes: int) -> np.ndarray:
-    """The windows that cover the public interval ``[start, end)`` (chosen without looking at the data): the
-    first begins at ``start``, each follows the last, and the last may run past ``end`` (its readings stop there)."""
-    if not end > start:
-        raise InvalidParameterError(f"end ({end}) must be after start ({start})", parameters=("start", "end"))
+    """The windows that cover the public interval ``[start, end)`` (chosen without looking at the data, checked by
+    :func:`urbandp.sensing._options.parse_window`): the first begins at ``start``, each follows the last, and the
+    last may run past ``end`` (its readings stop there)."""
     step = np.timedelta64(int(window_minutes), "m")
     first: np.datetime64 = start.astype("datetime64[m]")
     stop: np.datetime64 = end.astype("datetime64[m]")

@@ -72,16 +72,14 @@ def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
     rows: dict[str, Any] = dict(load.__dict__)
     if o.start is not None and o.end is not None:
         start, end = parse_window(o.start, o.end)
-        t = readings.time.astype("datetime64[m]")
-        inside = (t >= start) & (t < end)
-        rows["rows_outside_window"] = int((~inside).sum())
-        if not inside.any():
+        inside, rows["rows_outside_window"] = readings.within(start, end)
+        if len(inside) == 0:
             raise InputDataError(
                 f"no usable reading inside start {o.start} end {o.end} "
                 f"({len(readings)} usable readings lie outside it)",
                 parameters=("start", "end"),
             )
-        readings = readings.subset(inside)
+        readings = inside
         windows = public_windows(start, end, o.window_minutes)
     else:
         windows = all_windows(readings, o.window_minutes)

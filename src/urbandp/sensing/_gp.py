@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.linalg as sla
@@ -38,6 +38,10 @@ class Hyperparameters:
     def from_log(cls, theta: np.ndarray) -> Hyperparameters:
         v, ell, s = np.exp(theta)
         return cls(float(v), float(ell), float(s))
+
+    def rescaled(self, ratio: float) -> Hyperparameters:
+        """This fit for values standardised by another sd: both variances times ``ratio = (this sd / that sd)^2``."""
+        return Hyperparameters(self.variance * ratio, self.lengthscale, self.noise * ratio)
 
 
 @dataclass(frozen=True)
@@ -408,12 +412,8 @@ class SparseGP(_OriginalUnits):
                 x[idx], y[idx]
             )
             # the subsample was standardised with its own mean/sd; rescale variances to the full-data sd
-            ratio = (exact.standardiser_.sd / self.standardiser_.sd) ** 2
-            hp = exact.hyperparameters_
-            lo_v, hi_v = self.bounds.variance
-            start = Hyperparameters(
-                float(np.clip(hp.variance * ratio, lo_v, hi_v)), hp.lengthscale, hp.noise * ratio
-            )
+            hp = exact.hyperparameters_.rescaled((exact.standardiser_.sd / self.standardiser_.sd) ** 2)
+            start = replace(hp, variance=float(np.clip(hp.variance, *self.bounds.variance)))
             self.hyperparameters_ = self._optimise_bound(x, ys, start) if self.optimise_bound else start
         else:
             self.hyperparameters_ = self.hyperparameters

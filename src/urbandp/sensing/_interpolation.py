@@ -185,8 +185,7 @@ def cross_validate(
             test = fold_of == f
             fold_hp = None
             if hp is not None:  # the fit's units are the window's sd; a fold standardises with its own
-                ratio = (sd_all / (float(np.std(y[~test])) or 1.0)) ** 2
-                fold_hp = Hyperparameters(hp.variance * ratio, hp.lengthscale, hp.noise * ratio)
+                fold_hp = hp.rescaled((sd_all / (float(np.std(y[~test])) or 1.0)) ** 2)
             model = fit_window(x[~test], y[~test], kernel, exact_max, n_inducing, hyperparameters=fold_hp)
             e_gp[test] = model.predict(x[test])[0] - y[test]
             e_idw[test] = idw_predict(x[~test], y[~test], x[test]) - y[test]

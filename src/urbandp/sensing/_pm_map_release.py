@@ -99,14 +99,12 @@ def _read(o: PmMapOptions, p: _Plan, quarantine: Path) -> tuple[Readings, LoadRe
     from urbandp.sensing._readings import read_readings
 
     readings, load = read_readings(o.input_path, o.value_column, quarantine, o.bbox, p.vehicle_column)
-    start, end = parse_window(o.start, o.end)
-    t = readings.time.astype("datetime64[m]")
-    inside = (t >= start) & (t < end)
-    if not inside.any():
+    inside, outside = readings.within(*parse_window(o.start, o.end))
+    if len(inside) == 0:
         raise InputDataError(
             f"no usable reading inside start {o.start} end {o.end}", parameters=("start", "end")
         )
-    return readings.subset(inside), load, int((~inside).sum())
+    return inside, load, outside
 
 
 def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:

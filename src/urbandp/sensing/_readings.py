@@ -53,6 +53,12 @@ class Readings:
         vehicle = None if self.vehicle is None else self.vehicle[mask]
         return Readings(self.lat[mask], self.lon[mask], self.time[mask], self.value[mask], vehicle)
 
+    def within(self, start: np.datetime64, end: np.datetime64) -> tuple[Readings, int]:
+        """The readings taken in the public window ``[start, end)``, and how many were taken outside it."""
+        t = self.time.astype("datetime64[m]")
+        inside = (t >= start) & (t < end)
+        return self.subset(inside), int((~inside).sum())
+
 
 @dataclass(frozen=True)
 class LoadReport:

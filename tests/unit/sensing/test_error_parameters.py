@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -17,7 +16,7 @@ from typer.testing import CliRunner
 import urbandp as ud
 from urbandp.cli import app
 from urbandp.errors import InputDataError, InputError, InvalidParameterError, flag_of
-from urbandp.sensing._dp_map_mechanism import plan_dp_map, public_windows
+from urbandp.sensing._dp_map_mechanism import plan_dp_map
 from urbandp.sensing._options import (
     DpMapOptions,
     InterpolateOptions,
@@ -214,12 +213,6 @@ CASES: list[tuple[Callable[[], object], str, tuple[str, ...], str]] = [
         "--clip must be a positive finite number, got -1.0",
     ),
     (  # dp_map_mechanism
-        lambda: public_windows(np.datetime64("2024-01-15T08:00"), np.datetime64("2024-01-15T08:00"), 60),
-        "end (2024-01-15T08:00) must be after start (2024-01-15T08:00)",
-        ("start", "end"),
-        "--end (2024-01-15T08:00) must be after --start (2024-01-15T08:00)",
-    ),
-    (
         lambda: plan_dp_map(10**6, 10**4, 1.0).check(),
         "1000000 windows x 10000 cells need about 3.16e+10 noise draws (limit 2e+07); use a shorter start/end "
         "window, larger cell_metres or a larger epsilon",
