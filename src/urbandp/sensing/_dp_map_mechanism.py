@@ -154,7 +154,8 @@ class DpMapPlan:
         }
 
     def check(self) -> None:
-        """Refuse, before any noise, a release whose noise is meaningless or whose work is unbounded."""
+        """Refuse, before any noise, a release whose noise is meaningless (:func:`plan_dp_map` refused unbounded
+        work)."""
         if self.acceptance_min < MIN_ACCEPTANCE:
             raise InvalidParameterError(  # one "epsilon" only: the parameter (the CLI writes its flag)
                 f"at {self.epsilon_cell:.3g} per cell the bounded Laplace scale is {self.scale:.3g}: one "
@@ -162,7 +163,6 @@ class DpMapPlan:
                 "values would be practically uniform noise (no information); use a larger epsilon",
                 parameters="epsilon",
             )
-        check_work(self.windows, self.cells, self.expected_draws)
 
 
 def check_work(windows: int, cells: int, expected_draws: float) -> None:

@@ -286,16 +286,10 @@ def between_variance(values: np.ndarray, noise_var: np.ndarray, target: float | 
 
     if excess(0.0) <= 0:
         return 0.0
-    lo, hi = 0.0, float(np.sum(d2))  # excess(hi) <= sum d2 / hi - k <= 1 - k <= 0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if excess(mid) > 0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return 0.5 * (lo + hi)
+    from scipy.optimize import brentq
+
+    # the root lies below sum d2, where excess <= sum d2 / sum d2 - k = 1 - k <= 0
+    return float(brentq(excess, 0.0, float(np.sum(d2)), rtol=1e-12))
 
 
 def shrink(values: np.ndarray, noise_var: np.ndarray, target: float | np.ndarray) -> np.ndarray:

@@ -213,7 +213,7 @@ CASES: list[tuple[Callable[[], object], str, tuple[str, ...], str]] = [
         "--clip must be a positive finite number, got -1.0",
     ),
     (  # dp_map_mechanism
-        lambda: plan_dp_map(10**6, 10**4, 1.0).check(),
+        lambda: plan_dp_map(10**6, 10**4, 1.0),
         "1000000 windows x 10000 cells need about 3.16e+10 noise draws (limit 2e+07); use a shorter start/end "
         "window, larger cell_metres or a larger epsilon",
         ("start", "end", "cell_metres", "epsilon"),
