@@ -59,7 +59,6 @@ class _Inputs:
     windows: np.ndarray
     grid: SquareGrid
     plan: DpMapPlan | None
-    public_window: bool
 
 
 def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
@@ -94,7 +93,7 @@ def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
             f"the paper's calibration releases only fitted windows; none has {o.min_readings} readings "
             f"({len(readings)} usable)"
         )
-    return _Inputs(readings, rows, windows, grid, plan, o.start is not None)
+    return _Inputs(readings, rows, windows, grid, plan)
 
 
 def not_dp_reasons(o: DpMapOptions) -> list[str]:
@@ -149,16 +148,6 @@ def _measure(
 
     fit_clock, noise_clock = clocks
     with blas_threads_limit(), progress() as bar:
-        fit_task = bar.add_task("GP per window", total=None)
-
-        def fit_progress(i: int, n: int) -> None:
-            fit_clock.tick(i, n)
-            bar.update(fit_task, completed=i, total=n)
-
-        def noise_progress(i: int, n: int) -> None:
-            noise_clock.tick(i, n)
-            bar.update(noise_task, completed=i, total=n)
-
         r, grid = inputs.readings, inputs.grid
         fitted = fit_for_release(
             r,
@@ -168,11 +157,9 @@ def _measure(
             o.window_minutes,
             o.kernel,
             o.min_readings,
-            progress=fit_progress,
+            progress=fit_clock.ticking(bar, "GP per window"),
             origin=inputs.windows[0] if o.calibration != "paper" and len(inputs.windows) else None,
         )
-        noise_task = bar.add_task("bounded Laplace (OpenDP)", total=None)
-        noise_clock.restart()
         if o.calibration == "paper" and not fitted:
             raise InputDataError(f"no window has at least {o.min_readings} readings")
         rel = _release_dp_map(
@@ -185,7 +172,7 @@ def _measure(
             o.upper,
             o.calibration,
             o.window_minutes,
-            progress=noise_progress,
+            progress=noise_clock.ticking(bar, "bounded Laplace (OpenDP)"),
             windows=inputs.windows if o.calibration != "paper" else None,
         )
     return rel, fitted
