@@ -1,8 +1,8 @@
 """The options of `sensing dp-map`, `pm-map`, `query` and `interpolate`, each a field made with
 :func:`urbandp._release_options.option` (the commands' flags, through :class:`urbandp._cli_spec.OptionsOf`, and the
 API's signatures are built from them; the checks between options are in ``model_post_init``). The fields that are
-not options (``input_path``, ``out``, ``dataset``, ``budget_store``, ``allow_meaningless_epsilon``) are where the
-run reads, writes and books its loss.
+not options (``input_path``, ``out``, and dp-map's ``dataset``, which its checks read) are where the run reads and
+writes; the Session it runs in books its loss.
 """
 
 from __future__ import annotations
@@ -128,7 +128,6 @@ class DpMapOptions(ReleaseOptions):
     precision: int = option(4, help=PRECISION_HELP, ge=0, le=MAX_PRECISION)
     value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
     dataset: str | None = None
-    budget_store: str | None = None
     start: str | None = option(
         None,
         help="Public start of the time window, ISO date or date-time (default: the first reading, not DP).",
@@ -142,7 +141,6 @@ class DpMapOptions(ReleaseOptions):
         help="Delta of the optimal composition of a window's cells (Kairouz, Oh, Viswanath): the map is "
         "(epsilon, delta)-DP with epsilon far below cells x epsilon; 0 gives the basic sum at delta 0.",
     )
-    allow_meaningless_epsilon: bool = False
 
     def model_post_init(self, context: Any, /) -> None:
         check_box(self.bbox)
@@ -221,9 +219,6 @@ class PmMapOptions(ReleaseOptions):
     )
     smoother: str = option("gp", help="gp | idw | none: how the noisy cells become a map.", choices=SMOOTHERS)
     value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
-    dataset: str | None = None
-    budget_store: str | None = None
-    allow_meaningless_epsilon: bool = False
     precision: int = option(3, help=PRECISION_HELP, ge=0, le=MAX_PRECISION)
     unit: str | None = option(  # None: vehicle-window when the input has a vehicle column, else reading
         None,
