@@ -142,7 +142,6 @@ def _lbfgsb(
     theta0: np.ndarray,
     log_bounds: list[tuple[float, float]],
     max_iter: int,
-    callback: Callable[[object], None] | None = None,
 ) -> OptimizeResult:
     """Minimise ``objective`` (value and analytic gradient) over log hyper-parameters within ``log_bounds`` by
     L-BFGS-B, as both GP engines fit theirs (the exact GP's marginal likelihood, the sparse GP's bound)."""
@@ -153,7 +152,6 @@ def _lbfgsb(
         method="L-BFGS-B",
         bounds=log_bounds,
         options={"maxiter": max_iter, "ftol": 1e-9},
-        callback=callback,
     )
 
 
@@ -207,15 +205,12 @@ class _OriginalUnits:
 class ExactGP(_OriginalUnits):
     """Exact GP regression with hyper-parameters optimised on standardised values (paper section V).
 
-    ``restarts`` L-BFGS-B runs start from the best of ``n_initial`` log-spaced initial length-scales between
-    5% and 100% of the input extent (a deterministic multi-start; no randomness, so results are reproducible).
-    A restart that comes within 0.05 (in log-parameters) of an optimum already found stops there: it is in the
-    same basin and would only repeat that optimum.
-    ``hyperparameters`` fixes them and skips the optimisation.
+    L-BFGS-B starts from the best of ``n_initial`` log-spaced initial length-scales between 5% and 100% of the
+    input extent (deterministic: no randomness, so results are reproducible). ``hyperparameters`` fixes them and
+    skips the optimisation.
     """
 
     kernel: str = "matern32"
-    restarts: int = 1
     n_initial: int = 5
     bounds: Bounds = field(default_factory=Bounds)
     hyperparameters: Hyperparameters | None = None
@@ -264,8 +259,7 @@ class ExactGP(_OriginalUnits):
             starts.append((lml, theta))
         if not starts:
             raise sla.LinAlgError("no initial hyper-parameters gave a positive definite covariance")
-        starts.sort(key=lambda s: -s[0])
-        best_lml, best_theta = starts[0]
+        best_lml, best_theta = max(starts, key=lambda s: s[0])
 
         def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
             try:
@@ -274,19 +268,9 @@ class ExactGP(_OriginalUnits):
                 return 1e25, np.zeros(2)
             return -lml, -grad
 
-        optima: list[np.ndarray] = []
-
-        def same_basin(intermediate_result: object) -> None:
-            # a restart whose iterate reaches an optimum already found is in the same basin: stop it early
-            x_now = np.asarray(intermediate_result.x)  # type: ignore[attr-defined]
-            if any(np.max(np.abs(x_now - o)) < 5e-2 for o in optima):
-                raise StopIteration
-
-        for _, theta0 in starts[: max(1, self.restarts)]:
-            res = _lbfgsb(objective, theta0, log_bounds, self.max_iter, callback=same_basin)
-            optima.append(np.asarray(res.x))
-            if np.isfinite(res.fun) and -res.fun > best_lml:
-                best_lml, best_theta = -float(res.fun), np.asarray(res.x)
+        res = _lbfgsb(objective, best_theta, log_bounds, self.max_iter)
+        if np.isfinite(res.fun) and -res.fun > best_lml:
+            best_theta = np.asarray(res.x)
         lml, _, sf2 = profiled(best_theta, False)
         ell, g = np.exp(best_theta)
         return Hyperparameters(sf2, float(ell), float(g) * sf2), lml
@@ -393,11 +377,9 @@ class SparseGP(_OriginalUnits):
     kernel: str = "matern32"
     n_inducing: int = 500
     subsample: int = 1000
-    restarts: int = 1
     bounds: Bounds = field(default_factory=Bounds)
     hyperparameters: Hyperparameters | None = None
     seed: int = 0
-    optimise_bound: bool = True
     opt_inducing: int = 200
     opt_iter: int = 30
 
@@ -408,13 +390,11 @@ class SparseGP(_OriginalUnits):
         ys = self._standardise(y)
         if self.hyperparameters is None:
             idx = rng.choice(len(x), min(self.subsample, len(x)), replace=False)
-            exact = ExactGP(kernel=self.kernel, restarts=self.restarts, bounds=self.bounds).fit(
-                x[idx], y[idx]
-            )
+            exact = ExactGP(kernel=self.kernel, bounds=self.bounds).fit(x[idx], y[idx])
             # the subsample was standardised with its own mean/sd; rescale variances to the full-data sd
             hp = exact.hyperparameters_.rescaled((exact.standardiser_.sd / self.standardiser_.sd) ** 2)
             start = replace(hp, variance=float(np.clip(hp.variance, *self.bounds.variance)))
-            self.hyperparameters_ = self._optimise_bound(x, ys, start) if self.optimise_bound else start
+            self.hyperparameters_ = self._optimise_bound(x, ys, start)
         else:
             self.hyperparameters_ = self.hyperparameters
         hp = self.hyperparameters_
