@@ -331,11 +331,6 @@ def window_means(plan: PmMapPlan, noisy: NoisyCells) -> np.ndarray:
     return shrink(np.where(np.isfinite(var), raw, overall), var, overall)
 
 
-def pooled_mean(plan: PmMapPlan, noisy: NoisyCells, w: int) -> float:
-    """Window ``w``'s shrunk city-wide mean (:func:`window_means`)."""
-    return float(window_means(plan, noisy)[w])
-
-
 def smooth_window(
     plan: PmMapPlan,
     noisy: NoisyCells,
