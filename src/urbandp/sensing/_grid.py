@@ -255,8 +255,6 @@ def write_grid_table(
     """
     import polars as pl
 
-    if fmt not in GRID_FORMATS:
-        raise ValueError(f"grid format must be one of {GRID_FORMATS}, got {fmt!r}")
     ids, lat, lon = grid.centroids()
     n, k = grid.n_cells, len(windows)
     frame = pl.DataFrame(
