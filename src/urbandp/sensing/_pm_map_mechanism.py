@@ -31,7 +31,6 @@ variance, never the pollution. Here the values are published:
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +38,6 @@ import numpy as np
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.mechanisms import Laplace, calibrate
 from urbandp._privacy.noise import NoiseSource
-from urbandp.errors import InputError, InvalidParameterError
 from urbandp.sensing._grid import SquareGrid
 from urbandp.sensing._interpolation import KM, fit_window, idw_predict
 from urbandp.sensing._readings import Readings, window_starts, windows_per_day
@@ -96,25 +94,9 @@ def plan_pm_map(
     epsilon: float, clip: float = DEFAULT_CLIP, readings_per_unit: int = 1, unit: str | None = None
 ) -> PmMapPlan:
     """Calibrate both Laplace mechanisms (OpenDP's search) to half of ``epsilon`` each, at the sensitivities of
-    a unit of ``readings_per_unit`` readings (``unit`` default: ``reading`` for 1, else ``vehicle-window``)."""
+    a unit of ``readings_per_unit`` readings (``unit`` default: ``reading`` for 1, else ``vehicle-window``). The
+    parameters are pm-map's options, checked there (:class:`urbandp.sensing._options.PmMapOptions`)."""
     unit = unit if unit is not None else ("reading" if readings_per_unit == 1 else "vehicle-window")
-    if unit not in UNITS:
-        raise InvalidParameterError(
-            f"unit must be one of {', '.join(UNITS)}, got {unit!r}", parameters="unit"
-        )
-    if unit == "reading" and readings_per_unit != 1:
-        raise InputError("the reading unit holds one reading")
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise InvalidParameterError(
-            f"epsilon must be a positive finite number, got {epsilon}", parameters="epsilon"
-        )
-    if not (clip > 0 and math.isfinite(clip)):
-        raise InvalidParameterError(f"clip must be a positive finite number, got {clip}", parameters="clip")
-    if not isinstance(readings_per_unit, int) or readings_per_unit < 1:
-        raise InvalidParameterError(  # the public keyword (pm_map's), not this function's readings_per_unit
-            f"max_readings_per_vehicle_window must be an integer >= 1, got {readings_per_unit}",
-            parameters="max_readings_per_vehicle_window",
-        )
     count = calibrate("laplace", float(readings_per_unit), epsilon / 2.0)
     total = calibrate("laplace", readings_per_unit * clip / 2.0, epsilon / 2.0)
     assert isinstance(count, Laplace) and isinstance(total, Laplace)

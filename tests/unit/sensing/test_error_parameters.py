@@ -28,7 +28,6 @@ from urbandp.sensing._options import (
     parse_window,
     resolve_unit,
 )
-from urbandp.sensing._pm_map_mechanism import plan_pm_map
 from urbandp.sensing._synth import write_synth_readings
 
 RUN = CliRunner()
@@ -199,18 +198,6 @@ CASES: list[tuple[Callable[[], object], str, tuple[str, ...], str]] = [
         ("unit", "vehicle_column"),
         "--unit vehicle-window needs vehicle ids: r.csv has no 'vehicle' column; name one with "
         "--vehicle-column, or use --unit reading",
-    ),
-    (  # pm_map_mechanism: the public keyword of pm_map, not plan_pm_map's readings_per_unit
-        lambda: plan_pm_map(1.0, 250.0, 0, "vehicle-window"),
-        "max_readings_per_vehicle_window must be an integer >= 1, got 0",
-        ("max_readings_per_vehicle_window",),
-        "--max-readings-per-vehicle-window must be an integer >= 1, got 0",
-    ),
-    (
-        lambda: plan_pm_map(1.0, -1.0),
-        "clip must be a positive finite number, got -1.0",
-        ("clip",),
-        "--clip must be a positive finite number, got -1.0",
     ),
     (  # dp_map_mechanism
         lambda: plan_dp_map(10**6, 10**4, 1.0),
