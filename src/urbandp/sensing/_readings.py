@@ -191,8 +191,6 @@ def window_starts(time: np.ndarray, minutes: int, origin: np.datetime64 | None =
     """Start of the ``minutes``-long window each time falls in: windows follow each other from ``origin`` (a
     release's public ``start``), or from the Unix epoch when no origin is given (whole hours and days then begin
     at midnight UTC)."""
-    if minutes <= 0:
-        raise ValueError("window length must be > 0 minutes")
     step = np.timedelta64(int(minutes), "m")
     t = time.astype("datetime64[m]")
     anchor = np.datetime64(0, "m") if origin is None else np.asarray(origin).astype("datetime64[m]")[()]
