@@ -155,28 +155,19 @@ def _lbfgsb(
     )
 
 
-@dataclass
-class _Standardiser:
-    mean: float
-    sd: float
-
-    @classmethod
-    def of(cls, y: np.ndarray) -> _Standardiser:
-        sd = float(np.std(y))
-        return cls(float(np.mean(y)), sd if sd > 0 else 1.0)
-
-
 class _OriginalUnits:
     """``predict`` in the original units of ``y``, shared by both GP engines (they fit on standardised values)."""
 
     kernel: str
-    standardiser_: _Standardiser
+    value_mean_: float
+    value_sd_: float
     hyperparameters_: Hyperparameters
 
     def _standardise(self, y: np.ndarray) -> np.ndarray:
-        """``y`` in standardised units (its mean and sd kept for :meth:`predict`)."""
-        self.standardiser_ = _Standardiser.of(y)
-        return (y - self.standardiser_.mean) / self.standardiser_.sd
+        """``y`` in standardised units (its mean and sd, 1 for constant values, kept for :meth:`predict`)."""
+        sd = float(np.std(y))
+        self.value_mean_, self.value_sd_ = float(np.mean(y)), sd if sd > 0 else 1.0
+        return (y - self.value_mean_) / self.value_sd_
 
     def _posterior(self, xs: np.ndarray, hp: Hyperparameters) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and (unclipped) latent variance at the points ``xs``, in standardised units."""
@@ -196,8 +187,7 @@ class _OriginalUnits:
     def predict(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and latent variance sigma_p^2 in the original units of ``y``."""
         m, v = self.predict_standardised(x_new)
-        st = self.standardiser_
-        return m * st.sd + st.mean, v * st.sd**2
+        return m * self.value_sd_ + self.value_mean_, v * self.value_sd_**2
 
 
 @dataclass
@@ -391,7 +381,7 @@ class SparseGP(_OriginalUnits):
             idx = rng.choice(len(x), min(self.subsample, len(x)), replace=False)
             exact = ExactGP(kernel=self.kernel, bounds=self.bounds).fit(x[idx], y[idx])
             # the subsample was standardised with its own mean/sd; rescale variances to the full-data sd
-            hp = exact.hyperparameters_.rescaled((exact.standardiser_.sd / self.standardiser_.sd) ** 2)
+            hp = exact.hyperparameters_.rescaled((exact.value_sd_ / self.value_sd_) ** 2)
             start = replace(hp, variance=float(np.clip(hp.variance, *self.bounds.variance)))
             self.hyperparameters_ = self._optimise_bound(x, ys, start)
         else:

@@ -90,7 +90,6 @@ def interpolate_windows(
         else:
             model = fit_window(xy_all[mask], readings.value[mask], kernel, exact_max, n_inducing, bounds)
             m_std, v_std = model.predict_standardised(centroids)
-            st = model.standardiser_
             lml = model.elbo_ if isinstance(model, SparseGP) else model.log_marginal_likelihood_
             results.append(
                 WindowResult(
@@ -99,10 +98,10 @@ def interpolate_windows(
                     method=method_name(model),
                     hyperparameters=model.hyperparameters_,
                     log_marginal_likelihood=float(lml),
-                    value_mean=st.mean,
-                    value_sd=st.sd,
-                    mu=m_std * st.sd + st.mean,
-                    sigma2=v_std * st.sd**2,
+                    value_mean=model.value_mean_,
+                    value_sd=model.value_sd_,
+                    mu=m_std * model.value_sd_ + model.value_mean_,
+                    sigma2=v_std * model.value_sd_**2,
                     sigma2_std=v_std,
                     reading_xy_km=xy_all[mask],
                 )
