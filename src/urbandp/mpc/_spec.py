@@ -53,12 +53,6 @@ class QuerySpec:
         if not 0 <= self.sigma2_min < self.sigma2_max:
             raise ValueError("need 0 <= sigma2_min < sigma2_max")
 
-    def key(self) -> str:
-        return (
-            f"{self.function}|{self.n_rect}|{self.alpha}|{self.rho!r}|{self.steepness!r}|"
-            f"{self.sigma2_min!r}|{self.sigma2_max!r}"
-        )
-
     def worst_sensitivity(self) -> float:
         """Per-reading sensitivity of ``E^2`` for any client selection: the server does not know ``n = sum v``,
         so it takes the worst case over ``alpha <= n <= n_rect`` (queries below alpha release only zeros)."""
