@@ -147,7 +147,7 @@ def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object
     for key, value in section.items():
         param = keys.get(key.replace("-", "_"))
         if param is None or param.name is None:
-            flag = "--" + key.replace("_", "-")
+            flag = flag_of(key)
             if any(flag in p.opts for p in ctx.command.params):
                 raise ConfigError(f"{where}: {key} is set on the command line only ({flag})")
             raise ConfigError(f"{where}: unknown key '{key}'" + did_you_mean(key, sorted(keys)))

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from urbandp._release_options import BUDGET_STORE_HELP, DATASET_HELP
+
 Overwrite = Annotated[
     bool,
     typer.Option(
@@ -18,19 +20,13 @@ Overwrite = Annotated[
 
 Dataset = Annotated[
     str | None,
-    typer.Option(
-        "--dataset",
-        help="Charge this dataset in the budget store, see urbandp budget (default: no store is charged).",
-    ),
+    typer.Option("--dataset", help=DATASET_HELP),
 ]
 """``--dataset``: the budget-store dataset a release is charged to (:class:`urbandp._privacy.session.ReleaseCharge`)."""
 
 BudgetStoreUrl = Annotated[
     str | None,
-    typer.Option(
-        "--budget-store",
-        help="Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite).",
-    ),
+    typer.Option("--budget-store", help=BUDGET_STORE_HELP),
 ]
 """``--budget-store``: where the budget lives (SQLite file or PostgreSQL URL)."""
 

@@ -53,25 +53,13 @@ def _input_paths(kwargs: dict[str, object]) -> list[tuple[str, Path]]:
 
 @functools.cache
 def option_flags(fn: Callable[..., object]) -> dict[str, str]:
-    """Parameter name -> the flag a user types (``p`` -> ``--keep-probability``), from the Typer declarations."""
-    import inspect
-    import typing
+    """Parameter name -> the flag a user types (``p`` -> ``--keep-probability``), from the command Typer makes of
+    ``fn``."""
+    import typer
 
-    flags: dict[str, str] = {}
-    for name, param in inspect.signature(fn, eval_str=True).parameters.items():
-        infos = [param.default, *getattr(param.annotation, "__metadata__", ())]
-        for info in infos:
-            decls = list(getattr(info, "param_decls", None) or ())
-            default = getattr(info, "default", None)
-            if typing.get_origin(param.annotation) is typing.Annotated and isinstance(default, str):
-                decls.insert(0, default)  # Annotated style: Option("--flag") stores the flag as its default
-            # "--x/--no-x" declares a switch and its off form: the flag is "--x"
-            long = [d.split("/")[0] for d in decls if isinstance(d, str) and d.startswith("--")]
-            if long:
-                flags[name] = long[0]
-                break
-        flags.setdefault(name, "--" + name.replace("_", "-"))
-    return flags
+    app = typer.Typer(add_completion=False)
+    app.command()(fn)
+    return _command_flags(typer.main.get_command(app))
 
 
 def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
@@ -87,7 +75,7 @@ def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
     from urbandp._cli_config import CONFIG_NAMES
 
     ctx = get_current_context(silent=True)
-    flags = option_flags(fn) if fn is not None else _context_flags(ctx)
+    flags = option_flags(fn) if fn is not None else _command_flags(getattr(ctx, "command", None))
     command_param: dict[str, str] = {}
     for name, flag in flags.items():
         command_param[flag[2:].replace("-", "_")] = name
@@ -107,13 +95,14 @@ def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
     return name_of
 
 
-def _context_flags(ctx: object) -> dict[str, str]:
-    """Parameter name -> flag of the command running in the Click context ``ctx`` (none outside a command)."""
+def _command_flags(command: object) -> dict[str, str]:
+    """Parameter name -> flag of a Click command's parameters (none without a command): the long one, else (an
+    argument) by the one rule."""
     flags: dict[str, str] = {}
-    for param in getattr(getattr(ctx, "command", None), "params", ()):
-        long = [d.split("/")[0] for d in getattr(param, "opts", ()) if d.startswith("--")]
-        if param.name and long:
-            flags[param.name] = long[0]
+    for param in getattr(command, "params", ()):
+        long = [d for d in param.opts if d.startswith("--")]
+        if param.name:
+            flags[param.name] = long[0] if long else flag_of(param.name)
     return flags
 
 

@@ -16,7 +16,7 @@ import functools
 import inspect
 import tomllib
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -63,15 +63,6 @@ leave it out, and the call is refused in one line naming it when neither the key
 def in_file(path: Path, table: str | None) -> Callable[[str], str]:
     """How an error names a value read from the config file: ``speed_max in cfg.toml [release]``."""
     return lambda key: f"{key} in {path}" + (f" [{table}]" if table else "")
-
-
-def named_in_file(err: InputError, path: Path | None, table: str | None, keys: Collection[str]) -> InputError:
-    """``err`` with each of its parameters whose value came from the file (``keys``) named as the file's key
-    (:meth:`~urbandp.errors.InputError.renamed`); the others stay parameters for the caller (a flag at the CLI)."""
-    if path is None:
-        return err
-    name = in_file(path, table)
-    return err.renamed(lambda p: name(p) if p in keys else None)
 
 
 def read_document(path: Path) -> dict[str, Any]:

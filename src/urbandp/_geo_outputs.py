@@ -52,16 +52,6 @@ def h3_polygons(cells: Sequence[str] | pl.Series) -> np.ndarray:
     return shapes[np.fromiter((position[c] for c in ids.to_list()), dtype=np.int64, count=len(ids))]
 
 
-def box_polygons(south: np.ndarray, west: np.ndarray, north: np.ndarray, east: np.ndarray) -> np.ndarray:
-    """Axis-aligned lon/lat rectangles (counter-clockwise). A sensing grid's cells are not such rectangles (their
-    projection turns them with the meridian convergence): :meth:`urbandp.sensing._grid.SquareGrid.cell_polygons`."""
-    import shapely
-
-    return _ccw(
-        shapely.box(np.asarray(west), np.asarray(south), np.asarray(east), np.asarray(north), ccw=True)
-    )
-
-
 def _ccw(polygons: np.ndarray) -> np.ndarray:
     """Exterior rings counter-clockwise (RFC 7946 section 3.1.6; GeoParquet ``orientation``)."""
     import shapely

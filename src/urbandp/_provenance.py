@@ -56,12 +56,6 @@ def parameters_hash(parameters: object) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes: a public file a spec names (a domain, a category list) enters the spec hash by
-    its content, so the same file in another folder hashes alike."""
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def canonical(value: object) -> object:
     """``value`` as it enters a spec hash: a path as its file's hash, a dataclass as its fields, a tuple as a list,
     a whole float as an int (``epsilon=1`` from Python and ``--epsilon 1`` parsed as 1.0 hash alike)."""
@@ -69,8 +63,10 @@ def canonical(value: object) -> object:
         return value
     if isinstance(value, float):
         return int(value) if value.is_integer() else value
-    if isinstance(value, Path):
-        return file_sha256(value)
+    if isinstance(
+        value, Path
+    ):  # a public file (a domain, a category list): the same file anywhere hashes alike
+        return "sha256:" + hashlib.sha256(value.read_bytes()).hexdigest()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return canonical(dataclasses.asdict(value))
     if isinstance(value, Mapping):

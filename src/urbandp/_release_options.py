@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
 from urbandp._arguments import did_you_mean, runtime_types, shown
-from urbandp.errors import InvalidParameterError
+from urbandp.errors import InvalidParameterError, flag_of
 
 
 class _AsField:
@@ -49,6 +49,12 @@ class _AsField:
 
 AS_FIELD: Any = _AsField()
 """The ``cli_default`` of an option that the command line takes with the field's own default."""
+
+DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget (default: no store is charged)."
+BUDGET_STORE_HELP = (
+    "Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
+)
+"""The help of the budget session's options, ``--dataset`` and ``--budget-store``, of every release command."""
 
 _LIMITS: tuple[tuple[type, str, str], ...] = (
     (annotated_types.Gt, "gt", ">"),
@@ -275,7 +281,7 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
             for m in field.metadata
             if isinstance(m, kind)
         )
-        flag = info.flag or "--" + name.replace("_", "-")
+        flag = info.flag or flag_of(name)
         cli_type = info.cli_type if info.cli_type is not None else field.annotation
         found.append(
             DeclaredOption(

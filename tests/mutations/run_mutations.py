@@ -90,12 +90,20 @@ MUTATIONS = (
         "k-fold composition leaves delta at one step's",
     ),
     Mutation(
-        "store_window_delta_max",
+        "store_total_ignores_spent",
         "_privacy/budget_store.py",
-        "return min(1.0, math.fsum(deltas_per_day))",
-        "return max(deltas_per_day)",
-        (f"{SURVIVORS}::test_the_store_s_default_window_delta_sums_a_spanning_unit_s_days",),
-        "the store's default window delta of a spanning unit is its largest day's, not the sum",
+        "if have + asked > cap + TOL:",
+        "if asked > cap + TOL:",
+        ("tests/unit/budget/test_budget_store.py::test_rho_total_caps_the_group_cost_over_all_releases",),
+        "a total cap is checked against one release's window loss, not all releases' composed",
+    ),
+    Mutation(
+        "default_window_one_day",
+        "_privacy/session.py",
+        "return self.loss_per_day.times(len(self.days)) if self.unit in SPANNING_UNITS else self.loss_per_day",
+        "return self.loss_per_day",
+        (f"{SURVIVORS}::test_a_spanning_unit_s_default_window_composes_its_days",),
+        "the default window loss of a spanning unit is one day's, not its days' composed",
     ),
     # --- OpenDP's maps and samplers -----------------------------------------------------------------------------
     Mutation(

@@ -15,7 +15,6 @@ import shapely
 
 from urbandp._geo_outputs import (
     GEOPARQUET_VERSION,
-    box_polygons,
     h3_polygons,
     write_geojson,
     write_geoparquet,
@@ -69,12 +68,6 @@ def test_grid_cell_polygons_hold_their_centroid_and_measure_z_by_z() -> None:
     _, _, sides = WGS84.inv(ring[:, 0], ring[:, 1], np.roll(ring[:, 0], -1), np.roll(ring[:, 1], -1))
     assert np.allclose(sides, 500.0, atol=0.005)  # on the ellipsoid, to 5 mm (the spherical formula: 2 m)
     assert all(p.exterior.is_ccw for p in polygons[:10])
-
-
-def test_box_polygons_are_counter_clockwise_lon_lat_rectangles() -> None:
-    polygons = box_polygons(np.array([22.5]), np.array([88.3]), np.array([22.6]), np.array([88.4]))
-    assert polygons[0].exterior.is_ccw
-    assert shapely.bounds(polygons[0]).tolist() == [88.3, 22.5, 88.4, 22.6]  # (lon, lat) order
 
 
 def test_geoparquet_has_the_1_1_metadata_and_the_table(tmp_path: Path) -> None:

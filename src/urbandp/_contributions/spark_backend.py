@@ -85,6 +85,20 @@ RECORDS = arrow_schema(
 KEYED_DDL = "vehicle string, cell bigint, slot smallint, day date, speed double"
 
 
+def each_batch(
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema, keyed: Callable[[pl.DataFrame], pl.DataFrame]
+) -> Iterator[pa.RecordBatch]:
+    """The body of a ``mapInArrow`` function: ``keyed`` of each non-empty Arrow batch, in the columns of ``schema``
+    (null where ``keyed`` gives none) and cast to it."""
+    for rb in batches:
+        if rb.num_rows:
+            frame = pl.from_arrow(rb)
+            assert isinstance(frame, pl.DataFrame)
+            out = keyed(frame)
+            out = out.select(pl.col(n) if n in out.columns else pl.lit(None).alias(n) for n in schema.names)
+            yield from out.to_arrow().cast(schema).to_batches()
+
+
 def split_ordinals(
     frame: pl.DataFrame, file: str, block: str, seen: dict[tuple[Any, int], int]
 ) -> pl.DataFrame:
@@ -130,12 +144,8 @@ class RecordKeyer:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         index = {f: i for i, f in enumerate(self.files)}
         seen: dict[tuple[int, int], int] = {}  # rows already passed per (file, split) in this partition
-        for rb in batches:
-            if rb.num_rows:
-                frame = pl.from_arrow(rb)
-                assert isinstance(frame, pl.DataFrame)
-                frame = frame.rename({f"__c{i}": c for i, c in enumerate(self.columns)})
-                yield from self.mark(frame, index, seen).to_arrow().cast(MARKED).to_batches()
+        names = {f"__c{i}": c for i, c in enumerate(self.columns)}
+        return each_batch(batches, MARKED, lambda frame: self.mark(frame.rename(names), index, seen))
 
     def canonical(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The raw canonical columns of :func:`urbandp._records.readers.scan_records`, from one batch."""
@@ -202,10 +212,7 @@ class RecordKeyer:
             "speed_raw",
         )
         summary = counts.with_columns(pl.lit(1, pl.Int8).alias("kind"))
-        out = pl.concat([valid, rejected, summary], how="diagonal_relaxed")
-        return out.select(
-            [out[name] if name in out.columns else pl.lit(None).alias(name) for name in MARKED.names]
-        )
+        return pl.concat([valid, rejected, summary], how="diagonal_relaxed")
 
 
 def _spark_errors() -> tuple[type[BaseException], ...]:
@@ -553,22 +560,21 @@ class _KeyOnly:
     spec: ContributionSpec
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for rb in batches:
-            frame = pl.from_arrow(rb)
-            assert isinstance(frame, pl.DataFrame)
-            dtype = frame.schema["timestamp"]
-            ts = pl.col("timestamp")
-            if isinstance(dtype, pl.Datetime) and dtype.time_zone:  # Spark's session zone is UTC
-                ts = ts.dt.replace_time_zone(None)
-            out = (
-                frame.with_columns(ts.cast(pl.Datetime("us")))
-                .filter(window_filter(self.spec).fill_null(False))
-                .select(
-                    pl.col("vehicle").cast(pl.String),
-                    cell_expr(self.spec.resolution).cast(pl.Int64).alias("cell"),
-                    self.spec.slots.slot_expr(pl.col("timestamp")).alias("slot"),
-                    pl.col("timestamp").dt.date().alias("day"),
-                    pl.col("speed").cast(pl.Float64),
-                )
+        return each_batch(batches, arrow_schema(KEYED_DDL), self.key)
+
+    def key(self, frame: pl.DataFrame) -> pl.DataFrame:
+        dtype = frame.schema["timestamp"]
+        ts = pl.col("timestamp")
+        if isinstance(dtype, pl.Datetime) and dtype.time_zone:  # Spark's session zone is UTC
+            ts = ts.dt.replace_time_zone(None)
+        return (
+            frame.with_columns(ts.cast(pl.Datetime("us")))
+            .filter(window_filter(self.spec).fill_null(False))
+            .select(
+                pl.col("vehicle").cast(pl.String),
+                cell_expr(self.spec.resolution).cast(pl.Int64).alias("cell"),
+                self.spec.slots.slot_expr(pl.col("timestamp")).alias("slot"),
+                pl.col("timestamp").dt.date().alias("day"),
+                pl.col("speed").cast(pl.Float64),
             )
-            yield from out.to_arrow().cast(arrow_schema(KEYED_DDL)).to_batches()
+        )

@@ -24,12 +24,13 @@ from urbandp._contributions.spark_backend import (
     _spark_errors,
     _to_polars,
     arrow_schema,
+    each_batch,
     quarantine_path,
     run_cached,
     split_ordinals,
 )
 from urbandp._contributions.spark_session import get_spark
-from urbandp.counts._aggregate import EVENT_COLUMNS, JointCounts, _index_rows
+from urbandp.counts._aggregate import EVENT_COLUMNS, JointCounts, place_events
 from urbandp.counts._domain import CountDomain
 from urbandp.counts._sparse import SparseJoint
 from urbandp.counts._units import PrivacyUnit
@@ -67,12 +68,7 @@ class EventKeyer:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         seen: dict[tuple[str, int], int] = {}
-        schema = arrow_schema(_ddl(len(self.columns)))
-        for rb in batches:
-            if rb.num_rows:
-                frame = pl.from_arrow(rb)
-                assert isinstance(frame, pl.DataFrame)
-                yield from self.key(frame, seen).to_arrow().cast(schema).to_batches()
+        return each_batch(batches, arrow_schema(_ddl(len(self.columns))), lambda frame: self.key(frame, seen))
 
     def key(self, frame: pl.DataFrame, seen: dict[tuple[str, int], int]) -> pl.DataFrame:
         raw = [f"__c{i}" for i in range(len(self.columns))]
@@ -81,32 +77,7 @@ class EventKeyer:
         )
         df = frame.rename(dict(zip(raw, self.columns, strict=True)))
         df = df.with_columns(pl.col(c).alias(r) for c, r in zip(self.columns, raw, strict=True))
-        ts = pl.col("timestamp")
-        if df.schema["timestamp"] == pl.String:  # as joint_from_events: local wall-clock time, offset dropped
-            ts = (
-                ts.str.strip_chars()
-                .str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "")
-                .str.to_datetime(strict=False, time_unit="us")
-            )
-        df = df.with_columns(_ts=ts)
-        if df.schema["_ts"] != pl.Datetime("us"):
-            df = df.with_columns(pl.col("_ts").dt.replace_time_zone(None).cast(pl.Datetime("us")))
-        minutes = pl.col("_ts").dt.hour().cast(pl.Int64) * 60 + pl.col("_ts").dt.minute().cast(pl.Int64)
-        df = df.with_columns(
-            day=pl.col("_ts").dt.date().cast(pl.String),
-            bin_idx=minutes // self.domain.bin_minutes,
-            _bad=pl.when(pl.any_horizontal([pl.col(c).is_null() for c in EVENT_COLUMNS]))
-            .then(pl.lit("missing value"))
-            .when(pl.col("_ts").is_null())
-            .then(pl.lit("unparsable timestamp")),
-        )
-        if self.unit.kind == "card-day":
-            df = df.with_columns(
-                _bad=pl.when(pl.col("_bad").is_null() & pl.col("card_id").is_null())
-                .then(pl.lit("missing card_id"))
-                .otherwise(pl.col("_bad"))
-            )
-        good, bad = _index_rows(df, self.domain)
+        good, bad = place_events(df, self.domain, self.unit)
         card = pl.col("card_id").cast(pl.String) if "card_id" in good.columns else pl.lit(None, pl.String)
         good_rows = good.select(
             pl.lit(0, pl.Int8).alias("kind"),
@@ -125,9 +96,7 @@ class EventKeyer:
             *(pl.col(r).cast(pl.String) for r in raw),
         )
         summary = pl.DataFrame({"kind": [1], "n": [frame.height]}, schema={"kind": pl.Int8, "n": pl.Int64})
-        out = pl.concat([good_rows, bad_rows, summary], how="diagonal_relaxed")
-        names = arrow_schema(_ddl(len(self.columns))).names
-        return out.select([pl.col(n) if n in out.columns else pl.lit(None).alias(n) for n in names])
+        return pl.concat([good_rows, bad_rows, summary], how="diagonal_relaxed")
 
 
 def joint_from_events_spark(

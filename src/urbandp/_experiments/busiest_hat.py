@@ -41,19 +41,13 @@ class BusiestHat:
 
 
 def _read(path: Path) -> pl.DataFrame:
-    from urbandp._records.readers import check_readable
+    from urbandp._table_reader import read_table
 
-    if not path.exists():
-        raise InputError(f"input file not found: {path}")
-    check_readable(path)
-    try:
-        df = pl.read_csv(path, infer_schema_length=0)
-    except Exception as err:
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
+    df = read_table(path, allow_empty=True)
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
-    return df.select(REQUIRED).with_columns(
+    return df.select(pl.col(REQUIRED).cast(pl.String)).with_columns(
         pl.lit(path.name).alias("source"), pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).alias("row")
     )
 
@@ -76,14 +70,7 @@ def _reason() -> pl.Expr:
     return reason
 
 
-def _write_quarantine(out: Path, bad: pl.DataFrame) -> Path:
-    """``owner_only/<out stem>/quarantine.csv`` beside ``out``."""
-    from urbandp._outputs import write_owner_table
-
-    return write_owner_table(out.with_suffix(""), "quarantine.csv", bad)
-
-
-def _check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, int]) -> None:
+def check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, int]) -> None:
     if not inputs:
         raise InputError("no input files")
     start, end = hours
@@ -107,9 +94,10 @@ def extract_busiest_hat(
     CLI writes ``out`` as a temporary file and renames it to ``final_out``)."""
     import polars_h3 as plh3
 
+    from urbandp._outputs import write_owner_table
     from urbandp._records.validation import REASONS
 
-    _check_arguments(inputs, resolution, hours)
+    check_arguments(inputs, resolution, hours)
     start, end = hours
 
     frame = pl.concat([_read(Path(p)) for p in inputs]).with_columns(
@@ -125,8 +113,9 @@ def extract_busiest_hat(
     reasons = {r: 0 for r in REASONS} | dict(bad.group_by("reason").len().iter_rows())
     quarantine_path = None
     if bad.height:
-        quarantine_path = _write_quarantine(
-            final_out or out,
+        quarantine_path = write_owner_table(  # owner_only/<out stem>/quarantine.csv beside out
+            (final_out or out).with_suffix(""),
+            "quarantine.csv",
             bad.select(
                 "source",
                 "row",

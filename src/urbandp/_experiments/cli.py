@@ -13,7 +13,6 @@ from urbandp.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
-SYNTHETIC_CHOICES = ("itms-like", "sample-scaling", "user-scaling")
 MAX_RUNS = 1_000_000  # Monte Carlo runs per algorithm and epsilon: bounds the work (and memory) of one call
 
 
@@ -67,6 +66,7 @@ def mean(
     from rich.console import Console
 
     from urbandp._experiments.mean_experiment import parse_epsilons
+    from urbandp._experiments.synthetic_mean import SETTINGS
     from urbandp._outputs import atomic_output_dir, check_output_path
 
     console = Console()
@@ -80,8 +80,8 @@ def mean(
     check_output_path(out)
     if input_file is not None and synthetic is not None:
         raise InputError("give either --input or --synthetic, not both")
-    if synthetic is not None and synthetic not in SYNTHETIC_CHOICES:
-        raise InputError(f"--synthetic must be one of {', '.join(SYNTHETIC_CHOICES)}, got {synthetic!r}")
+    if synthetic is not None and synthetic not in SETTINGS:
+        raise InputError(f"--synthetic must be one of {', '.join(SETTINGS)}, got {synthetic!r}")
     if array_m_ub is not None and array_m_ub not in ("median", "eq1"):
         raise InputError(f"--array-m-ub must be median or eq1, got {array_m_ub!r}")
     with atomic_output_dir(out) as d:
@@ -170,32 +170,20 @@ def busiest_hat(
 
     Example: urbandp experiment busiest-hat austin-avl/2015-03-*.csv --out hat.csv
     """
-    import os
-    import uuid
-
     from rich.console import Console
 
-    from urbandp._experiments.busiest_hat import extract_busiest_hat
-    from urbandp._outputs import check_output_file
+    from urbandp._experiments.busiest_hat import check_arguments, extract_busiest_hat
+    from urbandp._grid.slots import parse_hours
+    from urbandp._outputs import atomic_output_file
     from urbandp._records.readers import check_readable
 
-    try:
-        start, end = (int(h) for h in hours.split("-"))
-    except ValueError:
-        raise InputError(f"--hours must look like 9-21, got {hours!r}") from None
+    start, end = parse_hours(hours)
     for path in inputs:  # before any output is touched: a FIFO or a directory would block or crash the reader
         if path.exists():
             check_readable(path)
-    if not 0 <= resolution <= 15:
-        raise InputError(f"--resolution must be an H3 resolution between 0 and 15, got {resolution}")
-    check_output_file(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    try:  # written to a temporary file and renamed: a failing run leaves no partial CSV
+    check_arguments(inputs, resolution, (start, end))  # before --out's folder is made
+    with atomic_output_file(out) as tmp:  # renamed onto --out at the end: a failing run leaves no partial CSV
         summary = extract_busiest_hat(inputs, tmp, resolution=resolution, hours=(start, end), final_out=out)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     Console().print(
         f"busiest HAT: cell {summary.h3_cell}, slot {summary.slot}: {summary.n_records} records from "
         f"{summary.n_vehicles} vehicles over {summary.n_days} day(s) (of {summary.n_candidate_records} records "

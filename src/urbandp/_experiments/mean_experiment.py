@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from urbandp._table_reader import read_table
 from urbandp.errors import InputError, InvalidParameterError
 
 if TYPE_CHECKING:
@@ -53,23 +54,9 @@ def parse_epsilons(text: str) -> list[float]:
     return eps
 
 
-def read_records(path: Path) -> pl.DataFrame:
-    if not path.exists():
-        raise InputError(f"input file not found: {path}")
-    from urbandp._records.readers import check_readable
-
-    check_readable(path)  # a directory, a FIFO (would block for ever) or a device
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema_length=0)  # all strings: validation below decides per row
-    except Exception as err:
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
-
-
 def load_hat(path: Path, vehicle_col: str, value_col: str, upper: float, quarantine_path: Path) -> LoadedHat:
     """Per-vehicle value arrays of one HAT; bad rows go to ``quarantine_path`` with a reason."""
-    df = read_records(path)
+    df = read_table(path, allow_empty=True)
     missing = [c for c in (vehicle_col, value_col) if c not in df.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)} (have {', '.join(df.columns)})")

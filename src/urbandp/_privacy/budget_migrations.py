@@ -46,7 +46,7 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX charges_day ON charges(day)",
         "CREATE INDEX releases_dataset ON releases(dataset)",
     ],
-    # version 2: a cap on the zCDP group rho of a unit over all days (see budget_store.group_rho)
+    # version 2: a cap on the zCDP group rho of a unit over all days (each release's window_rho since version 6)
     [
         "ALTER TABLE datasets ADD COLUMN rho_total DOUBLE PRECISION",
     ],

@@ -36,7 +36,7 @@ from typing import Any
 
 from urbandp._privacy.budget_migrations import CAP_FIELDS, LATEST_VERSION, MIGRATED_OPERATOR, MIGRATIONS
 from urbandp._privacy.guards import MAX_DELTA
-from urbandp.errors import BudgetExceededError, InputError, one_line
+from urbandp.errors import BudgetExceededError, InputError, InvalidParameterError, one_line
 
 ENV_STORE = "URBANDP_BUDGET_STORE"
 ENV_OPERATOR = "URBANDP_OPERATOR"
@@ -65,11 +65,6 @@ STATUS_CRASHED = "crashed/unconfirmed"
 STATUS_ABORTED = "aborted after noise"
 """A run that failed after its reservation (which comes right before its first sampler): still charged, since
 noise may have been drawn and shown; refunding it would let the noise be averaged away for free."""
-
-
-def resolve_store_url(option: str | None = None, config: str | None = None) -> str:
-    """The store to use: ``--budget-store``, then ``$URBANDP_BUDGET_STORE``, then the config, then the default."""
-    return option or os.environ.get(ENV_STORE) or config or DEFAULT_STORE
 
 
 def resolve_operator(option: str | None = None) -> str:
@@ -138,14 +133,20 @@ class DatasetCaps:
             )
 
     def __post_init__(self) -> None:
-        if self.unit not in UNITS:
-            raise InputError(f"unknown privacy unit {self.unit!r}; expected one of {', '.join(UNITS)}")
+        """The one check of a dataset's unit and caps, naming the parameter (``ud.budget.declare``'s and
+        ``budget init``'s)."""
+        if self.delta_total is not None and not 0 <= self.delta_total <= 1:
+            raise InvalidParameterError(
+                f"delta_total must be a number in [0, 1], got {self.delta_total!r}", parameters="delta_total"
+            )
         for field in LOSS_CAPS:
             v = getattr(self, field)
             if v is not None and not (v > 0 and math.isfinite(v)):
-                raise InputError(f"{field.replace('_', ' ')} must be a positive finite number, got {v}")
-        if self.delta_total is not None and not 0 <= self.delta_total <= 1:
-            raise InputError(f"delta total must be a number in [0, 1], got {self.delta_total}")
+                raise InvalidParameterError(f"{field} must be a number > 0, got {v!r}", parameters=field)
+        if self.unit not in UNITS:
+            raise InvalidParameterError(
+                f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", parameters="unit"
+            )
         if self.delta_total is None:  # --delta-total alone changes the delta cap of a declared dataset
             self.require_a_loss_cap()
         if self.unit in WHOLE_DATASET_UNITS and self.epsilon_total is None:
@@ -213,10 +214,13 @@ class BudgetStore:
 
     def _exec(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         cur = self._conn.execute(self._q(sql), params)
-        try:
-            return list(cur.fetchall())
-        except Exception:  # statements without rows (psycopg raises on fetchall)
-            return []
+        return [] if cur.description is None else list(cur.fetchall())  # None: a statement without rows
+
+    def _records(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """The rows of ``sql`` as dicts keyed by their column names (the query's ``AS`` names)."""
+        cur = self._conn.execute(self._q(sql), params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
@@ -410,29 +414,22 @@ class BudgetStore:
         command_line: str,
         rho_per_day: Mapping[dt.date, float] | None = None,
         delta_per_day: Mapping[dt.date, float] | None = None,
-        window_delta: float | None = None,
-        window_epsilon: float | None = None,
-        window_rho: float | None = None,
+        *,
+        window_delta: float,
+        window_epsilon: float,
+        window_rho: float,
     ) -> str:
         """Reserve the charges in one transaction, or raise :class:`BudgetExceededError`; returns the id.
 
         ``charges_per_day`` holds each day's epsilon (a zCDP charge as its converted epsilon, so an epsilon cap
-        holds against it), ``rho_per_day`` its rho, ``delta_per_day`` its delta. ``window_delta``: the delta a
-        unit present on every charged day pays for this release (:func:`default_window_delta` when None), added
-        to the dataset's composed delta and checked against ``delta_total``. ``window_epsilon`` and ``window_rho``:
-        the epsilon and the zCDP cost a unit present on every charged day pays for this release, as the release
-        states them (:class:`urbandp._privacy.loss.ReleaseLoss`), added up and checked against ``epsilon_total`` and
-        ``rho_total``; None: :func:`default_window_epsilon` and :func:`group_rho` of the per-day charges.
+        holds against it), ``rho_per_day`` its rho, ``delta_per_day`` its delta. ``window_delta``,
+        ``window_epsilon`` and ``window_rho``: the delta, the epsilon and the zCDP cost a unit present on every
+        charged day pays for this release, as the release states them (:class:`urbandp._privacy.loss.ReleaseLoss`;
+        :meth:`urbandp._privacy.session.ReleaseCharge.default_window` when its wing states none), added up and
+        checked against ``delta_total``, ``epsilon_total`` and ``rho_total``.
         """
-        window_delta = _checked_request(unit, charges_per_day, delta_per_day, window_delta)
+        _check_request(charges_per_day, window_delta, window_epsilon, window_rho)
         rho = rho_per_day or {}
-        if window_epsilon is None:
-            window_epsilon = default_window_epsilon(unit, list(charges_per_day.values()))
-        if window_rho is None:
-            window_rho = group_rho([(charges_per_day[d], rho.get(d)) for d in charges_per_day])
-        for name, value in (("window epsilon", window_epsilon), ("window rho", window_rho)):
-            if not (value >= 0 and math.isfinite(value)):
-                raise InputError(f"a {name} must be a finite number >= 0, got {value}")
         rid = uuid.uuid4().hex
         with self._tx():
             caps = self.caps(dataset)
@@ -570,19 +567,19 @@ class BudgetStore:
         """Every release of ``dataset``, oldest first, with its days, charge, status and operator (None: booked
         before the store recorded it, schema version 5); :meth:`cap_changes` holds the cap changes."""
         self.caps(dataset)
-        rows = self._exec(
-            "SELECT r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.reserved_at, "
-            "r.committed_at, MIN(c.day), MAX(c.day), COUNT(c.day), SUM(c.epsilon), SUM(c.rho), MAX(c.delta), "
-            "r.window_delta, r.window_epsilon, r.window_rho, r.operator, r.host, r.pid "
+        rows = self._records(
+            "SELECT r.id AS id, r.status AS status, r.mechanism AS mechanism, r.params AS params, "
+            "r.command_line AS command_line, r.content_hash AS content_hash, r.reserved_at AS reserved_at, "
+            "r.committed_at AS committed_at, MIN(c.day) AS first_day, MAX(c.day) AS last_day, COUNT(c.day) AS days, "
+            "SUM(c.epsilon) AS epsilon_sum, SUM(c.rho) AS rho_sum, MAX(c.delta) AS delta_per_day, "
+            "r.window_delta AS window_delta, r.window_epsilon AS window_epsilon, r.window_rho AS window_rho, "
+            "r.operator AS operator, r.host AS host, r.pid AS pid "
             "FROM releases r LEFT JOIN charges c ON c.release_id = r.id WHERE r.dataset = ? "
-            "GROUP BY r.id, r.status, r.mechanism, r.params, r.command_line, r.content_hash, r.host, r.pid, "
-            "r.reserved_at, r.committed_at, r.window_delta, r.operator, r.window_epsilon, r.window_rho "
-            "ORDER BY r.reserved_at, r.id",
+            "GROUP BY r.id ORDER BY r.reserved_at, r.id",  # the other columns of r depend on its key, r.id
             (dataset,),
         )
         out = []
-        for row in rows:
-            entry = dict(zip(_HISTORY_FIELDS, row, strict=True))
+        for entry in rows:
             pid = entry.pop("pid")
             if entry["status"] == STATUS_RESERVED and _is_dead(str(entry["host"]), int(pid)):
                 entry["status"] = STATUS_CRASHED
@@ -601,95 +598,26 @@ class BudgetStore:
         return out
 
 
-_HISTORY_FIELDS = (
-    "id",
-    "status",
-    "mechanism",
-    "params",
-    "command_line",
-    "content_hash",
-    "reserved_at",
-    "committed_at",
-    "first_day",
-    "last_day",
-    "days",
-    "epsilon_sum",
-    "rho_sum",
-    "delta_per_day",
-    "window_delta",
-    "window_epsilon",
-    "window_rho",
-    "operator",
-    "host",
-    "pid",
-)
-"""The keys of a :meth:`BudgetStore.history` entry, in the order of its query's columns (``pid`` is dropped)."""
-
-
 def _cap_values(caps: DatasetCaps) -> tuple[float | None, ...]:
     """The caps of ``caps`` in the order of :data:`CAP_FIELDS` (the columns of ``datasets``)."""
     return tuple(getattr(caps, f) for f in CAP_FIELDS)
 
 
-def group_rho(days: list[tuple[float, float | None]]) -> float:
-    """zCDP cost of one release for a unit present on all of its ``D`` charged days: ``D**2 * max rho``.
-
-    ``days`` holds each charged day's (epsilon, rho). Group privacy for rho-zCDP over k changes costs k**2 rho
-    (Bun and Steinke 2016, Prop. 1.9); with unequal days the largest rho bounds each. A day charged in epsilon
-    only (a pure-DP release) enters as its zCDP cost: an epsilon-DP release is epsilon**2/2-zCDP (their Prop.
-    1.4), taken over the group: ``(D * max epsilon)**2 / 2``.
-    """
-    if not days:
-        return 0.0
-    d = len(days)
-    rhos = [r for _, r in days if r is not None]
-    if rhos:
-        return d * d * max(rhos)
-    return (d * max(e for e, _ in days)) ** 2 / 2.0
-
-
-def default_window_delta(unit: str, deltas_per_day: list[float]) -> float:
-    """The window delta of a release that states none: what its per-day deltas bound, capped at 1.
-
-    A unit that spans days (:data:`SPANNING_UNITS`: a vehicle on D days) pays every day's delta: their sum, the
-    basic composition bound (Dwork and Roth 2014, Thm 3.16) when each day's output depends on that day's unit-day
-    only. A release that pools the days (a fleet selection over the window) must state its own group bound. Any
-    other unit lies in one day: the largest day's delta.
-    """
-    if not deltas_per_day:
-        return 0.0
-    if unit in SPANNING_UNITS:
-        return min(1.0, math.fsum(deltas_per_day))
-    return max(deltas_per_day)
-
-
-def default_window_epsilon(unit: str, epsilons_per_day: list[float]) -> float:
-    """The window epsilon of a release that states none: for a unit that spans days the sum of its per-day
-    epsilons (basic composition over the unit's days, Dwork and Roth 2014, Thm 3.16), else the largest day's."""
-    if not epsilons_per_day:
-        return 0.0
-    return math.fsum(epsilons_per_day) if unit in SPANNING_UNITS else max(epsilons_per_day)
-
-
-def _checked_request(
-    unit: str,
-    charges_per_day: Mapping[dt.date, float],
-    delta_per_day: Mapping[dt.date, float] | None,
-    window_delta: float | None,
-) -> float:
-    """Check a reservation before the store is touched; returns its window delta (:func:`default_window_delta`
-    of ``delta_per_day`` when None). :class:`InputError`: no day charged, an epsilon that is not finite and
-    >= 0, a window delta outside [0, 1]."""
+def _check_request(
+    charges_per_day: Mapping[dt.date, float], window_delta: float, window_epsilon: float, window_rho: float
+) -> None:
+    """Check a reservation before the store is touched. :class:`InputError`: no day charged, an epsilon that is
+    not finite and >= 0, a window delta outside [0, 1], a window epsilon or rho that is not finite and >= 0."""
     if not charges_per_day:
         raise InputError("a release must charge at least one day")
     for day, eps in charges_per_day.items():
         if not (eps >= 0 and math.isfinite(eps)):
             raise InputError(f"charge on {day} must be a finite epsilon >= 0, got {eps}")
-    if window_delta is None:
-        window_delta = default_window_delta(unit, list((delta_per_day or {}).values()))
     if not 0 <= window_delta <= 1:
         raise InputError(f"a window delta must be a number in [0, 1], got {window_delta}")
-    return window_delta
+    for name, value in (("window epsilon", window_epsilon), ("window rho", window_rho)):
+        if not (value >= 0 and math.isfinite(value)):
+            raise InputError(f"a {name} must be a finite number >= 0, got {value}")
 
 
 def _check_days(
@@ -762,13 +690,7 @@ def _is_dead(host: str, pid: int) -> bool:
 
 
 def open_store(url: str | None, *, create: bool = True, operator: str | None = None) -> BudgetStore:
-    """Open the store named by ``url`` (or the environment / default); ``create`` off: it must exist already.
-    ``operator``: who acts (default ``$URBANDP_OPERATOR``, else the OS user name; :func:`resolve_operator`)."""
-    return BudgetStore(resolve_store_url(url), create=create, operator=operator)
-
-
-def days_of_window(first: dt.date, last: dt.date) -> list[dt.date]:
-    """Every calendar day from ``first`` to ``last`` inclusive."""
-    if last < first:
-        raise InputError(f"window ends ({last}) before it starts ({first})")
-    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
+    """Open the store named by ``url`` (``--budget-store``), else ``$URBANDP_BUDGET_STORE``, else the default;
+    ``create`` off: it must exist already. ``operator``: who acts (default ``$URBANDP_OPERATOR``, else the OS user
+    name; :func:`resolve_operator`)."""
+    return BudgetStore(url or os.environ.get(ENV_STORE) or DEFAULT_STORE, create=create, operator=operator)

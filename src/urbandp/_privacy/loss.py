@@ -210,9 +210,8 @@ def gaussian_delta(epsilon: float, mu: float) -> float:
     return max(0.0, first - second)
 
 
-@functools.lru_cache(
-    maxsize=256
-)  # a pure function of two floats, asked for by the store, privacy.json and the CLI
+# a pure function of two floats, asked for by the store, privacy.json and the CLI
+@functools.lru_cache(maxsize=256)
 def gaussian_epsilon(rho: float, delta: float) -> float | None:
     """The smallest epsilon at which a composition of Gaussian mechanisms with total ``rho`` is (epsilon, delta)-DP.
 

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -71,9 +71,7 @@ class ReleaseCharge:
         operator: str | None = None,
     ) -> None:
         self.dataset = dataset
-        self.operator = (
-            operator  # who is recorded with the release (None: $URBANDP_OPERATOR, else the OS user)
-        )
+        self.operator = operator  # recorded with the release (None: $URBANDP_OPERATOR, else the OS user)
         self.store_url = store_url
         self.unit = unit
         self.out = out
@@ -277,7 +275,7 @@ class ReleaseCharge:
     @property
     def noise(self) -> NoiseSource:
         """The release's noise source; its first draw requires the reservation (and marks the noise as drawn)."""
-        return _GatedNoise(self)
+        return cast(NoiseSource, _GatedNoise(self))
 
     def _before_draw(self) -> None:
         if not self.reserved:
@@ -346,35 +344,24 @@ class ReleaseCharge:
 
 
 class _GatedNoise:
-    """A :class:`NoiseSource` that asks its session before every draw."""
+    """A :class:`NoiseSource` that asks its session before every draw: each sampler of the session's source
+    (``laplace``, ``gaussian``, their discrete forms, ``laplace_on_lattice`` where the source has it) is called
+    once the session allows a draw; a sampler the source lacks is missing here too."""
 
     def __init__(self, session: ReleaseCharge) -> None:
         self._session = session
         self.is_private = session._source.is_private
-        if not hasattr(
-            session._source, "laplace_on_lattice"
-        ):  # claim no lattice draws the source cannot make
-            self.laplace_on_lattice = None  # type: ignore[method-assign,assignment]
 
-    def _draw(self, sampler: str, *args: Any) -> np.ndarray:
-        """The source's ``sampler`` on ``args``, once the session allows a draw."""
-        self._session._before_draw()
-        return getattr(self._session._source, sampler)(*args)
+    def __getattr__(self, sampler: str) -> Callable[..., np.ndarray]:
+        if sampler.startswith("_"):
+            raise AttributeError(sampler)
+        draw = getattr(self._session._source, sampler)
 
-    def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return self._draw("laplace", values, scale)
+        def gated(*args: Any) -> np.ndarray:
+            self._session._before_draw()
+            return draw(*args)
 
-    def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return self._draw("discrete_laplace", values, scale)
-
-    def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return self._draw("gaussian", values, scale)
-
-    def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return self._draw("discrete_gaussian", values, scale)
-
-    def laplace_on_lattice(self, values: np.ndarray, scale: float, exponent: int) -> np.ndarray:
-        return self._draw("laplace_on_lattice", values, scale, exponent)
+        return gated
 
 
 def zcdp_cost(loss: Loss) -> float:
@@ -386,6 +373,7 @@ def zcdp_cost(loss: Loss) -> float:
 
 def days_between(first: dt.date | str, last: dt.date | str) -> list[dt.date]:
     """Every calendar day of ``first..last`` inclusive (ISO strings accepted)."""
-    from urbandp._privacy.budget_store import days_of_window
-
-    return days_of_window(dt.date.fromisoformat(str(first)[:10]), dt.date.fromisoformat(str(last)[:10]))
+    first, last = (dt.date.fromisoformat(str(d)[:10]) for d in (first, last))
+    if last < first:
+        raise InputError(f"window ends ({last}) before it starts ({first})")
+    return [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]

@@ -26,15 +26,16 @@ ARCHIVE_SUFFIXES = ((".zip",), (".tar",), (".tgz",), (".tar", ".gz"))
 MS_TO_KMH = 3.6
 """GTFS-realtime ``Position.speed`` is in metres per second (the reference); records carry km/h."""
 
-SCHEMA: dict[str, pl.DataType] = {
-    "vehicle": pl.String(),
-    "timestamp": pl.Datetime("us", "UTC"),
-    "latitude": pl.Float64(),
-    "longitude": pl.Float64(),
-    "speed": pl.Float64(),
-    "__line": pl.UInt32(),
-    "__record_ok": pl.Boolean(),
+_RAW = {
+    "vehicle": pl.String,
+    "seconds": pl.Int64,
+    "latitude": pl.Float64,
+    "longitude": pl.Float64,
+    "speed": pl.Float64,
+    "__record_ok": pl.Boolean,
 }
+"""One record as a snapshot gives it: POSIX seconds and m/s, converted by :func:`read_gtfs_realtime`."""
+_Row = tuple[str | None, int | None, float | None, float | None, float | None, bool]
 
 
 def is_archive(path: Path) -> bool:
@@ -48,11 +49,6 @@ def is_snapshot_name(name: str) -> bool:
     return name.lower().endswith(SNAPSHOT_SUFFIX)
 
 
-def folder_snapshots(folder: Path) -> list[Path]:
-    """The ``.pb`` snapshots directly inside ``folder``, in name order."""
-    return sorted(f for f in Path(folder).iterdir() if f.is_file() and is_snapshot_name(f.name))
-
-
 def snapshots(path: Path) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of every snapshot of a ``.pb`` file, a folder or an archive, in name order.
 
@@ -60,7 +56,7 @@ def snapshots(path: Path) -> Iterator[tuple[str, bytes]]:
     """
     path = Path(path)
     if path.is_dir():
-        for f in folder_snapshots(path):
+        for f in sorted(f for f in path.iterdir() if f.is_file() and is_snapshot_name(f.name)):
             yield f.name, f.read_bytes()
         return
     if not is_archive(path):
@@ -87,57 +83,7 @@ def snapshots(path: Path) -> Iterator[tuple[str, bytes]]:
         raise InputError(f"cannot read {path}: no GTFS-realtime snapshot (.pb member) in the archive")
 
 
-class _Columns:
-    """The records being collected, column by column, with the (vehicle, timestamp) pairs already seen."""
-
-    def __init__(self) -> None:
-        self.vehicle: list[str | None] = []
-        self.timestamp: list[int | None] = []
-        self.latitude: list[float | None] = []
-        self.longitude: list[float | None] = []
-        self.speed: list[float | None] = []
-        self.ok: list[bool] = []
-        self.seen: set[tuple[str, int]] = set()
-
-    def add(
-        self,
-        vehicle: str | None,
-        timestamp: int | None,
-        position: tuple[float | None, float | None, float | None],
-        ok: bool = True,
-    ) -> None:
-        if ok and vehicle and timestamp is not None:
-            key = (vehicle, timestamp)
-            if key in self.seen:
-                return
-            self.seen.add(key)
-        self.vehicle.append(vehicle)
-        self.timestamp.append(timestamp)
-        self.latitude.append(position[0])
-        self.longitude.append(position[1])
-        self.speed.append(position[2])
-        self.ok.append(ok)
-
-    def frame(self) -> pl.DataFrame:
-        n = len(self.ok)
-        seconds = pl.Series("timestamp", self.timestamp, dtype=pl.Int64)
-        return pl.DataFrame(
-            {
-                "vehicle": pl.Series(self.vehicle, dtype=pl.String),
-                "timestamp": pl.from_epoch(seconds, time_unit="s")
-                .cast(pl.Datetime("us"))
-                .dt.replace_time_zone("UTC"),
-                "latitude": pl.Series(self.latitude, dtype=pl.Float64),
-                "longitude": pl.Series(self.longitude, dtype=pl.Float64),
-                "speed": pl.Series(self.speed, dtype=pl.Float64) * MS_TO_KMH,
-                "__line": pl.Series(range(1, n + 1), dtype=pl.UInt32),
-                "__record_ok": pl.Series(self.ok, dtype=pl.Boolean),
-            },
-            schema=SCHEMA,
-        )
-
-
-def _add_snapshot(columns: _Columns, name: str, data: bytes) -> None:
+def _snapshot_rows(name: str, data: bytes) -> list[_Row]:
     """The vehicle positions of one snapshot, or one failed record naming the snapshot when it does not parse."""
     from google.protobuf.message import DecodeError
     from google.transit import gtfs_realtime_pb2
@@ -149,22 +95,22 @@ def _add_snapshot(columns: _Columns, name: str, data: bytes) -> None:
             raise DecodeError("missing required fields: " + ", ".join(feed.FindInitializationErrors()))
     except (DecodeError, RuntimeError, ValueError) as err:
         reason = one_line(str(err)) or type(err).__name__
-        columns.add(f"corrupt GTFS-realtime snapshot {name}: {reason}", None, (None, None, None), ok=False)
-        return
+        return [(f"corrupt GTFS-realtime snapshot {name}: {reason}", None, None, None, None, False)]
     header_time = int(feed.header.timestamp) if feed.header.HasField("timestamp") else None
+    rows: list[_Row] = []
     for entity in feed.entity:
         if not entity.HasField("vehicle"):
             continue  # a trip update or an alert: not a position
         vp = entity.vehicle
-        descriptor = vp.vehicle
-        vehicle = descriptor.id or descriptor.label or None
+        vehicle = vp.vehicle.id or vp.vehicle.label or None
         timestamp = int(vp.timestamp) if vp.HasField("timestamp") else header_time
         if vp.HasField("position"):
             pos = vp.position
             speed = float(pos.speed) if pos.HasField("speed") else None
-            columns.add(vehicle, timestamp, (float(pos.latitude), float(pos.longitude), speed))
+            rows.append((vehicle, timestamp, float(pos.latitude), float(pos.longitude), speed, True))
         else:
-            columns.add(vehicle, timestamp, (None, None, None))
+            rows.append((vehicle, timestamp, None, None, None, True))
+    return rows
 
 
 def read_gtfs_realtime(path: Path) -> pl.DataFrame:
@@ -173,14 +119,27 @@ def read_gtfs_realtime(path: Path) -> pl.DataFrame:
     Columns: ``vehicle``, ``timestamp`` (UTC), ``latitude``, ``longitude``, ``speed`` (km/h), ``__line`` (the
     record's number after de-duplication, in reading order) and ``__record_ok`` (false for a corrupt snapshot).
     """
-    columns = _Columns()
+    rows: list[_Row] = []
     n_snapshots = 0
     for name, data in snapshots(path):
         n_snapshots += 1
-        _add_snapshot(columns, name, data)
+        rows += _snapshot_rows(name, data)
     if n_snapshots == 0:
         raise InputError(f"cannot read {path}: no GTFS-realtime snapshot (.pb file) in it")
-    return columns.frame()
+    raw = pl.DataFrame(rows, schema=_RAW, orient="row")
+    keyed = pl.col("__record_ok") & pl.col("vehicle").is_not_null() & pl.col("seconds").is_not_null()
+    return raw.filter(~keyed | pl.struct("vehicle", "seconds").is_first_distinct()).select(
+        "vehicle",
+        pl.from_epoch("seconds", time_unit="s")
+        .cast(pl.Datetime("us"))
+        .dt.replace_time_zone("UTC")
+        .alias("timestamp"),
+        "latitude",
+        "longitude",
+        pl.col("speed") * MS_TO_KMH,
+        pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).alias("__line"),
+        "__record_ok",
+    )
 
 
 def check_speed_unit(has_feed: bool, speed_unit: str, speed_unit_since: tuple[object, ...]) -> None:

@@ -78,15 +78,11 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     return sibling_privacy(explicit, explicit) if explicit is not None else None
 
 
-def _is_positive_finite(value: float) -> bool:
-    return value > 0 and math.isfinite(value)
-
-
 def _positive_finite(value: object, parameter: str) -> float | None:
     """``value`` as a float; :class:`InvalidParameterError` naming ``parameter`` unless it is None or a positive
     finite number."""
     number = arguments.check_number(value, parameter, optional=True)
-    if number is not None and not _is_positive_finite(number):
+    if number is not None and number <= 0:  # a non-finite number is refused by check_number
         raise InvalidParameterError(
             f"{parameter} must be a positive finite number, got {value}", parameters=parameter
         )
@@ -111,9 +107,7 @@ def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> fl
     if scale is not None:
         return _positive_finite(scale, "scale")
     value = _optional_float(privacy.get("noise_scale") if privacy else None)
-    if value is not None and not _is_positive_finite(
-        value
-    ):  # the release's file, not a parameter of the call
+    if value is not None and not (value > 0 and math.isfinite(value)):  # the file's, not a parameter's
         raise InputDataError(f"privacy.json noise_scale must be a positive finite number, got {value}")
     return value
 

@@ -22,7 +22,6 @@ alpha``, ``p_value_noise_alone``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ import polars as pl
 from urbandp._figures import saved_figure
 from urbandp.audit._laplace_math import LaplaceSum, theorem5_halfwidth
 from urbandp.audit._tables import PublishedTable
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -65,22 +64,6 @@ class _Tally:
     cells: list[dict[str, object]] = field(default_factory=list)
     recoverable: int = 0
     no_joint: int = 0
-
-
-def _check_parameters(scale: float, marginal_scale: float | None, alpha: float) -> None:
-    """:class:`InvalidParameterError` unless ``alpha`` is in (0, 1) and the scales are positive and finite."""
-    if not 0 < alpha < 1:
-        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
-    if not (scale > 0 and math.isfinite(scale)):
-        raise InvalidParameterError(
-            f"scale must be a positive finite number (or come from privacy.json), got {scale}",
-            parameters="scale",
-        )
-    if marginal_scale is not None and not (marginal_scale > 0 and math.isfinite(marginal_scale)):
-        raise InvalidParameterError(
-            f"marginal_scale must be a positive finite number, got {marginal_scale}",
-            parameters="marginal_scale",
-        )
 
 
 def _key_columns(joint: PublishedTable, marginal: PublishedTable) -> tuple[list[str], list[str]]:
@@ -253,7 +236,6 @@ def differencing_attack(
     carries a rounding error of at most 1/2, so the interval is widened by ``n/2`` -- coverage stays at least
     ``1 - alpha`` whatever the rounding did. ``include_all`` lists groups whose interval contains 0 too.
     """
-    _check_parameters(scale, marginal_scale, alpha)
     group, extra = _key_columns(joint, marginal)
     setting = _Setting(
         scale=scale,

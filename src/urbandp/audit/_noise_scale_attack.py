@@ -20,13 +20,9 @@ from urbandp.errors import InputError, InvalidParameterError
 
 def read_pairs(path: Path) -> tuple[np.ndarray, int, np.ndarray | None]:
     """Return the differences ``a - b``, how many rows were dropped (missing / non-numeric), and the route labels."""
-    if not path.is_file():
-        raise InputError(f"pairs file not found: {path}")
-    try:
-        df = pl.read_csv(path, infer_schema=False)
-    except Exception as err:
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
-    return pair_differences(df, f"pairs file {path}")
+    from urbandp._table_reader import read_table
+
+    return pair_differences(read_table(path, allow_empty=True), f"pairs file {path}")
 
 
 def pair_differences(df: pl.DataFrame, source: str = "pairs") -> tuple[np.ndarray, int, np.ndarray | None]:
@@ -71,8 +67,6 @@ def noise_scale_attack(
         raise InvalidParameterError(
             f"model must be continuous or discrete, got {model!r}", parameters="model"
         )
-    if not 0 < alpha < 1:
-        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
     if np.all(u == 0):
         return {
             "attack": "noise-scale",

@@ -24,7 +24,6 @@ from typing import cast
 import numpy as np
 
 from urbandp._figures import saved_figure
-from urbandp.errors import InvalidParameterError
 
 
 def detection_probability(g: int, t: float, p: float) -> float:
@@ -163,8 +162,6 @@ def zero_skipping_attack(
     group_sizes: tuple[int, ...] = (1, 5, 12),
 ) -> dict[str, object]:
     """Decide whether zeros could have been skipped and what that exposes."""
-    if threshold < 0:
-        raise InvalidParameterError(f"threshold must be >= 0, got {threshold}", parameters="threshold")
     values = counts[np.isfinite(counts)]
     nonzero = values[values != 0]
     small = int(np.sum(nonzero < threshold))  # released iff noisy > t, then rounded: t itself can appear

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from urbandp._arguments import check_keywords, check_name, check_number, check_path
-from urbandp._privacy.budget_store import SPANNING_UNITS, UNITS, BudgetStore, DatasetCaps, open_store
+from urbandp._privacy.budget_store import SPANNING_UNITS, BudgetStore, DatasetCaps, open_store
 from urbandp.errors import InputError, InvalidParameterError
 
 __all__ = ["BudgetStatus", "Remaining", "declare", "history", "remaining", "show"]
@@ -89,20 +89,9 @@ def declare(
         "rho_total": rho_total,
         "delta_total": delta_total,
     }
-    checked = {key: _number(value, key) for key, value in caps.items()}
-    if checked["delta_total"] is not None and checked["delta_total"] > 1:
-        raise InvalidParameterError(
-            f"delta_total must be a number in [0, 1], got {delta_total!r}", parameters="delta_total"
-        )
-    for key in ("epsilon_per_day", "epsilon_total", "rho_per_day", "rho_total"):
-        if checked[key] == 0:
-            raise InvalidParameterError(f"{key} must be a number > 0, got {caps[key]!r}", parameters=key)
-    kind = _text(unit, "unit")
-    if kind not in UNITS:
-        raise InvalidParameterError(
-            f"unit must be one of {', '.join(UNITS)}, got {unit!r}", parameters="unit"
-        )
-    declared = DatasetCaps(name, kind, **checked)
+    # each cap None, or a finite real number >= 0 (a bool or a string is refused); their ranges: DatasetCaps
+    checked = {key: check_number(value, key, optional=True, minimum=0) for key, value in caps.items()}
+    declared = DatasetCaps(name, _text(unit, "unit"), **checked)
     if operator is not None and not isinstance(operator, str):  # the store checks the text (a one-line name)
         raise InvalidParameterError(f"operator must be a string, got {operator!r}", parameters="operator")
     with closing(open_store(_store(store), operator=operator)) as db:  # the store refuses a blank name
@@ -178,8 +167,3 @@ def _store(store: object) -> str | None:
 
 def _text(value: object, parameter: str) -> str:
     return str(check_name(value, parameter))
-
-
-def _number(value: object, parameter: str) -> float | None:
-    """A cap: None, or a finite real number >= 0 (a bool or a string is refused, never read as a number)."""
-    return check_number(value, parameter, optional=True, minimum=0)

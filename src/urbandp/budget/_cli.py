@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from urbandp._cli_options import Overwrite
 from urbandp._cli_support import cli_guard
+
+if TYPE_CHECKING:
+    from urbandp.budget._api import BudgetStatus
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
 
@@ -103,61 +106,52 @@ def show(
     """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out).
 
     Example: urbandp budget show surat --out out/budget"""
-    from urbandp._privacy.budget_store import _left  # what is left of a cap (0 within the store's tolerance)
+    from urbandp._privacy.budget_store import SPANNING_UNITS, _days
     from urbandp.budget._api import show as status_of
 
     with _dataset_named():
         status = status_of(budget_store, dataset)
-    caps, epsilon, group, delta = status.caps, status.epsilon_spent, status.rho_spent, status.delta_spent
-    deltas = status.delta_per_day
-    spend = {day: (eps, status.rho_per_day[day]) for day, eps in status.epsilon_per_day.items()}
-    cap = caps.epsilon_per_day
+    caps, cap = status.caps, status.caps.epsilon_per_day
     typer.echo(f"dataset {dataset} (unit {caps.unit}); cap per day {cap}, total cap {caps.epsilon_total}")
     typer.echo(f"{'day':<12} {'epsilon':>10} {'left':>10} {'rho':>10} {'delta':>10}")
     rows = []
-    for day in sorted(spend):
-        eps, rho = spend[day]
+    for day in sorted(status.epsilon_per_day):
+        eps, rho, delta = (
+            status.epsilon_per_day[day],
+            status.rho_per_day[day],
+            status.delta_per_day.get(day, 0.0),
+        )
         left = "" if cap is None else f"{max(cap - eps, 0.0):.6g}"
-        typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g} {deltas.get(day, 0.0):>10.3g}")
-        rows.append((day, eps, left, rho, deltas.get(day, 0.0)))
-    left = (
-        ""
-        if caps.epsilon_total is None
-        else f" (left {_left(caps.epsilon_total, epsilon):.6g} of {caps.epsilon_total:g})"
+        typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g} {delta:>10.3g}")
+        rows.append((day, eps, left, rho, delta))
+    who = f", for {status.protects}" if caps.unit in SPANNING_UNITS else ""
+    epsilon, group = status.epsilon_spent, status.rho_spent
+    typer.echo(
+        f"epsilon over all releases {epsilon:.6g}{_left_of(caps.epsilon_total, epsilon)}, over {_days(len(rows))}{who}"
     )
-    who = _who(caps.unit)
-    typer.echo(f"epsilon over all releases {epsilon:.6g}{left}, over {_days(len(spend))}{who}")
-    rho_left = (
-        "" if caps.rho_total is None else f" (left {_left(caps.rho_total, group):.6g} of {caps.rho_total:g})"
-    )
-    if caps.rho_total is not None or caps.rho_per_day is not None or any(v[1] > 0 for v in spend.values()):
-        typer.echo(f"group rho over all days {group:.6g}{rho_left}")
-    typer.echo(_delta_line(deltas, delta, caps.delta_total, caps.unit))
+    if caps.rho_total is not None or caps.rho_per_day is not None or any(r[3] > 0 for r in rows):
+        typer.echo(f"group rho over all days {group:.6g}{_left_of(caps.rho_total, group)}")
+    typer.echo(_delta_line(status, who))
     if out is not None:
-        _write_show(out, dataset, caps.epsilon_per_day, rows)
+        _write_show(out, dataset, cap, rows)
 
 
-def _delta_line(deltas: dict[str, float], spent: float, cap: float | None, unit: str) -> str:
+def _left_of(cap: float | None, spent: float) -> str:
+    """What is left of a total ``cap`` (0 within the store's tolerance), or nothing when there is no such cap."""
+    from urbandp._privacy.budget_store import _left
+
+    return "" if cap is None else f" (left {_left(cap, spent):.6g} of {cap:g})"
+
+
+def _delta_line(status: BudgetStatus, who: str) -> str:
     """The delta per day (the largest day's sum) and composed over all releases, with what is left of the cap."""
-    worst = max(deltas.values(), default=0.0)
+    worst = max(status.delta_per_day.values(), default=0.0)
+    cap, spent = status.caps.delta_total, status.delta_spent
     if cap is None:
         left = " (no cap: declared before the store recorded delta; set one with budget init --delta-total)"
     else:
         left = f" (left {max(cap - spent, 0.0):.3g} of {cap:g})"
-    return (
-        f"delta per day at most {worst:.3g}; delta over all releases {min(spent, 1.0):.3g}{left}{_who(unit)}"
-    )
-
-
-def _who(unit: str) -> str:
-    """Whom the figures over all releases protect: a vehicle (a card) present on every day, for a per-day unit."""
-    from urbandp._privacy.budget_store import SPANNING_UNITS
-
-    return f", for a {unit.removesuffix('-day')} present on every day" if unit in SPANNING_UNITS else ""
-
-
-def _days(n: int) -> str:
-    return f"{n} day" if n == 1 else f"{n} days"
+    return f"delta per day at most {worst:.3g}; delta over all releases {spent:.3g}{left}{who}"
 
 
 def _write_show(
@@ -165,12 +159,9 @@ def _write_show(
 ) -> None:
     import datetime as dt
 
-    import matplotlib
     import matplotlib.dates as mdates
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from urbandp._figures import saved_figure
     from urbandp._outputs import atomic_output_dir
 
     with atomic_output_dir(out) as d:
@@ -178,22 +169,19 @@ def _write_show(
             f"{a},{b:.12g},{c},{e:.12g},{f:.12g}" for a, b, c, e, f in rows
         ]
         (d.release / "spend.csv").write_text("\n".join(lines) + "\n")
-        fig, ax = plt.subplots(figsize=(9, 3.5))
-        days = [float(mdates.date2num(dt.date.fromisoformat(r[0]))) for r in rows]
-        ax.bar(days, [r[1] for r in rows], width=0.8, label="epsilon spent")
-        if cap is not None:
-            ax.axhline(cap, color="red", linestyle="--", label=f"cap per day ({cap:g})")
-        top = max([r[1] for r in rows] + ([cap] if cap is not None else []) + [1e-9])
-        ax.set_ylim(0, top * 1.3)  # room for the legend above the bars
-        ax.xaxis_date()
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
-        ax.set_ylabel("epsilon per unit-day")
-        ax.set_title(f"Privacy budget spent on {dataset}, by calendar day")
-        ax.legend(loc="upper right")
-        fig.autofmt_xdate()
-        fig.tight_layout()
-        fig.savefig(d.release / "spend.png", dpi=110)
-        plt.close(fig)
+        with saved_figure(d.release / "spend.png", figsize=(9, 3.5)) as (fig, ax):
+            days = [float(mdates.date2num(dt.date.fromisoformat(r[0]))) for r in rows]
+            ax.bar(days, [r[1] for r in rows], width=0.8, label="epsilon spent")
+            if cap is not None:
+                ax.axhline(cap, color="red", linestyle="--", label=f"cap per day ({cap:g})")
+            top = max([r[1] for r in rows] + ([cap] if cap is not None else []) + [1e-9])
+            ax.set_ylim(0, top * 1.3)  # room for the legend above the bars
+            ax.xaxis_date()
+            ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
+            ax.set_ylabel("epsilon per unit-day")
+            ax.set_title(f"Privacy budget spent on {dataset}, by calendar day")
+            ax.legend(loc="upper right")
+            fig.autofmt_xdate()
 
 
 @app.command("history")

@@ -9,7 +9,6 @@ transformation, so the sensitivities in :mod:`urbandp.counts._units` hold.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -59,22 +58,6 @@ def _sparse_from_cells(cells: np.ndarray, weights: np.ndarray | None, domain: Co
     return SparseJoint(domain.shape, grouped["cell"].to_numpy(), grouped["w"].to_numpy().astype(np.int64))
 
 
-def read_table(path: Path) -> pl.DataFrame:
-    """Read CSV or Parquet; unusable files raise :class:`InputError`."""
-    if not path.is_file():
-        raise InputError(f"input file not found: {path}")
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            df = pl.read_parquet(path)
-        else:
-            df = pl.read_csv(path, infer_schema=False, truncate_ragged_lines=True)
-    except Exception as err:  # polars raises many error types for unreadable files
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
-    if df.height == 0:
-        raise InputError(f"input {path} has no rows")
-    return df
-
-
 def _require(df: pl.DataFrame, cols: tuple[str, ...], what: str) -> None:
     missing = [c for c in cols if c not in df.columns]
     if missing:
@@ -120,11 +103,11 @@ def _index_rows(df: pl.DataFrame, domain: CountDomain) -> tuple[pl.DataFrame, pl
     return good, bad
 
 
-def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) -> JointCounts:
-    """Events ``mode, timestamp, tap, location[, card_id]`` -> dense joint counts (bounded per ``unit``)."""
-    _require(df, EVENT_COLUMNS + (("card_id",) if unit.kind == "card-day" else ()), "event input")
-    n_input = df.height
-    original = [c for c in df.columns]
+def place_events(
+    df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each event's local wall-clock time ``_ts``, ``day`` and time bin, placed in the public domain: (in-domain,
+    quarantined with a reason). The row-wise step of every engine (the Spark one runs it on each batch)."""
     ts = pl.col("timestamp")
     if df.schema["timestamp"] == pl.String:
         # local wall-clock time decides the day and the bin: a trailing UTC offset ("+10:00", "Z") is dropped
@@ -134,7 +117,7 @@ def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) 
             .str.to_datetime(strict=False, time_unit="us")
         )
     try:
-        df = df.with_row_index("_row").with_columns(_ts=ts)
+        df = df.with_columns(_ts=ts)
         if df.schema["_ts"] != pl.Datetime("us"):
             df = df.with_columns(pl.col("_ts").dt.replace_time_zone(None).cast(pl.Datetime("us")))
     except pl.exceptions.PolarsError as err:
@@ -154,7 +137,15 @@ def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) 
             .then(pl.lit("missing card_id"))
             .otherwise(pl.col("_bad"))
         )
-    good, bad = _index_rows(df, domain)
+    return _index_rows(df, domain)
+
+
+def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) -> JointCounts:
+    """Events ``mode, timestamp, tap, location[, card_id]`` -> dense joint counts (bounded per ``unit``)."""
+    _require(df, EVENT_COLUMNS + (("card_id",) if unit.kind == "card-day" else ()), "event input")
+    n_input = df.height
+    original = [c for c in df.columns]
+    good, bad = place_events(df.with_row_index("_row"), domain, unit)
     n_truncated = 0
     if unit.kind == "card-day":
         good = good.sort(["card_id", "day", "_ts", "_row"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +30,9 @@ from urbandp._privacy.report import write_privacy_json
 from urbandp._privacy.session import ReleaseCharge, days_between
 from urbandp._release_options import takes_options
 from urbandp._session import Session
+from urbandp._table_reader import read_table
 from urbandp.counts._accounting import release_loss
-from urbandp.counts._aggregate import JointCounts, joint_from_counts, joint_from_events, read_table
+from urbandp.counts._aggregate import JointCounts, joint_from_counts, joint_from_events
 from urbandp.counts._columns import apply_columns, column_map
 from urbandp.counts._domain import CountDomain
 from urbandp.counts._options import CountsReleaseSpec
@@ -305,11 +306,6 @@ def _reserve(charge: ReleaseCharge, spec: CountsReleaseSpec, dom: CountDomain) -
     return not_dp
 
 
-@contextlib.contextmanager
-def _no_progress(total: int) -> Iterator[Callable[[int], None]]:
-    yield lambda n: None
-
-
 def _release_on_domain(
     frame: pl.DataFrame | None,
     path: Path,
@@ -331,7 +327,8 @@ def _release_on_domain(
     with charge:
         not_dp = _reserve(charge, spec, dom)
         n_noised = dom.n_cells if spec.resolved_sampling == "dense" else int(joint.sparse.index.size)
-        with (progress or _no_progress)(n_noised) as advance:
+        watch = progress or (lambda total: contextlib.nullcontext(lambda n: None))
+        with watch(n_noised) as advance:
             # through the package (its public name), looked up at call time: the one seam of the samplers
             counts = table_release._release_counts(
                 joint.sparse, dom, spec, noise=charge.noise, ledger=_ledger(spec), progress=advance

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
-from urbandp.counts._aggregate import COUNT_COLUMNS, MAX_COUNT, read_table
+from urbandp._table_reader import read_table
+from urbandp.counts._aggregate import COUNT_COLUMNS, MAX_COUNT
 from urbandp.counts._columns import ColumnsLike, apply_columns, column_map, normalise_days
 from urbandp.counts._domain import CountDomain
 from urbandp.errors import InputDataError, InvalidParameterError

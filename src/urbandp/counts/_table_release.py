@@ -41,7 +41,7 @@ from urbandp.counts._tails import IntegerNoise
 from urbandp.counts._threshold_advice import recommended_threshold
 from urbandp.counts._topk import noisy_top_k
 from urbandp.counts._window import per_card_window
-from urbandp.errors import Advice, InputError, InvalidParameterError
+from urbandp.errors import Advice, InputError
 
 if TYPE_CHECKING:
     from urbandp.counts._options import CountsReleaseSpec
@@ -95,12 +95,7 @@ def _raw_place_totals(raw: SparseJoint, domain: CountDomain, tap: str | None) ->
 def _charge_top_k(
     raw: SparseJoint, domain: CountDomain, config: CountsReleaseSpec, ledger: PrivacyLedger
 ) -> tuple[list[int], dict[str, object]]:
-    assert config.top_k is not None and config.top_k_epsilon is not None
-    if config.top_k_tap is not None and config.top_k_tap not in domain.taps:
-        raise InvalidParameterError(
-            f"top_k_tap {config.top_k_tap!r} is not a tap of the domain ({', '.join(domain.taps)})",
-            parameters="top_k_tap",
-        )
+    assert config.top_k is not None and config.top_k_epsilon is not None  # and the tap checked on the domain
     totals = _raw_place_totals(raw, domain, config.top_k_tap)
     res = noisy_top_k(totals, config.top_k, config.top_k_epsilon, config.privacy_unit())
     ledger.charge(

@@ -6,6 +6,8 @@ is internal (it writes whatever release it is given): the public way to write a 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,18 +17,6 @@ from urbandp._outputs import write_json
 from urbandp._privacy.report import write_privacy_json
 from urbandp.counts._domain import CountDomain
 from urbandp.counts._table_release import CountRelease
-
-
-def _grid(names: list[str], cats: list[list[str]]) -> pl.DataFrame:
-    """Cartesian product of categories in C order (the first name varies slowest)."""
-    sizes = [len(c) for c in cats]
-    idx = np.indices(sizes).reshape(len(sizes), -1)
-    return pl.DataFrame(
-        {
-            n: pl.Series(n, c, dtype=pl.String).gather(idx[i])
-            for i, (n, c) in enumerate(zip(names, cats, strict=False))
-        }
-    )
 
 
 def _with_counts(frame: pl.DataFrame, values: np.ndarray, suppressed: np.ndarray | None) -> pl.DataFrame:
@@ -42,55 +32,43 @@ def _with_counts(frame: pl.DataFrame, values: np.ndarray, suppressed: np.ndarray
     return frame
 
 
-def _published_rows(index: np.ndarray, values: np.ndarray, domain: CountDomain) -> pl.DataFrame:
-    """Long rows of the published cells only (sparse sampling: every cell not listed is suppressed)."""
-    day, tap, bin_, place = np.unravel_index(index, domain.shape)
+def _long(
+    sizes: tuple[int, ...],
+    columns: Mapping[str, tuple[int, Sequence[str]]],
+    values: np.ndarray,
+    suppressed: np.ndarray | None = None,
+    index: np.ndarray | None = None,
+) -> pl.DataFrame:
+    """One row per cell of an array of shape ``sizes`` (C order), or per flat ``index`` only (the published cells
+    of sparse sampling), with its ``count``; ``columns`` maps each column to (its axis, the label of each
+    position on that axis)."""
+    cells = np.arange(math.prod(sizes)) if index is None else index
+    at = np.unravel_index(cells, sizes)
     frame = pl.DataFrame(
         {
-            "mode": pl.Series([m for m, _ in domain.places], dtype=pl.String).gather(place),
-            "day": pl.Series(list(domain.days), dtype=pl.String).gather(day),
-            "tap": pl.Series(list(domain.taps), dtype=pl.String).gather(tap),
-            "bin": pl.Series(list(domain.bins), dtype=pl.String).gather(bin_),
-            "location": pl.Series([loc for _, loc in domain.places], dtype=pl.String).gather(place),
+            n: pl.Series(n, list(labels), dtype=pl.String).gather(at[axis])
+            for n, (axis, labels) in columns.items()
         }
     )
-    return _with_counts(frame, values, None)
+    return _with_counts(frame, values, suppressed)
 
 
 def release_tables(release: CountRelease, domain: CountDomain) -> dict[str, pl.DataFrame]:
     """``joint``, ``time`` and ``location`` tables; the non-DP Data61 method omits suppressed rows (as Opal did)."""
-    place_idx = np.arange(len(domain.places)).astype(str).tolist()
     modes = [m for m, _ in domain.places]
     locs = [loc for _, loc in domain.places]
-
-    def places(frame: pl.DataFrame) -> pl.DataFrame:
-        i = frame["place"].cast(pl.Int64)
-        return frame.with_columns(mode=pl.Series(modes).gather(i), location=pl.Series(locs).gather(i)).drop(
-            "place"
-        )
-
-    if release.cells is not None:
-        joint = _published_rows(release.cells.index, release.cells.values, domain)
+    when = {"day": (0, domain.days), "tap": (1, domain.taps)}
+    joint_columns = {"mode": (3, modes), **when, "bin": (2, domain.bins), "location": (3, locs)}
+    if release.cells is not None:  # sparse sampling: every cell not listed is suppressed
+        joint = _long(domain.shape, joint_columns, release.cells.values, index=release.cells.index)
     else:
         assert release.joint is not None
-        joint = places(
-            _grid(
-                ["day", "tap", "bin", "place"],
-                [list(domain.days), list(domain.taps), list(domain.bins), place_idx],
-            )
-        )
-        joint = _with_counts(
-            joint.select("mode", "day", "tap", "bin", "location"), release.joint, release.suppressed
-        )
-    time = _grid(
-        ["day", "tap", "bin", "mode"],
-        [list(domain.days), list(domain.taps), list(domain.bins), list(domain.modes)],
-    )
-    time = _with_counts(time.select("mode", "day", "tap", "bin"), release.time, release.time_suppressed)
-    loc = places(_grid(["day", "tap", "place"], [list(domain.days), list(domain.taps), place_idx]))
-    loc = _with_counts(
-        loc.select("mode", "day", "tap", "location"), release.location, release.location_suppressed
-    )
+        joint = _long(domain.shape, joint_columns, release.joint, release.suppressed)
+    d, t, b, p = domain.shape
+    time_columns = {"mode": (3, domain.modes), **when, "bin": (2, domain.bins)}
+    time = _long((d, t, b, len(domain.modes)), time_columns, release.time, release.time_suppressed)
+    location_columns = {"mode": (2, modes), **when, "location": (2, locs)}
+    loc = _long((d, t, p), location_columns, release.location, release.location_suppressed)
     tables = {"joint": joint, "time": time, "location": loc}
     if release.privacy.get("method") == "data61-2016":
         tables = {k: v.filter(pl.col("count").is_not_null()) for k, v in tables.items()}

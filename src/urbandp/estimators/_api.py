@@ -43,6 +43,7 @@ from urbandp._privacy.loss import Loss
 from urbandp._privacy.report import write_privacy_json
 from urbandp._privacy.session import ReleaseCharge
 from urbandp._session import Session, check_session
+from urbandp._table_reader import read_table
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _Estimator
 from urbandp.estimators._report import EstimatorPrivacyReport
@@ -62,10 +63,6 @@ INPUT_REPORT_NOTE = "row, unit and sample counts of the true input (and clipped 
 
 def _bad(message: str, *names: str) -> InvalidParameterError:
     return InvalidParameterError(message, parameters=names)
-
-
-def _positive(value: object, name: str) -> float:
-    return check_number(value, name, above=0)
 
 
 _OPTION_KINDS: dict[str, str] = {f.name: str(f.type) for cls in BY_NAME.values() for f in fields(cls)}
@@ -105,8 +102,8 @@ class EstimatorReleaseSpec:
             raise _bad(
                 f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}, got {self.estimator!r}", "estimator"
             )
-        object.__setattr__(self, "epsilon", _positive(self.epsilon, "epsilon"))
-        object.__setattr__(self, "upper", _positive(self.upper, "upper"))
+        object.__setattr__(self, "epsilon", check_number(self.epsilon, "epsilon", above=0))
+        object.__setattr__(self, "upper", check_number(self.upper, "upper", above=0))
         if self.unit not in UNITS:
             raise _bad(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", "unit")
         object.__setattr__(self, "day", check_date(self.day, "day", optional=True))
@@ -261,19 +258,10 @@ def _protected(paths: list[Path], session: Session) -> list[Path]:
     return found
 
 
-def _read_table(path: Path) -> pl.DataFrame:
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema_length=10000)
-    except (OSError, pl.exceptions.PolarsError) as err:
-        raise InputDataError(f"data: cannot read {path.name} ({type(err).__name__})") from None
-
-
 def _read_values(paths: list[Path], spec: EstimatorReleaseSpec) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Every unit's values, and the owner's material: the quarantine (rows without a unit or a finite value,
     with their reason) and the row counts of the true input."""
-    frames = [_read_table(p) for p in paths]
+    frames = [read_table(p, allow_empty=True) for p in paths]
     for frame in frames:
         named = {"unit_column": spec.unit_column, "value_column": spec.value_column}
         missing = {p: c for p, c in named.items() if c not in frame.columns}

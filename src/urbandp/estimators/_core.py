@@ -152,23 +152,8 @@ def _check_epsilon(epsilon: float) -> float:
     return eps
 
 
-def _clipped_values(
-    values_per_unit: Sequence[np.ndarray], upper: float
-) -> tuple[tuple[np.ndarray, ...], int]:
-    out: list[np.ndarray] = []
-    n_clipped = 0
-    for v in values_per_unit:
-        a = np.asarray(v, dtype=float).ravel()
-        if a.size == 0:
-            continue  # a unit with no samples is not in the HAT
-        if not np.all(np.isfinite(a)):
-            raise ValueError("values must be finite")
-        c = np.clip(a, 0.0, upper)
-        n_clipped += int(np.count_nonzero(c != a))
-        out.append(c)
-    if not out:
-        raise ValueError("no unit has any sample")
-    return tuple(out), n_clipped
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 @dataclass(frozen=True)
@@ -177,18 +162,27 @@ class _Estimator:
 
     upper: float
     name: ClassVar[str] = "?"
+    EMPTY_OK: ClassVar[bool] = False
+    """Whether the estimator releases a HAT without any unit (a public domain's unvisited HAT)."""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.upper) and self.upper > 0):
             raise ValueError(f"upper must be finite and > 0, got {self.upper}")
 
     def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
-        values, n_clipped = _clipped_values(values_per_unit, self.upper)
+        """Each unit's values clipped to ``[0, upper]`` (a unit with no samples is not in the HAT)."""
+        units = [np.asarray(v, dtype=float).ravel() for v in values_per_unit]
+        units = [a for a in units if a.size]
+        if not all(np.all(np.isfinite(a)) for a in units):
+            raise ValueError("values must be finite")
+        if not units and not self.EMPTY_OK:
+            raise ValueError("no unit has any sample")
+        values = tuple(np.clip(a, 0.0, self.upper) for a in units)
+        n_clipped = sum(int(np.count_nonzero(c != a)) for c, a in zip(values, units, strict=True))
         counts = np.array([v.size for v in values], dtype=np.int64)
-        total = math.fsum(float(v.sum()) for v in values)
-        return Prepared(
-            values=values, counts=counts, n_clipped=n_clipped, true_mean=total / int(counts.sum())
-        )
+        n = int(counts.sum())
+        true_mean = math.fsum(float(v.sum()) for v in values) / n if n else math.nan
+        return Prepared(values=values, counts=counts, n_clipped=n_clipped, true_mean=true_mean)
 
     STEPS: ClassVar[tuple[tuple[str, str, float], ...]] = ()
     """The estimator's noisy steps in order: (step, OpenDP constructor, its share of epsilon)."""
@@ -219,6 +213,13 @@ class _Estimator:
         out = float(noise.laplace(np.array([value]), scale)[0]) if scale > 0 else float(value)
         return out, replace(planned, epsilon=spent, d_in=sensitivity, scale=scale)
 
+    def _one_step(
+        self, prep: Prepared, eps: float, value: float, sensitivity: float, noise: NoiseSource
+    ) -> MeanEstimate:
+        """A one-step estimator's result: ``value`` plus Laplace noise for ``sensitivity`` with all of ``eps``."""
+        out, step = self._laplace_step(self.privacy_cost(eps).steps[0], value, sensitivity, noise)
+        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
+
 
 @dataclass(frozen=True)
 class Baseline(_Estimator):
@@ -236,9 +237,7 @@ class Baseline(_Estimator):
     ) -> MeanEstimate:
         eps = _check_epsilon(epsilon)
         prep = self.prepare(values_per_unit)
-        delta = self.sensitivity(prep.counts)
-        out, step = self._laplace_step(self.privacy_cost(eps).steps[0], prep.true_mean, delta, noise)
-        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
+        return self._one_step(prep, eps, prep.true_mean, self.sensitivity(prep.counts), noise)
 
 
 @dataclass(frozen=True)
@@ -250,10 +249,7 @@ class _Grouped(_Estimator):
         super().__post_init__()
         if self.grouping not in GROUPINGS:
             raise ValueError(f"grouping must be one of {GROUPINGS}, got {self.grouping!r}")
-        if not (
-            self.m_ub in ("median", "eq1")
-            or (isinstance(self.m_ub, int) and not isinstance(self.m_ub, bool) and self.m_ub >= 1)
-        ):
+        if not (self.m_ub in ("median", "eq1") or _positive_int(self.m_ub)):
             raise ValueError(f"m_ub must be 'median', 'eq1' or a positive int, got {self.m_ub!r}")
 
     def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
@@ -264,9 +260,7 @@ class _Grouped(_Estimator):
             raise ValueError(
                 f"no full array of length m_UB={m_ub} (total samples {int(base.counts.sum())}); use BESTFIT or a smaller m_ub"
             )
-        return Prepared(
-            base.values, base.counts, base.n_clipped, base.true_mean, plan, plan.array_means(base.values)
-        )
+        return replace(base, plan=plan, array_means=plan.array_means(base.values))
 
     def _planned(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float
@@ -299,11 +293,7 @@ class ArrayAveraging(_Grouped):
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
     ) -> MeanEstimate:
         eps, prep, plan = self._planned(values_per_unit, epsilon)
-        planned = self.privacy_cost(eps).steps[0]
-        out, step = self._laplace_step(
-            planned, float(np.mean(prep.array_means)), self.sensitivity(plan), noise
-        )
-        return _mean_estimate(self.name, prep, out, eps, (step,), step, (0.0, float(self.upper)), noise)
+        return self._one_step(prep, eps, float(np.mean(prep.array_means)), self.sensitivity(plan), noise)
 
 
 def clipped_mean(array_means: np.ndarray, low: float, high: float) -> float:
@@ -463,15 +453,13 @@ class ClippedMean(_Estimator):
     """
 
     name: ClassVar[str] = "CLIPPED-MEAN"
+    EMPTY_OK: ClassVar[bool] = True
     m_ub: str | int = "dp-median"
     m_cap: int = 1000
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not (
-            self.m_ub == "dp-median"
-            or (isinstance(self.m_ub, int) and not isinstance(self.m_ub, bool) and self.m_ub >= 1)
-        ):
+        if not (self.m_ub == "dp-median" or _positive_int(self.m_ub)):
             raise ValueError(f"m_ub must be 'dp-median' or a positive int, got {self.m_ub!r}")
         if self.m_cap < 1:
             raise ValueError("m_cap must be >= 1")
@@ -508,16 +496,6 @@ class ClippedMean(_Estimator):
             epsilon * self.shares()[0],
             1.0 / (epsilon * self.shares()[0]),
         )
-
-    def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
-        try:
-            return super().prepare(values_per_unit)
-        except ValueError as err:
-            if "no unit" not in str(err):
-                raise
-            return Prepared(
-                values=(), counts=np.zeros(0, dtype=np.int64), n_clipped=0, true_mean=float("nan")
-            )
 
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource

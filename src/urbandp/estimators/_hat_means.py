@@ -18,9 +18,9 @@ import polars as pl
 
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InputError
-from urbandp.estimators._core import BY_NAME, Baseline, MeanEstimate, _Estimator
+from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, Baseline, MeanEstimate, _Estimator
 
-ESTIMATORS: tuple[str, ...] = ("baseline", "array-averaging", "levy", "quantile", "clipped-mean")
+ESTIMATORS: tuple[str, ...] = (*PAPER_ESTIMATORS, "clipped-mean")
 REQUIRED_COLUMNS: tuple[str, ...] = ("h3_cell", "slot", "unit", "speeds")
 
 OUTPUT_SCHEMA: dict[str, Any] = {

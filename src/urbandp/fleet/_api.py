@@ -12,7 +12,7 @@
     rel.map()                    # the release's map, shown inline in a notebook
 
 Options are named as the command line's flags with underscores, with the same defaults and checks
-(:mod:`urbandp.fleet._options_input` parses both). The release runs in a charge of the :class:`urbandp.Session`: the guards
+(:mod:`urbandp.fleet._options_input` reads both). The release runs in a charge of the :class:`urbandp.Session`: the guards
 (:mod:`urbandp.fleet._guardrails`, :mod:`urbandp._privacy.guards`) and the budget store's reservation come before any
 noise, a store that cannot afford it raises :class:`~urbandp.errors.BudgetExceededError`, and the charge is
 committed when the function returns (with ``out``: after the folder is written, with its sha256).
@@ -20,24 +20,19 @@ committed when the function returns (with ``out``: after the folder is written, 
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Unpack, cast
+from typing import Unpack, cast
 
 from urbandp._arguments import (
-    check_date,
     check_mapping,
     check_name,
-    check_number,
-    check_numbers,
     check_path,
     check_switch,
     check_table,
-    check_texts,
     unknown_keywords,
 )
 from urbandp._frames import TableLike, input_paths
@@ -51,8 +46,8 @@ from urbandp.errors import InputError, InvalidParameterError
 from urbandp.fleet._account import HatRelease
 from urbandp.fleet._guardrails import release_warnings
 from urbandp.fleet._options import DOMAIN_SOURCES, HatReleaseConfig
-from urbandp.fleet._options_flags import OPTION_NAMES, api_signature, release_options
-from urbandp.fleet._options_input import configure, file_keys, named_by, python_values
+from urbandp.fleet._options_flags import OPTION_NAMES, api_signature
+from urbandp.fleet._options_input import configure, file_keys, named_by
 from urbandp.fleet._pipeline import (
     LoadedRecords,
     NoValidRecords,
@@ -165,7 +160,9 @@ def release(
     ``config``: a TOML file as ``--config`` takes. ``session``: the budget it charges (default: none charged).
     ``out``: write the folder inside the charge (its sha256 recorded); else call ``write`` later.
     """
-    checked = python_options(options)
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise unknown_keywords("release", unknown, OPTION_NAMES)
     columns = check_mapping(columns, "columns")
     with_map = check_switch(with_map, "with_map")
     overwrite = check_switch(overwrite, "overwrite")
@@ -178,8 +175,7 @@ def release(
         raise InvalidParameterError(f"map_inputs must be a dict, got {map_inputs!r}", parameters="map_inputs")
     if step is not None and not callable(step):
         raise InvalidParameterError(f"step must be a function of one text, got {step!r}", parameters="step")
-    given = python_values({**dict.fromkeys(OPTION_NAMES), **checked, "columns": columns})
-    a = {**given, "config": config}
+    a = {**options, "column": columns, "config": config}
     cfg, validation, mapping = configure(a)
     # the release's time zone: timezone, else the GTFS domain's agency_timezone (zone-aware columns need one)
     validation = with_feed_zone(validation, cfg.domain_gtfs)
@@ -224,55 +220,6 @@ def release(
         budget.committed(charge)
     result.emit_warnings()
     return result
-
-
-_KIND = {o.name: str(o.cli_type).replace("pathlib.", "") for o in release_options()}
-"""Each option's type on the command line (:func:`urbandp.fleet._options_flags.release_options`), read as ``int | None``,
-..."""
-
-
-def python_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The release's options as Python gives them, each checked for what its declared type takes
-    (:mod:`urbandp._arguments`): numbers as numbers (``"4"``, NaN, ``True`` refused), a day as a date or
-    ``YYYY-MM-DD``, ``hours`` as ``"6-22"`` or two integers, ``domain_bbox`` as text or four numbers, lists as lists
-    of texts, files as paths. An option the release does not take is refused naming it."""
-    unknown = sorted(set(options) - set(OPTION_NAMES))
-    if unknown:
-        raise unknown_keywords("release", unknown, OPTION_NAMES)
-    return {name: _option(name, value) for name, value in options.items() if value is not None}
-
-
-def _option(name: str, value: object) -> object:
-    kind = _KIND[name]
-    if name in ("start", "end"):
-        return check_date(value, name)
-    if name in ("dates", "holidays"):
-        if isinstance(value, (list, tuple)):
-            value = [_day_text(d, name) if isinstance(d, dt.date) else d for d in value]
-        return ",".join(check_texts(_day_text(value, name) if isinstance(value, dt.date) else value, name))
-    if isinstance(value, str) and kind.startswith("str"):
-        return value
-    if name == "hours":
-        return check_numbers(value, name, length=2, integer=True)
-    if name == "domain_bbox":
-        return check_numbers(value, name, length=4)
-    if name == "queries":
-        return check_texts(value, name)
-    if name == "max_hats_per_vehicle_day":
-        return check_number(value, name, integer=True)
-    if name == "speed_unit_since" and isinstance(value, Mapping):
-        return {check_date(k, name): check_name(v, name) for k, v in value.items()}
-    if kind.startswith("list"):
-        return list(check_texts(value, name))
-    if kind.startswith(("int", "float")):
-        return check_number(value, name, integer=kind.startswith("int"))
-    if kind.startswith("Path"):
-        return Path(cast(str, check_path(value, name)))
-    return check_name(value, name)
-
-
-def _day_text(value: dt.date, name: str) -> str:
-    return cast(dt.date, check_date(value, name)).isoformat()
 
 
 def _result(

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import warnings
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -86,6 +84,7 @@ def release(a: ReleaseArguments) -> None:
 
     Example: urbandp release fleet.parquet --out out/release --epsilon-per-day 10
     """
+    from urbandp._progress import progress_bar
     from urbandp._session import Session
     from urbandp.fleet import _api as api
     from urbandp.fleet._cli_summary import print_summary
@@ -103,13 +102,14 @@ def release(a: ReleaseArguments) -> None:
     given = dict(a.options)
     column = given.pop("column")  # the API's ``columns`` mapping
     budget = Session(run.budget_store, run.dataset, allow_meaningless_epsilon=a.allow_meaningless_epsilon)
-    with _progress() as step, warnings.catch_warnings():
+    # a spinner on stderr naming the running stage
+    with progress_bar("starting") as advance, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # printed below as one-line urbandp: warnings
         # the library's release path: the guards, the charge before noise, the folder, the commit (fleet/_api.py)
         rel = api.release(
             a.inputs,
             config=a.config,
-            columns=dict(parse_columns(column, {})) if column else None,
+            columns=parse_columns(column, {}) if column else None,
             engine=run.engine,
             spark_master=run.spark_master,
             session=budget,
@@ -117,7 +117,7 @@ def release(a: ReleaseArguments) -> None:
             overwrite=a.overwrite,
             with_map=not run.no_map,
             map_inputs=map_options,
-            step=step,
+            step=lambda name: advance(0, name),
             **given,
         )
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
@@ -131,16 +131,6 @@ def release(a: ReleaseArguments) -> None:
     print_summary(rel.privacy.to_dict(), rel.written, rel.owner["report"])
     if run.strict and rel.privacy.model_extra and rel.privacy.model_extra.get("useless_release"):
         raise typer.Exit(EXIT_USELESS)
-
-
-@contextlib.contextmanager
-def _progress() -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr naming the running stage (:func:`urbandp._progress.progress_bar`); yields the function
-    that names it."""
-    from urbandp._progress import progress_bar
-
-    with progress_bar("starting") as advance:
-        yield lambda name: advance(0, name)
 
 
 def map_site(

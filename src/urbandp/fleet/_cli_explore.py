@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -10,7 +12,8 @@ from urbandp._cli_options import Overwrite
 from urbandp._cli_support import cli_text
 from urbandp.errors import InputError
 from urbandp.fleet._cli import quarantine_on_failure
-from urbandp.fleet._options_flags import TIMESTAMP_FORMAT_HELP
+from urbandp.fleet._options import HatReleaseConfig, release_table
+from urbandp.fleet._options_flags import help_of
 from urbandp.fleet._options_input import parse_columns, parse_date, read_toml, toml_date, validation_options
 
 
@@ -22,24 +25,20 @@ def explore(
         "--config",
         help="TOML config: its input and columns tables (and start, end, hours) are used (default: none).",
     ),
-    hours: str | None = typer.Option(None, help="Daily hour window START-END (default: 9-21)."),
+    hours: str | None = typer.Option(None, help=help_of("hours")),
     start: str | None = typer.Option(None, help="First day YYYY-MM-DD (default: first day in data)."),
     end: str | None = typer.Option(None, help="Last day YYYY-MM-DD (default: last day in data)."),
     slot_minutes: int = typer.Option(60, help="Time-slot length in minutes."),
     min_vehicles_per_day: float = typer.Option(10.0, help="Threshold used for the share-of-cells column."),
     speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
-    speed_unit_since: list[str] | None = typer.Option(
-        None, help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout)."
-    ),
+    speed_unit_since: list[str] | None = typer.Option(None, help=help_of("speed_unit_since")),
     timezone: str | None = typer.Option(
         None,
         help="Time zone of the hour slots (IANA, e.g. America/Chicago): timestamps with a known instant are "
         "converted to it; needed for a zone-aware timestamp column (default: wall-clock time as written).",
     ),
-    speed_reject_above: float | None = typer.Option(
-        None, help="Quarantine speeds above this many km/h (default: 150)."
-    ),
-    timestamp_format: str | None = typer.Option(None, help=TIMESTAMP_FORMAT_HELP),
+    speed_reject_above: float | None = typer.Option(None, help=help_of("speed_reject_above")),
+    timestamp_format: str | None = typer.Option(None, help=help_of("timestamp_format")),
     column: list[str] | None = typer.Option(
         None, help="Column mapping NAME=SOURCE, repeatable (default: the ITMS names)."
     ),
@@ -53,7 +52,7 @@ def explore(
     """
     from rich.console import Console
 
-    from urbandp._grid.slots import SlotSpec, parse_hours
+    from urbandp._grid.slots import SlotSpec
     from urbandp._outputs import check_output_path
     from urbandp.fleet._explore import (
         OWNER_ONLY,
@@ -68,16 +67,15 @@ def explore(
     check_output_path(out)
     check_min_vehicles_per_day(min_vehicles_per_day)
     toml = read_toml(config)
-    section = toml.get("release", {}) if isinstance(toml.get("release"), dict) else toml
-    hours_text = hours if hours is not None else section.get("hours")
-    window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text or (9, 21))
-    first = parse_date(start, "start") or parse_date(toml_date(section.get("start")), f"start in {config}")
-    last = parse_date(end, "end") or parse_date(toml_date(section.get("end")), f"end in {config}")
-    if first and last and first > last:
-        raise InputError(f"--start {first} is after --end {last}")
-    options = validation_options(
-        toml, speed_unit, speed_unit_since, timezone, speed_reject_above, timestamp_format
-    )
+    window_hours, first, last = _window(config, toml, hours, start, end)
+    given = {
+        "speed_unit": speed_unit,
+        "speed_unit_since": speed_unit_since,
+        "timezone": timezone,
+        "speed_reject_above": speed_reject_above,
+        "timestamp_format": timestamp_format,
+    }
+    options = validation_options(toml, given)
     slots = SlotSpec(slot_minutes, *window_hours)
     console = Console()
     err = Console(stderr=True)
@@ -113,3 +111,21 @@ def explore(
     console.print(comparison_table(result.table))
     console.print(f"wrote {out / 'resolution_comparison.csv'}, " + ", ".join(str(p) for p in pngs))
     console.print(f"quarantine: {owner_dir_for(out) / 'quarantine.csv'}")
+
+
+def _window(
+    config: Path | None, toml: dict[str, Any], hours: str | None, start: str | None, end: str | None
+) -> tuple[tuple[int, ...], dt.date | None, dt.date | None]:
+    """The hour window and the first and last day explore reads: the flags', else the config's."""
+    from urbandp._grid.slots import parse_hours
+
+    section: dict[str, Any] = release_table(toml)
+    hours_text = (
+        hours if hours is not None else section.get("hours", HatReleaseConfig.model_fields["hours"].default)
+    )
+    window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text)
+    first = parse_date(start, "start") or parse_date(toml_date(section.get("start")), f"start in {config}")
+    last = parse_date(end, "end") or parse_date(toml_date(section.get("end")), f"end in {config}")
+    if first and last and first > last:
+        raise InputError(f"--start {first} is after --end {last}")
+    return window_hours, first, last

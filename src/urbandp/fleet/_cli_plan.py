@@ -105,18 +105,15 @@ def _plan(a: PlanArguments) -> None:
     expand_inputs(a.inputs)  # read only with --histogram-epsilon, but a wrong path is said now
     public_days = window_days(first, last, day_set)
     days = len(public_days)
-    histogram = m_histogram = pilot = None
-    spent = 0.0
     domain = load_public_domain(cfg, public_days)
     # The plan itself reads only public parameters and never charges; only its optional DP histogram of the true
     # data spends budget, so only that is charged (with --dataset), reserved before its noise.
     check_dataset(a.charge.dataset)
     charged = a.charge.dataset if a.histogram_epsilon is not None else None
     with ReleaseCharge(charged, a.charge.budget_store, unit="vehicle-day", out=a.out) as session:
-        if a.histogram_epsilon is not None:
-            histogram, m_histogram, pilot, spent = _paid_inputs(
-                a, cfg, (columns, options), session, domain, (first, last, day_set)
-            )
+        histogram, m_histogram, pilot, spent = _paid_inputs(
+            a, cfg, (columns, options), session, domain, (first, last, day_set)
+        )
         result = make_plan(
             cfg,
             days,
@@ -148,7 +145,8 @@ def _paid_inputs(
 ) -> tuple[Any, Any, Any, float]:
     """What ``--histogram-epsilon`` buys, charged to ``session`` before its noise: without a public domain the
     Laplace histogram of vehicle-days per HAT, with one a pilot of the release's own noisy counts and a histogram
-    of HATs per vehicle-day. Returns (histogram, HATs-per-vehicle-day histogram, pilot, epsilon spent)."""
+    of HATs per vehicle-day. Returns (histogram, HATs-per-vehicle-day histogram, pilot, epsilon spent): nothing
+    bought, 0 spent, without ``--histogram-epsilon``."""
     from urbandp._contributions import ContributionSpec, get_backend
     from urbandp._privacy.loss import Loss
     from urbandp.fleet._options import window_days
@@ -156,12 +154,12 @@ def _paid_inputs(
     from urbandp.fleet._plan_forecast import cfg_k, dp_histogram, paid_pilot, per_hat_counts, pilot_loss
     from urbandp.fleet._predict import M_HISTOGRAM_SHARE
 
+    if a.histogram_epsilon is None:
+        return None, None, None, 0.0
     columns, options = reading
     first, last, day_set = window
     public_days = window_days(first, last, day_set)
     days = len(public_days)
-    histogram = m_histogram = pilot = None
-    assert a.histogram_epsilon is not None  # called with --histogram-epsilon only
     eps_h = float(a.histogram_epsilon)
     if not (math.isfinite(eps_h) and eps_h > 0):
         raise InputError("--histogram-epsilon must be a finite number above 0")
@@ -181,14 +179,14 @@ def _paid_inputs(
         histogram, spent = dp_histogram(
             per_hat_counts(contributions, k, cfg.slot_minutes), k, eps_h, session.noise
         )
-    else:  # a pilot of the release's own noisy counts and a histogram of HATs per vehicle-day (zCDP)
-        loss = pilot_loss(cfg, eps_h)
-        session.conversion_delta = cfg.delta
-        session.reserve(
-            loss, list(public_days), "fleet-plan-pilot-gaussian",
-            {"epsilon": eps_h, "rho": loss.rho, "hats_per_vehicle_day_share": M_HISTOGRAM_SHARE},
-            window=loss.group(days), gaussian=True,
-        )  # fmt: skip
-        paid = paid_pilot(contributions, cfg, days, domain, loss.rho, session.noise)
-        m_histogram, pilot, spent = paid.m_histogram, paid.pilot, eps_h
-    return histogram, m_histogram, pilot, spent
+        return histogram, None, None, spent
+    # a pilot of the release's own noisy counts and a histogram of HATs per vehicle-day (zCDP)
+    loss = pilot_loss(cfg, eps_h)
+    session.conversion_delta = cfg.delta
+    session.reserve(
+        loss, list(public_days), "fleet-plan-pilot-gaussian",
+        {"epsilon": eps_h, "rho": loss.rho, "hats_per_vehicle_day_share": M_HISTOGRAM_SHARE},
+        window=loss.group(days), gaussian=True,
+    )  # fmt: skip
+    paid = paid_pilot(contributions, cfg, days, domain, loss.rho, session.noise)
+    return None, paid.m_histogram, paid.pilot, eps_h

@@ -1,10 +1,12 @@
 """Guardrails of a fleet release: the guards every entry point passes, and the useless-release warnings.
 
-* The release guards, called by :func:`urbandp.fleet._pipeline.release_fleet` on its session:
-  :func:`refuse_before_reading` (meaningless loss, a budget dataset that cannot be charged),
+* The release guards, called by :func:`urbandp.fleet._pipeline.release_fleet` on its
+  :class:`~urbandp._privacy.session.ReleaseCharge`, whatever opened it (the CLI, a notebook, a scheduler, the Spark
+  engine): :func:`refuse_before_reading` (meaningless loss, a budget dataset that cannot be charged),
   :func:`reserve_planned` (the reservation, where the session runs the delta and loss guards) and
   :func:`state_loss` (privacy.json states the loss reserved) and :func:`label_after_accounting` (the meaningless-
-  loss guard on the stated loss, the NOT DP label). Each calls :mod:`urbandp._privacy.guards`.
+  loss guard on the stated loss, the NOT DP label). Each calls a guard of :mod:`urbandp._privacy.guards`, never a
+  copy of one; the delta limit is in the spec (HatReleaseConfig) and in ReleaseCharge.reserve.
 * The useless-release warnings: say before writing when a release will be useless, and what would change
   that. They read only the released (DP) tables, privacy.json's public parameters and OpenDP's maps
   (post-processing), so they can go into privacy.json.
@@ -21,7 +23,7 @@ import polars as pl
 
 from urbandp._privacy import guards
 from urbandp._privacy.loss import Loss
-from urbandp._privacy.noise import gaussian_rho, laplace_epsilon
+from urbandp._privacy.mechanisms import mechanism
 from urbandp._privacy.session import ReleaseCharge, days_between
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet._account import HatRelease
@@ -29,19 +31,21 @@ from urbandp.fleet._options import HatReleaseConfig
 
 if TYPE_CHECKING:
     from urbandp.fleet._plan import PlannedCharge
+    from urbandp.fleet._predict import FleetProfile
 
 EXIT_USELESS = 3
 
 
 def _threshold(cfg: HatReleaseConfig, days: int, domain_size: int | None) -> float | None:
-    """The selection threshold the release of ``cfg`` uses (the planner's :func:`~urbandp.fleet._plan_forecast.predict_noise`,
-    which calibrates it as the release does: K = 1 under L2 weights, the domain's size, the levels' share of the
-    expected false positives); None without DP selection or with K read from the data."""
-    from urbandp.fleet._plan_forecast import predict_noise
+    """The selection threshold the release of ``cfg`` uses: the release's own calibration
+    (:func:`~urbandp.fleet._plan.calibrate_level_selection`: K = 1 under L2 weights, the domain's size, the levels'
+    share of the expected false positives); None without DP selection or with K read from the data."""
+    from urbandp.fleet._plan import calibrate_level_selection, plan_release
 
     if cfg.selection != "dp" or cfg.max_hats_per_vehicle_day == "observed" or cfg.epsilon_per_day is None:
         return None
-    return predict_noise(cfg, days, 1.0, domain_size).threshold
+    plan = plan_release(cfg, days)
+    return calibrate_level_selection(cfg, plan, cast(int, plan.k), domain_size).threshold
 
 
 ADVICE_RUNS = 4
@@ -132,7 +136,7 @@ def options_that_help(
     return ([text for _, text in scored] + generic)[:3]
 
 
-def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> object | None:
+def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> FleetProfile | None:
     """The released HATs' noisy counts as a fleet profile (post-processing of DP outputs): a HAT's count per day
     is its noisy count / D, vehicle-days of one HAT each, so the weights of the same bounding give back the noisy
     count. None without a public domain or noisy counts."""
@@ -141,29 +145,30 @@ def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> object | No
     speed = release.speed
     if not cfg.public_domain or "noisy_vehicle_days" not in speed.columns or speed.height == 0:
         return None
-    import h3
+    import polars_h3 as plh3
 
     days = int(cast(int, release.privacy["days"]))
     spec = cfg.slot_spec
     index = {spec.label(s): s for s in spec.slots}
     hats = speed.select(
-        pl.col("h3_cell").map_elements(h3.str_to_int, return_dtype=pl.UInt64).alias("cell"),
+        plh3.str_to_int("h3_cell").alias("cell"),
         pl.col("slot").replace_strict(index, return_dtype=pl.Int16).alias("slot"),
         (pl.col("noisy_vehicle_days").fill_null(0.0).cast(pl.Float64) / days).alias("per_day"),
     )
     return FleetProfile("release", lambda _rng: (hats, np.array([1.0])), "the release's noisy counts")
 
 
-def _predicted_useful(cfg: HatReleaseConfig, days: int, profile: object, release: HatRelease) -> float | None:
+def _predicted_useful(
+    cfg: HatReleaseConfig, days: int, profile: FleetProfile, release: HatRelease
+) -> float | None:
     """Useful HATs (pooled where the release pools) the planner predicts for ``cfg`` on ``profile``; None where
     the public domain cannot be read without the window's days (a schedule, and a window taken from the data)."""
     import datetime as dt
 
     from urbandp.fleet._domain import load_public_domain
     from urbandp.fleet._options import public_window, window_days
-    from urbandp.fleet._predict import FleetProfile, simulate
+    from urbandp.fleet._predict import simulate
 
-    assert isinstance(profile, FleetProfile)
     first, last, day_set = public_window(cfg)
     window = release.privacy.get("window")
     if (first is None or last is None) and isinstance(window, dict):
@@ -226,10 +231,7 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
     return [". ".join(parts)]
 
 
-# -- the release guards of the library path -------------------------------------------------------------
-# Called by :func:`urbandp.fleet._pipeline.release_fleet` on its :class:`~urbandp._privacy.session.ReleaseCharge`, whatever
-# opened it (the CLI, a notebook, a scheduler, the Spark engine): each calls a guard of urbandp._privacy.guards, never
-# a copy of one. The delta limit is in the spec (HatReleaseConfig) and in ReleaseCharge.reserve.
+# -- the release guards of the library path (the module's docstring) ------------------------------------------------
 
 
 def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> list[str]:
@@ -247,13 +249,10 @@ def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> list
         )
     else:
         assert cfg.noise_scale is not None  # the spec holds exactly one of the two
-        days = _public_day_count(cfg)
-        if cfg.resolved_mechanism == "gaussian":
-            loss = Loss.zcdp(gaussian_rho(1.0 / days, cfg.noise_scale))
-            reasons = guards.meaningless_reasons(loss, cfg.delta, per="vehicle-day (at least)", allow=allow)
-        else:
-            loss = Loss.pure(laplace_epsilon(1.0 / days, cfg.noise_scale))
-            reasons = guards.meaningless_reasons(loss, None, per="vehicle-day (at least)", allow=allow)
+        noise = mechanism(cfg.resolved_mechanism, cfg.noise_scale)
+        delta = cfg.delta if noise.law == "gaussian" else None  # zCDP is stated at the release's delta
+        loss = noise.loss(1.0 / _public_day_count(cfg))
+        reasons = guards.meaningless_reasons(loss, delta, per="vehicle-day (at least)", allow=allow)
     session.refuse_not_dp(reasons)
     _refuse_unchargeable(session, cfg)
     return reasons
@@ -321,12 +320,10 @@ def reserve_planned(session: ReleaseCharge, charge: PlannedCharge) -> None:
         loss = Loss.zcdp(charge.rho_per_day)
     else:
         loss = Loss.pure(charge.epsilon_per_day)
-    window = loss.group(len(days))
-    if loss.rho > 0:  # Loss.approx adds the conversion delta once; the selections' window delta beside it
-        extra = charge.delta_per_window - (charge.conversion_delta or 0.0)
-    else:
-        extra = charge.delta_per_window
-    session.reserve(loss, days, mechanism, params, window=window + Loss(delta=max(0.0, extra)))
+    # Loss.approx adds rho's conversion delta once; the selections' window delta beside it
+    conversion = (charge.conversion_delta or 0.0) if loss.rho > 0 else 0.0
+    extra = Loss(delta=max(0.0, charge.delta_per_window - conversion))
+    session.reserve(loss, days, mechanism, params, window=loss.group(len(days)) + extra)
 
 
 STATED_KEYS = ("cumulative_epsilon_per_day", "delta_per_day", "epsilon_per_window", "delta_per_window")

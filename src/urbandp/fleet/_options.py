@@ -11,7 +11,6 @@ protected; Query 1 releases a noisy sum (sensitivity U - L) divided by a noisy c
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -27,10 +26,10 @@ from pydantic import (
     model_validator,
 )
 
-from urbandp._config_tables import named_in_file
+from urbandp._arguments import did_you_mean
 from urbandp._privacy import guards
 from urbandp._release_options import option
-from urbandp.errors import InputError
+from urbandp.errors import InputError, flag_of
 
 if TYPE_CHECKING:
     from urbandp._grid.slots import SlotSpec
@@ -677,21 +676,15 @@ COARSEN_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
 
 
-def build_config(
-    toml: dict[str, object], overrides: dict[str, object], source: Path | None = None
-) -> HatReleaseConfig:
+def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatReleaseConfig:
     """``[release]`` (or top-level keys) of a parsed TOML config, non-None overrides applied, validated.
 
     Any problem (unknown key, bad value) raises :class:`InputError`, whose ``parameters`` are the parameters its
-    message names. With ``source`` (the file ``toml`` was read from), a parameter whose value came from the file
-    is named by its key instead (``speed_estimator in cfg.toml [release]``).
+    message names (:func:`urbandp.fleet._options_input.configure` names a value of the file by its key there).
     """
-    table, from_file = file_values(toml, overrides)
+    _, from_file = file_values(toml, overrides)
     values = {**from_file, **{k: v for k, v in overrides.items() if v is not None}}
-    try:
-        cfg = _validated(values)
-    except InputError as err:
-        raise named_in_file(err, source, table, from_file) from None
+    cfg = _validated(values)
     _check_replaced(toml, values, from_file)
     return cfg
 
@@ -705,7 +698,7 @@ def _check_replaced(
     file holding ``epsilon_per_day = [1, 2]`` is refused whether or not the flag is typed too, so a file is never
     half-read. Each such value is validated in place of the given one; only a problem of that very key counts
     (the checks between options are the given values' business)."""
-    written = _table(toml)
+    written = release_table(toml)
     for key in sorted(set(written) - set(from_file)):
         if key not in HatReleaseConfig.model_fields:
             continue  # an unknown key is refused with the file's values (extra_forbid)
@@ -721,7 +714,7 @@ def _check_replaced(
                 raise InputError(_line_of(dict(own[0]))) from None
 
 
-def _table(toml: dict[str, object]) -> dict[str, object]:
+def release_table(toml: dict[str, object]) -> dict[str, object]:
     """The values a config file writes: its ``[release]`` table, else its top-level keys."""
     section = toml.get("release")
     if isinstance(section, dict):
@@ -734,7 +727,7 @@ def file_values(
 ) -> tuple[str | None, dict[str, object]]:
     """(the table, or None for top-level keys; the values the release takes from it): a file's value is used
     unless an override (not None) replaces it."""
-    values = _table(toml)
+    values = release_table(toml)
     given = {k for k, v in overrides.items() if v is not None}
     # A flag for one of the pair (B, epsilon per day) replaces the other one coming from the file.
     for one, other in (("noise_scale", "epsilon_per_day"), ("epsilon_per_day", "noise_scale")):
@@ -789,14 +782,12 @@ def _line_of(first: dict[str, Any], plain: bool = False) -> str:
     loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
     where = loc[0] if loc else ""
     if first.get("type") == "extra_forbidden":
-        close = difflib.get_close_matches(where, list(HatReleaseConfig.model_fields), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        return f"unknown config key '{where}'{hint}"
+        return f"unknown config key '{where}'" + did_you_mean(where, list(HatReleaseConfig.model_fields))
     msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     if not where:
         return f"bad release config: {msg}"
     example = EXAMPLES.get(where)
-    flag = "--" + where.replace("_", "-")
+    flag = flag_of(where)
     # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration)
     names = where if plain else f"{where} ({flag}, or {where} in [release])"
     return f"bad value for {names}: {msg}" + (f" (example: {where} = {example})" if example else "")

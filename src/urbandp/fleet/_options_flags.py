@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from urbandp._release_options import DeclaredOption, declared_options, option
+from urbandp._release_options import BUDGET_STORE_HELP, DATASET_HELP, DeclaredOption, declared_options, option
 from urbandp.fleet._options import HatReleaseConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -87,10 +87,6 @@ class RecordOptions(BaseModel):
     )
 
 
-def _declared(model: type[BaseModel], name: str) -> DeclaredOption:
-    return next(o for o in declared_options(model) if o.name == name)
-
-
 def release_options() -> tuple[DeclaredOption, ...]:
     """Every option of a fleet release, in ``--help`` order: the spec's, with the day file after ``dates`` and the
     records' options after ``precision`` (before the clip bound and coarser levels)."""
@@ -107,8 +103,10 @@ INPUT_KEYS: tuple[str, ...] = tuple(o.name for o in declared_options(RecordOptio
 OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in release_options() if o.name != "column")
 """The release options as keywords of :func:`urbandp.fleet.release` (``columns`` there is ``--column``)."""
 
-TIMESTAMP_FORMAT_HELP = _declared(RecordOptions, "timestamp_format").help
-"""The ``--timestamp-format`` help, for the commands that read records without releasing (``explore``)."""
+
+def help_of(name: str) -> str:
+    """An option's ``--help`` text, for a command that reads records without releasing (``explore``)."""
+    return next(o.help for o in release_options() if o.name == name)
 
 
 def keyword_type(declared: DeclaredOption) -> Any:
@@ -127,20 +125,15 @@ def _kinds(hint: Any) -> tuple[Any, ...]:
     return tuple(k for k in members if k is not type(None))
 
 
-def keyword_default(declared: DeclaredOption) -> Any:
-    """The default :func:`urbandp.fleet.release` shows: the field's (an empty tuple as None, nothing given)."""
-    return None if declared.default == () else declared.default
-
-
 def api_signature(fn: F) -> F:
     """Give :func:`urbandp.fleet.release` (which takes ``**options``) every option as a keyword, with the field's
-    default and :func:`keyword_type`, in the signature that ``help()`` and editors read."""
+    default (an empty tuple as None, nothing given) and :func:`keyword_type`, in the signature that ``help()``
+    and editors read."""
     from urbandp._release_options import with_keywords
 
-    fn.__signature__ = with_keywords(  # type: ignore[attr-defined]
-        fn,
-        [(o.name, keyword_default(o), keyword_type(o)) for o in release_options() if o.name in OPTION_NAMES],
-    )
+    defaults = {o.name: None if o.default == () else o.default for o in release_options()}
+    keywords = [(name, defaults[name], kind) for name, kind in keyword_types()]
+    fn.__signature__ = with_keywords(fn, keywords)  # type: ignore[attr-defined]
     return fn
 
 
@@ -149,10 +142,6 @@ def keyword_types() -> list[tuple[str, Any]]:
     return [(o.name, keyword_type(o)) for o in release_options() if o.name in OPTION_NAMES]
 
 
-DATASET_HELP = "Charge this dataset in the budget store, see urbandp budget (default: no store is charged)."
-BUDGET_STORE_HELP = (
-    "Budget store path or postgresql:// URL (default: $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
-)
 GTFS_HELP = (
     "GTFS feed (a folder or the gtfs.zip agencies ship): routes and stops drawn on the map (default: none)."
 )

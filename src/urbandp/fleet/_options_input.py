@@ -3,31 +3,42 @@ underscores) to the spec (:class:`~urbandp.fleet._options.HatReleaseConfig`), th
 column mapping, shared by ``urbandp release``, ``urbandp plan`` and the Python API (:func:`urbandp.fleet.release`).
 
 Values may be given as the command line writes them (text: ``"2021-11-15"``, ``"6-22"``, ``"a,b,c,d"``) or as
-Python values (dates, tuples, lists, dicts): :func:`python_values` turns the latter into the former, so that one
-parser checks both and the messages agree.
+Python values (dates, tuples, lists, dicts): :func:`read_option` reads either into the spec's form, so the
+messages agree.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping
+import math
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from urbandp._config_tables import in_file, named_in_file, read_document
+from urbandp._arguments import (
+    check_date,
+    check_name,
+    check_number,
+    check_numbers,
+    check_path,
+    check_texts,
+    did_you_mean,
+)
+from urbandp._config_tables import in_file, read_document
 from urbandp.errors import InputError
+from urbandp.fleet._options import HatReleaseConfig, build_config, file_values, parse_bbox
+from urbandp.fleet._options_flags import INPUT_KEYS, OPTION_NAMES, RecordOptions, release_options
 
 
-def file_keys(a: Mapping[str, Any]) -> dict[str, str]:
+def file_keys(a: Mapping[str, Any], toml: dict[str, Any] | None = None) -> dict[str, str]:
     """Parameter -> its key in the config file (``start in cfg.toml [release]``), for each value the release
-    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file rather than from a parameter."""
-    from urbandp.fleet._options import file_values
-
+    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file (``toml``, once read) rather
+    than from a parameter."""
     path = a.get("config")
     if path is None:
         return {}
-    toml = read_toml(path)
+    toml = read_toml(path) if toml is None else toml
     table, values = file_values(toml, dict(a))
     names = {k: in_file(path, table)(k) for k in values}
     names.update({k: in_file(path, "input")(k) for k in toml.get("input", {}) if a.get(k) is None})
@@ -45,8 +56,11 @@ def named_by(names: Mapping[str, str]) -> Iterator[None]:
         raise err.renamed(names.get) from None
 
 
-def parse_columns(items: list[str] | None, config: dict[str, Any]) -> dict[str, str]:
+def parse_columns(items: list[str] | Mapping[str, str] | None, config: dict[str, Any]) -> dict[str, str]:
+    """The column mapping: the file's ``[columns]`` table, then ``items`` (``NAME=SOURCE`` texts or a mapping)."""
     columns = {str(k): str(v) for k, v in config.get("columns", {}).items()}
+    if isinstance(items, Mapping):
+        return {**columns, **items}
     for item in items or []:
         if "=" not in item:
             raise InputError(
@@ -63,10 +77,8 @@ def _parse_unit_switches(
     """The file's ``[input.speed_unit_since]`` table, then the ``speed_unit_since`` items (``2016-01-01=m/s``);
     a bad entry of the file is named by its key in ``file``."""
     from_file = [f"{k}={v}" for k, v in config.get("speed_unit_since", {}).items()]
-    try:
+    with named_by({"speed_unit_since": in_file(file, "input")("speed_unit_since")} if file else {}):
         first = _unit_switches(from_file)
-    except InputError as err:
-        raise named_in_file(err, file, "input", {"speed_unit_since"}) from None
     return first + _unit_switches(list(items or []))
 
 
@@ -89,28 +101,18 @@ SECTIONS = ("release", "input", "columns")
 def read_toml(path: Path | None) -> dict[str, Any]:
     """Parse a TOML config (:func:`urbandp._config_tables.read_document`, the one TOML reader); unknown sections
     or [input] keys are refused naming the closest valid one."""
-    import difflib
-
-    from urbandp.fleet._options_flags import INPUT_KEYS
-
     if path is None:
         return {}
     data = read_document(path)  # the one TOML reader: a missing, unreadable or malformed file in one line
     for key, value in data.items():
         if isinstance(value, dict) and key not in SECTIONS:
-            close = difflib.get_close_matches(key, SECTIONS, n=1)
-            raise InputError(
-                f"unknown config section [{key}]" + (f" (did you mean [{close[0]}]?)" if close else "")
-            )
+            raise InputError(f"unknown config section [{key}]" + did_you_mean(key, list(SECTIONS), "[{}]"))
     for name in ("input", "columns"):
         if name in data and not isinstance(data[name], dict):
             raise InputError(f'config: [{name}] must be a table, e.g. [{name}] speed_unit = "mph"')
     for key, value in data.get("input", {}).items():
         if key not in INPUT_KEYS:
-            close = difflib.get_close_matches(key, INPUT_KEYS, n=1)
-            raise InputError(
-                f"unknown config key 'input.{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
-            )
+            raise InputError(f"unknown config key 'input.{key}'" + did_you_mean(key, list(INPUT_KEYS)))
         if key == "speed_unit_since":
             if not isinstance(value, dict):
                 raise InputError(
@@ -128,60 +130,30 @@ def read_toml(path: Path | None) -> dict[str, Any]:
     return data
 
 
-def validation_options(
-    config: dict[str, Any],
-    speed_unit: str | None,
-    unit_since: list[str] | None,
-    timezone: str | None,
-    reject_above: float | None,
-    timestamp_format: str | None = None,
-    *,
-    file: Path | None = None,
-):
-    """The records' validation options: each given value, else the ``[input]`` table's, else the default.
-
-    With ``file`` (the config's path), an error about a value read from the file names it as the file's key
-    (``timezone in cfg.toml [input]``); an error about a given value names the parameter (``timezone``).
-    """
-    import math
-
+def validation_options(config: dict[str, Any], given: Mapping[str, Any], *, file: Path | None = None):
+    """The records' validation options: each value ``given`` (not None), else the ``[input]`` table's, else the
+    default. With ``file`` (the config's path), a bad unit switch of the file is named by its key there."""
     from urbandp._records.validation import ValidationOptions
-    from urbandp.fleet._options_flags import RecordOptions
 
-    default = {name: field.default for name, field in RecordOptions.model_fields.items()}
     section = config.get("input", {})
-    given = {
-        "speed_unit": speed_unit,
-        "timezone": timezone,
-        "speed_reject_above": reject_above,
-        "timestamp_format": timestamp_format,
+    value = {
+        k: given[k] if given.get(k) is not None else section.get(k, RecordOptions.model_fields[k].default)
+        for k in ("speed_unit", "timezone", "speed_reject_above", "timestamp_format")
     }
-    from_file = {k for k, v in given.items() if v is None and k in section}
-    limit = (
-        float(section.get("speed_reject_above", default["speed_reject_above"]))
-        if reject_above is None
-        else reject_above
-    )
-    try:
-        if not (math.isfinite(limit) and limit > 0):
-            raise InputError(
-                f"speed_reject_above must be a finite number of km/h above 0, got {limit:g}",
-                parameters="speed_reject_above",
-            )
-        # an option given empty ("") is refused by ValidationOptions, never read as "not given"
-        return ValidationOptions(
-            speed_unit=speed_unit
-            if speed_unit is not None
-            else section.get("speed_unit", default["speed_unit"]),
-            speed_unit_since=_parse_unit_switches(unit_since, section, file),
-            timezone=timezone if timezone is not None else section.get("timezone"),
-            speed_reject_above_kmh=limit,
-            timestamp_format=timestamp_format
-            if timestamp_format is not None
-            else section.get("timestamp_format", default["timestamp_format"]),
+    limit = float(value["speed_reject_above"])
+    if not (math.isfinite(limit) and limit > 0):
+        raise InputError(
+            f"speed_reject_above must be a finite number of km/h above 0, got {limit:g}",
+            parameters="speed_reject_above",
         )
-    except InputError as err:
-        raise named_in_file(err, file, "input", from_file) from None
+    # an option given empty ("") is refused by ValidationOptions, never read as "not given"
+    return ValidationOptions(
+        speed_unit=value["speed_unit"],
+        speed_unit_since=_parse_unit_switches(given.get("speed_unit_since"), section, file),
+        timezone=value["timezone"],
+        speed_reject_above_kmh=limit,
+        timestamp_format=value["timestamp_format"],
+    )
 
 
 def parse_date(text: str | None, parameter: str) -> dt.date | None:
@@ -239,105 +211,109 @@ def _day_list(text: str | None, path: Path | None, parameter: str) -> tuple[dt.d
     return tuple(sorted({parse_date(t, parameter) for t in items}))  # type: ignore[misc]
 
 
-def _bbox(text: str | None) -> tuple[float, float, float, float] | None:
-    import math
-
-    from urbandp.fleet._options import parse_bbox
-
-    if text is None:
-        return None
-    try:
-        a, b, c, d = parse_bbox(text)
-    except ValueError as err:
-        raise InputError(f"domain_bbox {err}", parameters="domain_bbox") from None
-    if not all(math.isfinite(x) for x in (a, b, c, d)):
-        raise InputError(f"domain_bbox must hold four finite numbers, got '{text}'", parameters="domain_bbox")
+def _bbox(value: object) -> tuple[float, ...]:
+    """A public extent as text ``min_lat,min_lon,max_lat,max_lon`` or four numbers, each finite, min < max."""
+    if not isinstance(value, str):
+        box = check_numbers(value, "domain_bbox", length=4)
+    else:
+        try:
+            box = parse_bbox(value)
+        except ValueError as err:
+            raise InputError(f"domain_bbox {err}", parameters="domain_bbox") from None
+        if not all(math.isfinite(x) for x in box):
+            raise InputError(
+                f"domain_bbox must hold four finite numbers, got '{value}'", parameters="domain_bbox"
+            )
+    a, b, c, d = box
     if not (a < c and b < d):
         raise InputError(
             "domain_bbox needs min_lat < max_lat and min_lon < max_lon", parameters="domain_bbox"
         )
-    return a, b, c, d
+    return box
+
+
+def _hats_bound(value: object) -> int | str:
+    """K: a whole number, as a number or text, or ``observed``."""
+    if not isinstance(value, str):
+        return int(check_number(value, "max_hats_per_vehicle_day", integer=True))
+    if value == "observed":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise InputError(
+            "max_hats_per_vehicle_day must be a whole number or 'observed'",
+            parameters="max_hats_per_vehicle_day",
+        ) from None
+
+
+def _days(value: object, name: str) -> str:
+    """A day list as the comma list :func:`_day_list` reads: text, or dates and texts (a list, or one date)."""
+    if isinstance(value, (list, tuple)):
+        value = [_day_text(d, name) if isinstance(d, dt.date) else d for d in value]
+    return ",".join(check_texts(_day_text(value, name) if isinstance(value, dt.date) else value, name))
+
+
+def _day_text(value: dt.date, name: str) -> str:
+    return cast(dt.date, check_date(value, name)).isoformat()
+
+
+_KIND = {o.name: str(o.cli_type).replace("pathlib.", "") for o in release_options()}
+"""Each option's type on the command line (:func:`urbandp.fleet._options_flags.release_options`), read as
+``int | None``, ..."""
+
+
+def read_option(name: str, value: object) -> object:
+    """One option as the command line gives it (text, or the number Typer read) or as Python gives it, checked
+    for what its declared type takes (:mod:`urbandp._arguments`) and read into the form the spec takes: numbers
+    as numbers (``"4"``, NaN, ``True`` refused), a day as a date (from a date or ``YYYY-MM-DD``), ``hours`` as
+    ``"6-22"`` or two integers, ``domain_bbox`` as text or four numbers, lists as lists of texts, files as
+    paths."""
+    from urbandp._grid.slots import parse_hours  # polars: not imported by the command line's start
+
+    kind = _KIND[name]
+    if name in ("start", "end"):
+        return check_date(value, name)
+    if name in ("dates", "holidays"):
+        return _days(value, name)
+    if name == "hours":
+        return (
+            parse_hours(value)
+            if isinstance(value, str)
+            else check_numbers(value, name, length=2, integer=True)
+        )
+    if name == "domain_bbox":
+        return _bbox(value)
+    if name == "max_hats_per_vehicle_day":
+        return _hats_bound(value)
+    if name == "speed_unit_since" and isinstance(value, Mapping):
+        return [f"{check_date(k, name)}={check_name(v, name)}" for k, v in value.items()]
+    if isinstance(value, str) and kind.startswith("str"):
+        return value
+    if name == "queries" or kind.startswith("list"):
+        return list(check_texts(value, name))
+    if kind.startswith(("int", "float")):
+        return check_number(value, name, integer=kind.startswith("int"))
+    if kind.startswith("Path"):
+        return Path(cast(str, check_path(value, name)))
+    return check_name(value, name)
 
 
 def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
-    """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan."""
-    from urbandp._grid.slots import parse_hours
-    from urbandp.fleet._options import HatReleaseConfig, build_config
-
+    """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan: each
+    option (:func:`read_option`) as text or a Python value, ``column`` as ``NAME=SOURCE`` items or a mapping,
+    ``config`` the TOML file (:func:`read_toml`), whose values the given ones replace."""
+    given: dict[str, Any] = {
+        n: read_option(n, v) for n, v in a.items() if v is not None and n in OPTION_NAMES
+    }
     toml = read_toml(a["config"])
-    k: int | str | None = a["max_hats_per_vehicle_day"]
-    if k is not None and k != "observed":
-        try:
-            k = int(k)
-        except ValueError:
-            raise InputError(
-                "max_hats_per_vehicle_day must be a whole number or 'observed'",
-                parameters="max_hats_per_vehicle_day",
-            ) from None
-    # every option of the spec as given; those the command line writes as text are parsed below
-    overrides: dict[str, object] = {name: a.get(name) for name in HatReleaseConfig.model_fields}
-    overrides.update(
-        {
-            "hours": parse_hours(a["hours"])
-            if a["hours"] is not None
-            else None,  # "" refused, not "not given"
-            "start": parse_date(a["start"], "start"),
-            "end": parse_date(a["end"], "end"),
-            "dates": _day_list(a.get("dates"), a.get("dates_file"), "dates"),
-            "holidays": _day_list(a.get("holidays"), None, "holidays"),
-            "domain_bbox": _bbox(a["domain_bbox"]),
-            "max_hats_per_vehicle_day": k,
-        }
-    )
-    cfg = build_config(toml, overrides, source=a["config"])
-    options = validation_options(
-        toml,
-        a["speed_unit"],
-        a["speed_unit_since"],
-        a["timezone"],
-        a["speed_reject_above"],
-        a.get("timestamp_format"),
-        file=a["config"],
-    )
-    return cfg, options, parse_columns(a["column"], toml)
-
-
-def _text_list(value: str | Iterable[object] | None) -> str | None:
-    """A list of dates (or texts) as the comma-separated text the CLI takes."""
-    if value is None or isinstance(value, str):
-        return value
-    return ",".join(v.isoformat() if isinstance(v, dt.date) else str(v) for v in value)
-
-
-def python_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The API's Python values as the command line's text (dates, tuples, lists, dicts), others unchanged."""
-    out = dict(values)
-    for name in ("start", "end"):
-        if isinstance(out.get(name), dt.date):
-            out[name] = out[name].isoformat()
-    for name in ("dates", "holidays"):
-        out[name] = _text_list(out.get(name))
-    bbox = out.get("domain_bbox")
-    if bbox is not None and not isinstance(bbox, str):
-        out["domain_bbox"] = ",".join(repr(float(v)) for v in bbox)
-    hours = out.get("hours")
-    if hours is not None and not isinstance(hours, str):
-        start_hour, end_hour = hours
-        out["hours"] = f"{int(start_hour)}-{int(end_hour)}"
-    queries = out.get("queries")
-    if queries is not None and not isinstance(queries, str):
-        out["queries"] = ",".join(queries)
-    k = out.get("max_hats_per_vehicle_day")
-    if isinstance(k, int) and not isinstance(k, bool):
-        out["max_hats_per_vehicle_day"] = str(k)
-    columns = out.pop("columns", None)
-    out["column"] = [f"{name}={source}" for name, source in columns.items()] if columns else None
-    since = out.get("speed_unit_since")
-    if isinstance(since, Mapping):
-        out["speed_unit_since"] = [
-            f"{d.isoformat() if isinstance(d, dt.date) else d}={unit}" for d, unit in since.items()
-        ]
-    return out
+    overrides: dict[str, object] = {name: given.get(name) for name in HatReleaseConfig.model_fields}
+    overrides["dates"] = _day_list(given.get("dates"), given.get("dates_file"), "dates")
+    overrides["holidays"] = _day_list(given.get("holidays"), None, "holidays")
+    with named_by(file_keys({**a, **overrides}, toml)):  # a value of the file is named by its key there
+        cfg = build_config(toml, overrides)
+        options = validation_options(toml, given, file=a["config"])
+    return cfg, options, parse_columns(a.get("column"), toml)
 
 
 def toml_date(value: Any) -> str | None:

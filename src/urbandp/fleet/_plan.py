@@ -2,13 +2,8 @@
 parameters before any record is read. The planner (``urbandp plan``), the guardrails and the budget reservation
 all read :func:`plan_release`, so what is reserved is what is spent.
 
-* :class:`ReleasePlan`: mechanism, K, D, U, the budget per vehicle-day and its split (epsilon for Laplace, rho for
-  Gaussian noise, from OpenDP's zCDP -> (epsilon, delta) conversion at the target delta). Its mechanism is a
-  :class:`~urbandp._privacy.mechanisms.Mechanism`: the plan never branches on the noise law to draw or to cost.
-* :func:`calibrate_queries`: the queries' scales from the plan's shares and the number of HATs the selection
-  released (a DP output, so this is adaptive composition), at the smallest scale whose OpenDP map fits the share.
-
-ITMS report sections III D-F; the split is derived in :func:`count_sum_split`.
+The plan's mechanism is a :class:`~urbandp._privacy.mechanisms.Mechanism`: it never branches on the noise law to
+draw or to cost. ITMS report sections III D-F; the split is derived in :func:`count_sum_split`.
 """
 
 from __future__ import annotations
@@ -37,10 +32,7 @@ class ReleasePlan:
 
     ``budget`` and the shares below are those of the finest level (epsilon, or rho for Gaussian noise: both
     compose by addition). Under add/remove with DP selection one noisy count per HAT serves both the selection and
-    the mean's denominator (``selection_budget``), so ``count_budget`` is 0; a fresh count is paid only when the
-    selection gives none (public-threshold). ``speed_budget`` and ``speeding_budget`` are the queries' shares
-    (``nan`` for the report's one shared B under presence-public, ``0`` for a query not asked for). With a DP clip
-    bound (``clip_budget``) and coarser levels (``level_budgets``, finest first) the total per vehicle-day is
+    the mean's denominator (``selection_budget``), so ``count_budget`` is 0. The total per vehicle-day is
     ``clip_budget + sum(level_budgets) = total_budget``; :meth:`for_level` gives the plan of one level.
     """
 

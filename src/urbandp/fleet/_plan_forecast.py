@@ -27,18 +27,16 @@ from urbandp._privacy.mechanisms import calibrate
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InvalidParameterError
 from urbandp.fleet._domain_files import PublicDomain
-from urbandp.fleet._measure_selection import calibrate_selection, domain_cells
+from urbandp.fleet._measure_selection import calibrate_selection
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import (
-    QueryScales,
     ReleasePlan,
     calibrate_level_selection,
     calibrate_queries,
     plan_release,
     planned_loss,
-    scale_for,
-    speed_sensitivities,
 )
+from urbandp.fleet._postprocess_pooling import mean_variance
 from urbandp.fleet._predict import TYPICAL_SPEED, cfg_k
 
 HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -46,11 +44,21 @@ HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192
 
 @dataclass(frozen=True)
 class NoisePrediction:
+    """The noise sds of the release's columns at a HAT of ``n`` vehicle-days, the sd of its mean, and the
+    selection's threshold and noise (:func:`predict_noise`)."""
+
     sd_sum: float | None  # add/remove: sd of noisy_sum
     sd_count: float | None  # sd of noisy_vehicle_days (selection or count)
     sd_speeding: float
+    sd_mean: float
     threshold: float | None
     selection_sd: float | None
+
+    def pass_probability(self, n: float) -> float:
+        """Probability that a HAT with ``n`` true vehicle-days passes the selection threshold."""
+        if self.threshold is None or self.selection_sd is None:
+            return 1.0 if self.threshold is None else float(n >= self.threshold)
+        return 1.0 - NormalDist(n, self.selection_sd).cdf(self.threshold - 0.5)
 
 
 def _selection_sd(plan: ReleasePlan, scale: float) -> float:
@@ -66,40 +74,30 @@ def _selection_sd(plan: ReleasePlan, scale: float) -> float:
 def predict_noise(
     cfg: HatReleaseConfig, days: int, n: float, domain_hats: int | None = None
 ) -> NoisePrediction:
-    """The noise sds the release will use, assuming at least K HATs are released (the usual case).
+    """The noise sds the release will use at a HAT of ``n`` vehicle-days, assuming at least K HATs are released
+    (the usual case), from the release's own calibration (:func:`urbandp.fleet._plan.calibrate_level_selection`,
+    :func:`urbandp.fleet._plan.calibrate_queries`).
 
-    ``domain_hats``: the size of a public route domain (:func:`urbandp.fleet._domain.domain_grid`), which sets
-    its display threshold; an extent's is counted here.
+    ``domain_hats``: the size of the public domain (:func:`urbandp.fleet._domain.domain_grid`, as the release
+    counts it), which sets its display threshold; None: the threshold of an unknown domain. The sd of the mean is
+    the speed noise's under presence-public (N public), and under add/remove the delta method's on ``U/2 + S~/N~``
+    (:func:`urbandp.fleet._postprocess_pooling.mean_variance`) at a mean speed of
+    :data:`urbandp.fleet._predict.TYPICAL_SPEED`.
     """
     plan = plan_release(cfg, days)
     k = plan.k or 96
-    domain = domain_hats
-    if domain is None and cfg.domain_bbox is not None:
-        domain = domain_cells(cfg.domain_bbox, cfg.resolution).len() * len(cfg.slot_spec.slots)
     threshold = selection_sd = None
     if cfg.selection == "dp":
-        cal = calibrate_level_selection(cfg, plan, k, domain)
+        cal = calibrate_level_selection(cfg, plan, k, domain_hats)
         threshold, selection_sd = cal.threshold, _selection_sd(plan, cal.scale)
-
-    ns = np.full(k, float(n))
-    scales: QueryScales = calibrate_queries(cfg, plan, ns, k)
-    sd_count = selection_sd
-    if scales.count is not None:
-        sd_count = plan.noise(scales.count).std
-    sd_sum = plan.noise(scales.speed).std if cfg.neighbouring == "add-remove" else None
-    return NoisePrediction(sd_sum, sd_count, plan.noise(scales.speeding).std, threshold, selection_sd)
-
-
-def sd_of_mean(pred: NoisePrediction, cfg: HatReleaseConfig, days: int, n: float) -> float:
-    """Predicted sd of the released mean at a HAT with ``n`` vehicle-days (delta method under add/remove)."""
+    scales = calibrate_queries(cfg, plan, np.full(k, float(n)), k)
+    sd_count = selection_sd if scales.count is None else plan.noise(scales.count).std
+    sd_speed, sd_speeding = plan.noise(scales.speed).std, plan.noise(scales.speeding).std
     if cfg.neighbouring == "presence-public":
-        plan = plan_release(cfg, days)
-        k = plan.k or 96
-        return plan.noise(calibrate_queries(cfg, plan, np.full(k, float(n)), k).speed).std
-    assert pred.sd_sum is not None
-    sd_n = pred.sd_count or 0.0
+        return NoisePrediction(None, sd_count, sd_speeding, sd_speed, threshold, selection_sd)
     centre = min(cfg.speed_max, TYPICAL_SPEED) - cfg.speed_max / 2  # the sum is centred at U/2
-    return math.sqrt(pred.sd_sum**2 + centre**2 * sd_n**2) / n
+    sd_mean = math.sqrt(mean_variance(sd_speed, sd_count or 0.0, np.asarray(centre), np.asarray(n)))
+    return NoisePrediction(sd_speed, sd_count, sd_speeding, sd_mean, threshold, selection_sd)
 
 
 PRIOR_EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
@@ -115,37 +113,23 @@ def schedule_prior(
     from urbandp.fleet._predict import schedule_profile, simulate
 
     profile = schedule_profile(domain, cfg)
-
-    def useful(got: dict[str, object]) -> dict[str, float]:
-        return cast(dict[str, float], got["useful"])
-
     table = []
     for e in PRIOR_EPSILONS:
-        got = simulate(
-            cfg.model_copy(update={"epsilon_per_day": e}), days, profile, domain, PRIOR_RUNS
-        ).to_json()
-        table.append(
-            {"epsilon_per_day": e, "expected_useful_hats": useful(got)["mean"], "sd": useful(got)["sd"]}
-        )
-    m = domain.hats_per_vehicle_day
+        at_e = cfg.model_copy(update={"epsilon_per_day": e})
+        got = simulate(at_e, days, profile, domain, PRIOR_RUNS).summary("useful")
+        table.append({"epsilon_per_day": e, "expected_useful_hats": got["mean"], "sd": got["sd"]})
+    useful = cast(dict[str, float], prediction["useful"])
     return {
         "epsilon_per_day": cfg.epsilon_per_day,
-        "expected_useful_hats": useful(prediction)["mean"],
-        "sd": useful(prediction)["sd"],
-        "interval95": [useful(prediction)["low"], useful(prediction)["high"]],
+        "expected_useful_hats": useful["mean"],
+        "sd": useful["sd"],
+        "interval95": [useful["low"], useful["high"]],
         "target_width_kmh": cfg.target_width,
         "scheduled_hats": int(domain.scheduled_trips.height) if domain.scheduled_trips is not None else 0,
         "by_epsilon": table,
-        "hats_per_vehicle_day": m,
+        "hats_per_vehicle_day": domain.hats_per_vehicle_day,
         "assumptions": profile.assumptions + "; the release itself run on fleets drawn from the schedule",
     }
-
-
-def pass_probability(pred: NoisePrediction, n: float) -> float:
-    """Probability that a HAT with ``n`` true vehicle-days passes the selection threshold."""
-    if pred.threshold is None or pred.selection_sd is None:
-        return 1.0 if pred.threshold is None else float(n >= pred.threshold)
-    return 1.0 - NormalDist(n, pred.selection_sd).cdf(pred.threshold - 0.5)
 
 
 def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float) -> float | None:
@@ -159,7 +143,7 @@ def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float
 
     eps0 = cfg.epsilon_per_day or 10.0
     c = cfg.model_copy(update={"epsilon_per_day": eps0, "noise_scale": None})
-    sd0 = sd_of_mean(predict_noise(c, days, n), c, days, n)
+    sd0 = predict_noise(c, days, n).sd_mean
     plan = plan_release(c, days)
     if not plan.gaussian:
         return eps0 * sd0 / target
@@ -205,13 +189,12 @@ def dp_histogram(
 
 def dp_m_histogram(
     hats_per_vehicle_day: np.ndarray, rho: float, noise: NoiseSource
-) -> tuple[list[dict[str, float]], float]:
-    """Gaussian histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins; returns (bins,
-    rho spent). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1; OpenDP's map)."""
+) -> list[dict[str, float]]:
+    """Gaussian histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins, at ``rho``
+    (OpenDP's map). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1)."""
     from urbandp.fleet._predict import M_EDGES
 
-    bins, loss = _dp_bins(hats_per_vehicle_day, M_EDGES, "gaussian", 1.0, rho, noise, "noisy_vehicle_days")
-    return bins, loss.rho
+    return _dp_bins(hats_per_vehicle_day, M_EDGES, "gaussian", 1.0, rho, noise, "noisy_vehicle_days")[0]
 
 
 def dp_pilot(
@@ -221,13 +204,13 @@ def dp_pilot(
     rho: float,
     grid: pl.DataFrame,
     noise: NoiseSource,
-) -> tuple[pl.DataFrame, float, float]:
+) -> tuple[pl.DataFrame, float]:
     """A pilot of the release over its public domain: the release's own L2-normalised weights and its own noisy
     count of every domain HAT (:func:`urbandp.fleet._measure.select_hats`'s calibration: Gaussian, L2 sensitivity 1)
     at ``rho`` per vehicle-day, whatever the release's bounding (under truncation the weights' sensitivity 1 gives
     sqrt K times less noise than counts truncated to K; the planner turns weighted counts back into vehicle-days
-    with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)``, the noise sd and the
-    rho spent (OpenDP's map). Contributions must already be restricted to the domain."""
+    with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)`` and the noise sd.
+    Contributions must already be restricted to the domain."""
     from urbandp.fleet._measure import l2_normalised, per_hat_aggregates
     from urbandp.fleet._measure_selection import measure_selection
 
@@ -237,12 +220,7 @@ def dp_pilot(
         domain_size=grid.height, release_all=True,
     )  # fmt: skip
     result = measure_selection(cal, per_hat_aggregates(bounded, cfg.speed_limit), noise, grid)
-    return result.hats.select("cell", "slot", "noisy_n"), cal.scale, cal.cost_day
-
-
-def hats_per_vehicle_day(contributions: pl.DataFrame) -> np.ndarray:
-    """True HATs per vehicle-day (input of :func:`dp_m_histogram` only)."""
-    return contributions.group_by("vehicle", "day").len()["len"].to_numpy()
+    return result.hats.select("cell", "slot", "noisy_n"), cal.scale
 
 
 @dataclass(frozen=True)
@@ -252,7 +230,6 @@ class PaidPilot:
 
     m_histogram: list[dict[str, float]]
     pilot: tuple[pl.DataFrame, float]
-    rho: float
 
 
 def pilot_loss(cfg: HatReleaseConfig, epsilon: float) -> Loss:
@@ -279,14 +256,12 @@ def paid_pilot(
 
     grid = domain_grid(domain, cfg.slot_spec.slots)
     kept = restrict_to_domain(contributions, grid, domain)[0]
-    m_histogram, rho_m = dp_m_histogram(hats_per_vehicle_day(kept), M_HISTOGRAM_SHARE * rho, noise)
-    hats, sd, rho_p = dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise)
-    return PaidPilot(m_histogram, (hats, sd), rho_m + rho_p)
+    per_vehicle_day = kept.group_by("vehicle", "day").len()["len"].to_numpy()
+    m_histogram = dp_m_histogram(per_vehicle_day, M_HISTOGRAM_SHARE * rho, noise)
+    return PaidPilot(m_histogram, dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise))
 
 
-def expected_passing(
-    pred: NoisePrediction, bins: list[dict[str, float]], weight: float = 1.0
-) -> tuple[float, float]:
+def expected_passing(pred: NoisePrediction, bins: list[dict[str, float]]) -> tuple[float, float]:
     """Expected HATs passing selection from a noisy histogram, and the sd of that estimate from the histogram's
     noise: sum over bins of the bin's count x the pass probability at the bin's centre.
 
@@ -296,7 +271,7 @@ def expected_passing(
     total = var = 0.0
     for b in bins:
         hi = b["to"] if math.isfinite(b["to"]) else 2 * b["from"]
-        p = pass_probability(pred, weight * math.sqrt(b["from"] * hi))
+        p = pred.pass_probability(math.sqrt(b["from"] * hi))
         total += b.get("noisy_hats_unclamped", b["noisy_hats"]) * p
         var += (p * b.get("noise_sd", 0.0)) ** 2
     return max(total, 0.0), math.sqrt(var)
@@ -311,15 +286,6 @@ def check_target_error(target_error: float | None) -> None:
         )
 
 
-def _domain_hats(cfg: HatReleaseConfig, domain: PublicDomain | None) -> int | None:
-    """Number of HATs (cell x slot) of the public domain at the config's slots, or None without a domain."""
-    if domain is None:
-        return None
-    from urbandp.fleet._domain import domain_grid
-
-    return int(domain_grid(domain, cfg.slot_spec.slots).height)
-
-
 def _vehicle_day_sizes(cfg: HatReleaseConfig, days: int, pred: NoisePrediction) -> list[float]:
     """The HAT sizes (vehicle-days) the report is given at: 0.5, 1, 2, 4 and 10 x the selection threshold (or x
     the minimum per day x D without selection), at least 1."""
@@ -332,30 +298,26 @@ def _noise_section(
     days: int,
     pred: NoisePrediction,
     ns: list[float],
-    histogram_epsilon: float,
-    reads: bool,
+    spends: dict[str, object],
     typical_m: float | None = None,
 ) -> dict[str, object]:
-    """The report's head: what the plan spends, the mechanism, the bounding, the noise of each column and, at each
-    size in ``ns``, the sd of the mean and the probability of passing selection. Under L2 weights the sizes are
-    weighted counts (a vehicle-day of m HATs counts ``1/sqrt(m)``), with the unweighted figure at ``typical_m``."""
+    """The report's head: what the plan spends (``spends``: the epsilon and what it buys, None when it reads no
+    data), the mechanism, the bounding, the noise of each column and, at each size in ``ns``, the sd of the mean
+    and the probability of passing selection. Under L2 weights the sizes are weighted counts (a vehicle-day of m
+    HATs counts ``1/sqrt(m)``), with the unweighted figure at ``typical_m``."""
     l2 = cfg.contribution_bounding == "l2"
-    m = typical_m
     rows = [
         {
             "vehicle_days": n,
-            **({"vehicle_days_unweighted": round(n * math.sqrt(m), 1)} if l2 and m else {}),
-            "sd_mean_speed": sd_of_mean(predict_noise(cfg, days, n), cfg, days, n),
-            "pass_probability": pass_probability(pred, n),
+            **({"vehicle_days_unweighted": round(n * math.sqrt(typical_m), 1)} if l2 and typical_m else {}),
+            "sd_mean_speed": predict_noise(cfg, days, n).sd_mean,
+            "pass_probability": pred.pass_probability(n),
         }
         for n in ns
     ]
     return {
-        "spends": {
-            "epsilon": histogram_epsilon,
-            "what": "DP histogram of vehicle-days per HAT" if reads else None,
-        },
-        "reads_data": reads,
+        "spends": spends,
+        "reads_data": spends["what"] is not None,
         "mechanism": cfg.resolved_mechanism,
         "neighbouring": cfg.neighbouring,
         "days": days,
@@ -406,20 +368,20 @@ def _passing_section(
     cfg: HatReleaseConfig,
     pred: NoisePrediction,
     histogram: list[dict[str, float]] | None,
-    typical_m: float | None = None,
+    pilot_run: dict[str, float] | None = None,
 ) -> dict[str, object]:
-    """The expected HATs passing selection from the DP histogram (:func:`expected_passing`; under L2 weights a
-    HAT's count is its vehicle-days x ``1/sqrt(typical_m)``), with a warning when the histogram's noise swamps the
-    estimate; without a histogram, why there is none."""
+    """The expected HATs passing selection: with a pilot, the HATs the release released in its runs on the pilot's
+    fleets (``pilot_run``); else from the DP histogram of vehicle-days per HAT, bought only without a public domain
+    (so never under L2 weights, which need one; :func:`expected_passing`), with a warning when the histogram's
+    noise swamps the estimate; without either, why there is none."""
+    if pilot_run is not None:
+        return {"expected_hats_passing": pilot_run["mean"], "expected_hats_passing_sd": pilot_run["sd"]}
     if histogram is None:
         return {
             "expected_hats_passing": None,
             "expected_hats_passing_reason": "needs the distribution of vehicle-days per HAT: --histogram-epsilon",
         }
-    weight = 1.0
-    if cfg.contribution_bounding == "l2":
-        weight = 1.0 / math.sqrt(typical_m or cfg_k(cfg))
-    expected, sd = expected_passing(pred, histogram, weight)
+    expected, sd = expected_passing(pred, histogram)
     out: dict[str, object] = {
         "histogram": histogram,
         "expected_hats_passing": expected,
@@ -439,11 +401,7 @@ def _prior_section(
 ) -> dict[str, object]:
     """The schedule prior (:func:`schedule_prior`) when the domain has a schedule and the prediction came from it,
     else why not."""
-    if (
-        domain.scheduled_trips is not None
-        and prediction is not None
-        and prediction.get("source") == "schedule"
-    ):
+    if prediction is not None and prediction.get("source") == "schedule":  # run on the domain's schedule
         return {"schedule_prior": schedule_prior(cfg, days, domain, prediction)}
     return {
         "schedule_prior": None,
@@ -481,7 +439,7 @@ def _target_section(
     if cfg.epsilon_per_day is not None:
         for k in range(cfg_k(cfg), 0, -1):
             c = cfg.model_copy(update={"max_hats_per_vehicle_day": k})
-            if sd_of_mean(predict_noise(c, days, n_mid), c, days, n_mid) <= target_error:
+            if predict_noise(c, days, n_mid).sd_mean <= target_error:
                 k_ok = k
                 break
     return {
@@ -511,46 +469,43 @@ def make_plan(
     epsilon it needs grows as ``1 / target_error**2`` (:func:`epsilon_for_target`). ``domain``: the public domain
     (:func:`urbandp.fleet._domain.load_public_domain`); with a GTFS schedule the report adds the expected
     useful HATs, spending nothing. ``prediction``: shown and useful HATs (pooled too with ``borrow_strength``) with
-    a 95% interval, from the release itself run on fleets drawn from the schedule, the DP histograms
-    (``histogram``, ``m_histogram``: HATs per vehicle-day) or a GeoJSON domain's route lengths with ``fleet_size``
-    (:mod:`urbandp.fleet._predict`).
+    a 95% interval, from the release itself run on fleets drawn from the ``pilot`` (with ``m_histogram``, its
+    histogram of HATs per vehicle-day), the schedule or a GeoJSON domain's route lengths with ``fleet_size``
+    (:mod:`urbandp.fleet._predict`). ``histogram``: the DP histogram of vehicle-days per HAT bought without a
+    public domain, read by the closed form of the HATs passing selection (:func:`expected_passing`).
     """
+    from urbandp.fleet._domain import domain_grid
     from urbandp.fleet._predict import RUNS, predict_release
 
     check_target_error(target_error)
-    hats = _domain_hats(cfg, domain)
+    hats = None if domain is None else domain_grid(domain, cfg.slot_spec.slots).height
     pred = predict_noise(cfg, days, 1.0, hats)
     ns = _vehicle_day_sizes(cfg, days, pred)
     m = _typical_m(domain, m_histogram)
-    out = _noise_section(cfg, days, pred, ns, histogram_epsilon, bool(histogram) or pilot is not None, m)
+    what = "DP histogram of vehicle-days per HAT" if histogram else None
     if pilot is not None:
-        out["spends"] = {
-            "epsilon": histogram_epsilon,
-            "what": "a pilot: the release's own noisy count of every domain HAT, and a histogram of HATs per "
-            "vehicle-day (Gaussian noise, zCDP; epsilon at the release's delta)",
-        }
+        what = (
+            "a pilot: the release's own noisy count of every domain HAT, and a histogram of HATs per vehicle-day "
+            "(Gaussian noise, zCDP; epsilon at the release's delta)"
+        )
+    out = _noise_section(cfg, days, pred, ns, {"epsilon": histogram_epsilon, "what": what}, m)
     # privacy.json's ``loss`` for these options: the object the release reserves and the store books (None when
     # it follows from the data, a noise scale without a budget)
     loss = planned_loss(cfg, days)
     out["loss"] = None if loss is None else loss.to_json()
     if cfg.clip_bound == "dp-quantile" or cfg.coarsen != "none":
         out["budget_split"] = _budget_split(cfg, days)
-    out.update(_passing_section(cfg, pred, histogram, m))
+    predicted = predict_release(
+        cfg, days, domain, m_histogram=m_histogram, fleet_size=fleet_size, pilot=pilot, runs=runs or RUNS
+    )
+    prediction = cast(dict[str, object] | None, predicted["prediction"])
+    pilot_run = cast(dict[str, float], prediction["released"]) if pilot is not None and prediction else None
+    out.update(_passing_section(cfg, pred, histogram, pilot_run))
     if m_histogram:
         out["hats_per_vehicle_day_histogram"] = m_histogram
-    predicted = predict_release(
-        cfg, days, domain, histogram=histogram, m_histogram=m_histogram, fleet_size=fleet_size,
-        pilot=pilot, runs=runs or RUNS,
-    )  # fmt: skip
     out.update(predicted)
-    prediction = predicted["prediction"]
-    # with a pilot, the HATs passing are the release's own run on the pilot's fleets
-    if pilot is not None and isinstance(prediction, dict):
-        released = cast(dict[str, float], prediction["released"])
-        out["expected_hats_passing"], out["expected_hats_passing_sd"] = released["mean"], released["sd"]
-        out.pop("expected_hats_passing_reason", None)
     if domain is not None:
-        out.update(_prior_section(cfg, days, domain, cast(dict[str, object] | None, predicted["prediction"])))
+        out.update(_prior_section(cfg, days, domain, prediction))
     if target_error is not None:
         out["target_error"] = _target_section(cfg, days, ns, target_error)
     return out
@@ -564,4 +519,4 @@ def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) 
     return kept.group_by("cell", "slot").len()["len"].to_numpy()
 
 
-__all__ = ["dp_histogram", "make_plan", "predict_noise", "scale_for", "sd_of_mean", "speed_sensitivities"]
+__all__ = ["dp_histogram", "make_plan", "predict_noise"]

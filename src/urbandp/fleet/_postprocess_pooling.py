@@ -21,7 +21,7 @@ parametric EB interval (Morris 1983) covered 80% on four real Austin days and is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,33 +168,33 @@ def pool(
     var: np.ndarray,
     cells: list[str],
     speed_max: float,
-    var_interval: np.ndarray | None = None,
+    var_interval: np.ndarray | Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> PooledMeans:
     """Robust EB means and 95% intervals (AKP 2022) for shown means ``y`` with noise variances ``var`` (all NaN
     where fewer than two means are shown: there is nothing to borrow from).
 
-    ``var_interval`` (default ``var``): a variance at least ``var`` that each HAT's own weight and interval use,
-    while the prior means and the spread are fitted with ``var``. An overstated noise variance only widens an
-    interval (the noise part of the error is overstated, and the normalised bias keeps its second moment
-    ``var_interval / m``), whereas fitting the spread with it would understate the spread and narrow them all.
+    ``var_interval`` (default ``var``; a function of the prior means ``mu`` where it reads them): a variance at
+    least ``var`` that each HAT's own weight and interval use, while the prior means and the spread are fitted with
+    ``var``. An overstated noise variance only widens an interval (the noise part of the error is overstated, and
+    the normalised bias keeps its second moment ``var_interval / m``), whereas fitting the spread with it would
+    understate the spread and narrow them all.
     """
-    if var_interval is None:
-        var_interval = var
     if y.size < 2:
         nan = np.full(y.size, np.nan)  # nothing to borrow from: no pooled value
         return PooledMeans(nan, nan.copy(), nan.copy(), nan.copy(), float("nan"))
     if not float(np.sum(var)) > 0.0:  # no noise at all (an allowed meaningless loss): the means are exact
         return PooledMeans(y.copy(), y.copy(), y.copy(), np.zeros(y.size), 0.0)
     var = np.maximum(var, np.finfo(float).tiny)
-    var_interval = np.maximum(var_interval, var)
     mu, v = _prior_means(y, var, list(_group_keys(cells)))
+    own = var_interval(mu) if callable(var_interval) else var if var_interval is None else var_interval
+    own = np.maximum(own, var)
     floor = 2.0 * float(np.sum(var**2)) / (y.size * float(np.sum(var)))
     tau2 = max(_spread_upper_bound((y - mu) ** 2, var + v), floor)
     m = tau2 + v
-    w = m / (m + var_interval)
+    w = m / (m + own)
     theta = mu + w * (y - mu)
-    se = w * np.sqrt(var_interval)
-    half = robust_critical_value(var_interval / m) * se
+    se = w * np.sqrt(own)
+    half = robust_critical_value(own / m) * se
     return PooledMeans(
         np.clip(theta, 0.0, speed_max),
         np.clip(theta - half, 0.0, speed_max),
@@ -202,6 +202,12 @@ def pool(
         se,
         float(np.sqrt(tau2)),
     )
+
+
+def mean_variance(sd_sum: float, sd_count: float, centred: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The noise variance of a released mean ``U/2 + S~/N~`` at ``n`` vehicle-days whose mean is ``centred`` from
+    U/2, by the delta method: ``(sd_S^2 + (mu - U/2)^2 sd_N^2) / n^2`` (:func:`urbandp.fleet._plan.count_sum_split`)."""
+    return (sd_sum**2 + centred**2 * sd_count**2) / np.maximum(n, 1e-9) ** 2
 
 
 def noise_sds(privacy: Mapping[str, object]) -> tuple[float, float]:
@@ -268,13 +274,12 @@ def with_pooled_means(
     n_hat = np.minimum(tweedie_counts(n, released, sd_count, low), n)
     n_hat = np.where(n_hat > 0, n_hat, n)
     y_hat = speed_max / 2.0 + (y - speed_max / 2.0) * n / np.maximum(n_hat, 1e-9)  # U/2 + S~ / E[N | N~]
-    var = (sd_sum**2 + (y - speed_max / 2.0) ** 2 * sd_count**2) / np.maximum(n, 1e-9) ** 2
+    var = mean_variance(sd_sum, sd_count, y - speed_max / 2.0, n)
     cells = [str(c) for c in speed["h3_cell"].to_numpy()[idx]]
-    var_interval = None
-    if y.size >= 2:
-        mu, _ = _prior_means(y_hat, np.maximum(var, np.finfo(float).tiny), list(_group_keys(cells)))
-        var_interval = (sd_sum**2 + (mu - speed_max / 2.0) ** 2 * sd_count**2) / np.maximum(n_hat, 1e-9) ** 2
-    pooled = pool(y_hat, var, cells, speed_max, var_interval)
+    # each interval reads the count's term at its prior mean, at E[N | N~]
+    pooled = pool(
+        y_hat, var, cells, speed_max, lambda mu: mean_variance(sd_sum, sd_count, mu - speed_max / 2, n_hat)
+    )
     columns = {}
     for name, values in zip(POOLED_COLUMNS[:3], (pooled.mean, pooled.low, pooled.high), strict=True):
         full = np.full(speed.height, np.nan)

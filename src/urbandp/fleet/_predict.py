@@ -61,12 +61,10 @@ class FleetProfile:
 
 @dataclass(frozen=True)
 class Prediction:
-    """Counts over the simulated releases: mean and 2.5% / 97.5% quantiles, and the release's own figures."""
+    """Counts over the simulated releases: mean and 2.5% / 97.5% quantiles."""
 
     runs: int
     counts: dict[str, list[float]]
-    threshold: float | None
-    noise_sd: dict[str, float | None]
 
     def summary(self, key: str) -> dict[str, float]:
         v = np.asarray(self.counts[key], dtype=float)
@@ -78,12 +76,7 @@ class Prediction:
         }
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "runs": self.runs,
-            **{key: self.summary(key) for key in self.counts},
-            "selection_threshold": self.threshold,
-            "noise_sd": self.noise_sd,
-        }
+        return {"runs": self.runs, **{key: self.summary(key) for key in self.counts}}
 
 
 def synthetic_contributions(
@@ -142,56 +135,40 @@ def _hat_means(hats: pl.DataFrame, rng: np.random.Generator) -> np.ndarray:
 
 
 def simulate(
-    cfg: HatReleaseConfig,
-    days: int,
-    profile: FleetProfile,
-    domain: PublicDomain | None,
-    runs: int = RUNS,
-    seed: int | None = None,
+    cfg: HatReleaseConfig, days: int, profile: FleetProfile, domain: PublicDomain | None, runs: int = RUNS
 ) -> Prediction:
     """Run the release of ``cfg`` over ``days`` public days ``runs`` times on fleets drawn from ``profile``.
 
     Counted per run: HATs released, means shown, useful HATs (privacy.json's ``usefulness``) and, with
-    ``borrow_strength``, pooled useful HATs. The selection threshold and the noise sds are the release's own
-    (its privacy.json), which do not depend on the fleet over a public domain.
+    ``borrow_strength``, pooled useful HATs. (The selection threshold and the noise sds are the release's
+    calibration, which plan.json states once from :func:`urbandp.fleet._plan_forecast.predict_noise`.)
     """
     from urbandp._privacy.noise import OpenDPNoise
     from urbandp.fleet._hat_release import _release_hats
-    from urbandp.fleet._postprocess_pooling import noise_sds, with_pooled_means
+    from urbandp.fleet._postprocess_pooling import with_pooled_means
 
-    rng = np.random.default_rng(seed)
-    slots = cfg.slot_spec
+    rng = np.random.default_rng()
     counts: dict[str, list[float]] = {"released": [], "shown": [], "useful": []}
     pooling = cfg.borrow_strength != "none"
     if pooling:
         counts["useful_pooled"] = []
-    threshold: float | None = None
-    sds: dict[str, float | None] = {"noisy_sum": None, "noisy_vehicle_days": None}
     for _ in range(max(runs, 2)):
         hats, m = profile.sample(rng)
         contributions = synthetic_contributions(hats, m, days, rng, cfg.speed_max)
-        release = _release_hats(contributions, cfg, days, OpenDPNoise(), slots=slots, domain=domain)
+        release = _release_hats(contributions, cfg, days, OpenDPNoise(), slots=cfg.slot_spec, domain=domain)
         speed, p = release.speed, release.privacy
         use = p["usefulness"]
         assert isinstance(use, dict)
         counts["released"].append(float(use["hats_released"]))
         counts["shown"].append(float(use["means_shown"]))
         counts["useful"].append(float(use["useful_hats"]))
-        selection = p.get("selection")
-        if isinstance(selection, dict) and selection.get("threshold_vehicle_days") is not None:
-            threshold = float(selection["threshold_vehicle_days"])
-        try:
-            sd_sum, sd_count = noise_sds(p)
-            sds = {"noisy_sum": sd_sum, "noisy_vehicle_days": sd_count}
-        except ValueError:
-            pass
         if pooling:
             pooled = 0.0
             if speed.height:
                 speed, report = with_pooled_means(speed, p, cfg.speed_max, cfg.target_width, cfg.precision)
                 pooled = float(report["useful_hats_pooled"])  # type: ignore[arg-type]
             counts["useful_pooled"].append(pooled)
-    return Prediction(max(runs, 2), counts, threshold, sds)
+    return Prediction(max(runs, 2), counts)
 
 
 # --- profiles ---------------------------------------------------------------------------------------------------
@@ -228,49 +205,22 @@ def cfg_k(cfg: HatReleaseConfig) -> int:
     return 96 if cfg.max_hats_per_vehicle_day == "observed" else int(cfg.max_hats_per_vehicle_day)
 
 
-def _bin_values(
-    bins: list[dict[str, float]], rng: np.random.Generator, integer: bool, cap: int | None = None
-) -> np.ndarray:
-    """Values drawn from a DP histogram: each bin's count redrawn with the bin's own noise (the count is the
-    noisy one plus a fresh draw of that noise: its uncertainty), clamped at 0, and that many values spread
-    log-uniformly over the bin (the open last bin: up to twice its start)."""
+def _bin_values(bins: list[dict[str, float]], rng: np.random.Generator) -> np.ndarray:
+    """Whole values drawn from a DP histogram (:func:`urbandp.fleet._plan_forecast.dp_m_histogram`): each bin's
+    count redrawn with the bin's own noise (the count is the noisy one plus a fresh draw of that noise: its
+    uncertainty), clamped at 0, and that many values spread log-uniformly over the bin (the open last bin: up to
+    twice its start)."""
     out = []
     for b in bins:
-        sd = float(b.get("noise_sd", 0.0))
-        named = [key for key in b if key.endswith("_unclamped")] or [
-            key for key in b if key.startswith("noisy_")
-        ]
-        noisy = float(b[named[0]]) if named else 0.0
+        sd = float(b["noise_sd"])
         # NumPy, not OpenDP, on purpose: this redraws the uncertainty of a count already published with OpenDP
         # noise (post-processing); it feeds a prediction (plan.json, the advice's text), never a released value
         # (pinned by the guard test that re-seeds NumPy under a release whose advice runs this simulation)
-        count = max(0, round(noisy + (rng.laplace(0.0, sd / math.sqrt(2.0)) if sd > 0 else 0.0)))
-        if cap is not None:
-            count = min(count, cap)
+        noisy = b["noisy_vehicle_days_unclamped"] + (rng.laplace(0.0, sd / math.sqrt(2.0)) if sd > 0 else 0.0)
         lo = float(b["from"])
         hi = float(b["to"]) if math.isfinite(float(b["to"])) else 2.0 * lo
-        v = np.exp(rng.uniform(math.log(lo), math.log(hi), count))
-        out.append(np.floor(v) if integer else v)
+        out.append(np.floor(np.exp(rng.uniform(math.log(lo), math.log(hi), max(0, round(noisy))))))
     return np.concatenate(out) if out else np.zeros(0)
-
-
-def _place(
-    values: np.ndarray, grid: pl.DataFrame, weights: np.ndarray | None, rng: np.random.Generator
-) -> pl.DataFrame:
-    """Put ``values`` on distinct HATs of ``grid``, the largest where a random key ranks highest: a key per cell
-    (Gumbel, plus the log of ``weights``, the route length of the cell) shared by its slots, plus a smaller one per
-    HAT, so that busy HATs gather in busy cells as a route's do."""
-    n = min(values.size, grid.height)
-    codes = grid["cell"].rank("dense").to_numpy().astype(int) - 1
-    keys = rng.gumbel(size=int(codes.max()) + 1 if codes.size else 0)[codes] + 0.3 * rng.gumbel(
-        size=grid.height
-    )
-    if weights is not None:
-        with np.errstate(divide="ignore"):
-            keys = keys + np.log(np.maximum(weights, 1e-12))
-    where = np.argsort(-keys)[:n]
-    top = np.sort(values)[::-1][:n]
-    return grid[where].with_columns(pl.Series("per_day", top, dtype=pl.Float64))
 
 
 def pilot_profile(
@@ -287,8 +237,10 @@ def pilot_profile(
     smoothed = cell_by_slot(keys, pilot["noisy_n"].to_numpy().astype(float), sd)
 
     def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
-        # HATs per vehicle-day before any bounding: the release itself truncates to K where it truncates
-        m = _m_sample(m_bins, cfg.model_copy(update={"contribution_bounding": "l2"}), rng)
+        # HATs per vehicle-day before any bounding (the release itself truncates to K where it truncates): drawn
+        # from their DP histogram, K without one
+        m = _bin_values(m_bins, rng) if m_bins else np.zeros(0)
+        m = m if m.size else np.array([float(cfg_k(cfg))])
         weight = float(np.sqrt(m).sum() / m.sum())  # the pilot's counts are L2-weighted
         count = cell_by_slot(keys, smoothed + rng.normal(0.0, sd, smoothed.size), sd) / weight
         hats = keys.with_columns(pl.Series("per_day", count / days, dtype=pl.Float64))
@@ -332,42 +284,6 @@ def cell_by_slot(keys: pl.DataFrame, noisy: np.ndarray, sd: float) -> np.ndarray
     return np.asarray(np.where(busy, np.maximum(shrunk, 0.0), 0.0), dtype=float)
 
 
-def histogram_profile(
-    bins: list[dict[str, float]],
-    m_bins: list[dict[str, float]] | None,
-    grid: pl.DataFrame,
-    days: int,
-    cfg: HatReleaseConfig,
-    weights: np.ndarray | None = None,
-) -> FleetProfile:
-    """From the DP histogram of vehicle-days per HAT over the window (and, under L2 weights, of HATs per
-    vehicle-day), placed on the domain's HATs ``grid`` (``weights``: route length of each grid row's cell)."""
-
-    def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
-        totals = _bin_values(bins, rng, integer=False, cap=grid.height)
-        hats = _place(totals / days, grid, weights, rng)
-        return hats, _m_sample(m_bins, cfg, rng)
-
-    return FleetProfile(
-        "histogram",
-        sample,
-        "the DP histogram of vehicle-days per HAT (redrawn with its noise each run), placed on the domain's HATs"
-        + (" where more route runs" if weights is not None else " at random")
-        + ("; HATs per vehicle-day from its DP histogram" if m_bins else ""),
-    )
-
-
-def _m_sample(
-    m_bins: list[dict[str, float]] | None, cfg: HatReleaseConfig, rng: np.random.Generator
-) -> np.ndarray:
-    """HATs per vehicle-day drawn from their DP histogram; K without one (truncation keeps at most K)."""
-    if m_bins:
-        m = _bin_values(m_bins, rng, integer=True)
-        if m.size:
-            return np.minimum(m, cfg_k(cfg)) if cfg.contribution_bounding == "truncate" else m
-    return np.array([float(cfg_k(cfg))])
-
-
 def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
     """Kilometres of route in each H3 cell of a GeoJSON file's lines: the stretch of each line in each cell, the
     lines walked as for the domain's cells (:func:`urbandp.fleet._domain_files.line_runs`)."""
@@ -381,53 +297,24 @@ def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
     return km.group_by("cell", maintain_order=True).agg(pl.col("route_km").sum()).cast({"cell": pl.UInt64})
 
 
-def grid_weights(grid: pl.DataFrame, lengths: pl.DataFrame) -> np.ndarray:
-    """Route kilometres of each grid row's cell (0 for a cell only the domain's ring added)."""
-    joined = grid.join(lengths, on="cell", how="left", maintain_order="left")
-    return joined["route_km"].fill_null(0.0).to_numpy()
-
-
 def route_profile(
-    grid: pl.DataFrame,
-    lengths: pl.DataFrame,
-    cfg: HatReleaseConfig,
-    *,
-    fleet_size: float | None = None,
-    m_bins: list[dict[str, float]] | None = None,
-    days: int = 1,
+    grid: pl.DataFrame, lengths: pl.DataFrame, cfg: HatReleaseConfig, fleet_size: float
 ) -> FleetProfile:
-    """From the route length in each cell: a day's HAT visits (vehicles per day x HATs per vehicle-day) shared
-    over the domain's HATs in proportion to their cell's route length, evenly over the slots.
-
-    Vehicles per day and HATs per vehicle-day come from the DP histogram of HATs per vehicle-day (its total over
-    the window / D, and its values) or, with a public ``fleet_size`` alone, every vehicle runs through the hours
-    and passes :func:`hats_per_slot` HATs per slot.
-    """
-    w = grid_weights(grid, lengths)
+    """From the route length in each cell: a day's HAT visits shared over the domain's HATs in proportion to their
+    cell's route length (0 for a cell only the domain's ring added), evenly over the slots: a public
+    ``fleet_size`` of vehicles a day, each through the hours passing :func:`hats_per_slot` HATs per slot."""
+    w = grid.join(lengths, on="cell", how="left", maintain_order="left")["route_km"].fill_null(0.0).to_numpy()
     share = w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / max(w.size, 1))
     slots = max(int(grid["slot"].n_unique()), 1)
-    if m_bins:
-
-        def sample(rng: np.random.Generator) -> tuple[pl.DataFrame, np.ndarray]:
-            m = _bin_values(m_bins, rng, integer=True)
-            m = np.maximum(m, 1.0)
-            visits = float(m.sum()) / days
-            return grid.with_columns(pl.Series("per_day", visits * share, dtype=pl.Float64)), m
-
-        how = "vehicle-days and HATs per vehicle-day from the DP histogram of HATs per vehicle-day"
-        return FleetProfile("route-length", sample, _route_text(how))
-    assert fleet_size is not None
     m_one = float(slots * hats_per_slot(cfg))
     hats = grid.with_columns(pl.Series("per_day", fleet_size * m_one * share, dtype=pl.Float64))
-    how = (
+    return FleetProfile(
+        "route-length",
+        lambda _rng: (hats, np.array([m_one])),
+        "HAT visits shared over the domain's cells in proportion to their route length, evenly over slots; "
         f"a public fleet of {fleet_size:g} vehicles a day, each through all {slots} slots passing "
-        f"{hats_per_slot(cfg):.1f} HATs per slot (m = {m_one:.0f})"
+        f"{hats_per_slot(cfg):.1f} HATs per slot (m = {m_one:.0f})",
     )
-    return FleetProfile("route-length", lambda _rng: (hats, np.array([m_one])), _route_text(how))
-
-
-def _route_text(how: str) -> str:
-    return f"HAT visits shared over the domain's cells in proportion to their route length, evenly over slots; {how}"
 
 
 def hats_per_slot(cfg: HatReleaseConfig) -> float:
@@ -444,16 +331,15 @@ def predict_release(
     days: int,
     domain: PublicDomain | None,
     *,
-    histogram: list[dict[str, float]] | None = None,
     m_histogram: list[dict[str, float]] | None = None,
     fleet_size: float | None = None,
     pilot: tuple[pl.DataFrame, float] | None = None,
     runs: int = RUNS,
 ) -> dict[str, object]:
     """plan.json's ``prediction``: the release of ``cfg`` run ``runs`` times (:func:`simulate`) on fleets of the
-    best profile the inputs allow, or why there is none. The profile: the pilot or the DP histogram (the data's
-    own), else the schedule, else a GeoJSON route domain's lengths with a fleet size or the histogram of HATs per
-    vehicle-day."""
+    best profile the inputs allow, or why there is none. The profile: the pilot (the data's own, with
+    ``m_histogram``, its histogram of HATs per vehicle-day), else the schedule, else a GeoJSON route domain's
+    lengths with a fleet size."""
     from urbandp.fleet._domain import domain_grid
 
     if cfg.epsilon_per_day is None:
@@ -467,18 +353,13 @@ def predict_release(
             "prediction_reason": "needs a public domain (domain_bbox, domain_gtfs, domain_geojson or domain_cells): "
             "the planner runs the release over the domain's HATs",
         }
-    grid = domain_grid(domain, cfg.slot_spec.slots)
-    geojson = cfg.domain_geojson if pilot is None else None
-    lengths = route_lengths(geojson, cfg.resolution) if geojson is not None else None
     if pilot is not None:
         profile = pilot_profile(pilot[0], pilot[1], m_histogram, days, cfg)
-    elif histogram:
-        weights = None if lengths is None else grid_weights(grid, lengths)
-        profile = histogram_profile(histogram, m_histogram, grid, days, cfg, weights)
     elif domain.scheduled_trips is not None:
         profile = schedule_profile(domain, cfg)
-    elif lengths is not None and (fleet_size is not None or m_histogram):
-        profile = route_profile(grid, lengths, cfg, fleet_size=fleet_size, m_bins=m_histogram, days=days)
+    elif cfg.domain_geojson is not None and fleet_size is not None:
+        lengths = route_lengths(cfg.domain_geojson, cfg.resolution)
+        profile = route_profile(domain_grid(domain, cfg.slot_spec.slots), lengths, cfg, fleet_size)
     else:
         return {
             "prediction": None,

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Unpack
 
 import polars as pl
 
-from urbandp._arguments import check_date
 from urbandp._config_tables import takes_config
 from urbandp._frames import TableLike, input_paths
 from urbandp._release_options import declared_options, takes_options
@@ -33,7 +31,7 @@ from urbandp.survey._charge import PERSON, RESPONDENT, TRIP
 from urbandp.survey._od_release import ESTIMATE_OPTIONS as OD_ESTIMATE_OPTIONS
 from urbandp.survey._od_release import OdSpec, od_body, od_estimate_table
 from urbandp.survey._points_release import PointsSpec, points_body
-from urbandp.survey._result import Body, SurveyRelease, run_release
+from urbandp.survey._result import SurveyRelease, run_release
 from urbandp.survey._rr_release import ESTIMATE_OPTIONS as RR_ESTIMATE_OPTIONS
 from urbandp.survey._rr_release import RandomizeSpec, estimate_table, randomize_body
 from urbandp.survey._trajectory_release import TrajectoriesSpec, trajectories_body
@@ -75,10 +73,7 @@ def randomize(
     respondent: k-RR with ``epsilon`` (within each ``within`` list), binary RR with ``theta``, or the report's
     ``method="report-replacement"`` with ``p`` (eqs. 8-12, NOT DP, refused with a dataset)."""
     spec = RandomizeSpec(**options, **_command(command_line))
-    run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(
-        RESPONDENT, spec, lambda path, label, charge: randomize_body(spec, path, label, charge)
-    )
+    return run_release(data, RESPONDENT, spec, randomize_body, survey_date, session, out, overwrite)
 
 
 @takes_options(RandomizeSpec, only=RR_ESTIMATE_OPTIONS)
@@ -135,8 +130,7 @@ def perturb_points(
     per metre x ``budget_metres``. With ``bbox`` (min_lat, min_lon, max_lat, max_lon, the order of every box in urbandp) a location is clamped into
     the box, coordinate by coordinate (which can lengthen a distance)."""
     spec = PointsSpec(**options, **_command(command_line))
-    run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(RESPONDENT, spec, lambda path, label, charge: points_body(spec, path, label, charge))
+    return run_release(data, RESPONDENT, spec, points_body, survey_date, session, out, overwrite)
 
 
 @takes_config("survey.od-randomize", _file_keys(OdSpec))
@@ -157,12 +151,8 @@ def od_randomize(
     section 6.3 (NOT DP, refused with a dataset). With ``person`` and ``max_trips_per_person`` each person keeps at
     most that many trips and the release protects a person (unit ``person``, charged K x epsilon per trip)."""
     spec = OdSpec(**options, **_command(command_line))
-    run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(
-        PERSON if spec.per_person else TRIP,
-        spec,
-        lambda path, label, charge: od_body(spec, path, label, charge),
-    )
+    unit = PERSON if spec.per_person else TRIP
+    return run_release(data, unit, spec, od_body, survey_date, session, out, overwrite)
 
 
 @takes_options(OdSpec, only=OD_ESTIMATE_OPTIONS)
@@ -198,41 +188,10 @@ def perturb_trajectories(
     (every trip's start and end are published): refused with a dataset. With ``person`` and
     ``max_trips_per_person`` each person keeps at most that many trips."""
     spec = TrajectoriesSpec(**options, **_command(command_line))
-    run = _Run(data, survey_date, session, out, overwrite)
-    return run.release(
-        TRIP if spec.person is None else PERSON,
-        spec,
-        lambda path, label, charge: trajectories_body(spec, path, label, charge),
-    )
+    unit = TRIP if spec.person is None else PERSON
+    return run_release(data, unit, spec, trajectories_body, survey_date, session, out, overwrite)
 
 
 def _command(line: str | None) -> dict[str, str]:
     """The spec's ``command``: the command line that ran the release, else the spec's own default."""
     return {} if line is None else {"command": line}
-
-
-@dataclass(frozen=True)
-class _Run:
-    """Where a survey release reads, writes and is charged: what each release function passes alike."""
-
-    data: TableLike
-    survey_date: str | dt.date | None
-    session: Session | None
-    out: PathLike | None
-    overwrite: bool
-
-    def release(self, unit: str, spec: Any, body: Body) -> SurveyRelease:
-        """Run ``body`` (the release's own, on ``spec``) in one charge of the session, per ``unit`` (booked on
-        ``survey_date``, a day)."""
-        day = check_date(self.survey_date, "survey_date", optional=True)
-        return run_release(
-            self.data,
-            unit,
-            body,
-            spec=spec,
-            session=self.session,
-            out=self.out,
-            overwrite=self.overwrite,
-            budget_epsilon=spec.budget_epsilon,
-            survey_date=day,
-        )

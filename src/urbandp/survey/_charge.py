@@ -10,7 +10,6 @@ dataset (:meth:`SurveyCharge.refuse_not_dp`).
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -56,8 +55,8 @@ class _GatedBits:
         return self._source.uniform_int(n, k)
 
 
-def survey_day(dataset: str | None, survey_date: str | dt.date | None) -> dt.date:
-    """The day the store books (``survey_date``; required with a dataset)."""
+def survey_day(dataset: str | None, survey_date: dt.date | None) -> dt.date:
+    """The day the store books (``survey_date``, checked by the caller; required with a dataset)."""
     if dataset is None:
         return dt.date.today()  # booked nowhere without a dataset
     if survey_date is None:
@@ -65,14 +64,7 @@ def survey_day(dataset: str | None, survey_date: str | dt.date | None) -> dt.dat
             "dataset needs survey_date YYYY-MM-DD (the day the answers were collected)",
             parameters=("dataset", "survey_date"),
         )
-    if isinstance(survey_date, dt.date):
-        return survey_date
-    try:
-        return dt.date.fromisoformat(survey_date)
-    except ValueError:
-        raise InvalidParameterError(
-            f"survey_date must be a date YYYY-MM-DD, got '{survey_date}'", parameters="survey_date"
-        ) from None
+    return survey_date
 
 
 class SurveyCharge:
@@ -85,18 +77,13 @@ class SurveyCharge:
         *,
         out: Path | None,
         budget_epsilon: float | None,
-        survey_date: str | dt.date | None,
-        command_line: str | None,
+        survey_date: dt.date | None,
     ) -> None:
-        if budget_epsilon is not None and not (math.isfinite(budget_epsilon) and budget_epsilon > 0):
-            raise InvalidParameterError(
-                f"budget_epsilon must be a number above 0 (the cap on this release), got {budget_epsilon:g}",
-                parameters="budget_epsilon",
-            )
+        """``budget_epsilon`` (the run's cap) and ``survey_date`` as the release's spec and runner checked them."""
         self.session = session if session is not None else Session()
         self.day = survey_day(self.session.dataset, survey_date)
         self.budget_epsilon = budget_epsilon
-        self.charge = self.session.charge(unit, out=out, command_line=command_line)
+        self.charge = self.session.charge(unit, out=out)
         self.charge.cap = None if budget_epsilon is None else Loss.pure(budget_epsilon)
 
     @property

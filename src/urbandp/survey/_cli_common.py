@@ -97,7 +97,6 @@ def release_arguments(spec: type, input_help: str, out_help: str, table: str) ->
             Annotated[dict[str, Any], OptionsOf(spec, only=[n for n in PUBLIC_OPTIONS if n in names])],
         ),
     ]
-    made = dataclasses.make_dataclass(
+    return dataclasses.make_dataclass(
         f"{spec.__name__}Arguments", fields, bases=(SurveyArguments,), frozen=True, kw_only=True
     )
-    return made

@@ -93,7 +93,8 @@ def escape(
     import urbandp.survey._escape as esc
     from urbandp._outputs import atomic_output_dir, check_output_path
     from urbandp._privacy.report import write_privacy_json
-    from urbandp.survey._io import command_line, float_column, read_table, require_columns
+    from urbandp._table_reader import read_table
+    from urbandp.survey._io import command_line, float_column, require_columns
     from urbandp.survey._report import SurveyPrivacyReport
 
     grids, bns, scales = _escape_grid(grid, bn, scale_degrees, runs)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from urbandp._cli_options import Overwrite
-from urbandp._cli_spec import command, keywords
-from urbandp.survey._cli_common import Separator, SurveyArguments, app, release_arguments
-from urbandp.survey._rr_release import RandomizeSpec
+from urbandp._cli_spec import OptionsOf, command
+from urbandp.survey._cli_common import SurveyArguments, app, release_arguments
+from urbandp.survey._rr_release import ESTIMATE_OPTIONS, RandomizeSpec
 
 
 @command(
@@ -39,38 +39,13 @@ def randomize(a: SurveyArguments) -> None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EstimateArguments:
-    """``urbandp survey estimate``: the randomized file, then the keywords of :func:`urbandp.survey.estimate`."""
+    """``urbandp survey estimate``: the randomized file, the options of ``randomize`` that de-biasing reads (as
+    :func:`urbandp.survey.estimate` takes them), and the output."""
 
     perturbed: Annotated[
         Path, typer.Argument(help="Randomized file (randomized.csv from 'survey randomize').")
     ]
-    column: Annotated[str, typer.Option("--column", help="Randomized column.")]
-    categories: Annotated[
-        str | None,
-        typer.Option(
-            "--categories", help="Declared list: A,B,C (default: none; give this or --categories-file)."
-        ),
-    ] = None
-    categories_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--categories-file", help="As for 'randomize' (default: none; give this or --categories)."
-        ),
-    ] = None
-    within: Annotated[
-        str | None, typer.Option("--within", help="Sub-category column used by 'randomize' (default: none).")
-    ] = None
-    epsilon: Annotated[
-        float | None,
-        typer.Option("--epsilon", help="Epsilon used by 'randomize' (default: none; give this or --theta)."),
-    ] = None
-    theta: Annotated[
-        float | None,
-        typer.Option(
-            "--theta", help="Binary RR theta used by 'randomize' (default: none; give this or --epsilon)."
-        ),
-    ] = None
-    separator: Separator = ","
+    options: Annotated[dict[str, Any], OptionsOf(RandomizeSpec, only=ESTIMATE_OPTIONS)]
     out: Annotated[Path, typer.Option("--out", help="Output CSV: category, estimate, ci_low, ci_high.")]
     overwrite: Overwrite = False
 
@@ -88,6 +63,6 @@ def estimate(a: EstimateArguments) -> None:
 
     import urbandp.survey._api as api
 
-    table = api.estimate(a.perturbed, **keywords(a, "perturbed"))
+    table = api.estimate(a.perturbed, out=a.out, overwrite=a.overwrite, **a.options)
     with pl.Config(tbl_rows=200, float_precision=4):
         typer.echo(str(table))

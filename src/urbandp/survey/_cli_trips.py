@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from urbandp._cli_options import Overwrite
-from urbandp._cli_spec import command, keywords
-from urbandp.survey._cli_common import Separator, SurveyArguments, app, release_arguments
-from urbandp.survey._od_release import OdSpec
+from urbandp._cli_spec import OptionsOf, command
+from urbandp.survey._cli_common import SurveyArguments, app, release_arguments
+from urbandp.survey._od_release import ESTIMATE_OPTIONS, OdSpec
 from urbandp.survey._trajectory_release import TrajectoriesSpec
 
 
@@ -43,34 +43,11 @@ def od_randomize(a: SurveyArguments) -> None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class OdEstimateArguments:
-    """``urbandp survey od-estimate``: the released trips, then the keywords of :func:`urbandp.survey.od_estimate`."""
+    """``urbandp survey od-estimate``: the released trips, the options of ``od-randomize`` that de-biasing reads (as
+    :func:`urbandp.survey.od_estimate` takes them), and the output."""
 
     released: Annotated[Path, typer.Argument(help="Released trips (trips.csv from 'survey od-randomize').")]
-    origin: Annotated[str, typer.Option("--from", help="Origin block column.")]
-    dest: Annotated[str, typer.Option("--to", help="Destination block column.")]
-    blocks_file: Annotated[
-        Path | None,
-        typer.Option("--blocks-file", help="As for 'od-randomize' (default: none; give this or --blocks)."),
-    ] = None
-    blocks: Annotated[
-        int | None,
-        typer.Option("--blocks", help="As for 'od-randomize' (default: none; give this or --blocks-file)."),
-    ] = None
-    keep_probability: Annotated[
-        float | None,
-        typer.Option(
-            "--keep-probability",
-            help="Keep probability used by 'od-randomize' (default: none; or --epsilon).",
-        ),
-    ] = None
-    epsilon: Annotated[
-        float | None,
-        typer.Option(
-            "--epsilon",
-            help="Epsilon per trip used by 'od-randomize' (default: none; or --keep-probability).",
-        ),
-    ] = None
-    separator: Separator = ","
+    options: Annotated[dict[str, Any], OptionsOf(OdSpec, only=ESTIMATE_OPTIONS)]
     out: Annotated[
         Path,
         typer.Option(
@@ -93,7 +70,7 @@ def od_estimate(a: OdEstimateArguments) -> None:
 
     import urbandp.survey._api as api
 
-    table = api.od_estimate(a.released, **keywords(a, "released"))
+    table = api.od_estimate(a.released, out=a.out, overwrite=a.overwrite, **a.options)
     top = table.sort("estimate", descending=True).head(10)
     with pl.Config(tbl_rows=20, float_precision=2):
         typer.echo(f"de-biased {table.height:,} pairs from {int(table['released'].sum()):,} trips -> {a.out}")

@@ -1,4 +1,4 @@
-"""Reading survey tables (CSV / Parquet), their columns and declared lists, for the survey releases and CLI."""
+"""The columns and declared lists of survey tables (the tables themselves: :mod:`urbandp._table_reader`)."""
 
 from __future__ import annotations
 
@@ -10,26 +10,6 @@ import numpy as np
 import polars as pl
 
 from urbandp.errors import InputError
-
-
-def read_table(path: Path, separator: str = ",") -> pl.DataFrame:
-    """A CSV (all columns as text) or Parquet file; one clear :class:`InputError` line when unusable."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"input not found: {path}")
-    suffix = path.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            frame = pl.read_parquet(path)
-        elif suffix in (".csv", ".txt", ".gz"):
-            frame = pl.read_csv(path, infer_schema=False, separator=separator, truncate_ragged_lines=True)
-        else:
-            raise InputError(f"unsupported input format '{path.suffix}' for {path} (use .csv or .parquet)")
-    except (pl.exceptions.PolarsError, OSError, ValueError) as err:
-        raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
-    if frame.height == 0:
-        raise InputError(f"{path} has no rows")
-    return frame
 
 
 def require_columns(frame: pl.DataFrame, path: Path, *columns: str) -> None:

@@ -13,9 +13,10 @@ import urbandp.survey._published as release
 import urbandp.survey._shared_options as shared
 import urbandp.survey._trips as tr
 from urbandp._release_options import ReleaseOptions, option
+from urbandp._table_reader import read_table
 from urbandp.errors import Advice, InputError, InvalidParameterError
 from urbandp.survey._charge import PERSON, TRIP, SurveyCharge
-from urbandp.survey._io import read_list, read_table, require_columns
+from urbandp.survey._io import read_list, require_columns
 from urbandp.survey._report import OdPrivacyReport, ledger
 from urbandp.survey._result import SurveyRelease
 
@@ -117,11 +118,7 @@ class OdSpec(ReleaseOptions):
         if self.epsilon is not None:
             release.check_epsilon(self.epsilon, "trip")
             p = tr.od_keep_probability(nb, self.epsilon)
-        assert p is not None
-        if not 0 <= p < 1:
-            raise InvalidParameterError(
-                f"keep_probability must be in [0, 1), got {p}", parameters="keep_probability"
-            )
+        assert p is not None  # in [0, 1): the field's bounds, or eq. 13 solved for epsilon
         return p
 
 
@@ -208,9 +205,6 @@ def _bounded(frame: pl.DataFrame, spec: OdSpec) -> tuple[pl.DataFrame, pl.DataFr
 
 def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> SurveyRelease:
     """Read, reserve, draw and describe one ``survey od-randomize`` release."""
-    from urbandp.survey._sampling import bit_source
-
-    bit_source(spec.sampler)  # the option, checked before anything else
     ids = spec.block_ids()
     nb = len(ids)
     p = spec.keep(nb)

@@ -13,9 +13,10 @@ import urbandp.survey._locations as loc
 import urbandp.survey._published as release
 import urbandp.survey._shared_options as shared
 from urbandp._release_options import ReleaseOptions, option
+from urbandp._table_reader import read_table
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.survey._charge import SurveyCharge
-from urbandp.survey._io import float_column, read_table, require_columns
+from urbandp.survey._io import float_column, require_columns
 from urbandp.survey._report import PointsPrivacyReport, ledger
 from urbandp.survey._result import SurveyRelease
 

@@ -25,14 +25,6 @@ PUBLIC_NOTE = (
 OWNER_NOTE = "exact counts of the true data, for the data owner only; NOT DP, never published"
 
 
-def positive(name: str, value: float | None) -> None:
-    """Refuse a given number that is not finite and above 0 (``name`` is the parameter, as Python names it)."""
-    import math
-
-    if value is not None and (not math.isfinite(value) or value <= 0):
-        raise InvalidParameterError(f"{name} must be a finite number > 0, got {value}", parameters=name)
-
-
 def check_epsilon(
     epsilon: float | None, unit: str, what: str = "epsilon", parameters: tuple[str, ...] = ("epsilon",)
 ) -> None:
@@ -102,11 +94,6 @@ def select_released(frame: pl.DataFrame, public: Mapping[str, str], protected: S
 def declaration(public: Mapping[str, str]) -> dict[str, object]:
     """privacy.json's ``public_columns``: the user's declaration (column -> the option that named it)."""
     return {"columns": dict(public), "note": PUBLIC_NOTE}
-
-
-def owner_files(out: Path, names: Sequence[str]) -> list[str]:
-    """The owner-only files of a release, always the same list for a command (so it says nothing about data)."""
-    return [f"owner_only/{out.name}/{n}" for n in names]
 
 
 def input_report(counts: Mapping[str, object]) -> dict[str, object]:

@@ -7,10 +7,11 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import polars as pl
 
+from urbandp._arguments import check_date
 from urbandp._frames import TableLike, input_paths
 from urbandp._session import Session
 from urbandp.errors import InputDataError
@@ -65,27 +66,34 @@ class SurveyRelease(Release):
         return {self.file_name: out / self.file_name, "privacy.json": out / "privacy.json", **written}
 
 
-Body = Callable[[Path, str, SurveyCharge], SurveyRelease]
-"""A release body: (input file, its name in messages, the charge) -> the release (folder not yet written)."""
+class _Spec(Protocol):
+    """What :func:`run_release` reads of a release's spec: the run's cap."""
+
+    @property
+    def budget_epsilon(self) -> float | None: ...
+
+
+S = TypeVar("S", bound=_Spec)
 
 
 def run_release(
     data: TableLike,
     unit: str,
-    body: Body,
-    *,
-    spec: object,
+    spec: S,
+    body: Callable[[S, Path, str, SurveyCharge], SurveyRelease],
+    survey_date: str | dt.date | None,
     session: Session | None,
     out: str | Path | None,
     overwrite: bool,
-    budget_epsilon: float | None = None,
-    survey_date: str | dt.date | None = None,
 ) -> SurveyRelease:
-    """Run ``body`` inside the charge of ``session`` in ``unit``; with ``out`` write the folder before the commit
-    (its sha256 is recorded), then emit the warnings and return the release. ``spec`` (the release's options)
-    is hashed into privacy.json's ``spec_sha256`` (:func:`urbandp.survey._report.spec_sha256`)."""
+    """Run ``body`` (the release's own: spec, input file, its name in messages, the charge) inside the charge of
+    ``session`` in ``unit``, booked on ``survey_date`` (a day) and capped at the spec's ``budget_epsilon``; with
+    ``out`` write the folder before the commit (its sha256 is recorded), then emit the warnings and return the
+    release. ``spec`` (the release's options) is hashed into privacy.json's ``spec_sha256``
+    (:func:`urbandp.survey._report.spec_sha256`)."""
     from urbandp._outputs import output_policy
 
+    day = check_date(survey_date, "survey_date", optional=True)
     target = None if out is None else Path(out)
     with input_paths(data) as paths:
         if len(paths) != 1:
@@ -94,15 +102,10 @@ def run_release(
         with (
             output_policy(paths, overwrite=overwrite),
             SurveyCharge(
-                session,
-                unit,
-                out=target,
-                budget_epsilon=budget_epsilon,
-                survey_date=survey_date,
-                command_line=None,
+                session, unit, out=target, budget_epsilon=spec.budget_epsilon, survey_date=day
             ) as charge,
         ):
-            rel = body(paths[0], label, charge)
+            rel = body(spec, paths[0], label, charge)
             rel.privacy = rel.report.model_copy(update={"spec_sha256": spec_sha256(spec)})
             if target is not None:
                 rel.write_folder(target)

@@ -14,6 +14,7 @@ import urbandp.survey._published as release
 import urbandp.survey._randomized_response as rr
 import urbandp.survey._shared_options as shared
 from urbandp._release_options import ReleaseOptions, option
+from urbandp._table_reader import read_table
 from urbandp.errors import Advice, InputError, InvalidParameterError
 from urbandp.survey._categorical import (
     Declared,
@@ -24,7 +25,7 @@ from urbandp.survey._categorical import (
     validate,
 )
 from urbandp.survey._charge import SurveyCharge
-from urbandp.survey._io import read_table, require_columns
+from urbandp.survey._io import require_columns
 from urbandp.survey._report import RandomizePrivacyReport, ledger
 from urbandp.survey._result import SurveyRelease
 
@@ -277,7 +278,6 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
     """De-biased shares with 95 % CIs (report eq. 6): post-processing of a randomized column, no budget; only
     the release's public parameters (``spec``'s column, declared lists, epsilon or theta) are used."""
     column, within, epsilon, theta = spec.column, spec.within, spec.epsilon, spec.theta
-    release.positive("epsilon", epsilon)
     if (epsilon is None) == (theta is None):
         raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
     declared = declared_categories(spec.categories, spec.categories_file, within)

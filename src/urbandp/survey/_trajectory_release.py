@@ -17,9 +17,10 @@ import urbandp.survey._shared_options as shared
 import urbandp.survey._ssd as ssd
 from urbandp._figures import saved_figure
 from urbandp._release_options import ReleaseOptions, option
+from urbandp._table_reader import read_table
 from urbandp.errors import InputError
 from urbandp.survey._charge import SurveyCharge
-from urbandp.survey._io import read_table, require_columns
+from urbandp.survey._io import require_columns
 from urbandp.survey._od_release import check_person
 from urbandp.survey._report import TrajectoriesPrivacyReport, ledger
 from urbandp.survey._result import SurveyRelease

@@ -177,7 +177,17 @@ def test_bad_input_to_the_store_is_one_line_exit_2_and_loses_nothing(
     s = BudgetStore(url)
     s.init_dataset(DatasetCaps("bus", "vehicle-day", 1.0, 10.0))
     for day in ("2024-03-04", "2024-03-05"):
-        s.reserve("bus", "vehicle-day", {dt.date.fromisoformat(day): 0.8}, "laplace", {}, "earlier release")
+        s.reserve(
+            "bus",
+            "vehicle-day",
+            {dt.date.fromisoformat(day): 0.8},
+            "laplace",
+            {},
+            "earlier release",
+            window_delta=0.0,
+            window_epsilon=0.8,
+            window_rho=0.32,
+        )
     s.close()
     before = _snapshot(url)
     out = tmp_path / "rel"

@@ -29,9 +29,9 @@ from urbandp._privacy.budget_store import (
     STATUS_RESERVED,
     BudgetStore,
     DatasetCaps,
-    days_of_window,
 )
 from urbandp._privacy.noise import OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+from urbandp._privacy.session import days_between
 from urbandp.cli import app
 from urbandp.errors import BudgetExceededError
 from urbandp.fleet import _measure_selection as selection
@@ -255,7 +255,7 @@ def test_weekly_fleet_releases_stop_at_the_total_cap(tmp_path: Path) -> None:
         "1e-4",
     ]
     assert runner.invoke(app, [*init, "--budget-store", store]).exit_code == 0
-    weeks = [days_of_window(days[0], days[-1]) for days in _weeks("2024-03-04", 5)]
+    weeks = [days_between(days[0], days[-1]) for days in _weeks("2024-03-04", 5)]
     codes = []
     for i, week in enumerate(weeks):
         r = runner.invoke(
@@ -352,8 +352,11 @@ def test_kill_9_fleet_release_at_each_stage(tmp_path: Path, fleet: Path, stage: 
         s.reserve(
             "surat",
             "vehicle-day",
-            dict.fromkeys(days_of_window(*_weeks("2024-03-04", 1)[0]), 0.7),
+            dict.fromkeys(days_between(*_weeks("2024-03-04", 1)[0]), 0.7),
             "x",
             {},
             "",
+            window_delta=0.0,
+            window_epsilon=4.9,
+            window_rho=0.0,
         )

@@ -29,7 +29,10 @@ MEAN = ["experiment", "mean", "--synthetic", "itms-like", "--runs", "5"]
         ([*MEAN, "--runs", "100000000", "--out", "OUT"], "--runs"),
         ([*MEAN, "--out", "FILE"], "existing file"),
         ([*MEAN, "--out", "FILE/sub"], "is a file"),
-        (["experiment", "busiest-hat", "AVL", "--resolution", "16", "--out", "OUT/h.csv"], "--resolution"),
+        (
+            ["experiment", "busiest-hat", "AVL", "--resolution", "16", "--out", "OUT/h.csv"],
+            "--resolution must be one of the H3 resolutions 0..15, got 16",  # the library's one check
+        ),
         (["experiment", "busiest-hat", "AVL", "--resolution", "-1", "--out", "OUT/h.csv"], "--resolution"),
         (["experiment", "busiest-hat", "AVL", "--out", "FILE/h.csv"], "is a file"),
         (["experiment", "busiest-hat", "AVL", "--out", "DIR"], "is a directory"),

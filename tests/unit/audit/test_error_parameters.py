@@ -12,10 +12,8 @@ import pytest
 import urbandp as ud
 from urbandp._cli_support import _cli_names
 from urbandp.audit import _cli as cli
-from urbandp.audit._differencing_attack import differencing_attack
 from urbandp.audit._noise_scale_attack import noise_scale_attack
 from urbandp.audit._tables import published_table_from_frame
-from urbandp.audit._zero_skipping_attack import zero_skipping_attack
 from urbandp.errors import InputDataError, InvalidParameterError
 
 TABLE = pl.DataFrame({"mode": ["bus"], "day": [1], "tap": ["on"], "location": ["A"], "count": [40.0]})
@@ -101,46 +99,11 @@ CASES: list[tuple[Callable[[], object], str, tuple[str, ...], Callable[..., obje
         "--lag-minutes must be between 0 and 1439, got 1440",
     ),
     (
-        lambda: differencing_attack(PUB, PUB, scale=1.0, alpha=0.0),
-        "alpha must be in (0, 1), got 0.0",
-        ("alpha",),
-        cli.differencing,
-        "--alpha must be in (0, 1), got 0.0",
-    ),
-    (
-        lambda: differencing_attack(PUB, PUB, scale=0.0),
-        "scale must be a positive finite number (or come from privacy.json), got 0.0",
-        ("scale",),
-        cli.differencing,
-        "--scale must be a positive finite number (or come from privacy.json), got 0.0",
-    ),
-    (
-        lambda: differencing_attack(PUB, PUB, scale=1.0, marginal_scale=-1.0),
-        "marginal_scale must be a positive finite number, got -1.0",
-        ("marginal_scale",),
-        cli.differencing,
-        "--marginal-scale must be a positive finite number, got -1.0",
-    ),
-    (
         lambda: noise_scale_attack(np.ones(3), model="gamma"),
         "model must be continuous or discrete, got 'gamma'",
         ("model",),
         cli.noise_scale,
         "--model must be continuous or discrete, got 'gamma'",
-    ),
-    (
-        lambda: noise_scale_attack(np.ones(3), alpha=1.0),
-        "alpha must be in (0, 1), got 1.0",
-        ("alpha",),
-        cli.noise_scale,
-        "--alpha must be in (0, 1), got 1.0",
-    ),
-    (
-        lambda: zero_skipping_attack(np.ones(3), threshold=-1.0, method="auto", scale=None),
-        "threshold must be >= 0, got -1.0",
-        ("threshold",),
-        cli.zero_skipping,
-        "--threshold must be >= 0, got -1.0",
     ),
 ]
 

@@ -19,14 +19,13 @@ from urbandp._privacy.budget_store import (
     STATUS_RESERVED,
     BudgetStore,
     DatasetCaps,
-    days_of_window,
 )
 from urbandp._privacy.loss import Loss
-from urbandp._privacy.session import NoiseBeforeReservation, ReleaseCharge
+from urbandp._privacy.session import NoiseBeforeReservation, ReleaseCharge, days_between
 from urbandp.errors import BudgetExceededError, InputError
 
 D0 = dt.date(2024, 3, 4)
-WEEK = days_of_window(D0, D0 + dt.timedelta(days=6))
+WEEK = days_between(D0, D0 + dt.timedelta(days=6))
 FLEET_WINDOW_DELTA = 0.07075608580251462
 """privacy.json's delta_per_window of `urbandp release --epsilon-per-day 10 --max-hats-per-vehicle-day 8` on a
 7-day window without --domain-bbox (selection's window delta from OpenDP's map, plus the conversion delta 5e-7)."""

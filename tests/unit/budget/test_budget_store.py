@@ -12,10 +12,9 @@ from urbandp._privacy.budget_store import (
     STATUS_COMMITTED,
     BudgetStore,
     DatasetCaps,
-    days_of_window,
 )
 from urbandp._privacy.loss import Loss
-from urbandp._privacy.session import ReleaseCharge
+from urbandp._privacy.session import ReleaseCharge, days_between
 from urbandp.errors import BudgetExceededError, InputError
 
 D0 = dt.date(2024, 3, 4)
@@ -36,7 +35,7 @@ def _charge(url: str, eps: float, days: list[dt.date]) -> None:
 
 def test_per_day_cap_refuses_with_asked_and_left(tmp_path: Path) -> None:
     url = _store(tmp_path, per_day=1.0)
-    _charge(url, 0.6, days_of_window(D0, D0 + dt.timedelta(days=6)))
+    _charge(url, 0.6, days_between(D0, D0 + dt.timedelta(days=6)))
     with pytest.raises(
         BudgetExceededError, match=r"2024-03-04: asked epsilon=0.5 per vehicle-day, left 0.4 of 1"
     ):
@@ -52,7 +51,7 @@ def test_per_day_cap_refuses_with_asked_and_left(tmp_path: Path) -> None:
 
 def test_total_cap(tmp_path: Path) -> None:
     url = _store(tmp_path, per_day=1.0, total=2.0)
-    _charge(url, 0.5, days_of_window(D0, D0 + dt.timedelta(days=3)))  # 2.0 in total
+    _charge(url, 0.5, days_between(D0, D0 + dt.timedelta(days=3)))  # 2.0 in total
     with pytest.raises(BudgetExceededError, match=r"total privacy budget .* left 0 of 2"):
         _charge(url, 0.1, [D0 + dt.timedelta(days=10)])
 
@@ -118,36 +117,24 @@ def test_schema_is_versioned_and_a_newer_store_is_refused(tmp_path: Path) -> Non
         BudgetStore(url)
 
 
-def test_group_rho_is_d_squared_rho_and_pure_epsilon_enters_as_half_its_square() -> None:
-    from urbandp._privacy.budget_store import group_rho
-
-    assert group_rho([(1.0, 0.02)] * 7) == pytest.approx(49 * 0.02)  # Bun and Steinke 2016, Prop. 1.9
-    assert group_rho([(1.0, 0.01), (1.0, 0.03)]) == pytest.approx(4 * 0.03)  # the largest day bounds each
-    assert group_rho([(0.5, None)] * 4) == pytest.approx(
-        (4 * 0.5) ** 2 / 2
-    )  # eps-DP is eps^2/2-zCDP (Prop. 1.4)
-    assert group_rho([]) == 0.0
-
-
 def test_rho_total_caps_the_group_cost_over_all_releases(tmp_path: Path) -> None:
     url = str(tmp_path / "b.sqlite")
     s = BudgetStore(url)
     s.init_dataset(DatasetCaps("bus", "vehicle-day", None, None, None, rho_total=2.0))
-    week = days_of_window(D0, D0 + dt.timedelta(days=6))
-    rho = dict.fromkeys(week, 0.02)
-    s.reserve("bus", "vehicle-day", dict.fromkeys(week, 1.0), "gaussian", {}, "w1", rho)  # 49 x 0.02 = 0.98
-    next_week = [d + dt.timedelta(days=7) for d in week]
-    s.reserve("bus", "vehicle-day", dict.fromkeys(next_week, 1.0), "gaussian", {}, "w2",
-              dict.fromkeys(next_week, 0.02))  # fmt: skip
+    week = days_between(D0, D0 + dt.timedelta(days=6))
+
+    def reserve(days: list[dt.date], rho: float, group: float, command: str) -> None:
+        # a release that pools its D days states its group cost D^2 rho (Bun and Steinke 2016, Prop. 1.9)
+        s.reserve("bus", "vehicle-day", dict.fromkeys(days, 1.0), "gaussian", {}, command,
+                  dict.fromkeys(days, rho), window_delta=0.0, window_epsilon=1.0, window_rho=group)  # fmt: skip
+
+    reserve(week, 0.02, 0.98, "w1")  # 49 x 0.02 = 0.98
+    reserve([d + dt.timedelta(days=7) for d in week], 0.02, 0.98, "w2")
     assert s.group_rho_spent("bus") == pytest.approx(1.96)
     third = [d + dt.timedelta(days=14) for d in week]
     with pytest.raises(BudgetExceededError, match=r"asked group rho=0\.98 over 7 days, left 0\.04 of 2"):
-        s.reserve(
-            "bus", "vehicle-day", dict.fromkeys(third, 1.0), "gaussian", {}, "w3", dict.fromkeys(third, 0.02)
-        )
-    s.reserve(
-        "bus", "vehicle-day", {third[0]: 0.1}, "gaussian", {}, "one day", {third[0]: 0.04}
-    )  # 1 x 0.04 fits
+        reserve(third, 0.02, 0.98, "w3")
+    reserve(third[:1], 0.04, 0.04, "one day")  # 1 x 0.04 fits
     with pytest.raises(InputError, match=r"cannot lower rho total of 'bus' to 1: 2 already spent"):
         s.init_dataset(DatasetCaps("bus", "vehicle-day", None, None, None, rho_total=1.0))
 

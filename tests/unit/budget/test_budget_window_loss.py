@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from urbandp._privacy.budget_migrations import LATEST_VERSION, MIGRATIONS
-from urbandp._privacy.budget_store import BudgetStore, DatasetCaps, days_of_window
+from urbandp._privacy.budget_store import BudgetStore, DatasetCaps
 from urbandp._privacy.loss import Loss, rho_to_epsilon
 from urbandp._privacy.noise import rho_for_epsilon
-from urbandp._privacy.session import ReleaseCharge
+from urbandp._privacy.session import ReleaseCharge, days_between
 from urbandp.errors import BudgetExceededError
 
 D0 = dt.date(2024, 3, 4)
-THREE = days_of_window(D0, D0 + dt.timedelta(days=2))
+THREE = days_between(D0, D0 + dt.timedelta(days=2))
 RHO = rho_for_epsilon(4.0, 1e-6)
 
 

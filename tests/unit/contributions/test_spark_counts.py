@@ -15,8 +15,9 @@ import polars as pl
 import pytest
 
 from urbandp._synth.taps import generate_taps
+from urbandp._table_reader import read_table
 from urbandp.counts import CountDomain, PrivacyUnit
-from urbandp.counts._aggregate import joint_from_events, read_table
+from urbandp.counts._aggregate import joint_from_events
 
 pytestmark = pytest.mark.usefixtures("spark")
 

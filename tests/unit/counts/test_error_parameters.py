@@ -12,14 +12,12 @@ from typing import Any, cast
 
 import pytest
 
-from urbandp._privacy.ledger import PrivacyLedger
 from urbandp.counts import _api as api
 from urbandp.counts import _selection as selection
 from urbandp.counts import _sparse as sparse
 from urbandp.counts._accounting import gaussian_plan, laplace_plan
 from urbandp.counts._domain import CountDomain
 from urbandp.counts._options import CountsReleaseSpec
-from urbandp.counts._table_release import _charge_top_k
 from urbandp.counts._units import PrivacyUnit
 from urbandp.errors import InputError, InvalidParameterError, flag_of
 
@@ -199,14 +197,6 @@ CASES: list[tuple[str, Callable[[], object], str, tuple[str, ...], str]] = [
         "domain too large: 96 cells (1 days x 2 taps x 24 bins x 2 places); the dense release would need about "
         "0.0 GiB (5,504 bytes), 0.0 GiB available; with --suppress-below, sparse sampling needs memory only for "
         "non-zero cells",
-    ),
-    (
-        "table_release: top_k_tap",
-        lambda: _charge_top_k(
-            cast(Any, None), DOMAIN, cfg(top_k=1, top_k_epsilon=1.0, top_k_tap="sideways"), PrivacyLedger()
-        ),
-        "top_k_tap 'sideways' is not a tap of the domain (on, off)", ("top_k_tap",),
-        "--top-k-tap 'sideways' is not a tap of the domain (on, off)",
     ),
     (
         "api: dry_run of data61 ('method' is the word)",

@@ -38,7 +38,6 @@ from urbandp.fleet._options_input import (
     _day_list,
     configure,
     parse_columns,
-    python_values,
     validation_options,
 )
 from urbandp.fleet._pipeline import NoValidRecords, date_window
@@ -61,7 +60,7 @@ def _names(err: InputError, python: str, parameters: tuple[str, ...], cli: str) 
 
 def _options(**given: object) -> dict[str, object]:
     """The options of a release as :func:`configure` takes them (every other option not given)."""
-    return {**python_values({**dict.fromkeys(api.OPTION_NAMES), **given, "columns": None}), "config": None}
+    return {**dict.fromkeys(api.OPTION_NAMES), **given, "column": None, "config": None}
 
 
 def test_spec_options_name_the_parameter() -> None:
@@ -96,13 +95,13 @@ def test_spec_options_name_the_parameter() -> None:
         "--max-hats-per-vehicle-day must be a whole number or 'observed'",
     )
     _names(
-        _refused(lambda: validation_options({}, None, ["2016=m/s"], None, None)),
+        _refused(lambda: validation_options({}, {"speed_unit_since": ["2016=m/s"]})),
         "speed_unit_since must look like 2016-01-01=m/s, got '2016=m/s'",
         ("speed_unit_since",),
         "--speed-unit-since must look like 2016-01-01=m/s, got '2016=m/s'",
     )
     _names(
-        _refused(lambda: validation_options({}, None, None, None, -1.0)),
+        _refused(lambda: validation_options({}, {"speed_reject_above": -1.0})),
         "speed_reject_above must be a finite number of km/h above 0, got -1",
         ("speed_reject_above",),
         "--speed-reject-above must be a finite number of km/h above 0, got -1",

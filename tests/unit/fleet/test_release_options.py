@@ -16,9 +16,9 @@ from urbandp.cli import app
 from urbandp.errors import InputError
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._options_flags import OPTION_NAMES, RecordOptions, release_options
-from urbandp.fleet._options_input import configure, python_values
+from urbandp.fleet._options_input import configure
 
-BASE: dict[str, Any] = {"epsilon_per_day": "4", "start": "2024-03-04", "end": "2024-03-05"}
+BASE: dict[str, Any] = {"epsilon_per_day": 4.0, "start": "2024-03-04", "end": "2024-03-05"}
 """What every case adds (a release needs a budget and a public window)."""
 
 VALID: dict[str, tuple[Any, Any]] = {
@@ -212,8 +212,19 @@ def test_the_python_keywords_are_the_options() -> None:
 
     assert set(api.OPTION_NAMES) == set(NAMES) - {"column"}
     assert "columns" in inspect.signature(api.release).parameters
-    given = python_values({**_values(), "start": dt.date(2024, 3, 1), "domain_bbox": (21.09, 72.75, 21.25, 72.91),
-                           "hours": (6, 22), "queries": ("speed", "speeding"), "columns": {"vehicle": "bus"}})  # fmt: skip
+    given = {**_values(), "start": dt.date(2024, 3, 1), "domain_bbox": (21.09, 72.75, 21.25, 72.91),
+             "hours": (6, 22), "queries": ("speed", "speeding"), "column": {"vehicle": "bus"}}  # fmt: skip
     cfg, _, columns = configure(given)
     assert cfg.start == dt.date(2024, 3, 1) and cfg.hours == (6, 22) and cfg.queries == ("speed", "speeding")
     assert cfg.domain_bbox == (21.09, 72.75, 21.25, 72.91) and columns == {"vehicle": "bus"}
+
+
+def test_release_and_plan_read_an_option_alike() -> None:
+    """One reader for the flag's text and the Python value: a compact date is refused as ``release`` refuses it,
+    and an hour window of two integers is checked by the spec's range rule, not turned into text and re-parsed."""
+    with pytest.raises(InputError) as err:
+        configure(_values(start="20240301"))
+    assert str(err.value) == "start must be a date YYYY-MM-DD, got '20240301'"
+    with pytest.raises(InputError) as err:
+        configure(_values(hours=(-1, 5)))
+    assert "the hour window must satisfy 0 <= start < end <= 24, got -1-5" in str(err.value)

@@ -368,7 +368,8 @@ def test_each_delegate_is_called_by_its_release(delegate: str, caller: str) -> N
     source = inspect.getsource(getattr(importlib.import_module(module_name), leaf))
     callee = delegate.rpartition(".")[2]
     module = importlib.import_module(delegate.rpartition(".")[0])
-    assert re.search(rf"\b{callee}\(", source) or _called_in_module(module_name, callee), (caller, callee)
+    called = re.search(rf"\b{callee}[(,]", source)  # called, or passed to the one runner that calls it
+    assert called or _called_in_module(module_name, callee), (caller, callee)
     assert callable(getattr(module, callee))
 
 

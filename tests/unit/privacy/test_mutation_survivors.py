@@ -204,15 +204,23 @@ def test_loss_times_multiplies_every_part() -> None:
     assert Loss(epsilon=1.0, delta=0.4).times(3).delta == 1.0  # capped at 1
 
 
-def test_the_store_s_default_window_delta_sums_a_spanning_unit_s_days() -> None:
-    """Mutation store_window_delta_max: a vehicle-day unit present on every day pays every day's delta (basic
-    composition); a unit that lies in one day pays the largest."""
-    from urbandp._privacy.budget_store import default_window_delta
+def test_a_spanning_unit_s_default_window_composes_its_days() -> None:
+    """Mutation default_window_one_day: a vehicle-day unit present on every day pays every day's loss (basic
+    composition, Dwork and Roth 2014, Thm 3.16); a unit that lies in one day pays one day's."""
+    from urbandp._privacy.session import ReleaseCharge
 
-    assert default_window_delta("vehicle-day", [1e-7, 3e-7, 2e-7]) == pytest.approx(6e-7, rel=1e-15)
-    assert default_window_delta("event", [1e-7, 3e-7, 2e-7]) == 3e-7
-    assert default_window_delta("vehicle-day", [0.6, 0.6]) == 1.0
-    assert default_window_delta("vehicle-day", []) == 0.0
+    day = Loss(epsilon=0.5, delta=1e-7)
+    days = [dt.date(2024, 3, 4) + dt.timedelta(days=i) for i in range(3)]
+    for unit, window in (("vehicle-day", Loss(1.5, 3e-7)), ("event", day)):
+        charge = ReleaseCharge(None, None, unit=unit)
+        charge.reserve(day, days, "laplace")
+        assert charge.release_loss is not None
+        got = charge.release_loss.window
+        assert (got.epsilon, got.delta, got.rho) == (
+            window.epsilon,
+            pytest.approx(window.delta, rel=1e-15),
+            0.0,
+        )
 
 
 # --- pooling's spread --------------------------------------------------------------------------------------------
