@@ -57,21 +57,15 @@ def serve(a: ServeArguments) -> None:
     Example: urbandp mpc serve --grid out/ka/grid.parquet --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
     """
     o = a.o
-    from urbandp.mpc._server import Server, ServerConfig, ServerGrid
+    from urbandp.mpc._server import Server, ServerGrid
 
     g = ServerGrid.read(
         o.grid, o.window
     )  # a grid with NaN or inf values is refused before SPU is even needed
     _need_spu()
-    from urbandp.mpc._client import parse_hostport
-
-    host, port = parse_hostport(o.listen)
-    cfg = ServerConfig(
-        o.alpha, o.epsilon, o.epsilon_budget, o.sigma2_min, o.sigma2_max, o.rho, o.steepness, o.timeout
-    )
-    server = Server(g, cfg, host, port, dataset=o.dataset, budget_store=a.budget_store)
+    server = Server(g, o, budget_store=a.budget_store)
     server.log = lambda msg: typer.echo(msg, err=True)
-    server.serve_forever(max_clients=o.max_clients)
+    server.serve_forever()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

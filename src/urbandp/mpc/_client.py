@@ -24,13 +24,6 @@ from urbandp.mpc._spec import PrivateQuery, QuerySpec
 from urbandp.sensing._queries import answer_json
 
 
-def parse_hostport(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError(f"expected HOST:PORT, got {text!r}")
-    return host, int(port)
-
-
 def route_points(path: Path) -> np.ndarray:
     """(lat, lon) positions of every line (polygon rings included) and point of a GeoJSON file, read by the one
     GeoJSON reader (:func:`urbandp._records.geojson.read_geojson`), segments densified to ~20 m so that every
@@ -84,7 +77,7 @@ class Client:
     def __init__(self, server: str, client_id: str | None = None, timeout: float = 60.0) -> None:
         from urbandp.mpc._party import CLIENT, Party, free_port
 
-        host, port = parse_hostport(server)
+        host, port = wire.parse_hostport(server)
         self.timeout = timeout
         try:
             self.sock = socket.create_connection((host, port), timeout=timeout)
