@@ -100,18 +100,8 @@ class Client:
         z = np.zeros(4)
         from urbandp.mpc._server import DUMMY
 
-        self.party.run(self._spec(DUMMY, 4), {"v": z, "theta": np.zeros(()), "theta2": np.zeros(())})
-
-    def _spec(self, function: str, n: int) -> QuerySpec:
-        p = self.params
-        return QuerySpec(
-            function,
-            n,
-            int(p["alpha"]),
-            float(p["rho"]),
-            float(p["steepness"]),
-            float(p["sigma2_min"]),
-            float(p["sigma2_max"]),
+        self.party.run(
+            QuerySpec.of(DUMMY, 4, self.params), {"v": z, "theta": np.zeros(()), "theta2": np.zeros(())}
         )
 
     @check_keywords
@@ -152,7 +142,7 @@ class Client:
             v = np.isin(ids, np.asarray(cells, dtype=np.int64))
         else:
             v = cells_on_route(route, np.asarray(acc["lat"]), np.asarray(acc["lon"]))  # type: ignore[arg-type]
-        spec = self._spec(function, int(acc["n_rect"]))
+        spec = QuerySpec.of(function, int(acc["n_rect"]), self.params)
         digest = executable_digest(compile_spec(spec))
         if digest != acc.get("digest"):
             wire.send_error(self.sock, "compiled programs differ (urbandp versions?)")

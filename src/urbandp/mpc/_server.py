@@ -63,17 +63,10 @@ IDLE_TIMEOUT_S = 600.0
 def public_parameters(options: ServeOptions) -> dict[str, Any]:
     """What a client is told: the parameters of the secure program and the budget (``epsilon`` per query), not
     the grid, the address or the time-outs; and the cell limit."""
-    o = options
-    return {
-        "alpha": o.alpha,
-        "epsilon_budget": o.epsilon_budget,
-        "sigma2_min": o.sigma2_min,
-        "sigma2_max": o.sigma2_max,
-        "rho": o.rho,
-        "steepness": o.steepness,
-        "epsilon_per_query": o.epsilon,
-        "max_cells": MAX_CELLS,
-    }
+    shown = options.model_dump(
+        include={"alpha", "epsilon_budget", "sigma2_min", "sigma2_max", "rho", "steepness"}
+    )
+    return {**shown, "epsilon_per_query": options.epsilon, "max_cells": MAX_CELLS}
 
 
 @dataclass
@@ -169,11 +162,8 @@ class Server:
         )
         # every query is booked to the dataset: a noise source that is not private is refused before any client
         ReleaseCharge(self.dataset, self.budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
+        self.params = public_parameters(self.config)  # what clients are told; both compile from it
         self.sigma2 = clamp_sigma2(self.grid.sigma2, self.config.sigma2_min, self.config.sigma2_max)
-
-    def spec(self, function: str, n_rect: int) -> QuerySpec:
-        c = self.config
-        return QuerySpec(function, n_rect, c.alpha, c.rho, c.steepness, c.sigma2_min, c.sigma2_max)
 
     def serve_forever(self, ready: threading.Event | None = None) -> None:
         """Serve until ``max_clients`` connections have been served (for ever without it)."""
@@ -223,13 +213,13 @@ class Server:
                     "session": session,
                     "link": server_link,
                     "window": self.grid.window,
-                    "params": public_parameters(self.config),
+                    "params": self.params,
                     "epsilon_spent": self.budget.spent(who),
                 },
             )
             party = Party(SERVER, session, server_link, client_link, conn, self.config.timeout)
             # dummy query at connect: absorbs the OT set-up; no data, no noise, no budget
-            dummy = self.spec(DUMMY, 4)
+            dummy = QuerySpec.of(DUMMY, 4, self.params)
             z = np.zeros(4)
             party.run(dummy, {"mu": z, "sigma2": z, "noise": np.zeros(())})
             self.log(f"client {who}: connected, OT set up")
@@ -265,7 +255,7 @@ class Server:
         n = int(mask.sum())
         if not 1 <= n <= MAX_CELLS:
             return wire.send_error(conn, f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}")
-        spec = self.spec(str(function), n)
+        spec = QuerySpec.of(str(function), n, self.params)
         try:
             left = self.budget.charge(who, self.config.epsilon)
         except InputError as err:

@@ -54,6 +54,14 @@ class QuerySpec:
         if not 0 <= self.sigma2_min < self.sigma2_max:
             raise ValueError("need 0 <= sigma2_min < sigma2_max")
 
+    @classmethod
+    def of(cls, function: str, n_rect: int, public: dict[str, Any]) -> QuerySpec:
+        """The query over ``n_rect`` cells under the server's public parameters, as a client is told them: both
+        parties compile from the same figures."""
+        p = public
+        figures = (p["rho"], p["steepness"], p["sigma2_min"], p["sigma2_max"])
+        return cls(function, n_rect, int(p["alpha"]), *(float(x) for x in figures))
+
     def worst_sensitivity(self) -> float:
         """Per-reading sensitivity of ``E^2`` for any client selection: the server does not know ``n = sum v``,
         so it takes the worst case over ``alpha <= n <= n_rect`` (queries below alpha release only zeros)."""
