@@ -95,13 +95,13 @@ def test_spec_options_name_the_parameter() -> None:
         "--max-hats-per-vehicle-day must be a whole number or 'observed'",
     )
     _names(
-        _refused(lambda: validation_options({}, {"speed_unit_since": ["2016=m/s"]})),
+        _refused(lambda: validation_options({"speed_unit_since": ["2016=m/s"]})),
         "speed_unit_since must look like 2016-01-01=m/s, got '2016=m/s'",
         ("speed_unit_since",),
         "--speed-unit-since must look like 2016-01-01=m/s, got '2016=m/s'",
     )
     _names(
-        _refused(lambda: validation_options({}, {"speed_reject_above": -1.0})),
+        _refused(lambda: validation_options({"speed_reject_above": -1.0})),
         "speed_reject_above must be a finite number of km/h above 0, got -1",
         ("speed_reject_above",),
         "--speed-reject-above must be a finite number of km/h above 0, got -1",
@@ -110,7 +110,7 @@ def test_spec_options_name_the_parameter() -> None:
 
 def test_spec_validators_name_the_parameter() -> None:
     _names(
-        _refused(lambda: build_config({}, {"noise_scale": 1.0, "speed_estimator": "levy"})),
+        _refused(lambda: build_config({"noise_scale": 1.0, "speed_estimator": "levy"})),
         "bad release config: speed_estimator other than 'report' needs epsilon_per_day (it is calibrated by "
         "epsilon)",
         ("speed_estimator", "epsilon_per_day"),
@@ -119,9 +119,7 @@ def test_spec_validators_name_the_parameter() -> None:
     )
     _names(
         _refused(
-            lambda: build_config(
-                {}, {"epsilon_per_day": 1.0, "speed_estimator": "levy", "mechanism": "gaussian"}
-            )
+            lambda: build_config({"epsilon_per_day": 1.0, "speed_estimator": "levy", "mechanism": "gaussian"})
         ),
         "bad release config: speed_estimator other than 'report' is calibrated for Laplace; use mechanism laplace",
         ("speed_estimator", "mechanism"),
@@ -129,7 +127,7 @@ def test_spec_validators_name_the_parameter() -> None:
         "laplace",
     )
     _names(
-        _refused(lambda: build_config({}, {"noise_scale": 1.0, "coarsen": "parent1"})),
+        _refused(lambda: build_config({"noise_scale": 1.0, "coarsen": "parent1"})),
         "bad release config: coarsen splits an epsilon budget between release steps: it needs epsilon_per_day and "
         "the report speed estimator",
         ("epsilon_per_day",),
@@ -137,7 +135,7 @@ def test_spec_validators_name_the_parameter() -> None:
         "and the report speed estimator",
     )
     # a field's message names it by its Python name, listed for the CLI to rename to its flag
-    err = _refused(lambda: build_config({}, {"noise_scale": 1.0, "speed_max": -1.0}))
+    err = _refused(lambda: build_config({"noise_scale": 1.0, "speed_max": -1.0}))
     assert str(err).startswith("bad value for speed_max: ")
     assert err.parameters == ("speed_max",)
     assert err.naming(lambda p: "--" + p.replace("_", "-")).startswith("bad value for --speed-max: ")
@@ -159,7 +157,8 @@ def test_a_value_from_the_toml_is_named_by_its_key_in_the_file(tmp_path: Path) -
         '[release]\nnoise_scale = 1\n[input]\ntimezone = ""\nspeed_unit_since = {2016 = "m/s"}\n'
     )
     err = _refused(lambda: api.release([], config=config))
-    assert str(err) == f"speed_unit_since in {config} [input] must look like 2016-01-01=m/s, got '2016=m/s'"
+    # read as the keyword reads a mapping of switches: its day must be a date
+    assert str(err) == f"speed_unit_since in {config} [input] must be a date YYYY-MM-DD, got '2016'"
     assert err.parameters == ()
     config.write_text('[release]\nnoise_scale = 1\n[input]\ntimezone = ""\n')
     err = _refused(lambda: api.release([], config=config))
@@ -190,7 +189,7 @@ def test_an_error_past_the_options_names_the_keys_of_the_file(tmp_path: Path) ->
 def test_a_window_that_ends_before_it_starts_is_refused_by_the_spec(tmp_path: Path) -> None:
     """Before issue 31 ``--noise-scale`` with start after end divided by its zero days (exit 70)."""
     _names(
-        _refused(lambda: build_config({}, {"noise_scale": 1.0, "start": "2021-11-16", "end": "2021-11-15"})),
+        _refused(lambda: build_config({"noise_scale": 1.0, "start": "2021-11-16", "end": "2021-11-15"})),
         "bad release config: start 2021-11-16 is after end 2021-11-15",
         ("start", "end"),
         "bad release config: --start 2021-11-16 is after --end 2021-11-15",
@@ -203,7 +202,7 @@ def test_a_window_that_ends_before_it_starts_is_refused_by_the_spec(tmp_path: Pa
 
 
 def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
-    cfg = build_config({}, {"noise_scale": 1.0})
+    cfg = build_config({"noise_scale": 1.0})
     _names(
         _refused(
             lambda: date_window(cfg, pl.DataFrame({"timestamp": []}, schema={"timestamp": pl.Datetime}))
@@ -231,7 +230,7 @@ def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
     )
     session = types.SimpleNamespace(dataset="surat")
     _names(
-        _refused(lambda: _refuse_unchargeable(session, build_config({}, {"noise_scale": 1.0}))),  # type: ignore[arg-type]
+        _refused(lambda: _refuse_unchargeable(session, build_config({"noise_scale": 1.0}))),  # type: ignore[arg-type]
         "dataset with noise_scale needs budget_per_day: the charge is reserved before any noise is drawn",
         ("dataset", "noise_scale", "budget_per_day"),
         "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn",
@@ -241,7 +240,7 @@ def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
 def test_public_domain_names_the_parameter(tmp_path: Path) -> None:
     missing = tmp_path / "cells.txt"
     _names(
-        _refused(lambda: load_public_domain(build_config({}, {"noise_scale": 1.0, "domain_cells": missing}))),
+        _refused(lambda: load_public_domain(build_config({"noise_scale": 1.0, "domain_cells": missing}))),
         f"domain_cells {missing}: no such file or folder",
         ("domain_cells",),
         f"--domain-cells {missing}: no such file or folder",
@@ -249,7 +248,7 @@ def test_public_domain_names_the_parameter(tmp_path: Path) -> None:
     feed = tmp_path / "gtfs"
     feed.mkdir()
     _names(
-        _refused(lambda: load_public_domain(build_config({}, {"noise_scale": 1.0, "domain_gtfs": feed}))),
+        _refused(lambda: load_public_domain(build_config({"noise_scale": 1.0, "domain_gtfs": feed}))),
         "domain_gtfs needs the public days (start/end or dates) to read the schedule",
         ("domain_gtfs", "start", "end", "dates"),
         "--domain-gtfs needs the public days (--start/--end or --dates) to read the schedule",
