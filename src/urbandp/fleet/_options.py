@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,7 +20,6 @@ from pydantic import (
     ConfigDict,
     PrivateAttr,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -318,11 +316,12 @@ class HatReleaseConfig(BaseModel):
         cli_type=str | None,
     )
 
-    @field_validator("neighbouring", "hours", *DOMAIN_SOURCES, mode="before")
+    @field_validator("neighbouring", mode="before")
     @classmethod
-    def _from_text(cls, value: object, info: ValidationInfo) -> object:
-        """A value given as text (a flag's, a TOML file's) read into the field's form (:data:`_TEXT_READERS`)."""
-        return _TEXT_READERS[str(info.field_name)](value) if isinstance(value, str) else value
+    def _report_name(cls, value: object) -> object:
+        """The report's name of a relation (``replace-one``) read as this one's (every other text is read by
+        :func:`urbandp.fleet._options_input.read_option`, for a flag, a keyword and a config file alike)."""
+        return NEIGHBOURING_ALIASES.get(value, value) if isinstance(value, str) else value
 
     @field_validator("queries", mode="before")
     @classmethod
@@ -611,30 +610,6 @@ def parse_bbox(text: str) -> tuple[float, float, float, float]:
             f"must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got '{text}'"
         ) from None
     return a, b, c, d
-
-
-def _hours(text: str) -> tuple[int, int]:
-    from urbandp._grid.slots import parse_hours
-
-    try:
-        return parse_hours(text)
-    except InputError:
-        raise ValueError(f"must look like START-END hours, got '{text}'") from None
-
-
-def _path(text: str) -> str:
-    if not text.strip():
-        raise ValueError("must name a file or folder (given empty)")
-    return text
-
-
-_TEXT_READERS: dict[str, Callable[[str], object]] = {
-    "neighbouring": lambda text: NEIGHBOURING_ALIASES.get(text, text),
-    "hours": _hours,
-    "domain_bbox": parse_bbox,
-    **dict.fromkeys(DOMAIN_SOURCES[1:], _path),
-}
-"""How each option given as text is read: the report's name of a relation, hours START-END, a box, a file."""
 
 
 EXAMPLES = {
