@@ -476,7 +476,9 @@ class HatReleaseConfig(BaseModel):
             if not all(math.isfinite(x) for x in self.domain_bbox) or not (
                 -90 <= a < c <= 90 and -180 <= b < d <= 180
             ):
-                raise ValueError("domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max")
+                raise ParameterValueError(
+                    "domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max", "domain_bbox"
+                )
             cells = estimated_domain_cells(self.domain_bbox, self.resolution)
             if cells > MAX_DOMAIN_CELLS:
                 raise ValueError(

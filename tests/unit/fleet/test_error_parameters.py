@@ -84,9 +84,9 @@ def test_spec_options_name_the_parameter() -> None:
     )
     _names(
         _refused(lambda: configure(_options(noise_scale=1, domain_bbox="30.4,-97.8,30.2,-97.6"))),
-        "domain_bbox needs min_lat < max_lat and min_lon < max_lon",
+        "bad release config: domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
         ("domain_bbox",),
-        "--domain-bbox needs min_lat < max_lat and min_lon < max_lon",
+        "bad release config: --domain-bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
     )
     _names(
         _refused(lambda: configure(_options(noise_scale=1, max_hats_per_vehicle_day="many"))),
