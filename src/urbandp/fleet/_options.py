@@ -616,13 +616,6 @@ def parse_bbox(text: str) -> tuple[float, float, float, float]:
 
 EXAMPLES = {
     "hours": '"9-21"',
-    "domain_bbox": '"30.2,-97.8,30.4,-97.6"',
-    "domain_gtfs": '"capmetro-gtfs.zip"',
-    "domain_geojson": '"routes.geojson"',
-    "domain_cells": '"cells.txt"',
-    "start": "2016-11-24",
-    "end": "2016-11-27",
-    "max_hats_per_vehicle_day": '96 or "observed"',
     "neighbouring": '"add-remove" or "presence-public"',
     "mechanism": '"gaussian" or "laplace"',
     "selection": '"dp" or "public-threshold"',
@@ -633,10 +626,9 @@ EXAMPLES = {
     "contribution_bounding": '"auto", "truncate" or "l2"',
     "borrow_strength": '"auto", "none" or "parent"',
     "queries": '"speed" or "speed,speeding"',
-    "dates": '["2016-11-24", "2016-12-16"]',
-    "weekdays": '"mon-fri"',
-    "holidays": '["2016-11-24"]',
 }
+"""An example of each option whose value the spec's validation can refuse (the others are read and checked
+before, by :func:`urbandp.fleet._options_input.read_option`)."""
 
 
 # Coarser levels released where the finest HAT did not pass: (H3 levels up, slots merged) per level, finest first.
