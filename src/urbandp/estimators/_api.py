@@ -22,26 +22,20 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import polars as pl
+from pydantic import ValidationInfo, field_validator
 
-from urbandp._arguments import (
-    check_date,
-    check_keywords,
-    check_name,
-    check_number,
-    check_path,
-    check_switch,
-    check_table,
-)
+from urbandp._arguments import check_date, check_name, check_path, check_switch, check_table
 from urbandp._frames import TableLike, input_paths
 from urbandp._outputs import atomic_output_dir, output_policy, write_json
 from urbandp._privacy.budget_store import UNITS
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.report import write_privacy_json
 from urbandp._privacy.session import ReleaseCharge
+from urbandp._release_options import ReleaseOptions, option, takes_options
 from urbandp._session import Session, check_session
 from urbandp._table_reader import read_table
 from urbandp.errors import InputDataError, InvalidParameterError
@@ -49,8 +43,11 @@ from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _E
 from urbandp.estimators._report import EstimatorPrivacyReport
 from urbandp.results import Release
 
+if TYPE_CHECKING:
+    from urbandp._option_types import EstimatorReleaseKeywords
+
 ESTIMATOR_NAMES: tuple[str, ...] = tuple(BY_NAME)
-_OPTIONS: dict[str, tuple[str, ...]] = {
+_TAKES: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in fields(cls) if f.name not in ("upper", "levels"))
     for name, cls in BY_NAME.items()
 }
@@ -59,56 +56,49 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 ADD_REMOVE_LABEL = "epsilon-DP under add/remove-one-unit (a unit's presence, count and values protected)"
 QUARANTINE_NOTE = "raw rejected input rows with their reason"
 INPUT_REPORT_NOTE = "row, unit and sample counts of the true input (and clipped values)"
+_OWN = "the estimator's own option (default: the estimator's, see docs/estimators.md)"
 
 
-def _bad(message: str, *names: str) -> InvalidParameterError:
-    return InvalidParameterError(message, parameters=names)
+class EstimatorReleaseSpec(ReleaseOptions):
+    """The options of one release, each declared once (:func:`urbandp._release_options.option`) and checked once
+    (each error names the keyword, listed in ``parameters``): :func:`release` takes them as keywords.
 
-
-_OPTION_KINDS: dict[str, str] = {f.name: str(f.type) for cls in BY_NAME.values() for f in fields(cls)}
-"""What each estimator option takes from Python, its constructor's annotation: a ``Literal`` of words, ``str |
-int`` (a word or an integer), ``float`` or ``int`` (its range is the estimator's own check)."""
-
-
-def _option(name: str, value: object) -> object:
-    kind = _OPTION_KINDS[name]
-    if kind.startswith("Literal") or (kind == "str | int" and isinstance(value, str)):
-        return check_name(value, name)
-    return check_number(value, name, integer=kind != "float")
-
-
-@dataclass(frozen=True)
-class EstimatorReleaseSpec:
-    """The options of one release, validated once (each error names the keyword, listed in ``parameters``).
-
-    ``options`` holds the estimator's own options given (``grouping``, ``m_ub``, ``gamma``, ``rule``,
-    ``n_candidates``, ``m_cap``); an option the chosen estimator does not take is refused.
+    The estimator's own options (``grouping``, ``m_ub``, ``gamma``, ``rule``, ``n_candidates``, ``m_cap``) are
+    checked by its constructor; one the chosen estimator does not take is refused.
     """
 
-    unit_column: str
-    value_column: str
-    epsilon: float
-    upper: float
-    estimator: str = "clipped-mean"
-    options: tuple[tuple[str, Any], ...] = ()
-    unit: str = "vehicle-day"
+    unit_column: str = option(help="Column naming each privacy unit (e.g. a vehicle in a one-day file).")
+    value_column: str = option(help="Column of the values whose mean is released.")
+    epsilon: float = option(help="Epsilon of the release.", gt=0)
+    upper: float = option(help="The public bound U: values are clipped to [0, U].", gt=0)
+    estimator: str = option(
+        "clipped-mean",
+        help="clipped-mean (add/remove-one-unit) or the paper's baseline, array-averaging, levy, quantile "
+        "(Def. II.1 only: labelled NOT DP, refused with a dataset).",
+        choices=ESTIMATOR_NAMES,
+    )
+    grouping: str | None = option(None, help=f"wraparound | bestfit: {_OWN}.")
+    m_ub: str | int | None = option(None, help=f"'dp-median', 'median', 'eq1' or an integer: {_OWN}.")
+    gamma: float | None = option(None, help=f"LEVY's gamma in (0, 1): {_OWN}.")
+    rule: str | None = option(None, help=f"QUANTILE's rule, fixed | eps-dependent: {_OWN}.")
+    n_candidates: int | None = option(None, help=f"QUANTILE's number of candidates: {_OWN}.")
+    m_cap: int | None = option(None, help=f"CLIPPED-MEAN's largest m_UB candidate: {_OWN}.")
+    unit: str = option("vehicle-day", help="The privacy unit, as the budget store names it.", choices=UNITS)
     day: dt.date | None = None
+    """The day the store books (required with a dataset)."""
 
-    def __post_init__(self) -> None:
-        for name in ("unit_column", "value_column"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
-                raise _bad(f"{name} must name a column, got {getattr(self, name)!r}", name)
-        if self.estimator not in ESTIMATOR_NAMES:
-            raise _bad(
-                f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}, got {self.estimator!r}", "estimator"
-            )
-        object.__setattr__(self, "epsilon", check_number(self.epsilon, "epsilon", above=0))
-        object.__setattr__(self, "upper", check_number(self.upper, "upper", above=0))
-        if self.unit not in UNITS:
-            raise _bad(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", "unit")
-        object.__setattr__(self, "day", check_date(self.day, "day", optional=True))
-        takes = _OPTIONS[self.estimator]
-        object.__setattr__(self, "options", tuple((n, _option(n, v)) for n, v in self.options))
+    @field_validator("unit_column", "value_column", mode="before")
+    @classmethod
+    def _a_column(cls, value: object, info: ValidationInfo) -> object:
+        return check_name(value, info.field_name or "")
+
+    @field_validator("day", mode="before")
+    @classmethod
+    def _a_day(cls, value: object) -> object:
+        return check_date(value, "day", optional=True)
+
+    def model_post_init(self, context: Any, /) -> None:
+        takes = _TAKES[self.estimator]
         for name, _ in self.options:
             if name not in takes:
                 raise _bad(
@@ -116,6 +106,13 @@ class EstimatorReleaseSpec:
                     name,
                 )
         self.build()  # the constructor's checks, renamed to the keyword
+
+    @property
+    def options(self) -> tuple[tuple[str, Any], ...]:
+        """The estimator's own options given (not None), in declaration order."""
+        own = set().union(*_TAKES.values())
+        given = ((n, getattr(self, n)) for n in type(self).model_fields if n in own)
+        return tuple((n, v) for n, v in given if v is not None)
 
     def build(self) -> _Estimator:
         """The configured building block (:mod:`urbandp.estimators._core`)."""
@@ -144,6 +141,10 @@ class EstimatorReleaseSpec:
         return {"estimator": self.estimator, "upper": self.upper, **dict(self.options)}
 
 
+def _bad(message: str, *names: str) -> InvalidParameterError:
+    return InvalidParameterError(message, parameters=names)
+
+
 @dataclass(repr=False)
 class EstimatorRelease(Release):
     """One released mean: ``table`` one row (estimator, estimate, noise_scale, interval, epsilon); ``privacy``
@@ -159,52 +160,27 @@ class EstimatorRelease(Release):
             return _write_folder(self, Path(str(check_path(out, "out"))))
 
 
-@check_keywords
+@takes_options(EstimatorReleaseSpec)
 def release(
     data: TableLike,
     *,
-    unit_column: str,
-    value_column: str,
-    epsilon: float,
-    upper: float,
-    estimator: str = "clipped-mean",
-    grouping: str | None = None,
-    m_ub: str | int | None = None,
-    gamma: float | None = None,
-    rule: str | None = None,
-    n_candidates: int | None = None,
-    m_cap: int | None = None,
-    unit: str = "vehicle-day",
     day: str | dt.date | None = None,
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
+    **options: Unpack[EstimatorReleaseKeywords],
 ) -> EstimatorRelease:
     """Release one user-level mean of ``value_column`` with DP, each distinct ``unit_column`` value one privacy
     unit (``unit``, as the budget store names it: the column must identify that unit, e.g. a vehicle in a one-day
-    file for ``vehicle-day``).
+    file for ``vehicle-day``). The options are the fields of :class:`EstimatorReleaseSpec` (see
+    docs/estimators.md).
 
-    ``estimator``: ``clipped-mean`` (default; add/remove-one-unit) or the paper's ``baseline``,
-    ``array-averaging``, ``levy``, ``quantile`` (Def. II.1 only: labelled NOT DP, refused with a dataset).
-    ``upper``: the public bound U (values are clipped to [0, U]). ``grouping``, ``m_ub``, ``gamma``, ``rule``,
-    ``n_candidates``, ``m_cap``: the estimator's own options (None: its default; see docs/estimators.md).
     ``day``: the day the store books (required with a dataset). ``session``: the :class:`urbandp.Session`
     charged (None: the guards apply, no store is charged). ``out``: write the folder inside the charge.
     Raises :class:`~urbandp.errors.BudgetExceededError` before any noise when the store cannot afford it.
     """
     check_table(data)
-    given = {"grouping": grouping, "m_ub": m_ub, "gamma": gamma, "rule": rule}
-    given |= {"n_candidates": n_candidates, "m_cap": m_cap}
-    spec = EstimatorReleaseSpec(
-        unit_column,
-        value_column,
-        epsilon,
-        upper,
-        estimator,
-        tuple((k, v) for k, v in given.items() if v is not None),
-        unit,
-        check_date(day, "day", optional=True),
-    )
+    spec = EstimatorReleaseSpec(**options, day=day)
     rel = release_spec(data, spec, session=session, out=out, overwrite=overwrite)
     rel.emit_warnings()
     return rel
