@@ -20,6 +20,7 @@ with a budget dataset, as in the fleet (docs/estimators.md, "Python API").
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -200,7 +201,8 @@ def release_spec(
     overwrite = check_switch(overwrite, "overwrite")
     day = _booked_day(s, spec)
     with input_paths(data) as paths, output_policy(_protected(paths, s), overwrite=overwrite):
-        values, owner = _read_values(paths, spec)
+        values, quarantine, report = unit_values(paths, spec.unit_column, spec.value_column)
+        owner: dict[str, Any] = {"quarantine": quarantine, "input_report": report}
         est = spec.build()
         _check_prepared(est, values)
         charge = s.charge(spec.unit, out=target)
@@ -234,36 +236,44 @@ def _protected(paths: list[Path], session: Session) -> list[Path]:
     return found
 
 
-def _read_values(paths: list[Path], spec: EstimatorReleaseSpec) -> tuple[list[np.ndarray], dict[str, Any]]:
-    """Every unit's values, and the owner's material: the quarantine (rows without a unit or a finite value,
-    with their reason) and the row counts of the true input."""
+def unit_values(
+    paths: Sequence[Path],
+    unit_column: str,
+    value_column: str,
+    *,
+    parameters: tuple[str, str] = ("unit_column", "value_column"),
+    source: str = "data",
+) -> tuple[list[np.ndarray], pl.DataFrame, dict[str, Any]]:
+    """Every unit's values (units sorted, values as read: the estimators clip them), the quarantine (the rows
+    without a unit or a finite value, as read, with their reason) and the input report (row counts of the true
+    input: owner material). Errors name the columns' ``parameters`` and the input as ``source``."""
     frames = [read_table(p, allow_empty=True) for p in paths]
     for frame in frames:
-        named = {"unit_column": spec.unit_column, "value_column": spec.value_column}
+        named = dict(zip(parameters, (unit_column, value_column), strict=True))
         missing = {p: c for p, c in named.items() if c not in frame.columns}
         if missing:
             raise InputDataError(
-                f"data: no column {', '.join(missing.values())} ({', '.join(missing)}; columns: "
+                f"{source}: no column {', '.join(missing.values())} ({', '.join(missing)}; columns: "
                 f"{', '.join(frame.columns)})",
                 parameters=tuple(missing),
             )
     rows = pl.concat(
-        [f.select(pl.col(spec.unit_column).cast(pl.String), pl.col(spec.value_column)) for f in frames]
-    ).with_columns(pl.col(spec.value_column).cast(pl.Float64, strict=False).alias("_value"))
+        [f.select(pl.col(unit_column).cast(pl.String), pl.col(value_column)) for f in frames]
+    ).with_columns(pl.col(value_column).cast(pl.Float64, strict=False).alias("_value"))
     reason = (
-        pl.when(pl.col(spec.unit_column).is_null())
-        .then(pl.lit("missing_unit"))
+        pl.when(pl.col(unit_column).is_null())
+        .then(pl.lit("missing unit"))
         .when(pl.col("_value").is_null())
-        .then(pl.lit("missing_or_non_numeric_value"))
+        .then(pl.lit("missing or non-numeric value"))
         .when(~pl.col("_value").is_finite())
-        .then(pl.lit("non_finite_value"))
+        .then(pl.lit("non-finite value"))
     )
     rows = rows.with_columns(reason.alias("reason"))
     quarantine = rows.filter(pl.col("reason").is_not_null()).drop("_value")
     kept = rows.filter(pl.col("reason").is_null())
     if kept.height == 0:
-        raise InputDataError(f"data: no row has a unit and a finite {spec.value_column} ({rows.height} rows)")
-    grouped = kept.group_by(spec.unit_column).agg(pl.col("_value")).sort(spec.unit_column)
+        raise InputDataError(f"{source}: no row has a unit and a finite {value_column} ({rows.height} rows)")
+    grouped = kept.group_by(unit_column).agg(pl.col("_value")).sort(unit_column)
     values = [np.asarray(v, dtype=float) for v in grouped["_value"].to_list()]
     report = {
         "note": "raw-data statistics for the data owner; not differentially private, do not publish",
@@ -273,7 +283,7 @@ def _read_values(paths: list[Path], spec: EstimatorReleaseSpec) -> tuple[list[np
         "n_units": len(values),
         "n_samples": kept.height,
     }
-    return values, {"quarantine": quarantine, "input_report": report}
+    return values, quarantine, report
 
 
 def _check_prepared(est: _Estimator, values: list[np.ndarray]) -> None:
