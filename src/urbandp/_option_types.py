@@ -211,7 +211,7 @@ class EstimatorReleaseKeywords(typing.TypedDict, total=False):
     epsilon: float
     upper: float
     estimator: typing.Literal["clipped-mean", "baseline", "array-averaging", "levy", "quantile"]
-    grouping: str | None
+    grouping: typing.Literal["wraparound", "bestfit"] | None
     m_ub: str | int | None
     gamma: float | None
     rule: str | None

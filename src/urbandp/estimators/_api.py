@@ -41,6 +41,7 @@ from urbandp._session import Session, check_session
 from urbandp._table_reader import read_table
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _Estimator
+from urbandp.estimators._grouping import GROUPINGS
 from urbandp.estimators._report import EstimatorPrivacyReport
 from urbandp.results import Release
 
@@ -57,7 +58,7 @@ _TAKES: dict[str, tuple[str, ...]] = {
 ADD_REMOVE_LABEL = "epsilon-DP under add/remove-one-unit (a unit's presence, count and values protected)"
 QUARANTINE_NOTE = "raw rejected input rows with their reason"
 INPUT_REPORT_NOTE = "row, unit and sample counts of the true input (and clipped values)"
-_OWN = "the estimator's own option (default: the estimator's, see docs/estimators.md)"
+_OWN = " (default: the estimator's; its values and their checks are the estimator's, see docs/estimators.md)."
 
 
 class EstimatorReleaseSpec(ReleaseOptions):
@@ -78,12 +79,14 @@ class EstimatorReleaseSpec(ReleaseOptions):
         "(Def. II.1 only: labelled NOT DP, refused with a dataset).",
         choices=ESTIMATOR_NAMES,
     )
-    grouping: str | None = option(None, help=f"wraparound | bestfit: {_OWN}.")
-    m_ub: str | int | None = option(None, help=f"'dp-median', 'median', 'eq1' or an integer: {_OWN}.")
-    gamma: float | None = option(None, help=f"LEVY's gamma in (0, 1): {_OWN}.")
-    rule: str | None = option(None, help=f"QUANTILE's rule, fixed | eps-dependent: {_OWN}.")
-    n_candidates: int | None = option(None, help=f"QUANTILE's number of candidates: {_OWN}.")
-    m_cap: int | None = option(None, help=f"CLIPPED-MEAN's largest m_UB candidate: {_OWN}.")
+    grouping: str | None = option(None, help=f"How samples are grouped into arrays{_OWN}", choices=GROUPINGS)
+    m_ub: str | int | None = option(
+        None, help=f"The bound m_UB on a unit's samples, a rule or an integer{_OWN}"
+    )
+    gamma: float | None = option(None, help=f"LEVY's gamma{_OWN}")
+    rule: str | None = option(None, help=f"QUANTILE's quantile rule{_OWN}")
+    n_candidates: int | None = option(None, help=f"QUANTILE's number of candidate quantiles{_OWN}")
+    m_cap: int | None = option(None, help=f"CLIPPED-MEAN's largest candidate m_UB{_OWN}")
     unit: str = option("vehicle-day", help="The privacy unit, as the budget store names it.", choices=UNITS)
     day: dt.date | None = None
     """The day the store books (required with a dataset)."""
