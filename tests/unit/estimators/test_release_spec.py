@@ -59,3 +59,20 @@ def test_the_paper_estimators_carry_the_fleet_s_not_dp_reason() -> None:
     for name in ("baseline", "array-averaging", "levy", "quantile"):
         (reason,) = EstimatorReleaseSpec(**{**BASE, "estimator": name}).not_dp_reasons()
         assert reason.startswith(f"estimator {name} assumes unit counts are public")
+
+
+def test_the_release_takes_the_spec_s_options_as_its_keywords() -> None:
+    """One declaration: ``ud.estimators.release``'s keywords and their defaults, and the keyword types editors
+    read, are the spec's options."""
+    import inspect
+
+    import urbandp as ud
+    from urbandp._option_types import EstimatorReleaseKeywords
+    from urbandp._release_options import declared_options
+
+    declared = declared_options(EstimatorReleaseSpec)
+    keywords = inspect.signature(ud.estimators.release).parameters
+    for o in declared:
+        assert keywords[o.name].default == (inspect.Parameter.empty if o.required else o.default), o.name
+    assert list(EstimatorReleaseKeywords.__annotations__) == [o.name for o in declared]
+    assert [o.name for o in declared if o.required] == ["unit_column", "value_column", "epsilon", "upper"]
