@@ -221,12 +221,11 @@ class Client:
     def _error2_scale(self, spec: QuerySpec, e2: float, n_cells: int) -> dict[str, Any]:
         """The scale of the noisy squared error from public figures only (:func:`error2_interval`): the server's
         discrete Laplace on the 2^-18 lattice at the query's epsilon, and the range the program clamps to."""
-        from urbandp._privacy.mechanisms import laplace_scale
         from urbandp.mpc._spec import FXP_FRACTION_BITS
         from urbandp.sensing._queries import error2_interval, error2_range
 
         lo, hi = error2_range(spec.function, n_cells, spec.sigma2_min, spec.sigma2_max, spec.steepness)
-        units = laplace_scale(float(spec.lattice_sensitivity()), float(self.params["epsilon_per_query"]))
+        units = spec.lattice_scale(float(self.params["epsilon_per_query"]))
         return error2_interval(e2, units * 2.0**-FXP_FRACTION_BITS, lo, hi)
 
     def close(self) -> None:
