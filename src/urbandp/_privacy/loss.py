@@ -74,7 +74,7 @@ class Loss:
         (Bun and Steinke 2016, Prop. 1.9). A delta part has no such simple bound and is refused."""
         if self.delta > 0:
             raise ValueError(
-                "group privacy of a delta part needs its own bound (see fleet._account_composition.window_delta)"
+                "group privacy of a delta part needs its own bound (an OpenDP map at the group's distance)"
             )
         return Loss(epsilon=k * self.epsilon, rho=k * k * self.rho)
 

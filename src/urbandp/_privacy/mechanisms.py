@@ -12,10 +12,8 @@ Every additive mechanism of a release implements :class:`Mechanism`:
 
 :func:`calibrate` is the one place a scale is found for a target loss: OpenDP's ``binary_search_param`` over the
 same measurement whose map gives the loss, so the stated loss is exactly what the map says for the scale used
-(no hand-written ``nextafter`` loop). Outside this module the protocol is implemented by the thresholds of
-partition selection (:class:`urbandp.fleet._measure_selection.Threshold`: noisy counts kept over a threshold, loss from
-OpenDP's threshold map with a delta) and the bounded Laplace of the sensing maps
-(:class:`urbandp.sensing._bounded_laplace.BoundedLaplace`: loss on its noise lattice).
+(no hand-written ``nextafter`` loop). Outside this module the protocol is implemented by the bounded Laplace of
+the sensing maps (:class:`urbandp.sensing._bounded_laplace.BoundedLaplace`: loss on its noise lattice).
 """
 
 from __future__ import annotations

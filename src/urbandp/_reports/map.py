@@ -29,6 +29,8 @@ import jinja2
 import polars as pl
 from markupsafe import Markup
 
+from urbandp._records.geojson import GEOMETRY_DEPTHS, geojson_parts
+from urbandp._records.gtfs_schedule import read_feed, read_public_file, read_shapes, read_stops
 from urbandp.errors import InputError
 
 TEMPLATE = "hat_map.html"
@@ -160,8 +162,6 @@ def gtfs_overlay(feed: Path) -> GtfsOverlay:
     Stops without a position (location types 3 and 4) are skipped, as GTFS allows. The feed is public
     information; nothing of the release is read here.
     """
-    from urbandp._records.gtfs_schedule import read_feed, read_shapes, read_stops
-
     feed = Path(feed)
     files = read_feed(feed, ("shapes.txt", "stops.txt"), digest=False)
     if not files.files:
@@ -179,67 +179,31 @@ def gtfs_overlay(feed: Path) -> GtfsOverlay:
     return GtfsOverlay(shapes=shapes, stops=stops, source=feed.name)
 
 
-GEOJSON_TYPES = {
-    "FeatureCollection",
-    "Feature",
-    "Point",
-    "MultiPoint",
-    "LineString",
-    "MultiLineString",
-    "Polygon",
-    "MultiPolygon",
-    "GeometryCollection",
-}
+GEOJSON_TYPES = {"FeatureCollection", "Feature", "GeometryCollection", *GEOMETRY_DEPTHS}
 
 
 def read_context(path: Path) -> dict[str, object]:
     """A GeoJSON file (RFC 7946) drawn as public context: ``{"name": ..., "geojson": the object}``.
 
     The legend's name is the file's top-level ``"name"`` member where it has one (GDAL writes it; RFC 7946 allows
-    foreign members), else the file name.
+    foreign members), else the file name. The file is walked as a domain's GeoJSON is
+    (:func:`urbandp._records.geojson.geojson_parts`): a malformed geometry or a position that is not
+    longitude/latitude is refused in one line.
     """
     path = Path(path)
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"context {path}: not found", parameters="context") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    try:  # a regular file within the size cap (a pipe would block), as every public file is read
+        value = json.loads(read_public_file(path, "context").decode("utf-8-sig"))
+        if not isinstance(value, dict) or value.get("type") not in GEOJSON_TYPES:
+            raise InputError(f"context {path}: not GeoJSON (no FeatureCollection, Feature or geometry type)")
+        geojson_parts(value, f"context {path}")
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(
             f"context {path}: not a readable GeoJSON file ({err})", parameters="context"
         ) from None
-    if not isinstance(value, dict) or value.get("type") not in GEOJSON_TYPES:
-        raise InputError(
-            f"context {path}: not GeoJSON (no FeatureCollection, Feature or geometry type)",
-            parameters="context",
-        )
-    bad = _first_position_off_the_globe(value)
-    if bad is not None:
-        raise InputError(
-            f"context {path}: position {bad} is not longitude/latitude (GeoJSON is WGS84 degrees, RFC 7946); "
-            "convert the file first, e.g. ogr2ogr -t_srs EPSG:4326",
-            parameters="context",
-        )
+    except InputError as err:  # every refusal names the parameter
+        raise InputError(str(err), parameters="context") from None
     name = value.get("name")
     return {"name": name.strip() if isinstance(name, str) and name.strip() else path.name, "geojson": value}
-
-
-def _first_position_off_the_globe(value: object) -> list[float] | None:
-    """The first ``[lon, lat]`` position outside [-180, 180] x [-90, 90] in a GeoJSON object, or None."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.get(key) for key in ("features", "geometry", "geometries", "coordinates"))
-        elif isinstance(item, list):
-            if len(item) >= 2 and all(
-                isinstance(x, int | float) and not isinstance(x, bool) for x in item[:2]
-            ):
-                lon, lat = float(item[0]), float(item[1])
-                if not (-180.0 <= lon <= 180.0 and -90.0 <= lat <= 90.0):
-                    return [lon, lat]
-            else:
-                stack.extend(reversed(item))  # in file order
-    return None
 
 
 def map_inputs(tiles: str | None, gtfs: Path | None, context: Sequence[Path] | None) -> dict[str, Any]:
@@ -334,11 +298,6 @@ def _nice_length(value: float) -> float:
     return max(m * base for m in (1, 2, 5) if m * base <= value)
 
 
-def _inline_script(js: str) -> Markup:
-    """A library's JavaScript made safe inside an inline <script> element (then not escaped as text)."""
-    return Markup(js.replace("</script", "<\\/script").replace("<!--", "<\\!--"))
-
-
 def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
@@ -425,16 +384,11 @@ def _check_stated_resolutions(frame: pl.DataFrame, cells: list[str], resolutions
 
 def _grids(data: pl.DataFrame, cells: list[str], slots: list[str]) -> dict[str, list[list[float | None]]]:
     """One ``[slot][cell]`` grid per column of ``data`` after ``h3_cell, slot``; None where no row."""
-    cell_index = {c: i for i, c in enumerate(cells)}
-    slot_index = {s: i for i, s in enumerate(slots)}
-    grids: dict[str, list[list[float | None]]] = {
-        name: [[None] * len(cells) for _ in slots] for name in data.columns[2:]
-    }
-    for row in data.iter_rows(named=True):
-        i, j = slot_index[row["slot"]], cell_index[row["h3_cell"]]
-        for name, grid in grids.items():
-            grid[i][j] = row[name]
-    return grids
+    every = pl.DataFrame({"slot": slots}, schema={"slot": pl.String}).join(
+        pl.DataFrame({"h3_cell": cells}, schema={"h3_cell": pl.String}), how="cross"
+    )
+    full = every.join(data, on=["slot", "h3_cell"], how="left", maintain_order="left")
+    return {name: full[name].reshape((len(slots), len(cells))).to_list() for name in data.columns[2:]}
 
 
 def _released(
@@ -574,8 +528,9 @@ def _render_map(page: _Page, payload: dict[str, object], title: str, header: Map
         cell_word=page.cell_word,
         cell_label_article="an H3 cell" if released.resolutions else "a grid cell id",
         data=payload,
+        # Leaflet made safe inside inline <style> and <script> elements (then not escaped as text)
         leaflet_css=Markup(css.replace("</style", "<\\/style")),
-        leaflet_js=_inline_script(js),
+        leaflet_js=Markup(js.replace("</script", "<\\/script").replace("<!--", "<\\!--")),
         leaflet_version=version,
     )
 

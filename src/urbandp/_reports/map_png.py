@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from urbandp._geodesy import PlanarProjection, box_projection
+from urbandp._records.geojson import geojson_parts
 from urbandp._reports.map import (
     CLAMPED,
     OFF,
@@ -62,22 +63,10 @@ def _look(row: dict[str, Any] | None, threshold: float, cmap: Any, norm: Any) ->
 def context_lines(gtfs: Path | None, context: Sequence[Path] = ()) -> list[list[LatLon]]:
     """The route context as (lat, lon) polylines: the feed's shapes, then every line and polygon outline of the
     GeoJSON files (points are left out: the web map's stop markers would be specks here)."""
-    import json
-
-    import shapely
-
     lines = list(gtfs_overlay(gtfs).shapes) if gtfs is not None else []
     for path in context:
-        geometry = shapely.from_geojson(json.dumps(read_context(path)["geojson"]))
-        parts = [geometry]
-        while parts:
-            part = parts.pop(0)
-            if isinstance(part, shapely.Polygon):
-                parts.extend([part.exterior, *part.interiors])
-            elif isinstance(part, shapely.LineString):
-                lines.append([(float(lat), float(lon)) for lon, lat in part.coords])
-            elif hasattr(part, "geoms"):
-                parts.extend(part.geoms)
+        parts = geojson_parts(read_context(path)["geojson"], f"context {path}")[0]  # rings included
+        lines.extend([(float(lat), float(lon)) for lon, lat in part] for part in parts)
     return lines
 
 
@@ -93,7 +82,6 @@ def write_slot_pngs(
     *,
     header: MapHeader,
     speed_max: float,
-    value_col: str = "mean_speed",
     gtfs: Path | None = None,
     context: Sequence[Path] = (),
     legend: str = "mean speed (km/h)",
@@ -111,7 +99,7 @@ def write_slot_pngs(
     from matplotlib.collections import LineCollection, PolyCollection
     from matplotlib.colors import Normalize
 
-    data = _check_frame(frame, value_col)
+    data = _check_frame(frame, "mean_speed")
     if data.height == 0:
         return []
     folder = Path(folder)
@@ -125,7 +113,6 @@ def write_slot_pngs(
     norm = Normalize(0.0, speed_max if speed_max > 0 else 1.0)
     cmap = plt.get_cmap("viridis")
     threshold = interval_threshold or (speed_max / 2 if speed_max > 0 else math.inf)
-    index = {c: j for j, c in enumerate(cells)}
     prefix = "Differentially private: " if header.kind == "dp" else ""
     title = textwrap.fill(prefix + header.statement, 110)
     paths: list[Path] = []
@@ -159,9 +146,8 @@ def write_slot_pngs(
         )
         sm = plt.cm.ScalarMappable(norm=norm, cmap=cmap)
         fig.colorbar(sm, ax=ax, fraction=0.035, pad=0.02, label=legend)
-        n = len(index)
         note = (
-            f"{len(rows)} of {n} released hexagons in this slot. Hatched: 95% interval wider than {threshold:g} km/h. Dashed: count "
+            f"{len(rows)} of {len(cells)} released hexagons in this slot. Hatched: 95% interval wider than {threshold:g} km/h. Dashed: count "
             "released, mean withheld or clamped. Grey: released in another slot. No basemap in this image"
             + (": light grey lines are the public routes." if routes else ".")
         )

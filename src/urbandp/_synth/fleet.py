@@ -34,24 +34,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from urbandp._geodesy import PlanarProjection
 from urbandp.errors import InputError, InvalidParameterError
-
-#: Column order of the ITMS shape.
-ITMS_COLUMNS: tuple[str, ...] = (
-    "id",
-    "license_plate",
-    "trip_id",
-    "route_id",
-    "trip_direction",
-    "observationDateTime",
-    "location",
-    "speed",
-)
 
 #: Kinds of dirty rows, drawn uniformly for each dirty row.
 DIRTY_KINDS: tuple[str, ...] = (
@@ -454,7 +443,8 @@ def _itms_frame(
     has_coords: np.ndarray,
     observation: pl.Series,
 ) -> pl.DataFrame:
-    """The day's records in the ITMS shape (:data:`ITMS_COLUMNS`); trip ids are route-date-vehicle-leg."""
+    """The day's records in the ITMS shape (the module docstring's columns, in order); trip ids are
+    route-date-vehicle-leg."""
     # An (n, 2) array becomes a fixed-size list column and is cast to list<f64> (much faster than concat_list).
     coordinates = pl.Series(
         "coordinates", np.column_stack([np.round(records.lon, 6), np.round(records.lat, 6)])
@@ -529,37 +519,16 @@ def iter_fleet_days(spec: FleetSpec, progress: Callable[[int], None] | None = No
             progress(frame.height)
 
 
-def generate_fleet(
-    vehicles: int,
-    days: int,
-    seed: int,
-    *,
-    start: dt.date = dt.date(2021, 11, 15),
-    records_per_vehicle_day: float = 1300.0,
-    dirty_fraction: float = 0.002,
-    routes: int = 28,
-    speeder_fraction: float = 0.03,
-    progress: Callable[[int], None] | None = None,
-) -> pl.DataFrame:
-    """Generate a synthetic bus fleet in the ITMS shape (see the module docstring for the columns).
-
-    ``progress`` (optional) is called with the number of records after each generated day.
+def generate_fleet(vehicles: int, days: int, seed: int, **options: Any) -> pl.DataFrame:
+    """Generate a synthetic bus fleet in the ITMS shape (see the module docstring for the columns): the records of
+    ``FleetSpec(vehicles, days, seed, **options)``, ``options`` being its other fields (:class:`FleetSpec`).
 
     >>> df = generate_fleet(vehicles=5, days=1, seed=1, records_per_vehicle_day=50)
     >>> df.columns[:3]
     ['id', 'license_plate', 'trip_id']
     """
-    spec = FleetSpec(
-        vehicles=vehicles,
-        days=days,
-        seed=seed,
-        start=start,
-        records_per_vehicle_day=records_per_vehicle_day,
-        dirty_fraction=dirty_fraction,
-        routes=routes,
-        speeder_fraction=speeder_fraction,
-    )
-    return pl.concat(iter_fleet_days(spec, progress), rechunk=False)
+    spec = FleetSpec(vehicles, days, seed, **options)
+    return pl.concat(iter_fleet_days(spec), rechunk=False)
 
 
 def fleet_format(path: Path) -> str:

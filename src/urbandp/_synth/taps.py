@@ -76,6 +76,7 @@ def generate_taps(
     n_bins = 24 * 60 // bin_minutes
     profile = _daily_profile(n_bins)
     non_ferry = [(m, loc) for m, locs in places.items() if m != "ferry" for loc in locs]
+    mode_of, loc_of = np.array([m for m, _ in non_ferry]), np.array([loc for _, loc in non_ferry])
     weights = 1.0 / np.arange(1, len(non_ferry) + 1) ** 0.8
     rng.shuffle(weights)
     frames: list[pl.DataFrame] = []
@@ -85,8 +86,6 @@ def generate_taps(
         # -- ordinary trips
         n = int(rng.poisson(trips_per_day))
         origin = rng.choice(len(non_ferry), size=n, p=weights / weights.sum())
-        mode_of = np.array([non_ferry[i][0] for i in range(len(non_ferry))])
-        loc_of = np.array([non_ferry[i][1] for i in range(len(non_ferry))])
         modes = mode_of[origin]
         dest = np.empty(n, dtype=object)
         for m in places:

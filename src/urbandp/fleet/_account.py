@@ -17,13 +17,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import polars as pl
 
+from urbandp._grid.h3cells import cell_to_string
 from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.ledger import LedgerEntry, PrivacyLedger
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.rounding import round_to_precision
 from urbandp.errors import Advice, BudgetExceededError, InvalidParameterError
 from urbandp.fleet._account_composition import top_k_sum
-from urbandp.fleet._measure import ClipChoice, Measured, cell_expr
+from urbandp.fleet._measure import ClipChoice, Measured
 from urbandp.fleet._measure_selection import SelectionResult
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import QueryScales, ReleasePlan
@@ -133,34 +134,59 @@ class DayCosts:
         """The queries' part (speed, speeding and the noisy count): what group privacy multiplies over a window."""
         return self.speed + self.speeding + self.count
 
+    @property
+    def per_step(self) -> dict[str, float]:
+        """Each step's cost per vehicle-day, as privacy.json lists them."""
+        return {"speed": self.speed, "speeding": self.speeding, "selection": self.selection}
 
-def _day_costs(
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    scales: QueryScales,
-    measured: Measured,
-    hats: int,
-    k_eff: int,
-) -> DayCosts:
+
+def _each_epsilon(plan: ReleasePlan, per_step: dict[str, float]) -> dict[str, float | None]:
+    """Each step's epsilon per vehicle-day alone (Gaussian: its rho converted at the plan's conversion delta)."""
+    return {q: plan.loss(v).approx(plan.conversion_delta)[0] for q, v in per_step.items()}
+
+
+def _speed_sensitivity(cfg: HatReleaseConfig, bound: float) -> str | float:
+    """Query 1's sensitivity at the speed bound: ``bound``/N per HAT under presence-public, else ``bound``/2."""
+    return f"{bound}/N per HAT" if cfg.neighbouring == "presence-public" else bound / 2
+
+
+@dataclass(frozen=True)
+class Level:
+    """What one level's accounting reads: the spec, the plan, the selection, the queries' scales and answers, and
+    the HATs released (``cell``, ``slot``, ``n``...)."""
+
+    cfg: HatReleaseConfig
+    plan: ReleasePlan
+    selection: SelectionResult
+    scales: QueryScales
+    measured: Measured
+    released: pl.DataFrame
+
+    @property
+    def hats(self) -> int:
+        return self.released.height
+
+
+def _day_costs(lv: Level, k_eff: int) -> DayCosts:
     """The per-day costs of :class:`DayCosts` from OpenDP's maps (``plan.cost``) and the measured per-HAT costs."""
+    plan, scales, hats = lv.plan, lv.scales, lv.hats
     speeding_hat = plan.cost(1.0 / plan.days, scales.speeding) if math.isfinite(scales.speeding) else 0.0
     count = 0.0
     if scales.count is not None:
         count = top_k_sum(np.full(hats, plan.cost(1.0, scales.count)), k_eff)
     return DayCosts(
-        speed=top_k_sum(measured.speed_costs, k_eff),
+        speed=top_k_sum(lv.measured.speed_costs, k_eff),
         speeding=top_k_sum(np.full(hats, speeding_hat), k_eff),
         speeding_hat=speeding_hat,
         count=count,
-        selection=selection.per_day(plan.currency) + count,
+        selection=lv.selection.per_day(plan.currency) + count,
     )
 
 
-def _charge_level(
-    cfg: HatReleaseConfig, plan: ReleasePlan, selection: SelectionResult, scales: QueryScales, costs: DayCosts
-) -> PrivacyLedger:
+def _charge_level(lv: Level, costs: DayCosts) -> PrivacyLedger:
     """A ledger charged with the level's three steps (selection with its count, speed, speeding), or a refusal."""
-    sel_mech = selection.mechanism + (f" + {plan.mechanism} count" if scales.count else "")
+    cfg, plan, selection = lv.cfg, lv.plan, lv.selection
+    sel_mech = selection.mechanism + (f" + {plan.mechanism} count" if lv.scales.count else "")
     charges = [
         ("selection", plan.loss(costs.selection, selection.delta_per_day), sel_mech),
         ("speed", plan.loss(costs.speed), plan.mechanism),
@@ -171,25 +197,17 @@ def _charge_level(
     )
 
 
-def _released_tables(
-    cfg: HatReleaseConfig,
-    plan: ReleasePlan,
-    scales: QueryScales,
-    measured: Measured,
-    released: pl.DataFrame,
-    slots: SlotSpec,
-    speeding_hat: float,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _released_tables(lv: Level, slots: SlotSpec, speeding_hat: float) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Query 1's and Query 2's tables: one row per released HAT, values rounded to ``cfg.precision``.
 
     Under presence-public N is public, so Query 1 carries no noisy sum or count; Query 2's table is empty when it
     was not asked for.
     """
-    h = released.height
+    cfg, measured, released, h = lv.cfg, lv.measured, lv.released, lv.hats
     labels = released.select(slots.label_expr(pl.col("slot")).alias("slot"))["slot"]
-    cells = released.select(cell_expr()).to_series()
+    cells = released.select(cell_to_string(pl.col("cell"))).to_series()
     prec = cfg.precision
-    cost_col = f"{plan.currency}_hat_day"
+    cost_col = f"{lv.plan.currency}_hat_day"
     keys = {"h3_cell": cells, "resolution": np.full(h, cfg.resolution, dtype=np.int64), "slot": labels}
     speed = pl.DataFrame(
         {
@@ -211,7 +229,7 @@ def _released_tables(
             "vehicles_over_limit_per_day": round_to_precision(measured.over_per_day, prec),
             "ci95_low": round_to_precision(measured.over_low, prec),
             "ci95_high": round_to_precision(measured.over_high, prec),
-            "noise_scale": np.full(h, scales.speeding),
+            "noise_scale": np.full(h, lv.scales.speeding),
             cost_col: np.full(h, speeding_hat),
         },
         nan_to_null=True,
@@ -239,27 +257,21 @@ def _status_section(
     }
 
 
-def _noise_section(
-    cfg: HatReleaseConfig,
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    scales: QueryScales,
-    measured: Measured,
-    hats: int,
-) -> dict[str, object]:
+def _noise_section(lv: Level) -> dict[str, object]:
     """The noise scales (Laplace b or Gaussian sigma) and the queries' sensitivities (ITMS report III D-E)."""
+    cfg, plan, scales, hats = lv.cfg, lv.plan, lv.scales, lv.hats
     presence_public = cfg.neighbouring == "presence-public"
     return {
         "noise_scale_kind": "gaussian sigma" if plan.gaussian else "laplace b",
         "noise_scale": {
-            "speed": float(np.nanmax(measured.speed_scales)) if hats else scales.speed,
+            "speed": float(np.nanmax(lv.measured.speed_scales)) if hats else scales.speed,
             "speeding": scales.speeding,
-            "selection": selection.scale,
+            "selection": lv.selection.scale,
             "count": scales.count,
         },
         "noise_scale_reason": None if hats else "no HAT passed selection: the queries drew no noise",
         "sensitivity": {
-            "speed": f"{cfg.speed_max}/N per HAT" if presence_public else cfg.speed_max / 2,
+            "speed": _speed_sensitivity(cfg, cfg.speed_max),
             "speed_note": None
             if presence_public
             else "add-remove: the sum of vehicle-day mean speeds centred at speed_max/2, so one vehicle-day moves "
@@ -270,36 +282,24 @@ def _noise_section(
     }
 
 
-def _per_hat_costs(
-    selection: SelectionResult, measured: Measured, costs: DayCosts, hats: int, currency: str
-) -> dict[str, object]:
+def _per_hat_costs(lv: Level, costs: DayCosts, currency: str) -> dict[str, object]:
     """The largest cost in one HAT per day of each step, in ``currency`` (``epsilon`` or ``rho``)."""
+    selection = lv.selection
     return {
-        "speed": float(measured.speed_costs.max()) if hats else 0.0,
-        "speeding": float(costs.speeding_hat) if hats else 0.0,
+        "speed": float(lv.measured.speed_costs.max()) if lv.hats else 0.0,
+        "speeding": float(costs.speeding_hat) if lv.hats else 0.0,
         "selection": selection.rho_per_hat_per_day
         if currency == "rho"
         else selection.epsilon_per_hat_per_day,
     }
 
 
-def _per_day_section(
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    measured: Measured,
-    costs: DayCosts,
-    ledger: PrivacyLedger,
-    hats: int,
-) -> dict[str, object]:
+def _per_day_section(lv: Level, costs: DayCosts, ledger: PrivacyLedger) -> dict[str, object]:
     """Per HAT and per vehicle-day: each step's epsilon (Gaussian: converted from its rho alone) and the ledger's
     cumulative epsilon and delta per day (Gaussian: the summed rho converted once)."""
+    plan = lv.plan
     gauss = plan.gaussian
-    per_hat = _per_hat_costs(selection, measured, costs, hats, "epsilon")
-    per_query = {
-        "speed": plan.loss(costs.speed).approx(plan.conversion_delta)[0],
-        "speeding": plan.loss(costs.speeding).approx(plan.conversion_delta)[0],
-        "selection": plan.loss(costs.selection).approx(plan.conversion_delta)[0],
-    }
+    per_hat = _per_hat_costs(lv, costs, "epsilon")
     return {
         "epsilon_per_hat_per_day": {q: None if gauss else v for q, v in per_hat.items()},
         "epsilon_per_hat_per_day_reason": (
@@ -307,7 +307,7 @@ def _per_day_section(
             if gauss
             else None
         ),
-        "epsilon_per_day": per_query,
+        "epsilon_per_day": _each_epsilon(plan, costs.per_step),
         "epsilon_per_day_note": (
             "each query alone, converted from its rho at conversion_delta; the cumulative figure converts the "
             "summed rho once (tighter than the sum)"
@@ -372,64 +372,45 @@ def _settings_section(cfg: HatReleaseConfig, plan: ReleasePlan, truncated: int) 
     }
 
 
-def _rho_section(
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    measured: Measured,
-    costs: DayCosts,
-    window: Loss,
-    hats: int,
-) -> dict[str, object]:
+def _rho_section(lv: Level, costs: DayCosts, window: Loss) -> dict[str, object]:
     """Gaussian noise only: the rho per HAT, per day and per window, and the delta of the one conversion."""
     return {
-        "rho_per_hat_per_day": _per_hat_costs(selection, measured, costs, hats, "rho"),
-        "rho_per_day": {"speed": costs.speed, "speeding": costs.speeding, "selection": costs.selection},
+        "rho_per_hat_per_day": _per_hat_costs(lv, costs, "rho"),
+        "rho_per_day": costs.per_step,
         "rho_per_window": window.rho,
-        "conversion_delta": plan.conversion_delta,
+        "conversion_delta": lv.plan.conversion_delta,
     }
 
 
-def account(
-    cfg: HatReleaseConfig,
-    plan: ReleasePlan,
-    selection: SelectionResult,
-    scales: QueryScales,
-    measured: Measured,
-    released: pl.DataFrame,
-    slots: SlotSpec,
-    k: int,
-    k_eff: int,
-    truncated: int,
-    not_dp: list[str],
-) -> HatRelease:
+def account(lv: Level, slots: SlotSpec, k: int, k_eff: int, truncated: int, not_dp: list[str]) -> HatRelease:
     """Charge the ledger from OpenDP's maps and build the tables and privacy.json's content.
 
     Per vehicle-day (:class:`DayCosts`): each step's top-K sum of per-HAT costs (ITMS report III E step 3). Per
     window: the queries' per-day loss for the group of D vehicle-days, plus the selection's OpenDP map at the
     window's distance; rho is converted once.
     """
-    h = released.height
-    costs = _day_costs(plan, selection, scales, measured, h, k_eff)
-    ledger = _charge_level(cfg, plan, selection, scales, costs)
+    cfg, plan, selection, h = lv.cfg, lv.plan, lv.selection, lv.hats
+    costs = _day_costs(lv, k_eff)
+    ledger = _charge_level(lv, costs)
     window = plan.loss(costs.queries).group(plan.days) + plan.loss(*selection.window_cost)
     eps_window, delta_window = _stated(window, plan, plan.days)
     warning = _window_delta_warning(delta_window, plan.days)
     warnings = [] if warning is None else [warning]
-    speed, speeding = _released_tables(cfg, plan, scales, measured, released, slots, costs.speeding_hat)
+    speed, speeding = _released_tables(lv, slots, costs.speeding_hat)
     privacy: dict[str, object] = {
         **_status_section(cfg, plan, not_dp, warnings),
-        **_noise_section(cfg, plan, selection, scales, measured, h),
-        **_per_day_section(plan, selection, measured, costs, ledger, h),
+        **_noise_section(lv),
+        **_per_day_section(lv, costs, ledger),
         "days": plan.days,
         "epsilon_per_window": eps_window,
         "delta_per_window": delta_window,
-        **_contribution_section(cfg, k, measured, h),
+        **_contribution_section(cfg, k, lv.measured, h),
         "selection": _selection_section(cfg, plan, selection),
         **_settings_section(cfg, plan, truncated),
         "ledger": ledger.to_dict(),
     }
     if plan.gaussian:
-        privacy.update(_rho_section(plan, selection, measured, costs, window, h))
+        privacy.update(_rho_section(lv, costs, window))
     return HatRelease(speed=speed, speeding=speeding, privacy=privacy, ledger=ledger, window=window)
 
 
@@ -531,13 +512,6 @@ def _clip_section(cfg: HatReleaseConfig, plan: ReleasePlan, clip: ClipChoice) ->
     }
 
 
-def _clipped_sensitivity(cfg: HatReleaseConfig, sensitivity: object, bound: float) -> dict[str, object]:
-    """The levels' ``sensitivity`` with Query 1's sensitivity at the DP clip bound U' in place of U."""
-    sens = dict(sensitivity)  # type: ignore[call-overload]
-    sens["speed"] = f"{bound}/N per HAT" if cfg.neighbouring == "presence-public" else bound / 2
-    return sens
-
-
 def _merged_warnings(results: list[HatRelease], delta_window: float, days: int) -> list[str]:
     """The levels' warnings once each, their per-level delta warnings replaced by one for the combined window."""
     warnings = [w for r in results for w in r.privacy["warnings"]]  # type: ignore[attr-defined]
@@ -582,7 +556,7 @@ def combine_levels(
     window = sum((r.window for r in results), plan.loss(clip_window))
     eps_window, delta_window = _stated(window, plan, plan.days)
     p = dict(results[0].privacy)
-    p["epsilon_per_day"] = {q: plan.loss(v).approx(plan.conversion_delta)[0] for q, v in per_query.items()}
+    p["epsilon_per_day"] = _each_epsilon(plan, per_query)
     if plan.gaussian:
         p["rho_per_day"] = per_query
         p["rho_per_window"] = window.rho
@@ -599,7 +573,8 @@ def combine_levels(
         p["coarsen"] = _coarsen_section(cfg, plan, names, levels, results)
     if clip is not None:
         p["clip_bound"] = _clip_section(cfg, plan, clip)
-        p["sensitivity"] = _clipped_sensitivity(cfg, p["sensitivity"], clip.bound)
+        # Query 1's sensitivity at the DP clip bound U' in place of U
+        p["sensitivity"] = {**p["sensitivity"], "speed": _speed_sensitivity(cfg, clip.bound)}  # type: ignore[dict-item]
     p["warnings"] = _merged_warnings(results, delta_window, plan.days)
     speed = _stacked([r.speed for r in results], names)
     speeding = _stacked([r.speeding for r in results], names)

@@ -7,8 +7,8 @@ and per window over its D days (group privacy); computed, never typed in.
   the K largest per-HAT epsilons (III E, step 3).
 * cumulative epsilon per day: the sum over queries (III F), plus the selection's cost when selection is DP.
 * per window: a vehicle present on D days is a group of D vehicle-days; group privacy for pure DP multiplies by D.
-  For the delta of DP selection the group bound is ``D * exp((D - 1) * eps) * delta`` (Dwork and Roth, Thm 2.2
-  generalised), capped at 1.
+  The DP selection's (epsilon, delta) over the window is OpenDP's map at the window's distance, far below group
+  privacy's ``D * exp((D - 1) * eps) * delta`` (Dwork and Roth, Thm 2.2 generalised), which is 1 for realistic D.
 """
 
 from __future__ import annotations
@@ -22,11 +22,3 @@ def top_k_sum(values: np.ndarray, k: int) -> float:
     """Sum of the ``k`` largest values (all of them when fewer than ``k``)."""
     v = np.sort(np.asarray(values, dtype=float))[::-1]
     return math.fsum(v[: max(0, int(k))].tolist())
-
-
-def window_delta(epsilon_per_day: float, delta_per_day: float, days: int) -> float:
-    """Group privacy delta for D vehicle-days: ``D * exp((D-1) eps) * delta``, capped at 1."""
-    if delta_per_day == 0:
-        return 0.0
-    log_value = math.log(days) + (days - 1) * epsilon_per_day + math.log(delta_per_day)
-    return 1.0 if log_value >= 0 else math.exp(log_value)

@@ -123,18 +123,8 @@ def check_not_swapped(contributions: pl.DataFrame, dropped: int, domain: PublicD
         return
     # a cell's centre is up to a cell from the record: swapped, it lands beside the domain's cell (a degree of
     # longitude shrinks with the latitude), so a swapped record counts when its cell or a neighbour is in the domain
-    swapped = (
-        centres.with_row_index("record")
-        .select(
-            "record",
-            "n_records",
-            plh3.grid_disk(plh3.latlng_to_cell(pl.col("lon"), pl.col("lat"), domain.resolution), 1).alias(
-                "cell"
-            ),
-        )
-        .explode("cell")
-        .with_columns(pl.col("cell").cast(pl.UInt64))
-    )
+    cell = plh3.latlng_to_cell(pl.col("lon"), pl.col("lat"), domain.resolution).alias("cell")
+    swapped = _disk(centres.with_row_index("record").select("record", "n_records", cell), 1)
     inside = swapped.join(pl.DataFrame({"cell": domain.cells.cast(pl.UInt64)}), on="cell", how="semi").unique(
         "record"
     )
@@ -171,18 +161,17 @@ def widened(domain: PublicDomain, ring: int) -> PublicDomain:
     """
     if ring == 0:
         return domain
-
-    def disk(frame: pl.DataFrame) -> pl.DataFrame:
-        return (
-            frame.with_columns(plh3.grid_disk(pl.col("cell"), ring).alias("cell"))
-            .explode("cell")
-            .with_columns(pl.col("cell").cast(pl.UInt64))
-            .unique()
-        )
-
-    cells = disk(pl.DataFrame({"cell": domain.cells.cast(pl.UInt64)}))["cell"].sort()
-    hats = None if domain.hats is None else disk(domain.hats.select("cell", "slot")).sort("cell", "slot")
+    cells = _disk(pl.DataFrame({"cell": domain.cells.cast(pl.UInt64)}), ring)["cell"].sort()
+    hats = (
+        None if domain.hats is None else _disk(domain.hats.select("cell", "slot"), ring).sort("cell", "slot")
+    )
     return replace(domain, cells=cells, hats=hats)
+
+
+def _disk(frame: pl.DataFrame, ring: int) -> pl.DataFrame:
+    """``frame`` with each row's ``cell`` replaced by every cell within ``ring`` H3 steps of it (``grid_disk``)."""
+    disk = plh3.grid_disk(pl.col("cell"), ring).alias("cell")
+    return frame.with_columns(disk).explode("cell").with_columns(pl.col("cell").cast(pl.UInt64)).unique()
 
 
 def _file_state(path: Path) -> tuple[float, int]:

@@ -21,8 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,11 +30,13 @@ import h3
 import numpy as np
 import polars as pl
 import polars_h3 as plh3
+from h3.api import basic_int as h3_int
 
 from urbandp._geodesy import WGS84, PlanarProjection
 from urbandp._grid.slots import SlotSpec
+from urbandp._records.geojson import read_geojson
 from urbandp._records.gtfs_schedule import FeedTables, read_feed, read_public_file, read_tables
-from urbandp.errors import InputDataError, InputError, InvalidParameterError
+from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.fleet._options import MAX_DOMAIN_CELLS
 
 EDGE_FRACTION = 0.05
@@ -83,21 +84,15 @@ class PublicDomain:
         wanted = pl.Series("slot", sorted(set(slots)), dtype=pl.Int16)
         if self.hats is None:
             return (
-                self.cells.to_frame("cell")
+                self.cells.cast(pl.UInt64)
+                .to_frame("cell")
                 .join(wanted.to_frame(), how="cross")
                 .sort("cell", "slot")
-                .select(pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16))
             )
         return self.hats.filter(pl.col("slot").is_in(wanted.implode())).sort("cell", "slot")
 
 
 # --------------------------------------------------------------------------------------------------- checks, hashes
-
-
-def _check_resolution(resolution: int) -> int:
-    if isinstance(resolution, bool) or not isinstance(resolution, int) or not 0 <= resolution <= 15:
-        raise InvalidParameterError(f"H3 resolution must be an integer 0..15, got {resolution!r}")
-    return resolution
 
 
 def _cells_series(cells: np.ndarray | pl.Series, what: str) -> pl.Series:
@@ -112,6 +107,14 @@ def _cells_series(cells: np.ndarray | pl.Series, what: str) -> pl.Series:
     return series
 
 
+def _file_domain(
+    kind: str, path: Path, raw: bytes, resolution: int, cells: np.ndarray | pl.Series, what: str
+) -> PublicDomain:
+    """The domain of a file's cells (no schedule), named by the file and the sha256 of its bytes."""
+    sha = hashlib.sha256(raw).hexdigest()
+    return PublicDomain(kind, path.name, sha, resolution, _cells_series(cells, what))
+
+
 # --------------------------------------------------------------------------------------------------------- cells
 
 
@@ -121,7 +124,6 @@ def domain_from_cells(path: Path, resolution: int) -> PublicDomain:
     Blank lines are skipped. A cell finer than ``resolution`` stands for its parent at ``resolution``, a coarser one
     for all its children there. An id that is not a valid H3 cell raises :class:`InputDataError` naming its line.
     """
-    resolution = _check_resolution(resolution)
     path = Path(path)
     raw = read_public_file(path, "cells")
     try:
@@ -143,12 +145,8 @@ def domain_from_cells(path: Path, resolution: int) -> PublicDomain:
         raise InputDataError(
             f"cells {path}: line {line}: {value!r} is not an H3 cell id ({bad.height} invalid line(s) in all)"
         )
-    return PublicDomain(
-        kind="cells",
-        source=path.name,
-        source_sha256=hashlib.sha256(raw).hexdigest(),
-        resolution=resolution,
-        cells=_cells_series(_at_resolution(cells["cell"], resolution), f"cells {path}"),
+    return _file_domain(
+        "cells", path, raw, resolution, _at_resolution(cells["cell"], resolution), f"cells {path}"
     )
 
 
@@ -240,12 +238,7 @@ def _runs(lat: np.ndarray, lon: np.ndarray, path: np.ndarray, resolution: int) -
     s_lon = lon[vertex] + frac * (lon[nxt] - lon[vertex])
     s_dist = dist[vertex] + frac * seg_len[vertex]
     s_path = path[vertex]
-    cells = (
-        pl.DataFrame({"lat": s_lat, "lon": s_lon})
-        .select(plh3.latlng_to_cell("lat", "lon", resolution).alias("c"))["c"]
-        .to_numpy()
-        .astype(np.uint64)
-    )
+    cells = _point_cells(s_lat, s_lon, resolution)
     new = np.r_[True, (cells[1:] != cells[:-1]) | (s_path[1:] != s_path[:-1])]
     idx = np.flatnonzero(new)
     r_path, r_cell = s_path[idx], cells[idx]
@@ -283,27 +276,22 @@ def _gap_runs(
     gaps = np.flatnonzero(~neighbour & ~first_of_path[1:]) + 1
     if gaps.size == 0:
         return None
-    paths, cells, starts = [], [], []
-    for g in gaps:
-        a, b = (h3.int_to_str(int(c)) for c in r_cell[g - 1 : g + 1])
-        try:
-            between = [h3.str_to_int(c) for c in h3.grid_path_cells(a, b)[1:-1]]
-        except h3.H3BaseException:  # across a pentagon's distortion: keep the two samples' cells only
-            continue
-        m = len(between)
-        width = (here_d[g] - prev_d[g]) / (m + 2)
-        for i, c in enumerate(between, start=1):
-            paths.append(r_path[g])
-            cells.append(c)
-            starts.append(prev_d[g] + i * width)
-        r_start[g] = prev_d[g] + (m + 1) * width
-    if not paths:
-        return None
-    return (
-        np.array(paths, dtype=np.int64),
-        np.array(cells, dtype=np.uint64),
-        np.array(starts, dtype=np.float64),
-    )
+    ends = pl.DataFrame({"a": r_cell[gaps - 1], "b": r_cell[gaps]}, schema={"a": pl.UInt64, "b": pl.UInt64})
+    walk = ends.select(plh3.grid_path_cells("a", "b").alias("p"))
+    inner = walk.select(pl.col("p").list.slice(1, pl.col("p").list.len() - 2))[
+        "p"
+    ]  # the cells strictly between
+    ok = (
+        inner.is_not_null()
+    )  # null across a pentagon's distortion: that gap keeps the two samples' cells only
+    gaps, inner = gaps[ok.to_numpy()], inner.filter(ok)
+    m = inner.list.len().to_numpy()
+    width = (here_d[gaps] - prev_d[gaps]) / (m + 2)
+    r_start[gaps] = prev_d[gaps] + (m + 1) * width
+    g = np.repeat(np.arange(gaps.size), m)
+    i = np.arange(g.size) - np.repeat(np.cumsum(m) - m, m) + 1
+    cells = inner.explode().drop_nulls().to_numpy().astype(np.uint64)
+    return r_path[gaps][g], cells, prev_d[gaps][g] + i * width[g]
 
 
 # ------------------------------------------------------------------------------------------------------- GeoJSON
@@ -317,7 +305,6 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     Point and MultiPoint: their cells. Feature, FeatureCollection and GeometryCollection are walked; features with a
     null geometry are skipped.
     """
-    resolution = _check_resolution(resolution)
     path = Path(path)
     what = f"GeoJSON {path}"
     raw, lines, points, polygons = read_geojson(path)
@@ -329,40 +316,10 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     if points:
         pts = np.vstack(points)
         found.append(_point_cells(pts[:, 1], pts[:, 0], resolution))
-    for polygon in polygons:
-        found.append(
-            np.array(
-                [h3.str_to_int(c) for c in h3.h3shape_to_cells(h3.geo_to_h3shape(polygon), resolution)],
-                dtype=np.uint64,
-            )
-        )
+    found.extend(np.array(h3_int.geo_to_cells(polygon, resolution), dtype=np.uint64) for polygon in polygons)
     if not found:
         raise InputDataError(f"{what}: no geometry (Point, LineString, Polygon or their Multi- forms)")
-    cells = np.unique(np.concatenate(found))
-    return PublicDomain(
-        kind="geojson",
-        source=path.name,
-        source_sha256=hashlib.sha256(raw).hexdigest(),
-        resolution=resolution,
-        cells=_cells_series(cells, what),
-    )
-
-
-def read_geojson(path: Path) -> tuple[bytes, list[np.ndarray], list[np.ndarray], list[dict[str, Any]]]:
-    """A GeoJSON file's bytes and its geometries: lines (rings included) and points as [lon, lat] arrays, and the
-    polygons; a file that is not GeoJSON is refused in one line."""
-    raw = read_public_file(path, "GeoJSON")
-    what = f"GeoJSON {path}"
-    try:
-        value = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputDataError(f"{what}: not readable JSON ({err})") from None
-    lines: list[np.ndarray] = []
-    points: list[np.ndarray] = []
-    polygons: list[dict[str, Any]] = []
-    for geometry in _geometries(value, what):
-        _collect(geometry, what, lines, points, polygons)
-    return raw, lines, points, polygons
+    return _file_domain("geojson", path, raw, resolution, np.unique(np.concatenate(found)), what)
 
 
 def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) -> None:
@@ -393,91 +350,8 @@ def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) ->
         )
 
 
-def _geometries(value: object, what: str) -> Iterator[dict[str, Any]]:
-    """The geometry objects of a GeoJSON value (collections and features walked)."""
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise InputDataError(f"{what}: not a GeoJSON object (no type member)")
-    kind = value["type"]
-    if kind == "FeatureCollection":
-        features = value.get("features")
-        if not isinstance(features, list):
-            raise InputDataError(f"{what}: FeatureCollection without a features array")
-        for feature in features:
-            if not isinstance(feature, dict) or feature.get("type") != "Feature":
-                raise InputDataError(f"{what}: a member of features is not a Feature")
-            yield from _geometries(feature, what)
-    elif kind == "Feature":
-        if "geometry" not in value:
-            raise InputDataError(f"{what}: a Feature without a geometry member")
-        if value["geometry"] is not None:
-            yield from _geometries(value["geometry"], what)
-    elif kind == "GeometryCollection":
-        members = value.get("geometries")
-        if not isinstance(members, list):
-            raise InputDataError(f"{what}: GeometryCollection without a geometries array")
-        for member in members:
-            yield from _geometries(member, what)
-    else:
-        yield value
-
-
-def _positions(coords: object, depth: int, what: str, kind: str) -> list[np.ndarray]:
-    """Arrays ``(n, 2)`` of [lon, lat] at nesting ``depth`` (1: a line or ring, 2: lines or rings, ...)."""
-    if not isinstance(coords, list):
-        raise InputDataError(f"{what}: {kind} coordinates are not an array")
-    if depth > 1:
-        return [a for c in coords for a in _positions(c, depth - 1, what, kind)]
-    try:
-        array = np.array([p[:2] for p in coords], dtype=np.float64).reshape(-1, 2)
-        if any(len(p) < 2 for p in coords):
-            raise ValueError
-    except (TypeError, ValueError, IndexError):
-        raise InputDataError(f"{what}: {kind} has a position that is not [longitude, latitude]") from None
-    ok = np.isfinite(array).all(axis=1) & (np.abs(array[:, 0]) <= 180) & (np.abs(array[:, 1]) <= 90)
-    if not ok.all():
-        lon, lat = array[np.flatnonzero(~ok)[0]]
-        raise InputDataError(
-            f"{what}: position [{lon}, {lat}] is not longitude/latitude (GeoJSON is WGS84 degrees, RFC 7946); "
-            "convert the file first, e.g. ogr2ogr -t_srs EPSG:4326"
-        )
-    return [array]
-
-
-_DEPTHS = {
-    "Point": 0,
-    "MultiPoint": 1,
-    "LineString": 1,
-    "MultiLineString": 2,
-    "Polygon": 2,
-    "MultiPolygon": 3,
-}
-"""How deep each geometry type nests its positions (RFC 7946 section 3.1; a Point is read as a one-position list)."""
-
-
-def _collect(
-    geometry: dict[str, Any],
-    what: str,
-    lines: list[np.ndarray],
-    points: list[np.ndarray],
-    polygons: list[dict[str, Any]],
-) -> None:
-    kind = geometry["type"]
-    if kind not in _DEPTHS:
-        raise InputDataError(f"{what}: unknown geometry type {kind!r}")
-    coords = geometry.get("coordinates")
-    arrays = _positions([coords] if kind == "Point" else coords, _DEPTHS[kind], what, kind)
-    if kind.endswith("Point"):
-        points.extend(arrays)
-    elif kind.endswith("Polygon"):
-        if any(r.shape[0] < 4 for r in arrays):
-            raise InputDataError(f"{what}: a {kind} ring has fewer than 4 positions (RFC 7946 3.1.6)")
-        lines.extend(arrays)  # the rings, walked as lines
-        polygons.append({"type": kind, "coordinates": coords})
-    else:
-        lines.extend(arrays)
-
-
 def _point_cells(lat: np.ndarray, lon: np.ndarray, resolution: int) -> np.ndarray:
+    """The H3 cell (UInt64) of each point at ``resolution``."""
     frame = pl.DataFrame({"lat": lat, "lon": lon}, schema={"lat": pl.Float64, "lon": pl.Float64})
     return frame.select(plh3.latlng_to_cell("lat", "lon", resolution))["lat"].to_numpy().astype(np.uint64)
 
@@ -517,16 +391,8 @@ def domain_from_gtfs(
     The planner's priors ``scheduled_trips`` (a trip: a trip id, or one departure of a frequency trip),
     ``scheduled_vehicles`` and ``hats_per_vehicle_day``: see :class:`PublicDomain` and :func:`_block_priors`.
     """
-    resolution = _check_resolution(resolution)
-    try:
-        spec = SlotSpec(int(slot_minutes), int(hours[0]), int(hours[1]))
-    except (TypeError, ValueError, IndexError):
-        raise InvalidParameterError(f"hours must be (start, end) integers, got {hours!r}") from None
-    except InputError as err:
-        raise InvalidParameterError(str(err)) from None
+    spec = SlotSpec(slot_minutes, *hours)  # the spec's own checks ran where it was read
     public_days = sorted(set(days))
-    if not public_days or not all(isinstance(d, dt.date) for d in public_days):
-        raise InvalidParameterError("the public day set of a GTFS domain must hold at least one date")
     path = Path(path)
     what = f"gtfs {path.name}"
     files = read_feed(path)
@@ -575,14 +441,10 @@ def _stop_times_by_pattern(feed: FeedTables, what: str, shape_ids: list[str]) ->
         .join(feed.trips, on="trip_id", how="inner")
         .sort("trip_id", "seq")
     )
-    if feed.shapes is not None:
-        st = st.with_columns(
-            pl.col("shape_id")
-            .replace_strict(shape_ids, list(range(len(shape_ids))), default=None, return_dtype=pl.Int64)
-            .alias("shape")
-        )
-    else:
-        st = st.with_columns(pl.lit(None, dtype=pl.Int64).alias("shape"))
+    shape = pl.col("shape_id").replace_strict(
+        shape_ids, range(len(shape_ids)), default=None, return_dtype=pl.Int64
+    )
+    st = st.with_columns(shape.alias("shape"))  # null without a shape (or without shapes.txt)
     st = st.filter(pl.len().over("trip_id") >= 2)
     if st.height == 0:
         raise InputDataError(f"{what}: no trip with two timed stops in stop_times.txt")
@@ -663,9 +525,8 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
     st = _stop_times_by_pattern(feed, what, shape_ids)
     vertices = _shape_vertices(feed.shapes)
     paths = _pattern_paths(st, vertices, len(shape_ids))
-    patterns = st.unique("trip_id", keep="first", maintain_order=True)[
-        "pattern"
-    ]  # each trip's, in st's order
+    # each trip's pattern, in st's order
+    patterns = st.unique("trip_id", keep="first", maintain_order=True)["pattern"]
     st = st.drop("row", "n").with_columns(d=pl.Series(np.concatenate([paths.d[p] for p in patterns])))
     st = _instances(st, feed.frequencies)
     per_trip = st.unique("trip", keep="first").sort("trip")
@@ -907,10 +768,13 @@ def _scheduled_trips(
             f"{what}: no trip is scheduled in the window {spec.label(spec.slots[0])[:5]}-"
             f"{spec.label(spec.slots[-1])[6:]} on the {len(days)} public day(s)"
         )
-    return out.select(
-        pl.col("cell").cast(pl.UInt64),
-        pl.col("slot").cast(pl.Int16),
-        pl.col("trips_per_day").cast(pl.Float64),
+    return _per_hat(out, "trips_per_day")
+
+
+def _per_hat(frame: pl.DataFrame, value: str) -> pl.DataFrame:
+    """``(cell UInt64, slot Int16, value Float64)`` of ``frame``, sorted by HAT."""
+    return frame.select(
+        pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16), pl.col(value).cast(pl.Float64)
     ).sort("cell", "slot")
 
 
@@ -937,15 +801,7 @@ def _block_priors(
     hats = _on_public_days(dated, feed, days).select("block_id", "day", "cell", "slot").unique()
     if hats.height == 0:
         return None, None
-    vehicles = (
-        hats.group_by("cell", "slot")
-        .agg((pl.len() / len(days)).alias("vehicles_per_day"))
-        .select(
-            pl.col("cell").cast(pl.UInt64),
-            pl.col("slot").cast(pl.Int16),
-            pl.col("vehicles_per_day").cast(pl.Float64),
-        )
-        .sort("cell", "slot")
-    )
+    per_day = hats.group_by("cell", "slot").agg((pl.len() / len(days)).alias("vehicles_per_day"))
+    vehicles = _per_hat(per_day, "vehicles_per_day")
     per_block = hats.group_by("block_id", "day").len()
     return vehicles, float(per_block["len"].mean())  # type: ignore[arg-type]

@@ -25,7 +25,7 @@ import polars as pl
 
 from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.noise import NoiseSource
-from urbandp.fleet._account import HatRelease, account, combine_levels
+from urbandp.fleet._account import HatRelease, Level, account, combine_levels
 from urbandp.fleet._domain import describe as describe_domain
 from urbandp.fleet._domain import domain_grid, load_public_domain, restrict_to_domain
 from urbandp.fleet._levels import MergedSlotSpec, coarse_contributions, covered_keys, released_units
@@ -276,11 +276,10 @@ def _release_level(
         contributions,
         slots,
         k_eff,
-        selection_scale=selection.scale,
-        selection_threshold=selection.threshold,
-        release_all=selection.release_all,
+        selection,
     )
-    result = account(cfg, plan, selection, scales, measured, released, slots, k, k_eff, truncated, not_dp)
+    level = Level(cfg, plan, selection, scales, measured, released)
+    result = account(level, slots, k, k_eff, truncated, not_dp)
     result.speed = with_count_interval(result.speed, measured, cfg)
     result.keys = released.select("cell", "slot")
     result.privacy["hats_passing_selection"] = passed

@@ -54,6 +54,11 @@ def _strings(p: Mapping[str, object], key: str) -> list[str]:
     return [str(x) for x in v] if isinstance(v, list) else []
 
 
+def _section(p: Mapping[str, object], key: str) -> Mapping[str, object]:
+    v = p.get(key)
+    return v if isinstance(v, dict) else {}
+
+
 def _g(v: float | None, digits: int = 4) -> str:
     return "not stated" if v is None else f"{v:.{digits}g}"
 
@@ -77,8 +82,7 @@ def privacy_statement(p: Mapping[str, object]) -> str:
 
 def empty_reason(p: Mapping[str, object]) -> str:
     """Why an empty release released nothing, and what would change it (from its public parameters)."""
-    sel = p.get("selection") if isinstance(p.get("selection"), dict) else {}
-    assert isinstance(sel, dict)
+    sel = _section(p, "selection")
     threshold, scale = sel.get("threshold_vehicle_days"), sel.get("noise_scale")
     why = "No hexagon-slot passed the selection"
     if isinstance(threshold, (int, float)):
@@ -103,8 +107,7 @@ def map_header(p: Mapping[str, object]) -> MapHeader:
     warnings = [w for w in _strings(p, "warnings") if "window" in w]
     details = ""
     if not empty:
-        scales = p.get("noise_scale") if isinstance(p.get("noise_scale"), dict) else {}
-        assert isinstance(scales, dict)
+        scales = _section(p, "noise_scale")
         speed = scales.get("speed")
         if isinstance(speed, (int, float)) and math.isfinite(speed):
             details = (
@@ -255,8 +258,7 @@ def methodology_html(p: Mapping[str, object], files: Sequence[str]) -> str:
     numbers it states, formatted.
     """
     eps_day = _num(p, "cumulative_epsilon_per_day")
-    sel = p.get("selection") if isinstance(p.get("selection"), dict) else {}
-    assert isinstance(sel, dict)
+    sel = _section(p, "selection")
     values = {
         "resolution": str(p.get("resolution")),
         "days": str(p.get("days")),
@@ -324,7 +326,7 @@ def write_site(
             shutil.copyfile(f, d.release / f.name)
         names = ["index.html", "hat_speed.geojson", *[f.name for f in published]]
         if pngs:
-            for png in write_slot_pngs(
+            pictures = write_slot_pngs(
                 map_frame(speed),
                 d.release / "png",
                 header=header,
@@ -333,8 +335,8 @@ def write_site(
                 context=context,
                 interval_threshold=_target_width(privacy),
                 legend=_legend(privacy),
-            ):
-                names.append(f"png/{png.name}")
+            )
+            names += [f"png/{png.name}" for png in pictures]
         (d.release / "methodology.html").write_text(methodology_html(privacy, names), encoding="utf-8")
         names.append("methodology.html")
     return {n: Path(out) / n for n in names}

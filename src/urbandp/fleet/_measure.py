@@ -22,6 +22,7 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 
+from urbandp._grid.h3cells import cell_to_string
 from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.mechanisms import Gaussian, Laplace
 from urbandp._privacy.noise import NoiseSource
@@ -373,9 +374,7 @@ def _add_remove_speed(
     scales: QueryScales,
     noise: NoiseSource,
     noisy_n: np.ndarray,
-    selection_scale: float | None,
-    selection_threshold: float | None,
-    release_all: bool,
+    selection: SelectionResult,
 ) -> Measured:
     """Query 1 under add/remove: ``U/2 + S~ / N~`` (``S~`` the noisy sum centred at U/2), withheld where N~ is
     too small, with Fieller's interval for the ratio and the selection-aware interval of N."""
@@ -385,7 +384,7 @@ def _add_remove_speed(
     costs = hat_costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
     centred = released["sum_mean_speed"].to_numpy().astype(float) - n * (u / 2.0)
     noisy_centred = plan.noise(scales.speed).draw(centred, noise) if h else np.zeros(0)
-    count_scale = scales.count if scales.count is not None else selection_scale
+    count_scale = scales.count if scales.count is not None else selection.scale
     sd_n = plan.noise(count_scale).std if count_scale is not None else 0.0
     sd_s = plan.noise(scales.speed).std if h else 0.0
     # The ratio is meaningless when the noisy denominator is small next to its noise: the mean is withheld
@@ -395,7 +394,11 @@ def _add_remove_speed(
     # above 2.12 sd for Laplace, so the 2 sd rule adds nothing there; for Gaussian (1.96 sd) it withholds the band
     # from 1.96 to 2 sd as well
     count_low, count_high, shown = count_intervals(
-        noisy_n, sd_n, selection_threshold if scales.count is None else None, plan.gaussian, release_all
+        noisy_n,
+        sd_n,
+        selection.threshold if scales.count is None else None,
+        plan.gaussian,
+        selection.release_all,
     )
     ok = (noisy_n >= max(1.0, 2.0 * sd_n)) & shown
     denom = np.where(ok, noisy_n, np.nan)
@@ -444,9 +447,7 @@ def measure_queries(
     contributions: pl.DataFrame,
     slots: SlotSpec,
     k_eff: int,
-    selection_scale: float | None = None,
-    selection_threshold: float | None = None,
-    release_all: bool = False,
+    selection: SelectionResult,
 ) -> Measured:
     """Draw the noise of Query 1 and Query 2 once, then post-process (clamp to [0, U], intervals).
 
@@ -468,9 +469,7 @@ def measure_queries(
     elif cfg.neighbouring == "presence-public":
         speed = _presence_public_speed(cfg, plan, released, scales, noise)
     else:
-        speed = _add_remove_speed(
-            cfg, plan, released, scales, noise, noisy_n, selection_scale, selection_threshold, release_all
-        )
+        speed = _add_remove_speed(cfg, plan, released, scales, noise, noisy_n, selection)
     speed.noisy_n = np.maximum(noisy_n, 0.0)
     speed.over_per_day, speed.over_low, speed.over_high = _speeding_counts(plan, released, scales, noise)
     return speed
@@ -495,12 +494,14 @@ def user_level_means(
         raise InputError("the user-level estimators need contributions computed with keep_speeds=True")
     keys = released.select("cell", "slot")
     frame = contributions.join(keys, on=["cell", "slot"], how="semi").select(
-        cell_expr().alias("h3_cell"),
+        cell_to_string(pl.col("cell")).alias("h3_cell"),
         slots.label_expr(pl.col("slot")).alias("slot"),
         pl.format("{}|{}", pl.col("vehicle"), pl.col("day")).alias("unit"),
         pl.col("speeds"),
     )
-    hats = keys.select(cell_expr().alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot"))
+    hats = keys.select(
+        cell_to_string(pl.col("cell")).alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot")
+    )
     est = estimate_hat_means(
         frame,
         cfg.speed_estimator,
@@ -515,12 +516,6 @@ def user_level_means(
         aligned["epsilon_hat"].to_numpy().astype(float),
         aligned["noise_scale"].to_numpy().astype(float),
     )
-
-
-def cell_expr() -> pl.Expr:
-    from urbandp._grid.h3cells import cell_to_string
-
-    return cell_to_string(pl.col("cell"))
 
 
 # --- clip bound ---------------------------------------------------------------------------------------------

@@ -38,7 +38,6 @@ import polars_h3 as plh3
 
 import urbandp._privacy.dp_prelude as dp
 from urbandp._privacy.bisection import smallest_passing
-from urbandp._privacy.loss import Loss
 from urbandp._privacy.mechanisms import smallest_scale
 from urbandp._privacy.noise import NoiseSource, gaussian_rho
 
@@ -86,58 +85,9 @@ def public_threshold(
     )
 
 
-@dataclass(frozen=True)
-class Threshold:
-    """OpenDP's Laplace or Gaussian threshold (partition selection over an unknown domain) as a
-    :class:`~urbandp._privacy.mechanisms.Mechanism`: noisy counts, kept where they reach ``threshold``.
-
-    ``loss(sensitivity)`` reads ``sensitivity`` as K, the partitions one unit touches by one each (a vehicle-day
-    and its K HATs): the OpenDP map at (l0, l1 or ceil(l2), l-inf) = (K, K or ceil(sqrt K), 1), returned as a
-    :class:`~urbandp._privacy.loss.Loss` (epsilon and delta for Laplace; rho and delta for Gaussian, approximate
-    zCDP). ``draw`` gives the noisy values of the kept partitions and nan for the others.
-    """
-
-    scale: float
-    threshold: int
-    gaussian: bool = False
-
-    @property
-    def name(self) -> str:
-        return ("gaussian" if self.gaussian else "laplace") + "_threshold"
-
-    def _measurement(self) -> dp.Measurement:
-        return _threshold_measurement(self.scale, self.threshold, self.gaussian)
-
-    def loss(self, sensitivity: float) -> Loss:
-        cost, delta = self._measurement().map(threshold_distance(int(sensitivity), 1, self.gaussian))
-        return Loss(rho=float(cost), delta=float(delta)) if self.gaussian else Loss(float(cost), float(delta))
-
-    @property
-    def std(self) -> float:
-        return self.scale if self.gaussian else math.sqrt(2.0) * self.scale
-
-    def half_width(self, level: float = 0.95) -> float:
-        if self.gaussian:
-            return NormalDist().inv_cdf(0.5 + level / 2) * self.scale
-        return self.scale * math.log(1.0 / (1.0 - level))
-
-    def draw(self, values: np.ndarray, noise: NoiseSource) -> np.ndarray:
-        """Noisy counts where they pass the threshold, nan elsewhere (OpenDP draws inside its measurement)."""
-        counts = {str(i): int(v) for i, v in enumerate(np.asarray(values))}
-        if noise.is_private:
-            kept = self._measurement()(counts)
-        else:  # exact test mode: the same rule on true counts
-            kept = {k: v for k, v in counts.items() if v >= self.threshold}
-        out = np.full(len(counts), np.nan)
-        for key, v in kept.items():
-            out[int(key)] = float(v)
-        return out
-
-    def describe(self) -> dict[str, object]:
-        return {"mechanism": self.name, "scale": self.scale, "threshold": self.threshold, "std": self.std}
-
-
 def _threshold_measurement(scale: float, threshold: int, gaussian: bool = False) -> dp.Measurement:
+    """OpenDP's Laplace or Gaussian threshold over integer counts keyed by text: noisy counts, kept where they reach
+    ``threshold``; its map at :func:`threshold_distance` is the selection's (epsilon or rho, delta)."""
     domain = dp.map_domain(dp.atom_domain(T=str), dp.atom_domain(T=int))
     if gaussian:
         metric = dp.l02inf_distance(dp.absolute_distance(T=int))
@@ -297,50 +247,30 @@ def calibrate_selection(
         threshold = false_positive_threshold(
             scale, domain_size, min_per_day * days, gaussian, false_positives
         )
-        return SelectionCalibration(
-            "dp-public-domain",
-            gaussian,
-            k,
-            days,
-            scale,
-            threshold,
-            cost_hat,
-            cost_day,
-            0.0,
-            window,
-            release_all,
-        )
-    d_day = threshold_distance(k, 1, gaussian)
-    # The threshold is the per-day one (the privacy unit is a vehicle-day). It is not raised to D: over the
-    # window one vehicle can move a HAT's count by D, and a vehicle alone in a HAT on >= threshold days is
-    # released with probability >= 1/2, so the window's delta is ~1 below D and stays ~1 at D (0.99999 at 40 with
-    # D = 31, K = 32). A floor of D cost HATs (31 against 27 at epsilon 10 on a month) and bought nothing.
-    threshold = smallest_threshold(guess, k, delta, max(min_per_day * days, 1.0), gaussian)
-    # OpenDP rounds its map outward: the smallest scale whose map at this threshold stays within budget
-    scale = smallest_scale(
-        lambda s: float(_threshold_measurement(s, threshold, gaussian).map(d_day)[0]), budget, guess
-    )
-    meas = _threshold_measurement(scale, threshold, gaussian)
-    cost_day, delta_day = meas.map(d_day)
-    cost_hat = meas.map((1, 1, 1))[0]
-    # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
-    # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
-    if threshold >= days:
-        w_eps, w_delta = _window_map(scale, threshold, k, days, gaussian)
+        method, delta_day = "dp-public-domain", 0.0
     else:
-        w_eps, w_delta = _window_map(scale, days, k, days, gaussian)[0], 1.0
-    return SelectionCalibration(
-        "dp",
-        gaussian,
-        k,
-        days,
-        scale,
-        float(threshold),
-        float(cost_hat),
-        float(cost_day),
-        float(delta_day),
-        (float(w_eps), float(w_delta)),
-    )
+        d_day = threshold_distance(k, 1, gaussian)
+        # The threshold is the per-day one (the privacy unit is a vehicle-day). It is not raised to D: over the
+        # window one vehicle can move a HAT's count by D, and a vehicle alone in a HAT on >= threshold days is
+        # released with probability >= 1/2, so the window's delta is ~1 below D and stays ~1 at D (0.99999 at 40
+        # with D = 31, K = 32). A floor of D cost HATs (31 against 27 at epsilon 10 on a month) and bought nothing.
+        t = smallest_threshold(guess, k, delta, max(min_per_day * days, 1.0), gaussian)
+        # OpenDP rounds its map outward: the smallest scale whose map at this threshold stays within budget
+        scale = smallest_scale(
+            lambda s: float(_threshold_measurement(s, t, gaussian).map(d_day)[0]), budget, guess
+        )
+        meas = _threshold_measurement(scale, t, gaussian)
+        cost_day, delta_day = meas.map(d_day)
+        cost_hat = meas.map((1, 1, 1))[0]
+        # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
+        # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
+        if t >= days:
+            w_eps, w_delta = _window_map(scale, t, k, days, gaussian)
+        else:
+            w_eps, w_delta = _window_map(scale, days, k, days, gaussian)[0], 1.0
+        method, threshold, window = "dp", float(t), (float(w_eps), float(w_delta))
+    costs = (float(cost_hat), float(cost_day), float(delta_day))
+    return SelectionCalibration(method, gaussian, k, days, scale, threshold, *costs, window, release_all)
 
 
 def measure_selection(
@@ -364,7 +294,13 @@ def measure_selection(
         if not cal.release_all:
             hats = hats.filter(pl.col("noisy_n") >= cal.threshold)
     else:
-        noisy = Threshold(cal.scale, int(cal.threshold), cal.gaussian).draw(per_hat["n"].to_numpy(), noise)
+        true_n = {str(i): int(v) for i, v in enumerate(per_hat["n"].to_numpy())}
+        if noise.is_private:  # OpenDP draws inside its threshold measurement
+            kept = _threshold_measurement(cal.scale, int(cal.threshold), cal.gaussian)(true_n)
+        else:  # exact test mode: the same rule on true counts
+            kept = {key: v for key, v in true_n.items() if v >= cal.threshold}
+        noisy = np.full(len(true_n), np.nan)
+        noisy[[int(key) for key in kept]] = [float(v) for v in kept.values()]
         hats = (
             per_hat.select(pl.col("cell").cast(pl.UInt64), pl.col("slot").cast(pl.Int16))
             .with_columns(pl.Series("noisy_n", noisy, dtype=pl.Float64))

@@ -10,11 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
 import polars as pl
+import polars_h3 as plh3
 
 from urbandp._contributions import ContributionSpec, get_backend
 from urbandp._contributions.polars_backend import window_filter
@@ -102,7 +105,6 @@ class LoadedRecords:
     reasons: dict[str, int]
     files: list[Path]
     records_outside_window: int = 0
-    _clean: pl.DataFrame | None = None
     mapping: dict[str, str | None] = field(default_factory=dict)
     records_valid: int = -1  # valid, non-duplicate rows kept (inside the window when one was given)
     warnings: list[str] = field(default_factory=list)
@@ -117,11 +119,9 @@ class LoadedRecords:
         if self.quarantine.height >= self.records_in:
             raise NoValidRecords(self.records_in, self.reasons, self.quarantine)
 
-    @property
+    @cached_property
     def clean(self) -> pl.DataFrame:
-        if self._clean is None:
-            self._clean = self.clean_lazy.collect()
-        return self._clean
+        return self.clean_lazy.collect()
 
 
 def load_records(
@@ -312,17 +312,11 @@ def swapped_bbox_hint(contributions: pl.DataFrame, cfg: HatReleaseConfig, outsid
     in_window = int(contributions["n_records"].sum()) if contributions.height else 0
     if cfg.domain_bbox is None or 2 * outside_domain <= in_window:
         return None
-    import h3
-
     a, b, c, d = cfg.domain_bbox
     if not (-90 <= b < d <= 90):  # the swapped box is no box of latitudes
         return None
-    per_cell = contributions.group_by("cell").agg(pl.col("n_records").sum())
-    captured = 0
-    for cell, n in per_cell.iter_rows():
-        lat, lon = h3.cell_to_latlng(h3.int_to_str(int(cell)))
-        if b <= lat <= d and a <= lon <= c:
-            captured += int(n)
+    lat, lon = plh3.cell_to_lat(pl.col("cell")), plh3.cell_to_lng(pl.col("cell"))
+    captured = contributions.filter(lat.is_between(b, d) & lon.is_between(a, c))["n_records"].sum()
     if 2 * captured <= in_window:
         return None
     return Advice(
@@ -508,58 +502,52 @@ def release_fleet(
     from the speeds' distribution) go to ``release.owner_report`` (owner_only/<name>/input_report.json; its
     ``warnings`` are also for stderr), never into the public ``release.privacy``.
     """
-    if session is None:
-        with ReleaseCharge(
-            None, None, unit="vehicle-day", noise=noise, allow_meaningless_epsilon=allow_meaningless_epsilon
-        ) as local:
-            return release_fleet(
-                paths,
-                cfg,
-                columns=columns,
-                options=options,
-                step=step,
-                command_line=command_line,
-                before_noise=before_noise,
-                engine=engine,
-                spark_master=spark_master,
-                session=local,
-            )
-    if noise is not None or allow_meaningless_epsilon:
+    if session is not None and (noise is not None or allow_meaningless_epsilon):
         raise ValueError("with a session, give noise and allow_meaningless_epsilon to the ReleaseCharge")
-    refuse_before_reading(session, cfg)  # before any record is read or noise drawn
-    say = step or (lambda _name: None)
-    say("reading and validating records")
-    if cfg.neighbouring == "presence-public":
-        # presence (hence N) is public: one record's speed must not change which HATs exist, so a bad speed is
-        # imputed (clamped, or U/2 when missing) instead of dropping the record
-        options = replace(options or ValidationOptions(), impute_speed_kmh=cfg.speed_max / 2)
-    slots = cfg.slot_spec
-    keep_speeds = cfg.speed_estimator != "report"
-    first, last, day_set = public_window(cfg)
-    window = ContributionSpec(
-        cfg.resolution, slots, first, last, cfg.speed_max, keep_speeds=keep_speeds, days=day_set
+    charge_of = (  # without a session, a local one (no store is charged)
+        nullcontext(session)
+        if session is not None
+        else ReleaseCharge(
+            None, None, unit="vehicle-day", noise=noise, allow_meaningless_epsilon=allow_meaningless_epsilon
+        )
     )
-    loaded, contributions, (start, end, derived) = _read_and_aggregate(
-        paths, cfg, columns, options, window, engine, spark_master, say
-    )
-    public_days = window_days(start, end, day_set)
-    days = len(public_days)
-    domain = load_public_domain(cfg, public_days)  # public files only; before any noise
-    charge = planned_charge(cfg, start, end, derived, day_set)
-    if before_noise is not None:
-        before_noise(charge)
-    reserve_planned(session, charge)  # the session's guards run here, before any noise
-    say("selecting HATs and adding noise")
-    session.mark_drawn()  # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
-    release = _release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
-    p = release.privacy
-    state_loss(session, p, charge)  # the loss reserved is the loss stated, before any figure is read from it
-    _post_process(release, cfg, derived)
-    _describe_and_report(
-        release, loaded, contributions, cfg, options, (start, end, derived), day_set, command_line
-    )
-    label_after_accounting(session, p)
-    return release, loaded
+    with charge_of as session:
+        refuse_before_reading(session, cfg)  # before any record is read or noise drawn
+        say = step or (lambda _name: None)
+        say("reading and validating records")
+        if cfg.neighbouring == "presence-public":
+            # presence (hence N) is public: one record's speed must not change which HATs exist, so a bad speed is
+            # imputed (clamped, or U/2 when missing) instead of dropping the record
+            options = replace(options or ValidationOptions(), impute_speed_kmh=cfg.speed_max / 2)
+        slots = cfg.slot_spec
+        keep_speeds = cfg.speed_estimator != "report"
+        first, last, day_set = public_window(cfg)
+        window = ContributionSpec(
+            cfg.resolution, slots, first, last, cfg.speed_max, keep_speeds=keep_speeds, days=day_set
+        )
+        loaded, contributions, (start, end, derived) = _read_and_aggregate(
+            paths, cfg, columns, options, window, engine, spark_master, say
+        )
+        public_days = window_days(start, end, day_set)
+        days = len(public_days)
+        domain = load_public_domain(cfg, public_days)  # public files only; before any noise
+        charge = planned_charge(cfg, start, end, derived, day_set)
+        if before_noise is not None:
+            before_noise(charge)
+        reserve_planned(session, charge)  # the session's guards run here, before any noise
+        say("selecting HATs and adding noise")
+        # the unknown-domain threshold invokes OpenDP's measurement directly, not session.noise
+        session.mark_drawn()
+        release = _release_hats(contributions, cfg, days, session.noise, slots=slots, domain=domain)
+        p = release.privacy
+        # the loss reserved is the loss stated, before any figure is read from it
+        state_loss(session, p, charge)
+        _post_process(release, cfg, derived)
+        _describe_and_report(
+            release, loaded, contributions, cfg, options, (start, end, derived), day_set, command_line
+        )
+        label_after_accounting(session, p)
+        return release, loaded
 
 
 def _post_process(release: HatRelease, cfg: HatReleaseConfig, derived: bool) -> None:
@@ -665,20 +653,13 @@ def _write_release(
     paths: dict[str, Path] = {}
     p = release.privacy
     q_name = "quarantine.csv" if loaded.quarantine_parquet is None else "quarantine.parquet"
-    owner_files = [q_name, "owner_notes.json", "input_report.json"]
+    owner = f"../owner_only/{out_dir.name}"
     p["not_dp_outputs"] = {
-        f"../owner_only/{out_dir.name}/{name}": why
-        for name, why in zip(
-            owner_files,
-            (
-                "raw rejected rows with their reasons",
-                "days of the window without any record (read from true data)",
-                "exact counts of the records read, quarantined (per reason), inside and outside the window and the "
-                "extent, and of the vehicle-day HATs cut by truncation; how the input looked (empty lines, timestamp "
-                "formats) and the warnings read from the data (also on stderr)",
-            ),
-            strict=True,
-        )
+        f"{owner}/{q_name}": "raw rejected rows with their reasons",
+        f"{owner}/owner_notes.json": "days of the window without any record (read from true data)",
+        f"{owner}/input_report.json": "exact counts of the records read, quarantined (per reason), inside and "
+        "outside the window and the extent, and of the vehicle-day HATs cut by truncation; how the input looked "
+        "(empty lines, timestamp formats) and the warnings read from the data (also on stderr)",
     }
     speeding = "speeding" in p.get("queries", ["speed", "speeding"])  # type: ignore[operator]
     tables = {"speed": with_hex_id(release.speed)}

@@ -16,7 +16,7 @@ import h3
 import polars as pl
 import pytest
 
-from urbandp.errors import InputDataError, InvalidParameterError
+from urbandp.errors import InputDataError
 from urbandp.fleet._domain_files import domain_from_cells, domain_from_geojson, domain_from_gtfs
 
 FEED = Path(__file__).resolve().parents[2] / "fixtures" / "gtfs-mini-schedule"
@@ -394,12 +394,6 @@ def test_bad_feeds_are_one_line(tmp_path: Path, change, message: str) -> None:
     assert "\n" not in str(err.value)
 
 
-def test_bad_parameters() -> None:
-    with pytest.raises(InvalidParameterError, match="slot length"):
-        gtfs([WED], slot_minutes=7)
-    with pytest.raises(InvalidParameterError, match="at least one date"):
-        gtfs([])
-    with pytest.raises(InvalidParameterError, match="resolution"):
-        domain_from_gtfs(FEED, 16, 60, (9, 21), [WED])
+def test_a_day_without_service_is_refused() -> None:
     with pytest.raises(InputDataError, match="no trip is scheduled"):
         gtfs([dt.date(2024, 1, 14)])  # a Sunday

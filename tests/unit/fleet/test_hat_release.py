@@ -12,7 +12,7 @@ import pytest
 
 from urbandp._privacy.noise import ExactNoiseForTesting
 from urbandp.errors import BudgetExceededError
-from urbandp.fleet._account_composition import top_k_sum, window_delta
+from urbandp.fleet._account_composition import top_k_sum
 from urbandp.fleet._hat_release import _release_hats
 from urbandp.fleet._measure import truncate_vehicle_days
 from urbandp.fleet._measure_selection import _threshold_measurement, smallest_threshold
@@ -287,11 +287,6 @@ def test_threshold_selection_through_the_release() -> None:
     assert p["epsilon_per_day"]["selection"] == pytest.approx(1.0, rel=1e-12)
 
 
-def test_group_privacy_delta() -> None:
-    assert window_delta(0.5, 1e-9, 3) == pytest.approx(3 * math.exp(1.0) * 1e-9, rel=1e-12)
-    assert window_delta(10.0, 1e-6, 30) == 1.0
-
-
 def _with_speeds(frame: pl.DataFrame) -> pl.DataFrame:
     """Three samples per vehicle-day around its mean, as keep_speeds=True would give."""
     return frame.with_columns(
@@ -429,7 +424,8 @@ def test_threshold_selection_window_delta_comes_from_the_map_at_the_window_dista
     )
     meas = _threshold_measurement(cal.scale, int(cal.threshold))
     assert cal.window_cost == tuple(float(x) for x in meas.map((d * k, d * k, d)))
-    assert cal.window_cost[1] < window_delta(cal.cost_day, cal.delta_day, d) == 1.0
+    group_delta = d * math.exp((d - 1) * cal.cost_day) * cal.delta_day  # Dwork and Roth, Thm 2.2 generalised
+    assert cal.window_cost[1] < 1.0 <= group_delta
     c = cfg(epsilon_per_day=2.0, neighbouring="add-remove", selection="dp", mechanism="laplace")
     p = _release_hats(SMALL, c, 30, EXACT).privacy
     assert p["delta_per_window"] > 1e-5  # a tiny fleet over 30 days: not small, and the release says so

@@ -244,7 +244,6 @@ MECHANISMS = {
     "urbandp.fleet._measure.measure_queries": _DRAW + "fleet.release",
     "urbandp.fleet._measure.user_level_means": _DRAW + "fleet.release",
     "urbandp.fleet._measure.choose_clip_bound": _DRAW + "fleet.release",
-    "urbandp.fleet._measure_selection.Threshold.draw": _DRAW + "fleet.release",
     "urbandp.fleet._measure_selection.measure_selection": _DRAW + "fleet.release",
     "urbandp.mpc._program.clamp_noisy": "the secure program's clamp of a noise share drawn by the server",
     "urbandp.mpc._spec.draw_noise": _DRAW + "the mpc server (each query booked before it is drawn)",
@@ -587,7 +586,7 @@ def _spec_defaults() -> dict[str, Any]:
 
 
 def test_the_dp_map_refuses_a_delta_above_the_limit_before_reading(tmp_path: Path) -> None:
-    """The dp-map path's own delta guard (``check_epsilons``), before the readings are read."""
+    """The dp-map options' own delta guard, before the readings are read."""
     with pytest.raises(InvalidParameterError, match=r"^delta 0\.99 is above 1e-05") as caught:
         ud.sensing.dp_map(tmp_path / "never-read.csv", bbox=SENSING_BOX, start=DAY, end=DAY, delta=0.99)
     assert caught.value.parameters == ("delta",)

@@ -216,31 +216,41 @@ def test_release_help_reads_its_defaults_from_the_spec(monkeypatch: pytest.Monke
 
 
 def test_every_additive_mechanism_implements_the_one_protocol() -> None:
-    """Issue 20: Laplace, Gaussian (continuous and discrete), the thresholds and the bounded Laplace are all a
-    Mechanism: a loss at a sensitivity (as a Loss), an error, a draw and a description."""
+    """Issue 20: Laplace, Gaussian (continuous and discrete) and the bounded Laplace are all a Mechanism: a loss at
+    a sensitivity (as a Loss), an error, a draw and a description."""
     from urbandp._privacy.mechanisms import Mechanism
-    from urbandp.fleet._measure_selection import Threshold, calibrate_selection
     from urbandp.sensing._bounded_laplace import BoundedLaplace
 
-    cal = calibrate_selection(
-        gaussian=False, k=4, days=1, budget=1.0, delta=1e-7, min_per_day=0, domain_size=None
-    )
-    laplace_threshold = Threshold(cal.scale, int(cal.threshold))
-    gaussian_cal = calibrate_selection(
-        gaussian=True, k=4, days=1, budget=0.5, delta=1e-7, min_per_day=0, domain_size=None
-    )
-    gaussian_threshold = Threshold(gaussian_cal.scale, int(gaussian_cal.threshold), gaussian=True)
     bounded = BoundedLaplace(epsilon=1.0, sensitivity=1.0, lower=0.0, upper=4.0)
     mechanisms = [Laplace(2.0), Laplace(2.0, discrete=True), Gaussian(3.0), Gaussian(3.0, discrete=True)]
-    for m in [*mechanisms, laplace_threshold, gaussian_threshold, bounded]:
+    for m in [*mechanisms, bounded]:
         assert isinstance(m, Mechanism), m
         assert m.std > 0 and m.half_width() > 0 and m.describe()["mechanism"] == m.name
-    # the thresholds' loss is OpenDP's map at one vehicle-day, as the selection accounts it
-    assert laplace_threshold.loss(4) == Loss(cal.cost_day, cal.delta_day)
-    assert gaussian_threshold.loss(4) == Loss(rho=gaussian_cal.cost_day, delta=gaussian_cal.delta_day)
     assert (
         bounded.loss(1.0).epsilon == pytest.approx(1.0, rel=1e-6) and bounded.loss(1.0).epsilon <= 1.0 + 1e-9
     )
-    exact = ExactNoiseForTesting(acknowledge_not_private=True)
-    kept = laplace_threshold.draw(np.array([0, int(cal.threshold), int(cal.threshold) + 5]), exact)
-    assert np.isnan(kept[0]) and kept[1] == cal.threshold and kept[2] == cal.threshold + 5
+
+
+def test_the_selection_threshold_is_accounted_and_drawn_by_one_opendp_measurement() -> None:
+    """The unknown-domain selection's cost per vehicle-day is OpenDP's threshold map at one vehicle-day, and its
+    draw keeps exactly the counts at or above the threshold (exact test mode)."""
+    import polars as pl
+
+    from urbandp.fleet._measure_selection import (
+        _threshold_measurement,
+        calibrate_selection,
+        measure_selection,
+        threshold_distance,
+    )
+
+    for gaussian, budget in ((False, 1.0), (True, 0.5)):
+        cal = calibrate_selection(
+            gaussian=gaussian, k=4, days=1, budget=budget, delta=1e-7, min_per_day=0, domain_size=None
+        )
+        measurement = _threshold_measurement(cal.scale, int(cal.threshold), gaussian)
+        cost, delta = measurement.map(threshold_distance(4, 1, gaussian))
+        assert (cal.cost_day, cal.delta_day) == (float(cost), float(delta))
+    t = int(cal.threshold)
+    per_hat = pl.DataFrame({"cell": [1, 2, 3], "slot": [9, 9, 9], "n": [0, t, t + 5]})
+    hats = measure_selection(cal, per_hat, ExactNoiseForTesting(acknowledge_not_private=True)).hats
+    assert hats["cell"].to_list() == [2, 3] and hats["noisy_n"].to_list() == [t, t + 5]

@@ -392,6 +392,15 @@ def test_map_embeds_gtfs_routes_stops_and_geojson_context(tmp_path: Path) -> Non
     )
     with pytest.raises(InputError, match=r"position \[3100586.4, 10031916.7\] is not longitude/latitude"):
         read_context(named)  # State Plane feet: refused, not drawn off the globe
+    named.write_text(json.dumps({"type": "LineString", "coordinates": [[-97.7], [-97.8, 30.2]]}))
+    with pytest.raises(InputError, match="a position that is not") as err:
+        read_context(named)  # walked as a domain's GeoJSON: a malformed geometry is refused, not drawn
+    assert err.value.parameters == ("context",)
+    fifo = tmp_path / "pipe.geojson"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file") as err:
+        read_context(fifo)  # refused unopened, as every public file: reading a pipe would block
+    assert err.value.parameters == ("context",)
 
 
 def test_tiles_option() -> None:

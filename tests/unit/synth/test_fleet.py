@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 from urbandp._synth.cli import app
 from urbandp._synth.fleet import (
     DIRTY_KINDS,
-    ITMS_COLUMNS,
     FleetSpec,
     generate_fleet,
     write_fleet,
@@ -53,7 +52,7 @@ def with_parsed(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def test_schema_and_values(fleet: pl.DataFrame) -> None:
-    assert tuple(fleet.columns) == ITMS_COLUMNS
+    assert fleet.columns == list(SCHEMA)  # the ITMS shape, in order
     assert dict(fleet.schema) == SCHEMA
     parsed = with_parsed(fleet)
     assert parsed["ts"].null_count() == 0
@@ -95,12 +94,12 @@ def test_formats_round_trip(tmp_path: Path, suffix: str, streamed: bool) -> None
     elif suffix == ".json":
         rows = json.loads(path.read_text())
         assert isinstance(rows, list) and len(rows) == df.height
-        assert set(rows[0]) == set(ITMS_COLUMNS)
+        assert set(rows[0]) == set(SCHEMA)
         assert rows[0]["location"]["type"] == "Point" and len(rows[0]["location"]["coordinates"]) == 2
         assert pl.DataFrame(rows, schema=SCHEMA).equals(expected_json)
     else:
         back = pl.read_csv(path, schema_overrides={"speed": pl.Float64})
-        assert back.columns == [*ITMS_COLUMNS[:6], "location.coordinates", "speed"]
+        assert back.columns == [*list(SCHEMA)[:6], "location.coordinates", "speed"]
         coords = back["location.coordinates"].str.json_decode(pl.List(pl.Float64))
         assert coords.equals(df["location"].struct.field("coordinates"), check_names=False)
         assert back.drop("location.coordinates").equals(df.drop("location"))
