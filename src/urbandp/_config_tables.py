@@ -60,11 +60,6 @@ REQUIRED: Any = _Required()
 leave it out, and the call is refused in one line naming it when neither the keyword nor the file gives it."""
 
 
-def in_file(path: Path, table: str | None) -> Callable[[str], str]:
-    """How an error names a value read from the config file: ``speed_max in cfg.toml [release]``."""
-    return lambda key: f"{key} in {path}" + (f" [{table}]" if table else "")
-
-
 def read_document(path: Path) -> dict[str, Any]:
     """The TOML document at ``path``; a missing, unreadable or malformed file is refused in one line."""
     if not path.is_file():
@@ -232,9 +227,11 @@ def takes_config(
             if path is None:
                 _check_required(fn.__name__, required, kwargs, None)
                 return fn(*args, **kwargs)
-            read = read_options(Path(str(path)), table, fn, names, kwargs.get("session"))
-            key_in = in_file(Path(str(path)), table)
-            from_file = {name: key_in(key) for name, (key, _) in read.items() if name not in kwargs}
+            file = Path(str(path))
+            read = read_options(file, table, fn, names, kwargs.get("session"))
+            from_file = {
+                name: f"{key} in {file} [{table}]" for name, (key, _) in read.items() if name not in kwargs
+            }
             merged: dict[str, Any] = {name: value for name, (_, value) in read.items()}
             merged.update(kwargs)
             _check_required(fn.__name__, required, merged, f"{path} [{table}]")
