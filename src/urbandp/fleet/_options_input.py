@@ -148,20 +148,6 @@ def validation_options(given: Mapping[str, Any]):
     )
 
 
-def parse_date(text: str | None, parameter: str) -> dt.date | None:
-    """``YYYY-MM-DD`` to a date; an error names ``parameter`` (a parameter's name, listed in the error's
-    ``parameters``, or a text such as ``start in cfg.toml [release]``, left as it is)."""
-    if text is None:
-        return None
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise InputError(
-            f"{parameter} must be a date YYYY-MM-DD, got '{text}'",
-            parameters=(parameter,) if parameter.isidentifier() else (),
-        ) from None
-
-
 def _day_list(text: str | None, path: Path | None, parameter: str) -> tuple[dt.date, ...] | None:
     """Dates from a comma list or a file (one YYYY-MM-DD per line, # comments, a UTF-8 BOM allowed); a list that
     names an existing file is read as that file (an agency holiday list).
@@ -200,7 +186,7 @@ def _day_list(text: str | None, path: Path | None, parameter: str) -> tuple[dt.d
             raise InputError(f"{path} holds no date")
     if not items:
         return None
-    return tuple(sorted({parse_date(t, parameter) for t in items}))  # type: ignore[misc]
+    return tuple(sorted({cast(dt.date, check_date(t, parameter)) for t in items}))
 
 
 def _bbox(value: object) -> tuple[float, ...]:
