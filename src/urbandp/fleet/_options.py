@@ -603,17 +603,6 @@ def parse_weekdays(text: str) -> set[int]:
     return out
 
 
-def parse_bbox(text: str) -> tuple[float, float, float, float]:
-    """``min_lat,min_lon,max_lat,max_lon`` (the CLI and TOML form) to four finite floats."""
-    try:
-        a, b, c, d = (float(x) for x in str(text).split(","))
-    except ValueError:
-        raise ValueError(
-            f"must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got '{text}'"
-        ) from None
-    return a, b, c, d
-
-
 EXAMPLES = {
     "hours": '"9-21"',
     "neighbouring": '"add-remove" or "presence-public"',

@@ -27,7 +27,7 @@ from urbandp._arguments import (
 )
 from urbandp._config_tables import check_tables, read_document, table_values
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.fleet._options import HatReleaseConfig, build_config, parse_bbox
+from urbandp.fleet._options import HatReleaseConfig, build_config
 from urbandp.fleet._options_flags import OPTION_NAMES, RecordOptions, keyword_type, release_options
 
 FILE_TABLES = ("release", "input", "columns")
@@ -194,9 +194,14 @@ def _bbox(value: object) -> tuple[float, ...]:
     if not isinstance(value, str):
         return check_numbers(value, "domain_bbox", length=4)
     try:
-        return parse_bbox(value)
-    except ValueError as err:
-        raise InputError(f"domain_bbox {err}", parameters="domain_bbox") from None
+        a, b, c, d = (float(x) for x in value.split(","))
+    except ValueError:
+        raise InputError(
+            "domain_bbox must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got "
+            f"'{value}'",
+            parameters="domain_bbox",
+        ) from None
+    return a, b, c, d
 
 
 def _hats_bound(value: object) -> int | str:
