@@ -108,17 +108,17 @@ MUTATIONS = (
     # --- OpenDP's maps and samplers -----------------------------------------------------------------------------
     Mutation(
         "laplace_sensitivity_halved",
-        "_privacy/noise.py",
-        "    return float(m.map(float(sensitivity)))\n\n\ndef gaussian_rho",
-        "    return float(m.map(0.5 * float(sensitivity)))\n\n\ndef gaussian_rho",
+        "_privacy/mechanisms.py",
+        "return Laplace(float(scale)).loss(sensitivity).epsilon",
+        "return Laplace(float(scale)).loss(0.5 * sensitivity).epsilon",
         (MAPS,),
         "Laplace epsilon at half the sensitivity",
     ),
     Mutation(
         "gaussian_sensitivity_halved",
-        "_privacy/noise.py",
-        "    return float(m.map(float(sensitivity)))\n\n\n@functools.lru_cache(maxsize=1024)\ndef zcdp_epsilon",
-        "    return float(m.map(0.5 * float(sensitivity)))\n\n\n@functools.lru_cache(maxsize=1024)\ndef zcdp_epsilon",
+        "_privacy/mechanisms.py",
+        "return Gaussian(float(scale)).loss(sensitivity).rho",
+        "return Gaussian(float(scale)).loss(0.5 * sensitivity).rho",
         (MAPS,),
         "Gaussian rho at half the L2 sensitivity",
     ),

@@ -38,8 +38,8 @@ import polars_h3 as plh3
 
 import urbandp._privacy.dp_prelude as dp
 from urbandp._privacy.bisection import smallest_passing
-from urbandp._privacy.mechanisms import smallest_scale
-from urbandp._privacy.noise import NoiseSource, gaussian_rho
+from urbandp._privacy.mechanisms import gaussian_rho, smallest_scale
+from urbandp._privacy.noise import NoiseSource
 
 dp.enable_features("contrib")
 

@@ -13,13 +13,8 @@ import polars_h3 as plh3
 import pytest
 
 from urbandp._grid.slots import SlotSpec
-from urbandp._privacy.noise import (
-    ExactNoiseForTesting,
-    OpenDPNoise,
-    gaussian_rho,
-    rho_for_epsilon,
-    zcdp_epsilon,
-)
+from urbandp._privacy.mechanisms import gaussian_rho
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
 from urbandp.errors import InputError
 from urbandp.estimators._bounds import (
     private_upper_bound,
