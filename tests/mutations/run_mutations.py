@@ -199,8 +199,8 @@ MUTATIONS = (
     Mutation(
         "domain_laplace_day_at_one_hat",
         "fleet/_measure_selection.py",
-        "cost_day = discrete_laplace_epsilon(k, scale)",
-        "cost_day = discrete_laplace_epsilon(1, scale)",
+        "cost_day = counts.loss(k).epsilon",
+        "cost_day = counts.loss(1).epsilon",
         (f"{SURVIVORS}::test_a_public_extent_charges_k_hats_a_day_and_d_squared_over_the_window",),
         "a public domain's Laplace day costs one HAT's epsilon instead of K HATs'",
     ),
