@@ -40,7 +40,6 @@ from urbandp.sensing._pm_map_mechanism import (
     cell_aggregates,
     measure_pm_map,
     plan_pm_map,
-    pooled_mean,
     smooth_window,
     window_means,
 )
@@ -112,7 +111,7 @@ def run(window_minutes: int, repeats: int) -> dict[str, object]:
                 ys = np.array([v for _, v in truth[w]])
                 for name in ("gp", "idw"):
                     got[name] += list(smooth_window(plan, noisy, i, grid, xs, name) - ys)
-                got["pooled"] += list(pooled_mean(plan, noisy, i) - ys)
+                got["pooled"] += list(float(window_means(plan, noisy)[i]) - ys)
         dp[str(eps)] = {k: rmse(v) for k, v in got.items()}
         print(f"  {window_minutes} min, epsilon {eps}: {dp[str(eps)]}", flush=True)
     return {

@@ -40,8 +40,8 @@ R = TypeVar("R")
 class OptionsOf:
     """Marks a field of a command's arguments as options declared on a model (or a list of declared options):
     ``leave_out`` or ``only`` pick some (``only`` also orders them); ``parse`` turns the text a flag takes into
-    the model's value (``{"bbox": parse_box}``) before the model is built. Without ``source`` the options are
-    those of the field's own type."""
+    the model's value (``{"utility_epsilons": parse_utility_epsilons}``) before the model is built. Without
+    ``source`` the options are those of the field's own type."""
 
     source: type[BaseModel] | Sequence[DeclaredOption] | None = None
     leave_out: Collection[str] = ()

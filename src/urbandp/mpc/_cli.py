@@ -14,6 +14,7 @@ from urbandp._cli_support import cli_guard
 from urbandp._outputs import check_output_file, dumps_strict
 from urbandp.errors import InputError
 from urbandp.mpc._spec import MAX_TIMEOUT_S, ServeOptions
+from urbandp.sensing._options import parse_numbers
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -35,15 +36,9 @@ def _check_timeout(timeout: float) -> None:
 
 
 def _rect(text: str) -> tuple[float, float, float, float]:
-    try:
-        vals = tuple(float(t) for t in text.split(","))
-    except ValueError:
-        raise InputError(
-            f"--rect needs 4 comma-separated numbers LAT1,LON1,LAT2,LON2, got {text!r}"
-        ) from None
-    if len(vals) != 4:
-        raise InputError(f"--rect needs 4 comma-separated numbers LAT1,LON1,LAT2,LON2, got {text!r}")
-    return vals[0], vals[1], vals[2], vals[3]
+    """``--rect`` as four numbers, read as `sensing query` reads its own."""
+    a, b, c, d = parse_numbers(text, 4, "rect") or ()
+    return a, b, c, d
 
 
 def _theta(text: str | None) -> tuple[float | None, float | None]:
@@ -123,13 +118,13 @@ def query(
     Example: urbandp mpc query --server 127.0.0.1:7700 --route home.geojson --rect 22.50,88.32,22.56,88.37
     """
     _check_timeout(timeout)
+    r = _rect(rect)
     _need_spu()
     from urbandp.mpc import _wire as wire
     from urbandp.mpc._client import Client, route_points
     from urbandp.mpc._routes import ANSWER_KEYS
     from urbandp.sensing._queries import read_cells_file
 
-    r = _rect(rect)
     if (cells is None) == (route is None):
         raise InputError("give exactly one of --cells FILE and --route GEOJSON")
     t1, t2 = _theta(theta)
@@ -181,6 +176,7 @@ def routes(
     reach the server; the PNG shows what the client knows: its routes and answers, not the server's map.
     """
     _check_timeout(timeout)
+    r = _rect(rect)
     if png is not None:
         check_output_file(png, "--png")
     _need_spu()
@@ -189,7 +185,6 @@ def routes(
 
     if len(route) < 1:
         raise InputError("give at least one --route")
-    r = _rect(rect)
     pts = [route_points(p) for p in route]
     answers = query_routes(
         server, client_id, timeout, r, route, pts, lambda a: typer.echo(dumps_strict(a, indent=None))

@@ -9,8 +9,6 @@ query absorbs the OT set-up.
 from __future__ import annotations
 
 import contextlib
-import itertools
-import json
 import socket
 import time
 from pathlib import Path
@@ -34,51 +32,28 @@ def parse_hostport(text: str) -> tuple[str, int]:
 
 
 def route_points(path: Path) -> np.ndarray:
-    """(lat, lon) vertices of every LineString / MultiLineString / Point in a GeoJSON file, segments densified
-    to ~20 m so that every cell the route crosses gets a point."""
-    if not path.is_file():
-        raise InputError(f"route file not found: {path}")
-    try:
-        doc = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InputError(f"{path}: not GeoJSON (cannot parse JSON)") from None
-    lines: list[list[list[float]]] = []
+    """(lat, lon) positions of every line (polygon rings included) and point of a GeoJSON file, read by the one
+    GeoJSON reader (:func:`urbandp._records.geojson.read_geojson`), segments densified to ~20 m so that every
+    cell the route crosses gets a point."""
+    from urbandp._records.geojson import read_geojson
 
-    def walk(g: Any) -> None:
-        if not isinstance(g, dict):
-            return
-        t = g.get("type")
-        if t == "FeatureCollection":
-            for f in g.get("features", []):
-                walk(f)
-        elif t == "Feature":
-            walk(g.get("geometry"))
-        elif t == "GeometryCollection":
-            for h in g.get("geometries", []):
-                walk(h)
-        elif t == "LineString":
-            lines.append(g["coordinates"])
-        elif t == "MultiLineString":
-            lines.extend(g["coordinates"])
-        elif t == "Point":
-            lines.append([g["coordinates"]])
-
-    walk(doc)
-    pts: list[tuple[float, float]] = []
-    for line in lines:
-        coords = [(float(c[1]), float(c[0])) for c in line]  # GeoJSON is lon, lat
-        for (a_lat, a_lon), (b_lat, b_lon) in itertools.pairwise(coords):
-            _, _, metres = geodesy.WGS84.inv(
-                a_lon, a_lat, b_lon, b_lat
-            )  # the segment's length on the ellipsoid
-            k = max(int(metres / 20.0), 1)
-            for t in np.linspace(0.0, 1.0, k, endpoint=False):
-                pts.append((a_lat + t * (b_lat - a_lat), a_lon + t * (b_lon - a_lon)))
-        if coords:
-            pts.append(coords[-1])
+    _, lines, points, _ = read_geojson(path)
+    pts: list[np.ndarray] = []
+    for line in (*lines, *points):
+        if len(line) == 0:
+            continue
+        lon, lat = line[:, 0], line[:, 1]  # GeoJSON is lon, lat
+        # each segment's length on the ellipsoid
+        metres = np.atleast_1d(geodesy.WGS84.inv(lon[:-1], lat[:-1], lon[1:], lat[1:])[2])
+        for i, metres_i in enumerate(metres):
+            t = np.linspace(0.0, 1.0, max(int(metres_i / 20.0), 1), endpoint=False)
+            pts.append(
+                np.column_stack([lat[i] + t * (lat[i + 1] - lat[i]), lon[i] + t * (lon[i + 1] - lon[i])])
+            )
+        pts.append(np.array([[lat[-1], lon[-1]]]))
     if not pts:
         raise InputError(f"{path}: no LineString or Point geometry")
-    return np.array(pts)
+    return np.concatenate(pts)
 
 
 def cells_on_route(points: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
@@ -221,12 +196,11 @@ class Client:
     def _error2_scale(self, spec: QuerySpec, e2: float, n_cells: int) -> dict[str, Any]:
         """The scale of the noisy squared error from public figures only (:func:`error2_interval`): the server's
         discrete Laplace on the 2^-18 lattice at the query's epsilon, and the range the program clamps to."""
-        from urbandp._privacy.mechanisms import laplace_scale
         from urbandp.mpc._spec import FXP_FRACTION_BITS
         from urbandp.sensing._queries import error2_interval, error2_range
 
         lo, hi = error2_range(spec.function, n_cells, spec.sigma2_min, spec.sigma2_max, spec.steepness)
-        units = laplace_scale(float(spec.lattice_sensitivity()), float(self.params["epsilon_per_query"]))
+        units = spec.lattice_scale(float(self.params["epsilon_per_query"]))
         return error2_interval(e2, units * 2.0**-FXP_FRACTION_BITS, lo, hi)
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ OWNER = {"mu": SERVER, "sigma2": SERVER, "noise": SERVER, "v": CLIENT, "theta": 
 
 _compile_lock = threading.Lock()
 _logging_set = False
-_compiled: dict[str, Any] = {}
+_compiled: dict[QuerySpec, Any] = {}  # by the public spec (frozen: its fields are the key)
 
 
 def _libspu() -> Any:
@@ -73,7 +73,7 @@ def compile_spec(spec: QuerySpec) -> Any:
     from spu.utils import frontend
 
     with _compile_lock:
-        if spec.key() not in _compiled:
+        if spec not in _compiled:
             ex, _ = frontend.compile(
                 frontend.Kind.JAX,
                 build(spec),
@@ -83,8 +83,8 @@ def compile_spec(spec: QuerySpec) -> Any:
                 [libspu.Visibility.VIS_SECRET] * len(INPUTS),
                 lambda outs: [f"out{i}" for i in range(len(outs))],
             )
-            _compiled[spec.key()] = ex
-        return _compiled[spec.key()]
+            _compiled[spec] = ex
+        return _compiled[spec]
 
 
 def executable_digest(ex: Any) -> str:

@@ -19,9 +19,9 @@ from urbandp._privacy.noise import NoiseSource
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InvalidParameterError
 from urbandp.sensing._options import QueryOptions, sharpness
-from urbandp.sensing._queries import error2_range
+from urbandp.sensing._queries import QUERY_TYPES, error2_range
 
-FUNCTIONS = ("average", "min", "max", "min-exact", "max-exact", "count", "range")
+FUNCTIONS = QUERY_TYPES  # the plaintext reference's queries, each computed in the secure program
 FXP_FRACTION_BITS = 18  # SPU FM64 fixed point: the lattice of every secret value is 2^-18
 MAX_CELLS = 500  # n^2 must stay below 2^18: SPU silently returns 0 when dividing by a larger secret
 SIGMOID_CLIP = 12.0  # exp/sigmoid inputs are clipped to +-12 (SPU's approximations hold there)
@@ -53,12 +53,6 @@ class QuerySpec:
         if not 0 <= self.sigma2_min < self.sigma2_max:
             raise ValueError("need 0 <= sigma2_min < sigma2_max")
 
-    def key(self) -> str:
-        return (
-            f"{self.function}|{self.n_rect}|{self.alpha}|{self.rho!r}|{self.steepness!r}|"
-            f"{self.sigma2_min!r}|{self.sigma2_max!r}"
-        )
-
     def worst_sensitivity(self) -> float:
         """Per-reading sensitivity of ``E^2`` for any client selection: the server does not know ``n = sum v``,
         so it takes the worst case over ``alpha <= n <= n_rect`` (queries below alpha release only zeros)."""
@@ -72,6 +66,10 @@ class QuerySpec:
         """The sensitivity in lattice units (2^-18) of the clamped fixed-point ``E^2``."""
         return math.ceil(self.worst_sensitivity() * 2**FXP_FRACTION_BITS * (1 + SLACK_RELATIVE)) + SLACK_UNITS
 
+    def lattice_scale(self, epsilon: float) -> float:
+        """The discrete Laplace scale, in lattice units, of the noise at ``epsilon`` per query (OpenDP's map)."""
+        return laplace_scale(float(self.lattice_sensitivity()), epsilon)
+
 
 def draw_noise(spec: QuerySpec, epsilon: float, noise: NoiseSource) -> tuple[float, float]:
     """Discrete Laplace on the fixed-point lattice (OpenDP, floating-point safe): ``(noise value, epsilon)``.
@@ -79,12 +77,11 @@ def draw_noise(spec: QuerySpec, epsilon: float, noise: NoiseSource) -> tuple[flo
     The noisy ``E^2`` is ``E^2 + noise`` computed exactly on the lattice, i.e. the discrete Laplace mechanism on
     the integer representation; the epsilon reported comes from OpenDP's privacy map.
     """
-    d = spec.lattice_sensitivity()
-    scale = laplace_scale(float(d), epsilon)
+    scale = spec.lattice_scale(epsilon)
     units = int(noise.discrete_laplace(np.array([0], dtype=np.int64), scale)[0])
     if abs(units) >= 2**52:
         units = int(math.copysign(2**52 - 1, units))  # far beyond the clamp anyway (post-processing)
-    return units * 2.0**-FXP_FRACTION_BITS, laplace_epsilon(float(d), scale)
+    return units * 2.0**-FXP_FRACTION_BITS, laplace_epsilon(float(spec.lattice_sensitivity()), scale)
 
 
 MAX_TIMEOUT_S = 86_400.0

@@ -45,19 +45,12 @@ def _map(
     overwrite: bool,
     release: Callable[[dict[str, Any], Session], R],
 ) -> R:
-    """Run a map release in a charge of ``session``: ``release`` gets where its options read, write and book."""
+    """Run a map release in a charge of ``session``: ``release`` gets where its options read and write."""
     from urbandp.sensing._result import readings_csv
 
     s = _session(session)
     with readings_csv(data, overwrite) as path:
-        where = {
-            "input_path": path,
-            "out": None if out is None else Path(out),
-            "dataset": s.dataset,
-            "budget_store": s.store,
-            "allow_meaningless_epsilon": s.allow_meaningless_epsilon,
-        }
-        rel = release(where, s)
+        rel = release({"input_path": path, "out": None if out is None else Path(out)}, s)
     rel.emit_warnings()
     return rel
 
@@ -83,7 +76,11 @@ def dp_map(
     from urbandp.sensing._dp_map_release import run_dp_map
 
     return _map(
-        data, session, out, overwrite, lambda where, s: run_dp_map(DpMapOptions(**where, **options), s)
+        data,
+        session,
+        out,
+        overwrite,
+        lambda where, s: run_dp_map(DpMapOptions(**where, dataset=s.dataset, **options), s),
     )
 
 

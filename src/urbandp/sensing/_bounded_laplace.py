@@ -121,11 +121,8 @@ def holohan_scale(
     rel_tol: float = 1e-12,
     lattice: float = 0.0,
 ) -> float:
-    """Smallest scale ``b`` with ``lattice_epsilon(b) <= epsilon`` (bisection; returns the feasible end)."""
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ValueError(f"epsilon must be finite and > 0, got {epsilon}")
-    if not (sensitivity > 0 and upper > lower):
-        raise ValueError("need sensitivity > 0 and upper > lower")
+    """Smallest scale ``b`` with ``lattice_epsilon(b) <= epsilon`` (bisection; returns the feasible end), for the
+    parameters :class:`BoundedLaplace` has checked."""
 
     def loss(b: float) -> float:
         return lattice_epsilon(b, sensitivity, lower, upper, lattice)

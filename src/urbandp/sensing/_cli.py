@@ -26,7 +26,6 @@ from urbandp.sensing._options import (
     InterpolateOptions,
     PmMapOptions,
     QueryOptions,
-    parse_box,
     parse_numbers,
     parse_utility_epsilons,
 )
@@ -59,6 +58,11 @@ def synth(
     print(f"wrote {readings} readings to {write_synth_readings(out, readings, vehicles, hours, seed)}")
 
 
+def _box(parameter: str) -> Callable[[str | None], tuple[float, ...] | None]:
+    """``--bbox``/``--rect``/``--select`` text as four numbers (the options check them: ``bbox`` min < max)."""
+    return functools.partial(parse_numbers, n=4, parameter=parameter)
+
+
 Readings = Annotated[
     Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
 ]
@@ -72,7 +76,7 @@ class InterpolateArguments:
 
     input_path: Readings
     out: OutDir
-    options: Annotated[dict[str, Any], OptionsOf(InterpolateOptions, parse={"bbox": parse_box})]
+    options: Annotated[dict[str, Any], OptionsOf(InterpolateOptions, parse={"bbox": _box("bbox")})]
     overwrite: Overwrite = False
 
 
@@ -121,14 +125,14 @@ class DpMapArguments(MapArguments):
     config: Annotated[Path | None, config_option("sensing.dp-map")] = None
     options: Annotated[
         dict[str, Any],
-        OptionsOf(DpMapOptions, parse={"bbox": parse_box, "utility_epsilons": parse_utility_epsilons}),
+        OptionsOf(DpMapOptions, parse={"bbox": _box("bbox"), "utility_epsilons": parse_utility_epsilons}),
     ]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PmMapArguments(MapArguments):
     config: Annotated[Path | None, config_option("sensing.pm-map")] = None
-    options: Annotated[dict[str, Any], OptionsOf(PmMapOptions, parse={"bbox": parse_box})]
+    options: Annotated[dict[str, Any], OptionsOf(PmMapOptions, parse={"bbox": _box("bbox")})]
 
 
 @command(app, DpMapArguments, "dp-map")
@@ -164,11 +168,6 @@ def pm_map(a: PmMapArguments) -> None:
     _print_pm_map(a.run(release), a.out, **a.options)
 
 
-def _rect(parameter: str) -> Callable[[str | None], tuple[float, ...] | None]:
-    """``--rect``/``--select`` text as four numbers (two corners, in any order)."""
-    return functools.partial(parse_numbers, n=4, parameter=parameter)
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class QueryArguments:
     """``urbandp sensing query``: the grid, the options of :class:`~urbandp.sensing._options.QueryOptions`, and
@@ -179,7 +178,7 @@ class QueryArguments:
     ]
     config: Annotated[Path | None, config_option("sensing.query")] = None  # read by its callback
     options: Annotated[
-        dict[str, Any], OptionsOf(QueryOptions, parse={"rect": _rect("rect"), "select": _rect("select")})
+        dict[str, Any], OptionsOf(QueryOptions, parse={"rect": _box("rect"), "select": _box("select")})
     ]
     out: Annotated[
         Path | None, typer.Option("--out", help="Also write the answer as JSON here (default: stdout only).")
@@ -241,10 +240,8 @@ def plan(a: PlanArguments) -> None:
     """
     from urbandp.sensing._planner import parse_cell_sizes, parse_windows, plan_sensing, plan_text
 
-    box = parse_box(a.bbox)
-    assert box is not None
     rows, best = plan_sensing(
-        bbox=box,
+        bbox=_box("bbox")(a.bbox),  # type: ignore[arg-type]
         cell_sizes=parse_cell_sizes(a.cell_metres),
         windows_days=parse_windows(a.windows),
         **keywords(a, "bbox", "cell_metres", "windows"),

@@ -23,7 +23,7 @@ loss booked per **vehicle-day** and guarded. The variance stays standardised (or
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,7 +32,6 @@ from urbandp._privacy.loss import Loss, optimal_homogeneous_epsilon
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InvalidParameterError
 from urbandp.sensing._bounded_laplace import (
-    LATTICE_EXPONENT,
     MIN_ACCEPTANCE,
     BoundedLaplace,
     acceptance_min,
@@ -54,7 +53,6 @@ class DpWindow:
     sigma2_dp: np.ndarray
     upper: float
     scale: float
-    epsilon_cell_actual: float
     fitted: WindowResult | None
     leak_before: Leakage | None = None
     leak_after: Leakage | None = None
@@ -64,7 +62,6 @@ class DpWindow:
 class DpMapRelease:
     windows: list[DpWindow]
     ledger: PrivacyLedger
-    privacy: dict[str, object] = field(default_factory=dict)
 
 
 MAX_EXPECTED_DRAWS = 20_000_000  # bound on the rejection sampler's work (OpenDP draws) for one release
@@ -82,10 +79,9 @@ def all_windows(readings: Readings, window_minutes: int) -> np.ndarray:
 
 
 def public_windows(start: np.datetime64, end: np.datetime64, window_minutes: int) -> np.ndarray:
-    """The windows that cover the public interval ``[start, end)`` (chosen without looking at the data): the
-    first begins at ``start``, each follows the last, and the last may run past ``end`` (its readings stop there)."""
-    if not end > start:
-        raise InvalidParameterError(f"end ({end}) must be after start ({start})", parameters=("start", "end"))
+    """The windows that cover the public interval ``[start, end)`` (chosen without looking at the data, checked by
+    :func:`urbandp.sensing._options.parse_window`): the first begins at ``start``, each follows the last, and the
+    last may run past ``end`` (its readings stop there)."""
     step = np.timedelta64(int(window_minutes), "m")
     first: np.datetime64 = start.astype("datetime64[m]")
     stop: np.datetime64 = end.astype("datetime64[m]")
@@ -158,7 +154,8 @@ class DpMapPlan:
         }
 
     def check(self) -> None:
-        """Refuse, before any noise, a release whose noise is meaningless or whose work is unbounded."""
+        """Refuse, before any noise, a release whose noise is meaningless (:func:`plan_dp_map` refused unbounded
+        work)."""
         if self.acceptance_min < MIN_ACCEPTANCE:
             raise InvalidParameterError(  # one "epsilon" only: the parameter (the CLI writes its flag)
                 f"at {self.epsilon_cell:.3g} per cell the bounded Laplace scale is {self.scale:.3g}: one "
@@ -166,7 +163,6 @@ class DpMapPlan:
                 "values would be practically uniform noise (no information); use a larger epsilon",
                 parameters="epsilon",
             )
-        check_work(self.windows, self.cells, self.expected_draws)
 
 
 def check_work(windows: int, cells: int, expected_draws: float) -> None:
@@ -323,7 +319,7 @@ def _release_dp_map(
                     },
                 )
             )
-        dw = DpWindow(w, n, s2, noisy, mech.upper, mech.scale, mech.epsilon_actual, res)
+        dw = DpWindow(w, n, s2, noisy, mech.upper, mech.scale, res)
         if res is not None and n > 0:
             mask = starts == w
             visited = np.zeros(n_cells, dtype=bool)
@@ -333,61 +329,7 @@ def _release_dp_map(
         out.append(dw)
         if progress is not None:
             progress(i + 1, len(windows))
-    privacy = _release_privacy(out, ledger, n_cells, epsilon_cell, sensitivity, calibration)
-    return DpMapRelease(out, ledger, privacy)
-
-
-def _release_privacy(
-    out: list[DpWindow],
-    ledger: PrivacyLedger,
-    n_cells: int,
-    epsilon_cell: float,
-    sensitivity: float,
-    calibration: str,
-) -> dict[str, object]:
-    """The mechanism's part of privacy.json: the per-cell epsilon with its lattice slack, the window map's basic
-    composition and the ledger (Holohan et al. 2018), or, for the paper's calibration, why no epsilon holds."""
-    eps_window = max((w.epsilon_cell_actual * n_cells for w in out), default=0.0)
-    privacy: dict[str, object] = {
-        "mechanism": "bounded Laplace on standardised sigma_p^2 per cell (Holohan et al. 2018), OpenDP draws"
-        if calibration != "paper"
-        else "paper's bounded Laplace (b = Delta/epsilon, data-dependent bounds)",
-        "calibration": calibration,
-        "differentially_private": calibration != "paper",
-        "unit": "reading",
-        "sensitivity_per_cell": sensitivity,
-        "sensitivity_source": "section VI-A: |f(D) - f(D')| <= sigma_f^2, kernel variance capped at Delta",
-        "epsilon_cell_requested": epsilon_cell,
-        "cells_per_window": n_cells,
-        "windows_released": len(out),
-    }
-    if calibration != "paper":
-        privacy.update(
-            {
-                "epsilon_cell_actual_max": max((w.epsilon_cell_actual for w in out), default=0.0),
-                "noise_lattice": f"2^{LATTICE_EXPONENT} (OpenDP make_laplace k={LATTICE_EXPONENT}; the per-cell "
-                "epsilon includes the lattice slack, see urbandp.sensing._bounded_laplace)",
-                "epsilon_per_window_map": eps_window,
-                "epsilon_per_reading": eps_window,
-                "epsilon_vehicle_upper_bound": ledger.epsilon_spent,
-                "composition": "basic over the G cells of a window; parallel over windows for one reading; "
-                "a vehicle in W windows: W x window epsilon (ledger sum)",
-                "ledger": ledger.to_dict(),
-            }
-        )
-    else:
-        privacy["epsilon"] = None
-        privacy["epsilon_reason"] = (
-            "not DP: the upper bound of the noise domain is the window's largest true sigma_p^2 (read from the "
-            "data), so no finite epsilon holds; 'epsilon_cell_requested' is only the paper's nominal parameter"
-        )
-        privacy["flaws"] = [
-            "b = Delta/epsilon ignores the input-dependent normaliser of the truncated Laplace (Holohan et al.)",
-            "bounds [0, max sigma_p^2] are taken from the data",
-            "Delta = 1 is not a sensitivity bound when the fitted kernel variance exceeds 1",
-            "epsilon is per cell; the map of G cells costs G x epsilon",
-        ]
-    return privacy
+    return DpMapRelease(out, ledger)
 
 
 def rmse_vs_epsilon(

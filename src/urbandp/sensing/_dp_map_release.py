@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from urbandp._outputs import owner_dir_for
-from urbandp.errors import Advice, InputDataError, InvalidParameterError
+from urbandp.errors import Advice, InputDataError
 from urbandp.sensing._options import DpMapOptions, parse_window
 from urbandp.sensing._report import spec_sha256
 from urbandp.sensing._result import SensingRelease, owner_files, staging
@@ -60,23 +59,6 @@ class _Inputs:
     windows: np.ndarray
     grid: SquareGrid
     plan: DpMapPlan | None
-    public_window: bool
-
-
-def check_epsilons(o: DpMapOptions) -> None:
-    """The delta limit and the bounded Laplace's floor on epsilon, for the map and the utility curve."""
-    from urbandp._privacy.guards import check_delta
-    from urbandp.sensing._bounded_laplace import check_meaningful
-
-    check_delta(o.delta, "delta")
-    hi = o.sensitivity if o.upper is None else o.upper
-    for e in (o.epsilon, *o.utility_epsilons):  # same floor for the utility curve (closed form breaks below)
-        try:
-            check_meaningful(e, o.sensitivity, 0.0, hi)
-        except ValueError as err:
-            if e == o.epsilon:  # err names epsilon and its value: "epsilon 0.001 needs ..."
-                raise InvalidParameterError(str(err), parameters="epsilon") from None
-            raise InvalidParameterError(f"utility_epsilons: {err}", parameters="utility_epsilons") from None
 
 
 def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
@@ -89,16 +71,14 @@ def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
     rows: dict[str, Any] = dict(load.__dict__)
     if o.start is not None and o.end is not None:
         start, end = parse_window(o.start, o.end)
-        t = readings.time.astype("datetime64[m]")
-        inside = (t >= start) & (t < end)
-        rows["rows_outside_window"] = int((~inside).sum())
-        if not inside.any():
+        inside, rows["rows_outside_window"] = readings.within(start, end)
+        if len(inside) == 0:
             raise InputDataError(
                 f"no usable reading inside start {o.start} end {o.end} "
                 f"({len(readings)} usable readings lie outside it)",
                 parameters=("start", "end"),
             )
-        readings = readings.subset(inside)
+        readings = inside
         windows = public_windows(start, end, o.window_minutes)
     else:
         windows = all_windows(readings, o.window_minutes)
@@ -113,7 +93,7 @@ def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
             f"the paper's calibration releases only fitted windows; none has {o.min_readings} readings "
             f"({len(readings)} usable)"
         )
-    return _Inputs(readings, rows, windows, grid, plan, o.start is not None)
+    return _Inputs(readings, rows, windows, grid, plan)
 
 
 def not_dp_reasons(o: DpMapOptions) -> list[str]:
@@ -168,16 +148,6 @@ def _measure(
 
     fit_clock, noise_clock = clocks
     with blas_threads_limit(), progress() as bar:
-        fit_task = bar.add_task("GP per window", total=None)
-
-        def fit_progress(i: int, n: int) -> None:
-            fit_clock.tick(i, n)
-            bar.update(fit_task, completed=i, total=n)
-
-        def noise_progress(i: int, n: int) -> None:
-            noise_clock.tick(i, n)
-            bar.update(noise_task, completed=i, total=n)
-
         r, grid = inputs.readings, inputs.grid
         fitted = fit_for_release(
             r,
@@ -187,11 +157,9 @@ def _measure(
             o.window_minutes,
             o.kernel,
             o.min_readings,
-            progress=fit_progress,
+            progress=fit_clock.ticking(bar, "GP per window"),
             origin=inputs.windows[0] if o.calibration != "paper" and len(inputs.windows) else None,
         )
-        noise_task = bar.add_task("bounded Laplace (OpenDP)", total=None)
-        noise_clock.restart()
         if o.calibration == "paper" and not fitted:
             raise InputDataError(f"no window has at least {o.min_readings} readings")
         rel = _release_dp_map(
@@ -204,7 +172,7 @@ def _measure(
             o.upper,
             o.calibration,
             o.window_minutes,
-            progress=noise_progress,
+            progress=noise_clock.ticking(bar, "bounded Laplace (OpenDP)"),
             windows=inputs.windows if o.calibration != "paper" else None,
         )
     return rel, fitted
@@ -219,7 +187,6 @@ def run_dp_map(o: DpMapOptions, session: Session) -> DpMapResult:
 
     if o.out is not None:
         check_output_path(o.out)
-    check_epsilons(o)
     with staging("dpmap") as (d, q_stage):
         inputs = _read(o, q_stage)
         charge = session.charge("vehicle-day", out=o.out)
@@ -258,29 +225,16 @@ def _result(
             "seconds": fit_clock.seconds + noise_clock.seconds,
         }
     ).write_csv(d.owner_path("window_timing.csv"))
-    files = owner_files(d.owner)
     # the noise is drawn in bulk (one OpenDP call per core), so only its total time means something
     timing = [fit_clock.summary("GP fits"), noise_clock.summary("noise", per_window=False)]
-    document = _privacy(o, rel, inputs, not_dp)
-    document["not_dp_outputs"] = _owner_paths(files)(o.out)
     return DpMapResult(
         tables={"dp_grid": table},
-        privacy=DpMapPrivacyReport.from_document(document),
-        owner={"files": files, "input_report": {"rows": inputs.rows}, "timing": timing},
+        privacy=DpMapPrivacyReport.from_document(_privacy(o, rel, inputs, not_dp)),
+        owner={"files": owner_files(d.owner), "input_report": {"rows": inputs.rows}, "timing": timing},
         warnings=[f"NOT differentially private: {reason}" for reason in not_dp],
-        owner_paths=_owner_paths(files),
+        owner_notes=OWNER_FILES,
         grid=inputs.grid,
     )
-
-
-def _owner_paths(files: dict[str, bytes]) -> Any:
-    """privacy.json's ``not_dp_outputs`` for a folder ``out``: the owner files beside it."""
-
-    def paths(out: Path | None) -> dict[str, str]:
-        owner = owner_dir_for(out) if out is not None else Path("owner_only")
-        return {str(owner / name): why for name, why in OWNER_FILES.items() if name in files}
-
-    return paths
 
 
 def _dp_grid(o: DpMapOptions, rel: DpMapRelease, grid: SquareGrid) -> pl.DataFrame:
@@ -368,22 +322,53 @@ def _leakage(o: DpMapOptions, d: OutputDirs, rel: DpMapRelease, grid: SquareGrid
 
 
 def _privacy(o: DpMapOptions, rel: DpMapRelease, inputs: _Inputs, not_dp: list[str]) -> dict[str, Any]:
-    """privacy.json's content (public parameters and figures computed from them only)."""
+    """privacy.json's content (public parameters and figures computed from them only): the per-cell epsilon with
+    its lattice slack, the plan's composition figures and the ledger (Holohan et al. 2018), or, for the paper's
+    calibration, why no epsilon holds."""
+    from urbandp.sensing._bounded_laplace import LATTICE_EXPONENT
+
     grid, plan = inputs.grid, inputs.plan
-    privacy: dict[str, Any] = dict(rel.privacy)
+    privacy: dict[str, Any] = {
+        "mechanism": "bounded Laplace on standardised sigma_p^2 per cell (Holohan et al. 2018), OpenDP draws"
+        if plan is not None
+        else "paper's bounded Laplace (b = Delta/epsilon, data-dependent bounds)",
+        "calibration": o.calibration,
+        "differentially_private": not not_dp,
+        "unit": "reading",
+        "sensitivity_per_cell": o.sensitivity,
+        "sensitivity_source": "section VI-A: |f(D) - f(D')| <= sigma_f^2, kernel variance capped at Delta",
+        "epsilon_cell_requested": o.epsilon,
+        "cells_per_window": grid.n_cells,
+        "windows_released": len(rel.windows),
+    }
     if plan is not None:
+        privacy["epsilon_cell_actual_max"] = plan.epsilon_cell
+        privacy["noise_lattice"] = (
+            f"2^{LATTICE_EXPONENT} (OpenDP make_laplace k={LATTICE_EXPONENT}; the per-cell epsilon includes the "
+            "lattice slack, see urbandp.sensing._bounded_laplace)"
+        )
         privacy.update(plan.to_json())
+        privacy["ledger"] = rel.ledger.to_dict()
         privacy["epsilon_budget"] = o.budget
-    if not_dp:
-        privacy["differentially_private"] = False
+        privacy["budget_booked"] = {"unit": "vehicle-day", "epsilon_per_day": plan.epsilon_per_vehicle_day}
+    else:
+        privacy["epsilon"] = None
+        privacy["epsilon_reason"] = (
+            "not DP: the upper bound of the noise domain is the window's largest true sigma_p^2 (read from the "
+            "data), so no finite epsilon holds; 'epsilon_cell_requested' is only the paper's nominal parameter"
+        )
+        privacy["flaws"] = [
+            "b = Delta/epsilon ignores the input-dependent normaliser of the truncated Laplace (Holohan et al.)",
+            "bounds [0, max sigma_p^2] are taken from the data",
+            "Delta = 1 is not a sensitivity bound when the fitted kernel variance exceeds 1",
+            "epsilon is per cell; the map of G cells costs G x epsilon",
+        ]
     privacy["not_dp_reasons"] = not_dp
     privacy["dp_label"] = (
         "differentially private (per reading, and per vehicle-day)"
         if not not_dp
         else "NOT differentially private"
     )
-    if plan is not None:
-        privacy["budget_booked"] = {"unit": "vehicle-day", "epsilon_per_day": plan.epsilon_per_vehicle_day}
     privacy["bbox"] = [grid.lat_min, grid.lon_min, grid.lat_max, grid.lon_max]
     privacy["bbox_source"] = "bbox (public)" if o.bbox else "from the readings: NOT differentially private"
     privacy["windows_source"] = (

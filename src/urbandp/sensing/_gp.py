@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import OptimizeResult, minimize
 
-from urbandp.sensing._kernels import check_kernel, distances, kernel_value, value_and_dlog_lengthscale
+from urbandp.sensing._kernels import distances, kernel_value, value_and_dlog_lengthscale
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -38,6 +38,10 @@ class Hyperparameters:
     def from_log(cls, theta: np.ndarray) -> Hyperparameters:
         v, ell, s = np.exp(theta)
         return cls(float(v), float(ell), float(s))
+
+    def rescaled(self, ratio: float) -> Hyperparameters:
+        """This fit for values standardised by another sd: both variances times ``ratio = (this sd / that sd)^2``."""
+        return Hyperparameters(self.variance * ratio, self.lengthscale, self.noise * ratio)
 
 
 @dataclass(frozen=True)
@@ -81,35 +85,16 @@ def _sym_inner(lower: np.ndarray, full: np.ndarray) -> float:
     return 2.0 * float(np.sum(lower * full)) - float(np.dot(np.diag(lower), np.diag(full)))
 
 
-def log_marginal_likelihood(
-    kernel: str, r: np.ndarray, y: np.ndarray, theta: np.ndarray, with_gradient: bool = True
-) -> tuple[float, np.ndarray]:
-    """Log marginal likelihood log p(y | X, theta) and its gradient in log-parameters (sigma_f^2, l, sigma_n^2).
-
-    Rasmussen & Williams (2006) eq. 5.8: ``-1/2 y^T K_y^{-1} y - 1/2 log|K_y| - n/2 log 2 pi``,
-    gradient eq. 5.9: ``1/2 tr((alpha alpha^T - K_y^{-1}) dK_y/dtheta_j)``; ``r`` is the n x n distance matrix.
-    """
+def log_marginal_likelihood(kernel: str, r: np.ndarray, y: np.ndarray, theta: np.ndarray) -> float:
+    """Log marginal likelihood log p(y | X, theta) at log-parameters (sigma_f^2, l, sigma_n^2): Rasmussen & Williams
+    (2006) eq. 5.8, ``-1/2 y^T K_y^{-1} y - 1/2 log|K_y| - n/2 log 2 pi``; ``r`` is the n x n distance matrix."""
     hp = Hyperparameters.from_log(theta)
     n = y.shape[0]
-    k, dk_dlogl = value_and_dlog_lengthscale(kernel, r, hp.variance, hp.lengthscale)
+    k = kernel_value(kernel, r, hp.variance, hp.lengthscale)
     k[np.diag_indices(n)] += hp.noise
     chol = _chol(k)
     alpha = sla.cho_solve((chol, True), y, check_finite=False)
-    lml = -0.5 * float(y @ alpha) - float(np.sum(np.log(np.diag(chol)))) - 0.5 * n * LOG_2PI
-    if not with_gradient:
-        return lml, np.zeros(3)
-    k_inv = _kinv_lower(chol)
-    tr_inv = float(np.sum(np.diag(k_inv)))
-    # K = K_y - sigma_n^2 I, so tr(K_y^-1 K) = n - sigma_n^2 tr(K_y^-1)
-    a_k_a = float(y @ alpha) - hp.noise * float(alpha @ alpha)
-    grad = np.array(
-        [
-            0.5 * (a_k_a - (n - hp.noise * tr_inv)),
-            0.5 * (float(alpha @ (dk_dlogl @ alpha)) - _sym_inner(k_inv, dk_dlogl)),
-            0.5 * hp.noise * (float(alpha @ alpha) - tr_inv),
-        ]
-    )
-    return lml, grad
+    return -0.5 * float(y @ alpha) - float(np.sum(np.log(np.diag(chol)))) - 0.5 * n * LOG_2PI
 
 
 def profiled_log_marginal_likelihood(
@@ -157,7 +142,6 @@ def _lbfgsb(
     theta0: np.ndarray,
     log_bounds: list[tuple[float, float]],
     max_iter: int,
-    callback: Callable[[object], None] | None = None,
 ) -> OptimizeResult:
     """Minimise ``objective`` (value and analytic gradient) over log hyper-parameters within ``log_bounds`` by
     L-BFGS-B, as both GP engines fit theirs (the exact GP's marginal likelihood, the sparse GP's bound)."""
@@ -168,33 +152,22 @@ def _lbfgsb(
         method="L-BFGS-B",
         bounds=log_bounds,
         options={"maxiter": max_iter, "ftol": 1e-9},
-        callback=callback,
     )
-
-
-@dataclass
-class _Standardiser:
-    mean: float
-    sd: float
-
-    @classmethod
-    def of(cls, y: np.ndarray) -> _Standardiser:
-        sd = float(np.std(y))
-        return cls(float(np.mean(y)), sd if sd > 0 else 1.0)
 
 
 class _OriginalUnits:
     """``predict`` in the original units of ``y``, shared by both GP engines (they fit on standardised values)."""
 
     kernel: str
-    standardiser_: _Standardiser
+    value_mean_: float
+    value_sd_: float
     hyperparameters_: Hyperparameters
 
     def _standardise(self, y: np.ndarray) -> np.ndarray:
-        """``y`` in standardised units (its mean and sd kept for :meth:`predict`), after the kernel is checked."""
-        check_kernel(self.kernel)
-        self.standardiser_ = _Standardiser.of(y)
-        return (y - self.standardiser_.mean) / self.standardiser_.sd
+        """``y`` in standardised units (its mean and sd, 1 for constant values, kept for :meth:`predict`)."""
+        sd = float(np.std(y))
+        self.value_mean_, self.value_sd_ = float(np.mean(y)), sd if sd > 0 else 1.0
+        return (y - self.value_mean_) / self.value_sd_
 
     def _posterior(self, xs: np.ndarray, hp: Hyperparameters) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and (unclipped) latent variance at the points ``xs``, in standardised units."""
@@ -214,23 +187,19 @@ class _OriginalUnits:
     def predict(self, x_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and latent variance sigma_p^2 in the original units of ``y``."""
         m, v = self.predict_standardised(x_new)
-        st = self.standardiser_
-        return m * st.sd + st.mean, v * st.sd**2
+        return m * self.value_sd_ + self.value_mean_, v * self.value_sd_**2
 
 
 @dataclass
 class ExactGP(_OriginalUnits):
     """Exact GP regression with hyper-parameters optimised on standardised values (paper section V).
 
-    ``restarts`` L-BFGS-B runs start from the best of ``n_initial`` log-spaced initial length-scales between
-    5% and 100% of the input extent (a deterministic multi-start; no randomness, so results are reproducible).
-    A restart that comes within 0.05 (in log-parameters) of an optimum already found stops there: it is in the
-    same basin and would only repeat that optimum.
-    ``hyperparameters`` fixes them and skips the optimisation.
+    L-BFGS-B starts from the best of ``n_initial`` log-spaced initial length-scales between 5% and 100% of the
+    input extent (deterministic: no randomness, so results are reproducible). ``hyperparameters`` fixes them and
+    skips the optimisation.
     """
 
     kernel: str = "matern32"
-    restarts: int = 1
     n_initial: int = 5
     bounds: Bounds = field(default_factory=Bounds)
     hyperparameters: Hyperparameters | None = None
@@ -247,8 +216,8 @@ class ExactGP(_OriginalUnits):
             self.hyperparameters_, self.log_marginal_likelihood_ = self._optimise(r, ys)
         else:
             self.hyperparameters_ = self.hyperparameters
-            self.log_marginal_likelihood_, _ = log_marginal_likelihood(
-                self.kernel, r, ys, self.hyperparameters.as_log(), with_gradient=False
+            self.log_marginal_likelihood_ = log_marginal_likelihood(
+                self.kernel, r, ys, self.hyperparameters.as_log()
             )
         hp = self.hyperparameters_
         k_y = kernel_value(self.kernel, r, hp.variance, hp.lengthscale)
@@ -279,8 +248,7 @@ class ExactGP(_OriginalUnits):
             starts.append((lml, theta))
         if not starts:
             raise sla.LinAlgError("no initial hyper-parameters gave a positive definite covariance")
-        starts.sort(key=lambda s: -s[0])
-        best_lml, best_theta = starts[0]
+        best_lml, best_theta = max(starts, key=lambda s: s[0])
 
         def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
             try:
@@ -289,19 +257,9 @@ class ExactGP(_OriginalUnits):
                 return 1e25, np.zeros(2)
             return -lml, -grad
 
-        optima: list[np.ndarray] = []
-
-        def same_basin(intermediate_result: object) -> None:
-            # a restart whose iterate reaches an optimum already found is in the same basin: stop it early
-            x_now = np.asarray(intermediate_result.x)  # type: ignore[attr-defined]
-            if any(np.max(np.abs(x_now - o)) < 5e-2 for o in optima):
-                raise StopIteration
-
-        for _, theta0 in starts[: max(1, self.restarts)]:
-            res = _lbfgsb(objective, theta0, log_bounds, self.max_iter, callback=same_basin)
-            optima.append(np.asarray(res.x))
-            if np.isfinite(res.fun) and -res.fun > best_lml:
-                best_lml, best_theta = -float(res.fun), np.asarray(res.x)
+        res = _lbfgsb(objective, best_theta, log_bounds, self.max_iter)
+        if np.isfinite(res.fun) and -res.fun > best_lml:
+            best_theta = np.asarray(res.x)
         lml, _, sf2 = profiled(best_theta, False)
         ell, g = np.exp(best_theta)
         return Hyperparameters(sf2, float(ell), float(g) * sf2), lml
@@ -408,11 +366,9 @@ class SparseGP(_OriginalUnits):
     kernel: str = "matern32"
     n_inducing: int = 500
     subsample: int = 1000
-    restarts: int = 1
     bounds: Bounds = field(default_factory=Bounds)
     hyperparameters: Hyperparameters | None = None
     seed: int = 0
-    optimise_bound: bool = True
     opt_inducing: int = 200
     opt_iter: int = 30
 
@@ -423,17 +379,11 @@ class SparseGP(_OriginalUnits):
         ys = self._standardise(y)
         if self.hyperparameters is None:
             idx = rng.choice(len(x), min(self.subsample, len(x)), replace=False)
-            exact = ExactGP(kernel=self.kernel, restarts=self.restarts, bounds=self.bounds).fit(
-                x[idx], y[idx]
-            )
+            exact = ExactGP(kernel=self.kernel, bounds=self.bounds).fit(x[idx], y[idx])
             # the subsample was standardised with its own mean/sd; rescale variances to the full-data sd
-            ratio = (exact.standardiser_.sd / self.standardiser_.sd) ** 2
-            hp = exact.hyperparameters_
-            lo_v, hi_v = self.bounds.variance
-            start = Hyperparameters(
-                float(np.clip(hp.variance * ratio, lo_v, hi_v)), hp.lengthscale, hp.noise * ratio
-            )
-            self.hyperparameters_ = self._optimise_bound(x, ys, start) if self.optimise_bound else start
+            hp = exact.hyperparameters_.rescaled((exact.value_sd_ / self.value_sd_) ** 2)
+            start = replace(hp, variance=float(np.clip(hp.variance, *self.bounds.variance)))
+            self.hyperparameters_ = self._optimise_bound(x, ys, start)
         else:
             self.hyperparameters_ = self.hyperparameters
         hp = self.hyperparameters_

@@ -176,11 +176,8 @@ class SquareGrid:
     def n_cells(self) -> int:
         return self.n_cols * self.n_rows
 
-    def contains(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        """Inside the grid: the box extended east and north to whole cells (``n_cols z`` by ``n_rows z``)."""
-        return self._inside(self.to_metres(lat, lon))
-
     def _inside(self, xy: np.ndarray) -> np.ndarray:
+        """Inside the grid: the box extended east and north to whole cells (``n_cols z`` by ``n_rows z``)."""
         return (
             (xy[:, 0] >= 0)
             & (xy[:, 1] >= 0)
@@ -258,8 +255,6 @@ def write_grid_table(
     """
     import polars as pl
 
-    if fmt not in GRID_FORMATS:
-        raise ValueError(f"grid format must be one of {GRID_FORMATS}, got {fmt!r}")
     ids, lat, lon = grid.centroids()
     n, k = grid.n_cells, len(windows)
     frame = pl.DataFrame(

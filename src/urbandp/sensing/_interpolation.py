@@ -16,6 +16,7 @@ import numpy as np
 
 from urbandp.sensing._gp import Bounds, ExactGP, Hyperparameters, SparseGP, method_name
 from urbandp.sensing._grid import SquareGrid
+from urbandp.sensing._kernels import distances
 from urbandp.sensing._readings import Readings, window_starts
 
 KM = 1000.0
@@ -89,7 +90,6 @@ def interpolate_windows(
         else:
             model = fit_window(xy_all[mask], readings.value[mask], kernel, exact_max, n_inducing, bounds)
             m_std, v_std = model.predict_standardised(centroids)
-            st = model.standardiser_
             lml = model.elbo_ if isinstance(model, SparseGP) else model.log_marginal_likelihood_
             results.append(
                 WindowResult(
@@ -98,10 +98,10 @@ def interpolate_windows(
                     method=method_name(model),
                     hyperparameters=model.hyperparameters_,
                     log_marginal_likelihood=float(lml),
-                    value_mean=st.mean,
-                    value_sd=st.sd,
-                    mu=m_std * st.sd + st.mean,
-                    sigma2=v_std * st.sd**2,
+                    value_mean=model.value_mean_,
+                    value_sd=model.value_sd_,
+                    mu=m_std * model.value_sd_ + model.value_mean_,
+                    sigma2=v_std * model.value_sd_**2,
                     sigma2_std=v_std,
                     reading_xy_km=xy_all[mask],
                 )
@@ -112,20 +112,21 @@ def interpolate_windows(
 
 
 def idw_predict(
-    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0
+    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0, others: bool = False
 ) -> np.ndarray:
-    """Inverse-distance weighting (Shepard 1968); a point at distance 0 takes the mean of the coincident readings."""
-    from scipy.spatial.distance import (
-        cdist,
-    )  # only cross-validation needs it (scipy.spatial costs ~0.4 s to import)
+    """Inverse-distance weighting (Shepard 1968); a point at distance 0 takes the mean of the coincident readings.
 
-    d = cdist(x_new, x_train)
+    ``others``: the training points lying on a point are left out instead (at a cell's own centroid the surface is
+    its neighbours' view of it), and a point with no other training point takes the mean of ``y_train``."""
+    d = distances(x_new, x_train)
     zero = d <= 1e-12
     with np.errstate(divide="ignore"):
         w = np.where(zero, 0.0, d ** (-power))
-    has_zero = zero.any(axis=1)
-    w[has_zero] = zero[has_zero].astype(float)
-    return (w @ y_train) / w.sum(axis=1)
+    if not others:
+        has_zero = zero.any(axis=1)
+        w[has_zero] = zero[has_zero].astype(float)
+    total = w.sum(axis=1)
+    return np.where(total > 0, (w @ y_train) / np.where(total > 0, total, 1.0), float(np.mean(y_train)))
 
 
 @dataclass(frozen=True)
@@ -183,8 +184,7 @@ def cross_validate(
             test = fold_of == f
             fold_hp = None
             if hp is not None:  # the fit's units are the window's sd; a fold standardises with its own
-                ratio = (sd_all / (float(np.std(y[~test])) or 1.0)) ** 2
-                fold_hp = Hyperparameters(hp.variance * ratio, hp.lengthscale, hp.noise * ratio)
+                fold_hp = hp.rescaled((sd_all / (float(np.std(y[~test])) or 1.0)) ** 2)
             model = fit_window(x[~test], y[~test], kernel, exact_max, n_inducing, hyperparameters=fold_hp)
             e_gp[test] = model.predict(x[test])[0] - y[test]
             e_idw[test] = idw_predict(x[~test], y[~test], x[test]) - y[test]

@@ -18,12 +18,6 @@ from scipy.spatial.distance import cdist
 KERNELS = ("matern32", "matern52", "rbf")
 
 
-def check_kernel(name: str) -> str:
-    if name not in KERNELS:
-        raise ValueError(f"unknown kernel {name!r}; choose one of {', '.join(KERNELS)}")
-    return name
-
-
 def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Euclidean distances between the rows of ``a`` (n x 2) and ``b`` (m x 2)."""
     return cdist(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
@@ -39,7 +33,7 @@ def kernel_value(name: str, r: np.ndarray, variance: float, lengthscale: float) 
     if name == "matern52":
         a = np.sqrt(5.0) * r / lengthscale
         return variance * (1.0 + a + a * a / 3.0) * np.exp(-a)
-    raise ValueError(f"unknown kernel {name!r}")
+    raise ValueError(f"unknown kernel {name!r}; choose one of {', '.join(KERNELS)}")
 
 
 def value_and_dlog_lengthscale(
@@ -75,4 +69,4 @@ def value_and_dlog_lengthscale(
         a *= e
         a *= 1.0 / 3.0  # dk/dlog l = sigma_f^2 (a^2 / 3)(1 + a) exp(-a)
         return k, a
-    raise ValueError(f"unknown kernel {name!r}")
+    raise ValueError(f"unknown kernel {name!r}; choose one of {', '.join(KERNELS)}")

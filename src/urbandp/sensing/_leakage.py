@@ -25,19 +25,13 @@ class Leakage:
     cells: int
 
 
-def nearest_reading_distance(centroids: np.ndarray, readings_xy: np.ndarray) -> np.ndarray:
-    """Distance from every centroid to its nearest reading (same unit as the inputs)."""
-    d, _ = cKDTree(readings_xy).query(centroids, k=1)
-    return np.asarray(d, dtype=float)
-
-
 def leakage(
     sigma2: np.ndarray, centroids: np.ndarray, readings_xy: np.ndarray, visited: np.ndarray
 ) -> Leakage:
     """Both measures for one window's map; ``visited`` is a boolean mask of cells holding at least one reading."""
     sigma2 = np.asarray(sigma2, dtype=float)
     visited = np.asarray(visited, dtype=bool)
-    dist = nearest_reading_distance(centroids, readings_xy)
+    dist = np.asarray(cKDTree(readings_xy).query(centroids, k=1)[0], dtype=float)  # to the nearest reading
     rho = (
         float(spearmanr(sigma2, dist).statistic) if np.ptp(sigma2) > 0 and np.ptp(dist) > 0 else float("nan")
     )

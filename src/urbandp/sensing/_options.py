@@ -1,8 +1,8 @@
 """The options of `sensing dp-map`, `pm-map`, `query` and `interpolate`, each a field made with
 :func:`urbandp._release_options.option` (the commands' flags, through :class:`urbandp._cli_spec.OptionsOf`, and the
 API's signatures are built from them; the checks between options are in ``model_post_init``). The fields that are
-not options (``input_path``, ``out``, ``dataset``, ``budget_store``, ``allow_meaningless_epsilon``) are where the
-run reads, writes and books its loss.
+not options (``input_path``, ``out``, and dp-map's ``dataset``, which its checks read) are where the run reads and
+writes; the Session it runs in books its loss.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InvalidParameterError
-from urbandp.sensing._bounded_laplace import CALIBRATIONS
+from urbandp.sensing._bounded_laplace import CALIBRATIONS, check_meaningful
 from urbandp.sensing._grid import GRID_FORMATS, check_on_globe
 from urbandp.sensing._kernels import KERNELS
 from urbandp.sensing._pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
@@ -46,16 +46,16 @@ KERNEL_HELP = "matern32 | matern52 | rbf."
 PRECISION_HELP = "Decimal places of released values."
 
 
-def check_box(box: Box | None, parameter: str = "bbox") -> None:
-    """A public box lat_min, lon_min, lat_max, lon_max with min < max (``parameter``: its keyword, ``bbox``), on
-    the globe (:func:`urbandp.sensing._grid.check_on_globe`)."""
+def check_box(box: Box | None) -> None:
+    """A public box lat_min, lon_min, lat_max, lon_max with min < max, on the globe
+    (:func:`urbandp.sensing._grid.check_on_globe`)."""
     if box is None:
         return
-    if not (len(box) == 4 and box[0] < box[2] and box[1] < box[3]):
+    if not (box[0] < box[2] and box[1] < box[3]):
         raise InvalidParameterError(
-            f"{parameter} must be lat_min,lon_min,lat_max,lon_max with min < max", parameters=parameter
+            "bbox must be lat_min,lon_min,lat_max,lon_max with min < max", parameters="bbox"
         )
-    check_on_globe(box, parameter)
+    check_on_globe(box)
 
 
 def check_window_count(start: str | None, end: str | None, window_minutes: int) -> None:
@@ -128,7 +128,6 @@ class DpMapOptions(ReleaseOptions):
     precision: int = option(4, help=PRECISION_HELP, ge=0, le=MAX_PRECISION)
     value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
     dataset: str | None = None
-    budget_store: str | None = None
     start: str | None = option(
         None,
         help="Public start of the time window, ISO date or date-time (default: the first reading, not DP).",
@@ -142,7 +141,6 @@ class DpMapOptions(ReleaseOptions):
         help="Delta of the optimal composition of a window's cells (Kairouz, Oh, Viswanath): the map is "
         "(epsilon, delta)-DP with epsilon far below cells x epsilon; 0 gives the basic sum at delta 0.",
     )
-    allow_meaningless_epsilon: bool = False
 
     def model_post_init(self, context: Any, /) -> None:
         check_box(self.bbox)
@@ -176,6 +174,26 @@ class DpMapOptions(ReleaseOptions):
                 "give both start and end (a public time window), or neither", parameters=("start", "end")
             )
         check_window_count(self.start, self.end, self.window_minutes)
+        self._check_epsilons()
+
+    def _check_epsilons(self) -> None:
+        """The delta limit and the bounded Laplace's floor on epsilon, for the map and the utility curve."""
+        from urbandp._privacy.guards import check_delta
+
+        check_delta(self.delta, "delta")
+        hi = self.sensitivity if self.upper is None else self.upper
+        for e in (
+            self.epsilon,
+            *self.utility_epsilons,
+        ):  # same floor for the utility curve (closed form breaks below)
+            try:
+                check_meaningful(e, self.sensitivity, 0.0, hi)
+            except ValueError as err:
+                if e == self.epsilon:  # err names epsilon and its value: "epsilon 0.001 needs ..."
+                    raise InvalidParameterError(str(err), parameters="epsilon") from None
+                raise InvalidParameterError(
+                    f"utility_epsilons: {err}", parameters="utility_epsilons"
+                ) from None
 
 
 class PmMapOptions(ReleaseOptions):
@@ -201,9 +219,6 @@ class PmMapOptions(ReleaseOptions):
     )
     smoother: str = option("gp", help="gp | idw | none: how the noisy cells become a map.", choices=SMOOTHERS)
     value_column: str | None = option(None, help=VALUE_COLUMN_HELP)
-    dataset: str | None = None
-    budget_store: str | None = None
-    allow_meaningless_epsilon: bool = False
     precision: int = option(3, help=PRECISION_HELP, ge=0, le=MAX_PRECISION)
     unit: str | None = option(  # None: vehicle-window when the input has a vehicle column, else reading
         None,
@@ -306,10 +321,6 @@ class QueryOptions(ReleaseOptions):
         if self.type == "range" and (self.theta2 is None or not self.theta < self.theta2):  # type: ignore[operator]
             raise InvalidParameterError(
                 "type range needs theta2 > theta", parameters=("type", "theta2", "theta")
-            )
-        if len(self.rect) != 4 or (self.select is not None and len(self.select) != 4):
-            raise InvalidParameterError(
-                "rect and select need 4 numbers lat1,lon1,lat2,lon2", parameters=("rect", "select")
             )
         if self.cells is not None and self.select is not None:
             raise InvalidParameterError(
@@ -430,13 +441,3 @@ def parse_numbers(text: str | None, n: int, parameter: str) -> tuple[float, ...]
             f"{parameter} needs {n} comma-separated numbers, got {text!r}", parameters=parameter
         )
     return vals
-
-
-def parse_box(text: str | None, parameter: str = "bbox") -> Box | None:
-    """A box given as text ``lat_min,lon_min,lat_max,lon_max`` (checked: min < max)."""
-    box = parse_numbers(text, 4, parameter)
-    if box is None:
-        return None
-    result = (box[0], box[1], box[2], box[3])
-    check_box(result, parameter)
-    return result

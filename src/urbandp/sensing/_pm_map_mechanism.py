@@ -31,7 +31,6 @@ variance, never the pollution. Here the values are published:
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,9 +38,8 @@ import numpy as np
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.mechanisms import Laplace, calibrate
 from urbandp._privacy.noise import NoiseSource
-from urbandp.errors import InputError, InvalidParameterError
 from urbandp.sensing._grid import SquareGrid
-from urbandp.sensing._interpolation import KM, fit_window
+from urbandp.sensing._interpolation import KM, fit_window, idw_predict
 from urbandp.sensing._readings import Readings, window_starts, windows_per_day
 
 DEFAULT_MAX_READINGS = 3
@@ -96,25 +94,9 @@ def plan_pm_map(
     epsilon: float, clip: float = DEFAULT_CLIP, readings_per_unit: int = 1, unit: str | None = None
 ) -> PmMapPlan:
     """Calibrate both Laplace mechanisms (OpenDP's search) to half of ``epsilon`` each, at the sensitivities of
-    a unit of ``readings_per_unit`` readings (``unit`` default: ``reading`` for 1, else ``vehicle-window``)."""
+    a unit of ``readings_per_unit`` readings (``unit`` default: ``reading`` for 1, else ``vehicle-window``). The
+    parameters are pm-map's options, checked there (:class:`urbandp.sensing._options.PmMapOptions`)."""
     unit = unit if unit is not None else ("reading" if readings_per_unit == 1 else "vehicle-window")
-    if unit not in UNITS:
-        raise InvalidParameterError(
-            f"unit must be one of {', '.join(UNITS)}, got {unit!r}", parameters="unit"
-        )
-    if unit == "reading" and readings_per_unit != 1:
-        raise InputError("the reading unit holds one reading")
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise InvalidParameterError(
-            f"epsilon must be a positive finite number, got {epsilon}", parameters="epsilon"
-        )
-    if not (clip > 0 and math.isfinite(clip)):
-        raise InvalidParameterError(f"clip must be a positive finite number, got {clip}", parameters="clip")
-    if not isinstance(readings_per_unit, int) or readings_per_unit < 1:
-        raise InvalidParameterError(  # the public keyword (pm_map's), not this function's readings_per_unit
-            f"max_readings_per_vehicle_window must be an integer >= 1, got {readings_per_unit}",
-            parameters="max_readings_per_vehicle_window",
-        )
     count = calibrate("laplace", float(readings_per_unit), epsilon / 2.0)
     total = calibrate("laplace", readings_per_unit * clip / 2.0, epsilon / 2.0)
     assert isinstance(count, Laplace) and isinstance(total, Laplace)
@@ -286,16 +268,10 @@ def between_variance(values: np.ndarray, noise_var: np.ndarray, target: float | 
 
     if excess(0.0) <= 0:
         return 0.0
-    lo, hi = 0.0, float(np.sum(d2))  # excess(hi) <= sum d2 / hi - k <= 1 - k <= 0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if excess(mid) > 0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return 0.5 * (lo + hi)
+    from scipy.optimize import brentq
+
+    # the root lies below sum d2, where excess <= sum d2 / sum d2 - k = 1 - k <= 0
+    return float(brentq(excess, 0.0, float(np.sum(d2)), rtol=1e-12))
 
 
 def shrink(values: np.ndarray, noise_var: np.ndarray, target: float | np.ndarray) -> np.ndarray:
@@ -335,11 +311,6 @@ def window_means(plan: PmMapPlan, noisy: NoisyCells) -> np.ndarray:
     var = mean_noise_var(plan, raw, n, g)
     var = np.where(n >= max(1.0, 2.0 * plan.count.std * np.sqrt(g)), var, np.inf)
     return shrink(np.where(np.isfinite(var), raw, overall), var, overall)
-
-
-def pooled_mean(plan: PmMapPlan, noisy: NoisyCells, w: int) -> float:
-    """Window ``w``'s shrunk city-wide mean (:func:`window_means`)."""
-    return float(window_means(plan, noisy)[w])
 
 
 def smooth_window(
@@ -409,24 +380,10 @@ def smooth_cells(
     centroids = grid.centroids_metres()[cells] / KM
     points = np.vstack([centroids, x_new_km])
     if smoother == "idw":
-        surface = idw_from_others(centroids[fit], values[fit], points)
+        surface = idw_predict(centroids[fit], values[fit], points, others=True)
     else:
         model = fit_window(centroids[fit], values[fit], kernel)
         surface = np.nan_to_num(model.predict(points)[0], nan=fallback)
     at_cells, at_new = surface[: len(cells)], surface[len(cells) :]
     own = values if raw is None or noise_var is None else shrink(raw, noise_var, at_cells)
     return np.clip(np.where(at >= 0, own[np.maximum(at, 0)], at_new), 0.0, clip)
-
-
-def idw_from_others(
-    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0
-) -> np.ndarray:
-    """IDW (Shepard 1968) at ``x_new`` from the training points other than one lying on it: at a cell's own
-    centroid the surface is its neighbours' view of it (its own value enters through the shrinkage instead)."""
-    from scipy.spatial.distance import cdist
-
-    d = cdist(x_new, x_train)
-    with np.errstate(divide="ignore"):
-        w = np.where(d <= 1e-12, 0.0, d ** (-power))
-    total = w.sum(axis=1)
-    return np.where(total > 0, (w @ y_train) / np.where(total > 0, total, 1.0), float(np.mean(y_train)))

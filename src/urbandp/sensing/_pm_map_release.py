@@ -34,6 +34,13 @@ if TYPE_CHECKING:
     from urbandp.sensing._readings import LoadReport, Readings
 
 
+OWNER_FILES = {
+    "quarantine.csv": "raw rejected readings with their reason",
+    "input_report.json": "exact row counts of the raw input, readings dropped by the truncation, warnings read "
+    "off the readings",
+}
+
+
 class PmMapResult(SensingRelease):
     """The result of :func:`urbandp.sensing.pm_map`: ``table`` is pm_cells.csv (noisy count, sum and mean per
     cell and window), ``tables["pm_grid"]`` the smoothed map, ``privacy`` a
@@ -92,14 +99,12 @@ def _read(o: PmMapOptions, p: _Plan, quarantine: Path) -> tuple[Readings, LoadRe
     from urbandp.sensing._readings import read_readings
 
     readings, load = read_readings(o.input_path, o.value_column, quarantine, o.bbox, p.vehicle_column)
-    start, end = parse_window(o.start, o.end)
-    t = readings.time.astype("datetime64[m]")
-    inside = (t >= start) & (t < end)
-    if not inside.any():
+    inside, outside = readings.within(*parse_window(o.start, o.end))
+    if len(inside) == 0:
         raise InputDataError(
             f"no usable reading inside start {o.start} end {o.end}", parameters=("start", "end")
         )
-    return readings.subset(inside), load, int((~inside).sum())
+    return inside, load, outside
 
 
 def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
@@ -158,22 +163,12 @@ def _result(
     """The result: the two DP tables, the typed report, the owner's report and files, its warnings."""
     from urbandp.sensing._report import PmMapPrivacyReport
 
-    def paths(out: Path | None) -> dict[str, str]:
-        name = out.name if out is not None else "<out>"
-        return {
-            f"../owner_only/{name}/quarantine.csv": "raw rejected readings with their reason",
-            f"../owner_only/{name}/input_report.json": "exact row counts of the raw input, readings "
-            "dropped by the truncation, warnings read off the readings",
-        }
-
-    document = _privacy(o, p, not_dp)
-    document["not_dp_outputs"] = paths(o.out)
     return PmMapResult(
         tables=tables,
-        privacy=PmMapPrivacyReport.from_document(document),
+        privacy=PmMapPrivacyReport.from_document(_privacy(o, p, not_dp)),
         owner={"files": files, "input_report": owner},
         owner_warnings=list(owner["warnings"]),
-        owner_paths=paths,
+        owner_notes=OWNER_FILES,
         grid=p.grid,
     )
 
@@ -227,29 +222,21 @@ def _tables(o: PmMapOptions, p: _Plan, noisy: NoisyCells) -> dict[str, pl.DataFr
 
 def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
     """privacy.json's content: public parameters and the figures computed from them only."""
-    plan, vl, booked, m, vehicle_column = (
-        p.plan,
-        p.losses,
-        p.booked,
-        p.plan.readings_per_unit,
-        p.vehicle_column,
-    )
-    g, windows, session_unit, vehicle = p.grid.n_cells, p.windows, p.session_unit, p.vehicle
-    eps = plan.loss_per_unit().epsilon
+    plan, vehicle, m = p.plan, p.vehicle, p.plan.readings_per_unit
     label = "one vehicle-window" if vehicle else "one reading"
-    privacy: dict[str, Any] = {
+    return {
         "differentially_private": not not_dp,
         "dp_label": f"DP (add/remove {label})" if not not_dp else "NOT differentially private",
         "not_dp_reasons": not_dp,
         "privacy_unit": label,
         "neighbouring": (
-            f"add/remove all of one vehicle's readings in one window (column {vehicle_column!r}), of which "
+            f"add/remove all of one vehicle's readings in one window (column {p.vehicle_column!r}), of which "
             f"at most {m} are kept: the lowest in a pseudo-random order keyed on each reading's own time and "
             "vehicle (never a value or a place)"
             if vehicle
             else "add/remove one reading (a vehicle's many readings are many units: no vehicle id used)"
         ),
-        "epsilon_per_unit": eps,
+        "epsilon_per_unit": plan.loss_per_unit().epsilon,
         "epsilon_per_reading": plan.loss_per_reading().epsilon,
         "epsilon_per_reading_note": (
             "add/remove one reading of a vehicle-window changes at most two of its kept readings (it leaves, "
@@ -258,8 +245,8 @@ def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
             if vehicle
             else "the unit"
         ),
-        "per_vehicle": _per_vehicle_json(plan, vl),
-        "budget_booked": {"unit": session_unit, "epsilon_per_day": booked.epsilon},
+        "per_vehicle": _per_vehicle_json(plan, p.losses),
+        "budget_booked": {"unit": p.session_unit, "epsilon_per_day": p.booked.epsilon},
         "delta": 0.0,
         "composition": f"a {label[4:]} lies in one window and its readings in that window's cells: "
         "the windows compose in parallel, so the whole release costs epsilon per unit; in its window, "
@@ -270,8 +257,8 @@ def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
         "centred_sum": {"sensitivity": plan.sum_sensitivity, "scale": plan.total.scale,
                         "epsilon": plan.total.loss(plan.sum_sensitivity).epsilon},
         "clip": {"low": 0.0, "high": plan.clip, "note": "readings clipped to [0, clip] and centred at clip/2"},
-        "grid": {"bbox": list(o.bbox), "cell_metres": o.cell_metres, "cells": g},
-        "windows": {"start": o.start, "end": o.end, "minutes": o.window_minutes, "count": len(windows)},
+        "grid": {"bbox": list(o.bbox), "cell_metres": o.cell_metres, "cells": p.grid.n_cells},
+        "windows": {"start": o.start, "end": o.end, "minutes": o.window_minutes, "count": len(p.windows)},
         "post_processing": {
             "mean_pm": "clip/2 + noisy centred sum / noisy count where the count is at least max(1, 2 sd "
             "of its noise) (count_clear_of_noise), else null; mean_pm_noise_sd is its first-order noise sd "
@@ -286,7 +273,6 @@ def _privacy(o: PmMapOptions, p: _Plan, not_dp: list[str]) -> dict[str, Any]:
         "utility": "docs/sensing.md, 'A DP map of PM2.5': RMSE at the Kolkata static stations",
         "spec_sha256": spec_sha256("pm-map", o),
     }  # fmt: skip
-    return privacy
 
 
 def _per_vehicle_json(plan: Any, vl: Any) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -50,16 +51,22 @@ class WindowClock:
     its true number of readings)."""
 
     def __init__(self) -> None:
-        self.last = time.monotonic()
         self.seconds: list[float] = []
 
-    def tick(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        self.seconds.append(now - self.last)
-        self.last = now
+    def ticking(self, bar: Any, description: str) -> Callable[[int, int], None]:
+        """A stage's progress callback ``(done, total)``: times each window from now on and advances a new task
+        ``description`` of ``bar``."""
+        task = bar.add_task(description, total=None)
+        last = time.monotonic()
 
-    def restart(self) -> None:
-        self.last = time.monotonic()
+        def tick(done: int, total: int) -> None:
+            nonlocal last
+            now = time.monotonic()
+            self.seconds.append(now - last)
+            last = now
+            bar.update(task, completed=done, total=total)
+
+        return tick
 
     def summary(self, name: str, per_window: bool = True) -> str:
         if not self.seconds:

@@ -114,85 +114,24 @@ def _selected(
     return mu[v], sigma2[v], beta
 
 
-def _refused(n: int) -> QueryResult:
-    return QueryResult(0.0, 0.0, n, False)
+def _propagated(w: np.ndarray, s2: np.ndarray) -> float:
+    """Eq. (13): ``E = sqrt(sum_i (df/dy_i)^2 sigma_i^2)`` with the derivatives ``w``."""
+    return float(np.sqrt(np.sum(w**2 * s2)))
 
 
-def average(mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, alpha: int = 1) -> QueryResult:
-    """Eq. (14) and (16)."""
-    y, s2, beta = _selected(mu, sigma2, v, alpha)
-    if not beta:
-        return _refused(len(y))
-    n = len(y)
-    return QueryResult(float(y.sum() / n), float(np.sqrt(s2.sum()) / n), n, True)
-
-
-def logsumexp_extreme(
-    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, rho: float, alpha: int = 1
-) -> QueryResult:
-    """Eq. (17)-(19): smooth max (rho > 0) or min (rho < 0)."""
-    if rho == 0:
-        raise ValueError("rho must be non-zero (> 0 for max, < 0 for min)")
-    y, s2, beta = _selected(mu, sigma2, v, alpha)
-    if not beta:
-        return _refused(len(y))
+def _logsumexp(y: np.ndarray, s2: np.ndarray, rho: float) -> tuple[float, float]:
+    """Eq. (17)-(19): smooth max (rho > 0) or min (rho < 0), and its error."""
     z = rho * y
     z_star = float(z.max())
     e = np.exp(z - z_star)
     total = float(e.sum())
-    value = (z_star + np.log(total)) / rho
-    w = e / total  # eq. (18)
-    return QueryResult(float(value), float(np.sqrt(np.sum(w**2 * s2))), len(y), True)
-
-
-def exact_extreme(
-    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, kind: str, alpha: int = 1
-) -> QueryResult:
-    """Exact min or max; the error is that of the arg-extreme cell (first one on ties)."""
-    y, s2, beta = _selected(mu, sigma2, v, alpha)
-    if not beta:
-        return _refused(len(y))
-    i = int(np.argmin(y) if kind == "min" else np.argmax(y))
-    return QueryResult(float(y[i]), float(np.sqrt(s2[i])), len(y), True)
+    return float((z_star + np.log(total)) / rho), _propagated(e / total, s2)  # weights eq. (18)
 
 
 def sigmoid(y: np.ndarray, theta: float, steepness: float = 1.0) -> np.ndarray:
     """S(y, theta) = 1 / (1 + exp(-k (y - theta))) (eq. 20), computed without overflow."""
     t = steepness * (np.asarray(y, dtype=float) - theta)
     return 0.5 * (1.0 + np.tanh(0.5 * t))
-
-
-def count_above(
-    mu: np.ndarray, sigma2: np.ndarray, v: np.ndarray, theta: float, alpha: int = 1, steepness: float = 1.0
-) -> QueryResult:
-    """Eq. (20)-(22): smooth count of selected cells with ``mu > theta``."""
-    y, s2, beta = _selected(mu, sigma2, v, alpha)
-    if not beta:
-        return _refused(len(y))
-    s = sigmoid(y, theta, steepness)
-    w = steepness * s * (1.0 - s)
-    return QueryResult(float(s.sum()), float(np.sqrt(np.sum(w**2 * s2))), len(y), True)
-
-
-def count_range(
-    mu: np.ndarray,
-    sigma2: np.ndarray,
-    v: np.ndarray,
-    theta1: float,
-    theta2: float,
-    alpha: int = 1,
-    steepness: float = 1.0,
-) -> QueryResult:
-    """Table III RANGE: smooth count of selected cells with ``theta1 < mu < theta2``."""
-    if not theta1 < theta2:
-        raise ValueError("need theta1 < theta2")
-    y, s2, beta = _selected(mu, sigma2, v, alpha)
-    if not beta:
-        return _refused(len(y))
-    s1 = sigmoid(y, theta1, steepness)
-    s2_ = sigmoid(y, theta2, steepness)
-    w = steepness * (s1 * (1.0 - s1) - s2_ * (1.0 - s2_))
-    return QueryResult(float(np.sum(s1 - s2_)), float(np.sqrt(np.sum(w**2 * s2))), len(y), True)
 
 
 def run_query(
@@ -206,23 +145,37 @@ def run_query(
     theta2: float | None = None,
     steepness: float = 1.0,
 ) -> QueryResult:
-    """Dispatch by name (one of :data:`QUERY_TYPES`); ``rho`` is used with its sign set by min/max."""
+    """The query named ``query`` (one of :data:`QUERY_TYPES`) over the cells selected by ``v``; ``rho`` is used
+    with its sign set by min/max. Fewer than ``alpha`` selected cells: refused (eq. 10), nothing computed.
+
+    AVERAGE eq. (14) and (16); MIN/MAX the LogSumExp of eq. (17)-(19); MIN-EXACT/MAX-EXACT the exact extreme
+    with the error of the arg-extreme cell (the first one on ties); COUNT and RANGE smooth counts (Table III)."""
+    if query not in QUERY_TYPES:
+        raise ValueError(f"unknown query {query!r}; choose one of {', '.join(QUERY_TYPES)}")
+    if query in ("min", "max") and rho == 0:
+        raise ValueError("rho must be non-zero (> 0 for max, < 0 for min)")
+    if query in ("count", "range") and theta is None:
+        raise ValueError(f"{query} needs theta")
+    if query == "range" and (theta2 is None or not theta < theta2):  # type: ignore[operator]
+        raise ValueError("range needs theta1 < theta2")
+    y, s2, beta = _selected(mu, sigma2, v, alpha)
+    if not beta:
+        return QueryResult(0.0, 0.0, len(y), False)
     if query == "average":
-        return average(mu, sigma2, v, alpha)
-    if query in ("min", "max"):
-        r = abs(rho) if query == "max" else -abs(rho)
-        return logsumexp_extreme(mu, sigma2, v, r, alpha)
-    if query in ("min-exact", "max-exact"):
-        return exact_extreme(mu, sigma2, v, query.split("-")[0], alpha)
-    if query == "count":
-        if theta is None:
-            raise ValueError("count needs theta")
-        return count_above(mu, sigma2, v, theta, alpha, steepness)
-    if query == "range":
-        if theta is None or theta2 is None:
-            raise ValueError("range needs theta and theta2")
-        return count_range(mu, sigma2, v, theta, theta2, alpha, steepness)
-    raise ValueError(f"unknown query {query!r}; choose one of {', '.join(QUERY_TYPES)}")
+        value, error = float(y.sum() / len(y)), float(np.sqrt(s2.sum()) / len(y))
+    elif query in ("min", "max"):
+        value, error = _logsumexp(y, s2, abs(rho) if query == "max" else -abs(rho))
+    elif query in ("min-exact", "max-exact"):
+        i = int(np.argmin(y) if query == "min-exact" else np.argmax(y))
+        value, error = float(y[i]), float(np.sqrt(s2[i]))
+    elif query == "count":  # eq. (20)-(22): cells with mu > theta
+        s = sigmoid(y, theta, steepness)  # type: ignore[arg-type]
+        value, error = float(s.sum()), _propagated(steepness * s * (1.0 - s), s2)
+    else:  # RANGE: cells with theta < mu < theta2
+        s1, s2_ = sigmoid(y, theta, steepness), sigmoid(y, theta2, steepness)  # type: ignore[arg-type]
+        w = steepness * (s1 * (1.0 - s1) - s2_ * (1.0 - s2_))
+        value, error = float(np.sum(s1 - s2_)), _propagated(w, s2)
+    return QueryResult(value, error, len(y), True)
 
 
 def error2_range(

@@ -53,6 +53,12 @@ class Readings:
         vehicle = None if self.vehicle is None else self.vehicle[mask]
         return Readings(self.lat[mask], self.lon[mask], self.time[mask], self.value[mask], vehicle)
 
+    def within(self, start: np.datetime64, end: np.datetime64) -> tuple[Readings, int]:
+        """The readings taken in the public window ``[start, end)``, and how many were taken outside it."""
+        t = self.time.astype("datetime64[m]")
+        inside = (t >= start) & (t < end)
+        return self.subset(inside), int((~inside).sum())
+
 
 @dataclass(frozen=True)
 class LoadReport:
@@ -185,8 +191,6 @@ def window_starts(time: np.ndarray, minutes: int, origin: np.datetime64 | None =
     """Start of the ``minutes``-long window each time falls in: windows follow each other from ``origin`` (a
     release's public ``start``), or from the Unix epoch when no origin is given (whole hours and days then begin
     at midnight UTC)."""
-    if minutes <= 0:
-        raise ValueError("window length must be > 0 minutes")
     step = np.timedelta64(int(minutes), "m")
     t = time.astype("datetime64[m]")
     anchor = np.datetime64(0, "m") if origin is None else np.asarray(origin).astype("datetime64[m]")[()]
@@ -198,12 +202,9 @@ def windows_per_day(windows: np.ndarray, window_minutes: int) -> int:
     counts on both days)."""
     if len(windows) == 0:
         return 0
-    first = windows.astype("datetime64[D]")
-    last = (windows.astype("datetime64[m]") + np.timedelta64(int(window_minutes) - 1, "m")).astype(
-        "datetime64[D]"
-    )
-    per_day: dict[np.datetime64, int] = {}
-    for a, b in zip(first, last, strict=True):
-        for d in np.arange(a, b + np.timedelta64(1, "D")):
-            per_day[d] = per_day.get(d, 0) + 1
-    return max(per_day.values())
+    first = np.sort(windows.astype("datetime64[D]"))
+    end = windows.astype("datetime64[m]") + np.timedelta64(int(window_minutes) - 1, "m")
+    last = np.sort(end.astype("datetime64[D]"))
+    days = np.arange(first[0], last[-1] + np.timedelta64(1, "D"))
+    # on day d: the windows begun by d, less those ended before it
+    return int((np.searchsorted(first, days, "right") - np.searchsorted(last, days, "left")).max())

@@ -9,9 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from urbandp._privacy.report import PrivacyReport
 
-SPEC_HASH_LEAVES_OUT = ("input_path", "out", "dataset", "budget_store", "allow_meaningless_epsilon")
-"""Options that cannot change a sensing release: where the readings are read and the folder written, where the loss
-is booked (the session's store, dataset and its guard's flag, none of them options of the Python release)."""
+SPEC_HASH_LEAVES_OUT = ("input_path", "out", "dataset")
+"""Fields that cannot change a sensing release: where the readings are read and the folder written, the session's
+dataset (dp-map's; none of them options of the Python release)."""
 
 SPEC_SHA256_DOC = (
     "sha256 of the release spec: every option, a file option (cells) by its content; not the input and output "

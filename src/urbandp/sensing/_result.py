@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,12 +25,6 @@ from urbandp.results import Release
 if TYPE_CHECKING:
     from urbandp.sensing._grid import SquareGrid
 
-OwnerPaths = Callable[[Path | None], dict[str, str]]
-
-
-def _no_owner_paths(out: Path | None) -> dict[str, str]:
-    return {}
-
 
 @dataclass(repr=False)
 class SensingRelease(Release):
@@ -39,7 +33,8 @@ class SensingRelease(Release):
     ``owner["files"]`` into ``owner_only/<name>/``; ``privacy`` as privacy.json, its ``not_dp_outputs`` naming
     the owner files of the folder it is written to."""
 
-    owner_paths: OwnerPaths = field(default=_no_owner_paths)
+    owner_notes: dict[str, str] = field(default_factory=dict)
+    """What each owner-only file holds, by name: ``not_dp_outputs`` lists those of ``owner["files"]``."""
     out: Path | None = None
     """Where the release was written (None until :meth:`write`)."""
     grid: SquareGrid | None = None
@@ -84,13 +79,17 @@ class SensingRelease(Release):
             self.write_folder(out)
             charge.set_output(out)
 
+    def __post_init__(self) -> None:
+        self.privacy = self.privacy_for(None)
+
     def privacy_for(self, out: Path | None) -> PrivacyReport:
-        """The privacy report as written into ``out``: ``not_dp_outputs`` names the owner files there."""
-        paths = self.owner_paths(out)
-        if not paths:
+        """The privacy report as written into ``out``: ``not_dp_outputs`` names the owner files beside it, relative
+        to the release folder (``../owner_only/<name>/``; ``<out>`` until it is written)."""
+        if not self.owner_notes:
             return self.privacy
-        document = {**self.privacy.to_dict(), "not_dp_outputs": paths}
-        return type(self.privacy).from_document(document)
+        name, files = out.name if out is not None else "<out>", self.owner.get("files", {})
+        paths = {f"../owner_only/{name}/{f}": why for f, why in self.owner_notes.items() if f in files}
+        return type(self.privacy).from_document({**self.privacy.to_dict(), "not_dp_outputs": paths})
 
 
 def owner_files(folder: Path) -> dict[str, bytes]:

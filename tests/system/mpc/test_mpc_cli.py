@@ -46,6 +46,16 @@ def test_missing_server_is_one_clear_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.system
+def test_a_bad_rect_is_refused_as_sensing_query_refuses_it_before_spu_is_needed(tmp_path: Path) -> None:
+    cells, route = tmp_path / "c.txt", tmp_path / "r.geojson"
+    cells.write_text("1\n")
+    route.write_text("{}")
+    for command in (["query", "--cells", str(cells)], ["routes", "--route", str(route)]):
+        res = _cli("mpc", *command, "--rect", "1,2")
+        assert res.returncode == 2
+        assert res.stderr.strip() == "urbandp: error: --rect needs 4 comma-separated numbers, got '1,2'"
+
+
 @pytest.mark.skipif(REASON is not None, reason=f"mpc extra absent: {REASON}")
 def test_serve_query_budget_and_plaintext_keys(tmp_path: Path) -> None:
     grid = random_grid(tmp_path / "grid.csv", seed=3)

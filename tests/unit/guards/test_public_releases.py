@@ -586,7 +586,7 @@ def _spec_defaults() -> dict[str, Any]:
 
 
 def test_the_dp_map_refuses_a_delta_above_the_limit_before_reading(tmp_path: Path) -> None:
-    """The dp-map path's own delta guard (``check_epsilons``), before the readings are read."""
+    """The dp-map options' own delta guard, before the readings are read."""
     with pytest.raises(InvalidParameterError, match=r"^delta 0\.99 is above 1e-05") as caught:
         ud.sensing.dp_map(tmp_path / "never-read.csv", bbox=SENSING_BOX, start=DAY, end=DAY, delta=0.99)
     assert caught.value.parameters == ("delta",)

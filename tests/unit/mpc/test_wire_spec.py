@@ -151,7 +151,7 @@ def test_route_to_cells(tmp_path: Path) -> None:
     v = cells_on_route(route_points(p), lat, lon)
     assert np.flatnonzero(v).tolist() == [0, 1, 2, 3, 4]  # the southern row (lat index 0), west to east
     p.write_text("{not json")
-    with pytest.raises(InputError, match="not GeoJSON"):
+    with pytest.raises(InputError, match="not readable JSON"):
         route_points(p)
     p.write_text(json.dumps({"type": "Polygon", "coordinates": []}))
     with pytest.raises(InputError, match="no LineString"):

@@ -42,19 +42,7 @@ def test_gradients_match_finite_differences(kernel: str) -> None:
     x, y = _data(60)
     ys = (y - y.mean()) / y.std()
     r = distances(x, x)
-    theta = np.log([0.8, 1.3, 0.05])
-    _, grad = log_marginal_likelihood(kernel, r, ys, theta)
     h = 1e-6
-    fd = [
-        (
-            log_marginal_likelihood(kernel, r, ys, theta + h * e, False)[0]
-            - log_marginal_likelihood(kernel, r, ys, theta - h * e, False)[0]
-        )
-        / (2 * h)
-        for e in np.eye(3)
-    ]
-    # central differences are accurate to O(h^2) ~ 1e-12 plus rounding ~ 1e-16 * |lml| / h ~ 1e-8
-    np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
     th2 = np.log([1.3, 0.05])
     _, g2, _ = profiled_log_marginal_likelihood(kernel, r, ys, th2, (1e-2, 1e2))
     fd2 = [
@@ -96,7 +84,7 @@ def test_optimised_likelihood_at_least_sklearns() -> None:
     assert ours.log_marginal_likelihood_ >= sk.log_marginal_likelihood_value_ - 1e-6
     # the reported optimum is the likelihood of the returned hyper-parameters
     hp = ours.hyperparameters_
-    lml, _ = log_marginal_likelihood("matern32", distances(x, x), ys, hp.as_log(), False)
+    lml = log_marginal_likelihood("matern32", distances(x, x), ys, hp.as_log())
     assert lml == pytest.approx(ours.log_marginal_likelihood_, rel=1e-9)
 
 
@@ -162,7 +150,7 @@ def test_sgpr_bound_gradient_and_full_inducing_limit(kernel: str) -> None:
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5)
     # with every reading as an inducing point the bound is the exact log marginal likelihood (up to the jitter)
     full, _ = sgpr_bound(kernel, distances(x, x), distances(x, x), ys, theta, False)
-    exact, _ = log_marginal_likelihood(kernel, distances(x, x), ys, theta, False)
+    exact = log_marginal_likelihood(kernel, distances(x, x), ys, theta)
     assert full == pytest.approx(exact, abs=5e-3)
     assert full <= exact + 1e-9
 

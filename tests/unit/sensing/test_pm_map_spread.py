@@ -74,10 +74,14 @@ def test_the_map_keeps_the_spread_of_the_noisy_cells(smoother: str) -> None:
     m = smooth_window(plan, noisy, 0, grid, x, smoother)
     measured = agg.counts[0] > 0
     noisy_spread = float(np.nanstd(np.where(clear[0] & measured, means[0], np.nan)))
+    # Tolerances from 30 draws of the (unseeded, OpenDP) noise per smoother, each about 5 sd from its mean:
+    # the spread kept at the cells measured 0.93-0.94 (sd 0.008), over the map 0.77 (IDW, sd 0.023) and 0.98
+    # (GP, sd 0.035); the error at the cells measured 2.4-2.5 ug/m3 (sd 0.3-0.4; the old bound 3.0 failed about
+    # one run in twenty). A flat map has an error of 9.5, the field's own sd.
     assert np.std(m[measured]) >= 0.7 * noisy_spread
-    assert np.std(m) >= 0.7 * float(np.std(field(x)))
+    assert np.std(m) >= 0.65 * float(np.std(field(x)))
     # and it is the field: close to it at the cells measured, correlated with it everywhere
-    assert np.sqrt(np.mean((m[measured] - field(x)[measured]) ** 2)) < 3.0
+    assert np.sqrt(np.mean((m[measured] - field(x)[measured]) ** 2)) < 4.5
     # IDW's correlation over 10 draws of the (unseeded, OpenDP) noise: 0.905-0.920, sd about 0.005, so 0.9 failed
     # about one run in fifty (0.8995 seen twice); 0.88 is 6 sd below its mean. The GP keeps 0.9.
     assert np.corrcoef(m, field(x))[0, 1] > (0.9 if smoother == "gp" else 0.88)

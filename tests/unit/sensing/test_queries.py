@@ -8,13 +8,8 @@ import pytest
 from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.sensing._queries import (
-    average,
     clamp_sigma2,
-    count_above,
-    count_range,
     error2_range,
-    exact_extreme,
-    logsumexp_extreme,
     privatize_error,
     run_query,
     sigmoid,
@@ -27,46 +22,46 @@ V = np.array([1, 1, 1, 1, 1, 1, 0, 0], dtype=bool)
 
 
 def test_average_closed_form_eq16() -> None:
-    r = average(MU, S2, V, alpha=3)
+    r = run_query("average", MU, S2, V, alpha=3)
     assert r.answered and r.n_selected == 6
     assert r.value == pytest.approx(MU[V].mean())
     assert r.error == pytest.approx(np.sqrt(S2[V].sum()) / 6)
 
 
 def test_threshold_alpha_refuses_small_selections() -> None:
-    r = average(MU, S2, V, alpha=7)
+    r = run_query("average", MU, S2, V, alpha=7)
     assert not r.answered and r.value == 0.0 and r.error == 0.0
     assert privatize_error(r, "average", 1.0, 0.0, 0.1, OpenDPNoise()).noisy_error2 is None
 
 
 def test_logsumexp_tends_to_exact_extremes() -> None:
-    hi = logsumexp_extreme(MU, S2, V, rho=50.0)
-    lo = logsumexp_extreme(MU, S2, V, rho=-50.0)
+    hi = run_query("max", MU, S2, V, rho=50.0)
+    lo = run_query("min", MU, S2, V, rho=50.0)
     assert hi.value == pytest.approx(7.5, abs=1e-6) and hi.error == pytest.approx(0.1, rel=1e-6)
     assert lo.value == pytest.approx(2.2, abs=1e-6) and lo.error == pytest.approx(np.sqrt(0.025), rel=1e-6)
     # LogSumExp overestimates the max by at most log(n) / rho and underestimates the min likewise
-    soft = logsumexp_extreme(MU, S2, V, rho=1.0)
+    soft = run_query("max", MU, S2, V, rho=1.0)
     assert 7.5 <= soft.value <= 7.5 + np.log(6)
-    assert exact_extreme(MU, S2, V, "min").value == 2.2
-    assert exact_extreme(MU, S2, V, "max").error == pytest.approx(0.1)
+    assert run_query("min-exact", MU, S2, V).value == 2.2
+    assert run_query("max-exact", MU, S2, V).error == pytest.approx(0.1)
 
 
 def test_logsumexp_never_overflows() -> None:
     big = np.array([1e4, 2e4, 3e4])
-    r = logsumexp_extreme(big, np.ones(3), np.ones(3, bool), rho=-5.0)
+    r = run_query("min", big, np.ones(3), np.ones(3, bool), rho=5.0)
     assert np.isfinite(r.value) and r.value == pytest.approx(1e4, abs=1e-9)
 
 
 def test_count_and_range_formulas() -> None:
     s = sigmoid(MU[V], 5.0)
-    r = count_above(MU, S2, V, theta=5.0)
+    r = run_query("count", MU, S2, V, theta=5.0)
     assert r.value == pytest.approx(s.sum())
     assert r.error == pytest.approx(np.sqrt(np.sum((s * (1 - s)) ** 2 * S2[V])))
-    rr = count_range(MU, S2, V, 4.0, 6.0, steepness=20.0)
+    rr = run_query("range", MU, S2, V, theta=4.0, theta2=6.0, steepness=20.0)
     # 4.5 and 5.2 lie inside (4, 6) and count 1 each; 6.0 sits on the upper edge and counts 1/2
     assert rr.value == pytest.approx(2.5, abs=1e-3)
     with pytest.raises(ValueError):
-        count_range(MU, S2, V, 6.0, 4.0)
+        run_query("range", MU, S2, V, theta=6.0, theta2=4.0)
 
 
 @pytest.mark.parametrize(
@@ -128,12 +123,12 @@ def test_sensitivity_of_squared_error_is_per_reading() -> None:
         assert worst <= hi - lo + 1e-12
     # the per-cell bound of the paper is exceeded by one reading that lowers every cell's variance
     s2_all_max, s2_all_min = np.full(8, 1.0), np.full(8, 0.2)
-    d = average(MU, s2_all_max, V).error2 - average(MU, s2_all_min, V).error2
+    d = run_query("average", MU, s2_all_max, V).error2 - run_query("average", MU, s2_all_min, V).error2
     assert d == pytest.approx(0.8 / 6) and d > 0.8 / 36
 
 
 def test_privatize_error_epsilon_is_from_opendp_map() -> None:
-    r = average(MU, S2, V, alpha=3)
+    r = run_query("average", MU, S2, V, alpha=3)
     out = privatize_error(r, "average", 0.5, 0.0, 0.05, EXACT)
     delta = 0.05 / 6
     scale = laplace_scale(delta, 0.5)
@@ -147,8 +142,8 @@ def test_privatize_error_epsilon_is_from_opendp_map() -> None:
 def test_clamp_and_validation() -> None:
     np.testing.assert_array_equal(clamp_sigma2(np.array([-1.0, 0.5, 3.0]), 0.1, 2.0), [0.1, 0.5, 2.0])
     with pytest.raises(ValueError):
-        average(MU, S2[:3], V)
+        run_query("average", MU, S2[:3], V)
     with pytest.raises(ValueError):
         run_query("median", MU, S2, V)
     with pytest.raises(ValueError):
-        logsumexp_extreme(MU, S2, V, rho=0.0)
+        run_query("max", MU, S2, V, rho=0.0)
