@@ -152,7 +152,7 @@ def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
         return False, value
     if isinstance(value, list):
         return tuple in origins or list in origins, tuple(value) if tuple in origins else value
-    return isinstance(value, dict) and dict in origins, value
+    return False, value
 
 
 def read_options(

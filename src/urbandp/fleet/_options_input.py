@@ -49,11 +49,11 @@ def read_config(path: Path | None) -> tuple[dict[str, tuple[str, object]], dict[
     loose = {k: v for k, v in data.items() if not isinstance(v, dict)} if "release" not in data else {}
     tables = {k: v for k, v in data.items() if k not in loose}
     check_tables(tables, FILE_TABLES, path, "release")
+    records = dict(tables.get("input", {}))
+    if isinstance(records.get("speed_unit_since"), dict):  # a table of day = unit: the flag's DAY=UNIT items
+        records["speed_unit_since"] = [f"{day}={unit}" for day, unit in records["speed_unit_since"].items()]
     found: dict[str, tuple[str, object]] = {}
-    for table, section in (
-        ("release", loose or tables.get("release", {})),
-        ("input", tables.get("input", {})),
-    ):
+    for table, section in (("release", loose or tables.get("release", {})), ("input", records)):
         where = f"{path}" if loose and table == "release" else f"{path} [{table}]"
         allowed = {o.name: runtime_types(keyword_type(o)) for o in release_options() if o.table == table}
         values = table_values(section, where, allowed, "release")

@@ -157,8 +157,7 @@ def test_a_value_from_the_toml_is_named_by_its_key_in_the_file(tmp_path: Path) -
         '[release]\nnoise_scale = 1\n[input]\ntimezone = ""\nspeed_unit_since = {2016 = "m/s"}\n'
     )
     err = _refused(lambda: api.release([], config=config))
-    # read as the keyword reads a mapping of switches: its day must be a date
-    assert str(err) == f"speed_unit_since in {config} [input] must be a date YYYY-MM-DD, got '2016'"
+    assert str(err) == f"speed_unit_since in {config} [input] must look like 2016-01-01=m/s, got '2016=m/s'"
     assert err.parameters == ()
     config.write_text('[release]\nnoise_scale = 1\n[input]\ntimezone = ""\n')
     err = _refused(lambda: api.release([], config=config))

@@ -4,13 +4,14 @@ table or key, and a value of the wrong type, each naming the file and the key.""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
 
 from urbandp._config_tables import read_document
 from urbandp.errors import InputDataError, InputError
-from urbandp.fleet._options_input import read_config
+from urbandp.fleet._options_input import configure, read_config
 
 
 @pytest.mark.parametrize("text", [None, "[release\n", b"\xff\xfe[release]"])
@@ -38,8 +39,14 @@ def test_a_fleet_config_reads_its_tables(tmp_path: Path) -> None:
     }
     assert read_config(path) == (values, {"vehicle": "bus"})
     path.write_text(
-        "speed_max = 60\n"
-    )  # options outside a table, in a file without [release], are the release's
+        '[input.speed_unit_since]\n"2016-01-01" = "m/s"\n'
+    )  # the flag's DAY=UNIT items, as a table
+    switches = {"speed_unit_since": (f"speed_unit_since in {path} [input]", ["2016-01-01=m/s"])}
+    assert read_config(path) == (switches, {})
+    _, options, _ = configure({"noise_scale": 1, "config": path})
+    assert options.speed_unit_since == ((dt.date(2016, 1, 1), "m/s"),)
+    # options outside a table, in a file without [release], are the release's
+    path.write_text("speed_max = 60\n")
     assert read_config(path) == ({"speed_max": (f"speed_max in {path}", 60)}, {})
 
 
