@@ -41,7 +41,7 @@ START = dt.date(2021, 11, 15)
 
 def predict(vehicles: int, days: int, epsilon: float, runs: int, folder: Path) -> dict[str, Any]:
     feed = folder / f"gtfs-{vehicles}-{days}"
-    write_fleet_gtfs(FleetSpec(vehicles, days, seed=1, start=START), feed)
+    write_fleet_gtfs(FleetSpec(vehicles=vehicles, days=days, seed=1, start=START), feed)
     cfg = HatReleaseConfig(
         epsilon_per_day=epsilon,
         start=START,

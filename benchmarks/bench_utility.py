@@ -50,7 +50,7 @@ from urbandp._privacy.noise import OpenDPNoise
 from urbandp._records.validation import ValidationOptions
 from urbandp._synth.fleet import FleetSpec, write_fleet_days
 from urbandp.fleet._hat_release import _release_hats
-from urbandp.fleet._levels import MergedSlotSpec, coarse_contributions, released_units
+from urbandp.fleet._levels import coarse_contributions, released_units
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._pipeline import load_records
 
@@ -99,7 +99,7 @@ def truth(contributions: pl.DataFrame, slots: SlotSpec) -> tuple[pl.DataFrame, p
         (0, slots),
         (1, slots),
         (2, slots),
-        (0, MergedSlotSpec(60, slots.start_hour, slots.end_hour, 2)),
+        (0, SlotSpec(60, slots.start_hour, slots.end_hour, 2)),
     ]
     tables = []
     for up, spec in levels:
@@ -142,7 +142,7 @@ def remainder_truth(contributions: pl.DataFrame, speed: pl.DataFrame, slots: Slo
     for level in ["finest", *[lv for lv in LEVEL_SHAPE if lv in set(speed["level"].to_list())]]:
         rows = speed.filter(pl.col("level") == level)
         up, merge = LEVEL_SHAPE.get(level, (0, 1))
-        spec = slots if merge == 1 else MergedSlotSpec(60, slots.start_hour, slots.end_hour, merge)
+        spec = slots if merge == 1 else SlotSpec(60, slots.start_hour, slots.end_hour, merge)
         if level != "finest":
             done = released_units(published, 7, slots.slots) if published else None
             rest = (

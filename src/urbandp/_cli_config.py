@@ -1,5 +1,6 @@
 """``--config FILE.toml`` for the release commands of the counts, survey and sensing wings (docs/counts.md, "Options
-from a file"; the fleet's ``urbandp release`` reads its own tables, :func:`urbandp.fleet._options_input.read_toml`).
+from a file"; the fleet's ``urbandp release`` reads its ``[release]``, ``[input]`` and ``[columns]`` tables through
+the same reader, :func:`urbandp.fleet._options_input.read_config`).
 
 An eager ``--config`` callback reads the command's table (:data:`urbandp._config_tables.CONFIG_TABLES`) and hands it
 to Click's ``default_map`` (Typer's own copy of Click) as the defaults of the command's options, so a value from the
@@ -21,7 +22,7 @@ from typer import _click
 from typer.core import TyperOption
 
 from urbandp._arguments import did_you_mean
-from urbandp._config_tables import CONFIG_TABLES, read_document, table_of
+from urbandp._config_tables import CONFIG_TABLES, check_tables, read_document, table_of
 from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, flag_of
 
 CONFIG_NAMES = "urbandp.config_names"
@@ -77,32 +78,14 @@ def config_option(table: str) -> Any:
 
 
 def _parse(path: Path, table: str) -> dict[str, Any]:
-    """``[table]`` of the TOML document at ``path``; a missing, unreadable or malformed file, or one without the
-    table, is a :class:`ConfigError`."""
+    """``[table]`` of the TOML document at ``path``; a missing, unreadable or malformed file, a key outside a
+    table, an unknown table or a file without ``[table]`` is a :class:`ConfigError`."""
     try:
-        return command_table(read_document(path), table, path)
+        data = read_document(path)
+        check_tables(data, CONFIG_TABLES, path, table)
+        return table_of(data, table, path)
     except InputDataError as err:  # the library's reader, its message naming the flag
         raise ConfigError(err.naming(flag_of)) from None
-
-
-def command_table(data: dict[str, Any], table: str, path: Path) -> dict[str, Any]:
-    """The command's table of a parsed file; top-level keys and unknown tables are refused."""
-    known = {t.split(".")[0] for t in CONFIG_TABLES}
-    for group, value in data.items():
-        if not isinstance(value, dict):
-            raise ConfigError(
-                f"--config {path}: key '{group}' is outside a table; put the options in a [{table}] table"
-            )
-        if group not in known:
-            raise ConfigError(
-                f"--config {path}: unknown table [{group}]" + did_you_mean(group, sorted(known), "[{}]")
-            )
-        for name in value:
-            if f"{group}.{name}" not in CONFIG_TABLES:
-                ours = [t.split(".", 1)[1] for t in CONFIG_TABLES if t.startswith(group + ".")]
-                hint = did_you_mean(name, ours, "[" + group + ".{}]")
-                raise ConfigError(f"--config {path}: unknown table [{group}.{name}]{hint}")
-    return table_of(data, table, path)
 
 
 def _kind(param: TyperOption) -> tuple[tuple[type, ...], str]:

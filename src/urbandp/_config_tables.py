@@ -60,11 +60,6 @@ REQUIRED: Any = _Required()
 leave it out, and the call is refused in one line naming it when neither the keyword nor the file gives it."""
 
 
-def in_file(path: Path, table: str | None) -> Callable[[str], str]:
-    """How an error names a value read from the config file: ``speed_max in cfg.toml [release]``."""
-    return lambda key: f"{key} in {path}" + (f" [{table}]" if table else "")
-
-
 def read_document(path: Path) -> dict[str, Any]:
     """The TOML document at ``path``; a missing, unreadable or malformed file is refused in one line."""
     if not path.is_file():
@@ -89,6 +84,28 @@ def table_of(data: Mapping[str, Any], table: str, path: Path) -> dict[str, Any]:
     if not isinstance(section, dict):
         raise InputDataError(f"config {path}: [{table}] must be a table of options", parameters="config")
     return dict(section)
+
+
+def check_tables(data: Mapping[str, Any], tables: tuple[str, ...], path: Path, table: str) -> None:
+    """Every entry of a parsed file is one of ``tables`` (``group.command``, or a table of its own such as the
+    fleet's ``release``); a key outside a table or an unknown table is refused, naming the closest one."""
+    groups = {t.split(".")[0] for t in tables}
+    for group, value in data.items():
+        if not isinstance(value, dict):
+            raise InputDataError(
+                f"config {path}: key '{group}' is outside a table; put the options in a [{table}] table",
+                parameters="config",
+            )
+        if group not in groups:
+            hint = did_you_mean(group, sorted(groups), "[{}]")
+            raise InputDataError(f"config {path}: unknown table [{group}]{hint}", parameters="config")
+        for name in value if group not in tables else ():
+            if f"{group}.{name}" not in tables:
+                ours = [t.split(".", 1)[1] for t in tables if t.startswith(group + ".")]
+                hint = did_you_mean(name, ours, "[" + group + ".{}]")
+                raise InputDataError(
+                    f"config {path}: unknown table [{group}.{name}]{hint}", parameters="config"
+                )
 
 
 def _runtime_types(fn: Callable[..., object]) -> dict[str, tuple[Any, ...]]:
@@ -125,7 +142,7 @@ def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
             return True, value
         return str in origins, value.isoformat()
     if isinstance(value, str):
-        if str in origins or Path in origins:
+        if str in origins or Path in origins or typing.Literal in origins:
             return True, value
         if tuple in origins:
             try:
@@ -141,25 +158,39 @@ def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
 def read_options(
     path: Path, table: str, fn: Callable[..., object], aliases: Mapping[str, str], session: object
 ) -> dict[str, tuple[str, object]]:
-    """``[table]`` of ``path`` as ``fn``'s keywords: keyword -> (the file's key, value). Unknown keys, values of
-    the wrong type and keys the caller sets (the data, ``out``, the session) are refused, naming file and key."""
+    """``[table]`` of ``path`` as ``fn``'s keywords: keyword -> (the file's key, value) (:func:`table_values`);
+    keys the caller sets (the data, ``out``, the session) are refused too, naming file and key."""
     where = f"{path} [{table}]"
-    allowed = _runtime_types(fn)
-    settable = sorted(set(allowed) - CALLER_ONLY)
-    found: dict[str, tuple[str, object]] = {}
-    for key, value in table_of(read_document(path), table, path).items():
-        name = key.replace("-", "_")
-        name = aliases.get(name, name)
+    section = table_of(read_document(path), table, path)
+    for key in list(section):
+        name = aliases.get(key.replace("-", "_"), key.replace("-", "_"))
         if name in SESSION_KEYS:
-            _check_session_key(key, value, SESSION_KEYS[name], session, where)
-            continue
-        if name in CALLER_ONLY or name not in allowed:
+            _check_session_key(key, section.pop(key), SESSION_KEYS[name], session, where)
+    allowed = {name: kinds for name, kinds in _runtime_types(fn).items() if name not in CALLER_ONLY}
+    return table_values(section, where, allowed, fn.__name__, aliases)
+
+
+def table_values(
+    section: Mapping[str, Any],
+    where: str,
+    allowed: Mapping[str, tuple[Any, ...]],
+    function: str,
+    aliases: Mapping[str, str] | None = None,
+) -> dict[str, tuple[str, object]]:
+    """A table of a config file (``where``: the file and the table) as ``function``'s keywords: keyword -> (the
+    file's key, value). ``allowed``: each keyword a file may set -> the runtime types it takes; an unknown key
+    (with the closest one) and a value of the wrong type are refused in one line naming file and key."""
+    found: dict[str, tuple[str, object]] = {}
+    for key, value in section.items():
+        name = key.replace("-", "_")
+        name = (aliases or {}).get(name, name)
+        if name not in allowed:
             said = "is set by the caller, not a config file" if name in CALLER_ONLY else "is not an option"
-            raise InvalidParameterError(f"{key} in {where} {said}" + did_you_mean(name, settable))
+            raise InvalidParameterError(f"{key} in {where} {said}" + did_you_mean(name, sorted(allowed)))
         ok, converted = _convert(value, allowed[name])
         if not ok:
             raise InvalidParameterError(
-                f"{key} in {where} = {value!r} is not a value {fn.__name__}'s {name} takes"
+                f"{key} in {where} = {value!r} is not a value {function}'s {name} takes"
             )
         found[name] = (key, converted)
     return found
@@ -196,9 +227,11 @@ def takes_config(
             if path is None:
                 _check_required(fn.__name__, required, kwargs, None)
                 return fn(*args, **kwargs)
-            read = read_options(Path(str(path)), table, fn, names, kwargs.get("session"))
-            key_in = in_file(Path(str(path)), table)
-            from_file = {name: key_in(key) for name, (key, _) in read.items() if name not in kwargs}
+            file = Path(str(path))
+            read = read_options(file, table, fn, names, kwargs.get("session"))
+            from_file = {
+                name: f"{key} in {file} [{table}]" for name, (key, _) in read.items() if name not in kwargs
+            }
             merged: dict[str, Any] = {name: value for name, (_, value) in read.items()}
             merged.update(kwargs)
             _check_required(fn.__name__, required, merged, f"{path} [{table}]")

@@ -203,6 +203,23 @@ class InterpolateKeywords(typing.TypedDict, total=False):
     value_column: str | None
 
 
+class EstimatorReleaseKeywords(typing.TypedDict, total=False):
+    """The options of :class:`urbandp.estimators._api.EstimatorReleaseSpec`."""
+
+    unit_column: str
+    value_column: str
+    epsilon: float
+    upper: float
+    estimator: typing.Literal["clipped-mean", "baseline", "array-averaging", "levy", "quantile"]
+    grouping: typing.Literal["wraparound", "bestfit"] | None
+    m_ub: str | int | None
+    gamma: float | None
+    rule: str | None
+    n_candidates: int | None
+    m_cap: int | None
+    unit: typing.Literal["vehicle-day", "card-day", "event", "reading", "respondent", "trip", "person"]
+
+
 class FleetReleaseKeywords(typing.TypedDict, total=False):
     """The options listed by :func:`urbandp.fleet._options_flags.keyword_types`."""
 

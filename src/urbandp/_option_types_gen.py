@@ -30,6 +30,7 @@ MODELS: dict[str, str] = {
     "PmMapKeywords": "urbandp.sensing._options:PmMapOptions",
     "QueryKeywords": "urbandp.sensing._options:QueryOptions",
     "InterpolateKeywords": "urbandp.sensing._options:InterpolateOptions",
+    "EstimatorReleaseKeywords": "urbandp.estimators._api:EstimatorReleaseSpec",
     "FleetReleaseKeywords": "urbandp.fleet._options_flags:keyword_types",
 }
 """TypedDict name -> the model whose options it types (``module:class``; ``module:class:NAMES``: those of its

@@ -209,7 +209,7 @@ class DeclaredOption(CommandLine):
             if not isinstance(value, bool):
                 raise self.refusal(value)
             return value
-        if self.number:
+        if self.number and not (isinstance(value, str) and str in self.kinds):  # m_ub: a word or an integer
             return self._number(value)
         if self.choices is not None and value not in self.choices:
             raise self.refusal(value)

@@ -155,34 +155,39 @@ def test_k_beyond_what_opendp_takes_is_refused_naming_it() -> None:
 
     for k in (10**23, 2**32, MAX_HATS_PER_VEHICLE_DAY + 1):
         err = _refused(
-            lambda k=k: build_config({}, {"epsilon_per_day": 4.0, "max_hats_per_vehicle_day": k}),
+            lambda k=k: build_config({"epsilon_per_day": 4.0, "max_hats_per_vehicle_day": k}),
             "max_hats_per_vehicle_day",
             kind=InputError,
         )
         assert f"between 1 and {MAX_HATS_PER_VEHICLE_DAY:,}" in str(err)
-    cfg = build_config({}, {"epsilon_per_day": 4.0, "max_hats_per_vehicle_day": MAX_HATS_PER_VEHICLE_DAY})
+    cfg = build_config({"epsilon_per_day": 4.0, "max_hats_per_vehicle_day": MAX_HATS_PER_VEHICLE_DAY})
     assert cfg.max_hats_per_vehicle_day == MAX_HATS_PER_VEHICLE_DAY
 
 
 def test_a_speed_clip_near_zero_is_refused() -> None:
     from urbandp.fleet._options import build_config
 
-    err = _refused(lambda: build_config({}, {"epsilon_per_day": 4.0, "speed_max": 1e-300}), kind=InputError)
+    err = _refused(lambda: build_config({"epsilon_per_day": 4.0, "speed_max": 1e-300}), kind=InputError)
     assert "speed_max" in str(err) and "greater than or equal to 1" in str(err)
-    assert build_config({}, {"epsilon_per_day": 4.0, "speed_max": 1.0}).speed_max == 1.0
+    assert build_config({"epsilon_per_day": 4.0, "speed_max": 1.0}).speed_max == 1.0
 
 
 @pytest.mark.parametrize("table", [True, False])
-def test_a_file_value_of_the_wrong_type_is_refused_even_when_the_flag_replaces_it(table: bool) -> None:
-    from urbandp.fleet._options import build_config
+def test_a_file_value_of_the_wrong_type_is_refused_even_when_the_flag_replaces_it(
+    table: bool, tmp_path: Path
+) -> None:
+    from urbandp.fleet._options_input import configure
 
-    values: dict[str, object] = {"epsilon_per_day": [1, 2]}
-    toml = {"release": values} if table else values
-    err = _refused(lambda: build_config(toml, {"epsilon_per_day": 10.0}), kind=InputError)
-    assert "epsilon_per_day" in str(err) and "valid number" in str(err)
+    config = tmp_path / "c.toml"
+    config.write_text(("[release]\n" if table else "") + "epsilon_per_day = [1, 2]\n")
+    err = _refused(lambda: configure({"epsilon_per_day": 10.0, "config": config}), kind=InputError)
+    where = f"{config} [release]" if table else f"{config}"  # options outside a table are the release's
+    assert str(err).startswith(f"epsilon_per_day in {where} = [1, 2] is not a value")
     # a well-typed value the flag replaces is fine, and so is the other one of the pair (B, epsilon per day)
-    for file in ({"epsilon_per_day": 3.0}, {"noise_scale": 5.0}):
-        assert build_config({"release": file}, {"epsilon_per_day": 10.0}).epsilon_per_day == 10.0
+    for file in ("epsilon_per_day = 3.0", "noise_scale = 5.0"):
+        config.write_text(f"[release]\n{file}\n")
+        cfg, _, _ = configure({"epsilon_per_day": 10.0, "config": config})
+        assert cfg.epsilon_per_day == 10.0 and cfg.noise_scale is None
 
 
 # ------------------------------------------------------------------------------------------------ public domains

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from urbandp._table_reader import read_table
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp.errors import InvalidParameterError
+from urbandp.estimators._api import unit_values
+from urbandp.estimators._core import Baseline
 
 if TYPE_CHECKING:
     from urbandp._experiments.mean_simulation import MaeRow
@@ -55,43 +56,18 @@ def parse_epsilons(text: str) -> list[float]:
 
 
 def load_hat(path: Path, vehicle_col: str, value_col: str, upper: float, quarantine_path: Path) -> LoadedHat:
-    """Per-vehicle value arrays of one HAT; bad rows go to ``quarantine_path`` with a reason."""
-    df = read_table(path, allow_empty=True)
-    missing = [c for c in (vehicle_col, value_col) if c not in df.columns]
-    if missing:
-        raise InputError(f"{path}: missing column(s) {', '.join(missing)} (have {', '.join(df.columns)})")
-    df = df.with_row_index("row").select(
-        "row",
-        pl.col(vehicle_col).cast(pl.String).alias("vehicle"),
-        pl.col(value_col).cast(pl.String).alias("raw_value"),
+    """Per-vehicle value arrays of one HAT, read as ``urbandp.estimators.release`` reads them and clipped to
+    ``[0, upper]`` as its estimators clip them; bad rows go to ``quarantine_path`` with a reason."""
+    names = ("vehicle_col", "value_col")
+    values, quarantine, report = unit_values(
+        [path], vehicle_col, value_col, parameters=names, source=str(path)
     )
-    df = df.with_columns(pl.col("raw_value").str.strip_chars().cast(pl.Float64, strict=False).alias("value"))
-    reason = (
-        pl.when(pl.col("vehicle").is_null() | (pl.col("vehicle").str.strip_chars() == ""))
-        .then(pl.lit("missing vehicle"))
-        .when(pl.col("value").is_null())
-        .then(pl.lit("missing or non-numeric value"))
-        .when(~pl.col("value").is_finite())
-        .then(pl.lit("non-finite value"))
-        .when(pl.col("value") < 0)
-        .then(pl.lit("negative value"))
-        .otherwise(pl.lit(None, dtype=pl.String))
+    if quarantine.height:
+        quarantine.write_csv(quarantine_path)
+    clipped = Baseline(upper=upper).prepare(values)
+    return LoadedHat(
+        list(clipped.values), report["input_rows"], report["quarantined_rows"], clipped.n_clipped
     )
-    df = df.with_columns(reason.alias("reason"))
-    bad = df.filter(pl.col("reason").is_not_null())
-    if bad.height:
-        bad.select("row", "vehicle", "raw_value", "reason").write_csv(quarantine_path)
-    good = df.filter(pl.col("reason").is_null())
-    if good.height == 0:
-        raise InputError(f"{path}: no usable rows ({df.height} rows, all quarantined)")
-    n_clipped = int(good.filter(pl.col("value") > upper).height)
-    per_vehicle = (
-        good.with_columns(pl.col("value").clip(0.0, upper))
-        .group_by("vehicle", maintain_order=True)
-        .agg(pl.col("value"))
-    )
-    values = [np.asarray(v, dtype=float) for v in per_vehicle["value"].to_list()]
-    return LoadedHat(values, df.height, bad.height, n_clipped)
 
 
 def write_csv(rows: Sequence[MaeRow], path: Path) -> None:

@@ -11,11 +11,14 @@ from urbandp.errors import InputError
 
 @dataclass(frozen=True)
 class SlotSpec:
-    """Slots of ``slot_minutes`` within the daily window ``[start_hour, end_hour)``."""
+    """Slots of ``slot_minutes`` within the daily window ``[start_hour, end_hour)``; with ``merge`` above 1 (a
+    coarser level), slots of ``merge`` consecutive base slots counted from the window's start, each indexed by its
+    first base slot (so keys of different levels compare), the last one possibly shorter."""
 
     slot_minutes: int = 60
     start_hour: int = 9
     end_hour: int = 21
+    merge: int = 1
 
     def __post_init__(self) -> None:
         if self.slot_minutes <= 0 or 1440 % self.slot_minutes:
@@ -31,14 +34,20 @@ class SlotSpec:
 
     @property
     def slots(self) -> list[int]:
-        """Slot indices (minutes since midnight // slot_minutes) inside the window."""
-        return list(range(self.start_hour * 60 // self.slot_minutes, self.end_hour * 60 // self.slot_minutes))
+        """Slot indices (minutes since midnight // slot_minutes) inside the window, every ``merge``-th."""
+        first, end = self.start_hour * 60 // self.slot_minutes, self.end_hour * 60 // self.slot_minutes
+        return list(range(first, end, self.merge))
 
     def label(self, slot: int) -> str:
-        """``"09:00-10:00"`` for slot 9 of 60 minutes."""
+        """``"09:00-10:00"`` for slot 9 of 60 minutes (``"09:00-11:00"`` merging 2)."""
         a = slot * self.slot_minutes
-        b = a + self.slot_minutes
+        b = min(slot + self.merge, self.end_hour * 60 // self.slot_minutes) * self.slot_minutes
         return f"{a // 60:02d}:{a % 60:02d}-{b // 60:02d}:{b % 60:02d}"
+
+    def group(self, slot: pl.Expr) -> pl.Expr:
+        """Index of the (merged) slot holding base (or merged) slot ``slot``."""
+        first = self.start_hour * 60 // self.slot_minutes
+        return (first + (slot.cast(pl.Int32) - first) // self.merge * self.merge).cast(pl.Int16)
 
     def slot_expr(self, timestamp: pl.Expr) -> pl.Expr:
         """Slot index of a timestamp (its wall-clock minutes since midnight // slot length)."""

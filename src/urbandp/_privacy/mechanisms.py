@@ -143,6 +143,22 @@ class Gaussian(_Additive):
         return noise.gaussian(values, self.scale)
 
 
+def laplace_epsilon(sensitivity: float, scale: float) -> float:
+    """Epsilon of the Laplace mechanism, from OpenDP's privacy map: ``sensitivity / scale`` (rounded up).
+
+    Dwork, McSherry, Nissim, Smith 2006; ITMS report section III D (``epsilon = sensitivity / B``).
+    """
+    return Laplace(float(scale)).loss(sensitivity).epsilon
+
+
+def gaussian_rho(sensitivity: float, scale: float) -> float:
+    """rho (zero-concentrated DP) of the Gaussian mechanism at an L2 sensitivity, from OpenDP's privacy map.
+
+    ``rho = sensitivity^2 / (2 sigma^2)`` (Bun and Steinke 2016, Prop. 1.6), rounded outward by OpenDP.
+    """
+    return Gaussian(float(scale)).loss(sensitivity).rho
+
+
 def mechanism(kind: str, scale: float, *, discrete: bool = False) -> Laplace | Gaussian:
     """The mechanism named ``laplace`` or ``gaussian`` at ``scale``."""
     if kind == "laplace":

@@ -181,28 +181,6 @@ class ExactNoiseForTesting:
         return np.asarray(values, dtype=np.int64).copy()
 
 
-def laplace_epsilon(sensitivity: float, scale: float) -> float:
-    """Epsilon of the Laplace mechanism, from OpenDP's privacy map: ``sensitivity / scale`` (rounded up).
-
-    Dwork, McSherry, Nissim, Smith 2006; ITMS report section III D (``epsilon = sensitivity / B``).
-    """
-    if scale <= 0:
-        return float("inf")
-    m = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), float(scale))
-    return float(m.map(float(sensitivity)))
-
-
-def gaussian_rho(sensitivity: float, scale: float) -> float:
-    """rho (zero-concentrated DP) of the Gaussian mechanism at an L2 sensitivity, from OpenDP's privacy map.
-
-    ``rho = sensitivity^2 / (2 sigma^2)`` (Bun and Steinke 2016, Prop. 1.6), rounded outward by OpenDP.
-    """
-    if scale <= 0:
-        return float("inf")
-    m = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), float(scale))
-    return float(m.map(float(sensitivity)))
-
-
 @functools.lru_cache(maxsize=1024)
 def zcdp_epsilon(rho: float, delta: float) -> float:
     """Epsilon of a rho-zCDP release at ``delta``, from OpenDP's ``make_zCDP_to_approxDP`` privacy profile

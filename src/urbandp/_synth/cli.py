@@ -10,36 +10,28 @@ from typing import Annotated
 import typer
 
 from urbandp._cli_options import Overwrite
-from urbandp._cli_spec import command, keywords
+from urbandp._cli_spec import OptionsOf, command
 from urbandp._cli_support import cli_guard
+from urbandp._synth.fleet import FleetSpec
 from urbandp.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
 
+def _first_day(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"--start must be a date like 2021-11-15, got {text!r}") from None
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FleetArguments:
-    """``urbandp synth fleet``: the fields of :class:`~urbandp._synth.fleet.FleetSpec` by their names (``--start``
-    as text), and where the records and the schedule are written."""
+    """``urbandp synth fleet``: the fleet's options (:class:`~urbandp._synth.fleet.FleetSpec`, ``--start`` as
+    text), and where the records and the schedule are written."""
 
-    vehicles: Annotated[int, typer.Option("--vehicles", help="Number of vehicles (buses) in the fleet.")]
-    days: Annotated[int, typer.Option("--days", help="Number of consecutive days.")]
+    spec: Annotated[FleetSpec, OptionsOf(leave_out=("speeder_fraction",), parse={"start": _first_day})]
     out: Annotated[Path, typer.Option("--out", help="Output file: .csv, .jsonl, .json or .parquet.")]
-    seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same file.")] = 0
-    start: Annotated[str, typer.Option("--start", help="First day (YYYY-MM-DD), local time.")] = "2021-11-15"
-    records_per_vehicle_day: Annotated[
-        float,
-        typer.Option(
-            "--records-per-vehicle-day", help="Mean records per vehicle per day (varies by vehicle and day)."
-        ),
-    ] = 1300.0
-    dirty_fraction: Annotated[
-        float,
-        typer.Option(
-            "--dirty-fraction", help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates)."
-        ),
-    ] = 0.002
-    routes: Annotated[int, typer.Option("--routes", help="Number of fixed bus routes through the city.")] = 28
     gtfs_out: Annotated[
         Path | None,
         typer.Option(
@@ -58,14 +50,9 @@ def fleet(a: FleetArguments) -> None:
     Example: urbandp synth fleet --vehicles 500 --days 30 --out out/fleet.parquet --seed 7 --gtfs-out out/gtfs
     """
 
-    from urbandp._synth.fleet import FleetSpec, fleet_format, write_fleet_days, write_fleet_gtfs
-
-    try:
-        first_day = dt.date.fromisoformat(a.start)
-    except ValueError:
-        raise InputError(f"--start must be a date like 2021-11-15, got {a.start!r}") from None
     from urbandp._outputs import atomic_output_dir, check_output_file, check_output_path
     from urbandp._progress import progress_bar
+    from urbandp._synth.fleet import fleet_format, write_fleet_days, write_fleet_gtfs
 
     out, gtfs_out = a.out, a.gtfs_out
     fleet_format(out)
@@ -77,8 +64,8 @@ def fleet(a: FleetArguments) -> None:
             raise InputError(
                 f"--gtfs-out {gtfs_out} would hold or replace the --out file {out}; give two separate places"
             )
-    spec = FleetSpec(start=first_day, **keywords(a, "start", "out", "gtfs_out", "overwrite"))
-    with progress_bar("generating days", a.days) as bar:
+    spec = a.spec
+    with progress_bar("generating days", spec.days) as bar:
         count = 0
 
         def advance(records: int) -> None:
@@ -90,7 +77,7 @@ def fleet(a: FleetArguments) -> None:
             path, written = write_fleet_days(spec, out, progress=advance)
         except OSError as err:
             raise InputError(f"cannot write {out}: {err.strerror or err}") from None
-    typer.echo(f"wrote {written:,} records ({a.vehicles} vehicles x {a.days} days) to {path}")
+    typer.echo(f"wrote {written:,} records ({spec.vehicles} vehicles x {spec.days} days) to {path}")
     if gtfs_out is not None:
         with atomic_output_dir(gtfs_out, "--gtfs-out") as d:
             rows = write_fleet_gtfs(spec, d.release)

@@ -32,7 +32,7 @@ import datetime as dt
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ import numpy as np
 import polars as pl
 
 from urbandp._geodesy import PlanarProjection
+from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InputError, InvalidParameterError
 
 #: Kinds of dirty rows, drawn uniformly for each dirty row.
@@ -93,30 +94,33 @@ class City:
 SURAT = City()
 
 
-@dataclass(frozen=True)
-class FleetSpec:
-    """Parameters of a synthetic fleet; validated on construction (bad values raise :class:`InputError`)."""
+MAX_DAYS = 3_660
+"""Longest synthetic fleet (ten years of days)."""
+MAX_RECORDS = 200_000_000
+"""Most records one synthetic file may hold (the Spark benchmark's largest input is 20 M)."""
 
-    vehicles: int
-    days: int
-    seed: int
-    start: dt.date = dt.date(2021, 11, 15)
-    records_per_vehicle_day: float = 1300.0
-    dirty_fraction: float = 0.002
-    routes: int = 28
-    speeder_fraction: float = 0.03
+
+class FleetSpec(ReleaseOptions):
+    """Parameters of a synthetic fleet, each declared once (:func:`urbandp._release_options.option`: the flags and
+    ``--help`` of ``urbandp synth fleet`` are built from these fields); bad values raise :class:`InputError`
+    naming the parameter."""
+
+    vehicles: int = option(help="Number of vehicles (buses) in the fleet.", ge=1)
+    days: int = option(help="Number of consecutive days.", ge=1, le=MAX_DAYS, why="ten years")
+    seed: int = option(0, help="Random seed; the same seed gives the same file.", ge=0)
+    start: dt.date = option(dt.date(2021, 11, 15), help="First day (YYYY-MM-DD), local time.", cli_type=str)
+    records_per_vehicle_day: float = option(
+        1300.0, help="Mean records per vehicle per day (varies by vehicle and day).", ge=2, le=20_000
+    )
+    dirty_fraction: float = option(
+        0.002, help="Share of dirty rows (bad timestamps, coordinates, speeds, duplicates).", ge=0, le=0.5
+    )
+    routes: int = option(28, help="Number of fixed bus routes through the city.", ge=1, le=200)
+    speeder_fraction: float = option(0.03, help="Share of vehicles that speed off-peak.", ge=0, le=1)
     day_off_probability: float = 0.05
-    city: City = field(default_factory=lambda: SURAT)
+    city: City = SURAT
 
-    def __post_init__(self) -> None:
-        self._require("vehicles", self.vehicles >= 1, "at least 1")
-        self._require("days", self.days >= 1, "at least 1")
-        if self.days > MAX_DAYS:
-            raise InvalidParameterError(
-                f"days must be at most {MAX_DAYS:,} (ten years), got {self.days:,}", parameters="days"
-            )
-        self._require("seed", self.seed >= 0, "non-negative")
-        self._between("records_per_vehicle_day", 2, 20_000)
+    def model_post_init(self, context: Any, /) -> None:
         expected = self.vehicles * self.days * self.records_per_vehicle_day
         if expected > MAX_RECORDS:
             raise InvalidParameterError(
@@ -124,16 +128,6 @@ class FleetSpec:
                 f"{MAX_RECORDS:,} are generated in one file (about 20 GB of CSV)",
                 parameters=("vehicles", "days", "records_per_vehicle_day"),
             )
-        self._between("dirty_fraction", 0, 0.5)
-        self._between("routes", 1, 200)
-        self._between("speeder_fraction", 0, 1)
-
-    def _between(self, name: str, lo: float, hi: float) -> None:
-        self._require(name, lo <= getattr(self, name) <= hi, f"between {lo} and {hi}")
-
-    def _require(self, name: str, ok: bool, rule: str) -> None:
-        if not ok:
-            raise InvalidParameterError(f"{name} must be {rule}, got {getattr(self, name)}", parameters=name)
 
 
 @dataclass(frozen=True)
@@ -527,7 +521,7 @@ def generate_fleet(vehicles: int, days: int, seed: int, **options: Any) -> pl.Da
     >>> df.columns[:3]
     ['id', 'license_plate', 'trip_id']
     """
-    spec = FleetSpec(vehicles, days, seed, **options)
+    spec = FleetSpec(vehicles=vehicles, days=days, seed=seed, **options)
     return pl.concat(iter_fleet_days(spec), rechunk=False)
 
 
@@ -558,12 +552,6 @@ def write_fleet(df: pl.DataFrame, path: Path | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     _write_frames([df], path)
     return path
-
-
-MAX_DAYS = 3_660
-"""Longest synthetic fleet (ten years of days)."""
-MAX_RECORDS = 200_000_000
-"""Most records one synthetic file may hold (the Spark benchmark's largest input is 20 M)."""
 
 
 def write_fleet_days(

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Self, TypeVar, cast
+from typing import ClassVar, Self, TypeVar, cast
 
 import numpy as np
 import polars as pl
@@ -26,12 +26,22 @@ import polars as pl
 import urbandp._arguments as arguments
 from urbandp._frames import TableLike, to_polars
 from urbandp._outputs import check_output_file, check_report_dir, current_policy, output_policy
+from urbandp.audit._differencing_attack import differencing_attack, plot_cells
+from urbandp.audit._noise_scale_attack import (
+    noise_scale_attack,
+    pair_differences,
+    plot_differences,
+    read_pairs,
+)
+from urbandp.audit._report import staged_files, write_report
+from urbandp.audit._route_pairs import route_pairs
 from urbandp.audit._tables import (
     PublishedTable,
     published_table_from_frame,
     read_published_table,
     sibling_privacy,
 )
+from urbandp.audit._zero_skipping_attack import plot_detection, zero_skipping_attack
 from urbandp.errors import InputDataError, InvalidParameterError
 
 METHODS = ("auto", "data61-2016", "urbandp", "unknown")
@@ -181,24 +191,24 @@ class AuditResult:
         value = self.details.get("warning")
         return value if isinstance(value, str) else None
 
-    def _write(
-        self,
-        directory: str | os.PathLike[str],
-        name: str,
-        title: str,
-        method: str,
-        plot: Callable[[dict[str, object], Path], None],
-        extra: Callable[[Path], None] | None = None,
-    ) -> None:
-        """``<name>.md`` (``title``, the ``method`` in words, the result) and ``<name>.png`` (``plot``) in
-        ``directory``, with what ``extra`` writes there, staged and moved in whole."""
-        from urbandp.audit._report import staged_files, write_report
+    REPORT: ClassVar[tuple[str, str, str]] = ("", "", "")
+    """The attack's report: its file name, its title and its method in words."""
 
+    def write_report(self, directory: str | os.PathLike[str]) -> None:
+        """``<name>.md`` (the title, the method in words, the result) and ``<name>.png`` in ``directory``, what
+        ``--report`` writes (``noise-scale``, ``zero-skipping`` with ``quarantine.csv``, ``differencing``),
+        staged and moved in whole."""
+        name, title, method = self.REPORT
         result = self.to_dict()
         with staged_files(Path(directory)) as stage:
-            if extra is not None:
-                extra(stage)
-            write_report(stage, name, title, result, method, {f"{name}.png": lambda p: plot(result, p)})
+            self._write_extra(stage)
+            write_report(stage, name, title, result, method, {f"{name}.png": lambda p: self._plot(result, p)})
+
+    def _plot(self, result: dict[str, object], path: Path) -> None:
+        raise NotImplementedError(f"{type(self).__name__} draws no report")
+
+    def _write_extra(self, stage: Path) -> None:
+        """The report's files besides its Markdown and its plot (none)."""
 
 
 @dataclass(frozen=True)
@@ -215,18 +225,15 @@ class NoiseScaleResult(AuditResult):
     rows_dropped_non_numeric: int = 0
     differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
-    def write_report(self, directory: str | os.PathLike[str]) -> None:
-        """``noise-scale.md`` and ``noise-scale.png`` in ``directory`` (what ``--report`` writes)."""
-        from urbandp.audit._noise_scale_attack import plot_differences
+    REPORT: ClassVar[tuple[str, str, str]] = (
+        "noise-scale",
+        "Noise scale read off the published table",
+        "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
+        "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
+    )
 
-        self._write(
-            directory,
-            "noise-scale",
-            "Noise scale read off the published table",
-            "Maximum-likelihood Laplace scale from differences of published counts that are equal in the raw "
-            "data (Culnane, Rubinstein, Teague 2017, section 2 and Appendix D).",
-            lambda result, p: plot_differences(self.differences, result, p),
-        )
+    def _plot(self, result: dict[str, object], path: Path) -> None:
+        plot_differences(self.differences, result, path)
 
 
 @dataclass(frozen=True)
@@ -244,20 +251,19 @@ class ZeroSkippingResult(AuditResult):
     quarantined_rows: int = 0
     quarantine: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False)
 
-    def write_report(self, directory: str | os.PathLike[str]) -> None:
-        """``zero-skipping.md``, ``zero-skipping.png`` and ``quarantine.csv`` in ``directory`` (``--report``)."""
-        from urbandp.audit._zero_skipping_attack import plot_detection
+    REPORT: ClassVar[tuple[str, str, str]] = (
+        "zero-skipping",
+        "Were zeros skipped? (Theorem 1)",
+        "Whether the table could come from a method that leaves zero cells unperturbed, and the "
+        "probability that a suspected individual or group is detected with certainty "
+        "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
+    )
 
-        self._write(
-            directory,
-            "zero-skipping",
-            "Were zeros skipped? (Theorem 1)",
-            "Whether the table could come from a method that leaves zero cells unperturbed, and the "
-            "probability that a suspected individual or group is detected with certainty "
-            "(Culnane, Rubinstein, Teague 2017, section 3 and Appendix C).",
-            plot_detection,
-            lambda stage: self.quarantine.write_csv(stage / "quarantine.csv"),
-        )
+    def _plot(self, result: dict[str, object], path: Path) -> None:
+        plot_detection(result, path)
+
+    def _write_extra(self, stage: Path) -> None:
+        self.quarantine.write_csv(stage / "quarantine.csv")
 
 
 @dataclass(frozen=True)
@@ -279,18 +285,15 @@ class DifferencingResult(AuditResult):
         raw = self.details.get("cells")
         return pl.DataFrame(raw) if isinstance(raw, list) and raw else pl.DataFrame()
 
-    def write_report(self, directory: str | os.PathLike[str]) -> None:
-        """``differencing.md`` and ``differencing.png`` in ``directory`` (what ``--report`` writes)."""
-        from urbandp.audit._differencing_attack import plot_cells
+    REPORT: ClassVar[tuple[str, str, str]] = (
+        "differencing",
+        "Suppressed cells recovered by differencing",
+        "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
+        "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
+    )
 
-        self._write(
-            directory,
-            "differencing",
-            "Suppressed cells recovered by differencing",
-            "Marginal minus the published joint cells of the same group, with an exact interval for the sum "
-            "of Laplace noise terms (Culnane, Rubinstein, Teague 2017, section 4 and Appendix E).",
-            plot_cells,
-        )
+    def _plot(self, result: dict[str, object], path: Path) -> None:
+        plot_cells(result, path)
 
 
 PAIRS_WARNING = (
@@ -367,7 +370,6 @@ def noise_scale(
     urbandp releases). Maximum likelihood with a profile-likelihood interval at level ``1 - alpha``. Reads a
     published table only: no Session, no budget.
     """
-    from urbandp.audit._noise_scale_attack import noise_scale_attack, pair_differences, read_pairs
 
     alpha = _alpha(alpha)
     model = str(arguments.check_name(model, "model"))
@@ -404,7 +406,6 @@ def zero_skipping(
     ``method``: ``auto`` (``privacy``'s ``method``), ``data61-2016``, ``urbandp`` or ``unknown``; ``scale``: the
     noise scale p (default: ``privacy``'s ``noise_scale``). Reads a published table only: no Session, no budget.
     """
-    from urbandp.audit._zero_skipping_attack import zero_skipping_attack
 
     if method not in METHODS:
         raise InvalidParameterError(
@@ -455,7 +456,6 @@ def differencing(
     otherwise) is the joint cells' noise scale, ``marginal_scale`` the marginal's (default: ``scale``). Reads
     published tables only: no Session, no budget.
     """
-    from urbandp.audit._differencing_attack import differencing_attack
 
     alpha = _alpha(alpha)
     marginal_scale = _positive_finite(marginal_scale, "marginal_scale")
@@ -508,7 +508,6 @@ def pairs(
     CLI's ``--out``); else ``result.write(path)`` writes it later. Reads a published table only: no Session, no
     budget.
     """
-    from urbandp.audit._route_pairs import route_pairs
 
     routes = list(arguments.check_texts(route, "route"))
     lag_minutes = int(arguments.check_number(lag_minutes, "lag_minutes", integer=True))

@@ -20,37 +20,36 @@ with a budget dataset, as in the fleet (docs/estimators.md, "Python API").
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import polars as pl
+from pydantic import ValidationInfo, field_validator
 
-from urbandp._arguments import (
-    check_date,
-    check_keywords,
-    check_name,
-    check_number,
-    check_path,
-    check_switch,
-    check_table,
-)
+from urbandp._arguments import check_date, check_name, check_path, check_switch, check_table
 from urbandp._frames import TableLike, input_paths
 from urbandp._outputs import atomic_output_dir, output_policy, write_json
 from urbandp._privacy.budget_store import UNITS
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.report import write_privacy_json
 from urbandp._privacy.session import ReleaseCharge
+from urbandp._release_options import ReleaseOptions, option, takes_options
 from urbandp._session import Session, check_session
 from urbandp._table_reader import read_table
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _Estimator
+from urbandp.estimators._grouping import GROUPINGS
 from urbandp.estimators._report import EstimatorPrivacyReport
 from urbandp.results import Release
 
+if TYPE_CHECKING:
+    from urbandp._option_types import EstimatorReleaseKeywords
+
 ESTIMATOR_NAMES: tuple[str, ...] = tuple(BY_NAME)
-_OPTIONS: dict[str, tuple[str, ...]] = {
+_TAKES: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in fields(cls) if f.name not in ("upper", "levels"))
     for name, cls in BY_NAME.items()
 }
@@ -59,56 +58,51 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 ADD_REMOVE_LABEL = "epsilon-DP under add/remove-one-unit (a unit's presence, count and values protected)"
 QUARANTINE_NOTE = "raw rejected input rows with their reason"
 INPUT_REPORT_NOTE = "row, unit and sample counts of the true input (and clipped values)"
+_OWN = " (default: the estimator's; its values and their checks are the estimator's, see docs/estimators.md)."
 
 
-def _bad(message: str, *names: str) -> InvalidParameterError:
-    return InvalidParameterError(message, parameters=names)
+class EstimatorReleaseSpec(ReleaseOptions):
+    """The options of one release, each declared once (:func:`urbandp._release_options.option`) and checked once
+    (each error names the keyword, listed in ``parameters``): :func:`release` takes them as keywords.
 
-
-_OPTION_KINDS: dict[str, str] = {f.name: str(f.type) for cls in BY_NAME.values() for f in fields(cls)}
-"""What each estimator option takes from Python, its constructor's annotation: a ``Literal`` of words, ``str |
-int`` (a word or an integer), ``float`` or ``int`` (its range is the estimator's own check)."""
-
-
-def _option(name: str, value: object) -> object:
-    kind = _OPTION_KINDS[name]
-    if kind.startswith("Literal") or (kind == "str | int" and isinstance(value, str)):
-        return check_name(value, name)
-    return check_number(value, name, integer=kind != "float")
-
-
-@dataclass(frozen=True)
-class EstimatorReleaseSpec:
-    """The options of one release, validated once (each error names the keyword, listed in ``parameters``).
-
-    ``options`` holds the estimator's own options given (``grouping``, ``m_ub``, ``gamma``, ``rule``,
-    ``n_candidates``, ``m_cap``); an option the chosen estimator does not take is refused.
+    The estimator's own options (``grouping``, ``m_ub``, ``gamma``, ``rule``, ``n_candidates``, ``m_cap``) are
+    checked by its constructor; one the chosen estimator does not take is refused.
     """
 
-    unit_column: str
-    value_column: str
-    epsilon: float
-    upper: float
-    estimator: str = "clipped-mean"
-    options: tuple[tuple[str, Any], ...] = ()
-    unit: str = "vehicle-day"
+    unit_column: str = option(help="Column naming each privacy unit (e.g. a vehicle in a one-day file).")
+    value_column: str = option(help="Column of the values whose mean is released.")
+    epsilon: float = option(help="Epsilon of the release.", gt=0)
+    upper: float = option(help="The public bound U: values are clipped to [0, U].", gt=0)
+    estimator: str = option(
+        "clipped-mean",
+        help="clipped-mean (add/remove-one-unit) or the paper's baseline, array-averaging, levy, quantile "
+        "(Def. II.1 only: labelled NOT DP, refused with a dataset).",
+        choices=ESTIMATOR_NAMES,
+    )
+    grouping: str | None = option(None, help=f"How samples are grouped into arrays{_OWN}", choices=GROUPINGS)
+    m_ub: str | int | None = option(
+        None, help=f"The bound m_UB on a unit's samples, a rule or an integer{_OWN}"
+    )
+    gamma: float | None = option(None, help=f"LEVY's gamma{_OWN}")
+    rule: str | None = option(None, help=f"QUANTILE's quantile rule{_OWN}")
+    n_candidates: int | None = option(None, help=f"QUANTILE's number of candidate quantiles{_OWN}")
+    m_cap: int | None = option(None, help=f"CLIPPED-MEAN's largest candidate m_UB{_OWN}")
+    unit: str = option("vehicle-day", help="The privacy unit, as the budget store names it.", choices=UNITS)
     day: dt.date | None = None
+    """The day the store books (required with a dataset)."""
 
-    def __post_init__(self) -> None:
-        for name in ("unit_column", "value_column"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
-                raise _bad(f"{name} must name a column, got {getattr(self, name)!r}", name)
-        if self.estimator not in ESTIMATOR_NAMES:
-            raise _bad(
-                f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}, got {self.estimator!r}", "estimator"
-            )
-        object.__setattr__(self, "epsilon", check_number(self.epsilon, "epsilon", above=0))
-        object.__setattr__(self, "upper", check_number(self.upper, "upper", above=0))
-        if self.unit not in UNITS:
-            raise _bad(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}", "unit")
-        object.__setattr__(self, "day", check_date(self.day, "day", optional=True))
-        takes = _OPTIONS[self.estimator]
-        object.__setattr__(self, "options", tuple((n, _option(n, v)) for n, v in self.options))
+    @field_validator("unit_column", "value_column", mode="before")
+    @classmethod
+    def _a_column(cls, value: object, info: ValidationInfo) -> object:
+        return check_name(value, info.field_name or "")
+
+    @field_validator("day", mode="before")
+    @classmethod
+    def _a_day(cls, value: object) -> object:
+        return check_date(value, "day", optional=True)
+
+    def model_post_init(self, context: Any, /) -> None:
+        takes = _TAKES[self.estimator]
         for name, _ in self.options:
             if name not in takes:
                 raise _bad(
@@ -116,6 +110,13 @@ class EstimatorReleaseSpec:
                     name,
                 )
         self.build()  # the constructor's checks, renamed to the keyword
+
+    @property
+    def options(self) -> tuple[tuple[str, Any], ...]:
+        """The estimator's own options given (not None), in declaration order."""
+        own = set().union(*_TAKES.values())
+        given = ((n, getattr(self, n)) for n in type(self).model_fields if n in own)
+        return tuple((n, v) for n, v in given if v is not None)
 
     def build(self) -> _Estimator:
         """The configured building block (:mod:`urbandp.estimators._core`)."""
@@ -144,6 +145,10 @@ class EstimatorReleaseSpec:
         return {"estimator": self.estimator, "upper": self.upper, **dict(self.options)}
 
 
+def _bad(message: str, *names: str) -> InvalidParameterError:
+    return InvalidParameterError(message, parameters=names)
+
+
 @dataclass(repr=False)
 class EstimatorRelease(Release):
     """One released mean: ``table`` one row (estimator, estimate, noise_scale, interval, epsilon); ``privacy``
@@ -159,52 +164,27 @@ class EstimatorRelease(Release):
             return _write_folder(self, Path(str(check_path(out, "out"))))
 
 
-@check_keywords
+@takes_options(EstimatorReleaseSpec)
 def release(
     data: TableLike,
     *,
-    unit_column: str,
-    value_column: str,
-    epsilon: float,
-    upper: float,
-    estimator: str = "clipped-mean",
-    grouping: str | None = None,
-    m_ub: str | int | None = None,
-    gamma: float | None = None,
-    rule: str | None = None,
-    n_candidates: int | None = None,
-    m_cap: int | None = None,
-    unit: str = "vehicle-day",
     day: str | dt.date | None = None,
     session: Session | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
+    **options: Unpack[EstimatorReleaseKeywords],
 ) -> EstimatorRelease:
     """Release one user-level mean of ``value_column`` with DP, each distinct ``unit_column`` value one privacy
     unit (``unit``, as the budget store names it: the column must identify that unit, e.g. a vehicle in a one-day
-    file for ``vehicle-day``).
+    file for ``vehicle-day``). The options are the fields of :class:`EstimatorReleaseSpec` (see
+    docs/estimators.md).
 
-    ``estimator``: ``clipped-mean`` (default; add/remove-one-unit) or the paper's ``baseline``,
-    ``array-averaging``, ``levy``, ``quantile`` (Def. II.1 only: labelled NOT DP, refused with a dataset).
-    ``upper``: the public bound U (values are clipped to [0, U]). ``grouping``, ``m_ub``, ``gamma``, ``rule``,
-    ``n_candidates``, ``m_cap``: the estimator's own options (None: its default; see docs/estimators.md).
     ``day``: the day the store books (required with a dataset). ``session``: the :class:`urbandp.Session`
     charged (None: the guards apply, no store is charged). ``out``: write the folder inside the charge.
     Raises :class:`~urbandp.errors.BudgetExceededError` before any noise when the store cannot afford it.
     """
     check_table(data)
-    given = {"grouping": grouping, "m_ub": m_ub, "gamma": gamma, "rule": rule}
-    given |= {"n_candidates": n_candidates, "m_cap": m_cap}
-    spec = EstimatorReleaseSpec(
-        unit_column,
-        value_column,
-        epsilon,
-        upper,
-        estimator,
-        tuple((k, v) for k, v in given.items() if v is not None),
-        unit,
-        check_date(day, "day", optional=True),
-    )
+    spec = EstimatorReleaseSpec(**options, day=day)
     rel = release_spec(data, spec, session=session, out=out, overwrite=overwrite)
     rel.emit_warnings()
     return rel
@@ -224,7 +204,8 @@ def release_spec(
     overwrite = check_switch(overwrite, "overwrite")
     day = _booked_day(s, spec)
     with input_paths(data) as paths, output_policy(_protected(paths, s), overwrite=overwrite):
-        values, owner = _read_values(paths, spec)
+        values, quarantine, report = unit_values(paths, spec.unit_column, spec.value_column)
+        owner: dict[str, Any] = {"quarantine": quarantine, "input_report": report}
         est = spec.build()
         _check_prepared(est, values)
         charge = s.charge(spec.unit, out=target)
@@ -258,36 +239,44 @@ def _protected(paths: list[Path], session: Session) -> list[Path]:
     return found
 
 
-def _read_values(paths: list[Path], spec: EstimatorReleaseSpec) -> tuple[list[np.ndarray], dict[str, Any]]:
-    """Every unit's values, and the owner's material: the quarantine (rows without a unit or a finite value,
-    with their reason) and the row counts of the true input."""
+def unit_values(
+    paths: Sequence[Path],
+    unit_column: str,
+    value_column: str,
+    *,
+    parameters: tuple[str, str] = ("unit_column", "value_column"),
+    source: str = "data",
+) -> tuple[list[np.ndarray], pl.DataFrame, dict[str, Any]]:
+    """Every unit's values (units sorted, values as read: the estimators clip them), the quarantine (the rows
+    without a unit or a finite value, as read, with their reason) and the input report (row counts of the true
+    input: owner material). Errors name the columns' ``parameters`` and the input as ``source``."""
     frames = [read_table(p, allow_empty=True) for p in paths]
     for frame in frames:
-        named = {"unit_column": spec.unit_column, "value_column": spec.value_column}
+        named = dict(zip(parameters, (unit_column, value_column), strict=True))
         missing = {p: c for p, c in named.items() if c not in frame.columns}
         if missing:
             raise InputDataError(
-                f"data: no column {', '.join(missing.values())} ({', '.join(missing)}; columns: "
+                f"{source}: no column {', '.join(missing.values())} ({', '.join(missing)}; columns: "
                 f"{', '.join(frame.columns)})",
                 parameters=tuple(missing),
             )
     rows = pl.concat(
-        [f.select(pl.col(spec.unit_column).cast(pl.String), pl.col(spec.value_column)) for f in frames]
-    ).with_columns(pl.col(spec.value_column).cast(pl.Float64, strict=False).alias("_value"))
+        [f.select(pl.col(unit_column).cast(pl.String), pl.col(value_column)) for f in frames]
+    ).with_columns(pl.col(value_column).cast(pl.Float64, strict=False).alias("_value"))
     reason = (
-        pl.when(pl.col(spec.unit_column).is_null())
-        .then(pl.lit("missing_unit"))
+        pl.when(pl.col(unit_column).is_null())
+        .then(pl.lit("missing unit"))
         .when(pl.col("_value").is_null())
-        .then(pl.lit("missing_or_non_numeric_value"))
+        .then(pl.lit("missing or non-numeric value"))
         .when(~pl.col("_value").is_finite())
-        .then(pl.lit("non_finite_value"))
+        .then(pl.lit("non-finite value"))
     )
     rows = rows.with_columns(reason.alias("reason"))
     quarantine = rows.filter(pl.col("reason").is_not_null()).drop("_value")
     kept = rows.filter(pl.col("reason").is_null())
     if kept.height == 0:
-        raise InputDataError(f"data: no row has a unit and a finite {spec.value_column} ({rows.height} rows)")
-    grouped = kept.group_by(spec.unit_column).agg(pl.col("_value")).sort(spec.unit_column)
+        raise InputDataError(f"{source}: no row has a unit and a finite {value_column} ({rows.height} rows)")
+    grouped = kept.group_by(unit_column).agg(pl.col("_value")).sort(unit_column)
     values = [np.asarray(v, dtype=float) for v in grouped["_value"].to_list()]
     report = {
         "note": "raw-data statistics for the data owner; not differentially private, do not publish",
@@ -297,7 +286,7 @@ def _read_values(paths: list[Path], spec: EstimatorReleaseSpec) -> tuple[list[np
         "n_units": len(values),
         "n_samples": kept.height,
     }
-    return values, {"quarantine": quarantine, "input_report": report}
+    return values, quarantine, report
 
 
 def _check_prepared(est: _Estimator, values: list[np.ndarray]) -> None:

@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from urbandp._privacy.mechanisms import laplace_scale
-from urbandp._privacy.noise import NoiseSource, laplace_epsilon
+from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
+from urbandp._privacy.noise import NoiseSource
 from urbandp.estimators._bounds import choose_m_ub
 from urbandp.estimators._grouping import GROUPINGS, GroupingPlan, make_plan
 from urbandp.estimators._selection import (

@@ -2,7 +2,7 @@
 and per window over its D days (group privacy); computed, never typed in.
 
 * epsilon per HAT per day: each HAT's Laplace mechanism at the sensitivity that one vehicle-day has on it
-  (OpenDP's privacy map, :func:`urbandp._privacy.noise.laplace_epsilon`).
+  (OpenDP's privacy map, :func:`urbandp._privacy.mechanisms.laplace_epsilon`).
 * epsilon per day: a vehicle-day touches at most K HATs, so by basic composition its loss is at most the sum of
   the K largest per-HAT epsilons (III E, step 3).
 * cumulative epsilon per day: the sum over queries (III F), plus the selection's cost when selection is DP.

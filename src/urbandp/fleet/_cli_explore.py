@@ -12,9 +12,9 @@ from urbandp._cli_options import Overwrite
 from urbandp._cli_support import cli_text
 from urbandp.errors import InputError
 from urbandp.fleet._cli import quarantine_on_failure
-from urbandp.fleet._options import HatReleaseConfig, release_table
+from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._options_flags import help_of
-from urbandp.fleet._options_input import parse_columns, parse_date, read_toml, toml_date, validation_options
+from urbandp.fleet._options_input import named_by, read_given, validation_options, with_file
 
 
 def explore(
@@ -66,21 +66,24 @@ def explore(
 
     check_output_path(out)
     check_min_vehicles_per_day(min_vehicles_per_day)
-    toml = read_toml(config)
-    window_hours, first, last = _window(config, toml, hours, start, end)
-    given = {
+    given: dict[str, Any] = {
+        "config": config,
+        "hours": hours,
+        "start": start,
+        "end": end,
         "speed_unit": speed_unit,
         "speed_unit_since": speed_unit_since,
         "timezone": timezone,
         "speed_reject_above": speed_reject_above,
         "timestamp_format": timestamp_format,
+        "column": column,
     }
-    options = validation_options(toml, given)
+    window_hours, first, last, options, columns = _read(given)
     slots = SlotSpec(slot_minutes, *window_hours)
     console = Console()
     err = Console(stderr=True)
     with console.status("reading, validating and aggregating at resolutions 6, 7, 8"):
-        loaded = load_records(inputs, parse_columns(column, toml), options)
+        loaded = load_records(inputs, columns, options)
         quarantine_on_failure(out, loaded.require_valid)
         clean, outside = in_window(loaded.clean, slots, first, last)
         if clean.height == 0:
@@ -113,19 +116,16 @@ def explore(
     console.print(f"quarantine: {owner_dir_for(out) / 'quarantine.csv'}")
 
 
-def _window(
-    config: Path | None, toml: dict[str, Any], hours: str | None, start: str | None, end: str | None
-) -> tuple[tuple[int, ...], dt.date | None, dt.date | None]:
-    """The hour window and the first and last day explore reads: the flags', else the config's."""
-    from urbandp._grid.slots import parse_hours
-
-    section: dict[str, Any] = release_table(toml)
-    hours_text = (
-        hours if hours is not None else section.get("hours", HatReleaseConfig.model_fields["hours"].default)
-    )
-    window_hours = parse_hours(hours_text) if isinstance(hours_text, str) else tuple(hours_text)
-    first = parse_date(start, "start") or parse_date(toml_date(section.get("start")), f"start in {config}")
-    last = parse_date(end, "end") or parse_date(toml_date(section.get("end")), f"end in {config}")
-    if first and last and first > last:
-        raise InputError(f"--start {first} is after --end {last}")
-    return window_hours, first, last
+def _read(
+    given: dict[str, Any],
+) -> tuple[tuple[int, ...], dt.date | None, dt.date | None, Any, dict[str, str]]:
+    """The hour window, the first and last day, the validation options and the column mapping explore reads: the
+    flags ``given``, else the config file's (an error about a value of the file names its key there)."""
+    values, keys = with_file(given)
+    with named_by(keys):
+        read = read_given(values)
+        first, last = read.get("start"), read.get("end")
+        if first and last and first > last:
+            raise InputError(f"--start {first} is after --end {last}")
+        window_hours = read.get("hours", HatReleaseConfig.model_fields["hours"].default)
+        return tuple(window_hours), first, last, validation_options(read), values["column"]

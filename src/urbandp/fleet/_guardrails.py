@@ -30,6 +30,7 @@ from urbandp.fleet._account import HatRelease
 from urbandp.fleet._options import HatReleaseConfig
 
 if TYPE_CHECKING:
+    from urbandp.fleet._domain import PublicDomain
     from urbandp.fleet._plan import PlannedCharge
     from urbandp.fleet._predict import FleetProfile
 
@@ -97,8 +98,11 @@ def options_that_help(
         generic.append(f"resolution={max(cfg.resolution - 1, 0)} (cells about 7x larger)")
         generic.append(f"slot_minutes={cfg.slot_minutes * 2} (slots twice as long)")
         return generic[:3]
+    from urbandp.fleet._predict import simulate
+
     scored: list[tuple[tuple[int, float], str]] = []
     profile = _released_profile(release, cfg) if release is not None else None
+    domain = _release_domain(cfg, release) if profile is not None and release is not None else None
     for text, change in alternatives(cfg):
         try:
             alt = cfg.model_copy(update=change)
@@ -110,11 +114,12 @@ def options_that_help(
             continue
         # the released counts stand for the fleet where the bounding stays as it was (not for a new K or L2)
         same_bounding = not ({"contribution_bounding", "max_hats_per_vehicle_day"} & set(change))
-        useful = (
-            _predicted_useful(alt, days, profile, release)
-            if profile is not None and release is not None and same_bounding
-            else None
-        )
+        useful = None
+        if profile is not None and domain is not None and same_bounding:  # the planner, pooled where it pools
+            got = simulate(alt, days, profile, domain, ADVICE_RUNS)
+            useful = float(
+                np.mean(got.counts["useful_pooled" if "useful_pooled" in got.counts else "useful"])
+            )
         if useful is None and t >= base:
             continue
         unit = "weighted vehicle-days" if alt.contribution_bounding == "l2" else "vehicle-days"
@@ -158,16 +163,13 @@ def _released_profile(release: HatRelease, cfg: HatReleaseConfig) -> FleetProfil
     return FleetProfile("release", lambda _rng: (hats, np.array([1.0])), "the release's noisy counts")
 
 
-def _predicted_useful(
-    cfg: HatReleaseConfig, days: int, profile: FleetProfile, release: HatRelease
-) -> float | None:
-    """Useful HATs (pooled where the release pools) the planner predicts for ``cfg`` on ``profile``; None where
-    the public domain cannot be read without the window's days (a schedule, and a window taken from the data)."""
+def _release_domain(cfg: HatReleaseConfig, release: HatRelease) -> PublicDomain | None:
+    """The release's public domain, read once for every alternative (none changes it); None where it cannot be
+    read without the window's days (a schedule, and a window taken from the data)."""
     import datetime as dt
 
     from urbandp.fleet._domain import load_public_domain
     from urbandp.fleet._options import public_window, window_days
-    from urbandp.fleet._predict import simulate
 
     first, last, day_set = public_window(cfg)
     window = release.privacy.get("window")
@@ -176,9 +178,7 @@ def _predicted_useful(
     if cfg.domain_gtfs is not None and (first is None or last is None):
         return None
     public = window_days(first, last, day_set) if first is not None and last is not None else None
-    got = simulate(cfg, days, profile, load_public_domain(cfg, public), ADVICE_RUNS)
-    key = "useful_pooled" if "useful_pooled" in got.counts else "useful"
-    return float(np.mean(got.counts[key]))
+    return load_public_domain(cfg, public)
 
 
 _NAMED_VALUE = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)*)=([^\s:;]+)")

@@ -28,7 +28,7 @@ from urbandp._privacy.noise import NoiseSource
 from urbandp.fleet._account import HatRelease, Level, account, combine_levels
 from urbandp.fleet._domain import describe as describe_domain
 from urbandp.fleet._domain import domain_grid, load_public_domain, restrict_to_domain
-from urbandp.fleet._levels import MergedSlotSpec, coarse_contributions, covered_keys, released_units
+from urbandp.fleet._levels import coarse_contributions, covered_keys, released_units
 from urbandp.fleet._measure import (
     ClipChoice,
     choose_clip_bound,
@@ -134,7 +134,7 @@ def _level_setting(
     if (up, merge) == (0, 1):
         return base_cfg, slots
     level_cfg = base_cfg.model_copy(update={"resolution": base_cfg.resolution - up})
-    return level_cfg, MergedSlotSpec(slots.slot_minutes, slots.start_hour, slots.end_hour, merge)
+    return level_cfg, SlotSpec(slots.slot_minutes, slots.start_hour, slots.end_hour, merge)
 
 
 def _level_input(

@@ -8,35 +8,10 @@ Both read the released keys (DP outputs) and public H3 / slot structure only. Th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import polars as pl
 import polars_h3 as plh3
 
 from urbandp._grid.slots import SlotSpec
-
-
-@dataclass(frozen=True)
-class MergedSlotSpec(SlotSpec):
-    """Slots of ``merge`` consecutive base slots, counted from the window's start; a merged slot is indexed by its
-    first base slot (so keys of different levels compare), the last one may be shorter."""
-
-    merge: int = 1
-
-    @property
-    def slots(self) -> list[int]:
-        base = super().slots
-        return base[:: self.merge]
-
-    def group(self, slot: pl.Expr) -> pl.Expr:
-        """Index of the merged slot holding base (or merged) slot ``slot``."""
-        first = super().slots[0]
-        return (first + (slot.cast(pl.Int32) - first) // self.merge * self.merge).cast(pl.Int16)
-
-    def label(self, slot: int) -> str:
-        last = min(slot + self.merge - 1, super().slots[-1])
-        a, b = super().label(slot), super().label(last)
-        return f"{a.split('-')[0]}-{b.split('-')[1]}"
 
 
 def coarse_contributions(
@@ -48,11 +23,10 @@ def coarse_contributions(
     speed in a coarse HAT is the record-weighted mean of its fine HAT means (the mean of its records there), in
     [0, U] (or [0, U'] after a DP clip); its max speed is the max (Query 2).
     """
-    merge = slots.merge if isinstance(slots, MergedSlotSpec) else 1
-    if up == 0 and merge == 1:
+    if up == 0 and slots.merge == 1:
         return contributions
     cell = plh3.cell_to_parent("cell", resolution) if up else pl.col("cell")
-    slot = slots.group(pl.col("slot")) if isinstance(slots, MergedSlotSpec) else pl.col("slot")
+    slot = slots.group(pl.col("slot"))
     weight = pl.col("n_records").cast(pl.Float64)
     return (
         contributions.with_columns(cell.alias("cell"), slot.alias("slot"))
@@ -102,7 +76,7 @@ def covered_keys(
     Either way no place and time gets two values. Both read only released keys (DP outputs) and public H3 / slot
     structure.
     """
-    group = slots.group(pl.col("slot")) if isinstance(slots, MergedSlotSpec) else pl.col("slot")
+    group = slots.group(pl.col("slot"))
     if rule == "exclusive":
         frames = [
             keys.select(plh3.cell_to_parent("cell", resolution).alias("cell"), group.alias("slot"))

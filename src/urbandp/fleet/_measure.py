@@ -181,22 +181,28 @@ def select_hats(
 @dataclass
 class Measured:
     """Query 1's answer for each released HAT (post-processed: clamped, intervals), what it cost and how many
-    means were withheld; then the noisy counts and Query 2's answer (:func:`measure_queries`)."""
+    means were withheld; then the noisy counts and Query 2's answer (:func:`measure_queries`). An interval or sum
+    a query does not give is NaN for each HAT."""
 
     mean_speed: np.ndarray
-    ci_low: np.ndarray
-    ci_high: np.ndarray
-    noisy_sum: np.ndarray
     speed_scales: np.ndarray
     speed_costs: np.ndarray  # per HAT per day (epsilon or rho)
     clamped: np.ndarray
-    count_low: np.ndarray  # 95% interval of N (selection-aware)
-    count_high: np.ndarray
+    ci_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    ci_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    noisy_sum: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    count_low: np.ndarray = field(default_factory=lambda: np.zeros(0))  # 95% interval of N (selection-aware)
+    count_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
     withheld: int = 0
     noisy_n: np.ndarray = field(default_factory=lambda: np.zeros(0))
     over_per_day: np.ndarray = field(default_factory=lambda: np.zeros(0))
     over_low: np.ndarray = field(default_factory=lambda: np.zeros(0))
     over_high: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self) -> None:
+        for name in ("ci_low", "ci_high", "noisy_sum", "count_low", "count_high"):
+            if getattr(self, name).size != self.mean_speed.size:  # not given
+                setattr(self, name, np.full(self.mean_speed.size, np.nan))
 
 
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
@@ -327,17 +333,11 @@ def _user_level_speed(
     cfg: HatReleaseConfig, mean: np.ndarray, costs: np.ndarray, speed_scales: np.ndarray
 ) -> Measured:
     """Query 1 by a user-level estimator (:func:`user_level_means`), clamped to [0, U]; no interval."""
-    nan = np.full(mean.size, np.nan)
     return Measured(
         mean_speed=np.clip(mean, 0.0, cfg.speed_max),
-        ci_low=nan.copy(),
-        ci_high=nan.copy(),
-        noisy_sum=nan.copy(),
         speed_scales=speed_scales,
         speed_costs=costs,
         clamped=(mean < 0.0) | (mean > cfg.speed_max),
-        count_low=nan.copy(),
-        count_high=nan.copy(),
     )
 
 
@@ -349,7 +349,6 @@ def _presence_public_speed(
     h = released.height
     u = cfg.speed_max
     n = released["n"].to_numpy().astype(float)
-    nan = np.full(h, np.nan)
     costs = hat_costs(plan, speed_sensitivities(cfg, n), scales.speed) if h else np.zeros(0)
     s = released["sum_mean_speed"].to_numpy().astype(float)
     raw = plan.noise(scales.speed).draw(s / np.maximum(n, 1.0), noise) if h else np.zeros(0)
@@ -358,12 +357,9 @@ def _presence_public_speed(
         mean_speed=np.clip(raw, 0, u),
         ci_low=np.clip(raw - half, 0, u),
         ci_high=np.clip(raw + half, 0, u),
-        noisy_sum=nan.copy(),
         speed_scales=np.full(h, scales.speed),
         speed_costs=costs,
         clamped=(raw < 0.0) | (raw > u),
-        count_low=nan.copy(),
-        count_high=nan.copy(),
     )
 
 

@@ -38,8 +38,8 @@ import polars_h3 as plh3
 
 import urbandp._privacy.dp_prelude as dp
 from urbandp._privacy.bisection import smallest_passing
-from urbandp._privacy.mechanisms import smallest_scale
-from urbandp._privacy.noise import NoiseSource, gaussian_rho
+from urbandp._privacy.mechanisms import Laplace, gaussian_rho, smallest_scale
+from urbandp._privacy.noise import NoiseSource
 
 dp.enable_features("contrib")
 
@@ -162,12 +162,6 @@ def domain_cells(bbox: tuple[float, float, float, float], resolution: int) -> pl
     return cells["cell"].drop_nulls().unique().sort()
 
 
-def discrete_laplace_epsilon(sensitivity: int, scale: float) -> float:
-    """Epsilon of OpenDP's integer Laplace (discrete Laplace) at an L1 sensitivity, from its privacy map."""
-    m = dp.m.make_laplace(dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"), float(scale))
-    return float(m.map(int(sensitivity)))
-
-
 EXPECTED_FALSE_POSITIVES = 0.05
 
 
@@ -240,10 +234,11 @@ def calibrate_selection(
             cost_day = gaussian_rho(math.sqrt(k), scale)
             window = (gaussian_rho(days * math.sqrt(k), scale), 0.0)
         else:  # L1 norm K, OpenDP's integer Laplace
-            scale = smallest_scale(lambda s: discrete_laplace_epsilon(k, s), budget, guess)
-            cost_hat = discrete_laplace_epsilon(1, scale)
-            cost_day = discrete_laplace_epsilon(k, scale)
-            window = (discrete_laplace_epsilon(days * k, scale), 0.0)
+            scale = smallest_scale(lambda s: Laplace(s, discrete=True).loss(k).epsilon, budget, guess)
+            counts = Laplace(scale, discrete=True)
+            cost_hat = counts.loss(1).epsilon
+            cost_day = counts.loss(k).epsilon
+            window = (counts.loss(days * k).epsilon, 0.0)
         threshold = false_positive_threshold(
             scale, domain_size, min_per_day * days, gaussian, false_positives
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,15 +20,13 @@ from pydantic import (
     ConfigDict,
     PrivateAttr,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from urbandp._arguments import did_you_mean
 from urbandp._privacy import guards
 from urbandp._release_options import option
-from urbandp.errors import InputError, flag_of
+from urbandp.errors import InputError
 
 if TYPE_CHECKING:
     from urbandp._grid.slots import SlotSpec
@@ -319,11 +316,12 @@ class HatReleaseConfig(BaseModel):
         cli_type=str | None,
     )
 
-    @field_validator("neighbouring", "hours", *DOMAIN_SOURCES, mode="before")
+    @field_validator("neighbouring", mode="before")
     @classmethod
-    def _from_text(cls, value: object, info: ValidationInfo) -> object:
-        """A value given as text (a flag's, a TOML file's) read into the field's form (:data:`_TEXT_READERS`)."""
-        return _TEXT_READERS[str(info.field_name)](value) if isinstance(value, str) else value
+    def _report_name(cls, value: object) -> object:
+        """The report's name of a relation (``replace-one``) read as this one's (every other text is read by
+        :func:`urbandp.fleet._options_input.read_option`, for a flag, a keyword and a config file alike)."""
+        return NEIGHBOURING_ALIASES.get(value, value) if isinstance(value, str) else value
 
     @field_validator("queries", mode="before")
     @classmethod
@@ -478,7 +476,9 @@ class HatReleaseConfig(BaseModel):
             if not all(math.isfinite(x) for x in self.domain_bbox) or not (
                 -90 <= a < c <= 90 and -180 <= b < d <= 180
             ):
-                raise ValueError("domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max")
+                raise ParameterValueError(
+                    "domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max", "domain_bbox"
+                )
             cells = estimated_domain_cells(self.domain_bbox, self.resolution)
             if cells > MAX_DOMAIN_CELLS:
                 raise ValueError(
@@ -603,50 +603,8 @@ def parse_weekdays(text: str) -> set[int]:
     return out
 
 
-def parse_bbox(text: str) -> tuple[float, float, float, float]:
-    """``min_lat,min_lon,max_lat,max_lon`` (the CLI and TOML form) to four finite floats."""
-    try:
-        a, b, c, d = (float(x) for x in str(text).split(","))
-    except ValueError:
-        raise ValueError(
-            f"must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got '{text}'"
-        ) from None
-    return a, b, c, d
-
-
-def _hours(text: str) -> tuple[int, int]:
-    from urbandp._grid.slots import parse_hours
-
-    try:
-        return parse_hours(text)
-    except InputError:
-        raise ValueError(f"must look like START-END hours, got '{text}'") from None
-
-
-def _path(text: str) -> str:
-    if not text.strip():
-        raise ValueError("must name a file or folder (given empty)")
-    return text
-
-
-_TEXT_READERS: dict[str, Callable[[str], object]] = {
-    "neighbouring": lambda text: NEIGHBOURING_ALIASES.get(text, text),
-    "hours": _hours,
-    "domain_bbox": parse_bbox,
-    **dict.fromkeys(DOMAIN_SOURCES[1:], _path),
-}
-"""How each option given as text is read: the report's name of a relation, hours START-END, a box, a file."""
-
-
 EXAMPLES = {
     "hours": '"9-21"',
-    "domain_bbox": '"30.2,-97.8,30.4,-97.6"',
-    "domain_gtfs": '"capmetro-gtfs.zip"',
-    "domain_geojson": '"routes.geojson"',
-    "domain_cells": '"cells.txt"',
-    "start": "2016-11-24",
-    "end": "2016-11-27",
-    "max_hats_per_vehicle_day": '96 or "observed"',
     "neighbouring": '"add-remove" or "presence-public"',
     "mechanism": '"gaussian" or "laplace"',
     "selection": '"dp" or "public-threshold"',
@@ -657,10 +615,9 @@ EXAMPLES = {
     "contribution_bounding": '"auto", "truncate" or "l2"',
     "borrow_strength": '"auto", "none" or "parent"',
     "queries": '"speed" or "speed,speeding"',
-    "dates": '["2016-11-24", "2016-12-16"]',
-    "weekdays": '"mon-fri"',
-    "holidays": '["2016-11-24"]',
 }
+"""An example of each option whose value the spec's validation can refuse (the others are read and checked
+before, by :func:`urbandp.fleet._options_input.read_option`)."""
 
 
 # Coarser levels released where the finest HAT did not pass: (H3 levels up, slots merged) per level, finest first.
@@ -676,95 +633,20 @@ COARSEN_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
 
 
-def build_config(toml: dict[str, object], overrides: dict[str, object]) -> HatReleaseConfig:
-    """``[release]`` (or top-level keys) of a parsed TOML config, non-None overrides applied, validated.
-
-    Any problem (unknown key, bad value) raises :class:`InputError`, whose ``parameters`` are the parameters its
-    message names (:func:`urbandp.fleet._options_input.configure` names a value of the file by its key there).
-    """
-    _, from_file = file_values(toml, overrides)
-    values = {**from_file, **{k: v for k, v in overrides.items() if v is not None}}
-    cfg = _validated(values)
-    _check_replaced(toml, values, from_file)
-    return cfg
-
-
-def _check_replaced(
-    toml: dict[str, object],
-    values: dict[str, object],
-    from_file: dict[str, object],
-) -> None:
-    """A file's value that a given value replaces is still checked, as the other wings' ``--config`` does: a
-    file holding ``epsilon_per_day = [1, 2]`` is refused whether or not the flag is typed too, so a file is never
-    half-read. Each such value is validated in place of the given one; only a problem of that very key counts
-    (the checks between options are the given values' business)."""
-    written = release_table(toml)
-    for key in sorted(set(written) - set(from_file)):
-        if key not in HatReleaseConfig.model_fields:
-            continue  # an unknown key is refused with the file's values (extra_forbid)
-        value = written[key]
-        field = HatReleaseConfig.model_fields[key]
-        if isinstance(value, bool) and "bool" not in str(field.annotation):
-            _validated({key: value})  # refused as a boolean, naming the key
-        try:
-            HatReleaseConfig(**{**values, key: value})
-        except ValidationError as err:
-            own = [e for e in err.errors() if [str(x) for x in e.get("loc", ())][:1] == [key]]
-            if own:  # said as when the flag is not given: the line names the key and its flag
-                raise InputError(_line_of(dict(own[0]))) from None
-
-
-def release_table(toml: dict[str, object]) -> dict[str, object]:
-    """The values a config file writes: its ``[release]`` table, else its top-level keys."""
-    section = toml.get("release")
-    if isinstance(section, dict):
-        return dict(section)
-    return {k: v for k, v in toml.items() if not isinstance(v, dict)}
-
-
-def file_values(
-    toml: dict[str, object], overrides: dict[str, object]
-) -> tuple[str | None, dict[str, object]]:
-    """(the table, or None for top-level keys; the values the release takes from it): a file's value is used
-    unless an override (not None) replaces it."""
-    values = release_table(toml)
-    given = {k for k, v in overrides.items() if v is not None}
-    # A flag for one of the pair (B, epsilon per day) replaces the other one coming from the file.
-    for one, other in (("noise_scale", "epsilon_per_day"), ("epsilon_per_day", "noise_scale")):
-        if one in given:
-            values.pop(other, None)
-    return ("release" if isinstance(toml.get("release"), dict) else None), {
-        k: v for k, v in values.items() if k not in given
-    }
-
-
-def _validated(values: dict[str, object]) -> HatReleaseConfig:
-    """The spec from its values; a bool where a number or a name is expected, or any validation error, raises
-    :class:`InputError` (one line naming the key)."""
-    for key, value in values.items():
-        field = HatReleaseConfig.model_fields.get(key)
-        if isinstance(value, bool) and field is not None and "bool" not in str(field.annotation):
-            example = EXAMPLES.get(key)
-            raise InputError(
-                f"bad config value for {key}: {str(value).lower()} is not a number or a name"
-                + (f" (example: {key} = {example})" if example else "")
-            )
+def build_config(values: dict[str, object]) -> HatReleaseConfig:
+    """The spec from its values (None: the default), validated; any problem raises :class:`InputError`, one line
+    whose ``parameters`` are the parameters its message names (:func:`urbandp.fleet._options_input.configure`
+    names a value of the config file by its key there)."""
     try:
-        return HatReleaseConfig(**values)
+        return HatReleaseConfig(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as err:
-        first = dict(err.errors()[0])
-        refused = _field_of(first)
-        if refused and not _parameters(err):
-            # the parameter by its Python name; the CLI names it by its flag, a config file by its key
-            raise InputError(_line_of(first, plain=True), parameters=refused) from None
-        raise InputError(_line_of(dict(err.errors()[0])), parameters=_parameters(err)) from None
-
-
-def _field_of(first: dict[str, Any]) -> str:
-    """The option a validation problem is about ('' for a problem between options or an unknown key)."""
-    loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
-    named = loc[0] if loc and first.get("type") != "extra_forbidden" else ""
-    return named if named in HatReleaseConfig.model_fields else ""
+        first: dict[str, Any] = dict(err.errors()[0])
+        loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
+        field = loc[0] if loc and loc[0] in HatReleaseConfig.model_fields else ""
+        # the parameters by their Python names; the CLI names them by their flags, a config file by its keys
+        raise InputError(
+            _line_of(first), parameters=_parameters(err) or ((field,) if field else ())
+        ) from None
 
 
 def _parameters(err: ValidationError) -> tuple[str, ...]:
@@ -775,22 +657,16 @@ def _parameters(err: ValidationError) -> tuple[str, ...]:
     return cause.parameters if isinstance(cause, ParameterValueError) else ()
 
 
-def _line_of(first: dict[str, Any], plain: bool = False) -> str:
-    """One validation problem (an entry of ``ValidationError.errors()``) as one line naming the key, with an
-    example or the closest valid key; ``plain`` names the option by its Python name alone (for a reader that
-    renames it)."""
+def _line_of(first: dict[str, Any]) -> str:
+    """One validation problem (an entry of ``ValidationError.errors()``) as one line naming the option by its
+    Python name (a reader renames it: the CLI to its flag, a config file to its key), with an example."""
     loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
     where = loc[0] if loc else ""
-    if first.get("type") == "extra_forbidden":
-        return f"unknown config key '{where}'" + did_you_mean(where, list(HatReleaseConfig.model_fields))
     msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
     if not where:
         return f"bad release config: {msg}"
     example = EXAMPLES.get(where)
-    flag = flag_of(where)
-    # the parameter by all its names: the Python keyword, the flag and the TOML key (one declaration)
-    names = where if plain else f"{where} ({flag}, or {where} in [release])"
-    return f"bad value for {names}: {msg}" + (f" (example: {where} = {example})" if example else "")
+    return f"bad value for {where}: {msg}" + (f" (example: {where} = {example})" if example else "")
 
 
 def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:

@@ -97,9 +97,6 @@ def release_options() -> tuple[DeclaredOption, ...]:
     return (*spec[:day], records[0], *spec[day:after], *records[1:], *spec[after:])
 
 
-INPUT_KEYS: tuple[str, ...] = tuple(o.name for o in declared_options(RecordOptions) if o.table == "input")
-"""The keys of a ``--config`` file's ``[input]`` table."""
-
 OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in release_options() if o.name != "column")
 """The release options as keywords of :func:`urbandp.fleet.release` (``columns`` there is ``--column``)."""
 

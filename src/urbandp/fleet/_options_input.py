@@ -23,26 +23,64 @@ from urbandp._arguments import (
     check_numbers,
     check_path,
     check_texts,
-    did_you_mean,
+    runtime_types,
 )
-from urbandp._config_tables import in_file, read_document
-from urbandp.errors import InputError
-from urbandp.fleet._options import HatReleaseConfig, build_config, file_values, parse_bbox
-from urbandp.fleet._options_flags import INPUT_KEYS, OPTION_NAMES, RecordOptions, release_options
+from urbandp._config_tables import check_tables, read_document, table_values
+from urbandp.errors import InputError, InvalidParameterError
+from urbandp.fleet._options import HatReleaseConfig, build_config
+from urbandp.fleet._options_flags import OPTION_NAMES, RecordOptions, keyword_type, release_options
+
+FILE_TABLES = ("release", "input", "columns")
+"""The tables of a fleet config file: the release spec's options, the records' options and the column mapping."""
+
+PAIRS = (("noise_scale", "epsilon_per_day"), ("epsilon_per_day", "noise_scale"), ("dates_file", "dates"))
+"""(given, dropped): an option given replaces the file's other one of its pair (B or epsilon per day; a day
+file or a day list), so that a file is never half-overridden into a conflict."""
 
 
-def file_keys(a: Mapping[str, Any], toml: dict[str, Any] | None = None) -> dict[str, str]:
-    """Parameter -> its key in the config file (``start in cfg.toml [release]``), for each value the release
-    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file (``toml``, once read) rather
-    than from a parameter."""
-    path = a.get("config")
+def read_config(path: Path | None) -> tuple[dict[str, tuple[str, object]], dict[str, str]]:
+    """(keyword -> (how an error names the file's key, value); the ``[columns]`` mapping) of a config file, read
+    by the shared reader (:mod:`urbandp._config_tables`): unknown tables and keys, and values of the wrong type,
+    are refused in one line naming the file and the key. Options written outside a table, in a file without a
+    ``[release]`` table, are the release's."""
     if path is None:
-        return {}
-    toml = read_toml(path) if toml is None else toml
-    table, values = file_values(toml, dict(a))
-    names = {k: in_file(path, table)(k) for k in values}
-    names.update({k: in_file(path, "input")(k) for k in toml.get("input", {}) if a.get(k) is None})
-    return names
+        return {}, {}
+    data = read_document(path)
+    loose = {k: v for k, v in data.items() if not isinstance(v, dict)} if "release" not in data else {}
+    tables = {k: v for k, v in data.items() if k not in loose}
+    check_tables(tables, FILE_TABLES, path, "release")
+    records = dict(tables.get("input", {}))
+    if isinstance(records.get("speed_unit_since"), dict):  # a table of day = unit: the flag's DAY=UNIT items
+        records["speed_unit_since"] = [f"{day}={unit}" for day, unit in records["speed_unit_since"].items()]
+    found: dict[str, tuple[str, object]] = {}
+    for table, section in (("release", loose or tables.get("release", {})), ("input", records)):
+        where = f"{path}" if loose and table == "release" else f"{path} [{table}]"
+        allowed = {o.name: runtime_types(keyword_type(o)) for o in release_options() if o.table == table}
+        values = table_values(section, where, allowed, "release")
+        found.update({name: (f"{key} in {where}", value) for name, (key, value) in values.items()})
+    columns = tables.get("columns", {})
+    for key, value in columns.items():
+        if not isinstance(value, str):
+            raise InvalidParameterError(f"{key} in {path} [columns] = {value!r} is not a column name")
+    return found, columns
+
+
+def with_file(a: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the options ``a`` (None: not given), each one not given taken from the ``config`` file and ``column``
+    as the mapping; keyword -> how an error names the file's key, for each value taken from the file)."""
+    read, columns = read_config(a.get("config"))
+    given = {name for name, value in a.items() if value is not None}
+    left = given | {other for one, other in PAIRS if one in given}
+    taken = {name: item for name, item in read.items() if name not in left}
+    values = {**a, **{name: value for name, (_, value) in taken.items()}}
+    values["column"] = parse_columns(a.get("column"), columns)
+    return values, {name: named for name, (named, _) in taken.items()}
+
+
+def file_keys(a: Mapping[str, Any]) -> dict[str, str]:
+    """Parameter -> its key in the config file (``start in cfg.toml [release]``), for each value the release
+    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file rather than a parameter."""
+    return with_file(a)[1]
 
 
 @contextlib.contextmanager
@@ -56,33 +94,23 @@ def named_by(names: Mapping[str, str]) -> Iterator[None]:
         raise err.renamed(names.get) from None
 
 
-def parse_columns(items: list[str] | Mapping[str, str] | None, config: dict[str, Any]) -> dict[str, str]:
+def parse_columns(items: list[str] | Mapping[str, str] | None, columns: Mapping[str, str]) -> dict[str, str]:
     """The column mapping: the file's ``[columns]`` table, then ``items`` (``NAME=SOURCE`` texts or a mapping)."""
-    columns = {str(k): str(v) for k, v in config.get("columns", {}).items()}
+    mapping = {str(k): str(v) for k, v in columns.items()}
     if isinstance(items, Mapping):
-        return {**columns, **items}
+        return {**mapping, **items}
     for item in items or []:
         if "=" not in item:
             raise InputError(
                 f"column must look like NAME=SOURCE (e.g. vehicle=bus_id), got '{item}'", parameters="column"
             )
         name, source = item.split("=", 1)
-        columns[name.strip()] = source.strip()
-    return columns
-
-
-def _parse_unit_switches(
-    items: list[str] | None, config: dict[str, Any], file: Path | None = None
-) -> tuple[tuple[dt.date, str], ...]:
-    """The file's ``[input.speed_unit_since]`` table, then the ``speed_unit_since`` items (``2016-01-01=m/s``);
-    a bad entry of the file is named by its key in ``file``."""
-    from_file = [f"{k}={v}" for k, v in config.get("speed_unit_since", {}).items()]
-    with named_by({"speed_unit_since": in_file(file, "input")("speed_unit_since")} if file else {}):
-        first = _unit_switches(from_file)
-    return first + _unit_switches(list(items or []))
+        mapping[name.strip()] = source.strip()
+    return mapping
 
 
 def _unit_switches(items: list[str]) -> tuple[tuple[dt.date, str], ...]:
+    """The unit switches ``2016-01-01=m/s`` as (day, unit)."""
     out = []
     for item in items:
         try:
@@ -95,49 +123,13 @@ def _unit_switches(items: list[str]) -> tuple[tuple[dt.date, str], ...]:
     return tuple(out)
 
 
-SECTIONS = ("release", "input", "columns")
-
-
-def read_toml(path: Path | None) -> dict[str, Any]:
-    """Parse a TOML config (:func:`urbandp._config_tables.read_document`, the one TOML reader); unknown sections
-    or [input] keys are refused naming the closest valid one."""
-    if path is None:
-        return {}
-    data = read_document(path)  # the one TOML reader: a missing, unreadable or malformed file in one line
-    for key, value in data.items():
-        if isinstance(value, dict) and key not in SECTIONS:
-            raise InputError(f"unknown config section [{key}]" + did_you_mean(key, list(SECTIONS), "[{}]"))
-    for name in ("input", "columns"):
-        if name in data and not isinstance(data[name], dict):
-            raise InputError(f'config: [{name}] must be a table, e.g. [{name}] speed_unit = "mph"')
-    for key, value in data.get("input", {}).items():
-        if key not in INPUT_KEYS:
-            raise InputError(f"unknown config key 'input.{key}'" + did_you_mean(key, list(INPUT_KEYS)))
-        if key == "speed_unit_since":
-            if not isinstance(value, dict):
-                raise InputError(
-                    'config: [input.speed_unit_since] must be a table, e.g. "2016-01-01" = "m/s"'
-                )
-        elif key == "speed_reject_above":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InputError("bad config value for input.speed_reject_above: a number of km/h, e.g. 150")
-        elif not isinstance(value, str):
-            example = {"speed_unit": '"mph"', "timestamp_format": '"epoch-s"'}.get(key, '"Asia/Kolkata"')
-            raise InputError(f"bad config value for input.{key}: a string, e.g. {key} = {example}")
-    for key, value in data.get("columns", {}).items():
-        if not isinstance(value, str):
-            raise InputError(f'bad config value for columns.{key}: a column name, e.g. {key} = "bus_id"')
-    return data
-
-
-def validation_options(config: dict[str, Any], given: Mapping[str, Any], *, file: Path | None = None):
-    """The records' validation options: each value ``given`` (not None), else the ``[input]`` table's, else the
-    default. With ``file`` (the config's path), a bad unit switch of the file is named by its key there."""
+def validation_options(given: Mapping[str, Any]):
+    """The records' validation options: each value ``given`` (not None; the config file's already in it,
+    :func:`with_file`, and read by :func:`read_option`), else the default."""
     from urbandp._records.validation import ValidationOptions
 
-    section = config.get("input", {})
     value = {
-        k: given[k] if given.get(k) is not None else section.get(k, RecordOptions.model_fields[k].default)
+        k: given[k] if given.get(k) is not None else RecordOptions.model_fields[k].default
         for k in ("speed_unit", "timezone", "speed_reject_above", "timestamp_format")
     }
     limit = float(value["speed_reject_above"])
@@ -149,25 +141,11 @@ def validation_options(config: dict[str, Any], given: Mapping[str, Any], *, file
     # an option given empty ("") is refused by ValidationOptions, never read as "not given"
     return ValidationOptions(
         speed_unit=value["speed_unit"],
-        speed_unit_since=_parse_unit_switches(given.get("speed_unit_since"), section, file),
+        speed_unit_since=_unit_switches(list(given.get("speed_unit_since") or [])),
         timezone=value["timezone"],
         speed_reject_above_kmh=limit,
         timestamp_format=value["timestamp_format"],
     )
-
-
-def parse_date(text: str | None, parameter: str) -> dt.date | None:
-    """``YYYY-MM-DD`` to a date; an error names ``parameter`` (a parameter's name, listed in the error's
-    ``parameters``, or a text such as ``start in cfg.toml [release]``, left as it is)."""
-    if text is None:
-        return None
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise InputError(
-            f"{parameter} must be a date YYYY-MM-DD, got '{text}'",
-            parameters=(parameter,) if parameter.isidentifier() else (),
-        ) from None
 
 
 def _day_list(text: str | None, path: Path | None, parameter: str) -> tuple[dt.date, ...] | None:
@@ -208,28 +186,22 @@ def _day_list(text: str | None, path: Path | None, parameter: str) -> tuple[dt.d
             raise InputError(f"{path} holds no date")
     if not items:
         return None
-    return tuple(sorted({parse_date(t, parameter) for t in items}))  # type: ignore[misc]
+    return tuple(sorted({cast(dt.date, check_date(t, parameter)) for t in items}))
 
 
 def _bbox(value: object) -> tuple[float, ...]:
-    """A public extent as text ``min_lat,min_lon,max_lat,max_lon`` or four numbers, each finite, min < max."""
+    """A public extent as text ``min_lat,min_lon,max_lat,max_lon`` or four numbers (the spec checks the box)."""
     if not isinstance(value, str):
-        box = check_numbers(value, "domain_bbox", length=4)
-    else:
-        try:
-            box = parse_bbox(value)
-        except ValueError as err:
-            raise InputError(f"domain_bbox {err}", parameters="domain_bbox") from None
-        if not all(math.isfinite(x) for x in box):
-            raise InputError(
-                f"domain_bbox must hold four finite numbers, got '{value}'", parameters="domain_bbox"
-            )
-    a, b, c, d = box
-    if not (a < c and b < d):
+        return check_numbers(value, "domain_bbox", length=4)
+    try:
+        a, b, c, d = (float(x) for x in value.split(","))
+    except ValueError:
         raise InputError(
-            "domain_bbox needs min_lat < max_lat and min_lon < max_lon", parameters="domain_bbox"
-        )
-    return box
+            "domain_bbox must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got "
+            f"'{value}'",
+            parameters="domain_bbox",
+        ) from None
+    return a, b, c, d
 
 
 def _hats_bound(value: object) -> int | str:
@@ -299,22 +271,21 @@ def read_option(name: str, value: object) -> object:
     return check_name(value, name)
 
 
+def read_given(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Each option of ``values`` that is given (not None), read by :func:`read_option`."""
+    return {n: read_option(n, v) for n, v in values.items() if v is not None and n in OPTION_NAMES}
+
+
 def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
     """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan: each
     option (:func:`read_option`) as text or a Python value, ``column`` as ``NAME=SOURCE`` items or a mapping,
-    ``config`` the TOML file (:func:`read_toml`), whose values the given ones replace."""
-    given: dict[str, Any] = {
-        n: read_option(n, v) for n, v in a.items() if v is not None and n in OPTION_NAMES
-    }
-    toml = read_toml(a["config"])
-    overrides: dict[str, object] = {name: given.get(name) for name in HatReleaseConfig.model_fields}
-    overrides["dates"] = _day_list(given.get("dates"), given.get("dates_file"), "dates")
-    overrides["holidays"] = _day_list(given.get("holidays"), None, "holidays")
-    with named_by(file_keys({**a, **overrides}, toml)):  # a value of the file is named by its key there
-        cfg = build_config(toml, overrides)
-        options = validation_options(toml, given, file=a["config"])
-    return cfg, options, parse_columns(a.get("column"), toml)
-
-
-def toml_date(value: Any) -> str | None:
-    return None if value is None else str(value)
+    ``config`` the TOML file (:func:`read_config`), whose values the given ones replace."""
+    values, names = with_file(a)
+    with named_by(names):  # a value of the file is named by its key there
+        given = read_given(values)
+        overrides: dict[str, object] = {name: given.get(name) for name in HatReleaseConfig.model_fields}
+        overrides["dates"] = _day_list(given.get("dates"), given.get("dates_file"), "dates")
+        overrides["holidays"] = _day_list(given.get("holidays"), None, "holidays")
+        cfg = build_config(overrides)
+        options = validation_options(given)
+    return cfg, options, values["column"]

@@ -287,7 +287,8 @@ def cell_by_slot(keys: pl.DataFrame, noisy: np.ndarray, sd: float) -> np.ndarray
 def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
     """Kilometres of route in each H3 cell of a GeoJSON file's lines: the stretch of each line in each cell, the
     lines walked as for the domain's cells (:func:`urbandp.fleet._domain_files.line_runs`)."""
-    from urbandp.fleet._domain_files import line_runs, read_geojson
+    from urbandp._records.geojson import read_geojson
+    from urbandp.fleet._domain_files import line_runs
 
     lines = read_geojson(Path(path))[1]
     if not lines:  # points only: no route anywhere

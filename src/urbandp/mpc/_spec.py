@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from urbandp._privacy.mechanisms import laplace_scale
-from urbandp._privacy.noise import NoiseSource, laplace_epsilon
+from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
+from urbandp._privacy.noise import NoiseSource
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InvalidParameterError
 from urbandp.sensing._options import Box, QueryOptions, sharpness

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from urbandp._privacy.mechanisms import laplace_scale
-from urbandp._privacy.noise import NoiseSource, laplace_epsilon
+from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
+from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InvalidParameterError
 
 QUERY_TYPES = ("average", "min", "max", "min-exact", "max-exact", "count", "range")

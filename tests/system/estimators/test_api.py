@@ -282,7 +282,7 @@ def test_the_folder_holds_dp_output_only(data: tuple[pl.DataFrame, list[np.ndarr
     owner = tmp_path / "owner_only" / "mean"
     report = json.loads((owner / "input_report.json").read_text())
     assert (report["n_units"], report["quarantined_rows"]) == (200, 2)
-    assert report["quarantine_reasons"] == {"missing_unit": 1, "non_finite_value": 1}
+    assert report["quarantine_reasons"] == {"missing unit": 1, "non-finite value": 1}
     text = (tmp_path / "mean" / "privacy.json").read_text()
     assert "n_units" not in text and json.loads(text)["not_dp_outputs"]
     assert pl.read_csv(tmp_path / "mean" / "estimate.csv").equals(rel.table)

@@ -144,7 +144,7 @@ def test_toml_takes_the_cli_strings_and_names_bad_keys(fleet_file: Path, tmp_pat
         '[release]\nepsilon_per_day = 1\nhours = "ten"\n': "hours",
         "[release]\nepsilon_per_day = 1\nmin_vehicle_per_day = 3\n": "did you mean 'min_vehicles_per_day'",
         "[relase]\nepsilon_per_day = 1\n": "did you mean [release]",
-        "[release]\nepsilon_per_day = 1\n[input]\nspeed_unit = 1\n": "input.speed_unit",
+        "[release]\nepsilon_per_day = 1\n[input]\nspeed_unit = 1\n": f"speed_unit in {tmp_path / 'bad.toml'} [input] = 1",
         '[release]\nepsilon_per_day = "a lot"\n': "epsilon_per_day",
         "[release]\nepsilon_per_day = inf\n": "epsilon_per_day",
         '[release]\nepsilon_per_day = 1\ndomain_bbox = "1,2,3"\n': "domain_bbox",

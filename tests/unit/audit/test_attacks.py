@@ -131,3 +131,11 @@ def test_groups_flagged_by_noise_alone_are_no_gain() -> None:
     res = differencing_attack(*_tables(joint, marginal + hidden), scale=1.4, alpha=0.05)
     assert res["gain_beyond_noise"] is True and res["groups_with_recoverable_hidden_count"] > 400
     assert float(res["p_value_noise_alone"]) < 1e-12  # type: ignore[arg-type]
+
+
+def test_the_three_reports_are_written_by_one_method() -> None:
+    from urbandp.audit._api import AuditResult, DifferencingResult, NoiseScaleResult, ZeroSkippingResult
+
+    results = (NoiseScaleResult, ZeroSkippingResult, DifferencingResult)
+    assert all(r.write_report is AuditResult.write_report for r in results)
+    assert [r.REPORT[0] for r in results] == ["noise-scale", "zero-skipping", "differencing"]

@@ -69,7 +69,7 @@ def test_l2_weights_are_costed_at_the_next_float_above_their_norm() -> None:
     ulp): OpenDP's map is read at the next float above the sensitivity, never at exactly 1 x the sensitivity."""
     import math
 
-    from urbandp._privacy.noise import gaussian_rho
+    from urbandp._privacy.mechanisms import gaussian_rho
 
     worst = max(m * (1 / math.sqrt(m)) ** 2 for m in range(1, 5000))
     assert 1 < math.sqrt(worst) <= math.nextafter(1.0, 2.0)

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from urbandp.errors import InvalidParameterError
 from urbandp.estimators._api import EstimatorReleaseSpec
@@ -22,16 +23,16 @@ BASE: dict[str, Any] = {"unit_column": "vid", "value_column": "speed", "epsilon"
         ({"upper": 0}, "upper", "upper must be a finite number > 0, got 0"),
         ({"estimator": "median"}, "estimator", "estimator must be one of clipped-mean, baseline"),
         ({"unit": "vehicle"}, "unit", "unit must be one of vehicle-day"),
-        ({"unit_column": ""}, "unit_column", "unit_column must name a column"),
+        ({"unit_column": ""}, "unit_column", "unit_column must be a non-empty string, got ''"),
         ({"day": "18/03/2015"}, "day", "day must be a date YYYY-MM-DD"),
-        ({"options": (("gamma", 0.5),)}, "gamma", "gamma does not apply to estimator clipped-mean"),
-        ({"estimator": "levy", "options": (("gamma", 1.5),)}, "gamma", "gamma must be in (0, 1), got 1.5"),
-        ({"estimator": "levy", "options": (("grouping", "x"),)}, "grouping", "grouping must be one of"),
-        ({"options": (("m_ub", "median"),)}, "m_ub", "m_ub must be 'dp-median' or a positive int"),
-        ({"options": (("m_cap", 0),)}, "m_cap", "m_cap must be >= 1"),
-        ({"estimator": "quantile", "options": (("rule", "x"),)}, "rule", "rule must be 'fixed' or"),
+        ({"gamma": 0.5}, "gamma", "gamma does not apply to estimator clipped-mean"),
+        ({"estimator": "levy", "gamma": 1.5}, "gamma", "gamma must be in (0, 1), got 1.5"),
+        ({"estimator": "levy", "grouping": "x"}, "grouping", "grouping must be one of"),
+        ({"m_ub": "median"}, "m_ub", "m_ub must be 'dp-median' or a positive int"),
+        ({"m_cap": 0}, "m_cap", "m_cap must be >= 1"),
+        ({"estimator": "quantile", "rule": "x"}, "rule", "rule must be 'fixed' or"),
         (
-            {"estimator": "baseline", "options": (("m_ub", 3),)},
+            {"estimator": "baseline", "m_ub": 3},
             "m_ub",
             "m_ub does not apply to estimator baseline",
         ),
@@ -47,10 +48,10 @@ def test_bad_options_are_refused_in_one_line_naming_the_keyword(
 
 
 def test_a_good_spec_is_frozen_and_normalised() -> None:
-    spec = EstimatorReleaseSpec(**{**BASE, "epsilon": 2, "day": "2015-03-18", "options": (("m_ub", 20),)})
+    spec = EstimatorReleaseSpec(**{**BASE, "epsilon": 2, "day": "2015-03-18", "m_ub": 20})
     assert (spec.epsilon, spec.day, spec.build().m_ub) == (2.0, dt.date(2015, 3, 18), 20)  # type: ignore[attr-defined]
     assert spec.not_dp_reasons() == []
-    with pytest.raises(AttributeError):
+    with pytest.raises(ValidationError, match="frozen"):
         spec.epsilon = 3  # type: ignore[misc]
 
 
@@ -58,3 +59,20 @@ def test_the_paper_estimators_carry_the_fleet_s_not_dp_reason() -> None:
     for name in ("baseline", "array-averaging", "levy", "quantile"):
         (reason,) = EstimatorReleaseSpec(**{**BASE, "estimator": name}).not_dp_reasons()
         assert reason.startswith(f"estimator {name} assumes unit counts are public")
+
+
+def test_the_release_takes_the_spec_s_options_as_its_keywords() -> None:
+    """One declaration: ``ud.estimators.release``'s keywords and their defaults, and the keyword types editors
+    read, are the spec's options."""
+    import inspect
+
+    import urbandp as ud
+    from urbandp._option_types import EstimatorReleaseKeywords
+    from urbandp._release_options import declared_options
+
+    declared = declared_options(EstimatorReleaseSpec)
+    keywords = inspect.signature(ud.estimators.release).parameters
+    for o in declared:
+        assert keywords[o.name].default == (inspect.Parameter.empty if o.required else o.default), o.name
+    assert list(EstimatorReleaseKeywords.__annotations__) == [o.name for o in declared]
+    assert [o.name for o in declared if o.required] == ["unit_column", "value_column", "epsilon", "upper"]

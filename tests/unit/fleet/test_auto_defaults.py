@@ -59,9 +59,9 @@ def test_a_given_choice_is_kept_and_an_impossible_one_refused_naming_it() -> Non
     )
     assert cfg.chosen == {"contribution_bounding": "given: truncate", "borrow_strength": "given: none"}
     with pytest.raises(InputError, match="contribution_bounding l2 needs a public domain"):
-        build_config({}, {"epsilon_per_day": 4.0, "contribution_bounding": "l2"})
+        build_config({"epsilon_per_day": 4.0, "contribution_bounding": "l2"})
     with pytest.raises(InputError, match="borrow_strength needs add-remove"):
-        build_config({}, {"noise_scale": 1.0, "neighbouring": "presence-public", "borrow_strength": "parent"})
+        build_config({"noise_scale": 1.0, "neighbouring": "presence-public", "borrow_strength": "parent"})
 
 
 def test_the_estimand_is_named_for_each_bounding() -> None:

@@ -13,13 +13,8 @@ import polars_h3 as plh3
 import pytest
 
 from urbandp._grid.slots import SlotSpec
-from urbandp._privacy.noise import (
-    ExactNoiseForTesting,
-    OpenDPNoise,
-    gaussian_rho,
-    rho_for_epsilon,
-    zcdp_epsilon,
-)
+from urbandp._privacy.mechanisms import gaussian_rho
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
 from urbandp.errors import InputError
 from urbandp.estimators._bounds import (
     private_upper_bound,
@@ -27,7 +22,7 @@ from urbandp.estimators._bounds import (
     quantile_bound_scale,
 )
 from urbandp.fleet._hat_release import _release_hats
-from urbandp.fleet._levels import MergedSlotSpec, coarse_contributions, covered_keys
+from urbandp.fleet._levels import coarse_contributions, covered_keys
 from urbandp.fleet._measure import CLIP_CANDIDATES, clip_statistic, truncate_vehicle_days
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import plan_release
@@ -229,7 +224,7 @@ def test_public_domain_gaussian_window_is_d_squared_times_the_day() -> None:
 
 
 def test_merged_slots_cover_pairs_from_the_window_start_and_exclude_released_fine_slots() -> None:
-    merged = MergedSlotSpec(60, 9, 14, 2)
+    merged = SlotSpec(60, 9, 14, 2)
     assert merged.slots == [9, 11, 13]
     assert [merged.label(s) for s in merged.slots] == ["09:00-11:00", "11:00-13:00", "13:00-14:00"]
     # a fine HAT released at 10:00 covers the merged 09:00-11:00 HAT of its cell, not 11:00-13:00
@@ -431,7 +426,7 @@ def test_clip_bound_through_opendp_noise_stays_in_budget() -> None:
 
 def test_merged_slot_level_requires_nothing_of_the_hour_window() -> None:
     # 9-21 at 60 minutes does not start on a 120-minute boundary; the merged level counts from 9:00 anyway
-    spec = MergedSlotSpec(60, 9, 21, 2)
+    spec = SlotSpec(60, 9, 21, 2)
     assert spec.slots == [9, 11, 13, 15, 17, 19]
     with pytest.raises(InputError):
         SlotSpec(120, 9, 21)
@@ -479,7 +474,7 @@ def test_fill_rule_releases_a_parent_over_the_part_its_released_children_leave()
     )
     assert covered_keys([(parents, 1)], 5, spec, **args).rows() == [(p1s, 9)]  # type: ignore[arg-type]
     # merged slots: X released at 9 and 10 covers the merged 09:00-11:00 of X; at 9 alone it does not
-    merged = MergedSlotSpec(60, 9, 11, 2)
+    merged = SlotSpec(60, 9, 11, 2)
     both = pl.DataFrame(
         {"cell": pl.Series([X, X], dtype=pl.UInt64), "slot": pl.Series([9, 10], dtype=pl.Int16)}
     )

@@ -84,9 +84,9 @@ def test_spec_options_name_the_parameter() -> None:
     )
     _names(
         _refused(lambda: configure(_options(noise_scale=1, domain_bbox="30.4,-97.8,30.2,-97.6"))),
-        "domain_bbox needs min_lat < max_lat and min_lon < max_lon",
+        "bad release config: domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
         ("domain_bbox",),
-        "--domain-bbox needs min_lat < max_lat and min_lon < max_lon",
+        "bad release config: --domain-bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
     )
     _names(
         _refused(lambda: configure(_options(noise_scale=1, max_hats_per_vehicle_day="many"))),
@@ -95,13 +95,13 @@ def test_spec_options_name_the_parameter() -> None:
         "--max-hats-per-vehicle-day must be a whole number or 'observed'",
     )
     _names(
-        _refused(lambda: validation_options({}, {"speed_unit_since": ["2016=m/s"]})),
+        _refused(lambda: validation_options({"speed_unit_since": ["2016=m/s"]})),
         "speed_unit_since must look like 2016-01-01=m/s, got '2016=m/s'",
         ("speed_unit_since",),
         "--speed-unit-since must look like 2016-01-01=m/s, got '2016=m/s'",
     )
     _names(
-        _refused(lambda: validation_options({}, {"speed_reject_above": -1.0})),
+        _refused(lambda: validation_options({"speed_reject_above": -1.0})),
         "speed_reject_above must be a finite number of km/h above 0, got -1",
         ("speed_reject_above",),
         "--speed-reject-above must be a finite number of km/h above 0, got -1",
@@ -110,7 +110,7 @@ def test_spec_options_name_the_parameter() -> None:
 
 def test_spec_validators_name_the_parameter() -> None:
     _names(
-        _refused(lambda: build_config({}, {"noise_scale": 1.0, "speed_estimator": "levy"})),
+        _refused(lambda: build_config({"noise_scale": 1.0, "speed_estimator": "levy"})),
         "bad release config: speed_estimator other than 'report' needs epsilon_per_day (it is calibrated by "
         "epsilon)",
         ("speed_estimator", "epsilon_per_day"),
@@ -119,9 +119,7 @@ def test_spec_validators_name_the_parameter() -> None:
     )
     _names(
         _refused(
-            lambda: build_config(
-                {}, {"epsilon_per_day": 1.0, "speed_estimator": "levy", "mechanism": "gaussian"}
-            )
+            lambda: build_config({"epsilon_per_day": 1.0, "speed_estimator": "levy", "mechanism": "gaussian"})
         ),
         "bad release config: speed_estimator other than 'report' is calibrated for Laplace; use mechanism laplace",
         ("speed_estimator", "mechanism"),
@@ -129,7 +127,7 @@ def test_spec_validators_name_the_parameter() -> None:
         "laplace",
     )
     _names(
-        _refused(lambda: build_config({}, {"noise_scale": 1.0, "coarsen": "parent1"})),
+        _refused(lambda: build_config({"noise_scale": 1.0, "coarsen": "parent1"})),
         "bad release config: coarsen splits an epsilon budget between release steps: it needs epsilon_per_day and "
         "the report speed estimator",
         ("epsilon_per_day",),
@@ -137,7 +135,7 @@ def test_spec_validators_name_the_parameter() -> None:
         "and the report speed estimator",
     )
     # a field's message names it by its Python name, listed for the CLI to rename to its flag
-    err = _refused(lambda: build_config({}, {"noise_scale": 1.0, "speed_max": -1.0}))
+    err = _refused(lambda: build_config({"noise_scale": 1.0, "speed_max": -1.0}))
     assert str(err).startswith("bad value for speed_max: ")
     assert err.parameters == ("speed_max",)
     assert err.naming(lambda p: "--" + p.replace("_", "-")).startswith("bad value for --speed-max: ")
@@ -190,7 +188,7 @@ def test_an_error_past_the_options_names_the_keys_of_the_file(tmp_path: Path) ->
 def test_a_window_that_ends_before_it_starts_is_refused_by_the_spec(tmp_path: Path) -> None:
     """Before issue 31 ``--noise-scale`` with start after end divided by its zero days (exit 70)."""
     _names(
-        _refused(lambda: build_config({}, {"noise_scale": 1.0, "start": "2021-11-16", "end": "2021-11-15"})),
+        _refused(lambda: build_config({"noise_scale": 1.0, "start": "2021-11-16", "end": "2021-11-15"})),
         "bad release config: start 2021-11-16 is after end 2021-11-15",
         ("start", "end"),
         "bad release config: --start 2021-11-16 is after --end 2021-11-15",
@@ -203,7 +201,7 @@ def test_a_window_that_ends_before_it_starts_is_refused_by_the_spec(tmp_path: Pa
 
 
 def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
-    cfg = build_config({}, {"noise_scale": 1.0})
+    cfg = build_config({"noise_scale": 1.0})
     _names(
         _refused(
             lambda: date_window(cfg, pl.DataFrame({"timestamp": []}, schema={"timestamp": pl.Datetime}))
@@ -231,7 +229,7 @@ def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
     )
     session = types.SimpleNamespace(dataset="surat")
     _names(
-        _refused(lambda: _refuse_unchargeable(session, build_config({}, {"noise_scale": 1.0}))),  # type: ignore[arg-type]
+        _refused(lambda: _refuse_unchargeable(session, build_config({"noise_scale": 1.0}))),  # type: ignore[arg-type]
         "dataset with noise_scale needs budget_per_day: the charge is reserved before any noise is drawn",
         ("dataset", "noise_scale", "budget_per_day"),
         "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn",
@@ -241,7 +239,7 @@ def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
 def test_public_domain_names_the_parameter(tmp_path: Path) -> None:
     missing = tmp_path / "cells.txt"
     _names(
-        _refused(lambda: load_public_domain(build_config({}, {"noise_scale": 1.0, "domain_cells": missing}))),
+        _refused(lambda: load_public_domain(build_config({"noise_scale": 1.0, "domain_cells": missing}))),
         f"domain_cells {missing}: no such file or folder",
         ("domain_cells",),
         f"--domain-cells {missing}: no such file or folder",
@@ -249,7 +247,7 @@ def test_public_domain_names_the_parameter(tmp_path: Path) -> None:
     feed = tmp_path / "gtfs"
     feed.mkdir()
     _names(
-        _refused(lambda: load_public_domain(build_config({}, {"noise_scale": 1.0, "domain_gtfs": feed}))),
+        _refused(lambda: load_public_domain(build_config({"noise_scale": 1.0, "domain_gtfs": feed}))),
         "domain_gtfs needs the public days (start/end or dates) to read the schedule",
         ("domain_gtfs", "start", "end", "dates"),
         "--domain-gtfs needs the public days (--start/--end or --dates) to read the schedule",

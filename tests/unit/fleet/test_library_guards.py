@@ -50,7 +50,7 @@ def test_the_spec_refuses_a_delta_above_1e_5_naming_the_option(delta: float) -> 
     with pytest.raises(InvalidParameterError, match=r"^delta \(--delta\) .* is above 1e-05"):
         HatReleaseConfig(epsilon_per_day=4, mechanism="laplace", delta=delta)
     with pytest.raises(InvalidParameterError, match="is above 1e-05"):
-        build_config({"release": {"delta": delta}}, {"noise_scale": 1.0})
+        build_config({"delta": delta, "noise_scale": 1.0})
     assert HatReleaseConfig(epsilon_per_day=4, delta=1e-5).delta == 1e-5
 
 

@@ -9,6 +9,7 @@ import json
 import math
 import statistics
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -179,3 +180,21 @@ def test_route_lengths_measure_a_line_inside_one_cell(tmp_path: Path) -> None:
     path = tmp_path / "one.geojson"
     path.write_text(json.dumps(line))
     assert float(route_lengths(path, 7)["route_km"].sum()) == pytest.approx(0.2, rel=0.01)
+
+
+def test_the_advice_reads_the_release_s_domain_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every alternative keeps the release's public domain, so the advice reads it once, not once per prediction."""
+    import urbandp.fleet._domain as domain_module
+
+    reads: list[object] = []
+    load = domain_module.load_public_domain
+
+    def counted(*args: Any, **kwargs: Any) -> object:
+        reads.append(args)
+        return load(*args, **kwargs)
+
+    cfg = _cfg("l2", epsilon=1.0)
+    rel = _release_hats(_fleet(), cfg, 1, OpenDPNoise())
+    monkeypatch.setattr(domain_module, "load_public_domain", counted)
+    advice = options_that_help(cfg, 1, domain_cells(BBOX, 7).len() * len(SLOTS), rel)
+    assert sum("useful HATs" in a for a in advice) >= 2 and len(reads) == 1, (advice, reads)

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from urbandp._privacy.mechanisms import laplace_scale
-from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
+from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.errors import InputError
 from urbandp.mpc import _wire as wire
 from urbandp.mpc._client import cells_on_route, route_points

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from urbandp._privacy.loss import Loss
-from urbandp._privacy.noise import gaussian_rho, laplace_epsilon
+from urbandp._privacy.mechanisms import Gaussian, Laplace, gaussian_rho, laplace_epsilon
 
 
 def test_gaussian_rho_is_the_squared_sensitivity_over_twice_the_variance() -> None:
@@ -23,6 +23,13 @@ def test_gaussian_rho_is_the_squared_sensitivity_over_twice_the_variance() -> No
 def test_laplace_epsilon_is_the_sensitivity_over_the_scale() -> None:
     for sensitivity, b in [(2.0, 4.0), (65.0, 13.0), (1.0, 0.25)]:
         assert laplace_epsilon(sensitivity, b) == pytest.approx(sensitivity / b, rel=1e-12)
+
+
+def test_the_loss_functions_are_the_mechanisms_maps() -> None:
+    """One map per law: the functions read the mechanisms' own loss, bit for bit."""
+    assert laplace_epsilon(65 / 314, 0.3) == Laplace(0.3).loss(65 / 314).epsilon
+    assert gaussian_rho(math.sqrt(12), 1.7) == Gaussian(1.7).loss(math.sqrt(12)).rho
+    assert laplace_epsilon(1.0, 0.0) == gaussian_rho(1.0, -1.0) == math.inf
 
 
 def test_losses_add_in_each_currency_and_group_by_d_squared_in_rho() -> None:

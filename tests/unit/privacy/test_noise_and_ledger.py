@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from urbandp._privacy.ledger import LedgerEntry, PrivacyLedger
-from urbandp._privacy.mechanisms import laplace_scale
-from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
+from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp._privacy.rounding import round_to_precision
 from urbandp.errors import BudgetExceededError
 

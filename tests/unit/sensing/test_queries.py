@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from urbandp._privacy.mechanisms import laplace_scale
-from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, laplace_epsilon
+from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
+from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.sensing._queries import (
     clamp_sigma2,
     error2_range,

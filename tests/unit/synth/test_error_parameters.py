@@ -1,5 +1,5 @@
 """:class:`FleetSpec` errors name the parameter as Python calls it and list it in ``parameters``; ``urbandp
-synth fleet`` renames them to its flags, giving the text it always printed (issue 31)."""
+synth fleet`` renames them to its flags, in the wording of every release option."""
 
 from __future__ import annotations
 
@@ -20,23 +20,33 @@ BASE = {"vehicles": 2, "days": 1, "seed": 0}
     [
         (
             {"vehicles": 0},
-            "vehicles must be at least 1, got 0",
+            "vehicles must be an integer >= 1, got 0",
             ("vehicles",),
-            "--vehicles must be at least 1, got 0",
+            "--vehicles must be an integer >= 1, got 0",
         ),
-        ({"days": 0}, "days must be at least 1, got 0", ("days",), "--days must be at least 1, got 0"),
+        (
+            {"days": 0},
+            "days must be an integer >= 1 and <= 3660 (ten years), got 0",
+            ("days",),
+            "--days must be an integer >= 1 and <= 3660 (ten years), got 0",
+        ),
         (
             {"days": 5000},
-            "days must be at most 3,660 (ten years), got 5,000",
+            "days must be an integer >= 1 and <= 3660 (ten years), got 5000",
             ("days",),
-            "--days must be at most 3,660 (ten years), got 5,000",
+            "--days must be an integer >= 1 and <= 3660 (ten years), got 5000",
         ),
-        ({"seed": -1}, "seed must be non-negative, got -1", ("seed",), "--seed must be non-negative, got -1"),
+        (
+            {"seed": -1},
+            "seed must be an integer >= 0, got -1",
+            ("seed",),
+            "--seed must be an integer >= 0, got -1",
+        ),
         (
             {"records_per_vehicle_day": 1.0},
-            "records_per_vehicle_day must be between 2 and 20000, got 1.0",
+            "records_per_vehicle_day must be a finite number >= 2 and <= 20000, got 1.0",
             ("records_per_vehicle_day",),
-            "--records-per-vehicle-day must be between 2 and 20000, got 1.0",
+            "--records-per-vehicle-day must be a finite number >= 2 and <= 20000, got 1.0",
         ),
         (
             {"vehicles": 20_000, "days": 3000, "records_per_vehicle_day": 20_000},
@@ -48,15 +58,15 @@ BASE = {"vehicles": 2, "days": 1, "seed": 0}
         ),
         (
             {"dirty_fraction": 0.9},
-            "dirty_fraction must be between 0 and 0.5, got 0.9",
+            "dirty_fraction must be a finite number >= 0 and <= 0.5, got 0.9",
             ("dirty_fraction",),
-            "--dirty-fraction must be between 0 and 0.5, got 0.9",
+            "--dirty-fraction must be a finite number >= 0 and <= 0.5, got 0.9",
         ),
         (
             {"routes": 0},
-            "routes must be between 1 and 200, got 0",
+            "routes must be an integer >= 1 and <= 200, got 0",
             ("routes",),
-            "--routes must be between 1 and 200, got 0",
+            "--routes must be an integer >= 1 and <= 200, got 0",
         ),
     ],
 )
@@ -73,7 +83,7 @@ def test_spec_errors_name_the_parameter(
 def test_generate_fleet_names_its_keyword() -> None:
     """The public function's keyword is the parameter the message names (no ``synth fleet`` flag)."""
     with pytest.raises(
-        InvalidParameterError, match=r"^speeder_fraction must be between 0 and 1, got 2$"
+        InvalidParameterError, match=r"^speeder_fraction must be a finite number >= 0 and <= 1, got 2$"
     ) as caught:
         generate_fleet(2, 1, 0, speeder_fraction=2)
     assert caught.value.parameters == ("speeder_fraction",)
