@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from urbandp._cli_options import BudgetStoreUrl, Overwrite
 from urbandp._cli_spec import OptionsOf, command
-from urbandp._cli_support import cli_guard
 from urbandp._outputs import check_output_file, dumps_strict
 from urbandp.errors import InputError
-from urbandp.mpc._spec import MAX_TIMEOUT_S, ServeOptions
+from urbandp.mpc._spec import ClientOptions, PrivateQuery, ServeOptions
 from urbandp.sensing._options import parse_numbers
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
@@ -27,29 +26,20 @@ def _need_spu() -> None:
         raise InputError(reason)
 
 
-def _check_timeout(timeout: float) -> None:
-    """A wait in seconds: above 0 and at most a day (0 or less would fail every query at once)."""
-    if not 0 < timeout <= MAX_TIMEOUT_S:
-        raise InputError(
-            f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:,.0f}, got {timeout:g}"
-        )
-
-
-def _rect(text: str) -> tuple[float, float, float, float]:
+def _rect(text: str) -> tuple[float, ...] | None:
     """``--rect`` as four numbers, read as `sensing query` reads its own."""
-    a, b, c, d = parse_numbers(text, 4, "rect") or ()
-    return a, b, c, d
+    return parse_numbers(text, 4, "rect")
 
 
-def _theta(text: str | None) -> tuple[float | None, float | None]:
-    """``--theta``: T (count) or T1,T2 (range), the client's secret thresholds; (None, None) when not given."""
-    if text is None:
-        return None, None
+def _query(given: dict[str, Any]) -> PrivateQuery:
+    """The query of ``urbandp mpc query``'s flags: ``--theta`` is T, or T1,T2 (``theta`` and ``theta2``)."""
+    text = given["theta"]
+    t1, _, t2 = (text or "").partition(",")
     try:
-        ts = [float(t) for t in text.split(",")]
+        theta = {"theta": float(t1), "theta2": float(t2) if t2 else None} if text is not None else {}
     except ValueError:
         raise InputError(f"--theta needs numbers, got {text!r}") from None
-    return ts[0], (ts[1] if len(ts) > 1 else None)
+    return PrivateQuery(**{**given, **theta})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -67,77 +57,54 @@ def serve(a: ServeArguments) -> None:
     Example: urbandp mpc serve --grid out/ka/grid.parquet --window 2023-10-09T11:00 --sigma2-max 800 --alpha 5
     """
     o = a.o
-    from urbandp.mpc._server import Server, ServerConfig, ServerGrid
+    from urbandp.mpc._server import Server, ServerGrid
 
     g = ServerGrid.read(
         o.grid, o.window
     )  # a grid with NaN or inf values is refused before SPU is even needed
     _need_spu()
-    from urbandp.mpc._client import parse_hostport
-
-    host, port = parse_hostport(o.listen)
-    cfg = ServerConfig(
-        o.alpha, o.epsilon, o.epsilon_budget, o.sigma2_min, o.sigma2_max, o.rho, o.steepness, o.timeout
-    )
-    server = Server(g, cfg, host, port, dataset=o.dataset, budget_store=a.budget_store)
+    server = Server(g, o, budget_store=a.budget_store)
     server.log = lambda msg: typer.echo(msg, err=True)
-    server.serve_forever(max_clients=o.max_clients)
+    server.serve_forever()
 
 
-@app.command()
-@cli_guard
-def query(
-    rect: Annotated[str, typer.Option(help="Obfuscation rectangle LAT1,LON1,LAT2,LON2 (sent in the clear).")],
-    server: Annotated[str, typer.Option(help="HOST:PORT of `urbandp mpc serve`.")] = "127.0.0.1:7700",
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QueryArguments:
+    """``urbandp mpc query``: the query (:class:`~urbandp.mpc._spec.PrivateQuery`, its ``--theta`` as text), the
+    connection, and the cells of interest."""
+
+    query: Annotated[dict[str, Any], OptionsOf(PrivateQuery, leave_out=("theta2",), parse={"rect": _rect})]
+    client: Annotated[ClientOptions, OptionsOf()]
     cells: Annotated[
         Path | None,
         typer.Option(help="Cells of interest: one cell_id per line (default: none; give this or --route)."),
-    ] = None,
+    ] = None
     route: Annotated[
         Path | None,
         typer.Option(
             help="Cells of interest: the cells a GeoJSON route crosses (default: none; give this or --cells)."
         ),
-    ] = None,
-    function: Annotated[
-        str, typer.Option(help="average|min|max|min-exact|max-exact|count|range.")
-    ] = "average",
-    theta: Annotated[
-        str | None,
-        typer.Option(
-            help="count: T; range: T1,T2, secret inputs (default: none; required for count and range)."
-        ),
-    ] = None,
-    client_id: Annotated[
-        str | None, typer.Option(help="Name the server keys the budget on (default: your IP).")
-    ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 60.0,
-) -> None:
+    ] = None
+
+
+@command(app, QueryArguments)
+def query(a: QueryArguments) -> None:
     """One private query; prints one JSON object: function, value, error, beta, n_cells, seconds.
 
     Example: urbandp mpc query --server 127.0.0.1:7700 --route home.geojson --rect 22.50,88.32,22.56,88.37
     """
-    _check_timeout(timeout)
-    r = _rect(rect)
+    q, c = _query(a.query), a.client
     _need_spu()
-    from urbandp.mpc import _wire as wire
-    from urbandp.mpc._client import Client, route_points
-    from urbandp.mpc._routes import ANSWER_KEYS
+    from urbandp.mpc._client import route_points
+    from urbandp.mpc._routes import ANSWER_KEYS, connected
     from urbandp.sensing._queries import read_cells_file
 
-    if (cells is None) == (route is None):
+    if (a.cells is None) == (a.route is None):
         raise InputError("give exactly one of --cells FILE and --route GEOJSON")
-    t1, t2 = _theta(theta)
-    ids = read_cells_file(cells) if cells is not None else None
-    pts = route_points(route) if route is not None else None
-    try:
-        c = Client(server, client_id, timeout)
-        try:
-            ans = c.query(function, r, cells=ids, route=pts, theta=t1, theta2=t2)
-        finally:
-            c.close()
-    except wire.PeerError as err:
-        raise InputError(str(err)) from None
+    ids = read_cells_file(a.cells) if a.cells is not None else None
+    pts = route_points(a.route) if a.route is not None else None
+    with connected(c) as client:
+        ans = client.query(q.function, q.rect, cells=ids, route=pts, theta=q.theta, theta2=q.theta2)
     typer.echo(dumps_strict({k: ans[k] for k in ANSWER_KEYS}, indent=None))
     if "error2_interval95" in ans:
         from urbandp.sensing._queries import describe_error2
@@ -150,24 +117,23 @@ def query(
     )
 
 
-@app.command()
-@cli_guard
-def routes(
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RoutesArguments:
+    """``urbandp mpc routes``: the routes, the rectangle holding them, the connection and the PNG."""
+
     route: Annotated[
         list[Path], typer.Option(help="A GeoJSON route; give it twice or more to compare routes.")
-    ],
-    rect: Annotated[str, typer.Option(help="Obfuscation rectangle LAT1,LON1,LAT2,LON2 holding every route.")],
-    server: Annotated[str, typer.Option(help="HOST:PORT of `urbandp mpc serve`.")] = "127.0.0.1:7700",
+    ]
+    query: Annotated[PrivateQuery, OptionsOf(only=("rect",), parse={"rect": _rect})]
+    client: Annotated[ClientOptions, OptionsOf()]
     png: Annotated[
         Path | None, typer.Option(help="Draw the routes with their private answers here (default: no PNG).")
-    ] = None,
-    client_id: Annotated[
-        str | None,
-        typer.Option(help="Name the server keys the budget on (default: the client's IP address)."),
-    ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for the server.")] = 60.0,
-    overwrite: Overwrite = False,
-) -> None:
+    ] = None
+    overwrite: Overwrite = False
+
+
+@command(app, RoutesArguments)
+def routes(a: RoutesArguments) -> None:
     """The paper's app: private average (and noisy error) along alternative routes, over one connection.
 
     Example: urbandp mpc routes --server 127.0.0.1:7700 --rect 22.49,88.32,22.61,88.42 --route a.geojson --route b.geojson --png routes.png
@@ -175,20 +141,17 @@ def routes(
     Prints one JSON object per route (the `mpc query` keys plus `route`). Only the rectangle and the function
     reach the server; the PNG shows what the client knows: its routes and answers, not the server's map.
     """
-    _check_timeout(timeout)
-    r = _rect(rect)
-    if png is not None:
-        check_output_file(png, "--png")
+    if a.png is not None:
+        check_output_file(a.png, "--png")
     _need_spu()
     from urbandp.mpc._client import route_points
     from urbandp.mpc._routes import plot_routes, query_routes
 
-    if len(route) < 1:
-        raise InputError("give at least one --route")
-    pts = [route_points(p) for p in route]
+    pts = [route_points(p) for p in a.route]
+    rect = a.query.rect
     answers = query_routes(
-        server, client_id, timeout, r, route, pts, lambda a: typer.echo(dumps_strict(a, indent=None))
+        a.client, rect, a.route, pts, lambda ans: typer.echo(dumps_strict(ans, indent=None))
     )
-    if png is not None:
-        plot_routes(png, r, answers, pts)
-        typer.echo(f"-> {png}", err=True)
+    if a.png is not None:
+        plot_routes(a.png, rect, answers, pts)
+        typer.echo(f"-> {a.png}", err=True)

@@ -17,18 +17,11 @@ from typing import Any
 import numpy as np
 
 import urbandp._geodesy as geodesy
-from urbandp._arguments import check_keywords, check_number, check_numbers
+from urbandp._arguments import check_keywords, check_numbers
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.mpc import _wire as wire
-from urbandp.mpc._spec import FUNCTIONS, QuerySpec
+from urbandp.mpc._spec import PrivateQuery, QuerySpec
 from urbandp.sensing._queries import answer_json
-
-
-def parse_hostport(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError(f"expected HOST:PORT, got {text!r}")
-    return host, int(port)
 
 
 def route_points(path: Path) -> np.ndarray:
@@ -84,7 +77,7 @@ class Client:
     def __init__(self, server: str, client_id: str | None = None, timeout: float = 60.0) -> None:
         from urbandp.mpc._party import CLIENT, Party, free_port
 
-        host, port = parse_hostport(server)
+        host, port = wire.parse_hostport(server)
         self.timeout = timeout
         try:
             self.sock = socket.create_connection((host, port), timeout=timeout)
@@ -107,18 +100,8 @@ class Client:
         z = np.zeros(4)
         from urbandp.mpc._server import DUMMY
 
-        self.party.run(self._spec(DUMMY, 4), {"v": z, "theta": np.zeros(()), "theta2": np.zeros(())})
-
-    def _spec(self, function: str, n: int) -> QuerySpec:
-        p = self.params
-        return QuerySpec(
-            function,
-            n,
-            int(p["alpha"]),
-            float(p["rho"]),
-            float(p["steepness"]),
-            float(p["sigma2_min"]),
-            float(p["sigma2_max"]),
+        self.party.run(
+            QuerySpec.of(DUMMY, 4, self.params), {"v": z, "theta": np.zeros(()), "theta2": np.zeros(())}
         )
 
     @check_keywords
@@ -136,27 +119,17 @@ class Client:
         plus ``epsilon``, ``epsilon_left`` and ``n_rect``."""
         from urbandp.mpc._party import compile_spec, executable_digest
 
-        rect = check_numbers(rect, "rect", length=4)  # type: ignore[assignment]
-        theta = check_number(theta, "theta", optional=True)
-        theta2 = check_number(theta2, "theta2", optional=True)
+        q = PrivateQuery(function=function, rect=rect, theta=theta, theta2=theta2)
         if cells is not None:
             if isinstance(cells, str):
                 raise InvalidParameterError(
                     f"cells must be a list of cell ids, got {cells!r}", parameters="cells"
                 )
             cells = [int(c) for c in check_numbers(cells, "cells", integer=True)]
-        if function not in FUNCTIONS:
-            raise InvalidParameterError(
-                f"function must be one of {', '.join(FUNCTIONS)}, got {function!r}", parameters="function"
-            )
-        if function in ("count", "range") and theta is None:
-            raise InvalidParameterError(f"{function} needs theta", parameters="theta")
-        if function == "range" and (theta2 is None or not theta < theta2):  # type: ignore[operator]
-            raise InvalidParameterError("range needs theta T1,T2 with T1 < T2", parameters="theta")
         if sum(x is not None for x in (cells, route, vector)) != 1:
             raise InvalidParameterError("give exactly one of cells and route", parameters=("cells", "route"))
         t0 = time.perf_counter()
-        wire.send_json(self.sock, {"type": "query", "function": function, "rect": [float(x) for x in rect]})
+        wire.send_json(self.sock, {"type": "query", "function": function, "rect": list(q.rect)})
         acc = wire.recv_json(self.sock, "accept")  # followed by the server's input shares
         ids = np.asarray(acc["cell_id"], dtype=np.int64)
         v: np.ndarray
@@ -169,7 +142,7 @@ class Client:
             v = np.isin(ids, np.asarray(cells, dtype=np.int64))
         else:
             v = cells_on_route(route, np.asarray(acc["lat"]), np.asarray(acc["lon"]))  # type: ignore[arg-type]
-        spec = self._spec(function, int(acc["n_rect"]))
+        spec = QuerySpec.of(function, int(acc["n_rect"]), self.params)
         digest = executable_digest(compile_spec(spec))
         if digest != acc.get("digest"):
             wire.send_error(self.sock, "compiled programs differ (urbandp versions?)")
@@ -177,8 +150,8 @@ class Client:
         self.party.receive_inputs()
         mine = {
             "v": np.asarray(v, dtype=np.float64),
-            "theta": np.asarray(theta if theta is not None else 0.0, dtype=np.float64),
-            "theta2": np.asarray(theta2 if theta2 is not None else 0.0, dtype=np.float64),
+            "theta": np.asarray(q.theta or 0.0, dtype=np.float64),
+            "theta2": np.asarray(q.theta2 or 0.0, dtype=np.float64),
         }
         wire.send_bytes(self.sock, wire.json_frame({"type": "go"}) + self.party.share_inputs(mine))
         out = self.party.compute(spec)

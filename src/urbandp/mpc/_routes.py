@@ -7,7 +7,8 @@ in the clear. :func:`plot_routes` draws what the client knows: its routes and th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,35 +19,41 @@ from urbandp._outputs import atomic_output_file
 from urbandp.errors import InputError
 from urbandp.mpc import _wire as wire
 from urbandp.mpc._client import Client
+from urbandp.mpc._spec import ClientOptions
 from urbandp.sensing._queries import ANSWER_KEYS
 
 Rect = tuple[float, float, float, float]
 
 
+@contextlib.contextmanager
+def connected(options: ClientOptions) -> Iterator[Client]:
+    """A :class:`Client` connected as ``options`` say, closed on leaving; a peer's refusal or failure is one
+    :class:`InputError`."""
+    try:
+        client = Client(options.server, options.client_id, options.timeout)
+        try:
+            yield client
+        finally:
+            client.close()
+    except wire.PeerError as err:
+        raise InputError(str(err)) from None
+
+
 def query_routes(
-    server: str,
-    client_id: str | None,
-    timeout: float,
+    options: ClientOptions,
     rect: Rect,
     routes: list[Path],
     points: list[np.ndarray],
     on_answer: Callable[[dict[str, Any]], None],
 ) -> list[dict[str, Any]]:
     """The private average along each route (``route`` its file name, then :data:`ANSWER_KEYS`), over one
-    connection to ``server``; ``on_answer`` sees each answer as it arrives. A peer's refusal or failure is one
-    :class:`InputError`."""
+    connection (:func:`connected`); ``on_answer`` sees each answer as it arrives."""
     answers: list[dict[str, Any]] = []
-    try:
-        c = Client(server, client_id, timeout)
-        try:
-            for path, pts in zip(routes, points, strict=True):
-                ans = c.query("average", rect, route=pts)
-                answers.append({"route": path.name, **{k: ans[k] for k in ANSWER_KEYS}})
-                on_answer(answers[-1])
-        finally:
-            c.close()
-    except wire.PeerError as err:
-        raise InputError(str(err)) from None
+    with connected(options) as client:
+        for path, pts in zip(routes, points, strict=True):
+            ans = client.query("average", rect, route=pts)
+            answers.append({"route": path.name, **{k: ans[k] for k in ANSWER_KEYS}})
+            on_answer(answers[-1])
     return answers
 
 

@@ -11,7 +11,6 @@ budget store (:class:`ClientBudget`), so a restart does not reset it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import math
 import socket
@@ -27,7 +26,7 @@ import numpy as np
 from urbandp._privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.errors import InputError
 from urbandp.mpc import _wire as wire
-from urbandp.mpc._spec import FUNCTIONS, MAX_CELLS, QuerySpec, draw_noise
+from urbandp.mpc._spec import FUNCTIONS, MAX_CELLS, QuerySpec, ServeOptions, draw_noise
 from urbandp.sensing._queries import clamp_sigma2, read_grid_window, rectangle_mask
 
 DUMMY = "min"  # the dummy query uses exp, log and comparisons: it triggers every OT/HE set-up
@@ -57,23 +56,17 @@ class ServerGrid:
         return cls(cell_id.astype(np.int64), lat, lon, mu, sigma2, str(w), path.stem)
 
 
-@dataclass
-class ServerConfig:
-    alpha: int
-    epsilon: float
-    epsilon_budget: float
-    sigma2_min: float
-    sigma2_max: float
-    rho: float = 1.0
-    steepness: float = 1.0
-    timeout: float = 60.0
-    idle_timeout: float = 600.0
+IDLE_TIMEOUT_S = 600.0
+"""Longest wait, in seconds, for a connected client's next query."""
 
-    def public(self) -> dict[str, Any]:
-        """What a client is told: every parameter but the time-outs (``epsilon`` is per query), the cell limit."""
-        shown = {k: v for k, v in dataclasses.asdict(self).items() if not k.endswith("timeout")}
-        shown["epsilon_per_query"] = shown.pop("epsilon")
-        return {**shown, "max_cells": MAX_CELLS}
+
+def public_parameters(options: ServeOptions) -> dict[str, Any]:
+    """What a client is told: the parameters of the secure program and the budget (``epsilon`` per query), not
+    the grid, the address or the time-outs; and the cell limit."""
+    shown = options.model_dump(
+        include={"alpha", "epsilon_budget", "sigma2_min", "sigma2_max", "rho", "steepness"}
+    )
+    return {**shown, "epsilon_per_query": options.epsilon, "max_cells": MAX_CELLS}
 
 
 @dataclass
@@ -146,23 +139,22 @@ def declare_default_dataset(store_url: str | None, name: str) -> None:
 
 @dataclass
 class Server:
-    """One window of a grid served to any number of clients, each query booked to ``dataset`` in the budget store
-    (default ``mpc:<grid>:<window>``, declared when new) and drawn from ``noise``."""
+    """One window of a grid served on ``config.listen`` to any number of clients, each query booked to
+    ``config.dataset`` in the budget store (default ``mpc:<grid>:<window>``, declared when new) and drawn from
+    ``noise``."""
 
     grid: ServerGrid
-    config: ServerConfig
-    host: str
-    port: int
+    config: ServeOptions
     noise: NoiseSource = field(default_factory=OpenDPNoise)
-    dataset: str | None = field(default=None, kw_only=True)
     budget_store: str | None = field(default=None, kw_only=True)
     log: Callable[[str], None] = field(default=print, kw_only=True)
 
     def __post_init__(self) -> None:
         from urbandp._privacy.session import ReleaseCharge
 
-        if self.dataset is None:
-            self.dataset = f"mpc:{self.grid.source}:{self.grid.window}"
+        self.host, self.port = wire.parse_hostport(self.config.listen)
+        self.dataset = self.config.dataset or f"mpc:{self.grid.source}:{self.grid.window}"
+        if self.config.dataset is None:
             declare_default_dataset(self.budget_store, self.dataset)
         day = dt.date.fromisoformat(str(self.grid.window)[:10])
         self.budget = ClientBudget(
@@ -170,13 +162,12 @@ class Server:
         )
         # every query is booked to the dataset: a noise source that is not private is refused before any client
         ReleaseCharge(self.dataset, self.budget_store, unit="reading", noise=self.noise).refuse_not_dp([])
+        self.params = public_parameters(self.config)  # what clients are told; both compile from it
         self.sigma2 = clamp_sigma2(self.grid.sigma2, self.config.sigma2_min, self.config.sigma2_max)
 
-    def spec(self, function: str, n_rect: int) -> QuerySpec:
-        c = self.config
-        return QuerySpec(function, n_rect, c.alpha, c.rho, c.steepness, c.sigma2_min, c.sigma2_max)
-
-    def serve_forever(self, ready: threading.Event | None = None, max_clients: int | None = None) -> None:
+    def serve_forever(self, ready: threading.Event | None = None) -> None:
+        """Serve until ``max_clients`` connections have been served (for ever without it)."""
+        max_clients = self.config.max_clients
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as lsock:
             lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
@@ -222,17 +213,17 @@ class Server:
                     "session": session,
                     "link": server_link,
                     "window": self.grid.window,
-                    "params": self.config.public(),
+                    "params": self.params,
                     "epsilon_spent": self.budget.spent(who),
                 },
             )
             party = Party(SERVER, session, server_link, client_link, conn, self.config.timeout)
             # dummy query at connect: absorbs the OT set-up; no data, no noise, no budget
-            dummy = self.spec(DUMMY, 4)
+            dummy = QuerySpec.of(DUMMY, 4, self.params)
             z = np.zeros(4)
             party.run(dummy, {"mu": z, "sigma2": z, "noise": np.zeros(())})
             self.log(f"client {who}: connected, OT set up")
-            conn.settimeout(self.config.idle_timeout)
+            conn.settimeout(IDLE_TIMEOUT_S)
             while True:
                 msg = wire.recv_json(conn)
                 conn.settimeout(self.config.timeout)
@@ -241,7 +232,7 @@ class Server:
                 if msg["type"] != "query":
                     raise wire.PeerError(f"protocol error: unexpected message {msg['type']!r}")
                 self._query(conn, party, who, msg)
-                conn.settimeout(self.config.idle_timeout)
+                conn.settimeout(IDLE_TIMEOUT_S)
         except wire.PeerError as err:
             self.log(f"client {who}: {err}")
         except Exception as err:  # one client's failure must not stop the server
@@ -264,7 +255,7 @@ class Server:
         n = int(mask.sum())
         if not 1 <= n <= MAX_CELLS:
             return wire.send_error(conn, f"the rectangle holds {n} cells; it must hold 1..{MAX_CELLS}")
-        spec = self.spec(str(function), n)
+        spec = QuerySpec.of(str(function), n, self.params)
         try:
             left = self.budget.charge(who, self.config.epsilon)
         except InputError as err:

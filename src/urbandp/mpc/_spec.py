@@ -1,6 +1,7 @@
 """What both parties agree on in the clear: the query function, the rectangle size and the server's public
 parameters (paper VII-A step 2: only the function and the rectangle travel in the clear), the noise the
-server must draw for it (section VII-D, per reading), and the options of ``urbandp mpc serve``.
+server must draw for it (section VII-D, per reading), and the options of ``urbandp mpc serve``, ``query`` and
+``routes``.
 
 No SPU import here: the sensitivities are plain arithmetic shared with :mod:`urbandp.sensing._queries`.
 """
@@ -18,7 +19,7 @@ from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
 from urbandp._privacy.noise import NoiseSource
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InvalidParameterError
-from urbandp.sensing._options import QueryOptions, sharpness
+from urbandp.sensing._options import Box, QueryOptions, sharpness
 from urbandp.sensing._queries import QUERY_TYPES, error2_range
 
 FUNCTIONS = QUERY_TYPES  # the plaintext reference's queries, each computed in the secure program
@@ -52,6 +53,14 @@ class QuerySpec:
             raise ValueError("need alpha >= 1, rho > 0 and steepness > 0")
         if not 0 <= self.sigma2_min < self.sigma2_max:
             raise ValueError("need 0 <= sigma2_min < sigma2_max")
+
+    @classmethod
+    def of(cls, function: str, n_rect: int, public: dict[str, Any]) -> QuerySpec:
+        """The query over ``n_rect`` cells under the server's public parameters, as a client is told them: both
+        parties compile from the same figures."""
+        p = public
+        figures = (p["rho"], p["steepness"], p["sigma2_min"], p["sigma2_max"])
+        return cls(function, n_rect, int(p["alpha"]), *(float(x) for x in figures))
 
     def worst_sensitivity(self) -> float:
         """Per-reading sensitivity of ``E^2`` for any client selection: the server does not know ``n = sum v``,
@@ -133,3 +142,47 @@ class ServeOptions(ReleaseOptions):
                 f"sigma2_min must be below sigma2_max, got {self.sigma2_min:g} and {self.sigma2_max:g}",
                 parameters=("sigma2_min", "sigma2_max"),
             )
+
+
+class ClientOptions(ReleaseOptions):
+    """Where and how long a client (``urbandp mpc query`` and ``routes``) reaches ``urbandp mpc serve``, each option
+    declared once (:func:`urbandp._release_options.option`)."""
+
+    server: str = option("127.0.0.1:7700", help="HOST:PORT of `urbandp mpc serve`.")
+    client_id: str | None = option(
+        None, help="Name the server keys the budget on (default: the client's IP address)."
+    )
+    timeout: float = option(60.0, help="Seconds to wait for the server.", gt=0, le=MAX_TIMEOUT_S)
+
+
+class PrivateQuery(ReleaseOptions):
+    """One private query (paper VII-A): the function and the obfuscation rectangle, sent in the clear, and the
+    client's secret thresholds, each declared once (:func:`urbandp._release_options.option`): the flags of
+    ``urbandp mpc query`` and the checks of :meth:`urbandp.mpc._client.Client.query`, made before the client
+    talks to a server; the checks between options in ``model_post_init``."""
+
+    rect: Box = option(
+        help="Obfuscation rectangle LAT1,LON1,LAT2,LON2, sent in the clear; it holds every cell of interest.",
+        cli_type=str,
+    )
+    function: str = option(
+        "average", help="average|min|max|min-exact|max-exact|count|range.", choices=FUNCTIONS
+    )
+    theta: float | None = option(
+        None,
+        help="count: T; range: T1,T2, secret inputs (default: none; required for count and range).",
+        cli_type=str | None,
+    )
+    theta2: float | None = option(
+        None, help="range: the upper threshold T2 (the command line gives it as --theta T1,T2)."
+    )
+
+    def model_post_init(self, context: Any, /) -> None:
+        if not all(math.isfinite(x) for x in self.rect):
+            raise InvalidParameterError(
+                f"rect must hold finite numbers, got {self.rect!r}", parameters="rect"
+            )
+        if self.function in ("count", "range") and self.theta is None:
+            raise InvalidParameterError(f"{self.function} needs theta", parameters="theta")
+        if self.function == "range" and (self.theta2 is None or not self.theta < self.theta2):  # type: ignore[operator]
+            raise InvalidParameterError("range needs theta T1,T2 with T1 < T2", parameters="theta")

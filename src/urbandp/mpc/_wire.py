@@ -13,12 +13,22 @@ import socket
 import struct
 from typing import Any
 
+from urbandp.errors import InputError
+
 MAX_FRAME = 256 * 1024 * 1024  # 256 MiB: far above any share of a 500-cell query
 PROTOCOL = "urbandp-prac2pc/2"  # /2: input shares travel with accept/go (one message each way)
 
 
 class PeerError(Exception):
     """The other party is missing, timed out, closed the connection or sent something malformed."""
+
+
+def parse_hostport(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``--listen``, ``--server``) as the host and a port in 1..65535."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"expected HOST:PORT, got {text!r}")
+    return host, int(port)
 
 
 def no_delay(sock: socket.socket) -> None:

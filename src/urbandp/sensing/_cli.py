@@ -19,15 +19,18 @@ import typer
 
 from urbandp._cli_config import config_option
 from urbandp._cli_options import AllowMeaninglessEpsilon, BudgetStoreUrl, Dataset, Overwrite
-from urbandp._cli_spec import OptionsOf, command, keywords
+from urbandp._cli_spec import OptionsOf, command
 from urbandp._cli_support import cli_guard, cli_text, quietly
 from urbandp.sensing._options import (
     DpMapOptions,
     InterpolateOptions,
+    PlanOptions,
     PmMapOptions,
     QueryOptions,
+    parse_cell_sizes,
     parse_numbers,
     parse_utility_epsilons,
+    parse_windows,
 )
 
 if TYPE_CHECKING:
@@ -205,30 +208,12 @@ def query(a: QueryArguments) -> None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PlanArguments:
-    """``urbandp sensing plan``: the keywords of :func:`urbandp.sensing._planner.plan_sensing` by their names (the
-    box, the candidate cells and windows as text)."""
+    """``urbandp sensing plan``: the public figures of :class:`~urbandp.sensing._options.PlanOptions`."""
 
-    bbox: Annotated[str, typer.Option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).")]
-    readings_per_day: Annotated[
-        float,
-        typer.Option(help="Readings the fleet takes per day in the box (public knowledge or a paid count)."),
+    o: Annotated[
+        PlanOptions,
+        OptionsOf(parse={"bbox": _box("bbox"), "cell_metres": parse_cell_sizes, "windows": parse_windows}),
     ]
-    share_visited: Annotated[
-        float, typer.Option(help="Share of the box's cells the fleet's routes visit, in (0, 1].")
-    ]
-    epsilon: Annotated[float, typer.Option(help="Epsilon per reading of the planned pm-map.")] = 1.0
-    spread_between: Annotated[
-        float, typer.Option(help="Spread (sd, ug/m3) of PM2.5 between places: the signal a map should show.")
-    ] = 10.0
-    spread_within: Annotated[
-        float, typer.Option(help="Spread (sd, ug/m3) of readings within one cell and window.")
-    ] = 25.0
-    level: Annotated[float, typer.Option(help="Typical PM2.5 (ug/m3).")] = 50.0
-    clip: Annotated[float, typer.Option(help="Public upper bound of a reading, as pm-map --clip.")] = 250.0
-    cell_metres: Annotated[str, typer.Option(help="Candidate cell sides in metres.")] = "250,500,1000,2000"
-    windows: Annotated[str, typer.Option(help="Candidate windows: hour, day, week or days.")] = (
-        "hour,day,week,30,90"
-    )
 
 
 @command(app, PlanArguments, "plan")
@@ -238,15 +223,10 @@ def plan(a: PlanArguments) -> None:
 
     Example: urbandp sensing plan --bbox 22.45,88.30,22.65,88.47 --readings-per-day 295 --share-visited 0.26 --epsilon 4
     """
-    from urbandp.sensing._planner import parse_cell_sizes, parse_windows, plan_sensing, plan_text
+    from urbandp.sensing._planner import plan_sensing, plan_text
 
-    rows, best = plan_sensing(
-        bbox=_box("bbox")(a.bbox),  # type: ignore[arg-type]
-        cell_sizes=parse_cell_sizes(a.cell_metres),
-        windows_days=parse_windows(a.windows),
-        **keywords(a, "bbox", "cell_metres", "windows"),
-    )
-    print(cli_text(plan_text(rows, best, a.epsilon)))
+    rows, best = plan_sensing(a.o)
+    print(cli_text(plan_text(rows, best, a.o.epsilon)))
 
 
 def _print_dp_map(rel: DpMapResult, out: Path, *, epsilon: float, **options: object) -> None:

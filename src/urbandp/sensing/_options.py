@@ -19,7 +19,7 @@ from urbandp.errors import InvalidParameterError
 from urbandp.sensing._bounded_laplace import CALIBRATIONS, check_meaningful
 from urbandp.sensing._grid import GRID_FORMATS, check_on_globe
 from urbandp.sensing._kernels import KERNELS
-from urbandp.sensing._pm_map_mechanism import DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
+from urbandp.sensing._pm_map_mechanism import DEFAULT_CLIP, DEFAULT_MAX_READINGS, SMOOTHERS, UNITS
 from urbandp.sensing._queries import MAX_STEEPNESS, MIN_STEEPNESS, QUERY_TYPES, STEEPNESS_WHY
 
 MAX_PRECISION = 15
@@ -441,3 +441,69 @@ def parse_numbers(text: str | None, n: int, parameter: str) -> tuple[float, ...]
             f"{parameter} needs {n} comma-separated numbers, got {text!r}", parameters=parameter
         )
     return vals
+
+
+class PlanOptions(ReleaseOptions):
+    """The public figures of `sensing plan` / :func:`urbandp.sensing._planner.plan_sensing` (no release: it reads
+    no data and spends no budget); the candidate cell sides in metres and windows in days."""
+
+    bbox: Box = option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).", cli_type=str)
+    readings_per_day: float = option(
+        help="Readings the fleet takes per day in the box (public knowledge or a paid count).", gt=0
+    )
+    share_visited: float = option(
+        help="Share of the box's cells the fleet's routes visit, in (0, 1].", gt=0, le=1
+    )
+    epsilon: float = option(1.0, help="Epsilon per reading of the planned pm-map.", gt=0)
+    spread_between: float = option(
+        10.0, help="Spread (sd, ug/m3) of PM2.5 between places: the signal a map should show.", gt=0
+    )
+    spread_within: float = option(
+        25.0, help="Spread (sd, ug/m3) of readings within one cell and window.", gt=0
+    )
+    level: float = option(50.0, help="Typical PM2.5 (ug/m3).")
+    clip: float = option(DEFAULT_CLIP, help="Public upper bound of a reading, as pm-map --clip.", gt=0)
+    cell_metres: tuple[float, ...] = option(
+        (250.0, 500.0, 1000.0, 2000.0),
+        help="Candidate cell sides in metres.",
+        cli_type=str,
+        cli_default="250,500,1000,2000",
+    )
+    windows: tuple[float, ...] = option(
+        (1 / 24, 1.0, 7.0, 30.0, 90.0),
+        help="Candidate windows: hour, day, week or days.",
+        cli_type=str,
+        cli_default="hour,day,week,30,90",
+    )
+
+    def model_post_init(self, context: Any, /) -> None:
+        if not 0 <= self.level <= self.clip:
+            raise InvalidParameterError(
+                f"level must be in [0, clip], got {self.level}", parameters=("level", "clip")
+            )
+        check_box(self.bbox)
+        for name, values in (("cell_metres", self.cell_metres), ("windows", self.windows)):
+            if not values or not all(math.isfinite(v) and v > 0 for v in values):
+                shown = ",".join(f"{v:g}" for v in values)
+                raise InvalidParameterError(f"{name} must be numbers > 0, got {shown!r}", parameters=name)
+
+
+def parse_cell_sizes(text: str) -> tuple[float, ...]:
+    """``250,500,1000`` -> cell sides in metres (:class:`PlanOptions` checks them)."""
+    try:
+        return tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise InvalidParameterError(
+            f"cell_metres must be positive numbers, comma-separated, got {text!r}", parameters="cell_metres"
+        ) from None
+
+
+def parse_windows(text: str) -> tuple[float, ...]:
+    """``hour,day,week,30`` -> window lengths in days (a number is days; :class:`PlanOptions` checks them)."""
+    named = {name: minutes / 1440 for name, minutes in NAMED_WINDOWS.items()}
+    try:
+        return tuple(named.get(t.strip().lower()) or float(t) for t in text.split(","))
+    except ValueError:
+        raise InvalidParameterError(
+            f"windows must be hour, day, week or numbers of days > 0, got {text!r}", parameters="windows"
+        ) from None

@@ -19,13 +19,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from urbandp.errors import Advice, InvalidParameterError
+from urbandp.errors import Advice
 from urbandp.sensing._grid import SquareGrid
-from urbandp.sensing._options import NAMED_WINDOWS, check_box
-from urbandp.sensing._pm_map_mechanism import DEFAULT_CLIP, plan_pm_map
-
-DEFAULT_CELLS = (250.0, 500.0, 1000.0, 2000.0)
-DEFAULT_WINDOWS_DAYS = (1 / 24, 1.0, 7.0, 30.0, 90.0)
+from urbandp.sensing._options import NAMED_WINDOWS, PlanOptions
+from urbandp.sensing._pm_map_mechanism import plan_pm_map
 
 
 @dataclass(frozen=True)
@@ -46,49 +43,21 @@ class PlanRow:
         return math.hypot(self.privacy_noise_sd, self.sampling_sd)
 
 
-def plan_sensing(
-    *,
-    bbox: tuple[float, float, float, float],
-    readings_per_day: float,
-    share_visited: float,
-    epsilon: float,
-    spread_between: float = 10.0,
-    spread_within: float = 25.0,
-    level: float = 50.0,
-    clip: float = DEFAULT_CLIP,
-    cell_sizes: tuple[float, ...] = DEFAULT_CELLS,
-    windows_days: tuple[float, ...] = DEFAULT_WINDOWS_DAYS,
-) -> tuple[list[PlanRow], PlanRow | None]:
+def plan_sensing(o: PlanOptions) -> tuple[list[PlanRow], PlanRow | None]:
     """Every candidate (window, cell size) and the plan: the shortest informative window, then the finest cells
-    (None when none is). ``level``: the typical PM2.5 (it enters the count noise's share of the mean's)."""
-    for name, value in (
-        ("readings_per_day", readings_per_day),
-        ("epsilon", epsilon),
-        ("spread_between", spread_between),
-        ("spread_within", spread_within),
-        ("clip", clip),
-    ):
-        if not (math.isfinite(value) and value > 0):
-            raise InvalidParameterError(f"{name} must be a positive number, got {value}", parameters=name)
-    if not (math.isfinite(level) and 0 <= level <= clip):
-        raise InvalidParameterError(f"level must be in [0, clip], got {level}", parameters=("level", "clip"))
-    check_box(bbox)
-    if not 0 < share_visited <= 1:
-        raise InvalidParameterError(
-            f"share_visited must be in (0, 1], got {share_visited}", parameters="share_visited"
-        )
-    plan = plan_pm_map(epsilon, clip)
+    (None when none is). ``o.level``: the typical PM2.5 (it enters the count noise's share of the mean's)."""
+    plan = plan_pm_map(o.epsilon, o.clip)
     var_s, var_n = plan.total.std**2, plan.count.std**2
     rows: list[PlanRow] = []
-    for days in sorted(windows_days):
-        for z in sorted(cell_sizes):
-            g = SquareGrid(*bbox, z).n_cells
-            visited = max(1.0, share_visited * g)
-            n = readings_per_day * days / visited
-            privacy_var = (var_s + (level - clip / 2.0) ** 2 * var_n) / max(n, 1e-9) ** 2
-            sampling_var = spread_within**2 / max(n, 1e-9)
+    for days in sorted(o.windows):
+        for z in sorted(o.cell_metres):
+            g = SquareGrid(*o.bbox, z).n_cells
+            visited = max(1.0, o.share_visited * g)
+            n = o.readings_per_day * days / visited
+            privacy_var = (var_s + (o.level - o.clip / 2.0) ** 2 * var_n) / max(n, 1e-9) ** 2
+            sampling_var = o.spread_within**2 / max(n, 1e-9)
             clear = n >= max(1.0, 2.0 * plan.count.std)
-            informative = clear and privacy_var + sampling_var <= spread_between**2
+            informative = clear and privacy_var + sampling_var <= o.spread_between**2
             rows.append(
                 PlanRow(days, z, g, visited, n, math.sqrt(privacy_var), math.sqrt(sampling_var), informative)
             )
@@ -101,37 +70,6 @@ def describe_window(days: float) -> str:
     if days < 1:
         return f"{days * 24:g} hour" + ("s" if days * 24 != 1 else "")
     return f"{days:g} day" + ("s" if days != 1 else "")
-
-
-def parse_cell_sizes(text: str) -> tuple[float, ...]:
-    """``250,500,1000`` -> cell sides in metres, each a positive number."""
-    try:
-        sizes = tuple(float(t) for t in text.split(","))
-    except ValueError:
-        sizes = ()
-    if not sizes or any(not (math.isfinite(z) and z > 0) for z in sizes):
-        raise InvalidParameterError(
-            f"cell_metres must be positive numbers, comma-separated, got {text!r}", parameters="cell_metres"
-        )
-    return sizes
-
-
-def parse_windows(text: str) -> tuple[float, ...]:
-    """``hour,day,week,30`` -> window lengths in days (a number is days)."""
-    named = {name: minutes / 1440 for name, minutes in NAMED_WINDOWS.items()}
-    out = []
-    for token in text.split(","):
-        t = token.strip().lower()
-        try:
-            days = named[t] if t in named else float(t)
-        except ValueError:
-            days = -1.0
-        if not (math.isfinite(days) and days > 0):
-            raise InvalidParameterError(
-                f"windows must be hour, day, week or numbers of days > 0, got {token!r}", parameters="windows"
-            )
-        out.append(days)
-    return tuple(out)
 
 
 def window_option(days: float) -> str:

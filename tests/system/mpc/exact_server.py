@@ -10,12 +10,23 @@ import sys
 from pathlib import Path
 
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
-from urbandp.mpc._server import Server, ServerConfig, ServerGrid
+from urbandp.mpc._server import Server, ServerGrid
+from urbandp.mpc._spec import ServeOptions
 
 
 def main() -> None:
     grid, port, alpha, smin, smax, rho, k = sys.argv[1:8]
-    cfg = ServerConfig(int(alpha), 1.0, 1e9, float(smin), float(smax), float(rho), float(k), timeout=60.0)
+    cfg = ServeOptions(
+        grid=Path(grid),
+        listen=f"127.0.0.1:{port}",
+        alpha=int(alpha),
+        epsilon=1.0,
+        epsilon_budget=1e9,
+        sigma2_min=float(smin),
+        sigma2_max=float(smax),
+        rho=float(rho),
+        steepness=float(k),
+    )
     noise = ExactNoiseForTesting(acknowledge_not_private=True)
     store = str(
         Path(grid).with_name("exact-server-budget.sqlite")
@@ -26,8 +37,6 @@ def main() -> None:
     server = Server(
         ServerGrid.read(Path(grid), None),
         cfg,
-        "127.0.0.1",
-        int(port),
         noise=OpenDPNoise(),
         budget_store=store,
     )

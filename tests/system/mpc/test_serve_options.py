@@ -49,3 +49,32 @@ def test_the_command_names_the_flag_of_the_bad_option(tmp_path: Path) -> None:
     grid.write_text("cell_id,lat,lon,window,mu,sigma2\n")
     res = run_urbandp("mpc", "serve", "--grid", str(grid), "--sigma2-max", "9", "--alpha", "0", cwd=tmp_path)
     assert_refused(res, "--alpha must be an integer >= 1, got 0", others="none")
+
+
+def test_the_server_holds_its_options_and_tells_clients_the_public_ones(tmp_path: Path) -> None:
+    import numpy as np
+
+    from urbandp.errors import InputError
+    from urbandp.mpc._server import Server, ServerGrid, public_parameters
+
+    one = np.array([1.0])
+    grid = ServerGrid(np.array([7], dtype=np.int64), one, one, one, one, "2023-10-09T00:00", "g")
+    store = tmp_path / "b.sqlite"
+    with pytest.raises(InputError, match=r"^expected HOST:PORT, got 'nohost'$"):
+        Server(
+            grid, ServeOptions(grid=Path("g.csv"), sigma2_max=9.0, listen="nohost"), budget_store=str(store)
+        )
+    assert not store.exists()  # refused before the default dataset is declared
+    options = ServeOptions(grid=Path("g.csv"), sigma2_max=9.0, listen="127.0.0.1:7701", epsilon=0.25)
+    server = Server(grid, options, budget_store=str(store))
+    assert (server.host, server.port, server.dataset) == ("127.0.0.1", 7701, "mpc:g:2023-10-09T00:00")
+    assert public_parameters(options) == {
+        "alpha": 5,
+        "epsilon_budget": 5.0,
+        "sigma2_min": 0.0,
+        "sigma2_max": 9.0,
+        "rho": 1.0,
+        "steepness": 1.0,
+        "epsilon_per_query": 0.25,
+        "max_cells": 500,
+    }

@@ -610,12 +610,13 @@ def test_the_mpc_server_books_no_query_drawn_from_a_source_that_is_not_private(t
 
 
 def test_the_mpc_server_refuses_a_source_that_is_not_private_at_start(tmp_path: Path) -> None:
-    from urbandp.mpc._server import Server, ServerConfig, ServerGrid
+    from urbandp.mpc._server import Server, ServerGrid
+    from urbandp.mpc._spec import ServeOptions
 
     one = np.array([1.0])
     grid = ServerGrid(np.array([7], dtype=np.int64), one, one, one, one, "2023-10-09T00:00", "g")
-    cfg = ServerConfig(1, 1.0, 10.0, 0.0, 1.0)
+    cfg = ServeOptions(grid=Path("g.csv"), alpha=1, epsilon=1.0, epsilon_budget=10.0, sigma2_max=1.0)
     url = str(tmp_path / "b.sqlite")
     with pytest.raises(InvalidParameterError, match="NOT differentially private"):
-        Server(grid, cfg, "127.0.0.1", 0, noise=exact(), budget_store=url)
-    assert Server(grid, cfg, "127.0.0.1", 0, noise=OpenDPNoise(), budget_store=url).budget.noise is not None
+        Server(grid, cfg, noise=exact(), budget_store=url)
+    assert Server(grid, cfg, noise=OpenDPNoise(), budget_store=url).budget.noise is not None

@@ -13,8 +13,10 @@ import urbandp.mpc._routes as mpc_routes
 from urbandp.errors import InputError
 from urbandp.mpc import _wire as wire
 from urbandp.mpc._routes import ANSWER_KEYS, plot_routes, query_routes
+from urbandp.mpc._spec import ClientOptions
 
 RECT = (22.49, 88.32, 22.61, 88.42)
+SERVER = ClientOptions(server="127.0.0.1:9", timeout=5.0)
 
 
 class _Client:
@@ -56,7 +58,7 @@ def test_one_connection_answers_in_route_order_as_they_arrive(client: type[_Clie
     paths = [Path("a.geojson"), Path("b.geojson"), Path("c.geojson")]
     pts = _points(3)
     seen: list[dict[str, Any]] = []
-    answers = query_routes("127.0.0.1:9", None, 5.0, RECT, paths, pts, seen.append)
+    answers = query_routes(SERVER, RECT, paths, pts, seen.append)
     assert len(client.opened) == 1 and client.opened[0].closed
     assert [q[0] for q in client.opened[0].queries] == ["average"] * 3
     assert all(q[1] is p for q, p in zip(client.opened[0].queries, pts, strict=True))
@@ -70,14 +72,20 @@ def test_a_peer_failure_is_one_input_error_and_the_connection_is_closed(client: 
     client.fail_at = 2
     seen: list[dict[str, Any]] = []
     with pytest.raises(InputError, match=r"^server: budget spent$"):
-        query_routes("127.0.0.1:9", "me", 5.0, RECT, [Path("a"), Path("b")], _points(2), seen.append)
+        query_routes(
+            ClientOptions(server="127.0.0.1:9", client_id="me"),
+            RECT,
+            [Path("a"), Path("b")],
+            _points(2),
+            seen.append,
+        )
     assert [a["route"] for a in seen] == ["a"]  # the first answer was already out
     assert client.opened[0].closed
 
 
 def test_plot_writes_the_png_with_refused_routes_labelled(client: type[_Client], tmp_path: Path) -> None:
     pts = _points(2)
-    answers = query_routes("127.0.0.1:9", None, 5.0, RECT, [Path("a"), Path("b")], pts, lambda a: None)
+    answers = query_routes(SERVER, RECT, [Path("a"), Path("b")], pts, lambda a: None)
     png = tmp_path / "routes.png"
     plot_routes(png, RECT, answers, pts)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

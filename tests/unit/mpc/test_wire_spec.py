@@ -16,7 +16,7 @@ from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.errors import InputError
 from urbandp.mpc import _wire as wire
-from urbandp.mpc._client import cells_on_route, parse_hostport, route_points
+from urbandp.mpc._client import cells_on_route, route_points
 from urbandp.mpc._server import ClientBudget, declare_default_dataset
 from urbandp.mpc._spec import FXP_FRACTION_BITS, SLACK_RELATIVE, SLACK_UNITS, QuerySpec, draw_noise
 
@@ -180,10 +180,10 @@ def test_route_cells_are_the_nearest_centroids_within_half_a_diagonal_in_metres(
 
 
 def test_hostport() -> None:
-    assert parse_hostport("127.0.0.1:7700") == ("127.0.0.1", 7700)
+    assert wire.parse_hostport("127.0.0.1:7700") == ("127.0.0.1", 7700)
     for bad in ["7700", "host:", ":80", "h:99999", "h:x"]:
         with pytest.raises(InputError):
-            parse_hostport(bad)
+            wire.parse_hostport(bad)
 
 
 def test_wire_between_threads_many_messages() -> None:
