@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from urbandp._frames import TableLike, to_polars
+from urbandp._frames import TableLike, table_file
 from urbandp._outputs import atomic_output_dir, output_policy, owner_dir_for
 from urbandp._privacy.report import PrivacyReport, write_privacy_json
 from urbandp.errors import InputDataError
@@ -112,15 +112,7 @@ def readings_csv(data: TableLike, overwrite: bool, parameter: str = "data") -> I
         return
     if isinstance(data, (list, tuple)):
         raise InputDataError(f"{parameter}: give one CSV of readings, got {len(data)} paths")
-    frame = to_polars(data, parameter)
-    if frame.height == 0:
-        raise InputDataError(f"{parameter}: the table holds no rows")
-    with (
-        tempfile.TemporaryDirectory(prefix="urbandp-readings-") as tmp,
-        output_policy((), overwrite=overwrite),
-    ):
-        path = Path(tmp) / "readings.csv"
-        frame.write_csv(path)
+    with table_file(data, parameter, "readings.csv") as path, output_policy((), overwrite=overwrite):
         yield path
 
 
