@@ -155,6 +155,18 @@ def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
     return False, value
 
 
+def file_value(key: str, value: object, allowed: tuple[Any, ...], where: str, takes: str) -> object:
+    """The TOML value of ``key`` in ``where`` (the file and the table) as a keyword or option whose runtime types
+    are ``allowed`` takes it: the one rule of the Python API's ``config=`` and the command line's ``--config``
+    (:mod:`urbandp._cli_config`). A value of another type is refused in one line naming the file, the key and
+    ``takes`` (``release's epsilon``, ``--epsilon``): a TOML value is never read loosely, ``"60"`` is not a
+    number nor ``"yes"`` a switch."""
+    ok, converted = _convert(value, allowed)
+    if not ok:
+        raise InvalidParameterError(f"{key} in {where} = {value!r} is not a value {takes} takes")
+    return converted
+
+
 def read_options(
     path: Path, table: str, fn: Callable[..., object], aliases: Mapping[str, str], session: object
 ) -> dict[str, tuple[str, object]]:
@@ -187,12 +199,7 @@ def table_values(
         if name not in allowed:
             said = "is set by the caller, not a config file" if name in CALLER_ONLY else "is not an option"
             raise InvalidParameterError(f"{key} in {where} {said}" + did_you_mean(name, sorted(allowed)))
-        ok, converted = _convert(value, allowed[name])
-        if not ok:
-            raise InvalidParameterError(
-                f"{key} in {where} = {value!r} is not a value {function}'s {name} takes"
-            )
-        found[name] = (key, converted)
+        found[name] = (key, file_value(key, value, allowed[name], where, f"{function}'s {name}"))
     return found
 
 
