@@ -13,7 +13,7 @@ naming the file and the key, exit 2 (:class:`ConfigError`). privacy.json does no
 
 from __future__ import annotations
 
-import datetime as dt
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,9 @@ import typer
 from typer import _click
 from typer.core import TyperOption
 
-from urbandp._arguments import did_you_mean
-from urbandp._config_tables import CONFIG_TABLES, check_tables, read_document, table_of
-from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, flag_of
+from urbandp._arguments import did_you_mean, runtime_types
+from urbandp._config_tables import CONFIG_TABLES, check_tables, file_value, read_document, table_of
+from urbandp.errors import EXIT_UNUSABLE_INPUT, InputDataError, InvalidParameterError, flag_of
 
 CONFIG_NAMES = "urbandp.config_names"
 """``ctx.meta`` key: parameter name -> how an error names a value read from the file (``epsilon in cfg.toml
@@ -88,36 +88,27 @@ def _parse(path: Path, table: str) -> dict[str, Any]:
         raise ConfigError(err.naming(flag_of)) from None
 
 
-def _kind(param: TyperOption) -> tuple[tuple[type, ...], str]:
-    """The TOML value types an option takes, and how to say it."""
-    annotation = param.type_descriptor.annotation
-    if param.is_flag or annotation is bool:
-        return (bool,), "true or false"
-    if annotation is int:
-        return (int,), "a whole number"
-    if annotation is float:
-        return (int, float), "a number"
-    return (str,), "a string"
-
-
 def check_value(key: str, value: object, param: TyperOption, ctx: _click.Context, where: str) -> object:
-    """``value`` for ``param`` if it has the option's TOML type and Typer's coercion takes it (the coercion a
-    typed flag goes through); else a :class:`ConfigError` naming ``where`` (the file and table) and the key.
+    """``value`` for ``param`` if it has the option's TOML type (:func:`urbandp._config_tables.file_value`, the
+    rule of the Python API's ``config=`` too; each item of a list for a repeatable option) and Typer's coercion
+    takes it (the coercion a typed flag goes through); else a :class:`ConfigError` naming ``where`` (the file and
+    table) and the key.
 
     The TOML type is checked first because the coercion is lenient for text typed on a command line: it would
-    read ``window_minutes = "60"`` as 60 and ``consistent = "yes"`` as true. A TOML date or date-time given to a
-    text option (``start = 2023-09-15``) is passed on as its ISO text, as the fleet's ``[release]`` reads it."""
-    types, said = _kind(param)
-    if str in types and isinstance(value, (dt.date, dt.datetime, dt.time)):
-        value = value.isoformat()
-    items = value if param.multiple and isinstance(value, list) else [value]
-    for item in items:
-        if (isinstance(item, bool) and bool not in types) or not isinstance(item, types):
-            raise ConfigError(f"{where}: {key} = {item!r} is not {said}")
+    read ``window_minutes = "60"`` as 60 and ``consistent = "yes"`` as true."""
+    annotation = param.type_descriptor.annotation
+    allowed = runtime_types(typing.get_args(annotation)[0] if param.multiple else annotation)
+    try:
+        if param.multiple and isinstance(value, list):
+            value = [file_value(key, item, allowed, where, flag_of(key)) for item in value]
+        else:
+            value = file_value(key, value, allowed, where, flag_of(key))
+    except InvalidParameterError as err:
+        raise ConfigError(str(err)) from None
     try:
         param.get_runtime_param().coerce(value, param=param, ctx=ctx)
     except _click.exceptions.BadParameter as err:
-        raise ConfigError(f"{where}: {key} = {value!r}: {err.format_message()}") from None
+        raise ConfigError(f"--config {where}: {key} = {value!r}: {err.format_message()}") from None
     return value
 
 
@@ -125,15 +116,15 @@ def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object
     """The ``default_map`` of the command run in ``ctx`` from ``[table]`` of ``path``: parameter name -> value."""
     section = _parse(path, table)
     keys = config_keys(ctx.command)
-    where = f"--config {path} [{table}]"
+    where = f"{path} [{table}]"
     found: dict[str, object] = {}
     for key, value in section.items():
         param = keys.get(key.replace("-", "_"))
         if param is None or param.name is None:
             flag = flag_of(key)
             if any(flag in p.opts for p in ctx.command.params):
-                raise ConfigError(f"{where}: {key} is set on the command line only ({flag})")
-            raise ConfigError(f"{where}: unknown key '{key}'" + did_you_mean(key, sorted(keys)))
+                raise ConfigError(f"--config {where}: {key} is set on the command line only ({flag})")
+            raise ConfigError(f"--config {where}: unknown key '{key}'" + did_you_mean(key, sorted(keys)))
         found[param.name] = check_value(key, value, param, ctx, where)
-        ctx.meta.setdefault(CONFIG_NAMES, {})[param.name] = f"{key} in {path} [{table}]"
+        ctx.meta.setdefault(CONFIG_NAMES, {})[param.name] = f"{key} in {where}"
     return found

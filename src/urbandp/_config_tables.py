@@ -123,36 +123,40 @@ def _runtime_types(fn: Callable[..., object]) -> dict[str, tuple[Any, ...]]:
     return found
 
 
-def _convert(value: object, allowed: tuple[Any, ...]) -> tuple[bool, object]:
-    """(accepted, value as the keyword takes it) for a TOML value and a keyword's runtime types.
+def file_value(key: str, value: object, allowed: tuple[Any, ...], where: str, takes: str) -> object:
+    """The TOML value of ``key`` in ``where`` (the file and the table) as a keyword or option whose runtime types
+    are ``allowed`` takes it: the one rule of the Python API's ``config=`` and the command line's ``--config``
+    (:mod:`urbandp._cli_config`). A value of another type is refused in one line naming the file, the key and
+    ``takes`` (``release's epsilon``, ``--epsilon``): a TOML value is never read loosely, ``"60"`` is not a
+    number nor ``"yes"`` a switch.
 
     A TOML date is given as its ISO text where text is taken; a list where a tuple is; a comma list of numbers
     (``bbox = "30.1,-97.9,30.5,-97.6"``, as the flag takes it) where only a tuple of numbers is."""
-    if Any in allowed:
-        return True, value
-    origins = set(allowed)
-    if isinstance(value, bool):
-        return bool in origins, value
-    if isinstance(value, int) and (int in origins or float in origins):
-        return True, value
-    if isinstance(value, float):
-        return float in origins, value
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        if isinstance(value, dt.date) and dt.date in origins:
-            return True, value
-        return str in origins, value.isoformat()
-    if isinstance(value, str):
-        if str in origins or Path in origins or typing.Literal in origins:
-            return True, value
-        if tuple in origins:
-            try:
-                return True, tuple(float(part) for part in value.split(","))
-            except ValueError:
-                return False, value
-        return False, value
-    if isinstance(value, list):
-        return tuple in origins or list in origins, tuple(value) if tuple in origins else value
-    return False, value
+    kinds = set(allowed)
+    text = bool(kinds & {str, Path, typing.Literal})
+    taken = value
+    if Any in kinds or (isinstance(value, dt.date) and dt.date in kinds):
+        ok = True
+    elif isinstance(value, bool):
+        ok = bool in kinds
+    elif isinstance(value, (int, float)):
+        ok = float in kinds or (int in kinds and isinstance(value, int))
+    elif isinstance(value, (dt.date, dt.time)):  # a date-time is a date
+        ok, taken = str in kinds, value.isoformat()
+    elif isinstance(value, str) and tuple in kinds and not text:
+        try:
+            ok, taken = True, tuple(float(part) for part in value.split(","))
+        except ValueError:
+            ok = False
+    elif isinstance(value, str):
+        ok = text
+    elif isinstance(value, list):
+        ok, taken = bool(kinds & {tuple, list}), tuple(value) if tuple in kinds else value
+    else:
+        ok = False
+    if not ok:
+        raise InvalidParameterError(f"{key} in {where} = {value!r} is not a value {takes} takes")
+    return taken
 
 
 def read_options(
@@ -187,12 +191,7 @@ def table_values(
         if name not in allowed:
             said = "is set by the caller, not a config file" if name in CALLER_ONLY else "is not an option"
             raise InvalidParameterError(f"{key} in {where} {said}" + did_you_mean(name, sorted(allowed)))
-        ok, converted = _convert(value, allowed[name])
-        if not ok:
-            raise InvalidParameterError(
-                f"{key} in {where} = {value!r} is not a value {function}'s {name} takes"
-            )
-        found[name] = (key, converted)
+        found[name] = (key, file_value(key, value, allowed[name], where, f"{function}'s {name}"))
     return found
 
 

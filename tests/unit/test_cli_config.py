@@ -16,6 +16,7 @@ from typer import _click
 from typer.core import TyperOption
 
 from urbandp._cli_config import COMMAND_LINE_ONLY, CONFIG_TABLES, config_keys
+from urbandp.errors import flag_of
 
 
 def _command(table: str) -> _click.core.Command:
@@ -169,7 +170,10 @@ def test_a_value_of_the_wrong_type_is_refused_in_one_line(
     param = config_keys(_command(table))[key]
     for value in _wrong_types(param):
         line = _refusal(table, f"[{table}]\n{key} = {_toml(value)}\n", tmp_path, capsys)
-        assert f"[{table}]: {key} = {value!r} is not" in line, line
+        where = f"{tmp_path / 'bad.toml'} [{table}]"  # the Python API's config= says it alike
+        assert line == f"urbandp: error: {key} in {where} = {value!r} is not a value {flag_of(key)} takes", (
+            line
+        )
 
 
 @pytest.mark.parametrize("table", CONFIG_TABLES)

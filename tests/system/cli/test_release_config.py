@@ -87,6 +87,13 @@ def test_counts_release_from_a_config_file(tmp_path: Path) -> None:
         a, b = pl.read_csv(by_flag / name), pl.read_csv(by_file / name)
         assert a.columns == b.columns and a.height == b.height, name
     _refused_alike("counts", "release", head, ["--epsilon", "-1"], "counts.release", tmp_path, key_named=True)
+    typed = (
+        tmp_path / "typed.toml"
+    )  # text is not a number: the TOML type rule the Python API's config= applies
+    typed.write_text('[counts.release]\nepsilon = "1.5"\n')
+    res = run_urbandp("counts", "release", *head, "--config", str(typed), "--out", str(tmp_path / "bad3"))
+    said = f"epsilon in {typed} [counts.release] = '1.5' is not a value --epsilon takes"
+    assert_refused(res, said, others="none")
 
 
 def test_survey_randomize_from_a_config_file(tmp_path: Path) -> None:
