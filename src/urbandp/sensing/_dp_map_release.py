@@ -1,16 +1,14 @@
-"""The dp-map release (:func:`urbandp.sensing.dp_map`, `urbandp sensing dp-map`), in the order that keeps it
-honest (docs/design.md, "Outputs", rule 5; docs/sensing.md, "DP variance maps", "Order of a release"): options
-and output checked; readings read (bad rows to a staging quarantine) and kept inside the public window; the cost
-planned (:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`) and reserved in the Session's charge BEFORE any
-noise (over budget, meaningless noise, or NOT DP with a dataset: refused before a draw; a failure after it stays
-charged); then the fit and the noise. The release holds only the DP map and privacy.json; what is read off the
-true readings is the owner's (``owner_only/<name>/``, listed as not DP). With ``out`` the folder is written
-inside the charge, so its sha256 is recorded when the charge commits.
+"""The dp-map release (:func:`urbandp.sensing.dp_map`, `urbandp sensing dp-map`), run by
+:func:`urbandp.sensing._result.release_in_charge` in the order that keeps it honest (docs/sensing.md, "DP variance
+maps", "Order of a release"): readings read and kept inside the public window; the cost planned
+(:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`) and reserved in the Session's charge BEFORE any noise
+(over budget, meaningless noise, or NOT DP with a dataset: refused before a draw); then the fit and the noise.
+The release holds only the DP map and privacy.json; what is read off the true readings is the owner's
+(``owner_only/<name>/``, listed as not DP).
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +19,7 @@ import polars as pl
 from urbandp.errors import Advice, InputDataError
 from urbandp.sensing._options import DpMapOptions, parse_window
 from urbandp.sensing._report import spec_sha256
-from urbandp.sensing._result import SensingRelease, owner_files, staging
+from urbandp.sensing._result import SensingRelease, owner_files, release_in_charge
 
 if TYPE_CHECKING:
     from urbandp._outputs import OutputDirs
@@ -128,10 +126,9 @@ def _reserve(o: DpMapOptions, charge: ReleaseCharge, inputs: _Inputs) -> None:
     from urbandp._privacy.session import days_between
 
     plan = inputs.plan
-    days = sorted({str(w)[:10] for w in inputs.windows})
     charge.reserve(
         plan.loss_per_vehicle_day() if plan is not None else Loss(),
-        days_between(days[0], days[-1]),
+        days_between(str(inputs.windows[0]), str(inputs.windows[-1])),
         "sensing-dp-map",
         {"epsilon_cell": o.epsilon, "cells": inputs.grid.n_cells, "windows": len(inputs.windows)},
         cap_on=plan.loss_total() if plan is not None else Loss(),
@@ -181,44 +178,31 @@ def _measure(
 def run_dp_map(o: DpMapOptions, session: Session) -> DpMapResult:
     """Run the release (see the module docstring) in a charge of ``session``; returns the result (written to
     ``o.out`` inside the charge when given)."""
-    from urbandp._outputs import check_output_path
     from urbandp._privacy.loss import Loss
+
+    return release_in_charge(
+        session,
+        o.out,
+        "dpmap",
+        lambda quarantine: _read(o, quarantine),
+        lambda _: "vehicle-day",
+        lambda charge, inputs: _reserve(o, charge, inputs),
+        lambda inputs, noise, d, not_dp: _release(o, inputs, noise, d, not_dp),
+        cap=None if o.budget is None else Loss.approx_dp(o.budget, 1.0),
+        refuse=not_dp_reasons(o),
+    )
+
+
+def _release(o: DpMapOptions, inputs: _Inputs, noise: Any, d: OutputDirs, not_dp: list[str]) -> DpMapResult:
+    """Measure (the fits and the noise, timed), then the result: the DP table, the typed report, the owner's
+    files (staged in ``d.owner``) and warnings."""
     from urbandp.sensing._progress import WindowClock
-
-    if o.out is not None:
-        check_output_path(o.out)
-    with staging("dpmap") as (d, q_stage):
-        inputs = _read(o, q_stage)
-        charge = session.charge("vehicle-day", out=o.out)
-        charge.cap = None if o.budget is None else Loss.approx_dp(o.budget, 1.0)
-        with charge:
-            charge.refuse_not_dp(not_dp_reasons(o))
-            _reserve(o, charge, inputs)
-            not_dp = list(charge.not_dp_reasons)  # with a meaningless loss allowed: its reasons
-            shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
-            clocks = (WindowClock(), WindowClock())
-            rel, fitted = _measure(o, inputs, charge.noise, clocks)
-            result = _result(o, d, rel, inputs, fitted, not_dp, clocks)
-            result.write_in_charge(charge, o.out)
-        session.committed(charge)
-    return result
-
-
-def _result(
-    o: DpMapOptions,
-    d: OutputDirs,
-    rel: DpMapRelease,
-    inputs: _Inputs,
-    fitted: list[WindowResult],
-    not_dp: list[str],
-    clocks: tuple[WindowClock, WindowClock],
-) -> DpMapResult:
-    """The result: the DP table, the typed report, the owner's files (staged in ``d.owner``) and warnings."""
     from urbandp.sensing._report import DpMapPrivacyReport
 
+    fit_clock, noise_clock = clocks = (WindowClock(), WindowClock())
+    rel, fitted = _measure(o, inputs, noise, clocks)
     table = _dp_grid(o, rel, inputs.grid)
     _owner_material(o, d, rel, inputs, fitted)
-    fit_clock, noise_clock = clocks
     pl.DataFrame(
         {
             "stage": ["gp_fit"] * len(fit_clock.seconds) + ["noise"] * len(noise_clock.seconds),

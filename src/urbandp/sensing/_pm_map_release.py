@@ -13,7 +13,6 @@ The unit (:func:`~urbandp.sensing._options.resolve_unit`) and what privacy.json 
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +23,10 @@ import polars as pl
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.sensing._options import MAX_CELL_WINDOWS, PmMapOptions, parse_window, resolve_unit
 from urbandp.sensing._report import spec_sha256
-from urbandp.sensing._result import SensingRelease, owner_files, staging
+from urbandp.sensing._result import SensingRelease, owner_files, release_in_charge
 
 if TYPE_CHECKING:
+    from urbandp._outputs import OutputDirs
     from urbandp._privacy.loss import Loss
     from urbandp._session import Session
     from urbandp.sensing._grid import SquareGrid
@@ -49,13 +49,17 @@ class PmMapResult(SensingRelease):
 
 @dataclass
 class _Plan:
-    """Everything decided from public parameters and the file's header, before a reading is read."""
+    """Everything decided from public parameters and the file's header before a reading is read, and the readings
+    read before the charge (inside the public window and box; the load report; how many lay outside the window)."""
 
     vehicle_column: str | None
     plan: PmMapPlan
     windows: np.ndarray
     losses: VehicleLosses
     grid: SquareGrid
+    readings: Readings
+    load: LoadReport
+    outside: int
 
     @property
     def vehicle(self) -> bool:
@@ -72,12 +76,13 @@ class _Plan:
         return per_day if per_day is not None else self.plan.loss_per_unit()
 
 
-def _plan(o: PmMapOptions) -> _Plan:
-    """The unit, the plan (OpenDP calibration), the public windows and grid, and the loss booked per day."""
+def _read(o: PmMapOptions, quarantine: Path) -> _Plan:
+    """The unit, the plan (OpenDP calibration), the public windows and grid (public parameters and the header
+    only); then the readings inside the public window (and box)."""
     from urbandp.sensing._dp_map_mechanism import public_windows
     from urbandp.sensing._grid import SquareGrid
     from urbandp.sensing._pm_map_mechanism import plan_pm_map, vehicle_losses
-    from urbandp.sensing._readings import csv_columns
+    from urbandp.sensing._readings import csv_columns, read_readings
 
     unit, vehicle_column = resolve_unit(o, csv_columns(o.input_path))
     m = o.max_readings_per_vehicle_window if unit == "vehicle-window" else 1
@@ -91,53 +96,57 @@ def _plan(o: PmMapOptions) -> _Plan:
             "cell_metres or window_minutes, or a shorter start/end",
             parameters=("cell_metres", "window_minutes", "start", "end"),
         )
-    return _Plan(vehicle_column, plan, windows, vehicle_losses(plan, windows, o.window_minutes), grid)
-
-
-def _read(o: PmMapOptions, p: _Plan, quarantine: Path) -> tuple[Readings, LoadReport, int]:
-    """The readings inside the public window (and box), the load report, and how many lay outside the window."""
-    from urbandp.sensing._readings import read_readings
-
-    readings, load = read_readings(o.input_path, o.value_column, quarantine, o.bbox, p.vehicle_column)
-    inside, outside = readings.within(*parse_window(o.start, o.end))
+    losses = vehicle_losses(plan, windows, o.window_minutes)
+    readings, load = read_readings(o.input_path, o.value_column, quarantine, o.bbox, vehicle_column)
+    inside, outside = readings.within(start, end)
     if len(inside) == 0:
         raise InputDataError(
             f"no usable reading inside start {o.start} end {o.end}", parameters=("start", "end")
         )
-    return inside, load, outside
+    return _Plan(vehicle_column, plan, windows, losses, grid, inside, load, outside)
 
 
 def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
     """Run the release in a charge of ``session``; returns the result (written to ``o.out`` inside the charge
     when given)."""
-    from urbandp._outputs import check_output_path, write_json
     from urbandp._privacy.session import days_between
-    from urbandp.sensing._pm_map_mechanism import cell_aggregates, measure_pm_map
 
-    if o.out is not None:
-        check_output_path(o.out)
-    p = _plan(o)
-    with staging("pmmap") as (d, q_stage):
-        readings, load, outside = _read(o, p, q_stage)
-        days = sorted({str(w)[:10] for w in p.windows})
-        charge = session.charge(p.session_unit, out=o.out)
-        with charge:
-            # the guards run here (delta, meaningless loss per vehicle-day or reading), before any noise
-            charge.reserve(p.booked, days_between(days[0], days[-1]), "sensing-pm-map", _params(o, p))
-            not_dp = list(charge.not_dp_reasons)
-            shutil.copyfile(q_stage, d.owner_path("quarantine.csv"))
-            vehicles = readings.vehicle if p.vehicle else None
-            agg = cell_aggregates(
-                readings, p.grid, p.windows, o.window_minutes, p.plan.clip, vehicles, p.plan.readings_per_unit
-            )
-            noisy = measure_pm_map(p.plan, agg, charge.noise)  # the only draws
-            tables = _tables(o, p, noisy)
-            owner = _owner_report(o, p, load, outside, agg, readings)
-            write_json(d.owner_path("input_report.json"), owner)
-            result = _result(o, p, tables, owner, owner_files(d.owner), not_dp)
-            result.write_in_charge(charge, o.out)
-        session.committed(charge)
-    return result
+    return release_in_charge(
+        session,
+        o.out,
+        "pmmap",
+        lambda quarantine: _read(o, quarantine),
+        lambda p: p.session_unit,
+        # the guards run here (delta, meaningless loss per vehicle-day or reading), before any noise
+        lambda charge, p: charge.reserve(
+            p.booked, days_between(str(p.windows[0]), str(p.windows[-1])), "sensing-pm-map", _params(o, p)
+        ),
+        lambda p, noise, d, not_dp: _release(o, p, noise, d, not_dp),
+    )
+
+
+def _release(o: PmMapOptions, p: _Plan, noise: Any, d: OutputDirs, not_dp: list[str]) -> PmMapResult:
+    """Aggregate the readings per cell, draw the noisy cells once, then the result: the two DP tables, the typed
+    report, the owner's report and files (staged in ``d.owner``), its warnings."""
+    from urbandp._outputs import write_json
+    from urbandp.sensing._pm_map_mechanism import cell_aggregates, measure_pm_map
+    from urbandp.sensing._report import PmMapPrivacyReport
+
+    vehicles = p.readings.vehicle if p.vehicle else None
+    agg = cell_aggregates(
+        p.readings, p.grid, p.windows, o.window_minutes, p.plan.clip, vehicles, p.plan.readings_per_unit
+    )
+    noisy = measure_pm_map(p.plan, agg, noise)  # the only draws
+    owner = _owner_report(o, p, agg)
+    write_json(d.owner_path("input_report.json"), owner)
+    return PmMapResult(
+        tables=_tables(o, p, noisy),
+        privacy=PmMapPrivacyReport.from_document(_privacy(o, p, not_dp)),
+        owner={"files": owner_files(d.owner), "input_report": owner},
+        owner_warnings=list(owner["warnings"]),
+        owner_notes=OWNER_FILES,
+        grid=p.grid,
+    )
 
 
 def _params(o: PmMapOptions, p: _Plan) -> dict[str, Any]:
@@ -150,27 +159,6 @@ def _params(o: PmMapOptions, p: _Plan) -> dict[str, Any]:
         "cells": p.grid.n_cells,
         "windows": len(p.windows),
     }
-
-
-def _result(
-    o: PmMapOptions,
-    p: _Plan,
-    tables: dict[str, pl.DataFrame],
-    owner: dict[str, Any],
-    files: dict[str, bytes],
-    not_dp: list[str],
-) -> PmMapResult:
-    """The result: the two DP tables, the typed report, the owner's report and files, its warnings."""
-    from urbandp.sensing._report import PmMapPrivacyReport
-
-    return PmMapResult(
-        tables=tables,
-        privacy=PmMapPrivacyReport.from_document(_privacy(o, p, not_dp)),
-        owner={"files": files, "input_report": owner},
-        owner_warnings=list(owner["warnings"]),
-        owner_notes=OWNER_FILES,
-        grid=p.grid,
-    )
 
 
 def _tables(o: PmMapOptions, p: _Plan, noisy: NoisyCells) -> dict[str, pl.DataFrame]:
@@ -301,17 +289,15 @@ def _per_vehicle_json(plan: Any, vl: Any) -> dict[str, Any]:
     }
 
 
-def _owner_report(
-    o: PmMapOptions, p: _Plan, load: LoadReport, outside: int, agg: CellAggregates, readings: Readings
-) -> dict[str, Any]:
+def _owner_report(o: PmMapOptions, p: _Plan, agg: CellAggregates) -> dict[str, Any]:
     """input_report.json (owner only): exact counts read off the readings, and the warnings they raise."""
     from urbandp.sensing._readings import window_starts
 
-    plan = p.plan
+    plan, readings = p.plan, p.readings
     report: dict[str, Any] = {
         "note": "exact counts of the raw input: not differentially private, do not publish",
-        **load.__dict__,
-        "rows_outside_window": outside,
+        **p.load.__dict__,
+        "rows_outside_window": p.outside,
         "readings_used": int(agg.counts.sum()),
         "readings_dropped": agg.readings_dropped,
         "warnings": [],

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from urbandp._frames import TableLike, to_polars
+from urbandp._frames import TableLike, table_file
 from urbandp._outputs import atomic_output_dir, output_policy, owner_dir_for
 from urbandp._privacy.report import PrivacyReport, write_privacy_json
 from urbandp.errors import InputDataError
 from urbandp.results import Release
 
 if TYPE_CHECKING:
+    from urbandp._outputs import OutputDirs
+    from urbandp._privacy.loss import Loss
+    from urbandp._privacy.session import ReleaseCharge
+    from urbandp._session import Session
     from urbandp.sensing._grid import SquareGrid
 
 
@@ -73,12 +78,6 @@ class SensingRelease(Release):
         parquet, geojson = write_geo_pair(frame, polygons, folder, name)
         return {f"{name} geoparquet": out / parquet.name, f"{name} geojson": out / geojson.name}
 
-    def write_in_charge(self, charge: Any, out: Path | None) -> None:
-        """Write the folder ``out``, when given, inside the release's ``charge`` (its sha256 recorded at commit)."""
-        if out is not None:
-            self.write_folder(out)
-            charge.set_output(out)
-
     def __post_init__(self) -> None:
         self.privacy = self.privacy_for(None)
 
@@ -113,26 +112,49 @@ def readings_csv(data: TableLike, overwrite: bool, parameter: str = "data") -> I
         return
     if isinstance(data, (list, tuple)):
         raise InputDataError(f"{parameter}: give one CSV of readings, got {len(data)} paths")
-    frame = to_polars(data, parameter)
-    if frame.height == 0:
-        raise InputDataError(f"{parameter}: the table holds no rows")
-    with (
-        tempfile.TemporaryDirectory(prefix="urbandp-readings-") as tmp,
-        output_policy((), overwrite=overwrite),
-    ):
-        path = Path(tmp) / "readings.csv"
-        frame.write_csv(path)
+    with table_file(data, parameter, "readings.csv") as path, output_policy((), overwrite=overwrite):
         yield path
 
 
-@contextlib.contextmanager
-def staging(release: str) -> Iterator[tuple[Any, Path]]:
-    """A private folder for a release computed before it is written: its :class:`urbandp._outputs.OutputDirs`
-    and the file the readings' quarantine is written to (removed on exit)."""
-    from urbandp._outputs import OutputDirs
+T = TypeVar("T")
+R = TypeVar("R", bound=SensingRelease)
 
-    with tempfile.TemporaryDirectory(prefix=f"urbandp-{release}-") as stage:
-        yield (
-            OutputDirs(release=Path(stage) / "release", owner=Path(stage) / "owner"),
-            Path(stage) / "quarantine.csv",
-        )
+
+def release_in_charge(
+    session: Session,
+    out: Path | None,
+    name: str,
+    read: Callable[[Path], T],
+    unit: Callable[[T], str],
+    reserve: Callable[[ReleaseCharge, T], None],
+    release: Callable[[T, Any, OutputDirs, list[str]], R],
+    *,
+    cap: Loss | None = None,
+    refuse: Sequence[str] = (),
+) -> R:
+    """Run a map release (dp-map, pm-map) in the order that keeps it honest (docs/design.md, "Outputs", rule 5):
+    ``out`` checked; ``read`` (bad rows to the staged quarantine); in the charge of ``session`` in ``unit``, the
+    options' NOT DP reasons ``refuse``d with a dataset and ``reserve`` (the loss guards, the ``cap``) BEFORE any
+    noise; then ``release`` draws from the charge's noise. The folder ``out`` is written inside the charge, so its
+    sha256 is recorded when the charge commits; a failure after the reservation stays charged."""
+    from urbandp._outputs import OutputDirs, check_output_path
+
+    if out is not None:
+        check_output_path(out)
+    with tempfile.TemporaryDirectory(prefix=f"urbandp-{name}-") as stage:
+        d = OutputDirs(release=Path(stage) / "release", owner=Path(stage) / "owner")
+        quarantine = Path(stage) / "quarantine.csv"
+        inputs = read(quarantine)
+        charge = session.charge(unit(inputs), out=out)
+        charge.cap = cap
+        with charge:
+            charge.refuse_not_dp(refuse)
+            reserve(charge, inputs)
+            not_dp = list(charge.not_dp_reasons)  # with a meaningless loss allowed: its reasons
+            shutil.copyfile(quarantine, d.owner_path("quarantine.csv"))
+            result = release(inputs, charge.noise, d, not_dp)
+            if out is not None:
+                result.write_folder(out)
+                charge.set_output(out)
+        session.committed(charge)
+    return result
