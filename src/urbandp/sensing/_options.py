@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -333,12 +334,7 @@ def parse_utility_epsilons(text: str) -> tuple[float, ...]:
     refused, not skipped."""
     if not text.strip():
         return ()
-    try:
-        return tuple(float(e) for e in text.split(","))
-    except ValueError:
-        raise InvalidParameterError(
-            f"utility_epsilons must be comma-separated numbers, got {text!r}", parameters="utility_epsilons"
-        ) from None
+    return _comma_separated(text, "utility_epsilons", "comma-separated numbers", float)
 
 
 def parse_window(start: str, end: str) -> tuple[np.datetime64, np.datetime64]:
@@ -490,20 +486,26 @@ class PlanOptions(ReleaseOptions):
 
 def parse_cell_sizes(text: str) -> tuple[float, ...]:
     """``250,500,1000`` -> cell sides in metres (:class:`PlanOptions` checks them)."""
-    try:
-        return tuple(float(t) for t in text.split(","))
-    except ValueError:
-        raise InvalidParameterError(
-            f"cell_metres must be positive numbers, comma-separated, got {text!r}", parameters="cell_metres"
-        ) from None
+    return _comma_separated(text, "cell_metres", "positive numbers, comma-separated", float)
 
 
 def parse_windows(text: str) -> tuple[float, ...]:
     """``hour,day,week,30`` -> window lengths in days (a number is days; :class:`PlanOptions` checks them)."""
     named = {name: minutes / 1440 for name, minutes in NAMED_WINDOWS.items()}
+    return _comma_separated(
+        text,
+        "windows",
+        "hour, day, week or numbers of days > 0",
+        lambda t: named.get(t.strip().lower()) or float(t),
+    )
+
+
+def _comma_separated(text: str, parameter: str, what: str, read: Callable[[str], float]) -> tuple[float, ...]:
+    """Each comma-separated item of ``text`` read by ``read``; an item it cannot read (``"1,,2"`` included) is
+    refused in one line naming ``parameter``: ``{parameter} must be {what}, got '{text}'``."""
     try:
-        return tuple(named.get(t.strip().lower()) or float(t) for t in text.split(","))
+        return tuple(read(t) for t in text.split(","))
     except ValueError:
         raise InvalidParameterError(
-            f"windows must be hour, day, week or numbers of days > 0, got {text!r}", parameters="windows"
+            f"{parameter} must be {what}, got {text!r}", parameters=parameter
         ) from None
