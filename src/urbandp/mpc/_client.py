@@ -26,13 +26,13 @@ from urbandp.sensing._queries import answer_json
 
 def route_points(path: Path) -> np.ndarray:
     """(lat, lon) positions of every line (polygon rings included) and point of a GeoJSON file, read by the one
-    GeoJSON reader (:func:`urbandp._records.geojson.read_geojson`), segments densified to ~20 m so that every
-    cell the route crosses gets a point."""
+    GeoJSON reader (:func:`urbandp._records.geojson.read_geojson`); a line's segments densified to ~20 m so that
+    every cell the route crosses gets a point, points (stops) taken as they are."""
     from urbandp._records.geojson import read_geojson
 
     _, lines, points, _ = read_geojson(path)
-    pts: list[np.ndarray] = []
-    for line in (*lines, *points):
+    pts: list[np.ndarray] = [p[:, ::-1] for p in points]  # stops as they are (GeoJSON is lon, lat)
+    for line in lines:
         if len(line) == 0:
             continue
         lon, lat = line[:, 0], line[:, 1]  # GeoJSON is lon, lat

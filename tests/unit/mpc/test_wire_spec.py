@@ -158,6 +158,16 @@ def test_route_to_cells(tmp_path: Path) -> None:
         route_points(p)
 
 
+def test_a_route_s_stops_are_points_not_a_line(tmp_path: Path) -> None:
+    """A MultiPoint (stops about 1 km apart) gives its stops alone; a LineString through them is densified."""
+    stops = [[88.30, 22.50], [88.31, 22.50]]
+    p = tmp_path / "stops.geojson"
+    p.write_text(json.dumps({"type": "MultiPoint", "coordinates": stops}))
+    assert route_points(p).tolist() == [[22.50, 88.30], [22.50, 88.31]]
+    p.write_text(json.dumps({"type": "LineString", "coordinates": stops}))
+    assert len(route_points(p)) > 40
+
+
 def test_route_cells_are_the_nearest_centroids_within_half_a_diagonal_in_metres() -> None:
     """The k-d tree picks what a brute-force search in metres on the ellipsoid picks (here at 59.9 N, where a
     degree of longitude is half one of latitude), on a 40 x 40 rectangle and 400 points in and around it."""
