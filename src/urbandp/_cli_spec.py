@@ -30,7 +30,7 @@ from urbandp._cli_support import cli_guard
 from urbandp._release_options import DeclaredOption, declared_options
 
 if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+    pass
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -148,11 +148,3 @@ def command(
         return guarded
 
     return register
-
-
-def keywords(arguments: DataclassInstance, *leave_out: str) -> dict[str, Any]:
-    """The fields of a command's ``arguments`` (a dataclass) as the keywords of the library function whose
-    parameters they are, by the same names, but ``leave_out``."""
-    return {
-        f.name: getattr(arguments, f.name) for f in dataclasses.fields(arguments) if f.name not in leave_out
-    }
