@@ -685,6 +685,6 @@ def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None
 
 def window_days(start: dt.date, end: dt.date, day_set: tuple[dt.date, ...] | None) -> tuple[dt.date, ...]:
     """The public days of a release: the day set, or every calendar day of ``start..end``."""
-    if day_set is not None:
-        return day_set
-    return tuple(start + dt.timedelta(days=i) for i in range((end - start).days + 1))
+    from urbandp._privacy.session import days_between
+
+    return day_set if day_set is not None else tuple(days_between(start, end))
