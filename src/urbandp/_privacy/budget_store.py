@@ -472,7 +472,7 @@ class BudgetStore:
         if have + asked > cap + TOL:
             raise BudgetExceededError(
                 f"{budget} of {dataset!r} exceeded: asked {loss}={asked:.6g} over "
-                f"{_days(days)}, left {_left(cap, have):.6g} of {cap:g}"
+                f"{_days(days)}, left {budget_left(cap, have):.6g} of {cap:g}"
             )
 
     def _insert_release(
@@ -637,13 +637,13 @@ def _check_days(
         if caps.epsilon_per_day is not None and have_eps + asked > caps.epsilon_per_day + TOL:
             raise BudgetExceededError(
                 f"privacy budget of {dataset!r} exceeded on {key}: asked epsilon={asked:.6g} per {unit}, "
-                f"left {_left(caps.epsilon_per_day, have_eps):.6g} of {caps.epsilon_per_day:g}"
+                f"left {budget_left(caps.epsilon_per_day, have_eps):.6g} of {caps.epsilon_per_day:g}"
             )
         asked_rho = rho_per_day.get(day, 0.0)
         if caps.rho_per_day is not None and have_rho + asked_rho > caps.rho_per_day + TOL:
             raise BudgetExceededError(
                 f"zCDP budget of {dataset!r} exceeded on {key}: asked rho={asked_rho:.6g}, "
-                f"left {_left(caps.rho_per_day, have_rho):.6g} of {caps.rho_per_day:g}"
+                f"left {budget_left(caps.rho_per_day, have_rho):.6g} of {caps.rho_per_day:g}"
             )
 
 
@@ -653,7 +653,7 @@ def _over(value: float, cap: float) -> bool:
     return cap < 1 and value > cap * (1 + 1e-9)
 
 
-def _left(cap: float, spent: float) -> float:
+def budget_left(cap: float, spent: float) -> float:
     """What is left of ``cap``: 0 within the store's tolerance (a 4 charged against 4 as its converted zCDP epsilon
     leaves float residue such as 4.4e-16, which is no budget)."""
     left = cap - spent

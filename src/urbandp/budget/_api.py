@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from urbandp._arguments import check_keywords, check_name, check_number, check_path
-from urbandp._privacy.budget_store import SPANNING_UNITS, BudgetStore, DatasetCaps, open_store
+from urbandp._privacy.budget_store import SPANNING_UNITS, BudgetStore, DatasetCaps, budget_left, open_store
 from urbandp.errors import InputError, InvalidParameterError
 
 __all__ = ["BudgetStatus", "Remaining", "declare", "history", "remaining", "show"]
@@ -142,7 +142,7 @@ def _status(db: BudgetStore, name: str) -> BudgetStatus:
     day_eps = {day: e for day, (e, _) in spend.items()}
 
     def left(cap: float | None, spent: float) -> float | None:
-        return None if cap is None else max(cap - spent, 0.0)
+        return None if cap is None else budget_left(cap, spent)
 
     return BudgetStatus(
         caps=caps,
@@ -155,7 +155,7 @@ def _status(db: BudgetStore, name: str) -> BudgetStatus:
         remaining=Remaining(
             left(caps.epsilon_total, eps),
             left(caps.rho_total, rho),
-            left(caps.delta_total, delta),
+            None if caps.delta_total is None else max(caps.delta_total - delta, 0.0),  # no epsilon tolerance
             left(caps.epsilon_per_day, max(day_eps.values(), default=0.0)),
         ),
     )

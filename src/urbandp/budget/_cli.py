@@ -106,7 +106,7 @@ def show(
     """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out).
 
     Example: urbandp budget show surat --out out/budget"""
-    from urbandp._privacy.budget_store import SPANNING_UNITS, _days
+    from urbandp._privacy.budget_store import SPANNING_UNITS, _days, budget_left
     from urbandp.budget._api import show as status_of
 
     with _dataset_named():
@@ -121,26 +121,27 @@ def show(
             status.rho_per_day[day],
             status.delta_per_day.get(day, 0.0),
         )
-        left = "" if cap is None else f"{max(cap - eps, 0.0):.6g}"
+        left = "" if cap is None else f"{budget_left(cap, eps):.6g}"
         typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g} {delta:>10.3g}")
         rows.append((day, eps, left, rho, delta))
     who = f", for {status.protects}" if caps.unit in SPANNING_UNITS else ""
     epsilon, group = status.epsilon_spent, status.rho_spent
     typer.echo(
-        f"epsilon over all releases {epsilon:.6g}{_left_of(caps.epsilon_total, epsilon)}, over {_days(len(rows))}{who}"
+        f"epsilon over all releases {epsilon:.6g}{_left_of(caps.epsilon_total, status.remaining.epsilon_total)}, "
+        f"over {_days(len(rows))}{who}"
     )
     if caps.rho_total is not None or caps.rho_per_day is not None or any(r[3] > 0 for r in rows):
-        typer.echo(f"group rho over all days {group:.6g}{_left_of(caps.rho_total, group)}")
+        typer.echo(
+            f"group rho over all days {group:.6g}{_left_of(caps.rho_total, status.remaining.rho_total)}"
+        )
     typer.echo(_delta_line(status, who))
     if out is not None:
         _write_show(out, dataset, cap, rows)
 
 
-def _left_of(cap: float | None, spent: float) -> str:
-    """What is left of a total ``cap`` (0 within the store's tolerance), or nothing when there is no such cap."""
-    from urbandp._privacy.budget_store import _left
-
-    return "" if cap is None else f" (left {_left(cap, spent):.6g} of {cap:g})"
+def _left_of(cap: float | None, left: float | None) -> str:
+    """What is left of a total ``cap`` (:attr:`BudgetStatus.remaining`), or nothing when there is no such cap."""
+    return "" if cap is None or left is None else f" (left {left:.6g} of {cap:g})"
 
 
 def _delta_line(status: BudgetStatus, who: str) -> str:
@@ -150,7 +151,7 @@ def _delta_line(status: BudgetStatus, who: str) -> str:
     if cap is None:
         left = " (no cap: declared before the store recorded delta; set one with budget init --delta-total)"
     else:
-        left = f" (left {max(cap - spent, 0.0):.3g} of {cap:g})"
+        left = f" (left {status.remaining.delta_total:.3g} of {cap:g})"
     return f"delta per day at most {worst:.3g}; delta over all releases {spent:.3g}{left}{who}"
 
 
