@@ -386,6 +386,12 @@ def owner_dir_for(out: Path) -> Path:
     return out.parent / OWNER_ONLY / out.name
 
 
+def owner_file_seen_from_release(name: str, file: str) -> str:
+    """How privacy.json's ``not_dp_outputs`` names an owner file of the release folder ``name``: relative to that
+    folder, ``../owner_only/<name>/<file>`` (:func:`owner_dir_for`)."""
+    return f"../{OWNER_ONLY}/{name}/{file}"
+
+
 @contextlib.contextmanager
 def atomic_output_dir(out: Path, option: str = "out") -> Iterator[OutputDirs]:
     """Yield temporary release and owner directories; on success they replace the final ones whole.

@@ -22,7 +22,13 @@ import urbandp.counts._table_release as table_release
 import urbandp.counts._threshold_advice as threshold_advice
 from urbandp._config_tables import takes_config
 from urbandp._frames import TableLike, input_paths
-from urbandp._outputs import atomic_output_dir, output_policy, owner_dir_for, write_json
+from urbandp._outputs import (
+    atomic_output_dir,
+    output_policy,
+    owner_dir_for,
+    owner_file_seen_from_release,
+    write_json,
+)
 from urbandp._privacy.guards import meaningless_reasons
 from urbandp._privacy.ledger import PrivacyLedger
 from urbandp._privacy.loss import Loss
@@ -413,8 +419,8 @@ def _write_folder(rel: CountsRelease, out: Path) -> dict[str, Path]:
     quarantine = rel.owner["quarantine"]
     q_name = "quarantine.parquet" if isinstance(quarantine, Path) else "quarantine.csv"
     outputs = {
-        f"../owner_only/{out.name}/{q_name}": QUARANTINE_NOTE,
-        f"../owner_only/{out.name}/input_report.json": INPUT_REPORT_NOTE,
+        owner_file_seen_from_release(out.name, q_name): QUARANTINE_NOTE,
+        owner_file_seen_from_release(out.name, "input_report.json"): INPUT_REPORT_NOTE,
     }
     rel.privacy = CountsPrivacyReport.from_document({**rel.privacy.to_dict(), "not_dp_outputs": outputs})
     with atomic_output_dir(out) as d:

@@ -31,7 +31,7 @@ from pydantic import ValidationInfo, field_validator
 
 from urbandp._arguments import check_date, check_name, check_path, check_switch, check_table
 from urbandp._frames import TableLike, input_paths
-from urbandp._outputs import atomic_output_dir, output_policy, write_json
+from urbandp._outputs import atomic_output_dir, output_policy, owner_file_seen_from_release, write_json
 from urbandp._privacy.budget_store import UNITS
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.report import write_privacy_json
@@ -370,8 +370,8 @@ def _write_folder(rel: EstimatorRelease, out: Path) -> dict[str, Path]:
     """The release folder (estimate.csv, privacy.json) and ``owner_only/<name>/`` (quarantine, input report),
     swapped in whole (:func:`urbandp._outputs.atomic_output_dir`)."""
     outputs = {
-        f"../owner_only/{out.name}/quarantine.csv": QUARANTINE_NOTE,
-        f"../owner_only/{out.name}/input_report.json": INPUT_REPORT_NOTE,
+        owner_file_seen_from_release(out.name, "quarantine.csv"): QUARANTINE_NOTE,
+        owner_file_seen_from_release(out.name, "input_report.json"): INPUT_REPORT_NOTE,
     }
     rel.privacy = EstimatorPrivacyReport.from_document({**rel.privacy.to_dict(), "not_dp_outputs": outputs})
     with atomic_output_dir(out) as d:

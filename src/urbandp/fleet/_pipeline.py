@@ -8,6 +8,7 @@ the public way is :func:`urbandp.fleet.release` (``out=`` or ``FleetRelease.writ
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -647,17 +648,17 @@ def _write_release(
     ``.geojson`` with the H3 cell polygons, :mod:`urbandp._geo_outputs`), privacy.json, map.html in ``out_dir`` (all
     publishable) and quarantine.csv (raw rejected rows) in ``owner_only/<name>/`` beside it (not DP)."""
     from urbandp._geo_outputs import write_h3_table
-    from urbandp._outputs import atomic_output_dir, owner_dir_for, write_json
+    from urbandp._outputs import atomic_output_dir, owner_dir_for, owner_file_seen_from_release, write_json
 
     out_dir = Path(out_dir)
     paths: dict[str, Path] = {}
     p = release.privacy
     q_name = "quarantine.csv" if loaded.quarantine_parquet is None else "quarantine.parquet"
-    owner = f"../owner_only/{out_dir.name}"
+    owner = functools.partial(owner_file_seen_from_release, out_dir.name)
     p["not_dp_outputs"] = {
-        f"{owner}/{q_name}": "raw rejected rows with their reasons",
-        f"{owner}/owner_notes.json": "days of the window without any record (read from true data)",
-        f"{owner}/input_report.json": "exact counts of the records read, quarantined (per reason), inside and "
+        owner(q_name): "raw rejected rows with their reasons",
+        owner("owner_notes.json"): "days of the window without any record (read from true data)",
+        owner("input_report.json"): "exact counts of the records read, quarantined (per reason), inside and "
         "outside the window and the extent, and of the vehicle-day HATs cut by truncation; how the input looked "
         "(empty lines, timestamp formats) and the warnings read from the data (also on stderr)",
     }

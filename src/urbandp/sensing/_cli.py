@@ -232,6 +232,7 @@ def plan(a: PlanArguments) -> None:
 def _print_dp_map(rel: DpMapResult, out: Path, *, epsilon: float, **options: object) -> None:
     """What the command prints of a release written to ``out`` with ``options``: its warnings, the owner's
     timings, one summary line."""
+    from urbandp._outputs import owner_dir_for
     from urbandp.sensing._report import DpMapPrivacyReport
 
     for line in rel.warnings:
@@ -251,7 +252,7 @@ def _print_dp_map(rel: DpMapResult, out: Path, *, epsilon: float, **options: obj
         )
     print(
         f"{privacy.windows_released} windows x {privacy.cells_per_window} cells; {cost}; {privacy.dp_label} -> "
-        f"{out} (owner-only material, not DP: {out.parent / 'owner_only' / out.name})"
+        f"{out} (owner-only material, not DP: {owner_dir_for(out)})"
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from urbandp._frames import TableLike, table_file
-from urbandp._outputs import atomic_output_dir, output_policy, owner_dir_for
+from urbandp._outputs import atomic_output_dir, output_policy, owner_dir_for, owner_file_seen_from_release
 from urbandp._privacy.report import PrivacyReport, write_privacy_json
 from urbandp.errors import InputDataError
 from urbandp.results import Release
@@ -87,7 +87,9 @@ class SensingRelease(Release):
         if not self.owner_notes:
             return self.privacy
         name, files = out.name if out is not None else "<out>", self.owner.get("files", {})
-        paths = {f"../owner_only/{name}/{f}": why for f, why in self.owner_notes.items() if f in files}
+        paths = {
+            owner_file_seen_from_release(name, f): why for f, why in self.owner_notes.items() if f in files
+        }
         return type(self.privacy).from_document({**self.privacy.to_dict(), "not_dp_outputs": paths})
 
 
