@@ -201,8 +201,11 @@ class Measured:
 
     def __post_init__(self) -> None:
         for name in ("ci_low", "ci_high", "noisy_sum", "count_low", "count_high"):
-            if getattr(self, name).size != self.mean_speed.size:  # not given
+            size = getattr(self, name).size
+            if size == 0:  # not given
                 setattr(self, name, np.full(self.mean_speed.size, np.nan))
+            elif size != self.mean_speed.size:
+                raise ValueError(f"Measured.{name} holds {size} values for {self.mean_speed.size} HATs")
 
 
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
