@@ -13,7 +13,7 @@ import pytest
 
 import urbandp._privacy.dp_prelude as dp
 from urbandp._contributions.base import CONTRIBUTION_SCHEMA
-from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+from urbandp._privacy.noise import ExactNoiseForTesting, rho_for_epsilon, zcdp_epsilon
 from urbandp.fleet._hat_release import _release_hats
 from urbandp.fleet._measure import fieller_interval, truncate_vehicle_days
 from urbandp.fleet._options import HatReleaseConfig
@@ -126,31 +126,43 @@ def test_fieller_interval_solves_the_quadratic_and_is_unbounded_for_a_noise_leve
     assert np.isinf(low[0]) and np.isinf(high[0])
 
 
+class SeededGaussianForCoverage(ExactNoiseForTesting):
+    """Gaussian noise from a seeded numpy generator: NOT private. Coverage is a property of the interval given
+    Gaussian noise, not of the sampler; a seed makes the statistical test reproducible instead of flaky."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(acknowledge_not_private=True)
+        self.rng = np.random.default_rng(seed)
+
+    def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        v = np.asarray(values, float)
+        return v + self.rng.normal(0.0, 1.0, v.shape) * scale
+
+
 def test_intervals_cover_at_least_93_percent_at_small_counts() -> None:
     """120 releases x 3 HATs of 40 vehicle-days at epsilon 1: the nominal 95% Fieller interval must hold the
-    truncated data's HAT mean in at least 95% less 3 binomial sd of the shown draws (about 88% at 110 draws). Measured over 1,200 draws: 97.1%. (A 1.5 sd bound, 93%, failed once in a
-    suite run: it is a flaky bound, not a test.)"""
+    truncated data's HAT mean in at least 95% less 3 binomial sd of the shown draws (about 88% at 110 draws).
+    Measured with OpenDP's sampler over 3,000 releases (2,712 shown means): 93.7%, a little under the nominal
+    95% because a HAT is shown only when its noisy count passed selection. The noise is seeded so that the
+    test is reproducible (with OpenDP's unseeded sampler the 3 sd bound failed about one run in sixty)."""
     data = fleet(40, seed=3)
     c = cfg(epsilon_per_day=1.0)
     truth = truncate_vehicle_days(data, K)[0].group_by("cell").agg(pl.col("mean_speed").mean()).sort("cell")
+    truth = truth.with_columns(
+        pl.col("cell").map_elements(lambda x: f"{x:x}", return_dtype=pl.String).alias("h3_cell")
+    )
     hits = total = 0
-    noise = OpenDPNoise()
+    noise = SeededGaussianForCoverage(2026)
     for _ in range(120):
-        r = _release_hats(data, c, 1, noise).speed.sort("h3_cell")
-        joined = r.with_columns(pl.col("h3_cell")).join(
-            truth.with_columns(
-                pl.col("cell").map_elements(lambda x: f"{x:x}", return_dtype=pl.String).alias("h3_cell")
-            ),
-            on="h3_cell",
-        )
-        ok = joined.filter(pl.col("mean_speed").is_not_null())
+        r = _release_hats(data, c, 1, noise).speed
+        ok = r.join(truth, on="h3_cell").filter(pl.col("mean_speed").is_not_null())
         hits += int(
             ((ok["ci95_low"] <= ok["mean_speed_right"]) & (ok["mean_speed_right"] <= ok["ci95_high"])).sum()
         )
         total += ok.height
-    # HATs that passed selection and whose count's selection-aware interval excludes 0 (issue 33): at epsilon 1
-    # the count sd (13) puts the threshold above N = 40, so a HAT passes only on positive noise and is then often
-    # indistinguishable from an empty one given that it passed: about 110 of the 360 draws show a mean (was 250)
+    # HATs that passed selection and whose count's selection-aware interval excludes 0: at epsilon 1 the count
+    # sd (13) puts the threshold above N = 40, so a HAT passes only on positive noise and is then often
+    # indistinguishable from an empty one given that it passed: about 110 of the 360 draws show a mean
     assert total >= 70
     assert hits / total >= 0.95 - 3.0 * math.sqrt(0.95 * 0.05 / total)
 
