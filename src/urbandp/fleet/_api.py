@@ -42,19 +42,13 @@ from urbandp._privacy.budget_store import checkpoint
 from urbandp._provenance import parameters_hash
 from urbandp._records.timezones import with_feed_zone
 from urbandp._session import Session, check_session
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp.errors import InvalidParameterError
 from urbandp.fleet._account import HatRelease
 from urbandp.fleet._guardrails import release_warnings
 from urbandp.fleet._options import DOMAIN_SOURCES, HatReleaseConfig
 from urbandp.fleet._options_flags import OPTION_NAMES, api_signature
-from urbandp.fleet._options_input import configure, file_keys, named_by
-from urbandp.fleet._pipeline import (
-    LoadedRecords,
-    NoValidRecords,
-    _write_release,
-    release_fleet,
-    write_owner_quarantine,
-)
+from urbandp.fleet._options_input import configure, named_by
+from urbandp.fleet._pipeline import LoadedRecords, _write_release, quarantine_on_failure, release_fleet
 from urbandp.fleet._report import FleetPrivacyReport
 from urbandp.results import Release
 
@@ -176,7 +170,7 @@ def release(
     if step is not None and not callable(step):
         raise InvalidParameterError(f"step must be a function of one text, got {step!r}", parameters="step")
     a = {**options, "column": columns, "config": config}
-    cfg, validation, mapping = configure(a)
+    cfg, validation, mapping, file_keys = configure(a)
     # the release's time zone: timezone, else the GTFS domain's agency_timezone (zone-aware columns need one)
     validation = with_feed_zone(validation, cfg.domain_gtfs)
     check_table(data)
@@ -184,10 +178,10 @@ def release(
 
     budget = session if session is not None else Session()
     # an error about a value read from the config file names its key there
-    with named_by(file_keys(a)), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
+    with named_by(file_keys), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
         charge = budget.charge(UNIT, out=out)
         with charge:
-            try:
+            with quarantine_on_failure(out):
                 hat, loaded = release_fleet(
                     paths,
                     cfg,
@@ -198,13 +192,6 @@ def release(
                     engine=check_engine(engine, spark_master),
                     spark_master=spark_master,
                 )
-            except NoValidRecords as err:
-                if out is None:
-                    raise
-                where = write_owner_quarantine(out, err.quarantine)
-                raise InputError(
-                    f"{err}; the rows and their reasons are in {where}", parameters=err.parameters
-                ) from None
             # the release spec, hashed: two releases with the same hash ran with the same parameters
             hat.privacy["spec_sha256"] = parameters_hash(
                 {"release": _spec_by_content(cfg, hat.privacy), "input": validation, "columns": mapping}

@@ -7,10 +7,11 @@ the public way is :func:`urbandp.fleet.release` (``out=`` or ``FleetRelease.writ
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
@@ -252,6 +253,21 @@ def write_owner_quarantine(out: Path, quarantine: pl.DataFrame) -> Path:
     from urbandp._outputs import check_output_path, write_owner_table
 
     return write_owner_table(check_output_path(Path(out)), "quarantine.csv", quarantine)
+
+
+@contextlib.contextmanager
+def quarantine_on_failure(out: Path | None) -> Iterator[None]:
+    """When every record was quarantined (:class:`NoValidRecords`) inside, write quarantine.csv to owner_only/
+    beside ``out`` (none: the error as it is) and say where."""
+    try:
+        yield
+    except NoValidRecords as err:
+        if out is None:
+            raise
+        where = write_owner_quarantine(out, err.quarantine)
+        raise InputError(
+            f"{err}; the rows and their reasons are in {where}", parameters=err.parameters
+        ) from None
 
 
 def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tuple[dt.date, dt.date, bool]:
