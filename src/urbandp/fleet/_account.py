@@ -343,11 +343,15 @@ def _selection_section(
 
 
 def _contribution_section(cfg: HatReleaseConfig, k: int, measured: Measured, hats: int) -> dict[str, object]:
-    """K (max HATs per vehicle-day) and where it came from, and how many HATs were released or had a mean withheld."""
+    """K (max HATs per vehicle-day; 1 under L2 weights) and where it came from, and how many HATs were released or
+    had a mean withheld."""
     return {
         "max_hats_per_vehicle_day": k,
         "max_hats_per_vehicle_day_source": (
-            "observed in the data (not DP)"
+            "contribution_bounding l2: no truncation, every domain HAT a vehicle-day visits is kept with weight "
+            "1/sqrt(m) (m its HATs); the weights' L2 norm is 1, the sensitivity of K = 1 (docs/fleet.md)"
+            if cfg.contribution_bounding == "l2"
+            else "observed in the data (not DP)"
             if cfg.max_hats_per_vehicle_day == "observed"
             else "public bound, enforced by truncation on presence (daytime first, long dwells in one cell last, "
             "then a keyed hash of vehicle, day, cell, slot)"

@@ -65,14 +65,9 @@ Step = Callable[[str], None]
 
 
 def planned_charge(
-    cfg: HatReleaseConfig,
-    start: dt.date,
-    end: dt.date,
-    derived: bool,
-    day_set: tuple[dt.date, ...] | None = None,
+    cfg: HatReleaseConfig, start: dt.date, end: dt.date, derived: bool, days: tuple[dt.date, ...]
 ) -> PlannedCharge:
-    """The charge of a release over its public days from its public parameters (see :class:`PlannedCharge`)."""
-    days = window_days(start, end, day_set)
+    """The charge of a release over its public ``days`` from its public parameters (see :class:`PlannedCharge`)."""
     plan = plan_release(cfg, len(days))
     bounds = [b for b in (cfg.epsilon_per_day, cfg.budget_per_day) if b is not None]
     eps = min(bounds) if bounds else None
@@ -366,9 +361,7 @@ def _read_and_aggregate(
             contributions = contributions.filter(
                 pl.col("day").is_in(pl.Series(day_set, dtype=pl.Date).implode())
             )
-    elif engine != "polars":
-        raise InputError(f"unknown engine '{engine}' (use polars or spark)")
-    else:
+    else:  # polars (the engine is checked by the caller, urbandp._contributions.spark_session.check_engine)
         loaded = load_records(paths, columns, options, window=window)
         loaded.require_valid()
         if loaded.records_valid == 0:
@@ -548,7 +541,7 @@ def release_fleet(
         public_days = window_days(start, end, day_set)
         days = len(public_days)
         domain = load_public_domain(cfg, public_days)  # public files only; before any noise
-        charge = planned_charge(cfg, start, end, derived, day_set)
+        charge = planned_charge(cfg, start, end, derived, public_days)
         if before_noise is not None:
             before_noise(charge)
         reserve_planned(session, charge)  # the session's guards run here, before any noise
