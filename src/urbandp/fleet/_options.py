@@ -314,20 +314,11 @@ class HatReleaseConfig(BaseModel):
             )
         return value
 
-    @field_validator(
-        "speed_max",
-        "speed_limit",
-        "noise_scale",
-        "epsilon_per_day",
-        "budget_per_day",
-        "selection_epsilon",
-        "min_vehicles_per_day",
-        "delta",
-        "target_width",
-    )
+    @field_validator("*")
     @classmethod
-    def _finite(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
+    def _finite(cls, value: object) -> object:
+        """Every number finite (an option with an upper bound refuses infinity and NaN by its bounds first)."""
+        if isinstance(value, float) and not math.isfinite(value):
             raise ValueError("must be a finite number (an exact, noise-free release is not offered)")
         return value
 
