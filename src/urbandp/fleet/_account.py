@@ -1,12 +1,10 @@
-"""Step 6 of a fleet release: account. A pure function of the plan and the measurements; no noise is drawn here.
+"""Step 6 of a fleet release: account, a pure function of the plan and the measurements (no noise is drawn here).
 
-:func:`account` charges one level's ledger from OpenDP's maps (per-HAT costs of the plan's mechanism, per day
-the sum of the K largest: a vehicle-day touches at most K HATs, ITMS report III E step 3), composes the losses
-as :class:`~urbandp._privacy.loss.Loss` (epsilon for Laplace; rho for Gaussian, converted once to (epsilon,
-delta) by OpenDP), per window by group privacy over the D vehicle-days of one vehicle plus the selection's map at
-the window's distance, and returns the typed :class:`HatRelease`: the tables and privacy.json's content (written
-by :func:`urbandp._privacy.report.write_privacy_json`). :func:`combine_levels` composes the levels of a coarsened
-release and its DP clip bound.
+:func:`account` charges one level (the composition rules: :mod:`urbandp.fleet._account_composition`) and returns
+the typed :class:`HatRelease`, the tables and privacy.json's content (written by
+:func:`urbandp._privacy.report.write_privacy_json`); :func:`combine_levels` composes the levels of a coarsened
+release and its DP clip bound. Losses are :class:`~urbandp._privacy.loss.Loss`: epsilon for Laplace, rho for
+Gaussian noise, converted once to (epsilon, delta) by OpenDP.
 """
 
 from __future__ import annotations

@@ -351,16 +351,10 @@ def _read_and_aggregate(
 ) -> tuple[LoadedRecords, pl.DataFrame, tuple[dt.date, dt.date, bool]]:
     """Read, validate and aggregate per (vehicle, HAT, day) on the chosen engine: the only stage that reads every
     record. Returns the records, the contributions and the date window (start, end, derived from the data)."""
-    day_set = window.days
-    if engine == "spark":
+    if engine == "spark":  # aggregated on Spark, inside the window (a derived start or end spans the data)
         loaded, contributions = _spark_stage(paths, columns, options, window, spark_master)
         start, end, derived = date_window(cfg, loaded.clean_lazy)
         say("aggregating per vehicle, HAT and day")
-        contributions = contributions.filter(pl.col("day").is_between(start, end))
-        if day_set is not None:
-            contributions = contributions.filter(
-                pl.col("day").is_in(pl.Series(day_set, dtype=pl.Date).implode())
-            )
     else:  # polars (the engine is checked by the caller, urbandp._contributions.spark_session.check_engine)
         loaded = load_records(paths, columns, options, window=window)
         loaded.require_valid()
