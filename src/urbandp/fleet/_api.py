@@ -180,18 +180,17 @@ def release(
     # an error about a value read from the config file names its key there
     with named_by(file_keys), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
         charge = budget.charge(UNIT, out=out)
-        with charge:
-            with quarantine_on_failure(out):
-                hat, loaded = release_fleet(
-                    paths,
-                    cfg,
-                    columns=mapping,
-                    options=validation,
-                    step=step,
-                    session=charge,
-                    engine=check_engine(engine, spark_master),
-                    spark_master=spark_master,
-                )
+        with charge, quarantine_on_failure(out):  # NoValidRecords: the quarantine written beside out
+            hat, loaded = release_fleet(
+                paths,
+                cfg,
+                columns=mapping,
+                options=validation,
+                step=step,
+                session=charge,
+                engine=check_engine(engine, spark_master),
+                spark_master=spark_master,
+            )
             # the release spec, hashed: two releases with the same hash ran with the same parameters
             hat.privacy["spec_sha256"] = parameters_hash(
                 {"release": _spec_by_content(cfg, hat.privacy), "input": validation, "columns": mapping}

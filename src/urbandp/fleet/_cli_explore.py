@@ -29,7 +29,7 @@ def explore(
     end: str | None = typer.Option(None, help="Last day YYYY-MM-DD (default: last day in data)."),
     slot_minutes: int = typer.Option(60, help="Time-slot length in minutes."),
     min_vehicles_per_day: float = typer.Option(10.0, help="Threshold used for the share-of-cells column."),
-    speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
+    speed_unit: str | None = typer.Option(None, help=help_of("speed_unit")),
     speed_unit_since: list[str] | None = typer.Option(None, help=help_of("speed_unit_since")),
     timezone: str | None = typer.Option(
         None,
@@ -38,9 +38,7 @@ def explore(
     ),
     speed_reject_above: float | None = typer.Option(None, help=help_of("speed_reject_above")),
     timestamp_format: str | None = typer.Option(None, help=help_of("timestamp_format")),
-    column: list[str] | None = typer.Option(
-        None, help="Column mapping NAME=SOURCE, repeatable (default: the ITMS names)."
-    ),
+    column: list[str] | None = typer.Option(None, help=help_of("column")),
     overwrite: Overwrite = False,
 ) -> None:
     """Explore TRUE data to choose parameters (report III A-C). FOR THE DATA OWNER ONLY: not private.
