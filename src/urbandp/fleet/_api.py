@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Unpack, cast
+from typing import Any, Unpack, cast
 
 from urbandp._arguments import (
     check_mapping,
@@ -80,7 +80,7 @@ class FleetRelease(Release):
     hat_release: HatRelease | None = None
     loaded: LoadedRecords | None = None
     config: HatReleaseConfig | None = None
-    map_options: dict[str, object] = field(default_factory=dict)
+    map_options: dict[str, Any] = field(default_factory=dict)
     written: dict[str, Path] = field(default_factory=dict)
 
     def write(self, out: str | Path, *, overwrite: bool = False, with_map: bool = True) -> dict[str, Path]:
@@ -99,11 +99,11 @@ class FleetRelease(Release):
     def map(self) -> MapView:
         """The release's map (the page ``write`` puts in map.html): post-processing of the published table."""
         assert self.hat_release is not None
-        from urbandp.fleet._pipeline import _write_map
+        from urbandp.fleet._map_page import write_release_map
 
         with tempfile.TemporaryDirectory(prefix="urbandp-map-") as tmp:
             page = Path(tmp) / "map.html"
-            _write_map(page, self.hat_release, self.map_options)
+            write_release_map(page, self.hat_release.speed, self.hat_release.privacy, **self.map_options)
             return MapView(page.read_text())
 
 

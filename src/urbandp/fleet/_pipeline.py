@@ -645,13 +645,14 @@ def _write_release(
     loaded: LoadedRecords,
     *,
     with_map: bool = True,
-    map_options: dict[str, object] | None = None,
+    map_options: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write the release atomically: hat_speed.csv, hat_speeding.csv (each also as GeoParquet ``.parquet`` and
     ``.geojson`` with the H3 cell polygons, :mod:`urbandp._geo_outputs`), privacy.json, map.html in ``out_dir`` (all
     publishable) and quarantine.csv (raw rejected rows) in ``owner_only/<name>/`` beside it (not DP)."""
     from urbandp._geo_outputs import write_h3_table
     from urbandp._outputs import atomic_output_dir, owner_dir_for, owner_file_seen_from_release, write_json
+    from urbandp.fleet._map_page import write_release_map
 
     out_dir = Path(out_dir)
     paths: dict[str, Path] = {}
@@ -683,7 +684,9 @@ def _write_release(
         write_json(d.owner_path("input_report.json"), release.owner_report)
         write_privacy_json(d.release, p)
         if with_map:
-            _write_map(d.release / "map.html", release, map_options or {})
+            write_release_map(
+                d.release / "map.html", release.speed, p, **(map_options or {})
+            )  # post-processing
     for table in tables:
         for kind, suffix in (("", "csv"), (" geoparquet", "parquet"), (" geojson", "geojson")):
             paths[table + kind] = out_dir / f"hat_{table}.{suffix}"
@@ -701,11 +704,3 @@ def with_hex_id(table: pl.DataFrame) -> pl.DataFrame:
     if "h3_cell" not in table.columns or "hex_id" in table.columns:
         return table
     return table.insert_column(table.columns.index("h3_cell") + 1, table["h3_cell"].alias("hex_id"))
-
-
-def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> None:
-    """map.html of the release (:func:`urbandp.fleet._map_page.write_release_map`): post-processing only."""
-    from urbandp.fleet._map_page import write_release_map
-
-    extra: dict[str, Any] = {k: v for k, v in options.items() if k != "speed_max"}
-    write_release_map(path, release.speed, release.privacy, **extra)
