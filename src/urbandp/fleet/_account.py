@@ -24,7 +24,7 @@ from urbandp.errors import Advice, BudgetExceededError, InvalidParameterError
 from urbandp.fleet._account_composition import top_k_sum
 from urbandp.fleet._measure import ClipChoice, Measured
 from urbandp.fleet._measure_selection import SelectionResult
-from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options import COARSEN_LEVELS, HatReleaseConfig
 from urbandp.fleet._plan import QueryScales, ReleasePlan
 
 NEIGHBOURING_TEXT = {
@@ -418,7 +418,8 @@ def account(lv: Level, slots: SlotSpec, k: int, k_eff: int, truncated: int, not_
 
 # --- levels and the clip bound composed ----------------------------------------------------------------------
 
-LEVEL_NAMES = {(0, 1): "finest", (1, 1): "parent1", (2, 1): "parent2", (0, 2): "slot2"}
+LEVEL_NAMES = {(0, 1): "finest"} | {lv[0]: mode for mode, lv in COARSEN_LEVELS.items() if len(lv) == 1}
+"""Each level by name: the finest, and a coarser one by the coarsen mode that releases it alone."""
 
 COARSEN_ACCOUNTING = (
     "each level is a release of its own on the same vehicle-days (a vehicle-day touches at most K HATs at every "

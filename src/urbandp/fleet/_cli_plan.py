@@ -55,11 +55,6 @@ class PlanArguments(RecordsArguments):
         ),
     ] = None
 
-    @property
-    def given(self) -> dict[str, Any]:
-        """The release's options and the config file, as :func:`configure` takes them."""
-        return {**self.options, "config": self.config}
-
 
 @typed_command(PlanArguments)
 def plan(a: PlanArguments) -> None:
@@ -75,7 +70,7 @@ def plan(a: PlanArguments) -> None:
     """
     from urbandp.fleet._options_input import named_by
 
-    cfg, options, columns, file_keys = configure(a.given)
+    cfg, options, columns, file_keys = configure({**a.options, "config": a.config})
     # an error about a value read from the config file names its key there, as release's do
     with named_by(file_keys):
         _plan(a, cfg, options, columns)
