@@ -1,7 +1,7 @@
 """Randomized response: epsilons pinned to the travel-survey report, de-biasing unbiased within Monte Carlo error.
 
-OpenDP randomness cannot be seeded, so statistical checks use tolerances of 4 standard errors (false-failure
-probability about 6e-5 per compared number) or p-value thresholds of 1e-4.
+OpenDP randomness cannot be seeded, so statistical checks use tolerances of 5.3 standard errors (false-failure
+probability about 1.2e-7 per compared number) or p-value thresholds of 1e-7.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_krr_debiasing_unbiased_within_monte_carlo_error() -> None:
     prob = rr.krr_prob(k, eps)
     out = rr.randomize_codes(codes, k, prob, OSRandomBits())
     est, se = rr.debias_counts(np.bincount(out, minlength=k), prob)
-    assert np.all(np.abs(est - truth) < 4 * se)
+    assert np.all(np.abs(est - truth) < 5.3 * se)  # 6 shares: 7e-7 a run (4 se: about 4e-4)
     # the naive (not de-biased) shares are far off: the test can fail
     naive = np.bincount(out, minlength=k) / n
     assert np.abs(naive - truth).max() > 10 * se.max()
