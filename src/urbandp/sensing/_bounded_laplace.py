@@ -185,16 +185,6 @@ class BoundedLaplace:
         """The mechanism's real per-value epsilon (equal to ``epsilon`` up to rounding for ``holohan``)."""
         return lattice_epsilon(self.scale, self.sensitivity, self.lower, self.upper, self.lattice)
 
-    def summarize(self) -> dict[str, object]:
-        """What the mechanism costs, before it runs (OpenDP-style map)."""
-        return {
-            **asdict(self),
-            "mechanism": "bounded-laplace (rejection sampling, OpenDP Laplace draws)",
-            "scale": self.scale,
-            "epsilon_actual": self.epsilon_actual,
-            "differentially_private_at_epsilon": self.epsilon_actual <= self.epsilon * (1 + 1e-9),
-        }
-
     # --- the Mechanism protocol (urbandp._privacy.mechanisms) ---
 
     @property
@@ -219,7 +209,15 @@ class BoundedLaplace:
         return self.release(values, noise)
 
     def describe(self) -> dict[str, object]:
-        return {**self.summarize(), "mechanism": self.name, "sampling": self.summarize()["mechanism"]}
+        """What the mechanism costs, before it runs (OpenDP-style map)."""
+        return {
+            **asdict(self),
+            "mechanism": self.name,
+            "sampling": "bounded-laplace (rejection sampling, OpenDP Laplace draws)",
+            "scale": self.scale,
+            "epsilon_actual": self.epsilon_actual,
+            "differentially_private_at_epsilon": self.epsilon_actual <= self.epsilon * (1 + 1e-9),
+        }
 
     def release(self, values: np.ndarray, noise: NoiseSource, max_rounds: int | None = None) -> np.ndarray:
         """Noisy values in ``[lower, upper]``: inputs are clamped to the domain, out-of-bound draws re-drawn.

@@ -166,12 +166,12 @@ def _measure(
             o.epsilon,
             noise,
             fitted,
+            inputs.windows,
             o.sensitivity,
             o.upper,
             o.calibration,
             o.window_minutes,
             progress=noise_clock.ticking(bar, "bounded Laplace (OpenDP)"),
-            windows=inputs.windows if o.calibration != "paper" else None,
         )
     return rel, fitted
 
