@@ -62,9 +62,7 @@ def run_interpolate(o: InterpolateOptions) -> Interpolation:
     with atomic_output_dir(o.out) as dirs:
         folder = dirs.release
         readings, loaded = read_readings(o.input_path, o.value_column, folder / "quarantine.csv", o.bbox)
-        grid = SquareGrid.for_release(
-            o.bbox, readings.lat, readings.lon, o.cell_metres
-        )  # else the readings' extent
+        grid = SquareGrid.for_release(o.bbox, readings.lat, readings.lon, o.cell_metres)
         t0 = time.perf_counter()
         with blas_threads_limit(), progress_display() as bar:
             task = bar.add_task("GP per window", total=None)

@@ -181,10 +181,8 @@ class DpMapOptions(ReleaseOptions):
 
         check_delta(self.delta, "delta")
         hi = self.sensitivity if self.upper is None else self.upper
-        for e in (
-            self.epsilon,
-            *self.utility_epsilons,
-        ):  # same floor for the utility curve (closed form breaks below)
+        # the same floor for the utility curve (its closed form breaks below it)
+        for e in (self.epsilon, *self.utility_epsilons):
             try:
                 check_meaningful(e, self.sensitivity, 0.0, hi)
             except ValueError as err:

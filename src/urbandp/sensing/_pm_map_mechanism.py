@@ -107,9 +107,8 @@ def plan_pm_map(
 class VehicleLosses:
     """What one vehicle pays, from public parameters only (the plan and the public windows)."""
 
-    per_vehicle_window: (
-        Loss | None
-    )  # None under the reading unit: a vehicle's readings per window are unbounded
+    # None under the reading unit: a vehicle's readings per window are unbounded
+    per_vehicle_window: Loss | None
     windows_per_day: int  # most public windows that overlap one calendar day
     per_vehicle_day: Loss | None
     windows: int  # W: the release's public windows
