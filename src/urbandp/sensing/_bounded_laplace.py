@@ -118,11 +118,10 @@ def holohan_scale(
     sensitivity: float,
     lower: float,
     upper: float,
-    rel_tol: float = 1e-12,
     lattice: float = 0.0,
 ) -> float:
-    """Smallest scale ``b`` with ``lattice_epsilon(b) <= epsilon`` (bisection; returns the feasible end), for the
-    parameters :class:`BoundedLaplace` has checked."""
+    """Smallest scale ``b`` with ``lattice_epsilon(b) <= epsilon`` (bisection to a relative 1e-12; returns the
+    feasible end), for the parameters :class:`BoundedLaplace` has checked."""
 
     def loss(b: float) -> float:
         return lattice_epsilon(b, sensitivity, lower, upper, lattice)
@@ -133,7 +132,7 @@ def holohan_scale(
     hi = 2.0 * lo
     while loss(hi) > epsilon:
         lo, hi = hi, 2.0 * hi
-    while hi - lo > rel_tol * hi:
+    while hi - lo > 1e-12 * hi:
         mid = 0.5 * (lo + hi)
         if loss(mid) > epsilon:
             lo = mid
@@ -146,9 +145,8 @@ def holohan_scale(
 class BoundedLaplace:
     """Bounded Laplace on values in ``[lower, upper]`` with L1 sensitivity ``sensitivity`` per value.
 
-    ``calibration="holohan"`` (default) is epsilon-DP per value, drawn on the lattice ``2^lattice_exponent Z``
-    (``None``: OpenDP's finest granularity, continuous analysis); ``calibration="paper"`` uses
-    ``b = Delta/epsilon`` as in the fleet-sensing paper (section VI-A) with continuous draws, and is NOT
+    ``calibration="holohan"`` (default) is epsilon-DP per value, drawn on the lattice ``2^lattice_exponent Z``;
+    ``calibration="paper"`` uses ``b = Delta/epsilon`` as in the fleet-sensing paper (section VI-A) with continuous draws, and is NOT
     epsilon-DP when ``sensitivity < upper - lower``: its true loss is :attr:`epsilon_actual`.
     """
 
@@ -157,7 +155,7 @@ class BoundedLaplace:
     lower: float
     upper: float
     calibration: str = "holohan"
-    lattice_exponent: int | None = LATTICE_EXPONENT
+    lattice_exponent: int = LATTICE_EXPONENT
 
     def __post_init__(self) -> None:
         if self.calibration not in CALIBRATIONS:
@@ -170,9 +168,7 @@ class BoundedLaplace:
     @property
     def lattice(self) -> float:
         """Spacing ``h`` of the noise lattice (0.0: continuous draws)."""
-        if self.calibration == "paper" or self.lattice_exponent is None:
-            return 0.0
-        return math.ldexp(1.0, self.lattice_exponent)
+        return 0.0 if self.calibration == "paper" else math.ldexp(1.0, self.lattice_exponent)
 
     @functools.cached_property
     def scale(self) -> float:

@@ -319,7 +319,6 @@ def smooth_window(
     grid: SquareGrid,
     x_new_km: np.ndarray,
     smoother: str = "gp",
-    kernel: str = "matern32",
     city: np.ndarray | None = None,
 ) -> np.ndarray:
     """PM2.5 at ``x_new_km`` (km, the grid's frame) in window ``w`` from the noisy cells (post-processing).
@@ -337,7 +336,7 @@ def smooth_window(
     var = mean_noise_var(plan, np.full(len(n), fallback), n)
     y = np.clip(shrink(raw, var, fallback), 0.0, plan.clip)
     cells = np.flatnonzero(ok)
-    return smooth_cells(grid, x_new_km, y, cells, smoother, plan.clip, kernel, fallback, raw, var)
+    return smooth_cells(grid, x_new_km, y, cells, smoother, plan.clip, fallback, raw, var)
 
 
 def smooth_cells(
@@ -347,7 +346,6 @@ def smooth_cells(
     cells: np.ndarray,
     smoother: str,
     clip: float,
-    kernel: str = "matern32",
     fallback: float | None = None,
     raw: np.ndarray | None = None,
     noise_var: np.ndarray | None = None,
@@ -381,7 +379,7 @@ def smooth_cells(
     if smoother == "idw":
         surface = idw_predict(centroids[fit], values[fit], points, others=True)
     else:
-        model = fit_window(centroids[fit], values[fit], kernel)
+        model = fit_window(centroids[fit], values[fit])
         surface = np.nan_to_num(model.predict(points)[0], nan=fallback)
     at_cells, at_new = surface[: len(cells)], surface[len(cells) :]
     own = values if raw is None or noise_var is None else shrink(raw, noise_var, at_cells)
