@@ -1,10 +1,7 @@
 """The dp-map release (:func:`urbandp.sensing.dp_map`, `urbandp sensing dp-map`), run by
 :func:`urbandp.sensing._result.release_in_charge` in the order that keeps it honest (docs/sensing.md, "DP variance
-maps", "Order of a release"): readings read and kept inside the public window; the cost planned
-(:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`) and reserved in the Session's charge BEFORE any noise
-(over budget, meaningless noise, or NOT DP with a dataset: refused before a draw); then the fit and the noise.
-The release holds only the DP map and privacy.json; what is read off the true readings is the owner's
-(``owner_only/<name>/``, listed as not DP).
+maps", "Order of a release"): the cost is planned (:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`) and
+reserved before the fit and the noise. What is read off the true readings is the owner's.
 """
 
 from __future__ import annotations

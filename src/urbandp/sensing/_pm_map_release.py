@@ -1,10 +1,6 @@
 """The pm-map release (:func:`urbandp.sensing.pm_map`, `urbandp sensing pm-map`): a DP map of PM2.5
-(:mod:`urbandp.sensing._pm_map_mechanism`), released through a charge of the Session.
-
-Order: options and output checked; readings read (bad rows to a staging quarantine) and kept inside the public
-``start``/``end`` window and ``bbox``; the loss planned and reserved before any noise; the noisy cells drawn
-once. The release holds only DP outputs (``pm_cells``, and ``pm_grid`` by post-processing); the quarantine and
-the exact row counts are the owner's (``owner_only/<name>/``).
+(:mod:`urbandp.sensing._pm_map_mechanism`), run by :func:`urbandp.sensing._result.release_in_charge` (the loss
+planned and reserved before the noisy cells are drawn once; the exact row counts are the owner's).
 
 The unit (:func:`~urbandp.sensing._options.resolve_unit`) and what privacy.json may hold are in docs/sensing.md,
 "A DP map of PM2.5": the charge books the loss per **vehicle-day** (or per reading), so the one loss guard
