@@ -112,7 +112,7 @@ def interpolate_windows(
 
 
 def idw_predict(
-    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0, others: bool = False
+    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, others: bool = False
 ) -> np.ndarray:
     """Inverse-distance weighting (Shepard 1968); a point at distance 0 takes the mean of the coincident readings.
 
@@ -121,7 +121,7 @@ def idw_predict(
     d = distances(x_new, x_train)
     zero = d <= 1e-12
     with np.errstate(divide="ignore"):
-        w = np.where(zero, 0.0, d ** (-power))
+        w = np.where(zero, 0.0, d**-2.0)
     if not others:
         has_zero = zero.any(axis=1)
         w[has_zero] = zero[has_zero].astype(float)
