@@ -203,8 +203,8 @@ def cell_aggregates(
     """Bound (clip to [0, C], centre at C/2; with ``vehicle``, keep at most ``M`` readings per vehicle-window,
     :func:`truncate_vehicle_windows`) and aggregate per public window and grid cell."""
     starts = window_starts(readings.time, window_minutes, windows[0] if len(windows) else None)
-    index = {w: i for i, w in enumerate(windows.astype("datetime64[m]"))}
-    w_idx = np.array([index.get(w, -1) for w in starts.astype("datetime64[m]")], dtype=np.int64)
+    public = windows.astype("datetime64[m]")  # sorted: each reading's window by binary search, -1 if none
+    w_idx = np.where(np.isin(starts, public), np.searchsorted(public, starts), -1).astype(np.int64)
     keep = w_idx >= 0
     if vehicle is not None:
         keep &= truncate_vehicle_windows(vehicle, w_idx, readings.time, readings_per_unit)
