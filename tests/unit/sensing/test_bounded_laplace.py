@@ -70,7 +70,7 @@ def test_paper_scale_violates_epsilon() -> None:
     assert ratio == pytest.approx(expected, abs=1e-9)
     assert ratio > 1.3
     assert paper.epsilon_actual == pytest.approx(expected, rel=1e-12)
-    assert not paper.summarize()["differentially_private_at_epsilon"]
+    assert not paper.describe()["differentially_private_at_epsilon"]
 
 
 def test_full_range_sensitivity_needs_no_correction() -> None:
