@@ -86,8 +86,9 @@ class ParameterValueError(ValueError):
 
 def _option(default: Any, *, help: str, **bounds: Any) -> Any:
     """An option of the release spec (:func:`urbandp._release_options.option`), set in a ``--config`` file's
-    ``[release]`` table (the command line's flag: :func:`urbandp.fleet._options_flags.release_options`)."""
-    return option(default, help=help, table="release", **bounds)
+    ``[release]`` table; a flag left out is None, so the file's value or the field's default applies (its type on
+    the command line: :func:`urbandp.fleet._options_flags.release_options`)."""
+    return option(default, help=help, cli_default=None, table="release", **bounds)
 
 
 class HatReleaseConfig(BaseModel):

@@ -28,23 +28,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class RecordOptions(BaseModel):
     """The records' options: how the input's speeds, times and columns are read (the ``[input]`` and ``[columns]``
-    tables of a ``--config`` file) and the public day set's file (:func:`urbandp.fleet._options_input.validation_options`
-    reads them)."""
+    tables of a ``--config`` file) and the public day set's file. A flag left out is None, so the file's value or
+    the field's default applies (:func:`urbandp.fleet._options_input.validation_options`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     dates_file: Path | None = option(
         None,
         help="Public day set from a file, one YYYY-MM-DD per line, # comments (default: none).",
+        cli_default=None,
     )
     speed_unit: str = option(
         "km/h",
         help="Speed unit of the input: km/h, mph or m/s (default: {default}).",
+        cli_type=str | None,
+        cli_default=None,
         table="input",
     )
     speed_unit_since: list[str] | dict[dt.date | str, str] | None = option(
         None,
         help="Unit switch on a date, e.g. 2016-01-01=m/s, repeatable (default: one unit throughout).",
+        cli_type=list[str] | None,
+        cli_default=None,
         table="input",
     )
     timezone: str | None = option(
@@ -52,11 +57,14 @@ class RecordOptions(BaseModel):
         help="The release's time zone (IANA, e.g. America/Chicago): the hour slots are its local hours, and every "
         "timestamp with a known instant is converted to it; needed for a zone-aware timestamp column (default: "
         "the --domain-gtfs feed's agency_timezone, else the wall-clock time written in the timestamps).",
+        cli_default=None,
         table="input",
     )
     speed_reject_above: float = option(
         150.0,
         help="Quarantine speeds above this many km/h (default: {default}).",
+        cli_type=float | None,
+        cli_default=None,
         gt=0,
         table="input",
     )
@@ -64,22 +72,23 @@ class RecordOptions(BaseModel):
         "auto",
         help="Timestamp layout: auto (ISO 8601 or epoch seconds/milliseconds, per row), iso, epoch-s, epoch-ms or a "
         'strftime pattern such as "%d/%m/%Y %H:%M" (default: {default}).',
+        cli_type=str | None,
+        cli_default=None,
         table="input",
     )
     column: list[str] | None = option(
         None,
         help="Column mapping NAME=SOURCE, NAME in vehicle,timestamp,latitude,longitude,speed,coordinates (default: "
         "the ITMS names).",
+        cli_default=None,
         table="columns",
     )
 
 
 def _command_line_type(hint: Any) -> Any:
-    """``int``, ``float`` or ``Path`` for a field of that one type, ``list[str]`` for a list, else ``str``; or None."""
+    """``int``, ``float`` or ``Path`` for a field of that one type (or None), else ``str``."""
     kinds = _kinds(hint)
-    if any(typing.get_origin(k) is list for k in kinds):
-        return list[str] | None
-    return (kinds[0] if len(kinds) == 1 and kinds[0] in (int, float, Path) else str) | None
+    return kinds[0] if len(kinds) == 1 and kinds[0] in (int, float, Path) else str
 
 
 def _kinds(hint: Any) -> tuple[Any, ...]:
@@ -90,14 +99,13 @@ def _kinds(hint: Any) -> tuple[Any, ...]:
 
 def release_options() -> tuple[DeclaredOption, ...]:
     """Every option of a fleet release, in ``--help`` order: the spec's, with the day file after ``dates`` and the
-    records' options after ``precision`` (before the clip bound and coarser levels). On the command line an option
-    that is a number or a path is one, a list a repeatable flag, and any other text the library reads
-    (:func:`urbandp.fleet._options_input.read_option`); one left out is None, so a ``--config`` file's value or
-    the field's default applies."""
-    spec, records = (
-        [replace(o, cli_type=_command_line_type(o.type), cli_default=None) for o in declared_options(model)]
-        for model in (HatReleaseConfig, RecordOptions)
-    )
+    records' options after ``precision`` (before the clip bound and coarser levels). On the command line a spec
+    option that is a number or a path is one, and any other is text the library reads
+    (:func:`urbandp.fleet._options_input.read_option`), or None when left out."""
+    spec = [
+        replace(o, cli_type=_command_line_type(o.type) | None) for o in declared_options(HatReleaseConfig)
+    ]
+    records = list(declared_options(RecordOptions))
     names = [o.name for o in spec]
     day, after = names.index("dates") + 1, names.index("precision") + 1
     return (*spec[:day], records[0], *spec[day:after], *records[1:], *spec[after:])
