@@ -84,11 +84,10 @@ class ParameterValueError(ValueError):
         self.parameters = parameters
 
 
-def _option(default: Any, *, help: str, **bounds: Any) -> Any:
+def _option(default: Any, *, help: str, cli_type: Any, **bounds: Any) -> Any:
     """An option of the release spec (:func:`urbandp._release_options.option`), set in a ``--config`` file's
-    ``[release]`` table; a flag left out is None, so the file's value or the field's default applies (its type on
-    the command line: :func:`urbandp.fleet._options_flags.release_options`)."""
-    return option(default, help=help, cli_default=None, table="release", **bounds)
+    ``[release]`` table; a flag left out is None, so the file's value or the field's default applies."""
+    return option(default, help=help, cli_type=cli_type, cli_default=None, table="release", **bounds)
 
 
 class HatReleaseConfig(BaseModel):
@@ -99,79 +98,95 @@ class HatReleaseConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     _chosen: dict[str, str] = PrivateAttr(default_factory=dict)
 
-    resolution: int = _option(7, help="H3 resolution (default: {default}).", ge=0, le=15)
-    slot_minutes: int = _option(60, help="Time-slot length in minutes (default: {default}).")
+    resolution: int = _option(7, help="H3 resolution (default: {default}).", cli_type=int | None, ge=0, le=15)
+    slot_minutes: int = _option(
+        60, help="Time-slot length in minutes (default: {default}).", cli_type=int | None
+    )
     hours: tuple[int, int] = _option(
-        (9, 21), help="Daily hour window START-END (default: {default[0]}-{default[1]})."
+        (9, 21), help="Daily hour window START-END (default: {default[0]}-{default[1]}).", cli_type=str | None
     )
     start: dt.date | None = _option(
-        None, help="First day YYYY-MM-DD (public window; default: first day in data)."
+        None, help="First day YYYY-MM-DD (public window; default: first day in data).", cli_type=str | None
     )
     end: dt.date | None = _option(
-        None, help="Last day YYYY-MM-DD (public window; default: last day in data)."
+        None, help="Last day YYYY-MM-DD (public window; default: last day in data).", cli_type=str | None
     )
     dates: tuple[dt.date, ...] | None = _option(
         None,
         help="Public day set: comma-separated YYYY-MM-DD days to release; D is their number, the window spans them "
         "(default: every day of --start..--end).",
+        cli_type=str | None,
     )
     weekdays: str | None = _option(
         None,
         help="Public day set: these weekdays within --start..--end, e.g. mon-fri or sat,sun (default: all).",
+        cli_type=str | None,
     )
     holidays: tuple[dt.date, ...] = _option(
         (),
         help="Days left out of the public day set: comma-separated dates or a file of dates (default: none).",
+        cli_type=str | None,
     )
     speed_max: float = _option(
         65.0,
         help="U: speeds clipped to [0, U] km/h for Query 1 (default: {default}).",
+        cli_type=float | None,
         ge=1,
         le=500,
         why="the noise is calibrated to U, and a U near 0 underflows it",
     )
-    speed_limit: float = _option(35.0, help="Query 2 threshold in km/h (default: {default}).", gt=0, le=500)
+    speed_limit: float = _option(
+        35.0, help="Query 2 threshold in km/h (default: {default}).", cli_type=float | None, gt=0, le=500
+    )
     noise_scale: float | None = _option(
         None,
         help="Laplace scale B for both queries (default: none; give this or --epsilon-per-day).",
+        cli_type=float | None,
         gt=0,
     )
     epsilon_per_day: float | None = _option(
         None,
         help="Cumulative epsilon per vehicle-day; the noise is calibrated from it (default: none; give this or "
         "--noise-scale).",
+        cli_type=float | None,
         gt=0,
     )
     budget_per_day: float | None = _option(
         None,
         help="Refuse the release if epsilon per day would exceed this (default: no cap).",
+        cli_type=float | None,
         gt=0,
     )
     selection: Selection = _option(
-        "dp", help="HAT selection: dp or public-threshold (not DP) (default: {default})."
+        "dp", help="HAT selection: dp or public-threshold (not DP) (default: {default}).", cli_type=str | None
     )
     domain_bbox: tuple[float, float, float, float] | None = _option(
         None,
         help="Public extent min_lat,min_lon,max_lat,max_lon: pure-DP selection (default: no extent; approximate-DP "
         "selection).",
+        cli_type=str | None,
     )
     domain_gtfs: Path | None = _option(
         None,
         help="Public domain from the agency's GTFS feed (zip or folder): the cells its shapes pass through x the slots "
         "with scheduled service on the public days; every domain HAT released with noise (default: none).",
+        cli_type=Path | None,
     )
     domain_geojson: Path | None = _option(
         None,
         help="Public domain from a GeoJSON of routes or corridors: the cells they pass through x every slot; every "
         "domain HAT released with noise (default: none).",
+        cli_type=Path | None,
     )
     domain_cells: Path | None = _option(
         None,
         help="Public domain from a file of H3 cells (one per line or an h3_cell column) x every slot (default: none).",
+        cli_type=Path | None,
     )
     domain_ring: int = _option(
         0,
         help="Widen a GTFS or GeoJSON domain by this many rings of neighbouring cells (default: {default}).",
+        cli_type=int | None,
         ge=0,
         le=3,
     )
@@ -179,27 +194,32 @@ class HatReleaseConfig(BaseModel):
         "auto",
         help="auto (l2 where the release allows it, else truncate), truncate (K HATs per vehicle-day) or l2 (every "
         "domain HAT, weights 1/sqrt(m); Gaussian over a public domain) (default: {default}).",
+        cli_type=str | None,
     )
     borrow_strength: BorrowStrength = _option(
         "auto",
         help="auto (parent where the release allows it, else none), none, or parent: also publish robust empirical "
         "Bayes means and intervals pooled with the other HATs of the H3 parent (post-processing, no privacy "
         "cost; 95% coverage on average over HATs) (default: {default}).",
+        cli_type=str | None,
     )
     target_width: float = _option(
         10.0,
         help="Usefulness target: a mean is useful when its 95% interval is at most this wide, km/h (default: "
         "{default}).",
+        cli_type=float | None,
         gt=0,
     )
     selection_epsilon: float = _option(
         1.0,
         help="Epsilon per day for DP selection when B is given (default: {default}).",
+        cli_type=float | None,
         gt=0,
     )
     delta: float = _option(
         1e-6,
         help="Target delta per vehicle-day of DP selection (default: {default}).",
+        cli_type=float | None,
         gt=0,
     )
     min_vehicles_per_day: float | None = _option(
@@ -207,16 +227,19 @@ class HatReleaseConfig(BaseModel):
         help="Floor of the selection threshold: vehicles per day per HAT, 0 allowed; the DP threshold may be higher "
         f"(default: {MIN_PER_DAY_DEFAULT['dp']:g} for DP selection, {MIN_PER_DAY_DEFAULT['public-threshold']:g} "
         "for public-threshold).",
+        cli_type=float | None,
         ge=0,
     )
     max_hats_per_vehicle_day: int | Literal["observed"] = _option(
         96,
         help="K, public bound enforced by truncation, or 'observed' as in the report, not DP (default: {default}).",
+        cli_type=str | None,
     )
     speed_share: float | None = _option(
         None,
         help="With --queries speed,speeding: share of the two queries' budget for Query 1 (default: the report's "
         "shared B under presence-public; under add-remove speeding gets a third of the budget).",
+        cli_type=float | None,
         gt=0,
         lt=1,
     )
@@ -224,11 +247,13 @@ class HatReleaseConfig(BaseModel):
         ("speed",),
         help="What to release: speed, or speed,speeding to add Query 2 (vehicles over --speed-limit per day) "
         "(default: {default}).",
+        cli_type=str | None,
     )
     selection_fraction: float = _option(
         0.1,
         help="Share of the budget for DP selection under presence-public or a user-level estimator (default: "
         "{default}; under add-remove the split is computed).",
+        cli_type=float | None,
         gt=0,
         lt=1,
     )
@@ -236,30 +261,38 @@ class HatReleaseConfig(BaseModel):
         "add-remove",
         help="add-remove (presence protected) or presence-public (the report's replace-one: DP for speeds, presence "
         "public) (default: {default}).",
+        cli_type=str | None,
     )
     mechanism: Mechanism | None = _option(
         None,
         help="Noise: gaussian (zCDP, default with --epsilon-per-day) or laplace (pure DP; default with --noise-scale).",
+        cli_type=str | None,
     )
     speed_estimator: SpeedEstimator = _option(
         "report",
         help="Query 1 estimator: report, baseline, array-averaging, levy, quantile, clipped-mean (default: {default}).",
+        cli_type=str | None,
     )
-    precision: int = _option(2, help="Decimal places of released values (default: {default}).", ge=0, le=10)
+    precision: int = _option(
+        2, help="Decimal places of released values (default: {default}).", cli_type=int | None, ge=0, le=10
+    )
     clip_bound: ClipBound = _option(
         "public",
         help="Clip bound of HAT mean speeds: public (--speed-max U) or dp-quantile (a DP quantile U' <= U) (default: "
         "{default}).",
+        cli_type=str | None,
     )
     clip_quantile: float = _option(
         0.9,
         help="Quantile of the vehicle-days' largest HAT mean speed for dp-quantile (default: {default}).",
+        cli_type=float | None,
         gt=0,
         lt=1,
     )
     clip_share: float = _option(
         0.05,
         help="Share of the budget for the dp-quantile bound (default: {default}).",
+        cli_type=float | None,
         gt=0,
         lt=0.5,
     )
@@ -267,10 +300,12 @@ class HatReleaseConfig(BaseModel):
         "none",
         help="Where the finest HAT does not pass, release a coarser one: none, parent1, parent2, slot2, auto (default: "
         "{default}).",
+        cli_type=str | None,
     )
     coarsen_share: float = _option(
         0.3,
         help="Share of the budget for the coarser level(s) (default: {default}).",
+        cli_type=float | None,
         gt=0,
         lt=1,
     )
@@ -278,6 +313,7 @@ class HatReleaseConfig(BaseModel):
         "fill",
         help="fill (a coarser HAT stands for the part no finer level released) or exclusive (only where no finer HAT "
         "inside it was released) (default: {default}).",
+        cli_type=str | None,
     )
 
     @field_validator("neighbouring", mode="before")

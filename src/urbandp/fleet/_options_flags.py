@@ -14,7 +14,6 @@ import operator
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -85,26 +84,10 @@ class RecordOptions(BaseModel):
     )
 
 
-def _command_line_type(hint: Any) -> Any:
-    """``int``, ``float`` or ``Path`` for a field of that one type (or None), else ``str``."""
-    kinds = _kinds(hint)
-    return kinds[0] if len(kinds) == 1 and kinds[0] in (int, float, Path) else str
-
-
-def _kinds(hint: Any) -> tuple[Any, ...]:
-    """The members of a union other than None (``int | None`` -> ``(int,)``)."""
-    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    return tuple(k for k in members if k is not type(None))
-
-
 def release_options() -> tuple[DeclaredOption, ...]:
     """Every option of a fleet release, in ``--help`` order: the spec's, with the day file after ``dates`` and the
-    records' options after ``precision`` (before the clip bound and coarser levels). On the command line a spec
-    option that is a number or a path is one, and any other is text the library reads
-    (:func:`urbandp.fleet._options_input.read_option`), or None when left out."""
-    spec = [
-        replace(o, cli_type=_command_line_type(o.type) | None) for o in declared_options(HatReleaseConfig)
-    ]
+    records' options after ``precision`` (before the clip bound and coarser levels)."""
+    spec = list(declared_options(HatReleaseConfig))
     records = list(declared_options(RecordOptions))
     names = [o.name for o in spec]
     day, after = names.index("dates") + 1, names.index("precision") + 1
@@ -128,6 +111,12 @@ def keyword_type(declared: DeclaredOption) -> Any:
     if not all(typing.get_origin(k) is typing.Literal for k in kinds):
         kinds += [k for k in _kinds(declared.cli_type) if k not in kinds]
     return functools.reduce(operator.or_, [*kinds, None])
+
+
+def _kinds(hint: Any) -> tuple[Any, ...]:
+    """The members of a union other than None (``int | None`` -> ``(int,)``)."""
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    return tuple(k for k in members if k is not type(None))
 
 
 def api_signature(fn: F) -> F:
