@@ -97,16 +97,15 @@ def options_that_help(
             generic.append(f"min_vehicles_per_day below {cfg.min_per_day:g} (threshold x D)")
         generic.append(f"resolution={max(cfg.resolution - 1, 0)} (cells about 7x larger)")
         generic.append(f"slot_minutes={cfg.slot_minutes * 2} (slots twice as long)")
-        return generic[:3]
+        return generic
     from urbandp.fleet._predict import simulate
 
     scored: list[tuple[tuple[int, float], str]] = []
     profile = _released_profile(release, cfg) if release is not None else None
     domain = _release_domain(cfg, release) if profile is not None and release is not None else None
     for text, change in alternatives(cfg):
-        try:
-            alt = cfg.model_copy(update=change)
-            HatReleaseConfig.model_validate(alt.model_dump())
+        try:  # the spec with the change, validated: a change the spec refuses is no advice
+            alt = HatReleaseConfig.model_validate({**cfg.model_dump(), **change})
         except ValueError:
             continue
         t = _threshold(alt, days, domain_size)
