@@ -1,15 +1,5 @@
-"""The fleet wing's Python API: :func:`release`, the one release path of ``urbandp release`` too.
-
-::
-
-    import urbandp as ud
-    with ud.Session(store="budget.sqlite", dataset="austin") as s:
-        rel = ud.fleet.release(df, start="2017-04-18", end="2017-04-18", hours="6-22", speed_unit="m/s",
-                               epsilon_per_day=4, domain_bbox=(30.15, -97.95, 30.55, -97.6), session=s)
-    rel.table                    # hat_speed: the published HAT table (Polars; .to_pandas())
-    rel.privacy.epsilon_per_day  # the typed privacy report; rel.privacy.to_json() is privacy.json
-    rel.write("out/rel")         # the folder the CLI writes, owner_only/rel/ beside it
-    rel.map()                    # the release's map, shown inline in a notebook
+"""The fleet wing's Python API: :func:`release`, the one release path of ``urbandp release`` too (examples in
+docs/getting-started.md and in :mod:`urbandp.fleet`).
 
 Options are named as the command line's flags with underscores, with the same defaults and checks
 (:mod:`urbandp.fleet._options_input` reads both). The release runs in a charge of the :class:`urbandp.Session`: the guards
