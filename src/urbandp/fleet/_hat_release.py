@@ -58,13 +58,10 @@ def _release_hats(
     slots: SlotSpec | None = None,
     domain: PublicDomain | None = None,
 ) -> HatRelease:
-    """Plan, bound, (clip bound), then per level select, calibrate, measure, account; combine the levels.
-
-    ``days`` is D, the calendar days of the public window. Without ``clip_bound`` and ``coarsen`` this is the
-    single-level release; otherwise see :func:`choose_clip_bound`, :func:`coarse_contributions` and
-    :func:`combine_levels`. ``domain``: the public domain (:func:`~urbandp.fleet._domain.load_public_domain`;
-    loaded here from an extent when not given): contributions off it are dropped before truncation.
-    """
+    """Plan, bound, (clip bound), then per level select, calibrate, measure, account; combine the levels (the steps:
+    the module's docstring). ``days`` is D, the public days of the window. ``domain``: the public domain
+    (:func:`~urbandp.fleet._domain.load_public_domain`; loaded here from an extent when not given): contributions
+    off it are dropped before truncation."""
     plan = plan_release(cfg, days)
     slots = slots or cfg.slot_spec
     not_dp = cfg.not_dp_reasons
