@@ -493,9 +493,8 @@ def release_fleet(
     ``session``: the :class:`~urbandp._privacy.session.ReleaseCharge` that owns the budget (the CLI's, with its budget
     store). Without one a local session is opened (no store is charged) with ``noise`` as its source (default
     OpenDP) and ``allow_meaningless_epsilon``; with one, give those to the session instead. Either way the release
-    passes the same guards (:mod:`urbandp.fleet._guardrails`): the meaningless-loss and budget-dataset refusals before
-    any record is read, the reservation before noise (where the session checks the delta and the loss), and the
-    stated loss after accounting; noise is drawn only through the session.
+    passes the same guards, in the order :mod:`urbandp.fleet._guardrails` gives; noise is drawn only through the
+    session.
 
     ``before_noise`` is called once with the :class:`PlannedCharge` after reading, validation and planning and
     before the reservation and any noise (an exception from it stops the release).
