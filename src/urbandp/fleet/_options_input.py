@@ -1,10 +1,7 @@
 """The fleet release's options as the library takes them: one mapping from option names (the CLI's flags with
 underscores) to the spec (:class:`~urbandp.fleet._options.HatReleaseConfig`), the records' validation options and the
-column mapping, shared by ``urbandp release``, ``urbandp plan`` and the Python API (:func:`urbandp.fleet.release`).
-
-Values may be given as the command line writes them (text: ``"2021-11-15"``, ``"6-22"``, ``"a,b,c,d"``) or as
-Python values (dates, tuples, lists, dicts): :func:`read_option` reads either into the spec's form, so the
-messages agree.
+column mapping, shared by ``urbandp release``, ``urbandp plan`` and the Python API (:func:`urbandp.fleet.release`):
+a value as the command line writes it or as Python gives it is read by :func:`read_option`, so the messages agree.
 """
 
 from __future__ import annotations
