@@ -75,7 +75,7 @@ def release(a: ReleaseArguments) -> None:
     from urbandp._session import Session
     from urbandp.fleet import _api as api
     from urbandp.fleet._cli_summary import print_summary
-    from urbandp.fleet._guardrails import EXIT_USELESS
+    from urbandp.fleet._guardrails import EXIT_USELESS, as_flags
 
     run = a.run
     check_dataset(run.dataset)
@@ -108,8 +108,6 @@ def release(a: ReleaseArguments) -> None:
             **given,
         )
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
-    from urbandp.fleet._guardrails import as_flags
-
     # the library names parameters, the command line flags: an Advice's parameters, then the fleet's name=value
     for text in [*rel.owner_warnings, *rel.warnings]:
         _CONSOLE.print(
