@@ -54,16 +54,18 @@ def eq1_argmax(counts: Sequence[int] | np.ndarray) -> int:
     return int(grid[int(np.argmax(eq1_objective(c, grid)))])
 
 
+M_UB_RULES = {"median": paper_median, "eq1": eq1_argmax}
+"""The rules for ``m_UB`` from the counts: Lemma III.2's median and eq. (1)."""
+
+
 def choose_m_ub(rule: str | int, counts: Sequence[int] | np.ndarray) -> int:
     """``rule`` is ``"median"``, ``"eq1"`` or a public integer bound."""
     if isinstance(rule, (int, np.integer)) and not isinstance(rule, bool):
         if rule < 1:
             raise ValueError(f"m_ub must be >= 1, got {rule}")
         return int(rule)
-    if rule == "median":
-        return paper_median(counts)
-    if rule == "eq1":
-        return eq1_argmax(counts)
+    if rule in M_UB_RULES:
+        return M_UB_RULES[rule](counts)
     raise ValueError(f"m_ub must be 'median', 'eq1' or a positive int, got {rule!r}")
 
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-GROUPINGS: tuple[str, ...] = ("wraparound", "bestfit")
-
 
 @dataclass(frozen=True)
 class GroupingPlan:
@@ -156,10 +154,6 @@ def bestfit(counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
     return _plan("bestfit", m_ub, 1, segs, len(heavy) + n_open)
 
 
-def make_plan(strategy: str, counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
-    """Dispatch on ``strategy`` (``"wraparound"`` or ``"bestfit"``)."""
-    if strategy == "wraparound":
-        return wraparound(counts, m_ub)
-    if strategy == "bestfit":
-        return bestfit(counts, m_ub)
-    raise ValueError(f"grouping must be one of {GROUPINGS}, got {strategy!r}")
+PLANS = {"wraparound": wraparound, "bestfit": bestfit}
+"""The grouping strategies of section III-A by name: each maps (counts, m_UB) to its plan."""
+GROUPINGS: tuple[str, ...] = tuple(PLANS)
