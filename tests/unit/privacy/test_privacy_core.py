@@ -132,12 +132,6 @@ def test_noise_before_reservation_is_a_bug() -> None:
         s.noise.laplace(np.zeros(3), 1.0)
 
 
-def test_split_by_weight() -> None:
-    parts = ReleaseCharge.split(Loss.pure(1.0), {"selection": 1, "speed": 3})
-    assert parts["selection"].epsilon == pytest.approx(0.25)
-    assert parts["speed"].epsilon == pytest.approx(0.75)
-
-
 def test_a_zcdp_charge_is_booked_at_its_converted_epsilon(tmp_path: Path) -> None:
     """rho 1.0 at delta 1e-6 is epsilon 7.77: an epsilon cap of 5 per day refuses it (it used to pass as 1)."""
     url = _store(tmp_path, eps=5.0)
