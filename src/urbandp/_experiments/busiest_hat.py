@@ -19,7 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp._grid.h3cells import check_resolution
+from urbandp.errors import InputError
 
 REQUIRED = ("vehicle_id", "timestamp", "speed", "latitude", "longitude")
 
@@ -76,10 +77,7 @@ def check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, i
     start, end = hours
     if not (0 <= start < end <= 24):
         raise InputError(f"hours must satisfy 0 <= start < end <= 24, got {start}-{end}")
-    if not 0 <= resolution <= 15:
-        raise InvalidParameterError(
-            f"resolution must be one of the H3 resolutions 0..15, got {resolution}", parameters="resolution"
-        )
+    check_resolution(resolution)
 
 
 def extract_busiest_hat(
