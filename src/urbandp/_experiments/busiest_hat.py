@@ -65,10 +65,7 @@ def _reason() -> pl.Expr:
         ),
         ("missing_speed", pl.col("speed").is_null() | pl.col("speed").is_nan()),
     ]
-    reason: pl.Expr = pl.lit(None, dtype=pl.String)
-    for name, check in reversed(checks):
-        reason = pl.when(check).then(pl.lit(name)).otherwise(reason)
-    return reason
+    return pl.coalesce(pl.when(check).then(pl.lit(name)) for name, check in checks)
 
 
 def check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, int]) -> None:
