@@ -493,7 +493,7 @@ class SparkBackend:
 
         spark = self.spark
         rejected = marked.filter((F.col("kind") == 0) & (F.col("reason") > 0)).select(
-            "source", "block", "ordinal", "okey", "reason", *RAW_FIELDS
+            "source", "block", "ordinal", "reason", *RAW_FIELDS
         )
         if firsts.height:
             firsts_sdf = spark.createDataFrame(
@@ -507,16 +507,13 @@ class SparkBackend:
                     "source",
                     "block",
                     "ordinal",
-                    "okey",
                     F.lit(DUPLICATE).cast("smallint").alias("reason"),
                     "vehicle",
                     F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss").alias("timestamp_raw"),
-                    F.lit(None).cast("double").alias("latitude"),
-                    F.lit(None).cast("double").alias("longitude"),
                     F.col("speed").alias("speed_raw"),
                 )
             )
-            rejected = rejected.unionByName(dups)
+            rejected = rejected.unionByName(dups, allowMissingColumns=True)  # no position: null coordinates
         # rows before each split: the splits of a file in byte order, their sizes from the per-batch counts
         sizes = stats.group_by("source", "block").agg(pl.col("n").sum()).sort("source", "block")
         offsets = sizes.with_columns(
