@@ -14,6 +14,7 @@ import polars as pl
 
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.survey._io import read_list
+from urbandp.survey._published import exactly_one
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,7 @@ class Declared:
 
 def declared_categories(categories: str | None, categories_file: Path | None, within: str | None) -> Declared:
     """From ``--categories A,B,...`` or ``--categories-file`` (``group,category`` lines with ``--within``)."""
-    if (categories is None) == (categories_file is None):
-        raise InvalidParameterError(
-            "give exactly one of categories or categories_file", parameters=("categories", "categories_file")
-        )
+    exactly_one(categories=categories, categories_file=categories_file)
     if categories is not None:
         if within:
             raise InvalidParameterError(

@@ -95,10 +95,7 @@ class OdSpec(ReleaseOptions):
 
     def block_ids(self) -> list[str]:
         """The declared block list (--blocks-file, or 1..--blocks)."""
-        if (self.blocks_file is None) == (self.blocks is None):
-            raise InvalidParameterError(
-                "give exactly one of blocks_file or blocks", parameters=("blocks_file", "blocks")
-            )
+        release.exactly_one(blocks_file=self.blocks_file, blocks=self.blocks)
         if self.blocks_file is not None:
             ids = read_list(self.blocks_file)
         else:
@@ -111,10 +108,7 @@ class OdSpec(ReleaseOptions):
     def keep(self, nb: int) -> float:
         """The keep probability p of eq. 13 (given, or from --epsilon)."""
         p = self.keep_probability
-        if (p is None) == (self.epsilon is None):
-            raise InvalidParameterError(
-                "give exactly one of keep_probability or epsilon", parameters=("keep_probability", "epsilon")
-            )
+        release.exactly_one(keep_probability=p, epsilon=self.epsilon)
         if self.epsilon is not None:
             release.check_epsilon(self.epsilon, "trip")
             p = tr.od_keep_probability(nb, self.epsilon)

@@ -94,11 +94,7 @@ class PointsSpec(ReleaseOptions):
 
     def check(self) -> tuple[dict[str, object], float]:
         """The mechanism's description and the epsilon charged (per metre x --budget-metres), before any read."""
-        if (self.epsilon_per_metre is None) == (self.scale_metres is None):
-            raise InvalidParameterError(
-                "give exactly one of epsilon_per_metre or scale_metres",
-                parameters=("epsilon_per_metre", "scale_metres"),
-            )
+        release.exactly_one(epsilon_per_metre=self.epsilon_per_metre, scale_metres=self.scale_metres)
         cost = loc.perturbation_epsilon(self.epsilon_per_metre, self.scale_metres)
         eps = float(cost["epsilon_per_metre"]) * self.budget_metres  # type: ignore[arg-type]
         what = f"epsilon per metre x budget_metres ({self.budget_metres:g} m) ="

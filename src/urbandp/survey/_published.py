@@ -49,6 +49,13 @@ def check_epsilon(
         )
 
 
+def exactly_one(**given: object) -> None:
+    """Refuse unless exactly one of the two options named as keywords is given (not None)."""
+    (a, x), (b, y) = given.items()
+    if (x is None) == (y is None):
+        raise InvalidParameterError(f"give exactly one of {a} or {b}", parameters=(a, b))
+
+
 def public_columns(
     frame: pl.DataFrame,
     path: Path,

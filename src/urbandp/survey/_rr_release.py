@@ -175,8 +175,8 @@ def _check_method(spec: RandomizeSpec, charge: SurveyCharge) -> None:
     release.check_epsilon(spec.epsilon, "respondent")
     if spec.method == "report-replacement":
         charge.refuse_not_dp("report-replacement builds its replacements from the true answers")
-    elif (spec.epsilon is None) == (spec.theta is None):
-        raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
+    else:
+        release.exactly_one(epsilon=spec.epsilon, theta=spec.theta)
 
 
 def randomize_body(spec: RandomizeSpec, path: Path, label: str, charge: SurveyCharge) -> SurveyRelease:
@@ -278,8 +278,7 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
     """De-biased shares with 95 % CIs (report eq. 6): post-processing of a randomized column, no budget; only
     the release's public parameters (``spec``'s column, declared lists, epsilon or theta) are used."""
     column, within, epsilon, theta = spec.column, spec.within, spec.epsilon, spec.theta
-    if (epsilon is None) == (theta is None):
-        raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
+    release.exactly_one(epsilon=epsilon, theta=theta)
     declared = declared_categories(spec.categories, spec.categories_file, within)
     frame = read_table(data, spec.separator)
     require_columns(frame, Path(label), column, *([within] if within else []))
