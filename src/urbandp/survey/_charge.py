@@ -13,15 +13,18 @@ import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import numpy as np
 
 from urbandp._privacy.loss import Loss
+from urbandp._privacy.report import PrivacyReport
 from urbandp._privacy.session import ReleaseCharge
 from urbandp._session import Session
 from urbandp.errors import InvalidParameterError
 from urbandp.survey._sampling import BitSource, bit_source
 
+R = TypeVar("R", bound=PrivacyReport)
 RESPONDENT = "respondent"
 TRIP = "trip"
 PERSON = "person"
@@ -96,6 +99,13 @@ class SurveyCharge:
         """The charge's NOT DP reasons: a noise source that is not private is one of them (the Session's rule,
         :func:`urbandp._privacy.guards.noise_reasons`), as are a meaningless loss allowed and the wing's own."""
         return list(self.charge.not_dp_reasons)
+
+    def verdict(self, report: R) -> R:
+        """``report`` with the charge's NOT DP reasons (the session's, those refused with a dataset) before its
+        own: DP only if it says so and neither has a reason."""
+        reasons = [*self.not_dp_reasons, *(r for r in report.not_dp_reasons if r not in self.not_dp_reasons)]
+        dp = report.differentially_private and not reasons
+        return report.model_copy(update={"not_dp_reasons": reasons, "differentially_private": dp})
 
     def refuse_not_dp(self, why: str) -> None:
         """Refuse a dataset for a release whose privacy loss is not bounded (not DP): a budget cannot hold it."""

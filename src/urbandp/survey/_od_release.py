@@ -35,7 +35,6 @@ UNBOUNDED_PERSON = (
     "(basic composition); give person and max_trips_per_person to bound it"
 )
 HISTOGRAM_NOT_DP = "section 6.3 histogram-preserving reporting draws replacements from the TRUE histogram: NOT differentially private"
-OWNER_FILES = ["utility.json", "quarantine.csv", "input_report.json"]
 METHODS = ("rr", "histogram", "histogram-joint")
 
 
@@ -237,7 +236,7 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
         eps_text += f", {_unit_epsilon(spec, nb, p, eps):.4g} per person"
     return SurveyRelease(
         tables={"trips": released},
-        privacy=_od_report(spec, nb, p, eps, public, charge),
+        privacy=_od_report(spec, nb, p, eps, public),
         owner={
             "utility.json": tr.utility(o[ok], de[ok], ro[ok], rd[ok], nb),
             "quarantine.csv": pl.concat(
@@ -260,11 +259,9 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     )
 
 
-def _od_report(
-    spec: OdSpec, nb: int, p: float, eps: float | None, public: dict[str, str], charge: SurveyCharge
-) -> OdPrivacyReport:
+def _od_report(spec: OdSpec, nb: int, p: float, eps: float | None, public: dict[str, str]) -> OdPrivacyReport:
     """The typed privacy report (public parameters only): the epsilon per trip and per person."""
-    reasons = charge.not_dp_reasons + ([HISTOGRAM_NOT_DP] if eps is None else [])
+    reasons = [] if eps is not None else [HISTOGRAM_NOT_DP]
     extra: dict[str, object] = (
         {"epsilon_reason": "not DP: replacement drawn from the true histogram"} if eps is None else {}
     )
@@ -292,7 +289,6 @@ def _od_report(
         ledger=None
         if eps is None or unit_eps is None
         else ledger(spec.budget_epsilon, "od-randomize", unit_eps, unit, spec.method),
-        not_dp_outputs=OWNER_FILES,
         not_dp_reasons=reasons,
         differentially_private=not reasons,
     )

@@ -39,7 +39,6 @@ GEO_IND_NOT_DP = (
     "the distance d, so a respondent whose location is replaced by one anywhere else has an unbounded loss; it "
     "cannot be booked against a budget's epsilon"
 )
-OWNER_FILES = ["quarantine.csv", "input_report.json"]
 GEO_IND_UNIT = "metre (geo-indistinguishability)"
 """The unit perturb-points states its loss in, in privacy.json's ledger: epsilon per metre of distance."""
 
@@ -150,7 +149,7 @@ def points_body(spec: PointsSpec, path: Path, label: str, charge: SurveyCharge) 
     }
     return SurveyRelease(
         tables={"points": released},
-        privacy=_points_report(spec, cost, eps, box, public, charge),
+        privacy=_points_report(spec, cost, eps, box, public),
         owner={
             "quarantine.csv": quarantine.with_columns(pl.lit("bad_coordinate").alias("reason")),
             "input_report.json": release.input_report(counts),
@@ -167,11 +166,9 @@ def _points_report(
     eps: float,
     box: loc.BoundingBox | None,
     public: dict[str, str],
-    charge: SurveyCharge,
 ) -> PointsPrivacyReport:
     """The typed privacy report: the mechanism, its epsilon per metre and the charge at --budget-metres."""
     name = f"perturb {spec.lat},{spec.lon} (epsilon per metre)"
-    reasons = charge.not_dp_reasons
     return PointsPrivacyReport(
         command=spec.command,
         unit="respondent (one location per row)",
@@ -192,7 +189,6 @@ def _points_report(
             str(cost["mechanism"]),
         ),
         rounding_degrees=10.0**-loc.ROUND_DEGREES,
-        not_dp_outputs=OWNER_FILES,
-        not_dp_reasons=reasons,
-        differentially_private=False,  # geo-indistinguishability, never DP (reasons above)
+        not_dp_reasons=[GEO_IND_NOT_DP],
+        differentially_private=False,
     )

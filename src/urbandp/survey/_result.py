@@ -106,7 +106,8 @@ def run_release(
             ) as charge,
         ):
             rel = body(spec, paths[0], label, charge)
-            rel.privacy = rel.report.model_copy(update={"spec_sha256": spec_sha256(spec)})
+            stated = {"not_dp_outputs": list(rel.owner), "spec_sha256": spec_sha256(spec)}
+            rel.privacy = charge.verdict(rel.report).model_copy(update=stated)
             if target is not None:
                 rel.write_folder(target)
                 charge.published(target)

@@ -39,7 +39,6 @@ REPORT_REPLACEMENT_NOT_DP = (
     "answers and its epsilon (eq. 12) depends on the data (n = count of the rarest model; the owner's "
     "input_report.json has the report's value)"
 )
-OWNER_FILES = ["quarantine.csv", "alias_report.csv", "input_report.json"]
 
 
 class RandomizeSpec(ReleaseOptions):
@@ -223,7 +222,7 @@ def randomize_body(spec: RandomizeSpec, path: Path, label: str, charge: SurveyCh
         "answers_off_list_released_as_uniform_draws": int(filled.sum()),
         **drawn.owner,
     }
-    privacy = _randomize_report(spec, declared, drawn, public, fill_source.name, charge)
+    privacy = _randomize_report(spec, declared, drawn, public, fill_source.name)
     eps_text = "not DP" if drawn.epsilon is None else f"{drawn.epsilon:.6g}"
     return SurveyRelease(
         tables={"randomized": released},
@@ -246,7 +245,6 @@ def _randomize_report(
     drawn: _Drawn,
     public: dict[str, str],
     sampler: str,
-    charge: SurveyCharge,
 ) -> RandomizePrivacyReport:
     """The typed privacy report: public parameters and the epsilon computed from them only."""
     reasons = [REPORT_REPLACEMENT_NOT_DP] if drawn.epsilon is None else []
@@ -268,9 +266,8 @@ def _randomize_report(
         sampler=sampler,
         detail=drawn.detail,
         ledger=entry,
-        not_dp_outputs=OWNER_FILES,
-        not_dp_reasons=[*reasons, *charge.not_dp_reasons],
-        differentially_private=not (reasons or charge.not_dp_reasons),
+        not_dp_reasons=reasons,
+        differentially_private=not reasons,
     )
 
 

@@ -32,7 +32,6 @@ NOT_DP = [
     "a trip with a step longer than max_step_metres or fewer than 3 points is quarantined (owner only), "
     "not released: its absence depends on its true points",
 ]
-OWNER_FILES = ["original_vs_perturbed.png", "quarantine.csv", "input_report.json"]
 Plot = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -164,7 +163,7 @@ def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: Su
     plot = functools.partial(plot_trajectories, done.plots, epsilon=spec.epsilon, m=spec.max_step_metres)
     return SurveyRelease(
         tables={"trajectories": released},
-        privacy=_trajectories_report(spec, per_point, public, charge),
+        privacy=_trajectories_report(spec, per_point, public),
         owner={
             "original_vs_perturbed.png": plot,
             "quarantine.csv": pl.concat([*done.skipped, bad_rows, over], how="diagonal_relaxed"),
@@ -177,7 +176,7 @@ def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: Su
 
 
 def _trajectories_report(
-    spec: TrajectoriesSpec, per_point: float, public: dict[str, str], charge: SurveyCharge
+    spec: TrajectoriesSpec, per_point: float, public: dict[str, str]
 ) -> TrajectoriesPrivacyReport:
     """The typed privacy report: the SSD parameter and its cost per interior point (public)."""
     name = "perturb-trajectories (per interior point)"
@@ -202,8 +201,7 @@ def _trajectories_report(
         every=spec.every,
         public_columns=release.declaration(public),
         ledger=ledger(spec.budget_epsilon, name, per_point, "trip", "SSD"),
-        not_dp_outputs=OWNER_FILES,
-        not_dp_reasons=charge.not_dp_reasons,
+        not_dp_reasons=NOT_DP,
         differentially_private=False,
     )
 
