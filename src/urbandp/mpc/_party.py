@@ -21,6 +21,7 @@ from urbandp.mpc._program import build
 from urbandp.mpc._spec import FXP_FRACTION_BITS, QuerySpec
 
 SERVER, CLIENT = 0, 1
+DUMMY = "min"  # the dummy query uses exp, log and comparisons: it triggers every OT/HE set-up
 INPUTS = ("mu", "sigma2", "noise", "v", "theta", "theta2")
 OWNER = {"mu": SERVER, "sigma2": SERVER, "noise": SERVER, "v": CLIENT, "theta": CLIENT, "theta2": CLIENT}
 
@@ -96,10 +97,12 @@ def _framed(share: Any) -> bytes:
     return wire.share_frames(bytes(share.meta), [bytes(c) for c in share.share_chunks])
 
 
-def free_port(host: str) -> int:
+def free_link(ctrl: socket.socket) -> str:
+    """``HOST:PORT`` of a free port on this side of the control connection ``ctrl``: this party's SPU link."""
+    host = ctrl.getsockname()[0]
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        return int(s.getsockname()[1])
+        return f"{host}:{s.getsockname()[1]}"
 
 
 class Party:
@@ -178,12 +181,13 @@ class Party:
             return None
         return [np.asarray(self.io.reconstruct([self._recv_share(), s])) for s in out]
 
-    def run(self, spec: QuerySpec, mine: dict[str, np.ndarray]) -> list[np.ndarray] | None:
-        """One query without a control message around it (the dummy query at connect): both parties send
-        their input shares, then receive the peer's (a few KB: the socket buffers hold them), then compute."""
-        wire.send_bytes(self.ctrl, self.share_inputs(mine))
+    def warm_up(self, params: dict[str, Any]) -> None:
+        """The dummy query at connect (zeros: no data, no noise, no budget) that absorbs the OT set-up, without a
+        control message around it: both parties send their input shares, then receive the peer's (a few KB: the
+        socket buffers hold them), then compute."""
+        wire.send_bytes(self.ctrl, self.share_inputs(dict(zip(INPUTS, example_inputs(4), strict=True))))
         self.receive_inputs()
-        return self.compute(spec)
+        self.compute(QuerySpec.of(DUMMY, 4, params))
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # the link may already be gone
