@@ -58,18 +58,6 @@ class _GatedBits:
         return self._source.uniform_int(n, k)
 
 
-def survey_day(dataset: str | None, survey_date: dt.date | None) -> dt.date:
-    """The day the store books (``survey_date``, checked by the caller; required with a dataset)."""
-    if dataset is None:
-        return dt.date.today()  # booked nowhere without a dataset
-    if survey_date is None:
-        raise InvalidParameterError(
-            "dataset needs survey_date YYYY-MM-DD (the day the answers were collected)",
-            parameters=("dataset", "survey_date"),
-        )
-    return survey_date
-
-
 class SurveyCharge:
     """The charge of one survey release in ``unit`` (see the module docstring); a context manager."""
 
@@ -84,8 +72,14 @@ class SurveyCharge:
     ) -> None:
         """``budget_epsilon`` (the run's cap) and ``survey_date`` as the release's spec and runner checked them."""
         self.session = session if session is not None else Session()
-        self.day = survey_day(self.session.dataset, survey_date)
-        self.budget_epsilon = budget_epsilon
+        if self.session.dataset is None:
+            survey_date = dt.date.today()  # booked nowhere without a dataset
+        elif survey_date is None:
+            raise InvalidParameterError(
+                "dataset needs survey_date YYYY-MM-DD (the day the answers were collected)",
+                parameters=("dataset", "survey_date"),
+            )
+        self.day = survey_date
         self.charge = self.session.charge(unit, out=out)
         self.charge.cap = None if budget_epsilon is None else Loss.pure(budget_epsilon)
 

@@ -39,9 +39,7 @@ METHODS = ("rr", "histogram", "histogram-joint")
 
 
 class OdSpec(ReleaseOptions):
-    """The options of ``survey od-randomize`` (``origin``/``dest`` are --from/--to), each declared once on its
-    field (:func:`urbandp._release_options.option`): the command's flags are built from the fields and
-    :func:`urbandp.survey._api.od_randomize` takes them as keywords with the same defaults."""
+    """The options of ``survey od-randomize`` (``origin``/``dest`` are --from/--to; :mod:`urbandp._release_options`)."""
 
     origin: str = option(help="Origin block column.", flag="--from")
     dest: str = option(help="Destination block column.", flag="--to")

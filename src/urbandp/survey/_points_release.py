@@ -44,9 +44,7 @@ GEO_IND_UNIT = "metre (geo-indistinguishability)"
 
 
 class PointsSpec(ReleaseOptions):
-    """The options of ``survey perturb-points``, each declared once on its field
-    (:func:`urbandp._release_options.option`): the command's flags are built from the fields and
-    :func:`urbandp.survey._api.perturb_points` takes them as keywords with the same defaults."""
+    """The options of ``survey perturb-points`` (:mod:`urbandp._release_options`)."""
 
     lat: str = option(help="Latitude column (degrees).")
     lon: str = option(help="Longitude column (degrees).")

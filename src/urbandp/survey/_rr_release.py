@@ -42,9 +42,7 @@ REPORT_REPLACEMENT_NOT_DP = (
 
 
 class RandomizeSpec(ReleaseOptions):
-    """The options of ``survey randomize``, checked before the data is read. Each option (type, default, help,
-    flag) is declared once, on its field (:func:`urbandp._release_options.option`): the command's flags are built from
-    the fields and :func:`urbandp.survey._api.randomize` takes them as keywords with the same defaults."""
+    """The options of ``survey randomize`` (:mod:`urbandp._release_options`), checked before the data is read."""
 
     column: str = option(help="Column to randomize.")
     categories: str | None = option(

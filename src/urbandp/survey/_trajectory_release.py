@@ -36,9 +36,7 @@ Plot = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 class TrajectoriesSpec(ReleaseOptions):
-    """The options of ``survey perturb-trajectories``, each declared once on its field
-    (:func:`urbandp._release_options.option`): the command's flags are built from the fields and
-    :func:`urbandp.survey._api.perturb_trajectories` takes them as keywords with the same defaults."""
+    """The options of ``survey perturb-trajectories`` (:mod:`urbandp._release_options`)."""
 
     lat: str = option(help="Latitude column.")
     lon: str = option(help="Longitude column.")
