@@ -94,22 +94,9 @@ class BoundingBox:
     def clamp(self, lat: np.ndarray, lon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each coordinate clamped to its range. This is 1-Lipschitz in degrees, NOT in metres: a degree of
         longitude is cos(latitude) times as long, so moving two points towards the equator can lengthen their
-        distance (:meth:`stretch`). A mechanism with loss epsilon * d on the clamped points has loss
+        distance. A mechanism with loss epsilon * d on the clamped points has loss
         epsilon * d(clamp(x), clamp(y)) on the true ones."""
         return np.clip(lat, self.min_lat, self.max_lat), np.clip(lon, self.min_lon, self.max_lon)
-
-    def stretch(self, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-        """The geodesic distance in metres (WGS 84) between two (lat, lon) points, before and after :meth:`clamp`:
-        how much the clamping lengthens (or shortens) it."""
-        la = np.array([a[0], b[0]], dtype=float)
-        lo = np.array([a[1], b[1]], dtype=float)
-        cla, clo = self.clamp(la, lo)
-        _, _, before = geodesy.WGS84.inv(lo[0], la[0], lo[1], la[1])
-        _, _, after = geodesy.WGS84.inv(clo[0], cla[0], clo[1], cla[1])
-        return float(before), float(after)
-
-    def contains(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        return (lat >= self.min_lat) & (lat <= self.max_lat) & (lon >= self.min_lon) & (lon <= self.max_lon)
 
 
 def perturbation_epsilon(epsilon_per_metre: float | None, scale_metres: float | None) -> dict[str, object]:
