@@ -52,25 +52,22 @@ def declared_categories(categories: str | None, categories_file: Path | None, wi
     if not within:
         return Declared({"": lines})
     lists: dict[str, list[str]] = {}
-    for line in lines:
-        if "," not in line:
-            raise InputError(f"{categories_file}: line {line!r} is not 'group,category'")
-        g, c = (s.strip() for s in line.split(",", 1))
+    for g, c in _pairs(categories_file, lines, "group,category"):
         lists.setdefault(g, []).append(c)
     return Declared(lists)
 
 
 def read_aliases(path: Path | None) -> dict[str, str]:
     """Alias table ``alias,canonical`` (one pair per line)."""
-    if path is None:
-        return {}
-    table: dict[str, str] = {}
-    for line in read_list(path):
-        if "," not in line:
-            raise InputError(f"{path}: line {line!r} is not 'alias,canonical'")
-        a, c = (s.strip() for s in line.split(",", 1))
-        table[a] = c
-    return table
+    return {} if path is None else dict(_pairs(path, read_list(path), "alias,canonical"))
+
+
+def _pairs(path: Path, lines: list[str], form: str) -> list[tuple[str, str]]:
+    """The ``a,b`` pairs of the lines of ``path`` (each split at its first comma, stripped)."""
+    bad = [line for line in lines if "," not in line]
+    if bad:
+        raise InputError(f"{path}: line {bad[0]!r} is not '{form}'")
+    return [(a.strip(), b.strip()) for a, _, b in (line.partition(",") for line in lines)]
 
 
 @dataclass

@@ -73,7 +73,7 @@ class OdSpec(ReleaseOptions):
     method: str = option(
         "rr",
         help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP).",
-        choices=("rr", "histogram", "histogram-joint"),
+        choices=METHODS,
     )
     sampler: str = shared.sampler()
     separator: str = shared.separator()
@@ -199,7 +199,7 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     ids = spec.block_ids()
     nb = len(ids)
     p = spec.keep(nb)
-    if spec.method in ("histogram", "histogram-joint"):
+    if spec.method != "rr":
         charge.refuse_not_dp(
             Advice(f'method="{spec.method}" draws replacements from the true histogram', parameters="method")
         )
