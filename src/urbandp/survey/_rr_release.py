@@ -277,7 +277,7 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
     declared = declared_categories(spec.categories, spec.categories_file, within)
     frame = read_table(data, spec.separator)
     require_columns(frame, Path(label), column, *([within] if within else []))
-    rows = []
+    tables = []
     for g, cats in declared.lists.items():
         sub = frame.filter(pl.col(within) == g) if within else frame
         if sub.height == 0:
@@ -290,15 +290,11 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
         counts = np.bincount(codes, minlength=len(cats))
         prob = (1.0 + theta) / 2.0 if theta is not None else rr.krr_prob(len(cats), float(epsilon))  # type: ignore[arg-type]
         share = sub.height / frame.height
-        for e in rr.estimates_table(cats, counts, prob):
-            rows.append(
-                {
-                    "group": g,
-                    "category": e.category,
-                    "estimate": e.estimate * share,
-                    "ci_low": e.ci_low * share,
-                    "ci_high": e.ci_high * share,
-                }
-            )
-    table = pl.DataFrame(rows)
+        est, se = rr.debias_counts(
+            counts, prob
+        )  # the 95 % interval clipped to [0, 1], the estimate left unbiased
+        low, high = np.maximum(est - rr.Z95 * se, 0.0), np.minimum(est + rr.Z95 * se, 1.0)
+        shares = {"estimate": est * share, "ci_low": low * share, "ci_high": high * share}
+        tables.append(pl.DataFrame({"group": g, "category": cats, **shares}))
+    table = pl.concat(tables)
     return table if within else table.drop("group")
