@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TypeVar
 
 import numpy as np
@@ -59,7 +58,8 @@ class _GatedBits:
 
 
 class SurveyCharge:
-    """The charge of one survey release in ``unit`` (see the module docstring); a context manager."""
+    """The charge of one survey release in ``unit`` (see the module docstring): ``charge`` is the session's
+    :class:`~urbandp._privacy.session.ReleaseCharge`, entered by the runner."""
 
     def __init__(
         self,
@@ -118,18 +118,3 @@ class SurveyCharge:
     def ungated_bits(self, sampler: str) -> BitSource:
         """The random source of a NOT DP path (nothing reserved: refused with a dataset beforehand)."""
         return ExactBitsForTesting() if not self.private else bit_source(sampler)
-
-    def published(self, out: Path) -> None:
-        """The folder is written: its content hash is recorded when the charge commits."""
-        self.charge.set_output(out)
-
-    def __enter__(self) -> SurveyCharge:
-        self.charge.__enter__()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.charge.__exit__(kind, err, tb)
-        if kind is None:
-            self.session.committed(self.charge)

@@ -99,17 +99,17 @@ def run_release(
         if len(paths) != 1:
             raise InputDataError(f"data: a survey release reads one file, got {len(paths)} paths")
         label = str(paths[0]) if isinstance(data, (str, Path)) else "data"
-        with (
-            output_policy(paths, overwrite=overwrite),
-            SurveyCharge(
+        with output_policy(paths, overwrite=overwrite):
+            charge = SurveyCharge(
                 session, unit, out=target, budget_epsilon=spec.budget_epsilon, survey_date=day
-            ) as charge,
-        ):
-            rel = body(spec, paths[0], label, charge)
-            stated = {"not_dp_outputs": list(rel.owner), "spec_sha256": spec_sha256(spec)}
-            rel.privacy = charge.verdict(rel.report).model_copy(update=stated)
-            if target is not None:
-                rel.write_folder(target)
-                charge.published(target)
+            )
+            with charge.charge:
+                rel = body(spec, paths[0], label, charge)
+                stated = {"not_dp_outputs": list(rel.owner), "spec_sha256": spec_sha256(spec)}
+                rel.privacy = charge.verdict(rel.report).model_copy(update=stated)
+                if target is not None:
+                    rel.write_folder(target)
+                    charge.charge.set_output(target)  # its sha256 is recorded when the charge commits
+            charge.session.committed(charge.charge)
     rel.emit_warnings()
     return rel
