@@ -83,21 +83,11 @@ class SurveyCharge:
         self.charge = self.session.charge(unit, out=out)
         self.charge.cap = None if budget_epsilon is None else Loss.pure(budget_epsilon)
 
-    @property
-    def private(self) -> bool:
-        """False when the session's noise source is the exact test source."""
-        return bool(self.charge.noise.is_private)
-
-    @property
-    def not_dp_reasons(self) -> list[str]:
-        """The charge's NOT DP reasons: a noise source that is not private is one of them (the Session's rule,
-        :func:`urbandp._privacy.guards.noise_reasons`), as are a meaningless loss allowed and the wing's own."""
-        return list(self.charge.not_dp_reasons)
-
     def verdict(self, report: R) -> R:
-        """``report`` with the charge's NOT DP reasons (the session's, those refused with a dataset) before its
-        own: DP only if it says so and neither has a reason."""
-        reasons = [*self.not_dp_reasons, *(r for r in report.not_dp_reasons if r not in self.not_dp_reasons)]
+        """``report`` with the charge's NOT DP reasons (a noise source that is not private, a meaningless loss
+        allowed, those refused with a dataset) before its own: DP only if it says so and neither has a reason."""
+        charged = self.charge.not_dp_reasons
+        reasons = [*charged, *(r for r in report.not_dp_reasons if r not in charged)]
         dp = report.differentially_private and not reasons
         return report.model_copy(update={"not_dp_reasons": reasons, "differentially_private": dp})
 
@@ -111,10 +101,10 @@ class SurveyCharge:
 
     def bits(self, sampler: str) -> BitSource:
         """The random source of a DP path: drawing before :meth:`reserve` raises."""
-        if not self.private:
+        if not self.charge.noise.is_private:
             return ExactBitsForTesting()
         return _GatedBits(bit_source(sampler), self.charge)
 
     def ungated_bits(self, sampler: str) -> BitSource:
         """The random source of a NOT DP path (nothing reserved: refused with a dataset beforehand)."""
-        return ExactBitsForTesting() if not self.private else bit_source(sampler)
+        return ExactBitsForTesting() if not self.charge.noise.is_private else bit_source(sampler)

@@ -16,11 +16,13 @@ import urbandp.survey._published as release
 import urbandp.survey._shared_options as shared
 import urbandp.survey._ssd as ssd
 from urbandp._figures import saved_figure
+from urbandp._geodesy import LocalProjection
 from urbandp._release_options import ReleaseOptions, option
 from urbandp._table_reader import read_table
 from urbandp.errors import InputError
 from urbandp.survey._charge import SurveyCharge
 from urbandp.survey._io import require_columns
+from urbandp.survey._locations import ROUND_DEGREES
 from urbandp.survey._od_release import check_person
 from urbandp.survey._report import TrajectoriesPrivacyReport, ledger
 from urbandp.survey._result import SurveyRelease
@@ -96,7 +98,8 @@ def _perturb_all(f: pl.DataFrame, spec: TrajectoriesSpec, public: dict[str, str]
         whole = f.filter(pl.col(spec.trip) == tid)
         t = whole.gather_every(spec.every)
         la, lo = t.get_column("__lat").to_numpy(), t.get_column("__lon").to_numpy()
-        xy = ssd.to_metres(la, lo, float(la[0]), float(lo[0]))
+        plane = LocalProjection(float(la[0]), float(lo[0]))  # metres east and north of the trip's start
+        xy = plane.to_metres(la, lo)
         steps = np.hypot(*np.diff(xy, axis=0).T)
         why = (
             "too_few_points"
@@ -109,7 +112,7 @@ def _perturb_all(f: pl.DataFrame, spec: TrajectoriesSpec, public: dict[str, str]
             done.skipped.append(whole.drop("__lat", "__lon").with_columns(pl.lit(why).alias("reason")))
             continue
         pert = ssd.perturb_trip(xy, spec.epsilon, spec.max_step_metres)
-        nla, nlo = ssd.to_degrees(pert, float(la[0]), float(lo[0]))
+        nla, nlo = np.round(plane.to_degrees(pert), ROUND_DEGREES)
         done.worst = max(done.worst, ssd.ssd_epsilon(spec.epsilon, max(len(la) - 2, 0))["per_trip"])
         moved = t.drop("row", "__lat", "__lon").with_columns(
             pl.Series(spec.lat, nla), pl.Series(spec.lon, nlo)
