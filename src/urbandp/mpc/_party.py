@@ -8,6 +8,7 @@ SPU 0.9.5 has no ``spu.utils.distributed`` usable here, so we drive ``spu.libspu
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import socket
@@ -22,27 +23,24 @@ from urbandp.mpc._spec import FXP_FRACTION_BITS, QuerySpec
 
 SERVER, CLIENT = 0, 1
 DUMMY = "min"  # the dummy query uses exp, log and comparisons: it triggers every OT/HE set-up
-INPUTS = ("mu", "sigma2", "noise", "v", "theta", "theta2")
 OWNER = {"mu": SERVER, "sigma2": SERVER, "noise": SERVER, "v": CLIENT, "theta": CLIENT, "theta2": CLIENT}
+INPUTS = tuple(OWNER)  # the program's arguments, in order
 
 _compile_lock = threading.Lock()
-_logging_set = False
 _compiled: dict[QuerySpec, Any] = {}  # by the public spec (frozen: its fields are the key)
 
 
+@functools.cache
 def _libspu() -> Any:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # the server's noise must reach SPU exactly (float64 lattice)
     import spu.libspu as libspu
 
-    global _logging_set
-    if not _logging_set:  # SPU logs INFO lines on stdout; the CLI's stdout is one JSON object
-        opts = libspu.logging.LogOptions()
-        opts.log_level = libspu.logging.LogLevel.WARN
-        opts.system_log_path = os.devnull
-        libspu.logging.setup_logging(opts)
-        _logging_set = True
+    opts = libspu.logging.LogOptions()  # SPU logs INFO lines on stdout; the CLI's stdout is one JSON object
+    opts.log_level = libspu.logging.LogLevel.WARN
+    opts.system_log_path = os.devnull
+    libspu.logging.setup_logging(opts)
     return libspu
 
 

@@ -61,7 +61,8 @@ class SurveyRelease(Release):
                 else:
                     content(path)
                 written[name] = owner_dir_for(out) / name
-            privacy = self.report.for_folder(out, list(self.owner))
+            named = [f"owner_only/{out.name}/{n}" for n in self.owner]  # the owner files, named after ``out``
+            privacy = self.report.model_copy(update={"not_dp_outputs": named})
             write_privacy_json(d.release, privacy.to_dict())
         return {self.file_name: out / self.file_name, "privacy.json": out / "privacy.json", **written}
 
