@@ -59,9 +59,7 @@ def serve(a: ServeArguments) -> None:
     o = a.o
     from urbandp.mpc._server import Server, ServerGrid
 
-    g = ServerGrid.read(
-        o.grid, o.window
-    )  # a grid with NaN or inf values is refused before SPU is even needed
+    g = ServerGrid.read(o.grid, o.window)  # a grid with NaN or inf values is refused before SPU is needed
     _need_spu()
     server = Server(g, o, budget_store=a.budget_store)
     server.log = lambda msg: typer.echo(msg, err=True)

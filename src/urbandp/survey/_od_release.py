@@ -161,9 +161,7 @@ def _draw(
             joint = spec.method == "histogram-joint"
             ro[ok], rd[ok] = tr.histogram_block_reporting(o[ok], de[ok], p, joint=joint, source=source)
     bad = np.flatnonzero(~ok)
-    if (
-        bad.size
-    ):  # an undeclared block: the pair is released as a uniform draw over all pairs (eq. 13's floor)
+    if bad.size:  # an undeclared block: the pair is a uniform draw over all pairs (eq. 13's floor)
         pair = source.uniform_int(bad.size, nb * nb)
         ro[bad], rd[bad] = pair // nb, pair % nb
     return ro, rd, eps

@@ -290,9 +290,7 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
         counts = np.bincount(codes, minlength=len(cats))
         prob = (1.0 + theta) / 2.0 if theta is not None else rr.krr_prob(len(cats), float(epsilon))  # type: ignore[arg-type]
         share = sub.height / frame.height
-        est, se = rr.debias_counts(
-            counts, prob
-        )  # the 95 % interval clipped to [0, 1], the estimate left unbiased
+        est, se = rr.debias_counts(counts, prob)  # the 95 % interval clipped to [0, 1], the estimate unbiased
         low, high = np.maximum(est - rr.Z95 * se, 0.0), np.minimum(est + rr.Z95 * se, 1.0)
         shares = {"estimate": est * share, "ci_low": low * share, "ci_high": high * share}
         tables.append(pl.DataFrame({"group": g, "category": cats, **shares}))
