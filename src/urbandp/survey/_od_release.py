@@ -222,11 +222,8 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     reason = pl.lit("block_not_declared: released as a uniform draw over all pairs").alias("reason")
     undeclared = int((~ok).sum())
     counts: dict[str, object] = {"trips_in": whole.height, "trips_with_undeclared_block": undeclared}
-    if spec.per_person:
-        counts["trips_dropped_over_max_trips_per_person"] = int(
-            (dropped.get_column("reason") == "over_max_trips_per_person").sum()
-        )
-        counts["trips_dropped_missing_person"] = int((dropped.get_column("reason") == "missing_person").sum())
+    for why in ("over_max_trips_per_person", "missing_person") if spec.per_person else ():
+        counts[f"trips_dropped_{why}"] = int((dropped.get_column("reason") == why).sum())
     eps_text = "not DP" if eps is None else f"{eps:.4g} per trip"
     if eps is not None and spec.max_trips_per_person is not None:
         eps_text += f", {_unit_epsilon(spec, nb, p, eps):.4g} per person"
@@ -258,11 +255,11 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
 def _od_report(spec: OdSpec, nb: int, p: float, eps: float | None, public: dict[str, str]) -> OdPrivacyReport:
     """The typed privacy report (public parameters only): the epsilon per trip and per person."""
     reasons = [] if eps is not None else [HISTOGRAM_NOT_DP]
-    extra: dict[str, object] = (
-        {"epsilon_reason": "not DP: replacement drawn from the true histogram"} if eps is None else {}
-    )
     unit_eps = None if eps is None else _unit_epsilon(spec, nb, p, eps)
-    if eps is not None and not spec.per_person:
+    extra: dict[str, object] = {}
+    if eps is None:
+        extra["epsilon_reason"] = "not DP: replacement drawn from the true histogram"
+    elif not spec.per_person:
         extra["epsilon_per_person_reason"] = UNBOUNDED_PERSON
     unit = PERSON if spec.per_person else TRIP
     return OdPrivacyReport(
@@ -283,7 +280,7 @@ def _od_report(spec: OdSpec, nb: int, p: float, eps: float | None, public: dict[
         **extra,
         public_columns=release.declaration(public),
         ledger=None
-        if eps is None or unit_eps is None
+        if unit_eps is None
         else ledger(spec.budget_epsilon, "od-randomize", unit_eps, unit, spec.method),
         not_dp_reasons=reasons,
         differentially_private=not reasons,
