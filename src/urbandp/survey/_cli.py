@@ -1,13 +1,7 @@
-"""CLI group ``urbandp survey``: randomized response, location and trajectory perturbation, OD trips.
-
-Every release command calls its function of :mod:`urbandp.survey._api` (the library's release path) and writes
-``--out DIR`` atomically with ``privacy.json`` (unit, neighbouring relation, exact epsilon computed from the
-mechanism), with quarantine rows and anything computed from true data in ``owner_only/<DIR>/`` beside it.
-``--budget-epsilon`` refuses a release that would overspend. With ``--dataset NAME --survey-date DAY`` the release
-is charged to the budget store (``urbandp budget``, docs/budget.md): reserved before any noise is drawn, committed
-after the outputs are written. A release's own options are declared once, on the fields of its spec
-(:mod:`urbandp._release_options`), and become the command's flags through :class:`urbandp._cli_spec.OptionsOf`;
-:meth:`SurveyArguments.run` calls the library and prints (parse -> library -> print).
+"""CLI group ``urbandp survey`` (docs/survey.md): randomized response, location and trajectory perturbation, OD
+trips. A release command's flags are its spec's fields (:class:`urbandp._cli_spec.OptionsOf`); it calls its function
+of :mod:`urbandp.survey._api` and prints (parse -> library -> print: the guards, the charge and the writing are the
+library's).
 """
 
 from __future__ import annotations

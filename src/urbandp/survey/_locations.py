@@ -102,22 +102,13 @@ class BoundingBox:
 def perturbation_epsilon(epsilon_per_metre: float | None, scale_metres: float | None) -> dict[str, object]:
     """What a point perturbation costs: epsilon per metre and the metric it is measured in."""
     if epsilon_per_metre is not None:
-        return {
-            "mechanism": "planar Laplace (geo-indistinguishability, Andres et al. 2013)",
-            "epsilon_per_metre": epsilon_per_metre,
-            "metric": "euclidean metres",
-            "epsilon_at_1km": epsilon_per_metre * 1000.0,
-        }
-    assert scale_metres is not None
-    eps = float(
-        dp.m.make_laplace(
+        eps, mechanism = epsilon_per_metre, "planar Laplace (geo-indistinguishability, Andres et al. 2013)"
+        extra: dict[str, object] = {"metric": "euclidean metres"}
+    else:
+        assert scale_metres is not None
+        laplace = dp.m.make_laplace(
             dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale_metres
-        ).map(1.0)
-    )
-    return {
-        "mechanism": "per-axis Laplace (report section 5, eq. 14), b_x = b_y",
-        "scale_metres": scale_metres,
-        "epsilon_per_metre": eps,
-        "metric": "L1 metres (|dx| + |dy|)",
-        "epsilon_at_1km": eps * 1000.0,
-    }
+        )
+        eps, mechanism = float(laplace.map(1.0)), "per-axis Laplace (report section 5, eq. 14), b_x = b_y"
+        extra = {"scale_metres": scale_metres, "metric": "L1 metres (|dx| + |dy|)"}
+    return {"mechanism": mechanism, "epsilon_per_metre": eps, **extra, "epsilon_at_1km": eps * 1000.0}
