@@ -187,10 +187,8 @@ def randomize_body(spec: RandomizeSpec, path: Path, label: str, charge: SurveyCh
     public = release.public_columns(
         frame, Path(label), spec.keep_columns, spec.id_column, needed, [spec.column]
     )
-    checked = validate(
-        frame, spec.column, declared, spec.within, read_aliases(spec.aliases), keep_off_list=True
-    )
-    filled = checked.filled if checked.filled is not None else np.zeros(checked.codes.size, dtype=bool)
+    checked = validate(frame, spec.column, declared, spec.within, read_aliases(spec.aliases))
+    filled = checked.filled
     checked.codes[filled] = 0  # replaced below by a uniform draw over the row's declared list
     if checked.good.height == 0:
         raise InputError(
