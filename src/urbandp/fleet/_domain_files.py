@@ -5,10 +5,6 @@ noise and no HAT is selected from the data (docs/fleet.md, "DP selection" over a
 reads public files only; nothing is charged. The readers: :func:`domain_from_cells`, :func:`domain_from_geojson`
 and :func:`domain_from_gtfs` (which adds the HATs with scheduled service and the planner's priors, :class:`PublicDomain`).
 
-Slots are numbered as everywhere in the fleet (:class:`urbandp._grid.slots.SlotSpec`): a slot is the wall-clock
-minutes since midnight divided by the slot length, so with 60-minute slots 09:00-10:00 is slot 9, and the window
-``hours = (9, 21)`` holds slots 9..20.
-
 Lines are walked, not guessed: each segment is sampled at a spacing of :data:`EDGE_FRACTION` of H3's mean edge
 length at the resolution (a line can then only miss a cell whose piece on it is shorter than that spacing), and
 consecutive samples in cells that are not neighbours are joined with H3's ``grid_path_cells``, so a line's cells are
@@ -136,10 +132,7 @@ def domain_from_cells(path: Path, resolution: int) -> PublicDomain:
     cells = pl.DataFrame({"id": ids, "line": lines}).with_columns(
         cell=plh3.str_to_int(pl.col("id").str.to_lowercase())
     )
-    cells = cells.with_columns(
-        ok=pl.col("cell").is_not_null() & plh3.is_valid_cell(pl.col("cell")).fill_null(False)
-    )
-    bad = cells.filter(~pl.col("ok"))
+    bad = cells.filter(~plh3.is_valid_cell(pl.col("cell")).fill_null(False))
     if bad.height:
         value, line = bad.row(0)[:2]
         raise InputDataError(
@@ -278,12 +271,9 @@ def _gap_runs(
         return None
     ends = pl.DataFrame({"a": r_cell[gaps - 1], "b": r_cell[gaps]}, schema={"a": pl.UInt64, "b": pl.UInt64})
     walk = ends.select(plh3.grid_path_cells("a", "b").alias("p"))
-    inner = walk.select(pl.col("p").list.slice(1, pl.col("p").list.len() - 2))[
-        "p"
-    ]  # the cells strictly between
-    ok = (
-        inner.is_not_null()
-    )  # null across a pentagon's distortion: that gap keeps the two samples' cells only
+    # the cells strictly between; null across a pentagon's distortion: that gap keeps the two samples' cells only
+    inner = walk.select(pl.col("p").list.slice(1, pl.col("p").list.len() - 2))["p"]
+    ok = inner.is_not_null()
     gaps, inner = gaps[ok.to_numpy()], inner.filter(ok)
     m = inner.list.len().to_numpy()
     width = (here_d[gaps] - prev_d[gaps]) / (m + 2)
@@ -400,7 +390,7 @@ def domain_from_gtfs(
     plan = _trip_paths(feed, what)
     runs = _runs(plan.lat, plan.lon, plan.path, resolution)
     occupancy = _occupancy(plan, runs, spec.slot_minutes * 60)
-    trips = _scheduled_trips(occupancy, plan.trip_service, feed, spec, public_days, what)
+    trips = _scheduled_trips(occupancy, plan.trips, feed, spec, public_days, what)
     vehicles, hats_per_block = _block_priors(occupancy, plan, feed, spec, public_days)
     return PublicDomain(
         kind="gtfs",
@@ -424,8 +414,7 @@ class _TripPaths:
     lon: np.ndarray
     path: np.ndarray  # path index of each vertex
     trip_path: np.ndarray  # per trip
-    trip_service: pl.DataFrame  # trip (Int64 index), service_id
-    trip_block: pl.DataFrame  # trip (Int64 index), block_id (null where the feed gives none)
+    trips: pl.DataFrame  # trip (Int64 index), service_id, block_id (null where the feed gives none)
     anchor_trip: np.ndarray  # per anchor, sorted by trip then order
     anchor_d: np.ndarray
     anchor_arr: np.ndarray
@@ -519,9 +508,7 @@ def _pattern_paths(
 
 def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
     """Paths and anchors of the feed's trips (see :func:`domain_from_gtfs` for how stops are placed)."""
-    shape_ids: list[str] = []
-    if feed.shapes is not None:
-        shape_ids = feed.shapes["shape_id"].unique(maintain_order=True).to_list()
+    shape_ids = [] if feed.shapes is None else feed.shapes["shape_id"].unique(maintain_order=True).to_list()
     st = _stop_times_by_pattern(feed, what, shape_ids)
     vertices = _shape_vertices(feed.shapes)
     paths = _pattern_paths(st, vertices, len(shape_ids))
@@ -544,8 +531,7 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
         lon=np.concatenate([shape_lon, *paths.extra_lon]),
         path=np.concatenate([shape_path, extra_path]).astype(np.int64),
         trip_path=paths.path[per_trip["pattern"].to_numpy()],
-        trip_service=per_trip.select("trip", "service_id"),
-        trip_block=per_trip.select("trip", "block_id"),
+        trips=per_trip.select("trip", "service_id", "block_id"),
         anchor_trip=trip,
         anchor_d=st["d"].to_numpy(),
         anchor_arr=arr,
@@ -745,7 +731,7 @@ def _on_public_days(frame: pl.DataFrame, feed: FeedTables, days: list[dt.date]) 
 
 def _scheduled_trips(
     occupancy: pl.DataFrame,
-    trip_service: pl.DataFrame,
+    trips: pl.DataFrame,
     feed: FeedTables,
     spec: SlotSpec,
     days: list[dt.date],
@@ -754,7 +740,7 @@ def _scheduled_trips(
     """``(cell, slot, trips_per_day)`` for the HATs with service: distinct trips per HAT and public day, averaged."""
     counts = (
         _in_window(occupancy, spec)
-        .join(trip_service, on="trip")
+        .join(trips, on="trip")
         .group_by("service_id", "offset", "cell", "slot")
         .agg(pl.col("trip").n_unique().alias("n"))
     )
@@ -794,10 +780,10 @@ def _block_priors(
     leaves no record in a release). Trips without a ``block_id`` are left out; ``(None, None)`` when no trip on the
     public days has one.
     """
-    blocked = plan.trip_block.filter(pl.col("block_id").is_not_null())
+    blocked = plan.trips.filter(pl.col("block_id").is_not_null())
     if blocked.height == 0:
         return None, None
-    dated = _in_window(occupancy.join(blocked, on="trip").join(plan.trip_service, on="trip"), spec)
+    dated = _in_window(occupancy.join(blocked, on="trip"), spec)
     hats = _on_public_days(dated, feed, days).select("block_id", "day", "cell", "slot").unique()
     if hats.height == 0:
         return None, None
