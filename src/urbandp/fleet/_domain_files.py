@@ -546,10 +546,9 @@ def _shape_vertices(
     if shapes is None or shapes.height == 0:
         empty = np.zeros(0)
         return empty, empty, np.zeros(0, dtype=np.int64), empty, empty
-    index = shapes.select(pl.col("shape_id").rank("dense").cast(pl.Int64) - 1)["shape_id"]
     # shapes are sorted by shape_id, and the ids were numbered in that order (unique(maintain_order=True))
+    path = shapes.select(pl.col("shape_id").rank("dense").cast(pl.Int64) - 1)["shape_id"].to_numpy()
     lat, lon = shapes["lat"].to_numpy(), shapes["lon"].to_numpy()
-    path = index.to_numpy()
     sdt = shapes["sdt"].fill_null(np.nan).to_numpy().astype(np.float64)
     return lat, lon, path, _path_lengths(lat, lon, path), sdt
 

@@ -332,18 +332,6 @@ def _noisy_counts(
     return noisy_n
 
 
-def _user_level_speed(
-    cfg: HatReleaseConfig, mean: np.ndarray, costs: np.ndarray, speed_scales: np.ndarray
-) -> Measured:
-    """Query 1 by a user-level estimator (:func:`user_level_means`), clamped to [0, U]; no interval."""
-    return Measured(
-        mean_speed=np.clip(mean, 0.0, cfg.speed_max),
-        speed_scales=speed_scales,
-        speed_costs=costs,
-        clamped=(mean < 0.0) | (mean > cfg.speed_max),
-    )
-
-
 def _presence_public_speed(
     cfg: HatReleaseConfig, plan: ReleasePlan, released: pl.DataFrame, scales: QueryScales, noise: NoiseSource
 ) -> Measured:
@@ -424,17 +412,11 @@ def _speeding_counts(
     """Query 2: the noisy vehicles over the limit per day of each HAT and its 95% interval, clamped at 0 (NaN
     when the query is not released)."""
     h = released.height
-    m = released["n_over_limit"].to_numpy().astype(float)
-    if h and math.isfinite(scales.speeding):
-        raw_over = plan.noise(scales.speeding).draw(m / plan.days, noise)
-        half_over = plan.noise(scales.speeding).half_width()
-        return (
-            np.maximum(raw_over, 0.0),
-            np.maximum(raw_over - half_over, 0.0),
-            np.maximum(raw_over + half_over, 0.0),
-        )
-    nan = np.full(h, np.nan)
-    return nan.copy(), nan.copy(), nan.copy()
+    if not (h and math.isfinite(scales.speeding)):
+        return np.full(h, np.nan), np.full(h, np.nan), np.full(h, np.nan)
+    per_day = released["n_over_limit"].to_numpy().astype(float) / plan.days
+    raw, half = plan.noise(scales.speeding).draw(per_day, noise), plan.noise(scales.speeding).half_width()
+    return np.maximum(raw, 0.0), np.maximum(raw - half, 0.0), np.maximum(raw + half, 0.0)
 
 
 def measure_queries(
@@ -458,13 +440,16 @@ def measure_queries(
     """
     noisy_n = _noisy_counts(cfg, plan, released, scales, noise)
     if cfg.speed_estimator != "report":
-        # no HAT released: nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
+        # no HAT released: nothing to estimate (the estimators refuse an epsilon of 0 per HAT); the user-level
+        # means are clamped to [0, U] and have no interval
         budget = scales.speed_budget / max(k_eff, 1)
-        empty = (np.zeros(0), np.zeros(0), np.zeros(0))
-        estimates = (
-            user_level_means(contributions, released, cfg, budget, noise, slots) if released.height else empty
+        mean, costs, speed_scales = (
+            user_level_means(contributions, released, cfg, budget, noise, slots)
+            if released.height
+            else (np.zeros(0), np.zeros(0), np.zeros(0))
         )
-        speed = _user_level_speed(cfg, *estimates)
+        clamped = (mean < 0.0) | (mean > cfg.speed_max)
+        speed = Measured(np.clip(mean, 0.0, cfg.speed_max), speed_scales, costs, clamped)
     elif cfg.neighbouring == "presence-public":
         speed = _presence_public_speed(cfg, plan, released, scales, noise)
     else:
@@ -492,15 +477,14 @@ def user_level_means(
     if "speeds" not in contributions.columns:
         raise InputError("the user-level estimators need contributions computed with keep_speeds=True")
     keys = released.select("cell", "slot")
-    frame = contributions.join(keys, on=["cell", "slot"], how="semi").select(
+    labelled = (
         cell_to_string(pl.col("cell")).alias("h3_cell"),
         slots.label_expr(pl.col("slot")).alias("slot"),
-        pl.format("{}|{}", pl.col("vehicle"), pl.col("day")).alias("unit"),
-        pl.col("speeds"),
     )
-    hats = keys.select(
-        cell_to_string(pl.col("cell")).alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot")
+    frame = contributions.join(keys, on=["cell", "slot"], how="semi").select(
+        *labelled, pl.format("{}|{}", pl.col("vehicle"), pl.col("day")).alias("unit"), pl.col("speeds")
     )
+    hats = keys.select(labelled)
     est = estimate_hat_means(
         frame,
         cfg.speed_estimator,

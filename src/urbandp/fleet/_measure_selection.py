@@ -276,13 +276,13 @@ def measure_selection(
         counts = grid.join(per_hat.select("cell", "slot", "n"), on=["cell", "slot"], how="left").with_columns(
             pl.col("n").fill_null(0)
         )
-        if cal.gaussian:
-            noisy = noise.gaussian(counts["n"].to_numpy().astype(float), cal.scale)
-            column = pl.Series("noisy_n", noisy, dtype=pl.Float64)
-        else:
-            column = pl.Series(
-                "noisy_n", noise.discrete_laplace(counts["n"].to_numpy(), cal.scale), dtype=pl.Int64
-            )
+        n = counts["n"].to_numpy()
+        drawn = (
+            noise.gaussian(n.astype(float), cal.scale)
+            if cal.gaussian
+            else noise.discrete_laplace(n, cal.scale)
+        )
+        column = pl.Series("noisy_n", drawn, dtype=pl.Float64 if cal.gaussian else pl.Int64)
         hats = counts.select("cell", "slot").with_columns(column)
     else:
         true_n = {str(i): int(v) for i, v in enumerate(per_hat["n"].to_numpy())}

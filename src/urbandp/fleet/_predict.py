@@ -20,11 +20,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import h3
 import numpy as np
 import polars as pl
+import polars_h3 as plh3
 
 from urbandp._contributions.base import CONTRIBUTION_SCHEMA
-from urbandp.fleet._domain_files import PublicDomain
+from urbandp._records.geojson import read_geojson
+from urbandp.fleet._domain import domain_grid
+from urbandp.fleet._domain_files import PublicDomain, line_runs
 from urbandp.fleet._options import HatReleaseConfig
 
 TYPICAL_SPEED = 25.0
@@ -122,9 +126,6 @@ def synthetic_contributions(
 def _hat_means(hats: pl.DataFrame, rng: np.random.Generator) -> np.ndarray:
     """Synthetic true HAT means: :data:`TYPICAL_SPEED`, plus an effect of the H3 parent (:data:`PARENT_SPEED_SD`),
     plus the HAT's own (:data:`HAT_SPEED_SD`)."""
-    import h3
-    import polars_h3 as plh3
-
     if hats.height == 0:
         return np.zeros(0)
     res = h3.get_resolution(h3.int_to_str(int(hats["cell"][0])))
@@ -287,9 +288,6 @@ def cell_by_slot(keys: pl.DataFrame, noisy: np.ndarray, sd: float) -> np.ndarray
 def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
     """Kilometres of route in each H3 cell of a GeoJSON file's lines: the stretch of each line in each cell, the
     lines walked as for the domain's cells (:func:`urbandp.fleet._domain_files.line_runs`)."""
-    from urbandp._records.geojson import read_geojson
-    from urbandp.fleet._domain_files import line_runs
-
     lines = read_geojson(Path(path))[1]
     if not lines:  # points only: no route anywhere
         return pl.DataFrame(schema={"cell": pl.UInt64, "route_km": pl.Float64})
@@ -321,8 +319,6 @@ def route_profile(
 def hats_per_slot(cfg: HatReleaseConfig) -> float:
     """Cells a bus passes in one slot at :data:`TYPICAL_SPEED` / 2 (stops included) along a route: the distance
     over the spacing of H3 cell centres (sqrt 3 x the mean edge length), at least 1."""
-    import h3
-
     spacing = math.sqrt(3.0) * h3.average_hexagon_edge_length(cfg.resolution, unit="km")
     return max(1.0, TYPICAL_SPEED / 2.0 * cfg.slot_minutes / 60.0 / spacing)
 
@@ -341,8 +337,6 @@ def predict_release(
     best profile the inputs allow, or why there is none. The profile: the pilot (the data's own, with
     ``m_histogram``, its histogram of HATs per vehicle-day), else the schedule, else a GeoJSON route domain's
     lengths with a fleet size."""
-    from urbandp.fleet._domain import domain_grid
-
     if cfg.epsilon_per_day is None:
         return {
             "prediction": None,
