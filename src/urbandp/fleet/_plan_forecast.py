@@ -509,6 +509,3 @@ def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) 
     """True vehicle-days per HAT after truncation (input of :func:`dp_histogram` only)."""
     kept, _ = truncate_vehicle_days(contributions, k, slot_minutes)
     return kept.group_by("cell", "slot").len()["len"].to_numpy()
-
-
-__all__ = ["dp_histogram", "make_plan", "predict_noise"]
