@@ -258,11 +258,8 @@ def calibrate_selection(
         cost_hat = meas.map((1, 1, 1))[0]
         # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
         # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
-        if t >= days:
-            w_eps, w_delta = _window_map(scale, t, k, days, gaussian)
-        else:
-            w_eps, w_delta = _window_map(scale, days, k, days, gaussian)[0], 1.0
-        method, threshold, window = "dp", float(t), (float(w_eps), float(w_delta))
+        w_eps, w_delta = _window_map(scale, max(t, days), k, days, gaussian)
+        method, threshold, window = "dp", float(t), (float(w_eps), float(w_delta) if t >= days else 1.0)
     costs = (float(cost_hat), float(cost_day), float(delta_day))
     return SelectionCalibration(method, gaussian, k, days, scale, threshold, *costs, window, release_all)
 

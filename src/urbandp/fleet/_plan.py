@@ -142,9 +142,9 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
     else:
         conv, threshold_delta = None, cfg.delta / n_levels
     speeding_on = "speeding" in cfg.queries
+    denominator = cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report"  # N~ divides the sum
     if cfg.epsilon_per_day is None:  # --noise-scale B: the loss follows from B
         selection_budget = rho_for_epsilon(cfg.selection_epsilon, conv) if conv else cfg.selection_epsilon
-        denominator = cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report"
         fresh = selection_budget if cfg.selection == "public-threshold" and denominator else 0.0
         return ReleasePlan(
             mech, k, days, cfg.speed_max, None, selection_budget, fresh, conv, threshold_delta,
@@ -161,7 +161,7 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
     speeding_budget = SPEEDING_SHARE * level if speeding_on else 0.0
     queries = level - speeding_budget
     count_budget = 0.0
-    if cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report":
+    if denominator:
         f = count_sum_split(mech)
         count_share = f * queries
         speed_budget = queries - count_share
