@@ -194,14 +194,6 @@ def dp_histogram(
     return bins, loss.epsilon
 
 
-def dp_m_histogram(
-    hats_per_vehicle_day: np.ndarray, rho: float, noise: NoiseSource
-) -> list[dict[str, float]]:
-    """Gaussian histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins, at ``rho``
-    (OpenDP's map). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1)."""
-    return _dp_bins(hats_per_vehicle_day, M_EDGES, "gaussian", 1.0, rho, noise, "noisy_vehicle_days")[0]
-
-
 def dp_pilot(
     contributions: pl.DataFrame,
     cfg: HatReleaseConfig,
@@ -249,12 +241,14 @@ def paid_pilot(
 ) -> PaidPilot:
     """Spend ``rho`` per vehicle-day on the planner's inputs over a public domain: the contributions off the domain
     dropped (as the release drops them), then :data:`urbandp.fleet._predict.M_HISTOGRAM_SHARE` of ``rho`` on the
-    histogram of HATs per vehicle-day (:func:`dp_m_histogram`) and the rest on the pilot (:func:`dp_pilot`). Both
-    Gaussian, so the two compose by adding rho; over D days a vehicle pays the group bound D^2 rho."""
+    histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins (add/remove one vehicle-day
+    moves one bin count by 1: L2 sensitivity 1) and the rest on the pilot (:func:`dp_pilot`). Both Gaussian, so the
+    two compose by adding rho; over D days a vehicle pays the group bound D^2 rho."""
     grid = domain_grid(domain, cfg.slot_spec.slots)
     kept = restrict_to_domain(contributions, grid, domain)[0]
     per_vehicle_day = kept.group_by("vehicle", "day").len()["len"].to_numpy()
-    m_histogram = dp_m_histogram(per_vehicle_day, M_HISTOGRAM_SHARE * rho, noise)
+    share = M_HISTOGRAM_SHARE * rho
+    m_histogram = _dp_bins(per_vehicle_day, M_EDGES, "gaussian", 1.0, share, noise, "noisy_vehicle_days")[0]
     return PaidPilot(m_histogram, dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise))
 
 

@@ -207,7 +207,7 @@ def cfg_k(cfg: HatReleaseConfig) -> int:
 
 
 def _bin_values(bins: list[dict[str, float]], rng: np.random.Generator) -> np.ndarray:
-    """Whole values drawn from a DP histogram (:func:`urbandp.fleet._plan_forecast.dp_m_histogram`): each bin's
+    """Whole values drawn from a DP histogram (:func:`urbandp.fleet._plan_forecast.paid_pilot`'s): each bin's
     count redrawn with the bin's own noise (the count is the noisy one plus a fresh draw of that noise: its
     uncertainty), clamped at 0, and that many values spread log-uniformly over the bin (the open last bin: up to
     twice its start)."""
