@@ -18,7 +18,7 @@ import datetime as dt
 import hashlib
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,9 @@ class PublicDomain:
     vehicle, as it is one vehicle-day in the records); ``hats_per_vehicle_day`` is the mean, over the public days
     and the blocks in the window that day, of the distinct HATs a block passes through within the window. Both are
     ``None`` without a schedule or when no trip has a ``block_id``.
+
+    ``route_km`` (a GeoJSON): ``(cell, route_km)``, the kilometres of its lines in each cell (empty without lines),
+    the planner's prior with a fleet size.
     """
 
     kind: str
@@ -74,6 +77,7 @@ class PublicDomain:
     scheduled_trips: pl.DataFrame | None = None
     hats_per_vehicle_day: float | None = None
     scheduled_vehicles: pl.DataFrame | None = None
+    route_km: pl.DataFrame | None = None
 
     def grid(self, slots: Sequence[int]) -> pl.DataFrame:
         """The domain's HATs ``(cell UInt64, slot Int16)`` in ``slots``, sorted: cells x slots without a schedule."""
@@ -301,15 +305,20 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     for polygon in polygons:  # before any cell is made, from the rings' lines or the fill
         _check_polygon_cells(polygon, resolution, what)
     found: list[np.ndarray] = []
+    km = pl.DataFrame(schema={"cell": pl.UInt64, "route_km": pl.Float64})
     if lines:
-        found.append(np.unique(line_runs(lines, resolution).cell))
+        runs = line_runs(lines, resolution)
+        found.append(np.unique(runs.cell))
+        km = pl.DataFrame({"cell": runs.cell, "route_km": (runs.end - runs.start) / 1000.0})
+        km = km.group_by("cell", maintain_order=True).agg(pl.col("route_km").sum()).cast({"cell": pl.UInt64})
     if points:
         pts = np.vstack(points)
         found.append(_point_cells(pts[:, 1], pts[:, 0], resolution))
     found.extend(np.array(h3_int.geo_to_cells(polygon, resolution), dtype=np.uint64) for polygon in polygons)
     if not found:
         raise InputDataError(f"{what}: no geometry (Point, LineString, Polygon or their Multi- forms)")
-    return _file_domain("geojson", path, raw, resolution, np.unique(np.concatenate(found)), what)
+    domain = _file_domain("geojson", path, raw, resolution, np.unique(np.concatenate(found)), what)
+    return replace(domain, route_km=km)
 
 
 def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) -> None:

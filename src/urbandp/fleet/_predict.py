@@ -18,7 +18,6 @@ import datetime as dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import h3
 import numpy as np
@@ -26,9 +25,8 @@ import polars as pl
 import polars_h3 as plh3
 
 from urbandp._contributions.base import CONTRIBUTION_SCHEMA
-from urbandp._records.geojson import read_geojson
 from urbandp.fleet._domain import domain_grid
-from urbandp.fleet._domain_files import PublicDomain, line_runs
+from urbandp.fleet._domain_files import PublicDomain
 from urbandp.fleet._options import HatReleaseConfig
 
 TYPICAL_SPEED = 25.0
@@ -285,17 +283,6 @@ def cell_by_slot(keys: pl.DataFrame, noisy: np.ndarray, sd: float) -> np.ndarray
     return np.asarray(np.where(busy, np.maximum(shrunk, 0.0), 0.0), dtype=float)
 
 
-def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
-    """Kilometres of route in each H3 cell of a GeoJSON file's lines: the stretch of each line in each cell, the
-    lines walked as for the domain's cells (:func:`urbandp.fleet._domain_files.line_runs`)."""
-    lines = read_geojson(Path(path))[1]
-    if not lines:  # points only: no route anywhere
-        return pl.DataFrame(schema={"cell": pl.UInt64, "route_km": pl.Float64})
-    runs = line_runs(lines, resolution)
-    km = pl.DataFrame({"cell": runs.cell, "route_km": (runs.end - runs.start) / 1000.0})
-    return km.group_by("cell", maintain_order=True).agg(pl.col("route_km").sum()).cast({"cell": pl.UInt64})
-
-
 def route_profile(
     grid: pl.DataFrame, lengths: pl.DataFrame, cfg: HatReleaseConfig, fleet_size: float
 ) -> FleetProfile:
@@ -352,9 +339,8 @@ def predict_release(
         profile = pilot_profile(pilot[0], pilot[1], m_histogram, days, cfg)
     elif domain.scheduled_trips is not None:
         profile = schedule_profile(domain, cfg)
-    elif cfg.domain_geojson is not None and fleet_size is not None:
-        lengths = route_lengths(cfg.domain_geojson, cfg.resolution)
-        profile = route_profile(domain_grid(domain, cfg.slot_spec.slots), lengths, cfg, fleet_size)
+    elif domain.route_km is not None and fleet_size is not None:
+        profile = route_profile(domain_grid(domain, cfg.slot_spec.slots), domain.route_km, cfg, fleet_size)
     else:
         return {
             "prediction": None,
