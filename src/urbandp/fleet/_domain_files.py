@@ -482,12 +482,7 @@ def _pattern_paths(
 ) -> _PatternPaths:
     """Place the stops of each pattern (its first trip's) on its path: a shapeless pattern gets the stop-to-stop
     line as a new path; on a shape, by shape_dist_traveled where both give it, else by projection."""
-    first = (
-        st.sort("row")
-        .group_by("pattern")
-        .agg(pl.col("row").first(), pl.col("n").first(), pl.col("shape").first())
-        .sort("pattern")
-    )
+    first = st.unique("pattern", keep="first", maintain_order=True).sort("pattern")  # st is in row order
     all_lat, all_lon, all_sdt = (st[c].fill_null(np.nan).to_numpy() for c in ("lat", "lon", "sdt"))
     shape_lat, shape_lon, shape_path, shape_cum, shape_sdt = vertices
     bounds = np.searchsorted(shape_path, np.arange(n_shapes + 1))
