@@ -44,8 +44,6 @@ M_HISTOGRAM_SHARE = 0.2
 M_EDGES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 """Bins of the DP histogram of HATs per vehicle-day (the last bin is open)."""
 
-Sampler = Callable[[np.random.Generator], tuple[pl.DataFrame, np.ndarray]]
-
 
 @dataclass(frozen=True)
 class FleetProfile:
@@ -57,7 +55,7 @@ class FleetProfile:
     """
 
     source: str
-    sample: Sampler
+    sample: Callable[[np.random.Generator], tuple[pl.DataFrame, np.ndarray]]
     assumptions: str
 
 
