@@ -1,9 +1,6 @@
-"""Public domains of a fleet release from published route data: a cell list, a GeoJSON of routes, a GTFS feed.
-
-A public domain fixes the HATs before any record is read: with one, every domain HAT is released with
-noise and no HAT is selected from the data (docs/fleet.md, "DP selection" over a public extent). Everything here
-reads public files only; nothing is charged. The readers: :func:`domain_from_cells`, :func:`domain_from_geojson`
-and :func:`domain_from_gtfs` (which adds the HATs with scheduled service and the planner's priors, :class:`PublicDomain`).
+"""Public domains from published route data (what one does to a release: :mod:`urbandp.fleet._domain`), read from
+public files only, nothing charged: :func:`domain_from_cells`, :func:`domain_from_geojson` and
+:func:`domain_from_gtfs` (which adds the HATs with scheduled service and the planner's priors, :class:`PublicDomain`).
 
 Lines are walked, not guessed: each segment is sampled at a spacing of :data:`EDGE_FRACTION` of H3's mean edge
 length at the resolution (a line can then only miss a cell whose piece on it is shorter than that spacing), and
