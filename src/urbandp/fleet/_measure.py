@@ -323,13 +323,11 @@ def _noisy_counts(
 ) -> np.ndarray:
     """N~ of each released HAT: a fresh noisy count when the plan has one (public-threshold selection), else the
     selection's own noisy count under add/remove (the same draw that passed the threshold), else NaN."""
-    n = released["n"].to_numpy().astype(float)
-    noisy_n = np.full(released.height, np.nan)
-    if "noisy_n" in released.columns and cfg.neighbouring == "add-remove":
-        noisy_n = released["noisy_n"].to_numpy().astype(float)
     if scales.count is not None and released.height:
-        noisy_n = plan.noise(scales.count).draw(n, noise)
-    return noisy_n
+        return plan.noise(scales.count).draw(released["n"].to_numpy().astype(float), noise)
+    if "noisy_n" in released.columns and cfg.neighbouring == "add-remove":
+        return released["noisy_n"].to_numpy().astype(float)
+    return np.full(released.height, np.nan)
 
 
 def _presence_public_speed(

@@ -194,8 +194,6 @@ class SelectionCalibration:
 
     method: str  # "dp" (unknown domain) or "dp-public-domain"
     gaussian: bool
-    k: int
-    days: int
     scale: float
     threshold: float
     cost_hat: float  # epsilon (laplace) or rho (gaussian) per HAT per day
@@ -261,7 +259,7 @@ def calibrate_selection(
         w_eps, w_delta = _window_map(scale, max(t, days), k, days, gaussian)
         method, threshold, window = "dp", float(t), (float(w_eps), float(w_delta) if t >= days else 1.0)
     costs = (float(cost_hat), float(cost_day), float(delta_day))
-    return SelectionCalibration(method, gaussian, k, days, scale, threshold, *costs, window, release_all)
+    return SelectionCalibration(method, gaussian, scale, threshold, *costs, window, release_all)
 
 
 def measure_selection(

@@ -39,7 +39,6 @@ class ReleasePlan:
     mechanism: str  # "gaussian" | "laplace"
     k: int | None  # None: 'observed' (read from data, not DP)
     days: int
-    speed_max: float
     budget: float | None  # per vehicle-day: epsilon (laplace) or rho (gaussian); None with --noise-scale
     selection_budget: float  # epsilon or rho of the selection's noisy count
     count_budget: float  # epsilon or rho of a fresh noisy count (only when selection gives none)
@@ -147,7 +146,7 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         selection_budget = rho_for_epsilon(cfg.selection_epsilon, conv) if conv else cfg.selection_epsilon
         fresh = selection_budget if cfg.selection == "public-threshold" and denominator else 0.0
         return ReleasePlan(
-            mech, k, days, cfg.speed_max, None, selection_budget, fresh, conv, threshold_delta,
+            mech, k, days, None, selection_budget, fresh, conv, threshold_delta,
             speeding_budget=math.nan if speeding_on else 0.0, weight_norm=_weight_norm(cfg),
             split_rule="--noise-scale B for the queries; selection_epsilon for the selection",
         )  # fmt: skip
@@ -192,7 +191,6 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         mech,
         k,
         days,
-        cfg.speed_max,
         level,
         selection_budget,
         count_budget,
