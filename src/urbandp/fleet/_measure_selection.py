@@ -38,7 +38,7 @@ import polars_h3 as plh3
 
 import urbandp._privacy.dp_prelude as dp
 from urbandp._privacy.bisection import smallest_passing
-from urbandp._privacy.mechanisms import Gaussian, Laplace, smallest_scale
+from urbandp._privacy.mechanisms import Laplace, gaussian_rho, smallest_scale
 from urbandp._privacy.noise import NoiseSource
 
 dp.enable_features("contrib")
@@ -226,16 +226,17 @@ def calibrate_selection(
     # sigma = sqrt(K / (2 rho)); starting from ceil(sqrt K) instead wasted up to a third of the budget at small K
     guess = math.sqrt(k / (2.0 * budget)) if gaussian else k / budget
     if domain_size is not None:
-
-        def counts(s: float) -> Laplace | Gaussian:  # Gaussian noise, or OpenDP's integer Laplace
-            return Gaussian(s) if gaussian else Laplace(s, discrete=True)
-
-        norm = (
-            math.sqrt(k) if gaussian else k
-        )  # a vehicle-day moves K counts by one: L2 norm sqrt K, L1 norm K
-        scale = smallest_scale(lambda s: counts(s).loss(norm).amount, budget, guess)
-        cost_hat, cost_day = counts(scale).loss(1).amount, counts(scale).loss(norm).amount
-        window = (counts(scale).loss(days * norm).amount, 0.0)
+        if gaussian:  # a vehicle-day moves K counts by one: L2 norm sqrt K
+            scale = smallest_scale(lambda s: gaussian_rho(math.sqrt(k), s), budget, guess)
+            cost_hat = gaussian_rho(1.0, scale)
+            cost_day = gaussian_rho(math.sqrt(k), scale)
+            window = (gaussian_rho(days * math.sqrt(k), scale), 0.0)
+        else:  # L1 norm K, OpenDP's integer Laplace
+            scale = smallest_scale(lambda s: Laplace(s, discrete=True).loss(k).epsilon, budget, guess)
+            counts = Laplace(scale, discrete=True)
+            cost_hat = counts.loss(1).epsilon
+            cost_day = counts.loss(k).epsilon
+            window = (counts.loss(days * k).epsilon, 0.0)
         threshold = false_positive_threshold(
             scale, domain_size, min_per_day * days, gaussian, false_positives
         )
