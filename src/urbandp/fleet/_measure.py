@@ -428,14 +428,10 @@ def measure_queries(
     k_eff: int,
     selection: SelectionResult,
 ) -> Measured:
-    """Draw the noise of Query 1 and Query 2 once, then post-process (clamp to [0, U], intervals).
-
-    Add/remove: the mean is ``U/2 + S~ / N~`` with ``S~`` the noisy sum of speeds centred at U/2 and ``N~`` the
-    selection's noisy count (the same draw that passed the threshold; a fresh count only under public-threshold).
-    The published ``noisy_sum`` is the sum of speeds it implies, ``U/2 N~ + S~``, and it and ``noisy_vehicle_days``
-    are clamped at 0 (post-processing). A mean clamped to 0 or U is flagged (``clamped``): it is not a confident
-    value. Intervals are Fieller's for the ratio (the count's noise included), clamped to [0, U].
-    """
+    """Draw the noise of Query 1 (:func:`_add_remove_speed`, :func:`_presence_public_speed` or a user-level
+    estimator) and Query 2 once, then post-process: the published ``noisy_sum`` (``U/2 N~ + S~``) and
+    ``noisy_vehicle_days`` are clamped at 0, and a mean clamped to 0 or U is flagged (``clamped``): it is not a
+    confident value."""
     noisy_n = _noisy_counts(cfg, plan, released, scales, noise)
     if cfg.speed_estimator != "report":
         # no HAT released: nothing to estimate (the estimators refuse an epsilon of 0 per HAT); the user-level
