@@ -22,7 +22,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -56,41 +56,17 @@ def check_switch(value: object, parameter: str) -> bool:
     raise _bad(f"{parameter} must be True or False, got {value!r}", parameter)
 
 
-@overload
-def check_number(
-    value: object,
-    parameter: str,
-    *,
-    integer: bool = ...,
-    optional: Literal[False] = False,
-    minimum: float | None = ...,
-    above: float | None = ...,
-) -> float: ...
-@overload
-def check_number(
-    value: object,
-    parameter: str,
-    *,
-    integer: bool = ...,
-    optional: bool,
-    minimum: float | None = ...,
-    above: float | None = ...,
-) -> float | None: ...
 def check_number(
     value: object,
     parameter: str,
     *,
     integer: bool = False,
-    optional: bool = False,
     minimum: float | None = None,
     above: float | None = None,
-) -> float | None:
+) -> float:
     """A finite real number (an integer when ``integer``: ``2.0`` is taken, ``2.5`` is not), returned as a float
-    (an ``int`` when ``integer``), ``>= minimum`` and ``> above`` when given; None only when ``optional``. A
-    bool, a string, NaN, infinity and an integer too large for a float are refused: each would be read as some
-    other number."""
-    if value is None and optional:
-        return None
+    (an ``int`` when ``integer``), ``>= minimum`` and ``> above`` when given. A bool, a string, None, NaN,
+    infinity and an integer too large for a float are refused: each would be read as some other number."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "an integer" if integer else "a number"
         raise _bad(f"{parameter} must be {kind}, got {value!r}", parameter)
@@ -106,7 +82,7 @@ def check_number(
     if integer:
         if not number.is_integer():
             raise _bad(f"{parameter} must be an integer, got {value!r}", parameter)
-        return int(number)
+        return int(value) if isinstance(value, numbers.Integral) else int(number)
     return number
 
 

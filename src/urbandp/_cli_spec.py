@@ -21,16 +21,13 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel
 
 from urbandp._cli_support import cli_guard
 from urbandp._release_options import DeclaredOption, declared_options
-
-if TYPE_CHECKING:
-    pass
 
 A = TypeVar("A")
 R = TypeVar("R")

@@ -77,14 +77,11 @@ def canonical(value: object) -> object:
 
 
 def spec_fields(spec: object, *, leave_out: Collection[str] = ()) -> dict[str, object]:
-    """The fields of ``spec`` (a release's options model, or a frozen dataclass) by name, less ``leave_out``."""
-    model_fields = getattr(type(spec), "model_fields", None)
-    if model_fields is not None:
-        names = list(model_fields)
-    else:
-        assert dataclasses.is_dataclass(spec) and not isinstance(spec, type)
-        names = [f.name for f in dataclasses.fields(spec)]
-    return {name: getattr(spec, name) for name in names if name not in leave_out}
+    """The fields of ``spec`` (a release's options model) by name, less ``leave_out``."""
+    from pydantic import BaseModel
+
+    assert isinstance(spec, BaseModel)
+    return {name: getattr(spec, name) for name in type(spec).model_fields if name not in leave_out}
 
 
 def spec_sha256(release: str, fields: Mapping[str, object]) -> str:

@@ -28,8 +28,6 @@ import dataclasses
 import datetime as dt
 import functools
 import inspect
-import math
-import numbers
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -38,7 +36,14 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
-from urbandp._arguments import did_you_mean, runtime_types, shown
+from urbandp._arguments import (
+    check_number,
+    check_switch,
+    did_you_mean,
+    runtime_types,
+    shown,
+    unknown_keywords,
+)
 from urbandp.errors import InvalidParameterError, flag_of
 
 
@@ -109,28 +114,15 @@ def option(
     return field
 
 
-class _Shown:
-    """A default as a help text says it (:func:`option`'s ``{default}``)."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __getitem__(self, index: int) -> Any:
-        return self.value[index]
-
-    def __format__(self, spec: str) -> str:
-        if spec:
-            return format(self.value, spec)
-        if isinstance(self.value, float):
-            return f"{self.value:g}"
-        if isinstance(self.value, tuple):
-            return ",".join(map(str, self.value))
-        return str(self.value)
-
-
 def _help(description: str | None, default: Any) -> str:
+    """The field's help with its default said where it writes ``{default}`` (:func:`option`)."""
     text = description or ""
-    return text.format(default=_Shown(default)) if "{default" in text else text
+    if "{default" not in text:
+        return text
+    shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+    return text.replace("{default}", f"{shown:g}" if isinstance(shown, float) else str(shown)).format(
+        default=default
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -203,34 +195,20 @@ class DeclaredOption(CommandLine):
             if type(None) in self.kinds or self.rule() is None:
                 return value
             raise self.refusal(value)
-        if self.switch and not self.number:
-            if type(value).__name__ == "bool_" and hasattr(value, "item"):  # numpy's bool
-                value = value.item()
-            if not isinstance(value, bool):
-                raise self.refusal(value)
-            return value
-        if self.number and not (isinstance(value, str) and str in self.kinds):  # m_ub: a word or an integer
-            return self._number(value)
+        try:
+            if self.switch and not self.number:
+                return check_switch(value, self.name)
+            if self.number and not (
+                isinstance(value, str) and str in self.kinds
+            ):  # m_ub: a word or an integer
+                return check_number(value, self.name, integer=self.integer)
+        except InvalidParameterError:
+            raise self.refusal(value) from None
         if self.choices is not None and value not in self.choices:
             raise self.refusal(value)
         if isinstance(value, (dt.date, dt.time)) and str in self.kinds and dt.date not in self.kinds:
             return value.isoformat()
         return value
-
-    def _number(self, value: object) -> int | float:
-        if not isinstance(value, numbers.Real) or isinstance(value, bool):  # True is a switch, not 1
-            raise self.refusal(value)
-        try:
-            number: float = float(value)
-        except OverflowError:  # an int beyond float's range: no amount, count or bound is that large
-            raise self.refusal(value) from None
-        if isinstance(value, numbers.Integral):
-            return int(value) if self.integer else number
-        if self.integer and number.is_integer():
-            return int(number)
-        if self.integer or not math.isfinite(number):
-            raise self.refusal(value)
-        return number
 
 
 class ReleaseOptions(BaseModel):
@@ -305,7 +283,6 @@ def takes_options(model: type[ReleaseOptions], only: Sequence[str] | None = None
     :func:`urbandp._config_tables.takes_config` read (a required option of a function that takes ``config``
     defaults to :data:`urbandp._config_tables.REQUIRED`: given by keyword or from a config file). A keyword that
     is neither the function's own nor an option is refused in one line naming it."""
-    from urbandp._arguments import unknown_keywords
     from urbandp._config_tables import REQUIRED
 
     declared = tuple(o for o in declared_options(model) if only is None or o.name in only)
@@ -351,7 +328,6 @@ def with_keywords(fn: Callable[..., Any], options: Sequence[tuple[str, Any, Any]
 def _check_run_keywords(kwargs: dict[str, Any]) -> None:
     """The keywords every release function shares beside its options, checked before anything is read:
     ``overwrite`` a switch (``"no"`` is not False), ``session`` a :class:`urbandp.Session`."""
-    from urbandp._arguments import check_switch
     from urbandp._session import check_session
 
     if "overwrite" in kwargs:

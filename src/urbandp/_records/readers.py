@@ -257,9 +257,7 @@ def _json_reading_schema(
         raise InputError(f"cannot read {path}: no JSON object in its first records")
     names = names or list(dict.fromkeys(k for rec in sample for k in rec))
     m = ColumnMapping.resolve(names, columns)
-    schema: dict[str, DType] = {}
-    for name in (m.vehicle, m.timestamp):
-        schema[name] = pl.String
+    schema: dict[str, DType] = dict.fromkeys((m.vehicle, m.timestamp), pl.String)
     for optional in (m.coordinates, m.latitude, m.longitude, m.speed):
         if optional is not None and optional not in schema:
             values = [rec.get(optional) for rec in sample]
@@ -676,17 +674,15 @@ def _coordinate_pair(expr: pl.Expr, dtype: DType) -> tuple[pl.Expr, pl.Expr]:
             return pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)
         return _coordinate_pair(expr.struct.field("coordinates"), fields["coordinates"])
     if isinstance(dtype, (pl.List, pl.Array)):
-        lst = (
+        pair = (
             expr.cast(pl.List(pl.Float64), strict=False) if isinstance(dtype, pl.List) else expr.arr.to_list()
         )
-        return lst.list.get(0, null_on_oob=True).cast(pl.Float64), lst.list.get(1, null_on_oob=True).cast(
-            pl.Float64
-        )
+        lon, lat = (pair.list.get(i, null_on_oob=True).cast(pl.Float64) for i in (0, 1))
+        return lon, lat
     if dtype == pl.String:
         parts = expr.str.strip_chars(" []").str.split(",")
-        lon = parts.list.get(0, null_on_oob=True).str.strip_chars().cast(pl.Float64, strict=False)
-        lat = parts.list.get(1, null_on_oob=True).str.strip_chars().cast(pl.Float64, strict=False)
-        return lon, lat
+        lon, lat = (parts.list.get(i, null_on_oob=True).str.strip_chars() for i in (0, 1))
+        return lon.cast(pl.Float64, strict=False), lat.cast(pl.Float64, strict=False)
     return pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)
 
 

@@ -37,10 +37,6 @@ class ColumnMapping:
     longitude: str | None = None
     coordinates: str | None = None
 
-    def __post_init__(self) -> None:
-        if self.coordinates is None and (self.latitude is None or self.longitude is None):
-            raise InputError("column mapping needs latitude and longitude columns, or a coordinates column")
-
     @classmethod
     def resolve(cls, columns: list[str], overrides: dict[str, str] | None = None) -> ColumnMapping:
         """Pick source columns for each canonical column, honouring explicit ``overrides``.

@@ -90,7 +90,7 @@ def declare(
         "delta_total": delta_total,
     }
     # each cap None, or a finite real number >= 0 (a bool or a string is refused); their ranges: DatasetCaps
-    checked = {key: check_number(value, key, optional=True, minimum=0) for key, value in caps.items()}
+    checked = {k: None if v is None else check_number(v, k, minimum=0) for k, v in caps.items()}
     declared = DatasetCaps(name, _text(unit, "unit"), **checked)
     if operator is not None and not isinstance(operator, str):  # the store checks the text (a one-line name)
         raise InvalidParameterError(f"operator must be a string, got {operator!r}", parameters="operator")
