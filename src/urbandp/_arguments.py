@@ -166,9 +166,7 @@ def check_table(value: object, parameter: str = "data") -> None:
     """An input: a path, a list of paths, or a table (Polars eager or lazy, pandas, GeoPandas, PyArrow). A column
     alone (a Series) or any other object is refused naming ``parameter`` (:class:`InputDataError`); the
     table's own content is checked where it is read."""
-    if isinstance(value, (str, os.PathLike)):
-        return
-    if isinstance(value, Sequence) and value and all(isinstance(p, (str, os.PathLike)) for p in value):
+    if is_paths(value):
         return
     kind = type(value).__name__
     module = type(value).__module__.split(".")[0]
@@ -183,6 +181,15 @@ def check_table(value: object, parameter: str = "data") -> None:
             f"{parameter} must be paths or a table (Polars, pandas, GeoPandas or PyArrow), got {kind}{hint}",
             parameters=parameter,
         )
+
+
+def is_paths(value: object) -> bool:
+    """Whether ``value`` is a path (``str`` or ``os.PathLike``) or a non-empty sequence of them."""
+    if isinstance(value, (str, os.PathLike)):
+        return True
+    return (
+        isinstance(value, Sequence) and bool(value) and all(isinstance(p, (str, os.PathLike)) for p in value)
+    )
 
 
 def check_keywords(function: Callable[P, R]) -> Callable[P, R]:

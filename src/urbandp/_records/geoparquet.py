@@ -85,7 +85,8 @@ def check_wgs84(crs: object, path: Path, column: str) -> None:
 
 
 def points(wkb: pl.Series, path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """(latitude, longitude) of WKB points; null geometries give NaN (quarantined as missing coordinates)."""
+    """(latitude, longitude) of WKB points; null geometries and empty points give NaN (quarantined as missing
+    coordinates)."""
     import shapely
 
     values = wkb.to_numpy()
@@ -97,13 +98,11 @@ def points(wkb: pl.Series, path: Path, column: str) -> tuple[np.ndarray, np.ndar
     kinds = shapely.get_type_id(geoms[present])
     if kinds.size and not np.all(kinds == shapely.GeometryType.POINT):
         raise InputError(f"cannot read {path}: column '{column}' holds geometries that are not points")
+    placed = present & ~shapely.is_empty(geoms)  # an empty point has no x or y (GEOS refuses to read them)
     lon = np.full(values.shape, np.nan)
     lat = np.full(values.shape, np.nan)
-    lon[present] = shapely.get_x(geoms[present])
-    lat[present] = shapely.get_y(geoms[present])
-    empty = present & shapely.is_empty(geoms)
-    lon[empty] = np.nan
-    lat[empty] = np.nan
+    lon[placed] = shapely.get_x(geoms[placed])
+    lat[placed] = shapely.get_y(geoms[placed])
     return lat, lon
 
 

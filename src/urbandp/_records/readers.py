@@ -64,11 +64,8 @@ def input_kind(path: Path) -> str | None:
 
 def skipped_inputs(paths: list[Path]) -> list[Path]:
     """The files inside directories named in ``paths`` that are not read (not a supported format), sorted."""
-    skipped: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            skipped.extend(sorted(f for f in p.iterdir() if f.is_file() and _folder_kind(f) is None))
-    return skipped
+    folders = [p for p in map(Path, paths) if p.is_dir()]
+    return [f for p in folders for f in sorted(p.iterdir()) if f.is_file() and _folder_kind(f) is None]
 
 
 def _folder_kind(f: Path) -> str | None:
@@ -174,13 +171,10 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
             continue  # a GTFS-realtime input's timestamps are typed (UTC) instants
         path = readable_path(given)
         try:
-            if kind == "csv":
-                lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
-            elif kind == "parquet":
-                lf = _scan_parquet(path, points=False)
-            else:  # JSON Lines: a Polars scan would infer its schema from the whole file
+            if kind == "jsonl":  # a Polars scan would infer its schema from the whole file
                 out[given.name] = _json_lines_head(path, column, n)
                 continue
+            lf = _scan_csv(path) if kind == "csv" else _scan_parquet(path, points=False)
             out[given.name] = lf.select(pl.col(column)).head(n).collect().to_series()
         except Exception:  # a sample is only for the report; validation reports every row
             continue
@@ -623,7 +617,7 @@ def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFram
     path = given if kind == gtfs_realtime.KIND else readable_path(given)
     try:
         if kind == "csv":
-            return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
+            return _scan_csv(path)
         if kind == gtfs_realtime.KIND:
             return gtfs_realtime.read_gtfs_realtime(path).lazy()
         if kind == "parquet":
@@ -635,6 +629,11 @@ def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFram
         raise InputError(str(err).replace(str(path), str(given))) from None
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
         raise InputError(f"cannot read {given}: {read_error_line(err)}") from None
+
+
+def _scan_csv(path: Path) -> pl.LazyFrame:
+    """Every column as text (validation parses each row), a short row padded, a bad row's fields null."""
+    return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
 
 
 def _scan_parquet(path: Path, points: bool = True) -> pl.LazyFrame:
