@@ -36,14 +36,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
-from urbandp._arguments import (
-    check_number,
-    check_switch,
-    did_you_mean,
-    runtime_types,
-    shown,
-    unknown_keywords,
-)
+from urbandp._arguments import check_keywords, check_number, check_switch, did_you_mean, runtime_types, shown
 from urbandp.errors import InvalidParameterError, flag_of
 
 
@@ -286,7 +279,6 @@ def takes_options(model: type[ReleaseOptions], only: Sequence[str] | None = None
     from urbandp._config_tables import REQUIRED
 
     declared = tuple(o for o in declared_options(model) if only is None or o.name in only)
-    names = {o.name for o in declared}
 
     def decorate(fn: F) -> F:
         own = inspect.signature(fn).parameters
@@ -294,18 +286,14 @@ def takes_options(model: type[ReleaseOptions], only: Sequence[str] | None = None
             raise TypeError(f"{fn.__name__} must take **options")
         missing = REQUIRED if "config" in own else inspect.Parameter.empty  # without a file: a plain keyword
         options = [(o.name, missing if o.required else o.default, o.type) for o in declared]
-        known = names | set(own)
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
-            unknown = sorted(set(kwargs) - known)
-            if unknown:
-                raise unknown_keywords(fn.__name__, unknown, sorted(known))
             _check_run_keywords(kwargs)
             return fn(*args, **kwargs)
 
         call.__signature__ = with_keywords(fn, options)  # type: ignore[attr-defined]
-        return typing.cast(F, call)
+        return typing.cast(F, check_keywords(call))  # refuses a keyword the spelled-out signature lacks
 
     return decorate
 
