@@ -121,14 +121,16 @@ def check_timestamp_format(fmt: str) -> str:
     return fmt
 
 
-def _epoch(text: pl.Expr, unit: str) -> pl.Expr:
-    """Epoch seconds (``s``), milliseconds (``ms``) or either by magnitude (``auto``) as a naive UTC datetime."""
+def _epoch(text: pl.Expr, unit: str, timezone: str | None) -> pl.Expr:
+    """Epoch seconds (``s``), milliseconds (``ms``) or either by magnitude (``auto``) as a naive datetime: UTC, or
+    the wall-clock time in ``timezone`` when given."""
     num = text.cast(pl.Float64, strict=False)
     num = pl.when(num.is_finite() & (num.abs() < 1e16)).then(num)  # beyond 1e16 ms nothing is a date
     micros = {"s": num * 1e6, "ms": num * 1e3}.get(
         unit, pl.when(num.abs() >= EPOCH_MS_FROM).then(num * 1e3).otherwise(num * 1e6)
     )
-    return pl.from_epoch(micros.cast(pl.Int64, strict=False), "us")
+    utc = pl.from_epoch(micros.cast(pl.Int64, strict=False), "us")
+    return utc if timezone is None else _to_zone(utc, pl.lit(0), timezone)
 
 
 _ISO_SECONDS = "%Y-%m-%dT%H:%M:%S"
@@ -193,20 +195,13 @@ def parse_timestamp(raw: pl.Expr, dtype: pl.DataType, timezone: str | None, fmt:
     are epoch numbers. A typed datetime column is used as it is (a zone-aware one converted like text).
     """
     if isinstance(dtype, pl.Datetime):
-        if dtype.time_zone is not None and timezone:
-            return raw.dt.convert_time_zone(timezone).dt.replace_time_zone(None).cast(pl.Datetime("us"))
-        return (
-            raw.dt.replace_time_zone(None).cast(pl.Datetime("us"))
-            if dtype.time_zone
-            else raw.cast(pl.Datetime("us"))
-        )
+        zoned = raw.dt.convert_time_zone(timezone) if dtype.time_zone and timezone else raw
+        return (zoned.dt.replace_time_zone(None) if dtype.time_zone else raw).cast(pl.Datetime("us"))
     if isinstance(dtype, pl.Date):
         return raw.cast(pl.Datetime("us"))
     text = raw.cast(pl.String).str.strip_chars()
-    epoch_unit = {"epoch-s": "s", "epoch-ms": "ms"}.get(fmt, "auto")
     if fmt in ("epoch-s", "epoch-ms") or dtype.is_numeric():
-        utc = _epoch(text, epoch_unit)
-        return utc if timezone is None else _to_zone(utc, pl.lit(0), timezone)
+        return _epoch(text, {"epoch-s": "s", "epoch-ms": "ms"}.get(fmt, "auto"), timezone)
     if fmt not in ("auto", "iso"):  # a strftime pattern
         parsed = text.str.strptime(pl.Datetime("us"), fmt, strict=False)
         if "%z" in fmt or "%Z" in fmt:
@@ -215,12 +210,7 @@ def parse_timestamp(raw: pl.Expr, dtype: pl.DataType, timezone: str | None, fmt:
     wall = _iso_wall(text)
     if timezone is not None:
         wall = _to_zone(wall, _written_offset_minutes(text), timezone)
-    if fmt == "iso":
-        return wall
-    epoch = _epoch(text, "auto")
-    if timezone is not None:
-        epoch = _to_zone(epoch, pl.lit(0), timezone)
-    return pl.coalesce(wall, epoch)
+    return wall if fmt == "iso" else pl.coalesce(wall, _epoch(text, "auto", timezone))
 
 
 def classify_timestamps(sample: pl.Series) -> str:
