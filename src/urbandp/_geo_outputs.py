@@ -134,16 +134,6 @@ def write_geo_pair(frame: pl.DataFrame, polygons: np.ndarray, folder: Path, stem
     )
 
 
-def write_h3_geojson(frame: pl.DataFrame, path: Path) -> Path:
-    """:func:`write_geojson` of a table whose rows are H3 cells (its ``h3_cell`` column: the cell id as hex text)."""
-    return write_geojson(frame, h3_polygons(frame["h3_cell"]), path)
-
-
-def write_h3_table(frame: pl.DataFrame, folder: Path, stem: str) -> tuple[Path, Path]:
-    """:func:`write_geo_pair` of a table whose rows are H3 cells (its ``h3_cell`` column: the cell id as hex text)."""
-    return write_geo_pair(frame, h3_polygons(frame["h3_cell"]), folder, stem)
-
-
 def _check_rows(frame: pl.DataFrame, polygons: np.ndarray) -> None:
     if len(polygons) != frame.height:
         raise ValueError(f"{len(polygons)} polygons for {frame.height} rows")
