@@ -264,15 +264,18 @@ def _json_reading_schema(
     return schema
 
 
+def _object(line: bytes) -> dict[str, object] | None:
+    """``line`` parsed as a JSON object; None for a line that does not parse or holds another JSON value."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def _objects(lines: Iterable[bytes]) -> Iterator[dict[str, object]]:
     """The JSON objects among ``lines``, in order (lines that do not parse, and other JSON values, skipped)."""
-    for line in lines:
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            yield obj
+    return (obj for line in lines if (obj := _object(line)) is not None)
 
 
 def _sample_records(lines: list[bytes]) -> list[dict[str, object]]:
@@ -331,11 +334,7 @@ def _parse_line_by_line(lines: list[bytes], first_line: int, schema: dict[str, D
     for number, line in enumerate(lines, start=first_line):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
+        if _object(line) is not None:
             good.append(line)
             good_at.append(number)
         else:
@@ -534,10 +533,10 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     (:func:`_parse_block`); a value of the wrong type (``"location": "unknown"``) is null in that record only; a
     UTF-8 BOM is skipped. docs/records.md describes the paths.
     """
-    if path.stat().st_size == 0:
-        raise InputError(f"cannot read {path}: the file is empty")
     sample = _sample_records(_head_lines(path))
-    if not sample:  # no whole object in the first megabyte (or only blank lines): sample the first block
+    if (
+        not sample
+    ):  # no whole object in the first megabyte (or only blank lines, or none): sample the first block
         first = next(_line_blocks(path), None)
         if first is None:
             raise InputError(f"cannot read {path}: the file is empty")
