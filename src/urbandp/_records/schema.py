@@ -21,9 +21,8 @@ _CANDIDATES: dict[str, tuple[str, ...]] = {
     "latitude": ("latitude", "lat"),
     "longitude": ("longitude", "lon", "lng", "long"),
     "speed": ("speed",),
+    "coordinates": ("location.coordinates", "location"),  # one [longitude, latitude] pair (the ITMS shape)
 }
-# Where the coordinates may arrive as one [longitude, latitude] pair (the ITMS shape).
-COORDINATE_PAIR_COLUMNS = ("location.coordinates", "location")
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ class ColumnMapping:
         Raises :class:`InputError` naming the missing column when a required one cannot be found.
         """
         overrides = {k: v for k, v in (overrides or {}).items() if v}
-        unknown = set(overrides) - set(CANONICAL) - {"coordinates"}
+        unknown = set(overrides) - set(_CANDIDATES)
         if unknown:
             raise InputError(f"unknown column mapping key(s): {', '.join(sorted(unknown))}")
         present = set(columns)
@@ -56,14 +55,12 @@ class ColumnMapping:
                 return overrides[name]
             return next((c for c in _CANDIDATES[name] if c in present), None)
 
-        found = {name: pick(name) for name in CANONICAL}
-        coordinates = overrides.get("coordinates")
-        if coordinates is not None and coordinates not in present:
-            raise InputError(f"mapped column '{coordinates}' (for coordinates) not found in input")
-        if coordinates is None and (found["latitude"] is None or found["longitude"] is None):
-            coordinates = next((c for c in COORDINATE_PAIR_COLUMNS if c in present), None)
+        found = {name: pick(name) for name in _CANDIDATES}
+        placed = found["latitude"] is not None and found["longitude"] is not None
+        if "coordinates" not in overrides and placed:
+            found["coordinates"] = None  # latitude and longitude columns win over a pair found by its name
         missing = [n for n in ("vehicle", "timestamp", "speed") if found[n] is None]
-        if coordinates is None and (found["latitude"] is None or found["longitude"] is None):
+        if found["coordinates"] is None and not placed:
             missing.append("latitude/longitude (or location.coordinates)")
         if missing:
             raise InputError(
@@ -71,14 +68,9 @@ class ColumnMapping:
                 "map them with column NAME=SOURCE or a [columns] table in the config",
                 parameters="column",
             )
-        mapping = cls(
-            vehicle=found["vehicle"],  # type: ignore[arg-type]
-            timestamp=found["timestamp"],  # type: ignore[arg-type]
-            speed=found["speed"],  # type: ignore[arg-type]
-            latitude=None if coordinates else found["latitude"],
-            longitude=None if coordinates else found["longitude"],
-            coordinates=coordinates,
-        )
+        if found["coordinates"] is not None:
+            found["latitude"] = found["longitude"] = None
+        mapping = cls(**found)  # type: ignore[arg-type]  # vehicle, timestamp and speed: found above
         mapping.check_given(overrides)
         return mapping
 
