@@ -123,9 +123,7 @@ def typed_command(arguments: type[A]) -> Callable[[Callable[[A], R]], Callable[.
             return fn(arguments(**values))
 
         functools.update_wrapper(run, fn, ("__module__", "__name__", "__qualname__", "__doc__"), ())
-        typer_reads: Any = (
-            run  # Typer reads the fields' parameters (inspect.signature stops at __signature__)
-        )
+        typer_reads: Any = run  # Typer reads these parameters (inspect.signature stops at __signature__)
         typer_reads.__signature__ = inspect.Signature(params)
         typer_reads.__annotations__ = {p.name: p.annotation for p in params}
         return run

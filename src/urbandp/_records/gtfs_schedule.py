@@ -209,10 +209,9 @@ class _Table:
             parts = pl.col(column).str.split_exact(":", 2)
             h, m, s = (parts.struct.field(f"field_{i}").cast(pl.Int64, strict=False) for i in range(3))
             ok = (h >= 0) & m.is_between(0, 59) & s.is_between(0, 59) & (pl.col(column).str.len_bytes() <= 9)
-            frame = frame.with_columns(pl.when(ok).then(h * 3600 + m * 60 + s).alias("_seconds"))
-            parsed = pl.col(column).is_null() | pl.col("_seconds").is_not_null()
-            dataclasses.replace(self, frame=frame).check(parsed, column, "a time H:MM:SS")
-            frame = frame.with_columns(pl.col("_seconds").alias(column)).drop("_seconds")
+            seconds = pl.when(ok).then(h * 3600 + m * 60 + s)
+            self.check(pl.col(column).is_null() | seconds.is_not_null(), column, "a time H:MM:SS")
+            frame = frame.with_columns(seconds.alias(column))
         return dataclasses.replace(self, frame=frame)
 
 
