@@ -296,25 +296,24 @@ def _bulk(data: bytes, schema: dict[str, DType]) -> pl.DataFrame | None:
     that is not an object (``"unknown"``) decodes to null; if decoding fails (a coordinate that is not a number),
     the block is parsed again with the nested schema, where such a value is null for its record only.
     """
+
+    def parse(reading: dict[str, DType]) -> pl.DataFrame | None:
+        try:
+            return pl.read_ndjson(io.BytesIO(data), schema=reading, ignore_errors=True)
+        except pl.exceptions.PolarsError:
+            return None
+
     nested = {k: v for k, v in schema.items() if isinstance(v, pl.Struct)}
-    try:
-        if not nested:
-            return pl.read_ndjson(io.BytesIO(data), schema=schema, ignore_errors=True)
-        as_text = {k: pl.String if k in nested else v for k, v in schema.items()}
-        frame = pl.read_ndjson(io.BytesIO(data), schema=as_text, ignore_errors=True)
-    except pl.exceptions.PolarsError:
-        return None
+    frame = parse({k: pl.String if k in nested else v for k, v in schema.items()})
+    if not nested or frame is None:
+        return frame
     try:
         return frame.with_columns(
             pl.when(pl.col(k).str.starts_with("{")).then(pl.col(k)).str.json_decode(dtype).alias(k)
             for k, dtype in nested.items()
         )
     except pl.exceptions.PolarsError:
-        pass
-    try:
-        return pl.read_ndjson(io.BytesIO(data), schema=schema, ignore_errors=True)
-    except pl.exceptions.PolarsError:
-        return None
+        return parse(schema)
 
 
 def _trusted(frame: pl.DataFrame | None, n_lines: int) -> bool:
