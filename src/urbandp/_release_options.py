@@ -218,23 +218,20 @@ class ReleaseOptions(BaseModel):
         try:
             super().__init__(**kept)
         except ValidationError as err:
-            raise _refusal(type(self), err, values) from None  # the value as the caller gave it
-
-
-def _refusal(
-    model: type[ReleaseOptions], err: ValidationError, values: dict[str, Any]
-) -> InvalidParameterError:
-    first = err.errors()[0]
-    name = str(first["loc"][0]) if first["loc"] else ""
-    declared = {o.name: o for o in declared_options(model)}
-    if first["type"] == "extra_forbidden":
-        hint = did_you_mean(name, list(model.model_fields), "{}")
-        return InvalidParameterError(f"{name} is not an option{hint}", parameters=name)
-    if first["type"] == "missing":
-        return InvalidParameterError(f"{name} is required: give it", parameters=name)
-    if name in declared:
-        return declared[name].refusal(values.get(name, first["input"]))
-    return InvalidParameterError(f"{name}: {first['msg'].lower()}, got {first['input']!r}", parameters=name)
+            first = err.errors()[0]
+            name = str(first["loc"][0]) if first["loc"] else ""
+            if first["type"] == "extra_forbidden":
+                hint = did_you_mean(name, list(type(self).model_fields), "{}")
+                refusal = InvalidParameterError(f"{name} is not an option{hint}", parameters=name)
+            elif first["type"] == "missing":
+                refusal = InvalidParameterError(f"{name} is required: give it", parameters=name)
+            elif name in declared:
+                refusal = declared[name].refusal(values.get(name, first["input"]))  # the value as given
+            else:
+                refusal = InvalidParameterError(
+                    f"{name}: {first['msg'].lower()}, got {first['input']!r}", parameters=name
+                )
+            raise refusal from None
 
 
 @functools.cache
