@@ -57,16 +57,11 @@ def check_switch(value: object, parameter: str) -> bool:
 
 
 def check_number(
-    value: object,
-    parameter: str,
-    *,
-    integer: bool = False,
-    minimum: float | None = None,
-    above: float | None = None,
+    value: object, parameter: str, *, integer: bool = False, minimum: float | None = None
 ) -> float:
     """A finite real number (an integer when ``integer``: ``2.0`` is taken, ``2.5`` is not), returned as a float
-    (an ``int`` when ``integer``), ``>= minimum`` and ``> above`` when given. A bool, a string, None, NaN,
-    infinity and an integer too large for a float are refused: each would be read as some other number."""
+    (an ``int`` when ``integer``), ``>= minimum`` when given. A bool, a string, None, NaN, infinity and an
+    integer too large for a float are refused: each would be read as some other number."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "an integer" if integer else "a number"
         raise _bad(f"{parameter} must be {kind}, got {value!r}", parameter)
@@ -75,9 +70,7 @@ def check_number(
     except OverflowError:
         number = math.inf
     bound = "" if minimum is None else f" >= {minimum:g}"
-    bound += "" if above is None else f" > {above:g}"
-    in_range = (minimum is None or number >= minimum) and (above is None or number > above)
-    if not math.isfinite(number) or not in_range:
+    if not math.isfinite(number) or (minimum is not None and number < minimum):
         raise _bad(f"{parameter} must be a finite number{bound}, got {shown(value)}", parameter)
     if integer:
         if not number.is_integer():
