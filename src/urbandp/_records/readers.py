@@ -418,7 +418,11 @@ def _check_utf8(mm: mmap.mmap, path: Path, chunk: int = 8 << 20) -> None:
         try:
             decoder.decode(mm[at : at + chunk], final=at + chunk >= size)
         except UnicodeDecodeError as err:
-            raise _not_utf8(path, mm[: at + max(err.start, 0)].count(b"\n") + 1) from None
+            line = mm[: at + max(err.start, 0)].count(b"\n") + 1
+            raise InputError(
+                f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
+                "latin1 -t utf-8 in.jsonl > out.jsonl)"
+            ) from None
 
 
 def _line_layout(mm: mmap.mmap, chunk: int = 8 << 20) -> tuple[int, bool, bool]:
@@ -540,8 +544,9 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
         if first is None:
             raise InputError(f"cannot read {path}: the file is empty")
         sample = _sample_records(first[0].split(b"\n", 50_000)[:50_000])
-    if not sample:
-        _refuse_non_utf8_head(path)
+    if not sample:  # no record read: if the file is not UTF-8 text (Latin-1), say so, not "no JSON object"
+        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            _check_utf8(mm, path)
     try:
         schema = _json_reading_schema(sample, columns, path)
     except InputError:  # a needed field absent from the first records: look for it in the whole file
@@ -559,24 +564,6 @@ def _joined(frames: list[pl.DataFrame], schema: dict[str, DType]) -> pl.DataFram
     if not frames:
         return _numbered(pl.DataFrame(schema=schema), [])
     return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
-
-
-def _not_utf8(path: Path, line: int) -> InputError:
-    """The one line for a JSON file whose ``line`` is not UTF-8 text (Latin-1, say)."""
-    return InputError(
-        f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
-        "latin1 -t utf-8 in.jsonl > out.jsonl)"
-    )
-
-
-def _refuse_non_utf8_head(path: Path) -> None:
-    """When no record of the file's head parses, say why if it is not UTF-8 (Latin-1 text): the same one line as
-    for a later line (:func:`_check_utf8`), not "no JSON object"."""
-    for number, line in enumerate(_head_lines(path), start=1):
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _not_utf8(path, number) from None
 
 
 def _head_lines(path: Path, max_bytes: int = 1 << 20) -> list[bytes]:
