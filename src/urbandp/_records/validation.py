@@ -365,16 +365,12 @@ def quarantine_frame(rejected: pl.DataFrame, duplicates: pl.DataFrame) -> pl.Dat
     ``duplicates`` holds the duplicate rows' raw columns (:func:`raw_rows`), so the quarantine shows what the input
     said; with no row it may have any columns.
     """
-    bad = rejected.select(QUARANTINE_COLUMNS).with_columns(pl.col("timestamp_raw").cast(pl.String))
+    text = pl.col("vehicle", "timestamp_raw").cast(pl.String)
+    bad = rejected.select(QUARANTINE_COLUMNS).with_columns(text)
     if duplicates.height == 0:
         return bad.sort("source", "row")
-    dup = duplicates.select(
-        "source",
-        "row",
-        pl.lit("duplicate").alias("reason"),
-        pl.col("vehicle").cast(pl.String),
-        pl.col("timestamp_raw").cast(pl.String),
-        *RAW_FIELDS[2:],
+    dup = duplicates.select("source", "row", pl.lit("duplicate").alias("reason"), *RAW_FIELDS).with_columns(
+        text
     )
     return pl.concat([bad, dup], how="vertical_relaxed").sort("source", "row")
 
@@ -382,11 +378,10 @@ def quarantine_frame(rejected: pl.DataFrame, duplicates: pl.DataFrame) -> pl.Dat
 def raw_rows(raw: pl.LazyFrame, keys: pl.DataFrame) -> pl.DataFrame:
     """The raw columns of the rows named by ``keys`` (``source``, ``row``): one more scan, run only when needed."""
     wanted = keys.select(pl.col("source").cast(pl.UInt16), pl.col("row").cast(pl.UInt32)).lazy()
-    cols = [c for c in QUARANTINE_COLUMNS if c != "reason"]
     return (
         raw.with_columns(pl.col("timestamp_raw").cast(pl.String))
         .join(wanted, on=["source", "row"], how="semi")
-        .select(cols)
+        .select("source", "row", *RAW_FIELDS)
         .collect()
     )
 
