@@ -121,11 +121,7 @@ def _check_parents(out: Path, option: str) -> None:
 
 def _entries(folder: Path) -> list[str]:
     """Every file and folder below ``folder``, as sorted relative POSIX paths (links are not followed)."""
-    found: list[str] = []
-    for root, dirs, files in os.walk(folder):
-        base = Path(root).relative_to(folder)
-        found.extend((base / name).as_posix() for name in dirs + files)
-    return sorted(found)
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
 
 
 def _write_manifest(folder: Path, kind: str, entries: Iterable[str]) -> None:
