@@ -58,9 +58,7 @@ def option_parameters(options: Sequence[DeclaredOption]) -> list[inspect.Paramet
     params = []
     for declared in options:
         default = ... if declared.required else declared.command_line_default
-        flag = declared.flag
-        if declared.negatable:
-            flag = f"{flag}/--no-{flag[2:]}"
+        flag = f"{declared.flag}/--no-{declared.flag[2:]}" if declared.negatable else declared.flag
         params.append(
             inspect.Parameter(
                 declared.name,
