@@ -56,32 +56,27 @@ def crs_name(crs: object) -> str:
     return "an unnamed CRS"
 
 
-def is_wgs84(crs: object) -> bool:
-    """Whether a GeoParquet ``crs`` is WGS 84 longitude/latitude: by its identifier (:data:`WGS84_IDS`), else,
-    for a PROJJSON without one, by pyproj (``CRS.equals`` OGC:CRS84, the axis order aside: GeoParquet's WKB is
-    lon/lat whatever the CRS's own axis order)."""
-    authority, _, code = crs_name(crs).upper().partition(":")
-    if (authority, code) in WGS84_IDS:
-        return True
-    if not isinstance(crs, dict) or "type" not in crs:
-        return False
-    from pyproj import CRS
-    from pyproj.exceptions import CRSError
-
-    try:
-        return bool(CRS.from_json_dict(crs).equals(CRS("OGC:CRS84"), ignore_axis_order=True))
-    except (CRSError, TypeError, ValueError):
-        return False
-
-
 def check_wgs84(crs: object, path: Path, column: str) -> None:
-    """Refuse a geometry column whose CRS is not WGS 84 longitude/latitude (one line naming the CRS)."""
+    """Refuse a geometry column whose CRS is not WGS 84 longitude/latitude (one line naming the CRS). WGS 84 is
+    known by its identifier (:data:`WGS84_IDS`), else, for a PROJJSON without one, by pyproj (``CRS.equals``
+    OGC:CRS84, the axis order aside: GeoParquet's WKB is lon/lat whatever the CRS's own axis order)."""
     name = crs_name(crs)
-    if not is_wgs84(crs):
-        raise InputError(
-            f"cannot read {path}: its geometry column '{column}' is in {name}; urbandp reads WGS 84 "
-            "longitude/latitude only (OGC:CRS84 or EPSG:4326): reproject it first (e.g. ogr2ogr -t_srs EPSG:4326)"
-        )
+    authority, _, code = name.upper().partition(":")
+    if (authority, code) in WGS84_IDS:
+        return
+    if isinstance(crs, dict) and "type" in crs:
+        from pyproj import CRS
+        from pyproj.exceptions import CRSError
+
+        try:
+            if CRS.from_json_dict(crs).equals(CRS("OGC:CRS84"), ignore_axis_order=True):
+                return
+        except (CRSError, TypeError, ValueError):
+            pass
+    raise InputError(
+        f"cannot read {path}: its geometry column '{column}' is in {name}; urbandp reads WGS 84 "
+        "longitude/latitude only (OGC:CRS84 or EPSG:4326): reproject it first (e.g. ogr2ogr -t_srs EPSG:4326)"
+    )
 
 
 def points(wkb: pl.Series, path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
