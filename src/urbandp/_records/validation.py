@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -220,27 +221,21 @@ def classify_timestamps(sample: pl.Series) -> str:
     if sample.dtype.is_numeric():
         values = sample.drop_nulls().cast(pl.Float64)
         return "epoch-ms" if values.len() and float(values.abs().max()) >= EPOCH_MS_FROM else "epoch-s"  # type: ignore[arg-type]
-    kinds: dict[str, int] = {}
-    for v in sample.cast(pl.String).drop_nulls().to_list():
-        t = v.strip()
-        if not t:
-            continue
-        try:
-            num = float(t)
-            kind = "epoch-ms" if abs(num) >= EPOCH_MS_FROM else "epoch-s"
-        except ValueError:
-            if len(t) >= 16 and t[4] == "-" and t[10] in "Tt ":
-                tail = t[16:]
-                offset = tail.upper().endswith("Z") or any(
-                    len(tail) >= k and tail[-k] in "+-" for k in (5, 6)
-                )
-                kind = f"iso ({'space' if t[10] == ' ' else 'T'}{', UTC offset' if offset else ''})"
-            else:
-                kind = "other"
-        kinds[kind] = kinds.get(kind, 0) + 1
-    if not kinds:
-        return "none readable"
-    return " + ".join(sorted(kinds, key=lambda k: -kinds[k]))
+    kinds = Counter(_layout(t) for v in sample.cast(pl.String).drop_nulls().to_list() if (t := v.strip()))
+    return " + ".join(kind for kind, _ in kinds.most_common()) or "none readable"  # most seen first
+
+
+def _layout(t: str) -> str:
+    """The layout of one raw timestamp text: ``epoch-s``, ``epoch-ms``, ``iso (...)`` or ``other``."""
+    try:
+        return "epoch-ms" if abs(float(t)) >= EPOCH_MS_FROM else "epoch-s"
+    except ValueError:
+        pass
+    if len(t) >= 16 and t[4] == "-" and t[10] in "Tt ":
+        tail = t[16:]
+        offset = tail.upper().endswith("Z") or any(len(tail) >= k and tail[-k] in "+-" for k in (5, 6))
+        return f"iso ({'space' if t[10] == ' ' else 'T'}{', UTC offset' if offset else ''})"
+    return "other"
 
 
 def _speed_factor(day: pl.Expr, options: ValidationOptions) -> pl.Expr:
