@@ -98,12 +98,8 @@ def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
 def _command_flags(command: object) -> dict[str, str]:
     """Parameter name -> flag of a Click command's parameters (none without a command): the long one, else (an
     argument) by the one rule."""
-    flags: dict[str, str] = {}
-    for param in getattr(command, "params", ()):
-        long = [d for d in param.opts if d.startswith("--")]
-        if param.name:
-            flags[param.name] = long[0] if long else flag_of(param.name)
-    return flags
+    params = [p for p in getattr(command, "params", ()) if p.name]
+    return {p.name: next((d for d in p.opts if d.startswith("--")), flag_of(p.name)) for p in params}
 
 
 def cli_text(text: object) -> str:
