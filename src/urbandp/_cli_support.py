@@ -76,10 +76,7 @@ def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
 
     ctx = get_current_context(silent=True)
     flags = option_flags(fn) if fn is not None else _command_flags(getattr(ctx, "command", None))
-    command_param: dict[str, str] = {}
-    for name, flag in flags.items():
-        command_param[flag[2:].replace("-", "_")] = name
-        command_param[name] = name
+    command_param = {flag[2:].replace("-", "_"): name for name, flag in flags.items()} | {n: n for n in flags}
     from_file: dict[str, str] = ctx.meta.get(CONFIG_NAMES, {}) if ctx is not None else {}
 
     def name_of(parameter: str) -> str:
@@ -90,7 +87,7 @@ def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
             and ctx.get_parameter_source(name) is ParameterSource.DEFAULT_MAP
         ):
             return from_file[name]
-        return flags.get(name, flag_of(parameter)) if name else flag_of(parameter)
+        return flags[name] if name else flag_of(parameter)
 
     return name_of
 
