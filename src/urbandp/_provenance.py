@@ -63,9 +63,7 @@ def canonical(value: object) -> object:
         return value
     if isinstance(value, float):
         return int(value) if value.is_integer() else value
-    if isinstance(
-        value, Path
-    ):  # a public file (a domain, a category list): the same file anywhere hashes alike
+    if isinstance(value, Path):  # a public file (a domain, a category list) hashes alike anywhere
         return "sha256:" + hashlib.sha256(value.read_bytes()).hexdigest()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return canonical(dataclasses.asdict(value))

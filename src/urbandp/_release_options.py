@@ -191,9 +191,7 @@ class DeclaredOption(CommandLine):
         try:
             if self.switch and not self.number:
                 return check_switch(value, self.name)
-            if self.number and not (
-                isinstance(value, str) and str in self.kinds
-            ):  # m_ub: a word or an integer
+            if self.number and not (isinstance(value, str) and str in self.kinds):  # m_ub: word or integer
                 return check_number(value, self.name, integer=self.integer)
         except InvalidParameterError:
             raise self.refusal(value) from None

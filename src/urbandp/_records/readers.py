@@ -537,9 +537,7 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     UTF-8 BOM is skipped. docs/records.md describes the paths.
     """
     sample = _sample_records(_head_lines(path))
-    if (
-        not sample
-    ):  # no whole object in the first megabyte (or only blank lines, or none): sample the first block
+    if not sample:  # no whole object in the first megabyte (blank lines, or none): sample the first block
         first = next(_line_blocks(path), None)
         if first is None:
             raise InputError(f"cannot read {path}: the file is empty")
