@@ -44,12 +44,9 @@ def h3_polygons(cells: Sequence[str] | pl.Series) -> np.ndarray:
     import h3
     import shapely
 
-    ids = pl.Series(cells, dtype=pl.String)
-    distinct = ids.unique(maintain_order=True).to_list()
+    distinct, position = np.unique(pl.Series(cells, dtype=pl.String).to_numpy(), return_inverse=True)
     rings = [[(lng, lat) for lat, lng in h3.cell_to_boundary(cell)] for cell in distinct]
-    shapes = _ccw(np.array([shapely.Polygon(ring) for ring in rings], dtype=object))
-    position = {cell: i for i, cell in enumerate(distinct)}
-    return shapes[np.fromiter((position[c] for c in ids.to_list()), dtype=np.int64, count=len(ids))]
+    return _ccw(np.array([shapely.Polygon(ring) for ring in rings], dtype=object))[position]
 
 
 def _ccw(polygons: np.ndarray) -> np.ndarray:
