@@ -595,19 +595,22 @@ def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     return _joined(_parse_block(blob, 1, len(lines), schema) if lines else [], schema)
 
 
-def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame:
+def _scan_one(given: Path, columns: dict[str, str] | None = None) -> tuple[pl.LazyFrame, pl.Schema]:
+    """``given`` as a lazy frame, and its schema; a file that cannot be read is refused in one line."""
     kind = input_kind(given)
     path = given if kind == gtfs_realtime.KIND else readable_path(given)
     try:
         if kind == "csv":
-            return _scan_csv(path)
-        if kind == gtfs_realtime.KIND:
-            return gtfs_realtime.read_gtfs_realtime(path).lazy()
-        if kind == "parquet":
-            return _scan_parquet(path)
-        if kind == "jsonl":
-            return read_json_lines(path, columns).lazy()
-        return read_json_array(path, columns).lazy()
+            lf = _scan_csv(path)
+        elif kind == gtfs_realtime.KIND:
+            lf = gtfs_realtime.read_gtfs_realtime(path).lazy()
+        elif kind == "parquet":
+            lf = _scan_parquet(path)
+        elif kind == "jsonl":
+            lf = read_json_lines(path, columns).lazy()
+        else:
+            lf = read_json_array(path, columns).lazy()
+        return lf, lf.collect_schema()
     except InputError as err:
         raise InputError(str(err).replace(str(path), str(given))) from None
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
@@ -631,13 +634,6 @@ def _scan_parquet(path: Path, points: bool = True) -> pl.LazyFrame:
     frame = pl.from_arrow(pq.read_table(path, schema=utc))
     assert isinstance(frame, pl.DataFrame)  # a table gives a frame
     return frame.lazy()
-
-
-def _schema(lf: pl.LazyFrame, path: Path) -> pl.Schema:
-    try:
-        return lf.collect_schema()
-    except (pl.exceptions.PolarsError, OSError, ValueError) as err:
-        raise InputError(f"cannot read {path}: {read_error_line(err)}") from None
 
 
 def _as_float(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
@@ -709,8 +705,7 @@ def scan_records(
     frames: list[pl.LazyFrame] = []
     mapping: ColumnMapping | None = None
     for index, path in enumerate(files):
-        lf = _scan_one(path, columns)
-        schema = _schema(lf, path)
+        lf, schema = _scan_one(path, columns)
         # a GTFS-realtime input has the canonical names already: a --column map is for the others
         own = input_kind(path) == gtfs_realtime.KIND
         m = ColumnMapping.resolve(list(schema.names()), None if own else columns)
