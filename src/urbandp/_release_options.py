@@ -237,21 +237,16 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
     """The options of ``model``, in field order; fields that are not options are left out."""
     found = []
     for name, field in model.model_fields.items():
-        extra = [m for m in field.metadata if isinstance(m, CommandLine)]
-        if not extra:
+        info = next((m for m in field.metadata if isinstance(m, CommandLine)), None)
+        if info is None:
             continue
-        info = extra[0]
         limits = tuple(
-            (sign, getattr(m, attr))
-            for kind, attr, sign in _LIMITS
-            for m in field.metadata
-            if isinstance(m, kind)
+            (sign, getattr(m, a)) for kind, a, sign in _LIMITS for m in field.metadata if isinstance(m, kind)
         )
-        flag = info.flag or flag_of(name)
         cli_type = info.cli_type if info.cli_type is not None else field.annotation
         found.append(
             DeclaredOption(
-                **{**vars(info), "flag": flag, "cli_type": cli_type},
+                **{**vars(info), "flag": info.flag or flag_of(name), "cli_type": cli_type},
                 name=name,
                 type=field.annotation,
                 default=field.default,

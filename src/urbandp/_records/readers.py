@@ -589,8 +589,7 @@ def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     schema = _json_reading_schema(
         [r for r in data if isinstance(r, dict)][:JSON_SAMPLE_RECORDS], columns, path
     )
-    wanted = list(schema)
-    lines = [json.dumps({k: r.get(k) for k in wanted}) if isinstance(r, dict) else "null" for r in data]
+    lines = [json.dumps({k: r.get(k) for k in schema}) if isinstance(r, dict) else "null" for r in data]
     blob = "\n".join(lines).encode()
     return _joined(_parse_block(blob, 1, len(lines), schema) if lines else [], schema)
 

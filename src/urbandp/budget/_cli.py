@@ -194,10 +194,9 @@ def history(
 
     with _dataset_named():
         events = events_of(budget_store, dataset)
-    rows = [e for e in events if e["kind"] == "release"]
     for event in events:
         typer.echo(_release_line(event) if event["kind"] == "release" else _cap_line(event))
-    if not rows:
+    if not any(event["kind"] == "release" for event in events):
         typer.echo(f"no releases charged to {dataset} yet")
 
 
