@@ -174,13 +174,9 @@ class _Table:
                 f"{what}: {name} lacks column(s) {', '.join(missing)} (has {', '.join(table.columns)})"
             )
         cols = [*required, *(c for c in optional if c in table.columns)]
-        out = table.select(
-            pl.when(pl.col(c).str.strip_chars() == "")
-            .then(None)
-            .otherwise(pl.col(c).str.strip_chars())
-            .alias(c)
-            for c in cols
-        ).with_row_index("line", offset=2)
+        out = table.select(pl.col(c).str.strip_chars().replace("", None) for c in cols).with_row_index(
+            "line", offset=2
+        )
         out = out.with_columns(
             pl.lit(None, dtype=pl.String).alias(c) for c in optional if c not in out.columns
         )
