@@ -172,11 +172,8 @@ def _written_offset_minutes(text: pl.Expr) -> pl.Expr:
     sign = pl.when(text.str.extract(r"([+-])\d{2}:?\d{2}$", 1) == "-").then(-1).otherwise(1)
     hours = text.str.extract(r"[+-](\d{2}):?\d{2}$", 1).cast(pl.Int64, strict=False)
     minutes = text.str.extract(r"[+-]\d{2}:?(\d{2})$", 1).cast(pl.Int64, strict=False)
-    return (
-        pl.when(text.str.ends_with("Z") | text.str.ends_with("z"))
-        .then(0)
-        .otherwise(sign * (hours * 60 + minutes))
-    )
+    zulu = text.str.ends_with("Z") | text.str.ends_with("z")
+    return pl.when(zulu).then(0).otherwise(sign * (hours * 60 + minutes))
 
 
 def _to_zone(wall: pl.Expr, offset_min: pl.Expr, timezone: str) -> pl.Expr:
@@ -255,12 +252,9 @@ def validate(raw: pl.LazyFrame, options: ValidationOptions) -> pl.LazyFrame:
     timestamp = parse_timestamp(pl.col("timestamp_raw"), ts_dtype, options.timezone, options.timestamp_format)
     lat, lon, speed = pl.col("latitude"), pl.col("longitude"), pl.col("speed_raw")
     kmh = speed * _speed_factor(pl.col("timestamp").dt.date(), options)
-    if options.impute_speed_kmh is not None:
-        kmh = (
-            pl.when(kmh.is_null() | kmh.is_nan())
-            .then(pl.lit(options.impute_speed_kmh))
-            .otherwise(kmh.clip(0.0, options.speed_reject_above_kmh))
-        )
+    if options.impute_speed_kmh is not None:  # missing: the public value; out of range: clamped
+        impute = options.impute_speed_kmh
+        kmh = kmh.clip(0.0, options.speed_reject_above_kmh).fill_nan(impute).fill_null(impute)
     frame = raw.with_columns(timestamp.alias("timestamp")).with_columns(kmh.alias("speed"))
     speed = pl.col("speed") if options.impute_speed_kmh is not None else speed
     ts = pl.col("timestamp")
