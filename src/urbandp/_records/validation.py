@@ -279,11 +279,6 @@ def validate(raw: pl.LazyFrame, options: ValidationOptions) -> pl.LazyFrame:
     return frame.with_columns(code.alias("reason_code"))
 
 
-def reason_name(code: pl.Expr) -> pl.Expr:
-    """Reason name of a non-zero reason code (see :data:`REASONS`)."""
-    return code.replace_strict(list(range(1, len(REASONS))), list(REASONS[:-1]), return_dtype=pl.String)
-
-
 def later_duplicates(frame: pl.DataFrame) -> pl.Series | None:
     """Mask of rows that repeat an earlier row's (vehicle, timestamp); ``None`` when there is none.
 
@@ -340,10 +335,14 @@ QUARANTINE_COLUMNS = ("source", "row", "reason", *RAW_FIELDS)
 
 
 def rejected_rows(validated: pl.LazyFrame) -> pl.LazyFrame:
-    """The rows that failed a check, with their reason name, in the quarantine columns."""
+    """The rows that failed a check, with their reason name (code i is ``REASONS[i - 1]``), in the quarantine
+    columns."""
+    reason = pl.col("reason_code").replace_strict(
+        range(1, len(REASONS)), REASONS[:-1], return_dtype=pl.String
+    )
     return (
         validated.filter(pl.col("reason_code") > 0)
-        .with_columns(reason_name(pl.col("reason_code")).alias("reason"))
+        .with_columns(reason.alias("reason"))
         .select(QUARANTINE_COLUMNS)
     )
 
