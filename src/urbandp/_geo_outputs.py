@@ -116,10 +116,9 @@ def write_geojson(frame: pl.DataFrame, polygons: np.ndarray, path: Path) -> Path
         f'{{"type":"Feature","properties":{props},"geometry":{geometry}}}'
         for props, geometry in zip(properties, geometries, strict=True)
     )
-    with path.open("w", encoding="utf-8") as f:
-        f.write('{"type":"FeatureCollection","features":[\n')
-        f.write(",\n".join(features))
-        f.write("\n]}\n")
+    path.write_text(
+        '{"type":"FeatureCollection","features":[\n' + ",\n".join(features) + "\n]}\n", encoding="utf-8"
+    )
     return path
 
 
