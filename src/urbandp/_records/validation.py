@@ -137,12 +137,15 @@ def _epoch(text: pl.Expr, unit: str, timezone: str | None) -> pl.Expr:
 _ISO_SECONDS = "%Y-%m-%dT%H:%M:%S"
 
 
-def _iso_wall_batch(text: pl.Series) -> pl.Series:
-    """:func:`_iso_wall` on one batch: the standard form on every row, the other forms only on the rows it left null.
+def _iso_wall(text: pl.Series) -> pl.Series:
+    """The wall-clock time written in ISO 8601 texts, with ``T``, ``t`` or a space between date and time.
 
-    A batch function because Polars evaluates every branch of an expression on every row (no common
-    subexpression elimination in the streaming engine): written as one expression, the fallbacks re-ran the
-    standard parse three times and cost 0.2 s of CPU per 600 k clean rows (benchmarks/bench_jsonl.py).
+    Seconds may be left out (``2021-11-16T10:16``, ISO 8601's reduced precision; RFC 3339 allows a lowercase
+    ``t``): the minute form is tried only where no ``:`` follows the minutes, so a bad seconds field never
+    passes as a whole minute. The other forms are tried only on the rows the standard one left null: free on
+    clean data. Run on batches (``map_batches``) because Polars evaluates every branch of an expression on every
+    row (no common subexpression elimination in the streaming engine): written as one expression, the fallbacks
+    re-ran the standard parse three times and cost 0.2 s of CPU per 600 k clean rows (benchmarks/bench_jsonl.py).
     """
     head = text.str.slice(0, 19).str.replace(" ", "T", literal=True)
     wall = head.str.strptime(pl.Datetime("us"), _ISO_SECONDS, strict=False)
@@ -154,17 +157,6 @@ def _iso_wall_batch(text: pl.Series) -> pl.Series:
     no_seconds = pl.select(pl.when(pl.lit(rest).str.slice(16, 1) != ":").then(pl.lit(rest).str.slice(0, 16)))
     minutes = no_seconds.to_series().str.strptime(pl.Datetime("us"), "%Y-%m-%dT%H:%M", strict=False)
     return wall.scatter(failed, lower_t.fill_null(minutes))
-
-
-def _iso_wall(text: pl.Expr) -> pl.Expr:
-    """The wall-clock time written in an ISO 8601 text, with ``T``, ``t`` or a space between date and time.
-
-    Seconds may be left out (``2021-11-16T10:16``, ISO 8601's reduced precision; RFC 3339 allows a lowercase
-    ``t``): the minute form is tried only where no ``:`` follows the minutes, so a bad seconds field never
-    passes as a whole minute. The other forms are tried only on the rows the standard one could not read: free
-    on clean data.
-    """
-    return text.map_batches(_iso_wall_batch, return_dtype=pl.Datetime("us"), is_elementwise=True)
 
 
 def _written_offset_minutes(text: pl.Expr) -> pl.Expr:
@@ -205,7 +197,7 @@ def parse_timestamp(raw: pl.Expr, dtype: pl.DataType, timezone: str | None, fmt:
         if "%z" in fmt or "%Z" in fmt:
             return parsed.dt.convert_time_zone(timezone or "UTC").dt.replace_time_zone(None)
         return parsed
-    wall = _iso_wall(text)
+    wall = text.map_batches(_iso_wall, return_dtype=pl.Datetime("us"), is_elementwise=True)
     if timezone is not None:
         wall = _to_zone(wall, _written_offset_minutes(text), timezone)
     return wall if fmt == "iso" else pl.coalesce(wall, _epoch(text, "auto", timezone))
