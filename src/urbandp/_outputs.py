@@ -146,14 +146,6 @@ def write_marker(folder: Path, kind: str) -> None:
     _write_manifest(folder, kind, (e for e in _entries(folder) if e != MARKER))
 
 
-def _foreign_entries(folder: Path) -> list[str] | None:
-    """Entries of ``folder`` that urbandp did not write; None when it carries no readable marker."""
-    listed = _read_manifest(folder)
-    if listed is None:
-        return None
-    return [e for e in _entries(folder) if e not in listed | {MARKER}]
-
-
 def check_replaceable_dir(
     folder: Path, option: str, *, overwrite: bool, owner_of: Path | None = None
 ) -> None:
@@ -173,13 +165,14 @@ def check_replaceable_dir(
         raise _refusal(option, f"{what} is an existing file, not a folder urbandp wrote; give a new path")
     if not any(folder.iterdir()):
         return
-    foreign = _foreign_entries(folder)
-    if foreign is None:
+    listed = _read_manifest(folder)
+    if listed is None:
         raise _refusal(
             option,
             f"{what} is an existing folder that urbandp did not write (no {MARKER}); nothing was changed: give a "
             "new folder name (or empty this one yourself)",
         )
+    foreign = [e for e in _entries(folder) if e not in listed | {MARKER}]  # entries urbandp did not write
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise _refusal(
