@@ -134,9 +134,7 @@ def _read_manifest(folder: Path) -> set[str] | None:
     """The entries ``folder``'s marker says urbandp wrote; None when it carries no readable urbandp marker."""
     try:
         manifest = json.loads((folder / MARKER).read_text())
-        if manifest.get("written_by") != "urbandp":
-            return None
-        return set(manifest["entries"])
+        return set(manifest["entries"]) if manifest.get("written_by") == "urbandp" else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
