@@ -178,9 +178,8 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
         spec.domain is not None
     ):  # the domain is public: its days set the per-card figure, its size the threshold
         dom = spec.load_domain()
-        topk_info: dict[str, object] | None = {"epsilon": top_k_epsilon} if top_k_epsilon else None
         window = per_card_window(
-            spec, plan, m_plan, topk_info, len(dom.days), (total_eps or 0.0, total_delta or 0.0)
+            spec, plan, m_plan, top_k_epsilon, len(dom.days), (total_eps or 0.0, total_delta or 0.0)
         )
         law = IntegerNoise(plan.mechanism, plan.noise_scale)
         advised = threshold_advice.advice(law, dom.n_cells)
@@ -219,11 +218,6 @@ def _protected(paths: list[Path], spec: CountsReleaseSpec, session: Session) -> 
     return found
 
 
-def _ledger(spec: CountsReleaseSpec) -> PrivacyLedger:
-    delta = spec.delta if spec.mechanism == "gaussian" and spec.delta > 0 else None
-    return PrivacyLedger(conversion_delta=delta)
-
-
 def _open_charge(session: Session, spec: CountsReleaseSpec, out: Path | None) -> ReleaseCharge:
     """The release's charge: the store's dataset, the run's cap (``budget_epsilon``), the output checked."""
     charge = session.charge(spec.unit, out=out)
@@ -243,8 +237,9 @@ def _release_selected(
     charge = _open_charge(session, spec, out)
     with charge:
         check_selection_input(spec.input_kind)
+        ledger = PrivacyLedger(conversion_delta=spec.conversion_delta())
         sel = release_selected(
-            frame, spec.privacy_unit(), spec.epsilon, spec.noise_scale, spec.delta, _ledger(spec), charge
+            frame, spec.privacy_unit(), spec.epsilon, spec.noise_scale, spec.delta, ledger, charge
         )
         rel = CountsRelease(
             tables={"joint": sel.table},
@@ -337,7 +332,7 @@ def _release_on_domain(
         with watch(n_noised) as advance:
             # through the package (its public name), looked up at call time: the one seam of the samplers
             counts = table_release._release_counts(
-                joint.sparse, dom, spec, noise=charge.noise, ledger=_ledger(spec), progress=advance
+                joint.sparse, dom, spec, noise=charge.noise, progress=advance
             )
         if not_dp:
             counts.privacy["differentially_private"] = False
