@@ -141,21 +141,6 @@ def _optional_float(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _optional_bool(value: object) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-_READ: dict[str, Callable[[object], object]] = {
-    "float": lambda v: float(cast(float, v)),
-    "int": lambda v: int(cast(int, v)),
-    "str": str,
-    "bool": bool,
-    "float | None": _optional_float,
-    "bool | None": _optional_bool,
-}
-"""How :meth:`AuditResult._of` reads a field of each declared type from the command's JSON object."""
-
-
 # --- results --------------------------------------------------------------------------------------------------
 
 
@@ -171,24 +156,22 @@ class AuditResult:
 
     @classmethod
     def _of(cls, details: dict[str, object], **given: object) -> Self:
-        """The result of ``details`` (the command's JSON object): each field ``given``, else read from its key as
-        its declared type (a field ``details`` lacks keeps its default)."""
-        read = {
-            f.name: _READ[str(f.type)](details[f.name])
-            for f in fields(cls)
-            if f.name in details and f.name not in given and f.name != "details"
-        }
+        """The result of ``details`` (the command's JSON object, its values already of the fields' types): each
+        field ``given``, else its key's value (a field ``details`` lacks keeps its default)."""
+        read = {f.name: details[f.name] for f in fields(cls)[1:] if f.name in details and f.name not in given}
         return cls(details, **read, **given)
 
     @property
     def finding(self) -> str | None:
         """The one-sentence finding, where the attack states one."""
-        value = self.details.get("finding")
-        return value if isinstance(value, str) else None
+        return self._text("finding")
 
     @property
     def warning(self) -> str | None:
-        value = self.details.get("warning")
+        return self._text("warning")
+
+    def _text(self, key: str) -> str | None:
+        value = self.details.get(key)
         return value if isinstance(value, str) else None
 
     REPORT: ClassVar[tuple[str, str, str]] = ("", "", "")

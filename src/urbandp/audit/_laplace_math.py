@@ -146,9 +146,6 @@ class LaplaceSum:
         grid, sf = self._numeric()
         return float(np.interp(x, grid, sf))
 
-    def cdf(self, x: float) -> float:
-        return 1.0 - self.sf(x)
-
     def upper_quantile(self, tail: float) -> float:
         """``q`` with ``P(S > q) = tail`` (``0 < tail < 1/2``)."""
         if not 0 < tail < 0.5:
