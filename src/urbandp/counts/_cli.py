@@ -101,7 +101,6 @@ def _print_summary(rel: CountsRelease, out: Path) -> None:
         typer.echo(f"urbandp: warning: {cli_text(text)}", err=True)
     if rel.domain is None:  # partition selection
         keys: tuple[str, ...] = ("method", "epsilon", "delta", "threshold")
-        summary = {k: privacy.get(k) for k in keys}
     else:
         keys = (
             "method",
@@ -115,10 +114,10 @@ def _print_summary(rel: CountsRelease, out: Path) -> None:
             "noise_scale",
             "total_epsilon",
         )
-        summary = {k: privacy.get(k) for k in keys}
-        card = privacy.get("per_card_window")
-        if isinstance(card, dict):
-            summary["per_card_window_epsilon"] = card.get("epsilon")
+    summary = {k: privacy.get(k) for k in keys}
+    card = privacy.get("per_card_window")
+    if rel.domain is not None and isinstance(card, dict):
+        summary["per_card_window_epsilon"] = card.get("epsilon")
     summary["out"] = str(out)
     typer.echo(dumps_strict(summary, indent=None))
 

@@ -39,10 +39,8 @@ def column_map(columns: ColumnsLike, input_kind: str = "counts") -> dict[str, st
     if isinstance(columns, Mapping):
         pairs = [(str(k).strip(), str(v).strip()) for k, v in columns.items()]
     else:
-        if isinstance(columns, str):
-            columns = [columns]
         for item in columns:
-            if not isinstance(item, str) or "=" not in item:
+            if "=" not in item:
                 raise InvalidParameterError(
                     f"column must look like ROLE=NAME (e.g. location=loc), got {item!r}", parameters="column"
                 )

@@ -263,7 +263,6 @@ class CountsReleaseSpec(ReleaseOptions):
 
     def _noise_plan(self, unit: PrivacyUnit, epsilon: float | None, scale: float | None) -> NoisePlan:
         """A table's plan for ``unit``: the ``scale`` given, else the mechanism calibrated to ``epsilon``."""
-        epsilon = None if scale is not None else epsilon
         if self.mechanism == "laplace":
             return laplace_plan(unit, epsilon=epsilon, scale=scale)
         return gaussian_plan(unit, delta=self.delta, epsilon=epsilon, scale=scale)

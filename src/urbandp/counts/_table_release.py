@@ -77,12 +77,6 @@ def _published(
     return idx, joint.ravel()[idx]
 
 
-def _suppress(values: np.ndarray, below: float | None) -> np.ndarray:
-    if below is None:
-        return np.zeros(values.shape, dtype=bool)
-    return values < below
-
-
 def _raw_place_totals(raw: SparseJoint, domain: CountDomain, tap: str | None) -> np.ndarray:
     _d, n_taps, n_bins, n_places = domain.shape
     idx, w = raw.index, raw.counts
@@ -183,7 +177,8 @@ def _release_counts(
                 "consistent non-negative projection per (day, tap, place) onto its clipped noisy total"
             )
         joint = round_to_precision(joint, config.precision)
-        suppressed = _suppress(joint, config.suppress_below)
+        below = config.suppress_below
+        suppressed = np.zeros(joint.shape, dtype=bool) if below is None else joint < below
     else:
         assert config.suppress_below is not None
         cells = sparse_release(
