@@ -45,7 +45,6 @@ from urbandp.counts._options import CountsReleaseSpec
 from urbandp.counts._report import CountsPrivacyReport
 from urbandp.counts._selection import check_selection_input, release_selected
 from urbandp.counts._tails import IntegerNoise
-from urbandp.counts._window import per_card_window
 from urbandp.counts._write import release_tables, write_tables
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.results import Release
@@ -171,22 +170,13 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
         loss, spec.conversion_delta(), per=spec.privacy_unit().name, allow=allow_meaningless_epsilon
     )
     total_eps, total_delta, _ = loss.approx(spec.conversion_delta())
-    window: dict[str, object] | None = None
-    suppression: dict[str, object] | None = None
-    advised: dict[str, object] | None = None
-    if (
-        spec.domain is not None
-    ):  # the domain is public: its days set the per-card figure, its size the threshold
+    stated: dict[str, object] = {"per_card_window": None, "suppression": None, "suppression_advice": None}
+    if spec.domain is not None:  # public: its days set the per-card figure, its size the threshold
         dom = spec.load_domain()
-        window = per_card_window(
-            spec, plan, m_plan, top_k_epsilon, len(dom.days), (total_eps or 0.0, total_delta or 0.0)
-        )
+        totals = (total_eps or 0.0, total_delta or 0.0)
+        stated |= table_release.public_statements(spec, plan, m_plan, top_k_epsilon, dom, totals)
         law = IntegerNoise(plan.mechanism, plan.noise_scale)
-        advised = threshold_advice.advice(law, dom.n_cells)
-        if spec.suppress_below is not None:  # what the release's privacy.json will state
-            suppression = table_release.suppression_report(
-                law, spec.suppress_below, spec.precision, dom.n_cells
-            )
+        stated["suppression_advice"] = threshold_advice.advice(law, dom.n_cells)
     return {
         "dry_run": True,
         **spec.privacy_unit().to_json(),
@@ -202,9 +192,7 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
         else "pure epsilon summed over the tables",
         "differentially_private": not not_dp,
         "not_dp_reasons": not_dp,
-        "per_card_window": window,
-        "suppression": suppression,
-        "suppression_advice": advised,
+        **stated,
     }
 
 

@@ -235,7 +235,7 @@ def _privacy_document(
 ) -> dict[str, object]:
     """privacy.json of a release over a public domain, from its plan, its ledger and its post-processing: DP
     unless the noise source is not private (:func:`urbandp._privacy.guards.noise_reasons`)."""
-    sampling, marginals, kind = config.resolved_sampling, config.resolved_marginals, plan.mechanism
+    sampling, marginals = config.resolved_sampling, config.resolved_marginals
     not_dp = noise_reasons(noise)
     private_noise = not not_dp
     privacy: dict[str, object] = {
@@ -266,16 +266,31 @@ def _privacy_document(
         "total_delta": ledger.delta_spent,
         "ledger": ledger.to_dict(),
     }
-    if config.suppress_below is not None:
-        privacy["suppression"] = suppression_report(
-            IntegerNoise(kind, plan.noise_scale), config.suppress_below, config.precision, domain.n_cells
-        )
     top_k_epsilon = None if topk_info is None else float(topk_info["epsilon"])  # type: ignore[arg-type]
     totals = (ledger.epsilon_spent, ledger.delta_spent)
-    privacy["per_card_window"] = per_card_window(
-        config, plan, marginal_plan, top_k_epsilon, len(domain.days), totals
-    )
-    return privacy
+    return privacy | public_statements(config, plan, marginal_plan, top_k_epsilon, domain, totals)
+
+
+def public_statements(
+    config: CountsReleaseSpec,
+    plan: NoisePlan,
+    marginal_plan: NoisePlan | None,
+    top_k_epsilon: float | None,
+    domain: CountDomain,
+    totals: tuple[float, float],
+) -> dict[str, object]:
+    """privacy.json's ``suppression`` (with ``suppress_below``) and ``per_card_window`` of a release over
+    ``domain`` whose loss per unit is ``totals``: public quantities only, so a dry run states them as the release
+    will."""
+    stated: dict[str, object] = {}
+    if config.suppress_below is not None:
+        law = IntegerNoise(plan.mechanism, plan.noise_scale)
+        stated["suppression"] = suppression_report(
+            law, config.suppress_below, config.precision, domain.n_cells
+        )
+    days = len(domain.days)
+    stated["per_card_window"] = per_card_window(config, plan, marginal_plan, top_k_epsilon, days, totals)
+    return stated
 
 
 def suppression_report(
