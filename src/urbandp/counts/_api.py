@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,11 +206,15 @@ def _protected(paths: list[Path], spec: CountsReleaseSpec, session: Session) -> 
     return found
 
 
-def _open_charge(session: Session, spec: CountsReleaseSpec, out: Path | None) -> ReleaseCharge:
-    """The release's charge: the store's dataset, the run's cap (``budget_epsilon``), the output checked."""
+@contextlib.contextmanager
+def _charged(session: Session, spec: CountsReleaseSpec, out: Path | None) -> Iterator[ReleaseCharge]:
+    """The release's open charge (the store's dataset, the run's cap ``budget_epsilon``, the output checked),
+    committed to ``session`` once the release inside it is written."""
     charge = session.charge(spec.unit, out=out)
     charge.cap = spec.cap()
-    return charge
+    with charge:
+        yield charge
+    session.committed(charge)
 
 
 def _release_selected(
@@ -222,8 +226,7 @@ def _release_selected(
             "no public domain: give a domain (a JSON file), or select_partitions with delta",
             parameters=("select_partitions", "delta"),
         )
-    charge = _open_charge(session, spec, out)
-    with charge:
+    with _charged(session, spec, out) as charge:
         check_selection_input(spec.input_kind)
         ledger = PrivacyLedger(conversion_delta=spec.conversion_delta())
         sel = release_selected(
@@ -236,7 +239,6 @@ def _release_selected(
             owner_warnings=_owner_warnings(sel.input_report),
         )
         _write_charged(rel, out, charge)
-    session.committed(charge)
     return rel
 
 
@@ -312,8 +314,7 @@ def _release_on_domain(
         raise InvalidParameterError(  # the Session's dataset; "method" here is the word, not the parameter
             "dataset: this method is not DP and cannot be charged to a budget", parameters="dataset"
         )
-    charge = _open_charge(session, spec, out)
-    with charge:
+    with _charged(session, spec, out) as charge:
         not_dp = _reserve(charge, spec, dom)
         n_noised = dom.n_cells if spec.resolved_sampling == "dense" else int(joint.sparse.index.size)
         watch = progress or (lambda total: contextlib.nullcontext(lambda n: None))
@@ -339,7 +340,6 @@ def _release_on_domain(
             format=spec.format,
         )
         _write_charged(rel, out, charge)
-    session.committed(charge)
     return rel
 
 
