@@ -38,8 +38,8 @@ from urbandp.audit._route_pairs import route_pairs
 from urbandp.audit._tables import (
     PublishedTable,
     published_table_from_frame,
+    read_privacy,
     read_published_table,
-    sibling_privacy,
 )
 from urbandp.audit._zero_skipping_attack import plot_detection, zero_skipping_attack
 from urbandp.errors import InputDataError, InvalidParameterError
@@ -82,10 +82,11 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     if isinstance(privacy, Mapping):
         return dict(privacy)
     arguments.check_path(privacy, "privacy", optional=True)
-    explicit = Path(privacy) if privacy is not None else None
-    if _is_path(table):
-        return sibling_privacy(Path(cast("str", table)), explicit)
-    return sibling_privacy(explicit, explicit) if explicit is not None else None
+    if privacy is not None:
+        return read_privacy(Path(privacy), required=True)
+    if not _is_path(table):
+        return None
+    return read_privacy(Path(cast("str", table)).parent / "privacy.json", required=False)
 
 
 def _positive_finite(value: object, parameter: str) -> float | None:
@@ -395,9 +396,8 @@ def zero_skipping(
             f"method must be auto, data61-2016, urbandp or unknown, got {method!r}", parameters="method"
         )
     gs = _group_sizes(group_sizes)
-    threshold = arguments.check_number(
-        threshold, "threshold", minimum=0
-    )  # a float: printed as the CLI does (18.0)
+    # a float: printed as the CLI does (18.0)
+    threshold = arguments.check_number(threshold, "threshold", minimum=0)
     report, overwrite = _common(report, overwrite)
 
     def run() -> ZeroSkippingResult:

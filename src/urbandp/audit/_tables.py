@@ -110,11 +110,11 @@ def published_table_from_frame(df: pl.DataFrame, path: Path | None = None) -> Pu
     return PublishedTable(table, pl.DataFrame(schema=QUARANTINE_SCHEMA), path)
 
 
-def sibling_privacy(path: Path, explicit: Path | None = None) -> dict[str, object] | None:
-    """``privacy.json`` given explicitly or lying next to the table (urbandp releases write one)."""
-    candidate = explicit or path.parent / "privacy.json"
-    if explicit is not None and not explicit.is_file():
-        raise InputError(f"privacy file not found: {explicit}")
+def read_privacy(candidate: Path, *, required: bool) -> dict[str, object] | None:
+    """The ``privacy.json`` object at ``candidate`` (given, or lying next to a table: urbandp releases write one);
+    None where an optional one is absent."""
+    if required and not candidate.is_file():
+        raise InputError(f"privacy file not found: {candidate}")
     if candidate.is_file():
         try:
             value = json.loads(candidate.read_bytes().decode("utf-8"))
