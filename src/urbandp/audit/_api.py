@@ -26,12 +26,12 @@ import polars as pl
 import urbandp._arguments as arguments
 from urbandp._frames import TableLike, to_polars
 from urbandp._outputs import check_output_file, check_report_dir, current_policy, output_policy
+from urbandp._table_reader import read_table
 from urbandp.audit._differencing_attack import differencing_attack, plot_cells
 from urbandp.audit._noise_scale_attack import (
     noise_scale_attack,
     pair_differences,
     plot_differences,
-    read_pairs,
 )
 from urbandp.audit._report import staged_files, write_report
 from urbandp.audit._route_pairs import route_pairs
@@ -362,9 +362,10 @@ def noise_scale(
 
     def run() -> NoiseScaleResult:
         if _is_path(pairs):
-            u, dropped, groups = read_pairs(Path(pairs))
+            path = Path(pairs)
+            u, dropped, groups = pair_differences(read_table(path, allow_empty=True), f"pairs file {path}")
         else:
-            u, dropped, groups = pair_differences(to_polars(pairs, "pairs"))
+            u, dropped, groups = pair_differences(to_polars(pairs, "pairs"), "pairs")
         details = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
         details["rows_dropped_non_numeric"] = dropped
         return NoiseScaleResult._of(details, model=model, differences=u)
