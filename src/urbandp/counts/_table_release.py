@@ -77,20 +77,13 @@ def _published(
     return idx, joint.ravel()[idx]
 
 
-def _raw_place_totals(raw: SparseJoint, domain: CountDomain, tap: str | None) -> np.ndarray:
-    _d, n_taps, n_bins, n_places = domain.shape
-    idx, w = raw.index, raw.counts
-    if tap is not None:
-        keep = (idx // (n_bins * n_places)) % n_taps == domain.taps.index(tap)
-        idx, w = idx[keep], w[keep]
-    return np.bincount(idx % n_places, weights=w, minlength=n_places).astype(np.int64)
-
-
 def _charge_top_k(
     raw: SparseJoint, domain: CountDomain, config: CountsReleaseSpec, ledger: PrivacyLedger
 ) -> tuple[list[int], dict[str, object]]:
     assert config.top_k is not None and config.top_k_epsilon is not None  # and the tap checked on the domain
-    totals = _raw_place_totals(raw, domain, config.top_k_tap)
+    by_tap = location_marginal_sparse(raw.index, raw.counts, domain).sum(axis=0)  # raw (tap, place) totals
+    tap = config.top_k_tap
+    totals = (by_tap.sum(axis=0) if tap is None else by_tap[domain.taps.index(tap)]).astype(np.int64)
     res = noisy_top_k(totals, config.top_k, config.top_k_epsilon, config.privacy_unit())
     ledger.charge(
         LedgerEntry(

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from urbandp._privacy.loss import Loss
-from urbandp.counts._accounting import discrete_laplace_measurement
+from urbandp.counts._accounting import discrete_laplace_measurement, release_loss
 
 if TYPE_CHECKING:
     from urbandp.counts._accounting import NoisePlan
@@ -45,16 +44,9 @@ def per_card_window(
             "per_card_day_epsilon": None,
         }
     if plan.rho is not None:  # Gaussian: rho adds over days and tables, converted once at the release's delta
-        m_rho = 0.0
-        if marginal_plan is not None and marginal_plan.rho is not None:
-            m_rho = 2 * marginal_plan.rho
-        loss = Loss.zcdp(days * (plan.rho + m_rho))
-        if top_k_epsilon is not None:
-            loss = loss + Loss.pure(days * top_k_epsilon)
-        conv_eps, conv_delta, why = loss.approx(plan.delta)
-        if conv_eps is None or conv_delta is None:
+        eps, dlt, why = release_loss(plan, marginal_plan, top_k_epsilon).times(days).approx(plan.delta)
+        if eps is None or dlt is None:
             return {"days": days, "epsilon": None, "epsilon_reason": why, "delta": None}
-        eps, dlt = conv_eps, conv_delta
     else:  # Laplace: every table of the release is (the marginals share the joint's mechanism), pure DP
         eps, dlt = _card_laplace_epsilon(plan, unit.l1, days), 0.0
         if marginal_plan is not None:
