@@ -11,11 +11,11 @@ A table object is read like a Parquet file (:func:`urbandp._frames.to_polars`). 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar, Self, TypeVar, cast
@@ -25,7 +25,7 @@ import polars as pl
 
 import urbandp._arguments as arguments
 from urbandp._frames import TableLike, to_polars
-from urbandp._outputs import check_output_file, check_report_dir, current_policy, output_policy
+from urbandp._outputs import OutputPolicy, check_output_file, check_report_dir, current_policy, output_policy
 from urbandp._table_reader import read_table
 from urbandp.audit._differencing_attack import differencing_attack, plot_cells
 from urbandp.audit._noise_scale_attack import (
@@ -62,12 +62,10 @@ def _paths(*items: object) -> list[Path]:
     return [Path(cast("str", p)) for p in items if _is_path(p)]
 
 
-@contextlib.contextmanager
-def _outputs(inputs: list[Path], overwrite: bool) -> Iterator[None]:
+def _outputs(inputs: list[Path], overwrite: bool) -> AbstractContextManager[OutputPolicy]:
     """The output checks protect the inputs; under a CLI command its policy (``--overwrite``, its inputs) holds too."""
     outer = current_policy()
-    with output_policy([*outer.inputs, *inputs], overwrite=overwrite or outer.overwrite):
-        yield
+    return output_policy([*outer.inputs, *inputs], overwrite=overwrite or outer.overwrite)
 
 
 def _table(data: TableLike, parameter: str) -> PublishedTable:
