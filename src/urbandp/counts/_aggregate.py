@@ -43,7 +43,7 @@ class JointCounts:
 
     @property
     def total(self) -> int:
-        return self.sparse.total()
+        return int(self.sparse.counts.sum())
 
 
 def _sparse_from_cells(cells: np.ndarray, weights: np.ndarray | None, domain: CountDomain) -> SparseJoint:
