@@ -136,7 +136,7 @@ def release_spec(
             "engine spark reads the events' own column names: rename them before, or use engine polars",
             parameters=("engine", "column"),
         )
-    with input_paths(data) as paths, output_policy(_protected(paths, spec, s), overwrite=overwrite):
+    with input_paths(data) as paths, output_policy(_protected(paths, spec, s), overwrite=overwrite) as policy:
         if len(paths) != 1:
             raise InputDataError(f"data: give one file (CSV or Parquet), got {len(paths)}")
         frame = (
@@ -147,7 +147,7 @@ def release_spec(
             rel = _release_selected(frame, spec, s, target)
         else:
             rel = _release_on_domain(frame, paths[0], spec, s, target, progress)
-        rel.inputs = tuple(_protected(paths, spec, s))
+        rel.inputs = policy.inputs
     return rel
 
 
