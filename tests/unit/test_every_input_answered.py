@@ -47,9 +47,9 @@ def test_a_box_off_the_globe_is_refused_naming_bbox(box: tuple[float, ...]) -> N
     from urbandp.sensing._grid import SquareGrid
     from urbandp.sensing._options import DpMapOptions, PmMapOptions
 
-    err = _refused(lambda: DpMapOptions(input_path=Path("r.csv"), bbox=box, epsilon=1.0), "bbox")
+    err = _refused(lambda: DpMapOptions(bbox=box, epsilon=1.0), "bbox")
     assert "latitudes in [-90, 90] and longitudes in [-180, 180]" in str(err)
-    _refused(lambda: PmMapOptions(input_path=Path("r.csv"), bbox=box, **DAY), "bbox")
+    _refused(lambda: PmMapOptions(bbox=box, **DAY), "bbox")
     _refused(lambda: SquareGrid(*box, 500.0), "bbox")
 
 
@@ -57,13 +57,11 @@ def test_a_window_of_millennia_is_refused_before_any_window_is_listed() -> None:
     from urbandp.sensing._options import MAX_CELL_WINDOWS, DpMapOptions, PmMapOptions
 
     far = {"start": "0001-01-01", "end": "9999-12-31"}
-    err = _refused(
-        lambda: DpMapOptions(input_path=Path("r.csv"), bbox=BOX, **far), "start", "end", "window_minutes"
-    )
+    err = _refused(lambda: DpMapOptions(bbox=BOX, **far), "start", "end", "window_minutes")
     assert "87,649,417 windows" in str(err) and f"more than {MAX_CELL_WINDOWS:,}" in str(err)
-    _refused(lambda: PmMapOptions(input_path=Path("r.csv"), bbox=BOX, **far), "start", "end")
+    _refused(lambda: PmMapOptions(bbox=BOX, **far), "start", "end")
     # the largest span admitted: MAX_CELL_WINDOWS windows of a day (the first may start before start)
-    PmMapOptions(input_path=Path("r.csv"), bbox=BOX, start="2024-01-01", end="2024-01-31", window_minutes=1)
+    PmMapOptions(bbox=BOX, start="2024-01-01", end="2024-01-31", window_minutes=1)
 
 
 @pytest.mark.parametrize("cell_metres", [1e9, 1e8])

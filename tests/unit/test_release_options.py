@@ -168,7 +168,6 @@ VALID: dict[str, dict[str, Any]] = {
     },
     **{
         f"sensing {command}": {
-            "input_path": Path("r.csv"),
             "bbox": (22.45, 88.30, 22.65, 88.47),
             "start": "2024-01-15",
             "end": "2024-01-16",
@@ -475,16 +474,15 @@ def test_a_list_is_taken_for_a_tuple_and_a_date_for_its_iso_text() -> None:
     assert points.bbox == "44,-94,46,-92"
     assert points == PointsSpec(lat="lat", lon="lon", scale_metres=100.0, bbox="44,-94,46,-92")
     pm = PmMapOptions(
-        input_path=Path("r.csv"),
         bbox=[22.45, 88.30, 22.65, 88.47],
         start=dt.date(2024, 1, 15),
         end="2024-01-16",
     )
     assert pm.bbox == (22.45, 88.30, 22.65, 88.47) and pm.start == "2024-01-15"
-    dp = DpMapOptions(input_path=Path("r.csv"), bbox=(22.45, 88.30, 22.65, 88.47), utility_epsilons=[1, 2])
+    dp = DpMapOptions(bbox=(22.45, 88.30, 22.65, 88.47), utility_epsilons=[1, 2])
     assert dp.utility_epsilons == (1.0, 2.0)
     with pytest.raises(InvalidParameterError, match=r"^utility_epsilons: '1,2' is not a value it takes$"):
-        DpMapOptions(input_path=Path("r.csv"), bbox=(22.45, 88.30, 22.65, 88.47), utility_epsilons="1,2")
+        DpMapOptions(bbox=(22.45, 88.30, 22.65, 88.47), utility_epsilons="1,2")
 
 
 def test_help_of_an_api_function_shows_every_option_with_its_default() -> None:

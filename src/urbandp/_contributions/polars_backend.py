@@ -21,6 +21,25 @@ def window_filter(spec: ContributionSpec) -> pl.Expr:
     return keep
 
 
+def hat_keys(spec: ContributionSpec, cell: pl.Expr | None = None) -> list[pl.Expr]:
+    """A record's HAT key and day: ``cell`` (default: the H3 cell of its position), ``slot`` and ``day`` of its
+    ``timestamp`` (wall-clock time)."""
+    ts = pl.col("timestamp")
+    return [
+        (cell_expr(spec.resolution) if cell is None else cell).alias("cell"),
+        spec.slots.slot_expr(ts).alias("slot"),
+        ts.dt.date().alias("day"),
+    ]
+
+
+def keyed_records(records: pl.LazyFrame, spec: ContributionSpec) -> pl.LazyFrame:
+    """The records inside the window, each as ``cell, slot, day, vehicle, speed`` (a ``cell`` column computed
+    upstream, by ``pipeline.load_records`` at the same resolution, is reused)."""
+    has_cell = "cell" in records.collect_schema().names()
+    keys = hat_keys(spec, pl.col("cell") if has_cell else None)
+    return records.filter(window_filter(spec)).select(*keys, pl.col("vehicle"), pl.col("speed"))
+
+
 class PolarsBackend:
     name = "polars"
 
@@ -33,18 +52,8 @@ class PolarsBackend:
         ]
         if spec.keep_speeds:
             aggs.append(clipped.alias("speeds"))
-        lf = records.lazy()
-        # A cell column computed upstream (pipeline.load_records, same resolution) is reused.
-        has_cell = "cell" in lf.collect_schema().names()
         return (
-            lf.filter(window_filter(spec))
-            .select(
-                (pl.col("cell") if has_cell else cell_expr(spec.resolution)).alias("cell"),
-                spec.slots.slot_expr(pl.col("timestamp")).alias("slot"),
-                pl.col("timestamp").dt.date().alias("day"),
-                pl.col("vehicle"),
-                pl.col("speed"),
-            )
+            keyed_records(records.lazy(), spec)
             .group_by("cell", "slot", "day", "vehicle")
             .agg(aggs)
             .with_columns(pl.col("vehicle").cast(pl.String))

@@ -30,9 +30,8 @@ import polars as pl
 import pyarrow as pa
 
 from urbandp._contributions.base import CONTRIBUTION_SCHEMA, ContributionSpec
-from urbandp._contributions.polars_backend import window_filter
+from urbandp._contributions.polars_backend import hat_keys, keyed_records, window_filter
 from urbandp._contributions.spark_session import get_spark
-from urbandp._grid.h3cells import cell_expr
 from urbandp._records.readers import SUFFIXES, canonical_columns, expand_inputs, input_kind
 from urbandp._records.schema import ColumnMapping
 from urbandp._records.timezones import check_parquet_instants
@@ -192,18 +191,11 @@ class RecordKeyer:
         )
         rows = checked.with_columns(reason.alias("reason")).collect()
         counts = rows.group_by("source", "block", "reason").agg(pl.len().cast(pl.Int64).alias("n"))
-        ts = pl.col("timestamp")
         keys = [
             pl.lit(0, pl.Int8).alias("kind"),
             pl.col("source", "block", "ordinal", "okey", "reason", "vehicle", "timestamp"),
         ]
-        valid = rows.filter(pl.col("reason") == 0).select(
-            *keys,
-            cell_expr(self.window.resolution).cast(pl.Int64).alias("cell"),
-            self.window.slots.slot_expr(ts).alias("slot"),
-            ts.dt.date().alias("day"),
-            "speed",
-        )
+        valid = rows.filter(pl.col("reason") == 0).select(*keys, *hat_keys(self.window), "speed")
         rejected = rows.filter((pl.col("reason") > 0) & (pl.col("reason") != OUTSIDE)).select(
             *keys,
             pl.col("timestamp_raw").cast(pl.String),
@@ -501,7 +493,7 @@ class SparkBackend:
 
         spark = self.spark
         rejected = marked.filter((F.col("kind") == 0) & (F.col("reason") > 0)).select(
-            "source", "block", "ordinal", "okey", "reason", *RAW_FIELDS
+            "source", "block", "ordinal", "reason", *RAW_FIELDS
         )
         if firsts.height:
             firsts_sdf = spark.createDataFrame(
@@ -515,16 +507,13 @@ class SparkBackend:
                     "source",
                     "block",
                     "ordinal",
-                    "okey",
                     F.lit(DUPLICATE).cast("smallint").alias("reason"),
                     "vehicle",
                     F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss").alias("timestamp_raw"),
-                    F.lit(None).cast("double").alias("latitude"),
-                    F.lit(None).cast("double").alias("longitude"),
                     F.col("speed").alias("speed_raw"),
                 )
             )
-            rejected = rejected.unionByName(dups)
+            rejected = rejected.unionByName(dups, allowMissingColumns=True)  # no position: null coordinates
         # rows before each split: the splits of a file in byte order, their sizes from the per-batch counts
         sizes = stats.group_by("source", "block").agg(pl.col("n").sum()).sort("source", "block")
         offsets = sizes.with_columns(
@@ -567,14 +556,4 @@ class _KeyOnly:
         ts = pl.col("timestamp")
         if isinstance(dtype, pl.Datetime) and dtype.time_zone:  # Spark's session zone is UTC
             ts = ts.dt.replace_time_zone(None)
-        return (
-            frame.with_columns(ts.cast(pl.Datetime("us")))
-            .filter(window_filter(self.spec).fill_null(False))
-            .select(
-                pl.col("vehicle").cast(pl.String),
-                cell_expr(self.spec.resolution).cast(pl.Int64).alias("cell"),
-                self.spec.slots.slot_expr(pl.col("timestamp")).alias("slot"),
-                pl.col("timestamp").dt.date().alias("day"),
-                pl.col("speed").cast(pl.Float64),
-            )
-        )
+        return keyed_records(frame.lazy().with_columns(ts.cast(pl.Datetime("us"))), self.spec).collect()

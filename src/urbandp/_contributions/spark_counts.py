@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from urbandp._contributions.spark_backend import (
     _input_error,
+    _read,
     _spark_errors,
     _to_polars,
     arrow_schema,
@@ -110,10 +111,8 @@ def joint_from_events_spark(
 
     errors = _spark_errors()
     try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            sdf = spark.read.parquet(str(path.resolve()))
-        else:
-            sdf = spark.read.options(header=True, inferSchema=False, escape='"').csv(str(path.resolve()))
+        kind = "parquet" if path.suffix.lower() in (".parquet", ".pq") else "csv"
+        sdf = _read(spark, kind, [str(path.resolve())])
         columns = tuple(sdf.columns)
         needed = EVENT_COLUMNS + (("card_id",) if unit.kind == "card-day" else ())
         missing = [c for c in needed if c not in columns]

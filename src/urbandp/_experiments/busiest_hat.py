@@ -19,7 +19,8 @@ from pathlib import Path
 
 import polars as pl
 
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp._grid.h3cells import check_resolution
+from urbandp.errors import InputError
 
 REQUIRED = ("vehicle_id", "timestamp", "speed", "latitude", "longitude")
 
@@ -64,10 +65,7 @@ def _reason() -> pl.Expr:
         ),
         ("missing_speed", pl.col("speed").is_null() | pl.col("speed").is_nan()),
     ]
-    reason: pl.Expr = pl.lit(None, dtype=pl.String)
-    for name, check in reversed(checks):
-        reason = pl.when(check).then(pl.lit(name)).otherwise(reason)
-    return reason
+    return pl.coalesce(pl.when(check).then(pl.lit(name)) for name, check in checks)
 
 
 def check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, int]) -> None:
@@ -76,10 +74,7 @@ def check_arguments(inputs: Sequence[Path], resolution: int, hours: tuple[int, i
     start, end = hours
     if not (0 <= start < end <= 24):
         raise InputError(f"hours must satisfy 0 <= start < end <= 24, got {start}-{end}")
-    if not 0 <= resolution <= 15:
-        raise InvalidParameterError(
-            f"resolution must be one of the H3 resolutions 0..15, got {resolution}", parameters="resolution"
-        )
+    check_resolution(resolution)
 
 
 def extract_busiest_hat(

@@ -9,12 +9,14 @@ from __future__ import annotations
 import polars as pl
 import polars_h3 as plh3
 
-from urbandp.errors import InputError
+from urbandp.errors import InvalidParameterError
 
 
 def check_resolution(resolution: int) -> int:
     if not 0 <= resolution <= 15:
-        raise InputError(f"H3 resolution must be 0..15, got {resolution}")
+        raise InvalidParameterError(
+            f"resolution must be one of the H3 resolutions 0..15, got {resolution}", parameters="resolution"
+        )
     return resolution
 
 

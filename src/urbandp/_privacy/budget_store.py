@@ -356,13 +356,15 @@ class BudgetStore:
             )
         return caps
 
-    def _spend_per_day(self, name: str) -> dict[str, tuple[float, float]]:
+    def _spend_per_day(self, name: str) -> dict[str, tuple[float, float, float]]:
+        """``{day: (epsilon, rho, delta)}`` charged on each day, summed over releases (basic composition, Dwork and
+        Roth 2014, Thm 3.16; rho: Bun and Steinke 2016, Lemma 2.3)."""
         rows = self._exec(
-            "SELECT c.day, SUM(c.epsilon), SUM(COALESCE(c.rho, 0)) FROM charges c "
+            "SELECT c.day, SUM(c.epsilon), SUM(COALESCE(c.rho, 0)), SUM(COALESCE(c.delta, 0)) FROM charges c "
             "JOIN releases r ON r.id = c.release_id WHERE r.dataset = ? GROUP BY c.day",
             (name,),
         )
-        return {str(d): (float(e), float(r)) for d, e, r in rows}
+        return {str(d): (float(e), float(r), float(x)) for d, e, r, x in rows}
 
     def _window_sum(self, name: str, column: str) -> float:
         """The sum over the releases of ``name`` of one window column (``window_epsilon``, ``window_rho`` or
@@ -371,15 +373,9 @@ class BudgetStore:
         return math.fsum(float(v or 0.0) for (v,) in rows)
 
     def delta_per_day(self, name: str) -> dict[str, float]:
-        """``{day: delta}``: the deltas charged on each day, summed over releases (basic composition, Dwork and
-        Roth 2014, Thm 3.16): what one unit-day pays."""
+        """``{day: delta}``: the deltas charged on each day, summed over releases: what one unit-day pays."""
         self.caps(name)
-        rows = self._exec(
-            "SELECT c.day, SUM(COALESCE(c.delta, 0)) FROM charges c JOIN releases r ON r.id = c.release_id "
-            "WHERE r.dataset = ? GROUP BY c.day",
-            (name,),
-        )
-        return {str(d): float(v) for d, v in rows}
+        return {day: delta for day, (_, _, delta) in self._spend_per_day(name).items()}
 
     def delta_spent(self, name: str) -> float:
         """The composed delta of all releases of ``name``: the sum of their window deltas (Thm 3.16), what a unit
@@ -401,7 +397,7 @@ class BudgetStore:
     def spend_per_day(self, name: str) -> dict[str, tuple[float, float]]:
         """``{day: (epsilon, rho)}`` charged so far (reserved, committed and crashed releases all count)."""
         self.caps(name)
-        return self._spend_per_day(name)
+        return {day: (eps, rho) for day, (eps, rho, _) in self._spend_per_day(name).items()}
 
     # -- reservations ---------------------------------------------------------------------------------------
     def reserve(
@@ -626,14 +622,14 @@ def _check_days(
     caps: DatasetCaps,
     charges_per_day: Mapping[dt.date, float],
     rho_per_day: Mapping[dt.date, float],
-    spent: Mapping[str, tuple[float, float]],
+    spent: Mapping[str, tuple[float, float, float]],
 ) -> None:
     """Refuse, at the first day in date order, a charge that takes the day's epsilon past ``epsilon_per_day``
     or its rho past ``rho_per_day`` (sequential composition per day, Dwork and Roth 2014, Thm 3.16)."""
     for day in sorted(charges_per_day):
         key = day.isoformat()
         asked = charges_per_day[day]
-        have_eps, have_rho = spent.get(key, (0.0, 0.0))
+        have_eps, have_rho, _ = spent.get(key, (0.0, 0.0, 0.0))
         if caps.epsilon_per_day is not None and have_eps + asked > caps.epsilon_per_day + TOL:
             raise BudgetExceededError(
                 f"privacy budget of {dataset!r} exceeded on {key}: asked epsilon={asked:.6g} per {unit}, "

@@ -29,8 +29,8 @@ ALLOW_PARAMETER = "allow_meaningless_epsilon"
 """The parameter that turns a meaningless-loss refusal into a NOT DP label (a refusal names it; the CLI its flag)."""
 
 
-def check_delta(delta: float, option: str, units: int | None = None) -> None:
-    """Refuse a delta above :data:`MAX_DELTA`, or above 1/n when the public number of units n is known.
+def check_delta(delta: float, option: str) -> None:
+    """Refuse a delta above :data:`MAX_DELTA`.
 
     ``option`` names the delta: a parameter's Python name (``delta``), listed in the error's ``parameters`` so that
     the CLI shows its flag, or a description (``delta (per unit and day)``), shown as it is.
@@ -42,12 +42,6 @@ def check_delta(delta: float, option: str, units: int | None = None) -> None:
         raise InvalidParameterError(
             f"{option} {delta:g} is above {MAX_DELTA:g} (it is the chance that the guarantee fails outright for a "
             "unit); use 1e-6 or smaller",
-            parameters=named,
-        )
-    if units is not None and units > 0 and delta > 1.0 / units:
-        raise InvalidParameterError(
-            f"{option} {delta:g} is above 1/n = {1.0 / units:.3g} for the {units:,} units of the public domain: "
-            "one of them would be expected to lose its protection; use a smaller one",
             parameters=named,
         )
 

@@ -87,30 +87,21 @@ class PrivacyLedger:
     def delta_spent(self) -> float:
         return self._totals(self.entries)[1]
 
-    def remaining(self) -> tuple[float, float]:
-        eps, delta = self._totals(self.entries)
-        eps_left = math.inf if self.budget_epsilon is None else self.budget_epsilon - eps
-        delta_left = math.inf if self.budget_delta is None else self.budget_delta - delta
-        return eps_left, delta_left
-
-    def check(self, epsilon: float, delta: float = 0.0, rho: float = 0.0) -> None:
-        """Raise :class:`BudgetExceededError` if charging (epsilon, delta, rho) would overspend."""
-        probe = LedgerEntry("probe", epsilon, delta, rho=rho)
-        eps_after, delta_after = self._totals([*self.entries, probe])
-        tol = 1e-12
-        over_eps = self.budget_epsilon is not None and eps_after > self.budget_epsilon + tol
-        over_delta = self.budget_delta is not None and delta_after > self.budget_delta + tol
+    def charge(self, entry: LedgerEntry) -> LedgerEntry:
+        """Add ``entry``, or raise :class:`BudgetExceededError` (adding nothing) if it would overspend."""
+        eps_after, delta_after = self._totals([*self.entries, entry])
+        over_eps = self.budget_epsilon is not None and eps_after > self.budget_epsilon + 1e-12
+        over_delta = self.budget_delta is not None and delta_after > self.budget_delta + 1e-12
         if over_eps or over_delta:
-            eps_left, delta_left = self.remaining()
+            eps, delta = self._totals(self.entries)
+            eps_left = math.inf if self.budget_epsilon is None else self.budget_epsilon - eps
+            delta_left = math.inf if self.budget_delta is None else self.budget_delta - delta
             raise BudgetExceededError(
-                f"privacy budget exceeded: asked for epsilon={epsilon:.6g}, delta={delta:.3g}, rho={rho:.6g} "
-                f"(total would be epsilon={eps_after:.6g}, delta={delta_after:.3g}); "
+                f"privacy budget exceeded: asked for epsilon={entry.epsilon:.6g}, delta={entry.delta:.3g}, "
+                f"rho={entry.rho:.6g} (total would be epsilon={eps_after:.6g}, delta={delta_after:.3g}); "
                 f"left epsilon={eps_left:.6g}, delta={delta_left:.3g} "
                 f"(budget epsilon={self.budget_epsilon}, delta={self.budget_delta})"
             )
-
-    def charge(self, entry: LedgerEntry) -> LedgerEntry:
-        self.check(entry.epsilon, entry.delta, entry.rho)
         self.entries.append(entry)
         return entry
 

@@ -263,14 +263,12 @@ class ReleaseLoss:
     gaussian: bool = False
 
     def approx(self, loss: Loss) -> tuple[float | None, float | None, str | None]:
-        """(epsilon, delta) of ``loss`` (a figure of this release), by :attr:`conversion`; None and why on overflow."""
-        if self.exact(loss):
-            assert self.conversion_delta is not None
-            eps = gaussian_epsilon(loss.rho, self.conversion_delta)
-            if eps is None:
-                return None, None, f"rho {loss.rho:.3g} overflows the conversion to (epsilon, delta)"
-            return eps, self.conversion_delta, None
-        return loss.approx(self.conversion_delta)
+        """(epsilon, delta) of ``loss`` (a figure of this release), by :attr:`conversion`; None and why on overflow
+        (the exact curve overflows exactly where the zCDP bound does: :meth:`Loss.approx` then says why)."""
+        delta = self.conversion_delta
+        if self.exact(loss) and delta is not None and (eps := gaussian_epsilon(loss.rho, delta)) is not None:
+            return eps, delta, None
+        return loss.approx(delta)
 
     def exact(self, loss: Loss) -> bool:
         """Whether ``loss`` is converted by the exact Gaussian curve (a Gaussian-only rho with no other part)."""

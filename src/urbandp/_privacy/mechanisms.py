@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -54,14 +54,6 @@ class Mechanism(Protocol):
     def describe(self) -> dict[str, object]: ...
 
 
-def _measurement(gaussian: bool, discrete: bool, scale: float) -> dp.Measurement:
-    """The scalar OpenDP measurement whose map is the mechanism's loss (absolute distance on one value)."""
-    atom = dp.atom_domain(T="i64") if discrete else dp.atom_domain(T=float, nan=False)
-    metric = dp.absolute_distance(T="i64" if discrete else float)
-    make = dp.m.make_gaussian if gaussian else dp.m.make_laplace
-    return make(atom, metric, float(scale))
-
-
 def _d_in(discrete: bool, sensitivity: float) -> float | int:
     if discrete:
         if not float(sensitivity).is_integer():
@@ -87,13 +79,18 @@ class _Additive:
     def std(self) -> float:
         raise NotImplementedError
 
+    def measurement(self) -> dp.Measurement:
+        """The scalar OpenDP measurement whose map is the mechanism's loss (absolute distance on one value)."""
+        atom = dp.atom_domain(T="i64") if self.discrete else dp.atom_domain(T=float, nan=False)
+        metric = dp.absolute_distance(T="i64" if self.discrete else float)
+        make = dp.m.make_gaussian if self.law == "gaussian" else dp.m.make_laplace
+        return make(atom, metric, float(self.scale))
+
     def loss(self, sensitivity: float) -> Loss:
-        gaussian = self.law == "gaussian"
-        value = math.inf
-        if self.scale > 0:
-            measurement = _measurement(gaussian, self.discrete, self.scale)
-            value = float(measurement.map(_d_in(self.discrete, sensitivity)))
-        return Loss.zcdp(value) if gaussian else Loss.pure(value)
+        value = (
+            float(self.measurement().map(_d_in(self.discrete, sensitivity))) if self.scale > 0 else math.inf
+        )
+        return Loss.zcdp(value) if self.law == "gaussian" else Loss.pure(value)
 
     def describe(self) -> dict[str, object]:
         return {"mechanism": self.name, "scale": self.scale, "std": self.std}
@@ -159,13 +156,14 @@ def gaussian_rho(sensitivity: float, scale: float) -> float:
     return Gaussian(float(scale)).loss(sensitivity).rho
 
 
+LAWS: dict[str, type[Laplace | Gaussian]] = {"laplace": Laplace, "gaussian": Gaussian}
+
+
 def mechanism(kind: str, scale: float, *, discrete: bool = False) -> Laplace | Gaussian:
     """The mechanism named ``laplace`` or ``gaussian`` at ``scale``."""
-    if kind == "laplace":
-        return Laplace(float(scale), discrete)
-    if kind == "gaussian":
-        return Gaussian(float(scale), discrete)
-    raise ValueError(f"unknown mechanism {kind!r} (laplace or gaussian)")
+    if kind not in LAWS:
+        raise ValueError(f"unknown mechanism {kind!r} (laplace or gaussian)")
+    return LAWS[kind](float(scale), discrete)
 
 
 def calibrate(kind: str, sensitivity: float, target: float, *, discrete: bool = False) -> Laplace | Gaussian:
@@ -178,17 +176,11 @@ def calibrate(kind: str, sensitivity: float, target: float, *, discrete: bool = 
         raise ValueError(f"the target loss must be finite and > 0, got {target}")
     if not (sensitivity > 0 and math.isfinite(sensitivity)):
         raise ValueError(f"the sensitivity must be finite and > 0, got {sensitivity}")
-    gaussian = kind == "gaussian"
-    if kind not in ("laplace", "gaussian"):
-        raise ValueError(f"unknown mechanism {kind!r} (laplace or gaussian)")
-    scale = float(
-        dp.binary_search_param(
-            lambda s: _measurement(gaussian, discrete, s),
-            d_in=_d_in(discrete, sensitivity),
-            d_out=float(target),
-        )
+    law = mechanism(kind, 1.0, discrete=discrete)
+    scale = dp.binary_search_param(
+        lambda s: replace(law, scale=s).measurement(), d_in=_d_in(discrete, sensitivity), d_out=float(target)
     )
-    return mechanism(kind, scale, discrete=discrete)
+    return replace(law, scale=float(scale))
 
 
 def smallest_scale(cost: Callable[[float], float], target: float, guess: float) -> float:

@@ -105,8 +105,9 @@ class OpenDPNoise:
     is_private = True
 
     @staticmethod
-    def _sampler(gaussian: bool, integer: bool) -> Callable[[np.ndarray, float], np.ndarray]:
-        """One OpenDP vector measurement (Laplace over L1 or Gaussian over L2; float or i64) applied to ``v``."""
+    def _draw(values: np.ndarray, scale: float | np.ndarray, *, gaussian: bool, integer: bool) -> np.ndarray:
+        """``values`` plus noise of one OpenDP vector measurement per distinct scale (Laplace over L1 or Gaussian
+        over L2; float or i64)."""
         atom = dp.atom_domain(T="i64") if integer else dp.atom_domain(T=float, nan=False)
         dtype = np.int64 if integer else float
         metric = (dp.l2_distance if gaussian else dp.l1_distance)(T="i64" if integer else float)
@@ -116,17 +117,19 @@ class OpenDPNoise:
             m = make(dp.vector_domain(atom), metric, scale)
             return on_every_core(v, lambda part: np.asarray(m(part.astype(dtype).tolist()), dtype=dtype))
 
-        return sample
+        return _per_scale(np.asarray(values, dtype=dtype), scale, sample)
 
     def laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(
-            np.asarray(values, dtype=float), scale, self._sampler(gaussian=False, integer=False)
-        )
+        return self._draw(values, scale, gaussian=False, integer=False)
 
     def discrete_laplace(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(
-            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=False, integer=True)
-        )
+        return self._draw(values, scale, gaussian=False, integer=True)
+
+    def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return self._draw(values, scale, gaussian=True, integer=False)
+
+    def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
+        return self._draw(values, scale, gaussian=True, integer=True)
 
     def laplace_on_lattice(self, values: np.ndarray, scale: float, exponent: int) -> np.ndarray:
         """Laplace noise on the lattice ``2^exponent Z``: OpenDP ``make_laplace(..., k=exponent)`` over a sized
@@ -145,14 +148,6 @@ class OpenDPNoise:
             return np.asarray(m(part.tolist()), dtype=float)
 
         return on_every_core(v, draw).reshape(np.shape(values))
-
-    def gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(np.asarray(values, dtype=float), scale, self._sampler(gaussian=True, integer=False))
-
-    def discrete_gaussian(self, values: np.ndarray, scale: float | np.ndarray) -> np.ndarray:
-        return _per_scale(
-            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=True, integer=True)
-        )
 
 
 class ExactNoiseForTesting:

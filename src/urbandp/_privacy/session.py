@@ -22,7 +22,6 @@ already counts in every cap, and a release that may have been read is not taken 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -100,15 +99,6 @@ class ReleaseCharge:
             check_output_path(out)  # before anything is reserved: the folder may be replaced
 
     # -- plan --------------------------------------------------------------------------------------------------
-    @staticmethod
-    def split(total: Loss, weights: Mapping[str, float]) -> dict[str, Loss]:
-        """Share ``total`` between named steps in proportion to ``weights`` (PipelineDP's ``scope(weight)``)."""
-        w = {k: float(v) for k, v in weights.items()}
-        if not w or any(not (v > 0 and math.isfinite(v)) for v in w.values()):
-            raise ValueError(f"weights must be finite and > 0, got {weights}")
-        s = math.fsum(w.values())
-        return {k: Loss(total.epsilon * v / s, total.delta * v / s, total.rho * v / s) for k, v in w.items()}
-
     def refuse_not_dp(self, reasons: Sequence[str]) -> None:
         """With ``--dataset``, refuse a release that is labelled NOT DP: it cannot be booked as DP spend.
 

@@ -356,16 +356,6 @@ def _check_positive(name: str, value: float | None) -> None:
         raise InputError(f"map: {name} must be a positive number, got {value}")
 
 
-def _default_header(subtitle: str) -> MapHeader:
-    """The neutral header of a map whose caller states privacy itself (``subtitle`` as its details)."""
-    return MapHeader(
-        "plain",
-        "Privacy-protected values: noise was added to every released number before publication (differential "
-        "privacy), so single hexagons may look noisier than the traffic really was.",
-        subtitle,
-    )
-
-
 def _check_stated_resolutions(frame: pl.DataFrame, cells: list[str], resolutions: list[int]) -> None:
     """:class:`InputError` where a row's ``resolution`` column disagrees with its cell's H3 resolution."""
     if "resolution" not in frame.columns:
@@ -552,8 +542,7 @@ def write_hat_map(
     value_col: str = "mean_speed",
     title: str,
     legend: str,
-    subtitle: str = "",
-    header: MapHeader | None = None,
+    header: MapHeader,
     speed_max: float | None = None,
     interval_threshold: float | None = None,
     domain_cells: Sequence[str] | None = None,
@@ -571,8 +560,7 @@ def write_hat_map(
     "not released in this slot". Optional: ``ci95_low``/``ci95_high`` (the 95% interval), ``noisy_vehicle_days``
     and ``resolution`` (checked against the cell).
 
-    ``header`` states the release (:class:`MapHeader`); without it ``subtitle`` is shown under a neutral
-    "privacy-protected values" line. ``speed_max`` (U) fixes the colour scale to [0, U]; without it the scale
+    ``header`` states the release (:class:`MapHeader`). ``speed_max`` (U) fixes the colour scale to [0, U]; without it the scale
     spans the data. Cells whose interval is wider than ``interval_threshold`` (default U/2) are hatched.
     ``domain_cells``, ``gtfs_dir`` (a GTFS folder or zip) and ``context`` (GeoJSON files) add public context;
     ``tiles`` is the basemap (None: none). ``cell_rings``: the outline of each cell of another grid than H3
@@ -588,5 +576,4 @@ def write_hat_map(
     scale = _scale(released.grids["value"], speed_max, interval_threshold, released.has_ci)
     domain_rings = _domain_rings(domain_cells, released.cells)
     page = _Page(released, scale, overlay, files, domain_rings, legend, tiles, cell_word)
-    header = header if header is not None else _default_header(subtitle)
     _write_page(path, _render_map(page, _payload(page, value_col), title, header))

@@ -70,6 +70,8 @@ SECONDS_PER_DAY = 86_400
 NORMAL_SPEED_CAP = 55.0
 PEAK_HOURS: tuple[tuple[int, int], ...] = ((8, 10), (17, 20))
 PEAK_SPEED_FACTOR = 0.6
+DAY_OFF_PROBABILITY = 0.05
+"""Chance that a vehicle takes a day off."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,6 @@ class FleetSpec(ReleaseOptions):
     )
     routes: int = option(28, help="Number of fixed bus routes through the city.", ge=1, le=200)
     speeder_fraction: float = option(0.03, help="Share of vehicles that speed off-peak.", ge=0, le=1)
-    day_off_probability: float = 0.05
-    city: City = SURAT
 
     def model_post_init(self, context: Any, /) -> None:
         expected = self.vehicles * self.days * self.records_per_vehicle_day
@@ -173,7 +173,7 @@ def _build_fleet(spec: FleetSpec) -> _Fleet:
     axis, xs, ys, bases, lengths = [], [], [], [], []
     base = 0.0
     for _ in range(spec.routes):
-        poly = _route_polyline(rng, spec.city.radius_km)
+        poly = _route_polyline(rng, SURAT.radius_km)
         seg = np.hypot(np.diff(poly[:, 0]), np.diff(poly[:, 1]))
         cum = np.concatenate([[0.0], np.cumsum(seg)])
         axis.append(base + cum)
@@ -186,7 +186,7 @@ def _build_fleet(spec: FleetSpec) -> _Fleet:
     codes = rng.choice(26 * 26 * 10_000, size=v, replace=False)
     letters = codes // 10_000
     plates = [
-        f"{spec.city.plate_prefix}{chr(65 + ab // 26)}{chr(65 + ab % 26)}{c % 10_000:04d}"
+        f"{SURAT.plate_prefix}{chr(65 + ab // 26)}{chr(65 + ab % 26)}{c % 10_000:04d}"
         for ab, c in zip(letters.tolist(), codes.tolist(), strict=True)
     ]
     # Uneven reporting rates: lognormal per vehicle, normalised to mean 1 (report section V).
@@ -263,7 +263,7 @@ class _Records:
 def _working_vehicles(rng: np.random.Generator, spec: FleetSpec) -> np.ndarray:
     """The vehicles that work today: each takes the day off with ``day_off_probability``; at least one works."""
     n_veh = spec.vehicles
-    working = np.flatnonzero(rng.random(n_veh) >= spec.day_off_probability)
+    working = np.flatnonzero(rng.random(n_veh) >= DAY_OFF_PROBABILITY)
     if working.size == 0:
         working = np.array([int(rng.integers(n_veh))])
     return working
@@ -356,7 +356,7 @@ def _drive(
     n = clock.size
     x = np.interp(pos, fleet.axis_km, fleet.axis_x_km) + rng.normal(0.0, 0.008, n)
     y = np.interp(pos, fleet.axis_km, fleet.axis_y_km) + rng.normal(0.0, 0.008, n)
-    lat, lon = spec.city.plane().to_degrees(np.column_stack([x, y]) * 1000.0)
+    lat, lon = SURAT.plane().to_degrees(np.column_stack([x, y]) * 1000.0)
     return _Records(
         owner=owner,
         veh=veh,
@@ -431,7 +431,6 @@ def _observation_times(
 
 def _itms_frame(
     fleet: _Fleet,
-    city: City,
     date: dt.date,
     records: _Records,
     has_coords: np.ndarray,
@@ -457,7 +456,7 @@ def _itms_frame(
         }
     )
     return frame.select(
-        pl.lit(city.feed_id).alias("id"),
+        pl.lit(SURAT.feed_id).alias("id"),
         pl.col("license_plate"),
         pl.concat_str(
             pl.col("route_id"),
@@ -488,8 +487,8 @@ def _generate_day(spec: FleetSpec, fleet: _Fleet, day: int) -> pl.DataFrame:
     dirty, kind = _dirty_rows(rng, spec, records.owner)
     has_coords, bad_ts = _make_dirty(rng, records, dirty, kind)
     date = spec.start + dt.timedelta(days=day)
-    observation = _observation_times(rng, date, spec.city.utc_offset, records.seconds, bad_ts)
-    return _itms_frame(fleet, spec.city, date, records, has_coords, observation)
+    observation = _observation_times(rng, date, SURAT.utc_offset, records.seconds, bad_ts)
+    return _itms_frame(fleet, date, records, has_coords, observation)
 
 
 def _day_stamps(date: dt.date, utc_offset: str) -> pl.Series:
@@ -763,9 +762,9 @@ def _block_trips(
     return trips
 
 
-def _latlon(city: City, x_km: np.ndarray, y_km: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _latlon(x_km: np.ndarray, y_km: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Degrees of km offsets from the centre, as the generator places its records."""
-    lat, lon = city.plane().to_degrees(np.column_stack([x_km, y_km]) * 1000.0)
+    lat, lon = SURAT.plane().to_degrees(np.column_stack([x_km, y_km]) * 1000.0)
     return np.round(lat, 6), np.round(lon, 6)
 
 
@@ -779,7 +778,7 @@ _GTFS_TRIP_COLUMNS = ["route_id", "service_id", "trip_id", "direction_id", "shap
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
-def _route_shapes(fleet: _Fleet, city: City, r: int) -> list[pl.DataFrame]:
+def _route_shapes(fleet: _Fleet, r: int) -> list[pl.DataFrame]:
     """``shapes.txt`` rows of route ``r``: its vertices UP and then DN (shape ids ``<route>-UP``/``-DN``), with
     ``shape_dist_traveled`` in metres from the start of each direction."""
     route_id = fleet.route_ids[r]
@@ -787,7 +786,7 @@ def _route_shapes(fleet: _Fleet, city: City, r: int) -> list[pl.DataFrame]:
     base = float(fleet.route_base_km[r])
     on = (fleet.axis_km >= base - 1e-9) & (fleet.axis_km <= base + length + 1e-9)
     cum = fleet.axis_km[on] - base
-    lat, lon = _latlon(city, fleet.axis_x_km[on], fleet.axis_y_km[on])
+    lat, lon = _latlon(fleet.axis_x_km[on], fleet.axis_y_km[on])
     return [
         pl.DataFrame(
             {
@@ -802,12 +801,11 @@ def _route_shapes(fleet: _Fleet, city: City, r: int) -> list[pl.DataFrame]:
     ]
 
 
-def _route_stops_table(fleet: _Fleet, city: City, r: int, at: np.ndarray) -> pl.DataFrame:
+def _route_stops_table(fleet: _Fleet, r: int, at: np.ndarray) -> pl.DataFrame:
     """``stops.txt`` rows of route ``r``: a stop at each km ``at`` along it (UP direction), ids ``<route>-Snnn``."""
     route_id = fleet.route_ids[r]
     base = float(fleet.route_base_km[r])
     s_lat, s_lon = _latlon(
-        city,
         np.interp(base + at, fleet.axis_km, fleet.axis_x_km),
         np.interp(base + at, fleet.axis_km, fleet.axis_y_km),
     )
@@ -852,14 +850,14 @@ def _block_tables(
     return trips, stop_times
 
 
-def _agency_table(city: City) -> pl.DataFrame:
+def _agency_table() -> pl.DataFrame:
     """``agency.txt``: one synthetic agency ``SYN`` in the city's time zone."""
     return pl.DataFrame(
         {
             "agency_id": ["SYN"],
-            "agency_name": [f"Synthetic {city.name} fleet (urbandp synth, not a real agency)"],
+            "agency_name": [f"Synthetic {SURAT.name} fleet (urbandp synth, not a real agency)"],
             "agency_url": ["https://example.invalid"],
-            "agency_timezone": [city.timezone],
+            "agency_timezone": [SURAT.timezone],
         }
     )
 
@@ -886,7 +884,6 @@ def fleet_schedule(spec: FleetSpec) -> dict[str, pl.DataFrame]:
     without vehicles is left out.
     """
     fleet = _build_fleet(spec)
-    city = spec.city
     routes, stops, shapes, trips, stop_times = [], [], [], [], []
     stops_of = []
     served = set(fleet.vehicle_route.tolist())
@@ -894,17 +891,17 @@ def fleet_schedule(spec: FleetSpec) -> dict[str, pl.DataFrame]:
         if r not in served:  # a route without a vehicle has no service: not in the feed
             stops_of.append(np.zeros(0))
             continue
-        shapes.extend(_route_shapes(fleet, city, r))
+        shapes.extend(_route_shapes(fleet, r))
         at = _route_stops(float(fleet.route_length_km[r]))
         stops_of.append(at)
-        stops.append(_route_stops_table(fleet, city, r, at))
+        stops.append(_route_stops_table(fleet, r, at))
         routes.append((route_id, "SYN", route_id, f"Synthetic route {route_id}", 3))
     for block in _blocks(spec, fleet):
         block_trips, block_stop_times = _block_tables(fleet, block, stops_of[block.route])
         trips.extend(block_trips)
         stop_times.extend(block_stop_times)
     return {
-        "agency.txt": _agency_table(city),
+        "agency.txt": _agency_table(),
         "routes.txt": pl.DataFrame(routes, schema=_GTFS_ROUTE_COLUMNS, orient="row"),
         "stops.txt": pl.concat(stops),
         "shapes.txt": pl.concat(shapes),

@@ -23,6 +23,8 @@ FERRY_LAG_BINS = 2  # 30-minute crossing = two 15-minute bins
 #: bounds of ``urbandp counts synth`` (a bounded run: about 10 years, 50 million taps)
 MAX_SYNTH_DAYS = 3_660
 MAX_SYNTH_EVENTS = 50_000_000
+START = dt.date(2016, 8, 8)
+N_CARDS = 20_000
 
 
 @dataclass(frozen=True)
@@ -33,14 +35,13 @@ class SyntheticTaps:
     domain: dict[str, object]  # JSON-able public domain (see urbandp.counts._domain)
 
 
-def default_places(n_bus: int = 20, n_train: int = 15, n_lightrail: int = 5) -> dict[str, list[str]]:
-    """Public (mode -> locations) lists: bus postcodes, train stations, light rail stops and the Manly ferry."""
-    return {
-        "bus": [str(2000 + i) for i in range(n_bus)],
-        "train": [f"Station {i:02d}" for i in range(n_train)],
-        "lightrail": [f"Light Rail {i:02d}" for i in range(n_lightrail)],
-        "ferry": [MANLY, CIRCULAR_QUAY_3, "Cremorne Point Wharf"],
-    }
+PLACES = {
+    "bus": [str(2000 + i) for i in range(20)],
+    "train": [f"Station {i:02d}" for i in range(15)],
+    "lightrail": [f"Light Rail {i:02d}" for i in range(5)],
+    "ferry": [MANLY, CIRCULAR_QUAY_3, "Cremorne Point Wharf"],
+}
+"""The public (mode -> locations) lists: bus postcodes, train stations, light rail stops and the Manly ferry."""
 
 
 def _daily_profile(n_bins: int) -> np.ndarray:
@@ -58,41 +59,38 @@ def generate_taps(
     *,
     trips_per_day: int = 20_000,
     days: int = 7,
-    start: dt.date = dt.date(2016, 8, 8),
     ferry_trips_per_day: int = 3_000,
-    n_cards: int = 20_000,
-    places: dict[str, list[str]] | None = None,
     seed: int = 0,
 ) -> SyntheticTaps:
-    """Generate tap events for ``days`` days; every trip yields one ``on`` and one ``off`` event.
+    """Generate tap events for ``days`` days from 8 August 2016 (20,000 cards, the places of :data:`PLACES`);
+    every trip yields one ``on`` and one ``off`` event.
 
     Non-ferry trips pick an origin and a destination of the same mode (popularity ~ Zipf) and last 1-3 bins.
     Ferry trips run only between Manly and Circular Quay No. 3 and last exactly :data:`FERRY_LAG_BINS` bins,
     so ``on(Manly, t) == off(CQ3, t + 2)`` holds exactly in the raw counts.
     """
     rng = np.random.default_rng(seed)
-    places = places or default_places()
     bin_minutes = 15
     n_bins = 24 * 60 // bin_minutes
     profile = _daily_profile(n_bins)
-    non_ferry = [(m, loc) for m, locs in places.items() if m != "ferry" for loc in locs]
+    non_ferry = [(m, loc) for m, locs in PLACES.items() if m != "ferry" for loc in locs]
     mode_of, loc_of = np.array([m for m, _ in non_ferry]), np.array([loc for _, loc in non_ferry])
     weights = 1.0 / np.arange(1, len(non_ferry) + 1) ** 0.8
     rng.shuffle(weights)
     frames: list[pl.DataFrame] = []
     for d in range(days):
-        day = start + dt.timedelta(days=d)
+        day = START + dt.timedelta(days=d)
         midnight = dt.datetime.combine(day, dt.time())
         # -- ordinary trips
         n = int(rng.poisson(trips_per_day))
         origin = rng.choice(len(non_ferry), size=n, p=weights / weights.sum())
         modes = mode_of[origin]
         dest = np.empty(n, dtype=object)
-        for m in places:
+        for m in PLACES:
             if m == "ferry":
                 continue
             sel = modes == m
-            dest[sel] = rng.choice(np.asarray(places[m], dtype=object), size=int(sel.sum()))
+            dest[sel] = rng.choice(np.asarray(PLACES[m], dtype=object), size=int(sel.sum()))
         start_bin = rng.choice(n_bins, size=n, p=profile)
         minute_on = start_bin * bin_minutes + rng.integers(0, bin_minutes, n)
         minute_off = minute_on + bin_minutes * rng.integers(1, 4, n)
@@ -108,7 +106,7 @@ def generate_taps(
         off_loc = np.concatenate([dest.astype(str), f_dest])
         m_on = np.concatenate([minute_on, f_minute_on])
         m_off = np.concatenate([minute_off, f_minute_on + FERRY_LAG_BINS * bin_minutes])
-        cards = rng.integers(0, n_cards, n + f)
+        cards = rng.integers(0, N_CARDS, n + f)
         base = np.datetime64(midnight, "ms")
         ts_on = base + (m_on * 60_000).astype("timedelta64[ms]")
         ts_off = base + (np.minimum(m_off, 24 * 60 - 1) * 60_000).astype("timedelta64[ms]")
@@ -121,9 +119,9 @@ def generate_taps(
         )
     events = pl.concat(frames).select("mode", "timestamp", "tap", "location", "card_id").sort("timestamp")
     domain = {
-        "days": [(start + dt.timedelta(days=d)).isoformat() for d in range(days)],
+        "days": [(START + dt.timedelta(days=d)).isoformat() for d in range(days)],
         "taps": ["on", "off"],
         "bin_minutes": bin_minutes,
-        "places": places,
+        "places": {m: list(locs) for m, locs in PLACES.items()},  # a copy: the caller may change it
     }
     return SyntheticTaps(events=events, domain=domain)

@@ -34,6 +34,7 @@ from urbandp._privacy.noise import OpenDPNoise
 from urbandp.estimators._bounds import choose_m_ub, eq1_argmax, paper_median
 from urbandp.estimators._core import (
     ADD_REMOVE,
+    ESTIMATORS,
     NEIGHBOURING,
     ArrayAveraging,
     Baseline,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
         release,
         release_spec,
     )
-    from urbandp.estimators._hat_means import ESTIMATORS, build_estimator
+    from urbandp.estimators._hat_means import build_estimator
     from urbandp.estimators._report import EstimatorPrivacyReport
 
 __all__ = [
@@ -84,7 +85,6 @@ __all__ = [
 ]
 
 _HOME = {
-    "ESTIMATORS": "urbandp.estimators._hat_means",
     "build_estimator": "urbandp.estimators._hat_means",
     "EstimatorRelease": "urbandp.estimators._api",
     "EstimatorReleaseSpec": "urbandp.estimators._api",

@@ -40,7 +40,7 @@ from urbandp._release_options import ReleaseOptions, option, takes_options
 from urbandp._session import Session, check_session
 from urbandp._table_reader import read_table
 from urbandp.errors import InputDataError, InvalidParameterError
-from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, MeanEstimate, _Estimator
+from urbandp.estimators._core import BY_NAME, ESTIMATORS, PAPER_ESTIMATORS, MeanEstimate, _Estimator
 from urbandp.estimators._grouping import GROUPINGS
 from urbandp.estimators._report import EstimatorPrivacyReport
 from urbandp.results import Release
@@ -48,7 +48,6 @@ from urbandp.results import Release
 if TYPE_CHECKING:
     from urbandp._option_types import EstimatorReleaseKeywords
 
-ESTIMATOR_NAMES: tuple[str, ...] = tuple(BY_NAME)
 _TAKES: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in fields(cls) if f.name not in ("upper", "levels"))
     for name, cls in BY_NAME.items()
@@ -77,7 +76,7 @@ class EstimatorReleaseSpec(ReleaseOptions):
         "clipped-mean",
         help="clipped-mean (add/remove-one-unit) or the paper's baseline, array-averaging, levy, quantile "
         "(Def. II.1 only: labelled NOT DP, refused with a dataset).",
-        choices=ESTIMATOR_NAMES,
+        choices=ESTIMATORS,
     )
     grouping: str | None = option(None, help=f"How samples are grouped into arrays{_OWN}", choices=GROUPINGS)
     m_ub: str | int | None = option(

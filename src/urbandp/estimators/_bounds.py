@@ -12,13 +12,13 @@ of a value as well as under replacement; its cost is read from OpenDP's map (eps
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
-import opendp.prelude as dp
 
-dp.enable_features("contrib")
+from urbandp.estimators._selection import calibrate_scale, private_quantile, quantile_measurement
 
 
 def paper_median(counts: Sequence[int] | np.ndarray) -> int:
@@ -54,34 +54,27 @@ def eq1_argmax(counts: Sequence[int] | np.ndarray) -> int:
     return int(grid[int(np.argmax(eq1_objective(c, grid)))])
 
 
+M_UB_RULES = {"median": paper_median, "eq1": eq1_argmax}
+"""The rules for ``m_UB`` from the counts: Lemma III.2's median and eq. (1)."""
+
+
 def choose_m_ub(rule: str | int, counts: Sequence[int] | np.ndarray) -> int:
     """``rule`` is ``"median"``, ``"eq1"`` or a public integer bound."""
     if isinstance(rule, (int, np.integer)) and not isinstance(rule, bool):
         if rule < 1:
             raise ValueError(f"m_ub must be >= 1, got {rule}")
         return int(rule)
-    if rule == "median":
-        return paper_median(counts)
-    if rule == "eq1":
-        return eq1_argmax(counts)
+    if rule in M_UB_RULES:
+        return M_UB_RULES[rule](counts)
     raise ValueError(f"m_ub must be 'median', 'eq1' or a positive int, got {rule!r}")
 
 
 # --- DP-chosen clipping bound --------------------------------------------------------------------------------
 
 
-def quantile_bound_measurement(
-    candidates: Sequence[float], alpha: float, scale: float, *, gaussian: bool
-) -> dp.Measurement:
-    """OpenDP ``make_private_quantile`` over an unknown-size vector (add/remove of values, symmetric distance).
-
-    The QUANTILE estimator's private quantile (paper section III-E, Smith 2011's scores over public candidates),
-    here on a dataset whose size is itself private. ``gaussian=True`` asks OpenDP for its zero-concentrated
-    divergence (a rho, composed with the Gaussian release in rho); otherwise pure epsilon (max divergence).
-    """
-    from urbandp.estimators._selection import quantile_measurement
-
-    return quantile_measurement(candidates, alpha, scale, gaussian=gaussian)
+quantile_bound_measurement = quantile_measurement
+"""OpenDP ``make_private_quantile`` over an unknown-size vector (its ``size`` left None): the QUANTILE estimator's
+private quantile (paper section III-E) on a dataset whose size is itself private, DP under add/remove of values."""
 
 
 def quantile_bound_scale(
@@ -93,8 +86,6 @@ def quantile_bound_scale(
     pure-DP map is ``2 d_in max(alpha, 1 - alpha) / scale`` and the zCDP map ``(d_in max(alpha, 1-alpha) /
     scale)^2 / 2``. Returns ``(scale, cost)``, the cost read from the map.
     """
-    from urbandp.estimators._selection import calibrate_scale
-
     s = float(d_in) * max(alpha, 1.0 - alpha)
     start = s / math.sqrt(2.0 * budget) if gaussian else 2.0 * s / budget
 
@@ -104,23 +95,5 @@ def quantile_bound_scale(
     return calibrate_scale(at, budget, start)
 
 
-def private_upper_bound(
-    values: np.ndarray,
-    candidates: Sequence[float],
-    alpha: float,
-    scale: float,
-    *,
-    gaussian: bool,
-    private: bool = True,
-) -> float:
-    """One draw of the DP ``alpha``-quantile of ``values`` among ``candidates`` (OpenDP).
-
-    ``private=False`` (exact-answer tests only; not DP) returns the best-scoring candidate.
-    """
-    from urbandp.estimators._selection import best_candidate
-
-    vals = np.asarray(values, dtype=float)
-    if not private:
-        return best_candidate(vals, candidates, alpha)
-    meas = quantile_bound_measurement(candidates, alpha, scale, gaussian=gaussian)
-    return float(meas(vals.tolist()))
+private_upper_bound = functools.partial(private_quantile, known_size=False)
+"""One draw of the DP ``alpha``-quantile of ``values`` among ``candidates`` on a vector of unknown size."""

@@ -29,8 +29,8 @@ import numpy as np
 
 from urbandp._privacy.mechanisms import laplace_epsilon, laplace_scale
 from urbandp._privacy.noise import NoiseSource
-from urbandp.estimators._bounds import choose_m_ub
-from urbandp.estimators._grouping import GROUPINGS, GroupingPlan, make_plan
+from urbandp.estimators._bounds import M_UB_RULES, choose_m_ub
+from urbandp.estimators._grouping import GROUPINGS, PLANS, GroupingPlan
 from urbandp.estimators._selection import (
     best_candidate,
     calibrate_scale,
@@ -201,7 +201,12 @@ class _Estimator:
 
     def estimate(
         self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
-    ) -> MeanEstimate:  # pragma: no cover
+    ) -> MeanEstimate:
+        """The released mean of ``values_per_unit`` (one array per unit) at ``epsilon``, drawn from ``noise``."""
+        eps = _check_epsilon(epsilon)
+        return self._estimate(self.prepare(values_per_unit), eps, noise)
+
+    def _estimate(self, prep: Prepared, eps: float, noise: NoiseSource) -> MeanEstimate:  # pragma: no cover
         raise NotImplementedError
 
     def _laplace_step(
@@ -232,11 +237,7 @@ class Baseline(_Estimator):
     def sensitivity(self, counts: np.ndarray) -> float:
         return float(self.upper) * int(np.max(counts)) / int(np.sum(counts))
 
-    def estimate(
-        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
-    ) -> MeanEstimate:
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
+    def _estimate(self, prep: Prepared, eps: float, noise: NoiseSource) -> MeanEstimate:
         return self._one_step(prep, eps, prep.true_mean, self.sensitivity(prep.counts), noise)
 
 
@@ -249,27 +250,18 @@ class _Grouped(_Estimator):
         super().__post_init__()
         if self.grouping not in GROUPINGS:
             raise ValueError(f"grouping must be one of {GROUPINGS}, got {self.grouping!r}")
-        if not (self.m_ub in ("median", "eq1") or _positive_int(self.m_ub)):
+        if not (self.m_ub in M_UB_RULES or _positive_int(self.m_ub)):
             raise ValueError(f"m_ub must be 'median', 'eq1' or a positive int, got {self.m_ub!r}")
 
     def prepare(self, values_per_unit: Sequence[np.ndarray]) -> Prepared:
         base = super().prepare(values_per_unit)
         m_ub = choose_m_ub(self.m_ub, base.counts)
-        plan = make_plan(self.grouping, base.counts, m_ub)
+        plan = PLANS[self.grouping](base.counts, m_ub)
         if plan.n_arrays == 0:
             raise ValueError(
                 f"no full array of length m_UB={m_ub} (total samples {int(base.counts.sum())}); use BESTFIT or a smaller m_ub"
             )
         return replace(base, plan=plan, array_means=plan.array_means(base.values))
-
-    def _planned(
-        self, values_per_unit: Sequence[np.ndarray], epsilon: float
-    ) -> tuple[float, Prepared, GroupingPlan]:
-        """``epsilon`` checked, the data prepared and its grouping plan (all noise-free)."""
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
-        assert prep.plan is not None
-        return eps, prep, prep.plan
 
 
 @dataclass(frozen=True)
@@ -289,10 +281,9 @@ class ArrayAveraging(_Grouped):
     def sensitivity(self, plan: GroupingPlan) -> float:
         return plan.influence * float(self.upper) / plan.n_arrays
 
-    def estimate(
-        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
-    ) -> MeanEstimate:
-        eps, prep, plan = self._planned(values_per_unit, epsilon)
+    def _estimate(self, prep: Prepared, eps: float, noise: NoiseSource) -> MeanEstimate:
+        plan = prep.plan
+        assert plan is not None
         return self._one_step(prep, eps, float(np.mean(prep.array_means)), self.sensitivity(plan), noise)
 
 
@@ -344,10 +335,9 @@ class Levy(_Grouped):
         centre = (bin_index + 0.5) * tau
         return max(0.0, centre - 1.5 * tau), min(float(self.upper), centre + 1.5 * tau)
 
-    def estimate(
-        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
-    ) -> MeanEstimate:
-        eps, prep, plan = self._planned(values_per_unit, epsilon)
+    def _estimate(self, prep: Prepared, eps: float, noise: NoiseSource) -> MeanEstimate:
+        plan = prep.plan
+        assert plan is not None
         tau, n_bins = self.bins(plan)
         counts = self.bin_counts(prep.array_means, tau, n_bins)
         pick, mean = self.privacy_cost(eps).steps
@@ -407,10 +397,9 @@ class Quantile(_Grouped):
         q = min(0.5, math.ceil(2.0 / epsilon) / n_arrays)
         return q, 1.0 - q
 
-    def estimate(
-        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
-    ) -> MeanEstimate:
-        eps, prep, plan = self._planned(values_per_unit, epsilon)
+    def _estimate(self, prep: Prepared, eps: float, noise: NoiseSource) -> MeanEstimate:
+        plan = prep.plan
+        assert plan is not None
         cands = self.candidates()
         d_in = 2 * plan.influence
         *quantiles, mean = self.privacy_cost(eps).steps
@@ -497,11 +486,7 @@ class ClippedMean(_Estimator):
             1.0 / (epsilon * self.shares()[0]),
         )
 
-    def estimate(
-        self, values_per_unit: Sequence[np.ndarray], epsilon: float, noise: NoiseSource
-    ) -> MeanEstimate:
-        eps = _check_epsilon(epsilon)
-        prep = self.prepare(values_per_unit)
+    def _estimate(self, prep: Prepared, eps: float, noise: NoiseSource) -> MeanEstimate:
         *bound, summed, counted = self.privacy_cost(eps).steps
         steps: list[PrivacyStep] = []
         if bound:
@@ -533,6 +518,8 @@ BY_NAME: dict[str, type[_Estimator]] = {
     "quantile": Quantile,
 }
 """The estimators by the name their callers use (the fleet's ``speed_estimator``, ``ud.estimators.release``)."""
+ESTIMATORS: tuple[str, ...] = tuple(BY_NAME)
+"""The estimators' names, the default (``clipped-mean``) first."""
 
 PAPER_ESTIMATORS: tuple[str, ...] = ("baseline", "array-averaging", "levy", "quantile")
 """Gupta et al.'s four: DP under Def. II.1 only (units and their counts public)."""

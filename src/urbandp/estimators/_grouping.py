@@ -22,8 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-GROUPINGS: tuple[str, ...] = ("wraparound", "bestfit")
-
 
 @dataclass(frozen=True)
 class GroupingPlan:
@@ -71,17 +69,6 @@ class GroupingPlan:
         return array_sums / self.fill
 
 
-def _check_counts(counts: Sequence[int] | np.ndarray, m_ub: int) -> np.ndarray:
-    c = np.asarray(counts, dtype=np.int64)
-    if c.ndim != 1 or c.size == 0:
-        raise ValueError("counts must be a non-empty 1-D sequence")
-    if np.any(c < 1):
-        raise ValueError("every unit must contribute at least one sample")
-    if int(m_ub) < 1:
-        raise ValueError(f"m_ub must be >= 1, got {m_ub}")
-    return c
-
-
 def _plan(
     strategy: str, m_ub: int, influence: int, segs: list[tuple[int, int, int, int]], n_arrays: int
 ) -> GroupingPlan:
@@ -101,22 +88,29 @@ def _plan(
 
 
 def _heavy_users_first(
-    c: np.ndarray, m_ub: int
-) -> tuple[list[tuple[int, int, int, int]], list[int], list[int]]:
-    """Both strategies of section III-A start alike: users in descending count order; each user with
-    ``m_l >= m_UB`` fills an array of its own with its first ``m_UB`` samples. Returns (segments, heavy, light)."""
+    counts: Sequence[int] | np.ndarray, m_ub: int
+) -> tuple[np.ndarray, int, list[tuple[int, int, int, int]], list[int], list[int]]:
+    """Both strategies of section III-A start alike: the counts checked, users in descending count order; each
+    user with ``m_l >= m_UB`` fills an array of its own with its first ``m_UB`` samples. Returns (counts, m_UB,
+    segments, heavy, light)."""
+    c = np.asarray(counts, dtype=np.int64)
+    if c.ndim != 1 or c.size == 0:
+        raise ValueError("counts must be a non-empty 1-D sequence")
+    if np.any(c < 1):
+        raise ValueError("every unit must contribute at least one sample")
+    if int(m_ub) < 1:
+        raise ValueError(f"m_ub must be >= 1, got {m_ub}")
+    m_ub = int(m_ub)
     order = np.argsort(-c, kind="stable")
     heavy = [int(u) for u in order if c[u] >= m_ub]
     segs = [(i, u, 0, m_ub) for i, u in enumerate(heavy)]
     light = [int(u) for u in order if c[u] < m_ub]
-    return segs, heavy, light
+    return c, m_ub, segs, heavy, light
 
 
 def wraparound(counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
     """WRAPAROUND grouping (section III-A 1): ``K = floor(sum_l min(m_l, m_UB) / m_UB)`` full arrays."""
-    c = _check_counts(counts, m_ub)
-    m_ub = int(m_ub)
-    segs, heavy, light = _heavy_users_first(c, m_ub)
+    c, m_ub, segs, heavy, light = _heavy_users_first(counts, m_ub)
     total_light = int(sum(int(c[u]) for u in light))
     k_light = total_light // m_ub
     n_arrays = len(heavy) + k_light
@@ -137,9 +131,7 @@ def wraparound(counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
 
 def bestfit(counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
     """BESTFIT grouping (section III-A 2): best-fit bin packing; ``K-bar`` non-empty arrays, ``K-bar >= K``."""
-    c = _check_counts(counts, m_ub)
-    m_ub = int(m_ub)
-    segs, heavy, light = _heavy_users_first(c, m_ub)
+    c, m_ub, segs, heavy, light = _heavy_users_first(counts, m_ub)
     fills = np.zeros(len(light), dtype=np.int64)  # arrays A_{l*}, ..., opened in index order
     n_open = 0
     for u in light:
@@ -156,10 +148,6 @@ def bestfit(counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
     return _plan("bestfit", m_ub, 1, segs, len(heavy) + n_open)
 
 
-def make_plan(strategy: str, counts: Sequence[int] | np.ndarray, m_ub: int) -> GroupingPlan:
-    """Dispatch on ``strategy`` (``"wraparound"`` or ``"bestfit"``)."""
-    if strategy == "wraparound":
-        return wraparound(counts, m_ub)
-    if strategy == "bestfit":
-        return bestfit(counts, m_ub)
-    raise ValueError(f"grouping must be one of {GROUPINGS}, got {strategy!r}")
+PLANS = {"wraparound": wraparound, "bestfit": bestfit}
+"""The grouping strategies of section III-A by name: each maps (counts, m_UB) to its plan."""
+GROUPINGS: tuple[str, ...] = tuple(PLANS)

@@ -18,9 +18,8 @@ import polars as pl
 
 from urbandp._privacy.noise import NoiseSource
 from urbandp.errors import InputError
-from urbandp.estimators._core import BY_NAME, PAPER_ESTIMATORS, Baseline, MeanEstimate, _Estimator
+from urbandp.estimators._core import BY_NAME, ESTIMATORS, Baseline, MeanEstimate, _Estimator
 
-ESTIMATORS: tuple[str, ...] = (*PAPER_ESTIMATORS, "clipped-mean")
 REQUIRED_COLUMNS: tuple[str, ...] = ("h3_cell", "slot", "unit", "speeds")
 
 OUTPUT_SCHEMA: dict[str, Any] = {

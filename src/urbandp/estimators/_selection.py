@@ -51,7 +51,9 @@ def quantile_measurement(
     gaussian: bool = False,
 ) -> dp.Measurement:
     """OpenDP's ``make_private_quantile`` over the public ``candidates`` (of type ``atom``), on ``size`` values or,
-    with ``size`` None, on a vector of unknown size; pure epsilon (max divergence), or rho with ``gaussian``."""
+    with ``size`` None, on a vector of unknown size (DP under add/remove of values too); pure epsilon (max
+    divergence), or with ``gaussian`` OpenDP's zero-concentrated divergence (a rho, composed with a Gaussian release
+    in rho)."""
     atoms = dp.atom_domain(T=float, nan=False) if atom is float else dp.atom_domain(T=atom)
     measure = dp.zero_concentrated_divergence() if gaussian else dp.max_divergence()
     return dp.m.make_private_quantile(
@@ -101,13 +103,17 @@ def private_quantile(
     scale: float,
     *,
     private: bool = True,
+    known_size: bool = True,
+    gaussian: bool = False,
 ) -> float:
-    """One draw of OpenDP's private ``alpha``-quantile. ``private=False`` returns the best-scoring candidate
+    """One draw of OpenDP's private ``alpha``-quantile (:func:`quantile_measurement`) on a vector whose size is
+    public, or (``known_size`` False) itself private. ``private=False`` returns the best-scoring candidate
     (exact-answer tests only; not differentially private)."""
     vals = np.asarray(values, dtype=float)
     if not private:
         return best_candidate(vals, candidates, alpha)
-    return float(quantile_measurement(candidates, alpha, scale, size=vals.size)(vals.tolist()))
+    size = vals.size if known_size else None
+    return float(quantile_measurement(candidates, alpha, scale, size=size, gaussian=gaussian)(vals.tolist()))
 
 
 def _noisy_max_measurement(scale: float) -> dp.Measurement:

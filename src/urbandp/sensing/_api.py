@@ -11,9 +11,8 @@ and the budget is reserved before any noise; a release the store cannot afford r
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from urbandp._config_tables import takes_config
 from urbandp._frames import TableLike
@@ -27,32 +26,12 @@ if TYPE_CHECKING:
     from urbandp.sensing._interpolate_tool import Interpolation
     from urbandp.sensing._pm_map_release import PmMapResult
     from urbandp.sensing._query_release import QueryAnswer
-    from urbandp.sensing._result import SensingRelease
-
-R = TypeVar("R", bound="SensingRelease")
 
 
 def _session(session: Session | None) -> Session:
     from urbandp._session import Session
 
     return session if session is not None else Session()
-
-
-def _map(
-    data: TableLike,
-    session: Session | None,
-    out: str | Path | None,
-    overwrite: bool,
-    release: Callable[[dict[str, Any], Session], R],
-) -> R:
-    """Run a map release in a charge of ``session``: ``release`` gets where its options read and write."""
-    from urbandp.sensing._result import readings_csv
-
-    s = _session(session)
-    with readings_csv(data, overwrite) as path:
-        rel = release({"input_path": path, "out": None if out is None else Path(out)}, s)
-    rel.emit_warnings()
-    return rel
 
 
 @takes_config("sensing.dp-map")
@@ -75,13 +54,8 @@ def dp_map(
     """
     from urbandp.sensing._dp_map_release import run_dp_map
 
-    return _map(
-        data,
-        session,
-        out,
-        overwrite,
-        lambda where, s: run_dp_map(DpMapOptions(**where, dataset=s.dataset, **options), s),
-    )
+    s = _session(session)
+    return run_dp_map(data, DpMapOptions(dataset=s.dataset, **options), s, out, overwrite)
 
 
 @takes_config("sensing.pm-map")
@@ -104,9 +78,7 @@ def pm_map(
     """
     from urbandp.sensing._pm_map_release import run_pm_map
 
-    return _map(
-        data, session, out, overwrite, lambda where, s: run_pm_map(PmMapOptions(**where, **options), s)
-    )
+    return run_pm_map(data, PmMapOptions(**options), _session(session), out, overwrite)
 
 
 @takes_config("sensing.query")

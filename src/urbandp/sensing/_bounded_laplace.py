@@ -118,11 +118,10 @@ def holohan_scale(
     sensitivity: float,
     lower: float,
     upper: float,
-    rel_tol: float = 1e-12,
     lattice: float = 0.0,
 ) -> float:
-    """Smallest scale ``b`` with ``lattice_epsilon(b) <= epsilon`` (bisection; returns the feasible end), for the
-    parameters :class:`BoundedLaplace` has checked."""
+    """Smallest scale ``b`` with ``lattice_epsilon(b) <= epsilon`` (bisection to a relative 1e-12; returns the
+    feasible end), for the parameters :class:`BoundedLaplace` has checked."""
 
     def loss(b: float) -> float:
         return lattice_epsilon(b, sensitivity, lower, upper, lattice)
@@ -133,7 +132,7 @@ def holohan_scale(
     hi = 2.0 * lo
     while loss(hi) > epsilon:
         lo, hi = hi, 2.0 * hi
-    while hi - lo > rel_tol * hi:
+    while hi - lo > 1e-12 * hi:
         mid = 0.5 * (lo + hi)
         if loss(mid) > epsilon:
             lo = mid
@@ -146,9 +145,8 @@ def holohan_scale(
 class BoundedLaplace:
     """Bounded Laplace on values in ``[lower, upper]`` with L1 sensitivity ``sensitivity`` per value.
 
-    ``calibration="holohan"`` (default) is epsilon-DP per value, drawn on the lattice ``2^lattice_exponent Z``
-    (``None``: OpenDP's finest granularity, continuous analysis); ``calibration="paper"`` uses
-    ``b = Delta/epsilon`` as in the fleet-sensing paper (section VI-A) with continuous draws, and is NOT
+    ``calibration="holohan"`` (default) is epsilon-DP per value, drawn on the lattice ``2^lattice_exponent Z``;
+    ``calibration="paper"`` uses ``b = Delta/epsilon`` as in the fleet-sensing paper (section VI-A) with continuous draws, and is NOT
     epsilon-DP when ``sensitivity < upper - lower``: its true loss is :attr:`epsilon_actual`.
     """
 
@@ -157,7 +155,7 @@ class BoundedLaplace:
     lower: float
     upper: float
     calibration: str = "holohan"
-    lattice_exponent: int | None = LATTICE_EXPONENT
+    lattice_exponent: int = LATTICE_EXPONENT
 
     def __post_init__(self) -> None:
         if self.calibration not in CALIBRATIONS:
@@ -170,9 +168,7 @@ class BoundedLaplace:
     @property
     def lattice(self) -> float:
         """Spacing ``h`` of the noise lattice (0.0: continuous draws)."""
-        if self.calibration == "paper" or self.lattice_exponent is None:
-            return 0.0
-        return math.ldexp(1.0, self.lattice_exponent)
+        return 0.0 if self.calibration == "paper" else math.ldexp(1.0, self.lattice_exponent)
 
     @functools.cached_property
     def scale(self) -> float:
@@ -184,16 +180,6 @@ class BoundedLaplace:
     def epsilon_actual(self) -> float:
         """The mechanism's real per-value epsilon (equal to ``epsilon`` up to rounding for ``holohan``)."""
         return lattice_epsilon(self.scale, self.sensitivity, self.lower, self.upper, self.lattice)
-
-    def summarize(self) -> dict[str, object]:
-        """What the mechanism costs, before it runs (OpenDP-style map)."""
-        return {
-            **asdict(self),
-            "mechanism": "bounded-laplace (rejection sampling, OpenDP Laplace draws)",
-            "scale": self.scale,
-            "epsilon_actual": self.epsilon_actual,
-            "differentially_private_at_epsilon": self.epsilon_actual <= self.epsilon * (1 + 1e-9),
-        }
 
     # --- the Mechanism protocol (urbandp._privacy.mechanisms) ---
 
@@ -219,7 +205,15 @@ class BoundedLaplace:
         return self.release(values, noise)
 
     def describe(self) -> dict[str, object]:
-        return {**self.summarize(), "mechanism": self.name, "sampling": self.summarize()["mechanism"]}
+        """What the mechanism costs, before it runs (OpenDP-style map)."""
+        return {
+            **asdict(self),
+            "mechanism": self.name,
+            "sampling": "bounded-laplace (rejection sampling, OpenDP Laplace draws)",
+            "scale": self.scale,
+            "epsilon_actual": self.epsilon_actual,
+            "differentially_private_at_epsilon": self.epsilon_actual <= self.epsilon * (1 + 1e-9),
+        }
 
     def release(self, values: np.ndarray, noise: NoiseSource, max_rounds: int | None = None) -> np.ndarray:
         """Noisy values in ``[lower, upper]``: inputs are clamped to the domain, out-of-bound draws re-drawn.

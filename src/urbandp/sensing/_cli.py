@@ -287,7 +287,7 @@ def _print_answer(rel: QueryAnswer) -> None:
     from urbandp._outputs import dumps_strict
 
     res = rel.result
-    print(dumps_strict(rel.printed, indent=None))
+    print(dumps_strict(rel.table.row(0, named=True), indent=None))
     if not res.answered:
         n = rel.answer["cells_selected"]
         print(

@@ -255,27 +255,21 @@ def _release_dp_map(
     epsilon_cell: float,
     noise: NoiseSource,
     fitted: list[WindowResult],
+    windows: np.ndarray,
     sensitivity: float = 1.0,
     upper: float | None = None,
     calibration: str = "holohan",
     window_minutes: int = 60,
     progress: Callable[[int, int], None] | None = None,
-    windows: np.ndarray | None = None,
 ) -> DpMapRelease:
     """Release one noisy sigma_p^2 map per window of the GPs ``fitted`` (:func:`fit_for_release`; see the module
-    docstring for the accounting).
-
-    ``windows``: the public list of window starts (:func:`public_windows`); default every window from the first
-    to the last reading (:func:`all_windows`, derived from the data).
-    """
+    docstring for the accounting) over the window starts ``windows`` (:func:`public_windows`, or
+    :func:`all_windows` derived from the data); the paper's version releases only the fitted windows.
+    ``upper`` (default ``sensitivity``) is at least ``sensitivity`` (the options check it)."""
     upper = sensitivity if upper is None else float(upper)
-    if upper < sensitivity:
-        raise ValueError("upper must be >= sensitivity (the capped kernel variance)")
     by_window = {r.window: r for r in fitted}
     if calibration == "paper":
         windows = np.array(sorted(by_window))
-    elif windows is None:
-        windows = all_windows(readings, window_minutes)
     n_cells = grid.n_cells
     centroids = grid.centroids_metres() / KM
     starts = window_starts(

@@ -1,10 +1,7 @@
 """The dp-map release (:func:`urbandp.sensing.dp_map`, `urbandp sensing dp-map`), run by
 :func:`urbandp.sensing._result.release_in_charge` in the order that keeps it honest (docs/sensing.md, "DP variance
-maps", "Order of a release"): readings read and kept inside the public window; the cost planned
-(:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`) and reserved in the Session's charge BEFORE any noise
-(over budget, meaningless noise, or NOT DP with a dataset: refused before a draw); then the fit and the noise.
-The release holds only the DP map and privacy.json; what is read off the true readings is the owner's
-(``owner_only/<name>/``, listed as not DP).
+maps", "Order of a release"): the cost is planned (:func:`urbandp.sensing._dp_map_mechanism.plan_dp_map`) and
+reserved before the fit and the noise. What is read off the true readings is the owner's.
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ from urbandp.sensing._report import spec_sha256
 from urbandp.sensing._result import SensingRelease, owner_files, release_in_charge
 
 if TYPE_CHECKING:
+    from urbandp._frames import TableLike
     from urbandp._outputs import OutputDirs
     from urbandp._privacy.session import ReleaseCharge
     from urbandp._session import Session
@@ -59,13 +57,13 @@ class _Inputs:
     plan: DpMapPlan | None
 
 
-def _read(o: DpMapOptions, quarantine: Path) -> _Inputs:
-    """Read the readings, keep those inside the public window, build the grid and the plan (before any noise)."""
+def _read(o: DpMapOptions, path: Path, quarantine: Path) -> _Inputs:
+    """Read the readings at ``path``, keep those inside the public window, build the grid and the plan (before any noise)."""
     from urbandp.sensing._dp_map_mechanism import all_windows, plan_dp_map, public_windows
     from urbandp.sensing._grid import SquareGrid
     from urbandp.sensing._readings import read_readings, windows_per_day
 
-    readings, load = read_readings(o.input_path, o.value_column, quarantine, o.bbox)
+    readings, load = read_readings(path, o.value_column, quarantine, o.bbox)
     rows: dict[str, Any] = dict(load.__dict__)
     if o.start is not None and o.end is not None:
         start, end = parse_window(o.start, o.end)
@@ -165,26 +163,30 @@ def _measure(
             o.epsilon,
             noise,
             fitted,
+            inputs.windows,
             o.sensitivity,
             o.upper,
             o.calibration,
             o.window_minutes,
             progress=noise_clock.ticking(bar, "bounded Laplace (OpenDP)"),
-            windows=inputs.windows if o.calibration != "paper" else None,
         )
     return rel, fitted
 
 
-def run_dp_map(o: DpMapOptions, session: Session) -> DpMapResult:
-    """Run the release (see the module docstring) in a charge of ``session``; returns the result (written to
-    ``o.out`` inside the charge when given)."""
+def run_dp_map(
+    data: TableLike, o: DpMapOptions, session: Session, out: str | Path | None, overwrite: bool
+) -> DpMapResult:
+    """Run the release on the readings ``data`` (see the module docstring) in a charge of ``session``; returns
+    the result (written to ``out`` inside the charge when given)."""
     from urbandp._privacy.loss import Loss
 
     return release_in_charge(
         session,
-        o.out,
+        data,
+        out,
+        overwrite,
         "dpmap",
-        lambda quarantine: _read(o, quarantine),
+        lambda path, quarantine: _read(o, path, quarantine),
         lambda _: "vehicle-day",
         lambda charge, inputs: _reserve(o, charge, inputs),
         lambda inputs, noise, d, not_dp: _release(o, inputs, noise, d, not_dp),

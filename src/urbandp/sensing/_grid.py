@@ -32,15 +32,15 @@ MAX_CELLS = 250_000
 """The most cells a release grid may have (the interpolation and the DP map are refused above it)."""
 
 
-def check_on_globe(box: tuple[float, float, float, float], parameter: str = "bbox") -> None:
+def check_on_globe(box: tuple[float, float, float, float]) -> None:
     """A box of finite WGS 84 degrees: latitudes in [-90, 90], longitudes in [-180, 180] (an infinite or off-globe
     corner has no projection to put a grid on)."""
     lat_min, lon_min, lat_max, lon_max = box
     if not (lat_min >= -90 and lat_max <= 90 and lon_min >= -180 and lon_max <= 180):
         raise InvalidParameterError(
-            f"{parameter} must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
+            f"bbox must be WGS 84 degrees, latitudes in [-90, 90] and longitudes in [-180, 180], got "
             f"{','.join(f'{v:g}' for v in box)}",
-            parameters=parameter,
+            parameters="bbox",
         )
 
 

@@ -50,25 +50,19 @@ class Interpolation:
         )
 
 
-def load(o: InterpolateOptions, folder: Path) -> tuple[Readings, LoadReport, SquareGrid]:
-    """Read the readings (quarantine into ``folder``) and build the grid (``bbox``, else the readings' extent)."""
-    from urbandp.sensing._grid import SquareGrid
-    from urbandp.sensing._readings import read_readings
-
-    readings, report = read_readings(o.input_path, o.value_column, folder / "quarantine.csv", o.bbox)
-    grid = SquareGrid.for_release(o.bbox, readings.lat, readings.lon, o.cell_metres)
-    return readings, report, grid
-
-
 def run_interpolate(o: InterpolateOptions) -> Interpolation:
-    """Fit and predict every window, write the folder ``o.out`` atomically (a failing run leaves no partial one)."""
+    """Read the readings (quarantined rows into the folder), fit and predict every window on the grid over
+    ``bbox``, write the folder ``o.out`` atomically (a failing run leaves no partial one)."""
     from urbandp._outputs import atomic_output_dir, write_json
     from urbandp.sensing._gp import blas_threads_limit
+    from urbandp.sensing._grid import SquareGrid
     from urbandp.sensing._interpolation import interpolate_windows
+    from urbandp.sensing._readings import read_readings
 
     with atomic_output_dir(o.out) as dirs:
         folder = dirs.release
-        readings, loaded, grid = load(o, folder)
+        readings, loaded = read_readings(o.input_path, o.value_column, folder / "quarantine.csv", o.bbox)
+        grid = SquareGrid.for_release(o.bbox, readings.lat, readings.lon, o.cell_metres)
         t0 = time.perf_counter()
         with blas_threads_limit(), progress_display() as bar:
             task = bar.add_task("GP per window", total=None)

@@ -112,7 +112,7 @@ def interpolate_windows(
 
 
 def idw_predict(
-    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, power: float = 2.0, others: bool = False
+    x_train: np.ndarray, y_train: np.ndarray, x_new: np.ndarray, others: bool = False
 ) -> np.ndarray:
     """Inverse-distance weighting (Shepard 1968); a point at distance 0 takes the mean of the coincident readings.
 
@@ -121,7 +121,7 @@ def idw_predict(
     d = distances(x_new, x_train)
     zero = d <= 1e-12
     with np.errstate(divide="ignore"):
-        w = np.where(zero, 0.0, d ** (-power))
+        w = np.where(zero, 0.0, d**-2.0)
     if not others:
         has_zero = zero.any(axis=1)
         w[has_zero] = zero[has_zero].astype(float)
@@ -149,13 +149,12 @@ def cross_validate(
     kernel: str = "matern32",
     exact_max: int = 2000,
     n_inducing: int = 500,
-    min_readings: int = 10,
-    seed: int = 0,
     max_windows: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     fitted: dict[np.datetime64, Hyperparameters] | None = None,
 ) -> CvReport:
-    """K-fold cross-validation per window (random folds with ``seed``), GP versus IDW, pooled RMSE.
+    """K-fold cross-validation per window (random folds, seed 0) of the windows with at least 10 readings (and one
+    per fold), GP versus IDW, pooled RMSE.
 
     With ``fitted`` (window -> hyper-parameters fitted on all the window's readings, in its standardised units)
     each fold reuses them: one Cholesky per fold instead of an optimisation per fold (Rasmussen & Williams 2006,
@@ -165,10 +164,10 @@ def cross_validate(
     """
     starts = window_starts(readings.time, window_minutes)
     xy_all = grid.to_metres(readings.lat, readings.lon) / KM
-    windows = [w for w in np.unique(starts) if int((starts == w).sum()) >= max(min_readings, folds)]
+    windows = [w for w in np.unique(starts) if int((starts == w).sum()) >= max(10, folds)]
     if max_windows is not None:
         windows = windows[:max_windows]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     se_gp: list[np.ndarray] = []
     se_idw: list[np.ndarray] = []
     per_window: list[dict[str, float | int | str]] = []

@@ -1,8 +1,8 @@
 """The options of `sensing dp-map`, `pm-map`, `query` and `interpolate`, each a field made with
 :func:`urbandp._release_options.option` (the commands' flags, through :class:`urbandp._cli_spec.OptionsOf`, and the
 API's signatures are built from them; the checks between options are in ``model_post_init``). The fields that are
-not options (``input_path``, ``out``, and dp-map's ``dataset``, which its checks read) are where the run reads and
-writes; the Session it runs in books its loss.
+not options (interpolate's ``input_path`` and ``out``, dp-map's ``dataset``, which its checks read) are where the
+run reads and writes, and the Session it runs in books its loss.
 """
 
 from __future__ import annotations
@@ -85,8 +85,6 @@ def sharpness(help: str) -> Any:
 class DpMapOptions(ReleaseOptions):
     """The options of `sensing dp-map` / :func:`urbandp.sensing.dp_map`."""
 
-    input_path: Path
-    out: Path | None = None
     epsilon: float = option(
         1.0, help="Epsilon per cell (the paper's epsilon); the map costs cells x it.", gt=0
     )
@@ -183,10 +181,8 @@ class DpMapOptions(ReleaseOptions):
 
         check_delta(self.delta, "delta")
         hi = self.sensitivity if self.upper is None else self.upper
-        for e in (
-            self.epsilon,
-            *self.utility_epsilons,
-        ):  # same floor for the utility curve (closed form breaks below)
+        # the same floor for the utility curve (its closed form breaks below it)
+        for e in (self.epsilon, *self.utility_epsilons):
             try:
                 check_meaningful(e, self.sensitivity, 0.0, hi)
             except ValueError as err:
@@ -200,8 +196,6 @@ class DpMapOptions(ReleaseOptions):
 class PmMapOptions(ReleaseOptions):
     """The options of `sensing pm-map` / :func:`urbandp.sensing.pm_map`."""
 
-    input_path: Path
-    out: Path | None = None
     bbox: Box = option(help="Public box lat_min,lon_min,lat_max,lon_max (the grid).", cli_type=str)
     start: str = option(help="Public start of the time window, ISO date or date-time.")
     end: str = option(help="Public end of the window, exclusive; a date includes that day.")
@@ -363,20 +357,20 @@ def parse_window(start: str, end: str) -> tuple[np.datetime64, np.datetime64]:
     return s, e
 
 
-def resolve_unit(o: PmMapOptions, columns: list[str]) -> tuple[str, str | None]:
-    """(unit, vehicle column to read) from the options and the file's header (its schema, public): the
-    vehicle-window unit is the default whenever a vehicle column exists."""
+def resolve_unit(o: PmMapOptions, path: Path, columns: list[str]) -> tuple[str, str | None]:
+    """(unit, vehicle column to read) from the options and the header of the readings at ``path`` (its schema,
+    public): the vehicle-window unit is the default whenever a vehicle column exists."""
     lower = {c.strip().lower(): c for c in columns}
     if o.vehicle_column is not None and o.vehicle_column.strip().lower() not in lower:
         raise InvalidParameterError(
-            f"vehicle_column {o.vehicle_column!r}: no such column in {o.input_path} (found {', '.join(columns)})",
+            f"vehicle_column {o.vehicle_column!r}: no such column in {path} (found {', '.join(columns)})",
             parameters="vehicle_column",
         )
     name = o.vehicle_column or (DEFAULT_VEHICLE_COLUMN if DEFAULT_VEHICLE_COLUMN in lower else None)
     unit = o.unit or ("vehicle-window" if name is not None else "reading")
     if unit == "vehicle-window" and name is None:
         raise InvalidParameterError(
-            f"unit vehicle-window needs vehicle ids: {o.input_path} has no {DEFAULT_VEHICLE_COLUMN!r} column; "
+            f"unit vehicle-window needs vehicle ids: {path} has no {DEFAULT_VEHICLE_COLUMN!r} column; "
             "name one with vehicle_column, or use unit reading",
             parameters=("unit", "vehicle_column"),
         )

@@ -53,19 +53,19 @@ def contour_panels(
     return _save(fig, path)
 
 
-def rmse_cdf(rows: list[dict[str, object]], path: Path, title: str, unit: str = "std") -> Path:
+def rmse_cdf(rows: list[dict[str, object]], path: Path, title: str) -> Path:
     """Fig. 6: empirical CDF over windows of the RMSE of noisy sigma_p^2, one curve per epsilon, plus max sigma_p^2."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     eps_values = sorted({float(r["epsilon"]) for r in rows})  # type: ignore[arg-type]
     for eps in eps_values:
-        v = np.sort([float(r[f"rmse_{unit}"]) for r in rows if float(r["epsilon"]) == eps])  # type: ignore[arg-type]
+        v = np.sort([float(r["rmse_std"]) for r in rows if float(r["epsilon"]) == eps])  # type: ignore[arg-type]
         ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=f"RMSE, epsilon = {eps:g}")
     first = eps_values[0] if eps_values else None
-    m = np.sort([float(r[f"max_sigma2_{unit}"]) for r in rows if float(r["epsilon"]) == first])  # type: ignore[arg-type]
+    m = np.sort([float(r["max_sigma2_std"]) for r in rows if float(r["epsilon"]) == first])  # type: ignore[arg-type]
     if len(m):
         ax.step(m, np.arange(1, len(m) + 1) / len(m), where="post", color="k", ls="--", label="max sigma_p^2")
-    ax.set_xlabel(f"RMSE of sigma_p^2 ({'standardised units' if unit == 'std' else 'original units'})")
+    ax.set_xlabel("RMSE of sigma_p^2 (standardised units)")
     ax.set_ylabel("share of windows")
     ax.set_title(title)
     ax.legend()

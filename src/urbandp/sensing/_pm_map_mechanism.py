@@ -107,9 +107,8 @@ def plan_pm_map(
 class VehicleLosses:
     """What one vehicle pays, from public parameters only (the plan and the public windows)."""
 
-    per_vehicle_window: (
-        Loss | None
-    )  # None under the reading unit: a vehicle's readings per window are unbounded
+    # None under the reading unit: a vehicle's readings per window are unbounded
+    per_vehicle_window: Loss | None
     windows_per_day: int  # most public windows that overlap one calendar day
     per_vehicle_day: Loss | None
     windows: int  # W: the release's public windows
@@ -204,8 +203,8 @@ def cell_aggregates(
     """Bound (clip to [0, C], centre at C/2; with ``vehicle``, keep at most ``M`` readings per vehicle-window,
     :func:`truncate_vehicle_windows`) and aggregate per public window and grid cell."""
     starts = window_starts(readings.time, window_minutes, windows[0] if len(windows) else None)
-    index = {w: i for i, w in enumerate(windows.astype("datetime64[m]"))}
-    w_idx = np.array([index.get(w, -1) for w in starts.astype("datetime64[m]")], dtype=np.int64)
+    public = windows.astype("datetime64[m]")  # sorted: each reading's window by binary search, -1 if none
+    w_idx = np.where(np.isin(starts, public), np.searchsorted(public, starts), -1).astype(np.int64)
     keep = w_idx >= 0
     if vehicle is not None:
         keep &= truncate_vehicle_windows(vehicle, w_idx, readings.time, readings_per_unit)
@@ -320,7 +319,6 @@ def smooth_window(
     grid: SquareGrid,
     x_new_km: np.ndarray,
     smoother: str = "gp",
-    kernel: str = "matern32",
     city: np.ndarray | None = None,
 ) -> np.ndarray:
     """PM2.5 at ``x_new_km`` (km, the grid's frame) in window ``w`` from the noisy cells (post-processing).
@@ -338,7 +336,7 @@ def smooth_window(
     var = mean_noise_var(plan, np.full(len(n), fallback), n)
     y = np.clip(shrink(raw, var, fallback), 0.0, plan.clip)
     cells = np.flatnonzero(ok)
-    return smooth_cells(grid, x_new_km, y, cells, smoother, plan.clip, kernel, fallback, raw, var)
+    return smooth_cells(grid, x_new_km, y, cells, smoother, plan.clip, fallback, raw, var)
 
 
 def smooth_cells(
@@ -348,7 +346,6 @@ def smooth_cells(
     cells: np.ndarray,
     smoother: str,
     clip: float,
-    kernel: str = "matern32",
     fallback: float | None = None,
     raw: np.ndarray | None = None,
     noise_var: np.ndarray | None = None,
@@ -382,7 +379,7 @@ def smooth_cells(
     if smoother == "idw":
         surface = idw_predict(centroids[fit], values[fit], points, others=True)
     else:
-        model = fit_window(centroids[fit], values[fit], kernel)
+        model = fit_window(centroids[fit], values[fit])
         surface = np.nan_to_num(model.predict(points)[0], nan=fallback)
     at_cells, at_new = surface[: len(cells)], surface[len(cells) :]
     own = values if raw is None or noise_var is None else shrink(raw, noise_var, at_cells)

@@ -1,10 +1,6 @@
 """The pm-map release (:func:`urbandp.sensing.pm_map`, `urbandp sensing pm-map`): a DP map of PM2.5
-(:mod:`urbandp.sensing._pm_map_mechanism`), released through a charge of the Session.
-
-Order: options and output checked; readings read (bad rows to a staging quarantine) and kept inside the public
-``start``/``end`` window and ``bbox``; the loss planned and reserved before any noise; the noisy cells drawn
-once. The release holds only DP outputs (``pm_cells``, and ``pm_grid`` by post-processing); the quarantine and
-the exact row counts are the owner's (``owner_only/<name>/``).
+(:mod:`urbandp.sensing._pm_map_mechanism`), run by :func:`urbandp.sensing._result.release_in_charge` (the loss
+planned and reserved before the noisy cells are drawn once; the exact row counts are the owner's).
 
 The unit (:func:`~urbandp.sensing._options.resolve_unit`) and what privacy.json may hold are in docs/sensing.md,
 "A DP map of PM2.5": the charge books the loss per **vehicle-day** (or per reading), so the one loss guard
@@ -26,6 +22,7 @@ from urbandp.sensing._report import spec_sha256
 from urbandp.sensing._result import SensingRelease, owner_files, release_in_charge
 
 if TYPE_CHECKING:
+    from urbandp._frames import TableLike
     from urbandp._outputs import OutputDirs
     from urbandp._privacy.loss import Loss
     from urbandp._session import Session
@@ -76,7 +73,7 @@ class _Plan:
         return per_day if per_day is not None else self.plan.loss_per_unit()
 
 
-def _read(o: PmMapOptions, quarantine: Path) -> _Plan:
+def _read(o: PmMapOptions, path: Path, quarantine: Path) -> _Plan:
     """The unit, the plan (OpenDP calibration), the public windows and grid (public parameters and the header
     only); then the readings inside the public window (and box)."""
     from urbandp.sensing._dp_map_mechanism import public_windows
@@ -84,7 +81,7 @@ def _read(o: PmMapOptions, quarantine: Path) -> _Plan:
     from urbandp.sensing._pm_map_mechanism import plan_pm_map, vehicle_losses
     from urbandp.sensing._readings import csv_columns, read_readings
 
-    unit, vehicle_column = resolve_unit(o, csv_columns(o.input_path))
+    unit, vehicle_column = resolve_unit(o, path, csv_columns(path))
     m = o.max_readings_per_vehicle_window if unit == "vehicle-window" else 1
     plan = plan_pm_map(o.epsilon, o.clip, m, unit)  # public parameters only
     start, end = parse_window(o.start, o.end)
@@ -97,7 +94,7 @@ def _read(o: PmMapOptions, quarantine: Path) -> _Plan:
             parameters=("cell_metres", "window_minutes", "start", "end"),
         )
     losses = vehicle_losses(plan, windows, o.window_minutes)
-    readings, load = read_readings(o.input_path, o.value_column, quarantine, o.bbox, vehicle_column)
+    readings, load = read_readings(path, o.value_column, quarantine, o.bbox, vehicle_column)
     inside, outside = readings.within(start, end)
     if len(inside) == 0:
         raise InputDataError(
@@ -106,16 +103,20 @@ def _read(o: PmMapOptions, quarantine: Path) -> _Plan:
     return _Plan(vehicle_column, plan, windows, losses, grid, inside, load, outside)
 
 
-def run_pm_map(o: PmMapOptions, session: Session) -> PmMapResult:
-    """Run the release in a charge of ``session``; returns the result (written to ``o.out`` inside the charge
-    when given)."""
+def run_pm_map(
+    data: TableLike, o: PmMapOptions, session: Session, out: str | Path | None, overwrite: bool
+) -> PmMapResult:
+    """Run the release on the readings ``data`` in a charge of ``session``; returns the result (written to
+    ``out`` inside the charge when given)."""
     from urbandp._privacy.session import days_between
 
     return release_in_charge(
         session,
-        o.out,
+        data,
+        out,
+        overwrite,
         "pmmap",
-        lambda quarantine: _read(o, quarantine),
+        lambda path, quarantine: _read(o, path, quarantine),
         lambda p: p.session_unit,
         # the guards run here (delta, meaningless loss per vehicle-day or reading), before any noise
         lambda charge, p: charge.reserve(

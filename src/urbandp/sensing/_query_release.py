@@ -38,7 +38,6 @@ class QueryAnswer(Release):
     :class:`~urbandp.sensing._report.QueryPrivacyReport` (labelled NOT DP: the value is not DP)."""
 
     answer: dict[str, Any] = field(default_factory=dict)
-    printed: dict[str, Any] = field(default_factory=dict)
     result: Any = None
     """The query's :class:`~urbandp.sensing._queries.QueryResult` (value, noisy squared error, epsilon)."""
 
@@ -171,6 +170,5 @@ def _answer(
         privacy=privacy,
         warnings=notes,
         answer=answer,
-        printed=printed,
         result=res,
     )

@@ -42,9 +42,8 @@ class Readings:
     lon: np.ndarray
     time: np.ndarray
     value: np.ndarray
-    vehicle: np.ndarray | None = (
-        None  # the vehicle id of each reading (strings), when a vehicle column was read
-    )
+    vehicle: np.ndarray | None = None
+    """The vehicle id of each reading (strings), when a vehicle column was read."""
 
     def __len__(self) -> int:
         return int(self.value.shape[0])

@@ -9,9 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from urbandp._privacy.report import PrivacyReport
 
-SPEC_HASH_LEAVES_OUT = ("input_path", "out", "dataset")
-"""Fields that cannot change a sensing release: where the readings are read and the folder written, the session's
-dataset (dp-map's; none of them options of the Python release)."""
+SPEC_HASH_LEAVES_OUT = ("dataset",)
+"""Fields that cannot change a sensing release: the session's dataset (dp-map's; not an option of the Python
+release). Where the readings are read and the folder written are no fields of the options."""
 
 SPEC_SHA256_DOC = (
     "sha256 of the release spec: every option, a file option (cells) by its content; not the input and output "

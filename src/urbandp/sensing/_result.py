@@ -124,9 +124,11 @@ R = TypeVar("R", bound=SensingRelease)
 
 def release_in_charge(
     session: Session,
-    out: Path | None,
+    data: TableLike,
+    out: str | Path | None,
+    overwrite: bool,
     name: str,
-    read: Callable[[Path], T],
+    read: Callable[[Path, Path], T],
     unit: Callable[[T], str],
     reserve: Callable[[ReleaseCharge, T], None],
     release: Callable[[T, Any, OutputDirs, list[str]], R],
@@ -134,20 +136,25 @@ def release_in_charge(
     cap: Loss | None = None,
     refuse: Sequence[str] = (),
 ) -> R:
-    """Run a map release (dp-map, pm-map) in the order that keeps it honest (docs/design.md, "Outputs", rule 5):
-    ``out`` checked; ``read`` (bad rows to the staged quarantine); in the charge of ``session`` in ``unit``, the
-    options' NOT DP reasons ``refuse``d with a dataset and ``reserve`` (the loss guards, the ``cap``) BEFORE any
-    noise; then ``release`` draws from the charge's noise. The folder ``out`` is written inside the charge, so its
-    sha256 is recorded when the charge commits; a failure after the reservation stays charged."""
+    """Run a map release (dp-map, pm-map) on the readings ``data`` (:func:`readings_csv`) in the order that keeps
+    it honest (docs/design.md, "Outputs", rule 5): ``out`` checked; ``read`` (from the readings' CSV, bad rows to
+    the staged quarantine); in the charge of ``session`` in ``unit``, the options' NOT DP reasons ``refuse``d
+    with a dataset and ``reserve`` (the loss guards, the ``cap``) BEFORE any noise; then ``release`` draws from
+    the charge's noise. The folder ``out`` is written inside the charge, so its sha256 is recorded when the
+    charge commits; a failure after the reservation stays charged. The release's warnings are emitted."""
     from urbandp._outputs import OutputDirs, check_output_path
 
-    if out is not None:
-        check_output_path(out)
-    with tempfile.TemporaryDirectory(prefix=f"urbandp-{name}-") as stage:
+    folder = None if out is None else Path(out)
+    with (
+        readings_csv(data, overwrite) as path,
+        tempfile.TemporaryDirectory(prefix=f"urbandp-{name}-") as stage,
+    ):
+        if folder is not None:
+            check_output_path(folder)
         d = OutputDirs(release=Path(stage) / "release", owner=Path(stage) / "owner")
         quarantine = Path(stage) / "quarantine.csv"
-        inputs = read(quarantine)
-        charge = session.charge(unit(inputs), out=out)
+        inputs = read(path, quarantine)
+        charge = session.charge(unit(inputs), out=folder)
         charge.cap = cap
         with charge:
             charge.refuse_not_dp(refuse)
@@ -155,8 +162,9 @@ def release_in_charge(
             not_dp = list(charge.not_dp_reasons)  # with a meaningless loss allowed: its reasons
             shutil.copyfile(quarantine, d.owner_path("quarantine.csv"))
             result = release(inputs, charge.noise, d, not_dp)
-            if out is not None:
-                result.write_folder(out)
-                charge.set_output(out)
+            if folder is not None:
+                result.write_folder(folder)
+                charge.set_output(folder)
         session.committed(charge)
+    result.emit_warnings()
     return result

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import opendp.prelude as dp
 import pytest
+from scipy import stats
 
 from urbandp._experiments.mean_simulation import _noisy_argmax, simulate_errors
 from urbandp._experiments.synthetic_mean import draw_samples
@@ -24,8 +25,10 @@ def test_noisy_max_is_report_noisy_max_with_exponential_noise() -> None:
     sim = _noisy_argmax(np.random.default_rng(3), np.array([0.0, 1.0]), 1.0, n_sim).mean()
     assert abs(sim - p) <= 4 * math.sqrt(p * (1 - p) / n_sim)
     real = np.mean([private_argmax(np.array([0, 1]), 1.0) for _ in range(n_dp)])
-    assert abs(real - p) <= 4 * math.sqrt(p * (1 - p) / n_dp)  # 4 binomial standard errors
-    assert abs(real - 0.7311) > 4 * math.sqrt(p * (1 - p) / n_dp)
+    # OpenDP's draws take no seed: 5 binomial standard errors (a chance failure 6e-7 of runs; 4 failed 6e-5),
+    # while Gumbel noise's 0.7311 is 12 of them away
+    assert abs(real - p) <= 5 * math.sqrt(p * (1 - p) / n_dp)
+    assert abs(real - 0.7311) > 5 * math.sqrt(p * (1 - p) / n_dp)
 
 
 @pytest.mark.parametrize("alpha", [0.1, 0.5, 0.9, 0.0244])
@@ -55,8 +58,10 @@ def test_quantile_scores_are_opendps_up_to_a_constant(alpha: float) -> None:
 )
 def test_release_and_simulation_have_the_same_mae(estimator: Levy | Quantile | ClippedMean) -> None:
     # Small HAT: 40 units with 5..60 samples. The release path (OpenDP) is run n_real times; the simulation
-    # n_sim times. Both MAEs estimate the same number; their difference has standard error
-    # sqrt(sd_real^2 / n_real + sd_sim^2 / n_sim): we allow 4 of them.
+    # n_sim times. Both draw absolute errors from the same law: a Mann-Whitney test of the two samples rejects at
+    # p < 1e-7, a chance failure of 3e-7 a run for the three estimators whatever the law's shape. (The difference
+    # of the MAEs within 4 standard errors failed about 1.4e-3 of runs: the errors are skewed, skewness 2 to 3.7,
+    # measured by resampling 200,000 simulated errors.) An error law 50% wider is rejected 70-97% of the time.
     counts = np.random.default_rng(1).integers(5, 61, 40)
     values = draw_samples(counts, 65.0, seed=2)
     eps, n_real, n_sim = 1.0, 400, 40000
@@ -66,5 +71,5 @@ def test_release_and_simulation_have_the_same_mae(estimator: Levy | Quantile | C
     real = np.array(
         [abs(estimator.estimate(values, eps, noise).estimate - prep.true_mean) for _ in range(n_real)]
     )
-    se = math.sqrt(real.var(ddof=1) / n_real + sim.var(ddof=1) / n_sim)
-    assert abs(real.mean() - sim.mean()) <= 4 * se
+    test = stats.mannwhitneyu(real, sim, method="asymptotic")
+    assert test.pvalue > 1e-7, (real.mean(), sim.mean(), test.pvalue)

@@ -41,7 +41,7 @@ def test_coarsen_and_clip_bound_through_the_cli(fleet_file: Path, tmp_path: Path
         [
             "release", str(fleet_file), "--out", str(out), "--epsilon-per-day", "15", "--domain-bbox", BBOX,
             *WINDOW, "--max-hats-per-vehicle-day", "16", "--coarsen", "auto", "--clip-bound", "dp-quantile",
-            "--min-vehicles-per-day", "20",  # fine threshold 40 vehicle-days: 9-10 cells pass, 4-7 parents more
+            "--min-vehicles-per-day", "25",  # fine threshold 50 vehicle-days: 4-6 cells pass, 4-8 parents more
             "--coarsen-rule", "exclusive",
         ],
     )  # fmt: skip
@@ -70,7 +70,9 @@ def test_coarsen_and_clip_bound_through_the_cli(fleet_file: Path, tmp_path: Path
     for cell, slot in released:
         for res in range(h3.get_resolution(cell) - 1, 4, -1):
             assert (h3.cell_to_parent(cell, res), slot) not in released
-    assert speed.filter(pl.col("level") == "parent1").height >= 1  # 4-7 in trial runs
+    # OpenDP's noise is unseeded: over 201 releases 4-8 parents were released (6.85 on average, sd 0.87), so none
+    # at all is about 1e-7 of runs (at --min-vehicles-per-day 20: 2-7 over 454 releases, none about 1e-4)
+    assert speed.filter(pl.col("level") == "parent1").height >= 1
     html = (out / "map.html").read_text()
     for cell in speed["h3_cell"].to_list():
         assert cell in html

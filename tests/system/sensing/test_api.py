@@ -244,7 +244,5 @@ def test_api_keywords_are_the_options_declared_once() -> None:
             default = declared[name].default
             if params[name].default is not REQUIRED:  # required: a keyword or a config key, no default
                 assert params[name].default == default, name
-        # where the run reads, and dp-map's session dataset (its checks read it): not keywords
-        assert set(declared) - set(params) == (
-            {"input_path", "dataset"} if options is DpMapOptions else {"input_path"}
-        )
+        # dp-map's session dataset (its checks read it): not a keyword
+        assert set(declared) - set(params) == ({"dataset"} if options is DpMapOptions else set())

@@ -69,17 +69,18 @@ def test_exact_interval_coverage_is_nominal_and_theorem5_is_not() -> None:
     assert np.mean(np.abs(s3) <= theorem5_halfwidth(p, alpha)) < 0.6
 
 
-def test_scale_mle_within_ten_percent_from_500_opendp_pairs() -> None:
+def test_scale_mle_within_twenty_percent_from_500_opendp_pairs() -> None:
     """500 pairs of OpenDP Laplace(3) noise on equal raw values. The MLE's standard error is 0.0392 times the fitted
     scale (observed Fisher information; 4,000 simulated fits: ratio 0.03925, sd 6e-5), so the scale's sd is about
-    0.118. OpenDP's sampler cannot be seeded, so this check allows 0.5 (4.2 sd, failure odds ~3e-5); the seeded 10%
-    check runs through the whole release pipeline in tests/system/audit. (This test used to expect a standard error
-    of 0.034 b within 25%, which failed about 1.5% of runs.)"""
+    0.118 (50,000 numpy fits: sd 0.1175, no heavier tail than a normal's). OpenDP's sampler cannot be seeded, so
+    this check allows 0.6 (5.1 sd, failure odds ~3e-7; 0.5 was 4.2 sd, ~3e-5); the seeded 10% check runs through
+    the whole release pipeline in tests/system/audit. (This test used to expect a standard error of 0.034 b within
+    25%, which failed about 1.5% of runs.)"""
     raw = np.full(500, 40.0)
     noise = OpenDPNoise()
     u = noise.laplace(raw, 3.0) - noise.laplace(raw, 3.0)
     fit = fit_difference_scale(u)
-    assert abs(fit.scale - 3.0) <= 0.5
+    assert abs(fit.scale - 3.0) <= 0.6
     assert fit.low < fit.scale < fit.high
     assert fit.standard_error == pytest.approx(0.0392 * fit.scale, rel=0.02)
 

@@ -96,8 +96,10 @@ def test_data61_output_impossible_on_neighbour_but_urbandp_is_bounded() -> None:
     Data61 (p = 1.4, t = 2): on D every output is exactly 0, on D' the event
     {output != 0} = {1 + L > t} has probability exp(-(t-1)/p)/2 = 0.245 -- an output with probability 0 on a neighbour: no epsilon (Theorem 1).
     urbandp (discrete Laplace, b = 1.4, epsilon = 1/1.4): for every output value v with enough mass the ratio
-    P_D(v)/P_D'(v) is exp(+-1/1.4) exactly; the empirical log-ratio stays within epsilon + 4 standard errors
-    (delta method: se(log p_hat) = sqrt((1-p)/(n p)) per side).
+    P_D(v)/P_D'(v) is exp(+-1/1.4) exactly; the empirical log-ratio stays within epsilon + 5.3 standard errors
+    (delta method: se(log p_hat) = sqrt((1-p)/(n p)) per side). OpenDP's draws take no seed: at 5.3 se each of
+    the 8 values exceeds it by chance with probability 6e-8 (5e-7 a run; with 4 se, 2e-4 of 20,000 simulated runs
+    failed). The Data61 share is within 4.65 binomial sd (3e-6 a run).
     """
     n, p, t = 20_000, 1.4, 2.0
     zero, one = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
@@ -117,7 +119,7 @@ def test_data61_output_impossible_on_neighbour_but_urbandp_is_bounded() -> None:
         p0, p1 = np.mean(ours_zero == v), np.mean(ours_one == v)
         assert p0 > 0 and p1 > 0  # every output possible under both
         se = np.sqrt((1 - p0) / (n * p0) + (1 - p1) / (n * p1))
-        assert abs(np.log(p0 / p1)) <= eps + 4 * se
+        assert abs(np.log(p0 / p1)) <= eps + 5.3 * se
         worst = max(worst, abs(np.log(p0 / p1)))
     assert worst > 0.5 * eps  # the check is sensitive: the ratio really sits near e^eps
 

@@ -211,7 +211,7 @@ NOT_RELEASES = {
     "urbandp._privacy.report.write_privacy_json": "the one serializer: it writes the document it is given",
     "urbandp.sensing._result.SensingRelease.write_folder": "writes a release the Session already charged",
     "urbandp.survey._result.SurveyRelease.write_folder": "writes a release the Session already charged",
-    "urbandp.survey._cli_points.escape": "the escape simulation (a command), labelled NOT DP, never charged",
+    "urbandp.survey._cli.escape": "the escape simulation (a command), labelled NOT DP, never charged",
 }
 """Public callables that write privacy.json without drawing: they label what they are given."""
 

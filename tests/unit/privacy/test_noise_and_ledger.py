@@ -29,12 +29,13 @@ def test_laplace_scale_is_the_smallest_within_budget() -> None:
 
 
 def test_opendp_laplace_has_the_stated_distribution_per_scale() -> None:
-    """Two scales in one call (grouped internally); KS at alpha = 1e-4 per group."""
+    """Two scales in one call (grouped internally); KS at alpha = 1e-7 per group (OpenDP's draws take no seed;
+    a group drawn at the other scale gives p < 1e-60)."""
     values = np.zeros(4000)
     scales = np.where(np.arange(4000) % 2 == 0, 1.0, 3.0)
     noisy = OpenDPNoise().laplace(values, scales)
     for s in (1.0, 3.0):
-        assert stats.kstest(noisy[scales == s] / s, stats.laplace.cdf).pvalue > 1e-4
+        assert stats.kstest(noisy[scales == s] / s, stats.laplace.cdf).pvalue > 1e-7
 
 
 def test_opendp_discrete_laplace_returns_integers_centred_on_the_input() -> None:
@@ -74,8 +75,8 @@ def test_long_vectors_are_drawn_on_every_core_without_mixing_up_elements(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Vectors over THREAD_CHUNK values run as one OpenDP call per core (threads): every element keeps its own
-    position (values 1,000 apart, noise of scale 1) and the noise is still Laplace(1) (KS test, p > 1e-4), for the
-    finest granularity and for the lattice draws alike."""
+    position (values 1,000 apart, noise of scale 1) and the noise is still Laplace(1) (KS test, p > 1e-7: OpenDP's
+    draws take no seed), for the finest granularity and for the lattice draws alike."""
     import urbandp._privacy.noise as noise_mod
 
     monkeypatch.setattr(noise_mod.os, "cpu_count", lambda: 3)  # 3 chunks even on a 2-core machine
@@ -84,4 +85,4 @@ def test_long_vectors_are_drawn_on_every_core_without_mixing_up_elements(
     for out in (source.laplace(values, 1.0), source.laplace_on_lattice(values, 1.0, -40)):
         diff = out - values
         assert out.shape == values.shape and np.all(np.abs(diff) < 100)
-        assert stats.kstest(diff, stats.laplace(scale=1.0).cdf).pvalue > 1e-4
+        assert stats.kstest(diff, stats.laplace(scale=1.0).cdf).pvalue > 1e-7

@@ -113,9 +113,7 @@ def test_meaningless_losses_are_refused_or_labelled_not_dp() -> None:
 def test_large_delta_is_refused() -> None:
     with pytest.raises(InputError, match=r"--delta 0\.99 is above 1e-05"):
         check_delta(0.99, "--delta")
-    with pytest.raises(InputError, match="above 1/n"):
-        check_delta(1e-6, "--delta", units=2_000_000)
-    check_delta(1e-6, "--delta", units=1000)
+    check_delta(1e-5, "--delta")
 
 
 # --- ReleaseCharge ------------------------------------------------------------------------------------------------------
@@ -130,12 +128,6 @@ def _store(tmp_path: Path, **caps: float) -> str:
 def test_noise_before_reservation_is_a_bug() -> None:
     with ReleaseCharge(None, None, unit="event") as s, pytest.raises(NoiseBeforeReservation):
         s.noise.laplace(np.zeros(3), 1.0)
-
-
-def test_split_by_weight() -> None:
-    parts = ReleaseCharge.split(Loss.pure(1.0), {"selection": 1, "speed": 3})
-    assert parts["selection"].epsilon == pytest.approx(0.25)
-    assert parts["speed"].epsilon == pytest.approx(0.75)
 
 
 def test_a_zcdp_charge_is_booked_at_its_converted_epsilon(tmp_path: Path) -> None:

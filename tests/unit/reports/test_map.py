@@ -40,6 +40,7 @@ from urbandp.errors import InputError
 SLOTS = [f"{h:02d}:00-{h + 1:02d}:00" for h in range(9, 21)]
 CENTRE = "8742d9d69ffffff"  # Surat, resolution 7
 GTFS = Path(__file__).parents[2] / "fixtures" / "gtfs-surat-mini"
+PLAIN = MapHeader("plain", "Privacy-protected values (differential privacy).")
 
 
 def cells_around(k: int) -> list[str]:
@@ -70,7 +71,12 @@ def test_self_contained_with_every_cell_and_slot(tmp_path: Path) -> None:
     frame = release_frame(cells)
     out = tmp_path / "map.html"
     write_hat_map(
-        frame, out, title="Average speed", legend="mean speed (km/h)", subtitle="epsilon 15.23", tiles=None
+        frame,
+        out,
+        header=MapHeader("plain", PLAIN.statement, "epsilon 15.23"),
+        title="Average speed",
+        legend="mean speed (km/h)",
+        tiles=None,
     )
     page = out.read_text(encoding="utf-8")
     # Leaflet is inlined: no script, style sheet, image or frame is loaded from anywhere.
@@ -96,14 +102,21 @@ def test_self_contained_with_every_cell_and_slot(tmp_path: Path) -> None:
 def test_light_for_hundreds_of_hexagons(tmp_path: Path) -> None:
     cells = cells_around(10)  # 331 cells x 12 slots
     out = tmp_path / "map.html"
-    write_hat_map(release_frame(cells), out, title="t", legend="mean speed")
+    write_hat_map(release_frame(cells), out, header=PLAIN, title="t", legend="mean speed")
     assert out.stat().st_size < 2_000_000
 
 
 def test_text_is_escaped(tmp_path: Path) -> None:
     frame = pl.DataFrame({"h3_cell": [CENTRE], "slot": ["</script><b>x"], "v": [1.0]})
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, value_col="v", title="<i>title</i>", legend="a & b", subtitle="</p>")
+    write_hat_map(
+        frame,
+        out,
+        value_col="v",
+        header=MapHeader("plain", "s", "</p>"),
+        title="<i>title</i>",
+        legend="a & b",
+    )
     page = out.read_text()
     assert "<i>title</i>" not in page and "&lt;i&gt;title&lt;/i&gt;" in page
     assert embedded(page)["slots"] == ["</script><b>x"]
@@ -119,7 +132,7 @@ def test_nan_clamped_and_empty(tmp_path: Path) -> None:
         }
     )
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="l")
+    write_hat_map(frame, out, header=PLAIN, title="t", legend="l")
     data = embedded(out.read_text())
     assert data["values"] == [[None], [3.0], [65.0]]
     assert data["state"] == [[WITHHELD], [VALUE], [CLAMPED]]
@@ -133,11 +146,14 @@ def test_nan_clamped_and_empty(tmp_path: Path) -> None:
 def test_bad_frames_raise_input_error(tmp_path: Path) -> None:
     out = tmp_path / "map.html"
     with pytest.raises(InputError, match="missing column"):
-        write_hat_map(pl.DataFrame({"h3_cell": [CENTRE], "slot": ["a"]}), out, title="t", legend="l")
+        write_hat_map(
+            pl.DataFrame({"h3_cell": [CENTRE], "slot": ["a"]}), out, header=PLAIN, title="t", legend="l"
+        )
     with pytest.raises(InputError, match="not H3 cells"):
         write_hat_map(
             pl.DataFrame({"h3_cell": ["nonsense"], "slot": ["a"], "mean_speed": [1.0]}),
             out,
+            header=PLAIN,
             title="t",
             legend="l",
         )
@@ -145,6 +161,7 @@ def test_bad_frames_raise_input_error(tmp_path: Path) -> None:
         write_hat_map(
             pl.DataFrame({"h3_cell": [CENTRE] * 2, "slot": ["a"] * 2, "mean_speed": [1.0, 2.0]}),
             out,
+            header=PLAIN,
             title="t",
             legend="l",
         )
@@ -161,20 +178,30 @@ def with_intervals(frame: pl.DataFrame, widths: list[float]) -> pl.DataFrame:
 def test_colour_scale_is_fixed_to_zero_and_u_with_interval_threshold(tmp_path: Path) -> None:
     frame = with_intervals(release_frame(cells_around(2)), [4.0, 40.0])
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="mean speed (km/h)", speed_max=65.0)
+    write_hat_map(frame, out, header=PLAIN, title="t", legend="mean speed (km/h)", speed_max=65.0)
     page = out.read_text()
     data = embedded(page)
     assert (data["min"], data["max"], data["fixed_scale"]) == (0.0, 65.0, True)
     assert data["interval_threshold"] == 32.5
     assert "wider than 32.5 km/h" in page and ">65</span>" in page and ">0</span>" in page
-    write_hat_map(frame, out, title="t", legend="mean speed (km/h)", speed_max=65.0, interval_threshold=10.0)
+    write_hat_map(
+        frame,
+        out,
+        header=PLAIN,
+        title="t",
+        legend="mean speed (km/h)",
+        speed_max=65.0,
+        interval_threshold=10.0,
+    )
     assert embedded(out.read_text())["interval_threshold"] == 10.0
-    write_hat_map(frame.drop("ci95_low", "ci95_high"), out, title="t", legend="l", speed_max=65.0)
+    write_hat_map(
+        frame.drop("ci95_low", "ci95_high"), out, header=PLAIN, title="t", legend="l", speed_max=65.0
+    )
     page = out.read_text()
     assert embedded(page)["interval_threshold"] is None and embedded(page)["low"] is None
     assert "too uncertain" not in page.split('<script type="application/json"')[0].split("<body")[1]
     with pytest.raises(InputError, match="speed_max"):
-        write_hat_map(frame, out, title="t", legend="l", speed_max=float("inf"))
+        write_hat_map(frame, out, header=PLAIN, title="t", legend="l", speed_max=float("inf"))
 
 
 def test_embedded_json_is_strict(tmp_path: Path) -> None:
@@ -189,7 +216,7 @@ def test_embedded_json_is_strict(tmp_path: Path) -> None:
         }
     )
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="l", speed_max=65.0)
+    write_hat_map(frame, out, header=PLAIN, title="t", legend="l", speed_max=65.0)
     text = re.search(r'id="hat-data">(.*?)</script>', out.read_text(), re.S).group(1)  # type: ignore[union-attr]
 
     def refuse(name: str) -> None:
@@ -207,7 +234,7 @@ def test_cells_at_different_resolutions_are_drawn_at_their_own(tmp_path: Path) -
     parent = pl.DataFrame({"c": [far]}).select(plh3.cell_to_parent("c", 6))["c"][0]
     frame = pl.DataFrame({"h3_cell": [*fine, parent], "slot": "a", "mean_speed": 10.0})
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="l", speed_max=65.0)
+    write_hat_map(frame, out, header=PLAIN, title="t", legend="l", speed_max=65.0)
     page = out.read_text()
     data = embedded(page)
     assert dict(zip(data["cells"], data["resolutions"], strict=True)) == {**dict.fromkeys(fine, 7), parent: 6}
@@ -230,13 +257,13 @@ def test_domain_outline_behind_the_released_cells(tmp_path: Path) -> None:
     domain = cells_around(3)
     frame = pl.DataFrame({"h3_cell": released, "slot": "a", "mean_speed": 12.0})
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="l", speed_max=65.0, domain_cells=domain)
+    write_hat_map(frame, out, header=PLAIN, title="t", legend="l", speed_max=65.0, domain_cells=domain)
     page = out.read_text()
     # One outline per domain cell that is not released (released ones are drawn as hexagons).
     assert len(embedded(page)["domain_rings"]) == len(set(domain) - set(released))
     assert "public domain" in page
     with pytest.raises(InputError, match="domain_cells"):
-        write_hat_map(frame, out, title="t", legend="l", domain_cells=["zz"])
+        write_hat_map(frame, out, header=PLAIN, title="t", legend="l", domain_cells=["zz"])
 
 
 def test_a_large_domain_is_outlined_from_its_compacted_cover(
@@ -249,14 +276,14 @@ def test_a_large_domain_is_outlined_from_its_compacted_cover(
     frame = pl.DataFrame({"h3_cell": [cells_around(8)[0]], "slot": "a", "mean_speed": 1.0})
     monkeypatch.setattr(map_module, "MAX_DOMAIN_CELLS", 5)
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="l", domain_cells=children)
+    write_hat_map(frame, out, header=PLAIN, title="t", legend="l", domain_cells=children)
     assert len(embedded(out.read_text())["domain_rings"]) == 1  # the 7 children drawn as their parent
 
 
 def test_a_stated_resolution_must_match_the_cell(tmp_path: Path) -> None:
     frame = pl.DataFrame({"h3_cell": [CENTRE], "slot": ["a"], "mean_speed": [1.0], "resolution": [8]})
     with pytest.raises(InputError, match="resolution 7, but its row says resolution 8"):
-        write_hat_map(frame, tmp_path / "map.html", title="t", legend="l")
+        write_hat_map(frame, tmp_path / "map.html", header=PLAIN, title="t", legend="l")
 
 
 def test_gtfs_overlay_reads_shapes_in_sequence_and_stops() -> None:
@@ -360,7 +387,14 @@ def test_map_embeds_gtfs_routes_stops_and_geojson_context(tmp_path: Path) -> Non
     )
     out = tmp_path / "map.html"
     write_hat_map(
-        frame, out, title="t", legend="l", speed_max=65.0, gtfs_dir=zipped_feed(tmp_path), context=[ctx]
+        frame,
+        out,
+        header=PLAIN,
+        title="t",
+        legend="l",
+        speed_max=65.0,
+        gtfs_dir=zipped_feed(tmp_path),
+        context=[ctx],
     )
     page = out.read_text()
     data = embedded(page)
@@ -370,7 +404,7 @@ def test_map_embeds_gtfs_routes_stops_and_geojson_context(tmp_path: Path) -> Non
     )
     assert "gtfs.zip" in page and "routes (GTFS shapes)" in page and "context: depots.geojson" in page
     with pytest.raises(InputError, match="gtfs"):
-        write_hat_map(frame, out, title="t", legend="l", gtfs_dir=tmp_path / "nope")
+        write_hat_map(frame, out, header=PLAIN, title="t", legend="l", gtfs_dir=tmp_path / "nope")
     (tmp_path / "bad.geojson").write_text('{"type": "Banana"}')
     with pytest.raises(InputError, match="not GeoJSON"):
         read_context(tmp_path / "bad.geojson")
@@ -584,6 +618,7 @@ def test_offline_the_hexagons_stay_and_the_page_says_why(tmp_path: Path) -> None
     write_hat_map(
         frame,
         page,
+        header=PLAIN,
         title="t",
         legend="l",
         speed_max=65.0,
@@ -609,7 +644,7 @@ def test_a_link_pins_a_cells_tooltip_with_value_interval_and_resolution(tmp_path
         }
     )
     out = tmp_path / "map.html"
-    write_hat_map(frame, out, title="t", legend="mean speed (km/h)", speed_max=65.0, tiles=None)
+    write_hat_map(frame, out, header=PLAIN, title="t", legend="mean speed (km/h)", speed_max=65.0, tiles=None)
     cell = cells[2]
     text = dom(f"{out.as_uri()}#slot=0&cell={cell}")
     tip = re.search(r'<div id="tooltip" style="[^"]*display: block[^"]*">(.*?)</div>', text, re.S)

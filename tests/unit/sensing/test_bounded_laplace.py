@@ -70,7 +70,7 @@ def test_paper_scale_violates_epsilon() -> None:
     assert ratio == pytest.approx(expected, abs=1e-9)
     assert ratio > 1.3
     assert paper.epsilon_actual == pytest.approx(expected, rel=1e-12)
-    assert not paper.summarize()["differentially_private_at_epsilon"]
+    assert not paper.describe()["differentially_private_at_epsilon"]
 
 
 def test_full_range_sensitivity_needs_no_correction() -> None:
@@ -158,8 +158,9 @@ def test_lattice_bound_covers_the_enumerated_lattice_mechanism(eps: float, delta
 
 def test_lattice_draws_are_on_the_lattice_and_inside_the_bounds() -> None:
     """Default mechanism: OpenDP draws at k = -40 land on 2^-40 Z inside [l, u]; the per-value epsilon includes the
-    slack yet stays within the requested epsilon; mean squared error within 4 standard errors of the closed form
-    (OpenDP's noise cannot be seeded: 3 standard errors failed one CI run in about 370, 4 fail one in about 16,000)."""
+    slack yet stays within the requested epsilon; mean squared error within 5.3 standard errors of the closed form
+    (OpenDP's noise cannot be seeded: 3 standard errors failed one CI run in about 370, 4 one in about 16,000,
+    5.3 one in about 10 million; a closed form 7% off is 8 se away; the sampler's scale has its own test)."""
     mech = BoundedLaplace(1.0, 1.0, 0.0, 1.0)
     assert mech.lattice == 2.0**LATTICE_EXPONENT
     assert 0.999999999 < mech.epsilon_actual <= 1.0
@@ -169,4 +170,4 @@ def test_lattice_draws_are_on_the_lattice_and_inside_the_bounds() -> None:
     assert np.all(scaled == np.round(scaled)) and out.min() >= 0.0 and out.max() <= 1.0
     sq = (out - 0.3) ** 2
     expected = float(expected_squared_error(np.array([0.3]), mech.scale, 0.0, 1.0)[0])
-    assert abs(sq.mean() - expected) < 4 * sq.std() / math.sqrt(sq.size)
+    assert abs(sq.mean() - expected) < 5.3 * sq.std() / math.sqrt(sq.size)

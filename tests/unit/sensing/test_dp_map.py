@@ -8,7 +8,7 @@ import pytest
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise
 from urbandp.errors import InputError
 from urbandp.sensing._bounded_laplace import LATTICE_EXPONENT, holohan_scale, lattice_epsilon
-from urbandp.sensing._dp_map_mechanism import _release_dp_map, fit_for_release, rmse_vs_epsilon
+from urbandp.sensing._dp_map_mechanism import _release_dp_map, all_windows, fit_for_release, rmse_vs_epsilon
 from urbandp.sensing._grid import SquareGrid
 from urbandp.sensing._readings import Readings
 
@@ -38,7 +38,7 @@ def test_capped_variance_keeps_sigma2_in_the_domain() -> None:
 
 def test_release_accounting_and_empty_windows() -> None:
     fitted = fit_for_release(_readings(), GRID, 1.0, "holohan", 60, "matern32", 3)
-    rel = _release_dp_map(_readings(), GRID, 1.0, EXACT, fitted, sensitivity=1.0, upper=2.0)
+    rel = _release_dp_map(_readings(), GRID, 1.0, EXACT, fitted, all_windows(_readings(), 60), upper=2.0)
     g = GRID.n_cells
     assert [str(w.window) for w in rel.windows] == [
         "2024-01-01T08:00",
@@ -60,7 +60,7 @@ def test_release_accounting_and_empty_windows() -> None:
 
 def test_paper_version_is_labelled_and_uses_data_bounds() -> None:
     fitted = fit_for_release(_readings(), GRID, 1.0, "paper", 60, "matern32", 3)
-    rel = _release_dp_map(_readings(), GRID, 1.0, OpenDPNoise(), fitted, calibration="paper")
+    rel = _release_dp_map(_readings(), GRID, 1.0, OpenDPNoise(), fitted, np.array([]), calibration="paper")
     assert rel.ledger.entries == []  # NOT DP: nothing charged (privacy.json says why)
     w = rel.windows[0]
     assert w.scale == 1.0 and w.upper == pytest.approx(float(w.sigma2_std.max()))

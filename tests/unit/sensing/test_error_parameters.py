@@ -37,11 +37,11 @@ IN = Path("r.csv")
 
 
 def _dp(**kw: Any) -> DpMapOptions:
-    return DpMapOptions(**{"input_path": IN, "bbox": BOX, **DAY, **kw})
+    return DpMapOptions(**{"bbox": BOX, **DAY, **kw})
 
 
 def _pm(**kw: Any) -> PmMapOptions:
-    return PmMapOptions(**{"input_path": IN, "bbox": BOX, **DAY, **kw})
+    return PmMapOptions(**{"bbox": BOX, **DAY, **kw})
 
 
 def _q(**kw: Any) -> QueryOptions:
@@ -192,7 +192,7 @@ CASES: list[tuple[Callable[[], object], str, tuple[str, ...], str]] = [
         "--rect needs 4 comma-separated numbers, got 'a,b,c,d'",
     ),
     (
-        lambda: resolve_unit(_pm(unit="vehicle-window"), ["lat", "lon", "time", "value"]),
+        lambda: resolve_unit(_pm(unit="vehicle-window"), IN, ["lat", "lon", "time", "value"]),
         "unit vehicle-window needs vehicle ids: r.csv has no 'vehicle' column; name one with vehicle_column, "
         "or use unit reading",
         ("unit", "vehicle_column"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from seeded_noise import SeededNoise
 
-from urbandp._privacy.noise import OpenDPNoise
 from urbandp.sensing._grid import SquareGrid
 from urbandp.sensing._interpolation import KM
 from urbandp.sensing._pm_map_mechanism import (
@@ -68,12 +68,14 @@ def test_the_map_keeps_the_spread_of_the_noisy_cells(smoother: str) -> None:
     windows = np.array([np.datetime64("2023-09-15T00:00")])
     plan = plan_pm_map(4.0)
     agg = cell_aggregates(r, grid, windows, 47 * 1440, plan.clip)
-    noisy = measure_pm_map(plan, agg, OpenDPNoise())
+    noisy = measure_pm_map(plan, agg, SeededNoise(11))  # NOT private: the smoother is what is tested
     means, clear = cell_means(plan, noisy)
     x = grid.centroids_metres() / KM
     m = smooth_window(plan, noisy, 0, grid, x, smoother)
     measured = agg.counts[0] > 0
     noisy_spread = float(np.nanstd(np.where(clear[0] & measured, means[0], np.nan)))
+    # The noise is seeded: over 40 draws of OpenDP's unseeded sampler the IDW map's spread over the map was
+    # 0.763 of the field's (sd 0.030), 3.8 sd above its bound 0.65, a chance failure about 1e-4 of runs.
     # Tolerances from 30 draws of the (unseeded, OpenDP) noise per smoother, each about 5 sd from its mean:
     # the spread kept at the cells measured 0.93-0.94 (sd 0.008), over the map 0.77 (IDW, sd 0.023) and 0.98
     # (GP, sd 0.035); the error at the cells measured 2.4-2.5 ug/m3 (sd 0.3-0.4; the old bound 3.0 failed about

@@ -15,12 +15,13 @@ from urbandp.survey import _trips as trips
 
 
 def test_planar_laplace_radius_is_gamma2_and_angle_uniform() -> None:
-    """Radius ~ Gamma(2, 1/epsilon) (Andres et al. 2013); KS p-value threshold 1e-4 (OpenDP draws are unseeded)."""
+    """Radius ~ Gamma(2, 1/epsilon) (Andres et al. 2013); KS p-value threshold 1e-7 per test (OpenDP draws are
+    unseeded: a chance failure 2e-7 a run; a radius law 20% off its scale gives p < 1e-30 at n = 4,000)."""
     eps = 0.02
     east, north = locations.planar_laplace_offsets(4000, eps)
     r = np.hypot(east, north)
-    assert stats.kstest(r, stats.gamma(2, scale=1 / eps).cdf).pvalue > 1e-4
-    assert stats.kstest(np.arctan2(north, east), stats.uniform(-math.pi, 2 * math.pi).cdf).pvalue > 1e-4
+    assert stats.kstest(r, stats.gamma(2, scale=1 / eps).cdf).pvalue > 1e-7
+    assert stats.kstest(np.arctan2(north, east), stats.uniform(-math.pi, 2 * math.pi).cdf).pvalue > 1e-7
     # and it is not Exponential(1/eps) (what a single |Laplace| would give): the test can fail
     assert stats.kstest(r, stats.expon(scale=1 / eps).cdf).pvalue < 1e-6
 
@@ -32,8 +33,8 @@ def test_per_axis_epsilon_per_metre_from_opendp() -> None:
 
 def test_bbox_is_the_reports_twin_cities_box() -> None:
     box = locations.BoundingBox.parse("44.1,-94.3,46.1,-91.0")
-    inside = box.contains(np.array([44.97, 50.0]), np.array([-93.2, -93.2]))
-    assert inside.tolist() == [True, False]
+    lat, lon = box.clamp(np.array([44.97, 50.0]), np.array([-93.2, -93.2]))
+    assert (lat.tolist(), lon.tolist()) == ([44.97, 46.1], [-93.2, -93.2])
 
 
 def test_escape_grows_with_bn_and_collapses_across_n() -> None:
@@ -77,7 +78,8 @@ def test_od_randomize_keeps_about_p_and_histogram_joint_preserves_better() -> No
     ro, rd = trips.od_randomize(o, d, 19, 0.5)
     kept = trips.utility(o, d, ro, rd, 19)["share_trips_kept"]
     expected = 0.5 + 0.5 / 361
-    assert abs(kept - expected) < 4 * math.sqrt(expected * (1 - expected) / o.size)
+    # OpenDP's bits are unseeded: 5 binomial sd (6e-7 a run; 4 sd failed 6e-5); a keep share 0.05 off is 14 sd
+    assert abs(kept - expected) < 5 * math.sqrt(expected * (1 - expected) / o.size)
     ind = trips.utility(o, d, *trips.histogram_block_reporting(o, d, 0.5, joint=False), 19)
     joint = trips.utility(o, d, *trips.histogram_block_reporting(o, d, 0.5, joint=True), 19)
     assert joint["tv_joint"] < ind["tv_joint"] - 0.1
