@@ -230,9 +230,6 @@ MECHANISMS = {
     + "estimators.release (a documented building block)",
     "urbandp.estimators._hat_means.estimate_hat_means": _DRAW + "fleet.release (one mean per HAT)",
     "urbandp.fleet._plan_forecast.dp_histogram": "the planner's DP histogram, " + _DRAW + "plan",
-    "urbandp.fleet._plan_forecast.dp_m_histogram": "the planner's DP histogram of HATs per vehicle-day, "
-    + _DRAW
-    + "plan",
     "urbandp.fleet._plan_forecast.dp_pilot": "the planner's pilot (the release's own noisy counts), "
     + _DRAW
     + "plan",
