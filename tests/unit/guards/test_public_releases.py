@@ -381,7 +381,7 @@ def _called_in_module(module_name: str, callee: str) -> bool:
 @pytest.mark.parametrize(
     "name",
     ["urbandp.fleet._hat_release.release_hats", "urbandp.fleet._pipeline.write_release",
-     "urbandp.counts._table_release.release_counts", "urbandp.counts._write.write_release",
+     "urbandp.counts._table_release.release_counts",
      "urbandp.sensing._dp_map_mechanism.release_dp_map"],
 )  # fmt: skip
 def test_the_unguarded_building_blocks_are_internal(name: str) -> None:
