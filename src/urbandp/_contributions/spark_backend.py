@@ -511,9 +511,11 @@ class SparkBackend:
                     "vehicle",
                     F.date_format("timestamp", "yyyy-MM-dd'T'HH:mm:ss").alias("timestamp_raw"),
                     F.col("speed").alias("speed_raw"),
+                    F.lit(None).cast("double").alias("latitude"),
+                    F.lit(None).cast("double").alias("longitude"),
                 )
             )
-            rejected = rejected.unionByName(dups, allowMissingColumns=True)  # no position: null coordinates
+            rejected = rejected.unionByName(dups)
         # rows before each split: the splits of a file in byte order, their sizes from the per-batch counts
         sizes = stats.group_by("source", "block").agg(pl.col("n").sum()).sort("source", "block")
         offsets = sizes.with_columns(
@@ -556,4 +558,6 @@ class _KeyOnly:
         ts = pl.col("timestamp")
         if isinstance(dtype, pl.Datetime) and dtype.time_zone:  # Spark's session zone is UTC
             ts = ts.dt.replace_time_zone(None)
-        return keyed_records(frame.lazy().with_columns(ts.cast(pl.Datetime("us"))), self.spec).collect()
+        # the cell is always computed here, at the spec's resolution (a ``cell`` column of the input is not reused)
+        records = frame.lazy().drop("cell", strict=False).with_columns(ts.cast(pl.Datetime("us")))
+        return keyed_records(records, self.spec).collect()

@@ -261,7 +261,7 @@ class _Records:
 
 
 def _working_vehicles(rng: np.random.Generator, spec: FleetSpec) -> np.ndarray:
-    """The vehicles that work today: each takes the day off with ``day_off_probability``; at least one works."""
+    """The vehicles that work today: each takes the day off with ``DAY_OFF_PROBABILITY``; at least one works."""
     n_veh = spec.vehicles
     working = np.flatnonzero(rng.random(n_veh) >= DAY_OFF_PROBABILITY)
     if working.size == 0:

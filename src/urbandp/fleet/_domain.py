@@ -34,14 +34,6 @@ from urbandp.fleet._options import HatReleaseConfig
 if TYPE_CHECKING:  # the loaders (GeoJSON, GTFS: 15 ms of start-up) are imported when a route domain is read
     from urbandp.fleet._domain_files import PublicDomain
 
-__all__ = [
-    "check_not_swapped",
-    "domain_cell_strings",
-    "domain_grid",
-    "load_public_domain",
-    "restrict_to_domain",
-]
-
 
 def load_public_domain(cfg: HatReleaseConfig, days: Sequence[dt.date] | None = None) -> PublicDomain | None:
     """The spec's public domain at its resolution, or None without one.

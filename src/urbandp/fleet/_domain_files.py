@@ -1,13 +1,6 @@
-"""Public domains of a fleet release from published route data: a cell list, a GeoJSON of routes, a GTFS feed.
-
-A public domain fixes the HATs before any record is read: with one, every domain HAT is released with
-noise and no HAT is selected from the data (docs/fleet.md, "DP selection" over a public extent). Everything here
-reads public files only; nothing is charged. The readers: :func:`domain_from_cells`, :func:`domain_from_geojson`
-and :func:`domain_from_gtfs` (which adds the HATs with scheduled service and the planner's priors, :class:`PublicDomain`).
-
-Slots are numbered as everywhere in the fleet (:class:`urbandp._grid.slots.SlotSpec`): a slot is the wall-clock
-minutes since midnight divided by the slot length, so with 60-minute slots 09:00-10:00 is slot 9, and the window
-``hours = (9, 21)`` holds slots 9..20.
+"""Public domains from published route data (what one does to a release: :mod:`urbandp.fleet._domain`), read from
+public files only, nothing charged: :func:`domain_from_cells`, :func:`domain_from_geojson` and
+:func:`domain_from_gtfs` (which adds the HATs with scheduled service and the planner's priors, :class:`PublicDomain`).
 
 Lines are walked, not guessed: each segment is sampled at a spacing of :data:`EDGE_FRACTION` of H3's mean edge
 length at the resolution (a line can then only miss a cell whose piece on it is shorter than that spacing), and
@@ -22,7 +15,7 @@ import datetime as dt
 import hashlib
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +60,9 @@ class PublicDomain:
     vehicle, as it is one vehicle-day in the records); ``hats_per_vehicle_day`` is the mean, over the public days
     and the blocks in the window that day, of the distinct HATs a block passes through within the window. Both are
     ``None`` without a schedule or when no trip has a ``block_id``.
+
+    ``route_km`` (a GeoJSON): ``(cell, route_km)``, the kilometres of its lines in each cell (empty without lines),
+    the planner's prior with a fleet size.
     """
 
     kind: str
@@ -78,6 +74,7 @@ class PublicDomain:
     scheduled_trips: pl.DataFrame | None = None
     hats_per_vehicle_day: float | None = None
     scheduled_vehicles: pl.DataFrame | None = None
+    route_km: pl.DataFrame | None = None
 
     def grid(self, slots: Sequence[int]) -> pl.DataFrame:
         """The domain's HATs ``(cell UInt64, slot Int16)`` in ``slots``, sorted: cells x slots without a schedule."""
@@ -136,10 +133,7 @@ def domain_from_cells(path: Path, resolution: int) -> PublicDomain:
     cells = pl.DataFrame({"id": ids, "line": lines}).with_columns(
         cell=plh3.str_to_int(pl.col("id").str.to_lowercase())
     )
-    cells = cells.with_columns(
-        ok=pl.col("cell").is_not_null() & plh3.is_valid_cell(pl.col("cell")).fill_null(False)
-    )
-    bad = cells.filter(~pl.col("ok"))
+    bad = cells.filter(~plh3.is_valid_cell(pl.col("cell")).fill_null(False))
     if bad.height:
         value, line = bad.row(0)[:2]
         raise InputDataError(
@@ -278,12 +272,9 @@ def _gap_runs(
         return None
     ends = pl.DataFrame({"a": r_cell[gaps - 1], "b": r_cell[gaps]}, schema={"a": pl.UInt64, "b": pl.UInt64})
     walk = ends.select(plh3.grid_path_cells("a", "b").alias("p"))
-    inner = walk.select(pl.col("p").list.slice(1, pl.col("p").list.len() - 2))[
-        "p"
-    ]  # the cells strictly between
-    ok = (
-        inner.is_not_null()
-    )  # null across a pentagon's distortion: that gap keeps the two samples' cells only
+    # the cells strictly between; null across a pentagon's distortion: that gap keeps the two samples' cells only
+    inner = walk.select(pl.col("p").list.slice(1, pl.col("p").list.len() - 2))["p"]
+    ok = inner.is_not_null()
     gaps, inner = gaps[ok.to_numpy()], inner.filter(ok)
     m = inner.list.len().to_numpy()
     width = (here_d[gaps] - prev_d[gaps]) / (m + 2)
@@ -311,15 +302,20 @@ def domain_from_geojson(path: Path, resolution: int) -> PublicDomain:
     for polygon in polygons:  # before any cell is made, from the rings' lines or the fill
         _check_polygon_cells(polygon, resolution, what)
     found: list[np.ndarray] = []
+    km = pl.DataFrame(schema={"cell": pl.UInt64, "route_km": pl.Float64})
     if lines:
-        found.append(np.unique(line_runs(lines, resolution).cell))
+        runs = line_runs(lines, resolution)
+        found.append(np.unique(runs.cell))
+        km = pl.DataFrame({"cell": runs.cell, "route_km": (runs.end - runs.start) / 1000.0})
+        km = km.group_by("cell", maintain_order=True).agg(pl.col("route_km").sum()).cast({"cell": pl.UInt64})
     if points:
         pts = np.vstack(points)
         found.append(_point_cells(pts[:, 1], pts[:, 0], resolution))
     found.extend(np.array(h3_int.geo_to_cells(polygon, resolution), dtype=np.uint64) for polygon in polygons)
     if not found:
         raise InputDataError(f"{what}: no geometry (Point, LineString, Polygon or their Multi- forms)")
-    return _file_domain("geojson", path, raw, resolution, np.unique(np.concatenate(found)), what)
+    domain = _file_domain("geojson", path, raw, resolution, np.unique(np.concatenate(found)), what)
+    return replace(domain, route_km=km)
 
 
 def _check_polygon_cells(polygon: dict[str, Any], resolution: int, what: str) -> None:
@@ -400,7 +396,7 @@ def domain_from_gtfs(
     plan = _trip_paths(feed, what)
     runs = _runs(plan.lat, plan.lon, plan.path, resolution)
     occupancy = _occupancy(plan, runs, spec.slot_minutes * 60)
-    trips = _scheduled_trips(occupancy, plan.trip_service, feed, spec, public_days, what)
+    trips = _scheduled_trips(occupancy, plan.trips, feed, spec, public_days, what)
     vehicles, hats_per_block = _block_priors(occupancy, plan, feed, spec, public_days)
     return PublicDomain(
         kind="gtfs",
@@ -424,8 +420,7 @@ class _TripPaths:
     lon: np.ndarray
     path: np.ndarray  # path index of each vertex
     trip_path: np.ndarray  # per trip
-    trip_service: pl.DataFrame  # trip (Int64 index), service_id
-    trip_block: pl.DataFrame  # trip (Int64 index), block_id (null where the feed gives none)
+    trips: pl.DataFrame  # trip (Int64 index), service_id, block_id (null where the feed gives none)
     anchor_trip: np.ndarray  # per anchor, sorted by trip then order
     anchor_d: np.ndarray
     anchor_arr: np.ndarray
@@ -484,12 +479,7 @@ def _pattern_paths(
 ) -> _PatternPaths:
     """Place the stops of each pattern (its first trip's) on its path: a shapeless pattern gets the stop-to-stop
     line as a new path; on a shape, by shape_dist_traveled where both give it, else by projection."""
-    first = (
-        st.sort("row")
-        .group_by("pattern")
-        .agg(pl.col("row").first(), pl.col("n").first(), pl.col("shape").first())
-        .sort("pattern")
-    )
+    first = st.unique("pattern", keep="first", maintain_order=True).sort("pattern")  # st is in row order
     all_lat, all_lon, all_sdt = (st[c].fill_null(np.nan).to_numpy() for c in ("lat", "lon", "sdt"))
     shape_lat, shape_lon, shape_path, shape_cum, shape_sdt = vertices
     bounds = np.searchsorted(shape_path, np.arange(n_shapes + 1))
@@ -519,9 +509,7 @@ def _pattern_paths(
 
 def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
     """Paths and anchors of the feed's trips (see :func:`domain_from_gtfs` for how stops are placed)."""
-    shape_ids: list[str] = []
-    if feed.shapes is not None:
-        shape_ids = feed.shapes["shape_id"].unique(maintain_order=True).to_list()
+    shape_ids = [] if feed.shapes is None else feed.shapes["shape_id"].unique(maintain_order=True).to_list()
     st = _stop_times_by_pattern(feed, what, shape_ids)
     vertices = _shape_vertices(feed.shapes)
     paths = _pattern_paths(st, vertices, len(shape_ids))
@@ -544,8 +532,7 @@ def _trip_paths(feed: FeedTables, what: str) -> _TripPaths:
         lon=np.concatenate([shape_lon, *paths.extra_lon]),
         path=np.concatenate([shape_path, extra_path]).astype(np.int64),
         trip_path=paths.path[per_trip["pattern"].to_numpy()],
-        trip_service=per_trip.select("trip", "service_id"),
-        trip_block=per_trip.select("trip", "block_id"),
+        trips=per_trip.select("trip", "service_id", "block_id"),
         anchor_trip=trip,
         anchor_d=st["d"].to_numpy(),
         anchor_arr=arr,
@@ -560,10 +547,9 @@ def _shape_vertices(
     if shapes is None or shapes.height == 0:
         empty = np.zeros(0)
         return empty, empty, np.zeros(0, dtype=np.int64), empty, empty
-    index = shapes.select(pl.col("shape_id").rank("dense").cast(pl.Int64) - 1)["shape_id"]
     # shapes are sorted by shape_id, and the ids were numbered in that order (unique(maintain_order=True))
+    path = shapes.select(pl.col("shape_id").rank("dense").cast(pl.Int64) - 1)["shape_id"].to_numpy()
     lat, lon = shapes["lat"].to_numpy(), shapes["lon"].to_numpy()
-    path = index.to_numpy()
     sdt = shapes["sdt"].fill_null(np.nan).to_numpy().astype(np.float64)
     return lat, lon, path, _path_lengths(lat, lon, path), sdt
 
@@ -745,7 +731,7 @@ def _on_public_days(frame: pl.DataFrame, feed: FeedTables, days: list[dt.date]) 
 
 def _scheduled_trips(
     occupancy: pl.DataFrame,
-    trip_service: pl.DataFrame,
+    trips: pl.DataFrame,
     feed: FeedTables,
     spec: SlotSpec,
     days: list[dt.date],
@@ -754,7 +740,7 @@ def _scheduled_trips(
     """``(cell, slot, trips_per_day)`` for the HATs with service: distinct trips per HAT and public day, averaged."""
     counts = (
         _in_window(occupancy, spec)
-        .join(trip_service, on="trip")
+        .join(trips, on="trip")
         .group_by("service_id", "offset", "cell", "slot")
         .agg(pl.col("trip").n_unique().alias("n"))
     )
@@ -794,10 +780,10 @@ def _block_priors(
     leaves no record in a release). Trips without a ``block_id`` are left out; ``(None, None)`` when no trip on the
     public days has one.
     """
-    blocked = plan.trip_block.filter(pl.col("block_id").is_not_null())
+    blocked = plan.trips.filter(pl.col("block_id").is_not_null())
     if blocked.height == 0:
         return None, None
-    dated = _in_window(occupancy.join(blocked, on="trip").join(plan.trip_service, on="trip"), spec)
+    dated = _in_window(occupancy.join(blocked, on="trip"), spec)
     hats = _on_public_days(dated, feed, days).select("block_id", "day", "cell", "slot").unique()
     if hats.height == 0:
         return None, None

@@ -323,25 +323,11 @@ def _noisy_counts(
 ) -> np.ndarray:
     """N~ of each released HAT: a fresh noisy count when the plan has one (public-threshold selection), else the
     selection's own noisy count under add/remove (the same draw that passed the threshold), else NaN."""
-    n = released["n"].to_numpy().astype(float)
-    noisy_n = np.full(released.height, np.nan)
-    if "noisy_n" in released.columns and cfg.neighbouring == "add-remove":
-        noisy_n = released["noisy_n"].to_numpy().astype(float)
     if scales.count is not None and released.height:
-        noisy_n = plan.noise(scales.count).draw(n, noise)
-    return noisy_n
-
-
-def _user_level_speed(
-    cfg: HatReleaseConfig, mean: np.ndarray, costs: np.ndarray, speed_scales: np.ndarray
-) -> Measured:
-    """Query 1 by a user-level estimator (:func:`user_level_means`), clamped to [0, U]; no interval."""
-    return Measured(
-        mean_speed=np.clip(mean, 0.0, cfg.speed_max),
-        speed_scales=speed_scales,
-        speed_costs=costs,
-        clamped=(mean < 0.0) | (mean > cfg.speed_max),
-    )
+        return plan.noise(scales.count).draw(released["n"].to_numpy().astype(float), noise)
+    if "noisy_n" in released.columns and cfg.neighbouring == "add-remove":
+        return released["noisy_n"].to_numpy().astype(float)
+    return np.full(released.height, np.nan)
 
 
 def _presence_public_speed(
@@ -424,17 +410,11 @@ def _speeding_counts(
     """Query 2: the noisy vehicles over the limit per day of each HAT and its 95% interval, clamped at 0 (NaN
     when the query is not released)."""
     h = released.height
-    m = released["n_over_limit"].to_numpy().astype(float)
-    if h and math.isfinite(scales.speeding):
-        raw_over = plan.noise(scales.speeding).draw(m / plan.days, noise)
-        half_over = plan.noise(scales.speeding).half_width()
-        return (
-            np.maximum(raw_over, 0.0),
-            np.maximum(raw_over - half_over, 0.0),
-            np.maximum(raw_over + half_over, 0.0),
-        )
-    nan = np.full(h, np.nan)
-    return nan.copy(), nan.copy(), nan.copy()
+    if not (h and math.isfinite(scales.speeding)):
+        return np.full(h, np.nan), np.full(h, np.nan), np.full(h, np.nan)
+    per_day = released["n_over_limit"].to_numpy().astype(float) / plan.days
+    raw, half = plan.noise(scales.speeding).draw(per_day, noise), plan.noise(scales.speeding).half_width()
+    return np.maximum(raw, 0.0), np.maximum(raw - half, 0.0), np.maximum(raw + half, 0.0)
 
 
 def measure_queries(
@@ -448,23 +428,22 @@ def measure_queries(
     k_eff: int,
     selection: SelectionResult,
 ) -> Measured:
-    """Draw the noise of Query 1 and Query 2 once, then post-process (clamp to [0, U], intervals).
-
-    Add/remove: the mean is ``U/2 + S~ / N~`` with ``S~`` the noisy sum of speeds centred at U/2 and ``N~`` the
-    selection's noisy count (the same draw that passed the threshold; a fresh count only under public-threshold).
-    The published ``noisy_sum`` is the sum of speeds it implies, ``U/2 N~ + S~``, and it and ``noisy_vehicle_days``
-    are clamped at 0 (post-processing). A mean clamped to 0 or U is flagged (``clamped``): it is not a confident
-    value. Intervals are Fieller's for the ratio (the count's noise included), clamped to [0, U].
-    """
+    """Draw the noise of Query 1 (:func:`_add_remove_speed`, :func:`_presence_public_speed` or a user-level
+    estimator) and Query 2 once, then post-process: the published ``noisy_sum`` (``U/2 N~ + S~``) and
+    ``noisy_vehicle_days`` are clamped at 0, and a mean clamped to 0 or U is flagged (``clamped``): it is not a
+    confident value."""
     noisy_n = _noisy_counts(cfg, plan, released, scales, noise)
     if cfg.speed_estimator != "report":
-        # no HAT released: nothing to estimate (the estimators refuse an epsilon of 0 per HAT)
+        # no HAT released: nothing to estimate (the estimators refuse an epsilon of 0 per HAT); the user-level
+        # means are clamped to [0, U] and have no interval
         budget = scales.speed_budget / max(k_eff, 1)
-        empty = (np.zeros(0), np.zeros(0), np.zeros(0))
-        estimates = (
-            user_level_means(contributions, released, cfg, budget, noise, slots) if released.height else empty
+        mean, costs, speed_scales = (
+            user_level_means(contributions, released, cfg, budget, noise, slots)
+            if released.height
+            else (np.zeros(0), np.zeros(0), np.zeros(0))
         )
-        speed = _user_level_speed(cfg, *estimates)
+        clamped = (mean < 0.0) | (mean > cfg.speed_max)
+        speed = Measured(np.clip(mean, 0.0, cfg.speed_max), speed_scales, costs, clamped)
     elif cfg.neighbouring == "presence-public":
         speed = _presence_public_speed(cfg, plan, released, scales, noise)
     else:
@@ -492,15 +471,14 @@ def user_level_means(
     if "speeds" not in contributions.columns:
         raise InputError("the user-level estimators need contributions computed with keep_speeds=True")
     keys = released.select("cell", "slot")
-    frame = contributions.join(keys, on=["cell", "slot"], how="semi").select(
+    labelled = (
         cell_to_string(pl.col("cell")).alias("h3_cell"),
         slots.label_expr(pl.col("slot")).alias("slot"),
-        pl.format("{}|{}", pl.col("vehicle"), pl.col("day")).alias("unit"),
-        pl.col("speeds"),
     )
-    hats = keys.select(
-        cell_to_string(pl.col("cell")).alias("h3_cell"), slots.label_expr(pl.col("slot")).alias("slot")
+    frame = contributions.join(keys, on=["cell", "slot"], how="semi").select(
+        *labelled, pl.format("{}|{}", pl.col("vehicle"), pl.col("day")).alias("unit"), pl.col("speeds")
     )
+    hats = keys.select(labelled)
     est = estimate_hat_means(
         frame,
         cfg.speed_estimator,
@@ -556,21 +534,18 @@ def choose_clip_bound(
     OpenDP's map at that distance spends at most ``plan.clip_budget`` (rho under Gaussian noise, where OpenDP's
     zCDP quantile composes with the rest in rho; epsilon under Laplace).
     """
-    from urbandp.estimators._bounds import (
-        private_upper_bound,
-        quantile_bound_measurement,
-        quantile_bound_scale,
-    )
+    from urbandp.estimators._bounds import quantile_bound_scale
+    from urbandp.estimators._selection import private_quantile, quantile_measurement
 
     u = cfg.speed_max
     cands = [u * (i + 1) / CLIP_CANDIDATES for i in range(CLIP_CANDIDATES)]
     d_in = 1 if cfg.neighbouring == "add-remove" else 2
     alpha = cfg.clip_quantile
     scale, cost = quantile_bound_scale(cands, alpha, plan.clip_budget, d_in, gaussian=plan.gaussian)
-    meas = quantile_bound_measurement(cands, alpha, scale, gaussian=plan.gaussian)
+    meas = quantile_measurement(cands, alpha, scale, gaussian=plan.gaussian)
     window = float(meas.map(d_in * plan.days))
     values = clip_statistic(contributions)
-    bound = private_upper_bound(
-        values, cands, alpha, scale, gaussian=plan.gaussian, private=bool(noise.is_private)
+    bound = private_quantile(
+        values, cands, alpha, scale, known_size=False, gaussian=plan.gaussian, private=bool(noise.is_private)
     )
     return ClipChoice(min(bound, u), alpha, scale, cost, window, d_in, len(cands))

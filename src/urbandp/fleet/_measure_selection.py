@@ -194,8 +194,6 @@ class SelectionCalibration:
 
     method: str  # "dp" (unknown domain) or "dp-public-domain"
     gaussian: bool
-    k: int
-    days: int
     scale: float
     threshold: float
     cost_hat: float  # epsilon (laplace) or rho (gaussian) per HAT per day
@@ -259,13 +257,10 @@ def calibrate_selection(
         cost_hat = meas.map((1, 1, 1))[0]
         # OpenDP's map needs threshold >= the l-infinity distance (D over the window): below D the noise's cost is
         # read at threshold D (it does not depend on the threshold) and the window's delta is 1, stated as such
-        if t >= days:
-            w_eps, w_delta = _window_map(scale, t, k, days, gaussian)
-        else:
-            w_eps, w_delta = _window_map(scale, days, k, days, gaussian)[0], 1.0
-        method, threshold, window = "dp", float(t), (float(w_eps), float(w_delta))
+        w_eps, w_delta = _window_map(scale, max(t, days), k, days, gaussian)
+        method, threshold, window = "dp", float(t), (float(w_eps), float(w_delta) if t >= days else 1.0)
     costs = (float(cost_hat), float(cost_day), float(delta_day))
-    return SelectionCalibration(method, gaussian, k, days, scale, threshold, *costs, window, release_all)
+    return SelectionCalibration(method, gaussian, scale, threshold, *costs, window, release_all)
 
 
 def measure_selection(
@@ -277,17 +272,14 @@ def measure_selection(
         counts = grid.join(per_hat.select("cell", "slot", "n"), on=["cell", "slot"], how="left").with_columns(
             pl.col("n").fill_null(0)
         )
-        if cal.gaussian:
-            noisy = noise.gaussian(counts["n"].to_numpy().astype(float), cal.scale)
-            column = pl.Series("noisy_n", noisy, dtype=pl.Float64)
-        else:
-            column = pl.Series(
-                "noisy_n", noise.discrete_laplace(counts["n"].to_numpy(), cal.scale), dtype=pl.Int64
-            )
+        n = counts["n"].to_numpy()
+        drawn = (
+            noise.gaussian(n.astype(float), cal.scale)
+            if cal.gaussian
+            else noise.discrete_laplace(n, cal.scale)
+        )
+        column = pl.Series("noisy_n", drawn, dtype=pl.Float64 if cal.gaussian else pl.Int64)
         hats = counts.select("cell", "slot").with_columns(column)
-        largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
-        if not cal.release_all:
-            hats = hats.filter(pl.col("noisy_n") >= cal.threshold)
     else:
         true_n = {str(i): int(v) for i, v in enumerate(per_hat["n"].to_numpy())}
         if noise.is_private:  # OpenDP draws inside its threshold measurement
@@ -301,7 +293,9 @@ def measure_selection(
             .with_columns(pl.Series("noisy_n", noisy, dtype=pl.Float64))
             .filter(pl.col("noisy_n").is_not_nan())
         )
-        largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
+    largest = float(hats["noisy_n"].max()) if hats.height else None  # type: ignore[arg-type]
+    if cal.method == "dp-public-domain" and not cal.release_all:
+        hats = hats.filter(pl.col("noisy_n") >= cal.threshold)
     mechanism = ("gaussian" if cal.gaussian else "laplace") + (
         " threshold (OpenDP, unknown domain)" if cal.method == "dp" else " counts over the public domain"
     )

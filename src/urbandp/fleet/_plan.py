@@ -39,7 +39,6 @@ class ReleasePlan:
     mechanism: str  # "gaussian" | "laplace"
     k: int | None  # None: 'observed' (read from data, not DP)
     days: int
-    speed_max: float
     budget: float | None  # per vehicle-day: epsilon (laplace) or rho (gaussian); None with --noise-scale
     selection_budget: float  # epsilon or rho of the selection's noisy count
     count_budget: float  # epsilon or rho of a fresh noisy count (only when selection gives none)
@@ -142,12 +141,12 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
     else:
         conv, threshold_delta = None, cfg.delta / n_levels
     speeding_on = "speeding" in cfg.queries
+    denominator = cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report"  # N~ divides the sum
     if cfg.epsilon_per_day is None:  # --noise-scale B: the loss follows from B
         selection_budget = rho_for_epsilon(cfg.selection_epsilon, conv) if conv else cfg.selection_epsilon
-        denominator = cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report"
         fresh = selection_budget if cfg.selection == "public-threshold" and denominator else 0.0
         return ReleasePlan(
-            mech, k, days, cfg.speed_max, None, selection_budget, fresh, conv, threshold_delta,
+            mech, k, days, None, selection_budget, fresh, conv, threshold_delta,
             speeding_budget=math.nan if speeding_on else 0.0, weight_norm=_weight_norm(cfg),
             split_rule="--noise-scale B for the queries; selection_epsilon for the selection",
         )  # fmt: skip
@@ -161,7 +160,7 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
     speeding_budget = SPEEDING_SHARE * level if speeding_on else 0.0
     queries = level - speeding_budget
     count_budget = 0.0
-    if cfg.neighbouring == "add-remove" and cfg.speed_estimator == "report":
+    if denominator:
         f = count_sum_split(mech)
         count_share = f * queries
         speed_budget = queries - count_share
@@ -192,7 +191,6 @@ def plan_release(cfg: HatReleaseConfig, days: int) -> ReleasePlan:
         mech,
         k,
         days,
-        cfg.speed_max,
         level,
         selection_budget,
         count_budget,

@@ -24,10 +24,12 @@ import polars as pl
 
 from urbandp._privacy.loss import Loss
 from urbandp._privacy.mechanisms import calibrate
-from urbandp._privacy.noise import NoiseSource
+from urbandp._privacy.noise import NoiseSource, rho_for_epsilon, zcdp_epsilon
 from urbandp.errors import InvalidParameterError
+from urbandp.fleet._domain import domain_grid, restrict_to_domain
 from urbandp.fleet._domain_files import PublicDomain
-from urbandp.fleet._measure_selection import calibrate_selection
+from urbandp.fleet._measure import l2_normalised, per_hat_aggregates, truncate_vehicle_days
+from urbandp.fleet._measure_selection import calibrate_selection, measure_selection
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import (
     ReleasePlan,
@@ -37,7 +39,16 @@ from urbandp.fleet._plan import (
     planned_loss,
 )
 from urbandp.fleet._postprocess_pooling import mean_variance
-from urbandp.fleet._predict import TYPICAL_SPEED, cfg_k
+from urbandp.fleet._predict import (
+    M_EDGES,
+    M_HISTOGRAM_SHARE,
+    RUNS,
+    TYPICAL_SPEED,
+    cfg_k,
+    predict_release,
+    schedule_profile,
+    simulate,
+)
 
 HISTOGRAM_EDGES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
@@ -85,7 +96,7 @@ def predict_noise(
     :data:`urbandp.fleet._predict.TYPICAL_SPEED`.
     """
     plan = plan_release(cfg, days)
-    k = plan.k or 96
+    k = plan.k or cfg_k(cfg)
     threshold = selection_sd = None
     if cfg.selection == "dp":
         cal = calibrate_level_selection(cfg, plan, k, domain_hats)
@@ -110,8 +121,6 @@ def schedule_prior(
 ) -> dict[str, object]:
     """Useful HATs expected from the GTFS schedule at this epsilon (``prediction``, the release run on fleets
     drawn from the schedule, :func:`urbandp.fleet._predict.simulate`) and at :data:`PRIOR_EPSILONS`."""
-    from urbandp.fleet._predict import schedule_profile, simulate
-
     profile = schedule_profile(domain, cfg)
     table = []
     for e in PRIOR_EPSILONS:
@@ -139,8 +148,6 @@ def epsilon_for_target(cfg: HatReleaseConfig, days: int, n: float, target: float
     (Gaussian, budget rho), and so is the sd of the mean; so the budget is solved in closed form from one
     prediction and converted back to epsilon by OpenDP's map.
     """
-    from urbandp._privacy.noise import zcdp_epsilon
-
     eps0 = cfg.epsilon_per_day or 10.0
     c = cfg.model_copy(update={"epsilon_per_day": eps0, "noise_scale": None})
     sd0 = predict_noise(c, days, n).sd_mean
@@ -187,16 +194,6 @@ def dp_histogram(
     return bins, loss.epsilon
 
 
-def dp_m_histogram(
-    hats_per_vehicle_day: np.ndarray, rho: float, noise: NoiseSource
-) -> list[dict[str, float]]:
-    """Gaussian histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins, at ``rho``
-    (OpenDP's map). Add/remove one vehicle-day moves one bin count by 1 (L2 sensitivity 1)."""
-    from urbandp.fleet._predict import M_EDGES
-
-    return _dp_bins(hats_per_vehicle_day, M_EDGES, "gaussian", 1.0, rho, noise, "noisy_vehicle_days")[0]
-
-
 def dp_pilot(
     contributions: pl.DataFrame,
     cfg: HatReleaseConfig,
@@ -211,9 +208,6 @@ def dp_pilot(
     sqrt K times less noise than counts truncated to K; the planner turns weighted counts back into vehicle-days
     with the histogram of HATs per vehicle-day). Returns the HATs ``(cell, slot, noisy_n)`` and the noise sd.
     Contributions must already be restricted to the domain."""
-    from urbandp.fleet._measure import l2_normalised, per_hat_aggregates
-    from urbandp.fleet._measure_selection import measure_selection
-
     bounded, k = l2_normalised(contributions), 1
     cal = calibrate_selection(
         gaussian=True, k=k, days=days, budget=rho, delta=cfg.delta, min_per_day=cfg.min_per_day,
@@ -234,8 +228,6 @@ class PaidPilot:
 
 def pilot_loss(cfg: HatReleaseConfig, epsilon: float) -> Loss:
     """The pilot's loss per vehicle-day: the rho whose conversion at the release's delta is ``epsilon``."""
-    from urbandp._privacy.noise import rho_for_epsilon
-
     return Loss.zcdp(rho_for_epsilon(epsilon, cfg.delta))
 
 
@@ -249,15 +241,14 @@ def paid_pilot(
 ) -> PaidPilot:
     """Spend ``rho`` per vehicle-day on the planner's inputs over a public domain: the contributions off the domain
     dropped (as the release drops them), then :data:`urbandp.fleet._predict.M_HISTOGRAM_SHARE` of ``rho`` on the
-    histogram of HATs per vehicle-day (:func:`dp_m_histogram`) and the rest on the pilot (:func:`dp_pilot`). Both
-    Gaussian, so the two compose by adding rho; over D days a vehicle pays the group bound D^2 rho."""
-    from urbandp.fleet._domain import domain_grid, restrict_to_domain
-    from urbandp.fleet._predict import M_HISTOGRAM_SHARE
-
+    histogram of HATs per vehicle-day in :data:`urbandp.fleet._predict.M_EDGES` bins (add/remove one vehicle-day
+    moves one bin count by 1: L2 sensitivity 1) and the rest on the pilot (:func:`dp_pilot`). Both Gaussian, so the
+    two compose by adding rho; over D days a vehicle pays the group bound D^2 rho."""
     grid = domain_grid(domain, cfg.slot_spec.slots)
     kept = restrict_to_domain(contributions, grid, domain)[0]
     per_vehicle_day = kept.group_by("vehicle", "day").len()["len"].to_numpy()
-    m_histogram = dp_m_histogram(per_vehicle_day, M_HISTOGRAM_SHARE * rho, noise)
+    share = M_HISTOGRAM_SHARE * rho
+    m_histogram = _dp_bins(per_vehicle_day, M_EDGES, "gaussian", 1.0, share, noise, "noisy_vehicle_days")[0]
     return PaidPilot(m_histogram, dp_pilot(kept, cfg, days, (1 - M_HISTOGRAM_SHARE) * rho, grid, noise))
 
 
@@ -474,9 +465,6 @@ def make_plan(
     (:mod:`urbandp.fleet._predict`). ``histogram``: the DP histogram of vehicle-days per HAT bought without a
     public domain, read by the closed form of the HATs passing selection (:func:`expected_passing`).
     """
-    from urbandp.fleet._domain import domain_grid
-    from urbandp.fleet._predict import RUNS, predict_release
-
     check_target_error(target_error)
     hats = None if domain is None else domain_grid(domain, cfg.slot_spec.slots).height
     pred = predict_noise(cfg, days, 1.0, hats)
@@ -513,10 +501,5 @@ def make_plan(
 
 def per_hat_counts(contributions: pl.DataFrame, k: int, slot_minutes: int = 60) -> np.ndarray:
     """True vehicle-days per HAT after truncation (input of :func:`dp_histogram` only)."""
-    from urbandp.fleet._measure import truncate_vehicle_days
-
     kept, _ = truncate_vehicle_days(contributions, k, slot_minutes)
     return kept.group_by("cell", "slot").len()["len"].to_numpy()
-
-
-__all__ = ["dp_histogram", "make_plan", "predict_noise"]

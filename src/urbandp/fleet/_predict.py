@@ -18,12 +18,14 @@ import datetime as dt
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+import h3
 import numpy as np
 import polars as pl
+import polars_h3 as plh3
 
 from urbandp._contributions.base import CONTRIBUTION_SCHEMA
+from urbandp.fleet._domain import domain_grid
 from urbandp.fleet._domain_files import PublicDomain
 from urbandp.fleet._options import HatReleaseConfig
 
@@ -42,8 +44,6 @@ M_HISTOGRAM_SHARE = 0.2
 M_EDGES = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 """Bins of the DP histogram of HATs per vehicle-day (the last bin is open)."""
 
-Sampler = Callable[[np.random.Generator], tuple[pl.DataFrame, np.ndarray]]
-
 
 @dataclass(frozen=True)
 class FleetProfile:
@@ -55,7 +55,7 @@ class FleetProfile:
     """
 
     source: str
-    sample: Sampler
+    sample: Callable[[np.random.Generator], tuple[pl.DataFrame, np.ndarray]]
     assumptions: str
 
 
@@ -122,9 +122,6 @@ def synthetic_contributions(
 def _hat_means(hats: pl.DataFrame, rng: np.random.Generator) -> np.ndarray:
     """Synthetic true HAT means: :data:`TYPICAL_SPEED`, plus an effect of the H3 parent (:data:`PARENT_SPEED_SD`),
     plus the HAT's own (:data:`HAT_SPEED_SD`)."""
-    import h3
-    import polars_h3 as plh3
-
     if hats.height == 0:
         return np.zeros(0)
     res = h3.get_resolution(h3.int_to_str(int(hats["cell"][0])))
@@ -206,7 +203,7 @@ def cfg_k(cfg: HatReleaseConfig) -> int:
 
 
 def _bin_values(bins: list[dict[str, float]], rng: np.random.Generator) -> np.ndarray:
-    """Whole values drawn from a DP histogram (:func:`urbandp.fleet._plan_forecast.dp_m_histogram`): each bin's
+    """Whole values drawn from a DP histogram (:func:`urbandp.fleet._plan_forecast.paid_pilot`'s): each bin's
     count redrawn with the bin's own noise (the count is the noisy one plus a fresh draw of that noise: its
     uncertainty), clamped at 0, and that many values spread log-uniformly over the bin (the open last bin: up to
     twice its start)."""
@@ -284,20 +281,6 @@ def cell_by_slot(keys: pl.DataFrame, noisy: np.ndarray, sd: float) -> np.ndarray
     return np.asarray(np.where(busy, np.maximum(shrunk, 0.0), 0.0), dtype=float)
 
 
-def route_lengths(path: Path, resolution: int) -> pl.DataFrame:
-    """Kilometres of route in each H3 cell of a GeoJSON file's lines: the stretch of each line in each cell, the
-    lines walked as for the domain's cells (:func:`urbandp.fleet._domain_files.line_runs`)."""
-    from urbandp._records.geojson import read_geojson
-    from urbandp.fleet._domain_files import line_runs
-
-    lines = read_geojson(Path(path))[1]
-    if not lines:  # points only: no route anywhere
-        return pl.DataFrame(schema={"cell": pl.UInt64, "route_km": pl.Float64})
-    runs = line_runs(lines, resolution)
-    km = pl.DataFrame({"cell": runs.cell, "route_km": (runs.end - runs.start) / 1000.0})
-    return km.group_by("cell", maintain_order=True).agg(pl.col("route_km").sum()).cast({"cell": pl.UInt64})
-
-
 def route_profile(
     grid: pl.DataFrame, lengths: pl.DataFrame, cfg: HatReleaseConfig, fleet_size: float
 ) -> FleetProfile:
@@ -321,8 +304,6 @@ def route_profile(
 def hats_per_slot(cfg: HatReleaseConfig) -> float:
     """Cells a bus passes in one slot at :data:`TYPICAL_SPEED` / 2 (stops included) along a route: the distance
     over the spacing of H3 cell centres (sqrt 3 x the mean edge length), at least 1."""
-    import h3
-
     spacing = math.sqrt(3.0) * h3.average_hexagon_edge_length(cfg.resolution, unit="km")
     return max(1.0, TYPICAL_SPEED / 2.0 * cfg.slot_minutes / 60.0 / spacing)
 
@@ -341,8 +322,6 @@ def predict_release(
     best profile the inputs allow, or why there is none. The profile: the pilot (the data's own, with
     ``m_histogram``, its histogram of HATs per vehicle-day), else the schedule, else a GeoJSON route domain's
     lengths with a fleet size."""
-    from urbandp.fleet._domain import domain_grid
-
     if cfg.epsilon_per_day is None:
         return {
             "prediction": None,
@@ -358,9 +337,8 @@ def predict_release(
         profile = pilot_profile(pilot[0], pilot[1], m_histogram, days, cfg)
     elif domain.scheduled_trips is not None:
         profile = schedule_profile(domain, cfg)
-    elif cfg.domain_geojson is not None and fleet_size is not None:
-        lengths = route_lengths(cfg.domain_geojson, cfg.resolution)
-        profile = route_profile(domain_grid(domain, cfg.slot_spec.slots), lengths, cfg, fleet_size)
+    elif domain.route_km is not None and fleet_size is not None:
+        profile = route_profile(domain_grid(domain, cfg.slot_spec.slots), domain.route_km, cfg, fleet_size)
     else:
         return {
             "prediction": None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,9 +27,8 @@ def _need_spu() -> None:
         raise InputError(reason)
 
 
-def _rect(text: str) -> tuple[float, ...] | None:
-    """``--rect`` as four numbers, read as `sensing query` reads its own."""
-    return parse_numbers(text, 4, "rect")
+RECT = {"rect": functools.partial(parse_numbers, n=4, parameter="rect")}
+"""``--rect`` as four numbers, read as `sensing query` reads its own."""
 
 
 def _query(given: dict[str, Any]) -> PrivateQuery:
@@ -59,9 +59,7 @@ def serve(a: ServeArguments) -> None:
     o = a.o
     from urbandp.mpc._server import Server, ServerGrid
 
-    g = ServerGrid.read(
-        o.grid, o.window
-    )  # a grid with NaN or inf values is refused before SPU is even needed
+    g = ServerGrid.read(o.grid, o.window)  # a grid with NaN or inf values is refused before SPU is needed
     _need_spu()
     server = Server(g, o, budget_store=a.budget_store)
     server.log = lambda msg: typer.echo(msg, err=True)
@@ -73,7 +71,7 @@ class QueryArguments:
     """``urbandp mpc query``: the query (:class:`~urbandp.mpc._spec.PrivateQuery`, its ``--theta`` as text), the
     connection, and the cells of interest."""
 
-    query: Annotated[dict[str, Any], OptionsOf(PrivateQuery, leave_out=("theta2",), parse={"rect": _rect})]
+    query: Annotated[dict[str, Any], OptionsOf(PrivateQuery, leave_out=("theta2",), parse=RECT)]
     client: Annotated[ClientOptions, OptionsOf()]
     cells: Annotated[
         Path | None,
@@ -124,7 +122,7 @@ class RoutesArguments:
     route: Annotated[
         list[Path], typer.Option(help="A GeoJSON route; give it twice or more to compare routes.")
     ]
-    query: Annotated[PrivateQuery, OptionsOf(only=("rect",), parse={"rect": _rect})]
+    query: Annotated[PrivateQuery, OptionsOf(only=("rect",), parse=RECT)]
     client: Annotated[ClientOptions, OptionsOf()]
     png: Annotated[
         Path | None, typer.Option(help="Draw the routes with their private answers here (default: no PNG).")

@@ -75,7 +75,7 @@ class Client:
     """A connection to ``urbandp mpc serve``; :meth:`query` may be called many times."""
 
     def __init__(self, server: str, client_id: str | None = None, timeout: float = 60.0) -> None:
-        from urbandp.mpc._party import CLIENT, Party, free_port
+        from urbandp.mpc._party import CLIENT, Party, free_link
 
         host, port = wire.parse_hostport(server)
         self.timeout = timeout
@@ -87,8 +87,7 @@ class Client:
             ) from None
         self.sock.settimeout(timeout)
         wire.no_delay(self.sock)
-        link_host = self.sock.getsockname()[0]
-        client_link = f"{link_host}:{free_port(link_host)}"
+        client_link = free_link(self.sock)
         hello: dict[str, Any] = {"type": "hello", "protocol": wire.PROTOCOL, "link": client_link}
         if client_id:
             hello["client_id"] = client_id
@@ -97,12 +96,7 @@ class Client:
         self.params = welcome["params"]
         self.window = welcome.get("window")
         self.party = Party(CLIENT, welcome["session"], welcome["link"], client_link, self.sock, timeout)
-        z = np.zeros(4)
-        from urbandp.mpc._server import DUMMY
-
-        self.party.run(
-            QuerySpec.of(DUMMY, 4, self.params), {"v": z, "theta": np.zeros(()), "theta2": np.zeros(())}
-        )
+        self.party.warm_up(self.params)
 
     @check_keywords
     def query(

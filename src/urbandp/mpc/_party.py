@@ -8,6 +8,7 @@ SPU 0.9.5 has no ``spu.utils.distributed`` usable here, so we drive ``spu.libspu
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import socket
@@ -21,27 +22,25 @@ from urbandp.mpc._program import build
 from urbandp.mpc._spec import FXP_FRACTION_BITS, QuerySpec
 
 SERVER, CLIENT = 0, 1
-INPUTS = ("mu", "sigma2", "noise", "v", "theta", "theta2")
+DUMMY = "min"  # the dummy query uses exp, log and comparisons: it triggers every OT/HE set-up
 OWNER = {"mu": SERVER, "sigma2": SERVER, "noise": SERVER, "v": CLIENT, "theta": CLIENT, "theta2": CLIENT}
+INPUTS = tuple(OWNER)  # the program's arguments, in order
 
 _compile_lock = threading.Lock()
-_logging_set = False
 _compiled: dict[QuerySpec, Any] = {}  # by the public spec (frozen: its fields are the key)
 
 
+@functools.cache
 def _libspu() -> Any:
     import jax
 
     jax.config.update("jax_enable_x64", True)  # the server's noise must reach SPU exactly (float64 lattice)
     import spu.libspu as libspu
 
-    global _logging_set
-    if not _logging_set:  # SPU logs INFO lines on stdout; the CLI's stdout is one JSON object
-        opts = libspu.logging.LogOptions()
-        opts.log_level = libspu.logging.LogLevel.WARN
-        opts.system_log_path = os.devnull
-        libspu.logging.setup_logging(opts)
-        _logging_set = True
+    opts = libspu.logging.LogOptions()  # SPU logs INFO lines on stdout; the CLI's stdout is one JSON object
+    opts.log_level = libspu.logging.LogLevel.WARN
+    opts.system_log_path = os.devnull
+    libspu.logging.setup_logging(opts)
     return libspu
 
 
@@ -96,10 +95,12 @@ def _framed(share: Any) -> bytes:
     return wire.share_frames(bytes(share.meta), [bytes(c) for c in share.share_chunks])
 
 
-def free_port(host: str) -> int:
+def free_link(ctrl: socket.socket) -> str:
+    """``HOST:PORT`` of a free port on this side of the control connection ``ctrl``: this party's SPU link."""
+    host = ctrl.getsockname()[0]
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        return int(s.getsockname()[1])
+        return f"{host}:{s.getsockname()[1]}"
 
 
 class Party:
@@ -178,12 +179,13 @@ class Party:
             return None
         return [np.asarray(self.io.reconstruct([self._recv_share(), s])) for s in out]
 
-    def run(self, spec: QuerySpec, mine: dict[str, np.ndarray]) -> list[np.ndarray] | None:
-        """One query without a control message around it (the dummy query at connect): both parties send
-        their input shares, then receive the peer's (a few KB: the socket buffers hold them), then compute."""
-        wire.send_bytes(self.ctrl, self.share_inputs(mine))
+    def warm_up(self, params: dict[str, Any]) -> None:
+        """The dummy query at connect (zeros: no data, no noise, no budget) that absorbs the OT set-up, without a
+        control message around it: both parties send their input shares, then receive the peer's (a few KB: the
+        socket buffers hold them), then compute."""
+        wire.send_bytes(self.ctrl, self.share_inputs(dict(zip(INPUTS, example_inputs(4), strict=True))))
         self.receive_inputs()
-        return self.compute(spec)
+        self.compute(QuerySpec.of(DUMMY, 4, params))
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # the link may already be gone

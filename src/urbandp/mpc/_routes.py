@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from urbandp._figures import saved_figure
 from urbandp._geodesy import degree_aspect
 from urbandp._outputs import atomic_output_file
 from urbandp.errors import InputError
@@ -70,36 +71,21 @@ def _label(answer: dict[str, Any]) -> str:
 def plot_routes(png: Path, rect: Rect, answers: list[dict[str, Any]], points: list[np.ndarray]) -> None:
     """Draw the routes (``points``: (lat, lon) vertices) with their answers and the dashed rectangle to ``png``
     (written atomically)."""
-    import matplotlib
+    from matplotlib.patches import Rectangle
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 5.5))
     la1, lo1, la2, lo2 = rect
-    ax.add_patch(
-        plt.Rectangle(
-            (min(lo1, lo2), min(la1, la2)),
-            abs(lo2 - lo1),
-            abs(la2 - la1),
-            fill=False,
-            ls="--",
-            color="grey",
+    corner, width, height = (min(lo1, lo2), min(la1, la2)), abs(lo2 - lo1), abs(la2 - la1)
+    with atomic_output_file(png, "png") as tmp, saved_figure(tmp, figsize=(6.5, 5.5)) as (_, ax):
+        ax.add_patch(Rectangle(corner, width, height, fill=False, ls="--", color="grey"))
+        for answer, pts in zip(answers, points, strict=True):
+            ax.plot(pts[:, 1], pts[:, 0], lw=2.5, label=_label(answer))
+        ax.set_xlabel("longitude")
+        ax.set_ylabel("latitude")
+        ax.set_title(
+            "Average PM2.5 along each route, computed privately (Prac2PC on SPU)\n"
+            "(dashed: obfuscation rectangle sent to the server; the error is noisy, DP per reading, "
+            "clamped to its range)",
+            fontsize=9,
         )
-    )
-    for answer, pts in zip(answers, points, strict=True):
-        ax.plot(pts[:, 1], pts[:, 0], lw=2.5, label=_label(answer))
-    ax.set_xlabel("longitude")
-    ax.set_ylabel("latitude")
-    ax.set_title(
-        "Average PM2.5 along each route, computed privately (Prac2PC on SPU)\n"
-        "(dashed: obfuscation rectangle sent to the server; the error is noisy, DP per reading, "
-        "clamped to its range)",
-        fontsize=9,
-    )
-    ax.legend(fontsize=8, loc="best")
-    ax.set_aspect(degree_aspect((la1 + la2) / 2, (lo1 + lo2) / 2))
-    fig.tight_layout()
-    with atomic_output_file(png, "png") as tmp:
-        fig.savefig(tmp, dpi=120)
-    plt.close(fig)
+        ax.legend(fontsize=8, loc="best")
+        ax.set_aspect(degree_aspect((la1 + la2) / 2, (lo1 + lo2) / 2))

@@ -29,8 +29,6 @@ from urbandp.mpc import _wire as wire
 from urbandp.mpc._spec import FUNCTIONS, MAX_CELLS, QuerySpec, ServeOptions, draw_noise
 from urbandp.sensing._queries import clamp_sigma2, read_grid_window, rectangle_mask
 
-DUMMY = "min"  # the dummy query uses exp, log and comparisons: it triggers every OT/HE set-up
-
 
 @dataclass
 class ServerGrid:
@@ -191,7 +189,7 @@ class Server:
                     t.join()
 
     def _client(self, conn: socket.socket, peer_ip: str) -> None:
-        from urbandp.mpc._party import SERVER, Party, free_port
+        from urbandp.mpc._party import SERVER, Party, free_link
 
         party = None
         who = peer_ip
@@ -202,8 +200,7 @@ class Server:
                 return wire.send_error(conn, f"protocol {hello.get('protocol')!r} is not {wire.PROTOCOL}")
             who = str(hello.get("client_id") or peer_ip)[:200]
             client_link = str(hello.get("link", ""))
-            link_host = conn.getsockname()[0]
-            server_link = f"{link_host}:{free_port(link_host)}"
+            server_link = free_link(conn)
             session = uuid.uuid4().hex
             wire.send_json(
                 conn,
@@ -218,10 +215,7 @@ class Server:
                 },
             )
             party = Party(SERVER, session, server_link, client_link, conn, self.config.timeout)
-            # dummy query at connect: absorbs the OT set-up; no data, no noise, no budget
-            dummy = QuerySpec.of(DUMMY, 4, self.params)
-            z = np.zeros(4)
-            party.run(dummy, {"mu": z, "sigma2": z, "noise": np.zeros(())})
+            party.warm_up(self.params)
             self.log(f"client {who}: connected, OT set up")
             conn.settimeout(IDLE_TIMEOUT_S)
             while True:

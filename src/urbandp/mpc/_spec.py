@@ -98,10 +98,8 @@ MAX_TIMEOUT_S = 86_400.0
 
 
 class ServeOptions(ReleaseOptions):
-    """The options of ``urbandp mpc serve``, each declared once (:func:`urbandp._release_options.option`): the
-    command's flags and ``--help`` are built from these fields, their bounds checked on construction; the checks
-    between options in ``model_post_init``. The server answers private queries over one window of an
-    interpolated grid (privacy unit: one reading; the noise per query, section VII-D)."""
+    """The options of ``urbandp mpc serve`` (:mod:`urbandp._release_options`): the server answers private queries
+    over one window of an interpolated grid (privacy unit: one reading; the noise per query, section VII-D)."""
 
     grid: Path = option(help="grid.csv written by `urbandp sensing interpolate`.")
     sigma2_max: float = option(help="Public upper bound of cell variances (sigma2 clamped).", gt=0)
@@ -145,8 +143,7 @@ class ServeOptions(ReleaseOptions):
 
 
 class ClientOptions(ReleaseOptions):
-    """Where and how long a client (``urbandp mpc query`` and ``routes``) reaches ``urbandp mpc serve``, each option
-    declared once (:func:`urbandp._release_options.option`)."""
+    """Where and how long a client (``urbandp mpc query`` and ``routes``) reaches ``urbandp mpc serve``."""
 
     server: str = option("127.0.0.1:7700", help="HOST:PORT of `urbandp mpc serve`.")
     client_id: str | None = option(
@@ -157,9 +154,7 @@ class ClientOptions(ReleaseOptions):
 
 class PrivateQuery(ReleaseOptions):
     """One private query (paper VII-A): the function and the obfuscation rectangle, sent in the clear, and the
-    client's secret thresholds, each declared once (:func:`urbandp._release_options.option`): the flags of
-    ``urbandp mpc query`` and the checks of :meth:`urbandp.mpc._client.Client.query`, made before the client
-    talks to a server; the checks between options in ``model_post_init``."""
+    client's secret thresholds; checked before the client talks to a server."""
 
     rect: Box = option(
         help="Obfuscation rectangle LAT1,LON1,LAT2,LON2, sent in the clear; it holds every cell of interest.",

@@ -1,17 +1,8 @@
-"""The survey wing's public Python API: the release path that ``urbandp survey ...`` calls (examples in
-docs/survey.md, section "Python API").
-
-Each option is declared once, as a field of the release's model (:class:`RandomizeSpec`, :class:`PointsSpec`,
-:class:`OdSpec`, :class:`TrajectoriesSpec`; :mod:`urbandp._release_options`): the command's flags and the keywords
-here (each function's signature, with the field's default, as ``help()`` shows it) are built from the fields. Options are
-named as the command's flags with underscores (``--id`` is ``id_column``, ``--from``/``--to`` are
-``origin``/``dest``, ``--keep-probability`` is ``keep_probability``) and have its defaults and checks. Each release
-declares its privacy unit (``respondent`` for answers and locations, ``trip`` for trips) and runs inside one charge
-of ``session`` (:class:`urbandp.Session`; default: no store): reserved before any draw, the guards inside the
-reservation, committed after the folder ``out`` (if given) is written. ``data``: a CSV or Parquet path, or a table
-(pandas, Polars eager or lazy, Arrow). ``config``: a TOML file whose table (``[survey.randomize]``, ...) sets
-options by the command's flag names (the file ``--config`` reads; ``id``, ``from`` and ``to`` are read as
-``id_column``, ``origin`` and ``dest``); keywords passed win (:mod:`urbandp._config_tables`).
+"""The survey wing's public Python API, the release path the ``urbandp survey`` commands call (docs/survey.md,
+section "Python API"). Each option is one field of its release's spec (:mod:`urbandp._release_options`): the
+command's flag with underscores, its default and its checks. Each release declares its privacy unit
+(``respondent`` for answers and locations, ``trip`` or ``person`` for trips) and runs inside one charge of
+``session`` (:func:`urbandp.survey._result.run_release`); ``config`` is the TOML file ``--config`` reads.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import polars as pl
 
 from urbandp.errors import InputError, InvalidParameterError
 from urbandp.survey._io import read_list
+from urbandp.survey._published import exactly_one
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,7 @@ class Declared:
 
 def declared_categories(categories: str | None, categories_file: Path | None, within: str | None) -> Declared:
     """From ``--categories A,B,...`` or ``--categories-file`` (``group,category`` lines with ``--within``)."""
-    if (categories is None) == (categories_file is None):
-        raise InvalidParameterError(
-            "give exactly one of categories or categories_file", parameters=("categories", "categories_file")
-        )
+    exactly_one(categories=categories, categories_file=categories_file)
     if categories is not None:
         if within:
             raise InvalidParameterError(
@@ -54,25 +52,22 @@ def declared_categories(categories: str | None, categories_file: Path | None, wi
     if not within:
         return Declared({"": lines})
     lists: dict[str, list[str]] = {}
-    for line in lines:
-        if "," not in line:
-            raise InputError(f"{categories_file}: line {line!r} is not 'group,category'")
-        g, c = (s.strip() for s in line.split(",", 1))
+    for g, c in _pairs(categories_file, lines, "group,category"):
         lists.setdefault(g, []).append(c)
     return Declared(lists)
 
 
 def read_aliases(path: Path | None) -> dict[str, str]:
     """Alias table ``alias,canonical`` (one pair per line)."""
-    if path is None:
-        return {}
-    table: dict[str, str] = {}
-    for line in read_list(path):
-        if "," not in line:
-            raise InputError(f"{path}: line {line!r} is not 'alias,canonical'")
-        a, c = (s.strip() for s in line.split(",", 1))
-        table[a] = c
-    return table
+    return {} if path is None else dict(_pairs(path, read_list(path), "alias,canonical"))
+
+
+def _pairs(path: Path, lines: list[str], form: str) -> list[tuple[str, str]]:
+    """The ``a,b`` pairs of the lines of ``path`` (each split at its first comma, stripped)."""
+    bad = [line for line in lines if "," not in line]
+    if bad:
+        raise InputError(f"{path}: line {bad[0]!r} is not '{form}'")
+    return [(a.strip(), b.strip()) for a, _, b in (line.partition(",") for line in lines)]
 
 
 @dataclass
@@ -84,7 +79,7 @@ class Validated:
     groups: np.ndarray
     quarantine: pl.DataFrame
     alias_report: pl.DataFrame
-    filled: np.ndarray | None = None  # rows of ``good`` whose answer was missing or off the list (code -1)
+    filled: np.ndarray  # rows of ``good`` whose answer was missing or off the list (code -1)
 
 
 def validate(
@@ -93,15 +88,13 @@ def validate(
     declared: Declared,
     within: str | None,
     aliases: dict[str, str],
-    *,
-    keep_off_list: bool = False,
 ) -> Validated:
     """Apply aliases, then keep rows whose value is in the (group's) declared list; quarantine the rest.
 
-    ``keep_off_list``: a missing or off-list answer in a declared group stays in ``good`` with code -1 (marked in
-    ``filled``) for the caller to replace by a uniform draw over the group's list, as OpenDP's randomized response
-    does; dropping the row would let its absence reveal the answer. Such rows are still listed in the quarantine
-    (owner only) with their reason.
+    A missing or off-list answer in a declared group stays in ``good`` with code -1 (marked in ``filled``) for the
+    caller to replace by a uniform draw over the group's list, as OpenDP's randomized response does; dropping the
+    row would let its absence reveal the answer. Such rows are still listed in the quarantine (owner only) with
+    their reason.
     """
     raw = frame.get_column(column).cast(pl.String).str.strip_chars()
     mapped = raw.replace(aliases) if aliases else raw
@@ -118,9 +111,8 @@ def validate(
             "__g": [g for g in group_names for _ in declared.lists[g]],
             "__v": [c for g in group_names for c in declared.lists[g]],
             "__code": [j for g in group_names for j in range(len(declared.lists[g]))],
-            "__gi": [i for i, g in enumerate(group_names) for _ in declared.lists[g]],
         },
-        schema={"__g": pl.String, "__v": pl.String, "__code": pl.Int64, "__gi": pl.Int64},
+        schema={"__g": pl.String, "__v": pl.String, "__code": pl.Int64},
     )
     gcol = (
         frame.get_column(within).cast(pl.String).str.strip_chars()
@@ -141,21 +133,16 @@ def validate(
         .otherwise(pl.lit(None, dtype=pl.String))
         .alias("reason")
     ).to_series()
-    ok_series = reason.is_null()
-    listed = ~ok_series
-    if keep_off_list:
-        ok_series = reason.is_null() | reason.is_in(["missing_value", "not_in_declared_list"])
-        drawn = reason.is_in(["missing_value", "not_in_declared_list"])
-        reason = pl.select(
-            pl.when(pl.lit(drawn))
-            .then(pl.lit(reason) + pl.lit(": released as a uniform draw over the declared list"))
-            .otherwise(pl.lit(reason))
-            .alias("reason")
-        ).to_series()
+    listed = reason.is_not_null()
+    drawn = reason.is_in(["missing_value", "not_in_declared_list"]).fill_null(False)
+    ok_series = ~listed | drawn
+    reason = (reason + ": released as a uniform draw over the declared list").zip_with(drawn, reason)
     ok = ok_series.to_numpy()
     codes = keyed.get_column("__code").fill_null(-1).to_numpy()
-    index_of = {g: i for i, g in enumerate(group_names)}
-    groups = np.array([index_of.get(g, -1) for g in gcol.fill_null("").to_list()], dtype=np.int64)
+    index = gcol.fill_null("").replace_strict(
+        group_names, range(len(group_names)), default=-1, return_dtype=pl.Int64
+    )
+    groups = index.to_numpy()
     quarantine = frame.with_row_index("row", offset=1).filter(listed).with_columns(reason.filter(listed))
     filled = codes[ok] < 0
     return Validated(frame.filter(ok_series), codes[ok], groups[ok], quarantine, alias_report, filled)

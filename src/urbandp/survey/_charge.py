@@ -12,16 +12,18 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
+from typing import TypeVar
 
 import numpy as np
 
 from urbandp._privacy.loss import Loss
+from urbandp._privacy.report import PrivacyReport
 from urbandp._privacy.session import ReleaseCharge
 from urbandp._session import Session
 from urbandp.errors import InvalidParameterError
 from urbandp.survey._sampling import BitSource, bit_source
 
+R = TypeVar("R", bound=PrivacyReport)
 RESPONDENT = "respondent"
 TRIP = "trip"
 PERSON = "person"
@@ -55,20 +57,9 @@ class _GatedBits:
         return self._source.uniform_int(n, k)
 
 
-def survey_day(dataset: str | None, survey_date: dt.date | None) -> dt.date:
-    """The day the store books (``survey_date``, checked by the caller; required with a dataset)."""
-    if dataset is None:
-        return dt.date.today()  # booked nowhere without a dataset
-    if survey_date is None:
-        raise InvalidParameterError(
-            "dataset needs survey_date YYYY-MM-DD (the day the answers were collected)",
-            parameters=("dataset", "survey_date"),
-        )
-    return survey_date
-
-
 class SurveyCharge:
-    """The charge of one survey release in ``unit`` (see the module docstring); a context manager."""
+    """The charge of one survey release in ``unit`` (see the module docstring): ``charge`` is the session's
+    :class:`~urbandp._privacy.session.ReleaseCharge`, entered by the runner."""
 
     def __init__(
         self,
@@ -81,21 +72,24 @@ class SurveyCharge:
     ) -> None:
         """``budget_epsilon`` (the run's cap) and ``survey_date`` as the release's spec and runner checked them."""
         self.session = session if session is not None else Session()
-        self.day = survey_day(self.session.dataset, survey_date)
-        self.budget_epsilon = budget_epsilon
+        if self.session.dataset is None:
+            survey_date = dt.date.today()  # booked nowhere without a dataset
+        elif survey_date is None:
+            raise InvalidParameterError(
+                "dataset needs survey_date YYYY-MM-DD (the day the answers were collected)",
+                parameters=("dataset", "survey_date"),
+            )
+        self.day = survey_date
         self.charge = self.session.charge(unit, out=out)
         self.charge.cap = None if budget_epsilon is None else Loss.pure(budget_epsilon)
 
-    @property
-    def private(self) -> bool:
-        """False when the session's noise source is the exact test source."""
-        return bool(self.charge.noise.is_private)
-
-    @property
-    def not_dp_reasons(self) -> list[str]:
-        """The charge's NOT DP reasons: a noise source that is not private is one of them (the Session's rule,
-        :func:`urbandp._privacy.guards.noise_reasons`), as are a meaningless loss allowed and the wing's own."""
-        return list(self.charge.not_dp_reasons)
+    def verdict(self, report: R) -> R:
+        """``report`` with the charge's NOT DP reasons (a noise source that is not private, a meaningless loss
+        allowed, those refused with a dataset) before its own: DP only if it says so and neither has a reason."""
+        charged = self.charge.not_dp_reasons
+        reasons = [*charged, *(r for r in report.not_dp_reasons if r not in charged)]
+        dp = report.differentially_private and not reasons
+        return report.model_copy(update={"not_dp_reasons": reasons, "differentially_private": dp})
 
     def refuse_not_dp(self, why: str) -> None:
         """Refuse a dataset for a release whose privacy loss is not bounded (not DP): a budget cannot hold it."""
@@ -107,25 +101,10 @@ class SurveyCharge:
 
     def bits(self, sampler: str) -> BitSource:
         """The random source of a DP path: drawing before :meth:`reserve` raises."""
-        if not self.private:
+        if not self.charge.noise.is_private:
             return ExactBitsForTesting()
         return _GatedBits(bit_source(sampler), self.charge)
 
     def ungated_bits(self, sampler: str) -> BitSource:
         """The random source of a NOT DP path (nothing reserved: refused with a dataset beforehand)."""
-        return ExactBitsForTesting() if not self.private else bit_source(sampler)
-
-    def published(self, out: Path) -> None:
-        """The folder is written: its content hash is recorded when the charge commits."""
-        self.charge.set_output(out)
-
-    def __enter__(self) -> SurveyCharge:
-        self.charge.__enter__()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.charge.__exit__(kind, err, tb)
-        if kind is None:
-            self.session.committed(self.charge)
+        return ExactBitsForTesting() if not self.charge.noise.is_private else bit_source(sampler)

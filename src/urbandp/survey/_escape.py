@@ -14,7 +14,7 @@ grid spacing), so the curves for different N collapse (report Fig. 15).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,11 +34,6 @@ class EscapeResult:
     unchanged_block_share: float
 
 
-def uniform_edges(n: int) -> np.ndarray:
-    """N + 1 equally spaced grid lines over [0, 1]."""
-    return np.linspace(0.0, 1.0, n + 1)
-
-
 def gaussian_edges(values: np.ndarray, n: int) -> np.ndarray:
     """N + 1 grid lines at Gaussian quantiles fitted to ``values`` (normalised to [0, 1]); ends at 0 and 1."""
     mu, sd = float(np.mean(values)), float(np.std(values)) or 1.0
@@ -56,14 +51,28 @@ def _cells(x: np.ndarray, y: np.ndarray, ex: np.ndarray, ey: np.ndarray) -> np.n
     return cell
 
 
-def _shares(before: np.ndarray, after: np.ndarray, blocks: int) -> tuple[float, float]:
-    escape = float(np.mean(before != after))
+def _mean_shares(
+    block: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    before: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    blocks: int,
+    scale: float,
+    runs: int,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Over ``runs`` draws of per-axis Laplace noise of scale ``scale``: the mean share of points whose ``block``
+    changes from ``before``, and of occupied blocks whose population is unchanged (empty blocks staying empty are
+    not counted as "unchanged")."""
     cb = np.bincount(before[before >= 0], minlength=blocks)
-    ca = np.bincount(after[after >= 0], minlength=blocks)
-    occupied = (
-        cb > 0
-    )  # blocks with population before; empty blocks staying empty are not counted as "unchanged"
-    return escape, float(np.mean(cb[occupied] == ca[occupied]))
+    occupied = cb > 0
+    esc, unch = [], []
+    for _ in range(runs):
+        after = block(x + rng.laplace(0, scale, x.size), y + rng.laplace(0, scale, y.size))
+        ca = np.bincount(after[after >= 0], minlength=blocks)
+        esc.append(np.mean(before != after))
+        unch.append(np.mean(cb[occupied] == ca[occupied]))
+    return float(np.mean(esc)), float(np.mean(unch))
 
 
 def normalise(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,17 +94,14 @@ def grid_escape(
     rng: np.random.Generator | None = None,
 ) -> EscapeResult:
     """Escape shares on an N x N grid over the unit square for per-axis Laplace noise of scale ``scale``."""
-    rng = rng or np.random.default_rng(0)
-    ex = uniform_edges(n) if layout == "uniform" else gaussian_edges(x, n)
-    ey = uniform_edges(n) if layout == "uniform" else gaussian_edges(y, n)
-    before = _cells(x, y, ex, ey)
-    esc, unch = [], []
-    for _ in range(runs):
-        after = _cells(x + rng.laplace(0, scale, x.size), y + rng.laplace(0, scale, y.size), ex, ey)
-        e, u = _shares(before, after, n * n)
-        esc.append(e)
-        unch.append(u)
-    return EscapeResult(layout, n, scale, float(np.mean(esc)), float(np.mean(unch)))
+    ex = np.linspace(0.0, 1.0, n + 1) if layout == "uniform" else gaussian_edges(x, n)
+    ey = np.linspace(0.0, 1.0, n + 1) if layout == "uniform" else gaussian_edges(y, n)
+
+    def block(px: np.ndarray, py: np.ndarray) -> np.ndarray:
+        return _cells(px, py, ex, ey)
+
+    shares = _mean_shares(block, block(x, y), x, y, n * n, scale, runs, rng or np.random.default_rng(0))
+    return EscapeResult(layout, n, scale, *shares)
 
 
 def sweep(
@@ -162,13 +168,8 @@ def polygon_escape(
         raise InputError(
             "no point lies inside any of the polygons: are they longitude/latitude polygons over the points' area?"
         )
-    esc, unch = [], []
-    for _ in range(runs):
-        after = block(x + rng.laplace(0, scale, x.size), y + rng.laplace(0, scale, y.size))
-        e, u = _shares(before, after, len(polygons))
-        esc.append(e)
-        unch.append(u)
-    return EscapeResult("polygons", len(polygons), scale, float(np.mean(esc)), float(np.mean(unch)))
+    shares = _mean_shares(block, before, x, y, len(polygons), scale, runs, rng)
+    return EscapeResult("polygons", len(polygons), scale, *shares)
 
 
 def plot_collapse(results: Sequence[EscapeResult], path: Path) -> None:

@@ -94,43 +94,21 @@ class BoundingBox:
     def clamp(self, lat: np.ndarray, lon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each coordinate clamped to its range. This is 1-Lipschitz in degrees, NOT in metres: a degree of
         longitude is cos(latitude) times as long, so moving two points towards the equator can lengthen their
-        distance (:meth:`stretch`). A mechanism with loss epsilon * d on the clamped points has loss
+        distance. A mechanism with loss epsilon * d on the clamped points has loss
         epsilon * d(clamp(x), clamp(y)) on the true ones."""
         return np.clip(lat, self.min_lat, self.max_lat), np.clip(lon, self.min_lon, self.max_lon)
-
-    def stretch(self, a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-        """The geodesic distance in metres (WGS 84) between two (lat, lon) points, before and after :meth:`clamp`:
-        how much the clamping lengthens (or shortens) it."""
-        la = np.array([a[0], b[0]], dtype=float)
-        lo = np.array([a[1], b[1]], dtype=float)
-        cla, clo = self.clamp(la, lo)
-        _, _, before = geodesy.WGS84.inv(lo[0], la[0], lo[1], la[1])
-        _, _, after = geodesy.WGS84.inv(clo[0], cla[0], clo[1], cla[1])
-        return float(before), float(after)
-
-    def contains(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        return (lat >= self.min_lat) & (lat <= self.max_lat) & (lon >= self.min_lon) & (lon <= self.max_lon)
 
 
 def perturbation_epsilon(epsilon_per_metre: float | None, scale_metres: float | None) -> dict[str, object]:
     """What a point perturbation costs: epsilon per metre and the metric it is measured in."""
     if epsilon_per_metre is not None:
-        return {
-            "mechanism": "planar Laplace (geo-indistinguishability, Andres et al. 2013)",
-            "epsilon_per_metre": epsilon_per_metre,
-            "metric": "euclidean metres",
-            "epsilon_at_1km": epsilon_per_metre * 1000.0,
-        }
-    assert scale_metres is not None
-    eps = float(
-        dp.m.make_laplace(
+        eps, mechanism = epsilon_per_metre, "planar Laplace (geo-indistinguishability, Andres et al. 2013)"
+        extra: dict[str, object] = {"metric": "euclidean metres"}
+    else:
+        assert scale_metres is not None
+        laplace = dp.m.make_laplace(
             dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale_metres
-        ).map(1.0)
-    )
-    return {
-        "mechanism": "per-axis Laplace (report section 5, eq. 14), b_x = b_y",
-        "scale_metres": scale_metres,
-        "epsilon_per_metre": eps,
-        "metric": "L1 metres (|dx| + |dy|)",
-        "epsilon_at_1km": eps * 1000.0,
-    }
+        )
+        eps, mechanism = float(laplace.map(1.0)), "per-axis Laplace (report section 5, eq. 14), b_x = b_y"
+        extra = {"scale_metres": scale_metres, "metric": "L1 metres (|dx| + |dy|)"}
+    return {"mechanism": mechanism, "epsilon_per_metre": eps, **extra, "epsilon_at_1km": eps * 1000.0}

@@ -35,14 +35,11 @@ UNBOUNDED_PERSON = (
     "(basic composition); give person and max_trips_per_person to bound it"
 )
 HISTOGRAM_NOT_DP = "section 6.3 histogram-preserving reporting draws replacements from the TRUE histogram: NOT differentially private"
-OWNER_FILES = ["utility.json", "quarantine.csv", "input_report.json"]
 METHODS = ("rr", "histogram", "histogram-joint")
 
 
 class OdSpec(ReleaseOptions):
-    """The options of ``survey od-randomize`` (``origin``/``dest`` are --from/--to), each declared once on its
-    field (:func:`urbandp._release_options.option`): the command's flags are built from the fields and
-    :func:`urbandp.survey._api.od_randomize` takes them as keywords with the same defaults."""
+    """The options of ``survey od-randomize`` (``origin``/``dest`` are --from/--to; :mod:`urbandp._release_options`)."""
 
     origin: str = option(help="Origin block column.", flag="--from")
     dest: str = option(help="Destination block column.", flag="--to")
@@ -76,7 +73,7 @@ class OdSpec(ReleaseOptions):
     method: str = option(
         "rr",
         help="'rr' (eq. 13, DP) | 'histogram' | 'histogram-joint' (sec. 6.3, NOT DP).",
-        choices=("rr", "histogram", "histogram-joint"),
+        choices=METHODS,
     )
     sampler: str = shared.sampler()
     separator: str = shared.separator()
@@ -95,10 +92,7 @@ class OdSpec(ReleaseOptions):
 
     def block_ids(self) -> list[str]:
         """The declared block list (--blocks-file, or 1..--blocks)."""
-        if (self.blocks_file is None) == (self.blocks is None):
-            raise InvalidParameterError(
-                "give exactly one of blocks_file or blocks", parameters=("blocks_file", "blocks")
-            )
+        release.exactly_one(blocks_file=self.blocks_file, blocks=self.blocks)
         if self.blocks_file is not None:
             ids = read_list(self.blocks_file)
         else:
@@ -111,10 +105,7 @@ class OdSpec(ReleaseOptions):
     def keep(self, nb: int) -> float:
         """The keep probability p of eq. 13 (given, or from --epsilon)."""
         p = self.keep_probability
-        if (p is None) == (self.epsilon is None):
-            raise InvalidParameterError(
-                "give exactly one of keep_probability or epsilon", parameters=("keep_probability", "epsilon")
-            )
+        release.exactly_one(keep_probability=p, epsilon=self.epsilon)
         if self.epsilon is not None:
             release.check_epsilon(self.epsilon, "trip")
             p = tr.od_keep_probability(nb, self.epsilon)
@@ -170,9 +161,7 @@ def _draw(
             joint = spec.method == "histogram-joint"
             ro[ok], rd[ok] = tr.histogram_block_reporting(o[ok], de[ok], p, joint=joint, source=source)
     bad = np.flatnonzero(~ok)
-    if (
-        bad.size
-    ):  # an undeclared block: the pair is released as a uniform draw over all pairs (eq. 13's floor)
+    if bad.size:  # an undeclared block: the pair is a uniform draw over all pairs (eq. 13's floor)
         pair = source.uniform_int(bad.size, nb * nb)
         ro[bad], rd[bad] = pair // nb, pair % nb
     return ro, rd, eps
@@ -208,7 +197,7 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     ids = spec.block_ids()
     nb = len(ids)
     p = spec.keep(nb)
-    if spec.method in ("histogram", "histogram-joint"):
+    if spec.method != "rr":
         charge.refuse_not_dp(
             Advice(f'method="{spec.method}" draws replacements from the true histogram', parameters="method")
         )
@@ -233,17 +222,14 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     reason = pl.lit("block_not_declared: released as a uniform draw over all pairs").alias("reason")
     undeclared = int((~ok).sum())
     counts: dict[str, object] = {"trips_in": whole.height, "trips_with_undeclared_block": undeclared}
-    if spec.per_person:
-        counts["trips_dropped_over_max_trips_per_person"] = int(
-            (dropped.get_column("reason") == "over_max_trips_per_person").sum()
-        )
-        counts["trips_dropped_missing_person"] = int((dropped.get_column("reason") == "missing_person").sum())
+    for why in ("over_max_trips_per_person", "missing_person") if spec.per_person else ():
+        counts[f"trips_dropped_{why}"] = int((dropped.get_column("reason") == why).sum())
     eps_text = "not DP" if eps is None else f"{eps:.4g} per trip"
     if eps is not None and spec.max_trips_per_person is not None:
         eps_text += f", {_unit_epsilon(spec, nb, p, eps):.4g} per person"
     return SurveyRelease(
         tables={"trips": released},
-        privacy=_od_report(spec, nb, p, eps, public, charge),
+        privacy=_od_report(spec, nb, p, eps, public),
         owner={
             "utility.json": tr.utility(o[ok], de[ok], ro[ok], rd[ok], nb),
             "quarantine.csv": pl.concat(
@@ -266,16 +252,14 @@ def od_body(spec: OdSpec, path: Path, label: str, charge: SurveyCharge) -> Surve
     )
 
 
-def _od_report(
-    spec: OdSpec, nb: int, p: float, eps: float | None, public: dict[str, str], charge: SurveyCharge
-) -> OdPrivacyReport:
+def _od_report(spec: OdSpec, nb: int, p: float, eps: float | None, public: dict[str, str]) -> OdPrivacyReport:
     """The typed privacy report (public parameters only): the epsilon per trip and per person."""
-    reasons = charge.not_dp_reasons + ([HISTOGRAM_NOT_DP] if eps is None else [])
-    extra: dict[str, object] = (
-        {"epsilon_reason": "not DP: replacement drawn from the true histogram"} if eps is None else {}
-    )
+    reasons = [] if eps is not None else [HISTOGRAM_NOT_DP]
     unit_eps = None if eps is None else _unit_epsilon(spec, nb, p, eps)
-    if eps is not None and not spec.per_person:
+    extra: dict[str, object] = {}
+    if eps is None:
+        extra["epsilon_reason"] = "not DP: replacement drawn from the true histogram"
+    elif not spec.per_person:
         extra["epsilon_per_person_reason"] = UNBOUNDED_PERSON
     unit = PERSON if spec.per_person else TRIP
     return OdPrivacyReport(
@@ -296,9 +280,8 @@ def _od_report(
         **extra,
         public_columns=release.declaration(public),
         ledger=None
-        if eps is None or unit_eps is None
+        if unit_eps is None
         else ledger(spec.budget_epsilon, "od-randomize", unit_eps, unit, spec.method),
-        not_dp_outputs=OWNER_FILES,
         not_dp_reasons=reasons,
         differentially_private=not reasons,
     )

@@ -39,15 +39,12 @@ GEO_IND_NOT_DP = (
     "the distance d, so a respondent whose location is replaced by one anywhere else has an unbounded loss; it "
     "cannot be booked against a budget's epsilon"
 )
-OWNER_FILES = ["quarantine.csv", "input_report.json"]
 GEO_IND_UNIT = "metre (geo-indistinguishability)"
 """The unit perturb-points states its loss in, in privacy.json's ledger: epsilon per metre of distance."""
 
 
 class PointsSpec(ReleaseOptions):
-    """The options of ``survey perturb-points``, each declared once on its field
-    (:func:`urbandp._release_options.option`): the command's flags are built from the fields and
-    :func:`urbandp.survey._api.perturb_points` takes them as keywords with the same defaults."""
+    """The options of ``survey perturb-points`` (:mod:`urbandp._release_options`)."""
 
     lat: str = option(help="Latitude column (degrees).")
     lon: str = option(help="Longitude column (degrees).")
@@ -94,11 +91,7 @@ class PointsSpec(ReleaseOptions):
 
     def check(self) -> tuple[dict[str, object], float]:
         """The mechanism's description and the epsilon charged (per metre x --budget-metres), before any read."""
-        if (self.epsilon_per_metre is None) == (self.scale_metres is None):
-            raise InvalidParameterError(
-                "give exactly one of epsilon_per_metre or scale_metres",
-                parameters=("epsilon_per_metre", "scale_metres"),
-            )
+        release.exactly_one(epsilon_per_metre=self.epsilon_per_metre, scale_metres=self.scale_metres)
         cost = loc.perturbation_epsilon(self.epsilon_per_metre, self.scale_metres)
         eps = float(cost["epsilon_per_metre"]) * self.budget_metres  # type: ignore[arg-type]
         what = f"epsilon per metre x budget_metres ({self.budget_metres:g} m) ="
@@ -154,7 +147,7 @@ def points_body(spec: PointsSpec, path: Path, label: str, charge: SurveyCharge) 
     }
     return SurveyRelease(
         tables={"points": released},
-        privacy=_points_report(spec, cost, eps, box, public, charge),
+        privacy=_points_report(spec, cost, eps, box, public),
         owner={
             "quarantine.csv": quarantine.with_columns(pl.lit("bad_coordinate").alias("reason")),
             "input_report.json": release.input_report(counts),
@@ -171,11 +164,9 @@ def _points_report(
     eps: float,
     box: loc.BoundingBox | None,
     public: dict[str, str],
-    charge: SurveyCharge,
 ) -> PointsPrivacyReport:
     """The typed privacy report: the mechanism, its epsilon per metre and the charge at --budget-metres."""
     name = f"perturb {spec.lat},{spec.lon} (epsilon per metre)"
-    reasons = charge.not_dp_reasons
     return PointsPrivacyReport(
         command=spec.command,
         unit="respondent (one location per row)",
@@ -196,7 +187,6 @@ def _points_report(
             str(cost["mechanism"]),
         ),
         rounding_degrees=10.0**-loc.ROUND_DEGREES,
-        not_dp_outputs=OWNER_FILES,
-        not_dp_reasons=reasons,
-        differentially_private=False,  # geo-indistinguishability, never DP (reasons above)
+        not_dp_reasons=[GEO_IND_NOT_DP],
+        differentially_private=False,
     )

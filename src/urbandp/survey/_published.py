@@ -16,7 +16,8 @@ from pathlib import Path
 
 import polars as pl
 
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp.errors import InvalidParameterError
+from urbandp.survey._io import require_columns
 
 PUBLIC_NOTE = (
     "declared public by the user: copied unchanged, not protected by the noise; the release is DP for its noisy "
@@ -49,6 +50,13 @@ def check_epsilon(
         )
 
 
+def exactly_one(**given: object) -> None:
+    """Refuse unless exactly one of the two options named as keywords is given (not None)."""
+    (a, x), (b, y) = given.items()
+    if (x is None) == (y is None):
+        raise InvalidParameterError(f"give exactly one of {a} or {b}", parameters=(a, b))
+
+
 def public_columns(
     frame: pl.DataFrame,
     path: Path,
@@ -72,9 +80,7 @@ def public_columns(
     for col in (c.strip() for c in (keep or "").split(",")):
         if col:
             named.setdefault(col, "keep_columns")
-    missing = [c for c in named if c not in frame.columns]
-    if missing:
-        raise InputError(f"{path}: missing column(s) {', '.join(missing)} (have: {', '.join(frame.columns)})")
+    require_columns(frame, path, *named)
     clash = [c for c in named if c in protected]
     if clash:
         raise InvalidParameterError(

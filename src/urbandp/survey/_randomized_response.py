@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -122,16 +121,6 @@ def randomize_codes(codes: np.ndarray, k: int, prob: float, source: BitSource | 
     return out
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A de-biased frequency with its 95 % normal confidence interval (clipped to [0, 1])."""
-
-    category: str
-    estimate: float
-    ci_low: float
-    ci_high: float
-
-
 def debias_counts(counts: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
     """Unbiased k-RR frequencies pi_j = (lambda_j - q) / (prob - q), q = (1 - prob) / (k - 1), and their std errors.
 
@@ -148,15 +137,6 @@ def debias_counts(counts: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarr
     est = (lam - q) / (prob - q)
     se = np.sqrt(lam * (1.0 - lam) / n) / (prob - q)
     return est, se
-
-
-def estimates_table(categories: Sequence[str], counts: np.ndarray, prob: float) -> list[Estimate]:
-    """De-biased estimates with 95 % CIs (the estimate itself is left unclipped so that it stays unbiased)."""
-    est, se = debias_counts(counts, prob)
-    return [
-        Estimate(c, float(e), float(max(0.0, e - Z95 * s)), float(min(1.0, e + Z95 * s)))
-        for c, e, s in zip(categories, est, se, strict=True)
-    ]
 
 
 def randomize_within(

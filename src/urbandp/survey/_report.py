@@ -9,9 +9,6 @@ the same ``privacy.json``.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Self
-
 from pydantic import Field
 
 from urbandp._privacy.report import PrivacyReport
@@ -38,10 +35,6 @@ class SurveyPrivacyReport(PrivacyReport):
         "its content; not the command line, the input and output paths, the budget store or the survey date "
         "(same hash: same parameters)",
     )
-
-    def for_folder(self, out: Path, names: list[str]) -> Self:
-        """The report as written into the release folder ``out`` (its owner files named after ``out``)."""
-        return self.model_copy(update={"not_dp_outputs": [f"owner_only/{out.name}/{n}" for n in names]})
 
 
 class RandomizePrivacyReport(SurveyPrivacyReport):

@@ -61,7 +61,8 @@ class SurveyRelease(Release):
                 else:
                     content(path)
                 written[name] = owner_dir_for(out) / name
-            privacy = self.report.for_folder(out, list(self.owner))
+            named = [f"owner_only/{out.name}/{n}" for n in self.owner]  # the owner files, named after ``out``
+            privacy = self.report.model_copy(update={"not_dp_outputs": named})
             write_privacy_json(d.release, privacy.to_dict())
         return {self.file_name: out / self.file_name, "privacy.json": out / "privacy.json", **written}
 
@@ -99,16 +100,17 @@ def run_release(
         if len(paths) != 1:
             raise InputDataError(f"data: a survey release reads one file, got {len(paths)} paths")
         label = str(paths[0]) if isinstance(data, (str, Path)) else "data"
-        with (
-            output_policy(paths, overwrite=overwrite),
-            SurveyCharge(
+        with output_policy(paths, overwrite=overwrite):
+            charge = SurveyCharge(
                 session, unit, out=target, budget_epsilon=spec.budget_epsilon, survey_date=day
-            ) as charge,
-        ):
-            rel = body(spec, paths[0], label, charge)
-            rel.privacy = rel.report.model_copy(update={"spec_sha256": spec_sha256(spec)})
-            if target is not None:
-                rel.write_folder(target)
-                charge.published(target)
+            )
+            with charge.charge:
+                rel = body(spec, paths[0], label, charge)
+                stated = {"not_dp_outputs": list(rel.owner), "spec_sha256": spec_sha256(spec)}
+                rel.privacy = charge.verdict(rel.report).model_copy(update=stated)
+                if target is not None:
+                    rel.write_folder(target)
+                    charge.charge.set_output(target)  # its sha256 is recorded when the charge commits
+            charge.session.committed(charge.charge)
     rel.emit_warnings()
     return rel

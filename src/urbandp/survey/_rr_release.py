@@ -39,13 +39,10 @@ REPORT_REPLACEMENT_NOT_DP = (
     "answers and its epsilon (eq. 12) depends on the data (n = count of the rarest model; the owner's "
     "input_report.json has the report's value)"
 )
-OWNER_FILES = ["quarantine.csv", "alias_report.csv", "input_report.json"]
 
 
 class RandomizeSpec(ReleaseOptions):
-    """The options of ``survey randomize``, checked before the data is read. Each option (type, default, help,
-    flag) is declared once, on its field (:func:`urbandp._release_options.option`): the command's flags are built from
-    the fields and :func:`urbandp.survey._api.randomize` takes them as keywords with the same defaults."""
+    """The options of ``survey randomize`` (:mod:`urbandp._release_options`), checked before the data is read."""
 
     column: str = option(help="Column to randomize.")
     categories: str | None = option(
@@ -175,8 +172,8 @@ def _check_method(spec: RandomizeSpec, charge: SurveyCharge) -> None:
     release.check_epsilon(spec.epsilon, "respondent")
     if spec.method == "report-replacement":
         charge.refuse_not_dp("report-replacement builds its replacements from the true answers")
-    elif (spec.epsilon is None) == (spec.theta is None):
-        raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
+    else:
+        release.exactly_one(epsilon=spec.epsilon, theta=spec.theta)
 
 
 def randomize_body(spec: RandomizeSpec, path: Path, label: str, charge: SurveyCharge) -> SurveyRelease:
@@ -190,10 +187,8 @@ def randomize_body(spec: RandomizeSpec, path: Path, label: str, charge: SurveyCh
     public = release.public_columns(
         frame, Path(label), spec.keep_columns, spec.id_column, needed, [spec.column]
     )
-    checked = validate(
-        frame, spec.column, declared, spec.within, read_aliases(spec.aliases), keep_off_list=True
-    )
-    filled = checked.filled if checked.filled is not None else np.zeros(checked.codes.size, dtype=bool)
+    checked = validate(frame, spec.column, declared, spec.within, read_aliases(spec.aliases))
+    filled = checked.filled
     checked.codes[filled] = 0  # replaced below by a uniform draw over the row's declared list
     if checked.good.height == 0:
         raise InputError(
@@ -223,7 +218,7 @@ def randomize_body(spec: RandomizeSpec, path: Path, label: str, charge: SurveyCh
         "answers_off_list_released_as_uniform_draws": int(filled.sum()),
         **drawn.owner,
     }
-    privacy = _randomize_report(spec, declared, drawn, public, fill_source.name, charge)
+    privacy = _randomize_report(spec, declared, drawn, public, fill_source.name)
     eps_text = "not DP" if drawn.epsilon is None else f"{drawn.epsilon:.6g}"
     return SurveyRelease(
         tables={"randomized": released},
@@ -246,7 +241,6 @@ def _randomize_report(
     drawn: _Drawn,
     public: dict[str, str],
     sampler: str,
-    charge: SurveyCharge,
 ) -> RandomizePrivacyReport:
     """The typed privacy report: public parameters and the epsilon computed from them only."""
     reasons = [REPORT_REPLACEMENT_NOT_DP] if drawn.epsilon is None else []
@@ -268,9 +262,8 @@ def _randomize_report(
         sampler=sampler,
         detail=drawn.detail,
         ledger=entry,
-        not_dp_outputs=OWNER_FILES,
-        not_dp_reasons=[*reasons, *charge.not_dp_reasons],
-        differentially_private=not (reasons or charge.not_dp_reasons),
+        not_dp_reasons=reasons,
+        differentially_private=not reasons,
     )
 
 
@@ -278,12 +271,11 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
     """De-biased shares with 95 % CIs (report eq. 6): post-processing of a randomized column, no budget; only
     the release's public parameters (``spec``'s column, declared lists, epsilon or theta) are used."""
     column, within, epsilon, theta = spec.column, spec.within, spec.epsilon, spec.theta
-    if (epsilon is None) == (theta is None):
-        raise InvalidParameterError("give exactly one of epsilon or theta", parameters=("epsilon", "theta"))
+    release.exactly_one(epsilon=epsilon, theta=theta)
     declared = declared_categories(spec.categories, spec.categories_file, within)
     frame = read_table(data, spec.separator)
     require_columns(frame, Path(label), column, *([within] if within else []))
-    rows = []
+    tables = []
     for g, cats in declared.lists.items():
         sub = frame.filter(pl.col(within) == g) if within else frame
         if sub.height == 0:
@@ -296,15 +288,9 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
         counts = np.bincount(codes, minlength=len(cats))
         prob = (1.0 + theta) / 2.0 if theta is not None else rr.krr_prob(len(cats), float(epsilon))  # type: ignore[arg-type]
         share = sub.height / frame.height
-        for e in rr.estimates_table(cats, counts, prob):
-            rows.append(
-                {
-                    "group": g,
-                    "category": e.category,
-                    "estimate": e.estimate * share,
-                    "ci_low": e.ci_low * share,
-                    "ci_high": e.ci_high * share,
-                }
-            )
-    table = pl.DataFrame(rows)
+        est, se = rr.debias_counts(counts, prob)  # the 95 % interval clipped to [0, 1], the estimate unbiased
+        low, high = np.maximum(est - rr.Z95 * se, 0.0), np.minimum(est + rr.Z95 * se, 1.0)
+        shares = {"estimate": est * share, "ci_low": low * share, "ci_high": high * share}
+        tables.append(pl.DataFrame({"group": g, "category": cats, **shares}))
+    table = pl.concat(tables)
     return table if within else table.drop("group")

@@ -1,13 +1,7 @@
-"""Exact, vectorised random draws for the survey wing (docs/design.md privacy rule 1).
-
-OpenDP's scalar ``make_randomized_response`` costs about 0.1 ms per call through Python, so two exact column-wide
-sources are offered (docs/survey.md, section "Randomness", with the tests that check them):
-:class:`OpenDPBits` (the default: OpenDP's ``make_randomized_response_bitvec`` on an all-zero or all-one bit
-vector gives independent Bernoulli(``f / 2``) or Bernoulli(``1 - f / 2``) bits from OpenDP's exact sampler) and
-:class:`OSRandomBits` (``os.urandom`` with integer-only arithmetic: Bernoulli(``q``) is ``U < floor(q * 2**64)``,
-exact for ``q >= 2**-11``). Uniform integers come by rejection; no float arithmetic touches a draw (Mironov 2012).
-
-numpy is used only to unpack and compare integers, never as a random source.
+"""Exact, vectorised random draws for the survey wing (docs/design.md privacy rule 1; docs/survey.md, section
+"Randomness"): OpenDP's scalar ``make_randomized_response`` costs about 0.1 ms per call through Python, so two
+column-wide sources are offered, :class:`OpenDPBits` (the default) and :class:`OSRandomBits`. Uniform integers come
+by rejection; no float arithmetic touches a draw (Mironov 2012); numpy only unpacks and compares integers.
 """
 
 from __future__ import annotations
@@ -56,7 +50,8 @@ def _rejection_uniform(n: int, k: int, raw_words: object) -> np.ndarray:
 
 
 class OpenDPBits:
-    """Bernoulli and uniform draws from OpenDP's RAPPOR bit-vector randomized response (see module docstring)."""
+    """Bernoulli and uniform draws from OpenDP's ``make_randomized_response_bitvec`` (RAPPOR): on an all-zero
+    (all-one) bit vector it gives independent Bernoulli(``f / 2``) (Bernoulli(``1 - f / 2``)) bits."""
 
     name = "opendp-bitvec"
 
@@ -93,7 +88,8 @@ class OpenDPBits:
 
 
 class OSRandomBits:
-    """Bernoulli and uniform draws from ``os.urandom`` with integer-only arithmetic (see module docstring)."""
+    """Bernoulli and uniform draws from ``os.urandom`` with integer-only arithmetic: Bernoulli(``q``) is
+    ``U < floor(q * 2**64)``, exact for ``q >= 2**-11``."""
 
     name = "os-csprng"
 

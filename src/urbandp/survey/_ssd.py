@@ -26,7 +26,6 @@ import math
 
 import numpy as np
 
-import urbandp._geodesy as geodesy
 import urbandp._privacy.dp_prelude as dp
 
 dp.enable_features("contrib")
@@ -126,14 +125,3 @@ def perturb_trip(xy: np.ndarray, epsilon: float, max_step: float) -> np.ndarray:
             cand = prev + (d / dist) * min(max_step, dist) if dist > 0 else prev
         out[i] = cand
     return out
-
-
-def to_metres(lat: np.ndarray, lon: np.ndarray, lat0: float, lon0: float) -> np.ndarray:
-    """Metres east and north of (lat0, lon0): the azimuthal equidistant projection of :mod:`urbandp._geodesy`."""
-    return geodesy.LocalProjection(lat0, lon0).to_metres(lat, lon)
-
-
-def to_degrees(xy: np.ndarray, lat0: float, lon0: float) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse of :func:`to_metres`, rounded to 1e-6 degrees."""
-    lat, lon = geodesy.LocalProjection(lat0, lon0).to_degrees(xy)
-    return np.round(lat, 6), np.round(lon, 6)

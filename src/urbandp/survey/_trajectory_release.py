@@ -16,11 +16,13 @@ import urbandp.survey._published as release
 import urbandp.survey._shared_options as shared
 import urbandp.survey._ssd as ssd
 from urbandp._figures import saved_figure
+from urbandp._geodesy import LocalProjection
 from urbandp._release_options import ReleaseOptions, option
 from urbandp._table_reader import read_table
 from urbandp.errors import InputError
 from urbandp.survey._charge import SurveyCharge
 from urbandp.survey._io import require_columns
+from urbandp.survey._locations import ROUND_DEGREES
 from urbandp.survey._od_release import check_person
 from urbandp.survey._report import TrajectoriesPrivacyReport, ledger
 from urbandp.survey._result import SurveyRelease
@@ -32,14 +34,11 @@ NOT_DP = [
     "a trip with a step longer than max_step_metres or fewer than 3 points is quarantined (owner only), "
     "not released: its absence depends on its true points",
 ]
-OWNER_FILES = ["original_vs_perturbed.png", "quarantine.csv", "input_report.json"]
 Plot = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 class TrajectoriesSpec(ReleaseOptions):
-    """The options of ``survey perturb-trajectories``, each declared once on its field
-    (:func:`urbandp._release_options.option`): the command's flags are built from the fields and
-    :func:`urbandp.survey._api.perturb_trajectories` takes them as keywords with the same defaults."""
+    """The options of ``survey perturb-trajectories`` (:mod:`urbandp._release_options`)."""
 
     lat: str = option(help="Latitude column.")
     lon: str = option(help="Longitude column.")
@@ -99,7 +98,8 @@ def _perturb_all(f: pl.DataFrame, spec: TrajectoriesSpec, public: dict[str, str]
         whole = f.filter(pl.col(spec.trip) == tid)
         t = whole.gather_every(spec.every)
         la, lo = t.get_column("__lat").to_numpy(), t.get_column("__lon").to_numpy()
-        xy = ssd.to_metres(la, lo, float(la[0]), float(lo[0]))
+        plane = LocalProjection(float(la[0]), float(lo[0]))  # metres east and north of the trip's start
+        xy = plane.to_metres(la, lo)
         steps = np.hypot(*np.diff(xy, axis=0).T)
         why = (
             "too_few_points"
@@ -112,7 +112,7 @@ def _perturb_all(f: pl.DataFrame, spec: TrajectoriesSpec, public: dict[str, str]
             done.skipped.append(whole.drop("__lat", "__lon").with_columns(pl.lit(why).alias("reason")))
             continue
         pert = ssd.perturb_trip(xy, spec.epsilon, spec.max_step_metres)
-        nla, nlo = ssd.to_degrees(pert, float(la[0]), float(lo[0]))
+        nla, nlo = np.round(plane.to_degrees(pert), ROUND_DEGREES)
         done.worst = max(done.worst, ssd.ssd_epsilon(spec.epsilon, max(len(la) - 2, 0))["per_trip"])
         moved = t.drop("row", "__lat", "__lon").with_columns(
             pl.Series(spec.lat, nla), pl.Series(spec.lon, nlo)
@@ -164,7 +164,7 @@ def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: Su
     plot = functools.partial(plot_trajectories, done.plots, epsilon=spec.epsilon, m=spec.max_step_metres)
     return SurveyRelease(
         tables={"trajectories": released},
-        privacy=_trajectories_report(spec, per_point, public, charge),
+        privacy=_trajectories_report(spec, per_point, public),
         owner={
             "original_vs_perturbed.png": plot,
             "quarantine.csv": pl.concat([*done.skipped, bad_rows, over], how="diagonal_relaxed"),
@@ -177,7 +177,7 @@ def trajectories_body(spec: TrajectoriesSpec, path: Path, label: str, charge: Su
 
 
 def _trajectories_report(
-    spec: TrajectoriesSpec, per_point: float, public: dict[str, str], charge: SurveyCharge
+    spec: TrajectoriesSpec, per_point: float, public: dict[str, str]
 ) -> TrajectoriesPrivacyReport:
     """The typed privacy report: the SSD parameter and its cost per interior point (public)."""
     name = "perturb-trajectories (per interior point)"
@@ -202,8 +202,7 @@ def _trajectories_report(
         every=spec.every,
         public_columns=release.declaration(public),
         ledger=ledger(spec.budget_epsilon, name, per_point, "trip", "SSD"),
-        not_dp_outputs=OWNER_FILES,
-        not_dp_reasons=charge.not_dp_reasons,
+        not_dp_reasons=NOT_DP,
         differentially_private=False,
     )
 

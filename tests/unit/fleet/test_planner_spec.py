@@ -19,13 +19,14 @@ from seeded_noise import SeededNoise
 import urbandp._privacy.noise as noise_module
 from urbandp._privacy.noise import NoiseSource, OpenDPNoise
 from urbandp.fleet._domain import load_public_domain
+from urbandp.fleet._domain_files import domain_from_geojson
 from urbandp.fleet._guardrails import as_flags, options_that_help
 from urbandp.fleet._hat_release import _release_hats
 from urbandp.fleet._measure_selection import domain_cells
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan_forecast import make_plan, paid_pilot, pilot_loss, predict_noise
 from urbandp.fleet._postprocess_pooling import with_pooled_means
-from urbandp.fleet._predict import hats_per_slot, route_lengths
+from urbandp.fleet._predict import hats_per_slot
 
 BBOX = (21.09, 72.75, 21.25, 72.91)
 DAY = dt.date(2021, 11, 15)
@@ -175,9 +176,9 @@ def test_a_geojson_route_domain_gets_a_prediction_from_route_lengths_and_a_fleet
         epsilon_per_day=4.0, start=dt.date(2016, 12, 16), end=dt.date(2016, 12, 16), hours=(7, 9),
         domain_geojson=ROUTES, contribution_bounding="l2", borrow_strength="parent", queries="speed",
     )  # fmt: skip
-    lengths = route_lengths(ROUTES, 7)
-    assert lengths.height > 100 and 500 < float(lengths["route_km"].sum()) < 50_000
     domain = load_public_domain(cfg)
+    lengths = domain.route_km
+    assert lengths is not None and lengths.height > 100 and 500 < float(lengths["route_km"].sum()) < 50_000
     small = make_plan(cfg, 1, domain=domain, fleet_size=50, runs=2)["prediction"]
     large = make_plan(cfg, 1, domain=domain, fleet_size=400, runs=2)["prediction"]
     assert isinstance(small, dict) and isinstance(large, dict) and small["source"] == "route-length"
@@ -194,7 +195,8 @@ def test_route_lengths_measure_a_line_inside_one_cell(tmp_path: Path) -> None:
     }
     path = tmp_path / "one.geojson"
     path.write_text(json.dumps(line))
-    assert float(route_lengths(path, 7)["route_km"].sum()) == pytest.approx(0.2, rel=0.01)
+    lengths = domain_from_geojson(path, 7).route_km
+    assert lengths is not None and float(lengths["route_km"].sum()) == pytest.approx(0.2, rel=0.01)
 
 
 def test_the_advice_reads_the_release_s_domain_once(monkeypatch: pytest.MonkeyPatch) -> None:

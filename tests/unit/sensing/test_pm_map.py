@@ -62,6 +62,9 @@ def test_aggregates_clip_centre_and_truncate_per_vehicle_window() -> None:
     )
     assert truncated.counts[0, ca] == 1 and truncated.centred_sums[0, ca] == 10 - 125  # the first of v's two
     assert truncated.readings_dropped == 1
+    # a reading's window is found by binary search over the public windows: an unsorted list would misplace it
+    with pytest.raises(ValueError, match="sorted and distinct"):
+        cell_aggregates(r, grid, windows[::-1], 60, clip=250.0)
 
 
 def test_without_noise_the_cell_means_are_the_clipped_means() -> None:

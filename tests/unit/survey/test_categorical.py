@@ -21,12 +21,17 @@ def test_validate_reasons_and_aliases() -> None:
         }
     )
     v = validate(frame, "model", declared, "fuel", {"Chevy Malibu": "Chevrolet Malibu"})
-    assert v.good.height == 2 and v.codes.tolist() == [0, 1] and v.groups.tolist() == [0, 0]
+    # an answer missing or off its group's list stays (code -1, filled) for a uniform draw; an undeclared group goes
+    assert (
+        v.good.height == 5 and v.codes.tolist() == [0, 1, -1, -1, -1] and v.groups.tolist() == [0, 0, 1, 0, 0]
+    )
+    assert v.filled.tolist() == [False, False, True, True, True]
+    drawn = ": released as a uniform draw over the declared list"
     assert dict(zip(v.quarantine["row"], v.quarantine["reason"], strict=True)) == {
-        3: "not_in_declared_list",  # Honda Civic is not an electric model: never re-mapped
+        3: "not_in_declared_list" + drawn,  # Honda Civic is not an electric model: never re-mapped
         4: "group_not_declared",
-        5: "missing_value",
-        6: "not_in_declared_list",  # a misspelling outside the alias table stays quarantined
+        5: "missing_value" + drawn,
+        6: "not_in_declared_list" + drawn,  # a misspelling outside the alias table is never re-mapped either
     }
     assert v.alias_report.to_dicts() == [
         {"original": "Chevy Malibu", "normalised": "Chevrolet Malibu", "rows": 1}

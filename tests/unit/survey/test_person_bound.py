@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 import urbandp as ud
+from urbandp._geodesy import WGS84
 from urbandp._privacy.noise import ExactNoiseForTesting
 from urbandp.errors import InvalidParameterError
 from urbandp.survey._locations import BoundingBox
@@ -141,7 +142,9 @@ def test_od_estimate_intervals_cover_the_truth() -> None:
 def test_clamping_into_the_box_can_lengthen_a_distance() -> None:
     """Two points at 60 N two degrees of longitude apart (111.6 km), clamped into a box whose northern edge is
     46 N: 154.9 km (1.39x). privacy.json says so instead of claiming clamping never lengthens a distance."""
-    before, after = BoundingBox(40.0, -10.0, 46.0, 10.0).stretch((60.0, 0.0), (60.0, 2.0))
+    lat, lon = BoundingBox(40.0, -10.0, 46.0, 10.0).clamp(np.array([60.0, 60.0]), np.array([0.0, 2.0]))
+    before = WGS84.inv(0.0, 60.0, 2.0, 60.0)[2]
+    after = WGS84.inv(lon[0], lat[0], lon[1], lat[1])[2]
     assert (round(before / 1000, 1), round(after / 1000, 1), round(after / before, 2)) == (111.6, 154.9, 1.39)
     homes = pl.DataFrame({"lat": [60.0, 45.0], "lon": [0.0, 1.0]})
     rel = ud.survey.perturb_points(homes, lat="lat", lon="lon", epsilon_per_metre=0.001, bbox="40,-10,46,10")
