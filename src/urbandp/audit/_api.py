@@ -90,7 +90,7 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
 def _positive_finite(value: object, parameter: str) -> float | None:
     """``value`` as a float; :class:`InvalidParameterError` naming ``parameter`` unless it is None or a positive
     finite number."""
-    number = arguments.check_number(value, parameter, optional=True)
+    number = None if value is None else arguments.check_number(value, parameter)
     if number is not None and number <= 0:  # a non-finite number is refused by check_number
         raise InvalidParameterError(
             f"{parameter} must be a positive finite number, got {value}", parameters=parameter
