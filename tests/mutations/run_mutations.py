@@ -157,8 +157,8 @@ MUTATIONS = (
     Mutation(
         "discrete_gaussian_is_laplace",
         "_privacy/noise.py",
-        "_per_scale(\n            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=True, integer=True)",
-        "_per_scale(\n            np.asarray(values, dtype=np.int64), scale, self._sampler(gaussian=False, integer=True)",
+        "return self._draw(values, scale, gaussian=True, integer=True)",
+        "return self._draw(values, scale, gaussian=False, integer=True)",
         (f"{SAMPLERS}::test_sampler_has_its_stated_scale_within_a_tenth",),
         "discrete Gaussian calls draw discrete Laplace noise",
     ),

@@ -11,11 +11,11 @@ A table object is read like a Parquet file (:func:`urbandp._frames.to_polars`). 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar, Self, TypeVar, cast
@@ -25,21 +25,21 @@ import polars as pl
 
 import urbandp._arguments as arguments
 from urbandp._frames import TableLike, to_polars
-from urbandp._outputs import check_output_file, check_report_dir, current_policy, output_policy
+from urbandp._outputs import OutputPolicy, check_output_file, check_report_dir, current_policy, output_policy
+from urbandp._table_reader import read_table
 from urbandp.audit._differencing_attack import differencing_attack, plot_cells
 from urbandp.audit._noise_scale_attack import (
     noise_scale_attack,
     pair_differences,
     plot_differences,
-    read_pairs,
 )
 from urbandp.audit._report import staged_files, write_report
 from urbandp.audit._route_pairs import route_pairs
 from urbandp.audit._tables import (
     PublishedTable,
     published_table_from_frame,
+    read_privacy,
     read_published_table,
-    sibling_privacy,
 )
 from urbandp.audit._zero_skipping_attack import plot_detection, zero_skipping_attack
 from urbandp.errors import InputDataError, InvalidParameterError
@@ -62,12 +62,10 @@ def _paths(*items: object) -> list[Path]:
     return [Path(cast("str", p)) for p in items if _is_path(p)]
 
 
-@contextlib.contextmanager
-def _outputs(inputs: list[Path], overwrite: bool) -> Iterator[None]:
+def _outputs(inputs: list[Path], overwrite: bool) -> AbstractContextManager[OutputPolicy]:
     """The output checks protect the inputs; under a CLI command its policy (``--overwrite``, its inputs) holds too."""
     outer = current_policy()
-    with output_policy([*outer.inputs, *inputs], overwrite=overwrite or outer.overwrite):
-        yield
+    return output_policy([*outer.inputs, *inputs], overwrite=overwrite or outer.overwrite)
 
 
 def _table(data: TableLike, parameter: str) -> PublishedTable:
@@ -82,16 +80,17 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     if isinstance(privacy, Mapping):
         return dict(privacy)
     arguments.check_path(privacy, "privacy", optional=True)
-    explicit = Path(privacy) if privacy is not None else None
-    if _is_path(table):
-        return sibling_privacy(Path(cast("str", table)), explicit)
-    return sibling_privacy(explicit, explicit) if explicit is not None else None
+    if privacy is not None:
+        return read_privacy(Path(privacy), required=True)
+    if not _is_path(table):
+        return None
+    return read_privacy(Path(cast("str", table)).parent / "privacy.json", required=False)
 
 
 def _positive_finite(value: object, parameter: str) -> float | None:
     """``value`` as a float; :class:`InvalidParameterError` naming ``parameter`` unless it is None or a positive
     finite number."""
-    number = arguments.check_number(value, parameter, optional=True)
+    number = None if value is None else arguments.check_number(value, parameter)
     if number is not None and number <= 0:  # a non-finite number is refused by check_number
         raise InvalidParameterError(
             f"{parameter} must be a positive finite number, got {value}", parameters=parameter
@@ -141,21 +140,6 @@ def _optional_float(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _optional_bool(value: object) -> bool | None:
-    return value if isinstance(value, bool) else None
-
-
-_READ: dict[str, Callable[[object], object]] = {
-    "float": lambda v: float(cast(float, v)),
-    "int": lambda v: int(cast(int, v)),
-    "str": str,
-    "bool": bool,
-    "float | None": _optional_float,
-    "bool | None": _optional_bool,
-}
-"""How :meth:`AuditResult._of` reads a field of each declared type from the command's JSON object."""
-
-
 # --- results --------------------------------------------------------------------------------------------------
 
 
@@ -171,24 +155,22 @@ class AuditResult:
 
     @classmethod
     def _of(cls, details: dict[str, object], **given: object) -> Self:
-        """The result of ``details`` (the command's JSON object): each field ``given``, else read from its key as
-        its declared type (a field ``details`` lacks keeps its default)."""
-        read = {
-            f.name: _READ[str(f.type)](details[f.name])
-            for f in fields(cls)
-            if f.name in details and f.name not in given and f.name != "details"
-        }
+        """The result of ``details`` (the command's JSON object, its values already of the fields' types): each
+        field ``given``, else its key's value (a field ``details`` lacks keeps its default)."""
+        read = {f.name: details[f.name] for f in fields(cls)[1:] if f.name in details and f.name not in given}
         return cls(details, **read, **given)
 
     @property
     def finding(self) -> str | None:
         """The one-sentence finding, where the attack states one."""
-        value = self.details.get("finding")
-        return value if isinstance(value, str) else None
+        return self._text("finding")
 
     @property
     def warning(self) -> str | None:
-        value = self.details.get("warning")
+        return self._text("warning")
+
+    def _text(self, key: str) -> str | None:
+        value = self.details.get(key)
         return value if isinstance(value, str) else None
 
     REPORT: ClassVar[tuple[str, str, str]] = ("", "", "")
@@ -378,9 +360,10 @@ def noise_scale(
 
     def run() -> NoiseScaleResult:
         if _is_path(pairs):
-            u, dropped, groups = read_pairs(Path(pairs))
+            path = Path(pairs)
+            u, dropped, groups = pair_differences(read_table(path, allow_empty=True), f"pairs file {path}")
         else:
-            u, dropped, groups = pair_differences(to_polars(pairs, "pairs"))
+            u, dropped, groups = pair_differences(to_polars(pairs, "pairs"), "pairs")
         details = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
         details["rows_dropped_non_numeric"] = dropped
         return NoiseScaleResult._of(details, model=model, differences=u)
@@ -412,9 +395,8 @@ def zero_skipping(
             f"method must be auto, data61-2016, urbandp or unknown, got {method!r}", parameters="method"
         )
     gs = _group_sizes(group_sizes)
-    threshold = arguments.check_number(
-        threshold, "threshold", minimum=0
-    )  # a float: printed as the CLI does (18.0)
+    # a float: printed as the CLI does (18.0)
+    threshold = arguments.check_number(threshold, "threshold", minimum=0)
     report, overwrite = _common(report, overwrite)
 
     def run() -> ZeroSkippingResult:

@@ -146,24 +146,18 @@ class LaplaceSum:
         grid, sf = self._numeric()
         return float(np.interp(x, grid, sf))
 
-    def cdf(self, x: float) -> float:
-        return 1.0 - self.sf(x)
-
-    def upper_quantile(self, tail: float) -> float:
-        """``q`` with ``P(S > q) = tail`` (``0 < tail < 1/2``)."""
-        if not 0 < tail < 0.5:
-            raise ValueError("tail must be in (0, 1/2)")
-        hi = self.std
-        while self.sf(hi) > tail:
-            hi *= 2.0
-        q = float(optimize.brentq(lambda q: self.sf(q) - tail, 0.0, hi, xtol=1e-10))
-        if not self.equal:  # numerical grid: widen by one grid step so coverage errs on the safe side
-            q += float(self.scales.min()) / 1000.0
-        return q
-
     def central_halfwidth(self, alpha: float) -> float:
-        """Half-width ``a`` with ``P(|S| <= a) = 1 - alpha`` (exact for equal scales)."""
-        return self.upper_quantile(alpha / 2.0)
+        """Half-width ``a`` with ``P(|S| <= a) = 1 - alpha`` (exact for equal scales): by symmetry, the ``a`` with
+        ``P(S > a) = alpha / 2``."""
+        if not 0 < alpha < 1:
+            raise ValueError("alpha must be in (0, 1)")
+        hi = self.std
+        while self.sf(hi) > alpha / 2.0:
+            hi *= 2.0
+        a = float(optimize.brentq(lambda q: self.sf(q) - alpha / 2.0, 0.0, hi, xtol=1e-10))
+        if not self.equal:  # numerical grid: widen by one grid step so coverage errs on the safe side
+            a += float(self.scales.min()) / 1000.0
+        return a
 
 
 def theorem5_halfwidth(p: float, alpha: float) -> float:

@@ -18,15 +18,9 @@ from urbandp.audit._laplace_math import difference_logpdf, discrete_difference_l
 from urbandp.errors import InputError, InvalidParameterError
 
 
-def read_pairs(path: Path) -> tuple[np.ndarray, int, np.ndarray | None]:
-    """Return the differences ``a - b``, how many rows were dropped (missing / non-numeric), and the route labels."""
-    from urbandp._table_reader import read_table
-
-    return pair_differences(read_table(path, allow_empty=True), f"pairs file {path}")
-
-
-def pair_differences(df: pl.DataFrame, source: str = "pairs") -> tuple[np.ndarray, int, np.ndarray | None]:
-    """:func:`read_pairs` on a frame already in memory; ``source`` names it in error messages."""
+def pair_differences(df: pl.DataFrame, source: str) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """The differences ``a - b`` of the pairs ``df``, how many rows were dropped (missing / non-numeric), and the
+    route labels; ``source`` names the pairs in error messages."""
     for col in ("a", "b"):
         if col not in df.columns:
             raise InputError(f"{source} needs columns a,b (has {', '.join(df.columns)})")

@@ -40,9 +40,8 @@ def staged_files(directory: Path) -> Iterator[Path]:
 
 def write_report(
     directory: Path, name: str, title: str, result: dict[str, object], intro: str, plots: dict[str, object]
-) -> Path:
+) -> None:
     """Write ``DIR/<name>.md`` with the result and call each ``plots[file](path)`` to draw PNGs."""
-    directory.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", "", intro, ""]
     if "finding" in result:
         lines += [f"**Finding:** {result['finding']}", ""]
@@ -64,6 +63,4 @@ def write_report(
                 + " |"
             )
         lines.append("")
-    path = directory / f"{name}.md"
-    path.write_text("\n".join(lines))
-    return path
+    (directory / f"{name}.md").write_text("\n".join(lines))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +34,7 @@ class PublishedTable:
         return [c for c in self.table.columns if c != "count"]
 
 
-def read_published_table(path: Path, *, value_column: str = "count") -> PublishedTable:
+def read_published_table(path: Path) -> PublishedTable:
     """Read a CSV (or Parquet) table with a count column; junk rows go to quarantine."""
     if not path.is_file():
         raise InputError(f"table not found: {path}")
@@ -44,7 +43,7 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
             df = pl.read_parquet(path)
         except Exception as err:
             raise InputError(f"cannot read {path}: {str(err).splitlines()[0]}") from None
-        return published_table_from_frame(df, path, value_column=value_column)
+        return published_table_from_frame(df, path)
     try:
         text = path.read_text(errors="replace")
     except OSError as err:
@@ -59,13 +58,16 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
     except csv.Error as err:
         raise InputError(f"{path}: not a CSV table ({err})") from None
     header = [ALIASES.get(h.strip(), h.strip()) for h in header]
-    if value_column not in header:
-        raise InputError(f"{path} has no '{value_column}' column (columns: {', '.join(header)})")
-    ci = header.index(value_column)
+    if "count" not in header:
+        raise InputError(f"{path} has no 'count' column (columns: {', '.join(header)})")
+    ci = header.index("count")
     keep = [i for i, h in enumerate(header) if h and i != ci and h not in ("lat", "lon", "latlon")]
     rows: list[list[object]] = []
     bad: list[tuple[int, str, str]] = []
-    records = _records(reader, path)
+    try:
+        records = list(reader)
+    except csv.Error as err:
+        raise InputError(f"{path}: not a CSV table ({err})") from None
     for lineno, rec in enumerate(records, start=2):
         raw = ",".join(rec)
         if len(rec) != len(header):
@@ -90,9 +92,7 @@ def read_published_table(path: Path, *, value_column: str = "count") -> Publishe
     return PublishedTable(table, pl.DataFrame(bad, schema=QUARANTINE_SCHEMA, orient="row"), path)
 
 
-def published_table_from_frame(
-    df: pl.DataFrame, path: Path | None = None, *, value_column: str = "count"
-) -> PublishedTable:
+def published_table_from_frame(df: pl.DataFrame, path: Path | None = None) -> PublishedTable:
     """A typed table (read from Parquet, or handed over in Python) as a :class:`PublishedTable`.
 
     Opal column names are mapped as for CSV; key columns become strings and the count Float64 (null = suppressed).
@@ -100,32 +100,21 @@ def published_table_from_frame(
     """
     name = str(path) if path is not None else "table"
     df = df.rename({c: ALIASES[c] for c in df.columns if c in ALIASES and ALIASES[c] not in df.columns})
-    if value_column not in df.columns:
-        raise InputError(f"{name} has no '{value_column}' column")
-    keys = [c for c in df.columns if c != value_column and c != ""]
+    if "count" not in df.columns:
+        raise InputError(f"{name} has no 'count' column")
+    keys = [c for c in df.columns if c != "count" and c != ""]
     try:
-        table = df.select(
-            [pl.col(k).cast(pl.String) for k in keys] + [pl.col(value_column).cast(pl.Float64).alias("count")]
-        )
+        table = df.select([pl.col(k).cast(pl.String) for k in keys] + [pl.col("count").cast(pl.Float64)])
     except pl.exceptions.PolarsError as err:
-        raise InputError(
-            f"{name}: the '{value_column}' column is not numeric ({str(err).splitlines()[0]})"
-        ) from None
+        raise InputError(f"{name}: the 'count' column is not numeric ({str(err).splitlines()[0]})") from None
     return PublishedTable(table, pl.DataFrame(schema=QUARANTINE_SCHEMA), path)
 
 
-def _records(reader: Iterator[list[str]], path: Path) -> list[list[str]]:
-    try:
-        return list(reader)
-    except csv.Error as err:
-        raise InputError(f"{path}: not a CSV table ({err})") from None
-
-
-def sibling_privacy(path: Path, explicit: Path | None = None) -> dict[str, object] | None:
-    """``privacy.json`` given explicitly or lying next to the table (urbandp releases write one)."""
-    candidate = explicit or path.parent / "privacy.json"
-    if explicit is not None and not explicit.is_file():
-        raise InputError(f"privacy file not found: {explicit}")
+def read_privacy(candidate: Path, *, required: bool) -> dict[str, object] | None:
+    """The ``privacy.json`` object at ``candidate`` (given, or lying next to a table: urbandp releases write one);
+    None where an optional one is absent."""
+    if required and not candidate.is_file():
+        raise InputError(f"privacy file not found: {candidate}")
     if candidate.is_file():
         try:
             value = json.loads(candidate.read_bytes().decode("utf-8"))

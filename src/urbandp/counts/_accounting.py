@@ -27,13 +27,8 @@ from urbandp.errors import InputError, InvalidParameterError
 dp.enable_features("contrib")
 
 
-def _int_vector() -> tuple[dp.Domain, dp.Metric]:
-    return dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64")
-
-
 def discrete_laplace_measurement(scale: float) -> dp.Measurement:
-    dom, met = _int_vector()
-    return dp.m.make_laplace(dom, met, float(scale))
+    return dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")), dp.l1_distance(T="i64"), float(scale))
 
 
 def _gaussian_approx(scale: float, delta: float, l2: float) -> tuple[dp.Measurement, object]:

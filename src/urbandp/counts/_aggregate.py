@@ -8,7 +8,7 @@ transformation, so the sensitivities in :mod:`urbandp.counts._units` hold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -35,7 +35,6 @@ class JointCounts:
     quarantine: pl.DataFrame  # original columns + reason
     n_input_rows: int
     n_truncated: int = 0
-    notes: list[str] = field(default_factory=list)
 
     @property
     def counts(self) -> np.ndarray:
@@ -44,7 +43,7 @@ class JointCounts:
 
     @property
     def total(self) -> int:
-        return self.sparse.total()
+        return int(self.sparse.counts.sum())
 
 
 def _sparse_from_cells(cells: np.ndarray, weights: np.ndarray | None, domain: CountDomain) -> SparseJoint:
@@ -144,7 +143,7 @@ def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) 
     """Events ``mode, timestamp, tap, location[, card_id]`` -> dense joint counts (bounded per ``unit``)."""
     _require(df, EVENT_COLUMNS + (("card_id",) if unit.kind == "card-day" else ()), "event input")
     n_input = df.height
-    original = [c for c in df.columns]
+    original = list(df.columns)
     good, bad = place_events(df.with_row_index("_row"), domain, unit)
     n_truncated = 0
     if unit.kind == "card-day":
@@ -154,7 +153,7 @@ def joint_from_events(df: pl.DataFrame, domain: CountDomain, unit: PrivacyUnit) 
         good = good.filter(pl.int_range(pl.len()).over(["card_id", "day", "cell"]) < unit.max_per_cell)
         n_truncated = n_input - bad.height - good.height
     sparse = _sparse_from_cells(good["cell"].to_numpy(), None, domain)
-    quarantine = bad.select([*(c for c in original), "reason"]).with_columns(pl.all().cast(pl.String))
+    quarantine = bad.select([*original, "reason"]).with_columns(pl.all().cast(pl.String))
     return JointCounts(sparse, quarantine, n_input, n_truncated)
 
 

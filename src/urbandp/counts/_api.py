@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +45,6 @@ from urbandp.counts._options import CountsReleaseSpec
 from urbandp.counts._report import CountsPrivacyReport
 from urbandp.counts._selection import check_selection_input, release_selected
 from urbandp.counts._tails import IntegerNoise
-from urbandp.counts._window import per_card_window
 from urbandp.counts._write import release_tables, write_tables
 from urbandp.errors import InputDataError, InvalidParameterError
 from urbandp.results import Release
@@ -137,7 +136,7 @@ def release_spec(
             "engine spark reads the events' own column names: rename them before, or use engine polars",
             parameters=("engine", "column"),
         )
-    with input_paths(data) as paths, output_policy(_protected(paths, spec, s), overwrite=overwrite):
+    with input_paths(data) as paths, output_policy(_protected(paths, spec, s), overwrite=overwrite) as policy:
         if len(paths) != 1:
             raise InputDataError(f"data: give one file (CSV or Parquet), got {len(paths)}")
         frame = (
@@ -148,7 +147,7 @@ def release_spec(
             rel = _release_selected(frame, spec, s, target)
         else:
             rel = _release_on_domain(frame, paths[0], spec, s, target, progress)
-        rel.inputs = tuple(_protected(paths, spec, s))
+        rel.inputs = policy.inputs
     return rel
 
 
@@ -171,23 +170,13 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
         loss, spec.conversion_delta(), per=spec.privacy_unit().name, allow=allow_meaningless_epsilon
     )
     total_eps, total_delta, _ = loss.approx(spec.conversion_delta())
-    window: dict[str, object] | None = None
-    suppression: dict[str, object] | None = None
-    advised: dict[str, object] | None = None
-    if (
-        spec.domain is not None
-    ):  # the domain is public: its days set the per-card figure, its size the threshold
+    stated: dict[str, object] = {"per_card_window": None, "suppression": None, "suppression_advice": None}
+    if spec.domain is not None:  # public: its days set the per-card figure, its size the threshold
         dom = spec.load_domain()
-        topk_info: dict[str, object] | None = {"epsilon": top_k_epsilon} if top_k_epsilon else None
-        window = per_card_window(
-            spec, plan, m_plan, topk_info, len(dom.days), (total_eps or 0.0, total_delta or 0.0)
-        )
+        totals = (total_eps or 0.0, total_delta or 0.0)
+        stated |= table_release.public_statements(spec, plan, m_plan, top_k_epsilon, dom, totals)
         law = IntegerNoise(plan.mechanism, plan.noise_scale)
-        advised = threshold_advice.advice(law, dom.n_cells)
-        if spec.suppress_below is not None:  # what the release's privacy.json will state
-            suppression = table_release.suppression_report(
-                law, spec.suppress_below, spec.precision, dom.n_cells
-            )
+        stated["suppression_advice"] = threshold_advice.advice(law, dom.n_cells)
     return {
         "dry_run": True,
         **spec.privacy_unit().to_json(),
@@ -203,9 +192,7 @@ def dry_run(spec: CountsReleaseSpec, *, allow_meaningless_epsilon: bool = False)
         else "pure epsilon summed over the tables",
         "differentially_private": not not_dp,
         "not_dp_reasons": not_dp,
-        "per_card_window": window,
-        "suppression": suppression,
-        "suppression_advice": advised,
+        **stated,
     }
 
 
@@ -219,16 +206,15 @@ def _protected(paths: list[Path], spec: CountsReleaseSpec, session: Session) -> 
     return found
 
 
-def _ledger(spec: CountsReleaseSpec) -> PrivacyLedger:
-    delta = spec.delta if spec.mechanism == "gaussian" and spec.delta > 0 else None
-    return PrivacyLedger(conversion_delta=delta)
-
-
-def _open_charge(session: Session, spec: CountsReleaseSpec, out: Path | None) -> ReleaseCharge:
-    """The release's charge: the store's dataset, the run's cap (``budget_epsilon``), the output checked."""
+@contextlib.contextmanager
+def _charged(session: Session, spec: CountsReleaseSpec, out: Path | None) -> Iterator[ReleaseCharge]:
+    """The release's open charge (the store's dataset, the run's cap ``budget_epsilon``, the output checked),
+    committed to ``session`` once the release inside it is written."""
     charge = session.charge(spec.unit, out=out)
     charge.cap = spec.cap()
-    return charge
+    with charge:
+        yield charge
+    session.committed(charge)
 
 
 def _release_selected(
@@ -240,11 +226,11 @@ def _release_selected(
             "no public domain: give a domain (a JSON file), or select_partitions with delta",
             parameters=("select_partitions", "delta"),
         )
-    charge = _open_charge(session, spec, out)
-    with charge:
+    with _charged(session, spec, out) as charge:
         check_selection_input(spec.input_kind)
+        ledger = PrivacyLedger(conversion_delta=spec.conversion_delta())
         sel = release_selected(
-            frame, spec.privacy_unit(), spec.epsilon, spec.noise_scale, spec.delta, _ledger(spec), charge
+            frame, spec.privacy_unit(), spec.epsilon, spec.noise_scale, spec.delta, ledger, charge
         )
         rel = CountsRelease(
             tables={"joint": sel.table},
@@ -253,7 +239,6 @@ def _release_selected(
             owner_warnings=_owner_warnings(sel.input_report),
         )
         _write_charged(rel, out, charge)
-    session.committed(charge)
     return rel
 
 
@@ -329,15 +314,14 @@ def _release_on_domain(
         raise InvalidParameterError(  # the Session's dataset; "method" here is the word, not the parameter
             "dataset: this method is not DP and cannot be charged to a budget", parameters="dataset"
         )
-    charge = _open_charge(session, spec, out)
-    with charge:
+    with _charged(session, spec, out) as charge:
         not_dp = _reserve(charge, spec, dom)
         n_noised = dom.n_cells if spec.resolved_sampling == "dense" else int(joint.sparse.index.size)
         watch = progress or (lambda total: contextlib.nullcontext(lambda n: None))
         with watch(n_noised) as advance:
             # through the package (its public name), looked up at call time: the one seam of the samplers
             counts = table_release._release_counts(
-                joint.sparse, dom, spec, noise=charge.noise, ledger=_ledger(spec), progress=advance
+                joint.sparse, dom, spec, noise=charge.noise, progress=advance
             )
         if not_dp:
             counts.privacy["differentially_private"] = False
@@ -356,7 +340,6 @@ def _release_on_domain(
             format=spec.format,
         )
         _write_charged(rel, out, charge)
-    session.committed(charge)
     return rel
 
 

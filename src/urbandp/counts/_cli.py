@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -58,6 +56,7 @@ def release(a: ReleaseArguments) -> None:
         --unit card-day --max-events 4 --epsilon 1 --suppress-below 18 --out rel/
     """
     from urbandp._outputs import dumps_strict
+    from urbandp._progress import progress_bar
     from urbandp._session import Session
     from urbandp.counts._api import dry_run as cost
     from urbandp.counts._api import release_spec
@@ -78,18 +77,9 @@ def release(a: ReleaseArguments) -> None:
         session=session,
         out=a.out,
         overwrite=a.overwrite,
-        progress=_progress_bar,
+        progress=lambda total: progress_bar("adding OpenDP noise", total),
     )
     _print_summary(rel, a.out)
-
-
-@contextlib.contextmanager
-def _progress_bar(total: int) -> Iterator[Callable[[int], None]]:
-    """The progress of the noise draws (:func:`urbandp._progress.progress_bar`)."""
-    from urbandp._progress import progress_bar
-
-    with progress_bar("adding OpenDP noise", total) as advance:
-        yield advance
 
 
 def _print_summary(rel: CountsRelease, out: Path) -> None:
@@ -101,7 +91,6 @@ def _print_summary(rel: CountsRelease, out: Path) -> None:
         typer.echo(f"urbandp: warning: {cli_text(text)}", err=True)
     if rel.domain is None:  # partition selection
         keys: tuple[str, ...] = ("method", "epsilon", "delta", "threshold")
-        summary = {k: privacy.get(k) for k in keys}
     else:
         keys = (
             "method",
@@ -115,10 +104,10 @@ def _print_summary(rel: CountsRelease, out: Path) -> None:
             "noise_scale",
             "total_epsilon",
         )
-        summary = {k: privacy.get(k) for k in keys}
-        card = privacy.get("per_card_window")
-        if isinstance(card, dict):
-            summary["per_card_window_epsilon"] = card.get("epsilon")
+    summary = {k: privacy.get(k) for k in keys}
+    card = privacy.get("per_card_window")
+    if rel.domain is not None and isinstance(card, dict):
+        summary["per_card_window_epsilon"] = card.get("epsilon")
     summary["out"] = str(out)
     typer.echo(dumps_strict(summary, indent=None))
 

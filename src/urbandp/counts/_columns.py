@@ -24,25 +24,18 @@ ColumnsLike = list[str] | tuple[str, ...] | dict[str, str] | None
 """A column mapping: ``ROLE=NAME`` items (the command line's ``--column``), a mapping role -> name, or None."""
 
 
-def roles_of(input_kind: str) -> tuple[str, ...]:
-    """The roles a column can play in an input of ``input_kind`` (``events`` or ``counts``)."""
-    return EVENT_ROLES if input_kind == "events" else COUNT_ROLES
-
-
 def column_map(columns: ColumnsLike, input_kind: str = "counts") -> dict[str, str]:
     """``columns`` as role -> input column name, checked: ``ROLE=NAME`` items, known roles, each role and each
     name at most once. Raises :class:`InvalidParameterError` naming ``column``."""
     if columns is None:
         return {}
-    roles = roles_of(input_kind)
+    roles = EVENT_ROLES if input_kind == "events" else COUNT_ROLES
     pairs: list[tuple[str, str]] = []
     if isinstance(columns, Mapping):
         pairs = [(str(k).strip(), str(v).strip()) for k, v in columns.items()]
     else:
-        if isinstance(columns, str):
-            columns = [columns]
         for item in columns:
-            if not isinstance(item, str) or "=" not in item:
+            if "=" not in item:
                 raise InvalidParameterError(
                     f"column must look like ROLE=NAME (e.g. location=loc), got {item!r}", parameters="column"
                 )

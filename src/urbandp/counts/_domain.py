@@ -166,14 +166,11 @@ class CountDomain:
         return np.array([modes[m] for m, _ in self.places], dtype=np.int64)
 
     def to_json(self) -> dict[str, object]:
-        places: dict[str, list[str]] = {}
-        for m, loc in self.places:
-            places.setdefault(m, []).append(loc)
         return {
             "days": list(self.days),
             "taps": list(self.taps),
             "bin_minutes": self.bin_minutes,
-            "places": places,
+            "places": {m: [loc for mode, loc in self.places if mode == m] for m in self.modes},
         }
 
     @classmethod

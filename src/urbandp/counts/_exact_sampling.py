@@ -51,9 +51,7 @@ def iv_precision(bits: int) -> Iterator[None]:
 
 
 def uniform_words(n: int) -> np.ndarray:
-    """``n`` independent uniform 64-bit words from the OS CSPRNG (:func:`secrets.token_bytes`)."""
-    if n <= 0:
-        return np.zeros(0, dtype=np.uint64)
+    """``n >= 0`` independent uniform 64-bit words from the OS CSPRNG (:func:`secrets.token_bytes`)."""
     return np.frombuffer(secrets.token_bytes(8 * int(n)), dtype=np.uint64).copy()
 
 

@@ -1,14 +1,10 @@
 """The options of one count release, checked together before any data is read (``urbandp counts release``,
-``urbandp.counts.release``).
+``urbandp.counts.release``): each option's type and bounds by its field, the options together by
+``model_post_init``, the delta limit by the shared guard (:func:`urbandp._privacy.guards.check_delta`).
 
-Each option (type, default, bounds or choices, help, flag) is declared once, as a field of the pydantic model
-:class:`CountsReleaseSpec` (:mod:`urbandp._release_options`): the flags of ``urbandp counts release`` and the
-signature of :func:`urbandp.counts._api.release` are built from the fields. Construction checks each option's type
-and bounds; ``model_post_init`` then checks the options together. The spec is also the mechanism's description
-that the release reads (:mod:`urbandp.counts._table_release`, its accounting :meth:`CountsReleaseSpec.plan`, its
-window :mod:`urbandp.counts._window`): one spec, no second description below it. Messages name each option by its Python keyword and list it in the error's
-``parameters``; the command line prints its flag instead. The delta limit is
-the shared guard's (:func:`urbandp._privacy.guards.check_delta`), which names the flag itself.
+The spec is also the mechanism's description that the release reads (:mod:`urbandp.counts._table_release`, its
+accounting :meth:`CountsReleaseSpec.plan`, its window :mod:`urbandp.counts._window`): one spec, no second
+description below it.
 """
 
 from __future__ import annotations
@@ -263,7 +259,6 @@ class CountsReleaseSpec(ReleaseOptions):
 
     def _noise_plan(self, unit: PrivacyUnit, epsilon: float | None, scale: float | None) -> NoisePlan:
         """A table's plan for ``unit``: the ``scale`` given, else the mechanism calibrated to ``epsilon``."""
-        epsilon = None if scale is not None else epsilon
         if self.mechanism == "laplace":
             return laplace_plan(unit, epsilon=epsilon, scale=scale)
         return gaussian_plan(unit, delta=self.delta, epsilon=epsilon, scale=scale)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import urbandp._privacy.dp_prelude as dp
+from urbandp._privacy.bisection import smallest_passing
 from urbandp.counts._units import PrivacyUnit
 from urbandp.errors import InputError
 
@@ -47,14 +48,7 @@ def calibrate_threshold(unit: PrivacyUnit, scale: float, delta: float) -> int:
         hi *= 2
         if hi > 2**40:
             raise InputError("no threshold reaches that delta")
-    lo = unit.linf
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if delta_at(mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_passing(lambda t: delta_at(t) <= delta, unit.linf, hi)
 
 
 def select_partitions(

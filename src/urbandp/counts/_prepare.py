@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import reduce
 from pathlib import Path
 
 import polars as pl
@@ -83,8 +82,7 @@ def _melt_taps(frame: pl.DataFrame, taps: Sequence[str]) -> pl.DataFrame:
 
 def _bin_minutes(bins: pl.Series) -> int:
     """The largest bin width (minutes, dividing 1440) that puts every ``HH:MM`` bin of ``bins`` on a boundary."""
-    minutes = [int(h) * 60 + int(m) for h, m in (b.split(":") for b in bins.to_list())]
-    return reduce(math.gcd, minutes, 1440)
+    return math.gcd(1440, *(int(h) * 60 + int(m) for h, m in (b.split(":") for b in bins.to_list())))
 
 
 def _places(table: pl.DataFrame, places: Path | None) -> tuple[tuple[tuple[str, str], ...], str]:
@@ -115,15 +113,14 @@ def prepare(
     frame = read_table(Path(data))
     header = frame.columns
     mapping = column_map(column, "counts")
+    if taps_as_columns and ("tap" in mapping or "count" in mapping):
+        raise InvalidParameterError(
+            "taps_as_columns makes the tap and count fields: do not map them too",
+            parameters=("taps_as_columns", "column"),
+        )
+    frame = apply_columns(frame, mapping)
     if taps_as_columns:
-        if "tap" in mapping or "count" in mapping:
-            raise InvalidParameterError(
-                "taps_as_columns makes the tap and count fields: do not map them too",
-                parameters=("taps_as_columns", "column"),
-            )
-        frame = _melt_taps(apply_columns(frame, mapping), list(taps_as_columns))
-    else:
-        frame = apply_columns(frame, mapping)
+        frame = _melt_taps(frame, list(taps_as_columns))
     daily = "bin" not in frame.columns
     if daily:
         frame = frame.with_columns(bin=pl.lit(DAILY_BIN))

@@ -56,9 +56,6 @@ class SparseJoint:
         out[self.index] = self.counts
         return out.reshape(self.shape)
 
-    def total(self) -> int:
-        return int(self.counts.sum())
-
 
 @dataclass
 class PublishedCells:

@@ -77,26 +77,13 @@ def _published(
     return idx, joint.ravel()[idx]
 
 
-def _suppress(values: np.ndarray, below: float | None) -> np.ndarray:
-    if below is None:
-        return np.zeros(values.shape, dtype=bool)
-    return values < below
-
-
-def _raw_place_totals(raw: SparseJoint, domain: CountDomain, tap: str | None) -> np.ndarray:
-    _d, n_taps, n_bins, n_places = domain.shape
-    idx, w = raw.index, raw.counts
-    if tap is not None:
-        keep = (idx // (n_bins * n_places)) % n_taps == domain.taps.index(tap)
-        idx, w = idx[keep], w[keep]
-    return np.bincount(idx % n_places, weights=w, minlength=n_places).astype(np.int64)
-
-
 def _charge_top_k(
     raw: SparseJoint, domain: CountDomain, config: CountsReleaseSpec, ledger: PrivacyLedger
 ) -> tuple[list[int], dict[str, object]]:
     assert config.top_k is not None and config.top_k_epsilon is not None  # and the tap checked on the domain
-    totals = _raw_place_totals(raw, domain, config.top_k_tap)
+    by_tap = location_marginal_sparse(raw.index, raw.counts, domain).sum(axis=0)  # raw (tap, place) totals
+    tap = config.top_k_tap
+    totals = (by_tap.sum(axis=0) if tap is None else by_tap[domain.taps.index(tap)]).astype(np.int64)
     res = noisy_top_k(totals, config.top_k, config.top_k_epsilon, config.privacy_unit())
     ledger.charge(
         LedgerEntry(
@@ -147,16 +134,11 @@ def _release_counts(
     config: CountsReleaseSpec,
     *,
     noise: NoiseSource | None = None,
-    ledger: PrivacyLedger | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> CountRelease:
     """Release the raw joint ``raw`` (dense int array of ``domain.shape``, or :class:`SparseJoint`) under ``config``."""
     noise = noise or OpenDPNoise()
-    # An unbounded ledger: PrivacyLedger() alone has budget_delta=0 and would refuse any delta > 0.
-    ledger = ledger or PrivacyLedger(
-        budget_epsilon=None, budget_delta=1.0, conversion_delta=config.conversion_delta()
-    )
-    sparse_raw = raw if isinstance(raw, SparseJoint) else None
+    ledger = PrivacyLedger(conversion_delta=config.conversion_delta())
     if tuple(raw.shape) != domain.shape:
         raise InputError(f"joint table shape {tuple(raw.shape)} does not match the domain {domain.shape}")
     if config.method == "data61-2016":
@@ -166,9 +148,7 @@ def _release_counts(
     assert plan is not None
     sampling = config.resolved_sampling
     marginals = config.resolved_marginals
-    if sparse_raw is None:
-        assert isinstance(raw, np.ndarray)
-        sparse_raw = SparseJoint.from_dense(raw)
+    sparse_raw = raw if isinstance(raw, SparseJoint) else SparseJoint.from_dense(raw)
     ledger.charge(
         table_entry(
             "joint count table", plan, config.privacy_unit(), {"cells": domain.n_cells, "sampling": sampling}
@@ -179,28 +159,19 @@ def _release_counts(
     joint: np.ndarray | None = None
     suppressed: np.ndarray | None = None
     cells: PublishedCells | None = None
-    time: np.ndarray | None = None
-    loc: np.ndarray | None = None
     if sampling == "dense":
         dense = raw if isinstance(raw, np.ndarray) else sparse_raw.to_dense()
-        noisy = add_noise(dense.astype(np.int64), plan.noise_scale, kind, noise, progress=progress).astype(
+        joint = add_noise(dense.astype(np.int64), plan.noise_scale, kind, noise, progress=progress).astype(
             np.float64
         )
         if config.consistent:
-            noisy = consistent_nonnegative(noisy)
+            joint = consistent_nonnegative(joint)
             post.append(
                 "consistent non-negative projection per (day, tap, place) onto its clipped noisy total"
             )
-        noisy = round_to_precision(noisy, config.precision)
-        post.append(
-            f"rounded to {config.precision} decimal places" if config.precision is not None else "no rounding"
-        )
-        if marginals == "noisy-joint":
-            time = time_marginal(noisy, domain)
-            loc = location_marginal(noisy)
-            post.append("marginals = sums of the noisy joint table (before suppression)")
-        suppressed = _suppress(noisy, config.suppress_below)
-        joint = noisy
+        joint = round_to_precision(joint, config.precision)
+        below = config.suppress_below
+        suppressed = np.zeros(joint.shape, dtype=bool) if below is None else joint < below
     else:
         assert config.suppress_below is not None
         cells = sparse_release(
@@ -216,9 +187,14 @@ def _release_counts(
             "cells sampled exactly (Binomial count, uniform positions, values from the noise tail): the same law "
             "as noise on every cell then suppression"
         )
-        post.append(
-            f"rounded to {config.precision} decimal places" if config.precision is not None else "no rounding"
-        )
+    post.append(
+        f"rounded to {config.precision} decimal places" if config.precision is not None else "no rounding"
+    )
+    marginal_plan: NoisePlan | None = None
+    if marginals == "noisy-joint":  # dense sampling only (the spec refuses it with sparse)
+        assert joint is not None
+        time, loc = time_marginal(joint, domain), location_marginal(joint)
+        post.append("marginals = sums of the noisy joint table (before suppression)")
     if config.suppress_below is not None:
         post.append(f"joint cells with noisy value < {config.suppress_below} suppressed (after noise)")
     if marginals == "published-joint":
@@ -229,11 +205,9 @@ def _release_counts(
             "marginals = sums of the PUBLISHED joint cells (suppressed cells count 0): free post-processing, "
             "biased low by the true counts of suppressed cells (see docs/counts.md)"
         )
-    marginal_plan: NoisePlan | None = None
     if marginals == "charged":
         time, loc, marginal_plan = _charged_marginals(sparse_raw, domain, config, noise, ledger)
         post.append("marginals = their own OpenDP noise on the true marginal counts (charged, see ledger)")
-    assert time is not None and loc is not None
     top = None
     topk_info: dict[str, object] | None = None
     if config.top_k is not None:
@@ -254,7 +228,7 @@ def _privacy_document(
 ) -> dict[str, object]:
     """privacy.json of a release over a public domain, from its plan, its ledger and its post-processing: DP
     unless the noise source is not private (:func:`urbandp._privacy.guards.noise_reasons`)."""
-    sampling, marginals, kind = config.resolved_sampling, config.resolved_marginals, plan.mechanism
+    sampling, marginals = config.resolved_sampling, config.resolved_marginals
     not_dp = noise_reasons(noise)
     private_noise = not not_dp
     privacy: dict[str, object] = {
@@ -285,14 +259,31 @@ def _privacy_document(
         "total_delta": ledger.delta_spent,
         "ledger": ledger.to_dict(),
     }
+    top_k_epsilon = None if topk_info is None else float(topk_info["epsilon"])  # type: ignore[arg-type]
+    totals = (ledger.epsilon_spent, ledger.delta_spent)
+    return privacy | public_statements(config, plan, marginal_plan, top_k_epsilon, domain, totals)
+
+
+def public_statements(
+    config: CountsReleaseSpec,
+    plan: NoisePlan,
+    marginal_plan: NoisePlan | None,
+    top_k_epsilon: float | None,
+    domain: CountDomain,
+    totals: tuple[float, float],
+) -> dict[str, object]:
+    """privacy.json's ``suppression`` (with ``suppress_below``) and ``per_card_window`` of a release over
+    ``domain`` whose loss per unit is ``totals``: public quantities only, so a dry run states them as the release
+    will."""
+    stated: dict[str, object] = {}
     if config.suppress_below is not None:
-        privacy["suppression"] = suppression_report(
-            IntegerNoise(kind, plan.noise_scale), config.suppress_below, config.precision, domain.n_cells
+        law = IntegerNoise(plan.mechanism, plan.noise_scale)
+        stated["suppression"] = suppression_report(
+            law, config.suppress_below, config.precision, domain.n_cells
         )
-    privacy["per_card_window"] = per_card_window(
-        config, plan, marginal_plan, topk_info, len(domain.days), (ledger.epsilon_spent, ledger.delta_spent)
-    )
-    return privacy
+    days = len(domain.days)
+    stated["per_card_window"] = per_card_window(config, plan, marginal_plan, top_k_epsilon, days, totals)
+    return stated
 
 
 def suppression_report(

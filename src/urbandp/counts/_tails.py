@@ -37,9 +37,7 @@ MECHANISMS = ("discrete_laplace", "discrete_gaussian")
 def _laplace_tail(scale: float, t: int, prec: int) -> Any:
     with iv_precision(prec + 32):
         a = iv.exp(-1 / iv.mpf(scale))
-        if t >= 1:
-            return a**t / (1 + a)
-        return 1 - a ** (1 - t) / (1 + a)
+        return a**t / (1 + a)
 
 
 @lru_cache(maxsize=256)
@@ -66,11 +64,7 @@ def _gaussian_tail(scale: float, t: int, prec: int) -> Any:
                     return total + iv.mpf([0, rest.b])
 
         positive = sum_from(1)
-        full = 1 + 2 * positive
-        if t >= 1:
-            return (positive if t == 1 else sum_from(t)) / full
-        # t <= 0: P(X >= t) = 1 - P(X >= 1 - t) by symmetry
-        return 1 - sum_from(1 - t) / full
+        return (positive if t == 1 else sum_from(t)) / (1 + 2 * positive)
 
 
 @dataclass(frozen=True)
@@ -87,7 +81,10 @@ class IntegerNoise:
             raise ValueError(f"noise scale must be finite and > 0, got {self.scale}")
 
     def tail(self, t: int, prec: int = 128) -> Any:
-        """``P(X >= t)`` as an ``mpmath.iv`` interval at ``prec`` bits (width about 2^-prec relative)."""
+        """``P(X >= t)`` for ``t >= 1`` (the thresholds that publish few zero cells) as an ``mpmath.iv`` interval
+        at ``prec`` bits (width about 2^-prec relative)."""
+        if t < 1:
+            raise ValueError(f"tail needs t >= 1, got {t}")
         if self.mechanism == "discrete_laplace":
             return _laplace_tail(float(self.scale), int(t), int(prec))
         return _gaussian_tail(float(self.scale), int(t), int(prec))

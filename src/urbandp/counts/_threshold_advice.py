@@ -15,6 +15,7 @@ no budget. ``urbandp counts release --dry-run`` states it before any data is rea
 
 from __future__ import annotations
 
+from urbandp._privacy.bisection import smallest_passing
 from urbandp.counts._tails import IntegerNoise
 from urbandp.errors import Advice
 
@@ -37,13 +38,7 @@ def recommended_threshold(law: IntegerNoise, n_cells: int, at_most: float = AT_M
     lo, hi = 1, 2  # expected(lo) > at_most throughout
     while expected_noise_only(law, hi, n_cells) > at_most:
         lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if expected_noise_only(law, mid, n_cells) > at_most:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return smallest_passing(lambda t: expected_noise_only(law, t, n_cells) <= at_most, lo, hi)
 
 
 def advice(law: IntegerNoise, n_cells: int, at_most: float = AT_MOST) -> dict[str, object]:

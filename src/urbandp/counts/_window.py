@@ -10,34 +10,25 @@ same delta, once for the whole release (its tables compose in rho). The ``event`
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
-from urbandp._privacy.loss import Loss
-from urbandp.counts._accounting import _gaussian_approx, discrete_laplace_measurement
+from urbandp.counts._accounting import discrete_laplace_measurement, release_loss
 
 if TYPE_CHECKING:
     from urbandp.counts._accounting import NoisePlan
     from urbandp.counts._options import CountsReleaseSpec
 
 
-def _card_epsilon_delta(plan: NoisePlan, l1: int, l2_squared: int, days: int) -> tuple[float, float]:
-    """(epsilon, delta) of one measurement for a card present on ``days`` days (OpenDP maps at D x d_in)."""
-    if plan.mechanism == "discrete_laplace":
-        return float(discrete_laplace_measurement(plan.noise_scale).map(days * l1)), 0.0
-    meas, _ = _gaussian_approx(plan.noise_scale, plan.delta, math.sqrt(days * l2_squared))
-    d_in: object = math.sqrt(days * l2_squared)
-    if float(d_in).is_integer():  # type: ignore[arg-type]
-        d_in = int(d_in)  # type: ignore[call-overload]
-    eps, dlt = meas.map(d_in)
-    return float(eps), float(dlt)
+def _card_laplace_epsilon(plan: NoisePlan, l1: int, days: int) -> float:
+    """Epsilon of one discrete Laplace table for a card present on ``days`` days (OpenDP's map at D x d_in)."""
+    return float(discrete_laplace_measurement(plan.noise_scale).map(days * l1))
 
 
 def per_card_window(
     config: CountsReleaseSpec,
     plan: NoisePlan,
     marginal_plan: NoisePlan | None,
-    topk_info: dict[str, object] | None,
+    top_k_epsilon: float | None,
     days: int,
     per_day: tuple[float, float],
 ) -> dict[str, object]:
@@ -53,24 +44,15 @@ def per_card_window(
             "per_card_day_epsilon": None,
         }
     if plan.rho is not None:  # Gaussian: rho adds over days and tables, converted once at the release's delta
-        m_rho = 0.0
-        if marginal_plan is not None and marginal_plan.rho is not None:
-            m_rho = 2 * marginal_plan.rho
-        loss = Loss.zcdp(days * (plan.rho + m_rho))
-        if topk_info is not None:
-            loss = loss + Loss.pure(days * float(topk_info["epsilon"]))  # type: ignore[arg-type]
-        conv_eps, conv_delta, why = loss.approx(plan.delta)
-        if conv_eps is None or conv_delta is None:
+        eps, dlt, why = release_loss(plan, marginal_plan, top_k_epsilon).times(days).approx(plan.delta)
+        if eps is None or dlt is None:
             return {"days": days, "epsilon": None, "epsilon_reason": why, "delta": None}
-        eps, dlt = conv_eps, conv_delta
-    else:
-        eps, dlt = _card_epsilon_delta(plan, unit.l1, unit.l2_squared, days)
+    else:  # Laplace: every table of the release is (the marginals share the joint's mechanism), pure DP
+        eps, dlt = _card_laplace_epsilon(plan, unit.l1, days), 0.0
         if marginal_plan is not None:
-            m_unit = config.marginal_unit()
-            m_eps, m_dlt = _card_epsilon_delta(marginal_plan, m_unit.l1, m_unit.l2_squared, days)
-            eps, dlt = eps + 2 * m_eps, dlt + 2 * m_dlt
-        if topk_info is not None:
-            eps += days * float(topk_info["epsilon"])  # type: ignore[arg-type]
+            eps += 2 * _card_laplace_epsilon(marginal_plan, config.marginal_unit().l1, days)
+        if top_k_epsilon is not None:
+            eps += days * top_k_epsilon
     return {
         "days": days,
         "epsilon": eps,

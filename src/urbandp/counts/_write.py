@@ -1,8 +1,4 @@
-"""Write a :class:`CountRelease` as long tables (CSV or Parquet) plus ``privacy.json``.
-
-:func:`release_tables` (the tables of a release) is what :func:`urbandp.counts.release` uses; :func:`_write_release`
-is internal (it writes whatever release it is given): the public way to write a release is ``CountsRelease.write``.
-"""
+"""A :class:`CountRelease` as long tables (CSV or Parquet): the tables ``CountsRelease.write`` writes."""
 
 from __future__ import annotations
 
@@ -13,8 +9,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from urbandp._outputs import write_json
-from urbandp._privacy.report import write_privacy_json
 from urbandp.counts._domain import CountDomain
 from urbandp.counts._table_release import CountRelease
 
@@ -81,18 +75,6 @@ def release_tables(release: CountRelease, domain: CountDomain) -> dict[str, pl.D
             }
         )
     return tables
-
-
-def _write_release(
-    release: CountRelease, domain: CountDomain, out: Path, fmt: str = "csv"
-) -> dict[str, Path]:
-    """Write the tables, ``privacy.json`` and ``domain.json`` (strict JSON) into the directory ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    written = write_tables(release_tables(release, domain), out, fmt)
-    write_privacy_json(out, release.privacy)
-    write_json(out / "domain.json", domain.to_json())
-    written["privacy"] = out / "privacy.json"
-    return written
 
 
 def write_tables(tables: dict[str, pl.DataFrame], directory: Path, fmt: str) -> dict[str, Path]:

@@ -12,13 +12,12 @@ of a value as well as under replacement; its cost is read from OpenDP's map (eps
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from urbandp.estimators._selection import calibrate_scale, private_quantile, quantile_measurement
+from urbandp.estimators._selection import calibrate_scale, quantile_measurement
 
 
 def paper_median(counts: Sequence[int] | np.ndarray) -> int:
@@ -72,15 +71,11 @@ def choose_m_ub(rule: str | int, counts: Sequence[int] | np.ndarray) -> int:
 # --- DP-chosen clipping bound --------------------------------------------------------------------------------
 
 
-quantile_bound_measurement = quantile_measurement
-"""OpenDP ``make_private_quantile`` over an unknown-size vector (its ``size`` left None): the QUANTILE estimator's
-private quantile (paper section III-E) on a dataset whose size is itself private, DP under add/remove of values."""
-
-
 def quantile_bound_scale(
     candidates: Sequence[float], alpha: float, budget: float, d_in: int, *, gaussian: bool
 ) -> tuple[float, float]:
-    """Smallest scale (from the analytic start, moved up) whose OpenDP map at ``d_in`` is ``<= budget``.
+    """Smallest scale (from the analytic start, moved up) whose OpenDP map at ``d_in`` is ``<= budget``, for the
+    QUANTILE estimator's private quantile (paper section III-E) on a vector of unknown size (DP under add/remove).
 
     Analytic start: OpenDP's score sensitivity is ``max(alpha, 1 - alpha)`` per added or removed value; the
     pure-DP map is ``2 d_in max(alpha, 1 - alpha) / scale`` and the zCDP map ``(d_in max(alpha, 1-alpha) /
@@ -90,10 +85,6 @@ def quantile_bound_scale(
     start = s / math.sqrt(2.0 * budget) if gaussian else 2.0 * s / budget
 
     def at(scale: float) -> float:
-        return float(quantile_bound_measurement(candidates, alpha, scale, gaussian=gaussian).map(int(d_in)))
+        return float(quantile_measurement(candidates, alpha, scale, gaussian=gaussian).map(int(d_in)))
 
     return calibrate_scale(at, budget, start)
-
-
-private_upper_bound = functools.partial(private_quantile, known_size=False)
-"""One draw of the DP ``alpha``-quantile of ``values`` among ``candidates`` on a vector of unknown size."""

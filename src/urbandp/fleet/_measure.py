@@ -534,21 +534,18 @@ def choose_clip_bound(
     OpenDP's map at that distance spends at most ``plan.clip_budget`` (rho under Gaussian noise, where OpenDP's
     zCDP quantile composes with the rest in rho; epsilon under Laplace).
     """
-    from urbandp.estimators._bounds import (
-        private_upper_bound,
-        quantile_bound_measurement,
-        quantile_bound_scale,
-    )
+    from urbandp.estimators._bounds import quantile_bound_scale
+    from urbandp.estimators._selection import private_quantile, quantile_measurement
 
     u = cfg.speed_max
     cands = [u * (i + 1) / CLIP_CANDIDATES for i in range(CLIP_CANDIDATES)]
     d_in = 1 if cfg.neighbouring == "add-remove" else 2
     alpha = cfg.clip_quantile
     scale, cost = quantile_bound_scale(cands, alpha, plan.clip_budget, d_in, gaussian=plan.gaussian)
-    meas = quantile_bound_measurement(cands, alpha, scale, gaussian=plan.gaussian)
+    meas = quantile_measurement(cands, alpha, scale, gaussian=plan.gaussian)
     window = float(meas.map(d_in * plan.days))
     values = clip_statistic(contributions)
-    bound = private_upper_bound(
-        values, cands, alpha, scale, gaussian=plan.gaussian, private=bool(noise.is_private)
+    bound = private_quantile(
+        values, cands, alpha, scale, known_size=False, gaussian=plan.gaussian, private=bool(noise.is_private)
     )
     return ClipChoice(min(bound, u), alpha, scale, cost, window, d_in, len(cands))

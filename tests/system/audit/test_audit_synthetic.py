@@ -17,15 +17,16 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from urbandp._privacy.report import write_privacy_json
 from urbandp._synth.taps import CIRCULAR_QUAY_3, MANLY, generate_taps
 from urbandp.audit._differencing_attack import differencing_attack
 from urbandp.audit._tables import read_published_table
 from urbandp.cli import app
-from urbandp.counts import CountDomain, CountsReleaseSpec, PrivacyUnit
+from urbandp.counts import CountDomain, CountRelease, CountsReleaseSpec, PrivacyUnit
 from urbandp.counts._aggregate import joint_from_events
 from urbandp.counts._marginals import time_marginal
 from urbandp.counts._table_release import _release_counts
-from urbandp.counts._write import _write_release, release_tables
+from urbandp.counts._write import release_tables, write_tables
 
 pytestmark = pytest.mark.system
 RUN = CliRunner()
@@ -56,6 +57,13 @@ class SeededNoiseForSimulation:
     discrete_gaussian = gaussian
 
 
+def _write(rel: CountRelease, domain: CountDomain, out: Path) -> None:
+    """The release's tables and privacy.json in the folder ``out``, where the audit commands read them."""
+    out.mkdir()
+    write_tables(release_tables(rel, domain), out, "csv")
+    write_privacy_json(out, rel.privacy)
+
+
 def cli(*args: str) -> dict[str, object]:
     res = RUN.invoke(app, list(args))
     assert res.exit_code == 0, res.output
@@ -76,7 +84,7 @@ def test_noise_scale_within_ten_percent_from_500_pairs(
     """Seeded discrete-Laplace(3) release; MLE sd ~ 0.034 b for 500 pairs, so 10% is ~3 sd (and seeded)."""
     domain, raw = world
     rel = _release_counts(raw, domain, CountsReleaseSpec(noise_scale=3.0), noise=SeededNoiseForSimulation(1))
-    _write_release(rel, domain, tmp_path / "rel")
+    _write(rel, domain, tmp_path / "rel")
     pairs = tmp_path / "pairs.csv"
     out = cli(
         "audit",
@@ -115,7 +123,7 @@ def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarr
     domain, raw = world
     config = CountsReleaseSpec(noise_scale=3.0, suppress_below=10, sampling="dense")
     rel = _release_counts(raw, domain, config)  # OpenDP noise, as the CLI does
-    _write_release(rel, domain, tmp_path / "rel")
+    _write(rel, domain, tmp_path / "rel")
     joint = str(tmp_path / "rel" / "joint.csv")
     pairs = cli("audit", "pairs", "--table", joint, "--route", ROUTES[0], "--out", str(tmp_path / "p.csv"))
     assert (
@@ -155,7 +163,7 @@ def test_every_attack_against_urbandp_release(world: tuple[CountDomain, np.ndarr
 def test_every_attack_against_data61_release(world: tuple[CountDomain, np.ndarray], tmp_path: Path) -> None:
     domain, raw = world
     rel = _release_counts(raw, domain, CountsReleaseSpec(method="data61-2016", noise_scale=1.4))
-    _write_release(rel, domain, tmp_path / "rel")
+    _write(rel, domain, tmp_path / "rel")
     joint = str(tmp_path / "rel" / "joint.csv")
     zs = cli("audit", "zero-skipping", "--table", joint, "--threshold", "18")
     assert zs["vulnerable"] is True and zs["declared_method"] == "data61-2016"

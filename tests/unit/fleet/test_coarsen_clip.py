@@ -16,11 +16,8 @@ from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.mechanisms import gaussian_rho
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
 from urbandp.errors import InputError
-from urbandp.estimators._bounds import (
-    private_upper_bound,
-    quantile_bound_measurement,
-    quantile_bound_scale,
-)
+from urbandp.estimators._bounds import quantile_bound_scale
+from urbandp.estimators._selection import private_quantile, quantile_measurement
 from urbandp.fleet._hat_release import _release_hats
 from urbandp.fleet._levels import coarse_contributions, covered_keys
 from urbandp.fleet._measure import CLIP_CANDIDATES, clip_statistic, truncate_vehicle_days
@@ -330,7 +327,7 @@ def test_clip_bound_is_charged_from_opendp_map_and_sets_the_sensitivity(neighbou
     total = rho_for_epsilon(e, delta)
     cands = [U * (i + 1) / CLIP_CANDIDATES for i in range(CLIP_CANDIDATES)]
     scale, cost = quantile_bound_scale(cands, 0.9, 0.05 * total, d_in, gaussian=True)
-    meas = quantile_bound_measurement(cands, 0.9, scale, gaussian=True)
+    meas = quantile_measurement(cands, 0.9, scale, gaussian=True)
     assert cost == float(meas.map(d_in)) <= 0.05 * total
     assert p["clip_bound"]["rho_per_day"] == cost
     assert p["clip_bound"]["rho_per_window"] == float(meas.map(d * d_in))
@@ -341,7 +338,7 @@ def test_clip_bound_is_charged_from_opendp_map_and_sets_the_sensitivity(neighbou
     # exact mode: the best candidate for the 0.9-quantile of each vehicle-day's largest HAT mean
     stat = clip_statistic(truncate_vehicle_days(data, 4)[0])
     bound = p["clip_bound"]["bound"]
-    assert bound == private_upper_bound(stat, cands, 0.9, scale, gaussian=True, private=False)
+    assert bound == private_quantile(stat, cands, 0.9, scale, known_size=False, gaussian=True, private=False)
     step = U / CLIP_CANDIDATES  # the exact 0.9-quantile lies within one candidate step below the bound
     assert bound < U and np.mean(stat <= bound) >= 0.895 and np.mean(stat <= bound - step) <= 0.905
     assert p["speed_max"] == U
@@ -379,7 +376,7 @@ def test_clip_bound_under_laplace_is_pure_epsilon_from_the_map() -> None:
     assert (
         p["clip_bound"]["epsilon_per_day"]
         == cost
-        == float(quantile_bound_measurement(cands, 0.9, scale, gaussian=False).map(1))
+        == float(quantile_measurement(cands, 0.9, scale, gaussian=False).map(1))
     )
     assert p["epsilon_per_day"]["clip_bound"] == cost
     assert p["cumulative_epsilon_per_day"] == pytest.approx(sum(p["epsilon_per_day"].values()), rel=1e-12)
@@ -397,12 +394,12 @@ def test_dp_quantile_lands_near_the_true_quantile() -> None:
     rho = 0.05 * rho_for_epsilon(5.0, 1e-6)
     scale, _ = quantile_bound_scale(cands, 0.9, rho, 1, gaussian=True)
     assert scale < 4.5
-    draws = [private_upper_bound(values, cands, 0.9, scale, gaussian=True) for _ in range(20)]
+    draws = [private_quantile(values, cands, 0.9, scale, known_size=False, gaussian=True) for _ in range(20)]
     levels = [float(np.mean(values <= b)) for b in draws]
     assert all(abs(level - 0.9) <= 0.02 for level in levels), levels
     assert len(set(draws)) >= 1 and all(b in cands for b in draws)
     # and it is a real draw: with a much larger scale it wanders
-    wide = [private_upper_bound(values, cands, 0.9, 5_000.0, gaussian=True) for _ in range(20)]
+    wide = [private_quantile(values, cands, 0.9, 5_000.0, known_size=False, gaussian=True) for _ in range(20)]
     assert max(abs(float(np.mean(values <= b)) - 0.9) for b in wide) > 0.05
 
 
