@@ -22,7 +22,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -56,41 +56,12 @@ def check_switch(value: object, parameter: str) -> bool:
     raise _bad(f"{parameter} must be True or False, got {value!r}", parameter)
 
 
-@overload
 def check_number(
-    value: object,
-    parameter: str,
-    *,
-    integer: bool = ...,
-    optional: Literal[False] = False,
-    minimum: float | None = ...,
-    above: float | None = ...,
-) -> float: ...
-@overload
-def check_number(
-    value: object,
-    parameter: str,
-    *,
-    integer: bool = ...,
-    optional: bool,
-    minimum: float | None = ...,
-    above: float | None = ...,
-) -> float | None: ...
-def check_number(
-    value: object,
-    parameter: str,
-    *,
-    integer: bool = False,
-    optional: bool = False,
-    minimum: float | None = None,
-    above: float | None = None,
-) -> float | None:
+    value: object, parameter: str, *, integer: bool = False, minimum: float | None = None
+) -> float:
     """A finite real number (an integer when ``integer``: ``2.0`` is taken, ``2.5`` is not), returned as a float
-    (an ``int`` when ``integer``), ``>= minimum`` and ``> above`` when given; None only when ``optional``. A
-    bool, a string, NaN, infinity and an integer too large for a float are refused: each would be read as some
-    other number."""
-    if value is None and optional:
-        return None
+    (an ``int`` when ``integer``), ``>= minimum`` when given. A bool, a string, None, NaN, infinity and an
+    integer too large for a float are refused: each would be read as some other number."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         kind = "an integer" if integer else "a number"
         raise _bad(f"{parameter} must be {kind}, got {value!r}", parameter)
@@ -99,14 +70,12 @@ def check_number(
     except OverflowError:
         number = math.inf
     bound = "" if minimum is None else f" >= {minimum:g}"
-    bound += "" if above is None else f" > {above:g}"
-    in_range = (minimum is None or number >= minimum) and (above is None or number > above)
-    if not math.isfinite(number) or not in_range:
+    if not math.isfinite(number) or (minimum is not None and number < minimum):
         raise _bad(f"{parameter} must be a finite number{bound}, got {shown(value)}", parameter)
     if integer:
         if not number.is_integer():
             raise _bad(f"{parameter} must be an integer, got {value!r}", parameter)
-        return int(number)
+        return int(value) if isinstance(value, numbers.Integral) else int(number)
     return number
 
 
@@ -190,9 +159,7 @@ def check_table(value: object, parameter: str = "data") -> None:
     """An input: a path, a list of paths, or a table (Polars eager or lazy, pandas, GeoPandas, PyArrow). A column
     alone (a Series) or any other object is refused naming ``parameter`` (:class:`InputDataError`); the
     table's own content is checked where it is read."""
-    if isinstance(value, (str, os.PathLike)):
-        return
-    if isinstance(value, Sequence) and value and all(isinstance(p, (str, os.PathLike)) for p in value):
+    if is_paths(value):
         return
     kind = type(value).__name__
     module = type(value).__module__.split(".")[0]
@@ -207,6 +174,15 @@ def check_table(value: object, parameter: str = "data") -> None:
             f"{parameter} must be paths or a table (Polars, pandas, GeoPandas or PyArrow), got {kind}{hint}",
             parameters=parameter,
         )
+
+
+def is_paths(value: object) -> bool:
+    """Whether ``value`` is a path (``str`` or ``os.PathLike``) or a non-empty sequence of them."""
+    if isinstance(value, (str, os.PathLike)):
+        return True
+    return (
+        isinstance(value, Sequence) and bool(value) and all(isinstance(p, (str, os.PathLike)) for p in value)
+    )
 
 
 def check_keywords(function: Callable[P, R]) -> Callable[P, R]:

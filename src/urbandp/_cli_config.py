@@ -77,17 +77,6 @@ def config_option(table: str) -> Any:
     )
 
 
-def _parse(path: Path, table: str) -> dict[str, Any]:
-    """``[table]`` of the TOML document at ``path``; a missing, unreadable or malformed file, a key outside a
-    table, an unknown table or a file without ``[table]`` is a :class:`ConfigError`."""
-    try:
-        data = read_document(path)
-        check_tables(data, CONFIG_TABLES, path, table)
-        return table_of(data, table, path)
-    except InputDataError as err:  # the library's reader, its message naming the flag
-        raise ConfigError(err.naming(flag_of)) from None
-
-
 def check_value(key: str, value: object, param: TyperOption, ctx: _click.Context, where: str) -> object:
     """``value`` for ``param`` if it has the option's TOML type (:func:`urbandp._config_tables.file_value`, the
     rule of the Python API's ``config=`` too; each item of a list for a repeatable option) and Typer's coercion
@@ -113,8 +102,15 @@ def check_value(key: str, value: object, param: TyperOption, ctx: _click.Context
 
 
 def read_config(path: Path, table: str, ctx: _click.Context) -> dict[str, object]:
-    """The ``default_map`` of the command run in ``ctx`` from ``[table]`` of ``path``: parameter name -> value."""
-    section = _parse(path, table)
+    """The ``default_map`` of the command run in ``ctx`` from ``[table]`` of ``path``: parameter name -> value. A
+    missing, unreadable or malformed file, a key outside a table, an unknown table, a file without ``[table]``,
+    an unknown key or a bad value is a :class:`ConfigError`."""
+    try:
+        data = read_document(path)
+        check_tables(data, CONFIG_TABLES, path, table)
+        section = table_of(data, table, path)
+    except InputDataError as err:  # the library's reader, its message naming the flag
+        raise ConfigError(err.naming(flag_of)) from None
     keys = config_keys(ctx.command)
     where = f"{path} [{table}]"
     found: dict[str, object] = {}

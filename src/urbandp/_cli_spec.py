@@ -21,16 +21,13 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel
 
 from urbandp._cli_support import cli_guard
 from urbandp._release_options import DeclaredOption, declared_options
-
-if TYPE_CHECKING:
-    pass
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -61,9 +58,7 @@ def option_parameters(options: Sequence[DeclaredOption]) -> list[inspect.Paramet
     params = []
     for declared in options:
         default = ... if declared.required else declared.command_line_default
-        flag = declared.flag
-        if declared.negatable:
-            flag = f"{flag}/--no-{flag[2:]}"
+        flag = f"{declared.flag}/--no-{declared.flag[2:]}" if declared.negatable else declared.flag
         params.append(
             inspect.Parameter(
                 declared.name,
@@ -126,9 +121,7 @@ def typed_command(arguments: type[A]) -> Callable[[Callable[[A], R]], Callable[.
             return fn(arguments(**values))
 
         functools.update_wrapper(run, fn, ("__module__", "__name__", "__qualname__", "__doc__"), ())
-        typer_reads: Any = (
-            run  # Typer reads the fields' parameters (inspect.signature stops at __signature__)
-        )
+        typer_reads: Any = run  # Typer reads these parameters (inspect.signature stops at __signature__)
         typer_reads.__signature__ = inspect.Signature(params)
         typer_reads.__annotations__ = {p.name: p.annotation for p in params}
         return run

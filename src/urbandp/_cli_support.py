@@ -76,10 +76,7 @@ def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
 
     ctx = get_current_context(silent=True)
     flags = option_flags(fn) if fn is not None else _command_flags(getattr(ctx, "command", None))
-    command_param: dict[str, str] = {}
-    for name, flag in flags.items():
-        command_param[flag[2:].replace("-", "_")] = name
-        command_param[name] = name
+    command_param = {flag[2:].replace("-", "_"): name for name, flag in flags.items()} | {n: n for n in flags}
     from_file: dict[str, str] = ctx.meta.get(CONFIG_NAMES, {}) if ctx is not None else {}
 
     def name_of(parameter: str) -> str:
@@ -90,7 +87,7 @@ def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
             and ctx.get_parameter_source(name) is ParameterSource.DEFAULT_MAP
         ):
             return from_file[name]
-        return flags.get(name, flag_of(parameter)) if name else flag_of(parameter)
+        return flags[name] if name else flag_of(parameter)
 
     return name_of
 
@@ -98,12 +95,8 @@ def _cli_names(fn: Callable[..., object] | None = None) -> Callable[[str], str]:
 def _command_flags(command: object) -> dict[str, str]:
     """Parameter name -> flag of a Click command's parameters (none without a command): the long one, else (an
     argument) by the one rule."""
-    flags: dict[str, str] = {}
-    for param in getattr(command, "params", ()):
-        long = [d for d in param.opts if d.startswith("--")]
-        if param.name:
-            flags[param.name] = long[0] if long else flag_of(param.name)
-    return flags
+    params = [p for p in getattr(command, "params", ()) if p.name]
+    return {p.name: next((d for d in p.opts if d.startswith("--")), flag_of(p.name)) for p in params}
 
 
 def cli_text(text: object) -> str:

@@ -231,8 +231,7 @@ def takes_config(
             from_file = {
                 name: f"{key} in {file} [{table}]" for name, (key, _) in read.items() if name not in kwargs
             }
-            merged: dict[str, Any] = {name: value for name, (_, value) in read.items()}
-            merged.update(kwargs)
+            merged: dict[str, Any] = {name: value for name, (_, value) in read.items()} | kwargs
             _check_required(fn.__name__, required, merged, f"{path} [{table}]")
             try:
                 return fn(*args, **merged)

@@ -21,23 +21,18 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from urbandp._arguments import is_paths
 from urbandp._records import timezones
 from urbandp.errors import InputDataError
 
 TableLike = Any
 """A path, a list of paths, or a table object (Polars, pandas, GeoPandas, PyArrow)."""
-
-
-def _is_paths(data: object) -> bool:
-    if isinstance(data, (str, os.PathLike)):
-        return True
-    return isinstance(data, Sequence) and bool(data) and all(isinstance(p, (str, os.PathLike)) for p in data)
 
 
 def _points_to_columns(frame: Any) -> Any:
@@ -83,7 +78,7 @@ def to_polars(data: TableLike, parameter: str = "data") -> pl.DataFrame:
 def input_paths(data: TableLike, parameter: str = "data") -> Iterator[list[Path]]:
     """The input files of ``data``: its paths as given, or one temporary Parquet file holding the table
     (:func:`table_file`)."""
-    if _is_paths(data):
+    if is_paths(data):
         items = [data] if isinstance(data, (str, os.PathLike)) else list(data)
         yield [Path(p) for p in items]
         return

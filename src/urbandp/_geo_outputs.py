@@ -44,12 +44,9 @@ def h3_polygons(cells: Sequence[str] | pl.Series) -> np.ndarray:
     import h3
     import shapely
 
-    ids = pl.Series(cells, dtype=pl.String)
-    distinct = ids.unique(maintain_order=True).to_list()
+    distinct, position = np.unique(pl.Series(cells, dtype=pl.String).to_numpy(), return_inverse=True)
     rings = [[(lng, lat) for lat, lng in h3.cell_to_boundary(cell)] for cell in distinct]
-    shapes = _ccw(np.array([shapely.Polygon(ring) for ring in rings], dtype=object))
-    position = {cell: i for i, cell in enumerate(distinct)}
-    return shapes[np.fromiter((position[c] for c in ids.to_list()), dtype=np.int64, count=len(ids))]
+    return _ccw(np.array([shapely.Polygon(ring) for ring in rings], dtype=object))[position]
 
 
 def _ccw(polygons: np.ndarray) -> np.ndarray:
@@ -119,10 +116,9 @@ def write_geojson(frame: pl.DataFrame, polygons: np.ndarray, path: Path) -> Path
         f'{{"type":"Feature","properties":{props},"geometry":{geometry}}}'
         for props, geometry in zip(properties, geometries, strict=True)
     )
-    with path.open("w", encoding="utf-8") as f:
-        f.write('{"type":"FeatureCollection","features":[\n')
-        f.write(",\n".join(features))
-        f.write("\n]}\n")
+    path.write_text(
+        '{"type":"FeatureCollection","features":[\n' + ",\n".join(features) + "\n]}\n", encoding="utf-8"
+    )
     return path
 
 
@@ -132,16 +128,6 @@ def write_geo_pair(frame: pl.DataFrame, polygons: np.ndarray, folder: Path, stem
         write_geoparquet(frame, polygons, folder / f"{stem}.parquet"),
         write_geojson(frame, polygons, folder / f"{stem}.geojson"),
     )
-
-
-def write_h3_geojson(frame: pl.DataFrame, path: Path) -> Path:
-    """:func:`write_geojson` of a table whose rows are H3 cells (its ``h3_cell`` column: the cell id as hex text)."""
-    return write_geojson(frame, h3_polygons(frame["h3_cell"]), path)
-
-
-def write_h3_table(frame: pl.DataFrame, folder: Path, stem: str) -> tuple[Path, Path]:
-    """:func:`write_geo_pair` of a table whose rows are H3 cells (its ``h3_cell`` column: the cell id as hex text)."""
-    return write_geo_pair(frame, h3_polygons(frame["h3_cell"]), folder, stem)
 
 
 def _check_rows(frame: pl.DataFrame, polygons: np.ndarray) -> None:

@@ -121,11 +121,7 @@ def _check_parents(out: Path, option: str) -> None:
 
 def _entries(folder: Path) -> list[str]:
     """Every file and folder below ``folder``, as sorted relative POSIX paths (links are not followed)."""
-    found: list[str] = []
-    for root, dirs, files in os.walk(folder):
-        base = Path(root).relative_to(folder)
-        found.extend((base / name).as_posix() for name in dirs + files)
-    return sorted(found)
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
 
 
 def _write_manifest(folder: Path, kind: str, entries: Iterable[str]) -> None:
@@ -138,9 +134,7 @@ def _read_manifest(folder: Path) -> set[str] | None:
     """The entries ``folder``'s marker says urbandp wrote; None when it carries no readable urbandp marker."""
     try:
         manifest = json.loads((folder / MARKER).read_text())
-        if manifest.get("written_by") != "urbandp":
-            return None
-        return set(manifest["entries"])
+        return set(manifest["entries"]) if manifest.get("written_by") == "urbandp" else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -148,14 +142,6 @@ def _read_manifest(folder: Path) -> set[str] | None:
 def write_marker(folder: Path, kind: str) -> None:
     """Write :data:`MARKER` into ``folder``: urbandp wrote it, and these are its entries (the manifest)."""
     _write_manifest(folder, kind, (e for e in _entries(folder) if e != MARKER))
-
-
-def _foreign_entries(folder: Path) -> list[str] | None:
-    """Entries of ``folder`` that urbandp did not write; None when it carries no readable marker."""
-    listed = _read_manifest(folder)
-    if listed is None:
-        return None
-    return [e for e in _entries(folder) if e not in listed | {MARKER}]
 
 
 def check_replaceable_dir(
@@ -177,13 +163,14 @@ def check_replaceable_dir(
         raise _refusal(option, f"{what} is an existing file, not a folder urbandp wrote; give a new path")
     if not any(folder.iterdir()):
         return
-    foreign = _foreign_entries(folder)
-    if foreign is None:
+    listed = _read_manifest(folder)
+    if listed is None:
         raise _refusal(
             option,
             f"{what} is an existing folder that urbandp did not write (no {MARKER}); nothing was changed: give a "
             "new folder name (or empty this one yourself)",
         )
+    foreign = [e for e in _entries(folder) if e not in listed | {MARKER}]  # entries urbandp did not write
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise _refusal(

@@ -52,10 +52,8 @@ Advance = Callable[..., None]
 
 @contextlib.contextmanager
 def progress_bar(description: str, total: int | None = None) -> Iterator[Advance]:
-    """One job's progress (:func:`progress_display`): ``total`` units (``None``: a spinner naming the stage).
-
-    Yields ``advance(n=1, description=None)``.
-    """
+    """One job's progress (:func:`progress_display`): ``total`` units (``None``: a spinner naming the stage), told
+    through the :data:`Advance` it yields."""
     with progress_display(counted=total is not None) as display:
         task = display.add_task(description, total=total)
 

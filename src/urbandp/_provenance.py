@@ -63,9 +63,7 @@ def canonical(value: object) -> object:
         return value
     if isinstance(value, float):
         return int(value) if value.is_integer() else value
-    if isinstance(
-        value, Path
-    ):  # a public file (a domain, a category list): the same file anywhere hashes alike
+    if isinstance(value, Path):  # a public file (a domain, a category list) hashes alike anywhere
         return "sha256:" + hashlib.sha256(value.read_bytes()).hexdigest()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return canonical(dataclasses.asdict(value))
@@ -77,14 +75,11 @@ def canonical(value: object) -> object:
 
 
 def spec_fields(spec: object, *, leave_out: Collection[str] = ()) -> dict[str, object]:
-    """The fields of ``spec`` (a release's options model, or a frozen dataclass) by name, less ``leave_out``."""
-    model_fields = getattr(type(spec), "model_fields", None)
-    if model_fields is not None:
-        names = list(model_fields)
-    else:
-        assert dataclasses.is_dataclass(spec) and not isinstance(spec, type)
-        names = [f.name for f in dataclasses.fields(spec)]
-    return {name: getattr(spec, name) for name in names if name not in leave_out}
+    """The fields of ``spec`` (a release's options model) by name, less ``leave_out``."""
+    from pydantic import BaseModel
+
+    assert isinstance(spec, BaseModel)
+    return {name: getattr(spec, name) for name in type(spec).model_fields if name not in leave_out}
 
 
 def spec_sha256(release: str, fields: Mapping[str, object]) -> str:

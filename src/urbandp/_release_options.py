@@ -28,8 +28,6 @@ import dataclasses
 import datetime as dt
 import functools
 import inspect
-import math
-import numbers
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -38,7 +36,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
-from urbandp._arguments import did_you_mean, runtime_types, shown
+from urbandp._arguments import check_keywords, check_number, check_switch, did_you_mean, runtime_types, shown
 from urbandp.errors import InvalidParameterError, flag_of
 
 
@@ -109,28 +107,15 @@ def option(
     return field
 
 
-class _Shown:
-    """A default as a help text says it (:func:`option`'s ``{default}``)."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __getitem__(self, index: int) -> Any:
-        return self.value[index]
-
-    def __format__(self, spec: str) -> str:
-        if spec:
-            return format(self.value, spec)
-        if isinstance(self.value, float):
-            return f"{self.value:g}"
-        if isinstance(self.value, tuple):
-            return ",".join(map(str, self.value))
-        return str(self.value)
-
-
 def _help(description: str | None, default: Any) -> str:
+    """The field's help with its default said where it writes ``{default}`` (:func:`option`)."""
     text = description or ""
-    return text.format(default=_Shown(default)) if "{default" in text else text
+    if "{default" not in text:
+        return text
+    shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+    return text.replace("{default}", f"{shown:g}" if isinstance(shown, float) else str(shown)).format(
+        default=default
+    )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -203,34 +188,18 @@ class DeclaredOption(CommandLine):
             if type(None) in self.kinds or self.rule() is None:
                 return value
             raise self.refusal(value)
-        if self.switch and not self.number:
-            if type(value).__name__ == "bool_" and hasattr(value, "item"):  # numpy's bool
-                value = value.item()
-            if not isinstance(value, bool):
-                raise self.refusal(value)
-            return value
-        if self.number and not (isinstance(value, str) and str in self.kinds):  # m_ub: a word or an integer
-            return self._number(value)
+        try:
+            if self.switch and not self.number:
+                return check_switch(value, self.name)
+            if self.number and not (isinstance(value, str) and str in self.kinds):  # m_ub: word or integer
+                return check_number(value, self.name, integer=self.integer)
+        except InvalidParameterError:
+            raise self.refusal(value) from None
         if self.choices is not None and value not in self.choices:
             raise self.refusal(value)
         if isinstance(value, (dt.date, dt.time)) and str in self.kinds and dt.date not in self.kinds:
             return value.isoformat()
         return value
-
-    def _number(self, value: object) -> int | float:
-        if not isinstance(value, numbers.Real) or isinstance(value, bool):  # True is a switch, not 1
-            raise self.refusal(value)
-        try:
-            number: float = float(value)
-        except OverflowError:  # an int beyond float's range: no amount, count or bound is that large
-            raise self.refusal(value) from None
-        if isinstance(value, numbers.Integral):
-            return int(value) if self.integer else number
-        if self.integer and number.is_integer():
-            return int(number)
-        if self.integer or not math.isfinite(number):
-            raise self.refusal(value)
-        return number
 
 
 class ReleaseOptions(BaseModel):
@@ -247,23 +216,20 @@ class ReleaseOptions(BaseModel):
         try:
             super().__init__(**kept)
         except ValidationError as err:
-            raise _refusal(type(self), err, values) from None  # the value as the caller gave it
-
-
-def _refusal(
-    model: type[ReleaseOptions], err: ValidationError, values: dict[str, Any]
-) -> InvalidParameterError:
-    first = err.errors()[0]
-    name = str(first["loc"][0]) if first["loc"] else ""
-    declared = {o.name: o for o in declared_options(model)}
-    if first["type"] == "extra_forbidden":
-        hint = did_you_mean(name, list(model.model_fields), "{}")
-        return InvalidParameterError(f"{name} is not an option{hint}", parameters=name)
-    if first["type"] == "missing":
-        return InvalidParameterError(f"{name} is required: give it", parameters=name)
-    if name in declared:
-        return declared[name].refusal(values.get(name, first["input"]))
-    return InvalidParameterError(f"{name}: {first['msg'].lower()}, got {first['input']!r}", parameters=name)
+            first = err.errors()[0]
+            name = str(first["loc"][0]) if first["loc"] else ""
+            if first["type"] == "extra_forbidden":
+                hint = did_you_mean(name, list(type(self).model_fields), "{}")
+                refusal = InvalidParameterError(f"{name} is not an option{hint}", parameters=name)
+            elif first["type"] == "missing":
+                refusal = InvalidParameterError(f"{name} is required: give it", parameters=name)
+            elif name in declared:
+                refusal = declared[name].refusal(values.get(name, first["input"]))  # the value as given
+            else:
+                refusal = InvalidParameterError(
+                    f"{name}: {first['msg'].lower()}, got {first['input']!r}", parameters=name
+                )
+            raise refusal from None
 
 
 @functools.cache
@@ -271,21 +237,16 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
     """The options of ``model``, in field order; fields that are not options are left out."""
     found = []
     for name, field in model.model_fields.items():
-        extra = [m for m in field.metadata if isinstance(m, CommandLine)]
-        if not extra:
+        info = next((m for m in field.metadata if isinstance(m, CommandLine)), None)
+        if info is None:
             continue
-        info = extra[0]
         limits = tuple(
-            (sign, getattr(m, attr))
-            for kind, attr, sign in _LIMITS
-            for m in field.metadata
-            if isinstance(m, kind)
+            (sign, getattr(m, a)) for kind, a, sign in _LIMITS for m in field.metadata if isinstance(m, kind)
         )
-        flag = info.flag or flag_of(name)
         cli_type = info.cli_type if info.cli_type is not None else field.annotation
         found.append(
             DeclaredOption(
-                **{**vars(info), "flag": flag, "cli_type": cli_type},
+                **{**vars(info), "flag": info.flag or flag_of(name), "cli_type": cli_type},
                 name=name,
                 type=field.annotation,
                 default=field.default,
@@ -305,11 +266,9 @@ def takes_options(model: type[ReleaseOptions], only: Sequence[str] | None = None
     :func:`urbandp._config_tables.takes_config` read (a required option of a function that takes ``config``
     defaults to :data:`urbandp._config_tables.REQUIRED`: given by keyword or from a config file). A keyword that
     is neither the function's own nor an option is refused in one line naming it."""
-    from urbandp._arguments import unknown_keywords
     from urbandp._config_tables import REQUIRED
 
     declared = tuple(o for o in declared_options(model) if only is None or o.name in only)
-    names = {o.name for o in declared}
 
     def decorate(fn: F) -> F:
         own = inspect.signature(fn).parameters
@@ -317,18 +276,14 @@ def takes_options(model: type[ReleaseOptions], only: Sequence[str] | None = None
             raise TypeError(f"{fn.__name__} must take **options")
         missing = REQUIRED if "config" in own else inspect.Parameter.empty  # without a file: a plain keyword
         options = [(o.name, missing if o.required else o.default, o.type) for o in declared]
-        known = names | set(own)
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
-            unknown = sorted(set(kwargs) - known)
-            if unknown:
-                raise unknown_keywords(fn.__name__, unknown, sorted(known))
             _check_run_keywords(kwargs)
             return fn(*args, **kwargs)
 
         call.__signature__ = with_keywords(fn, options)  # type: ignore[attr-defined]
-        return typing.cast(F, call)
+        return typing.cast(F, check_keywords(call))  # refuses a keyword the spelled-out signature lacks
 
     return decorate
 
@@ -351,7 +306,6 @@ def with_keywords(fn: Callable[..., Any], options: Sequence[tuple[str, Any, Any]
 def _check_run_keywords(kwargs: dict[str, Any]) -> None:
     """The keywords every release function shares beside its options, checked before anything is read:
     ``overwrite`` a switch (``"no"`` is not False), ``session`` a :class:`urbandp.Session`."""
-    from urbandp._arguments import check_switch
     from urbandp._session import check_session
 
     if "overwrite" in kwargs:

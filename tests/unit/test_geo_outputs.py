@@ -16,9 +16,9 @@ import shapely
 from urbandp._geo_outputs import (
     GEOPARQUET_VERSION,
     h3_polygons,
+    write_geo_pair,
     write_geojson,
     write_geoparquet,
-    write_h3_table,
 )
 from urbandp._geodesy import WGS84
 from urbandp.sensing._grid import SquareGrid
@@ -122,7 +122,7 @@ def test_geoparquet_opens_in_gdal_where_gdal_has_its_parquet_driver(tmp_path: Pa
     if "Parquet" not in pyogrio.list_drivers():
         pytest.skip(f"this GDAL ({pyogrio.__gdal_version_string__}) was built without Arrow/Parquet")
     frame = _table()
-    paths = write_h3_table(frame, tmp_path, "t")
+    paths = write_geo_pair(frame, h3_polygons(frame["h3_cell"]), tmp_path, "t")
     info = pyogrio.read_info(paths[0])
     assert info["crs"] == "EPSG:4326" and info["geometry_type"] == "Polygon"
     assert info["features"] == frame.height

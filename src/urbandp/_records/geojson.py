@@ -49,25 +49,20 @@ def _geometries(value: object, what: str) -> Iterator[dict[str, Any]]:
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise InputDataError(f"{what}: not a GeoJSON object (no type member)")
     kind = value["type"]
-    if kind == "FeatureCollection":
-        features = value.get("features")
-        if not isinstance(features, list):
-            raise InputDataError(f"{what}: FeatureCollection without a features array")
-        for feature in features:
-            if not isinstance(feature, dict) or feature.get("type") != "Feature":
+    if kind in ("FeatureCollection", "GeometryCollection"):
+        key = "features" if kind == "FeatureCollection" else "geometries"
+        members = value.get(key)
+        if not isinstance(members, list):
+            raise InputDataError(f"{what}: {kind} without a {key} array")
+        for member in members:
+            if key == "features" and (not isinstance(member, dict) or member.get("type") != "Feature"):
                 raise InputDataError(f"{what}: a member of features is not a Feature")
-            yield from _geometries(feature, what)
+            yield from _geometries(member, what)
     elif kind == "Feature":
         if "geometry" not in value:
             raise InputDataError(f"{what}: a Feature without a geometry member")
         if value["geometry"] is not None:
             yield from _geometries(value["geometry"], what)
-    elif kind == "GeometryCollection":
-        members = value.get("geometries")
-        if not isinstance(members, list):
-            raise InputDataError(f"{what}: GeometryCollection without a geometries array")
-        for member in members:
-            yield from _geometries(member, what)
     else:
         yield value
 

@@ -56,36 +56,32 @@ def crs_name(crs: object) -> str:
     return "an unnamed CRS"
 
 
-def is_wgs84(crs: object) -> bool:
-    """Whether a GeoParquet ``crs`` is WGS 84 longitude/latitude: by its identifier (:data:`WGS84_IDS`), else,
-    for a PROJJSON without one, by pyproj (``CRS.equals`` OGC:CRS84, the axis order aside: GeoParquet's WKB is
-    lon/lat whatever the CRS's own axis order)."""
-    authority, _, code = crs_name(crs).upper().partition(":")
-    if (authority, code) in WGS84_IDS:
-        return True
-    if not isinstance(crs, dict) or "type" not in crs:
-        return False
-    from pyproj import CRS
-    from pyproj.exceptions import CRSError
-
-    try:
-        return bool(CRS.from_json_dict(crs).equals(CRS("OGC:CRS84"), ignore_axis_order=True))
-    except (CRSError, TypeError, ValueError):
-        return False
-
-
 def check_wgs84(crs: object, path: Path, column: str) -> None:
-    """Refuse a geometry column whose CRS is not WGS 84 longitude/latitude (one line naming the CRS)."""
+    """Refuse a geometry column whose CRS is not WGS 84 longitude/latitude (one line naming the CRS). WGS 84 is
+    known by its identifier (:data:`WGS84_IDS`), else, for a PROJJSON without one, by pyproj (``CRS.equals``
+    OGC:CRS84, the axis order aside: GeoParquet's WKB is lon/lat whatever the CRS's own axis order)."""
     name = crs_name(crs)
-    if not is_wgs84(crs):
-        raise InputError(
-            f"cannot read {path}: its geometry column '{column}' is in {name}; urbandp reads WGS 84 "
-            "longitude/latitude only (OGC:CRS84 or EPSG:4326): reproject it first (e.g. ogr2ogr -t_srs EPSG:4326)"
-        )
+    authority, _, code = name.upper().partition(":")
+    if (authority, code) in WGS84_IDS:
+        return
+    if isinstance(crs, dict) and "type" in crs:
+        from pyproj import CRS
+        from pyproj.exceptions import CRSError
+
+        try:
+            if CRS.from_json_dict(crs).equals(CRS("OGC:CRS84"), ignore_axis_order=True):
+                return
+        except (CRSError, TypeError, ValueError):
+            pass
+    raise InputError(
+        f"cannot read {path}: its geometry column '{column}' is in {name}; urbandp reads WGS 84 "
+        "longitude/latitude only (OGC:CRS84 or EPSG:4326): reproject it first (e.g. ogr2ogr -t_srs EPSG:4326)"
+    )
 
 
 def points(wkb: pl.Series, path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """(latitude, longitude) of WKB points; null geometries give NaN (quarantined as missing coordinates)."""
+    """(latitude, longitude) of WKB points; null geometries and empty points give NaN (quarantined as missing
+    coordinates)."""
     import shapely
 
     values = wkb.to_numpy()
@@ -97,13 +93,11 @@ def points(wkb: pl.Series, path: Path, column: str) -> tuple[np.ndarray, np.ndar
     kinds = shapely.get_type_id(geoms[present])
     if kinds.size and not np.all(kinds == shapely.GeometryType.POINT):
         raise InputError(f"cannot read {path}: column '{column}' holds geometries that are not points")
+    placed = present & ~shapely.is_empty(geoms)  # an empty point has no x or y (GEOS refuses to read them)
     lon = np.full(values.shape, np.nan)
     lat = np.full(values.shape, np.nan)
-    lon[present] = shapely.get_x(geoms[present])
-    lat[present] = shapely.get_y(geoms[present])
-    empty = present & shapely.is_empty(geoms)
-    lon[empty] = np.nan
-    lat[empty] = np.nan
+    lon[placed] = shapely.get_x(geoms[placed])
+    lat[placed] = shapely.get_y(geoms[placed])
     return lat, lon
 
 

@@ -119,14 +119,10 @@ def read_gtfs_realtime(path: Path) -> pl.DataFrame:
     Columns: ``vehicle``, ``timestamp`` (UTC), ``latitude``, ``longitude``, ``speed`` (km/h), ``__line`` (the
     record's number after de-duplication, in reading order) and ``__record_ok`` (false for a corrupt snapshot).
     """
-    rows: list[_Row] = []
-    n_snapshots = 0
-    for name, data in snapshots(path):
-        n_snapshots += 1
-        rows += _snapshot_rows(name, data)
-    if n_snapshots == 0:
+    parsed = [_snapshot_rows(name, data) for name, data in snapshots(path)]
+    if not parsed:
         raise InputError(f"cannot read {path}: no GTFS-realtime snapshot (.pb file) in it")
-    raw = pl.DataFrame(rows, schema=_RAW, orient="row")
+    raw = pl.DataFrame([row for rows in parsed for row in rows], schema=_RAW, orient="row")
     keyed = pl.col("__record_ok") & pl.col("vehicle").is_not_null() & pl.col("seconds").is_not_null()
     return raw.filter(~keyed | pl.struct("vehicle", "seconds").is_first_distinct()).select(
         "vehicle",

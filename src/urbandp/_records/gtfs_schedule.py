@@ -174,13 +174,9 @@ class _Table:
                 f"{what}: {name} lacks column(s) {', '.join(missing)} (has {', '.join(table.columns)})"
             )
         cols = [*required, *(c for c in optional if c in table.columns)]
-        out = table.select(
-            pl.when(pl.col(c).str.strip_chars() == "")
-            .then(None)
-            .otherwise(pl.col(c).str.strip_chars())
-            .alias(c)
-            for c in cols
-        ).with_row_index("line", offset=2)
+        out = table.select(pl.col(c).str.strip_chars().replace("", None) for c in cols).with_row_index(
+            "line", offset=2
+        )
         out = out.with_columns(
             pl.lit(None, dtype=pl.String).alias(c) for c in optional if c not in out.columns
         )
@@ -209,10 +205,9 @@ class _Table:
             parts = pl.col(column).str.split_exact(":", 2)
             h, m, s = (parts.struct.field(f"field_{i}").cast(pl.Int64, strict=False) for i in range(3))
             ok = (h >= 0) & m.is_between(0, 59) & s.is_between(0, 59) & (pl.col(column).str.len_bytes() <= 9)
-            frame = frame.with_columns(pl.when(ok).then(h * 3600 + m * 60 + s).alias("_seconds"))
-            parsed = pl.col(column).is_null() | pl.col("_seconds").is_not_null()
-            dataclasses.replace(self, frame=frame).check(parsed, column, "a time H:MM:SS")
-            frame = frame.with_columns(pl.col("_seconds").alias(column)).drop("_seconds")
+            seconds = pl.when(ok).then(h * 3600 + m * 60 + s)
+            self.check(pl.col(column).is_null() | seconds.is_not_null(), column, "a time H:MM:SS")
+            frame = frame.with_columns(seconds.alias(column))
         return dataclasses.replace(self, frame=frame)
 
 

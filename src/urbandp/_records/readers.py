@@ -64,11 +64,8 @@ def input_kind(path: Path) -> str | None:
 
 def skipped_inputs(paths: list[Path]) -> list[Path]:
     """The files inside directories named in ``paths`` that are not read (not a supported format), sorted."""
-    skipped: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            skipped.extend(sorted(f for f in p.iterdir() if f.is_file() and _folder_kind(f) is None))
-    return skipped
+    folders = [p for p in map(Path, paths) if p.is_dir()]
+    return [f for p in folders for f in sorted(p.iterdir()) if f.is_file() and _folder_kind(f) is None]
 
 
 def _folder_kind(f: Path) -> str | None:
@@ -174,13 +171,10 @@ def timestamp_samples(files: list[Path], column: str, n: int = 200) -> dict[str,
             continue  # a GTFS-realtime input's timestamps are typed (UTC) instants
         path = readable_path(given)
         try:
-            if kind == "csv":
-                lf = pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
-            elif kind == "parquet":
-                lf = _scan_parquet(path, points=False)
-            else:  # JSON Lines: a Polars scan would infer its schema from the whole file
+            if kind == "jsonl":  # a Polars scan would infer its schema from the whole file
                 out[given.name] = _json_lines_head(path, column, n)
                 continue
+            lf = _scan_csv(path) if kind == "csv" else _scan_parquet(path, points=False)
             out[given.name] = lf.select(pl.col(column)).head(n).collect().to_series()
         except Exception:  # a sample is only for the report; validation reports every row
             continue
@@ -257,9 +251,7 @@ def _json_reading_schema(
         raise InputError(f"cannot read {path}: no JSON object in its first records")
     names = names or list(dict.fromkeys(k for rec in sample for k in rec))
     m = ColumnMapping.resolve(names, columns)
-    schema: dict[str, DType] = {}
-    for name in (m.vehicle, m.timestamp):
-        schema[name] = pl.String
+    schema: dict[str, DType] = dict.fromkeys((m.vehicle, m.timestamp), pl.String)
     for optional in (m.coordinates, m.latitude, m.longitude, m.speed):
         if optional is not None and optional not in schema:
             values = [rec.get(optional) for rec in sample]
@@ -272,15 +264,18 @@ def _json_reading_schema(
     return schema
 
 
+def _object(line: bytes) -> dict[str, object] | None:
+    """``line`` parsed as a JSON object; None for a line that does not parse or holds another JSON value."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def _objects(lines: Iterable[bytes]) -> Iterator[dict[str, object]]:
     """The JSON objects among ``lines``, in order (lines that do not parse, and other JSON values, skipped)."""
-    for line in lines:
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            yield obj
+    return (obj for line in lines if (obj := _object(line)) is not None)
 
 
 def _sample_records(lines: list[bytes]) -> list[dict[str, object]]:
@@ -301,25 +296,24 @@ def _bulk(data: bytes, schema: dict[str, DType]) -> pl.DataFrame | None:
     that is not an object (``"unknown"``) decodes to null; if decoding fails (a coordinate that is not a number),
     the block is parsed again with the nested schema, where such a value is null for its record only.
     """
+
+    def parse(reading: dict[str, DType]) -> pl.DataFrame | None:
+        try:
+            return pl.read_ndjson(io.BytesIO(data), schema=reading, ignore_errors=True)
+        except pl.exceptions.PolarsError:
+            return None
+
     nested = {k: v for k, v in schema.items() if isinstance(v, pl.Struct)}
-    try:
-        if not nested:
-            return pl.read_ndjson(io.BytesIO(data), schema=schema, ignore_errors=True)
-        as_text = {k: pl.String if k in nested else v for k, v in schema.items()}
-        frame = pl.read_ndjson(io.BytesIO(data), schema=as_text, ignore_errors=True)
-    except pl.exceptions.PolarsError:
-        return None
+    frame = parse({k: pl.String if k in nested else v for k, v in schema.items()})
+    if not nested or frame is None:
+        return frame
     try:
         return frame.with_columns(
             pl.when(pl.col(k).str.starts_with("{")).then(pl.col(k)).str.json_decode(dtype).alias(k)
             for k, dtype in nested.items()
         )
     except pl.exceptions.PolarsError:
-        pass
-    try:
-        return pl.read_ndjson(io.BytesIO(data), schema=schema, ignore_errors=True)
-    except pl.exceptions.PolarsError:
-        return None
+        return parse(schema)
 
 
 def _trusted(frame: pl.DataFrame | None, n_lines: int) -> bool:
@@ -339,11 +333,7 @@ def _parse_line_by_line(lines: list[bytes], first_line: int, schema: dict[str, D
     for number, line in enumerate(lines, start=first_line):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
+        if _object(line) is not None:
             good.append(line)
             good_at.append(number)
         else:
@@ -428,7 +418,11 @@ def _check_utf8(mm: mmap.mmap, path: Path, chunk: int = 8 << 20) -> None:
         try:
             decoder.decode(mm[at : at + chunk], final=at + chunk >= size)
         except UnicodeDecodeError as err:
-            raise _not_utf8(path, mm[: at + max(err.start, 0)].count(b"\n") + 1) from None
+            line = mm[: at + max(err.start, 0)].count(b"\n") + 1
+            raise InputError(
+                f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
+                "latin1 -t utf-8 in.jsonl > out.jsonl)"
+            ) from None
 
 
 def _line_layout(mm: mmap.mmap, chunk: int = 8 << 20) -> tuple[int, bool, bool]:
@@ -542,16 +536,15 @@ def read_json_lines(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     (:func:`_parse_block`); a value of the wrong type (``"location": "unknown"``) is null in that record only; a
     UTF-8 BOM is skipped. docs/records.md describes the paths.
     """
-    if path.stat().st_size == 0:
-        raise InputError(f"cannot read {path}: the file is empty")
     sample = _sample_records(_head_lines(path))
-    if not sample:  # no whole object in the first megabyte (or only blank lines): sample the first block
+    if not sample:  # no whole object in the first megabyte (blank lines, or none): sample the first block
         first = next(_line_blocks(path), None)
         if first is None:
             raise InputError(f"cannot read {path}: the file is empty")
         sample = _sample_records(first[0].split(b"\n", 50_000)[:50_000])
-    if not sample:
-        _refuse_non_utf8_head(path)
+    if not sample:  # no record read: if the file is not UTF-8 text (Latin-1), say so, not "no JSON object"
+        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            _check_utf8(mm, path)
     try:
         schema = _json_reading_schema(sample, columns, path)
     except InputError:  # a needed field absent from the first records: look for it in the whole file
@@ -569,24 +562,6 @@ def _joined(frames: list[pl.DataFrame], schema: dict[str, DType]) -> pl.DataFram
     if not frames:
         return _numbered(pl.DataFrame(schema=schema), [])
     return pl.concat(frames, how="vertical", rechunk=False) if len(frames) > 1 else frames[0]
-
-
-def _not_utf8(path: Path, line: int) -> InputError:
-    """The one line for a JSON file whose ``line`` is not UTF-8 text (Latin-1, say)."""
-    return InputError(
-        f"cannot read {path}: line {line:,} is not UTF-8 text; convert the file first (e.g. iconv -f "
-        "latin1 -t utf-8 in.jsonl > out.jsonl)"
-    )
-
-
-def _refuse_non_utf8_head(path: Path) -> None:
-    """When no record of the file's head parses, say why if it is not UTF-8 (Latin-1 text): the same one line as
-    for a later line (:func:`_check_utf8`), not "no JSON object"."""
-    for number, line in enumerate(_head_lines(path), start=1):
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _not_utf8(path, number) from None
 
 
 def _head_lines(path: Path, max_bytes: int = 1 << 20) -> list[bytes]:
@@ -614,29 +589,36 @@ def read_json_array(path: Path, columns: dict[str, str] | None = None) -> pl.Dat
     schema = _json_reading_schema(
         [r for r in data if isinstance(r, dict)][:JSON_SAMPLE_RECORDS], columns, path
     )
-    wanted = list(schema)
-    lines = [json.dumps({k: r.get(k) for k in wanted}) if isinstance(r, dict) else "null" for r in data]
+    lines = [json.dumps({k: r.get(k) for k in schema}) if isinstance(r, dict) else "null" for r in data]
     blob = "\n".join(lines).encode()
     return _joined(_parse_block(blob, 1, len(lines), schema) if lines else [], schema)
 
 
-def _scan_one(given: Path, columns: dict[str, str] | None = None) -> pl.LazyFrame:
+def _scan_one(given: Path, columns: dict[str, str] | None = None) -> tuple[pl.LazyFrame, pl.Schema]:
+    """``given`` as a lazy frame, and its schema; a file that cannot be read is refused in one line."""
     kind = input_kind(given)
     path = given if kind == gtfs_realtime.KIND else readable_path(given)
     try:
         if kind == "csv":
-            return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
-        if kind == gtfs_realtime.KIND:
-            return gtfs_realtime.read_gtfs_realtime(path).lazy()
-        if kind == "parquet":
-            return _scan_parquet(path)
-        if kind == "jsonl":
-            return read_json_lines(path, columns).lazy()
-        return read_json_array(path, columns).lazy()
+            lf = _scan_csv(path)
+        elif kind == gtfs_realtime.KIND:
+            lf = gtfs_realtime.read_gtfs_realtime(path).lazy()
+        elif kind == "parquet":
+            lf = _scan_parquet(path)
+        elif kind == "jsonl":
+            lf = read_json_lines(path, columns).lazy()
+        else:
+            lf = read_json_array(path, columns).lazy()
+        return lf, lf.collect_schema()
     except InputError as err:
         raise InputError(str(err).replace(str(path), str(given))) from None
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
         raise InputError(f"cannot read {given}: {read_error_line(err)}") from None
+
+
+def _scan_csv(path: Path) -> pl.LazyFrame:
+    """Every column as text (validation parses each row), a short row padded, a bad row's fields null."""
+    return pl.scan_csv(path, infer_schema=False, truncate_ragged_lines=True, ignore_errors=True)
 
 
 def _scan_parquet(path: Path, points: bool = True) -> pl.LazyFrame:
@@ -651,13 +633,6 @@ def _scan_parquet(path: Path, points: bool = True) -> pl.LazyFrame:
     frame = pl.from_arrow(pq.read_table(path, schema=utc))
     assert isinstance(frame, pl.DataFrame)  # a table gives a frame
     return frame.lazy()
-
-
-def _schema(lf: pl.LazyFrame, path: Path) -> pl.Schema:
-    try:
-        return lf.collect_schema()
-    except (pl.exceptions.PolarsError, OSError, ValueError) as err:
-        raise InputError(f"cannot read {path}: {read_error_line(err)}") from None
 
 
 def _as_float(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
@@ -676,17 +651,15 @@ def _coordinate_pair(expr: pl.Expr, dtype: DType) -> tuple[pl.Expr, pl.Expr]:
             return pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)
         return _coordinate_pair(expr.struct.field("coordinates"), fields["coordinates"])
     if isinstance(dtype, (pl.List, pl.Array)):
-        lst = (
+        pair = (
             expr.cast(pl.List(pl.Float64), strict=False) if isinstance(dtype, pl.List) else expr.arr.to_list()
         )
-        return lst.list.get(0, null_on_oob=True).cast(pl.Float64), lst.list.get(1, null_on_oob=True).cast(
-            pl.Float64
-        )
+        lon, lat = (pair.list.get(i, null_on_oob=True).cast(pl.Float64) for i in (0, 1))
+        return lon, lat
     if dtype == pl.String:
         parts = expr.str.strip_chars(" []").str.split(",")
-        lon = parts.list.get(0, null_on_oob=True).str.strip_chars().cast(pl.Float64, strict=False)
-        lat = parts.list.get(1, null_on_oob=True).str.strip_chars().cast(pl.Float64, strict=False)
-        return lon, lat
+        lon, lat = (parts.list.get(i, null_on_oob=True).str.strip_chars() for i in (0, 1))
+        return lon.cast(pl.Float64, strict=False), lat.cast(pl.Float64, strict=False)
     return pl.lit(None, pl.Float64), pl.lit(None, pl.Float64)
 
 
@@ -731,8 +704,7 @@ def scan_records(
     frames: list[pl.LazyFrame] = []
     mapping: ColumnMapping | None = None
     for index, path in enumerate(files):
-        lf = _scan_one(path, columns)
-        schema = _schema(lf, path)
+        lf, schema = _scan_one(path, columns)
         # a GTFS-realtime input has the canonical names already: a --column map is for the others
         own = input_kind(path) == gtfs_realtime.KIND
         m = ColumnMapping.resolve(list(schema.names()), None if own else columns)

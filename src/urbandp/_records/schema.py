@@ -21,9 +21,8 @@ _CANDIDATES: dict[str, tuple[str, ...]] = {
     "latitude": ("latitude", "lat"),
     "longitude": ("longitude", "lon", "lng", "long"),
     "speed": ("speed",),
+    "coordinates": ("location.coordinates", "location"),  # one [longitude, latitude] pair (the ITMS shape)
 }
-# Where the coordinates may arrive as one [longitude, latitude] pair (the ITMS shape).
-COORDINATE_PAIR_COLUMNS = ("location.coordinates", "location")
 
 
 @dataclass(frozen=True)
@@ -37,10 +36,6 @@ class ColumnMapping:
     longitude: str | None = None
     coordinates: str | None = None
 
-    def __post_init__(self) -> None:
-        if self.coordinates is None and (self.latitude is None or self.longitude is None):
-            raise InputError("column mapping needs latitude and longitude columns, or a coordinates column")
-
     @classmethod
     def resolve(cls, columns: list[str], overrides: dict[str, str] | None = None) -> ColumnMapping:
         """Pick source columns for each canonical column, honouring explicit ``overrides``.
@@ -48,7 +43,7 @@ class ColumnMapping:
         Raises :class:`InputError` naming the missing column when a required one cannot be found.
         """
         overrides = {k: v for k, v in (overrides or {}).items() if v}
-        unknown = set(overrides) - set(CANONICAL) - {"coordinates"}
+        unknown = set(overrides) - set(_CANDIDATES)
         if unknown:
             raise InputError(f"unknown column mapping key(s): {', '.join(sorted(unknown))}")
         present = set(columns)
@@ -60,14 +55,12 @@ class ColumnMapping:
                 return overrides[name]
             return next((c for c in _CANDIDATES[name] if c in present), None)
 
-        found = {name: pick(name) for name in CANONICAL}
-        coordinates = overrides.get("coordinates")
-        if coordinates is not None and coordinates not in present:
-            raise InputError(f"mapped column '{coordinates}' (for coordinates) not found in input")
-        if coordinates is None and (found["latitude"] is None or found["longitude"] is None):
-            coordinates = next((c for c in COORDINATE_PAIR_COLUMNS if c in present), None)
+        found = {name: pick(name) for name in _CANDIDATES}
+        placed = found["latitude"] is not None and found["longitude"] is not None
+        if "coordinates" not in overrides and placed:
+            found["coordinates"] = None  # latitude and longitude columns win over a pair found by its name
         missing = [n for n in ("vehicle", "timestamp", "speed") if found[n] is None]
-        if coordinates is None and (found["latitude"] is None or found["longitude"] is None):
+        if found["coordinates"] is None and not placed:
             missing.append("latitude/longitude (or location.coordinates)")
         if missing:
             raise InputError(
@@ -75,14 +68,9 @@ class ColumnMapping:
                 "map them with column NAME=SOURCE or a [columns] table in the config",
                 parameters="column",
             )
-        mapping = cls(
-            vehicle=found["vehicle"],  # type: ignore[arg-type]
-            timestamp=found["timestamp"],  # type: ignore[arg-type]
-            speed=found["speed"],  # type: ignore[arg-type]
-            latitude=None if coordinates else found["latitude"],
-            longitude=None if coordinates else found["longitude"],
-            coordinates=coordinates,
-        )
+        if found["coordinates"] is not None:
+            found["latitude"] = found["longitude"] = None
+        mapping = cls(**found)  # type: ignore[arg-type]  # vehicle, timestamp and speed: found above
         mapping.check_given(overrides)
         return mapping
 

@@ -31,13 +31,13 @@ def arrow_schema_in_utc(schema: pa.Schema) -> pa.Schema | None:
     label changes."""
     import pyarrow as pa
 
-    fields = list(schema)
-    changed = False
-    for i, f in enumerate(fields):
-        if pa.types.is_timestamp(f.type) and f.type.tz and not polars_reads_zone(f.type.tz):
-            fields[i] = f.with_type(pa.timestamp(f.type.unit, "UTC"))
-            changed = True
-    return pa.schema(fields, metadata=schema.metadata) if changed else None
+    fixed = [pa.types.is_timestamp(f.type) and f.type.tz and not polars_reads_zone(f.type.tz) for f in schema]
+    if not any(fixed):
+        return None
+    fields = [
+        f.with_type(pa.timestamp(f.type.unit, "UTC")) if o else f for f, o in zip(schema, fixed, strict=True)
+    ]
+    return pa.schema(fields, metadata=schema.metadata)
 
 
 def arrow_in_utc(table: Any) -> Any:
@@ -81,25 +81,20 @@ def _refuse_instants(column: str, zone: str) -> None:
     )
 
 
-def _agency_zones(feed: Path) -> list[str]:
-    """The distinct ``agency_timezone`` values of a GTFS folder's or zip's ``agency.txt``; none when the feed, the
-    file or the column is absent or cannot be read (the domain's reader, the same
-    :func:`urbandp._records.gtfs_schedule.read_feed`, says what is wrong with the feed)."""
+def feed_timezone(feed: Path) -> str | None:
+    """The ``agency_timezone`` of a GTFS feed (a folder or a zip), or None when the feed, its ``agency.txt`` or that
+    column is absent or cannot be read (the domain's reader, the same
+    :func:`urbandp._records.gtfs_schedule.read_feed`, says what is wrong with the feed). Several different zones,
+    or one Polars does not know, are refused in one line naming ``domain_gtfs`` and ``timezone`` (the GTFS
+    reference requires one zone per feed)."""
     from urbandp._records.gtfs_schedule import _Table, read_feed
 
     try:
-        files = read_feed(feed, ("agency.txt",), digest=False)
+        files = read_feed(Path(feed), ("agency.txt",), digest=False)
         table = _Table.read(files.files, "agency.txt", (), ("agency_timezone",), files.what).frame
     except InputError:
-        return []
-    return sorted(set(table["agency_timezone"].drop_nulls().to_list()))
-
-
-def feed_timezone(feed: Path) -> str | None:
-    """The ``agency_timezone`` of a GTFS feed (a folder or a zip), or None when the feed has no ``agency.txt`` or
-    no such column. Several different zones, or one Polars does not know, are refused in one line naming
-    ``domain_gtfs`` and ``timezone`` (the GTFS reference requires one zone per feed)."""
-    zones = _agency_zones(Path(feed))
+        return None
+    zones = sorted(set(table["agency_timezone"].drop_nulls().to_list()))
     if not zones:
         return None
     if len(zones) > 1:

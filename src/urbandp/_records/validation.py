@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,8 +96,6 @@ class ValidationOptions:
                     f"unknown time zone '{self.timezone}' for timezone (an IANA zone such as Asia/Kolkata)",
                     parameters="timezone",
                 )
-        if not self.speed_reject_above_kmh > 0:
-            raise InputError("speed_reject_above must be > 0")
         check_timestamp_format(self.timestamp_format)
 
     @property
@@ -123,25 +122,30 @@ def check_timestamp_format(fmt: str) -> str:
     return fmt
 
 
-def _epoch(text: pl.Expr, unit: str) -> pl.Expr:
-    """Epoch seconds (``s``), milliseconds (``ms``) or either by magnitude (``auto``) as a naive UTC datetime."""
+def _epoch(text: pl.Expr, unit: str, timezone: str | None) -> pl.Expr:
+    """Epoch seconds (``s``), milliseconds (``ms``) or either by magnitude (``auto``) as a naive datetime: UTC, or
+    the wall-clock time in ``timezone`` when given."""
     num = text.cast(pl.Float64, strict=False)
     num = pl.when(num.is_finite() & (num.abs() < 1e16)).then(num)  # beyond 1e16 ms nothing is a date
     micros = {"s": num * 1e6, "ms": num * 1e3}.get(
         unit, pl.when(num.abs() >= EPOCH_MS_FROM).then(num * 1e3).otherwise(num * 1e6)
     )
-    return pl.from_epoch(micros.cast(pl.Int64, strict=False), "us")
+    utc = pl.from_epoch(micros.cast(pl.Int64, strict=False), "us")
+    return utc if timezone is None else _to_zone(utc, pl.lit(0), timezone)
 
 
 _ISO_SECONDS = "%Y-%m-%dT%H:%M:%S"
 
 
-def _iso_wall_batch(text: pl.Series) -> pl.Series:
-    """:func:`_iso_wall` on one batch: the standard form on every row, the other forms only on the rows it left null.
+def _iso_wall(text: pl.Series) -> pl.Series:
+    """The wall-clock time written in ISO 8601 texts, with ``T``, ``t`` or a space between date and time.
 
-    A batch function because Polars evaluates every branch of an expression on every row (no common
-    subexpression elimination in the streaming engine): written as one expression, the fallbacks re-ran the
-    standard parse three times and cost 0.2 s of CPU per 600 k clean rows (benchmarks/bench_jsonl.py).
+    Seconds may be left out (``2021-11-16T10:16``, ISO 8601's reduced precision; RFC 3339 allows a lowercase
+    ``t``): the minute form is tried only where no ``:`` follows the minutes, so a bad seconds field never
+    passes as a whole minute. The other forms are tried only on the rows the standard one left null: free on
+    clean data. Run on batches (``map_batches``) because Polars evaluates every branch of an expression on every
+    row (no common subexpression elimination in the streaming engine): written as one expression, the fallbacks
+    re-ran the standard parse three times and cost 0.2 s of CPU per 600 k clean rows (benchmarks/bench_jsonl.py).
     """
     head = text.str.slice(0, 19).str.replace(" ", "T", literal=True)
     wall = head.str.strptime(pl.Datetime("us"), _ISO_SECONDS, strict=False)
@@ -155,27 +159,13 @@ def _iso_wall_batch(text: pl.Series) -> pl.Series:
     return wall.scatter(failed, lower_t.fill_null(minutes))
 
 
-def _iso_wall(text: pl.Expr) -> pl.Expr:
-    """The wall-clock time written in an ISO 8601 text, with ``T``, ``t`` or a space between date and time.
-
-    Seconds may be left out (``2021-11-16T10:16``, ISO 8601's reduced precision; RFC 3339 allows a lowercase
-    ``t``): the minute form is tried only where no ``:`` follows the minutes, so a bad seconds field never
-    passes as a whole minute. The other forms are tried only on the rows the standard one could not read: free
-    on clean data.
-    """
-    return text.map_batches(_iso_wall_batch, return_dtype=pl.Datetime("us"), is_elementwise=True)
-
-
 def _written_offset_minutes(text: pl.Expr) -> pl.Expr:
     """The UTC offset written at the end of an ISO text (``Z``, ``+05:30``, ``-0600``) in minutes; null if none."""
     sign = pl.when(text.str.extract(r"([+-])\d{2}:?\d{2}$", 1) == "-").then(-1).otherwise(1)
     hours = text.str.extract(r"[+-](\d{2}):?\d{2}$", 1).cast(pl.Int64, strict=False)
     minutes = text.str.extract(r"[+-]\d{2}:?(\d{2})$", 1).cast(pl.Int64, strict=False)
-    return (
-        pl.when(text.str.ends_with("Z") | text.str.ends_with("z"))
-        .then(0)
-        .otherwise(sign * (hours * 60 + minutes))
-    )
+    zulu = text.str.ends_with("Z") | text.str.ends_with("z")
+    return pl.when(zulu).then(0).otherwise(sign * (hours * 60 + minutes))
 
 
 def _to_zone(wall: pl.Expr, offset_min: pl.Expr, timezone: str) -> pl.Expr:
@@ -195,34 +185,22 @@ def parse_timestamp(raw: pl.Expr, dtype: pl.DataType, timezone: str | None, fmt:
     are epoch numbers. A typed datetime column is used as it is (a zone-aware one converted like text).
     """
     if isinstance(dtype, pl.Datetime):
-        if dtype.time_zone is not None and timezone:
-            return raw.dt.convert_time_zone(timezone).dt.replace_time_zone(None).cast(pl.Datetime("us"))
-        return (
-            raw.dt.replace_time_zone(None).cast(pl.Datetime("us"))
-            if dtype.time_zone
-            else raw.cast(pl.Datetime("us"))
-        )
+        zoned = raw.dt.convert_time_zone(timezone) if dtype.time_zone and timezone else raw
+        return (zoned.dt.replace_time_zone(None) if dtype.time_zone else raw).cast(pl.Datetime("us"))
     if isinstance(dtype, pl.Date):
         return raw.cast(pl.Datetime("us"))
     text = raw.cast(pl.String).str.strip_chars()
-    epoch_unit = {"epoch-s": "s", "epoch-ms": "ms"}.get(fmt, "auto")
     if fmt in ("epoch-s", "epoch-ms") or dtype.is_numeric():
-        utc = _epoch(text, epoch_unit)
-        return utc if timezone is None else _to_zone(utc, pl.lit(0), timezone)
+        return _epoch(text, {"epoch-s": "s", "epoch-ms": "ms"}.get(fmt, "auto"), timezone)
     if fmt not in ("auto", "iso"):  # a strftime pattern
         parsed = text.str.strptime(pl.Datetime("us"), fmt, strict=False)
         if "%z" in fmt or "%Z" in fmt:
             return parsed.dt.convert_time_zone(timezone or "UTC").dt.replace_time_zone(None)
         return parsed
-    wall = _iso_wall(text)
+    wall = text.map_batches(_iso_wall, return_dtype=pl.Datetime("us"), is_elementwise=True)
     if timezone is not None:
         wall = _to_zone(wall, _written_offset_minutes(text), timezone)
-    if fmt == "iso":
-        return wall
-    epoch = _epoch(text, "auto")
-    if timezone is not None:
-        epoch = _to_zone(epoch, pl.lit(0), timezone)
-    return pl.coalesce(wall, epoch)
+    return wall if fmt == "iso" else pl.coalesce(wall, _epoch(text, "auto", timezone))
 
 
 def classify_timestamps(sample: pl.Series) -> str:
@@ -232,27 +210,21 @@ def classify_timestamps(sample: pl.Series) -> str:
     if sample.dtype.is_numeric():
         values = sample.drop_nulls().cast(pl.Float64)
         return "epoch-ms" if values.len() and float(values.abs().max()) >= EPOCH_MS_FROM else "epoch-s"  # type: ignore[arg-type]
-    kinds: dict[str, int] = {}
-    for v in sample.cast(pl.String).drop_nulls().to_list():
-        t = v.strip()
-        if not t:
-            continue
-        try:
-            num = float(t)
-            kind = "epoch-ms" if abs(num) >= EPOCH_MS_FROM else "epoch-s"
-        except ValueError:
-            if len(t) >= 16 and t[4] == "-" and t[10] in "Tt ":
-                tail = t[16:]
-                offset = tail.upper().endswith("Z") or any(
-                    len(tail) >= k and tail[-k] in "+-" for k in (5, 6)
-                )
-                kind = f"iso ({'space' if t[10] == ' ' else 'T'}{', UTC offset' if offset else ''})"
-            else:
-                kind = "other"
-        kinds[kind] = kinds.get(kind, 0) + 1
-    if not kinds:
-        return "none readable"
-    return " + ".join(sorted(kinds, key=lambda k: -kinds[k]))
+    kinds = Counter(_layout(t) for v in sample.cast(pl.String).drop_nulls().to_list() if (t := v.strip()))
+    return " + ".join(kind for kind, _ in kinds.most_common()) or "none readable"  # most seen first
+
+
+def _layout(t: str) -> str:
+    """The layout of one raw timestamp text: ``epoch-s``, ``epoch-ms``, ``iso (...)`` or ``other``."""
+    try:
+        return "epoch-ms" if abs(float(t)) >= EPOCH_MS_FROM else "epoch-s"
+    except ValueError:
+        pass
+    if len(t) >= 16 and t[4] == "-" and t[10] in "Tt ":
+        tail = t[16:]
+        offset = tail.upper().endswith("Z") or any(len(tail) >= k and tail[-k] in "+-" for k in (5, 6))
+        return f"iso ({'space' if t[10] == ' ' else 'T'}{', UTC offset' if offset else ''})"
+    return "other"
 
 
 def _speed_factor(day: pl.Expr, options: ValidationOptions) -> pl.Expr:
@@ -272,12 +244,9 @@ def validate(raw: pl.LazyFrame, options: ValidationOptions) -> pl.LazyFrame:
     timestamp = parse_timestamp(pl.col("timestamp_raw"), ts_dtype, options.timezone, options.timestamp_format)
     lat, lon, speed = pl.col("latitude"), pl.col("longitude"), pl.col("speed_raw")
     kmh = speed * _speed_factor(pl.col("timestamp").dt.date(), options)
-    if options.impute_speed_kmh is not None:
-        kmh = (
-            pl.when(kmh.is_null() | kmh.is_nan())
-            .then(pl.lit(options.impute_speed_kmh))
-            .otherwise(kmh.clip(0.0, options.speed_reject_above_kmh))
-        )
+    if options.impute_speed_kmh is not None:  # missing: the public value; out of range: clamped
+        impute = options.impute_speed_kmh
+        kmh = kmh.clip(0.0, options.speed_reject_above_kmh).fill_nan(impute).fill_null(impute)
     frame = raw.with_columns(timestamp.alias("timestamp")).with_columns(kmh.alias("speed"))
     speed = pl.col("speed") if options.impute_speed_kmh is not None else speed
     ts = pl.col("timestamp")
@@ -300,11 +269,6 @@ def validate(raw: pl.LazyFrame, options: ValidationOptions) -> pl.LazyFrame:
     for number, check in reversed(list(enumerate(checks, start=1))):
         code = pl.when(check).then(pl.lit(number, dtype=pl.UInt8)).otherwise(code)
     return frame.with_columns(code.alias("reason_code"))
-
-
-def reason_name(code: pl.Expr) -> pl.Expr:
-    """Reason name of a non-zero reason code (see :data:`REASONS`)."""
-    return code.replace_strict(list(range(1, len(REASONS))), list(REASONS[:-1]), return_dtype=pl.String)
 
 
 def later_duplicates(frame: pl.DataFrame) -> pl.Series | None:
@@ -363,10 +327,14 @@ QUARANTINE_COLUMNS = ("source", "row", "reason", *RAW_FIELDS)
 
 
 def rejected_rows(validated: pl.LazyFrame) -> pl.LazyFrame:
-    """The rows that failed a check, with their reason name, in the quarantine columns."""
+    """The rows that failed a check, with their reason name (code i is ``REASONS[i - 1]``), in the quarantine
+    columns."""
+    reason = pl.col("reason_code").replace_strict(
+        range(1, len(REASONS)), REASONS[:-1], return_dtype=pl.String
+    )
     return (
         validated.filter(pl.col("reason_code") > 0)
-        .with_columns(reason_name(pl.col("reason_code")).alias("reason"))
+        .with_columns(reason.alias("reason"))
         .select(QUARANTINE_COLUMNS)
     )
 
@@ -377,16 +345,12 @@ def quarantine_frame(rejected: pl.DataFrame, duplicates: pl.DataFrame) -> pl.Dat
     ``duplicates`` holds the duplicate rows' raw columns (:func:`raw_rows`), so the quarantine shows what the input
     said; with no row it may have any columns.
     """
-    bad = rejected.select(QUARANTINE_COLUMNS).with_columns(pl.col("timestamp_raw").cast(pl.String))
+    text = pl.col("vehicle", "timestamp_raw").cast(pl.String)
+    bad = rejected.select(QUARANTINE_COLUMNS).with_columns(text)
     if duplicates.height == 0:
         return bad.sort("source", "row")
-    dup = duplicates.select(
-        "source",
-        "row",
-        pl.lit("duplicate").alias("reason"),
-        pl.col("vehicle").cast(pl.String),
-        pl.col("timestamp_raw").cast(pl.String),
-        *RAW_FIELDS[2:],
+    dup = duplicates.select("source", "row", pl.lit("duplicate").alias("reason"), *RAW_FIELDS).with_columns(
+        text
     )
     return pl.concat([bad, dup], how="vertical_relaxed").sort("source", "row")
 
@@ -394,11 +358,10 @@ def quarantine_frame(rejected: pl.DataFrame, duplicates: pl.DataFrame) -> pl.Dat
 def raw_rows(raw: pl.LazyFrame, keys: pl.DataFrame) -> pl.DataFrame:
     """The raw columns of the rows named by ``keys`` (``source``, ``row``): one more scan, run only when needed."""
     wanted = keys.select(pl.col("source").cast(pl.UInt16), pl.col("row").cast(pl.UInt32)).lazy()
-    cols = [c for c in QUARANTINE_COLUMNS if c != "reason"]
     return (
         raw.with_columns(pl.col("timestamp_raw").cast(pl.String))
         .join(wanted, on=["source", "row"], how="semi")
-        .select(cols)
+        .select("source", "row", *RAW_FIELDS)
         .collect()
     )
 

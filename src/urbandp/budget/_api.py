@@ -1,13 +1,5 @@
 """``ud.budget``: a dataset's privacy budget from Python, the same operations as ``urbandp budget init|show|history``.
 
-    >>> import urbandp as ud
-    >>> import tempfile, pathlib
-    >>> store = str(pathlib.Path(tempfile.mkdtemp()) / "budget.sqlite")
-    >>> ud.budget.declare(store, "austin", unit="vehicle-day", epsilon_total=12).epsilon_total
-    12.0
-    >>> ud.budget.remaining(store, "austin").epsilon_total
-    12.0
-
 A release booked in the store through ``ud.Session(store=..., dataset=...)`` counts against these caps; a release
 that would pass one is refused before any noise (:class:`urbandp.BudgetExceededError`). The figures are the ones
 each release's privacy.json states (its window loss, for a unit present on all of its days), booked as stated.
@@ -81,7 +73,7 @@ def declare(
     """Declare ``dataset`` in ``store`` (a SQLite path or a ``postgresql://`` URL; None: ``$URBANDP_BUDGET_STORE``,
     else ``./urbandp-budget.sqlite``) with its privacy unit and caps, or change the caps of a declared dataset
     (never below what is already spent; caps not given are kept). Returns the caps now in force."""
-    name = _text(dataset, "dataset")
+    name = str(check_name(dataset, "dataset"))
     caps = {
         "epsilon_per_day": epsilon_per_day,
         "epsilon_total": epsilon_total,
@@ -90,19 +82,21 @@ def declare(
         "delta_total": delta_total,
     }
     # each cap None, or a finite real number >= 0 (a bool or a string is refused); their ranges: DatasetCaps
-    checked = {key: check_number(value, key, optional=True, minimum=0) for key, value in caps.items()}
-    declared = DatasetCaps(name, _text(unit, "unit"), **checked)
+    checked = {k: None if v is None else check_number(v, k, minimum=0) for k, v in caps.items()}
+    declared = DatasetCaps(name, str(check_name(unit, "unit")), **checked)
     if operator is not None and not isinstance(operator, str):  # the store checks the text (a one-line name)
         raise InvalidParameterError(f"operator must be a string, got {operator!r}", parameters="operator")
-    with closing(open_store(_store(store), operator=operator)) as db:  # the store refuses a blank name
+    with closing(
+        open_store(check_path(store, "store", optional=True), operator=operator)
+    ) as db:  # the store refuses a blank name
         return db.init_dataset(declared)
 
 
 @check_keywords
 def show(store: str | Path | None, dataset: str) -> BudgetStatus:
     """The caps of ``dataset`` and what its releases have spent, per day and over all releases."""
-    name = _text(dataset, "dataset")
-    with closing(open_store(_store(store), create=False)) as db:
+    name = str(check_name(dataset, "dataset"))
+    with closing(open_store(check_path(store, "store", optional=True), create=False)) as db:
         return _status(db, name)
 
 
@@ -117,8 +111,8 @@ def history(store: str | Path | None, dataset: str) -> list[dict[str, Any]]:
     """Every release charged to ``dataset`` (``kind: "release"``: status, days, window epsilon and delta,
     mechanism, content hash, operator, command line) and every change of its caps (``kind: "cap change"``: who,
     when, old and new value), by time."""
-    name = _text(dataset, "dataset")
-    with closing(open_store(_store(store), create=False)) as db:
+    name = str(check_name(dataset, "dataset"))
+    with closing(open_store(check_path(store, "store", optional=True), create=False)) as db:
         _caps(db, name)
         releases = [{"kind": "release", "at": r["reserved_at"], **r} for r in db.history(name)]
         changes = [{"kind": "cap change", "at": c["changed_at"], **c} for c in db.cap_changes(name)]
@@ -159,11 +153,3 @@ def _status(db: BudgetStore, name: str) -> BudgetStatus:
             left(caps.epsilon_per_day, max(day_eps.values(), default=0.0)),
         ),
     )
-
-
-def _store(store: object) -> str | None:
-    return check_path(store, "store", optional=True)
-
-
-def _text(value: object, parameter: str) -> str:
-    return str(check_name(value, parameter))

@@ -9,15 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from urbandp._cli_options import Overwrite
+from urbandp._cli_options import BudgetStoreUrl, Overwrite
 from urbandp._cli_support import cli_guard
 
 if TYPE_CHECKING:
     from urbandp.budget._api import BudgetStatus
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False)
-
-STORE_HELP = "Budget store: SQLite path or postgresql:// URL (default $URBANDP_BUDGET_STORE, else ./urbandp-budget.sqlite)."
 
 
 def _cap(text: str) -> Any:
@@ -60,7 +58,7 @@ def init(
         "Cap on delta over all releases: the sum of each release's delta for a unit present on all of its "
         "days (default for a new dataset: 1e-05, the largest delta of one release; 1: no cap)."
     ),
-    budget_store: str | None = typer.Option(None, help=STORE_HELP),
+    budget_store: BudgetStoreUrl = None,
     operator: str | None = typer.Option(
         None,
         help="Who changes the caps, recorded in budget history (default $URBANDP_OPERATOR, else the OS user name).",
@@ -100,7 +98,7 @@ def show(
         None,
         help="Directory for spend.csv and spend.png, written atomically (default: table on stdout only).",
     ),
-    budget_store: str | None = typer.Option(None, help=STORE_HELP),
+    budget_store: BudgetStoreUrl = None,
     overwrite: Overwrite = False,
 ) -> None:
     """Per-day spend of DATASET against its caps (and a PNG of spend over the calendar with --out).
@@ -116,11 +114,8 @@ def show(
     typer.echo(f"{'day':<12} {'epsilon':>10} {'left':>10} {'rho':>10} {'delta':>10}")
     rows = []
     for day in sorted(status.epsilon_per_day):
-        eps, rho, delta = (
-            status.epsilon_per_day[day],
-            status.rho_per_day[day],
-            status.delta_per_day.get(day, 0.0),
-        )
+        eps, rho = status.epsilon_per_day[day], status.rho_per_day[day]
+        delta = status.delta_per_day.get(day, 0.0)
         left = "" if cap is None else f"{budget_left(cap, eps):.6g}"
         typer.echo(f"{day:<12} {eps:>10.6g} {left:>10} {rho:>10.6g} {delta:>10.3g}")
         rows.append((day, eps, left, rho, delta))
@@ -189,7 +184,7 @@ def _write_show(
 @cli_guard
 def history(
     dataset: str = typer.Argument(..., help="Dataset name."),
-    budget_store: str | None = typer.Option(None, help=STORE_HELP),
+    budget_store: BudgetStoreUrl = None,
 ) -> None:
     """Every release charged to DATASET (status, days, epsilon, delta, mechanism, content hash, operator, command
     line) and every change of its caps (who, old -> new), by time.
@@ -199,10 +194,9 @@ def history(
 
     with _dataset_named():
         events = events_of(budget_store, dataset)
-    rows = [e for e in events if e["kind"] == "release"]
     for event in events:
         typer.echo(_release_line(event) if event["kind"] == "release" else _cap_line(event))
-    if not rows:
+    if not any(event["kind"] == "release" for event in events):
         typer.echo(f"no releases charged to {dataset} yet")
 
 

@@ -301,7 +301,7 @@ def write_site(
     """
     import shutil
 
-    from urbandp._geo_outputs import write_h3_geojson
+    from urbandp._geo_outputs import h3_polygons, write_geojson
     from urbandp._outputs import atomic_output_dir
     from urbandp._reports.map_png import write_slot_pngs
 
@@ -319,9 +319,8 @@ def write_site(
         )
         # the published columns as they are (per-HAT and, with --borrow-strength, pooled side by side)
         geo_columns = [*MAP_COLUMNS, *POOLED_COLUMNS]
-        write_h3_geojson(
-            speed.select([c for c in geo_columns if c in speed.columns]), d.release / "hat_speed.geojson"
-        )
+        geo = speed.select([c for c in geo_columns if c in speed.columns])
+        write_geojson(geo, h3_polygons(geo["h3_cell"]), d.release / "hat_speed.geojson")
         for f in published:
             shutil.copyfile(f, d.release / f.name)
         names = ["index.html", "hat_speed.geojson", *[f.name for f in published]]

@@ -647,7 +647,7 @@ def _write_release(
     """Write the release atomically: hat_speed.csv, hat_speeding.csv (each also as GeoParquet ``.parquet`` and
     ``.geojson`` with the H3 cell polygons, :mod:`urbandp._geo_outputs`), privacy.json, map.html in ``out_dir`` (all
     publishable) and quarantine.csv (raw rejected rows) in ``owner_only/<name>/`` beside it (not DP)."""
-    from urbandp._geo_outputs import write_h3_table
+    from urbandp._geo_outputs import h3_polygons, write_geo_pair
     from urbandp._outputs import atomic_output_dir, owner_dir_for, owner_file_seen_from_release, write_json
 
     out_dir = Path(out_dir)
@@ -669,7 +669,7 @@ def _write_release(
     with atomic_output_dir(out_dir) as d:
         for table, frame in tables.items():
             frame.write_csv(d.release / f"hat_{table}.csv")
-            write_h3_table(frame, d.release, f"hat_{table}")
+            write_geo_pair(frame, h3_polygons(frame["h3_cell"]), d.release, f"hat_{table}")
         if loaded.quarantine_parquet is None:
             loaded.quarantine.write_csv(d.owner_path("quarantine.csv"))
         else:  # written by Spark: moved in whole (a directory of part files)

@@ -194,3 +194,9 @@ def test_geoparquet_in_another_crs_or_not_points_is_refused_in_one_line(tmp_path
     )
     with pytest.raises(InputError, match="latitude/longitude"):
         scan_records([plain])  # a plain Parquet without coordinates: as before
+
+
+def test_an_empty_geoparquet_point_is_missing_coordinates(tmp_path: Path) -> None:
+    path = geoparquet(tmp_path / "e.parquet", [shapely.Point(-97.75, 30.25), shapely.from_wkt("POINT EMPTY")])
+    loaded = load_records([path])
+    assert loaded.reasons["missing_coordinates"] == 1 and loaded.clean.height == 1
