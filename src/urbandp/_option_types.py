@@ -270,3 +270,35 @@ class FleetReleaseKeywords(typing.TypedDict, total=False):
     coarsen: typing.Literal["none", "parent1", "parent2", "slot2", "auto"] | None
     coarsen_share: float | None
     coarsen_rule: typing.Literal["exclusive", "fill"] | None
+
+
+class NoiseScaleKeywords(typing.TypedDict, total=False):
+    """The options of :class:`urbandp.audit._options.NoiseScaleOptions`."""
+
+    model: typing.Literal["continuous", "discrete"]
+    alpha: float
+
+
+class ZeroSkippingKeywords(typing.TypedDict, total=False):
+    """The options of :class:`urbandp.audit._options.ZeroSkippingOptions`."""
+
+    threshold: float
+    method: typing.Literal["auto", "data61-2016", "urbandp", "unknown"]
+    scale: float | None
+    group_sizes: tuple[int, ...]
+
+
+class DifferencingKeywords(typing.TypedDict, total=False):
+    """The options of :class:`urbandp.audit._options.DifferencingOptions`."""
+
+    scale: float | None
+    marginal_scale: float | None
+    alpha: float
+    max_cells: int
+
+
+class PairsKeywords(typing.TypedDict, total=False):
+    """The options of :class:`urbandp.audit._options.PairsOptions`."""
+
+    route: tuple[str, ...]
+    lag_minutes: int

@@ -32,6 +32,10 @@ MODELS: dict[str, str] = {
     "InterpolateKeywords": "urbandp.sensing._options:InterpolateOptions",
     "EstimatorReleaseKeywords": "urbandp.estimators._api:EstimatorReleaseSpec",
     "FleetReleaseKeywords": "urbandp.fleet._options_flags:keyword_types",
+    "NoiseScaleKeywords": "urbandp.audit._options:NoiseScaleOptions",
+    "ZeroSkippingKeywords": "urbandp.audit._options:ZeroSkippingOptions",
+    "DifferencingKeywords": "urbandp.audit._options:DifferencingOptions",
+    "PairsKeywords": "urbandp.audit._options:PairsOptions",
 }
 """TypedDict name -> the model whose options it types (``module:class``; ``module:class:NAMES``: those of its
 options that the module's tuple ``NAMES`` lists), or the function that lists a release's keywords and their types

@@ -68,6 +68,7 @@ def mean(
     from urbandp._experiments.mean_experiment import parse_epsilons
     from urbandp._experiments.synthetic_mean import SETTINGS
     from urbandp._outputs import atomic_output_dir, check_output_path
+    from urbandp.estimators._bounds import M_UB_RULES
 
     console = Console()
     eps = parse_epsilons(epsilons)
@@ -82,8 +83,8 @@ def mean(
         raise InputError("give either --input or --synthetic, not both")
     if synthetic is not None and synthetic not in SETTINGS:
         raise InputError(f"--synthetic must be one of {', '.join(SETTINGS)}, got {synthetic!r}")
-    if array_m_ub is not None and array_m_ub not in ("median", "eq1"):
-        raise InputError(f"--array-m-ub must be median or eq1, got {array_m_ub!r}")
+    if array_m_ub is not None and array_m_ub not in M_UB_RULES:
+        raise InputError(f"--array-m-ub must be {' or '.join(M_UB_RULES)}, got {array_m_ub!r}")
     with atomic_output_dir(out) as d:
         _mean_into(
             d, out, input_file, vehicle_col, value_col, synthetic, runs, eps, upper, seed, array_m_ub, console

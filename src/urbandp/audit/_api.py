@@ -14,11 +14,11 @@ from __future__ import annotations
 import copy
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import ClassVar, Self, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar, Self, TypeVar, Unpack, cast
 
 import numpy as np
 import polars as pl
@@ -26,6 +26,7 @@ import polars as pl
 import urbandp._arguments as arguments
 from urbandp._frames import TableLike, to_polars
 from urbandp._outputs import OutputPolicy, check_output_file, check_report_dir, current_policy, output_policy
+from urbandp._release_options import takes_options
 from urbandp._table_reader import read_table
 from urbandp.audit._differencing_attack import differencing_attack, plot_cells
 from urbandp.audit._noise_scale_attack import (
@@ -33,6 +34,7 @@ from urbandp.audit._noise_scale_attack import (
     pair_differences,
     plot_differences,
 )
+from urbandp.audit._options import DifferencingOptions, NoiseScaleOptions, PairsOptions, ZeroSkippingOptions
 from urbandp.audit._report import staged_files, write_report
 from urbandp.audit._route_pairs import route_pairs
 from urbandp.audit._tables import (
@@ -44,8 +46,13 @@ from urbandp.audit._tables import (
 from urbandp.audit._zero_skipping_attack import plot_detection, zero_skipping_attack
 from urbandp.errors import InputDataError, InvalidParameterError
 
-METHODS = ("auto", "data61-2016", "urbandp", "unknown")
-"""``method`` of :func:`zero_skipping` (``--method``)."""
+if TYPE_CHECKING:
+    from urbandp._option_types import (
+        DifferencingKeywords,
+        NoiseScaleKeywords,
+        PairsKeywords,
+        ZeroSkippingKeywords,
+    )
 
 PrivacyLike = str | os.PathLike[str] | Mapping[str, object] | None
 """A release's ``privacy.json``: a path, the parsed object, or ``None`` (next to a path table, if there is one)."""
@@ -87,57 +94,22 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     return read_privacy(Path(cast("str", table)).parent / "privacy.json", required=False)
 
 
-def _positive_finite(value: object, parameter: str) -> float | None:
-    """``value`` as a float; :class:`InvalidParameterError` naming ``parameter`` unless it is None or a positive
-    finite number."""
-    number = None if value is None else arguments.check_number(value, parameter)
-    if number is not None and number <= 0:  # a non-finite number is refused by check_number
-        raise InvalidParameterError(
-            f"{parameter} must be a positive finite number, got {value}", parameters=parameter
-        )
-    return number
-
-
-def _alpha(alpha: object) -> float:
-    number = arguments.check_number(alpha, "alpha")
-    if not 0 < number < 1:
-        raise InvalidParameterError(f"alpha must be in (0, 1), got {alpha}", parameters="alpha")
-    return number
-
-
-def _common(report: object, overwrite: object, parameter: str = "report") -> tuple[Path | None, bool]:
-    """The ``report`` folder (``out`` file) as a path or None, and the ``overwrite`` switch every attack takes."""
+def _report(report: object, parameter: str = "report") -> Path | None:
+    """The ``report`` folder (``out`` file) as a path or None."""
     folder = arguments.check_path(report, parameter, optional=True)
-    return (None if folder is None else Path(folder)), arguments.check_switch(overwrite, "overwrite")
+    return None if folder is None else Path(folder)
 
 
 def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> float | None:
     """``scale`` if given, else ``privacy.json``'s ``noise_scale`` (validated), else ``None``."""
     if scale is not None:
-        return _positive_finite(scale, "scale")
-    value = _optional_float(privacy.get("noise_scale") if privacy else None)
-    if value is not None and not (value > 0 and math.isfinite(value)):  # the file's, not a parameter's
-        raise InputDataError(f"privacy.json noise_scale must be a positive finite number, got {value}")
-    return value
-
-
-def _group_sizes(group_sizes: str | Sequence[int]) -> tuple[int, ...]:
-    if isinstance(group_sizes, str):
-        try:
-            gs = tuple(int(g) for g in group_sizes.split(",") if g.strip())
-        except ValueError:
-            raise InvalidParameterError(
-                f"group_sizes must be integers like 1,5,12, got {group_sizes!r}", parameters="group_sizes"
-            ) from None
-    else:
-        gs = tuple(int(g) for g in arguments.check_numbers(group_sizes, "group_sizes", integer=True))
-    if not gs or min(gs) < 1:
-        raise InvalidParameterError("group_sizes must be positive integers", parameters="group_sizes")
-    return gs
-
-
-def _optional_float(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return scale
+    value = privacy.get("noise_scale") if privacy else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    if not (value > 0 and math.isfinite(value)):  # the file's, not a parameter's
+        raise InputDataError(f"privacy.json noise_scale must be a positive finite number, got {float(value)}")
+    return float(value)
 
 
 # --- results --------------------------------------------------------------------------------------------------
@@ -336,14 +308,13 @@ def _attack(report: Path | None, overwrite: bool, inputs: list[Path], run: Calla
     return result
 
 
-@arguments.check_keywords
+@takes_options(NoiseScaleOptions)
 def noise_scale(
     pairs: TableLike,
     *,
-    model: str = "continuous",
-    alpha: float = 0.05,
     report: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    **options: Unpack[NoiseScaleKeywords],
 ) -> NoiseScaleResult:
     """Estimate the noise scale from pairs of published counts equal in the raw data (``urbandp audit noise-scale``).
 
@@ -353,9 +324,8 @@ def noise_scale(
     published table only: no Session, no budget.
     """
 
-    alpha = _alpha(alpha)
-    model = str(arguments.check_name(model, "model"))
-    report, overwrite = _common(report, overwrite)
+    o = NoiseScaleOptions(**options)
+    folder = _report(report)
     arguments.check_table(pairs, "pairs")
 
     def run() -> NoiseScaleResult:
@@ -364,24 +334,21 @@ def noise_scale(
             u, dropped, groups = pair_differences(read_table(path, allow_empty=True), f"pairs file {path}")
         else:
             u, dropped, groups = pair_differences(to_polars(pairs, "pairs"), "pairs")
-        details = noise_scale_attack(u, model=model, alpha=alpha, groups=groups)
+        details = noise_scale_attack(u, model=o.model, alpha=o.alpha, groups=groups)
         details["rows_dropped_non_numeric"] = dropped
-        return NoiseScaleResult._of(details, model=model, differences=u)
+        return NoiseScaleResult._of(details, model=o.model, differences=u)
 
-    return _attack(report, overwrite, _paths(pairs), run)
+    return _attack(folder, overwrite, _paths(pairs), run)
 
 
-@arguments.check_keywords
+@takes_options(ZeroSkippingOptions)
 def zero_skipping(
     table: TableLike,
     *,
-    threshold: float = 18.0,
-    method: str = "auto",
-    scale: float | None = None,
     privacy: PrivacyLike = None,
-    group_sizes: str | Sequence[int] = (1, 5, 12),
     report: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    **options: Unpack[ZeroSkippingKeywords],
 ) -> ZeroSkippingResult:
     """Decide whether zeros could have been skipped; Theorem 1's delta bound and detection probabilities
     (``urbandp audit zero-skipping``).
@@ -390,46 +357,37 @@ def zero_skipping(
     noise scale p (default: ``privacy``'s ``noise_scale``). Reads a published table only: no Session, no budget.
     """
 
-    if method not in METHODS:
-        raise InvalidParameterError(
-            f"method must be auto, data61-2016, urbandp or unknown, got {method!r}", parameters="method"
-        )
-    gs = _group_sizes(group_sizes)
-    # a float: printed as the CLI does (18.0)
-    threshold = arguments.check_number(threshold, "threshold", minimum=0)
-    report, overwrite = _common(report, overwrite)
+    o = ZeroSkippingOptions(**options)
+    folder = _report(report)
 
     def run() -> ZeroSkippingResult:
         pub = _table(table, "table")
-        wants = method in ("auto", "urbandp") or privacy is not None
+        wants = o.method in ("auto", "urbandp") or privacy is not None
         priv = _privacy(privacy, table) if wants else None
         details = zero_skipping_attack(
             pub.table["count"].to_numpy(),
-            threshold=threshold,
-            method=method,
-            scale=_scale_from(scale, priv),
+            threshold=o.threshold,
+            method=o.method,
+            scale=_scale_from(o.scale, priv),
             privacy=priv,
-            group_sizes=gs,
+            group_sizes=o.group_sizes,
         )
         details["quarantined_rows"] = pub.quarantine.height
         details["quarantine_reasons"] = sorted(set(pub.quarantine["reason"].to_list()))
-        return ZeroSkippingResult._of(details, threshold=threshold, quarantine=pub.quarantine)
+        return ZeroSkippingResult._of(details, threshold=o.threshold, quarantine=pub.quarantine)
 
-    return _attack(report, overwrite, _paths(table, privacy), run)
+    return _attack(folder, overwrite, _paths(table, privacy), run)
 
 
-@arguments.check_keywords
+@takes_options(DifferencingOptions)
 def differencing(
     joint: TableLike,
     marginal: TableLike,
     *,
-    scale: float | None = None,
-    marginal_scale: float | None = None,
     privacy: PrivacyLike = None,
-    alpha: float = 0.05,
-    max_cells: int = 1000,
     report: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    **options: Unpack[DifferencingKeywords],
 ) -> DifferencingResult:
     """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms
     (``urbandp audit differencing``).
@@ -439,18 +397,14 @@ def differencing(
     published tables only: no Session, no budget.
     """
 
-    alpha = _alpha(alpha)
-    marginal_scale = _positive_finite(marginal_scale, "marginal_scale")
-    max_cells = int(arguments.check_number(max_cells, "max_cells", integer=True))
-    if max_cells < 0:
-        raise InvalidParameterError(f"max_cells must be >= 0, got {max_cells}", parameters="max_cells")
-    report, overwrite = _common(report, overwrite)
+    o = DifferencingOptions(**options)
+    folder = _report(report)
 
     def run() -> DifferencingResult:
         j = _table(joint, "joint")
         m = _table(marginal, "marginal")
         priv = _privacy(privacy, joint)
-        s = _scale_from(scale, priv)
+        s = _scale_from(o.scale, priv)
         if s is None:
             raise InvalidParameterError(
                 "no scale given and no noise_scale in privacy.json (estimate it with `urbandp audit noise-scale`)",
@@ -463,25 +417,24 @@ def differencing(
             j,
             m,
             scale=s,
-            marginal_scale=marginal_scale,
-            alpha=alpha,
+            marginal_scale=o.marginal_scale,
+            alpha=o.alpha,
             marginals_derived=derived,
-            max_cells=max_cells,
+            max_cells=o.max_cells,
         )
         details["quarantined_rows"] = j.quarantine.height + m.quarantine.height
-        return DifferencingResult._of(details, alpha=alpha, scale=s, marginals_derived=derived)
+        return DifferencingResult._of(details, alpha=o.alpha, scale=s, marginals_derived=derived)
 
-    return _attack(report, overwrite, _paths(joint, marginal, privacy), run)
+    return _attack(folder, overwrite, _paths(joint, marginal, privacy), run)
 
 
-@arguments.check_keywords
+@takes_options(PairsOptions)
 def pairs(
     table: TableLike,
     *,
-    route: str | Sequence[str],
-    lag_minutes: int = 30,
     out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    **options: Unpack[PairsKeywords],
 ) -> PairsResult:
     """Build ``a, b`` pairs (counts equal in the raw data) for :func:`noise_scale` (``urbandp audit pairs``).
 
@@ -491,18 +444,13 @@ def pairs(
     budget.
     """
 
-    routes = list(arguments.check_texts(route, "route"))
-    lag_minutes = int(arguments.check_number(lag_minutes, "lag_minutes", integer=True))
-    if not 0 <= lag_minutes < 24 * 60:
-        raise InvalidParameterError(
-            f"lag_minutes must be between 0 and 1439, got {lag_minutes}", parameters="lag_minutes"
-        )
-    target, overwrite = _common(out, overwrite, "out")
+    o = PairsOptions(**options)
+    target = _report(out, "out")
     with _outputs(_paths(table), overwrite):
         if target is not None:
             check_output_file(target)
         pub = _table(table, "table")
-        df, incomplete = route_pairs(pub.table, routes, lag_minutes)
+        df, incomplete = route_pairs(pub.table, list(o.route), o.lag_minutes)
         result = PairsResult(df, incomplete, pub.quarantine.height)
         if target is not None:
             result = result.write(target, overwrite)

@@ -26,24 +26,26 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+from scipy.special import ndtr
 
 POOLED_COLUMNS = ("pooled_mean_speed", "pooled_ci95_low", "pooled_ci95_high", "pooled_useful")
 Z_975 = 1.959963984540054
 
 
 def _noncoverage(t: np.ndarray, chi: np.ndarray) -> np.ndarray:
-    """``r(t, chi) = P(|Z + sqrt(t)| > chi)``: non-coverage of ``+- chi`` at squared normalised bias ``t``."""
-    from scipy.stats import norm
-
+    """``r(t, chi) = P(|Z + sqrt(t)| > chi)``: non-coverage of ``+- chi`` at squared normalised bias ``t``.
+    SciPy's ``ndtr`` (not ``scipy.stats.norm``, whose per-call overhead made the bisections 8x slower)."""
     b = np.sqrt(t)
-    return np.asarray(norm.sf(chi + b) + norm.sf(chi - b))
+    return np.asarray(ndtr(-(chi + b)) + ndtr(-(chi - b)))
 
 
 def _noncoverage_slope(t: np.ndarray, chi: np.ndarray) -> np.ndarray:
-    from scipy.stats import norm
-
     b = np.sqrt(np.maximum(t, 1e-300))
-    return np.asarray((norm.pdf(chi - b) - norm.pdf(chi + b)) / (2.0 * b))
+    return np.asarray((_normal_pdf(chi - b) - _normal_pdf(chi + b)) / (2.0 * b))
+
+
+def _normal_pdf(x: np.ndarray) -> np.ndarray:
+    return np.asarray(np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi))
 
 
 def _tangency(chi: np.ndarray) -> np.ndarray:

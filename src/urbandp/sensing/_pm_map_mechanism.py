@@ -203,10 +203,10 @@ def cell_aggregates(
     """Bound (clip to [0, C], centre at C/2; with ``vehicle``, keep at most ``M`` readings per vehicle-window,
     :func:`truncate_vehicle_windows`) and aggregate per public window and grid cell. ``windows`` are the public
     window starts, sorted and distinct (as the release's window list is); an unsorted list is refused."""
-    if np.any(np.diff(windows.astype("datetime64[m]").astype(np.int64)) <= 0):
+    public = windows.astype("datetime64[m]")  # sorted: each reading's window by binary search, -1 if none
+    if np.any(np.diff(public.astype(np.int64)) <= 0):
         raise ValueError("windows must be sorted and distinct")
     starts = window_starts(readings.time, window_minutes, windows[0] if len(windows) else None)
-    public = windows.astype("datetime64[m]")  # sorted: each reading's window by binary search, -1 if none
     w_idx = np.where(np.isin(starts, public), np.searchsorted(public, starts), -1).astype(np.int64)
     keep = w_idx >= 0
     if vehicle is not None:

@@ -1,7 +1,8 @@
 """CLI group ``urbandp survey`` (docs/survey.md): randomized response, location and trajectory perturbation, OD
 trips. A release command's flags are its spec's fields (:class:`urbandp._cli_spec.OptionsOf`); it calls its function
 of :mod:`urbandp.survey._api` and prints (parse -> library -> print: the guards, the charge and the writing are the
-library's).
+library's). ``escape`` is no release: it simulates an attacker on points already perturbed and writes its own
+report here.
 """
 
 from __future__ import annotations

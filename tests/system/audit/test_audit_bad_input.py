@@ -56,14 +56,17 @@ def test_bad_input(tmp_path: Path, args: list[str], message: str) -> None:
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["noise-scale", "--pairs", "PAIRS", "--alpha", "1.5"], "--alpha must be in (0, 1), got 1.5"),
+        (
+            ["noise-scale", "--pairs", "PAIRS", "--alpha", "1.5"],
+            "--alpha must be a finite number > 0 and < 1, got 1.5",
+        ),
         (
             ["zero-skipping", "--table", "TABLE", "--group-sizes", "1,x"],
             "--group-sizes must be integers like 1,5,12, got '1,x'",
         ),
         (
             ["differencing", "--joint", "TABLE", "--marginal", "TABLE", "--marginal-scale", "-1"],
-            "--marginal-scale must be a positive finite number, got -1.0",
+            "--marginal-scale must be a finite number > 0, got -1.0",
         ),
         (
             ["differencing", "--joint", "TABLE", "--marginal", "TABLE"],
