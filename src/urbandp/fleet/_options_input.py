@@ -24,7 +24,7 @@ from urbandp._arguments import (
 )
 from urbandp._config_tables import check_tables, read_document, table_values
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.fleet._options import HatReleaseConfig, build_config
+from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._options_flags import OPTION_NAMES, RecordOptions, keyword_type, release_options
 
 FILE_TABLES = ("release", "input", "columns")
@@ -278,6 +278,6 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str], dict[str,
         overrides: dict[str, object] = {name: given.get(name) for name in HatReleaseConfig.model_fields}
         overrides["dates"] = _day_list(given.get("dates"), given.get("dates_file"), "dates")
         overrides["holidays"] = _day_list(given.get("holidays"), None, "holidays")
-        cfg = build_config(overrides)
+        cfg = HatReleaseConfig(**{name: value for name, value in overrides.items() if value is not None})
         options = validation_options(given)
     return cfg, options, values["column"], names
