@@ -144,8 +144,8 @@ class DeclaredOption(CommandLine):
     @property
     def kinds(self) -> tuple[Any, ...]:
         """The runtime types the field's annotation allows (``float | None`` -> ``(float, NoneType)``, a
-        ``Literal`` as its words' type: ``int | Literal["observed"]`` -> ``(int, str)``)."""
-        return _kinds(self.type)
+        ``Literal`` of words as ``str``: ``int | Literal["observed"]`` -> ``(int, str)``)."""
+        return tuple(str if kind is typing.Literal else kind for kind in runtime_types(self.type))
 
     @property
     def integer(self) -> bool:
@@ -234,22 +234,16 @@ class ReleaseOptions(BaseModel):
             raise refusal from None
 
 
-def _members(hint: Any) -> tuple[Any, ...]:
-    """The members of a union (``int | None`` -> ``(int, NoneType)``), or the hint itself."""
-    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-
-
-def _kinds(hint: Any) -> tuple[Any, ...]:
-    if typing.get_origin(hint) is typing.Literal:
-        return tuple(dict.fromkeys(type(word) for word in typing.get_args(hint)))
-    members = _members(hint)
-    return tuple(t for m in members for t in _kinds(m)) if len(members) > 1 else runtime_types(hint)
+def given_kinds(hint: Any) -> tuple[Any, ...]:
+    """The members of a union other than None (``int | None`` -> ``(int,)``), or the hint itself."""
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    return tuple(k for k in members if k is not type(None))
 
 
 def _words(hint: Any) -> tuple[str, ...] | None:
     """The choices a ``Literal`` annotation declares (``Literal["a", "b"] | None`` -> ``("a", "b")``), None for
     any other annotation."""
-    members = [m for m in _members(hint) if m is not type(None)]
+    members = given_kinds(hint)
     if not members or not all(typing.get_origin(m) is typing.Literal for m in members):
         return None
     return tuple(word for m in members for word in typing.get_args(m))

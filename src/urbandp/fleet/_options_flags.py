@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import operator
-import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from urbandp._release_options import BUDGET_STORE_HELP, DATASET_HELP, DeclaredOption, declared_options, option
+from urbandp._release_options import (
+    BUDGET_STORE_HELP,
+    DATASET_HELP,
+    DeclaredOption,
+    declared_options,
+    given_kinds,
+    option,
+)
 from urbandp.fleet._options import HatReleaseConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -107,16 +113,10 @@ def keyword_type(declared: DeclaredOption) -> Any:
     """The type :func:`urbandp.fleet.release` takes for an option: the field's Python value or the command line's
     text (``hours=(6, 22)`` or ``"6-22"``, ``start=date(...)`` or ``"2021-11-15"``), or None; a word of declared
     choices as its ``Literal``."""
-    kinds = [*_kinds(declared.type)]
+    kinds = [*given_kinds(declared.type)]
     if not all(typing.get_origin(k) is typing.Literal for k in kinds):
-        kinds += [k for k in _kinds(declared.cli_type) if k not in kinds]
+        kinds += [k for k in given_kinds(declared.cli_type) if k not in kinds]
     return functools.reduce(operator.or_, [*kinds, None])
-
-
-def _kinds(hint: Any) -> tuple[Any, ...]:
-    """The members of a union other than None (``int | None`` -> ``(int,)``)."""
-    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    return tuple(k for k in members if k is not type(None))
 
 
 def api_signature(fn: F) -> F:
