@@ -16,9 +16,9 @@ import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import PrivateAttr, field_validator
+from pydantic import PrivateAttr, ValidationInfo, field_validator
 
-from urbandp._arguments import shown
+from urbandp._arguments import check_date, check_name, check_numbers, check_path, shown
 from urbandp._privacy import guards
 from urbandp._release_options import ReleaseOptions, option
 from urbandp.errors import InputError, InvalidParameterError
@@ -309,6 +309,59 @@ class HatReleaseConfig(ReleaseOptions):
             values["neighbouring"] = NEIGHBOURING_ALIASES.get(relation, relation)
         super().__init__(**values)
 
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _day(cls, value: object, info: ValidationInfo) -> object:
+        return read_day(value, str(info.field_name))
+
+    @field_validator("hours", mode="before")
+    @classmethod
+    def _hours(cls, value: object) -> tuple[int, int]:
+        return read_hours(value)
+
+    @field_validator("domain_bbox", mode="before")
+    @classmethod
+    def _bbox(cls, value: object) -> tuple[float, ...] | None:
+        """A public extent as text ``min_lat,min_lon,max_lat,max_lon`` or four numbers (checked with the spec)."""
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            return check_numbers(value, "domain_bbox", length=4)
+        try:
+            a, b, c, d = (float(x) for x in value.split(","))
+        except ValueError:
+            raise InvalidParameterError(
+                "domain_bbox must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got "
+                f"'{value}'",
+                parameters="domain_bbox",
+            ) from None
+        return a, b, c, d
+
+    @field_validator("domain_gtfs", "domain_geojson", "domain_cells", mode="before")
+    @classmethod
+    def _path(cls, value: object, info: ValidationInfo) -> Path | None:
+        path = check_path(value, str(info.field_name), optional=True)
+        return None if path is None else Path(path)
+
+    @field_validator("weekdays", mode="before")
+    @classmethod
+    def _name(cls, value: object, info: ValidationInfo) -> object:
+        return check_name(value, str(info.field_name), optional=True)
+
+    @field_validator("max_hats_per_vehicle_day", mode="before")
+    @classmethod
+    def _hats_bound(cls, value: object) -> object:
+        """K: a whole number, as a number or text, or ``observed``."""
+        if not isinstance(value, str) or value == "observed":
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            raise InvalidParameterError(
+                "max_hats_per_vehicle_day must be a whole number or 'observed'",
+                parameters="max_hats_per_vehicle_day",
+            ) from None
+
     @field_validator("queries", mode="before")
     @classmethod
     def _queries_text(cls, value: object) -> object:
@@ -330,15 +383,6 @@ class HatReleaseConfig(ReleaseOptions):
             raise InvalidParameterError(
                 f"slot_minutes must divide a day (e.g. 15, 30, 60, 120 minutes), got {value}",
                 parameters="slot_minutes",
-            )
-        return value
-
-    @field_validator("hours")
-    @classmethod
-    def _hours_in_a_day(cls, value: tuple[int, int]) -> tuple[int, int]:
-        if not (0 <= value[0] < value[1] <= 24):
-            raise InvalidParameterError(
-                f"hours must satisfy 0 <= start < end <= 24, got {value[0]}-{value[1]}", parameters="hours"
             )
         return value
 
@@ -603,6 +647,27 @@ COARSEN_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 
 # The user-level mean estimators of the paper assume the units present and their record counts are public.
 PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
+
+
+def read_day(value: object, name: str) -> dt.date | None:
+    """A day as a date (a datetime at midnight too) or ``YYYY-MM-DD`` text, as ``start`` and ``end`` take it."""
+    return check_date(value, name, optional=True)
+
+
+def read_hours(value: object) -> tuple[int, int]:
+    """The daily hour window as ``"6-22"`` or two integers, within a day."""
+    from urbandp._grid.slots import parse_hours  # polars: not imported by the command line's start
+
+    a, b = (
+        parse_hours(value)
+        if isinstance(value, str)
+        else check_numbers(value, "hours", length=2, integer=True)
+    )
+    if not (0 <= a < b <= 24):
+        raise InvalidParameterError(
+            f"hours must satisfy 0 <= start < end <= 24, got {a}-{b}", parameters="hours"
+        )
+    return int(a), int(b)
 
 
 def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:

@@ -12,16 +12,18 @@ import datetime as dt
 import functools
 import operator
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from urbandp._arguments import check_date, check_name, check_path, check_texts
 from urbandp._release_options import (
     BUDGET_STORE_HELP,
     DATASET_HELP,
     DeclaredOption,
+    ReleaseOptions,
     declared_options,
     given_kinds,
     option,
@@ -31,12 +33,10 @@ from urbandp.fleet._options import HatReleaseConfig
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class RecordOptions(BaseModel):
+class RecordOptions(ReleaseOptions):
     """The records' options: how the input's speeds, times and columns are read (the ``[input]`` and ``[columns]``
     tables of a ``--config`` file) and the public day set's file. A flag left out is None, so the file's value or
-    the field's default applies (:func:`urbandp.fleet._options_input.validation_options`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    the field's default applies (:func:`urbandp.fleet._options_input.read_records`)."""
 
     dates_file: Path | None = option(
         None,
@@ -88,6 +88,23 @@ class RecordOptions(BaseModel):
         cli_default=None,
         table="columns",
     )
+
+    @field_validator("dates_file", mode="before")
+    @classmethod
+    def _path(cls, value: object) -> Path | None:
+        path = check_path(value, "dates_file", optional=True)
+        return None if path is None else Path(path)
+
+    @field_validator("speed_unit_since", mode="before")
+    @classmethod
+    def _unit_switches(cls, value: object) -> list[str] | None:
+        """Unit switches as ``DAY=UNIT`` texts, from texts or a mapping of day to unit."""
+        name = "speed_unit_since"
+        if value is None:
+            return None
+        if isinstance(value, Mapping):
+            return [f"{check_date(day, name)}={check_name(unit, name)}" for day, unit in value.items()]
+        return list(check_texts(value, name))
 
 
 def release_options() -> tuple[DeclaredOption, ...]:

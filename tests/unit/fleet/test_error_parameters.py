@@ -38,6 +38,7 @@ from urbandp.fleet._options_input import (
     _day_list,
     configure,
     parse_columns,
+    read_records,
     validation_options,
 )
 from urbandp.fleet._pipeline import NoValidRecords, date_window
@@ -95,16 +96,16 @@ def test_spec_options_name_the_parameter() -> None:
         "--max-hats-per-vehicle-day must be a whole number or 'observed'",
     )
     _names(
-        _refused(lambda: validation_options({"speed_unit_since": ["2016=m/s"]})),
+        _refused(lambda: validation_options(read_records({"speed_unit_since": ["2016=m/s"]}))),
         "speed_unit_since must look like 2016-01-01=m/s, got '2016=m/s'",
         ("speed_unit_since",),
         "--speed-unit-since must look like 2016-01-01=m/s, got '2016=m/s'",
     )
     _names(
-        _refused(lambda: validation_options({"speed_reject_above": -1.0})),
-        "speed_reject_above must be a finite number of km/h above 0, got -1",
+        _refused(lambda: validation_options(read_records({"speed_reject_above": -1.0}))),
+        "speed_reject_above must be a finite number > 0, got -1.0",
         ("speed_reject_above",),
-        "--speed-reject-above must be a finite number of km/h above 0, got -1",
+        "--speed-reject-above must be a finite number > 0, got -1.0",
     )
 
 
