@@ -184,7 +184,7 @@ def test_a_file_value_of_the_wrong_type_is_refused_even_when_the_flag_replaces_i
     # a well-typed value the flag replaces is fine, and so is the other one of the pair (B, epsilon per day)
     for file in ("epsilon_per_day = 3.0", "noise_scale = 5.0"):
         config.write_text(f"[release]\n{file}\n")
-        cfg, _, _ = configure({"epsilon_per_day": 10.0, "config": config})
+        cfg, _, _, _ = configure({"epsilon_per_day": 10.0, "config": config})
         assert cfg.epsilon_per_day == 10.0 and cfg.noise_scale is None
 
 

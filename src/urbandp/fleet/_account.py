@@ -1,12 +1,10 @@
-"""Step 6 of a fleet release: account. A pure function of the plan and the measurements; no noise is drawn here.
+"""Step 6 of a fleet release: account, a pure function of the plan and the measurements (no noise is drawn here).
 
-:func:`account` charges one level's ledger from OpenDP's maps (per-HAT costs of the plan's mechanism, per day
-the sum of the K largest: a vehicle-day touches at most K HATs, ITMS report III E step 3), composes the losses
-as :class:`~urbandp._privacy.loss.Loss` (epsilon for Laplace; rho for Gaussian, converted once to (epsilon,
-delta) by OpenDP), per window by group privacy over the D vehicle-days of one vehicle plus the selection's map at
-the window's distance, and returns the typed :class:`HatRelease`: the tables and privacy.json's content (written
-by :func:`urbandp._privacy.report.write_privacy_json`). :func:`combine_levels` composes the levels of a coarsened
-release and its DP clip bound.
+:func:`account` charges one level (the composition rules: :mod:`urbandp.fleet._account_composition`) and returns
+the typed :class:`HatRelease`, the tables and privacy.json's content (written by
+:func:`urbandp._privacy.report.write_privacy_json`); :func:`combine_levels` composes the levels of a coarsened
+release and its DP clip bound. Losses are :class:`~urbandp._privacy.loss.Loss`: epsilon for Laplace, rho for
+Gaussian noise, converted once to (epsilon, delta) by OpenDP.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from urbandp.errors import Advice, BudgetExceededError, InvalidParameterError
 from urbandp.fleet._account_composition import top_k_sum
 from urbandp.fleet._measure import ClipChoice, Measured
 from urbandp.fleet._measure_selection import SelectionResult
-from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options import COARSEN_LEVELS, HatReleaseConfig
 from urbandp.fleet._plan import QueryScales, ReleasePlan
 
 NEIGHBOURING_TEXT = {
@@ -343,11 +341,15 @@ def _selection_section(
 
 
 def _contribution_section(cfg: HatReleaseConfig, k: int, measured: Measured, hats: int) -> dict[str, object]:
-    """K (max HATs per vehicle-day) and where it came from, and how many HATs were released or had a mean withheld."""
+    """K (max HATs per vehicle-day; 1 under L2 weights) and where it came from, and how many HATs were released or
+    had a mean withheld."""
     return {
         "max_hats_per_vehicle_day": k,
         "max_hats_per_vehicle_day_source": (
-            "observed in the data (not DP)"
+            "contribution_bounding l2: no truncation, every domain HAT a vehicle-day visits is kept with weight "
+            "1/sqrt(m) (m its HATs); the weights' L2 norm is 1, the sensitivity of K = 1 (docs/fleet.md)"
+            if cfg.contribution_bounding == "l2"
+            else "observed in the data (not DP)"
             if cfg.max_hats_per_vehicle_day == "observed"
             else "public bound, enforced by truncation on presence (daytime first, long dwells in one cell last, "
             "then a keyed hash of vehicle, day, cell, slot)"
@@ -416,7 +418,8 @@ def account(lv: Level, slots: SlotSpec, k: int, k_eff: int, truncated: int, not_
 
 # --- levels and the clip bound composed ----------------------------------------------------------------------
 
-LEVEL_NAMES = {(0, 1): "finest", (1, 1): "parent1", (2, 1): "parent2", (0, 2): "slot2"}
+LEVEL_NAMES = {(0, 1): "finest"} | {lv[0]: mode for mode, lv in COARSEN_LEVELS.items() if len(lv) == 1}
+"""Each level by name: the finest, and a coarser one by the coarsen mode that releases it alone."""
 
 COARSEN_ACCOUNTING = (
     "each level is a release of its own on the same vehicle-days (a vehicle-day touches at most K HATs at every "

@@ -1,15 +1,5 @@
-"""The fleet wing's Python API: :func:`release`, the one release path of ``urbandp release`` too.
-
-::
-
-    import urbandp as ud
-    with ud.Session(store="budget.sqlite", dataset="austin") as s:
-        rel = ud.fleet.release(df, start="2017-04-18", end="2017-04-18", hours="6-22", speed_unit="m/s",
-                               epsilon_per_day=4, domain_bbox=(30.15, -97.95, 30.55, -97.6), session=s)
-    rel.table                    # hat_speed: the published HAT table (Polars; .to_pandas())
-    rel.privacy.epsilon_per_day  # the typed privacy report; rel.privacy.to_json() is privacy.json
-    rel.write("out/rel")         # the folder the CLI writes, owner_only/rel/ beside it
-    rel.map()                    # the release's map, shown inline in a notebook
+"""The fleet wing's Python API: :func:`release`, the one release path of ``urbandp release`` too (examples in
+docs/getting-started.md and in :mod:`urbandp.fleet`).
 
 Options are named as the command line's flags with underscores, with the same defaults and checks
 (:mod:`urbandp.fleet._options_input` reads both). The release runs in a charge of the :class:`urbandp.Session`: the guards
@@ -25,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Unpack, cast
+from typing import Any, Unpack, cast
 
 from urbandp._arguments import (
     check_mapping,
@@ -42,19 +32,13 @@ from urbandp._privacy.budget_store import checkpoint
 from urbandp._provenance import parameters_hash
 from urbandp._records.timezones import with_feed_zone
 from urbandp._session import Session, check_session
-from urbandp.errors import InputError, InvalidParameterError
+from urbandp.errors import InvalidParameterError
 from urbandp.fleet._account import HatRelease
 from urbandp.fleet._guardrails import release_warnings
 from urbandp.fleet._options import DOMAIN_SOURCES, HatReleaseConfig
 from urbandp.fleet._options_flags import OPTION_NAMES, api_signature
-from urbandp.fleet._options_input import configure, file_keys, named_by
-from urbandp.fleet._pipeline import (
-    LoadedRecords,
-    NoValidRecords,
-    _write_release,
-    release_fleet,
-    write_owner_quarantine,
-)
+from urbandp.fleet._options_input import configure, named_by
+from urbandp.fleet._pipeline import LoadedRecords, _write_release, quarantine_on_failure, release_fleet
 from urbandp.fleet._report import FleetPrivacyReport
 from urbandp.results import Release
 
@@ -86,7 +70,7 @@ class FleetRelease(Release):
     hat_release: HatRelease | None = None
     loaded: LoadedRecords | None = None
     config: HatReleaseConfig | None = None
-    map_options: dict[str, object] = field(default_factory=dict)
+    map_options: dict[str, Any] = field(default_factory=dict)
     written: dict[str, Path] = field(default_factory=dict)
 
     def write(self, out: str | Path, *, overwrite: bool = False, with_map: bool = True) -> dict[str, Path]:
@@ -105,11 +89,11 @@ class FleetRelease(Release):
     def map(self) -> MapView:
         """The release's map (the page ``write`` puts in map.html): post-processing of the published table."""
         assert self.hat_release is not None
-        from urbandp.fleet._pipeline import _write_map
+        from urbandp.fleet._map_page import write_release_map
 
         with tempfile.TemporaryDirectory(prefix="urbandp-map-") as tmp:
             page = Path(tmp) / "map.html"
-            _write_map(page, self.hat_release, self.map_options)
+            write_release_map(page, self.hat_release.speed, self.hat_release.privacy, **self.map_options)
             return MapView(page.read_text())
 
 
@@ -176,7 +160,7 @@ def release(
     if step is not None and not callable(step):
         raise InvalidParameterError(f"step must be a function of one text, got {step!r}", parameters="step")
     a = {**options, "column": columns, "config": config}
-    cfg, validation, mapping = configure(a)
+    cfg, validation, mapping, file_keys = configure(a)
     # the release's time zone: timezone, else the GTFS domain's agency_timezone (zone-aware columns need one)
     validation = with_feed_zone(validation, cfg.domain_gtfs)
     check_table(data)
@@ -184,27 +168,19 @@ def release(
 
     budget = session if session is not None else Session()
     # an error about a value read from the config file names its key there
-    with named_by(file_keys(a)), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
+    with named_by(file_keys), input_paths(data) as paths, output_policy(paths, overwrite=overwrite):
         charge = budget.charge(UNIT, out=out)
-        with charge:
-            try:
-                hat, loaded = release_fleet(
-                    paths,
-                    cfg,
-                    columns=mapping,
-                    options=validation,
-                    step=step,
-                    session=charge,
-                    engine=check_engine(engine, spark_master),
-                    spark_master=spark_master,
-                )
-            except NoValidRecords as err:
-                if out is None:
-                    raise
-                where = write_owner_quarantine(out, err.quarantine)
-                raise InputError(
-                    f"{err}; the rows and their reasons are in {where}", parameters=err.parameters
-                ) from None
+        with charge, quarantine_on_failure(out):  # NoValidRecords: the quarantine written beside out
+            hat, loaded = release_fleet(
+                paths,
+                cfg,
+                columns=mapping,
+                options=validation,
+                step=step,
+                session=charge,
+                engine=check_engine(engine, spark_master),
+                spark_master=spark_master,
+            )
             # the release spec, hashed: two releases with the same hash ran with the same parameters
             hat.privacy["spec_sha256"] = parameters_hash(
                 {"release": _spec_by_content(cfg, hat.privacy), "input": validation, "columns": mapping}

@@ -23,7 +23,7 @@ from urbandp.fleet._options_flags import (
 )
 from urbandp.fleet._options_input import parse_columns
 
-__all__ = ["check_dataset", "map_site", "quarantine_on_failure", "release"]
+__all__ = ["check_dataset", "map_site", "release"]
 
 _CONSOLE = Console(stderr=True)
 
@@ -34,19 +34,6 @@ def check_dataset(name: str | None) -> None:
         raise InputError(
             "--dataset is empty: give the name of a dataset of the budget store, or leave it out"
         )
-
-
-def quarantine_on_failure(out: Path, run: Any) -> Any:
-    """Run ``run()``; when every record was quarantined, write quarantine.csv to owner_only/ and say where."""
-    from urbandp.fleet._pipeline import NoValidRecords, write_owner_quarantine
-
-    try:
-        return run()
-    except NoValidRecords as err:
-        path = write_owner_quarantine(out, err.quarantine)
-        raise InputError(
-            f"{err}; the rows and their reasons are in {path}", parameters=err.parameters
-        ) from None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,7 +75,7 @@ def release(a: ReleaseArguments) -> None:
     from urbandp._session import Session
     from urbandp.fleet import _api as api
     from urbandp.fleet._cli_summary import print_summary
-    from urbandp.fleet._guardrails import EXIT_USELESS
+    from urbandp.fleet._guardrails import EXIT_USELESS, as_flags
 
     run = a.run
     check_dataset(run.dataset)
@@ -121,8 +108,6 @@ def release(a: ReleaseArguments) -> None:
             **given,
         )
     # only now (the charge is committed): some warnings hold noisy figures, and a failed run shows nothing of its noise
-    from urbandp.fleet._guardrails import as_flags
-
     # the library names parameters, the command line flags: an Advice's parameters, then the fleet's name=value
     for text in [*rel.owner_warnings, *rel.warnings]:
         _CONSOLE.print(

@@ -11,7 +11,6 @@ import typer
 from urbandp._cli_options import Overwrite
 from urbandp._cli_support import cli_text
 from urbandp.errors import InputError
-from urbandp.fleet._cli import quarantine_on_failure
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._options_flags import help_of
 from urbandp.fleet._options_input import named_by, read_given, validation_options, with_file
@@ -30,7 +29,7 @@ def explore(
     end: str | None = typer.Option(None, help="Last day YYYY-MM-DD (default: last day in data)."),
     slot_minutes: int = typer.Option(60, help="Time-slot length in minutes."),
     min_vehicles_per_day: float = typer.Option(10.0, help="Threshold used for the share-of-cells column."),
-    speed_unit: str | None = typer.Option(None, help="Speed unit of the input: km/h (default), mph or m/s."),
+    speed_unit: str | None = typer.Option(None, help=help_of("speed_unit")),
     speed_unit_since: list[str] | None = typer.Option(None, help=help_of("speed_unit_since")),
     timezone: str | None = typer.Option(
         None,
@@ -39,9 +38,7 @@ def explore(
     ),
     speed_reject_above: float | None = typer.Option(None, help=help_of("speed_reject_above")),
     timestamp_format: str | None = typer.Option(None, help=help_of("timestamp_format")),
-    column: list[str] | None = typer.Option(
-        None, help="Column mapping NAME=SOURCE, repeatable (default: the ITMS names)."
-    ),
+    column: list[str] | None = typer.Option(None, help=help_of("column")),
     overwrite: Overwrite = False,
 ) -> None:
     """Explore TRUE data to choose parameters (report III A-C). FOR THE DATA OWNER ONLY: not private.
@@ -53,7 +50,8 @@ def explore(
     from rich.console import Console
 
     from urbandp._grid.slots import SlotSpec
-    from urbandp._outputs import check_output_path
+    from urbandp._outputs import OWNER_README, atomic_output_dir, check_output_path, owner_dir_for
+    from urbandp.fleet import _pipeline
     from urbandp.fleet._explore import (
         OWNER_ONLY,
         check_min_vehicles_per_day,
@@ -62,7 +60,6 @@ def explore(
         write_histograms,
     )
     from urbandp.fleet._explore import explore as run_explore
-    from urbandp.fleet._pipeline import load_records, top_reasons, write_owner_quarantine
 
     check_output_path(out)
     check_min_vehicles_per_day(min_vehicles_per_day)
@@ -83,19 +80,18 @@ def explore(
     console = Console()
     err = Console(stderr=True)
     with console.status("reading, validating and aggregating at resolutions 6, 7, 8"):
-        loaded = load_records(inputs, columns, options)
-        quarantine_on_failure(out, loaded.require_valid)
+        loaded = _pipeline.load_records(inputs, columns, options)
+        with _pipeline.quarantine_on_failure(out):
+            loaded.require_valid()
         clean, outside = in_window(loaded.clean, slots, first, last)
         if clean.height == 0:
-            where = write_owner_quarantine(out, loaded.quarantine)
+            where = _pipeline.write_owner_quarantine(out, loaded.quarantine)
             raise InputError(
                 f"none of the {outside:,} valid records lies inside the window {first or 'first day'}.."
                 f"{last or 'last day'}, hours {window_hours[0]}-{window_hours[1]} ({loaded.quarantine.height:,} other "
-                f"records quarantined: {top_reasons(loaded.reasons)}, in {where}); widen --start/--end or --hours"
+                f"records quarantined: {_pipeline.top_reasons(loaded.reasons)}, in {where}); widen --start/--end or --hours"
             )
         result = run_explore(clean, slots=slots, min_vehicles_per_day=min_vehicles_per_day)
-    from urbandp._outputs import OWNER_README, atomic_output_dir, owner_dir_for
-
     # data-owner material (true data), as its README.txt says; written atomically, so a rerun leaves no stale file
     with atomic_output_dir(out) as d:
         (d.release / "README.txt").write_text(OWNER_README)
@@ -108,7 +104,7 @@ def explore(
     console.print(f"[bold red]{OWNER_ONLY}[/]")
     console.print(
         f"records in {loaded.records_in:,}: used {clean.height:,}, quarantined {loaded.quarantine.height:,} "
-        f"({top_reasons(loaded.reasons, 10)}), valid but outside the window {outside:,}",
+        f"({_pipeline.top_reasons(loaded.reasons, 10)}), valid but outside the window {outside:,}",
         highlight=False,
     )
     console.print(comparison_table(result.table))

@@ -13,7 +13,7 @@ import typer
 from urbandp._cli_options import AllowMeaninglessEpsilon, Overwrite
 from urbandp._cli_spec import OptionsOf, typed_command
 from urbandp.errors import InputError
-from urbandp.fleet._cli import RecordsArguments, check_dataset, quarantine_on_failure
+from urbandp.fleet._cli import RecordsArguments, check_dataset
 from urbandp.fleet._options_flags import RunOptions
 from urbandp.fleet._options_input import configure
 
@@ -55,11 +55,6 @@ class PlanArguments(RecordsArguments):
         ),
     ] = None
 
-    @property
-    def given(self) -> dict[str, Any]:
-        """The release's options and the config file, as :func:`configure` takes them."""
-        return {**self.options, "config": self.config}
-
 
 @typed_command(PlanArguments)
 def plan(a: PlanArguments) -> None:
@@ -73,15 +68,17 @@ def plan(a: PlanArguments) -> None:
     Example: urbandp plan fleet.parquet --out out/plan --epsilon-per-day 10 --start 2021-11-15 --end 2021-12-15
     --domain-bbox 21.09,72.75,21.25,72.91 --target-error 2
     """
-    from urbandp.fleet._options_input import file_keys, named_by
+    from urbandp.fleet._options_input import named_by
 
+    cfg, options, columns, file_keys = configure({**a.options, "config": a.config})
     # an error about a value read from the config file names its key there, as release's do
-    with named_by(file_keys(a.given)):
-        _plan(a)
+    with named_by(file_keys):
+        _plan(a, cfg, options, columns)
 
 
-def _plan(a: PlanArguments) -> None:
-    """The plan of :func:`plan`'s arguments ``a``: written to ``a.out``/plan.json and printed."""
+def _plan(a: PlanArguments, cfg: HatReleaseConfig, options: Any, columns: dict[str, str]) -> None:
+    """The plan of :func:`plan`'s arguments ``a`` (read into ``cfg``, the records' options and their columns):
+    written to ``a.out``/plan.json and printed."""
     from rich.console import Console
 
     from urbandp._outputs import atomic_output_dir, dumps_strict, write_json
@@ -92,7 +89,6 @@ def _plan(a: PlanArguments) -> None:
     from urbandp.fleet._options import public_window, window_days
     from urbandp.fleet._plan_forecast import check_target_error, make_plan
 
-    cfg, options, columns = configure(a.given)
     options = with_feed_zone(options, cfg.domain_gtfs)  # the release's time zone, as the release reads it
     check_target_error(a.target_error)
     if a.fleet_size is not None and not (math.isfinite(a.fleet_size) and a.fleet_size > 0):
@@ -112,7 +108,7 @@ def _plan(a: PlanArguments) -> None:
     charged = a.charge.dataset if a.histogram_epsilon is not None else None
     with ReleaseCharge(charged, a.charge.budget_store, unit="vehicle-day", out=a.out) as session:
         histogram, m_histogram, pilot, spent = _paid_inputs(
-            a, cfg, (columns, options), session, domain, (first, last, day_set)
+            a, cfg, (columns, options), session, domain, (first, last, day_set), public_days
         )
         result = make_plan(
             cfg,
@@ -142,6 +138,7 @@ def _paid_inputs(
     session: ReleaseCharge,
     domain: PublicDomain | None,
     window: tuple[dt.date, dt.date, tuple[dt.date, ...] | None],
+    public_days: tuple[dt.date, ...],
 ) -> tuple[Any, Any, Any, float]:
     """What ``--histogram-epsilon`` buys, charged to ``session`` before its noise: without a public domain the
     Laplace histogram of vehicle-days per HAT, with one a pilot of the release's own noisy counts and a histogram
@@ -149,8 +146,7 @@ def _paid_inputs(
     bought, 0 spent, without ``--histogram-epsilon``."""
     from urbandp._contributions import ContributionSpec, get_backend
     from urbandp._privacy.loss import Loss
-    from urbandp.fleet._options import window_days
-    from urbandp.fleet._pipeline import load_records
+    from urbandp.fleet._pipeline import load_records, quarantine_on_failure
     from urbandp.fleet._plan_forecast import cfg_k, dp_histogram, paid_pilot, per_hat_counts, pilot_loss
     from urbandp.fleet._predict import M_HISTOGRAM_SHARE
 
@@ -158,7 +154,6 @@ def _paid_inputs(
         return None, None, None, 0.0
     columns, options = reading
     first, last, day_set = window
-    public_days = window_days(first, last, day_set)
     days = len(public_days)
     eps_h = float(a.histogram_epsilon)
     if not (math.isfinite(eps_h) and eps_h > 0):
@@ -166,7 +161,8 @@ def _paid_inputs(
 
     spec = ContributionSpec(cfg.resolution, cfg.slot_spec, first, last, cfg.speed_max, days=day_set)
     loaded = load_records(a.inputs, columns, options, window=spec)
-    quarantine_on_failure(a.out, loaded.require_valid)
+    with quarantine_on_failure(a.out):
+        loaded.require_valid()
     contributions = get_backend("polars").contributions(loaded.clean_lazy, spec)
     k = cfg_k(cfg)
     if domain is None:  # no public domain: the Laplace histogram of vehicle-days per HAT (L1 2K)

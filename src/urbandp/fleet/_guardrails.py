@@ -97,16 +97,15 @@ def options_that_help(
             generic.append(f"min_vehicles_per_day below {cfg.min_per_day:g} (threshold x D)")
         generic.append(f"resolution={max(cfg.resolution - 1, 0)} (cells about 7x larger)")
         generic.append(f"slot_minutes={cfg.slot_minutes * 2} (slots twice as long)")
-        return generic[:3]
+        return generic
     from urbandp.fleet._predict import simulate
 
     scored: list[tuple[tuple[int, float], str]] = []
     profile = _released_profile(release, cfg) if release is not None else None
     domain = _release_domain(cfg, release) if profile is not None and release is not None else None
     for text, change in alternatives(cfg):
-        try:
-            alt = cfg.model_copy(update=change)
-            HatReleaseConfig.model_validate(alt.model_dump())
+        try:  # the spec with the change, validated: a change the spec refuses is no advice
+            alt = HatReleaseConfig.model_validate({**cfg.model_dump(), **change})
         except ValueError:
             continue
         t = _threshold(alt, days, domain_size)
@@ -234,13 +233,13 @@ def release_warnings(release: HatRelease, cfg: HatReleaseConfig) -> list[str]:
 # -- the release guards of the library path (the module's docstring) ------------------------------------------------
 
 
-def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> list[str]:
+def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> None:
     """Before any record is read: the meaningless-loss guard on the smallest loss the parameters imply, and with a
     budget dataset the two reasons a release cannot be charged (docs/privacy-core.md, "What is refused").
 
     With ``epsilon_per_day`` the loss per vehicle-day is that figure; with ``noise_scale`` its smallest possible
     value is one HAT's speeding count (sensitivity 1/D per vehicle-day), which already decides a scale of 1e-300.
-    Returns the NOT DP reasons (non-empty only with ``allow_meaningless_epsilon``), also kept by the session.
+    The NOT DP reasons (only with ``allow_meaningless_epsilon``) are kept by the session.
     """
     allow = session.allow_meaningless_epsilon
     if cfg.epsilon_per_day is not None:
@@ -255,7 +254,6 @@ def refuse_before_reading(session: ReleaseCharge, cfg: HatReleaseConfig) -> list
         reasons = guards.meaningless_reasons(loss, delta, per="vehicle-day (at least)", allow=allow)
     session.refuse_not_dp(reasons)
     _refuse_unchargeable(session, cfg)
-    return reasons
 
 
 def _public_day_count(cfg: HatReleaseConfig) -> int:
@@ -330,7 +328,7 @@ STATED_KEYS = ("cumulative_epsilon_per_day", "delta_per_day", "epsilon_per_windo
 """privacy.json's headline figures of a fleet release, read from the release's one loss (:func:`state_loss`)."""
 
 
-def state_loss(session: ReleaseCharge, privacy: dict[str, Any], charge: PlannedCharge | None) -> None:
+def state_loss(session: ReleaseCharge, privacy: dict[str, Any], charge: PlannedCharge) -> None:
     """privacy.json states the loss the session reserved (the plan's :class:`~urbandp._privacy.loss.ReleaseLoss`,
     booked as is in the store): per vehicle-day and over the window, with rho and its conversion, under ``loss``.
 
@@ -339,7 +337,7 @@ def state_loss(session: ReleaseCharge, privacy: dict[str, Any], charge: PlannedC
     it is a bug, refused (after noise, so the run stays charged). Without a planned loss (a noise scale) the
     accounting's sums are stated."""
     stated = session.release_loss
-    if charge is None or charge.loss is None or stated is None:
+    if charge.loss is None or stated is None:
         return
     eps_day, delta_day = session.approx_per_day()
     eps_window, delta_window, _ = stated.approx(stated.window)

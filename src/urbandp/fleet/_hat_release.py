@@ -58,23 +58,20 @@ def _release_hats(
     slots: SlotSpec | None = None,
     domain: PublicDomain | None = None,
 ) -> HatRelease:
-    """Plan, bound, (clip bound), then per level select, calibrate, measure, account; combine the levels.
-
-    ``days`` is D, the calendar days of the public window. Without ``clip_bound`` and ``coarsen`` this is the
-    single-level release; otherwise see :func:`choose_clip_bound`, :func:`coarse_contributions` and
-    :func:`combine_levels`. ``domain``: the public domain (:func:`~urbandp.fleet._domain.load_public_domain`;
-    loaded here from an extent when not given): contributions off it are dropped before truncation.
-    """
+    """Plan, bound, (clip bound), then per level select, calibrate, measure, account; combine the levels (the steps:
+    the module's docstring). ``days`` is D, the public days of the window. ``domain``: the public domain
+    (:func:`~urbandp.fleet._domain.load_public_domain`; loaded here from an extent when not given): contributions
+    off it are dropped before truncation."""
     plan = plan_release(cfg, days)
     slots = slots or cfg.slot_spec
-    not_dp: list[str] = []
+    not_dp = cfg.not_dp_reasons
     if domain is None and cfg.public_domain:
         domain = load_public_domain(cfg)
     grid = domain_grid(domain, slots.slots) if domain is not None else None
     off_domain = 0
     if grid is not None:
         contributions, off_domain = restrict_to_domain(contributions, grid, domain)
-    contributions, k, truncated = _bound(contributions, cfg, plan, slots, not_dp)
+    contributions, k, truncated = _bound(contributions, cfg, plan, slots)
     clip: ClipChoice | None = None
     base_cfg = cfg
     if cfg.clip_bound == "dp-quantile":
@@ -109,19 +106,17 @@ def _release_hats(
 
 
 def _bound(
-    contributions: pl.DataFrame, cfg: HatReleaseConfig, plan: ReleasePlan, slots: SlotSpec, not_dp: list[str]
+    contributions: pl.DataFrame, cfg: HatReleaseConfig, plan: ReleasePlan, slots: SlotSpec
 ) -> tuple[pl.DataFrame, int, int]:
     """Step 2, bound each vehicle-day's contribution: (contributions, K, vehicle-days truncated).
 
     ``l2``: weights of L2 norm 1 per vehicle-day, the sensitivities (and accounting) of K = 1; K read from the
-    data (``observed``): not DP, noted in ``not_dp``; else truncation to the plan's K HATs.
+    data (``observed``): not DP (:attr:`HatReleaseConfig.not_dp_reasons`); else truncation to the plan's K HATs.
     """
     if cfg.contribution_bounding == "l2":
         return l2_normalised(contributions), 1, 0
     if plan.k is None:
-        k = max(1, observed_max_hats(contributions))
-        not_dp.append("K (max HATs per vehicle-day) read from the data (report III E)")
-        return contributions, k, 0
+        return contributions, max(1, observed_max_hats(contributions)), 0
     contributions, truncated = truncate_vehicle_days(contributions, plan.k, slots.slot_minutes)
     return contributions, plan.k, truncated
 
@@ -176,12 +171,6 @@ def _describe_release(
 ) -> None:
     """Add to the release its contribution bounding, the usefulness of each HAT (post-processing) and the public
     domain; the records off the domain go to the owner's report only."""
-    if cfg.contribution_bounding == "l2":
-        combined.privacy["max_hats_per_vehicle_day"] = 1
-        combined.privacy["max_hats_per_vehicle_day_source"] = (
-            "contribution_bounding l2: no truncation, every domain HAT a vehicle-day visits is kept with weight 1/sqrt(m) "
-            "(m its HATs); the weights' L2 norm is 1, the sensitivity of K = 1 (docs/fleet.md)"
-        )
     combined.privacy["contribution_bounding"] = cfg.contribution_bounding
     combined.privacy["contribution_bounding_chosen"] = cfg.chosen.get("contribution_bounding")
     combined.privacy["borrow_strength_chosen"] = cfg.chosen.get("borrow_strength")
@@ -242,12 +231,6 @@ def _release_level(
     """
     per_hat = per_hat_aggregates(contributions, cfg.speed_limit)
     selection = select_hats(per_hat, cfg, plan, k, noise, slots, grid)
-    if cfg.selection == "public-threshold" and cfg.neighbouring == "add-remove":
-        not_dp.append("public-threshold selection reads true vehicle counts (report III C)")
-    if cfg.neighbouring == "add-remove" and cfg.speed_estimator in PAPER_ESTIMATORS:
-        not_dp.append(
-            f"estimator {cfg.speed_estimator} assumes unit counts are public (presence-public); use clipped-mean"
-        )
     released = (
         selection.hats.join(per_hat, on=["cell", "slot"], how="left")
         .with_columns(

@@ -20,7 +20,6 @@ import polars as pl
 
 from urbandp._reports.map import (
     DEFAULT_TILES,
-    VIRIDIS,
     MapHeader,
     TileSource,
     render_page,
@@ -341,7 +340,7 @@ def write_site(
     return {n: Path(out) / n for n in names}
 
 
-__all__ = ["VIRIDIS", "map_header", "write_release_map", "write_site"]
+__all__ = ["map_header", "write_release_map", "write_site"]
 
 
 def _legend(privacy: Mapping[str, object]) -> str:

@@ -350,20 +350,11 @@ class HatReleaseConfig(BaseModel):
             )
         return value
 
-    @field_validator(
-        "speed_max",
-        "speed_limit",
-        "noise_scale",
-        "epsilon_per_day",
-        "budget_per_day",
-        "selection_epsilon",
-        "min_vehicles_per_day",
-        "delta",
-        "target_width",
-    )
+    @field_validator("*")
     @classmethod
-    def _finite(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
+    def _finite(cls, value: object) -> object:
+        """Every number finite (an option with an upper bound refuses infinity and NaN by its bounds first)."""
+        if isinstance(value, float) and not math.isfinite(value):
             raise ValueError("must be a finite number (an exact, noise-free release is not offered)")
         return value
 
@@ -550,13 +541,23 @@ class HatReleaseConfig(BaseModel):
         return dict(self._chosen)
 
     @property
-    def differentially_private(self) -> bool:
-        """False when a data-dependent choice is left unpaid (docs/design.md rule 3)."""
+    def not_dp_reasons(self) -> list[str]:
+        """Each data-dependent choice the release leaves unpaid (docs/design.md rule 3), as privacy.json says it."""
+        reasons, add_remove = [], self.neighbouring == "add-remove"
         if self.max_hats_per_vehicle_day == "observed":
-            return False
-        if self.selection == "public-threshold" and self.neighbouring == "add-remove":
-            return False
-        return not (self.neighbouring == "add-remove" and self.speed_estimator in PAPER_ESTIMATORS)
+            reasons.append("K (max HATs per vehicle-day) read from the data (report III E)")
+        if add_remove and self.selection == "public-threshold":
+            reasons.append("public-threshold selection reads true vehicle counts (report III C)")
+        if add_remove and self.speed_estimator in PAPER_ESTIMATORS:
+            reasons.append(
+                f"estimator {self.speed_estimator} assumes unit counts are public (presence-public); use clipped-mean"
+            )
+        return reasons
+
+    @property
+    def differentially_private(self) -> bool:
+        """False when a data-dependent choice is left unpaid (:attr:`not_dp_reasons`)."""
+        return not self.not_dp_reasons
 
 
 def l2_missing(cfg: HatReleaseConfig) -> list[str]:
@@ -634,39 +635,24 @@ PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
 
 
 def build_config(values: dict[str, object]) -> HatReleaseConfig:
-    """The spec from its values (None: the default), validated; any problem raises :class:`InputError`, one line
-    whose ``parameters`` are the parameters its message names (:func:`urbandp.fleet._options_input.configure`
-    names a value of the config file by its key there)."""
+    """The spec from its values (None: the default), validated; the first problem raises :class:`InputError`, one
+    line naming the option by its Python name, with an example (a reader renames it: the CLI to its flag,
+    :func:`urbandp.fleet._options_input.configure` a value of the config file to its key there). Its
+    ``parameters`` are the ones a :class:`ParameterValueError` names, else the field's."""
     try:
         return HatReleaseConfig(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as err:
         first: dict[str, Any] = dict(err.errors()[0])
-        loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
-        field = loc[0] if loc and loc[0] in HatReleaseConfig.model_fields else ""
-        # the parameters by their Python names; the CLI names them by their flags, a config file by its keys
-        raise InputError(
-            _line_of(first), parameters=_parameters(err) or ((field,) if field else ())
-        ) from None
-
-
-def _parameters(err: ValidationError) -> tuple[str, ...]:
-    """The parameters the first validation problem's message names (:class:`ParameterValueError`), else none: a
-    field's message names its key by all its names (:func:`_line_of`)."""
-    ctx = dict(err.errors()[0]).get("ctx")
-    cause = ctx.get("error") if isinstance(ctx, dict) else None
-    return cause.parameters if isinstance(cause, ParameterValueError) else ()
-
-
-def _line_of(first: dict[str, Any]) -> str:
-    """One validation problem (an entry of ``ValidationError.errors()``) as one line naming the option by its
-    Python name (a reader renames it: the CLI to its flag, a config file to its key), with an example."""
     loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
     where = loc[0] if loc else ""
     msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    cause = first["ctx"].get("error") if isinstance(first.get("ctx"), dict) else None
+    named = cause.parameters if isinstance(cause, ParameterValueError) else ()
     if not where:
-        return f"bad release config: {msg}"
-    example = EXAMPLES.get(where)
-    return f"bad value for {where}: {msg}" + (f" (example: {where} = {example})" if example else "")
+        raise InputError(f"bad release config: {msg}", parameters=named)
+    example = f" (example: {where} = {EXAMPLES[where]})" if where in EXAMPLES else ""
+    field = (where,) if where in HatReleaseConfig.model_fields else ()
+    raise InputError(f"bad value for {where}: {msg}{example}", parameters=named or field)
 
 
 def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:

@@ -1,12 +1,9 @@
-"""The options of ``urbandp fleet release`` (and ``plan``, and :func:`urbandp.fleet.release`), each declared once.
-
-Every option is one field made with :func:`urbandp._release_options.option` (type, default, bounds, help, flag,
-command-line type, TOML table): the release spec's on :class:`~urbandp.fleet._options.HatReleaseConfig` (the
-``[release]`` table), the records' on :class:`RecordOptions` (``[input]``, ``[columns]`` and the day file). The
-command's flags and ``--help`` (:func:`release_parameters`), the TOML keys a ``--config`` file takes, the signature
-``help(urbandp.fleet.release)`` shows (:func:`api_signature`) and its generated keyword types
-(:mod:`urbandp._option_types`) are built from the fields; :class:`RunOptions` declares the command's own options
-(map, budget store, engine) the same way.
+"""The options of ``urbandp fleet release`` (and ``plan``, and :func:`urbandp.fleet.release`), each declared once
+as a field (:mod:`urbandp._release_options`): the release spec's on
+:class:`~urbandp.fleet._options.HatReleaseConfig` (the ``[release]`` table), the records' on :class:`RecordOptions`
+(``[input]``, ``[columns]`` and the day file), the run's own (map, budget store, engine) on :class:`RunOptions`.
+The flags, the TOML keys, the signature (:func:`api_signature`) and the generated keyword types
+(:mod:`urbandp._option_types`) are built from the fields.
 """
 
 from __future__ import annotations

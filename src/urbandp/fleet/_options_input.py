@@ -1,10 +1,7 @@
 """The fleet release's options as the library takes them: one mapping from option names (the CLI's flags with
 underscores) to the spec (:class:`~urbandp.fleet._options.HatReleaseConfig`), the records' validation options and the
-column mapping, shared by ``urbandp release``, ``urbandp plan`` and the Python API (:func:`urbandp.fleet.release`).
-
-Values may be given as the command line writes them (text: ``"2021-11-15"``, ``"6-22"``, ``"a,b,c,d"``) or as
-Python values (dates, tuples, lists, dicts): :func:`read_option` reads either into the spec's form, so the
-messages agree.
+column mapping, shared by ``urbandp release``, ``urbandp plan`` and the Python API (:func:`urbandp.fleet.release`):
+a value as the command line writes it or as Python gives it is read by :func:`read_option`, so the messages agree.
 """
 
 from __future__ import annotations
@@ -77,15 +74,9 @@ def with_file(a: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     return values, {name: named for name, (named, _) in taken.items()}
 
 
-def file_keys(a: Mapping[str, Any]) -> dict[str, str]:
-    """Parameter -> its key in the config file (``start in cfg.toml [release]``), for each value the release
-    (options ``a``, as :func:`configure` takes them) reads from its ``config`` file rather than a parameter."""
-    return with_file(a)[1]
-
-
 @contextlib.contextmanager
 def named_by(names: Mapping[str, str]) -> Iterator[None]:
-    """Rename, in an :class:`InputError` raised inside, each parameter found in ``names`` (:func:`file_keys`)."""
+    """Rename, in an :class:`InputError` raised inside, each parameter found in ``names`` (:func:`with_file`)."""
     try:
         yield
     except InputError as err:
@@ -276,10 +267,11 @@ def read_given(values: Mapping[str, Any]) -> dict[str, Any]:
     return {n: read_option(n, v) for n, v in values.items() if v is not None and n in OPTION_NAMES}
 
 
-def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
-    """(HatReleaseConfig, ValidationOptions, column mapping) from the options shared by release and plan: each
-    option (:func:`read_option`) as text or a Python value, ``column`` as ``NAME=SOURCE`` items or a mapping,
-    ``config`` the TOML file (:func:`read_config`), whose values the given ones replace."""
+def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str], dict[str, str]]:
+    """(HatReleaseConfig, ValidationOptions, column mapping, keyword -> its key in the config file) from the
+    options shared by release and plan: each option (:func:`read_option`) as text or a Python value, ``column`` as
+    ``NAME=SOURCE`` items or a mapping, ``config`` the TOML file (:func:`read_config`), whose values the given
+    ones replace. The release names a value read from the file by its key there (:func:`named_by`)."""
     values, names = with_file(a)
     with named_by(names):  # a value of the file is named by its key there
         given = read_given(values)
@@ -288,4 +280,4 @@ def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str]]:
         overrides["holidays"] = _day_list(given.get("holidays"), None, "holidays")
         cfg = build_config(overrides)
         options = validation_options(given)
-    return cfg, options, values["column"]
+    return cfg, options, values["column"], names

@@ -7,10 +7,11 @@ the public way is :func:`urbandp.fleet.release` (``out=`` or ``FleetRelease.writ
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
@@ -64,14 +65,9 @@ Step = Callable[[str], None]
 
 
 def planned_charge(
-    cfg: HatReleaseConfig,
-    start: dt.date,
-    end: dt.date,
-    derived: bool,
-    day_set: tuple[dt.date, ...] | None = None,
+    cfg: HatReleaseConfig, start: dt.date, end: dt.date, derived: bool, days: tuple[dt.date, ...]
 ) -> PlannedCharge:
-    """The charge of a release over its public days from its public parameters (see :class:`PlannedCharge`)."""
-    days = window_days(start, end, day_set)
+    """The charge of a release over its public ``days`` from its public parameters (see :class:`PlannedCharge`)."""
     plan = plan_release(cfg, len(days))
     bounds = [b for b in (cfg.epsilon_per_day, cfg.budget_per_day) if b is not None]
     eps = min(bounds) if bounds else None
@@ -254,6 +250,21 @@ def write_owner_quarantine(out: Path, quarantine: pl.DataFrame) -> Path:
     return write_owner_table(check_output_path(Path(out)), "quarantine.csv", quarantine)
 
 
+@contextlib.contextmanager
+def quarantine_on_failure(out: Path | None) -> Iterator[None]:
+    """When every record was quarantined (:class:`NoValidRecords`) inside, write quarantine.csv to owner_only/
+    beside ``out`` (none: the error as it is) and say where."""
+    try:
+        yield
+    except NoValidRecords as err:
+        if out is None:
+            raise
+        where = write_owner_quarantine(out, err.quarantine)
+        raise InputError(
+            f"{err}; the rows and their reasons are in {where}", parameters=err.parameters
+        ) from None
+
+
 def date_window(cfg: HatReleaseConfig, clean: pl.DataFrame | pl.LazyFrame) -> tuple[dt.date, dt.date, bool]:
     """(start, end, derived_from_data). Without --start/--end the window spans the data's first to last day."""
     start, end, _ = public_window(cfg)
@@ -340,19 +351,11 @@ def _read_and_aggregate(
 ) -> tuple[LoadedRecords, pl.DataFrame, tuple[dt.date, dt.date, bool]]:
     """Read, validate and aggregate per (vehicle, HAT, day) on the chosen engine: the only stage that reads every
     record. Returns the records, the contributions and the date window (start, end, derived from the data)."""
-    day_set = window.days
-    if engine == "spark":
+    if engine == "spark":  # aggregated on Spark, inside the window (a derived start or end spans the data)
         loaded, contributions = _spark_stage(paths, columns, options, window, spark_master)
         start, end, derived = date_window(cfg, loaded.clean_lazy)
         say("aggregating per vehicle, HAT and day")
-        contributions = contributions.filter(pl.col("day").is_between(start, end))
-        if day_set is not None:
-            contributions = contributions.filter(
-                pl.col("day").is_in(pl.Series(day_set, dtype=pl.Date).implode())
-            )
-    elif engine != "polars":
-        raise InputError(f"unknown engine '{engine}' (use polars or spark)")
-    else:
+    else:  # polars (the engine is checked by the caller, urbandp._contributions.spark_session.check_engine)
         loaded = load_records(paths, columns, options, window=window)
         loaded.require_valid()
         if loaded.records_valid == 0:
@@ -490,9 +493,8 @@ def release_fleet(
     ``session``: the :class:`~urbandp._privacy.session.ReleaseCharge` that owns the budget (the CLI's, with its budget
     store). Without one a local session is opened (no store is charged) with ``noise`` as its source (default
     OpenDP) and ``allow_meaningless_epsilon``; with one, give those to the session instead. Either way the release
-    passes the same guards (:mod:`urbandp.fleet._guardrails`): the meaningless-loss and budget-dataset refusals before
-    any record is read, the reservation before noise (where the session checks the delta and the loss), and the
-    stated loss after accounting; noise is drawn only through the session.
+    passes the same guards, in the order :mod:`urbandp.fleet._guardrails` gives; noise is drawn only through the
+    session.
 
     ``before_noise`` is called once with the :class:`PlannedCharge` after reading, validation and planning and
     before the reservation and any noise (an exception from it stops the release).
@@ -532,7 +534,7 @@ def release_fleet(
         public_days = window_days(start, end, day_set)
         days = len(public_days)
         domain = load_public_domain(cfg, public_days)  # public files only; before any noise
-        charge = planned_charge(cfg, start, end, derived, day_set)
+        charge = planned_charge(cfg, start, end, derived, public_days)
         if before_noise is not None:
             before_noise(charge)
         reserve_planned(session, charge)  # the session's guards run here, before any noise
@@ -642,13 +644,14 @@ def _write_release(
     loaded: LoadedRecords,
     *,
     with_map: bool = True,
-    map_options: dict[str, object] | None = None,
+    map_options: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write the release atomically: hat_speed.csv, hat_speeding.csv (each also as GeoParquet ``.parquet`` and
     ``.geojson`` with the H3 cell polygons, :mod:`urbandp._geo_outputs`), privacy.json, map.html in ``out_dir`` (all
     publishable) and quarantine.csv (raw rejected rows) in ``owner_only/<name>/`` beside it (not DP)."""
     from urbandp._geo_outputs import h3_polygons, write_geo_pair
     from urbandp._outputs import atomic_output_dir, owner_dir_for, owner_file_seen_from_release, write_json
+    from urbandp.fleet._map_page import write_release_map
 
     out_dir = Path(out_dir)
     paths: dict[str, Path] = {}
@@ -680,7 +683,9 @@ def _write_release(
         write_json(d.owner_path("input_report.json"), release.owner_report)
         write_privacy_json(d.release, p)
         if with_map:
-            _write_map(d.release / "map.html", release, map_options or {})
+            write_release_map(
+                d.release / "map.html", release.speed, p, **(map_options or {})
+            )  # post-processing
     for table in tables:
         for kind, suffix in (("", "csv"), (" geoparquet", "parquet"), (" geojson", "geojson")):
             paths[table + kind] = out_dir / f"hat_{table}.{suffix}"
@@ -698,11 +703,3 @@ def with_hex_id(table: pl.DataFrame) -> pl.DataFrame:
     if "h3_cell" not in table.columns or "hex_id" in table.columns:
         return table
     return table.insert_column(table.columns.index("h3_cell") + 1, table["h3_cell"].alias("hex_id"))
-
-
-def _write_map(path: Path, release: HatRelease, options: dict[str, object]) -> None:
-    """map.html of the release (:func:`urbandp.fleet._map_page.write_release_map`): post-processing only."""
-    from urbandp.fleet._map_page import write_release_map
-
-    extra: dict[str, Any] = {k: v for k, v in options.items() if k != "speed_max"}
-    write_release_map(path, release.speed, release.privacy, **extra)

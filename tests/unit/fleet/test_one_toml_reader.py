@@ -43,7 +43,7 @@ def test_a_fleet_config_reads_its_tables(tmp_path: Path) -> None:
     )  # the flag's DAY=UNIT items, as a table
     switches = {"speed_unit_since": (f"speed_unit_since in {path} [input]", ["2016-01-01=m/s"])}
     assert read_config(path) == (switches, {})
-    _, options, _ = configure({"noise_scale": 1, "config": path})
+    _, options, _, _ = configure({"noise_scale": 1, "config": path})
     assert options.speed_unit_since == ((dt.date(2016, 1, 1), "m/s"),)
     # options outside a table, in a file without [release], are the release's
     path.write_text("speed_max = 60\n")

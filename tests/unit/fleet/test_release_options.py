@@ -156,7 +156,7 @@ def test_every_option_has_its_flag_and_the_applied_default_in_help(command: str)
 
 def test_the_defaults_in_help_are_the_ones_applied() -> None:
     """Leaving every option out gives the spec's defaults, and those are what ``--help`` shows."""
-    cfg, options, _ = configure(_values())
+    cfg, options, _, _ = configure(_values())
     for option in RELEASE_OPTIONS:
         if option.default in (None, ()):
             continue
@@ -190,7 +190,7 @@ def test_the_flag_and_the_toml_key_set_the_same_value(name: str, tmp_path: Any) 
     path.write_text(f"[{option.table}]\n{name} = {toml_value}\n")
     window = {} if name in ("start", "end") else {"start": BASE["start"], "end": BASE["end"]}
     by_toml = configure({**_values(base=False, epsilon_per_day="4", **window), "config": path})
-    for cfg, options, _ in (by_flag, by_toml):
+    for cfg, options, _, _ in (by_flag, by_toml):
         held = options.speed_reject_above_kmh if name == "speed_reject_above" else _held(cfg, options, name)
         assert held == expected, (name, held)
 
@@ -201,7 +201,7 @@ def test_an_invalid_value_is_refused_in_one_line(name: str) -> None:
     if name in ("speed_unit_since", "column"):
         value = [value]
     with pytest.raises(InputError) as err:
-        cfg, _, _ = configure(_values(**{name: value}))
+        cfg, _, _, _ = configure(_values(**{name: value}))
         HatReleaseConfig.model_validate(cfg.model_dump())  # the spec re-checks its cross-field rules
     assert "\n" not in str(err.value) and str(err.value)
 
@@ -214,7 +214,7 @@ def test_the_python_keywords_are_the_options() -> None:
     assert "columns" in inspect.signature(api.release).parameters
     given = {**_values(), "start": dt.date(2024, 3, 1), "domain_bbox": (21.09, 72.75, 21.25, 72.91),
              "hours": (6, 22), "queries": ("speed", "speeding"), "column": {"vehicle": "bus"}}  # fmt: skip
-    cfg, _, columns = configure(given)
+    cfg, _, columns, _ = configure(given)
     assert cfg.start == dt.date(2024, 3, 1) and cfg.hours == (6, 22) and cfg.queries == ("speed", "speeding")
     assert cfg.domain_bbox == (21.09, 72.75, 21.25, 72.91) and columns == {"vehicle": "bus"}
 
