@@ -45,9 +45,6 @@ SESSION_KEYS = {"budget_store": "store", "dataset": "dataset"}
 """File keys that the command line reads into its budget session -> the :class:`urbandp.Session` attribute."""
 
 
-ALIASES_ATTRIBUTE = "__urbandp_config_aliases__"
-
-
 class _Required:
     """The default of a keyword that a call must give, by keyword or from its config file."""
 
@@ -238,7 +235,6 @@ def takes_config(
             except InputError as err:
                 raise err.renamed(from_file.get) from None
 
-        setattr(call, ALIASES_ATTRIBUTE, dict(names))
         return call
 
     return decorate
@@ -254,8 +250,3 @@ def _check_required(
         raise InvalidParameterError(
             f"{function} needs {', '.join(missing)}: give {them} {source}", parameters=missing
         )
-
-
-def key_aliases(fn: Callable[..., object]) -> dict[str, str]:
-    """The file keys that a :func:`takes_config` function reads under another keyword (``id`` -> ``id_column``)."""
-    return dict(getattr(fn, ALIASES_ATTRIBUTE, {}))

@@ -42,18 +42,23 @@ def _api(table: str) -> Any:
 
 
 @pytest.mark.parametrize("table", CONFIG_TABLES)
-def test_every_key_of_the_command_table_is_a_keyword_of_its_api_function(table: str) -> None:
-    from urbandp._config_tables import key_aliases
-
+def test_every_key_of_the_command_table_is_a_keyword_of_its_api_function(table: str, tmp_path: Path) -> None:
     group, name = table.split(".", 1)
     command = typer.main.get_command(importlib.import_module(f"urbandp.{group}._cli").app).commands[name]  # type: ignore[attr-defined]
     fn = _api(table)
     keywords = set(inspect.signature(fn).parameters)
     assert "config" in keywords, f"{API[table]} takes no config="
-    aliases = key_aliases(fn)
-    for key in config_keys(command):
-        keyword = aliases.get(key, key)
+    config = tmp_path / "c.toml"
+    for key, option in config_keys(command).items():
+        keyword = option.name  # the keyword the key sets (``id`` -> ``id_column``)
         assert keyword in SESSION_KEYS or (keyword in keywords and keyword not in CALLER_ONLY), (table, key)
+        if keyword in SESSION_KEYS:
+            continue
+        # the API reads the key as that keyword: a value no keyword takes (a table) is refused naming both
+        config.write_text(f"[{table}]\n{key} = {{}}\n")
+        taken = rf"^{key} in {re.escape(str(config))} \[{table}\] = {{}} is not a value {fn.__name__}'s {keyword} takes$"
+        with pytest.raises(InvalidParameterError, match=taken):
+            fn(tmp_path / "absent.csv", config=config)
 
 
 @pytest.fixture(scope="module")
@@ -233,13 +238,12 @@ def test_a_required_keyword_left_out_is_named_in_one_line(tmp_path: Path) -> Non
 def test_every_keyword_of_the_api_function_is_an_option_with_its_default_and_help(table: str) -> None:
     """The other way round (scikit-learn's common test): each keyword a caller may set has the command's flag, a
     key in the file, help text, and the same default; a keyword the API requires is required by the command."""
-    from urbandp._config_tables import REQUIRED, key_aliases
+    from urbandp._config_tables import REQUIRED
 
     group, name = table.split(".", 1)
     command = typer.main.get_command(importlib.import_module(f"urbandp.{group}._cli").app).commands[name]  # type: ignore[attr-defined]
     fn = _api(table)
-    aliases = key_aliases(fn)
-    options = {aliases.get(key, key): param for key, param in config_keys(command).items()}
+    options = {param.name: param for param in config_keys(command).values()}
     for keyword, parameter in inspect.signature(fn).parameters.items():
         if keyword in CALLER_ONLY:
             continue

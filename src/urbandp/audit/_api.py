@@ -65,14 +65,12 @@ def _is_path(data: object) -> bool:
     return isinstance(data, (str, os.PathLike))
 
 
-def _paths(*items: object) -> list[Path]:
-    return [Path(cast("str", p)) for p in items if _is_path(p)]
-
-
-def _outputs(inputs: list[Path], overwrite: bool) -> AbstractContextManager[OutputPolicy]:
-    """The output checks protect the inputs; under a CLI command its policy (``--overwrite``, its inputs) holds too."""
+def _outputs(inputs: tuple[object, ...], overwrite: bool) -> AbstractContextManager[OutputPolicy]:
+    """The output checks protect the ``inputs`` given as paths; under a CLI command its policy (``--overwrite``,
+    its inputs) holds too."""
     outer = current_policy()
-    return output_policy([*outer.inputs, *inputs], overwrite=overwrite or outer.overwrite)
+    paths = [Path(cast("str", p)) for p in inputs if _is_path(p)]
+    return output_policy([*outer.inputs, *paths], overwrite=overwrite or outer.overwrite)
 
 
 def _table(data: TableLike, parameter: str) -> PublishedTable:
@@ -92,12 +90,6 @@ def _privacy(privacy: PrivacyLike, table: TableLike) -> dict[str, object] | None
     if not _is_path(table):
         return None
     return read_privacy(Path(cast("str", table)).parent / "privacy.json", required=False)
-
-
-def _report(report: object, parameter: str = "report") -> Path | None:
-    """The ``report`` folder (``out`` file) as a path or None."""
-    folder = arguments.check_path(report, parameter, optional=True)
-    return None if folder is None else Path(folder)
 
 
 def _scale_from(scale: float | None, privacy: Mapping[str, object] | None) -> float | None:
@@ -287,7 +279,7 @@ class PairsResult:
         from urbandp._outputs import atomic_output_file
 
         target = Path(out)
-        with _outputs([], overwrite), atomic_output_file(target) as tmp:
+        with _outputs((), overwrite), atomic_output_file(target) as tmp:
             self.table.write_csv(tmp)
         return PairsResult(self.table, self.pairs_with_a_missing_side, self.quarantined_rows, target)
 
@@ -297,14 +289,15 @@ class PairsResult:
 R = TypeVar("R", NoiseScaleResult, ZeroSkippingResult, DifferencingResult)
 
 
-def _attack(report: Path | None, overwrite: bool, inputs: list[Path], run: Callable[[], R]) -> R:
+def _attack(report: object, overwrite: bool, inputs: tuple[object, ...], run: Callable[[], R]) -> R:
     """``run`` an attack: the ``report`` folder is checked before any input is read and written after."""
+    folder = arguments.check_path(report, "report", optional=True)
     with _outputs(inputs, overwrite):
-        if report is not None:
-            check_report_dir(report)
+        if folder is not None:
+            check_report_dir(Path(folder))
         result = run()
-        if report is not None:
-            result.write_report(report)
+        if folder is not None:
+            result.write_report(folder)
     return result
 
 
@@ -325,7 +318,6 @@ def noise_scale(
     """
 
     o = NoiseScaleOptions(**options)
-    folder = _report(report)
     arguments.check_table(pairs, "pairs")
 
     def run() -> NoiseScaleResult:
@@ -338,7 +330,7 @@ def noise_scale(
         details["rows_dropped_non_numeric"] = dropped
         return NoiseScaleResult._of(details, model=o.model, differences=u)
 
-    return _attack(folder, overwrite, _paths(pairs), run)
+    return _attack(report, overwrite, (pairs,), run)
 
 
 @takes_options(ZeroSkippingOptions)
@@ -358,7 +350,6 @@ def zero_skipping(
     """
 
     o = ZeroSkippingOptions(**options)
-    folder = _report(report)
 
     def run() -> ZeroSkippingResult:
         pub = _table(table, "table")
@@ -376,7 +367,7 @@ def zero_skipping(
         details["quarantine_reasons"] = sorted(set(pub.quarantine["reason"].to_list()))
         return ZeroSkippingResult._of(details, threshold=o.threshold, quarantine=pub.quarantine)
 
-    return _attack(folder, overwrite, _paths(table, privacy), run)
+    return _attack(report, overwrite, (table, privacy), run)
 
 
 @takes_options(DifferencingOptions)
@@ -398,7 +389,6 @@ def differencing(
     """
 
     o = DifferencingOptions(**options)
-    folder = _report(report)
 
     def run() -> DifferencingResult:
         j = _table(joint, "joint")
@@ -425,7 +415,7 @@ def differencing(
         details["quarantined_rows"] = j.quarantine.height + m.quarantine.height
         return DifferencingResult._of(details, alpha=o.alpha, scale=s, marginals_derived=derived)
 
-    return _attack(folder, overwrite, _paths(joint, marginal, privacy), run)
+    return _attack(report, overwrite, (joint, marginal, privacy), run)
 
 
 @takes_options(PairsOptions)
@@ -445,10 +435,10 @@ def pairs(
     """
 
     o = PairsOptions(**options)
-    target = _report(out, "out")
-    with _outputs(_paths(table), overwrite):
+    target = arguments.check_path(out, "out", optional=True)
+    with _outputs((table,), overwrite):
         if target is not None:
-            check_output_file(target)
+            check_output_file(Path(target))
         pub = _table(table, "table")
         df, incomplete = route_pairs(pub.table, list(o.route), o.lag_minutes)
         result = PairsResult(df, incomplete, pub.quarantine.height)

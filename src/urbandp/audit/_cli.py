@@ -10,6 +10,7 @@ Each attack prints exactly one JSON object on stdout; ``--report DIR`` also writ
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,6 +45,14 @@ def _privacy(table: str) -> Any:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class NoiseScaleArguments:
+    """Estimate the noise scale from pairs of published counts that are equal in the raw data (MLE + CI).
+
+    Example:
+
+        urbandp audit pairs --table rel/joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf" --out p.csv
+        urbandp audit noise-scale --pairs p.csv --model discrete --report audit/
+    """
+
     pairs: Annotated[
         Path, typer.Option("--pairs", help="CSV with columns a,b: published counts equal in raw data.")
     ]
@@ -52,22 +61,13 @@ class NoiseScaleArguments:
     overwrite: Overwrite = False
 
 
-@command(app, NoiseScaleArguments, "noise-scale")
-def noise_scale(a: NoiseScaleArguments) -> None:
-    """Estimate the noise scale from pairs of published counts that are equal in the raw data (MLE + CI).
-
-    Example:
-
-        urbandp audit pairs --table rel/joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf" --out p.csv
-        urbandp audit noise-scale --pairs p.csv --model discrete --report audit/
-    """
-    from urbandp.audit import _api as api
-
-    _print(api.noise_scale(a.pairs, report=a.report, overwrite=a.overwrite, **a.options))
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ZeroSkippingArguments:
+    """Decide whether zeros could have been skipped; report Theorem 1's delta bound and detection probabilities.
+
+    Example: urbandp audit zero-skipping --table opal/location_20160808-14.csv --threshold 18 --method data61-2016 --scale 1.4
+    """
+
     table: Annotated[Path, typer.Option("--table", help="Published table (CSV/Parquet) with a count column.")]
     options: Annotated[dict[str, Any], OptionsOf(ZeroSkippingOptions)]
     privacy: Annotated[Path | None, _privacy("the table")] = None
@@ -75,19 +75,13 @@ class ZeroSkippingArguments:
     overwrite: Overwrite = False
 
 
-@command(app, ZeroSkippingArguments, "zero-skipping")
-def zero_skipping(a: ZeroSkippingArguments) -> None:
-    """Decide whether zeros could have been skipped; report Theorem 1's delta bound and detection probabilities.
-
-    Example: urbandp audit zero-skipping --table opal/location_20160808-14.csv --threshold 18 --method data61-2016 --scale 1.4
-    """
-    from urbandp.audit import _api as api
-
-    _print(api.zero_skipping(a.table, privacy=a.privacy, report=a.report, overwrite=a.overwrite, **a.options))
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DifferencingArguments:
+    """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms.
+
+    Example: urbandp audit differencing --joint rel/joint.csv --marginal rel/time.csv --report audit/
+    """
+
     joint: Annotated[
         Path,
         typer.Option(
@@ -104,23 +98,16 @@ class DifferencingArguments:
     overwrite: Overwrite = False
 
 
-@command(app, DifferencingArguments, "differencing")
-def differencing(a: DifferencingArguments) -> None:
-    """Recover suppressed joint cells from a marginal, with exact intervals for any number of Laplace terms.
-
-    Example: urbandp audit differencing --joint rel/joint.csv --marginal rel/time.csv --report audit/
-    """
-    from urbandp.audit import _api as api
-
-    _print(
-        api.differencing(
-            a.joint, a.marginal, privacy=a.privacy, report=a.report, overwrite=a.overwrite, **a.options
-        )
-    )
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PairsArguments:
+    """Build a,b pairs (counts equal in raw data) for `audit noise-scale` from a published table.
+
+    Example:
+
+        urbandp audit pairs --table joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf"
+        --route "ferry:Circular Quay No. 3 Wharf>Manly Wharf" --out pairs.csv
+    """
+
     table: Annotated[
         Path, typer.Option("--table", help="Published table with mode, day, tap, location[, bin], count.")
     ]
@@ -129,15 +116,21 @@ class PairsArguments:
     overwrite: Overwrite = False
 
 
-@command(app, PairsArguments)
-def pairs(a: PairsArguments) -> None:
-    """Build a,b pairs (counts equal in raw data) for `audit noise-scale` from a published table.
+def _attack(name: str, arguments: type[Any]) -> Callable[..., None]:
+    """The command ``name`` (help: the docstring of ``arguments``): ``ud.audit.<name>`` of the fields given."""
 
-    Example:
+    def run(a: Any) -> None:
+        from urbandp.audit import _api as api
 
-        urbandp audit pairs --table joint.csv --route "ferry:Manly Wharf>Circular Quay No. 3 Wharf"
-        --route "ferry:Circular Quay No. 3 Wharf>Manly Wharf" --out pairs.csv
-    """
-    from urbandp.audit import _api as api
+        given = {f.name: getattr(a, f.name) for f in dataclasses.fields(a) if f.name != "options"}
+        _print(getattr(api, run.__name__)(**given, **a.options))
 
-    _print(api.pairs(a.table, out=a.out, overwrite=a.overwrite, **a.options))
+    run.__name__ = run.__qualname__ = name.replace("-", "_")
+    run.__doc__ = arguments.__doc__
+    return command(app, arguments, name)(run)
+
+
+noise_scale = _attack("noise-scale", NoiseScaleArguments)
+zero_skipping = _attack("zero-skipping", ZeroSkippingArguments)
+differencing = _attack("differencing", DifferencingArguments)
+pairs = _attack("pairs", PairsArguments)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,7 +13,7 @@ from urbandp._cli_spec import OptionsOf, command
 from urbandp._outputs import check_output_file, dumps_strict
 from urbandp.errors import InputError
 from urbandp.mpc._spec import ClientOptions, PrivateQuery, ServeOptions
-from urbandp.sensing._options import parse_numbers
+from urbandp.sensing._options import as_box
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None)
 
@@ -27,7 +26,7 @@ def _need_spu() -> None:
         raise InputError(reason)
 
 
-RECT = {"rect": functools.partial(parse_numbers, n=4, parameter="rect")}
+RECT = {"rect": as_box("rect")}
 """``--rect`` as four numbers, read as `sensing query` reads its own."""
 
 

@@ -9,7 +9,6 @@ books its loss is declared here.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,8 +26,8 @@ from urbandp.sensing._options import (
     PlanOptions,
     PmMapOptions,
     QueryOptions,
+    as_box,
     parse_cell_sizes,
-    parse_numbers,
     parse_utility_epsilons,
     parse_windows,
 )
@@ -61,11 +60,6 @@ def synth(
     print(f"wrote {readings} readings to {write_synth_readings(out, readings, vehicles, hours, seed)}")
 
 
-def _box(parameter: str) -> Callable[[str | None], tuple[float, ...] | None]:
-    """``--bbox``/``--rect``/``--select`` text as four numbers (the options check them: ``bbox`` min < max)."""
-    return functools.partial(parse_numbers, n=4, parameter=parameter)
-
-
 Readings = Annotated[
     Path, typer.Argument(metavar="INPUT", help="CSV of readings: lat, lon|long, time, value|pm.")
 ]
@@ -79,7 +73,7 @@ class InterpolateArguments:
 
     input_path: Readings
     out: OutDir
-    options: Annotated[dict[str, Any], OptionsOf(InterpolateOptions, parse={"bbox": _box("bbox")})]
+    options: Annotated[dict[str, Any], OptionsOf(InterpolateOptions, parse={"bbox": as_box("bbox")})]
     overwrite: Overwrite = False
 
 
@@ -128,14 +122,14 @@ class DpMapArguments(MapArguments):
     config: Annotated[Path | None, config_option("sensing.dp-map")] = None
     options: Annotated[
         dict[str, Any],
-        OptionsOf(DpMapOptions, parse={"bbox": _box("bbox"), "utility_epsilons": parse_utility_epsilons}),
+        OptionsOf(DpMapOptions, parse={"bbox": as_box("bbox"), "utility_epsilons": parse_utility_epsilons}),
     ]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PmMapArguments(MapArguments):
     config: Annotated[Path | None, config_option("sensing.pm-map")] = None
-    options: Annotated[dict[str, Any], OptionsOf(PmMapOptions, parse={"bbox": _box("bbox")})]
+    options: Annotated[dict[str, Any], OptionsOf(PmMapOptions, parse={"bbox": as_box("bbox")})]
 
 
 @command(app, DpMapArguments, "dp-map")
@@ -181,7 +175,7 @@ class QueryArguments:
     ]
     config: Annotated[Path | None, config_option("sensing.query")] = None  # read by its callback
     options: Annotated[
-        dict[str, Any], OptionsOf(QueryOptions, parse={"rect": _box("rect"), "select": _box("select")})
+        dict[str, Any], OptionsOf(QueryOptions, parse={"rect": as_box("rect"), "select": as_box("select")})
     ]
     out: Annotated[
         Path | None, typer.Option("--out", help="Also write the answer as JSON here (default: stdout only).")
@@ -212,7 +206,7 @@ class PlanArguments:
 
     o: Annotated[
         PlanOptions,
-        OptionsOf(parse={"bbox": _box("bbox"), "cell_metres": parse_cell_sizes, "windows": parse_windows}),
+        OptionsOf(parse={"bbox": as_box("bbox"), "cell_metres": parse_cell_sizes, "windows": parse_windows}),
     ]
 
 

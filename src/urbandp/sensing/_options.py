@@ -8,6 +8,7 @@ run reads and writes, and the Session it runs in books its loss.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -431,6 +432,11 @@ def parse_numbers(text: str | None, n: int, parameter: str) -> tuple[float, ...]
             f"{parameter} needs {n} comma-separated numbers, got {text!r}", parameters=parameter
         )
     return vals
+
+
+def as_box(parameter: str) -> Callable[[str | None], tuple[float, ...] | None]:
+    """``--bbox``/``--rect``/``--select`` text as four numbers (the options check them: ``bbox`` min < max)."""
+    return functools.partial(parse_numbers, n=4, parameter=parameter)
 
 
 class PlanOptions(ReleaseOptions):
