@@ -28,6 +28,7 @@ import dataclasses
 import datetime as dt
 import functools
 import inspect
+import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -142,8 +143,9 @@ class DeclaredOption(CommandLine):
 
     @property
     def kinds(self) -> tuple[Any, ...]:
-        """The runtime types the field's annotation allows (``float | None`` -> ``(float, NoneType)``)."""
-        return runtime_types(self.type)
+        """The runtime types the field's annotation allows (``float | None`` -> ``(float, NoneType)``, a
+        ``Literal`` of words as ``str``: ``int | Literal["observed"]`` -> ``(int, str)``)."""
+        return tuple(str if kind is typing.Literal else kind for kind in runtime_types(self.type))
 
     @property
     def integer(self) -> bool:
@@ -232,6 +234,21 @@ class ReleaseOptions(BaseModel):
             raise refusal from None
 
 
+def given_kinds(hint: Any) -> tuple[Any, ...]:
+    """The members of a union other than None (``int | None`` -> ``(int,)``), or the hint itself."""
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    return tuple(k for k in members if k is not type(None))
+
+
+def _words(hint: Any) -> tuple[str, ...] | None:
+    """The choices a ``Literal`` annotation declares (``Literal["a", "b"] | None`` -> ``("a", "b")``), None for
+    any other annotation."""
+    members = given_kinds(hint)
+    if not members or not all(typing.get_origin(m) is typing.Literal for m in members):
+        return None
+    return tuple(word for m in members for word in typing.get_args(m))
+
+
 @functools.cache
 def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
     """The options of ``model``, in field order; fields that are not options are left out."""
@@ -244,9 +261,15 @@ def declared_options(model: type[BaseModel]) -> tuple[DeclaredOption, ...]:
             (sign, getattr(m, a)) for kind, a, sign in _LIMITS for m in field.metadata if isinstance(m, kind)
         )
         cli_type = info.cli_type if info.cli_type is not None else field.annotation
+        choices = info.choices if info.choices is not None else _words(field.annotation)
         found.append(
             DeclaredOption(
-                **{**vars(info), "flag": info.flag or flag_of(name), "cli_type": cli_type},
+                **{
+                    **vars(info),
+                    "flag": info.flag or flag_of(name),
+                    "cli_type": cli_type,
+                    "choices": choices,
+                },
                 name=name,
                 type=field.annotation,
                 default=field.default,

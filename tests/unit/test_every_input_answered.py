@@ -149,25 +149,27 @@ def test_a_noise_scale_that_overflows_the_counts_is_refused() -> None:
 
 
 def test_k_beyond_what_opendp_takes_is_refused_naming_it() -> None:
-    from urbandp.fleet._options import MAX_HATS_PER_VEHICLE_DAY, build_config
+    from urbandp.fleet._options import MAX_HATS_PER_VEHICLE_DAY, HatReleaseConfig
 
     for k in (10**23, 2**32, MAX_HATS_PER_VEHICLE_DAY + 1):
         err = _refused(
-            lambda k=k: build_config({"epsilon_per_day": 4.0, "max_hats_per_vehicle_day": k}),
+            lambda k=k: HatReleaseConfig(**{"epsilon_per_day": 4.0, "max_hats_per_vehicle_day": k}),
             "max_hats_per_vehicle_day",
             kind=InputError,
         )
         assert f"between 1 and {MAX_HATS_PER_VEHICLE_DAY:,}" in str(err)
-    cfg = build_config({"epsilon_per_day": 4.0, "max_hats_per_vehicle_day": MAX_HATS_PER_VEHICLE_DAY})
+    cfg = HatReleaseConfig(**{"epsilon_per_day": 4.0, "max_hats_per_vehicle_day": MAX_HATS_PER_VEHICLE_DAY})
     assert cfg.max_hats_per_vehicle_day == MAX_HATS_PER_VEHICLE_DAY
 
 
 def test_a_speed_clip_near_zero_is_refused() -> None:
-    from urbandp.fleet._options import build_config
+    from urbandp.fleet._options import HatReleaseConfig
 
-    err = _refused(lambda: build_config({"epsilon_per_day": 4.0, "speed_max": 1e-300}), kind=InputError)
-    assert "speed_max" in str(err) and "greater than or equal to 1" in str(err)
-    assert build_config({"epsilon_per_day": 4.0, "speed_max": 1.0}).speed_max == 1.0
+    err = _refused(lambda: HatReleaseConfig(**{"epsilon_per_day": 4.0, "speed_max": 1e-300}), kind=InputError)
+    assert str(err).startswith(
+        "speed_max must be a finite number >= 1 and <= 500 (the noise is calibrated to U"
+    )
+    assert HatReleaseConfig(**{"epsilon_per_day": 4.0, "speed_max": 1.0}).speed_max == 1.0
 
 
 @pytest.mark.parametrize("table", [True, False])

@@ -11,9 +11,9 @@ import typer
 from urbandp._cli_options import Overwrite
 from urbandp._cli_support import cli_text
 from urbandp.errors import InputError
-from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options import HatReleaseConfig, read_day, read_hours
 from urbandp.fleet._options_flags import help_of
-from urbandp.fleet._options_input import named_by, read_given, validation_options, with_file
+from urbandp.fleet._options_input import named_by, read_records, validation_options, with_file
 
 
 def explore(
@@ -119,9 +119,9 @@ def _read(
     flags ``given``, else the config file's (an error about a value of the file names its key there)."""
     values, keys = with_file(given)
     with named_by(keys):
-        read = read_given(values)
-        first, last = read.get("start"), read.get("end")
+        first, last = read_day(values.get("start"), "start"), read_day(values.get("end"), "end")
         if first and last and first > last:
             raise InputError(f"--start {first} is after --end {last}")
-        window_hours = read.get("hours", HatReleaseConfig.model_fields["hours"].default)
-        return tuple(window_hours), first, last, validation_options(read), values["column"]
+        hours = values.get("hours")
+        window_hours = HatReleaseConfig.model_fields["hours"].default if hours is None else read_hours(hours)
+        return tuple(window_hours), first, last, validation_options(read_records(values)), values["column"]

@@ -12,21 +12,16 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import PrivateAttr, ValidationInfo, field_validator
 
+from urbandp._arguments import check_date, check_name, check_numbers, check_path, shown
 from urbandp._privacy import guards
-from urbandp._release_options import option
-from urbandp.errors import InputError
+from urbandp._release_options import ReleaseOptions, option
+from urbandp.errors import InputError, InvalidParameterError
 
 if TYPE_CHECKING:
     from urbandp._grid.slots import SlotSpec
@@ -75,27 +70,18 @@ HATs over a public extent); a floor of 3 x D capped the month at about 450 HATs.
 Query = Literal["speed", "speeding"]
 
 
-class ParameterValueError(ValueError):
-    """A validator's ``ValueError`` that names parameters: :func:`build_config` lists them in the
-    :class:`InputError`'s ``parameters``, so the CLI shows their flags and a config file its keys."""
-
-    def __init__(self, message: str, *parameters: str) -> None:
-        super().__init__(message)
-        self.parameters = parameters
-
-
 def _option(default: Any, *, help: str, cli_type: Any, **bounds: Any) -> Any:
     """An option of the release spec (:func:`urbandp._release_options.option`), set in a ``--config`` file's
     ``[release]`` table; a flag left out is None, so the file's value or the field's default applies."""
     return option(default, help=help, cli_type=cli_type, cli_default=None, table="release", **bounds)
 
 
-class HatReleaseConfig(BaseModel):
-    """All parameters of ``urbandp fleet release`` (frozen; validated on construction). Each option is declared
-    once, as a field: its type, default, bounds, ``--help`` text, flag and TOML key; ``urbandp fleet release``'s
-    flags, :func:`urbandp.fleet.release`'s signature and its keyword types are built from the fields."""
+class HatReleaseConfig(ReleaseOptions):
+    """All parameters of ``urbandp fleet release`` (frozen; validated on construction, each refusal one line
+    naming the option). Each option is declared once, as a field: its type, default, bounds, ``--help`` text, flag
+    and TOML key; ``urbandp fleet release``'s flags, :func:`urbandp.fleet.release`'s signature and its keyword
+    types are built from the fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     _chosen: dict[str, str] = PrivateAttr(default_factory=dict)
 
     resolution: int = _option(7, help="H3 resolution (default: {default}).", cli_type=int | None, ge=0, le=15)
@@ -316,46 +302,88 @@ class HatReleaseConfig(BaseModel):
         cli_type=str | None,
     )
 
-    @field_validator("neighbouring", mode="before")
+    def __init__(self, **values: Any) -> None:
+        """The report's name of a relation (``replace-one``) read as this one's."""
+        relation = values.get("neighbouring")
+        if isinstance(relation, str):
+            values["neighbouring"] = NEIGHBOURING_ALIASES.get(relation, relation)
+        super().__init__(**values)
+
+    @field_validator("start", "end", mode="before")
     @classmethod
-    def _report_name(cls, value: object) -> object:
-        """The report's name of a relation (``replace-one``) read as this one's (every other text is read by
-        :func:`urbandp.fleet._options_input.read_option`, for a flag, a keyword and a config file alike)."""
-        return NEIGHBOURING_ALIASES.get(value, value) if isinstance(value, str) else value
+    def _day(cls, value: object, info: ValidationInfo) -> object:
+        return read_day(value, str(info.field_name))
+
+    @field_validator("hours", mode="before")
+    @classmethod
+    def _hours(cls, value: object) -> tuple[int, int]:
+        return read_hours(value)
+
+    @field_validator("domain_bbox", mode="before")
+    @classmethod
+    def _bbox(cls, value: object) -> tuple[float, ...] | None:
+        """A public extent as text ``min_lat,min_lon,max_lat,max_lon`` or four numbers (checked with the spec)."""
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            return check_numbers(value, "domain_bbox", length=4)
+        try:
+            a, b, c, d = (float(x) for x in value.split(","))
+        except ValueError:
+            raise InvalidParameterError(
+                "domain_bbox must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got "
+                f"'{value}'",
+                parameters="domain_bbox",
+            ) from None
+        return a, b, c, d
+
+    @field_validator("domain_gtfs", "domain_geojson", "domain_cells", mode="before")
+    @classmethod
+    def _path(cls, value: object, info: ValidationInfo) -> Path | None:
+        path = check_path(value, str(info.field_name), optional=True)
+        return None if path is None else Path(path)
+
+    @field_validator("weekdays", mode="before")
+    @classmethod
+    def _name(cls, value: object, info: ValidationInfo) -> object:
+        return check_name(value, str(info.field_name), optional=True)
+
+    @field_validator("max_hats_per_vehicle_day", mode="before")
+    @classmethod
+    def _hats_bound(cls, value: object) -> object:
+        """K: a whole number, as a number or text, or ``observed``."""
+        if not isinstance(value, str) or value == "observed":
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            raise InvalidParameterError(
+                "max_hats_per_vehicle_day must be a whole number or 'observed'",
+                parameters="max_hats_per_vehicle_day",
+            ) from None
 
     @field_validator("queries", mode="before")
     @classmethod
     def _queries_text(cls, value: object) -> object:
-        if isinstance(value, str):
-            value = tuple(q.strip() for q in value.split(",") if q.strip())
-        if isinstance(value, (list, tuple)):
-            if "speed" not in value:
-                raise ValueError("must include speed (e.g. speed or speed,speeding)")
-            return tuple(dict.fromkeys(value))
-        return value
+        """``speed`` or ``speed,speeding``, as text or a sequence of words."""
+        words = tuple(q.strip() for q in value.split(",") if q.strip()) if isinstance(value, str) else value
+        if not isinstance(words, (list, tuple)):
+            return value
+        words = tuple(dict.fromkeys(words))
+        if "speed" not in words or not set(words) <= set(typing.get_args(Query)):
+            raise InvalidParameterError(
+                f"queries must be speed or speed,speeding, got {shown(value)}", parameters="queries"
+            )
+        return words
 
     @field_validator("slot_minutes")
     @classmethod
     def _slot_divides_a_day(cls, value: int) -> int:
         if value <= 0 or 1440 % value:
-            raise ValueError(f"the slot length must divide a day (e.g. 15, 30, 60, 120 minutes), got {value}")
-        return value
-
-    @field_validator("hours")
-    @classmethod
-    def _hours_in_a_day(cls, value: tuple[int, int]) -> tuple[int, int]:
-        if not (0 <= value[0] < value[1] <= 24):
-            raise ValueError(
-                f"the hour window must satisfy 0 <= start < end <= 24, got {value[0]}-{value[1]}"
+            raise InvalidParameterError(
+                f"slot_minutes must divide a day (e.g. 15, 30, 60, 120 minutes), got {value}",
+                parameters="slot_minutes",
             )
-        return value
-
-    @field_validator("*")
-    @classmethod
-    def _finite(cls, value: object) -> object:
-        """Every number finite (an option with an upper bound refuses infinity and NaN by its bounds first)."""
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError("must be a finite number (an exact, noise-free release is not offered)")
         return value
 
     @field_validator("delta")
@@ -412,54 +440,55 @@ class HatReleaseConfig(BaseModel):
             return "laplace"
         return "gaussian"
 
-    @model_validator(mode="after")
-    def _one_of_scale_or_epsilon(self) -> HatReleaseConfig:
+    def model_post_init(self, context: Any, /) -> None:
+        """The checks between options (the report's and this release's conditions), each one line naming them."""
         if (self.noise_scale is None) == (self.epsilon_per_day is None):
-            raise ParameterValueError(
-                "give exactly one of noise_scale or epsilon_per_day", "noise_scale", "epsilon_per_day"
+            raise InvalidParameterError(
+                "give exactly one of noise_scale or epsilon_per_day",
+                parameters=("noise_scale", "epsilon_per_day"),
             )
         if self.start is not None and self.end is not None and self.start > self.end:
             # refused here, before the guards count the window's days (none: a division by zero, exit 70)
-            raise ParameterValueError(f"start {self.start} is after end {self.end}", "start", "end")
+            raise InvalidParameterError(
+                f"start {self.start} is after end {self.end}", parameters=("start", "end")
+            )
         if self.speed_estimator != "report" and self.epsilon_per_day is None:
-            raise ParameterValueError(
+            raise InvalidParameterError(
                 "speed_estimator other than 'report' needs epsilon_per_day (it is calibrated by epsilon)",
-                "speed_estimator",
-                "epsilon_per_day",
+                parameters=("speed_estimator", "epsilon_per_day"),
             )
         if self.speed_estimator != "report" and self.mechanism == "gaussian":
-            raise ParameterValueError(
+            raise InvalidParameterError(
                 "speed_estimator other than 'report' is calibrated for Laplace; use mechanism laplace",
-                "speed_estimator",
-                "mechanism",
+                parameters=("speed_estimator", "mechanism"),
             )
         if self.speed_estimator == "clipped-mean" and self.neighbouring == "presence-public":
-            raise ValueError(
+            raise InvalidParameterError(
                 "clipped-mean is calibrated for add-remove; under presence-public it would spend 4/3 to 1.5 times "
                 "its epsilon (the centred sum moves by U*m_UB and the counts by distance 2): use add-remove"
             )
         for name, on in (("clip_bound", self.clip_bound != "public"), ("coarsen", self.coarsen != "none")):
             if on and (self.epsilon_per_day is None or self.speed_estimator != "report"):
-                raise ParameterValueError(
+                raise InvalidParameterError(
                     f"{name} splits an epsilon budget between release steps: it needs epsilon_per_day and the "
                     "report speed estimator",
-                    "epsilon_per_day",
+                    parameters="epsilon_per_day",
                 )
         if self.coarsen != "none" and self.resolution < COARSEN_LEVELS[self.coarsen][-1][0]:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"coarsen {self.coarsen} needs a resolution of at least {COARSEN_LEVELS[self.coarsen][-1][0]}"
             )
         given = [name for name in DOMAIN_SOURCES if getattr(self, name) is not None]
         if len(given) > 1:
-            raise ValueError(f"give one public domain, not {' and '.join(given)}")
+            raise InvalidParameterError(f"give one public domain, not {' and '.join(given)}")
         if self.route_domain and self.coarsen != "none":
-            raise ValueError(
+            raise InvalidParameterError(
                 "coarsen with a route domain (domain_gtfs, domain_geojson, domain_cells) is not supported: every "
                 "domain HAT is already released; use a coarser resolution or longer slots instead"
             )
         self._resolve_auto()
         if self.domain_ring and not (self.domain_gtfs or self.domain_geojson):
-            raise ValueError(
+            raise InvalidParameterError(
                 "domain_ring widens a GTFS or GeoJSON domain: give domain_gtfs or domain_geojson"
             )
         if self.domain_bbox is not None:
@@ -467,38 +496,41 @@ class HatReleaseConfig(BaseModel):
             if not all(math.isfinite(x) for x in self.domain_bbox) or not (
                 -90 <= a < c <= 90 and -180 <= b < d <= 180
             ):
-                raise ParameterValueError(
-                    "domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max", "domain_bbox"
+                raise InvalidParameterError(
+                    "domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
+                    parameters="domain_bbox",
                 )
             cells = estimated_domain_cells(self.domain_bbox, self.resolution)
             if cells > MAX_DOMAIN_CELLS:
-                raise ValueError(
+                raise InvalidParameterError(
                     f"domain_bbox holds about {cells:,.0f} H3 cells at resolution {self.resolution} (at most "
                     f"{MAX_DOMAIN_CELLS:,}, each perturbed in every slot of every day): use a coarser resolution "
                     "or a smaller box"
                 )
         if self.dates is not None:
             if not self.dates:
-                raise ValueError("dates holds no day")
+                raise InvalidParameterError("dates holds no day")
             if self.weekdays is not None:
-                raise ValueError("give dates or weekdays, not both")
+                raise InvalidParameterError("give dates or weekdays, not both")
             outside = [
                 d for d in self.dates if (self.start and d < self.start) or (self.end and d > self.end)
             ]
             if outside:
-                raise ValueError(f"dates {outside[0]} lies outside start..end")
+                raise InvalidParameterError(f"dates {outside[0]} lies outside start..end")
         elif (self.weekdays is not None or self.holidays) and (self.start is None or self.end is None):
-            raise ValueError("weekdays and holidays select days within start..end: give both")
+            raise InvalidParameterError("weekdays and holidays select days within start..end: give both")
         if self.weekdays is not None:
-            parse_weekdays(self.weekdays)
+            try:
+                parse_weekdays(self.weekdays)
+            except ValueError as err:
+                raise InvalidParameterError(str(err), parameters="weekdays") from None
         k = self.max_hats_per_vehicle_day
         if isinstance(k, int) and not 1 <= k <= MAX_HATS_PER_VEHICLE_DAY:
-            raise ParameterValueError(
+            raise InvalidParameterError(
                 f"max_hats_per_vehicle_day must be between 1 and {MAX_HATS_PER_VEHICLE_DAY:,} or 'observed', "
                 f"got {k}",
-                "max_hats_per_vehicle_day",
+                parameters="max_hats_per_vehicle_day",
             )
-        return self
 
     def _resolve_auto(self) -> None:
         """Resolve ``auto`` of ``contribution_bounding`` and ``borrow_strength`` to the concrete choice (from the
@@ -519,7 +551,7 @@ class HatReleaseConfig(BaseModel):
             if self.contribution_bounding == "l2" and missing:  # an explicit l2 the release does not allow
                 text = ", ".join(missing)
                 named = ("epsilon_per_day",) if "epsilon_per_day" in text else ()
-                raise ParameterValueError("contribution_bounding l2 needs " + text, *named)
+                raise InvalidParameterError("contribution_bounding l2 needs " + text, parameters=named)
         pool_missing = borrow_missing(self)
         if self.borrow_strength == "auto":
             chosen["borrow_strength"] = (
@@ -531,7 +563,7 @@ class HatReleaseConfig(BaseModel):
         else:
             chosen["borrow_strength"] = f"given: {self.borrow_strength}"
             if self.borrow_strength != "none" and pool_missing:  # an explicit parent it does not allow
-                raise ValueError("borrow_strength needs " + ", ".join(pool_missing))
+                raise InvalidParameterError("borrow_strength needs " + ", ".join(pool_missing))
         self._chosen = chosen
 
     @property
@@ -604,23 +636,6 @@ def parse_weekdays(text: str) -> set[int]:
     return out
 
 
-EXAMPLES = {
-    "hours": '"9-21"',
-    "neighbouring": '"add-remove" or "presence-public"',
-    "mechanism": '"gaussian" or "laplace"',
-    "selection": '"dp" or "public-threshold"',
-    "speed_estimator": '"report"',
-    "clip_bound": '"public" or "dp-quantile"',
-    "coarsen": '"none", "parent1", "parent2", "slot2" or "auto"',
-    "coarsen_rule": '"exclusive" or "fill"',
-    "contribution_bounding": '"auto", "truncate" or "l2"',
-    "borrow_strength": '"auto", "none" or "parent"',
-    "queries": '"speed" or "speed,speeding"',
-}
-"""An example of each option whose value the spec's validation can refuse (the others are read and checked
-before, by :func:`urbandp.fleet._options_input.read_option`)."""
-
-
 # Coarser levels released where the finest HAT did not pass: (H3 levels up, slots merged) per level, finest first.
 COARSEN_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
     "none": (),
@@ -634,25 +649,25 @@ COARSEN_LEVELS: dict[str, tuple[tuple[int, int], ...]] = {
 PAPER_ESTIMATORS = ("baseline", "array-averaging", "levy", "quantile")
 
 
-def build_config(values: dict[str, object]) -> HatReleaseConfig:
-    """The spec from its values (None: the default), validated; the first problem raises :class:`InputError`, one
-    line naming the option by its Python name, with an example (a reader renames it: the CLI to its flag,
-    :func:`urbandp.fleet._options_input.configure` a value of the config file to its key there). Its
-    ``parameters`` are the ones a :class:`ParameterValueError` names, else the field's."""
-    try:
-        return HatReleaseConfig(**{k: v for k, v in values.items() if v is not None})
-    except ValidationError as err:
-        first: dict[str, Any] = dict(err.errors()[0])
-    loc = [str(p) for p in first.get("loc", ()) if not str(p).isdigit()]
-    where = loc[0] if loc else ""
-    msg = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-    cause = first["ctx"].get("error") if isinstance(first.get("ctx"), dict) else None
-    named = cause.parameters if isinstance(cause, ParameterValueError) else ()
-    if not where:
-        raise InputError(f"bad release config: {msg}", parameters=named)
-    example = f" (example: {where} = {EXAMPLES[where]})" if where in EXAMPLES else ""
-    field = (where,) if where in HatReleaseConfig.model_fields else ()
-    raise InputError(f"bad value for {where}: {msg}{example}", parameters=named or field)
+def read_day(value: object, name: str) -> dt.date | None:
+    """A day as a date (a datetime at midnight too) or ``YYYY-MM-DD`` text, as ``start`` and ``end`` take it."""
+    return check_date(value, name, optional=True)
+
+
+def read_hours(value: object) -> tuple[int, int]:
+    """The daily hour window as ``"6-22"`` or two integers, within a day."""
+    from urbandp._grid.slots import parse_hours  # polars: not imported by the command line's start
+
+    a, b = (
+        parse_hours(value)
+        if isinstance(value, str)
+        else check_numbers(value, "hours", length=2, integer=True)
+    )
+    if not (0 <= a < b <= 24):
+        raise InvalidParameterError(
+            f"hours must satisfy 0 <= start < end <= 24, got {a}-{b}", parameters="hours"
+        )
+    return int(a), int(b)
 
 
 def public_window(cfg: HatReleaseConfig) -> tuple[dt.date | None, dt.date | None, tuple[dt.date, ...] | None]:

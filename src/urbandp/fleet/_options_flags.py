@@ -11,26 +11,32 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import operator
-import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from urbandp._release_options import BUDGET_STORE_HELP, DATASET_HELP, DeclaredOption, declared_options, option
+from urbandp._arguments import check_date, check_name, check_path, check_texts
+from urbandp._release_options import (
+    BUDGET_STORE_HELP,
+    DATASET_HELP,
+    DeclaredOption,
+    ReleaseOptions,
+    declared_options,
+    given_kinds,
+    option,
+)
 from urbandp.fleet._options import HatReleaseConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class RecordOptions(BaseModel):
+class RecordOptions(ReleaseOptions):
     """The records' options: how the input's speeds, times and columns are read (the ``[input]`` and ``[columns]``
     tables of a ``--config`` file) and the public day set's file. A flag left out is None, so the file's value or
-    the field's default applies (:func:`urbandp.fleet._options_input.validation_options`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    the field's default applies (:func:`urbandp.fleet._options_input.read_records`)."""
 
     dates_file: Path | None = option(
         None,
@@ -83,6 +89,23 @@ class RecordOptions(BaseModel):
         table="columns",
     )
 
+    @field_validator("dates_file", mode="before")
+    @classmethod
+    def _path(cls, value: object) -> Path | None:
+        path = check_path(value, "dates_file", optional=True)
+        return None if path is None else Path(path)
+
+    @field_validator("speed_unit_since", mode="before")
+    @classmethod
+    def _unit_switches(cls, value: object) -> list[str] | None:
+        """Unit switches as ``DAY=UNIT`` texts, from texts or a mapping of day to unit."""
+        name = "speed_unit_since"
+        if value is None:
+            return None
+        if isinstance(value, Mapping):
+            return [f"{check_date(day, name)}={check_name(unit, name)}" for day, unit in value.items()]
+        return list(check_texts(value, name))
+
 
 def release_options() -> tuple[DeclaredOption, ...]:
     """Every option of a fleet release, in ``--help`` order: the spec's, with the day file after ``dates`` and the
@@ -107,16 +130,10 @@ def keyword_type(declared: DeclaredOption) -> Any:
     """The type :func:`urbandp.fleet.release` takes for an option: the field's Python value or the command line's
     text (``hours=(6, 22)`` or ``"6-22"``, ``start=date(...)`` or ``"2021-11-15"``), or None; a word of declared
     choices as its ``Literal``."""
-    kinds = [*_kinds(declared.type)]
+    kinds = [*given_kinds(declared.type)]
     if not all(typing.get_origin(k) is typing.Literal for k in kinds):
-        kinds += [k for k in _kinds(declared.cli_type) if k not in kinds]
+        kinds += [k for k in given_kinds(declared.cli_type) if k not in kinds]
     return functools.reduce(operator.or_, [*kinds, None])
-
-
-def _kinds(hint: Any) -> tuple[Any, ...]:
-    """The members of a union other than None (``int | None`` -> ``(int,)``)."""
-    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    return tuple(k for k in members if k is not type(None))
 
 
 def api_signature(fn: F) -> F:

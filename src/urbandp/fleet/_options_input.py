@@ -1,31 +1,23 @@
 """The fleet release's options as the library takes them: one mapping from option names (the CLI's flags with
 underscores) to the spec (:class:`~urbandp.fleet._options.HatReleaseConfig`), the records' validation options and the
 column mapping, shared by ``urbandp release``, ``urbandp plan`` and the Python API (:func:`urbandp.fleet.release`):
-a value as the command line writes it or as Python gives it is read by :func:`read_option`, so the messages agree.
+a value as the command line writes it or as Python gives it is read and refused by the models' fields (the shared
+option mechanism, :mod:`urbandp._release_options`), so the messages agree.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import math
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from urbandp._arguments import (
-    check_date,
-    check_name,
-    check_number,
-    check_numbers,
-    check_path,
-    check_texts,
-    runtime_types,
-)
+from urbandp._arguments import check_date, check_texts, runtime_types
 from urbandp._config_tables import check_tables, read_document, table_values
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.fleet._options import HatReleaseConfig, build_config
-from urbandp.fleet._options_flags import OPTION_NAMES, RecordOptions, keyword_type, release_options
+from urbandp.fleet._options import HatReleaseConfig
+from urbandp.fleet._options_flags import RecordOptions, keyword_type, release_options
 
 FILE_TABLES = ("release", "input", "columns")
 """The tables of a fleet config file: the release spec's options, the records' options and the column mapping."""
@@ -114,28 +106,24 @@ def _unit_switches(items: list[str]) -> tuple[tuple[dt.date, str], ...]:
     return tuple(out)
 
 
-def validation_options(given: Mapping[str, Any]):
-    """The records' validation options: each value ``given`` (not None; the config file's already in it,
-    :func:`with_file`, and read by :func:`read_option`), else the default."""
+def read_records(values: Mapping[str, Any]) -> RecordOptions:
+    """The records' options among ``values``: each one given (not None; the config file's already in it,
+    :func:`with_file`), else the field's default."""
+    names = set(RecordOptions.model_fields) - {"column"}
+    return RecordOptions(**{k: v for k, v in values.items() if k in names and v is not None})
+
+
+def validation_options(records: RecordOptions):
+    """The records' validation options (an option given empty, ``""``, is refused by ``ValidationOptions``,
+    never read as "not given")."""
     from urbandp._records.validation import ValidationOptions
 
-    value = {
-        k: given[k] if given.get(k) is not None else RecordOptions.model_fields[k].default
-        for k in ("speed_unit", "timezone", "speed_reject_above", "timestamp_format")
-    }
-    limit = float(value["speed_reject_above"])
-    if not (math.isfinite(limit) and limit > 0):
-        raise InputError(
-            f"speed_reject_above must be a finite number of km/h above 0, got {limit:g}",
-            parameters="speed_reject_above",
-        )
-    # an option given empty ("") is refused by ValidationOptions, never read as "not given"
     return ValidationOptions(
-        speed_unit=value["speed_unit"],
-        speed_unit_since=_unit_switches(list(given.get("speed_unit_since") or [])),
-        timezone=value["timezone"],
-        speed_reject_above_kmh=limit,
-        timestamp_format=value["timestamp_format"],
+        speed_unit=records.speed_unit,
+        speed_unit_since=_unit_switches(cast(list[str], records.speed_unit_since or [])),
+        timezone=records.timezone,
+        speed_reject_above_kmh=records.speed_reject_above,
+        timestamp_format=records.timestamp_format,
     )
 
 
@@ -180,38 +168,10 @@ def _day_list(text: str | None, path: Path | None, parameter: str) -> tuple[dt.d
     return tuple(sorted({cast(dt.date, check_date(t, parameter)) for t in items}))
 
 
-def _bbox(value: object) -> tuple[float, ...]:
-    """A public extent as text ``min_lat,min_lon,max_lat,max_lon`` or four numbers (the spec checks the box)."""
-    if not isinstance(value, str):
-        return check_numbers(value, "domain_bbox", length=4)
-    try:
-        a, b, c, d = (float(x) for x in value.split(","))
-    except ValueError:
-        raise InputError(
-            "domain_bbox must look like min_lat,min_lon,max_lat,max_lon (e.g. 30.2,-97.8,30.4,-97.6), got "
-            f"'{value}'",
-            parameters="domain_bbox",
-        ) from None
-    return a, b, c, d
-
-
-def _hats_bound(value: object) -> int | str:
-    """K: a whole number, as a number or text, or ``observed``."""
-    if not isinstance(value, str):
-        return int(check_number(value, "max_hats_per_vehicle_day", integer=True))
-    if value == "observed":
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise InputError(
-            "max_hats_per_vehicle_day must be a whole number or 'observed'",
-            parameters="max_hats_per_vehicle_day",
-        ) from None
-
-
-def _days(value: object, name: str) -> str:
+def _days(value: object, name: str) -> str | None:
     """A day list as the comma list :func:`_day_list` reads: text, or dates and texts (a list, or one date)."""
+    if value is None:
+        return None
     if isinstance(value, (list, tuple)):
         value = [_day_text(d, name) if isinstance(d, dt.date) else d for d in value]
     return ",".join(check_texts(_day_text(value, name) if isinstance(value, dt.date) else value, name))
@@ -221,63 +181,18 @@ def _day_text(value: dt.date, name: str) -> str:
     return cast(dt.date, check_date(value, name)).isoformat()
 
 
-_KIND = {o.name: str(o.cli_type).replace("pathlib.", "") for o in release_options()}
-"""Each option's type on the command line (:func:`urbandp.fleet._options_flags.release_options`), read as
-``int | None``, ..."""
-
-
-def read_option(name: str, value: object) -> object:
-    """One option as the command line gives it (text, or the number Typer read) or as Python gives it, checked
-    for what its declared type takes (:mod:`urbandp._arguments`) and read into the form the spec takes: numbers
-    as numbers (``"4"``, NaN, ``True`` refused), a day as a date (from a date or ``YYYY-MM-DD``), ``hours`` as
-    ``"6-22"`` or two integers, ``domain_bbox`` as text or four numbers, lists as lists of texts, files as
-    paths."""
-    from urbandp._grid.slots import parse_hours  # polars: not imported by the command line's start
-
-    kind = _KIND[name]
-    if name in ("start", "end"):
-        return check_date(value, name)
-    if name in ("dates", "holidays"):
-        return _days(value, name)
-    if name == "hours":
-        return (
-            parse_hours(value)
-            if isinstance(value, str)
-            else check_numbers(value, name, length=2, integer=True)
-        )
-    if name == "domain_bbox":
-        return _bbox(value)
-    if name == "max_hats_per_vehicle_day":
-        return _hats_bound(value)
-    if name == "speed_unit_since" and isinstance(value, Mapping):
-        return [f"{check_date(k, name)}={check_name(v, name)}" for k, v in value.items()]
-    if isinstance(value, str) and kind.startswith("str"):
-        return value
-    if name == "queries" or kind.startswith("list"):
-        return list(check_texts(value, name))
-    if kind.startswith(("int", "float")):
-        return check_number(value, name, integer=kind.startswith("int"))
-    if kind.startswith("Path"):
-        return Path(cast(str, check_path(value, name)))
-    return check_name(value, name)
-
-
-def read_given(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Each option of ``values`` that is given (not None), read by :func:`read_option`."""
-    return {n: read_option(n, v) for n, v in values.items() if v is not None and n in OPTION_NAMES}
-
-
 def configure(a: Mapping[str, Any]) -> tuple[Any, Any, dict[str, str], dict[str, str]]:
     """(HatReleaseConfig, ValidationOptions, column mapping, keyword -> its key in the config file) from the
-    options shared by release and plan: each option (:func:`read_option`) as text or a Python value, ``column`` as
-    ``NAME=SOURCE`` items or a mapping, ``config`` the TOML file (:func:`read_config`), whose values the given
-    ones replace. The release names a value read from the file by its key there (:func:`named_by`)."""
+    options shared by release and plan, each as text or a Python value (the spec and :class:`RecordOptions` read
+    and check them), ``column`` as ``NAME=SOURCE`` items or a mapping, ``config`` the TOML file
+    (:func:`read_config`), whose values the given ones replace. The release names a value read from the file by
+    its key there (:func:`named_by`)."""
     values, names = with_file(a)
     with named_by(names):  # a value of the file is named by its key there
-        given = read_given(values)
-        overrides: dict[str, object] = {name: given.get(name) for name in HatReleaseConfig.model_fields}
-        overrides["dates"] = _day_list(given.get("dates"), given.get("dates_file"), "dates")
-        overrides["holidays"] = _day_list(given.get("holidays"), None, "holidays")
-        cfg = build_config(overrides)
-        options = validation_options(given)
+        records = read_records(values)
+        spec = {name: values.get(name) for name in HatReleaseConfig.model_fields}
+        spec["dates"] = _day_list(_days(values.get("dates"), "dates"), records.dates_file, "dates")
+        spec["holidays"] = _day_list(_days(values.get("holidays"), "holidays"), None, "holidays")
+        cfg = HatReleaseConfig(**{name: value for name, value in spec.items() if value is not None})
+        options = validation_options(records)
     return cfg, options, values["column"], names

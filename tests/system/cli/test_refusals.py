@@ -342,7 +342,7 @@ def test_unreachable_spark_master_is_one_line(inputs: dict[str, str]) -> None:
         (["--holidays", "2021-11-15"], "give both"),
         (["--weekdays", "sat", "--start", "2021-11-15", "--end", "2021-11-16"], "public day set is empty"),
         (["--dates", "2021-11-15", "--start", "2021-11-16"], "lies outside start..end"),
-        (["--queries", "speeding"], "must include speed"),
+        (["--queries", "speeding"], "--queries must be speed or speed,speeding"),
     ],
 )
 def test_bad_day_sets_and_queries_are_one_line_exit_2(

@@ -12,7 +12,7 @@ import pytest
 
 from urbandp._privacy.noise import OpenDPNoise, rho_for_epsilon
 from urbandp._synth.fleet import generate_fleet
-from urbandp.fleet._options import build_config
+from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._pipeline import PlannedCharge, release_fleet
 
 
@@ -55,7 +55,7 @@ def test_hook_gets_the_planned_charge_before_the_first_draw(fleet: Path) -> None
         log.append("hook")
         charges.append(c)
 
-    cfg = build_config({"epsilon_per_day": 2.0, "domain_bbox": BBOX})
+    cfg = HatReleaseConfig(**{"epsilon_per_day": 2.0, "domain_bbox": BBOX})
     release, _ = release_fleet([fleet], cfg, noise=CountingNoise(log), before_noise=hook)
     assert log[0] == "hook" and log.count("hook") == 1 and "noise" in log
     (c,) = charges
@@ -72,7 +72,7 @@ def test_a_refusing_hook_stops_the_release_before_any_draw(fleet: Path) -> None:
     def refuse(c: PlannedCharge) -> None:
         raise RuntimeError("refused")
 
-    cfg = build_config({"epsilon_per_day": 2.0, "domain_bbox": BBOX, "mechanism": "laplace"})
+    cfg = HatReleaseConfig(**{"epsilon_per_day": 2.0, "domain_bbox": BBOX, "mechanism": "laplace"})
     with pytest.raises(RuntimeError, match="refused"):
         release_fleet([fleet], cfg, noise=CountingNoise(log), before_noise=refuse)
     assert log == []

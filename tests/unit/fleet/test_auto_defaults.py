@@ -10,7 +10,7 @@ import pytest
 from urbandp.errors import InputError
 from urbandp.fleet._hat_release import estimand
 from urbandp.fleet._map_page import map_header
-from urbandp.fleet._options import HatReleaseConfig, build_config
+from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._plan import plan_release
 
 BBOX = (21.09, 72.75, 21.25, 72.91)
@@ -59,9 +59,11 @@ def test_a_given_choice_is_kept_and_an_impossible_one_refused_naming_it() -> Non
     )
     assert cfg.chosen == {"contribution_bounding": "given: truncate", "borrow_strength": "given: none"}
     with pytest.raises(InputError, match="contribution_bounding l2 needs a public domain"):
-        build_config({"epsilon_per_day": 4.0, "contribution_bounding": "l2"})
+        HatReleaseConfig(**{"epsilon_per_day": 4.0, "contribution_bounding": "l2"})
     with pytest.raises(InputError, match="borrow_strength needs add-remove"):
-        build_config({"noise_scale": 1.0, "neighbouring": "presence-public", "borrow_strength": "parent"})
+        HatReleaseConfig(
+            **{"noise_scale": 1.0, "neighbouring": "presence-public", "borrow_strength": "parent"}
+        )
 
 
 def test_the_estimand_is_named_for_each_bounding() -> None:

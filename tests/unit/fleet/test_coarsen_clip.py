@@ -15,7 +15,7 @@ import pytest
 from urbandp._grid.slots import SlotSpec
 from urbandp._privacy.mechanisms import gaussian_rho
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
-from urbandp.errors import InputError
+from urbandp.errors import InputError, InvalidParameterError
 from urbandp.estimators._bounds import quantile_bound_scale
 from urbandp.estimators._selection import private_quantile, quantile_measurement
 from urbandp.fleet._hat_release import _release_hats
@@ -271,11 +271,11 @@ def test_coarse_contributions_keep_one_row_per_vehicle_day_with_the_record_weigh
 
 
 def test_coarsen_refuses_what_it_cannot_charge() -> None:
-    with pytest.raises(ValueError, match="epsilon_per_day"):
+    with pytest.raises(InvalidParameterError, match="epsilon_per_day"):
         cfg(noise_scale=1.0, coarsen="parent1")
-    with pytest.raises(ValueError, match="resolution of at least 2"):
+    with pytest.raises(InvalidParameterError, match="resolution of at least 2"):
         cfg(epsilon_per_day=1.0, coarsen="parent2", resolution=1)
-    with pytest.raises(ValueError, match="epsilon_per_day"):
+    with pytest.raises(InvalidParameterError, match="epsilon_per_day"):
         cfg(epsilon_per_day=1.0, clip_bound="dp-quantile", speed_estimator="levy", mechanism="laplace")
 
 

@@ -33,11 +33,12 @@ from urbandp.fleet import _api as api
 from urbandp.fleet._domain import load_public_domain
 from urbandp.fleet._explore import check_min_vehicles_per_day
 from urbandp.fleet._guardrails import _refuse_unchargeable
-from urbandp.fleet._options import build_config
+from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._options_input import (
     _day_list,
     configure,
     parse_columns,
+    read_records,
     validation_options,
 )
 from urbandp.fleet._pipeline import NoValidRecords, date_window
@@ -84,9 +85,9 @@ def test_spec_options_name_the_parameter() -> None:
     )
     _names(
         _refused(lambda: configure(_options(noise_scale=1, domain_bbox="30.4,-97.8,30.2,-97.6"))),
-        "bad release config: domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
+        "domain_bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
         ("domain_bbox",),
-        "bad release config: --domain-bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
+        "--domain-bbox must be finite min_lat,min_lon,max_lat,max_lon with min < max",
     )
     _names(
         _refused(lambda: configure(_options(noise_scale=1, max_hats_per_vehicle_day="many"))),
@@ -95,50 +96,51 @@ def test_spec_options_name_the_parameter() -> None:
         "--max-hats-per-vehicle-day must be a whole number or 'observed'",
     )
     _names(
-        _refused(lambda: validation_options({"speed_unit_since": ["2016=m/s"]})),
+        _refused(lambda: validation_options(read_records({"speed_unit_since": ["2016=m/s"]}))),
         "speed_unit_since must look like 2016-01-01=m/s, got '2016=m/s'",
         ("speed_unit_since",),
         "--speed-unit-since must look like 2016-01-01=m/s, got '2016=m/s'",
     )
     _names(
-        _refused(lambda: validation_options({"speed_reject_above": -1.0})),
-        "speed_reject_above must be a finite number of km/h above 0, got -1",
+        _refused(lambda: validation_options(read_records({"speed_reject_above": -1.0}))),
+        "speed_reject_above must be a finite number > 0, got -1.0",
         ("speed_reject_above",),
-        "--speed-reject-above must be a finite number of km/h above 0, got -1",
+        "--speed-reject-above must be a finite number > 0, got -1.0",
     )
 
 
 def test_spec_validators_name_the_parameter() -> None:
     _names(
-        _refused(lambda: build_config({"noise_scale": 1.0, "speed_estimator": "levy"})),
-        "bad release config: speed_estimator other than 'report' needs epsilon_per_day (it is calibrated by "
-        "epsilon)",
+        _refused(lambda: HatReleaseConfig(**{"noise_scale": 1.0, "speed_estimator": "levy"})),
+        "speed_estimator other than 'report' needs epsilon_per_day (it is calibrated by epsilon)",
         ("speed_estimator", "epsilon_per_day"),
-        "bad release config: --speed-estimator other than 'report' needs --epsilon-per-day (it is calibrated by "
-        "epsilon)",
+        "--speed-estimator other than 'report' needs --epsilon-per-day (it is calibrated by epsilon)",
     )
     _names(
         _refused(
-            lambda: build_config({"epsilon_per_day": 1.0, "speed_estimator": "levy", "mechanism": "gaussian"})
+            lambda: HatReleaseConfig(
+                **{"epsilon_per_day": 1.0, "speed_estimator": "levy", "mechanism": "gaussian"}
+            )
         ),
-        "bad release config: speed_estimator other than 'report' is calibrated for Laplace; use mechanism laplace",
+        "speed_estimator other than 'report' is calibrated for Laplace; use mechanism laplace",
         ("speed_estimator", "mechanism"),
-        "bad release config: --speed-estimator other than 'report' is calibrated for Laplace; use --mechanism "
-        "laplace",
+        "--speed-estimator other than 'report' is calibrated for Laplace; use --mechanism laplace",
     )
     _names(
-        _refused(lambda: build_config({"noise_scale": 1.0, "coarsen": "parent1"})),
-        "bad release config: coarsen splits an epsilon budget between release steps: it needs epsilon_per_day and "
+        _refused(lambda: HatReleaseConfig(**{"noise_scale": 1.0, "coarsen": "parent1"})),
+        "coarsen splits an epsilon budget between release steps: it needs epsilon_per_day and "
         "the report speed estimator",
         ("epsilon_per_day",),
-        "bad release config: coarsen splits an epsilon budget between release steps: it needs --epsilon-per-day "
+        "coarsen splits an epsilon budget between release steps: it needs --epsilon-per-day "
         "and the report speed estimator",
     )
     # a field's message names it by its Python name, listed for the CLI to rename to its flag
-    err = _refused(lambda: build_config({"noise_scale": 1.0, "speed_max": -1.0}))
-    assert str(err).startswith("bad value for speed_max: ")
+    err = _refused(lambda: HatReleaseConfig(**{"noise_scale": 1.0, "speed_max": -1.0}))
+    assert str(err).startswith("speed_max must be a finite number >= 1 and <= 500 ")
     assert err.parameters == ("speed_max",)
-    assert err.naming(lambda p: "--" + p.replace("_", "-")).startswith("bad value for --speed-max: ")
+    assert err.naming(lambda p: "--" + p.replace("_", "-")).startswith(
+        "--speed-max must be a finite number >= 1"
+    )
 
 
 def test_a_value_from_the_toml_is_named_by_its_key_in_the_file(tmp_path: Path) -> None:
@@ -146,13 +148,13 @@ def test_a_value_from_the_toml_is_named_by_its_key_in_the_file(tmp_path: Path) -
     config.write_text('[release]\nspeed_estimator = "levy"\nnoise_scale = 1\n')
     err = _refused(lambda: api.release([], config=config))
     assert str(err) == (
-        f"bad release config: speed_estimator in {config} [release] other than 'report' needs epsilon_per_day "
+        f"speed_estimator in {config} [release] other than 'report' needs epsilon_per_day "
         "(it is calibrated by epsilon)"
     )
     assert err.parameters == ("epsilon_per_day",)  # not in the file: the caller names it (the CLI: its flag)
     # the same key given as a parameter is named as one
     err = _refused(lambda: api.release([], config=config, speed_estimator="levy"))
-    assert str(err).startswith("bad release config: speed_estimator other than 'report'")
+    assert str(err).startswith("speed_estimator other than 'report'")
     config.write_text(
         '[release]\nnoise_scale = 1\n[input]\ntimezone = ""\nspeed_unit_since = {2016 = "m/s"}\n'
     )
@@ -188,20 +190,22 @@ def test_an_error_past_the_options_names_the_keys_of_the_file(tmp_path: Path) ->
 def test_a_window_that_ends_before_it_starts_is_refused_by_the_spec(tmp_path: Path) -> None:
     """Before issue 31 ``--noise-scale`` with start after end divided by its zero days (exit 70)."""
     _names(
-        _refused(lambda: build_config({"noise_scale": 1.0, "start": "2021-11-16", "end": "2021-11-15"})),
-        "bad release config: start 2021-11-16 is after end 2021-11-15",
+        _refused(
+            lambda: HatReleaseConfig(**{"noise_scale": 1.0, "start": "2021-11-16", "end": "2021-11-15"})
+        ),
+        "start 2021-11-16 is after end 2021-11-15",
         ("start", "end"),
-        "bad release config: --start 2021-11-16 is after --end 2021-11-15",
+        "--start 2021-11-16 is after --end 2021-11-15",
     )
     config = tmp_path / "c.toml"
     config.write_text('[release]\nnoise_scale = 1\nstart = "2021-11-16"\n')
     err = _refused(lambda: api.release([], config=config, end="2021-11-15"))
-    assert str(err) == f"bad release config: start in {config} [release] 2021-11-16 is after end 2021-11-15"
+    assert str(err) == f"start in {config} [release] 2021-11-16 is after end 2021-11-15"
     assert err.naming(flag_of).endswith("is after --end 2021-11-15")
 
 
 def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
-    cfg = build_config({"noise_scale": 1.0})
+    cfg = HatReleaseConfig(**{"noise_scale": 1.0})
     _names(
         _refused(
             lambda: date_window(cfg, pl.DataFrame({"timestamp": []}, schema={"timestamp": pl.Datetime}))
@@ -229,7 +233,7 @@ def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
     )
     session = types.SimpleNamespace(dataset="surat")
     _names(
-        _refused(lambda: _refuse_unchargeable(session, build_config({"noise_scale": 1.0}))),  # type: ignore[arg-type]
+        _refused(lambda: _refuse_unchargeable(session, HatReleaseConfig(**{"noise_scale": 1.0}))),  # type: ignore[arg-type]
         "dataset with noise_scale needs budget_per_day: the charge is reserved before any noise is drawn",
         ("dataset", "noise_scale", "budget_per_day"),
         "--dataset with --noise-scale needs --budget-per-day: the charge is reserved before any noise is drawn",
@@ -239,7 +243,9 @@ def test_pipeline_planner_explore_and_guardrails_name_the_parameter() -> None:
 def test_public_domain_names_the_parameter(tmp_path: Path) -> None:
     missing = tmp_path / "cells.txt"
     _names(
-        _refused(lambda: load_public_domain(build_config({"noise_scale": 1.0, "domain_cells": missing}))),
+        _refused(
+            lambda: load_public_domain(HatReleaseConfig(**{"noise_scale": 1.0, "domain_cells": missing}))
+        ),
         f"domain_cells {missing}: no such file or folder",
         ("domain_cells",),
         f"--domain-cells {missing}: no such file or folder",
@@ -247,7 +253,7 @@ def test_public_domain_names_the_parameter(tmp_path: Path) -> None:
     feed = tmp_path / "gtfs"
     feed.mkdir()
     _names(
-        _refused(lambda: load_public_domain(build_config({"noise_scale": 1.0, "domain_gtfs": feed}))),
+        _refused(lambda: load_public_domain(HatReleaseConfig(**{"noise_scale": 1.0, "domain_gtfs": feed}))),
         "domain_gtfs needs the public days (start/end or dates) to read the schedule",
         ("domain_gtfs", "start", "end", "dates"),
         "--domain-gtfs needs the public days (--start/--end or --dates) to read the schedule",

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from urbandp._privacy.noise import ExactNoiseForTesting
-from urbandp.errors import BudgetExceededError
+from urbandp.errors import BudgetExceededError, InvalidParameterError
 from urbandp.fleet._account_composition import top_k_sum
 from urbandp.fleet._hat_release import _release_hats
 from urbandp.fleet._measure import truncate_vehicle_days
@@ -330,7 +330,7 @@ def test_user_level_estimators_are_wired_and_accounted(
 
 
 def test_user_level_estimator_needs_epsilon_not_scale() -> None:
-    with pytest.raises(ValueError, match="needs epsilon_per_day"):
+    with pytest.raises(InvalidParameterError, match="needs epsilon_per_day"):
         cfg(noise_scale=1.0, speed_estimator="levy")
 
 
@@ -404,12 +404,12 @@ def test_nonfinite_or_nonpositive_parameters_are_refused() -> None:
         {"epsilon_per_day": 1.0, "speed_max": math.inf},
         {"epsilon_per_day": 1.0, "domain_bbox": (21.0, 72.7, 21.3, math.inf)},
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidParameterError):
             HatReleaseConfig(**bad)  # type: ignore[arg-type]
 
 
 def test_clipped_mean_under_presence_public_is_refused() -> None:
-    with pytest.raises(ValueError, match="calibrated for add-remove"):
+    with pytest.raises(InvalidParameterError, match="calibrated for add-remove"):
         cfg(epsilon_per_day=1.0, neighbouring="replace-one", speed_estimator="clipped-mean")
 
 

@@ -15,7 +15,7 @@ from urbandp._privacy.noise import OpenDPNoise
 from urbandp._privacy.session import ReleaseCharge
 from urbandp._synth.fleet import generate_fleet
 from urbandp.errors import InputError, InvalidParameterError
-from urbandp.fleet._options import HatReleaseConfig, build_config
+from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._pipeline import release_fleet
 
 START = dt.date(2024, 3, 4)
@@ -50,7 +50,7 @@ def test_the_spec_refuses_a_delta_above_1e_5_naming_the_option(delta: float) -> 
     with pytest.raises(InvalidParameterError, match=r"^delta \(--delta\) .* is above 1e-05"):
         HatReleaseConfig(epsilon_per_day=4, mechanism="laplace", delta=delta)
     with pytest.raises(InvalidParameterError, match="is above 1e-05"):
-        build_config({"delta": delta, "noise_scale": 1.0})
+        HatReleaseConfig(**{"delta": delta, "noise_scale": 1.0})
     assert HatReleaseConfig(epsilon_per_day=4, delta=1e-5).delta == 1e-5
 
 

@@ -14,6 +14,7 @@ import pytest
 import urbandp._privacy.dp_prelude as dp
 from urbandp._contributions.base import CONTRIBUTION_SCHEMA
 from urbandp._privacy.noise import ExactNoiseForTesting, rho_for_epsilon, zcdp_epsilon
+from urbandp.errors import InvalidParameterError
 from urbandp.fleet._hat_release import _release_hats
 from urbandp.fleet._measure import fieller_interval, truncate_vehicle_days
 from urbandp.fleet._options import HatReleaseConfig
@@ -89,7 +90,7 @@ def test_speeding_is_opt_in_and_takes_a_third() -> None:
     assert plan.selection_budget == pytest.approx(plan.budget / 3, rel=1e-12)  # type: ignore[operator]
     r = _release_hats(fleet(200), cfg(), 1, EXACT)
     assert r.speeding.height == 0
-    with pytest.raises(ValueError, match="must include speed"):
+    with pytest.raises(InvalidParameterError, match="queries must be speed or speed,speeding"):
         cfg(queries="speeding")
 
 
@@ -114,7 +115,7 @@ def test_public_day_set_sets_d() -> None:
     got = w.public_days(dt.date(2016, 11, 21), dt.date(2016, 12, 4))
     assert got is not None and len(got) == 8  # 10 weekdays less Thanksgiving and the day after
     assert all(d.weekday() < 5 for d in got)
-    with pytest.raises(ValueError, match="give both"):
+    with pytest.raises(InvalidParameterError, match="give both"):
         HatReleaseConfig(epsilon_per_day=1.0, weekdays="mon-fri")
 
 

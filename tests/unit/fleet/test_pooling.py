@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from urbandp.errors import InvalidParameterError
 from urbandp.fleet._options import HatReleaseConfig
 from urbandp.fleet._postprocess_pooling import (
     POOLED_COLUMNS,
@@ -158,7 +159,7 @@ def test_laplace_scales_are_converted_to_standard_deviations() -> None:
 def test_borrow_strength_is_refused_where_the_noisy_mean_is_not_s_over_n(
     kw: dict[str, object], needs: str
 ) -> None:
-    with pytest.raises(ValueError, match=f"borrow_strength needs .*{needs}"):
+    with pytest.raises(InvalidParameterError, match=f"borrow_strength needs .*{needs}"):
         HatReleaseConfig(epsilon_per_day=4.0, borrow_strength="parent", **kw)  # type: ignore[arg-type]
 
 

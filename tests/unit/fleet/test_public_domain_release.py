@@ -15,6 +15,7 @@ import pytest
 import urbandp._privacy.dp_prelude as dp
 from urbandp._contributions.base import CONTRIBUTION_SCHEMA
 from urbandp._privacy.noise import ExactNoiseForTesting, OpenDPNoise, rho_for_epsilon, zcdp_epsilon
+from urbandp.errors import InvalidParameterError
 from urbandp.fleet._hat_release import _release_hats
 from urbandp.fleet._measure import l2_normalised, per_hat_aggregates, selected_count_interval
 from urbandp.fleet._options import HatReleaseConfig
@@ -185,12 +186,12 @@ def test_useful_hats_are_counted_from_the_published_table(tmp_path: Path) -> Non
 def test_combinations_that_are_not_calibrated_are_refused(
     tmp_path: Path, change: dict[str, object], message: str
 ) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(InvalidParameterError, match=message):
         cfg(tmp_path, **change)
 
 
 def test_l2_without_a_public_domain_is_refused() -> None:
-    with pytest.raises(ValueError, match="a public domain"):
+    with pytest.raises(InvalidParameterError, match="a public domain"):
         HatReleaseConfig(epsilon_per_day=4.0, contribution_bounding="l2")
 
 

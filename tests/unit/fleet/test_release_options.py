@@ -227,4 +227,4 @@ def test_release_and_plan_read_an_option_alike() -> None:
     assert str(err.value) == "start must be a date YYYY-MM-DD, got '20240301'"
     with pytest.raises(InputError) as err:
         configure(_values(hours=(-1, 5)))
-    assert "the hour window must satisfy 0 <= start < end <= 24, got -1-5" in str(err.value)
+    assert "hours must satisfy 0 <= start < end <= 24, got -1-5" in str(err.value)
