@@ -263,7 +263,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         ),
         (
             lambda d, f: ["release", str(f), "--out", str(d / "o"), "--noise-scale", "1", "--hours", "21-9"],
-            "hour window",
+            "--hours must satisfy 0 <= start < end <= 24",
         ),
         (
             lambda d, f: [
