@@ -96,6 +96,8 @@ class ValidationOptions:
                     f"unknown time zone '{self.timezone}' for timezone (an IANA zone such as Asia/Kolkata)",
                     parameters="timezone",
                 )
+        if not self.speed_reject_above_kmh > 0:  # 0 would quarantine every row
+            raise InputError("speed_reject_above must be > 0", parameters="speed_reject_above")
         check_timestamp_format(self.timestamp_format)
 
     @property

@@ -105,8 +105,8 @@ def options_that_help(
     domain = _release_domain(cfg, release) if profile is not None and release is not None else None
     for text, change in alternatives(cfg):
         try:  # the spec with the change, validated: a change the spec refuses is no advice
-            alt = HatReleaseConfig.model_validate({**cfg.model_dump(), **change})
-        except ValueError:
+            alt = HatReleaseConfig(**{**cfg.model_dump(), **change})
+        except (ValueError, InvalidParameterError):
             continue
         t = _threshold(alt, days, domain_size)
         if t is None:

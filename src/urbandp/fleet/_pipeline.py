@@ -23,6 +23,7 @@ import polars_h3 as plh3
 
 from urbandp._contributions import ContributionSpec, get_backend
 from urbandp._contributions.polars_backend import window_filter
+from urbandp._contributions.spark_session import check_engine
 from urbandp._grid.h3cells import cell_expr
 from urbandp._privacy.noise import NoiseSource, rho_for_epsilon
 from urbandp._privacy.report import write_privacy_json
@@ -355,7 +356,7 @@ def _read_and_aggregate(
         loaded, contributions = _spark_stage(paths, columns, options, window, spark_master)
         start, end, derived = date_window(cfg, loaded.clean_lazy)
         say("aggregating per vehicle, HAT and day")
-    else:  # polars (the engine is checked by the caller, urbandp._contributions.spark_session.check_engine)
+    else:  # polars (the engine is checked by release_fleet)
         loaded = load_records(paths, columns, options, window=window)
         loaded.require_valid()
         if loaded.records_valid == 0:
@@ -514,6 +515,7 @@ def release_fleet(
             None, None, unit="vehicle-day", noise=noise, allow_meaningless_epsilon=allow_meaningless_epsilon
         )
     )
+    check_engine(engine, spark_master)  # every caller: the API, the demo and the building block's own
     with charge_of as session:
         refuse_before_reading(session, cfg)  # before any record is read or noise drawn
         say = step or (lambda _name: None)

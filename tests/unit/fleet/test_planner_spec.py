@@ -160,6 +160,16 @@ def test_the_advice_from_a_release_predicts_useful_hats_for_each_alternative() -
     assert advice[0].startswith("epsilon_per_day=2: threshold") and "useful HATs" in advice[0], advice
 
 
+def test_an_alternative_the_spec_refuses_is_no_advice() -> None:
+    """Under coarsening the spec refuses contribution_bounding=l2 (an InvalidParameterError, not a ValueError):
+    the advice skips that alternative instead of raising after the noise was drawn."""
+    cfg = HatReleaseConfig(
+        epsilon_per_day=0.5, start=DAY, end=DAY, hours=(9, 13), domain_bbox=BBOX, coarsen="parent1"
+    )
+    advice = options_that_help(cfg, 1, domain_cells(BBOX, 7).len() * len(SLOTS))
+    assert advice and not any(a.startswith("contribution_bounding=l2") for a in advice), advice
+
+
 def test_the_command_line_shows_parameters_as_flags() -> None:
     text = "options that change it most: epsilon_per_day=8: threshold 7.6 vehicle-days; resolution=6 or slot_minutes=120"
     assert as_flags(text) == (
