@@ -121,7 +121,11 @@ class AuditResult:
     def _of(cls, details: dict[str, object], **given: object) -> Self:
         """The result of ``details`` (the command's JSON object, its values already of the fields' types): each
         field ``given``, else its key's value (a field ``details`` lacks keeps its default)."""
-        read = {f.name: details[f.name] for f in fields(cls)[1:] if f.name in details and f.name not in given}
+        read = {
+            f.name: details[f.name]
+            for f in fields(cls)
+            if f.name not in ("details", *given) and f.name in details
+        }
         return cls(details, **read, **given)
 
     @property

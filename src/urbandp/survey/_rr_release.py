@@ -292,7 +292,9 @@ def estimate_table(data: Path, label: str, spec: RandomizeSpec) -> pl.DataFrame:
         low, high = np.maximum(est - rr.Z95 * se, 0.0), np.minimum(est + rr.Z95 * se, 1.0)
         shares = {"estimate": est * share, "ci_low": low * share, "ci_high": high * share}
         tables.append(pl.DataFrame({"group": g, "category": cats, **shares}))
-    columns = ("group", "category", "estimate", "ci_low", "ci_high")  # no rows at all: the empty table
-    empty = pl.DataFrame(schema={c: pl.String if c in columns[:2] else pl.Float64 for c in columns})
+    empty = pl.DataFrame(  # no row in any declared group: the table with no row
+        schema={"group": pl.String, "category": pl.String, "estimate": pl.Float64, "ci_low": pl.Float64,
+                "ci_high": pl.Float64}
+    )  # fmt: skip
     table = pl.concat(tables) if tables else empty
     return table if within else table.drop("group")
